@@ -1,0 +1,26 @@
+# Two entry points: `make demo` (the main job) and `make test` (all tests).
+# Both build a local virtualenv on first use. On a CPU-only machine torch==2.13.0 is the CPU build
+# already on our machines; on a GPU machine with torch installed, run with PYTHONPATH=src instead
+# (see README).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.tritium-installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m tritium.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

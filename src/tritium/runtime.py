@@ -1,0 +1,47 @@
+"""Where kernels run: a GPU, or the CPU under the Triton interpreter.
+
+Triton decides between compiling and interpreting when a kernel is decorated, from the
+``TRITON_INTERPRET`` environment variable, so that choice must be made before any tritium
+kernel module is imported. Entry points (``tritium.demo``, the CLI, tests' conftest) call
+:func:`select_backend` first; library code only asks :func:`interpreting`.
+"""
+
+import functools
+import os
+
+import torch
+
+
+def interpreting() -> bool:
+    """True when Triton kernels run on the CPU under the interpreter."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def select_backend() -> str:
+    """Use the GPU when there is one, else turn on the Triton interpreter. Returns "gpu" or "interpreter".
+
+    Call before importing any tritium kernel module; later calls only report the choice.
+    """
+    if not interpreting() and not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    return "interpreter" if interpreting() else "gpu"
+
+
+def default_device() -> torch.device:
+    return torch.device("cpu") if interpreting() else torch.device("cuda")
+
+
+@functools.lru_cache(maxsize=None)
+def num_sms(device: torch.device) -> int:
+    """Streaming multiprocessors (CUs on AMD) of ``device``; 132 (an H100) for the interpreter so that
+    CPU runs pick the same configurations as the GPU they stand in for."""
+    if device.type != "cuda":
+        return 132
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@functools.lru_cache(maxsize=None)
+def device_name(device: torch.device) -> str:
+    if device.type != "cuda":
+        return "triton-interpreter"
+    return torch.cuda.get_device_name(device)
