@@ -1,0 +1,11 @@
+"""Benchmarks: ``python -m tritium.bench <suite> [--out FILE]``.
+
+Each suite is a module ``tritium.bench.<suite>`` with ``add_arguments(parser)`` (optional) and
+``run(args) -> dict``; the runner prints the suite's table and writes the returned dict as JSON.
+"""
+
+SUITES = {
+    "attention": "tritium.bench.attention",
+    "shmem": "tritium.bench.shmem",
+    "engine": "tritium.bench.engine",
+}
