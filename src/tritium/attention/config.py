@@ -1,0 +1,75 @@
+"""Kernel configuration: the one place where tiles, warps, stages and split counts are chosen.
+
+``select_attention_config`` is keyed on the batch shape, head geometry, dtype and GPU; tuned decision
+trees (offline autotuning) plug in here. Every number below names the measurement that chose it.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from tritium.runtime import num_sms
+
+# Split-KV never goes beyond this many splits (the merge kernel loads them all at once).
+MAX_SPLITS = 64
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    block_m: int  # rows of a Q block: block_q tokens x (num_q_heads // num_kv_heads) heads, padded
+    block_q: int  # query tokens per Q block
+    tile_n: int  # keys per inner iteration (independent of the page size)
+    num_splits: int  # split-KV factor (1: no split, no merge kernel)
+    num_warps: int
+    num_stages: int
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int, num_kv_heads: int,
+                            head_dim: int, block_size: int, max_seqlen_q: int, max_seqlen_k: int,
+                            dtype: torch.dtype, device: torch.device, max_splits: int = MAX_SPLITS
+                            ) -> AttentionConfig:
+    """Pick the paged-attention kernel configuration for one batch.
+
+    Decode-like batches (max_seqlen_q * group <= 16 rows) use 16-row Q blocks and split the KV range
+    so that the grid holds about ``4 * SMs`` programs; the split count falls smoothly as the batch
+    grows (no cliff at a threshold). Prefill batches use 128-row Q blocks, no split.
+    """
+    group = num_q_heads // num_kv_heads
+    rows = max_seqlen_q * group
+    head_pad = _next_pow2(head_dim)
+    fp32 = dtype == torch.float32
+    # Short queries (decode, speculative verification) get the smallest Q block that holds them;
+    # prefill gets 128 rows (64 where registers are tight: fp32, head_dim > 128).
+    decode_like = rows <= 64
+    if decode_like:
+        block_m = max(16, _next_pow2(rows))
+    else:
+        block_m = max(64 if (fp32 or head_pad > 128) else 128, _next_pow2(group))
+    block_q = max(1, block_m // group)
+
+    if decode_like:
+        tile_n = 64 if head_pad <= 128 else 32
+        num_warps, num_stages = 4, 3
+    else:
+        tile_n = 64 if head_pad <= 128 else 32
+        num_warps, num_stages = (8, 3) if head_pad <= 128 else (8, 2)
+    if fp32:
+        tile_n = min(tile_n, 32)
+        num_stages = 2
+
+    num_splits = 1
+    if decode_like and max_splits > 1:
+        # Programs without splitting: each sequence's Q blocks times KV heads (decode: one block).
+        q_blocks = num_seqs * max(1, -(-max_seqlen_q // block_q))
+        programs = q_blocks * num_kv_heads
+        target = 4 * num_sms(device)
+        num_splits = -(-target // programs)
+        # Each split should get at least 2 tiles of keys.
+        num_splits = min(num_splits, max(1, max_seqlen_k // (2 * tile_n)), max_splits)
+        num_splits = max(1, num_splits)
+    return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=num_splits,
+                           num_warps=num_warps, num_stages=num_stages)

@@ -1,0 +1,278 @@
+"""Triton kernels of paged attention: the attention kernel (prefill, chunked prefill, decode, with
+optional split-KV) and the merge of split-KV partial results.
+
+Layout conventions (see ``paged_attention`` for the public contract):
+    q            [num_tokens, num_q_heads, head_dim]
+    k/v cache    [num_blocks, PAGE_SIZE, num_kv_heads, head_dim]
+    block_table  [num_seqs, max_blocks_per_seq] int32
+A program owns one "Q block": BLOCK_Q consecutive query tokens of one sequence times the QPKV query
+heads that share one KV head, packed into BLOCK_M = BLOCK_Q * QPKV (padded) rows, so every K/V tile
+is loaded once for all heads of its group. Row r holds token r // QPKV and head r % QPKV of the group.
+
+Scores are kept in the log2 domain (scaled by log2(e)) so the softmax uses exp2.
+"""
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: tl.constexpr):
+    """Sequence owning Q-block slot ``q_slot``: the largest s with cu_seqlens_q[s] // BLOCK_Q + s <= q_slot.
+
+    Sequence s owns slots [cu[s] // BLOCK_Q + s, cu[s+1] // BLOCK_Q + s + 1), at least
+    cdiv(q_len_s, BLOCK_Q) of them, so a grid of num_tokens // BLOCK_Q + num_seqs slots covers every
+    batch of that many tokens and sequences without reading lengths on the host.
+    """
+    lo = 0
+    hi = num_seqs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        start = tl.load(cu_seqlens_q_ptr + mid) // BLOCK_Q + mid
+        if start <= q_slot:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@triton.jit
+def _softcap(x, cap):
+    # cap * tanh(x / cap), with tanh(y) = 2 * sigmoid(2y) - 1 (no libdevice: also runs in the interpreter)
+    return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
+
+
+@triton.jit
+def _attend_tiles(
+    acc, l_i, m_i, q,
+    tile_lo, tile_hi,
+    k_head_ptr, v_head_ptr, block_table_row_ptr,
+    stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
+    seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+    offs_d, d_mask,
+    PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+    MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """Online-softmax accumulation over KV tiles [tile_lo, tile_hi).
+
+    MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
+    acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units).
+    """
+    for tile in range(tile_lo, tile_hi):
+        offs_n = tile * TILE_N + tl.arange(0, TILE_N)  # [TILE_N] key positions
+        if MASKED:
+            kv_mask = offs_n < seq_len
+            pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE, mask=kv_mask, other=0)
+        else:
+            pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE)
+        slots = pages.to(tl.int64)
+        k_offs = slots * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok  # [TILE_N]
+        v_offs = slots * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok
+        if MASKED:
+            load_mask = kv_mask[:, None] & d_mask[None, :]
+            k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :], mask=load_mask, other=0.0)
+        elif HEAD_DIM != HEAD_DIM_PAD:
+            k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :], mask=d_mask[None, :], other=0.0)
+        else:
+            k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :])  # [TILE_N, HEAD_DIM_PAD]
+        s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=DOT_PRECISION)  # [BLOCK_M, TILE_N]
+        if HAS_SOFTCAP:
+            s = _softcap(s * qk_scale, softcap) * 1.4426950408889634
+        else:
+            s = s * (qk_scale * 1.4426950408889634)
+        if HAS_ALIBI:
+            s += alibi_log2[:, None] * (offs_n[None, :] - q_pos[:, None]).to(tl.float32)
+        if MASKED:
+            visible = kv_mask[None, :]
+            if IS_CAUSAL:
+                visible = visible & (offs_n[None, :] <= q_pos[:, None])
+            if HAS_WINDOW:
+                visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
+            s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+        p = tl.math.exp2(s - m_use[:, None])
+        alpha = tl.math.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if MASKED:
+            v = tl.load(v_head_ptr + v_offs[:, None] + offs_d[None, :], mask=load_mask, other=0.0)
+        elif HEAD_DIM != HEAD_DIM_PAD:
+            v = tl.load(v_head_ptr + v_offs[:, None] + offs_d[None, :], mask=d_mask[None, :], other=0.0)
+        else:
+            v = tl.load(v_head_ptr + v_offs[:, None] + offs_d[None, :])
+        v = v.to(q.dtype)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit(do_not_specialize=["num_seqs", "window"])
+def _paged_attention_kernel(
+    # pointers
+    out_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
+    block_table_ptr, seq_lens_ptr, cu_seqlens_q_ptr,
+    alibi_ptr, sinks_ptr, k_scale_ptr, v_scale_ptr,
+    part_out_ptr, part_lse_ptr,
+    # strides (the head_dim stride of every tensor is 1)
+    stride_q_tok, stride_q_head,
+    stride_o_tok, stride_o_head,
+    stride_k_blk, stride_k_tok, stride_k_head,
+    stride_v_blk, stride_v_tok, stride_v_head,
+    stride_bt_seq,
+    stride_po_split, stride_po_tok, stride_po_head,
+    stride_pl_split, stride_pl_tok,
+    # sizes and scalars
+    num_seqs, sm_scale, softcap, window, k_scale_val, v_scale_val,
+    # meta-parameters
+    QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, NUM_SPLITS: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
+    HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
+    REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, NUM_SPLITS). Programs whose slot holds no
+    Q block exit at once. With NUM_SPLITS > 1 each program covers 1/NUM_SPLITS of its KV tiles and
+    writes a normalised partial output plus its log2-sum-exp to the workspace for the merge kernel."""
+    q_slot = tl.program_id(0)
+    if REVERSE:  # longest causal Q blocks (last in their sequence) first: better tail balance
+        q_slot = tl.num_programs(0) - 1 - q_slot
+    kv_head = tl.program_id(1)
+    split = tl.program_id(2)
+
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+    q_start = tl.load(cu_seqlens_q_ptr + seq)
+    q_len = tl.load(cu_seqlens_q_ptr + seq + 1) - q_start
+    q_block = q_slot - (q_start // BLOCK_Q + seq)
+    if q_block * BLOCK_Q >= q_len:
+        return
+    seq_len = tl.load(seq_lens_ptr + seq)
+    context_len = seq_len - q_len  # position of the sequence's first new token
+
+    offs_m = tl.arange(0, BLOCK_M)
+    tok = q_block * BLOCK_Q + offs_m // QPKV  # [BLOCK_M] token index within the sequence
+    head = kv_head * QPKV + offs_m % QPKV  # [BLOCK_M] query head
+    row_valid = (offs_m < BLOCK_Q * QPKV) & (tok < q_len)
+    q_pos = context_len + tok  # [BLOCK_M] absolute position of each row's token
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    d_mask = offs_d < HEAD_DIM
+
+    q_rows = (q_start + tok).to(tl.int64)
+    q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
+                mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
+
+    if SCALES_FROM_PTR:
+        k_scale = tl.load(k_scale_ptr).to(tl.float32)
+        v_scale = tl.load(v_scale_ptr).to(tl.float32)
+    else:
+        k_scale = k_scale_val
+        v_scale = v_scale_val
+    qk_scale = sm_scale * k_scale
+
+    alibi_log2 = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if HAS_ALIBI:
+        alibi_log2 = tl.load(alibi_ptr + head, mask=row_valid, other=0.0).to(tl.float32) * 1.4426950408889634
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if HAS_SINKS:
+        if split == 0:  # the sink term enters the softmax once, in the first split
+            m_i = tl.load(sinks_ptr + head, mask=row_valid, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+            l_i = tl.where(row_valid, 1.0, 0.0)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
+
+    # Key range of this Q block and the part of it that needs no mask.
+    first_pos = context_len + q_block * BLOCK_Q
+    last_pos = tl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
+    if IS_CAUSAL:
+        kv_end = last_pos + 1
+        full_end = first_pos + 1
+    else:
+        kv_end = seq_len
+        full_end = seq_len
+    tile_lo = 0
+    full_lo = 0
+    if HAS_WINDOW:
+        tile_lo = tl.maximum(first_pos - window + 1, 0) // TILE_N
+        full_lo = tl.cdiv(tl.maximum(last_pos - window + 1, 0), TILE_N)
+    tile_hi = tl.cdiv(kv_end, TILE_N)
+    full_lo = tl.minimum(tl.maximum(full_lo, tile_lo), tile_hi)
+    full_hi = tl.minimum(tl.maximum(full_end // TILE_N, full_lo), tile_hi)
+
+    # This split's share of the tiles.
+    if NUM_SPLITS > 1:
+        per_split = tl.cdiv(tile_hi - tile_lo, NUM_SPLITS)
+        lo = tile_lo + split * per_split
+        hi = tl.minimum(lo + per_split, tile_hi)
+    else:
+        lo = tile_lo
+        hi = tile_hi
+
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head
+    bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
+    # Masked tiles before the window's full part, unmasked middle, masked tail (diagonal / last page).
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
+        stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr, v_head_ptr,
+        bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
+        qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
+        IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
+        stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+
+    has_mass = l_i > 0.0
+    o = acc * (v_scale / tl.where(has_mass, l_i, 1.0))[:, None]  # rows that saw no key give 0
+    store_mask = row_valid[:, None] & d_mask[None, :]
+    if NUM_SPLITS == 1:
+        o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
+        tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
+    else:
+        split64 = split.to(tl.int64)
+        po_ptrs = (part_out_ptr + split64 * stride_po_split + q_rows[:, None] * stride_po_tok
+                   + head[:, None] * stride_po_head + offs_d[None, :])
+        tl.store(po_ptrs, o, mask=store_mask)
+        lse = tl.where(has_mass, m_i + tl.math.log2(tl.where(has_mass, l_i, 1.0)), float("-inf"))
+        tl.store(part_lse_ptr + split64 * stride_pl_split + q_rows * stride_pl_tok + head, lse, mask=row_valid)
+
+
+@triton.jit
+def _merge_splits_kernel(
+    # pointers
+    out_ptr, part_out_ptr, part_lse_ptr,
+    # strides
+    stride_o_tok, stride_o_head,
+    stride_po_split, stride_po_tok, stride_po_head,
+    stride_pl_split, stride_pl_tok,
+    # meta-parameters
+    NUM_SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+):
+    """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse)."""
+    tok = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1)
+    offs_s = tl.arange(0, SPLITS_PAD)
+    s_mask = offs_s < NUM_SPLITS
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    d_mask = offs_d < HEAD_DIM
+    lse = tl.load(part_lse_ptr + offs_s * stride_pl_split + tok * stride_pl_tok + head,
+                  mask=s_mask, other=float("-inf"))  # [SPLITS_PAD]
+    lse_max = tl.max(lse, 0)
+    lse_max = tl.where(lse_max == float("-inf"), 0.0, lse_max)
+    w = tl.math.exp2(lse - lse_max)  # empty splits weigh 0
+    parts = tl.load(part_out_ptr + offs_s[:, None].to(tl.int64) * stride_po_split + tok * stride_po_tok
+                    + head * stride_po_head + offs_d[None, :],
+                    mask=s_mask[:, None] & d_mask[None, :], other=0.0)  # [SPLITS_PAD, HEAD_DIM_PAD]
+    den = tl.sum(w, 0)
+    o = tl.sum(parts * w[:, None], 0) / tl.where(den > 0.0, den, 1.0)
+    tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d, o.to(out_ptr.dtype.element_ty),
+             mask=d_mask)

@@ -1,0 +1,287 @@
+"""Public launcher of paged attention: validation, configuration, workspace, launch."""
+
+import math
+
+import torch
+
+from tritium.attention.config import MAX_SPLITS, AttentionConfig, _next_pow2, select_attention_config
+from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
+
+SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
+Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+FP8_DTYPES = (torch.float8_e4m3fn,)
+
+
+class AttentionWorkspace:
+    """Split-KV scratch buffers allocated once and reused by every call (and every layer).
+
+    Holds partial outputs [max_splits, max_num_tokens, num_q_heads, head_dim] and their log-sum-exps
+    [max_splits, max_num_tokens, num_q_heads], both fp32. With a workspace and the ``max_seqlen_*``
+    hints, ``paged_attention`` neither allocates nor syncs with the host, so it can be captured in a
+    CUDA graph. Calls whose configuration wants more splits than ``max_splits`` use ``max_splits``.
+    """
+
+    def __init__(self, max_num_tokens: int, num_q_heads: int, head_dim: int, *, max_splits: int = MAX_SPLITS,
+                 device: torch.device | str | None = None):
+        for name, value in (("max_num_tokens", max_num_tokens), ("num_q_heads", num_q_heads),
+                            ("head_dim", head_dim), ("max_splits", max_splits)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"AttentionWorkspace: {name} must be a positive int, got {value!r}")
+        if max_splits > MAX_SPLITS:
+            raise ValueError(f"AttentionWorkspace: max_splits must be <= {MAX_SPLITS}, got {max_splits}")
+        self.max_num_tokens, self.num_q_heads, self.head_dim = max_num_tokens, num_q_heads, head_dim
+        self.max_splits = max_splits
+        self.part_out = torch.empty(max_splits, max_num_tokens, num_q_heads, head_dim, dtype=torch.float32,
+                                    device=device)
+        self.part_lse = torch.empty(max_splits, max_num_tokens, num_q_heads, dtype=torch.float32, device=device)
+
+    @property
+    def device(self) -> torch.device:
+        return self.part_out.device
+
+    def check(self, num_tokens: int, num_q_heads: int, head_dim: int, device: torch.device) -> None:
+        if (num_q_heads, head_dim) != (self.num_q_heads, self.head_dim):
+            raise ValueError(f"workspace is for {self.num_q_heads} heads x head_dim {self.head_dim}, "
+                             f"q has {num_q_heads} x {head_dim}")
+        if num_tokens > self.max_num_tokens:
+            raise ValueError(f"workspace holds {self.max_num_tokens} tokens, q has {num_tokens}")
+        if device != self.device:
+            raise ValueError(f"workspace is on {self.device}, q is on {device}")
+
+
+def _check_tensor(name, t, ndim, dtypes=None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+    if dtypes is not None and t.dtype not in dtypes:
+        names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise TypeError(f"{name} must have dtype {names}; got {str(t.dtype).replace('torch.', '')}")
+
+
+def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alibi_slopes, sinks, out):
+    _check_tensor("q", q, 3, Q_DTYPES)
+    _check_tensor("k_cache", k_cache, 4, Q_DTYPES + FP8_DTYPES)
+    _check_tensor("v_cache", v_cache, 4, Q_DTYPES + FP8_DTYPES)
+    _check_tensor("block_table", block_table, 2, (torch.int32,))
+    _check_tensor("seq_lens", seq_lens, 1, (torch.int32,))
+    _check_tensor("cu_seqlens_q", cu_seqlens_q, 1, (torch.int32,))
+    num_tokens, num_q_heads, head_dim = q.shape
+    num_blocks, block_size, num_kv_heads, kv_head_dim = k_cache.shape
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache shape {tuple(v_cache.shape)} differs from k_cache shape {tuple(k_cache.shape)}")
+    if v_cache.dtype != k_cache.dtype:
+        raise TypeError(f"v_cache dtype {v_cache.dtype} differs from k_cache dtype {k_cache.dtype}")
+    if k_cache.dtype not in FP8_DTYPES and k_cache.dtype != q.dtype:
+        raise TypeError(f"k_cache dtype {k_cache.dtype} must match q ({q.dtype}) or be float8_e4m3fn")
+    if kv_head_dim != head_dim:
+        raise ValueError(f"k_cache has head_dim {kv_head_dim}, q has {head_dim}")
+    if head_dim not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {SUPPORTED_HEAD_DIMS}, got {head_dim}")
+    if num_q_heads % num_kv_heads != 0:
+        raise ValueError(f"num_q_heads ({num_q_heads}, q.shape[1]) must be divisible by num_kv_heads "
+                         f"({num_kv_heads}, k_cache.shape[2])")
+    if block_size < 16 or block_size % 16 != 0:
+        raise ValueError(f"block size (k_cache.shape[1]) must be a positive multiple of 16, got {block_size}")
+    num_seqs = seq_lens.shape[0]
+    if block_table.shape[0] != num_seqs:
+        raise ValueError(f"block_table has {block_table.shape[0]} rows, seq_lens has {num_seqs} sequences")
+    if cu_seqlens_q.shape[0] != num_seqs + 1:
+        raise ValueError(f"cu_seqlens_q must have num_seqs + 1 = {num_seqs + 1} entries, got {cu_seqlens_q.shape[0]}")
+    if num_seqs == 0:
+        raise ValueError("seq_lens is empty: a batch needs at least one sequence")
+    if alibi_slopes is not None:
+        _check_tensor("alibi_slopes", alibi_slopes, 1, (torch.float32,))
+        if alibi_slopes.shape[0] != num_q_heads:
+            raise ValueError(f"alibi_slopes must have num_q_heads = {num_q_heads} entries, got {alibi_slopes.shape[0]}")
+    if sinks is not None:
+        _check_tensor("sinks", sinks, 1, (torch.float32,))
+        if sinks.shape[0] != num_q_heads:
+            raise ValueError(f"sinks must have num_q_heads = {num_q_heads} entries, got {sinks.shape[0]}")
+    if out is not None:
+        _check_tensor("out", out, 3, (q.dtype,))
+        if out.shape != q.shape:
+            raise ValueError(f"out shape {tuple(out.shape)} must equal q shape {tuple(q.shape)}")
+    named = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table),
+             ("seq_lens", seq_lens), ("cu_seqlens_q", cu_seqlens_q), ("alibi_slopes", alibi_slopes),
+             ("sinks", sinks), ("out", out)]
+    for name, t in named:
+        if t is not None and t.device != q.device:
+            raise ValueError(f"{name} is on {t.device}, q is on {q.device}: all tensors must share one device")
+    for name, t in named:
+        if t is not None and t.numel() > 0 and t.stride(-1) != 1:
+            raise ValueError(f"{name} must be contiguous in its last dimension (stride {t.stride(-1)})")
+    if seq_lens.stride(0) != 1 or cu_seqlens_q.stride(0) != 1:
+        raise ValueError("seq_lens and cu_seqlens_q must be contiguous")
+
+
+def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens):
+    """validate=True: checks that read tensor values (syncs with the device)."""
+    num_blocks, block_size = k_cache.shape[:2]
+    cu = cu_seqlens_q.cpu()
+    lens = seq_lens.cpu().long()
+    q_lens = (cu[1:] - cu[:-1]).long()
+    if int(cu[0]) != 0 or int(cu[-1]) != num_tokens:
+        raise ValueError(f"cu_seqlens_q must start at 0 and end at num_tokens = {num_tokens}, "
+                         f"got {int(cu[0])} .. {int(cu[-1])}")
+    if bool((q_lens < 0).any()):
+        raise ValueError("cu_seqlens_q must be non-decreasing")
+    short = (lens < q_lens).nonzero()
+    if short.numel():
+        s = int(short[0])
+        raise ValueError(f"seq_lens[{s}] = {int(lens[s])} is shorter than its query length {int(q_lens[s])}")
+    pages = (lens + block_size - 1) // block_size
+    if bool((pages > block_table.shape[1]).any()):
+        s = int((pages > block_table.shape[1]).nonzero()[0])
+        raise ValueError(f"sequence {s} needs {int(pages[s])} pages, block_table has {block_table.shape[1]} columns")
+    bt = block_table.cpu()
+    used = torch.arange(bt.shape[1])[None, :] < pages[:, None]
+    bad = used & ((bt < 0) | (bt >= num_blocks))
+    if bool(bad.any()):
+        s, j = (int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"block_table[{s}, {j}] = {int(bt[s, j])} is out of range [0, {num_blocks})")
+
+
+def _scale_arg(name, scale):
+    """(tensor or None, float) for a dequantisation scale given as float or 1-element tensor."""
+    if scale is None:
+        return None, 1.0
+    if isinstance(scale, torch.Tensor):
+        if scale.numel() != 1:
+            raise ValueError(f"{name} must be a float or a 1-element tensor, got shape {tuple(scale.shape)}")
+        if scale.dtype != torch.float32:
+            raise TypeError(f"{name} tensor must be float32, got {scale.dtype}")
+        return scale, 1.0
+    if not isinstance(scale, (int, float)) or not scale > 0:
+        raise ValueError(f"{name} must be a positive float or a 1-element tensor, got {scale!r}")
+    return None, float(scale)
+
+
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
+                    max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
+                    softmax_scale: float | None = None, causal: bool = True,
+                    sliding_window: int | None = None, softcap: float | None = None,
+                    alibi_slopes: torch.Tensor | None = None, sinks: torch.Tensor | None = None,
+                    k_scale=None, v_scale=None, out: torch.Tensor | None = None,
+                    workspace: AttentionWorkspace | None = None, num_splits: int | None = None,
+                    config: AttentionConfig | None = None, validate: bool = False) -> torch.Tensor:
+    """Attention of a variable-length batch of new query tokens over a paged KV cache.
+
+    One launch serves prefill, chunked prefill (cached context plus new tokens) and decode sequences.
+
+    Args:
+        q: [num_tokens, num_q_heads, head_dim] fp16/bf16/fp32, the new tokens of all sequences, concatenated.
+        k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim], q's dtype or float8_e4m3fn.
+        block_table: [num_seqs, max_blocks_per_seq] int32, page ids of each sequence in order.
+        seq_lens: [num_seqs] int32, tokens of each sequence in the cache, new ones included.
+        cu_seqlens_q: [num_seqs + 1] int32, sequence s owns q[cu_seqlens_q[s]:cu_seqlens_q[s+1]].
+        max_seqlen_q, max_seqlen_k: host-side upper bounds of the query and sequence lengths. Given
+            both, the call does not sync with the device.
+        softmax_scale: default 1/sqrt(head_dim).
+        causal: query i of sequence s sits at position seq_lens[s] - q_len_s + i and sees keys <= it.
+        sliding_window: W, a query at position p sees keys at positions > p - W.
+        softcap: c, scores become c * tanh(scores / c).
+        alibi_slopes: [num_q_heads] fp32, adds slope * (key_pos - query_pos) to the scores.
+        sinks: [num_q_heads] fp32 sink logits: one more softmax term with no value.
+        k_scale, v_scale: dequantisation scales (float or 1-element fp32 tensor) of fp8 caches.
+        out: optional [num_tokens, num_q_heads, head_dim] output in q's dtype.
+        workspace: split-KV buffers (``AttentionWorkspace``); without one, a split call allocates them.
+        num_splits: override of the split-KV factor chosen by ``select_attention_config``.
+        config: override of the whole kernel configuration (tuning).
+        validate: also check block ids and lengths (reads them, so it syncs).
+
+    Returns:
+        [num_tokens, num_q_heads, head_dim] in q's dtype (``out`` when given).
+    """
+    _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alibi_slopes, sinks, out)
+    num_tokens, num_q_heads, head_dim = q.shape
+    num_blocks, block_size, num_kv_heads, _ = k_cache.shape
+    num_seqs = seq_lens.shape[0]
+    if q.device.type == "cpu":
+        from tritium.runtime import interpreting
+        if not interpreting():
+            raise ValueError("q is on the CPU: CPU tensors need the Triton interpreter "
+                             "(set TRITON_INTERPRET=1 before importing tritium, or call "
+                             "tritium.runtime.select_backend() first)")
+    if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
+        raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
+    if softcap is not None and not softcap > 0:
+        raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
+    if num_splits is not None and not (isinstance(num_splits, int) and 1 <= num_splits <= MAX_SPLITS):
+        raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}], got {num_splits!r}")
+    is_fp8 = k_cache.dtype in FP8_DTYPES
+    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale)
+    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale)
+    if (k_scale_t is None) != (v_scale_t is None):
+        raise ValueError("k_scale and v_scale must both be tensors or both be floats/None")
+    if not is_fp8 and (k_scale is not None or v_scale is not None):
+        raise ValueError("k_scale / v_scale apply to float8 caches only; the caches are "
+                         f"{str(k_cache.dtype).replace('torch.', '')}")
+    scales_from_ptr = k_scale_t is not None
+    if validate:
+        _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens)
+
+    if out is None:
+        out = torch.empty_like(q)
+    if num_tokens == 0:
+        return out
+    if max_seqlen_q is None:
+        max_seqlen_q = int((cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max())
+    if max_seqlen_k is None:
+        max_seqlen_k = int(seq_lens.max())
+
+    if config is None:
+        max_splits = MAX_SPLITS if workspace is None else workspace.max_splits
+        config = select_attention_config(
+            num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+            head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+            dtype=q.dtype, device=q.device, max_splits=max_splits)
+    splits = config.num_splits if num_splits is None else num_splits
+    if workspace is not None:
+        workspace.check(num_tokens, num_q_heads, head_dim, q.device)
+        splits = min(splits, workspace.max_splits)
+    if splits > 1:
+        if workspace is None:
+            workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)
+        part_out, part_lse = workspace.part_out, workspace.part_lse
+    else:
+        part_out, part_lse = out, out  # unused (NUM_SPLITS == 1)
+
+    group = num_q_heads // num_kv_heads
+    head_pad = _next_pow2(head_dim)
+    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
+    dummy = q
+    grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
+    _paged_attention_kernel[grid](
+        out, q, k_cache, v_cache,
+        block_table, seq_lens, cu_seqlens_q,
+        dummy if alibi_slopes is None else alibi_slopes,
+        dummy if sinks is None else sinks,
+        k_scale_t if scales_from_ptr else dummy,
+        v_scale_t if scales_from_ptr else dummy,
+        part_out, part_lse,
+        q.stride(0), q.stride(1),
+        out.stride(0), out.stride(1),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        block_table.stride(0),
+        part_out.stride(0), part_out.stride(1), part_out.stride(2),
+        part_lse.stride(0), part_lse.stride(1),
+        num_seqs, scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
+        QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
+        BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, NUM_SPLITS=splits,
+        IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
+        HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
+        REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    if splits > 1:
+        _merge_splits_kernel[(num_tokens, num_q_heads)](
+            out, part_out, part_lse,
+            out.stride(0), out.stride(1),
+            part_out.stride(0), part_out.stride(1), part_out.stride(2),
+            part_lse.stride(0), part_lse.stride(1),
+            NUM_SPLITS=splits, SPLITS_PAD=_next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+            num_warps=4,
+        )
+    return out
