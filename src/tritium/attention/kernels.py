@@ -129,14 +129,15 @@ def _paged_attention_kernel(
     num_seqs, sm_scale, softcap, window, k_scale_val, v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, NUM_SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, IS_SPLIT: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, NUM_SPLITS). Programs whose slot holds no
-    Q block exit at once. With NUM_SPLITS > 1 each program covers 1/NUM_SPLITS of its KV tiles and
-    writes a normalised partial output plus its log2-sum-exp to the workspace for the merge kernel."""
+    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
+    Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
+    normalised partial output plus its log2-sum-exp to the workspace for the merge kernel; without it
+    the grid's last dimension is 1 and the program writes the output."""
     q_slot = tl.program_id(0)
     if REVERSE:  # longest causal Q blocks (last in their sequence) first: better tail balance
         q_slot = tl.num_programs(0) - 1 - q_slot
@@ -203,8 +204,8 @@ def _paged_attention_kernel(
     full_hi = tl.minimum(tl.maximum(full_end // TILE_N, full_lo), tile_hi)
 
     # This split's share of the tiles.
-    if NUM_SPLITS > 1:
-        per_split = tl.cdiv(tile_hi - tile_lo, NUM_SPLITS)
+    if IS_SPLIT:
+        per_split = tl.cdiv(tile_hi - tile_lo, tl.num_programs(2))
         lo = tile_lo + split * per_split
         hi = tl.minimum(lo + per_split, tile_hi)
     else:
@@ -234,7 +235,7 @@ def _paged_attention_kernel(
     has_mass = l_i > 0.0
     o = acc * (v_scale / tl.where(has_mass, l_i, 1.0))[:, None]  # rows that saw no key give 0
     store_mask = row_valid[:, None] & d_mask[None, :]
-    if NUM_SPLITS == 1:
+    if not IS_SPLIT:
         o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
         tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
     else:
@@ -254,14 +255,16 @@ def _merge_splits_kernel(
     stride_o_tok, stride_o_head,
     stride_po_split, stride_po_tok, stride_po_head,
     stride_pl_split, stride_pl_tok,
+    # sizes
+    num_splits,
     # meta-parameters
-    NUM_SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+    SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
 ):
     """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse)."""
     tok = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     offs_s = tl.arange(0, SPLITS_PAD)
-    s_mask = offs_s < NUM_SPLITS
+    s_mask = offs_s < num_splits
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     d_mask = offs_d < HEAD_DIM
     lse = tl.load(part_lse_ptr + offs_s * stride_pl_split + tok * stride_pl_tok + head,

@@ -245,7 +245,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)
         part_out, part_lse = workspace.part_out, workspace.part_lse
     else:
-        part_out, part_lse = out, out  # unused (NUM_SPLITS == 1)
+        part_out, part_lse = out, out  # unused without split-KV
 
     group = num_q_heads // num_kv_heads
     head_pad = _next_pow2(head_dim)
@@ -269,7 +269,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         part_lse.stride(0), part_lse.stride(1),
         num_seqs, scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
         QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
-        BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, NUM_SPLITS=splits,
+        BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
         REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
@@ -281,7 +281,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             out.stride(0), out.stride(1),
             part_out.stride(0), part_out.stride(1), part_out.stride(2),
             part_lse.stride(0), part_lse.stride(1),
-            NUM_SPLITS=splits, SPLITS_PAD=_next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+            splits,
+            SPLITS_PAD=_next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
             num_warps=4,
         )
     return out

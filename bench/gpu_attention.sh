@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Paged attention on a GPU machine (torch + triton installed, no network), from the repo root:
+#   OUT=/some/dir bash bench/gpu_attention.sh [bench|tests|all] [extra bench args...]
+# Writes the benchmark JSON and logs under $OUT.
+set -uo pipefail
+what=${1:-all}; shift || true
+OUT=${OUT:-bench/results}
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-')
+if [[ $what == bench || $what == all ]]; then
+  timeout 420 python3 -m tritium.bench attention --out "$OUT/attention-$gpu.json" "$@" 2>&1 | tee "$OUT/bench-attention.log"
+fi
+if [[ $what == tests || $what == all ]]; then
+  timeout 300 python3 -m pytest -q -x tests/attention 2>&1 | tee "$OUT/tests-attention.log"
+fi

@@ -1,0 +1,238 @@
+"""Paged-attention benchmark: tritium vs PyTorch SDPA (flash, cuDNN; dense K/V) on the anchor shapes.
+
+    python -m tritium.bench attention [--out FILE] [--sweep] [--block-sizes 16,64]
+
+Measures in the same run the copy-bandwidth and matmul ceilings; GQA 32/8, head_dim 128, bf16.
+Prefill is causal, reported in TFLOP/s (4*B*H*S^2*D/2 FLOPs). Decode is one query token per
+sequence, reported in TB/s of K+V read (B*L*8*128*2*2 bytes); decode is timed as CUDA-graph replays
+for every system (how decode runs in serving; removes host launch overhead for all alike).
+Each tritium result is first checked against SDPA's output.
+"""
+
+import itertools
+import math
+
+import torch
+
+from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table, time_ms
+
+NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
+PREFILL_CASES = [(1, 4096), (1, 16384), (8, 2048), (4, 8192)]
+DEVICE = "cuda"
+DECODE_CASES = [(1, 8192), (1, 32768), (16, 4096), (64, 2048), (128, 8192), (256, 1024)]
+# Targets from the issue (H100): decode TB/s; prefill is judged against SDPA flash in the same run.
+DECODE_TARGETS = {(1, 8192): 1.2, (1, 32768): 2.2, (16, 4096): 2.5, (64, 2048): 2.5, (128, 8192): 2.7,
+                  (256, 1024): 2.7}
+
+
+def add_arguments(parser):
+    parser.add_argument("--block-sizes", default="16,64", help="KV page sizes to run (comma-separated)")
+    parser.add_argument("--only", choices=["prefill", "decode"], help="run one half")
+    parser.add_argument("--sweep", action="store_true", help="also time alternative kernel configurations")
+    parser.add_argument("--cases", help="subset, e.g. 'decode:1x8192,prefill:1x4096'")
+
+
+def _paged_batch(batch: int, seq_len: int, q_len: int, block_size: int, dtype=torch.bfloat16):
+    """Random K/V for `batch` sequences of `seq_len` tokens in a shuffled paged cache, the dense copy
+    SDPA reads, and `q_len` new query tokens per sequence."""
+    dev = DEVICE
+    pages_per_seq = -(-seq_len // block_size)
+    num_blocks = batch * pages_per_seq
+    k_dense = torch.randn(batch, NUM_KV_HEADS, seq_len, HEAD_DIM, dtype=dtype, device=dev)
+    v_dense = torch.randn_like(k_dense)
+    perm = torch.randperm(num_blocks, device=dev).int()
+    block_table = perm.view(batch, pages_per_seq)
+    k_cache = torch.empty(num_blocks, block_size, NUM_KV_HEADS, HEAD_DIM, dtype=dtype, device=dev)
+    v_cache = torch.empty_like(k_cache)
+    pad = pages_per_seq * block_size - seq_len
+    for cache, dense in ((k_cache, k_dense), (v_cache, v_dense)):
+        src = torch.nn.functional.pad(dense.transpose(1, 2), (0, 0, 0, 0, 0, pad))  # [B, Lpad, Hkv, D]
+        cache[block_table.long().flatten()] = src.reshape(batch * pages_per_seq, block_size, NUM_KV_HEADS, HEAD_DIM)
+    q = torch.randn(batch * q_len, NUM_Q_HEADS, HEAD_DIM, dtype=dtype, device=dev)
+    seq_lens = torch.full((batch,), seq_len, dtype=torch.int32, device=dev)
+    cu = torch.arange(0, (batch + 1) * q_len, q_len, dtype=torch.int32, device=dev)
+    return dict(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, seq_lens=seq_lens,
+                cu_seqlens_q=cu), k_dense, v_dense
+
+
+def _sdpa(backend, q, k, v, causal):
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _rel_err(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def _sdpa_backends():
+    from torch.nn.attention import SDPBackend
+    return {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+def _prefill_configs(sweep):
+    from tritium.attention import AttentionConfig
+    if not sweep:
+        return [None]
+    combos = [(128, 64, 8, 3), (128, 128, 8, 2), (128, 64, 8, 4), (128, 32, 4, 3), (64, 64, 4, 3),
+              (128, 128, 8, 3), (64, 128, 4, 2), (128, 64, 4, 3)]
+    return [None] + [AttentionConfig(block_m=m, block_q=m // (NUM_Q_HEADS // NUM_KV_HEADS), tile_n=n,
+                                     num_splits=1, num_warps=w, num_stages=s) for m, n, w, s in combos]
+
+
+def _decode_configs(sweep, base):
+    from tritium.attention import AttentionConfig
+    if not sweep:
+        return [None]
+    out = [None]
+    shapes = [(n, 4, st) for n in (32, 64, 128) for st in (2, 3, 4)] + [(64, 2, 3), (64, 8, 3)]
+    for (tile_n, warps, stages), mult in itertools.product(shapes, (0.5, 1.0, 2.0)):
+        splits = max(1, min(64, round(base.num_splits * mult)))
+        out.append(AttentionConfig(block_m=base.block_m, block_q=base.block_q, tile_n=tile_n,
+                                   num_splits=splits, num_warps=warps, num_stages=stages))
+    return out
+
+
+def _cfg_str(cfg):
+    if cfg is None:
+        return "default"
+    return f"m{cfg.block_m}-n{cfg.tile_n}-s{cfg.num_splits}-w{cfg.num_warps}-st{cfg.num_stages}"
+
+
+def _time_configs(call, configs, *, graph):
+    """(ms of the default config, best ms, best config) over the candidate configurations."""
+    results = []
+    for cfg in configs:
+        try:
+            ms = time_ms(lambda: call(cfg), graph=graph)
+        except Exception as e:  # a candidate that does not fit (shared memory) is skipped
+            print(f"  config {_cfg_str(cfg)} failed: {type(e).__name__}: {str(e)[:120]}")
+            continue
+        results.append((ms, cfg))
+    default_ms = results[0][0] if results and results[0][1] is None else float("nan")
+    best_ms, best_cfg = min(results, key=lambda r: r[0])
+    return default_ms, best_ms, best_cfg, results
+
+
+def bench_prefill(batch, seq_len, block_size, sweep):
+    from tritium.attention import paged_attention, select_attention_config
+    inputs, k_dense, v_dense = _paged_batch(batch, seq_len, seq_len, block_size)
+    q = inputs["q"]
+    q_dense = q.view(batch, seq_len, NUM_Q_HEADS, HEAD_DIM).transpose(1, 2)
+    group = NUM_Q_HEADS // NUM_KV_HEADS
+    # SDPA gets K/V expanded to all query heads (built outside the timed region).
+    k_rep = k_dense.repeat_interleave(group, dim=1)
+    v_rep = v_dense.repeat_interleave(group, dim=1)
+    flops = 4 * batch * NUM_Q_HEADS * seq_len * seq_len * HEAD_DIM / 2
+    out = torch.empty_like(q)
+    hints = dict(max_seqlen_q=seq_len, max_seqlen_k=seq_len)
+
+    def call(cfg):
+        return paged_attention(**inputs, **hints, out=out, config=cfg)
+
+    ref = _sdpa(_sdpa_backends()["flash"], q_dense, k_rep, v_rep, True).transpose(1, 2).reshape_as(q)
+    err = _rel_err(call(None), ref)
+    row = dict(kind="prefill", batch=batch, seq_len=seq_len, block_size=block_size, rel_err=err,
+               config=str(select_attention_config(
+                   num_tokens=q.shape[0], num_seqs=batch, num_q_heads=NUM_Q_HEADS, num_kv_heads=NUM_KV_HEADS,
+                   head_dim=HEAD_DIM, block_size=block_size, max_seqlen_q=seq_len, max_seqlen_k=seq_len,
+                   dtype=q.dtype, device=q.device)))
+    if err > 2e-2:
+        row["error"] = f"tritium differs from SDPA: rel err {err:.3g}"
+        return row
+    default_ms, best_ms, best_cfg, results = _time_configs(call, _prefill_configs(sweep), graph=False)
+    row.update(tritium_ms=default_ms, tritium_tflops=flops / default_ms / 1e9)
+    if sweep:
+        row.update(best_ms=best_ms, best_tflops=flops / best_ms / 1e9, best_config=_cfg_str(best_cfg),
+                   sweep={_cfg_str(c): round(flops / ms / 1e9, 1) for ms, c in results})
+    for name, backend in _sdpa_backends().items():
+        try:
+            ms = time_ms(lambda: _sdpa(backend, q_dense, k_rep, v_rep, True))
+            row[f"sdpa_{name}_tflops"] = flops / ms / 1e9
+        except Exception as e:
+            row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
+    return row
+
+
+def bench_decode(batch, seq_len, block_size, sweep):
+    from tritium.attention import AttentionWorkspace, paged_attention, select_attention_config
+    inputs, k_dense, v_dense = _paged_batch(batch, seq_len, 1, block_size)
+    q = inputs["q"]
+    group = NUM_Q_HEADS // NUM_KV_HEADS
+    # Dense SDPA decode reads K/V once per KV head: the group's queries become 'group' query rows.
+    q_dense = q.view(batch, NUM_KV_HEADS, group, HEAD_DIM)
+    nbytes = batch * seq_len * NUM_KV_HEADS * HEAD_DIM * 2 * 2
+    out = torch.empty_like(q)
+    workspace = AttentionWorkspace(batch, NUM_Q_HEADS, HEAD_DIM, device=q.device)
+    hints = dict(max_seqlen_q=1, max_seqlen_k=seq_len)
+    base = select_attention_config(num_tokens=batch, num_seqs=batch, num_q_heads=NUM_Q_HEADS,
+                                   num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, block_size=block_size,
+                                   max_seqlen_q=1, max_seqlen_k=seq_len, dtype=q.dtype, device=q.device)
+
+    def call(cfg):
+        return paged_attention(**inputs, **hints, out=out, workspace=workspace, config=cfg)
+
+    ref = _sdpa(_sdpa_backends()["flash"], q_dense, k_dense, v_dense, False).reshape_as(q)
+    err = _rel_err(call(None), ref)
+    row = dict(kind="decode", batch=batch, seq_len=seq_len, block_size=block_size, rel_err=err,
+               config=_cfg_str(base), target_tbs=DECODE_TARGETS.get((batch, seq_len)))
+    if err > 2e-2:
+        row["error"] = f"tritium differs from SDPA: rel err {err:.3g}"
+        return row
+    default_ms, best_ms, best_cfg, results = _time_configs(call, _decode_configs(sweep, base), graph=True)
+    row.update(tritium_us=default_ms * 1e3, tritium_tbs=nbytes / default_ms / 1e9)
+    if sweep:
+        row.update(best_us=best_ms * 1e3, best_tbs=nbytes / best_ms / 1e9, best_config=_cfg_str(best_cfg),
+                   sweep={_cfg_str(c): round(nbytes / ms / 1e9, 3) for ms, c in results})
+    for name, backend in _sdpa_backends().items():
+        try:
+            ms = time_ms(lambda: _sdpa(backend, q_dense, k_dense, v_dense, False), graph=True)
+            row[f"sdpa_{name}_tbs"] = nbytes / ms / 1e9
+        except Exception as e:
+            row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
+    return row
+
+
+def _selected(args, kind, batch, seq_len):
+    if not args.cases:
+        return args.only in (None, kind)
+    return f"{kind}:{batch}x{seq_len}" in args.cases.split(",")
+
+
+def run(args) -> dict:
+    if not torch.cuda.is_available():
+        raise SystemExit("the attention benchmark needs a GPU")
+    torch.manual_seed(0)
+    result = dict(header=header(), ceilings=dict(copy_tbs=copy_bandwidth_tbs(), matmul_tflops=matmul_tflops()))
+    print(result["header"])
+    print("ceilings:", {k: round(v, 3) for k, v in result["ceilings"].items()})
+    rows = []
+    block_sizes = [int(b) for b in args.block_sizes.split(",")]
+    for block_size in block_sizes:
+        for batch, seq_len in PREFILL_CASES:
+            if _selected(args, "prefill", batch, seq_len):
+                rows.append(bench_prefill(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
+                print(rows[-1].get("error") or {k: v for k, v in rows[-1].items() if k != "sweep"}, flush=True)
+                torch.cuda.empty_cache()
+        for batch, seq_len in DECODE_CASES:
+            if _selected(args, "decode", batch, seq_len):
+                rows.append(bench_decode(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
+                print(rows[-1].get("error") or {k: v for k, v in rows[-1].items() if k != "sweep"}, flush=True)
+                torch.cuda.empty_cache()
+    for r in rows:
+        if r["kind"] == "prefill" and "tritium_tflops" in r:
+            r["vs_sdpa_flash"] = r["tritium_tflops"] / r.get("sdpa_flash_tflops", math.nan)
+            r["vs_matmul_ceiling"] = r["tritium_tflops"] / result["ceilings"]["matmul_tflops"]
+        if r["kind"] == "decode" and "tritium_tbs" in r:
+            r["vs_copy_ceiling"] = r["tritium_tbs"] / result["ceilings"]["copy_tbs"]
+            r["vs_sdpa_cudnn"] = r["tritium_tbs"] / r.get("sdpa_cudnn_tbs", math.nan)
+    print_table([r for r in rows if r["kind"] == "prefill"],
+                ["batch", "seq_len", "block_size", "tritium_tflops", "best_tflops", "sdpa_flash_tflops",
+                 "sdpa_cudnn_tflops", "vs_sdpa_flash", "vs_matmul_ceiling", "rel_err"],
+                title="\nprefill, causal (TFLOP/s)")
+    print_table([r for r in rows if r["kind"] == "decode"],
+                ["batch", "seq_len", "block_size", "tritium_us", "tritium_tbs", "best_tbs", "target_tbs",
+                 "sdpa_flash_tbs", "sdpa_cudnn_tbs", "vs_copy_ceiling", "rel_err"],
+                title="\ndecode (TB/s of K+V read)")
+    result["rows"] = rows
+    return result
