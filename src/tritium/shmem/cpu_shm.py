@@ -1,0 +1,77 @@
+"""``cpu-shm``: every rank's heap is a POSIX shared-memory file in /dev/shm, mapped by all ranks.
+
+Used with the Triton interpreter: raw pointers, int<->pointer casts and 32/64-bit atomics work
+across processes on these mappings (each process has its own base addresses, hence ``addresses``).
+
+Names are unique (``<prefix>-r<rank>-<random>``; ``tritium.shmem.launch`` sets the prefix so it can
+sweep a crashed launch). A rank unlinks its file as soon as every peer has mapped it, so nothing is
+left in /dev/shm even if a process dies later; on an error before that, the file is unlinked too.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import secrets
+
+import torch
+
+from tritium.shmem.allocator import Allocator, Exchange
+
+SHM_DIR = "/dev/shm"
+PREFIX_ENV = "TRITIUM_SHMEM_PREFIX"  # set by launch() for the processes it starts
+
+
+def segment_prefix() -> str:
+    """Name prefix of this process's segments: launch()'s per-launch prefix, or a fresh one."""
+    return os.environ.get(PREFIX_ENV) or f"tritium-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _map(path: str, nbytes: int, create: bool) -> mmap.mmap:
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        if create:
+            os.ftruncate(fd, nbytes)  # zero-filled
+        return mmap.mmap(fd, nbytes)
+    finally:
+        os.close(fd)
+
+
+class CpuShmAllocator(Allocator):
+    name = "cpu-shm"
+
+    def __init__(self, nbytes: int, rank: int, world_size: int, device: torch.device, exchange: Exchange):
+        super().__init__(nbytes, rank, world_size, device, exchange)
+        if device.type != "cpu":
+            raise ValueError(f"backend 'cpu-shm' needs device cpu, got {device}")
+        if not os.path.isdir(SHM_DIR):
+            raise RuntimeError(f"backend 'cpu-shm' needs {SHM_DIR} (Linux POSIX shared memory)")
+        path = os.path.join(SHM_DIR, f"{segment_prefix()}-r{rank}-{secrets.token_hex(4)}")
+        self._maps: list[mmap.mmap] = []
+        self._views: list[torch.Tensor] = []
+        try:
+            own = _map(path, nbytes, create=True)
+            paths = exchange(path)
+            for r, peer_path in enumerate(paths):
+                mm = own if r == rank else _map(peer_path, nbytes, create=False)
+                self._maps.append(mm)
+                self._views.append(torch.frombuffer(mm, dtype=torch.uint8))
+            exchange("mapped")  # every peer holds a mapping now: the name is no longer needed
+        finally:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self.local = self._views[rank]
+        self.addresses = [v.data_ptr() for v in self._views]
+
+    def close(self) -> None:
+        self.local = None
+        self._views.clear()
+        for mm in self._maps:
+            try:
+                mm.close()
+            except BufferError:
+                pass  # the caller still holds heap tensors: the mapping goes when they do
+        self._maps.clear()

@@ -1,0 +1,222 @@
+"""``SymmetricHeap``: one heap per rank, the same tensors at the same offsets on every rank, every
+peer's heap mapped into this process so that kernels can reach it (``tritium.shmem.device``).
+
+Allocation is a bump pointer shared by no one: it is the SAME sequence of calls on every rank that
+keeps offsets symmetric. With ``check=True`` (default) every allocation compares the call on all
+ranks and raises :class:`AllocationMismatch` on the first difference; the host barrier compares a
+digest of the whole sequence in any case.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tritium import runtime
+from tritium.shmem import sync
+from tritium.shmem.allocator import backend_class, default_backend
+
+ALIGN = 256  # bytes; every tensor starts on this boundary (16-byte vectors need 16)
+
+# Polls before a device-side wait gives up. NOTE: one poll of a local flag is ~1 us on an H200
+# and ~0.2 ms under the interpreter (measured), so both bounds are seconds to tens of seconds.
+MAX_SPINS_GPU = 1 << 24
+MAX_SPINS_INTERPRETER = 1 << 16
+
+
+class HeapExhausted(MemoryError):
+    """An allocation does not fit in what is left of the heap."""
+
+
+class AllocationMismatch(RuntimeError):
+    """Ranks allocated in different orders, shapes or dtypes (or one rank skipped a collective)."""
+
+
+class DeviceTimeout(RuntimeError):
+    """A device-side barrier gave up waiting for a peer (the peer is lost or far behind)."""
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list, torch.Size)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"shape must be an int or a tuple of non-negative ints, got {shape!r}")
+    return tuple(shape)
+
+
+class SymmetricHeap:
+    """A symmetric heap of ``size`` bytes on every rank of the default process group.
+
+    Collective: every rank constructs it (after ``torch.distributed.init_process_group``), allocates
+    the same tensors in the same order, and closes it.
+
+    - ``rank``, ``world_size``: ints of the default group.
+    - ``device``: the heap's device (the current CUDA device, or the CPU under the interpreter).
+    - ``bases``: int64 ``[world_size]`` on ``device``: each rank's heap base as mapped in THIS process;
+      pass it to kernels with local heap tensors (``tritium.shmem.device``).
+    - ``sync``: int64 ``[sync.SYNC_SLOTS + world_size]``, the device barrier's state.
+    - ``max_spins``: polls before device-side waits of this heap give up.
+
+    ``backend``: "cuda-ipc" or "cpu-shm" (default: by device). ``timeout``: seconds any host-side
+    collective of the heap waits for a peer before raising. ``check``: compare every allocation
+    across ranks.
+    """
+
+    def __init__(self, size: int, *, backend: str | None = None, device: torch.device | str | None = None,
+                 timeout: float = 300.0, check: bool = True):
+        if not isinstance(size, int) or size <= 0:
+            raise ValueError(f"size must be a positive int (bytes), got {size!r}")
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("SymmetricHeap needs torch.distributed initialised: call "
+                               "init_process_group first, or run under tritium.shmem.launch")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        self.device = self._pick_device(device)
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
+        self.check = check
+        self.max_spins = MAX_SPINS_GPU if self.device.type == "cuda" else MAX_SPINS_INTERPRETER
+        self.size = -(-size // ALIGN) * ALIGN
+        # Host-side exchanges go over gloo with a bounded timeout even when the default group is NCCL.
+        span = datetime.timedelta(seconds=timeout)
+        self._group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo", timeout=span)
+        self._allocator = None
+        self._offset = 0
+        self._count = 0
+        self._digest = hashlib.sha256()
+        backend = backend or default_backend(self.device)
+        self._allocator = backend_class(backend)(self.size, self.rank, self.world_size, self.device,
+                                                 self._all_gather)
+        self.backend = backend
+        try:
+            self.bases = torch.tensor(self._allocator.addresses, dtype=torch.int64, device=self.device)
+            self.sync = self.zeros((sync.SYNC_SLOTS + self.world_size,), torch.int64)
+            self.barrier()
+        except BaseException:
+            self._release()
+            raise
+
+    @staticmethod
+    def _pick_device(device) -> torch.device:
+        if device is None:
+            if runtime.default_device().type == "cuda":
+                return torch.device("cuda", torch.cuda.current_device())
+            return torch.device("cpu")
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        return device
+
+    # ---- host-side collectives over the heap's group -------------------------------------------------
+
+    def _all_gather(self, obj: Any) -> list:
+        out = [None] * self.world_size
+        dist.all_gather_object(out, obj, group=self._group)
+        return out
+
+    def _exchange(self, kind: str, payload: Any) -> list:
+        """All-gather ``payload`` tagged with ``kind``; raise if ranks are in different collectives."""
+        got = self._all_gather((kind, payload))
+        kinds = [k for k, _ in got]
+        if len(set(kinds)) > 1:
+            raise AllocationMismatch("ranks are in different heap collectives: "
+                                     + ", ".join(f"rank {r}: {k}" for r, k in enumerate(kinds)))
+        return [p for _, p in got]
+
+    # ---- allocation ----------------------------------------------------------------------------------
+
+    def empty(self, shape, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Uninitialised tensor of ``shape`` in the heap (collective: same calls, same order on all ranks)."""
+        shape = _shape(shape)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"dtype must be a torch.dtype, got {dtype!r}")
+        if self._allocator is None:
+            raise RuntimeError("SymmetricHeap is closed")
+        nbytes = math.prod(shape) * dtype.itemsize
+        call = (self._count, shape, str(dtype))
+        if self.check:
+            calls = self._exchange("allocate", call)
+            if any(c != call for c in calls):
+                raise AllocationMismatch("ranks allocated differently; allocation (index, shape, dtype) by rank: "
+                                         + ", ".join(f"rank {r}: {c}" for r, c in enumerate(calls)))
+        if nbytes > self.size - self._offset:
+            raise HeapExhausted(f"SymmetricHeap of {self.size} bytes has {self.size - self._offset} bytes left; "
+                                f"shape {shape} {dtype} needs {nbytes} bytes")
+        start = self._offset
+        self._offset = start + -(-nbytes // ALIGN) * ALIGN
+        self._count += 1
+        self._digest.update(repr(call).encode())
+        return self._allocator.local[start:start + nbytes].view(dtype).view(shape)
+
+    def zeros(self, shape, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Zero-filled heap tensor. Like every fill, call ``barrier()`` before peers access it."""
+        return self.empty(shape, dtype).zero_()
+
+    def full(self, shape, value, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Heap tensor filled with ``value``. Call ``barrier()`` before peers access it."""
+        return self.empty(shape, dtype).fill_(value)
+
+    def remote_address(self, tensor: torch.Tensor, rank: int) -> int:
+        """Address of ``tensor``'s first element in ``rank``'s heap as mapped in this process (for copy
+        engines: ``cudaMemcpyAsync``); ``tensor`` must be a tensor of this heap."""
+        if not 0 <= rank < self.world_size:
+            raise ValueError(f"rank must be in [0, {self.world_size}), got {rank}")
+        offset = tensor.data_ptr() - self._allocator.addresses[self.rank]
+        if not 0 <= offset < self.size:
+            raise ValueError(f"tensor must live in this heap; its address is {offset} bytes from the heap start")
+        return self._allocator.addresses[rank] + offset
+
+    # ---- synchronisation -----------------------------------------------------------------------------
+
+    def barrier(self) -> None:
+        """Host barrier: returns when every rank's earlier work on the heap (kernels included) is done
+        and visible to all ranks. Also checks that all ranks allocated the same sequence, and raises
+        :class:`DeviceTimeout` if a device-side barrier of any rank gave up since the last check."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        timeouts = int(self.sync[sync.TIMEOUTS].item())
+        states = self._exchange("barrier", (self._digest.hexdigest(), timeouts))
+        if len({d for d, _ in states}) > 1:
+            raise AllocationMismatch("ranks allocated different sequences of tensors (digest differs by rank)")
+        lost = [r for r, (_, t) in enumerate(states) if t]
+        if lost:
+            self.sync[sync.TIMEOUTS] = 0
+            raise DeviceTimeout(f"device barrier timed out on rank(s) {lost} (a peer did not arrive within "
+                                f"max_spins={self.max_spins} polls)")
+
+    def device_barrier(self) -> None:
+        """Device-side barrier on the current stream: kernels launched after it on any rank see
+        everything launched before it on every rank. No host synchronisation, no host state: it can be
+        captured in a CUDA graph and replayed. A timeout is reported by the next ``barrier()``."""
+        sync.device_barrier(self.sync, self.bases, self.rank, self.world_size, self.max_spins)
+
+    # ---- teardown ------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Collective: wait for all ranks, then unmap the peers and free this rank's heap. Idempotent."""
+        if self._allocator is None:
+            return
+        try:
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            self._exchange("close", None)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self._allocator.close()
+        self._allocator = None
+        if self._group is not None:
+            dist.destroy_process_group(self._group)
+            self._group = None
+
+    def __enter__(self) -> "SymmetricHeap":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,178 @@
+"""``launch(worker, world_size, *args)``: one process per rank, torch.distributed initialised in each.
+
+Processes come from a forkserver that has already imported torch, triton and tritium.shmem, so a
+rank starts in a fraction of a second instead of re-importing torch; like ``spawn`` it needs
+``worker`` and ``args`` to be picklable (a module-level function) and scripts to guard their entry
+point with ``if __name__ == "__main__":``.
+
+Ranks rendezvous through a TCPStore that the launching process hosts on a port the OS picks. Each
+rank reports success or its exception over a pipe; the first failure (an exception, or a process
+that dies without reporting) stops all ranks and is raised as :class:`RankFailed` naming the rank;
+ranks still running at ``timeout`` are stopped and :class:`LaunchTimeout` names them. Shared-memory
+segments of the launch (``cpu-shm`` heaps) are removed afterwards whatever happened.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import os
+import pickle
+import secrets
+import time
+import traceback
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+from tritium import runtime
+from tritium.shmem.cpu_shm import PREFIX_ENV, SHM_DIR
+
+# Set in every rank unless the caller's environment sets them: NVLink multicast (NVLS) can take a
+# shared host's GPUs down (../shared/ENVIRONMENT.md).
+ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+_PRELOAD = ["torch", "triton", "tritium.shmem"]
+_GRACE_S = 5.0  # how long a stopped rank gets to exit before it is killed
+
+
+class RankFailed(RuntimeError):
+    """A rank raised (``__cause__`` is its exception when it could be pickled) or died."""
+
+    def __init__(self, rank: int, message: str):
+        super().__init__(f"rank {rank} failed: {message}")
+        self.rank = rank
+
+
+class LaunchTimeout(TimeoutError):
+    """Ranks that had not finished when the launch's timeout expired."""
+
+    def __init__(self, ranks: list[int], timeout: float):
+        super().__init__(f"rank(s) {ranks} did not finish within timeout={timeout} s; all ranks were stopped")
+        self.ranks = ranks
+
+
+def default_backend(world_size: int) -> str:
+    """"nccl" when there is one visible GPU per rank and kernels are compiled, else "gloo"."""
+    if not runtime.interpreting() and torch.cuda.is_available() and torch.cuda.device_count() >= world_size:
+        return "nccl"
+    return "gloo"
+
+
+def launch(worker: Callable, world_size: int, *args, backend: str | None = None, timeout: float = 300.0) -> None:
+    """Run ``worker(rank, world_size, *args)`` in ``world_size`` processes and wait for all of them.
+
+    ``backend``: torch.distributed backend, "nccl" (rank r on GPU r) or "gloo" (CPU); default
+    :func:`default_backend`. ``timeout``: seconds for the whole launch; it is also each rank's
+    torch.distributed timeout. Raises :class:`RankFailed` or :class:`LaunchTimeout`.
+    """
+    if not callable(worker):
+        raise TypeError(f"worker must be callable, got {type(worker).__name__}")
+    if not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+    backend = backend or default_backend(world_size)
+    if backend not in ("nccl", "gloo"):
+        raise ValueError(f"backend must be 'nccl' or 'gloo', got {backend!r}")
+    if backend == "nccl" and torch.cuda.device_count() < world_size:
+        raise ValueError(f"backend 'nccl' needs one GPU per rank: world_size is {world_size}, "
+                         f"{torch.cuda.device_count()} GPU(s) visible")
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=timeout))
+    prefix = f"tritium-{os.getpid()}-{secrets.token_hex(4)}"
+    procs, conns = [], []
+    try:
+        for rank in range(world_size):
+            ours, theirs = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_rank_main, name=f"tritium-rank{rank}", daemon=True,
+                               args=(worker, rank, world_size, args, backend, store.port, prefix, timeout, theirs))
+            proc.start()
+            theirs.close()
+            procs.append(proc)
+            conns.append(ours)
+        _supervise(procs, conns, timeout)
+    finally:
+        _stop(procs)
+        for path in glob.glob(os.path.join(SHM_DIR, f"{prefix}-*")):
+            os.unlink(path)
+        del store
+
+
+def _supervise(procs, conns, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(range(len(procs)))
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LaunchTimeout(sorted(pending), timeout)
+        mpc.wait([conns[r] for r in pending] + [procs[r].sentinel for r in pending], timeout=left)
+        for rank in sorted(pending):
+            if conns[rank].poll():
+                try:
+                    status, info = conns[rank].recv()
+                except EOFError:
+                    status, info = "died", None
+            elif not procs[rank].is_alive():
+                status, info = "died", None
+            else:
+                continue
+            if status == "ok":
+                pending.discard(rank)
+            elif status == "error":
+                kind, message, tb, pickled = info
+                cause = _unpickle(pickled)
+                raise RankFailed(rank, f"{kind}: {message}\n--- traceback of rank {rank} ---\n{tb}") from cause
+            else:
+                procs[rank].join(_GRACE_S)
+                raise RankFailed(rank, f"process exited with code {procs[rank].exitcode} without reporting")
+
+
+def _unpickle(data):
+    try:
+        return pickle.loads(data) if data is not None else None
+    except Exception:
+        return None
+
+
+def _stop(procs) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, conn) -> None:
+    for key, value in ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    os.environ.update({PREFIX_ENV: prefix, "RANK": str(rank), "LOCAL_RANK": str(rank),
+                       "WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        else:
+            torch.set_num_threads(1)  # ranks share the host's cores
+        span = datetime.timedelta(seconds=timeout)
+        store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=span)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=span)
+        worker(rank, world_size, *args)
+        dist.destroy_process_group()
+        conn.send(("ok", None))
+    except BaseException as e:  # report everything, KeyboardInterrupt included, then leave at once
+        try:
+            pickled = pickle.dumps(e)
+        except Exception:
+            pickled = None
+        conn.send(("error", (type(e).__name__, str(e), traceback.format_exc(), pickled)))
+        conn.close()
+        os._exit(1)
