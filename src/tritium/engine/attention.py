@@ -1,0 +1,127 @@
+"""Attention backends of the engine: tritium's paged attention, or PyTorch SDPA over gathered pages.
+
+Both take the per-step :class:`AttentionMetadata` built once by the runner and shared by every layer
+("plan once, run per layer"). The KV cache of one layer is a pair of tensors
+``[num_blocks, block_size, num_kv_heads, head_dim]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclasses.dataclass
+class AttentionMetadata:
+    """Per-step batch layout.
+
+    - slot_mapping: [T] int64, cache slot (block * block_size + offset) of each new token; -1 skips.
+    - block_table: [S, max_blocks] int32, pages of each sequence.
+    - seq_lens: [S] int32, tokens of each sequence in the cache after this step.
+    - cu_seqlens_q: [S + 1] int32, sequence s owns tokens cu_seqlens_q[s]:cu_seqlens_q[s + 1].
+    - max_seqlen_q, max_seqlen_k: host ints (upper bounds), so no kernel needs a host sync.
+    - q_lens_host, seq_lens_host: host lists (the torch backend loops over sequences in prefill); None
+      for CUDA-graph decode, where every sequence has one query token.
+    """
+
+    slot_mapping: torch.Tensor
+    block_table: torch.Tensor
+    seq_lens: torch.Tensor
+    cu_seqlens_q: torch.Tensor
+    max_seqlen_q: int
+    max_seqlen_k: int
+    q_lens_host: list[int] | None = None
+    seq_lens_host: list[int] | None = None
+
+
+class TritonAttention:
+    """tritium's ``write_kv_cache`` + ``paged_attention``; one split-KV workspace shared by all layers."""
+
+    name = "triton"
+
+    def __init__(self, max_num_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
+                 sliding_window: int | None = None):
+        from tritium.attention import AttentionWorkspace
+
+        self.workspace = AttentionWorkspace(max_num_tokens, num_q_heads, head_dim, device=device)
+        self.sliding_window = sliding_window
+
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
+        from tritium.attention import paged_attention, write_kv_cache
+
+        write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
+        return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
+                               max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
+                               softmax_scale=scale, sliding_window=self.sliding_window,
+                               workspace=self.workspace)
+
+
+class TorchAttention:
+    """PyTorch path: scatter the new K/V into the pages, gather each sequence's pages, run SDPA.
+
+    The cache's last page must be scratch (never in a block table): skipped slots are written there.
+
+    Decode batches (every query length 1) run as one padded SDPA call over ``block_table``'s full width
+    with a length mask (static shapes, CUDA-graph safe); other batches loop over sequences.
+    """
+
+    name = "torch"
+
+    def __init__(self, sliding_window: int | None = None):
+        self.sliding_window = sliding_window
+
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        num_blocks, block_size, hkv, d = k_cache.shape
+        # Skipped slots (-1: CUDA-graph padding) go to the last page, which the runner reserves as scratch;
+        # a static-shape scatter keeps this graph safe (no boolean indexing).
+        slots = meta.slot_mapping
+        idx = torch.where(slots >= 0, slots, torch.full_like(slots, (num_blocks - 1) * block_size))
+        k_cache.view(-1, hkv, d).index_copy_(0, idx, k.to(k_cache.dtype))
+        v_cache.view(-1, hkv, d).index_copy_(0, idx, v.to(v_cache.dtype))
+        if meta.q_lens_host is None or meta.max_seqlen_q == 1:
+            return self._decode(q, k_cache, v_cache, meta, scale)
+        return self._varlen(q, k_cache, v_cache, meta, scale)
+
+    def _mask(self, q_pos: torch.Tensor, k_pos: torch.Tensor, seq_len) -> torch.Tensor:
+        """[..., Tq, Tk] bool: key visible to query (causal, in range, inside the window)."""
+        m = (k_pos <= q_pos) & (k_pos < seq_len)
+        if self.sliding_window is not None:
+            m &= k_pos > q_pos - self.sliding_window
+        return m
+
+    def _decode(self, q, k_cache, v_cache, meta, scale):
+        S = meta.seq_lens.shape[0]
+        _, block_size, hkv, d = k_cache.shape
+        # Eager steps gather only the pages in use; graph-captured ones (max_seqlen_k = max_model_len) all.
+        table = meta.block_table[:, : -(-meta.max_seqlen_k // block_size)].long()
+        keys = k_cache[table].reshape(S, -1, hkv, d).transpose(1, 2)                        # [S, Hkv, L, D]
+        vals = v_cache[table].reshape(S, -1, hkv, d).transpose(1, 2)
+        L = keys.shape[2]
+        seq_lens = meta.seq_lens.long()[:, None, None, None]                              # [S, 1, 1, 1]
+        k_pos = torch.arange(L, device=q.device)[None, None, None, :]
+        mask = self._mask(seq_lens - 1, k_pos, seq_lens)                                  # [S, 1, 1, L]
+        out = F.scaled_dot_product_attention(q[:, :, None, :].to(keys.dtype), keys, vals, attn_mask=mask,
+                                             scale=scale, enable_gqa=True)                # [S, Hq, 1, D]
+        return out[:, :, 0, :].to(q.dtype)
+
+    def _varlen(self, q, k_cache, v_cache, meta, scale):
+        _, block_size, hkv, d = k_cache.shape
+        out = torch.empty_like(q)
+        start = 0
+        for s, (q_len, seq_len) in enumerate(zip(meta.q_lens_host, meta.seq_lens_host)):
+            if q_len == 0:
+                continue
+            pages = meta.block_table[s, : (seq_len + block_size - 1) // block_size].long()
+            keys = k_cache[pages].reshape(-1, hkv, d)[:seq_len].transpose(0, 1)               # [Hkv, L, D]
+            vals = v_cache[pages].reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
+            qs = q[start:start + q_len].transpose(0, 1)                                       # [Hq, Tq, D]
+            q_pos = torch.arange(seq_len - q_len, seq_len, device=q.device)[:, None]
+            k_pos = torch.arange(seq_len, device=q.device)[None, :]
+            o = F.scaled_dot_product_attention(qs, keys, vals, attn_mask=self._mask(q_pos, k_pos, seq_len),
+                                               scale=scale, enable_gqa=True)
+            out[start:start + q_len] = o.transpose(0, 1)
+            start += q_len
+        return out

@@ -1,0 +1,124 @@
+"""KV-cache page allocation with prefix caching.
+
+Each full page of a sequence gets a key: a hash of (key of the previous page, the page's token ids), so a
+key names a whole prefix. A page whose key is registered can be shared by any sequence with the same
+prefix (reference-counted). Freed pages keep their key and go to the back of an LRU free list; they are
+reused as cache hits until a new allocation evicts them from the front.
+"""
+
+from __future__ import annotations
+
+import collections
+
+
+class Block:
+    __slots__ = ("id", "ref_count", "key")
+
+    def __init__(self, block_id: int):
+        self.id = block_id
+        self.ref_count = 0
+        self.key: int | None = None
+
+
+def prefix_keys(token_ids: list[int], block_size: int, num_blocks: int, parent: int | None = None) -> list[int]:
+    """Keys of the first ``num_blocks`` full pages of ``token_ids``."""
+    keys = []
+    for i in range(num_blocks):
+        parent = hash((parent, tuple(token_ids[i * block_size:(i + 1) * block_size])))
+        keys.append(parent)
+    return keys
+
+
+class BlockManager:
+    """Owns ``num_blocks`` pages of ``block_size`` tokens.
+
+    A sequence's pages are a list of block ids (its block table). ``allocate_prefix`` maps the longest
+    cached prefix; ``append_slots`` grows the table to hold more tokens; ``register`` publishes newly
+    filled pages; ``free`` releases a table.
+    """
+
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True):
+        if num_blocks < 1:
+            raise ValueError(f"num_blocks must be >= 1, got {num_blocks}")
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        self.free_blocks: collections.OrderedDict[int, None] = collections.OrderedDict((i, None) for i in range(num_blocks))
+        self.cached: dict[int, int] = {}  # key -> block id
+        self.hits = 0  # tokens served from the prefix cache
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self.free_blocks)
+
+    def blocks_needed(self, block_table: list[int], num_tokens: int) -> int:
+        """Pages to add so that a table holds ``num_tokens`` tokens."""
+        return max(0, -(-num_tokens // self.block_size) - len(block_table))
+
+    def allocate_prefix(self, token_ids: list[int]) -> tuple[list[int], list[int]]:
+        """Block table and page keys of the longest cached prefix of ``token_ids``, leaving at least one
+        token to compute (its logits are needed). Returns ([], []) without prefix caching."""
+        if not self.enable_prefix_caching:
+            return [], []
+        table, keys = [], []
+        for key in prefix_keys(token_ids, self.block_size, (len(token_ids) - 1) // self.block_size):
+            block_id = self.cached.get(key)
+            if block_id is None:
+                break
+            self._take(block_id)
+            table.append(block_id)
+            keys.append(key)
+        self.hits += len(table) * self.block_size
+        return table, keys
+
+    def append_slots(self, block_table: list[int], num_tokens: int) -> bool:
+        """Grow ``block_table`` in place to hold ``num_tokens``; False (and no change) if pages run out."""
+        need = self.blocks_needed(block_table, num_tokens)
+        if need > len(self.free_blocks):
+            return False
+        for _ in range(need):
+            block_id, _ = self.free_blocks.popitem(last=False)
+            block = self.blocks[block_id]
+            if block.key is not None:  # evict a cached page
+                if self.cached.get(block.key) == block_id:
+                    del self.cached[block.key]
+                block.key = None
+            block.ref_count = 1
+            block_table.append(block_id)
+        return True
+
+    def register(self, block_table: list[int], keys: list[int], token_ids: list[int], num_computed: int) -> None:
+        """Publish the pages of a sequence filled up to ``num_computed`` tokens; extends ``keys``."""
+        if not self.enable_prefix_caching:
+            return
+        full = num_computed // self.block_size
+        if full <= len(keys):
+            return
+        parent = keys[-1] if keys else None
+        new = prefix_keys(token_ids[len(keys) * self.block_size:], self.block_size, full - len(keys), parent)
+        for i, key in enumerate(new, start=len(keys)):
+            block = self.blocks[block_table[i]]
+            if block.key is None:
+                block.key = key
+                self.cached.setdefault(key, block.id)
+        keys.extend(new)
+
+    def free(self, block_table: list[int]) -> None:
+        """Drop one reference to each page; unreferenced pages join the free list (newest last, so the
+        tail of a sequence, least likely to be shared, is evicted first)."""
+        for block_id in reversed(block_table):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self.free_blocks[block_id] = None
+        block_table.clear()
+
+    def _take(self, block_id: int) -> None:
+        block = self.blocks[block_id]
+        if block.ref_count == 0:
+            del self.free_blocks[block_id]
+        block.ref_count += 1

@@ -1,0 +1,213 @@
+"""Model and engine configuration.
+
+:class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Mistral, SmolLM2) and is built
+from a Hugging Face ``config.json`` or from GGUF metadata. :class:`EngineConfig` holds the serving knobs
+(KV-cache size, batching budget, backends).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint describes a model this engine cannot run (architecture, rope scaling, ...)."""
+
+
+# Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
+_ARCHITECTURE_TO_TYPE = {
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "MistralForCausalLM": "mistral",
+}
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """Shape and numerics of a Llama-family decoder.
+
+    Attributes mirror Hugging Face names. ``rope_scaling`` is ``None`` or a dict with ``rope_type`` in
+    ``{"linear", "llama3"}`` and its parameters. ``rope_freq_factors`` (GGUF files of Llama 3.1+) divides
+    the per-frequency inverse wavelengths instead, as llama.cpp does.
+    """
+
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    max_position_embeddings: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    attention_bias: bool = False
+    tie_word_embeddings: bool = False
+    sliding_window: int | None = None
+    bos_token_id: int | None = None
+    eos_token_ids: tuple[int, ...] = ()
+    torch_dtype: torch.dtype | None = None
+
+    def __post_init__(self):
+        if self.model_type not in SUPPORTED_MODEL_TYPES:
+            raise UnsupportedModelError(
+                f"model_type {self.model_type!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise UnsupportedModelError(
+                f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})")
+        if self.rope_scaling is not None:
+            kind = self.rope_scaling.get("rope_type", self.rope_scaling.get("type", "default"))
+            if kind not in ("default", "linear", "llama3"):
+                raise UnsupportedModelError(
+                    f"rope scaling {kind!r} is not supported; expected default, linear or llama3")
+            self.rope_scaling = None if kind == "default" else dict(self.rope_scaling, rope_type=kind)
+
+    @property
+    def q_size(self) -> int:
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.num_key_value_heads * self.head_dim
+
+    @classmethod
+    def from_hf_dict(cls, cfg: dict) -> "ModelConfig":
+        """From the contents of a Hugging Face ``config.json`` (transformers 4.x or 5.x layout)."""
+        archs = cfg.get("architectures") or []
+        model_type = cfg.get("model_type")
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            known = [_ARCHITECTURE_TO_TYPE[a] for a in archs if a in _ARCHITECTURE_TO_TYPE]
+            if not known:
+                raise UnsupportedModelError(
+                    f"architecture {archs or model_type!r} is not supported; expected one of "
+                    f"{', '.join(_ARCHITECTURE_TO_TYPE)}")
+            model_type = known[0]
+        # transformers 5 keeps rope_theta and scaling in `rope_parameters`; 4.x in `rope_theta`/`rope_scaling`.
+        rope = dict(cfg.get("rope_parameters") or {})
+        rope_theta = rope.pop("rope_theta", cfg.get("rope_theta", 10000.0))
+        rope_scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
+        eos = cfg.get("eos_token_id")
+        eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
+        heads = cfg["num_attention_heads"]
+        use_sliding = cfg.get("use_sliding_window", model_type == "mistral")
+        dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+        return cls(
+            model_type=model_type,
+            vocab_size=cfg["vocab_size"],
+            hidden_size=cfg["hidden_size"],
+            intermediate_size=cfg["intermediate_size"],
+            num_hidden_layers=cfg["num_hidden_layers"],
+            num_attention_heads=heads,
+            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
+            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+            max_position_embeddings=cfg.get("max_position_embeddings", 4096),
+            rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
+            rope_theta=float(rope_theta),
+            rope_scaling=rope_scaling,
+            attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
+            tie_word_embeddings=cfg.get("tie_word_embeddings", False),
+            sliding_window=cfg.get("sliding_window") if use_sliding else None,
+            bos_token_id=cfg.get("bos_token_id"),
+            eos_token_ids=eos_ids,
+            torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
+        )
+
+    @classmethod
+    def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool) -> "ModelConfig":
+        """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied and whether the
+        QKV projections have biases are told by which tensors the file holds."""
+        arch = meta.get("general.architecture")
+        if arch not in SUPPORTED_MODEL_TYPES:
+            raise UnsupportedModelError(
+                f"GGUF architecture {arch!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+
+        def get(key, default=None):
+            return meta.get(f"{arch}.{key}", default)
+
+        heads = int(get("attention.head_count"))
+        hidden = int(get("embedding_length"))
+        scaling = None
+        if get("rope.scaling.type") == "linear":
+            scaling = {"rope_type": "linear", "factor": float(get("rope.scaling.factor"))}
+        elif get("rope.scaling.type") not in (None, "none"):
+            raise UnsupportedModelError(f"GGUF rope scaling {get('rope.scaling.type')!r} is not supported")
+        eos = meta.get("tokenizer.ggml.eos_token_id")
+        vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
+        return cls(
+            model_type=arch,
+            vocab_size=int(vocab),
+            hidden_size=hidden,
+            intermediate_size=int(get("feed_forward_length")),
+            num_hidden_layers=int(get("block_count")),
+            num_attention_heads=heads,
+            num_key_value_heads=int(get("attention.head_count_kv", heads)),
+            head_dim=int(get("attention.key_length", hidden // heads)),
+            max_position_embeddings=int(get("context_length", 4096)),
+            rms_norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
+            rope_theta=float(get("rope.freq_base", 10000.0)),
+            rope_scaling=scaling,
+            attention_bias=has_qkv_bias,
+            tie_word_embeddings=not has_output_weight,
+            sliding_window=get("attention.sliding_window"),
+            bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
+            eos_token_ids=() if eos is None else (int(eos),),
+        )
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    """Serving knobs.
+
+    - ``block_size``: tokens per KV-cache page (a multiple of 16).
+    - ``num_blocks`` / ``kv_cache_memory``: KV-cache size as a page count or a byte budget; when neither is
+      given it is sized from free GPU memory (``gpu_memory_utilization``) or, on the CPU, from
+      ``max_num_seqs * max_model_len`` tokens.
+    - ``max_num_batched_tokens``: token budget of one step (chunked prefill splits longer prompts).
+    - ``max_num_seqs``: sequences running at once; also the largest CUDA-graph batch.
+    - ``attention_backend``: ``"triton"`` (tritium's paged attention) or ``"torch"`` (PyTorch SDPA over
+      gathered pages). ``op_backend``: ``"triton"`` (fused RMSNorm, RoPE, SiLU-and-mul) or ``"torch"``.
+      ``None`` picks triton on a GPU and torch on the CPU.
+    - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
+    """
+
+    block_size: int = 16
+    num_blocks: int | None = None
+    kv_cache_memory: int | None = None
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    max_num_batched_tokens: int = 2048
+    max_num_seqs: int = 64
+    enable_prefix_caching: bool = True
+    enable_chunked_prefill: bool = True
+    attention_backend: str | None = None
+    op_backend: str | None = None
+    cuda_graphs: bool = True
+    dtype: torch.dtype | None = None
+    device: torch.device | None = None
+
+    def validate(self) -> None:
+        if self.block_size <= 0 or self.block_size % 16:
+            raise ValueError(f"block_size must be a positive multiple of 16, got {self.block_size}")
+        for name in ("attention_backend", "op_backend"):
+            value = getattr(self, name)
+            if value not in (None, "triton", "torch"):
+                raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
+        if self.max_num_batched_tokens < 1:
+            raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if self.max_num_seqs < 1:
+            raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
+        if self.num_blocks is not None and self.num_blocks < 1:
+            raise ValueError(f"num_blocks must be >= 1, got {self.num_blocks}")
+        if not 0.0 < self.gpu_memory_utilization <= 1.0:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+
+    def blocks_per_seq(self) -> int:
+        return math.ceil(self.max_model_len / self.block_size)

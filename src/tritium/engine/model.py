@@ -1,0 +1,155 @@
+"""Llama-family decoder (Llama 2/3, Qwen2, Mistral, SmolLM2) over a flat batch of tokens and a paged KV cache.
+
+Tokens of all sequences in a step are concatenated: ``input_ids`` and ``positions`` are ``[T]``. Q/K/V
+projections are fused into one ``[q + 2 kv, hidden]`` weight and gate/up into one ``[2 I, hidden]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+
+from tritium.engine import reference
+from tritium.engine.attention import AttentionMetadata
+from tritium.engine.config import ModelConfig
+
+
+def op_functions(backend: str) -> tuple[Callable, Callable, Callable]:
+    """(rms_norm, rope, silu_and_mul) of the ``"triton"`` or ``"torch"`` op backend."""
+    if backend == "triton":
+        from tritium.engine import ops
+        return ops.rms_norm, ops.rope, ops.silu_and_mul
+    return reference.rms_norm, reference.rope, reference.silu_and_mul
+
+
+class LlamaModel:
+    """Weights and forward pass; no autograd, no nn.Module (weights live in plain dicts of tensors).
+
+    ``forward(input_ids [T], positions [T], meta, kv_caches)`` -> hidden states [T, hidden];
+    ``compute_logits(hidden [S, hidden])`` -> fp32 logits [S, vocab].
+    """
+
+    def __init__(self, config: ModelConfig, *, dtype: torch.dtype, device: torch.device,
+                 attention, op_backend: str = "torch"):
+        self.config = config
+        self.dtype = dtype
+        self.device = device
+        self.attention = attention
+        self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
+        self.scale = 1.0 / math.sqrt(config.head_dim)
+        self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(config.num_hidden_layers)]
+        self.embed: torch.Tensor | None = None
+        self.norm: torch.Tensor | None = None
+        self.lm_head: torch.Tensor | None = None
+        self.cos_sin: torch.Tensor | None = None
+        self._rope_freqs: torch.Tensor | None = None
+
+    # -- weights -------------------------------------------------------------------------------------------
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Take (Hugging Face name, tensor) pairs; raise ValueError for missing or unexpected tensors."""
+        cfg = self.config
+        pending: list[dict[str, torch.Tensor]] = [{} for _ in range(cfg.num_hidden_layers)]
+        for name, tensor in weights:
+            t = tensor.to(device=self.device, dtype=self.dtype)
+            if name == "rope_freqs":
+                self._rope_freqs = tensor.float()
+            elif name == "model.embed_tokens.weight":
+                self.embed = t
+            elif name == "model.norm.weight":
+                self.norm = t
+            elif name == "lm_head.weight":
+                self.lm_head = t
+            elif name.startswith("model.layers."):
+                idx, key = name[len("model.layers."):].split(".", 1)
+                if not idx.isdigit() or int(idx) >= cfg.num_hidden_layers:
+                    raise ValueError(f"weight {name!r}: layer {idx} is out of range (model has "
+                                     f"{cfg.num_hidden_layers} layers)")
+                pending[int(idx)][key] = t
+                self._fuse(int(idx), pending[int(idx)])
+            elif name.endswith("rotary_emb.inv_freq"):
+                continue
+            else:
+                raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
+        if cfg.tie_word_embeddings or self.lm_head is None:
+            self.lm_head = self.embed
+        self._check_complete(pending)
+        self.cos_sin = reference.rope_cos_sin(
+            reference.rope_inv_freq(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, self._rope_freqs),
+            cfg.max_position_embeddings).to(self.device)
+
+    def _fuse(self, i: int, w: dict[str, torch.Tensor]) -> None:
+        layer = self.layers[i]
+        names = {
+            "input_layernorm.weight": "input_norm", "post_attention_layernorm.weight": "post_norm",
+            "self_attn.o_proj.weight": "o_proj", "mlp.down_proj.weight": "down_proj",
+        }
+        for src, dst in names.items():
+            if src in w:
+                layer[dst] = w.pop(src)
+        qkv = [f"self_attn.{p}_proj.weight" for p in "qkv"]
+        if all(n in w for n in qkv):
+            layer["qkv_proj"] = torch.cat([w.pop(n) for n in qkv])
+        bias = [f"self_attn.{p}_proj.bias" for p in "qkv"]
+        if all(n in w for n in bias):
+            layer["qkv_bias"] = torch.cat([w.pop(n) for n in bias])
+        gate_up = ["mlp.gate_proj.weight", "mlp.up_proj.weight"]
+        if all(n in w for n in gate_up):
+            layer["gate_up_proj"] = torch.cat([w.pop(n) for n in gate_up])
+
+    def _check_complete(self, pending) -> None:
+        cfg = self.config
+        for name, t in (("model.embed_tokens.weight", self.embed), ("model.norm.weight", self.norm)):
+            if t is None:
+                raise ValueError(f"checkpoint has no {name!r}")
+        need = ["input_norm", "post_norm", "qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+        need += ["qkv_bias"] if cfg.attention_bias else []
+        for i, (layer, rest) in enumerate(zip(self.layers, pending)):
+            if rest:
+                raise ValueError(f"unexpected or incomplete weights in layer {i}: {sorted(rest)}")
+            missing = [n for n in need if n not in layer]
+            if missing:
+                raise ValueError(f"checkpoint layer {i} lacks {missing}")
+        if self.embed.shape != (cfg.vocab_size, cfg.hidden_size):
+            raise ValueError(f"embed_tokens has shape {tuple(self.embed.shape)}, config says "
+                             f"({cfg.vocab_size}, {cfg.hidden_size})")
+
+    def weight_bytes(self) -> int:
+        """Bytes read per decode step: every layer weight, the final norm and the LM head."""
+        n = sum(t.numel() * t.element_size() for layer in self.layers for t in layer.values())
+        return n + self.norm.numel() * self.norm.element_size() + self.lm_head.numel() * self.lm_head.element_size()
+
+    # -- forward -------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
+                kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]."""
+        cfg = self.config
+        T = input_ids.shape[0]
+        hq, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        h = F.embedding(input_ids, self.embed)                                        # [T, hidden]
+        residual = None
+        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches):
+            if residual is None:
+                residual = h
+                x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
+            else:
+                x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
+            qkv = F.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
+            q = qkv[:, : hq * d].view(T, hq, d)
+            k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
+            v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
+            self.rope(q, k, positions, self.cos_sin)
+            attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)       # [T, hq, d]
+            h = F.linear(attn.reshape(T, hq * d), layer["o_proj"])
+            x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
+            h = F.linear(self.silu_and_mul(F.linear(x, layer["gate_up_proj"])), layer["down_proj"])
+        out, _ = self.rms_norm(h, self.norm, cfg.rms_norm_eps, residual)
+        return out
+
+    @torch.inference_mode()
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
+        return F.linear(hidden, self.lm_head).float()

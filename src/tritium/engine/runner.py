@@ -1,0 +1,156 @@
+"""Model runner: owns the KV cache, turns a scheduled batch into tensors, runs the model (eagerly or by
+replaying a CUDA graph of a decode step) and returns the logits of the sequences that sample.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+
+from tritium.engine.attention import AttentionMetadata
+from tritium.engine.model import LlamaModel
+from tritium.engine.scheduler import ScheduledBatch
+
+log = logging.getLogger(__name__)
+
+# Decode batch sizes that get a CUDA graph; a batch runs in the smallest bucket that holds it.
+GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
+    cfg = model.config
+    return 2 * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim * model.dtype.itemsize
+
+
+class ModelRunner:
+    """Runs ``model`` over scheduled batches.
+
+    The KV cache is one tensor [layers, 2, num_blocks + 1, block_size, Hkv, D]; the extra last page is
+    scratch for skipped slots (never handed out by the block manager).
+    """
+
+    def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
+                 max_num_seqs: int, cuda_graphs: bool):
+        cfg = model.config
+        self.model = model
+        self.device = model.device
+        self.block_size = block_size
+        self.num_blocks = num_blocks
+        self.max_model_len = max_model_len
+        self.max_blocks_per_seq = -(-max_model_len // block_size)
+        self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, cfg.num_key_value_heads,
+                                    cfg.head_dim, dtype=model.dtype, device=self.device)
+        self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
+        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
+        if cuda_graphs and self.device.type == "cuda":
+            self.capture(max_num_seqs)
+
+    # -- inputs --------------------------------------------------------------------------------------------
+    def _host_inputs(self, batch: ScheduledBatch):
+        bs = self.block_size
+        ids, pos, slots, q_lens, seq_lens, logit_rows = [], [], [], [], [], []
+        for seq, n in zip(batch.seqs, batch.num_new):
+            start = seq.num_computed
+            ids += seq.token_ids[start:start + n]
+            positions = range(start, start + n)
+            pos += positions
+            slots += [seq.block_table[p // bs] * bs + p % bs for p in positions]
+            q_lens.append(n)
+            seq_lens.append(start + n)
+            if start + n == seq.num_tokens:
+                logit_rows.append(len(ids) - 1)
+        return ids, pos, slots, q_lens, seq_lens, logit_rows
+
+    def _block_table(self, batch: ScheduledBatch, rows: int) -> torch.Tensor:
+        table = np.zeros((rows, self.max_blocks_per_seq), dtype=np.int32)
+        for i, seq in enumerate(batch.seqs):
+            table[i, :len(seq.block_table)] = seq.block_table
+        return torch.from_numpy(table)
+
+    # -- execution -----------------------------------------------------------------------------------------
+    def run(self, batch: ScheduledBatch) -> torch.Tensor:
+        """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order."""
+        if batch.is_decode and self.graph_bucket(len(batch.seqs)) is not None:
+            return self._run_graph(batch)
+        ids, pos, slots, q_lens, seq_lens, logit_rows = self._host_inputs(batch)
+        dev = self.device
+        cu = [0]
+        for n in q_lens:
+            cu.append(cu[-1] + n)
+        meta = AttentionMetadata(
+            slot_mapping=torch.tensor(slots, dtype=torch.int64).to(dev, non_blocking=True),
+            block_table=self._block_table(batch, len(batch.seqs)).to(dev, non_blocking=True),
+            seq_lens=torch.tensor(seq_lens, dtype=torch.int32).to(dev, non_blocking=True),
+            cu_seqlens_q=torch.tensor(cu, dtype=torch.int32).to(dev, non_blocking=True),
+            max_seqlen_q=max(q_lens), max_seqlen_k=max(seq_lens), q_lens_host=q_lens, seq_lens_host=seq_lens)
+        hidden = self.model.forward(torch.tensor(ids, dtype=torch.int64).to(dev, non_blocking=True),
+                                    torch.tensor(pos, dtype=torch.int64).to(dev, non_blocking=True),
+                                    meta, self.kv_caches)
+        if not logit_rows:
+            return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32)
+        return self.model.compute_logits(hidden[torch.tensor(logit_rows, device=dev)])
+
+    def graph_bucket(self, batch_size: int) -> int | None:
+        for b in sorted(self.graphs):
+            if b >= batch_size:
+                return b
+        return None
+
+    def capture(self, max_num_seqs: int) -> None:
+        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool)."""
+        buckets = [b for b in GRAPH_BUCKETS if b <= max_num_seqs]
+        if max_num_seqs not in buckets and max_num_seqs < GRAPH_BUCKETS[-1]:
+            buckets.append(max_num_seqs)
+        dev = self.device
+        pool = None
+        for b in sorted(buckets, reverse=True):
+            bufs = {
+                "ids": torch.zeros(b, dtype=torch.int64, device=dev),
+                "pos": torch.zeros(b, dtype=torch.int64, device=dev),
+                "slots": torch.full((b,), -1, dtype=torch.int64, device=dev),
+                "block_table": torch.zeros(b, self.max_blocks_per_seq, dtype=torch.int32, device=dev),
+                "seq_lens": torch.ones(b, dtype=torch.int32, device=dev),
+                "cu": torch.arange(b + 1, dtype=torch.int32, device=dev),
+            }
+            meta = AttentionMetadata(bufs["slots"], bufs["block_table"], bufs["seq_lens"], bufs["cu"],
+                                     max_seqlen_q=1, max_seqlen_k=self.max_model_len)
+
+            def step():
+                hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
+                return self.model.compute_logits(hidden)
+
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(2):  # warm up: compile Triton kernels, settle allocations
+                    step()
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                bufs["logits"] = step()
+            pool = graph.pool()
+            self.graphs[b] = (graph, bufs)
+        torch.cuda.synchronize()
+        log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
+
+    def _run_graph(self, batch: ScheduledBatch) -> torch.Tensor:
+        n = len(batch.seqs)
+        graph, bufs = self.graphs[self.graph_bucket(n)]
+        b = bufs["ids"].shape[0]
+        ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
+        pad = b - n
+        host = torch.empty(4, b, dtype=torch.int64)
+        host[0] = torch.tensor(ids + [0] * pad)
+        host[1] = torch.tensor(pos + [0] * pad)
+        host[2] = torch.tensor(slots + [-1] * pad)
+        host[3] = torch.tensor(seq_lens + [1] * pad)
+        dev_host = host.to(self.device, non_blocking=True)
+        bufs["ids"].copy_(dev_host[0])
+        bufs["pos"].copy_(dev_host[1])
+        bufs["slots"].copy_(dev_host[2])
+        bufs["seq_lens"].copy_(dev_host[3])
+        bufs["block_table"].copy_(self._block_table(batch, b).to(self.device, non_blocking=True))
+        graph.replay()
+        return bufs["logits"][:n]

@@ -1,0 +1,91 @@
+"""Sampling parameters and the sampler: greedy, temperature, top-k, top-p, per-request seeds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass
+class SamplingParams:
+    """How to pick tokens for one request.
+
+    - ``max_tokens``: tokens to generate at most (>= 1).
+    - ``temperature``: 0 is greedy (argmax); > 0 samples from softmax(logits / temperature).
+    - ``top_k``: keep the k most likely tokens (0: all). ``top_p``: keep the smallest set whose
+      probability reaches p (1.0: all).
+    - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
+    - ``stop``: strings that end the generation; the text is cut before the first one.
+    - ``ignore_eos``: keep generating past EOS (benchmarks).
+    """
+
+    max_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    stop: list[str] | str | None = None
+    ignore_eos: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad field, the expected range and the value given."""
+        if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be an int >= 1, got {self.max_tokens!r}")
+        if not isinstance(self.temperature, (int, float)) or not self.temperature >= 0:
+            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        if not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
+            raise ValueError(f"top_k must be an int >= 0 (0 disables it), got {self.top_k!r}")
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
+            raise ValueError(f"seed must be an int or None, got {self.seed!r}")
+        if self.stop is not None and (not isinstance(self.stop, list)
+                                      or not all(isinstance(s, str) and s for s in self.stop)):
+            raise ValueError(f"stop must be a non-empty string or a list of them, got {self.stop!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0 or self.top_k == 1
+
+
+def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """Mask (to -inf) tokens outside each row's top-k and top-p set.
+
+    logits: [S, V] fp32 (already divided by temperature); top_k: [S] int (0: off); top_p: [S] fp32.
+    """
+    sorted_logits, order = logits.sort(dim=-1, descending=True)                # [S, V]
+    vocab = logits.shape[-1]
+    ranks = torch.arange(vocab, device=logits.device)[None, :]
+    k = torch.where(top_k > 0, top_k, torch.full_like(top_k, vocab))[:, None]
+    drop = ranks >= k
+    probs = sorted_logits.masked_fill(drop, float("-inf")).softmax(-1)
+    # keep a token while the mass before it is < p (the first token is always kept)
+    drop |= (probs.cumsum(-1) - probs) >= top_p[:, None]
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
+
+
+def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None]
+           ) -> list[int]:
+    """One token per row. logits: [S, V] fp32; params, generators: one per row."""
+    if all(p.greedy for p in params):
+        return logits.argmax(-1).tolist()
+    dev = logits.device
+    temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params], device=dev)
+    top_k = torch.tensor([p.top_k for p in params], device=dev)
+    top_p = torch.tensor([float(p.top_p) for p in params], device=dev)
+    probs = filter_logits(logits / temp[:, None], top_k, top_p).softmax(-1)
+    # Gumbel-style race: argmax(p / E) with E ~ Exp(1) samples from p; a seeded row draws its own noise.
+    noise = torch.empty_like(probs).exponential_()
+    for i, g in enumerate(generators):
+        if g is not None:
+            noise[i] = torch.empty(probs.shape[-1], device=g.device).exponential_(generator=g).to(dev)
+    sampled = (probs / noise).argmax(-1)
+    greedy = torch.tensor([p.greedy for p in params], device=dev)
+    return torch.where(greedy, logits.argmax(-1), sampled).tolist()

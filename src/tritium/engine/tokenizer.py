@@ -1,0 +1,173 @@
+"""Tokenizers: a Hugging Face ``tokenizer.json`` or one rebuilt from GGUF metadata, plus the chat template.
+
+Built on the ``tokenizers`` package directly (no transformers at run time). A GGUF byte-level BPE
+vocabulary (``tokenizer.ggml.model == "gpt2"``) becomes a ``tokenizers.models.BPE`` with a byte-level
+pre-tokenizer, the way transformers' GGUF integration builds it, so token ids agree with transformers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+# Pre-tokenizer splits by GGUF `tokenizer.ggml.pre` (the regexes of the corresponding HF tokenizers).
+_LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_GGUF_SPLITS = {
+    "llama3": _LLAMA3_SPLIT, "llama-v3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "smaug-bpe": _LLAMA3_SPLIT,
+    "qwen2": _QWEN2_SPLIT, "deepseek-r1-qwen": _QWEN2_SPLIT,
+}
+_CONTROL, _USER_DEFINED = 3, 4  # llama.cpp token types
+
+
+@functools.lru_cache(maxsize=1)
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+class Tokenizer:
+    """Text <-> token ids, EOS ids and the chat template of one model.
+
+    ``encode(text)`` adds what the tokenizer's post-processor adds (BOS for Llama tokenizer.json files);
+    ``apply_chat_template(messages)`` renders the Jinja template and encodes it without extra specials.
+    """
+
+    def __init__(self, backend, *, chat_template: str | None = None, bos_token: str | None = None,
+                 eos_token: str | None = None, eos_token_ids: tuple[int, ...] = (), add_bos: bool = False):
+        self.backend = backend
+        self.chat_template = chat_template
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.eos_token_ids = tuple(eos_token_ids)
+        self.add_bos = add_bos
+
+    # -- construction --------------------------------------------------------------------------------------
+    @classmethod
+    def from_hf_dir(cls, path: str, eos_token_ids: tuple[int, ...] = ()) -> "Tokenizer | None":
+        """From ``tokenizer.json`` (+ ``tokenizer_config.json`` for the chat template); None if absent."""
+        from tokenizers import Tokenizer as HFTokenizer
+
+        tok_path = os.path.join(path, "tokenizer.json")
+        if not os.path.isfile(tok_path):
+            return None
+        backend = HFTokenizer.from_file(tok_path)
+        cfg = {}
+        cfg_path = os.path.join(path, "tokenizer_config.json")
+        if os.path.isfile(cfg_path):
+            with open(cfg_path) as f:
+                cfg = json.load(f)
+        template = cfg.get("chat_template")
+        jinja_path = os.path.join(path, "chat_template.jinja")
+        if template is None and os.path.isfile(jinja_path):
+            with open(jinja_path) as f:
+                template = f.read()
+
+        def token_str(value):
+            return value.get("content") if isinstance(value, dict) else value
+
+        eos_token = token_str(cfg.get("eos_token"))
+        if not eos_token_ids and eos_token is not None and backend.token_to_id(eos_token) is not None:
+            eos_token_ids = (backend.token_to_id(eos_token),)
+        return cls(backend, chat_template=template, bos_token=token_str(cfg.get("bos_token")),
+                   eos_token=eos_token, eos_token_ids=eos_token_ids,
+                   add_bos=bool(cfg.get("add_bos_token", False)) and _post_processor_adds_nothing(backend))
+
+    @classmethod
+    def from_gguf_metadata(cls, meta: dict) -> "Tokenizer":
+        """Byte-level BPE (``tokenizer.ggml.model == "gpt2"``) from GGUF tokenizer metadata."""
+        from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+        from tokenizers import Tokenizer as HFTokenizer
+
+        kind = meta.get("tokenizer.ggml.model")
+        if kind != "gpt2":
+            raise ValueError(f"GGUF tokenizer {kind!r} is not supported; expected 'gpt2' (byte-level BPE)")
+        tokens = meta["tokenizer.ggml.tokens"]
+        types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
+        alphabet = set(_bytes_to_unicode().values())
+        spell = _bytes_to_unicode()
+        vocab = {}
+        for i, tok in enumerate(tokens):
+            key = tok if set(tok) <= alphabet else "".join(spell[b] for b in tok.encode("utf-8"))
+            vocab.setdefault(key, i)
+        merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges", [])]
+        backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="",
+                                         end_of_word_suffix="", fuse_unk=False))
+        split = _GGUF_SPLITS.get(meta.get("tokenizer.ggml.pre"))
+        if split is None:
+            backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        else:
+            backend.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        backend.decoder = decoders.ByteLevel()
+        # Control tokens (<|im_start|> ...) stay whole; a control token spelled outside the byte alphabet
+        # is a converter mislabel and is left alone (as transformers does).
+        backend.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                                    for t, ty in zip(tokens, types) if ty == _CONTROL and set(t) <= alphabet])
+        backend.add_tokens([AddedToken(t, normalized=False, special=False)
+                            for t, ty in zip(tokens, types) if ty == _USER_DEFINED and t in vocab])
+
+        def token(key):
+            tid = meta.get(f"tokenizer.ggml.{key}")
+            return tokens[tid] if tid is not None else None
+
+        eos = meta.get("tokenizer.ggml.eos_token_id")
+        return cls(backend, chat_template=meta.get("tokenizer.chat_template"), bos_token=token("bos_token_id"),
+                   eos_token=token("eos_token_id"), eos_token_ids=() if eos is None else (int(eos),),
+                   add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)))
+
+    # -- use -----------------------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        ids = self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+        if add_special_tokens and self.add_bos and self.bos_token is not None:
+            bos = self.backend.token_to_id(self.bos_token)
+            if bos is not None and (not ids or ids[0] != bos):
+                ids = [bos] + ids
+        return ids
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return self.backend.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+        """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's Jinja chat template and
+        encode the result; ValueError if the model has no template."""
+        if not self.chat_template:
+            raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
+        import jinja2
+        import jinja2.sandbox
+
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+
+        def raise_exception(message):
+            raise ValueError(f"chat template: {message}")
+
+        env.globals["raise_exception"] = raise_exception
+        text = env.from_string(self.chat_template).render(
+            messages=messages, add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+        return self.encode(text, add_special_tokens=False)
+
+
+def _post_processor_adds_nothing(backend) -> bool:
+    """True when encoding "a" with specials adds no tokens (then BOS must be added by hand)."""
+    return len(backend.encode("a", add_special_tokens=True).ids) == len(backend.encode("a", add_special_tokens=False).ids)
