@@ -1,0 +1,194 @@
+"""paged_attention against the fp32 reference on the gathered pages: features, shapes, split-KV, dtypes.
+
+Shapes stay small (a few heads, sequences up to a few hundred tokens) so the suite runs under the
+Triton interpreter; the larger shapes are in test_gpu.py.
+"""
+
+import pytest
+import torch
+
+from tritium.attention import AttentionWorkspace, paged_attention
+
+from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_param, feature_kwargs, poisoned_like, run_and_check, \
+    assert_rel_close, shape_params
+
+# One launch holding a prefill (no context), a chunked prefill (9 new tokens over 61 cached), a first
+# decode step (length 1) and a decode step at 129 (partial last page).
+MIXED = Shape(q_lens=(17, 9, 1, 1), seq_lens=(17, 70, 1, 129))
+# Decode steps plus a 3-token speculative verification, for the split-KV path.
+DECODE = Shape(q_lens=(1, 1, 3), seq_lens=(129, 40, 100))
+
+FEATURES = ["plain", "window70", "softcap", "alibi", "sinks", "window20+softcap", "alibi+sinks",
+            "window8+softcap+alibi+sinks", "scale+alibi"]
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param((MIXED, 1), id="mixed-unsplit"),
+    pytest.param((DECODE, 4), id="decode-split4"),
+])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
+@pytest.mark.parametrize("features", FEATURES)
+@pytest.mark.parametrize("dtype", Q_DTYPES)
+def test_features(dtype, features, causal, path):
+    """Every score modifier, alone and combined, causal or not, through the unsplit and split kernels."""
+    shape, num_splits = path
+    batch = shape.batch(dtype)
+    run_and_check(batch, TOL[dtype], causal=causal, num_splits=num_splits,
+                  **feature_kwargs(features, shape.num_q_heads))
+
+
+@pytest.mark.parametrize("dtype", [dtype_param(torch.float16), dtype_param(torch.float32)])
+@pytest.mark.parametrize("shape", shape_params(
+    # Prefill of odd lengths, no context, GQA 1.
+    Shape(q_lens=(1, 17, 63, 129), seq_lens=(1, 17, 63, 129), num_q_heads=4, num_kv_heads=4),
+    # Decode at odd lengths, GQA 4, 32-token pages.
+    Shape(q_lens=(1, 1, 1, 1), seq_lens=(1, 17, 63, 129), block_size=32, num_q_heads=8, num_kv_heads=2),
+    # Chunked prefill over cached context, GQA 8, 48-token pages (not a power of two).
+    Shape(q_lens=(17, 1, 63), seq_lens=(129, 63, 100), block_size=48, num_q_heads=8, num_kv_heads=1),
+    # One long prefill on 64-token pages.
+    Shape(q_lens=(129,), seq_lens=(129,), block_size=64, num_q_heads=8, num_kv_heads=2),
+    # Large pages: a sequence shorter than one page, one spanning two.
+    Shape(q_lens=(1, 17), seq_lens=(129, 200), block_size=128),
+    Shape(q_lens=(63, 1), seq_lens=(300, 257), block_size=256, num_q_heads=4, num_kv_heads=1),
+    # GQA 3 (group not a power of two) and pages that end exactly at the sequence end.
+    Shape(q_lens=(5, 1), seq_lens=(17, 63), num_q_heads=3, num_kv_heads=1),
+    Shape(q_lens=(16, 1), seq_lens=(32, 64)),
+    # A sequence with no new tokens in the middle of the batch.
+    Shape(q_lens=(3, 0, 1), seq_lens=(10, 17, 33)),
+))
+def test_shapes(shape, dtype):
+    """Odd lengths, partial and full last pages, page sizes 16..256, GQA 1/3/4/8; automatic split choice."""
+    run_and_check(shape.batch(dtype), TOL[dtype])
+
+
+@pytest.mark.parametrize("num_splits", [None, 1, 3, 4, 7], ids=lambda n: f"splits{n or 'auto'}")
+@pytest.mark.parametrize("shape,dtype", [
+    pytest.param(Shape(q_lens=(1,) * 5, seq_lens=(1, 17, 63, 129, 100), num_q_heads=8, num_kv_heads=2),
+                 torch.float16, id="decode-B5-L129-H8/2-fp16"),
+    pytest.param(Shape(q_lens=(4, 2), seq_lens=(129, 63), num_q_heads=4, num_kv_heads=1, block_size=32),
+                 torch.float32, id="verify-B2-L129-H4/1-fp32"),
+])
+def test_splits(shape, dtype, num_splits):
+    """Split-KV against unsplit: explicit counts (including more splits than key tiles, so some splits
+    are empty) and the automatic choice."""
+    run_and_check(shape.batch(dtype), TOL[dtype], num_splits=num_splits)
+
+
+def test_split_prefill():
+    """Split-KV on a prefill-shaped batch (128-row Q blocks, causal) stays exact."""
+    shape = Shape(q_lens=(65, 20), seq_lens=(65, 90), num_q_heads=2, num_kv_heads=1)
+    run_and_check(shape.batch(torch.float16), TOL[torch.float16], num_splits=3)
+
+
+@pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])
+@pytest.mark.parametrize("head_dim", [64, 80, 96, 128, 192, 256], ids=lambda d: f"D{d}")
+def test_head_dims(head_dim, num_splits):
+    """Every supported head_dim, including those padded to the next power of two (80, 96, 192)."""
+    shape = Shape(q_lens=(9, 1), seq_lens=(40, 63), head_dim=head_dim)
+    dtype = torch.float32 if head_dim in (96, 192) else torch.float16
+    run_and_check(shape.batch(dtype), TOL[dtype], num_splits=num_splits)
+
+
+@pytest.mark.parametrize("scales", ["float", "tensor"])
+@pytest.mark.parametrize("path,features", [
+    pytest.param((MIXED, 1), "plain", id="mixed-unsplit-plain"),
+    pytest.param((DECODE, 3), "window20+softcap+alibi+sinks", id="decode-split3-all"),
+])
+@pytest.mark.parametrize("dtype", Q_DTYPES)
+def test_fp8_cache(dtype, path, features, scales):
+    """float8_e4m3fn caches written by write_kv_cache with scales, against the reference on the
+    dequantised cache."""
+    shape, num_splits = path
+    batch = shape.batch(dtype, cache_dtype=FP8)
+    if scales == "tensor":
+        batch.scales = {k: torch.tensor([v], dtype=torch.float32, device=batch.q.device)
+                        for k, v in batch.scales.items()}
+    tol = max(TOL[dtype], TOL[torch.float16])
+    run_and_check(batch, tol, num_splits=num_splits, **feature_kwargs(features, shape.num_q_heads))
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
+def test_window_longer_than_sequence(causal):
+    """A window wider than every sequence changes nothing: same as no window, and as the reference."""
+    batch = MIXED.batch(torch.float32)
+    out = run_and_check(batch, TOL[torch.float32], causal=causal, sliding_window=1000)
+    no_window = paged_attention(*batch.args, causal=causal)
+    assert_rel_close(out, no_window, TOL[torch.float32], "window=1000 vs no window")
+
+
+def test_strided_views():
+    """q taken from a fused QKV tensor, caches from one [blocks, 2, page, heads, dim] KV tensor and
+    out= a view into a wider buffer: the launcher must honour every stride and write only the view."""
+    batch = MIXED.batch(torch.float16)
+    num_tokens, num_q_heads, head_dim = batch.q.shape
+    qkv = torch.randn(num_tokens, num_q_heads + 4, head_dim, dtype=batch.q.dtype, device=batch.q.device)
+    qkv[:, 2:2 + num_q_heads] = batch.q
+    kv = torch.stack([batch.k_cache, batch.v_cache], dim=1)  # [num_blocks, 2, page, heads, dim]
+    wide = torch.full((num_tokens, 2 * num_q_heads, head_dim), float("nan"), dtype=batch.q.dtype,
+                      device=batch.q.device)
+    out = wide[:, num_q_heads:]
+    q = qkv[:, 2:2 + num_q_heads]
+    paged_attention(q, kv[:, 0], kv[:, 1], batch.block_table, batch.seq_lens, batch.cu_seqlens_q, out=out,
+                    num_splits=1)
+    assert_rel_close(out, batch.ref(), TOL[torch.float16])
+    assert torch.isnan(wide[:, :num_q_heads]).all(), "paged_attention wrote outside the out= view"
+
+
+@pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])
+def test_returns_new_tensor_without_out(num_splits):
+    batch = DECODE.batch(torch.float16)
+    out = paged_attention(*batch.args, num_splits=num_splits)
+    assert out.dtype == batch.q.dtype and out.shape == batch.q.shape
+    assert_rel_close(out, batch.ref(), TOL[torch.float16])
+
+
+def test_max_seqlen_hints():
+    """Exact hints give bitwise the same result as none; loose upper bounds (as a CUDA graph uses) can
+    change the configuration but not the answer."""
+    batch = MIXED.batch(torch.float16)
+    without = run_and_check(batch, TOL[torch.float16])
+    exact = run_and_check(batch, TOL[torch.float16], **batch.hints)
+    assert torch.equal(without, exact)
+    run_and_check(batch, TOL[torch.float16], max_seqlen_q=64, max_seqlen_k=512)
+
+
+def test_workspace_reused_across_batches():
+    """One AttentionWorkspace serves a split decode batch, then a different, smaller batch with another
+    split count, then the first again: stale partial results must never leak."""
+    dtype = torch.float16
+    first = Shape(q_lens=(1, 1, 3, 1), seq_lens=(129, 40, 100, 63)).batch(dtype)
+    second = Shape(q_lens=(2, 1), seq_lens=(80, 17)).batch(dtype)
+    workspace = AttentionWorkspace(8, 4, 64, max_splits=4, device=first.q.device)
+    run_and_check(first, TOL[dtype], workspace=workspace, num_splits=4, **first.hints)
+    run_and_check(second, TOL[dtype], workspace=workspace, num_splits=2, **second.hints)
+    run_and_check(first, TOL[dtype], workspace=workspace, **first.hints)
+
+
+def test_workspace_caps_splits():
+    """A workspace with fewer splits than requested caps the split count instead of overflowing."""
+    batch = DECODE.batch(torch.float16)
+    workspace = AttentionWorkspace(batch.q.shape[0], 4, 64, max_splits=2, device=batch.q.device)
+    run_and_check(batch, TOL[torch.float16], workspace=workspace, num_splits=8)
+
+
+def test_validate_accepts_good_batch():
+    """validate=True passes a valid batch, ignoring block-table columns past a sequence's pages."""
+    batch = MIXED.batch(torch.float16)
+    batch.block_table[:, -1] = -1  # every row has one spare column; none of them is read
+    run_and_check(batch, TOL[torch.float16], validate=True)
+
+
+def test_empty_query():
+    """No new tokens at all: nothing to compute, an empty result."""
+    batch = Shape(q_lens=(0, 0), seq_lens=(5, 17)).batch(torch.float16)
+    out = paged_attention(*batch.args)
+    assert out.shape == (0, 4, 64)
+
+
+def test_out_is_written_in_place():
+    batch = DECODE.batch(torch.float32)
+    out = poisoned_like(batch.q)
+    ptr = out.data_ptr()
+    result = paged_attention(*batch.args, out=out, num_splits=3)
+    assert result is out and out.data_ptr() == ptr
+    assert_rel_close(out, batch.ref(), TOL[torch.float32])
