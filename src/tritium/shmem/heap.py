@@ -218,5 +218,9 @@ class SymmetricHeap:
     def __enter__(self) -> "SymmetricHeap":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        elif self._allocator is not None:
+            # Leaving on an error: peers may never reach close(), so do not wait for them.
+            self._release()

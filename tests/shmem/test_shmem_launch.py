@@ -1,0 +1,69 @@
+"""launch: a failing rank's exception surfaces with its rank; a hung rank hits the timeout; cleanup."""
+
+import glob
+import os
+import time
+
+import pytest
+
+import tritium.shmem as shmem
+from shmem_cases import run_world
+from tritium.shmem.launch import ENV_DEFAULTS
+
+
+def _fail_on_rank_1(rank, world_size):
+    with shmem.SymmetricHeap(1 << 16):
+        if rank == 1:
+            raise ValueError("boom from the worker")
+        time.sleep(60)  # rank 0 would wait here; launch must stop it when rank 1 fails
+
+
+def _hang_on_rank_1(rank, world_size):
+    if rank == 1:
+        time.sleep(600)
+
+
+def _segments():
+    return set(glob.glob("/dev/shm/tritium-*"))
+
+
+def test_failing_rank_is_reported_with_its_rank_and_cleaned_up():
+    before = _segments()
+    start = time.monotonic()
+    with pytest.raises(shmem.RankFailed, match=r"rank 1 failed: ValueError: boom from the worker") as info:
+        run_world(_fail_on_rank_1, 2, timeout=120)
+    assert info.value.rank == 1
+    assert isinstance(info.value.__cause__, ValueError)
+    assert "_fail_on_rank_1" in str(info.value)  # the rank's traceback
+    assert time.monotonic() - start < 60, "launch waited for the healthy rank instead of stopping it"
+    assert _segments() <= before, f"shared memory left behind: {_segments() - before}"
+
+
+def test_hung_rank_times_out():
+    with pytest.raises(shmem.LaunchTimeout, match=r"rank\(s\) \[1\] did not finish within timeout=4") as info:
+        run_world(_hang_on_rank_1, 2, timeout=4)
+    assert info.value.ranks == [1]
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"world_size": 0}, "world_size"),
+    ({"world_size": 2, "timeout": -1}, "timeout"),
+    ({"world_size": 2, "backend": "mpi"}, "backend"),
+], ids=["world_size", "timeout", "backend"])
+def test_bad_input_names_the_argument(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        shmem.launch(_hang_on_rank_1, kwargs.pop("world_size"), **kwargs)
+
+
+def test_worker_must_be_callable():
+    with pytest.raises(TypeError, match="worker"):
+        shmem.launch("not a function", 2)
+
+
+def test_launch_sets_multicast_off_for_ranks():
+    run_world(_check_env, 1)
+
+
+def _check_env(rank, world_size):
+    for key, value in ENV_DEFAULTS.items():
+        assert os.environ.get(key) == value, f"{key}={os.environ.get(key)!r}"
