@@ -26,14 +26,19 @@ def _rms_norm_kernel(
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
+    # NOTE: all arithmetic in fp32 with explicit roundings to the input dtype where torch rounds: the
+    # interpreter computes bf16 elementwise products wrongly (values ~1e33); fp32 is exact in both.
     x = tl.load(x_ptr + row * stride_x_t + cols, mask=mask, other=0.0)                 # [BLOCK]
-    if HAS_RESIDUAL:
-        x = x + tl.load(residual_ptr + row * stride_residual_t + cols, mask=mask, other=0.0)
-        tl.store(residual_ptr + row * stride_residual_t + cols, x, mask=mask)
+    dtype = x.dtype
     xf = x.to(tl.float32)
+    if HAS_RESIDUAL:
+        r = tl.load(residual_ptr + row * stride_residual_t + cols, mask=mask, other=0.0)
+        x = (xf + r.to(tl.float32)).to(dtype)
+        tl.store(residual_ptr + row * stride_residual_t + cols, x, mask=mask)
+        xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / hidden + eps)
     w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
-    y = (xf * rstd).to(x.dtype).to(tl.float32) * w.to(tl.float32)
+    y = (xf * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
     tl.store(out_ptr + row * stride_out_t + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -77,19 +82,22 @@ def _rope_kernel(
     # q heads
     qmask = (h[:, None] < num_q_heads) & dmask[None, :]
     q1_ptrs = q_ptr + t * stride_q_t + h[:, None] * stride_q_h + d[None, :]                   # [BLOCK_H, BLOCK_D]
+    # fp32 arithmetic (see _rms_norm_kernel), cos/sin rounded to q's dtype as torch does
     q1 = tl.load(q1_ptrs, mask=qmask, other=0.0)
-    q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0)
-    cq = cos.to(q1.dtype)
-    sq = sin.to(q1.dtype)
-    tl.store(q1_ptrs, q1 * cq - q2 * sq, mask=qmask)
-    tl.store(q1_ptrs + HALF, q2 * cq + q1 * sq, mask=qmask)
+    dtype = q1.dtype
+    q1 = q1.to(tl.float32)
+    q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0).to(tl.float32)
+    cq = cos.to(dtype).to(tl.float32)
+    sq = sin.to(dtype).to(tl.float32)
+    tl.store(q1_ptrs, (q1 * cq - q2 * sq).to(dtype), mask=qmask)
+    tl.store(q1_ptrs + HALF, (q2 * cq + q1 * sq).to(dtype), mask=qmask)
     # k heads
     kmask = (h[:, None] < num_kv_heads) & dmask[None, :]
     k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
-    k1 = tl.load(k1_ptrs, mask=kmask, other=0.0)
-    k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0)
-    tl.store(k1_ptrs, k1 * cq - k2 * sq, mask=kmask)
-    tl.store(k1_ptrs + HALF, k2 * cq + k1 * sq, mask=kmask)
+    k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
+    k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
+    tl.store(k1_ptrs, (k1 * cq - k2 * sq).to(dtype), mask=kmask)
+    tl.store(k1_ptrs + HALF, (k2 * cq + k1 * sq).to(dtype), mask=kmask)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor) -> None:
@@ -125,8 +133,10 @@ def _silu_and_mul_kernel(
     mask = cols < inter
     gate = tl.load(x_ptr + t * stride_x_t + cols, mask=mask, other=0.0).to(tl.float32)         # [BLOCK]
     up = tl.load(x_ptr + t * stride_x_t + inter + cols, mask=mask, other=0.0)
-    act = (gate / (1.0 + tl.exp(-gate))).to(up.dtype)
-    tl.store(out_ptr + t * stride_out_t + cols, act * up, mask=mask)
+    dtype = up.dtype
+    # fp32 arithmetic (see _rms_norm_kernel); silu rounded to the input dtype before the product, as torch
+    act = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
+    tl.store(out_ptr + t * stride_out_t + cols, (act * up.to(tl.float32)).to(dtype), mask=mask)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:

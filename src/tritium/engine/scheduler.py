@@ -104,6 +104,7 @@ class Scheduler:
                 victim = self.running[-1]
                 self._preempt(victim)
                 if victim is seq:
+                    self._fail_if_never_fits(seq)
                     break
             else:
                 seqs.append(seq)

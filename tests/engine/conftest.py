@@ -1,0 +1,80 @@
+"""Fixtures: tiny random-weight Hugging Face models saved to temporary directories, and engine builders.
+
+Models are fp32 with head_dim 64 (a head size tritium's kernels support) and a word-level tokenizer built
+locally with ``tokenizers``; nothing is downloaded.
+"""
+
+import json
+import os
+
+import pytest
+import torch
+
+WORDS = [f"w{i}" for i in range(250)]
+PROMPTS = [
+    "w1 w2 w3",
+    "w7 w8 w9 w10 w11 w12 w13 w14 w15 w16 w17 w18 w19 w20 w21 w22 w23 w24 w25",
+    "w30",
+    "w40 w41 w42 w43 w44 w45 w46 w47 w48 w49 w50",
+]
+
+TINY = {
+    "llama": dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, max_position_embeddings=256, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+    "qwen2": dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        max_position_embeddings=256, tie_word_embeddings=True, rope_parameters={"rope_type": "default",
+                                                                                "rope_theta": 1000000.0}),
+}
+
+
+def _save_tokenizer(path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    tok.save(os.path.join(path, "tokenizer.json"))
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>",
+                   "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}"}, f)
+    return len(vocab)
+
+
+def make_tiny_model(path, model_type):
+    """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``."""
+    import transformers
+
+    vocab = _save_tokenizer(path)
+    cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+           "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[model_type]
+    config = cls[0](vocab_size=vocab, bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
+                    **TINY[model_type])
+    torch.manual_seed(0)
+    model = cls[1](config).float().eval()
+    model.save_pretrained(path, safe_serialization=True)
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory):
+    """{model_type: (directory, transformers model)} for llama (GQA 4/2, llama3 rope scaling) and
+    qwen2 (QKV bias, tied embeddings)."""
+    out = {}
+    for model_type in TINY:
+        path = str(tmp_path_factory.mktemp(model_type))
+        out[model_type] = (path, make_tiny_model(path, model_type))
+    return out
+
+
+def hf_greedy(model, prompt_ids, max_new_tokens):
+    """transformers' greedy continuation of one prompt (token ids)."""
+    ids = torch.tensor([prompt_ids], device=model.device)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                             do_sample=False, pad_token_id=0)
+    return out[0, len(prompt_ids):].tolist()

@@ -1,0 +1,72 @@
+"""Fused Triton ops (RMSNorm, rope, SiLU-and-mul) against their PyTorch references."""
+
+import pytest
+import torch
+
+from tritium.engine import ops, reference
+from tritium.runtime import default_device
+
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
+
+
+def rel_err(out, ref):
+    assert not torch.isnan(out).any()
+    return ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", [(1, 64), (17, 576), (5, 1000)], ids=lambda v: str(v))
+@pytest.mark.parametrize("with_residual", [False, True], ids=["plain", "residual"])
+def test_rms_norm(tokens, hidden, dtype, with_residual):
+    dev = default_device()
+    x = torch.randn(tokens, hidden, dtype=dtype, device=dev)
+    w = torch.randn(hidden, dtype=dtype, device=dev)
+    res = torch.randn(tokens, hidden, dtype=dtype, device=dev) if with_residual else None
+    ref_y, ref_h = reference.rms_norm(x, w, 1e-5, None if res is None else res.clone())
+    y, h = ops.rms_norm(x, w, 1e-5, None if res is None else res.clone())
+    assert rel_err(y, ref_y) < TOL[dtype]
+    if with_residual:
+        assert rel_err(h, ref_h) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")
+@pytest.mark.parametrize("head_dim", [64, 80])
+def test_rope(heads, head_dim, dtype):
+    dev = default_device()
+    hq, hkv = heads
+    T = 13
+    inv = reference.rope_inv_freq(head_dim, 10000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
+    cos_sin = reference.rope_cos_sin(inv, 300).to(dev)
+    # q and k as views of one fused QKV buffer, as in the model
+    qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
+    positions = torch.randint(0, 300, (T,), device=dev)
+    q = qkv[:, : hq * head_dim].view(T, hq, head_dim)
+    k = qkv[:, hq * head_dim: (hq + hkv) * head_dim].view(T, hkv, head_dim)
+    q_ref, k_ref = q.clone(), k.clone()
+    reference.rope(q_ref, k_ref, positions, cos_sin)
+    v_before = qkv[:, (hq + hkv) * head_dim:].clone()
+    ops.rope(q, k, positions, cos_sin)
+    assert rel_err(q, q_ref) < TOL[dtype]
+    assert rel_err(k, k_ref) < TOL[dtype]
+    assert torch.equal(qkv[:, (hq + hkv) * head_dim:], v_before)  # v untouched
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,inter", [(1, 64), (7, 1536), (3, 2500)], ids=lambda v: str(v))
+def test_silu_and_mul(tokens, inter, dtype):
+    x = torch.randn(tokens, 2 * inter, dtype=dtype, device=default_device())
+    assert rel_err(ops.silu_and_mul(x), reference.silu_and_mul(x)) < TOL[dtype]
+
+
+def test_llama3_inv_freq_matches_transformers():
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    scaling = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    cfg = LlamaConfig(hidden_size=4096, num_attention_heads=32, rope_parameters=scaling)
+    expected, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
+    assert torch.equal(reference.rope_inv_freq(128, 500000.0, scaling), expected)
