@@ -214,3 +214,16 @@ def feature_kwargs(features: str, num_q_heads: int, device=None) -> dict:
         else:
             raise ValueError(f"unknown feature {feature!r}")
     return kwargs
+
+
+def strided_last_dim(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` whose last dimension has stride 2 (same shape, dtype, device and values)."""
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
+    view = wide[..., ::2]
+    view.copy_(t)
+    return view
+
+
+def call_with(fn, base: dict, changes: dict):
+    """fn(**base) with some keyword arguments replaced or added."""
+    return fn(**{**base, **changes})
