@@ -9,7 +9,7 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-')
 if [[ $what == bench || $what == all ]]; then
-  timeout 420 python3 -m tritium.bench attention --out "$OUT/attention-$gpu.json" "$@" 2>&1 | tee "$OUT/bench-attention.log"
+  timeout 480 python3 -m tritium.bench attention --out "$OUT/attention-$gpu.json" --partial "$OUT/attention-$gpu.partial.json" "$@" 2>&1 | tee "$OUT/bench-attention.log"
 fi
 if [[ $what == tests || $what == all ]]; then
   timeout 300 python3 -m pytest -q -x tests/attention 2>&1 | tee "$OUT/tests-attention.log"

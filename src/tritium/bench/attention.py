@@ -10,6 +10,7 @@ Each tritium result is first checked against SDPA's output.
 """
 
 import itertools
+import json
 import math
 
 import torch
@@ -30,6 +31,7 @@ def add_arguments(parser):
     parser.add_argument("--only", choices=["prefill", "decode"], help="run one half")
     parser.add_argument("--sweep", action="store_true", help="also time alternative kernel configurations")
     parser.add_argument("--cases", help="subset, e.g. 'decode:1x8192,prefill:1x4096'")
+    parser.add_argument("--partial", help="rewrite this JSON file after every case (survives a timeout)")
 
 
 def _paged_batch(batch: int, seq_len: int, q_len: int, block_size: int, dtype=torch.bfloat16):
@@ -85,7 +87,7 @@ def _decode_configs(sweep, base):
     if not sweep:
         return [None]
     out = [None]
-    shapes = [(n, 4, st) for n in (32, 64, 128) for st in (2, 3, 4)] + [(64, 2, 3), (64, 8, 3)]
+    shapes = [(n, 4, st) for n in (64, 128) for st in (2, 3, 4)]
     for (tile_n, warps, stages), mult in itertools.product(shapes, (0.5, 1.0, 2.0)):
         splits = max(1, min(64, round(base.num_splits * mult)))
         out.append(AttentionConfig(block_m=base.block_m, block_q=base.block_q, tile_n=tile_n,
@@ -199,6 +201,12 @@ def _selected(args, kind, batch, seq_len):
     return f"{kind}:{batch}x{seq_len}" in args.cases.split(",")
 
 
+def _save(result, path):
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+
+
 def run(args) -> dict:
     if not torch.cuda.is_available():
         raise SystemExit("the attention benchmark needs a GPU")
@@ -206,19 +214,17 @@ def run(args) -> dict:
     result = dict(header=header(), ceilings=dict(copy_tbs=copy_bandwidth_tbs(), matmul_tflops=matmul_tflops()))
     print(result["header"])
     print("ceilings:", {k: round(v, 3) for k, v in result["ceilings"].items()})
-    rows = []
+    rows = result["rows"] = []
     block_sizes = [int(b) for b in args.block_sizes.split(",")]
     for block_size in block_sizes:
         for batch, seq_len in PREFILL_CASES:
             if _selected(args, "prefill", batch, seq_len):
                 rows.append(bench_prefill(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
-                print(rows[-1].get("error") or {k: v for k, v in rows[-1].items() if k != "sweep"}, flush=True)
-                torch.cuda.empty_cache()
+                _report(rows[-1], result, args.partial)
         for batch, seq_len in DECODE_CASES:
             if _selected(args, "decode", batch, seq_len):
                 rows.append(bench_decode(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
-                print(rows[-1].get("error") or {k: v for k, v in rows[-1].items() if k != "sweep"}, flush=True)
-                torch.cuda.empty_cache()
+                _report(rows[-1], result, args.partial)
     for r in rows:
         if r["kind"] == "prefill" and "tritium_tflops" in r:
             r["vs_sdpa_flash"] = r["tritium_tflops"] / r.get("sdpa_flash_tflops", math.nan)
@@ -234,5 +240,10 @@ def run(args) -> dict:
                 ["batch", "seq_len", "block_size", "tritium_us", "tritium_tbs", "best_tbs", "target_tbs",
                  "sdpa_flash_tbs", "sdpa_cudnn_tbs", "vs_copy_ceiling", "rel_err"],
                 title="\ndecode (TB/s of K+V read)")
-    result["rows"] = rows
     return result
+
+
+def _report(row, result, partial):
+    print(row.get("error") or row, flush=True)
+    _save(result, partial)
+    torch.cuda.empty_cache()
