@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Symmetric memory on a GPU machine (torch + triton + cuda-bindings installed, no network), from the
+# repo root, on all visible GPUs:
+#   OUT=/some/dir bash bench/gpu_shmem.sh [all|tests|examples|bench] [extra bench args...]
+# Runs the shmem tests (GPU ones included), the three examples and `python -m tritium.bench shmem`;
+# writes the benchmark JSON and the logs under $OUT (flat). About 6 minutes on 2x H200 at most
+# (each step has its own timeout; the sum stays under 8 minutes).
+set -uo pipefail
+what=${1:-all}; shift || true
+OUT=${OUT:-bench/results}
+mkdir -p "$OUT"
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+# NVLink multicast can take a shared host's GPUs down: keep it off everywhere (launch() also does).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+ngpu=$(nvidia-smi -L | wc -l)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-')
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m; } > "$OUT/shmem-gpu.txt" 2>&1
+python3 -c "import torch, triton, cuda.bindings; print('torch', torch.__version__, 'triton', triton.__version__, \
+'cuda-bindings', getattr(cuda.bindings, '__version__', '?'))" >> "$OUT/shmem-gpu.txt" 2>&1
+status=0
+if [[ $what == tests || $what == all ]]; then
+  timeout 200 python3 -m pytest -q tests/shmem 2>&1 | tee "$OUT/shmem-tests.log"
+  (( PIPESTATUS[0] == 0 )) || status=1
+fi
+if [[ $what == examples || $what == all ]]; then
+  for example in message_passing producer_consumer all_gather; do
+    timeout 40 python3 "examples/shmem/$example.py" "$ngpu" 2>&1 | tee -a "$OUT/shmem-examples.log"
+    (( PIPESTATUS[0] == 0 )) || status=1
+  done
+fi
+if [[ $what == bench || $what == all ]]; then
+  timeout 190 python3 -m tritium.bench shmem --world-size "$ngpu" --timeout 180 \
+    --out "$OUT/shmem-$gpu-x$ngpu.json" "$@" 2>&1 | tee "$OUT/shmem-bench.log"
+  (( PIPESTATUS[0] == 0 )) || status=1
+fi
+echo "gpu_shmem.sh: exit status $status" | tee -a "$OUT/shmem-tests.log"
+exit $status
