@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from tritium.attention.config import _next_pow2
-from tritium.attention.paged_attention import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
+from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
 
 FP8_MAX = 448.0
 
@@ -88,8 +88,8 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
     for name, t in (("k", k), ("v", v), ("k_cache", k_cache), ("v_cache", v_cache), ("slot_mapping", slot_mapping)):
         if t.numel() > 0 and t.stride(-1) != 1:
             raise ValueError(f"{name} must be contiguous in its last dimension (stride {t.stride(-1)})")
-    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale)
-    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale)
+    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale, k.device)
+    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale, k.device)
     scales_from_ptr = k_scale_t is not None and v_scale_t is not None
     if (k_scale_t is None) != (v_scale_t is None):
         raise ValueError("k_scale and v_scale must both be tensors or both be floats/None")

@@ -142,8 +142,8 @@ def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens):
         raise ValueError(f"block_table[{s}, {j}] = {int(bt[s, j])} is out of range [0, {num_blocks})")
 
 
-def _scale_arg(name, scale):
-    """(tensor or None, float) for a dequantisation scale given as float or 1-element tensor."""
+def _scale_arg(name, scale, device):
+    """(tensor or None, float) for a dequantisation scale given as float or 1-element tensor on ``device``."""
     if scale is None:
         return None, 1.0
     if isinstance(scale, torch.Tensor):
@@ -151,6 +151,8 @@ def _scale_arg(name, scale):
             raise ValueError(f"{name} must be a float or a 1-element tensor, got shape {tuple(scale.shape)}")
         if scale.dtype != torch.float32:
             raise TypeError(f"{name} tensor must be float32, got {scale.dtype}")
+        if scale.device != device:
+            raise ValueError(f"{name} is on {scale.device}, the caches are on {device}")
         return scale, 1.0
     if not isinstance(scale, (int, float)) or not scale > 0:
         raise ValueError(f"{name} must be a positive float or a 1-element tensor, got {scale!r}")
@@ -210,8 +212,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     if num_splits is not None and not (isinstance(num_splits, int) and 1 <= num_splits <= MAX_SPLITS):
         raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}], got {num_splits!r}")
     is_fp8 = k_cache.dtype in FP8_DTYPES
-    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale)
-    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale)
+    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale, q.device)
+    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale, q.device)
     if (k_scale_t is None) != (v_scale_t is None):
         raise ValueError("k_scale and v_scale must both be tensors or both be floats/None")
     if not is_fp8 and (k_scale is not None or v_scale is not None):
