@@ -22,6 +22,10 @@ from tritium.shmem.allocator import Allocator, Exchange
 
 _HANDLE_BYTES = 64  # sizeof(cudaIpcMemHandle_t)
 
+# A process may open a given peer allocation only once, but two heaps can be sub-ranges of the same
+# caching-allocator segment: opened mappings are shared, keyed by handle, with a count of users.
+_mapped: dict[bytes, list[int]] = {}  # handle bytes -> [address, users]
+
 
 def _check(result, call: str):
     """cuda-bindings calls return (error, *values): raise on error, return the values."""
@@ -35,10 +39,25 @@ def _handle_to_bytes(handle) -> bytes:
     return ctypes.string_at(handle.getPtr(), _HANDLE_BYTES)
 
 
-def _handle_from_bytes(runtime, data: bytes):
-    handle = runtime.cudaIpcMemHandle_t()
-    ctypes.memmove(handle.getPtr(), data, _HANDLE_BYTES)
-    return handle
+def _open(runtime, data: bytes, rank: int) -> int:
+    """Map a peer allocation (current device = this rank's), or share the mapping already open."""
+    entry = _mapped.get(data)
+    if entry is None:
+        handle = runtime.cudaIpcMemHandle_t()
+        ctypes.memmove(handle.getPtr(), data, _HANDLE_BYTES)
+        address = _check(runtime.cudaIpcOpenMemHandle(handle, runtime.cudaIpcMemLazyEnablePeerAccess),
+                         f"cudaIpcOpenMemHandle(rank {rank}'s heap)")
+        entry = _mapped[data] = [int(address), 0]
+    entry[1] += 1
+    return entry[0]
+
+
+def _close(runtime, data: bytes) -> None:
+    entry = _mapped[data]
+    entry[1] -= 1
+    if entry[1] == 0:
+        del _mapped[data]
+        _check(runtime.cudaIpcCloseMemHandle(entry[0]), "cudaIpcCloseMemHandle")
 
 
 class CudaIpcAllocator(Allocator):
@@ -53,7 +72,7 @@ class CudaIpcAllocator(Allocator):
         except ImportError as e:
             raise ImportError("backend 'cuda-ipc' needs cuda-bindings (pip install cuda-bindings)") from e
         self._runtime = runtime
-        self._opened: list[int] = []
+        self._opened: list[bytes] = []  # handles of the peer allocations this heap mapped
         with torch.cuda.device(device):
             self.local = torch.zeros(nbytes, dtype=torch.uint8, device=device)
             torch.cuda.synchronize(device)  # peers may read the zeros as soon as they map them
@@ -68,18 +87,15 @@ class CudaIpcAllocator(Allocator):
                     if r == rank:
                         self.addresses.append(ptr)
                         continue
-                    peer = _check(runtime.cudaIpcOpenMemHandle(_handle_from_bytes(runtime, data),
-                                                               runtime.cudaIpcMemLazyEnablePeerAccess),
-                                  f"cudaIpcOpenMemHandle(rank {r}'s heap)")
-                    self._opened.append(int(peer))
-                    self.addresses.append(int(peer) + offset)
+                    self.addresses.append(_open(runtime, data, r) + offset)
+                    self._opened.append(data)
             except BaseException:
                 self.close()
                 raise
 
     def close(self) -> None:
         with torch.cuda.device(self.device):
-            for peer in self._opened:
-                _check(self._runtime.cudaIpcCloseMemHandle(peer), "cudaIpcCloseMemHandle")
+            for data in self._opened:
+                _close(self._runtime, data)
         self._opened.clear()
         self.local = None

@@ -16,10 +16,12 @@ Argument order, the same for every primitive here and in ``atomics``/``sync``:
   the op talks to, then ``bases``;
 - options are keywords: ``mask``, ``other``, ``hint`` here; ``sem``, ``scope`` on atomics.
 
-``hint`` (constexpr int or tuple, e.g. ``BLOCK``) asserts that the pointer block is contiguous and
-aligned in runs of ``hint`` elements; the translated pointer loses the alignment Triton derived for
-the local one (it comes from an int64 sum), so pass it to keep 16-byte vector loads and stores.
-Heap allocations are 256-byte aligned, so ``hint=BLOCK`` holds for ``t + pid * BLOCK + arange``.
+``hint`` (constexpr int, 1-D blocks) promises that the pointer block is made of runs of ``hint``
+contiguous elements, each starting on a 16-byte boundary. The translated pointer loses the
+contiguity and alignment Triton derived for the local one (it comes from an int64 sum), so pass it to
+keep 16-byte vector loads and stores. Heap allocations are 256-byte aligned, so ``hint=BLOCK`` holds
+for ``t + pid * BLOCK + tl.arange(0, BLOCK)`` whenever ``BLOCK * itemsize`` is a multiple of 16.
+For 2-D blocks apply ``tl.max_contiguous`` / ``tl.multiple_of`` to ``remote(...)`` yourself.
 """
 
 import triton
@@ -44,7 +46,8 @@ def translate(ptr, from_rank, to_rank, bases):
 @triton.jit
 def _hinted(ptr, hint: tl.constexpr):
     if hint is not None:
-        ptr = tl.max_contiguous(tl.multiple_of(ptr, hint), hint)
+        # NOTE: Triton counts pointer divisibility in bytes; 16 is what a 128-bit vector access needs
+        ptr = tl.max_contiguous(tl.multiple_of(ptr, 16), hint)
     return ptr
 
 
