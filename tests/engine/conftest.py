@@ -10,6 +10,8 @@ import os
 import pytest
 import torch
 
+from tritium.bench.engine import hf_rope_kwargs
+
 WORDS = [f"w{i}" for i in range(250)]
 PROMPTS = [
     "w1 w2 w3",
@@ -22,12 +24,11 @@ TINY = {
     "llama": dict(
         hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         head_dim=64, max_position_embeddings=256, tie_word_embeddings=False,
-        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+        rope=(500000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 64})),
     "qwen2": dict(
         hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-        max_position_embeddings=256, tie_word_embeddings=True, rope_parameters={"rope_type": "default",
-                                                                                "rope_theta": 1000000.0}),
+        max_position_embeddings=256, tie_word_embeddings=True, rope=(1000000.0, None)),
 }
 
 
@@ -52,8 +53,10 @@ def make_tiny_model(path, model_type):
     vocab = _save_tokenizer(path)
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[model_type]
+    kwargs = dict(TINY[model_type])
+    kwargs.update(hf_rope_kwargs(*kwargs.pop("rope")))
     config = cls[0](vocab_size=vocab, bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
-                    **TINY[model_type])
+                    **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
     model.save_pretrained(path, safe_serialization=True)

@@ -41,8 +41,9 @@ def test_unsupported_architecture(tmp_path, tiny_models):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(UnsupportedModelError, match=r"architecture \['GPT2LMHeadModel'\] is not supported"):
         LLM(str(tmp_path))
-    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama", rope_parameters={"rope_type": "yarn",
-                                                                                       "rope_theta": 1e4})
+    cfg.pop("rope_parameters", None)
+    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama", rope_scaling={"rope_type": "yarn",
+                                                                                    "factor": 2.0})
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(UnsupportedModelError, match="rope scaling 'yarn' is not supported"):
         LLM(str(tmp_path))

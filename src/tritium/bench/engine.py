@@ -1,0 +1,252 @@
+"""Engine benchmark: decode latency at batch 1 and throughput at batch 64 on a Llama-3-8B-shaped model.
+
+    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|tiny] [--systems tritium,sdpa,transformers]
+
+Random bf16 weights are built once in GPU memory (same seed, same tensors for every system):
+
+- ``tritium``: the engine with tritium's paged attention (CUDA graphs for decode).
+- ``sdpa``: the same engine with PyTorch SDPA over gathered pages instead of tritium's attention.
+- ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (SDPA attention) on the same tensors.
+
+Batch 1: one prompt of ``--prompt-len`` tokens, ``--new-tokens`` greedy tokens; the decode step is
+(time(N new tokens) - time(1 new token)) / (N - 1), so prefill is excluded. Batch 64: 64 such prompts,
+output tokens per second end to end (prefill included) and decode steps per second. The ceiling is the
+weight-read time: bytes of weights read per decode step / copy bandwidth measured in the same run.
+``--shape tiny`` runs the same code on a small model (also on the CPU, as a smoke test).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import torch
+
+from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
+
+SHAPES = {
+    "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                      num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=8192,
+                      rope_theta=500000.0, rms_norm_eps=1e-5,
+                      rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
+                 rms_norm_eps=1e-5),
+}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b")
+    parser.add_argument("--systems", default="tritium,sdpa,transformers",
+                        help="comma-separated subset of tritium,sdpa,transformers")
+    parser.add_argument("--prompt-len", type=int, default=512)
+    parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
+    parser.add_argument("--kv-cache-gib", type=float, default=10.0)
+
+
+def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random Hugging Face-named weights (std 0.02, norms 1)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
+
+    def rnd(*shape):
+        return (torch.randn(*shape, generator=g, device=device, dtype=torch.float32) * 0.02).to(dtype)
+
+    w = {"model.embed_tokens.weight": rnd(cfg.vocab_size, h), "model.norm.weight": torch.ones(h, dtype=dtype, device=device),
+         "lm_head.weight": rnd(cfg.vocab_size, h)}
+    for layer in range(cfg.num_hidden_layers):
+        p = f"model.layers.{layer}."
+        w.update({
+            p + "input_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
+            p + "post_attention_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
+            p + "self_attn.q_proj.weight": rnd(q, h), p + "self_attn.k_proj.weight": rnd(kv, h),
+            p + "self_attn.v_proj.weight": rnd(kv, h), p + "self_attn.o_proj.weight": rnd(h, q),
+            p + "mlp.gate_proj.weight": rnd(i, h), p + "mlp.up_proj.weight": rnd(i, h),
+            p + "mlp.down_proj.weight": rnd(h, i),
+        })
+    return w
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn, device) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def _prompts(n, length, vocab, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (n, length), generator=g).tolist()
+
+
+def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
+    from tritium.engine import LLM, SamplingParams
+
+    max_len = args.prompt_len + args.new_tokens
+    llm = LLM.from_weights(cfg, weights.items(), attention_backend=attention_backend, dtype=dtype, device=device,
+                           max_model_len=-(-max_len // 16) * 16, max_num_seqs=max(args.batch, 1),
+                           max_num_batched_tokens=4096, enable_prefix_caching=False,
+                           kv_cache_memory=int(args.kv_cache_gib * 2**30))
+    full = SamplingParams(max_tokens=args.new_tokens, ignore_eos=True)
+    one = SamplingParams(max_tokens=1, ignore_eos=True)
+    llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 99), SamplingParams(max_tokens=8, ignore_eos=True))
+    step_ms = []
+    for r in range(args.repeats):
+        t_full = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 2 * r), full), device)
+        t_one = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 2 * r + 1), one), device)
+        step_ms.append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
+    step_ms.sort()
+    out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
+           "weight_bytes": llm.model.weight_bytes()}
+    prompts = _prompts(args.batch, args.prompt_len, cfg.vocab_size, 1000)
+    t_batch = _timed(lambda: llm.generate(prompts, full), device)
+    t_prefill = _timed(lambda: llm.generate(_prompts(args.batch, args.prompt_len, cfg.vocab_size, 2000), one), device)
+    out.update(batch_tokens_per_s=args.batch * args.new_tokens / t_batch, batch_seconds=t_batch,
+               batch_prefill_seconds=t_prefill,
+               batch_decode_step_ms=(t_batch - t_prefill) / (args.new_tokens - 1) * 1e3)
+    # GPU time of one captured decode step (stale inputs from the last run: every sequence near max_len).
+    if llm.runner.graphs:
+        for b in (1, args.batch):
+            bucket = llm.runner.graph_bucket(b)
+            if bucket is not None:
+                graph, _ = llm.runner.graphs[bucket]
+                out[f"graph_step_ms_b{bucket}"] = time_ms(graph.replay)
+    del llm
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return out
+
+
+def hf_rope_kwargs(theta: float, scaling: dict | None) -> dict:
+    """Rope settings for a transformers config: ``rope_parameters`` (5.x) or ``rope_theta``/``rope_scaling`` (4.x)."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return {"rope_parameters": dict(scaling or {"rope_type": "default"}, rope_theta=theta)}
+    return {"rope_theta": theta, "rope_scaling": scaling}
+
+
+def bench_transformers(cfg, weights, args, device, dtype) -> dict:
+    import transformers
+
+    hf_cfg = transformers.LlamaConfig(
+        vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
+        num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim,
+        max_position_embeddings=cfg.max_position_embeddings, rms_norm_eps=cfg.rms_norm_eps,
+        tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=0,
+        **hf_rope_kwargs(cfg.rope_theta, cfg.rope_scaling))
+    hf_cfg._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(hf_cfg)
+    model.load_state_dict(weights, strict=False, assign=True)
+    with torch.device("cpu"):  # non-persistent rope buffers are not in the state dict: rebuild them
+        model.model.rotary_emb = type(model.model.rotary_emb)(hf_cfg).to(device)
+    model = model.to(dtype).eval()
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+
+    def gen(n, new, seed):
+        ids = torch.tensor(_prompts(n, args.prompt_len, cfg.vocab_size, seed), device=device)
+        with torch.no_grad():
+            model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, min_new_tokens=new,
+                           do_sample=False)
+
+    gen(1, 8, 99)
+    step_ms = []
+    for r in range(args.repeats):
+        t_full = _timed(lambda: gen(1, args.new_tokens, 2 * r), device)
+        t_one = _timed(lambda: gen(1, 1, 2 * r + 1), device)
+        step_ms.append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
+    step_ms.sort()
+    t_batch = _timed(lambda: gen(args.batch, args.new_tokens, 1000), device)
+    t_prefill = _timed(lambda: gen(args.batch, 1, 2000), device)
+    out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
+           "batch_tokens_per_s": args.batch * args.new_tokens / t_batch, "batch_seconds": t_batch,
+           "batch_prefill_seconds": t_prefill,
+           "batch_decode_step_ms": (t_batch - t_prefill) / (args.new_tokens - 1) * 1e3}
+    del model
+    gc.collect()
+    return out
+
+
+def run(args) -> dict:
+    from tritium.runtime import select_backend
+
+    backend = select_backend()
+    from tritium.engine.config import ModelConfig
+
+    device = torch.device("cuda" if backend == "gpu" else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    cfg = ModelConfig(model_type="llama", **SHAPES[args.shape])
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = set(systems) - {"tritium", "sdpa", "transformers"}
+    if unknown:
+        raise ValueError(f"--systems: unknown {sorted(unknown)}; expected tritium, sdpa, transformers")
+    result = {"header": header(device if device.type == "cuda" else None), "suite": "engine", "shape": args.shape,
+              "prompt_len": args.prompt_len, "new_tokens": args.new_tokens, "batch": args.batch,
+              "dtype": str(dtype).replace("torch.", ""), "systems": {}}
+    if device.type == "cuda":
+        result["copy_bandwidth_tbs"] = copy_bandwidth_tbs()
+    weights = make_weights(cfg, dtype, device)
+    for name in systems:
+        print(f"running {name} ...", flush=True)
+        if name == "transformers":
+            result["systems"][name] = bench_transformers(cfg, weights, args, device, dtype)
+        else:
+            result["systems"][name] = bench_engine(cfg, weights, "triton" if name == "tritium" else "torch", args,
+                                                   device, dtype)
+    _summarise(result)
+    return result
+
+
+def _summarise(result: dict) -> None:
+    sysres = result["systems"]
+    wbytes = next((r["weight_bytes"] for r in sysres.values() if "weight_bytes" in r), None)
+    if wbytes and "copy_bandwidth_tbs" in result:
+        result["weight_bytes"] = wbytes
+        result["weight_read_ms"] = wbytes / (result["copy_bandwidth_tbs"] * 1e12) * 1e3
+    rows = []
+    for name, r in sysres.items():
+        rows.append({"system": name, "b1 step ms": r["batch1_decode_ms"], "b1 graph ms": r.get("graph_step_ms_b1"),
+                     f"b{result['batch']} tok/s": r["batch_tokens_per_s"],
+                     f"b{result['batch']} step ms": r["batch_decode_step_ms"],
+                     "prefill s": r["batch_prefill_seconds"]})
+    ratios = {}
+    t = sysres.get("tritium")
+    if t:
+        if "weight_read_ms" in result:
+            ratios["batch1_step_over_weight_read"] = t["batch1_decode_ms"] / result["weight_read_ms"]
+        if "sdpa" in sysres:
+            ratios["batch1_speedup_vs_sdpa"] = sysres["sdpa"]["batch1_decode_ms"] / t["batch1_decode_ms"]
+            ratios["batch_speedup_vs_sdpa"] = t["batch_tokens_per_s"] / sysres["sdpa"]["batch_tokens_per_s"]
+        if "transformers" in sysres:
+            ratios["batch_speedup_vs_transformers"] = t["batch_tokens_per_s"] / sysres["transformers"]["batch_tokens_per_s"]
+            ratios["batch1_speedup_vs_transformers"] = sysres["transformers"]["batch1_decode_ms"] / t["batch1_decode_ms"]
+    result["ratios"] = ratios
+    result["targets"] = {
+        "batch1_within_15pct_of_weight_read": ratios.get("batch1_step_over_weight_read", 99) <= 1.15,
+        "vs_sdpa_at_least_1x": min(ratios.get("batch1_speedup_vs_sdpa", 0), ratios.get("batch_speedup_vs_sdpa", 0)) >= 1.0,
+        "batch_vs_transformers_at_least_3x": ratios.get("batch_speedup_vs_transformers", 0) >= 3.0,
+    }
+    h = result["header"]
+    title = (f"engine: {result['shape']} {result['dtype']}, prompt {result['prompt_len']}, {result['new_tokens']} new "
+             f"tokens | {h.get('gpu') or 'cpu'}, torch {h['torch']}, triton {h['triton']}, {h['date']}")
+    if "weight_read_ms" in result:
+        title += (f"\ncopy bandwidth {result['copy_bandwidth_tbs']:.2f} TB/s, weights {result['weight_bytes'] / 1e9:.2f} GB"
+                  f" -> weight-read time {result['weight_read_ms']:.2f} ms")
+    print_table(rows, list(rows[0]) if rows else [], title=title)
+    for k, v in ratios.items():
+        print(f"{k}: {v:.3f}")
+    for k, v in result["targets"].items():
+        print(f"target {k}: {'met' if v else 'NOT met'}")

@@ -1,0 +1,35 @@
+"""GPU-only engine checks: CUDA-graph decode equals eager decode; KV cache sized from free memory."""
+
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+
+from .conftest import PROMPTS
+
+pytestmark = pytest.mark.gpu
+
+MANY = PROMPTS + [f"w{i} w{i + 1} w{i + 2}" for i in range(60, 67)]  # 11 prompts: padded into bucket 16
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_cuda_graph_decode_equals_eager(tiny_models, backend):
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=10)
+    outs = {}
+    for graphs in (False, True):
+        llm = LLM(path, dtype=torch.float32, attention_backend=backend, cuda_graphs=graphs, max_num_seqs=16)
+        assert bool(llm.runner.graphs) == graphs
+        outs[graphs] = [o.token_ids for o in llm.generate(MANY, params)]
+    assert outs[True] == outs[False]
+
+
+def test_kv_cache_sized_from_free_memory(tiny_models):
+    path, _ = tiny_models["qwen2"]
+    free_before, total = torch.cuda.mem_get_info()
+    llm = LLM(path, gpu_memory_utilization=0.5, cuda_graphs=False)
+    cache_bytes = llm.runner.kv_cache.numel() * llm.runner.kv_cache.element_size()
+    assert llm.block_manager.num_blocks > 1000
+    assert cache_bytes <= free_before - 0.5 * total
+    assert llm.engine_config.dtype == torch.bfloat16
+    assert len(llm.generate(["w1 w2"], SamplingParams(max_tokens=4))[0].token_ids) == 4
