@@ -47,6 +47,20 @@ def test_large_fp8_cache(shape, dtype):
 
 
 @pytest.mark.parametrize("cache_dtype", [dtype_param(torch.float16), dtype_param(FP8)])
+def test_cache_beyond_int32_offsets(cache_dtype):
+    """Pages whose element offsets pass 2^31 (a 2.3e9-element cache): the attention kernel and, for the
+    fp8 cache, write_kv_cache must compute offsets in 64 bits."""
+    shape = Shape(q_lens=(1, 1, 40), seq_lens=(300, 77, 200), num_q_heads=32, num_kv_heads=8, head_dim=128)
+    block_elems = shape.block_size * shape.num_kv_heads * shape.head_dim
+    first_block = 2 ** 31 // block_elems + 1
+    batch = shape.batch(torch.float16, cache_dtype=cache_dtype, first_block=first_block)
+    assert int(batch.block_table.min()) * block_elems >= 2 ** 31
+    run_and_check(batch, TOL[torch.float16])
+    del batch
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("cache_dtype", [dtype_param(torch.float16), dtype_param(FP8)])
 def test_cuda_graph_decode(cache_dtype):
     """Capture write_kv_cache + paged_attention of a decode step (workspace and max_seqlen hints) in a
     CUDA graph, then change q, the new keys and values, the cached history, the fp8 scales, seq_lens

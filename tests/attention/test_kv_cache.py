@@ -68,6 +68,11 @@ def test_write_round_trip(dtype, cache_dtype, heads, head_dim, block_size, scale
         k = _on_fp8_grid(k * 100) * float(scale_kwargs["k_scale"])
         v = _on_fp8_grid(v * 100) * float(scale_kwargs["v_scale"])
     k, v = k.to(dtype), v.to(dtype)
+    if heads == 3:
+        # k and v as views into a fused QKV projection output (token stride larger than heads * dim).
+        qkv = torch.zeros(num_tokens, 4 + 2 * heads, head_dim, dtype=dtype, device=device)
+        qkv[:, 4:4 + heads], qkv[:, 4 + heads:] = k, v
+        k, v = qkv[:, 4:4 + heads], qkv[:, 4 + heads:]
     k_cache = _random_cache(num_blocks, block_size, heads, head_dim, cache_dtype)
     v_cache = _random_cache(num_blocks, block_size, heads, head_dim, cache_dtype)
     block_table = torch.randperm(num_blocks)[:-(-num_tokens // block_size)]

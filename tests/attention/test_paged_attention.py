@@ -7,14 +7,15 @@ Triton interpreter; the larger shapes are in test_gpu.py.
 import pytest
 import torch
 
-from tritium.attention import AttentionWorkspace, paged_attention
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention
 
 from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_param, feature_kwargs, poisoned_like, run_and_check, \
     assert_rel_close, shape_params
 
 # One launch holding a prefill (no context), a chunked prefill (9 new tokens over 61 cached), a first
-# decode step (length 1) and a decode step at 129 (partial last page).
-MIXED = Shape(q_lens=(17, 9, 1, 1), seq_lens=(17, 70, 1, 129))
+# decode step (length 1) and a decode step at 129 (partial last page). 33 tokens x 2 heads per KV head
+# is more than 64 rows, so it takes the prefill configuration (large Q blocks and key tiles).
+MIXED = Shape(q_lens=(33, 9, 1, 1), seq_lens=(33, 70, 1, 129))
 # Decode steps plus a 3-token speculative verification, for the split-KV path.
 DECODE = Shape(q_lens=(1, 1, 3), seq_lens=(129, 40, 100))
 
@@ -53,8 +54,10 @@ def test_features(dtype, features, causal, path):
     # GQA 3 (group not a power of two) and pages that end exactly at the sequence end.
     Shape(q_lens=(5, 1), seq_lens=(17, 63), num_q_heads=3, num_kv_heads=1),
     Shape(q_lens=(16, 1), seq_lens=(32, 64)),
-    # A sequence with no new tokens in the middle of the batch.
-    Shape(q_lens=(3, 0, 1), seq_lens=(10, 17, 33)),
+    # Sequences with no new tokens (one with an empty cache too, as batch padding).
+    Shape(q_lens=(3, 0, 1, 0), seq_lens=(10, 17, 33, 0)),
+    # Decode at multiples of the key tile and page, MQA with 16 query heads.
+    Shape(q_lens=(1, 1, 1), seq_lens=(64, 128, 65), num_q_heads=16, num_kv_heads=1),
 ))
 def test_shapes(shape, dtype):
     """Odd lengths, partial and full last pages, page sizes 16..256, GQA 1/3/4/8; automatic split choice."""
@@ -78,6 +81,26 @@ def test_split_prefill():
     """Split-KV on a prefill-shaped batch (128-row Q blocks, causal) stays exact."""
     shape = Shape(q_lens=(65, 20), seq_lens=(65, 90), num_q_heads=2, num_kv_heads=1)
     run_and_check(shape.batch(torch.float16), TOL[torch.float16], num_splits=3)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
+@pytest.mark.parametrize("window", [1, 17, 64, 100], ids=lambda w: f"window{w}")
+@pytest.mark.parametrize("dtype", [dtype_param(torch.float16), dtype_param(torch.float32)])
+def test_window_prefill(dtype, window, causal):
+    """Sliding windows (down to a single key) over prefills spanning several Q blocks and key tiles."""
+    shape = Shape(q_lens=(129, 40), seq_lens=(129, 100))
+    run_and_check(shape.batch(dtype), TOL[dtype], causal=causal, sliding_window=window)
+
+
+@pytest.mark.parametrize("config", [
+    AttentionConfig(block_m=16, block_q=8, tile_n=16, num_splits=1, num_warps=2, num_stages=1),
+    AttentionConfig(block_m=32, block_q=16, tile_n=32, num_splits=2, num_warps=4, num_stages=2),
+    AttentionConfig(block_m=64, block_q=24, tile_n=64, num_splits=1, num_warps=4, num_stages=2),
+], ids=lambda c: f"m{c.block_m}-q{c.block_q}-n{c.tile_n}-s{c.num_splits}")
+def test_config_override(config):
+    """Hand-picked configurations (small tiles, a Q block not filling its rows, split) stay exact."""
+    batch = MIXED.batch(torch.float16)
+    run_and_check(batch, TOL[torch.float16], config=config, sliding_window=40)
 
 
 @pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])

@@ -94,21 +94,22 @@ class PagedBatch:
 def random_paged_batch(q_lens, seq_lens, *, block_size: int, num_q_heads: int, num_kv_heads: int,
                        head_dim: int, dtype: torch.dtype, cache_dtype: torch.dtype | None = None,
                        k_scale: float = 0.05, v_scale: float = 0.03, spare_blocks: int = 3,
-                       device=None) -> PagedBatch:
+                       first_block: int = 0, device=None) -> PagedBatch:
     """A random batch over a paged cache with a shuffled block table.
 
     q_lens[s] new tokens of sequence s attend to seq_lens[s] cached tokens (the new ones included),
     so seq_lens[s] - q_lens[s] tokens are earlier context. ``spare_blocks`` unused NaN pages sit among
     the used ones; block-table columns past a sequence's pages point at one of them. With
     ``cache_dtype=float8_e4m3fn`` the caches are written by ``write_kv_cache`` with (k_scale, v_scale).
+    Pages come from blocks ``first_block`` and up (the blocks below stay NaN).
     """
     assert len(q_lens) == len(seq_lens) and all(0 <= q <= s for q, s in zip(q_lens, seq_lens))
     device = default_device() if device is None else device
     cache_dtype = dtype if cache_dtype is None else cache_dtype
     num_seqs = len(seq_lens)
     pages = [cdiv(s, block_size) for s in seq_lens]
-    num_blocks = sum(pages) + max(1, spare_blocks)
-    perm = torch.randperm(num_blocks).tolist()
+    num_blocks = first_block + sum(pages) + max(1, spare_blocks)
+    perm = (first_block + torch.randperm(num_blocks - first_block)).tolist()
     spare = perm[sum(pages):]
     block_table = torch.full((num_seqs, max(pages) + 1), spare[0], dtype=torch.int32)
     start = 0
