@@ -3,10 +3,11 @@ import sys
 
 import pytest
 
-from tritium.runtime import select_backend
+from tritium.runtime import install_debug_hooks, select_backend
 
 # Must run before any kernel module is imported (Triton reads TRITON_INTERPRET at decoration time).
 BACKEND = select_backend()
+install_debug_hooks()
 
 
 def pytest_collection_modifyitems(config, items):

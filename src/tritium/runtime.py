@@ -20,9 +20,10 @@ def interpreting() -> bool:
 def select_backend() -> str:
     """Use the GPU when there is one, else turn on the Triton interpreter. Returns "gpu" or "interpreter".
 
-    Call before importing any tritium kernel module; later calls only report the choice.
+    Call before importing any tritium kernel module; later calls only report the choice. An explicit
+    ``TRITON_INTERPRET=0`` is respected (compile-only checks on a machine without a GPU).
     """
-    if not interpreting() and not torch.cuda.is_available():
+    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
     return "interpreter" if interpreting() else "gpu"
 
@@ -45,3 +46,15 @@ def device_name(device: torch.device) -> str:
     if device.type != "cuda":
         return "triton-interpreter"
     return torch.cuda.get_device_name(device)
+
+
+def install_debug_hooks() -> None:
+    """Env-gated developer hooks for this process (tests and rank processes call this).
+
+    ``TRITIUM_RECORD_LAUNCHES=FILE`` with the interpreter: record each distinct kernel launch so
+    that ``python -m tritium.testing.compile_check FILE`` can compile them for a GPU on the CPU.
+    """
+    path = os.environ.get("TRITIUM_RECORD_LAUNCHES")
+    if path and interpreting():
+        from tritium.testing.compile_check import record
+        record(path)

@@ -23,62 +23,62 @@ from tritium.shmem.device import translate
 
 @triton.jit
 def atomic_add(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = old + value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_add(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_sub(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = old - value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_add(translate(ptr, rank, remote_rank, bases), -value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_xchg(ptr, value, rank, remote_rank, bases, mask=None,
-                sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+                sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_xchg(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_cas(ptr, cmp, value, rank, remote_rank, bases,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; if old == cmp: *p = value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_cas(translate(ptr, rank, remote_rank, bases), cmp, value, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_min(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = min(old, value)`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_min(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_max(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = max(old, value)`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_max(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_and(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = old & value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_and(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_or(ptr, value, rank, remote_rank, bases, mask=None,
-              sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+              sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = old | value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_or(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_xor(ptr, value, rank, remote_rank, bases, mask=None,
-               sem: tl.constexpr = "acq_rel", scope: tl.constexpr = "sys"):
+               sem: tl.constexpr = tl.constexpr("acq_rel"), scope: tl.constexpr = tl.constexpr("sys")):
     """``old = *p; *p = old ^ value`` on ``remote_rank``; returns ``old``."""
     return tl.atomic_xor(translate(ptr, rank, remote_rank, bases), value, mask=mask, sem=sem, scope=scope)

@@ -157,6 +157,7 @@ def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, c
         os.environ.setdefault(key, value)
     os.environ.update({PREFIX_ENV: prefix, "RANK": str(rank), "LOCAL_RANK": str(rank),
                        "WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    runtime.install_debug_hooks()
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)

@@ -19,15 +19,18 @@ import triton.language as tl
 
 from tritium.shmem.device import translate
 
-EPOCH = 0
-TIMEOUTS = 1
-ARRIVALS = 2
+# Word indices for the host; kernels read the constexpr copies (Triton kernels may only read
+# constexpr globals).
+EPOCH, TIMEOUTS, ARRIVALS = 0, 1, 2
 SYNC_SLOTS = ARRIVALS  # int64 words before the per-rank arrival counters
+_EPOCH = tl.constexpr(EPOCH)
+_TIMEOUTS = tl.constexpr(TIMEOUTS)
+_ARRIVALS = tl.constexpr(ARRIVALS)
 
 
 @triton.jit
 def signal(flag_ptr, value, rank, remote_rank, bases,
-           sem: tl.constexpr = "release", scope: tl.constexpr = "sys", op: tl.constexpr = "set"):
+           sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), op: tl.constexpr = tl.constexpr("set")):
     """Publish ``value`` to the flag at ``flag_ptr``'s offset on ``remote_rank``: ``op="set"`` stores it
     (atomic exchange), ``op="add"`` adds it. Returns the old flag value.
 
@@ -58,7 +61,7 @@ def _reached(seen, value, cmp: tl.constexpr):
 
 @triton.jit
 def wait(flag_ptr, value, rank, remote_rank, bases, max_spins,
-         cmp: tl.constexpr = "ge", sem: tl.constexpr = "acquire", scope: tl.constexpr = "sys"):
+         cmp: tl.constexpr = tl.constexpr("ge"), sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys")):
     """Poll the flag at ``flag_ptr``'s offset on ``remote_rank`` (usually ``rank`` itself) until it is
     ``>= value`` (``cmp="ge"``) or ``== value`` (``cmp="eq"``), at most ``max_spins`` polls.
 
@@ -86,14 +89,14 @@ def barrier(sync_ptr, rank, world_size, bases, max_spins, WORLD_POW2: tl.constex
     read-modify-write. ``WORLD_POW2``: ``world_size`` rounded up to a power of two.
     """
     tl.debug_barrier()
-    epoch = tl.load(sync_ptr + EPOCH) + 1
-    tl.store(sync_ptr + EPOCH, epoch)
+    epoch = tl.load(sync_ptr + _EPOCH) + 1
+    tl.store(sync_ptr + _EPOCH, epoch)
     peers = tl.arange(0, WORLD_POW2)
     live = peers < world_size
     peers = tl.where(live, peers, rank)  # keep translate's bases load in bounds
-    mine = translate(sync_ptr + ARRIVALS + rank, rank, peers, bases)  # [WORLD_POW2]
+    mine = translate(sync_ptr + _ARRIVALS + rank, rank, peers, bases)  # [WORLD_POW2]
     tl.atomic_add(mine, 1, mask=live, sem="release", scope="sys")
-    row = sync_ptr + ARRIVALS + peers  # [WORLD_POW2]
+    row = sync_ptr + _ARRIVALS + peers  # [WORLD_POW2]
     seen = tl.min(tl.where(live, tl.atomic_add(row, 0, mask=live, sem="acquire", scope="sys"), epoch))
     spins = 0
     while (seen < epoch) & (spins < max_spins):
@@ -101,7 +104,7 @@ def barrier(sync_ptr, rank, world_size, bases, max_spins, WORLD_POW2: tl.constex
         spins += 1
     done = seen >= epoch
     if done == 0:
-        tl.atomic_add(sync_ptr + TIMEOUTS, 1, sem="relaxed", scope="gpu")
+        tl.atomic_add(sync_ptr + _TIMEOUTS, 1, sem="relaxed", scope="gpu")
     tl.debug_barrier()
     return done.to(tl.int32)
 
