@@ -1,0 +1,99 @@
+"""GGUF loading on tiny models: the HF checkpoint written as GGUF the way llama.cpp's converter does
+(Q/K permuted for the llama architecture, llama3 rope scaling as a rope_freqs tensor, tied embeddings
+without an output tensor) loads to the same model: same greedy tokens as the safetensors directory."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tritium import LLM, SamplingParams
+from tritium.engine.reference import rope_inv_freq
+from tritium.engine.weights import unpermute_rope
+
+from .conftest import PROMPTS
+
+gguf = pytest.importorskip("gguf")
+
+NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+         "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+         "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+         "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
+         "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
+         "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+
+
+def llama_cpp_permute(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """llama.cpp convert_hf_to_gguf's ``LlamaModel.permute``."""
+    return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_gguf(hf_dir: str, hf_model, out: str) -> None:
+    cfg = hf_model.config
+    arch = cfg.model_type
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w = gguf.GGUFWriter(out, arch)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    rope = getattr(cfg, "rope_parameters", None) or {"rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    vocab = ["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(cfg.vocab_size - 3)]
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(vocab)
+    w.add_token_types([3, 3, 3] + [1] * (len(vocab) - 3))
+    w.add_token_merges([])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    tensors = load_file(os.path.join(hf_dir, "model.safetensors"))
+    if rope.get("rope_type") == "llama3":
+        base = rope_inv_freq(head_dim, rope["rope_theta"])
+        w.add_tensor("rope_freqs.weight", (base / rope_inv_freq(head_dim, rope["rope_theta"], rope)).numpy())
+    for name, t in tensors.items():
+        a = t.float().numpy()
+        if name == "model.embed_tokens.weight":
+            w.add_tensor("token_embd.weight", a)
+        elif name == "model.norm.weight":
+            w.add_tensor("output_norm.weight", a)
+        elif name == "lm_head.weight":
+            w.add_tensor("output.weight", a)
+        else:
+            layer, key = name[len("model.layers."):].split(".", 1)
+            if arch == "llama" and key.startswith("self_attn.q_proj"):
+                a = llama_cpp_permute(a, cfg.num_attention_heads)
+            elif arch == "llama" and key.startswith("self_attn.k_proj"):
+                a = llama_cpp_permute(a, cfg.num_key_value_heads)
+            w.add_tensor(f"blk.{layer}.{NAMES[key]}", a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_unpermute_inverts_llama_cpp_permute():
+    w = np.arange(6 * 64 * 5, dtype=np.float32).reshape(6 * 64, 5)
+    assert np.array_equal(unpermute_rope(llama_cpp_permute(w, 6), 6), w)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen2"])
+def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
+    path, hf = tiny_models[model_type]
+    gguf_path = str(tmp_path / f"{model_type}.gguf")
+    write_gguf(path, hf, gguf_path)
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    from_dir = LLM(path, dtype=torch.float32).generate([PROMPTS[1], PROMPTS[3]], params)
+    llm = LLM(gguf_path, dtype=torch.float32)
+    assert llm.config.tie_word_embeddings == (model_type == "qwen2")
+    assert llm.config.attention_bias == (model_type == "qwen2")
+    from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
+    assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
+    assert llm.tokenizer.vocab_size == hf.config.vocab_size
