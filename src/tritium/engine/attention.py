@@ -37,15 +37,20 @@ class AttentionMetadata:
 
 
 class TritonAttention:
-    """tritium's ``write_kv_cache`` + ``paged_attention``; one split-KV workspace shared by all layers."""
+    """tritium's ``write_kv_cache`` + ``paged_attention``.
+
+    One split-KV workspace, shared by all layers, holds ``max_decode_tokens`` tokens (the largest decode
+    batch, so CUDA-graph steps never allocate); larger batches are prefill-like, which do not split KV,
+    and run without it.
+    """
 
     name = "triton"
 
-    def __init__(self, max_num_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
+    def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
                  sliding_window: int | None = None):
         from tritium.attention import AttentionWorkspace
 
-        self.workspace = AttentionWorkspace(max_num_tokens, num_q_heads, head_dim, device=device)
+        self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
@@ -56,7 +61,7 @@ class TritonAttention:
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window,
-                               workspace=self.workspace)
+                               workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None)
 
 
 class TorchAttention:

