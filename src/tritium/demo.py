@@ -46,9 +46,14 @@ def main() -> int:
     from tritium.runtime import select_backend
 
     select_backend()
-    chat_demo()
+    status = 0
+    try:
+        chat_demo()
+    except (FileNotFoundError, ImportError, ValueError) as e:  # e.g. the default model or gguf not installed
+        print(f"chat demo: error: {e}", file=sys.stderr)
+        status = 1
     attention_demo()
-    return 0
+    return status
 
 
 if __name__ == "__main__":
