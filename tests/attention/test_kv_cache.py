@@ -1,5 +1,5 @@
 """write_kv_cache against write_kv_cache_ref: round trips, skipped slots, fp8 quantisation and
-saturation, bad inputs."""
+saturation. (Bad inputs are in test_errors.py.)"""
 
 import pytest
 import torch
@@ -8,9 +8,7 @@ from tritium.attention import write_kv_cache
 from tritium.attention.reference import FP8_MAX, gather_kv, quantize_fp8_ref, write_kv_cache_ref
 from tritium.runtime import default_device, interpreting
 
-from .utils import FP8, call_with, dtype_name, strided_last_dim
-
-META = torch.device("meta")
+from .utils import FP8, dtype_name
 
 
 def _random_cache(num_blocks, block_size, heads, head_dim, dtype):
@@ -47,14 +45,20 @@ def _scales(form, device):
     return scales
 
 
+def _write_case(dtype, cache_dtype, heads, head_dim, block_size, scales=None):
+    name = f"{dtype_name(dtype)}-into-{dtype_name(cache_dtype)}-H{heads}-D{head_dim}-bs{block_size}"
+    return pytest.param(dtype, cache_dtype, heads, head_dim, block_size, scales,
+                        id=name + (f"-{scales}-scales" if scales else ""))
+
+
 @pytest.mark.parametrize("dtype,cache_dtype,heads,head_dim,block_size,scales", [
-    (torch.float16, torch.float16, 2, 64, 16, None),
-    (torch.float32, torch.float32, 1, 80, 48, None),
-    (torch.bfloat16, torch.bfloat16, 3, 128, 16, None),
-    (torch.float16, FP8, 2, 256, 32, "float"),
-    (torch.bfloat16, FP8, 3, 64, 16, "tensor"),
-    (torch.float32, FP8, 1, 96, 64, "tensor"),
-], ids=lambda x: dtype_name(x) if isinstance(x, torch.dtype) else None)
+    _write_case(torch.float16, torch.float16, 2, 64, 16),
+    _write_case(torch.float32, torch.float32, 1, 80, 48),
+    _write_case(torch.bfloat16, torch.bfloat16, 3, 128, 16),
+    _write_case(torch.float16, FP8, 2, 256, 32, "float"),
+    _write_case(torch.bfloat16, FP8, 3, 64, 16, "tensor"),
+    _write_case(torch.float32, FP8, 1, 96, 64, "tensor"),
+])
 def test_write_round_trip(dtype, cache_dtype, heads, head_dim, block_size, scales):
     """A sequence written through a shuffled block table lands bit-exactly like the reference; tokens
     with a negative slot and every slot not named stay untouched; gather_kv gives the tokens back."""
