@@ -21,8 +21,13 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m tritium.demo
 
+# Tests run under the Triton interpreter on a CPU-only machine; every distinct kernel launch they make
+# is then compiled for a Hopper GPU (sm_90), which catches what only the compiler rejects.
+LAUNCHES := $(CURDIR)/.launches.jsonl
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	rm -f $(LAUNCHES)
+	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q tests
+	test ! -s $(LAUNCHES) || $(PY) -m tritium.testing.compile_check $(LAUNCHES)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

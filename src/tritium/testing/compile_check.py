@@ -102,47 +102,55 @@ def _load_module(name, file):
         return module
 
 
-def compile_all(path: str, arch: int = 90) -> list[str]:
-    """Compile each recorded launch for CUDA sm_<arch>; returns failure descriptions."""
+def _compile_one(entry: dict, arch: int) -> str | None:
+    """Compile one recorded launch for CUDA sm_<arch>; a failure description, or None."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    target = GPUTarget("cuda", arch, 32)
-    failures, done = [], set()
+    label = f"{entry['module']}.{entry['name']}"
+    if entry["module"] in ("__main__", "__mp_main__"):  # an example script: loaded under another name
+        entry = dict(entry, module="_script_" + os.path.basename(entry["file"])[:-3])
+    try:
+        fn = getattr(_load_module(entry["module"], entry["file"]), entry["name"])
+        src = ASTSource(fn=fn, signature=entry["signature"], constexprs=entry["constexprs"])
+        triton.compile(src, target=GPUTarget("cuda", arch, 32), options=entry["options"])
+    except Exception as exc:
+        return f"{label} {entry['constexprs']}: {type(exc).__name__}: {str(exc)[-600:]}"
+    return None
+
+
+def compile_all(path: str, arch: int = 90, jobs: int = 1) -> tuple[int, list[str]]:
+    """Compile each distinct recorded launch; returns (number compiled, failure descriptions)."""
     with open(path) as f:
-        entries = [json.loads(line) for line in f if line.strip()]
-    for e in entries:
-        key = json.dumps(e, sort_keys=True)
-        if key in done or "<locals>" in e["name"]:
-            continue  # kernels defined inside functions cannot be looked up
-        done.add(key)
-        label = f"{e['module']}.{e['name']}"
-        if e["module"] in ("__main__", "__mp_main__"):  # an example script: load it under another name, main() not run
-            e = dict(e, module="_script_" + os.path.basename(e["file"])[:-3])
-        try:
-            fn = getattr(_load_module(e["module"], e["file"]), e["name"])
-            src = ASTSource(fn=fn, signature=e["signature"], constexprs=e["constexprs"])
-            triton.compile(src, target=target, options=e["options"])
-        except Exception as exc:
-            failures.append(f"{label} {e['constexprs']}: {type(exc).__name__}: {str(exc)[-600:]}")
-    return failures
+        keys = sorted({line.strip() for line in f if line.strip()})
+    # Kernels defined inside functions cannot be looked up by name.
+    entries = [e for e in map(json.loads, keys) if "<locals>" not in e["name"]]
+    if jobs <= 1:
+        results = [_compile_one(e, arch) for e in entries]
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_compile_one, entries, [arch] * len(entries), chunksize=4))
+    return len(entries), [r for r in results if r is not None]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="launch record written by the tests (TRITIUM_RECORD_LAUNCHES)")
     parser.add_argument("--arch", type=int, default=90, help="CUDA compute capability, e.g. 90 for Hopper")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiler processes")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         parser.error("run with TRITON_INTERPRET unset: the kernels must be compiled, not interpreted")
     os.environ["TRITON_INTERPRET"] = "0"  # scripts loaded below must not switch the interpreter on
-    failures = compile_all(args.path, args.arch)
-    with open(args.path) as f:
-        total = len({line for line in f if line.strip()})
+    total, failures = compile_all(args.path, args.arch, args.jobs)
     for failure in failures:
         print("FAILED", failure, "\n")
-    print(f"compile check (sm_{args.arch}): {total - len(failures)} passed, {len(failures)} failed")
+    print(f"sm_{args.arch} compile check of {total} kernel launches")
+    print(f"compile-check: {total - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 
