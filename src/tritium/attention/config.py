@@ -35,9 +35,10 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
     """Pick the paged-attention kernel configuration for one batch.
 
     Decode-like batches (max_seqlen_q * group <= 64 rows: decode, speculative verification) use the
-    smallest Q block that holds their rows (at least 16) and split the KV range so that the grid holds
-    about ``4 * SMs`` programs; the split count falls smoothly as the batch grows (no cliff at a
-    threshold). Prefill batches use 128-row Q blocks (64 for fp32 or head_dim > 128), no split.
+    smallest Q block that holds their rows (at least 16) and split the KV range: tiny batches to about
+    4 programs per SM, batches of about one program per SM to about 2 (with larger KV tiles), larger
+    batches not at all. The split count is a ceiling/floor of SMs over programs, so it falls smoothly
+    as the batch grows. Prefill batches use 128-row Q blocks (64 for fp32 or head_dim > 128), no split.
     """
     group = num_q_heads // num_kv_heads
     rows = max_seqlen_q * group
@@ -52,31 +53,41 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
         block_m = max(64 if (fp32 or head_pad > 128) else 128, _next_pow2(group))
     block_q = max(1, block_m // group)
 
+    sms = num_sms(device)
+    num_splits = 1
     if decode_like:
-        # NOTE: H200 sweep (bench/results/attention-sweep-NVIDIA-H200-run1.log, bf16, D=128, GQA 32/8):
-        # 2 stages beat 3 at every decode shape (B=1 L=8192 2.18 -> 2.51 TB/s, B=128 L=8192 4.18 -> 4.49).
-        tile_n = 64 if head_pad <= 128 else 32
-        num_warps, num_stages = 4, 2
+        # NOTE: H200 sweeps (bench/results/attention-sweep*-NVIDIA-H200*, bf16, D=128, GQA 32/8, pages of 16),
+        # three regimes by the programs the batch gives without splitting (Q blocks x KV heads):
+        # - tiny batches: 64-key tiles, 2 stages, split to ~4 programs per SM. B=1 L=8192: 64 splits
+        #   2.53 TB/s vs 32 splits 2.37, 128-key tiles 2.31; B=1 L=32768: 3.32 vs 3.21.
+        # - about one program per SM: 128-key tiles, 3 stages, split to ~2 per SM. B=16 L=4096:
+        #   2 splits 3.71 TB/s vs 5 splits 3.23, 64-key tiles 3.27 (wave quantisation and bytes in flight).
+        # - enough programs: no split, 64-key tiles, 2 stages. B=64 L=2048 4.27, B=128 L=8192 4.49.
+        q_blocks = num_seqs * max(1, -(-max_seqlen_q // block_q))
+        programs = q_blocks * num_kv_heads
+        tile_n, num_warps, num_stages = 64, 4, 2
+        if programs * 16 <= 4 * sms:
+            num_splits = -(-4 * sms // programs)
+        elif programs < 2 * sms:
+            tile_n, num_stages = 128, 3
+            num_splits = max(1, 2 * sms // programs)
+        if head_pad > 128:
+            tile_n, num_stages = min(tile_n, 32), 2
+        # Each split should get at least 2 tiles of keys.
+        num_splits = max(1, min(num_splits, max_seqlen_k // (2 * tile_n), max_splits))
     elif head_pad <= 128 and not fp32:
-        # NOTE: same sweep, causal prefill: 128x128 tiles, 8 warps, 3 stages beat 128x64 by 14-15%
-        # (B=1 S=16384 344 -> 393 TFLOP/s, B=4 S=8192 323 -> 370).
-        tile_n, num_warps, num_stages = 128, 8, 3
+        # NOTE: same sweeps, causal prefill: 128x128 tiles, 8 warps, 3 stages beat 128x64 by 14-15% on
+        # long sequences (B=1 S=16384 344 -> 393 TFLOP/s, B=4 S=8192 323 -> 370); at S=2048 (B=8)
+        # 128x32 tiles with 4 warps are best (317 vs 294 TFLOP/s; SDPA flash 293).
+        if max_seqlen_k <= 2048:
+            tile_n, num_warps, num_stages = 32, 4, 3
+        else:
+            tile_n, num_warps, num_stages = 128, 8, 3
     else:
         tile_n = 64 if head_pad <= 128 else 32
         num_warps, num_stages = 8, 2
     if fp32:
         tile_n = min(tile_n, 32)
         num_stages = 2
-
-    num_splits = 1
-    if decode_like and max_splits > 1:
-        # Programs without splitting: each sequence's Q blocks times KV heads (decode: one block).
-        q_blocks = num_seqs * max(1, -(-max_seqlen_q // block_q))
-        programs = q_blocks * num_kv_heads
-        target = 4 * num_sms(device)
-        num_splits = -(-target // programs)
-        # Each split should get at least 2 tiles of keys.
-        num_splits = min(num_splits, max(1, max_seqlen_k // (2 * tile_n)), max_splits)
-        num_splits = max(1, num_splits)
     return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=num_splits,
                            num_warps=num_warps, num_stages=num_stages)
