@@ -205,7 +205,8 @@ BAD_WRITES = [
      r"slot_mapping has 2 entries, k has 3 tokens"),
     ("k-int", lambda a: {"k": a["k"].int()}, TypeError, r"k must have dtype"),
     ("k-vs-cache", lambda a: {"k": a["k"].float(), "v": a["v"].float()}, TypeError, r"k_cache dtype"),
-    ("v_cache-dtype", lambda a: {"v_cache": a["v_cache"].float()}, ValueError, r"v_cache"),
+    ("v_cache-dtype", lambda a: {"v_cache": a["v_cache"].float()}, TypeError, r"v_cache dtype"),
+    ("v-dtype", lambda a: {"v": a["v"].float()}, TypeError, r"v dtype .* differs from k dtype"),
     ("k_scale-on-fp16-cache", lambda a: {"k_scale": 1.0, "v_scale": 1.0}, ValueError, r"k_scale"),
 ]
 

@@ -24,7 +24,7 @@ class AttentionConfig:
     num_stages: int
 
 
-def _next_pow2(n: int) -> int:
+def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
@@ -42,15 +42,15 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
     """
     group = num_q_heads // num_kv_heads
     rows = max_seqlen_q * group
-    head_pad = _next_pow2(head_dim)
+    head_pad = next_pow2(head_dim)
     fp32 = dtype == torch.float32
     # Short queries (decode, speculative verification) get the smallest Q block that holds them;
     # prefill gets 128 rows (64 where registers are tight: fp32, head_dim > 128).
     decode_like = rows <= 64
     if decode_like:
-        block_m = max(16, _next_pow2(rows))
+        block_m = max(16, next_pow2(rows))
     else:
-        block_m = max(64 if (fp32 or head_pad > 128) else 128, _next_pow2(group))
+        block_m = max(64 if (fp32 or head_pad > 128) else 128, next_pow2(group))
     block_q = max(1, block_m // group)
 
     sms = num_sms(device)

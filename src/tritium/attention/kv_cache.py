@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.attention.config import _next_pow2
+from tritium.attention.config import next_pow2
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
 
 FP8_MAX = 448.0
@@ -68,9 +68,12 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
     _check_tensor("slot_mapping", slot_mapping, 1, (torch.int64,))
     if v.shape != k.shape:
         raise ValueError(f"v shape {tuple(v.shape)} differs from k shape {tuple(k.shape)}")
-    if v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"v_cache ({tuple(v_cache.shape)}, {v_cache.dtype}) differs from k_cache "
-                         f"({tuple(k_cache.shape)}, {k_cache.dtype})")
+    if v.dtype != k.dtype:
+        raise TypeError(f"v dtype {v.dtype} differs from k dtype {k.dtype}")
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache shape {tuple(v_cache.shape)} differs from k_cache shape {tuple(k_cache.shape)}")
+    if v_cache.dtype != k_cache.dtype:
+        raise TypeError(f"v_cache dtype {v_cache.dtype} differs from k_cache dtype {k_cache.dtype}")
     num_tokens, num_kv_heads, head_dim = k.shape
     if k_cache.shape[2:] != k.shape[1:]:
         raise ValueError(f"k_cache has {k_cache.shape[2]} heads x head_dim {k_cache.shape[3]}, "
@@ -102,7 +105,7 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         k_cache.shape[1], k_scale_val, v_scale_val,
-        NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=_next_pow2(num_kv_heads),
-        HEAD_DIM_PAD=_next_pow2(head_dim), IS_FP8=is_fp8, SCALES_FROM_PTR=scales_from_ptr,
+        NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
+        HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8, SCALES_FROM_PTR=scales_from_ptr,
         num_warps=4,
     )

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from tritium.attention.config import MAX_SPLITS, AttentionConfig, _next_pow2, select_attention_config
+from tritium.attention.config import MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
@@ -250,7 +250,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         part_out, part_lse = out, out  # unused without split-KV
 
     group = num_q_heads // num_kv_heads
-    head_pad = _next_pow2(head_dim)
+    head_pad = next_pow2(head_dim)
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     dummy = q
     grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
@@ -284,7 +284,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_out.stride(0), part_out.stride(1), part_out.stride(2),
             part_lse.stride(0), part_lse.stride(1),
             splits,
-            SPLITS_PAD=_next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+            SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
             num_warps=4,
         )
     return out
