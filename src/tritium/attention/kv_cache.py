@@ -7,8 +7,6 @@ import triton.language as tl
 from tritium.attention.config import next_pow2
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
 
-FP8_MAX = 448.0
-
 
 @triton.jit
 def _write_kv_cache_kernel(
@@ -22,7 +20,7 @@ def _write_kv_cache_kernel(
     block_size, k_scale_val, v_scale_val,
     # meta-parameters
     NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, HEADS_PAD: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-    IS_FP8: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
+    IS_FP8: tl.constexpr, FP8_MAX: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
 ):
     """Grid: (num_tokens,). Token t goes to slot_mapping[t] = block * block_size + offset; < 0 skips."""
     tok = tl.program_id(0).to(tl.int64)
@@ -43,8 +41,8 @@ def _write_kv_cache_kernel(
         else:
             k_scale = k_scale_val
             v_scale = v_scale_val
-        k = tl.clamp(k.to(tl.float32) / k_scale, -448.0, 448.0)
-        v = tl.clamp(v.to(tl.float32) / v_scale, -448.0, 448.0)
+        k = tl.clamp(k.to(tl.float32) / k_scale, -FP8_MAX, FP8_MAX)
+        v = tl.clamp(v.to(tl.float32) / v_scale, -FP8_MAX, FP8_MAX)
     kc = k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok
     vc = v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok
     tl.store(kc + offs_h[:, None] * stride_kc_head + offs_d[None, :], k.to(k_cache_ptr.dtype.element_ty), mask=mask)
@@ -58,8 +56,8 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         k, v: [num_tokens, num_kv_heads, head_dim] fp16/bf16/fp32.
         k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim], k's dtype or float8_e4m3fn.
         slot_mapping: [num_tokens] int64, block_id * block_size + offset; a negative slot skips the token.
-        k_scale, v_scale: fp8 caches store k / k_scale (v / v_scale) saturated to +-448; a float or a
-            1-element fp32 tensor (the tensor form keeps the call capturable in a CUDA graph).
+        k_scale, v_scale: fp8 caches store k / k_scale (v / v_scale) saturated to the fp8 range (+-448);
+            a float or a 1-element fp32 tensor (the tensor form keeps the call capturable in a CUDA graph).
     """
     _check_tensor("k", k, 3, Q_DTYPES)
     _check_tensor("v", v, 3, Q_DTYPES)
@@ -106,6 +104,7 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         k_cache.shape[1], k_scale_val, v_scale_val,
         NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
-        HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8, SCALES_FROM_PTR=scales_from_ptr,
+        HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8,
+        FP8_MAX=torch.finfo(k_cache.dtype).max if is_fp8 else 0.0, SCALES_FROM_PTR=scales_from_ptr,
         num_warps=4,
     )

@@ -8,7 +8,8 @@ import math
 
 import torch
 
-FP8_MAX = 448.0  # largest finite float8_e4m3fn
+FP8_DTYPES = (torch.float8_e4m3fn,)
+FP8_MAX = torch.finfo(torch.float8_e4m3fn).max  # 448
 
 
 def gather_kv(cache: torch.Tensor, block_table_row: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -81,9 +82,10 @@ def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q
     return out
 
 
-def quantize_fp8_ref(x: torch.Tensor, scale) -> torch.Tensor:
-    """x / scale saturated to the float8_e4m3fn range, as stored in an fp8 cache."""
-    return (x.float() / float(scale)).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+def quantize_fp8_ref(x: torch.Tensor, scale, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
+    """x / scale saturated to the range of fp8 ``dtype``, as stored in an fp8 cache."""
+    fp8_max = torch.finfo(dtype).max
+    return (x.float() / float(scale)).clamp(-fp8_max, fp8_max).to(dtype)
 
 
 def write_kv_cache_ref(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=None) -> None:
@@ -94,7 +96,7 @@ def write_kv_cache_ref(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_sca
             continue
         blk, off = divmod(slot, block_size)
         for src, cache, scale in ((k, k_cache, k_scale), (v, v_cache, v_scale)):
-            if cache.dtype == torch.float8_e4m3fn:
-                cache[blk, off] = quantize_fp8_ref(src[t], 1.0 if scale is None else scale)
+            if cache.dtype in FP8_DTYPES:
+                cache[blk, off] = quantize_fp8_ref(src[t], 1.0 if scale is None else scale, cache.dtype)
             else:
                 cache[blk, off] = src[t].to(cache.dtype)
