@@ -7,7 +7,7 @@ Triton interpreter; the larger shapes are in test_gpu.py.
 import pytest
 import torch
 
-from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
 
 from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_param, feature_kwargs, poisoned_like, run_and_check, \
     assert_rel_close, shape_params
@@ -75,6 +75,21 @@ def test_splits(shape, dtype, num_splits):
     """Split-KV against unsplit: explicit counts (including more splits than key tiles, so some splits
     are empty) and the automatic choice."""
     run_and_check(shape.batch(dtype), TOL[dtype], num_splits=num_splits)
+
+
+@pytest.mark.parametrize("num_seqs,length,tile_n,split", [(2, 520, 64, True), (24, 520, 128, True),
+                                                         (140, 30, 64, False)],
+                         ids=["tiny-batch", "one-program-per-sm", "large-batch"])
+def test_decode_regimes(num_seqs, length, tile_n, split):
+    """The automatic decode configuration's three regimes (programs vs SMs) are each exact."""
+    lens = [length + 37 * (s % 7) for s in range(num_seqs)]
+    shape = Shape(q_lens=(1,) * num_seqs, seq_lens=tuple(lens), num_q_heads=8, num_kv_heads=2)
+    batch = shape.batch(torch.float16)
+    config = select_attention_config(
+        num_tokens=num_seqs, num_seqs=num_seqs, num_q_heads=8, num_kv_heads=2, head_dim=64, block_size=16,
+        max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16, device=batch.q.device)
+    assert (config.tile_n, config.num_splits > 1) == (tile_n, split), config
+    run_and_check(batch, TOL[torch.float16])
 
 
 def test_split_prefill():
