@@ -30,7 +30,20 @@ def llama_cpp_permute(w: np.ndarray, n_heads: int) -> np.ndarray:
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(hf_dir: str, hf_model, out: str) -> None:
+def write_word_tokenizer(w, vocab_size: int) -> None:
+    """The conftest word vocabulary as a ``gpt2`` GGUF tokenizer (no merges: every word is a token)."""
+    vocab = ["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)]
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(vocab)
+    w.add_token_types([3, 3, 3] + [1] * (len(vocab) - 3))
+    w.add_token_merges([])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+
+def write_gguf(hf_dir: str, hf_model, out: str, write_tokenizer=None) -> None:
+    """Write the HF checkpoint in ``hf_dir`` as a GGUF file; ``write_tokenizer(writer, vocab_size)`` writes
+    the tokenizer metadata (default: :func:`write_word_tokenizer`)."""
     cfg = hf_model.config
     arch = cfg.model_type
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -47,13 +60,7 @@ def write_gguf(hf_dir: str, hf_model, out: str) -> None:
     w.add_rope_freq_base(rope["rope_theta"])
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
-    vocab = ["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(cfg.vocab_size - 3)]
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list(vocab)
-    w.add_token_types([3, 3, 3] + [1] * (len(vocab) - 3))
-    w.add_token_merges([])
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    (write_tokenizer or write_word_tokenizer)(w, cfg.vocab_size)
     tensors = load_file(os.path.join(hf_dir, "model.safetensors"))
     if rope.get("rope_type") == "llama3":
         base = rope_inv_freq(head_dim, rope["rope_theta"])

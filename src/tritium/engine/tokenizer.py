@@ -1,8 +1,12 @@
 """Tokenizers: a Hugging Face ``tokenizer.json`` or one rebuilt from GGUF metadata, plus the chat template.
 
-Built on the ``tokenizers`` package directly (no transformers at run time). A GGUF byte-level BPE
-vocabulary (``tokenizer.ggml.model == "gpt2"``) becomes a ``tokenizers.models.BPE`` with a byte-level
-pre-tokenizer, the way transformers' GGUF integration builds it, so token ids agree with transformers.
+Built on the ``tokenizers`` package directly (no transformers at run time), the way transformers' GGUF
+integration builds them, so token ids agree with transformers:
+
+- a byte-level BPE vocabulary (``tokenizer.ggml.model == "gpt2"``) becomes a ``tokenizers.models.BPE``
+  with a byte-level pre-tokenizer (split by ``tokenizer.ggml.pre``);
+- a SentencePiece vocabulary (``"llama"``) becomes a BPE with byte fallback (``<0xNN>`` pieces) whose
+  merges are recovered from the piece scores, a "▁" Metaspace pre-tokenizer and the matching decoder.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ _GGUF_SPLITS = {
     "llama3": _LLAMA3_SPLIT, "llama-v3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "smaug-bpe": _LLAMA3_SPLIT,
     "qwen2": _QWEN2_SPLIT, "deepseek-r1-qwen": _QWEN2_SPLIT,
 }
-_CONTROL, _USER_DEFINED = 3, 4  # llama.cpp token types
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE = 1, 2, 3, 4, 6  # llama.cpp token types
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,18 +48,21 @@ def _bytes_to_unicode() -> dict[int, str]:
 class Tokenizer:
     """Text <-> token ids, EOS ids and the chat template of one model.
 
-    ``encode(text)`` adds what the tokenizer's post-processor adds (BOS for Llama tokenizer.json files);
+    ``encode(text)`` adds what the tokenizer's post-processor adds (BOS for Llama tokenizer.json files), or
+    BOS / EOS as ``add_bos`` / ``add_eos`` say when the backend has no post-processor (GGUF files);
     ``apply_chat_template(messages)`` renders the Jinja template and encodes it without extra specials.
     """
 
     def __init__(self, backend, *, chat_template: str | None = None, bos_token: str | None = None,
-                 eos_token: str | None = None, eos_token_ids: tuple[int, ...] = (), add_bos: bool = False):
+                 eos_token: str | None = None, eos_token_ids: tuple[int, ...] = (), add_bos: bool = False,
+                 add_eos: bool = False):
         self.backend = backend
         self.chat_template = chat_template
         self.bos_token = bos_token
         self.eos_token = eos_token
         self.eos_token_ids = tuple(eos_token_ids)
         self.add_bos = add_bos
+        self.add_eos = add_eos
 
     # -- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -90,36 +97,23 @@ class Tokenizer:
 
     @classmethod
     def from_gguf_metadata(cls, meta: dict) -> "Tokenizer":
-        """Byte-level BPE (``tokenizer.ggml.model == "gpt2"``) from GGUF tokenizer metadata."""
-        from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
-        from tokenizers import Tokenizer as HFTokenizer
+        """From GGUF tokenizer metadata: byte-level BPE (``tokenizer.ggml.model == "gpt2"``: Llama 3, Qwen2,
+        SmolLM2) or SentencePiece BPE (``"llama"``: Llama 2, Mistral)."""
+        from tokenizers import AddedToken
 
         kind = meta.get("tokenizer.ggml.model")
-        if kind != "gpt2":
-            raise ValueError(f"GGUF tokenizer {kind!r} is not supported; expected 'gpt2' (byte-level BPE)")
+        builders = {"gpt2": _gguf_byte_level_bpe, "llama": _gguf_sentencepiece_bpe}
+        if kind not in builders:
+            raise ValueError(f"GGUF tokenizer {kind!r} is not supported; expected 'gpt2' (byte-level BPE) "
+                             f"or 'llama' (SentencePiece BPE)")
         tokens = meta["tokenizer.ggml.tokens"]
-        types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)
-        alphabet = set(_bytes_to_unicode().values())
-        spell = _bytes_to_unicode()
-        vocab = {}
-        for i, tok in enumerate(tokens):
-            key = tok if set(tok) <= alphabet else "".join(spell[b] for b in tok.encode("utf-8"))
-            vocab.setdefault(key, i)
-        merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges", [])]
-        backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="",
-                                         end_of_word_suffix="", fuse_unk=False))
-        split = _GGUF_SPLITS.get(meta.get("tokenizer.ggml.pre"))
-        if split is None:
-            backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        else:
-            backend.pre_tokenizer = pre_tokenizers.Sequence([
-                pre_tokenizers.Split(Regex(split), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        backend.decoder = decoders.ByteLevel()
-        # Control tokens (<|im_start|> ...) stay whole; a control token spelled outside the byte alphabet
-        # is a converter mislabel and is left alone (as transformers does).
-        backend.add_special_tokens([AddedToken(t, normalized=False, special=True)
-                                    for t, ty in zip(tokens, types) if ty == _CONTROL and set(t) <= alphabet])
+        types = meta.get("tokenizer.ggml.token_type") or [_NORMAL] * len(tokens)
+        backend, spelled = builders[kind](meta, tokens, types)
+        # Control tokens (<|im_start|>, <s> ...) stay whole. In a byte-level vocabulary a control token
+        # spelled outside the byte alphabet is a converter mislabel and is left alone (as transformers does).
+        special = [t for t, ty in zip(tokens, types) if ty in (_CONTROL, _UNKNOWN) and spelled(t)]
+        backend.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in special])
+        vocab = backend.get_vocab(with_added_tokens=False)
         backend.add_tokens([AddedToken(t, normalized=False, special=False)
                             for t, ty in zip(tokens, types) if ty == _USER_DEFINED and t in vocab])
 
@@ -128,9 +122,11 @@ class Tokenizer:
             return tokens[tid] if tid is not None else None
 
         eos = meta.get("tokenizer.ggml.eos_token_id")
+        # llama.cpp adds BOS to a SentencePiece vocabulary whose file does not say otherwise.
+        add_bos = meta.get("tokenizer.ggml.add_bos_token", kind == "llama")
         return cls(backend, chat_template=meta.get("tokenizer.chat_template"), bos_token=token("bos_token_id"),
                    eos_token=token("eos_token_id"), eos_token_ids=() if eos is None else (int(eos),),
-                   add_bos=bool(meta.get("tokenizer.ggml.add_bos_token", False)))
+                   add_bos=bool(add_bos), add_eos=bool(meta.get("tokenizer.ggml.add_eos_token", False)))
 
     # -- use -----------------------------------------------------------------------------------------------
     @property
@@ -143,6 +139,9 @@ class Tokenizer:
             bos = self.backend.token_to_id(self.bos_token)
             if bos is not None and (not ids or ids[0] != bos):
                 ids = [bos] + ids
+        if add_special_tokens and self.add_eos and self.eos_token_ids:
+            if not ids or ids[-1] != self.eos_token_ids[0]:
+                ids = ids + [self.eos_token_ids[0]]
         return ids
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
@@ -166,6 +165,68 @@ class Tokenizer:
             messages=messages, add_generation_prompt=add_generation_prompt,
             bos_token=self.bos_token or "", eos_token=self.eos_token or "")
         return self.encode(text, add_special_tokens=False)
+
+
+def _gguf_byte_level_bpe(meta: dict, tokens: list[str], types: list[int]):
+    """(backend, spelled) of a ``gpt2`` vocabulary; ``spelled(token)`` says whether a token is written
+    in the byte alphabet (only those may become special tokens)."""
+    from tokenizers import Regex, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
+
+    spell = _bytes_to_unicode()
+    alphabet = set(spell.values())
+    vocab = {}
+    for i, tok in enumerate(tokens):
+        key = tok if set(tok) <= alphabet else "".join(spell[b] for b in tok.encode("utf-8"))
+        vocab.setdefault(key, i)
+    merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges", [])]
+    backend = HFTokenizer(models.BPE(vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="",
+                                     end_of_word_suffix="", fuse_unk=False))
+    split = _GGUF_SPLITS.get(meta.get("tokenizer.ggml.pre"))
+    if split is None:
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        backend.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(split), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    backend.decoder = decoders.ByteLevel()
+    return backend, lambda tok: set(tok) <= alphabet
+
+
+def _gguf_sentencepiece_bpe(meta: dict, tokens: list[str], types: list[int]):
+    """(backend, spelled) of a SentencePiece (``llama``) vocabulary.
+
+    SentencePiece BPE merges the adjacent pair whose concatenation is the piece of highest score (llama.cpp's
+    ``llm_tokenizer_spm`` does the same), so the BPE merge list is every split ``(left, right)`` of a piece
+    into two pieces, ordered by the joined piece's score, best first (ties: longer left, then longer right,
+    then vocabulary order; transformers' ``generate_merges``). Characters with no piece fall back to their
+    UTF-8 bytes ``<0xNN>``. Text becomes "▁"-joined words with one "▁" prepended at the start
+    (``tokenizer.ggml.add_space_prefix``, default on); decoding undoes both.
+    """
+    from tokenizers import decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
+
+    scores = meta.get("tokenizer.ggml.scores")
+    if scores is None:  # no scores: earlier pieces win, as in a vocabulary sorted by score
+        scores = [-float(i) for i in range(len(tokens))]
+    vocab = {tok: i for i, tok in enumerate(tokens)}  # a repeated piece keeps its last id, as in llama.cpp
+    score = dict(zip(tokens, scores))
+    merges = []
+    for piece, piece_score in score.items():
+        splits = [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+        splits.sort(key=lambda lr: (vocab[lr[0]], vocab[lr[1]]))
+        merges.extend((left, right, piece_score) for left, right in splits)
+    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)  # stable: ties keep vocabulary order
+    unk_id = meta.get("tokenizer.ggml.unknown_token_id")
+    backend = HFTokenizer(models.BPE(vocab=vocab, merges=[(m[0], m[1]) for m in merges], dropout=None,
+                                     unk_token=tokens[unk_id] if unk_id is not None else None,
+                                     fuse_unk=True, byte_fallback=True))
+    prefix = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement="▁", prepend_scheme="first" if prefix else "never", split=False)
+    steps = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    backend.decoder = decoders.Sequence(steps + ([decoders.Strip(content=" ", left=1, right=0)] if prefix else []))
+    return backend, lambda tok: True
 
 
 def _post_processor_adds_nothing(backend) -> bool:
