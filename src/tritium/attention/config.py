@@ -91,3 +91,22 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
         num_stages = 2
     return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=num_splits,
                            num_warps=num_warps, num_stages=num_stages)
+
+
+def select_merge_warps(head_dim: int, num_splits: int) -> int:
+    """Warps of the split-KV merge kernel: one program reads [num_splits, head_dim] fp32 partials.
+
+    NOTE: not swept; the merge moves num_splits * head_dim * 4 bytes per (token, head), which is
+    < 1% of the attention kernel's bytes on the decode shapes of bench/results (B=1 L=8192: 1 MiB vs
+    33.5 MiB), so 4 warps (one 16-byte load per thread per 512-element row) is enough.
+    """
+    return 4 if num_splits * next_pow2(head_dim) <= 64 * 128 else 8
+
+
+def select_write_kv_warps(num_kv_heads: int, head_dim: int) -> int:
+    """Warps of the KV-cache write kernel: one program moves one token's [num_kv_heads, head_dim] K and V.
+
+    NOTE: not swept; a token's K+V is 8 KiB at 8 KV heads x 128 (bf16), 4 warps give 16 bytes per
+    thread per row; larger head groups get 8 warps.
+    """
+    return 4 if next_pow2(num_kv_heads) * next_pow2(head_dim) <= 1024 else 8

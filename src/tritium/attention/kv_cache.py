@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.attention.config import next_pow2
+from tritium.attention.config import next_pow2, select_write_kv_warps
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
 
 
@@ -106,5 +106,5 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
         HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8,
         FP8_MAX=torch.finfo(k_cache.dtype).max if is_fp8 else 0.0, SCALES_FROM_PTR=scales_from_ptr,
-        num_warps=4,
+        num_warps=select_write_kv_warps(num_kv_heads, head_dim),
     )

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from tritium.attention.config import MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config
+from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
+                                      select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
@@ -287,6 +288,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-            num_warps=4,
+            num_warps=select_merge_warps(head_dim, splits),
         )
     return out
