@@ -46,15 +46,17 @@ def _save_tokenizer(path):
     return len(vocab)
 
 
-def make_tiny_model(path, model_type):
-    """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``."""
+def make_tiny_model(path, model_type, rope=None):
+    """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``;
+    ``rope`` = (theta, scaling dict or None) replaces the model type's rope settings."""
     import transformers
 
     vocab = _save_tokenizer(path)
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[model_type]
     kwargs = dict(TINY[model_type])
-    kwargs.update(hf_rope_kwargs(*kwargs.pop("rope")))
+    default_rope = kwargs.pop("rope")
+    kwargs.update(hf_rope_kwargs(*(rope or default_rope)))
     config = cls[0](vocab_size=vocab, bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
                     **kwargs)
     torch.manual_seed(0)

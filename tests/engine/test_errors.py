@@ -42,10 +42,10 @@ def test_unsupported_architecture(tmp_path, tiny_models):
     with pytest.raises(UnsupportedModelError, match=r"architecture \['GPT2LMHeadModel'\] is not supported"):
         LLM(str(tmp_path))
     cfg.pop("rope_parameters", None)
-    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama", rope_scaling={"rope_type": "yarn",
+    cfg.update(architectures=["LlamaForCausalLM"], model_type="llama", rope_scaling={"rope_type": "longrope",
                                                                                     "factor": 2.0})
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(UnsupportedModelError, match="rope scaling 'yarn' is not supported"):
+    with pytest.raises(UnsupportedModelError, match="rope scaling 'longrope' is not supported"):
         LLM(str(tmp_path))
 
 

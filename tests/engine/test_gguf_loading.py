@@ -41,9 +41,9 @@ def write_word_tokenizer(w, vocab_size: int) -> None:
     w.add_eos_token_id(2)
 
 
-def write_gguf(hf_dir: str, hf_model, out: str, write_tokenizer=None) -> None:
-    """Write the HF checkpoint in ``hf_dir`` as a GGUF file; ``write_tokenizer(writer, vocab_size)`` writes
-    the tokenizer metadata (default: :func:`write_word_tokenizer`)."""
+def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None) -> None:
+    """Write the HF checkpoint in ``hf_dir`` as a GGUF file; ``write_metadata(writer, vocab_size)`` writes
+    the tokenizer metadata and any other keys a test needs (default: :func:`write_word_tokenizer`)."""
     cfg = hf_model.config
     arch = cfg.model_type
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -60,7 +60,7 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_tokenizer=None) -> None:
     w.add_rope_freq_base(rope["rope_theta"])
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
-    (write_tokenizer or write_word_tokenizer)(w, cfg.vocab_size)
+    (write_metadata or write_word_tokenizer)(w, cfg.vocab_size)
     tensors = load_file(os.path.join(hf_dir, "model.safetensors"))
     if rope.get("rope_type") == "llama3":
         base = rope_inv_freq(head_dim, rope["rope_theta"])

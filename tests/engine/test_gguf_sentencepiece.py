@@ -94,7 +94,7 @@ def spm_gguf(tmp_path_factory):
     model = transformers.LlamaForCausalLM(config).float().eval()
     model.save_pretrained(hf_dir, safe_serialization=True)
     out_dir = str(tmp_path_factory.mktemp("spm_gguf"))
-    write_gguf(hf_dir, model, os.path.join(out_dir, "spm.gguf"), write_tokenizer=write_spm_tokenizer)
+    write_gguf(hf_dir, model, os.path.join(out_dir, "spm.gguf"), write_metadata=write_spm_tokenizer)
     return out_dir, "spm.gguf", model
 
 

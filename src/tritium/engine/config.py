@@ -24,6 +24,7 @@ _ARCHITECTURE_TO_TYPE = {
     "Qwen2ForCausalLM": "qwen2",
     "MistralForCausalLM": "mistral",
 }
+ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -32,7 +33,12 @@ class ModelConfig:
     """Shape and numerics of a Llama-family decoder.
 
     Attributes mirror Hugging Face names. ``rope_scaling`` is ``None`` or a dict with ``rope_type`` in
-    ``{"linear", "llama3"}`` and its parameters. ``rope_freq_factors`` (GGUF files of Llama 3.1+) divides
+    ``ROPE_SCALING_TYPES`` and its parameters under transformers' names, completed with transformers'
+    defaults (``original_max_position_embeddings`` = ``max_position_embeddings`` for llama3 and yarn; yarn's
+    ``factor`` = their ratio); :func:`tritium.engine.reference.rope_inv_freq` and ``rope_attention_factor``
+    turn it into the rope table. ``dynamic`` (NTK) scaling only changes positions past
+    ``max_position_embeddings``, where the engine's table (and ``max_model_len``) stops: within it the
+    rope is the default one, as in transformers. A GGUF ``rope_freqs`` tensor (Llama 3.1+ files) divides
     the per-frequency inverse wavelengths instead, as llama.cpp does.
     """
 
@@ -63,12 +69,7 @@ class ModelConfig:
             raise UnsupportedModelError(
                 f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_key_value_heads})")
-        if self.rope_scaling is not None:
-            kind = self.rope_scaling.get("rope_type", self.rope_scaling.get("type", "default"))
-            if kind not in ("default", "linear", "llama3"):
-                raise UnsupportedModelError(
-                    f"rope scaling {kind!r} is not supported; expected default, linear or llama3")
-            self.rope_scaling = None if kind == "default" else dict(self.rope_scaling, rope_type=kind)
+        self.rope_scaling = _normalise_rope_scaling(self.rope_scaling, self.max_position_embeddings)
 
     @property
     def q_size(self) -> int:
@@ -94,6 +95,8 @@ class ModelConfig:
         rope = dict(cfg.get("rope_parameters") or {})
         rope_theta = rope.pop("rope_theta", cfg.get("rope_theta", 10000.0))
         rope_scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
+        if rope_scaling and cfg.get("original_max_position_embeddings"):  # Phi-3 style: wins, as in transformers
+            rope_scaling = dict(rope_scaling, original_max_position_embeddings=cfg["original_max_position_embeddings"])
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
         heads = cfg["num_attention_heads"]
@@ -134,11 +137,7 @@ class ModelConfig:
 
         heads = int(get("attention.head_count"))
         hidden = int(get("embedding_length"))
-        scaling = None
-        if get("rope.scaling.type") == "linear":
-            scaling = {"rope_type": "linear", "factor": float(get("rope.scaling.factor"))}
-        elif get("rope.scaling.type") not in (None, "none"):
-            raise UnsupportedModelError(f"GGUF rope scaling {get('rope.scaling.type')!r} is not supported")
+        scaling = _gguf_rope_scaling(get)
         eos = meta.get("tokenizer.ggml.eos_token_id")
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
         return cls(
@@ -160,6 +159,61 @@ class ModelConfig:
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
             eos_token_ids=() if eos is None else (int(eos),),
         )
+
+
+def _normalise_rope_scaling(scaling: dict | None, max_position_embeddings: int) -> dict | None:
+    """``rope_scaling`` with ``rope_type`` set (from ``type`` in old configs) and transformers' defaults filled
+    in; None for the default rope; UnsupportedModelError (one line) for other types or missing parameters."""
+    if scaling is None:
+        return None
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_SCALING_TYPES:
+        raise UnsupportedModelError(
+            f"rope scaling {kind!r} is not supported; expected one of {', '.join(ROPE_SCALING_TYPES)}")
+    if kind == "default":
+        return None
+    out = {k: v for k, v in scaling.items() if k not in ("type", "rope_theta")}
+    out["rope_type"] = kind
+    if kind in ("llama3", "yarn"):
+        out.setdefault("original_max_position_embeddings", max_position_embeddings)
+    if kind == "yarn" and out.get("factor") is None:
+        out["factor"] = max_position_embeddings / out["original_max_position_embeddings"]
+    if not isinstance(out.get("factor"), (int, float)) or out["factor"] <= 0:
+        raise UnsupportedModelError(f"rope scaling {kind!r} needs a positive 'factor', got {out.get('factor')!r}")
+    return out
+
+
+# GGUF `{arch}.rope.scaling.*` keys and their transformers names (yarn).
+_GGUF_YARN_KEYS = {"original_context_length": "original_max_position_embeddings",
+                   "yarn_beta_fast": "beta_fast", "yarn_beta_slow": "beta_slow"}
+
+
+def _gguf_rope_scaling(get) -> dict | None:
+    """``rope_scaling`` from GGUF ``{arch}.rope.scaling.*`` (``get(key)`` reads ``{arch}.key``).
+
+    llama.cpp's yarn scales cos/sin by ``attn_factor * (1 + 0.1 ln(factor))`` (``rope_yarn`` in ggml): a file
+    that sets ``yarn_attn_factor`` (or the older ``attn_factor``) gets that product as ``attention_factor``.
+    Llama 3.1+ files carry their llama3 scaling as the ``rope_freqs`` tensor, not here.
+    """
+    from tritium.engine.reference import yarn_mscale
+
+    kind = get("rope.scaling.type")
+    if kind in (None, "none"):
+        return None
+    if kind not in ("linear", "yarn"):
+        raise UnsupportedModelError(f"GGUF rope scaling {kind!r} is not supported; expected none, linear or yarn")
+    scaling = {"rope_type": kind, "factor": get("rope.scaling.factor")}
+    if kind == "yarn":
+        for key, name in _GGUF_YARN_KEYS.items():
+            if get(f"rope.scaling.{key}") is not None:
+                scaling[name] = get(f"rope.scaling.{key}")
+        ext = get("rope.scaling.yarn_ext_factor")
+        if ext is not None and ext != 1.0:
+            raise UnsupportedModelError(f"GGUF yarn_ext_factor {ext} is not supported; expected 1.0")
+        attn = get("rope.scaling.yarn_attn_factor", get("rope.scaling.attn_factor"))
+        if attn is not None and scaling["factor"] is not None:
+            scaling["attention_factor"] = float(attn) * yarn_mscale(scaling["factor"])
+    return scaling
 
 
 @dataclasses.dataclass

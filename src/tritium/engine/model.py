@@ -78,7 +78,7 @@ class LlamaModel:
         self._check_complete(pending)
         self.cos_sin = reference.rope_cos_sin(
             reference.rope_inv_freq(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, self._rope_freqs),
-            cfg.max_position_embeddings).to(self.device)
+            cfg.max_position_embeddings, reference.rope_attention_factor(cfg.rope_scaling)).to(self.device)
 
     def _fuse(self, i: int, w: dict[str, torch.Tensor]) -> None:
         layer = self.layers[i]
