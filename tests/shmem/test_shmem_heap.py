@@ -1,6 +1,8 @@
 """SymmetricHeap host side: allocation checks, exhaustion, bad input, bases, use without launch."""
 
 import datetime
+import os
+import time
 
 import pytest
 import torch
@@ -36,8 +38,15 @@ def _allocation_errors_worker(rank, world_size):
                                (lambda: heap.remote_address(torch.zeros(2, device=heap.device), 0), "tensor")]:
             with pytest.raises(ValueError, match=argument):
                 call()
+        for call, argument in [(lambda: heap.full((2,), "a"), "value"),
+                               (lambda: heap.remote_address("x", 0), "tensor")]:
+            with pytest.raises(TypeError, match=argument):
+                call()
     with pytest.raises(RuntimeError, match="closed"):
         heap.empty(4)
+    for call in (heap.barrier, heap.device_barrier, lambda: heap.remote_address(x, 0)):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
 
 
 def _unchecked_order_worker(rank, world_size):
@@ -47,6 +56,23 @@ def _unchecked_order_worker(rank, world_size):
             heap.empty((4,), torch.float32)
             heap.empty((rank + 1,), torch.float32)
             heap.barrier()
+
+
+def _late_peer_worker(rank, world_size):
+    """Rank 1 reaches the host barrier late: rank 0 gives up after the heap's timeout (not the launch's, nor
+    the default group's), with an error naming itself and the collective; then rank 1 finds rank 0 gone."""
+    with pytest.raises(shmem.PeerTimeout, match=f"rank {rank}: heap collective '(barrier|close)'"):
+        with shmem.SymmetricHeap(4096, timeout=2) as heap:
+            if rank == 1:
+                time.sleep(6)
+            start = time.monotonic()
+            heap.barrier()
+    if rank == 0:
+        assert time.monotonic() - start < 10, f"barrier gave up after {time.monotonic() - start:.1f} s"
+
+
+def test_host_barrier_gives_up_at_the_heap_timeout():
+    run_world(_late_peer_worker, 2, timeout=60)
 
 
 def test_allocation_order_exhaustion_and_bad_input():
@@ -83,3 +109,24 @@ def test_heap_after_own_init_process_group():
             assert x.tolist() == [3.0] * 4
     finally:
         dist.destroy_process_group()
+
+
+def test_cpu_shm_rendezvous_failure_leaves_nothing_behind(monkeypatch):
+    """A peer whose segment cannot be mapped: the own mapping is closed and its file unlinked."""
+    from tritium.shmem import cpu_shm
+
+    maps, paths = [], []
+
+    def record_map(path, nbytes, create):
+        mm = real_map(path, nbytes, create)
+        maps.append(mm)
+        paths.append(path)
+        return mm
+
+    real_map = cpu_shm._map
+    monkeypatch.setattr(cpu_shm, "_map", record_map)
+    missing = os.path.join(cpu_shm.SHM_DIR, "tritium-test-missing-peer")
+    with pytest.raises(FileNotFoundError):
+        cpu_shm.CpuShmAllocator(4096, 0, 2, torch.device("cpu"), lambda path: [path, missing])
+    assert len(maps) == 1 and maps[0].closed
+    assert not os.path.exists(paths[0])

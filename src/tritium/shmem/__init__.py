@@ -23,12 +23,12 @@ where pointers point into the calling rank's heap.
 from tritium.shmem.atomics import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                                    atomic_sub, atomic_xchg, atomic_xor)
 from tritium.shmem.device import copy, get, load, put, remote, store, translate
-from tritium.shmem.heap import AllocationMismatch, DeviceTimeout, HeapExhausted, SymmetricHeap
+from tritium.shmem.heap import AllocationMismatch, DeviceTimeout, HeapExhausted, PeerTimeout, SymmetricHeap
 from tritium.shmem.launch import LaunchTimeout, RankFailed, launch
 from tritium.shmem.sync import barrier, signal, wait
 
 __all__ = [
-    "SymmetricHeap", "launch", "HeapExhausted", "AllocationMismatch", "DeviceTimeout", "RankFailed",
+    "SymmetricHeap", "launch", "HeapExhausted", "AllocationMismatch", "DeviceTimeout", "PeerTimeout", "RankFailed",
     "LaunchTimeout", "translate", "remote", "load", "store", "get", "put", "copy", "atomic_add", "atomic_sub",
     "atomic_xchg", "atomic_cas", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
     "signal", "wait", "barrier",

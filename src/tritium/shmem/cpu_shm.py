@@ -50,6 +50,7 @@ class CpuShmAllocator(Allocator):
         path = os.path.join(SHM_DIR, f"{segment_prefix()}-r{rank}-{secrets.token_hex(4)}")
         self._maps: list[mmap.mmap] = []
         self._views: list[torch.Tensor] = []
+        own = None
         try:
             own = _map(path, nbytes, create=True)
             paths = exchange(path)
@@ -58,6 +59,12 @@ class CpuShmAllocator(Allocator):
                 self._maps.append(mm)
                 self._views.append(torch.frombuffer(mm, dtype=torch.uint8))
             exchange("mapped")  # every peer holds a mapping now: the name is no longer needed
+        except BaseException:
+            # Unmap what was mapped so far (a peer may be gone, or its file missing).
+            if own is not None and not any(mm is own for mm in self._maps):
+                own.close()
+            self.close()
+            raise
         finally:
             try:
                 os.unlink(path)

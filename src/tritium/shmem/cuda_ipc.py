@@ -80,9 +80,9 @@ class CudaIpcAllocator(Allocator):
             alloc_base, _ = _check(driver.cuMemGetAddressRange(driver.CUdeviceptr(ptr)), "cuMemGetAddressRange")
             alloc_base = int(alloc_base)
             handle = _check(runtime.cudaIpcGetMemHandle(alloc_base), "cudaIpcGetMemHandle")
-            infos = exchange((_handle_to_bytes(handle), ptr - alloc_base))
             self.addresses = []
             try:
+                infos = exchange((_handle_to_bytes(handle), ptr - alloc_base))
                 for r, (data, offset) in enumerate(infos):
                     if r == rank:
                         self.addresses.append(ptr)
@@ -94,8 +94,15 @@ class CudaIpcAllocator(Allocator):
                 raise
 
     def close(self) -> None:
-        with torch.cuda.device(self.device):
-            for data in self._opened:
-                _close(self._runtime, data)
-        self._opened.clear()
+        """Close every peer mapping (raising the first failure after trying them all), free the heap."""
+        opened, self._opened = self._opened, []
         self.local = None
+        errors = []
+        with torch.cuda.device(self.device):
+            for data in opened:
+                try:
+                    _close(self._runtime, data)
+                except RuntimeError as e:
+                    errors.append(e)
+        if errors:
+            raise errors[0]

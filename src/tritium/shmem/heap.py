@@ -37,6 +37,10 @@ class AllocationMismatch(RuntimeError):
     """Ranks allocated in different orders, shapes or dtypes (or one rank skipped a collective)."""
 
 
+class PeerTimeout(RuntimeError):
+    """A host-side collective of the heap (rendezvous, allocation check, barrier, close) gave up on a peer."""
+
+
 class DeviceTimeout(RuntimeError):
     """A device-side barrier gave up waiting for a peer (the peer is lost or far behind)."""
 
@@ -82,18 +86,21 @@ class SymmetricHeap:
         self.check = check
         self.max_spins = MAX_SPINS_GPU if self.device.type == "cuda" else MAX_SPINS_INTERPRETER
         self.size = -(-size // ALIGN) * ALIGN
-        # Host-side exchanges go over gloo with a bounded timeout even when the default group is NCCL.
-        span = datetime.timedelta(seconds=timeout)
-        self._group = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo", timeout=span)
+        # Host-side exchanges go over a gloo group of their own (made below), so that they wait at most
+        # ``timeout`` whatever the default group is (NCCL, or gloo with its own, usually longer, timeout).
+        self.timeout = timeout
         self._allocator = None
         self._offset = 0
         self._count = 0
         self._digest = hashlib.sha256()
         backend = backend or default_backend(self.device)
-        self._allocator = backend_class(backend)(self.size, self.rank, self.world_size, self.device,
-                                                 self._all_gather)
+        allocator_class = backend_class(backend)  # a bad name raises before any collective
         self.backend = backend
+        self._group = None
         try:
+            self._group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+            self._allocator = allocator_class(self.size, self.rank, self.world_size, self.device,
+                                              lambda obj: self._exchange("rendezvous", obj))
             self.bases = torch.tensor(self._allocator.addresses, dtype=torch.int64, device=self.device)
             self.sync = self.zeros((sync.SYNC_SLOTS + self.world_size,), torch.int64)
             self.barrier()
@@ -114,14 +121,15 @@ class SymmetricHeap:
 
     # ---- host-side collectives over the heap's group -------------------------------------------------
 
-    def _all_gather(self, obj: Any) -> list:
-        out = [None] * self.world_size
-        dist.all_gather_object(out, obj, group=self._group)
-        return out
-
     def _exchange(self, kind: str, payload: Any) -> list:
-        """All-gather ``payload`` tagged with ``kind``; raise if ranks are in different collectives."""
-        got = self._all_gather((kind, payload))
+        """All-gather ``payload`` tagged with ``kind``; raise if ranks are in different collectives, or
+        :class:`PeerTimeout` if a peer does not arrive within ``timeout`` (or is gone)."""
+        got = [None] * self.world_size
+        try:
+            dist.all_gather_object(got, (kind, payload), group=self._group)
+        except RuntimeError as e:
+            raise PeerTimeout(f"rank {self.rank}: heap collective {kind!r} failed: a peer did not arrive within "
+                              f"timeout={self.timeout} s or is gone ({str(e).splitlines()[0]})") from e
         kinds = [k for k, _ in got]
         if len(set(kinds)) > 1:
             raise AllocationMismatch("ranks are in different heap collectives: "
@@ -135,8 +143,7 @@ class SymmetricHeap:
         shape = _shape(shape)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"dtype must be a torch.dtype, got {dtype!r}")
-        if self._allocator is None:
-            raise RuntimeError("SymmetricHeap is closed")
+        self._check_open()
         nbytes = math.prod(shape) * dtype.itemsize
         call = (self._count, shape, str(dtype))
         if self.check:
@@ -159,6 +166,8 @@ class SymmetricHeap:
 
     def full(self, shape, value, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Heap tensor filled with ``value``. Call ``barrier()`` before peers access it."""
+        if not isinstance(value, (int, float, bool)) and not (isinstance(value, torch.Tensor) and value.numel() == 1):
+            raise TypeError(f"value must be a number (or a one-element tensor), got {type(value).__name__}")
         return self.empty(shape, dtype).fill_(value)
 
     def remote_address(self, tensor: torch.Tensor, rank: int) -> int:
@@ -166,6 +175,9 @@ class SymmetricHeap:
         engines: ``cudaMemcpyAsync``); ``tensor`` must be a tensor of this heap."""
         if not 0 <= rank < self.world_size:
             raise ValueError(f"rank must be in [0, {self.world_size}), got {rank}")
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"tensor must be a torch.Tensor of this heap, got {type(tensor).__name__}")
+        self._check_open()
         offset = tensor.data_ptr() - self._allocator.addresses[self.rank]
         if not 0 <= offset < self.size:
             raise ValueError(f"tensor must live in this heap; its address is {offset} bytes from the heap start")
@@ -177,6 +189,7 @@ class SymmetricHeap:
         """Host barrier: returns when every rank's earlier work on the heap (kernels included) is done
         and visible to all ranks. Also checks that all ranks allocated the same sequence, and raises
         :class:`DeviceTimeout` if a device-side barrier of any rank gave up since the last check."""
+        self._check_open()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         timeouts = int(self.sync[sync.TIMEOUTS].item())
@@ -193,6 +206,7 @@ class SymmetricHeap:
         """Device-side barrier on the current stream: kernels launched after it on any rank see
         everything launched before it on every rank. No host synchronisation, no host state: it can be
         captured in a CUDA graph and replayed. A timeout is reported by the next ``barrier()``."""
+        self._check_open()
         sync.device_barrier(self.sync, self.bases, self.rank, self.world_size, self.max_spins)
 
     # ---- teardown ------------------------------------------------------------------------------------
@@ -208,12 +222,20 @@ class SymmetricHeap:
         finally:
             self._release()
 
+    def _check_open(self) -> None:
+        if self._allocator is None:
+            raise RuntimeError("SymmetricHeap is closed")
+
     def _release(self) -> None:
-        self._allocator.close()
-        self._allocator = None
-        if self._group is not None:
-            dist.destroy_process_group(self._group)
-            self._group = None
+        """Unmap the peers, free this rank's heap and the heap's group, whatever was made so far."""
+        try:
+            if self._allocator is not None:
+                self._allocator.close()
+        finally:
+            self._allocator = None
+            if self._group is not None:
+                dist.destroy_process_group(self._group)
+                self._group = None
 
     def __enter__(self) -> "SymmetricHeap":
         return self

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import logging
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -30,6 +31,8 @@ import torch.distributed as dist
 
 from tritium import runtime
 from tritium.shmem.cpu_shm import PREFIX_ENV, SHM_DIR
+
+log = logging.getLogger(__name__)
 
 # Set in every rank unless the caller's environment sets them: NVLink multicast (NVLS) can take a
 # shared host's GPUs down (../shared/ENVIRONMENT.md).
@@ -101,7 +104,10 @@ def launch(worker: Callable, world_size: int, *args, backend: str | None = None,
     finally:
         _stop(procs)
         for path in glob.glob(os.path.join(SHM_DIR, f"{prefix}-*")):
-            os.unlink(path)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass  # a rank unlinked it meanwhile
         del store
 
 
@@ -149,7 +155,9 @@ def _stop(procs) -> None:
         proc.join(_GRACE_S)
         if proc.is_alive():
             proc.kill()
-            proc.join()
+            proc.join(_GRACE_S)
+            if proc.is_alive():  # e.g. stuck in the GPU driver (uninterruptible): do not hang on it
+                log.warning("%s (pid %d) did not exit after SIGKILL", proc.name, proc.pid)
 
 
 def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, conn) -> None:
