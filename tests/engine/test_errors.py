@@ -100,3 +100,21 @@ def test_cli_generates(capsys, tiny_models):
     assert code == 0
     assert len(out.split()) == 5
     assert "tokens/s" in err
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"block_size": "16"}, TypeError, "block_size must be an int, got '16'"),
+    ({"max_num_seqs": 2.0}, TypeError, "max_num_seqs must be an int, got 2.0"),
+    ({"max_model_len": 0}, ValueError, "max_model_len must be >= 1 or None, got 0"),
+    ({"max_model_len": -8}, ValueError, "max_model_len must be >= 1 or None, got -8"),
+    ({"kv_cache_memory": 1.5e9}, TypeError, "kv_cache_memory must be an int"),
+    ({"kv_cache_memory": -1}, ValueError, "kv_cache_memory must be >= 1 or None, got -1"),
+    ({"dtype": "float16"}, TypeError, "dtype must be None or one of torch.float32, torch.float16, torch.bfloat16"),
+    ({"dtype": torch.int8}, TypeError, "dtype must be None or one of"),
+    ({"gpu_memory_utilization": "0.5"}, TypeError, "gpu_memory_utilization must be a float"),
+], ids=["block_size-str", "max_num_seqs-float", "max_model_len-0", "max_model_len-neg", "kv_cache_memory-float",
+        "kv_cache_memory-neg", "dtype-str", "dtype-int8", "gpu_memory_utilization-str"])
+def test_engine_settings_name_the_argument(tiny_models, kwargs, error, message):
+    """Checked before any weight is loaded, not as a traceback from deep inside the model."""
+    with pytest.raises(error, match=message):
+        LLM(tiny_models["llama"][0], **kwargs)

@@ -248,6 +248,17 @@ class EngineConfig:
     device: torch.device | None = None
 
     def validate(self) -> None:
+        """Raise TypeError/ValueError naming the bad field, what it must be and the value given."""
+        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs"):
+            _check_int(name, getattr(self, name))
+        for name in ("num_blocks", "kv_cache_memory", "max_model_len"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name))
+        if self.dtype is not None and self.dtype not in _DTYPES.values():
+            raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16, "
+                            f"got {self.dtype!r}")
+        if not isinstance(self.gpu_memory_utilization, (int, float)) or isinstance(self.gpu_memory_utilization, bool):
+            raise TypeError(f"gpu_memory_utilization must be a float, got {self.gpu_memory_utilization!r}")
         if self.block_size <= 0 or self.block_size % 16:
             raise ValueError(f"block_size must be a positive multiple of 16, got {self.block_size}")
         for name in ("attention_backend", "op_backend"):
@@ -258,10 +269,17 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
-        if self.num_blocks is not None and self.num_blocks < 1:
-            raise ValueError(f"num_blocks must be >= 1, got {self.num_blocks}")
+        for name in ("num_blocks", "kv_cache_memory", "max_model_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
 
     def blocks_per_seq(self) -> int:
         return math.ceil(self.max_model_len / self.block_size)
+
+
+def _check_int(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")

@@ -44,6 +44,7 @@ class ModelRunner:
                                     cfg.head_dim, dtype=model.dtype, device=self.device)
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
+        self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
@@ -72,8 +73,9 @@ class ModelRunner:
     # -- execution -----------------------------------------------------------------------------------------
     def run(self, batch: ScheduledBatch) -> torch.Tensor:
         """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order."""
-        if batch.is_decode and self.graph_bucket(len(batch.seqs)) is not None:
-            return self._run_graph(batch)
+        bucket = self.graph_bucket(len(batch.seqs)) if self.graphs else None
+        if bucket is not None and batch.is_decode:
+            return self._run_graph(batch, bucket)
         ids, pos, slots, q_lens, seq_lens, logit_rows = self._host_inputs(batch)
         dev = self.device
         cu = [0]
@@ -90,10 +92,13 @@ class ModelRunner:
                                     meta, self.kv_caches)
         if not logit_rows:
             return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32)
-        return self.model.compute_logits(hidden[torch.tensor(logit_rows, device=dev)])
+        # NOTE: built on the host and copied without blocking: torch.tensor(..., device=cuda) would wait
+        # for the whole forward pass before the LM head could even be queued.
+        rows = torch.tensor(logit_rows, dtype=torch.int64).to(dev, non_blocking=True)
+        return self.model.compute_logits(hidden[rows])
 
     def graph_bucket(self, batch_size: int) -> int | None:
-        for b in sorted(self.graphs):
+        for b in self._buckets:
             if b >= batch_size:
                 return b
         return None
@@ -133,11 +138,12 @@ class ModelRunner:
             pool = graph.pool()
             self.graphs[b] = (graph, bufs)
         torch.cuda.synchronize()
+        self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _run_graph(self, batch: ScheduledBatch) -> torch.Tensor:
+    def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
         n = len(batch.seqs)
-        graph, bufs = self.graphs[self.graph_bucket(n)]
+        graph, bufs = self.graphs[bucket]
         b = bufs["ids"].shape[0]
         ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
         pad = b - n

@@ -77,15 +77,20 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
     dev = logits.device
-    temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params], device=dev)
-    top_k = torch.tensor([p.top_k for p in params], device=dev)
-    top_p = torch.tensor([float(p.top_p) for p in params], device=dev)
+    # NOTE: per-row parameters and seeded noise are built on the host and copied without blocking;
+    # torch.tensor(..., device=cuda) would sync with the device for each of them. The one sync of the
+    # step is the final .tolist().
+    temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params]).to(dev, non_blocking=True)
+    top_k = torch.tensor([p.top_k for p in params]).to(dev, non_blocking=True)
+    top_p = torch.tensor([float(p.top_p) for p in params]).to(dev, non_blocking=True)
     probs = filter_logits(logits / temp[:, None], top_k, top_p).softmax(-1)
     # Gumbel-style race: argmax(p / E) with E ~ Exp(1) samples from p; a seeded row draws its own noise.
     noise = torch.empty_like(probs).exponential_()
     for i, g in enumerate(generators):
         if g is not None:
-            noise[i] = torch.empty(probs.shape[-1], device=g.device).exponential_(generator=g).to(dev)
+            row = torch.empty(probs.shape[-1], device=g.device).exponential_(generator=g)
+            noise[i] = row.to(dev, non_blocking=True)
     sampled = (probs / noise).argmax(-1)
-    greedy = torch.tensor([p.greedy for p in params], device=dev)
+    greedy = torch.tensor([p.greedy for p in params]).to(dev, non_blocking=True)
     return torch.where(greedy, logits.argmax(-1), sampled).tolist()
+
