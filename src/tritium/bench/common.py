@@ -2,7 +2,6 @@
 
 import datetime
 import platform
-import statistics
 
 import torch
 
@@ -28,7 +27,7 @@ def header(device: torch.device | None = None) -> dict:
     return info
 
 
-def time_ms(fn, *, graph: bool = False, warmup: int = 10, rep_ms: int = 200) -> float:
+def time_ms(fn, *, graph: bool = False, rep_ms: int = 200) -> float:
     """Median milliseconds of ``fn()`` on the GPU. With ``graph=True`` the call is captured in a CUDA
     graph and replays are timed, which removes host launch overhead (how decode runs in serving)."""
     import triton.testing
@@ -72,6 +71,3 @@ def print_table(rows: list[dict], columns: list[str], title: str | None = None) 
     for row in cells:
         print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
 
-
-def median(xs):
-    return statistics.median(xs)
