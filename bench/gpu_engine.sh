@@ -3,6 +3,7 @@
 # (GPU-only tests included), then `python -m tritium.bench engine` (Llama-3-8B shape, random bf16 weights:
 # tritium vs the same engine on SDPA vs transformers). Logs and JSON go to $OUT (default bench/results).
 # Budget: tests ~3 min, benchmark ~3 min.
+#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -13,8 +14,12 @@ GPU=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[1].l
 { nvidia-smi; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__)"
   python3 -c "import gguf" 2>&1 | tail -1; } > "$OUT/engine-env.txt" 2>&1
 
-timeout 240 python3 -m pytest -q -p no:cacheprovider tests/engine > "$OUT/engine-tests-$GPU.log" 2>&1
-echo "engine tests rc=$? ($(tail -1 "$OUT/engine-tests-$GPU.log"))"
+what=${1:-all}
+if [[ $what == tests || $what == all ]]; then
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/engine > "$OUT/engine-tests-$GPU.log" 2>&1
+  echo "engine tests rc=$? ($(tail -1 "$OUT/engine-tests-$GPU.log"))"
+  [[ $what == tests ]] && exit 0
+fi
 
 timeout 300 python3 -m tritium.bench engine --out "$OUT/engine-$GPU.json" > "$OUT/engine-bench-$GPU.log" 2>&1
 rc=$?

@@ -77,6 +77,8 @@ def test_engine_settings():
         EngineConfig(block_size=24).validate()
     with pytest.raises(ValueError, match="attention_backend must be 'triton', 'torch' or None, got 'cuda'"):
         EngineConfig(attention_backend="cuda").validate()
+    with pytest.raises(ValueError, match="linear_backend must be 'auto', 'triton', 'torch' or None, got 'cublas'"):
+        EngineConfig(linear_backend="cublas").validate()
 
 
 def test_cli_errors_are_one_line(capsys, tiny_models, tmp_path):

@@ -14,7 +14,7 @@ MAX_TOKENS = 8
 @pytest.mark.parametrize("model_type", ["llama", "qwen2"])
 def test_greedy_matches_transformers(tiny_models, model_type, backend):
     path, hf = tiny_models[model_type]
-    llm = LLM(path, dtype=torch.float32, attention_backend=backend, op_backend=backend)
+    llm = LLM(path, dtype=torch.float32, attention_backend=backend, op_backend=backend, linear_backend=backend)
     outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
     for prompt, out in zip(PROMPTS, outs):
         expected = hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS)

@@ -106,7 +106,11 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
         step_ms.append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
     step_ms.sort()
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
-           "weight_bytes": llm.model.weight_bytes()}
+           "weight_bytes": llm.model.weight_bytes(), "linear_backend": llm.engine_config.linear_backend,
+           "linear_tuning": llm.model.linear.report}
+    for row in llm.model.linear.report:
+        print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
+              f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
     # warm-up at full batch (prefill kernels compile here), then prefill alone, then the whole generation
     llm.generate(_prompts(args.batch, args.prompt_len, cfg.vocab_size, 3000), SamplingParams(max_tokens=2, ignore_eos=True))
     t_prefill = _timed(lambda: llm.generate(_prompts(args.batch, args.prompt_len, cfg.vocab_size, 2000), one), device)

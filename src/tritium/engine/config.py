@@ -229,6 +229,9 @@ class EngineConfig:
     - ``attention_backend``: ``"triton"`` (tritium's paged attention) or ``"torch"`` (PyTorch SDPA over
       gathered pages). ``op_backend``: ``"triton"`` (fused RMSNorm, RoPE, SiLU-and-mul) or ``"torch"``.
       ``None`` picks triton on a GPU and torch on the CPU.
+    - ``linear_backend``: projections of decode batches of 1-4 rows: ``"auto"`` (time cuBLAS and tritium's
+      Triton GEMV on the loaded weights at start-up, keep the faster per shape), ``"triton"`` (always the
+      GEMV) or ``"torch"`` (always ``F.linear``). ``None`` picks auto on a GPU and torch on the CPU.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
     """
 
@@ -243,6 +246,7 @@ class EngineConfig:
     enable_chunked_prefill: bool = True
     attention_backend: str | None = None
     op_backend: str | None = None
+    linear_backend: str | None = None
     cuda_graphs: bool = True
     dtype: torch.dtype | None = None
     device: torch.device | None = None
@@ -265,6 +269,8 @@ class EngineConfig:
             value = getattr(self, name)
             if value not in (None, "triton", "torch"):
                 raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
+        if self.linear_backend not in (None, "auto", "triton", "torch"):
+            raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if self.max_num_seqs < 1:

@@ -101,8 +101,12 @@ class LLM:
         on_gpu = device.type == "cuda"
         ecfg.attention_backend = ecfg.attention_backend or ("triton" if on_gpu else "torch")
         ecfg.op_backend = ecfg.op_backend or ("triton" if on_gpu else "torch")
-        if not on_gpu and "triton" in (ecfg.attention_backend, ecfg.op_backend) and not interpreting():
-            raise ValueError("attention_backend/op_backend 'triton' on the CPU needs the Triton interpreter: "
+        ecfg.linear_backend = ecfg.linear_backend or ("auto" if on_gpu else "torch")
+        if not on_gpu and ecfg.linear_backend == "auto":
+            ecfg.linear_backend = "torch"  # nothing to time on the CPU
+        if not on_gpu and "triton" in (ecfg.attention_backend, ecfg.op_backend, ecfg.linear_backend) \
+                and not interpreting():
+            raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton interpreter: "
                              "call tritium.runtime.select_backend() (or set TRITON_INTERPRET=1) before "
                              "importing tritium kernels")
         if ecfg.dtype is None:
@@ -113,8 +117,13 @@ class LLM:
         attention = (TritonAttention(ecfg.max_num_seqs, config.num_attention_heads, config.head_dim, device,
                                      config.sliding_window)
                      if ecfg.attention_backend == "triton" else TorchAttention(config.sliding_window))
-        model = LlamaModel(config, dtype=ecfg.dtype, device=device, attention=attention, op_backend=ecfg.op_backend)
+        model = LlamaModel(config, dtype=ecfg.dtype, device=device, attention=attention, op_backend=ecfg.op_backend,
+                            linear_backend=ecfg.linear_backend)
         model.load_weights(weights)
+        if ecfg.linear_backend == "auto":
+            t0 = time.perf_counter()
+            model.tune_linears(tuple(m for m in (1, 2, 4) if m <= ecfg.max_num_seqs))
+            log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
         num_blocks = self._num_blocks(model, ecfg, device)
         if num_blocks * ecfg.block_size < ecfg.max_model_len:
             log.info("KV cache holds %d tokens: max_model_len lowered from %d", num_blocks * ecfg.block_size,

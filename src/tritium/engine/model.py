@@ -33,12 +33,14 @@ class LlamaModel:
     """
 
     def __init__(self, config: ModelConfig, *, dtype: torch.dtype, device: torch.device,
-                 attention, op_backend: str = "torch"):
+                 attention, op_backend: str = "torch", linear_backend: str = "torch"):
         self.config = config
         self.dtype = dtype
         self.device = device
         self.attention = attention
         self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
+        from tritium.engine.gemv import LinearDispatch  # kernels import after the Triton backend is chosen
+        self.linear = LinearDispatch(linear_backend)
         self.scale = 1.0 / math.sqrt(config.head_dim)
         self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(config.num_hidden_layers)]
         self.embed: torch.Tensor | None = None
@@ -121,6 +123,14 @@ class LlamaModel:
         n = sum(t.numel() * t.element_size() for layer in self.layers for t in layer.values())
         return n + self.norm.numel() * self.norm.element_size() + self.lm_head.numel() * self.lm_head.element_size()
 
+    def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
+        """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
+        ``"auto"``); returns the timing report."""
+        names = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+        groups = {n: [layer[n] for layer in self.layers] for n in names}
+        groups["lm_head"] = [self.lm_head]
+        return self.linear.tune(groups, ms)
+
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
@@ -137,19 +147,19 @@ class LlamaModel:
                 x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
             else:
                 x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
-            qkv = F.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
+            qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
             v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
             self.rope(q, k, positions, self.cos_sin)
             attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)       # [T, hq, d]
-            h = F.linear(attn.reshape(T, hq * d), layer["o_proj"])
+            h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
             x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
-            h = F.linear(self.silu_and_mul(F.linear(x, layer["gate_up_proj"])), layer["down_proj"])
+            h = self.linear(self.silu_and_mul(self.linear(x, layer["gate_up_proj"])), layer["down_proj"])
         out, _ = self.rms_norm(h, self.norm, cfg.rms_norm_eps, residual)
         return out
 
     @torch.inference_mode()
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
-        return F.linear(hidden, self.lm_head).float()
+        return self.linear(hidden, self.lm_head).float()

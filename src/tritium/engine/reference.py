@@ -119,3 +119,11 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[:, :I]) * x[:, I:]``; x: [T, 2I] -> [T, I]."""
     inter = x.shape[-1] // 2
     return F.silu(x[:, :inter]) * x[:, inter:]
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.engine.gemv.gemv`."""
+    y = x.double() @ weight.double().T
+    if bias is not None:
+        y = y + bias.double()
+    return y.to(x.dtype)

@@ -1,0 +1,196 @@
+"""Skinny GEMM for decode: ``y = x @ W^T (+ b)`` with few rows in x (M <= ``MAX_M``), in Triton.
+
+At batch 1 a decode step is a stream of weight reads: every projection reads its whole ``[N, K]`` weight
+to produce one row. The kernel gives each program ``BLOCK_N`` weight rows and walks K in ``BLOCK_K``
+chunks with wide unmasked loads (``EVEN_*``), fp32 products and one reduction at the end, so the loop is
+nothing but loads and FMAs. No tensor cores: at M <= 4 there is nothing for them to do.
+
+Whether this beats cuBLAS depends on the GPU and the shape (small weights are launch- and tail-bound,
+large ones bandwidth-bound), so :class:`LinearDispatch` times both on the real weights once, at engine
+start, and keeps the faster per (M, N, K). The reference is :func:`tritium.engine.reference.linear`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+log = logging.getLogger(__name__)
+
+MAX_M = 4
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    block_n: int
+    block_k: int
+    num_warps: int
+    num_stages: int = 1
+
+    def __str__(self) -> str:
+        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
+
+
+# Candidates timed by LinearDispatch.tune (each one compile per dtype; shapes are runtime arguments).
+CONFIGS = (
+    GemvConfig(4, 1024, 4), GemvConfig(8, 512, 4), GemvConfig(8, 1024, 8), GemvConfig(16, 256, 4),
+    GemvConfig(16, 512, 8), GemvConfig(32, 256, 8), GemvConfig(8, 512, 4, 3), GemvConfig(16, 256, 4, 3),
+)
+DEFAULT_CONFIG = GemvConfig(8, 512, 4)
+
+
+@triton.jit
+def _gemv_kernel(
+    # pointers
+    x_ptr, w_ptr, bias_ptr, out_ptr,
+    # strides
+    stride_x_m, stride_w_n, stride_out_m,
+    # sizes
+    M, N, K,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
+    ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
+    ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
+    w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
+    x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
+    # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
+    # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        if EVEN_N and EVEN_K:
+            w = tl.load(w_ptrs, eviction_policy="evict_first")
+        else:
+            w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (k0 + ks[None, :] < K), other=0.0,
+                        eviction_policy="evict_first")
+        x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < K), other=0.0)
+        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
+        w_ptrs += BLOCK_K
+        x_ptrs += BLOCK_K
+    y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
+    if HAS_BIAS:
+        y += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[None, :]
+    out_ptrs = out_ptr + ms[:, None] * stride_out_m + rows[None, :]
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=(ms[:, None] < M) & (rows[None, :] < N))
+
+
+def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+         config: GemvConfig | None = None) -> torch.Tensor:
+    """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
+
+    x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
+    summation order.
+    """
+    if x.dim() != 2 or weight.dim() != 2:
+        raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
+    M, K = x.shape
+    N = weight.shape[0]
+    if not 1 <= M <= MAX_M:
+        raise ValueError(f"x must have 1 to {MAX_M} rows for the GEMV, got {M}")
+    if weight.shape[1] != K:
+        raise ValueError(f"weight must be [N, {K}] to match x [{M}, {K}], got {tuple(weight.shape)}")
+    if x.stride(1) != 1 or weight.stride(1) != 1:
+        raise ValueError(f"x and weight need a contiguous last dimension, got strides {x.stride()} and {weight.stride()}")
+    if weight.dtype != x.dtype or weight.device != x.device:
+        raise ValueError(f"weight must match x in dtype and device, got {weight.dtype}/{weight.device} "
+                         f"and {x.dtype}/{x.device}")
+    if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
+        raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
+    cfg = config or DEFAULT_CONFIG
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
+        x, weight, bias if bias is not None else weight, out,
+        x.stride(0), weight.stride(0), out.stride(0),
+        M, N, K,
+        BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return out
+
+
+class LinearDispatch:
+    """``F.linear`` with the Triton GEMV swapped in for small M.
+
+    mode ``"torch"``: always ``F.linear``. ``"triton"``: the GEMV (default config) whenever M <= MAX_M.
+    ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
+    ``F.linear``; untuned shapes use ``F.linear``.
+    """
+
+    MODES = ("auto", "triton", "torch")
+
+    def __init__(self, mode: str = "torch"):
+        if mode not in self.MODES:
+            raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
+        self.mode = mode
+        self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
+        self.report: list[dict] = []
+
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        m = x.shape[0]
+        if self.mode != "torch" and 1 <= m <= MAX_M and x.stride(-1) == 1:
+            if self.mode == "triton":
+                return gemv(x, weight, bias)
+            cfg = self.choices.get((m, weight.shape[0], weight.shape[1]))
+            if cfg is not None:
+                return gemv(x, weight, bias, config=cfg)
+        return F.linear(x, weight, bias)
+
+    @torch.inference_mode()
+    def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:
+        """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
+        turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
+
+        Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
+        """
+        if self.mode != "auto":
+            return []
+        for name, group in weights.items():
+            N, K = group[0].shape
+            nbytes = sum(w.numel() * w.element_size() for w in group)
+            for m in ms:
+                if not 1 <= m <= MAX_M:
+                    continue
+                x = torch.randn(m, K, dtype=group[0].dtype, device=group[0].device)
+                times = {"cublas": _time_group(lambda w: F.linear(x, w), group, repeats)}
+                for cfg in CONFIGS:
+                    try:
+                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, repeats)
+                    except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
+                        log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
+                best = min(times, key=times.get)
+                self.choices[(m, N, K)] = None if best == "cublas" else best
+                per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
+                self.report.append({
+                    "weight": name, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
+                    "us_per_call": per_call,
+                    "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
+                    "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3),
+                })
+                log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
+                         self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
+        return self.report
+
+
+def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
+    """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn."""
+    for w in group[:2]:  # compile + warm up
+        fn(w)
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for w in group:
+            fn(w)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end))
+    return best

@@ -1,0 +1,95 @@
+"""Triton GEMV (decode projections) against the fp64 reference; the linear dispatcher's modes."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tritium.engine import gemv as G
+from tritium.engine import reference
+from tritium.runtime import default_device
+
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
+CONFIGS = [G.DEFAULT_CONFIG, G.GemvConfig(4, 1024, 4), G.GemvConfig(16, 256, 4, 3)]
+
+
+def rel_err(out, ref):
+    assert not torch.isnan(out).any() and not torch.isinf(out).any()
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+@pytest.mark.parametrize("n,k", [(64, 512), (37, 100), (8, 1536), (130, 1030)], ids=lambda v: str(v))
+@pytest.mark.parametrize("with_bias", [False, True], ids=["nobias", "bias"])
+def test_gemv_matches_reference(m, n, k, dtype, with_bias):
+    dev = default_device()
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev) if with_bias else None
+    out = G.gemv(x, w, b)
+    assert out.shape == (m, n) and out.dtype == dtype
+    assert rel_err(out, reference.linear(x, w, b)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_gemv_configs_and_strided_rows(config):
+    """Every candidate shape of program, x a row-strided view (rows of a wider buffer)."""
+    dev = default_device()
+    buf = torch.randn(3, 2 * 1024, dtype=torch.float16, device=dev)
+    x = buf[:, 512:1536]
+    w = torch.randn(72, 1024, dtype=torch.float16, device=dev) / 32
+    out = G.gemv(x, w, config=config)
+    assert rel_err(out, reference.linear(x, w)) < TOL[torch.float16]
+
+
+def test_gemv_bad_input():
+    dev = default_device()
+    x = torch.randn(2, 64, device=dev)
+    w = torch.randn(16, 64, device=dev)
+    cases = [
+        ((torch.randn(0, 64, device=dev), w), "rows"),
+        ((torch.randn(G.MAX_M + 1, 64, device=dev), w), "rows"),
+        ((x, torch.randn(16, 32, device=dev)), "weight must be"),
+        ((x[:, ::2], torch.randn(16, 32, device=dev)), "contiguous"),
+        ((x, w.half()), "dtype"),
+        ((x.view(2, 8, 8), w), "x must be"),
+    ]
+    for args, match in cases:
+        with pytest.raises(ValueError, match=match):
+            G.gemv(*args)
+    with pytest.raises(ValueError, match="bias"):
+        G.gemv(x, w, torch.randn(15, device=dev))
+
+
+def test_linear_dispatch_modes():
+    dev = default_device()
+    w = torch.randn(24, 128, device=dev)
+    with pytest.raises(ValueError, match="linear_backend"):
+        G.LinearDispatch("cublas")
+    for mode in G.LinearDispatch.MODES:
+        lin = G.LinearDispatch(mode)
+        for m in (1, 4, G.MAX_M + 3):  # beyond MAX_M always F.linear
+            x = torch.randn(m, 128, device=dev)
+            assert rel_err(lin(x, w), reference.linear(x, w)) < TOL[torch.float32]
+    # auto without timings falls back to F.linear; with a recorded choice it runs the GEMV
+    lin = G.LinearDispatch("auto")
+    x = torch.randn(1, 128, device=dev)
+    assert torch.equal(lin(x, w), F.linear(x, w))
+    lin.choices[(1, 24, 128)] = G.GemvConfig(8, 128, 4)
+    assert rel_err(lin(x, w), reference.linear(x, w)) < TOL[torch.float32]
+    assert G.LinearDispatch("torch").tune({"w": [w]}, (1,)) == []
+
+
+@pytest.mark.gpu
+def test_linear_tune_picks_and_reports():
+    dev = default_device()
+    group = [torch.randn(1024, 2048, dtype=torch.bfloat16, device=dev) for _ in range(4)]
+    lin = G.LinearDispatch("auto")
+    report = lin.tune({"proj": group}, (1, 2))
+    assert [(r["weight"], r["m"]) for r in report] == [("proj", 1), ("proj", 2)]
+    assert set(lin.choices) == {(1, 1024, 2048), (2, 1024, 2048)}
+    for r in report:
+        assert r["best_tbs"] >= r["cublas_tbs"] > 0
+    x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
+    assert rel_err(lin(x, group[0]), reference.linear(x, group[0])) < TOL[torch.bfloat16]
