@@ -40,6 +40,9 @@ class GemvConfig:
 CONFIGS = (
     GemvConfig(4, 1024, 4), GemvConfig(8, 512, 4), GemvConfig(8, 1024, 8), GemvConfig(16, 256, 4),
     GemvConfig(16, 512, 8), GemvConfig(32, 256, 8), GemvConfig(8, 512, 4, 3), GemvConfig(16, 256, 4, 3),
+    # whole rows in one load (K <= 4096): every byte of a program in flight at once, for the small
+    # projections that are latency- rather than bandwidth-bound
+    GemvConfig(2, 4096, 4), GemvConfig(4, 4096, 8), GemvConfig(4, 2048, 4),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 
@@ -161,6 +164,8 @@ class LinearDispatch:
                 x = torch.randn(m, K, dtype=group[0].dtype, device=group[0].device)
                 times = {"cublas": _time_group(lambda w: F.linear(x, w), group, repeats)}
                 for cfg in CONFIGS:
+                    if cfg.block_k > 2 * triton.next_power_of_2(K):
+                        continue
                     try:
                         times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
