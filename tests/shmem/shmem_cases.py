@@ -25,12 +25,16 @@ ORDERINGS = [("relaxed", "sys"), ("acquire", "sys"), ("release", "sys"), ("acq_r
 OPS = ["add", "sub", "xchg", "cas", "min", "max", "and", "or", "xor"]
 
 
-def run_world(worker, world_size: int, *args, timeout: float = 180.0) -> None:
+def run_world(worker, world_size: int, *args, timeout: float = 180.0, share_gpus: bool = False) -> None:
     """Launch ``worker`` on ``world_size`` ranks: GPUs with NCCL + cuda-ipc when there are enough,
-    CPU processes with gloo + cpu-shm under the interpreter otherwise."""
+    CPU processes with gloo + cpu-shm under the interpreter otherwise. ``share_gpus``: with fewer GPUs
+    than ranks, run anyway over gloo with ranks sharing GPUs round-robin (cuda-ipc within a GPU too)."""
+    backend = None
     if not runtime.interpreting() and torch.cuda.device_count() < world_size:
-        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
-    shmem.launch(worker, world_size, *args, timeout=timeout)
+        if not (share_gpus and torch.cuda.device_count() > 0):
+            pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+        backend = "gloo"
+    shmem.launch(worker, world_size, *args, timeout=timeout, backend=backend)
 
 
 def payload(rank: int, dtype: torch.dtype, device) -> torch.Tensor:

@@ -68,8 +68,10 @@ def default_backend(world_size: int) -> str:
 def launch(worker: Callable, world_size: int, *args, backend: str | None = None, timeout: float = 300.0) -> None:
     """Run ``worker(rank, world_size, *args)`` in ``world_size`` processes and wait for all of them.
 
-    ``backend``: torch.distributed backend, "nccl" (rank r on GPU r) or "gloo" (CPU); default
-    :func:`default_backend`. ``timeout``: seconds for the whole launch; it is also each rank's
+    ``backend``: torch.distributed backend, "nccl" (rank r on GPU r) or "gloo"; default
+    :func:`default_backend`. With "gloo" on a machine with GPUs (and compiled kernels), rank r uses GPU
+    ``r % device_count``: more ranks than GPUs is allowed for correctness runs (ranks that share a GPU
+    time-slice it, so their device-side waits are slow and bandwidth figures mean nothing). ``timeout``: seconds for the whole launch; it is also each rank's
     torch.distributed timeout. Raises :class:`RankFailed` or :class:`LaunchTimeout`.
     """
     if not callable(worker):
@@ -171,6 +173,8 @@ def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, c
             torch.cuda.set_device(rank)
         else:
             torch.set_num_threads(1)  # ranks share the host's cores
+            if not runtime.interpreting() and torch.cuda.is_available():
+                torch.cuda.set_device(rank % torch.cuda.device_count())
         span = datetime.timedelta(seconds=timeout)
         store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=span)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=span)
