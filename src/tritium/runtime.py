@@ -17,6 +17,18 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+def pdl_supported(device: torch.device) -> bool:
+    """Programmatic dependent launch (``launch_pdl`` + ``gdc_wait``): compiled kernels on Hopper or newer."""
+    if device.type != "cuda" or interpreting():
+        return False
+    if device.index not in _PDL:
+        _PDL[device.index] = torch.cuda.get_device_capability(device)[0] >= 9
+    return _PDL[device.index]
+
+
+_PDL: dict = {}
+
+
 def select_backend() -> str:
     """Use the GPU when there is one, else turn on the Triton interpreter. Returns "gpu" or "interpreter".
 

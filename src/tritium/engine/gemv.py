@@ -2,8 +2,10 @@
 
 At batch 1 a decode step is a stream of weight reads: every projection reads its whole ``[N, K]`` weight
 to produce one row. The kernel gives each program ``BLOCK_N`` weight rows and walks K in ``BLOCK_K``
-chunks with wide unmasked loads (``EVEN_*``), fp32 products and one reduction at the end, so the loop is
-nothing but loads and FMAs. No tensor cores: at M <= 4 there is nothing for them to do.
+chunks with wide unmasked loads (``EVEN_*``), the next chunk requested before the current one is used,
+fp32 products and one reduction at the end, so the loop is nothing but loads and FMAs. On Hopper it is
+launched as a programmatic dependent launch: the first weight chunk is on its way while the previous
+kernel finishes. No tensor cores: at M <= 4 there is nothing for them to do.
 
 Whether this beats cuBLAS depends on the GPU and the shape (small weights are launch- and tail-bound,
 large ones bandwidth-bound), so :class:`LinearDispatch` times both on the real weights once, at engine
@@ -19,6 +21,8 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+
+from tritium.runtime import pdl_supported
 
 log = logging.getLogger(__name__)
 
@@ -57,26 +61,37 @@ def _gemv_kernel(
     M, N, K,
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
     x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
+    # The weights never depend on earlier kernels: the first chunk is requested before waiting for the
+    # previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
+    if EVEN_N and EVEN_K:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (ks[None, :] < K), other=0.0, eviction_policy="evict_first")
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
     # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        if EVEN_N and EVEN_K:
-            w = tl.load(w_ptrs, eviction_policy="evict_first")
-        else:
-            w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (k0 + ks[None, :] < K), other=0.0,
-                        eviction_policy="evict_first")
         x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < K), other=0.0)
-        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
+        # next chunk requested before this one is used: two chunks in flight per program
+        more = k0 + BLOCK_K < K
+        if EVEN_N and EVEN_K:
+            w_next = tl.load(w_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
+        else:
+            w_next = tl.load(w_ptrs, mask=more & (rows[:, None] < N) & (k0 + BLOCK_K + ks[None, :] < K), other=0.0,
+                             eviction_policy="evict_first")
+        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
+        w = w_next
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[None, :]
@@ -108,13 +123,14 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     cfg = config or DEFAULT_CONFIG
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    pdl = {"USE_PDL": True, "launch_pdl": True} if pdl_supported(x.device) else {"USE_PDL": False}
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out,
         x.stride(0), weight.stride(0), out.stride(0),
         M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl,
     )
     return out
 

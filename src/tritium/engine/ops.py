@@ -3,6 +3,10 @@
 Each launcher matches the function of the same name in :mod:`tritium.engine.reference`. They pay in
 decode, where every op is memory bound and torch would run several kernels per op (RMSNorm is 6 torch
 kernels, rope ~10, SiLU-and-mul 2 plus the slices).
+
+RMSNorm and SiLU-and-mul precede a projection: on Hopper they release their dependent launch at once
+(``gdc_launch_dependents``), so a Triton GEMV launched after them (programmatic dependent launch) starts
+reading its weights while they run; it waits (``gdc_wait``) before it reads their output.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
+from tritium.runtime import pdl_supported
 
 
 @triton.jit
@@ -21,8 +27,10 @@ def _rms_norm_kernel(
     # sizes
     hidden, eps,
     # meta-parameters
-    HAS_RESIDUAL: tl.constexpr, BLOCK: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr, BLOCK: tl.constexpr, USE_PDL: tl.constexpr,
 ):
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
@@ -56,7 +64,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
         x, residual if residual is not None else x, weight, out,
         x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
         H, eps,
-        HAS_RESIDUAL=residual is not None, BLOCK=triton.next_power_of_2(H), num_warps=4 if H <= 4096 else 8,
+        HAS_RESIDUAL=residual is not None, BLOCK=triton.next_power_of_2(H), USE_PDL=pdl_supported(x.device),
+        num_warps=4 if H <= 4096 else 8,
     )
     return out, residual
 
@@ -126,8 +135,10 @@ def _silu_and_mul_kernel(
     # sizes
     inter,
     # meta-parameters
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, USE_PDL: tl.constexpr,
 ):
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
     t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < inter
@@ -149,5 +160,5 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     # 1024 columns a program (not tuned): 14 programs a token for Llama-3-8B (I=14336).
     block = min(1024, triton.next_power_of_2(inter))
     _silu_and_mul_kernel[(T, triton.cdiv(inter, block))](
-        x, out, x.stride(0), out.stride(0), inter, BLOCK=block, num_warps=4)
+        x, out, x.stride(0), out.stride(0), inter, BLOCK=block, USE_PDL=pdl_supported(x.device), num_warps=4)
     return out

@@ -9,6 +9,9 @@ PTX and cubin without one. Two steps:
    Child processes (multi-rank tests) inherit the variable and append too.
 2. ``python -m tritium.testing.compile_check FILE [--arch 90]`` compiles each distinct launch with
    the interpreter off and fails listing every kernel that does not compile.
+
+Launches recorded with ``USE_PDL=False`` (the interpreter never uses programmatic dependent launch) are
+also compiled with ``USE_PDL=True`` and ``launch_pdl``, the variant the GPU runs on Hopper.
 """
 
 import argparse
@@ -126,6 +129,8 @@ def compile_all(path: str, arch: int = 90, jobs: int = 1) -> tuple[int, list[str
         keys = sorted({line.strip() for line in f if line.strip()})
     # Kernels defined inside functions cannot be looked up by name.
     entries = [e for e in map(json.loads, keys) if "<locals>" not in e["name"]]
+    entries += [dict(e, constexprs=dict(e["constexprs"], USE_PDL=True), options=dict(e["options"], launch_pdl=True))
+                for e in entries if e["constexprs"].get("USE_PDL") is False]
     if jobs <= 1:
         results = [_compile_one(e, arch) for e in entries]
     else:
