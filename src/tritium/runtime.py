@@ -18,8 +18,9 @@ def interpreting() -> bool:
 
 
 def pdl_supported(device: torch.device) -> bool:
-    """Programmatic dependent launch (``launch_pdl`` + ``gdc_wait``): compiled kernels on Hopper or newer."""
-    if device.type != "cuda" or interpreting():
+    """Programmatic dependent launch (``launch_pdl`` + ``gdc_wait``): compiled kernels on NVIDIA Hopper or
+    newer. Never on ROCm, whose devices also report as "cuda" (an MI300 says capability 9.4)."""
+    if device.type != "cuda" or interpreting() or torch.version.hip is not None:
         return False
     if device.index not in _PDL:
         _PDL[device.index] = torch.cuda.get_device_capability(device)[0] >= 9

@@ -93,3 +93,12 @@ def test_linear_tune_picks_and_reports():
         assert r["best_tbs"] >= r["cublas_tbs"] > 0
     x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
     assert rel_err(lin(x, group[0]), reference.linear(x, group[0])) < TOL[torch.bfloat16]
+
+
+def test_pdl_only_for_compiled_nvidia_kernels(monkeypatch):
+    from tritium import runtime
+
+    assert runtime.pdl_supported(torch.device("cpu")) is False
+    monkeypatch.setattr(runtime, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.version, "hip", "6.4")  # ROCm devices are "cuda" too; no PDL there
+    assert runtime.pdl_supported(torch.device("cuda", 0)) is False
