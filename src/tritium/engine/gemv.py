@@ -44,8 +44,8 @@ class GemvConfig:
 CONFIGS = (
     GemvConfig(4, 1024, 4), GemvConfig(8, 512, 4), GemvConfig(8, 1024, 8), GemvConfig(16, 256, 4),
     GemvConfig(16, 512, 8), GemvConfig(32, 256, 8), GemvConfig(8, 512, 4, 3), GemvConfig(16, 256, 4, 3),
-    # whole rows in one load (K <= 4096): every byte of a program in flight at once, for the small
-    # projections that are latency- rather than bandwidth-bound
+    # whole rows in one load (K <= 4096): every byte of a program in flight at once, tried for the small
+    # latency-bound projections; on the H100 they tie the others there and still trail cuBLAS (NOTES.md)
     GemvConfig(2, 4096, 4), GemvConfig(4, 4096, 8), GemvConfig(4, 2048, 4),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
