@@ -101,9 +101,8 @@ class LLM:
         on_gpu = device.type == "cuda"
         ecfg.attention_backend = ecfg.attention_backend or ("triton" if on_gpu else "torch")
         ecfg.op_backend = ecfg.op_backend or ("triton" if on_gpu else "torch")
-        ecfg.linear_backend = ecfg.linear_backend or ("auto" if on_gpu else "torch")
-        if not on_gpu and ecfg.linear_backend == "auto":
-            ecfg.linear_backend = "torch"  # nothing to time on the CPU
+        if ecfg.linear_backend in (None, "auto"):
+            ecfg.linear_backend = "auto" if on_gpu else "torch"  # nothing to time on the CPU
         if not on_gpu and "triton" in (ecfg.attention_backend, ecfg.op_backend, ecfg.linear_backend) \
                 and not interpreting():
             raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton interpreter: "

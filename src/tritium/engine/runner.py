@@ -64,11 +64,13 @@ class ModelRunner:
                 logit_rows.append(len(ids) - 1)
         return ids, pos, slots, q_lens, seq_lens, logit_rows
 
-    def _block_table(self, batch: ScheduledBatch, rows: int) -> torch.Tensor:
-        table = np.zeros((rows, self.max_blocks_per_seq), dtype=np.int32)
+    @staticmethod
+    def _fill_block_table(batch: ScheduledBatch, table: np.ndarray) -> np.ndarray:
+        """Write the batch's page ids into ``table`` [rows >= batch, max_blocks_per_seq], zeros elsewhere."""
+        table.fill(0)
         for i, seq in enumerate(batch.seqs):
             table[i, :len(seq.block_table)] = seq.block_table
-        return torch.from_numpy(table)
+        return table
 
     # -- execution -----------------------------------------------------------------------------------------
     def run(self, batch: ScheduledBatch) -> torch.Tensor:
@@ -81,9 +83,10 @@ class ModelRunner:
         cu = [0]
         for n in q_lens:
             cu.append(cu[-1] + n)
+        table = self._fill_block_table(batch, np.empty((len(batch.seqs), self.max_blocks_per_seq), dtype=np.int32))
         meta = AttentionMetadata(
             slot_mapping=torch.tensor(slots, dtype=torch.int64).to(dev, non_blocking=True),
-            block_table=self._block_table(batch, len(batch.seqs)).to(dev, non_blocking=True),
+            block_table=torch.from_numpy(table).to(dev, non_blocking=True),
             seq_lens=torch.tensor(seq_lens, dtype=torch.int32).to(dev, non_blocking=True),
             cu_seqlens_q=torch.tensor(cu, dtype=torch.int32).to(dev, non_blocking=True),
             max_seqlen_q=max(q_lens), max_seqlen_k=max(seq_lens), q_lens_host=q_lens, seq_lens_host=seq_lens)
@@ -162,10 +165,7 @@ class ModelRunner:
         i64[2, n:] = -1                      # padded slots write nowhere
         np_host["seq_lens"][:n] = seq_lens
         np_host["seq_lens"][n:] = 1
-        table = np_host["block_table"]
-        table.fill(0)
-        for i, seq in enumerate(batch.seqs):
-            table[i, :len(seq.block_table)] = seq.block_table
+        self._fill_block_table(batch, np_host["block_table"])
         bufs["ids"].copy_(host["i64"][0], non_blocking=True)
         bufs["pos"].copy_(host["i64"][1], non_blocking=True)
         bufs["slots"].copy_(host["i64"][2], non_blocking=True)
