@@ -114,8 +114,11 @@ def test_cli_generates(capsys, tiny_models):
     ({"dtype": "float16"}, TypeError, "dtype must be None or one of torch.float32, torch.float16, torch.bfloat16"),
     ({"dtype": torch.int8}, TypeError, "dtype must be None or one of"),
     ({"gpu_memory_utilization": "0.5"}, TypeError, "gpu_memory_utilization must be a float"),
+    ({"weight_prefetch": "yes"}, TypeError, "weight_prefetch must be True or False or None, got 'yes'"),
+    ({"cuda_graphs": 1}, TypeError, "cuda_graphs must be True or False, got 1"),
 ], ids=["block_size-str", "max_num_seqs-float", "max_model_len-0", "max_model_len-neg", "kv_cache_memory-float",
-        "kv_cache_memory-neg", "dtype-str", "dtype-int8", "gpu_memory_utilization-str"])
+        "kv_cache_memory-neg", "dtype-str", "dtype-int8", "gpu_memory_utilization-str", "weight_prefetch-str",
+        "cuda_graphs-int"])
 def test_engine_settings_name_the_argument(tiny_models, kwargs, error, message):
     """Checked before any weight is loaded, not as a traceback from deep inside the model."""
     with pytest.raises(error, match=message):

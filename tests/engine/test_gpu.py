@@ -47,3 +47,21 @@ def test_gemv_decode_equals_cublas(tiny_models, num_prompts):
         if linear == "auto":
             assert {r["m"] for r in llm.model.linear.report} == {1, 2, 4}
     assert outs["triton"] == outs["torch"] == outs["auto"]
+
+
+def test_weight_prefetch_keeps_tokens(tiny_models):
+    """Decode with L2 weight prefetching (side-stream branches in the CUDA graph) gives the same tokens."""
+    from tritium.engine.model import PREFETCH_POINTS
+
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=10)
+    outs = {}
+    for prefetch in (False, True):
+        llm = LLM(path, dtype=torch.float32, weight_prefetch=prefetch, max_num_seqs=16)
+        if prefetch and torch.cuda.get_device_capability()[0] >= 9 and torch.version.hip is None:
+            assert llm.engine_config.weight_prefetch is True
+            llm.model.enable_prefetch({name: None for name in PREFETCH_POINTS})  # every point, whole weights
+            llm.runner.graphs.clear()
+            llm.runner.capture(16)
+        outs[prefetch] = [o.token_ids for o in llm.generate(MANY, params)]
+    assert outs[True] == outs[False]

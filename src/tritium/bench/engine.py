@@ -45,6 +45,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
     parser.add_argument("--kv-cache-gib", type=float, default=10.0)
+    parser.add_argument("--prefetch-sweep", action="store_true",
+                        help="tritium: also time the batch-1 CUDA graph under several weight-prefetch plans (GPU)")
 
 
 def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -125,11 +127,80 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
             if bucket is not None:
                 graph, _ = llm.runner.graphs[bucket]
                 out[f"graph_step_ms_b{bucket}"] = time_ms(graph.replay)
+        out["weight_prefetch"] = llm.engine_config.weight_prefetch
+        if getattr(args, "prefetch_sweep", False) and device.type == "cuda":
+            out["prefetch_sweep"] = prefetch_sweep(llm)
     del llm
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return out
+
+
+MB = 1 << 20
+# (label, plan or None for no prefetching, evict_last)
+PREFETCH_PLANS = (
+    ("none", None, False),
+    ("o", {"o_proj": None}, False),
+    ("o evict_last", {"o_proj": None}, True),
+    ("o + 8MB others", {"o_proj": None, "gate_up_proj": 8 * MB, "down_proj": 8 * MB, "qkv_proj": 8 * MB}, False),
+    ("o + 16MB others", {"o_proj": None, "gate_up_proj": 16 * MB, "down_proj": 16 * MB, "qkv_proj": 16 * MB}, False),
+    ("o + qkv", {"o_proj": None, "qkv_proj": None}, False),
+    ("o + 32MB others", {"o_proj": None, "gate_up_proj": 32 * MB, "down_proj": 32 * MB, "qkv_proj": None,
+                         "lm_head": 32 * MB}, False),
+)
+
+
+def prefetch_sweep(llm) -> dict:
+    """Batch-1 graph replay time (ms) under each of PREFETCH_PLANS (the graph is captured again for each),
+    plus a single o_proj read with and without a prefetch ahead of it. Restores the engine's own plan."""
+    import torch.nn.functional as F
+
+    from tritium.engine.prefetch import prefetch_l2
+
+    model, runner = llm.model, llm.runner
+    saved = (model.prefetcher, model.prefetch_plan)
+    res = {"graph_b1_ms": {}}
+    for label, plan, evict_last in PREFETCH_PLANS:
+        if plan is None:
+            model.prefetcher, model.prefetch_plan = None, {}
+        else:
+            model.enable_prefetch(plan, evict_last=evict_last)
+        runner.graphs.clear()
+        runner.capture(1)
+        graph, _ = runner.graphs[1]
+        res["graph_b1_ms"][label] = time_ms(graph.replay)
+        print(f"  prefetch {label:>18}: b1 graph {res['graph_b1_ms'][label]:.3f} ms", flush=True)
+    model.prefetcher, model.prefetch_plan = saved
+    runner.graphs.clear()
+    runner.capture(llm.engine_config.max_num_seqs)
+    # one o_proj read after L2 was flushed, with and without prefetching it ~20 us before
+    w = model.layers[0]["o_proj"]
+    x = torch.randn(1, w.shape[1], dtype=w.dtype, device=w.device)
+    flush = torch.empty(256 * MB, dtype=torch.uint8, device=w.device)
+    gemv_cfg = model.linear.choices.get((1, w.shape[0], w.shape[1]))
+    fns = {"cublas": lambda: F.linear(x, w)}
+    if gemv_cfg is not None:
+        from tritium.engine.gemv import gemv
+        fns["gemv"] = lambda: gemv(x, w, config=gemv_cfg)
+    for name, fn in fns.items():
+        for pre in ("cold", "prefetched", "prefetched evict_last"):
+            times = []
+            for _ in range(20):
+                flush.zero_()
+                if pre != "cold":
+                    prefetch_l2(w, evict_last=pre.endswith("evict_last"))
+                torch.cuda._sleep(40_000)  # ~20 us at 2 GHz
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                times.append(a.elapsed_time(b) * 1e3)
+            times.sort()
+            res[f"o_proj_us_{name}_{pre.replace(' ', '_')}"] = times[len(times) // 2]
+            print(f"  o_proj {name} {pre}: {times[len(times) // 2]:.1f} us", flush=True)
+    return res
 
 
 def hf_rope_kwargs(theta: float, scaling: dict | None) -> dict:

@@ -232,6 +232,9 @@ class EngineConfig:
     - ``linear_backend``: projections of decode batches of 1-4 rows: ``"auto"`` (time cuBLAS and tritium's
       Triton GEMV on the loaded weights at start-up, keep the faster per shape), ``"triton"`` (always the
       GEMV) or ``"torch"`` (always ``F.linear``). ``None`` picks auto on a GPU and torch on the CPU.
+    - ``weight_prefetch``: in decode steps, prefetch projection weights into L2 while the small kernels
+      before them run (NVIDIA Hopper or newer; :mod:`tritium.engine.prefetch`). ``None``: on where the GPU
+      supports it; after start-up it reads whether it is active.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
     """
 
@@ -247,6 +250,7 @@ class EngineConfig:
     attention_backend: str | None = None
     op_backend: str | None = None
     linear_backend: str | None = None
+    weight_prefetch: bool | None = None
     cuda_graphs: bool = True
     dtype: torch.dtype | None = None
     device: torch.device | None = None
@@ -271,6 +275,11 @@ class EngineConfig:
                 raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
         if self.linear_backend not in (None, "auto", "triton", "torch"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
+        for name in ("weight_prefetch", "cuda_graphs", "enable_prefix_caching", "enable_chunked_prefill"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
+                raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "
+                                f"got {value!r}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if self.max_num_seqs < 1:

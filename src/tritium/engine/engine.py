@@ -119,6 +119,10 @@ class LLM:
         model = LlamaModel(config, dtype=ecfg.dtype, device=device, attention=attention, op_backend=ecfg.op_backend,
                             linear_backend=ecfg.linear_backend)
         model.load_weights(weights)
+        wanted = ecfg.weight_prefetch
+        ecfg.weight_prefetch = on_gpu and wanted is not False and model.enable_prefetch()
+        if wanted and not ecfg.weight_prefetch:
+            log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
         if ecfg.linear_backend == "auto":
             t0 = time.perf_counter()
             model.tune_linears(tuple(m for m in (1, 2, 4) if m <= ecfg.max_num_seqs))

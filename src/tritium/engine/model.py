@@ -25,6 +25,12 @@ def op_functions(backend: str) -> tuple[Callable, Callable, Callable]:
     return reference.rms_norm, reference.rope, reference.silu_and_mul
 
 
+# Projections whose weights can be prefetched, in the order a layer reads them.
+PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
+# Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
+DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}
+
+
 class LlamaModel:
     """Weights and forward pass; no autograd, no nn.Module (weights live in plain dicts of tensors).
 
@@ -48,6 +54,29 @@ class LlamaModel:
         self.lm_head: torch.Tensor | None = None
         self.cos_sin: torch.Tensor | None = None
         self._rope_freqs: torch.Tensor | None = None
+        self.prefetcher = None
+        self.prefetch_plan: dict[str, int | None] = {}
+
+    def enable_prefetch(self, plan: dict[str, int | None] | None = None, *, evict_last: bool = False) -> bool:
+        """Prefetch projection weights into L2 in decode steps (<= 4 tokens) while the small kernels before
+        them run (see :mod:`tritium.engine.prefetch`). ``plan`` maps a projection (``o_proj``,
+        ``gate_up_proj``, ``down_proj``, ``qkv_proj``: the next layer's, ``lm_head`` after the last layer) to
+        the bytes to prefetch (None: all of it); each is issued right after the projection before it.
+        Returns whether prefetching is active (False where the hardware has no bulk L2 prefetch)."""
+        from tritium.engine.prefetch import WeightPrefetcher
+
+        plan = dict(DEFAULT_PREFETCH_PLAN if plan is None else plan)
+        unknown = set(plan) - set(PREFETCH_POINTS)
+        if unknown:
+            raise ValueError(f"prefetch plan: unknown projections {sorted(unknown)}; expected some of {PREFETCH_POINTS}")
+        for name, n in plan.items():
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+                raise ValueError(f"prefetch plan[{name!r}] must be a byte count >= 0 or None (all), got {n!r}")
+        self.prefetcher = WeightPrefetcher(self.device, evict_last=evict_last)
+        self.prefetch_plan = plan if self.prefetcher.enabled else {}
+        if not self.prefetcher.enabled:
+            self.prefetcher = None
+        return self.prefetcher is not None
 
     # -- weights -------------------------------------------------------------------------------------------
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -141,21 +170,40 @@ class LlamaModel:
         hq, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         h = F.embedding(input_ids, self.embed)                                        # [T, hidden]
         residual = None
-        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches):
+        # decode steps: ask L2 for each projection's weight as soon as the one before it is done
+        plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
+
+        def prefetch(name: str, weight: torch.Tensor) -> None:
+            if name in plan:
+                self.prefetcher.issue(weight, plan[name])
+
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 residual = h
                 x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
             else:
                 x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
             qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
+            prefetch("o_proj", layer["o_proj"])
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
             v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
             self.rope(q, k, positions, self.cos_sin)
             attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)       # [T, hq, d]
             h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
+            prefetch("gate_up_proj", layer["gate_up_proj"])
             x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
-            h = self.linear(self.silu_and_mul(self.linear(x, layer["gate_up_proj"])), layer["down_proj"])
+            gate_up = self.linear(x, layer["gate_up_proj"])
+            prefetch("down_proj", layer["down_proj"])
+            h = self.linear(self.silu_and_mul(gate_up), layer["down_proj"])
+            if i + 1 < len(self.layers):
+                prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
+            else:
+                prefetch("lm_head", self.lm_head)
+        if plan:
+            # prefetches only read weights: joined once, before the step ends, ahead of a kernel that is not
+            # a programmatic dependent launch
+            self.prefetcher.join()
         out, _ = self.rms_norm(h, self.norm, cfg.rms_norm_eps, residual)
         return out
 
