@@ -30,6 +30,15 @@ def pdl_supported(device: torch.device) -> bool:
 _PDL: dict = {}
 
 
+def pdl_launch(device: torch.device, enabled: bool = True) -> dict:
+    """Launch keywords of a kernel with a ``USE_PDL`` constexpr: ``USE_PDL=True`` plus ``launch_pdl`` where
+    programmatic dependent launch is supported (and ``enabled``), else ``USE_PDL=False``. Such a kernel
+    must call ``gdc_wait()`` before it reads anything an earlier kernel wrote, and before it can finish."""
+    if enabled and pdl_supported(device):
+        return {"USE_PDL": True, "launch_pdl": True}
+    return {"USE_PDL": False}
+
+
 def select_backend() -> str:
     """Use the GPU when there is one, else turn on the Triton interpreter. Returns "gpu" or "interpreter".
 

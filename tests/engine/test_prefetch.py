@@ -69,10 +69,15 @@ def test_prefetch_is_a_checked_no_op_without_hopper():
 def test_model_prefetch_plan_is_checked(tiny_models):
     from tritium import LLM
 
-    llm = LLM(tiny_models["llama"][0], max_model_len=32)
+    from tritium.engine.prefetch import bulk_prefetch_supported
+
+    assert LLM(tiny_models["llama"][0], max_model_len=32).engine_config.weight_prefetch is False  # opt-in
+    llm = LLM(tiny_models["llama"][0], max_model_len=32, weight_prefetch=None)
     model = llm.model
-    assert llm.engine_config.weight_prefetch is False  # CPU: nothing to prefetch into
-    assert model.enable_prefetch() is False and model.prefetcher is None and model.prefetch_plan == {}
+    on = bulk_prefetch_supported(model.device)  # False on the CPU: nothing to prefetch into
+    assert llm.engine_config.weight_prefetch is on
+    assert model.enable_prefetch() is on and (model.prefetcher is not None) is on
+    assert model.prefetch_plan == ({"o_proj": None} if on else {})
     with pytest.raises(ValueError, match=r"unknown projections \['q_proj'\]"):
         model.enable_prefetch({"q_proj": None})
     with pytest.raises(ValueError, match=r"prefetch plan\['o_proj'\] must be a byte count >= 0 or None"):

@@ -6,6 +6,7 @@ import triton.language as tl
 
 from tritium.attention.config import next_pow2, select_write_kv_warps
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
+from tritium.runtime import pdl_launch
 
 
 @triton.jit
@@ -20,9 +21,12 @@ def _write_kv_cache_kernel(
     block_size, k_scale_val, v_scale_val,
     # meta-parameters
     NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, HEADS_PAD: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-    IS_FP8: tl.constexpr, FP8_MAX: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
+    IS_FP8: tl.constexpr, FP8_MAX: tl.constexpr, SCALES_FROM_PTR: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """Grid: (num_tokens,). Token t goes to slot_mapping[t] = block * block_size + offset; < 0 skips."""
+    if USE_PDL:  # programmatic dependent launch: wait for the kernel before (k, v) before anything else
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     tok = tl.program_id(0).to(tl.int64)
     slot = tl.load(slot_mapping_ptr + tok)
     if slot < 0:
@@ -106,5 +110,5 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
         HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8,
         FP8_MAX=torch.finfo(k_cache.dtype).max if is_fp8 else 0.0, SCALES_FROM_PTR=scales_from_ptr,
-        num_warps=select_write_kv_warps(num_kv_heads, head_dim),
+        num_warps=select_write_kv_warps(num_kv_heads, head_dim), **pdl_launch(k.device),
     )

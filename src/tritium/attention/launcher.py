@@ -4,6 +4,8 @@ import math
 
 import torch
 
+from tritium.runtime import pdl_supported
+
 from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
                                       select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
@@ -288,6 +290,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-            num_warps=select_merge_warps(head_dim, splits),
+            USE_PDL=pdl_supported(q.device), num_warps=select_merge_warps(head_dim, splits),
         )
     return out

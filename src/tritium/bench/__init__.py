@@ -8,4 +8,5 @@ SUITES = {
     "attention": "tritium.bench.attention",
     "shmem": "tritium.bench.shmem",
     "engine": "tritium.bench.engine",
+    "gemv": "tritium.bench.gemv",
 }

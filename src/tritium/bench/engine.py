@@ -45,6 +45,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
     parser.add_argument("--kv-cache-gib", type=float, default=10.0)
+    parser.add_argument("--profile-host", action="store_true",
+                        help="tritium: print a cProfile of one batch-1 generation (where the host time goes)")
     parser.add_argument("--prefetch-sweep", action="store_true",
                         help="tritium: also time the batch-1 CUDA graph under several weight-prefetch plans (GPU)")
 
@@ -110,6 +112,19 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
            "weight_bytes": llm.model.weight_bytes(), "linear_backend": llm.engine_config.linear_backend,
            "linear_tuning": llm.model.linear.report}
+    if getattr(args, "profile_host", False):
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 77), full)
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+        out["host_profile"] = buf.getvalue()
+        print(out["host_profile"], flush=True)
     for row in llm.model.linear.report:
         print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
               f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
@@ -162,14 +177,20 @@ def prefetch_sweep(llm) -> dict:
     saved = (model.prefetcher, model.prefetch_plan)
     res = {"graph_b1_ms": {}}
     for label, plan, evict_last in PREFETCH_PLANS:
-        if plan is None:
-            model.prefetcher, model.prefetch_plan = None, {}
-        else:
-            model.enable_prefetch(plan, evict_last=evict_last)
-        runner.graphs.clear()
-        runner.capture(1)
-        graph, _ = runner.graphs[1]
-        res["graph_b1_ms"][label] = time_ms(graph.replay)
+        try:
+            if plan is None:
+                model.prefetcher, model.prefetch_plan = None, {}
+            else:
+                model.enable_prefetch(plan, evict_last=evict_last)
+            runner.graphs.clear()
+            runner.capture(1)
+            graph, _ = runner.graphs[1]
+            res["graph_b1_ms"][label] = time_ms(graph.replay)
+        except Exception as e:  # report and go on: the rest of the run still counts
+            res["graph_b1_ms"][label] = None
+            res.setdefault("errors", {})[label] = f"{type(e).__name__}: {str(e)[:300]}"
+            print(f"  prefetch {label}: FAILED {res['errors'][label]}", flush=True)
+            continue
         print(f"  prefetch {label:>18}: b1 graph {res['graph_b1_ms'][label]:.3f} ms", flush=True)
     model.prefetcher, model.prefetch_plan = saved
     runner.graphs.clear()

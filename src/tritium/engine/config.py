@@ -233,8 +233,9 @@ class EngineConfig:
       Triton GEMV on the loaded weights at start-up, keep the faster per shape), ``"triton"`` (always the
       GEMV) or ``"torch"`` (always ``F.linear``). ``None`` picks auto on a GPU and torch on the CPU.
     - ``weight_prefetch``: in decode steps, prefetch projection weights into L2 while the small kernels
-      before them run (NVIDIA Hopper or newer; :mod:`tritium.engine.prefetch`). ``None``: on where the GPU
-      supports it; after start-up it reads whether it is active.
+      before them run (NVIDIA Hopper or newer; :mod:`tritium.engine.prefetch`). Off by default: on the H100
+      it bought nothing measurable (bench/NOTES.md). ``None``: on where the GPU supports it; after start-up
+      it reads whether it is active.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
     """
 
@@ -250,7 +251,7 @@ class EngineConfig:
     attention_backend: str | None = None
     op_backend: str | None = None
     linear_backend: str | None = None
-    weight_prefetch: bool | None = None
+    weight_prefetch: bool | None = False
     cuda_graphs: bool = True
     dtype: torch.dtype | None = None
     device: torch.device | None = None

@@ -76,6 +76,7 @@ def _gemv_kernel(
         w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (ks[None, :] < K), other=0.0, eviction_policy="evict_first")
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
+        tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
     # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
@@ -100,11 +101,11 @@ def _gemv_kernel(
 
 
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-         config: GemvConfig | None = None) -> torch.Tensor:
+         config: GemvConfig | None = None, pdl: bool | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
-    summation order.
+    summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
     """
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
@@ -123,7 +124,11 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     cfg = config or DEFAULT_CONFIG
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    pdl = {"USE_PDL": True, "launch_pdl": True} if pdl_supported(x.device) else {"USE_PDL": False}
+    if pdl is None:
+        pdl = pdl_supported(x.device)
+    elif pdl and not pdl_supported(x.device):
+        raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
+    pdl = {"USE_PDL": True, "launch_pdl": True} if pdl else {"USE_PDL": False}
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out,
         x.stride(0), weight.stride(0), out.stride(0),
@@ -201,17 +206,24 @@ class LinearDispatch:
 
 
 def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
-    """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn."""
+    """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn, replayed from a
+    CUDA graph as decode steps run: timed back to back from Python, a small projection measures the host's
+    launch rate instead (the Triton launcher costs more host time than the ~20 us kernel; bench/NOTES.md)."""
     for w in group[:2]:  # compile + warm up
         fn(w)
     torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for w in group:
+            fn(w)
+    graph.replay()
     best = float("inf")
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for w in group:
-            fn(w)
+        graph.replay()
         end.record()
         end.synchronize()
         best = min(best, start.elapsed_time(end))
+    del graph
     return best

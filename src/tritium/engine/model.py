@@ -200,11 +200,13 @@ class LlamaModel:
                 prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
             else:
                 prefetch("lm_head", self.lm_head)
+        kw = {}
         if plan:
-            # prefetches only read weights: joined once, before the step ends, ahead of a kernel that is not
-            # a programmatic dependent launch
+            # prefetches only read weights: joined once, before the step ends, ahead of a kernel launched
+            # without programmatic dependence (a join edge and a programmatic edge are not mixed)
             self.prefetcher.join()
-        out, _ = self.rms_norm(h, self.norm, cfg.rms_norm_eps, residual)
+            kw = {"pdl": False} if self.rms_norm is not reference.rms_norm else {}
+        out, _ = self.rms_norm(h, self.norm, cfg.rms_norm_eps, residual, **kw)
         return out
 
     @torch.inference_mode()

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.runtime import pdl_supported
+from tritium.runtime import pdl_launch
 
 
 @triton.jit
@@ -31,6 +31,7 @@ def _rms_norm_kernel(
 ):
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
+        tl.extra.cuda.gdc_wait()  # x and residual come from the kernels before
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
@@ -51,10 +52,11 @@ def _rms_norm_kernel(
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+             residual: torch.Tensor | None = None, *, pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Triton twin of :func:`tritium.engine.reference.rms_norm`. x, residual: [T, H]; weight: [H].
 
     With ``residual``, ``h = x + residual`` is written into ``residual`` (in place) and returned.
+    ``pdl=False``: launch without programmatic dependent launch (after a cross-stream join).
     """
     T, H = x.shape
     out = torch.empty_like(x)
@@ -64,8 +66,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
         x, residual if residual is not None else x, weight, out,
         x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
         H, eps,
-        HAS_RESIDUAL=residual is not None, BLOCK=triton.next_power_of_2(H), USE_PDL=pdl_supported(x.device),
-        num_warps=4 if H <= 4096 else 8,
+        HAS_RESIDUAL=residual is not None, BLOCK=triton.next_power_of_2(H), num_warps=4 if H <= 4096 else 8,
+        **pdl_launch(x.device, pdl),
     )
     return out, residual
 
@@ -79,8 +81,11 @@ def _rope_kernel(
     # sizes
     num_q_heads, num_kv_heads,
     # meta-parameters
-    HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+    HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, USE_PDL: tl.constexpr,
 ):
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()  # q and k come from the projection before
     t = tl.program_id(0).to(tl.int64)
     pos = tl.load(positions_ptr + t).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
@@ -123,6 +128,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0),
         Hq, k.shape[1],
         HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2), num_warps=4,
+        **pdl_launch(q.device),
     )
 
 
@@ -139,6 +145,7 @@ def _silu_and_mul_kernel(
 ):
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
+        tl.extra.cuda.gdc_wait()  # x comes from the projection before
     t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < inter
@@ -160,5 +167,5 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     # 1024 columns a program (not tuned): 14 programs a token for Llama-3-8B (I=14336).
     block = min(1024, triton.next_power_of_2(inter))
     _silu_and_mul_kernel[(T, triton.cdiv(inter, block))](
-        x, out, x.stride(0), out.stride(0), inter, BLOCK=block, USE_PDL=pdl_supported(x.device), num_warps=4)
+        x, out, x.stride(0), out.stride(0), inter, BLOCK=block, num_warps=4, **pdl_launch(x.device))
     return out
