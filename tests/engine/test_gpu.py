@@ -65,3 +65,32 @@ def test_weight_prefetch_keeps_tokens(tiny_models):
             llm.runner.capture(16)
         outs[prefetch] = [o.token_ids for o in llm.generate(MANY, params)]
     assert outs[True] == outs[False]
+
+
+def test_greedy_decode_windows_keep_tokens(tiny_models):
+    """decode_steps > 1 (several graph replays per host sync, tokens fed on the device) gives the tokens
+    of decode_steps=1: different lengths per request (windows cut by max_tokens), a stop string that ends
+    one request inside a window, the context limit, and a sampled request in the batch (no window)."""
+    path, _ = tiny_models["llama"]
+    base = [SamplingParams(max_tokens=m) for m in (3, 17, 9, 30, 1, 12, 25, 8, 16, 5, 21)]
+    one = LLM(path, dtype=torch.float32, decode_steps=1, max_num_seqs=16, max_model_len=48)
+    ref = one.generate(MANY, base)
+    stop_word = ref[3].text.split()[4]  # a word request 3 generates mid-window
+    params = list(base)
+    params[3] = SamplingParams(max_tokens=30, stop=[stop_word])
+    ref = one.generate(MANY, params)
+    assert ref[3].finish_reason == "stop"
+    long_prompt = [" ".join(f"w{i % 50}" for i in range(40))]
+    ref_long = one.generate(long_prompt, SamplingParams(max_tokens=30))
+    sampled = SamplingParams(max_tokens=10, temperature=0.8, seed=3)
+    ref_mixed = one.generate(MANY[:3], [base[1], sampled, base[3]])
+    for steps in (8, 64):
+        llm = LLM(path, dtype=torch.float32, decode_steps=steps, max_num_seqs=16, max_model_len=48)
+        outs = llm.generate(MANY, params)
+        assert [o.token_ids for o in outs] == [o.token_ids for o in ref]
+        assert [o.text for o in outs] == [o.text for o in ref]
+        assert [o.finish_reason for o in outs] == [o.finish_reason for o in ref]
+        long = llm.generate(long_prompt, SamplingParams(max_tokens=30))[0]  # stops at the context (48)
+        assert long.token_ids == ref_long[0].token_ids and long.finish_reason == "length"
+        mixed = llm.generate(MANY[:3], [base[1], sampled, base[3]])
+        assert [o.token_ids for o in mixed] == [o.token_ids for o in ref_mixed]

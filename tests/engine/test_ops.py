@@ -70,3 +70,33 @@ def test_llama3_inv_freq_matches_transformers():
     cfg = LlamaConfig(hidden_size=4096, num_attention_heads=32, rope_parameters=scaling)
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
     assert torch.equal(reference.rope_inv_freq(128, 500000.0, scaling), expected)
+
+
+@pytest.mark.parametrize("n, rows, block_size", [(1, 1, 16), (3, 4, 16), (5, 8, 32)])
+def test_advance_decode(n, rows, block_size):
+    """Next-step inputs from this step's tokens, including a position that crosses into a new page; rows
+    past n (graph padding) are left alone."""
+    dev = default_device()
+    g = torch.Generator().manual_seed(n)
+    max_blocks = 6
+    pos = torch.randint(0, max_blocks * block_size - 1, (rows,), generator=g)
+    pos[0] = block_size - 1  # the next position starts page 1
+    state = {
+        "ids": torch.randint(0, 1000, (rows,), generator=g), "pos": pos,
+        "seq_lens": (pos + 1).to(torch.int32), "slots": torch.full((rows,), -1, dtype=torch.int64),
+    }
+    block_table = torch.randperm(64, generator=g)[:rows * max_blocks].view(rows, max_blocks).to(torch.int32)
+    tok = torch.randint(0, 1000, (n,), generator=g)
+    hist = torch.full((rows,), -7, dtype=torch.int64)
+    got = {k: v.clone().to(dev) for k, v in state.items()}
+    got_hist = hist.clone().to(dev)
+    ops.advance_decode(tok.to(dev), got_hist, got["ids"], got["pos"], got["seq_lens"], got["slots"],
+                       block_table.to(dev), block_size)
+    want = {k: v.clone() for k, v in state.items()}
+    reference.advance_decode(tok, hist, want["ids"], want["pos"], want["seq_lens"], want["slots"], block_table,
+                             block_size)
+    for k in want:
+        assert torch.equal(got[k].cpu(), want[k]), k
+    assert torch.equal(got_hist.cpu(), hist)
+    assert want["slots"][0] == block_table[0, 1].item() * block_size  # first slot of the new page
+    assert torch.equal(want["ids"][n:], state["ids"][n:]) and torch.equal(want["slots"][n:], state["slots"][n:])

@@ -237,6 +237,10 @@ class EngineConfig:
       it bought nothing measurable (bench/NOTES.md). ``None``: on where the GPU supports it; after start-up
       it reads whether it is active.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
+    - ``decode_steps``: with CUDA graphs, up to this many greedy decode steps of an unchanged batch run
+      back to back on the GPU (the next token fed on the device) before the host syncs; the host's
+      per-step work then overlaps the GPU. A sequence that stops inside such a window (EOS, stop
+      string) wastes the rest of the window. 1 syncs every step.
     """
 
     block_size: int = 16
@@ -253,12 +257,13 @@ class EngineConfig:
     linear_backend: str | None = None
     weight_prefetch: bool | None = False
     cuda_graphs: bool = True
+    decode_steps: int = 8
     dtype: torch.dtype | None = None
     device: torch.device | None = None
 
     def validate(self) -> None:
         """Raise TypeError/ValueError naming the bad field, what it must be and the value given."""
-        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs"):
+        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "decode_steps"):
             _check_int(name, getattr(self, name))
         for name in ("num_blocks", "kv_cache_memory", "max_model_len"):
             if getattr(self, name) is not None:
@@ -283,6 +288,8 @@ class EngineConfig:
                                 f"got {value!r}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if not 1 <= self.decode_steps <= 64:
+            raise ValueError(f"decode_steps must be in [1, 64], got {self.decode_steps}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         for name in ("num_blocks", "kv_cache_memory", "max_model_len"):

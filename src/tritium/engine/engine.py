@@ -254,6 +254,9 @@ class LLM:
         batch = self.scheduler.schedule()
         if not batch.seqs:
             raise RuntimeError("scheduler made no progress (KV cache too small for any waiting request)")
+        k = self._greedy_window(batch)
+        if k > 1:
+            return self._greedy_steps(batch, k)
         logits = self.runner.run(batch)
         done = self.scheduler.update(batch)
         finished = []
@@ -266,6 +269,42 @@ class LLM:
             if reason is not None:
                 self.scheduler.finish(seq, reason)
                 finished.append(seq)
+        return finished
+
+    def _greedy_window(self, batch) -> int:
+        """How many decode steps ``batch`` may run without a host sync: > 1 only for a greedy decode batch
+        in a CUDA-graph bucket with nobody waiting, bounded by every sequence's remaining tokens and
+        context, and only once the pages for those tokens are in hand."""
+        k = self.engine_config.decode_steps
+        if k <= 1 or self.scheduler.waiting or not batch.is_decode or self.runner.graph_bucket(len(batch.seqs)) is None:
+            return 1
+        for seq in batch.seqs:
+            if not seq.params.greedy:
+                return 1
+            k = min(k, seq.params.max_tokens - len(seq.output_ids), self.max_model_len - seq.num_tokens)
+        if k <= 1:
+            return 1
+        for seq in batch.seqs:  # schedule() gave each one page slot; the window needs k
+            if not self.block_manager.append_slots(seq.block_table, seq.num_computed + k):
+                return 1
+        return k
+
+    def _greedy_steps(self, batch, k: int) -> list[Sequence]:
+        """Run ``k`` decode steps of ``batch`` on the GPU, then play them back on the host one by one:
+        progress, pages, tokens, stop checks; a sequence that finishes drops its later tokens."""
+        tokens = self.runner.run_greedy_steps(batch, k).tolist()  # the one sync of the window
+        finished = []
+        for i, seq in enumerate(batch.seqs):
+            for j in range(k):
+                seq.num_computed += 1
+                self.block_manager.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
+                token = tokens[j][i]
+                seq.token_ids.append(token)
+                reason = self._finish_reason(seq, token)
+                if reason is not None:
+                    self.scheduler.finish(seq, reason)
+                    finished.append(seq)
+                    break
         return finished
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:

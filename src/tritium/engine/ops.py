@@ -169,3 +169,35 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     _silu_and_mul_kernel[(T, triton.cdiv(inter, block))](
         x, out, x.stride(0), out.stride(0), inter, BLOCK=block, num_warps=4, **pdl_launch(x.device))
     return out
+
+
+@triton.jit
+def _advance_decode_kernel(
+    # pointers
+    tok_ptr, hist_ptr, ids_ptr, pos_ptr, seq_lens_ptr, slots_ptr, block_table_ptr,
+    # strides and sizes
+    stride_bt, block_size,
+):
+    i = tl.program_id(0)
+    tok = tl.load(tok_ptr + i)
+    tl.store(hist_ptr + i, tok)
+    tl.store(ids_ptr + i, tok)
+    pos = tl.load(pos_ptr + i) + 1
+    tl.store(pos_ptr + i, pos)
+    tl.store(seq_lens_ptr + i, tl.load(seq_lens_ptr + i) + 1)
+    page = tl.load(block_table_ptr + i * stride_bt + pos // block_size).to(tl.int64)
+    tl.store(slots_ptr + i, page * block_size + pos % block_size)
+
+
+def advance_decode(tok: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
+                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int) -> None:
+    """Triton twin of :func:`tritium.engine.reference.advance_decode`: one launch, one program per row.
+
+    tok, hist, ids, pos, slots: int64 [>= n]; seq_lens: int32; block_table: int32 [rows, max_blocks] with a
+    contiguous last dimension. The caller guarantees every new position has its page in ``block_table``.
+    """
+    n = tok.shape[0]
+    if n == 0:
+        return
+    _advance_decode_kernel[(n,)](tok, hist, ids, pos, seq_lens, slots, block_table, block_table.stride(0), block_size,
+                                 num_warps=1)

@@ -127,3 +127,20 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if bias is not None:
         y = y + bias.double()
     return y.to(x.dtype)
+
+
+def advance_decode(tok: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
+                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int) -> None:
+    """Turn one decode step's tokens into the next step's inputs, in place (rows 0..n-1, n = len(tok)).
+
+    hist[:n] = ids[:n] = tok; pos += 1; seq_lens += 1; slots = page of the new position * block_size +
+    offset, from ``block_table`` [rows, max_blocks] int32.
+    """
+    n = tok.shape[0]
+    hist[:n] = tok
+    ids[:n] = tok
+    pos[:n] += 1
+    seq_lens[:n] += 1
+    p = pos[:n]
+    page = block_table[:n].gather(1, (p // block_size)[:, None].long())[:, 0].long()
+    slots[:n] = page * block_size + p % block_size

@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 
 # Decode batch sizes that get a CUDA graph; a batch runs in the smallest bucket that holds it.
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+# Most greedy decode steps queued back to back between two host syncs (run_greedy_steps).
+MAX_DECODE_STEPS = 64
 
 
 def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
@@ -146,14 +148,16 @@ class ModelRunner:
             bufs["host"] = host
             bufs["host_np"] = {k: v.numpy() for k, v in host.items()}
             bufs["staged"] = torch.cuda.Event()
+            bufs["tok"] = torch.zeros(b, dtype=torch.int64, device=dev)
+            bufs["hist"] = torch.zeros(MAX_DECODE_STEPS, b, dtype=torch.int64, device=dev)
             self.graphs[b] = (graph, bufs)
         torch.cuda.synchronize()
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
+    def _stage(self, batch: ScheduledBatch, bufs: dict) -> None:
+        """Copy a decode batch's inputs into a graph's buffers (padded rows: slot -1, length 1)."""
         n = len(batch.seqs)
-        graph, bufs = self.graphs[bucket]
         ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
         host, np_host = bufs["host"], bufs["host_np"]
         # NOTE: the previous step's copies out of the pinned buffers must be done before they are rewritten;
@@ -172,5 +176,33 @@ class ModelRunner:
         bufs["seq_lens"].copy_(host["seq_lens"], non_blocking=True)
         bufs["block_table"].copy_(host["block_table"], non_blocking=True)
         bufs["staged"].record()
+
+    def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
+        graph, bufs = self.graphs[bucket]
+        self._stage(batch, bufs)
         graph.replay()
-        return bufs["logits"][:n]
+        return bufs["logits"][:len(batch.seqs)]
+
+    def run_greedy_steps(self, batch: ScheduledBatch, k: int) -> torch.Tensor:
+        """Run ``k`` greedy decode steps of ``batch`` back to back on the GPU, with no host sync between
+        them: after each replay the argmax token becomes the next step's input and positions, lengths and
+        cache slots advance on the device. Returns the tokens, int64 [k, len(batch.seqs)] on the GPU.
+
+        The caller guarantees a decode batch in a graph bucket, 1 <= k <= MAX_DECODE_STEPS, and pages in
+        every block table for ``k`` new tokens; it owns what to keep (a sequence that stops at step j
+        discards its later tokens; their cache writes land in its own pages, freed with it).
+        """
+        from tritium.engine.ops import advance_decode
+
+        n = len(batch.seqs)
+        graph, bufs = self.graphs[self.graph_bucket(n)]
+        if not 1 <= k <= MAX_DECODE_STEPS:
+            raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
+        self._stage(batch, bufs)
+        tok, hist, logits = bufs["tok"][:n], bufs["hist"], bufs["logits"][:n]
+        for j in range(k):
+            graph.replay()
+            torch.argmax(logits, dim=-1, out=tok)
+            advance_decode(tok, hist[j], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
+                           bufs["block_table"], self.block_size)
+        return hist[:k, :n]
