@@ -62,6 +62,7 @@ def _gemv_kernel(
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+    GATED: tl.constexpr = False,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
@@ -81,7 +82,13 @@ def _gemv_kernel(
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < K), other=0.0)
+        x_mask = (ms[:, None] < M) & (k0 + ks[None, :] < K)
+        x = tl.load(x_ptrs, mask=x_mask, other=0.0)
+        if GATED:  # x is [gate | up] (2K wide): SiLU-and-mul on the fly, rounded where the reference rounds
+            up = tl.load(x_ptrs + K, mask=x_mask, other=0.0)
+            g = x.to(tl.float32)
+            act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
+            x = (act * up.to(tl.float32)).to(up.dtype)
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
         # next chunk requested before this one is used: two chunks in flight per program
@@ -101,15 +108,21 @@ def _gemv_kernel(
 
 
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-         config: GemvConfig | None = None, pdl: bool | None = None) -> torch.Tensor:
+         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
+    ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
+    loading, as :func:`tritium.engine.reference.silu_and_mul` rounds it), saving that kernel.
     """
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
     M, K = x.shape
+    if gated:
+        if K % 2:
+            raise ValueError(f"gated: x must be [M, 2K] (gate then up), got an odd width {K}")
+        K //= 2
     N = weight.shape[0]
     if not 1 <= M <= MAX_M:
         raise ValueError(f"x must have 1 to {MAX_M} rows for the GEMV, got {M}")
@@ -134,7 +147,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         x.stride(0), weight.stride(0), out.stride(0),
         M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0,
+        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl,
     )
     return out
@@ -150,10 +163,23 @@ class LinearDispatch:
 
     MODES = ("auto", "triton", "torch")
 
-    def __init__(self, mode: str = "torch"):
+    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
+        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``__call__``."""
+        m, K = x.shape[0], x.shape[1] // 2
+        if self.mode != "torch" and 1 <= m <= MAX_M and x.stride(-1) == 1:
+            cfg = DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], K))
+            if cfg is not None:
+                return gemv(x, weight, config=cfg, gated=True)
+        return self(self.silu_and_mul(x), weight)
+
+    def __init__(self, mode: str = "torch", silu_and_mul=None):
         if mode not in self.MODES:
             raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
         self.mode = mode
+        if silu_and_mul is None:
+            from tritium.engine.reference import silu_and_mul
+        self.silu_and_mul = silu_and_mul
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
 

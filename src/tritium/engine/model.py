@@ -46,7 +46,7 @@ class LlamaModel:
         self.attention = attention
         self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
         from tritium.engine.gemv import LinearDispatch  # kernels import after the Triton backend is chosen
-        self.linear = LinearDispatch(linear_backend)
+        self.linear = LinearDispatch(linear_backend, self.silu_and_mul)
         self.scale = 1.0 / math.sqrt(config.head_dim)
         self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(config.num_hidden_layers)]
         self.embed: torch.Tensor | None = None
@@ -195,7 +195,7 @@ class LlamaModel:
             x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
             gate_up = self.linear(x, layer["gate_up_proj"])
             prefetch("down_proj", layer["down_proj"])
-            h = self.linear(self.silu_and_mul(gate_up), layer["down_proj"])
+            h = self.linear.gated(gate_up, layer["down_proj"])  # SiLU-and-mul fused into the GEMV when it runs
             if i + 1 < len(self.layers):
                 prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
             else:
