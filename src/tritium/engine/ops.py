@@ -4,9 +4,10 @@ Each launcher matches the function of the same name in :mod:`tritium.engine.refe
 decode, where every op is memory bound and torch would run several kernels per op (RMSNorm is 6 torch
 kernels, rope ~10, SiLU-and-mul 2 plus the slices).
 
-RMSNorm and SiLU-and-mul precede a projection: on Hopper they release their dependent launch at once
-(``gdc_launch_dependents``), so a Triton GEMV launched after them (programmatic dependent launch) starts
-reading its weights while they run; it waits (``gdc_wait``) before it reads their output.
+On Hopper every kernel of the decode chain is a programmatic dependent launch: it releases the next
+kernel at once (``gdc_launch_dependents``) and waits (``gdc_wait``) before reading what the kernel before
+it wrote, so launches overlap and a Triton GEMV after RMSNorm starts reading its weights while it runs.
+``advance_decode`` turns a decode step's tokens into the next step's inputs on the device.
 """
 
 from __future__ import annotations
