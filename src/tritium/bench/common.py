@@ -37,6 +37,24 @@ def time_ms(fn, *, graph: bool = False, rep_ms: int = 200) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
 
 
+def cold_us(fn, flush: torch.Tensor, repeats: int = 15, before=None) -> float:
+    """Median microseconds of one ``fn()`` with L2 flushed first (``flush``: a buffer larger than L2,
+    zeroed), timed by CUDA events around the call alone; ``before()`` runs between flush and call."""
+    times = []
+    for _ in range(repeats):
+        flush.zero_()
+        if before is not None:
+            before()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def copy_bandwidth_tbs(nbytes: int = 2 << 30) -> float:
     """Device-to-device copy, bytes read plus written per second, in TB/s."""
     src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()

@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
+from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, print_table, time_ms
 
 SHAPES = {
     "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
@@ -206,21 +206,14 @@ def prefetch_sweep(llm) -> dict:
         fns["gemv"] = lambda: gemv(x, w, config=gemv_cfg)
     for name, fn in fns.items():
         for pre in ("cold", "prefetched", "prefetched evict_last"):
-            times = []
-            for _ in range(20):
-                flush.zero_()
+            def before(pre=pre):
                 if pre != "cold":
                     prefetch_l2(w, evict_last=pre.endswith("evict_last"))
                 torch.cuda._sleep(40_000)  # ~20 us at 2 GHz
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-                times.append(a.elapsed_time(b) * 1e3)
-            times.sort()
-            res[f"o_proj_us_{name}_{pre.replace(' ', '_')}"] = times[len(times) // 2]
-            print(f"  o_proj {name} {pre}: {times[len(times) // 2]:.1f} us", flush=True)
+
+            us = cold_us(fn, flush, 20, before)
+            res[f"o_proj_us_{name}_{pre.replace(' ', '_')}"] = us
+            print(f"  o_proj {name} {pre}: {us:.1f} us", flush=True)
     return res
 
 

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tritium.bench.common import copy_bandwidth_tbs, header, print_table
+from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, print_table
 
 SHAPES = {"o": (4096, 4096), "qkv": (6144, 4096), "down": (4096, 14336), "gate_up": (28672, 4096)}
 LAYERS = 32
@@ -36,20 +36,6 @@ def _read_kernel(x_ptr, out_ptr, PER_PROG: tl.constexpr, BLOCK: tl.constexpr):
 def add_arguments(parser) -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated subset of {','.join(SHAPES)}")
     parser.add_argument("--repeats", type=int, default=15)
-
-
-def _cold_us(fn, flush: torch.Tensor, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(0)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def _stream_us(fn, repeats: int) -> float:
@@ -97,7 +83,7 @@ def run(args) -> dict:
         res = {}
         for label, fn in fns.items():
             try:
-                res[label] = {"cold_us": _cold_us(fn, flush, args.repeats), "stream_us": _stream_us(fn, args.repeats)}
+                res[label] = {"cold_us": cold_us(lambda: fn(0), flush, args.repeats), "stream_us": _stream_us(fn, args.repeats)}
             except Exception as e:  # a config that does not compile for this shape
                 res[label] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
                 continue

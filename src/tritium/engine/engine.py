@@ -264,12 +264,17 @@ class LLM:
             return finished
         tokens = sample(logits, [s.params for s in done], [s.generator for s in done])
         for seq, token in zip(done, tokens):
-            seq.token_ids.append(token)
-            reason = self._finish_reason(seq, token)
-            if reason is not None:
-                self.scheduler.finish(seq, reason)
-                finished.append(seq)
+            self._accept(seq, token, finished)
         return finished
+
+    def _accept(self, seq: Sequence, token: int, finished: list[Sequence]) -> bool:
+        """Append a sampled token; finish ``seq`` (into ``finished``) if it ends here. True if it did."""
+        seq.token_ids.append(token)
+        reason = self._finish_reason(seq, token)
+        if reason is not None:
+            self.scheduler.finish(seq, reason)
+            finished.append(seq)
+        return reason is not None
 
     def _greedy_window(self, batch) -> int:
         """How many decode steps ``batch`` may run without a host sync: > 1 only for a greedy decode batch
@@ -296,14 +301,8 @@ class LLM:
         finished = []
         for i, seq in enumerate(batch.seqs):
             for j in range(k):
-                seq.num_computed += 1
-                self.block_manager.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
-                token = tokens[j][i]
-                seq.token_ids.append(token)
-                reason = self._finish_reason(seq, token)
-                if reason is not None:
-                    self.scheduler.finish(seq, reason)
-                    finished.append(seq)
+                self.scheduler.advance(seq, 1)
+                if self._accept(seq, tokens[j][i], finished):
                     break
         return finished
 

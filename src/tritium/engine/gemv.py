@@ -22,7 +22,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tritium.runtime import pdl_supported
+from tritium.runtime import pdl_launch, pdl_supported
 
 log = logging.getLogger(__name__)
 
@@ -137,18 +137,15 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     cfg = config or DEFAULT_CONFIG
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if pdl is None:
-        pdl = pdl_supported(x.device)
-    elif pdl and not pdl_supported(x.device):
+    if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
-    pdl = {"USE_PDL": True, "launch_pdl": True} if pdl else {"USE_PDL": False}
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out,
         x.stride(0), weight.stride(0), out.stride(0),
         M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl_launch(x.device, pdl is not False),
     )
     return out
 
@@ -163,16 +160,6 @@ class LinearDispatch:
 
     MODES = ("auto", "triton", "torch")
 
-    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
-        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``__call__``."""
-        m, K = x.shape[0], x.shape[1] // 2
-        if self.mode != "torch" and 1 <= m <= MAX_M and x.stride(-1) == 1:
-            cfg = DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], K))
-            if cfg is not None:
-                return gemv(x, weight, config=cfg, gated=True)
-        return self(self.silu_and_mul(x), weight)
-
     def __init__(self, mode: str = "torch", silu_and_mul=None):
         if mode not in self.MODES:
             raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
@@ -183,15 +170,22 @@ class LinearDispatch:
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
 
-    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config for ``x @ weight^T``, or None for cuBLAS."""
         m = x.shape[0]
-        if self.mode != "torch" and 1 <= m <= MAX_M and x.stride(-1) == 1:
-            if self.mode == "triton":
-                return gemv(x, weight, bias)
-            cfg = self.choices.get((m, weight.shape[0], weight.shape[1]))
-            if cfg is not None:
-                return gemv(x, weight, bias, config=cfg)
-        return F.linear(x, weight, bias)
+        if self.mode == "torch" or not 1 <= m <= MAX_M or x.stride(-1) != 1:
+            return None
+        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], weight.shape[1]))
+
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        cfg = self._config(x, weight)
+        return F.linear(x, weight, bias) if cfg is None else gemv(x, weight, bias, config=cfg)
+
+    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
+        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
+        cfg = self._config(x, weight)
+        return F.linear(self.silu_and_mul(x), weight) if cfg is None else gemv(x, weight, config=cfg, gated=True)
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:

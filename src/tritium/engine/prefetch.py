@@ -66,9 +66,8 @@ def prefetch_l2(t: torch.Tensor, nbytes: int | None = None, *, evict_last: bool 
     n = min(n, total)
     if n < 16 or t.data_ptr() % 16 or not bulk_prefetch_supported(t.device):
         return
-    _prefetch_l2_kernel[(triton.cdiv(n, CHUNK * LANES),)](t.view(torch.uint8).view(-1) if t.dtype != torch.uint8 else t,
-                                                          n, CHUNK=CHUNK, LANES=LANES, EVICT_LAST=bool(evict_last),
-                                                          num_warps=LANES // 32)
+    _prefetch_l2_kernel[(triton.cdiv(n, CHUNK * LANES),)](t.view(torch.uint8), n, CHUNK=CHUNK, LANES=LANES,
+                                                          EVICT_LAST=bool(evict_last), num_warps=LANES // 32)
 
 
 class WeightPrefetcher:

@@ -162,11 +162,15 @@ class Scheduler:
         sequences whose every token is now computed (they get a sampled token)."""
         done = []
         for seq, n in zip(batch.seqs, batch.num_new):
-            seq.num_computed += n
-            self.blocks.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
+            self.advance(seq, n)
             if seq.num_computed == seq.num_tokens:
                 done.append(seq)
         return done
+
+    def advance(self, seq: Sequence, n: int) -> None:
+        """``n`` more tokens of ``seq`` have their K/V in the cache: count them and publish filled pages."""
+        seq.num_computed += n
+        self.blocks.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
 
     def finish(self, seq: Sequence, reason: str) -> None:
         seq.status = Status.FINISHED
