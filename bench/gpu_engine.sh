@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Engine on a GPU machine (no network; torch, triton, transformers preinstalled): the engine tests
 # (GPU-only tests included) and the attention tests of the kernels the decode chain launches with
-# programmatic dependent launch (KV write, split-KV merge), then `python -m tritium.bench engine` (Llama-3-8B shape, random bf16 weights:
+# programmatic dependent launch (KV write, attention, split-KV merge), then `python -m tritium.bench engine` (Llama-3-8B shape, random bf16 weights:
 # tritium vs the same engine on SDPA vs transformers). Logs and JSON go to $OUT (default bench/results).
 # Budget: tests ~3 min, benchmark ~3 min.
 #   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench]
@@ -17,8 +17,9 @@ GPU=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[1].l
 
 what=${1:-all}
 if [[ $what == tests || $what == all ]]; then
-  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/engine tests/attention/test_kv_cache.py \
-    tests/attention/test_paged_attention.py -k "not test_paged_attention or splits or decode_regimes" \
+  timeout 280 python3 -m pytest -q -p no:cacheprovider tests/engine tests/attention/test_kv_cache.py \
+    tests/attention/test_gpu.py tests/attention/test_paged_attention.py \
+    -k "not test_paged_attention.py or splits or decode_regimes or shapes or split_prefill or workspace" \
     > "$OUT/engine-tests-$GPU.log" 2>&1
   echo "engine tests rc=$? ($(tail -1 "$OUT/engine-tests-$GPU.log"))"
   [[ $what == tests ]] && exit 0

@@ -55,6 +55,55 @@ def test_rope(heads, head_dim, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")
+@pytest.mark.parametrize("head_dim", [64, 80])
+def test_rope_write_kv(heads, head_dim, dtype):
+    dev = default_device()
+    hq, hkv = heads
+    T, blocks, block_size = 11, 6, 4
+    cos_sin = reference.rope_cos_sin(reference.rope_inv_freq(head_dim, 10000.0), 300).to(dev)
+    qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
+    q = qkv[:, : hq * head_dim].view(T, hq, head_dim)
+    k = qkv[:, hq * head_dim: (hq + hkv) * head_dim].view(T, hkv, head_dim)
+    v = qkv[:, (hq + hkv) * head_dim:].view(T, hkv, head_dim)
+    positions = torch.randint(0, 300, (T,), device=dev)
+    slots = torch.randperm(blocks * block_size, device=dev)[:T]
+    slots[[2, 7]] = -1  # skipped tokens (CUDA-graph padding)
+    k_cache = torch.randn(blocks, block_size, hkv, head_dim, dtype=dtype, device=dev)
+    v_cache = torch.randn_like(k_cache)
+    q_ref, k_ref, kc_ref, vc_ref = q.clone(), k.clone(), k_cache.clone(), v_cache.clone()
+    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots)
+    v_before = v.clone()
+    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots)
+    assert rel_err(q, q_ref) < TOL[dtype]
+    assert rel_err(k, k_ref) < TOL[dtype]
+    assert torch.equal(v, v_before)
+    written = torch.zeros(blocks * block_size, dtype=torch.bool, device=dev)
+    written[slots[slots >= 0]] = True
+    for cache, ref in ((k_cache, kc_ref), (v_cache, vc_ref)):
+        flat, flat_ref = cache.view(-1, hkv, head_dim), ref.view(-1, hkv, head_dim)
+        assert torch.equal(flat[~written], flat_ref[~written])  # other slots untouched
+        assert rel_err(flat[written], flat_ref[written]) < TOL[dtype]
+    # the cache holds exactly the rotated k the kernel left in place, and v bit for bit
+    assert torch.equal(k_cache.view(-1, hkv, head_dim)[slots[slots >= 0]], k[slots >= 0])
+    assert torch.equal(v_cache.view(-1, hkv, head_dim)[slots[slots >= 0]], v[slots >= 0])
+
+
+def test_rope_write_kv_rejects_mismatched_cache():
+    dev = default_device()
+    q = torch.randn(2, 4, 64, device=dev)
+    k, v = torch.randn(2, 2, 64, device=dev), torch.randn(2, 2, 64, device=dev)
+    cos_sin = reference.rope_cos_sin(reference.rope_inv_freq(64, 10000.0), 8).to(dev)
+    positions, slots = torch.arange(2, device=dev), torch.arange(2, device=dev)
+    with pytest.raises(ValueError, match="k_cache"):
+        ops.rope_write_kv(q, k, v, positions, cos_sin, torch.zeros(4, 4, 3, 64, device=dev),
+                          torch.zeros(4, 4, 2, 64, device=dev), slots)
+    with pytest.raises(ValueError, match="v_cache"):
+        ops.rope_write_kv(q, k, v, positions, cos_sin, torch.zeros(4, 4, 2, 64, device=dev),
+                          torch.zeros(4, 4, 2, 64, dtype=torch.float16, device=dev), slots)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tokens,inter", [(1, 64), (7, 1536), (3, 2500)], ids=lambda v: str(v))
 def test_silu_and_mul(tokens, inter, dtype):
     x = torch.randn(tokens, 2 * inter, dtype=dtype, device=default_device())

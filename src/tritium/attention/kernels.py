@@ -132,12 +132,18 @@ def _paged_attention_kernel(
     BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, IS_SPLIT: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
-    REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
     normalised partial output plus its log2-sum-exp to the workspace for the merge kernel; without it
-    the grid's last dimension is 1 and the program writes the output."""
+    the grid's last dimension is 1 and the program writes the output.
+
+    USE_PDL (a programmatic dependent launch): the next kernel (the merge, or a projection) may be
+    scheduled at once, and this one waits for the kernel before it (the KV write) before reading."""
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     q_slot = tl.program_id(0)
     if REVERSE:  # longest causal Q blocks (last in their sequence) first: better tail balance
         q_slot = tl.num_programs(0) - 1 - q_slot
@@ -263,6 +269,7 @@ def _merge_splits_kernel(
     """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse)."""
     if USE_PDL:  # the next kernel (a decode projection) may start loading its weights now
         tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()  # the partial results come from the attention kernel
     tok = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     offs_s = tl.arange(0, SPLITS_PAD)

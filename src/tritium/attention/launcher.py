@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from tritium.runtime import pdl_supported
+from tritium.runtime import pdl_launch
 
 from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
                                       select_merge_warps)
@@ -280,7 +280,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
         REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        num_warps=config.num_warps, num_stages=config.num_stages, **pdl_launch(q.device),
     )
     if splits > 1:
         _merge_splits_kernel[(num_tokens, num_q_heads)](
@@ -290,6 +290,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-            USE_PDL=pdl_supported(q.device), num_warps=select_merge_warps(head_dim, splits),
+            num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device),
         )
     return out

@@ -55,9 +55,16 @@ class TritonAttention:
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
-        from tritium.attention import paged_attention, write_kv_cache
+        from tritium.attention import write_kv_cache
 
         write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
+        return self.attend(q, k_cache, v_cache, meta, scale)
+
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        """Attention over a cache that already holds this step's keys and values (written by
+        ``write_kv_cache`` or the engine's fused ``rope_write_kv``). q: [T, Hq, D] -> [T, Hq, D]."""
+        from tritium.attention import paged_attention
+
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window,

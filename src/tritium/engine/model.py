@@ -45,6 +45,12 @@ class LlamaModel:
         self.device = device
         self.attention = attention
         self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
+        # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
+        # the cache it wrote). The torch attention keeps its own graph-safe scatter.
+        self.rope_write_kv = None
+        if op_backend == "triton" and getattr(attention, "name", None) == "triton":
+            from tritium.engine import ops
+            self.rope_write_kv = ops.rope_write_kv
         from tritium.engine.gemv import LinearDispatch  # kernels import after the Triton backend is chosen
         self.linear = LinearDispatch(linear_backend, self.silu_and_mul)
         self.scale = 1.0 / math.sqrt(config.head_dim)
@@ -188,8 +194,12 @@ class LlamaModel:
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
             v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
-            self.rope(q, k, positions, self.cos_sin)
-            attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)       # [T, hq, d]
+            if self.rope_write_kv is not None:
+                self.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
+                attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
+            else:
+                self.rope(q, k, positions, self.cos_sin)
+                attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
             h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
             prefetch("gate_up_proj", layer["gate_up_proj"])
             x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)

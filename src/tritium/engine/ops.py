@@ -1,4 +1,4 @@
-"""Fused small Triton kernels of the decoder: RMSNorm (+ residual add), rope, SiLU-and-mul.
+"""Fused small Triton kernels of the decoder: RMSNorm (+ residual add), rope (+ KV-cache write), SiLU-and-mul.
 
 Each launcher matches the function of the same name in :mod:`tritium.engine.reference`. They pay in
 decode, where every op is memory bound and torch would run several kernels per op (RMSNorm is 6 torch
@@ -76,14 +76,18 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
 @triton.jit
 def _rope_kernel(
     # pointers
-    q_ptr, k_ptr, positions_ptr, cos_sin_ptr,
+    q_ptr, k_ptr, positions_ptr, cos_sin_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
     # strides
-    stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p,
+    stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p, stride_v_t, stride_v_h,
+    stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     # sizes
-    num_q_heads, num_kv_heads,
+    num_q_heads, num_kv_heads, block_size,
     # meta-parameters
-    HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, USE_PDL: tl.constexpr,
+    HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
+    USE_PDL: tl.constexpr,
 ):
+    """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
+    rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; < 0 skips)."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()  # q and k come from the projection before
@@ -111,8 +115,24 @@ def _rope_kernel(
     k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
     k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
     k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
-    tl.store(k1_ptrs, (k1 * cq - k2 * sq).to(dtype), mask=kmask)
-    tl.store(k1_ptrs + HALF, (k2 * cq + k1 * sq).to(dtype), mask=kmask)
+    k1_rot = (k1 * cq - k2 * sq).to(dtype)
+    k2_rot = (k2 * cq + k1 * sq).to(dtype)
+    tl.store(k1_ptrs, k1_rot, mask=kmask)
+    tl.store(k1_ptrs + HALF, k2_rot, mask=kmask)
+    if WRITE_KV:
+        slot = tl.load(slot_mapping_ptr + t)
+        if slot >= 0:
+            blk = slot // block_size
+            off = slot % block_size
+            kc_ptrs = (k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok + h[:, None] * stride_kc_head
+                       + d[None, :])
+            tl.store(kc_ptrs, k1_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(kc_ptrs + HALF, k2_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            v_ptrs = v_ptr + t * stride_v_t + h[:, None] * stride_v_h + d[None, :]
+            vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
+                       + d[None, :])
+            tl.store(vc_ptrs, tl.load(v_ptrs, mask=kmask), mask=kmask)
+            tl.store(vc_ptrs + HALF, tl.load(v_ptrs + HALF, mask=kmask), mask=kmask)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor) -> None:
@@ -121,15 +141,42 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
     q: [T, Hq, D], k: [T, Hkv, D] (last dim contiguous; may be views of one QKV buffer), positions: [T],
     cos_sin: [P, D] fp32 (cos in the first half, sin in the second).
     """
+    _launch_rope(q, k, positions, cos_sin)
+
+
+def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
+                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor) -> None:
+    """Triton twin of :func:`tritium.engine.reference.rope_write_kv`: :func:`rope` fused with
+    ``write_kv_cache`` (one kernel instead of two in every layer).
+
+    v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype, last dim contiguous;
+    slot_mapping: [T] int64, block * block_size + offset, negative skips the token.
+    """
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if cache.dtype != k.dtype or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
+            raise ValueError(f"rope_write_kv: {name} must be [blocks, block_size, {k.shape[1]}, {k.shape[2]}] "
+                             f"{k.dtype} with a contiguous last dim, got {tuple(cache.shape)} {cache.dtype}")
+    if v.shape != k.shape or slot_mapping.shape != (k.shape[0],):
+        raise ValueError(f"rope_write_kv: v {tuple(v.shape)} must match k {tuple(k.shape)} and slot_mapping "
+                         f"{tuple(slot_mapping.shape)} have one slot per token")
+    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping))
+
+
+def _launch_rope(q, k, positions, cos_sin, kv=None) -> None:
     T, Hq, D = q.shape
     if T == 0:
         return
+    v, k_cache, v_cache, slots = kv if kv is not None else (k, k, k, positions)
+    kc_strides = k_cache.stride()[:3] if kv is not None else (0, 0, 0)
+    vc_strides = v_cache.stride()[:3] if kv is not None else (0, 0, 0)
     _rope_kernel[(T,)](
-        q, k, positions, cos_sin,
-        q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0),
-        Hq, k.shape[1],
-        HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2), num_warps=4,
-        **pdl_launch(q.device),
+        q, k, positions, cos_sin, v, k_cache, v_cache, slots,
+        q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0), v.stride(0), v.stride(1),
+        *kc_strides, *vc_strides,
+        Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
+        HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
+        WRITE_KV=kv is not None, num_warps=4, **pdl_launch(q.device),
     )
 
 

@@ -115,6 +115,18 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
     k.copy_(_rotate(k, cos, sin))
 
 
+def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
+                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor) -> None:
+    """:func:`rope` in place, then the rotated k and v of token t into cache slot ``slot_mapping[t]``
+    (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a negative slot skips."""
+    rope(q, k, positions, cos_sin)
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep]
+    k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)
+    v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[:, :I]) * x[:, I:]``; x: [T, 2I] -> [T, I]."""
     inter = x.shape[-1] // 2
