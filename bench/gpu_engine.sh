@@ -4,7 +4,7 @@
 # programmatic dependent launch (KV write, attention, split-KV merge), then `python -m tritium.bench engine` (Llama-3-8B shape, random bf16 weights:
 # tritium vs the same engine on SDPA vs transformers). Logs and JSON go to $OUT (default bench/results).
 # Budget: tests ~3 min, benchmark ~3 min.
-#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench]
+#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -23,6 +23,13 @@ if [[ $what == tests || $what == all ]]; then
     > "$OUT/engine-tests-$GPU.log" 2>&1
   echo "engine tests rc=$? ($(tail -1 "$OUT/engine-tests-$GPU.log"))"
   [[ $what == tests ]] && exit 0
+fi
+
+if [[ $what == ablate ]]; then  # tritium only: decode-chain ablations and the kernel trace of one step
+  timeout 400 python3 -m tritium.bench engine --systems tritium --ablate --trace \
+    --out "$OUT/engine-ablate-$GPU.json" > "$OUT/engine-ablate-$GPU.log" 2>&1
+  rc=$?; echo "engine ablate rc=$rc"; grep -E "ablation|trace|exposed|linear" "$OUT/engine-ablate-$GPU.log" | head -60
+  exit $rc
 fi
 
 timeout 300 python3 -m tritium.bench engine --out "$OUT/engine-$GPU.json" > "$OUT/engine-bench-$GPU.log" 2>&1

@@ -6,6 +6,7 @@ kernel module is imported. Entry points (``tritium.demo``, the CLI, tests' conft
 :func:`select_backend` first; library code only asks :func:`interpreting`.
 """
 
+import contextlib
 import functools
 import os
 
@@ -20,7 +21,7 @@ def interpreting() -> bool:
 def pdl_supported(device: torch.device) -> bool:
     """Programmatic dependent launch (``launch_pdl`` + ``gdc_wait``): compiled kernels on NVIDIA Hopper or
     newer. Never on ROCm, whose devices also report as "cuda" (an MI300 says capability 9.4)."""
-    if device.type != "cuda" or interpreting() or torch.version.hip is not None:
+    if device.type != "cuda" or interpreting() or torch.version.hip is not None or not _PDL_ON[0]:
         return False
     if device.index not in _PDL:
         _PDL[device.index] = torch.cuda.get_device_capability(device)[0] >= 9
@@ -28,6 +29,19 @@ def pdl_supported(device: torch.device) -> bool:
 
 
 _PDL: dict = {}
+_PDL_ON = [True]
+
+
+@contextlib.contextmanager
+def pdl_disabled():
+    """Kernels launched (or captured into a CUDA graph) inside this block run without programmatic
+    dependent launch: what the benchmark's ablations compare against."""
+    before = _PDL_ON[0]
+    _PDL_ON[0] = False
+    try:
+        yield
+    finally:
+        _PDL_ON[0] = before
 
 
 def pdl_launch(device: torch.device, enabled: bool = True) -> dict:

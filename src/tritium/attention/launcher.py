@@ -171,7 +171,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                     alibi_slopes: torch.Tensor | None = None, sinks: torch.Tensor | None = None,
                     k_scale=None, v_scale=None, out: torch.Tensor | None = None,
                     workspace: AttentionWorkspace | None = None, num_splits: int | None = None,
-                    config: AttentionConfig | None = None, validate: bool = False) -> torch.Tensor:
+                    config: AttentionConfig | None = None, validate: bool = False,
+                    pdl: bool = True) -> torch.Tensor:
     """Attention of a variable-length batch of new query tokens over a paged KV cache.
 
     One launch serves prefill, chunked prefill (cached context plus new tokens) and decode sequences.
@@ -194,6 +195,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         out: optional [num_tokens, num_q_heads, head_dim] output in q's dtype.
         workspace: split-KV buffers (``AttentionWorkspace``); without one, a split call allocates them.
         num_splits: override of the split-KV factor chosen by ``select_attention_config``.
+        pdl: where supported (NVIDIA Hopper or newer), launch as programmatic dependent launches: each
+            kernel is scheduled while the kernel before it runs and waits for it on the device. Off for a
+            launch that follows a cross-stream join (or to measure what it saves).
         config: override of the whole kernel configuration (tuning).
         validate: also check block ids and lengths (reads them, so it syncs).
 
@@ -214,6 +218,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
     if softcap is not None and not softcap > 0:
         raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
+    if not isinstance(pdl, bool):
+        raise ValueError(f"pdl must be a bool, got {pdl!r}")
     if num_splits is not None and not (isinstance(num_splits, int) and 1 <= num_splits <= MAX_SPLITS):
         raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}], got {num_splits!r}")
     is_fp8 = k_cache.dtype in FP8_DTYPES
@@ -280,7 +286,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
         REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=config.num_warps, num_stages=config.num_stages, **pdl_launch(q.device),
+        num_warps=config.num_warps, num_stages=config.num_stages, **pdl_launch(q.device, pdl),
     )
     if splits > 1:
         _merge_splits_kernel[(num_tokens, num_q_heads)](
@@ -290,6 +296,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-            num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device),
+            num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device, pdl),
         )
     return out

@@ -47,6 +47,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kv-cache-gib", type=float, default=10.0)
     parser.add_argument("--profile-host", action="store_true",
                         help="tritium: print a cProfile of one batch-1 generation (where the host time goes)")
+    parser.add_argument("--ablate", action="store_true",
+                        help="batch-1 graph time with each decode-chain fusion or PDL edge turned off (tritium)")
+    parser.add_argument("--trace", action="store_true",
+                        help="per-kernel time on the critical path of one batch-1 graph replay (tritium, CUPTI)")
     parser.add_argument("--prefetch-sweep", action="store_true",
                         help="tritium: also time the batch-1 CUDA graph under several weight-prefetch plans (GPU)")
 
@@ -143,6 +147,10 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
                 graph, _ = llm.runner.graphs[bucket]
                 out[f"graph_step_ms_b{bucket}"] = time_ms(graph.replay)
         out["weight_prefetch"] = llm.engine_config.weight_prefetch
+        if getattr(args, "ablate", False) and device.type == "cuda" and attention_backend == "triton":
+            out["ablation_graph_b1_ms"] = ablate(llm)
+        if getattr(args, "trace", False) and device.type == "cuda" and attention_backend == "triton":
+            out["trace_b1"] = trace_step(llm)
         if getattr(args, "prefetch_sweep", False) and device.type == "cuda":
             out["prefetch_sweep"] = prefetch_sweep(llm)
     del llm
@@ -150,6 +158,111 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return out
+
+
+# (label, turn off the rope + KV-write fusion, attention kernels without PDL, no PDL anywhere)
+ABLATIONS = (
+    ("as shipped", False, False, False),
+    ("rope and KV write apart", True, False, False),
+    ("attention without PDL", False, True, False),
+    ("both (session-3 chain)", True, True, False),
+    ("no PDL anywhere", False, False, True),
+)
+
+
+def ablate(llm, rounds: int = 3) -> dict:
+    """Median batch-1 graph replay time (ms) of each of ABLATIONS, captured again for each and timed in
+    ``rounds`` interleaved rounds (slow drifts of clock or temperature hit every variant alike)."""
+    import contextlib
+
+    from tritium.runtime import pdl_disabled
+
+    model, runner = llm.model, llm.runner
+    fused = model.rope_write_kv
+    times: dict[str, list[float]] = {label: [] for label, *_ in ABLATIONS}
+    try:
+        for _ in range(rounds):
+            for label, apart, attn_plain, no_pdl in ABLATIONS:
+                model.rope_write_kv = None if apart else fused
+                model.attention.pdl = not attn_plain
+                runner.graphs.clear()
+                with pdl_disabled() if no_pdl else contextlib.nullcontext():
+                    runner.capture(1)
+                times[label].append(time_ms(runner.graphs[1][0].replay))
+    finally:
+        model.rope_write_kv, model.attention.pdl = fused, True
+        runner.graphs.clear()
+        runner.capture(llm.engine_config.max_num_seqs)
+    res = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
+    for label, ms in res.items():
+        print(f"  ablation {label:>26}: b1 graph {ms:.3f} ms  (all: {', '.join(f'{t:.3f}' for t in times[label])})",
+              flush=True)
+    return res
+
+
+PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
+
+
+def trace_step(llm, replays: int = 3) -> dict:
+    """Kernel timeline of the batch-1 graph (CUPTI through torch.profiler), middle replay of ``replays``.
+
+    A kernel's exposed time is how far it moves the end of the step: its end minus the latest end of the
+    kernels before it (0 when it ends inside them). Summed by kernel (projections by their order in the
+    layer, the last one lm_head) it says where the step's time goes beyond the weight reads.
+    """
+    import json
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    graph = llm.runner.graphs[1][0]
+    graph.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    if not kernels or len(kernels) % replays:
+        return {"error": f"{len(kernels)} kernels traced for {replays} replays"}
+    n = len(kernels) // replays
+    step = kernels[n: 2 * n] if replays > 2 else kernels[:n]
+    nproj = sum(1 for e in step if _is_projection(e["name"]))
+    by: dict[str, dict] = {}
+    proj = 0
+    latest_end = step[0]["ts"]
+    for e in step:
+        name = e["name"]
+        if _is_projection(name):
+            label = "lm_head" if proj == nproj - 1 else PROJECTIONS[proj % 4]
+            proj += 1
+        else:
+            label = name.split("(")[0][:48]
+        end = e["ts"] + e["dur"]
+        row = by.setdefault(label, {"count": 0, "busy_us": 0.0, "exposed_us": 0.0})
+        row["count"] += 1
+        row["busy_us"] += e["dur"]
+        row["exposed_us"] += max(0.0, end - latest_end)
+        latest_end = max(latest_end, end)
+    span = latest_end - step[0]["ts"]
+    print(f"  trace: {n} kernels, step span {span / 1e3:.3f} ms (kernel start to kernel end)", flush=True)
+    for label, row in sorted(by.items(), key=lambda kv: -kv[1]["exposed_us"]):
+        print(f"    {label:>48}: x{row['count']:<4} exposed {row['exposed_us']:8.1f} us "
+              f"({row['exposed_us'] / row['count']:6.2f} each)  busy {row['busy_us'] / row['count']:6.2f} each", flush=True)
+    return {"kernels": n, "span_us": span, "by_kernel": by}
+
+
+def _is_projection(name: str) -> bool:
+    return "gemv" in name or "gemm" in name or "nvjet" in name or "cutlass" in name
 
 
 MB = 1 << 20

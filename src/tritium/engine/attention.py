@@ -52,6 +52,7 @@ class TritonAttention:
 
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
+        self.pdl = True  # programmatic dependent launches where supported (the benchmark's ablation turns it off)
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
@@ -68,7 +69,8 @@ class TritonAttention:
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window,
-                               workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None)
+                               workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None,
+                               pdl=self.pdl)
 
 
 class TorchAttention:
