@@ -125,3 +125,20 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
         G.gemv(x[:, :7], w, gated=True)
     with pytest.raises(ValueError, match=f"weight must be \\[N, {k}\\]"):
         G.gemv(x, torch.randn(n, 2 * k, dtype=dtype, device=dev), gated=True)
+
+
+@pytest.mark.parametrize("m,n,k,gated", [(1, 512, 1024, False), (2, 37, 1040, False), (1, 300, 512, True)],
+                         ids=str)
+def test_gemv_prefetch_keeps_results(m, n, k, gated):
+    """prefetch=True (an L2 hint issued before the PDL wait, GPU only) gives the same bits as without;
+    elsewhere it is ignored. A prefetched weight written by the kernel just before is read fresh."""
+    dev = default_device()
+    w = torch.randn(n, k, dtype=torch.bfloat16, device=dev) / k ** 0.5
+    x = torch.randn(m, 2 * k if gated else k, dtype=torch.bfloat16, device=dev)
+    plain = G.gemv(x, w, gated=gated)
+    assert torch.equal(G.gemv(x, w, gated=gated, prefetch=True), plain)
+    w2 = torch.empty_like(w)
+    w2.copy_(w * 2)  # written right before the prefetching launch
+    assert torch.equal(G.gemv(x, w2, gated=gated, prefetch=True), G.gemv(x, w2, gated=gated))
+    lin = G.LinearDispatch("triton")
+    assert torch.equal(lin(x[:, :k], w, prefetch=True), G.gemv(x[:, :k], w))

@@ -160,13 +160,20 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     return out
 
 
-# (label, turn off the rope + KV-write fusion, attention kernels without PDL, no PDL anywhere)
+# (label, turn off the rope + KV-write fusion, attention kernels without PDL (and KV prefetch), no PDL
+# anywhere, GEMV slice prefetch for these projections or None for the model's own set)
 ABLATIONS = (
-    ("as shipped", False, False, False),
-    ("rope and KV write apart", True, False, False),
-    ("attention without PDL", False, True, False),
-    ("both (session-3 chain)", True, True, False),
-    ("no PDL anywhere", False, False, True),
+    ("as shipped", False, False, False, None),
+    ("rope and KV write apart", True, False, False, None),
+    ("attention without PDL", False, True, False, None),
+    ("session-3 chain", True, True, False, frozenset()),
+    ("no PDL anywhere", False, False, True, None),
+    ("GEMV prefetch: none", False, False, False, frozenset()),
+    ("GEMV prefetch: o", False, False, False, frozenset({"o_proj"})),
+    ("GEMV prefetch: o, qkv", False, False, False, frozenset({"o_proj", "qkv_proj"})),
+    ("GEMV prefetch: o, qkv, down", False, False, False, frozenset({"o_proj", "qkv_proj", "down_proj"})),
+    ("GEMV prefetch: all", False, False, False, frozenset({"o_proj", "qkv_proj", "down_proj", "gate_up_proj",
+                                                           "lm_head"})),
 )
 
 
@@ -178,26 +185,46 @@ def ablate(llm, rounds: int = 3) -> dict:
     from tritium.runtime import pdl_disabled
 
     model, runner = llm.model, llm.runner
-    fused = model.rope_write_kv
+    fused, own_prefetch = model.rope_write_kv, model.gemv_prefetch
+    inputs = _graph_inputs(runner)
     times: dict[str, list[float]] = {label: [] for label, *_ in ABLATIONS}
     try:
         for _ in range(rounds):
-            for label, apart, attn_plain, no_pdl in ABLATIONS:
+            for label, apart, attn_plain, no_pdl, prefetch in ABLATIONS:
                 model.rope_write_kv = None if apart else fused
                 model.attention.pdl = not attn_plain
+                model.gemv_prefetch = own_prefetch if prefetch is None else prefetch
                 runner.graphs.clear()
                 with pdl_disabled() if no_pdl else contextlib.nullcontext():
                     runner.capture(1)
+                _set_graph_inputs(runner, inputs)
                 times[label].append(time_ms(runner.graphs[1][0].replay))
     finally:
-        model.rope_write_kv, model.attention.pdl = fused, True
+        model.rope_write_kv, model.attention.pdl, model.gemv_prefetch = fused, True, own_prefetch
         runner.graphs.clear()
         runner.capture(llm.engine_config.max_num_seqs)
+        _set_graph_inputs(runner, inputs)
     res = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
     for label, ms in res.items():
         print(f"  ablation {label:>26}: b1 graph {ms:.3f} ms  (all: {', '.join(f'{t:.3f}' for t in times[label])})",
               flush=True)
     return res
+
+
+GRAPH_INPUTS = ("ids", "pos", "slots", "block_table", "seq_lens")
+
+
+def _graph_inputs(runner) -> dict:
+    """Copies of the batch-1 graph's inputs: the last decode step of a full-length run, so a graph
+    captured again (whose fresh inputs are 1-token sequences) is timed over the same context."""
+    return {k: runner.graphs[1][1][k].clone() for k in GRAPH_INPUTS}
+
+
+def _set_graph_inputs(runner, inputs: dict) -> None:
+    bufs = runner.graphs[1][1]
+    for k, v in inputs.items():
+        bufs[k].copy_(v)
+    torch.cuda.synchronize()
 
 
 PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
@@ -216,7 +243,8 @@ def trace_step(llm, replays: int = 3) -> dict:
 
     from torch.profiler import ProfilerActivity, profile
 
-    graph = llm.runner.graphs[1][0]
+    graph, bufs = llm.runner.graphs[1]
+    out_seq_len = int(bufs["seq_lens"][0])
     graph.replay()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -254,11 +282,12 @@ def trace_step(llm, replays: int = 3) -> dict:
         row["exposed_us"] += max(0.0, end - latest_end)
         latest_end = max(latest_end, end)
     span = latest_end - step[0]["ts"]
-    print(f"  trace: {n} kernels, step span {span / 1e3:.3f} ms (kernel start to kernel end)", flush=True)
+    print(f"  trace: {n} kernels, step span {span / 1e3:.3f} ms (kernel start to kernel end), "
+          f"context {out_seq_len}", flush=True)
     for label, row in sorted(by.items(), key=lambda kv: -kv[1]["exposed_us"]):
         print(f"    {label:>48}: x{row['count']:<4} exposed {row['exposed_us']:8.1f} us "
               f"({row['exposed_us'] / row['count']:6.2f} each)  busy {row['busy_us'] / row['count']:6.2f} each", flush=True)
-    return {"kernels": n, "span_us": span, "by_kernel": by}
+    return {"kernels": n, "span_us": span, "seq_len": out_seq_len, "by_kernel": by}
 
 
 def _is_projection(name: str) -> bool:

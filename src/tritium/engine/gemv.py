@@ -22,6 +22,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from tritium.ptx import prefetch_rows_l2
 from tritium.runtime import pdl_launch, pdl_supported
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,11 @@ def _gemv_kernel(
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
-    GATED: tl.constexpr = False,
+    GATED: tl.constexpr = False, PREFETCH: tl.constexpr = False, ROW_BYTES: tl.constexpr = 0,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
+    if PREFETCH:  # the program's whole weight slice to L2 while the kernels before still run
+        prefetch_rows_l2(w_ptr + tl.minimum(rows, N - 1).to(tl.int64) * stride_w_n, ROW_BYTES)
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
@@ -108,13 +111,17 @@ def _gemv_kernel(
 
 
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False) -> torch.Tensor:
+         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
+         prefetch: bool = False) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
     ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
     loading, as :func:`tritium.engine.reference.silu_and_mul` rounds it), saving that kernel.
+    ``prefetch``: with programmatic dependent launch, each program first asks L2 for its whole weight
+    slice (Hopper bulk prefetch), so the programs scheduled while the previous kernels run start the DRAM
+    reads early; ignored without PDL or where rows are not 16-byte multiples.
     """
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
@@ -139,13 +146,18 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
+    launch = pdl_launch(x.device, pdl is not False)
+    row_bytes = K * weight.element_size()
+    prefetch = bool(prefetch and launch["USE_PDL"] and weight.data_ptr() % 16 == 0 and row_bytes % 16 == 0
+                    and weight.stride(0) * weight.element_size() % 16 == 0)
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out,
         x.stride(0), weight.stride(0), out.stride(0),
         M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl_launch(x.device, pdl is not False),
+        PREFETCH=prefetch, ROW_BYTES=row_bytes if prefetch else 0,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **launch,
     )
     return out
 
@@ -177,15 +189,19 @@ class LinearDispatch:
             return None
         return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], weight.shape[1]))
 
-    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                 prefetch: bool = False) -> torch.Tensor:
+        """``F.linear(x, weight, bias)``; ``prefetch``: the GEMV's L2 prefetch of its slice (see :func:`gemv`)."""
         cfg = self._config(x, weight)
-        return F.linear(x, weight, bias) if cfg is None else gemv(x, weight, bias, config=cfg)
+        return F.linear(x, weight, bias) if cfg is None else gemv(x, weight, bias, config=cfg, prefetch=prefetch)
 
-    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    def gated(self, x: torch.Tensor, weight: torch.Tensor, *, prefetch: bool = False) -> torch.Tensor:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
         the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
         cfg = self._config(x, weight)
-        return F.linear(self.silu_and_mul(x), weight) if cfg is None else gemv(x, weight, config=cfg, gated=True)
+        if cfg is None:
+            return F.linear(self.silu_and_mul(x), weight)
+        return gemv(x, weight, config=cfg, gated=True, prefetch=prefetch)
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:

@@ -29,6 +29,7 @@ def op_functions(backend: str) -> tuple[Callable, Callable, Callable]:
 PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
 # Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
 DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}
+GEMV_PREFETCH: frozenset[str] = frozenset()
 
 
 class LlamaModel:
@@ -62,6 +63,9 @@ class LlamaModel:
         self._rope_freqs: torch.Tensor | None = None
         self.prefetcher = None
         self.prefetch_plan: dict[str, int | None] = {}
+        # Projections whose GEMV asks L2 for its weight slice before waiting for the kernels before it
+        # (a programmatic dependent launch scheduled early); names from PREFETCH_POINTS.
+        self.gemv_prefetch: frozenset[str] = GEMV_PREFETCH
 
     def enable_prefetch(self, plan: dict[str, int | None] | None = None, *, evict_last: bool = False) -> bool:
         """Prefetch projection weights into L2 in decode steps (<= 4 tokens) while the small kernels before
@@ -178,6 +182,7 @@ class LlamaModel:
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
+        pf = self.gemv_prefetch
 
         def prefetch(name: str, weight: torch.Tensor) -> None:
             if name in plan:
@@ -189,7 +194,7 @@ class LlamaModel:
                 x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
             else:
                 x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
-            qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
+            qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"), prefetch="qkv_proj" in pf)
             prefetch("o_proj", layer["o_proj"])
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
@@ -200,12 +205,13 @@ class LlamaModel:
             else:
                 self.rope(q, k, positions, self.cos_sin)
                 attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
-            h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
+            h = self.linear(attn.reshape(T, hq * d), layer["o_proj"], prefetch="o_proj" in pf)
             prefetch("gate_up_proj", layer["gate_up_proj"])
             x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
-            gate_up = self.linear(x, layer["gate_up_proj"])
+            gate_up = self.linear(x, layer["gate_up_proj"], prefetch="gate_up_proj" in pf)
             prefetch("down_proj", layer["down_proj"])
-            h = self.linear.gated(gate_up, layer["down_proj"])  # SiLU-and-mul fused into the GEMV when it runs
+            # SiLU-and-mul fused into the GEMV when it runs
+            h = self.linear.gated(gate_up, layer["down_proj"], prefetch="down_proj" in pf)
             if i + 1 < len(self.layers):
                 prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
             else:
@@ -222,4 +228,4 @@ class LlamaModel:
     @torch.inference_mode()
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
-        return self.linear(hidden, self.lm_head).float()
+        return self.linear(hidden, self.lm_head, prefetch="lm_head" in self.gemv_prefetch).float()
