@@ -17,7 +17,7 @@ GPU=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[1].l
 
 what=${1:-all}
 if [[ $what == tests || $what == all ]]; then
-  timeout 280 python3 -m pytest -q -p no:cacheprovider tests/engine tests/attention/test_kv_cache.py \
+  timeout ${TEST_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider tests/engine tests/attention/test_kv_cache.py \
     tests/attention/test_gpu.py tests/attention/test_paged_attention.py \
     -k "not test_paged_attention.py or splits or decode_regimes or shapes or split_prefill or workspace" \
     > "$OUT/engine-tests-$GPU.log" 2>&1

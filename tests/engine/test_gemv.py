@@ -127,18 +127,38 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
         G.gemv(x, torch.randn(n, 2 * k, dtype=dtype, device=dev), gated=True)
 
 
-@pytest.mark.parametrize("m,n,k,gated", [(1, 512, 1024, False), (2, 37, 1040, False), (1, 300, 512, True)],
-                         ids=str)
-def test_gemv_prefetch_keeps_results(m, n, k, gated):
-    """prefetch=True (an L2 hint issued before the PDL wait, GPU only) gives the same bits as without;
-    elsewhere it is ignored. A prefetched weight written by the kernel just before is read fresh."""
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030)], ids=str)
+@pytest.mark.parametrize("with_residual", [False, True], ids=["plain", "residual"])
+def test_gemv_rms_norm_prologue(m, n, k, dtype, with_residual):
+    """gemv_rms_norm == rms_norm then linear (fp64 reference within tolerance); h = x + residual goes to a
+    new tensor bit for bit as the norm kernel writes it, and the inputs are left as they were."""
+    from tritium.engine import ops
+
     dev = default_device()
-    w = torch.randn(n, k, dtype=torch.bfloat16, device=dev) / k ** 0.5
-    x = torch.randn(m, 2 * k if gated else k, dtype=torch.bfloat16, device=dev)
-    plain = G.gemv(x, w, gated=gated)
-    assert torch.equal(G.gemv(x, w, gated=gated, prefetch=True), plain)
-    w2 = torch.empty_like(w)
-    w2.copy_(w * 2)  # written right before the prefetching launch
-    assert torch.equal(G.gemv(x, w2, gated=gated, prefetch=True), G.gemv(x, w2, gated=gated))
-    lin = G.LinearDispatch("triton")
-    assert torch.equal(lin(x[:, :k], w, prefetch=True), G.gemv(x[:, :k], w))
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    res = torch.randn(m, k, dtype=dtype, device=dev) if with_residual else None
+    nw = torch.rand(k, dtype=dtype, device=dev) + 0.5
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    bias = torch.randn(n, dtype=dtype, device=dev)
+    x0, res0 = x.clone(), None if res is None else res.clone()
+    y_ref, h_ref = reference.rms_norm(x.clone(), nw, 1e-5, None if res is None else res.clone())
+    out, h = G.gemv_rms_norm(x, res, nw, 1e-5, w, bias, config=G.GemvConfig(8, 64, 4))
+    assert out.shape == (m, n) and out.dtype == dtype
+    assert rel_err(out, reference.linear(y_ref, w, bias)) < TOL[dtype]
+    assert torch.equal(x, x0) and (res is None or torch.equal(res, res0))
+    if with_residual:
+        assert h.data_ptr() not in (x.data_ptr(), res.data_ptr())
+        assert torch.equal(h, ops.rms_norm(x.clone(), nw, 1e-5, res.clone())[1])
+    else:
+        assert h is x
+    for mode in ("triton", "torch", "auto"):  # auto without tuning: cuBLAS and the separate norm
+        lin = G.LinearDispatch(mode, rms_norm=ops.rms_norm)
+        o, hh = lin.normed(x, None if res is None else res.clone(), nw, 1e-5, w, bias)
+        assert rel_err(o, reference.linear(y_ref, w, bias)) < TOL[dtype]
+        assert torch.equal(hh, h)
+    with pytest.raises(ValueError, match="norm_weight must be a contiguous"):
+        G.gemv_rms_norm(x, res, nw[:-1], 1e-5, w)
+    with pytest.raises(ValueError, match="residual must be like x"):
+        G.gemv_rms_norm(x, x[:, :-1], nw, 1e-5, w)

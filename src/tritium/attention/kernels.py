@@ -15,8 +15,6 @@ Scores are kept in the log2 domain (scaled by log2(e)) so the softmax uses exp2.
 import triton
 import triton.language as tl
 
-from tritium.ptx import prefetch_rows_l2
-
 LOG2E = 1.4426950408889634
 
 
@@ -135,7 +133,6 @@ def _paged_attention_kernel(
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
-    PREFETCH_TILES: tl.constexpr = 0, ROW_BYTES: tl.constexpr = 0,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -145,9 +142,7 @@ def _paged_attention_kernel(
     USE_PDL (a programmatic dependent launch): the next kernel (the merge, or a projection) may be
     scheduled at once. Before waiting for the kernel before it (which wrote q and the new tokens' K/V),
     a program reads only the batch layout (cu_seqlens_q, seq_lens, block_table) and constant inputs
-    (scales, ALiBi slopes, sinks), and asks L2 for the K/V rows of its first PREFETCH_TILES tiles (a
-    hint: later loads still see the new tokens' values, which are written through L2), so the cache
-    reads of a decode step overlap the kernels before it."""
+    (scales, ALiBi slopes, sinks)."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
     q_slot = tl.program_id(0)
@@ -227,12 +222,6 @@ def _paged_attention_kernel(
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
     bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
-    if PREFETCH_TILES > 0:
-        for tile in range(lo, tl.minimum(hi, lo + PREFETCH_TILES)):
-            offs_n = tile * TILE_N + tl.arange(0, TILE_N)
-            pages = tl.load(bt_row_ptr + offs_n // PAGE_SIZE, mask=offs_n < seq_len, other=0).to(tl.int64)
-            prefetch_rows_l2(k_head_ptr + pages * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok, ROW_BYTES)
-            prefetch_rows_l2(v_head_ptr + pages * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok, ROW_BYTES)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],

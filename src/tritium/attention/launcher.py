@@ -164,26 +164,6 @@ def _scale_arg(name, scale, device):
     return None, float(scale)
 
 
-# Split-KV decode launched with PDL asks L2 for the first tiles of each program's keys and values before
-# waiting for the previous kernel, at most this many bytes in all (H100 L2: 50 MB, shared with the
-# projection weights streaming past), and at most PREFETCH_MAX_TILES tiles a program.
-PREFETCH_BUDGET = 16 << 20
-PREFETCH_MAX_TILES = 4
-
-
-def _prefetch_tiles(launch, grid, config, k_cache, v_cache) -> int:
-    """PREFETCH_TILES of a split-KV launch: 0 without PDL (the program starts after the previous kernel
-    anyway), with rows the bulk prefetch cannot take (16-byte multiples and alignment), or over budget."""
-    if not launch.get("USE_PDL"):
-        return 0
-    elem = k_cache.element_size()
-    for t in (k_cache, v_cache):
-        if t.data_ptr() % 16 or any(st * elem % 16 for st in t.stride()[:3]) or t.shape[3] * elem % 16:
-            return 0
-    per_tile = 2 * config.tile_n * k_cache.shape[3] * elem  # K and V rows of one tile
-    return min(PREFETCH_MAX_TILES, PREFETCH_BUDGET // (grid[0] * grid[1] * grid[2] * per_tile))
-
-
 def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                     max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
                     softmax_scale: float | None = None, causal: bool = True,
@@ -286,7 +266,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     dummy = q
     grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
     launch = pdl_launch(q.device, pdl)
-    prefetch_tiles = _prefetch_tiles(launch, grid, config, k_cache, v_cache) if splits > 1 else 0
     _paged_attention_kernel[grid](
         out, q, k_cache, v_cache,
         block_table, seq_lens, cu_seqlens_q,
@@ -308,7 +287,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
         REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        PREFETCH_TILES=prefetch_tiles, ROW_BYTES=head_dim * k_cache.element_size(),
         num_warps=config.num_warps, num_stages=config.num_stages, **launch,
     )
     if splits > 1:

@@ -160,20 +160,18 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     return out
 
 
-# (label, turn off the rope + KV-write fusion, attention kernels without PDL (and KV prefetch), no PDL
-# anywhere, GEMV slice prefetch for these projections or None for the model's own set)
+# (label, rope and KV write as two kernels, attention kernels launched with PDL, no PDL anywhere,
+# RMSNorm as its own kernel instead of the projection's prologue)
 ABLATIONS = (
-    ("as shipped", False, False, False, None),
-    ("rope and KV write apart", True, False, False, None),
-    ("attention without PDL", False, True, False, None),
-    ("session-3 chain", True, True, False, frozenset()),
-    ("no PDL anywhere", False, False, True, None),
-    ("GEMV prefetch: none", False, False, False, frozenset()),
-    ("GEMV prefetch: o", False, False, False, frozenset({"o_proj"})),
-    ("GEMV prefetch: o, qkv", False, False, False, frozenset({"o_proj", "qkv_proj"})),
-    ("GEMV prefetch: o, qkv, down", False, False, False, frozenset({"o_proj", "qkv_proj", "down_proj"})),
-    ("GEMV prefetch: all", False, False, False, frozenset({"o_proj", "qkv_proj", "down_proj", "gate_up_proj",
-                                                           "lm_head"})),
+    ("as shipped", False, None, False, None),
+    ("rope and KV write apart", True, None, False, None),
+    ("attention with PDL", False, True, False, None),
+    ("attention without PDL", False, False, False, None),
+    ("norm kernels apart", False, None, False, False),
+    ("norm in the GEMV", False, None, False, True),
+    ("norm in the GEMV + attention PDL", False, True, False, True),
+    ("session-3 chain", True, False, False, False),
+    ("no PDL anywhere", False, None, True, None),
 )
 
 
@@ -185,22 +183,22 @@ def ablate(llm, rounds: int = 3) -> dict:
     from tritium.runtime import pdl_disabled
 
     model, runner = llm.model, llm.runner
-    fused, own_prefetch = model.rope_write_kv, model.gemv_prefetch
+    fused, own_pdl, own_norm = model.rope_write_kv, model.attention.pdl, model.fuse_norm
     inputs = _graph_inputs(runner)
     times: dict[str, list[float]] = {label: [] for label, *_ in ABLATIONS}
     try:
         for _ in range(rounds):
-            for label, apart, attn_plain, no_pdl, prefetch in ABLATIONS:
+            for label, apart, attn_pdl, no_pdl, norm in ABLATIONS:
                 model.rope_write_kv = None if apart else fused
-                model.attention.pdl = not attn_plain
-                model.gemv_prefetch = own_prefetch if prefetch is None else prefetch
+                model.attention.pdl = own_pdl if attn_pdl is None else attn_pdl
+                model.fuse_norm = own_norm if norm is None else norm
                 runner.graphs.clear()
                 with pdl_disabled() if no_pdl else contextlib.nullcontext():
                     runner.capture(1)
                 _set_graph_inputs(runner, inputs)
                 times[label].append(time_ms(runner.graphs[1][0].replay))
     finally:
-        model.rope_write_kv, model.attention.pdl, model.gemv_prefetch = fused, True, own_prefetch
+        model.rope_write_kv, model.attention.pdl, model.fuse_norm = fused, own_pdl, own_norm
         runner.graphs.clear()
         runner.capture(llm.engine_config.max_num_seqs)
         _set_graph_inputs(runner, inputs)

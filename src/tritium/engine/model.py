@@ -29,7 +29,6 @@ def op_functions(backend: str) -> tuple[Callable, Callable, Callable]:
 PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
 # Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
 DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}
-GEMV_PREFETCH: frozenset[str] = frozenset()
 
 
 class LlamaModel:
@@ -53,7 +52,9 @@ class LlamaModel:
             from tritium.engine import ops
             self.rope_write_kv = ops.rope_write_kv
         from tritium.engine.gemv import LinearDispatch  # kernels import after the Triton backend is chosen
-        self.linear = LinearDispatch(linear_backend, self.silu_and_mul)
+        self.linear = LinearDispatch(linear_backend, self.silu_and_mul, self.rms_norm)
+        # decode: RMSNorm as the prologue of the GEMV after it (qkv, gate_up) where the GEMV runs
+        self.fuse_norm = True
         self.scale = 1.0 / math.sqrt(config.head_dim)
         self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(config.num_hidden_layers)]
         self.embed: torch.Tensor | None = None
@@ -63,9 +64,6 @@ class LlamaModel:
         self._rope_freqs: torch.Tensor | None = None
         self.prefetcher = None
         self.prefetch_plan: dict[str, int | None] = {}
-        # Projections whose GEMV asks L2 for its weight slice before waiting for the kernels before it
-        # (a programmatic dependent launch scheduled early); names from PREFETCH_POINTS.
-        self.gemv_prefetch: frozenset[str] = GEMV_PREFETCH
 
     def enable_prefetch(self, plan: dict[str, int | None] | None = None, *, evict_last: bool = False) -> bool:
         """Prefetch projection weights into L2 in decode steps (<= 4 tokens) while the small kernels before
@@ -182,19 +180,22 @@ class LlamaModel:
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
-        pf = self.gemv_prefetch
 
         def prefetch(name: str, weight: torch.Tensor) -> None:
             if name in plan:
                 self.prefetcher.issue(weight, plan[name])
 
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
-            if residual is None:
-                residual = h
-                x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
+            if self.fuse_norm:
+                qkv, residual = self.linear.normed(h, residual, layer["input_norm"], cfg.rms_norm_eps,
+                                                   layer["qkv_proj"], layer.get("qkv_bias"))
             else:
-                x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
-            qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"), prefetch="qkv_proj" in pf)
+                if residual is None:
+                    residual = h
+                    x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
+                else:
+                    x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
+                qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))
             prefetch("o_proj", layer["o_proj"])
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
@@ -205,13 +206,17 @@ class LlamaModel:
             else:
                 self.rope(q, k, positions, self.cos_sin)
                 attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
-            h = self.linear(attn.reshape(T, hq * d), layer["o_proj"], prefetch="o_proj" in pf)
+            h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
             prefetch("gate_up_proj", layer["gate_up_proj"])
-            x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
-            gate_up = self.linear(x, layer["gate_up_proj"], prefetch="gate_up_proj" in pf)
+            if self.fuse_norm:
+                gate_up, residual = self.linear.normed(h, residual, layer["post_norm"], cfg.rms_norm_eps,
+                                                       layer["gate_up_proj"])
+            else:
+                x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
+                gate_up = self.linear(x, layer["gate_up_proj"])
             prefetch("down_proj", layer["down_proj"])
             # SiLU-and-mul fused into the GEMV when it runs
-            h = self.linear.gated(gate_up, layer["down_proj"], prefetch="down_proj" in pf)
+            h = self.linear.gated(gate_up, layer["down_proj"])
             if i + 1 < len(self.layers):
                 prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
             else:
@@ -228,4 +233,4 @@ class LlamaModel:
     @torch.inference_mode()
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
-        return self.linear(hidden, self.lm_head, prefetch="lm_head" in self.gemv_prefetch).float()
+        return self.linear(hidden, self.lm_head).float()
