@@ -160,18 +160,14 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     return out
 
 
-# (label, rope and KV write as two kernels, attention kernels launched with PDL, no PDL anywhere,
-# RMSNorm as its own kernel instead of the projection's prologue)
+# (label, rope and KV write as two kernels, attention kernels launched with PDL (None: the engine's
+# choice), no PDL anywhere)
 ABLATIONS = (
-    ("as shipped", False, None, False, None),
-    ("rope and KV write apart", True, None, False, None),
-    ("attention with PDL", False, True, False, None),
-    ("attention without PDL", False, False, False, None),
-    ("norm kernels apart", False, None, False, False),
-    ("norm in the GEMV", False, None, False, True),
-    ("norm in the GEMV + attention PDL", False, True, False, True),
-    ("session-3 chain", True, False, False, False),
-    ("no PDL anywhere", False, None, True, None),
+    ("as shipped", False, None, False),
+    ("rope and KV write apart", True, None, False),
+    ("attention without PDL", False, False, False),
+    ("session-3 chain", True, False, False),
+    ("no PDL anywhere", False, None, True),
 )
 
 
@@ -183,22 +179,21 @@ def ablate(llm, rounds: int = 3) -> dict:
     from tritium.runtime import pdl_disabled
 
     model, runner = llm.model, llm.runner
-    fused, own_pdl, own_norm = model.rope_write_kv, model.attention.pdl, model.fuse_norm
+    fused, own_pdl = model.rope_write_kv, model.attention.pdl
     inputs = _graph_inputs(runner)
     times: dict[str, list[float]] = {label: [] for label, *_ in ABLATIONS}
     try:
         for _ in range(rounds):
-            for label, apart, attn_pdl, no_pdl, norm in ABLATIONS:
+            for label, apart, attn_pdl, no_pdl in ABLATIONS:
                 model.rope_write_kv = None if apart else fused
                 model.attention.pdl = own_pdl if attn_pdl is None else attn_pdl
-                model.fuse_norm = own_norm if norm is None else norm
                 runner.graphs.clear()
                 with pdl_disabled() if no_pdl else contextlib.nullcontext():
                     runner.capture(1)
                 _set_graph_inputs(runner, inputs)
                 times[label].append(time_ms(runner.graphs[1][0].replay))
     finally:
-        model.rope_write_kv, model.attention.pdl, model.fuse_norm = fused, own_pdl, own_norm
+        model.rope_write_kv, model.attention.pdl = fused, own_pdl
         runner.graphs.clear()
         runner.capture(llm.engine_config.max_num_seqs)
         _set_graph_inputs(runner, inputs)

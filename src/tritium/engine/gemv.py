@@ -54,20 +54,16 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 @triton.jit
 def _gemv_kernel(
     # pointers
-    x_ptr, w_ptr, bias_ptr, out_ptr, res_ptr, norm_w_ptr, res_out_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr,
     # strides
-    stride_x_m, stride_w_n, stride_out_m, stride_res_m, stride_res_out_m,
-    # sizes and scalars
-    M, N, K, eps,
+    stride_x_m, stride_w_n, stride_out_m,
+    # sizes
+    M, N, K,
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
-    GATED: tl.constexpr = False, NORM: tl.constexpr = False, HAS_RES: tl.constexpr = False,
+    GATED: tl.constexpr = False,
 ):
-    """Grid: (cdiv(N, BLOCK_N),). GATED: x is [gate | up] and the product uses SiLU(gate) * up. NORM: the
-    product uses RMSNorm(x (+ residual)) * norm_w, as tritium.engine.ops.rms_norm rounds it; every
-    program computes the row's rstd in a first pass over x and program 0 writes h = x + residual to
-    res_out."""
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
@@ -84,29 +80,10 @@ def _gemv_kernel(
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
     # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
-    if NORM:  # first pass: h = x (+ residual) and the sum of its squares; fp32 as in _rms_norm_kernel
-        sq = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            h_mask = (ms[:, None] < M) & (k0 + ks[None, :] < K)
-            h = tl.load(x_ptrs + k0, mask=h_mask, other=0.0)
-            if HAS_RES:
-                r = tl.load(res_ptr + ms[:, None] * stride_res_m + k0 + ks[None, :], mask=h_mask, other=0.0)
-                h = (h.to(tl.float32) + r.to(tl.float32)).to(h.dtype)
-                if tl.program_id(0) == 0:
-                    tl.store(res_out_ptr + ms[:, None] * stride_res_out_m + k0 + ks[None, :], h, mask=h_mask)
-            hf = h.to(tl.float32)
-            sq += hf * hf
-        rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=1) / K + eps)                          # [BLOCK_M]
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         x_mask = (ms[:, None] < M) & (k0 + ks[None, :] < K)
         x = tl.load(x_ptrs, mask=x_mask, other=0.0)
-        if NORM:  # (h * rstd) rounded, times the norm weight, rounded: what the GEMV would have read
-            if HAS_RES:
-                r = tl.load(res_ptr + ms[:, None] * stride_res_m + k0 + ks[None, :], mask=x_mask, other=0.0)
-                x = (x.to(tl.float32) + r.to(tl.float32)).to(x.dtype)
-            nw = tl.load(norm_w_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
-            x = ((x.to(tl.float32) * rstd[:, None]).to(x.dtype).to(tl.float32) * nw[None, :]).to(x.dtype)
         if GATED:  # x is [gate | up] (2K wide): SiLU-and-mul on the fly, rounded where the reference rounds
             up = tl.load(x_ptrs + K, mask=x_mask, other=0.0)
             g = x.to(tl.float32)
@@ -162,58 +139,15 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
-    launch = pdl_launch(x.device, pdl is not False)
-    _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
-        x, weight, bias if bias is not None else weight, out, x, x, x,
-        x.stride(0), weight.stride(0), out.stride(0), 0, 0,
-        M, N, K, 0.0,
-        BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **launch,
-    )
-    return out
-
-
-def gemv_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, norm_weight: torch.Tensor, eps: float,
-                  weight: torch.Tensor, bias: torch.Tensor | None = None, *, config: GemvConfig | None = None,
-                  pdl: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``rms_norm`` fused into the GEMV's prologue: ``(linear(y, weight, bias), h)`` where
-    ``y, h = rms_norm(x, norm_weight, eps, residual)`` (:func:`tritium.engine.reference.rms_norm`), for
-    x: [M, K], 1 <= M <= MAX_M. ``h = x + residual`` goes to a new tensor (``residual`` is not written;
-    ``h`` is ``x`` itself without a residual). Saves the norm kernel of a decode step; y differs from the
-    separate kernels' only by the order of the sum of squares.
-    """
-    if x.dim() != 2 or x.stride(1) != 1:
-        raise ValueError(f"x must be [M, K] with a contiguous last dimension, got {tuple(x.shape)}")
-    M, K = x.shape
-    if norm_weight.shape != (K,) or norm_weight.dtype != x.dtype or norm_weight.stride(0) != 1:
-        raise ValueError(f"norm_weight must be a contiguous [{K}] {x.dtype} tensor, got "
-                         f"{tuple(norm_weight.shape)} {norm_weight.dtype}")
-    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype or residual.stride(1) != 1):
-        raise ValueError(f"residual must be like x {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} "
-                         f"{residual.dtype}")
-    if not 1 <= M <= MAX_M:
-        raise ValueError(f"x must have 1 to {MAX_M} rows for the GEMV, got {M}")
-    if weight.dim() != 2 or weight.shape[1] != K or weight.dtype != x.dtype or weight.stride(1) != 1:
-        raise ValueError(f"weight must be a [N, {K}] {x.dtype} tensor with a contiguous last dimension, got "
-                         f"{tuple(weight.shape)} {weight.dtype}")
-    N = weight.shape[0]
-    if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
-        raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
-    cfg = config or DEFAULT_CONFIG
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    h = torch.empty_like(x) if residual is not None else x
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out,
-        residual if residual is not None else x, norm_weight, h,
-        x.stride(0), weight.stride(0), out.stride(0), residual.stride(0) if residual is not None else 0, h.stride(0),
-        M, N, K, eps,
+        x.stride(0), weight.stride(0), out.stride(0),
+        M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0,
-        NORM=True, HAS_RES=residual is not None,
+        HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl_launch(x.device, pdl is not False),
     )
-    return out, h
+    return out
 
 
 class LinearDispatch:
@@ -226,13 +160,13 @@ class LinearDispatch:
 
     MODES = ("auto", "triton", "torch")
 
-    def __init__(self, mode: str = "torch", silu_and_mul=None, rms_norm=None):
+    def __init__(self, mode: str = "torch", silu_and_mul=None):
         if mode not in self.MODES:
             raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
         self.mode = mode
-        from tritium.engine import reference
-        self.silu_and_mul = silu_and_mul or reference.silu_and_mul
-        self.rms_norm = rms_norm or reference.rms_norm
+        if silu_and_mul is None:
+            from tritium.engine.reference import silu_and_mul
+        self.silu_and_mul = silu_and_mul
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
 
@@ -251,20 +185,7 @@ class LinearDispatch:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
         the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
         cfg = self._config(x, weight)
-        if cfg is None:
-            return F.linear(self.silu_and_mul(x), weight)
-        return gemv(x, weight, config=cfg, gated=True)
-
-    def normed(self, x: torch.Tensor, residual: torch.Tensor | None, norm_weight: torch.Tensor, eps: float,
-               weight: torch.Tensor, bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(linear(y, weight, bias), h)`` with ``y, h = rms_norm(x, norm_weight, eps, residual)`` (``h`` is x
-        without a residual): one GEMV with the norm as its prologue (:func:`gemv_rms_norm`) where the GEMV
-        is the choice for (M, N, K), else the ``rms_norm`` given at construction then ``F.linear``."""
-        cfg = self._config(x, weight)
-        if cfg is None or x.stride(-1) != 1:
-            y, h = self.rms_norm(x, norm_weight, eps, residual)
-            return F.linear(y, weight, bias), (x if residual is None else h)
-        return gemv_rms_norm(x, residual, norm_weight, eps, weight, bias, config=cfg)
+        return F.linear(self.silu_and_mul(x), weight) if cfg is None else gemv(x, weight, config=cfg, gated=True)
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:

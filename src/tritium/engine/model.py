@@ -52,9 +52,7 @@ class LlamaModel:
             from tritium.engine import ops
             self.rope_write_kv = ops.rope_write_kv
         from tritium.engine.gemv import LinearDispatch  # kernels import after the Triton backend is chosen
-        self.linear = LinearDispatch(linear_backend, self.silu_and_mul, self.rms_norm)
-        # decode: RMSNorm as the prologue of the GEMV after it (qkv, gate_up) where the GEMV runs
-        self.fuse_norm = True
+        self.linear = LinearDispatch(linear_backend, self.silu_and_mul)
         self.scale = 1.0 / math.sqrt(config.head_dim)
         self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(config.num_hidden_layers)]
         self.embed: torch.Tensor | None = None
@@ -186,16 +184,12 @@ class LlamaModel:
                 self.prefetcher.issue(weight, plan[name])
 
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
-            if self.fuse_norm:
-                qkv, residual = self.linear.normed(h, residual, layer["input_norm"], cfg.rms_norm_eps,
-                                                   layer["qkv_proj"], layer.get("qkv_bias"))
+            if residual is None:
+                residual = h
+                x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
             else:
-                if residual is None:
-                    residual = h
-                    x, _ = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps)
-                else:
-                    x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
-                qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))
+                x, residual = self.rms_norm(h, layer["input_norm"], cfg.rms_norm_eps, residual)
+            qkv = self.linear(x, layer["qkv_proj"], layer.get("qkv_bias"))              # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer["o_proj"])
             q = qkv[:, : hq * d].view(T, hq, d)
             k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
@@ -208,15 +202,10 @@ class LlamaModel:
                 attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
             h = self.linear(attn.reshape(T, hq * d), layer["o_proj"])
             prefetch("gate_up_proj", layer["gate_up_proj"])
-            if self.fuse_norm:
-                gate_up, residual = self.linear.normed(h, residual, layer["post_norm"], cfg.rms_norm_eps,
-                                                       layer["gate_up_proj"])
-            else:
-                x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
-                gate_up = self.linear(x, layer["gate_up_proj"])
+            x, residual = self.rms_norm(h, layer["post_norm"], cfg.rms_norm_eps, residual)
+            gate_up = self.linear(x, layer["gate_up_proj"])
             prefetch("down_proj", layer["down_proj"])
-            # SiLU-and-mul fused into the GEMV when it runs
-            h = self.linear.gated(gate_up, layer["down_proj"])
+            h = self.linear.gated(gate_up, layer["down_proj"])  # SiLU-and-mul fused into the GEMV when it runs
             if i + 1 < len(self.layers):
                 prefetch("qkv_proj", self.layers[i + 1]["qkv_proj"])
             else:
