@@ -165,6 +165,7 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
 ABLATIONS = (
     ("as shipped", False, None, False),
     ("rope and KV write apart", True, None, False),
+    ("attention with PDL", False, True, False),
     ("attention without PDL", False, False, False),
     ("session-3 chain", True, False, False),
     ("no PDL anywhere", False, None, True),

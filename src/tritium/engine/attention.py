@@ -52,9 +52,9 @@ class TritonAttention:
 
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
-        # programmatic dependent launches where supported: -0.07 ms a batch-1 Llama-3-8B step on the H100
-        # (bench/NOTES.md, session 4); the benchmark's ablation turns it off
-        self.pdl = True
+        # Launched without PDL: in the engine's chain it measured 0.03 ms slower a batch-1 Llama-3-8B step
+        # on the H100 (bench/NOTES.md, session 4); the benchmark's ablation compares both.
+        self.pdl = False
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
