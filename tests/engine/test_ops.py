@@ -15,6 +15,15 @@ def rel_err(out, ref):
     return ((out.float() - ref.float()).norm() / ref.float().norm()).item()
 
 
+def qkv_views(T, hq, hkv, head_dim, dtype, dev):
+    """A random fused QKV buffer [T, (hq + 2 hkv) * head_dim] and its q, k, v head views, as in the model."""
+    qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
+    q = qkv[:, : hq * head_dim].view(T, hq, head_dim)
+    k = qkv[:, hq * head_dim: (hq + hkv) * head_dim].view(T, hkv, head_dim)
+    v = qkv[:, (hq + hkv) * head_dim:].view(T, hkv, head_dim)
+    return qkv, q, k, v
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tokens,hidden", [(1, 64), (17, 576), (5, 1000)], ids=lambda v: str(v))
 @pytest.mark.parametrize("with_residual", [False, True], ids=["plain", "residual"])
@@ -40,11 +49,8 @@ def test_rope(heads, head_dim, dtype):
     inv = reference.rope_inv_freq(head_dim, 10000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
     cos_sin = reference.rope_cos_sin(inv, 300).to(dev)
-    # q and k as views of one fused QKV buffer, as in the model
-    qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
+    qkv, q, k, _ = qkv_views(T, hq, hkv, head_dim, dtype, dev)
     positions = torch.randint(0, 300, (T,), device=dev)
-    q = qkv[:, : hq * head_dim].view(T, hq, head_dim)
-    k = qkv[:, hq * head_dim: (hq + hkv) * head_dim].view(T, hkv, head_dim)
     q_ref, k_ref = q.clone(), k.clone()
     reference.rope(q_ref, k_ref, positions, cos_sin)
     v_before = qkv[:, (hq + hkv) * head_dim:].clone()
@@ -62,10 +68,7 @@ def test_rope_write_kv(heads, head_dim, dtype):
     hq, hkv = heads
     T, blocks, block_size = 11, 6, 4
     cos_sin = reference.rope_cos_sin(reference.rope_inv_freq(head_dim, 10000.0), 300).to(dev)
-    qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
-    q = qkv[:, : hq * head_dim].view(T, hq, head_dim)
-    k = qkv[:, hq * head_dim: (hq + hkv) * head_dim].view(T, hkv, head_dim)
-    v = qkv[:, (hq + hkv) * head_dim:].view(T, hkv, head_dim)
+    _, q, k, v = qkv_views(T, hq, hkv, head_dim, dtype, dev)
     positions = torch.randint(0, 300, (T,), device=dev)
     slots = torch.randperm(blocks * block_size, device=dev)[:T]
     slots[[2, 7]] = -1  # skipped tokens (CUDA-graph padding)

@@ -120,11 +120,10 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
                   slot_mapping: torch.Tensor) -> None:
     """:func:`rope` in place, then the rotated k and v of token t into cache slot ``slot_mapping[t]``
     (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a negative slot skips."""
+    from tritium.attention.reference import write_kv_cache_ref
+
     rope(q, k, positions, cos_sin)
-    keep = slot_mapping >= 0
-    slots = slot_mapping[keep]
-    k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)
-    v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)
+    write_kv_cache_ref(k, v, k_cache, v_cache, slot_mapping)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
