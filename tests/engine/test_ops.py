@@ -124,31 +124,57 @@ def test_llama3_inv_freq_matches_transformers():
     assert torch.equal(reference.rope_inv_freq(128, 500000.0, scaling), expected)
 
 
-@pytest.mark.parametrize("n, rows, block_size", [(1, 1, 16), (3, 4, 16), (5, 8, 32)])
-def test_advance_decode(n, rows, block_size):
-    """Next-step inputs from this step's tokens, including a position that crosses into a new page; rows
-    past n (graph padding) are left alone."""
+@pytest.mark.parametrize("rows, vocab, block_size, dtype", [
+    (1, 300, 16, torch.float32), (4, 9000, 16, torch.float32), (6, 5000, 32, torch.bfloat16)],
+    ids=lambda v: str(v).replace("torch.", ""))
+def test_greedy_advance(rows, vocab, block_size, dtype):
+    """Argmax (first maximum on ties, NaN wins, all-negative rows) and the next step's inputs: a position
+    that crosses into a new page, a padding row (slot -1) left alone, a row at the end of its block table
+    that stops. Launched twice: the scratch is back to its initial state after each launch."""
     dev = default_device()
-    g = torch.Generator().manual_seed(n)
-    max_blocks = 6
-    pos = torch.randint(0, max_blocks * block_size - 1, (rows,), generator=g)
+    g = torch.Generator().manual_seed(rows * vocab)
+    max_blocks, hist_rows = 6, 8
+    pos = torch.randint(0, max_blocks * block_size - 2, (rows,), generator=g)
     pos[0] = block_size - 1  # the next position starts page 1
-    state = {
-        "ids": torch.randint(0, 1000, (rows,), generator=g), "pos": pos,
-        "seq_lens": (pos + 1).to(torch.int32), "slots": torch.full((rows,), -1, dtype=torch.int64),
-    }
+    slots = torch.randint(0, 1000, (rows,), generator=g)
+    if rows > 1:
+        slots[-1] = -1  # padding
+        pos[-2 if rows > 2 else 0] = max_blocks * block_size - 1  # no column for the next position
+    state = {"ids": torch.randint(0, vocab, (rows,), generator=g), "pos": pos, "seq_lens": (pos + 1).to(torch.int32),
+             "slots": slots}
     block_table = torch.randperm(64, generator=g)[:rows * max_blocks].view(rows, max_blocks).to(torch.int32)
-    tok = torch.randint(0, 1000, (n,), generator=g)
-    hist = torch.full((rows,), -7, dtype=torch.int64)
+    logits = torch.randn(rows, vocab, generator=g).to(dtype)
+    logits[0, 3] = logits[0, vocab - 2] = 60.0  # tie: the first one
+    if rows > 2:
+        logits[1] = -torch.rand(vocab, generator=g).to(dtype) - 1.0
+        logits[2, vocab // 2] = float("nan")
+    scratch = ops.greedy_scratch(rows + 2, dev)
+    initial = scratch.clone()
     got = {k: v.clone().to(dev) for k, v in state.items()}
-    got_hist = hist.clone().to(dev)
-    ops.advance_decode(tok.to(dev), got_hist, got["ids"], got["pos"], got["seq_lens"], got["slots"],
-                       block_table.to(dev), block_size)
+    got_hist = torch.full((hist_rows, rows), -7, dtype=torch.int64, device=dev)
     want = {k: v.clone() for k, v in state.items()}
-    reference.advance_decode(tok, hist, want["ids"], want["pos"], want["seq_lens"], want["slots"], block_table,
-                             block_size)
-    for k in want:
-        assert torch.equal(got[k].cpu(), want[k]), k
-    assert torch.equal(got_hist.cpu(), hist)
-    assert want["slots"][0] == block_table[0, 1].item() * block_size  # first slot of the new page
-    assert torch.equal(want["ids"][n:], state["ids"][n:]) and torch.equal(want["slots"][n:], state["slots"][n:])
+    want_hist = torch.full((hist_rows, rows), -7, dtype=torch.int64)
+    first = {}
+    for launch in range(2):
+        got_hist.fill_(-7)
+        want_hist.fill_(-7)
+        ops.greedy_advance(logits.to(dev), got_hist, got["ids"], got["pos"], got["seq_lens"], got["slots"],
+                           block_table.to(dev), block_size, scratch)
+        reference.greedy_advance(logits, want_hist, want["ids"], want["pos"], want["seq_lens"], want["slots"],
+                                 block_table, block_size)
+        for k in want:
+            assert torch.equal(got[k].cpu(), want[k]), k
+        assert torch.equal(got_hist.cpu(), want_hist)
+        assert torch.equal(scratch, initial)
+        if launch == 0:
+            first = {k: v.clone() for k, v in want.items()}
+            first["hist"] = want_hist.clone()
+    assert first["hist"][block_size % hist_rows, 0] == 3 and first["ids"][0] == 3
+    assert first["slots"][0] == block_table[0, 1] * block_size  # first slot of the new page
+    if rows > 2:
+        assert first["hist"][(state["pos"][2] + 1) % hist_rows, 2] == vocab // 2
+    if rows > 1:
+        assert first["slots"][-1] == -1 and first["pos"][-1] == state["pos"][-1]  # padding untouched
+        assert first["ids"][-1] == state["ids"][-1]
+        stopped = -2 if rows > 2 else 0
+        assert first["slots"][stopped] == -1 and first["pos"][stopped] == state["pos"][stopped]

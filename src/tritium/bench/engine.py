@@ -113,6 +113,8 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
         t_one = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 2 * r + 1), one), device)
         step_ms.append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
     step_ms.sort()
+    # the batch-1 graph's inputs of the last decode step, rewound to leave room for the replays timed below
+    b1_inputs = _graph_inputs(llm.runner) if 1 in llm.runner.graphs else None
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
            "weight_bytes": llm.model.weight_bytes(), "linear_backend": llm.engine_config.linear_backend,
            "linear_tuning": llm.model.linear.report}
@@ -139,17 +141,23 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
     out.update(batch_tokens_per_s=args.batch * args.new_tokens / t_batch, batch_seconds=t_batch,
                batch_prefill_seconds=t_prefill,
                batch_decode_step_ms=(t_batch - t_prefill) / (args.new_tokens - 1) * 1e3)
-    # GPU time of one captured decode step (stale inputs from the last run: every sequence near max_len).
+    # GPU time of one captured decode step; each replay moves its rows one token on (greedy_advance). Batch 1
+    # starts ~70 tokens before the end of its last run; the larger batch's rows have their last run's
+    # inputs (every sequence at max_len: rows stop there, see greedy_advance, and repeat that step).
     if llm.runner.graphs:
         for b in (1, args.batch):
             bucket = llm.runner.graph_bucket(b)
             if bucket is not None:
                 graph, _ = llm.runner.graphs[bucket]
+                if bucket == 1:
+                    _set_graph_inputs(llm.runner, b1_inputs)
                 out[f"graph_step_ms_b{bucket}"] = time_ms(graph.replay)
         out["weight_prefetch"] = llm.engine_config.weight_prefetch
         if getattr(args, "ablate", False) and device.type == "cuda" and attention_backend == "triton":
-            out["ablation_graph_b1_ms"] = ablate(llm)
+            out["ablation_graph_b1_ms"] = ablate(llm, b1_inputs)
+            out["ablation_windows_b1_step_ms"] = ablate_windows(llm, args, cfg)
         if getattr(args, "trace", False) and device.type == "cuda" and attention_backend == "triton":
+            _set_graph_inputs(llm.runner, b1_inputs)
             out["trace_b1"] = trace_step(llm)
         if getattr(args, "prefetch_sweep", False) and device.type == "cuda":
             out["prefetch_sweep"] = prefetch_sweep(llm)
@@ -161,18 +169,19 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
 
 
 # (label, rope and KV write as two kernels, attention kernels launched with PDL (None: the engine's
-# choice), no PDL anywhere)
+# choice), no PDL anywhere, split-KV count (None: the engine's))
 ABLATIONS = (
-    ("as shipped", False, None, False),
-    ("rope and KV write apart", True, None, False),
-    ("attention with PDL", False, True, False),
-    ("attention without PDL", False, False, False),
-    ("session-3 chain", True, False, False),
-    ("no PDL anywhere", False, None, True),
+    ("as shipped", False, None, False, None),
+    ("rope and KV write apart", True, None, False, None),
+    ("attention with PDL", False, True, False, None),
+    ("no PDL anywhere", False, None, True, None),
+    ("attention 3 splits", False, None, False, 3),
+    ("attention 12 splits", False, None, False, 12),
+    ("attention 12 splits with PDL", False, True, False, 12),
 )
 
 
-def ablate(llm, rounds: int = 3) -> dict:
+def ablate(llm, inputs: dict, rounds: int = 3) -> dict:
     """Median batch-1 graph replay time (ms) of each of ABLATIONS, captured again for each and timed in
     ``rounds`` interleaved rounds (slow drifts of clock or temperature hit every variant alike)."""
     import contextlib
@@ -180,21 +189,21 @@ def ablate(llm, rounds: int = 3) -> dict:
     from tritium.runtime import pdl_disabled
 
     model, runner = llm.model, llm.runner
-    fused, own_pdl = model.rope_write_kv, model.attention.pdl
-    inputs = _graph_inputs(runner)
+    fused, own_pdl, own_splits = model.rope_write_kv, model.attention.pdl, model.attention.num_splits
     times: dict[str, list[float]] = {label: [] for label, *_ in ABLATIONS}
     try:
         for _ in range(rounds):
-            for label, apart, attn_pdl, no_pdl in ABLATIONS:
+            for label, apart, attn_pdl, no_pdl, splits in ABLATIONS:
                 model.rope_write_kv = None if apart else fused
                 model.attention.pdl = own_pdl if attn_pdl is None else attn_pdl
+                model.attention.num_splits = own_splits if splits is None else splits
                 runner.graphs.clear()
                 with pdl_disabled() if no_pdl else contextlib.nullcontext():
                     runner.capture(1)
                 _set_graph_inputs(runner, inputs)
                 times[label].append(time_ms(runner.graphs[1][0].replay))
     finally:
-        model.rope_write_kv, model.attention.pdl = fused, own_pdl
+        model.rope_write_kv, model.attention.pdl, model.attention.num_splits = fused, own_pdl, own_splits
         runner.graphs.clear()
         runner.capture(llm.engine_config.max_num_seqs)
         _set_graph_inputs(runner, inputs)
@@ -205,13 +214,55 @@ def ablate(llm, rounds: int = 3) -> dict:
     return res
 
 
+def ablate_windows(llm, args, cfg, rounds: int = 3) -> dict:
+    """Median batch-1 decode step (ms, measured as the main figure: generations of N and 1 new tokens) with
+    each piece of the greedy-window machinery turned off, interleaved over ``rounds``."""
+    from tritium.engine import SamplingParams
+
+    runner = llm.runner
+    full = SamplingParams(max_tokens=args.new_tokens, ignore_eos=True)
+    one = SamplingParams(max_tokens=1, ignore_eos=True)
+    variants = ("as shipped", "window graph off", "windows not pipelined", "both off")
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    own_max = runner.window_graph_max_batch
+
+    def setup(graph_off: bool, pipeline: bool) -> None:
+        runner.window_graph_max_batch = 0 if graph_off else own_max
+        runner.capture(1)  # bucket 1 again (the others stay)
+        llm.pipeline_windows = pipeline
+
+    try:
+        for r in range(rounds):
+            for v in variants:
+                setup(v in ("window graph off", "both off"), v in ("as shipped", "window graph off"))
+                t_full = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 50 + r), full),
+                                llm.device)
+                t_one = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 60 + r), one),
+                               llm.device)
+                times[v].append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
+    finally:
+        setup(False, True)
+    res = {v: sorted(t)[len(t) // 2] for v, t in times.items()}
+    for v, ms in res.items():
+        print(f"  windows {v:>22}: b1 step {ms:.3f} ms  (all: {', '.join(f'{t:.3f}' for t in times[v])})", flush=True)
+    return res
+
+
 GRAPH_INPUTS = ("ids", "pos", "slots", "block_table", "seq_lens")
 
 
-def _graph_inputs(runner) -> dict:
-    """Copies of the batch-1 graph's inputs: the last decode step of a full-length run, so a graph
-    captured again (whose fresh inputs are 1-token sequences) is timed over the same context."""
-    return {k: runner.graphs[1][1][k].clone() for k in GRAPH_INPUTS}
+def _graph_inputs(runner, room: int = 70) -> dict:
+    """The batch-1 graph's inputs for timing: the last decode step of a full-length run moved back ``room``
+    tokens (each replay advances one token; a fresh capture would time 1-token sequences instead), so
+    replayed graphs run over that run's pages and context, and KV writes land in its (freed) pages."""
+    bufs = runner.graphs[1][1]
+    inputs = {k: bufs[k].clone() for k in GRAPH_INPUTS}
+    pos = max(0, int(inputs["seq_lens"][0]) - 1 - room)
+    page = int(inputs["block_table"][0, pos // runner.block_size])
+    inputs["pos"][0] = pos
+    inputs["seq_lens"][0] = pos + 1
+    inputs["slots"][0] = page * runner.block_size + pos % runner.block_size
+    return inputs
 
 
 def _set_graph_inputs(runner, inputs: dict) -> None:
@@ -219,9 +270,6 @@ def _set_graph_inputs(runner, inputs: dict) -> None:
     for k, v in inputs.items():
         bufs[k].copy_(v)
     torch.cuda.synchronize()
-
-
-PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
 
 
 def trace_step(llm, replays: int = 3) -> dict:

@@ -55,6 +55,7 @@ class TritonAttention:
         # Launched without PDL: in the engine's chain it measured 0.03 ms slower a batch-1 Llama-3-8B step
         # on the H100 (bench/NOTES.md, session 4); the benchmark's ablation compares both.
         self.pdl = False
+        self.num_splits: int | None = None  # split-KV override (None: select_attention_config's choice)
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
@@ -72,6 +73,7 @@ class TritonAttention:
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window,
                                workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None,
+                               num_splits=self.num_splits if q.shape[0] <= self.workspace.max_num_tokens else None,
                                pdl=self.pdl)
 
 

@@ -17,7 +17,7 @@ from tritium.engine.config import EngineConfig, ModelConfig
 from tritium.engine.model import LlamaModel
 from tritium.engine.runner import ModelRunner, kv_cache_bytes_per_block
 from tritium.engine.sampling import SamplingParams, sample
-from tritium.engine.scheduler import Scheduler, Sequence
+from tritium.engine.scheduler import Scheduler, Sequence, Status
 from tritium.engine.tokenizer import Tokenizer
 from tritium.engine import weights as weights_io
 
@@ -139,11 +139,13 @@ class LLM:
                                    max_num_seqs=ecfg.max_num_seqs, enable_chunked_prefill=ecfg.enable_chunked_prefill)
         self.runner = ModelRunner(model, num_blocks=num_blocks, block_size=ecfg.block_size,
                                   max_model_len=ecfg.max_model_len, max_num_seqs=ecfg.max_num_seqs,
-                                  cuda_graphs=ecfg.cuda_graphs and on_gpu)
+                                  cuda_graphs=ecfg.cuda_graphs and on_gpu, window_steps=ecfg.decode_steps)
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else config.eos_token_ids)
         self._ids = itertools.count()
         self.stats: dict = {}
+        # queue the next greedy window before reading the one in flight (off only to measure what it buys)
+        self.pipeline_windows = True
 
     @staticmethod
     def _num_blocks(model: LlamaModel, ecfg: EngineConfig, device: torch.device) -> int:
@@ -276,35 +278,67 @@ class LLM:
             finished.append(seq)
         return reason is not None
 
-    def _greedy_window(self, batch) -> int:
-        """How many decode steps ``batch`` may run without a host sync: > 1 only for a greedy decode batch
-        in a CUDA-graph bucket with nobody waiting, bounded by every sequence's remaining tokens and
-        context, and only once the pages for those tokens are in hand."""
+    def _window_len(self, batch, ahead: int = 0) -> int:
+        """Steps a greedy window of ``batch`` may run, ``ahead`` steps past the host's state: > 1 only for
+        a greedy decode batch with nobody waiting, bounded by decode_steps and every sequence's remaining
+        tokens and context."""
         k = self.engine_config.decode_steps
-        if k <= 1 or self.scheduler.waiting or not batch.is_decode or self.runner.graph_bucket(len(batch.seqs)) is None:
+        if k <= 1 or self.scheduler.waiting or not batch.is_decode:
             return 1
         for seq in batch.seqs:
             if not seq.params.greedy:
                 return 1
-            k = min(k, seq.params.max_tokens - len(seq.output_ids), self.max_model_len - seq.num_tokens)
-        if k <= 1:
-            return 1
-        for seq in batch.seqs:  # schedule() gave each one page slot; the window needs k
-            if not self.block_manager.append_slots(seq.block_table, seq.num_computed + k):
-                return 1
+            k = min(k, seq.params.max_tokens - len(seq.output_ids) - ahead,
+                    self.max_model_len - seq.num_tokens - ahead)
         return k
 
+    def _reserve(self, batch, upto: int) -> bool:
+        """Pages for positions < num_computed + ``upto`` of every sequence of ``batch``."""
+        return all(self.block_manager.append_slots(seq.block_table, seq.num_computed + upto) for seq in batch.seqs)
+
+    def _greedy_window(self, batch) -> int:
+        """How many decode steps ``batch`` runs in its first window (1: no window), once the pages for
+        them are in hand (plus the position after them, so that the window can be continued)."""
+        k = self._window_len(batch)
+        if k <= 1:
+            return 1
+        # schedule() gave each sequence one slot; the window needs k, continuing it one more
+        if self._reserve(batch, k + 1) or self._reserve(batch, k):
+            return k
+        return 1
+
     def _greedy_steps(self, batch, k: int) -> list[Sequence]:
-        """Run ``k`` decode steps of ``batch`` on the GPU, then play them back on the host one by one:
-        progress, pages, tokens, stop checks; a sequence that finishes drops its later tokens."""
-        tokens = self.runner.run_greedy_steps(batch, k).tolist()  # the one sync of the window
-        finished = []
-        for i, seq in enumerate(batch.seqs):
-            for j in range(k):
+        """Run greedy decode windows of ``batch`` on the GPU and play them back on the host one by one
+        (progress, pages, tokens, stop checks; a sequence that finishes drops its later tokens).
+
+        While a window runs, the next one is queued (continued from the device's state) whenever every
+        sequence may still go on and its pages are in hand, so the host's playback overlaps the GPU. A
+        sequence that stops on EOS or a stop string leaves the queued window's work for it wasted; the
+        other sequences keep their tokens of it."""
+        window = self.runner.start_window(batch, k)
+        finished: list[Sequence] = []
+        while True:
+            k_next = self._window_len(batch, ahead=window.k) if window.reach > window.k and self.pipeline_windows else 0
+            if k_next > 1 and not self._reserve(batch, window.k + k_next + 1):
+                k_next = 0
+            queued = self.runner.continue_window(batch, k_next, ahead=window.k) if k_next > 1 else None
+            self._play_back(batch, window, finished)
+            if queued is None:
+                return finished
+            window = queued
+            if finished:  # its sequences' rows are garbage; the others' are theirs
+                self._play_back(batch, window, finished)
+                return finished
+
+    def _play_back(self, batch, window, finished: list[Sequence]) -> None:
+        tokens = window.tokens()  # waits for this window only
+        for seq, toks in zip(batch.seqs, tokens):
+            if seq.status is not Status.RUNNING:
+                continue
+            for token in toks:
                 self.scheduler.advance(seq, 1)
-                if self._accept(seq, tokens[j][i], finished):
+                if self._accept(seq, token, finished):
                     break
-        return finished
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params

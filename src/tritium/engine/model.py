@@ -44,6 +44,7 @@ class LlamaModel:
         self.dtype = dtype
         self.device = device
         self.attention = attention
+        self.op_backend = op_backend
         self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.

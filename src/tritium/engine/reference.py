@@ -140,18 +140,29 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return y.to(x.dtype)
 
 
-def advance_decode(tok: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
-                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int) -> None:
-    """Turn one decode step's tokens into the next step's inputs, in place (rows 0..n-1, n = len(tok)).
+def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
+                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int,
+                   scratch: torch.Tensor | None = None) -> None:
+    """Greedy-sample one decode step and turn the tokens into the next step's inputs, in place.
 
-    hist[:n] = ids[:n] = tok; pos += 1; seq_lens += 1; slots = page of the new position * block_size +
-    offset, from ``block_table`` [rows, max_blocks] int32.
+    For every row r of ``logits`` [rows, vocab] whose ``slots[r] >= 0`` (graph padding rows have -1 and are
+    left alone): tok = argmax(logits[r]) (first maximum); p = pos[r] + 1; hist[p % H, r] = tok; then, if
+    ``block_table`` [rows, max_blocks] has a column for p: ids[r] = tok, pos[r] = p, seq_lens[r] += 1,
+    slots[r] = block_table[r, p // block_size] * block_size + p % block_size; if not, the row stops:
+    slots[r] = -1 and nothing else moves (the step repeats without writing the cache).
+    ``scratch`` is unused (the Triton twin's atomics).
     """
-    n = tok.shape[0]
-    hist[:n] = tok
-    ids[:n] = tok
-    pos[:n] += 1
-    seq_lens[:n] += 1
-    p = pos[:n]
-    page = block_table[:n].gather(1, (p // block_size)[:, None].long())[:, 0].long()
-    slots[:n] = page * block_size + p % block_size
+    rows = logits.shape[0]
+    live = slots[:rows] >= 0
+    tok = torch.argmax(logits.float(), dim=-1)
+    p = pos[:rows] + 1
+    r = torch.arange(rows, device=logits.device)[live]
+    hist[(p % hist.shape[0])[live], r] = tok[live]
+    fits = p < block_table.shape[1] * block_size
+    move = live & fits
+    ids[:rows] = torch.where(move, tok, ids[:rows])
+    pos[:rows] = torch.where(move, p, pos[:rows])
+    seq_lens[:rows] += move.to(seq_lens.dtype)
+    col = torch.where(fits, p // block_size, 0)
+    page = block_table[:rows].gather(1, col[:, None].long())[:, 0].long()
+    slots[:rows] = torch.where(move, page * block_size + p % block_size, torch.where(live, -1, slots[:rows]))

@@ -1,5 +1,10 @@
 """Model runner: owns the KV cache, turns a scheduled batch into tensors, runs the model (eagerly or by
 replaying a CUDA graph of a decode step) and returns the logits of the sequences that sample.
+
+Greedy decode also runs in *windows*: k steps queued back to back, each ending in ``greedy_advance``
+(argmax, then the token, position, length and cache slot of the next step written on the device), with
+one device-to-host copy of the tokens at the end. A window can be continued from the device state
+before the host has read the one in flight, so the host's bookkeeping overlaps the GPU.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ log = logging.getLogger(__name__)
 
 # Decode batch sizes that get a CUDA graph; a batch runs in the smallest bucket that holds it.
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
-# Most greedy decode steps queued back to back between two host syncs (run_greedy_steps).
+# Most greedy decode steps in one window; also the rows of the token ring each window's tokens go to.
 MAX_DECODE_STEPS = 64
+# Decode batches up to this size also get one CUDA graph of a whole window (decode_steps steps): no
+# launch boundary between the steps. Larger batches replay the one-step graph per step.
+WINDOW_GRAPH_MAX_BATCH = 4
 
 
 def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
@@ -34,7 +42,7 @@ class ModelRunner:
     """
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
-                 max_num_seqs: int, cuda_graphs: bool):
+                 max_num_seqs: int, cuda_graphs: bool, window_steps: int = 1):
         cfg = model.config
         self.model = model
         self.device = model.device
@@ -47,6 +55,16 @@ class ModelRunner:
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
+        # greedy windows of window_steps steps get their own graph at small batch sizes (None: never)
+        self.window_steps = window_steps
+        self.window_graph_max_batch = WINDOW_GRAPH_MAX_BATCH if window_steps > 1 else 0
+        self._eager: dict[int, dict] = {}  # window buffers by batch size, without CUDA graphs
+        if model.op_backend == "triton":
+            from tritium.engine.ops import greedy_advance
+            self._greedy = greedy_advance
+        else:
+            from tritium.engine.reference import greedy_advance
+            self._greedy = greedy_advance
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
@@ -108,74 +126,122 @@ class ModelRunner:
                 return b
         return None
 
+    def _buffers(self, rows: int) -> dict:
+        """Static decode inputs of ``rows`` rows, their host staging, and the window state."""
+        dev = self.device
+        cuda = dev.type == "cuda"
+        bufs = {
+            "rows": rows,
+            "ids": torch.zeros(rows, dtype=torch.int64, device=dev),
+            "pos": torch.zeros(rows, dtype=torch.int64, device=dev),
+            "slots": torch.full((rows,), -1, dtype=torch.int64, device=dev),
+            "block_table": torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32, device=dev),
+            "seq_lens": torch.ones(rows, dtype=torch.int32, device=dev),
+            "cu": torch.arange(rows + 1, dtype=torch.int32, device=dev),
+            # token ring: the token sampled at position p goes to row p % MAX_DECODE_STEPS
+            "hist": torch.zeros(MAX_DECODE_STEPS, rows, dtype=torch.int64, device=dev),
+            "scratch": None,
+        }
+        if self.model.op_backend == "triton":
+            from tritium.engine.ops import greedy_scratch
+            bufs["scratch"] = greedy_scratch(rows, dev)
+        # pinned staging: each step's inputs go up as plain async H2D copies, no temporaries; two token
+        # buffers, one per window in flight
+        host = {"i64": torch.empty(3, rows, dtype=torch.int64), "seq_lens": torch.empty(rows, dtype=torch.int32),
+                "block_table": torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32),
+                "tokens0": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64),
+                "tokens1": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)}
+        if cuda:
+            host = {k: v.pin_memory() for k, v in host.items()}
+        bufs["host"] = host
+        bufs["host_np"] = {k: v.numpy() for k, v in host.items()}
+        bufs["staged"] = torch.cuda.Event() if cuda else None
+        bufs["flip"] = 0
+        return bufs
+
+    def _meta(self, bufs: dict, max_seqlen_k: int) -> AttentionMetadata:
+        return AttentionMetadata(bufs["slots"], bufs["block_table"], bufs["seq_lens"], bufs["cu"],
+                                 max_seqlen_q=1, max_seqlen_k=max_seqlen_k)
+
+    def _greedy_step(self, bufs: dict, meta: AttentionMetadata) -> torch.Tensor:
+        """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
+        hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
+        logits = self.model.compute_logits(hidden)
+        self._greedy(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
+                     bufs["block_table"], self.block_size, bufs["scratch"])
+        return logits
+
     def capture(self, max_num_seqs: int) -> None:
-        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool)."""
+        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool), and a
+        whole window of ``window_steps`` steps for buckets up to ``window_graph_max_batch``.
+
+        A step's graph ends in greedy_advance: a plain replay gives the logits (the step's inputs are
+        staged again before the next one), a replay in a window feeds the next step on the device.
+        """
         buckets = [b for b in GRAPH_BUCKETS if b <= max_num_seqs]
         if max_num_seqs not in buckets and max_num_seqs < GRAPH_BUCKETS[-1]:
             buckets.append(max_num_seqs)
-        dev = self.device
         pool = None
         for b in sorted(buckets, reverse=True):
-            bufs = {
-                "ids": torch.zeros(b, dtype=torch.int64, device=dev),
-                "pos": torch.zeros(b, dtype=torch.int64, device=dev),
-                "slots": torch.full((b,), -1, dtype=torch.int64, device=dev),
-                "block_table": torch.zeros(b, self.max_blocks_per_seq, dtype=torch.int32, device=dev),
-                "seq_lens": torch.ones(b, dtype=torch.int32, device=dev),
-                "cu": torch.arange(b + 1, dtype=torch.int32, device=dev),
-            }
-            # pinned staging: each replay's inputs go up as plain async H2D copies, no temporaries
-            host = {"i64": torch.empty(3, b, dtype=torch.int64), "seq_lens": torch.empty(b, dtype=torch.int32),
-                    "block_table": torch.zeros(b, self.max_blocks_per_seq, dtype=torch.int32)}
-            host = {k: v.pin_memory() for k, v in host.items()}
-            meta = AttentionMetadata(bufs["slots"], bufs["block_table"], bufs["seq_lens"], bufs["cu"],
-                                     max_seqlen_q=1, max_seqlen_k=self.max_model_len)
+            bufs = self._buffers(b)
+            meta = self._meta(bufs, self.max_model_len)
 
-            def step():
-                hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
-                return self.model.compute_logits(hidden)
+            def warm_up():
+                # compile Triton kernels, settle allocations; greedy_advance moves the inputs: reset them
+                for _ in range(2):
+                    self._greedy_step(bufs, meta)
+                for k in ("ids", "pos"):
+                    bufs[k].zero_()
+                bufs["slots"].fill_(-1)
+                bufs["seq_lens"].fill_(1)
 
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
-                for _ in range(2):  # warm up: compile Triton kernels, settle allocations
-                    step()
+                warm_up()
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
-                bufs["logits"] = step()
+                bufs["logits"] = self._greedy_step(bufs, meta)
             pool = graph.pool()
-            bufs["host"] = host
-            bufs["host_np"] = {k: v.numpy() for k, v in host.items()}
-            bufs["staged"] = torch.cuda.Event()
-            bufs["tok"] = torch.zeros(b, dtype=torch.int64, device=dev)
-            bufs["hist"] = torch.zeros(MAX_DECODE_STEPS, b, dtype=torch.int64, device=dev)
+            if b <= self.window_graph_max_batch:
+                window = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(window, pool=pool):
+                    for _ in range(self.window_steps):
+                        self._greedy_step(bufs, meta)
+                bufs["window_graph"] = window
             self.graphs[b] = (graph, bufs)
         torch.cuda.synchronize()
         self._buckets = tuple(sorted(self.graphs))
-        log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
+        log.info("captured decode CUDA graphs for batch sizes %s (whole %d-step windows up to %d)",
+                 sorted(self.graphs), self.window_steps, self.window_graph_max_batch)
 
-    def _stage(self, batch: ScheduledBatch, bufs: dict) -> None:
-        """Copy a decode batch's inputs into a graph's buffers (padded rows: slot -1, length 1)."""
+    def _stage(self, batch: ScheduledBatch, bufs: dict, ahead: int | None = None) -> None:
+        """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1). With ``ahead``
+        (a continued window, the device ``ahead`` steps further than the host), only the block tables:
+        the device already holds the other inputs."""
         n = len(batch.seqs)
-        ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
         host, np_host = bufs["host"], bufs["host_np"]
-        # NOTE: the previous step's copies out of the pinned buffers must be done before they are rewritten;
-        # the sampler has normally waited for them already, so this wait costs nothing.
-        bufs["staged"].synchronize()
-        i64 = np_host["i64"]
-        i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
-        i64[0:2, n:] = 0
-        i64[2, n:] = -1                      # padded slots write nowhere
-        np_host["seq_lens"][:n] = seq_lens
-        np_host["seq_lens"][n:] = 1
+        # NOTE: the previous copies out of the pinned buffers must be done before they are rewritten: they
+        # ran at the start of the window in flight, so this wait is normally over at once.
+        if bufs["staged"] is not None:
+            bufs["staged"].synchronize()
         self._fill_block_table(batch, np_host["block_table"])
-        bufs["ids"].copy_(host["i64"][0], non_blocking=True)
-        bufs["pos"].copy_(host["i64"][1], non_blocking=True)
-        bufs["slots"].copy_(host["i64"][2], non_blocking=True)
-        bufs["seq_lens"].copy_(host["seq_lens"], non_blocking=True)
+        if ahead is None:
+            ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
+            i64 = np_host["i64"]
+            i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
+            i64[0:2, n:] = 0
+            i64[2, n:] = -1                      # padded slots write nowhere
+            np_host["seq_lens"][:n] = seq_lens
+            np_host["seq_lens"][n:] = 1
+            bufs["ids"].copy_(host["i64"][0], non_blocking=True)
+            bufs["pos"].copy_(host["i64"][1], non_blocking=True)
+            bufs["slots"].copy_(host["i64"][2], non_blocking=True)
+            bufs["seq_lens"].copy_(host["seq_lens"], non_blocking=True)
         bufs["block_table"].copy_(host["block_table"], non_blocking=True)
-        bufs["staged"].record()
+        if bufs["staged"] is not None:
+            bufs["staged"].record()
 
     def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
         graph, bufs = self.graphs[bucket]
@@ -183,26 +249,74 @@ class ModelRunner:
         graph.replay()
         return bufs["logits"][:len(batch.seqs)]
 
-    def run_greedy_steps(self, batch: ScheduledBatch, k: int) -> torch.Tensor:
-        """Run ``k`` greedy decode steps of ``batch`` back to back on the GPU, with no host sync between
-        them: after each replay the argmax token becomes the next step's input and positions, lengths and
-        cache slots advance on the device. Returns the tokens, int64 [k, len(batch.seqs)] on the GPU.
+    # -- greedy windows ------------------------------------------------------------------------------------
+    def window_buffers(self, n: int) -> dict:
+        """Buffers a greedy window of ``n`` sequences runs on: its graph bucket's, or (no graphs) its own."""
+        bucket = self.graph_bucket(n) if self.graphs else None
+        if bucket is not None:
+            return self.graphs[bucket][1]
+        if n not in self._eager:
+            self._eager[n] = self._buffers(n)
+        return self._eager[n]
 
-        The caller guarantees a decode batch in a graph bucket, 1 <= k <= MAX_DECODE_STEPS, and pages in
-        every block table for ``k`` new tokens; it owns what to keep (a sequence that stops at step j
-        discards its later tokens; their cache writes land in its own pages, freed with it).
+    def start_window(self, batch: ScheduledBatch, k: int) -> "Window":
+        """Queue ``k`` greedy decode steps of ``batch`` from the host's state of its sequences.
+
+        The caller guarantees a decode batch, 1 <= k <= MAX_DECODE_STEPS, and pages in every block table
+        for positions up to num_computed + k - 1 (up to num_computed + k to continue the window later);
+        it owns what to keep (a sequence that stops inside the window drops its later tokens; their
+        cache writes land in its own pages, freed with it, before any later step can reuse them).
         """
-        from tritium.engine.ops import advance_decode
+        return self._launch(batch, k, 0)
 
-        n = len(batch.seqs)
-        graph, bufs = self.graphs[self.graph_bucket(n)]
+    def continue_window(self, batch: ScheduledBatch, k: int, ahead: int) -> "Window":
+        """Queue ``k`` more steps of the window in flight, ``ahead`` steps past the host's state (the
+        device holds the inputs); the block tables are sent again and must cover num_computed + ahead + k."""
+        return self._launch(batch, k, ahead)
+
+    def _launch(self, batch: ScheduledBatch, k: int, ahead: int) -> "Window":
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
-        self._stage(batch, bufs)
-        tok, hist, logits = bufs["tok"][:n], bufs["hist"], bufs["logits"][:n]
-        for j in range(k):
-            graph.replay()
-            torch.argmax(logits, dim=-1, out=tok)
-            advance_decode(tok, hist[j], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
-                           bufs["block_table"], self.block_size)
-        return hist[:k, :n]
+        n = len(batch.seqs)
+        bufs = self.window_buffers(n)
+        self._stage(batch, bufs, ahead if ahead else None)
+        first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
+        # positions from the first input on that every row has pages for (a continuation needs > k)
+        reach = min(len(seq.block_table) * self.block_size - p for seq, p in zip(batch.seqs, first))
+        graph = self.graphs[bufs["rows"]][0] if self.graphs and bufs["rows"] in self.graphs else None
+        if graph is None:
+            max_len = max(first) + k
+            for j in range(k):
+                self._greedy_step(bufs, self._meta(bufs, max_len - k + 1 + j))
+        elif k == self.window_steps and "window_graph" in bufs:
+            bufs["window_graph"].replay()
+        else:
+            for _ in range(k):
+                graph.replay()
+        dest = bufs["host"]["tokens1" if bufs["flip"] else "tokens0"]
+        bufs["flip"] ^= 1
+        dest.copy_(bufs["hist"], non_blocking=True)
+        done = None
+        if self.device.type == "cuda":
+            done = torch.cuda.Event()
+            done.record()
+        return Window(first, k, reach, dest, done)
+
+
+class Window:
+    """Greedy decode steps in flight; ``tokens()`` waits for them (and nothing queued after them).
+
+    ``first``: position of each row's first input; ``reach``: positions from there on that every row had
+    pages for at launch (the window can be continued only if reach > k: its last step computed the slot
+    of position first + k)."""
+
+    def __init__(self, first: list[int], k: int, reach: int, dest: torch.Tensor, done):
+        self.first, self.k, self.reach, self._dest, self._done = first, k, reach, dest, done
+
+    def tokens(self) -> list[list[int]]:
+        """tokens[i][j]: the token row i sampled at step j (its position is first[i] + j + 1)."""
+        if self._done is not None:
+            self._done.synchronize()
+        ring = self._dest.numpy()
+        h = ring.shape[0]
+        return [[int(ring[(p + 1 + j) % h, i]) for j in range(self.k)] for i, p in enumerate(self.first)]
