@@ -28,7 +28,7 @@ fi
 if [[ $what == ablate ]]; then  # tritium only: decode-chain ablations and the kernel trace of one step
   timeout 400 python3 -m tritium.bench engine --systems tritium --ablate --trace \
     --out "$OUT/engine-ablate-$GPU.json" > "$OUT/engine-ablate-$GPU.log" 2>&1
-  rc=$?; echo "engine ablate rc=$rc"; grep -E "ablation|trace|exposed|linear" "$OUT/engine-ablate-$GPU.log" | head -60
+  rc=$?; echo "engine ablate rc=$rc"; grep -E "ablation|windows|trace|exposed|linear|step|tok/s" "$OUT/engine-ablate-$GPU.log" | head -80
   exit $rc
 fi
 
