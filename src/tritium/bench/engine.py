@@ -178,6 +178,7 @@ ABLATIONS = (
     ("attention 3 splits", False, None, False, 3),
     ("attention 12 splits", False, None, False, 12),
     ("attention 12 splits with PDL", False, True, False, 12),
+    ("attention 24 splits with PDL", False, True, False, 24),
 )
 
 
@@ -270,6 +271,9 @@ def _set_graph_inputs(runner, inputs: dict) -> None:
     for k, v in inputs.items():
         bufs[k].copy_(v)
     torch.cuda.synchronize()
+
+
+PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
 
 
 def trace_step(llm, replays: int = 3) -> dict:
