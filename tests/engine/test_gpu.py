@@ -95,22 +95,3 @@ def test_greedy_decode_windows_keep_tokens(tiny_models):
         mixed = llm.generate(MANY[:3], [base[1], sampled, base[3]])
         assert [o.token_ids for o in mixed] == [o.token_ids for o in ref_mixed]
 
-
-@pytest.mark.parametrize("num_prompts", [1, 3])
-def test_window_graph_keeps_tokens(tiny_models, num_prompts):
-    """Batches up to WINDOW_GRAPH_MAX_BATCH replay one graph per window of decode_steps steps: same tokens
-    as one step per sync, and as the one-step graph replayed per step."""
-    from tritium.engine.runner import WINDOW_GRAPH_MAX_BATCH
-
-    path, _ = tiny_models["llama"]
-    params = SamplingParams(max_tokens=40)
-    prompts = MANY[:num_prompts]
-    want = [o.token_ids for o in LLM(path, dtype=torch.float32, decode_steps=1, max_num_seqs=8).generate(prompts, params)]
-    llm = LLM(path, dtype=torch.float32, decode_steps=8, max_num_seqs=8)
-    assert all(("window_graph" in bufs) == (b <= WINDOW_GRAPH_MAX_BATCH) for b, (_, bufs) in llm.runner.graphs.items())
-    assert [o.token_ids for o in llm.generate(prompts, params)] == want
-    llm.runner.window_graph_max_batch = 0
-    llm.runner.graphs.clear()
-    llm.runner.capture(8)
-    assert not any("window_graph" in bufs for _, bufs in llm.runner.graphs.values())
-    assert [o.token_ids for o in llm.generate(prompts, params)] == want

@@ -73,8 +73,10 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
             num_splits = max(1, 2 * sms // programs)
         if head_pad > 128:
             tile_n, num_stages = min(tile_n, 32), 2
-        # Each split should get at least 2 tiles of keys.
-        num_splits = max(1, min(num_splits, max_seqlen_k // (2 * tile_n), max_splits))
+        # NOTE: at most one split per key tile. Engine decode chain, Llama-3-8B shape, B=1, context ~700 of a
+        # 768-key graph (bench/results/run6-engine-ablate-*): 12 splits of one tile each vs 6 of two, step
+        # 5.714 vs 5.749 ms on the H100, 4.664 vs 4.702 on the H200; 3 splits 5.842 / 4.798.
+        num_splits = max(1, min(num_splits, max_seqlen_k // tile_n, max_splits))
     elif head_pad <= 128 and not fp32:
         # NOTE: same sweeps, causal prefill: 128x128 tiles, 8 warps, 3 stages beat 128x64 by 14-15% on
         # long sequences (B=1 S=16384 344 -> 393 TFLOP/s, B=4 S=8192 323 -> 370); at S=2048 (B=8)

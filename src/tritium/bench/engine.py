@@ -175,10 +175,8 @@ ABLATIONS = (
     ("rope and KV write apart", True, None, False, None),
     ("attention with PDL", False, True, False, None),
     ("no PDL anywhere", False, None, True, None),
+    ("attention 6 splits (2 tiles each)", False, None, False, 6),
     ("attention 3 splits", False, None, False, 3),
-    ("attention 12 splits", False, None, False, 12),
-    ("attention 12 splits with PDL", False, True, False, 12),
-    ("attention 24 splits with PDL", False, True, False, 24),
 )
 
 
@@ -217,32 +215,25 @@ def ablate(llm, inputs: dict, rounds: int = 3) -> dict:
 
 def ablate_windows(llm, args, cfg, rounds: int = 3) -> dict:
     """Median batch-1 decode step (ms, measured as the main figure: generations of N and 1 new tokens) with
-    each piece of the greedy-window machinery turned off, interleaved over ``rounds``."""
+    greedy windows pipelined (the next window queued before the host reads the one in flight) and not,
+    interleaved over ``rounds``."""
     from tritium.engine import SamplingParams
 
-    runner = llm.runner
     full = SamplingParams(max_tokens=args.new_tokens, ignore_eos=True)
     one = SamplingParams(max_tokens=1, ignore_eos=True)
-    variants = ("as shipped", "window graph off", "windows not pipelined", "both off")
+    variants = {"pipelined (shipped)": True, "not pipelined": False}
     times: dict[str, list[float]] = {v: [] for v in variants}
-    own_max = runner.window_graph_max_batch
-
-    def setup(graph_off: bool, pipeline: bool) -> None:
-        runner.window_graph_max_batch = 0 if graph_off else own_max
-        runner.capture(1)  # bucket 1 again (the others stay)
-        llm.pipeline_windows = pipeline
-
     try:
         for r in range(rounds):
-            for v in variants:
-                setup(v in ("window graph off", "both off"), v in ("as shipped", "window graph off"))
+            for v, pipelined in variants.items():
+                llm.pipeline_windows = pipelined
                 t_full = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 50 + r), full),
                                 llm.device)
                 t_one = _timed(lambda: llm.generate(_prompts(1, args.prompt_len, cfg.vocab_size, 60 + r), one),
                                llm.device)
                 times[v].append((t_full - t_one) / (args.new_tokens - 1) * 1e3)
     finally:
-        setup(False, True)
+        llm.pipeline_windows = True
     res = {v: sorted(t)[len(t) // 2] for v, t in times.items()}
     for v, ms in res.items():
         print(f"  windows {v:>22}: b1 step {ms:.3f} ms  (all: {', '.join(f'{t:.3f}' for t in times[v])})", flush=True)

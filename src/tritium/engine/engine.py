@@ -139,7 +139,7 @@ class LLM:
                                    max_num_seqs=ecfg.max_num_seqs, enable_chunked_prefill=ecfg.enable_chunked_prefill)
         self.runner = ModelRunner(model, num_blocks=num_blocks, block_size=ecfg.block_size,
                                   max_model_len=ecfg.max_model_len, max_num_seqs=ecfg.max_num_seqs,
-                                  cuda_graphs=ecfg.cuda_graphs and on_gpu, window_steps=ecfg.decode_steps)
+                                  cuda_graphs=ecfg.cuda_graphs and on_gpu)
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else config.eos_token_ids)
         self._ids = itertools.count()

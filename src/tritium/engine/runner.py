@@ -24,9 +24,6 @@ log = logging.getLogger(__name__)
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 # Most greedy decode steps in one window; also the rows of the token ring each window's tokens go to.
 MAX_DECODE_STEPS = 64
-# Decode batches up to this size also get one CUDA graph of a whole window (decode_steps steps): no
-# launch boundary between the steps. Larger batches replay the one-step graph per step.
-WINDOW_GRAPH_MAX_BATCH = 4
 
 
 def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
@@ -42,7 +39,7 @@ class ModelRunner:
     """
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
-                 max_num_seqs: int, cuda_graphs: bool, window_steps: int = 1):
+                 max_num_seqs: int, cuda_graphs: bool):
         cfg = model.config
         self.model = model
         self.device = model.device
@@ -55,9 +52,6 @@ class ModelRunner:
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
-        # greedy windows of window_steps steps get their own graph at small batch sizes (None: never)
-        self.window_steps = window_steps
-        self.window_graph_max_batch = WINDOW_GRAPH_MAX_BATCH if window_steps > 1 else 0
         self._eager: dict[int, dict] = {}  # window buffers by batch size, without CUDA graphs
         if model.op_backend == "triton":
             from tritium.engine.ops import greedy_advance
@@ -172,8 +166,10 @@ class ModelRunner:
         return logits
 
     def capture(self, max_num_seqs: int) -> None:
-        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool), and a
-        whole window of ``window_steps`` steps for buckets up to ``window_graph_max_batch``.
+        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool).
+
+        NOTE: one graph of a whole window (decode_steps steps, no launch boundary between them) was tried
+        at batch <= 4: within the noise of the H100 and H200 batch-1 step (bench/NOTES.md, session 5).
 
         A step's graph ends in greedy_advance: a plain replay gives the logits (the step's inputs are
         staged again before the next one), a replay in a window feeds the next step on the device.
@@ -204,17 +200,10 @@ class ModelRunner:
             with torch.cuda.graph(graph, pool=pool):
                 bufs["logits"] = self._greedy_step(bufs, meta)
             pool = graph.pool()
-            if b <= self.window_graph_max_batch:
-                window = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(window, pool=pool):
-                    for _ in range(self.window_steps):
-                        self._greedy_step(bufs, meta)
-                bufs["window_graph"] = window
             self.graphs[b] = (graph, bufs)
         torch.cuda.synchronize()
         self._buckets = tuple(sorted(self.graphs))
-        log.info("captured decode CUDA graphs for batch sizes %s (whole %d-step windows up to %d)",
-                 sorted(self.graphs), self.window_steps, self.window_graph_max_batch)
+        log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
     def _stage(self, batch: ScheduledBatch, bufs: dict, ahead: int | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1). With ``ahead``
@@ -288,8 +277,6 @@ class ModelRunner:
             max_len = max(first) + k
             for j in range(k):
                 self._greedy_step(bufs, self._meta(bufs, max_len - k + 1 + j))
-        elif k == self.window_steps and "window_graph" in bufs:
-            bufs["window_graph"].replay()
         else:
             for _ in range(k):
                 graph.replay()
