@@ -237,10 +237,11 @@ class EngineConfig:
       it bought nothing measurable (bench/NOTES.md). ``None``: on where the GPU supports it; after start-up
       it reads whether it is active.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
-    - ``decode_steps``: with CUDA graphs, up to this many greedy decode steps of an unchanged batch run
-      back to back on the GPU (the next token fed on the device) before the host syncs; the host's
-      per-step work then overlaps the GPU. A sequence that stops inside such a window (EOS, stop
-      string) wastes the rest of the window. 1 syncs every step.
+    - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
+      graph replays, or eager steps without graphs), the next token fed on the device, before the host
+      reads their tokens; the next window is queued from the device's state before that read, so the
+      host's per-step work overlaps the GPU. A sequence that stops on EOS or a stop string wastes the
+      rest of its window and of the one queued after it. 1 syncs every step.
     """
 
     block_size: int = 16
