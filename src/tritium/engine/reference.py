@@ -156,8 +156,10 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     live = slots[:rows] >= 0
     tok = torch.argmax(logits.float(), dim=-1)
     p = pos[:rows] + 1
-    r = torch.arange(rows, device=logits.device)[live]
-    hist[(p % hist.shape[0])[live], r] = tok[live]
+    # NOTE: no boolean indexing (it syncs with the device): this also runs inside CUDA graphs
+    r = torch.arange(rows, device=logits.device)
+    at = p % hist.shape[0]
+    hist[at, r] = torch.where(live, tok, hist[at, r])
     fits = p < block_table.shape[1] * block_size
     move = live & fits
     ids[:rows] = torch.where(move, tok, ids[:rows])
