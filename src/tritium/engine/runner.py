@@ -150,6 +150,7 @@ class ModelRunner:
         bufs["host"] = host
         bufs["host_np"] = {k: v.numpy() for k, v in host.items()}
         bufs["staged"] = torch.cuda.Event() if cuda else None
+        bufs["done"] = [torch.cuda.Event(), torch.cuda.Event()] if cuda else [None, None]  # with tokens0/1
         bufs["flip"] = 0
         return bufs
 
@@ -280,12 +281,12 @@ class ModelRunner:
         else:
             for _ in range(k):
                 graph.replay()
-        dest = bufs["host"]["tokens1" if bufs["flip"] else "tokens0"]
+        # two windows can be in flight: alternate token buffers and their events
+        flip = bufs["flip"]
         bufs["flip"] ^= 1
+        dest, done = bufs["host"][f"tokens{flip}"], bufs["done"][flip]
         dest.copy_(bufs["hist"], non_blocking=True)
-        done = None
-        if self.device.type == "cuda":
-            done = torch.cuda.Event()
+        if done is not None:
             done.record()
         return Window(first, k, reach, dest, done)
 
