@@ -98,6 +98,16 @@ def test_split_prefill():
     run_and_check(shape.batch(torch.float16), TOL[torch.float16], num_splits=3)
 
 
+@pytest.mark.parametrize("features", ["plain", "sinks", "window20+softcap", "alibi+sinks"])
+def test_mostly_empty_splits(features):
+    """A grid of 32 splits over sequences of 1-9 key tiles (a graph captured for long contexts decoding
+    short ones): empty splits write only their log-sum-exp and the merge skips their outputs; split 0
+    keeps the sink term even with no keys of its own."""
+    shape = Shape(q_lens=(1, 1, 1, 2), seq_lens=(1, 16, 129, 40))
+    run_and_check(shape.batch(torch.float16), TOL[torch.float16], num_splits=32,
+                  **feature_kwargs(features, shape.num_q_heads))
+
+
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
 @pytest.mark.parametrize("window", [1, 17, 64, 100], ids=lambda w: f"window{w}")
 @pytest.mark.parametrize("dtype", [dtype_param(torch.float16), dtype_param(torch.float32)])

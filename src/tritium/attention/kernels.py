@@ -219,6 +219,19 @@ def _paged_attention_kernel(
         lo = tile_lo
         hi = tile_hi
 
+    if IS_SPLIT:
+        # A split with no key tile (a short sequence in a grid sized for long ones, e.g. a CUDA graph
+        # captured for max_model_len) writes only its empty log-sum-exp; the merge skips its output.
+        empty = lo >= hi
+        if HAS_SINKS:
+            empty = empty & (split != 0)  # the sink term lives in split 0
+        if empty:
+            if USE_PDL:
+                tl.extra.cuda.gdc_wait()  # finish only after the kernel before: later kernels count on it
+            tl.store(part_lse_ptr + split.to(tl.int64) * stride_pl_split + q_rows * stride_pl_tok + head,
+                     tl.full([BLOCK_M], float("-inf"), tl.float32), mask=row_valid)
+            return
+
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
     bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
@@ -286,9 +299,10 @@ def _merge_splits_kernel(
     lse_max = tl.max(lse, 0)
     lse_max = tl.where(lse_max == float("-inf"), 0.0, lse_max)
     w = tl.math.exp2(lse - lse_max)  # empty splits weigh 0
+    full = s_mask & (lse > float("-inf"))  # empty splits wrote no output: not read
     parts = tl.load(part_out_ptr + offs_s[:, None].to(tl.int64) * stride_po_split + tok * stride_po_tok
                     + head * stride_po_head + offs_d[None, :],
-                    mask=s_mask[:, None] & d_mask[None, :], other=0.0)  # [SPLITS_PAD, HEAD_DIM_PAD]
+                    mask=full[:, None] & d_mask[None, :], other=0.0)  # [SPLITS_PAD, HEAD_DIM_PAD]
     den = tl.sum(w, 0)
     o = tl.sum(parts * w[:, None], 0) / tl.where(den > 0.0, den, 1.0)
     tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d, o.to(out_ptr.dtype.element_ty),

@@ -45,6 +45,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
     parser.add_argument("--kv-cache-gib", type=float, default=10.0)
+    parser.add_argument("--max-model-len", type=int, default=None,
+                        help="engine context (default: prompt + new tokens, rounded up to a page); decode graphs "
+                             "are captured for it")
     parser.add_argument("--profile-host", action="store_true",
                         help="tritium: print a cProfile of one batch-1 generation (where the host time goes)")
     parser.add_argument("--ablate", action="store_true",
@@ -101,7 +104,7 @@ def bench_engine(cfg, weights, attention_backend, args, device, dtype) -> dict:
 
     max_len = args.prompt_len + args.new_tokens
     llm = LLM.from_weights(cfg, weights.items(), attention_backend=attention_backend, dtype=dtype, device=device,
-                           max_model_len=-(-max_len // 16) * 16, max_num_seqs=max(args.batch, 1),
+                           max_model_len=args.max_model_len or -(-max_len // 16) * 16, max_num_seqs=max(args.batch, 1),
                            max_num_batched_tokens=4096, enable_prefix_caching=False,
                            kv_cache_memory=int(args.kv_cache_gib * 2**30))
     full = SamplingParams(max_tokens=args.new_tokens, ignore_eos=True)
@@ -465,6 +468,7 @@ def run(args) -> dict:
         raise ValueError(f"--systems: unknown {sorted(unknown)}; expected tritium, sdpa, transformers")
     result = {"header": header(device if device.type == "cuda" else None), "suite": "engine", "shape": args.shape,
               "prompt_len": args.prompt_len, "new_tokens": args.new_tokens, "batch": args.batch,
+              "max_model_len": args.max_model_len,
               "dtype": str(dtype).replace("torch.", ""), "systems": {}}
     if device.type == "cuda":
         result["copy_bandwidth_tbs"] = copy_bandwidth_tbs()
