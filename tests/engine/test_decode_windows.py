@@ -66,7 +66,12 @@ def test_windows_keep_tokens(tiny_models, reference, launches, steps):
     assert [o.token_ids for o in outs] == [o.token_ids for o in reference["batch"]]
     assert [o.text for o in outs] == [o.text for o in reference["batch"]]
     assert [o.finish_reason for o in outs] == [o.finish_reason for o in reference["batch"]]
-    assert launches["start"] > 0
+    # rows stop on the device at their own last token: windows run past the soonest finisher (one
+    # window of 64 holds every request's decode) and are continued across it
+    if steps == 64:
+        assert launches["start"] == 1
+    else:
+        assert launches["continue"] > 0
     long = llm.generate(reference["long_prompt"], SamplingParams(max_tokens=30))[0]  # stops at the context
     assert long.token_ids == reference["long"].token_ids and long.finish_reason == "length"
     mixed = llm.generate(MANY[:3], [BASE[1], reference["sampled"], BASE[3]])

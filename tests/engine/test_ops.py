@@ -129,8 +129,9 @@ def test_llama3_inv_freq_matches_transformers():
     ids=lambda v: str(v).replace("torch.", ""))
 def test_greedy_advance(rows, vocab, block_size, dtype):
     """Argmax (first maximum on ties, NaN wins, all-negative rows) and the next step's inputs: a position
-    that crosses into a new page, a padding row (slot -1) left alone, a row at the end of its block table
-    that stops. Launched twice: the scratch is back to its initial state after each launch."""
+    that crosses into a new page, a padding row (slot -1) left alone, a row that sampled its last token
+    and a row at the end of its block table stop. Launched twice: the scratch is back to its initial
+    state after each launch."""
     dev = default_device()
     g = torch.Generator().manual_seed(rows * vocab)
     max_blocks, hist_rows = 6, 8
@@ -140,6 +141,9 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
     if rows > 1:
         slots[-1] = -1  # padding
         pos[-2 if rows > 2 else 0] = max_blocks * block_size - 1  # no column for the next position
+    stop = pos + 1 + torch.randint(1, 4, (rows,), generator=g)  # at least one more step for every row ...
+    if rows > 2:
+        stop[1] = pos[1] + 1  # ... but row 1, which samples its last token now
     state = {"ids": torch.randint(0, vocab, (rows,), generator=g), "pos": pos, "seq_lens": (pos + 1).to(torch.int32),
              "slots": slots}
     block_table = torch.randperm(64, generator=g)[:rows * max_blocks].view(rows, max_blocks).to(torch.int32)
@@ -159,9 +163,9 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
         got_hist.fill_(-7)
         want_hist.fill_(-7)
         ops.greedy_advance(logits.to(dev), got_hist, got["ids"], got["pos"], got["seq_lens"], got["slots"],
-                           block_table.to(dev), block_size, scratch)
+                           stop.to(dev), block_table.to(dev), block_size, scratch)
         reference.greedy_advance(logits, want_hist, want["ids"], want["pos"], want["seq_lens"], want["slots"],
-                                 block_table, block_size)
+                                 stop, block_table, block_size)
         for k in want:
             assert torch.equal(got[k].cpu(), want[k]), k
         assert torch.equal(got_hist.cpu(), want_hist)
@@ -169,10 +173,14 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
         if launch == 0:
             first = {k: v.clone() for k, v in want.items()}
             first["hist"] = want_hist.clone()
+    tok = torch.argmax(logits.float(), -1)
     assert first["hist"][block_size % hist_rows, 0] == 3 and first["ids"][0] == 3
     assert first["slots"][0] == block_table[0, 1] * block_size  # first slot of the new page
     if rows > 2:
         assert first["hist"][(state["pos"][2] + 1) % hist_rows, 2] == vocab // 2
+    if rows > 2:  # row 1's last token is in the ring; it stopped
+        assert first["hist"][(state["pos"][1] + 1) % hist_rows, 1] == tok[1]
+        assert first["slots"][1] == -1 and first["pos"][1] == state["pos"][1]
     if rows > 1:
         assert first["slots"][-1] == -1 and first["pos"][-1] == state["pos"][-1]  # padding untouched
         assert first["ids"][-1] == state["ids"][-1]

@@ -243,7 +243,7 @@ def ablate_windows(llm, args, cfg, rounds: int = 3) -> dict:
     return res
 
 
-GRAPH_INPUTS = ("ids", "pos", "slots", "block_table", "seq_lens")
+GRAPH_INPUTS = ("ids", "pos", "slots", "block_table", "seq_lens", "stop")
 
 
 def _graph_inputs(runner, room: int = 70) -> dict:
@@ -257,6 +257,7 @@ def _graph_inputs(runner, room: int = 70) -> dict:
     inputs["pos"][0] = pos
     inputs["seq_lens"][0] = pos + 1
     inputs["slots"][0] = page * runner.block_size + pos % runner.block_size
+    inputs["stop"][0] = pos + room  # the row's last token: it stops there, as it did in the run
     return inputs
 
 

@@ -256,9 +256,9 @@ class LLM:
         batch = self.scheduler.schedule()
         if not batch.seqs:
             raise RuntimeError("scheduler made no progress (KV cache too small for any waiting request)")
-        k = self._greedy_window(batch)
+        k, continuable = self._greedy_window(batch)
         if k > 1:
-            return self._greedy_steps(batch, k)
+            return self._greedy_steps(batch, k, continuable)
         logits = self.runner.run(batch)
         done = self.scheduler.update(batch)
         finished = []
@@ -278,50 +278,59 @@ class LLM:
             finished.append(seq)
         return reason is not None
 
+    def _to_sample(self, seq: Sequence, ahead: int = 0) -> int:
+        """Tokens ``seq`` may still sample, ``ahead`` steps past the host's state (max_tokens, context)."""
+        return min(seq.params.max_tokens - len(seq.output_ids), self.max_model_len - seq.num_tokens) - ahead
+
     def _window_len(self, batch, ahead: int = 0) -> int:
-        """Steps a greedy window of ``batch`` may run, ``ahead`` steps past the host's state: > 1 only for
-        a greedy decode batch with nobody waiting, bounded by decode_steps and every sequence's remaining
-        tokens and context."""
+        """Steps a greedy window of ``batch`` runs, ``ahead`` steps past the host's state: > 1 only for a
+        greedy decode batch with nobody waiting; up to decode_steps and the longest-running sequence (a
+        sequence with fewer tokens to go stops on the device at its last one)."""
         k = self.engine_config.decode_steps
-        if k <= 1 or self.scheduler.waiting or not batch.is_decode:
+        if k <= 1 or self.scheduler.waiting or not batch.is_decode or not all(s.params.greedy for s in batch.seqs):
             return 1
+        return min(k, max(self._to_sample(seq, ahead) for seq in batch.seqs))
+
+    def _reserve(self, batch, k: int, ahead: int, ahead_page: bool) -> bool:
+        """Pages for the positions every sequence computes in a window of ``k`` steps ``ahead`` steps on,
+        and with ``ahead_page`` the position after them for the sequences that go on (the window's last
+        step writes its slot: a window is continued only from such a one)."""
         for seq in batch.seqs:
-            if not seq.params.greedy:
-                return 1
-            k = min(k, seq.params.max_tokens - len(seq.output_ids) - ahead,
-                    self.max_model_len - seq.num_tokens - ahead)
-        return k
+            n = self._to_sample(seq, ahead)
+            need = ahead + min(k, n) + (1 if ahead_page and n > k else 0)
+            if need > 0 and not self.block_manager.append_slots(seq.block_table, seq.num_computed + need):
+                return False
+        return True
 
-    def _reserve(self, batch, upto: int) -> bool:
-        """Pages for positions < num_computed + ``upto`` of every sequence of ``batch``."""
-        return all(self.block_manager.append_slots(seq.block_table, seq.num_computed + upto) for seq in batch.seqs)
-
-    def _greedy_window(self, batch) -> int:
-        """How many decode steps ``batch`` runs in its first window (1: no window), once the pages for
-        them are in hand (plus the position after them, so that the window can be continued)."""
+    def _greedy_window(self, batch) -> tuple[int, bool]:
+        """(steps of ``batch``'s first window (1: no window), whether it may be continued), once the
+        pages for it are in hand."""
         k = self._window_len(batch)
         if k <= 1:
-            return 1
-        # schedule() gave each sequence one slot; the window needs k, continuing it one more
-        if self._reserve(batch, k + 1) or self._reserve(batch, k):
-            return k
-        return 1
+            return 1, False
+        # schedule() gave each sequence one slot; the window needs up to k, continuing it one more
+        if self._reserve(batch, k, 0, ahead_page=True):
+            return k, True
+        return (k, False) if self._reserve(batch, k, 0, ahead_page=False) else (1, False)
 
-    def _greedy_steps(self, batch, k: int) -> list[Sequence]:
+    def _greedy_steps(self, batch, k: int, continuable: bool) -> list[Sequence]:
         """Run greedy decode windows of ``batch`` on the GPU and play them back on the host one by one
         (progress, pages, tokens, stop checks; a sequence that finishes drops its later tokens).
 
-        While a window runs, the next one is queued (continued from the device's state) whenever every
-        sequence may still go on and its pages are in hand, so the host's playback overlaps the GPU. A
-        sequence that stops on EOS or a stop string leaves the queued window's work for it wasted; the
-        other sequences keep their tokens of it."""
-        window = self.runner.start_window(batch, k)
+        While a window runs, the next one is queued (continued from the device's state) when some
+        sequence goes on past it and the pages are in hand, so the host's playback overlaps the GPU.
+        Each row stops on the device after its last token (max_tokens, context); a sequence that stops
+        on EOS or a stop string leaves the queued window's work for it wasted. After a window in which
+        a sequence finished, the queued one is played back for the others and the batch is scheduled
+        again."""
+        stops = [seq.num_tokens - 1 + self._to_sample(seq) for seq in batch.seqs]
+        window = self.runner.start_window(batch, k, stops)
         finished: list[Sequence] = []
         while True:
-            k_next = self._window_len(batch, ahead=window.k) if window.reach > window.k and self.pipeline_windows else 0
-            if k_next > 1 and not self._reserve(batch, window.k + k_next + 1):
-                k_next = 0
-            queued = self.runner.continue_window(batch, k_next, ahead=window.k) if k_next > 1 else None
+            k_next = self._window_len(batch, ahead=window.k) if continuable and self.pipeline_windows else 1
+            queued = None
+            if k_next > 1 and self._reserve(batch, k_next, window.k, ahead_page=True):
+                queued = self.runner.continue_window(batch, k_next, ahead=window.k)
             self._play_back(batch, window, finished)
             if queued is None:
                 return finished

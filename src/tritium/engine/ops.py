@@ -237,7 +237,7 @@ def greedy_scratch(rows: int, device) -> torch.Tensor:
 @triton.jit
 def _greedy_advance_kernel(
     # pointers
-    logits_ptr, hist_ptr, ids_ptr, pos_ptr, seq_lens_ptr, slots_ptr, block_table_ptr, scratch_ptr,
+    logits_ptr, hist_ptr, ids_ptr, pos_ptr, seq_lens_ptr, slots_ptr, stop_ptr, block_table_ptr, scratch_ptr,
     # strides and sizes
     stride_l, stride_hist, stride_bt, stride_scratch, vocab, hist_rows, max_blocks, block_size,
     # meta-parameters
@@ -272,25 +272,25 @@ def _greedy_advance_kernel(
         tok = low32 - (best & low32)
         pos = tl.load(pos_ptr + row) + 1
         tl.store(hist_ptr + (pos % hist_rows) * stride_hist + row, tok)
-        if pos < max_blocks * block_size:
+        if (pos < max_blocks * block_size) & (pos < tl.load(stop_ptr + row)):
             tl.store(ids_ptr + row, tok)
             tl.store(pos_ptr + row, pos)
             tl.store(seq_lens_ptr + row, tl.load(seq_lens_ptr + row) + 1)
             page = tl.load(block_table_ptr + row * stride_bt + pos // block_size).to(tl.int64)
             tl.store(slots_ptr + row, page * block_size + pos % block_size)
-        else:  # past the block table: the row stops here (writes nowhere, reads what it has)
+        else:  # its last token, or past its block table: the row stops (writes nowhere, reads what it has)
             tl.store(slots_ptr + row, -1)
 
 
 def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
-                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int,
-                   scratch: torch.Tensor) -> None:
+                   seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
+                   block_size: int, scratch: torch.Tensor) -> None:
     """Triton twin of :func:`tritium.engine.reference.greedy_advance`: argmax and next-step inputs in one
     launch of (rows, vocab / 4096) programs; graph safe (no host sync, ``scratch`` from
     :func:`greedy_scratch` is left as it was found).
 
-    logits [rows, vocab] (any float dtype, unit stride); hist int64 [H, >= rows]; ids, pos, slots int64 and
-    seq_lens int32 [>= rows]; block_table int32 [>= rows, max_blocks], unit last stride.
+    logits [rows, vocab] (any float dtype, unit stride); hist int64 [H, >= rows]; ids, pos, slots, stop int64
+    and seq_lens int32 [>= rows]; block_table int32 [>= rows, max_blocks], unit last stride.
     """
     rows, vocab = logits.shape
     if rows == 0:
@@ -302,7 +302,7 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     block = min(4096, triton.next_power_of_2(vocab))
     splits = triton.cdiv(vocab, block)
     _greedy_advance_kernel[(rows, splits)](
-        logits, hist, ids, pos, seq_lens, slots, block_table, scratch,
+        logits, hist, ids, pos, seq_lens, slots, stop, block_table, scratch,
         logits.stride(0), hist.stride(0), block_table.stride(0), scratch.stride(0), vocab, hist.shape[0],
         block_table.shape[1], block_size,
         BLOCK=block, SPLITS=splits, num_warps=4)

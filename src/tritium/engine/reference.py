@@ -141,16 +141,16 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
-                   seq_lens: torch.Tensor, slots: torch.Tensor, block_table: torch.Tensor, block_size: int,
-                   scratch: torch.Tensor | None = None) -> None:
+                   seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
+                   block_size: int, scratch: torch.Tensor | None = None) -> None:
     """Greedy-sample one decode step and turn the tokens into the next step's inputs, in place.
 
     For every row r of ``logits`` [rows, vocab] whose ``slots[r] >= 0`` (graph padding rows have -1 and are
     left alone): tok = argmax(logits[r]) (first maximum); p = pos[r] + 1; hist[p % H, r] = tok; then, if
-    ``block_table`` [rows, max_blocks] has a column for p: ids[r] = tok, pos[r] = p, seq_lens[r] += 1,
-    slots[r] = block_table[r, p // block_size] * block_size + p % block_size; if not, the row stops:
-    slots[r] = -1 and nothing else moves (the step repeats without writing the cache).
-    ``scratch`` is unused (the Triton twin's atomics).
+    p < stop[r] (p is not the row's last token) and ``block_table`` [rows, max_blocks] has a column for p:
+    ids[r] = tok, pos[r] = p, seq_lens[r] += 1, slots[r] = block_table[r, p // block_size] * block_size +
+    p % block_size; if not, the row stops: slots[r] = -1 and nothing else moves (later steps repeat without
+    writing the cache or sampling). ``scratch`` is unused (the Triton twin's atomics).
     """
     rows = logits.shape[0]
     live = slots[:rows] >= 0
@@ -161,7 +161,7 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     at = p % hist.shape[0]
     hist[at, r] = torch.where(live, tok, hist[at, r])
     fits = p < block_table.shape[1] * block_size
-    move = live & fits
+    move = live & fits & (p < stop[:rows])
     ids[:rows] = torch.where(move, tok, ids[:rows])
     pos[:rows] = torch.where(move, p, pos[:rows])
     seq_lens[:rows] += move.to(seq_lens.dtype)

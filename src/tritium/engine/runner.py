@@ -134,6 +134,8 @@ class ModelRunner:
             "cu": torch.arange(rows + 1, dtype=torch.int32, device=dev),
             # token ring: the token sampled at position p goes to row p % MAX_DECODE_STEPS
             "hist": torch.zeros(MAX_DECODE_STEPS, rows, dtype=torch.int64, device=dev),
+            # position of each row's last token: a window's row stops after sampling it
+            "stop": torch.zeros(rows, dtype=torch.int64, device=dev),
             "scratch": None,
         }
         if self.model.op_backend == "triton":
@@ -141,7 +143,7 @@ class ModelRunner:
             bufs["scratch"] = greedy_scratch(rows, dev)
         # pinned staging: each step's inputs go up as plain async H2D copies, no temporaries; two token
         # buffers, one per window in flight
-        host = {"i64": torch.empty(3, rows, dtype=torch.int64), "seq_lens": torch.empty(rows, dtype=torch.int32),
+        host = {"i64": torch.empty(4, rows, dtype=torch.int64), "seq_lens": torch.empty(rows, dtype=torch.int32),
                 "block_table": torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32),
                 "tokens0": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64),
                 "tokens1": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)}
@@ -162,7 +164,7 @@ class ModelRunner:
         """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
         hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
         logits = self.model.compute_logits(hidden)
-        self._greedy(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
+        self._greedy(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"], bufs["stop"],
                      bufs["block_table"], self.block_size, bufs["scratch"])
         return logits
 
@@ -206,10 +208,11 @@ class ModelRunner:
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _stage(self, batch: ScheduledBatch, bufs: dict, ahead: int | None = None) -> None:
-        """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1). With ``ahead``
-        (a continued window, the device ``ahead`` steps further than the host), only the block tables:
-        the device already holds the other inputs."""
+    def _stage(self, batch: ScheduledBatch, bufs: dict, ahead: int | None = None,
+               stops: list[int] | None = None) -> None:
+        """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's
+        last token position, none given: 0). With ``ahead`` (a continued window, the device ``ahead`` steps
+        further than the host), only the block tables: the device already holds the other inputs."""
         n = len(batch.seqs)
         host, np_host = bufs["host"], bufs["host_np"]
         # NOTE: the previous copies out of the pinned buffers must be done before they are rewritten: they
@@ -221,13 +224,16 @@ class ModelRunner:
             ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
             i64 = np_host["i64"]
             i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
+            i64[3, :n] = 0 if stops is None else stops
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
+            i64[3, n:] = 0
             np_host["seq_lens"][:n] = seq_lens
             np_host["seq_lens"][n:] = 1
             bufs["ids"].copy_(host["i64"][0], non_blocking=True)
             bufs["pos"].copy_(host["i64"][1], non_blocking=True)
             bufs["slots"].copy_(host["i64"][2], non_blocking=True)
+            bufs["stop"].copy_(host["i64"][3], non_blocking=True)
             bufs["seq_lens"].copy_(host["seq_lens"], non_blocking=True)
         bufs["block_table"].copy_(host["block_table"], non_blocking=True)
         if bufs["staged"] is not None:
@@ -249,30 +255,30 @@ class ModelRunner:
             self._eager[n] = self._buffers(n)
         return self._eager[n]
 
-    def start_window(self, batch: ScheduledBatch, k: int) -> "Window":
-        """Queue ``k`` greedy decode steps of ``batch`` from the host's state of its sequences.
+    def start_window(self, batch: ScheduledBatch, k: int, stops: list[int]) -> "Window":
+        """Queue ``k`` greedy decode steps of ``batch`` from the host's state of its sequences; row i stops
+        (no more cache writes or tokens) once it has sampled the token at position ``stops[i]``.
 
         The caller guarantees a decode batch, 1 <= k <= MAX_DECODE_STEPS, and pages in every block table
-        for positions up to num_computed + k - 1 (up to num_computed + k to continue the window later);
-        it owns what to keep (a sequence that stops inside the window drops its later tokens; their
-        cache writes land in its own pages, freed with it, before any later step can reuse them).
+        for the positions each row computes (and the one after them, to continue the window later); it
+        owns what to keep (a sequence that stops on EOS or a stop string inside the window drops its later
+        tokens; their cache writes land in its own pages, freed with it, before any later step can reuse
+        them).
         """
-        return self._launch(batch, k, 0)
+        return self._launch(batch, k, 0, stops)
 
     def continue_window(self, batch: ScheduledBatch, k: int, ahead: int) -> "Window":
         """Queue ``k`` more steps of the window in flight, ``ahead`` steps past the host's state (the
-        device holds the inputs); the block tables are sent again and must cover num_computed + ahead + k."""
-        return self._launch(batch, k, ahead)
+        device holds the inputs and stops); the block tables are sent again."""
+        return self._launch(batch, k, ahead, None)
 
-    def _launch(self, batch: ScheduledBatch, k: int, ahead: int) -> "Window":
+    def _launch(self, batch: ScheduledBatch, k: int, ahead: int, stops: list[int] | None) -> "Window":
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
         n = len(batch.seqs)
         bufs = self.window_buffers(n)
-        self._stage(batch, bufs, ahead if ahead else None)
+        self._stage(batch, bufs, ahead if ahead else None, stops)
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
-        # positions from the first input on that every row has pages for (a continuation needs > k)
-        reach = min(len(seq.block_table) * self.block_size - p for seq, p in zip(batch.seqs, first))
         graph = self.graphs[bufs["rows"]][0] if self.graphs and bufs["rows"] in self.graphs else None
         if graph is None:
             max_len = max(first) + k
@@ -288,21 +294,19 @@ class ModelRunner:
         dest.copy_(bufs["hist"], non_blocking=True)
         if done is not None:
             done.record()
-        return Window(first, k, reach, dest, done)
+        return Window(first, k, dest, done)
 
 
 class Window:
     """Greedy decode steps in flight; ``tokens()`` waits for them (and nothing queued after them).
+    ``first``: position of each row's first input."""
 
-    ``first``: position of each row's first input; ``reach``: positions from there on that every row had
-    pages for at launch (the window can be continued only if reach > k: its last step computed the slot
-    of position first + k)."""
-
-    def __init__(self, first: list[int], k: int, reach: int, dest: torch.Tensor, done):
-        self.first, self.k, self.reach, self._dest, self._done = first, k, reach, dest, done
+    def __init__(self, first: list[int], k: int, dest: torch.Tensor, done):
+        self.first, self.k, self._dest, self._done = first, k, dest, done
 
     def tokens(self) -> list[list[int]]:
-        """tokens[i][j]: the token row i sampled at step j (its position is first[i] + j + 1)."""
+        """tokens[i][j]: the token row i sampled at step j (its position is first[i] + j + 1; past the row's
+        stop, whatever the ring held)."""
         if self._done is not None:
             self._done.synchronize()
         ring = self._dest.numpy()
