@@ -129,3 +129,47 @@ def test_triton_kernels_in_windows(tiny_models, launches):
     got = [o.token_ids for o in _llm(path, 4, **kw).generate(PROMPTS[:2], params)]
     assert got == want
     assert launches["continue"] > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_request_mixes(tiny_models, seed):
+    """Random batches (greedy requests of 1-40 tokens, some with a stop string taken from their own
+    output, a sampled request now and then) under random engine limits (context, batch, KV pages, token
+    budget, prefix cache): windows of 3 and 64 give the tokens, texts and finish reasons of one step per
+    sync, through preemption and chunked prefill."""
+    import random
+
+    path, _ = tiny_models["llama"]
+    rng = random.Random(seed)
+    prompts = [" ".join(f"w{rng.randrange(250)}" for _ in range(rng.randint(1, 30))) for _ in range(rng.randint(2, 8))]
+    params = [SamplingParams(max_tokens=rng.randint(1, 40), temperature=0.7, seed=rng.randrange(100))
+              if rng.random() < 0.15 else SamplingParams(max_tokens=rng.randint(1, 40)) for _ in prompts]
+    kw = dict(max_model_len=rng.choice([48, 64, 96]), max_num_seqs=rng.choice([2, 4, 16]),
+              num_blocks=rng.choice([6, 10, None]), max_num_batched_tokens=rng.choice([16, 64, 256]),
+              enable_prefix_caching=rng.random() < 0.5)
+    kw = {k: v for k, v in kw.items() if v is not None}
+    first = _llm(path, 1, **kw).generate(prompts, params)
+    for i, out in enumerate(first):
+        words = out.text.split()
+        if len(words) > 3 and params[i].greedy and rng.random() < 0.5:
+            params[i] = SamplingParams(max_tokens=params[i].max_tokens, stop=[words[2]])
+    want = _llm(path, 1, **kw).generate(prompts, params)
+    for steps in (3, 64):
+        got = _llm(path, steps, **kw).generate(prompts, params)
+        assert [o.token_ids for o in got] == [o.token_ids for o in want], (steps, kw)
+        assert [o.text for o in got] == [o.text for o in want]
+        assert [o.finish_reason for o in got] == [o.finish_reason for o in want]
+
+
+def test_row_stops_at_its_last_token(tiny_models):
+    """A request of 5 tokens in a window of up to 8 steps: the first token comes from the prefill, the
+    window computes inputs at positions P .. P+3 (P: prompt length) and the row stops once it has sampled
+    position P+4, its last token: no input (and no cache write) at P+4, however long the window."""
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, 8)
+    out = llm.generate([MANY[1]], SamplingParams(max_tokens=5))[0]
+    assert len(out.token_ids) == 5 and out.finish_reason == "length"
+    p = len(out.prompt_token_ids)
+    bufs = llm.runner.window_buffers(1)
+    assert int(bufs["pos"][0]) == p + 3 and int(bufs["seq_lens"][0]) == p + 4
+    assert int(bufs["slots"][0]) == -1 and int(bufs["stop"][0]) == p + 4

@@ -78,10 +78,10 @@ class ModelRunner:
                 logit_rows.append(len(ids) - 1)
         return ids, pos, slots, q_lens, seq_lens, logit_rows
 
-    @staticmethod
-    def _fill_block_table(batch: ScheduledBatch, table: np.ndarray) -> np.ndarray:
-        """Write the batch's page ids into ``table`` [rows >= batch, max_blocks_per_seq], zeros elsewhere."""
-        table.fill(0)
+    def _fill_block_table(self, batch: ScheduledBatch, table: np.ndarray) -> np.ndarray:
+        """Write the batch's page ids into ``table`` [rows >= batch, max_blocks_per_seq], the scratch page
+        elsewhere: a slot computed past a sequence's pages (a bug) writes scratch, not someone's KV."""
+        table.fill(self.num_blocks)
         for i, seq in enumerate(batch.seqs):
             table[i, :len(seq.block_table)] = seq.block_table
         return table
@@ -129,7 +129,7 @@ class ModelRunner:
             "ids": torch.zeros(rows, dtype=torch.int64, device=dev),
             "pos": torch.zeros(rows, dtype=torch.int64, device=dev),
             "slots": torch.full((rows,), -1, dtype=torch.int64, device=dev),
-            "block_table": torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32, device=dev),
+            "block_table": torch.full((rows, self.max_blocks_per_seq), self.num_blocks, dtype=torch.int32, device=dev),
             "seq_lens": torch.ones(rows, dtype=torch.int32, device=dev),
             "cu": torch.arange(rows + 1, dtype=torch.int32, device=dev),
             # token ring: the token sampled at position p goes to row p % MAX_DECODE_STEPS
