@@ -39,9 +39,15 @@ def test_rms_norm(tokens, hidden, dtype, with_residual):
         assert rel_err(h, ref_h) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")
-@pytest.mark.parametrize("head_dim", [64, 80])
+
+def ROPE_SHAPES(test):
+    """dtype x (q heads, kv heads) x head_dim, shared by the rope tests."""
+    test = pytest.mark.parametrize("head_dim", [64, 80])(test)
+    test = pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")(test)
+    return pytest.mark.parametrize("dtype", DTYPES)(test)
+
+
+@ROPE_SHAPES
 def test_rope(heads, head_dim, dtype):
     dev = default_device()
     hq, hkv = heads
@@ -60,9 +66,7 @@ def test_rope(heads, head_dim, dtype):
     assert torch.equal(qkv[:, (hq + hkv) * head_dim:], v_before)  # v untouched
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")
-@pytest.mark.parametrize("head_dim", [64, 80])
+@ROPE_SHAPES
 def test_rope_write_kv(heads, head_dim, dtype):
     dev = default_device()
     hq, hkv = heads

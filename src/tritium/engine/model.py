@@ -17,12 +17,12 @@ from tritium.engine.attention import AttentionMetadata
 from tritium.engine.config import ModelConfig
 
 
-def op_functions(backend: str) -> tuple[Callable, Callable, Callable]:
-    """(rms_norm, rope, silu_and_mul) of the ``"triton"`` or ``"torch"`` op backend."""
+def op_functions(backend: str) -> tuple[Callable, Callable, Callable, Callable]:
+    """(rms_norm, rope, silu_and_mul, greedy_advance) of the ``"triton"`` or ``"torch"`` op backend."""
     if backend == "triton":
         from tritium.engine import ops
-        return ops.rms_norm, ops.rope, ops.silu_and_mul
-    return reference.rms_norm, reference.rope, reference.silu_and_mul
+        return ops.rms_norm, ops.rope, ops.silu_and_mul, ops.greedy_advance
+    return reference.rms_norm, reference.rope, reference.silu_and_mul, reference.greedy_advance
 
 
 # Projections whose weights can be prefetched, in the order a layer reads them.
@@ -45,7 +45,7 @@ class LlamaModel:
         self.device = device
         self.attention = attention
         self.op_backend = op_backend
-        self.rms_norm, self.rope, self.silu_and_mul = op_functions(op_backend)
+        self.rms_norm, self.rope, self.silu_and_mul, self.greedy_advance = op_functions(op_backend)
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.
         self.rope_write_kv = None

@@ -53,12 +53,6 @@ class ModelRunner:
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
         self._eager: dict[int, dict] = {}  # window buffers by batch size, without CUDA graphs
-        if model.op_backend == "triton":
-            from tritium.engine.ops import greedy_advance
-            self._greedy = greedy_advance
-        else:
-            from tritium.engine.reference import greedy_advance
-            self._greedy = greedy_advance
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
@@ -164,8 +158,8 @@ class ModelRunner:
         """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
         hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
         logits = self.model.compute_logits(hidden)
-        self._greedy(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"], bufs["stop"],
-                     bufs["block_table"], self.block_size, bufs["scratch"])
+        self.model.greedy_advance(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
+                                  bufs["stop"], bufs["block_table"], self.block_size, bufs["scratch"])
         return logits
 
     def capture(self, max_num_seqs: int) -> None:
@@ -185,19 +179,13 @@ class ModelRunner:
             bufs = self._buffers(b)
             meta = self._meta(bufs, self.max_model_len)
 
-            def warm_up():
-                # compile Triton kernels, settle allocations; greedy_advance moves the inputs: reset them
-                for _ in range(2):
-                    self._greedy_step(bufs, meta)
-                for k in ("ids", "pos"):
-                    bufs[k].zero_()
-                bufs["slots"].fill_(-1)
-                bufs["seq_lens"].fill_(1)
-
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
-                warm_up()
+                # warm up: compile Triton kernels, settle allocations (every slot is -1: greedy_advance
+                # leaves the inputs as they are)
+                for _ in range(2):
+                    self._greedy_step(bufs, meta)
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
@@ -208,11 +196,10 @@ class ModelRunner:
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _stage(self, batch: ScheduledBatch, bufs: dict, ahead: int | None = None,
-               stops: list[int] | None = None) -> None:
+    def _stage(self, batch: ScheduledBatch, bufs: dict, full: bool = True, stops: list[int] | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's
-        last token position, none given: 0). With ``ahead`` (a continued window, the device ``ahead`` steps
-        further than the host), only the block tables: the device already holds the other inputs."""
+        last token position, none given: 0). Not ``full`` (a continued window, the device ahead of the
+        host), only the block tables: the device already holds the other inputs."""
         n = len(batch.seqs)
         host, np_host = bufs["host"], bufs["host_np"]
         # NOTE: the previous copies out of the pinned buffers must be done before they are rewritten: they
@@ -220,7 +207,7 @@ class ModelRunner:
         if bufs["staged"] is not None:
             bufs["staged"].synchronize()
         self._fill_block_table(batch, np_host["block_table"])
-        if ahead is None:
+        if full:
             ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
             i64 = np_host["i64"]
             i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
@@ -277,13 +264,12 @@ class ModelRunner:
             raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
         n = len(batch.seqs)
         bufs = self.window_buffers(n)
-        self._stage(batch, bufs, ahead if ahead else None, stops)
+        self._stage(batch, bufs, full=ahead == 0, stops=stops)
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
         graph = self.graphs[bufs["rows"]][0] if self.graphs and bufs["rows"] in self.graphs else None
         if graph is None:
-            max_len = max(first) + k
-            for j in range(k):
-                self._greedy_step(bufs, self._meta(bufs, max_len - k + 1 + j))
+            for j in range(k):  # step j's longest sequence holds max(first) + j + 1 tokens
+                self._greedy_step(bufs, self._meta(bufs, max(first) + j + 1))
         else:
             for _ in range(k):
                 graph.replay()
