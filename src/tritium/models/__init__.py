@@ -1,0 +1,1 @@
+"""Models: configuration, layers (with tensor-parallel sharding hooks), the Llama-family decoder, weights."""
