@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Paged attention on a GPU machine (torch + triton installed, no network), from the repo root:
 #   OUT=/some/dir bash bench/gpu_attention.sh [bench|tests|all] [extra bench args...]
-# Writes the benchmark JSON and logs under $OUT. On an H100: bench ~100 s, tests ~430 s (kernel
+# Writes the benchmark JSON as $OUT/attention-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from
+# nvidia-smi) and the logs under $OUT (git-ignored in bench/results). On an H100: bench ~100 s, tests ~430 s (kernel
 # compiles): run `bench` and `tests` as separate device calls.
 set -uo pipefail
 what=${1:-all}; shift || true
 OUT=${OUT:-bench/results}
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-')
+# "NVIDIA H100 80GB HBM3" -> NVIDIA-H100: the first two words of the name (bench/results naming).
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
+gpu=${gpu:-gpu}
 if [[ $what == bench || $what == all ]]; then
   timeout 480 python3 -m tritium.bench attention --out "$OUT/attention-$gpu.json" --partial "$OUT/attention-$gpu.partial.json" "$@" 2>&1 | tee "$OUT/bench-attention.log"
 fi

@@ -2,7 +2,9 @@
 # Engine on a GPU machine (no network; torch, triton, transformers preinstalled): the engine tests
 # (GPU-only tests included) and the attention tests of the kernels the decode chain launches with
 # programmatic dependent launch (KV write, attention, split-KV merge), then `python -m tritium.bench engine` (Llama-3-8B shape, random bf16 weights:
-# tritium vs the same engine on SDPA vs transformers). Logs and JSON go to $OUT (default bench/results).
+# tritium vs the same engine on SDPA vs transformers). Logs and JSON go to $OUT (default bench/results):
+# JSON as engine-<gpu>.json / engine-ablate-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from nvidia-smi);
+# the logs are git-ignored there.
 # Budget: tests ~3 min, benchmark ~3 min.
 #   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate]
 set -uo pipefail
@@ -10,14 +12,16 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
 export PYTHONPATH=src
-GPU=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[1].lower())" 2>/dev/null || echo gpu)
+# "NVIDIA H100 80GB HBM3" -> NVIDIA-H100: the first two words of the name (bench/results naming).
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
+GPU=${GPU:-gpu}
 
 { nvidia-smi; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__)"
   python3 -c "import gguf" 2>&1 | tail -1; } > "$OUT/engine-env.txt" 2>&1
 
 what=${1:-all}
 if [[ $what == tests || $what == all ]]; then
-  timeout ${TEST_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider tests/engine tests/attention/test_kv_cache.py \
+  timeout ${TEST_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider tests/engine tests/models tests/ops tests/attention/test_kv_cache.py \
     tests/attention/test_gpu.py tests/attention/test_paged_attention.py \
     -k "not test_paged_attention.py or splits or decode_regimes or shapes or split_prefill or workspace" \
     > "$OUT/engine-tests-$GPU.log" 2>&1
@@ -25,8 +29,8 @@ if [[ $what == tests || $what == all ]]; then
   [[ $what == tests ]] && exit 0
 fi
 
-if [[ $what == ablate ]]; then  # tritium only: decode-chain ablations and the kernel trace of one step
-  timeout 400 python3 -m tritium.bench engine --systems tritium --ablate --trace \
+if [[ $what == ablate ]]; then  # the engine-ablate suite: decode-chain ablations and the kernel trace of one step
+  timeout 400 python3 -m tritium.bench engine-ablate --trace \
     --out "$OUT/engine-ablate-$GPU.json" > "$OUT/engine-ablate-$GPU.log" 2>&1
   rc=$?; echo "engine ablate rc=$rc"; grep -E "ablation|windows|trace|exposed|linear|step|tok/s" "$OUT/engine-ablate-$GPU.log" | head -80
   exit $rc

@@ -3,7 +3,8 @@
 # repo root, on all visible GPUs:
 #   OUT=/some/dir bash bench/gpu_shmem.sh [all|tests|examples|bench] [extra bench args...]
 # Runs the shmem tests (GPU ones included), the three examples and `python -m tritium.bench shmem`;
-# writes the benchmark JSON and the logs under $OUT (flat). About 6 minutes on 2x H200 at most
+# writes the benchmark JSON as $OUT/shmem-<gpu>[-x<N>].json (<gpu>: NVIDIA-H100, NVIDIA-H200, from
+# nvidia-smi; -x<N> with N > 1 GPUs) and the logs under $OUT (flat; git-ignored in bench/results). About 6 minutes on 2x H200 at most
 # (each step has its own timeout; the sum stays under 8 minutes).
 set -uo pipefail
 what=${1:-all}; shift || true
@@ -13,7 +14,10 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 # NVLink multicast can take a shared host's GPUs down: keep it off everywhere (launch() also does).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 ngpu=$(nvidia-smi -L | wc -l)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-')
+# "NVIDIA H100 80GB HBM3" -> NVIDIA-H100: the first two words of the name (bench/results naming).
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
+gpu=${gpu:-gpu}
+(( ngpu > 1 )) && gpu="$gpu-x$ngpu"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m; } > "$OUT/shmem-gpu.txt" 2>&1
 python3 -c "import torch, triton, cuda.bindings; print('torch', torch.__version__, 'triton', triton.__version__, \
 'cuda-bindings', getattr(cuda.bindings, '__version__', '?'))" >> "$OUT/shmem-gpu.txt" 2>&1
@@ -30,7 +34,7 @@ if [[ $what == examples || $what == all ]]; then
 fi
 if [[ $what == bench || $what == all ]]; then
   timeout 190 python3 -m tritium.bench shmem --world-size "$ngpu" --timeout 180 \
-    --out "$OUT/shmem-$gpu-x$ngpu.json" "$@" 2>&1 | tee "$OUT/shmem-bench.log"
+    --out "$OUT/shmem-$gpu.json" "$@" 2>&1 | tee "$OUT/shmem-bench.log"
   (( PIPESTATUS[0] == 0 )) || status=1
 fi
 echo "gpu_shmem.sh: exit status $status" | tee -a "$OUT/shmem-tests.log"
