@@ -1,0 +1,460 @@
+"""Parallel linear layers: each owns this rank's shard of one weight and copies it in from the full tensor.
+
+Megatron-style tensor parallelism over a :class:`ParallelGroup` of ``world_size`` ranks (nano-vllm's
+``layers/linear.py``: the split lives in each layer's weight loader, so loading never concatenates whole
+weights):
+
+- :class:`ColumnParallelLinear`, :class:`MergedColumnParallelLinear` (gate/up), :class:`QKVParallelLinear`:
+  rank r holds rows (output features) of the weight; its output is its columns of ``y``, nothing is gathered.
+- :class:`RowParallelLinear` (o, down): rank r holds columns (input features); the partial products are
+  summed by one all-reduce.
+- :class:`VocabParallelEmbedding`, :class:`ParallelLMHead`: rank r holds ``ceil(vocab / world_size)``
+  vocabulary rows; the embedding all-reduces, the LM head all-gathers its logits.
+
+At world size 1 every hook is the identity: a forward launches exactly the ops of ``linear(x, W, b)``
+(``F.embedding(ids, W)`` for the embedding) and nothing else.
+
+Forward methods take a ``linear`` object (:class:`~tritium.models.linear.LinearDispatch` in the model):
+``linear(x, weight, bias=None)`` = ``x @ weight^T + bias`` and ``linear.gated(x, weight)`` =
+``linear(silu(x[:, :I]) * x[:, I:], weight)`` for x = [gate | up] of width 2I.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclasses.dataclass(frozen=True)
+class ParallelGroup:
+    """The tensor-parallel group a layer is sharded over; at world_size 1 every hook is the identity.
+
+    - ``all_reduce(x)``: the sum of ``x`` over ranks, returned (it may be ``x`` itself, reduced in place).
+    - ``all_gather(x)``: ``x [n, ...]`` of every rank concatenated in rank order -> ``[world_size * n, ...]``.
+
+    Both are required when ``world_size > 1`` and never called at ``world_size == 1``.
+    """
+
+    rank: int = 0
+    world_size: int = 1
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
+    all_gather: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+    def __post_init__(self):
+        for field in ("rank", "world_size"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"ParallelGroup: {field} must be an int, got {value!r}")
+        if self.world_size < 1:
+            raise ValueError(f"ParallelGroup: world_size must be >= 1, got {self.world_size}")
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"ParallelGroup: rank must be in [0, {self.world_size}) for world_size "
+                             f"{self.world_size}, got {self.rank}")
+        if self.world_size > 1:
+            for field in ("all_reduce", "all_gather"):
+                if not callable(getattr(self, field)):
+                    raise ValueError(f"ParallelGroup: world_size {self.world_size} needs a callable {field}, "
+                                     f"got {getattr(self, field)!r}")
+
+
+SINGLE = ParallelGroup()
+
+
+def shard_range(size: int, rank: int, world_size: int, *, name: str = "size") -> tuple[int, int]:
+    """``[start, end)`` of rank ``rank``'s equal share of ``size`` items. ``name`` is the argument the
+    error names when ``size`` does not divide by ``world_size``."""
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"shard_range: rank must be in [0, world_size), got rank {rank}, world_size {world_size}")
+    if size % world_size:
+        raise ValueError(f"{name} must be divisible by the tensor-parallel world_size {world_size}, got {size}")
+    per = size // world_size
+    return rank * per, (rank + 1) * per
+
+
+def _positive(owner: str, **sizes: int) -> None:
+    for name, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{owner}: {name} must be a positive int, got {value!r}")
+
+
+def _local_sizes(owner: str, sizes, group: ParallelGroup, label: str) -> list[int]:
+    """Each size's share at one rank; the error names ``label`` (formatted with the index)."""
+    _check_group(owner, group)
+    _positive(owner, **{label.format(i): s for i, s in enumerate(sizes)})
+    local = []
+    for i, size in enumerate(sizes):
+        start, end = shard_range(size, 0, group.world_size, name=f"{owner}: " + label.format(i))
+        local.append(end - start)
+    return local
+
+
+def _check_group(owner: str, group) -> None:
+    if not isinstance(group, ParallelGroup):
+        raise TypeError(f"{owner}: group must be a ParallelGroup, got {type(group).__name__}")
+
+
+def _nbytes(*tensors: torch.Tensor | None) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+class _ShardedLayer:
+    """What every layer shares: the group, loading bookkeeping and the shard copy with its shape check."""
+
+    def __init__(self, parts: list[str], group: ParallelGroup, dtype: torch.dtype, device, name: str | None):
+        _check_group(name or type(self).__name__, group)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"{type(self).__name__}: dtype must be a floating-point torch.dtype, got {dtype!r}")
+        self.group = group
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.name = name or type(self).__name__
+        self._parts = parts          # every part a checkpoint must provide, in order
+        self._loaded: set[str] = set()
+
+    def missing(self) -> list[str]:
+        """Names of the parts not loaded yet ("weight", "bias", "weight[q]", "weight[0]" ...)."""
+        return [p for p in self._parts if p not in self._loaded]
+
+    def _empty(self, *shape: int) -> torch.Tensor:
+        return torch.empty(shape, dtype=self.dtype, device=self.device)
+
+    def _copy(self, part: str, dst: torch.Tensor, full: torch.Tensor, expected: tuple[int, ...],
+              src: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Check ``full`` against the checkpoint shape ``expected``, then copy ``src(full)`` (this rank's
+        shard, a view) into ``dst`` (cast to the layer's dtype, moved to its device)."""
+        if not isinstance(full, torch.Tensor):
+            raise TypeError(f"{self.name}: {part} must be a torch.Tensor, got {type(full).__name__}")
+        if not full.is_floating_point():
+            raise TypeError(f"{self.name}: {part} must be a floating-point tensor, got {full.dtype}")
+        if tuple(full.shape) != tuple(expected):
+            raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
+                             f"(the full checkpoint tensor)")
+        with torch.no_grad():
+            dst.copy_(src(full))
+        self._loaded.add(part)
+
+
+class ColumnParallelLinear(_ShardedLayer):
+    """``y = x @ W^T + b`` with W ``[output_size, input_size]`` split by rows: rank r holds output features
+    ``[r * n, (r + 1) * n)``, n = output_size / world_size.
+
+    ``weight``: ``[n, input_size]``; ``bias``: ``[n]`` or None. ``forward(x [T, input_size])`` -> this rank's
+    columns of y ``[T, n]`` (not gathered).
+    """
+
+    def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None):
+        sizes = [output_size]
+        self._init(input_size, sizes, _local_sizes(name or type(self).__name__, sizes, group, "output_size"),
+                   bias, group, dtype, device, name, ["weight"] + ["bias"] * bias)
+
+    def _init(self, input_size, output_sizes, local_sizes, bias, group, dtype, device, name, parts) -> None:
+        """``output_sizes``: the full parts stacked in the weight; ``local_sizes``: this rank's rows of each."""
+        super().__init__(parts, group, dtype, device, name)
+        _positive(self.name, input_size=input_size)
+        self.input_size = input_size
+        self.output_sizes = list(output_sizes)
+        self.output_size = sum(output_sizes)
+        self.local_sizes = list(local_sizes)
+        self.weight = self._empty(sum(local_sizes), input_size)
+        self.bias = self._empty(sum(local_sizes)) if bias else None
+
+    def _load_part(self, kind: str, t: torch.Tensor, index: int, label: str, first_row: int | None = None) -> None:
+        """Copy rows ``[first_row, first_row + local_sizes[index])`` of part ``index`` (full
+        ``[output_sizes[index], ...]``; default first row: this rank's equal share) into its slot."""
+        if kind == "bias" and self.bias is None:
+            raise ValueError(f"{self.name}: was built with bias=False, cannot load a bias")
+        n = self.local_sizes[index]
+        start = self.group.rank * n if first_row is None else first_row
+        offset = sum(self.local_sizes[:index])
+        dst = (self.weight if kind == "weight" else self.bias)[offset: offset + n]
+        full = self.output_sizes[index]
+        expected = (full, self.input_size) if kind == "weight" else (full,)
+        self._copy(label, dst, t, expected, lambda full: full[start: start + n])
+
+    def load_weight(self, t: torch.Tensor) -> None:
+        """t: the full weight ``[output_size, input_size]`` (any float dtype, any device)."""
+        self._load_part("weight", t, 0, "weight")
+
+    def load_bias(self, t: torch.Tensor) -> None:
+        """t: the full bias ``[output_size]``."""
+        self._load_part("bias", t, 0, "bias")
+
+    def forward(self, x: torch.Tensor, linear) -> torch.Tensor:
+        """x ``[T, input_size]`` -> ``[T, output_size / world_size]``: exactly ``linear(x, weight, bias)``."""
+        return linear(x, self.weight, self.bias)
+
+    def weight_bytes(self) -> int:
+        """Bytes of weight this rank reads per forward."""
+        return _nbytes(self.weight, self.bias)
+
+    def weights(self) -> list[torch.Tensor]:
+        """The tensors this layer holds."""
+        return [t for t in (self.weight, self.bias) if t is not None]
+
+
+class MergedColumnParallelLinear(ColumnParallelLinear):
+    """Several column-parallel weights stacked into one (gate/up: ``output_sizes = [I, I]``).
+
+    The local weight is the concatenation of each part's rank shard: ``[sum(output_sizes) / world_size,
+    input_size]``; for gate/up that is ``[gate_shard | up_shard]`` of the output, which is what
+    :meth:`RowParallelLinear.forward` takes with ``gated=True``. Each output size must divide by world_size.
+    """
+
+    def __init__(self, input_size: int, output_sizes: list[int], *, bias: bool = False,
+                 group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
+                 name: str | None = None):
+        parts = [f"weight[{i}]" for i in range(len(output_sizes))]
+        parts += [f"bias[{i}]" for i in range(len(output_sizes))] if bias else []
+        owner = name or type(self).__name__
+        if not output_sizes:
+            raise ValueError(f"{owner}: output_sizes must not be empty")
+        self._init(input_size, list(output_sizes), _local_sizes(owner, output_sizes, group, "output_sizes[{}]"),
+                   bias, group, dtype, device, name, parts)
+
+    def _part(self, part: int) -> int:
+        if not isinstance(part, int) or isinstance(part, bool) or not 0 <= part < len(self.output_sizes):
+            raise ValueError(f"{self.name}: part must be an int in [0, {len(self.output_sizes)}), got {part!r}")
+        return part
+
+    def load_weight(self, t: torch.Tensor, part: int) -> None:
+        """t: part ``part``'s full weight ``[output_sizes[part], input_size]`` (0: gate, 1: up)."""
+        self._load_part("weight", t, self._part(part), f"weight[{part}]")
+
+    def load_bias(self, t: torch.Tensor, part: int) -> None:
+        """t: part ``part``'s full bias ``[output_sizes[part]]``."""
+        self._load_part("bias", t, self._part(part), f"bias[{part}]")
+
+
+class QKVParallelLinear(ColumnParallelLinear):
+    """The fused Q/K/V projection, ``[(num_heads + 2 num_kv_heads) head_dim, hidden_size]`` in full,
+    sharded by heads.
+
+    Rank r holds query heads ``[r * h, (r + 1) * h)``, h = num_heads / world_size. KV heads are sharded
+    the same way when ``num_kv_heads % world_size == 0``; when ``world_size % num_kv_heads == 0`` (more
+    ranks than KV heads, e.g. MQA) each rank holds one KV head, ``r // (world_size / num_kv_heads)``, the
+    one its query heads attend with. ``num_heads``/``num_kv_heads`` are this rank's counts, ``q_size`` =
+    ``num_heads * head_dim`` and ``kv_size`` = ``num_kv_heads * head_dim`` its widths; ``forward`` gives
+    ``[T, q_size + 2 kv_size]`` = [q | k | v] of the local heads.
+    """
+
+    def __init__(self, hidden_size: int, head_dim: int, num_heads: int, num_kv_heads: int, *, bias: bool = False,
+                 group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
+                 name: str | None = None):
+        owner = name or type(self).__name__
+        _check_group(owner, group)
+        _positive(owner, hidden_size=hidden_size, head_dim=head_dim, num_heads=num_heads, num_kv_heads=num_kv_heads)
+        ws = group.world_size
+        if num_heads % num_kv_heads:
+            raise ValueError(f"{owner}: num_heads must be a multiple of num_kv_heads, got num_heads {num_heads}, "
+                             f"num_kv_heads {num_kv_heads}")
+        if num_heads % ws:
+            raise ValueError(f"{owner}: num_heads must be divisible by the tensor-parallel world_size {ws}, "
+                             f"got {num_heads}")
+        if num_kv_heads % ws == 0:
+            local_kv, self.kv_replicas = num_kv_heads // ws, 1
+            self.kv_head_start = group.rank * local_kv
+        elif ws % num_kv_heads == 0:
+            local_kv, self.kv_replicas = 1, ws // num_kv_heads
+            self.kv_head_start = group.rank // self.kv_replicas
+        else:
+            raise ValueError(f"{owner}: num_kv_heads must divide or be divisible by the tensor-parallel "
+                             f"world_size {ws}, got {num_kv_heads}")
+        self.total_num_heads = num_heads
+        self.total_num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.num_heads = num_heads // ws
+        self.num_kv_heads = local_kv
+        self.q_size = self.num_heads * head_dim
+        self.kv_size = self.num_kv_heads * head_dim
+        parts = ["weight[q]", "weight[k]", "weight[v]"] + (["bias[q]", "bias[k]", "bias[v]"] if bias else [])
+        self._init(hidden_size, [num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim],
+                   [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts)
+
+    def _load(self, kind: str, t: torch.Tensor, part: str) -> None:
+        if part == "q":
+            index, first_row = 0, self.group.rank * self.q_size
+        elif part in ("k", "v"):
+            index, first_row = (1 if part == "k" else 2), self.kv_head_start * self.head_dim
+        else:
+            raise ValueError(f"{self.name}: part must be 'q', 'k' or 'v', got {part!r}")
+        self._load_part(kind, t, index, f"{kind}[{part}]", first_row)
+
+    def load_weight(self, t: torch.Tensor, part: str) -> None:
+        """t: the full ``q_proj`` ``[num_heads * head_dim, hidden]`` (part "q") or ``k_proj``/``v_proj``
+        ``[num_kv_heads * head_dim, hidden]`` (part "k"/"v") weight, with the total head counts."""
+        self._load("weight", t, part)
+
+    def load_bias(self, t: torch.Tensor, part: str) -> None:
+        """t: the full bias of part "q", "k" or "v"."""
+        self._load("bias", t, part)
+
+
+class RowParallelLinear(_ShardedLayer):
+    """``y = x @ W^T + b`` with W ``[output_size, input_size]`` split by columns: rank r holds input features
+    ``[r * k, (r + 1) * k)``, k = input_size / world_size, and computes a partial sum of y; one all-reduce
+    sums them.
+
+    ``weight``: ``[output_size, k]``; ``bias``: ``[output_size]`` (every rank holds it, rank 0 adds it).
+    """
+
+    def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None):
+        super().__init__(["weight"] + ["bias"] * bias, group, dtype, device, name)
+        _positive(self.name, input_size=input_size, output_size=output_size)
+        self.input_size = input_size
+        self.output_size = output_size
+        self._cols = shard_range(input_size, group.rank, group.world_size, name=f"{self.name}: input_size")
+        self.weight = self._empty(output_size, self._cols[1] - self._cols[0])
+        self.bias = self._empty(output_size) if bias else None
+        self._bias_here = self.bias if group.rank == 0 else None  # added once: on rank 0, before the sum
+
+    def load_weight(self, t: torch.Tensor) -> None:
+        """t: the full weight ``[output_size, input_size]``; this rank copies its columns."""
+        start, end = self._cols
+        self._copy("weight", self.weight, t, (self.output_size, self.input_size), lambda full: full[:, start:end])
+
+    def load_bias(self, t: torch.Tensor) -> None:
+        """t: the full bias ``[output_size]`` (held whole by every rank)."""
+        if self.bias is None:
+            raise ValueError(f"{self.name}: was built with bias=False, cannot load a bias")
+        self._copy("bias", self.bias, t, (self.output_size,), lambda full: full)
+
+    def forward(self, x: torch.Tensor, linear, *, gated: bool = False, reduce: bool = True) -> torch.Tensor:
+        """x ``[T, k]`` (``[T, 2k]`` = [gate_shard | up_shard] when ``gated``) -> y ``[T, output_size]``.
+
+        ``gated``: ``linear.gated(x, weight)``, i.e. SiLU-and-mul of the column-parallel gate/up output
+        first. ``reduce``: all-reduce over the group (world_size > 1); False returns this rank's partial
+        sum (bias included on rank 0 only) so that the caller can fuse the all-reduce with what follows.
+        At world size 1 this is exactly ``linear(x, weight, bias)`` (or ``linear.gated(x, weight)``).
+        """
+        bias = self._bias_here
+        if gated:
+            y = linear.gated(x, self.weight)
+            if bias is not None:
+                y = y + bias  # linear.gated takes no bias; Llama-family MLPs have none
+        else:
+            y = linear(x, self.weight, bias)
+        if reduce and self.group.world_size > 1:
+            y = self.group.all_reduce(y)
+        return y
+
+    def weight_bytes(self) -> int:
+        """Bytes of weight this rank reads per forward (the bias only on rank 0)."""
+        return _nbytes(self.weight, self._bias_here)
+
+    def weights(self) -> list[torch.Tensor]:
+        """The tensors this layer holds."""
+        return [t for t in (self.weight, self.bias) if t is not None]
+
+
+class _VocabParallel(_ShardedLayer):
+    """A ``[num_embeddings, embedding_dim]`` table split by vocabulary rows: rank r holds rows
+    ``[r * per, (r + 1) * per)``, per = ceil(num_embeddings / world_size); rows past the vocabulary (on the
+    last ranks) are zero. ``weight``: ``[per, embedding_dim]``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, group: ParallelGroup, dtype, device,
+                 name: str | None, allocate: bool = True):
+        super().__init__(["weight"], group, dtype, device, name)
+        _positive(self.name, num_embeddings=num_embeddings, embedding_dim=embedding_dim)
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.per_rank = -(-num_embeddings // group.world_size)
+        self.vocab_start = group.rank * self.per_rank
+        self.vocab_end = min(self.vocab_start + self.per_rank, num_embeddings)  # may equal vocab_start
+        self.weight = self._empty(self.per_rank, embedding_dim) if allocate else None
+        if self.weight is not None:
+            self.weight[self.vocab_end - self.vocab_start:].zero_()
+
+    def load_weight(self, t: torch.Tensor) -> None:
+        """t: the full table ``[num_embeddings, embedding_dim]``; this rank copies its rows."""
+        start, end = self.vocab_start, self.vocab_end
+        self._copy("weight", self.weight[: end - start], t, (self.num_embeddings, self.embedding_dim),
+                   lambda full: full[start:end])
+
+    def weights(self) -> list[torch.Tensor]:
+        """The tensors this layer holds."""
+        return [self.weight]
+
+
+class VocabParallelEmbedding(_VocabParallel):
+    """Token embedding, vocabulary-parallel. ``forward(ids [T])`` -> ``[T, embedding_dim]``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, group: ParallelGroup = SINGLE,
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None):
+        super().__init__(num_embeddings, embedding_dim, group, dtype, device, name)
+
+    def forward(self, ids: torch.Tensor, *, reduce: bool = True) -> torch.Tensor:
+        """ids ``[T]`` (int) -> ``[T, embedding_dim]``. At world size 1 exactly ``F.embedding(ids, weight)``.
+        At world size > 1 each rank looks up the ids in its shard, zeros for the others (a mask, no host
+        sync: CUDA-graph safe), then the all-reduce (``reduce=False``: this rank's part; the sum over ranks
+        is the embedding). Ids outside ``[0, num_embeddings)`` give zeros there instead of an error."""
+        if self.group.world_size == 1:
+            return F.embedding(ids, self.weight)
+        local = ids - self.vocab_start
+        outside = (local < 0) | (local >= self.vocab_end - self.vocab_start)   # [T]
+        y = F.embedding(local.masked_fill(outside, 0), self.weight)             # [T, D]
+        y.masked_fill_(outside.unsqueeze(-1), 0)
+        return self.group.all_reduce(y) if reduce else y
+
+    def weight_bytes(self) -> int:
+        """0: a lookup reads T rows of the table, not the table (negligible next to the projections)."""
+        return 0
+
+
+class ParallelLMHead(_VocabParallel):
+    """Logits ``hidden @ W^T`` with W ``[num_embeddings, embedding_dim]``, vocabulary-parallel like
+    :class:`VocabParallelEmbedding` (and tied to it by :meth:`tie` or ``tied_to=``: then it holds no
+    weight of its own and loads nothing)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, group: ParallelGroup = SINGLE,
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None,
+                 tied_to: VocabParallelEmbedding | None = None):
+        super().__init__(num_embeddings, embedding_dim, group, dtype, device, name, allocate=tied_to is None)
+        self.tied = False
+        if tied_to is not None:
+            self.tie(tied_to)
+
+    def tie(self, embedding: VocabParallelEmbedding) -> None:
+        """Share ``embedding``'s weight tensor (tied word embeddings); the one allocated here is dropped.
+        ``missing()`` is then empty: the embedding reports its own weight."""
+        if not isinstance(embedding, VocabParallelEmbedding):
+            raise TypeError(f"{self.name}: tie needs a VocabParallelEmbedding, got {type(embedding).__name__}")
+        mine = (self.num_embeddings, self.embedding_dim, self.group.rank, self.group.world_size, self.dtype)
+        theirs = (embedding.num_embeddings, embedding.embedding_dim, embedding.group.rank,
+                  embedding.group.world_size, embedding.dtype)
+        if mine != theirs:
+            raise ValueError(f"{self.name}: cannot tie to {embedding.name}: (num_embeddings, embedding_dim, rank, "
+                             f"world_size, dtype) are {mine} here, {theirs} there")
+        self.weight = embedding.weight
+        self.tied = True
+        self._loaded.add("weight")
+
+    def load_weight(self, t: torch.Tensor) -> None:
+        """t: the full ``lm_head.weight`` ``[num_embeddings, embedding_dim]``; this rank copies its rows."""
+        if self.tied:
+            raise ValueError(f"{self.name}: is tied to the embedding; load the embedding's weight instead")
+        super().load_weight(t)
+
+    def forward(self, hidden: torch.Tensor, linear, *, gather: bool = True) -> torch.Tensor:
+        """hidden ``[S, embedding_dim]`` -> fp32 logits ``[S, num_embeddings]``; at world size 1 exactly
+        ``linear(hidden, weight).float()``. At world size > 1: this rank's logits ``[S, per]``, all-gathered
+        and reordered to ``[S, vocab]`` with the padding columns dropped. ``gather=False`` returns the local
+        logits ``[S, per]`` in the linear's dtype (padding columns are zero)."""
+        logits = linear(hidden, self.weight)
+        if not gather:
+            return logits
+        ws = self.group.world_size
+        if ws > 1:
+            S = logits.shape[0]
+            gathered = self.group.all_gather(logits)                                       # [ws * S, per]
+            logits = gathered.view(ws, S, self.per_rank).transpose(0, 1).reshape(S, ws * self.per_rank)
+            return logits[:, : self.num_embeddings].float().contiguous()
+        return logits.float()
+
+    def weight_bytes(self) -> int:
+        """Bytes of weight this rank reads per forward (tied or not)."""
+        return _nbytes(self.weight)
