@@ -1,17 +1,19 @@
 import os
-import sys
 
 import pytest
 
-from tritium.runtime import install_debug_hooks, select_backend
+from tritium.runtime import interpreting
+from tritium.shmem.launch import RANK_INIT_ENV
+from tritium.testing.compile_check import record_from_env
 
-# Must run before any kernel module is imported (Triton reads TRITON_INTERPRET at decoration time).
-BACKEND = select_backend()
-install_debug_hooks()
+# `import tritium` (above) chose the backend: the GPU if there is one, else the Triton interpreter.
+# With TRITIUM_RECORD_LAUNCHES set, record every distinct kernel launch, here and in rank processes.
+record_from_env()
+os.environ.setdefault(RANK_INIT_ENV, "tritium.testing.compile_check:record_from_env")
 
 
 def pytest_collection_modifyitems(config, items):
-    if BACKEND == "gpu":
+    if not interpreting():
         return
     skip = pytest.mark.skip(reason="needs a GPU (running under the Triton interpreter)")
     for item in items:

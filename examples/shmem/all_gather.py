@@ -5,7 +5,7 @@ compared with torch.distributed.all_gather_into_tensor.
     python examples/shmem/all_gather.py [world_size]          # CPU: interpreter, default 2 ranks
 """
 
-from example_main import main, report  # first: selects the interpreter when there is no GPU
+from example_main import main, report  # first: it imports tritium, which picks the interpreter when there is no GPU
 
 import torch
 import torch.distributed as dist

@@ -2,14 +2,10 @@
 
 import sys
 
-from tritium.runtime import select_backend
+import torch
+import torch.distributed as dist
 
-select_backend()  # before any kernel module: without a GPU, kernels run under the Triton interpreter
-
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-
-import tritium.shmem as shmem  # noqa: E402
+import tritium.shmem as shmem  # importing tritium picks the backend: without a GPU, the Triton interpreter
 
 
 def report(name: str, rank: int, world_size: int, right: bool) -> None:

@@ -7,7 +7,7 @@ its own flag with ``wait`` (acquire, sys; bounded) and then reads the payload fr
     python examples/shmem/message_passing.py [world_size]     # CPU: interpreter, default 2 ranks
 """
 
-from example_main import main, report  # first: selects the interpreter when there is no GPU
+from example_main import main, report  # first: it imports tritium, which picks the interpreter when there is no GPU
 
 import torch
 import triton

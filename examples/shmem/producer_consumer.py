@@ -10,7 +10,7 @@ bounded and a timeout is reported in ``ok``.
     python examples/shmem/producer_consumer.py [world_size]   # CPU: interpreter, default 2 ranks
 """
 
-from example_main import main, report  # first: selects the interpreter when there is no GPU
+from example_main import main, report  # first: it imports tritium, which picks the interpreter when there is no GPU
 
 import torch
 import triton

@@ -1,23 +1,21 @@
 """tritium: LLM inference written in Python and Triton.
 
-Subpackages load on first use, so ``import tritium`` stays cheap and has no side effects:
-
 - ``tritium.attention``: paged attention (prefill, chunked prefill, decode) and KV-cache writes.
+- ``tritium.ops``: small decoder kernels (RMSNorm, rope, SiLU-and-mul, greedy sampling step, GEMV).
 - ``tritium.shmem``: symmetric heap and in-kernel GPU-to-GPU communication.
-- ``tritium.engine``: the inference engine (``tritium.LLM``, ``tritium.SamplingParams``).
+- ``tritium.models``: model configuration, layers with tensor-parallel sharding, the Llama-family decoder.
+- ``tritium.engine``: the inference engine (``LLMEngine``, ``LLM``, ``SamplingParams``).
+
+Importing ``tritium`` chooses where Triton kernels run, once (:func:`tritium.runtime.select_backend`):
+the GPU when there is one, else the Triton interpreter on the CPU. This is the one place that happens,
+before any kernel module is imported.
 """
 
-import importlib
+from tritium import runtime
+
+runtime.select_backend()
+
+from tritium.engine import LLM, LLMEngine, RequestOutput, SamplingParams  # noqa: E402
 
 __version__ = "0.1.0"
-
-_LAZY = {
-    "LLM": "tritium.engine",
-    "SamplingParams": "tritium.engine",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'tritium' has no attribute {name!r}")
+__all__ = ["LLM", "LLMEngine", "RequestOutput", "SamplingParams", "runtime"]

@@ -13,6 +13,9 @@ import argparse
 import logging
 import sys
 
+from tritium.engine import LLM, SamplingParams, UnsupportedModelError
+from tritium.runtime import interpreting
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritium", description="LLM inference in Python and Triton")
@@ -36,32 +39,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def generate(args) -> int:
-    from tritium.runtime import select_backend
-
-    backend = select_backend()
-    from tritium.engine import LLM, SamplingParams
-
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                             top_k=args.top_k, seed=args.seed, stop=args.stop)
     kwargs = {}
-    if args.attention_backend == "triton" and backend == "interpreter":
+    if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     llm = LLM(args.model, progress=sys.stderr.isatty(), attention_backend=args.attention_backend,
               max_model_len=args.max_model_len, **kwargs)
     prompt = llm.tokenizer.encode(args.prompt) if args.raw else llm.encode_chat(args.prompt, system=args.system)
     out = llm.generate([prompt], params)[0]
     print(out.text.strip() if not args.raw else out.text)
-    stats = llm.stats
+    stats, config = llm.stats, llm.engine.config
     print(f"[{stats['generated_tokens']} tokens in {stats['seconds']:.2f} s: {stats['tokens_per_s']:.1f} tokens/s, "
-          f"{llm.device.type}, attention {llm.engine_config.attention_backend}]", file=sys.stderr)
+          f"{config.device.type}, attention {config.attention_backend}]", file=sys.stderr)
     return 0
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from tritium.engine.config import UnsupportedModelError
-
     try:
         if args.command == "generate":
             return generate(args)

@@ -11,20 +11,23 @@ from __future__ import annotations
 import sys
 import time
 
+from tritium.attention.demo import main as attention_main
+from tritium.engine import LLM, SamplingParams
+
 QUESTION = "What is the capital of France? Answer in one sentence."
 
 
 def chat_demo() -> None:
-    from tritium.engine import LLM, SamplingParams
-
     start = time.perf_counter()
     llm = LLM(progress=sys.stderr.isatty())
     load_s = time.perf_counter() - start
-    print(f"model: {llm.model_path}")
-    print(f"  {llm.config.num_hidden_layers} layers, hidden {llm.config.hidden_size}, "
-          f"{llm.config.num_attention_heads}/{llm.config.num_key_value_heads} heads; loaded in {load_s:.1f} s on "
-          f"{llm.device.type}, attention: {llm.engine_config.attention_backend}, "
-          f"KV cache: {llm.block_manager.num_blocks} pages of {llm.engine_config.block_size} tokens")
+    engine = llm.engine
+    mc, ec = engine.model_config, engine.config
+    print(f"model: {engine.model_path}")
+    print(f"  {mc.num_hidden_layers} layers, hidden {mc.hidden_size}, "
+          f"{mc.num_attention_heads}/{mc.num_key_value_heads} heads; loaded in {load_s:.1f} s on "
+          f"{ec.device.type}, attention: {ec.attention_backend}, "
+          f"KV cache: {ec.num_blocks} pages of {ec.block_size} tokens")
     prompt = llm.encode_chat(QUESTION)
     out = llm.generate([prompt], SamplingParams(max_tokens=64))[0]
     print(f"\nuser: {QUESTION}\nassistant: {out.text.strip()}")
@@ -33,19 +36,11 @@ def chat_demo() -> None:
 
 
 def attention_demo() -> None:
-    try:
-        from tritium.attention.demo import main as attention_main
-    except ImportError:
-        print("\n(tritium.attention.demo is not available; skipping the paged-attention self-check)")
-        return
     print()
     attention_main()
 
 
 def main() -> int:
-    from tritium.runtime import select_backend
-
-    select_backend()
     status = 0
     try:
         chat_demo()

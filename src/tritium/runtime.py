@@ -1,12 +1,14 @@
-"""Where kernels run: a GPU, or the CPU under the Triton interpreter.
+"""Where kernels run: a GPU, or the CPU under the Triton interpreter; feature probes.
 
-Triton decides between compiling and interpreting when a kernel is decorated, from the
-``TRITON_INTERPRET`` environment variable, so that choice must be made before any tritium
-kernel module is imported. Entry points (``tritium.demo``, the CLI, tests' conftest) call
-:func:`select_backend` first; library code only asks :func:`interpreting`.
+The one mechanism for the CPU interpreter: Triton decides between compiling and interpreting when a
+kernel is decorated, from the ``TRITON_INTERPRET`` environment variable, so ``import tritium`` calls
+:func:`select_backend` once, before any tritium kernel module can be imported. On a machine without a
+GPU (and no ``TRITON_INTERPRET`` set) every tritium kernel then runs under the interpreter; set
+``TRITON_INTERPRET=0`` to keep it off (compile-only checks), or ``=1`` to interpret on a GPU machine.
+Every other module imports at its top. Library code asks :func:`interpreting`; this module imports
+nothing of tritium's and holds no mutable state beyond caches of device properties.
 """
 
-import contextlib
 import functools
 import os
 
@@ -21,27 +23,14 @@ def interpreting() -> bool:
 def pdl_supported(device: torch.device) -> bool:
     """Programmatic dependent launch (``launch_pdl`` + ``gdc_wait``): compiled kernels on NVIDIA Hopper or
     newer. Never on ROCm, whose devices also report as "cuda" (an MI300 says capability 9.4)."""
-    if device.type != "cuda" or interpreting() or torch.version.hip is not None or not _PDL_ON[0]:
+    if device.type != "cuda" or interpreting() or torch.version.hip is not None:
         return False
-    if device.index not in _PDL:
-        _PDL[device.index] = torch.cuda.get_device_capability(device)[0] >= 9
-    return _PDL[device.index]
+    return _capability(device.index if device.index is not None else torch.cuda.current_device())[0] >= 9
 
 
-_PDL: dict = {}
-_PDL_ON = [True]
-
-
-@contextlib.contextmanager
-def pdl_disabled():
-    """Kernels launched (or captured into a CUDA graph) inside this block run without programmatic
-    dependent launch: what the benchmark's ablations compare against."""
-    before = _PDL_ON[0]
-    _PDL_ON[0] = False
-    try:
-        yield
-    finally:
-        _PDL_ON[0] = before
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
 
 
 def pdl_launch(device: torch.device, enabled: bool = True) -> dict:
@@ -56,8 +45,8 @@ def pdl_launch(device: torch.device, enabled: bool = True) -> dict:
 def select_backend() -> str:
     """Use the GPU when there is one, else turn on the Triton interpreter. Returns "gpu" or "interpreter".
 
-    Call before importing any tritium kernel module; later calls only report the choice. An explicit
-    ``TRITON_INTERPRET=0`` is respected (compile-only checks on a machine without a GPU).
+    ``import tritium`` calls it (see the module docstring); later calls only report the choice. An
+    explicit ``TRITON_INTERPRET`` (0 or 1) is respected.
     """
     if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
@@ -82,15 +71,3 @@ def device_name(device: torch.device) -> str:
     if device.type != "cuda":
         return "triton-interpreter"
     return torch.cuda.get_device_name(device)
-
-
-def install_debug_hooks() -> None:
-    """Env-gated developer hooks for this process (tests and rank processes call this).
-
-    ``TRITIUM_RECORD_LAUNCHES=FILE`` with the interpreter: record each distinct kernel launch so
-    that ``python -m tritium.testing.compile_check FILE`` can compile them for a GPU on the CPU.
-    """
-    path = os.environ.get("TRITIUM_RECORD_LAUNCHES")
-    if path and interpreting():
-        from tritium.testing.compile_check import record
-        record(path)

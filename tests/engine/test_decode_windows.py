@@ -170,6 +170,6 @@ def test_row_stops_at_its_last_token(tiny_models):
     out = llm.generate([MANY[1]], SamplingParams(max_tokens=5))[0]
     assert len(out.token_ids) == 5 and out.finish_reason == "length"
     p = len(out.prompt_token_ids)
-    bufs = llm.runner.window_buffers(1)
-    assert int(bufs["pos"][0]) == p + 3 and int(bufs["seq_lens"][0]) == p + 4
-    assert int(bufs["slots"][0]) == -1 and int(bufs["stop"][0]) == p + 4
+    bufs = llm.engine.runner.window_buffers(1)
+    assert int(bufs.pos[0]) == p + 3 and int(bufs.seq_lens[0]) == p + 4
+    assert int(bufs.slots[0]) == -1 and int(bufs.stop[0]) == p + 4

@@ -8,6 +8,7 @@ import torch
 
 from tritium import LLM, SamplingParams
 from tritium.cli import main
+from tritium.ops.prefetch import bulk_prefetch_supported
 from tritium.engine import UnsupportedModelError
 
 
@@ -125,3 +126,17 @@ def test_engine_settings_name_the_argument(tiny_models, kwargs, error, message):
     """Checked before any weight is loaded, not as a traceback from deep inside the model."""
     with pytest.raises(error, match=message):
         LLM(tiny_models["llama"][0], **kwargs)
+
+
+def test_model_prefetch_plan_is_checked(tiny_models):
+    assert LLM(tiny_models["llama"][0], max_model_len=32).engine.config.weight_prefetch is False  # opt-in
+    llm = LLM(tiny_models["llama"][0], max_model_len=32, weight_prefetch=None)
+    model = llm.engine.model
+    on = bulk_prefetch_supported(model.device)  # False on the CPU: nothing to prefetch into
+    assert llm.engine.config.weight_prefetch is on
+    assert model.enable_prefetch() is on and (model.prefetcher is not None) is on
+    assert model.prefetch_plan == ({"o_proj": None} if on else {})
+    with pytest.raises(ValueError, match=r"unknown projections \['q_proj'\]"):
+        model.enable_prefetch({"q_proj": None})
+    with pytest.raises(ValueError, match=r"prefetch plan\['o_proj'\] must be a byte count >= 0 or None"):
+        model.enable_prefetch({"o_proj": -5})

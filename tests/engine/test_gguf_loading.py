@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file
 
 from tritium import LLM, SamplingParams
-from tritium.engine.reference import rope_inv_freq
-from tritium.engine.weights import unpermute_rope
+from tritium.models.rope import rope_inv_freq
+from tritium.models.weights import unpermute_rope
 
 from .conftest import PROMPTS
 
@@ -99,8 +99,8 @@ def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
     params = SamplingParams(max_tokens=8, ignore_eos=True)
     from_dir = LLM(path, dtype=torch.float32).generate([PROMPTS[1], PROMPTS[3]], params)
     llm = LLM(gguf_path, dtype=torch.float32)
-    assert llm.config.tie_word_embeddings == (model_type == "qwen2")
-    assert llm.config.attention_bias == (model_type == "qwen2")
+    assert llm.engine.model_config.tie_word_embeddings == (model_type == "qwen2")
+    assert llm.engine.model_config.attention_bias == (model_type == "qwen2")
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
     assert llm.tokenizer.vocab_size == hf.config.vocab_size

@@ -19,7 +19,7 @@ def test_cuda_graph_decode_equals_eager(tiny_models, backend):
     outs = {}
     for graphs in (False, True):
         llm = LLM(path, dtype=torch.float32, attention_backend=backend, cuda_graphs=graphs, max_num_seqs=16)
-        assert bool(llm.runner.graphs) == graphs
+        assert bool(llm.engine.runner.graphs) == graphs
         outs[graphs] = [o.token_ids for o in llm.generate(MANY, params)]
     assert outs[True] == outs[False]
 
@@ -28,10 +28,10 @@ def test_kv_cache_sized_from_free_memory(tiny_models):
     path, _ = tiny_models["qwen2"]
     free_before, total = torch.cuda.mem_get_info()
     llm = LLM(path, gpu_memory_utilization=0.5, cuda_graphs=False)
-    cache_bytes = llm.runner.kv_cache.numel() * llm.runner.kv_cache.element_size()
-    assert llm.block_manager.num_blocks > 1000
+    cache_bytes = llm.engine.runner.kv_cache.numel() * llm.engine.runner.kv_cache.element_size()
+    assert llm.engine.block_manager.num_blocks > 1000
     assert cache_bytes <= free_before - 0.5 * total
-    assert llm.engine_config.dtype == torch.bfloat16
+    assert llm.engine.config.dtype == torch.bfloat16
     assert len(llm.generate(["w1 w2"], SamplingParams(max_tokens=4))[0].token_ids) == 4
 
 
@@ -45,13 +45,13 @@ def test_gemv_decode_equals_cublas(tiny_models, num_prompts):
         llm = LLM(path, dtype=torch.float32, linear_backend=linear, max_num_seqs=8)
         outs[linear] = [o.token_ids for o in llm.generate(PROMPTS[:num_prompts], params)]
         if linear == "auto":
-            assert {r["m"] for r in llm.model.linear.report} == {1, 2, 4}
+            assert {r["m"] for r in llm.engine.model.linear.report} == {1, 2, 4}
     assert outs["triton"] == outs["torch"] == outs["auto"]
 
 
 def test_weight_prefetch_keeps_tokens(tiny_models):
     """Decode with L2 weight prefetching (side-stream branches in the CUDA graph) gives the same tokens."""
-    from tritium.engine.model import PREFETCH_POINTS
+    from tritium.models.llama import PREFETCH_POINTS
 
     path, _ = tiny_models["llama"]
     params = SamplingParams(max_tokens=10)
@@ -59,10 +59,10 @@ def test_weight_prefetch_keeps_tokens(tiny_models):
     for prefetch in (False, True):
         llm = LLM(path, dtype=torch.float32, weight_prefetch=prefetch, max_num_seqs=16)
         if prefetch and torch.cuda.get_device_capability()[0] >= 9 and torch.version.hip is None:
-            assert llm.engine_config.weight_prefetch is True
-            llm.model.enable_prefetch({name: None for name in PREFETCH_POINTS})  # every point, whole weights
-            llm.runner.graphs.clear()
-            llm.runner.capture(16)
+            assert llm.engine.config.weight_prefetch is True
+            llm.engine.model.enable_prefetch({name: None for name in PREFETCH_POINTS})  # every point, whole weights
+            llm.engine.runner.graphs.clear()
+            llm.engine.runner.capture(16)
         outs[prefetch] = [o.token_ids for o in llm.generate(MANY, params)]
     assert outs[True] == outs[False]
 

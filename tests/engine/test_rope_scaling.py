@@ -11,8 +11,8 @@ import torch
 from tritium import LLM, SamplingParams
 from tritium.bench.engine import hf_rope_kwargs
 from tritium.engine import UnsupportedModelError
-from tritium.engine.config import ModelConfig
-from tritium.engine.reference import rope_attention_factor, rope_cos_sin, rope_inv_freq
+from tritium.models.config import ModelConfig
+from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 
 from .conftest import hf_greedy, make_tiny_model
 from .test_gguf_loading import write_gguf, write_word_tokenizer
@@ -162,7 +162,7 @@ def test_yarn_model_greedy_matches_transformers(tmp_path):
     os.mkdir(hf_dir)
     hf = make_tiny_model(hf_dir, "llama", rope=(10000.0, scaling))
     llm = LLM(hf_dir, dtype=torch.float32)
-    assert llm.config.rope_scaling == scaling
+    assert llm.engine.model_config.rope_scaling == scaling
     prompts = [[1, 5, 6, 7], [1] + [3 + (7 * i) % 250 for i in range(90)]]
     params = SamplingParams(max_tokens=8, ignore_eos=True)
     outs = [o.token_ids for o in llm.generate(prompts, params)]

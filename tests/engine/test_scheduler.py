@@ -4,7 +4,8 @@ import pytest
 
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.sampling import SamplingParams
-from tritium.engine.scheduler import Scheduler, Sequence, Status
+from tritium.engine.scheduler import Scheduler
+from tritium.engine.sequence import Sequence, Status
 
 P = SamplingParams()
 

@@ -56,7 +56,8 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
     sms = num_sms(device)
     num_splits = 1
     if decode_like:
-        # NOTE: H200 sweeps (bench/results/attention-sweep*-NVIDIA-H200*, bf16, D=128, GQA 32/8, pages of 16),
+        # NOTE: H200 sweeps (bench/NOTES.md "Paged attention"; their files are in git history at c3ca5be;
+        # bf16, D=128, GQA 32/8, pages of 16),
         # three regimes by the programs the batch gives without splitting (Q blocks x KV heads):
         # - tiny batches: 64-key tiles, 2 stages, split to ~4 programs per SM. B=1 L=8192: 64 splits
         #   2.53 TB/s vs 32 splits 2.37, 128-key tiles 2.31; B=1 L=32768: 3.32 vs 3.21.
@@ -74,7 +75,7 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
         if head_pad > 128:
             tile_n, num_stages = min(tile_n, 32), 2
         # NOTE: at most one split per key tile. Engine decode chain, Llama-3-8B shape, B=1, context ~700 of a
-        # 768-key graph (bench/results/run6-engine-ablate-*): 12 splits of one tile each vs 6 of two, step
+        # 768-key graph (bench/NOTES.md, run 6 ablation): 12 splits of one tile each vs 6 of two, step
         # 5.714 vs 5.749 ms on the H100, 4.664 vs 4.702 on the H200; 3 splits 5.842 / 4.798.
         num_splits = max(1, min(num_splits, max_seqlen_k // tile_n, max_splits))
     elif head_pad <= 128 and not fp32:

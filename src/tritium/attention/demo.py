@@ -9,13 +9,14 @@ import time
 
 import torch
 
-from tritium.runtime import select_backend
+from tritium.attention import paged_attention, write_kv_cache
+from tritium.attention.reference import paged_attention_ref
+from tritium.runtime import interpreting
 
 
 def _batch(q_lens, seq_lens, *, num_q_heads, num_kv_heads, head_dim, block_size, dtype, cache_dtype, device,
            gen):
     """A random paged batch: shuffled block table, K/V written through write_kv_cache."""
-    from tritium.attention import write_kv_cache
 
     pages = [-(-n // block_size) for n in seq_lens]
     num_blocks = sum(pages) + 3
@@ -42,9 +43,7 @@ def _batch(q_lens, seq_lens, *, num_q_heads, num_kv_heads, head_dim, block_size,
 
 
 def main() -> int:
-    backend = select_backend()
-    from tritium.attention import paged_attention
-    from tritium.attention.reference import paged_attention_ref
+    backend = "interpreter" if interpreting() else "gpu"
 
     gpu = backend == "gpu"
     device = torch.device("cuda" if gpu else "cpu")

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from tritium.runtime import pdl_launch
+from tritium.runtime import interpreting, pdl_launch
 
 from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
                                       select_merge_warps)
@@ -209,11 +209,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     num_blocks, block_size, num_kv_heads, _ = k_cache.shape
     num_seqs = seq_lens.shape[0]
     if q.device.type == "cpu":
-        from tritium.runtime import interpreting
         if not interpreting():
             raise ValueError("q is on the CPU: CPU tensors need the Triton interpreter "
-                             "(set TRITON_INTERPRET=1 before importing tritium, or call "
-                             "tritium.runtime.select_backend() first)")
+                             "(TRITON_INTERPRET=1 when tritium is first imported)")
     if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
     if softcap is not None and not softcap > 0:

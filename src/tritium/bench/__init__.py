@@ -8,5 +8,6 @@ SUITES = {
     "attention": "tritium.bench.attention",
     "shmem": "tritium.bench.shmem",
     "engine": "tritium.bench.engine",
+    "engine-ablate": "tritium.bench.engine_ablate",
     "gemv": "tritium.bench.gemv",
 }

@@ -15,6 +15,9 @@ import math
 
 import torch
 
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
 from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table, time_ms
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -58,7 +61,6 @@ def _paged_batch(batch: int, seq_len: int, q_len: int, block_size: int, dtype=to
 
 
 def _sdpa(backend, q, k, v, causal):
-    from torch.nn.attention import sdpa_kernel
     with sdpa_kernel(backend):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -68,12 +70,10 @@ def _rel_err(a, b):
 
 
 def _sdpa_backends():
-    from torch.nn.attention import SDPBackend
     return {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
 
 def _prefill_configs(sweep):
-    from tritium.attention import AttentionConfig
     if not sweep:
         return [None]
     combos = [(128, 64, 8, 3), (128, 128, 8, 2), (128, 64, 8, 4), (128, 32, 4, 3), (64, 64, 4, 3),
@@ -83,7 +83,6 @@ def _prefill_configs(sweep):
 
 
 def _decode_configs(sweep, base):
-    from tritium.attention import AttentionConfig
     if not sweep:
         return [None]
     out = [None]
@@ -117,7 +116,6 @@ def _time_configs(call, configs, *, graph):
 
 
 def bench_prefill(batch, seq_len, block_size, sweep):
-    from tritium.attention import paged_attention, select_attention_config
     inputs, k_dense, v_dense = _paged_batch(batch, seq_len, seq_len, block_size)
     q = inputs["q"]
     q_dense = q.view(batch, seq_len, NUM_Q_HEADS, HEAD_DIM).transpose(1, 2)
@@ -157,7 +155,6 @@ def bench_prefill(batch, seq_len, block_size, sweep):
 
 
 def bench_decode(batch, seq_len, block_size, sweep):
-    from tritium.attention import AttentionWorkspace, paged_attention, select_attention_config
     inputs, k_dense, v_dense = _paged_batch(batch, seq_len, 1, block_size)
     q = inputs["q"]
     group = NUM_Q_HEADS // NUM_KV_HEADS

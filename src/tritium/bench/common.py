@@ -4,12 +4,12 @@ import datetime
 import platform
 
 import torch
+import triton
+import triton.testing
 
 
 def header(device: torch.device | None = None) -> dict:
     """What every result file starts with: GPU, software versions, date."""
-    import triton
-
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "torch": torch.__version__,
@@ -30,8 +30,6 @@ def header(device: torch.device | None = None) -> dict:
 def time_ms(fn, *, graph: bool = False, rep_ms: int = 200) -> float:
     """Median milliseconds of ``fn()`` on the GPU. With ``graph=True`` the call is captured in a CUDA
     graph and replays are timed, which removes host launch overhead (how decode runs in serving)."""
-    import triton.testing
-
     if graph:
         return triton.testing.do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")
     return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")

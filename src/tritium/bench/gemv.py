@@ -17,6 +17,8 @@ import triton
 import triton.language as tl
 
 from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, print_table
+from tritium.ops.gemv import CONFIGS, gemv
+from tritium.runtime import interpreting, pdl_supported
 
 SHAPES = {"o": (4096, 4096), "qkv": (6144, 4096), "down": (4096, 14336), "gate_up": (28672, 4096)}
 LAYERS = 32
@@ -55,10 +57,7 @@ def _stream_us(fn, repeats: int) -> float:
 
 
 def run(args) -> dict:
-    from tritium.engine.gemv import CONFIGS, gemv
-    from tritium.runtime import pdl_supported, select_backend
-
-    if select_backend() != "gpu":
+    if interpreting():
         raise SystemExit("the gemv suite needs a GPU")
     dev = torch.device("cuda")
     result = {"header": header(dev), "suite": "gemv", "copy_bandwidth_tbs": copy_bandwidth_tbs(), "shapes": {}}

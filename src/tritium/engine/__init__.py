@@ -5,16 +5,19 @@
     out = llm.generate(["The capital of France is"], SamplingParams(max_tokens=16))[0]
     print(out.text)
 
-Layout by role: ``config`` (model and engine settings), ``weights`` (HF directories, GGUF files),
-``tokenizer``, ``model`` (the decoder), ``ops`` / ``reference`` (fused Triton ops and their PyTorch twins),
-``attention`` (tritium or PyTorch attention), ``block_manager`` (pages, prefix cache), ``scheduler``
-(continuous batching, chunked prefill, preemption), ``runner`` (KV cache, inputs, CUDA graphs),
-``sampling`` and ``engine`` (``LLM``).
+Layout by role: ``config`` (engine settings), ``sequence`` (a request's state and its outputs),
+``block_manager`` (pages, prefix cache; the scheduler is its only client), ``scheduler`` (continuous
+batching, chunked prefill, preemption, greedy decode windows), ``runner`` (KV cache, inputs, CUDA graphs),
+``sampling``, ``tokenizer`` and ``detokenizer``, ``llm_engine`` (:class:`LLMEngine`: add_request / step /
+abort) and ``llm`` (:class:`LLM`, offline generation over the engine).
 """
 
-from tritium.engine.config import EngineConfig, ModelConfig, UnsupportedModelError
-from tritium.engine.engine import LLM, RequestOutput, default_model_path
+from tritium.engine.config import EngineConfig
+from tritium.engine.llm import LLM
+from tritium.engine.llm_engine import LLMEngine, default_model_path
 from tritium.engine.sampling import SamplingParams
+from tritium.engine.sequence import RequestOutput
+from tritium.models.config import ModelConfig, UnsupportedModelError
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "EngineConfig", "ModelConfig", "UnsupportedModelError",
-           "default_model_path"]
+__all__ = ["LLM", "LLMEngine", "SamplingParams", "RequestOutput", "EngineConfig", "ModelConfig",
+           "UnsupportedModelError", "default_model_path"]

@@ -9,14 +9,16 @@ before the host has read the one in flight, so the host's bookkeeping overlaps t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
 import torch
 
-from tritium.engine.attention import AttentionMetadata
-from tritium.engine.model import LlamaModel
 from tritium.engine.scheduler import ScheduledBatch
+from tritium.models.attention import AttentionMetadata
+from tritium.models.llama import LlamaModel
+from tritium.ops import greedy_advance, greedy_scratch, reference
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +29,54 @@ MAX_DECODE_STEPS = 64
 
 
 def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
+    """Bytes of one page across every layer (K and V) on this rank."""
     cfg = model.config
-    return 2 * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim * model.dtype.itemsize
+    return 2 * cfg.num_hidden_layers * block_size * model.num_kv_heads * cfg.head_dim * model.dtype.itemsize
+
+
+@dataclasses.dataclass(eq=False)
+class HostStaging:
+    """Pinned host buffers a decode step's inputs go up from, and the window tokens come down to."""
+
+    i64: torch.Tensor            # [4, rows] int64: ids, positions, slots, stops
+    seq_lens: torch.Tensor       # [rows] int32
+    block_table: torch.Tensor    # [rows, max_blocks] int32
+    tokens: tuple[torch.Tensor, torch.Tensor]  # [MAX_DECODE_STEPS, rows] int64 each: one per window in flight
+
+    def __post_init__(self):  # numpy views of the same memory, written by the host each step
+        self.i64_np: np.ndarray = self.i64.numpy()
+        self.seq_lens_np: np.ndarray = self.seq_lens.numpy()
+        self.block_table_np: np.ndarray = self.block_table.numpy()
+
+
+@dataclasses.dataclass(eq=False)
+class DecodeBuffers:
+    """Static inputs of a decode step of ``rows`` rows (what a CUDA graph of it reads and writes), their
+    host staging, and the state of the greedy windows run on them."""
+
+    rows: int
+    ids: torch.Tensor            # [rows] int64
+    pos: torch.Tensor            # [rows] int64
+    slots: torch.Tensor          # [rows] int64, -1: padding (writes nowhere)
+    block_table: torch.Tensor    # [rows, max_blocks] int32
+    seq_lens: torch.Tensor       # [rows] int32
+    cu_seqlens_q: torch.Tensor   # [rows + 1] int32 (one query token per row)
+    hist: torch.Tensor           # [MAX_DECODE_STEPS, rows] int64 token ring: the token at position p at row p % H
+    stop: torch.Tensor           # [rows] int64, position of each row's last token: its window stops there
+    scratch: torch.Tensor | None  # greedy_advance's (Triton ops)
+    host: HostStaging
+    staged: torch.cuda.Event | None  # the last host-to-device copies out of ``host``
+    done: tuple[torch.cuda.Event | None, torch.cuda.Event | None]  # with host.tokens[0] / [1]
+    flip: int = 0                # which token buffer the next window uses
+    logits: torch.Tensor | None = None  # a graph's output
+
+
+@dataclasses.dataclass(eq=False)
+class DecodeGraph:
+    """A captured decode step (ending in greedy_advance) and the buffers it runs on."""
+
+    graph: torch.cuda.CUDAGraph
+    bufs: DecodeBuffers
 
 
 class ModelRunner:
@@ -47,12 +95,14 @@ class ModelRunner:
         self.num_blocks = num_blocks
         self.max_model_len = max_model_len
         self.max_blocks_per_seq = -(-max_model_len // block_size)
-        self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, cfg.num_key_value_heads,
+        self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, model.num_kv_heads,
                                     cfg.head_dim, dtype=model.dtype, device=self.device)
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, dict]] = {}
+        self.greedy_advance = greedy_advance if model.options.op_backend == "triton" else reference.greedy_advance
+        self.max_num_seqs = max_num_seqs
+        self.graphs: dict[int, DecodeGraph] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
-        self._eager: dict[int, dict] = {}  # window buffers by batch size, without CUDA graphs
+        self._eager: dict[int, DecodeBuffers] = {}  # window buffers by batch size, without CUDA graphs
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
@@ -114,56 +164,50 @@ class ModelRunner:
                 return b
         return None
 
-    def _buffers(self, rows: int) -> dict:
+    def _buffers(self, rows: int) -> DecodeBuffers:
         """Static decode inputs of ``rows`` rows, their host staging, and the window state."""
         dev = self.device
         cuda = dev.type == "cuda"
-        bufs = {
-            "rows": rows,
-            "ids": torch.zeros(rows, dtype=torch.int64, device=dev),
-            "pos": torch.zeros(rows, dtype=torch.int64, device=dev),
-            "slots": torch.full((rows,), -1, dtype=torch.int64, device=dev),
-            "block_table": torch.full((rows, self.max_blocks_per_seq), self.num_blocks, dtype=torch.int32, device=dev),
-            "seq_lens": torch.ones(rows, dtype=torch.int32, device=dev),
-            "cu": torch.arange(rows + 1, dtype=torch.int32, device=dev),
-            # token ring: the token sampled at position p goes to row p % MAX_DECODE_STEPS
-            "hist": torch.zeros(MAX_DECODE_STEPS, rows, dtype=torch.int64, device=dev),
-            # position of each row's last token: a window's row stops after sampling it
-            "stop": torch.zeros(rows, dtype=torch.int64, device=dev),
-            "scratch": None,
-        }
-        if self.model.op_backend == "triton":
-            from tritium.engine.ops import greedy_scratch
-            bufs["scratch"] = greedy_scratch(rows, dev)
-        # pinned staging: each step's inputs go up as plain async H2D copies, no temporaries; two token
-        # buffers, one per window in flight
-        host = {"i64": torch.empty(4, rows, dtype=torch.int64), "seq_lens": torch.empty(rows, dtype=torch.int32),
-                "block_table": torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32),
-                "tokens0": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64),
-                "tokens1": torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)}
-        if cuda:
-            host = {k: v.pin_memory() for k, v in host.items()}
-        bufs["host"] = host
-        bufs["host_np"] = {k: v.numpy() for k, v in host.items()}
-        bufs["staged"] = torch.cuda.Event() if cuda else None
-        bufs["done"] = [torch.cuda.Event(), torch.cuda.Event()] if cuda else [None, None]  # with tokens0/1
-        bufs["flip"] = 0
-        return bufs
 
-    def _meta(self, bufs: dict, max_seqlen_k: int) -> AttentionMetadata:
-        return AttentionMetadata(bufs["slots"], bufs["block_table"], bufs["seq_lens"], bufs["cu"],
+        def pinned(t: torch.Tensor) -> torch.Tensor:
+            # pinned staging: each step's inputs go up as plain async H2D copies, no temporaries
+            return t.pin_memory() if cuda else t
+
+        host = HostStaging(
+            i64=pinned(torch.empty(4, rows, dtype=torch.int64)),
+            seq_lens=pinned(torch.empty(rows, dtype=torch.int32)),
+            block_table=pinned(torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32)),
+            tokens=tuple(pinned(torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)) for _ in range(2)))
+        return DecodeBuffers(
+            rows=rows,
+            ids=torch.zeros(rows, dtype=torch.int64, device=dev),
+            pos=torch.zeros(rows, dtype=torch.int64, device=dev),
+            slots=torch.full((rows,), -1, dtype=torch.int64, device=dev),
+            block_table=torch.full((rows, self.max_blocks_per_seq), self.num_blocks, dtype=torch.int32, device=dev),
+            seq_lens=torch.ones(rows, dtype=torch.int32, device=dev),
+            cu_seqlens_q=torch.arange(rows + 1, dtype=torch.int32, device=dev),
+            hist=torch.zeros(MAX_DECODE_STEPS, rows, dtype=torch.int64, device=dev),
+            stop=torch.zeros(rows, dtype=torch.int64, device=dev),
+            scratch=greedy_scratch(rows, dev) if self.greedy_advance is greedy_advance else None,
+            host=host,
+            staged=torch.cuda.Event() if cuda else None,
+            done=(torch.cuda.Event(), torch.cuda.Event()) if cuda else (None, None))
+
+    def _meta(self, bufs: DecodeBuffers, max_seqlen_k: int) -> AttentionMetadata:
+        return AttentionMetadata(bufs.slots, bufs.block_table, bufs.seq_lens, bufs.cu_seqlens_q,
                                  max_seqlen_q=1, max_seqlen_k=max_seqlen_k)
 
-    def _greedy_step(self, bufs: dict, meta: AttentionMetadata) -> torch.Tensor:
+    def _greedy_step(self, bufs: DecodeBuffers, meta: AttentionMetadata) -> torch.Tensor:
         """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
-        hidden = self.model.forward(bufs["ids"], bufs["pos"], meta, self.kv_caches)
+        hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches)
         logits = self.model.compute_logits(hidden)
-        self.model.greedy_advance(logits, bufs["hist"], bufs["ids"], bufs["pos"], bufs["seq_lens"], bufs["slots"],
-                                  bufs["stop"], bufs["block_table"], self.block_size, bufs["scratch"])
+        self.greedy_advance(logits, bufs.hist, bufs.ids, bufs.pos, bufs.seq_lens, bufs.slots, bufs.stop,
+                            bufs.block_table, self.block_size, bufs.scratch)
         return logits
 
-    def capture(self, max_num_seqs: int) -> None:
-        """Capture one decode step per bucket size <= max_num_seqs (largest first, one memory pool).
+    def capture(self, max_num_seqs: int | None = None) -> None:
+        """Capture one decode step per bucket size <= max_num_seqs (default: the runner's; largest first, one
+        memory pool), replacing graphs captured before (after the model's options changed, say).
 
         NOTE: one graph of a whole window (decode_steps steps, no launch boundary between them) was tried
         at batch <= 4: within the noise of the H100 and H200 batch-1 step (bench/NOTES.md, session 5).
@@ -171,6 +215,8 @@ class ModelRunner:
         A step's graph ends in greedy_advance: a plain replay gives the logits (the step's inputs are
         staged again before the next one), a replay in a window feeds the next step on the device.
         """
+        max_num_seqs = self.max_num_seqs if max_num_seqs is None else max_num_seqs
+        self.graphs.clear()
         buckets = [b for b in GRAPH_BUCKETS if b <= max_num_seqs]
         if max_num_seqs not in buckets and max_num_seqs < GRAPH_BUCKETS[-1]:
             buckets.append(max_num_seqs)
@@ -189,55 +235,55 @@ class ModelRunner:
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
-                bufs["logits"] = self._greedy_step(bufs, meta)
+                bufs.logits = self._greedy_step(bufs, meta)
             pool = graph.pool()
-            self.graphs[b] = (graph, bufs)
+            self.graphs[b] = DecodeGraph(graph, bufs)
         torch.cuda.synchronize()
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _stage(self, batch: ScheduledBatch, bufs: dict, full: bool = True, stops: list[int] | None = None) -> None:
+    def _stage(self, batch: ScheduledBatch, bufs: DecodeBuffers, full: bool = True, stops: list[int] | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's
         last token position, none given: 0). Not ``full`` (a continued window, the device ahead of the
         host), only the block tables: the device already holds the other inputs."""
         n = len(batch.seqs)
-        host, np_host = bufs["host"], bufs["host_np"]
+        host = bufs.host
         # NOTE: the previous copies out of the pinned buffers must be done before they are rewritten: they
         # ran at the start of the window in flight, so this wait is normally over at once.
-        if bufs["staged"] is not None:
-            bufs["staged"].synchronize()
-        self._fill_block_table(batch, np_host["block_table"])
+        if bufs.staged is not None:
+            bufs.staged.synchronize()
+        self._fill_block_table(batch, host.block_table_np)
         if full:
             ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
-            i64 = np_host["i64"]
+            i64 = host.i64_np
             i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
             i64[3, :n] = 0 if stops is None else stops
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
             i64[3, n:] = 0
-            np_host["seq_lens"][:n] = seq_lens
-            np_host["seq_lens"][n:] = 1
-            bufs["ids"].copy_(host["i64"][0], non_blocking=True)
-            bufs["pos"].copy_(host["i64"][1], non_blocking=True)
-            bufs["slots"].copy_(host["i64"][2], non_blocking=True)
-            bufs["stop"].copy_(host["i64"][3], non_blocking=True)
-            bufs["seq_lens"].copy_(host["seq_lens"], non_blocking=True)
-        bufs["block_table"].copy_(host["block_table"], non_blocking=True)
-        if bufs["staged"] is not None:
-            bufs["staged"].record()
+            host.seq_lens_np[:n] = seq_lens
+            host.seq_lens_np[n:] = 1
+            bufs.ids.copy_(host.i64[0], non_blocking=True)
+            bufs.pos.copy_(host.i64[1], non_blocking=True)
+            bufs.slots.copy_(host.i64[2], non_blocking=True)
+            bufs.stop.copy_(host.i64[3], non_blocking=True)
+            bufs.seq_lens.copy_(host.seq_lens, non_blocking=True)
+        bufs.block_table.copy_(host.block_table, non_blocking=True)
+        if bufs.staged is not None:
+            bufs.staged.record()
 
     def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
-        graph, bufs = self.graphs[bucket]
-        self._stage(batch, bufs)
-        graph.replay()
-        return bufs["logits"][:len(batch.seqs)]
+        entry = self.graphs[bucket]
+        self._stage(batch, entry.bufs)
+        entry.graph.replay()
+        return entry.bufs.logits[:len(batch.seqs)]
 
     # -- greedy windows ------------------------------------------------------------------------------------
-    def window_buffers(self, n: int) -> dict:
+    def window_buffers(self, n: int) -> DecodeBuffers:
         """Buffers a greedy window of ``n`` sequences runs on: its graph bucket's, or (no graphs) its own."""
         bucket = self.graph_bucket(n) if self.graphs else None
         if bucket is not None:
-            return self.graphs[bucket][1]
+            return self.graphs[bucket].bufs
         if n not in self._eager:
             self._eager[n] = self._buffers(n)
         return self._eager[n]
@@ -266,7 +312,8 @@ class ModelRunner:
         bufs = self.window_buffers(n)
         self._stage(batch, bufs, full=ahead == 0, stops=stops)
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
-        graph = self.graphs[bufs["rows"]][0] if self.graphs and bufs["rows"] in self.graphs else None
+        entry = self.graphs.get(bufs.rows)
+        graph = entry.graph if entry is not None and entry.bufs is bufs else None
         if graph is None:
             for j in range(k):  # step j's longest sequence holds max(first) + j + 1 tokens
                 self._greedy_step(bufs, self._meta(bufs, max(first) + j + 1))
@@ -274,10 +321,10 @@ class ModelRunner:
             for _ in range(k):
                 graph.replay()
         # two windows can be in flight: alternate token buffers and their events
-        flip = bufs["flip"]
-        bufs["flip"] ^= 1
-        dest, done = bufs["host"][f"tokens{flip}"], bufs["done"][flip]
-        dest.copy_(bufs["hist"], non_blocking=True)
+        flip = bufs.flip
+        bufs.flip ^= 1
+        dest, done = bufs.host.tokens[flip], bufs.done[flip]
+        dest.copy_(bufs.hist, non_blocking=True)
         if done is not None:
             done.record()
         return Window(first, k, dest, done)

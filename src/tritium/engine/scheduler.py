@@ -6,56 +6,21 @@ sequences are admitted in arrival order while budget, sequence slots and KV page
 sequence needs a page and none is free, the most recently admitted running sequence is preempted: its
 pages are freed and it goes back to the front of the queue, to be recomputed (prompt and generated tokens
 alike) when it is admitted again; the prefix cache usually makes that cheap.
+
+The scheduler also plans greedy decode *windows*: a decode batch of greedy sequences with nobody waiting
+runs up to ``decode_steps`` steps back to back on the device; the scheduler reserves the pages those steps
+write (and, to let the runner queue the next window before the host has read this one, the page of the
+position after it). It is the only caller of the block manager: every page a sequence holds was handed
+out here and is freed here (finish, abort, preemption).
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 
 from tritium.engine.block_manager import BlockManager
-from tritium.engine.sampling import SamplingParams
-
-
-class Status(enum.Enum):
-    WAITING = "waiting"
-    RUNNING = "running"
-    FINISHED = "finished"
-
-
-@dataclasses.dataclass(eq=False)
-class Sequence:
-    """One request: its tokens (prompt then generated), pages and progress.
-
-    ``num_computed`` tokens have their K/V in the cache; the step computes ``token_ids[num_computed:
-    num_computed + n]`` and, when that reaches the end, samples one more token.
-    """
-
-    seq_id: int
-    token_ids: list[int]
-    params: SamplingParams
-    prompt_len: int = 0
-    num_computed: int = 0
-    block_table: list[int] = dataclasses.field(default_factory=list)
-    block_keys: list[int] = dataclasses.field(default_factory=list)
-    status: Status = Status.WAITING
-    finish_reason: str | None = None
-    num_preemptions: int = 0
-    generator: object = None  # torch.Generator of a seeded request
-    prompt_text: str | None = None
-    text: str | None = None  # set when a stop string cut the output
-
-    def __post_init__(self):
-        self.prompt_len = self.prompt_len or len(self.token_ids)
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.token_ids)
-
-    @property
-    def output_ids(self) -> list[int]:
-        return self.token_ids[self.prompt_len:]
+from tritium.engine.sequence import Sequence, Status
 
 
 @dataclasses.dataclass
@@ -64,6 +29,8 @@ class ScheduledBatch:
 
     seqs: list[Sequence]
     num_new: list[int]
+    window: int = 1            # greedy decode steps run back to back (1: one step, sampled on the host)
+    continuable: bool = False  # the window's pages include the position after it: it may be continued
 
     @property
     def num_tokens(self) -> int:
@@ -76,12 +43,19 @@ class ScheduledBatch:
 
 
 class Scheduler:
+    """Continuous batching over one :class:`BlockManager`.
+
+    ``max_model_len`` (None: unbounded) and ``decode_steps`` (1: no windows) plan greedy decode windows.
+    """
+
     def __init__(self, block_manager: BlockManager, *, max_num_batched_tokens: int, max_num_seqs: int,
-                 enable_chunked_prefill: bool = True):
+                 enable_chunked_prefill: bool = True, max_model_len: int | None = None, decode_steps: int = 1):
         self.blocks = block_manager
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
         self.enable_chunked_prefill = enable_chunked_prefill
+        self.max_model_len = max_model_len
+        self.decode_steps = decode_steps
         self.waiting: collections.deque[Sequence] = collections.deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
@@ -133,7 +107,61 @@ class Scheduler:
             seqs.append(seq)
             num_new.append(n)
             budget -= n
-        return ScheduledBatch(seqs, num_new)
+        batch = ScheduledBatch(seqs, num_new)
+        self._plan_window(batch)
+        return batch
+
+    # -- greedy decode windows -----------------------------------------------------------------------------
+    def to_sample(self, seq: Sequence, ahead: int = 0) -> int:
+        """Tokens ``seq`` may still sample, ``ahead`` steps past the host's state (max_tokens, context)."""
+        left = seq.params.max_tokens - len(seq.output_ids)
+        if self.max_model_len is not None:
+            left = min(left, self.max_model_len - seq.num_tokens)
+        return left - ahead
+
+    def stop_position(self, seq: Sequence) -> int:
+        """Position of the last token ``seq`` may sample: a window's row stops on the device after it."""
+        return seq.num_tokens - 1 + self.to_sample(seq)
+
+    def window_len(self, batch: ScheduledBatch, ahead: int = 0) -> int:
+        """Steps a greedy window of ``batch`` runs, ``ahead`` steps past the host's state: > 1 only for a
+        greedy decode batch of running sequences with nobody waiting; up to ``decode_steps`` and the
+        longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one)."""
+        if self.decode_steps <= 1 or self.waiting or not batch.is_decode \
+                or not all(s.params.greedy and s.status is Status.RUNNING for s in batch.seqs):
+            return 1
+        return min(self.decode_steps, max(self.to_sample(seq, ahead) for seq in batch.seqs))
+
+    def _reserve(self, batch: ScheduledBatch, k: int, ahead: int, ahead_page: bool) -> bool:
+        """Pages for the positions every sequence computes in a window of ``k`` steps ``ahead`` steps on,
+        and with ``ahead_page`` the position after them for the sequences that go on (the window's last
+        step writes its slot: a window is continued only from such a one)."""
+        for seq in batch.seqs:
+            n = self.to_sample(seq, ahead)
+            need = ahead + min(k, n) + (1 if ahead_page and n > k else 0)
+            if need > 0 and not self.blocks.append_slots(seq.block_table, seq.num_computed + need):
+                return False
+        return True
+
+    def _plan_window(self, batch: ScheduledBatch) -> None:
+        """Set ``batch.window`` (and whether it may be continued) once the pages for it are in hand."""
+        k = self.window_len(batch)
+        if k <= 1:
+            return
+        # schedule() gave each sequence one slot; the window needs up to k, continuing it one more
+        if self._reserve(batch, k, 0, ahead_page=True):
+            batch.window, batch.continuable = k, True
+        elif self._reserve(batch, k, 0, ahead_page=False):
+            batch.window = k
+
+    def continue_window(self, batch: ScheduledBatch, ahead: int) -> int:
+        """Steps of a window that continues ``batch``'s window in flight, ``ahead`` steps past the host's
+        state, with its pages reserved; 0 when there is none (a sequence finished or was aborted, someone
+        is waiting, nothing is left to sample, or pages ran out)."""
+        k = self.window_len(batch, ahead)
+        if k > 1 and self._reserve(batch, k, ahead, ahead_page=True):
+            return k
+        return 0
 
     def _fail_if_never_fits(self, seq: Sequence) -> None:
         need = -(-seq.num_tokens // self.blocks.block_size)
@@ -173,8 +201,12 @@ class Scheduler:
         self.blocks.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
 
     def finish(self, seq: Sequence, reason: str) -> None:
+        """End a running or waiting sequence (a finish or an abort): its pages are freed at once."""
+        if seq.status is Status.RUNNING:
+            self.running.remove(seq)
+        elif seq.status is Status.WAITING:
+            self.waiting.remove(seq)
         seq.status = Status.FINISHED
         seq.finish_reason = reason
-        self.running.remove(seq)
         self.blocks.free(seq.block_table)
         seq.block_keys = []

@@ -49,24 +49,3 @@ class Allocator(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Unmap the peers and release this rank's heap. Call after a barrier: peers may still read."""
-
-
-def backend_class(name: str) -> type[Allocator]:
-    """The allocator class registered as ``name``."""
-    # Imported here so that importing tritium.shmem never touches CUDA bindings.
-    from tritium.shmem.cpu_shm import CpuShmAllocator
-    from tritium.shmem.cuda_ipc import CudaIpcAllocator
-
-    backends = {cls.name: cls for cls in (CudaIpcAllocator, CpuShmAllocator)}
-    if name not in backends:
-        raise ValueError(f"backend must be one of {sorted(backends)}, got {name!r}")
-    return backends[name]
-
-
-def default_backend(device: torch.device) -> str:
-    """``cuda-ipc`` for CUDA devices, ``cpu-shm`` for the CPU (the Triton interpreter)."""
-    if device.type == "cuda":
-        if torch.version.hip is not None:
-            raise NotImplementedError("no HIP backend yet: see tritium.shmem.allocator for what it needs")
-        return "cuda-ipc"
-    return "cpu-shm"

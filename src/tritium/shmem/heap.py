@@ -19,7 +19,9 @@ import torch.distributed as dist
 
 from tritium import runtime
 from tritium.shmem import sync
-from tritium.shmem.allocator import backend_class, default_backend
+from tritium.shmem.allocator import Allocator
+from tritium.shmem.cpu_shm import CpuShmAllocator
+from tritium.shmem.cuda_ipc import CudaIpcAllocator
 
 ALIGN = 256  # bytes; every tensor starts on this boundary (16-byte vectors need 16)
 
@@ -27,6 +29,24 @@ ALIGN = 256  # bytes; every tensor starts on this boundary (16-byte vectors need
 # and ~0.2 ms under the interpreter (measured), so both bounds are seconds to tens of seconds.
 MAX_SPINS_GPU = 1 << 24
 MAX_SPINS_INTERPRETER = 1 << 16
+
+
+
+def backend_class(name: str) -> type[Allocator]:
+    """The allocator class registered as ``name``."""
+    backends = {cls.name: cls for cls in (CudaIpcAllocator, CpuShmAllocator)}
+    if name not in backends:
+        raise ValueError(f"backend must be one of {sorted(backends)}, got {name!r}")
+    return backends[name]
+
+
+def default_backend(device: torch.device) -> str:
+    """``cuda-ipc`` for CUDA devices, ``cpu-shm`` for the CPU (the Triton interpreter)."""
+    if device.type == "cuda":
+        if torch.version.hip is not None:
+            raise NotImplementedError("no HIP backend yet: see tritium.shmem.allocator for what it needs")
+        return "cuda-ipc"
+    return "cpu-shm"
 
 
 class HeapExhausted(MemoryError):

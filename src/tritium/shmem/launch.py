@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import importlib
 import logging
 import multiprocessing as mp
 import multiprocessing.connection as mpc
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # Set in every rank unless the caller's environment sets them: NVLink multicast (NVLS) can take a
 # shared host's GPUs down (../shared/ENVIRONMENT.md).
+# "module:function" each rank process calls before its worker (see _run_rank_init)
+RANK_INIT_ENV = "TRITIUM_RANK_INIT"
 ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 _PRELOAD = ["torch", "triton", "tritium.shmem"]
@@ -162,13 +165,23 @@ def _stop(procs) -> None:
                 log.warning("%s (pid %d) did not exit after SIGKILL", proc.name, proc.pid)
 
 
+def _run_rank_init() -> None:
+    """Call the ``module:function`` named by ``TRITIUM_RANK_INIT`` (if set) in this rank process, before the
+    worker: how a test harness installs its hooks (e.g. the launch recorder of ``tritium.testing``) in
+    processes it does not start itself."""
+    spec = os.environ.get(RANK_INIT_ENV)
+    if spec:
+        module, _, name = spec.partition(":")
+        getattr(importlib.import_module(module), name)()
+
+
 def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, conn) -> None:
     for key, value in ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
     os.environ.update({PREFIX_ENV: prefix, "RANK": str(rank), "LOCAL_RANK": str(rank),
                        "WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    runtime.install_debug_hooks()
     try:
+        _run_rank_init()
         if backend == "nccl":
             torch.cuda.set_device(rank)
         else:

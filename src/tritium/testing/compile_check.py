@@ -4,9 +4,11 @@ The interpreter runs kernels as Python, so it accepts code that the compiler rej
 globals, Python defaults in nested @triton.jit calls, ...). CI has no GPU, but Triton compiles to
 PTX and cubin without one. Two steps:
 
-1. ``record(path)`` (installed by tests/conftest.py when ``TRITIUM_RECORD_LAUNCHES`` names a file)
-   appends one JSON line per distinct launch: kernel, argument types, constexpr values, options.
-   Child processes (multi-rank tests) inherit the variable and append too.
+1. ``record(path)`` (installed by tests/conftest.py through :func:`record_from_env` when
+   ``TRITIUM_RECORD_LAUNCHES`` names a file) appends one JSON line per distinct launch: kernel,
+   argument types, constexpr values, options. Rank processes of multi-rank tests run
+   :func:`record_from_env` too (conftest names it in ``TRITIUM_RANK_INIT``, which
+   ``tritium.shmem.launch`` calls in every rank) and append to the same file.
 2. ``python -m tritium.testing.compile_check FILE [--arch 90]`` compiles each distinct launch with
    the interpreter off and fails listing every kernel that does not compile.
 
@@ -41,6 +43,13 @@ def _arg_type(value):
     if isinstance(value, float):
         return "fp32"
     return None
+
+
+def record_from_env() -> None:
+    """Install :func:`record` when ``TRITIUM_RECORD_LAUNCHES`` names a file and kernels are interpreted."""
+    path = os.environ.get("TRITIUM_RECORD_LAUNCHES")
+    if path and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        record(path)
 
 
 def record(path: str) -> None:
@@ -149,8 +158,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiler processes")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        parser.error("run with TRITON_INTERPRET unset: the kernels must be compiled, not interpreted")
-    os.environ["TRITON_INTERPRET"] = "0"  # scripts loaded below must not switch the interpreter on
+        parser.error("run with TRITON_INTERPRET=0: the kernels must be compiled, not interpreted (without it, "
+                     "importing tritium on a machine without a GPU turns the interpreter on)")
     total, failures = compile_all(args.path, args.arch, args.jobs)
     for failure in failures:
         print("FAILED", failure, "\n")

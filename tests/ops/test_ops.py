@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from tritium.engine import ops, reference
+from tritium import ops
+from tritium.ops import reference
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}

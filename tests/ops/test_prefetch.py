@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from tritium.engine.prefetch import WeightPrefetcher, prefetch_l2
+from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
 
 
 _COMPILE = """
@@ -16,7 +16,7 @@ import json, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from tritium.engine.prefetch import CHUNK, LANES, _prefetch_l2_kernel
+from tritium.ops.prefetch import CHUNK, LANES, _prefetch_l2_kernel
 out = {}
 for evict_last in (False, True):
     src = ASTSource(fn=_prefetch_l2_kernel, signature={"base_ptr": "*u8", "nbytes": "i64", "CHUNK": "constexpr",
@@ -64,21 +64,3 @@ def test_prefetch_is_a_checked_no_op_without_hopper():
     assert not pf.enabled
     pf.issue(w)
     pf.join()
-
-
-def test_model_prefetch_plan_is_checked(tiny_models):
-    from tritium import LLM
-
-    from tritium.engine.prefetch import bulk_prefetch_supported
-
-    assert LLM(tiny_models["llama"][0], max_model_len=32).engine_config.weight_prefetch is False  # opt-in
-    llm = LLM(tiny_models["llama"][0], max_model_len=32, weight_prefetch=None)
-    model = llm.model
-    on = bulk_prefetch_supported(model.device)  # False on the CPU: nothing to prefetch into
-    assert llm.engine_config.weight_prefetch is on
-    assert model.enable_prefetch() is on and (model.prefetcher is not None) is on
-    assert model.prefetch_plan == ({"o_proj": None} if on else {})
-    with pytest.raises(ValueError, match=r"unknown projections \['q_proj'\]"):
-        model.enable_prefetch({"q_proj": None})
-    with pytest.raises(ValueError, match=r"prefetch plan\['o_proj'\] must be a byte count >= 0 or None"):
-        model.enable_prefetch({"o_proj": -5})

@@ -8,23 +8,19 @@ launched as a programmatic dependent launch: the first weight chunk is on its wa
 kernel finishes. No tensor cores: at M <= 4 there is nothing for them to do.
 
 Whether this beats cuBLAS depends on the GPU and the shape (small weights are launch- and tail-bound,
-large ones bandwidth-bound), so :class:`LinearDispatch` times both on the real weights once, at engine
-start, and keeps the faster per (M, N, K). The reference is :func:`tritium.engine.reference.linear`.
+large ones bandwidth-bound), so :class:`tritium.models.linear.LinearDispatch` times both on the real
+weights once, at engine start, and keeps the faster per (M, N, K). The reference is :func:`tritium.ops.reference.linear`.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from tritium.runtime import pdl_launch, pdl_supported
-
-log = logging.getLogger(__name__)
 
 MAX_M = 4
 
@@ -114,7 +110,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
     ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
-    loading, as :func:`tritium.engine.reference.silu_and_mul` rounds it), saving that kernel.
+    loading, as :func:`tritium.ops.reference.silu_and_mul` rounds it), saving that kernel.
     """
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
@@ -148,102 +144,3 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl_launch(x.device, pdl is not False),
     )
     return out
-
-
-class LinearDispatch:
-    """``F.linear`` with the Triton GEMV swapped in for small M.
-
-    mode ``"torch"``: always ``F.linear``. ``"triton"``: the GEMV (default config) whenever M <= MAX_M.
-    ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
-    ``F.linear``; untuned shapes use ``F.linear``.
-    """
-
-    MODES = ("auto", "triton", "torch")
-
-    def __init__(self, mode: str = "torch", silu_and_mul=None):
-        if mode not in self.MODES:
-            raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
-        self.mode = mode
-        if silu_and_mul is None:
-            from tritium.engine.reference import silu_and_mul
-        self.silu_and_mul = silu_and_mul
-        self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
-        self.report: list[dict] = []
-
-    def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
-        """The GEMV config for ``x @ weight^T``, or None for cuBLAS."""
-        m = x.shape[0]
-        if self.mode == "torch" or not 1 <= m <= MAX_M or x.stride(-1) != 1:
-            return None
-        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], weight.shape[1]))
-
-    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        cfg = self._config(x, weight)
-        return F.linear(x, weight, bias) if cfg is None else gemv(x, weight, bias, config=cfg)
-
-    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
-        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
-        cfg = self._config(x, weight)
-        return F.linear(self.silu_and_mul(x), weight) if cfg is None else gemv(x, weight, config=cfg, gated=True)
-
-    @torch.inference_mode()
-    def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:
-        """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
-        turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
-
-        Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
-        """
-        if self.mode != "auto":
-            return []
-        for name, group in weights.items():
-            N, K = group[0].shape
-            nbytes = sum(w.numel() * w.element_size() for w in group)
-            for m in ms:
-                if not 1 <= m <= MAX_M:
-                    continue
-                x = torch.randn(m, K, dtype=group[0].dtype, device=group[0].device)
-                times = {"cublas": _time_group(lambda w: F.linear(x, w), group, repeats)}
-                for cfg in CONFIGS:
-                    if cfg.block_k > 2 * triton.next_power_of_2(K):
-                        continue
-                    try:
-                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, repeats)
-                    except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
-                        log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
-                best = min(times, key=times.get)
-                self.choices[(m, N, K)] = None if best == "cublas" else best
-                per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
-                self.report.append({
-                    "weight": name, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
-                    "us_per_call": per_call,
-                    "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
-                    "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3),
-                })
-                log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
-                         self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
-        return self.report
-
-
-def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
-    """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn, replayed from a
-    CUDA graph as decode steps run: timed back to back from Python, a small projection measures the host's
-    launch rate instead (the Triton launcher costs more host time than the ~20 us kernel; bench/NOTES.md)."""
-    for w in group[:2]:  # compile + warm up
-        fn(w)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for w in group:
-            fn(w)
-    graph.replay()
-    best = float("inf")
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end))
-    del graph
-    return best

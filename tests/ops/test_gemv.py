@@ -1,11 +1,10 @@
-"""Triton GEMV (decode projections) against the fp64 reference; the linear dispatcher's modes."""
+"""Triton GEMV (decode projections) against the fp64 reference."""
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from tritium.engine import gemv as G
-from tritium.engine import reference
+from tritium.ops import gemv as G
+from tritium.ops import reference
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -62,54 +61,12 @@ def test_gemv_bad_input():
         G.gemv(x, w, torch.randn(15, device=dev))
 
 
-def test_linear_dispatch_modes():
-    dev = default_device()
-    w = torch.randn(24, 128, device=dev)
-    with pytest.raises(ValueError, match="linear_backend"):
-        G.LinearDispatch("cublas")
-    for mode in G.LinearDispatch.MODES:
-        lin = G.LinearDispatch(mode)
-        for m in (1, 4, G.MAX_M + 3):  # beyond MAX_M always F.linear
-            x = torch.randn(m, 128, device=dev)
-            assert rel_err(lin(x, w), reference.linear(x, w)) < TOL[torch.float32]
-    # auto without timings falls back to F.linear; with a recorded choice it runs the GEMV
-    lin = G.LinearDispatch("auto")
-    x = torch.randn(1, 128, device=dev)
-    assert torch.equal(lin(x, w), F.linear(x, w))
-    lin.choices[(1, 24, 128)] = G.GemvConfig(8, 128, 4)
-    assert rel_err(lin(x, w), reference.linear(x, w)) < TOL[torch.float32]
-    assert G.LinearDispatch("torch").tune({"w": [w]}, (1,)) == []
-
-
-@pytest.mark.gpu
-def test_linear_tune_picks_and_reports():
-    dev = default_device()
-    group = [torch.randn(1024, 2048, dtype=torch.bfloat16, device=dev) for _ in range(4)]
-    lin = G.LinearDispatch("auto")
-    report = lin.tune({"proj": group}, (1, 2))
-    assert [(r["weight"], r["m"]) for r in report] == [("proj", 1), ("proj", 2)]
-    assert set(lin.choices) == {(1, 1024, 2048), (2, 1024, 2048)}
-    for r in report:
-        assert r["best_tbs"] >= r["cublas_tbs"] > 0
-    x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
-    assert rel_err(lin(x, group[0]), reference.linear(x, group[0])) < TOL[torch.bfloat16]
-
-
-def test_pdl_only_for_compiled_nvidia_kernels(monkeypatch):
-    from tritium import runtime
-
-    assert runtime.pdl_supported(torch.device("cpu")) is False
-    monkeypatch.setattr(runtime, "interpreting", lambda: False)
-    monkeypatch.setattr(torch.version, "hip", "6.4")  # ROCm devices are "cuda" too; no PDL there
-    assert runtime.pdl_supported(torch.device("cuda", 0)) is False
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030)], ids=str)
 def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
     """gated=True on x = [gate | up] equals SiLU-and-mul then the GEMV, bit for bit (same roundings, same
-    sums), and the fp64 reference within tolerance; LinearDispatch.gated takes either path."""
-    from tritium.engine import ops
+    sums), and the fp64 reference within tolerance."""
+    from tritium import ops
 
     dev = default_device()
     x = torch.randn(m, 2 * k, dtype=dtype, device=dev) * 2
@@ -118,9 +75,6 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
     assert fused.shape == (m, n) and fused.dtype == dtype
     assert torch.equal(fused, G.gemv(ops.silu_and_mul(x), w))
     assert rel_err(fused, reference.linear(reference.silu_and_mul(x), w)) < TOL[dtype]
-    for mode in ("triton", "torch"):
-        lin = G.LinearDispatch(mode, ops.silu_and_mul)
-        assert rel_err(lin.gated(x, w), reference.linear(reference.silu_and_mul(x), w)) < TOL[dtype]
     with pytest.raises(ValueError, match="gated: x must be \\[M, 2K\\] \\(gate then up\\), got an odd width 7"):
         G.gemv(x[:, :7], w, gated=True)
     with pytest.raises(ValueError, match=f"weight must be \\[N, {k}\\]"):

@@ -1,7 +1,7 @@
 """Loading checkpoints: a Hugging Face model directory (config.json + safetensors) or a GGUF file.
 
-Both produce a :class:`~tritium.engine.config.ModelConfig` and tensors under Hugging Face names
-(``model.layers.0.self_attn.q_proj.weight`` ...), which :meth:`tritium.engine.model.LlamaModel.load_weights`
+Both produce a :class:`~tritium.models.config.ModelConfig` and tensors under Hugging Face names
+(``model.layers.0.self_attn.q_proj.weight`` ...), which :meth:`tritium.models.llama.LlamaModel.load_weights`
 consumes. GGUF tensors are dequantised at load time with the ``gguf`` package, and the Q/K projections
 that llama.cpp's converter permutes for its interleaved rope are permuted back.
 """
@@ -17,7 +17,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from tritium.engine.config import ModelConfig
+from tritium.models.config import ModelConfig
 
 _GGUF_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",

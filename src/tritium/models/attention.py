@@ -12,6 +12,8 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
+from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+
 
 @dataclasses.dataclass
 class AttentionMetadata:
@@ -47,28 +49,23 @@ class TritonAttention:
     name = "triton"
 
     def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
-                 sliding_window: int | None = None):
-        from tritium.attention import AttentionWorkspace
-
+                 sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None):
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
-        # Launched without PDL: in the engine's chain it measured 0.03 ms slower a batch-1 Llama-3-8B step
-        # on the H100 (bench/NOTES.md, session 4); the benchmark's ablation compares both.
-        self.pdl = False
-        self.num_splits: int | None = None  # split-KV override (None: select_attention_config's choice)
+        # pdl: the engine launches attention without PDL (EngineConfig.attention_pdl): in its chain PDL
+        # measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100 (bench/NOTES.md); the ablation
+        # suite compares both.
+        self.pdl = pdl
+        self.num_splits = num_splits  # split-KV override (None: select_attention_config's choice)
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
-        from tritium.attention import write_kv_cache
-
         write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
         return self.attend(q, k_cache, v_cache, meta, scale)
 
     def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """Attention over a cache that already holds this step's keys and values (written by
         ``write_kv_cache`` or the engine's fused ``rope_write_kv``). q: [T, Hq, D] -> [T, Hq, D]."""
-        from tritium.attention import paged_attention
-
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window,

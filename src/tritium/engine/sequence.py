@@ -1,0 +1,76 @@
+"""A request as the engine tracks it (:class:`Sequence`) and what the engine reports about it each step
+(:class:`RequestOutput`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import torch
+
+from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.sampling import SamplingParams
+
+
+class Status(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclasses.dataclass(eq=False)
+class Sequence:
+    """One request: its tokens (prompt then generated), pages and progress.
+
+    ``num_computed`` tokens have their K/V in the cache; the step computes ``token_ids[num_computed:
+    num_computed + n]`` and, when that reaches the end, samples one more token. The block manager owns the
+    pages; ``block_table`` lists this sequence's (written only through the scheduler).
+    """
+
+    seq_id: int
+    token_ids: list[int]
+    params: SamplingParams
+    request_id: str = ""
+    prompt_len: int = 0
+    num_computed: int = 0
+    block_table: list[int] = dataclasses.field(default_factory=list)
+    block_keys: list[int] = dataclasses.field(default_factory=list)
+    status: Status = Status.WAITING
+    finish_reason: str | None = None
+    num_preemptions: int = 0
+    generator: torch.Generator | None = None  # of a seeded request
+    prompt_text: str | None = None
+    detokenizer: IncrementalDetokenizer | None = None
+
+    def __post_init__(self):
+        self.prompt_len = self.prompt_len or len(self.token_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def output_ids(self) -> list[int]:
+        return self.token_ids[self.prompt_len:]
+
+
+@dataclasses.dataclass
+class RequestOutput:
+    """What one request produced: the generated continuation only, so far (``token_ids`` ends with EOS when
+    the model stopped on it; ``text`` leaves special tokens out and is cut before a stop string).
+
+    ``new_token_ids`` and ``text_delta`` are this step's part; the deltas of all steps concatenate to
+    ``text`` (text is held back while it may still be the start of a stop string or of a multi-byte
+    character). ``finish_reason``: "stop" (EOS or a stop string), "length" (``max_tokens`` or the
+    context) or "abort"; None while running.
+    """
+
+    request_id: str
+    prompt: str | None
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    text: str
+    new_token_ids: list[int] = dataclasses.field(default_factory=list)
+    text_delta: str = ""
+    finished: bool = False
+    finish_reason: str | None = None

@@ -1,0 +1,211 @@
+"""Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Mistral,
+SmolLM2) and is built from a Hugging Face ``config.json`` or from GGUF metadata."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from tritium.models.rope import yarn_mscale
+
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint describes a model this engine cannot run (architecture, rope scaling, ...)."""
+
+
+# Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
+_ARCHITECTURE_TO_TYPE = {
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "MistralForCausalLM": "mistral",
+}
+ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """Shape and numerics of a Llama-family decoder.
+
+    Attributes mirror Hugging Face names. ``rope_scaling`` is ``None`` or a dict with ``rope_type`` in
+    ``ROPE_SCALING_TYPES`` and its parameters under transformers' names, completed with transformers'
+    defaults (``original_max_position_embeddings`` = ``max_position_embeddings`` for llama3 and yarn; yarn's
+    ``factor`` = their ratio); :func:`tritium.models.rope.rope_inv_freq` and ``rope_attention_factor``
+    turn it into the rope table. ``dynamic`` (NTK) scaling only changes positions past
+    ``max_position_embeddings``, where the engine's table (and ``max_model_len``) stops: within it the
+    rope is the default one, as in transformers. A GGUF ``rope_freqs`` tensor (Llama 3.1+ files) divides
+    the per-frequency inverse wavelengths instead, as llama.cpp does.
+    """
+
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    max_position_embeddings: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    attention_bias: bool = False
+    tie_word_embeddings: bool = False
+    sliding_window: int | None = None
+    bos_token_id: int | None = None
+    eos_token_ids: tuple[int, ...] = ()
+    torch_dtype: torch.dtype | None = None
+
+    def __post_init__(self):
+        if self.model_type not in SUPPORTED_MODEL_TYPES:
+            raise UnsupportedModelError(
+                f"model_type {self.model_type!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise UnsupportedModelError(
+                f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})")
+        self.rope_scaling = _normalise_rope_scaling(self.rope_scaling, self.max_position_embeddings)
+
+    @property
+    def q_size(self) -> int:
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.num_key_value_heads * self.head_dim
+
+    @classmethod
+    def from_hf_dict(cls, cfg: dict) -> "ModelConfig":
+        """From the contents of a Hugging Face ``config.json`` (transformers 4.x or 5.x layout)."""
+        archs = cfg.get("architectures") or []
+        model_type = cfg.get("model_type")
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            known = [_ARCHITECTURE_TO_TYPE[a] for a in archs if a in _ARCHITECTURE_TO_TYPE]
+            if not known:
+                raise UnsupportedModelError(
+                    f"architecture {archs or model_type!r} is not supported; expected one of "
+                    f"{', '.join(_ARCHITECTURE_TO_TYPE)}")
+            model_type = known[0]
+        # transformers 5 keeps rope_theta and scaling in `rope_parameters`; 4.x in `rope_theta`/`rope_scaling`.
+        rope = dict(cfg.get("rope_parameters") or {})
+        rope_theta = rope.pop("rope_theta", cfg.get("rope_theta", 10000.0))
+        rope_scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
+        if rope_scaling and cfg.get("original_max_position_embeddings"):  # Phi-3 style: wins, as in transformers
+            rope_scaling = dict(rope_scaling, original_max_position_embeddings=cfg["original_max_position_embeddings"])
+        eos = cfg.get("eos_token_id")
+        eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
+        heads = cfg["num_attention_heads"]
+        use_sliding = cfg.get("use_sliding_window", model_type == "mistral")
+        dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+        return cls(
+            model_type=model_type,
+            vocab_size=cfg["vocab_size"],
+            hidden_size=cfg["hidden_size"],
+            intermediate_size=cfg["intermediate_size"],
+            num_hidden_layers=cfg["num_hidden_layers"],
+            num_attention_heads=heads,
+            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
+            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+            max_position_embeddings=cfg.get("max_position_embeddings", 4096),
+            rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
+            rope_theta=float(rope_theta),
+            rope_scaling=rope_scaling,
+            attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
+            tie_word_embeddings=cfg.get("tie_word_embeddings", False),
+            sliding_window=cfg.get("sliding_window") if use_sliding else None,
+            bos_token_id=cfg.get("bos_token_id"),
+            eos_token_ids=eos_ids,
+            torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
+        )
+
+    @classmethod
+    def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool) -> "ModelConfig":
+        """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied and whether the
+        QKV projections have biases are told by which tensors the file holds."""
+        arch = meta.get("general.architecture")
+        if arch not in SUPPORTED_MODEL_TYPES:
+            raise UnsupportedModelError(
+                f"GGUF architecture {arch!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+
+        def get(key, default=None):
+            return meta.get(f"{arch}.{key}", default)
+
+        heads = int(get("attention.head_count"))
+        hidden = int(get("embedding_length"))
+        scaling = _gguf_rope_scaling(get)
+        eos = meta.get("tokenizer.ggml.eos_token_id")
+        vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
+        return cls(
+            model_type=arch,
+            vocab_size=int(vocab),
+            hidden_size=hidden,
+            intermediate_size=int(get("feed_forward_length")),
+            num_hidden_layers=int(get("block_count")),
+            num_attention_heads=heads,
+            num_key_value_heads=int(get("attention.head_count_kv", heads)),
+            head_dim=int(get("attention.key_length", hidden // heads)),
+            max_position_embeddings=int(get("context_length", 4096)),
+            rms_norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
+            rope_theta=float(get("rope.freq_base", 10000.0)),
+            rope_scaling=scaling,
+            attention_bias=has_qkv_bias,
+            tie_word_embeddings=not has_output_weight,
+            sliding_window=get("attention.sliding_window"),
+            bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
+            eos_token_ids=() if eos is None else (int(eos),),
+        )
+
+
+def _normalise_rope_scaling(scaling: dict | None, max_position_embeddings: int) -> dict | None:
+    """``rope_scaling`` with ``rope_type`` set (from ``type`` in old configs) and transformers' defaults filled
+    in; None for the default rope; UnsupportedModelError (one line) for other types or missing parameters."""
+    if scaling is None:
+        return None
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_SCALING_TYPES:
+        raise UnsupportedModelError(
+            f"rope scaling {kind!r} is not supported; expected one of {', '.join(ROPE_SCALING_TYPES)}")
+    if kind == "default":
+        return None
+    out = {k: v for k, v in scaling.items() if k not in ("type", "rope_theta")}
+    out["rope_type"] = kind
+    if kind in ("llama3", "yarn"):
+        out.setdefault("original_max_position_embeddings", max_position_embeddings)
+    if kind == "yarn" and out.get("factor") is None:
+        out["factor"] = max_position_embeddings / out["original_max_position_embeddings"]
+    if not isinstance(out.get("factor"), (int, float)) or out["factor"] <= 0:
+        raise UnsupportedModelError(f"rope scaling {kind!r} needs a positive 'factor', got {out.get('factor')!r}")
+    return out
+
+
+# GGUF `{arch}.rope.scaling.*` keys and their transformers names (yarn).
+_GGUF_YARN_KEYS = {"original_context_length": "original_max_position_embeddings",
+                   "yarn_beta_fast": "beta_fast", "yarn_beta_slow": "beta_slow"}
+
+
+def _gguf_rope_scaling(get) -> dict | None:
+    """``rope_scaling`` from GGUF ``{arch}.rope.scaling.*`` (``get(key)`` reads ``{arch}.key``).
+
+    llama.cpp's yarn scales cos/sin by ``attn_factor * (1 + 0.1 ln(factor))`` (``rope_yarn`` in ggml): a file
+    that sets ``yarn_attn_factor`` (or the older ``attn_factor``) gets that product as ``attention_factor``.
+    Llama 3.1+ files carry their llama3 scaling as the ``rope_freqs`` tensor, not here.
+    """
+    kind = get("rope.scaling.type")
+    if kind in (None, "none"):
+        return None
+    if kind not in ("linear", "yarn"):
+        raise UnsupportedModelError(f"GGUF rope scaling {kind!r} is not supported; expected none, linear or yarn")
+    scaling = {"rope_type": kind, "factor": get("rope.scaling.factor")}
+    if kind == "yarn":
+        for key, name in _GGUF_YARN_KEYS.items():
+            if get(f"rope.scaling.{key}") is not None:
+                scaling[name] = get(f"rope.scaling.{key}")
+        ext = get("rope.scaling.yarn_ext_factor")
+        if ext is not None and ext != 1.0:
+            raise UnsupportedModelError(f"GGUF yarn_ext_factor {ext} is not supported; expected 1.0")
+        attn = get("rope.scaling.yarn_attn_factor", get("rope.scaling.attn_factor"))
+        if attn is not None and scaling["factor"] is not None:
+            scaling["attention_factor"] = float(attn) * yarn_mscale(scaling["factor"])
+    return scaling

@@ -1,0 +1,121 @@
+"""How the model multiplies by a weight: cuBLAS (``F.linear``) or tritium's Triton GEMV, chosen per shape.
+
+At decode batch sizes (1-4 rows) a projection is a weight stream; whether the GEMV or cuBLAS streams it
+faster depends on the GPU and the shape, so :class:`LinearDispatch` times both on the loaded weights at
+engine start (inside CUDA graphs, as decode runs) and keeps the faster per (M, N, K).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from tritium.ops import reference
+from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
+
+log = logging.getLogger(__name__)
+
+
+class LinearDispatch:
+    """``F.linear`` with the Triton GEMV swapped in for small M.
+
+    mode ``"torch"``: always ``F.linear``. ``"triton"``: the GEMV (default config) whenever M <= MAX_M.
+    ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
+    ``F.linear``; untuned shapes use ``F.linear``.
+    """
+
+    MODES = ("auto", "triton", "torch")
+
+    def __init__(self, mode: str = "torch", silu_and_mul=reference.silu_and_mul, *, pdl: bool = True):
+        if mode not in self.MODES:
+            raise ValueError(f"linear_backend must be one of {self.MODES}, got {mode!r}")
+        self.mode = mode
+        self.silu_and_mul = silu_and_mul
+        self.pdl = pdl  # False: GEMVs launch without programmatic dependent launch
+        self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
+        self.report: list[dict] = []
+
+    def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config for ``x @ weight^T``, or None for cuBLAS."""
+        m = x.shape[0]
+        if self.mode == "torch" or not 1 <= m <= MAX_M or x.stride(-1) != 1:
+            return None
+        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], weight.shape[1]))
+
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        cfg = self._config(x, weight)
+        if cfg is None:
+            return F.linear(x, weight, bias)
+        return gemv(x, weight, bias, config=cfg, pdl=None if self.pdl else False)
+
+    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
+        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
+        cfg = self._config(x, weight)
+        if cfg is None:
+            return F.linear(self.silu_and_mul(x), weight)
+        return gemv(x, weight, config=cfg, gated=True, pdl=None if self.pdl else False)
+
+    @torch.inference_mode()
+    def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:
+        """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
+        turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
+
+        Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
+        """
+        if self.mode != "auto":
+            return []
+        for name, group in weights.items():
+            N, K = group[0].shape
+            nbytes = sum(w.numel() * w.element_size() for w in group)
+            for m in ms:
+                if not 1 <= m <= MAX_M:
+                    continue
+                x = torch.randn(m, K, dtype=group[0].dtype, device=group[0].device)
+                times = {"cublas": _time_group(lambda w: F.linear(x, w), group, repeats)}
+                for cfg in CONFIGS:
+                    if cfg.block_k > 2 * triton.next_power_of_2(K):
+                        continue
+                    try:
+                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, repeats)
+                    except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
+                        log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
+                best = min(times, key=times.get)
+                self.choices[(m, N, K)] = None if best == "cublas" else best
+                per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
+                self.report.append({
+                    "weight": name, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
+                    "us_per_call": per_call,
+                    "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
+                    "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3),
+                })
+                log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
+                         self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
+        return self.report
+
+
+def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
+    """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn, replayed from a
+    CUDA graph as decode steps run: timed back to back from Python, a small projection measures the host's
+    launch rate instead (the Triton launcher costs more host time than the ~20 us kernel; bench/NOTES.md)."""
+    for w in group[:2]:  # compile + warm up
+        fn(w)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for w in group:
+            fn(w)
+    graph.replay()
+    best = float("inf")
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end))
+    del graph
+    return best

@@ -1,0 +1,297 @@
+"""Llama-family decoder (Llama 2/3, Qwen2, Mistral, SmolLM2) over a flat batch of tokens and a paged KV cache.
+
+Tokens of all sequences in a step are concatenated: ``input_ids`` and ``positions`` are ``[T]``. The model is
+built from layers (:mod:`tritium.models.layers`) that own their shard of each weight: QKV and gate/up
+column-parallel, o and down row-parallel (one all-reduce each), vocabulary-parallel embedding and LM head.
+At one rank every sharding hook is the identity and a decode step launches exactly the kernels of a plain
+model. Q/K/V projections are one fused ``[q + 2 kv, hidden]`` weight and gate/up one ``[2 I, hidden]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable
+
+import torch
+
+from tritium.models.attention import AttentionMetadata, TorchAttention, TritonAttention
+from tritium.models.config import ModelConfig
+from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
+                                   QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
+from tritium.models.linear import LinearDispatch
+from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
+from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
+
+# Projections whose weights can be prefetched, in the order a layer reads them.
+PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
+# Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
+DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}
+ATTENTION_BACKENDS = ("triton", "torch")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """How the model runs (the engine fills it from :class:`~tritium.engine.config.EngineConfig`).
+
+    - ``attention_backend``: "triton" (tritium's paged attention) or "torch" (SDPA over gathered pages).
+    - ``op_backend``: "triton" (fused RMSNorm, rope, SiLU-and-mul kernels) or "torch" (the references).
+    - ``linear_backend``: "auto" | "triton" | "torch" (:class:`~tritium.models.linear.LinearDispatch`).
+    - ``pdl``: the decode chain's kernels launch by programmatic dependent launch (Hopper); False turns it
+      off everywhere. ``attention_pdl``: attention too (off: measured 0.03 ms slower in the H100 chain).
+    - ``attention_num_splits``: split-KV override for decode (None: ``select_attention_config``'s).
+    - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention only).
+    - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
+    """
+
+    attention_backend: str = "torch"
+    op_backend: str = "torch"
+    linear_backend: str = "torch"
+    pdl: bool = True
+    attention_pdl: bool = False
+    attention_num_splits: int | None = None
+    fuse_rope_kv_write: bool = True
+    max_decode_tokens: int = 1
+
+    def __post_init__(self):
+        if self.attention_backend not in ATTENTION_BACKENDS:
+            raise ValueError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}, "
+                             f"got {self.attention_backend!r}")
+        if self.op_backend not in OP_BACKENDS:
+            raise ValueError(f"op_backend must be one of {', '.join(OP_BACKENDS)}, got {self.op_backend!r}")
+        if self.linear_backend not in LinearDispatch.MODES:
+            raise ValueError(f"linear_backend must be one of {', '.join(LinearDispatch.MODES)}, "
+                             f"got {self.linear_backend!r}")
+
+
+class LlamaDecoderLayer:
+    """One decoder layer's weights: two RMSNorm weights (replicated) and four parallel linears."""
+
+    def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device):
+        kw = dict(group=group, dtype=dtype, device=device)
+        self.input_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
+        self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
+        self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
+                                          cfg.num_key_value_heads, bias=cfg.attention_bias, **kw)
+        self.o_proj = RowParallelLinear(cfg.q_size, cfg.hidden_size, **kw)
+        self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)
+        self.down_proj = RowParallelLinear(cfg.intermediate_size, cfg.hidden_size, **kw)
+        self._norms_loaded: set[str] = set()
+
+    def load(self, name: str, tensor: torch.Tensor) -> bool:
+        """Load a checkpoint tensor by its name inside the layer (``self_attn.q_proj.weight`` ...); False if
+        the name is not one of the layer's."""
+        if name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
+            (self.input_norm if name.startswith("input") else self.post_norm).copy_(tensor)
+            self._norms_loaded.add(name)
+        elif name.startswith("self_attn.") and name[len("self_attn."):] in _QKV_NAMES:
+            part, kind = _QKV_NAMES[name[len("self_attn."):]]
+            (self.qkv_proj.load_weight if kind == "weight" else self.qkv_proj.load_bias)(tensor, part)
+        elif name == "self_attn.o_proj.weight":
+            self.o_proj.load_weight(tensor)
+        elif name in ("mlp.gate_proj.weight", "mlp.up_proj.weight"):
+            self.gate_up_proj.load_weight(tensor, 0 if name == "mlp.gate_proj.weight" else 1)
+        elif name == "mlp.down_proj.weight":
+            self.down_proj.load_weight(tensor)
+        else:
+            return False
+        return True
+
+    def missing(self) -> list[str]:
+        missing = [n for n in ("input_layernorm.weight", "post_attention_layernorm.weight")
+                   if n not in self._norms_loaded]
+        for name, layer in (("qkv_proj", self.qkv_proj), ("o_proj", self.o_proj),
+                            ("gate_up_proj", self.gate_up_proj), ("down_proj", self.down_proj)):
+            missing += [f"{name}.{m}" for m in layer.missing()]
+        return missing
+
+    def weight_bytes(self) -> int:
+        norms = 2 * self.input_norm.numel() * self.input_norm.element_size()
+        return norms + sum(p.weight_bytes() for p in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj))
+
+
+_QKV_NAMES = {f"{p}_proj.{kind}": (p, kind) for p in "qkv" for kind in ("weight", "bias")}
+
+
+class LlamaModel:
+    """Weights and forward pass; no autograd, no nn.Module.
+
+    ``forward(input_ids [T], positions [T], meta, kv_caches)`` -> hidden states [T, hidden];
+    ``compute_logits(hidden [S, hidden])`` -> fp32 logits [S, vocab]. ``group`` is the tensor-parallel
+    group the layers are sharded over (one rank: no sharding).
+    """
+
+    def __init__(self, config: ModelConfig, *, dtype: torch.dtype, device: torch.device,
+                 options: ModelOptions = ModelOptions(), group: ParallelGroup = SINGLE):
+        self.config = config
+        self.dtype = dtype
+        self.device = device
+        self.group = group
+        kw = dict(group=group, dtype=dtype, device=device)
+        self.embed = VocabParallelEmbedding(config.vocab_size, config.hidden_size, **kw)
+        self.layers = [LlamaDecoderLayer(config, group, dtype, device) for _ in range(config.num_hidden_layers)]
+        self.norm = torch.empty(config.hidden_size, dtype=dtype, device=device)
+        self.lm_head = ParallelLMHead(config.vocab_size, config.hidden_size, **kw,
+                                      tied_to=self.embed if config.tie_word_embeddings else None)
+        self._loaded: set[str] = set()
+        self.num_heads = self.layers[0].qkv_proj.num_heads          # this rank's query and KV heads
+        self.num_kv_heads = self.layers[0].qkv_proj.num_kv_heads
+        self.scale = 1.0 / math.sqrt(config.head_dim)
+        self.cos_sin: torch.Tensor | None = None
+        self._rope_freqs: torch.Tensor | None = None
+        self.prefetcher: WeightPrefetcher | None = None
+        self.prefetch_plan: dict[str, int | None] = {}
+        self.linear = LinearDispatch(options.linear_backend, pdl=options.pdl)
+        self.set_options(options)
+
+    def set_options(self, options: ModelOptions) -> None:
+        """Switch backends and kernel options (graphs captured before must be captured again); the linear
+        layers' tuned choices are kept."""
+        self.options = options
+        self.ops = op_set(options.op_backend, pdl=options.pdl)
+        if options.attention_backend == "triton":
+            self.attention = TritonAttention(options.max_decode_tokens, self.num_heads, self.config.head_dim,
+                                             self.device, self.config.sliding_window, pdl=options.attention_pdl,
+                                             num_splits=options.attention_num_splits)
+        else:
+            self.attention = TorchAttention(self.config.sliding_window)
+        self.linear.mode = options.linear_backend
+        self.linear.silu_and_mul = self.ops.silu_and_mul
+        self.linear.pdl = options.pdl
+        # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
+        # the cache it wrote). The torch attention keeps its own graph-safe scatter.
+        self.fused_rope_kv = (options.fuse_rope_kv_write and options.op_backend == "triton"
+                              and options.attention_backend == "triton")
+
+    def enable_prefetch(self, plan: dict[str, int | None] | None = None, *, evict_last: bool = False) -> bool:
+        """Prefetch projection weights into L2 in decode steps (<= 4 tokens) while the small kernels before
+        them run (see :mod:`tritium.ops.prefetch`). ``plan`` maps a projection (``o_proj``,
+        ``gate_up_proj``, ``down_proj``, ``qkv_proj``: the next layer's, ``lm_head`` after the last layer) to
+        the bytes to prefetch (None: all of it); each is issued right after the projection before it.
+        ``plan={}`` turns prefetching off. Returns whether prefetching is active (False where the hardware
+        has no bulk L2 prefetch)."""
+        plan = dict(DEFAULT_PREFETCH_PLAN if plan is None else plan)
+        unknown = set(plan) - set(PREFETCH_POINTS)
+        if unknown:
+            raise ValueError(f"prefetch plan: unknown projections {sorted(unknown)}; expected some of {PREFETCH_POINTS}")
+        for name, n in plan.items():
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+                raise ValueError(f"prefetch plan[{name!r}] must be a byte count >= 0 or None (all), got {n!r}")
+        prefetcher = WeightPrefetcher(self.device, enabled=bool(plan), evict_last=evict_last)
+        self.prefetcher = prefetcher if prefetcher.enabled else None
+        self.prefetch_plan = plan if prefetcher.enabled else {}
+        return self.prefetcher is not None
+
+    # -- weights -------------------------------------------------------------------------------------------
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Take (Hugging Face name, full tensor) pairs; each layer copies its shard. Raises ValueError for
+        missing or unexpected tensors."""
+        cfg = self.config
+        for name, tensor in weights:
+            if name == "rope_freqs":
+                self._rope_freqs = tensor.float()
+            elif name == "model.embed_tokens.weight":
+                self.embed.load_weight(tensor)
+            elif name == "model.norm.weight":
+                self.norm.copy_(tensor)
+            elif name == "lm_head.weight":
+                if not cfg.tie_word_embeddings:
+                    self.lm_head.load_weight(tensor)
+            elif name.startswith("model.layers."):
+                idx, key = name[len("model.layers."):].split(".", 1)
+                if not idx.isdigit() or int(idx) >= cfg.num_hidden_layers:
+                    raise ValueError(f"weight {name!r}: layer {idx} is out of range (model has "
+                                     f"{cfg.num_hidden_layers} layers)")
+                if not self.layers[int(idx)].load(key, tensor):
+                    raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
+            elif name.endswith("rotary_emb.inv_freq"):
+                continue
+            else:
+                raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
+            self._loaded.add(name)
+        if not cfg.tie_word_embeddings and "lm_head.weight" not in self._loaded:
+            self.lm_head.tie(self.embed)  # a checkpoint without an LM head ties it, as transformers does
+        self._check_complete()
+        self.cos_sin = rope_cos_sin(
+            rope_inv_freq(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, self._rope_freqs),
+            cfg.max_position_embeddings, rope_attention_factor(cfg.rope_scaling)).to(self.device)
+
+    def _check_complete(self) -> None:
+        for name in ("model.embed_tokens.weight", "model.norm.weight"):
+            if name not in self._loaded:
+                raise ValueError(f"checkpoint has no {name!r}")
+        for i, layer in enumerate(self.layers):
+            missing = layer.missing()
+            if missing:
+                raise ValueError(f"checkpoint layer {i} lacks {missing}")
+
+    def weight_bytes(self) -> int:
+        """Bytes this rank reads per decode step: every layer weight, the final norm and the LM head."""
+        norm = self.norm.numel() * self.norm.element_size()
+        return sum(layer.weight_bytes() for layer in self.layers) + norm + self.lm_head.weight_bytes()
+
+    def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
+        """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
+        ``"auto"``); returns the timing report."""
+        groups = {name: [getattr(layer, name).weight for layer in self.layers]
+                  for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")}
+        groups["lm_head"] = [self.lm_head.weight]
+        return self.linear.tune(groups, ms)
+
+    # -- forward -------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
+                kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]."""
+        cfg, ops, linear = self.config, self.ops, self.linear
+        T = input_ids.shape[0]
+        hq, hkv, d = self.num_heads, self.num_kv_heads, cfg.head_dim
+        h = self.embed.forward(input_ids)                                             # [T, hidden]
+        residual = None
+        # decode steps: ask L2 for each projection's weight as soon as the one before it is done
+        plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
+
+        def prefetch(name: str, weight: torch.Tensor) -> None:
+            if name in plan:
+                self.prefetcher.issue(weight, plan[name])
+
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            if residual is None:
+                residual = h
+                x, _ = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps)
+            else:
+                x, residual = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps, residual)
+            qkv = layer.qkv_proj.forward(x, linear)                                   # [T, (hq + 2 hkv) d]
+            prefetch("o_proj", layer.o_proj.weight)
+            q = qkv[:, : hq * d].view(T, hq, d)
+            k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
+            v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
+            if self.fused_rope_kv:
+                ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
+                attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
+            else:
+                ops.rope(q, k, positions, self.cos_sin)
+                attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
+            h = layer.o_proj.forward(attn.reshape(T, hq * d), linear)
+            prefetch("gate_up_proj", layer.gate_up_proj.weight)
+            x, residual = ops.rms_norm(h, layer.post_norm, cfg.rms_norm_eps, residual)
+            gate_up = layer.gate_up_proj.forward(x, linear)
+            prefetch("down_proj", layer.down_proj.weight)
+            h = layer.down_proj.forward(gate_up, linear, gated=True)  # SiLU-and-mul fused into the GEMV when it runs
+            if i + 1 < len(self.layers):
+                prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
+            else:
+                prefetch("lm_head", self.lm_head.weight)
+        kw = {}
+        if plan:
+            # prefetches only read weights: joined once, before the step ends, ahead of a kernel launched
+            # without programmatic dependence (a join edge and a programmatic edge are not mixed)
+            self.prefetcher.join()
+            kw = {"pdl": False} if ops.backend == "triton" else {}
+        out, _ = ops.rms_norm(h, self.norm, cfg.rms_norm_eps, residual, **kw)
+        return out
+
+    @torch.inference_mode()
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
+        return self.lm_head.forward(hidden, self.linear)

@@ -1,0 +1,54 @@
+"""Small Triton kernels of the decoder, each with its launcher beside it and its fp32 PyTorch reference in
+:mod:`tritium.ops.reference`:
+
+- ``rms_norm`` (+ residual add), ``rope`` and ``rope_write_kv`` (rope fused with the KV-cache write),
+  ``silu_and_mul``: the memory-bound steps of a decode layer, chained by programmatic dependent launch
+  on Hopper (``pdl=False`` turns it off).
+- ``greedy_advance``: a decode step's argmax turned into the next step's inputs on the device.
+- ``gemv``: skinny GEMM for decode projections (1-4 rows).
+- ``prefetch_l2`` / ``WeightPrefetcher``: Hopper bulk L2 prefetch of weights.
+
+:func:`op_set` bundles one backend's ops ("triton", or "torch": the references) for a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+from tritium.ops import reference
+from tritium.ops.activation import silu_and_mul
+from tritium.ops.gemv import gemv
+from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
+from tritium.ops.rms_norm import rms_norm
+from tritium.ops.rope import rope, rope_write_kv
+from tritium.ops.sampling import greedy_advance, greedy_scratch
+
+__all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
+           "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
+
+OP_BACKENDS = ("triton", "torch")
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSet:
+    """One backend's layer ops, with the signatures of :mod:`tritium.ops.reference` (the sampling step,
+    ``greedy_advance``, is the runner's, not the model's)."""
+
+    backend: str
+    rms_norm: Callable
+    rope: Callable
+    rope_write_kv: Callable
+    silu_and_mul: Callable
+
+
+def op_set(backend: str, *, pdl: bool = True) -> OpSet:
+    """The ``"triton"`` kernels (launched with programmatic dependent launch where supported, unless
+    ``pdl=False``) or the ``"torch"`` references."""
+    if backend == "triton":
+        return OpSet("triton", functools.partial(rms_norm, pdl=pdl), functools.partial(rope, pdl=pdl),
+                     functools.partial(rope_write_kv, pdl=pdl), functools.partial(silu_and_mul, pdl=pdl))
+    if backend == "torch":
+        return OpSet("torch", reference.rms_norm, reference.rope, reference.rope_write_kv, reference.silu_and_mul)
+    raise ValueError(f"op_backend must be one of {', '.join(OP_BACKENDS)}, got {backend!r}")

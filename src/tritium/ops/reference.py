@@ -1,0 +1,94 @@
+"""PyTorch references of the small ops (fp32 where it matters); also the ``op_backend="torch"`` implementation.
+
+The arithmetic follows Hugging Face transformers' Llama modules step for step (RMSNorm in fp32, rope as
+``x * cos + rotate_half(x) * sin``), so fp32 runs agree with transformers bit for bit where it matters.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
+             residual: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``y = weight * (h / sqrt(mean(h^2) + eps))`` with ``h = x + residual`` (or ``x``), in fp32.
+
+    x, residual: [T, H]; weight: [H]. Returns (y [T, H] in x's dtype, h [T, H] or None when no residual).
+    """
+    h = x if residual is None else x + residual
+    hf = h.float()
+    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * y.to(x.dtype), (None if residual is None else h)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor) -> None:
+    """Rotate-half rope in place. q: [T, Hq, D], k: [T, Hkv, D], positions: [T] int, cos_sin: [P, D]."""
+    half = q.shape[-1] // 2
+    cs = cos_sin[positions]                                   # [T, D]
+    cos = torch.cat([cs[:, :half], cs[:, :half]], -1)[:, None, :].to(q.dtype)
+    sin = torch.cat([cs[:, half:], cs[:, half:]], -1)[:, None, :].to(q.dtype)
+    q.copy_(_rotate(q, cos, sin))
+    k.copy_(_rotate(k, cos, sin))
+
+
+def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
+                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor) -> None:
+    """:func:`rope` in place, then the rotated k and v of token t into cache slot ``slot_mapping[t]``
+    (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a negative slot skips."""
+    rope(q, k, positions, cos_sin)
+    keep = (slot_mapping >= 0).nonzero()[:, 0]
+    slots = slot_mapping[keep]
+    k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)
+    v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(x[:, :I]) * x[:, I:]``; x: [T, 2I] -> [T, I]."""
+    inter = x.shape[-1] // 2
+    return F.silu(x[:, :inter]) * x[:, inter:]
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.ops.gemv.gemv`."""
+    y = x.double() @ weight.double().T
+    if bias is not None:
+        y = y + bias.double()
+    return y.to(x.dtype)
+
+
+def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
+                   seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
+                   block_size: int, scratch: torch.Tensor | None = None) -> None:
+    """Greedy-sample one decode step and turn the tokens into the next step's inputs, in place.
+
+    For every row r of ``logits`` [rows, vocab] whose ``slots[r] >= 0`` (graph padding rows have -1 and are
+    left alone): tok = argmax(logits[r]) (first maximum); p = pos[r] + 1; hist[p % H, r] = tok; then, if
+    p < stop[r] (p is not the row's last token) and ``block_table`` [rows, max_blocks] has a column for p:
+    ids[r] = tok, pos[r] = p, seq_lens[r] += 1, slots[r] = block_table[r, p // block_size] * block_size +
+    p % block_size; if not, the row stops: slots[r] = -1 and nothing else moves (later steps repeat without
+    writing the cache or sampling). ``scratch`` is unused (the Triton twin's atomics).
+    """
+    rows = logits.shape[0]
+    live = slots[:rows] >= 0
+    tok = torch.argmax(logits.float(), dim=-1)
+    p = pos[:rows] + 1
+    # NOTE: no boolean indexing (it syncs with the device): this also runs inside CUDA graphs
+    r = torch.arange(rows, device=logits.device)
+    at = p % hist.shape[0]
+    hist[at, r] = torch.where(live, tok, hist[at, r])
+    fits = p < block_table.shape[1] * block_size
+    move = live & fits & (p < stop[:rows])
+    ids[:rows] = torch.where(move, tok, ids[:rows])
+    pos[:rows] = torch.where(move, p, pos[:rows])
+    seq_lens[:rows] += move.to(seq_lens.dtype)
+    col = torch.where(fits, p // block_size, 0)
+    page = block_table[:rows].gather(1, col[:, None].long())[:, 0].long()
+    slots[:rows] = torch.where(move, page * block_size + p % block_size, torch.where(live, -1, slots[:rows]))

@@ -1,0 +1,121 @@
+"""Rotate-half rope, in place, optionally fused with the KV-cache write (one kernel instead of two a layer).
+
+Reference: :func:`tritium.ops.reference.rope` and :func:`tritium.ops.reference.rope_write_kv`; the cos/sin
+table comes from :func:`tritium.models.rope.rope_cos_sin`.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.runtime import pdl_launch
+
+@triton.jit
+def _rope_kernel(
+    # pointers
+    q_ptr, k_ptr, positions_ptr, cos_sin_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    # strides
+    stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p, stride_v_t, stride_v_h,
+    stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
+    # sizes
+    num_q_heads, num_kv_heads, block_size,
+    # meta-parameters
+    HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
+    USE_PDL: tl.constexpr,
+):
+    """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
+    rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; < 0 skips)."""
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()  # q and k come from the projection before
+    t = tl.program_id(0).to(tl.int64)
+    pos = tl.load(positions_ptr + t).to(tl.int64)
+    d = tl.arange(0, BLOCK_D)
+    dmask = d < HALF
+    cos = tl.load(cos_sin_ptr + pos * stride_cs_p + d, mask=dmask, other=0.0)[None, :]          # [1, BLOCK_D]
+    sin = tl.load(cos_sin_ptr + pos * stride_cs_p + HALF + d, mask=dmask, other=0.0)[None, :]   # [1, BLOCK_D]
+    h = tl.arange(0, BLOCK_H)
+    # q heads
+    qmask = (h[:, None] < num_q_heads) & dmask[None, :]
+    q1_ptrs = q_ptr + t * stride_q_t + h[:, None] * stride_q_h + d[None, :]                   # [BLOCK_H, BLOCK_D]
+    # fp32 arithmetic (see _rms_norm_kernel), cos/sin rounded to q's dtype as torch does
+    q1 = tl.load(q1_ptrs, mask=qmask, other=0.0)
+    dtype = q1.dtype
+    q1 = q1.to(tl.float32)
+    q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0).to(tl.float32)
+    cq = cos.to(dtype).to(tl.float32)
+    sq = sin.to(dtype).to(tl.float32)
+    tl.store(q1_ptrs, (q1 * cq - q2 * sq).to(dtype), mask=qmask)
+    tl.store(q1_ptrs + HALF, (q2 * cq + q1 * sq).to(dtype), mask=qmask)
+    # k heads
+    kmask = (h[:, None] < num_kv_heads) & dmask[None, :]
+    k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
+    k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
+    k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
+    k1_rot = (k1 * cq - k2 * sq).to(dtype)
+    k2_rot = (k2 * cq + k1 * sq).to(dtype)
+    tl.store(k1_ptrs, k1_rot, mask=kmask)
+    tl.store(k1_ptrs + HALF, k2_rot, mask=kmask)
+    if WRITE_KV:
+        slot = tl.load(slot_mapping_ptr + t)
+        if slot >= 0:
+            blk = slot // block_size
+            off = slot % block_size
+            kc_ptrs = (k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok + h[:, None] * stride_kc_head
+                       + d[None, :])
+            tl.store(kc_ptrs, k1_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(kc_ptrs + HALF, k2_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            v_ptrs = v_ptr + t * stride_v_t + h[:, None] * stride_v_h + d[None, :]
+            vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
+                       + d[None, :])
+            tl.store(vc_ptrs, tl.load(v_ptrs, mask=kmask), mask=kmask)
+            tl.store(vc_ptrs + HALF, tl.load(v_ptrs + HALF, mask=kmask), mask=kmask)
+
+
+def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
+         pdl: bool = True) -> None:
+    """Triton twin of :func:`tritium.ops.reference.rope` (in place).
+
+    q: [T, Hq, D], k: [T, Hkv, D] (last dim contiguous; may be views of one QKV buffer), positions: [T],
+    cos_sin: [P, D] fp32 (cos in the first half, sin in the second).
+    """
+    _launch_rope(q, k, positions, cos_sin, pdl=pdl)
+
+
+def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
+                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor, *, pdl: bool = True) -> None:
+    """Triton twin of :func:`tritium.ops.reference.rope_write_kv`: :func:`rope` fused with
+    ``write_kv_cache`` (one kernel instead of two in every layer).
+
+    v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype, last dim contiguous;
+    slot_mapping: [T] int64, block * block_size + offset, negative skips the token.
+    """
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if cache.dtype != k.dtype or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
+            raise ValueError(f"rope_write_kv: {name} must be [blocks, block_size, {k.shape[1]}, {k.shape[2]}] "
+                             f"{k.dtype} with a contiguous last dim, got {tuple(cache.shape)} {cache.dtype}")
+    if v.shape != k.shape or slot_mapping.shape != (k.shape[0],):
+        raise ValueError(f"rope_write_kv: v {tuple(v.shape)} must match k {tuple(k.shape)} and slot_mapping "
+                         f"{tuple(slot_mapping.shape)} have one slot per token")
+    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping), pdl=pdl)
+
+
+def _launch_rope(q, k, positions, cos_sin, kv=None, *, pdl: bool) -> None:
+    T, Hq, D = q.shape
+    if T == 0:
+        return
+    v, k_cache, v_cache, slots = kv if kv is not None else (k, k, k, positions)
+    kc_strides = k_cache.stride()[:3] if kv is not None else (0, 0, 0)
+    vc_strides = v_cache.stride()[:3] if kv is not None else (0, 0, 0)
+    _rope_kernel[(T,)](
+        q, k, positions, cos_sin, v, k_cache, v_cache, slots,
+        q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0), v.stride(0), v.stride(1),
+        *kc_strides, *vc_strides,
+        Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
+        HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
+        WRITE_KV=kv is not None, num_warps=4, **pdl_launch(q.device, pdl),
+    )
+
