@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from tritium.ops import gemv as G
+from tritium.ops.gemv import DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops import reference
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
-CONFIGS = [G.DEFAULT_CONFIG, G.GemvConfig(4, 1024, 4), G.GemvConfig(16, 256, 4, 3)]
+CONFIGS = [DEFAULT_CONFIG, GemvConfig(4, 1024, 4), GemvConfig(16, 256, 4, 3)]
 
 
 def rel_err(out, ref):
@@ -26,7 +26,7 @@ def test_gemv_matches_reference(m, n, k, dtype, with_bias):
     x = torch.randn(m, k, dtype=dtype, device=dev)
     w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
     b = torch.randn(n, dtype=dtype, device=dev) if with_bias else None
-    out = G.gemv(x, w, b)
+    out = gemv(x, w, b)
     assert out.shape == (m, n) and out.dtype == dtype
     assert rel_err(out, reference.linear(x, w, b)) < TOL[dtype]
 
@@ -38,7 +38,7 @@ def test_gemv_configs_and_strided_rows(config):
     buf = torch.randn(3, 2 * 1024, dtype=torch.float16, device=dev)
     x = buf[:, 512:1536]
     w = torch.randn(72, 1024, dtype=torch.float16, device=dev) / 32
-    out = G.gemv(x, w, config=config)
+    out = gemv(x, w, config=config)
     assert rel_err(out, reference.linear(x, w)) < TOL[torch.float16]
 
 
@@ -48,7 +48,7 @@ def test_gemv_bad_input():
     w = torch.randn(16, 64, device=dev)
     cases = [
         ((torch.randn(0, 64, device=dev), w), "rows"),
-        ((torch.randn(G.MAX_M + 1, 64, device=dev), w), "rows"),
+        ((torch.randn(MAX_M + 1, 64, device=dev), w), "rows"),
         ((x, torch.randn(16, 32, device=dev)), "weight must be"),
         ((x[:, ::2], torch.randn(16, 32, device=dev)), "contiguous"),
         ((x, w.half()), "dtype"),
@@ -56,9 +56,9 @@ def test_gemv_bad_input():
     ]
     for args, match in cases:
         with pytest.raises(ValueError, match=match):
-            G.gemv(*args)
+            gemv(*args)
     with pytest.raises(ValueError, match="bias"):
-        G.gemv(x, w, torch.randn(15, device=dev))
+        gemv(x, w, torch.randn(15, device=dev))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -71,11 +71,11 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
     dev = default_device()
     x = torch.randn(m, 2 * k, dtype=dtype, device=dev) * 2
     w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
-    fused = G.gemv(x, w, gated=True)
+    fused = gemv(x, w, gated=True)
     assert fused.shape == (m, n) and fused.dtype == dtype
-    assert torch.equal(fused, G.gemv(ops.silu_and_mul(x), w))
+    assert torch.equal(fused, gemv(ops.silu_and_mul(x), w))
     assert rel_err(fused, reference.linear(reference.silu_and_mul(x), w)) < TOL[dtype]
     with pytest.raises(ValueError, match="gated: x must be \\[M, 2K\\] \\(gate then up\\), got an odd width 7"):
-        G.gemv(x[:, :7], w, gated=True)
+        gemv(x[:, :7], w, gated=True)
     with pytest.raises(ValueError, match=f"weight must be \\[N, {k}\\]"):
-        G.gemv(x, torch.randn(n, 2 * k, dtype=dtype, device=dev), gated=True)
+        gemv(x, torch.randn(n, 2 * k, dtype=dtype, device=dev), gated=True)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tritium import ops
+from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
 from tritium.runtime import default_device
 
@@ -53,9 +54,9 @@ def test_rope(heads, head_dim, dtype):
     dev = default_device()
     hq, hkv = heads
     T = 13
-    inv = reference.rope_inv_freq(head_dim, 10000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+    inv = rope_inv_freq(head_dim, 10000.0, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
-    cos_sin = reference.rope_cos_sin(inv, 300).to(dev)
+    cos_sin = rope_cos_sin(inv, 300).to(dev)
     qkv, q, k, _ = qkv_views(T, hq, hkv, head_dim, dtype, dev)
     positions = torch.randint(0, 300, (T,), device=dev)
     q_ref, k_ref = q.clone(), k.clone()
@@ -72,7 +73,7 @@ def test_rope_write_kv(heads, head_dim, dtype):
     dev = default_device()
     hq, hkv = heads
     T, blocks, block_size = 11, 6, 4
-    cos_sin = reference.rope_cos_sin(reference.rope_inv_freq(head_dim, 10000.0), 300).to(dev)
+    cos_sin = rope_cos_sin(rope_inv_freq(head_dim, 10000.0), 300).to(dev)
     _, q, k, v = qkv_views(T, hq, hkv, head_dim, dtype, dev)
     positions = torch.randint(0, 300, (T,), device=dev)
     slots = torch.randperm(blocks * block_size, device=dev)[:T]
@@ -101,7 +102,7 @@ def test_rope_write_kv_rejects_mismatched_cache():
     dev = default_device()
     q = torch.randn(2, 4, 64, device=dev)
     k, v = torch.randn(2, 2, 64, device=dev), torch.randn(2, 2, 64, device=dev)
-    cos_sin = reference.rope_cos_sin(reference.rope_inv_freq(64, 10000.0), 8).to(dev)
+    cos_sin = rope_cos_sin(rope_inv_freq(64, 10000.0), 8).to(dev)
     positions, slots = torch.arange(2, device=dev), torch.arange(2, device=dev)
     with pytest.raises(ValueError, match="k_cache"):
         ops.rope_write_kv(q, k, v, positions, cos_sin, torch.zeros(4, 4, 3, 64, device=dev),
@@ -116,17 +117,6 @@ def test_rope_write_kv_rejects_mismatched_cache():
 def test_silu_and_mul(tokens, inter, dtype):
     x = torch.randn(tokens, 2 * inter, dtype=dtype, device=default_device())
     assert rel_err(ops.silu_and_mul(x), reference.silu_and_mul(x)) < TOL[dtype]
-
-
-def test_llama3_inv_freq_matches_transformers():
-    from transformers import LlamaConfig
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    scaling = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
-    cfg = LlamaConfig(hidden_size=4096, num_attention_heads=32, rope_parameters=scaling)
-    expected, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
-    assert torch.equal(reference.rope_inv_freq(128, 500000.0, scaling), expected)
 
 
 @pytest.mark.parametrize("rows, vocab, block_size, dtype", [
