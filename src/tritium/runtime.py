@@ -48,8 +48,11 @@ def select_backend() -> str:
     ``import tritium`` calls it (see the module docstring); later calls only report the choice. An
     explicit ``TRITON_INTERPRET`` (0 or 1) is respected.
     """
-    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
-        os.environ["TRITON_INTERPRET"] = "1"
+    if "TRITON_INTERPRET" not in os.environ:
+        # NOTE: the choice goes into the environment either way, so that processes started from this one
+        # (forkserver ranks of tritium.shmem.launch) inherit it instead of asking CUDA: torch's device
+        # count marks a process unsafe to fork from, and ranks forked from such a process cannot use CUDA.
+        os.environ["TRITON_INTERPRET"] = "0" if torch.cuda.is_available() else "1"
     return "interpreter" if interpreting() else "gpu"
 
 

@@ -177,5 +177,5 @@ def test_yarn_model_greedy_matches_transformers(tmp_path):
     gguf_path = str(tmp_path / "yarn.gguf")
     write_gguf(hf_dir, hf, gguf_path, write_metadata=write_metadata)
     from_gguf_file = LLM(gguf_path, dtype=torch.float32)
-    assert from_gguf_file.config.rope_scaling == scaling
+    assert from_gguf_file.engine.model_config.rope_scaling == scaling
     assert [o.token_ids for o in from_gguf_file.generate(prompts, params)] == outs
