@@ -81,21 +81,34 @@ def test_shard_range():
         shard_range(12, 3, 3)
 
 
+def _bias_and_world_sizes(test):
+    test = pytest.mark.parametrize("ws", WORLD_SIZES, ids=lambda w: f"ws{w}")(test)
+    return pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])(test)
+
+
+BIAS_AND_WORLD_SIZES = _bias_and_world_sizes
+
+
+def load_ranks(make, ws: int, w, b=None) -> list:
+    """One layer per rank of a world of ``ws`` (``make(group)``), each loaded from the full ``w`` (and ``b``)."""
+    layers = [make(g) for g in groups(ws)]
+    for layer in layers:
+        layer.load_weight(w)
+        if b is not None:
+            layer.load_bias(b)
+        assert layer.missing() == []
+    return layers
+
+
 # -- per-rank layers, in one process -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
-@pytest.mark.parametrize("ws", WORLD_SIZES, ids=lambda w: f"ws{w}")
+@BIAS_AND_WORLD_SIZES
 def test_column_parallel(ws, bias):
     H, N, T = 12, 24, 5
     w, b, x = torch.randn(N, H), torch.randn(N), torch.randn(T, H)
-    layers = [ColumnParallelLinear(H, N, bias=bias, group=g, **KW) for g in groups(ws)]
-    for layer in layers:
-        assert layer.missing() == ["weight"] + ["bias"] * bias
-        layer.load_weight(w)
-        if bias:
-            layer.load_bias(b)
-        assert layer.missing() == []
-        assert layer.weight.shape == (N // ws, H)
+    assert ColumnParallelLinear(H, N, bias=bias, **KW).missing() == ["weight"] + ["bias"] * bias
+    layers = load_ranks(lambda g: ColumnParallelLinear(H, N, bias=bias, group=g, **KW), ws, w, b if bias else None)
+    assert all(layer.weight.shape == (N // ws, H) for layer in layers)
     assert torch.equal(torch.cat([layer.weight for layer in layers]), w)
     if bias:
         assert torch.equal(torch.cat([layer.bias for layer in layers]), b)
@@ -169,18 +182,12 @@ def test_qkv_parallel(nh, nkv, ws, bias):
     assert torch.equal(torch.cat([layer.weight[: layer.q_size] for layer in layers]), full["q"])
 
 
-@pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
-@pytest.mark.parametrize("ws", WORLD_SIZES, ids=lambda w: f"ws{w}")
+@BIAS_AND_WORLD_SIZES
 def test_row_parallel(ws, bias):
     K, N, T = 24, 12, 5
     w, b, x = torch.randn(N, K), torch.randn(N), torch.randn(T, K)
-    layers = [RowParallelLinear(K, N, bias=bias, group=g, **KW) for g in groups(ws)]
-    for layer in layers:
-        layer.load_weight(w)
-        if bias:
-            layer.load_bias(b)
-        assert layer.missing() == []
-        assert layer.weight.shape == (N, K // ws)
+    layers = load_ranks(lambda g: RowParallelLinear(K, N, bias=bias, group=g, **KW), ws, w, b if bias else None)
+    assert all(layer.weight.shape == (N, K // ws) for layer in layers)
     assert torch.equal(torch.cat([layer.weight for layer in layers], dim=1), w)
     k = K // ws
     partial = [layer.forward(x[:, r * k: (r + 1) * k], LINEAR, reduce=False) for r, layer in enumerate(layers)]
