@@ -98,14 +98,16 @@ class LLMEngine:
                      tokenizer: Tokenizer | None = None, **engine_kwargs) -> "LLMEngine":
         """An engine over in-memory weights (Hugging Face names); prompts are then token-id lists unless a
         tokenizer is given."""
+        engine_config = EngineConfig(**engine_kwargs)
+        engine_config.validate()
         engine = cls.__new__(cls)
         engine.model_path = None
-        engine._build(config, weights, tokenizer, EngineConfig(**engine_kwargs))
+        engine._build(config, weights, tokenizer, engine_config)
         return engine
 
     # -- construction --------------------------------------------------------------------------------------
     def _build(self, model_config: ModelConfig, weights, tokenizer: Tokenizer | None, given: EngineConfig) -> None:
-        given.validate()
+        """Settle the configuration (``given``, validated, is not modified), load the model, size the KV cache."""
         device = torch.device(given.device) if given.device is not None else \
             torch.device("cuda" if torch.cuda.is_available() else "cpu")
         on_gpu = device.type == "cuda"
