@@ -1,0 +1,230 @@
+"""Host side of the collectives: :class:`Communicator`, one per symmetric heap (and process group).
+
+Each call validates its arguments on the host (shapes, dtypes, devices, sizes), then launches one kernel
+(two-shot all-reduce: one kernel with two flag rounds) that stages the input into the heap, synchronises
+with the peers through counters in the heap and computes the output. Nothing is allocated (given
+``out=``), nothing is read back from the device, so a sequence of calls can be captured in a CUDA graph
+and replayed; see :mod:`tritium.collectives.kernels` for the protocol.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from tritium.collectives import kernels as K
+from tritium.runtime import interpreting, num_sms
+from tritium.shmem.heap import DeviceTimeout, SymmetricHeap
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+INT_DTYPES = (torch.int32, torch.int64)
+DTYPES = FLOAT_DTYPES + INT_DTYPES
+OPS = {"sum": K.OP_SUM, "max": K.OP_MAX, "min": K.OP_MIN, "avg": K.OP_SUM}
+ALGORITHMS = ("auto", "one_shot", "two_shot")
+_ALIGN = 256
+
+
+class CollectiveMismatch(ValueError):
+    """Ranks called a collective with different sizes (detected on the device, raised by ``check``)."""
+
+
+def select_all_reduce(nbytes: int, world_size: int) -> str:
+    """The all-reduce algorithm for a message of ``nbytes`` on ``world_size`` ranks.
+
+    NOTE: the crossover is not yet measured on our own kernels; 256 KiB is where torch symmetric memory's
+    two-shot overtakes its one-shot inside CUDA graphs on 2x H200 (8.2 vs 7.4 us at 256 KiB, 13.1 vs 10.1
+    us at 1 MiB; ../shared/ANCHORS.md). One-shot reads (W-1) x the message from peers, two-shot about 2 x
+    (W-1)/W x, so two-shot wins once bandwidth, not flag latency, dominates."""
+    if world_size <= 2 and nbytes < (256 << 10) or nbytes < (64 << 10):
+        return "one_shot"
+    return "two_shot"
+
+
+class Communicator:
+    """Collectives over the ranks of ``heap`` (all of the heap's process group).
+
+    ``max_bytes``: the largest message of one call (per rank input; all_gather's output is
+    ``world_size`` times that). The communicator takes ``4 * max_bytes`` (two double-buffered staging
+    areas) and a few flag words from the heap, once: see :meth:`heap_bytes`.
+    ``max_programs``: programs of one launch at most (default: the GPU's SM count, 1 under the
+    interpreter, whose programs run one after another and so cannot wait for each other).
+    """
+
+    def __init__(self, heap: SymmetricHeap, max_bytes: int = 64 << 20, *, max_programs: int | None = None):
+        if not isinstance(heap, SymmetricHeap):
+            raise TypeError(f"heap must be a tritium.shmem.SymmetricHeap, got {type(heap).__name__}")
+        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
+            raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
+        self.heap = heap
+        self.rank, self.world_size, self.device = heap.rank, heap.world_size, heap.device
+        self.max_bytes = -(-max_bytes // _ALIGN) * _ALIGN
+        self._buf = heap.empty((2 * self.max_bytes,), torch.uint8)
+        self._res = heap.empty((2 * self.max_bytes,), torch.uint8)
+        self._flags = heap.zeros((2, self.world_size), torch.int64)
+        self._state = heap.zeros((K.S_SIZES + 4 * self.world_size,), torch.int64)
+        heap.barrier()
+        default = 1 if interpreting() else num_sms(self.device)
+        self.max_programs = default if max_programs is None else int(max_programs)
+        if self.max_programs < 1 or (interpreting() and self.max_programs != 1):
+            raise ValueError(f"max_programs must be >= 1 (1 under the Triton interpreter), got {max_programs!r}")
+        self._block = 256 if interpreting() else 2048
+        self._world_pow2 = triton.next_power_of_2(self.world_size)
+
+    @staticmethod
+    def heap_bytes(max_bytes: int, world_size: int) -> int:
+        """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
+        return 4 * (-(-max_bytes // _ALIGN) * _ALIGN) + _ALIGN * (2 + world_size)
+
+    # -- checks --------------------------------------------------------------------------------------------
+    def _check_tensor(self, name: str, t, numel: int | None = None) -> None:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device != self.device:
+            raise ValueError(f"{name} is on {t.device}; this communicator's ranks work on {self.device}")
+        if t.dtype not in DTYPES:
+            raise TypeError(f"{name} has dtype {t.dtype}; expected one of "
+                            f"{', '.join(str(d).replace('torch.', '') for d in DTYPES)}")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous, got strides {t.stride()} for shape {tuple(t.shape)}")
+        nbytes = t.numel() * t.element_size()
+        if nbytes > self.max_bytes:
+            raise ValueError(f"{name} has {nbytes} bytes; this communicator takes messages of up to {self.max_bytes} "
+                             f"bytes: make it with max_bytes >= {nbytes}")
+
+    def _out(self, out, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        if out is None:
+            return torch.empty(shape, dtype=like.dtype, device=like.device)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
+        if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device:
+            raise ValueError(f"out must be {tuple(shape)} {like.dtype} on {like.device}, got {tuple(out.shape)} "
+                             f"{out.dtype} on {out.device}")
+        if not out.is_contiguous():
+            raise ValueError(f"out must be contiguous, got strides {out.stride()}")
+        return out
+
+    @staticmethod
+    def _op(op: str, dtype: torch.dtype) -> tuple[int, bool]:
+        if op not in OPS:
+            raise ValueError(f"op must be one of {', '.join(OPS)}, got {op!r}")
+        if op == "avg" and dtype not in FLOAT_DTYPES:
+            raise ValueError(f"op 'avg' needs a floating-point tensor, got {dtype}")
+        return OPS[op], op == "avg"
+
+    def _chunked(self, name: str, x: torch.Tensor) -> int:
+        if x.dim() == 0 or x.shape[0] % self.world_size:
+            raise ValueError(f"{name}: x's first dimension must divide by world_size {self.world_size}, got shape "
+                             f"{tuple(x.shape)}")
+        return x.shape[0] // self.world_size
+
+    def check(self) -> None:
+        """Host check (syncs): raise :class:`DeviceTimeout` if a wait of this rank gave up, or
+        :class:`CollectiveMismatch` if peers staged different sizes, since the last check."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        timeouts, mismatches = (int(v) for v in self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1].tolist())
+        if timeouts or mismatches:
+            self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1] = 0
+        if timeouts:
+            raise DeviceTimeout(f"rank {self.rank}: {timeouts} collective wait(s) gave up after "
+                                f"{self.heap.max_spins} polls (a peer did not call, or called another collective)")
+        if mismatches:
+            raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
+                                     f"elements ({mismatches} time(s)); every rank must pass the same sizes")
+
+    # -- launches ------------------------------------------------------------------------------------------
+    def _grid(self, work: int) -> tuple[int]:
+        return (max(1, min(self.max_programs, triton.cdiv(work, self._block))),)
+
+    def _launch(self, kind: int, x: torch.Tensor, out: torch.Tensor, n_out: int, *, op: int = K.OP_SUM,
+                avg: bool = False, src: int = 0) -> torch.Tensor:
+        if x.numel() == 0:
+            return out
+        half = self.max_bytes // x.element_size()
+        K._collective_kernel[self._grid(max(n_out, 1))](
+            x, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
+            x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins,
+            KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=self._block,
+            WORLD_POW2=self._world_pow2, num_warps=4)
+        return out
+
+    # -- collectives ---------------------------------------------------------------------------------------
+    def all_reduce(self, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None = None,
+                   algorithm: str = "auto") -> torch.Tensor:
+        """Elementwise ``op`` ("sum", "max", "min", "avg") of ``x`` over all ranks, any shape; returns
+        ``out`` (``x`` itself when ``out is x``). Floats accumulate in fp32; ints are exact."""
+        self._check_tensor("x", x)
+        code, avg = self._op(op, x.dtype)
+        out = self._out(out, tuple(x.shape), x)
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+        if algorithm == "auto":
+            algorithm = select_all_reduce(x.numel() * x.element_size(), self.world_size)
+        if algorithm == "one_shot" or self.world_size == 1:
+            return self._launch(K.ALL_REDUCE, x, out, x.numel(), op=code, avg=avg)
+        if x.numel() == 0:
+            return out
+        half = self.max_bytes // x.element_size()
+        K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size))](
+            x, out, self._buf.view(x.dtype), self._res.view(x.dtype), self._flags, self._state, self.heap.bases,
+            x.numel(), self.rank, self.world_size, half, self.heap.max_spins,
+            OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=self._block, WORLD_POW2=self._world_pow2,
+            num_warps=4)
+        return out
+
+    def all_gather(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [n, ...]`` of every rank -> ``[world_size * n, ...]`` in rank order."""
+        self._check_tensor("x", x)
+        if x.dim() == 0:
+            raise ValueError("all_gather: x must have at least one dimension, got a scalar")
+        out = self._out(out, (self.world_size * x.shape[0], *x.shape[1:]), x)
+        return self._launch(K.ALL_GATHER, x, out, x.numel())
+
+    def reduce_scatter(self, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [world_size * n, ...]`` -> ``[n, ...]``: rank r gets the r-th chunk reduced over ranks."""
+        self._check_tensor("x", x)
+        code, avg = self._op(op, x.dtype)
+        n = self._chunked("reduce_scatter", x)
+        out = self._out(out, (n, *x.shape[1:]), x)
+        return self._launch(K.REDUCE_SCATTER, x, out, x.numel() // self.world_size, op=code, avg=avg)
+
+    def all_to_all(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [world_size * n, ...]``: chunk j goes to rank j; chunk i of the output came from rank i."""
+        self._check_tensor("x", x)
+        self._chunked("all_to_all", x)
+        out = self._out(out, tuple(x.shape), x)
+        return self._launch(K.ALL_TO_ALL, x, out, x.numel() // self.world_size)
+
+    def broadcast(self, x: torch.Tensor, src: int) -> torch.Tensor:
+        """``x`` of rank ``src`` into ``x`` of every rank (in place); returns ``x``."""
+        self._check_tensor("x", x)
+        if not isinstance(src, int) or isinstance(src, bool) or not 0 <= src < self.world_size:
+            raise ValueError(f"src must be a rank in [0, {self.world_size}), got {src!r}")
+        return self._launch(K.BROADCAST, x, x, x.numel(), src=src)
+
+    def all_reduce_rms_norm(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
+                            out: torch.Tensor | None = None) -> torch.Tensor:
+        """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` in one kernel
+        (the row-parallel layer's all-reduce fused with the next residual add and RMSNorm). x, residual:
+        ``[tokens, hidden]`` floats of one dtype; weight ``[hidden]``."""
+        self._check_tensor("x", x)
+        if x.dtype not in FLOAT_DTYPES or x.dim() != 2:
+            raise ValueError(f"x must be a [tokens, hidden] float tensor, got {tuple(x.shape)} {x.dtype}")
+        self._check_tensor("residual", residual)
+        if residual.shape != x.shape or residual.dtype != x.dtype:
+            raise ValueError(f"residual must be {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} {residual.dtype}")
+        self._check_tensor("weight", weight)
+        if tuple(weight.shape) != (x.shape[1],):
+            raise ValueError(f"weight must be [{x.shape[1]}], got {tuple(weight.shape)}")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+            raise ValueError(f"eps must be a positive number, got {eps!r}")
+        out = self._out(out, tuple(x.shape), x)
+        if x.numel() == 0:
+            return out
+        rows, hidden = x.shape
+        half = self.max_bytes // x.element_size()
+        K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
+            x, residual, weight, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
+            rows, hidden, float(eps), self.rank, self.world_size, half, self.heap.max_spins,
+            BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2, num_warps=8 if hidden > 4096 else 4)
+        return out

@@ -1,0 +1,226 @@
+"""Per-rank checks of the collectives, run by ``tritium.shmem.launch`` (one process per rank).
+
+Every rank can build every rank's input (a function of the rank and a seed), so each check compares
+against the PyTorch reference over all inputs, and, for the dtypes gloo reduces, against
+``torch.distributed`` on the same input as well.
+"""
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import tritium.collectives as coll
+import tritium.shmem as shmem
+from tritium import runtime
+from tritium.collectives import reference as ref
+
+MAX_BYTES = 64 << 10
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+INTS = (torch.int32, torch.int64)
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}  # as the ops tests
+
+
+def run_world(worker, world_size: int, *args, timeout: float = 300.0) -> None:
+    """``worker`` on ``world_size`` ranks: GPUs over NCCL when there are enough, else CPU processes under
+    the interpreter (gloo, cpu-shm)."""
+    if not runtime.interpreting() and torch.cuda.device_count() < world_size:
+        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+    shmem.launch(worker, world_size, *args, timeout=timeout)
+
+
+def inputs(world_size: int, shape, dtype, seed: int, device, integers: bool) -> list[torch.Tensor]:
+    """Every rank's input: integer-valued (``rank + 1 + arange`` folded into small values, exact in every
+    dtype) or random normal floats from a per-(seed, rank) generator."""
+    xs = []
+    numel = 1
+    for d in shape:
+        numel *= d
+    for r in range(world_size):
+        if integers:
+            x = ((torch.arange(numel) * 7 + r * 3 + seed) % 23 + r + 1 - 12).to(dtype)
+        else:
+            g = torch.Generator().manual_seed(seed * 101 + r)
+            x = torch.randn(numel, generator=g).to(dtype)
+        xs.append(x.reshape(shape).to(device))
+    return xs
+
+
+def assert_equal_or_close(out: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    assert out.shape == want.shape and out.dtype == want.dtype, f"{what}: {out.shape} {out.dtype} vs {want.shape}"
+    if out.dtype in INTS:
+        assert torch.equal(out, want), f"{what}: first difference at {(out != want).nonzero()[:4].tolist()}"
+        return
+    assert not torch.isnan(out).any(), f"{what}: NaN at {torch.isnan(out).nonzero()[:4].tolist()}"
+    o, w = out.double(), want.double()
+    err = ((o - w).norm() / max(w.norm(), 1e-12)).item()
+    assert err <= TOL[out.dtype], f"{what}: relative error {err:.2e} > {TOL[out.dtype]:.0e}, worst at " \
+        f"{(o - w).abs().flatten().argmax().item()}"
+
+
+def _comm(max_bytes: int = MAX_BYTES):
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, dist.get_world_size()) + (1 << 20))
+    return heap, coll.Communicator(heap, max_bytes=max_bytes)
+
+
+def collectives_worker(rank: int, world_size: int, sizes: tuple[int, ...], dtypes: tuple, full: bool) -> None:
+    """Every collective, algorithm, op and dtype at each size, with integer-valued and random inputs,
+    ``out`` given and not, in place; then the device-side status must be clean."""
+    heap, comm = _comm()
+    dev = heap.device
+    seed = 0
+    try:
+        for dtype in dtypes:
+            for n in sizes:
+                seed += 1
+                integers = dtype in INTS or seed % 2 == 0
+                xs = inputs(world_size, (n,), dtype, seed, dev, integers)
+                x = xs[rank]
+                ops = ("sum", "max", "min") + (("avg",) if dtype in FLOATS else ())
+                for op in ops if full else ("sum",):
+                    for algorithm in ("one_shot", "two_shot"):
+                        poisoned = torch.full_like(x, 77)
+                        out = comm.all_reduce(x, op=op, out=poisoned, algorithm=algorithm)
+                        assert out is poisoned
+                        assert_equal_or_close(out, ref.all_reduce_ref(xs, op),
+                                              f"all_reduce {algorithm} {op} {dtype} n={n}")
+                if dtype in (torch.float32, torch.int64):  # what gloo reduces on the CPU
+                    want = x.clone()
+                    dist.all_reduce(want)
+                    assert_equal_or_close(comm.all_reduce(x), want, f"all_reduce vs gloo {dtype} n={n}")
+                inplace = x.clone()
+                assert comm.all_reduce(inplace, out=inplace) is inplace
+                assert_equal_or_close(inplace, ref.all_reduce_ref(xs), f"all_reduce in place {dtype} n={n}")
+                assert_equal_or_close(comm.all_gather(x), ref.all_gather_ref(xs), f"all_gather {dtype} n={n}")
+                b = x.clone()
+                src = n % world_size
+                assert comm.broadcast(b, src) is b
+                assert_equal_or_close(b, xs[src], f"broadcast from {src} {dtype} n={n}")
+                chunked = inputs(world_size, (world_size * n,), dtype, seed + 1000, dev, integers)
+                for op in ("sum", "max") if full else ("sum",):
+                    assert_equal_or_close(comm.reduce_scatter(chunked[rank], op=op),
+                                          ref.reduce_scatter_ref(chunked, rank, op), f"reduce_scatter {op} {dtype} n={n}")
+                assert_equal_or_close(comm.all_to_all(chunked[rank]), ref.all_to_all_ref(chunked, rank),
+                                      f"all_to_all {dtype} n={n}")
+        # multi-dimensional tensors keep their shape
+        xs = inputs(world_size, (world_size * 3, 5), torch.float32, 7, dev, True)
+        assert_equal_or_close(comm.all_reduce(xs[rank]), ref.all_reduce_ref(xs), "all_reduce 2-D")
+        assert_equal_or_close(comm.all_gather(xs[rank]), ref.all_gather_ref(xs), "all_gather 2-D")
+        assert_equal_or_close(comm.reduce_scatter(xs[rank]), ref.reduce_scatter_ref(xs, rank), "reduce_scatter 2-D")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def back_to_back_worker(rank: int, world_size: int, calls: int) -> None:
+    """``calls`` calls in a row with changing data and sizes, alternating algorithms and collectives,
+    nothing in between: a stale flag or a reused buffer would show up as a wrong result."""
+    heap, comm = _comm()
+    dev = heap.device
+    outs, wants = [], []
+    try:
+        for i in range(calls):
+            n = 1 + (i * 37) % 300
+            xs = inputs(world_size, (n,), torch.float32, 500 + i, dev, True)
+            if i % 3 == 0:
+                outs.append(comm.all_reduce(xs[rank], algorithm="one_shot"))
+                wants.append(ref.all_reduce_ref(xs))
+            elif i % 3 == 1:
+                outs.append(comm.all_reduce(xs[rank], algorithm="two_shot"))
+                wants.append(ref.all_reduce_ref(xs))
+            else:
+                outs.append(comm.all_gather(xs[rank]))
+                wants.append(ref.all_gather_ref(xs))
+        for i, (out, want) in enumerate(zip(outs, wants)):
+            assert_equal_or_close(out, want, f"call {i}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def rms_norm_worker(rank: int, world_size: int) -> None:
+    heap, comm = _comm()
+    dev = heap.device
+    try:
+        for dtype in FLOATS:
+            for rows, hidden in ((1, 64), (5, 96), (3, 1000)):
+                xs = inputs(world_size, (rows, hidden), dtype, rows + hidden, dev, False)
+                g = torch.Generator().manual_seed(hidden)
+                residual = torch.randn(rows, hidden, generator=g).to(dtype).to(dev)
+                weight = (1 + 0.1 * torch.randn(hidden, generator=g)).to(dtype).to(dev)
+                want_out, want_h = ref.all_reduce_rms_norm_ref(xs, residual, weight, 1e-5)
+                res = residual.clone()
+                out = comm.all_reduce_rms_norm(xs[rank], res, weight, 1e-5)
+                assert_equal_or_close(res, want_h, f"rms residual {dtype} {rows}x{hidden}")
+                assert_equal_or_close(out, want_out, f"rms out {dtype} {rows}x{hidden}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def bad_input_worker(rank: int, world_size: int) -> None:
+    """Argument errors name the argument and raise before anything is launched (every rank alike)."""
+    heap, comm = _comm()
+    dev = heap.device
+    x = torch.ones(8, device=dev)
+    cases = [
+        (lambda: comm.all_reduce(x.to(torch.float64)), TypeError, "x has dtype torch.float64"),
+        (lambda: comm.all_reduce(torch.ones(8, 2, device=dev).t()), ValueError, "x must be contiguous"),
+        (lambda: comm.all_reduce(x, op="prod"), ValueError, "op must be one of sum, max, min, avg"),
+        (lambda: comm.all_reduce(x.long(), op="avg"), ValueError, "op 'avg' needs a floating-point tensor"),
+        (lambda: comm.all_reduce(x, algorithm="ring"), ValueError, "algorithm must be one of"),
+        (lambda: comm.all_reduce(torch.ones(MAX_BYTES, device=dev)), ValueError, "make it with max_bytes >= 262144"),
+        (lambda: comm.all_reduce(x, out=torch.empty(9, device=dev)), ValueError, r"out must be \(8,\)"),
+        (lambda: comm.all_reduce(x, out=torch.empty(8, device=dev, dtype=torch.float16)), ValueError, "out must be"),
+        (lambda: comm.reduce_scatter(torch.ones(world_size * 2 + 1, device=dev)), ValueError,
+         "first dimension must divide by world_size"),
+        (lambda: comm.all_to_all(torch.ones(world_size * 2 + 1, device=dev)), ValueError,
+         "first dimension must divide by world_size"),
+        (lambda: comm.broadcast(x, world_size), ValueError, r"src must be a rank in \[0, "),
+        (lambda: comm.all_gather(torch.tensor(1.0, device=dev)), ValueError, "at least one dimension"),
+        (lambda: comm.all_reduce_rms_norm(x[None], x[None], torch.ones(3, device=dev), 1e-5), ValueError,
+         r"weight must be \[8\]"),
+        (lambda: comm.all_reduce_rms_norm(x[None], x[None], x, 0.0), ValueError, "eps must be a positive number"),
+        (lambda: comm.all_reduce("x"), TypeError, "x must be a torch.Tensor"),
+    ]
+    if dev.type == "cuda":
+        cases.append((lambda: comm.all_reduce(torch.ones(8)), ValueError, "x is on cpu"))
+    try:
+        for fn, error, message in cases:
+            with pytest.raises(error, match=message):
+                fn()
+        comm.check()
+    finally:
+        heap.close()
+
+
+def mismatch_worker(rank: int, world_size: int) -> None:
+    """Ranks passing different sizes: every rank's check raises, nothing is written, and the communicator
+    works again afterwards."""
+    heap, comm = _comm()
+    dev = heap.device
+    try:
+        x = torch.ones(16 + rank, device=dev)
+        out = torch.full_like(x, -5.0)
+        comm.all_reduce(x, out=out, algorithm="one_shot")
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+            comm.check()
+        assert torch.all(out == -5.0)
+        xs = inputs(world_size, (33,), torch.float32, 3, dev, True)
+        assert_equal_or_close(comm.all_reduce(xs[rank]), ref.all_reduce_ref(xs), "after a mismatch")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def missing_rank_worker(rank: int, world_size: int) -> None:
+    """The last rank never calls: the others' waits give up and their check raises DeviceTimeout."""
+    heap, comm = _comm()
+    heap.max_spins = 4096  # give up sooner than the default (a test of the error, not of patience)
+    dev = heap.device
+    try:
+        if rank != world_size - 1:
+            comm.all_reduce(torch.ones(8, device=dev))
+            with pytest.raises(shmem.DeviceTimeout, match="gave up"):
+                comm.check()
+    finally:
+        heap.close()

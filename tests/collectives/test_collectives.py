@@ -1,0 +1,47 @@
+"""Collectives on the symmetric heap at world sizes 1-4 and 8 (3 included): one process per rank (CPU
+processes under the Triton interpreter in CI, GPUs over NCCL where there are enough)."""
+
+import pytest
+import torch
+
+from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker,
+                              missing_rank_worker, mismatch_worker, rms_norm_worker, run_world)
+
+ALL_DTYPES = FLOATS + INTS
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
+def test_every_collective(world_size):
+    # sizes 1, 17, 1000 and a multiple of the interpreter's tile (256); every op on the small sizes
+    run_world(collectives_worker, world_size, (1, 17, 1000, 512), ALL_DTYPES, world_size <= 2)
+
+
+@pytest.mark.parametrize("world_size", [3, 4], ids=lambda w: f"ws{w}")
+def test_every_op_at_odd_world_sizes(world_size):
+    run_world(collectives_worker, world_size, (17,), (torch.float32, torch.int32, torch.bfloat16), True)
+
+
+def test_world_size_8():
+    run_world(collectives_worker, 8, (17, 300), (torch.float32, torch.int64), False)
+
+
+@pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
+def test_fifty_calls_back_to_back(world_size):
+    run_world(back_to_back_worker, world_size, 50)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3], ids=lambda w: f"ws{w}")
+def test_all_reduce_rms_norm(world_size):
+    run_world(rms_norm_worker, world_size)
+
+
+def test_bad_input_names_the_argument():
+    run_world(bad_input_worker, 2)
+
+
+def test_ranks_with_different_sizes_raise_on_every_rank():
+    run_world(mismatch_worker, 2)
+
+
+def test_a_rank_that_never_calls_times_out_the_others():
+    run_world(missing_rank_worker, 3)
