@@ -224,3 +224,33 @@ def missing_rank_worker(rank: int, world_size: int) -> None:
                 comm.check()
     finally:
         heap.close()
+
+
+def graph_worker(rank: int, world_size: int) -> None:
+    """A CUDA graph of all-reduces (both algorithms), all-gather and the fused RMSNorm, replayed with new
+    data copied into the captured inputs each time: every replay gives that data's result."""
+    heap, comm = _comm()
+    dev = heap.device
+    try:
+        x = torch.empty(1000, device=dev)
+        outs = [torch.empty_like(x) for _ in range(2)]
+        gathered = torch.empty(world_size * 1000, device=dev)
+        for algorithm, out in zip(("one_shot", "two_shot"), outs):  # compile outside the capture
+            comm.all_reduce(x, out=out, algorithm=algorithm)
+        comm.all_gather(x, out=gathered)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for algorithm, out in zip(("one_shot", "two_shot"), outs):
+                comm.all_reduce(x, out=out, algorithm=algorithm)
+            comm.all_gather(x, out=gathered)
+        for replay in range(10):
+            xs = inputs(world_size, (1000,), torch.float32, 900 + replay, dev, True)
+            x.copy_(xs[rank])
+            graph.replay()
+            for out in outs:
+                assert_equal_or_close(out, ref.all_reduce_ref(xs), f"graph replay {replay}")
+            assert_equal_or_close(gathered, ref.all_gather_ref(xs), f"graph all_gather replay {replay}")
+        comm.check()
+    finally:
+        heap.close()

@@ -4,7 +4,7 @@ processes under the Triton interpreter in CI, GPUs over NCCL where there are eno
 import pytest
 import torch
 
-from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker,
+from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker, graph_worker,
                               missing_rank_worker, mismatch_worker, rms_norm_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
@@ -45,3 +45,8 @@ def test_ranks_with_different_sizes_raise_on_every_rank():
 
 def test_a_rank_that_never_calls_times_out_the_others():
     run_world(missing_rank_worker, 3)
+
+
+@pytest.mark.gpu
+def test_cuda_graph_replays_with_new_data():
+    run_world(graph_worker, 2)

@@ -7,6 +7,7 @@ Each suite is a module ``tritium.bench.<suite>`` with ``add_arguments(parser)`` 
 SUITES = {
     "attention": "tritium.bench.attention",
     "shmem": "tritium.bench.shmem",
+    "collectives": "tritium.bench.collectives",
     "engine": "tritium.bench.engine",
     "engine-ablate": "tritium.bench.engine_ablate",
     "gemv": "tritium.bench.gemv",

@@ -1,0 +1,237 @@
+"""Collectives benchmark: tritium's Communicator against NCCL and PyTorch symmetric memory, same run.
+
+    python -m tritium.bench collectives [--out FILE] [--world-size N] [--sizes 8K,16K,...] [--iters 20]
+
+One process per GPU (``tritium.shmem.launch``, NCCL). For each bf16 message size: all-reduce with
+tritium (auto, one-shot, two-shot), NCCL (``torch.distributed``) and torch symmetric memory
+(``torch.ops.symm_mem.one_shot_all_reduce`` / ``two_shot_all_reduce_``, where present), each eager and
+captured in a CUDA graph; all-gather and reduce-scatter (tritium vs NCCL); and the fused all-reduce +
+residual + RMSNorm (hidden 8192) against tritium's all-reduce alone. Latency: ``--iters`` calls back to
+back (a graph of them, for the graph rows) timed by CUDA events, median over ``--reps``, max over ranks
+(a fixed count on every rank, a barrier before: ``do_bench`` picks its count per process and hangs
+multi-rank code). Bus bandwidth as nccl-tests defines it. Without GPUs it runs tiny sizes on CPU ranks
+under the interpreter (gloo), as a smoke test.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+import tritium.collectives as coll
+import tritium.shmem as shmem
+from tritium.bench.common import header, print_table
+from tritium.runtime import interpreting
+
+DEFAULT_SIZES = "8K,16K,64K,256K,1M,4M,16M,64M,256M"
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--world-size", type=int, default=None, help="ranks (default: every visible GPU)")
+    parser.add_argument("--sizes", default=None, help=f"message sizes per rank (default {DEFAULT_SIZES}; 1K,4K on CPU)")
+    parser.add_argument("--iters", type=int, default=20, help="calls per timing")
+    parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
+    parser.add_argument("--timeout", type=float, default=500.0, help="seconds before the ranks are stopped")
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B").rstrip("I")
+    if text and text[-1] in _UNITS:
+        return int(float(text[:-1]) * _UNITS[text[-1]])
+    return int(text)
+
+
+def _label(nbytes: int) -> str:
+    for unit, size in (("M", 1 << 20), ("K", 1 << 10)):
+        if nbytes >= size and nbytes % size == 0:
+            return f"{nbytes // size}{unit}"
+    return str(nbytes)
+
+
+def _sync(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time_us(fn, device, iters: int, reps: int) -> float:
+    """Median over ``reps`` of (``iters`` calls of ``fn``) / iters, in us, max over ranks."""
+    import time
+
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        _sync(device)
+        if device.type == "cuda":
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(iters):
+                fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) * 1e3 / iters)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            times.append((time.perf_counter() - t0) * 1e6 / iters)
+    times.sort()
+    t = torch.tensor([times[len(times) // 2]], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def _graph_us(fn, device, iters: int, reps: int) -> float | None:
+    """The same, with the ``iters`` calls captured in one CUDA graph and replayed."""
+    if device.type != "cuda":
+        return None
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    dist.barrier()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            fn()
+    graph.replay()
+    return _time_us(graph.replay, device, 1, reps) / iters
+
+
+def _symm_mem(x: torch.Tensor):
+    """(one_shot, two_shot) callables of torch symmetric memory on a copy of ``x``, or None."""
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+
+        group = dist.group.WORLD.group_name
+        t = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
+        t.copy_(x)
+        symm_mem.rendezvous(t, group)
+        one = lambda: torch.ops.symm_mem.one_shot_all_reduce(t, "sum", group)  # noqa: E731
+        two = lambda: torch.ops.symm_mem.two_shot_all_reduce_(t, "sum", group)  # noqa: E731
+        one(), two()
+        return one, two
+    except Exception as e:  # not built with symmetric memory, or not on this GPU
+        print(f"torch symmetric memory unavailable: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        return None
+
+
+def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int, path: str) -> None:
+    device = torch.device("cuda", rank) if not interpreting() else torch.device("cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    hidden = 8192 if device.type == "cuda" else 256
+    max_bytes = max(max(sizes), 64 * hidden * torch.tensor([], dtype=dtype).element_size())
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size) + (16 << 20))
+    comm = coll.Communicator(heap, max_bytes=max_bytes)
+    rows = []
+    try:
+        for nbytes in sizes:
+            n = nbytes // torch.tensor([], dtype=dtype).element_size()
+            x = torch.randn(n, device=device).to(dtype)
+            out = torch.empty_like(x)
+            want = x.clone()
+            dist.all_reduce(want)
+            row = {"bytes": nbytes, "size": _label(nbytes)}
+            cases = {f"tritium {a}": (lambda a=a: comm.all_reduce(x, out=out, algorithm=a))
+                     for a in ("auto", "one_shot", "two_shot")}
+            cases["nccl"] = lambda: dist.all_reduce(out)
+            sm = _symm_mem(x) if device.type == "cuda" else None
+            if sm is not None:
+                cases["symm one_shot"], cases["symm two_shot"] = sm
+            comm.all_reduce(x, out=out)
+            _sync(device)
+            err = ((out.float() - want.float()).norm() / want.float().norm()).item()
+            comm.check()
+            row["tritium_rel_err"] = err
+            for name, fn in cases.items():
+                fn()
+                row[f"{name} us"] = _time_us(fn, device, iters, reps)
+                row[f"{name} graph us"] = _graph_us(fn, device, iters, reps)
+            comm.check()
+            row["algorithm_auto"] = coll.select_all_reduce(nbytes, world_size)
+            t_nccl = row["nccl graph us"] or row["nccl us"]
+            for name in ("tritium auto", "nccl"):
+                t = row[f"{name} graph us"] or row[f"{name} us"]
+                row[f"{name} busbw GB/s"] = 2 * (world_size - 1) / world_size * nbytes / t / 1e3
+            row["tritium/nccl (graph)"] = (row["tritium auto graph us"] or row["tritium auto us"]) / t_nccl
+            # all-gather and reduce-scatter: per-rank input of nbytes / world_size (gathered: nbytes)
+            chunk = x[: n // world_size * world_size]
+            part = chunk[: n // world_size]
+            gathered = torch.empty_like(chunk)
+            scattered = torch.empty_like(part)
+            gather_cases = {"tritium all_gather": lambda: comm.all_gather(part, out=gathered),
+                            "nccl all_gather": lambda: dist.all_gather_into_tensor(gathered, part),
+                            "tritium reduce_scatter": lambda: comm.reduce_scatter(chunk, out=scattered),
+                            "nccl reduce_scatter": lambda: dist.reduce_scatter_tensor(scattered, chunk)}
+            if device.type != "cuda":  # gloo has neither
+                gather_cases = {k: v for k, v in gather_cases.items() if k.startswith("tritium")}
+            for name, fn in gather_cases.items():
+                fn()
+                t = _graph_us(fn, device, iters, reps) or _time_us(fn, device, iters, reps)
+                row[f"{name} us"] = t
+                row[f"{name} busbw GB/s"] = (world_size - 1) / world_size * chunk.numel() * chunk.element_size() / t / 1e3
+            comm.check()
+            rows.append(row)
+            if rank == 0:
+                print(f"  {row['size']:>5}: tritium {row['tritium auto graph us'] or row['tritium auto us']:.1f} us "
+                      f"(one {row['tritium one_shot graph us'] or row['tritium one_shot us']:.1f}, two "
+                      f"{row['tritium two_shot graph us'] or row['tritium two_shot us']:.1f}), nccl "
+                      f"{row['nccl graph us'] or row['nccl us']:.1f} us", flush=True)
+        fused = []
+        for tokens in (1, 8, 64):
+            x = torch.randn(tokens, hidden, device=device).to(dtype)
+            residual = torch.randn_like(x)
+            weight = torch.ones(hidden, device=device, dtype=dtype)
+            out = torch.empty_like(x)
+            fns = {"all_reduce": lambda: comm.all_reduce(x, out=out),
+                   "all_reduce_rms_norm": lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)}
+            entry = {"tokens": tokens, "hidden": hidden}
+            for name, fn in fns.items():
+                fn()
+                entry[f"{name} us"] = _graph_us(fn, device, iters, reps) or _time_us(fn, device, iters, reps)
+            entry["extra us"] = entry["all_reduce_rms_norm us"] - entry["all_reduce us"]
+            fused.append(entry)
+        comm.check()
+        if rank == 0:
+            import json
+
+            with open(path, "w") as f:
+                json.dump({"all_reduce": rows, "all_reduce_rms_norm": fused}, f)
+    finally:
+        heap.close()
+
+
+def run(args) -> dict:
+    gpus = 0 if interpreting() else torch.cuda.device_count()
+    world_size = args.world_size or max(gpus, 2)
+    if gpus and world_size > gpus:
+        raise SystemExit(f"--world-size {world_size}: only {gpus} GPUs visible")
+    sizes = [parse_size(s) for s in (args.sizes or (DEFAULT_SIZES if gpus else "1K,4K")).split(",")]
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        shmem.launch(_worker, world_size, sizes, args.iters, args.reps, path, timeout=args.timeout)
+        import json
+
+        with open(path) as f:
+            data = json.load(f)
+    finally:
+        os.unlink(path)
+    result = {"header": header(), "suite": "collectives", "world_size": world_size, "dtype": "bf16" if gpus else "fp32",
+              "iters": args.iters, "reps": args.reps, **data}
+    cols = ["size", "tritium auto graph us", "tritium one_shot graph us", "tritium two_shot graph us", "nccl graph us",
+            "symm one_shot graph us", "symm two_shot graph us", "tritium/nccl (graph)", "tritium auto busbw GB/s",
+            "nccl busbw GB/s", "tritium all_gather busbw GB/s", "nccl all_gather busbw GB/s",
+            "tritium reduce_scatter busbw GB/s", "nccl reduce_scatter busbw GB/s"]
+    if not gpus:
+        cols = ["size", "tritium auto us", "tritium one_shot us", "tritium two_shot us", "nccl us"]
+    h = result["header"]
+    print_table(data["all_reduce"], cols, title=f"collectives: {world_size} ranks | {h.get('gpu') or 'cpu'}, "
+                f"torch {h['torch']}, triton {h['triton']}, {h['date']}")
+    print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us"],
+                title="all_reduce + residual + RMSNorm (fused) vs all_reduce alone")
+    return result
