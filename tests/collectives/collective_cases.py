@@ -76,8 +76,9 @@ def collectives_worker(rank: int, world_size: int, sizes: tuple[int, ...], dtype
                 xs = inputs(world_size, (n,), dtype, seed, dev, integers)
                 x = xs[rank]
                 ops = ("sum", "max", "min") + (("avg",) if dtype in FLOATS else ())
+                algorithms = ("one_shot", "two_shot") + (("lamport",) if dtype in (torch.float16, torch.bfloat16) else ())
                 for op in ops if full else ("sum",):
-                    for algorithm in ("one_shot", "two_shot"):
+                    for algorithm in algorithms:
                         poisoned = torch.full_like(x, 77)
                         out = comm.all_reduce(x, op=op, out=poisoned, algorithm=algorithm)
                         assert out is poisoned
@@ -120,16 +121,22 @@ def back_to_back_worker(rank: int, world_size: int, calls: int) -> None:
     try:
         for i in range(calls):
             n = 1 + (i * 37) % 300
-            xs = inputs(world_size, (n,), torch.float32, 500 + i, dev, True)
-            if i % 3 == 0:
+            dtype = torch.bfloat16 if i % 4 == 3 else torch.float32
+            xs = inputs(world_size, (n,), dtype, 500 + i, dev, True)
+            if i % 4 == 0:
                 outs.append(comm.all_reduce(xs[rank], algorithm="one_shot"))
                 wants.append(ref.all_reduce_ref(xs))
-            elif i % 3 == 1:
+            elif i % 4 == 1:
                 outs.append(comm.all_reduce(xs[rank], algorithm="two_shot"))
                 wants.append(ref.all_reduce_ref(xs))
-            else:
+            elif i % 4 == 2:
                 outs.append(comm.all_gather(xs[rank]))
                 wants.append(ref.all_gather_ref(xs))
+            else:  # Lamport: its buffers rotate by threes, with the sizes changing
+                for x in xs:  # every rank sends a -0.0, which goes as +0.0 (-0.0 marks an empty slot)
+                    x[0] = -0.0
+                outs.append(comm.all_reduce(xs[rank], algorithm="lamport"))
+                wants.append(ref.all_reduce_ref(xs))
         for i, (out, want) in enumerate(zip(outs, wants)):
             assert_equal_or_close(out, want, f"call {i}")
         comm.check()
@@ -168,6 +175,7 @@ def bad_input_worker(rank: int, world_size: int) -> None:
         (lambda: comm.all_reduce(x, op="prod"), ValueError, "op must be one of sum, max, min, avg"),
         (lambda: comm.all_reduce(x.long(), op="avg"), ValueError, "op 'avg' needs a floating-point tensor"),
         (lambda: comm.all_reduce(x, algorithm="ring"), ValueError, "algorithm must be one of"),
+        (lambda: comm.all_reduce(x, algorithm="lamport"), ValueError, "'lamport' takes float16/bfloat16 messages"),
         (lambda: comm.all_reduce(torch.ones(MAX_BYTES, device=dev)), ValueError, "make it with max_bytes >= 262144"),
         (lambda: comm.all_reduce(x, out=torch.empty(9, device=dev)), ValueError, r"out must be \(8,\)"),
         (lambda: comm.all_reduce(x, out=torch.empty(8, device=dev, dtype=torch.float16)), ValueError, "out must be"),
@@ -235,21 +243,27 @@ def graph_worker(rank: int, world_size: int) -> None:
         x = torch.empty(1000, device=dev)
         outs = [torch.empty_like(x) for _ in range(2)]
         gathered = torch.empty(world_size * 1000, device=dev)
+        xb = torch.empty(1000, device=dev, dtype=torch.bfloat16)
+        outb = torch.empty_like(xb)
         for algorithm, out in zip(("one_shot", "two_shot"), outs):  # compile outside the capture
             comm.all_reduce(x, out=out, algorithm=algorithm)
         comm.all_gather(x, out=gathered)
+        comm.all_reduce(xb, out=outb, algorithm="lamport")
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for algorithm, out in zip(("one_shot", "two_shot"), outs):
                 comm.all_reduce(x, out=out, algorithm=algorithm)
             comm.all_gather(x, out=gathered)
+            comm.all_reduce(xb, out=outb, algorithm="lamport")
         for replay in range(10):
             xs = inputs(world_size, (1000,), torch.float32, 900 + replay, dev, True)
             x.copy_(xs[rank])
+            xb.copy_(xs[rank])
             graph.replay()
             for out in outs:
                 assert_equal_or_close(out, ref.all_reduce_ref(xs), f"graph replay {replay}")
+            assert_equal_or_close(outb, ref.all_reduce_ref([t.bfloat16() for t in xs]), f"graph lamport {replay}")
             assert_equal_or_close(gathered, ref.all_gather_ref(xs), f"graph all_gather replay {replay}")
         comm.check()
     finally:

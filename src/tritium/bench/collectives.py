@@ -136,8 +136,10 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             want = x.clone()
             dist.all_reduce(want)
             row = {"bytes": nbytes, "size": _label(nbytes)}
-            cases = {f"tritium {a}": (lambda a=a: comm.all_reduce(x, out=out, algorithm=a))
-                     for a in ("auto", "one_shot", "two_shot")}
+            algorithms = ("auto", "one_shot", "two_shot")
+            if dtype in (torch.float16, torch.bfloat16) and nbytes <= comm.lamport_bytes:
+                algorithms += ("lamport",)
+            cases = {f"tritium {a}": (lambda a=a: comm.all_reduce(x, out=out, algorithm=a)) for a in algorithms}
             cases["nccl"] = lambda: dist.all_reduce(out)
             sm = _symm_mem(x) if device.type == "cuda" else None
             if sm is not None:
@@ -152,7 +154,7 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
                 row[f"{name} us"] = _time_us(fn, device, iters, reps)
                 row[f"{name} graph us"] = _graph_us(fn, device, iters, reps)
             comm.check()
-            row["algorithm_auto"] = coll.select_all_reduce(nbytes, world_size)
+            row["algorithm_auto"] = coll.select_all_reduce(nbytes, world_size, dtype, comm.lamport_bytes)
             t_nccl = row["nccl graph us"] or row["nccl us"]
             for name in ("tritium auto", "nccl"):
                 t = row[f"{name} graph us"] or row[f"{name} us"]
@@ -223,7 +225,8 @@ def run(args) -> dict:
         os.unlink(path)
     result = {"header": header(), "suite": "collectives", "world_size": world_size, "dtype": "bf16" if gpus else "fp32",
               "iters": args.iters, "reps": args.reps, **data}
-    cols = ["size", "tritium auto graph us", "tritium one_shot graph us", "tritium two_shot graph us", "nccl graph us",
+    cols = ["size", "tritium auto graph us", "tritium lamport graph us", "tritium one_shot graph us",
+            "tritium two_shot graph us", "nccl graph us",
             "symm one_shot graph us", "symm two_shot graph us", "tritium/nccl (graph)", "tritium auto busbw GB/s",
             "nccl busbw GB/s", "tritium all_gather busbw GB/s", "nccl all_gather busbw GB/s",
             "tritium reduce_scatter busbw GB/s", "nccl reduce_scatter busbw GB/s"]

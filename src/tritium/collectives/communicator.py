@@ -20,7 +20,9 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INT_DTYPES = (torch.int32, torch.int64)
 DTYPES = FLOAT_DTYPES + INT_DTYPES
 OPS = {"sum": K.OP_SUM, "max": K.OP_MAX, "min": K.OP_MIN, "avg": K.OP_SUM}
-ALGORITHMS = ("auto", "one_shot", "two_shot")
+ALGORITHMS = ("auto", "one_shot", "two_shot", "lamport")
+LAMPORT_DTYPES = (torch.float16, torch.bfloat16)
+LAMPORT_MAX_BYTES = 1 << 20  # per-rank message capacity of the Lamport buffers (3 x world_size x this)
 _ALIGN = 256
 
 
@@ -28,14 +30,18 @@ class CollectiveMismatch(ValueError):
     """Ranks called a collective with different sizes (detected on the device, raised by ``check``)."""
 
 
-def select_all_reduce(nbytes: int, world_size: int) -> str:
-    """The all-reduce algorithm for a message of ``nbytes`` on ``world_size`` ranks.
+def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.bfloat16,
+                      lamport_bytes: int = LAMPORT_MAX_BYTES) -> str:
+    """The all-reduce algorithm for a message of ``nbytes`` of ``dtype`` on ``world_size`` ranks.
 
-    NOTE: the crossover is not yet measured on our own kernels; 256 KiB is where torch symmetric memory's
-    two-shot overtakes its one-shot inside CUDA graphs on 2x H200 (8.2 vs 7.4 us at 256 KiB, 13.1 vs 10.1
-    us at 1 MiB; ../shared/ANCHORS.md). One-shot reads (W-1) x the message from peers, two-shot about 2 x
-    (W-1)/W x, so two-shot wins once bandwidth, not flag latency, dominates."""
-    if world_size <= 2 and nbytes < (256 << 10) or nbytes < (64 << 10):
+    NOTE: 2x H200, bf16, inside CUDA graphs (bench/results/collectives-NVIDIA-H200-x2.json, first run):
+    one-shot beat two-shot at every size from 8 KiB (8.3 vs 10.3 us) to 256 MiB (1.35 vs 1.58 ms), so two
+    ranks never take two-shot; with more ranks one-shot reads (W-1) x the message and two-shot about
+    2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
+    Lamport (16-bit floats, up to its buffers' capacity) skips the flag round of the other two."""
+    if dtype in LAMPORT_DTYPES and nbytes <= lamport_bytes:
+        return "lamport"
+    if world_size <= 2 or nbytes < (1 << 20):
         return "one_shot"
     return "two_shot"
 
@@ -62,6 +68,9 @@ class Communicator:
         self._res = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._flags = heap.zeros((2, self.world_size), torch.int64)
         self._state = heap.zeros((K.S_SIZES + 4 * self.world_size,), torch.int64)
+        self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
+        self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), K.SENTINEL16, torch.int16)
+        self._lstate = heap.zeros((5,), torch.int64)
         heap.barrier()
         default = 1 if interpreting() else num_sms(self.device)
         self.max_programs = default if max_programs is None else int(max_programs)
@@ -73,7 +82,8 @@ class Communicator:
     @staticmethod
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
-        return 4 * (-(-max_bytes // _ALIGN) * _ALIGN) + _ALIGN * (2 + world_size)
+        aligned = -(-max_bytes // _ALIGN) * _ALIGN
+        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + _ALIGN * (3 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------
     def _check_tensor(self, name: str, t, numel: int | None = None) -> None:
@@ -158,11 +168,21 @@ class Communicator:
         out = self._out(out, tuple(x.shape), x)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+        nbytes = x.numel() * x.element_size()
         if algorithm == "auto":
-            algorithm = select_all_reduce(x.numel() * x.element_size(), self.world_size)
+            algorithm = select_all_reduce(nbytes, self.world_size, x.dtype, self.lamport_bytes)
         if algorithm == "one_shot" or self.world_size == 1:
             return self._launch(K.ALL_REDUCE, x, out, x.numel(), op=code, avg=avg)
         if x.numel() == 0:
+            return out
+        if algorithm == "lamport":
+            if x.dtype not in LAMPORT_DTYPES or nbytes > self.lamport_bytes:
+                raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {self.lamport_bytes} "
+                                 f"bytes, got {nbytes} bytes of {x.dtype}")
+            K._lamport_all_reduce_kernel[self._grid(x.numel())](
+                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases,
+                x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
+                OP=code, AVG=avg, BLOCK=self._block, num_warps=4)
             return out
         half = self.max_bytes // x.element_size()
         K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size))](

@@ -293,3 +293,74 @@ def _all_reduce_rms_norm_kernel(
             y = (hf * rstd).to(dtype).to(tl.float32) * w
             tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=cmask)
     finish(state_ptr, num_programs, 1)
+
+
+# -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------
+SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
+_SENTINEL16 = tl.constexpr(SENTINEL16)
+_L_CALLS, _L_TICKET, _L_COUNTS = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+
+
+@triton.jit
+def _lamport_all_reduce_kernel(
+    # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
+    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
+    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases,
+    # sizes
+    n, rank, world_size, capacity, max_spins,
+    # meta-parameters
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
+    ``rank`` of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
+    element of any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer
+    ``(c + 2) % 3``, which held call c - 1's data. A peer is at most one call ahead (it cannot finish call
+    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one."""
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    calls = tl.load(lstate_ptr + _L_CALLS)
+    buf = lam_ptr + (calls % 3) * world_size * capacity
+    old = (calls + 2) % 3
+    old_n = tl.load(lstate_ptr + _L_COUNTS + old)
+    offs = tl.arange(0, BLOCK)
+    timeouts = tl.zeros([], tl.int32)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
+        bits = tl.load(x_bits_ptr + idx, mask=mask)
+        bits = tl.where(bits == _SENTINEL16, 0, bits)
+        for dst in range(0, world_size):
+            tl.store(translate(buf + rank * n + idx, rank, dst, bases), bits, mask=mask)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
+        acc = tl.zeros([BLOCK], tl.float32)
+        for src in range(0, world_size):
+            ptrs = buf + src * n + idx
+            bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+            spins = 0
+            while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
+                bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+                spins += 1
+            timeouts += (spins >= max_spins).to(tl.int32)
+            value = bits.to(out_ptr.dtype.element_ty, bitcast=True).to(tl.float32)
+            if src == 0:
+                acc = value
+            else:
+                acc = combine(acc, value, OP)
+        if AVG:
+            acc = acc / world_size
+        tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if timeouts > 0:
+        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+    # reset what call c - 1 wrote (every slot of the old buffer), this program's share
+    old_buf = lam_ptr + old * world_size * capacity
+    for start in range(pid * BLOCK, world_size * old_n, num_programs * BLOCK):
+        idx = start + offs
+        tl.store(old_buf + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < world_size * old_n)
+    tl.debug_barrier()
+    done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
+    if done == num_programs - 1:
+        tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
+        tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")
