@@ -38,8 +38,9 @@ def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.b
     one-shot beat two-shot at every size from 8 KiB (8.3 vs 10.3 us) to 256 MiB (1.35 vs 1.58 ms), so two
     ranks never take two-shot; with more ranks one-shot reads (W-1) x the message and two-shot about
     2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
-    Lamport (16-bit floats, up to its buffers' capacity) skips the flag round of the other two."""
-    if dtype in LAMPORT_DTYPES and nbytes <= lamport_bytes:
+    Lamport (16-bit floats) skips the flag round of the other two: second run, 8 KiB 5.7 vs one-shot 6.4
+    us, 256 KiB 6.9 vs 7.7, but 1 MiB 13.0 vs 10.6 (its pushes go out as 2-byte stores), so up to 256 KiB."""
+    if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 256 << 10):
         return "lamport"
     if world_size <= 2 or nbytes < (1 << 20):
         return "one_shot"
@@ -76,7 +77,6 @@ class Communicator:
         self.max_programs = default if max_programs is None else int(max_programs)
         if self.max_programs < 1 or (interpreting() and self.max_programs != 1):
             raise ValueError(f"max_programs must be >= 1 (1 under the Triton interpreter), got {max_programs!r}")
-        self._block = 256 if interpreting() else 2048
         self._world_pow2 = triton.next_power_of_2(self.world_size)
 
     @staticmethod
@@ -143,19 +143,33 @@ class Communicator:
                                      f"elements ({mismatches} time(s)); every rank must pass the same sizes")
 
     # -- launches ------------------------------------------------------------------------------------------
-    def _grid(self, work: int) -> tuple[int]:
-        return (max(1, min(self.max_programs, triton.cdiv(work, self._block))),)
+    @staticmethod
+    def tile(nbytes: int) -> tuple[int, int]:
+        """(elements a program moves per step, warps) for a message of ``nbytes``.
+
+        NOTE: 2x H200, bf16, in graphs: 2048-element tiles, 4 warps gave 8 KiB in 5.7 us but 256 MiB in
+        1.32 ms (203 GB/s from the peer, NCCL 301): one 4 KiB tile in flight per program cannot cover
+        NVLink's latency, so messages from 4 MiB take 8192-element tiles and 8 warps (four times the
+        bytes in flight per SM)."""
+        if interpreting():
+            return 256, 4
+        return (8192, 8) if nbytes >= (4 << 20) else (2048, 4)
+
+    def _grid(self, work: int, block: int) -> tuple[int]:
+        return (max(1, min(self.max_programs, triton.cdiv(work, block))),)
 
     def _launch(self, kind: int, x: torch.Tensor, out: torch.Tensor, n_out: int, *, op: int = K.OP_SUM,
                 avg: bool = False, src: int = 0) -> torch.Tensor:
         if x.numel() == 0:
             return out
         half = self.max_bytes // x.element_size()
-        K._collective_kernel[self._grid(max(n_out, 1))](
+        block, warps = self.tile(x.numel() * x.element_size())
+        K._collective_kernel[self._grid(max(n_out, 1), block)](
             x, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
             x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins,
-            KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=self._block,
-            WORLD_POW2=self._world_pow2, num_warps=4)
+            KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block,
+            WORLD_POW2=self._world_pow2, HINT=block if n_out * x.element_size() % 16 == 0 else None,
+            num_warps=warps)
         return out
 
     # -- collectives ---------------------------------------------------------------------------------------
@@ -179,17 +193,19 @@ class Communicator:
             if x.dtype not in LAMPORT_DTYPES or nbytes > self.lamport_bytes:
                 raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {self.lamport_bytes} "
                                  f"bytes, got {nbytes} bytes of {x.dtype}")
-            K._lamport_all_reduce_kernel[self._grid(x.numel())](
+            block, warps = self.tile(nbytes)
+            K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
                 x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases,
                 x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
-                OP=code, AVG=avg, BLOCK=self._block, num_warps=4)
+                OP=code, AVG=avg, BLOCK=block, num_warps=warps)
             return out
         half = self.max_bytes // x.element_size()
-        K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size))](
+        block, warps = self.tile(nbytes)
+        K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size), block)](
             x, out, self._buf.view(x.dtype), self._res.view(x.dtype), self._flags, self._state, self.heap.bases,
             x.numel(), self.rank, self.world_size, half, self.heap.max_spins,
-            OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=self._block, WORLD_POW2=self._world_pow2,
-            num_warps=4)
+            OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block, WORLD_POW2=self._world_pow2,
+            num_warps=warps)
         return out
 
     def all_gather(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -246,5 +262,7 @@ class Communicator:
         K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
             x, residual, weight, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
             rows, hidden, float(eps), self.rank, self.world_size, half, self.heap.max_spins,
-            BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2, num_warps=8 if hidden > 4096 else 4)
+            BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2,
+            HINT=hidden if hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
+            num_warps=8 if hidden > 4096 else 4)
         return out

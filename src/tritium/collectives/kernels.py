@@ -28,7 +28,7 @@ counters (round 0 for staging, round 1 for the two-shot result push).
 import triton
 import triton.language as tl
 
-from tritium.shmem.device import translate
+from tritium.shmem.device import remote, translate
 
 # state words (host copies; kernels read the constexpr twins)
 S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH, S_SIZES = 0, 1, 2, 3, 4, 5, 6
@@ -116,13 +116,15 @@ def _load_acc(ptr, mask, IS_FLOAT: tl.constexpr):
 
 
 @triton.jit
-def reduce_tile(buf_ptr, idx, mask, rank, world_size, bases, OP: tl.constexpr, IS_FLOAT: tl.constexpr):
+def reduce_tile(buf_ptr, idx, mask, rank, world_size, bases, OP: tl.constexpr, IS_FLOAT: tl.constexpr,
+                HINT: tl.constexpr = None):
     """Elementwise reduction over every rank of the staged tile ``buf_ptr + idx`` (idx: a block of
     offsets), in fp32 for floats (``IS_FLOAT``) and in the integer type itself for ints; ranks in the
-    same order on every rank, so every rank gets bit-identical results."""
-    acc = _load_acc(translate(buf_ptr + idx, rank, 0, bases), mask, IS_FLOAT)
+    same order on every rank, so every rank gets bit-identical results. ``HINT``: the tile is runs of
+    ``HINT`` contiguous elements starting on 16-byte boundaries (keeps vector loads from peers)."""
+    acc = _load_acc(remote(buf_ptr + idx, rank, 0, bases, HINT), mask, IS_FLOAT)
     for src in range(1, world_size):
-        acc = combine(acc, _load_acc(translate(buf_ptr + idx, rank, src, bases), mask, IS_FLOAT), OP)
+        acc = combine(acc, _load_acc(remote(buf_ptr + idx, rank, src, bases, HINT), mask, IS_FLOAT), OP)
     return acc
 
 
@@ -171,7 +173,7 @@ def _collective_kernel(
     n_in, n_out, rank, world_size, src, half, max_spins,
     # meta-parameters
     KIND: tl.constexpr, OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
-    WORLD_POW2: tl.constexpr,
+    WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None,
 ):
     """One-round collectives (``KIND``): one-shot all-reduce, reduce-scatter, all-gather, all-to-all,
     broadcast from ``src``. ``n_in``: elements this rank stages; ``n_out``: elements of the output chunk
@@ -187,25 +189,25 @@ def _collective_kernel(
             idx = start + offs
             mask = idx < n_out
             if KIND == 0:  # ALL_REDUCE
-                acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT)
+                acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT, BLOCK)
                 if AVG:
                     acc = acc / world_size
                 tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
-            elif KIND == 1:  # REDUCE_SCATTER: this rank's chunk
-                acc = reduce_tile(buf, rank * n_out + idx, mask, rank, world_size, bases, OP, IS_FLOAT)
+            elif KIND == 1:  # REDUCE_SCATTER: this rank's chunk (aligned when the chunk is: HINT)
+                acc = reduce_tile(buf, rank * n_out + idx, mask, rank, world_size, bases, OP, IS_FLOAT, HINT)
                 if AVG:
                     acc = acc / world_size
                 tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
             elif KIND == 2:  # ALL_GATHER: source s's elements to out[s * n_out:]
                 for s in range(0, world_size):
-                    value = tl.load(translate(buf + idx, rank, s, bases), mask=mask)
+                    value = tl.load(remote(buf + idx, rank, s, bases, BLOCK), mask=mask)
                     tl.store(out_ptr + s * n_out + idx, value, mask=mask)
             elif KIND == 3:  # ALL_TO_ALL: source s's chunk for this rank to out[s * n_out:]
                 for s in range(0, world_size):
-                    value = tl.load(translate(buf + rank * n_out + idx, rank, s, bases), mask=mask)
+                    value = tl.load(remote(buf + rank * n_out + idx, rank, s, bases, HINT), mask=mask)
                     tl.store(out_ptr + s * n_out + idx, value, mask=mask)
             else:  # BROADCAST
-                value = tl.load(translate(buf + idx, rank, src, bases), mask=mask)
+                value = tl.load(remote(buf + idx, rank, src, bases, BLOCK), mask=mask)
                 tl.store(out_ptr + idx, value, mask=mask)
     finish(state_ptr, num_programs, 1)
 
@@ -238,12 +240,12 @@ def _two_shot_all_reduce_kernel(
         for k in range(rank + world_size * pid, num_tiles, world_size * num_programs):
             idx = k * BLOCK + offs
             mask = idx < n
-            acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT)
+            acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT, BLOCK)
             if AVG:
                 acc = acc / world_size
             value = acc.to(out_ptr.dtype.element_ty)
             for dst in range(0, world_size):
-                tl.store(translate(res + idx, rank, dst, bases), value, mask=mask)
+                tl.store(remote(res + idx, rank, dst, bases, BLOCK), value, mask=mask)
     # round 1: every program of every rank has pushed its results
     base1 = tl.load(state_ptr + _S_BASE0 + 1)
     arrive(flags_ptr + world_size, state_ptr + _S_SIZES + 2 * world_size + parity * world_size, n, rank,
@@ -266,7 +268,7 @@ def _all_reduce_rms_norm_kernel(
     # sizes
     rows, hidden, eps, rank, world_size, half, max_spins,
     # meta-parameters
-    BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr,
+    BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None,
 ):
     """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` for x, residual, out
     ``[rows, hidden]`` contiguous: one-shot all-reduce of each row (fp32), then the RMSNorm of
@@ -283,7 +285,7 @@ def _all_reduce_rms_norm_kernel(
         w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
         for row in range(pid, rows, num_programs):
             idx = row * hidden + cols
-            acc = reduce_tile(buf, idx, cmask, rank, world_size, bases, 0, True)
+            acc = reduce_tile(buf, idx, cmask, rank, world_size, bases, 0, True, HINT)
             r = tl.load(residual_ptr + idx, mask=cmask, other=0.0)
             dtype = r.dtype
             h = (acc.to(dtype).to(tl.float32) + r.to(tl.float32)).to(dtype)
@@ -312,7 +314,7 @@ def _lamport_all_reduce_kernel(
     OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
 ):
     """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
-    ``rank`` of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
+    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
     element of any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer
     ``(c + 2) % 3``, which held call c - 1's data. A peer is at most one call ahead (it cannot finish call
     c + 1 before this rank pushes it), so the buffer it may write next is always a clean one."""
@@ -330,13 +332,13 @@ def _lamport_all_reduce_kernel(
         bits = tl.load(x_bits_ptr + idx, mask=mask)
         bits = tl.where(bits == _SENTINEL16, 0, bits)
         for dst in range(0, world_size):
-            tl.store(translate(buf + rank * n + idx, rank, dst, bases), bits, mask=mask)
+            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
         idx = start + offs
         mask = idx < n
         acc = tl.zeros([BLOCK], tl.float32)
         for src in range(0, world_size):
-            ptrs = buf + src * n + idx
+            ptrs = buf + src * capacity + idx
             bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
             spins = 0
             while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
@@ -353,11 +355,13 @@ def _lamport_all_reduce_kernel(
         tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
-    # reset what call c - 1 wrote (every slot of the old buffer), this program's share
+    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
+    # program's share
     old_buf = lam_ptr + old * world_size * capacity
-    for start in range(pid * BLOCK, world_size * old_n, num_programs * BLOCK):
-        idx = start + offs
-        tl.store(old_buf + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < world_size * old_n)
+    for src in range(0, world_size):
+        for start in range(pid * BLOCK, old_n, num_programs * BLOCK):
+            idx = start + offs
+            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
     tl.debug_barrier()
     done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
     if done == num_programs - 1:
