@@ -323,7 +323,7 @@ def _lamport_all_reduce_kernel(
     calls = tl.load(lstate_ptr + _L_CALLS)
     buf = lam_ptr + (calls % 3) * world_size * capacity
     old = (calls + 2) % 3
-    old_n = tl.load(lstate_ptr + _L_COUNTS + old)
+    old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
     offs = tl.arange(0, BLOCK)
     timeouts = tl.zeros([], tl.int32)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
@@ -359,8 +359,8 @@ def _lamport_all_reduce_kernel(
     # program's share
     old_buf = lam_ptr + old * world_size * capacity
     for src in range(0, world_size):
-        for start in range(pid * BLOCK, old_n, num_programs * BLOCK):
-            idx = start + offs
+        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
+            idx = first + offs
             tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
     tl.debug_barrier()
     done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
