@@ -195,9 +195,9 @@ class Communicator:
                                  f"bytes, got {nbytes} bytes of {x.dtype}")
             block, warps = self.tile(nbytes)
             K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
-                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, out, out,
-                x.numel(), block, 0.0, self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
-                OP=code, AVG=avg, FUSE_RMS=False, BLOCK=block, HINT=block, num_warps=warps)
+                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases,
+                x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
+                OP=code, AVG=avg, BLOCK=block, num_warps=warps)
             return out
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(nbytes)
@@ -258,21 +258,11 @@ class Communicator:
         if x.numel() == 0:
             return out
         rows, hidden = x.shape
-        block = triton.next_power_of_2(hidden)
-        hint = hidden if hidden == block and hidden * x.element_size() % 16 == 0 else None
-        warps = 8 if hidden > 4096 else 4
-        if x.dtype in LAMPORT_DTYPES and x.numel() * x.element_size() <= min(self.lamport_bytes, 256 << 10):
-            # NOTE: the fused op follows the plain all-reduce's choice (select_all_reduce): with the
-            # flag protocol it cost 2.3-4.2 us more than a Lamport all-reduce at 1-8 tokens (2x H200)
-            K._lamport_all_reduce_kernel[(max(1, min(self.max_programs, rows)),)](
-                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, residual,
-                weight, x.numel(), hidden, float(eps), self.rank, self.world_size, self.lamport_bytes // 2,
-                self.heap.max_spins, OP=K.OP_SUM, AVG=False, FUSE_RMS=True, BLOCK=block, HINT=hint,
-                num_warps=warps)
-            return out
         half = self.max_bytes // x.element_size()
         K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
             x, residual, weight, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
             rows, hidden, float(eps), self.rank, self.world_size, half, self.heap.max_spins,
-            BLOCK=block, WORLD_POW2=self._world_pow2, HINT=hint, num_warps=warps)
+            BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2,
+            HINT=hidden if hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
+            num_warps=8 if hidden > 4096 else 4)
         return out

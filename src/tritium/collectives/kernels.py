@@ -306,42 +306,36 @@ _L_CALLS, _L_TICKET, _L_COUNTS = tl.constexpr(0), tl.constexpr(1), tl.constexpr(
 @triton.jit
 def _lamport_all_reduce_kernel(
     # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
-    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64);
-    # with FUSE_RMS also the residual [n / tile_len, tile_len] and the RMSNorm weight [tile_len]
-    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
+    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
+    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases,
     # sizes
-    n, tile_len, eps, rank, world_size, capacity, max_spins,
+    n, rank, world_size, capacity, max_spins,
     # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, FUSE_RMS: tl.constexpr, BLOCK: tl.constexpr, HINT: tl.constexpr = None,
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """One-shot all-reduce without a flag round: call c pushes this rank's tiles (``tile_len`` elements,
-    ``<= BLOCK``) straight into slot ``rank`` (``capacity`` elements a slot, so every slot starts aligned)
-    of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no element of
-    any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer ``(c + 2) % 3``, which
-    held call c - 1's data. A peer is at most one call ahead (it cannot finish call c + 1 before this rank
-    pushes it), so the buffer it may write next is always a clean one.
-
-    ``FUSE_RMS``: tiles are rows of a ``[rows, tile_len]`` tensor and each reduced row h goes on as in
-    ``all_reduce_rms_norm``: ``h += residual; residual <- h; out = rms_norm(h) * weight``."""
+    """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
+    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
+    element of any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer
+    ``(c + 2) % 3``, which held call c - 1's data. A peer is at most one call ahead (it cannot finish call
+    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     calls = tl.load(lstate_ptr + _L_CALLS)
     buf = lam_ptr + (calls % 3) * world_size * capacity
     old = (calls + 2) % 3
     old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
-    lanes = tl.arange(0, BLOCK)
-    num_tiles = tl.cdiv(n, tile_len)
+    offs = tl.arange(0, BLOCK)
     timeouts = tl.zeros([], tl.int32)
-    for t in range(pid, num_tiles, num_programs):
-        idx = t * tile_len + lanes
-        mask = (lanes < tile_len) & (idx < n)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
         bits = tl.load(x_bits_ptr + idx, mask=mask)
         bits = tl.where(bits == _SENTINEL16, 0, bits)
         for dst in range(0, world_size):
-            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, HINT), bits, mask=mask)
-    for t in range(pid, num_tiles, num_programs):
-        idx = t * tile_len + lanes
-        mask = (lanes < tile_len) & (idx < n)
+            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
         acc = tl.zeros([BLOCK], tl.float32)
         for src in range(0, world_size):
             ptrs = buf + src * capacity + idx
@@ -358,15 +352,6 @@ def _lamport_all_reduce_kernel(
                 acc = combine(acc, value, OP)
         if AVG:
             acc = acc / world_size
-        if FUSE_RMS:  # as _all_reduce_rms_norm_kernel
-            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-            dtype = r.dtype
-            h = (acc.to(dtype).to(tl.float32) + r.to(tl.float32)).to(dtype)
-            tl.store(residual_ptr + idx, h, mask=mask)
-            hf = h.to(tl.float32)
-            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / tile_len + eps)
-            w = tl.load(weight_ptr + lanes, mask=lanes < tile_len, other=0.0).to(tl.float32)
-            acc = (hf * rstd).to(dtype).to(tl.float32) * w
         tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
@@ -375,7 +360,7 @@ def _lamport_all_reduce_kernel(
     old_buf = lam_ptr + old * world_size * capacity
     for src in range(0, world_size):
         for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
-            idx = first + lanes
+            idx = first + offs
             tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
     tl.debug_barrier()
     done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
