@@ -6,13 +6,7 @@
 set -uo pipefail
 what=${1:-all}; shift || true
 cd "$(dirname "$0")/.."
-OUT=${OUT:-bench/results}
-mkdir -p "$OUT"
-export PYTHONPATH=src PYTHONUNBUFFERED=1
-# NVLink multicast can take a shared host's GPUs down: keep it off everywhere (launch() also does).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-ngpu=$(nvidia-smi -L | wc -l)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
+source "$(dirname "$0")/gpu_env.sh"
 status=0
 if [[ $what == tests || $what == all ]]; then
   timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider tests/collectives > "$OUT/collectives-tests-$gpu-x$ngpu.log" 2>&1
