@@ -71,7 +71,7 @@ class Communicator:
         self._state = heap.zeros((K.S_SIZES + 4 * self.world_size,), torch.int64)
         self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
         self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), K.SENTINEL16, torch.int16)
-        self._lstate = heap.zeros((5,), torch.int64)
+        self._lstate = heap.zeros((K.LAMPORT_STATE_WORDS,), torch.int64)
         heap.barrier()
         default = 1 if interpreting() else num_sms(self.device)
         self.max_programs = default if max_programs is None else int(max_programs)
@@ -195,8 +195,8 @@ class Communicator:
                                  f"bytes, got {nbytes} bytes of {x.dtype}")
             block, warps = self.tile(nbytes)
             K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
-                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases,
-                x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
+                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, out, out,
+                x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins, 1, 0.0,
                 OP=code, AVG=avg, BLOCK=block, num_warps=warps)
             return out
         half = self.max_bytes // x.element_size()
@@ -258,6 +258,17 @@ class Communicator:
         if x.numel() == 0:
             return out
         rows, hidden = x.shape
+        nbytes = x.numel() * x.element_size()
+        if select_all_reduce(nbytes, self.world_size, x.dtype, self.lamport_bytes) == "lamport":
+            # the plain all-reduce's Lamport path over flat tiles, residual added per tile, then the rows
+            # normalised after the launch's programs meet
+            block, warps = self.tile(nbytes)
+            K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
+                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, residual,
+                weight, x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
+                hidden, float(eps), OP=K.OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
+                ROW_BLOCK=triton.next_power_of_2(hidden), num_warps=8 if hidden > 4096 else warps)
+            return out
         half = self.max_bytes // x.element_size()
         K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
             x, residual, weight, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,

@@ -300,24 +300,31 @@ def _all_reduce_rms_norm_kernel(
 # -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------
 SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
 _SENTINEL16 = tl.constexpr(SENTINEL16)
-_L_CALLS, _L_TICKET, _L_COUNTS = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+_L_CALLS, _L_TICKET, _L_COUNTS, _L_ARRIVED = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(5)
+LAMPORT_STATE_WORDS = 6  # calls, ticket, element counts of the 3 buffers, programs past the reduction
 
 
 @triton.jit
 def _lamport_all_reduce_kernel(
     # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
     # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
-    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases,
+    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
     # sizes
-    n, rank, world_size, capacity, max_spins,
+    n, rank, world_size, capacity, max_spins, hidden, eps,
     # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
+    ROW_BLOCK: tl.constexpr = 16,
 ):
     """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
     ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
     element of any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer
     ``(c + 2) % 3``, which held call c - 1's data. A peer is at most one call ahead (it cannot finish call
-    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one."""
+    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one.
+
+    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
+    added to ``residual`` in place; then the programs of the launch wait for each other (a counter in the
+    Lamport state; all are resident on a GPU, one under the interpreter) and each normalises whole rows:
+    ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     calls = tl.load(lstate_ptr + _L_CALLS)
@@ -352,9 +359,32 @@ def _lamport_all_reduce_kernel(
                 acc = combine(acc, value, OP)
         if AVG:
             acc = acc / world_size
-        tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+        if FUSE_RMS:
+            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
+            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
+            tl.store(residual_ptr + idx, h, mask=mask)
+        else:
+            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+    if FUSE_RMS:
+        tl.debug_barrier()
+        tl.atomic_add(lstate_ptr + _L_ARRIVED, 1, sem="acq_rel", scope="gpu")
+        arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+        spins = 0
+        while (arrived < num_programs) & (spins < max_spins):
+            arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+            spins += 1
+        tl.debug_barrier()
+        cols = tl.arange(0, ROW_BLOCK)
+        cmask = cols < hidden
+        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+        for row in range(pid, n // hidden, num_programs):
+            h = tl.load(residual_ptr + row * hidden + cols, mask=cmask, other=0.0)
+            hf = h.to(tl.float32)
+            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
+            y = (hf * rstd).to(h.dtype).to(tl.float32) * w
+            tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
     # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
     # program's share
     old_buf = lam_ptr + old * world_size * capacity
@@ -366,5 +396,6 @@ def _lamport_all_reduce_kernel(
     done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
     if done == num_programs - 1:
         tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(lstate_ptr + _L_ARRIVED, 0, sem="relaxed", scope="gpu")
         tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
         tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")
