@@ -57,9 +57,9 @@ def assert_equal_or_close(out: torch.Tensor, want: torch.Tensor, what: str) -> N
         f"{(o - w).abs().flatten().argmax().item()}"
 
 
-def _comm(max_bytes: int = MAX_BYTES):
+def _comm(max_bytes: int = MAX_BYTES, **kwargs):
     heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, dist.get_world_size()) + (1 << 20))
-    return heap, coll.Communicator(heap, max_bytes=max_bytes)
+    return heap, coll.Communicator(heap, max_bytes=max_bytes, **kwargs)
 
 
 def collectives_worker(rank: int, world_size: int, sizes: tuple[int, ...], dtypes: tuple, full: bool) -> None:
@@ -139,6 +139,76 @@ def back_to_back_worker(rank: int, world_size: int, calls: int) -> None:
                 wants.append(ref.all_reduce_ref(xs))
         for i, (out, want) in enumerate(zip(outs, wants)):
             assert_equal_or_close(out, want, f"call {i}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def zero_copy_worker(rank: int, world_size: int) -> None:
+    """Inputs that are heap tensors are read in place by the peers (``zero_copy_bytes=0``: every size):
+    every collective against the reference, the two-shot all-reduce in place (results pushed straight
+    into every rank's x), outputs overlapping x (staged instead), inputs rewritten right after each
+    call (the second flag round keeps a rank in the call while peers read its x), and a rank whose
+    input is not a heap tensor (every rank's check raises, then the communicator works again)."""
+    heap, comm = _comm(zero_copy_bytes=0)
+    dev = heap.device
+    n = 40 * world_size + 8
+    raw_x = heap.empty((8 * world_size * n,), torch.uint8)  # room for int64
+    raw_y = heap.empty((8 * world_size * n,), torch.uint8)
+    hx, hy = raw_x[: 4 * world_size * n].view(torch.float32), raw_y[: 4 * world_size * n].view(torch.float32)
+    try:
+        for i, dtype in enumerate((torch.float32, torch.int64, torch.float16)):
+            xs = inputs(world_size, (world_size * n,), dtype, 40 + i, dev, dtype != torch.float16)
+            x = raw_x[: xs[rank].numel() * xs[rank].element_size()].view(dtype)
+            assert heap.offset(x) is not None and comm._zero_copy_offset(x, None) >= 0  # read in place
+            for algorithm in ("one_shot", "two_shot"):
+                x.copy_(xs[rank])
+                out = torch.full_like(x, 77)
+                comm.all_reduce(x, out=out, algorithm=algorithm)
+                assert_equal_or_close(out, ref.all_reduce_ref(xs), f"zero-copy all_reduce {algorithm} {dtype}")
+                assert torch.equal(x, xs[rank]), "a zero-copy all_reduce changed its input"
+                x.copy_(xs[rank])
+                assert comm.all_reduce(x, out=x, algorithm=algorithm) is x
+                assert_equal_or_close(x, ref.all_reduce_ref(xs), f"zero-copy all_reduce {algorithm} in place {dtype}")
+            x.copy_(xs[rank])
+            assert_equal_or_close(comm.reduce_scatter(x), ref.reduce_scatter_ref(xs, rank), f"zero-copy reduce_scatter {dtype}")
+            assert_equal_or_close(comm.all_to_all(x), ref.all_to_all_ref(xs, rank), f"zero-copy all_to_all {dtype}")
+            part = x[:n]
+            parts = [t[:n] for t in xs]
+            assert_equal_or_close(comm.all_gather(part), ref.all_gather_ref(parts), f"zero-copy all_gather {dtype}")
+            # all_gather into the heap buffer that holds this rank's input as its slot: staged
+            y = raw_y[: xs[rank].numel() * xs[rank].element_size()].view(dtype)
+            y[rank * n:(rank + 1) * n].copy_(parts[rank])
+            assert comm._zero_copy_offset(y[rank * n:(rank + 1) * n], y) == -1  # out overlaps x: staged
+            assert_equal_or_close(comm.all_gather(y[rank * n:(rank + 1) * n], out=y), ref.all_gather_ref(parts),
+                                  f"all_gather in place {dtype}")
+            src = (i + 1) % world_size
+            assert comm.broadcast(x, src) is x
+            assert_equal_or_close(x, xs[src], f"zero-copy broadcast from {src} {dtype}")
+        # rewrite the input as soon as each call returns: a rank must not leave while peers read its x
+        outs, wants = [], []
+        for i in range(20):
+            xs = inputs(world_size, (world_size * n,), torch.float32, 300 + i, dev, True)
+            hx.copy_(xs[rank])
+            outs.append(comm.all_reduce(hx, algorithm="one_shot" if i % 2 else "two_shot"))
+            wants.append(ref.all_reduce_ref(xs))
+            hx.fill_(-1e9)
+            outs.append(comm.all_gather(hy[:n].copy_(xs[rank][:n])))
+            wants.append(ref.all_gather_ref([t[:n] for t in xs]))
+            hy.fill_(-1e9)
+        for i, (out, want) in enumerate(zip(outs, wants)):
+            assert_equal_or_close(out, want, f"zero-copy call {i}")
+        comm.check()
+        if world_size > 1:  # rank 0 passes a heap tensor, the others a plain one: nobody reads, all raise
+            plain = torch.ones(world_size * n, device=dev)
+            out = torch.full_like(plain, -5.0)
+            comm.all_reduce(hx if rank == 0 else plain, out=out, algorithm="one_shot")
+            with pytest.raises(coll.CollectiveMismatch, match="different"):
+                comm.check()
+            assert torch.all(out == -5.0)
+        xs = inputs(world_size, (world_size * n,), torch.float32, 7, dev, True)
+        hx.copy_(xs[rank])
+        assert_equal_or_close(comm.all_reduce(hx), ref.all_reduce_ref(xs), "zero copy after a mismatch")
         comm.check()
     finally:
         heap.close()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker, graph_worker,
-                              missing_rank_worker, mismatch_worker, rms_norm_worker, run_world)
+                              missing_rank_worker, mismatch_worker, rms_norm_worker, zero_copy_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
 
@@ -28,6 +28,11 @@ def test_world_size_8():
 @pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
 def test_fifty_calls_back_to_back(world_size):
     run_world(back_to_back_worker, world_size, 50)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3], ids=lambda w: f"ws{w}")
+def test_zero_copy_heap_inputs(world_size):
+    run_world(zero_copy_worker, world_size)
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3], ids=lambda w: f"ws{w}")

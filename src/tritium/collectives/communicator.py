@@ -23,6 +23,9 @@ OPS = {"sum": K.OP_SUM, "max": K.OP_MAX, "min": K.OP_MIN, "avg": K.OP_SUM}
 ALGORITHMS = ("auto", "one_shot", "two_shot", "lamport")
 LAMPORT_DTYPES = (torch.float16, torch.bfloat16)
 LAMPORT_MAX_BYTES = 1 << 20  # per-rank message capacity of the Lamport buffers (3 x world_size x this)
+# Heap tensors of at least this many bytes are read in place by the peers (zero copy), smaller ones are
+# staged (the copy is cheaper than the zero-copy path's second flag round).
+ZERO_COPY_BYTES = 1 << 20
 _ALIGN = 256
 
 
@@ -55,9 +58,16 @@ class Communicator:
     areas) and a few flag words from the heap, once: see :meth:`heap_bytes`.
     ``max_programs``: programs of one launch at most (default: the GPU's SM count, 1 under the
     interpreter, whose programs run one after another and so cannot wait for each other).
+
+    **Zero copy**: an input that is itself a tensor of ``heap`` (allocated by every rank in the same
+    order, so it sits at the same offset on every rank) and has at least ``zero_copy_bytes`` bytes is
+    read by the peers where it is, without the copy into the staging buffers; in place on a heap tensor,
+    the two-shot all-reduce also writes its result straight into every rank's x. Every rank must then
+    pass a heap tensor at the same offset (else :class:`CollectiveMismatch` on ``check``).
     """
 
-    def __init__(self, heap: SymmetricHeap, max_bytes: int = 64 << 20, *, max_programs: int | None = None):
+    def __init__(self, heap: SymmetricHeap, max_bytes: int = 64 << 20, *, max_programs: int | None = None,
+                 zero_copy_bytes: int = ZERO_COPY_BYTES):
         if not isinstance(heap, SymmetricHeap):
             raise TypeError(f"heap must be a tritium.shmem.SymmetricHeap, got {type(heap).__name__}")
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
@@ -68,22 +78,27 @@ class Communicator:
         self._buf = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._res = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._flags = heap.zeros((2, self.world_size), torch.int64)
-        self._state = heap.zeros((K.S_SIZES + 4 * self.world_size,), torch.int64)
+        self._state = heap.zeros((K.S_SIZES + K.STATE_ROWS * self.world_size,), torch.int64)
         self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
         self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), K.SENTINEL16, torch.int16)
         self._lstate = heap.zeros((K.LAMPORT_STATE_WORDS,), torch.int64)
+        # the communicator's own heap bytes (no zero-copy input may overlap them)
+        self._own = (heap.offset(self._buf), heap.offset(self._lstate) + self._lstate.numel() * 8)
         heap.barrier()
         default = 1 if interpreting() else num_sms(self.device)
         self.max_programs = default if max_programs is None else int(max_programs)
         if self.max_programs < 1 or (interpreting() and self.max_programs != 1):
             raise ValueError(f"max_programs must be >= 1 (1 under the Triton interpreter), got {max_programs!r}")
         self._world_pow2 = triton.next_power_of_2(self.world_size)
+        if not isinstance(zero_copy_bytes, int) or isinstance(zero_copy_bytes, bool) or zero_copy_bytes < 0:
+            raise ValueError(f"zero_copy_bytes must be an int >= 0, got {zero_copy_bytes!r}")
+        self.zero_copy_bytes = zero_copy_bytes
 
     @staticmethod
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
         aligned = -(-max_bytes // _ALIGN) * _ALIGN
-        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + _ALIGN * (3 + world_size)
+        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + _ALIGN * (4 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------
     def _check_tensor(self, name: str, t, numel: int | None = None) -> None:
@@ -140,7 +155,9 @@ class Communicator:
                                 f"{self.heap.max_spins} polls (a peer did not call, or called another collective)")
         if mismatches:
             raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
-                                     f"elements ({mismatches} time(s)); every rank must pass the same sizes")
+                                     f"elements, or zero-copy heap inputs at different offsets or on some ranks "
+                                     f"only ({mismatches} time(s)); every rank must pass the same sizes, and heap "
+                                     f"tensors allocated in the same order on every rank or none")
 
     # -- launches ------------------------------------------------------------------------------------------
     @staticmethod
@@ -155,6 +172,23 @@ class Communicator:
             return 256, 4
         return (8192, 8) if nbytes >= (4 << 20) else (2048, 4)
 
+    def _zero_copy_offset(self, x: torch.Tensor, out: torch.Tensor | None, out_may_be_x: bool = False) -> int:
+        """x's byte offset in the heap when the peers can read it in place this call, else -1 (stage it):
+        x is a heap tensor of at least ``zero_copy_bytes`` bytes, 16-byte aligned, outside the
+        communicator's own buffers, and ``out`` does not overlap it (or is x itself, ``out_may_be_x``)."""
+        nbytes = x.numel() * x.element_size()
+        if nbytes < max(self.zero_copy_bytes, 1):
+            return -1
+        off = self.heap.offset(x)
+        if off is None or off % 16 or (off < self._own[1] and self._own[0] < off + nbytes):
+            return -1
+        if out is not None:
+            lo, hi = out.data_ptr(), out.data_ptr() + out.numel() * out.element_size()
+            overlaps = lo < x.data_ptr() + nbytes and x.data_ptr() < hi
+            if overlaps and not (out_may_be_x and lo == x.data_ptr() and out.numel() == x.numel()):
+                return -1
+        return off
+
     def _grid(self, work: int, block: int) -> tuple[int]:
         return (max(1, min(self.max_programs, triton.cdiv(work, block))),)
 
@@ -164,12 +198,13 @@ class Communicator:
             return out
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(x.numel() * x.element_size())
+        x_off = self._zero_copy_offset(x, out, out_may_be_x=kind == K.BROADCAST)
         K._collective_kernel[self._grid(max(n_out, 1), block)](
             x, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
-            x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins,
+            x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins, x_off,
             KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block,
             WORLD_POW2=self._world_pow2, HINT=block if n_out * x.element_size() % 16 == 0 else None,
-            num_warps=warps)
+            STAGED=x_off < 0, num_warps=warps)
         return out
 
     # -- collectives ---------------------------------------------------------------------------------------
@@ -201,11 +236,12 @@ class Communicator:
             return out
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(nbytes)
+        x_off = self._zero_copy_offset(x, out, out_may_be_x=True)
         K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size), block)](
             x, out, self._buf.view(x.dtype), self._res.view(x.dtype), self._flags, self._state, self.heap.bases,
-            x.numel(), self.rank, self.world_size, half, self.heap.max_spins,
+            x.numel(), self.rank, self.world_size, half, self.heap.max_spins, x_off,
             OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block, WORLD_POW2=self._world_pow2,
-            num_warps=warps)
+            STAGED=x_off < 0, RESULT_IN_X=x_off >= 0 and out.data_ptr() == x.data_ptr(), num_warps=warps)
         return out
 
     def all_gather(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -30,8 +30,10 @@ import triton.language as tl
 
 from tritium.shmem.device import remote, translate
 
-# state words (host copies; kernels read the constexpr twins)
+# state words (host copies; kernels read the constexpr twins); the sizes rows take 4 * world_size words
+# (2 rounds x 2 parities), the zero-copy offsets rows 2 * world_size after them
 S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH, S_SIZES = 0, 1, 2, 3, 4, 5, 6
+STATE_ROWS = 6  # rows of world_size words after S_SIZES
 _S_CALLS = tl.constexpr(S_CALLS)
 _S_TICKET = tl.constexpr(S_TICKET)
 _S_BASE0 = tl.constexpr(S_BASE0)
@@ -129,39 +131,78 @@ def reduce_tile(buf_ptr, idx, mask, rank, world_size, bases, OP: tl.constexpr, I
 
 
 @triton.jit
-def finish(state_ptr, num_programs, ROUNDS: tl.constexpr):
-    """The last program of the launch to get here advances the bases of the ``ROUNDS`` flag rounds used
-    by ``num_programs`` and the call counter, for the next call (launched after this one)."""
+def finish(state_ptr, num_programs, round1):
+    """The last program of the launch to get here advances the base of flag round 0 (and of round 1
+    when ``round1`` is not 0: every program of the launch took part in it) by ``num_programs``, and the
+    call counter, for the next call (launched after this one)."""
     tl.debug_barrier()
     done = tl.atomic_add(state_ptr + _S_TICKET, 1, sem="acq_rel", scope="gpu")
     if done == num_programs - 1:
         tl.atomic_xchg(state_ptr + _S_TICKET, 0, sem="relaxed", scope="gpu")
         tl.atomic_add(state_ptr + _S_BASE0, num_programs, sem="relaxed", scope="gpu")
-        if ROUNDS == 2:
+        if round1 != 0:
             tl.atomic_add(state_ptr + _S_BASE0 + 1, num_programs, sem="relaxed", scope="gpu")
         tl.atomic_add(state_ptr + _S_CALLS, 1, sem="release", scope="gpu")
 
 
 @triton.jit
-def _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, rank, world_size, bases, half, max_spins,
-           BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr):
-    """Steps 1-3 of the protocol; returns (this call's staging buffer, its sizes row, ok)."""
+def publish(row_ptr, value, rank, world_size, bases, WORLD_POW2: tl.constexpr):
+    """Store ``value`` in slot ``rank`` of the heap row ``row_ptr`` (int64 ``[world_size]``) on every rank
+    (plain stores: a later release, e.g. :func:`arrive`, publishes them)."""
+    peers = tl.arange(0, WORLD_POW2)
+    live = peers < world_size
+    peers = tl.where(live, peers, rank)
+    tl.store(translate(row_ptr + rank, rank, peers, bases), tl.full([WORLD_POW2], 0, tl.int64) + value, mask=live)
+
+
+@triton.jit
+def _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
+           BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, STAGED: tl.constexpr = True):
+    """Steps 1-3 of the protocol; returns (the buffer the peers read this call, ok).
+
+    ``STAGED``: x is copied into this call's staging buffer. Otherwise (zero copy) x is itself a heap
+    tensor at byte offset ``x_off`` of every rank's heap, and the peers read it where it is: the ranks
+    then publish ``-1 - n_in`` instead of ``n_in`` (a staged rank and a zero-copy rank never agree) and
+    their offsets, which must agree too."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     parity = tl.load(state_ptr + _S_CALLS) % 2
     base = tl.load(state_ptr + _S_BASE0)
-    buf = buf_ptr + parity * half
     sizes = state_ptr + _S_SIZES + parity * world_size
-    stage_tiles(x_ptr, buf, n_in, pid, num_programs, BLOCK)
-    arrive(flags_ptr, sizes, n_in, rank, world_size, bases, WORLD_POW2)
+    key = n_in + tl.zeros([], tl.int64)
+    if STAGED:
+        buf = buf_ptr + parity * half
+        stage_tiles(x_ptr, buf, n_in, pid, num_programs, BLOCK)
+    else:
+        buf = x_ptr
+        key = -1 - key
+        publish(state_ptr + _S_SIZES + (4 + parity) * world_size, x_off, rank, world_size, bases, WORLD_POW2)
+    arrive(flags_ptr, sizes, key, rank, world_size, bases, WORLD_POW2)
     ok = wait_all(flags_ptr, base + num_programs, world_size, max_spins, WORLD_POW2)
     if ok == 0:
         tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
     else:
-        ok = sizes_agree(sizes, n_in, world_size, WORLD_POW2)
+        ok = sizes_agree(sizes, key, world_size, WORLD_POW2)
+        if not STAGED:
+            ok = ok & sizes_agree(state_ptr + _S_SIZES + (4 + parity) * world_size, x_off, world_size, WORLD_POW2)
         if ok == 0:
             tl.atomic_add(state_ptr + _S_MISMATCH, 1, sem="relaxed", scope="gpu")
     return buf, ok
+
+
+@triton.jit
+def _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2: tl.constexpr):
+    """Flag round 1 (every program of every rank arrives, then waits for all): after it, every peer is
+    done with what it read or wrote in this rank's heap during the call."""
+    num_programs = tl.num_programs(0)
+    parity = tl.load(state_ptr + _S_CALLS) % 2
+    base1 = tl.load(state_ptr + _S_BASE0 + 1)
+    arrive(flags_ptr + world_size, state_ptr + _S_SIZES + 2 * world_size + parity * world_size, 0, rank,
+           world_size, bases, WORLD_POW2)
+    ok1 = wait_all(flags_ptr + world_size, base1 + num_programs, world_size, max_spins, WORLD_POW2)
+    if ok1 == 0:
+        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+    return ok1
 
 
 # -- kernels -----------------------------------------------------------------------------------------------
@@ -170,19 +211,23 @@ def _collective_kernel(
     # pointers: the caller's input and output (local tensors), the heap's staging buffer, flags, state
     x_ptr, out_ptr, buf_ptr, flags_ptr, state_ptr, bases,
     # sizes
-    n_in, n_out, rank, world_size, src, half, max_spins,
+    n_in, n_out, rank, world_size, src, half, max_spins, x_off,
     # meta-parameters
     KIND: tl.constexpr, OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
-    WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None,
+    WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, STAGED: tl.constexpr = True,
 ):
     """One-round collectives (``KIND``): one-shot all-reduce, reduce-scatter, all-gather, all-to-all,
     broadcast from ``src``. ``n_in``: elements this rank stages; ``n_out``: elements of the output chunk
     a rank computes per source (all-reduce: n_in; reduce-scatter, all-to-all: n_in / world; all-gather:
-    n_in, written once per source; broadcast: n_in)."""
+    n_in, written once per source; broadcast: n_in). Zero copy (``STAGED`` false, see :func:`_begin`):
+    the peers read x in place, so a second flag round keeps every rank in the kernel until no peer
+    reads its x any more (the caller may overwrite x once the call is over); output that overlaps x
+    would be read while written, so the host stages those calls (broadcast excepted: only ``src``'s x
+    is read, and every rank writes only its own)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, rank, world_size, bases, half, max_spins,
-                     BLOCK, WORLD_POW2)
+    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
+                     BLOCK, WORLD_POW2, STAGED)
     if ok != 0:
         offs = tl.arange(0, BLOCK)
         for start in range(pid * BLOCK, n_out, num_programs * BLOCK):
@@ -209,7 +254,12 @@ def _collective_kernel(
             else:  # BROADCAST
                 value = tl.load(remote(buf + idx, rank, src, bases, BLOCK), mask=mask)
                 tl.store(out_ptr + idx, value, mask=mask)
-    finish(state_ptr, num_programs, 1)
+    round1 = 0
+    if not STAGED:
+        if ok != 0:  # every rank agreed (a rank that timed out or disagreed read nothing: no second round)
+            _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
+            round1 = 1
+    finish(state_ptr, num_programs, round1)
 
 
 @triton.jit
@@ -217,23 +267,28 @@ def _two_shot_all_reduce_kernel(
     # pointers
     x_ptr, out_ptr, buf_ptr, res_ptr, flags_ptr, state_ptr, bases,
     # sizes
-    n, rank, world_size, half, max_spins,
+    n, rank, world_size, half, max_spins, x_off,
     # meta-parameters
     OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr,
+    STAGED: tl.constexpr = True, RESULT_IN_X: tl.constexpr = False,
 ):
     """Two-shot all-reduce: after staging, tile k is reduced by rank ``k % world_size`` alone, which
     pushes the result into every rank's result buffer (round 1 of the flags); then every rank copies the
-    whole result out. Each rank reads (W-1)/W of the data from peers and writes (W-1)/W to them."""
+    whole result out. Each rank reads (W-1)/W of the data from peers and writes (W-1)/W to them.
+
+    Zero copy (``STAGED`` false): the peers read x in place. ``RESULT_IN_X`` (zero copy, in place: out is
+    x): the owner of a tile pushes its result straight into x on every rank, and nothing is copied out;
+    this is safe because only a tile's owner reads that tile, before it writes it."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, rank, world_size, bases, half, max_spins,
-                     BLOCK, WORLD_POW2)
+    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, x_off, rank, world_size, bases, half, max_spins,
+                     BLOCK, WORLD_POW2, STAGED)
     parity = tl.load(state_ptr + _S_CALLS) % 2
-    res = res_ptr + parity * half
+    if RESULT_IN_X:
+        res = x_ptr
+    else:
+        res = res_ptr + parity * half
     offs = tl.arange(0, BLOCK)
-    peers = tl.arange(0, WORLD_POW2)
-    live = peers < world_size
-    peers = tl.where(live, peers, rank)
     num_tiles = tl.cdiv(n, BLOCK)
     if ok != 0:
         # this rank's tiles: k = rank + world_size * j, j = pid, pid + P, ...
@@ -247,18 +302,14 @@ def _two_shot_all_reduce_kernel(
             for dst in range(0, world_size):
                 tl.store(remote(res + idx, rank, dst, bases, BLOCK), value, mask=mask)
     # round 1: every program of every rank has pushed its results
-    base1 = tl.load(state_ptr + _S_BASE0 + 1)
-    arrive(flags_ptr + world_size, state_ptr + _S_SIZES + 2 * world_size + parity * world_size, n, rank,
-           world_size, bases, WORLD_POW2)
-    ok1 = wait_all(flags_ptr + world_size, base1 + num_programs, world_size, max_spins, WORLD_POW2)
-    if ok1 == 0:
-        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
-    if (ok != 0) & (ok1 != 0):
-        for start in range(pid * BLOCK, n, num_programs * BLOCK):
-            idx = start + offs
-            mask = idx < n
-            tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
-    finish(state_ptr, num_programs, 2)
+    ok1 = _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
+    if not RESULT_IN_X:
+        if (ok != 0) & (ok1 != 0):
+            for start in range(pid * BLOCK, n, num_programs * BLOCK):
+                idx = start + offs
+                mask = idx < n
+                tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
+    finish(state_ptr, num_programs, 1)
 
 
 @triton.jit
@@ -277,7 +328,7 @@ def _all_reduce_rms_norm_kernel(
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     n = rows * hidden
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, rank, world_size, bases, half, max_spins,
+    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, -1, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2)
     if ok != 0:
         cols = tl.arange(0, BLOCK)
@@ -294,7 +345,7 @@ def _all_reduce_rms_norm_kernel(
             rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
             y = (hf * rstd).to(dtype).to(tl.float32) * w
             tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=cmask)
-    finish(state_ptr, num_programs, 1)
+    finish(state_ptr, num_programs, 0)
 
 
 # -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------

@@ -190,6 +190,20 @@ class SymmetricHeap:
             raise TypeError(f"value must be a number (or a one-element tensor), got {type(value).__name__}")
         return self.empty(shape, dtype).fill_(value)
 
+    def offset(self, tensor: torch.Tensor) -> int | None:
+        """Byte offset of ``tensor``'s first element in this rank's heap when all its bytes lie in the
+        heap (a heap tensor or a view of one), else None."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
+        self._check_open()
+        if tensor.device != self.device:
+            return None
+        offset = tensor.data_ptr() - self._allocator.addresses[self.rank]
+        span = 0  # bytes from the first element to the end of the last
+        if tensor.numel():
+            span = (1 + sum((n - 1) * abs(s) for n, s in zip(tensor.shape, tensor.stride()))) * tensor.element_size()
+        return offset if 0 <= offset and offset + span <= self.size else None
+
     def remote_address(self, tensor: torch.Tensor, rank: int) -> int:
         """Address of ``tensor``'s first element in ``rank``'s heap as mapped in this process (for copy
         engines: ``cudaMemcpyAsync``); ``tensor`` must be a tensor of this heap."""
