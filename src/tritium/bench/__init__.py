@@ -11,4 +11,5 @@ SUITES = {
     "engine": "tritium.bench.engine",
     "engine-ablate": "tritium.bench.engine_ablate",
     "gemv": "tritium.bench.gemv",
+    "gemm": "tritium.bench.gemm",
 }

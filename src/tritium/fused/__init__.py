@@ -1,0 +1,14 @@
+"""GEMM and GEMM + communication kernels in Triton (issue 15).
+
+    from tritium.fused import matmul
+    c = matmul(a, b, out=None)      # a [M, K] @ b [K, N]: persistent, grouped tiles, TMA on Hopper
+
+:mod:`tritium.fused.matmul` holds the GEMM: the kernel, its launcher, the per-shape configuration
+(:func:`select_config`) and the ``@triton.jit`` building blocks the fused kernels share with it
+(``matmul_operands``, ``tile_coords``, ``matmul_tile``, ``store_tile``). References in
+:mod:`tritium.fused.reference`.
+"""
+
+from tritium.fused.matmul import CONFIGS, MatmulConfig, matmul, select_config
+
+__all__ = ["matmul", "MatmulConfig", "select_config", "CONFIGS"]

@@ -1,0 +1,367 @@
+"""tritium's GEMM: ``c = a @ b`` in Triton, persistent over output tiles, TMA on Hopper.
+
+    c = matmul(a, b)                # a [M, K] @ b [K, N] -> c [M, N], a's dtype, fp32 accumulation
+    matmul(a, b, out=c)             # no allocation, no host sync: capturable in a CUDA graph
+
+One launch of ``min(tiles, SMs)`` programs; program ``p`` computes output tiles ``p, p + P, p + 2P, ...``
+in *grouped* order (``GROUP_M`` row blocks walk the N tiles together, so the B columns they share are
+read from L2 rather than HBM). On NVIDIA sm_90+ (and under the interpreter, which emulates it) the
+operands are read through TMA descriptors built on the device with ``tl.make_tensor_descriptor``: out of
+bounds elements come back as zeros, so edge tiles and a ragged K need no masks, and the loads feed the
+``wgmma`` pipeline straight from shared memory. Shapes TMA cannot take (a base or row stride not a
+multiple of 16 bytes, a last dimension that is not contiguous) use the same loop on masked pointer loads.
+
+The device-side descriptors live in a small global scratch buffer that Triton asks for at every launch
+(128 bytes per descriptor per program). :class:`_DescriptorScratch` is installed once as Triton's
+allocator (only where none was set) and hands out one buffer per (device, stream), grown once, so a
+steady-state call allocates nothing.
+
+Building blocks for the fused kernels (:mod:`tritium.fused`): a persistent kernel that waits on flags
+between tiles calls the same three ``@triton.jit`` functions as :func:`_matmul_kernel` does::
+
+    a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                              stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
+    for tile_id in tl.range(tl.program_id(0), num_tiles, num_programs):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        ... wait for the rows of A in block pid_m to arrive ...
+        acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, K, stride_am, stride_ak, stride_bk,
+                          stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+        store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
+                   BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)   # or reduce / send acc instead
+
+Reference: :func:`tritium.fused.reference.matmul`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+from triton.runtime import _allocation
+
+from tritium.runtime import default_device, interpreting, num_sms
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """One compiled variant: output tile ``block_m x block_n``, K step ``block_k``, ``group_m`` row blocks
+    per L2 group, warps, pipeline depth, the TMA store split in ``epilogue_split`` column slices (less
+    shared memory for the epilogue, more for the pipeline), whether the tile loop and the K loop are
+    flattened into one pipelined loop (the next tile's loads overlap this tile's epilogue), and whether
+    TMA may be used (it is used only where the operands allow it)."""
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 8
+    num_stages: int = 3
+    epilogue_split: int = 1
+    flatten: bool = True
+    tma: bool = True
+
+    def __str__(self) -> str:
+        return (f"m{self.block_m}-n{self.block_n}-k{self.block_k}-g{self.group_m}-w{self.num_warps}"
+                f"-s{self.num_stages}-e{self.epilogue_split}{'-flat' if self.flatten else ''}"
+                f"{'' if self.tma else '-notma'}")
+
+
+# Candidates timed by `python -m tritium.bench gemm --sweep`; select_config picks among them.
+LARGE_CONFIGS = (
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=4, epilogue_split=2),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=1),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2, flatten=False),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=4, epilogue_split=2, flatten=False),
+    MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2, group_m=16),
+    MatmulConfig(256, 128, 64, num_warps=8, num_stages=3, epilogue_split=2),
+    MatmulConfig(128, 128, 64, num_warps=8, num_stages=4),
+    MatmulConfig(128, 128, 64, num_warps=4, num_stages=4),
+    MatmulConfig(128, 128, 128, num_warps=8, num_stages=3),
+)
+# decode (M <= 64): one 64-row warpgroup tile; B streams through a deep pipeline
+DECODE_CONFIGS = (
+    MatmulConfig(64, 128, 128, num_warps=4, num_stages=4),
+    MatmulConfig(64, 64, 128, num_warps=4, num_stages=6),
+    MatmulConfig(64, 64, 256, num_warps=4, num_stages=3),
+    MatmulConfig(64, 32, 256, num_warps=4, num_stages=4),
+)
+CONFIGS = LARGE_CONFIGS + DECODE_CONFIGS
+
+
+def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.device) -> MatmulConfig:
+    """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count.
+
+    NOTE: provisional until the H100 sweep (`python -m tritium.bench gemm --sweep`, bench/NOTES.md "GEMM").
+    """
+    sms = num_sms(device)
+    if dtype == torch.float32:
+        # fp32 runs the exact (ieee) dot: CPU tests and correctness, not speed.
+        return MatmulConfig(64, 64, 32, num_warps=4, num_stages=3)
+    if M <= 64:
+        # decode: memory-bound on B; the narrowest tile that still gives every SM work
+        for block_n in (128, 64):
+            if triton.cdiv(N, block_n) >= sms:
+                return MatmulConfig(64, block_n, 128, num_warps=4, num_stages=4)
+        return MatmulConfig(64, 32, 256, num_warps=4, num_stages=4)
+    if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= 2 * sms:
+        return MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2)
+    return MatmulConfig(128, 128, 64, num_warps=8, num_stages=4)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Device building blocks (also called by the fused GEMM + communication kernels)
+
+
+@triton.jit
+def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Output tile ``(pid_m, pid_n)`` of the ``tile_id``-th tile in grouped order: ``GROUP_M`` consecutive
+    row blocks sweep the N tiles together (column-major inside the group), so a B column block loaded for
+    one row block is still in L2 for the next ``GROUP_M - 1``. A bijection onto the tile grid."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile_id // tiles_per_group) * GROUP_M
+    rows = tl.minimum(num_pid_m - first_m, GROUP_M)  # the last group may be short
+    in_group = tile_id % tiles_per_group
+    return first_m + in_group % rows, in_group // rows
+
+
+@triton.jit
+def matmul_operands(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
+    USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr,
+):
+    """What :func:`matmul_tile` and :func:`store_tile` read and write: TMA descriptors of A ``[M, K]``,
+    B (``[K, N]``, or ``[N, K]`` rows when ``B_KMAJOR``: b is the transpose of a row-major weight) and C
+    ``[M, N]`` when ``USE_TMA`` (last dimensions contiguous, bases and row strides 16-byte aligned: the
+    launcher checks), else the pointers themselves. Build them once per program, before the tile loop."""
+    if USE_TMA:
+        a = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+        if B_KMAJOR:
+            b = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                          block_shape=[BLOCK_N, BLOCK_K])
+        else:
+            b = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                          block_shape=[BLOCK_K, BLOCK_N])
+        c = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                      block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT])
+    else:
+        a = a_ptr
+        b = b_ptr
+        c = c_ptr
+    return a, b, c
+
+
+@triton.jit
+def matmul_tile(
+    a, b,
+    off_m, off_n,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """``A[off_m : off_m + BLOCK_M, :] @ B[:, off_n : off_n + BLOCK_N]`` as an fp32 ``[BLOCK_M, BLOCK_N]``
+    accumulator. ``a``, ``b`` come from :func:`matmul_operands`. Rows past M and columns past N read as
+    zeros (TMA fills them; the pointer path masks them), so the caller masks only what it stores.
+    ``EVEN_K``: K is a multiple of BLOCK_K (the pointer path then skips the K mask)."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)                           # [BLOCK_M, BLOCK_N]
+    if USE_TMA:
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            a_tile = a.load([off_m, k * BLOCK_K])                                  # [BLOCK_M, BLOCK_K]
+            if B_KMAJOR:
+                b_tile = b.load([off_n, k * BLOCK_K]).T                            # [BLOCK_K, BLOCK_N]
+            else:
+                b_tile = b.load([k * BLOCK_K, off_n])                              # [BLOCK_K, BLOCK_N]
+            acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
+    else:
+        rows = off_m + tl.arange(0, BLOCK_M)                                       # [BLOCK_M]
+        cols = off_n + tl.arange(0, BLOCK_N)                                       # [BLOCK_N]
+        ks = tl.arange(0, BLOCK_K)                                                 # [BLOCK_K]
+        a_ptrs = a + rows.to(tl.int64)[:, None] * stride_am + ks[None, :] * stride_ak   # [BLOCK_M, BLOCK_K]
+        b_ptrs = b + ks.to(tl.int64)[:, None] * stride_bk + cols[None, :] * stride_bn   # [BLOCK_K, BLOCK_N]
+        a_mask = rows[:, None] < M
+        b_mask = cols[None, :] < N
+        for k in range(0, K, BLOCK_K):
+            if EVEN_K:
+                a_tile = tl.load(a_ptrs, mask=a_mask, other=0.0)
+                b_tile = tl.load(b_ptrs, mask=b_mask, other=0.0)
+            else:
+                a_tile = tl.load(a_ptrs, mask=a_mask & (ks[None, :] < K - k), other=0.0)
+                b_tile = tl.load(b_ptrs, mask=b_mask & (ks[:, None] < K - k), other=0.0)
+            acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def store_tile(
+    c, acc,
+    off_m, off_n,
+    M, N,
+    stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr,
+):
+    """Write the fp32 tile ``acc`` [BLOCK_M, BLOCK_N] to ``C[off_m:, off_n:]`` in C's dtype, clipped to
+    [M, N]. ``c`` from :func:`matmul_operands`; with TMA the store goes out in ``EPILOGUE_SPLIT`` (1 or 2)
+    column slices, which is what the descriptor's block shape was built for."""
+    if USE_TMA:
+        if EPILOGUE_SPLIT == 2:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)                                         # [BLOCK_M, BLOCK_N // 2]
+            c.store([off_m, off_n], left.to(c.dtype))
+            c.store([off_m, off_n + BLOCK_N // 2], right.to(c.dtype))
+        else:
+            c.store([off_m, off_n], acc.to(c.dtype))
+    else:
+        rows = off_m + tl.arange(0, BLOCK_M)
+        cols = off_n + tl.arange(0, BLOCK_N)
+        c_ptrs = c + rows.to(tl.int64)[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _matmul_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr,
+    # strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # sizes
+    M, N, K, num_programs,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr,
+    EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                              stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, num_programs, flatten=FLATTEN):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, K, stride_am, stride_ak, stride_bk,
+                          stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+        store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
+                   BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Host side
+
+
+class _DescriptorScratch:
+    """Triton's global-scratch allocator (``triton.set_allocator``) for descriptors built on the device:
+    one buffer per (device, stream), grown when a launch asks for more, so steady-state launches allocate
+    nothing (and a CUDA graph replays with the buffer it captured). One buffer per stream because
+    launches on one stream run in order; two streams would race on a shared one."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[int, int], torch.Tensor] = {}
+
+    def __call__(self, size: int, alignment: int, stream: int | None) -> torch.Tensor:
+        key = (torch.cuda.current_device(), stream or 0)
+        buf = self._buffers.get(key)
+        if buf is None or buf.numel() < size:
+            # torch's blocks are 512-byte aligned (Triton asks for 128); 64 KiB covers 3 descriptors x 132 SMs
+            buf = torch.empty(max(size, 64 << 10), dtype=torch.uint8, device="cuda")
+            self._buffers[key] = buf
+        return buf
+
+
+_SCRATCH = _DescriptorScratch()
+
+
+def _install_scratch_allocator() -> None:
+    """Make :data:`_SCRATCH` Triton's allocator unless the application installed its own."""
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_SCRATCH)
+
+
+def _tma_supported(device: torch.device) -> bool:
+    """TMA descriptors: NVIDIA sm_90+ compiled, or the interpreter (which emulates them, checks included)."""
+    if device.type == "cpu":
+        return interpreting()
+    if device.type != "cuda" or interpreting() or torch.version.hip is not None:
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def _tma_view(t: torch.Tensor) -> bool:
+    """A 2-D tensor a TMA descriptor can describe: contiguous rows, base and row stride 16-byte aligned."""
+    size = t.element_size()
+    return t.stride(1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * size) % 16 == 0
+
+
+def _check(a, b, out) -> None:
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    if a.dtype not in DTYPES:
+        raise TypeError(f"a has dtype {a.dtype}; expected one of {', '.join(map(str, DTYPES))}")
+    if b.dtype != a.dtype:
+        raise TypeError(f"b has dtype {b.dtype}, a has {a.dtype}: they must match")
+    if b.device != a.device:
+        raise ValueError(f"b is on {b.device}, a is on {a.device}: they must be on one device")
+    if a.device.type != default_device().type:
+        raise ValueError(f"a is on {a.device}, but tritium kernels run "
+                         f"{'under the Triton interpreter (CPU tensors)' if interpreting() else 'on the GPU (cuda)'}")
+    if b.shape[0] != a.shape[1]:
+        raise ValueError(f"b must be [K, N] with K = {a.shape[1]} (a is {list(a.shape)}), got b {list(b.shape)}")
+    if out is not None:
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+        shape = (a.shape[0], b.shape[1])
+        if tuple(out.shape) != shape:
+            raise ValueError(f"out must be {list(shape)}, got {list(out.shape)}")
+        if out.dtype != a.dtype:
+            raise TypeError(f"out has dtype {out.dtype}, a has {a.dtype}: they must match")
+        if out.device != a.device:
+            raise ValueError(f"out is on {out.device}, a is on {a.device}: they must be on one device")
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
+           config: MatmulConfig | None = None, num_programs: int | None = None) -> torch.Tensor:
+    """``c = a @ b``: ``a [M, K]``, ``b [K, N]`` -> ``c [M, N]`` in a's dtype (fp16, bf16, or fp32), fp32
+    accumulation; fp32 inputs use exact (ieee) products, not tf32.
+
+    Any strides (a ``b`` that is the transpose of a row-major ``[N, K]`` weight keeps TMA); ``out`` (``[M,
+    N]``, a's dtype and device; must not overlap a or b) is written in place and returned, so a call with
+    ``out`` neither allocates nor synchronises with the host. ``config``: a :class:`MatmulConfig` instead
+    of :func:`select_config`'s. ``num_programs``: how many persistent programs (default the SM count; fewer
+    leave SMs to other work).
+    """
+    _check(a, b, out)
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    cfg = config or select_config(M, N, K, a.dtype, a.device)
+    b_kmajor = b.stride(0) == 1 and b.stride(1) != 1  # b = w.T with w [N, K] row-major
+    b_rows = b.t() if b_kmajor else b
+    use_tma = cfg.tma and _tma_supported(a.device) and _tma_view(a) and _tma_view(b_rows) and _tma_view(out)
+    if use_tma and a.device.type == "cuda":
+        _install_scratch_allocator()
+    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    programs = min(tiles, num_programs or num_sms(a.device))
+    _matmul_kernel[(programs,)](
+        a, b, out,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+        M, N, K, programs,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        EPILOGUE_SPLIT=cfg.epilogue_split, FLATTEN=cfg.flatten, USE_TMA=use_tma, B_KMAJOR=use_tma and b_kmajor,
+        EVEN_K=K % cfg.block_k == 0, DOT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return out

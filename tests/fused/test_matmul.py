@@ -1,0 +1,173 @@
+"""tritium's GEMM (``tritium.fused.matmul``) against the fp32 reference: both load paths (TMA descriptors,
+masked pointers), edge tiles, persistent programs, ``out=``, bad input; bf16 and CUDA graphs on the GPU."""
+
+import pytest
+import torch
+
+from tritium.fused import MatmulConfig, matmul, select_config
+from tritium.fused import reference
+from tritium.runtime import default_device, interpreting
+
+# relative error ||out - ref|| / ||ref||: fp32 exact products (ieee); 16-bit: the output's rounding
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+CPU_DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in (torch.float16, torch.float32)]
+SMALL = MatmulConfig(32, 32, 16, num_warps=4, num_stages=2)  # several tiles and K steps at test sizes
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    bad = torch.isnan(out) | torch.isinf(out)
+    assert not bad.any(), f"{int(bad.sum())} non-finite outputs, first at {bad.nonzero()[:4].tolist()}"
+    diff = (out.double() - ref.double()).abs()
+    err = (diff.norm() / ref.double().norm()).item()
+    if err > 1e-2:
+        print("worst indices:", diff.flatten().topk(4).indices.tolist(), "of shape", list(out.shape))
+    return err
+
+
+def poisoned(shape, dtype, device):
+    return torch.full(shape, float("nan"), dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("dtype", CPU_DTYPES)
+@pytest.mark.parametrize("m", [1, 17, 63])
+@pytest.mark.parametrize("n,k", [(48, 80), (208, 112)], ids=lambda v: str(v))
+@pytest.mark.parametrize("config", [None, SMALL], ids=["selected", "small"])
+def test_matmul_matches_reference(m, n, k, dtype, config):
+    """K and N odd multiples of 16, M not a multiple of the tile; output poisoned before the launch."""
+    dev = default_device()
+    a = torch.randn(m, k, dtype=dtype, device=dev)
+    b = torch.randn(k, n, dtype=dtype, device=dev) / k ** 0.5
+    out = poisoned((m, n), dtype, dev)
+    c = matmul(a, b, out=out, config=config)
+    assert c is out and c.shape == (m, n) and c.dtype == dtype
+    assert rel_err(c, reference.matmul(a, b)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("case", ["unaligned-k", "unaligned-n", "offset-view", "b-transposed", "notma"])
+def test_matmul_layouts(case):
+    """Shapes and views TMA cannot take run on the pointer path; b = w.T keeps TMA (K-major tiles)."""
+    dev, dt = default_device(), torch.float16
+    m, n, k = 33, 80, 48
+    if case == "unaligned-k":
+        k = 36  # 72-byte rows: not 16-byte aligned
+    if case == "unaligned-n":
+        n = 36
+    a = torch.randn(m, k, dtype=dt, device=dev)
+    b = torch.randn(k, n, dtype=dt, device=dev) / k ** 0.5
+    if case == "offset-view":  # bases one element past 16-byte alignment, row strides wider than the rows
+        a = torch.randn(m, k + 9, dtype=dt, device=dev)[:, 1:k + 1]
+        b = (torch.randn(k, n + 9, dtype=dt, device=dev) / k ** 0.5)[:, 1:n + 1]
+    if case == "b-transposed":
+        b = (torch.randn(n, k, dtype=dt, device=dev) / k ** 0.5).t()
+    config = MatmulConfig(32, 32, 16, num_warps=4, num_stages=2, tma=case != "notma")
+    out = poisoned((m, n), dt, dev)
+    matmul(a, b, out=out, config=config)
+    assert rel_err(out, reference.matmul(a, b)) < TOL[dt]
+
+
+@pytest.mark.parametrize("config", [SMALL, MatmulConfig(16, 64, 32, num_warps=4, num_stages=2, epilogue_split=2,
+                                                                group_m=2)], ids=str)
+def test_matmul_persistent_programs_cover_every_tile(config):
+    """Fewer programs than tiles (each loops over several, in grouped order with a short last group);
+    the output view's neighbours in the buffer stay untouched."""
+    dev, dt = default_device(), torch.float16
+    m, n, k = 81, 112, 64
+    a = torch.randn(m, k, dtype=dt, device=dev)
+    b = torch.randn(k, n, dtype=dt, device=dev) / 8
+    buf = torch.zeros(m, n + 16, dtype=dt, device=dev)
+    out = buf[:, 8:8 + n].fill_(float("nan"))
+    matmul(a, b, out=out, config=config, num_programs=3)
+    assert rel_err(out, reference.matmul(a, b)) < TOL[dt]
+    assert not buf[:, :8].any() and not buf[:, 8 + n:].any()
+
+
+def test_matmul_allocates_output_and_empty_shapes():
+    dev = default_device()
+    a = torch.randn(5, 32, device=dev)
+    b = torch.randn(32, 16, device=dev)
+    c = matmul(a, b)
+    assert c.shape == (5, 16) and rel_err(c, reference.matmul(a, b)) < TOL[torch.float32]
+    assert matmul(a[:0], b).shape == (0, 16)
+    out = poisoned((5, 16), torch.float32, dev)
+    assert not matmul(a[:, :0], b[:0], out=out).any()  # K = 0: zeros
+
+
+def test_select_config_regimes():
+    dev = default_device()
+    decode = select_config(1, 14336, 8192, torch.bfloat16, dev)
+    prefill = select_config(16384, 14336, 8192, torch.bfloat16, dev)
+    assert decode.block_m == 64 and prefill.block_m >= 128
+    assert select_config(17, 64, 64, torch.float32, dev).block_k <= 32
+
+
+def test_matmul_bad_input():
+    dev = default_device()
+    a = torch.randn(4, 32, device=dev)
+    b = torch.randn(32, 16, device=dev)
+    value_errors = [
+        ((a.view(4, 4, 8), b), {}, "a must be 2-D"),
+        ((a, b.view(32, 4, 4)), {}, "b must be 2-D"),
+        ((a, torch.randn(16, 16, device=dev)), {}, r"b must be \[K, N\] with K = 32"),
+        ((a, b), {"out": torch.empty(4, 15, device=dev)}, r"out must be \[4, 16\]"),
+        ((a, b.to("meta")), {}, "b is on meta"),
+        ((a, b), {"out": torch.empty(4, 16, device="meta")}, "out is on meta"),
+    ]
+    for args, kwargs, match in value_errors:
+        with pytest.raises(ValueError, match=match):
+            matmul(*args, **kwargs)
+    type_errors = [
+        ((a, b.half()), {}, "b has dtype torch.float16, a has torch.float32"),
+        ((a.int(), b.int()), {}, "a has dtype torch.int32"),
+        ((a, b), {"out": torch.empty(4, 16, device=dev, dtype=torch.float16)}, "out has dtype"),
+        ((a.tolist(), b), {}, "a must be a torch.Tensor"),
+    ]
+    for args, kwargs, match in type_errors:
+        with pytest.raises(TypeError, match=match):
+            matmul(*args, **kwargs)
+    other = "meta" if interpreting() else "cpu"
+    with pytest.raises(ValueError, match=f"a is on {other}"):
+        matmul(a.to(other), b.to(other))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(1, 4096, 1024), (17, 208, 112), (63, 1040, 4096), (2048, 1792, 1024),
+                                   (300, 7168, 2048), (257, 100, 136)], ids=str)
+@pytest.mark.parametrize("transposed_b", [False, True], ids=["b", "wT"])
+def test_matmul_bf16_gpu(m, n, k, transposed_b):
+    dev = torch.device("cuda")
+    a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
+    w = torch.randn(n, k, dtype=torch.bfloat16, device=dev) / k ** 0.5
+    b = w.t() if transposed_b else w.t().contiguous()
+    out = poisoned((m, n), torch.bfloat16, dev)
+    matmul(a, b, out=out)
+    assert rel_err(out, reference.matmul(a, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_matmul_cuda_graph_and_no_allocation():
+    """With ``out=`` a call allocates nothing (after the first, which may size the descriptor scratch);
+    captured in a CUDA graph it replays correctly on new inputs copied into the captured buffers."""
+    dev = torch.device("cuda")
+    m, n, k = 512, 1024, 768
+    a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
+    b = torch.randn(k, n, dtype=torch.bfloat16, device=dev) / k ** 0.5
+    out = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        matmul(a, b, out=out)
+        stream.synchronize()
+        before = torch.cuda.memory_stats()["allocation.all.allocated"]
+        for _ in range(3):
+            matmul(a, b, out=out)
+        stream.synchronize()
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        matmul(a, b, out=out)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        b.copy_(torch.randn_like(b) / k ** 0.5)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(out, reference.matmul(a, b)) < TOL[torch.bfloat16]
