@@ -214,6 +214,37 @@ def zero_copy_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def group_worker(rank: int, world_size: int) -> None:
+    """Heaps and communicators over subgroups: the even ranks and the odd ranks each reduce among
+    themselves (group ranks, not global ones, index the heap), both subgroups at once."""
+    groups = [dist.new_group([r for r in range(world_size) if r % 2 == parity]) for parity in (0, 1)]
+    mine = groups[rank % 2]
+    members = [r for r in range(world_size) if r % 2 == rank % 2]
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(MAX_BYTES, len(members)) + (1 << 20), group=mine)
+    try:
+        assert (heap.rank, heap.world_size, heap.global_ranks) == (members.index(rank), len(members), members)
+        comm = coll.Communicator(heap, max_bytes=MAX_BYTES, group=mine)
+        with pytest.raises(ValueError, match="but the heap's ranks are"):
+            coll.Communicator(heap, max_bytes=MAX_BYTES, group=groups[1 - rank % 2])
+        dev = heap.device
+        xs = inputs(world_size, (100,), torch.float32, 11, dev, True)  # global rank r's input: xs[r]
+        mine_xs = [xs[r] for r in members]
+        for algorithm in ("one_shot", "two_shot"):
+            assert_equal_or_close(comm.all_reduce(xs[rank], algorithm=algorithm), ref.all_reduce_ref(mine_xs),
+                                  f"group all_reduce {algorithm}")
+        assert_equal_or_close(comm.all_gather(xs[rank]), ref.all_gather_ref(mine_xs), "group all_gather")
+        comm.check()
+        # the subgroup's ranks agree on the group's sum, and so does gloo over the same group
+        want = xs[rank].clone()
+        dist.all_reduce(want, group=mine)
+        assert_equal_or_close(comm.all_reduce(xs[rank]), want, "group all_reduce vs gloo")
+    finally:
+        heap.close()
+    if world_size > 1:
+        with pytest.raises(ValueError, match="is not a member"):
+            shmem.SymmetricHeap(1 << 20, group=groups[1 - rank % 2])
+
+
 def rms_norm_worker(rank: int, world_size: int) -> None:
     heap, comm = _comm()
     dev = heap.device
@@ -305,33 +336,39 @@ def missing_rank_worker(rank: int, world_size: int) -> None:
 
 
 def graph_worker(rank: int, world_size: int) -> None:
-    """A CUDA graph of all-reduces (both algorithms), all-gather and the fused RMSNorm, replayed with new
-    data copied into the captured inputs each time: every replay gives that data's result."""
-    heap, comm = _comm()
+    """A CUDA graph of all-reduces (both algorithms, staged and zero-copy from the heap, in place too),
+    all-gather and Lamport, replayed with new data copied into the captured inputs each time: every
+    replay gives that data's result."""
+    heap, comm = _comm(zero_copy_bytes=0)
     dev = heap.device
     try:
         x = torch.empty(1000, device=dev)
-        outs = [torch.empty_like(x) for _ in range(2)]
+        hx = heap.empty((1000,), torch.float32)
+        hin = heap.empty((1000,), torch.float32)
+        outs = [torch.empty_like(x) for _ in range(3)]
         gathered = torch.empty(world_size * 1000, device=dev)
         xb = torch.empty(1000, device=dev, dtype=torch.bfloat16)
         outb = torch.empty_like(xb)
-        for algorithm, out in zip(("one_shot", "two_shot"), outs):  # compile outside the capture
-            comm.all_reduce(x, out=out, algorithm=algorithm)
-        comm.all_gather(x, out=gathered)
-        comm.all_reduce(xb, out=outb, algorithm="lamport")
+
+        def calls():
+            for algorithm, out in zip(("one_shot", "two_shot"), outs):
+                comm.all_reduce(x, out=out, algorithm=algorithm)
+            comm.all_reduce(hx, out=outs[2], algorithm="one_shot")
+            comm.all_reduce(hin, out=hin, algorithm="two_shot")
+            comm.all_gather(x, out=gathered)
+            comm.all_reduce(xb, out=outb, algorithm="lamport")
+
+        calls()  # compile outside the capture
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            for algorithm, out in zip(("one_shot", "two_shot"), outs):
-                comm.all_reduce(x, out=out, algorithm=algorithm)
-            comm.all_gather(x, out=gathered)
-            comm.all_reduce(xb, out=outb, algorithm="lamport")
+            calls()
         for replay in range(10):
             xs = inputs(world_size, (1000,), torch.float32, 900 + replay, dev, True)
-            x.copy_(xs[rank])
-            xb.copy_(xs[rank])
+            for t in (x, xb, hx, hin):
+                t.copy_(xs[rank])
             graph.replay()
-            for out in outs:
+            for out in outs + [hin]:
                 assert_equal_or_close(out, ref.all_reduce_ref(xs), f"graph replay {replay}")
             assert_equal_or_close(outb, ref.all_reduce_ref([t.bfloat16() for t in xs]), f"graph lamport {replay}")
             assert_equal_or_close(gathered, ref.all_gather_ref(xs), f"graph all_gather replay {replay}")

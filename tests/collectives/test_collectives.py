@@ -1,10 +1,11 @@
-"""Collectives on the symmetric heap at world sizes 1-4 and 8 (3 included): one process per rank (CPU
+"""Collectives on the symmetric heap at world sizes 1-4, 6 and 8: one process per rank (CPU
 processes under the Triton interpreter in CI, GPUs over NCCL where there are enough)."""
 
 import pytest
 import torch
 
 from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker, graph_worker,
+                              group_worker,
                               missing_rank_worker, mismatch_worker, rms_norm_worker, zero_copy_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
@@ -21,13 +22,22 @@ def test_every_op_at_odd_world_sizes(world_size):
     run_world(collectives_worker, world_size, (17,), (torch.float32, torch.int32, torch.bfloat16), True)
 
 
-def test_world_size_8():
-    run_world(collectives_worker, 8, (17, 300), (torch.float32, torch.int64), False)
+@pytest.mark.parametrize("world_size", [6, 8], ids=lambda w: f"ws{w}")
+def test_large_world_sizes(world_size):
+    if world_size == 8:
+        run_world(collectives_worker, 8, (17, 300), (torch.float32, torch.int64), False)
+    else:
+        run_world(collectives_worker, 6, (17,), (torch.float32, torch.bfloat16), False)
 
 
 @pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
 def test_fifty_calls_back_to_back(world_size):
     run_world(back_to_back_worker, world_size, 50)
+
+
+@pytest.mark.parametrize("world_size", [3, 4], ids=lambda w: f"ws{w}")
+def test_subgroups(world_size):
+    run_world(group_worker, world_size)
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3], ids=lambda w: f"ws{w}")

@@ -10,6 +10,7 @@ and replayed; see :mod:`tritium.collectives.kernels` for the protocol.
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import triton
 
 from tritium.collectives import kernels as K
@@ -51,7 +52,8 @@ def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.b
 
 
 class Communicator:
-    """Collectives over the ranks of ``heap`` (all of the heap's process group).
+    """Collectives over the ranks of ``heap`` (all of the heap's process group). ``group``, if given,
+    must be the heap's group (its members): a tensor-parallel group is made by giving it to the heap.
 
     ``max_bytes``: the largest message of one call (per rank input; all_gather's output is
     ``world_size`` times that). The communicator takes ``4 * max_bytes`` (two double-buffered staging
@@ -67,13 +69,19 @@ class Communicator:
     """
 
     def __init__(self, heap: SymmetricHeap, max_bytes: int = 64 << 20, *, max_programs: int | None = None,
-                 zero_copy_bytes: int = ZERO_COPY_BYTES):
+                 zero_copy_bytes: int = ZERO_COPY_BYTES, group=None):
         if not isinstance(heap, SymmetricHeap):
             raise TypeError(f"heap must be a tritium.shmem.SymmetricHeap, got {type(heap).__name__}")
+        if group is not None and (not isinstance(group, dist.ProcessGroup)
+                                  or dist.get_process_group_ranks(group) != heap.global_ranks):
+            ranks = dist.get_process_group_ranks(group) if isinstance(group, dist.ProcessGroup) else group
+            raise ValueError(f"group is {ranks!r}, but the heap's ranks are {heap.global_ranks}: make the heap "
+                             f"with SymmetricHeap(..., group=group)")
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
             raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
         self.heap = heap
         self.rank, self.world_size, self.device = heap.rank, heap.world_size, heap.device
+        self.group = heap.group
         self.max_bytes = -(-max_bytes // _ALIGN) * _ALIGN
         self._buf = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._res = heap.empty((2 * self.max_bytes,), torch.uint8)

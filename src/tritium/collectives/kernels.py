@@ -367,9 +367,9 @@ def _lamport_all_reduce_kernel(
     ROW_BLOCK: tl.constexpr = 16,
 ):
     """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
-    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every rank (a -0.0 goes as +0.0), then polls its own buffer until no
-    element of any slot is still -0.0 (the data is its own flag), reduces it, and resets buffer
-    ``(c + 2) % 3``, which held call c - 1's data. A peer is at most one call ahead (it cannot finish call
+    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every
+    rank (a -0.0 goes as +0.0), resets buffer ``(c + 2) % 3``, which held call c - 1's data, then polls its own buffer until no element of any slot is still -0.0 (the
+    data is its own flag) and reduces it. A peer is at most one call ahead (it cannot finish call
     c + 1 before this rank pushes it), so the buffer it may write next is always a clean one.
 
     ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
@@ -391,6 +391,14 @@ def _lamport_all_reduce_kernel(
         bits = tl.where(bits == _SENTINEL16, 0, bits)
         for dst in range(0, world_size):
             tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
+    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
+    # program's share, while the peers' pushes are on their way: no peer writes that buffer before call
+    # c + 2, which needs this rank's pushes of call c + 1
+    old_buf = lam_ptr + old * world_size * capacity
+    for src in range(0, world_size):
+        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
+            idx = first + offs
+            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
         idx = start + offs
         mask = idx < n
@@ -436,13 +444,6 @@ def _lamport_all_reduce_kernel(
             rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
             y = (hf * rstd).to(h.dtype).to(tl.float32) * w
             tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
-    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
-    # program's share
-    old_buf = lam_ptr + old * world_size * capacity
-    for src in range(0, world_size):
-        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
-            idx = first + offs
-            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
     tl.debug_barrier()
     done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
     if done == num_programs - 1:

@@ -74,12 +74,14 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 class SymmetricHeap:
-    """A symmetric heap of ``size`` bytes on every rank of the default process group.
+    """A symmetric heap of ``size`` bytes on every rank of ``group`` (a ``torch.distributed`` process
+    group; default: the whole world), e.g. the ranks of one tensor-parallel group.
 
-    Collective: every rank constructs it (after ``torch.distributed.init_process_group``), allocates
+    Collective over ``group``: every rank of it constructs it (after ``torch.distributed.init_process_group``), allocates
     the same tensors in the same order, and closes it.
 
-    - ``rank``, ``world_size``: ints of the default group.
+    - ``rank``, ``world_size``: this rank's index in ``group`` and the group's size (ranks of the heap
+      are group ranks); ``group``: the group given (None: the world), ``global_ranks``: its members.
     - ``device``: the heap's device (the current CUDA device, or the CPU under the interpreter).
     - ``bases``: int64 ``[world_size]`` on ``device``: each rank's heap base as mapped in THIS process;
       pass it to kernels with local heap tensors (``tritium.shmem.device``).
@@ -92,7 +94,7 @@ class SymmetricHeap:
     """
 
     def __init__(self, size: int, *, backend: str | None = None, device: torch.device | str | None = None,
-                 timeout: float = 300.0, check: bool = True):
+                 timeout: float = 300.0, check: bool = True, group: "dist.ProcessGroup | None" = None):
         if not isinstance(size, int) or size <= 0:
             raise ValueError(f"size must be a positive int (bytes), got {size!r}")
         if not dist.is_available() or not dist.is_initialized():
@@ -101,8 +103,19 @@ class SymmetricHeap:
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
         self.device = self._pick_device(device)
-        self.rank = dist.get_rank()
-        self.world_size = dist.get_world_size()
+        if group is None:
+            self.global_ranks = list(range(dist.get_world_size()))
+        else:
+            if group is dist.GroupMember.NON_GROUP_MEMBER:  # what new_group returns to the other ranks
+                raise ValueError(f"group: rank {dist.get_rank()} is not a member of it")
+            if not isinstance(group, dist.ProcessGroup):
+                raise TypeError(f"group must be a torch.distributed ProcessGroup or None, got {type(group).__name__}")
+            self.global_ranks = dist.get_process_group_ranks(group)
+            if dist.get_rank() not in self.global_ranks:
+                raise ValueError(f"group: rank {dist.get_rank()} is not a member (members: {self.global_ranks})")
+        self.group = group
+        self.rank = self.global_ranks.index(dist.get_rank())
+        self.world_size = len(self.global_ranks)
         self.check = check
         self.max_spins = MAX_SPINS_GPU if self.device.type == "cuda" else MAX_SPINS_INTERPRETER
         self.size = -(-size // ALIGN) * ALIGN
@@ -118,7 +131,11 @@ class SymmetricHeap:
         self.backend = backend
         self._group = None
         try:
-            self._group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+            if group is None:
+                self._group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+            else:  # only the members make it (other ranks need not take part)
+                self._group = dist.new_group(self.global_ranks, backend="gloo", use_local_synchronization=True,
+                                             timeout=datetime.timedelta(seconds=timeout))
             self._allocator = allocator_class(self.size, self.rank, self.world_size, self.device,
                                               lambda obj: self._exchange("rendezvous", obj))
             self.bases = torch.tensor(self._allocator.addresses, dtype=torch.int64, device=self.device)
