@@ -1,10 +1,13 @@
 """tritium's GEMM (``tritium.fused.matmul``) against the fp32 reference: both load paths (TMA descriptors,
 masked pointers), edge tiles, persistent programs, ``out=``, bad input; bf16 and CUDA graphs on the GPU."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from tritium.fused import MatmulConfig, matmul, select_config
+from tritium.fused.matmul import _DECODE, _NARROW, _WIDE
 from tritium.fused import reference
 from tritium.runtime import default_device, interpreting
 
@@ -92,11 +95,44 @@ def test_matmul_allocates_output_and_empty_shapes():
     assert not matmul(a[:, :0], b[:0], out=out).any()  # K = 0: zeros
 
 
+@pytest.mark.parametrize("tma,k,calls", [(True, 112, 20), (False, 112, 2), (True, 100, 2), (False, 100, 2)],
+                         ids=["tma-k112", "pointers-k112", "tma-k100", "pointers-k100"])
+def test_matmul_split_k_repeated_calls(tma, k, calls):
+    """Split-K (pieces of 2, 2 and 3 K steps at K = 112; a ragged last step at 100): calls with new data
+    through one workspace, which each call must leave zeroed; some with fewer programs than pieces."""
+    dev, dt = default_device(), torch.float16
+    m, n = 17, 48
+    config = MatmulConfig(32, 32, 16, num_warps=4, num_stages=2, split_k=3, tma=tma)
+    out = poisoned((m, n), dt, dev)
+    for call in range(calls):
+        a = torch.randn(m, k, dtype=dt, device=dev)
+        b = torch.randn(k, n, dtype=dt, device=dev) / k ** 0.5
+        out.fill_(float("nan"))
+        matmul(a, b, out=out, config=config, num_programs=5 if call % 2 else None)
+        assert rel_err(out, reference.matmul(a, b)) < TOL[dt], f"call {call}"
+
+
+@pytest.mark.parametrize("config,m,n,k", [(_WIDE, 130, 272, 192), (_NARROW, 130, 272, 192),
+                                          (dataclasses.replace(_DECODE, split_k=7), 5, 144, 1024)], ids=str)
+def test_matmul_production_configs(config, m, n, k):
+    """The configurations select_config returns for the benchmark shapes (their compiled form is checked
+    for sm_90 from this launch by `make test`), on small shapes with edge tiles."""
+    dev, dt = default_device(), torch.float16
+    a = torch.randn(m, k, dtype=dt, device=dev)
+    b = torch.randn(k, n, dtype=dt, device=dev) / k ** 0.5
+    out = poisoned((m, n), dt, dev)
+    matmul(a, b, out=out, config=config)
+    assert rel_err(out, reference.matmul(a, b)) < TOL[dt]
+
+
 def test_select_config_regimes():
+    """Decode splits K to give every SM a piece; large shapes take the wide tile unless it leaves most of
+    the last wave empty (up projection at 4 GPUs, M = 2048: 448 wide tiles = 3.4 waves of 132)."""
     dev = default_device()
     decode = select_config(1, 14336, 8192, torch.bfloat16, dev)
-    prefill = select_config(16384, 14336, 8192, torch.bfloat16, dev)
-    assert decode.block_m == 64 and prefill.block_m >= 128
+    assert decode.block_m == 64 and decode.split_k * (14336 // decode.block_n) >= 132
+    assert select_config(16384, 14336, 8192, torch.bfloat16, dev) == _WIDE
+    assert select_config(2048, 7168, 8192, torch.bfloat16, dev) == _NARROW
     assert select_config(17, 64, 64, torch.float32, dev).block_k <= 32
 
 

@@ -1,6 +1,6 @@
 """tritium's GEMM against cuBLAS (``torch.matmul``), same run, bf16.
 
-    python -m tritium.bench gemm [--out FILE] [--sweep] [--shapes up-tp2-m2048,...] [--count 40]
+    python -m tritium.bench gemm [--out FILE] [--sweep] [--shapes up-tp2-m2048,...] [--count 10] [--rounds 6]
 
 Shapes: the Llama-3-70B tensor-parallel local GEMMs for 2 and 4 GPUs (hidden 8192, MLP 28672: the up
 projection ``[M, 8192] x [8192, 28672/world]``, the down projection ``[M, 28672/world] x [28672/world,
@@ -9,17 +9,21 @@ Each shape is first checked on the GPU (tritium and cuBLAS against the fp32 prod
 inputs), then timed: ``--count`` calls, each between two CUDA events, in ``--rounds`` rounds alternating
 tritium and cuBLAS, median. Decode shapes are also timed as CUDA-graph replays (no host launch cost).
 ``--sweep`` also times every candidate configuration of the shape's regime (``LARGE_CONFIGS`` /
-``DECODE_CONFIGS``): the measurements behind ``select_config``.
+``DECODE_CONFIGS`` at several K splits): the measurements behind ``select_config``. Clocks move with
+power under sustained load (one configuration measured 5-10% apart within one run on the H100), so each
+shape first runs ~0.3 s of cuBLAS and the two contenders alternate in short rounds.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table
 from tritium.fused import reference
-from tritium.fused.matmul import DECODE_CONFIGS, LARGE_CONFIGS, matmul, select_config
-from tritium.runtime import interpreting
+from tritium.fused.matmul import DECODE_CONFIGS, LARGE_CONFIGS, MatmulConfig, decode_split_k, matmul, select_config
+from tritium.runtime import interpreting, num_sms
 
 HIDDEN, MLP = 8192, 28672
 
@@ -45,8 +49,8 @@ SHAPES = _shapes()
 def add_arguments(parser) -> None:
     parser.add_argument("--shapes", default=None, help=f"comma-separated subset of: {','.join(SHAPES)}")
     parser.add_argument("--sweep", action="store_true", help="also time every candidate configuration")
-    parser.add_argument("--count", type=int, default=30, help="timed calls per round and case")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds alternating tritium and cuBLAS")
+    parser.add_argument("--count", type=int, default=10, help="timed calls per round and case")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds alternating tritium and cuBLAS")
 
 
 def _per_call_ms(fn, count: int) -> list[float]:
@@ -92,6 +96,17 @@ def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return ((out.float() - ref).norm() / ref.norm()).item()
 
 
+def _sweep_configs(M: int, N: int, K: int, selected: MatmulConfig, device: torch.device) -> list[MatmulConfig]:
+    """The candidates of the shape's regime; decode ones with decode_split_k's split, and the selected
+    decode configuration also at other splits."""
+    if M > 64:
+        return list(LARGE_CONFIGS)
+    sms = num_sms(device)
+    configs = [dataclasses.replace(c, split_k=decode_split_k(M, N, K, c, sms)) for c in DECODE_CONFIGS]
+    configs += [dataclasses.replace(selected, split_k=s) for s in (1, 2, 4, 8)]
+    return list(dict.fromkeys(configs))  # unique, in order
+
+
 def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
     dev = torch.device("cuda")
     flops = 2.0 * M * N * K
@@ -111,7 +126,8 @@ def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
     tri, cub = (lambda: matmul(a, b, out=out)), (lambda: torch.matmul(a, b, out=out))
     for fn in (tri, cub):  # warm-up (compiles, cuBLAS heuristics)
         fn(), fn()
-    torch.cuda.synchronize()
+    # then ~0.3 s of work, so that both are timed at the clocks the GPU settles at under load
+    _per_call_ms(cub, max(4, int(300 / max(_median(_per_call_ms(cub, 3)), 1e-3))))
     t_tri, t_cub = [], []
     for _ in range(args.rounds):
         t_tri += _per_call_ms(tri, args.count)
@@ -128,7 +144,7 @@ def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
     if args.sweep:
         row["sweep_tflops"] = {}
         ref = reference.matmul(a, b)
-        for c in (DECODE_CONFIGS if M <= 64 else LARGE_CONFIGS):
+        for c in _sweep_configs(M, N, K, cfg, dev):
             try:
                 out.fill_(float("nan"))
                 matmul(a, b, out=out, config=c)
@@ -138,7 +154,7 @@ def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
                     continue
                 fn = (lambda c=c: matmul(a, b, out=out, config=c))
                 fn()
-                ms = _median(_per_call_ms(fn, args.count))
+                ms = _median(_per_call_ms(fn, 3 * args.count))
                 row["sweep_tflops"][str(c)] = round(flops / (ms * 1e-3) / 1e12, 1)
             except Exception as e:  # a configuration that does not fit this GPU
                 row["sweep_tflops"][str(c)] = f"{type(e).__name__}: {str(e)[:160]}"

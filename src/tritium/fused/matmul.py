@@ -12,28 +12,37 @@ bounds elements come back as zeros, so edge tiles and a ragged K need no masks, 
 multiple of 16 bytes, a last dimension that is not contiguous) use the same loop on masked pointer loads.
 
 The device-side descriptors live in a small global scratch buffer that Triton asks for at every launch
-(128 bytes per descriptor per program). :class:`_DescriptorScratch` is installed once as Triton's
+(128 bytes per descriptor per program). :class:`_StreamBuffers` is installed once as Triton's
 allocator (only where none was set) and hands out one buffer per (device, stream), grown once, so a
 steady-state call allocates nothing.
 
+Decode shapes (M <= 64) have fewer output tiles than SMs: there each tile's K range is split into pieces
+that different programs compute (``split_k``); the last piece to finish sums them (fp32 atomics into a
+per-stream workspace that every call leaves zeroed) and stores the tile.
+
 Building blocks for the fused kernels (:mod:`tritium.fused`): a persistent kernel that waits on flags
-between tiles calls the same three ``@triton.jit`` functions as :func:`_matmul_kernel` does::
+between tiles calls the same ``@triton.jit`` functions as :func:`_matmul_kernel` does::
 
     a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
     for tile_id in tl.range(tl.program_id(0), num_tiles, num_programs):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         ... wait for the rows of A in block pid_m to arrive ...
-        acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, K, stride_am, stride_ak, stride_bk,
+        acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, K, M, N, stride_am, stride_ak, stride_bk,
                           stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
         store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
                    BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)   # or reduce / send acc instead
+
+``matmul_tile`` takes a K range (``k_start``, ``k_end``), so a kernel can also compute a tile piece by
+piece as its K slices arrive. The launcher's arguments for them (TMA or not, EVEN_K, DOT_PRECISION, the
+configuration) come from :func:`select_config` and :func:`launch_options`.
 
 Reference: :func:`tritium.fused.reference.matmul`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -51,8 +60,10 @@ class MatmulConfig:
     """One compiled variant: output tile ``block_m x block_n``, K step ``block_k``, ``group_m`` row blocks
     per L2 group, warps, pipeline depth, the TMA store split in ``epilogue_split`` column slices (less
     shared memory for the epilogue, more for the pipeline), whether the tile loop and the K loop are
-    flattened into one pipelined loop (the next tile's loads overlap this tile's epilogue), and whether
-    TMA may be used (it is used only where the operands allow it)."""
+    flattened into one pipelined loop (the next tile's loads overlap this tile's epilogue), whether TMA
+    may be used (it is used only where the operands allow it), and ``split_k``: each tile's K range cut in
+    that many pieces computed by different programs and summed in fp32 by the last to finish (decode:
+    more programs streaming B than there are output tiles)."""
     block_m: int
     block_n: int
     block_k: int
@@ -62,14 +73,16 @@ class MatmulConfig:
     epilogue_split: int = 1
     flatten: bool = True
     tma: bool = True
+    split_k: int = 1
 
     def __str__(self) -> str:
         return (f"m{self.block_m}-n{self.block_n}-k{self.block_k}-g{self.group_m}-w{self.num_warps}"
-                f"-s{self.num_stages}-e{self.epilogue_split}{'-flat' if self.flatten else ''}"
-                f"{'' if self.tma else '-notma'}")
+                f"-s{self.num_stages}-e{self.epilogue_split}{'-flat' if self.flatten and self.split_k == 1 else ''}"
+                f"{'' if self.tma else '-notma'}{f'-split{self.split_k}' if self.split_k > 1 else ''}")
 
 
-# Candidates timed by `python -m tritium.bench gemm --sweep`; select_config picks among them.
+# Candidates timed by `python -m tritium.bench gemm --sweep` (bench/NOTES.md, "GEMM"); select_config
+# picks among them.
 LARGE_CONFIGS = (
     MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2),
     MatmulConfig(128, 256, 64, num_warps=8, num_stages=4, epilogue_split=2),
@@ -82,34 +95,64 @@ LARGE_CONFIGS = (
     MatmulConfig(128, 128, 64, num_warps=4, num_stages=4),
     MatmulConfig(128, 128, 128, num_warps=8, num_stages=3),
 )
-# decode (M <= 64): one 64-row warpgroup tile; B streams through a deep pipeline
+# decode (M <= 64): one 64-row warpgroup tile (16 rows: mma.sync, less shared memory per stage); B streams
+# through a deep pipeline; split_k is set per shape by decode_split_k
 DECODE_CONFIGS = (
     MatmulConfig(64, 128, 128, num_warps=4, num_stages=4),
     MatmulConfig(64, 64, 128, num_warps=4, num_stages=6),
     MatmulConfig(64, 64, 256, num_warps=4, num_stages=3),
-    MatmulConfig(64, 32, 256, num_warps=4, num_stages=4),
+    MatmulConfig(16, 128, 128, num_warps=4, num_stages=6),
+    MatmulConfig(16, 64, 256, num_warps=4, num_stages=5),
 )
 CONFIGS = LARGE_CONFIGS + DECODE_CONFIGS
 
+# NOTE: H100 sweep, run 1 (bench/NOTES.md "GEMM"): 128x256x64, 8 warps, 3 stages, store in two halves,
+# flattened loop: 795-807 TFLOP/s at M = 2048 and 689-708 at M = 16384 / 8192^3 (0.99-1.07x cuBLAS) where
+# the tiles fill whole waves; other 128x256 variants within run-to-run noise (+-5%), 256x128 and 128x128x128
+# 5-20% slower. 128x128 (4 warps, 4 stages) wins only where 128x256 leaves the last wave mostly empty:
+# up-tp4-m2048 (448 tiles = 3.4 waves of 132) 694 vs 636-659 TFLOP/s.
+_WIDE = MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2)
+_NARROW = MatmulConfig(128, 128, 64, num_warps=4, num_stages=4)
+_NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-716 vs 795-805 TFLOP/s)
+# NOTE: run 1, no split: B read at 2.0-2.2 TB/s at best with 112 or 56 programs (N / 128 tiles) against
+# cuBLAS's 2.9-3.0 (graph replays): too few programs streaming B. Split-K gives every SM a piece.
+_DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
+
+
+def _wave_efficiency(units: int, sms: int) -> float:
+    """Busy fraction of the persistent programs when ``units`` equal pieces of work are dealt to ``sms``."""
+    return units / (triton.cdiv(units, sms) * sms)
+
+
+def decode_split_k(M: int, N: int, K: int, cfg: MatmulConfig, sms: int) -> int:
+    """The fewest K pieces per tile that keep >= 90% of the SMs busy (tiles x pieces close to a multiple of
+    the SM count), each piece at least 4 K steps long; the best-filled count when none reaches 90%."""
+    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    k_steps = triton.cdiv(K, cfg.block_k)
+    best, best_eff = 1, _wave_efficiency(tiles, sms)
+    for split in range(1, 17):
+        if k_steps // split < 4:
+            break
+        eff = _wave_efficiency(tiles * split, sms)
+        if eff >= 0.9:
+            return split
+        if eff > best_eff + 1e-9:
+            best, best_eff = split, eff
+    return best
+
 
 def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.device) -> MatmulConfig:
-    """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count.
-
-    NOTE: provisional until the H100 sweep (`python -m tritium.bench gemm --sweep`, bench/NOTES.md "GEMM").
-    """
+    """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count."""
     sms = num_sms(device)
     if dtype == torch.float32:
         # fp32 runs the exact (ieee) dot: CPU tests and correctness, not speed.
         return MatmulConfig(64, 64, 32, num_warps=4, num_stages=3)
     if M <= 64:
-        # decode: memory-bound on B; the narrowest tile that still gives every SM work
-        for block_n in (128, 64):
-            if triton.cdiv(N, block_n) >= sms:
-                return MatmulConfig(64, block_n, 128, num_warps=4, num_stages=4)
-        return MatmulConfig(64, 32, 256, num_warps=4, num_stages=4)
-    if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= 2 * sms:
-        return MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2)
-    return MatmulConfig(128, 128, 64, num_warps=8, num_stages=4)
+        return dataclasses.replace(_DECODE, split_k=decode_split_k(M, N, K, _DECODE, sms))
+    # time ~ waves x tile area / rate: the narrow tile only where the wide one wastes most of a wave
+    wide = triton.cdiv(triton.cdiv(M, 128) * triton.cdiv(N, 256), sms) * 2
+    narrow = triton.cdiv(triton.cdiv(M, 128) * triton.cdiv(N, 128), sms) / _NARROW_RATE
+    return _WIDE if wide <= narrow else _NARROW
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -160,40 +203,45 @@ def matmul_operands(
 @triton.jit
 def matmul_tile(
     a, b,
-    off_m, off_n,
-    M, N, K,
+    off_m, off_n, k_start, k_end,
+    M, N,
     stride_am, stride_ak, stride_bk, stride_bn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    """``A[off_m : off_m + BLOCK_M, :] @ B[:, off_n : off_n + BLOCK_N]`` as an fp32 ``[BLOCK_M, BLOCK_N]``
-    accumulator. ``a``, ``b`` come from :func:`matmul_operands`. Rows past M and columns past N read as
-    zeros (TMA fills them; the pointer path masks them), so the caller masks only what it stores.
-    ``EVEN_K``: K is a multiple of BLOCK_K (the pointer path then skips the K mask)."""
+    """``A[off_m : off_m + BLOCK_M, k_start:k_end] @ B[k_start:k_end, off_n : off_n + BLOCK_N]`` as an fp32
+    ``[BLOCK_M, BLOCK_N]`` accumulator (the whole product: ``k_start = 0, k_end = K``). ``a``, ``b`` come
+    from :func:`matmul_operands`; ``k_start`` is a multiple of BLOCK_K and ``k_end`` one too or K. Rows past
+    M, columns past N and K past ``k_end`` read as zeros (TMA fills what lies outside the tensor; the
+    pointer path masks), so the caller masks only what it stores. ``EVEN_K``: K is a multiple of BLOCK_K
+    (the pointer path then skips the K mask)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)                           # [BLOCK_M, BLOCK_N]
+    steps = tl.cdiv(k_end - k_start, BLOCK_K)
     if USE_TMA:
-        for k in range(0, tl.cdiv(K, BLOCK_K)):
-            a_tile = a.load([off_m, k * BLOCK_K])                                  # [BLOCK_M, BLOCK_K]
+        for i in range(0, steps):
+            k = k_start + i * BLOCK_K
+            a_tile = a.load([off_m, k])                                            # [BLOCK_M, BLOCK_K]
             if B_KMAJOR:
-                b_tile = b.load([off_n, k * BLOCK_K]).T                            # [BLOCK_K, BLOCK_N]
+                b_tile = b.load([off_n, k]).T                                      # [BLOCK_K, BLOCK_N]
             else:
-                b_tile = b.load([k * BLOCK_K, off_n])                              # [BLOCK_K, BLOCK_N]
+                b_tile = b.load([k, off_n])                                        # [BLOCK_K, BLOCK_N]
             acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
     else:
         rows = off_m + tl.arange(0, BLOCK_M)                                       # [BLOCK_M]
         cols = off_n + tl.arange(0, BLOCK_N)                                       # [BLOCK_N]
-        ks = tl.arange(0, BLOCK_K)                                                 # [BLOCK_K]
+        ks = k_start + tl.arange(0, BLOCK_K)                                       # [BLOCK_K]
         a_ptrs = a + rows.to(tl.int64)[:, None] * stride_am + ks[None, :] * stride_ak   # [BLOCK_M, BLOCK_K]
         b_ptrs = b + ks.to(tl.int64)[:, None] * stride_bk + cols[None, :] * stride_bn   # [BLOCK_K, BLOCK_N]
         a_mask = rows[:, None] < M
         b_mask = cols[None, :] < N
-        for k in range(0, K, BLOCK_K):
+        for i in range(0, steps):
             if EVEN_K:
                 a_tile = tl.load(a_ptrs, mask=a_mask, other=0.0)
                 b_tile = tl.load(b_ptrs, mask=b_mask, other=0.0)
             else:
-                a_tile = tl.load(a_ptrs, mask=a_mask & (ks[None, :] < K - k), other=0.0)
-                b_tile = tl.load(b_ptrs, mask=b_mask & (ks[:, None] < K - k), other=0.0)
+                k_left = k_end - i * BLOCK_K
+                a_tile = tl.load(a_ptrs, mask=a_mask & (ks[None, :] < k_left), other=0.0)
+                b_tile = tl.load(b_ptrs, mask=b_mask & (ks[:, None] < k_left), other=0.0)
             acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
@@ -227,60 +275,114 @@ def store_tile(
 
 
 @triton.jit
+def reduce_split_tile(
+    c, acc, partial_ptr, count_ptr,
+    off_m, off_n,
+    M, N,
+    stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
+    USE_TMA: tl.constexpr,
+):
+    """Split-K epilogue: add this piece's fp32 ``acc`` into the tile's partial sums (``partial_ptr``: fp32
+    ``[M, N]``, contiguous, zero between calls) and count it in (``count_ptr``: this tile's int32 counter,
+    zero between calls). The program whose piece arrives last stores the sum with :func:`store_tile` and
+    puts partials and counter back to zero, so the next call (or graph replay) needs no reset kernel."""
+    rows = off_m + tl.arange(0, BLOCK_M)
+    cols = off_n + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    ptrs = partial_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :]           # [BLOCK_M, BLOCK_N]
+    tl.atomic_add(ptrs, acc, mask=mask, sem="relaxed", scope="gpu")
+    tl.debug_barrier()  # every thread's partial sums before the one thread that counts them in (release)
+    arrived = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == SPLIT_K - 1:
+        # the other pieces' sums were released before their counts: read them from L2, not a stale L1
+        total = tl.load(ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+        tl.store(ptrs, tl.zeros_like(total), mask=mask)
+        tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
+        store_tile(c, total, off_m, off_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
+
+
+@triton.jit
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr,
+    partial_ptr, count_ptr,  # split-K workspace (fp32 [M, N] and int32 [tiles], zeros); None without split
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # sizes
     M, N, K, num_programs,
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr,
-    EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    SPLIT_K: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, USE_TMA: tl.constexpr,
+    B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
     a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, num_programs, flatten=FLATTEN):
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, K, stride_am, stride_ak, stride_bk,
-                          stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
-        store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
-                   BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
+    if SPLIT_K == 1:
+        for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, num_programs, flatten=FLATTEN):
+            pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, K, M, N, stride_am, stride_ak, stride_bk,
+                              stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+            store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
+                       BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
+    else:
+        # work unit = (tile, piece of K); a tile's pieces are consecutive units, so they run side by side
+        k_blocks = tl.cdiv(K, BLOCK_K)
+        for unit in tl.range(tl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, num_programs):
+            tile_id = unit // SPLIT_K
+            piece = unit % SPLIT_K
+            pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            k_start = (piece * k_blocks // SPLIT_K) * BLOCK_K  # K blocks dealt out evenly
+            k_end = tl.minimum(((piece + 1) * k_blocks // SPLIT_K) * BLOCK_K, K)
+            acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, k_start, k_end, M, N, stride_am, stride_ak,
+                              stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K,
+                              DOT_PRECISION)
+            reduce_split_tile(c, acc, partial_ptr, count_ptr + tile_id, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
+                              stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, EPILOGUE_SPLIT, USE_TMA)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Host side
 
 
-class _DescriptorScratch:
-    """Triton's global-scratch allocator (``triton.set_allocator``) for descriptors built on the device:
-    one buffer per (device, stream), grown when a launch asks for more, so steady-state launches allocate
-    nothing (and a CUDA graph replays with the buffer it captured). One buffer per stream because
-    launches on one stream run in order; two streams would race on a shared one."""
+class _StreamBuffers:
+    """Device buffers kept per (purpose, device, stream) and grown when a launch needs more, so steady-state
+    calls allocate nothing and a CUDA graph replays with the buffers it captured. Per stream because
+    launches on one stream run in order; two streams would race on a shared buffer. Two purposes:
+
+    - the global scratch of TMA descriptors built on the device (Triton asks for 128 bytes per
+      descriptor per program at every launch): the object is installed as Triton's allocator;
+    - the split-K workspace (fp32 partial sums and per-tile counters), zeroed once; every call leaves
+      it zeroed again (:func:`reduce_split_tile`).
+    """
 
     def __init__(self) -> None:
-        self._buffers: dict[tuple[int, int], torch.Tensor] = {}
+        self._buffers: dict[tuple, torch.Tensor] = {}
+
+    def get(self, purpose: str, numel: int, dtype: torch.dtype, device: torch.device, stream: int) -> torch.Tensor:
+        key = (purpose, device, stream)
+        buf = self._buffers.get(key)
+        if buf is None or buf.numel() < numel:
+            buf = torch.zeros(numel, dtype=dtype, device=device)
+            self._buffers[key] = buf
+        return buf[:numel]
 
     def __call__(self, size: int, alignment: int, stream: int | None) -> torch.Tensor:
-        key = (torch.cuda.current_device(), stream or 0)
-        buf = self._buffers.get(key)
-        if buf is None or buf.numel() < size:
-            # torch's blocks are 512-byte aligned (Triton asks for 128); 64 KiB covers 3 descriptors x 132 SMs
-            buf = torch.empty(max(size, 64 << 10), dtype=torch.uint8, device="cuda")
-            self._buffers[key] = buf
-        return buf
+        """Triton's allocator interface. torch's blocks are 512-byte aligned (Triton asks for 128); at
+        least 64 KiB: 3 descriptors x 128 bytes x 132 programs fit, one allocation per stream."""
+        device = torch.device("cuda", torch.cuda.current_device())
+        return self.get("tma-scratch", max(size, 64 << 10), torch.uint8, device, stream or 0)
 
 
-_SCRATCH = _DescriptorScratch()
+_BUFFERS = _StreamBuffers()
 
 
 def _install_scratch_allocator() -> None:
-    """Make :data:`_SCRATCH` Triton's allocator unless the application installed its own."""
+    """Make :data:`_BUFFERS` Triton's allocator unless the application installed its own."""
     if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
-        triton.set_allocator(_SCRATCH)
+        triton.set_allocator(_BUFFERS)
 
 
 def _tma_supported(device: torch.device) -> bool:
@@ -327,6 +429,24 @@ def _check(a, b, out) -> None:
             raise ValueError(f"out is on {out.device}, a is on {a.device}: they must be on one device")
 
 
+def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: MatmulConfig) -> dict:
+    """Meta-parameters of a kernel built on the tile building blocks for ``out = a @ b`` (checked tensors,
+    any strides) under ``config``: block sizes, ``GROUP_M``, ``EPILOGUE_SPLIT``, ``USE_TMA`` (where the
+    configuration allows it, the device has TMA and all three tensors suit a descriptor; installs the
+    descriptor scratch allocator), ``B_KMAJOR`` (b is the transpose of a row-major weight), ``EVEN_K``,
+    ``DOT_PRECISION`` (ieee for fp32), ``num_warps`` and ``num_stages``."""
+    K = a.shape[1]
+    b_kmajor = b.stride(0) == 1 and b.stride(1) != 1  # b = w.T with w [N, K] row-major
+    use_tma = (config.tma and _tma_supported(a.device) and _tma_view(a) and _tma_view(b.t() if b_kmajor else b)
+               and _tma_view(out))
+    if use_tma and a.device.type == "cuda":
+        _install_scratch_allocator()
+    return dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+                EPILOGUE_SPLIT=config.epilogue_split, USE_TMA=use_tma, B_KMAJOR=use_tma and b_kmajor,
+                EVEN_K=K % config.block_k == 0, DOT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
+                num_warps=config.num_warps, num_stages=config.num_stages)
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
            config: MatmulConfig | None = None, num_programs: int | None = None) -> torch.Tensor:
     """``c = a @ b``: ``a [M, K]``, ``b [K, N]`` -> ``c [M, N]`` in a's dtype (fp16, bf16, or fp32), fp32
@@ -348,20 +468,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     if K == 0:
         return out.zero_()
     cfg = config or select_config(M, N, K, a.dtype, a.device)
-    b_kmajor = b.stride(0) == 1 and b.stride(1) != 1  # b = w.T with w [N, K] row-major
-    b_rows = b.t() if b_kmajor else b
-    use_tma = cfg.tma and _tma_supported(a.device) and _tma_view(a) and _tma_view(b_rows) and _tma_view(out)
-    if use_tma and a.device.type == "cuda":
-        _install_scratch_allocator()
     tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
-    programs = min(tiles, num_programs or num_sms(a.device))
+    programs = min(tiles * cfg.split_k, num_programs or num_sms(a.device))
+    partials = counts = None
+    if cfg.split_k > 1:
+        stream = torch.cuda.current_stream(a.device).cuda_stream if a.device.type == "cuda" else 0
+        partials = _BUFFERS.get("split-k-partials", M * N, torch.float32, a.device, stream)
+        counts = _BUFFERS.get("split-k-counts", tiles, torch.int32, a.device, stream)
     _matmul_kernel[(programs,)](
-        a, b, out,
+        a, b, out, partials, counts,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
         M, N, K, programs,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        EPILOGUE_SPLIT=cfg.epilogue_split, FLATTEN=cfg.flatten, USE_TMA=use_tma, B_KMAJOR=use_tma and b_kmajor,
-        EVEN_K=K % cfg.block_k == 0, DOT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        SPLIT_K=cfg.split_k, FLATTEN=cfg.flatten and cfg.split_k == 1, **launch_options(a, b, out, cfg),
     )
     return out
