@@ -1,10 +1,14 @@
 """The ``tritium`` command.
 
-    tritium generate [--model PATH] [--max-tokens N] [--temperature T] [--raw] "prompt"
+    tritium generate [--model PATH] [--max-tokens N] [--temperature T] [--raw] [--no-stream] "prompt" | -
+    tritium chat     [--model PATH] [--system TEXT] ...      interactive; /reset clears the history, Ctrl-D leaves
+    tritium serve    [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-model-len N]
+                     [--max-num-seqs N] [--max-queue N]      OpenAI-compatible HTTP (pip install 'tritium[serve]')
 
-Prints the answer (the model's chat template applied unless ``--raw``) and a line with tokens/s. Errors a
-user can fix (missing files, unsupported models, prompts too long, bad sampling parameters) are printed
-as one line and exit with status 2.
+Every command takes ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is
+produced (the model's chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends
+with a line of tokens/s on stderr. Errors a user can fix (missing files, unsupported models, prompts too
+long, bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -13,58 +17,187 @@ import argparse
 import logging
 import sys
 
-from tritium.engine import LLM, SamplingParams, UnsupportedModelError
+from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
+from tritium.engine.chat import encode_chat
 from tritium.runtime import interpreting
+from tritium.server import serve
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None,
+                        help="Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct)")
+    parser.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    parser.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
+                        help="default: triton on a GPU, torch on the CPU")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_const", dest="log_level", const="info", default="warning",
+                       help="log what the engine does (--log-level info)")
+    group.add_argument("-q", "--quiet", action="store_const", dest="log_level", const="error", default="warning",
+                       help="errors only (--log-level error)")
+    group.add_argument("--log-level", choices=LOG_LEVELS, default="warning")
+
+
+def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
+    parser.add_argument("--max-tokens", type=int, default=max_tokens,
+                        help=f"tokens to generate at most (default {max_tokens})")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    parser.add_argument("--system", default=None, help="system message for the chat template")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritium", description="LLM inference in Python and Triton")
     sub = parser.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("generate", help="generate text from a prompt")
-    gen.add_argument("prompt", help="the prompt (a chat message unless --raw)")
-    gen.add_argument("--model", default=None,
-                     help="Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct)")
-    gen.add_argument("--max-tokens", type=int, default=128, help="tokens to generate at most (default 128)")
-    gen.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
-    gen.add_argument("--top-p", type=float, default=1.0)
-    gen.add_argument("--top-k", type=int, default=0)
-    gen.add_argument("--seed", type=int, default=None)
-    gen.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    gen = sub.add_parser("generate", help="generate text from a prompt (streamed)")
+    gen.add_argument("prompt", help="the prompt (a chat message unless --raw); - reads it from stdin")
+    _common(gen)
+    _sampling(gen, 128)
     gen.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
-    gen.add_argument("--system", default=None, help="system message for the chat template")
-    gen.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
-                     help="default: triton on a GPU, torch on the CPU")
-    gen.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    gen.add_argument("--no-stream", dest="stream", action="store_false", help="print the answer when it is done")
+    chat = sub.add_parser("chat", help="interactive multi-turn chat (/reset clears the history, Ctrl-D leaves)")
+    _common(chat)
+    _sampling(chat, 512)
+    srv = sub.add_parser("serve", help="OpenAI-compatible HTTP server (needs pip install 'tritium[serve]')")
+    _common(srv)
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    srv.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
+    srv.add_argument("--served-model-name", default=None, help="the model's name in the API (default: its file name)")
+    srv.add_argument("--max-num-seqs", type=int, default=64, help="requests running at once (default 64)")
+    srv.add_argument("--max-queue", type=int, default=None,
+                     help="requests that may wait; past it the server answers 503 (default: unbounded)")
+    srv.add_argument("--decode-steps", type=int, default=None,
+                     help="greedy decode steps per host sync (default 8; 1 streams every token as it is made)")
+    srv.add_argument("--kv-cache-memory", type=int, default=None, help="KV-cache bytes (default: from free memory)")
     return parser
 
 
-def generate(args) -> int:
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
-                            top_k=args.top_k, seed=args.seed, stop=args.stop)
-    kwargs = {}
+def _engine_kwargs(args) -> dict:
+    kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len)
     if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
-    llm = LLM(args.model, progress=sys.stderr.isatty(), attention_backend=args.attention_backend,
-              max_model_len=args.max_model_len, **kwargs)
-    prompt = llm.tokenizer.encode(args.prompt) if args.raw else llm.encode_chat(args.prompt, system=args.system)
-    out = llm.generate([prompt], params)[0]
-    print(out.text.strip() if not args.raw else out.text)
+    return kwargs
+
+
+def _params(args) -> SamplingParams:
+    return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
+                          top_k=args.top_k, seed=args.seed, stop=args.stop)
+
+
+class _Prefill:
+    """A progress bar for a prompt that takes several steps to prefill (on a terminal)."""
+
+    def __init__(self):
+        self.bar = None
+
+    def __call__(self, computed: int, total: int) -> None:
+        if self.bar is None:
+            if computed >= total or not sys.stderr.isatty():
+                return
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="prefill", unit="tok", leave=False, file=sys.stderr)
+        self.bar.update(computed - self.bar.n)
+        if computed >= total:
+            self.bar.close()
+
+
+def _stream(llm: LLM, prompt, params: SamplingParams, strip: bool) -> str:
+    """Print the answer as it comes; returns it."""
+    text = ""
+    for delta in llm.generate_stream(prompt, params, on_prefill=_Prefill()):
+        if strip and not text:
+            delta = delta.lstrip()
+        text += delta
+        print(delta, end="", flush=True)
+    print()
+    return text
+
+
+def _report(llm: LLM) -> None:
     stats, config = llm.stats, llm.engine.config
     print(f"[{stats['generated_tokens']} tokens in {stats['seconds']:.2f} s: {stats['tokens_per_s']:.1f} tokens/s, "
           f"{config.device.type}, attention {config.attention_backend}]", file=sys.stderr)
+
+
+def generate(args) -> int:
+    params = _params(args)
+    text = sys.stdin.read() if args.prompt == "-" else args.prompt
+    llm = LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args))
+    prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system)
+    if args.stream:
+        _stream(llm, prompt, params, strip=not args.raw)
+    else:
+        out = llm.generate([prompt], params)[0]
+        print(out.text.strip() if not args.raw else out.text)
+    _report(llm)
     return 0
+
+
+def chat(args) -> int:
+    params = _params(args)
+    llm = LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args))
+    system = [{"role": "system", "content": args.system}] if args.system else []
+    history = list(system)
+    print("chat with the model; /reset clears the history, Ctrl-D leaves", file=sys.stderr)
+    while True:
+        try:
+            line = input("> ")
+        except EOFError:
+            print(file=sys.stderr)
+            return 0
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            continue
+        if not line.strip():
+            continue
+        if line.strip() == "/reset":
+            history = list(system)
+            print("[history cleared]", file=sys.stderr)
+            continue
+        history.append({"role": "user", "content": line})
+        try:
+            prompt = encode_chat(llm.tokenizer, history)
+            answer = _stream(llm, prompt, params, strip=True)
+        except KeyboardInterrupt:  # stops this answer, not the session
+            print("\n[interrupted]", file=sys.stderr)
+            history.pop()
+            continue
+        except ValueError as e:  # the conversation outgrew the context, say
+            print(f"tritium: error: {e} (/reset starts over)", file=sys.stderr)
+            history.pop()
+            continue
+        history.append({"role": "assistant", "content": answer})
+        if args.log_level in ("info", "debug"):
+            _report(llm)
+
+
+def serve_command(args) -> int:
+    engine = LLMEngine(args.model, progress=sys.stderr.isatty(), max_num_seqs=args.max_num_seqs,
+                       **({"decode_steps": args.decode_steps} if args.decode_steps is not None else {}),
+                       **({"kv_cache_memory": args.kv_cache_memory} if args.kv_cache_memory is not None else {}),
+                       **_engine_kwargs(args))
+    serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+          model_name=args.served_model_name, log_level=args.log_level)
+    return 0
+
+
+COMMANDS = {"generate": generate, "chat": chat, "serve": serve_command}
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
-        if args.command == "generate":
-            return generate(args)
+        return COMMANDS[args.command](args)
     except (FileNotFoundError, UnsupportedModelError, ValueError, ImportError) as e:
         print(f"tritium: error: {e}", file=sys.stderr)
         return 2
-    return 1
 
 
 if __name__ == "__main__":

@@ -8,16 +8,19 @@
 Layout by role: ``config`` (engine settings), ``sequence`` (a request's state and its outputs),
 ``block_manager`` (pages, prefix cache; the scheduler is its only client), ``scheduler`` (continuous
 batching, chunked prefill, preemption, greedy decode windows), ``runner`` (KV cache, inputs, CUDA graphs),
-``sampling``, ``tokenizer`` and ``detokenizer``, ``llm_engine`` (:class:`LLMEngine`: add_request / step /
-abort) and ``llm`` (:class:`LLM`, offline generation over the engine).
+``sampling``, ``tokenizer`` and ``detokenizer``, ``chat`` (messages to a prompt), ``llm_engine``
+(:class:`LLMEngine`: add_request / step / abort), ``async_engine`` (:class:`AsyncLLMEngine`: the engine
+stepped by a background thread, a stream per request, for servers) and ``llm`` (:class:`LLM`: offline
+generation, chat and streaming over the engine).
 """
 
+from tritium.engine.async_engine import AsyncLLMEngine, EngineStoppedError, QueueFullError
 from tritium.engine.config import EngineConfig
 from tritium.engine.llm import LLM
 from tritium.engine.llm_engine import LLMEngine, default_model_path
-from tritium.engine.sampling import SamplingParams
+from tritium.engine.sampling import SamplingParams, TokenLogprobs
 from tritium.engine.sequence import RequestOutput
 from tritium.models.config import ModelConfig, UnsupportedModelError
 
-__all__ = ["LLM", "LLMEngine", "SamplingParams", "RequestOutput", "EngineConfig", "ModelConfig",
-           "UnsupportedModelError", "default_model_path"]
+__all__ = ["LLM", "LLMEngine", "AsyncLLMEngine", "SamplingParams", "TokenLogprobs", "RequestOutput", "EngineConfig",
+           "ModelConfig", "UnsupportedModelError", "QueueFullError", "EngineStoppedError", "default_model_path"]

@@ -23,15 +23,13 @@ decoded and searched after each token.
 
 from __future__ import annotations
 
-import re
 import weakref
 
-from tritium.engine.tokenizer import Tokenizer
+from tritium.engine.tokenizer import BYTE_PIECE, Tokenizer
 
 _REPLACEMENT = "\ufffd"
 # The window's prefix moves up to the latest committed piece once the window is longer than this many tokens.
 _WINDOW = 4
-_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 
 
 class _Vocabulary:
@@ -67,7 +65,7 @@ class _Vocabulary:
         if b'"ByteFallback"' in decoder_state:
             byte_piece = bytearray(size)
             for piece, i in vocab.items():
-                if _BYTE_PIECE.fullmatch(piece) and backend.id_to_token(i) == piece:
+                if BYTE_PIECE.fullmatch(piece) and backend.id_to_token(i) == piece:
                     byte_piece[i] = 1
             self.byte_piece = byte_piece if any(byte_piece) else None
 

@@ -1,13 +1,21 @@
-"""The user-facing API: ``LLM(model).generate(prompts, SamplingParams(...))``, a loop over :class:`LLMEngine`."""
+"""The user-facing API, loops over :class:`LLMEngine`:
+
+    llm = LLM(model)
+    llm.generate(prompts, SamplingParams(...))            # finished RequestOutputs, one per prompt
+    llm.chat(messages, SamplingParams(...))               # one conversation or a list of them
+    for delta in llm.generate_stream(prompt, params):     # text as it is produced
+        print(delta, end="", flush=True)
+"""
 
 from __future__ import annotations
 
 import itertools
 import time
-from typing import Iterable, Sequence as Seq
+from typing import Iterable, Iterator, Sequence as Seq
 
 import torch
 
+from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.llm_engine import LLMEngine
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
@@ -25,8 +33,12 @@ class LLM:
     """
 
     def __init__(self, model: str | None = None, *, progress: bool = False, **engine_kwargs):
-        self.engine = LLMEngine(model, progress=progress, **engine_kwargs)
-        self.stats: dict = {}
+        self._attach(LLMEngine(model, progress=progress, **engine_kwargs))
+
+    def _attach(self, engine: LLMEngine) -> None:
+        self.engine = engine
+        self.stats: dict = {}  # of the last generate / chat / generate_stream call
+        self.last_output: RequestOutput | None = None  # generate_stream's final output
         self._ids = itertools.count()
 
     @classmethod
@@ -34,10 +46,15 @@ class LLM:
                      tokenizer: Tokenizer | None = None, **engine_kwargs) -> "LLM":
         """An LLM over in-memory weights (Hugging Face names); prompts are then token-id lists unless a
         tokenizer is given."""
+        return cls.from_engine(LLMEngine.from_weights(config, weights, tokenizer, **engine_kwargs))
+
+    @classmethod
+    def from_engine(cls, engine: LLMEngine) -> "LLM":
+        """An LLM over an engine built already (shared, e.g. by a benchmark that also serves it)."""
+        if not isinstance(engine, LLMEngine):
+            raise ValueError(f"engine must be an LLMEngine, got {type(engine).__name__}")
         llm = cls.__new__(cls)
-        llm.engine = LLMEngine.from_weights(config, weights, tokenizer, **engine_kwargs)
-        llm.stats = {}
-        llm._ids = itertools.count()
+        llm._attach(engine)
         return llm
 
     @property
@@ -53,7 +70,55 @@ class LLM:
         if self.tokenizer is None:
             raise ValueError("this engine has no tokenizer; pass prompts as token-id lists")
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        return encode_chat(self.tokenizer, messages)
+
+    def chat(self, messages: list[dict] | Seq[list[dict]],
+             sampling_params: SamplingParams | Seq[SamplingParams] | None = None) -> list[RequestOutput]:
+        """Answer one conversation (``[{"role": "system" | "user" | "assistant", "content": str}, ...]``) or a
+        list of them, through the model's chat template; one finished :class:`RequestOutput` per
+        conversation, like :meth:`generate`."""
+        conversations = [messages] if is_conversation(messages) else list(messages)
+        if not conversations:
+            raise ValueError("messages is empty: give one conversation or a list of them")
+        prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
+                               else f"messages[{i}]") for i, c in enumerate(conversations)]
+        return self.generate(prompts, sampling_params)
+
+    def generate_stream(self, prompt: str | list[int], sampling_params: SamplingParams | None = None, *,
+                        on_prefill=None) -> Iterator[str]:
+        """Generate a continuation of one prompt, yielding text deltas as the engine produces them (they
+        concatenate to the final text; characters split across tokens come out whole). Leaving the loop
+        early aborts the request. ``self.stats`` and ``self.last_output`` (the finished RequestOutput) are
+        set at the end. ``on_prefill(computed, prompt_len)`` (optional) is called after each step until the
+        prompt is computed (a long prompt is prefilled in chunks: progress bars)."""
+        params = SamplingParams() if sampling_params is None else sampling_params
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"sampling_params must be SamplingParams, got {type(params).__name__}")
+        engine = self.engine
+        rid = f"stream-{next(self._ids)}"
+        engine.add_request(rid, engine.encode(prompt, "prompt"), params)
+        start, final, prefilling = time.perf_counter(), None, on_prefill is not None
+        try:
+            while final is None:
+                outputs = engine.step()
+                if prefilling and (progress := engine.prompt_progress(rid)) is not None:
+                    on_prefill(*progress)
+                    prefilling = progress[0] < progress[1]
+                for out in outputs:
+                    if out.request_id != rid:
+                        continue
+                    if out.text_delta:
+                        yield out.text_delta
+                    if out.finished:
+                        final = out
+        finally:
+            if final is None:
+                engine.abort(rid)
+        seconds = time.perf_counter() - start
+        self.last_output = final
+        self.stats = {"seconds": seconds, "prompt_tokens": len(final.prompt_token_ids),
+                      "generated_tokens": len(final.token_ids),
+                      "tokens_per_s": len(final.token_ids) / max(seconds, 1e-9), "finish_reason": final.finish_reason}
 
     def generate(self, prompts: str | list[int] | Seq[str | list[int]],
                  sampling_params: SamplingParams | Seq[SamplingParams] | None = None) -> list[RequestOutput]:

@@ -29,7 +29,7 @@ from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.runner import ModelRunner, Window, kv_cache_bytes_per_block
-from tritium.engine.sampling import SamplingParams, sample
+from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.tokenizer import Tokenizer
@@ -232,6 +232,8 @@ class LLMEngine:
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
+        if params.logprobs is not None:
+            seq.logprobs = []
         self._requests[request_id] = seq
         self.scheduler.add(seq)
 
@@ -252,6 +254,27 @@ class LLMEngine:
     @property
     def num_unfinished(self) -> int:
         return len(self._requests)
+
+    def prompt_progress(self, request_id: str) -> tuple[int, int] | None:
+        """(prompt tokens computed so far, prompt length) of an unfinished request; None if unknown."""
+        seq = self._requests.get(request_id)
+        return None if seq is None else (min(seq.num_computed, seq.prompt_len), seq.prompt_len)
+
+    @property
+    def num_running(self) -> int:
+        """Requests in the running batch (their prompt started)."""
+        return len(self.scheduler.running)
+
+    @property
+    def num_waiting(self) -> int:
+        """Requests queued (or preempted) that do not run yet."""
+        return len(self.scheduler.waiting)
+
+    @property
+    def kv_cache_usage(self) -> float:
+        """Fraction of KV-cache pages held by requests (pages kept only for the prefix cache count as free)."""
+        blocks = self.block_manager
+        return 1.0 - blocks.num_free_blocks / blocks.num_blocks
 
     # -- stepping ------------------------------------------------------------------------------------------
     def step(self) -> list[RequestOutput]:
@@ -280,10 +303,15 @@ class LLMEngine:
         logits = self.runner.run(batch)
         done = self.scheduler.update(batch)
         if done:
-            tokens = sample(logits, [s.params for s in done], [s.generator for s in done])
-            for seq, token in zip(done, tokens):
+            params = [s.params for s in done]
+            histories = [s.output_ids for s in done] if any(p.penalized for p in params) else None
+            tokens = sample(logits, params, [s.generator for s in done], histories)
+            logprobs = token_logprobs(logits, tokens, params)
+            for seq, token, lp in zip(done, tokens, logprobs):
+                if lp is not None:
+                    seq.logprobs.append(lp)
                 self._accept(seq, token)
-                self._report(seq, [token])
+                self._report(seq, [token], None if lp is None else [lp])
 
     def _window_step(self, batch: ScheduledBatch, window: Window, continuable: bool = True) -> None:
         """Play back a greedy window on the host (progress, pages, tokens, stop checks; a sequence that
@@ -341,7 +369,7 @@ class LLMEngine:
             return "length"
         return None
 
-    def _report(self, seq: Sequence, new_tokens: list[int]) -> None:
+    def _report(self, seq: Sequence, new_tokens: list[int], new_logprobs: list[TokenLogprobs] | None = None) -> None:
         """Record (or extend) this step's output of ``seq``."""
         finished = seq.status is Status.FINISHED
         delta = seq.detokenizer.delta(finished)
@@ -355,3 +383,6 @@ class LLMEngine:
         out.text = seq.detokenizer.text
         out.finished = finished
         out.finish_reason = seq.finish_reason
+        if seq.logprobs is not None:
+            out.logprobs = list(seq.logprobs)
+            out.new_logprobs = (out.new_logprobs or []) + (new_logprobs or [])

@@ -1,10 +1,13 @@
-"""Sampling parameters and the sampler: greedy, temperature, top-k, top-p, per-request seeds."""
+"""Sampling parameters and the sampler: greedy, temperature, top-k, top-p, per-request seeds, presence and
+frequency penalties, log-probabilities of the sampled tokens and their top alternatives."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import torch
+
+MAX_LOGPROBS = 20
 
 
 @dataclasses.dataclass
@@ -18,6 +21,15 @@ class SamplingParams:
     - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
+    - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
+      every token generated ``c`` times so far is lowered by ``frequency_penalty * c + presence_penalty *
+      (c > 0)``; the prompt does not count.
+    - ``logprobs``: report the log-probability of each sampled token and of the ``logprobs`` most likely
+      tokens at its position (0: the sampled token's only; None: none), from the model's distribution
+      (log-softmax of the logits, before penalties, temperature and filtering); at most 20.
+
+    Greedy requests without penalties or logprobs run in decode windows on the device
+    (:attr:`device_greedy`); the others are sampled on the host every step.
     """
 
     max_tokens: int = 64
@@ -27,6 +39,9 @@ class SamplingParams:
     seed: int | None = None
     stop: list[str] | str | None = None
     ignore_eos: bool = False
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logprobs: int | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -48,10 +63,72 @@ class SamplingParams:
         if self.stop is not None and (not isinstance(self.stop, list)
                                       or not all(isinstance(s, str) and s for s in self.stop)):
             raise ValueError(f"stop must be a non-empty string or a list of them, got {self.stop!r}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not -2.0 <= value <= 2.0:
+                raise ValueError(f"{name} must be a number in [-2, 2], got {value!r}")
+        if self.logprobs is not None and (not isinstance(self.logprobs, int) or isinstance(self.logprobs, bool)
+                                          or not 0 <= self.logprobs <= MAX_LOGPROBS):
+            raise ValueError(f"logprobs must be None or an int in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0 or self.top_k == 1
+
+    @property
+    def penalized(self) -> bool:
+        return bool(self.presence_penalty or self.frequency_penalty)
+
+    @property
+    def device_greedy(self) -> bool:
+        """Whether the argmax of the raw logits is all the request needs (decode windows on the device)."""
+        return self.greedy and not self.penalized and self.logprobs is None
+
+
+@dataclasses.dataclass
+class TokenLogprobs:
+    """Log-probability of one sampled token and the ``top`` most likely tokens at its position
+    ([(token id, log-probability)], most likely first)."""
+
+    token_id: int
+    logprob: float
+    top: list[tuple[int, float]]
+
+
+def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], histories: list[list[int]]) -> torch.Tensor:
+    """Presence and frequency penalties (see :class:`SamplingParams`); ``logits`` [S, V] is returned
+    unchanged when no row has any, else a penalised copy. ``histories``: each row's generated token ids."""
+    rows = [i for i, p in enumerate(params) if p.penalized]
+    if not rows:
+        return logits
+    logits = logits.clone()
+    vocab = logits.shape[-1]
+    for i in rows:
+        if not histories[i]:
+            continue
+        counts = torch.bincount(torch.tensor(histories[i]), minlength=vocab)[:vocab].to(logits.device)   # [V]
+        p = params[i]
+        logits[i] -= p.frequency_penalty * counts + p.presence_penalty * (counts > 0)
+    return logits
+
+
+def token_logprobs(logits: torch.Tensor, tokens: list[int], params: list[SamplingParams]
+                   ) -> list[TokenLogprobs | None]:
+    """Each row's :class:`TokenLogprobs` for ``tokens`` (None where ``params.logprobs`` is None).
+    logits: [S, V] fp32, the model's (before penalties and temperature)."""
+    rows = [i for i, p in enumerate(params) if p.logprobs is not None]
+    out: list[TokenLogprobs | None] = [None] * len(params)
+    if not rows:
+        return out
+    lp = logits[rows].float().log_softmax(-1)                                                  # [R, V]
+    k = max(params[i].logprobs for i in rows)
+    chosen = lp.gather(-1, torch.tensor([tokens[i] for i in rows], device=lp.device)[:, None])  # [R, 1]
+    top_v, top_i = lp.topk(k, dim=-1) if k else (lp[:, :0], lp[:, :0].long())                # [R, k]
+    chosen, top_v, top_i = chosen[:, 0].tolist(), top_v.tolist(), top_i.tolist()
+    for r, i in enumerate(rows):
+        n = params[i].logprobs
+        out[i] = TokenLogprobs(tokens[i], chosen[r], list(zip(top_i[r][:n], top_v[r][:n])))
+    return out
 
 
 def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
@@ -71,9 +148,14 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
     return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
 
 
-def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None]
-           ) -> list[int]:
-    """One token per row. logits: [S, V] fp32; params, generators: one per row."""
+def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None],
+           histories: list[list[int]] | None = None) -> list[int]:
+    """One token per row. logits: [S, V] fp32; params, generators: one per row; ``histories``: each row's
+    generated token ids (needed only when a row has penalties)."""
+    if any(p.penalized for p in params):
+        if histories is None:
+            raise ValueError("sample: rows with presence/frequency penalties need histories")
+        logits = apply_penalties(logits, params, histories)
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
     dev = logits.device

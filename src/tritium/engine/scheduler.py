@@ -128,7 +128,7 @@ class Scheduler:
         greedy decode batch of running sequences with nobody waiting; up to ``decode_steps`` and the
         longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one)."""
         if self.decode_steps <= 1 or self.waiting or not batch.is_decode \
-                or not all(s.params.greedy and s.status is Status.RUNNING for s in batch.seqs):
+                or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs):
             return 1
         return min(self.decode_steps, max(self.to_sample(seq, ahead) for seq in batch.seqs))
 

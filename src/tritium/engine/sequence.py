@@ -9,7 +9,7 @@ import enum
 import torch
 
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.sampling import SamplingParams
+from tritium.engine.sampling import SamplingParams, TokenLogprobs
 
 
 class Status(enum.Enum):
@@ -37,10 +37,13 @@ class Sequence:
     block_keys: list[int] = dataclasses.field(default_factory=list)
     status: Status = Status.WAITING
     finish_reason: str | None = None
+    logprobs: list[TokenLogprobs] | None = None
+    new_logprobs: list[TokenLogprobs] | None = None
     num_preemptions: int = 0
     generator: torch.Generator | None = None  # of a seeded request
     prompt_text: str | None = None
     detokenizer: IncrementalDetokenizer | None = None
+    logprobs: list[TokenLogprobs] | None = None  # one per generated token when params.logprobs is set
 
     def __post_init__(self):
         self.prompt_len = self.prompt_len or len(self.token_ids)
@@ -63,6 +66,9 @@ class RequestOutput:
     ``text`` (text is held back while it may still be the start of a stop string or of a multi-byte
     character). ``finish_reason``: "stop" (EOS or a stop string), "length" (``max_tokens`` or the
     context) or "abort"; None while running.
+
+    With ``SamplingParams.logprobs`` set, ``logprobs`` has one :class:`TokenLogprobs` per generated token
+    so far and ``new_logprobs`` this step's (else both are None).
     """
 
     request_id: str
@@ -74,3 +80,5 @@ class RequestOutput:
     text_delta: str = ""
     finished: bool = False
     finish_reason: str | None = None
+    logprobs: list[TokenLogprobs] | None = None
+    new_logprobs: list[TokenLogprobs] | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 
 # Pre-tokenizer splits by GGUF `tokenizer.ggml.pre` (the regexes of the corresponding HF tokenizers).
 _LLAMA3_SPLIT = (
@@ -28,6 +29,7 @@ _GGUF_SPLITS = {
     "llama3": _LLAMA3_SPLIT, "llama-v3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "smaug-bpe": _LLAMA3_SPLIT,
     "qwen2": _QWEN2_SPLIT, "deepseek-r1-qwen": _QWEN2_SPLIT,
 }
+BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # a SentencePiece byte-fallback piece
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE = 1, 2, 3, 4, 6  # llama.cpp token types
 
 
@@ -63,6 +65,7 @@ class Tokenizer:
         self.eos_token_ids = tuple(eos_token_ids)
         self.add_bos = add_bos
         self.add_eos = add_eos
+        self._byte_level: bool | None = None  # the decoder is byte-level (settled at the first token_bytes)
 
     # -- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -147,6 +150,23 @@ class Tokenizer:
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         return self.backend.decode(ids, skip_special_tokens=skip_special_tokens)
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for (part of a multi-byte character, maybe); special tokens give their
+        text, ids the vocabulary lacks b"". For log-probability reports (OpenAI's ``bytes``)."""
+        piece = self.backend.id_to_token(token_id)
+        if piece is None:
+            return b""
+        if BYTE_PIECE.fullmatch(piece):  # SentencePiece byte fallback
+            return bytes([int(piece[3:5], 16)])
+        if self._byte_level is None:
+            state = self.backend.decoder.__getstate__() if self.backend.decoder is not None else b""
+            self._byte_level = b'"ByteLevel"' in state
+        if self._byte_level:
+            inverse = _unicode_to_bytes()
+            if all(c in inverse for c in piece):
+                return bytes(inverse[c] for c in piece)
+        return self.decode([token_id], skip_special_tokens=False).encode("utf-8")
+
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's Jinja chat template and
         encode the result; ValueError if the model has no template."""
@@ -165,6 +185,11 @@ class Tokenizer:
             messages=messages, add_generation_prompt=add_generation_prompt,
             bos_token=self.bos_token or "", eos_token=self.eos_token or "")
         return self.encode(text, add_special_tokens=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _unicode_to_bytes() -> dict[str, int]:
+    return {c: b for b, c in _bytes_to_unicode().items()}
 
 
 def _gguf_byte_level_bpe(meta: dict, tokens: list[str], types: list[int]):

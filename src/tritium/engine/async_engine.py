@@ -1,0 +1,268 @@
+"""The engine core driven by one background thread, for asyncio servers: each request gets its own stream.
+
+    engine = AsyncLLMEngine(LLMEngine("model.gguf"), max_queue=256)
+    engine.start()
+    stream = engine.submit([("r1", prompt_ids, SamplingParams(max_tokens=32))])   # in a running event loop
+    async for out in stream:           # RequestOutput of each step that advanced r1 (text_delta, new tokens)
+        ...
+    stream.abort()                     # or leave the loop early: the requests are aborted, pages freed
+    engine.shutdown()
+
+One thread owns the :class:`~tritium.engine.llm_engine.LLMEngine`: it applies the requests added and aborted
+since the last step (so a new request joins the running batch at the next step: continuous batching,
+chunked prefill), runs a step, and hands each output to the stream of its request on that stream's event
+loop (one ``call_soon_threadsafe`` per loop and step). When nothing is left to do it sleeps until a request
+comes. An abort takes effect at the next step boundary: the request's KV pages are freed then, before the
+next step runs. The model's work runs in that thread; the event loop only moves outputs and bytes.
+
+``max_queue`` bounds the requests that wait (queued for the engine thread or waiting in the scheduler):
+:meth:`AsyncLLMEngine.submit` raises :class:`QueueFullError` past it instead of letting the queue grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from typing import Iterable
+
+from tritium.engine.llm_engine import LLMEngine
+from tritium.engine.sampling import SamplingParams
+from tritium.engine.sequence import RequestOutput
+
+log = logging.getLogger(__name__)
+
+
+class QueueFullError(RuntimeError):
+    """More requests wait than ``max_queue`` allows."""
+
+
+class EngineStoppedError(RuntimeError):
+    """The engine shut down (or failed) before the request finished."""
+
+
+@dataclasses.dataclass
+class EngineStats:
+    """A snapshot the engine thread takes after each step (read by metrics without locking)."""
+
+    num_running: int = 0
+    num_waiting: int = 0
+    kv_cache_usage: float = 0.0
+
+
+_ABORTED = object()  # ends a stream's iteration after abort()
+
+
+class RequestStream:
+    """The outputs of one submission (one or more engine requests), in the order the engine made them.
+
+    ``async for out in stream`` yields :class:`RequestOutput` objects until every request of the submission
+    finished; leaving the loop early (a break, an exception, a cancelled task) aborts the unfinished ones.
+    Raises :class:`EngineStoppedError` if the engine shuts down or fails first.
+    """
+
+    def __init__(self, engine: "AsyncLLMEngine", request_ids: list[str], loop: asyncio.AbstractEventLoop):
+        self._engine = engine
+        self.request_ids = request_ids
+        self.loop = loop
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._unfinished = set(request_ids)
+        self.aborted = False  # abort() stopped requests that had not finished
+
+    def _put(self, item) -> None:  # on the stream's loop
+        self._queue.put_nowait(item)
+
+    @property
+    def finished(self) -> bool:
+        return not self._unfinished
+
+    def abort(self) -> None:
+        """Abort the requests of this stream that did not finish (their pages are freed before the next step);
+        an iteration in progress ends. Call it on the stream's event loop."""
+        if self._unfinished:
+            self._engine.abort(list(self._unfinished))
+            self._unfinished.clear()
+            self.aborted = True
+            self._queue.put_nowait(_ABORTED)
+
+    def __aiter__(self):
+        return self._iterate()
+
+    async def _iterate(self):
+        try:
+            while self._unfinished:
+                item = await self._queue.get()
+                if item is _ABORTED:
+                    return
+                if isinstance(item, BaseException):
+                    self._unfinished.clear()
+                    raise item
+                if item.finished:
+                    self._unfinished.discard(item.request_id)
+                yield item
+        finally:
+            self.abort()
+
+
+class AsyncLLMEngine:
+    """An :class:`LLMEngine` stepped by one background thread; see the module docstring.
+
+    ``engine``: the engine (used only by that thread once :meth:`start` is called). ``max_queue``: most
+    requests that may wait (None: unbounded). ``on_step(outputs, seconds)`` (optional) is called in the
+    engine thread after each step.
+    """
+
+    def __init__(self, engine: LLMEngine, *, max_queue: int | None = None, on_step=None):
+        if max_queue is not None and (not isinstance(max_queue, int) or isinstance(max_queue, bool) or max_queue < 1):
+            raise ValueError(f"max_queue must be an int >= 1 or None, got {max_queue!r}")
+        self.engine = engine
+        self.max_queue = max_queue
+        self.on_step = on_step
+        self.stats = EngineStats()
+        self.error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._adds: list[tuple[str, list[int], SamplingParams, RequestStream]] = []  # guarded by _cond
+        self._aborts: list[str] = []  # guarded by _cond
+        self._stopping = False
+        self._streams: dict[str, RequestStream] = {}  # engine thread only
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("the engine loop is already started")
+        self._thread = threading.Thread(target=self._run, name="tritium-engine", daemon=True)
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stopping
+
+    def stop(self) -> None:
+        """Ask the loop to stop after the step in flight (returns at once; safe in a signal handler's thread):
+        unfinished requests end with :class:`EngineStoppedError`, new ones are refused."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """:meth:`stop`, then wait for the engine thread to end."""
+        self.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- requests (any thread; submit from a running event loop) ------------------------------------------
+    def submit(self, requests: Iterable[tuple[str, list[int], SamplingParams]]) -> RequestStream:
+        """Queue requests ``(request_id, prompt token ids, params)`` together; they join the running batch at
+        the next step. Raises :class:`QueueFullError` if they would take the waiting requests past
+        ``max_queue`` (none is queued then), :class:`EngineStoppedError` if the loop is not running."""
+        requests = list(requests)
+        loop = asyncio.get_running_loop()
+        stream = RequestStream(self, [r[0] for r in requests], loop)
+        with self._cond:
+            if self.error is not None or self._stopping or self._thread is None:
+                raise EngineStoppedError("the engine is not running" + (f": {self.error}" if self.error else ""))
+            waiting = len(self._adds) + self.stats.num_waiting
+            if self.max_queue is not None and waiting + len(requests) > self.max_queue:
+                raise QueueFullError(f"{waiting} requests are waiting and the queue holds {self.max_queue} "
+                                     f"(--max-queue); try again later")
+            for rid, ids, params in requests:
+                self._adds.append((rid, ids, params, stream))
+            self._cond.notify()
+        return stream
+
+    def abort(self, request_ids: list[str]) -> None:
+        """Abort requests (unknown or finished ids are ignored); their pages are freed before the next step."""
+        with self._cond:
+            self._aborts.extend(request_ids)
+            self._cond.notify()
+
+    # -- the engine thread ---------------------------------------------------------------------------------
+    def _run(self) -> None:
+        engine = self.engine
+        try:
+            while True:
+                with self._cond:
+                    while not (self._adds or self._aborts or self._stopping or engine.has_unfinished()):
+                        self._cond.wait()
+                    adds, self._adds = self._adds, []
+                    aborts, self._aborts = self._aborts, []
+                    stopping = self._stopping
+                if stopping:
+                    self._fail_all(EngineStoppedError("the server is shutting down"), adds)
+                    return
+                self._apply(adds, aborts)
+                if engine.has_unfinished():
+                    start = time.perf_counter()
+                    outputs = engine.step()
+                    self._dispatch(outputs)
+                    if self.on_step is not None:
+                        self.on_step(outputs, time.perf_counter() - start)
+                self._snapshot()
+        except BaseException as e:  # the engine broke: fail every request, refuse new ones
+            log.exception("the engine loop failed")
+            with self._cond:
+                self.error = e
+                adds, self._adds = self._adds, []
+            self._fail_all(EngineStoppedError(f"the engine failed: {type(e).__name__}: {e}"), adds)
+
+    def _apply(self, adds, aborts) -> None:
+        engine = self.engine
+        aborted = set(aborts)
+        for rid in aborts:
+            self._streams.pop(rid, None)
+            engine.abort(rid)
+        for rid, ids, params, stream in adds:
+            if rid in aborted:
+                continue
+            try:
+                engine.add_request(rid, ids, params)
+            except ValueError as e:  # checked by the caller already; a duplicate id, say
+                stream.loop.call_soon_threadsafe(stream._put, e)
+                continue
+            self._streams[rid] = stream
+        if aborts or adds:
+            self._snapshot()
+
+    def _dispatch(self, outputs: list[RequestOutput]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list] = {}
+        for out in outputs:
+            stream = self._streams.get(out.request_id)
+            if stream is None:  # aborted
+                continue
+            if out.finished:
+                del self._streams[out.request_id]
+            by_loop.setdefault(stream.loop, []).append((stream, out))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, items)
+            except RuntimeError:  # the loop closed (the server stopped): nobody listens
+                pass
+
+    def _snapshot(self) -> None:
+        engine = self.engine
+        self.stats = EngineStats(num_running=engine.num_running, num_waiting=engine.num_waiting,
+                                 kv_cache_usage=engine.kv_cache_usage)
+
+    def _fail_all(self, error: BaseException, adds) -> None:
+        streams = {id(s): s for s in self._streams.values()}
+        streams.update({id(a[3]): a[3] for a in adds})
+        try:
+            for rid in list(self._streams):
+                self.engine.abort(rid)
+            self._snapshot()
+        except Exception:  # a broken engine: its state no longer matters
+            log.debug("aborting after a failure", exc_info=True)
+        self._streams.clear()
+        for stream in streams.values():
+            try:
+                stream.loop.call_soon_threadsafe(stream._put, error)
+            except RuntimeError:
+                pass
+
+
+def _deliver(items) -> None:
+    for stream, out in items:
+        stream._put(out)

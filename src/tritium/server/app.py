@@ -1,0 +1,384 @@
+"""The OpenAI-compatible HTTP app (FastAPI) over an :class:`~tritium.engine.AsyncLLMEngine`.
+
+    app = build_app(AsyncLLMEngine(LLMEngine(path)), model_name="my-model", api_key=None)
+
+Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
+(JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``GET /health`` (200 while
+the engine loop runs, 503 otherwise) and ``GET /metrics`` (Prometheus). With an API key, ``/v1/*`` needs
+``Authorization: Bearer <key>``.
+
+Every error is OpenAI's JSON ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad parameter,
+malformed JSON or a prompt longer than the context (code ``context_length_exceeded``), 401 for a missing
+or wrong key, 404 for an unknown model or path, 405 for a wrong method, 413 for a body over
+``max_request_bytes``, 503 when the queue is full (``--max-queue``) or the engine stopped. A client that
+disconnects has its requests aborted (their KV pages are freed before the engine's next step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hmac
+import json
+import logging
+import time
+import uuid
+
+from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput
+from tritium.engine.async_engine import RequestStream
+from tritium.engine.chat import encode_chat
+from tritium.server.errors import APIError, error_body, invalid
+from tritium.server.metrics import Metrics, RequestTracker
+from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
+
+try:  # the optional extra tritium[serve]
+    import fastapi
+    from fastapi.responses import JSONResponse, Response, StreamingResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    fastapi = None
+    _IMPORT_ERROR = e
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_REQUEST_BYTES = 16 << 20
+
+
+def _require_extra() -> None:
+    if fastapi is None:
+        raise ImportError(f"the server needs the 'serve' extra: pip install 'tritium[serve]' ({_IMPORT_ERROR})")
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sse(obj) -> str:
+    return f"data: {_dumps(obj)}\n\n"
+
+
+@dataclasses.dataclass
+class _Choice:
+    """Progress of one choice (one engine request) of a response."""
+
+    index: int
+    prompt_tokens: int
+    text: str = ""
+    tokens: int = 0
+    logprobs: list = dataclasses.field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class OpenAIServer:
+    """The handlers, with the engine, model name, key and metrics they share (see the module docstring)."""
+
+    def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
+        if not isinstance(model_name, str) or not model_name:
+            raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+        self.engine = engine
+        self.model_name = model_name
+        self.api_key = api_key
+        self.max_request_bytes = max_request_bytes
+        self.tokenizer = engine.engine.tokenizer
+        self.max_model_len = engine.engine.max_model_len
+        self.vocab_size = engine.engine.model_config.vocab_size
+        self.metrics = Metrics(engine, model_name)
+        self.logprobs = LogprobFormatter(self.tokenizer)
+        self.created = int(time.time())
+
+    # -- routes --------------------------------------------------------------------------------------------
+    def model_card(self) -> dict:
+        return {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "tritium",
+                "max_model_len": self.max_model_len}
+
+    async def models(self):
+        return JSONResponse({"object": "list", "data": [self.model_card()]})
+
+    async def model(self, model: str):
+        self._check_model(model)
+        return JSONResponse(self.model_card())
+
+    async def health(self):
+        if self.engine.running:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse(error_body("the engine is not running", "server_error", None, "engine_stopped"),
+                            status_code=503)
+
+    async def render_metrics(self):
+        body, content_type = self.metrics.render()
+        return Response(body, media_type=content_type)
+
+    async def completions(self, request: "fastapi.Request"):
+        return await self._generate(request, "completion")
+
+    async def chat_completions(self, request: "fastapi.Request"):
+        return await self._generate(request, "chat")
+
+    # -- generation ----------------------------------------------------------------------------------------
+    async def _generate(self, request, kind: str):
+        arrival = time.perf_counter()
+        body = await self._json(request)
+        req = parse_completion(body) if kind == "completion" else parse_chat(body)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        prompts = [self._encode(p, kind, i, len(req.prompts)) for i, p in enumerate(req.prompts)]
+        prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
+        choices: dict[str, _Choice] = {}
+        subs = []
+        for i, ids in enumerate(prompts):
+            for j, params in enumerate(req.params):
+                limit = self.max_model_len - len(ids)
+                params = dataclasses.replace(params, max_tokens=min(req.max_tokens or limit, limit))
+                rid = f"{prefix}-{i * req.n + j}"
+                choices[rid] = _Choice(i * req.n + j, len(ids))
+                subs.append((rid, ids, params))
+        try:
+            stream = self.engine.submit(subs)
+        except QueueFullError as e:
+            self.metrics.reject("queue_full")
+            raise APIError(503, str(e), type="server_error", code="server_overloaded") from None
+        except EngineStoppedError as e:
+            self.metrics.reject("engine_stopped")
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
+        prompt_tokens = sum(map(len, prompts))
+        if req.stream:
+            return StreamingResponse(self._stream(request, req, kind, prefix, stream, choices, tracker, prompt_tokens),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return await self._respond(request, req, kind, prefix, stream, choices, tracker, prompt_tokens)
+
+    def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
+        choice = choices[out.request_id]
+        choice.text += out.text_delta
+        choice.tokens += len(out.new_token_ids)
+        if out.new_logprobs:
+            choice.logprobs += out.new_logprobs
+        if out.finished:
+            choice.finish_reason = out.finish_reason
+        return choice
+
+    def _header(self, prefix: str, kind: str, chunk: bool) -> dict:
+        obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[kind]
+        return {"id": prefix, "object": obj, "created": int(time.time()), "model": self.model_name}
+
+    async def _respond(self, request, req, kind, prefix, stream: RequestStream, choices, tracker: RequestTracker,
+                       prompt_tokens: int):
+        async def collect():
+            async for out in stream:
+                tracker.observe(out)
+                self._advance(req, choices, out)
+
+        task = asyncio.ensure_future(collect())
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            left = not task.done()
+            if left:  # the client left (or we are cancelled): abort, free the pages
+                task.cancel()
+                self._client_left(stream)
+        if left:
+            return Response(status_code=499)  # nobody reads it
+        try:
+            task.result()
+        except EngineStoppedError as e:
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        body = self._header(prefix, kind, chunk=False)
+        body["choices"] = [self._final_choice(kind, c, req) for c in sorted(choices.values(), key=lambda c: c.index)]
+        body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
+        return JSONResponse(body)
+
+    def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
+        logprobs = None
+        if req.logprobs is not None:
+            logprobs = self.logprobs.chat(c.logprobs) if kind == "chat" else self.logprobs.completion(c.logprobs)
+        if kind == "chat":
+            return {"index": c.index, "message": {"role": "assistant", "content": c.text}, "logprobs": logprobs,
+                    "finish_reason": c.finish_reason}
+        return {"index": c.index, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+
+    async def _stream(self, request, req: GenerationRequest, kind: str, prefix: str, stream: RequestStream, choices,
+                      tracker: RequestTracker, prompt_tokens: int):
+        gone = asyncio.ensure_future(_disconnected(request))
+        gone.add_done_callback(lambda t: None if t.cancelled() else stream.abort())
+        # per chunk: the usage so far (continuous_usage_stats), null (include_usage: usage in a last chunk), absent
+        usage_field = req.include_usage or req.continuous_usage
+        try:
+            if kind == "chat":  # the role first, as OpenAI does
+                for c in sorted(choices.values(), key=lambda c: c.index):
+                    yield self._chunk(prefix, kind, c.index, {"role": "assistant", "content": ""}, None, None,
+                                      usage_field and self._usage(req, choices, prompt_tokens))
+            async for out in stream:
+                tracker.observe(out)
+                offset = len(choices[out.request_id].text)
+                c = self._advance(req, choices, out)
+                logprobs = None
+                if req.logprobs is not None and out.new_logprobs:
+                    logprobs = (self.logprobs.chat(out.new_logprobs) if kind == "chat"
+                                else self.logprobs.completion(out.new_logprobs, offset))
+                delta = {"content": out.text_delta} if kind == "chat" else out.text_delta
+                yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
+                                  usage_field and self._usage(req, choices, prompt_tokens))
+            if stream.finished and all(c.finish_reason is not None for c in choices.values()):
+                if req.include_usage:
+                    final = self._header(prefix, kind, chunk=True)
+                    final.update(choices=[], usage=usage(prompt_tokens, sum(c.tokens for c in choices.values())))
+                    yield _sse(final)
+                yield "data: [DONE]\n\n"
+        except EngineStoppedError as e:
+            yield _sse(error_body(str(e), "server_error", None, "engine_stopped"))
+            yield "data: [DONE]\n\n"
+        finally:
+            gone.cancel()
+            self._client_left(stream)
+
+    def _client_left(self, stream: RequestStream) -> None:
+        """Once per response that ends: abort what is unfinished; count it if the client had left early."""
+        stream.abort()
+        if stream.aborted:
+            self.metrics.aborted.inc()
+
+    def _usage(self, req, choices, prompt_tokens) -> dict | None:
+        """A chunk's ``usage``: so far with continuous_usage_stats, else null."""
+        return usage(prompt_tokens, sum(c.tokens for c in choices.values())) if req.continuous_usage else None
+
+    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False) -> str:
+        """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null."""
+        chunk = self._header(prefix, kind, chunk=True)
+        if kind == "chat":
+            choice = {"index": index, "delta": delta if finish_reason is None or delta.get("content") else {},
+                      "logprobs": logprobs, "finish_reason": finish_reason}
+        else:
+            choice = {"index": index, "text": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        chunk["choices"] = [choice]
+        if usage_value is not False:
+            chunk["usage"] = usage_value
+        return _sse(chunk)
+
+    # -- checks --------------------------------------------------------------------------------------------
+    async def _json(self, request) -> dict:
+        raw = await request.body()
+        if len(raw) > self.max_request_bytes:
+            raise APIError(413, f"request body of {len(raw)} bytes is over the limit of {self.max_request_bytes}",
+                           code="request_too_large")
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise invalid(f"We could not parse the JSON body of your request: {e}", None, "invalid_json") from None
+        if not isinstance(body, dict):
+            raise invalid(f"the request body must be a JSON object, got {type(body).__name__}", None, "invalid_json")
+        return body
+
+    def _check_model(self, model) -> None:
+        if model != self.model_name:
+            raise APIError(404, f"The model '{model}' does not exist; this server serves '{self.model_name}'",
+                           param="model", code="model_not_found")
+
+    def _encode(self, prompt, kind: str, i: int, count: int) -> list[int]:
+        param = "messages" if kind == "chat" else "prompt"
+        where = param if count == 1 else f"{param}[{i}]"
+        try:
+            if kind == "chat":
+                ids = encode_chat(self.tokenizer, prompt, "messages")
+            elif isinstance(prompt, str):
+                if self.tokenizer is None:
+                    raise ValueError(f"{where} is text but this model has no tokenizer; send token ids")
+                ids = self.tokenizer.encode(prompt)
+            else:
+                ids = list(prompt)
+        except ValueError as e:
+            raise invalid(str(e), param) from None
+        if not ids:
+            raise invalid(f"{where} is empty", param)
+        bad = next((t for t in ids if not 0 <= t < self.vocab_size), None)
+        if bad is not None:
+            raise invalid(f"{where} has token id {bad} outside the vocabulary [0, {self.vocab_size})", param)
+        if len(ids) >= self.max_model_len:
+            raise invalid(f"This model's maximum context length is {self.max_model_len} tokens. However, your "
+                          f"{where} has {len(ids)} tokens, leaving no room to generate.", param,
+                          "context_length_exceeded")
+        return ids
+
+
+async def _disconnected(request) -> None:
+    """Returns once the client has disconnected (the request body must have been read)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class _Guard:
+    """ASGI middleware: the API key on ``/v1/*`` and the request-size limit, answered before any route runs."""
+
+    def __init__(self, app, api_key: str | None, max_request_bytes: int):
+        self.app = app
+        self.key = f"Bearer {api_key}".encode() if api_key else None
+        self.max_request_bytes = max_request_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or ())
+            error = None
+            if self.key is not None and scope["path"].startswith("/v1"):
+                given = headers.get(b"authorization", b"")
+                if not hmac.compare_digest(given, self.key):
+                    error = APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
+                                     code="invalid_api_key")
+            length = headers.get(b"content-length")
+            if error is None and length is not None and length.isdigit() and int(length) > self.max_request_bytes:
+                error = APIError(413, f"request body of {int(length)} bytes is over the limit of "
+                                 f"{self.max_request_bytes}", code="request_too_large")
+            if error is not None:
+                await JSONResponse(error.body(), status_code=error.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
+              max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> "fastapi.FastAPI":
+    """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
+    (if not running yet) and stops it when it shuts down (requests in flight end with an error)."""
+    _require_extra()
+    server = OpenAIServer(engine, model_name, api_key, max_request_bytes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        if not engine.running:
+            engine.start()
+        try:
+            yield
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, engine.shutdown)
+
+    app = fastapi.FastAPI(title="tritium", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                          openapi_url=None)
+    app.state.server = server
+    app.add_api_route("/health", server.health, methods=["GET"])
+    app.add_api_route("/metrics", server.render_metrics, methods=["GET"])
+    app.add_api_route("/v1/models", server.models, methods=["GET"])
+    app.add_api_route("/v1/models/{model:path}", server.model, methods=["GET"])
+    app.add_api_route("/v1/completions", server.completions, methods=["POST"])
+    app.add_api_route("/v1/chat/completions", server.chat_completions, methods=["POST"])
+
+    @app.exception_handler(APIError)
+    async def api_error(request, exc: APIError):
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, exc):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        return JSONResponse(error_body(message, "invalid_request_error", None, code), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request, exc):
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body(f"internal error: {type(exc).__name__}", "server_error", None, "internal_error"),
+                            status_code=500)
+
+    app.add_middleware(_Guard, api_key=api_key, max_request_bytes=max_request_bytes)
+    return app

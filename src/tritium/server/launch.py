@@ -1,0 +1,56 @@
+"""Running the app with uvicorn: ``serve(engine, host=..., port=...)`` until SIGINT / SIGTERM.
+
+On a signal the engine loop stops first (requests in flight end with an error: 503 JSON, or an error event
+then ``data: [DONE]`` on a stream), so open connections close at once; then uvicorn stops accepting,
+closes the connections and runs the app's shutdown (the engine thread is joined).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.server.app import DEFAULT_MAX_REQUEST_BYTES, build_app
+
+log = logging.getLogger(__name__)
+
+
+def default_model_name(engine: LLMEngine) -> str:
+    """The served name: the checkpoint's file or directory name without ``.gguf``."""
+    path = engine.model_path
+    if path is None:
+        return "tritium-model"
+    name = os.path.basename(os.path.normpath(path))
+    return name[:-5] if name.endswith(".gguf") else name
+
+
+def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
+          max_queue: int | None = None, model_name: str | None = None, log_level: str = "info",
+          max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, ready=None) -> None:
+    """Serve ``engine`` over HTTP until interrupted. ``ready()`` (optional) is called once the socket listens."""
+    import uvicorn
+
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an int in [0, 65535], got {port!r}")
+    async_engine = AsyncLLMEngine(engine, max_queue=max_queue)
+    name = model_name or default_model_name(engine)
+    app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
+                            timeout_graceful_shutdown=10, lifespan="on")
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            async_engine.stop()  # in-flight requests end now, so their connections close
+            super().handle_exit(sig, frame)
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            if self.started:
+                log.warning("serving %s on http://%s:%d/v1 (context %d tokens, %d sequences at once%s)", name, host,
+                            port, engine.max_model_len, engine.config.max_num_seqs,
+                            ", API key required" if api_key else "")
+                if ready is not None:
+                    ready()
+
+    Server(config).run()

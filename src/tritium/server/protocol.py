@@ -1,0 +1,248 @@
+"""Requests of the OpenAI API checked field by field, and the JSON of responses and stream chunks.
+
+``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
+(prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
+:class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
+does not implement (tools, logit_bias, echo, ...) are refused by name instead of being ignored; unknown
+fields are refused too. Extensions in the style of vLLM: ``top_k``, ``ignore_eos``, and
+``stream_options.continuous_usage_stats`` (usage in every chunk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from tritium.engine import SamplingParams
+from tritium.engine.sampling import MAX_LOGPROBS
+from tritium.engine.tokenizer import Tokenizer
+from tritium.server.errors import invalid
+
+MAX_N = 128
+COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
+
+_COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
+           "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias"}
+_COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
+_CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
+                   "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
+                   "reasoning_effort", "modalities", "audio", "prediction", "web_search_options"}
+# accepted when absent, null or this value; refused by name otherwise
+_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1, "logit_bias": {}, "tools": [], "tool_choice": "none",
+            "functions": [], "function_call": "none", "parallel_tool_calls": None, "store": False, "metadata": {},
+            "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
+            "web_search_options": None, "response_format": {"type": "text"}}
+
+
+@dataclasses.dataclass
+class GenerationRequest:
+    """A checked request: ``prompts`` (completions: text or token ids; chat: one conversation's messages),
+    ``params[i]``: the sampling parameters of choice ``i`` of every prompt (``n`` of them)."""
+
+    kind: str  # "completion" | "chat"
+    prompts: list  # str | list[int] (completion) or list[dict] messages (chat)
+    params: list[SamplingParams]
+    max_tokens: int | None  # None: up to the context
+    stream: bool = False
+    include_usage: bool = False
+    continuous_usage: bool = False
+    logprobs: int | None = None  # top alternatives to report per token (0: the sampled token only)
+
+    @property
+    def n(self) -> int:
+        return len(self.params)
+
+
+# -- field checks --------------------------------------------------------------------------------------------
+def _int(body: dict, name: str, lo: int | None = None, hi: int | None = None, default=None):
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise invalid(f"{name} must be an integer, got {_show(value)}", name)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise invalid(f"{name} must be {_range(lo, hi)}, got {value}", name)
+    return value
+
+
+def _number(body: dict, name: str, lo: float, hi: float, default: float, lo_open: bool = False) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise invalid(f"{name} must be a number, got {_show(value)}", name)
+    if value > hi or value < lo or (lo_open and value == lo):
+        raise invalid(f"{name} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}], got {value:g}", name)
+    return float(value)
+
+
+def _bool(body: dict, name: str, default: bool = False) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid(f"{name} must be true or false, got {_show(value)}", name)
+    return value
+
+
+def _range(lo, hi) -> str:
+    if hi is None:
+        return f">= {lo}"
+    return f"between {lo} and {hi}"
+
+
+def _show(value) -> str:
+    text = repr(value) if not isinstance(value, str) else f"'{value}'"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_fields(body: dict, allowed: set[str], where: str) -> None:
+    for name in body:
+        if name not in allowed:
+            raise invalid(f"Unrecognized request argument supplied to {where}: {name}", name, "unknown_parameter")
+        if name in _NEUTRAL:
+            value = body[name]
+            neutral = _NEUTRAL[name]
+            if value is not None and value != neutral and not (name == "best_of" and value == body.get("n")):
+                raise invalid(f"{name} is not supported by this server (got {_show(value)})", name,
+                              "unsupported_parameter")
+
+
+def _stop(body: dict) -> list[str] | None:
+    stop = body.get("stop")
+    if stop is None:
+        return None
+    if isinstance(stop, str):
+        stop = [stop]
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise invalid(f"stop must be a string or a list of strings, got {_show(stop)}", "stop")
+    stop = [s for s in stop if s]
+    return stop or None
+
+
+def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[SamplingParams]:
+    n = _int(body, "n", 1, MAX_N, default=1)
+    temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
+    top_k = _int(body, "top_k", -1, None, default=0)
+    seed = _int(body, "seed", default=None)
+    base = dict(
+        max_tokens=max_tokens or 1, temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
+        top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
+        presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
+        frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0, 0.0), logprobs=logprobs)
+    # choices of one prompt differ: seed i of a seeded request goes to choice i
+    return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
+
+
+def _stream_options(body: dict, stream: bool) -> tuple[bool, bool]:
+    options = body.get("stream_options")
+    if options is None:
+        return False, False
+    if not stream:
+        raise invalid("stream_options is only allowed with stream: true", "stream_options")
+    if not isinstance(options, dict):
+        raise invalid(f"stream_options must be an object, got {_show(options)}", "stream_options")
+    for key in options:
+        if key not in ("include_usage", "continuous_usage_stats"):
+            raise invalid(f"stream_options.{key} is not supported (include_usage, continuous_usage_stats are)",
+                          f"stream_options.{key}")
+    return (_bool(options, "include_usage") if "include_usage" in options else False,
+            _bool(options, "continuous_usage_stats") if "continuous_usage_stats" in options else False)
+
+
+def _max_tokens(body: dict, names: tuple[str, ...], default: int | None) -> int | None:
+    for name in names:  # the first given wins (max_completion_tokens over the deprecated max_tokens)
+        if body.get(name) is not None:
+            return _int(body, name, 1)
+    return default
+
+
+# -- requests ------------------------------------------------------------------------------------------------
+def parse_completion(body: dict) -> GenerationRequest:
+    """``POST /v1/completions``: ``prompt`` is a string, a list of strings, token ids or a list of those."""
+    _check_fields(body, _COMPLETION, "/v1/completions")
+    prompt = body.get("prompt")
+    if isinstance(prompt, str) or (isinstance(prompt, list) and prompt and _is_ids(prompt)):
+        prompts = [prompt]
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, str) or (isinstance(p, list) and _is_ids(p))
+                                                     for p in prompt):
+        prompts = list(prompt)
+    else:
+        raise invalid(f"prompt must be a string, a list of token ids, or a non-empty list of either, got "
+                      f"{_show(prompt)}", "prompt")
+    for i, p in enumerate(prompts):
+        if not p:
+            raise invalid("prompt is empty" if len(prompts) == 1 else f"prompt[{i}] is empty", "prompt")
+    logprobs = _int(body, "logprobs", 0, MAX_LOGPROBS, default=None)
+    stream = _bool(body, "stream")
+    include, continuous = _stream_options(body, stream)
+    max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT)
+    return GenerationRequest("completion", prompts, _sampling(body, max_tokens, logprobs), max_tokens, stream,
+                             include, continuous, logprobs)
+
+
+def parse_chat(body: dict) -> GenerationRequest:
+    """``POST /v1/chat/completions``: ``messages`` of one conversation (checked when it is encoded)."""
+    _check_fields(body, _CHAT, "/v1/chat/completions")
+    if "messages" not in body:
+        raise invalid("messages is required", "messages")
+    logprobs = None
+    if _bool(body, "logprobs"):
+        logprobs = _int(body, "top_logprobs", 0, MAX_LOGPROBS, default=0)
+    elif body.get("top_logprobs") is not None:
+        raise invalid("top_logprobs needs logprobs: true", "top_logprobs")
+    stream = _bool(body, "stream")
+    include, continuous = _stream_options(body, stream)
+    max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"), None)
+    return GenerationRequest("chat", [body["messages"]], _sampling(body, max_tokens, logprobs), max_tokens, stream,
+                             include, continuous, logprobs)
+
+
+def _is_ids(value: list) -> bool:
+    return all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+
+
+# -- responses -----------------------------------------------------------------------------------------------
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+class LogprobFormatter:
+    """OpenAI's logprobs objects from :class:`~tritium.engine.TokenLogprobs` (token text, bytes)."""
+
+    def __init__(self, tokenizer: Tokenizer | None):
+        self.tokenizer = tokenizer
+        self._cache: dict[int, tuple[str, list[int]]] = {}
+
+    def token(self, token_id: int) -> tuple[str, list[int]]:
+        hit = self._cache.get(token_id)
+        if hit is None:
+            raw = self.tokenizer.token_bytes(token_id) if self.tokenizer is not None else b""
+            hit = self._cache[token_id] = (raw.decode("utf-8", errors="replace") if raw else f"token_id:{token_id}",
+                                           list(raw))
+        return hit
+
+    def chat(self, logprobs) -> dict:
+        """``{"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}``."""
+        content = []
+        for lp in logprobs:
+            text, raw = self.token(lp.token_id)
+            top = []
+            for tid, value in lp.top:
+                t, b = self.token(tid)
+                top.append({"token": t, "logprob": value, "bytes": b})
+            content.append({"token": text, "logprob": lp.logprob, "bytes": raw, "top_logprobs": top})
+        return {"content": content}
+
+    def completion(self, logprobs, text_offset: int = 0) -> dict:
+        """The legacy completions form: ``tokens``, ``token_logprobs``, ``top_logprobs`` (dicts), ``text_offset``."""
+        tokens, values, tops, offsets = [], [], [], []
+        for lp in logprobs:
+            text, _ = self.token(lp.token_id)
+            tokens.append(text)
+            values.append(lp.logprob)
+            tops.append({self.token(tid)[0]: value for tid, value in lp.top})
+            offsets.append(text_offset)
+            text_offset += len(text)
+        return {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets}

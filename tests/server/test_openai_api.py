@@ -1,0 +1,318 @@
+"""``tritium serve`` on a tiny random Llama (CPU), through the official ``openai`` client and plain HTTP.
+
+One server for the module (API key set, context 256, queue bound 48). Greedy answers equal offline
+``LLM.generate`` / ``LLM.chat`` on the same checkpoint; n, seeds, stop strings, usage, logprobs and penalties;
+32 concurrent streaming clients; a client that disconnects is aborted and its KV pages freed (read through
+/metrics); every bad request gets its status and an OpenAI-style JSON error and the server keeps serving;
+SIGTERM ends an in-flight stream with an error event and the process exits without a traceback.
+"""
+
+import asyncio
+import json
+import signal
+import socket
+import time
+
+import openai
+import pytest
+import torch
+
+from engine.conftest import PROMPTS, make_tiny_model
+from tritium import LLM, SamplingParams
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY = "sk-tritium-test"
+MAX_LEN = 256
+MANY = [" ".join(f"w{(7 * i + j) % 250}" for j in range(1 + i % 5)) for i in range(32)]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("serve-llama"))
+    make_tiny_model(path, "llama")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(start_server, model_dir):
+    return start_server("--model", model_dir, "--api-key", KEY, "--max-model-len", str(MAX_LEN), "--max-queue", "48",
+                        "--served-model-name", "tiny")
+
+
+@pytest.fixture(scope="module")
+def llm(model_dir):
+    return LLM(model_dir, dtype=torch.float32, max_model_len=MAX_LEN)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0, timeout=60)
+
+
+def greedy(n: int, **kw) -> SamplingParams:
+    return SamplingParams(max_tokens=n, **kw)
+
+
+# -- the API ---------------------------------------------------------------------------------------------------
+def test_models_health_and_metrics(server, client):
+    assert [m.id for m in client.models.list().data] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    assert server.request("GET", "/health")[0] == 200  # no key needed outside /v1
+    assert "tritium:kv_cache_usage_perc" in server.metrics()
+
+
+def test_completions_equal_offline(client, llm):
+    want = llm.generate(PROMPTS, greedy(12))
+    for prompt, w in zip(PROMPTS, want):
+        r = client.completions.create(model="tiny", prompt=prompt, max_tokens=12, temperature=0)
+        assert r.choices[0].text == w.text
+        assert r.choices[0].finish_reason == "length"
+        assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (len(w.prompt_token_ids), 12)
+        assert r.usage.total_tokens == r.usage.prompt_tokens + 12
+    # several prompts in one request (one as token ids): choices in prompt order
+    prompts = [PROMPTS[0], llm.tokenizer.encode(PROMPTS[1]), PROMPTS[2]]
+    r = client.completions.create(model="tiny", prompt=prompts, max_tokens=12, temperature=0)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert [c.text for c in r.choices] == [w.text for w in want[:3]]
+    assert r.usage.prompt_tokens == sum(len(w.prompt_token_ids) for w in want[:3])
+
+
+def test_streamed_completion_equals_offline(client, llm):
+    want = llm.generate([PROMPTS[1]], greedy(20))[0]
+    chunks = list(client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=20, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == want.text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 20
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_chat_equals_offline(client, llm):
+    messages = [{"role": "system", "content": "w5 w6"}, {"role": "user", "content": "w1 w2 w3"},
+                {"role": "assistant", "content": "w9"}, {"role": "user", "content": "w4"}]
+    want = llm.chat(messages, greedy(10))[0]
+    r = client.chat.completions.create(model="tiny", messages=messages, max_completion_tokens=10, temperature=0)
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content == want.text
+    assert r.usage.prompt_tokens == len(want.prompt_token_ids)
+    stream = client.chat.completions.create(model="tiny", messages=messages, max_tokens=10, temperature=0, stream=True)
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == want.text
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+def test_n_seed_and_sampling(client, llm):
+    kw = dict(model="tiny", prompt=PROMPTS[0], max_tokens=8, temperature=1.0, top_p=0.9, n=3, seed=11)
+    a = client.completions.create(**kw)
+    b = client.completions.create(**kw)
+    assert [c.index for c in a.choices] == [0, 1, 2]
+    assert [c.text for c in a.choices] == [c.text for c in b.choices]  # seeded: reproducible
+    assert len({c.text for c in a.choices}) > 1  # choice i draws with seed + i
+    assert a.usage.completion_tokens == 24
+    want = llm.generate([PROMPTS[0]], SamplingParams(max_tokens=8, temperature=1.0, top_p=0.9, seed=12))[0]
+    assert a.choices[1].text == want.text
+    top_k = client.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=8, temperature=1.0, seed=3,
+                                      extra_body={"top_k": 1})
+    assert top_k.choices[0].text == llm.generate([PROMPTS[0]], greedy(8))[0].text  # top_k 1 is greedy
+    # streamed choices: each index's deltas form its text
+    chunks = list(client.completions.create(**kw, stream=True))
+    texts = {}
+    for c in chunks:
+        for choice in c.choices:
+            texts[choice.index] = texts.get(choice.index, "") + choice.text
+    assert [texts[i] for i in range(3)] == [c.text for c in a.choices]
+
+
+def test_stop_strings(client, llm):
+    full = llm.generate([PROMPTS[3]], greedy(16))[0].text
+    word = full.split()[3]
+    want = llm.generate([PROMPTS[3]], greedy(16, stop=[word, "never"]))[0]
+    assert want.finish_reason == "stop" and word not in want.text
+    for stop in (word, [word, "never"]):
+        r = client.completions.create(model="tiny", prompt=PROMPTS[3], max_tokens=16, temperature=0, stop=stop)
+        assert r.choices[0].text == want.text and r.choices[0].finish_reason == "stop"
+    chunks = list(client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": PROMPTS[3]}],
+                                                 max_tokens=16, temperature=0, stop=word, stream=True))
+    assert chunks[-1].choices[0].finish_reason in ("stop", "length")
+    assert word not in "".join(c.choices[0].delta.content or "" for c in chunks)
+
+
+def test_logprobs(client, llm):
+    r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": PROMPTS[0]}], max_tokens=6,
+                                       temperature=0, logprobs=True, top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens == 6
+    for item in content:
+        assert len(item.top_logprobs) == 3
+        assert item.top_logprobs[0].token == item.token  # greedy: the sampled token is the most likely
+        assert item.logprob == pytest.approx(item.top_logprobs[0].logprob)
+        assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob >= item.top_logprobs[2].logprob
+        assert bytes(item.bytes).decode() == item.token
+    assert "".join(i.token if k == 0 else " " + i.token for k, i in enumerate(content)) == r.choices[0].message.content
+    c = client.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=4, temperature=0, logprobs=2)
+    lp = c.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 4
+    assert all(len(t) <= 2 for t in lp.top_logprobs) and all(v <= 0 for v in lp.token_logprobs)
+
+
+def test_penalties_match_offline(client, llm):
+    params = dict(presence_penalty=1.5, frequency_penalty=0.5)
+    want = llm.generate([PROMPTS[2]], greedy(24, **params))[0]
+    assert want.text != llm.generate([PROMPTS[2]], greedy(24))[0].text or len(set(want.token_ids)) == 24
+    r = client.completions.create(model="tiny", prompt=PROMPTS[2], max_tokens=24, temperature=0, **params)
+    assert r.choices[0].text == want.text
+
+
+def test_32_concurrent_streaming_clients(server, llm):
+    want = [o.text for o in llm.generate(MANY, greedy(16))]
+    aclient = openai.AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0, timeout=60)
+
+    async def one(prompt):
+        stream = await aclient.completions.create(model="tiny", prompt=prompt, max_tokens=16, temperature=0,
+                                                  stream=True)
+        return "".join([c.choices[0].text async for c in stream])
+
+    async def run():
+        try:
+            return await asyncio.gather(*(one(p) for p in MANY))
+        finally:
+            await aclient.close()
+
+    assert asyncio.run(run()) == want
+
+
+# -- disconnects and errors -------------------------------------------------------------------------------------
+def _raw_request(server, path: str, body: dict) -> socket.socket:
+    data = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    return sock
+
+
+def _read_until(sock: socket.socket, marker: bytes, received: bytes = b"") -> bytes:
+    while marker not in received:
+        part = sock.recv(65536)
+        if not part:
+            break
+        received += part
+    return received
+
+
+def _wait_for(server, cond, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = server.metrics()
+        if cond(m):
+            return m
+        time.sleep(0.02)
+    raise AssertionError(f"metrics never reached the condition: {m}")
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_disconnect_aborts_and_frees_blocks(server, stream):
+    before = server.metrics()
+    body = {"model": "tiny", "prompt": "w1 w2 w3", "max_tokens": MAX_LEN - 8, "temperature": 0, "ignore_eos": True,
+            "stream": stream}
+    sock = _raw_request(server, "/v1/completions", body)
+    if stream:
+        assert b"data: " in _read_until(sock, b"data: ")  # generation is under way
+    else:
+        _wait_for(server, lambda m: m["tritium:num_requests_running"] == 1)
+    sock.close()
+    after = _wait_for(server, lambda m: m["tritium:request_aborted_total"] > before.get("tritium:request_aborted_total", 0))
+    after = _wait_for(server, lambda m: m["tritium:kv_cache_usage_perc"] == 0 and m["tritium:num_requests_running"] == 0)
+    generated = after["tritium:generation_tokens_total"] - before["tritium:generation_tokens_total"]
+    assert generated < MAX_LEN - 8  # stopped early, not run to the end
+
+
+BAD = [
+    # (id, path, body or raw bytes, status, code, param)
+    ("malformed-json", "/v1/completions", b'{"prompt": "w1",', 400, "invalid_json", None),
+    ("not-an-object", "/v1/completions", [1, 2], 400, "invalid_json", None),
+    ("unknown-field", "/v1/completions", {"prompt": "w1", "bogus": 1}, 400, "unknown_parameter", "bogus"),
+    ("temperature", "/v1/completions", {"prompt": "w1", "temperature": -1}, 400, None, "temperature"),
+    ("top_p", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "top_p": 0}, 400, None, "top_p"),
+    ("max_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 0}, 400, None, "max_tokens"),
+    ("max_tokens-type", "/v1/completions", {"prompt": "w1", "max_tokens": "ten"}, 400, None, "max_tokens"),
+    ("n", "/v1/completions", {"prompt": "w1", "n": 0}, 400, None, "n"),
+    ("stop", "/v1/completions", {"prompt": "w1", "stop": 5}, 400, None, "stop"),
+    ("penalty", "/v1/completions", {"prompt": "w1", "presence_penalty": 3}, 400, None, "presence_penalty"),
+    ("logit_bias", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 10}}, 400, "unsupported_parameter",
+     "logit_bias"),
+    ("tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                       "tools": [{"type": "function"}]}, 400, "unsupported_parameter", "tools"),
+    ("top_logprobs-alone", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                    "top_logprobs": 2}, 400, None, "top_logprobs"),
+    ("stream_options", "/v1/completions", {"prompt": "w1", "stream_options": {"include_usage": True}}, 400, None,
+     "stream_options"),
+    ("no-messages", "/v1/chat/completions", {"model": "tiny"}, 400, None, "messages"),
+    ("role", "/v1/chat/completions", {"messages": [{"role": "robot", "content": "w1"}]}, 400, None, "messages"),
+    ("image", "/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, None,
+     "messages"),
+    ("empty-prompt", "/v1/completions", {"prompt": ""}, 400, None, "prompt"),
+    ("token-id", "/v1/completions", {"prompt": [1, 99999]}, 400, None, "prompt"),
+    ("too-long", "/v1/completions", {"prompt": " ".join(["w3"] * (MAX_LEN + 10))}, 400, "context_length_exceeded",
+     "prompt"),
+    ("too-long-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w3 " * MAX_LEN}]}, 400,
+     "context_length_exceeded", "messages"),
+    ("unknown-model", "/v1/completions", {"model": "gpt-4", "prompt": "w1"}, 404, "model_not_found", "model"),
+    ("unknown-path", "/v1/embeddings", {"input": "w1"}, 404, "not_found", None),
+    ("queue-full", "/v1/completions", {"prompt": "w1", "n": 64}, 503, "server_overloaded", None),
+]
+
+
+@pytest.mark.parametrize("path, body, status, code, param", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_requests_get_json_errors(server, path, body, status, code, param):
+    headers = {"Authorization": f"Bearer {KEY}"}
+    if isinstance(body, bytes):
+        got, reply = server.request("POST", path, raw=body, headers=headers)
+    else:
+        got, reply = server.request("POST", path, body, headers=headers)
+    assert got == status, reply
+    error = reply["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    assert "Traceback" not in error["message"]
+    assert error["param"] == param
+    if code is not None:
+        assert error["code"] == code
+    assert server.request("POST", "/v1/completions", {"prompt": "w1", "max_tokens": 2}, headers=headers)[0] == 200
+
+
+def test_method_size_and_key_errors(server):
+    status, reply = server.request("GET", "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
+    assert status == 405 and reply["error"]["code"] == "method_not_allowed"
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        status, reply = server.request("POST", "/v1/completions", {"prompt": "w1"}, headers=headers)
+        assert status == 401 and reply["error"]["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0).models.list()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:  # 1 GB announced, nothing sent
+        sock.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                     f"Content-Length: {1 << 30}\r\n\r\n".encode())
+        reply = _read_until(sock, b"request_too_large").decode()
+    assert reply.startswith("HTTP/1.1 413") and '"code":"request_too_large"' in reply
+
+
+def test_openai_client_sees_errors(client):
+    with pytest.raises(openai.BadRequestError, match="temperature must be in"):
+        client.completions.create(model="tiny", prompt="w1", temperature=5)
+    with pytest.raises(openai.NotFoundError, match="model_not_found|does not exist"):
+        client.chat.completions.create(model="other", messages=[{"role": "user", "content": "w1"}])
+
+
+def test_sigterm_ends_in_flight_requests_and_exits_cleanly(server):
+    """Last in the module: it stops the module's server."""
+    body = {"model": "tiny", "prompt": "w1", "max_tokens": MAX_LEN - 4, "ignore_eos": True, "stream": True}
+    sock = _raw_request(server, "/v1/completions", body)
+    received = _read_until(sock, b"data: ")
+    server.proc.send_signal(signal.SIGTERM)
+    received = _read_until(sock, b"[DONE]", received)
+    sock.close()
+    assert b"engine_stopped" in received and b"data: [DONE]" in received
+    # uvicorn re-raises the signal once it has shut down: the process ends by SIGTERM, as a signalled one does
+    assert server.stop(timeout=20) in (0, -signal.SIGTERM), server.output()
+    assert "Traceback" not in server.output()
