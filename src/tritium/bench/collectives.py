@@ -120,6 +120,15 @@ def _symm_mem(x: torch.Tensor):
         return None
 
 
+def _no_pdl(comm, fn):
+    """``fn()`` with the communicator's programmatic dependent launch off."""
+    comm.pdl = False
+    try:
+        return fn()
+    finally:
+        comm.pdl = True
+
+
 def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int, path: str) -> None:
     device = torch.device("cuda", rank) if not interpreting() else torch.device("cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -146,8 +155,9 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             cases = {f"tritium {a}": (lambda a=a: comm.all_reduce(x, out=out, algorithm=a)) for a in algorithms}
             hx = heap_x[:nbytes].view(dtype).copy_(x)
             hy = heap_y[:nbytes].view(dtype).copy_(x)
+            cases["tritium no-pdl"] = lambda: _no_pdl(comm, lambda: comm.all_reduce(x, out=out))
             cases["tritium one_shot heap"] = lambda: comm.all_reduce(hx, out=out, algorithm="one_shot")
-            cases["tritium two_shot heap in-place"] = lambda: comm.all_reduce(hy, out=hy, algorithm="two_shot")
+            cases["tritium two_shot heap"] = lambda: comm.all_reduce(hy, out=out, algorithm="two_shot")
             cases["nccl"] = lambda: dist.all_reduce(out)
             sm = _symm_mem(x) if device.type == "cuda" else None
             if sm is not None:
@@ -206,7 +216,9 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             weight = torch.ones(hidden, device=device, dtype=dtype)
             out = torch.empty_like(x)
             fns = {"all_reduce": lambda: comm.all_reduce(x, out=out),
-                   "all_reduce_rms_norm": lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)}
+                   "all_reduce_rms_norm": lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out),
+                   "all_reduce_rms_norm no-pdl": lambda: _no_pdl(
+                       comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
             entry = {"tokens": tokens, "hidden": hidden}
             for name, fn in fns.items():
                 fn()
@@ -242,7 +254,8 @@ def run(args) -> dict:
     result = {"header": header(), "suite": "collectives", "world_size": world_size, "dtype": "bf16" if gpus else "fp32",
               "iters": args.iters, "reps": args.reps, **data}
     cols = ["size", "tritium auto graph us", "tritium lamport graph us", "tritium one_shot graph us",
-            "tritium two_shot graph us", "tritium one_shot heap graph us", "tritium two_shot heap in-place graph us",
+            "tritium two_shot graph us", "tritium one_shot heap graph us", "tritium two_shot heap graph us",
+            "tritium no-pdl graph us",
             "nccl graph us",
             "symm one_shot graph us", "symm two_shot graph us", "tritium/nccl (graph)", "tritium auto busbw GB/s",
             "nccl busbw GB/s", "tritium all_gather busbw GB/s", "tritium all_gather heap busbw GB/s",
@@ -253,6 +266,7 @@ def run(args) -> dict:
     h = result["header"]
     print_table(data["all_reduce"], cols, title=f"collectives: {world_size} ranks | {h.get('gpu') or 'cpu'}, "
                 f"torch {h['torch']}, triton {h['triton']}, {h['date']}")
-    print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us"],
+    print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us",
+                                                "all_reduce_rms_norm no-pdl us"],
                 title="all_reduce + residual + RMSNorm (fused) vs all_reduce alone")
     return result

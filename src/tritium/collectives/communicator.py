@@ -14,7 +14,7 @@ import torch.distributed as dist
 import triton
 
 from tritium.collectives import kernels as K
-from tritium.runtime import interpreting, num_sms
+from tritium.runtime import interpreting, num_sms, pdl_launch
 from tritium.shmem.heap import DeviceTimeout, SymmetricHeap
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -26,7 +26,10 @@ LAMPORT_DTYPES = (torch.float16, torch.bfloat16)
 LAMPORT_MAX_BYTES = 1 << 20  # per-rank message capacity of the Lamport buffers (3 x world_size x this)
 # Heap tensors of at least this many bytes are read in place by the peers (zero copy), smaller ones are
 # staged (the copy is cheaper than the zero-copy path's second flag round).
-ZERO_COPY_BYTES = 1 << 20
+# NOTE: 2x H200, bf16, graphs (run 6): the second round costs ~4 us, the copy ~0.5 us a MiB; heap
+# inputs read in place lost at 1 MiB (14.8 vs 10.8 us) and 4 MiB (24.1 vs 21.5), won from 16 MiB (64.6 vs
+# 69.9; 256 MiB 827 vs 961 us, NCCL 890).
+ZERO_COPY_BYTES = 8 << 20
 _ALIGN = 256
 
 
@@ -66,10 +69,15 @@ class Communicator:
     read by the peers where it is, without the copy into the staging buffers; in place on a heap tensor,
     the two-shot all-reduce also writes its result straight into every rank's x. Every rank must then
     pass a heap tensor at the same offset (else :class:`CollectiveMismatch` on ``check``).
+
+    ``pdl``: launch with programmatic dependent launch where the GPU has it (Hopper and newer): each
+    call lets the next kernel launch at once, and waits for the previous one to finish before it reads
+    anything, so the launch latency of a call hides behind the one before (inside CUDA graphs too).
+    Mutable: ``comm.pdl = False`` turns it off for later calls.
     """
 
     def __init__(self, heap: SymmetricHeap, max_bytes: int = 64 << 20, *, max_programs: int | None = None,
-                 zero_copy_bytes: int = ZERO_COPY_BYTES, group=None):
+                 zero_copy_bytes: int = ZERO_COPY_BYTES, group=None, pdl: bool = True):
         if not isinstance(heap, SymmetricHeap):
             raise TypeError(f"heap must be a tritium.shmem.SymmetricHeap, got {type(heap).__name__}")
         if group is not None and (not isinstance(group, dist.ProcessGroup)
@@ -101,6 +109,7 @@ class Communicator:
         if not isinstance(zero_copy_bytes, int) or isinstance(zero_copy_bytes, bool) or zero_copy_bytes < 0:
             raise ValueError(f"zero_copy_bytes must be an int >= 0, got {zero_copy_bytes!r}")
         self.zero_copy_bytes = zero_copy_bytes
+        self.pdl = bool(pdl)
 
     @staticmethod
     def heap_bytes(max_bytes: int, world_size: int) -> int:
@@ -212,7 +221,7 @@ class Communicator:
             x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins, x_off,
             KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block,
             WORLD_POW2=self._world_pow2, HINT=block if n_out * x.element_size() % 16 == 0 else None,
-            STAGED=x_off < 0, num_warps=warps)
+            STAGED=x_off < 0, num_warps=warps, **pdl_launch(self.device, self.pdl))
         return out
 
     # -- collectives ---------------------------------------------------------------------------------------
@@ -240,7 +249,7 @@ class Communicator:
             K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
                 x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, out, out,
                 x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins, 1, 0.0,
-                OP=code, AVG=avg, BLOCK=block, num_warps=warps)
+                OP=code, AVG=avg, BLOCK=block, num_warps=warps, **pdl_launch(self.device, self.pdl))
             return out
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(nbytes)
@@ -249,7 +258,7 @@ class Communicator:
             x, out, self._buf.view(x.dtype), self._res.view(x.dtype), self._flags, self._state, self.heap.bases,
             x.numel(), self.rank, self.world_size, half, self.heap.max_spins, x_off,
             OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block, WORLD_POW2=self._world_pow2,
-            STAGED=x_off < 0, RESULT_IN_X=x_off >= 0 and out.data_ptr() == x.data_ptr(), num_warps=warps)
+            STAGED=x_off < 0, num_warps=warps, **pdl_launch(self.device, self.pdl))
         return out
 
     def all_gather(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -311,7 +320,8 @@ class Communicator:
                 x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, residual,
                 weight, x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
                 hidden, float(eps), OP=K.OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
-                ROW_BLOCK=triton.next_power_of_2(hidden), num_warps=8 if hidden > 4096 else warps)
+                ROW_BLOCK=triton.next_power_of_2(hidden), num_warps=8 if hidden > 4096 else warps,
+                **pdl_launch(self.device, self.pdl))
             return out
         half = self.max_bytes // x.element_size()
         K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
@@ -319,5 +329,5 @@ class Communicator:
             rows, hidden, float(eps), self.rank, self.world_size, half, self.heap.max_spins,
             BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2,
             HINT=hidden if hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
-            num_warps=8 if hidden > 4096 else 4)
+            num_warps=8 if hidden > 4096 else 4, **pdl_launch(self.device, self.pdl))
         return out

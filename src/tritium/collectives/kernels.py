@@ -205,6 +205,16 @@ def _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2
     return ok1
 
 
+@triton.jit
+def _pdl_prologue(USE_PDL: tl.constexpr):
+    """Programmatic dependent launch (``USE_PDL``, launched with ``launch_pdl``): let the next kernel
+    launch now (its launch latency hides behind this call) and wait for the kernel before to finish
+    before anything is read (x, the flags and state it left)."""
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
+
+
 # -- kernels -----------------------------------------------------------------------------------------------
 @triton.jit
 def _collective_kernel(
@@ -214,7 +224,7 @@ def _collective_kernel(
     n_in, n_out, rank, world_size, src, half, max_spins, x_off,
     # meta-parameters
     KIND: tl.constexpr, OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
-    WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, STAGED: tl.constexpr = True,
+    WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, STAGED: tl.constexpr = True, USE_PDL: tl.constexpr = False,
 ):
     """One-round collectives (``KIND``): one-shot all-reduce, reduce-scatter, all-gather, all-to-all,
     broadcast from ``src``. ``n_in``: elements this rank stages; ``n_out``: elements of the output chunk
@@ -226,6 +236,7 @@ def _collective_kernel(
     is read, and every rank writes only its own)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    _pdl_prologue(USE_PDL)
     buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2, STAGED)
     if ok != 0:
@@ -270,24 +281,24 @@ def _two_shot_all_reduce_kernel(
     n, rank, world_size, half, max_spins, x_off,
     # meta-parameters
     OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr,
-    STAGED: tl.constexpr = True, RESULT_IN_X: tl.constexpr = False,
+    STAGED: tl.constexpr = True, USE_PDL: tl.constexpr = False,
 ):
     """Two-shot all-reduce: after staging, tile k is reduced by rank ``k % world_size`` alone, which
     pushes the result into every rank's result buffer (round 1 of the flags); then every rank copies the
     whole result out. Each rank reads (W-1)/W of the data from peers and writes (W-1)/W to them.
+    Zero copy (``STAGED`` false): the peers read x in place (round 1 also tells a rank that no peer
+    reads its x any more).
 
-    Zero copy (``STAGED`` false): the peers read x in place. ``RESULT_IN_X`` (zero copy, in place: out is
-    x): the owner of a tile pushes its result straight into x on every rank, and nothing is copied out;
-    this is safe because only a tile's owner reads that tile, before it writes it."""
+    NOTE: pushing the results straight into every rank's x when out is x (no result buffer, no copy
+    out; only a tile's owner reads it) was correct but twice as slow on 2x H200 from 4 MiB (256 MiB:
+    2.03 vs 1.13 ms staged), so it was taken out."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    _pdl_prologue(USE_PDL)
     buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, x_off, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2, STAGED)
     parity = tl.load(state_ptr + _S_CALLS) % 2
-    if RESULT_IN_X:
-        res = x_ptr
-    else:
-        res = res_ptr + parity * half
+    res = res_ptr + parity * half
     offs = tl.arange(0, BLOCK)
     num_tiles = tl.cdiv(n, BLOCK)
     if ok != 0:
@@ -303,12 +314,11 @@ def _two_shot_all_reduce_kernel(
                 tl.store(remote(res + idx, rank, dst, bases, BLOCK), value, mask=mask)
     # round 1: every program of every rank has pushed its results
     ok1 = _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
-    if not RESULT_IN_X:
-        if (ok != 0) & (ok1 != 0):
-            for start in range(pid * BLOCK, n, num_programs * BLOCK):
-                idx = start + offs
-                mask = idx < n
-                tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
+    if (ok != 0) & (ok1 != 0):
+        for start in range(pid * BLOCK, n, num_programs * BLOCK):
+            idx = start + offs
+            mask = idx < n
+            tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
     finish(state_ptr, num_programs, 1)
 
 
@@ -319,7 +329,7 @@ def _all_reduce_rms_norm_kernel(
     # sizes
     rows, hidden, eps, rank, world_size, half, max_spins,
     # meta-parameters
-    BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None,
+    BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, USE_PDL: tl.constexpr = False,
 ):
     """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` for x, residual, out
     ``[rows, hidden]`` contiguous: one-shot all-reduce of each row (fp32), then the RMSNorm of
@@ -327,6 +337,7 @@ def _all_reduce_rms_norm_kernel(
     weight), row by row (one row a tile, ``BLOCK >= hidden``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    _pdl_prologue(USE_PDL)
     n = rows * hidden
     buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, -1, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2)
@@ -364,7 +375,7 @@ def _lamport_all_reduce_kernel(
     n, rank, world_size, capacity, max_spins, hidden, eps,
     # meta-parameters
     OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
-    ROW_BLOCK: tl.constexpr = 16,
+    ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
 ):
     """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
     ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every
@@ -378,6 +389,7 @@ def _lamport_all_reduce_kernel(
     ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    _pdl_prologue(USE_PDL)
     calls = tl.load(lstate_ptr + _L_CALLS)
     buf = lam_ptr + (calls % 3) * world_size * capacity
     old = (calls + 2) % 3
