@@ -11,7 +11,8 @@ tritium and cuBLAS, median. Decode shapes are also timed as CUDA-graph replays (
 ``--sweep`` also times every candidate configuration of the shape's regime (``LARGE_CONFIGS`` /
 ``DECODE_CONFIGS`` at several K splits): the measurements behind ``select_config``. Clocks move with
 power under sustained load (one configuration measured 5-10% apart within one run on the H100), so each
-shape first runs ~0.3 s of cuBLAS and the two contenders alternate in short rounds.
+shape first runs ~0.3 s of cuBLAS and the two contenders alternate in short rounds. Decode candidates
+are swept in graph replays (eager, the host's launch time is measured instead).
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
                     continue
                 fn = (lambda c=c: matmul(a, b, out=out, config=c))
                 fn()
-                ms = _median(_per_call_ms(fn, 3 * args.count))
+                # decode candidates in graph replays: eager calls of ~50-100 us measure the host's launch
+                ms = _graph_ms(fn, args.count) if M <= 64 else _median(_per_call_ms(fn, 3 * args.count))
                 row["sweep_tflops"][str(c)] = round(flops / (ms * 1e-3) / 1e12, 1)
             except Exception as e:  # a configuration that does not fit this GPU
                 row["sweep_tflops"][str(c)] = f"{type(e).__name__}: {str(e)[:160]}"

@@ -43,6 +43,7 @@ Reference: :func:`tritium.fused.reference.matmul`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -119,19 +120,25 @@ _NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-
 _DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
 
 
+def _cdiv(a: int, b: int) -> int:
+    # NOTE: not triton.cdiv, a jit-wrapped function: 6 us a call on the host, 100 us a matmul call in all
+    return -(-a // b)
+
+
 def _wave_efficiency(units: int, sms: int) -> float:
     """Busy fraction of the persistent programs when ``units`` equal pieces of work are dealt to ``sms``."""
-    return units / (triton.cdiv(units, sms) * sms)
+    return units / (_cdiv(units, sms) * sms)
 
 
 def decode_split_k(M: int, N: int, K: int, cfg: MatmulConfig, sms: int) -> int:
     """The fewest K pieces per tile that keep >= 90% of the SMs busy (tiles x pieces close to a multiple of
-    the SM count), each piece at least 4 K steps long; the best-filled count when none reaches 90%."""
-    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
-    k_steps = triton.cdiv(K, cfg.block_k)
+    the SM count), each piece at least 4 K steps long and the fp32 partial sums (M x N x 4 bytes a piece)
+    at most 1/16 of the bytes of B; the best-filled count when none reaches 90%."""
+    tiles = _cdiv(M, cfg.block_m) * _cdiv(N, cfg.block_n)
+    k_steps = _cdiv(K, cfg.block_k)
     best, best_eff = 1, _wave_efficiency(tiles, sms)
     for split in range(1, 17):
-        if k_steps // split < 4:
+        if k_steps // split < 4 or (split > 1 and 32 * M * split > K):
             break
         eff = _wave_efficiency(tiles * split, sms)
         if eff >= 0.9:
@@ -141,6 +148,7 @@ def decode_split_k(M: int, N: int, K: int, cfg: MatmulConfig, sms: int) -> int:
     return best
 
 
+@functools.lru_cache(maxsize=1024)
 def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.device) -> MatmulConfig:
     """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count."""
     sms = num_sms(device)
@@ -150,8 +158,8 @@ def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devi
     if M <= 64:
         return dataclasses.replace(_DECODE, split_k=decode_split_k(M, N, K, _DECODE, sms))
     # time ~ waves x tile area / rate: the narrow tile only where the wide one wastes most of a wave
-    wide = triton.cdiv(triton.cdiv(M, 128) * triton.cdiv(N, 256), sms) * 2
-    narrow = triton.cdiv(triton.cdiv(M, 128) * triton.cdiv(N, 128), sms) / _NARROW_RATE
+    wide = _cdiv(_cdiv(M, 128) * _cdiv(N, 256), sms) * 2
+    narrow = _cdiv(_cdiv(M, 128) * _cdiv(N, 128), sms) / _NARROW_RATE
     return _WIDE if wide <= narrow else _NARROW
 
 
@@ -468,7 +476,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     if K == 0:
         return out.zero_()
     cfg = config or select_config(M, N, K, a.dtype, a.device)
-    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    tiles = _cdiv(M, cfg.block_m) * _cdiv(N, cfg.block_n)
     programs = min(tiles * cfg.split_k, num_programs or num_sms(a.device))
     partials = counts = None
     if cfg.split_k > 1:
