@@ -11,5 +11,6 @@ SUITES = {
     "engine": "tritium.bench.engine",
     "engine-ablate": "tritium.bench.engine_ablate",
     "gemv": "tritium.bench.gemv",
+    "serve": "tritium.bench.serve",
     "gemm": "tritium.bench.gemm",
 }

@@ -83,16 +83,18 @@ class Bench:
             self.weights = make_weights(self.config, self.dtype, self.device)
             self.label = args.shape
 
-    def llm(self, attention_backend: str, max_num_seqs: int) -> LLM:
+    def llm(self, attention_backend: str, max_num_seqs: int, tokenizer=None, **engine_kwargs) -> LLM:
+        """The engine over this model; ``tokenizer`` (random weights only) turns its tokens into text;
+        ``engine_kwargs`` are further EngineConfig fields."""
         args = self.args
         max_len = args.prompt_len + args.new_tokens
         kw = dict(attention_backend=attention_backend, dtype=self.dtype, device=self.device,
                   max_model_len=args.max_model_len or -(-max_len // 16) * 16, max_num_seqs=max(max_num_seqs, 1),
                   max_num_batched_tokens=4096, enable_prefix_caching=False,
-                  kv_cache_memory=int(args.kv_cache_gib * 2**30))
+                  kv_cache_memory=int(args.kv_cache_gib * 2**30), **engine_kwargs)
         if self.weights is None:
             return LLM(args.model, **kw)
-        return LLM.from_weights(self.config, self.weights.items(), **kw)
+        return LLM.from_weights(self.config, self.weights.items(), tokenizer, **kw)
 
     def prompts(self, n: int, seed: int) -> list[list[int]]:
         g = torch.Generator().manual_seed(seed)
