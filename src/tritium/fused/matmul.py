@@ -115,8 +115,8 @@ CONFIGS = LARGE_CONFIGS + DECODE_CONFIGS
 _WIDE = MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2)
 _NARROW = MatmulConfig(128, 128, 64, num_warps=4, num_stages=4)
 _NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-716 vs 795-805 TFLOP/s)
-# NOTE: run 1, no split: B read at 2.0-2.2 TB/s at best with 112 or 56 programs (N / 128 tiles) against
-# cuBLAS's 2.9-3.0 (graph replays): too few programs streaming B. Split-K gives every SM a piece.
+# NOTE: run 1, no split: B read at 1.4-2.1 TB/s with 56-224 programs against cuBLAS's 2.6-3.0 (graph
+# replays): too few bytes in flight. 64x128x128, 4 stages, split by decode_split_k: 2.6-2.8 TB/s (run 3).
 _DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
 
 
@@ -133,12 +133,17 @@ def _wave_efficiency(units: int, sms: int) -> float:
 def decode_split_k(M: int, N: int, K: int, cfg: MatmulConfig, sms: int) -> int:
     """The fewest K pieces per tile that keep >= 90% of the SMs busy (tiles x pieces close to a multiple of
     the SM count), each piece at least 4 K steps long and the fp32 partial sums (M x N x 4 bytes a piece)
-    at most 1/16 of the bytes of B; the best-filled count when none reaches 90%."""
+    at most 1/64 of the bytes of B; the best-filled count when none reaches 90%.
+
+    NOTE: H100 run 3 (graph replays, bench/NOTES.md "GEMM"): at M = 1 and 8 splitting gives 84-91 us for
+    the 235 MB up/down weights of 2 GPUs (cuBLAS 79-80; 114-139 unsplit in run 1); at M = 64 the partial
+    sums cost more than the idle SMs: 176-181 TFLOP/s unsplit vs 152-173 split in two, so M = 64 never
+    splits (the 1/64 cap)."""
     tiles = _cdiv(M, cfg.block_m) * _cdiv(N, cfg.block_n)
     k_steps = _cdiv(K, cfg.block_k)
     best, best_eff = 1, _wave_efficiency(tiles, sms)
     for split in range(1, 17):
-        if k_steps // split < 4 or (split > 1 and 32 * M * split > K):
+        if k_steps // split < 4 or (split > 1 and 128 * M * split > K):
             break
         eff = _wave_efficiency(tiles * split, sms)
         if eff >= 0.9:
