@@ -1,6 +1,9 @@
 """Host side of the collectives: :class:`Communicator`, one per symmetric heap (and process group).
 
-Each call validates its arguments on the host (shapes, dtypes, devices, sizes), then launches one kernel
+The communicator owns the heap buffers and flags; each collective lives in a module of its own
+(``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``, ``broadcast``,
+``all_reduce_rms_norm``), whose function the method of the same name calls. Each call validates its
+arguments on the host (shapes, dtypes, devices, sizes), then launches one kernel
 (two-shot all-reduce: one kernel with two flag rounds) that stages the input into the heap, synchronises
 with the peers through counters in the heap and computes the output. Nothing is allocated (given
 ``out=``), nothing is read back from the device, so a sequence of calls can be captured in a CUDA graph
@@ -14,45 +17,16 @@ import torch.distributed as dist
 import triton
 
 from tritium.collectives import kernels as K
+from tritium.collectives.all_gather import all_gather
+from tritium.collectives.all_reduce import LAMPORT_STATE_WORDS, SENTINEL16, all_reduce
+from tritium.collectives.all_reduce_rms_norm import all_reduce_rms_norm
+from tritium.collectives.all_to_all import all_to_all
+from tritium.collectives.broadcast import broadcast
+from tritium.collectives.common import (ALIGN, DTYPES, FLOAT_DTYPES, LAMPORT_MAX_BYTES, ZERO_COPY_BYTES,
+                                        CollectiveMismatch)
+from tritium.collectives.reduce_scatter import reduce_scatter
 from tritium.runtime import interpreting, num_sms, pdl_launch
 from tritium.shmem.heap import DeviceTimeout, SymmetricHeap
-
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-INT_DTYPES = (torch.int32, torch.int64)
-DTYPES = FLOAT_DTYPES + INT_DTYPES
-OPS = {"sum": K.OP_SUM, "max": K.OP_MAX, "min": K.OP_MIN, "avg": K.OP_SUM}
-ALGORITHMS = ("auto", "one_shot", "two_shot", "lamport")
-LAMPORT_DTYPES = (torch.float16, torch.bfloat16)
-LAMPORT_MAX_BYTES = 1 << 20  # per-rank message capacity of the Lamport buffers (3 x world_size x this)
-# Heap tensors of at least this many bytes are read in place by the peers (zero copy), smaller ones are
-# staged (the copy is cheaper than the zero-copy path's second flag round).
-# NOTE: 2x H200, bf16, graphs (run 6): the second round costs ~4 us, the copy ~0.5 us a MiB; heap
-# inputs read in place lost at 1 MiB (14.8 vs 10.8 us) and 4 MiB (24.1 vs 21.5), won from 16 MiB (64.6 vs
-# 69.9; 256 MiB 827 vs 961 us, NCCL 890).
-ZERO_COPY_BYTES = 8 << 20
-_ALIGN = 256
-
-
-class CollectiveMismatch(ValueError):
-    """Ranks called a collective with different sizes (detected on the device, raised by ``check``)."""
-
-
-def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.bfloat16,
-                      lamport_bytes: int = LAMPORT_MAX_BYTES) -> str:
-    """The all-reduce algorithm for a message of ``nbytes`` of ``dtype`` on ``world_size`` ranks.
-
-    NOTE: 2x H200, bf16, inside CUDA graphs (bench/results/collectives-NVIDIA-H200-x2.json, first run):
-    one-shot beat two-shot at every size from 8 KiB (8.3 vs 10.3 us) to 256 MiB (1.35 vs 1.58 ms), so two
-    ranks never take two-shot; with more ranks one-shot reads (W-1) x the message and two-shot about
-    2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
-    Lamport (16-bit floats) skips the flag round of the other two: second run, 8 KiB 5.7 vs one-shot 6.4
-    us, 256 KiB 6.9 vs 7.7, but 1 MiB 13.0 vs 10.6 (its pushes go out as 2-byte stores), so up to 256 KiB."""
-    if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 256 << 10):
-        return "lamport"
-    if world_size <= 2 or nbytes < (1 << 20):
-        return "one_shot"
-    return "two_shot"
-
 
 class Communicator:
     """Collectives over the ranks of ``heap`` (all of the heap's process group). ``group``, if given,
@@ -90,14 +64,14 @@ class Communicator:
         self.heap = heap
         self.rank, self.world_size, self.device = heap.rank, heap.world_size, heap.device
         self.group = heap.group
-        self.max_bytes = -(-max_bytes // _ALIGN) * _ALIGN
+        self.max_bytes = -(-max_bytes // ALIGN) * ALIGN
         self._buf = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._res = heap.empty((2 * self.max_bytes,), torch.uint8)
         self._flags = heap.zeros((2, self.world_size), torch.int64)
         self._state = heap.zeros((K.S_SIZES + K.STATE_ROWS * self.world_size,), torch.int64)
         self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
-        self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), K.SENTINEL16, torch.int16)
-        self._lstate = heap.zeros((K.LAMPORT_STATE_WORDS,), torch.int64)
+        self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), SENTINEL16, torch.int16)
+        self._lstate = heap.zeros((LAMPORT_STATE_WORDS,), torch.int64)
         # the communicator's own heap bytes (no zero-copy input may overlap them)
         self._own = (heap.offset(self._buf), heap.offset(self._lstate) + self._lstate.numel() * 8)
         heap.barrier()
@@ -114,8 +88,8 @@ class Communicator:
     @staticmethod
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
-        aligned = -(-max_bytes // _ALIGN) * _ALIGN
-        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + _ALIGN * (4 + world_size)
+        aligned = -(-max_bytes // ALIGN) * ALIGN
+        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + ALIGN * (4 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------
     def _check_tensor(self, name: str, t, numel: int | None = None) -> None:
@@ -144,14 +118,6 @@ class Communicator:
         if not out.is_contiguous():
             raise ValueError(f"out must be contiguous, got strides {out.stride()}")
         return out
-
-    @staticmethod
-    def _op(op: str, dtype: torch.dtype) -> tuple[int, bool]:
-        if op not in OPS:
-            raise ValueError(f"op must be one of {', '.join(OPS)}, got {op!r}")
-        if op == "avg" and dtype not in FLOAT_DTYPES:
-            raise ValueError(f"op 'avg' needs a floating-point tensor, got {dtype}")
-        return OPS[op], op == "avg"
 
     def _chunked(self, name: str, x: torch.Tensor) -> int:
         if x.dim() == 0 or x.shape[0] % self.world_size:
@@ -224,110 +190,34 @@ class Communicator:
             STAGED=x_off < 0, num_warps=warps, **pdl_launch(self.device, self.pdl))
         return out
 
-    # -- collectives ---------------------------------------------------------------------------------------
+    # -- collectives (one module each) ---------------------------------------------------------------------
     def all_reduce(self, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None = None,
                    algorithm: str = "auto") -> torch.Tensor:
         """Elementwise ``op`` ("sum", "max", "min", "avg") of ``x`` over all ranks, any shape; returns
-        ``out`` (``x`` itself when ``out is x``). Floats accumulate in fp32; ints are exact."""
-        self._check_tensor("x", x)
-        code, avg = self._op(op, x.dtype)
-        out = self._out(out, tuple(x.shape), x)
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-        nbytes = x.numel() * x.element_size()
-        if algorithm == "auto":
-            algorithm = select_all_reduce(nbytes, self.world_size, x.dtype, self.lamport_bytes)
-        if algorithm == "one_shot" or self.world_size == 1:
-            return self._launch(K.ALL_REDUCE, x, out, x.numel(), op=code, avg=avg)
-        if x.numel() == 0:
-            return out
-        if algorithm == "lamport":
-            if x.dtype not in LAMPORT_DTYPES or nbytes > self.lamport_bytes:
-                raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {self.lamport_bytes} "
-                                 f"bytes, got {nbytes} bytes of {x.dtype}")
-            block, warps = self.tile(nbytes)
-            K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
-                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, out, out,
-                x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins, 1, 0.0,
-                OP=code, AVG=avg, BLOCK=block, num_warps=warps, **pdl_launch(self.device, self.pdl))
-            return out
-        half = self.max_bytes // x.element_size()
-        block, warps = self.tile(nbytes)
-        x_off = self._zero_copy_offset(x, out, out_may_be_x=True)
-        K._two_shot_all_reduce_kernel[self._grid(triton.cdiv(x.numel(), self.world_size), block)](
-            x, out, self._buf.view(x.dtype), self._res.view(x.dtype), self._flags, self._state, self.heap.bases,
-            x.numel(), self.rank, self.world_size, half, self.heap.max_spins, x_off,
-            OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block, WORLD_POW2=self._world_pow2,
-            STAGED=x_off < 0, num_warps=warps, **pdl_launch(self.device, self.pdl))
-        return out
+        ``out`` (``x`` itself when ``out is x``). Floats accumulate in fp32; ints are exact. ``algorithm``:
+        "one_shot", "two_shot", "lamport" (16-bit floats, small) or "auto"
+        (:func:`tritium.collectives.all_reduce.select_all_reduce`)."""
+        return all_reduce(self, x, op, out, algorithm)
 
     def all_gather(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """``x [n, ...]`` of every rank -> ``[world_size * n, ...]`` in rank order."""
-        self._check_tensor("x", x)
-        if x.dim() == 0:
-            raise ValueError("all_gather: x must have at least one dimension, got a scalar")
-        out = self._out(out, (self.world_size * x.shape[0], *x.shape[1:]), x)
-        return self._launch(K.ALL_GATHER, x, out, x.numel())
+        return all_gather(self, x, out)
 
     def reduce_scatter(self, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None = None) -> torch.Tensor:
         """``x [world_size * n, ...]`` -> ``[n, ...]``: rank r gets the r-th chunk reduced over ranks."""
-        self._check_tensor("x", x)
-        code, avg = self._op(op, x.dtype)
-        n = self._chunked("reduce_scatter", x)
-        out = self._out(out, (n, *x.shape[1:]), x)
-        return self._launch(K.REDUCE_SCATTER, x, out, x.numel() // self.world_size, op=code, avg=avg)
+        return reduce_scatter(self, x, op, out)
 
     def all_to_all(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """``x [world_size * n, ...]``: chunk j goes to rank j; chunk i of the output came from rank i."""
-        self._check_tensor("x", x)
-        self._chunked("all_to_all", x)
-        out = self._out(out, tuple(x.shape), x)
-        return self._launch(K.ALL_TO_ALL, x, out, x.numel() // self.world_size)
+        return all_to_all(self, x, out)
 
     def broadcast(self, x: torch.Tensor, src: int) -> torch.Tensor:
         """``x`` of rank ``src`` into ``x`` of every rank (in place); returns ``x``."""
-        self._check_tensor("x", x)
-        if not isinstance(src, int) or isinstance(src, bool) or not 0 <= src < self.world_size:
-            raise ValueError(f"src must be a rank in [0, {self.world_size}), got {src!r}")
-        return self._launch(K.BROADCAST, x, x, x.numel(), src=src)
+        return broadcast(self, x, src)
 
     def all_reduce_rms_norm(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                             out: torch.Tensor | None = None) -> torch.Tensor:
         """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` in one kernel
         (the row-parallel layer's all-reduce fused with the next residual add and RMSNorm). x, residual:
         ``[tokens, hidden]`` floats of one dtype; weight ``[hidden]``."""
-        self._check_tensor("x", x)
-        if x.dtype not in FLOAT_DTYPES or x.dim() != 2:
-            raise ValueError(f"x must be a [tokens, hidden] float tensor, got {tuple(x.shape)} {x.dtype}")
-        self._check_tensor("residual", residual)
-        if residual.shape != x.shape or residual.dtype != x.dtype:
-            raise ValueError(f"residual must be {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} {residual.dtype}")
-        self._check_tensor("weight", weight)
-        if tuple(weight.shape) != (x.shape[1],):
-            raise ValueError(f"weight must be [{x.shape[1]}], got {tuple(weight.shape)}")
-        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
-            raise ValueError(f"eps must be a positive number, got {eps!r}")
-        out = self._out(out, tuple(x.shape), x)
-        if x.numel() == 0:
-            return out
-        rows, hidden = x.shape
-        nbytes = x.numel() * x.element_size()
-        if select_all_reduce(nbytes, self.world_size, x.dtype, self.lamport_bytes) == "lamport":
-            # the plain all-reduce's Lamport path over flat tiles, residual added per tile, then the rows
-            # normalised after the launch's programs meet
-            block, warps = self.tile(nbytes)
-            K._lamport_all_reduce_kernel[self._grid(x.numel(), block)](
-                x.view(torch.int16), out, self._lamport, self._lstate, self._state, self.heap.bases, residual,
-                weight, x.numel(), self.rank, self.world_size, self.lamport_bytes // 2, self.heap.max_spins,
-                hidden, float(eps), OP=K.OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
-                ROW_BLOCK=triton.next_power_of_2(hidden), num_warps=8 if hidden > 4096 else warps,
-                **pdl_launch(self.device, self.pdl))
-            return out
-        half = self.max_bytes // x.element_size()
-        K._all_reduce_rms_norm_kernel[(max(1, min(self.max_programs, rows)),)](
-            x, residual, weight, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
-            rows, hidden, float(eps), self.rank, self.world_size, half, self.heap.max_spins,
-            BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=self._world_pow2,
-            HINT=hidden if hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
-            num_warps=8 if hidden > 4096 else 4, **pdl_launch(self.device, self.pdl))
-        return out
+        return all_reduce_rms_norm(self, x, residual, weight, eps, out)

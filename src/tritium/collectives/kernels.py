@@ -156,7 +156,7 @@ def publish(row_ptr, value, rank, world_size, bases, WORLD_POW2: tl.constexpr):
 
 
 @triton.jit
-def _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
+def begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
            BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, STAGED: tl.constexpr = True):
     """Steps 1-3 of the protocol; returns (the buffer the peers read this call, ok).
 
@@ -191,7 +191,7 @@ def _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, 
 
 
 @triton.jit
-def _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2: tl.constexpr):
+def second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2: tl.constexpr):
     """Flag round 1 (every program of every rank arrives, then waits for all): after it, every peer is
     done with what it read or wrote in this rank's heap during the call."""
     num_programs = tl.num_programs(0)
@@ -206,7 +206,19 @@ def _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2
 
 
 @triton.jit
-def _pdl_prologue(USE_PDL: tl.constexpr):
+def call_parity(state_ptr):
+    """This call's parity (0 or 1): which half of the double-buffered staging and result buffers."""
+    return tl.load(state_ptr + _S_CALLS) % 2
+
+
+@triton.jit
+def count_timeout(state_ptr):
+    """Record on the device that a wait of this rank gave up (``Communicator.check`` raises)."""
+    tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def pdl_prologue(USE_PDL: tl.constexpr):
     """Programmatic dependent launch (``USE_PDL``, launched with ``launch_pdl``): let the next kernel
     launch now (its launch latency hides behind this call) and wait for the kernel before to finish
     before anything is read (x, the flags and state it left)."""
@@ -236,8 +248,8 @@ def _collective_kernel(
     is read, and every rank writes only its own)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
-    _pdl_prologue(USE_PDL)
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
+    pdl_prologue(USE_PDL)
+    buf, ok = begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2, STAGED)
     if ok != 0:
         offs = tl.arange(0, BLOCK)
@@ -268,198 +280,6 @@ def _collective_kernel(
     round1 = 0
     if not STAGED:
         if ok != 0:  # every rank agreed (a rank that timed out or disagreed read nothing: no second round)
-            _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
+            second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
             round1 = 1
     finish(state_ptr, num_programs, round1)
-
-
-@triton.jit
-def _two_shot_all_reduce_kernel(
-    # pointers
-    x_ptr, out_ptr, buf_ptr, res_ptr, flags_ptr, state_ptr, bases,
-    # sizes
-    n, rank, world_size, half, max_spins, x_off,
-    # meta-parameters
-    OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr,
-    STAGED: tl.constexpr = True, USE_PDL: tl.constexpr = False,
-):
-    """Two-shot all-reduce: after staging, tile k is reduced by rank ``k % world_size`` alone, which
-    pushes the result into every rank's result buffer (round 1 of the flags); then every rank copies the
-    whole result out. Each rank reads (W-1)/W of the data from peers and writes (W-1)/W to them.
-    Zero copy (``STAGED`` false): the peers read x in place (round 1 also tells a rank that no peer
-    reads its x any more).
-
-    NOTE: pushing the results straight into every rank's x when out is x (no result buffer, no copy
-    out; only a tile's owner reads it) was correct but twice as slow on 2x H200 from 4 MiB (256 MiB:
-    2.03 vs 1.13 ms staged), so it was taken out."""
-    pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
-    _pdl_prologue(USE_PDL)
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, x_off, rank, world_size, bases, half, max_spins,
-                     BLOCK, WORLD_POW2, STAGED)
-    parity = tl.load(state_ptr + _S_CALLS) % 2
-    res = res_ptr + parity * half
-    offs = tl.arange(0, BLOCK)
-    num_tiles = tl.cdiv(n, BLOCK)
-    if ok != 0:
-        # this rank's tiles: k = rank + world_size * j, j = pid, pid + P, ...
-        for k in range(rank + world_size * pid, num_tiles, world_size * num_programs):
-            idx = k * BLOCK + offs
-            mask = idx < n
-            acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT, BLOCK)
-            if AVG:
-                acc = acc / world_size
-            value = acc.to(out_ptr.dtype.element_ty)
-            for dst in range(0, world_size):
-                tl.store(remote(res + idx, rank, dst, bases, BLOCK), value, mask=mask)
-    # round 1: every program of every rank has pushed its results
-    ok1 = _round1(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
-    if (ok != 0) & (ok1 != 0):
-        for start in range(pid * BLOCK, n, num_programs * BLOCK):
-            idx = start + offs
-            mask = idx < n
-            tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
-    finish(state_ptr, num_programs, 1)
-
-
-@triton.jit
-def _all_reduce_rms_norm_kernel(
-    # pointers
-    x_ptr, residual_ptr, weight_ptr, out_ptr, buf_ptr, flags_ptr, state_ptr, bases,
-    # sizes
-    rows, hidden, eps, rank, world_size, half, max_spins,
-    # meta-parameters
-    BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, USE_PDL: tl.constexpr = False,
-):
-    """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` for x, residual, out
-    ``[rows, hidden]`` contiguous: one-shot all-reduce of each row (fp32), then the RMSNorm of
-    :func:`tritium.ops.reference.rms_norm` (h rounded to x's dtype, the normalised row rounded before the
-    weight), row by row (one row a tile, ``BLOCK >= hidden``)."""
-    pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
-    _pdl_prologue(USE_PDL)
-    n = rows * hidden
-    buf, ok = _begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, -1, rank, world_size, bases, half, max_spins,
-                     BLOCK, WORLD_POW2)
-    if ok != 0:
-        cols = tl.arange(0, BLOCK)
-        cmask = cols < hidden
-        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        for row in range(pid, rows, num_programs):
-            idx = row * hidden + cols
-            acc = reduce_tile(buf, idx, cmask, rank, world_size, bases, 0, True, HINT)
-            r = tl.load(residual_ptr + idx, mask=cmask, other=0.0)
-            dtype = r.dtype
-            h = (acc.to(dtype).to(tl.float32) + r.to(tl.float32)).to(dtype)
-            tl.store(residual_ptr + idx, h, mask=cmask)
-            hf = h.to(tl.float32)
-            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
-            y = (hf * rstd).to(dtype).to(tl.float32) * w
-            tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=cmask)
-    finish(state_ptr, num_programs, 0)
-
-
-# -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------
-SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
-_SENTINEL16 = tl.constexpr(SENTINEL16)
-_L_CALLS, _L_TICKET, _L_COUNTS, _L_ARRIVED = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(5)
-LAMPORT_STATE_WORDS = 6  # calls, ticket, element counts of the 3 buffers, programs past the reduction
-
-
-@triton.jit
-def _lamport_all_reduce_kernel(
-    # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
-    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
-    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
-    # sizes
-    n, rank, world_size, capacity, max_spins, hidden, eps,
-    # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
-    ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
-):
-    """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
-    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every
-    rank (a -0.0 goes as +0.0), resets buffer ``(c + 2) % 3``, which held call c - 1's data, then polls its own buffer until no element of any slot is still -0.0 (the
-    data is its own flag) and reduces it. A peer is at most one call ahead (it cannot finish call
-    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one.
-
-    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
-    added to ``residual`` in place; then the programs of the launch wait for each other (a counter in the
-    Lamport state; all are resident on a GPU, one under the interpreter) and each normalises whole rows:
-    ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
-    pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
-    _pdl_prologue(USE_PDL)
-    calls = tl.load(lstate_ptr + _L_CALLS)
-    buf = lam_ptr + (calls % 3) * world_size * capacity
-    old = (calls + 2) % 3
-    old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
-    offs = tl.arange(0, BLOCK)
-    timeouts = tl.zeros([], tl.int32)
-    for start in range(pid * BLOCK, n, num_programs * BLOCK):
-        idx = start + offs
-        mask = idx < n
-        bits = tl.load(x_bits_ptr + idx, mask=mask)
-        bits = tl.where(bits == _SENTINEL16, 0, bits)
-        for dst in range(0, world_size):
-            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
-    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
-    # program's share, while the peers' pushes are on their way: no peer writes that buffer before call
-    # c + 2, which needs this rank's pushes of call c + 1
-    old_buf = lam_ptr + old * world_size * capacity
-    for src in range(0, world_size):
-        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
-            idx = first + offs
-            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
-    for start in range(pid * BLOCK, n, num_programs * BLOCK):
-        idx = start + offs
-        mask = idx < n
-        acc = tl.zeros([BLOCK], tl.float32)
-        for src in range(0, world_size):
-            ptrs = buf + src * capacity + idx
-            bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-            spins = 0
-            while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
-                bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-                spins += 1
-            timeouts += (spins >= max_spins).to(tl.int32)
-            value = bits.to(out_ptr.dtype.element_ty, bitcast=True).to(tl.float32)
-            if src == 0:
-                acc = value
-            else:
-                acc = combine(acc, value, OP)
-        if AVG:
-            acc = acc / world_size
-        if FUSE_RMS:
-            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-            tl.store(residual_ptr + idx, h, mask=mask)
-        else:
-            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
-    if timeouts > 0:
-        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
-    if FUSE_RMS:
-        tl.debug_barrier()
-        tl.atomic_add(lstate_ptr + _L_ARRIVED, 1, sem="acq_rel", scope="gpu")
-        arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
-        spins = 0
-        while (arrived < num_programs) & (spins < max_spins):
-            arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
-            spins += 1
-        tl.debug_barrier()
-        cols = tl.arange(0, ROW_BLOCK)
-        cmask = cols < hidden
-        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        for row in range(pid, n // hidden, num_programs):
-            h = tl.load(residual_ptr + row * hidden + cols, mask=cmask, other=0.0)
-            hf = h.to(tl.float32)
-            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
-            y = (hf * rstd).to(h.dtype).to(tl.float32) * w
-            tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
-    tl.debug_barrier()
-    done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
-    if done == num_programs - 1:
-        tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_ARRIVED, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
-        tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")

@@ -1,0 +1,224 @@
+"""All-reduce: ``one_shot`` (the protocol's generic kernel, :mod:`tritium.collectives.kernels`),
+``two_shot`` and ``lamport`` (their kernels here), and the selection between them (``auto``).
+Reference: :func:`tritium.collectives.reference.all_reduce_ref`."""
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
+from tritium.collectives.kernels import ALL_REDUCE
+from tritium.collectives.kernels import (begin, call_parity, combine, count_timeout, finish, pdl_prologue,
+                                         reduce_tile, second_round)
+from tritium.shmem.device import remote
+from tritium.runtime import pdl_launch
+
+ALGORITHMS = ("auto", "one_shot", "two_shot", "lamport")
+
+
+def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.bfloat16,
+                      lamport_bytes: int = LAMPORT_MAX_BYTES) -> str:
+    """The all-reduce algorithm for a message of ``nbytes`` of ``dtype`` on ``world_size`` ranks.
+
+    NOTE: 2x H200, bf16, inside CUDA graphs (bench/results/collectives-NVIDIA-H200-x2.json, first run):
+    one-shot beat two-shot at every size from 8 KiB (8.3 vs 10.3 us) to 256 MiB (1.35 vs 1.58 ms), so two
+    ranks never take two-shot; with more ranks one-shot reads (W-1) x the message and two-shot about
+    2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
+    Lamport (16-bit floats) skips the flag round of the other two: second run, 8 KiB 5.7 vs one-shot 6.4
+    us, 256 KiB 6.9 vs 7.7, but 1 MiB 13.0 vs 10.6 (its pushes go out as 2-byte stores), so up to 256 KiB."""
+    if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 256 << 10):
+        return "lamport"
+    if world_size <= 2 or nbytes < (1 << 20):
+        return "one_shot"
+    return "two_shot"
+
+
+def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None = None,
+               algorithm: str = "auto") -> torch.Tensor:
+    """:meth:`Communicator.all_reduce <tritium.collectives.Communicator.all_reduce>` on ``comm``."""
+    comm._check_tensor("x", x)
+    code, avg = op_code(op, x.dtype)
+    out = comm._out(out, tuple(x.shape), x)
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    nbytes = x.numel() * x.element_size()
+    if algorithm == "auto":
+        algorithm = select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes)
+    if algorithm == "one_shot" or comm.world_size == 1:
+        return comm._launch(ALL_REDUCE, x, out, x.numel(), op=code, avg=avg)
+    if x.numel() == 0:
+        return out
+    if algorithm == "lamport":
+        if x.dtype not in LAMPORT_DTYPES or nbytes > comm.lamport_bytes:
+            raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {comm.lamport_bytes} "
+                             f"bytes, got {nbytes} bytes of {x.dtype}")
+        block, warps = comm.tile(nbytes)
+        _lamport_all_reduce_kernel[comm._grid(x.numel(), block)](
+            x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, out, out,
+            x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins, 1, 0.0,
+            OP=code, AVG=avg, BLOCK=block, num_warps=warps, **pdl_launch(comm.device, comm.pdl))
+        return out
+    half = comm.max_bytes // x.element_size()
+    block, warps = comm.tile(nbytes)
+    x_off = comm._zero_copy_offset(x, out, out_may_be_x=True)
+    _two_shot_all_reduce_kernel[comm._grid(triton.cdiv(x.numel(), comm.world_size), block)](
+        x, out, comm._buf.view(x.dtype), comm._res.view(x.dtype), comm._flags, comm._state, comm.heap.bases,
+        x.numel(), comm.rank, comm.world_size, half, comm.heap.max_spins, x_off,
+        OP=code, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block, WORLD_POW2=comm._world_pow2,
+        STAGED=x_off < 0, num_warps=warps, **pdl_launch(comm.device, comm.pdl))
+    return out
+
+
+@triton.jit
+def _two_shot_all_reduce_kernel(
+    # pointers
+    x_ptr, out_ptr, buf_ptr, res_ptr, flags_ptr, state_ptr, bases,
+    # sizes
+    n, rank, world_size, half, max_spins, x_off,
+    # meta-parameters
+    OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr,
+    STAGED: tl.constexpr = True, USE_PDL: tl.constexpr = False,
+):
+    """Two-shot all-reduce: after staging, tile k is reduced by rank ``k % world_size`` alone, which
+    pushes the result into every rank's result buffer (round 1 of the flags); then every rank copies the
+    whole result out. Each rank reads (W-1)/W of the data from peers and writes (W-1)/W to them.
+    Zero copy (``STAGED`` false): the peers read x in place (round 1 also tells a rank that no peer
+    reads its x any more).
+
+    NOTE: pushing the results straight into every rank's x when out is x (no result buffer, no copy
+    out; only a tile's owner reads it) was correct but twice as slow on 2x H200 from 4 MiB (256 MiB:
+    2.03 vs 1.13 ms staged), so it was taken out."""
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    pdl_prologue(USE_PDL)
+    buf, ok = begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, x_off, rank, world_size, bases, half, max_spins,
+                     BLOCK, WORLD_POW2, STAGED)
+    parity = call_parity(state_ptr)
+    res = res_ptr + parity * half
+    offs = tl.arange(0, BLOCK)
+    num_tiles = tl.cdiv(n, BLOCK)
+    if ok != 0:
+        # this rank's tiles: k = rank + world_size * j, j = pid, pid + P, ...
+        for k in range(rank + world_size * pid, num_tiles, world_size * num_programs):
+            idx = k * BLOCK + offs
+            mask = idx < n
+            acc = reduce_tile(buf, idx, mask, rank, world_size, bases, OP, IS_FLOAT, BLOCK)
+            if AVG:
+                acc = acc / world_size
+            value = acc.to(out_ptr.dtype.element_ty)
+            for dst in range(0, world_size):
+                tl.store(remote(res + idx, rank, dst, bases, BLOCK), value, mask=mask)
+    # round 1: every program of every rank has pushed its results
+    ok1 = second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD_POW2)
+    if (ok != 0) & (ok1 != 0):
+        for start in range(pid * BLOCK, n, num_programs * BLOCK):
+            idx = start + offs
+            mask = idx < n
+            tl.store(out_ptr + idx, tl.load(res + idx, mask=mask), mask=mask)
+    finish(state_ptr, num_programs, 1)
+
+
+# -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------
+SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
+_SENTINEL16 = tl.constexpr(SENTINEL16)
+_L_CALLS, _L_TICKET, _L_COUNTS, _L_ARRIVED = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(5)
+LAMPORT_STATE_WORDS = 6  # calls, ticket, element counts of the 3 buffers, programs past the reduction
+
+
+@triton.jit
+def _lamport_all_reduce_kernel(
+    # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
+    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
+    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
+    # sizes
+    n, rank, world_size, capacity, max_spins, hidden, eps,
+    # meta-parameters
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
+    ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
+):
+    """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
+    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every
+    rank (a -0.0 goes as +0.0), resets buffer ``(c + 2) % 3``, which held call c - 1's data, then polls its own buffer until no element of any slot is still -0.0 (the
+    data is its own flag) and reduces it. A peer is at most one call ahead (it cannot finish call
+    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one.
+
+    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
+    added to ``residual`` in place; then the programs of the launch wait for each other (a counter in the
+    Lamport state; all are resident on a GPU, one under the interpreter) and each normalises whole rows:
+    ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    pdl_prologue(USE_PDL)
+    calls = tl.load(lstate_ptr + _L_CALLS)
+    buf = lam_ptr + (calls % 3) * world_size * capacity
+    old = (calls + 2) % 3
+    old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
+    offs = tl.arange(0, BLOCK)
+    timeouts = tl.zeros([], tl.int32)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
+        bits = tl.load(x_bits_ptr + idx, mask=mask)
+        bits = tl.where(bits == _SENTINEL16, 0, bits)
+        for dst in range(0, world_size):
+            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
+    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
+    # program's share, while the peers' pushes are on their way: no peer writes that buffer before call
+    # c + 2, which needs this rank's pushes of call c + 1
+    old_buf = lam_ptr + old * world_size * capacity
+    for src in range(0, world_size):
+        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
+            idx = first + offs
+            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
+    for start in range(pid * BLOCK, n, num_programs * BLOCK):
+        idx = start + offs
+        mask = idx < n
+        acc = tl.zeros([BLOCK], tl.float32)
+        for src in range(0, world_size):
+            ptrs = buf + src * capacity + idx
+            bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+            spins = 0
+            while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
+                bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+                spins += 1
+            timeouts += (spins >= max_spins).to(tl.int32)
+            value = bits.to(out_ptr.dtype.element_ty, bitcast=True).to(tl.float32)
+            if src == 0:
+                acc = value
+            else:
+                acc = combine(acc, value, OP)
+        if AVG:
+            acc = acc / world_size
+        if FUSE_RMS:
+            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
+            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
+            tl.store(residual_ptr + idx, h, mask=mask)
+        else:
+            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if timeouts > 0:
+        count_timeout(state_ptr)
+    if FUSE_RMS:
+        tl.debug_barrier()
+        tl.atomic_add(lstate_ptr + _L_ARRIVED, 1, sem="acq_rel", scope="gpu")
+        arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+        spins = 0
+        while (arrived < num_programs) & (spins < max_spins):
+            arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+            spins += 1
+        tl.debug_barrier()
+        cols = tl.arange(0, ROW_BLOCK)
+        cmask = cols < hidden
+        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+        for row in range(pid, n // hidden, num_programs):
+            h = tl.load(residual_ptr + row * hidden + cols, mask=cmask, other=0.0)
+            hf = h.to(tl.float32)
+            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
+            y = (hf * rstd).to(h.dtype).to(tl.float32) * w
+            tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
+    tl.debug_barrier()
+    done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
+    if done == num_programs - 1:
+        tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(lstate_ptr + _L_ARRIVED, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
+        tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")
