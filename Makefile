@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tritium-installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test serve bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(PY) -m tritium.demo
+
+# The OpenAI-compatible server over the default model (tritium serve --help for the options).
+serve: $(STAMP)
+	$(PY) -m tritium.cli serve
 
 # Tests run under the Triton interpreter on a CPU-only machine; every distinct kernel launch they make
 # is then compiled for a Hopper GPU (sm_90), which catches what only the compiler rejects.

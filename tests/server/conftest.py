@@ -18,9 +18,6 @@ import urllib.request
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("openai")
-
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -13,13 +13,14 @@ import signal
 import socket
 import time
 
-import openai
 import pytest
 import torch
 
 from engine.conftest import PROMPTS, make_tiny_model
 from tritium import LLM, SamplingParams
 
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+openai = pytest.importorskip("openai")
 pytestmark = pytest.mark.timeout(120)
 
 KEY = "sk-tritium-test"

@@ -25,7 +25,6 @@ import asyncio
 import dataclasses
 import logging
 import threading
-import time
 from typing import Iterable
 
 from tritium.engine.llm_engine import LLMEngine
@@ -110,16 +109,14 @@ class AsyncLLMEngine:
     """An :class:`LLMEngine` stepped by one background thread; see the module docstring.
 
     ``engine``: the engine (used only by that thread once :meth:`start` is called). ``max_queue``: most
-    requests that may wait (None: unbounded). ``on_step(outputs, seconds)`` (optional) is called in the
-    engine thread after each step.
+    requests that may wait (None: unbounded).
     """
 
-    def __init__(self, engine: LLMEngine, *, max_queue: int | None = None, on_step=None):
+    def __init__(self, engine: LLMEngine, *, max_queue: int | None = None):
         if max_queue is not None and (not isinstance(max_queue, int) or isinstance(max_queue, bool) or max_queue < 1):
             raise ValueError(f"max_queue must be an int >= 1 or None, got {max_queue!r}")
         self.engine = engine
         self.max_queue = max_queue
-        self.on_step = on_step
         self.stats = EngineStats()
         self.error: BaseException | None = None
         self._cond = threading.Condition()
@@ -195,11 +192,7 @@ class AsyncLLMEngine:
                     return
                 self._apply(adds, aborts)
                 if engine.has_unfinished():
-                    start = time.perf_counter()
-                    outputs = engine.step()
-                    self._dispatch(outputs)
-                    if self.on_step is not None:
-                        self.on_step(outputs, time.perf_counter() - start)
+                    self._dispatch(engine.step())
                 self._snapshot()
         except BaseException as e:  # the engine broke: fail every request, refuse new ones
             log.exception("the engine loop failed")

@@ -1,0 +1,59 @@
+"""The ``tritium`` command: streamed and waited-for generation, the prompt from stdin, the interactive chat
+(history kept, /reset, Ctrl-D), log options on every command, one-line errors for serve."""
+
+import io
+import re
+
+import pytest
+
+from tritium import LLM, SamplingParams
+from tritium.cli import main
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run(capsys, monkeypatch, *args, stdin: str | None = None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_generate_streams_the_same_text(capsys, monkeypatch, tiny_models):
+    path, _ = tiny_models["llama"]
+    common = ["--model", path, "--max-tokens", "6", "--raw"]
+    code, streamed, err = run(capsys, monkeypatch, "generate", *common, "w1 w2", "--quiet")
+    assert code == 0 and "tokens/s" in err
+    code, waited, _ = run(capsys, monkeypatch, "generate", *common, "--no-stream", "w1 w2", "-v")
+    assert code == 0 and streamed == waited and len(streamed.split()) == 6
+    code, from_stdin, _ = run(capsys, monkeypatch, "generate", *common, "-", "--log-level", "error", stdin="w1 w2")
+    assert code == 0 and from_stdin == streamed
+
+
+def _answers(out: str) -> list[str]:
+    """The answers printed by a chat session (each line starts with the input prompt "> ")."""
+    lines = (re.sub(r"^(> )+", "", line) for line in out.split("\n"))
+    return [line for line in lines if line and line != ">"]
+
+
+def test_chat_keeps_history_and_resets(capsys, monkeypatch, tiny_models):
+    path, _ = tiny_models["llama"]
+    args = ["chat", "--model", path, "--max-tokens", "4"]
+    code, out, err = run(capsys, monkeypatch, *args, stdin="w1 w2\nw3\n/reset\nw3\n")
+    assert code == 0  # EOF (Ctrl-D) leaves
+    answers = _answers(out)
+    assert len(answers) == 3 and "history cleared" in err
+    # the second turn saw the first (history); after /reset the same message is a first turn again
+    code, fresh, _ = run(capsys, monkeypatch, *args, stdin="w3\n")
+    assert _answers(fresh) == [answers[2]]
+    history = [{"role": "user", "content": "w1 w2"}, {"role": "assistant", "content": answers[0]},
+               {"role": "user", "content": "w3"}]
+    assert LLM(path).chat(history, SamplingParams(max_tokens=4))[0].text.lstrip() == answers[1]
+    code, _, err = run(capsys, monkeypatch, *args, "--max-model-len", "16", stdin="w1 " * 20 + "\n")
+    assert code == 0 and "tritium: error:" in err and "/reset starts over" in err
+
+
+def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
+    code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"))
+    assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1

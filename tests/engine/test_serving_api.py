@@ -1,0 +1,209 @@
+"""What the server builds on, without HTTP: ``LLM.chat``, ``LLM.generate_stream``, penalties and logprobs in
+``SamplingParams``, and :class:`AsyncLLMEngine` (a background thread stepping the engine, a stream per request,
+aborts that free pages, the bounded queue, shutdown)."""
+
+import asyncio
+
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError
+from tritium.engine.chat import encode_chat, normalize_messages
+from tritium.engine.sampling import apply_penalties, sample, token_logprobs
+
+from .conftest import PROMPTS
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def llm(tiny_models):
+    path, _ = tiny_models["llama"]
+    return LLM(path, dtype=torch.float32, max_model_len=128)
+
+
+def _all_pages_free(llm) -> bool:
+    blocks = llm.engine.block_manager
+    return blocks.num_free_blocks == blocks.num_blocks and llm.engine.kv_cache_usage == 0.0
+
+
+# -- chat and streaming in the Python API ------------------------------------------------------------------------
+def test_chat_one_conversation_or_many(llm):
+    a = [{"role": "system", "content": "w1"}, {"role": "user", "content": "w2 w3"}]
+    b = [{"role": "user", "content": [{"type": "text", "text": "w4 "}, {"type": "text", "text": "w5"}]}]
+    params = SamplingParams(max_tokens=6)
+    want = llm.generate([encode_chat(llm.tokenizer, a), encode_chat(llm.tokenizer, b)], params)
+    assert [o.text for o in llm.chat(a, params)] == [want[0].text]
+    assert [o.text for o in llm.chat([a, b], params)] == [o.text for o in want]
+    assert normalize_messages(b) == [{"role": "user", "content": "w4 w5"}]
+    assert normalize_messages([{"role": "developer", "content": "x"}])[0]["role"] == "system"
+
+
+@pytest.mark.parametrize("messages, message", [
+    ([], "messages must be a non-empty list of messages"),
+    ([{"role": "robot", "content": "hi"}], r"messages\[0\].role must be one of system, user, assistant, got 'robot'"),
+    ([{"role": "user", "content": "a"}, {"role": "user", "content": 5}],
+     r"messages\[1\].content must be a string or a list of text parts, got 5"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+     r"messages\[0\].content\[0\] must be a text part .* got type 'image_url'"),
+    ([{"role": "user", "content": "a", "tool_calls": []}], r"messages\[0\].tool_calls is not supported"),
+    (["hello"], r"messages\[0\] must be a non-empty list of messages, got 'hello'"),
+], ids=["empty", "role", "content-type", "image", "tool_calls", "string"])
+def test_chat_errors_name_the_field(llm, messages, message):
+    with pytest.raises(ValueError, match=message):
+        llm.chat(messages, SamplingParams(max_tokens=2)) if messages else normalize_messages(messages)
+
+
+def test_generate_stream_equals_generate_and_aborts_when_left(llm):
+    for prompt in PROMPTS:
+        want = llm.generate([prompt], SamplingParams(max_tokens=12))[0]
+        deltas = list(llm.generate_stream(prompt, SamplingParams(max_tokens=12)))
+        assert "".join(deltas) == want.text and len(deltas) > 1
+        assert llm.last_output.token_ids == want.token_ids
+        assert llm.stats["generated_tokens"] == 12 and llm.stats["finish_reason"] == "length"
+    stream = llm.generate_stream(PROMPTS[1], SamplingParams(max_tokens=100, ignore_eos=True))
+    next(stream)
+    assert not _all_pages_free(llm)
+    stream.close()  # the caller leaves the loop: the request is aborted, its pages freed at once
+    assert _all_pages_free(llm)
+    while llm.engine.has_unfinished():
+        llm.engine.step()
+    assert _all_pages_free(llm)
+
+
+def test_generate_stream_reports_prefill_progress(tiny_models):
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, max_model_len=128, max_num_batched_tokens=16)
+    seen = []
+    prompt = " ".join(f"w{i}" for i in range(40))
+    text = "".join(llm.generate_stream(prompt, SamplingParams(max_tokens=3), on_prefill=lambda d, t: seen.append((d, t))))
+    assert seen == [(16, 40), (32, 40), (40, 40)]  # chunks of the 16-token budget
+    assert text == llm.generate([prompt], SamplingParams(max_tokens=3))[0].text
+
+
+# -- penalties and logprobs ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(presence_penalty=2.5), r"presence_penalty must be a number in \[-2, 2\], got 2.5"),
+    (dict(frequency_penalty="x"), r"frequency_penalty must be a number in \[-2, 2\], got 'x'"),
+    (dict(logprobs=21), r"logprobs must be None or an int in \[0, 20\], got 21"),
+    (dict(logprobs=True), r"logprobs must be None or an int in \[0, 20\], got True"),
+])
+def test_penalty_and_logprob_params_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SamplingParams(**kwargs)
+
+
+def test_penalties_lower_repeated_tokens():
+    logits = torch.zeros(2, 6)
+    params = [SamplingParams(presence_penalty=0.5, frequency_penalty=0.25), SamplingParams()]
+    out = apply_penalties(logits, params, [[1, 1, 3], [1]])
+    assert out[0].tolist() == [0, -1.0, 0, -0.75, 0, 0]  # token 1: 0.5 + 2 * 0.25; token 3: 0.5 + 0.25
+    assert out[1].tolist() == [0] * 6 and logits.eq(0).all()  # rows without penalties, the input: untouched
+    # greedy with a penalty picks the best token not yet repeated
+    assert sample(torch.tensor([[0.0, 3.0, 2.5]]), [SamplingParams(presence_penalty=1.0)], [None], [[1]]) == [2]
+    with pytest.raises(ValueError, match="need histories"):
+        sample(logits, params, [None, None])
+
+
+def test_token_logprobs_are_the_model_distribution():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 10)
+    params = [SamplingParams(logprobs=3), SamplingParams(), SamplingParams(logprobs=0)]
+    out = token_logprobs(logits, [4, 0, 7], params)
+    ref = logits.log_softmax(-1)
+    assert out[1] is None
+    assert out[0].token_id == 4 and out[0].logprob == pytest.approx(ref[0, 4].item())
+    top = ref[0].topk(3)
+    assert [t for t, _ in out[0].top] == top.indices.tolist()
+    assert [v for _, v in out[0].top] == pytest.approx(top.values.tolist())
+    assert out[2].top == [] and out[2].logprob == pytest.approx(ref[2, 7].item())
+
+
+def test_engine_logprobs_and_penalties(llm):
+    want = llm.generate(PROMPTS, SamplingParams(max_tokens=8))
+    got = llm.generate(PROMPTS, SamplingParams(max_tokens=8, logprobs=2))  # sampled on the host every step
+    for w, g in zip(want, got):
+        assert g.token_ids == w.token_ids
+        assert [lp.token_id for lp in g.logprobs] == g.token_ids
+        assert all(lp.top[0][0] == lp.token_id and lp.top[0][1] == pytest.approx(lp.logprob) for lp in g.logprobs)
+    assert want[0].logprobs is None
+    penalised = llm.generate([PROMPTS[2]], SamplingParams(max_tokens=30, presence_penalty=2.0))[0]
+    assert len(set(penalised.token_ids)) > len(set(llm.generate([PROMPTS[2]], SamplingParams(max_tokens=30))[0].token_ids)) \
+        or len(set(penalised.token_ids)) == 30
+
+
+# -- the async engine ------------------------------------------------------------------------------------------
+def _ids(llm, prompt):
+    return llm.engine.encode(prompt)
+
+
+def test_async_engine_streams_equal_generate(llm):
+    params = SamplingParams(max_tokens=10)
+    want = {f"r{i}": o for i, o in enumerate(llm.generate(PROMPTS, params))}
+    engine = AsyncLLMEngine(llm.engine)
+    engine.start()
+
+    async def run():
+        streams = [engine.submit([(f"r{i}", _ids(llm, p), params)]) for i, p in enumerate(PROMPTS)]
+        together = engine.submit([("a", _ids(llm, PROMPTS[0]), params), ("b", _ids(llm, PROMPTS[1]), params)])
+
+        async def collect(stream):
+            texts, finals = {}, {}
+            async for out in stream:
+                texts[out.request_id] = texts.get(out.request_id, "") + out.text_delta
+                if out.finished:
+                    finals[out.request_id] = out
+            return texts, finals
+
+        return await asyncio.gather(*(collect(s) for s in streams + [together]))
+
+    try:
+        results = asyncio.run(run())
+    finally:
+        engine.shutdown()
+    for texts, finals in results:
+        for rid, out in finals.items():
+            ref = want.get(rid) or want[{"a": "r0", "b": "r1"}[rid]]
+            assert out.token_ids == ref.token_ids and texts[rid] == ref.text
+    assert len(results[-1][1]) == 2
+    assert _all_pages_free(llm)
+
+
+def test_async_engine_abort_queue_and_shutdown(llm):
+    engine = AsyncLLMEngine(llm.engine, max_queue=2)
+    with pytest.raises(ValueError, match="max_queue must be an int >= 1 or None, got 0"):
+        AsyncLLMEngine(llm.engine, max_queue=0)
+
+    async def run():
+        with pytest.raises(EngineStoppedError, match="not running"):
+            engine.submit([("x", _ids(llm, "w1"), SamplingParams())])
+        engine.start()
+        long = SamplingParams(max_tokens=100, ignore_eos=True)
+        with pytest.raises(QueueFullError, match="queue holds 2"):
+            engine.submit([(f"q{i}", _ids(llm, "w1"), long) for i in range(3)])
+        stream = engine.submit([("a", _ids(llm, PROMPTS[1]), long)])
+        async for out in stream:
+            if out.new_token_ids:
+                break  # leaving the loop aborts the request (once the loop's iterator is closed)
+        await asyncio.sleep(0.01)
+        assert stream.aborted
+        for _ in range(200):  # the engine thread applies the abort before its next step
+            if engine.stats.num_running == 0 and engine.stats.kv_cache_usage == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert engine.stats.num_running == 0 and engine.stats.kv_cache_usage == 0
+        stream = engine.submit([("b", _ids(llm, PROMPTS[1]), long)])
+        engine.stop()
+        with pytest.raises(EngineStoppedError, match="shutting down"):
+            async for _ in stream:
+                pass
+
+    try:
+        asyncio.run(run())
+    finally:
+        engine.shutdown()
+    assert not engine.running
+    while llm.engine.has_unfinished():
+        llm.engine.step()
+    assert _all_pages_free(llm)

@@ -1,0 +1,77 @@
+"""``tritium serve`` with no ``--model``: the default SmolLM2-135M-Instruct GGUF, its chat template and its
+byte-level BPE vocabulary, through the ``openai`` client.
+
+The server runs with ``--decode-steps 1`` so every token is its own stream event: emoji and CJK characters
+split across tokens must come out whole (no U+FFFD in any delta), and the deltas must concatenate to what
+offline ``LLM.generate`` / ``LLM.chat`` produce on the same prompts.
+"""
+
+import pytest
+
+from tritium import LLM, SamplingParams
+from tritium.engine import default_model_path
+
+from .conftest import Server
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+openai = pytest.importorskip("openai")
+pytestmark = pytest.mark.timeout(120)
+
+CHAT = [{"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Say hello in Japanese."}]
+# greedy continuations of these repeat multi-byte characters (each emoji is 3 tokens, CJK 1-3)
+PROMPTS = ["🍵🍵🍵🍵🍵🍵", "中文：你好，世界。中文：你好，世界。中文："]
+
+
+@pytest.fixture(scope="module")
+def setup():
+    try:
+        default_model_path()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    server = Server(["--decode-steps", "1"])  # starts loading while the offline model loads here
+    try:
+        llm = LLM()
+        server.wait_ready()
+        client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=60)
+        yield server, client, llm
+    finally:
+        server.close()
+
+
+def _stream_text(stream, chat: bool) -> tuple[str, list[str]]:
+    deltas = [(c.choices[0].delta.content if chat else c.choices[0].text) or "" for c in stream if c.choices]
+    return "".join(deltas), deltas
+
+
+def test_default_model_name(setup):
+    server, client, _ = setup
+    assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
+
+
+def test_chat_template_answers_equal_offline(setup):
+    _, client, llm = setup
+    want = llm.chat(CHAT, SamplingParams(max_tokens=20))[0]  # 20: ends on a whole character
+    assert any(ord(ch) > 0x2E80 for ch in want.text), want.text  # the answer has CJK characters
+    r = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=CHAT, max_tokens=20,
+                                       temperature=0)
+    assert r.choices[0].message.content == want.text
+    assert r.usage.prompt_tokens == len(want.prompt_token_ids)
+    text, deltas = _stream_text(client.chat.completions.create(
+        model="SmolLM2-135M-Instruct.Q4_1", messages=CHAT, max_tokens=20, temperature=0, stream=True), chat=True)
+    assert text == want.text
+    assert all("\ufffd" not in d for d in deltas)
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=["emoji", "cjk"])
+def test_multibyte_characters_stream_whole(setup, prompt):
+    _, client, llm = setup
+    want = llm.generate([prompt], SamplingParams(max_tokens=12))[0]
+    split = [t for t in want.token_ids if "\ufffd" in llm.tokenizer.decode([t])]
+    assert len(split) >= 4, "the continuation must split characters across tokens for this test to mean anything"
+    text, deltas = _stream_text(client.completions.create(
+        model="SmolLM2-135M-Instruct.Q4_1", prompt=prompt, max_tokens=12, temperature=0, stream=True), chat=False)
+    assert text == want.text
+    # only the last delta may hold an incomplete character: the one max_tokens cut (decode gives U+FFFD)
+    assert all("\ufffd" not in d for d in deltas[:-1]), deltas
+    assert sum(1 for d in deltas if d) > 1  # streamed piece by piece, not in one go
