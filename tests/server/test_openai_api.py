@@ -153,6 +153,11 @@ def test_logprobs(client, llm):
         assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob >= item.top_logprobs[2].logprob
         assert bytes(item.bytes).decode() == item.token
     assert "".join(i.token if k == 0 else " " + i.token for k, i in enumerate(content)) == r.choices[0].message.content
+    chunks = list(client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": PROMPTS[0]}],
+                                                 max_tokens=6, temperature=0, logprobs=True, top_logprobs=3,
+                                                 stream=True))
+    streamed = [i for c in chunks if c.choices and c.choices[0].logprobs for i in c.choices[0].logprobs.content]
+    assert [(i.token, i.logprob) for i in streamed] == [(i.token, i.logprob) for i in content]
     c = client.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=4, temperature=0, logprobs=2)
     lp = c.choices[0].logprobs
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 4

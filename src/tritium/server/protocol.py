@@ -125,7 +125,7 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
     temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
     top_k = _int(body, "top_k", -1, None, default=0)
     seed = _int(body, "seed", default=None)
-    base = dict(
+    base = dict(  # max_tokens None (chat default: up to the context) is settled per prompt by the app
         max_tokens=max_tokens or 1, temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
         top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
