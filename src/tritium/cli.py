@@ -7,7 +7,7 @@
 
 Every command takes ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is
 produced (the model's chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends
-with a line of tokens/s on stderr. Errors a user can fix (missing files, unsupported models, prompts too
+with a line of tokens/s on stderr (not with ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too
 long, bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
@@ -135,7 +135,8 @@ def generate(args) -> int:
     else:
         out = llm.generate([prompt], params)[0]
         print(out.text.strip() if not args.raw else out.text)
-    _report(llm)
+    if args.log_level != "error":  # --quiet: the answer only
+        _report(llm)
     return 0
 
 
