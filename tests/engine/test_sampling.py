@@ -14,7 +14,8 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
     (dict(top_p=0.0), r"top_p must be in \(0, 1\], got 0.0"),
     (dict(top_p=1.5), r"top_p must be in \(0, 1\], got 1.5"),
     (dict(top_k=-2), "top_k must be an int >= 0"),
-    (dict(seed="x"), "seed must be an int or None, got 'x'"),
+    (dict(seed="x"), r"seed must be an int in \[-2\*\*63, 2\*\*64\) or None, got 'x'"),
+    (dict(seed=2**64), r"seed must be an int in \[-2\*\*63, 2\*\*64\) or None, got 18446744073709551616"),
     (dict(stop=[""]), "stop must be a non-empty string or a list of them"),
 ])
 def test_invalid_params(kwargs, message):

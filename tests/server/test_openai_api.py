@@ -245,6 +245,8 @@ BAD = [
     ("max_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 0}, 400, None, "max_tokens"),
     ("max_tokens-type", "/v1/completions", {"prompt": "w1", "max_tokens": "ten"}, 400, None, "max_tokens"),
     ("n", "/v1/completions", {"prompt": "w1", "n": 0}, 400, None, "n"),
+    ("seed", "/v1/completions", {"prompt": "w1", "seed": 2**64}, 400, None, "seed"),
+    ("top_k", "/v1/completions", {"prompt": "w1", "top_k": 10**20}, 400, None, "top_k"),
     ("stop", "/v1/completions", {"prompt": "w1", "stop": 5}, 400, None, "stop"),
     ("penalty", "/v1/completions", {"prompt": "w1", "presence_penalty": 3}, 400, None, "presence_penalty"),
     ("logit_bias", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 10}}, 400, "unsupported_parameter",

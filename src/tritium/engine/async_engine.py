@@ -212,7 +212,7 @@ class AsyncLLMEngine:
                 continue
             try:
                 engine.add_request(rid, ids, params)
-            except ValueError as e:  # checked by the caller already; a duplicate id, say
+            except Exception as e:  # a request the caller did not check (a duplicate id, say): it alone fails
                 stream.loop.call_soon_threadsafe(stream._put, e)
                 continue
             self._streams[rid] = stream

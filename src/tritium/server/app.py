@@ -186,6 +186,8 @@ class OpenAIServer:
             task.result()
         except EngineStoppedError as e:
             raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        except ValueError as e:  # refused by the engine itself
+            raise invalid(str(e), None) from None
         body = self._header(prefix, kind, chunk=False)
         body["choices"] = [self._final_choice(kind, c, req) for c in sorted(choices.values(), key=lambda c: c.index)]
         body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
@@ -230,6 +232,9 @@ class OpenAIServer:
                 yield "data: [DONE]\n\n"
         except EngineStoppedError as e:
             yield _sse(error_body(str(e), "server_error", None, "engine_stopped"))
+            yield "data: [DONE]\n\n"
+        except ValueError as e:  # refused by the engine itself
+            yield _sse(error_body(str(e), "invalid_request_error", None, None))
             yield "data: [DONE]\n\n"
         finally:
             gone.cancel()

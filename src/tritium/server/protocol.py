@@ -123,8 +123,8 @@ def _stop(body: dict) -> list[str] | None:
 def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[SamplingParams]:
     n = _int(body, "n", 1, MAX_N, default=1)
     temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
-    top_k = _int(body, "top_k", -1, None, default=0)
-    seed = _int(body, "seed", default=None)
+    top_k = _int(body, "top_k", -1, 2**31 - 1, default=0)
+    seed = _int(body, "seed", -2**63, 2**64 - 1 - n, default=None)  # choice i draws with seed + i
     base = dict(  # max_tokens None (chat default: up to the context) is settled per prompt by the app
         max_tokens=max_tokens or 1, temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
         top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
