@@ -1,15 +1,29 @@
-"""GEMM and GEMM + communication kernels in Triton (issue 15).
+"""GEMM and GEMM + communication kernels in Triton.
 
-    from tritium.fused import matmul
-    c = matmul(a, b, out=None)      # a [M, K] @ b [K, N]: persistent, grouped tiles, TMA on Hopper
+    from tritium.fused import all_gather_matmul, matmul_reduce_scatter, matmul_all_reduce, matmul
+    y = all_gather_matmul(a, b, comm, overlap="auto")       # all_gather(a) @ b
+    y = matmul_reduce_scatter(a, b, comm, overlap="auto")   # this rank's rows of sum_r a_r @ b_r
+    y = matmul_all_reduce(a, b, comm, overlap="auto")       # sum_r a_r @ b_r
+    c = matmul(a, b, out=None)                              # tritium's GEMM: persistent, grouped, TMA
 
-:mod:`tritium.fused.matmul` holds the GEMM: the kernel, its launcher, the per-shape configuration
-(:func:`select_config`) and the ``@triton.jit`` building blocks the fused kernels share with it
-(``matmul_operands``, ``tile_coords``, ``matmul_tile``, ``store_tile``, ``reduce_split_tile``) with
-:func:`launch_options`, their meta-parameters for given tensors. References in
+``overlap``: "bulk" (collective, then GEMM, or GEMM then collective), "producer_consumer" (a data kernel
+and the GEMM run at once on different SMs, handing tiles over through per-tile flags), "fused" (one
+persistent launch whose programs are specialised: some move data, some compute), "auto".
+
+:mod:`tritium.fused.matmul` holds the GEMM and its ``@triton.jit`` building blocks (``matmul_operands``,
+``tile_coords``, ``matmul_tile``, ``store_tile``, ``reduce_split_tile``); one module per fused op
+(:mod:`~tritium.fused.all_gather_matmul`, :mod:`~tritium.fused.matmul_reduce_scatter`,
+:mod:`~tritium.fused.matmul_all_reduce`); :mod:`~tritium.fused.workspace` their heap buffers and
+flag signalling; :mod:`~tritium.fused.overlap` checks and the mode selection. References in
 :mod:`tritium.fused.reference`.
 """
 
+from tritium.fused.all_gather_matmul import all_gather_matmul
 from tritium.fused.matmul import CONFIGS, MatmulConfig, launch_options, matmul, select_config
+from tritium.fused.matmul_all_reduce import matmul_all_reduce
+from tritium.fused.matmul_reduce_scatter import matmul_reduce_scatter
+from tritium.fused.overlap import OVERLAPS, select_overlap
+from tritium.fused.workspace import heap_bytes
 
-__all__ = ["matmul", "MatmulConfig", "select_config", "launch_options", "CONFIGS"]
+__all__ = ["matmul", "MatmulConfig", "select_config", "launch_options", "CONFIGS", "all_gather_matmul",
+           "matmul_reduce_scatter", "matmul_all_reduce", "select_overlap", "OVERLAPS", "heap_bytes"]

@@ -1,0 +1,195 @@
+"""All-gather + GEMM: ``y = all_gather(a) @ b`` (the column-parallel layer with sequence-parallel input).
+
+    y = all_gather_matmul(a, b, comm, overlap="auto")   # a [m, K] this rank's rows, b [K, n] -> y [W * m, n]
+
+``overlap``:
+
+- ``"bulk"``: tritium's all-gather into a buffer, then tritium's GEMM (two launches, back to back).
+- ``"producer_consumer"``: a copy kernel on a side stream pushes this rank's rows into every rank's
+  gather buffer (heap) block by block, raising a flag per row block on the receiver; the GEMM kernel runs
+  at the same time on the other SMs and waits, per output tile, only for the row blocks that tile needs.
+  Tiles over this rank's own rows come first, so the GEMM starts before any peer's data has arrived.
+- ``"fused"``: one persistent launch whose first programs copy (as above) and whose other programs compute
+  tiles, handing the row blocks over through the same flags.
+- ``"auto"``: :func:`tritium.fused.overlap.select_overlap`.
+
+The GEMM reads the gathered rows from this rank's own heap (TMA where the shapes allow), never from a
+peer. Reference: :func:`tritium.fused.reference.all_gather_matmul`.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.collectives import Communicator
+from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, store_tile, \
+    tile_coords
+from tritium.fused.overlap import check_operands, select_overlap, split_programs
+from tritium.fused.workspace import end_call, epoch_of, proxy_fence, raise_flag, side_stream, wait_flag, workspace
+from tritium.runtime import interpreting
+from tritium.shmem.device import remote
+
+COPY = 2048  # elements a copy program moves per step
+
+
+@triton.jit
+def _copy_rows(a_ptr, g_ptr, flags_ptr, epoch, m, K, rank, world_size, bases, rb_max, pid, num_copy,
+               BLOCK_M: tl.constexpr, COPY: tl.constexpr, HINT: tl.constexpr):
+    """Copy programs: row block j of this rank's ``a`` (contiguous ``[m, K]``) into rows ``rank * m + j *
+    BLOCK_M`` of every rank's gather buffer ``g_ptr`` (this call's half), as flat runs of ``COPY``
+    elements, then raise flag ``(rank, j)`` on each of them."""
+    offs = tl.arange(0, COPY)
+    dst_base = g_ptr + rank * m * K
+    for j in range(pid, tl.cdiv(m, BLOCK_M), num_copy):
+        end = tl.minimum((j + 1) * BLOCK_M, m) * K
+        for start in range(j * BLOCK_M * K, end, COPY):
+            idx = start + offs
+            mask = idx < end
+            tile = tl.load(a_ptr + idx, mask=mask)
+            for dst in range(0, world_size):
+                tl.store(remote(dst_base + idx, rank, dst, bases, HINT), tile, mask=mask)
+        for dst in range(0, world_size):
+            raise_flag(flags_ptr + rank * rb_max + j, epoch, rank, dst, bases)
+
+
+@triton.jit
+def _wait_rows(flags_ptr, epoch, off_m, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M: tl.constexpr):
+    """Wait until every row block of every source that output rows ``[off_m, off_m + BLOCK_M)`` need has
+    arrived in this rank's gather buffer; 1 if all did."""
+    ok = tl.full([], 1, tl.int32)
+    last = tl.minimum(off_m + BLOCK_M, M) - 1
+    for s in range(off_m // m, last // m + 1):
+        lo = tl.maximum(off_m - s * m, 0)
+        hi = tl.minimum(last - s * m, m - 1)
+        for j in range(lo // BLOCK_M, hi // BLOCK_M + 1):
+            ok = ok & wait_flag(flags_ptr + s * rb_max + j, epoch, max_spins, comm_state_ptr)
+    return ok
+
+
+@triton.jit
+def _all_gather_matmul_kernel(
+    # pointers: this rank's rows, B, the output, the heap's gather buffer (both halves), flags and op state,
+    # the communicator's state (timeouts), the heap bases
+    a_ptr, b_ptr, c_ptr, g_ptr, flags_ptr, state_ptr, comm_state_ptr, bases,
+    # strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # sizes
+    m, N, K, rank, world_size, rb_max, max_spins, num_copy, num_compute,
+    # meta-parameters
+    ROLE: tl.constexpr,  # 0: fused (copy programs first, then compute), 1: copy only, 2: compute only
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, COPY: tl.constexpr, HINT: tl.constexpr, FENCE: tl.constexpr,
+    ROTATE: tl.constexpr,
+):
+    # every program of both launches (producer_consumer) or of the one launch (fused) reads the call
+    # counter first and counts itself out at the end; the last one advances the counter
+    pid = tl.program_id(0)
+    epoch, parity = epoch_of(state_ptr)
+    g = g_ptr + parity * world_size * m * K
+    copy = pid < num_copy
+    if ROLE == 1:
+        copy = pid >= 0
+    elif ROLE == 2:
+        copy = pid < 0
+    if copy:
+        _copy_rows(a_ptr, g, flags_ptr, epoch, m, K, rank, world_size, bases, rb_max, pid, num_copy,
+                   BLOCK_M, COPY, HINT)
+    else:
+        cid = pid
+        if ROLE == 0:
+            cid = pid - num_copy
+        _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, epoch, m, N, K, rank, world_size, rb_max,
+                       max_spins, stride_bk, stride_bn, stride_cm, stride_cn, cid, num_compute,
+                       BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION,
+                       FENCE, ROTATE)
+    end_call(state_ptr, num_copy + num_compute)
+
+
+@triton.jit
+def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, epoch, m, N, K, rank, world_size, rb_max,
+                   max_spins, stride_bk, stride_bn, stride_cm, stride_cn, cid, num_compute,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr,
+                   EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr, FENCE: tl.constexpr, ROTATE: tl.constexpr):
+    """Compute programs: the output tiles of ``g @ b`` (g: this call's gather buffer, ``[W * m, K]``),
+    each after the row blocks it needs have arrived."""
+    M = world_size * m
+    a, b, c = matmul_operands(g, b_ptr, c_ptr, M, N, K, K, 1, stride_bk, stride_bn, stride_cm, stride_cn,
+                              BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    shift = 0
+    if ROTATE:  # m is a multiple of BLOCK_M: start with this rank's own row blocks, then the next rank's
+        shift = rank * (m // BLOCK_M)
+    for tile_id in range(cid, num_pid_m * num_pid_n, num_compute):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        pid_m = (pid_m + shift) % num_pid_m
+        ok = _wait_rows(flags_ptr, epoch, pid_m * BLOCK_M, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M)
+        proxy_fence(FENCE)
+        if ok != 0:
+            acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, K, M, N, K, 1, stride_bk, stride_bn,
+                              BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+            store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
+                       BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
+
+
+def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
+                      return_gathered: bool = False, out: torch.Tensor | None = None):
+    """``all_gather(a) @ b``: ``a [m, K]`` (this rank's rows; every rank the same m), ``b [K, n]`` (this
+    rank's columns) -> ``[world_size * m, n]`` in a's dtype, rows in rank order; with ``return_gathered``
+    also the gathered ``[world_size * m, K]`` (a new tensor). ``out``: the result, written in place."""
+    check_operands("all_gather_matmul", a, b, comm)
+    a = a.contiguous()  # the copy moves flat runs of rows
+    m, K = a.shape
+    n = b.shape[1]
+    W = comm.world_size
+    M = W * m
+    if out is None:
+        out = torch.empty((M, n), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (M, n) or out.dtype != a.dtype or out.device != a.device:
+        raise ValueError(f"out must be [{M}, {n}] {a.dtype} on {a.device}, got {list(out.shape)} {out.dtype} "
+                         f"on {out.device}")
+    mode = select_overlap("all_gather_matmul", M, n, K, W, overlap)
+    if M == 0 or n == 0:
+        return (out, torch.empty((M, K), dtype=a.dtype, device=a.device)) if return_gathered else out
+    if mode == "bulk" or W == 1 or K == 0:
+        gathered = workspace(comm, "ag.bulk", M * K, a.dtype).view(M, K) if W > 1 else a
+        if W > 1:
+            comm.all_gather(a.contiguous(), out=gathered)
+        matmul(gathered, b, out=out)
+        return (out, gathered.clone()) if return_gathered else out
+    cfg = select_config(M, n, K, a.dtype, a.device)
+    rb_max = triton.cdiv(m, cfg.block_m)
+    g = workspace(comm, "ag.gather", 2 * M * K, a.dtype)
+    flags = workspace(comm, "ag.flags", W * rb_max, torch.int64, fill=0)
+    state = workspace(comm, "ag.state", 2, torch.int64, fill=0)
+    opts = launch_options(g[: M * K].view(M, K), b, out, cfg)
+    num_copy, num_compute = split_programs(comm, triton.cdiv(m, cfg.block_m),
+                                           triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n))
+    args = (a, b, out, g, flags, state, comm._state, comm.heap.bases,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+            m, n, K, comm.rank, W, rb_max, comm.heap.max_spins, num_copy, num_compute)
+    meta = dict(COPY=COPY, HINT=COPY if (K * a.element_size()) % 16 == 0 else None,
+                FENCE=opts["USE_TMA"] and not interpreting(), ROTATE=m % cfg.block_m == 0, **opts)
+    if mode == "producer_consumer":
+        if a.device.type == "cuda":
+            stream, fork, join = side_stream(comm)
+            fork.record()
+            stream.wait_event(fork)
+            with torch.cuda.stream(stream):
+                _all_gather_matmul_kernel[(num_copy,)](*args, ROLE=1, **meta)
+                join.record(stream)
+            _all_gather_matmul_kernel[(num_compute,)](*args, ROLE=2, **meta)
+            torch.cuda.current_stream(a.device).wait_event(join)
+        else:  # the interpreter runs launches one after another: the producer first
+            _all_gather_matmul_kernel[(num_copy,)](*args, ROLE=1, **meta)
+            _all_gather_matmul_kernel[(num_compute,)](*args, ROLE=2, **meta)
+    else:  # fused
+        _all_gather_matmul_kernel[(num_copy + num_compute,)](*args, ROLE=0, **meta)
+    if return_gathered:  # this call's half of the gather buffer (its parity is on the device: no host read)
+        parity = (state[:1] - 1) % 2
+        return out, torch.index_select(g.view(2, M * K), 0, parity).view(M, K)
+    return out

@@ -1,0 +1,57 @@
+"""What the fused GEMM + communication ops share on the host: argument checks, the choice of overlap
+mode per shape (:func:`select_overlap`) and the split of a launch's programs between moving data and
+computing (:func:`split_programs`)."""
+
+from __future__ import annotations
+
+import torch
+
+from tritium.collectives import Communicator
+from tritium.runtime import interpreting, num_sms
+
+OVERLAPS = ("auto", "bulk", "producer_consumer", "fused")
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def check_operands(op: str, a, b, comm) -> None:
+    """ValueError/TypeError naming the argument unless ``a [M, k] @ b [k, N]`` chains on ``comm``'s device."""
+    if not isinstance(comm, Communicator):
+        raise TypeError(f"{op}: comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{op}: {name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.device != comm.device:
+            raise ValueError(f"{op}: {name} is on {t.device}; this communicator's rank works on {comm.device}")
+    if a.dtype not in DTYPES:
+        raise TypeError(f"{op}: a has dtype {a.dtype}; expected one of float16, bfloat16, float32")
+    if b.dtype != a.dtype:
+        raise TypeError(f"{op}: b has dtype {b.dtype}, a has {a.dtype}: they must match")
+    if b.shape[0] != a.shape[1]:
+        raise ValueError(f"{op}: shapes do not chain: a is {list(a.shape)}, b is {list(b.shape)} "
+                         f"(b must be [{a.shape[1]}, N])")
+
+
+def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: str = "auto") -> str:
+    """The overlap mode of ``op`` for a global ``[M, K] @ [K, N]`` on ``world_size`` ranks: ``overlap``
+    itself unless it is "auto".
+
+    NOTE: not yet measured on GPUs (the benchmark, ``python -m tritium.bench fused``, will set these):
+    until then "auto" is the fused kernel for every op and shape from 2 ranks."""
+    if overlap not in OVERLAPS:
+        raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
+    if overlap != "auto":
+        return overlap
+    return "bulk" if world_size == 1 else "fused"
+
+
+def split_programs(comm: Communicator, copy_units: int, tiles: int) -> tuple[int, int]:
+    """(data-moving programs, computing programs) of one launch: every program of a fused launch is
+    resident at once on a GPU (the total is at most the SM count); about one SM in 16 moves data, at most
+    one per unit of copy work."""
+    if interpreting():
+        return 1, max(1, min(tiles, 2))
+    sms = num_sms(comm.device)
+    copy = max(1, min(copy_units, sms // 16))
+    return copy, max(1, min(tiles, sms - copy))

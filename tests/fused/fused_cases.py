@@ -1,0 +1,147 @@
+"""Per-rank checks of the fused GEMM + communication ops, run by ``tritium.shmem.launch`` (one process per
+rank). Every rank can build every rank's operands (functions of the rank and a seed), so each check
+compares against the fp32 reference over all ranks' operands."""
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import tritium.collectives as coll
+import tritium.fused as fused
+import tritium.shmem as shmem
+from tritium import runtime
+from tritium.fused import reference as ref
+
+MODES = ("bulk", "producer_consumer", "fused", "auto")
+TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+
+
+def run_world(worker, world_size: int, *args, timeout: float = 300.0) -> None:
+    if not runtime.interpreting() and torch.cuda.device_count() < world_size:
+        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+    shmem.launch(worker, world_size, *args, timeout=timeout)
+
+
+def _setup(world_size: int, M: int, N: int, K: int, dtype):
+    max_bytes = 1 << 20
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size)
+                               + fused.heap_bytes(M, N, K, world_size, dtype) + (1 << 20))
+    return heap, coll.Communicator(heap, max_bytes=max_bytes)
+
+
+def _operands(world_size, rows, k, n, dtype, seed, device):
+    """Every rank's (a, b): a [rows, k], b [k, n], small random values."""
+    out = []
+    for r in range(world_size):
+        g = torch.Generator().manual_seed(seed * 131 + r)
+        a = (torch.randn(rows, k, generator=g) / 4).to(dtype).to(device)
+        b = (torch.randn(k, n, generator=g) / 4).to(dtype).to(device)
+        out.append((a, b))
+    return out
+
+
+def _close(out, want, what):
+    assert out.shape == want.shape, f"{what}: shape {tuple(out.shape)} vs {tuple(want.shape)}"
+    assert not torch.isnan(out).any(), f"{what}: NaN"
+    o, w = out.double(), want.double()
+    err = ((o - w).norm() / max(w.norm(), 1e-12)).item()
+    assert err <= TOL[out.dtype], f"{what}: relative error {err:.2e} > {TOL[out.dtype]:.0e}"
+
+
+def ops_worker(rank: int, world_size: int, dtypes: tuple, rows_list: tuple, K: int, N: int) -> None:
+    """Every op and overlap mode at each per-rank row count, against the references; out given and not."""
+    dev = runtime.default_device() if runtime.interpreting() else torch.device("cuda", rank)
+    heap, comm = _setup(world_size, world_size * max(rows_list), N, K, max(dtypes, key=lambda d: d.itemsize))
+    seed = 0
+    try:
+        for dtype in dtypes:
+            for m in rows_list:
+                seed += 1
+                ops = _operands(world_size, m, K, N, dtype, seed, heap.device)
+                a, b = ops[rank]
+                for mode in MODES:
+                    want = ref.all_gather_matmul([o[0] for o in ops], b)
+                    out = torch.full((world_size * m, N), 7.0, dtype=dtype, device=heap.device)
+                    got = fused.all_gather_matmul(a, b, comm, overlap=mode, out=out)
+                    assert got is out
+                    _close(got, want, f"all_gather_matmul {mode} {dtype} m={m}")
+                    y, gathered = fused.all_gather_matmul(a, b, comm, overlap=mode, return_gathered=True)
+                    assert torch.equal(gathered, torch.cat([o[0] for o in ops])), f"gathered {mode}"
+                    _close(y, want, f"all_gather_matmul {mode} {dtype} m={m} (new out)")
+                # row-parallel: a [M, k], b [k, N] per rank, M = W * m
+                rp = _operands(world_size, world_size * m, K, N, dtype, seed + 500, heap.device)
+                a2, b2 = rp[rank]
+                for mode in MODES:
+                    out = torch.full((m, N), 7.0, dtype=dtype, device=heap.device)
+                    got = fused.matmul_reduce_scatter(a2, b2, comm, overlap=mode, out=out)
+                    assert got is out
+                    _close(got, ref.matmul_reduce_scatter([o[0] for o in rp], [o[1] for o in rp], rank, dtype),
+                           f"matmul_reduce_scatter {mode} {dtype} m={m}")
+                    out = torch.full((world_size * m, N), 7.0, dtype=dtype, device=heap.device)
+                    got = fused.matmul_all_reduce(a2, b2, comm, overlap=mode, out=out)
+                    want = ref.matmul_all_reduce([o[0] for o in rp], [o[1] for o in rp], dtype)
+                    _close(got, want, f"matmul_all_reduce {mode} {dtype} m={m}")
+                    # every rank holds the same bits
+                    copies = [torch.empty_like(got.cpu()) for _ in range(world_size)]
+                    dist.all_gather(copies, got.cpu())
+                    assert all(torch.equal(copies[0], c) for c in copies), f"matmul_all_reduce {mode}: ranks differ"
+        comm.check()
+    finally:
+        heap.close()
+
+
+def repeat_worker(rank: int, world_size: int, calls: int) -> None:
+    """``calls`` calls in a row, new data each time and the modes and ops interleaved: a stale flag or a
+    buffer reused too early would give a wrong result."""
+    m, K, N = 17, 48, 80
+    dtype = torch.float32
+    heap, comm = _setup(world_size, world_size * m, N, K, dtype)
+    outs, wants = [], []
+    try:
+        for i in range(calls):
+            ops = _operands(world_size, m if i % 3 == 0 else world_size * m, K, N, dtype, 900 + i, heap.device)
+            a, b = ops[rank]
+            mode = ("producer_consumer", "fused")[i % 2]
+            if i % 3 == 0:
+                outs.append(fused.all_gather_matmul(a, b, comm, overlap=mode))
+                wants.append(ref.all_gather_matmul([o[0] for o in ops], b))
+            elif i % 3 == 1:
+                outs.append(fused.matmul_reduce_scatter(a, b, comm, overlap=mode))
+                wants.append(ref.matmul_reduce_scatter([o[0] for o in ops], [o[1] for o in ops], rank))
+            else:
+                outs.append(fused.matmul_all_reduce(a, b, comm, overlap=mode))
+                wants.append(ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops]))
+        for i, (out, want) in enumerate(zip(outs, wants)):
+            _close(out, want, f"call {i}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def bad_input_worker(rank: int, world_size: int) -> None:
+    heap, comm = _setup(world_size, 64, 64, 64, torch.float32)
+    dev = heap.device
+    a = torch.ones(4, 16, device=dev)
+    b = torch.ones(16, 32, device=dev)
+    cases = [
+        (lambda: fused.all_gather_matmul(a, torch.ones(8, 32, device=dev), comm), ValueError, "shapes do not chain"),
+        (lambda: fused.all_gather_matmul(a, b.half(), comm), TypeError, "b has dtype torch.float16"),
+        (lambda: fused.all_gather_matmul(a[0], b, comm), ValueError, "a must be 2-D"),
+        (lambda: fused.all_gather_matmul(a, b, comm, overlap="ring"), ValueError, "overlap must be one of"),
+        (lambda: fused.all_gather_matmul(a, b, "comm"), TypeError, "comm must be a tritium.collectives.Communicator"),
+        (lambda: fused.all_gather_matmul(a.long(), b.long(), comm), TypeError, "a has dtype torch.int64"),
+        (lambda: fused.all_gather_matmul(a, b, comm, out=torch.empty(3, 32, device=dev)), ValueError, "out must be"),
+        (lambda: fused.matmul_all_reduce(a, b, comm, out=torch.empty(4, 31, device=dev)), ValueError, "out must be"),
+    ]
+    if world_size > 1:
+        cases.append((lambda: fused.matmul_reduce_scatter(torch.ones(world_size * 2 + 1, 16, device=dev), b, comm),
+                      ValueError, "must divide by world_size"))
+    if dev.type == "cuda":
+        cases.append((lambda: fused.matmul_all_reduce(a.cpu(), b.cpu(), comm), ValueError, "a is on cpu"))
+    try:
+        for fn, error, message in cases:
+            with pytest.raises(error, match=message):
+                fn()
+        comm.check()
+    finally:
+        heap.close()

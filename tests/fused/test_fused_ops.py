@@ -1,0 +1,28 @@
+"""The fused GEMM + communication ops at world sizes 1-4 (3 included): one process per rank (CPU processes
+under the Triton interpreter in CI, GPUs over NCCL where there are enough)."""
+
+import pytest
+import torch
+
+from .fused_cases import bad_input_worker, ops_worker, repeat_worker, run_world
+from tritium import runtime
+
+CPU = runtime.interpreting()
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
+def test_every_op_and_overlap(world_size):
+    dtypes = (torch.float32, torch.float16) if CPU else (torch.bfloat16, torch.float16)
+    rows = (1, 17, 63)
+    if CPU and world_size > 2:  # CI time: the odd world size and the largest one on fewer cases
+        dtypes, rows = (torch.float16,), (1, 17)
+    run_world(ops_worker, world_size, dtypes, rows, 48, 80)
+
+
+@pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
+def test_twenty_calls_back_to_back(world_size):
+    run_world(repeat_worker, world_size, 20)
+
+
+def test_bad_input_names_the_argument():
+    run_world(bad_input_worker, 2)
