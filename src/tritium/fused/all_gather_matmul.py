@@ -26,7 +26,7 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, store_tile, \
     tile_coords
-from tritium.fused.overlap import check_operands, select_overlap, split_programs
+from tritium.fused.overlap import check_operands, output, select_overlap, split_programs
 from tritium.fused.workspace import end_call, epoch_of, proxy_fence, raise_flag, side_stream, wait_flag, workspace
 from tritium.runtime import interpreting
 from tritium.shmem.device import remote
@@ -147,11 +147,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     n = b.shape[1]
     W = comm.world_size
     M = W * m
-    if out is None:
-        out = torch.empty((M, n), dtype=a.dtype, device=a.device)
-    elif tuple(out.shape) != (M, n) or out.dtype != a.dtype or out.device != a.device:
-        raise ValueError(f"out must be [{M}, {n}] {a.dtype} on {a.device}, got {list(out.shape)} {out.dtype} "
-                         f"on {out.device}")
+    out = output(out, (M, n), a)
     mode = select_overlap("all_gather_matmul", M, n, K, W, overlap)
     if M == 0 or n == 0:
         return (out, torch.empty((M, K), dtype=a.dtype, device=a.device)) if return_gathered else out

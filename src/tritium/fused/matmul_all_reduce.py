@@ -17,7 +17,7 @@ import torch
 from tritium.collectives import Communicator
 from tritium.fused.matmul import matmul
 from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
-from tritium.fused.overlap import check_operands, select_overlap
+from tritium.fused.overlap import check_operands, output, select_overlap
 
 
 def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
@@ -28,11 +28,7 @@ def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     M, K = a.shape
     N = b.shape[1]
     W = comm.world_size
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    elif tuple(out.shape) != (M, N) or out.dtype != a.dtype or out.device != a.device or out.stride(1) != 1:
-        raise ValueError(f"out must be [{M}, {N}] {a.dtype} on {a.device} with contiguous rows, got "
-                         f"{list(out.shape)} {out.dtype} on {out.device}")
+    out = output(out, (M, N), a)
     mode = select_overlap("matmul_all_reduce", M, N, K, W, overlap)
     if M == 0 or N == 0:
         return out

@@ -26,7 +26,7 @@ import triton.language as tl
 
 from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, tile_coords
-from tritium.fused.overlap import check_operands, select_overlap, split_programs
+from tritium.fused.overlap import check_operands, output, select_overlap, split_programs
 from tritium.fused.workspace import end_call, epoch_of, raise_flag, side_stream, wait_flag, workspace
 from tritium.shmem.device import translate
 
@@ -196,11 +196,7 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, comm: Communicator, 
     W = comm.world_size
     if M % W:
         raise ValueError(f"matmul_reduce_scatter: a's rows M = {M} must divide by world_size {W}")
-    if out is None:
-        out = torch.empty((M // W, N), dtype=a.dtype, device=a.device)
-    elif tuple(out.shape) != (M // W, N) or out.dtype != a.dtype or out.device != a.device or out.stride(1) != 1:
-        raise ValueError(f"out must be [{M // W}, {N}] {a.dtype} on {a.device} with contiguous rows, got "
-                         f"{list(out.shape)} {out.dtype} on {out.device}")
+    out = output(out, (M // W, N), a)
     mode = select_overlap("matmul_reduce_scatter", M, N, K, W, overlap)
     if M == 0 or N == 0:
         return out

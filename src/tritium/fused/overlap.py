@@ -33,6 +33,17 @@ def check_operands(op: str, a, b, comm) -> None:
                          f"(b must be [{a.shape[1]}, N])")
 
 
+def output(out, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+    """``out`` checked (``shape``, like's dtype and device, contiguous rows), or a new tensor if None."""
+    if out is None:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    if (not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(shape) or out.dtype != like.dtype
+            or out.device != like.device or out.stride(1) != 1):
+        got = f"{list(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"out must be {list(shape)} {like.dtype} on {like.device} with contiguous rows, got {got}")
+    return out
+
+
 def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: str = "auto") -> str:
     """The overlap mode of ``op`` for a global ``[M, K] @ [K, N]`` on ``world_size`` ranks: ``overlap``
     itself unless it is "auto".
