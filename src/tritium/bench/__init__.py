@@ -13,4 +13,5 @@ SUITES = {
     "gemv": "tritium.bench.gemv",
     "serve": "tritium.bench.serve",
     "gemm": "tritium.bench.gemm",
+    "fused": "tritium.bench.fused",
 }
