@@ -82,8 +82,8 @@ def ops_worker(rank: int, world_size: int, dtypes: tuple, rows_list: tuple, K: i
                     want = ref.matmul_all_reduce([o[0] for o in rp], [o[1] for o in rp], dtype)
                     _close(got, want, f"matmul_all_reduce {mode} {dtype} m={m}")
                     # every rank holds the same bits
-                    copies = [torch.empty_like(got.cpu()) for _ in range(world_size)]
-                    dist.all_gather(copies, got.cpu())
+                    copies = [torch.empty_like(got) for _ in range(world_size)]
+                    dist.all_gather(copies, got.contiguous())
                     assert all(torch.equal(copies[0], c) for c in copies), f"matmul_all_reduce {mode}: ranks differ"
         comm.check()
     finally:

@@ -31,40 +31,54 @@ from tritium.fused.workspace import end_call, epoch_of, proxy_fence, raise_flag,
 from tritium.runtime import interpreting
 from tritium.shmem.device import remote
 
-COPY = 2048  # elements a copy program moves per step
+# elements a copy program moves per step
+# NOTE: 2x H200 (fused run 1): 2048-element steps, one program per 128-row block (8 at M = 2048): the
+# copy took ~500 us of a 1.2 ms call (4 KiB in flight per SM); now 8192 and SMs / 8 programs
+COPY = 8192
 
 
 @triton.jit
-def _copy_rows(a_ptr, g_ptr, flags_ptr, epoch, m, K, rank, world_size, bases, rb_max, pid, num_copy,
-               BLOCK_M: tl.constexpr, COPY: tl.constexpr, HINT: tl.constexpr):
-    """Copy programs: row block j of this rank's ``a`` (contiguous ``[m, K]``) into rows ``rank * m + j *
-    BLOCK_M`` of every rank's gather buffer ``g_ptr`` (this call's half), as flat runs of ``COPY``
-    elements, then raise flag ``(rank, j)`` on each of them."""
+def _copy_rows(a_ptr, g_ptr, flags_ptr, count_ptr, epoch, m, K, rank, world_size, bases, rb_max, slices, pid,
+               num_copy, BLOCK_M: tl.constexpr, COPY: tl.constexpr, HINT: tl.constexpr):
+    """Copy programs: unit ``(j, s)`` moves slice s (of ``slices``) of row block j of this rank's ``a``
+    (contiguous ``[m, K]``) into rows ``rank * m + j * BLOCK_M`` of every rank's gather buffer ``g_ptr``
+    (this call's half), as flat runs of ``COPY`` elements, and counts itself in (``count_ptr[j]``, this
+    rank's, zero between calls); the last slice of the block raises flag ``(rank, j)`` to ``epoch`` on
+    every rank (its acquire of the count, then release: the other slices' stores are published too)."""
     offs = tl.arange(0, COPY)
     dst_base = g_ptr + rank * m * K
-    for j in range(pid, tl.cdiv(m, BLOCK_M), num_copy):
-        end = tl.minimum((j + 1) * BLOCK_M, m) * K
-        for start in range(j * BLOCK_M * K, end, COPY):
+    for unit in range(pid, tl.cdiv(m, BLOCK_M) * slices, num_copy):
+        j = unit // slices
+        piece = unit % slices
+        first = j * BLOCK_M * K
+        size = tl.minimum((j + 1) * BLOCK_M, m) * K - first
+        lo = first + tl.cdiv(tl.cdiv(size, slices), COPY) * COPY * piece
+        hi = tl.minimum(first + tl.cdiv(tl.cdiv(size, slices), COPY) * COPY * (piece + 1), first + size)
+        for start in range(lo, hi, COPY):
             idx = start + offs
-            mask = idx < end
+            mask = idx < hi
             tile = tl.load(a_ptr + idx, mask=mask)
             for dst in range(0, world_size):
                 tl.store(remote(dst_base + idx, rank, dst, bases, HINT), tile, mask=mask)
-        for dst in range(0, world_size):
-            raise_flag(flags_ptr + rank * rb_max + j, epoch, rank, dst, bases)
+        tl.debug_barrier()
+        done = tl.atomic_add(count_ptr + j, 1, sem="acq_rel", scope="sys")
+        if done == slices - 1:
+            tl.atomic_xchg(count_ptr + j, 0, sem="relaxed", scope="gpu")
+            for dst in range(0, world_size):
+                raise_flag(flags_ptr + rank * rb_max + j, epoch, rank, dst, bases)
 
 
 @triton.jit
-def _wait_rows(flags_ptr, epoch, off_m, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M: tl.constexpr):
+def _wait_rows(flags_ptr, target, off_m, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M: tl.constexpr):
     """Wait until every row block of every source that output rows ``[off_m, off_m + BLOCK_M)`` need has
-    arrived in this rank's gather buffer; 1 if all did."""
+    arrived in this rank's gather buffer (its flag reached ``target``); 1 if all did."""
     ok = tl.full([], 1, tl.int32)
     last = tl.minimum(off_m + BLOCK_M, M) - 1
     for s in range(off_m // m, last // m + 1):
         lo = tl.maximum(off_m - s * m, 0)
         hi = tl.minimum(last - s * m, m - 1)
         for j in range(lo // BLOCK_M, hi // BLOCK_M + 1):
-            ok = ok & wait_flag(flags_ptr + s * rb_max + j, epoch, max_spins, comm_state_ptr)
+            ok = ok & wait_flag(flags_ptr + s * rb_max + j, target, max_spins, comm_state_ptr)
     return ok
 
 
@@ -72,11 +86,11 @@ def _wait_rows(flags_ptr, epoch, off_m, m, M, rb_max, max_spins, comm_state_ptr,
 def _all_gather_matmul_kernel(
     # pointers: this rank's rows, B, the output, the heap's gather buffer (both halves), flags and op state,
     # the communicator's state (timeouts), the heap bases
-    a_ptr, b_ptr, c_ptr, g_ptr, flags_ptr, state_ptr, comm_state_ptr, bases,
+    a_ptr, b_ptr, c_ptr, g_ptr, flags_ptr, count_ptr, state_ptr, comm_state_ptr, bases,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # sizes
-    m, N, K, rank, world_size, rb_max, max_spins, num_copy, num_compute,
+    m, N, K, rank, world_size, rb_max, slices, max_spins, num_copy, num_compute,
     # meta-parameters
     ROLE: tl.constexpr,  # 0: fused (copy programs first, then compute), 1: copy only, 2: compute only
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -95,8 +109,8 @@ def _all_gather_matmul_kernel(
     elif ROLE == 2:
         copy = pid < 0
     if copy:
-        _copy_rows(a_ptr, g, flags_ptr, epoch, m, K, rank, world_size, bases, rb_max, pid, num_copy,
-                   BLOCK_M, COPY, HINT)
+        _copy_rows(a_ptr, g, flags_ptr, count_ptr, epoch, m, K, rank, world_size, bases,
+                   rb_max, slices, pid, num_copy, BLOCK_M, COPY, HINT)
     else:
         cid = pid
         if ROLE == 0:
@@ -109,13 +123,13 @@ def _all_gather_matmul_kernel(
 
 
 @triton.jit
-def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, epoch, m, N, K, rank, world_size, rb_max,
+def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, target, m, N, K, rank, world_size, rb_max,
                    max_spins, stride_bk, stride_bn, stride_cm, stride_cn, cid, num_compute,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                    EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr,
                    EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr, FENCE: tl.constexpr, ROTATE: tl.constexpr):
     """Compute programs: the output tiles of ``g @ b`` (g: this call's gather buffer, ``[W * m, K]``),
-    each after the row blocks it needs have arrived."""
+    each after the row blocks it needs have arrived (their flags reached ``target``)."""
     M = world_size * m
     a, b, c = matmul_operands(g, b_ptr, c_ptr, M, N, K, K, 1, stride_bk, stride_bn, stride_cm, stride_cn,
                               BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
@@ -127,7 +141,7 @@ def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, epoch, m, N, K, r
     for tile_id in range(cid, num_pid_m * num_pid_n, num_compute):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         pid_m = (pid_m + shift) % num_pid_m
-        ok = _wait_rows(flags_ptr, epoch, pid_m * BLOCK_M, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M)
+        ok = _wait_rows(flags_ptr, target, pid_m * BLOCK_M, m, M, rb_max, max_spins, comm_state_ptr, BLOCK_M)
         proxy_fence(FENCE)
         if ok != 0:
             acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, K, M, N, K, 1, stride_bk, stride_bn,
@@ -161,13 +175,14 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     rb_max = triton.cdiv(m, cfg.block_m)
     g = workspace(comm, "ag.gather", 2 * M * K, a.dtype)
     flags = workspace(comm, "ag.flags", W * rb_max, torch.int64, fill=0)
+    counts = workspace(comm, "ag.counts", rb_max, torch.int64, fill=0)  # every call leaves them zero
     state = workspace(comm, "ag.state", 2, torch.int64, fill=0)
     opts = launch_options(g[: M * K].view(M, K), b, out, cfg)
-    num_copy, num_compute = split_programs(comm, triton.cdiv(m, cfg.block_m),
-                                           triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n))
-    args = (a, b, out, g, flags, state, comm._state, comm.heap.bases,
+    num_copy, num_compute = split_programs(comm, None, triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n))
+    slices = max(1, -(-num_copy // rb_max))  # enough copy units for every copy program
+    args = (a, b, out, g, flags, counts, state, comm._state, comm.heap.bases,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-            m, n, K, comm.rank, W, rb_max, comm.heap.max_spins, num_copy, num_compute)
+            m, n, K, comm.rank, W, rb_max, slices, comm.heap.max_spins, num_copy, num_compute)
     meta = dict(COPY=COPY, HINT=COPY if (K * a.element_size()) % 16 == 0 else None,
                 FENCE=opts["USE_TMA"] and not interpreting(), ROTATE=m % cfg.block_m == 0, **opts)
     if mode == "producer_consumer":

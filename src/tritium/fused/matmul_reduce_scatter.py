@@ -57,18 +57,27 @@ def _push_tiles(a, b, r_ptr, flags_ptr, epoch, M, N, K, rank, world_size, bases,
         cols = off_n + tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & (cols[None, :] < N)
         flag = flags_ptr + (rank * num_pid_m + pid_m) * num_pid_n + pid_n
+        last = tl.minimum(off_m + BLOCK_M, M) - 1
         if SCATTER:
-            owner = rows // rows_per_dest
-            local = rows - owner * rows_per_dest
-            ptrs = r_ptr + (rank * rows_per_dest + local).to(tl.int64)[:, None] * N + cols[None, :]
-            tl.store(translate(ptrs, rank, owner[:, None], bases), value, mask=mask)
-            last = tl.minimum(off_m + BLOCK_M, M) - 1
-            for dst in range(off_m // rows_per_dest, last // rows_per_dest + 1):
+            first_owner = off_m // rows_per_dest
+            last_owner = last // rows_per_dest
+            if first_owner == last_owner:  # one owner (always, when rows_per_dest is a multiple of BLOCK_M)
+                base = tl.multiple_of(translate(r_ptr, rank, first_owner, bases), 16)
+                local = rows - first_owner * rows_per_dest
+                tl.store(base + (rank * rows_per_dest + local).to(tl.int64)[:, None] * N + cols[None, :], value,
+                         mask=mask)
+            else:
+                owner = rows // rows_per_dest
+                local = rows - owner * rows_per_dest
+                ptrs = r_ptr + (rank * rows_per_dest + local).to(tl.int64)[:, None] * N + cols[None, :]
+                tl.store(translate(ptrs, rank, owner[:, None], bases), value, mask=mask)
+            for dst in range(first_owner, last_owner + 1):
                 raise_flag(flag, epoch, rank, dst, bases)
         else:
-            ptrs = r_ptr + (rank * M + rows).to(tl.int64)[:, None] * N + cols[None, :]
+            offs = (rank * M + rows).to(tl.int64)[:, None] * N + cols[None, :]
             for dst in range(0, world_size):
-                tl.store(translate(ptrs, rank, dst, bases), value, mask=mask)
+                base = tl.multiple_of(translate(r_ptr, rank, dst, bases), 16)
+                tl.store(base + offs, value, mask=mask)
             for dst in range(0, world_size):
                 raise_flag(flag, epoch, rank, dst, bases)
 
@@ -163,8 +172,8 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
     flags = workspace(comm, f"{name}.flags", W * num_pid_m * num_pid_n, torch.int64, fill=0)
     state = workspace(comm, f"{name}.state", 2, torch.int64, fill=0)
     opts = launch_options(a, b, recv[: M * N].view(M, N), cfg)  # (the C descriptor is never stored through)
-    reduce_units = (rows_per_dest // cfg.block_m + 2) * num_pid_n
-    num_reduce, num_compute = split_programs(comm, reduce_units, num_pid_m * num_pid_n)
+    num_reduce, num_compute = split_programs(comm, (rows_per_dest // cfg.block_m + 2) * num_pid_n,
+                                             num_pid_m * num_pid_n)
     args = (a, b, y, recv, flags, state, comm._state, comm.heap.bases,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), y.stride(0),
             M, N, K, comm.rank, W, rows_per_dest, comm.heap.max_spins, num_compute, num_reduce)
