@@ -48,13 +48,17 @@ def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: st
     """The overlap mode of ``op`` for a global ``[M, K] @ [K, N]`` on ``world_size`` ranks: ``overlap``
     itself unless it is "auto".
 
-    NOTE: not yet measured on GPUs (the benchmark, ``python -m tritium.bench fused``, will set these):
-    until then "auto" is the fused kernel for every op and shape from 2 ranks."""
+    NOTE: 2x H200, bf16, fused run 2 (bench/results/fused-NVIDIA-H200-x2.json): bulk was fastest or
+    within the run's spread everywhere. Llama-3-70B shapes, us (bulk / producer_consumer / fused):
+    all_gather_matmul M = 2048 745 / 934 / 898, M = 16384 5899 / 6265 / 6620; matmul_reduce_scatter
+    M = 2048 727 / 1086 / 1011, M = 16384 5936 / 6559 / 6792; matmul_all_reduce decode M = 1..64 34-80 /
+    37-98 / 37-116, except down_proj M = 64 (79.6 / 90.3 / 76.4). The overlapped modes give 1/8 of the SMs
+    to moving data, which costs the GEMM about as much as the communication they hide."""
     if overlap not in OVERLAPS:
         raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
     if overlap != "auto":
         return overlap
-    return "bulk" if world_size == 1 else "fused"
+    return "bulk"
 
 
 def split_programs(comm: Communicator, copy_units: int | None, tiles: int) -> tuple[int, int]:
