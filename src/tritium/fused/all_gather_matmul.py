@@ -5,10 +5,12 @@
 ``overlap``:
 
 - ``"bulk"``: tritium's all-gather into a buffer, then tritium's GEMM (two launches, back to back).
-- ``"producer_consumer"``: a copy kernel on a side stream pushes this rank's rows into every rank's
-  gather buffer (heap) block by block, raising a flag per row block on the receiver; the GEMM kernel runs
-  at the same time on the other SMs and waits, per output tile, only for the row blocks that tile needs.
-  Tiles over this rank's own rows come first, so the GEMM starts before any peer's data has arrived.
+- ``"producer_consumer"``: on a side stream, the copy engine (``SymmetricHeap.put``: no SMs) copies this
+  rank's rows into every rank's gather buffer (heap), then a one-program kernel raises the row-block
+  flags there (a previous wait on every rank's "done" flag keeps it from overwriting a buffer a peer
+  still reads); the GEMM runs at the same time on every SM and waits, per output tile, only for the row
+  blocks that tile needs. Tiles over this rank's own rows come first (its own copy is enqueued first),
+  so the GEMM starts before any peer's data has arrived.
 - ``"fused"``: one persistent launch whose first programs copy (as above) and whose other programs compute
   tiles, handing the row blocks over through the same flags.
 - ``"auto"``: :func:`tritium.fused.overlap.select_overlap`.
@@ -19,6 +21,8 @@ peer. Reference: :func:`tritium.fused.reference.all_gather_matmul`.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import triton
 import triton.language as tl
@@ -26,7 +30,7 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, store_tile, \
     tile_coords
-from tritium.fused.overlap import check_operands, output, select_overlap, split_programs
+from tritium.fused.overlap import check_operands, compute_programs, output, select_overlap, split_programs
 from tritium.fused.workspace import end_call, epoch_of, proxy_fence, raise_flag, side_stream, wait_flag, workspace
 from tritium.runtime import interpreting
 from tritium.shmem.device import remote
@@ -96,13 +100,15 @@ def _all_gather_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, COPY: tl.constexpr, HINT: tl.constexpr, FENCE: tl.constexpr,
-    ROTATE: tl.constexpr,
+    ROTATE: tl.constexpr, CE: tl.constexpr = False,
 ):
     # every program of both launches (producer_consumer) or of the one launch (fused) reads the call
     # counter first and counts itself out at the end; the last one advances the counter
     pid = tl.program_id(0)
     epoch, parity = epoch_of(state_ptr)
     g = g_ptr + parity * world_size * m * K
+    if CE:  # copy-engine producer: one buffer, guarded by the done flags (count_ptr: done_ptr here)
+        g = g_ptr
     copy = pid < num_copy
     if ROLE == 1:
         copy = pid >= 0
@@ -119,7 +125,41 @@ def _all_gather_matmul_kernel(
                        max_spins, stride_bk, stride_bn, stride_cm, stride_cn, cid, num_compute,
                        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION,
                        FENCE, ROTATE)
-    end_call(state_ptr, num_copy + num_compute)
+    if CE:
+        _end_call_done(state_ptr, count_ptr, epoch, rank, world_size, bases, num_compute)
+    else:
+        end_call(state_ptr, num_copy + num_compute)
+
+
+@triton.jit
+def _end_call_done(state_ptr, done_ptr, epoch, rank, world_size, bases, num_programs):
+    """:func:`end_call` that also tells every rank this rank is done reading its gather buffer for this
+    call (``done_ptr[rank] = epoch`` on every rank), before the call counter moves on."""
+    tl.debug_barrier()
+    done = tl.atomic_add(state_ptr + 1, 1, sem="acq_rel", scope="gpu")
+    if done == num_programs - 1:
+        tl.atomic_xchg(state_ptr + 1, 0, sem="relaxed", scope="gpu")
+        for dst in range(0, world_size):
+            raise_flag(done_ptr + rank, epoch, rank, dst, bases)
+        tl.atomic_add(state_ptr, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _ce_wait_kernel(done_ptr, state_ptr, comm_state_ptr, world_size, max_spins):
+    """Side stream, before the copies of call c: every rank is done reading its gather buffer for call
+    c - 1 (its done flag reached c - 1's epoch)."""
+    epoch, parity = epoch_of(state_ptr)
+    for p in range(0, world_size):
+        wait_flag(done_ptr + p, epoch - 1, max_spins, comm_state_ptr)
+
+
+@triton.jit
+def _ce_flags_kernel(flags_ptr, state_ptr, rank, world_size, bases, rb, rb_max):
+    """Side stream, after the copies of call c: raise this rank's row-block flags on every rank."""
+    epoch, parity = epoch_of(state_ptr)
+    for j in range(0, rb):
+        for dst in range(0, world_size):
+            raise_flag(flags_ptr + rank * rb_max + j, epoch, rank, dst, bases)
 
 
 @triton.jit
@@ -150,6 +190,39 @@ def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, comm_state_ptr, target, m, N, K, 
                        BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
 
 
+def _copy_engine_producer(a, b, out, g, comm: Communicator, meta: dict, m: int, n: int, K: int, rb_max: int,
+                          num_compute: int) -> None:
+    """producer_consumer: on a side stream, wait until every rank is done with its gather buffer ``g``
+    (the previous call), copy this rank's rows into every rank's buffer with the copy engine (no SMs),
+    raise the row-block flags; meanwhile the GEMM runs on every SM of the main stream, waiting per tile."""
+    W, rank, heap = comm.world_size, comm.rank, comm.heap
+    flags = workspace(comm, "agce.flags", W * rb_max, torch.int64, fill=0)
+    done = workspace(comm, "agce.done", W, torch.int64, fill=0)
+    state = workspace(comm, "agce.state", 2, torch.int64, fill=0)
+    mine = g[rank * m * K:(rank + 1) * m * K]
+    cuda = a.device.type == "cuda"
+    if cuda:
+        stream, fork, join = side_stream(comm)
+        fork.record()
+        stream.wait_event(fork)
+        context = torch.cuda.stream(stream)
+    else:
+        context = contextlib.nullcontext()
+    with context:
+        _ce_wait_kernel[(1,)](done, state, comm._state, W, heap.max_spins)
+        for i in range(W):  # own buffer first: the GEMM starts on this rank's rows
+            heap.put(a.reshape(-1), mine, (rank + i) % W)
+        _ce_flags_kernel[(1,)](flags, state, rank, W, heap.bases, rb_max, rb_max)
+        if cuda:
+            join.record(stream)
+    _all_gather_matmul_kernel[(num_compute,)](
+        a, b, out, g, flags, done, state, comm._state, heap.bases,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+        m, n, K, rank, W, rb_max, 1, heap.max_spins, 0, num_compute, ROLE=2, CE=True, **meta)
+    if cuda:
+        torch.cuda.current_stream(a.device).wait_event(join)
+
+
 def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
                       return_gathered: bool = False, out: torch.Tensor | None = None):
     """``all_gather(a) @ b``: ``a [m, K]`` (this rank's rows; every rank the same m), ``b [K, n]`` (this
@@ -168,38 +241,31 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     if mode == "bulk" or W == 1 or K == 0:
         gathered = workspace(comm, "ag.bulk", M * K, a.dtype).view(M, K) if W > 1 else a
         if W > 1:
-            comm.all_gather(a.contiguous(), out=gathered)
+            comm.all_gather(a, out=gathered)
         matmul(gathered, b, out=out)
         return (out, gathered.clone()) if return_gathered else out
     cfg = select_config(M, n, K, a.dtype, a.device)
+    if cfg.split_k > 1:  # the fused kernels compute whole tiles
+        cfg = type(cfg)(**{**cfg.__dict__, "split_k": 1})
     rb_max = triton.cdiv(m, cfg.block_m)
-    g = workspace(comm, "ag.gather", 2 * M * K, a.dtype)
-    flags = workspace(comm, "ag.flags", W * rb_max, torch.int64, fill=0)
-    counts = workspace(comm, "ag.counts", rb_max, torch.int64, fill=0)  # every call leaves them zero
-    state = workspace(comm, "ag.state", 2, torch.int64, fill=0)
+    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n)
+    name = "agce" if mode == "producer_consumer" else "ag"
+    g = workspace(comm, f"{name}.gather", (1 if name == "agce" else 2) * M * K, a.dtype)
     opts = launch_options(g[: M * K].view(M, K), b, out, cfg)
-    num_copy, num_compute = split_programs(comm, None, triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n))
-    slices = max(1, -(-num_copy // rb_max))  # enough copy units for every copy program
-    args = (a, b, out, g, flags, counts, state, comm._state, comm.heap.bases,
-            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-            m, n, K, comm.rank, W, rb_max, slices, comm.heap.max_spins, num_copy, num_compute)
     meta = dict(COPY=COPY, HINT=COPY if (K * a.element_size()) % 16 == 0 else None,
                 FENCE=opts["USE_TMA"] and not interpreting(), ROTATE=m % cfg.block_m == 0, **opts)
     if mode == "producer_consumer":
-        if a.device.type == "cuda":
-            stream, fork, join = side_stream(comm)
-            fork.record()
-            stream.wait_event(fork)
-            with torch.cuda.stream(stream):
-                _all_gather_matmul_kernel[(num_copy,)](*args, ROLE=1, **meta)
-                join.record(stream)
-            _all_gather_matmul_kernel[(num_compute,)](*args, ROLE=2, **meta)
-            torch.cuda.current_stream(a.device).wait_event(join)
-        else:  # the interpreter runs launches one after another: the producer first
-            _all_gather_matmul_kernel[(num_copy,)](*args, ROLE=1, **meta)
-            _all_gather_matmul_kernel[(num_compute,)](*args, ROLE=2, **meta)
-    else:  # fused
-        _all_gather_matmul_kernel[(num_copy + num_compute,)](*args, ROLE=0, **meta)
+        _copy_engine_producer(a, b, out, g, comm, meta, m, n, K, rb_max, compute_programs(comm, tiles))
+        return (out, g.view(M, K).clone()) if return_gathered else out
+    flags = workspace(comm, "ag.flags", W * rb_max, torch.int64, fill=0)
+    counts = workspace(comm, "ag.counts", rb_max, torch.int64, fill=0)  # every call leaves them zero
+    state = workspace(comm, "ag.state", 2, torch.int64, fill=0)
+    num_copy, num_compute = split_programs(comm, None, tiles)
+    slices = max(1, -(-num_copy // rb_max))  # enough copy units for every copy program
+    _all_gather_matmul_kernel[(num_copy + num_compute,)](
+        a, b, out, g, flags, counts, state, comm._state, comm.heap.bases,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+        m, n, K, comm.rank, W, rb_max, slices, comm.heap.max_spins, num_copy, num_compute, ROLE=0, **meta)
     if return_gathered:  # this call's half of the gather buffer (its parity is on the device: no host read)
         parity = (state[:1] - 1) % 2
         return out, torch.index_select(g.view(2, M * K), 0, parity).view(M, K)

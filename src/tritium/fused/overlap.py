@@ -61,6 +61,11 @@ def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: st
     return "bulk"
 
 
+def compute_programs(comm: Communicator, tiles: int) -> int:
+    """Programs of a launch that only computes (every SM; two under the interpreter)."""
+    return max(1, min(tiles, 2 if interpreting() else num_sms(comm.device)))
+
+
 def split_programs(comm: Communicator, copy_units: int | None, tiles: int) -> tuple[int, int]:
     """(data-moving programs, computing programs) of one launch: every program of a fused launch is
     resident at once on a GPU (the total is at most the SM count); one SM in 8 moves data (at most one

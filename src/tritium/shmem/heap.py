@@ -9,6 +9,7 @@ digest of the whole sequence in any case.
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import hashlib
 import math
@@ -220,6 +221,31 @@ class SymmetricHeap:
         if tensor.numel():
             span = (1 + sum((n - 1) * abs(s) for n, s in zip(tensor.shape, tensor.stride()))) * tensor.element_size()
         return offset if 0 <= offset and offset + span <= self.size else None
+
+    def put(self, src: torch.Tensor, dst: torch.Tensor, rank: int) -> None:
+        """Copy ``src`` (contiguous, on this heap's device, anywhere) into rank ``rank``'s copy of the heap
+        tensor ``dst`` (contiguous, same number of bytes) with the copy engine, on the current stream: no
+        SM does the copy, nothing waits for it on the host (``cudaMemcpyAsync`` over the peer mapping; on
+        the CPU heap a plain memory copy into the peer's mapping, done at once)."""
+        if not src.is_contiguous() or not dst.is_contiguous():
+            raise ValueError("put: src and dst must be contiguous")
+        nbytes = src.numel() * src.element_size()
+        if nbytes != dst.numel() * dst.element_size():
+            raise ValueError(f"put: src has {nbytes} bytes, dst {dst.numel() * dst.element_size()}")
+        if src.device != self.device:
+            raise ValueError(f"put: src is on {src.device}, the heap on {self.device}")
+        address = self.remote_address(dst, rank)
+        if nbytes == 0:
+            return
+        if self.device.type == "cuda":
+            from cuda.bindings import runtime as cudart
+
+            err, = cudart.cudaMemcpyAsync(address, src.data_ptr(), nbytes, cudart.cudaMemcpyKind.cudaMemcpyDefault,
+                                          torch.cuda.current_stream(self.device).cuda_stream)
+            if int(err) != 0:
+                raise RuntimeError(f"put: cudaMemcpyAsync to rank {rank} failed: {err!r}")
+        else:
+            ctypes.memmove(address, src.data_ptr(), nbytes)
 
     def remote_address(self, tensor: torch.Tensor, rank: int) -> int:
         """Address of ``tensor``'s first element in ``rank``'s heap as mapped in this process (for copy
