@@ -48,18 +48,18 @@ def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: st
     """The overlap mode of ``op`` for a global ``[M, K] @ [K, N]`` on ``world_size`` ranks: ``overlap``
     itself unless it is "auto".
 
-    NOTE: 2x H200, bf16, fused run 2 (bench/results/fused-NVIDIA-H200-x2.json): bulk was fastest or
-    within the run's spread everywhere. Llama-3-70B shapes, us (bulk / producer_consumer / fused):
-    all_gather_matmul M = 2048 745 / 934 / 898, M = 16384 5899 / 6265 / 6620; matmul_reduce_scatter
-    M = 2048 727 / 1086 / 1011, M = 16384 5936 / 6559 / 6792; matmul_all_reduce decode M = 1..64 34-80 /
-    37-98 / 37-116, except down_proj M = 64 (79.6 / 90.3 / 76.4). The overlapped modes give 1/8 of the SMs
-    to moving data, which costs the GEMM about as much as the communication they hide. Run 3, all-gather
-    + GEMM with the copy engine as producer (every SM computes): M = 2048 756 / 809 / 948, M = 16384
-    6002 / 6107 / 6783: closer, still behind bulk."""
+    NOTE: 2x H200, bf16 (bench/results/fused-NVIDIA-H200-x2.json, bench/NOTES.md "Fused"), Llama-3-70B
+    shapes, us (bulk / producer_consumer / fused). Run 5: all_gather_matmul M = 2048 770 / 754 / 969,
+    M = 16384 6313 / 5953 / 6922 (the copy engine moves the rows, every SM computes): producer_consumer
+    from M = 1024 rows on 2+ ranks. matmul_reduce_scatter M = 2048 793 / 1079 / 1007, M = 16384 6268 /
+    6818 / 7192; matmul_all_reduce decode M = 1..64 34-82 / 40-94 / 37-114: bulk (the SM-moved modes
+    give 1/8 of the SMs to the data, which costs the GEMM about what the overlap hides)."""
     if overlap not in OVERLAPS:
         raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
     if overlap != "auto":
         return overlap
+    if op == "all_gather_matmul" and world_size > 1 and M >= 1024:
+        return "producer_consumer"
     return "bulk"
 
 
