@@ -6,9 +6,10 @@
     y = matmul_all_reduce(a, b, comm, overlap="auto")       # sum_r a_r @ b_r
     c = matmul(a, b, out=None)                              # tritium's GEMM: persistent, grouped, TMA
 
-``overlap``: "bulk" (collective, then GEMM, or GEMM then collective), "producer_consumer" (a data kernel
-and the GEMM run at once on different SMs, handing tiles over through per-tile flags), "fused" (one
-persistent launch whose programs are specialised: some move data, some compute), "auto".
+``overlap``: "bulk" (collective, then GEMM, or GEMM then collective), "producer_consumer" (the data moves
+on a side stream while the GEMM runs, handing tiles over through per-tile flags: the copy engine for
+all-gather + GEMM, a reduce kernel on other SMs for the reductions), "fused" (one persistent launch whose
+programs are specialised: some move data, some compute), "auto" (measured per shape).
 
 :mod:`tritium.fused.matmul` holds the GEMM and its ``@triton.jit`` building blocks (``matmul_operands``,
 ``tile_coords``, ``matmul_tile``, ``store_tile``, ``reduce_split_tile``); one module per fused op
