@@ -6,18 +6,5 @@
 set -uo pipefail
 what=${1:-all}; shift || true
 cd "$(dirname "$0")/.."
-source "$(dirname "$0")/gpu_env.sh"
-status=0
-if [[ $what == tests || $what == all ]]; then
-  timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider tests/fused > "$OUT/fused-tests-$gpu-x$ngpu.log" 2>&1
-  rc=$?; (( rc == 0 )) || status=1
-  echo "fused tests rc=$rc ($(tail -1 "$OUT/fused-tests-$gpu-x$ngpu.log"))"
-  (( rc == 0 )) || grep -E "Error|error|FAILED|assert" "$OUT/fused-tests-$gpu-x$ngpu.log" | head -20
-fi
-if [[ $what == bench || $what == all ]]; then
-  timeout ${BENCH_TIMEOUT:-330} python3 -m tritium.bench fused --world-size "$ngpu" --timeout 320 \
-    --out "$OUT/fused-$gpu-x$ngpu.json" "$@" > "$OUT/fused-bench-$gpu-x$ngpu.log" 2>&1
-  rc=$?; (( rc == 0 )) || status=1
-  echo "fused bench rc=$rc"; grep -v Warning "$OUT/fused-bench-$gpu-x$ngpu.log" | grep -v "return func" | tail -30
-fi
-exit $status
+source bench/gpu_env.sh
+run_suite fused "$what" "$@"

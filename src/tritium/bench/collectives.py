@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 import tritium.collectives as coll
 import tritium.shmem as shmem
-from tritium.bench.common import header, print_table
+from tritium.bench.common import header, print_table, ranked_graph_us, ranked_us
 from tritium.runtime import interpreting
 
 DEFAULT_SIZES = "8K,16K,64K,256K,1M,4M,16M,64M,256M"
@@ -55,51 +55,6 @@ def _label(nbytes: int) -> str:
 def _sync(device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def _time_us(fn, device, iters: int, reps: int) -> float:
-    """Median over ``reps`` of (``iters`` calls of ``fn``) / iters, in us, max over ranks."""
-    import time
-
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        _sync(device)
-        if device.type == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(iters):
-                fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) * 1e3 / iters)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                fn()
-            times.append((time.perf_counter() - t0) * 1e6 / iters)
-    times.sort()
-    t = torch.tensor([times[len(times) // 2]], dtype=torch.float64, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t.item())
-
-
-def _graph_us(fn, device, iters: int, reps: int) -> float | None:
-    """The same, with the ``iters`` calls captured in one CUDA graph and replayed."""
-    if device.type != "cuda":
-        return None
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    dist.barrier()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            fn()
-    graph.replay()
-    return _time_us(graph.replay, device, 1, reps) / iters
 
 
 def _symm_mem(x: torch.Tensor):
@@ -173,8 +128,8 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             row["tritium_rel_err"] = max(errs)
             for name, fn in cases.items():
                 fn()
-                row[f"{name} us"] = _time_us(fn, device, iters, reps)
-                row[f"{name} graph us"] = _graph_us(fn, device, iters, reps)
+                row[f"{name} us"] = ranked_us(fn, device, iters, reps)
+                row[f"{name} graph us"] = ranked_graph_us(fn, device, iters, reps)
             comm.check()
             row["algorithm_auto"] = coll.select_all_reduce(nbytes, world_size, dtype, comm.lamport_bytes)
             t_nccl = row["nccl graph us"] or row["nccl us"]
@@ -199,7 +154,7 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
                 gather_cases = {k: v for k, v in gather_cases.items() if k.startswith("tritium")}
             for name, fn in gather_cases.items():
                 fn()
-                t = _graph_us(fn, device, iters, reps) or _time_us(fn, device, iters, reps)
+                t = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
                 row[f"{name} us"] = t
                 row[f"{name} busbw GB/s"] = (world_size - 1) / world_size * chunk.numel() * chunk.element_size() / t / 1e3
             comm.check()
@@ -222,7 +177,7 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             entry = {"tokens": tokens, "hidden": hidden}
             for name, fn in fns.items():
                 fn()
-                entry[f"{name} us"] = _graph_us(fn, device, iters, reps) or _time_us(fn, device, iters, reps)
+                entry[f"{name} us"] = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
             entry["extra us"] = entry["all_reduce_rms_norm us"] - entry["all_reduce us"]
             fused.append(entry)
         comm.check()

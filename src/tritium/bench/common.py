@@ -2,8 +2,10 @@
 
 import datetime
 import platform
+import time
 
 import torch
+import torch.distributed as dist
 import triton
 import triton.testing
 
@@ -33,6 +35,56 @@ def time_ms(fn, *, graph: bool = False, rep_ms: int = 200) -> float:
     if graph:
         return triton.testing.do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")
     return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
+
+
+def ranked_us(fn, device: torch.device, iters: int, reps: int) -> float:
+    """Multi-rank suites (every rank calls it together): the median over ``reps`` of (``iters`` calls of
+    ``fn``) / iters in microseconds (CUDA events on a GPU, wall clock on the CPU), max over ranks."""
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) * 1e3 / iters)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            times.append((time.perf_counter() - t0) * 1e6 / iters)
+    times.sort()
+    t = torch.tensor([times[len(times) // 2]], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def ranked_graph_us(fn, device: torch.device, iters: int, reps: int) -> float | None:
+    """:func:`ranked_us` of ``iters`` calls captured in one CUDA graph and replayed, per call; None on
+    the CPU or when ``fn`` cannot be captured (every rank must fail alike)."""
+    if device.type != "cuda":
+        return None
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up (compilation) outside the capture
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    dist.barrier()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(iters):
+                fn()
+    except Exception as e:
+        print(f"  (not capturable: {type(e).__name__}: {str(e)[:120]})", flush=True)
+        torch.cuda.synchronize(device)
+        return None
+    graph.replay()
+    return ranked_us(graph.replay, device, 1, reps) / iters
 
 
 def cold_us(fn, flush: torch.Tensor, repeats: int = 15, before=None) -> float:

@@ -26,7 +26,7 @@ import torch.distributed as dist
 import tritium.collectives as coll
 import tritium.fused as fused
 import tritium.shmem as shmem
-from tritium.bench.common import header, print_table
+from tritium.bench.common import header, print_table, ranked_graph_us, ranked_us
 from tritium.runtime import interpreting
 
 HIDDEN, MLP = 8192, 28672
@@ -40,50 +40,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tokens", default="2048,16384", help="prefill token counts M")
     parser.add_argument("--decode", default="1,8,64", help="decode token counts for matmul_all_reduce")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a lost rank is an error")
-
-
-def _time_us(fn, device, iters: int, reps: int) -> float:
-    if device.type != "cuda":
-        import time
-
-        fn()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        return (time.perf_counter() - t) / iters * 1e6
-    fn()
-    torch.cuda.synchronize(device)
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / iters)
-    times.sort()
-    mine = torch.tensor([times[len(times) // 2]], dtype=torch.float64, device=device)
-    dist.all_reduce(mine, op=dist.ReduceOp.MAX)
-    return mine.item()
-
-
-def _graph_us(fn, device, iters: int, reps: int) -> float | None:
-    if device.type != "cuda":
-        return None
-    fn()
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph):
-            for _ in range(iters):
-                fn()
-    except Exception as e:  # not capturable (e.g. an op that syncs): eager only
-        print(f"  (not capturable: {type(e).__name__}: {str(e)[:120]})", flush=True)
-        torch.cuda.synchronize(device)
-        return None
-    return _time_us(graph.replay, device, 1, reps) / iters
 
 
 def _rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -135,10 +91,7 @@ def _worker(rank: int, world_size: int, tokens: list[int], decode: list[int], it
                      "nccl+cublas": lambda: (dist.all_gather_into_tensor(gathered, a), torch.matmul(gathered, b, out=y))}
             if symm is not None:
                 cases["torch fused"] = lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b], 0, group)
-            for mode in MODES:
-                got = fused.all_gather_matmul(a, b, comm, overlap=mode, out=y)
-                row[f"{mode} rel_err"] = _rel_err(got, want)
-                cases[f"tritium {mode}"] = lambda mode=mode: fused.all_gather_matmul(a, b, comm, overlap=mode, out=y)
+            _add_modes(row, cases, lambda mode, a=a, b=b, y=y: fused.all_gather_matmul(a, b, comm, overlap=mode, out=y), want)
             _time_cases(row, cases, device, iters, reps)
             comm.check()
             rows.append(row)
@@ -158,10 +111,7 @@ def _worker(rank: int, world_size: int, tokens: list[int], decode: list[int], it
                      "nccl+cublas": lambda: (torch.matmul(a, b, out=full), dist.reduce_scatter_tensor(y, full))}
             if symm is not None:
                 cases["torch fused"] = lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, group)
-            for mode in MODES:
-                got = fused.matmul_reduce_scatter(a, b, comm, overlap=mode, out=y)
-                row[f"{mode} rel_err"] = _rel_err(got, want)
-                cases[f"tritium {mode}"] = lambda mode=mode: fused.matmul_reduce_scatter(a, b, comm, overlap=mode, out=y)
+            _add_modes(row, cases, lambda mode, a=a, b=b, y=y: fused.matmul_reduce_scatter(a, b, comm, overlap=mode, out=y), want)
             _time_cases(row, cases, device, iters, reps)
             comm.check()
             rows.append(row)
@@ -179,12 +129,9 @@ def _worker(rank: int, world_size: int, tokens: list[int], decode: list[int], it
                          "tritium matmul alone": lambda: fused.matmul(a, b, out=y),
                          "cublas+nccl": lambda: (torch.matmul(a, b, out=y), dist.all_reduce(y)),
                          "cublas+tritium all_reduce": lambda: (torch.matmul(a, b, out=y), comm.all_reduce(y, out=y))}
-                for mode in MODES:
-                    got = fused.matmul_all_reduce(a, b, comm, overlap=mode, out=y)
-                    row[f"{mode} rel_err"] = _rel_err(got, want)
-                    cases[f"tritium {mode}"] = lambda mode=mode: fused.matmul_all_reduce(a, b, comm, overlap=mode, out=y)
+                _add_modes(row, cases, lambda mode, a=a, b=b, y=y: fused.matmul_all_reduce(a, b, comm, overlap=mode, out=y), want)
                 for case, fn in cases.items():
-                    row[f"{case} us"] = _graph_us(fn, device, iters, reps) or _time_us(fn, device, iters, reps)
+                    row[f"{case} us"] = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
                 comm.check()
                 rows.append(row)
                 _report(rank, row)
@@ -195,10 +142,19 @@ def _worker(rank: int, world_size: int, tokens: list[int], decode: list[int], it
         heap.close()
 
 
+def _add_modes(row: dict, cases: dict, call, want: torch.Tensor) -> None:
+    """Every tritium overlap mode of ``call(mode)``: its error against ``want`` in ``row``, its timing
+    case in ``cases``."""
+    for mode in MODES:
+        row[f"{mode} rel_err"] = _rel_err(call(mode), want)
+        cases[f"tritium {mode}"] = lambda mode=mode: call(mode)
+
+
 def _time_cases(row: dict, cases: dict, device, iters: int, reps: int) -> None:
     for case, fn in cases.items():
         try:
-            row[f"{case} us"] = _time_us(fn, device, iters, reps)
+            fn()  # compile and warm up outside the timing
+            row[f"{case} us"] = ranked_us(fn, device, iters, reps)
         except Exception as e:  # torch's fused ops on an unsupported setup
             print(f"  {case}: {type(e).__name__}: {str(e)[:200]}", flush=True)
             row[f"{case} us"] = None

@@ -64,11 +64,11 @@ def arrive(flags_ptr, sizes_ptr, n, rank, world_size, bases, WORLD_POW2: tl.cons
     """Publish ``n`` in slot ``rank`` of ``sizes_ptr`` and add 1 to slot ``rank`` of ``flags_ptr`` on
     every rank (this one included); release/sys: this program's earlier writes (its staged tiles) are
     visible to whoever sees the count. ``flags_ptr``, ``sizes_ptr``: int64 ``[world_size]`` heap rows."""
+    publish(sizes_ptr, n, rank, world_size, bases, WORLD_POW2)
+    tl.debug_barrier()
     peers = tl.arange(0, WORLD_POW2)
     live = peers < world_size
     peers = tl.where(live, peers, rank)
-    tl.store(translate(sizes_ptr + rank, rank, peers, bases), tl.full([WORLD_POW2], 0, tl.int64) + n, mask=live)
-    tl.debug_barrier()
     tl.atomic_add(translate(flags_ptr + rank, rank, peers, bases), 1, mask=live, sem="release", scope="sys")
 
 

@@ -21,7 +21,7 @@ peer. Reference: :func:`tritium.fused.reference.all_gather_matmul`.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 
 import torch
 import triton
@@ -31,7 +31,7 @@ from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, store_tile, \
     tile_coords
 from tritium.fused.overlap import check_operands, compute_programs, output, select_overlap, split_programs
-from tritium.fused.workspace import end_call, epoch_of, proxy_fence, raise_flag, side_stream, wait_flag, workspace
+from tritium.fused.workspace import end_call, epoch_of, proxy_fence, forked, raise_flag, wait_flag, workspace
 from tritium.runtime import interpreting
 from tritium.shmem.device import remote
 
@@ -203,33 +203,22 @@ def _copy_engine_producer(a, b, out, g, comm: Communicator, meta: dict, m: int, 
     done = workspace(comm, "agce.done", W, torch.int64, fill=0)
     state = workspace(comm, "agce.state", 2, torch.int64, fill=0)
     mine = g[rank * m * K:(rank + 1) * m * K]
-    cuda = a.device.type == "cuda"
-    if cuda:
-        stream, fork, join = side_stream(comm)
-        fork.record()
-        stream.wait_event(fork)
-        context = torch.cuda.stream(stream)
-    else:
-        context = contextlib.nullcontext()
-    with context:
-        # this rank's own rows first, flagged at once: the GEMM's first tiles need nothing else (the
-        # previous call's GEMM, which read this buffer, is before the fork in stream order)
-        heap.put(a.reshape(-1), mine, rank)
-        _ce_flags_kernel[(1,)](flags, state, rank, rank, heap.bases, rb_max, rb_max)
-        if W > 1:
-            _ce_wait_kernel[(1,)](done, state, comm._state, W, heap.max_spins)
-        for i in range(1, W):
-            dst = (rank + i) % W
-            heap.put(a.reshape(-1), mine, dst)
-            _ce_flags_kernel[(1,)](flags, state, rank, dst, heap.bases, rb_max, rb_max)
-        if cuda:
-            join.record(stream)
-    _all_gather_matmul_kernel[(num_compute,)](
-        a, b, out, g, flags, done, state, comm._state, heap.bases,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        m, n, K, rank, W, rb_max, 1, heap.max_spins, 0, num_compute, ROLE=2, CE=True, **meta)
-    if cuda:
-        torch.cuda.current_stream(a.device).wait_event(join)
+    with forked(comm, a.device) as side:
+        with side:
+            # this rank's own rows first, flagged at once: the GEMM's first tiles need nothing else (the
+            # previous call's GEMM, which read this buffer, is before the fork in stream order)
+            heap.put(a.reshape(-1), mine, rank)
+            _ce_flags_kernel[(1,)](flags, state, rank, rank, heap.bases, rb_max, rb_max)
+            if W > 1:
+                _ce_wait_kernel[(1,)](done, state, comm._state, W, heap.max_spins)
+            for i in range(1, W):
+                dst = (rank + i) % W
+                heap.put(a.reshape(-1), mine, dst)
+                _ce_flags_kernel[(1,)](flags, state, rank, dst, heap.bases, rb_max, rb_max)
+        _all_gather_matmul_kernel[(num_compute,)](
+            a, b, out, g, flags, done, state, comm._state, heap.bases,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+            m, n, K, rank, W, rb_max, 1, heap.max_spins, 0, num_compute, ROLE=2, CE=True, **meta)
 
 
 def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
@@ -255,7 +244,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
         return (out, gathered.clone()) if return_gathered else out
     cfg = select_config(M, n, K, a.dtype, a.device)
     if cfg.split_k > 1:  # the fused kernels compute whole tiles
-        cfg = type(cfg)(**{**cfg.__dict__, "split_k": 1})
+        cfg = dataclasses.replace(cfg, split_k=1)
     rb_max = triton.cdiv(m, cfg.block_m)
     tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(n, cfg.block_n)
     name = "agce" if mode == "producer_consumer" else "ag"

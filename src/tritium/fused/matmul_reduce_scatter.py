@@ -20,6 +20,8 @@ every rank). Reference: :func:`tritium.fused.reference.matmul_reduce_scatter`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import triton
 import triton.language as tl
@@ -27,7 +29,7 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, tile_coords
 from tritium.fused.overlap import check_operands, output, select_overlap, split_programs
-from tritium.fused.workspace import end_call, epoch_of, raise_flag, side_stream, wait_flag, workspace
+from tritium.fused.workspace import end_call, epoch_of, forked, raise_flag, wait_flag, workspace
 from tritium.shmem.device import translate
 
 
@@ -166,7 +168,7 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
     rows_per_dest = M // W if scatter else M
     cfg = select_config(M, N, K, a.dtype, a.device)
     if cfg.split_k > 1:  # the fused kernels compute whole tiles
-        cfg = type(cfg)(**{**cfg.__dict__, "split_k": 1})
+        cfg = dataclasses.replace(cfg, split_k=1)
     num_pid_m, num_pid_n = triton.cdiv(M, cfg.block_m), triton.cdiv(N, cfg.block_n)
     recv = workspace(comm, f"{name}.recv", 2 * W * rows_per_dest * N, a.dtype)
     flags = workspace(comm, f"{name}.flags", W * num_pid_m * num_pid_n, torch.int64, fill=0)
@@ -178,18 +180,11 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), y.stride(0),
             M, N, K, comm.rank, W, rows_per_dest, comm.heap.max_spins, num_compute, num_reduce)
     meta = dict(SCATTER=scatter, ROTATE=scatter and rows_per_dest % cfg.block_m == 0, **opts)
-    if mode == "producer_consumer" and a.device.type == "cuda":
-        stream, fork, join = side_stream(comm)
-        fork.record()
-        stream.wait_event(fork)
-        _matmul_reduce_kernel[(num_compute,)](*args, ROLE=1, **meta)
-        with torch.cuda.stream(stream):
-            _matmul_reduce_kernel[(num_reduce,)](*args, ROLE=2, **meta)
-            join.record(stream)
-        torch.cuda.current_stream(a.device).wait_event(join)
-    elif mode == "producer_consumer":  # the interpreter runs launches one after another: the producer first
-        _matmul_reduce_kernel[(num_compute,)](*args, ROLE=1, **meta)
-        _matmul_reduce_kernel[(num_reduce,)](*args, ROLE=2, **meta)
+    if mode == "producer_consumer":
+        with forked(comm, a.device) as side:
+            _matmul_reduce_kernel[(num_compute,)](*args, ROLE=1, **meta)  # the producer first (interpreter)
+            with side:
+                _matmul_reduce_kernel[(num_reduce,)](*args, ROLE=2, **meta)
     else:
         _matmul_reduce_kernel[(num_compute + num_reduce,)](*args, ROLE=0, **meta)
 

@@ -19,6 +19,8 @@ call c - 1 ended; so no peer is still reading a buffer of parity c + 1 when this
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import triton
 import triton.language as tl
@@ -53,12 +55,25 @@ def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fil
     return held[:numel]
 
 
-def side_stream(comm: Communicator):
-    """(side stream, fork event, join event) of ``comm``'s device, made once (CUDA only)."""
+@contextlib.contextmanager
+def forked(comm: Communicator, device: torch.device):
+    """``with forked(comm, device) as side:`` work enqueued under ``with side:`` runs on ``comm``'s side
+    stream (made once), after everything enqueued before on the current stream; the rest of the body
+    runs on the current stream, concurrently; on exit the current stream waits for the side stream.
+    Without CUDA (the interpreter runs each launch to its end) ``side`` does nothing: the body's order
+    is the execution order, so the producer must come first there."""
+    if device.type != "cuda":
+        yield contextlib.nullcontext()
+        return
     cache = comm.__dict__.setdefault("_fused_streams", {})
     if "side" not in cache:
-        cache["side"] = (torch.cuda.Stream(comm.device), torch.cuda.Event(), torch.cuda.Event())
-    return cache["side"]
+        cache["side"] = (torch.cuda.Stream(device), torch.cuda.Event(), torch.cuda.Event())
+    stream, fork, join = cache["side"]
+    fork.record()
+    stream.wait_event(fork)
+    yield torch.cuda.stream(stream)
+    join.record(stream)
+    torch.cuda.current_stream(device).wait_event(join)
 
 
 # -- device building blocks -------------------------------------------------------------------------------
