@@ -34,14 +34,20 @@ class ParallelGroup:
 
     - ``all_reduce(x)``: the sum of ``x`` over ranks, returned (it may be ``x`` itself, reduced in place).
     - ``all_gather(x)``: ``x [n, ...]`` of every rank concatenated in rank order -> ``[world_size * n, ...]``.
+    - ``all_reduce_rms_norm(x, residual, weight, eps)`` (optional): ``h = all_reduce(x) + residual``,
+      ``residual <- h`` in place, returns ``rms_norm(h) * weight``: the row-parallel layer's all-reduce
+      fused with the residual add and RMSNorm that follow it (tritium's one-kernel collective). None: the
+      model calls ``all_reduce`` and then its own norm.
 
-    Both are required when ``world_size > 1`` and never called at ``world_size == 1``.
+    ``all_reduce`` and ``all_gather`` are required when ``world_size > 1``; none is called at
+    ``world_size == 1``.
     """
 
     rank: int = 0
     world_size: int = 1
     all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
     all_gather: Callable[[torch.Tensor], torch.Tensor] | None = None
+    all_reduce_rms_norm: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor] | None = None
 
     def __post_init__(self):
         for field in ("rank", "world_size"):

@@ -255,12 +255,22 @@ class LlamaModel:
             if name in plan:
                 self.prefetcher.issue(weight, plan[name])
 
+        # tensor parallel with a fused collective: each row-parallel output stays this rank's partial sum
+        # and its all-reduce runs in one kernel with the residual add and RMSNorm that follow it
+        fused_norm = self.group.all_reduce_rms_norm if self.group.world_size > 1 else None
+        reduce = fused_norm is None
+
+        def add_norm(h: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor, **kw):
+            if fused_norm is not None:
+                return fused_norm(h, residual, weight, cfg.rms_norm_eps), residual
+            return ops.rms_norm(h, weight, cfg.rms_norm_eps, residual, **kw)
+
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 residual = h
                 x, _ = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps)
             else:
-                x, residual = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps, residual)
+                x, residual = add_norm(h, layer.input_norm, residual)
             qkv = layer.qkv_proj.forward(x, linear)                                   # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
             q = qkv[:, : hq * d].view(T, hq, d)
@@ -272,12 +282,13 @@ class LlamaModel:
             else:
                 ops.rope(q, k, positions, self.cos_sin)
                 attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
-            h = layer.o_proj.forward(attn.reshape(T, hq * d), linear)
+            h = layer.o_proj.forward(attn.reshape(T, hq * d), linear, reduce=reduce)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
-            x, residual = ops.rms_norm(h, layer.post_norm, cfg.rms_norm_eps, residual)
+            x, residual = add_norm(h, layer.post_norm, residual)
             gate_up = layer.gate_up_proj.forward(x, linear)
             prefetch("down_proj", layer.down_proj.weight)
-            h = layer.down_proj.forward(gate_up, linear, gated=True)  # SiLU-and-mul fused into the GEMV when it runs
+            # SiLU-and-mul fused into the GEMV when it runs
+            h = layer.down_proj.forward(gate_up, linear, gated=True, reduce=reduce)
             if i + 1 < len(self.layers):
                 prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
             else:
@@ -288,7 +299,7 @@ class LlamaModel:
             # without programmatic dependence (a join edge and a programmatic edge are not mixed)
             self.prefetcher.join()
             kw = {"pdl": False} if ops.backend == "triton" else {}
-        out, _ = ops.rms_norm(h, self.norm, cfg.rms_norm_eps, residual, **kw)
+        out, _ = add_norm(h, self.norm, residual, **kw)
         return out
 
     @torch.inference_mode()
