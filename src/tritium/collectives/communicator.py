@@ -142,6 +142,13 @@ class Communicator:
                                      f"only ({mismatches} time(s)); every rank must pass the same sizes, and heap "
                                      f"tensors allocated in the same order on every rank or none")
 
+    @property
+    def error_counts(self) -> torch.Tensor:
+        """The device counters :meth:`check` reads, ``[timeouts, mismatches]`` int64 (a view): copy them
+        to pinned host memory behind a step to learn, without a sync, whether its collectives went wrong
+        (then call :meth:`check` for the error)."""
+        return self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1]
+
     # -- launches ------------------------------------------------------------------------------------------
     @staticmethod
     def tile(nbytes: int) -> tuple[int, int]:

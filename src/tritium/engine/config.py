@@ -36,6 +36,12 @@ class EngineConfig:
     - ``attention_num_splits``: split-KV count of decode attention (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
     - ``pipeline_windows``: queue the next greedy window before the host reads the one in flight.
+    - ``tensor_parallel_size``: GPUs (ranks) one model is sharded over. On one host the engine starts the
+      other ranks itself (worker processes); under torchrun it must equal the job's world size (or be 1).
+      ``comm``: the model's collectives, ``"tritium"`` (tritium's, on the symmetric heap: one host),
+      ``"torch"`` (torch.distributed: NCCL, gloo on the CPU) or ``"auto"`` (tritium on the GPUs of one
+      host, else torch). ``parallel_timeout``: seconds rank 0 waits for the other ranks (start-up, a step)
+      before raising.
     - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
       graph replays, or eager steps without graphs), the next token fed on the device, before the host
       reads their tokens; the next window is queued from the device's state before that read, so the
@@ -63,6 +69,9 @@ class EngineConfig:
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
     pipeline_windows: bool = True
+    tensor_parallel_size: int = 1
+    comm: str = "auto"
+    parallel_timeout: float = 300.0
     dtype: torch.dtype | None = None
     device: torch.device | None = None
 
@@ -73,6 +82,16 @@ class EngineConfig:
         for name in ("num_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name))
+        if not isinstance(self.tensor_parallel_size, int) or isinstance(self.tensor_parallel_size, bool):
+            raise TypeError(f"tensor_parallel_size must be an int, got {self.tensor_parallel_size!r} "
+                            f"({type(self.tensor_parallel_size).__name__})")
+        if self.tensor_parallel_size < 1:
+            raise ValueError(f"tensor_parallel_size must be >= 1, got {self.tensor_parallel_size}")
+        if self.comm not in ("auto", "tritium", "torch"):
+            raise ValueError(f"comm must be 'auto', 'tritium' or 'torch', got {self.comm!r}")
+        if not isinstance(self.parallel_timeout, (int, float)) or isinstance(self.parallel_timeout, bool) \
+                or not self.parallel_timeout > 0:
+            raise ValueError(f"parallel_timeout must be positive seconds, got {self.parallel_timeout!r}")
         if self.dtype is not None and self.dtype not in _DTYPES:
             raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16, "
                             f"got {self.dtype!r}")

@@ -35,6 +35,17 @@ class LLM:
     def __init__(self, model: str | None = None, *, progress: bool = False, **engine_kwargs):
         self._attach(LLMEngine(model, progress=progress, **engine_kwargs))
 
+    def close(self) -> None:
+        """Release the engine (tensor parallel: stop its worker processes, remove their shared memory).
+        Also on leaving a ``with`` block and at interpreter exit."""
+        self.engine.close()
+
+    def __enter__(self) -> "LLM":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def _attach(self, engine: LLMEngine) -> None:
         self.engine = engine
         self.stats: dict = {}  # of the last generate / chat / generate_stream call
@@ -128,6 +139,17 @@ class LLM:
         Returns one finished :class:`RequestOutput` per prompt, in order. Every prompt is checked before
         any is queued, so a bad one leaves the engine as it was.
         """
+        if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
+            return self.engine.follow()
+        try:
+            outs = self._generate(prompts, sampling_params)
+        except BaseException as e:
+            self.engine.end_call(error=e)
+            raise
+        self.engine.end_call(outs)
+        return outs
+
+    def _generate(self, prompts, sampling_params) -> list[RequestOutput]:
         if isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
         prompts = list(prompts)

@@ -15,6 +15,7 @@ next ``step()``. Requests added or aborted between steps take effect at the next
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import importlib.util
 import itertools
@@ -25,6 +26,7 @@ from typing import Iterable
 
 import torch
 
+from tritium.engine import parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
@@ -35,6 +37,7 @@ from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
 from tritium.models.config import ModelConfig
+from tritium.models.layers import SINGLE
 from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.runtime import interpreting
 
@@ -77,6 +80,97 @@ def load_checkpoint(model: str | None, *, progress: bool = False
         Tokenizer.from_hf_dir(path, config.eos_token_ids)
 
 
+def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConfig:
+    """``given`` (validated) with what it left open settled for this machine and model: device, backends,
+    dtype, context length."""
+    if given.device is not None:
+        device = torch.device(given.device)
+    elif torch.cuda.is_available():
+        # a torchrun rank takes its local GPU
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", torch.cuda.current_device())))
+    else:
+        device = torch.device("cpu")
+    on_gpu = device.type == "cuda"
+    cfg = dataclasses.replace(
+        given, device=device,
+        attention_backend=given.attention_backend or ("triton" if on_gpu else "torch"),
+        op_backend=given.op_backend or ("triton" if on_gpu else "torch"),
+        linear_backend=given.linear_backend if given.linear_backend not in (None, "auto") else
+        ("auto" if on_gpu else "torch"),  # nothing to time on the CPU
+        dtype=given.dtype or ((model_config.torch_dtype if model_config.torch_dtype in (torch.float16, torch.bfloat16)
+                               else torch.bfloat16) if on_gpu else torch.float32),
+        max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
+                          model_config.max_position_embeddings))
+    if not on_gpu and "triton" in (cfg.attention_backend, cfg.op_backend, cfg.linear_backend) \
+            and not interpreting():
+        raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton "
+                         "interpreter: set TRITON_INTERPRET=1 before importing tritium")
+    if cfg.tensor_parallel_size > 1:
+        parallel.check_parallel(cfg.tensor_parallel_size, model_config, device, cfg.comm)
+    return cfg
+
+
+def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "parallel.TensorParallel | None"
+               ) -> tuple[LlamaModel, ModelRunner, EngineConfig]:
+    """This rank's model (its shard of ``weights`` over ``tp``'s group), tuned projections, KV-cache size
+    (the minimum over ranks) and runner (CUDA graphs captured: every rank together, collectives inside).
+    Returns the config with the settled page count, context length and prefetch."""
+    device = cfg.device
+    on_gpu = device.type == "cuda"
+    model = LlamaModel(model_config, dtype=cfg.dtype, device=device, group=SINGLE if tp is None else tp.group,
+                       options=ModelOptions(
+                           attention_backend=cfg.attention_backend, op_backend=cfg.op_backend,
+                           linear_backend=cfg.linear_backend, pdl=cfg.pdl, attention_pdl=cfg.attention_pdl,
+                           attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
+                           max_decode_tokens=cfg.max_num_seqs))
+    model.load_weights(weights)
+    prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
+    if cfg.weight_prefetch and not prefetch:
+        log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
+    if cfg.linear_backend == "auto":
+        t0 = time.perf_counter()
+        model.tune_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs))
+        log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
+    num_blocks = _num_blocks(model, cfg, device)
+    if tp is not None:
+        num_blocks = tp.agree_min(num_blocks)
+    if num_blocks * cfg.block_size < cfg.max_model_len:
+        log.info("KV cache holds %d tokens: max_model_len lowered from %d", num_blocks * cfg.block_size,
+                 cfg.max_model_len)
+    cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks,
+                              max_model_len=min(cfg.max_model_len, num_blocks * cfg.block_size))
+    runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
+                         max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu)
+    return model, runner, cfg
+
+
+def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> int:
+    per_block = kv_cache_bytes_per_block(model, cfg.block_size)
+    if cfg.num_blocks is not None:
+        return cfg.num_blocks
+    if cfg.kv_cache_memory is not None:
+        budget = cfg.kv_cache_memory
+    elif device.type == "cuda":
+        mc = model.config
+        free, total = torch.cuda.mem_get_info(device)
+        tokens = max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
+        width = mc.q_size + 2 * mc.kv_size + 4 * mc.hidden_size + 3 * mc.intermediate_size
+        # activations of the largest step (x2 for the allocator), logits and sampling of every sequence,
+        # the split-KV workspace, and room for CUDA graphs.
+        reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_num_seqs * mc.vocab_size * 4
+                   + 64 * cfg.max_num_seqs * mc.q_size * 4 + (512 << 20))
+        budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
+    else:
+        budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)
+    # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
+    # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
+    num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
+    if num_blocks < 1:
+        raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
+                         f"{cfg.block_size} tokens needs {per_block} bytes")
+    return num_blocks
+
+
 class LLMEngine:
     """A model with its KV cache, scheduler and runner, driven request by request.
 
@@ -91,7 +185,7 @@ class LLMEngine:
         config.validate()  # before any weight is read
         path, model_config, weights, tokenizer = load_checkpoint(model, progress=progress)
         self.model_path: str | None = path
-        self._build(model_config, weights, tokenizer, config)
+        self._build(model_config, weights, tokenizer, config, source=path)
 
     @classmethod
     def from_weights(cls, config: ModelConfig, weights: Iterable[tuple[str, torch.Tensor]],
@@ -102,55 +196,48 @@ class LLMEngine:
         engine_config.validate()
         engine = cls.__new__(cls)
         engine.model_path = None
-        engine._build(config, weights, tokenizer, engine_config)
+        source = None
+        if engine_config.tensor_parallel_size > 1:
+            # the other ranks need the weights too: a picklable source (``iter(device)``) or the tensors
+            if hasattr(weights, "iter"):
+                source, weights = weights, None
+            else:
+                weights = source = list(weights)
+        engine._build(config, weights, tokenizer, engine_config, source=source)
         return engine
 
     # -- construction --------------------------------------------------------------------------------------
-    def _build(self, model_config: ModelConfig, weights, tokenizer: Tokenizer | None, given: EngineConfig) -> None:
-        """Settle the configuration (``given``, validated, is not modified), load the model, size the KV cache."""
-        device = torch.device(given.device) if given.device is not None else \
-            torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        on_gpu = device.type == "cuda"
-        cfg = dataclasses.replace(
-            given, device=device,
-            attention_backend=given.attention_backend or ("triton" if on_gpu else "torch"),
-            op_backend=given.op_backend or ("triton" if on_gpu else "torch"),
-            linear_backend=given.linear_backend if given.linear_backend not in (None, "auto") else
-            ("auto" if on_gpu else "torch"),  # nothing to time on the CPU
-            dtype=given.dtype or ((model_config.torch_dtype if model_config.torch_dtype in (torch.float16, torch.bfloat16)
-                                   else torch.bfloat16) if on_gpu else torch.float32),
-            max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
-                              model_config.max_position_embeddings))
-        if not on_gpu and "triton" in (cfg.attention_backend, cfg.op_backend, cfg.linear_backend) \
-                and not interpreting():
-            raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton "
-                             "interpreter: set TRITON_INTERPRET=1 before importing tritium")
-        model = LlamaModel(model_config, dtype=cfg.dtype, device=device, options=ModelOptions(
-            attention_backend=cfg.attention_backend, op_backend=cfg.op_backend, linear_backend=cfg.linear_backend,
-            pdl=cfg.pdl, attention_pdl=cfg.attention_pdl, attention_num_splits=cfg.attention_num_splits,
-            fuse_rope_kv_write=cfg.fuse_rope_kv_write, max_decode_tokens=cfg.max_num_seqs))
-        model.load_weights(weights)
-        prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
-        if cfg.weight_prefetch and not prefetch:
-            log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
-        if cfg.linear_backend == "auto":
-            t0 = time.perf_counter()
-            model.tune_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs))
-            log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
-        num_blocks = self._num_blocks(model, cfg, device)
-        if num_blocks * cfg.block_size < cfg.max_model_len:
-            log.info("KV cache holds %d tokens: max_model_len lowered from %d", num_blocks * cfg.block_size,
-                     cfg.max_model_len)
-        cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks,
-                                  max_model_len=min(cfg.max_model_len, num_blocks * cfg.block_size))
-        self.config, self.model_config, self.tokenizer, self.model, self.device = cfg, model_config, tokenizer, model, device
-        self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
+    def _build(self, model_config: ModelConfig, weights, tokenizer: Tokenizer | None, given: EngineConfig,
+               source=None) -> None:
+        """Settle the configuration (``given``, validated, is not modified), load the model, size the KV cache.
+        ``source``: where the other tensor-parallel ranks load the model from (the checkpoint path, or the
+        weights themselves)."""
+        cfg = resolve_config(given, model_config)
+        self.parallel: parallel.TensorParallel | None = None
+        if cfg.tensor_parallel_size > 1:
+            self.parallel = parallel.start(cfg, model_config, source)
+        if weights is None:  # a source of its own (random weights for a benchmark)
+            weights = source.iter(cfg.device)
+        try:
+            model, runner, cfg = build_rank(model_config, weights, cfg, self.parallel)
+        except BaseException as e:
+            if self.parallel is None:
+                raise
+            error = self.parallel.diagnose(e)
+            self.parallel.close(failed=True)
+            if error is e:
+                raise
+            raise error from e
+        self.config, self.model_config, self.tokenizer, self.model, self.device = \
+            cfg, model_config, tokenizer, model, cfg.device
+        self.runner = runner
+        tp = self.parallel
+        if tp is not None and tp.rank == 0:
+            runner.publish, runner.wait, runner.window_end = tp.send, tp.wait, tp.window_end
+        self.block_manager = BlockManager(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
                                    max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
                                    max_model_len=cfg.max_model_len, decode_steps=cfg.decode_steps)
-        self.runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size,
-                                  max_model_len=cfg.max_model_len, max_num_seqs=cfg.max_num_seqs,
-                                  cuda_graphs=cfg.cuda_graphs and on_gpu)
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else model_config.eos_token_ids)
         # queue the next greedy window before reading the one in flight (off only to measure what it buys)
@@ -160,33 +247,63 @@ class LLMEngine:
         self._window: tuple[ScheduledBatch, Window] | None = None  # queued by the last step, not played back
         self._aborted: list[Sequence] = []           # reported by the next step
         self._outputs: dict[str, RequestOutput] = {}  # this step's, by request id
+        self.closed = False
+        self._failure: BaseException | None = None
+        if tp is not None:
+            # interpreter exit closes a tensor-parallel engine (its workers, its shared memory)
+            atexit.register(self.close)
 
-    @staticmethod
-    def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> int:
-        per_block = kv_cache_bytes_per_block(model, cfg.block_size)
-        if cfg.num_blocks is not None:
-            return cfg.num_blocks
-        if cfg.kv_cache_memory is not None:
-            budget = cfg.kv_cache_memory
-        elif device.type == "cuda":
-            mc = model.config
-            free, total = torch.cuda.mem_get_info(device)
-            tokens = max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
-            width = mc.q_size + 2 * mc.kv_size + 4 * mc.hidden_size + 3 * mc.intermediate_size
-            # activations of the largest step (x2 for the allocator), logits and sampling of every sequence,
-            # the split-KV workspace, and room for CUDA graphs.
-            reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_num_seqs * mc.vocab_size * 4
-                       + 64 * cfg.max_num_seqs * mc.q_size * 4 + (512 << 20))
-            budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
-        else:
-            budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)
-        # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
-        # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
-        num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
-        if num_blocks < 1:
-            raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
-                             f"{cfg.block_size} tokens needs {per_block} bytes")
-        return num_blocks
+    @property
+    def is_follower(self) -> bool:
+        """A rank > 0 of a torchrun tensor-parallel engine: it runs rank 0's steps (see :meth:`follow`)."""
+        return self.parallel is not None and self.parallel.rank != 0
+
+    def follow(self):
+        """A follower: run rank 0's steps until its current call ends; returns what rank 0 sent at the end
+        (its outputs), or None when rank 0 closed the engine."""
+        if not self.is_follower:
+            raise RuntimeError("follow() is for ranks > 0 of a torchrun tensor-parallel engine")
+        self._check_open()
+        msg = self.parallel.follow(self.runner)
+        if isinstance(msg, parallel.Shutdown):
+            self.close()
+            return None
+        if msg.error is not None:
+            raise msg.error
+        return msg.payload
+
+    def end_call(self, payload=None, *, error: BaseException | None = None) -> None:
+        """Rank 0 of a torchrun tensor-parallel engine: end the followers' :meth:`follow` with ``payload``
+        (or make it raise ``error``, the error rank 0's call raised)."""
+        tp = self.parallel
+        if tp is not None and tp.rank == 0 and tp.pool is None and not self.closed:
+            try:
+                tp.send(parallel.Result(payload, error))
+            except Exception:
+                if error is None:
+                    raise
+
+    def close(self) -> None:
+        """Release the engine: stop the tensor-parallel workers and remove their shared memory (every rank
+        of a torchrun engine calls it). Idempotent; also run at interpreter exit."""
+        if getattr(self, "closed", True):
+            return
+        self.closed = True
+        if self.parallel is not None:
+            atexit.unregister(self.close)
+            self.parallel.close(failed=self._failure is not None)
+
+    def __enter__(self) -> "LLMEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(f"the engine stopped after a tensor-parallel failure: {self._failure}")
+        if self.closed:
+            raise RuntimeError("the engine is closed")
 
     # -- requests ------------------------------------------------------------------------------------------
     @property
@@ -278,7 +395,29 @@ class LLMEngine:
 
     # -- stepping ------------------------------------------------------------------------------------------
     def step(self) -> list[RequestOutput]:
-        """Run one step; returns the output of every request that advanced (or ended) in it."""
+        """Run one step; returns the output of every request that advanced (or ended) in it.
+
+        Tensor parallel: a rank that failed (exited, stuck past ``parallel_timeout``, collectives that gave
+        up) raises :class:`~tritium.engine.parallel.ParallelError`; the engine is closed after it."""
+        self._check_open()
+        if self.is_follower:
+            raise RuntimeError("step() runs on rank 0 of a torchrun tensor-parallel engine; other ranks call "
+                               "generate()/chat() with the same arguments, or follow()")
+        if self.parallel is None:
+            return self._step()
+        try:
+            self.parallel.watch()
+            return self._step()
+        except BaseException as e:
+            error = self.parallel.diagnose(e)
+            if isinstance(error, parallel.ParallelError):
+                self._failure = error
+                self.close()
+            if error is e:
+                raise
+            raise error from e
+
+    def _step(self) -> list[RequestOutput]:
         self._outputs = {}
         for seq in self._aborted:
             self._report(seq, [])
@@ -301,6 +440,8 @@ class LLMEngine:
 
     def _single_step(self, batch: ScheduledBatch) -> None:
         logits = self.runner.run(batch)
+        if self.parallel is not None:
+            self.parallel.settle()  # bounded wait for the step (the other ranks' collectives in it)
         done = self.scheduler.update(batch)
         if done:
             params = [s.params for s in done]

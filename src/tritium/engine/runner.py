@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Callable
 
 import numpy as np
 import torch
@@ -79,6 +80,35 @@ class DecodeGraph:
     bufs: DecodeBuffers
 
 
+@dataclasses.dataclass(eq=False)
+class StepPlan:
+    """Host inputs of one model step over ``S`` sequences and ``T`` tokens: everything the runner needs
+    besides its model and cache. Built from a scheduled batch on the rank that schedules; a
+    tensor-parallel engine sends it to the other ranks, which run the same step on their shards."""
+
+    ids: np.ndarray          # [T] int64
+    pos: np.ndarray          # [T] int64
+    slots: np.ndarray        # [T] int64 cache slots
+    q_lens: list[int]        # [S] new tokens of each sequence
+    seq_lens: list[int]      # [S] tokens of each sequence after the step
+    logit_rows: list[int]    # rows of the sequences that finish their tokens (they sample)
+    table: np.ndarray        # [S, width] int32 pages of each sequence (the scratch page past its own)
+    decode: bool             # every sequence computes exactly its last token
+
+
+@dataclasses.dataclass(eq=False)
+class WindowPlan:
+    """A greedy window of ``k`` decode steps (see :meth:`ModelRunner.start_window`); ``inputs`` and
+    ``stops`` only when it starts from the host's state (``ahead == 0``), else the device holds them."""
+
+    k: int
+    ahead: int
+    first: list[int]         # position of each row's first input
+    table: np.ndarray        # [S, width] int32
+    inputs: StepPlan | None = None
+    stops: list[int] | None = None
+
+
 class ModelRunner:
     """Runs ``model`` over scheduled batches.
 
@@ -103,11 +133,17 @@ class ModelRunner:
         self.graphs: dict[int, DecodeGraph] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
         self._eager: dict[int, DecodeBuffers] = {}  # window buffers by batch size, without CUDA graphs
+        # tensor parallel: ``publish(plan)`` sends each plan to the other ranks before it runs here, and
+        # ``wait(event)`` waits for the device (bounded, watching the other ranks); None: plain waits
+        self.publish: Callable[[StepPlan | WindowPlan], None] | None = None
+        self.wait: Callable[[torch.cuda.Event, int], None] | None = None
+        self.window_end: Callable[[int], None] | None = None  # queued behind each window (its flip)
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
-    # -- inputs --------------------------------------------------------------------------------------------
-    def _host_inputs(self, batch: ScheduledBatch):
+    # -- plans -------------------------------------------------------------------------------------------
+    def plan_step(self, batch: ScheduledBatch) -> StepPlan:
+        """The host inputs of one step of ``batch``."""
         bs = self.block_size
         ids, pos, slots, q_lens, seq_lens, logit_rows = [], [], [], [], [], []
         for seq, n in zip(batch.seqs, batch.num_new):
@@ -120,43 +156,65 @@ class ModelRunner:
             seq_lens.append(start + n)
             if start + n == seq.num_tokens:
                 logit_rows.append(len(ids) - 1)
-        return ids, pos, slots, q_lens, seq_lens, logit_rows
+        return StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
+                        np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),
+                        batch.is_decode)
 
-    def _fill_block_table(self, batch: ScheduledBatch, table: np.ndarray) -> np.ndarray:
-        """Write the batch's page ids into ``table`` [rows >= batch, max_blocks_per_seq], the scratch page
-        elsewhere: a slot computed past a sequence's pages (a bug) writes scratch, not someone's KV."""
-        table.fill(self.num_blocks)
+    def _table(self, batch: ScheduledBatch) -> np.ndarray:
+        """[S, longest table] int32 page ids of the batch; the scratch page past each sequence's own: a
+        slot computed past a sequence's pages (a bug) writes scratch, not someone's KV."""
+        width = max((len(seq.block_table) for seq in batch.seqs), default=0)
+        table = np.full((len(batch.seqs), max(width, 1)), self.num_blocks, dtype=np.int32)
         for i, seq in enumerate(batch.seqs):
             table[i, :len(seq.block_table)] = seq.block_table
         return table
 
+    def _fill_block_table(self, table: np.ndarray, dest: np.ndarray) -> np.ndarray:
+        """Write ``table`` [S, width] into ``dest`` [rows >= S, max_blocks_per_seq], scratch elsewhere."""
+        dest.fill(self.num_blocks)
+        dest[:table.shape[0], :table.shape[1]] = table
+        return dest
+
+    def execute(self, plan: StepPlan | WindowPlan):
+        """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window."""
+        return self._window(plan) if isinstance(plan, WindowPlan) else self._step(plan)
+
+    def _share(self, plan):
+        if self.publish is not None:
+            self.publish(plan)
+        return plan
+
     # -- execution -----------------------------------------------------------------------------------------
     def run(self, batch: ScheduledBatch) -> torch.Tensor:
         """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order."""
-        bucket = self.graph_bucket(len(batch.seqs)) if self.graphs else None
-        if bucket is not None and batch.is_decode:
-            return self._run_graph(batch, bucket)
-        ids, pos, slots, q_lens, seq_lens, logit_rows = self._host_inputs(batch)
+        return self._step(self._share(self.plan_step(batch)))
+
+    def _step(self, plan: StepPlan) -> torch.Tensor:
+        S = len(plan.q_lens)
+        bucket = self.graph_bucket(S) if self.graphs else None
+        if bucket is not None and plan.decode:
+            entry = self.graphs[bucket]
+            self._stage(entry.bufs, plan.table, plan)
+            entry.graph.replay()
+            return entry.bufs.logits[:S]
         dev = self.device
-        cu = [0]
-        for n in q_lens:
-            cu.append(cu[-1] + n)
-        table = self._fill_block_table(batch, np.empty((len(batch.seqs), self.max_blocks_per_seq), dtype=np.int32))
+        cu = np.zeros(S + 1, dtype=np.int32)
+        np.cumsum(plan.q_lens, out=cu[1:])
+        table = self._fill_block_table(plan.table, np.empty((S, self.max_blocks_per_seq), dtype=np.int32))
+
+        def up(a: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(a).to(dev, non_blocking=True)
+
         meta = AttentionMetadata(
-            slot_mapping=torch.tensor(slots, dtype=torch.int64).to(dev, non_blocking=True),
-            block_table=torch.from_numpy(table).to(dev, non_blocking=True),
-            seq_lens=torch.tensor(seq_lens, dtype=torch.int32).to(dev, non_blocking=True),
-            cu_seqlens_q=torch.tensor(cu, dtype=torch.int32).to(dev, non_blocking=True),
-            max_seqlen_q=max(q_lens), max_seqlen_k=max(seq_lens), q_lens_host=q_lens, seq_lens_host=seq_lens)
-        hidden = self.model.forward(torch.tensor(ids, dtype=torch.int64).to(dev, non_blocking=True),
-                                    torch.tensor(pos, dtype=torch.int64).to(dev, non_blocking=True),
-                                    meta, self.kv_caches)
-        if not logit_rows:
+            slot_mapping=up(plan.slots), block_table=up(table), seq_lens=up(np.array(plan.seq_lens, dtype=np.int32)),
+            cu_seqlens_q=up(cu), max_seqlen_q=max(plan.q_lens), max_seqlen_k=max(plan.seq_lens),
+            q_lens_host=plan.q_lens, seq_lens_host=plan.seq_lens)
+        hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
+        if not plan.logit_rows:
             return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32)
         # NOTE: built on the host and copied without blocking: torch.tensor(..., device=cuda) would wait
         # for the whole forward pass before the LM head could even be queued.
-        rows = torch.tensor(logit_rows, dtype=torch.int64).to(dev, non_blocking=True)
-        return self.model.compute_logits(hidden[rows])
+        return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))])
 
     def graph_bucket(self, batch_size: int) -> int | None:
         for b in self._buckets:
@@ -242,26 +300,26 @@ class ModelRunner:
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
-    def _stage(self, batch: ScheduledBatch, bufs: DecodeBuffers, full: bool = True, stops: list[int] | None = None) -> None:
+    def _stage(self, bufs: DecodeBuffers, table: np.ndarray, inputs: StepPlan | None = None,
+               stops: list[int] | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's
-        last token position, none given: 0). Not ``full`` (a continued window, the device ahead of the
-        host), only the block tables: the device already holds the other inputs."""
-        n = len(batch.seqs)
+        last token position, none given: 0). Without ``inputs`` (a continued window, the device ahead of
+        the host), only the block tables: the device already holds the other inputs."""
         host = bufs.host
         # NOTE: the previous copies out of the pinned buffers must be done before they are rewritten: they
         # ran at the start of the window in flight, so this wait is normally over at once.
         if bufs.staged is not None:
             bufs.staged.synchronize()
-        self._fill_block_table(batch, host.block_table_np)
-        if full:
-            ids, pos, slots, _, seq_lens, _ = self._host_inputs(batch)
+        self._fill_block_table(table, host.block_table_np)
+        if inputs is not None:
+            n = len(inputs.q_lens)
             i64 = host.i64_np
-            i64[0, :n], i64[1, :n], i64[2, :n] = ids, pos, slots
+            i64[0, :n], i64[1, :n], i64[2, :n] = inputs.ids, inputs.pos, inputs.slots
             i64[3, :n] = 0 if stops is None else stops
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
             i64[3, n:] = 0
-            host.seq_lens_np[:n] = seq_lens
+            host.seq_lens_np[:n] = inputs.seq_lens
             host.seq_lens_np[n:] = 1
             bufs.ids.copy_(host.i64[0], non_blocking=True)
             bufs.pos.copy_(host.i64[1], non_blocking=True)
@@ -271,12 +329,6 @@ class ModelRunner:
         bufs.block_table.copy_(host.block_table, non_blocking=True)
         if bufs.staged is not None:
             bufs.staged.record()
-
-    def _run_graph(self, batch: ScheduledBatch, bucket: int) -> torch.Tensor:
-        entry = self.graphs[bucket]
-        self._stage(batch, entry.bufs)
-        entry.graph.replay()
-        return entry.bufs.logits[:len(batch.seqs)]
 
     # -- greedy windows ------------------------------------------------------------------------------------
     def window_buffers(self, n: int) -> DecodeBuffers:
@@ -308,15 +360,20 @@ class ModelRunner:
     def _launch(self, batch: ScheduledBatch, k: int, ahead: int, stops: list[int] | None) -> "Window":
         if not 1 <= k <= MAX_DECODE_STEPS:
             raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
-        n = len(batch.seqs)
-        bufs = self.window_buffers(n)
-        self._stage(batch, bufs, full=ahead == 0, stops=stops)
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
+        plan = WindowPlan(k, ahead, first, self._table(batch), self.plan_step(batch) if ahead == 0 else None,
+                          stops if ahead == 0 else None)
+        return self._window(self._share(plan))
+
+    def _window(self, plan: WindowPlan) -> "Window":
+        n, k = len(plan.first), plan.k
+        bufs = self.window_buffers(n)
+        self._stage(bufs, plan.table, plan.inputs, plan.stops)
         entry = self.graphs.get(bufs.rows)
         graph = entry.graph if entry is not None and entry.bufs is bufs else None
         if graph is None:
             for j in range(k):  # step j's longest sequence holds max(first) + j + 1 tokens
-                self._greedy_step(bufs, self._meta(bufs, max(first) + j + 1))
+                self._greedy_step(bufs, self._meta(bufs, max(plan.first) + j + 1))
         else:
             for _ in range(k):
                 graph.replay()
@@ -325,23 +382,26 @@ class ModelRunner:
         bufs.flip ^= 1
         dest, done = bufs.host.tokens[flip], bufs.done[flip]
         dest.copy_(bufs.hist, non_blocking=True)
+        if self.window_end is not None:
+            self.window_end(flip)
         if done is not None:
             done.record()
-        return Window(first, k, dest, done)
+        wait = None if self.wait is None else (lambda event, f=flip: self.wait(event, f))
+        return Window(plan.first, k, dest, done, wait)
 
 
 class Window:
     """Greedy decode steps in flight; ``tokens()`` waits for them (and nothing queued after them).
     ``first``: position of each row's first input."""
 
-    def __init__(self, first: list[int], k: int, dest: torch.Tensor, done):
-        self.first, self.k, self._dest, self._done = first, k, dest, done
+    def __init__(self, first: list[int], k: int, dest: torch.Tensor, done, wait=None):
+        self.first, self.k, self._dest, self._done, self._wait = first, k, dest, done, wait
 
     def tokens(self) -> list[list[int]]:
         """tokens[i][j]: the token row i sampled at step j (its position is first[i] + j + 1; past the row's
         stop, whatever the ring held)."""
         if self._done is not None:
-            self._done.synchronize()
+            (self._wait or torch.cuda.Event.synchronize)(self._done)
         ring = self._dest.numpy()
         h = ring.shape[0]
         return [[int(ring[(p + 1 + j) % h, i]) for j in range(self.k)] for i, p in enumerate(self.first)]

@@ -1,0 +1,487 @@
+"""Tensor parallelism of the engine: one model over the GPUs of a host, or over the ranks of a torchrun job.
+
+Rank 0 is the caller's process: it schedules, samples and runs its shard of the model. On one host,
+``tensor_parallel_size=N`` starts ranks 1..N-1 itself as worker processes (``python -m
+tritium.engine.worker``: no torchrun, and no ``if __name__ == "__main__"`` guard needed in the caller's
+script). Under torchrun every process builds the engine; ranks other than 0 *follow* rank 0 inside each
+``generate`` (SPMD scripts: every rank runs the same code, gets the same outputs).
+
+Every rank holds its shard of each weight (:mod:`tritium.models.layers`), a KV cache of the same geometry
+(the page count is the minimum over ranks) and the same CUDA graphs. Rank 0 sends each step's plan
+(:class:`~tritium.engine.runner.StepPlan` / ``WindowPlan``: token ids, positions, slots, block tables; one
+message per step or greedy window, never per layer) over a gloo group, and every rank runs it. The model's
+collectives are tritium's (symmetric heap; the all-reduce fused with the next residual add and RMSNorm)
+or torch.distributed's (NCCL; gloo on the CPU): ``comm``, see :func:`select_comm`.
+
+Failures are bounded: a worker that exits is seen at the next step or while rank 0 waits for the device
+(its exit code and its error); a step that does not finish within ``parallel_timeout`` seconds, or
+collectives that gave up waiting for a peer, raise :class:`ParallelError` on rank 0. Closing stops the
+workers (a plan to exit, then signals) and removes their shared memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import glob
+import logging
+import os
+import pickle
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tritium.collectives import Communicator
+from tritium.models.config import ModelConfig
+from tritium.models.layers import ParallelGroup
+from tritium.runtime import interpreting
+from tritium.shmem import SymmetricHeap
+from tritium.shmem.cpu_shm import PREFIX_ENV, SHM_DIR
+from tritium.shmem.launch import ENV_DEFAULTS
+
+log = logging.getLogger(__name__)
+
+COMMS = ("auto", "tritium", "torch")
+_ERROR_KEY = "tritium/tp-error/{}"
+_HEADER = 8                   # bytes of a message's length, at the start of its first chunk
+_CHUNK = 1 << 16              # a plan goes in one broadcast of this many bytes when it fits
+_IDLE = datetime.timedelta(days=3650)  # workers wait for the next plan as long as rank 0 lives
+_SPIN_S = 0.05                # rank 0 polls the device without sleeping this long, then sleeps between polls
+_GRACE_S = 10.0               # how long a worker gets to exit after the plan to exit
+
+
+class ParallelError(RuntimeError):
+    """A tensor-parallel rank failed: it exited or raised, a step did not finish in time, or collectives gave
+    up waiting for a peer. The engine is closed after it."""
+
+
+@dataclasses.dataclass
+class Shutdown:
+    """Plan: leave the follow loop and close (the engine closes)."""
+
+
+@dataclasses.dataclass
+class Result:
+    """Plan: the driver's call is over; followers return ``payload`` (SPMD: every rank gets the outputs)."""
+
+    payload: Any
+    error: BaseException | None = None
+
+
+def select_comm(requested: str, *, device_type: str, num_hosts: int) -> str:
+    """"tritium" or "torch" for ``comm=requested``.
+
+    ``"auto"``: tritium's collectives on GPUs of one host (inside the decode CUDA graphs: one-shot and
+    Lamport all-reduces of a few microseconds where NCCL takes 24-30; bench/NOTES.md, Collectives), else
+    torch.distributed (several hosts; the CPU, where tritium's kernels would run under the interpreter).
+    ``"tritium"`` across hosts is an error: the symmetric heap maps the peers' GPU memory, one host only.
+    """
+    if requested not in COMMS:
+        raise ValueError(f"comm must be one of {', '.join(repr(c) for c in COMMS)}, got {requested!r}")
+    if requested == "tritium":
+        if num_hosts > 1:
+            raise ValueError(f"comm='tritium' needs every tensor-parallel rank on one host (the symmetric heap maps "
+                             f"the peers' GPU memory), but the group spans {num_hosts} hosts: use comm='torch' "
+                             f"or 'auto'")
+        if device_type != "cuda" and not interpreting():
+            raise ValueError("comm='tritium' on the CPU runs its kernels under the Triton interpreter: set "
+                             "TRITON_INTERPRET=1 before importing tritium, or use comm='torch'")
+        return "tritium"
+    if requested == "torch":
+        return "torch"
+    return "tritium" if device_type == "cuda" and num_hosts == 1 else "torch"
+
+
+def check_parallel(n, model_config: ModelConfig, device: torch.device, comm: str) -> None:
+    """One-line errors for a tensor-parallel size the model or the machine cannot take (before any process
+    starts)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"tensor_parallel_size must be an int, got {n!r} ({type(n).__name__})")
+    if n < 1:
+        raise ValueError(f"tensor_parallel_size must be >= 1, got {n}")
+    if comm not in COMMS:
+        raise ValueError(f"comm must be one of {', '.join(repr(c) for c in COMMS)}, got {comm!r}")
+    mc = model_config
+    for name, size in (("num_attention_heads", mc.num_attention_heads), ("intermediate_size", mc.intermediate_size)):
+        if size % n:
+            raise ValueError(f"tensor_parallel_size {n} must divide the model's {name} ({size})")
+    kv = mc.num_key_value_heads
+    if kv % n and n % kv:
+        raise ValueError(f"tensor_parallel_size {n} must divide the model's num_key_value_heads ({kv}) or be a "
+                         f"multiple of it (then each KV head is replicated)")
+    if device.type == "cuda" and not _launched_by_torchrun():
+        first = device.index if device.index is not None else torch.cuda.current_device()
+        count = torch.cuda.device_count()
+        if first + n > count:
+            raise ValueError(f"tensor_parallel_size {n} needs {n} GPUs from cuda:{first}, but {count} GPU(s) are "
+                             f"visible")
+
+
+def _launched_by_torchrun() -> bool:
+    return dist.is_initialized() or int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def comm_max_bytes(model_config: ModelConfig, max_num_batched_tokens: int, max_num_seqs: int,
+                   dtype: torch.dtype, world_size: int) -> int:
+    """Largest message of one step: a row-parallel output of the largest batch, or the LM head's logits of
+    every sampling sequence (all-gathered)."""
+    tokens = max(max_num_batched_tokens, max_num_seqs)
+    per_rank_vocab = -(-model_config.vocab_size // world_size)
+    return max(tokens * model_config.hidden_size, max_num_seqs * per_rank_vocab) * dtype.itemsize
+
+
+# torch 2.13 renames all_gather_into_tensor (2.11 on the GPU machines has only the old name)
+_all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+
+def _torch_group(rank: int, world_size: int) -> ParallelGroup:
+    def all_reduce(x: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(x)
+        return x
+
+    def all_gather(x: torch.Tensor) -> torch.Tensor:
+        out = x.new_empty((world_size * x.shape[0], *x.shape[1:]))
+        _all_gather_single(out, x.contiguous())
+        return out
+
+    return ParallelGroup(rank, world_size, all_reduce=all_reduce, all_gather=all_gather)
+
+
+def _tritium_group(comm: Communicator) -> ParallelGroup:
+    return ParallelGroup(comm.rank, comm.world_size, all_reduce=lambda x: comm.all_reduce(x, out=x),
+                         all_gather=comm.all_gather, all_reduce_rms_norm=comm.all_reduce_rms_norm)
+
+
+class TensorParallel:
+    """This process's rank of a tensor-parallel engine (torch.distributed initialised over exactly its
+    ranks): the model's :class:`ParallelGroup`, the plan channel, and the failure checks.
+
+    ``pool``: rank 0's :class:`WorkerPool` when it started the other ranks itself (None under torchrun).
+    """
+
+    def __init__(self, *, comm: str, device: torch.device, max_bytes: int, timeout: float,
+                 pool: "WorkerPool | None" = None):
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        self.device, self.timeout, self.pool = device, timeout, pool
+        self.heap: SymmetricHeap | None = None
+        self.comm: Communicator | None = None
+        self._ctrl = dist.new_group(backend="gloo", timeout=_IDLE)
+        hosts: list = [None] * self.world_size
+        dist.all_gather_object(hosts, socket.gethostname(), group=self._ctrl)
+        self.num_hosts = len(set(hosts))
+        self.comm_kind = select_comm(comm, device_type=device.type, num_hosts=self.num_hosts)
+        if self.comm_kind == "tritium":
+            self.heap = SymmetricHeap(Communicator.heap_bytes(max_bytes, self.world_size) + (1 << 20),
+                                      device=device, timeout=timeout)
+            self.comm = Communicator(self.heap, max_bytes)
+            self.group = _tritium_group(self.comm)
+        else:
+            self.group = _torch_group(self.rank, self.world_size)
+        self._buf = torch.zeros(_CHUNK, dtype=torch.uint8)
+        self._buf_np = self._buf.numpy()
+        cuda = device.type == "cuda"
+        # collective error counters copied behind each window (by flip) and each single step (row 2)
+        self._status = torch.zeros(3, 2, dtype=torch.int64)
+        if cuda:
+            self._status = self._status.pin_memory()
+        self._event = torch.cuda.Event() if cuda else None
+        self.closed = False
+        self.shut_down = False   # a follower has received Shutdown
+        # the default group was made by this engine (rank 0 with its workers), not by torchrun's script
+        self.owns_dist = pool is not None
+
+    # -- agreement at start-up -----------------------------------------------------------------------------
+    def agree_min(self, value: int) -> int:
+        """The minimum of ``value`` over ranks (every rank calls it)."""
+        t = torch.tensor([value], dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self._ctrl)
+        return int(t.item())
+
+    # -- plans ---------------------------------------------------------------------------------------------
+    def send(self, plan) -> None:
+        """Rank 0: send a plan to every other rank (one broadcast when it fits ``_CHUNK`` bytes)."""
+        data = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+        n = len(data)
+        first = min(n, _CHUNK - _HEADER)
+        self._buf_np[:_HEADER] = memoryview(n.to_bytes(_HEADER, "little"))
+        self._buf_np[_HEADER:_HEADER + first] = memoryview(data)[:first]
+        dist.broadcast(self._buf, 0, group=self._ctrl)
+        if n > first:
+            dist.broadcast(torch.frombuffer(bytearray(data[first:]), dtype=torch.uint8), 0, group=self._ctrl)
+
+    def recv(self):
+        """Ranks > 0: the next plan from rank 0 (waits as long as rank 0 lives)."""
+        dist.broadcast(self._buf, 0, group=self._ctrl)
+        n = int.from_bytes(self._buf_np[:_HEADER].tobytes(), "little")
+        first = min(n, _CHUNK - _HEADER)
+        data = self._buf_np[_HEADER:_HEADER + first].tobytes()
+        if n > first:
+            rest = torch.empty(n - first, dtype=torch.uint8)
+            dist.broadcast(rest, 0, group=self._ctrl)
+            data += rest.numpy().tobytes()
+        return pickle.loads(data)
+
+    def follow(self, runner):
+        """Ranks > 0: run rank 0's plans until a :class:`Result` (returned) or :class:`Shutdown`."""
+        while True:
+            plan = self.recv()
+            if isinstance(plan, (Result, Shutdown)):
+                self.shut_down = isinstance(plan, Shutdown)
+                return plan
+            runner.execute(plan)
+
+    # -- failure checks (rank 0) ---------------------------------------------------------------------------
+    def watch(self) -> None:
+        """Raise :class:`ParallelError` if a worker process has exited."""
+        if self.pool is not None:
+            self.pool.poll()
+
+    def window_end(self, flip: int) -> None:
+        """Queued behind a window: copy the collectives' error counters for :meth:`wait` to read."""
+        if self.comm is not None and self._event is not None:
+            self._status[flip].copy_(self.comm.error_counts, non_blocking=True)
+
+    def wait(self, event: torch.cuda.Event, flip: int | None = None) -> None:
+        """Wait for ``event`` (a window's end) at most ``timeout`` seconds, watching the workers; then
+        raise if the collectives before it gave up waiting for a peer."""
+        start = time.monotonic()
+        last_watch = start
+        while not event.query():
+            now = time.monotonic()
+            if now - last_watch > 0.01:
+                self.watch()
+                last_watch = now
+            if now - start > self.timeout:
+                raise ParallelError(f"rank 0 waited {self.timeout:g} s (parallel_timeout) for a step to finish: a "
+                                    f"tensor-parallel rank is stuck")
+            if now - start > _SPIN_S:
+                time.sleep(0.0005)
+        if flip is not None:
+            self._check_status(self._status[flip])
+
+    def settle(self) -> None:
+        """After a step on rank 0 (before its logits are read): wait for it, bounded, and check it."""
+        if self._event is None:  # CPU: every op has run already
+            if self.comm is not None:
+                self._check_status(self.comm.error_counts)
+            return
+        if self.comm is not None:
+            self._status[2].copy_(self.comm.error_counts, non_blocking=True)
+        self._event.record()
+        self.wait(self._event, 2 if self.comm is not None else None)
+
+    def _check_status(self, counts: torch.Tensor) -> None:
+        if bool(counts.any()):
+            self.watch()
+            try:
+                self.comm.check()
+            except RuntimeError as e:
+                raise ParallelError(f"tensor-parallel collectives on rank {self.rank} failed: {e}") from e
+
+    def diagnose(self, error: BaseException) -> BaseException:
+        """The error to raise for ``error`` met while running with the other ranks: a
+        :class:`ParallelError` naming a worker that exited if one did, else ``error`` itself."""
+        if isinstance(error, ParallelError):
+            return error
+        try:
+            self.watch()
+        except ParallelError as e:
+            return e
+        if isinstance(error, (dist.DistBackendError, dist.DistError)) or "Connection" in str(error):
+            return ParallelError(f"tensor-parallel rank {self.rank}: a collective with the other ranks failed: "
+                                 f"{str(error).splitlines()[0] if str(error) else type(error).__name__}")
+        return error
+
+    # -- teardown ------------------------------------------------------------------------------------------
+    def close(self, *, failed: bool = False) -> None:
+        """Release this rank (idempotent; every rank closes). Rank 0 tells the other ranks to close (unless
+        ``failed``); with a pool it then stops what is left of the workers and removes their shared memory.
+        A follower (torchrun) waits for rank 0's message first."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if not failed:
+                try:
+                    if self.rank == 0:
+                        self.watch()
+                        self.send(Shutdown())
+                    elif not self.shut_down:
+                        while not isinstance(self.recv(), Shutdown):
+                            pass
+                except Exception as e:  # a rank gone already: stop the others below
+                    log.debug("tensor-parallel shutdown message: %s", e)
+                    failed = True
+            if self.heap is not None:
+                if failed:
+                    self.heap._release()  # peers may never reach close(): do not wait for them
+                else:
+                    try:
+                        self.heap.close()
+                    except Exception as e:
+                        log.debug("closing the heap: %s", e)
+                        self.heap._release()
+        finally:
+            if self.pool is not None:
+                self.pool.stop(graceful=not failed)
+            if dist.is_initialized():
+                try:
+                    dist.destroy_process_group(self._ctrl)
+                    if self.owns_dist:
+                        dist.destroy_process_group()
+                except Exception as e:
+                    log.debug("destroy_process_group: %s", e)
+            if self.pool is not None:
+                self.pool.cleanup()
+
+
+class WorkerPool:
+    """Rank 0's worker processes (ranks 1..N-1 of a one-host engine) and the store they meet at.
+
+    Each worker is ``python -m tritium.engine.worker`` reading its spec (a pickled dict) from stdin; it
+    reports an error under ``tritium/tp-error/<rank>`` in the store before it exits.
+    """
+
+    def __init__(self, world_size: int, spec: dict, timeout: float):
+        self.world_size = world_size
+        self.timeout = timeout
+        self.store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                                   timeout=datetime.timedelta(seconds=timeout))
+        self.prefix = f"tritium-tp-{os.getpid()}-{secrets.token_hex(4)}"
+        env = dict(os.environ)
+        for key, value in ENV_DEFAULTS.items():
+            env.setdefault(key, value)
+        src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env[PREFIX_ENV] = self.prefix
+        self.procs: list[subprocess.Popen] = []
+        try:
+            for rank in range(1, world_size):
+                proc = subprocess.Popen([sys.executable, "-m", "tritium.engine.worker"], stdin=subprocess.PIPE, env=env)
+                self.procs.append(proc)
+                proc.stdin.write(pickle.dumps({**spec, "rank": rank, "world_size": world_size,
+                                               "port": self.store.port, "parent": os.getpid()}))
+                proc.stdin.close()
+        except BaseException:
+            self.stop(graceful=False)
+            self.cleanup()
+            raise
+
+    def error(self, rank: int) -> str | None:
+        key = _ERROR_KEY.format(rank)
+        try:
+            return self.store.get(key).decode() if self.store.check([key]) else None
+        except Exception:
+            return None
+
+    def poll(self) -> None:
+        """Raise :class:`ParallelError` naming the first worker that has exited (with its error)."""
+        for rank, proc in enumerate(self.procs, start=1):
+            code = proc.poll()
+            if code is not None:
+                err = self.error(rank)
+                raise ParallelError(f"tensor-parallel rank {rank} (pid {proc.pid}) exited with code {code}"
+                                    + (f": {err}" if err else ""))
+
+    def stop(self, graceful: bool = True) -> None:
+        """Wait for the workers (``graceful``: they were told to exit), then terminate and kill what is left."""
+        deadline = time.monotonic() + (_GRACE_S if graceful else 0.0)
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                try:
+                    proc.wait(5.0)
+                except subprocess.TimeoutExpired:  # stuck in the driver (uninterruptible): do not hang on it
+                    log.warning("tensor-parallel worker pid %d did not exit after SIGKILL", proc.pid)
+
+    def cleanup(self) -> None:
+        """Remove shared-memory segments the workers left (a worker killed while mapping its heap)."""
+        for path in glob.glob(os.path.join(SHM_DIR, f"{self.prefix}-*")):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) -> TensorParallel:
+    """This process's :class:`TensorParallel` for a resolved engine config (every rank calls it with the
+    same ``cfg`` but its own device)."""
+    max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.dtype,
+                               cfg.tensor_parallel_size)
+    return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max_bytes, timeout=cfg.parallel_timeout,
+                          pool=pool)
+
+
+def start(cfg, model_config: ModelConfig, source) -> TensorParallel:
+    """Rank 0 (or, under torchrun, every rank): bring up the ranks of a resolved engine config and return
+    this process's rank. ``source``: what workers load the model from (a checkpoint path, a list of
+    (name, tensor) pairs, or an object with ``iter(device)`` yielding them)."""
+    n = cfg.tensor_parallel_size
+    check_parallel(n, model_config, cfg.device, cfg.comm)
+    if cfg.device.type == "cuda":
+        first = cfg.device.index if cfg.device.index is not None else torch.cuda.current_device()
+        devices = [torch.device("cuda", first + r) for r in range(n)]
+    else:
+        devices = [cfg.device] * n
+    spec = {"config": cfg, "model_config": model_config, "source": source, "devices": devices}
+    created = not dist.is_initialized()
+    pool = init_ranks(n, cfg.device, spec, cfg.parallel_timeout)
+    try:
+        tp = open_rank(cfg, model_config, pool)
+        tp.owns_dist = created
+        return tp
+    except BaseException as e:
+        failure = e
+        if pool is not None:
+            pool.stop(graceful=False)
+            pool.cleanup()
+            try:
+                pool.poll()
+            except ParallelError as worker_error:
+                failure = worker_error
+            dist.destroy_process_group()
+        if failure is not e:
+            raise failure from e
+        raise
+
+
+def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> WorkerPool | None:
+    """Bring up torch.distributed over the engine's ``n`` ranks: under torchrun, join it (None); else start
+    the workers (ranks 1..n-1, given ``spec``) and join them as rank 0 (their pool)."""
+    backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
+    span = datetime.timedelta(seconds=timeout)
+    if _launched_by_torchrun():
+        if not dist.is_initialized():
+            dist.init_process_group(backend, timeout=span)
+        if dist.get_world_size() != n:
+            raise ValueError(f"tensor_parallel_size {n} under torchrun must equal the job's world size "
+                             f"({dist.get_world_size()}), or be 1")
+        return None
+    pool = WorkerPool(n, spec, timeout)
+    try:
+        dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)
+    except BaseException as e:
+        pool.stop(graceful=False)
+        pool.cleanup()
+        try:
+            pool.poll()
+        except ParallelError as failed:
+            raise failed from e
+        raise
+    return pool
