@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
@@ -31,6 +32,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
     parser.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
                         help="default: triton on a GPU, torch on the CPU")
+    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
+                        help="GPUs to shard the model over (default 1); on one host the engine starts the other "
+                             "ranks itself, under torchrun it must equal the job's world size")
+    parser.add_argument("--comm", choices=["auto", "tritium", "torch"], default="auto",
+                        help="tensor-parallel collectives: tritium's (one host), torch.distributed's (NCCL), or "
+                             "auto (tritium on the GPUs of one host; the default)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="store_const", dest="log_level", const="info", default="warning",
                        help="log what the engine does (--log-level info)")
@@ -78,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _engine_kwargs(args) -> dict:
-    kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len)
+    kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len,
+                  tensor_parallel_size=args.tp, comm=args.comm)
     if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs
@@ -128,8 +136,15 @@ def _report(llm: LLM) -> None:
 def generate(args) -> int:
     params = _params(args)
     text = sys.stdin.read() if args.prompt == "-" else args.prompt
-    llm = LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args))
+    with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        return _generate(args, llm, text, params)
+
+
+def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
     prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system)
+    if llm.engine.is_follower:  # torchrun rank > 0: runs its shard of rank 0's steps; rank 0 prints
+        llm.generate([prompt], params)
+        return 0
     if args.stream:
         _stream(llm, prompt, params, strip=not args.raw)
     else:
@@ -141,8 +156,15 @@ def generate(args) -> int:
 
 
 def chat(args) -> int:
+    if args.tp > 1 and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("chat reads the terminal on one process: run it with --tp without torchrun (the engine "
+                         "starts its ranks itself)")
     params = _params(args)
-    llm = LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args))
+    with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        return _chat(args, llm, params)
+
+
+def _chat(args, llm: LLM, params: SamplingParams) -> int:
     system = [{"role": "system", "content": args.system}] if args.system else []
     history = list(system)
     print("chat with the model; /reset clears the history, Ctrl-D leaves", file=sys.stderr)
@@ -183,8 +205,13 @@ def serve_command(args) -> int:
                        **({"decode_steps": args.decode_steps} if args.decode_steps is not None else {}),
                        **({"kv_cache_memory": args.kv_cache_memory} if args.kv_cache_memory is not None else {}),
                        **_engine_kwargs(args))
-    serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-          model_name=args.served_model_name, log_level=args.log_level)
+    with engine:
+        if engine.is_follower:  # torchrun rank > 0: rank 0 serves; this rank runs its shard of every step
+            while not engine.closed:
+                engine.follow()
+            return 0
+        serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+              model_name=args.served_model_name, log_level=args.log_level)
     return 0
 
 

@@ -102,6 +102,17 @@ class LLM:
         early aborts the request. ``self.stats`` and ``self.last_output`` (the finished RequestOutput) are
         set at the end. ``on_prefill(computed, prompt_len)`` (optional) is called after each step until the
         prompt is computed (a long prompt is prefilled in chunks: progress bars)."""
+        if self.engine.is_follower:  # torchrun: rank 0 streams, this rank runs its shard of every step
+            self.engine.follow()
+            return
+        try:
+            yield from self._stream(prompt, sampling_params, on_prefill)
+        except BaseException as e:
+            self.engine.end_call(error=e)
+            raise
+        self.engine.end_call(self.last_output)
+
+    def _stream(self, prompt, sampling_params, on_prefill) -> Iterator[str]:
         params = SamplingParams() if sampling_params is None else sampling_params
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling_params must be SamplingParams, got {type(params).__name__}")

@@ -1,0 +1,257 @@
+"""Tensor parallelism: the same greedy tokens at tensor_parallel_size 2 and 4 as at 1 and as transformers,
+with tritium's and torch's collectives, under continuous batching, chunked prefill, prefix caching and
+preemption; workers started by the engine and by torchrun; clean shutdown; a killed worker; bad input.
+
+CPU: worker processes over gloo (comm "torch") or the cpu-shm symmetric heap with tritium's collective
+kernels under the Triton interpreter (comm "tritium"); the PyTorch attention path. On GPUs (``-m gpu``):
+the same at TP=2 with the Triton kernels, CUDA graphs and both comms.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+from tritium.engine.parallel import ParallelError, check_parallel, select_comm
+from tritium.models.config import ModelConfig
+from tritium.shmem.cpu_shm import SHM_DIR
+
+from .conftest import PROMPTS, hf_greedy
+
+ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+GREEDY = SamplingParams(max_tokens=8, ignore_eos=True)
+
+
+def _kw(**kw):
+    """Engine settings of these tests: fp32 (sums in another order must not flip a greedy choice; on a GPU
+    the Triton kernels and CUDA graphs run, in fp32), a small KV cache."""
+    base = dict(dtype=torch.float32, kv_cache_memory=64 << 20)
+    base.update(kw)
+    return base
+
+
+def _tokens(llm, prompts=PROMPTS, params=GREEDY):
+    return [o.token_ids for o in llm.generate(prompts, params)]
+
+
+def _children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _segments() -> set[str]:
+    return {n for n in os.listdir(SHM_DIR) if n.startswith("tritium")} if os.path.isdir(SHM_DIR) else set()
+
+
+@pytest.fixture
+def no_leaks():
+    """The test leaves no child process and no tritium shared-memory segment behind."""
+    before = _segments()
+    yield
+    deadline = time.monotonic() + 10
+    while _children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _children(), f"processes left behind: {_children()}"
+    assert _segments() <= before, f"shared memory left behind: {_segments() - before}"
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_models):
+    """TP=1 greedy tokens of PROMPTS per model type (checked against transformers)."""
+    out = {}
+    for model_type, (path, hf) in tiny_models.items():
+        with LLM(path, **_kw()) as llm:
+            out[model_type] = _tokens(llm)
+            for prompt, ids in zip(PROMPTS, out[model_type]):
+                expected = hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens)
+                assert ids == expected, f"{model_type}: TP=1 differs from transformers"
+    return out
+
+
+@pytest.mark.parametrize("model_type,tp,comm", [
+    ("llama", 2, "torch"),     # kv heads 2: sharded
+    ("qwen2", 2, "tritium"),   # kv heads 1 < 2: replicated; QKV bias, tied embeddings
+    ("llama", 4, "torch"),     # 4 ranks over 2 kv heads: replicated
+    ("llama", 2, "tritium"),
+])
+def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, model_type, tp, comm):
+    path, _ = tiny_models[model_type]
+    with LLM(path, tensor_parallel_size=tp, comm=comm, **_kw()) as llm:
+        assert llm.engine.parallel.comm_kind == comm
+        assert llm.engine.model.num_heads * tp == llm.engine.model_config.num_attention_heads
+        assert _tokens(llm) == reference[model_type]
+        # a second call on the same ranks (state carried across calls: windows, graphs, flags)
+        assert _tokens(llm, PROMPTS[::-1]) == reference[model_type][::-1]
+
+
+def test_scheduling_features_under_tp(tiny_models, no_leaks):
+    """Continuous batching (more prompts than sequence slots), chunked prefill (a small token budget),
+    prefix caching (prompts sharing a long prefix) and preemption (a KV cache too small for all) give the
+    tokens of TP=1 with the same settings."""
+    path, _ = tiny_models["llama"]
+    prefix = " ".join(f"w{i}" for i in range(60, 100))
+    prompts = [prefix + f" w{i}" for i in range(1, 7)] + PROMPTS
+    params = SamplingParams(max_tokens=20, ignore_eos=True)
+    kw = _kw(max_num_seqs=3, max_num_batched_tokens=24, num_blocks=6, block_size=16)
+    with LLM(path, **kw) as llm:
+        expected = _tokens(llm, prompts, params)
+        assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+    with LLM(path, tensor_parallel_size=2, comm="torch", **kw) as llm:
+        assert _tokens(llm, prompts, params) == expected
+        assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+        # sampled tokens (seeded, rank 0 samples from the gathered logits) and stop conditions
+        sampled = SamplingParams(max_tokens=10, temperature=0.8, top_k=20, seed=3)
+        first = _tokens(llm, PROMPTS[:2], sampled)
+    with LLM(path, **kw) as llm:
+        assert _tokens(llm, PROMPTS[:2], sampled) == first
+
+
+def test_clean_shutdown(tiny_models, no_leaks):
+    path, _ = tiny_models["qwen2"]
+    llm = LLM(path, tensor_parallel_size=2, comm="tritium", **_kw())
+    pids = [p.pid for p in llm.engine.parallel.pool.procs]
+    assert all(psutil.pid_exists(pid) for pid in pids)
+    llm.close()
+    llm.close()  # idempotent
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    with pytest.raises(RuntimeError, match="closed"):
+        llm.generate(PROMPTS[:1], GREEDY)
+
+
+@pytest.mark.parametrize("when", ["between calls", "during a call"])
+def test_killed_worker_raises(tiny_models, no_leaks, when):
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, tensor_parallel_size=2, comm="torch", parallel_timeout=60, **_kw())
+    worker = llm.engine.parallel.pool.procs[0]
+    start = time.monotonic()
+    if when == "between calls":
+        _tokens(llm, PROMPTS[:1])
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+    else:
+        threading.Timer(1.0, os.kill, (worker.pid, signal.SIGKILL)).start()
+    with pytest.raises(ParallelError, match=r"rank 1 \(pid \d+\) exited with code -9"):
+        for _ in range(1000):  # long enough for the kill to land inside a call
+            _tokens(llm, PROMPTS, SamplingParams(max_tokens=30, ignore_eos=True))
+    assert time.monotonic() - start < 60
+    with pytest.raises(RuntimeError, match="tensor-parallel failure"):
+        llm.generate(PROMPTS[:1], GREEDY)
+    llm.close()
+
+
+def test_bad_input(tiny_models):
+    path, _ = tiny_models["llama"]  # 4 heads, 2 kv heads, intermediate 256
+    with pytest.raises(ValueError, match="tensor_parallel_size 3 must divide the model's num_attention_heads"):
+        LLM(path, tensor_parallel_size=3, **_kw())
+    with pytest.raises(ValueError, match="tensor_parallel_size must be >= 1, got 0"):
+        LLM(path, tensor_parallel_size=0, **_kw())
+    with pytest.raises(TypeError, match="tensor_parallel_size must be an int, got 2.0"):
+        LLM(path, tensor_parallel_size=2.0, **_kw())
+    with pytest.raises(ValueError, match="comm must be 'auto', 'tritium' or 'torch', got 'nccl'"):
+        LLM(path, tensor_parallel_size=2, comm="nccl", **_kw())
+    assert not _children()
+    def config(heads, kv_heads, intermediate=96):
+        return ModelConfig(model_type="llama", vocab_size=64, hidden_size=64, intermediate_size=intermediate,
+                           num_hidden_layers=1, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=8,
+                           max_position_embeddings=64)
+
+    if torch.cuda.device_count() < 4:
+        with pytest.raises(ValueError, match=r"tensor_parallel_size 4 needs 4 GPUs from cuda:0, but \d+ GPU"):
+            check_parallel(4, config(8, 8), torch.device("cuda", 0), "auto")
+    with pytest.raises(ValueError, match=r"must divide the model's intermediate_size \(96\)"):
+        check_parallel(64, config(64, 64), torch.device("cpu"), "auto")
+    with pytest.raises(ValueError, match="must divide the model's num_key_value_heads \\(6\\) or be a multiple"):
+        check_parallel(4, config(12, 6), torch.device("cpu"), "auto")
+
+
+def test_comm_selection():
+    assert select_comm("auto", device_type="cuda", num_hosts=1) == "tritium"
+    assert select_comm("auto", device_type="cuda", num_hosts=2) == "torch"
+    assert select_comm("auto", device_type="cpu", num_hosts=1) == "torch"
+    assert select_comm("torch", device_type="cuda", num_hosts=3) == "torch"
+    assert select_comm("tritium", device_type="cuda", num_hosts=1) == "tritium"
+    with pytest.raises(ValueError, match="comm='tritium' needs every tensor-parallel rank on one host .* spans 2 hosts"):
+        select_comm("tritium", device_type="cuda", num_hosts=2)
+    with pytest.raises(ValueError, match="comm must be one of"):
+        select_comm("mpi", device_type="cuda", num_hosts=1)
+
+
+TORCHRUN_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import torch
+    from tritium import LLM, SamplingParams
+    path, prompts = sys.argv[1], json.loads(sys.argv[2])
+    kw = {} if torch.cuda.is_available() else dict(dtype=torch.float32)
+    # every rank runs the same script; ranks > 0 follow rank 0 inside generate and get its outputs
+    with LLM(path, tensor_parallel_size=2, comm="torch", **kw) as llm:
+        outs = llm.generate(prompts, SamplingParams(max_tokens=8, ignore_eos=True))
+        again = llm.generate(prompts[:1], SamplingParams(max_tokens=8, ignore_eos=True))
+        try:
+            llm.generate([[10 ** 9]], SamplingParams(max_tokens=2))
+        except ValueError as e:
+            bad = str(e)
+    print("TOKENS", json.dumps([o.token_ids for o in outs] + [again[0].token_ids]), "|", bad, flush=True)
+""")
+
+
+def test_torchrun(tiny_models, reference, tmp_path, no_leaks):
+    """Processes started by torchrun (the path several hosts take) build the engine together; each
+    rank's generate returns rank 0's outputs; rank 0's bad input raises on every rank."""
+    import json
+
+    path, _ = tiny_models["llama"]
+    script = tmp_path / "tp.py"
+    script.write_text(TORCHRUN_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(os.path.dirname(__file__), "..", "..", "src"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    with socket.socket() as s:  # a free port for the job's store
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                           "--master-port", str(port), str(script), path, json.dumps(PROMPTS)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("TOKENS")]
+    assert len(lines) == 2, proc.stdout
+    for line in lines:
+        tokens, bad = line[len("TOKENS "):].split(" | ")
+        assert json.loads(tokens) == reference["llama"] + reference["llama"][:1]
+        assert "outside the vocabulary" in bad
+
+
+def test_cli_generate_tp(tiny_models, reference, no_leaks):
+    path, _ = tiny_models["llama"]
+    proc = subprocess.run([sys.executable, "-m", "tritium.cli", "generate", "--model", path, "--tp", "2",
+                           "--comm", "torch", "--max-tokens", str(GREEDY.max_tokens), "--raw", "-q", PROMPTS[0]],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from tritium.engine.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_hf_dir(path)
+    assert proc.stdout.strip() == tokenizer.decode(reference["llama"][0]).strip()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("comm", ["tritium", "torch"])
+def test_gpu_tp2(tiny_models, no_leaks, comm):
+    """2 GPUs: Triton kernels, CUDA graphs with the collectives inside, greedy windows; same tokens as
+    TP=1 (fp32 weights, so that sums in another order cannot flip a greedy choice)."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    path, _ = tiny_models["llama"]
+    kw = dict(dtype=torch.float32, gpu_memory_utilization=0.3)
+    with LLM(path, **kw) as llm:
+        expected = _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True))
+    with LLM(path, tensor_parallel_size=2, comm=comm, **kw) as llm:
+        assert llm.engine.runner.graphs, "decode steps should run from CUDA graphs"
+        for _ in range(3):
+            assert _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True)) == expected
