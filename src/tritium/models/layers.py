@@ -2,7 +2,8 @@
 
 Megatron-style tensor parallelism over a :class:`ParallelGroup` of ``world_size`` ranks (nano-vllm's
 ``layers/linear.py``: the split lives in each layer's weight loader, so loading never concatenates whole
-weights):
+weights). A loader takes the full checkpoint tensor, or a :class:`~tritium.models.weights.LazyTensor` of
+which it reads only this rank's rows or columns:
 
 - :class:`ColumnParallelLinear`, :class:`MergedColumnParallelLinear` (gate/up), :class:`QKVParallelLinear`:
   rank r holds rows (output features) of the weight; its output is its columns of ``y``, nothing is gathered.
@@ -26,6 +27,8 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+
+from tritium.models.weights import LazyTensor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,13 +130,15 @@ class _ShardedLayer:
     def _empty(self, *shape: int) -> torch.Tensor:
         return torch.empty(shape, dtype=self.dtype, device=self.device)
 
-    def _copy(self, part: str, dst: torch.Tensor, full: torch.Tensor, expected: tuple[int, ...],
-              src: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    def _copy(self, part: str, dst: torch.Tensor, full: torch.Tensor | LazyTensor, expected: tuple[int, ...],
+              src: Callable[[torch.Tensor | LazyTensor], torch.Tensor]) -> None:
         """Check ``full`` against the checkpoint shape ``expected``, then copy ``src(full)`` (this rank's
-        shard, a view) into ``dst`` (cast to the layer's dtype, moved to its device)."""
-        if not isinstance(full, torch.Tensor):
-            raise TypeError(f"{self.name}: {part} must be a torch.Tensor, got {type(full).__name__}")
-        if not full.is_floating_point():
+        shard: a slice ``full[a:b]`` or ``full[:, a:b]``) into ``dst`` (cast to the layer's dtype, moved to
+        its device). ``full`` is the whole tensor or a :class:`~tritium.models.weights.LazyTensor`, of which
+        only the shard is read."""
+        if not isinstance(full, (torch.Tensor, LazyTensor)):
+            raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
+        if not full.dtype.is_floating_point:
             raise TypeError(f"{self.name}: {part} must be a floating-point tensor, got {full.dtype}")
         if tuple(full.shape) != tuple(expected):
             raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
@@ -168,7 +173,8 @@ class ColumnParallelLinear(_ShardedLayer):
         self.weight = self._empty(sum(local_sizes), input_size)
         self.bias = self._empty(sum(local_sizes)) if bias else None
 
-    def _load_part(self, kind: str, t: torch.Tensor, index: int, label: str, first_row: int | None = None) -> None:
+    def _load_part(self, kind: str, t: torch.Tensor | LazyTensor, index: int, label: str,
+                   first_row: int | None = None) -> None:
         """Copy rows ``[first_row, first_row + local_sizes[index])`` of part ``index`` (full
         ``[output_sizes[index], ...]``; default first row: this rank's equal share) into its slot."""
         if kind == "bias" and self.bias is None:
@@ -181,11 +187,11 @@ class ColumnParallelLinear(_ShardedLayer):
         expected = (full, self.input_size) if kind == "weight" else (full,)
         self._copy(label, dst, t, expected, lambda full: full[start: start + n])
 
-    def load_weight(self, t: torch.Tensor) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full weight ``[output_size, input_size]`` (any float dtype, any device)."""
         self._load_part("weight", t, 0, "weight")
 
-    def load_bias(self, t: torch.Tensor) -> None:
+    def load_bias(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full bias ``[output_size]``."""
         self._load_part("bias", t, 0, "bias")
 
@@ -226,11 +232,11 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
             raise ValueError(f"{self.name}: part must be an int in [0, {len(self.output_sizes)}), got {part!r}")
         return part
 
-    def load_weight(self, t: torch.Tensor, part: int) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor, part: int) -> None:
         """t: part ``part``'s full weight ``[output_sizes[part], input_size]`` (0: gate, 1: up)."""
         self._load_part("weight", t, self._part(part), f"weight[{part}]")
 
-    def load_bias(self, t: torch.Tensor, part: int) -> None:
+    def load_bias(self, t: torch.Tensor | LazyTensor, part: int) -> None:
         """t: part ``part``'s full bias ``[output_sizes[part]]``."""
         self._load_part("bias", t, self._part(part), f"bias[{part}]")
 
@@ -280,7 +286,7 @@ class QKVParallelLinear(ColumnParallelLinear):
         self._init(hidden_size, [num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim],
                    [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts)
 
-    def _load(self, kind: str, t: torch.Tensor, part: str) -> None:
+    def _load(self, kind: str, t: torch.Tensor | LazyTensor, part: str) -> None:
         if part == "q":
             index, first_row = 0, self.group.rank * self.q_size
         elif part in ("k", "v"):
@@ -289,12 +295,12 @@ class QKVParallelLinear(ColumnParallelLinear):
             raise ValueError(f"{self.name}: part must be 'q', 'k' or 'v', got {part!r}")
         self._load_part(kind, t, index, f"{kind}[{part}]", first_row)
 
-    def load_weight(self, t: torch.Tensor, part: str) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full ``q_proj`` ``[num_heads * head_dim, hidden]`` (part "q") or ``k_proj``/``v_proj``
         ``[num_kv_heads * head_dim, hidden]`` (part "k"/"v") weight, with the total head counts."""
         self._load("weight", t, part)
 
-    def load_bias(self, t: torch.Tensor, part: str) -> None:
+    def load_bias(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full bias of part "q", "k" or "v"."""
         self._load("bias", t, part)
 
@@ -318,16 +324,16 @@ class RowParallelLinear(_ShardedLayer):
         self.bias = self._empty(output_size) if bias else None
         self._bias_here = self.bias if group.rank == 0 else None  # added once: on rank 0, before the sum
 
-    def load_weight(self, t: torch.Tensor) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full weight ``[output_size, input_size]``; this rank copies its columns."""
         start, end = self._cols
         self._copy("weight", self.weight, t, (self.output_size, self.input_size), lambda full: full[:, start:end])
 
-    def load_bias(self, t: torch.Tensor) -> None:
+    def load_bias(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full bias ``[output_size]`` (held whole by every rank)."""
         if self.bias is None:
             raise ValueError(f"{self.name}: was built with bias=False, cannot load a bias")
-        self._copy("bias", self.bias, t, (self.output_size,), lambda full: full)
+        self._copy("bias", self.bias, t, (self.output_size,), lambda full: full[:])
 
     def forward(self, x: torch.Tensor, linear, *, gated: bool = False, reduce: bool = True) -> torch.Tensor:
         """x ``[T, k]`` (``[T, 2k]`` = [gate_shard | up_shard] when ``gated``) -> y ``[T, output_size]``.
@@ -375,7 +381,7 @@ class _VocabParallel(_ShardedLayer):
         if self.weight is not None:
             self.weight[self.vocab_end - self.vocab_start:].zero_()
 
-    def load_weight(self, t: torch.Tensor) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full table ``[num_embeddings, embedding_dim]``; this rank copies its rows."""
         start, end = self.vocab_start, self.vocab_end
         self._copy("weight", self.weight[: end - start], t, (self.num_embeddings, self.embedding_dim),
@@ -439,7 +445,7 @@ class ParallelLMHead(_VocabParallel):
         self.tied = True
         self._loaded.add("weight")
 
-    def load_weight(self, t: torch.Tensor) -> None:
+    def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full ``lm_head.weight`` ``[num_embeddings, embedding_dim]``; this rank copies its rows."""
         if self.tied:
             raise ValueError(f"{self.name}: is tied to the embedding; load the embedding's weight instead")

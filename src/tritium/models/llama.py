@@ -20,6 +20,7 @@ from tritium.models.config import ModelConfig
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
 from tritium.models.linear import LinearDispatch
+from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
 
@@ -78,11 +79,11 @@ class LlamaDecoderLayer:
         self.down_proj = RowParallelLinear(cfg.intermediate_size, cfg.hidden_size, **kw)
         self._norms_loaded: set[str] = set()
 
-    def load(self, name: str, tensor: torch.Tensor) -> bool:
-        """Load a checkpoint tensor by its name inside the layer (``self_attn.q_proj.weight`` ...); False if
-        the name is not one of the layer's."""
+    def load(self, name: str, tensor: torch.Tensor | LazyTensor) -> bool:
+        """Load a checkpoint tensor (full or lazy: the projections read only this rank's shard of it) by its
+        name inside the layer (``self_attn.q_proj.weight`` ...); False if the name is not one of the layer's."""
         if name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
-            (self.input_norm if name.startswith("input") else self.post_norm).copy_(tensor)
+            (self.input_norm if name.startswith("input") else self.post_norm).copy_(materialize(tensor))
             self._norms_loaded.add(name)
         elif name.startswith("self_attn.") and name[len("self_attn."):] in _QKV_NAMES:
             part, kind = _QKV_NAMES[name[len("self_attn."):]]
@@ -183,17 +184,18 @@ class LlamaModel:
         return self.prefetcher is not None
 
     # -- weights -------------------------------------------------------------------------------------------
-    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Take (Hugging Face name, full tensor) pairs; each layer copies its shard. Raises ValueError for
-        missing or unexpected tensors."""
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor | LazyTensor]]) -> None:
+        """Take (Hugging Face name, full tensor or :class:`~tritium.models.weights.LazyTensor`) pairs; each
+        layer copies its shard (of a lazy tensor it reads only that; norms and ``rope_freqs`` are read whole).
+        Raises ValueError for missing or unexpected tensors."""
         cfg = self.config
         for name, tensor in weights:
             if name == "rope_freqs":
-                self._rope_freqs = tensor.float()
+                self._rope_freqs = materialize(tensor).float()
             elif name == "model.embed_tokens.weight":
                 self.embed.load_weight(tensor)
             elif name == "model.norm.weight":
-                self.norm.copy_(tensor)
+                self.norm.copy_(materialize(tensor))
             elif name == "lm_head.weight":
                 if not cfg.tie_word_embeddings:
                     self.lm_head.load_weight(tensor)

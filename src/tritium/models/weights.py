@@ -4,11 +4,18 @@ Both produce a :class:`~tritium.models.config.ModelConfig` and tensors under Hug
 (``model.layers.0.self_attn.q_proj.weight`` ...), which :meth:`tritium.models.llama.LlamaModel.load_weights`
 consumes. GGUF tensors are dequantised at load time with the ``gguf`` package, and the Q/K projections
 that llama.cpp's converter permutes for its interleaved rope are permuted back.
+
+With ``lazy=True`` the iterators yield :class:`LazyTensor` objects instead of full tensors: a
+tensor-parallel rank indexes each one with its shard's row or column range and reads (dequantises) only
+that, so no rank holds the whole model in memory. :class:`RandomWeights` is the same kind of source for
+random benchmark weights.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob
+import hashlib
 import json
 import os
 import re
@@ -70,6 +77,66 @@ def check_model_path(path: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Lazy tensors
+# ---------------------------------------------------------------------------------------------------------
+
+class LazyTensor:
+    """A checkpoint tensor read on demand: only the part that is indexed is read.
+
+    ``shape`` (tuple) and ``dtype`` (the torch dtype it reads as) are known without reading. ``t[a:b]``
+    (rows), ``t[:, c:d]`` (columns) or ``t[a:b, c:d]``: slices with step 1, one per leading dimension at
+    most; the result is a new CPU or device tensor holding only that block. ``materialize()`` reads all of
+    it. Subclasses implement ``_read(bounds)``: bounds is one ``(start, stop)`` per dimension, non-empty.
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+    def __getitem__(self, index) -> torch.Tensor:
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) > self.ndim:
+            raise IndexError(f"{type(self).__name__}: {len(index)} indices for a tensor of shape {self.shape}")
+        bounds = []
+        for dim, size in enumerate(self.shape):
+            s = index[dim] if dim < len(index) else slice(None)
+            if not isinstance(s, slice):
+                raise TypeError(f"{type(self).__name__}: index {dim} must be a slice, got {type(s).__name__}")
+            start, stop, step = s.indices(size)
+            if step != 1:
+                raise ValueError(f"{type(self).__name__}: slice steps must be 1, got {step} at index {dim}")
+            bounds.append((start, max(start, stop)))
+        if any(stop == start for start, stop in bounds):
+            return torch.empty([stop - start for start, stop in bounds], dtype=self.dtype)
+        return self._read(bounds)
+
+    def materialize(self) -> torch.Tensor:
+        """The whole tensor."""
+        return self[(slice(None),) * self.ndim]
+
+    def _read(self, bounds: list[tuple[int, int]]) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def materialize(t: torch.Tensor | LazyTensor) -> torch.Tensor:
+    """``t`` itself when it is a tensor, else all of it read."""
+    return t if isinstance(t, torch.Tensor) else t.materialize()
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Hugging Face directory
 # ---------------------------------------------------------------------------------------------------------
 
@@ -85,15 +152,33 @@ def load_hf_config(path: str) -> ModelConfig:
     return cfg
 
 
-def iter_hf_weights(path: str, *, progress: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
-    """(name, CPU tensor) for every tensor of every ``*.safetensors`` shard in ``path``."""
+class SafetensorsTensor(LazyTensor):
+    """One tensor of an open safetensors file; an index reads only its bytes (``safe_open().get_slice``)."""
+
+    def __init__(self, handle, name: str):
+        self._handle, self._name = handle, name
+        self._slice = handle.get_slice(name)
+        shape = tuple(self._slice.get_shape())
+        # the dtype as safetensors converts it, from an empty read (a 0-d tensor is read whole)
+        super().__init__(shape, (self._slice[0:0] if shape else handle.get_tensor(name)).dtype)
+
+    def _read(self, bounds):
+        if all(stop - start == size for (start, stop), size in zip(bounds, self.shape)):
+            return self._handle.get_tensor(self._name)
+        return self._slice[tuple(slice(start, stop) for start, stop in bounds)]
+
+
+def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False
+                    ) -> Iterator[tuple[str, torch.Tensor | LazyTensor]]:
+    """(name, CPU tensor) for every tensor of every ``*.safetensors`` shard in ``path``; ``lazy``: (name,
+    :class:`SafetensorsTensor`) instead, read when indexed (the files stay open while the iterator lives)."""
     from safetensors import safe_open
 
     files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
     handles = [safe_open(f, framework="pt") for f in files]
     names = [(h, n) for h in handles for n in h.keys()]
     for handle, name in _progress(names, len(names), "loading weights", progress):
-        yield name, handle.get_tensor(name)
+        yield name, SafetensorsTensor(handle, name) if lazy else handle.get_tensor(name)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -136,39 +221,175 @@ def unpermute_rope(w: np.ndarray, n_heads: int) -> np.ndarray:
     return w.reshape(n_heads, shape[0] // n_heads // 2, 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
 
 
-def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False
-                      ) -> Iterator[tuple[str, torch.Tensor]]:
-    """(Hugging Face name, float32 CPU tensor) for every tensor of a GGUF file, dequantised.
+class GGUFTensor(LazyTensor):
+    """One tensor of a GGUF file under its Hugging Face shape, dequantised to float32 when indexed.
+
+    GGUF stores the HF shape reversed (ne0 is the HF last dimension) row by row, each row a run of whole
+    quantisation blocks: a row range is one contiguous byte range, and only its blocks are dequantised; a
+    column range dequantises the blocks that cover it in each row. ``rope_heads``: the tensor is a Q/K
+    projection (weight or bias) that llama.cpp permuted within each of that many heads; the heads that
+    cover the requested rows are read and un-permuted (:func:`unpermute_rope`), so any row range equals
+    the same rows of the fully un-permuted tensor.
+    """
+
+    def __init__(self, tensor, rope_heads: int | None = None):
+        super().__init__(tuple(int(s) for s in reversed(tensor.shape.tolist())), torch.float32)
+        if rope_heads is not None and (self.ndim not in (1, 2) or self.shape[0] % (2 * rope_heads)):
+            raise ValueError(f"GGUF tensor {tensor.name!r} of shape {self.shape} cannot be un-permuted over "
+                             f"{rope_heads} rope heads (rows must divide into heads of an even size)")
+        self._tensor = tensor
+        self._rope_heads = rope_heads
+
+    def _read(self, bounds):
+        if self._rope_heads is None:
+            return _to_torch(self._dequantize(bounds))
+        (start, stop), rest = bounds[0], bounds[1:]
+        d = self.shape[0] // self._rope_heads                       # rows per head
+        h0, h1 = start // d, -(-stop // d)                           # the heads covering [start, stop)
+        heads = unpermute_rope(self._dequantize([(h0 * d, h1 * d), *rest]), h1 - h0)
+        return _to_torch(heads[start - h0 * d: stop - h0 * d])
+
+    def _dequantize(self, bounds) -> np.ndarray:
+        """float32 ``[stop - start for each bound]`` of the HF-shaped tensor."""
+        gguf = _import_gguf()
+        t = self._tensor
+        if self.ndim > 2:  # not in a Llama-family model: dequantise all of it
+            full = gguf.quants.dequantize(t.data, t.tensor_type).reshape(self.shape)
+            return full[tuple(slice(a, b) for a, b in bounds)].astype(np.float32)
+        data = t.data.reshape(1, -1) if self.ndim == 1 else t.data   # [rows, elements or bytes of a row]
+        (r0, r1), (c0, c1) = ((0, 1), bounds[0]) if self.ndim == 1 else bounds
+        if data.dtype == np.uint8:  # quantised: a row is blocks of `block` values in `nbytes` bytes
+            block, nbytes = gguf.GGML_QUANT_SIZES[t.tensor_type]
+            b0, b1 = c0 // block, -(-c1 // block)
+            raw = np.ascontiguousarray(data[r0:r1, b0 * nbytes: b1 * nbytes])
+            arr = gguf.quants.dequantize(raw, t.tensor_type)[:, c0 - b0 * block: c1 - b0 * block]
+        else:
+            arr = gguf.quants.dequantize(data[r0:r1, c0:c1], t.tensor_type)
+        shape = [b - a for a, b in bounds]
+        return arr.astype(np.float32, copy=False).reshape(shape)
+
+
+def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, lazy: bool = False
+                      ) -> Iterator[tuple[str, torch.Tensor | LazyTensor]]:
+    """(Hugging Face name, float32 CPU tensor) for every tensor of a GGUF file, dequantised; ``lazy``:
+    (name, :class:`GGUFTensor`) instead, dequantised when indexed.
 
     ``rope_freqs.weight`` (Llama 3.1+ files: llama3 rope scaling as per-frequency factors) comes out as
     ``rope_freqs``; the model divides its rope inverse frequencies by it, as llama.cpp does.
     """
-    gguf = _import_gguf()
     permuted = config.model_type in ("llama", "mistral")
     layer = re.compile(r"blk\.(\d+)\.(.+)")
     for t in _progress(reader.tensors, len(reader.tensors), "dequantising weights", progress):
-        shape = tuple(int(s) for s in reversed(t.shape.tolist()))
-        arr = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False).reshape(shape)
-        if t.name == "rope_freqs.weight":
-            yield "rope_freqs", _to_torch(arr)
-            continue
+        rope_heads = None
         m = layer.fullmatch(t.name)
-        if m:
+        if t.name == "rope_freqs.weight":
+            name = "rope_freqs"
+        elif m:
             suffix = _GGUF_LAYER_NAMES.get(m.group(2))
             if suffix is None:
                 raise ValueError(f"GGUF tensor {t.name!r} is not part of a supported Llama-family model")
             if permuted and m.group(2).startswith("attn_q."):
-                arr = unpermute_rope(arr, config.num_attention_heads)
+                rope_heads = config.num_attention_heads
             elif permuted and m.group(2).startswith("attn_k."):
-                arr = unpermute_rope(arr, config.num_key_value_heads)
+                rope_heads = config.num_key_value_heads
             name = f"model.layers.{m.group(1)}.{suffix}"
         elif t.name in _GGUF_NAMES:
             name = _GGUF_NAMES[t.name]
         else:
             raise ValueError(f"GGUF tensor {t.name!r} is not part of a supported Llama-family model")
-        yield name, _to_torch(arr)
+        tensor = GGUFTensor(t, rope_heads)
+        yield name, tensor if lazy else tensor.materialize()
 
 
 def _to_torch(arr: np.ndarray) -> torch.Tensor:
     """A tensor owning a copy when ``arr`` is a read-only view of the memory-mapped file."""
     return torch.from_numpy(arr if arr.flags.writeable and arr.flags.c_contiguous else np.array(arr))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Random weights (benchmarks)
+# ---------------------------------------------------------------------------------------------------------
+
+RANDOM_STD = 0.02  # projections and embeddings: N(0, 0.02^2) drawn in float32, then cast; norms are 1
+
+
+class RandomTensor(LazyTensor):
+    """A random tensor that exists only where it is indexed: the full tensor is drawn on ``device`` from a
+    generator seeded by ``seed`` (N(0, std^2) in float32; ``std=None``: all ones), sliced and cast to
+    ``dtype``, and dropped. Any slice equals the same slice of the full tensor."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, seed: int,
+                 std: float | None):
+        super().__init__(shape, dtype)
+        self.device, self.seed, self.std = device, seed, std
+
+    def _read(self, bounds):
+        index = tuple(slice(start, stop) for start, stop in bounds)
+        if self.std is None:
+            return torch.ones([b - a for a, b in bounds], dtype=self.dtype, device=self.device)
+        g = torch.Generator(device=self.device).manual_seed(self.seed)
+        full = torch.randn(self.shape, generator=g, device=self.device, dtype=torch.float32) * self.std
+        return full[index].to(self.dtype, copy=True, memory_format=torch.contiguous_format)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomWeights:
+    """Random Hugging Face-named weights for a Llama-family ``config``: a picklable description (worker
+    processes rebuild the same values from it) whose :meth:`iter` yields (name, :class:`RandomTensor`).
+
+    Distributions are those of ``tritium.bench.engine.make_weights``: projections, embeddings and the LM
+    head N(0, 0.02^2) drawn in float32 and cast to ``dtype_name`` ("bfloat16", "float16", "float32"), norms
+    1; QKV biases (``config.attention_bias``) N(0, 0.02^2); ``lm_head.weight`` only when the embeddings are
+    not tied. Each tensor has its own generator, seeded from (``seed``, name): the same on every rank.
+    """
+
+    config: ModelConfig
+    dtype_name: str = "bfloat16"
+    seed: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.config, ModelConfig):
+            raise TypeError(f"RandomWeights: config must be a ModelConfig, got {type(self.config).__name__}")
+        dtype = getattr(torch, self.dtype_name, None) if isinstance(self.dtype_name, str) else None
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"RandomWeights: dtype_name must name a floating-point torch dtype "
+                             f"(e.g. 'bfloat16'), got {self.dtype_name!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TypeError(f"RandomWeights: seed must be an int, got {self.seed!r}")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype_name)
+
+    def shapes(self) -> dict[str, tuple[tuple[int, ...], float | None]]:
+        """name -> (shape, std; None for the norms, which are ones)."""
+        cfg, std = self.config, RANDOM_STD
+        h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
+        out = {"model.embed_tokens.weight": ((cfg.vocab_size, h), std), "model.norm.weight": ((h,), None)}
+        if not cfg.tie_word_embeddings:
+            out["lm_head.weight"] = ((cfg.vocab_size, h), std)
+        for layer in range(cfg.num_hidden_layers):
+            p = f"model.layers.{layer}."
+            out.update({
+                p + "input_layernorm.weight": ((h,), None), p + "post_attention_layernorm.weight": ((h,), None),
+                p + "self_attn.q_proj.weight": ((q, h), std), p + "self_attn.k_proj.weight": ((kv, h), std),
+                p + "self_attn.v_proj.weight": ((kv, h), std), p + "self_attn.o_proj.weight": ((h, q), std),
+                p + "mlp.gate_proj.weight": ((i, h), std), p + "mlp.up_proj.weight": ((i, h), std),
+                p + "mlp.down_proj.weight": ((h, i), std),
+            })
+            if cfg.attention_bias:
+                out.update({p + f"self_attn.{x}_proj.bias": ((n,), std) for x, n in (("q", q), ("k", kv), ("v", kv))})
+        return out
+
+    def iter(self, device: torch.device | str) -> Iterator[tuple[str, RandomTensor]]:
+        """(Hugging Face name, lazy random tensor on ``device``) for every tensor the model needs."""
+        device = torch.device(device)
+        for name, (shape, std) in self.shapes().items():
+            digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
+            yield name, RandomTensor(shape, self.dtype, device, int.from_bytes(digest[:8], "little") >> 1, std)
+
+
+def random_weights(config: ModelConfig, dtype: torch.dtype, device: torch.device | str, seed: int = 0
+                   ) -> Iterator[tuple[str, RandomTensor]]:
+    """``RandomWeights(config, <dtype's name>, seed).iter(device)``."""
+    return RandomWeights(config, str(dtype).removeprefix("torch."), seed).iter(device)
