@@ -1,6 +1,7 @@
 """Engine benchmark: decode latency at batch 1 and throughput at batch 64.
 
     python -m tritium.bench engine [--out FILE] [--shape llama3-8b|tiny | --model PATH] [--systems ...]
+    python -m tritium.bench engine --tp N [--shape llama3-70b|tiny] [--comm tritium,torch]   (tensor parallel)
 
 The model is a Llama-3-8B-shaped decoder with random bf16 weights built once in GPU memory (same seed,
 same tensors for every system), or, with ``--model``, a user's checkpoint (Hugging Face directory or GGUF
@@ -15,143 +16,33 @@ Batch 1: one prompt of ``--prompt-len`` tokens, ``--new-tokens`` greedy tokens; 
 output tokens per second end to end (prefill included) and decode steps per second. The ceiling is the
 weight-read time: bytes of weights read per decode step / copy bandwidth measured in the same run.
 ``--shape tiny`` runs the same code on a small model (also on the CPU, as a smoke test). Ablations of
-the decode chain and a kernel trace are the ``engine-ablate`` suite.
+the decode chain and a kernel trace are the ``engine-ablate`` suite. ``--tp N`` (N > 1) measures the
+engine sharded over N GPUs instead: :mod:`tritium.bench.engine_tp`.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import time
 
 import torch
 
+from tritium.bench import engine_tp
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
-from tritium.engine import LLM, SamplingParams
-from tritium.engine.llm_engine import load_checkpoint
-from tritium.models.config import ModelConfig
-from tritium.runtime import interpreting
+from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, batch_throughput, engine_generate
+from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
 
-SHAPES = {
-    "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                      num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=8192,
-                      rope_theta=500000.0, rms_norm_eps=1e-5,
-                      rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
-    "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
-                 rms_norm_eps=1e-5),
-}
 SYSTEMS = ("tritium", "sdpa", "transformers")
 
 
-def add_model_arguments(parser) -> None:
-    """The model and engine options this suite shares with ``engine-ablate``."""
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b",
-                        help="random-weight model shape (default llama3-8b)")
-    parser.add_argument("--model", default=None, help="a checkpoint instead: Hugging Face directory or .gguf file")
-    parser.add_argument("--prompt-len", type=int, default=512)
-    parser.add_argument("--new-tokens", type=int, default=256)
-    parser.add_argument("--kv-cache-gib", type=float, default=10.0)
-    parser.add_argument("--max-model-len", type=int, default=None,
-                        help="engine context (default: prompt + new tokens, rounded up to a page); decode graphs "
-                             "are captured for it")
-
-
 def add_arguments(parser) -> None:
-    add_model_arguments(parser)
+    add_model_arguments(parser, default_shape=None)
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
     parser.add_argument("--profile-host", action="store_true",
                         help="tritium: print a cProfile of one batch-1 generation (where the host time goes)")
-
-
-class Bench:
-    """The model under test: random weights of a shape, built once, or a checkpoint path."""
-
-    def __init__(self, args):
-        self.args = args
-        self.device = torch.device("cpu" if interpreting() else "cuda")
-        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        if args.model is not None:
-            _, self.config, _, _ = load_checkpoint(args.model)  # reads the config only; weights stay lazy
-            self.weights = None
-            self.label = os.path.basename(os.path.normpath(args.model))
-        else:
-            self.config = ModelConfig(model_type="llama", **SHAPES[args.shape])
-            self.weights = make_weights(self.config, self.dtype, self.device)
-            self.label = args.shape
-
-    def llm(self, attention_backend: str, max_num_seqs: int, tokenizer=None, **engine_kwargs) -> LLM:
-        """The engine over this model; ``tokenizer`` (random weights only) turns its tokens into text;
-        ``engine_kwargs`` are further EngineConfig fields."""
-        args = self.args
-        max_len = args.prompt_len + args.new_tokens
-        kw = dict(attention_backend=attention_backend, dtype=self.dtype, device=self.device,
-                  max_model_len=args.max_model_len or -(-max_len // 16) * 16, max_num_seqs=max(max_num_seqs, 1),
-                  max_num_batched_tokens=4096, enable_prefix_caching=False,
-                  kv_cache_memory=int(args.kv_cache_gib * 2**30), **engine_kwargs)
-        if self.weights is None:
-            return LLM(args.model, **kw)
-        return LLM.from_weights(self.config, self.weights.items(), tokenizer, **kw)
-
-    def prompts(self, n: int, seed: int) -> list[list[int]]:
-        g = torch.Generator().manual_seed(seed)
-        return torch.randint(0, self.config.vocab_size, (n, self.args.prompt_len), generator=g).tolist()
-
-
-def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Random Hugging Face-named weights (std 0.02, norms 1)."""
-    g = torch.Generator(device=device).manual_seed(seed)
-    h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g, device=device, dtype=torch.float32) * 0.02).to(dtype)
-
-    w = {"model.embed_tokens.weight": rnd(cfg.vocab_size, h), "model.norm.weight": torch.ones(h, dtype=dtype, device=device),
-         "lm_head.weight": rnd(cfg.vocab_size, h)}
-    for layer in range(cfg.num_hidden_layers):
-        p = f"model.layers.{layer}."
-        w.update({
-            p + "input_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
-            p + "post_attention_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
-            p + "self_attn.q_proj.weight": rnd(q, h), p + "self_attn.k_proj.weight": rnd(kv, h),
-            p + "self_attn.v_proj.weight": rnd(kv, h), p + "self_attn.o_proj.weight": rnd(h, q),
-            p + "mlp.gate_proj.weight": rnd(i, h), p + "mlp.up_proj.weight": rnd(i, h),
-            p + "mlp.down_proj.weight": rnd(h, i),
-        })
-    return w
-
-
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(fn, device) -> float:
-    _sync(device)
-    start = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - start
-
-
-def batch1_step_ms(bench: Bench, generate, repeats: int) -> list[float]:
-    """Decode step times (ms, sorted): (time of N new tokens - time of 1) / (N - 1), ``repeats`` times;
-    ``generate(prompts, max_tokens)`` runs one greedy generation."""
-    n = bench.args.new_tokens
-    generate(bench.prompts(1, 99), 8)
-    times = []
-    for r in range(repeats):
-        t_full = _timed(lambda: generate(bench.prompts(1, 2 * r), n), bench.device)
-        t_one = _timed(lambda: generate(bench.prompts(1, 2 * r + 1), 1), bench.device)
-        times.append((t_full - t_one) / (n - 1) * 1e3)
-    return sorted(times)
-
-
-def engine_generate(llm: LLM):
-    return lambda prompts, n: llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True))
+    engine_tp.add_arguments(parser)
 
 
 def bench_engine(bench: Bench, attention_backend: str) -> dict:
@@ -181,13 +72,7 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
     for row in engine.model.linear.report:
         print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
               f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
-    # warm-up at full batch (prefill kernels compile here), then prefill alone, then the whole generation
-    generate(bench.prompts(args.batch, 3000), 2)
-    t_prefill = _timed(lambda: generate(bench.prompts(args.batch, 2000), 1), device)
-    t_batch = _timed(lambda: generate(bench.prompts(args.batch, 1000), args.new_tokens), device)
-    out.update(batch_tokens_per_s=args.batch * args.new_tokens / t_batch, batch_seconds=t_batch,
-               batch_prefill_seconds=t_prefill,
-               batch_decode_step_ms=(t_batch - t_prefill) / (args.new_tokens - 1) * 1e3)
+    out.update(batch_throughput(bench, generate))
     # GPU time of one captured decode step; each replay moves its rows one token on (greedy_advance). Batch 1
     # starts ~70 tokens before the end of its last run; the larger batch's rows have their last run's
     # inputs (every sequence at max_len: rows stop there, see greedy_advance, and repeat that step).
@@ -282,19 +167,19 @@ def bench_transformers(bench: Bench) -> dict:
                            do_sample=False)
 
     step_ms = batch1_step_ms(bench, generate, args.repeats)
-    generate(bench.prompts(args.batch, 3000), 2)
-    t_prefill = _timed(lambda: generate(bench.prompts(args.batch, 2000), 1), device)
-    t_batch = _timed(lambda: generate(bench.prompts(args.batch, 1000), args.new_tokens), device)
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
-           "batch_tokens_per_s": args.batch * args.new_tokens / t_batch, "batch_seconds": t_batch,
-           "batch_prefill_seconds": t_prefill,
-           "batch_decode_step_ms": (t_batch - t_prefill) / (args.new_tokens - 1) * 1e3}
+           **batch_throughput(bench, generate)}
     del model
     gc.collect()
     return out
 
 
 def run(args) -> dict:
+    if args.tp > 1:
+        return engine_tp.run(args)
+    if args.tp != 1:
+        raise SystemExit(f"--tp must be >= 1, got {args.tp}")
+    args.shape = args.shape or "llama3-8b"
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:

@@ -28,8 +28,8 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from tritium.bench.common import cold_us, header, time_ms
-from tritium.bench.engine import Bench, add_model_arguments, batch1_step_ms, engine_generate, graph_inputs, \
-    set_graph_inputs
+from tritium.bench.engine import graph_inputs, set_graph_inputs
+from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, engine_generate
 from tritium.engine import LLM, LLMEngine
 from tritium.ops import gemv, prefetch_l2
 

@@ -40,7 +40,7 @@ import time
 import torch
 
 from tritium.bench.common import header, print_table
-from tritium.bench.engine import SHAPES, Bench, _timed, batch1_step_ms, engine_generate
+from tritium.bench.engine_common import SHAPES, Bench, batch1_step_ms, engine_generate, timed
 from tritium.engine import LLM, default_model_path
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
@@ -122,13 +122,13 @@ def _offline(bench: Bench, llm: LLM, levels: list[int], args) -> dict:
     device = bench.device
     generate = engine_generate(llm)
     steps = batch1_step_ms(bench, generate, args.repeats)
-    prefill = sorted(_timed(lambda r=r: generate(bench.prompts(1, 500 + r), 1), device) * 1e3
+    prefill = sorted(timed(lambda r=r: generate(bench.prompts(1, 500 + r), 1), device) * 1e3
                      for r in range(max(args.repeats, 5)))
     out = {"prefill_ms": prefill[len(prefill) // 2], "prefill_ms_all": prefill,
            "batch1_decode_ms": steps[len(steps) // 2], "batch1_decode_ms_all": steps, "batch": {}}
     for b in levels:
         generate(bench.prompts(b, 3000 + b), 2)  # warm-up at this batch (prefill shapes, graph bucket)
-        seconds = _timed(lambda: generate(bench.prompts(b, 4000 + b), args.output_len), device)
+        seconds = timed(lambda: generate(bench.prompts(b, 4000 + b), args.output_len), device)
         out["batch"][str(b)] = {"seconds": seconds, "tokens_per_s": b * args.output_len / seconds}
         print(f"[server] offline batch {b}: {b * args.output_len / seconds:.0f} tok/s", flush=True)
     return out

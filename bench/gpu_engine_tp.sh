@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Tensor-parallel engine (issue 16) on a multi-GPU machine (torch + triton installed, no network), from the repo root:
+#   OUT=/some/dir bash bench/gpu_engine_tp.sh [all|tests|bench] [extra bench args...]
+# tests: tests/engine/test_tensor_parallel.py on the GPUs (TEST_ARGS: extra pytest arguments, e.g. "-m gpu" for
+# the GPU-only tests; skipped if the file is absent);
+# bench: `python -m tritium.bench engine --tp $TP` (TP default 2): Llama-3-70B random bf16 weights at TP=2 with
+# comm tritium then comm torch (batch-1 step, batch-64 throughput, 2048-token prefill), then Llama-3-8B at
+# TP=1 and TP=2 (batch-1 step): four engine builds, one at a time. JSON $OUT/engine-tp-<gpu>-x<TP>.json
+# (rewritten after each engine, "complete": false until the end), logs beside it (git-ignored in bench/results).
+# Budget on 2x H200: tests <= TEST_TIMEOUT (150 s), bench ~5-6 min, killed at BENCH_TIMEOUT (400 s).
+set -uo pipefail
+what=${1:-all}; shift || true
+cd "$(dirname "$0")/.."
+source bench/gpu_env.sh
+tp=${TP:-2}
+stamp() { echo "[$(date +%T)] $*"; }
+status=0
+stamp "engine-tp on $ngpu x $gpu, TP=$tp, OUT=$OUT"
+
+if [[ $what == tests || $what == all ]]; then
+  tests=tests/engine/test_tensor_parallel.py
+  if [[ -f $tests ]]; then
+    log="$OUT/engine-tp-tests-$gpu-x$ngpu.log"
+    timeout -k 20 ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider $tests ${TEST_ARGS:-} > "$log" 2>&1
+    rc=$?
+    (( rc == 0 || rc == 5 )) || status=1  # 5: no test selected
+    stamp "engine-tp tests rc=$rc ($(tail -1 "$log"))"
+    (( rc == 0 || rc == 5 )) || grep -E "Error|FAILED|assert" "$log" | head -20
+  else
+    stamp "engine-tp tests: $tests not there yet, skipped"
+  fi
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  log="$OUT/engine-tp-bench-$gpu-x$tp.log"
+  timeout -k 20 ${BENCH_TIMEOUT:-400} python3 -m tritium.bench engine --tp "$tp" \
+    --out "$OUT/engine-tp-$gpu-x$tp.json" "$@" > "$log" 2>&1
+  rc=$?; (( rc == 0 )) || status=1
+  stamp "engine-tp bench rc=$rc"
+  grep -E "^\[|FAILED" "$log" | tail -40
+  grep -v -e Warning -e "return func" -e "^\[" "$log" | tail -25
+fi
+exit $status

@@ -1,0 +1,169 @@
+"""What the engine suites share: the model under test and how a generation is timed.
+
+- :data:`SHAPES`: random-weight model shapes (Llama-3 8B and 70B, a tiny one for the CPU).
+- :class:`Bench`: the model of a run (random weights built once, drawn lazily by each engine, or a
+  checkpoint) and the engines over it (:meth:`Bench.llm`).
+- :func:`batch1_step_ms`, :func:`batch_throughput`: the batch-1 decode step and the batched throughput of a
+  ``generate(prompts, max_tokens)`` callable (an engine's, or another system's).
+
+Used by the ``engine`` (single GPU), ``engine --tp N`` (:mod:`tritium.bench.engine_tp`) and ``engine-ablate``
+suites.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from tritium.engine import LLM, SamplingParams
+from tritium.engine.llm_engine import load_checkpoint
+from tritium.models.config import ModelConfig
+from tritium.models.weights import RandomWeights
+from tritium.runtime import interpreting
+
+_LLAMA3_ROPE = dict(max_position_embeddings=8192, rope_theta=500000.0, rms_norm_eps=1e-5,
+                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+SHAPES = {
+    "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                      num_attention_heads=32, num_key_value_heads=8, head_dim=128, **_LLAMA3_ROPE),
+    # tensor-parallel runs (--tp): 141 GB of bf16 weights, half on each of 2 GPUs
+    "llama3-70b": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                       num_attention_heads=64, num_key_value_heads=8, head_dim=128, **_LLAMA3_ROPE),
+    "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
+                 rms_norm_eps=1e-5),
+}
+
+
+def add_model_arguments(parser, default_shape: str | None = "llama3-8b") -> None:
+    """The model and engine options of the ``engine`` and ``engine-ablate`` suites."""
+    default = default_shape or "llama3-8b; llama3-70b with --tp > 1"
+    parser.add_argument("--shape", choices=sorted(SHAPES), default=default_shape,
+                        help=f"random-weight model shape (default {default})")
+    parser.add_argument("--model", default=None, help="a checkpoint instead: Hugging Face directory or .gguf file")
+    parser.add_argument("--prompt-len", type=int, default=512)
+    parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--kv-cache-gib", type=float, default=10.0)
+    parser.add_argument("--max-model-len", type=int, default=None,
+                        help="engine context (default: prompt + new tokens, rounded up to a page); decode graphs "
+                             "are captured for it")
+
+
+class Bench:
+    """The model under test: random weights of a shape, built once, or a checkpoint path."""
+
+    def __init__(self, args, shape: str | None = None, lazy: bool = False):
+        """``shape``: a key of SHAPES (default ``args.shape``), unless ``args.model`` names a checkpoint.
+        ``lazy``: the random weights as a :class:`RandomWeights` source, drawn while each engine (each
+        tensor-parallel rank: its shard) loads them, instead of a full model built here once."""
+        self.args = args
+        self.device = torch.device("cpu" if interpreting() else "cuda")
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        if args.model is not None:
+            _, self.config, _, _ = load_checkpoint(args.model)  # reads the config only; weights stay lazy
+            self.weights = None
+            self.label = os.path.basename(os.path.normpath(args.model))
+        else:
+            shape = shape or args.shape
+            self.config = ModelConfig(model_type="llama", **SHAPES[shape])
+            if lazy:  # the same seed for every engine
+                self.weights = RandomWeights(self.config, str(self.dtype).removeprefix("torch."), seed=0)
+            else:
+                self.weights = make_weights(self.config, self.dtype, self.device)
+            self.label = shape
+
+    def llm(self, attention_backend: str, max_num_seqs: int, tokenizer=None, **engine_kwargs) -> LLM:
+        """The engine over this model; ``tokenizer`` (random weights only) turns its tokens into text;
+        ``engine_kwargs`` are further EngineConfig fields (they override the defaults below)."""
+        args = self.args
+        max_len = args.prompt_len + args.new_tokens
+        kw = dict(attention_backend=attention_backend, dtype=self.dtype, device=self.device,
+                  max_model_len=args.max_model_len or -(-max_len // 16) * 16, max_num_seqs=max(max_num_seqs, 1),
+                  max_num_batched_tokens=4096, enable_prefix_caching=False,
+                  kv_cache_memory=int(args.kv_cache_gib * 2**30))
+        kw.update(engine_kwargs)
+        if self.weights is None:
+            return LLM(args.model, **kw)
+        weights = self.weights
+        if isinstance(weights, dict):
+            weights = weights.items()
+        elif kw.get("tensor_parallel_size", 1) == 1:  # one rank loads the source itself
+            weights = weights.iter(self.device)
+        return LLM.from_weights(self.config, weights, tokenizer, **kw)
+
+    def prompts(self, n: int, seed: int, length: int | None = None) -> list[list[int]]:
+        """``n`` random prompts of ``length`` tokens (default ``--prompt-len``)."""
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(0, self.config.vocab_size, (n, length or self.args.prompt_len), generator=g).tolist()
+
+
+def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random Hugging Face-named weights (std 0.02, norms 1)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
+
+    def rnd(*shape):
+        return (torch.randn(*shape, generator=g, device=device, dtype=torch.float32) * 0.02).to(dtype)
+
+    w = {"model.embed_tokens.weight": rnd(cfg.vocab_size, h), "model.norm.weight": torch.ones(h, dtype=dtype, device=device),
+         "lm_head.weight": rnd(cfg.vocab_size, h)}
+    for layer in range(cfg.num_hidden_layers):
+        p = f"model.layers.{layer}."
+        w.update({
+            p + "input_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
+            p + "post_attention_layernorm.weight": torch.ones(h, dtype=dtype, device=device),
+            p + "self_attn.q_proj.weight": rnd(q, h), p + "self_attn.k_proj.weight": rnd(kv, h),
+            p + "self_attn.v_proj.weight": rnd(kv, h), p + "self_attn.o_proj.weight": rnd(h, q),
+            p + "mlp.gate_proj.weight": rnd(i, h), p + "mlp.up_proj.weight": rnd(i, h),
+            p + "mlp.down_proj.weight": rnd(h, i),
+        })
+    return w
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, device) -> float:
+    """Seconds of ``fn()``, the device synchronised before and after."""
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def batch1_step_ms(bench: Bench, generate, repeats: int) -> list[float]:
+    """Decode step times (ms, sorted): (time of N new tokens - time of 1) / (N - 1), ``repeats`` times;
+    ``generate(prompts, max_tokens)`` runs one greedy generation."""
+    n = bench.args.new_tokens
+    generate(bench.prompts(1, 99), 8)
+    times = []
+    for r in range(repeats):
+        t_full = timed(lambda: generate(bench.prompts(1, 2 * r), n), bench.device)
+        t_one = timed(lambda: generate(bench.prompts(1, 2 * r + 1), 1), bench.device)
+        times.append((t_full - t_one) / (n - 1) * 1e3)
+    return sorted(times)
+
+
+def batch_throughput(bench: Bench, generate) -> dict:
+    """``--batch`` prompts generating ``--new-tokens`` each: output tokens per second end to end (prefill
+    included), and the decode step, (time of the generation - time of its prefill alone) / (N - 1).
+    A first generation at full batch warms up (prefill kernels compile there)."""
+    args, device = bench.args, bench.device
+    generate(bench.prompts(args.batch, 3000), 2)
+    t_prefill = timed(lambda: generate(bench.prompts(args.batch, 2000), 1), device)
+    t_batch = timed(lambda: generate(bench.prompts(args.batch, 1000), args.new_tokens), device)
+    return {"batch_tokens_per_s": args.batch * args.new_tokens / t_batch, "batch_seconds": t_batch,
+            "batch_prefill_seconds": t_prefill,
+            "batch_decode_step_ms": (t_batch - t_prefill) / (args.new_tokens - 1) * 1e3}
+
+
+def engine_generate(llm: LLM):
+    return lambda prompts, n: llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True))
+
+

@@ -1,0 +1,46 @@
+"""Smoke test of ``python -m tritium.bench engine --tp 2`` on a tiny model (CPU, Triton interpreter): every
+engine of the plan builds, measures, closes, and the JSON holds each figure. The GPU run is
+bench/gpu_engine_tp.sh."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tritium.runtime import interpreting
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="CPU smoke test (the GPU run is bench/gpu_engine_tp.sh)")
+
+SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+
+
+def test_engine_tp_tiny_runs_every_engine(tmp_path):
+    out = tmp_path / "engine-tp.json"
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--comm", "tritium,torch",
+           "--prompt-len", "8", "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--prefill-len", "16",
+           "--kv-cache-gib", "0.01", "--out", str(out)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["complete"] and not r["errors"] and (r["tp"], r["shape"], r["scaling_shape"]) == (2, "tiny", "tiny")
+    for comm in ("tritium", "torch"):
+        e = r["engines"][comm]
+        assert (e["tensor_parallel_size"], e["comm"]) == (2, comm)
+        assert e["max_model_len"] >= 17  # room for the prefill prompt
+        for key in ("batch1_decode_ms", "batch_tokens_per_s", "batch_decode_step_ms", "prefill_ms", "weight_bytes"):
+            assert e[key] > 0, (comm, key)
+    tp1, tp2 = r["scaling"]["tp1"], r["scaling"]["tp2"]
+    assert (tp1["tensor_parallel_size"], tp1["comm"], tp2["tensor_parallel_size"], tp2["comm"]) == (1, None, 2, "torch")
+    assert tp1["batch1_decode_ms"] > 0 and tp2["batch1_decode_ms"] > 0
+    # each rank holds a shard: about half the TP=1 model's bytes (the norms are whole on every rank)
+    assert 0.45 < tp2["weight_bytes"] / tp1["weight_bytes"] < 0.55
+    for key in ("tritium_vs_torch_batch1", "tritium_vs_torch_batch", "tritium_vs_torch_prefill",
+                "scaling_tp2_over_tp1"):
+        assert r["ratios"][key] > 0, key
+    assert r["targets"] and all(v is None for v in r["targets"].values())  # no targets on the CPU
+    assert "target scaling_tp2_over_tp1_at_most_0.62: not measured" in proc.stdout
+    assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2: closed"
