@@ -73,10 +73,10 @@ def load_checkpoint(model: str | None, *, progress: bool = False
     if weights_io.is_gguf(path):
         reader, meta = weights_io.read_gguf(path)
         config = weights_io.load_gguf_config(reader, meta)
-        return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress), \
+        return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress, lazy=True), \
             Tokenizer.from_gguf_metadata(meta)
     config = weights_io.load_hf_config(path)
-    return path, config, weights_io.iter_hf_weights(path, progress=progress), \
+    return path, config, weights_io.iter_hf_weights(path, progress=progress, lazy=True), \
         Tokenizer.from_hf_dir(path, config.eos_token_ids)
 
 

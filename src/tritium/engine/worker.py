@@ -18,6 +18,13 @@ import threading
 import time
 import traceback
 
+import torch
+import torch.distributed as dist
+
+from tritium.engine import parallel
+from tritium.engine.llm_engine import build_rank, load_checkpoint
+from tritium.shmem.launch import _run_rank_init
+
 
 def _watch_parent(pid: int) -> None:
     """Exit when the process that started this one is gone (killed: nobody will stop us)."""
@@ -34,8 +41,6 @@ def weights_of(source, device):
     """(name, tensor) pairs of a model source: a checkpoint path, an object with ``iter(device)``, or the
     pairs themselves."""
     if isinstance(source, str):
-        from tritium.engine.llm_engine import load_checkpoint
-
         return load_checkpoint(source)[2]
     if hasattr(source, "iter"):
         return source.iter(device)
@@ -47,13 +52,6 @@ def main() -> None:
     rank, world_size = spec["rank"], spec["world_size"]
     _watch_parent(spec["parent"])
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size)})
-
-    import torch
-    import torch.distributed as dist
-
-    from tritium.engine import parallel
-    from tritium.engine.llm_engine import build_rank
-    from tritium.shmem.launch import _run_rank_init
 
     cfg = spec["config"]
     store = None
