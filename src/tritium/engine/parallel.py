@@ -328,17 +328,28 @@ class TensorParallel:
                         log.debug("closing the heap: %s", e)
                         self.heap._release()
         finally:
+            if failed and self.pool is not None:
+                self.pool.stop(graceful=False)
+            self._release_groups(failed)
             if self.pool is not None:
+                # NOTE: after the groups: NCCL's teardown is collective (rank 0 waiting for it with its
+                # workers gone hung 100 s+ on 2x H200); the workers leave once theirs is done
                 self.pool.stop(graceful=not failed)
-            if dist.is_initialized():
-                try:
-                    dist.destroy_process_group(self._ctrl)
-                    if self.owns_dist:
-                        dist.destroy_process_group()
-                except Exception as e:
-                    log.debug("destroy_process_group: %s", e)
-            if self.pool is not None:
                 self.pool.cleanup()
+
+    def _release_groups(self, failed: bool) -> None:
+        if not dist.is_initialized():
+            return
+        try:
+            dist.destroy_process_group(self._ctrl)
+            if self.owns_dist:
+                abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+                if failed and abort is not None:
+                    abort()  # NCCL: do not wait for peers that are gone or stuck
+                else:
+                    dist.destroy_process_group()
+        except Exception as e:
+            log.debug("destroy_process_group: %s", e)
 
 
 class WorkerPool:
