@@ -124,8 +124,11 @@ def measure_engine(bench: Bench, clock: Clock, label: str, measures, **engine_kw
         clock.mark(f"{label}: built in {out['build_seconds']:.1f} s (comm {out['comm']}, "
                    f"{out['weight_bytes'] / 1e9:.3g} GB of weights per rank)")
         for measure in measures:
-            out.update(measure(bench, llm))
-            clock.mark(f"{label}: {measure.__name__} done")
+            measured = measure(bench, llm)
+            out.update(measured)
+            # in the log before the engine closes: a teardown that fails or hangs keeps what was measured
+            clock.mark(f"{label}: {measure.__name__} done " + json.dumps(
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in measured.items() if not k.endswith("_all")}))
     finally:
         llm.close()
         del llm

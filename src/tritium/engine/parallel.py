@@ -343,13 +343,20 @@ class TensorParallel:
         try:
             dist.destroy_process_group(self._ctrl)
             if self.owns_dist:
-                abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
-                if failed and abort is not None:
-                    abort()  # NCCL: do not wait for peers that are gone or stuck
-                else:
-                    dist.destroy_process_group()
+                release_default_group(self.device, failed)
         except Exception as e:
             log.debug("destroy_process_group: %s", e)
+
+
+def release_default_group(device: torch.device, failed: bool = False) -> None:
+    """Tear down the default process group. With NCCL (GPUs) it is aborted, not destroyed: a graceful
+    destroy of a communicator that CUDA graphs captured hung on 2x H200 (rank 0 and its worker both
+    in it, 60 s+), and peers that are gone or stuck must not be waited for either."""
+    abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+    if (failed or device.type == "cuda") and abort is not None:
+        abort()
+    else:
+        dist.destroy_process_group()
 
 
 class WorkerPool:

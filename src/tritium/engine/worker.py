@@ -72,7 +72,7 @@ def main() -> None:
         while not isinstance(tp.follow(runner), parallel.Shutdown):
             pass  # a Result ends a call of torchrun followers; workers go on until told to exit
         tp.close()
-        dist.destroy_process_group()
+        parallel.release_default_group(device)
     except BaseException as e:
         message = f"{type(e).__name__}: {e}\n--- traceback of rank {rank} ---\n{traceback.format_exc()}"
         if store is not None:
