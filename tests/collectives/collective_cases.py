@@ -5,6 +5,8 @@ against the PyTorch reference over all inputs, and, for the dtypes gloo reduces,
 ``torch.distributed`` on the same input as well.
 """
 
+import time
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -328,7 +330,18 @@ def missing_rank_worker(rank: int, world_size: int) -> None:
     dev = heap.device
     try:
         if rank != world_size - 1:
+            sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+            start = time.perf_counter()
             comm.all_reduce(torch.ones(8, device=dev))
+            sync()
+            first = time.perf_counter() - start
+            # fail fast: once a wait gave up, later calls do not wait (until the host check)
+            start = time.perf_counter()
+            for x in (torch.ones(8, device=dev), torch.ones(8, device=dev, dtype=torch.bfloat16)):
+                comm.all_reduce(x)
+                comm.all_gather(x)
+            sync()
+            assert time.perf_counter() - start < first, "calls after a timeout waited again"
             with pytest.raises(shmem.DeviceTimeout, match="gave up"):
                 comm.check()
     finally:

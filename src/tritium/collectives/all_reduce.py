@@ -8,7 +8,7 @@ import triton.language as tl
 
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
 from tritium.collectives.kernels import ALL_REDUCE
-from tritium.collectives.kernels import (begin, call_parity, combine, count_timeout, finish, pdl_prologue,
+from tritium.collectives.kernels import (begin, call_parity, combine, count_timeout, fail_fast, finish, pdl_prologue,
                                          reduce_tile, second_round)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
@@ -149,6 +149,7 @@ def _lamport_all_reduce_kernel(
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
+    max_spins = fail_fast(state_ptr, max_spins)
     calls = tl.load(lstate_ptr + _L_CALLS)
     buf = lam_ptr + (calls % 3) * world_size * capacity
     old = (calls + 2) % 3

@@ -166,6 +166,7 @@ def begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, b
     their offsets, which must agree too."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    max_spins = fail_fast(state_ptr, max_spins)
     parity = tl.load(state_ptr + _S_CALLS) % 2
     base = tl.load(state_ptr + _S_BASE0)
     sizes = state_ptr + _S_SIZES + parity * world_size
@@ -195,6 +196,7 @@ def second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD
     """Flag round 1 (every program of every rank arrives, then waits for all): after it, every peer is
     done with what it read or wrote in this rank's heap during the call."""
     num_programs = tl.num_programs(0)
+    max_spins = fail_fast(state_ptr, max_spins)
     parity = tl.load(state_ptr + _S_CALLS) % 2
     base1 = tl.load(state_ptr + _S_BASE0 + 1)
     arrive(flags_ptr + world_size, state_ptr + _S_SIZES + 2 * world_size + parity * world_size, 0, rank,
@@ -209,6 +211,14 @@ def second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD
 def call_parity(state_ptr):
     """This call's parity (0 or 1): which half of the double-buffered staging and result buffers."""
     return tl.load(state_ptr + _S_CALLS) % 2
+
+
+@triton.jit
+def fail_fast(state_ptr, max_spins):
+    """The poll budget of this call's waits: none once a wait of this rank gave up since the last host
+    check (``Communicator.check`` resets it). A lost peer then costs one timeout, not one per collective
+    queued behind it (a decode graph holds ~160: hours at 2^24 polls each)."""
+    return tl.where(tl.load(state_ptr + _S_TIMEOUTS) > 0, 0, max_spins)
 
 
 @triton.jit
