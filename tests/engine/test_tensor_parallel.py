@@ -45,8 +45,10 @@ def _tokens(llm, prompts=PROMPTS, params=GREEDY):
     return [o.token_ids for o in llm.generate(prompts, params)]
 
 
-def _children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running()
+def _children(before: frozenset = frozenset()) -> list[psutil.Process]:
+    """Live child processes of this one, except those in ``before`` (pids: e.g. the forkserver of the
+    multi-rank tests that ran earlier in the session)."""
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
             and p.status() != psutil.STATUS_ZOMBIE]
 
 
@@ -57,12 +59,12 @@ def _segments() -> set[str]:
 @pytest.fixture
 def no_leaks():
     """The test leaves no child process and no tritium shared-memory segment behind."""
-    before = _segments()
-    yield
+    before, pids = _segments(), frozenset(p.pid for p in _children())
+    yield pids
     deadline = time.monotonic() + 10
-    while _children() and time.monotonic() < deadline:
+    while _children(pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _children(), f"processes left behind: {_children()}"
+    assert not _children(pids), f"processes left behind: {_children(pids)}"
     assert _segments() <= before, f"shared memory left behind: {_segments() - before}"
 
 
@@ -152,7 +154,7 @@ def test_killed_worker_raises(tiny_models, no_leaks, when):
     llm.close()
 
 
-def test_bad_input(tiny_models):
+def test_bad_input(tiny_models, no_leaks):
     path, _ = tiny_models["llama"]  # 4 heads, 2 kv heads, intermediate 256
     with pytest.raises(ValueError, match="tensor_parallel_size 3 must divide the model's num_attention_heads"):
         LLM(path, tensor_parallel_size=3, **_kw())
@@ -162,7 +164,7 @@ def test_bad_input(tiny_models):
         LLM(path, tensor_parallel_size=2.0, **_kw())
     with pytest.raises(ValueError, match="comm must be 'auto', 'tritium' or 'torch', got 'nccl'"):
         LLM(path, tensor_parallel_size=2, comm="nccl", **_kw())
-    assert not _children()
+    assert not _children(no_leaks)
     def config(heads, kv_heads, intermediate=96):
         return ModelConfig(model_type="llama", vocab_size=64, hidden_size=64, intermediate_size=intermediate,
                            num_hidden_layers=1, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=8,
