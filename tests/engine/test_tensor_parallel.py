@@ -154,6 +154,24 @@ def test_killed_worker_raises(tiny_models, no_leaks, when):
     llm.close()
 
 
+def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks):
+    """A worker that stops answering (SIGSTOP) makes rank 0 raise after ``parallel_timeout``, not hang."""
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, tensor_parallel_size=2, comm="torch", parallel_timeout=5, **_kw())
+    worker = llm.engine.parallel.pool.procs[0]
+    _tokens(llm, PROMPTS[:1])
+    os.kill(worker.pid, signal.SIGSTOP)
+    start = time.monotonic()
+    try:
+        with pytest.raises(ParallelError, match="tensor-parallel rank 0: a collective with the other ranks failed"):
+            _tokens(llm, PROMPTS[:1])
+        assert time.monotonic() - start < 30
+    finally:
+        if worker.poll() is None:
+            os.kill(worker.pid, signal.SIGCONT)
+        llm.close()
+
+
 def test_bad_input(tiny_models, no_leaks):
     path, _ = tiny_models["llama"]  # 4 heads, 2 kv heads, intermediate 256
     with pytest.raises(ValueError, match="tensor_parallel_size 3 must divide the model's num_attention_heads"):

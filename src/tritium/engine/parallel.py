@@ -293,7 +293,9 @@ class TensorParallel:
             self.watch()
         except ParallelError as e:
             return e
-        if isinstance(error, (dist.DistBackendError, dist.DistError)) or "Connection" in str(error):
+        text = str(error)
+        if isinstance(error, (dist.DistBackendError, dist.DistError)) or \
+                any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out")):
             return ParallelError(f"tensor-parallel rank {self.rank}: a collective with the other ranks failed: "
                                  f"{str(error).splitlines()[0] if str(error) else type(error).__name__}")
         return error
