@@ -154,6 +154,23 @@ def test_killed_worker_raises(tiny_models, no_leaks, when):
     llm.close()
 
 
+def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leaks):
+    """An error on rank 0 after a step's plan went out (the worker may wait in its collectives) closes the
+    engine: the error is raised, the worker is stopped, later calls say why."""
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, tensor_parallel_size=2, comm="torch", **_kw())
+
+    def broken(plan):
+        raise RuntimeError("broken step")
+
+    llm.engine.runner._step = broken
+    with pytest.raises(RuntimeError, match="broken step"):
+        llm.generate(PROMPTS[:1], GREEDY)
+    with pytest.raises(RuntimeError, match="stopped after a tensor-parallel failure: broken step"):
+        llm.generate(PROMPTS[:1], GREEDY)
+    llm.close()
+
+
 def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks):
     """A worker that stops answering (SIGSTOP) makes rank 0 raise after ``parallel_timeout``, not hang."""
     path, _ = tiny_models["llama"]

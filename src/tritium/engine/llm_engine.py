@@ -398,7 +398,8 @@ class LLMEngine:
         """Run one step; returns the output of every request that advanced (or ended) in it.
 
         Tensor parallel: a rank that failed (exited, stuck past ``parallel_timeout``, collectives that gave
-        up) raises :class:`~tritium.engine.parallel.ParallelError`; the engine is closed after it."""
+        up) raises :class:`~tritium.engine.parallel.ParallelError`; the engine is closed after it, as after
+        any error (or interrupt) that left the other ranks in a step this rank did not finish queueing."""
         self._check_open()
         if self.is_follower:
             raise RuntimeError("step() runs on rank 0 of a torchrun tensor-parallel engine; other ranks call "
@@ -410,7 +411,7 @@ class LLMEngine:
             return self._step()
         except BaseException as e:
             error = self.parallel.diagnose(e)
-            if isinstance(error, parallel.ParallelError):
+            if isinstance(error, parallel.ParallelError) or self.runner.torn:
                 self._failure = error
                 self.close()
             if error is e:

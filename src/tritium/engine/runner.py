@@ -138,6 +138,7 @@ class ModelRunner:
         self.publish: Callable[[StepPlan | WindowPlan], None] | None = None
         self.wait: Callable[[torch.cuda.Event, int], None] | None = None
         self.window_end: Callable[[int], None] | None = None  # queued behind each window (its flip)
+        self.torn = False
         if cuda_graphs and self.device.type == "cuda":
             self.capture(max_num_seqs)
 
@@ -179,15 +180,21 @@ class ModelRunner:
         """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window."""
         return self._window(plan) if isinstance(plan, WindowPlan) else self._step(plan)
 
-    def _share(self, plan):
-        if self.publish is not None:
-            self.publish(plan)
-        return plan
+    def _share(self, plan, run):
+        """Publish ``plan`` to the other ranks, then run it here. ``torn``: an error (or an interrupt)
+        escaped between the two, so the other ranks may be inside collectives this rank never launched."""
+        if self.publish is None:
+            return run(plan)
+        self.publish(plan)
+        self.torn = True
+        out = run(plan)
+        self.torn = False
+        return out
 
     # -- execution -----------------------------------------------------------------------------------------
     def run(self, batch: ScheduledBatch) -> torch.Tensor:
         """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order."""
-        return self._step(self._share(self.plan_step(batch)))
+        return self._share(self.plan_step(batch), self._step)
 
     def _step(self, plan: StepPlan) -> torch.Tensor:
         S = len(plan.q_lens)
@@ -363,7 +370,7 @@ class ModelRunner:
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
         plan = WindowPlan(k, ahead, first, self._table(batch), self.plan_step(batch) if ahead == 0 else None,
                           stops if ahead == 0 else None)
-        return self._window(self._share(plan))
+        return self._share(plan, self._window)
 
     def _window(self, plan: WindowPlan) -> "Window":
         n, k = len(plan.first), plan.k
