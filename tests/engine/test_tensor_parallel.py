@@ -27,6 +27,8 @@ from tritium.shmem.cpu_shm import SHM_DIR
 
 from .conftest import PROMPTS, hf_greedy
 
+pytestmark = pytest.mark.timeout(300)  # a hang fails the test, not CI
+
 ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 GREEDY = SamplingParams(max_tokens=8, ignore_eos=True)
 
@@ -180,7 +182,9 @@ def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks):
     os.kill(worker.pid, signal.SIGSTOP)
     start = time.monotonic()
     try:
-        with pytest.raises(ParallelError, match="tensor-parallel rank 0: a collective with the other ranks failed"):
+        # rank 0 is stuck either sending the plan (the worker's socket buffers full) or in a collective
+        with pytest.raises(ParallelError, match="could not send a step's plan within 5 s|a collective with the "
+                                                "other ranks failed"):
             _tokens(llm, PROMPTS[:1])
         assert time.monotonic() - start < 30
     finally:

@@ -107,6 +107,9 @@ class LLM:
             return
         try:
             yield from self._stream(prompt, sampling_params, on_prefill)
+        except GeneratorExit:  # the caller left the loop early: a normal end for the followers
+            self.engine.end_call(None)
+            raise
         except BaseException as e:
             self.engine.end_call(error=e)
             raise

@@ -282,6 +282,8 @@ class LLMEngine:
             except Exception:
                 if error is None:
                     raise
+                # an error that does not pickle: its text, so that the followers still leave this call
+                tp.send(parallel.Result(None, RuntimeError(f"{type(error).__name__}: {error}")))
 
     def close(self) -> None:
         """Release the engine: stop the tensor-parallel workers and remove their shared memory (every rank

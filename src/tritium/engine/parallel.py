@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 COMMS = ("auto", "tritium", "torch")
 _ERROR_KEY = "tritium/tp-error/{}"
 _HEADER = 8                   # bytes of a message's length, at the start of its first chunk
-_CHUNK = 1 << 16              # a plan goes in one broadcast of this many bytes when it fits
+_CHUNK = 1 << 14              # a plan goes in one broadcast of this many bytes when it fits
 _IDLE = datetime.timedelta(days=3650)  # workers wait for the next plan as long as rank 0 lives
 _SPIN_S = 0.05                # rank 0 polls the device without sleeping this long, then sleeps between polls
 _GRACE_S = 10.0               # how long a worker gets to exit after the plan to exit
@@ -124,7 +124,8 @@ def check_parallel(n, model_config: ModelConfig, device: torch.device, comm: str
 
 
 def _launched_by_torchrun() -> bool:
-    return dist.is_initialized() or int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return "TORCHELASTIC_RUN_ID" in os.environ or (int(os.environ.get("WORLD_SIZE", "1")) > 1
+                                                   and "RANK" in os.environ)
 
 
 def comm_max_bytes(model_config: ModelConfig, max_num_batched_tokens: int, max_num_seqs: int,
@@ -211,9 +212,20 @@ class TensorParallel:
         first = min(n, _CHUNK - _HEADER)
         self._buf_np[:_HEADER] = memoryview(n.to_bytes(_HEADER, "little"))
         self._buf_np[_HEADER:_HEADER + first] = memoryview(data)[:first]
-        dist.broadcast(self._buf, 0, group=self._ctrl)
+        self._broadcast(self._buf)
         if n > first:
-            dist.broadcast(torch.frombuffer(bytearray(data[first:]), dtype=torch.uint8), 0, group=self._ctrl)
+            self._broadcast(torch.frombuffer(bytearray(data[first:]), dtype=torch.uint8))
+
+    def _broadcast(self, t: torch.Tensor) -> None:
+        """Rank 0's send, bounded: a worker that stopped reading (hung) fills the socket buffers, and the
+        group's own timeout is for the workers, who wait for plans as long as rank 0 lives."""
+        work = dist.broadcast(t, 0, group=self._ctrl, async_op=True)
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=self.timeout))
+        except RuntimeError as e:
+            self.watch()
+            raise ParallelError(f"rank 0 could not send a step's plan within {self.timeout:g} s (parallel_timeout): "
+                                f"a tensor-parallel rank stopped reading ({str(e).splitlines()[0]})") from e
 
     def recv(self):
         """Ranks > 0: the next plan from rank 0 (waits as long as rank 0 lives)."""
@@ -383,7 +395,10 @@ class WorkerPool:
         self.procs: list[subprocess.Popen] = []
         try:
             for rank in range(1, world_size):
-                proc = subprocess.Popen([sys.executable, "-m", "tritium.engine.worker"], stdin=subprocess.PIPE, env=env)
+                # a session of its own: a Ctrl-C at the terminal interrupts rank 0, not the workers (the
+                # engine decides what an interrupt means; workers exit when rank 0's process is gone)
+                proc = subprocess.Popen([sys.executable, "-m", "tritium.engine.worker"], stdin=subprocess.PIPE,
+                                        env=env, start_new_session=True)
                 self.procs.append(proc)
                 proc.stdin.write(pickle.dumps({**spec, "rank": rank, "world_size": world_size,
                                                "port": self.store.port, "parent": os.getpid()}))
@@ -469,12 +484,12 @@ def start(cfg, model_config: ModelConfig, source) -> TensorParallel:
     except BaseException as e:
         failure = e
         if pool is not None:
-            pool.stop(graceful=False)
-            pool.cleanup()
             try:
-                pool.poll()
+                pool.poll()  # a worker that failed first (before it was stopped below) is the cause
             except ParallelError as worker_error:
                 failure = worker_error
+            pool.stop(graceful=False)
+            pool.cleanup()
             dist.destroy_process_group()
         if failure is not e:
             raise failure from e
@@ -487,12 +502,18 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
     backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
     span = datetime.timedelta(seconds=timeout)
     if _launched_by_torchrun():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # kernels, streams and graphs of this rank go to its own GPU
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=span)
         if dist.get_world_size() != n:
             raise ValueError(f"tensor_parallel_size {n} under torchrun must equal the job's world size "
                              f"({dist.get_world_size()}), or be 1")
         return None
+    if dist.is_initialized():
+        raise ValueError("tensor_parallel_size > 1 starts its own ranks, but torch.distributed is already "
+                         "initialised in this process (another tensor-parallel engine not closed, or your own "
+                         "process group): close it first, or run under torchrun")
     pool = WorkerPool(n, spec, timeout)
     try:
         dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)

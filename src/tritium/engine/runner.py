@@ -185,8 +185,8 @@ class ModelRunner:
         escaped between the two, so the other ranks may be inside collectives this rank never launched."""
         if self.publish is None:
             return run(plan)
+        self.torn = True  # before: an interrupt inside publish may land after a worker has the plan
         self.publish(plan)
-        self.torn = True
         out = run(plan)
         self.torn = False
         return out
