@@ -309,7 +309,7 @@ class TensorParallel:
         if isinstance(error, (dist.DistBackendError, dist.DistError)) or \
                 any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out")):
             return ParallelError(f"tensor-parallel rank {self.rank}: a collective with the other ranks failed: "
-                                 f"{str(error).splitlines()[0] if str(error) else type(error).__name__}")
+                                 f"{text.splitlines()[0] if text else type(error).__name__}")
         return error
 
     # -- teardown ------------------------------------------------------------------------------------------
@@ -343,12 +343,13 @@ class TensorParallel:
                         self.heap._release()
         finally:
             if failed and self.pool is not None:
-                self.pool.stop(graceful=False)
+                self.pool.stop(graceful=False)  # they may be stuck in collectives: not waited for
             self._release_groups(failed)
             if self.pool is not None:
-                # NOTE: after the groups: NCCL's teardown is collective (rank 0 waiting for it with its
-                # workers gone hung 100 s+ on 2x H200); the workers leave once theirs is done
-                self.pool.stop(graceful=not failed)
+                if not failed:
+                    # NOTE: after the groups: NCCL's teardown is collective (rank 0 waiting for it with its
+                    # workers gone hung 100 s+ on 2x H200); the workers leave once theirs is done
+                    self.pool.stop(graceful=True)
                 self.pool.cleanup()
 
     def _release_groups(self, failed: bool) -> None:
@@ -424,6 +425,18 @@ class WorkerPool:
                 raise ParallelError(f"tensor-parallel rank {rank} (pid {proc.pid}) exited with code {code}"
                                     + (f": {err}" if err else ""))
 
+    def abandon(self, error: BaseException) -> BaseException:
+        """Start-up failed with ``error``: stop the workers, remove their shared memory, and return what to
+        raise: the error of a worker that had already exited (the cause), else ``error``."""
+        try:
+            self.poll()  # before stopping them: afterwards every worker has exited
+            cause = error
+        except ParallelError as worker_error:
+            cause = worker_error
+        self.stop(graceful=False)
+        self.cleanup()
+        return cause
+
     def stop(self, graceful: bool = True) -> None:
         """Wait for the workers (``graceful``: they were told to exit), then terminate and kill what is left."""
         deadline = time.monotonic() + (_GRACE_S if graceful else 0.0)
@@ -467,8 +480,7 @@ def start(cfg, model_config: ModelConfig, source) -> TensorParallel:
     """Rank 0 (or, under torchrun, every rank): bring up the ranks of a resolved engine config and return
     this process's rank. ``source``: what workers load the model from (a checkpoint path, a list of
     (name, tensor) pairs, or an object with ``iter(device)`` yielding them)."""
-    n = cfg.tensor_parallel_size
-    check_parallel(n, model_config, cfg.device, cfg.comm)
+    n = cfg.tensor_parallel_size  # checked by check_parallel (resolve_config)
     if cfg.device.type == "cuda":
         first = cfg.device.index if cfg.device.index is not None else torch.cuda.current_device()
         devices = [torch.device("cuda", first + r) for r in range(n)]
@@ -482,18 +494,13 @@ def start(cfg, model_config: ModelConfig, source) -> TensorParallel:
         tp.owns_dist = created
         return tp
     except BaseException as e:
-        failure = e
-        if pool is not None:
-            try:
-                pool.poll()  # a worker that failed first (before it was stopped below) is the cause
-            except ParallelError as worker_error:
-                failure = worker_error
-            pool.stop(graceful=False)
-            pool.cleanup()
-            dist.destroy_process_group()
-        if failure is not e:
-            raise failure from e
-        raise
+        if pool is None:
+            raise
+        failure = pool.abandon(e)
+        dist.destroy_process_group()
+        if failure is e:
+            raise
+        raise failure from e
 
 
 def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> WorkerPool | None:
@@ -518,11 +525,8 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
     try:
         dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)
     except BaseException as e:
-        pool.stop(graceful=False)
-        pool.cleanup()
-        try:
-            pool.poll()
-        except ParallelError as failed:
-            raise failed from e
-        raise
+        failure = pool.abandon(e)
+        if failure is e:
+            raise
+        raise failure from e
     return pool
