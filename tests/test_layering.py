@@ -17,7 +17,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "tritium"
 RANK = {"runtime": 0, "attention": 1, "ops": 1, "shmem": 1, "collectives": 2, "fused": 3, "models": 4,
         "engine": 5, "server": 6}
-ENTRY_POINTS = {"__init__", "cli", "demo", "bench", "testing"}
+ENTRY_POINTS = {"__init__", "cli", "demo", "bench", "testing", "tune"}
 
 
 def _package(module: str) -> str:

@@ -1,17 +1,30 @@
 """Kernel configuration: the one place where tiles, warps, stages and split counts are chosen.
 
-``select_attention_config`` is keyed on the batch shape, head geometry, dtype and GPU; tuned decision
-trees (offline autotuning) plug in here. Every number below names the measurement that chose it.
+``select_attention_config`` is keyed on the batch shape, head geometry, dtypes and GPU. On a GPU with a
+tuned decision tree (``tritium.attention.tuned``, exported by ``python -m tritium.tune attention``), the
+tree picks the kernel's knobs; elsewhere (other GPUs, fp32, the interpreter) the hand rules below do.
+Every number in the hand rules names the measurement that chose it.
 """
 
 from dataclasses import dataclass
 
 import torch
 
-from tritium.runtime import num_sms
+from tritium.runtime import device_name, num_sms
+
+from tritium.attention import tuned
 
 # Split-KV never goes beyond this many splits (the merge kernel loads them all at once).
 MAX_SPLITS = 64
+
+# The two kernel families a tree is fitted for, and the knobs it picks (see ``config_from_knobs``):
+#   decode  (max_seqlen_q * group <= 64 rows: decode, speculative verification):
+#           (tile_n, num_stages, splits_per_sm); splits_per_sm 0 means no split-KV
+#   prefill (everything else: prefill, chunked prefill, mixed batches):
+#           (block_m, tile_n, num_warps, num_stages)
+# A tree may also answer "hand": the hand rules' configuration.
+DECODE, PREFILL = "decode", "prefill"
+DECODE_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -28,11 +41,81 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def family(*, max_seqlen_q: int, num_q_heads: int, num_kv_heads: int) -> str:
+    """``DECODE`` when every Q block of the batch fits in 64 rows (tokens x heads of a group), else ``PREFILL``."""
+    return DECODE if max_seqlen_q * (num_q_heads // num_kv_heads) <= DECODE_ROWS else PREFILL
+
+
+def features(*, num_tokens: int, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: int,
+             block_size: int, max_seqlen_q: int, max_seqlen_k: int, kv_dtype: torch.dtype) -> dict:
+    """What a tuned tree is keyed on: the batch shape and head geometry, plus ``programs``, the
+    attention programs the batch gives without split-KV (Q blocks x KV heads, with the decode family's
+    Q block, or 128-row blocks for prefill)."""
+    group = num_q_heads // num_kv_heads
+    rows = max_seqlen_q * group
+    block_m = max(16, next_pow2(rows)) if rows <= DECODE_ROWS else max(128, next_pow2(group))
+    block_q = max(1, block_m // group)
+    programs = num_seqs * max(1, -(-max_seqlen_q // block_q)) * num_kv_heads
+    return dict(num_seqs=num_seqs, num_tokens=num_tokens, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                head_dim=head_dim, group=group, num_kv_heads=num_kv_heads, block_size=block_size,
+                kv_bits=8 * torch.empty((), dtype=kv_dtype).element_size(), programs=programs)
+
+
+def config_from_knobs(kind: str, knobs: tuple, *, num_seqs: int, num_q_heads: int, num_kv_heads: int,
+                      max_seqlen_q: int, max_seqlen_k: int, sms: int, max_splits: int = MAX_SPLITS
+                      ) -> AttentionConfig:
+    """The configuration a tree's knobs (see ``DECODE``/``PREFILL`` above) give for one batch.
+
+    Decode: the smallest Q block that holds the rows (at least 16), 4 warps; ``splits_per_sm`` p > 0
+    splits the KV range into ceil(p * SMs / programs) parts, at most one per key tile.
+    """
+    group = num_q_heads // num_kv_heads
+    if kind == DECODE:
+        tile_n, num_stages, per_sm = knobs
+        block_m = max(16, next_pow2(max_seqlen_q * group))
+        block_q = max(1, block_m // group)
+        programs = num_seqs * max(1, -(-max_seqlen_q // block_q)) * num_kv_heads
+        splits = 1 if per_sm == 0 else -(-per_sm * sms // programs)
+        splits = max(1, min(splits, max_seqlen_k // tile_n, max_splits))
+        return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=splits, num_warps=4,
+                               num_stages=num_stages)
+    block_m, tile_n, num_warps, num_stages = knobs
+    block_m = max(block_m, next_pow2(group))
+    return AttentionConfig(block_m=block_m, block_q=max(1, block_m // group), tile_n=tile_n, num_splits=1,
+                           num_warps=num_warps, num_stages=num_stages)
+
+
 def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int, num_kv_heads: int,
                             head_dim: int, block_size: int, max_seqlen_q: int, max_seqlen_k: int,
-                            dtype: torch.dtype, device: torch.device, max_splits: int = MAX_SPLITS
-                            ) -> AttentionConfig:
+                            dtype: torch.dtype, device: torch.device, max_splits: int = MAX_SPLITS,
+                            kv_dtype: torch.dtype | None = None, tree=None) -> AttentionConfig:
     """Pick the paged-attention kernel configuration for one batch.
+
+    ``kv_dtype``: the cache's dtype (default ``dtype``). ``tree``: a tuned-tree module to use instead of
+    the one for ``device`` (``tritium.attention.tuned.for_device``); ``False`` forces the hand rules.
+    fp32 always uses the hand rules (the trees are fitted for fp16/bf16 queries).
+    """
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    if tree is None:
+        tree = tuned.for_device(device_name(device))
+    if tree and dtype != torch.float32:
+        kind = family(max_seqlen_q=max_seqlen_q, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads)
+        knobs = getattr(tree, kind)(features(
+            num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+            head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+            kv_dtype=kv_dtype))
+        if knobs != "hand":
+            return config_from_knobs(kind, knobs, num_seqs=num_seqs, num_q_heads=num_q_heads,
+                                     num_kv_heads=num_kv_heads, max_seqlen_q=max_seqlen_q,
+                                     max_seqlen_k=max_seqlen_k, sms=num_sms(device), max_splits=max_splits)
+    return hand_rules(num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                      max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, dtype=dtype, sms=num_sms(device),
+                      max_splits=max_splits)
+
+
+def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: int, max_seqlen_q: int,
+               max_seqlen_k: int, dtype: torch.dtype, sms: int, max_splits: int = MAX_SPLITS) -> AttentionConfig:
+    """The configuration chosen without a tuned tree.
 
     Decode-like batches (max_seqlen_q * group <= 64 rows: decode, speculative verification) use the
     smallest Q block that holds their rows (at least 16) and split the KV range: tiny batches to about
@@ -53,7 +136,6 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
         block_m = max(64 if (fp32 or head_pad > 128) else 128, next_pow2(group))
     block_q = max(1, block_m // group)
 
-    sms = num_sms(device)
     num_splits = 1
     if decode_like:
         # NOTE: H200 sweeps (bench/NOTES.md "Paged attention"; their files are in git history at c3ca5be;

@@ -1,0 +1,423 @@
+"""Offline tuning of paged attention: sweep kernel knobs over a grid of workloads, fit decision trees.
+
+    python -m tritium.tune attention [--out DIR] [--part decode|prefill] [--limit N]
+    python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
+
+On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
+head_dim 64/128/256, GQA 1/4/8, pages of 16/64, bf16 and fp8 KV) is timed with every candidate knob
+set of its kernel family (``tritium.attention.config``) and with the hand rules. Decode-family
+workloads are timed cold: a CUDA graph of calls over enough copies of the KV cache that the copies
+together are twice the L2, the way each layer of a model reads different memory. Records go to
+``DIR/attention-<gpu>.json`` after every workload (a re-run skips what is there). Kernels are compiled
+first by a pool of processes (the Triton cache is on disk), then timed by this one.
+
+The fit (``tritium.tune.trees``, scikit-learn) needs no GPU: it holds out a fifth of the workloads,
+fits one tree per family on the rest, prints the held-out table and writes the tree module for the GPU
+under ``src/tritium/attention/tuned/``.
+"""
+
+import concurrent.futures
+import dataclasses
+import importlib.util
+import json
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+
+import torch
+
+from tritium.attention import AttentionWorkspace, paged_attention
+from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_knobs, family, features,
+                                      hand_rules)
+from tritium.attention.reference import paged_attention_ref
+from tritium.bench.common import header
+from tritium.tune import trees
+from tritium.runtime import device_name, interpreting, num_sms
+
+# Candidate knobs per family (see tritium.attention.config). Decode: (tile_n, num_stages, splits_per_sm).
+# NOTE: pruned to what earlier sweeps (bench/NOTES.md "Paged attention") found competitive, so that the
+# kernels to compile stay ~700 per GPU: 32-key tiles only with 2 stages.
+DECODE_KNOBS = [(n, st, p) for n, st in ((32, 2), (64, 2), (64, 3), (128, 2), (128, 3)) for p in (0, 1, 2, 4, 8)]
+# Prefill: (block_m, tile_n, num_warps, num_stages).
+PREFILL_KNOBS = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 128, 4, 2), (128, 32, 4, 3), (128, 64, 4, 2),
+                 (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3)]
+KNOBS = {DECODE: DECODE_KNOBS, PREFILL: PREFILL_KNOBS}
+HAND = "hand"
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CONTEXTS = (128, 512, 2048, 8192, 32768, 131072)
+HEAD_DIMS = (64, 128, 256)
+GROUPS = (1, 4, 8)
+KV_HEADS = (1, 2, 8)
+BLOCK_SIZES = (16, 64)
+KV_DTYPES = ("bf16", "fp8")
+# Largest KV cache (one copy) and query batch a workload may have.
+MAX_KV_BYTES = 6 << 30
+MAX_PREFILL_TOKENS = 32768
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "fp32": torch.float32}
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """One batch: ``num_seqs`` sequences of ``context`` cached tokens (new ones included); the first
+    ``num_prefill`` of them have ``q_len`` new tokens, the others one (decode). Pure decode:
+    num_prefill = 0; pure prefill: num_prefill = num_seqs; mixed: in between."""
+    num_seqs: int
+    num_prefill: int
+    q_len: int
+    context: int
+    head_dim: int
+    group: int
+    num_kv_heads: int
+    block_size: int
+    kv_dtype: str
+    dtype: str = "bf16"
+
+    @property
+    def name(self) -> str:
+        kind = "decode" if self.num_prefill == 0 else ("prefill" if self.num_prefill == self.num_seqs else "mixed")
+        return (f"{kind}-B{self.num_seqs}-P{self.num_prefill}x{self.q_len}-L{self.context}-D{self.head_dim}"
+                f"-G{self.group}-K{self.num_kv_heads}-bs{self.block_size}-{self.kv_dtype}")
+
+    @property
+    def num_tokens(self) -> int:
+        return self.num_prefill * self.q_len + (self.num_seqs - self.num_prefill)
+
+    @property
+    def max_seqlen_q(self) -> int:
+        return self.q_len if self.num_prefill else 1
+
+    @property
+    def num_q_heads(self) -> int:
+        return self.group * self.num_kv_heads
+
+    def kv_bytes(self) -> int:
+        elem = 1 if self.kv_dtype == "fp8" else 2
+        return 2 * self.num_seqs * self.context * self.num_kv_heads * self.head_dim * elem
+
+    def family(self) -> str:
+        return family(max_seqlen_q=self.max_seqlen_q, num_q_heads=self.num_q_heads, num_kv_heads=self.num_kv_heads)
+
+    def features(self) -> dict:
+        return features(num_tokens=self.num_tokens, num_seqs=self.num_seqs, num_q_heads=self.num_q_heads,
+                        num_kv_heads=self.num_kv_heads, head_dim=self.head_dim, block_size=self.block_size,
+                        max_seqlen_q=self.max_seqlen_q, max_seqlen_k=self.context,
+                        kv_dtype=_DTYPES[self.kv_dtype])
+
+    def config(self, knobs, sms: int):
+        """The AttentionConfig of ``knobs`` (or HAND) for this workload on a GPU of ``sms`` SMs."""
+        if knobs == HAND:
+            return hand_rules(num_seqs=self.num_seqs, num_q_heads=self.num_q_heads, num_kv_heads=self.num_kv_heads,
+                              head_dim=self.head_dim, max_seqlen_q=self.max_seqlen_q, max_seqlen_k=self.context,
+                              dtype=_DTYPES[self.dtype], sms=sms)
+        return config_from_knobs(self.family(), tuple(knobs), num_seqs=self.num_seqs, num_q_heads=self.num_q_heads,
+                                 num_kv_heads=self.num_kv_heads, max_seqlen_q=self.max_seqlen_q,
+                                 max_seqlen_k=self.context, sms=sms)
+
+
+def workload_grid(seed: int = 0, decode: int = 120, prefill: int = 54) -> list[Workload]:
+    """A reproducible random sample of the workload space (the full product has ~20k points), with
+    the benchmark's anchor shapes (GQA 32/8, D=128) always in."""
+    rng = random.Random(seed)
+    out, seen = [], set()
+
+    def add(w):
+        if w.name not in seen and w.kv_bytes() <= MAX_KV_BYTES and w.num_tokens <= MAX_PREFILL_TOKENS:
+            seen.add(w.name)
+            out.append(w)
+            return True
+        return False
+
+    for b, L in ((1, 8192), (1, 32768), (16, 4096), (64, 2048), (128, 8192), (256, 1024)):
+        for bs in BLOCK_SIZES:
+            add(Workload(b, 0, 1, L, 128, 4, 8, bs, "bf16"))
+    for b, s in ((1, 4096), (1, 16384), (8, 2048), (4, 8192)):
+        add(Workload(b, b, s, s, 128, 4, 8, 16, "bf16"))
+
+    def common():
+        return dict(head_dim=rng.choice(HEAD_DIMS), group=rng.choice(GROUPS), num_kv_heads=rng.choice(KV_HEADS),
+                    block_size=rng.choice(BLOCK_SIZES), kv_dtype=rng.choice(KV_DTYPES))
+
+    n_decode = sum(1 for w in out if w.num_prefill == 0)
+    while n_decode < decode:
+        # Decode and speculative verification (q_len 2-8 new tokens per sequence).
+        q_len = 1 if rng.random() < 0.8 else rng.choice((2, 4, 8))
+        b, L = rng.choice(BATCHES), rng.choice(CONTEXTS)
+        w = Workload(b, b if q_len > 1 else 0, q_len, L, **common())
+        if w.family() == DECODE and add(w):
+            n_decode += 1
+    n_prefill = len(out) - n_decode
+    while n_prefill < prefill:
+        kind = rng.choice(("prefill", "chunked", "mixed"))
+        kw = common()
+        if kind == "prefill":  # whole prompts
+            s = rng.choice((256, 512, 1024, 2048, 4096, 8192, 16384))
+            b = rng.choice([x for x in (1, 2, 4, 8, 16) if x * s <= MAX_PREFILL_TOKENS] or [1])
+            w = Workload(b, b, s, s, **kw)
+        elif kind == "chunked":  # a chunk of new tokens after a long cached context
+            q = rng.choice((256, 512, 2048))
+            w = Workload(1, 1, q, rng.choice((2048, 8192, 32768, 131072)), **kw)
+        else:  # one prefill chunk among decode sequences
+            q = rng.choice((128, 512, 2048))
+            w = Workload(rng.choice((8, 32, 128)), 1, q, rng.choice((q, 2048, 8192)), **kw)
+        if w.context >= w.q_len and w.family() == PREFILL and add(w):
+            n_prefill += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inputs and timing
+
+
+def build_inputs(w: Workload, device, copies: int = 1) -> dict:
+    """Random paged K/V for ``copies`` independent copies of the workload's cache (one cache tensor,
+    shuffled pages; copy c has its own block table), its queries and metadata."""
+    pages = -(-w.context // w.block_size)
+    blocks = w.num_seqs * pages
+    kv = _DTYPES[w.kv_dtype]
+    shape = (copies * blocks, w.block_size, w.num_kv_heads, w.head_dim)
+    k_cache = torch.randn(shape, dtype=torch.bfloat16, device=device).to(kv)
+    v_cache = torch.randn(shape, dtype=torch.bfloat16, device=device).to(kv)
+    perm = torch.randperm(copies * blocks, device=device).int()
+    tables = [perm[c * blocks:(c + 1) * blocks].view(w.num_seqs, pages) for c in range(copies)]
+    q_lens = [w.q_len] * w.num_prefill + [1] * (w.num_seqs - w.num_prefill)
+    cu = torch.tensor([0] + q_lens, dtype=torch.int32).cumsum(0).int().to(device)
+    q = torch.randn(w.num_tokens, w.num_q_heads, w.head_dim, dtype=_DTYPES[w.dtype], device=device)
+    seq_lens = torch.full((w.num_seqs,), w.context, dtype=torch.int32, device=device)
+    scales = dict(k_scale=0.5, v_scale=0.5) if kv != _DTYPES[w.dtype] else {}
+    return dict(q=q, k_cache=k_cache, v_cache=v_cache, tables=tables, seq_lens=seq_lens, cu_seqlens_q=cu,
+                scales=scales)
+
+
+def _copies(w: Workload, l2_bytes: int) -> int:
+    """Copies of the cache to rotate over so that a decode-family workload is timed cold."""
+    if w.family() != DECODE or interpreting():
+        return 1
+    return max(1, min(64, math.ceil(2 * l2_bytes / max(1, w.kv_bytes()))))
+
+
+def _calls(w: Workload, inputs: dict, config, out, workspace):
+    q = inputs["q"]
+    common = dict(max_seqlen_q=w.max_seqlen_q, max_seqlen_k=w.context, out=out, workspace=workspace, config=config,
+                  **inputs["scales"])
+    return [lambda t=t: paged_attention(q, inputs["k_cache"], inputs["v_cache"], t, inputs["seq_lens"],
+                                        inputs["cu_seqlens_q"], **common)
+            for t in inputs["tables"]]
+
+
+def time_calls(calls, budget_ms: float = 25.0) -> float:
+    """Milliseconds per call: on a GPU the median over replays of one CUDA graph of all calls (at least
+    8 per graph; as many replays as fit in about ``budget_ms``, 3 to 15); under the interpreter, wall
+    clock of one pass."""
+    if interpreting():
+        t0 = time.perf_counter()
+        for c in calls:
+            c()
+        return (time.perf_counter() - t0) * 1e3 / len(calls)
+    seq = calls * max(1, math.ceil(8 / len(calls)))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for c in calls:
+            c()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for c in seq:
+            c()
+    times = []
+    reps = 3
+    while len(times) < reps:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+        if len(times) == 1:  # the first replay (warm-up) sets the count and is dropped
+            reps = 1 + max(3, min(15, int(budget_ms / max(times[0], 1e-3))))
+    del graph
+    times = sorted(times[1:])
+    return times[len(times) // 2] / len(seq)
+
+
+def _candidates(w: Workload):
+    return [HAND] + KNOBS[w.family()]
+
+
+def _workspace(w: Workload, sms: int, device):
+    """Split-KV workspace for the largest split count of ``w``'s candidates (None if none splits); its
+    strides, like the kernels compiled for them, do not depend on that count."""
+    splits = 1
+    for knobs in _candidates(w):
+        try:
+            splits = max(splits, w.config(knobs, sms).num_splits)
+        except Exception:
+            pass
+    if splits == 1:
+        return None
+    return AttentionWorkspace(w.num_tokens, w.num_q_heads, w.head_dim, max_splits=splits, device=device)
+
+
+def _warm_one(w_dict: dict, sms: int) -> str:
+    """Compile process: run every candidate of one workload once on a one-sequence copy of it (the
+    compiled kernels do not depend on the batch size, only on the shapes' constexprs and strides);
+    returns what failed (it fails again, and is recorded, when timed)."""
+    try:
+        w = Workload(**w_dict)
+        small = dataclasses.replace(w, num_seqs=1 if w.num_prefill in (0, w.num_seqs) else 2,
+                                    num_prefill=min(w.num_prefill, 1))
+        inputs = build_inputs(small, "cuda")
+        out = torch.empty_like(inputs["q"])
+        workspace = _workspace(w, sms, "cuda")
+        failed = []
+        for knobs in _candidates(w):
+            try:
+                _calls(small, inputs, w.config(knobs, sms), out, workspace)[0]()
+                torch.cuda.synchronize()
+            except Exception as e:
+                failed.append(f"{knobs}: {type(e).__name__}")
+        return "; ".join(failed)
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def precompile(workloads, sms: int, jobs: int) -> None:
+    """Fill Triton's on-disk cache with every candidate's kernels, ``jobs`` processes at a time."""
+    t0 = time.perf_counter()
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(_warm_one, dataclasses.asdict(w), sms): w for w in workloads}
+        for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
+            try:
+                failed = f.result()
+            except Exception as e:  # a compile process died: its kernels compile when timed
+                failed = f"{type(e).__name__}: {e}"
+            if failed:
+                print(f"  compile {futures[f].name}: {failed}", flush=True)
+            if done % 10 == 0 or done == len(futures):
+                print(f"  compiled {done}/{len(futures)} workloads ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def _checkable(w: Workload) -> bool:
+    """Small enough for the fp32 reference (dense scores per sequence)."""
+    return w.num_tokens * w.context * w.num_q_heads <= 1 << 28 and w.kv_bytes() <= 1 << 29
+
+
+def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True) -> dict:
+    """Time every candidate of ``w``; a record with ms per candidate (None: failed)."""
+    copies = _copies(w, l2_bytes)
+    inputs = build_inputs(w, device, copies)
+    out = torch.empty_like(inputs["q"])
+    workspace = _workspace(w, sms, device)
+    record = dict(workload=dataclasses.asdict(w), name=w.name, family=w.family(), features=w.features(),
+                  copies=copies, kv_mb=round(w.kv_bytes() / 1e6, 3), times_ms={}, configs={})
+    if check and _checkable(w):  # the hand rules' output against the fp32 reference, on the first copy
+        ref = paged_attention_ref(inputs["q"].float(), inputs["k_cache"], inputs["v_cache"], inputs["tables"][0],
+                                  inputs["seq_lens"], inputs["cu_seqlens_q"], **inputs["scales"])
+        got = _calls(w, inputs, w.config(HAND, sms), out, workspace)[0]().float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        record["rel_err"] = err
+        if not err < 3e-2:
+            raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
+    for knobs in _candidates(w):
+        key = HAND if knobs == HAND else "-".join(map(str, knobs))
+        try:
+            config = w.config(knobs, sms)
+            record["configs"][key] = dataclasses.astuple(config)
+            t0 = time.perf_counter()
+            record["times_ms"][key] = time_calls(_calls(w, inputs, config, out, workspace))
+            if time.perf_counter() - t0 > 2.0:  # compiled here: the compile pool missed it
+                record.setdefault("slow", []).append(key)
+        except Exception as e:  # does not fit (shared memory, registers): never chosen
+            record["times_ms"][key] = None
+            record.setdefault("errors", {})[key] = f"{type(e).__name__}: {str(e)[:160]}"
+            if device != "cpu":
+                torch.cuda.synchronize()
+    return record
+
+
+def _load(path):
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return None
+
+
+def gpu_slug(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "NVIDIA-H100" (the bench/results naming)."""
+    return "-".join(name.split()[:2]) if name else "gpu"
+
+
+def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
+          seed: int = 0, workloads=None, device=None) -> str:
+    """Run (or continue) the sweep; returns the JSON path."""
+    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
+    name = device_name(device)
+    sms = num_sms(device)
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
+    path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
+    data = _load(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
+                               records=[])
+    if data["gpu"] != name:
+        raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
+    data["header"] = header(device) if device.type == "cuda" else dict(gpu=name)
+    done = {r["name"] for r in data["records"]}
+    todo = [w for w in (workloads or workload_grid(seed)) if w.name not in done]
+    if part:
+        todo = [w for w in todo if w.family() == part]
+    todo = todo[:limit] if limit else todo
+    print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep", flush=True)
+    if todo and device.type == "cuda" and jobs != 1:
+        precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
+    for i, w in enumerate(todo):
+        t0 = time.perf_counter()
+        record = sweep_workload(w, device, sms, l2)
+        data["records"].append(record)
+        times = {k: v for k, v in record["times_ms"].items() if v is not None}
+        best = min(times, key=times.get)
+        print(f"[{i + 1}/{len(todo)}] {w.name}: hand {times.get(HAND, math.nan) * 1e3:.1f} us, best {best} "
+              f"{times[best] * 1e3:.1f} us ({time.perf_counter() - t0:.1f} s)", flush=True)
+        os.makedirs(out_dir, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(data, f, indent=0)
+        os.replace(path + ".tmp", path)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return path
+
+
+def main(argv) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tritium.tune attention", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="bench/results/tuning", help="directory of the sweep JSON")
+    parser.add_argument("--part", choices=[DECODE, PREFILL], help="sweep one family only")
+    parser.add_argument("--limit", type=int, help="sweep at most this many new workloads")
+    parser.add_argument("--jobs", type=int, default=0, help="compile processes (default: CPUs, at most 16)")
+    parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
+    parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
+                        "(default: src/tritium/attention/tuned of this package)")
+    parser.add_argument("--no-fit", action="store_true", help="sweep only")
+    args = parser.parse_args(argv)
+    path = args.fit
+    if path is None:
+        if not torch.cuda.is_available():
+            parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
+        path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs)
+        if args.no_fit:
+            return 0
+    if importlib.util.find_spec("sklearn") is None:
+        print(f"not fitting: scikit-learn is missing (pip install 'tritium[tune]'; then "
+              f"python -m tritium.tune attention --fit {path})")
+        return 0
+    trees.fit_and_export(path, tree_dir=args.tree_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

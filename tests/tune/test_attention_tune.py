@@ -1,0 +1,209 @@
+"""The attention tuner: knob -> config mapping, the sweep (interpreter), the fit and its export, and the
+committed trees (whole input domain, valid configs, data named in their header)."""
+
+import hashlib
+import importlib.util
+import json
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from tritium.attention import paged_attention, select_attention_config, tuned
+from tritium.attention.config import DECODE, MAX_SPLITS, PREFILL, config_from_knobs, features
+from tritium.attention.reference import paged_attention_ref
+from tritium.tune import attention as tune
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _valid(cfg, group, max_seqlen_q):
+    assert cfg.block_q >= 1 and cfg.block_q * group <= cfg.block_m, cfg
+    assert cfg.block_m & (cfg.block_m - 1) == 0 and cfg.tile_n & (cfg.tile_n - 1) == 0, cfg
+    assert 1 <= cfg.num_splits <= MAX_SPLITS and cfg.num_warps in (2, 4, 8) and cfg.num_stages >= 1, cfg
+    if max_seqlen_q * group <= 64:
+        assert cfg.block_m >= max_seqlen_q * group
+
+
+def _random_batch(rng):
+    """A batch shape from the tuner's domain (and beyond it: the trees must answer everywhere)."""
+    group = rng.choice((1, 2, 4, 8, 16))
+    kv_heads = rng.choice((1, 2, 4, 8, 16))
+    num_seqs = rng.choice((1, 3, 16, 100, 256, 1024))
+    q = rng.choice((1, 1, 2, 8, 17, 512, 4096))
+    k = max(q, rng.choice((1, 128, 1000, 8192, 131072, 1 << 20)))
+    return dict(num_tokens=num_seqs * q, num_seqs=num_seqs, num_q_heads=group * kv_heads, num_kv_heads=kv_heads,
+                head_dim=rng.choice((64, 80, 128, 256)), block_size=rng.choice((16, 32, 64)), max_seqlen_q=q,
+                max_seqlen_k=k)
+
+
+@pytest.mark.parametrize("family_knobs", [DECODE, PREFILL])
+def test_config_from_knobs_valid(family_knobs):
+    rng = random.Random(1)
+    for _ in range(200):
+        b = _random_batch(rng)
+        group = b["num_q_heads"] // b["num_kv_heads"]
+        if (b["max_seqlen_q"] * group <= 64) != (family_knobs == DECODE):
+            continue
+        for knobs in tune.KNOBS[family_knobs]:
+            cfg = config_from_knobs(family_knobs, knobs, num_seqs=b["num_seqs"], num_q_heads=b["num_q_heads"],
+                                    num_kv_heads=b["num_kv_heads"], max_seqlen_q=b["max_seqlen_q"],
+                                    max_seqlen_k=b["max_seqlen_k"], sms=132)
+            _valid(cfg, group, b["max_seqlen_q"])
+            if family_knobs == DECODE and knobs[2] == 0:
+                assert cfg.num_splits == 1
+
+
+def _committed():
+    return [name for name in tuned.TREES.values()
+            if importlib.util.find_spec(f"tritium.attention.tuned.{name}") is not None]
+
+
+def test_trees_committed_for_h100_and_h200():
+    assert {"nvidia_h100", "nvidia_h200"} <= set(_committed())
+
+
+@pytest.mark.parametrize("module", _committed())
+def test_committed_tree_covers_domain(module):
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    rng = random.Random(0)
+    allowed = {DECODE: set(tune.DECODE_KNOBS), PREFILL: set(tune.PREFILL_KNOBS)}
+    for _ in range(2000):
+        b = _random_batch(rng)
+        kv = rng.choice((torch.bfloat16, torch.float8_e4m3fn))
+        f = features(**b, kv_dtype=kv)
+        for fam in (DECODE, PREFILL):
+            knobs = getattr(tree, fam)(f)
+            assert knobs == "hand" or knobs in allowed[fam], (fam, f, knobs)
+        cfg = select_attention_config(**b, dtype=torch.bfloat16, kv_dtype=kv, device=torch.device("cpu"), tree=tree)
+        _valid(cfg, b["num_q_heads"] // b["num_kv_heads"], b["max_seqlen_q"])
+
+
+@pytest.mark.parametrize("module", _committed())
+def test_committed_tree_names_its_data(module):
+    """The header names the sweep JSON (committed) and its sha256."""
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    m = re.search(r"--fit (\S+)``\n\(sha256 ([0-9a-f]{16})", tree.__doc__)
+    assert m, tree.__doc__
+    data = (REPO / m.group(1)).read_bytes()
+    assert hashlib.sha256(data).hexdigest()[:16] == m.group(2)
+    assert json.loads(data)["gpu"].startswith(next(k for k, v in tuned.TREES.items() if v == module))
+
+
+def test_tuned_for_device():
+    assert tuned.for_device("NVIDIA H100 80GB HBM3").__name__.endswith("nvidia_h100")
+    assert tuned.for_device("triton-interpreter") is None
+    assert tuned.for_device("AMD Instinct MI300X") is None
+
+
+@pytest.mark.parametrize("module", _committed())
+@pytest.mark.parametrize("q_len,seq_len", [(1, 200), (40, 70)])
+def test_tree_selected_config_runs(module, q_len, seq_len):
+    """The interpreter runs the configuration a GPU's tree picks, and matches the fp32 reference."""
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    torch.manual_seed(0)
+    num_seqs, hq, hkv, d, bs = 2, 4, 2, 64, 16
+    pages = -(-seq_len // bs)
+    k_cache = torch.randn(num_seqs * pages, bs, hkv, d, dtype=torch.float16)
+    v_cache = torch.randn_like(k_cache)
+    block_table = torch.randperm(num_seqs * pages).int().view(num_seqs, pages)
+    seq_lens = torch.full((num_seqs,), seq_len, dtype=torch.int32)
+    cu = torch.arange(0, (num_seqs + 1) * q_len, q_len, dtype=torch.int32)
+    q = torch.randn(num_seqs * q_len, hq, d, dtype=torch.float16)
+    cfg = select_attention_config(num_tokens=q.shape[0], num_seqs=num_seqs, num_q_heads=hq, num_kv_heads=hkv,
+                                  head_dim=d, block_size=bs, max_seqlen_q=q_len, max_seqlen_k=seq_len,
+                                  dtype=q.dtype, device=q.device, tree=tree)
+    out = torch.full_like(q, float("nan"))
+    paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu, out=out, config=cfg)
+    ref = paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu)
+    assert not out.isnan().any()
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 5e-3, cfg
+
+
+def _synthetic_sweep(path, seed=0):
+    """A sweep JSON whose times follow a known rule: decode best is no split past 64 programs, else
+    split 4/SM; prefill best is 64-row blocks at head_dim 256; every other candidate 20-60% slower."""
+    rng = random.Random(seed)
+    records = []
+    for w in tune.workload_grid(seed=seed):
+        f = w.features()
+        if w.family() == DECODE:
+            best = "64-2-0" if f["programs"] > 64 else "64-2-4"
+            keys = [tune.HAND] + ["-".join(map(str, k)) for k in tune.DECODE_KNOBS]
+        else:
+            best = "64-64-4-2" if f["head_dim"] == 256 else "128-128-8-3"
+            keys = [tune.HAND] + ["-".join(map(str, k)) for k in tune.PREFILL_KNOBS]
+        times = {k: (1.0 if k == best else 1.2 + 0.4 * rng.random()) for k in keys}
+        records.append(dict(name=w.name, family=w.family(), features=f, times_ms=times))
+    path.write_text(json.dumps(dict(gpu="NVIDIA TestGPU", sms=132, records=records)))
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_fit_export_deterministic_and_learns(tmp_path, seed):
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    sweep = tmp_path / "attention-NVIDIA-TestGPU.json"
+    _synthetic_sweep(sweep, seed)
+    a = trees.fit_and_export(str(sweep), tree_dir=str(tmp_path / "a"))
+    trees.fit_and_export(str(sweep), tree_dir=str(tmp_path / "b"))
+    src_a = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
+    assert src_a == (tmp_path / "b" / "nvidia_testgpu.py").read_text()  # deterministic given the JSON
+    assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
+    spec = importlib.util.spec_from_file_location("nvidia_testgpu", tmp_path / "a" / "nvidia_testgpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    f = features(num_tokens=1, num_seqs=1, num_q_heads=32, num_kv_heads=8, head_dim=128, block_size=16,
+                 max_seqlen_q=1, max_seqlen_k=8192, kv_dtype=torch.bfloat16)
+    assert module.decode(f) == (64, 2, 4)
+    f = features(num_tokens=2048, num_seqs=1, num_q_heads=32, num_kv_heads=8, head_dim=256, block_size=16,
+                 max_seqlen_q=2048, max_seqlen_k=2048, kv_dtype=torch.bfloat16)
+    assert module.prefill(f) == (64, 64, 4, 2)
+
+
+def test_fit_keeps_hand_rules_when_no_tree_beats_them(tmp_path):
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    sweep = tmp_path / "attention-NVIDIA-TestGPU.json"
+    _synthetic_sweep(sweep)
+    data = json.loads(sweep.read_text())
+    for r in data["records"]:  # the hand rules are always best
+        r["times_ms"][tune.HAND] = 0.5
+    sweep.write_text(json.dumps(data))
+    trees.fit_and_export(str(sweep), tree_dir=str(tmp_path))
+    src = (tmp_path / "nvidia_testgpu.py").read_text()
+    assert src.count("return 'hand'") == 2 and "if f[" not in src
+
+
+def test_sweep_interpreter_and_resume(tmp_path, monkeypatch):
+    """Two tiny workloads swept under the interpreter: every candidate timed or its failure recorded,
+    the hand rules checked against the reference; a second run sweeps nothing new."""
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0), (16, 1, 2)], PREFILL: [(16, 16, 2, 1)]})
+    workloads = [tune.Workload(2, 0, 1, 40, 64, 2, 1, 16, "fp16", dtype="fp16"),
+                 tune.Workload(1, 1, 20, 33, 64, 4, 1, 16, "fp16", dtype="fp16")]
+    assert [w.family() for w in workloads] == [DECODE, PREFILL]
+    path = tune.sweep(str(tmp_path), workloads=workloads)
+    data = json.loads(Path(path).read_text())
+    assert [r["name"] for r in data["records"]] == [w.name for w in workloads]
+    for r in data["records"]:
+        assert set(r["times_ms"]) == {"hand"} | {"-".join(map(str, k)) for k in tune.KNOBS[r["family"]]}
+        assert all(t is not None and t > 0 for t in r["times_ms"].values())
+        assert r["rel_err"] < 1e-2
+    tune.sweep(str(tmp_path), workloads=workloads)
+    assert len(json.loads(Path(path).read_text())["records"]) == 2
+
+
+def test_workload_grid_covers_the_domain():
+    ws = tune.workload_grid()
+    assert len({w.name for w in ws}) == len(ws)
+    assert {w.head_dim for w in ws} == set(tune.HEAD_DIMS) and {w.group for w in ws} == set(tune.GROUPS)
+    assert {w.block_size for w in ws} == set(tune.BLOCK_SIZES) and {w.kv_dtype for w in ws} == set(tune.KV_DTYPES)
+    decode = [w for w in ws if w.family() == DECODE]
+    assert {w.num_seqs for w in decode} == set(tune.BATCHES) and {w.context for w in decode} >= set(tune.CONTEXTS)
+    assert {w.name.split("-")[0] for w in ws if w.family() == PREFILL} == {"prefill", "mixed"}
+    assert all(w.kv_bytes() <= tune.MAX_KV_BYTES for w in ws)
+    assert math.isclose(sum(w.family() == DECODE for w in ws) / len(ws), 120 / 174, rel_tol=0.05)
