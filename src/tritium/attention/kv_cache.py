@@ -18,18 +18,20 @@ def _write_kv_cache_kernel(
     stride_kc_blk, stride_kc_tok, stride_kc_head,
     stride_vc_blk, stride_vc_tok, stride_vc_head,
     # sizes and scalars
-    block_size, k_scale_val, v_scale_val,
+    block_size, num_slots, k_scale_val, v_scale_val,
     # meta-parameters
     NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, HEADS_PAD: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     IS_FP8: tl.constexpr, FP8_MAX: tl.constexpr, SCALES_FROM_PTR: tl.constexpr, USE_PDL: tl.constexpr,
 ):
-    """Grid: (num_tokens,). Token t goes to slot_mapping[t] = block * block_size + offset; < 0 skips."""
+    """Grid: (num_tokens,). Token t goes to slot_mapping[t] = block * block_size + offset; a slot outside
+    [0, num_slots = num_blocks * block_size) skips the token (one scalar compare per program), so a
+    garbage slot never writes outside the cache."""
     if USE_PDL:  # programmatic dependent launch: wait for the kernel before (k, v) before anything else
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()
     tok = tl.program_id(0).to(tl.int64)
     slot = tl.load(slot_mapping_ptr + tok)
-    if slot < 0:
+    if (slot < 0) | (slot >= num_slots):
         return
     blk = slot // block_size
     off = slot % block_size
@@ -60,6 +62,8 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         k, v: [num_tokens, num_kv_heads, head_dim] fp16/bf16/fp32.
         k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim], k's dtype or float8_e4m3fn.
         slot_mapping: [num_tokens] int64, block_id * block_size + offset; a negative slot skips the token.
+            So does a slot past the cache (>= num_blocks * block_size): no write lands outside it, and
+            nothing reports it (the caller's bug shows up as the token's keys missing from the cache).
         k_scale, v_scale: fp8 caches store k / k_scale (v / v_scale) saturated to the fp8 range (+-448);
             a float or a 1-element fp32 tensor (the tensor form keeps the call capturable in a CUDA graph).
     """
@@ -106,7 +110,7 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         k.stride(0), k.stride(1), v.stride(0), v.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-        k_cache.shape[1], k_scale_val, v_scale_val,
+        k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1], k_scale_val, v_scale_val,
         NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
         HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8,
         FP8_MAX=torch.finfo(k_cache.dtype).max if is_fp8 else 0.0, SCALES_FROM_PTR=scales_from_ptr,

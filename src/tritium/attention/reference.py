@@ -89,10 +89,12 @@ def quantize_fp8_ref(x: torch.Tensor, scale, dtype: torch.dtype = torch.float8_e
 
 
 def write_kv_cache_ref(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=None) -> None:
-    """In-place: token t goes to slot slot_mapping[t] = block * block_size + offset; slot < 0 skips."""
+    """In-place: token t goes to slot slot_mapping[t] = block * block_size + offset; a slot outside
+    [0, num_blocks * block_size) skips the token."""
     block_size = k_cache.shape[1]
+    num_slots = k_cache.shape[0] * block_size
     for t, slot in enumerate(slot_mapping.tolist()):
-        if slot < 0:
+        if not 0 <= slot < num_slots:
             continue
         blk, off = divmod(slot, block_size)
         for src, cache, scale in ((k, k_cache, k_scale), (v, v_cache, v_scale)):
