@@ -10,6 +10,11 @@ heads that share one KV head, packed into BLOCK_M = BLOCK_Q * QPKV (padded) rows
 is loaded once for all heads of its group. Row r holds token r // QPKV and head r % QPKV of the group.
 
 Scores are kept in the log2 domain (scaled by log2(e)) so the softmax uses exp2.
+
+Inconsistent metadata (what ``paged_attention(validate=True)`` rejects) never makes a kernel access
+memory outside its tensors: each program checks its sequence's lengths and query range once (scalar
+work), skips the keys of an impossible sequence and writes NaN into its rows, and clamps the page ids
+it reads into [0, num_blocks), turning its rows into NaN when one was out of range.
 """
 
 import triton
@@ -46,8 +51,8 @@ def _softcap(x, cap):
 
 @triton.jit
 def _attend_tiles(
-    acc, l_i, m_i, q,
-    tile_lo, tile_hi,
+    acc, l_i, m_i, page_err, q,
+    tile_lo, tile_hi, num_blocks,
     k_head_ptr, v_head_ptr, block_table_row_ptr,
     stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
     seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
@@ -59,7 +64,8 @@ def _attend_tiles(
     """Online-softmax accumulation over KV tiles [tile_lo, tile_hi).
 
     MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
-    acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units).
+    acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units); page_err [TILE_N]
+    int1 is set where a page id read from the block table was outside [0, num_blocks).
     """
     for tile in range(tile_lo, tile_hi):
         offs_n = tile * TILE_N + tl.arange(0, TILE_N)  # [TILE_N] key positions
@@ -68,7 +74,12 @@ def _attend_tiles(
             pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE, mask=kv_mask, other=0)
         else:
             pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE)
-        slots = pages.to(tl.int64)
+        # A garbage page id reads a page of the cache (clamped) and marks the program, whose rows then
+        # become NaN. Cost: 4 integer ops on the [TILE_N] page vector per tile (the K/V loads and the
+        # dots are [TILE_N, HEAD_DIM] and [BLOCK_M, TILE_N, HEAD_DIM]); no per-element work.
+        safe_pages = tl.minimum(tl.maximum(pages, 0), num_blocks - 1)
+        page_err = page_err | (safe_pages != pages)
+        slots = safe_pages.to(tl.int64)
         k_offs = slots * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok  # [TILE_N]
         v_offs = slots * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok
         if MASKED:
@@ -107,10 +118,10 @@ def _attend_tiles(
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new
-    return acc, l_i, m_i
+    return acc, l_i, m_i, page_err
 
 
-@triton.jit(do_not_specialize=["num_seqs", "window"])
+@triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "window"])
 def _paged_attention_kernel(
     # pointers
     out_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
@@ -126,7 +137,7 @@ def _paged_attention_kernel(
     stride_po_split, stride_po_tok, stride_po_head,
     stride_pl_split, stride_pl_tok,
     # sizes and scalars
-    num_seqs, sm_scale, softcap, window, k_scale_val, v_scale_val,
+    num_seqs, num_tokens, num_blocks, max_kv_len, sm_scale, softcap, window, k_scale_val, v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, IS_SPLIT: tl.constexpr,
@@ -142,7 +153,15 @@ def _paged_attention_kernel(
     USE_PDL (a programmatic dependent launch): the next kernel (the merge, or a projection) may be
     scheduled at once. Before waiting for the kernel before it (which wrote q and the new tokens' K/V),
     a program reads only the batch layout (cu_seqlens_q, seq_lens, block_table) and constant inputs
-    (scales, ALiBi slopes, sinks)."""
+    (scales, ALiBi slopes, sinks).
+
+    max_kv_len: tokens a block-table row holds (block_table.shape[1] * PAGE_SIZE; 0 with no pages).
+    Metadata checks (scalar, once per program; the launcher's ``validate=True`` reports the same cases
+    as errors): sequence s is impossible unless 0 <= cu[s-1] <= cu[s] <= cu[s+1] <= cu[s+2] <=
+    num_tokens (neighbours where they exist), cu[0] == 0 for the first, cu[num_seqs] == num_tokens for
+    the last, and q_len <= seq_len <= max_kv_len. An impossible sequence reads no key and its rows,
+    clamped to [0, num_tokens) (the first's from row 0, the last's up to num_tokens, so tokens no
+    sequence claims get NaN too), are NaN. Rows of a consistent sequence are exact."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
     q_slot = tl.program_id(0)
@@ -153,24 +172,43 @@ def _paged_attention_kernel(
 
     seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
     q_start = tl.load(cu_seqlens_q_ptr + seq)
-    q_len = tl.load(cu_seqlens_q_ptr + seq + 1) - q_start
-    q_block = q_slot - (q_start // BLOCK_Q + seq)
-    if q_block * BLOCK_Q >= q_len:
+    q_end = tl.load(cu_seqlens_q_ptr + seq + 1)
+    q_len = q_end - q_start
+    seq_len = tl.load(seq_lens_ptr + seq)
+    # Impossible metadata (see above): scalar checks, once per program. The neighbours' entries catch
+    # a range that overlaps another sequence's (cu_seqlens_q decreasing next to it). Cost per program:
+    # two more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
+    # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
+    # [TILE_N] reduction and a [BLOCK_M] select. The key loop only clamps page ids (_attend_tiles).
+    prev_start = tl.load(cu_seqlens_q_ptr + tl.maximum(seq - 1, 0))
+    next_end = tl.load(cu_seqlens_q_ptr + tl.minimum(seq + 2, num_seqs))
+    is_first = seq == 0
+    is_last = seq == num_seqs - 1
+    bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
+    bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
+    bad = bad | (seq_len < q_len) | (seq_len > max_kv_len)
+    # Rows [row_start, row_end) of q/out this sequence's Q blocks cover (the first sequence's start at 0,
+    # as _find_seq counts them; the last's end at num_tokens); equal to [q_start, q_end) when consistent.
+    row_start = tl.where(is_first, 0, q_start)
+    row_end = tl.where(is_last, num_tokens, tl.minimum(q_end, num_tokens))
+    q_block = q_slot - (row_start // BLOCK_Q + seq)
+    block_row = row_start + q_block * BLOCK_Q  # first row of this Q block
+    if block_row >= row_end:
         if USE_PDL:
             tl.extra.cuda.gdc_wait()  # finish only after the kernel before: later kernels count on it
         return
-    seq_len = tl.load(seq_lens_ptr + seq)
     context_len = seq_len - q_len  # position of the sequence's first new token
 
     offs_m = tl.arange(0, BLOCK_M)
-    tok = q_block * BLOCK_Q + offs_m // QPKV  # [BLOCK_M] token index within the sequence
+    rows = block_row + offs_m // QPKV  # [BLOCK_M] token row in q / out
+    tok = rows - q_start  # [BLOCK_M] token index within the sequence
     head = kv_head * QPKV + offs_m % QPKV  # [BLOCK_M] query head
-    row_valid = (offs_m < BLOCK_Q * QPKV) & (tok < q_len)
+    row_valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
     q_pos = context_len + tok  # [BLOCK_M] absolute position of each row's token
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     d_mask = offs_d < HEAD_DIM
 
-    q_rows = (q_start + tok).to(tl.int64)
+    q_rows = rows.to(tl.int64)
 
     if SCALES_FROM_PTR:
         k_scale = tl.load(k_scale_ptr).to(tl.float32)
@@ -193,7 +231,7 @@ def _paged_attention_kernel(
     acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
 
     # Key range of this Q block and the part of it that needs no mask.
-    first_pos = context_len + q_block * BLOCK_Q
+    first_pos = context_len + (block_row - q_start)
     last_pos = tl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
     if IS_CAUSAL:
         kv_end = last_pos + 1
@@ -207,6 +245,7 @@ def _paged_attention_kernel(
         tile_lo = tl.maximum(first_pos - window + 1, 0) // TILE_N
         full_lo = tl.cdiv(tl.maximum(last_pos - window + 1, 0), TILE_N)
     tile_hi = tl.cdiv(kv_end, TILE_N)
+    tile_hi = tl.where(bad, tile_lo, tile_hi)  # an impossible sequence reads no key: its rows become NaN
     full_lo = tl.minimum(tl.maximum(full_lo, tile_lo), tile_hi)
     full_hi = tl.minimum(tl.maximum(full_end // TILE_N, full_lo), tile_hi)
 
@@ -222,14 +261,17 @@ def _paged_attention_kernel(
     if IS_SPLIT:
         # A split with no key tile (a short sequence in a grid sized for long ones, e.g. a CUDA graph
         # captured for max_model_len) writes only its empty log-sum-exp; the merge skips its output.
+        # An impossible sequence writes NaN instead, which the merge turns into NaN rows.
         empty = lo >= hi
         if HAS_SINKS:
             empty = empty & (split != 0)  # the sink term lives in split 0
+        empty = empty | bad
         if empty:
             if USE_PDL:
                 tl.extra.cuda.gdc_wait()  # finish only after the kernel before: later kernels count on it
+            lse_empty = tl.where(bad, float("nan"), float("-inf"))
             tl.store(part_lse_ptr + split.to(tl.int64) * stride_pl_split + q_rows * stride_pl_tok + head,
-                     tl.full([BLOCK_M], float("-inf"), tl.float32), mask=row_valid)
+                     tl.zeros([BLOCK_M], tl.float32) + lse_empty, mask=row_valid)
             return
 
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
@@ -240,23 +282,28 @@ def _paged_attention_kernel(
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
     # Masked tiles before the window's full part, unmasked middle, masked tail (diagonal / last page).
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
+    page_err = tl.zeros([TILE_N], dtype=tl.int1)
+    acc, l_i, m_i, page_err = _attend_tiles(
+        acc, l_i, m_i, page_err, q, lo, tl.minimum(hi, full_lo), num_blocks, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr, v_head_ptr,
-        bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
+    acc, l_i, m_i, page_err = _attend_tiles(
+        acc, l_i, m_i, page_err, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), num_blocks, k_head_ptr,
+        v_head_ptr, bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
         qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
         IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
+    acc, l_i, m_i, page_err = _attend_tiles(
+        acc, l_i, m_i, page_err, q, tl.maximum(lo, full_hi), hi, num_blocks, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
 
-    has_mass = l_i > 0.0
+    # NaN rows for an impossible sequence or a page id out of range (one reduction per program).
+    # NaN counts as mass, so it reaches the output (and the merge, through the log-sum-exp).
+    poison = bad | (tl.max(page_err.to(tl.int32), 0) > 0)
+    l_i = tl.where(poison, float("nan"), l_i)
+    has_mass = l_i != 0.0
     o = acc * (v_scale / tl.where(has_mass, l_i, 1.0))[:, None]  # rows that saw no key give 0
     store_mask = row_valid[:, None] & d_mask[None, :]
     if not IS_SPLIT:
@@ -284,7 +331,11 @@ def _merge_splits_kernel(
     # meta-parameters
     SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, USE_PDL: tl.constexpr,
 ):
-    """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse)."""
+    """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse).
+
+    Every index comes from the grid (token < num_tokens <= the workspace's rows, split < num_splits), so
+    no metadata value can move its accesses. A NaN log-sum-exp (a sequence with impossible metadata)
+    gives a NaN weight, hence a NaN row."""
     if USE_PDL:  # the next kernel (a decode projection) may start loading its weights now
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()  # the partial results come from the attention kernel

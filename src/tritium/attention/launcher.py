@@ -199,10 +199,29 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             kernel is scheduled while the kernel before it runs and waits for it on the device. Off for a
             launch that follows a cross-stream join (or to measure what it saves).
         config: override of the whole kernel configuration (tuning).
-        validate: also check block ids and lengths (reads them, so it syncs).
+        validate: also check block ids and lengths (reads them, so it syncs) and raise ValueError
+            naming the first inconsistency.
 
     Returns:
         [num_tokens, num_q_heads, head_dim] in q's dtype (``out`` when given).
+
+    Inconsistent metadata with ``validate=False`` (the default, which never reads the metadata on the
+    host) never makes the kernels read or write outside their tensors, and shows up as NaN rows:
+
+    - a sequence whose lengths are impossible (seq_lens[s] shorter than its query length, or longer
+      than a block-table row holds: block_table.shape[1] * block_size) gets NaN in all its rows;
+    - a page id outside [0, num_blocks) read from block_table reads a page of the cache instead and
+      makes NaN of the rows whose Q block read it (a decode step's whole sequence; pages outside a
+      sliding window are not read, so not checked);
+    - cu_seqlens_q: sequence s gets NaN rows unless 0 <= cu[s-1] <= cu[s] <= cu[s+1] <= cu[s+2] <=
+      num_tokens (entries that exist), cu[0] == 0 for the first sequence and cu[num_seqs] == num_tokens
+      for the last. Its rows are cu[s]..cu[s+1] clamped to [0, num_tokens), from row 0 for the first
+      sequence and up to num_tokens for the last, so rows no sequence claims are NaN too.
+
+    The other sequences' rows are exact. Where decreasing entries make two sequences' ranges overlap
+    beyond their neighbours', the shared rows hold either sequence's result (NaN or exact), and rows
+    that the slot search maps to no program are not written (in a split call they are then merged
+    from whatever the workspace holds).
     """
     _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alibi_slopes, sinks, out)
     num_tokens, num_q_heads, head_dim = q.shape
@@ -246,7 +265,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         config = select_attention_config(
             num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
             head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-            dtype=q.dtype, device=q.device, max_splits=max_splits)
+            dtype=q.dtype, device=q.device, max_splits=max_splits, kv_dtype=k_cache.dtype)
     splits = config.num_splits if num_splits is None else num_splits
     if workspace is not None:
         workspace.check(num_tokens, num_q_heads, head_dim, q.device)
@@ -279,7 +298,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         block_table.stride(0),
         part_out.stride(0), part_out.stride(1), part_out.stride(2),
         part_lse.stride(0), part_lse.stride(1),
-        num_seqs, scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
+        num_seqs, num_tokens, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
+        scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
         QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
         BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
