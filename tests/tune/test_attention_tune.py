@@ -15,6 +15,7 @@ import torch
 from tritium.attention import paged_attention, select_attention_config, tuned
 from tritium.attention.config import DECODE, MAX_SPLITS, PREFILL, config_from_knobs, features
 from tritium.attention.reference import paged_attention_ref
+from tritium.runtime import default_device, interpreting
 from tritium.tune import attention as tune
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,12 +108,13 @@ def test_tree_selected_config_runs(module, q_len, seq_len):
     torch.manual_seed(0)
     num_seqs, hq, hkv, d, bs = 2, 4, 2, 64, 16
     pages = -(-seq_len // bs)
-    k_cache = torch.randn(num_seqs * pages, bs, hkv, d, dtype=torch.float16)
+    dev = default_device()
+    k_cache = torch.randn(num_seqs * pages, bs, hkv, d, dtype=torch.float16, device=dev)
     v_cache = torch.randn_like(k_cache)
-    block_table = torch.randperm(num_seqs * pages).int().view(num_seqs, pages)
-    seq_lens = torch.full((num_seqs,), seq_len, dtype=torch.int32)
-    cu = torch.arange(0, (num_seqs + 1) * q_len, q_len, dtype=torch.int32)
-    q = torch.randn(num_seqs * q_len, hq, d, dtype=torch.float16)
+    block_table = torch.randperm(num_seqs * pages, device=dev).int().view(num_seqs, pages)
+    seq_lens = torch.full((num_seqs,), seq_len, dtype=torch.int32, device=dev)
+    cu = torch.arange(0, (num_seqs + 1) * q_len, q_len, dtype=torch.int32, device=dev)
+    q = torch.randn(num_seqs * q_len, hq, d, dtype=torch.float16, device=dev)
     cfg = select_attention_config(num_tokens=q.shape[0], num_seqs=num_seqs, num_q_heads=hq, num_kv_heads=hkv,
                                   head_dim=d, block_size=bs, max_seqlen_q=q_len, max_seqlen_k=seq_len,
                                   dtype=q.dtype, device=q.device, tree=tree)
@@ -179,6 +181,7 @@ def test_fit_keeps_hand_rules_when_no_tree_beats_them(tmp_path):
     assert src.count("return 'hand'") == 2 and "if f[" not in src
 
 
+@pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
 def test_sweep_interpreter_and_resume(tmp_path, monkeypatch):
     """Two tiny workloads swept under the interpreter: every candidate timed or its failure recorded,
     the hand rules checked against the reference; a second run sweeps nothing new."""
