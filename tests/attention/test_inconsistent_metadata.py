@@ -3,8 +3,8 @@ tensors: the sequence it concerns gets NaN rows, the other sequences stay exact.
 
 Each case runs in a child process, so a kernel that reads or writes out of bounds fails its test
 (a segfault under the interpreter, an illegal address on a GPU) instead of killing pytest. The child
-poisons the output (NaN), surrounds it and the split-KV workspace with guard rows, and fills the
-workspace and the caches (between finite guard pages) with finite values, so a row the kernels fail
+poisons the output (NaN), surrounds it with guard rows, gives the split-KV workspace rows past
+num_tokens that must stay untouched, and fills the workspace and the caches (between finite guard pages) with finite values, so a row the kernels fail
 to write, a write past the end, or a NaN that does not come from the kernel's checks, shows up.
 validate=True still reports every case as a ValueError (in process: it raises before any launch).
 """
@@ -41,7 +41,8 @@ PATHS = {
 # name -> (tensor, index, value(num_tokens, num_blocks, cu_seqlens_q), sequences whose rows must be NaN,
 # what validate=True says). The tensor is one of block_table, seq_lens, cu_seqlens_q.
 CASES = {
-    # A sequence longer than its block-table row (the kernel used to read past the row: segfault).
+    # A sequence longer than its block-table row: 65 tokens made the kernel read the next row's first
+    # page id, 100000 read past the block table (a segfault before the checks).
     "seq_len-past-row": ("seq_lens", 1, lambda n, nb, cu: 65, [1], r"sequence 1 needs 5 pages"),
     "seq_len-far-past-row": ("seq_lens", 0, lambda n, nb, cu: 100_000, [0], r"sequence 0 needs 6250 pages"),
     "seq_len-int32-max": ("seq_lens", 3, lambda n, nb, cu: INT32_MAX, [3], r"sequence 3 needs"),
@@ -74,7 +75,7 @@ def _corrupt(batch, case: str) -> dict:
     return meta
 
 
-GUARD = 3  # guard rows before and after out and the workspace rows
+GUARD = 3  # guard rows (pages, for the caches) before and after out and the caches
 SENTINEL = 7.0
 
 
