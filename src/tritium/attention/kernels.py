@@ -13,8 +13,8 @@ Scores are kept in the log2 domain (scaled by log2(e)) so the softmax uses exp2.
 
 Inconsistent metadata (what ``paged_attention(validate=True)`` rejects) never makes a kernel access
 memory outside its tensors: each program checks its sequence's lengths and query range once (scalar
-work), skips the keys of an impossible sequence and writes NaN into its rows, and clamps the page ids
-it reads into [0, num_blocks), turning its rows into NaN when one was out of range.
+work), skips the keys of an impossible sequence and writes NaN into its rows, and checks the page ids
+it will read once before its key loop: one outside [0, num_blocks) makes it read nothing, its rows NaN.
 """
 
 import triton
@@ -50,9 +50,24 @@ def _softcap(x, cap):
 
 
 @triton.jit
+def _pages_out_of_range(block_table_row_ptr, key_lo, key_hi, num_blocks, PAGE_SIZE: tl.constexpr):
+    """True when a page id that keys [key_lo, key_hi) use lies outside [0, num_blocks). One pass over the
+    row's entries before the key loop (128 int32 per load; B=1 L=8192 with 64 splits: 8 pages a
+    program), so the key loop itself carries no check."""
+    p_lo = key_lo // PAGE_SIZE
+    p_hi = tl.cdiv(key_hi, PAGE_SIZE)
+    bad = tl.full([], 0, tl.int32)
+    for start in range(p_lo, p_hi, 128):
+        idx = start + tl.arange(0, 128)
+        pages = tl.load(block_table_row_ptr + idx, mask=idx < p_hi, other=0)
+        bad = bad | tl.max(((pages < 0) | (pages >= num_blocks)).to(tl.int32), 0)
+    return bad != 0
+
+
+@triton.jit
 def _attend_tiles(
-    acc, l_i, m_i, page_err, q,
-    tile_lo, tile_hi, num_blocks,
+    acc, l_i, m_i, q,
+    tile_lo, tile_hi,
     k_head_ptr, v_head_ptr, block_table_row_ptr,
     stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
     seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
@@ -64,8 +79,8 @@ def _attend_tiles(
     """Online-softmax accumulation over KV tiles [tile_lo, tile_hi).
 
     MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
-    acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units); page_err [TILE_N]
-    int1 is set where a page id read from the block table was outside [0, num_blocks).
+    acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units). The caller has checked
+    every page id these tiles read (_pages_out_of_range).
     """
     for tile in range(tile_lo, tile_hi):
         offs_n = tile * TILE_N + tl.arange(0, TILE_N)  # [TILE_N] key positions
@@ -74,12 +89,7 @@ def _attend_tiles(
             pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE, mask=kv_mask, other=0)
         else:
             pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE)
-        # A garbage page id reads a page of the cache (clamped) and marks the program, whose rows then
-        # become NaN. Cost: 4 integer ops on the [TILE_N] page vector per tile (the K/V loads and the
-        # dots are [TILE_N, HEAD_DIM] and [BLOCK_M, TILE_N, HEAD_DIM]); no per-element work.
-        safe_pages = tl.minimum(tl.maximum(pages, 0), num_blocks - 1)
-        page_err = page_err | (safe_pages != pages)
-        slots = safe_pages.to(tl.int64)
+        slots = pages.to(tl.int64)
         k_offs = slots * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok  # [TILE_N]
         v_offs = slots * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok
         if MASKED:
@@ -118,7 +128,7 @@ def _attend_tiles(
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new
-    return acc, l_i, m_i, page_err
+    return acc, l_i, m_i
 
 
 @triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "window"])
@@ -179,7 +189,8 @@ def _paged_attention_kernel(
     # a range that overlaps another sequence's (cu_seqlens_q decreasing next to it). Cost per program:
     # two more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
-    # [TILE_N] reduction and a [BLOCK_M] select. The key loop only clamps page ids (_attend_tiles).
+    # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
+    # (_pages_out_of_range), so the key loop is unchanged.
     prev_start = tl.load(cu_seqlens_q_ptr + tl.maximum(seq - 1, 0))
     next_end = tl.load(cu_seqlens_q_ptr + tl.minimum(seq + 2, num_seqs))
     is_first = seq == 0
@@ -258,6 +269,13 @@ def _paged_attention_kernel(
         lo = tile_lo
         hi = tile_hi
 
+    # Page ids this program reads, checked once: an out-of-range one makes its rows NaN (read nothing).
+    bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
+    if lo < hi:
+        bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, tl.minimum(hi * TILE_N, seq_len), num_blocks,
+                                        PAGE_SIZE)
+    hi = tl.where(bad, lo, hi)
+
     if IS_SPLIT:
         # A split with no key tile (a short sequence in a grid sized for long ones, e.g. a CUDA graph
         # captured for max_model_len) writes only its empty log-sum-exp; the merge skips its output.
@@ -276,33 +294,30 @@ def _paged_attention_kernel(
 
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
-    bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
     # Masked tiles before the window's full part, unmasked middle, masked tail (diagonal / last page).
-    page_err = tl.zeros([TILE_N], dtype=tl.int1)
-    acc, l_i, m_i, page_err = _attend_tiles(
-        acc, l_i, m_i, page_err, q, lo, tl.minimum(hi, full_lo), num_blocks, k_head_ptr, v_head_ptr, bt_row_ptr,
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i, page_err = _attend_tiles(
-        acc, l_i, m_i, page_err, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), num_blocks, k_head_ptr,
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr,
         v_head_ptr, bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
         qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
         IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i, page_err = _attend_tiles(
-        acc, l_i, m_i, page_err, q, tl.maximum(lo, full_hi), hi, num_blocks, k_head_ptr, v_head_ptr, bt_row_ptr,
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
 
-    # NaN rows for an impossible sequence or a page id out of range (one reduction per program).
-    # NaN counts as mass, so it reaches the output (and the merge, through the log-sum-exp).
-    poison = bad | (tl.max(page_err.to(tl.int32), 0) > 0)
-    l_i = tl.where(poison, float("nan"), l_i)
+    # NaN rows for an impossible sequence or a page id out of range. NaN counts as mass, so it reaches
+    # the output (and the merge, through the log-sum-exp).
+    l_i = tl.where(bad, float("nan"), l_i)
     has_mass = l_i != 0.0
     o = acc * (v_scale / tl.where(has_mass, l_i, 1.0))[:, None]  # rows that saw no key give 0
     store_mask = row_valid[:, None] & d_mask[None, :]
