@@ -8,6 +8,7 @@ References in ``tritium.attention.reference``; kernel configuration in ``tritium
 
 from tritium.attention.config import AttentionConfig, select_attention_config
 from tritium.attention.kv_cache import write_kv_cache
-from tritium.attention.launcher import AttentionWorkspace, paged_attention
+from tritium.attention.launcher import AttentionWorkspace, check_kv_cache, paged_attention
 
-__all__ = ["paged_attention", "AttentionWorkspace", "write_kv_cache", "AttentionConfig", "select_attention_config"]
+__all__ = ["paged_attention", "AttentionWorkspace", "write_kv_cache", "AttentionConfig", "select_attention_config",
+           "check_kv_cache"]

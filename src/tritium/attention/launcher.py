@@ -64,6 +64,19 @@ def _check_tensor(name, t, ndim, dtypes=None):
         raise TypeError(f"{name} must have dtype {names}; got {str(t.dtype).replace('torch.', '')}")
 
 
+def check_kv_cache(q, k_cache, v_cache) -> None:
+    """q [.., heads, head_dim] against k_cache / v_cache [num_blocks, block_size, num_kv_heads, head_dim]
+    (both 4-D tensors): one shape and dtype for both caches, q's dtype or fp8, q's head_dim."""
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache shape {tuple(v_cache.shape)} differs from k_cache shape {tuple(k_cache.shape)}")
+    if v_cache.dtype != k_cache.dtype:
+        raise TypeError(f"v_cache dtype {v_cache.dtype} differs from k_cache dtype {k_cache.dtype}")
+    if k_cache.dtype not in FP8_DTYPES and k_cache.dtype != q.dtype:
+        raise TypeError(f"k_cache dtype {k_cache.dtype} must match q ({q.dtype}) or be float8_e4m3fn")
+    if k_cache.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k_cache has head_dim {k_cache.shape[-1]}, q has {q.shape[-1]}")
+
+
 def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alibi_slopes, sinks, out):
     _check_tensor("q", q, 3, Q_DTYPES)
     _check_tensor("k_cache", k_cache, 4, Q_DTYPES + FP8_DTYPES)
@@ -72,15 +85,8 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alib
     _check_tensor("seq_lens", seq_lens, 1, (torch.int32,))
     _check_tensor("cu_seqlens_q", cu_seqlens_q, 1, (torch.int32,))
     num_tokens, num_q_heads, head_dim = q.shape
-    num_blocks, block_size, num_kv_heads, kv_head_dim = k_cache.shape
-    if v_cache.shape != k_cache.shape:
-        raise ValueError(f"v_cache shape {tuple(v_cache.shape)} differs from k_cache shape {tuple(k_cache.shape)}")
-    if v_cache.dtype != k_cache.dtype:
-        raise TypeError(f"v_cache dtype {v_cache.dtype} differs from k_cache dtype {k_cache.dtype}")
-    if k_cache.dtype not in FP8_DTYPES and k_cache.dtype != q.dtype:
-        raise TypeError(f"k_cache dtype {k_cache.dtype} must match q ({q.dtype}) or be float8_e4m3fn")
-    if kv_head_dim != head_dim:
-        raise ValueError(f"k_cache has head_dim {kv_head_dim}, q has {head_dim}")
+    num_blocks, block_size, num_kv_heads, _ = k_cache.shape
+    check_kv_cache(q, k_cache, v_cache)
     if head_dim not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {SUPPORTED_HEAD_DIMS}, got {head_dim}")
     if num_q_heads % num_kv_heads != 0:

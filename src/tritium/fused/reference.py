@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from tritium.attention.reference import gather_kv, paged_attention_ref
+
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a [M, K] @ b [K, N]`` -> ``[M, N]`` in fp32 (inputs upcast; no reduced-precision products)."""
@@ -32,3 +34,30 @@ def matmul_reduce_scatter(a_by_rank: list[torch.Tensor], b_by_rank: list[torch.T
     total = matmul_all_reduce(a_by_rank, b_by_rank, dtype)
     rows = total.shape[0] // len(a_by_rank)
     return total[rank * rows:(rank + 1) * rows]
+
+
+def distributed_paged_decode(q, k_caches, v_caches, block_tables, seq_lens_by_rank, *, k_scale=None,
+                             v_scale=None, **kwargs) -> torch.Tensor:
+    """Single-device attention on the concatenated cache: every rank's part of each sequence (lists indexed
+    by rank: its ``k_cache``, ``v_cache``, ``block_table``, ``seq_lens``), dequantised to fp32 and joined in
+    rank order, then :func:`tritium.attention.reference.paged_attention_ref` with one query per sequence at
+    the last position (``kwargs``: its softmax_scale, sliding_window, softcap, alibi_slopes, sinks).
+    Returns ``[num_seqs, num_q_heads, head_dim]`` fp32."""
+    num_seqs, dev = q.shape[0], q.device
+    ks, vs = (1.0 if s is None else float(s) for s in (k_scale, v_scale))
+    dense_k, dense_v, totals = [], [], []
+    for s in range(num_seqs):
+        parts = [(gather_kv(k.float(), bt[s], int(n[s])), gather_kv(v.float(), bt[s], int(n[s])))
+                 for k, v, bt, n in zip(k_caches, v_caches, block_tables, seq_lens_by_rank)]
+        dense_k.append(torch.cat([p[0] for p in parts]) * ks)
+        dense_v.append(torch.cat([p[1] for p in parts]) * vs)
+        totals.append(dense_k[-1].shape[0])
+    page = max(max(totals), 1)
+    shape = (num_seqs, page, *k_caches[0].shape[2:])
+    k_all, v_all = torch.zeros(shape, device=dev), torch.zeros(shape, device=dev)
+    for s in range(num_seqs):
+        k_all[s, :totals[s]], v_all[s, :totals[s]] = dense_k[s], dense_v[s]
+    block_table = torch.arange(num_seqs, dtype=torch.int32, device=dev)[:, None]
+    seq_lens = torch.tensor(totals, dtype=torch.int32, device=dev)
+    cu_seqlens_q = torch.arange(num_seqs + 1, dtype=torch.int32, device=dev)
+    return paged_attention_ref(q, k_all, v_all, block_table, seq_lens, cu_seqlens_q, causal=True, **kwargs)

@@ -1,0 +1,320 @@
+"""Distributed flash decode: each rank holds a contiguous part of every sequence's KV cache.
+
+    out = distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, mode="bulk")
+
+Rank r holds tokens ``[offset_r, offset_r + seq_lens_r)`` of each sequence (in rank order, ``offset_r``
+the sum of the lower ranks' ``seq_lens``); the query of sequence s (one new token) sits at position
+``total_s - 1``, ``total_s = sum_r seq_lens_r[s]``, and sees every key (decode is causal on the last
+position). Per call:
+
+1. an all-gather of ``seq_lens`` (tritium collectives) gives every rank the offsets and totals on the
+   device (no host sync);
+2. ``_partial_decode_kernel`` computes, per (sequence, query head), attention of q over this rank's part
+   with the keys' global positions (ALiBi, sliding window): the normalised partial output ``o_r`` and its
+   log-sum-exp ``lse_r`` (log2 domain; ``-inf`` for an empty or fully masked part);
+3. ``mode="bulk"``: an all-gather of the ``[o_r, lse_r]`` rows, then ``_merge_partials_kernel``:
+   ``m = max_r lse_r``, ``w_r = exp2(lse_r - m)``, ``out = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``.
+   Sinks enter once, in the merge (a logit with no value).
+
+``mode="fused"`` (per-tile push of the partials into the peers' heaps with flags, no all-gather) is not
+implemented yet: it raises NotImplementedError.
+
+Ranks must agree on ``num_seqs`` and the head counts: the all-gathers see different sizes and
+``comm.check()`` then raises :class:`~tritium.collectives.CollectiveMismatch` (the call itself cannot
+tell without a host sync). Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.attention.config import next_pow2
+from tritium.attention.kernels import _softcap
+from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, check_kv_cache
+from tritium.collectives import Communicator
+
+MODES = ("bulk", "fused")
+LOG2E = 1.4426950408889634
+
+
+@triton.jit(do_not_specialize=["num_seqs", "rank", "window"])
+def _partial_decode_kernel(
+    # pointers
+    q_ptr, k_ptr, v_ptr, block_table_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
+    # strides
+    stride_q_s, stride_q_h,
+    stride_k_b, stride_k_t, stride_k_h,
+    stride_v_b, stride_v_t, stride_v_h,
+    stride_bt_s,
+    stride_part_s, stride_part_h,
+    # sizes and scalars
+    num_seqs, rank, world_size, qk_scale, softcap, window, k_scale_val, v_scale_val,
+    # meta-parameters
+    QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
+    TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
+    SCALES_FROM_PTR: tl.constexpr,
+):
+    """One program per (sequence, query head): o and lse (log2) of q over this rank's part, written to
+    part[s, h, :HEAD_DIM] and part[s, h, HEAD_DIM]."""
+    s = tl.program_id(0)
+    h = tl.program_id(1)
+    kvh = h // QPKV
+    # offset of this rank's part and the sequence's total length, from the gathered lengths
+    offset = 0
+    total = 0
+    for r in range(world_size):
+        n = tl.load(lens_all_ptr + r * num_seqs + s)
+        total += n
+        offset += tl.where(r < rank, n, 0)
+    n_local = tl.load(lens_all_ptr + rank * num_seqs + s)
+    q_pos = total - 1
+    lo = 0
+    if HAS_WINDOW:  # keys at global positions > q_pos - window
+        lo = tl.maximum(q_pos - window + 1 - offset, 0)
+        lo = (lo // TILE_N) * TILE_N
+    if SCALES_FROM_PTR:
+        k_scale_val = tl.load(k_scale_ptr)
+        v_scale_val = tl.load(v_scale_ptr)
+
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    d_mask = offs_d < HEAD_DIM
+    q = tl.load(q_ptr + s.to(tl.int64) * stride_q_s + h * stride_q_h + offs_d, mask=d_mask, other=0.0)
+    q = q.to(tl.float32)  # [HEAD_DIM_PAD]
+    alibi = 0.0
+    if HAS_ALIBI:
+        alibi = tl.load(alibi_ptr + h) * 1.4426950408889634
+    m_i = -float("inf")
+    l_i = 0.0
+    acc = tl.zeros([HEAD_DIM_PAD], dtype=tl.float32)
+    offs_n = tl.arange(0, TILE_N)
+    for start in range(lo, n_local, TILE_N):
+        j = start + offs_n  # [TILE_N] local key index
+        valid = j < n_local
+        if HAS_WINDOW:
+            valid = valid & (offset + j > q_pos - window)
+        page = tl.load(block_table_ptr + s.to(tl.int64) * stride_bt_s + j // PAGE_SIZE, mask=valid, other=0)
+        slot = j % PAGE_SIZE
+        kv_mask = valid[:, None] & d_mask[None, :]
+        k_off = page.to(tl.int64)[:, None] * stride_k_b + slot[:, None] * stride_k_t + kvh * stride_k_h
+        k = tl.load(k_ptr + k_off + offs_d[None, :], mask=kv_mask, other=0.0).to(tl.float32) * k_scale_val
+        sc = tl.sum(q[None, :] * k, axis=1) * qk_scale  # [TILE_N]
+        if HAS_SOFTCAP:
+            sc = _softcap(sc, softcap)
+        sc = sc * 1.4426950408889634
+        if HAS_ALIBI:
+            sc += alibi * (offset + j - q_pos).to(tl.float32)
+        sc = tl.where(valid, sc, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(sc, axis=0))
+        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
+        p = tl.math.exp2(sc - m_use)
+        alpha = tl.math.exp2(m_i - m_use)
+        v_off = page.to(tl.int64)[:, None] * stride_v_b + slot[:, None] * stride_v_t + kvh * stride_v_h
+        v = tl.load(v_ptr + v_off + offs_d[None, :], mask=kv_mask, other=0.0).to(tl.float32) * v_scale_val
+        acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
+        l_i = l_i * alpha + tl.sum(p, axis=0)
+        m_i = m_new
+    has = l_i > 0.0
+    o = acc / tl.where(has, l_i, 1.0)
+    lse = tl.where(has, m_i + tl.math.log2(tl.where(has, l_i, 1.0)), -float("inf"))
+    part = part_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
+    tl.store(part + offs_d, o, mask=d_mask)
+    tl.store(part + HEAD_DIM, lse)
+
+
+@triton.jit(do_not_specialize=["num_seqs", "world_size"])
+def _merge_partials_kernel(
+    # pointers
+    out_ptr, gathered_ptr, sinks_ptr,
+    # strides
+    stride_out_s, stride_out_h,
+    stride_g_s, stride_g_h,
+    # sizes
+    num_seqs, world_size,
+    # meta-parameters
+    WORLD_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, HAS_SINKS: tl.constexpr,
+):
+    """One program per (sequence, query head): gathered[r * num_seqs + s, h] = [o_r (HEAD_DIM), lse_r]
+    of every rank r -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))."""
+    s = tl.program_id(0)
+    h = tl.program_id(1)
+    offs_r = tl.arange(0, WORLD_PAD)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    r_mask = offs_r < world_size
+    rows = gathered_ptr + (offs_r.to(tl.int64) * num_seqs + s) * stride_g_s + h * stride_g_h  # [WORLD_PAD]
+    lse = tl.load(rows + HEAD_DIM, mask=r_mask, other=-float("inf"))
+    m = tl.max(lse, axis=0)
+    sink = -float("inf")
+    if HAS_SINKS:
+        sink = tl.load(sinks_ptr + h) * 1.4426950408889634
+        m = tl.maximum(m, sink)
+    m_use = tl.where(m == -float("inf"), 0.0, m)
+    w = tl.math.exp2(lse - m_use)  # empty parts weigh 0
+    o = tl.load(rows[:, None] + offs_d[None, :], mask=r_mask[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
+    den = tl.sum(w, axis=0) + tl.math.exp2(sink - m_use)
+    res = tl.sum(w[:, None] * o, axis=0) / tl.where(den > 0.0, den, 1.0)  # [HEAD_DIM_PAD]
+    tl.store(out_ptr + s.to(tl.int64) * stride_out_s + h * stride_out_h + offs_d,
+             res.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
+
+
+class DistributedDecodeWorkspace:
+    """Buffers of :func:`distributed_paged_decode`, allocated once for up to ``max_num_seqs`` sequences:
+    the gathered lengths ``[world_size * max_num_seqs]`` int32, this rank's partials
+    ``[max_num_seqs, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered partials
+    ``[world_size * max_num_seqs, num_q_heads, head_dim + 1]`` fp32. With one, a call neither allocates
+    (given ``out=``) nor syncs with the host. The communicator's ``max_bytes`` must hold this rank's
+    partials: ``max_num_seqs * num_q_heads * (head_dim + 1) * 4`` bytes (:meth:`message_bytes`)."""
+
+    def __init__(self, comm, max_num_seqs: int, num_q_heads: int, head_dim: int):
+        for name, value in (("max_num_seqs", max_num_seqs), ("num_q_heads", num_q_heads), ("head_dim", head_dim)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"DistributedDecodeWorkspace: {name} must be a positive int, got {value!r}")
+        world, dev = comm.world_size, comm.device
+        self.max_num_seqs, self.num_q_heads, self.head_dim = max_num_seqs, num_q_heads, head_dim
+        self.world_size, self.device = world, dev
+        self.lens_all = torch.zeros(world * max_num_seqs, dtype=torch.int32, device=dev)
+        self.part = torch.empty(max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32, device=dev)
+        self.gathered = torch.empty(world * max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32,
+                                    device=dev)
+
+    @staticmethod
+    def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int) -> int:
+        """Bytes of one rank's partials (the all-gather message): the communicator's ``max_bytes`` floor."""
+        return max_num_seqs * num_q_heads * (head_dim + 1) * 4
+
+    def views(self, num_seqs: int):
+        w = self.world_size
+        return self.lens_all[:w * num_seqs], self.part[:num_seqs], self.gathered[:w * num_seqs]
+
+
+def _check_tensor(name, t, ndim, dtypes, device):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+    if t.dtype not in dtypes:
+        names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise TypeError(f"{name} must have dtype {names}; got {str(t.dtype).replace('torch.', '')}")
+    if t.device != device:
+        raise ValueError(f"{name} is on {t.device}; the communicator's ranks work on {device}")
+    if t.numel() > 0 and t.stride(-1) != 1:
+        raise ValueError(f"{name} must be contiguous in its last dimension (stride {t.stride(-1)})")
+
+
+def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *, softmax_scale=None,
+                             sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
+                             k_scale=None, v_scale=None, out=None, workspace=None, mode="bulk"):
+    """Decode attention of one new token per sequence over a KV cache split across ranks by position.
+
+    Args:
+        q: [num_seqs, num_q_heads, head_dim] fp16/bf16/fp32, identical on every rank.
+        k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim] of THIS rank, q's dtype or
+            float8_e4m3fn (with ``k_scale`` / ``v_scale``).
+        block_table: [num_seqs, max_blocks_per_seq] int32, this rank's pages of each sequence.
+        seq_lens: [num_seqs] int32, tokens of each sequence this rank holds (0 allowed); rank r's part
+            starts at the sum of the lower ranks' seq_lens.
+        comm: :class:`tritium.collectives.Communicator` over the ranks holding the parts.
+        softmax_scale, sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale: as in
+            :func:`tritium.attention.paged_attention`, with the query at position total_len - 1 and the
+            keys at their global positions.
+        out: optional [num_seqs, num_q_heads, head_dim] in q's dtype.
+        workspace: :class:`DistributedDecodeWorkspace`; without one each call allocates its buffers.
+        mode: "bulk" (all-gather of partials, then merge); "fused" raises NotImplementedError.
+
+    Returns:
+        [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
+        on every rank. A sequence of total length 0 (and no sinks) gives zeros.
+    """
+    if not isinstance(comm, Communicator):
+        raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    dev = comm.device
+    _check_tensor("q", q, 3, Q_DTYPES, dev)
+    _check_tensor("k_cache", k_cache, 4, Q_DTYPES + FP8_DTYPES, dev)
+    _check_tensor("v_cache", v_cache, 4, Q_DTYPES + FP8_DTYPES, dev)
+    _check_tensor("block_table", block_table, 2, (torch.int32,), dev)
+    _check_tensor("seq_lens", seq_lens, 1, (torch.int32,), dev)
+    num_seqs, num_q_heads, head_dim = q.shape
+    _, block_size, num_kv_heads, _ = k_cache.shape
+    check_kv_cache(q, k_cache, v_cache)
+    if num_kv_heads < 1 or num_q_heads % num_kv_heads:
+        raise ValueError(f"num_q_heads ({num_q_heads}, q.shape[1]) must be divisible by num_kv_heads "
+                         f"({num_kv_heads}, k_cache.shape[2])")
+    if num_seqs == 0:
+        raise ValueError("q has 0 sequences: a batch needs at least one")
+    if seq_lens.shape[0] != num_seqs or block_table.shape[0] != num_seqs:
+        raise ValueError(f"q has {num_seqs} sequences, seq_lens {seq_lens.shape[0]}, block_table rows "
+                         f"{block_table.shape[0]}")
+    for name, t, n in (("alibi_slopes", alibi_slopes, num_q_heads), ("sinks", sinks, num_q_heads)):
+        if t is not None:
+            _check_tensor(name, t, 1, (torch.float32,), dev)
+            if t.shape[0] != n:
+                raise ValueError(f"{name} must have num_q_heads = {n} entries, got {t.shape[0]}")
+    if sliding_window is not None and (not isinstance(sliding_window, int) or isinstance(sliding_window, bool)
+                                       or sliding_window < 1):
+        raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
+    if softcap is not None and not softcap > 0:
+        raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
+    is_fp8 = k_cache.dtype in FP8_DTYPES
+    k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale, dev)
+    v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale, dev)
+    if (k_scale_t is None) != (v_scale_t is None):
+        raise ValueError("k_scale and v_scale must both be tensors or both be floats/None")
+    if not is_fp8 and (k_scale is not None or v_scale is not None):
+        raise ValueError("k_scale / v_scale apply to float8 caches only; the caches are "
+                         f"{str(k_cache.dtype).replace('torch.', '')}")
+    if out is None:
+        out = torch.empty_like(q)
+    else:
+        _check_tensor("out", out, 3, (q.dtype,), dev)
+        if out.shape != q.shape or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor, got shape {tuple(out.shape)} "
+                             f"strides {out.stride()}")
+    if workspace is None:
+        workspace = DistributedDecodeWorkspace(comm, num_seqs, num_q_heads, head_dim)
+    elif not isinstance(workspace, DistributedDecodeWorkspace):
+        raise TypeError(f"workspace must be a DistributedDecodeWorkspace, got {type(workspace).__name__}")
+    elif (workspace.world_size != comm.world_size or workspace.device != dev
+          or (workspace.num_q_heads, workspace.head_dim) != (num_q_heads, head_dim)
+          or workspace.max_num_seqs < num_seqs):
+        raise ValueError(f"workspace is for {workspace.max_num_seqs} sequences x {workspace.num_q_heads} heads x "
+                         f"head_dim {workspace.head_dim}, world {workspace.world_size} on {workspace.device}; the "
+                         f"call has {num_seqs} x {num_q_heads} x {head_dim}, world {comm.world_size} on {dev}")
+    if mode == "fused":
+        raise NotImplementedError("distributed_paged_decode: mode='fused' (per-tile push through the heap) "
+                                  "is not implemented yet; use mode='bulk'")
+
+    lens_all, part, gathered = workspace.views(num_seqs)
+    comm.all_gather(seq_lens, out=lens_all)
+    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
+    head_pad = next_pow2(head_dim)
+    dummy = part
+    _partial_decode_kernel[(num_seqs, num_q_heads)](
+        q, k_cache, v_cache, block_table, lens_all,
+        dummy if alibi_slopes is None else alibi_slopes,
+        dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, part,
+        q.stride(0), q.stride(1),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        block_table.stride(0),
+        part.stride(0), part.stride(1),
+        num_seqs, comm.rank, comm.world_size, scale, float(softcap or 0.0), int(sliding_window or 0),
+        k_scale_val, v_scale_val,
+        QPKV=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
+        TILE_N=16, HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
+        HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None,
+    )
+    comm.all_gather(part, out=gathered)
+    _merge_partials_kernel[(num_seqs, num_q_heads)](
+        out, gathered, dummy if sinks is None else sinks,
+        out.stride(0), out.stride(1),
+        gathered.stride(0), gathered.stride(1),
+        num_seqs, comm.world_size,
+        WORLD_PAD=triton.next_power_of_2(comm.world_size), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+        HAS_SINKS=sinks is not None,
+    )
+    return out

@@ -1,0 +1,173 @@
+"""Per-rank checks of ``distributed_paged_decode``, run by ``tritium.shmem.launch`` (one process per rank).
+Every rank builds every rank's part of the cache (functions of a seed), so each check compares against the
+single-device reference on the concatenated cache."""
+
+import pytest
+import torch
+
+import tritium.collectives as coll
+import tritium.fused as fused
+import tritium.shmem as shmem
+from tritium import runtime
+from tritium.fused import reference as ref
+
+TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+FP8_TOL = 2e-2  # the reference reads the same fp8 values; left: fp16 rounding of q and out
+HQ, HKV, D, BLOCK = 4, 2, 64, 16
+MAX_SEQS = 4
+
+
+def run_world(worker, world_size: int, *args, timeout: float = 240.0) -> None:
+    if not runtime.interpreting() and torch.cuda.device_count() < world_size:
+        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+    shmem.launch(worker, world_size, *args, timeout=timeout)
+
+
+def _setup(world_size: int):
+    max_bytes = max(fused.DistributedDecodeWorkspace.message_bytes(MAX_SEQS, HQ, D), 4096)
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size) + (1 << 20))
+    return heap, coll.Communicator(heap, max_bytes=max_bytes)
+
+
+def split_lengths(world_size: int, totals, seed: int):
+    """``lens[r][s]``: unequal parts of each total, rank 0's part of sequence 1 and the last rank's part of
+    sequence 0 empty (where there is more than one rank)."""
+    g = torch.Generator().manual_seed(seed)
+    lens = [[0] * len(totals) for _ in range(world_size)]
+    for s, total in enumerate(totals):
+        ranks = list(range(world_size))
+        if world_size > 1 and s == 0:
+            ranks.remove(world_size - 1)
+        if world_size > 1 and s == 1:
+            ranks.remove(0)
+        cuts = sorted(torch.randint(0, total + 1, (len(ranks) - 1,), generator=g).tolist())
+        for r, lo, hi in zip(ranks, [0] + cuts, cuts + [total]):
+            lens[r][s] = hi - lo
+    return lens
+
+
+def make_parts(lens, kv_dtype, seed: int, device, scale: float = 1.0):
+    """Every rank's (k_cache, v_cache, block_table, seq_lens) for part lengths ``lens[r][s]``: pages in
+    shuffled order, one spare page, random keys and values (scaled down by ``scale`` for fp8 caches)."""
+    g = torch.Generator().manual_seed(seed)
+    parts = []
+    for rank_lens in lens:
+        pages = [-(-n // BLOCK) for n in rank_lens]
+        num_blocks = sum(pages) + 1
+        width = max(max(pages), 1)
+        k = (torch.randn(num_blocks, BLOCK, HKV, D, generator=g) / scale).to(kv_dtype)
+        v = (torch.randn(num_blocks, BLOCK, HKV, D, generator=g) / scale).to(kv_dtype)
+        perm = torch.randperm(num_blocks, generator=g).to(torch.int32)
+        table = torch.full((len(rank_lens), width), num_blocks + 5, dtype=torch.int32)  # unused ids out of range
+        used = 0
+        for s, n in enumerate(pages):
+            table[s, :n] = perm[used:used + n]
+            used += n
+        parts.append((k.to(device), v.to(device), table.to(device),
+                      torch.tensor(rank_lens, dtype=torch.int32, device=device)))
+    return parts
+
+
+def _close(out, want, tol, what):
+    assert out.shape == want.shape, f"{what}: shape {tuple(out.shape)} vs {tuple(want.shape)}"
+    nan = torch.isnan(out)
+    assert not nan.any(), f"{what}: NaN at {nan.nonzero()[:4].tolist()}"
+    o, w = out.double(), want.double()
+    err = ((o - w).norm() / max(w.norm(), 1e-12)).item()
+    worst = (o - w).abs().flatten().argmax().item()
+    assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e} (worst flat index {worst})"
+
+
+def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, workspace=None, what=""):
+    dev = comm.device
+    scale = 4.0 if kv_dtype == torch.float8_e4m3fn else 1.0
+    parts = make_parts(lens, kv_dtype, seed, dev, scale)
+    g = torch.Generator().manual_seed(seed + 1)
+    num_seqs = len(lens[0])
+    q = torch.randn(num_seqs, HQ, D, generator=g).to(q_dtype).to(dev)
+    kw = {}
+    if "window" in feats:
+        kw["sliding_window"] = 23
+    if "softcap" in feats:
+        kw["softcap"] = 2.0
+    if "alibi" in feats:
+        kw["alibi_slopes"] = (torch.rand(HQ, generator=g) / 4).to(dev)
+    if "sinks" in feats:
+        kw["sinks"] = torch.randn(HQ, generator=g).to(dev)
+    scales = {}
+    if kv_dtype == torch.float8_e4m3fn:
+        scales = {"k_scale": scale, "v_scale": scale}
+        if "scale_tensor" in feats:
+            scales = {n: torch.tensor([scale], device=dev) for n in ("k_scale", "v_scale")}
+    out = torch.full_like(q, float("nan"))
+    k, v, bt, n = parts[rank]
+    got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, mode="bulk",
+                                         **kw, **scales)
+    assert got is out
+    want = ref.distributed_paged_decode(q, *zip(*parts), k_scale=scale if scales else None,
+                                        v_scale=scale if scales else None, **kw)
+    tol = FP8_TOL if scales else TOL[q_dtype]
+    _close(got, want, tol, f"rank {rank} {what} {q_dtype} kv {kv_dtype} {sorted(feats)} lens {lens}")
+
+
+def features_worker(rank: int, world_size: int, cases: tuple) -> None:
+    """``cases``: (q dtype, kv dtype, features, totals) each, against the reference."""
+    heap, comm = _setup(world_size)
+    try:
+        for i, (q_dtype, kv_dtype, feats, totals) in enumerate(cases):
+            lens = split_lengths(world_size, totals, 100 + i)
+            _check_call(rank, comm, lens, q_dtype, kv_dtype, 200 + i, set(feats), what=f"case {i}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def repeat_worker(rank: int, world_size: int, calls: int) -> None:
+    """``calls`` calls with one workspace, new lengths, batch sizes and data each time."""
+    heap, comm = _setup(world_size)
+    ws = fused.DistributedDecodeWorkspace(comm, MAX_SEQS, HQ, D)
+    try:
+        for i in range(calls):
+            totals = [17 + 13 * i, 40, 5, 33][: 1 + i % MAX_SEQS]
+            totals = totals + [9] * max(0, 2 - len(totals))  # split_lengths empties sequences 0 and 1
+            lens = split_lengths(world_size, totals, 300 + i)
+            feats = {"sinks", "window"} if i % 2 else set()
+            _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats, workspace=ws,
+                        what=f"call {i}")
+        comm.check()
+    finally:
+        heap.close()
+
+
+def bad_input_worker(rank: int, world_size: int) -> None:
+    heap, comm = _setup(world_size)
+    dev = comm.device
+    k, v, bt, n = make_parts([[20, 3]], torch.float16, 1, dev)[0]
+    q = torch.randn(2, HQ, D).half().to(dev)
+    ws = fused.DistributedDecodeWorkspace(comm, 1, HQ, D)
+    call = fused.distributed_paged_decode
+    cases = [
+        (lambda: call(q, k, v, bt, n, comm, mode="ring"), ValueError, "mode must be one of"),
+        (lambda: call(q, k, v, bt, n, comm, mode="fused"), NotImplementedError, "mode='fused'"),
+        (lambda: call(q, k, v, bt, n, "comm"), TypeError, "comm must be a tritium.collectives.Communicator"),
+        (lambda: call(q.float(), k, v, bt, n, comm), TypeError, "k_cache dtype torch.float16 must match q"),
+        (lambda: call(q, k, v, bt, n.long(), comm), TypeError, "seq_lens must have dtype int32"),
+        (lambda: call(q[0], k, v, bt, n, comm), ValueError, "q must have 3 dimensions"),
+        (lambda: call(q[:, :3], k, v, bt, n, comm), ValueError, r"num_q_heads \(3"),
+        (lambda: call(q[:1], k, v, bt, n, comm), ValueError, "q has 1 sequences, seq_lens 2"),
+        (lambda: call(q, k, v[..., :32], bt, n, comm), ValueError, "v_cache shape"),
+        (lambda: call(q, k, v, bt, n, comm, sliding_window=0), ValueError, "sliding_window must be"),
+        (lambda: call(q, k, v, bt, n, comm, sinks=torch.zeros(3, device=dev)), ValueError, "sinks must have"),
+        (lambda: call(q, k, v, bt, n, comm, k_scale=2.0, v_scale=2.0), ValueError, "float8 caches only"),
+        (lambda: call(q, k, v, bt, n, comm, out=torch.empty(2, HQ, D, device=dev)), TypeError, "out must have"),
+        (lambda: call(q, k, v, bt, n, comm, workspace=ws), ValueError, "workspace is for 1 sequences"),
+    ]
+    if dev.type == "cuda":
+        cases.append((lambda: call(q.cpu(), k, v, bt, n, comm), ValueError, "q is on cpu"))
+    try:
+        for fn, error, message in cases:
+            with pytest.raises(error, match=message):
+                fn()
+        comm.check()
+    finally:
+        heap.close()
