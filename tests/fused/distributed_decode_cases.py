@@ -78,7 +78,7 @@ def _close(out, want, tol, what):
     assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e} (worst flat index {worst})"
 
 
-def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, workspace=None, what=""):
+def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspace=None, what=""):
     dev = comm.device
     scale = 4.0 if kv_dtype == torch.float8_e4m3fn else 1.0
     parts = make_parts(lens, kv_dtype, seed, dev, scale)
@@ -101,13 +101,13 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, workspace=None
             scales = {n: torch.tensor([scale], device=dev) for n in ("k_scale", "v_scale")}
     out = torch.full_like(q, float("nan"))
     k, v, bt, n = parts[rank]
-    got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, mode="bulk",
+    got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, mode=mode,
                                          **kw, **scales)
     assert got is out
     want = ref.distributed_paged_decode(q, *zip(*parts), k_scale=scale if scales else None,
                                         v_scale=scale if scales else None, **kw)
     tol = FP8_TOL if scales else TOL[q_dtype]
-    _close(got, want, tol, f"rank {rank} {what} {q_dtype} kv {kv_dtype} {sorted(feats)} lens {lens}")
+    _close(got, want, tol, f"rank {rank} {what} {mode} {q_dtype} kv {kv_dtype} {sorted(feats)} lens {lens}")
 
 
 def features_worker(rank: int, world_size: int, cases: tuple) -> None:
@@ -116,14 +116,17 @@ def features_worker(rank: int, world_size: int, cases: tuple) -> None:
     try:
         for i, (q_dtype, kv_dtype, feats, totals) in enumerate(cases):
             lens = split_lengths(world_size, totals, 100 + i)
-            _check_call(rank, comm, lens, q_dtype, kv_dtype, 200 + i, set(feats), what=f"case {i}")
+            for mode in fused.distributed_decode.MODES:
+                _check_call(rank, comm, lens, q_dtype, kv_dtype, 200 + i, set(feats), mode, what=f"case {i}")
         comm.check()
     finally:
         heap.close()
 
 
 def repeat_worker(rank: int, world_size: int, calls: int) -> None:
-    """``calls`` calls with one workspace, new lengths, batch sizes and data each time."""
+    """``calls`` calls, new lengths, batch sizes and data each time, the modes interleaved, with one
+    workspace and (every third call) without: a stale flag or a buffer reused too early gives a wrong
+    result."""
     heap, comm = _setup(world_size)
     ws = fused.DistributedDecodeWorkspace(comm, MAX_SEQS, HQ, D)
     try:
@@ -132,8 +135,8 @@ def repeat_worker(rank: int, world_size: int, calls: int) -> None:
             totals = totals + [9] * max(0, 2 - len(totals))  # split_lengths empties sequences 0 and 1
             lens = split_lengths(world_size, totals, 300 + i)
             feats = {"sinks", "window"} if i % 2 else set()
-            _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats, workspace=ws,
-                        what=f"call {i}")
+            _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats, ("fused", "bulk")[i % 2],
+                        workspace=None if i % 3 == 2 else ws, what=f"call {i}")
         comm.check()
     finally:
         heap.close()
@@ -148,7 +151,6 @@ def bad_input_worker(rank: int, world_size: int) -> None:
     call = fused.distributed_paged_decode
     cases = [
         (lambda: call(q, k, v, bt, n, comm, mode="ring"), ValueError, "mode must be one of"),
-        (lambda: call(q, k, v, bt, n, comm, mode="fused"), NotImplementedError, "mode='fused'"),
         (lambda: call(q, k, v, bt, n, "comm"), TypeError, "comm must be a tritium.collectives.Communicator"),
         (lambda: call(q.float(), k, v, bt, n, comm), TypeError, "k_cache dtype torch.float16 must match q"),
         (lambda: call(q, k, v, bt, n.long(), comm), TypeError, "seq_lens must have dtype int32"),

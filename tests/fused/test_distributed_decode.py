@@ -1,6 +1,6 @@
 """distributed_paged_decode at world sizes 1-4 (3 included) against single-device attention on the
-concatenated cache: unequal parts and empty parts, every feature, fp8 caches, repeated calls with a
-workspace, bad input. One process per rank (CPU processes under the Triton interpreter in CI)."""
+concatenated cache, both modes: unequal parts and empty parts, every feature, fp8 caches, repeated
+calls with and without a workspace, bad input. One process per rank (CPU processes under the Triton interpreter in CI)."""
 
 import pytest
 import torch
@@ -25,7 +25,7 @@ def test_matches_single_device_attention(world_size):
 
 
 def test_repeated_calls_with_one_workspace():
-    run_world(repeat_worker, 3, 5)
+    run_world(repeat_worker, 3, 8)
 
 
 def test_bad_input_names_the_argument():

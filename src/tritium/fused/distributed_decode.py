@@ -16,8 +16,11 @@ position). Per call:
    ``m = max_r lse_r``, ``w_r = exp2(lse_r - m)``, ``out = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``.
    Sinks enter once, in the merge (a logit with no value).
 
-``mode="fused"`` (per-tile push of the partials into the peers' heaps with flags, no all-gather) is not
-implemented yet: it raises NotImplementedError.
+``mode="fused"``: step 2's programs push their ``[o_r, lse_r]`` row into every rank's heap (this call's
+half of a double-buffered receive buffer) and raise a per-(rank, sequence, head) flag there; the merge
+program of (s, h) waits for the flags of its rows only (bounded polls; a give-up is counted and raised by
+``comm.check()``), with no all-gather of the partials and no barrier. Epochs and parities follow
+:mod:`tritium.fused.workspace`. The lengths all-gather of step 1 remains in both modes.
 
 Ranks must agree on ``num_seqs`` and the head counts: the all-gathers see different sizes and
 ``comm.check()`` then raises :class:`~tritium.collectives.CollectiveMismatch` (the call itself cannot
@@ -36,6 +39,8 @@ from tritium.attention.config import next_pow2
 from tritium.attention.kernels import _softcap
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, check_kv_cache
 from tritium.collectives import Communicator
+from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flag
+from tritium.shmem.device import translate
 
 MODES = ("bulk", "fused")
 LOG2E = 1.4426950408889634
@@ -45,21 +50,24 @@ LOG2E = 1.4426950408889634
 def _partial_decode_kernel(
     # pointers
     q_ptr, k_ptr, v_ptr, block_table_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
+    # fused mode: flags [world, max_num_seqs, num_q_heads] and op state in the heap, the heap bases
+    flags_ptr, state_ptr, bases,
     # strides
     stride_q_s, stride_q_h,
     stride_k_b, stride_k_t, stride_k_h,
     stride_v_b, stride_v_t, stride_v_h,
     stride_bt_s,
-    stride_part_s, stride_part_h,
+    stride_part_r, stride_part_s, stride_part_h,
     # sizes and scalars
     num_seqs, rank, world_size, qk_scale, softcap, window, k_scale_val, v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
     TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
-    SCALES_FROM_PTR: tl.constexpr,
+    SCALES_FROM_PTR: tl.constexpr, PUSH: tl.constexpr,
 ):
     """One program per (sequence, query head): o and lse (log2) of q over this rank's part, written to
-    part[s, h, :HEAD_DIM] and part[s, h, HEAD_DIM]."""
+    part[s, h, :HEAD_DIM] and part[s, h, HEAD_DIM]; PUSH: to part[parity, rank, s, h] of every rank's heap,
+    then the flag [rank, s, h] is raised there."""
     s = tl.program_id(0)
     h = tl.program_id(1)
     kvh = h // QPKV
@@ -120,31 +128,53 @@ def _partial_decode_kernel(
     has = l_i > 0.0
     o = acc / tl.where(has, l_i, 1.0)
     lse = tl.where(has, m_i + tl.math.log2(tl.where(has, l_i, 1.0)), -float("inf"))
-    part = part_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
-    tl.store(part + offs_d, o, mask=d_mask)
-    tl.store(part + HEAD_DIM, lse)
+    if PUSH:
+        epoch, parity = epoch_of(state_ptr)
+        part = part_ptr + (parity * world_size + rank).to(tl.int64) * stride_part_r + s * stride_part_s \
+            + h * stride_part_h
+        flag = flags_ptr + (rank * stride_part_r + s * stride_part_s + h * stride_part_h) // stride_part_h
+        for dst in range(0, world_size):
+            remote = translate(part, rank, dst, bases)
+            tl.store(remote + offs_d, o, mask=d_mask)
+            tl.store(remote + HEAD_DIM, lse)
+            raise_flag(flag, epoch, rank, dst, bases)
+    else:
+        part = part_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
+        tl.store(part + offs_d, o, mask=d_mask)
+        tl.store(part + HEAD_DIM, lse)
 
 
 @triton.jit(do_not_specialize=["num_seqs", "world_size"])
 def _merge_partials_kernel(
     # pointers
     out_ptr, gathered_ptr, sinks_ptr,
+    # fused mode: flags, op state, the communicator's state (timeouts)
+    flags_ptr, state_ptr, comm_state_ptr,
     # strides
     stride_out_s, stride_out_h,
-    stride_g_s, stride_g_h,
+    stride_g_r, stride_g_s, stride_g_h,
     # sizes
-    num_seqs, world_size,
+    num_seqs, world_size, max_spins,
     # meta-parameters
     WORLD_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, HAS_SINKS: tl.constexpr,
+    WAIT: tl.constexpr,
 ):
-    """One program per (sequence, query head): gathered[r * num_seqs + s, h] = [o_r (HEAD_DIM), lse_r]
-    of every rank r -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))."""
+    """One program per (sequence, query head): gathered[r, s, h] = [o_r (HEAD_DIM), lse_r] of every rank
+    r -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m)). WAIT: gathered is this call's half of
+    the heap buffer, each rank's row read once its flag [r, s, h] holds the call's epoch (bounded waits);
+    the last program advances the call counter."""
     s = tl.program_id(0)
     h = tl.program_id(1)
     offs_r = tl.arange(0, WORLD_PAD)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     r_mask = offs_r < world_size
-    rows = gathered_ptr + (offs_r.to(tl.int64) * num_seqs + s) * stride_g_s + h * stride_g_h  # [WORLD_PAD]
+    if WAIT:
+        epoch, parity = epoch_of(state_ptr)
+        gathered_ptr += parity * world_size * stride_g_r
+        for r in range(0, world_size):
+            wait_flag(flags_ptr + (r * stride_g_r + s * stride_g_s + h * stride_g_h) // stride_g_h, epoch,
+                      max_spins, comm_state_ptr)
+    rows = gathered_ptr + offs_r.to(tl.int64) * stride_g_r + s * stride_g_s + h * stride_g_h  # [WORLD_PAD]
     lse = tl.load(rows + HEAD_DIM, mask=r_mask, other=-float("inf"))
     m = tl.max(lse, axis=0)
     sink = -float("inf")
@@ -158,15 +188,20 @@ def _merge_partials_kernel(
     res = tl.sum(w[:, None] * o, axis=0) / tl.where(den > 0.0, den, 1.0)  # [HEAD_DIM_PAD]
     tl.store(out_ptr + s.to(tl.int64) * stride_out_s + h * stride_out_h + offs_d,
              res.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
+    if WAIT:
+        end_call(state_ptr, tl.num_programs(0) * tl.num_programs(1))
 
 
 class DistributedDecodeWorkspace:
     """Buffers of :func:`distributed_paged_decode`, allocated once for up to ``max_num_seqs`` sequences:
     the gathered lengths ``[world_size * max_num_seqs]`` int32, this rank's partials
     ``[max_num_seqs, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered partials
-    ``[world_size * max_num_seqs, num_q_heads, head_dim + 1]`` fp32. With one, a call neither allocates
-    (given ``out=``) nor syncs with the host. The communicator's ``max_bytes`` must hold this rank's
-    partials: ``max_num_seqs * num_q_heads * (head_dim + 1) * 4`` bytes (:meth:`message_bytes`)."""
+    ``[world_size * max_num_seqs, num_q_heads, head_dim + 1]`` fp32; in the communicator's heap (fused
+    mode) the double-buffered receive slots ``[2, world_size, max_num_seqs, num_q_heads, head_dim + 1]``
+    fp32, one flag per (rank, sequence, head) and a call counter: :meth:`heap_bytes`. Constructing one is
+    collective (every rank, same sizes, same order). With one, a call neither allocates (given ``out=``)
+    nor syncs with the host. The communicator's ``max_bytes`` must hold this rank's partials (bulk mode):
+    :meth:`message_bytes`."""
 
     def __init__(self, comm, max_num_seqs: int, num_q_heads: int, head_dim: int):
         for name, value in (("max_num_seqs", max_num_seqs), ("num_q_heads", num_q_heads), ("head_dim", head_dim)):
@@ -179,6 +214,17 @@ class DistributedDecodeWorkspace:
         self.part = torch.empty(max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32, device=dev)
         self.gathered = torch.empty(world * max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32,
                                     device=dev)
+        heap = comm.heap
+        self.slots = heap.empty((2, world, max_num_seqs, num_q_heads, head_dim + 1), torch.float32)
+        self.flags = heap.zeros((world, max_num_seqs, num_q_heads), torch.int64)
+        self.state = heap.zeros((STATE_WORDS,), torch.int64)
+        heap.barrier()  # every rank's flags are zero before any peer raises one
+
+    @staticmethod
+    def heap_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, world_size: int) -> int:
+        """Heap bytes one workspace takes (add them to the communicator's ``Communicator.heap_bytes``)."""
+        rows = world_size * max_num_seqs * num_q_heads
+        return 2 * rows * (head_dim + 1) * 4 + rows * 8 + 3 * 256
 
     @staticmethod
     def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int) -> int:
@@ -188,6 +234,16 @@ class DistributedDecodeWorkspace:
     def views(self, num_seqs: int):
         w = self.world_size
         return self.lens_all[:w * num_seqs], self.part[:num_seqs], self.gathered[:w * num_seqs]
+
+
+def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int) -> DistributedDecodeWorkspace:
+    """The communicator's own workspace for calls without one, made on first use and remade larger when a
+    call has more sequences (heap allocation is collective: every rank makes the same calls)."""
+    cache = comm.__dict__.setdefault("_decode_workspaces", {})
+    held = cache.get((num_q_heads, head_dim))
+    if held is None or held.max_num_seqs < num_seqs:
+        held = cache[(num_q_heads, head_dim)] = DistributedDecodeWorkspace(comm, num_seqs, num_q_heads, head_dim)
+    return held
 
 
 def _check_tensor(name, t, ndim, dtypes, device):
@@ -221,8 +277,9 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
             :func:`tritium.attention.paged_attention`, with the query at position total_len - 1 and the
             keys at their global positions.
         out: optional [num_seqs, num_q_heads, head_dim] in q's dtype.
-        workspace: :class:`DistributedDecodeWorkspace`; without one each call allocates its buffers.
-        mode: "bulk" (all-gather of partials, then merge); "fused" raises NotImplementedError.
+        workspace: :class:`DistributedDecodeWorkspace`; without one, the communicator keeps one (made on
+            the first call, remade when a call has more sequences) and calls allocate only ``out``.
+        mode: "bulk" (all-gather of partials, then merge) or "fused" (per-row push and flags).
 
     Returns:
         [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
@@ -275,7 +332,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
             raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor, got shape {tuple(out.shape)} "
                              f"strides {out.stride()}")
     if workspace is None:
-        workspace = DistributedDecodeWorkspace(comm, num_seqs, num_q_heads, head_dim)
+        workspace = _default_workspace(comm, num_seqs, num_q_heads, head_dim)
     elif not isinstance(workspace, DistributedDecodeWorkspace):
         raise TypeError(f"workspace must be a DistributedDecodeWorkspace, got {type(workspace).__name__}")
     elif (workspace.world_size != comm.world_size or workspace.device != dev
@@ -284,37 +341,43 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         raise ValueError(f"workspace is for {workspace.max_num_seqs} sequences x {workspace.num_q_heads} heads x "
                          f"head_dim {workspace.head_dim}, world {workspace.world_size} on {workspace.device}; the "
                          f"call has {num_seqs} x {num_q_heads} x {head_dim}, world {comm.world_size} on {dev}")
-    if mode == "fused":
-        raise NotImplementedError("distributed_paged_decode: mode='fused' (per-tile push through the heap) "
-                                  "is not implemented yet; use mode='bulk'")
-
     lens_all, part, gathered = workspace.views(num_seqs)
     comm.all_gather(seq_lens, out=lens_all)
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     head_pad = next_pow2(head_dim)
     dummy = part
+    fused_mode = mode == "fused"
+    slots, flags, state = workspace.slots, workspace.flags, workspace.state
+    # rank, sequence, head strides of this call's partials: the heap slots (fused) or this rank's rows
+    if fused_mode:
+        part, part_strides = slots, slots.stride()[1:4]
+    else:
+        part_strides = (num_seqs * part.stride(0), part.stride(0), part.stride(1))
     _partial_decode_kernel[(num_seqs, num_q_heads)](
         q, k_cache, v_cache, block_table, lens_all,
         dummy if alibi_slopes is None else alibi_slopes,
         dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, part,
+        flags, state, comm.heap.bases,
         q.stride(0), q.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_table.stride(0),
-        part.stride(0), part.stride(1),
+        *part_strides,
         num_seqs, comm.rank, comm.world_size, scale, float(softcap or 0.0), int(sliding_window or 0),
         k_scale_val, v_scale_val,
         QPKV=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
         TILE_N=16, HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
-        HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None,
+        HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None, PUSH=fused_mode,
     )
-    comm.all_gather(part, out=gathered)
+    if not fused_mode:
+        comm.all_gather(part, out=gathered)
     _merge_partials_kernel[(num_seqs, num_q_heads)](
-        out, gathered, dummy if sinks is None else sinks,
+        out, slots if fused_mode else gathered, dummy if sinks is None else sinks,
+        flags, state, comm._state,
         out.stride(0), out.stride(1),
-        gathered.stride(0), gathered.stride(1),
-        num_seqs, comm.world_size,
+        *part_strides,
+        num_seqs, comm.world_size, comm.heap.max_spins,
         WORLD_PAD=triton.next_power_of_2(comm.world_size), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-        HAS_SINKS=sinks is not None,
+        HAS_SINKS=sinks is not None, WAIT=fused_mode,
     )
     return out
