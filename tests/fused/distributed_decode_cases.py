@@ -142,6 +142,35 @@ def repeat_worker(rank: int, world_size: int, calls: int) -> None:
         heap.close()
 
 
+def mismatch_worker(rank: int, world_size: int) -> None:
+    """Ranks disagreeing on num_seqs (bulk mode): every rank's check raises CollectiveMismatch, and the
+    next agreeing call is exact; then inconsistent metadata on one sequence (both modes)."""
+    heap, comm = _setup(world_size)
+    ws = fused.DistributedDecodeWorkspace(comm, 2, HQ, D)
+    try:
+        k, v, bt, n = make_parts([[20, 3][: 2 - rank % 2]], torch.float16, 1, comm.device)[0]
+        q = torch.randn(2 - rank % 2, HQ, D).half().to(comm.device)
+        fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode="bulk")
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+            comm.check()
+        _check_call(rank, comm, split_lengths(world_size, [30, 9], 7), torch.float32, torch.float32, 8, set(),
+                    "bulk", workspace=ws, what="after a mismatch")
+        comm.check()
+        # inconsistent metadata (a length past the block-table row, page ids outside the cache) stays inside
+        # the tensors and leaves the other sequence exact
+        k, v, bt, n = make_parts(split_lengths(world_size, [30, 9], 9), torch.float32, 9, comm.device)[rank]
+        q = torch.randn(2, HQ, D, device=comm.device)
+        for mode in fused.distributed_decode.MODES:
+            good = fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode=mode)
+            bad_bt, bad_n = bt.clone(), n.clone()
+            bad_bt[0], bad_n[0] = -7, 1 << 20
+            bad = fused.distributed_paged_decode(q, k, v, bad_bt, bad_n, comm, workspace=ws, mode=mode)
+            assert torch.equal(bad[1], good[1]), f"{mode}: sequence 1 changed by sequence 0's bad metadata"
+        comm.check()
+    finally:
+        heap.close()
+
+
 def bad_input_worker(rank: int, world_size: int) -> None:
     heap, comm = _setup(world_size)
     dev = comm.device

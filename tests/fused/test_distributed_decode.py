@@ -5,7 +5,7 @@ calls with and without a workspace, bad input. One process per rank (CPU process
 import pytest
 import torch
 
-from .distributed_decode_cases import bad_input_worker, features_worker, repeat_worker, run_world
+from .distributed_decode_cases import bad_input_worker, features_worker, mismatch_worker, repeat_worker, run_world
 
 F16, F32, FP8 = torch.float16, torch.float32, torch.float8_e4m3fn
 # (q dtype, kv dtype, features, total length of each sequence)
@@ -30,3 +30,7 @@ def test_repeated_calls_with_one_workspace():
 
 def test_bad_input_names_the_argument():
     run_world(bad_input_worker, 2)
+
+
+def test_ranks_disagreeing_and_inconsistent_metadata():
+    run_world(mismatch_worker, 2)

@@ -22,9 +22,8 @@ program of (s, h) waits for the flags of its rows only (bounded polls; a give-up
 ``comm.check()``), with no all-gather of the partials and no barrier. Epochs and parities follow
 :mod:`tritium.fused.workspace`. The lengths all-gather of step 1 remains in both modes.
 
-Ranks must agree on ``num_seqs`` and the head counts: the all-gathers see different sizes and
-``comm.check()`` then raises :class:`~tritium.collectives.CollectiveMismatch` (the call itself cannot
-tell without a host sync). Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
+Ranks must agree on ``num_seqs`` and the head counts; the call cannot tell without a host sync, the
+device does (see :func:`distributed_paged_decode`, and ``comm.check()``). Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 
 from __future__ import annotations
@@ -46,10 +45,10 @@ MODES = ("bulk", "fused")
 LOG2E = 1.4426950408889634
 
 
-@triton.jit(do_not_specialize=["num_seqs", "rank", "window"])
+@triton.jit(do_not_specialize=["num_seqs", "rank", "num_blocks", "max_kv_len", "window"])
 def _partial_decode_kernel(
     # pointers
-    q_ptr, k_ptr, v_ptr, block_table_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
+    q_ptr, k_ptr, v_ptr, block_table_ptr, seq_lens_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
     # fused mode: flags [world, max_num_seqs, num_q_heads] and op state in the heap, the heap bases
     flags_ptr, state_ptr, bases,
     # strides
@@ -59,7 +58,7 @@ def _partial_decode_kernel(
     stride_bt_s,
     stride_part_r, stride_part_s, stride_part_h,
     # sizes and scalars
-    num_seqs, rank, world_size, qk_scale, softcap, window, k_scale_val, v_scale_val,
+    num_seqs, rank, world_size, num_blocks, max_kv_len, qk_scale, softcap, window, k_scale_val, v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
     TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
@@ -78,7 +77,9 @@ def _partial_decode_kernel(
         n = tl.load(lens_all_ptr + r * num_seqs + s)
         total += n
         offset += tl.where(r < rank, n, 0)
-    n_local = tl.load(lens_all_ptr + rank * num_seqs + s)
+    # this rank's own length (not the gathered copy, which a mismatched call leaves stale), cut at what a
+    # block-table row holds: inconsistent metadata never reads outside the tensors
+    n_local = tl.minimum(tl.maximum(tl.load(seq_lens_ptr + s), 0), max_kv_len)
     q_pos = total - 1
     lo = 0
     if HAS_WINDOW:  # keys at global positions > q_pos - window
@@ -105,6 +106,7 @@ def _partial_decode_kernel(
         if HAS_WINDOW:
             valid = valid & (offset + j > q_pos - window)
         page = tl.load(block_table_ptr + s.to(tl.int64) * stride_bt_s + j // PAGE_SIZE, mask=valid, other=0)
+        page = tl.minimum(tl.maximum(page, 0), num_blocks - 1)  # ids outside the cache read a page of it
         slot = j % PAGE_SIZE
         kv_mask = valid[:, None] & d_mask[None, :]
         k_off = page.to(tl.int64)[:, None] * stride_k_b + slot[:, None] * stride_k_t + kvh * stride_k_h
@@ -284,6 +286,13 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     Returns:
         [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
         on every rank. A sequence of total length 0 (and no sinks) gives zeros.
+
+    Metadata values are not read on the host: a length longer than its block-table row holds is cut at
+    the row, and page ids outside ``[0, num_blocks)`` read a page of the cache (no access outside the
+    tensors; such sequences' results are meaningless). Ranks disagreeing on ``num_seqs`` or the head
+    counts: bulk mode's all-gathers then write nothing and ``comm.check()`` raises
+    :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge's waits give up and
+    ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout`.
     """
     if not isinstance(comm, Communicator):
         raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
@@ -296,7 +305,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     _check_tensor("block_table", block_table, 2, (torch.int32,), dev)
     _check_tensor("seq_lens", seq_lens, 1, (torch.int32,), dev)
     num_seqs, num_q_heads, head_dim = q.shape
-    _, block_size, num_kv_heads, _ = k_cache.shape
+    num_blocks, block_size, num_kv_heads, _ = k_cache.shape
     check_kv_cache(q, k_cache, v_cache)
     if num_kv_heads < 1 or num_q_heads % num_kv_heads:
         raise ValueError(f"num_q_heads ({num_q_heads}, q.shape[1]) must be divisible by num_kv_heads "
@@ -354,7 +363,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     else:
         part_strides = (num_seqs * part.stride(0), part.stride(0), part.stride(1))
     _partial_decode_kernel[(num_seqs, num_q_heads)](
-        q, k_cache, v_cache, block_table, lens_all,
+        q, k_cache, v_cache, block_table, seq_lens, lens_all,
         dummy if alibi_slopes is None else alibi_slopes,
         dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, part,
         flags, state, comm.heap.bases,
@@ -363,7 +372,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_table.stride(0),
         *part_strides,
-        num_seqs, comm.rank, comm.world_size, scale, float(softcap or 0.0), int(sliding_window or 0),
+        num_seqs, comm.rank, comm.world_size, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
+        scale, float(softcap or 0.0), int(sliding_window or 0),
         k_scale_val, v_scale_val,
         QPKV=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
         TILE_N=16, HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
