@@ -15,6 +15,7 @@ TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 FP8_TOL = 2e-2  # the reference reads the same fp8 values; left: fp16 rounding of q and out
 HQ, HKV, D, BLOCK = 4, 2, 64, 16
 MAX_SEQS = 4
+MAX_SPLITS = 3
 
 
 def run_world(worker, world_size: int, *args, timeout: float = 240.0) -> None:
@@ -24,7 +25,7 @@ def run_world(worker, world_size: int, *args, timeout: float = 240.0) -> None:
 
 
 def _setup(world_size: int):
-    max_bytes = max(fused.DistributedDecodeWorkspace.message_bytes(MAX_SEQS, HQ, D), 4096)
+    max_bytes = max(fused.DistributedDecodeWorkspace.message_bytes(MAX_SEQS, HQ, D, MAX_SPLITS), 4096)
     heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size) + (1 << 20))
     return heap, coll.Communicator(heap, max_bytes=max_bytes)
 
@@ -85,7 +86,10 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspac
     g = torch.Generator().manual_seed(seed + 1)
     num_seqs = len(lens[0])
     q = torch.randn(num_seqs, HQ, D, generator=g).to(q_dtype).to(dev)
-    kw = {}
+    kw = {"num_splits": 1}
+    for f in feats:
+        if f.startswith("splits"):
+            kw["num_splits"] = int(f[len("splits"):])
     if "window" in feats:
         kw["sliding_window"] = 23
     if "softcap" in feats:
@@ -104,6 +108,7 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspac
     got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, mode=mode,
                                          **kw, **scales)
     assert got is out
+    kw.pop("num_splits")
     want = ref.distributed_paged_decode(q, *zip(*parts), k_scale=scale if scales else None,
                                         v_scale=scale if scales else None, **kw)
     tol = FP8_TOL if scales else TOL[q_dtype]
@@ -128,13 +133,13 @@ def repeat_worker(rank: int, world_size: int, calls: int) -> None:
     workspace and (every third call) without: a stale flag or a buffer reused too early gives a wrong
     result."""
     heap, comm = _setup(world_size)
-    ws = fused.DistributedDecodeWorkspace(comm, MAX_SEQS, HQ, D)
+    ws = fused.DistributedDecodeWorkspace(comm, MAX_SEQS, HQ, D, max_splits=MAX_SPLITS)
     try:
         for i in range(calls):
             totals = [17 + 13 * i, 40, 5, 33][: 1 + i % MAX_SEQS]
             totals = totals + [9] * max(0, 2 - len(totals))  # split_lengths empties sequences 0 and 1
             lens = split_lengths(world_size, totals, 300 + i)
-            feats = {"sinks", "window"} if i % 2 else set()
+            feats = ({"sinks", "window"} if i % 2 else set()) | {f"splits{1 + i % MAX_SPLITS}"}
             _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats, ("fused", "bulk")[i % 2],
                         workspace=None if i % 3 == 2 else ws, what=f"call {i}")
         comm.check()
@@ -192,6 +197,7 @@ def bad_input_worker(rank: int, world_size: int) -> None:
         (lambda: call(q, k, v, bt, n, comm, k_scale=2.0, v_scale=2.0), ValueError, "float8 caches only"),
         (lambda: call(q, k, v, bt, n, comm, out=torch.empty(2, HQ, D, device=dev)), TypeError, "out must have"),
         (lambda: call(q, k, v, bt, n, comm, workspace=ws), ValueError, "workspace is for 1 sequences"),
+        (lambda: call(q, k, v, bt, n, comm, num_splits=0), ValueError, "num_splits must be"),
     ]
     if dev.type == "cuda":
         cases.append((lambda: call(q.cpu(), k, v, bt, n, comm), ValueError, "q is on cpu"))

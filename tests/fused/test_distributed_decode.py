@@ -1,6 +1,7 @@
 """distributed_paged_decode at world sizes 1-4 (3 included) against single-device attention on the
-concatenated cache, both modes: unequal parts and empty parts, every feature, fp8 caches, repeated
-calls with and without a workspace, bad input. One process per rank (CPU processes under the Triton interpreter in CI)."""
+concatenated cache, both modes: unequal and empty parts, every feature, fp8 caches, splits of a rank's
+part, repeated calls with and without a workspace, ranks disagreeing, inconsistent metadata, bad input.
+One process per rank (CPU processes under the Triton interpreter in CI)."""
 
 import pytest
 import torch
@@ -8,13 +9,13 @@ import torch
 from .distributed_decode_cases import bad_input_worker, features_worker, mismatch_worker, repeat_worker, run_world
 
 F16, F32, FP8 = torch.float16, torch.float32, torch.float8_e4m3fn
-# (q dtype, kv dtype, features, total length of each sequence)
+# (q dtype, kv dtype, features ("splitsN": N chunks per rank), total length of each sequence)
 PLAIN = (F16, F16, (), (37, 20, 1))
 ALL = (F32, F32, ("window", "softcap", "alibi", "sinks"), (50, 29, 70))
 CASES = {
     1: (PLAIN, ALL),
-    2: (PLAIN, ALL, (F16, FP8, ("alibi",), (33, 18)), (F32, FP8, ("scale_tensor", "sinks"), (21, 40))),
-    3: (PLAIN, ALL, (F16, F16, ("window",), (64, 17, 2))),
+    2: (PLAIN, ALL, (F16, FP8, ("alibi", "splits2"), (33, 18)), (F32, FP8, ("scale_tensor", "sinks"), (21, 40))),
+    3: (ALL, (F16, F16, ("window", "splits3"), (64, 17, 2)), (F32, F32, ALL[2] + ("splits2",), (90, 35, 47))),
     4: (ALL,),
 }
 
@@ -24,8 +25,8 @@ def test_matches_single_device_attention(world_size):
     run_world(features_worker, world_size, CASES[world_size])
 
 
-def test_repeated_calls_with_one_workspace():
-    run_world(repeat_worker, 3, 8)
+def test_repeated_calls_modes_and_splits_interleaved():
+    run_world(repeat_worker, 3, 6)
 
 
 def test_bad_input_names_the_argument():

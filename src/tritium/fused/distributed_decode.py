@@ -9,21 +9,28 @@ position). Per call:
 
 1. an all-gather of ``seq_lens`` (tritium collectives) gives every rank the offsets and totals on the
    device (no host sync);
-2. ``_partial_decode_kernel`` computes, per (sequence, query head), attention of q over this rank's part
-   with the keys' global positions (ALiBi, sliding window): the normalised partial output ``o_r`` and its
-   log-sum-exp ``lse_r`` (log2 domain; ``-inf`` for an empty or fully masked part);
+2. ``_partial_decode_kernel`` computes, per (sequence, query head, split), attention of q over one of
+   ``num_splits`` chunks of this rank's part with the keys' global positions (ALiBi, sliding window): the
+   normalised partial output ``o_r`` and its log-sum-exp ``lse_r`` (log2 domain; ``-inf`` for an empty or
+   fully masked chunk), a row ``r = rank * num_splits + split`` of the merge;
 3. ``mode="bulk"``: an all-gather of the ``[o_r, lse_r]`` rows, then ``_merge_partials_kernel``:
    ``m = max_r lse_r``, ``w_r = exp2(lse_r - m)``, ``out = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``.
    Sinks enter once, in the merge (a logit with no value).
 
+NOTE: the partial kernel is written for correctness first and has not run on a GPU yet: one program per
+(sequence, query head, split) reads its KV head alone (the heads of a GQA group each read it), with
+scalar-by-vector products instead of ``tl.dot``; the split-KV kernel of :mod:`tritium.attention` is the
+model for a faster one.
+
 ``mode="fused"``: step 2's programs push their ``[o_r, lse_r]`` row into every rank's heap (this call's
-half of a double-buffered receive buffer) and raise a per-(rank, sequence, head) flag there; the merge
+half of a double-buffered receive buffer) and raise a per-(row, sequence, head) flag there; the merge
 program of (s, h) waits for the flags of its rows only (bounded polls; a give-up is counted and raised by
 ``comm.check()``), with no all-gather of the partials and no barrier. Epochs and parities follow
 :mod:`tritium.fused.workspace`. The lengths all-gather of step 1 remains in both modes.
 
-Ranks must agree on ``num_seqs`` and the head counts; the call cannot tell without a host sync, the
-device does (see :func:`distributed_paged_decode`, and ``comm.check()``). Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
+Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call cannot tell without a
+host sync, the device does (see :func:`distributed_paged_decode`, and ``comm.check()``).
+Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from tritium.attention.kernels import _softcap
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, check_kv_cache
 from tritium.collectives import Communicator
 from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flag
+from tritium.runtime import interpreting, num_sms
 from tritium.shmem.device import translate
 
 MODES = ("bulk", "fused")
@@ -58,17 +66,20 @@ def _partial_decode_kernel(
     stride_bt_s,
     stride_part_r, stride_part_s, stride_part_h,
     # sizes and scalars
-    num_seqs, rank, world_size, num_blocks, max_kv_len, qk_scale, softcap, window, k_scale_val, v_scale_val,
+    num_seqs, rank, world_size, parity_rows, num_blocks, max_kv_len, qk_scale, softcap, window, k_scale_val,
+    v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
     TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
-    SCALES_FROM_PTR: tl.constexpr, PUSH: tl.constexpr,
+    SCALES_FROM_PTR: tl.constexpr, PUSH: tl.constexpr, SPLITS: tl.constexpr,
 ):
-    """One program per (sequence, query head): o and lse (log2) of q over this rank's part, written to
-    part[s, h, :HEAD_DIM] and part[s, h, HEAD_DIM]; PUSH: to part[parity, rank, s, h] of every rank's heap,
-    then the flag [rank, s, h] is raised there."""
+    """One program per (sequence, query head, split): o and lse (log2) of q over the split-th of SPLITS
+    chunks of this rank's part, written to part[split, s, h, :HEAD_DIM] and part[split, s, h, HEAD_DIM];
+    PUSH: to row rank * SPLITS + split of this call's half (rows from parity * parity_rows) of every
+    rank's heap buffer, then the flag [row, s, h] is raised there."""
     s = tl.program_id(0)
     h = tl.program_id(1)
+    split = tl.program_id(2)
     kvh = h // QPKV
     # offset of this rank's part and the sequence's total length, from the gathered lengths
     offset = 0
@@ -80,6 +91,9 @@ def _partial_decode_kernel(
     # this rank's own length (not the gathered copy, which a mismatched call leaves stale), cut at what a
     # block-table row holds: inconsistent metadata never reads outside the tensors
     n_local = tl.minimum(tl.maximum(tl.load(seq_lens_ptr + s), 0), max_kv_len)
+    chunk = tl.cdiv(tl.cdiv(n_local, SPLITS), TILE_N) * TILE_N  # this split's keys: [k_lo, k_hi)
+    k_lo = split * chunk
+    k_hi = tl.minimum(k_lo + chunk, n_local)
     q_pos = total - 1
     lo = 0
     if HAS_WINDOW:  # keys at global positions > q_pos - window
@@ -100,9 +114,9 @@ def _partial_decode_kernel(
     l_i = 0.0
     acc = tl.zeros([HEAD_DIM_PAD], dtype=tl.float32)
     offs_n = tl.arange(0, TILE_N)
-    for start in range(lo, n_local, TILE_N):
+    for start in range(tl.maximum(lo, k_lo), k_hi, TILE_N):
         j = start + offs_n  # [TILE_N] local key index
-        valid = j < n_local
+        valid = j < k_hi
         if HAS_WINDOW:
             valid = valid & (offset + j > q_pos - window)
         page = tl.load(block_table_ptr + s.to(tl.int64) * stride_bt_s + j // PAGE_SIZE, mask=valid, other=0)
@@ -132,21 +146,22 @@ def _partial_decode_kernel(
     lse = tl.where(has, m_i + tl.math.log2(tl.where(has, l_i, 1.0)), -float("inf"))
     if PUSH:
         epoch, parity = epoch_of(state_ptr)
-        part = part_ptr + (parity * world_size + rank).to(tl.int64) * stride_part_r + s * stride_part_s \
+        row = rank * SPLITS + split
+        part = part_ptr + (parity * parity_rows + row).to(tl.int64) * stride_part_r + s * stride_part_s \
             + h * stride_part_h
-        flag = flags_ptr + (rank * stride_part_r + s * stride_part_s + h * stride_part_h) // stride_part_h
+        flag = flags_ptr + (row * stride_part_r + s * stride_part_s + h * stride_part_h) // stride_part_h
         for dst in range(0, world_size):
             remote = translate(part, rank, dst, bases)
             tl.store(remote + offs_d, o, mask=d_mask)
             tl.store(remote + HEAD_DIM, lse)
             raise_flag(flag, epoch, rank, dst, bases)
     else:
-        part = part_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
+        part = part_ptr + split.to(tl.int64) * stride_part_r + s * stride_part_s + h * stride_part_h
         tl.store(part + offs_d, o, mask=d_mask)
         tl.store(part + HEAD_DIM, lse)
 
 
-@triton.jit(do_not_specialize=["num_seqs", "world_size"])
+@triton.jit(do_not_specialize=["num_seqs", "num_rows", "parity_rows"])
 def _merge_partials_kernel(
     # pointers
     out_ptr, gathered_ptr, sinks_ptr,
@@ -156,24 +171,24 @@ def _merge_partials_kernel(
     stride_out_s, stride_out_h,
     stride_g_r, stride_g_s, stride_g_h,
     # sizes
-    num_seqs, world_size, max_spins,
+    num_seqs, num_rows, parity_rows, max_spins,
     # meta-parameters
     WORLD_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, HAS_SINKS: tl.constexpr,
     WAIT: tl.constexpr,
 ):
-    """One program per (sequence, query head): gathered[r, s, h] = [o_r (HEAD_DIM), lse_r] of every rank
-    r -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m)). WAIT: gathered is this call's half of
-    the heap buffer, each rank's row read once its flag [r, s, h] holds the call's epoch (bounded waits);
-    the last program advances the call counter."""
+    """One program per (sequence, query head): gathered[r, s, h] = [o_r (HEAD_DIM), lse_r] of every row r
+    (rank * splits + split) -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m)). WAIT: gathered is
+    this call's half of the heap buffer (rows from parity * parity_rows), each row read once its flag
+    [r, s, h] holds the call's epoch (bounded waits); the last program advances the call counter."""
     s = tl.program_id(0)
     h = tl.program_id(1)
     offs_r = tl.arange(0, WORLD_PAD)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
-    r_mask = offs_r < world_size
+    r_mask = offs_r < num_rows
     if WAIT:
         epoch, parity = epoch_of(state_ptr)
-        gathered_ptr += parity * world_size * stride_g_r
-        for r in range(0, world_size):
+        gathered_ptr += parity * parity_rows * stride_g_r
+        for r in range(0, num_rows):
             wait_flag(flags_ptr + (r * stride_g_r + s * stride_g_s + h * stride_g_h) // stride_g_h, epoch,
                       max_spins, comm_state_ptr)
     rows = gathered_ptr + offs_r.to(tl.int64) * stride_g_r + s * stride_g_s + h * stride_g_h  # [WORLD_PAD]
@@ -195,57 +210,73 @@ def _merge_partials_kernel(
 
 
 class DistributedDecodeWorkspace:
-    """Buffers of :func:`distributed_paged_decode`, allocated once for up to ``max_num_seqs`` sequences:
-    the gathered lengths ``[world_size * max_num_seqs]`` int32, this rank's partials
-    ``[max_num_seqs, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered partials
-    ``[world_size * max_num_seqs, num_q_heads, head_dim + 1]`` fp32; in the communicator's heap (fused
-    mode) the double-buffered receive slots ``[2, world_size, max_num_seqs, num_q_heads, head_dim + 1]``
-    fp32, one flag per (rank, sequence, head) and a call counter: :meth:`heap_bytes`. Constructing one is
+    """Buffers of :func:`distributed_paged_decode`, allocated once for up to ``max_num_seqs`` sequences and
+    ``max_splits`` chunks of each rank's part (S below): the gathered lengths ``[world_size * max_num_seqs]``
+    int32, this rank's partials ``[S, max_num_seqs, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and
+    the gathered partials (``world_size`` times as many); in the communicator's heap (fused mode) the
+    double-buffered receive slots ``[2, world_size * S, max_num_seqs, num_q_heads, head_dim + 1]`` fp32,
+    one flag per (row, sequence, head) and a call counter: :meth:`heap_bytes`. Constructing one is
     collective (every rank, same sizes, same order). With one, a call neither allocates (given ``out=``)
     nor syncs with the host. The communicator's ``max_bytes`` must hold this rank's partials (bulk mode):
     :meth:`message_bytes`."""
 
-    def __init__(self, comm, max_num_seqs: int, num_q_heads: int, head_dim: int):
-        for name, value in (("max_num_seqs", max_num_seqs), ("num_q_heads", num_q_heads), ("head_dim", head_dim)):
+    def __init__(self, comm, max_num_seqs: int, num_q_heads: int, head_dim: int, *, max_splits: int = 1):
+        for name, value in (("max_num_seqs", max_num_seqs), ("num_q_heads", num_q_heads), ("head_dim", head_dim),
+                            ("max_splits", max_splits)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"DistributedDecodeWorkspace: {name} must be a positive int, got {value!r}")
         world, dev = comm.world_size, comm.device
         self.max_num_seqs, self.num_q_heads, self.head_dim = max_num_seqs, num_q_heads, head_dim
-        self.world_size, self.device = world, dev
+        self.max_splits, self.world_size, self.device = max_splits, world, dev
+        row = max_num_seqs * num_q_heads * (head_dim + 1)
         self.lens_all = torch.zeros(world * max_num_seqs, dtype=torch.int32, device=dev)
-        self.part = torch.empty(max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32, device=dev)
-        self.gathered = torch.empty(world * max_num_seqs, num_q_heads, head_dim + 1, dtype=torch.float32,
-                                    device=dev)
+        self.part = torch.empty(max_splits * row, dtype=torch.float32, device=dev)
+        self.gathered = torch.empty(world * max_splits * row, dtype=torch.float32, device=dev)
         heap = comm.heap
-        self.slots = heap.empty((2, world, max_num_seqs, num_q_heads, head_dim + 1), torch.float32)
-        self.flags = heap.zeros((world, max_num_seqs, num_q_heads), torch.int64)
+        self.slots = heap.empty((2, world * max_splits, max_num_seqs, num_q_heads, head_dim + 1), torch.float32)
+        self.flags = heap.zeros((world * max_splits, max_num_seqs, num_q_heads), torch.int64)
         self.state = heap.zeros((STATE_WORDS,), torch.int64)
         heap.barrier()  # every rank's flags are zero before any peer raises one
 
     @staticmethod
-    def heap_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, world_size: int) -> int:
+    def heap_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, world_size: int, max_splits: int = 1) -> int:
         """Heap bytes one workspace takes (add them to the communicator's ``Communicator.heap_bytes``)."""
-        rows = world_size * max_num_seqs * num_q_heads
+        rows = world_size * max_splits * max_num_seqs * num_q_heads
         return 2 * rows * (head_dim + 1) * 4 + rows * 8 + 3 * 256
 
     @staticmethod
-    def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int) -> int:
+    def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, max_splits: int = 1) -> int:
         """Bytes of one rank's partials (the all-gather message): the communicator's ``max_bytes`` floor."""
-        return max_num_seqs * num_q_heads * (head_dim + 1) * 4
+        return max_splits * max_num_seqs * num_q_heads * (head_dim + 1) * 4
 
-    def views(self, num_seqs: int):
-        w = self.world_size
-        return self.lens_all[:w * num_seqs], self.part[:num_seqs], self.gathered[:w * num_seqs]
+    def views(self, num_seqs: int, splits: int):
+        """(lengths, this rank's partials ``[splits * num_seqs, heads, head_dim + 1]``, gathered partials)."""
+        n = splits * num_seqs * self.num_q_heads * (self.head_dim + 1)
+        shape = (-1, self.num_q_heads, self.head_dim + 1)
+        return (self.lens_all[:self.world_size * num_seqs], self.part[:n].view(shape),
+                self.gathered[:self.world_size * n].view(shape))
 
 
-def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int) -> DistributedDecodeWorkspace:
+def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int,
+                       splits: int) -> DistributedDecodeWorkspace:
     """The communicator's own workspace for calls without one, made on first use and remade larger when a
-    call has more sequences (heap allocation is collective: every rank makes the same calls)."""
+    call has more sequences or splits (heap allocation is collective: every rank makes the same calls)."""
     cache = comm.__dict__.setdefault("_decode_workspaces", {})
     held = cache.get((num_q_heads, head_dim))
-    if held is None or held.max_num_seqs < num_seqs:
-        held = cache[(num_q_heads, head_dim)] = DistributedDecodeWorkspace(comm, num_seqs, num_q_heads, head_dim)
+    if held is None or held.max_num_seqs < num_seqs or held.max_splits < splits:
+        held = cache[(num_q_heads, head_dim)] = DistributedDecodeWorkspace(
+            comm, num_seqs, num_q_heads, head_dim, max_splits=splits)
     return held
+
+
+def select_num_splits(num_seqs: int, num_q_heads: int, device: torch.device) -> int:
+    """Chunks of each rank's part computed by programs of their own (more programs for small batches).
+
+    NOTE: not measured yet (written without a GPU): enough (sequence, head, split) programs to give every
+    SM about two, at most 16; 1 under the interpreter, whose programs run one after another."""
+    if interpreting():
+        return 1
+    return max(1, min(16, 2 * num_sms(device) // (num_seqs * num_q_heads)))
 
 
 def _check_tensor(name, t, ndim, dtypes, device):
@@ -264,7 +295,8 @@ def _check_tensor(name, t, ndim, dtypes, device):
 
 def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *, softmax_scale=None,
                              sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
-                             k_scale=None, v_scale=None, out=None, workspace=None, mode="bulk"):
+                             k_scale=None, v_scale=None, out=None, workspace=None, mode="bulk",
+                             num_splits=None):
     """Decode attention of one new token per sequence over a KV cache split across ranks by position.
 
     Args:
@@ -282,6 +314,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         workspace: :class:`DistributedDecodeWorkspace`; without one, the communicator keeps one (made on
             the first call, remade when a call has more sequences) and calls allocate only ``out``.
         mode: "bulk" (all-gather of partials, then merge) or "fused" (per-row push and flags).
+        num_splits: chunks of this rank's part, each a program's (and a row of the merge), default
+            :func:`select_num_splits` (capped at the workspace's ``max_splits``).
 
     Returns:
         [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
@@ -340,17 +374,24 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         if out.shape != q.shape or not out.is_contiguous():
             raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor, got shape {tuple(out.shape)} "
                              f"strides {out.stride()}")
+    if num_splits is None:
+        num_splits = select_num_splits(num_seqs, num_q_heads, dev)
+        if workspace is not None:
+            num_splits = min(num_splits, workspace.max_splits)
+    elif not isinstance(num_splits, int) or isinstance(num_splits, bool) or not 1 <= num_splits <= 64:
+        raise ValueError(f"num_splits must be an int in [1, 64] or None, got {num_splits!r}")
     if workspace is None:
-        workspace = _default_workspace(comm, num_seqs, num_q_heads, head_dim)
+        workspace = _default_workspace(comm, num_seqs, num_q_heads, head_dim, num_splits)
     elif not isinstance(workspace, DistributedDecodeWorkspace):
         raise TypeError(f"workspace must be a DistributedDecodeWorkspace, got {type(workspace).__name__}")
     elif (workspace.world_size != comm.world_size or workspace.device != dev
           or (workspace.num_q_heads, workspace.head_dim) != (num_q_heads, head_dim)
-          or workspace.max_num_seqs < num_seqs):
+          or workspace.max_num_seqs < num_seqs or workspace.max_splits < num_splits):
         raise ValueError(f"workspace is for {workspace.max_num_seqs} sequences x {workspace.num_q_heads} heads x "
-                         f"head_dim {workspace.head_dim}, world {workspace.world_size} on {workspace.device}; the "
-                         f"call has {num_seqs} x {num_q_heads} x {head_dim}, world {comm.world_size} on {dev}")
-    lens_all, part, gathered = workspace.views(num_seqs)
+                         f"head_dim {workspace.head_dim}, {workspace.max_splits} split(s), world "
+                         f"{workspace.world_size} on {workspace.device}; the call has {num_seqs} x {num_q_heads} x "
+                         f"{head_dim}, {num_splits} split(s), world {comm.world_size} on {dev}")
+    lens_all, part, gathered = workspace.views(num_seqs, num_splits)
     comm.all_gather(seq_lens, out=lens_all)
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     head_pad = next_pow2(head_dim)
@@ -361,8 +402,9 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     if fused_mode:
         part, part_strides = slots, slots.stride()[1:4]
     else:
-        part_strides = (num_seqs * part.stride(0), part.stride(0), part.stride(1))
-    _partial_decode_kernel[(num_seqs, num_q_heads)](
+        part_strides = (num_seqs * part.stride(0), part.stride(0), part.stride(1))  # row = rank * splits + split
+    parity_rows = comm.world_size * workspace.max_splits  # rows of one half of the heap slots
+    _partial_decode_kernel[(num_seqs, num_q_heads, num_splits)](
         q, k_cache, v_cache, block_table, seq_lens, lens_all,
         dummy if alibi_slopes is None else alibi_slopes,
         dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, part,
@@ -372,12 +414,13 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_table.stride(0),
         *part_strides,
-        num_seqs, comm.rank, comm.world_size, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
-        scale, float(softcap or 0.0), int(sliding_window or 0),
-        k_scale_val, v_scale_val,
+        num_seqs, comm.rank, comm.world_size, parity_rows, num_blocks,
+        block_table.shape[1] * block_size if num_blocks else 0,
+        scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
         QPKV=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
         TILE_N=16, HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None, PUSH=fused_mode,
+        SPLITS=num_splits,
     )
     if not fused_mode:
         comm.all_gather(part, out=gathered)
@@ -386,8 +429,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         flags, state, comm._state,
         out.stride(0), out.stride(1),
         *part_strides,
-        num_seqs, comm.world_size, comm.heap.max_spins,
-        WORLD_PAD=triton.next_power_of_2(comm.world_size), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+        num_seqs, comm.world_size * num_splits, parity_rows, comm.heap.max_spins,
+        WORLD_PAD=triton.next_power_of_2(comm.world_size * num_splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
         HAS_SINKS=sinks is not None, WAIT=fused_mode,
     )
     return out
