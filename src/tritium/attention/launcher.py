@@ -287,6 +287,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     head_pad = next_pow2(head_dim)
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     dummy = q
+    # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
+    # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".
     grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
     launch = pdl_launch(q.device, pdl)
     _paged_attention_kernel[grid](
@@ -310,7 +312,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
-        REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
         num_warps=config.num_warps, num_stages=config.num_stages, **launch,
     )
     if splits > 1:
