@@ -98,6 +98,26 @@ def test_rope_write_kv(heads, head_dim, dtype):
     assert torch.equal(v_cache.view(-1, hkv, head_dim)[slots[slots >= 0]], v[slots >= 0])
 
 
+def test_rope_write_kv_slot_past_cache_writes_nothing():
+    """A slot past the cache (inconsistent metadata) is skipped like a negative one: the pages after the
+    cache in the same allocation stay untouched, the other tokens are written."""
+    dev = default_device()
+    T, blocks, block_size, hkv, d = 6, 3, 4, 2, 64
+    cos_sin = rope_cos_sin(rope_inv_freq(d, 10000.0), 16).to(dev)
+    _, q, k, v = qkv_views(T, 4, hkv, d, torch.float32, dev)
+    positions = torch.arange(T, device=dev)
+    buf_k = torch.randn(blocks + 2, block_size, hkv, d, device=dev)  # 2 guard pages after the cache
+    buf_v = torch.randn_like(buf_k)
+    guard_k, guard_v = buf_k[blocks:].clone(), buf_v[blocks:].clone()
+    k_cache, v_cache = buf_k[:blocks], buf_v[:blocks]
+    slots = torch.tensor([0, blocks * block_size, 5, blocks * block_size + 3, 2**40, 7], device=dev)
+    kc_ref, vc_ref = k_cache.clone(), v_cache.clone()
+    reference.rope_write_kv(q.clone(), k.clone(), v.clone(), positions, cos_sin, kc_ref, vc_ref, slots)
+    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots)
+    assert torch.equal(buf_k[blocks:], guard_k) and torch.equal(buf_v[blocks:], guard_v)
+    assert rel_err(k_cache, kc_ref) < 1e-5 and torch.equal(v_cache, vc_ref)
+
+
 def test_rope_write_kv_rejects_mismatched_cache():
     dev = default_device()
     q = torch.randn(2, 4, 64, device=dev)

@@ -42,9 +42,9 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
                   cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   slot_mapping: torch.Tensor) -> None:
     """:func:`rope` in place, then the rotated k and v of token t into cache slot ``slot_mapping[t]``
-    (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a negative slot skips."""
+    (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a slot < 0 or past the cache skips."""
     rope(q, k, positions, cos_sin)
-    keep = (slot_mapping >= 0).nonzero()[:, 0]
+    keep = ((slot_mapping >= 0) & (slot_mapping < k_cache.shape[0] * k_cache.shape[1])).nonzero()[:, 0]
     slots = slot_mapping[keep]
     k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)
     v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)

@@ -20,13 +20,14 @@ def _rope_kernel(
     stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p, stride_v_t, stride_v_h,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     # sizes
-    num_q_heads, num_kv_heads, block_size,
+    num_q_heads, num_kv_heads, block_size, num_slots,
     # meta-parameters
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
     USE_PDL: tl.constexpr,
 ):
     """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
-    rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; < 0 skips)."""
+    rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; a slot < 0
+    or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache)."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()  # q and k come from the projection before
@@ -60,7 +61,7 @@ def _rope_kernel(
     tl.store(k1_ptrs + HALF, k2_rot, mask=kmask)
     if WRITE_KV:
         slot = tl.load(slot_mapping_ptr + t)
-        if slot >= 0:
+        if (slot >= 0) & (slot < num_slots):
             blk = slot // block_size
             off = slot % block_size
             kc_ptrs = (k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok + h[:, None] * stride_kc_head
@@ -91,7 +92,8 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     ``write_kv_cache`` (one kernel instead of two in every layer).
 
     v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype, last dim contiguous;
-    slot_mapping: [T] int64, block * block_size + offset, negative skips the token.
+    slot_mapping: [T] int64, block * block_size + offset; a negative slot, or one past the cache, skips
+        the token's write.
     """
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if cache.dtype != k.dtype or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
@@ -115,6 +117,7 @@ def _launch_rope(q, k, positions, cos_sin, kv=None, *, pdl: bool) -> None:
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0), v.stride(0), v.stride(1),
         *kc_strides, *vc_strides,
         Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
+        k_cache.shape[0] * k_cache.shape[1] if kv is not None else 0,
         HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
         WRITE_KV=kv is not None, num_warps=4, **pdl_launch(q.device, pdl),
     )
