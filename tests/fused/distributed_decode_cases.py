@@ -176,6 +176,23 @@ def mismatch_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def missing_rank_worker(rank: int, world_size: int) -> None:
+    """The last rank never calls (fused mode): the others' waits give up, and their check raises
+    DeviceTimeout."""
+    heap, comm = _setup(world_size)
+    heap.max_spins = 512  # give up sooner than the default (a test of the error, not of patience)
+    ws = fused.DistributedDecodeWorkspace(comm, 1, HQ, D)  # collective: every rank makes it
+    try:
+        if rank != world_size - 1:
+            k, v, bt, n = make_parts([[20]], torch.float32, 1, comm.device)[0]
+            q = torch.randn(1, HQ, D, device=comm.device)
+            fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode="fused")
+            with pytest.raises(shmem.DeviceTimeout, match="gave up"):
+                comm.check()
+    finally:
+        heap.close()
+
+
 def bad_input_worker(rank: int, world_size: int) -> None:
     heap, comm = _setup(world_size)
     dev = comm.device

@@ -6,7 +6,8 @@ One process per rank (CPU processes under the Triton interpreter in CI)."""
 import pytest
 import torch
 
-from .distributed_decode_cases import bad_input_worker, features_worker, mismatch_worker, repeat_worker, run_world
+from .distributed_decode_cases import (bad_input_worker, features_worker, mismatch_worker, missing_rank_worker,
+                                      repeat_worker, run_world)
 
 F16, F32, FP8 = torch.float16, torch.float32, torch.float8_e4m3fn
 # (q dtype, kv dtype, features ("splitsN": N chunks per rank), total length of each sequence)
@@ -35,3 +36,7 @@ def test_bad_input_names_the_argument():
 
 def test_ranks_disagreeing_and_inconsistent_metadata():
     run_world(mismatch_worker, 2)
+
+
+def test_fused_waits_give_up_when_a_rank_does_not_call():
+    run_world(missing_rank_worker, 2)

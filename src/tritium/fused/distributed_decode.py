@@ -326,7 +326,9 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     tensors; such sequences' results are meaningless). Ranks disagreeing on ``num_seqs`` or the head
     counts: bulk mode's all-gathers then write nothing and ``comm.check()`` raises
     :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge's waits give up and
-    ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout`.
+    ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout` (as when a peer does not call). After
+    a timeout in fused mode the workspace's call counter is out of step with the peers': make a new
+    workspace on every rank.
     """
     if not isinstance(comm, Communicator):
         raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
