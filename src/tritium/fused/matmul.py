@@ -447,16 +447,19 @@ def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
     any strides) under ``config``: block sizes, ``GROUP_M``, ``EPILOGUE_SPLIT``, ``USE_TMA`` (where the
     configuration allows it, the device has TMA and all three tensors suit a descriptor; installs the
     descriptor scratch allocator), ``B_KMAJOR`` (b is the transpose of a row-major weight), ``EVEN_K``,
-    ``DOT_PRECISION`` (ieee for fp32), ``num_warps`` and ``num_stages``."""
+    ``DOT_PRECISION``, ``num_warps`` and ``num_stages``."""
     K = a.shape[1]
     b_kmajor = b.stride(0) == 1 and b.stride(1) != 1  # b = w.T with w [N, K] row-major
     use_tma = (config.tma and _tma_supported(a.device) and _tma_view(a) and _tma_view(b.t() if b_kmajor else b)
                and _tma_view(out))
     if use_tma and a.device.type == "cuda":
         _install_scratch_allocator()
+    # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products, and 16-bit operands compile to the
+    # same code under any precision (identical sm_90 PTX and gfx942 code with "tf32", checked on the fused
+    # kernels' recorded fp16/bf16 launches), while gfx950 (MI350X) rejects "tf32" at compile time.
     return dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 EPILOGUE_SPLIT=config.epilogue_split, USE_TMA=use_tma, B_KMAJOR=use_tma and b_kmajor,
-                EVEN_K=K % config.block_k == 0, DOT_PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
+                EVEN_K=K % config.block_k == 0, DOT_PRECISION="ieee",
                 num_warps=config.num_warps, num_stages=config.num_stages)
 
 
