@@ -1,27 +1,48 @@
-"""Compile every kernel launch seen under the Triton interpreter for a real GPU target, on the CPU.
+"""Compile every kernel launch seen under the Triton interpreter for real GPU targets, on the CPU.
 
 The interpreter runs kernels as Python, so it accepts code that the compiler rejects (non-constexpr
-globals, Python defaults in nested @triton.jit calls, ...). CI has no GPU, but Triton compiles to
-PTX and cubin without one. Two steps:
+globals, Python defaults in nested @triton.jit calls, NVIDIA-only instructions on AMD, ...). CI has no
+GPU, but Triton compiles to cubin (NVIDIA) and hsaco (AMD) without one. Two steps:
 
 1. ``record(path)`` (installed by tests/conftest.py through :func:`record_from_env` when
    ``TRITIUM_RECORD_LAUNCHES`` names a file) appends one JSON line per distinct launch: kernel,
    argument types, constexpr values, options. Rank processes of multi-rank tests run
    :func:`record_from_env` too (conftest names it in ``TRITIUM_RANK_INIT``, which
    ``tritium.shmem.launch`` calls in every rank) and append to the same file.
-2. ``python -m tritium.testing.compile_check FILE [--arch 90]`` compiles each distinct launch with
-   the interpreter off and fails listing every kernel that does not compile.
+2. ``python -m tritium.testing.compile_check FILE [--target cuda:90,hip:gfx942,hip:gfx950]`` compiles
+   each distinct launch for each target with the interpreter off and fails listing every kernel and
+   target that does not compile. The default targets: ``cuda:90`` (Hopper), ``hip:gfx942`` (MI300X),
+   ``hip:gfx950`` (MI350X).
 
-Launches recorded with ``USE_PDL=False`` (the interpreter never uses programmatic dependent launch) are
-also compiled with ``USE_PDL=True`` and ``launch_pdl``, the variant the GPU runs on Hopper.
+What is compiled for a target is what the launchers launch there (:func:`variants`), not the recorded
+launch as such: a launcher sets some constexprs from device probes, which the interpreter answers as
+neither GPU does. :data:`ON_GPU` lists them per backend, each with the probe that decides it:
+
+- NVIDIA: launches recorded with ``USE_PDL=False`` (the interpreter never uses programmatic dependent
+  launch) are compiled as recorded and also with ``USE_PDL=True`` plus ``launch_pdl``, the variant
+  Hopper runs; ``FENCE`` (the async-proxy fence before TMA loads) follows ``USE_TMA``.
+- AMD: every NVIDIA-only feature is off, as the launchers choose it on ROCm (``torch.version.hip``):
+  ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped. A
+  kernel that uses such a feature must branch on one of these constexprs (or on a new one, added here
+  with its probe); one that does not fails the check for the hip targets.
+
+Compile time (CI has 2 cores): launches that become the same after the tables are compiled once, and
+every launch goes through Triton's frontend, but launches whose programs are then the same (a
+constexpr that selects nothing in the code they reach) share the rest of the compilation (about a
+fifth of the launches the tests record). Kernels defined inside functions cannot be imported by
+name: they are listed, not compiled.
 """
 
 import argparse
+import hashlib
 import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
+import tempfile
+import time
 
 _DTYPES = {
     "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64",
@@ -99,6 +120,51 @@ def _describe(fn, args, kwargs):
             "constexprs": constexprs, "options": options}
 
 
+# What a launcher passes on a GPU of each backend where the interpreter made it pass something else:
+# constexpr name -> its value there, from the recorded constexprs; applied wherever a launch has it.
+ON_GPU = {
+    "cuda": {
+        # fused.all_gather_matmul: FENCE = USE_TMA and not interpreting() (False under the interpreter)
+        "FENCE": lambda c: c.get("USE_TMA", c["FENCE"]),
+    },
+    "hip": {
+        "USE_PDL": lambda c: False,   # runtime.pdl_launch: pdl_supported() is False on ROCm
+        "USE_TMA": lambda c: False,   # fused.matmul.launch_options: _tma_supported() is False on ROCm
+        "B_KMAJOR": lambda c: False,  # fused.matmul.launch_options: B_KMAJOR = USE_TMA and b is K-major
+        "FENCE": lambda c: False,     # fused.all_gather_matmul: FENCE = USE_TMA and not interpreting()
+    },
+}
+# Launch options no launcher passes on a backend (runtime.pdl_launch gives launch_pdl only with USE_PDL).
+DROPPED_OPTIONS = {"cuda": (), "hip": ("launch_pdl",)}
+DEFAULT_TARGETS = ("cuda:90", "hip:gfx942", "hip:gfx950")
+
+
+def gpu_target(spec: str):
+    """``cuda:<capability>`` (e.g. ``cuda:90``) or ``hip:<gfx arch>`` (e.g. ``hip:gfx942``) as a Triton
+    ``GPUTarget`` (warp size 32 on NVIDIA, 64 on CDNA)."""
+    from triton.backends.compiler import GPUTarget
+
+    backend, _, arch = spec.partition(":")
+    if backend == "cuda" and arch.isdigit():
+        return GPUTarget("cuda", int(arch), 32)
+    gfx = re.fullmatch(r"gfx(\d+)[0-9a-f]{2}", arch) if backend == "hip" else None
+    if gfx:
+        return GPUTarget("hip", arch, 32 if int(gfx[1]) >= 10 else 64)  # RDNA (gfx10 and later): wave32
+    raise ValueError(f"target must be cuda:<capability> or hip:gfx<arch> (e.g. cuda:90, hip:gfx942), got {spec!r}")
+
+
+def variants(entry: dict, target: str) -> list[dict]:
+    """The launches that the launchers make on ``target`` for one recorded launch (see :data:`ON_GPU`)."""
+    backend = target.partition(":")[0]
+    constexprs = {k: ON_GPU[backend][k](entry["constexprs"]) if k in ON_GPU[backend] else v
+                  for k, v in entry["constexprs"].items()}
+    options = {k: v for k, v in entry["options"].items() if k not in DROPPED_OPTIONS[backend]}
+    out = [dict(entry, constexprs=constexprs, options=options)]
+    if backend == "cuda" and constexprs.get("USE_PDL") is False and int(target.partition(":")[2]) >= 90:
+        out.append(dict(entry, constexprs=dict(constexprs, USE_PDL=True), options=dict(options, launch_pdl=True)))
+    return out
+
+
 def _load_module(name, file):
     """The kernel's module: imported by name, or loaded from its file (test helpers, examples)."""
     if name in sys.modules:
@@ -114,58 +180,172 @@ def _load_module(name, file):
         return module
 
 
-def _compile_one(entry: dict, arch: int) -> str | None:
-    """Compile one recorded launch for CUDA sm_<arch>; a failure description, or None."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+def _label(entry: dict) -> str:
+    return f"{entry['module']}.{entry['name']}"
 
-    label = f"{entry['module']}.{entry['name']}"
+
+def _error(exc: Exception) -> str:
+    """An exception as one failure description: a CompilationError shows where, its innermost cause why."""
+    cause = exc
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    why = f" (cause: {type(cause).__name__}: {str(cause)[:400]})" if cause is not exc else ""
+    return f"{type(exc).__name__}: {str(exc)[-600:]}{why}"
+
+
+def _frontend(entry: dict, target: str, ir_dir: str) -> tuple[bool, str]:
+    """Triton's frontend and its target-independent passes (the ``ttir`` stage) for one launch:
+    (True, path of the resulting TTIR file in ``ir_dir``, named by its content) or (False, the error)."""
+    from triton._C.libtriton import ir
+    from triton.compiler import ASTSource, make_backend
+
     if entry["module"] in ("__main__", "__mp_main__"):  # an example script: loaded under another name
         entry = dict(entry, module="_script_" + os.path.basename(entry["file"])[:-3])
     try:
         fn = getattr(_load_module(entry["module"], entry["file"]), entry["name"])
         src = ASTSource(fn=fn, signature=entry["signature"], constexprs=entry["constexprs"])
-        triton.compile(src, target=GPUTarget("cuda", arch, 32), options=entry["options"])
+        backend = make_backend(gpu_target(target))
+        options = backend.parse_options(dict(entry["options"], **src.parse_options()))
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        module = src.make_ir(gpu_target(target), options, backend.get_codegen_implementation(options),
+                             backend.get_module_map(), context)
+        stages = {}
+        backend.add_stages(stages, options, src.language)
+        text = str(stages["ttir"](module, {}))  # with source locations, for the later stages' errors
     except Exception as exc:
-        return f"{label} {entry['constexprs']}: {type(exc).__name__}: {str(exc)[-600:]}"
+        return False, _error(exc)
+    key = json.dumps([target, entry["options"], text], sort_keys=True)
+    path = os.path.join(ir_dir, hashlib.sha256(key.encode()).hexdigest() + ".ttir")
+    if not os.path.exists(path):
+        with tempfile.NamedTemporaryFile("w", dir=ir_dir, delete=False) as f:
+            f.write(text)
+        os.replace(f.name, path)
+    return True, path
+
+
+def _backend(path: str, target: str, options: dict) -> str | None:
+    """The rest of the compilation (from the ``ttir`` stage's output to cubin or hsaco); the error or None."""
+    import triton
+
+    try:
+        triton.compile(path, target=gpu_target(target), options=options)
+    except Exception as exc:
+        return _error(exc)
     return None
 
 
-def compile_all(path: str, arch: int = 90, jobs: int = 1) -> tuple[int, list[str]]:
-    """Compile each distinct recorded launch; returns (number compiled, failure descriptions)."""
+def load(path: str) -> tuple[list[dict], list[str]]:
+    """The distinct recorded launches that can be compiled, and the names of those that cannot (kernels
+    defined inside functions cannot be looked up by name)."""
     with open(path) as f:
-        keys = sorted({line.strip() for line in f if line.strip()})
-    # Kernels defined inside functions cannot be looked up by name.
-    entries = [e for e in map(json.loads, keys) if "<locals>" not in e["name"]]
-    entries += [dict(e, constexprs=dict(e["constexprs"], USE_PDL=True), options=dict(e["options"], launch_pdl=True))
-                for e in entries if e["constexprs"].get("USE_PDL") is False]
-    if jobs <= 1:
-        results = [_compile_one(e, arch) for e in entries]
-    else:
-        import concurrent.futures
-        import multiprocessing
+        entries = [json.loads(key) for key in sorted({line.strip() for line in f if line.strip()})]
+    local = sorted({_label(e) for e in entries if "<locals>" in e["name"]})
+    return [e for e in entries if "<locals>" not in e["name"]], local
 
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_compile_one, entries, [arch] * len(entries), chunksize=4))
-    return len(entries), [r for r in results if r is not None]
+
+def compile_all(entries: list[dict], targets: list[str], jobs: int = 1) -> dict[str, tuple[int, int, list[tuple]]]:
+    """Compile each launch's :func:`variants` for each target, ``jobs`` processes for all targets together.
+    Launches whose programs are the same after the frontend (a constexpr that selects nothing in the code
+    they reach, an override that made two launches one) share the rest of the compilation: every launch
+    runs through the frontend, each distinct program through the backend once. Per target: (launches,
+    distinct programs, [(launch, error), ...])."""
+    tasks = []
+    for target in targets:
+        seen = set()
+        for variant in (v for e in entries for v in variants(e, target)):
+            key = json.dumps(variant, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                tasks.append((variant, target))
+    with tempfile.TemporaryDirectory(prefix="compile-check-") as ir_dir, _executor(jobs) as pool:
+        front = list(pool.map(_frontend, [e for e, _ in tasks], [t for _, t in tasks], [ir_dir] * len(tasks),
+                              chunksize=4))
+        programs = {}  # TTIR path -> (target, options) of the first launch that made it
+        for (entry, target), (ok, path) in zip(tasks, front):
+            if ok:
+                programs.setdefault(path, (target, entry["options"]))
+        back = dict(zip(programs, pool.map(_backend, list(programs), *zip(*programs.values()), chunksize=2)))
+    results = {}
+    for t in targets:
+        mine = [(entry, back[out] if ok else out) for (entry, target), (ok, out) in zip(tasks, front) if target == t]
+        distinct = sum(target == t for target, _ in programs.values())
+        results[t] = (len(mine), distinct, [(entry, error) for entry, error in mine if error])
+    return results
+
+
+class _Serial:
+    """A stand-in for a process pool (``--jobs 1``): ``map`` in this process."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, fn, *iterables, chunksize=1):
+        return map(fn, *iterables)
+
+
+def _executor(jobs: int):
+    if jobs <= 1:
+        return _Serial()
+    import concurrent.futures
+    import multiprocessing
+
+    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+
+def report(results: dict[str, tuple[int, int, list[tuple]]], seconds: float) -> list[str]:
+    """Lines for the log: each failing kernel once per target and error (with its first launch's
+    constexprs and how many launches share it), a line per target, the summary, and the failing list."""
+    lines, failing = [], []
+    for target, (_, _, failures) in results.items():
+        groups = {}
+        for entry, error in failures:
+            groups.setdefault((_label(entry), error), []).append(entry)
+        for (label, error), group in groups.items():
+            more = f" (and {len(group) - 1} more launches of it)" if len(group) > 1 else ""
+            lines.append(f"FAILED {target} {label} {group[0]['constexprs']}{more}: {error}\n")
+        failing += sorted({f"  {target} {_label(e)}" for e, _ in failures})
+    for target, (count, distinct, failures) in results.items():
+        lines.append(f"{target} compile check of {count} kernel launches: {count - len(failures)} passed, "
+                     f"{len(failures)} failed ({distinct} distinct programs after the frontend)")
+    total = sum(count for count, _, _ in results.values())
+    failed = sum(len(failures) for _, _, failures in results.values())
+    lines.append(f"compile-check: {total - failed} passed, {failed} failed ({', '.join(results)}; {seconds:.0f} s)")
+    if failing:
+        lines += ["kernels that do not compile:"] + failing
+    return lines
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="launch record written by the tests (TRITIUM_RECORD_LAUNCHES)")
-    parser.add_argument("--arch", type=int, default=90, help="CUDA compute capability, e.g. 90 for Hopper")
+    parser.add_argument("--target", action="append",
+                        help=f"cuda:<capability> or hip:gfx<arch>; repeat or separate with commas "
+                             f"(default: {','.join(DEFAULT_TARGETS)})")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiler processes")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         parser.error("run with TRITON_INTERPRET=0: the kernels must be compiled, not interpreted (without it, "
                      "importing tritium on a machine without a GPU turns the interpreter on)")
-    total, failures = compile_all(args.path, args.arch, args.jobs)
-    for failure in failures:
-        print("FAILED", failure, "\n")
-    print(f"sm_{args.arch} compile check of {total} kernel launches")
-    print(f"compile-check: {total - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    targets = list(dict.fromkeys(t.strip() for spec in args.target or DEFAULT_TARGETS for t in spec.split(",")
+                                 if t.strip()))
+    for target in targets:
+        try:
+            gpu_target(target)
+        except ValueError as e:
+            parser.error(str(e))
+    entries, local = load(args.path)
+    if local:
+        print(f"not compiled: {len(local)} kernels defined inside functions (no name to import them by): "
+              f"{', '.join(local)}")
+    start = time.monotonic()
+    results = compile_all(entries, targets, args.jobs)
+    print("\n".join(report(results, time.monotonic() - start)))
+    return 1 if any(failures for _, _, failures in results.values()) else 0
 
 
 if __name__ == "__main__":

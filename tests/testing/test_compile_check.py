@@ -1,0 +1,139 @@
+"""The compile check: what it compiles for each target, that it fails naming the kernel and target when a
+kernel does not compile for AMD, and that its AMD constexprs are the launchers' choices on ROCm.
+
+The check itself runs in a subprocess with the interpreter off (pytest runs under TRITON_INTERPRET=1), on
+records written here from the kernels of check_kernels.py (described, never launched: a launch would
+land in the suite's own record)."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import check_kernels
+from tritium import runtime
+from tritium.testing import compile_check
+
+fused_matmul = importlib.import_module("tritium.fused.matmul")  # the module (tritium.fused.matmul is the op)
+
+AMD = ("hip:gfx942", "hip:gfx950")
+
+
+def _entry(kernel, *args, **kwargs) -> dict:
+    return compile_check._describe(kernel.fn, args, kwargs)
+
+
+def _x():
+    return torch.zeros(64, dtype=torch.int32)
+
+
+def _switched(use_pdl: bool, use_tma: bool, **options) -> dict:
+    return _entry(check_kernels.switched_kernel, _x(), 64, BLOCK=64, USE_PDL=use_pdl, USE_TMA=use_tma, **options)
+
+
+def _check(tmp_path, entries, *args, script=None):
+    """Run the compile check on a record of ``entries``; (exit code, its report on stdout; stderr, where the
+    compiler's own messages go, appended after a marker for assertion messages)."""
+    record = tmp_path / "launches.jsonl"
+    record.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    env.pop("TRITIUM_RECORD_LAUNCHES", None)
+    command = ["-c", script] if script else ["-m", "tritium.testing.compile_check"]
+    run = subprocess.run([sys.executable, *command, str(record), "--jobs", "1", *args], env=env,
+                         capture_output=True, text=True, timeout=300)
+    return run.returncode, run.stdout + _STDERR + run.stderr
+
+
+_STDERR = "\n--- stderr ---\n"
+
+
+def test_variants_follow_the_launchers_on_each_backend():
+    recorded = _switched(use_pdl=False, use_tma=True, num_warps=4)
+    hopper = compile_check.variants(recorded, "cuda:90")
+    assert [(v["constexprs"]["USE_PDL"], v["options"].get("launch_pdl")) for v in hopper] == [(False, None),
+                                                                                             (True, True)]
+    assert all(v["constexprs"]["USE_TMA"] is True for v in hopper)
+    assert len(compile_check.variants(recorded, "cuda:80")) == 1  # no programmatic dependent launch before sm_90
+    for target in AMD:
+        (amd,) = compile_check.variants(recorded, target)
+        assert amd["constexprs"] == dict(recorded["constexprs"], USE_PDL=False, USE_TMA=False)
+        assert amd["options"] == {"num_warps": 4}
+    # a launch recorded on the NVIDIA path is compiled on AMD's
+    (amd,) = compile_check.variants(_switched(use_pdl=True, use_tma=True, launch_pdl=True), "hip:gfx942")
+    assert (amd["constexprs"]["USE_PDL"], amd["constexprs"]["USE_TMA"], amd["options"]) == (False, False, {})
+    fused = dict(recorded, constexprs={"USE_TMA": True, "B_KMAJOR": True, "FENCE": False})
+    assert compile_check.variants(fused, "cuda:90")[0]["constexprs"]["FENCE"] is True
+    assert compile_check.variants(fused, "hip:gfx950")[0]["constexprs"] == dict.fromkeys(fused["constexprs"], False)
+
+
+def test_amd_constexprs_are_what_the_launchers_choose_on_rocm(monkeypatch):
+    """Each constexpr that ON_GPU["hip"] sets is asked of the launcher's own probe with ROCm simulated (a
+    compiled run, torch.version.hip set: ROCm devices are "cuda" devices)."""
+    assert set(compile_check.ON_GPU["hip"]) == {"USE_PDL", "USE_TMA", "B_KMAJOR", "FENCE"}
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.version, "hip", "6.4")
+    gpu = torch.device("cuda", 0)
+    assert runtime.pdl_launch(gpu) == {"USE_PDL": False}
+    assert fused_matmul._tma_supported(gpu) is False
+    # B_KMAJOR (and all_gather_matmul's FENCE) only with TMA: launch_options without it
+    monkeypatch.setattr(fused_matmul, "_tma_supported", lambda device: False)
+    a, w = torch.zeros(64, 32, dtype=torch.float16), torch.zeros(48, 32, dtype=torch.float16)
+    opts = fused_matmul.launch_options(a, w.t(), torch.zeros(64, 48, dtype=torch.float16),
+                                       fused_matmul.MatmulConfig(64, 64, 32))
+    assert (opts["USE_TMA"], opts["B_KMAJOR"]) == (False, False)
+    assert opts["DOT_PRECISION"] == "ieee"  # the one precision every backend accepts (gfx950 has no tf32)
+
+
+def test_target_option():
+    assert compile_check.gpu_target("cuda:90").arch == 90
+    assert (compile_check.gpu_target("hip:gfx942").arch, compile_check.gpu_target("hip:gfx942").warp_size) == (
+        "gfx942", 64)
+    for bad in ("hip:942", "cuda:sm90", "rocm:gfx942", "hip:gfxzz"):
+        with pytest.raises(ValueError, match="cuda:<capability> or hip:gfx<arch>"):
+            compile_check.gpu_target(bad)
+
+
+def test_check_passes_portable_kernels_on_every_target(tmp_path):
+    entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64), _switched(use_pdl=False, use_tma=True)]
+    code, out = _check(tmp_path, entries)
+    assert code == 0, out
+    assert "cuda:90 compile check of 3 kernel launches: 3 passed, 0 failed (3 distinct" in out  # + the PDL variant
+    for target in AMD:
+        assert f"{target} compile check of 2 kernel launches: 2 passed, 0 failed (2 distinct" in out
+    assert "compile-check: 7 passed, 0 failed (cuda:90, hip:gfx942, hip:gfx950;" in out
+
+
+def test_launches_of_one_program_are_compiled_once_and_all_counted(tmp_path):
+    entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=add, TAG=tag)
+               for add, tag in ((True, 0), (True, 1), (False, 0))]
+    code, out = _check(tmp_path, entries, "--jobs", "2")
+    assert code == 0, out
+    for target in ("cuda:90",) + AMD:
+        assert f"{target} compile check of 3 kernel launches: 3 passed, 0 failed (2 distinct" in out
+
+
+def test_check_fails_naming_each_kernel_and_target_that_does_not_compile(tmp_path):
+    entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64),
+               _entry(check_kernels.ptx_kernel, _x(), BLOCK=64, TAG=0),
+               _entry(check_kernels.ptx_kernel, _x(), BLOCK=64, TAG=1)]  # the same program: both fail
+    code, out = _check(tmp_path, entries, "--target", "cuda:90", "--target", ",".join(AMD))
+    assert code == 1, out
+    assert "cuda:90 compile check of 3 kernel launches: 3 passed, 0 failed (2 distinct" in out
+    for target in AMD:
+        assert f"FAILED {target} check_kernels.ptx_kernel {{'BLOCK': 64, 'TAG': 0}} (and 1 more launches of it)" in out
+        assert f"{target} compile check of 3 kernel launches: 1 passed, 2 failed (2 distinct" in out
+    assert out.partition(_STDERR)[0].rstrip().endswith("kernels that do not compile:\n" + "\n".join(
+        f"  {target} check_kernels.ptx_kernel" for target in AMD))
+
+
+def test_without_the_amd_constexprs_the_nvidia_path_fails_on_amd(tmp_path):
+    """What makes switched_kernel pass on AMD is ON_GPU["hip"]: emptied, its NVIDIA path is compiled there."""
+    script = ("import sys\nfrom tritium.testing import compile_check\ncompile_check.ON_GPU['hip'] = {}\n"
+              "sys.exit(compile_check.main(sys.argv[1:]))")
+    for use_pdl, use_tma in ((True, False), (False, True)):
+        code, out = _check(tmp_path, [_switched(use_pdl, use_tma)], "--target", "hip:gfx942", script=script)
+        assert code == 1 and "FAILED hip:gfx942 check_kernels.switched_kernel" in out, out
