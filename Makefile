@@ -26,12 +26,14 @@ serve: $(STAMP)
 	$(PY) -m tritium.cli serve
 
 # Tests run under the Triton interpreter on a CPU-only machine; every distinct kernel launch they make
-# is then compiled for a Hopper GPU (sm_90), which catches what only the compiler rejects.
+# is then compiled for NVIDIA Hopper (sm_90) and AMD MI300X / MI350X (gfx942, gfx950), as each launcher
+# makes it on that GPU, which catches what only the compiler rejects.
 LAUNCHES := $(CURDIR)/.launches.jsonl
 test: $(STAMP)
 	rm -f $(LAUNCHES)
 	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q tests
-	test ! -s $(LAUNCHES) || TRITON_INTERPRET=0 $(PY) -m tritium.testing.compile_check $(LAUNCHES)
+	test ! -s $(LAUNCHES) || TRITON_INTERPRET=0 $(PY) -m tritium.testing.compile_check $(LAUNCHES) \
+		--target cuda:90,hip:gfx942,hip:gfx950
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
