@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Paged attention on a GPU machine (torch + triton installed, no network), from the repo root:
-#   OUT=/some/dir bash bench/gpu_attention.sh [bench|tests|all] [extra bench args...]
+#   OUT=/some/dir bash bench/gpu_attention.sh [bench|tests|all|ab] [extra bench args...]
+# ab: an A/B of the kernels in the same session: OLD=<dir holding an older src/> runs the bench (extra args,
+# e.g. --cases) with that tree, then with this one, as $OUT/ab-old.json and $OUT/ab-new.json.
 # Writes the benchmark JSON as $OUT/attention-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from
 # nvidia-smi) and the logs under $OUT (git-ignored in bench/results). On an H100: bench ~100 s, tests ~430 s (kernel
 # compiles): run `bench` and `tests` as separate device calls.
@@ -14,6 +16,10 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print 
 gpu=${gpu:-gpu}
 if [[ $what == bench || $what == all ]]; then
   timeout 480 python3 -m tritium.bench attention --out "$OUT/attention-$gpu.json" --partial "$OUT/attention-$gpu.partial.json" "$@" 2>&1 | tee "$OUT/bench-attention.log"
+fi
+if [[ $what == ab ]]; then
+  PYTHONPATH=${OLD:?OLD=<dir with src/>}/src timeout 240 python3 -m tritium.bench attention --out "$OUT/ab-old.json" "$@" 2>&1 | tee "$OUT/bench-ab-old.log"
+  timeout 240 python3 -m tritium.bench attention --out "$OUT/ab-new.json" "$@" 2>&1 | tee "$OUT/bench-ab-new.log"
 fi
 if [[ $what == tests || $what == all ]]; then
   timeout 480 python3 -m pytest -q -x tests/attention 2>&1 | tee "$OUT/tests-attention.log"

@@ -80,16 +80,27 @@ def _attend_tiles(
 
     MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
     acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units). The caller has checked
-    every page id these tiles read (_pages_out_of_range).
+    every page id these tiles read (_pages_out_of_range). qk_scale > 0 (the launcher checks it).
+
+    The page ids of tile t + 1 are loaded in iteration t and carried to the next (``pages_next``): then
+    no K/V address depends on a load of the same iteration, and Triton's pipeliner keeps num_stages - 1
+    tiles of K/V in flight. Loaded in the same iteration, the page ids took one stage of the pipeline
+    and every iteration waited for all outstanding copies (the K/V of the next tile included) at any
+    num_stages (sm_90 TTGIR: ``async_wait {num = 0}``; now ``num = 2`` at 3 stages).
+    Without softcap or ALiBi the scale is folded into the exponent (one FMA per score): the row max is
+    taken over the raw scores and scaled once.
     """
+    offs_next = tile_lo * TILE_N + tl.arange(0, TILE_N)
+    pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE,
+                         mask=(offs_next < seq_len) & (tile_lo < tile_hi), other=0)
     for tile in range(tile_lo, tile_hi):
         offs_n = tile * TILE_N + tl.arange(0, TILE_N)  # [TILE_N] key positions
         if MASKED:
             kv_mask = offs_n < seq_len
-            pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE, mask=kv_mask, other=0)
-        else:
-            pages = tl.load(block_table_row_ptr + offs_n // PAGE_SIZE)
-        slots = pages.to(tl.int64)
+        slots = pages_next.to(tl.int64)
+        offs_next = offs_n + TILE_N
+        pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE,
+                             mask=(offs_next < seq_len) & (tile + 1 < tile_hi), other=0)
         k_offs = slots * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok  # [TILE_N]
         v_offs = slots * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok
         if MASKED:
@@ -100,9 +111,10 @@ def _attend_tiles(
         else:
             k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :])  # [TILE_N, HEAD_DIM_PAD]
         s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=DOT_PRECISION)  # [BLOCK_M, TILE_N]
+        FOLD: tl.constexpr = not (HAS_SOFTCAP or HAS_ALIBI)
         if HAS_SOFTCAP:
             s = _softcap(s * qk_scale, softcap) * 1.4426950408889634
-        else:
+        elif not FOLD:
             s = s * (qk_scale * 1.4426950408889634)
         if HAS_ALIBI:
             s += alibi_log2[:, None] * (offs_n[None, :] - q_pos[:, None]).to(tl.float32)
@@ -113,9 +125,18 @@ def _attend_tiles(
             if HAS_WINDOW:
                 visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
             s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
-        p = tl.math.exp2(s - m_use[:, None])
+        if FOLD:
+            c = qk_scale * 1.4426950408889634
+            m_new = tl.maximum(m_i, tl.max(s, 1) * c)
+            if MASKED:
+                m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+            else:
+                m_use = m_new  # every row saw a finite score of this tile
+            p = tl.math.exp2(s * c - m_use[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+            p = tl.math.exp2(s - m_use[:, None])
         alpha = tl.math.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         if MASKED:

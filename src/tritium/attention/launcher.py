@@ -239,6 +239,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                              "(TRITON_INTERPRET=1 when tritium is first imported)")
     if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
+    if softmax_scale is not None and not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
+        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
     if softcap is not None and not softcap > 0:
         raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
     if not isinstance(pdl, bool):

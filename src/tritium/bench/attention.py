@@ -20,7 +20,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
-from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table, time_ms
+from tritium.bench.common import copy_bandwidth_tbs, graph_kernel_us, header, matmul_tflops, print_table, time_ms
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
 PREFILL_CASES = [(1, 4096), (1, 16384), (8, 2048), (4, 8192)]
@@ -36,6 +36,8 @@ def add_arguments(parser):
     parser.add_argument("--only", choices=["prefill", "decode"], help="run one half")
     parser.add_argument("--sweep", action="store_true", help="also time alternative kernel configurations")
     parser.add_argument("--cases", help="subset, e.g. 'decode:1x8192,prefill:1x4096'")
+    parser.add_argument("--profile", action="store_true",
+                        help="decode rows: per-kernel microseconds of the cold graph (torch.profiler)")
     parser.add_argument("--partial", help="rewrite this JSON file after every case (survives a timeout)")
 
 
@@ -163,7 +165,7 @@ def _cold_copies(nbytes: int) -> int:
     return max(1, min(64, math.ceil(3 * l2 / nbytes)))
 
 
-def bench_decode(batch, seq_len, block_size, sweep):
+def bench_decode(batch, seq_len, block_size, sweep, profile=False):
     """Decode timed two ways: warm (a graph of calls over one copy of K/V, as benchmarked before issue 17)
     and cold (a graph of calls over enough copies that none is served from L2: what each layer of a
     model sees). Targets hold on the cold figure."""
@@ -199,6 +201,9 @@ def bench_decode(batch, seq_len, block_size, sweep):
     row.update(tritium_warm_us=default_ms * 1e3, tritium_warm_tbs=nbytes / default_ms / 1e9)
     cold_ms = cold(lambda c: call(None, batches[c][0]))
     row.update(tritium_us=cold_ms * 1e3, tritium_tbs=nbytes / cold_ms / 1e9)
+    if profile:  # per kernel, per call (the graph holds `copies` calls)
+        kernels = graph_kernel_us(lambda: [call(None, batches[c][0]) for c in range(copies)])
+        row["cold_kernel_us"] = {k: round(v / copies, 2) for k, v in kernels.items()}
     if sweep:
         row.update(best_warm_us=best_ms * 1e3, best_warm_tbs=nbytes / best_ms / 1e9, best_config=_cfg_str(best_cfg),
                    sweep_warm={_cfg_str(c): round(nbytes / ms / 1e9, 3) for ms, c in results})
@@ -242,7 +247,8 @@ def run(args) -> dict:
                 _report(rows[-1], result, args.partial)
         for batch, seq_len in DECODE_CASES:
             if _selected(args, "decode", batch, seq_len):
-                rows.append(bench_decode(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
+                rows.append(bench_decode(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0],
+                                         args.profile))
                 _report(rows[-1], result, args.partial)
     for r in rows:
         if r["kind"] == "prefill" and "tritium_tflops" in r:

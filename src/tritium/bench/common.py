@@ -87,6 +87,39 @@ def ranked_graph_us(fn, device: torch.device, iters: int, reps: int) -> float | 
     return ranked_us(graph.replay, device, 1, reps) / iters
 
 
+def graph_kernel_us(fn, replays: int = 20) -> dict[str, float]:
+    """Microseconds each GPU kernel of ``fn()`` takes per call, from CUPTI (torch.profiler) over
+    ``replays`` replays of ``fn`` captured in a CUDA graph: {kernel name: mean us per replay}, plus
+    ``"replay"``: the whole replay (first kernel start to last kernel end), averaged. Kernel times
+    include waits inside a kernel (a PDL wait for the kernel before), so they can sum to more than the
+    replay."""
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    with torch.cuda.graph(graph):
+        fn()
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    out: dict[str, float] = {}
+    for e in events:
+        name = e.name[:60]
+        out[name] = out.get(name, 0.0) + e.time_range.elapsed_us() / replays
+    if events:
+        span = max(e.time_range.end for e in events) - min(e.time_range.start for e in events)
+        out["replay"] = span / replays  # includes the gaps between replays
+    return {k: round(v, 2) for k, v in out.items()}
+
+
 def cold_us(fn, flush: torch.Tensor, repeats: int = 15, before=None) -> float:
     """Median microseconds of one ``fn()`` with L2 flushed first (``flush``: a buffer larger than L2,
     zeroed), timed by CUDA events around the call alone; ``before()`` runs between flush and call."""
