@@ -47,7 +47,7 @@ def split_lengths(world_size: int, totals, seed: int):
     return lens
 
 
-def make_parts(lens, kv_dtype, seed: int, device, scale: float = 1.0):
+def make_parts(lens, kv_dtype, seed: int, device, scale: float = 1.0, kv_heads: int = HKV):
     """Every rank's (k_cache, v_cache, block_table, seq_lens) for part lengths ``lens[r][s]``: pages in
     shuffled order, one spare page, random keys and values (scaled down by ``scale`` for fp8 caches)."""
     g = torch.Generator().manual_seed(seed)
@@ -56,8 +56,8 @@ def make_parts(lens, kv_dtype, seed: int, device, scale: float = 1.0):
         pages = [-(-n // BLOCK) for n in rank_lens]
         num_blocks = sum(pages) + 1
         width = max(max(pages), 1)
-        k = (torch.randn(num_blocks, BLOCK, HKV, D, generator=g) / scale).to(kv_dtype)
-        v = (torch.randn(num_blocks, BLOCK, HKV, D, generator=g) / scale).to(kv_dtype)
+        k = (torch.randn(num_blocks, BLOCK, kv_heads, D, generator=g) / scale).to(kv_dtype)
+        v = (torch.randn(num_blocks, BLOCK, kv_heads, D, generator=g) / scale).to(kv_dtype)
         perm = torch.randperm(num_blocks, generator=g).to(torch.int32)
         table = torch.full((len(rank_lens), width), num_blocks + 5, dtype=torch.int32)  # unused ids out of range
         used = 0
@@ -80,9 +80,12 @@ def _close(out, want, tol, what):
 
 
 def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspace=None, what=""):
+    """One call against the reference. ``feats``: window, softcap, alibi, sinks, scale_tensor (fp8),
+    splitsN (N chunks per rank), mha / mqa (HQ or 1 KV heads instead of HKV); ``mode`` None: the default."""
     dev = comm.device
     scale = 4.0 if kv_dtype == torch.float8_e4m3fn else 1.0
-    parts = make_parts(lens, kv_dtype, seed, dev, scale)
+    kv_heads = HQ if "mha" in feats else 1 if "mqa" in feats else HKV
+    parts = make_parts(lens, kv_dtype, seed, dev, scale, kv_heads)
     g = torch.Generator().manual_seed(seed + 1)
     num_seqs = len(lens[0])
     q = torch.randn(num_seqs, HQ, D, generator=g).to(q_dtype).to(dev)
@@ -105,10 +108,12 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspac
             scales = {n: torch.tensor([scale], device=dev) for n in ("k_scale", "v_scale")}
     out = torch.full_like(q, float("nan"))
     k, v, bt, n = parts[rank]
-    got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, mode=mode,
-                                         **kw, **scales)
+    if mode is not None:
+        kw["mode"] = mode
+    got = fused.distributed_paged_decode(q, k, v, bt, n, comm, out=out, workspace=workspace, **kw, **scales)
     assert got is out
     kw.pop("num_splits")
+    kw.pop("mode", None)
     want = ref.distributed_paged_decode(q, *zip(*parts), k_scale=scale if scales else None,
                                         v_scale=scale if scales else None, **kw)
     tol = FP8_TOL if scales else TOL[q_dtype]
@@ -116,12 +121,13 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspac
 
 
 def features_worker(rank: int, world_size: int, cases: tuple) -> None:
-    """``cases``: (q dtype, kv dtype, features, totals) each, against the reference."""
+    """``cases``: (q dtype, kv dtype, features, totals) each, against the reference, in the fused and
+    bulk modes (the first case also in the torch mode)."""
     heap, comm = _setup(world_size)
     try:
         for i, (q_dtype, kv_dtype, feats, totals) in enumerate(cases):
             lens = split_lengths(world_size, totals, 100 + i)
-            for mode in fused.distributed_decode.MODES:
+            for mode in fused.distributed_decode.MODES[:3 if i == 0 else 2]:
                 _check_call(rank, comm, lens, q_dtype, kv_dtype, 200 + i, set(feats), mode, what=f"case {i}")
         comm.check()
     finally:
@@ -129,19 +135,23 @@ def features_worker(rank: int, world_size: int, cases: tuple) -> None:
 
 
 def repeat_worker(rank: int, world_size: int, calls: int) -> None:
-    """``calls`` calls, new lengths, batch sizes and data each time, the modes interleaved, with one
-    workspace and (every third call) without: a stale flag or a buffer reused too early gives a wrong
-    result."""
+    """``calls`` calls, new lengths, batch sizes and data each time, the modes (and the default mode)
+    interleaved, with one workspace and (every third call) without: a stale flag or a buffer reused too
+    early gives a wrong result. Call 4 takes the workspace's rows as 2 sequences x 2 * MAX_SPLITS splits."""
     heap, comm = _setup(world_size)
     ws = fused.DistributedDecodeWorkspace(comm, MAX_SEQS, HQ, D, max_splits=MAX_SPLITS)
     try:
         for i in range(calls):
             totals = [17 + 13 * i, 40, 5, 33][: 1 + i % MAX_SEQS]
             totals = totals + [9] * max(0, 2 - len(totals))  # split_lengths empties sequences 0 and 1
+            splits = 1 + i % MAX_SPLITS
+            if i == 4:
+                totals, splits = [61, 40], 2 * MAX_SPLITS  # 2 sequences x 6 splits: all 12 rows of ws
             lens = split_lengths(world_size, totals, 300 + i)
-            feats = ({"sinks", "window"} if i % 2 else set()) | {f"splits{1 + i % MAX_SPLITS}"}
-            _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats, ("fused", "bulk")[i % 2],
-                        workspace=None if i % 3 == 2 else ws, what=f"call {i}")
+            feats = ({"sinks", "window"} if i % 2 else set()) | {f"splits{splits}"}
+            _check_call(rank, comm, lens, torch.float32, torch.float32, 400 + i, feats,
+                        (None, "bulk", "fused", "torch")[i % 4], workspace=None if i % 3 == 2 else ws,
+                        what=f"call {i}")
         comm.check()
     finally:
         heap.close()
@@ -171,6 +181,7 @@ def mismatch_worker(rank: int, world_size: int) -> None:
             bad_bt[0], bad_n[0] = -7, 1 << 20
             bad = fused.distributed_paged_decode(q, k, v, bad_bt, bad_n, comm, workspace=ws, mode=mode)
             assert torch.equal(bad[1], good[1]), f"{mode}: sequence 1 changed by sequence 0's bad metadata"
+            assert torch.isnan(bad[0]).all(), f"{mode}: sequence 0's bad metadata should give NaN"
         comm.check()
     finally:
         heap.close()

@@ -1,7 +1,8 @@
 """distributed_paged_decode at world sizes 1-4 (3 included) against single-device attention on the
-concatenated cache, both modes: unequal and empty parts, every feature, fp8 caches, splits of a rank's
-part, repeated calls with and without a workspace, ranks disagreeing, inconsistent metadata, bad input.
-One process per rank (CPU processes under the Triton interpreter in CI)."""
+concatenated cache, every mode: unequal and empty parts, every feature, fp8 caches, GQA groups of 1, 2
+and 4 heads, splits of a rank's part, repeated calls with and without a workspace, ranks disagreeing,
+inconsistent metadata, bad input. One process per rank (CPU processes under the Triton interpreter in
+CI, ~60 s for the file on 2 cores)."""
 
 import pytest
 import torch
@@ -10,13 +11,15 @@ from .distributed_decode_cases import (bad_input_worker, features_worker, mismat
                                       repeat_worker, run_world)
 
 F16, F32, FP8 = torch.float16, torch.float32, torch.float8_e4m3fn
-# (q dtype, kv dtype, features ("splitsN": N chunks per rank), total length of each sequence)
+# (q dtype, kv dtype, features (see _check_call), total length of each sequence)
 PLAIN = (F16, F16, (), (37, 20, 1))
 ALL = (F32, F32, ("window", "softcap", "alibi", "sinks"), (50, 29, 70))
 CASES = {
     1: (PLAIN, ALL),
-    2: (PLAIN, ALL, (F16, FP8, ("alibi", "splits2"), (33, 18)), (F32, FP8, ("scale_tensor", "sinks"), (21, 40))),
-    3: (ALL, (F16, F16, ("window", "splits3"), (64, 17, 2)), (F32, F32, ALL[2] + ("splits2",), (90, 35, 47))),
+    2: (PLAIN, ALL, (F16, FP8, ("alibi", "splits2", "mqa"), (33, 18)),
+        (F32, FP8, ("scale_tensor", "sinks", "mha"), (21, 40))),
+    3: (ALL, (F16, F16, ("window", "splits3", "mha"), (64, 17, 2)),
+        (F32, F32, ALL[2] + ("splits2", "mqa"), (90, 35, 47))),
     4: (ALL,),
 }
 

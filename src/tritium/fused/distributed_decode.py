@@ -1,32 +1,37 @@
 """Distributed flash decode: each rank holds a contiguous part of every sequence's KV cache.
 
-    out = distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, mode="bulk")
+    out = distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, mode="fused")
 
 Rank r holds tokens ``[offset_r, offset_r + seq_lens_r)`` of each sequence (in rank order, ``offset_r``
 the sum of the lower ranks' ``seq_lens``); the query of sequence s (one new token) sits at position
 ``total_s - 1``, ``total_s = sum_r seq_lens_r[s]``, and sees every key (decode is causal on the last
 position). Per call:
 
-1. an all-gather of ``seq_lens`` (tritium collectives) gives every rank the offsets and totals on the
-   device (no host sync);
-2. ``_partial_decode_kernel`` computes, per (sequence, query head, split), attention of q over one of
-   ``num_splits`` chunks of this rank's part with the keys' global positions (ALiBi, sliding window): the
-   normalised partial output ``o_r`` and its log-sum-exp ``lse_r`` (log2 domain; ``-inf`` for an empty or
-   fully masked chunk), a row ``r = rank * num_splits + split`` of the merge;
-3. ``mode="bulk"``: an all-gather of the ``[o_r, lse_r]`` rows, then ``_merge_partials_kernel``:
-   ``m = max_r lse_r``, ``w_r = exp2(lse_r - m)``, ``out = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``.
-   Sinks enter once, in the merge (a logit with no value).
+1. with a sliding window or ALiBi only (the features that depend on positions): an all-gather of
+   ``seq_lens`` (tritium collectives) gives every rank the query's position relative to its part,
+   ``total_s - 1 - offset_r = sum_{r' >= r} seq_lens_r'[s] - 1``, on the device (no host sync);
+2. ``_partial_decode_kernel``, one program per (sequence, KV head, split): the query heads of the GQA
+   group packed into the rows of a ``tl.dot`` (as in :mod:`tritium.attention`, whose key loop
+   ``_attend_tiles`` it runs), online softmax in the log2 domain over ``TILE_N``-key tiles of the
+   split-th of ``num_splits`` chunks of this rank's part, keys at their global positions (window,
+   ALiBi). It writes the normalised partial output ``o_r`` and its log-sum-exp ``lse_r`` (log2 domain;
+   ``-inf`` for an empty or fully masked chunk, NaN for impossible metadata) as row
+   ``r = rank * num_splits + split`` of the merge;
+3. the rows of every rank meet on every rank, and ``_merge_partials_kernel`` merges them per (sequence,
+   query head): ``m = max_r lse_r``, ``w_r = exp2(lse_r - m)``,
+   ``out = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``. Sinks enter once, in the merge (a logit with
+   no value).
 
-NOTE: the partial kernel is written for correctness first and has not run on a GPU yet: one program per
-(sequence, query head, split) reads its KV head alone (the heads of a GQA group each read it), with
-scalar-by-vector products instead of ``tl.dot``; the split-KV kernel of :mod:`tritium.attention` is the
-model for a faster one.
+How the rows meet (``mode``):
 
-``mode="fused"``: step 2's programs push their ``[o_r, lse_r]`` row into every rank's heap (this call's
-half of a double-buffered receive buffer) and raise a per-(row, sequence, head) flag there; the merge
-program of (s, h) waits for the flags of its rows only (bounded polls; a give-up is counted and raised by
-``comm.check()``), with no all-gather of the partials and no barrier. Epochs and parities follow
-:mod:`tritium.fused.workspace`. The lengths all-gather of step 1 remains in both modes.
+- ``"fused"`` (default): step 2's programs push their rows into every rank's heap (this call's half of a
+  double-buffered receive buffer) and raise a flag per (row, sequence, KV head) there; the merge program
+  of (s, h) waits for the flags of its rows only (polled together, bounded; a give-up is counted and
+  raised by ``comm.check()``), with no all-gather of the partials and no barrier. Epochs and parities
+  follow :mod:`tritium.fused.workspace`.
+- ``"bulk"``: an all-gather of the rows (tritium collectives), then the merge.
+- ``"torch"``: the same with ``torch.distributed``'s all-gather into one tensor over the communicator's group
+  (NCCL on GPUs, gloo on the CPU): the baseline the benchmark compares with.
 
 Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call cannot tell without a
 host sync, the device does (see :func:`distributed_paged_decode`, and ``comm.check()``).
@@ -36,189 +41,263 @@ Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 import triton
 import triton.language as tl
 
 from tritium.attention.config import next_pow2
-from tritium.attention.kernels import _softcap
+from tritium.attention.kernels import _attend_tiles, _pages_out_of_range
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, check_kv_cache
 from tritium.collectives import Communicator
-from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flag
+from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flags
 from tritium.runtime import interpreting, num_sms
 from tritium.shmem.device import translate
 
-MODES = ("bulk", "fused")
+MODES = ("fused", "bulk", "torch")
+# torch 2.13 deprecates all_gather_into_tensor for all_gather_single (same arguments); older torch lacks the latter
+_torch_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+MAX_SPLITS = 64
 LOG2E = 1.4426950408889634
 
 
-@triton.jit(do_not_specialize=["num_seqs", "rank", "num_blocks", "max_kv_len", "window"])
+@triton.jit(do_not_specialize=["num_seqs", "rank", "parity_offset", "num_blocks", "max_kv_len", "window"])
 def _partial_decode_kernel(
     # pointers
     q_ptr, k_ptr, v_ptr, block_table_ptr, seq_lens_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
-    # fused mode: flags [world, max_num_seqs, num_q_heads] and op state in the heap, the heap bases
+    # fused mode: flags and op state in the heap, the heap bases
     flags_ptr, state_ptr, bases,
-    # strides
+    # strides (the head_dim stride of every tensor is 1)
     stride_q_s, stride_q_h,
     stride_k_b, stride_k_t, stride_k_h,
     stride_v_b, stride_v_t, stride_v_h,
     stride_bt_s,
     stride_part_r, stride_part_s, stride_part_h,
+    stride_flag_r, stride_flag_s,
     # sizes and scalars
-    num_seqs, rank, world_size, parity_rows, num_blocks, max_kv_len, qk_scale, softcap, window, k_scale_val,
+    num_seqs, rank, world_size, parity_offset, num_blocks, max_kv_len, sm_scale, softcap, window, k_scale_val,
     v_scale_val,
     # meta-parameters
-    QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
-    TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
-    SCALES_FROM_PTR: tl.constexpr, PUSH: tl.constexpr, SPLITS: tl.constexpr,
+    QPKV: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+    PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
+    HAS_ALIBI: tl.constexpr, SCALES_FROM_PTR: tl.constexpr, PUSH: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
-    """One program per (sequence, query head, split): o and lse (log2) of q over the split-th of SPLITS
-    chunks of this rank's part, written to part[split, s, h, :HEAD_DIM] and part[split, s, h, HEAD_DIM];
-    PUSH: to row rank * SPLITS + split of this call's half (rows from parity * parity_rows) of every
-    rank's heap buffer, then the flag [row, s, h] is raised there."""
-    s = tl.program_id(0)
-    h = tl.program_id(1)
-    split = tl.program_id(2)
-    kvh = h // QPKV
-    # offset of this rank's part and the sequence's total length, from the gathered lengths
-    offset = 0
-    total = 0
-    for r in range(world_size):
-        n = tl.load(lens_all_ptr + r * num_seqs + s)
-        total += n
-        offset += tl.where(r < rank, n, 0)
-    # this rank's own length (not the gathered copy, which a mismatched call leaves stale), cut at what a
-    # block-table row holds: inconsistent metadata never reads outside the tensors
-    n_local = tl.minimum(tl.maximum(tl.load(seq_lens_ptr + s), 0), max_kv_len)
-    chunk = tl.cdiv(tl.cdiv(n_local, SPLITS), TILE_N) * TILE_N  # this split's keys: [k_lo, k_hi)
-    k_lo = split * chunk
-    k_hi = tl.minimum(k_lo + chunk, n_local)
-    q_pos = total - 1
-    lo = 0
-    if HAS_WINDOW:  # keys at global positions > q_pos - window
-        lo = tl.maximum(q_pos - window + 1 - offset, 0)
-        lo = (lo // TILE_N) * TILE_N
-    if SCALES_FROM_PTR:
-        k_scale_val = tl.load(k_scale_ptr)
-        v_scale_val = tl.load(v_scale_ptr)
+    """Grid (num_seqs, num_kv_heads, num_splits). Rows of the dot: the QPKV query heads of KV head
+    ``kv_head`` (padded to BLOCK_M). Keys: the split-th of num_splits equal runs of the tiles this rank's
+    part has inside the window. Writes ``[o (HEAD_DIM), lse]`` of each head to row split of
+    ``part[row, s, h]`` (bulk), or (PUSH) to row rank * num_splits + split of this call's half
+    (``parity * parity_offset``) of every rank's heap buffer, then raises the flag
+    ``[row, s, kv_head]`` there to the call's epoch.
 
+    ``lens_all`` [world_size, num_seqs] (gathered seq_lens) is read only with a window or ALiBi.
+    ``max_kv_len``: tokens a block-table row holds. A length outside [0, max_kv_len] or a page id
+    outside [0, num_blocks) among those the program reads makes its rows NaN (no access outside the
+    tensors); rows of an empty chunk are 0 with lse -inf."""
+    s = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    split = tl.program_id(2)
+    num_splits = tl.num_programs(2)
+    n_local = tl.load(seq_lens_ptr + s)
+    bad = (n_local < 0) | (n_local > max_kv_len)
+    n_local = tl.where(bad, 0, n_local)
+    # the query's position relative to this part's first key: total - 1 - offset
+    q_pos = 0
+    if HAS_WINDOW or HAS_ALIBI:
+        for r in range(rank, world_size):
+            q_pos += tl.load(lens_all_ptr + r * num_seqs + s)
+        q_pos -= 1
+    # tiles with keys inside the window, [tile_lo, tile_hi); [full_lo, full_hi) need no mask
+    tile_lo = 0
+    full_lo = 0
+    if HAS_WINDOW:  # keys j > q_pos - window
+        first = tl.maximum(q_pos - window + 1, 0)
+        tile_lo = tl.minimum(first // TILE_N, tl.cdiv(n_local, TILE_N))
+        full_lo = tl.cdiv(first, TILE_N)
+    tile_hi = tl.cdiv(n_local, TILE_N)
+    # this split's run of tiles
+    per_split = tl.cdiv(tile_hi - tile_lo, num_splits)
+    lo = tl.minimum(tile_lo + split * per_split, tile_hi)
+    hi = tl.minimum(lo + per_split, tile_hi)
+    full_lo = tl.minimum(tl.maximum(full_lo, lo), hi)
+    full_hi = tl.minimum(tl.maximum(n_local // TILE_N, full_lo), hi)
+    bt_row_ptr = block_table_ptr + s.to(tl.int64) * stride_bt_s
+    if lo < hi:  # page ids checked once, before the key loop
+        bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, tl.minimum(hi * TILE_N, n_local), num_blocks,
+                                        PAGE_SIZE)
+    hi = tl.where(bad, lo, hi)
+
+    offs_m = tl.arange(0, BLOCK_M)
+    head = kv_head * QPKV + offs_m  # [BLOCK_M] query head of each row
+    row_valid = offs_m < QPKV
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     d_mask = offs_d < HEAD_DIM
-    q = tl.load(q_ptr + s.to(tl.int64) * stride_q_s + h * stride_q_h + offs_d, mask=d_mask, other=0.0)
-    q = q.to(tl.float32)  # [HEAD_DIM_PAD]
-    alibi = 0.0
+    q = tl.load(q_ptr + s.to(tl.int64) * stride_q_s + head[:, None] * stride_q_h + offs_d[None, :],
+                mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
+    if SCALES_FROM_PTR:
+        k_scale_val = tl.load(k_scale_ptr).to(tl.float32)
+        v_scale_val = tl.load(v_scale_ptr).to(tl.float32)
+    qk_scale = sm_scale * k_scale_val
+    alibi_log2 = tl.zeros([BLOCK_M], dtype=tl.float32)
     if HAS_ALIBI:
-        alibi = tl.load(alibi_ptr + h) * 1.4426950408889634
-    m_i = -float("inf")
-    l_i = 0.0
-    acc = tl.zeros([HEAD_DIM_PAD], dtype=tl.float32)
-    offs_n = tl.arange(0, TILE_N)
-    for start in range(tl.maximum(lo, k_lo), k_hi, TILE_N):
-        j = start + offs_n  # [TILE_N] local key index
-        valid = j < k_hi
-        if HAS_WINDOW:
-            valid = valid & (offset + j > q_pos - window)
-        page = tl.load(block_table_ptr + s.to(tl.int64) * stride_bt_s + j // PAGE_SIZE, mask=valid, other=0)
-        page = tl.minimum(tl.maximum(page, 0), num_blocks - 1)  # ids outside the cache read a page of it
-        slot = j % PAGE_SIZE
-        kv_mask = valid[:, None] & d_mask[None, :]
-        k_off = page.to(tl.int64)[:, None] * stride_k_b + slot[:, None] * stride_k_t + kvh * stride_k_h
-        k = tl.load(k_ptr + k_off + offs_d[None, :], mask=kv_mask, other=0.0).to(tl.float32) * k_scale_val
-        sc = tl.sum(q[None, :] * k, axis=1) * qk_scale  # [TILE_N]
-        if HAS_SOFTCAP:
-            sc = _softcap(sc, softcap)
-        sc = sc * 1.4426950408889634
-        if HAS_ALIBI:
-            sc += alibi * (offset + j - q_pos).to(tl.float32)
-        sc = tl.where(valid, sc, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(sc, axis=0))
-        m_use = tl.where(m_new == -float("inf"), 0.0, m_new)
-        p = tl.math.exp2(sc - m_use)
-        alpha = tl.math.exp2(m_i - m_use)
-        v_off = page.to(tl.int64)[:, None] * stride_v_b + slot[:, None] * stride_v_t + kvh * stride_v_h
-        v = tl.load(v_ptr + v_off + offs_d[None, :], mask=kv_mask, other=0.0).to(tl.float32) * v_scale_val
-        acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
-        l_i = l_i * alpha + tl.sum(p, axis=0)
-        m_i = m_new
-    has = l_i > 0.0
-    o = acc / tl.where(has, l_i, 1.0)
-    lse = tl.where(has, m_i + tl.math.log2(tl.where(has, l_i, 1.0)), -float("inf"))
+        alibi_log2 = tl.load(alibi_ptr + head, mask=row_valid, other=0.0).to(tl.float32) * 1.4426950408889634
+    q_pos_rows = tl.zeros([BLOCK_M], dtype=tl.int32) + q_pos  # [BLOCK_M]
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
+    k_head_ptr = k_ptr + kv_head * stride_k_h
+    v_head_ptr = v_ptr + kv_head * stride_v_h
+    # masked tiles at the window's start, the unmasked middle, the masked last (partial) tile; every key
+    # of the part is before the query, so nothing is causal-masked
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
+        stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, False,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
+        stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False, False,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
+        stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, False,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+
+    l_i = tl.where(bad, float("nan"), l_i)  # NaN counts as mass: it reaches lse, and the merge's output
+    has_mass = l_i != 0.0
+    o = acc * (v_scale_val / tl.where(has_mass, l_i, 1.0))[:, None]  # [BLOCK_M, HEAD_DIM_PAD]
+    lse = tl.where(has_mass, m_i + tl.math.log2(tl.where(has_mass, l_i, 1.0)), float("-inf"))  # [BLOCK_M]
+    row_offs = s * stride_part_s + head * stride_part_h  # [BLOCK_M]
+    store_mask = row_valid[:, None] & d_mask[None, :]
     if PUSH:
         epoch, parity = epoch_of(state_ptr)
-        row = rank * SPLITS + split
-        part = part_ptr + (parity * parity_rows + row).to(tl.int64) * stride_part_r + s * stride_part_s \
-            + h * stride_part_h
-        flag = flags_ptr + (row * stride_part_r + s * stride_part_s + h * stride_part_h) // stride_part_h
+        row = rank * num_splits + split
+        rows = part_ptr + parity * parity_offset + row.to(tl.int64) * stride_part_r + row_offs
+        flag = flags_ptr + row * stride_flag_r + s * stride_flag_s + kv_head
         for dst in range(0, world_size):
-            remote = translate(part, rank, dst, bases)
-            tl.store(remote + offs_d, o, mask=d_mask)
-            tl.store(remote + HEAD_DIM, lse)
+            remote = translate(rows, rank, dst, bases)  # [BLOCK_M]
+            tl.store(remote[:, None] + offs_d[None, :], o, mask=store_mask)
+            tl.store(remote + HEAD_DIM, lse, mask=row_valid)
             raise_flag(flag, epoch, rank, dst, bases)
     else:
-        part = part_ptr + split.to(tl.int64) * stride_part_r + s * stride_part_s + h * stride_part_h
-        tl.store(part + offs_d, o, mask=d_mask)
-        tl.store(part + HEAD_DIM, lse)
+        rows = part_ptr + split.to(tl.int64) * stride_part_r + row_offs
+        tl.store(rows[:, None] + offs_d[None, :], o, mask=store_mask)
+        tl.store(rows + HEAD_DIM, lse, mask=row_valid)
 
 
-@triton.jit(do_not_specialize=["num_seqs", "num_rows", "parity_rows"])
+@triton.jit(do_not_specialize=["num_rows", "parity_offset", "qpkv"])
 def _merge_partials_kernel(
     # pointers
-    out_ptr, gathered_ptr, sinks_ptr,
+    out_ptr, rows_ptr, sinks_ptr,
     # fused mode: flags, op state, the communicator's state (timeouts)
     flags_ptr, state_ptr, comm_state_ptr,
     # strides
     stride_out_s, stride_out_h,
-    stride_g_r, stride_g_s, stride_g_h,
+    stride_part_r, stride_part_s, stride_part_h,
+    stride_flag_r, stride_flag_s,
     # sizes
-    num_seqs, num_rows, parity_rows, max_spins,
+    num_rows, parity_offset, qpkv, max_spins,
     # meta-parameters
-    WORLD_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, HAS_SINKS: tl.constexpr,
-    WAIT: tl.constexpr,
+    ROWS_PAD: tl.constexpr, CHUNK: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+    HAS_SINKS: tl.constexpr, WAIT: tl.constexpr,
 ):
-    """One program per (sequence, query head): gathered[r, s, h] = [o_r (HEAD_DIM), lse_r] of every row r
-    (rank * splits + split) -> out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m)). WAIT: gathered is
-    this call's half of the heap buffer (rows from parity * parity_rows), each row read once its flag
-    [r, s, h] holds the call's epoch (bounded waits); the last program advances the call counter."""
+    """Grid (num_seqs, num_q_heads). ``rows[r, s, h] = [o_r (HEAD_DIM), lse_r]`` for every row r
+    (rank * splits + split) -> ``out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``, the rows'
+    outputs read CHUNK at a time. WAIT: ``rows`` is this call's half of the heap buffer (from
+    ``parity * parity_offset``), read once the flags ``[r, s, h // qpkv]`` of all rows hold the call's
+    epoch (bounded waits); the last program advances the call counter."""
     s = tl.program_id(0)
     h = tl.program_id(1)
-    offs_r = tl.arange(0, WORLD_PAD)
+    offs_r = tl.arange(0, ROWS_PAD)
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     r_mask = offs_r < num_rows
+    d_mask = offs_d < HEAD_DIM
     if WAIT:
         epoch, parity = epoch_of(state_ptr)
-        gathered_ptr += parity * parity_rows * stride_g_r
-        for r in range(0, num_rows):
-            wait_flag(flags_ptr + (r * stride_g_r + s * stride_g_s + h * stride_g_h) // stride_g_h, epoch,
-                      max_spins, comm_state_ptr)
-    rows = gathered_ptr + offs_r.to(tl.int64) * stride_g_r + s * stride_g_s + h * stride_g_h  # [WORLD_PAD]
-    lse = tl.load(rows + HEAD_DIM, mask=r_mask, other=-float("inf"))
+        rows_ptr += parity * parity_offset
+        wait_flags(flags_ptr + offs_r * stride_flag_r + s * stride_flag_s + h // qpkv, r_mask, epoch, max_spins,
+                   comm_state_ptr)
+    base = rows_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
+    lse = tl.load(base + offs_r.to(tl.int64) * stride_part_r + HEAD_DIM, mask=r_mask,
+                  other=float("-inf"))  # [ROWS_PAD]
     m = tl.max(lse, axis=0)
-    sink = -float("inf")
+    sink = float("-inf")
     if HAS_SINKS:
         sink = tl.load(sinks_ptr + h) * 1.4426950408889634
         m = tl.maximum(m, sink)
-    m_use = tl.where(m == -float("inf"), 0.0, m)
-    w = tl.math.exp2(lse - m_use)  # empty parts weigh 0
-    o = tl.load(rows[:, None] + offs_d[None, :], mask=r_mask[:, None] & (offs_d < HEAD_DIM)[None, :], other=0.0)
-    den = tl.sum(w, axis=0) + tl.math.exp2(sink - m_use)
-    res = tl.sum(w[:, None] * o, axis=0) / tl.where(den > 0.0, den, 1.0)  # [HEAD_DIM_PAD]
+    m_use = tl.where(m == float("-inf"), 0.0, m)
+    den = tl.sum(tl.math.exp2(lse - m_use), axis=0) + tl.math.exp2(sink - m_use)  # empty rows weigh 0
+    acc = tl.zeros([HEAD_DIM_PAD], dtype=tl.float32)
+    for start in range(0, num_rows, CHUNK):
+        offs_c = start + tl.arange(0, CHUNK)
+        c_mask = offs_c < num_rows
+        ptrs = base + offs_c.to(tl.int64) * stride_part_r  # [CHUNK]
+        lse_c = tl.load(ptrs + HEAD_DIM, mask=c_mask, other=float("-inf"))
+        full = c_mask & (lse_c > float("-inf"))  # an empty row's output is not read
+        o = tl.load(ptrs[:, None] + offs_d[None, :], mask=full[:, None] & d_mask[None, :], other=0.0)
+        acc += tl.sum(tl.math.exp2(lse_c - m_use)[:, None] * o, axis=0)
+    res = acc / tl.where(den > 0.0, den, 1.0)  # [HEAD_DIM_PAD]; NaN where a row's lse is NaN
     tl.store(out_ptr + s.to(tl.int64) * stride_out_s + h * stride_out_h + offs_d,
-             res.to(out_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
+             res.to(out_ptr.dtype.element_ty), mask=d_mask)
     if WAIT:
         end_call(state_ptr, tl.num_programs(0) * tl.num_programs(1))
 
 
+@dataclass(frozen=True)
+class DecodeConfig:
+    tile_n: int  # keys per inner iteration
+    num_splits: int  # chunks of each rank's part, a program (and a merge row) each
+    num_warps: int
+    num_stages: int
+
+
+def select_num_splits(num_seqs: int, num_kv_heads: int, device: torch.device) -> int:
+    """Chunks of each rank's part computed by programs of their own: ``floor(3 * SMs / (num_seqs *
+    num_kv_heads))``, in [1, 64]; 1 under the interpreter, whose programs run one after another.
+
+    NOTE: not measured yet (no multi-GPU machine was lent while this was written). About 3 programs per
+    SM in one wave: a program (16 rows x 64 keys x 128, 2 stages) holds 64 KiB of K/V tiles in shared
+    memory, so about 3 fit on an H100/H200 SM, and a second partial wave would cost up to a whole wave's
+    time (the parts are long: every program's run of keys is the same length). Single-GPU split-KV
+    decode measured ~4 programs per SM best for B=1 (``tritium.attention.config``), with shorter runs."""
+    if interpreting():
+        return 1
+    return max(1, min(MAX_SPLITS, 3 * num_sms(device) // (num_seqs * num_kv_heads)))
+
+
+def select_decode_config(num_seqs: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype,
+                         device: torch.device) -> DecodeConfig:
+    """Tile, splits, warps and stages of the partial kernel.
+
+    NOTE: not measured on this kernel yet. The tile, warps and stages are the single-GPU decode hand rules'
+    for split batches (``tritium.attention.config.hand_rules``; H200 sweep, B=1 L=8192: 64-key tiles, 2
+    stages 2.53 TB/s vs 128-key tiles 2.31): this kernel's programs are split-KV decode programs of
+    one (sequence, KV head) over long runs of keys. 32-key tiles for head_dim > 128 and fp32 (registers),
+    as there. 16-key tiles under the interpreter: test parts of tens of keys then still have unmasked
+    tiles."""
+    splits = select_num_splits(num_seqs, num_kv_heads, device)
+    if interpreting():
+        return DecodeConfig(tile_n=16, num_splits=splits, num_warps=4, num_stages=1)
+    tile_n = 32 if (next_pow2(head_dim) > 128 or dtype == torch.float32) else 64
+    return DecodeConfig(tile_n=tile_n, num_splits=splits, num_warps=4, num_stages=2)
+
+
 class DistributedDecodeWorkspace:
-    """Buffers of :func:`distributed_paged_decode`, allocated once for up to ``max_num_seqs`` sequences and
-    ``max_splits`` chunks of each rank's part (S below): the gathered lengths ``[world_size * max_num_seqs]``
-    int32, this rank's partials ``[S, max_num_seqs, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and
-    the gathered partials (``world_size`` times as many); in the communicator's heap (fused mode) the
-    double-buffered receive slots ``[2, world_size * S, max_num_seqs, num_q_heads, head_dim + 1]`` fp32,
-    one flag per (row, sequence, head) and a call counter: :meth:`heap_bytes`. Constructing one is
-    collective (every rank, same sizes, same order). With one, a call neither allocates (given ``out=``)
-    nor syncs with the host. The communicator's ``max_bytes`` must hold this rank's partials (bulk mode):
-    :meth:`message_bytes`."""
+    """Buffers of :func:`distributed_paged_decode`, allocated once for calls of up to ``max_num_seqs``
+    sequences and ``max_num_seqs * max_splits`` (sequence, split) rows per rank (R below; a call of n
+    sequences in s splits takes n * s of them): the gathered lengths ``[world_size * max_num_seqs]``
+    int32, this rank's partials ``[R, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered
+    partials (``world_size`` times as many); in the communicator's heap (fused mode) the double-buffered
+    receive slots ``[2, world_size * R, num_q_heads, head_dim + 1]`` fp32, one flag per (row, sequence,
+    head) and a call counter: :meth:`heap_bytes`. ``max_splits = select_num_splits(1, num_kv_heads,
+    device)`` makes room for the default split count of every batch size up to ``max_num_seqs``.
+
+    Constructing one is collective (every rank, same sizes, same order). With one, a call neither
+    allocates (given ``out=``) nor syncs with the host. The communicator's ``max_bytes`` must hold this
+    rank's partials (bulk mode): :meth:`message_bytes`."""
 
     def __init__(self, comm, max_num_seqs: int, num_q_heads: int, head_dim: int, *, max_splits: int = 1):
         for name, value in (("max_num_seqs", max_num_seqs), ("num_q_heads", num_q_heads), ("head_dim", head_dim),
@@ -228,13 +307,14 @@ class DistributedDecodeWorkspace:
         world, dev = comm.world_size, comm.device
         self.max_num_seqs, self.num_q_heads, self.head_dim = max_num_seqs, num_q_heads, head_dim
         self.max_splits, self.world_size, self.device = max_splits, world, dev
-        row = max_num_seqs * num_q_heads * (head_dim + 1)
+        self.max_rows = max_num_seqs * max_splits
+        row = num_q_heads * (head_dim + 1)
         self.lens_all = torch.zeros(world * max_num_seqs, dtype=torch.int32, device=dev)
-        self.part = torch.empty(max_splits * row, dtype=torch.float32, device=dev)
-        self.gathered = torch.empty(world * max_splits * row, dtype=torch.float32, device=dev)
+        self.part = torch.empty(self.max_rows * row, dtype=torch.float32, device=dev)
+        self.gathered = torch.empty(world * self.max_rows * row, dtype=torch.float32, device=dev)
         heap = comm.heap
-        self.slots = heap.empty((2, world * max_splits, max_num_seqs, num_q_heads, head_dim + 1), torch.float32)
-        self.flags = heap.zeros((world * max_splits, max_num_seqs, num_q_heads), torch.int64)
+        self.slots = heap.empty((2, world * self.max_rows * row), torch.float32)
+        self.flags = heap.zeros((world * self.max_rows * num_q_heads,), torch.int64)
         self.state = heap.zeros((STATE_WORDS,), torch.int64)
         heap.barrier()  # every rank's flags are zero before any peer raises one
 
@@ -249,34 +329,32 @@ class DistributedDecodeWorkspace:
         """Bytes of one rank's partials (the all-gather message): the communicator's ``max_bytes`` floor."""
         return max_splits * max_num_seqs * num_q_heads * (head_dim + 1) * 4
 
+    def fits(self, num_seqs: int, splits: int) -> bool:
+        return num_seqs <= self.max_num_seqs and num_seqs * splits <= self.max_rows
+
     def views(self, num_seqs: int, splits: int):
-        """(lengths, this rank's partials ``[splits * num_seqs, heads, head_dim + 1]``, gathered partials)."""
-        n = splits * num_seqs * self.num_q_heads * (self.head_dim + 1)
+        """(lengths, this rank's partials ``[splits * num_seqs, heads, head_dim + 1]``, gathered partials,
+        this call's heap slots (both halves, each laid out as the gathered partials), flags
+        ``[world_size * splits, num_seqs, num_q_heads]``)."""
+        rows = splits * num_seqs
+        n = rows * self.num_q_heads * (self.head_dim + 1)
         shape = (-1, self.num_q_heads, self.head_dim + 1)
-        return (self.lens_all[:self.world_size * num_seqs], self.part[:n].view(shape),
-                self.gathered[:self.world_size * n].view(shape))
+        world = self.world_size
+        return (self.lens_all[:world * num_seqs], self.part[:n].view(shape), self.gathered[:world * n].view(shape),
+                self.slots, self.flags[:world * rows * self.num_q_heads].view(world * splits, num_seqs, -1))
 
 
 def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int,
                        splits: int) -> DistributedDecodeWorkspace:
     """The communicator's own workspace for calls without one, made on first use and remade larger when a
-    call has more sequences or splits (heap allocation is collective: every rank makes the same calls)."""
+    call has more sequences or rows (heap allocation is collective: every rank makes the same calls)."""
     cache = comm.__dict__.setdefault("_decode_workspaces", {})
     held = cache.get((num_q_heads, head_dim))
-    if held is None or held.max_num_seqs < num_seqs or held.max_splits < splits:
+    if held is None or not held.fits(num_seqs, splits):
+        max_seqs = num_seqs if held is None else max(num_seqs, held.max_num_seqs)
         held = cache[(num_q_heads, head_dim)] = DistributedDecodeWorkspace(
-            comm, num_seqs, num_q_heads, head_dim, max_splits=splits)
+            comm, max_seqs, num_q_heads, head_dim, max_splits=-(-num_seqs * splits // max_seqs))
     return held
-
-
-def select_num_splits(num_seqs: int, num_q_heads: int, device: torch.device) -> int:
-    """Chunks of each rank's part computed by programs of their own (more programs for small batches).
-
-    NOTE: not measured yet (written without a GPU): enough (sequence, head, split) programs to give every
-    SM about two, at most 16; 1 under the interpreter, whose programs run one after another."""
-    if interpreting():
-        return 1
-    return max(1, min(16, 2 * num_sms(device) // (num_seqs * num_q_heads)))
 
 
 def _check_tensor(name, t, ndim, dtypes, device):
@@ -295,7 +373,7 @@ def _check_tensor(name, t, ndim, dtypes, device):
 
 def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *, softmax_scale=None,
                              sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
-                             k_scale=None, v_scale=None, out=None, workspace=None, mode="bulk",
+                             k_scale=None, v_scale=None, out=None, workspace=None, mode="fused",
                              num_splits=None):
     """Decode attention of one new token per sequence over a KV cache split across ranks by position.
 
@@ -312,23 +390,24 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
             keys at their global positions.
         out: optional [num_seqs, num_q_heads, head_dim] in q's dtype.
         workspace: :class:`DistributedDecodeWorkspace`; without one, the communicator keeps one (made on
-            the first call, remade when a call has more sequences) and calls allocate only ``out``.
-        mode: "bulk" (all-gather of partials, then merge) or "fused" (per-row push and flags).
+            the first call, remade when a call needs more rows) and calls allocate only ``out``.
+        mode: "fused" (per-row push and flags), "bulk" (all-gather of partials with tritium collectives,
+            then merge) or "torch" (the same through ``torch.distributed``).
         num_splits: chunks of this rank's part, each a program's (and a row of the merge), default
-            :func:`select_num_splits` (capped at the workspace's ``max_splits``).
+            :func:`select_num_splits` (capped at what the workspace holds).
 
     Returns:
         [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
         on every rank. A sequence of total length 0 (and no sinks) gives zeros.
 
-    Metadata values are not read on the host: a length longer than its block-table row holds is cut at
-    the row, and page ids outside ``[0, num_blocks)`` read a page of the cache (no access outside the
-    tensors; such sequences' results are meaningless). Ranks disagreeing on ``num_seqs`` or the head
-    counts: bulk mode's all-gathers then write nothing and ``comm.check()`` raises
-    :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge's waits give up and
-    ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout` (as when a peer does not call). After
-    a timeout in fused mode the workspace's call counter is out of step with the peers': make a new
-    workspace on every rank.
+    Metadata values are not read on the host. A length outside ``[0, block_table.shape[1] * block_size]``
+    or a page id outside ``[0, num_blocks)`` (among those a program reads) makes that sequence's output
+    NaN on every rank, without any access outside the tensors; the other sequences are exact. Ranks
+    disagreeing on ``num_seqs`` or the head counts: bulk mode's all-gathers then write nothing and
+    ``comm.check()`` raises :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge's
+    waits give up and ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout` (as when a peer does
+    not call). After a timeout in fused mode the workspace's call counter is out of step with the
+    peers': make a new workspace on every rank.
     """
     if not isinstance(comm, Communicator):
         raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
@@ -346,6 +425,10 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     if num_kv_heads < 1 or num_q_heads % num_kv_heads:
         raise ValueError(f"num_q_heads ({num_q_heads}, q.shape[1]) must be divisible by num_kv_heads "
                          f"({num_kv_heads}, k_cache.shape[2])")
+    if head_dim < 16:
+        raise ValueError(f"head_dim must be at least 16 (tl.dot), got {head_dim}")
+    if block_size < 16 or block_size % 16:
+        raise ValueError(f"block size (k_cache.shape[1]) must be a positive multiple of 16, got {block_size}")
     if num_seqs == 0:
         raise ValueError("q has 0 sequences: a batch needs at least one")
     if seq_lens.shape[0] != num_seqs or block_table.shape[0] != num_seqs:
@@ -376,63 +459,76 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         if out.shape != q.shape or not out.is_contiguous():
             raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor, got shape {tuple(out.shape)} "
                              f"strides {out.stride()}")
+    config = select_decode_config(num_seqs, num_kv_heads, head_dim, q.dtype, dev)
     if num_splits is None:
-        num_splits = select_num_splits(num_seqs, num_q_heads, dev)
-        if workspace is not None:
-            num_splits = min(num_splits, workspace.max_splits)
-    elif not isinstance(num_splits, int) or isinstance(num_splits, bool) or not 1 <= num_splits <= 64:
-        raise ValueError(f"num_splits must be an int in [1, 64] or None, got {num_splits!r}")
+        num_splits = config.num_splits
+        if workspace is not None and isinstance(workspace, DistributedDecodeWorkspace):
+            num_splits = max(1, min(num_splits, workspace.max_rows // num_seqs))
+    elif not isinstance(num_splits, int) or isinstance(num_splits, bool) or not 1 <= num_splits <= MAX_SPLITS:
+        raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}] or None, got {num_splits!r}")
     if workspace is None:
         workspace = _default_workspace(comm, num_seqs, num_q_heads, head_dim, num_splits)
     elif not isinstance(workspace, DistributedDecodeWorkspace):
         raise TypeError(f"workspace must be a DistributedDecodeWorkspace, got {type(workspace).__name__}")
     elif (workspace.world_size != comm.world_size or workspace.device != dev
           or (workspace.num_q_heads, workspace.head_dim) != (num_q_heads, head_dim)
-          or workspace.max_num_seqs < num_seqs or workspace.max_splits < num_splits):
+          or not workspace.fits(num_seqs, num_splits)):
         raise ValueError(f"workspace is for {workspace.max_num_seqs} sequences x {workspace.num_q_heads} heads x "
-                         f"head_dim {workspace.head_dim}, {workspace.max_splits} split(s), world "
+                         f"head_dim {workspace.head_dim}, {workspace.max_rows} (sequence, split) rows, world "
                          f"{workspace.world_size} on {workspace.device}; the call has {num_seqs} x {num_q_heads} x "
                          f"{head_dim}, {num_splits} split(s), world {comm.world_size} on {dev}")
-    lens_all, part, gathered = workspace.views(num_seqs, num_splits)
-    comm.all_gather(seq_lens, out=lens_all)
+    if mode == "torch" and not dist.is_initialized():
+        raise ValueError("mode='torch' needs torch.distributed initialised (the communicator's process group)")
+    lens_all, part, gathered, slots, flags = workspace.views(num_seqs, num_splits)
+    positions = sliding_window is not None or alibi_slopes is not None
+    if positions:  # the query's position relative to this rank's part needs the lower ranks' lengths
+        if mode == "torch":
+            _torch_all_gather(lens_all, seq_lens, group=comm.group)
+        else:
+            comm.all_gather(seq_lens, out=lens_all)
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     head_pad = next_pow2(head_dim)
     dummy = part
     fused_mode = mode == "fused"
-    slots, flags, state = workspace.slots, workspace.flags, workspace.state
-    # rank, sequence, head strides of this call's partials: the heap slots (fused) or this rank's rows
-    if fused_mode:
-        part, part_strides = slots, slots.stride()[1:4]
-    else:
-        part_strides = (num_seqs * part.stride(0), part.stride(0), part.stride(1))  # row = rank * splits + split
-    parity_rows = comm.world_size * workspace.max_splits  # rows of one half of the heap slots
-    _partial_decode_kernel[(num_seqs, num_q_heads, num_splits)](
+    state = workspace.state
+    # fused mode: rows go to the heap slots, laid out as the gathered partials, halves apart by parity
+    rows_in = slots if fused_mode else part
+    parity_offset = slots.stride(0)
+    part_strides = (num_seqs * gathered.stride(0), gathered.stride(0), gathered.stride(1))  # row, sequence, head
+    flag_strides = flags.stride()[:2]
+    qpkv = num_q_heads // num_kv_heads
+    # NOTE: DOT_PRECISION "ieee" as in tritium.attention: exact fp32 products; fp16/bf16 operands give the
+    # same sm_90 code under any precision, and gfx950 rejects "tf32".
+    _partial_decode_kernel[(num_seqs, num_kv_heads, num_splits)](
         q, k_cache, v_cache, block_table, seq_lens, lens_all,
         dummy if alibi_slopes is None else alibi_slopes,
-        dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, part,
+        dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, rows_in,
         flags, state, comm.heap.bases,
         q.stride(0), q.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_table.stride(0),
-        *part_strides,
-        num_seqs, comm.rank, comm.world_size, parity_rows, num_blocks,
+        *part_strides, *flag_strides,
+        num_seqs, comm.rank, comm.world_size, parity_offset, num_blocks,
         block_table.shape[1] * block_size if num_blocks else 0,
         scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
-        QPKV=num_q_heads // num_kv_heads, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
-        TILE_N=16, HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
-        HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None, PUSH=fused_mode,
-        SPLITS=num_splits,
+        QPKV=qpkv, BLOCK_M=max(16, next_pow2(qpkv)), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+        PAGE_SIZE=block_size, TILE_N=config.tile_n, HAS_WINDOW=sliding_window is not None,
+        HAS_SOFTCAP=softcap is not None, HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None,
+        PUSH=fused_mode, DOT_PRECISION="ieee", num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    if not fused_mode:
+    if mode == "bulk":
         comm.all_gather(part, out=gathered)
+    elif mode == "torch":
+        _torch_all_gather(gathered, part, group=comm.group)
+    num_rows = comm.world_size * num_splits
     _merge_partials_kernel[(num_seqs, num_q_heads)](
         out, slots if fused_mode else gathered, dummy if sinks is None else sinks,
         flags, state, comm._state,
         out.stride(0), out.stride(1),
-        *part_strides,
-        num_seqs, comm.world_size * num_splits, parity_rows, comm.heap.max_spins,
-        WORLD_PAD=triton.next_power_of_2(comm.world_size * num_splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
-        HAS_SINKS=sinks is not None, WAIT=fused_mode,
+        *part_strides, *flag_strides,
+        num_rows, parity_offset, qpkv, comm.heap.max_spins,
+        ROWS_PAD=triton.next_power_of_2(num_rows), CHUNK=min(16, triton.next_power_of_2(num_rows)),
+        HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, HAS_SINKS=sinks is not None, WAIT=fused_mode,
     )
     return out

@@ -108,6 +108,25 @@ def wait_flag(flag_ptr, epoch, max_spins, comm_state_ptr):
 
 
 @triton.jit
+def wait_flags(flag_ptrs, mask, epoch, max_spins, comm_state_ptr):
+    """:func:`wait_flag` for a block of flags (``flag_ptrs`` where ``mask``), polled together: every round
+    loads them all (acquire, system scope), so waiting for n flags costs about one poll latency, not n.
+    At most ``max_spins`` rounds; a give-up is counted once. Ends with a barrier: every thread of the
+    program may read what any of the flags guards. Returns 1 if all were seen."""
+    seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
+    missing = tl.sum(tl.where(mask & (seen < epoch), 1, 0), axis=0)
+    spins = 0
+    while (missing > 0) & (spins < max_spins):
+        seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
+        missing = tl.sum(tl.where(mask & (seen < epoch), 1, 0), axis=0)
+        spins += 1
+    if missing > 0:
+        count_timeout(comm_state_ptr)
+    tl.debug_barrier()
+    return (missing == 0).to(tl.int32)
+
+
+@triton.jit
 def proxy_fence(ENABLED: tl.constexpr):
     """Order this thread's earlier generic-proxy accesses (the flag it acquired) before its later TMA
     (async-proxy) loads of the data the flag guards: ``fence.proxy.async.global`` (NVIDIA, compiled)."""
