@@ -221,6 +221,7 @@ def bad_input_worker(rank: int, world_size: int) -> None:
         (lambda: call(q[:1], k, v, bt, n, comm), ValueError, "q has 1 sequences, seq_lens 2"),
         (lambda: call(q, k, v[..., :32], bt, n, comm), ValueError, "v_cache shape"),
         (lambda: call(q, k, v, bt, n, comm, sliding_window=0), ValueError, "sliding_window must be"),
+        (lambda: call(q, k, v, bt, n, comm, softmax_scale=-1.0), ValueError, "softmax_scale must be"),
         (lambda: call(q, k, v, bt, n, comm, sinks=torch.zeros(3, device=dev)), ValueError, "sinks must have"),
         (lambda: call(q, k, v, bt, n, comm, k_scale=2.0, v_scale=2.0), ValueError, "float8 caches only"),
         (lambda: call(q, k, v, bt, n, comm, out=torch.empty(2, HQ, D, device=dev)), TypeError, "out must have"),

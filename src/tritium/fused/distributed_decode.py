@@ -444,6 +444,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
     if softcap is not None and not softcap > 0:
         raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
+    if softmax_scale is not None and not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
+        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
     is_fp8 = k_cache.dtype in FP8_DTYPES
     k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale, dev)
     v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale, dev)
