@@ -14,4 +14,5 @@ SUITES = {
     "serve": "tritium.bench.serve",
     "gemm": "tritium.bench.gemm",
     "fused": "tritium.bench.fused",
+    "distributed_decode": "tritium.bench.distributed_decode",
 }
