@@ -255,17 +255,18 @@ class DecodeConfig:
 
 
 def select_num_splits(num_seqs: int, num_kv_heads: int, device: torch.device) -> int:
-    """Chunks of each rank's part computed by programs of their own: ``floor(3 * SMs / (num_seqs *
+    """Chunks of each rank's part computed by programs of their own: ``floor(2 * SMs / (num_seqs *
     num_kv_heads))``, in [1, 64]; 1 under the interpreter, whose programs run one after another.
 
-    NOTE: not measured yet (no multi-GPU machine was lent while this was written). About 3 programs per
-    SM in one wave: a program (16 rows x 64 keys x 128, 2 stages) holds 64 KiB of K/V tiles in shared
-    memory, so about 3 fit on an H100/H200 SM, and a second partial wave would cost up to a whole wave's
-    time (the parts are long: every program's run of keys is the same length). Single-GPU split-KV
-    decode measured ~4 programs per SM best for B=1 (``tritium.attention.config``), with shorter runs."""
+    NOTE: timing not measured yet (no multi-GPU machine was lent while this was written). One wave of
+    programs: compiled for sm_90a at the benchmark's shape (bf16, D=128, 16 rows x 64 keys, 4 warps,
+    2 stages), ptxas reports 255 registers and 22.5 KiB of shared memory per program (the same as
+    ``tritium.attention``'s decode kernel), so 2 programs fit on an SM (registers), and every program's
+    run of keys is equally long: 3 per SM would be 1.5 waves. Single-GPU split-KV decode measured ~4
+    per SM (two waves) best for B=1 with shorter runs (``tritium.attention.config``)."""
     if interpreting():
         return 1
-    return max(1, min(MAX_SPLITS, 3 * num_sms(device) // (num_seqs * num_kv_heads)))
+    return max(1, min(MAX_SPLITS, 2 * num_sms(device) // (num_seqs * num_kv_heads)))
 
 
 def select_decode_config(num_seqs: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype,
