@@ -34,7 +34,9 @@ How the rows meet (``mode``):
   (NCCL on GPUs, gloo on the CPU): the baseline the benchmark compares with.
 
 Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call cannot tell without a
-host sync, the device does (see :func:`distributed_paged_decode`, and ``comm.check()``).
+host sync. The device tells when the partials' size differs (``num_seqs``, ``num_q_heads``, splits;
+see :func:`distributed_paged_decode`, and ``comm.check()``), not when only ``num_kv_heads`` does (a
+workspace is made collectively for one ``num_q_heads`` and ``head_dim``).
 Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 
@@ -75,7 +77,7 @@ def _partial_decode_kernel(
     stride_v_b, stride_v_t, stride_v_h,
     stride_bt_s,
     stride_part_r, stride_part_s, stride_part_h,
-    stride_flag_r, stride_flag_s,
+    stride_flag_p, stride_flag_r, stride_flag_s,
     # sizes and scalars
     num_seqs, rank, world_size, parity_offset, num_blocks, max_kv_len, sm_scale, softcap, window, k_scale_val,
     v_scale_val,
@@ -89,7 +91,7 @@ def _partial_decode_kernel(
     part has inside the window. Writes ``[o (HEAD_DIM), lse]`` of each head to row split of
     ``part[row, s, h]`` (bulk), or (PUSH) to row rank * num_splits + split of this call's half
     (``parity * parity_offset``) of every rank's heap buffer, then raises the flag
-    ``[row, s, kv_head]`` there to the call's epoch.
+    ``[parity, row, s, kv_head]`` there to the call's epoch.
 
     ``lens_all`` [world_size, num_seqs] (gathered seq_lens) is read only with a window or ALiBi.
     ``max_kv_len``: tokens a block-table row holds. A length outside [0, max_kv_len] or a page id
@@ -176,7 +178,9 @@ def _partial_decode_kernel(
         epoch, parity = epoch_of(state_ptr)
         row = rank * num_splits + split
         rows = part_ptr + parity * parity_offset + row.to(tl.int64) * stride_part_r + row_offs
-        flag = flags_ptr + row * stride_flag_r + s * stride_flag_s + kv_head
+        # flags of each parity apart: a row's writer changes with the layout (num_seqs, splits) from call
+        # to call, and a peer can be one call ahead (see the workspace), never two
+        flag = flags_ptr + parity * stride_flag_p + row * stride_flag_r + s * stride_flag_s + kv_head
         for dst in range(0, world_size):
             remote = translate(rows, rank, dst, bases)  # [BLOCK_M]
             tl.store(remote[:, None] + offs_d[None, :], o, mask=store_mask)
@@ -197,7 +201,7 @@ def _merge_partials_kernel(
     # strides
     stride_out_s, stride_out_h,
     stride_part_r, stride_part_s, stride_part_h,
-    stride_flag_r, stride_flag_s,
+    stride_flag_p, stride_flag_r, stride_flag_s,
     # sizes
     num_rows, parity_offset, qpkv, max_spins,
     # meta-parameters
@@ -207,7 +211,7 @@ def _merge_partials_kernel(
     """Grid (num_seqs, num_q_heads). ``rows[r, s, h] = [o_r (HEAD_DIM), lse_r]`` for every row r
     (rank * splits + split) -> ``out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``, the rows'
     outputs read CHUNK at a time. WAIT: ``rows`` is this call's half of the heap buffer (from
-    ``parity * parity_offset``), read once the flags ``[r, s, h // qpkv]`` of all rows hold the call's
+    ``parity * parity_offset``), read once the flags ``[parity, r, s, h // qpkv]`` of all rows hold the call's
     epoch (bounded waits); the last program advances the call counter."""
     s = tl.program_id(0)
     h = tl.program_id(1)
@@ -218,8 +222,8 @@ def _merge_partials_kernel(
     if WAIT:
         epoch, parity = epoch_of(state_ptr)
         rows_ptr += parity * parity_offset
-        wait_flags(flags_ptr + offs_r * stride_flag_r + s * stride_flag_s + h // qpkv, r_mask, epoch, max_spins,
-                   comm_state_ptr)
+        flags_ptr += parity * stride_flag_p + s * stride_flag_s + h // qpkv
+        wait_flags(flags_ptr + offs_r * stride_flag_r, r_mask, epoch, max_spins, comm_state_ptr)
     base = rows_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
     lse = tl.load(base + offs_r.to(tl.int64) * stride_part_r + HEAD_DIM, mask=r_mask,
                   other=float("-inf"))  # [ROWS_PAD]
@@ -292,8 +296,8 @@ class DistributedDecodeWorkspace:
     sequences in s splits takes n * s of them): the gathered lengths ``[world_size * max_num_seqs]``
     int32, this rank's partials ``[R, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered
     partials (``world_size`` times as many); in the communicator's heap (fused mode) the double-buffered
-    receive slots ``[2, world_size * R, num_q_heads, head_dim + 1]`` fp32, one flag per (row, sequence,
-    head) and a call counter: :meth:`heap_bytes`. ``max_splits = select_num_splits(1, num_kv_heads,
+    receive slots ``[2, world_size * R, num_q_heads, head_dim + 1]`` fp32, as many flags (one per
+    parity, row, sequence and KV head used) and a call counter: :meth:`heap_bytes`. ``max_splits = select_num_splits(1, num_kv_heads,
     device)`` makes room for the default split count of every batch size up to ``max_num_seqs``.
 
     Constructing one is collective (every rank, same sizes, same order). With one, a call neither
@@ -315,7 +319,7 @@ class DistributedDecodeWorkspace:
         self.gathered = torch.empty(world * self.max_rows * row, dtype=torch.float32, device=dev)
         heap = comm.heap
         self.slots = heap.empty((2, world * self.max_rows * row), torch.float32)
-        self.flags = heap.zeros((world * self.max_rows * num_q_heads,), torch.int64)
+        self.flags = heap.zeros((2, world * self.max_rows * num_q_heads), torch.int64)
         self.state = heap.zeros((STATE_WORDS,), torch.int64)
         heap.barrier()  # every rank's flags are zero before any peer raises one
 
@@ -323,7 +327,7 @@ class DistributedDecodeWorkspace:
     def heap_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, world_size: int, max_splits: int = 1) -> int:
         """Heap bytes one workspace takes (add them to the communicator's ``Communicator.heap_bytes``)."""
         rows = world_size * max_splits * max_num_seqs * num_q_heads
-        return 2 * rows * (head_dim + 1) * 4 + rows * 8 + 3 * 256
+        return 2 * rows * (head_dim + 1) * 4 + 2 * rows * 8 + 3 * 256
 
     @staticmethod
     def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, max_splits: int = 1) -> int:
@@ -335,14 +339,14 @@ class DistributedDecodeWorkspace:
 
     def views(self, num_seqs: int, splits: int):
         """(lengths, this rank's partials ``[splits * num_seqs, heads, head_dim + 1]``, gathered partials,
-        this call's heap slots (both halves, each laid out as the gathered partials), flags
-        ``[world_size * splits, num_seqs, num_q_heads]``)."""
+        this call's heap slots (both halves, each laid out as the gathered partials), the flags of both
+        halves, each ``[world_size * splits, num_seqs, num_q_heads]``)."""
         rows = splits * num_seqs
         n = rows * self.num_q_heads * (self.head_dim + 1)
         shape = (-1, self.num_q_heads, self.head_dim + 1)
         world = self.world_size
         return (self.lens_all[:world * num_seqs], self.part[:n].view(shape), self.gathered[:world * n].view(shape),
-                self.slots, self.flags[:world * rows * self.num_q_heads].view(world * splits, num_seqs, -1))
+                self.slots, self.flags[:, :world * rows * self.num_q_heads].view(2, world * splits, num_seqs, -1))
 
 
 def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int,
@@ -498,7 +502,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     rows_in = slots if fused_mode else part
     parity_offset = slots.stride(0)
     part_strides = (num_seqs * gathered.stride(0), gathered.stride(0), gathered.stride(1))  # row, sequence, head
-    flag_strides = flags.stride()[:2]
+    flag_strides = flags.stride()[:3]  # parity, row, sequence
     qpkv = num_q_heads // num_kv_heads
     # NOTE: DOT_PRECISION "ieee" as in tritium.attention: exact fp32 products; fp16/bf16 operands give the
     # same sm_90 code under any precision, and gfx950 rejects "tf32".
