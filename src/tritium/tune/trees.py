@@ -3,7 +3,8 @@
 For each kernel family, every swept workload gives a vector: for each candidate (the knob sets and
 "hand"), log(time / best time of the workload), capped at log(4) (a candidate that failed counts as
 the cap). A multi-output regression tree over the workload features (``tritium.attention.config.features``)
-predicts that vector; each leaf answers the candidate with the smallest mean, i.e. the tree minimises
+predicts that vector; each leaf answers the candidate with the smallest mean among those no more than 3%
+slower than the hand rules on any of its training workloads (the hand rules qualify), i.e. the tree minimises
 the mean log slowdown of its picks. Its depth is chosen by 5-fold cross-validation on the training
 workloads. A fifth of the workloads (drawn with a fixed seed) is held out and never seen by the fit;
 the tree's pick on each of them is compared with the best swept candidate and with the hand rules.
@@ -58,15 +59,36 @@ def _matrix(records: list[dict], candidates: list[str]):
     return x, y
 
 
-def _fit(x, y, depth: int):
+SAFE = math.log(1.03)  # a leaf's pick is never more than 3% slower than the hand rules on its workloads
+
+
+def _fit(x, y, depth: int, hand: int | None):
+    """A regression tree with ``leaf_pick`` set: leaf id -> the index of the candidate it answers.
+
+    Each leaf answers, among the candidates that are at most 3% slower than the hand rules (index
+    ``hand``) on every training workload of the leaf, the one with the smallest mean log slowdown (the
+    hand rules qualify by definition). Without a hand column, the smallest mean."""
     from sklearn.tree import DecisionTreeRegressor
 
-    return DecisionTreeRegressor(max_depth=depth, min_samples_leaf=2, random_state=0).fit(x, y)
+    tree = DecisionTreeRegressor(max_depth=depth, min_samples_leaf=2, random_state=0).fit(x, y)
+    leaves = tree.apply(x)
+    tree.leaf_pick = {}
+    for leaf in np.unique(leaves):
+        rows = y[leaves == leaf]
+        mean = rows.mean(axis=0)
+        if hand is not None:
+            unsafe = (rows - rows[:, [hand]]).max(axis=0) > SAFE
+            mean = np.where(unsafe, np.inf, mean)
+        tree.leaf_pick[int(leaf)] = int(np.argmin(mean))
+    return tree
+
+
+def _picks(tree, x):
+    return np.array([tree.leaf_pick[int(leaf)] for leaf in tree.apply(x)])
 
 
 def _mean_regret(tree, x, y) -> float:
-    picks = tree.predict(x).argmin(axis=1)
-    return float(y[np.arange(len(y)), picks].mean())
+    return float(y[np.arange(len(y)), _picks(tree, x)].mean())
 
 
 def fit_family(records: list[dict], candidates: list[str]):
@@ -74,19 +96,21 @@ def fit_family(records: list[dict], candidates: list[str]):
     family's training records; depth by 5-fold cross-validation. None: the tree does not beat the
     hand rules by 1% (geometric mean) in cross-validation, and the family keeps them."""
     x, y = _matrix(records, candidates)
-    hand = float(y[:, candidates.index(HAND)].mean()) if HAND in candidates else math.inf
+    hand_col = candidates.index(HAND) if HAND in candidates else None
+    hand = float(y[:, hand_col].mean()) if hand_col is not None else math.inf
     if len(records) < 10:
         return None, 0, math.nan, hand
     folds = np.arange(len(records)) % 5
     best = None
     for depth in DEPTHS:
-        regret = float(np.mean([_mean_regret(_fit(x[folds != k], y[folds != k], depth), x[folds == k], y[folds == k])
+        regret = float(np.mean([_mean_regret(_fit(x[folds != k], y[folds != k], depth, hand_col), x[folds == k],
+                                             y[folds == k])
                                 for k in range(5)]))
         if best is None or regret < best[0] - 1e-9:
             best = (regret, depth)
     if best[0] > hand - math.log(1.01):
         return None, best[1], best[0], hand
-    return _fit(x, y, best[1]), best[1], best[0], hand
+    return _fit(x, y, best[1], hand_col), best[1], best[0], hand
 
 
 def tree_source(tree, candidates: list[str], name: str) -> str:
@@ -96,7 +120,7 @@ def tree_source(tree, candidates: list[str], name: str) -> str:
 
     def pick(node):
         if t.children_left[node] < 0:
-            return _key_to_knobs(candidates[int(np.argmin(t.value[node].reshape(-1)))])
+            return _key_to_knobs(candidates[tree.leaf_pick[node]])
         left, right = pick(t.children_left[node]), pick(t.children_right[node])
         return left if left == right and not isinstance(left, list) else [node, left, right]
 
@@ -119,7 +143,7 @@ def tree_source(tree, candidates: list[str], name: str) -> str:
 
 def predict(tree, candidates, features: dict):
     row = np.array([[features[f] for f in FEATURES]], dtype=np.float64)
-    return _key_to_knobs(candidates[int(tree.predict(row)[0].argmin())])
+    return _key_to_knobs(candidates[_picks(tree, row)[0]])
 
 
 def validate(records: list[dict], choose) -> list[dict]:
