@@ -25,8 +25,10 @@ def run_world(worker, world_size: int, *args, timeout: float = 240.0) -> None:
 
 
 def _setup(world_size: int):
-    max_bytes = max(fused.DistributedDecodeWorkspace.message_bytes(MAX_SEQS, HQ, D, MAX_SPLITS), 4096)
-    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size) + (1 << 20))
+    """Heap and communicator for up to MAX_SEQS sequences at any split count (the default splits on a GPU:
+    ``autosplits``), with room for a few default workspaces."""
+    max_bytes = fused.DistributedDecodeWorkspace.message_bytes(MAX_SEQS, HQ, D, fused.distributed_decode.MAX_SPLITS)
+    heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world_size) + (4 << 20))
     return heap, coll.Communicator(heap, max_bytes=max_bytes)
 
 
@@ -81,7 +83,8 @@ def _close(out, want, tol, what):
 
 def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspace=None, what=""):
     """One call against the reference. ``feats``: window, softcap, alibi, sinks, scale_tensor (fp8),
-    splitsN (N chunks per rank), mha / mqa (HQ or 1 KV heads instead of HKV); ``mode`` None: the default."""
+    splitsN (N chunks per rank; default 1), autosplits (the launcher's choice), mha / mqa (HQ or 1 KV
+    heads instead of HKV); ``mode`` None: the default."""
     dev = comm.device
     scale = 4.0 if kv_dtype == torch.float8_e4m3fn else 1.0
     kv_heads = HQ if "mha" in feats else 1 if "mqa" in feats else HKV
@@ -93,6 +96,8 @@ def _check_call(rank, comm, lens, q_dtype, kv_dtype, seed, feats, mode, workspac
     for f in feats:
         if f.startswith("splits"):
             kw["num_splits"] = int(f[len("splits"):])
+    if "autosplits" in feats:
+        kw["num_splits"] = None
     if "window" in feats:
         kw["sliding_window"] = 23
     if "softcap" in feats:

@@ -10,7 +10,7 @@ import torch
 from .distributed_decode_cases import (bad_input_worker, features_worker, mismatch_worker, missing_rank_worker,
                                       repeat_worker, run_world)
 
-F16, F32, FP8 = torch.float16, torch.float32, torch.float8_e4m3fn
+F16, F32, BF16, FP8 = torch.float16, torch.float32, torch.bfloat16, torch.float8_e4m3fn
 # (q dtype, kv dtype, features (see _check_call), total length of each sequence)
 PLAIN = (F16, F16, (), (37, 20, 1))
 ALL = (F32, F32, ("window", "softcap", "alibi", "sinks"), (50, 29, 70))
@@ -27,6 +27,15 @@ CASES = {
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
 def test_matches_single_device_attention(world_size):
     run_world(features_worker, world_size, CASES[world_size])
+
+
+@pytest.mark.gpu
+def test_bf16_long_parts_default_splits_on_gpus():
+    """bf16 (the interpreter's bf16 tl.dot is wrong, so on GPUs only), parts of thousands of keys, the
+    launcher's split counts (tens of programs per part on an H100/H200)."""
+    run_world(features_worker, 2, ((BF16, BF16, ("autosplits",), (20011, 4099, 333)),
+                                   (BF16, BF16, ("autosplits", "window", "softcap", "alibi", "sinks"), (5000, 1300, 77)),
+                                   (F16, FP8, ("autosplits", "alibi"), (9000, 17))))
 
 
 def test_repeated_calls_modes_and_splits_interleaved():
