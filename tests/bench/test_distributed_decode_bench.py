@@ -11,7 +11,8 @@ import pytest
 
 from tritium.runtime import interpreting
 
-pytestmark = pytest.mark.skipif(not interpreting(), reason="CPU smoke test (the GPU run is bench/gpu_distributed_decode.sh)")
+pytestmark = pytest.mark.skipif(not interpreting(),
+                                reason="CPU smoke test (the GPU run is bench/gpu_distributed_decode.sh)")
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
 

@@ -33,9 +33,9 @@ def test_matches_single_device_attention(world_size):
 def test_bf16_long_parts_default_splits_on_gpus():
     """bf16 (the interpreter's bf16 tl.dot is wrong, so on GPUs only), parts of thousands of keys, the
     launcher's split counts (tens of programs per part on an H100/H200)."""
+    every = ("autosplits", "window", "softcap", "alibi", "sinks")
     run_world(features_worker, 2, ((BF16, BF16, ("autosplits",), (20011, 4099, 333)),
-                                   (BF16, BF16, ("autosplits", "window", "softcap", "alibi", "sinks"), (5000, 1300, 77)),
-                                   (F16, FP8, ("autosplits", "alibi"), (9000, 17))))
+                                   (BF16, BF16, every, (5000, 1300, 77)), (F16, FP8, ("autosplits", "alibi"), (9000, 17))))
 
 
 def test_repeated_calls_modes_and_splits_interleaved():

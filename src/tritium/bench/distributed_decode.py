@@ -61,8 +61,8 @@ TARGET_SPEEDUP_VS_SINGLE, TARGET_CEILING_FRACTION, TARGET_SPEEDUP_VS_NCCL = 1.8,
 def add_arguments(parser) -> None:
     parser.add_argument("--world-size", type=int, default=None, help="ranks (default: the visible GPUs, >= 2)")
     parser.add_argument("--batches", default=None, help="sequences per batch (default 1,4,16; smoke: 1,2)")
-    parser.add_argument("--contexts", default=None,
-                        help="total tokens of each sequence, K = 1024 (default 128K,512K,1M; smoke: 64 and 160 per rank)")
+    parser.add_argument("--contexts", default=None, help="total tokens of each sequence, K = 1024 "
+                        "(default 128K,512K,1M; smoke: 64 and 160 per rank)")
     parser.add_argument("--iters", type=int, default=20, help="calls per CUDA graph")
     parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
     parser.add_argument("--no-check", action="store_true", help="skip the correctness pass before timing")
@@ -181,7 +181,6 @@ def _copy_tbs(device, nbytes: int = 1 << 30) -> float | None:
     src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=device).normal_()
     dst = torch.empty_like(src)
     us = _local_us(lambda: dst.copy_(src), device, 10, 5)
-    del src, dst
     return 2 * nbytes / (us * 1e-6) / 1e12
 
 

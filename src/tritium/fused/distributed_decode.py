@@ -297,8 +297,9 @@ class DistributedDecodeWorkspace:
     int32, this rank's partials ``[R, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered
     partials (``world_size`` times as many); in the communicator's heap (fused mode) the double-buffered
     receive slots ``[2, world_size * R, num_q_heads, head_dim + 1]`` fp32, as many flags (one per
-    parity, row, sequence and KV head used) and a call counter: :meth:`heap_bytes`. ``max_splits = select_num_splits(1, num_kv_heads,
-    device)`` makes room for the default split count of every batch size up to ``max_num_seqs``.
+    parity, row, sequence and KV head used) and a call counter: :meth:`heap_bytes`.
+    ``max_splits=select_num_splits(1, num_kv_heads, device)`` makes room for the default split count of
+    every batch size up to ``max_num_seqs``.
 
     Constructing one is collective (every rank, same sizes, same order). With one, a call neither
     allocates (given ``out=``) nor syncs with the host. The communicator's ``max_bytes`` must hold this
