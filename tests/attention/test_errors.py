@@ -87,6 +87,9 @@ BAD_INPUTS = [
     # scalars
     ("sliding_window-0", lambda a: {"sliding_window": 0}, ValueError, r"sliding_window"),
     ("sliding_window-float", lambda a: {"sliding_window": 2.5}, ValueError, r"sliding_window"),
+    ("softmax-scale-0", lambda a: {"softmax_scale": 0.0}, ValueError, r"softmax_scale must be a positive"),
+    ("softmax-scale-negative", lambda a: {"softmax_scale": -0.1}, ValueError, r"softmax_scale must be a positive"),
+    ("softmax-scale-inf", lambda a: {"softmax_scale": float("inf")}, ValueError, r"softmax_scale must be a positive"),
     ("softcap-0", lambda a: {"softcap": 0.0}, ValueError, r"softcap"),
     ("softcap-negative", lambda a: {"softcap": -1.0}, ValueError, r"softcap"),
     ("num_splits-0", lambda a: {"num_splits": 0}, ValueError, r"num_splits"),
