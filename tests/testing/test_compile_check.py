@@ -110,7 +110,7 @@ def test_check_passes_portable_kernels_on_every_target(tmp_path):
 def test_launches_of_one_program_are_compiled_once_and_all_counted(tmp_path):
     entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=add, TAG=tag)
                for add, tag in ((True, 0), (True, 1), (False, 0))]
-    code, out = _check(tmp_path, entries, "--jobs", "2")
+    code, out = _check(tmp_path, entries, "--jobs", "2", "--all-launches")
     assert code == 0, out
     for target in ("cuda:90",) + AMD:
         assert f"{target} compile check of 3 kernel launches: 3 passed, 0 failed (2 distinct" in out
@@ -137,3 +137,28 @@ def test_without_the_amd_constexprs_the_nvidia_path_fails_on_amd(tmp_path):
     for use_pdl, use_tma in ((True, False), (False, True)):
         code, out = _check(tmp_path, [_switched(use_pdl, use_tma)], "--target", "hip:gfx942", script=script)
         assert code == 1 and "FAILED hip:gfx942 check_kernels.switched_kernel" in out, out
+
+
+def test_amd_targets_compile_a_cover_of_the_launches(tmp_path):
+    """Four launches: every ADD and TAG value is in two of them. AMD compiles two that together show every
+    value (cuda:90 all four, and AMD too with --all-launches)."""
+    entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=add, TAG=tag)
+               for add in (True, False) for tag in (0, 1)]
+    chosen = compile_check.cover(entries)
+    assert len(chosen) == 2
+    assert {c["constexprs"]["ADD"] for c in chosen} == {True, False}
+    assert {c["constexprs"]["TAG"] for c in chosen} == {0, 1}
+    code, out = _check(tmp_path, entries)
+    assert code == 0, out
+    assert "cuda:90 compile check of 4 kernel launches: 4 passed" in out
+    for target in AMD:
+        assert (f"{target} compile check of 2 kernel launches (a cover of the 4 recorded: every constexpr value, "
+                f"argument type and option of each kernel): 2 passed, 0 failed") in out
+    code, out = _check(tmp_path, entries, "--target", "hip:gfx942", "--all-launches")
+    assert code == 0 and "hip:gfx942 compile check of 4 kernel launches: 4 passed" in out, out
+
+
+def test_cover_keeps_each_kernel_apart():
+    a = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=True, TAG=0)]
+    b = [_entry(check_kernels.ptx_kernel, _x(), BLOCK=64, TAG=0)]
+    assert len(compile_check.cover(a + b)) == 2  # the same constexpr values, two kernels: both compiled
