@@ -4,6 +4,13 @@ Each full page of a sequence gets a key: a hash of (key of the previous page, th
 key names a whole prefix. A page whose key is registered can be shared by any sequence with the same
 prefix (reference-counted). Freed pages keep their key and go to the back of an LRU free list; they are
 reused as cache hits until a new allocation evicts them from the front.
+
+Context parallelism (``num_ranks > 1``): each rank has a pool of ``num_blocks`` pages, page ``g`` being
+page ``g % num_blocks`` of rank ``g // num_blocks``. A sequence's logical page ``i`` lives on rank
+``min(i // share, num_ranks - 1)``, ``share = ceil(ceil(final / block_size) / num_ranks)`` pages, where
+``final`` is the longest the sequence can grow (prompt + max_tokens, at most ``max_model_len``): its pages
+form contiguous, page-aligned parts in rank order (what :func:`tritium.fused.distributed_paged_decode`
+reads), spread evenly by its final length, and new tokens go to the rank owning the tail.
 """
 
 from __future__ import annotations
@@ -37,29 +44,57 @@ class BlockManager:
     filled pages; ``free`` releases a table.
     """
 
-    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True):
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True, *, num_ranks: int = 1,
+                 max_model_len: int | None = None):
         if num_blocks < 1:
             raise ValueError(f"num_blocks must be >= 1, got {num_blocks}")
+        if num_ranks > 1 and max_model_len is None:
+            raise ValueError("num_ranks > 1 needs max_model_len (a sequence's share of pages per rank)")
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
-        self.blocks = [Block(i) for i in range(num_blocks)]
-        self.free_blocks: collections.OrderedDict[int, None] = collections.OrderedDict((i, None) for i in range(num_blocks))
+        self.num_ranks, self.rank_blocks, self.max_model_len = num_ranks, num_blocks, max_model_len
+        self.blocks = [Block(i) for i in range(num_blocks * num_ranks)]
+        # one LRU free list per rank (pool); ``free_blocks`` is rank 0's
+        self.pools: list[collections.OrderedDict[int, None]] = [
+            collections.OrderedDict((r * num_blocks + i, None) for i in range(num_blocks)) for r in range(num_ranks)]
+        self.free_blocks = self.pools[0]
         self.cached: dict[int, int] = {}  # key -> block id
         self.hits = 0  # tokens served from the prefix cache
 
     @property
     def num_blocks(self) -> int:
+        """Pages of every rank together."""
         return len(self.blocks)
 
     @property
     def num_free_blocks(self) -> int:
-        return len(self.free_blocks)
+        return sum(len(pool) for pool in self.pools)
+
+    # -- context parallelism: which rank holds a sequence's page ---------------------------------------------
+    def share(self, seq) -> int | None:
+        """Pages per rank of ``seq``'s parts (None: one rank)."""
+        if self.num_ranks == 1:
+            return None
+        final = min(seq.prompt_len + seq.params.max_tokens, self.max_model_len)
+        return max(1, -(-(-(-final // self.block_size)) // self.num_ranks))
+
+    def rank_of(self, index: int, share: int | None) -> int:
+        """Rank of a sequence's ``index``-th page."""
+        return 0 if share is None else min(index // share, self.num_ranks - 1)
+
+    def grow(self, seq, num_tokens: int) -> bool:
+        """``append_slots`` for ``seq``'s table, on the ranks its parts live on."""
+        return self.append_slots(seq.block_table, num_tokens, self.share(seq))
+
+    def prefix(self, seq) -> tuple[list[int], list[int]]:
+        """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on)."""
+        return self.allocate_prefix(seq.token_ids, self.share(seq))
 
     def blocks_needed(self, block_table: list[int], num_tokens: int) -> int:
         """Pages to add so that a table holds ``num_tokens`` tokens."""
         return max(0, -(-num_tokens // self.block_size) - len(block_table))
 
-    def allocate_prefix(self, token_ids: list[int]) -> tuple[list[int], list[int]]:
+    def allocate_prefix(self, token_ids: list[int], share: int | None = None) -> tuple[list[int], list[int]]:
         """Block table and page keys of the longest cached prefix of ``token_ids``, leaving at least one
         token to compute (its logits are needed). Returns ([], []) without prefix caching."""
         if not self.enable_prefix_caching:
@@ -67,7 +102,7 @@ class BlockManager:
         table, keys = [], []
         for key in prefix_keys(token_ids, self.block_size, (len(token_ids) - 1) // self.block_size):
             block_id = self.cached.get(key)
-            if block_id is None:
+            if block_id is None or block_id // self.rank_blocks != self.rank_of(len(table), share):
                 break
             self._take(block_id)
             table.append(block_id)
@@ -75,13 +110,15 @@ class BlockManager:
         self.hits += len(table) * self.block_size
         return table, keys
 
-    def append_slots(self, block_table: list[int], num_tokens: int) -> bool:
-        """Grow ``block_table`` in place to hold ``num_tokens``; False (and no change) if pages run out."""
-        need = self.blocks_needed(block_table, num_tokens)
-        if need > len(self.free_blocks):
+    def append_slots(self, block_table: list[int], num_tokens: int, share: int | None = None) -> bool:
+        """Grow ``block_table`` in place to hold ``num_tokens`` (its new pages on the ranks ``share`` puts
+        them on); False (and no change) if pages run out."""
+        ranks = [self.rank_of(i, share) for i in range(len(block_table),
+                                                       len(block_table) + self.blocks_needed(block_table, num_tokens))]
+        if any(ranks.count(r) > len(self.pools[r]) for r in set(ranks)):
             return False
-        for _ in range(need):
-            block_id, _ = self.free_blocks.popitem(last=False)
+        for r in ranks:
+            block_id, _ = self.pools[r].popitem(last=False)
             block = self.blocks[block_id]
             if block.key is not None:  # evict a cached page
                 if self.cached.get(block.key) == block_id:
@@ -114,11 +151,11 @@ class BlockManager:
             block = self.blocks[block_id]
             block.ref_count -= 1
             if block.ref_count == 0:
-                self.free_blocks[block_id] = None
+                self.pools[block_id // self.rank_blocks][block_id] = None
         block_table.clear()
 
     def _take(self, block_id: int) -> None:
         block = self.blocks[block_id]
         if block.ref_count == 0:
-            del self.free_blocks[block_id]
+            del self.pools[block_id // self.rank_blocks][block_id]
         block.ref_count += 1

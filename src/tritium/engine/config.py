@@ -42,6 +42,13 @@ class EngineConfig:
       ``"torch"`` (torch.distributed: NCCL, gloo on the CPU) or ``"auto"`` (tritium on the GPUs of one
       host, else torch). ``parallel_timeout``: seconds rank 0 waits for the other ranks (start-up, a step)
       before raising.
+    - ``context_parallel_size``: ranks (GPUs, or CPU processes under the Triton interpreter) each
+      sequence's KV pages are spread over, each rank holding the whole model (tensor_parallel_size must
+      be 1). A sequence's pages are split in contiguous parts, ``ceil(pages / N)`` per rank of the pages its
+      longest context (prompt + max_tokens) needs, in rank order; new tokens go to the rank owning the
+      tail. Attention runs through :func:`tritium.fused.distributed_paged_decode` for every token (decode
+      and prefill alike), in its mode ``"torch"`` when ``comm="torch"``, else ``"fused"``. Greedy decode
+      windows are off (each step is planned on the host); the context holds ``N`` times a rank's pages.
     - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
       graph replays, or eager steps without graphs), the next token fed on the device, before the host
       reads their tokens; the next window is queued from the device's state before that read, so the
@@ -70,6 +77,7 @@ class EngineConfig:
     fuse_rope_kv_write: bool = True
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
+    context_parallel_size: int = 1
     comm: str = "auto"
     parallel_timeout: float = 300.0
     dtype: torch.dtype | None = None
@@ -87,6 +95,15 @@ class EngineConfig:
                             f"({type(self.tensor_parallel_size).__name__})")
         if self.tensor_parallel_size < 1:
             raise ValueError(f"tensor_parallel_size must be >= 1, got {self.tensor_parallel_size}")
+        if not isinstance(self.context_parallel_size, int) or isinstance(self.context_parallel_size, bool):
+            raise TypeError(f"context_parallel_size must be an int, got {self.context_parallel_size!r} "
+                            f"({type(self.context_parallel_size).__name__})")
+        if self.context_parallel_size < 1:
+            raise ValueError(f"context_parallel_size must be >= 1, got {self.context_parallel_size}")
+        if self.context_parallel_size > 1 and self.tensor_parallel_size > 1:
+            raise ValueError(f"context_parallel_size {self.context_parallel_size} with tensor_parallel_size "
+                             f"{self.tensor_parallel_size} is not supported: context parallelism runs the whole "
+                             f"model on every rank (tensor_parallel_size=1)")
         if self.comm not in ("auto", "tritium", "torch"):
             raise ValueError(f"comm must be 'auto', 'tritium' or 'torch', got {self.comm!r}")
         if not isinstance(self.parallel_timeout, (int, float)) or isinstance(self.parallel_timeout, bool) \

@@ -36,6 +36,7 @@ from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
+from tritium.models.attention import DistributedDecodeAttention, TorchContextParallelAttention
 from tritium.models.config import ModelConfig
 from tritium.models.layers import SINGLE
 from tritium.models.llama import LlamaModel, ModelOptions
@@ -107,6 +108,8 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
                          "interpreter: set TRITON_INTERPRET=1 before importing tritium")
     if cfg.tensor_parallel_size > 1:
         parallel.check_parallel(cfg.tensor_parallel_size, model_config, device, cfg.comm)
+    if cfg.context_parallel_size > 1:
+        parallel.check_context_parallel(cfg.context_parallel_size, device)
     return cfg
 
 
@@ -117,12 +120,20 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     Returns the config with the settled page count, context length and prefetch."""
     device = cfg.device
     on_gpu = device.type == "cuda"
+    cp = cfg.context_parallel_size
+    context_parallel = None
+    if cp > 1 and cfg.attention_backend == "triton":  # collective: the workspace is made in every rank's heap
+        context_parallel = DistributedDecodeAttention(
+            tp.comm, parallel.context_rows(cfg), model_config.num_attention_heads, model_config.head_dim,
+            model_config.sliding_window, mode=tp.decode_mode, triton_write=cfg.op_backend == "triton")
+    elif cp > 1:
+        context_parallel = TorchContextParallelAttention(tp.rank, cp, tp.cp_all_gather, model_config.sliding_window)
     model = LlamaModel(model_config, dtype=cfg.dtype, device=device, group=SINGLE if tp is None else tp.group,
                        options=ModelOptions(
                            attention_backend=cfg.attention_backend, op_backend=cfg.op_backend,
                            linear_backend=cfg.linear_backend, pdl=cfg.pdl, attention_pdl=cfg.attention_pdl,
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
-                           max_decode_tokens=cfg.max_num_seqs))
+                           max_decode_tokens=cfg.max_num_seqs, context_parallel=context_parallel))
     model.load_weights(weights)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:
@@ -134,13 +145,14 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     num_blocks = _num_blocks(model, cfg, device)
     if tp is not None:
         num_blocks = tp.agree_min(num_blocks)
-    if num_blocks * cfg.block_size < cfg.max_model_len:
-        log.info("KV cache holds %d tokens: max_model_len lowered from %d", num_blocks * cfg.block_size,
-                 cfg.max_model_len)
+    capacity = num_blocks * cfg.block_size * cp  # context parallel: every rank holds a part of a sequence
+    if capacity < cfg.max_model_len:
+        log.info("KV cache holds %d tokens: max_model_len lowered from %d", capacity, cfg.max_model_len)
     cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks,
-                              max_model_len=min(cfg.max_model_len, num_blocks * cfg.block_size))
+                              max_model_len=min(cfg.max_model_len, capacity))
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
-                         max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu)
+                         max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
+                         cp_rank=tp.rank if cp > 1 else 0, cp_world=cp)
     return model, runner, cfg
 
 
@@ -197,7 +209,7 @@ class LLMEngine:
         engine = cls.__new__(cls)
         engine.model_path = None
         source = None
-        if engine_config.tensor_parallel_size > 1:
+        if engine_config.tensor_parallel_size * engine_config.context_parallel_size > 1:
             # the other ranks need the weights too: a picklable source (``iter(device)``) or the tensors
             if hasattr(weights, "iter"):
                 source, weights = weights, None
@@ -214,7 +226,7 @@ class LLMEngine:
         weights themselves)."""
         cfg = resolve_config(given, model_config)
         self.parallel: parallel.TensorParallel | None = None
-        if cfg.tensor_parallel_size > 1:
+        if cfg.tensor_parallel_size * cfg.context_parallel_size > 1:
             self.parallel = parallel.start(cfg, model_config, source)
         if weights is None:  # a source of its own (random weights for a benchmark)
             weights = source.iter(cfg.device)
@@ -234,10 +246,14 @@ class LLMEngine:
         tp = self.parallel
         if tp is not None and tp.rank == 0:
             runner.publish, runner.wait, runner.window_end = tp.send, tp.wait, tp.window_end
-        self.block_manager = BlockManager(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching)
+        cp = cfg.context_parallel_size
+        self.block_manager = BlockManager(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching, num_ranks=cp,
+                                          max_model_len=cfg.max_model_len)
+        # context parallel: no greedy windows (greedy_advance would write the next slot and length on
+        # the device as if one rank held the whole sequence): every step is planned on the host
         self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
                                    max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
-                                   max_model_len=cfg.max_model_len, decode_steps=cfg.decode_steps)
+                                   max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps)
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else model_config.eos_token_ids)
         # queue the next greedy window before reading the one in flight (off only to measure what it buys)

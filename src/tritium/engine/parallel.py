@@ -38,8 +38,9 @@ import torch
 import torch.distributed as dist
 
 from tritium.collectives import Communicator
+from tritium.fused import DistributedDecodeWorkspace
 from tritium.models.config import ModelConfig
-from tritium.models.layers import ParallelGroup
+from tritium.models.layers import SINGLE, ParallelGroup
 from tritium.runtime import interpreting
 from tritium.shmem import SymmetricHeap
 from tritium.shmem.cpu_shm import PREFIX_ENV, SHM_DIR
@@ -115,12 +116,30 @@ def check_parallel(n, model_config: ModelConfig, device: torch.device, comm: str
     if kv % n and n % kv:
         raise ValueError(f"tensor_parallel_size {n} must divide the model's num_key_value_heads ({kv}) or be a "
                          f"multiple of it (then each KV head is replicated)")
+    _check_gpus("tensor_parallel_size", n, device)
+
+
+def check_context_parallel(n, device: torch.device) -> None:
+    """One-line errors for a context-parallel size the machine cannot take (before any process starts)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"context_parallel_size must be an int, got {n!r} ({type(n).__name__})")
+    if n < 1:
+        raise ValueError(f"context_parallel_size must be >= 1, got {n}")
+    _check_gpus("context_parallel_size", n, device)
+
+
+def _check_gpus(name: str, n: int, device: torch.device) -> None:
+    """Rank 0 starts ranks on cuda:first .. cuda:first + n - 1: they must exist (torchrun places its own)."""
     if device.type == "cuda" and not _launched_by_torchrun():
         first = device.index if device.index is not None else torch.cuda.current_device()
         count = torch.cuda.device_count()
         if first + n > count:
-            raise ValueError(f"tensor_parallel_size {n} needs {n} GPUs from cuda:{first}, but {count} GPU(s) are "
-                             f"visible")
+            raise ValueError(f"{name} {n} needs {n} GPUs from cuda:{first}, but {count} GPU(s) are visible")
+
+
+def context_rows(cfg) -> int:
+    """Rows of the largest context-parallel attention call: a step's tokens (prefill tokens are rows too)."""
+    return max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
 
 
 def _launched_by_torchrun() -> bool:
@@ -167,7 +186,7 @@ class TensorParallel:
     """
 
     def __init__(self, *, comm: str, device: torch.device, max_bytes: int, timeout: float,
-                 pool: "WorkerPool | None" = None):
+                 pool: "WorkerPool | None" = None, context_parallel: bool = False, decode_heap_bytes: int = 0):
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.device, self.timeout, self.pool = device, timeout, pool
         self.heap: SymmetricHeap | None = None
@@ -176,14 +195,22 @@ class TensorParallel:
         hosts: list = [None] * self.world_size
         dist.all_gather_object(hosts, socket.gethostname(), group=self._ctrl)
         self.num_hosts = len(set(hosts))
+        # context parallel: the whole model on every rank; with Triton attention a communicator for
+        # distributed decode (decode_heap_bytes: its workspace's share of the heap; comm="torch" picks its
+        # torch.distributed mode), else torch.distributed's all-gather (cp_all_gather)
+        self.context_parallel = context_parallel
+        self.decode_mode = "torch" if comm == "torch" else "fused"
+        if context_parallel:
+            comm = "tritium" if decode_heap_bytes > 0 else "torch"
         self.comm_kind = select_comm(comm, device_type=device.type, num_hosts=self.num_hosts)
+        self.cp_all_gather = _torch_group(self.rank, self.world_size).all_gather
         if self.comm_kind == "tritium":
-            self.heap = SymmetricHeap(Communicator.heap_bytes(max_bytes, self.world_size) + (1 << 20),
-                                      device=device, timeout=timeout)
+            self.heap = SymmetricHeap(Communicator.heap_bytes(max_bytes, self.world_size) + decode_heap_bytes
+                                      + (1 << 20), device=device, timeout=timeout)
             self.comm = Communicator(self.heap, max_bytes)
-            self.group = _tritium_group(self.comm)
+            self.group = SINGLE if self.context_parallel else _tritium_group(self.comm)
         else:
-            self.group = _torch_group(self.rank, self.world_size)
+            self.group = SINGLE if context_parallel else _torch_group(self.rank, self.world_size)
         self._buf = torch.zeros(_CHUNK, dtype=torch.uint8)
         self._buf_np = self._buf.numpy()
         cuda = device.type == "cuda"
@@ -470,6 +497,13 @@ class WorkerPool:
 def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) -> TensorParallel:
     """This process's :class:`TensorParallel` for a resolved engine config (every rank calls it with the
     same ``cfg`` but its own device)."""
+    if cfg.context_parallel_size > 1:
+        # the communicator all-gathers only the lengths (sliding windows); the workspace takes the rest
+        rows = context_rows(cfg)
+        heap = 0 if cfg.attention_backend == "torch" else DistributedDecodeWorkspace.heap_bytes(
+            rows, model_config.num_attention_heads, model_config.head_dim, cfg.context_parallel_size)
+        return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max(4 * rows, 1 << 16),
+                              timeout=cfg.parallel_timeout, pool=pool, context_parallel=True, decode_heap_bytes=heap)
     max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.dtype,
                                cfg.tensor_parallel_size)
     return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max_bytes, timeout=cfg.parallel_timeout,
@@ -480,7 +514,7 @@ def start(cfg, model_config: ModelConfig, source) -> TensorParallel:
     """Rank 0 (or, under torchrun, every rank): bring up the ranks of a resolved engine config and return
     this process's rank. ``source``: what workers load the model from (a checkpoint path, a list of
     (name, tensor) pairs, or an object with ``iter(device)`` yielding them)."""
-    n = cfg.tensor_parallel_size  # checked by check_parallel (resolve_config)
+    n = cfg.tensor_parallel_size * cfg.context_parallel_size  # checked in resolve_config (one of them is 1)
     if cfg.device.type == "cuda":
         first = cfg.device.index if cfg.device.index is not None else torch.cuda.current_device()
         devices = [torch.device("cuda", first + r) for r in range(n)]
@@ -514,13 +548,13 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=span)
         if dist.get_world_size() != n:
-            raise ValueError(f"tensor_parallel_size {n} under torchrun must equal the job's world size "
-                             f"({dist.get_world_size()}), or be 1")
+            raise ValueError(f"tensor_parallel_size (or context_parallel_size) {n} under torchrun must equal the "
+                             f"job's world size ({dist.get_world_size()}), or be 1")
         return None
     if dist.is_initialized():
-        raise ValueError("tensor_parallel_size > 1 starts its own ranks, but torch.distributed is already "
-                         "initialised in this process (another tensor-parallel engine not closed, or your own "
-                         "process group): close it first, or run under torchrun")
+        raise ValueError("tensor_parallel_size or context_parallel_size > 1 starts its own ranks, but "
+                         "torch.distributed is already initialised in this process (another tensor-parallel engine "
+                         "not closed, or your own process group): close it first, or run under torchrun")
     pool = WorkerPool(n, spec, timeout)
     try:
         dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)

@@ -117,7 +117,7 @@ class ModelRunner:
     """
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
-                 max_num_seqs: int, cuda_graphs: bool):
+                 max_num_seqs: int, cuda_graphs: bool, cp_rank: int = 0, cp_world: int = 1):
         cfg = model.config
         self.model = model
         self.device = model.device
@@ -125,6 +125,9 @@ class ModelRunner:
         self.num_blocks = num_blocks
         self.max_model_len = max_model_len
         self.max_blocks_per_seq = -(-max_model_len // block_size)
+        # context parallel: plans hold global page ids (rank * num_blocks + page); this rank runs its view
+        # of each (:meth:`localize`)
+        self.cp_rank, self.cp_world = cp_rank, cp_world
         self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, model.num_kv_heads,
                                     cfg.head_dim, dtype=model.dtype, device=self.device)
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
@@ -165,7 +168,8 @@ class ModelRunner:
         """[S, longest table] int32 page ids of the batch; the scratch page past each sequence's own: a
         slot computed past a sequence's pages (a bug) writes scratch, not someone's KV."""
         width = max((len(seq.block_table) for seq in batch.seqs), default=0)
-        table = np.full((len(batch.seqs), max(width, 1)), self.num_blocks, dtype=np.int32)
+        # context parallel: past every rank's pages, so that no rank takes it for one of its own
+        table = np.full((len(batch.seqs), max(width, 1)), self.num_blocks * self.cp_world, dtype=np.int32)
         for i, seq in enumerate(batch.seqs):
             table[i, :len(seq.block_table)] = seq.block_table
         return table
@@ -175,6 +179,27 @@ class ModelRunner:
         dest.fill(self.num_blocks)
         dest[:table.shape[0], :table.shape[1]] = table
         return dest
+
+    def localize(self, plan: StepPlan) -> StepPlan:
+        """Context parallel: this rank's view of a step whose plan holds global page ids. Every token becomes
+        a row of its own (a query of :class:`~tritium.models.attention.DistributedDecodeAttention`): its
+        sequence's pages on this rank (local ids) and how many of the keys it sees (positions ``<= pos``)
+        this rank holds; its K/V slot here, or -1 where another rank stores it. A sequence's pages on this
+        rank are a contiguous, page-aligned run of its logical pages (the block manager's parts)."""
+        r, nb, bs = self.cp_rank, self.num_blocks, self.block_size
+        table = plan.table.astype(np.int64)
+        mine = table // nb == r                                  # [S, W]
+        count = mine.sum(axis=1)                                 # this rank's pages of each sequence
+        first = np.argmax(mine, axis=1)                          # logical index of the first of them
+        local = np.full((len(plan.q_lens), max(int(count.max(initial=0)), 1)), nb, dtype=np.int32)
+        for s, n in enumerate(count):
+            local[s, :n] = table[s, mine[s]] - r * nb
+        seq_of = np.repeat(np.arange(len(plan.q_lens)), plan.q_lens)  # [T]
+        lens = np.clip(plan.pos + 1 - first[seq_of] * bs, 0, count[seq_of] * bs)
+        page = plan.slots // bs
+        slots = np.where(page // nb == r, plan.slots - r * nb * bs, -1)
+        return StepPlan(plan.ids, plan.pos, slots, [1] * len(plan.ids), lens.tolist(), plan.logit_rows,
+                        local[seq_of], plan.decode)
 
     def execute(self, plan: StepPlan | WindowPlan):
         """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window."""
@@ -197,6 +222,8 @@ class ModelRunner:
         return self._share(self.plan_step(batch), self._step)
 
     def _step(self, plan: StepPlan) -> torch.Tensor:
+        if self.cp_world > 1:
+            plan = self.localize(plan)
         S = len(plan.q_lens)
         bucket = self.graph_bucket(S) if self.graphs else None
         if bucket is not None and plan.decode:
@@ -207,7 +234,9 @@ class ModelRunner:
         dev = self.device
         cu = np.zeros(S + 1, dtype=np.int32)
         np.cumsum(plan.q_lens, out=cu[1:])
-        table = self._fill_block_table(plan.table, np.empty((S, self.max_blocks_per_seq), dtype=np.int32))
+        # context parallel: a row per token, as wide as this rank's longest part
+        width = plan.table.shape[1] if self.cp_world > 1 else self.max_blocks_per_seq
+        table = self._fill_block_table(plan.table, np.empty((S, width), dtype=np.int32))
 
         def up(a: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(a).to(dev, non_blocking=True)

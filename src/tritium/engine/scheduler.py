@@ -74,7 +74,7 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             n = min(seq.num_tokens - seq.num_computed, budget)
-            while not self.blocks.append_slots(seq.block_table, seq.num_computed + n):
+            while not self.blocks.grow(seq, seq.num_computed + n):
                 victim = self.running[-1]
                 self._preempt(victim)
                 if victim is seq:
@@ -91,12 +91,12 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
             if not seq.block_table:
-                seq.block_table, seq.block_keys = self.blocks.allocate_prefix(seq.token_ids)
+                seq.block_table, seq.block_keys = self.blocks.prefix(seq)
                 seq.num_computed = len(seq.block_table) * self.blocks.block_size
             remaining = seq.num_tokens - seq.num_computed
             n = min(remaining, budget)
             if (n < remaining and not self.enable_chunked_prefill) or \
-                    not self.blocks.append_slots(seq.block_table, seq.num_computed + n):
+                    not self.blocks.grow(seq, seq.num_computed + n):
                 if not self.running and not seqs:
                     self._fail_if_never_fits(seq)
                 self._release(seq)
@@ -139,7 +139,7 @@ class Scheduler:
         for seq in batch.seqs:
             n = self.to_sample(seq, ahead)
             need = ahead + min(k, n) + (1 if ahead_page and n > k else 0)
-            if need > 0 and not self.blocks.append_slots(seq.block_table, seq.num_computed + need):
+            if need > 0 and not self.blocks.grow(seq, seq.num_computed + need):
                 return False
         return True
 

@@ -1,6 +1,7 @@
-"""Attention backends of the engine: tritium's paged attention, or PyTorch SDPA over gathered pages.
+"""Attention backends of the engine: tritium's paged attention, PyTorch SDPA over gathered pages, or
+(context parallelism) distributed decode over KV parts held by several ranks.
 
-Both take the per-step :class:`AttentionMetadata` built once by the runner and shared by every layer
+All take the per-step :class:`AttentionMetadata` built once by the runner and shared by every layer
 ("plan once, run per layer"). The KV cache of one layer is a pair of tensors
 ``[num_blocks, block_size, num_kv_heads, head_dim]``.
 """
@@ -13,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
 
 
 @dataclasses.dataclass
@@ -74,6 +76,93 @@ class TritonAttention:
                                pdl=self.pdl)
 
 
+class DistributedDecodeAttention:
+    """Context parallelism: every row of the batch is one query token whose keys are spread over the
+    communicator's ranks (:func:`tritium.fused.distributed_paged_decode`).
+
+    The runner gives each rank its view of the step: ``block_table`` / ``seq_lens`` have one row per
+    token, this rank's pages of the token's sequence and how many of the keys the token sees (its
+    position + 1 across all ranks) lie in this rank's part; ``slot_mapping`` is -1 for tokens another
+    rank stores. A prefill token is then a decode query at its own position (causal attention, one
+    query at a time: correct, but it reads its whole prefix per token, O(T x L) for a T-token chunk).
+    ``q`` is the same on every rank (the whole model runs on every rank); so is the output.
+
+    One workspace, shared by all layers, holds ``max_rows`` rows (the largest step's tokens), so a call
+    neither allocates nor syncs (CUDA-graph decode steps). Constructing it is collective.
+    """
+
+    name = "context_parallel"
+
+    def __init__(self, comm, max_rows: int, num_q_heads: int, head_dim: int, sliding_window: int | None = None, *,
+                 mode: str = "fused", triton_write: bool = True):
+        self.comm, self.mode, self.sliding_window = comm, mode, sliding_window
+        self.workspace = DistributedDecodeWorkspace(comm, max_rows, num_q_heads, head_dim)
+        self.triton_write = triton_write  # False: a torch scatter (the CPU, where Triton is interpreted)
+
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]; this rank stores its tokens' K/V."""
+        if self.triton_write:
+            write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
+        else:
+            _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+        return self.attend(q, k_cache, v_cache, meta, scale)
+
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        return distributed_paged_decode(q, k_cache, v_cache, meta.block_table, meta.seq_lens, self.comm,
+                                        softmax_scale=scale, sliding_window=self.sliding_window,
+                                        workspace=self.workspace, mode=self.mode)
+
+
+class TorchContextParallelAttention:
+    """Context parallelism in PyTorch (the CPU's path, as :class:`TorchAttention` is one rank's): each rank
+    computes every row's attention over its part of the keys with its log-sum-exp, the parts are
+    all-gathered (``all_gather``: ``x [n, ...]`` of every rank in rank order -> ``[world_size * n, ...]``,
+    torch.distributed) and merged: ``out = sum_r exp(lse_r - m) o_r / sum_r exp(lse_r - m)``,
+    ``m = max_r lse_r``. Rows and metadata as in :class:`DistributedDecodeAttention`."""
+
+    name = "context_parallel_torch"
+
+    def __init__(self, rank: int, world_size: int, all_gather, sliding_window: int | None = None):
+        self.rank, self.world_size, self.all_gather, self.sliding_window = rank, world_size, all_gather, sliding_window
+
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+        return self.attend(q, k_cache, v_cache, meta, scale)
+
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        T, hq, d = q.shape
+        _, block_size, hkv, _ = k_cache.shape
+        lens = meta.seq_lens.long()                                                         # [T]
+        table = meta.block_table.long()
+        keys = k_cache[table].reshape(T, -1, hkv, d).float().repeat_interleave(hq // hkv, dim=2)  # [T, L, Hq, D]
+        vals = v_cache[table].reshape(T, -1, hkv, d).float().repeat_interleave(hq // hkv, dim=2)
+        k_pos = torch.arange(keys.shape[1], device=q.device)[None, :]
+        visible = k_pos < lens[:, None]                                                    # [T, L]
+        if self.sliding_window is not None:  # the query's position relative to this part: sum_{r' >= r} lens - 1
+            everyone = self.all_gather(meta.seq_lens.contiguous()).view(self.world_size, T).long()
+            q_pos = everyone[self.rank:].sum(0) - 1
+            visible &= k_pos > (q_pos - self.sliding_window)[:, None]
+        scores = torch.einsum("thd,tlhd->thl", q.float(), keys) * scale
+        scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)                                              # [T, Hq], -inf: no key
+        probs = torch.exp(scores - lse.clamp_min(torch.finfo(torch.float32).min)[..., None])
+        part = torch.cat([torch.einsum("thl,tlhd->thd", probs, vals), lse[..., None]], dim=-1)  # [T, Hq, D + 1]
+        parts = self.all_gather(part).view(self.world_size, T, hq, d + 1)
+        lses = parts[..., d]
+        weights = torch.exp(lses - lses.max(0).values.clamp_min(torch.finfo(torch.float32).min))  # [R, T, Hq]
+        out = (weights[..., None] * parts[..., :d]).sum(0) / weights.sum(0).clamp_min(1e-30)[..., None]
+        return out.to(q.dtype)
+
+
+def _scatter_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
+    """Write k/v [T, Hkv, D] to their cache slots; skipped slots (< 0) go to the last page, which the runner
+    reserves as scratch (a static-shape scatter: CUDA-graph safe, no boolean indexing)."""
+    num_blocks, block_size, hkv, d = k_cache.shape
+    idx = torch.where(slot_mapping >= 0, slot_mapping, torch.full_like(slot_mapping, (num_blocks - 1) * block_size))
+    k_cache.view(-1, hkv, d).index_copy_(0, idx, k.to(k_cache.dtype))
+    v_cache.view(-1, hkv, d).index_copy_(0, idx, v.to(v_cache.dtype))
+
+
 class TorchAttention:
     """PyTorch path: scatter the new K/V into the pages, gather each sequence's pages, run SDPA.
 
@@ -89,13 +178,7 @@ class TorchAttention:
         self.sliding_window = sliding_window
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
-        num_blocks, block_size, hkv, d = k_cache.shape
-        # Skipped slots (-1: CUDA-graph padding) go to the last page, which the runner reserves as scratch;
-        # a static-shape scatter keeps this graph safe (no boolean indexing).
-        slots = meta.slot_mapping
-        idx = torch.where(slots >= 0, slots, torch.full_like(slots, (num_blocks - 1) * block_size))
-        k_cache.view(-1, hkv, d).index_copy_(0, idx, k.to(k_cache.dtype))
-        v_cache.view(-1, hkv, d).index_copy_(0, idx, v.to(v_cache.dtype))
+        _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)  # skipped slots (CUDA-graph padding): scratch
         if meta.q_lens_host is None or meta.max_seqlen_q == 1:
             return self._decode(q, k_cache, v_cache, meta, scale)
         return self._varlen(q, k_cache, v_cache, meta, scale)

@@ -15,7 +15,8 @@ from typing import Iterable
 
 import torch
 
-from tritium.models.attention import AttentionMetadata, TorchAttention, TritonAttention
+from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttention, TorchAttention,
+                                     TorchContextParallelAttention, TritonAttention)
 from tritium.models.config import ModelConfig
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
@@ -43,6 +44,9 @@ class ModelOptions:
     - ``attention_num_splits``: split-KV override for decode (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention only).
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
+    - ``context_parallel``: the attention of a context-parallel engine, built by the engine
+      (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
+      made collectively; ``TorchContextParallelAttention`` for torch); it replaces ``attention_backend``'s.
     """
 
     attention_backend: str = "torch"
@@ -53,6 +57,7 @@ class ModelOptions:
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
     max_decode_tokens: int = 1
+    context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
     def __post_init__(self):
         if self.attention_backend not in ATTENTION_BACKENDS:
@@ -150,7 +155,9 @@ class LlamaModel:
         layers' tuned choices are kept."""
         self.options = options
         self.ops = op_set(options.op_backend, pdl=options.pdl)
-        if options.attention_backend == "triton":
+        if options.context_parallel is not None:
+            self.attention = options.context_parallel
+        elif options.attention_backend == "triton":
             self.attention = TritonAttention(options.max_decode_tokens, self.num_heads, self.config.head_dim,
                                              self.device, self.config.sliding_window, pdl=options.attention_pdl,
                                              num_splits=options.attention_num_splits)
