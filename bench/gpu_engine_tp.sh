@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Tensor-parallel engine (issue 16) on a multi-GPU machine (torch + triton installed, no network), from the repo root:
 #   OUT=/some/dir bash bench/gpu_engine_tp.sh [all|tests|bench] [extra bench args...]
-# tests: tests/engine/test_tensor_parallel.py on the GPUs (TEST_ARGS: extra pytest arguments, e.g. "-m gpu" for
-# the GPU-only tests; skipped if the file is absent);
+# tests: tests/engine/test_tensor_parallel.py and test_context_parallel.py (issue 18) on the GPUs (TEST_ARGS: extra
+# pytest arguments, e.g. "-m gpu" for the GPU-only tests; a file that is absent is skipped);
 # bench: `python -m tritium.bench engine --tp $TP` (TP default 2): Llama-3-70B random bf16 weights at TP=2 with
 # comm tritium then comm torch (batch-1 step, batch-64 throughput, 2048-token prefill), then Llama-3-8B at
 # TP=1 and TP=2 (batch-1 step): four engine builds, one at a time. JSON $OUT/engine-tp-<gpu>-x<TP>.json
 # (rewritten after each engine, "complete": false until the end), logs beside it (git-ignored in bench/results).
-# Budget on 2x H200: tests <= TEST_TIMEOUT (150 s), bench ~5-6 min, killed at BENCH_TIMEOUT (400 s).
+# Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench ~5-6 min, killed at BENCH_TIMEOUT (400 s).
 set -uo pipefail
 what=${1:-all}; shift || true
 cd "$(dirname "$0")/.."
@@ -18,16 +18,19 @@ status=0
 stamp "engine-tp on $ngpu x $gpu, TP=$tp, OUT=$OUT"
 
 if [[ $what == tests || $what == all ]]; then
-  tests=tests/engine/test_tensor_parallel.py
-  if [[ -f $tests ]]; then
+  tests=""
+  for f in tests/engine/test_tensor_parallel.py tests/engine/test_context_parallel.py; do
+    [[ -f $f ]] && tests+=" $f"
+  done
+  if [[ -n $tests ]]; then
     log="$OUT/engine-tp-tests-$gpu-x$ngpu.log"
-    timeout -k 20 ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider $tests ${TEST_ARGS:-} > "$log" 2>&1
+    timeout -k 20 ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider $tests ${TEST_ARGS:-} > "$log" 2>&1
     rc=$?
     (( rc == 0 || rc == 5 )) || status=1  # 5: no test selected
     stamp "engine-tp tests rc=$rc ($(tail -1 "$log"))"
     (( rc == 0 || rc == 5 )) || grep -E "Error|FAILED|assert" "$log" | head -20
   else
-    stamp "engine-tp tests: $tests not there yet, skipped"
+    stamp "engine-tp tests: no test file there yet, skipped"
   fi
 fi
 
