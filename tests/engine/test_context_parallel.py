@@ -11,7 +11,6 @@ CUDA graphs.
 import types
 
 import numpy as np
-import psutil
 import pytest
 import torch
 
@@ -21,7 +20,7 @@ from tritium.engine.parallel import check_context_parallel
 from tritium.engine.runner import ModelRunner, StepPlan
 
 from .conftest import PROMPTS
-from .test_tensor_parallel import ON_GPU, _children, _kw, _tokens, no_leaks  # noqa: F401 (a fixture)
+from .test_tensor_parallel import ON_GPU, _children, _kw, _tokens, check_close, no_leaks  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -152,14 +151,7 @@ def test_localize_each_rank_view():
 def test_clean_shutdown(tiny_models, no_leaks):
     _need_gpus(2)
     path, _ = tiny_models["qwen2"]
-    llm = LLM(path, context_parallel_size=2, attention_backend="triton", **_kw())  # a heap per rank
-    pids = [p.pid for p in llm.engine.parallel.pool.procs]
-    assert all(psutil.pid_exists(pid) for pid in pids)
-    llm.close()
-    llm.close()  # idempotent
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
-    with pytest.raises(RuntimeError, match="closed"):
-        llm.generate(PROMPTS[:1], GREEDY)
+    check_close(LLM(path, context_parallel_size=2, attention_backend="triton", **_kw()))  # a heap per rank
 
 
 def test_bad_input(tiny_models, no_leaks):

@@ -125,7 +125,11 @@ def test_scheduling_features_under_tp(tiny_models, no_leaks):
 
 def test_clean_shutdown(tiny_models, no_leaks):
     path, _ = tiny_models["qwen2"]
-    llm = LLM(path, tensor_parallel_size=2, comm="tritium", **_kw())
+    check_close(LLM(path, tensor_parallel_size=2, comm="tritium", **_kw()))
+
+
+def check_close(llm) -> None:
+    """Closing (twice) stops every worker; the engine then refuses calls."""
     pids = [p.pid for p in llm.engine.parallel.pool.procs]
     assert all(psutil.pid_exists(pid) for pid in pids)
     llm.close()
