@@ -158,10 +158,10 @@ def _paged_attention_kernel(
     out_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
     block_table_ptr, seq_lens_ptr, cu_seqlens_q_ptr,
     alibi_ptr, sinks_ptr, k_scale_ptr, v_scale_ptr,
-    part_out_ptr, part_lse_ptr,
+    part_out_ptr, part_lse_ptr, q_start_ptr, lse_ptr,
     # strides (the head_dim stride of every tensor is 1)
     stride_q_tok, stride_q_head,
-    stride_o_tok, stride_o_head,
+    stride_o_tok, stride_o_head, stride_lse_tok,
     stride_k_blk, stride_k_tok, stride_k_head,
     stride_v_blk, stride_v_tok, stride_v_head,
     stride_bt_seq,
@@ -175,6 +175,7 @@ def _paged_attention_kernel(
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
+    HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -187,6 +188,10 @@ def _paged_attention_kernel(
     (scales, ALiBi slopes, sinks).
 
     max_kv_len: tokens a block-table row holds (block_table.shape[1] * PAGE_SIZE; 0 with no pages).
+    HAS_Q_START: q_start_ptr[s] is the position of sequence s's first query in its keys' coordinates
+    (default seq_len - q_len: the new tokens are the last keys); any int32, the keys need not include
+    the queries (a part of a context held elsewhere). WRITE_LSE (no split): lse_ptr[token, head] gets
+    the row's natural-log log-sum-exp of its visible scores (sink included), -inf for a row with none.
     Metadata checks (scalar, once per program; the launcher's ``validate=True`` reports the same cases
     as errors): sequence s is impossible unless 0 <= cu[s-1] <= cu[s] <= cu[s+1] <= cu[s+2] <=
     num_tokens (neighbours where they exist), cu[0] == 0 for the first, cu[num_seqs] == num_tokens for
@@ -218,7 +223,10 @@ def _paged_attention_kernel(
     is_last = seq == num_seqs - 1
     bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
     bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
-    bad = bad | (seq_len < q_len) | (seq_len > max_kv_len)
+    if HAS_Q_START:
+        bad = bad | (seq_len < 0) | (seq_len > max_kv_len)
+    else:
+        bad = bad | (seq_len < q_len) | (seq_len > max_kv_len)
     # Rows [row_start, row_end) of q/out this sequence's Q blocks cover (the first sequence's start at 0,
     # as _find_seq counts them; the last's end at num_tokens); equal to [q_start, q_end) when consistent.
     row_start = tl.where(is_first, 0, q_start)
@@ -229,7 +237,10 @@ def _paged_attention_kernel(
         if USE_PDL:
             tl.extra.cuda.gdc_wait()  # finish only after the kernel before: later kernels count on it
         return
-    context_len = seq_len - q_len  # position of the sequence's first new token
+    if HAS_Q_START:
+        context_len = tl.load(q_start_ptr + seq)  # position of the sequence's first new token
+    else:
+        context_len = seq_len - q_len
 
     offs_m = tl.arange(0, BLOCK_M)
     rows = block_row + offs_m // QPKV  # [BLOCK_M] token row in q / out
@@ -268,6 +279,9 @@ def _paged_attention_kernel(
     if IS_CAUSAL:
         kv_end = last_pos + 1
         full_end = first_pos + 1
+        if HAS_Q_START:  # queries may lie past the keys (and last_pos before first_pos)
+            kv_end = tl.maximum(kv_end, 0)
+            full_end = tl.minimum(full_end, seq_len)
     else:
         kv_end = seq_len
         full_end = seq_len
@@ -345,6 +359,10 @@ def _paged_attention_kernel(
     if not IS_SPLIT:
         o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
         tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
+        if WRITE_LSE:  # natural log; NaN rows stay NaN
+            lse = tl.where(has_mass, (m_i + tl.math.log2(tl.where(has_mass, l_i, 1.0))) * 0.6931471805599453,
+                           float("-inf"))
+            tl.store(lse_ptr + q_rows * stride_lse_tok + head, lse, mask=row_valid)
     else:
         split64 = split.to(tl.int64)
         po_ptrs = (part_out_ptr + split64 * stride_po_split + q_rows[:, None] * stride_po_tok
@@ -357,15 +375,16 @@ def _paged_attention_kernel(
 @triton.jit
 def _merge_splits_kernel(
     # pointers
-    out_ptr, part_out_ptr, part_lse_ptr,
+    out_ptr, part_out_ptr, part_lse_ptr, lse_ptr,
     # strides
-    stride_o_tok, stride_o_head,
+    stride_o_tok, stride_o_head, stride_lse_tok,
     stride_po_split, stride_po_tok, stride_po_head,
     stride_pl_split, stride_pl_tok,
     # sizes
     num_splits,
     # meta-parameters
     SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, USE_PDL: tl.constexpr,
+    WRITE_LSE: tl.constexpr = False,
 ):
     """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse).
 
@@ -394,3 +413,7 @@ def _merge_splits_kernel(
     o = tl.sum(parts * w[:, None], 0) / tl.where(den > 0.0, den, 1.0)
     tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d, o.to(out_ptr.dtype.element_ty),
              mask=d_mask)
+    if WRITE_LSE:  # natural log of the merged sum; -inf when no split saw a key, NaN stays NaN
+        lse_all = tl.where(den > 0.0, (lse_max + tl.math.log2(tl.where(den > 0.0, den, 1.0))) * 0.6931471805599453,
+                           float("-inf"))
+        tl.store(lse_ptr + tok * stride_lse_tok + head, tl.where(den == den, lse_all, den))

@@ -126,8 +126,9 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alib
         raise ValueError("seq_lens and cu_seqlens_q must be contiguous")
 
 
-def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens):
-    """validate=True: checks that read tensor values (syncs with the device)."""
+def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, queries_in_keys=True):
+    """validate=True: checks that read tensor values (syncs with the device). ``queries_in_keys``: the
+    new tokens are the last keys (no ``q_start_pos``), so no sequence is shorter than its query."""
     num_blocks, block_size = k_cache.shape[:2]
     cu = cu_seqlens_q.cpu()
     lens = seq_lens.cpu().long()
@@ -137,7 +138,7 @@ def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens):
                          f"got {int(cu[0])} .. {int(cu[-1])}")
     if bool((q_lens < 0).any()):
         raise ValueError("cu_seqlens_q must be non-decreasing")
-    short = (lens < q_lens).nonzero()
+    short = (lens < (q_lens if queries_in_keys else 0)).nonzero()
     if short.numel():
         s = int(short[0])
         raise ValueError(f"seq_lens[{s}] = {int(lens[s])} is shorter than its query length {int(q_lens[s])}")
@@ -178,7 +179,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                     k_scale=None, v_scale=None, out: torch.Tensor | None = None,
                     workspace: AttentionWorkspace | None = None, num_splits: int | None = None,
                     config: AttentionConfig | None = None, validate: bool = False,
-                    pdl: bool = True) -> torch.Tensor:
+                    pdl: bool = True, q_start_pos: torch.Tensor | None = None,
+                    lse: torch.Tensor | None = None) -> torch.Tensor:
     """Attention of a variable-length batch of new query tokens over a paged KV cache.
 
     One launch serves prefill, chunked prefill (cached context plus new tokens) and decode sequences.
@@ -207,6 +209,15 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         config: override of the whole kernel configuration (tuning).
         validate: also check block ids and lengths (reads them, so it syncs) and raise ValueError
             naming the first inconsistency.
+        q_start_pos: [num_seqs] int32, the position of each sequence's first query in the coordinates
+            of its keys (default seq_len - q_len: the new tokens are the last keys). Any value: with a
+            sequence's keys split into parts held apart (context parallelism), the part that starts at
+            global position o gets P - o for queries starting at global position P; its queries may lie
+            before, inside or after its keys. seq_lens may then be shorter than the query length.
+        lse: optional [num_tokens, num_q_heads] float32 output: each row's natural-log log-sum-exp of
+            its visible scaled scores (the sink term included), -inf for a row that sees no key. With
+            the outputs and lse of the parts of a context, out = sum_p exp(lse_p - lse) out_p with
+            lse = logsumexp_p lse_p (give ``sinks`` to one part only).
 
     Returns:
         [num_tokens, num_q_heads, head_dim] in q's dtype (``out`` when given).
@@ -214,8 +225,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     Inconsistent metadata with ``validate=False`` (the default, which never reads the metadata on the
     host) never makes the kernels read or write outside their tensors, and shows up as NaN rows:
 
-    - a sequence whose lengths are impossible (seq_lens[s] shorter than its query length, or longer
-      than a block-table row holds: block_table.shape[1] * block_size) gets NaN in all its rows;
+    - a sequence whose lengths are impossible (seq_lens[s] shorter than its query length without
+      q_start_pos, or longer than a block-table row holds: block_table.shape[1] * block_size) gets NaN
+      in all its rows;
     - a page id outside [0, num_blocks) read from block_table reads a page of the cache instead and
       makes NaN of the rows whose Q block read it (a decode step's whole sequence; pages outside a
       sliding window are not read, so not checked);
@@ -231,6 +243,20 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     """
     _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alibi_slopes, sinks, out)
     num_tokens, num_q_heads, head_dim = q.shape
+    if q_start_pos is not None:
+        _check_tensor("q_start_pos", q_start_pos, 1, (torch.int32,))
+        if q_start_pos.shape[0] != seq_lens.shape[0] or q_start_pos.stride(0) != 1:
+            raise ValueError(f"q_start_pos must be contiguous with num_seqs = {seq_lens.shape[0]} entries, "
+                             f"got shape {tuple(q_start_pos.shape)}")
+        if q_start_pos.device != q.device:
+            raise ValueError(f"q_start_pos is on {q_start_pos.device}, q is on {q.device}")
+    if lse is not None:
+        _check_tensor("lse", lse, 2, (torch.float32,))
+        if tuple(lse.shape) != (num_tokens, num_q_heads) or lse.stride(1) != 1:
+            raise ValueError(f"lse must be [num_tokens, num_q_heads] = [{num_tokens}, {num_q_heads}] with "
+                             f"contiguous heads, got shape {tuple(lse.shape)}")
+        if lse.device != q.device:
+            raise ValueError(f"lse is on {lse.device}, q is on {q.device}")
     num_blocks, block_size, num_kv_heads, _ = k_cache.shape
     num_seqs = seq_lens.shape[0]
     if q.device.type == "cpu":
@@ -257,7 +283,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                          f"{str(k_cache.dtype).replace('torch.', '')}")
     scales_from_ptr = k_scale_t is not None
     if validate:
-        _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens)
+        _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens,
+                      queries_in_keys=q_start_pos is None)
 
     if out is None:
         out = torch.empty_like(q)
@@ -301,8 +328,10 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         k_scale_t if scales_from_ptr else dummy,
         v_scale_t if scales_from_ptr else dummy,
         part_out, part_lse,
+        dummy if q_start_pos is None else q_start_pos,
+        dummy if lse is None else lse,
         q.stride(0), q.stride(1),
-        out.stride(0), out.stride(1),
+        out.stride(0), out.stride(1), 0 if lse is None else lse.stride(0),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_table.stride(0),
@@ -315,16 +344,17 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
         HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
         REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
+        HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
         num_warps=config.num_warps, num_stages=config.num_stages, **launch,
     )
     if splits > 1:
         _merge_splits_kernel[(num_tokens, num_q_heads)](
-            out, part_out, part_lse,
-            out.stride(0), out.stride(1),
+            out, part_out, part_lse, dummy if lse is None else lse,
+            out.stride(0), out.stride(1), 0 if lse is None else lse.stride(0),
             part_out.stride(0), part_out.stride(1), part_out.stride(2),
             part_lse.stride(0), part_lse.stride(1),
             splits,
-            SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
+            SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, WRITE_LSE=lse is not None,
             num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device, pdl),
         )
     return out

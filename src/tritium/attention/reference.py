@@ -25,7 +25,8 @@ def gather_kv(cache: torch.Tensor, block_table_row: torch.Tensor, seq_len: int) 
 
 def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                         softmax_scale=None, causal=True, sliding_window=None, softcap=None,
-                        alibi_slopes=None, sinks=None, k_scale=None, v_scale=None) -> torch.Tensor:
+                        alibi_slopes=None, sinks=None, k_scale=None, v_scale=None, q_start_pos=None,
+                        return_lse=False):
     """Attention of each sequence's new queries over its cached keys, in fp32.
 
     For sequence s with q_len new tokens and seq_len cached tokens (new ones included), query i sits
@@ -37,7 +38,10 @@ def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q
         out_i = sum_j softmax_j(s_ij) v_j                 (v = v_cache * v_scale)
     With sinks, the softmax denominator gains exp(sinks[h]) (a logit with no value).
     Rows that see no key (only possible with a window and no causal mask) are 0.
-    Returns [num_tokens, num_q_heads, head_dim] in fp32.
+    ``q_start_pos[s]``: p of sequence s's first query instead of seq_len - q_len (queries and keys in the
+    same coordinates, the keys possibly a part of the context); then rows may see no key at all.
+    Returns [num_tokens, num_q_heads, head_dim] in fp32; with ``return_lse`` also the rows' natural-log
+    log-sum-exp of their visible scores (sink included) [num_tokens, num_q_heads], -inf for no key.
     """
     num_tokens, num_q_heads, head_dim = q.shape
     num_kv_heads = k_cache.shape[2]
@@ -46,12 +50,14 @@ def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q
     ks = 1.0 if k_scale is None else float(k_scale)
     vs = 1.0 if v_scale is None else float(v_scale)
     out = torch.zeros(num_tokens, num_q_heads, head_dim, dtype=torch.float32, device=q.device)
+    lse = torch.full((num_tokens, num_q_heads), float("-inf"), dtype=torch.float32, device=q.device)
     cu = cu_seqlens_q.tolist()
     lens = seq_lens.tolist()
+    starts = None if q_start_pos is None else q_start_pos.tolist()
     for s in range(len(lens)):
         q_lo, q_hi = cu[s], cu[s + 1]
         q_len, seq_len = q_hi - q_lo, lens[s]
-        if q_len == 0:
+        if q_len == 0 or (seq_len == 0 and sinks is None):  # no query, or no key: 0 and -inf
             continue
         k = gather_kv(k_cache, block_table[s], seq_len).float() * ks  # [L, Hkv, D]
         v = gather_kv(v_cache, block_table[s], seq_len).float() * vs
@@ -61,7 +67,8 @@ def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q
         scores = scale * qs @ k.transpose(1, 2)  # [Hq, q_len, L]
         if softcap:
             scores = softcap * torch.tanh(scores / softcap)
-        q_pos = torch.arange(seq_len - q_len, seq_len, device=q.device)[:, None]
+        first = seq_len - q_len if starts is None else starts[s]
+        q_pos = torch.arange(first, first + q_len, device=q.device)[:, None]
         k_pos = torch.arange(seq_len, device=q.device)[None, :]
         if alibi_slopes is not None:
             scores = scores + alibi_slopes.float()[:, None, None] * (k_pos - q_pos)
@@ -77,9 +84,10 @@ def paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q
         m = scores.amax(dim=-1, keepdim=True).clamp_min(-1e30)  # rows with no key stay finite
         p = torch.exp(scores - m)
         denom = p.sum(dim=-1, keepdim=True)
+        lse[q_lo:q_hi] = torch.where(denom > 0, m + torch.log(denom), float("-inf"))[..., 0].transpose(0, 1)
         p = p[..., :seq_len] / torch.where(denom > 0, denom, torch.ones_like(denom))
         out[q_lo:q_hi] = (p @ v).transpose(0, 1)
-    return out
+    return (out, lse) if return_lse else out
 
 
 def quantize_fp8_ref(x: torch.Tensor, scale, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
