@@ -187,6 +187,12 @@ def mismatch_worker(rank: int, world_size: int) -> None:
             bad = fused.distributed_paged_decode(q, k, v, bad_bt, bad_n, comm, workspace=ws, mode=mode)
             assert torch.equal(bad[1], good[1]), f"{mode}: sequence 1 changed by sequence 0's bad metadata"
             assert torch.isnan(bad[0]).all(), f"{mode}: sequence 0's bad metadata should give NaN"
+            # page ids far outside the cache under a valid length: no tile reads them (a read would fault)
+            bad_bt = bt.clone()
+            bad_bt[0] = 1 << 28
+            bad = fused.distributed_paged_decode(q, k, v, bad_bt, n, comm, workspace=ws, mode=mode)
+            assert torch.equal(bad[1], good[1]), f"{mode}: sequence 1 changed by sequence 0's bad page ids"
+            assert torch.isnan(bad[0]).all(), f"{mode}: sequence 0's bad page ids should give NaN"
         comm.check()
     finally:
         heap.close()

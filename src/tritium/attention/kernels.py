@@ -152,6 +152,39 @@ def _attend_tiles(
     return acc, l_i, m_i
 
 
+@triton.jit
+def _attend_key_range(
+    acc, l_i, m_i, q,
+    lo, hi, full_lo, full_hi,
+    k_head_ptr, v_head_ptr, block_table_row_ptr,
+    stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
+    seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+    offs_d, d_mask,
+    PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    """Key tiles [lo, hi) through _attend_tiles: masked before full_lo (the window's start), unmasked
+    [full_lo, full_hi), masked from full_hi (the diagonal, the last partial page). Every part is clamped
+    to [lo, hi), so a caller that empties [lo, hi) (hi = lo: a page id out of range) reads no key."""
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, block_table_row_ptr,
+        stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr, v_head_ptr,
+        block_table_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
+        qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
+        IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    acc, l_i, m_i = _attend_tiles(
+        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, block_table_row_ptr,
+        stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+    return acc, l_i, m_i
+
+
 @triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "window"])
 def _paged_attention_kernel(
     # pointers
@@ -333,21 +366,10 @@ def _paged_attention_kernel(
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
-    # Masked tiles before the window's full part, unmasked middle, masked tail (diagonal / last page).
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
+    acc, l_i, m_i = _attend_key_range(
+        acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr,
-        v_head_ptr, bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
-        qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
-        IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
-        stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
 
     # NaN rows for an impossible sequence or a page id out of range. NaN counts as mass, so it reaches

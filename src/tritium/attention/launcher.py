@@ -154,6 +154,16 @@ def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, quer
         raise ValueError(f"block_table[{s}, {j}] = {int(bt[s, j])} is out of range [0, {num_blocks})")
 
 
+def _softmax_scale_arg(softmax_scale, head_dim: int) -> float:
+    """The softmax scale as a float (default 1/sqrt(head_dim)); it must be positive and finite, because the
+    kernels fold it into the exponent after taking the row max over raw scores."""
+    if softmax_scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
+        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
+    return float(softmax_scale)
+
+
 def _scale_arg(name, scale, device):
     """(tensor or None, float) for a dequantisation scale given as float or 1-element tensor on ``device``."""
     if scale is None:
@@ -265,8 +275,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                              "(TRITON_INTERPRET=1 when tritium is first imported)")
     if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
-    if softmax_scale is not None and not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
-        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
+    scale = _softmax_scale_arg(softmax_scale, head_dim)
     if softcap is not None and not softcap > 0:
         raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
     if not isinstance(pdl, bool):
@@ -314,7 +323,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
 
     group = num_q_heads // num_kv_heads
     head_pad = next_pow2(head_dim)
-    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     dummy = q
     # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
     # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".

@@ -12,7 +12,7 @@ position). Per call:
    ``total_s - 1 - offset_r = sum_{r' >= r} seq_lens_r'[s] - 1``, on the device (no host sync);
 2. ``_partial_decode_kernel``, one program per (sequence, KV head, split): the query heads of the GQA
    group packed into the rows of a ``tl.dot`` (as in :mod:`tritium.attention`, whose key loop
-   ``_attend_tiles`` it runs), online softmax in the log2 domain over ``TILE_N``-key tiles of the
+   ``_attend_key_range`` it runs), online softmax in the log2 domain over ``TILE_N``-key tiles of the
    split-th of ``num_splits`` chunks of this rank's part, keys at their global positions (window,
    ALiBi). It writes the normalised partial output ``o_r`` and its log-sum-exp ``lse_r`` (log2 domain;
    ``-inf`` for an empty or fully masked chunk, NaN for impossible metadata) as row
@@ -51,8 +51,8 @@ import triton
 import triton.language as tl
 
 from tritium.attention.config import next_pow2
-from tritium.attention.kernels import _attend_tiles, _pages_out_of_range
-from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, check_kv_cache
+from tritium.attention.kernels import _attend_key_range, _pages_out_of_range
+from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, _softmax_scale_arg, check_kv_cache
 from tritium.collectives import Communicator
 from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flags
 from tritium.runtime import interpreting, num_sms
@@ -152,20 +152,10 @@ def _partial_decode_kernel(
     v_head_ptr = v_ptr + kv_head * stride_v_h
     # masked tiles at the window's start, the unmasked middle, the masked last (partial) tile; every key
     # of the part is before the query, so nothing is causal-masked
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, bt_row_ptr,
+    acc, l_i, m_i = _attend_key_range(
+        acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, False,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
-        stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False, False,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
-        acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, bt_row_ptr,
-        stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, False,
+        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
 
     l_i = tl.where(bad, float("nan"), l_i)  # NaN counts as mass: it reaches lse, and the merge's output
@@ -450,8 +440,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
     if softcap is not None and not softcap > 0:
         raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
-    if softmax_scale is not None and not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
-        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
+    scale = _softmax_scale_arg(softmax_scale, head_dim)
     is_fp8 = k_cache.dtype in FP8_DTYPES
     k_scale_t, k_scale_val = _scale_arg("k_scale", k_scale, dev)
     v_scale_t, v_scale_val = _scale_arg("v_scale", v_scale, dev)
@@ -494,7 +483,6 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
             _torch_all_gather(lens_all, seq_lens, group=comm.group)
         else:
             comm.all_gather(seq_lens, out=lens_all)
-    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     head_pad = next_pow2(head_dim)
     dummy = part
     fused_mode = mode == "fused"
