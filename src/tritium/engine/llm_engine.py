@@ -309,6 +309,12 @@ class LLMEngine:
         self.closed = True
         if self.parallel is not None:
             atexit.unregister(self.close)
+            runner = getattr(self, "runner", None)
+            if runner is not None and self._failure is None:
+                try:
+                    runner.release_graphs()
+                except Exception as e:  # a device error: the teardown below still runs
+                    log.debug("releasing the decode graphs: %s", e)
             self.parallel.close(failed=self._failure is not None)
 
     def __enter__(self) -> "LLMEngine":

@@ -31,6 +31,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -396,9 +397,32 @@ def release_default_group(device: torch.device, failed: bool = False) -> None:
     in it, 60 s+), and peers that are gone or stuck must not be waited for either."""
     abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
     if (failed or device.type == "cuda") and abort is not None:
-        abort()
+        _bounded(abort, TEARDOWN_TIMEOUT, "aborting the NCCL process group")
     else:
         dist.destroy_process_group()
+
+
+TEARDOWN_TIMEOUT = 30.0  # seconds a process-group teardown may take before it is left behind
+
+
+def _bounded(fn, seconds: float, what: str) -> None:
+    """Run ``fn`` (a teardown that releases the GIL while it waits in C++) on a daemon thread and wait at
+    most ``seconds``: a teardown stuck in NCCL is logged and left behind instead of hanging the caller."""
+    done, errors = threading.Event(), []
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="tritium-teardown", daemon=True).start()
+    if not done.wait(seconds):
+        log.warning("%s did not finish in %.0f s; left behind", what, seconds)
+    elif errors:
+        raise errors[0]
 
 
 class WorkerPool:

@@ -336,6 +336,15 @@ class ModelRunner:
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
+    def release_graphs(self) -> None:
+        """Drop the captured decode graphs (their memory pool goes with them) after the device finished
+        them. Done before a tensor-parallel engine tears its process groups down: NCCL's teardown with
+        graphs that captured its collectives still alive is known to hang (pytorch/pytorch#115388)."""
+        if self.graphs:
+            torch.cuda.synchronize(self.device)
+            self.graphs.clear()
+            self._buckets = ()
+
     def _stage(self, bufs: DecodeBuffers, table: np.ndarray, inputs: StepPlan | None = None,
                stops: list[int] | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's

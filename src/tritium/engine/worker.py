@@ -71,6 +71,7 @@ def main() -> None:
         _, runner, _ = build_rank(spec["model_config"], weights_of(spec["source"], device), cfg, tp)
         while not isinstance(tp.follow(runner), parallel.Shutdown):
             pass  # a Result ends a call of torchrun followers; workers go on until told to exit
+        runner.release_graphs()
         tp.close()
         parallel.release_default_group(device)
     except BaseException as e:
