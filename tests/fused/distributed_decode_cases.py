@@ -173,6 +173,16 @@ def mismatch_worker(rank: int, world_size: int) -> None:
         fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode="bulk")
         with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
             comm.check()
+        # equal message sizes under different layouts (2 sequences x 1 split against 1 x 2): as the default
+        # splits on a GPU can give; both modes must still tell (a wrong answer otherwise)
+        for mode in ("bulk", "fused"):
+            out = torch.full_like(q, 5.0)
+            fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode=mode, num_splits=1 + rank % 2,
+                                           out=out)
+            with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+                comm.check()
+            if mode == "fused":
+                assert torch.isnan(out).all(), "fused: rows of another layout should give NaN"
         _check_call(rank, comm, split_lengths(world_size, [30, 9], 7), torch.float32, torch.float32, 8, set(),
                     "bulk", workspace=ws, what="after a mismatch")
         comm.check()

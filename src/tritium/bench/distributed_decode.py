@@ -43,8 +43,9 @@ import tritium.fused as fused
 import tritium.shmem as shmem
 from tritium.attention import AttentionWorkspace, paged_attention
 from tritium.bench.collectives import parse_size
-from tritium.bench.common import header, print_table, ranked_graph_us, ranked_us
-from tritium.fused.distributed_decode import select_num_splits
+from tritium.bench.common import copy_bandwidth_tbs, header, print_table, ranked_graph_us, ranked_us
+from tritium.fused.distributed_decode import MAX_SPLITS, DecodeConfig, select_decode_config
+from tritium.runtime import num_sms
 from tritium.runtime import interpreting
 
 GPU_SHAPE = dict(num_q_heads=32, num_kv_heads=8, head_dim=128, block=16)
@@ -69,6 +70,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="tiny shapes, fp16 (what runs without GPUs, under the Triton interpreter)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a lost rank is an error")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also time fused and bulk over partial-kernel configs (tile x stages x splits per SM) "
+                             "in every case: rows' 'sweep' lists (tuning select_decode_config)")
 
 
 def _rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -174,18 +178,26 @@ def _local_us(fn, device, iters: int, reps: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _copy_tbs(device, nbytes: int = 1 << 30) -> float | None:
+def _copy_tbs(device, nbytes: int = 2 << 30) -> float | None:
     """This GPU's device-to-device copy of ``nbytes``, bytes read plus written per second, in TB/s."""
     if device.type != "cuda":
         return None
-    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=device).normal_()
-    dst = torch.empty_like(src)
-    us = _local_us(lambda: dst.copy_(src), device, 10, 5)
-    return 2 * nbytes / (us * 1e-6) / 1e12
+    # NOTE: eager, as every suite measures it (bench.common): the same copy captured in a CUDA graph read
+    # 2.71 TB/s on an H200 (a graph memcpy node) against 4.25 eager
+    with torch.cuda.device(device):
+        return copy_bandwidth_tbs(nbytes)
+
+
+def _sweep_configs(batch: int, hkv: int, device) -> list:
+    """Partial-kernel configs of ``--sweep``: 64/128-key tiles x 2-4 stages x 1-4 programs per SM."""
+    sms = num_sms(device) if device.type == "cuda" else 4
+    splits = sorted({max(1, min(MAX_SPLITS, per_sm * sms // (batch * hkv))) for per_sm in (1, 2, 3, 4)})
+    return [DecodeConfig(tile_n=t, num_splits=n, num_warps=4, num_stages=st)
+            for t in (64, 128) for st in (2, 3, 4) for n in splits]
 
 
 def _case(rank: int, world: int, comm, ws, shape: dict, batch: int, total: int, dtype, device, iters: int,
-          reps: int) -> dict:
+          reps: int, sweep: bool = False) -> dict:
     """One (batch, context) case: caches built, every system timed. Rank 0's part of the cache is a view of
     the whole cache when the single-GPU case fits, so the case needs no more memory than the whole cache."""
     hq, hkv, d, block = shape["num_q_heads"], shape["num_kv_heads"], shape["head_dim"], shape["block"]
@@ -248,6 +260,19 @@ def _case(rank: int, world: int, comm, ws, shape: dict, batch: int, total: int, 
         fn()  # compile and warm up outside the timing
         row[f"{s} us"] = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
     comm.check()
+    if sweep:
+        row["default_config"] = vars(select_decode_config(batch, hkv, d, dtype, device))
+        row["sweep"] = []
+        for cfg in _sweep_configs(batch, hkv, device):
+            entry = dict(vars(cfg))
+            for s in ("fused", "bulk"):
+                def fn(m=MODE_OF[s], o=outs[s]):
+                    fused.distributed_paged_decode(q, k_cache, v_cache, part_table, lens, comm, out=o, workspace=ws,
+                                                   mode=m, config=cfg)
+                fn()
+                entry[f"{s} us"] = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
+            comm.check()
+            row["sweep"].append(entry)
     if single:  # the last replay's outputs against the single-GPU one (rank 0; every rank gets the same)
         errs = torch.tensor([_rel_err(outs[s], outs["single"]) for s in MODE_OF], dtype=torch.float64, device=device)
         dist.broadcast(errs, 0)
@@ -264,7 +289,8 @@ def _worker(rank: int, world: int, cfg: dict, path: str) -> None:
     shape = SMOKE_SHAPE if cfg["smoke"] else GPU_SHAPE
     hq, hkv, d = shape["num_q_heads"], shape["num_kv_heads"], shape["head_dim"]
     max_batch = max(cfg["batches"] + [len(cfg["check_totals"])])
-    max_splits = select_num_splits(1, hkv, device)  # room for the default splits of every batch size
+    max_splits = MAX_SPLITS if cfg["sweep"] else select_decode_config(1, hkv, d, dtype, device).num_splits
+    # room for the default splits of every batch size (the most at batch 1), or any of the sweep's
     max_bytes = fused.DistributedDecodeWorkspace.message_bytes(max_batch, hq, d, max_splits)
     heap = shmem.SymmetricHeap(coll.Communicator.heap_bytes(max_bytes, world) + (16 << 20)
                                + fused.DistributedDecodeWorkspace.heap_bytes(max_batch, hq, d, world, max_splits))
@@ -281,16 +307,29 @@ def _worker(rank: int, world: int, cfg: dict, path: str) -> None:
                 print(f"  check (relative error vs paged_attention, max over ranks): {result['check']}", flush=True)
         for batch in cfg["batches"]:
             for total in cfg["contexts"]:
-                row = _case(rank, world, comm, ws, shape, batch, total, dtype, device, cfg["iters"], cfg["reps"])
+                row = _case(rank, world, comm, ws, shape, batch, total, dtype, device, cfg["iters"], cfg["reps"],
+                            cfg["sweep"])
                 result["rows"].append(row)
                 if rank == 0:
                     print(f"  B={batch} T={total}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()
                                                                   if k.endswith(" us") and v is not None), flush=True)
+                    for key in ("fused us", "bulk us") if row.get("sweep") else ():
+                        best = min(row["sweep"], key=lambda e: e[key])
+                        print(f"    sweep best {key[:-3]}: {best[key]:.1f} us with tile {best['tile_n']}, stages "
+                              f"{best['num_stages']}, splits {best['num_splits']} (default "
+                              f"{row['default_config']})", flush=True)
+                    _save(path, result)  # a run cut short keeps the cases it measured
+        result["complete"] = True
         if rank == 0:
-            with open(path, "w") as f:
-                json.dump(result, f)
+            _save(path, result)
     finally:
         heap.close()
+
+
+def _save(path: str, result: dict) -> None:
+    with open(path + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(path + ".tmp", path)
 
 
 def _ratio(a, b):
@@ -347,15 +386,26 @@ def run(args) -> dict:
     batches = [int(b) for b in (args.batches or ("1,2" if smoke else "1,4,16")).split(",")]
     cfg = {"smoke": smoke, "check": not args.no_check, "batches": batches, "contexts": contexts,
            "check_totals": [70, 33, 5] if smoke else [20011, 4099, 333],
-           "iters": 1 if smoke else args.iters, "reps": 1 if smoke else args.reps}
+           "iters": 1 if smoke else args.iters, "reps": 1 if smoke else args.reps, "sweep": args.sweep}
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
+    error = None
     try:
         shmem.launch(_worker, world, cfg, path, timeout=args.timeout)
+    except Exception as e:  # keep what was measured before the failure (the JSON says complete: false)
+        error = f"{type(e).__name__}: {e}"
+    try:
         with open(path) as f:
             result = json.load(f)
+    except (OSError, ValueError):
+        result = {}
     finally:
         os.unlink(path)
+    if error is not None and not result.get("rows"):
+        raise RuntimeError(f"distributed_decode bench failed before any case was measured: {error}")
+    result.setdefault("complete", False)
+    if error is not None:
+        result["error"] = error
     result = {"header": header(), "suite": "distributed_decode", "world_size": world, "smoke": smoke,
               "dtype": "fp16" if smoke or not gpus else "bf16", "shape": shape, "iters": cfg["iters"],
               "reps": cfg["reps"], **result}
@@ -380,6 +430,8 @@ def run(args) -> dict:
                 print(f"B={row['batch']} T={row['context']}: {key.replace('_', ' ')}: {row[key]}")
     for k, v in result["targets"].items():
         print(f"target {k}: {'not measured' if v is None else 'met' if v else 'NOT met'}")
+    if error is not None:
+        print(f"INCOMPLETE: {error}")
     if result["check_passed"] is False:
         print(f"CHECK FAILED: a relative error above {tol} (check, rel_err_vs_single): the timings are not of a "
               f"correct kernel")

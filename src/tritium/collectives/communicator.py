@@ -138,9 +138,10 @@ class Communicator:
                                 f"{self.heap.max_spins} polls (a peer did not call, or called another collective)")
         if mismatches:
             raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
-                                     f"elements, or zero-copy heap inputs at different offsets or on some ranks "
-                                     f"only ({mismatches} time(s)); every rank must pass the same sizes, and heap "
-                                     f"tensors allocated in the same order on every rank or none")
+                                     f"elements (or another layout tag), or zero-copy heap inputs at different "
+                                     f"offsets or on some ranks only ({mismatches} time(s)); every rank must pass "
+                                     f"the same sizes, and heap tensors allocated in the same order on every rank "
+                                     f"or none")
 
     @property
     def error_counts(self) -> torch.Tensor:
@@ -183,15 +184,20 @@ class Communicator:
         return (max(1, min(self.max_programs, triton.cdiv(work, block))),)
 
     def _launch(self, kind: int, x: torch.Tensor, out: torch.Tensor, n_out: int, *, op: int = K.OP_SUM,
-                avg: bool = False, src: int = 0) -> torch.Tensor:
+                avg: bool = False, src: int = 0, tag: int = 0) -> torch.Tensor:
+        """One launch of the one-round collective ``kind``. ``tag``: an int in ``[0, 2**TAG_BITS)`` every rank
+        must pass equal (a caller's layout, e.g. the rows of each rank's message), checked on the device with
+        the element count: peers that disagree get :class:`CollectiveMismatch` from :meth:`check`."""
         if x.numel() == 0:
             return out
+        if not 0 <= tag < 1 << K.TAG_BITS:
+            raise ValueError(f"tag must be in [0, 2**{K.TAG_BITS}), got {tag}")
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(x.numel() * x.element_size())
         x_off = self._zero_copy_offset(x, out, out_may_be_x=kind == K.BROADCAST)
         K._collective_kernel[self._grid(max(n_out, 1), block)](
             x, out, self._buf.view(x.dtype), self._flags, self._state, self.heap.bases,
-            x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins, x_off,
+            x.numel(), n_out, self.rank, self.world_size, src, half, self.heap.max_spins, x_off, tag << K.TAG_SHIFT,
             KIND=kind, OP=op, IS_FLOAT=x.dtype in FLOAT_DTYPES, AVG=avg, BLOCK=block,
             WORLD_POW2=self._world_pow2, HINT=block if n_out * x.element_size() % 16 == 0 else None,
             STAGED=x_off < 0, num_warps=warps, **pdl_launch(self.device, self.pdl))

@@ -33,6 +33,7 @@ from tritium.shmem.device import remote, translate
 # state words (host copies; kernels read the constexpr twins); the sizes rows take 4 * world_size words
 # (2 rounds x 2 parities), the zero-copy offsets rows 2 * world_size after them
 S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH, S_SIZES = 0, 1, 2, 3, 4, 5, 6
+TAG_SHIFT, TAG_BITS = 40, 23  # a caller's layout tag rides above the element count (< 2**40) in the size word
 STATE_ROWS = 6  # rows of world_size words after S_SIZES
 _S_CALLS = tl.constexpr(S_CALLS)
 _S_TICKET = tl.constexpr(S_TICKET)
@@ -157,20 +158,21 @@ def publish(row_ptr, value, rank, world_size, bases, WORLD_POW2: tl.constexpr):
 
 @triton.jit
 def begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
-           BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, STAGED: tl.constexpr = True):
+           BLOCK: tl.constexpr, WORLD_POW2: tl.constexpr, STAGED: tl.constexpr = True, tag=0):
     """Steps 1-3 of the protocol; returns (the buffer the peers read this call, ok).
 
     ``STAGED``: x is copied into this call's staging buffer. Otherwise (zero copy) x is itself a heap
     tensor at byte offset ``x_off`` of every rank's heap, and the peers read it where it is: the ranks
     then publish ``-1 - n_in`` instead of ``n_in`` (a staged rank and a zero-copy rank never agree) and
-    their offsets, which must agree too."""
+    their offsets, which must agree too. ``tag`` (int64, a multiple of ``2**TAG_SHIFT``) is added to the
+    published size: a caller's layout that every rank must share (see ``Communicator._launch``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     max_spins = fail_fast(state_ptr, max_spins)
     parity = tl.load(state_ptr + _S_CALLS) % 2
     base = tl.load(state_ptr + _S_BASE0)
     sizes = state_ptr + _S_SIZES + parity * world_size
-    key = n_in + tl.zeros([], tl.int64)
+    key = n_in + tag + tl.zeros([], tl.int64)
     if STAGED:
         buf = buf_ptr + parity * half
         stage_tiles(x_ptr, buf, n_in, pid, num_programs, BLOCK)
@@ -228,6 +230,13 @@ def count_timeout(state_ptr):
 
 
 @triton.jit
+def count_mismatch(state_ptr):
+    """Record on the device that peers disagreed on a call's sizes or layout (``Communicator.check`` raises
+    :class:`CollectiveMismatch`)."""
+    tl.atomic_add(state_ptr + _S_MISMATCH, 1, sem="relaxed", scope="gpu")
+
+
+@triton.jit
 def pdl_prologue(USE_PDL: tl.constexpr):
     """Programmatic dependent launch (``USE_PDL``, launched with ``launch_pdl``): let the next kernel
     launch now (its launch latency hides behind this call) and wait for the kernel before to finish
@@ -243,7 +252,7 @@ def _collective_kernel(
     # pointers: the caller's input and output (local tensors), the heap's staging buffer, flags, state
     x_ptr, out_ptr, buf_ptr, flags_ptr, state_ptr, bases,
     # sizes
-    n_in, n_out, rank, world_size, src, half, max_spins, x_off,
+    n_in, n_out, rank, world_size, src, half, max_spins, x_off, tag,
     # meta-parameters
     KIND: tl.constexpr, OP: tl.constexpr, IS_FLOAT: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr,
     WORLD_POW2: tl.constexpr, HINT: tl.constexpr = None, STAGED: tl.constexpr = True, USE_PDL: tl.constexpr = False,
@@ -260,7 +269,7 @@ def _collective_kernel(
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
     buf, ok = begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, bases, half, max_spins,
-                     BLOCK, WORLD_POW2, STAGED)
+                     BLOCK, WORLD_POW2, STAGED, tag)
     if ok != 0:
         offs = tl.arange(0, BLOCK)
         for start in range(pid * BLOCK, n_out, num_programs * BLOCK):

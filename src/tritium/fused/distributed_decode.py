@@ -34,15 +34,15 @@ How the rows meet (``mode``):
   (NCCL on GPUs, gloo on the CPU): the baseline the benchmark compares with.
 
 Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call cannot tell without a
-host sync. The device tells when the partials' size differs (``num_seqs``, ``num_q_heads``, splits;
-see :func:`distributed_paged_decode`, and ``comm.check()``), not when only ``num_kv_heads`` does (a
+host sync. The device tells when the partials' size or layout differs (``num_seqs``, ``num_q_heads``,
+splits: a layout tag rides with the all-gathers' sizes and the fused flags; see
+:func:`distributed_paged_decode`, and ``comm.check()``), not when only ``num_kv_heads`` does (a
 workspace is made collectively for one ``num_q_heads`` and ``head_dim``).
 Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -54,7 +54,10 @@ from tritium.attention.config import next_pow2
 from tritium.attention.kernels import _attend_key_range, _pages_out_of_range
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, _softmax_scale_arg, check_kv_cache
 from tritium.collectives import Communicator
-from tritium.fused.workspace import STATE_WORDS, end_call, epoch_of, raise_flag, wait_flags
+from tritium.collectives.all_gather import all_gather
+from tritium.collectives.kernels import TAG_BITS
+from tritium.fused.workspace import (FLAG_TAG_BITS, STATE_WORDS, end_call, epoch_of, raise_flag, tagged,
+                                     wait_flags_tagged)
 from tritium.runtime import interpreting, num_sms
 from tritium.shmem.device import translate
 
@@ -65,7 +68,8 @@ MAX_SPLITS = 64
 LOG2E = 1.4426950408889634
 
 
-@triton.jit(do_not_specialize=["num_seqs", "rank", "parity_offset", "num_blocks", "max_kv_len", "window"])
+@triton.jit(do_not_specialize=["num_seqs", "rank", "parity_offset", "num_blocks", "max_kv_len", "window",
+                               "layout_tag"])
 def _partial_decode_kernel(
     # pointers
     q_ptr, k_ptr, v_ptr, block_table_ptr, seq_lens_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
@@ -80,7 +84,7 @@ def _partial_decode_kernel(
     stride_flag_p, stride_flag_r, stride_flag_s,
     # sizes and scalars
     num_seqs, rank, world_size, parity_offset, num_blocks, max_kv_len, sm_scale, softcap, window, k_scale_val,
-    v_scale_val,
+    v_scale_val, layout_tag,
     # meta-parameters
     QPKV: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
@@ -175,14 +179,14 @@ def _partial_decode_kernel(
             remote = translate(rows, rank, dst, bases)  # [BLOCK_M]
             tl.store(remote[:, None] + offs_d[None, :], o, mask=store_mask)
             tl.store(remote + HEAD_DIM, lse, mask=row_valid)
-            raise_flag(flag, epoch, rank, dst, bases)
+            raise_flag(flag, tagged(epoch, layout_tag), rank, dst, bases)
     else:
         rows = part_ptr + split.to(tl.int64) * stride_part_r + row_offs
         tl.store(rows[:, None] + offs_d[None, :], o, mask=store_mask)
         tl.store(rows + HEAD_DIM, lse, mask=row_valid)
 
 
-@triton.jit(do_not_specialize=["num_rows", "parity_offset", "qpkv"])
+@triton.jit(do_not_specialize=["num_rows", "parity_offset", "qpkv", "layout_tag"])
 def _merge_partials_kernel(
     # pointers
     out_ptr, rows_ptr, sinks_ptr,
@@ -193,7 +197,7 @@ def _merge_partials_kernel(
     stride_part_r, stride_part_s, stride_part_h,
     stride_flag_p, stride_flag_r, stride_flag_s,
     # sizes
-    num_rows, parity_offset, qpkv, max_spins,
+    num_rows, parity_offset, qpkv, max_spins, layout_tag,
     # meta-parameters
     ROWS_PAD: tl.constexpr, CHUNK: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     HAS_SINKS: tl.constexpr, WAIT: tl.constexpr,
@@ -213,7 +217,8 @@ def _merge_partials_kernel(
         epoch, parity = epoch_of(state_ptr)
         rows_ptr += parity * parity_offset
         flags_ptr += parity * stride_flag_p + s * stride_flag_s + h // qpkv
-        wait_flags(flags_ptr + offs_r * stride_flag_r, r_mask, epoch, max_spins, comm_state_ptr)
+        ok = wait_flags_tagged(flags_ptr + offs_r * stride_flag_r, r_mask, epoch, layout_tag, max_spins,
+                               comm_state_ptr)
     base = rows_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
     lse = tl.load(base + offs_r.to(tl.int64) * stride_part_r + HEAD_DIM, mask=r_mask,
                   other=float("-inf"))  # [ROWS_PAD]
@@ -234,6 +239,8 @@ def _merge_partials_kernel(
         o = tl.load(ptrs[:, None] + offs_d[None, :], mask=full[:, None] & d_mask[None, :], other=0.0)
         acc += tl.sum(tl.math.exp2(lse_c - m_use)[:, None] * o, axis=0)
     res = acc / tl.where(den > 0.0, den, 1.0)  # [HEAD_DIM_PAD]; NaN where a row's lse is NaN
+    if WAIT:
+        res = tl.where(ok != 0, res, float("nan"))  # rows of another layout (or none): no answer
     tl.store(out_ptr + s.to(tl.int64) * stride_out_s + h * stride_out_h + offs_d,
              res.to(out_ptr.dtype.element_ty), mask=d_mask)
     if WAIT:
@@ -252,12 +259,11 @@ def select_num_splits(num_seqs: int, num_kv_heads: int, device: torch.device) ->
     """Chunks of each rank's part computed by programs of their own: ``floor(2 * SMs / (num_seqs *
     num_kv_heads))``, in [1, 64]; 1 under the interpreter, whose programs run one after another.
 
-    NOTE: timing not measured yet (no multi-GPU machine was lent while this was written). One wave of
-    programs: compiled for sm_90a at the benchmark's shape (bf16, D=128, 16 rows x 64 keys, 4 warps,
-    2 stages), ptxas reports 255 registers and 22.5 KiB of shared memory per program (the same as
-    ``tritium.attention``'s decode kernel), so 2 programs fit on an SM (registers), and every program's
-    run of keys is equally long: 3 per SM would be 1.5 waves. Single-GPU split-KV decode measured ~4
-    per SM (two waves) best for B=1 with shorter runs (``tritium.attention.config``)."""
+    NOTE: one wave: 255 registers per program at the benchmark's shape (ptxas, sm_90a), so 2 programs fit
+    on an SM, and every program's run of keys is equally long. 2x H200 sweep (``bench distributed_decode
+    --sweep``, bf16, GQA 32/8, D=128, 64-key tiles, 3 stages; bench/NOTES.md "Distributed decode"), fused
+    us at 1 / 2 / 3 / 4 programs per SM: B=1 T=512k 286 / 259 / 265 / 320; B=4 T=512k 1091 / 974 / 974 /
+    1216; B=16 T=128k 1097 / 972 / 975 / 1214."""
     if interpreting():
         return 1
     return max(1, min(MAX_SPLITS, 2 * num_sms(device) // (num_seqs * num_kv_heads)))
@@ -267,17 +273,20 @@ def select_decode_config(num_seqs: int, num_kv_heads: int, head_dim: int, dtype:
                          device: torch.device) -> DecodeConfig:
     """Tile, splits, warps and stages of the partial kernel.
 
-    NOTE: not measured on this kernel yet. The tile, warps and stages are the single-GPU decode hand rules'
-    for split batches (``tritium.attention.config.hand_rules``; H200 sweep, B=1 L=8192: 64-key tiles, 2
-    stages 2.53 TB/s vs 128-key tiles 2.31): this kernel's programs are split-KV decode programs of
-    one (sequence, KV head) over long runs of keys. 32-key tiles for head_dim > 128 and fp32 (registers),
-    as there. 16-key tiles under the interpreter: test parts of tens of keys then still have unmasked
-    tiles."""
+    NOTE: 2x H200 sweep of 64/128-key tiles x 2-4 stages x 1-4 programs per SM (``bench distributed_decode
+    --sweep``; bench/NOTES.md "Distributed decode"), fused us: 64-key tiles with 3 stages at 2 per SM are
+    within 2% of each case's best but one (B=1 T=128k: 86 vs 80, 128-key tiles at 1 per SM, which lose
+    1-3% at B >= 4), where 2 stages (the single-GPU decode rule this started from) were 15-25% slower
+    (B=1 T=512k 306 -> 259, B=4 T=512k 1166 -> 974, B=16 T=512k 4585 -> 3893): with page ids loaded one
+    tile ahead, 2 stages keep only one tile of K/V in flight. 32-key tiles and 2 stages for head_dim > 128
+    and fp32 (registers and shared memory), as in ``tritium.attention``. 16-key tiles under the
+    interpreter: test parts of tens of keys then still have unmasked tiles."""
     splits = select_num_splits(num_seqs, num_kv_heads, device)
     if interpreting():
         return DecodeConfig(tile_n=16, num_splits=splits, num_warps=4, num_stages=1)
-    tile_n = 32 if (next_pow2(head_dim) > 128 or dtype == torch.float32) else 64
-    return DecodeConfig(tile_n=tile_n, num_splits=splits, num_warps=4, num_stages=2)
+    if next_pow2(head_dim) > 128 or dtype == torch.float32:
+        return DecodeConfig(tile_n=32, num_splits=splits, num_warps=4, num_stages=2)
+    return DecodeConfig(tile_n=64, num_splits=splits, num_warps=4, num_stages=3)
 
 
 class DistributedDecodeWorkspace:
@@ -370,7 +379,7 @@ def _check_tensor(name, t, ndim, dtypes, device):
 def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *, softmax_scale=None,
                              sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
                              k_scale=None, v_scale=None, out=None, workspace=None, mode="fused",
-                             num_splits=None):
+                             num_splits=None, config=None):
     """Decode attention of one new token per sequence over a KV cache split across ranks by position.
 
     Args:
@@ -391,6 +400,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
             then merge) or "torch" (the same through ``torch.distributed``).
         num_splits: chunks of this rank's part, each a program's (and a row of the merge), default
             :func:`select_num_splits` (capped at what the workspace holds).
+        config: a :class:`DecodeConfig` for the partial kernel instead of :func:`select_decode_config`'s
+            (tuning; its ``num_splits`` applies when ``num_splits`` is None).
 
     Returns:
         [num_seqs, num_q_heads, head_dim] in q's dtype, the attention over the whole sequence, the same
@@ -400,10 +411,10 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     or a page id outside ``[0, num_blocks)`` (among those a program reads) makes that sequence's output
     NaN on every rank, without any access outside the tensors; the other sequences are exact. Ranks
     disagreeing on ``num_seqs`` or the head counts: bulk mode's all-gathers then write nothing and
-    ``comm.check()`` raises :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge's
-    waits give up and ``comm.check()`` raises :class:`~tritium.shmem.DeviceTimeout` (as when a peer does
-    not call). After a timeout in fused mode the workspace's call counter is out of step with the
-    peers': make a new workspace on every rank.
+    ``comm.check()`` raises :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge sees
+    flags of another layout (``CollectiveMismatch``, NaN rows) or its waits give up
+    (:class:`~tritium.shmem.DeviceTimeout`, as when a peer does not call). After a timeout in fused mode
+    the workspace's call counter is out of step with the peers': make a new workspace on every rank.
     """
     if not isinstance(comm, Communicator):
         raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
@@ -456,7 +467,13 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         if out.shape != q.shape or not out.is_contiguous():
             raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor, got shape {tuple(out.shape)} "
                              f"strides {out.stride()}")
-    config = select_decode_config(num_seqs, num_kv_heads, head_dim, q.dtype, dev)
+    if config is None:
+        config = select_decode_config(num_seqs, num_kv_heads, head_dim, q.dtype, dev)
+    elif not isinstance(config, DecodeConfig):
+        raise TypeError(f"config must be a DecodeConfig or None, got {type(config).__name__}")
+    elif config.tile_n not in (16, 32, 64, 128) or not 1 <= config.num_splits <= MAX_SPLITS:
+        raise ValueError(f"config: tile_n must be 16, 32, 64 or 128 and num_splits in [1, {MAX_SPLITS}], got "
+                         f"{config}")
     if num_splits is None:
         num_splits = config.num_splits
         if workspace is not None and isinstance(workspace, DistributedDecodeWorkspace):
@@ -477,12 +494,16 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     if mode == "torch" and not dist.is_initialized():
         raise ValueError("mode='torch' needs torch.distributed initialised (the communicator's process group)")
     lens_all, part, gathered, slots, flags = workspace.views(num_seqs, num_splits)
+    # ranks disagreeing on num_seqs can still send messages and flags of equal sizes (2 sequences x 1 split
+    # against 1 x 2): the layout rides with the all-gathers' sizes and the fused mode's flags, and a peer of
+    # another layout gives CollectiveMismatch (NaN rows), not a wrong answer
+    layout_tag = (num_seqs * MAX_SPLITS + num_splits - 1) % (1 << min(TAG_BITS, FLAG_TAG_BITS))
     positions = sliding_window is not None or alibi_slopes is not None
     if positions:  # the query's position relative to this rank's part needs the lower ranks' lengths
         if mode == "torch":
             _torch_all_gather(lens_all, seq_lens, group=comm.group)
         else:
-            comm.all_gather(seq_lens, out=lens_all)
+            all_gather(comm, seq_lens, lens_all, tag=layout_tag)
     head_pad = next_pow2(head_dim)
     dummy = part
     fused_mode = mode == "fused"
@@ -507,14 +528,14 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         *part_strides, *flag_strides,
         num_seqs, comm.rank, comm.world_size, parity_offset, num_blocks,
         block_table.shape[1] * block_size if num_blocks else 0,
-        scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
+        scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val, layout_tag,
         QPKV=qpkv, BLOCK_M=max(16, next_pow2(qpkv)), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
         PAGE_SIZE=block_size, TILE_N=config.tile_n, HAS_WINDOW=sliding_window is not None,
         HAS_SOFTCAP=softcap is not None, HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None,
         PUSH=fused_mode, DOT_PRECISION="ieee", num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if mode == "bulk":
-        comm.all_gather(part, out=gathered)
+        all_gather(comm, part, gathered, tag=layout_tag)
     elif mode == "torch":
         _torch_all_gather(gathered, part, group=comm.group)
     num_rows = comm.world_size * num_splits
@@ -523,7 +544,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         flags, state, comm._state,
         out.stride(0), out.stride(1),
         *part_strides, *flag_strides,
-        num_rows, parity_offset, qpkv, comm.heap.max_spins,
+        num_rows, parity_offset, qpkv, comm.heap.max_spins, layout_tag,
         ROWS_PAD=triton.next_power_of_2(num_rows), CHUNK=min(16, triton.next_power_of_2(num_rows)),
         HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, HAS_SINKS=sinks is not None, WAIT=fused_mode,
     )

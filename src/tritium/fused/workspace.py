@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from tritium.collectives import Communicator
-from tritium.collectives.kernels import count_timeout
+from tritium.collectives.kernels import count_mismatch, count_timeout
 from tritium.shmem.device import translate
 
 STATE_WORDS = 2  # calls, ticket
@@ -113,17 +113,53 @@ def wait_flags(flag_ptrs, mask, epoch, max_spins, comm_state_ptr):
     loads them all (acquire, system scope), so waiting for n flags costs about one poll latency, not n.
     At most ``max_spins`` rounds; a give-up is counted once. Ends with a barrier: every thread of the
     program may read what any of the flags guards. Returns 1 if all were seen."""
-    seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
-    missing = tl.sum(tl.where(mask & (seen < epoch), 1, 0), axis=0)
-    spins = 0
-    while (missing > 0) & (spins < max_spins):
-        seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
-        missing = tl.sum(tl.where(mask & (seen < epoch), 1, 0), axis=0)
-        spins += 1
+    seen, missing = _poll_flags(flag_ptrs, mask, epoch, max_spins)
     if missing > 0:
         count_timeout(comm_state_ptr)
     tl.debug_barrier()
     return (missing == 0).to(tl.int32)
+
+
+@triton.jit
+def _poll_flags(flag_ptrs, mask, lo, max_spins):
+    """Load the flags (acquire, system scope) until every one where ``mask`` is ``>= lo``, at most
+    ``max_spins`` rounds; returns (the last values seen, how many were still short)."""
+    seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
+    missing = tl.sum(tl.where(mask & (seen < lo), 1, 0), axis=0)
+    spins = 0
+    while (missing > 0) & (spins < max_spins):
+        seen = tl.atomic_add(flag_ptrs, 0, mask=mask, sem="acquire", scope="sys")
+        missing = tl.sum(tl.where(mask & (seen < lo), 1, 0), axis=0)
+        spins += 1
+    return seen, missing
+
+
+FLAG_TAG_BITS = 24  # tagged flags: epoch << FLAG_TAG_BITS | tag (epochs to 2**39 calls)
+_FLAG_TAG_BITS = tl.constexpr(FLAG_TAG_BITS)
+
+
+@triton.jit
+def tagged(epoch, tag):
+    """A flag value carrying the producer's layout ``tag`` (in ``[0, 2**FLAG_TAG_BITS)``) with the epoch:
+    still growing with the epoch, so :func:`wait_flags_tagged` can wait with ``>=`` and then compare."""
+    return (epoch.to(tl.int64) << _FLAG_TAG_BITS) + tag
+
+
+@triton.jit
+def wait_flags_tagged(flag_ptrs, mask, epoch, tag, max_spins, comm_state_ptr):
+    """:func:`wait_flags` for flags raised to ``tagged(epoch, producer's tag)``: waits until each is
+    ``>= tagged(epoch, 0)``, then counts a flag of this epoch with another tag (a producer whose layout
+    differs from this rank's: rows would land elsewhere) as a mismatch in the communicator's state
+    (``Communicator.check`` raises ``CollectiveMismatch``). Returns 1 if all were seen with ``tag``."""
+    lo = tagged(epoch, 0)
+    seen, missing = _poll_flags(flag_ptrs, mask, lo, max_spins)
+    wrong = tl.sum(tl.where(mask & (seen != lo + tag), 1, 0), axis=0)
+    if missing > 0:
+        count_timeout(comm_state_ptr)
+    elif wrong > 0:
+        count_mismatch(comm_state_ptr)
+    tl.debug_barrier()
+    return (wrong == 0).to(tl.int32)
 
 
 @triton.jit
