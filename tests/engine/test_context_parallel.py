@@ -67,17 +67,25 @@ def test_greedy_equals_one_rank(tiny_models, reference, no_leaks, cp):
 
 
 @pytest.mark.parametrize("comm", ["auto", "torch"])
-def test_distributed_decode_kernel(tiny_models, reference, no_leaks, comm):
+def test_distributed_decode_kernel(tiny_models, reference, no_leaks, comm, monkeypatch):
     """tritium's distributed_paged_decode for every token (under the interpreter: a short run); comm picks
     its mode, fused (per-row flags in the heap) or torch (a torch.distributed all-gather of the partials)."""
     _need_gpus(2)
     path, _ = tiny_models["llama"]
     params = SamplingParams(max_tokens=4, ignore_eos=True)  # 19 + 4 tokens: a page on each rank
+    # prefill per part (paged_attention with q_start_pos and lse, parts merged); chunks of 16 tokens at most,
+    # so a prompt's second chunk attends to keys on both ranks
     with LLM(path, context_parallel_size=2, attention_backend="triton", comm=comm,
-             **_kw(max_num_batched_tokens=64)) as llm:
-        assert llm.engine.model.attention.name == "context_parallel"
-        assert llm.engine.model.attention.mode == ("torch" if comm == "torch" else "fused")
+             **_kw(max_num_batched_tokens=16)) as llm:
+        attention = llm.engine.model.attention
+        assert attention.name == "context_parallel" and attention.prefill_parts
+        assert attention.mode == ("torch" if comm == "torch" else "fused")
+        calls = []  # rank 0's per-part prefill layers (this process)
+        parts = type(attention)._attend_parts
+        monkeypatch.setattr(type(attention), "_attend_parts", lambda self, q, *a: calls.append(q.shape[0]) or
+                            parts(self, q, *a))
         assert _tokens(llm, PROMPTS[:2], params) == [reference[0][:4], reference[1][:4]]
+        assert calls and max(calls) <= 16, f"prefill chunks run per part: {calls}"
 
 
 def test_scheduling_features_under_cp(tiny_models, no_leaks):
@@ -135,8 +143,9 @@ def test_localize_each_rank_view():
     plan = StepPlan(pos.copy(), pos, slots, [16, 1], [26, 41], [15, 16], table, False)
     lens, written = 0, 0
     for rank in range(2):
-        view = ModelRunner.localize(types.SimpleNamespace(cp_rank=rank, num_blocks=nb, block_size=bs), plan)
-        assert view.q_lens == [1] * 17 and view.logit_rows == plan.logit_rows
+        runner = types.SimpleNamespace(cp_rank=rank, num_blocks=nb, block_size=bs, cp_parts=False)
+        view = ModelRunner.localize(runner, plan)
+        assert view.q_lens == [1] * 17 and view.logit_rows == plan.logit_rows and view.q_start is None
         lens = lens + np.array(view.seq_lens)
         mine = view.slots >= 0
         written += mine.sum()
@@ -146,6 +155,16 @@ def test_localize_each_rank_view():
             assert view.seq_lens[:6] == [0] * 6 and view.seq_lens[6:16] == list(range(1, 11))
             assert view.seq_lens[16] == 9 and view.slots[16] == 2 * bs + 8
     assert lens.tolist() == (pos + 1).tolist() and written == len(pos)
+    # per part (the Triton path's prefill): a row per sequence, its part's keys up to its last new token,
+    # and its first new token's position relative to the part (negative: the part starts after it)
+    for rank, want_lens, want_start in ((0, [16, 32], [10, 40]), (1, [10, 9], [-6, 8])):
+        runner = types.SimpleNamespace(cp_rank=rank, num_blocks=nb, block_size=bs, cp_parts=True)
+        view = ModelRunner.localize(runner, plan)
+        assert view.q_lens == [16, 1] and view.seq_lens == want_lens and view.q_start.tolist() == want_start
+        assert view.table.tolist()[0][:1] == [[0], [1]][rank] and view.table.tolist()[1][:2 - rank] == \
+            [[1, 2], [2]][rank]
+        assert view.slots.tolist() == ModelRunner.localize(types.SimpleNamespace(
+            cp_rank=rank, num_blocks=nb, block_size=bs, cp_parts=False), plan).slots.tolist()
 
 
 def test_clean_shutdown(tiny_models, no_leaks):

@@ -125,7 +125,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     if cp > 1 and cfg.attention_backend == "triton":  # collective: the workspace is made in every rank's heap
         context_parallel = DistributedDecodeAttention(
             tp.comm, parallel.context_rows(cfg), model_config.num_attention_heads, model_config.head_dim,
-            model_config.sliding_window, mode=tp.decode_mode, triton_write=cfg.op_backend == "triton")
+            model_config.sliding_window, mode=tp.decode_mode, triton_write=cfg.op_backend == "triton",
+            all_gather=tp.cp_all_gather)
     elif cp > 1:
         context_parallel = TorchContextParallelAttention(tp.rank, cp, tp.cp_all_gather, model_config.sliding_window)
     model = LlamaModel(model_config, dtype=cfg.dtype, device=device, group=SINGLE if tp is None else tp.group,

@@ -40,6 +40,7 @@ import torch.distributed as dist
 
 from tritium.collectives import Communicator
 from tritium.fused import DistributedDecodeWorkspace
+from tritium.fused.distributed_decode import MAX_SPLITS
 from tritium.models.config import ModelConfig
 from tritium.models.layers import SINGLE, ParallelGroup
 from tritium.runtime import interpreting
@@ -139,8 +140,10 @@ def _check_gpus(name: str, n: int, device: torch.device) -> None:
 
 
 def context_rows(cfg) -> int:
-    """Rows of the largest context-parallel attention call: a step's tokens (prefill tokens are rows too)."""
-    return max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
+    """Rows of the distributed-decode workspace of a context-parallel engine with Triton attention: its
+    decode steps' sequences, or 64 (a batch of one then splits its part 64 ways at most; steps with prefill
+    run per part, without the workspace)."""
+    return max(cfg.max_num_seqs, MAX_SPLITS)
 
 
 def _launched_by_torchrun() -> bool:

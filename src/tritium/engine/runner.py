@@ -94,6 +94,7 @@ class StepPlan:
     logit_rows: list[int]    # rows of the sequences that finish their tokens (they sample)
     table: np.ndarray        # [S, width] int32 pages of each sequence (the scratch page past its own)
     decode: bool             # every sequence computes exactly its last token
+    q_start: np.ndarray | None = None  # context parallel, per part: [S] first new token's position in the part
 
 
 @dataclasses.dataclass(eq=False)
@@ -128,6 +129,8 @@ class ModelRunner:
         # context parallel: plans hold global page ids (rank * num_blocks + page); this rank runs its view
         # of each (:meth:`localize`)
         self.cp_rank, self.cp_world = cp_rank, cp_world
+        # context parallel steps with prefill run per part where the attention can (else a row per token)
+        self.cp_parts = cp_world > 1 and getattr(model.options.context_parallel, "prefill_parts", False)
         self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, model.num_kv_heads,
                                     cfg.head_dim, dtype=model.dtype, device=self.device)
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
@@ -181,11 +184,15 @@ class ModelRunner:
         return dest
 
     def localize(self, plan: StepPlan) -> StepPlan:
-        """Context parallel: this rank's view of a step whose plan holds global page ids. Every token becomes
-        a row of its own (a query of :class:`~tritium.models.attention.DistributedDecodeAttention`): its
-        sequence's pages on this rank (local ids) and how many of the keys it sees (positions ``<= pos``)
-        this rank holds; its K/V slot here, or -1 where another rank stores it. A sequence's pages on this
-        rank are a contiguous, page-aligned run of its logical pages (the block manager's parts)."""
+        """Context parallel: this rank's view of a step whose plan holds global page ids. A sequence's pages
+        on this rank are a contiguous, page-aligned run of its logical pages (the block manager's parts);
+        each token's K/V slot is here, or -1 where another rank stores it.
+
+        Decode steps (and every step when the attention cannot run per part): every token becomes a row of
+        its own (a query of :class:`~tritium.models.attention.DistributedDecodeAttention`): its sequence's
+        pages on this rank (local ids) and how many of the keys it sees (positions ``<= pos``) this rank
+        holds. Steps with prefill, per part: one row per sequence, its pages here, the keys of the part up
+        to its last new token, and ``q_start``, its first new token's position relative to the part."""
         r, nb, bs = self.cp_rank, self.num_blocks, self.block_size
         table = plan.table.astype(np.int64)
         mine = table // nb == r                                  # [S, W]
@@ -194,10 +201,17 @@ class ModelRunner:
         local = np.full((len(plan.q_lens), max(int(count.max(initial=0)), 1)), nb, dtype=np.int32)
         for s, n in enumerate(count):
             local[s, :n] = table[s, mine[s]] - r * nb
-        seq_of = np.repeat(np.arange(len(plan.q_lens)), plan.q_lens)  # [T]
-        lens = np.clip(plan.pos + 1 - first[seq_of] * bs, 0, count[seq_of] * bs)
         page = plan.slots // bs
         slots = np.where(page // nb == r, plan.slots - r * nb * bs, -1)
+        if not plan.decode and self.cp_parts:
+            ends = np.cumsum(plan.q_lens)
+            start = first * bs                                   # the part's first key position
+            lens = np.clip(plan.pos[ends - 1] + 1 - start, 0, count * bs)
+            q_start = plan.pos[ends - np.asarray(plan.q_lens)] - start
+            return StepPlan(plan.ids, plan.pos, slots, plan.q_lens, lens.tolist(), plan.logit_rows, local,
+                            plan.decode, q_start.astype(np.int32))
+        seq_of = np.repeat(np.arange(len(plan.q_lens)), plan.q_lens)  # [T]
+        lens = np.clip(plan.pos + 1 - first[seq_of] * bs, 0, count[seq_of] * bs)
         return StepPlan(plan.ids, plan.pos, slots, [1] * len(plan.ids), lens.tolist(), plan.logit_rows,
                         local[seq_of], plan.decode)
 
@@ -244,7 +258,8 @@ class ModelRunner:
         meta = AttentionMetadata(
             slot_mapping=up(plan.slots), block_table=up(table), seq_lens=up(np.array(plan.seq_lens, dtype=np.int32)),
             cu_seqlens_q=up(cu), max_seqlen_q=max(plan.q_lens), max_seqlen_k=max(plan.seq_lens),
-            q_lens_host=plan.q_lens, seq_lens_host=plan.seq_lens)
+            q_lens_host=plan.q_lens, seq_lens_host=plan.seq_lens,
+            q_start_pos=None if plan.q_start is None else up(plan.q_start))
         hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
         if not plan.logit_rows:
             return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32)

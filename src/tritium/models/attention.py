@@ -28,6 +28,9 @@ class AttentionMetadata:
     - max_seqlen_q, max_seqlen_k: host ints (upper bounds), so no kernel needs a host sync.
     - q_lens_host, seq_lens_host: host lists (the torch backend loops over sequences in prefill); None
       for CUDA-graph decode, where every sequence has one query token.
+    - q_start_pos: context parallel steps run per part (see :class:`DistributedDecodeAttention`): [S]
+      int32, the position of each sequence's first new token relative to the start of this rank's part
+      of its keys (negative where the part starts after it); ``seq_lens`` is then the part's length.
     """
 
     slot_mapping: torch.Tensor
@@ -38,6 +41,7 @@ class AttentionMetadata:
     max_seqlen_k: int
     q_lens_host: list[int] | None = None
     seq_lens_host: list[int] | None = None
+    q_start_pos: torch.Tensor | None = None
 
 
 class TritonAttention:
@@ -77,27 +81,33 @@ class TritonAttention:
 
 
 class DistributedDecodeAttention:
-    """Context parallelism: every row of the batch is one query token whose keys are spread over the
-    communicator's ranks (:func:`tritium.fused.distributed_paged_decode`).
+    """Context parallelism: each sequence's keys are spread over the communicator's ranks.
 
-    The runner gives each rank its view of the step: ``block_table`` / ``seq_lens`` have one row per
-    token, this rank's pages of the token's sequence and how many of the keys the token sees (its
-    position + 1 across all ranks) lie in this rank's part; ``slot_mapping`` is -1 for tokens another
-    rank stores. A prefill token is then a decode query at its own position (causal attention, one
-    query at a time: correct, but it reads its whole prefix per token, O(T x L) for a T-token chunk).
+    The runner gives each rank its view of the step (``slot_mapping`` is -1 for tokens another rank
+    stores), in one of two layouts:
+
+    - decode steps (one new token per sequence): ``block_table`` / ``seq_lens`` have one row per token,
+      this rank's pages of its sequence and how many of the keys it sees lie in this rank's part;
+      :func:`tritium.fused.distributed_paged_decode` (one workspace, shared by all layers, holds
+      ``max_rows`` rows, so a call neither allocates nor syncs: CUDA-graph decode steps);
+    - steps with prefill (``meta.q_start_pos`` set): one row per sequence, its pages on this rank, the
+      length of its part and where its new tokens sit relative to the part. Each rank runs
+      ``paged_attention`` over its part (causal, windows in the part's coordinates) with each row's
+      log-sum-exp, the parts are all-gathered (``all_gather``, torch.distributed: prefill messages are
+      large) and merged, so a T-token chunk reads each part's keys once per query tile, not once per token.
+
     ``q`` is the same on every rank (the whole model runs on every rank); so is the output.
-
-    One workspace, shared by all layers, holds ``max_rows`` rows (the largest step's tokens), so a call
-    neither allocates nor syncs (CUDA-graph decode steps). Constructing it is collective.
+    Constructing it is collective (the workspace).
     """
 
     name = "context_parallel"
 
     def __init__(self, comm, max_rows: int, num_q_heads: int, head_dim: int, sliding_window: int | None = None, *,
-                 mode: str = "fused", triton_write: bool = True):
+                 mode: str = "fused", triton_write: bool = True, all_gather=None):
         self.comm, self.mode, self.sliding_window = comm, mode, sliding_window
         self.workspace = DistributedDecodeWorkspace(comm, max_rows, num_q_heads, head_dim)
         self.triton_write = triton_write  # False: a torch scatter (the CPU, where Triton is interpreted)
+        self.all_gather = all_gather  # x [n, ...] -> [world * n, ...]: the prefill parts' exchange
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]; this rank stores its tokens' K/V."""
@@ -107,10 +117,28 @@ class DistributedDecodeAttention:
             _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)
         return self.attend(q, k_cache, v_cache, meta, scale)
 
+    @property
+    def prefill_parts(self) -> bool:
+        """Whether steps with prefill run per part (the runner then makes one row per sequence)."""
+        return self.all_gather is not None
+
     def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        if meta.q_start_pos is not None:
+            return self._attend_parts(q, k_cache, v_cache, meta, scale)
         return distributed_paged_decode(q, k_cache, v_cache, meta.block_table, meta.seq_lens, self.comm,
                                         softmax_scale=scale, sliding_window=self.sliding_window,
                                         workspace=self.workspace, mode=self.mode)
+
+    def _attend_parts(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        T, hq, d = q.shape
+        out = torch.empty_like(q)
+        lse = torch.empty(T, hq, dtype=torch.float32, device=q.device)
+        paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
+                        max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=max(meta.max_seqlen_k, 1),
+                        softmax_scale=scale, sliding_window=self.sliding_window, q_start_pos=meta.q_start_pos,
+                        lse=lse, out=out)
+        return merge_parts(self.all_gather(torch.cat([out.float(), lse[..., None]], dim=-1)), self.comm.world_size,
+                           q.dtype)
 
 
 class TorchContextParallelAttention:
@@ -147,11 +175,19 @@ class TorchContextParallelAttention:
         lse = torch.logsumexp(scores, dim=-1)                                              # [T, Hq], -inf: no key
         probs = torch.exp(scores - lse.clamp_min(torch.finfo(torch.float32).min)[..., None])
         part = torch.cat([torch.einsum("thl,tlhd->thd", probs, vals), lse[..., None]], dim=-1)  # [T, Hq, D + 1]
-        parts = self.all_gather(part).view(self.world_size, T, hq, d + 1)
-        lses = parts[..., d]
-        weights = torch.exp(lses - lses.max(0).values.clamp_min(torch.finfo(torch.float32).min))  # [R, T, Hq]
-        out = (weights[..., None] * parts[..., :d]).sum(0) / weights.sum(0).clamp_min(1e-30)[..., None]
-        return out.to(q.dtype)
+        return merge_parts(self.all_gather(part), self.world_size, q.dtype)
+
+
+def merge_parts(parts: torch.Tensor, world_size: int, dtype: torch.dtype) -> torch.Tensor:
+    """``parts [R * T, Hq, D + 1]`` fp32, every rank's ``[o_r, lse_r]`` of the same T rows (rank order; lse
+    natural-log, -inf where a part holds no key of the row) -> ``sum_r exp(lse_r - m) o_r / sum_r
+    exp(lse_r - m)``, ``m = max_r lse_r``, as ``[T, Hq, D]`` in ``dtype``."""
+    _, hq, d1 = parts.shape
+    parts = parts.view(world_size, -1, hq, d1)
+    lses = parts[..., d1 - 1]
+    weights = torch.exp(lses - lses.max(0).values.clamp_min(torch.finfo(torch.float32).min))  # [R, T, Hq]
+    terms = torch.where(weights[..., None] > 0, weights[..., None] * parts[..., :d1 - 1], 0.0)  # no key: no term
+    return (terms.sum(0) / weights.sum(0).clamp_min(1e-30)[..., None]).to(dtype)
 
 
 def _scatter_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
