@@ -35,6 +35,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
+    parser.add_argument("--cp", "--context-parallel-size", dest="cp", type=int, default=1,
+                        help="GPUs to spread each sequence's KV cache over (default 1; every GPU holds the whole "
+                             "model; --tp must then be 1)")
     parser.add_argument("--comm", choices=["auto", "tritium", "torch"], default="auto",
                         help="tensor-parallel collectives: tritium's (one host), torch.distributed's (NCCL), or "
                              "auto (tritium on the GPUs of one host; the default)")
@@ -86,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len,
-                  tensor_parallel_size=args.tp, comm=args.comm)
+                  tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm)
     if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs
@@ -156,9 +159,9 @@ def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
 
 
 def chat(args) -> int:
-    if args.tp > 1 and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise ValueError("chat reads the terminal on one process: run it with --tp without torchrun (the engine "
-                         "starts its ranks itself)")
+    if max(args.tp, args.cp) > 1 and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("chat reads the terminal on one process: run it with --tp or --cp without torchrun (the "
+                         "engine starts its ranks itself)")
     params = _params(args)
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
         return _chat(args, llm, params)

@@ -8,6 +8,8 @@ under the Triton interpreter (cpu-shm heap). On GPUs (``-m gpu``): 2 ranks with 
 CUDA graphs.
 """
 
+import subprocess
+import sys
 import types
 
 import numpy as np
@@ -107,6 +109,20 @@ def test_scheduling_features_under_cp(tiny_models, no_leaks):
 def _seq(prompt_len: int, max_tokens: int):
     return types.SimpleNamespace(prompt_len=prompt_len, token_ids=list(range(prompt_len)), block_table=[],
                                  params=types.SimpleNamespace(max_tokens=max_tokens))
+
+
+def test_cli_generate_cp(tiny_models, reference, no_leaks):
+    """``tritium generate --cp 2``: the same greedy answer as one rank (the CPU: fp32 by default there)."""
+    if ON_GPU:
+        pytest.skip("compares with the fp32 reference; the CLI runs bf16 on GPUs")
+    path, _ = tiny_models["llama"]
+    proc = subprocess.run([sys.executable, "-m", "tritium.cli", "generate", "--model", path, "--cp", "2",
+                           "--max-tokens", str(GREEDY.max_tokens), "--raw", "-q", CP_PROMPTS[-1]],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from tritium.engine.tokenizer import Tokenizer
+
+    assert proc.stdout.strip() == Tokenizer.from_hf_dir(path).decode(reference[-1]).strip()
 
 
 def test_block_manager_parts():

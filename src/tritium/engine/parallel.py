@@ -139,6 +139,11 @@ def _check_gpus(name: str, n: int, device: torch.device) -> None:
             raise ValueError(f"{name} {n} needs {n} GPUs from cuda:{first}, but {count} GPU(s) are visible")
 
 
+def role(context_parallel: bool) -> str:
+    """What a rank of the engine is called in messages."""
+    return "context-parallel" if context_parallel else "tensor-parallel"
+
+
 def context_rows(cfg) -> int:
     """Rows of the distributed-decode workspace of a context-parallel engine with Triton attention: its
     decode steps' sequences, or 64 (a batch of one then splits its part 64 ways at most; steps with prefill
@@ -203,6 +208,7 @@ class TensorParallel:
         # distributed decode (decode_heap_bytes: its workspace's share of the heap; comm="torch" picks its
         # torch.distributed mode), else torch.distributed's all-gather (cp_all_gather)
         self.context_parallel = context_parallel
+        self.role = role(context_parallel)  # in error messages
         self.decode_mode = "torch" if comm == "torch" else "fused"
         if context_parallel:
             comm = "tritium" if decode_heap_bytes > 0 else "torch"
@@ -256,7 +262,7 @@ class TensorParallel:
         except RuntimeError as e:
             self.watch()
             raise ParallelError(f"rank 0 could not send a step's plan within {self.timeout:g} s (parallel_timeout): "
-                                f"a tensor-parallel rank stopped reading ({str(e).splitlines()[0]})") from e
+                                f"a {self.role} rank stopped reading ({str(e).splitlines()[0]})") from e
 
     def recv(self):
         """Ranks > 0: the next plan from rank 0 (waits as long as rank 0 lives)."""
@@ -302,7 +308,7 @@ class TensorParallel:
                 last_watch = now
             if now - start > self.timeout:
                 raise ParallelError(f"rank 0 waited {self.timeout:g} s (parallel_timeout) for a step to finish: a "
-                                    f"tensor-parallel rank is stuck")
+                                    f"{self.role} rank is stuck")
             if now - start > _SPIN_S:
                 time.sleep(0.0005)
         if flip is not None:
@@ -325,7 +331,7 @@ class TensorParallel:
             try:
                 self.comm.check()
             except RuntimeError as e:
-                raise ParallelError(f"tensor-parallel collectives on rank {self.rank} failed: {e}") from e
+                raise ParallelError(f"{self.role} collectives on rank {self.rank} failed: {e}") from e
 
     def diagnose(self, error: BaseException) -> BaseException:
         """The error to raise for ``error`` met while running with the other ranks: a
@@ -339,7 +345,7 @@ class TensorParallel:
         text = str(error)
         if isinstance(error, (dist.DistBackendError, dist.DistError)) or \
                 any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out")):
-            return ParallelError(f"tensor-parallel rank {self.rank}: a collective with the other ranks failed: "
+            return ParallelError(f"{self.role} rank {self.rank}: a collective with the other ranks failed: "
                                  f"{text.splitlines()[0] if text else type(error).__name__}")
         return error
 
@@ -437,6 +443,7 @@ class WorkerPool:
 
     def __init__(self, world_size: int, spec: dict, timeout: float):
         self.world_size = world_size
+        self.role = role(spec["config"].context_parallel_size > 1)
         self.timeout = timeout
         self.store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
                                    timeout=datetime.timedelta(seconds=timeout))
@@ -476,7 +483,7 @@ class WorkerPool:
             code = proc.poll()
             if code is not None:
                 err = self.error(rank)
-                raise ParallelError(f"tensor-parallel rank {rank} (pid {proc.pid}) exited with code {code}"
+                raise ParallelError(f"{self.role} rank {rank} (pid {proc.pid}) exited with code {code}"
                                     + (f": {err}" if err else ""))
 
     def abandon(self, error: BaseException) -> BaseException:

@@ -81,7 +81,8 @@ def main() -> None:
                 store.set(parallel._ERROR_KEY.format(rank), message)
             except Exception:
                 pass
-        print(f"tritium tensor-parallel rank {rank}: {message}", file=sys.stderr, flush=True)
+        print(f"tritium {parallel.role(cfg.context_parallel_size > 1)} rank {rank}: {message}", file=sys.stderr,
+              flush=True)
         os._exit(1)
     sys.stdout.flush()
     os._exit(0)
