@@ -259,8 +259,9 @@ def select_num_splits(num_seqs: int, num_kv_heads: int, device: torch.device) ->
     """Chunks of each rank's part computed by programs of their own: ``floor(2 * SMs / (num_seqs *
     num_kv_heads))``, in [1, 64]; 1 under the interpreter, whose programs run one after another.
 
-    NOTE: one wave: 255 registers per program at the benchmark's shape (ptxas, sm_90a), so 2 programs fit
-    on an SM, and every program's run of keys is equally long. 2x H200 sweep (``bench distributed_decode
+    NOTE: one wave of equally long runs. At the benchmark's shape (bf16, D=128, 64-key tiles, 3 stages;
+    ptxas for sm_90a) a program takes 157 registers and 70 KiB of shared memory, so 3 fit on an SM, but
+    2 per SM measured best. 2x H200 sweep (``bench distributed_decode
     --sweep``, bf16, GQA 32/8, D=128, 64-key tiles, 3 stages; bench/NOTES.md "Distributed decode"), fused
     us at 1 / 2 / 3 / 4 programs per SM: B=1 T=512k 286 / 259 / 265 / 320; B=4 T=512k 1091 / 974 / 974 /
     1216; B=16 T=128k 1097 / 972 / 975 / 1214."""
