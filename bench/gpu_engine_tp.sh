@@ -5,7 +5,7 @@
 # pytest arguments, e.g. "-m gpu" for the GPU-only tests; a file that is absent is skipped);
 # bench: `python -m tritium.bench engine --tp $TP` (TP default 2): Llama-3-70B random bf16 weights at TP=2 with
 # comm tritium then comm torch (batch-1 step, batch-64 throughput, 2048-token prefill), then Llama-3-8B at
-# TP=1 and TP=2 (batch-1 step): four engine builds, one at a time. JSON $OUT/engine-tp-<gpu>-x<TP>.json
+# TP=1 and TP=2 (batch-1 step): four engine builds, one at a time; --trace: one traced batch-1 step per engine. JSON $OUT/engine-tp-<gpu>-x<TP>.json
 # (rewritten after each engine, "complete": false until the end), logs beside it (git-ignored in bench/results).
 # Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench ~5-6 min, killed at BENCH_TIMEOUT (400 s).
 set -uo pipefail
@@ -36,7 +36,7 @@ fi
 
 if [[ $what == bench || $what == all ]]; then
   log="$OUT/engine-tp-bench-$gpu-x$tp.log"
-  timeout -k 20 ${BENCH_TIMEOUT:-400} python3 -m tritium.bench engine --tp "$tp" \
+  timeout -k 20 ${BENCH_TIMEOUT:-400} python3 -m tritium.bench engine --tp "$tp" --trace \
     --out "$OUT/engine-tp-$gpu-x$tp.json" "$@" > "$log" 2>&1
   rc=$?; (( rc == 0 )) || status=1
   stamp "engine-tp bench rc=$rc"

@@ -22,7 +22,7 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
                PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--comm", "tritium,torch",
            "--prompt-len", "8", "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--prefill-len", "16",
-           "--kv-cache-gib", "0.01", "--out", str(out)]
+           "--kv-cache-gib", "0.01", "--trace", "--out", str(out)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r = json.loads(out.read_text())
@@ -33,6 +33,7 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
         assert e["max_model_len"] >= 17  # room for the prefill prompt
         for key in ("batch1_decode_ms", "batch_tokens_per_s", "batch_decode_step_ms", "prefill_ms", "weight_bytes"):
             assert e[key] > 0, (comm, key)
+        assert "no GPU" in e["trace"]["error"]  # --trace: CUPTI on GPUs only
     tp1, tp2 = r["scaling"]["tp1"], r["scaling"]["tp2"]
     assert (tp1["tensor_parallel_size"], tp1["comm"], tp2["tensor_parallel_size"], tp2["comm"]) == (1, None, 2, "torch")
     assert tp1["batch1_decode_ms"] > 0 and tp2["batch1_decode_ms"] > 0
@@ -44,3 +45,28 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
     assert r["targets"] and all(v is None for v in r["targets"].values())  # no targets on the CPU
     assert "target scaling_tp2_over_tp1_at_most_0.62: not measured" in proc.stdout
     assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2: closed"
+
+
+def test_trace_summary_of_graph_launches():
+    """A step's kernels are those of one cudaGraphLaunch (by correlation id); exposed time counts only what
+    moves the step's end (overlapped kernels expose nothing), projections labelled by their order."""
+    from tritium.bench.engine_common import graph_launch_kernels, summarize_step
+
+    def kernel(name, ts, dur, corr):
+        return {"cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
+
+    events = [{"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 0, "dur": 1, "args": {"correlation": 7}},
+              {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 1, "args": {"correlation": 8}},
+              {"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 50, "dur": 1, "args": {"correlation": 9}},
+              kernel("gemv_kernel(x)", 10, 5, 7), kernel("all_reduce_kernel", 15, 4, 7),
+              kernel("rms_norm", 16, 2, 7),  # inside all_reduce's time: nothing exposed
+              kernel("gemv_kernel(y)", 19, 6, 7), kernel("eager_copy", 30, 3, 8), kernel("gemv_kernel(z)", 60, 2, 9)]
+    launches = graph_launch_kernels(events)
+    assert [[e["name"] for e in g] for g in launches] == [
+        ["gemv_kernel(x)", "all_reduce_kernel", "rms_norm", "gemv_kernel(y)"], ["gemv_kernel(z)"]]
+    summary = summarize_step(launches[0])
+    by = summary["by_kernel"]
+    assert summary["span_us"] == 15 and summary["kernels"] == 4
+    assert by["qkv"]["exposed_us"] == 5 and by["lm_head"]["exposed_us"] == 6  # the last projection: lm_head
+    assert by["all_reduce_kernel"]["exposed_us"] == 4 and by["rms_norm"]["exposed_us"] == 0
+    assert sum(r["exposed_us"] for r in by.values()) == summary["span_us"]

@@ -19,9 +19,6 @@ Every variant is set through the engine's public options and graphs are captured
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +26,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from tritium.bench.common import cold_us, header, time_ms
 from tritium.bench.engine import graph_inputs, set_graph_inputs
-from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, engine_generate
+from tritium.bench.engine_common import (Bench, add_model_arguments, batch1_step_ms, chrome_events, engine_generate,
+                                         summarize_step)
 from tritium.engine import LLM, LLMEngine
 from tritium.ops import gemv, prefetch_l2
 
@@ -95,16 +93,9 @@ def ablate_windows(llm: LLM, bench: Bench, rounds: int) -> dict:
     return res
 
 
-PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
-
-
 def trace_step(engine: LLMEngine, replays: int = 3) -> dict:
-    """Kernel timeline of the batch-1 graph (CUPTI through torch.profiler), middle replay of ``replays``.
-
-    A kernel's exposed time is how far it moves the end of the step: its end minus the latest end of the
-    kernels before it (0 when it ends inside them). Summed by kernel (projections by their order in the
-    layer, the last one lm_head) it says where the step's time goes beyond the weight reads.
-    """
+    """Kernel timeline of the batch-1 graph (CUPTI through torch.profiler), middle replay of ``replays``:
+    :func:`tritium.bench.engine_common.summarize_step` of its kernels."""
     entry = engine.runner.graphs[1]
     graph = entry.graph
     out_seq_len = int(entry.bufs.seq_lens[0])
@@ -114,47 +105,12 @@ def trace_step(engine: LLMEngine, replays: int = 3) -> dict:
         for _ in range(replays):
             graph.replay()
         torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
-    finally:
-        os.unlink(path)
-    kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    kernels = sorted((e for e in chrome_events(prof) if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     if not kernels or len(kernels) % replays:
         return {"error": f"{len(kernels)} kernels traced for {replays} replays"}
     n = len(kernels) // replays
     step = kernels[n: 2 * n] if replays > 2 else kernels[:n]
-    nproj = sum(1 for e in step if _is_projection(e["name"]))
-    by: dict[str, dict] = {}
-    proj = 0
-    latest_end = step[0]["ts"]
-    for e in step:
-        name = e["name"]
-        if _is_projection(name):
-            label = "lm_head" if proj == nproj - 1 else PROJECTIONS[proj % 4]
-            proj += 1
-        else:
-            label = name.split("(")[0][:48]
-        end = e["ts"] + e["dur"]
-        row = by.setdefault(label, {"count": 0, "busy_us": 0.0, "exposed_us": 0.0})
-        row["count"] += 1
-        row["busy_us"] += e["dur"]
-        row["exposed_us"] += max(0.0, end - latest_end)
-        latest_end = max(latest_end, end)
-    span = latest_end - step[0]["ts"]
-    print(f"  trace: {n} kernels, step span {span / 1e3:.3f} ms (kernel start to kernel end), "
-          f"context {out_seq_len}", flush=True)
-    for label, row in sorted(by.items(), key=lambda kv: -kv[1]["exposed_us"]):
-        print(f"    {label:>48}: x{row['count']:<4} exposed {row['exposed_us']:8.1f} us "
-              f"({row['exposed_us'] / row['count']:6.2f} each)  busy {row['busy_us'] / row['count']:6.2f} each", flush=True)
-    return {"kernels": n, "span_us": span, "seq_len": out_seq_len, "by_kernel": by}
-
-
-def _is_projection(name: str) -> bool:
-    return "gemv" in name or "gemm" in name or "nvjet" in name or "cutlass" in name
+    return {**summarize_step(step, f"context {out_seq_len}"), "seq_len": out_seq_len}
 
 
 MB = 1 << 20

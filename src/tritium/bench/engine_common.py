@@ -12,7 +12,9 @@ suites.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 
 import torch
@@ -167,3 +169,69 @@ def engine_generate(llm: LLM):
     return lambda prompts, n: llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True))
 
 
+# -- kernel traces (CUPTI through torch.profiler) --------------------------------------------------------------
+PROJECTIONS = ("qkv", "o_proj", "gate_up", "down")
+
+
+def chrome_events(prof) -> list[dict]:
+    """The events of a finished ``torch.profiler.profile`` (its Chrome trace)."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            return json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+
+
+def graph_launch_kernels(events: list[dict]) -> list[list[dict]]:
+    """The kernels of each CUDA-graph launch in a trace, launches in order: a graph's kernels carry the
+    correlation id of the ``cudaGraphLaunch`` that ran them."""
+    launches = {e["args"]["correlation"] for e in events
+                if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e.get("name", "") and "args" in e}
+    groups: dict[int, list[dict]] = {}
+    for e in events:
+        corr = e.get("args", {}).get("correlation")
+        if e.get("cat") == "kernel" and corr in launches:
+            groups.setdefault(corr, []).append(e)
+    ordered = [sorted(g, key=lambda e: e["ts"]) for g in groups.values()]
+    return sorted(ordered, key=lambda g: g[0]["ts"])
+
+
+def summarize_step(step: list[dict], what: str = "") -> dict:
+    """Where one step's time goes, from its kernels (``ts``/``dur`` in us, ordered by start).
+
+    A kernel's exposed time is how far it moves the end of the step: its end minus the latest end of the
+    kernels before it (0 when it ends inside them). Summed by kernel (projections by their order in the
+    layer, the last one lm_head) it says where the step's time goes beyond the weight reads.
+    """
+    nproj = sum(1 for e in step if _is_projection(e["name"]))
+    by: dict[str, dict] = {}
+    proj = 0
+    latest_end = step[0]["ts"]
+    for e in step:
+        name = e["name"]
+        if _is_projection(name):
+            label = "lm_head" if proj == nproj - 1 else PROJECTIONS[proj % 4]
+            proj += 1
+        else:
+            label = name.split("(")[0][:48]
+        end = e["ts"] + e["dur"]
+        row = by.setdefault(label, {"count": 0, "busy_us": 0.0, "exposed_us": 0.0})
+        row["count"] += 1
+        row["busy_us"] += e["dur"]
+        row["exposed_us"] += max(0.0, end - latest_end)
+        latest_end = max(latest_end, end)
+    span = latest_end - step[0]["ts"]
+    print(f"  trace: {len(step)} kernels, step span {span / 1e3:.3f} ms (kernel start to kernel end)"
+          + (f", {what}" if what else ""), flush=True)
+    for label, row in sorted(by.items(), key=lambda kv: -kv[1]["exposed_us"]):
+        print(f"    {label:>48}: x{row['count']:<4} exposed {row['exposed_us']:8.1f} us "
+              f"({row['exposed_us'] / row['count']:6.2f} each)  busy {row['busy_us'] / row['count']:6.2f} each",
+              flush=True)
+    return {"kernels": len(step), "span_us": span, "by_kernel": by}
+
+
+def _is_projection(name: str) -> bool:
+    return "gemv" in name or "gemm" in name or "nvjet" in name or "cutlass" in name

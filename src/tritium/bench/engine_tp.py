@@ -1,7 +1,8 @@
 """Tensor-parallel engine benchmark (issue 16): ``python -m tritium.bench engine --tp N``.
 
     python -m tritium.bench engine --tp 2 [--shape llama3-70b|tiny | --model PATH] [--comm tritium,torch]
-        [--scaling-shape llama3-8b|tiny|none] [--parts decode,prefill,scaling] [--prefill-len 2048] [--out FILE]
+        [--scaling-shape llama3-8b|tiny|none] [--parts decode,prefill,scaling] [--prefill-len 2048] [--trace]
+        [--out FILE]
 
 Random weights (:class:`~tritium.models.weights.RandomWeights`, seed 0: every engine draws the same tensors,
 each rank only its shard), bf16 on GPUs (fp32 on the CPU). One engine at a time: each is closed (its
@@ -15,6 +16,8 @@ worker processes gone, its memory released) before the next one starts.
 - ``prefill``: in the same engines, one prompt of ``--prefill-len`` tokens with max_tokens=1, the
   ``generate`` call timed warm (median of ``--repeats``). Floor: one rank's FLOPs / the bf16 matmul rate
   measured in this run. :data:`PREFILL_VARIANTS` adds engines measured on prefill alone.
+- ``--trace``: one batch-1 decode step of each ``--shape`` engine traced on rank 0 (CUPTI), each kernel's
+  exposed time on the step's critical path (:func:`decode_trace`), for the note of a missed target.
 - ``scaling``: ``--scaling-shape`` (default llama3-8b; ``--model``: the same checkpoint) at TP=1 and at
   TP=N (comm auto), batch-1 step.
 
@@ -34,9 +37,11 @@ import time
 import traceback
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table
-from tritium.bench.engine_common import SHAPES, Bench, batch1_step_ms, batch_throughput, engine_generate, timed
+from tritium.bench.engine_common import (SHAPES, Bench, batch1_step_ms, batch_throughput, chrome_events, engine_generate,
+                                         graph_launch_kernels, summarize_step, timed)
 from tritium.models.config import ModelConfig
 
 PARTS = ("decode", "prefill", "scaling")
@@ -62,6 +67,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--scaling-shape", choices=sorted(SHAPES) + ["none"], default=None,
                    help="model of the TP=1 vs TP=N comparison (default llama3-8b; tiny with --shape tiny)")
     g.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of " + ",".join(PARTS))
+    g.add_argument("--trace", action="store_true",
+                   help="also trace one batch-1 decode step of each --shape engine on rank 0 (CUPTI): each "
+                        "kernel's exposed time on the step's critical path")
 
 
 def _split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
@@ -94,6 +102,27 @@ def decode_batch1(bench: Bench, llm) -> dict:
 
 def decode_batch(bench: Bench, llm) -> dict:
     return batch_throughput(bench, engine_generate(llm))
+
+
+def decode_trace(bench: Bench, llm, new_tokens: int = 24) -> dict:
+    """One batch-1 generation recorded on rank 0 (CUPTI through torch.profiler; the other ranks run the same
+    steps untraced): the kernels of the middle decode-graph launch, summarised by
+    :func:`~tritium.bench.engine_common.summarize_step`. The collectives' kernels show what the ranks wait
+    for each other."""
+    if bench.device.type != "cuda":
+        return {"trace": {"error": "no GPU: nothing to trace (decode steps run without CUDA graphs)"}}
+    generate = engine_generate(llm)
+    prompt = bench.prompts(1, 5000)
+    generate(prompt, new_tokens)  # warm
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        generate(prompt, new_tokens)
+        torch.cuda.synchronize()
+    launches = graph_launch_kernels(chrome_events(prof))
+    if not launches:
+        return {"trace": {"error": "no CUDA-graph launch traced (CPU, or graphs off)"}}
+    counts = [len(g) for g in launches]
+    decode = [g for g in launches if len(g) == max(set(counts), key=counts.count)]  # the decode step's graph
+    return {"trace": summarize_step(decode[len(decode) // 2], f"{len(decode)} decode launches traced")}
 
 
 def prefill(bench: Bench, llm) -> dict:
@@ -203,7 +232,7 @@ def run(args) -> dict:
 
     # the model at TP=N, one engine per comm: decode and prefill in the same engine
     measures = [m for part, ms in (("decode", (decode_batch1, decode_batch)), ("prefill", (prefill,)))
-                if part in parts for m in ms]
+                if part in parts for m in ms] + ([decode_trace] if args.trace else [])
     if measures:
         max_len = max(decode_len, _pages(args.prefill_len + 1) if "prefill" in parts else 0)
         for comm in comms:
