@@ -45,8 +45,7 @@ from tritium.attention import AttentionWorkspace, paged_attention
 from tritium.bench.collectives import parse_size
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, ranked_graph_us, ranked_us
 from tritium.fused.distributed_decode import MAX_SPLITS, DecodeConfig, select_decode_config
-from tritium.runtime import num_sms
-from tritium.runtime import interpreting
+from tritium.runtime import interpreting, num_sms
 
 GPU_SHAPE = dict(num_q_heads=32, num_kv_heads=8, head_dim=128, block=16)
 SMOKE_SHAPE = dict(num_q_heads=4, num_kv_heads=2, head_dim=64, block=16)

@@ -183,13 +183,13 @@ def begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, b
     arrive(flags_ptr, sizes, key, rank, world_size, bases, WORLD_POW2)
     ok = wait_all(flags_ptr, base + num_programs, world_size, max_spins, WORLD_POW2)
     if ok == 0:
-        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+        count_timeout(state_ptr)
     else:
         ok = sizes_agree(sizes, key, world_size, WORLD_POW2)
         if not STAGED:
             ok = ok & sizes_agree(state_ptr + _S_SIZES + (4 + parity) * world_size, x_off, world_size, WORLD_POW2)
         if ok == 0:
-            tl.atomic_add(state_ptr + _S_MISMATCH, 1, sem="relaxed", scope="gpu")
+            count_mismatch(state_ptr)
     return buf, ok
 
 
@@ -205,7 +205,7 @@ def second_round(flags_ptr, state_ptr, rank, world_size, bases, max_spins, WORLD
            world_size, bases, WORLD_POW2)
     ok1 = wait_all(flags_ptr + world_size, base1 + num_programs, world_size, max_spins, WORLD_POW2)
     if ok1 == 0:
-        tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+        count_timeout(state_ptr)
     return ok1
 
 

@@ -130,9 +130,8 @@ class DistributedDecodeAttention:
                                         workspace=self.workspace, mode=self.mode)
 
     def _attend_parts(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
-        T, hq, d = q.shape
         out = torch.empty_like(q)
-        lse = torch.empty(T, hq, dtype=torch.float32, device=q.device)
+        lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
         paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                         max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=max(meta.max_seqlen_k, 1),
                         softmax_scale=scale, sliding_window=self.sliding_window, q_start_pos=meta.q_start_pos,
