@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Tensor-parallel engine (issue 16) on a multi-GPU machine (torch + triton installed, no network), from the repo root:
-#   OUT=/some/dir bash bench/gpu_engine_tp.sh [all|tests|bench] [extra bench args...]
+#   OUT=/some/dir bash bench/gpu_engine_tp.sh [all|tests|cli|bench] [extra bench args...]
 # tests: tests/engine/test_tensor_parallel.py and test_context_parallel.py (issue 18) on the GPUs (TEST_ARGS: extra
 # pytest arguments, e.g. "-m gpu" for the GPU-only tests; a file that is absent is skipped);
+# cli: `tritium generate` on a tiny random-weight Llama (tests/engine/conftest.py) at --tp 1, --tp 2 (comm tritium and
+# torch) and --cp 2, each answer printed (bf16 on GPUs: greedy tokens may differ from TP=1 where sums round
+# differently), then no process and no /dev/shm segment left behind;
 # bench: `python -m tritium.bench engine --tp $TP` (TP default 2): Llama-3-70B random bf16 weights at TP=2 with
 # comm tritium then comm torch (batch-1 step, batch-64 throughput, 2048-token prefill), then Llama-3-8B at
 # TP=1 and TP=2 (batch-1 step): four engine builds, one at a time; --trace: one traced batch-1 step per engine. JSON $OUT/engine-tp-<gpu>-x<TP>.json
@@ -32,6 +35,25 @@ if [[ $what == tests || $what == all ]]; then
   else
     stamp "engine-tp tests: no test file there yet, skipped"
   fi
+fi
+
+if [[ $what == cli || $what == all ]]; then
+  log="$OUT/engine-tp-cli-$gpu-x$ngpu.log"
+  model=$(mktemp -d)
+  python3 -c "import sys; sys.path.insert(0, 'tests/engine'); from conftest import make_tiny_model; \
+make_tiny_model(sys.argv[1], 'llama')" "$model" > "$log" 2>&1 || status=1
+  for args in "--tp 1" "--tp 2 --comm tritium" "--tp 2 --comm torch" "--cp 2"; do
+    start=$(date +%s)
+    answer=$(timeout -k 10 180 python3 -m tritium.cli generate --model "$model" $args --max-tokens 16 --raw -q \
+             "w1 w2 w3 w4 w5" 2>> "$log")
+    rc=$?; (( rc == 0 )) || status=1
+    stamp "tritium generate $args: rc=$rc in $(( $(date +%s) - start )) s: $answer"
+  done
+  sleep 2
+  left=$(pgrep -f tritium.engine.worker | wc -l); segs=$(ls /dev/shm | grep -c tritium)
+  stamp "after the CLI runs: $left worker processes, $segs tritium /dev/shm segments"
+  (( left == 0 && segs == 0 )) || status=1
+  rm -rf "$model"
 fi
 
 if [[ $what == bench || $what == all ]]; then
