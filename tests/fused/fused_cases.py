@@ -118,6 +118,65 @@ def repeat_worker(rank: int, world_size: int, calls: int) -> None:
         heap.close()
 
 
+def decode_worker(rank: int, world_size: int, shapes: tuple, calls: int) -> None:
+    """matmul_all_reduce's one-launch decode kernel (16-bit, M <= 64): N-major b and K-major b (a weight's
+    transpose), GEMV and tensor-core rows, K cut in pieces; each call interleaved with the communicator's
+    other Lamport users (all_reduce "lamport", all_reduce_rms_norm), new data every call, outputs poisoned
+    with NaN first, every rank the same bits; on GPUs the calls replayed from a CUDA graph as well."""
+    from tritium.fused.matmul_all_reduce import DecodeMatmulConfig, decode_eligible, launch_decode
+
+    dtype = torch.float16
+    heap, comm = _setup(world_size, 64, 96, 1024, dtype)
+    dev = heap.device
+    try:
+        for i in range(calls):
+            M, K, N, kmajor, split = shapes[i % len(shapes)]
+            ops = _operands(world_size, M, K, N, dtype, 700 + i, dev)
+            if kmajor:  # b = w.T for a row-major weight w [N, K]
+                ops = [(a, b.t().contiguous().t()) for a, b in ops]
+            a, b = ops[rank]
+            assert decode_eligible(a, N, comm)
+            want = ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops], dtype)
+            out = torch.full((M, N), float("nan"), dtype=dtype, device=dev)
+            if split:
+                block_n, block_k = (16, 16) if M <= 4 else (32, 16)
+                launch_decode(a, b, out, comm, DecodeMatmulConfig(block_n, block_k, 4, 2, split=split))
+            else:
+                assert fused.matmul_all_reduce(a, b, comm, overlap="fused", out=out) is out
+            _close(out, want, f"call {i}: M={M} K={K} N={N} kmajor={kmajor} split={split}")
+            copies = [torch.empty_like(out) for _ in range(world_size)]
+            dist.all_gather(copies, out)
+            assert all(torch.equal(copies[0], c) for c in copies), f"call {i}: ranks differ"
+            # the communicator's other Lamport users in between (same buffers, same call counter)
+            x = torch.full((3 + i, 40), float(rank + 1), dtype=dtype, device=dev)
+            assert torch.equal(comm.all_reduce(x, algorithm="lamport"), torch.full_like(x, sum(range(1, world_size + 1))))
+            if i % 3 == 0:
+                res = torch.zeros(2, 64, dtype=dtype, device=dev)
+                comm.all_reduce_rms_norm(torch.ones(2, 64, dtype=dtype, device=dev), res, torch.ones(64, dtype=dtype,
+                                         device=dev), 1e-5)
+                assert torch.equal(res, torch.full_like(res, world_size))
+        if dev.type == "cuda":  # captured once, replayed on new data copied into the captured inputs
+            M, K, N = 8, 256, 128
+            a = torch.empty(M, K, dtype=dtype, device=dev)
+            w = torch.empty(N, K, dtype=dtype, device=dev)
+            out = torch.empty(M, N, dtype=dtype, device=dev)
+            fused.matmul_all_reduce(a, w.t(), comm, overlap="fused", out=out)  # compile outside the capture
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                fused.matmul_all_reduce(a, w.t(), comm, overlap="fused", out=out)
+            for replay in range(5):
+                ops = _operands(world_size, M, K, N, dtype, 800 + replay, dev)
+                a.copy_(ops[rank][0])
+                w.copy_(ops[rank][1].t())
+                out.fill_(float("nan"))
+                graph.replay()
+                _close(out, ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops], dtype), f"replay {replay}")
+        comm.check()
+    finally:
+        heap.close()
+
+
 def bad_input_worker(rank: int, world_size: int) -> None:
     heap, comm = _setup(world_size, 64, 64, 64, torch.float32)
     dev = heap.device

@@ -4,7 +4,7 @@ under the Triton interpreter in CI, GPUs over NCCL where there are enough)."""
 import pytest
 import torch
 
-from .fused_cases import bad_input_worker, ops_worker, repeat_worker, run_world
+from .fused_cases import bad_input_worker, decode_worker, ops_worker, repeat_worker, run_world
 from tritium import runtime
 
 CPU = runtime.interpreting()
@@ -22,6 +22,16 @@ def test_every_op_and_overlap(world_size):
 @pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
 def test_twenty_calls_back_to_back(world_size):
     run_world(repeat_worker, world_size, 20)
+
+
+# (M, K, N, b K-major, K pieces forced (0: chosen)): GEMV rows (1-4) and tensor-core rows (8-64), edge tiles
+DECODE_SHAPES = ((1, 64, 32, False, 0), (3, 48, 80, True, 0), (1, 96, 40, True, 3), (8, 48, 80, False, 0),
+                 (17, 64, 48, True, 2), (64, 32, 96, False, 0))
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4], ids=lambda w: f"ws{w}")
+def test_matmul_all_reduce_decode_kernel(world_size):
+    run_world(decode_worker, world_size, DECODE_SHAPES, 2 * len(DECODE_SHAPES) if world_size == 2 else len(DECODE_SHAPES))
 
 
 def test_bad_input_names_the_argument():

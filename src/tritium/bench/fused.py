@@ -9,7 +9,7 @@ projection with sequence-parallel input (each rank holds M / W rows of the ``[M,
 **matmul_all_reduce** at decode M = 1, 8, 64 (o_proj ``[M, 8192 / W] x [8192 / W, 8192]`` and down_proj).
 Rows: cuBLAS GEMM alone on the local shapes (the floor), NCCL + cuBLAS (bulk), PyTorch's fused ops
 (``torch.ops.symm_mem.fused_all_gather_matmul`` / ``fused_matmul_reduce_scatter``, where present),
-tritium's ``matmul`` alone, and every tritium ``overlap`` mode; decode also cuBLAS + tritium all_reduce.
+tritium's ``matmul`` alone, and every tritium ``overlap`` mode; decode also cuBLAS + tritium all_reduce and the fused mode on a K-major b (a weight's transpose, the engine's layout).
 Each tritium mode is first checked against the cuBLAS/NCCL result. ``iters`` calls between two CUDA
 events (decode: captured in a CUDA graph and replayed), median over ``reps``, max over ranks.
 """
@@ -130,6 +130,10 @@ def _worker(rank: int, world_size: int, tokens: list[int], decode: list[int], it
                          "cublas+nccl": lambda: (torch.matmul(a, b, out=y), dist.all_reduce(y)),
                          "cublas+tritium all_reduce": lambda: (torch.matmul(a, b, out=y), comm.all_reduce(y, out=y))}
                 _add_modes(row, cases, lambda mode, a=a, b=b, y=y: fused.matmul_all_reduce(a, b, comm, overlap=mode, out=y), want)
+                # the engine's layout: b is the transpose of a row-major weight [N, k]
+                bt = b.t().contiguous().t()
+                row["fused b-kmajor rel_err"] = _rel_err(fused.matmul_all_reduce(a, bt, comm, overlap="fused", out=y), want)
+                cases["tritium fused b-kmajor"] = lambda a=a, bt=bt, y=y: fused.matmul_all_reduce(a, bt, comm, overlap="fused", out=y)
                 for case, fn in cases.items():
                     row[f"{case} us"] = ranked_graph_us(fn, device, iters, reps) or ranked_us(fn, device, iters, reps)
                 comm.check()

@@ -8,8 +8,10 @@ import triton.language as tl
 
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
 from tritium.collectives.kernels import ALL_REDUCE
-from tritium.collectives.kernels import (begin, call_parity, combine, count_timeout, fail_fast, finish, pdl_prologue,
-                                         reduce_tile, second_round)
+from tritium.collectives.kernels import (add_residual, begin, call_parity, combine, count_timeout, fail_fast, finish,
+                                         pdl_prologue, reduce_tile, rms_norm_rows, second_round)
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_poll, lamport_push,
+                                         lamport_reset)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -118,13 +120,7 @@ def _two_shot_all_reduce_kernel(
     finish(state_ptr, num_programs, 1)
 
 
-# -- Lamport one-shot all-reduce (16-bit floats, small messages) ------------------------------------------
-SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
-_SENTINEL16 = tl.constexpr(SENTINEL16)
-_L_CALLS, _L_TICKET, _L_COUNTS, _L_ARRIVED = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(5)
-LAMPORT_STATE_WORDS = 6  # calls, ticket, element counts of the 3 buffers, programs past the reduction
-
-
+# -- Lamport one-shot all-reduce (16-bit floats, small messages; the protocol: tritium.collectives.lamport) --
 @triton.jit
 def _lamport_all_reduce_kernel(
     # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
@@ -136,54 +132,32 @@ def _lamport_all_reduce_kernel(
     OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
     ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
 ):
-    """One-shot all-reduce without a flag round: call c pushes this rank's tiles straight into slot
-    ``rank`` (``capacity`` elements a slot, so every slot starts aligned) of buffer ``c % 3`` on every
-    rank (a -0.0 goes as +0.0), resets buffer ``(c + 2) % 3``, which held call c - 1's data, then polls its own buffer until no element of any slot is still -0.0 (the
-    data is its own flag) and reduces it. A peer is at most one call ahead (it cannot finish call
-    c + 1 before this rank pushes it), so the buffer it may write next is always a clean one.
+    """One-shot all-reduce without a flag round (:mod:`tritium.collectives.lamport`): this rank's tiles
+    go straight into slot ``rank`` of this call's buffer on every rank, the old buffer is reset while they
+    travel, then the own buffer is polled until every slot has arrived and reduced.
 
     ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
-    added to ``residual`` in place; then the programs of the launch wait for each other (a counter in the
-    Lamport state; all are resident on a GPU, one under the interpreter) and each normalises whole rows:
+    added to ``residual`` in place; then the programs of the launch meet and each normalises whole rows:
     ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
     max_spins = fail_fast(state_ptr, max_spins)
-    calls = tl.load(lstate_ptr + _L_CALLS)
-    buf = lam_ptr + (calls % 3) * world_size * capacity
-    old = (calls + 2) % 3
-    old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
+    calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
     offs = tl.arange(0, BLOCK)
-    timeouts = tl.zeros([], tl.int32)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
         idx = start + offs
         mask = idx < n
-        bits = tl.load(x_bits_ptr + idx, mask=mask)
-        bits = tl.where(bits == _SENTINEL16, 0, bits)
-        for dst in range(0, world_size):
-            tl.store(remote(buf + rank * capacity + idx, rank, dst, bases, BLOCK), bits, mask=mask)
-    # reset what call c - 1 wrote (the first old_n elements of every slot of the old buffer), this
-    # program's share, while the peers' pushes are on their way: no peer writes that buffer before call
-    # c + 2, which needs this rank's pushes of call c + 1
-    old_buf = lam_ptr + old * world_size * capacity
-    for src in range(0, world_size):
-        for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
-            idx = first + offs
-            tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
+        lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
+    lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, BLOCK)
+    timeouts = tl.zeros([], tl.int32)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
         idx = start + offs
         mask = idx < n
         acc = tl.zeros([BLOCK], tl.float32)
         for src in range(0, world_size):
-            ptrs = buf + src * capacity + idx
-            bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-            spins = 0
-            while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
-                bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-                spins += 1
-            timeouts += (spins >= max_spins).to(tl.int32)
-            value = bits.to(out_ptr.dtype.element_ty, bitcast=True).to(tl.float32)
+            value, timed_out = lamport_poll(buf + src * capacity + idx, mask, max_spins, out_ptr.dtype.element_ty)
+            timeouts += timed_out
             if src == 0:
                 acc = value
             else:
@@ -191,35 +165,12 @@ def _lamport_all_reduce_kernel(
         if AVG:
             acc = acc / world_size
         if FUSE_RMS:
-            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-            tl.store(residual_ptr + idx, h, mask=mask)
+            add_residual(residual_ptr, idx, mask, acc)
         else:
             tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         count_timeout(state_ptr)
     if FUSE_RMS:
-        tl.debug_barrier()
-        tl.atomic_add(lstate_ptr + _L_ARRIVED, 1, sem="acq_rel", scope="gpu")
-        arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
-        spins = 0
-        while (arrived < num_programs) & (spins < max_spins):
-            arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
-            spins += 1
-        tl.debug_barrier()
-        cols = tl.arange(0, ROW_BLOCK)
-        cmask = cols < hidden
-        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        for row in range(pid, n // hidden, num_programs):
-            h = tl.load(residual_ptr + row * hidden + cols, mask=cmask, other=0.0)
-            hf = h.to(tl.float32)
-            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
-            y = (hf * rstd).to(h.dtype).to(tl.float32) * w
-            tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
-    tl.debug_barrier()
-    done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
-    if done == num_programs - 1:
-        tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_ARRIVED, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
-        tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")
+        lamport_meet(lstate_ptr, num_programs, max_spins)
+        rms_norm_rows(residual_ptr, weight_ptr, out_ptr, n // hidden, hidden, eps, pid, num_programs, ROW_BLOCK)
+    lamport_finish(lstate_ptr, calls, n, num_programs)

@@ -18,12 +18,13 @@ import triton
 
 from tritium.collectives import kernels as K
 from tritium.collectives.all_gather import all_gather
-from tritium.collectives.all_reduce import LAMPORT_STATE_WORDS, SENTINEL16, all_reduce
+from tritium.collectives.all_reduce import all_reduce
 from tritium.collectives.all_reduce_rms_norm import all_reduce_rms_norm
 from tritium.collectives.all_to_all import all_to_all
 from tritium.collectives.broadcast import broadcast
 from tritium.collectives.common import (ALIGN, DTYPES, FLOAT_DTYPES, LAMPORT_MAX_BYTES, ZERO_COPY_BYTES,
                                         CollectiveMismatch)
+from tritium.collectives.lamport import LAMPORT_STATE_WORDS, SENTINEL16
 from tritium.collectives.reduce_scatter import reduce_scatter
 from tritium.runtime import interpreting, num_sms, pdl_launch
 from tritium.shmem.heap import DeviceTimeout, SymmetricHeap

@@ -3,39 +3,252 @@ decode M = 1..64 as well as prefill).
 
     y = matmul_all_reduce(a, b, comm, overlap="auto")   # a [M, k], b [k, N] -> y [M, N]
 
-``overlap``: ``"bulk"`` (tritium's GEMM, then tritium's all-reduce, in place), ``"producer_consumer"``
-and ``"fused"`` (the kernels of :mod:`tritium.fused.matmul_reduce_scatter` with every tile pushed to
-every rank, and every rank reducing every tile), ``"auto"``. Each rank's product is rounded to the output
-dtype before the fp32 sum (as bulk does), in rank order, so every rank gets the same bits.
-Reference: :func:`tritium.fused.reference.matmul_all_reduce`.
+``overlap``:
+
+- ``"bulk"``: tritium's GEMM, then tritium's all-reduce, in place.
+- ``"producer_consumer"``: the kernels of :mod:`tritium.fused.matmul_reduce_scatter` with every tile pushed to
+  every rank and a reduce kernel on a side stream reducing every tile.
+- ``"fused"``: at decode sizes (16-bit floats, M <= ``LAMPORT_MAX_M`` and the product within the
+  communicator's Lamport buffers) one persistent launch in which every program computes its tiles of
+  ``a @ b`` (CUDA-core GEMV for M <= ``GEMV_MAX_M``, tensor-core tiles above), pushes each tile into every
+  rank's Lamport buffer as soon as it is done (:mod:`tritium.collectives.lamport`: the data is its own flag),
+  then reduces its share of the output from its own buffer: no flag round, no second kernel, and the
+  all-reduce of the first tiles runs under the GEMM of the last. Larger products: the reduce-scatter
+  kernels' fused form (specialised compute and reduce programs).
+- ``"auto"``: :func:`tritium.fused.overlap.select_overlap`.
+
+Each rank's product is rounded to the output dtype before the fp32 sum (as bulk does), in rank order, so every
+rank gets the same bits; the decode kernel may cut K in ``split`` pieces, each rounded, summed in the same
+order on every rank. Reference: :func:`tritium.fused.reference.matmul_all_reduce`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+import triton
+import triton.language as tl
 
 from tritium.collectives import Communicator
-from tritium.fused.matmul import matmul
+from tritium.collectives.common import LAMPORT_DTYPES
+from tritium.collectives.kernels import count_timeout, fail_fast, pdl_prologue
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_poll, lamport_push,
+                                         lamport_reset)
+from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
 from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
+from tritium.runtime import interpreting, num_sms, pdl_launch
+
+GEMV_MAX_M = 4     # rows computed on CUDA cores (one weight stream, no tensor-core tile to fill)
+LAMPORT_MAX_M = 64  # rows the one-launch decode kernel takes (one tensor-core row tile)
+REDUCE_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class DecodeMatmulConfig:
+    """The decode kernel's tile: ``block_n`` output columns a tile, K in ``block_k`` steps, ``num_warps``,
+    ``num_stages`` (tensor-core tiles only) and ``split``: K cut in that many pieces (more programs
+    streaming b than there are column tiles; 0: chosen from the shape)."""
+    block_n: int
+    block_k: int
+    num_warps: int
+    num_stages: int = 1
+    split: int = 0
+
+    def __str__(self) -> str:
+        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-s{self.num_stages}-split{self.split}"
+
+
+def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capacity: int) -> DecodeMatmulConfig:
+    """The decode kernel's configuration for ``[M, K] @ [K, N]``: GEMV tiles shaped along b's contiguous
+    dimension (K-major weights: few columns, long K steps; N-major: 64 columns), tensor-core tiles of 128
+    columns above ``GEMV_MAX_M`` rows; then the fewest K pieces that keep >= 90% of ``sms`` busy (each piece
+    at least 4 K steps, all pieces within ``capacity`` elements of a Lamport slot)."""
+    if M <= GEMV_MAX_M:
+        cfg = DecodeMatmulConfig(16, 512, 8) if b_kmajor else DecodeMatmulConfig(64, 128, 8)
+    else:
+        cfg = DecodeMatmulConfig(128, 128, 4, num_stages=6 if M <= 16 else 4)
+    tiles = -(-N // cfg.block_n)
+    best, best_eff = 1, 0.0
+    for split in range(1, 9):
+        if split > 1 and (K // split < 4 * cfg.block_k or split * M * N > capacity):
+            break
+        units = tiles * split
+        eff = units / (-(-units // sms) * sms)
+        if eff >= 0.9:
+            best = split
+            break
+        if eff > best_eff + 1e-9:
+            best, best_eff = split, eff
+    return DecodeMatmulConfig(cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages, best)
+
+
+@triton.jit
+def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN: tl.constexpr):
+    """``a[:M, k_start:k_end] @ b[k_start:k_end, off_n : off_n + BLOCK_N]`` on CUDA cores as an fp32
+    ``[BLOCK_M, BLOCK_N]`` tile (rows past M, columns past N are zeros). b's tile is read as ``[BLOCK_N,
+    BLOCK_K]`` with any strides (a K-major weight or an N-major b: the contiguous one is vectorised), the
+    next K step requested before this one is used, products summed once at the end. ``EVEN``: no column
+    or K masks (N a multiple of BLOCK_N, the K range of BLOCK_K steps)."""
+    ms = tl.arange(0, BLOCK_M)
+    cols = off_n + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    w_ptrs = b_ptr + cols.to(tl.int64)[:, None] * stride_bn + (k_start + ks).to(tl.int64)[None, :] * stride_bk
+    x_ptrs = a_ptr + ms[:, None] * stride_am + (k_start + ks)[None, :] * stride_ak
+    n_mask = cols[:, None] < N
+    if EVEN:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=n_mask & (k_start + ks[None, :] < k_end), other=0.0, eviction_policy="evict_first")
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        if EVEN:
+            x = tl.load(x_ptrs, mask=ms[:, None] < M, other=0.0)
+        else:
+            x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < k_end), other=0.0)
+        w_ptrs += BLOCK_K * stride_bk
+        x_ptrs += BLOCK_K * stride_ak
+        more = k0 + BLOCK_K < k_end
+        if EVEN:
+            w_next = tl.load(w_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
+        else:
+            w_next = tl.load(w_ptrs, mask=more & n_mask & (k0 + BLOCK_K + ks[None, :] < k_end), other=0.0,
+                             eviction_policy="evict_first")
+        # NOTE: fp32 products (the interpreter's bf16 elementwise products are wrong)
+        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
+        w = w_next
+    return tl.sum(acc, axis=2)
+
+
+@triton.jit
+def _matmul_all_reduce_lamport_kernel(
+    # pointers: a, b, the output, the communicator's Lamport buffers (int16) and state, its state (timeouts),
+    # the heap bases
+    a_ptr, b_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases,
+    # strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_om,
+    # sizes
+    M, N, K, k_split, rank, world_size, capacity, max_spins,
+    # meta-parameters
+    SPLIT: tl.constexpr, USE_DOT: tl.constexpr, EVEN: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, USE_PDL: tl.constexpr = False,
+):
+    """``out = sum_r a_r @ b_r`` in one launch (module docstring, "fused"). Tile t of ``cdiv(N, BLOCK_N) x
+    SPLIT`` is columns ``(t % tiles_n) * BLOCK_N`` over K piece ``t // tiles_n``; its ``[M, BLOCK_N]`` values
+    (in out's dtype) go to elements ``piece * M * N + row * N + col`` of slot ``rank`` on every rank. Then
+    program p resets its share of the old buffer and reduces its ``REDUCE``-element blocks of the flat
+    ``[M, N]`` output over every rank's slot and piece (fp32, rank-major order) as they arrive."""
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    pdl_prologue(USE_PDL)
+    max_spins = fail_fast(state_ptr, max_spins)
+    calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+    if USE_DOT:
+        a, b, _c = matmul_operands(a_ptr, b_ptr, out_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                   stride_om, 1, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    mn = M * N
+    ms = tl.arange(0, BLOCK_M)
+    for t in range(pid, tiles_n * SPLIT, num_programs):
+        off_n = (t % tiles_n) * BLOCK_N
+        piece = t // tiles_n
+        k_start = piece * k_split
+        k_end = tl.minimum(K, k_start + k_split)
+        if USE_DOT:
+            acc = matmul_tile(a, b, 0, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                              BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+        else:
+            acc = gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
+                            BLOCK_M, BLOCK_N, BLOCK_K, EVEN)
+        cols = off_n + tl.arange(0, BLOCK_N)
+        bits = acc.to(out_ptr.dtype.element_ty).to(tl.int16, bitcast=True)
+        lamport_push(buf, piece * mn + ms[:, None] * N + cols[None, :], bits, (ms[:, None] < M) & (cols[None, :] < N),
+                     rank, world_size, capacity, bases)
+    lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, REDUCE)
+    offs = tl.arange(0, REDUCE)
+    timeouts = tl.zeros([], tl.int32)
+    for start in range(pid * REDUCE, mn, num_programs * REDUCE):
+        idx = start + offs
+        mask = idx < mn
+        acc = tl.zeros([REDUCE], tl.float32)
+        for src in range(0, world_size):
+            for piece in range(0, SPLIT):
+                value, timed_out = lamport_poll(buf + src * capacity + piece * mn + idx, mask, max_spins,
+                                                out_ptr.dtype.element_ty)
+                timeouts += timed_out
+                acc += value
+        row = idx // N
+        tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if timeouts > 0:
+        count_timeout(state_ptr)
+    lamport_finish(lstate_ptr, calls, SPLIT * mn, num_programs)
+
+
+def decode_eligible(a: torch.Tensor, N: int, comm: Communicator) -> bool:
+    """Whether ``matmul_all_reduce``'s one-launch decode kernel takes ``a @ b`` (``[M, K] @ [K, N]``): 16-bit
+    floats, 1 <= M <= LAMPORT_MAX_M, the product within a Lamport slot, more than one rank."""
+    M = a.shape[0]
+    return (comm.world_size > 1 and a.dtype in LAMPORT_DTYPES and 1 <= M <= LAMPORT_MAX_M and N > 0
+            and M * N <= comm.lamport_bytes // 2)
+
+
+def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Communicator,
+                  config: DecodeMatmulConfig | None = None) -> None:
+    """Launch the one-launch GEMM + Lamport all-reduce (``decode_eligible`` inputs)."""
+    M, K = a.shape
+    N = b.shape[1]
+    capacity = comm.lamport_bytes // 2
+    b_kmajor = b.stride(0) == 1 and b.stride(1) != 1
+    sms = 1 if interpreting() else num_sms(a.device)
+    cfg = config or select_decode_config(M, N, K, b_kmajor, sms, capacity)
+    split = cfg.split or 1
+    k_split = -(-(-(-K // split)) // cfg.block_k) * cfg.block_k  # K per piece, whole steps
+    split = max(1, -(-K // k_split)) if K else 1
+    if split * M * N > capacity:
+        raise ValueError(f"matmul_all_reduce: {split} K pieces of [{M}, {N}] exceed the communicator's Lamport "
+                         f"slot ({capacity} elements)")
+    use_dot = M > GEMV_MAX_M
+    if use_dot:
+        block_m = max(16, triton.next_power_of_2(M))
+        opts = launch_options(a, b, out, MatmulConfig(block_m, cfg.block_n, cfg.block_k, num_warps=cfg.num_warps,
+                                                      num_stages=cfg.num_stages))
+    else:
+        opts = dict(BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=1,
+                    EPILOGUE_SPLIT=1, USE_TMA=False, B_KMAJOR=False, EVEN_K=K % cfg.block_k == 0,
+                    DOT_PRECISION="ieee", num_warps=cfg.num_warps, num_stages=1)
+    tiles = -(-N // cfg.block_n) * split
+    programs = max(1, min(tiles, comm.max_programs))
+    _matmul_all_reduce_lamport_kernel[(programs,)](
+        a, b, out, comm._lamport, comm._lstate, comm._state, comm.heap.bases,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
+        M, N, K, k_split, comm.rank, comm.world_size, capacity, comm.heap.max_spins,
+        SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, REDUCE=REDUCE_BLOCK,
+        **opts, **pdl_launch(comm.device, comm.pdl))
 
 
 def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
                       out: torch.Tensor | None = None) -> torch.Tensor:
     """``sum over ranks of a @ b``: ``a [M, k]``, ``b [k, N]`` -> ``[M, N]`` in a's dtype on every rank.
-    ``out``: written in place (contiguous rows)."""
+    ``out``: written in place (contiguous rows). b may be the transpose of a row-major ``[N, k]`` weight."""
     check_operands("matmul_all_reduce", a, b, comm)
     M, K = a.shape
     N = b.shape[1]
     W = comm.world_size
     out = output(out, (M, N), a)
-    mode = select_overlap("matmul_all_reduce", M, N, K, W, overlap)
+    mode = select_overlap("matmul_all_reduce", M, N, K, W, overlap, decode=decode_eligible(a, N, comm))
     if M == 0 or N == 0:
         return out
     if mode == "bulk" or W == 1:
         matmul(a, b, out=out)
         if W > 1:
             comm.all_reduce(out, out=out)
+        return out
+    if mode == "fused" and K > 0 and decode_eligible(a, N, comm):
+        launch_decode(a, b, out, comm)
         return out
     launch_matmul_reduce("ar", a, b, out, comm, mode, scatter=False)
     return out

@@ -44,9 +44,11 @@ def output(out, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: str = "auto") -> str:
+def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: str = "auto",
+                   decode: bool = False) -> str:
     """The overlap mode of ``op`` for a global ``[M, K] @ [K, N]`` on ``world_size`` ranks: ``overlap``
-    itself unless it is "auto".
+    itself unless it is "auto". ``decode``: matmul_all_reduce's one-launch decode kernel takes the shape
+    (:func:`tritium.fused.matmul_all_reduce.decode_eligible`).
 
     NOTE: 2x H200, bf16 (bench/results/fused-NVIDIA-H200-x2.json, bench/NOTES.md "Fused"), Llama-3-70B
     shapes, us (bulk / producer_consumer / fused). Run 5: all_gather_matmul M = 2048 770 / 754 / 969,
@@ -60,6 +62,8 @@ def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: st
         return overlap
     if op == "all_gather_matmul" and world_size > 1 and M >= 1024:
         return "producer_consumer"
+    if op == "matmul_all_reduce" and decode and K > 0:
+        return "fused"
     return "bulk"
 
 
