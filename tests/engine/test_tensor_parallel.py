@@ -303,3 +303,26 @@ def test_gpu_tp2(tiny_models, no_leaks, comm):
         assert llm.engine.runner.graphs, "decode steps should run from CUDA graphs"
         for _ in range(3):
             assert _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True)) == expected
+
+
+def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, monkeypatch):
+    """comm "tritium" in fp16: decode steps run o_proj and down_proj (gated: SiLU-and-mul on the fly) each
+    with its all-reduce, the residual add and the next RMSNorm as one launch
+    (``tritium.fused.matmul_all_reduce_rms_norm``); the same greedy tokens as TP=1 in fp16."""
+    import tritium.engine.parallel as parallel
+
+    calls = []
+    real = parallel.matmul_all_reduce_rms_norm
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("gated"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "matmul_all_reduce_rms_norm", counted)  # rank 0 (this process)
+    path, _ = tiny_models["llama"]
+    kw = _kw(dtype=torch.float16)
+    with LLM(path, **kw) as llm:
+        expected = _tokens(llm)
+    with LLM(path, tensor_parallel_size=2, comm="tritium", **kw) as llm:
+        assert _tokens(llm) == expected
+    assert True in calls and False in calls, f"the one-launch layer did not run: {calls[:8]}"

@@ -147,6 +147,17 @@ def decode_worker(rank: int, world_size: int, shapes: tuple, calls: int) -> None
             copies = [torch.empty_like(out) for _ in range(world_size)]
             dist.all_gather(copies, out)
             assert all(torch.equal(copies[0], c) for c in copies), f"call {i}: ranks differ"
+            # with the residual + RMSNorm epilogue (gated: a is [gate | up], GEMV rows only)
+            gated = M <= 4 and i % 2 == 1
+            xs = [torch.cat([o[0], o[0].flip(1)], dim=1) if gated else o[0] for o in ops]
+            residual = (torch.randn(M, N, generator=torch.Generator().manual_seed(i)) / 2).to(dtype).to(dev)
+            norm = (1 + torch.randn(N, generator=torch.Generator().manual_seed(i + 1)) / 4).to(dtype).to(dev)
+            want_out, want_h = ref.matmul_all_reduce_rms_norm(xs, [o[1] for o in ops], residual, norm, 1e-5, gated)
+            out.fill_(float("nan"))
+            got = fused.matmul_all_reduce_rms_norm(xs[rank], b, comm, residual, norm, 1e-5, out, gated=gated)
+            assert got is out
+            _close(residual, want_h, f"call {i}: residual, gated={gated}")
+            _close(out, want_out, f"call {i}: rms_norm out, gated={gated}")
             # the communicator's other Lamport users in between (same buffers, same call counter)
             x = torch.full((3 + i, 40), float(rank + 1), dtype=dtype, device=dev)
             assert torch.equal(comm.all_reduce(x, algorithm="lamport"), torch.full_like(x, sum(range(1, world_size + 1))))

@@ -35,6 +35,9 @@ class EngineConfig:
       the chain it measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100, bench/NOTES.md).
     - ``attention_num_splits``: split-KV count of decode attention (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
+    - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
+      projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
+      (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights); False keeps them apart.
     - ``pipeline_windows``: queue the next greedy window before the host reads the one in flight.
     - ``tensor_parallel_size``: GPUs (ranks) one model is sharded over. On one host the engine starts the
       other ranks itself (worker processes); under torchrun it must equal the job's world size (or be 1).
@@ -75,6 +78,7 @@ class EngineConfig:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
+    fuse_row_parallel: bool = True
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
     context_parallel_size: int = 1
@@ -123,7 +127,7 @@ class EngineConfig:
         if self.linear_backend not in (None, "auto", "triton", "torch"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("weight_prefetch", "cuda_graphs", "enable_prefix_caching", "enable_chunked_prefill", "pdl",
-                     "attention_pdl", "fuse_rope_kv_write", "pipeline_windows"):
+                     "attention_pdl", "fuse_rope_kv_write", "fuse_row_parallel", "pipeline_windows"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

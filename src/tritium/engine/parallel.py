@@ -41,6 +41,7 @@ import torch.distributed as dist
 from tritium.collectives import Communicator
 from tritium.fused import DistributedDecodeWorkspace
 from tritium.fused.distributed_decode import MAX_SPLITS
+from tritium.fused.matmul_all_reduce import GEMV_MAX_M, decode_eligible, matmul_all_reduce_rms_norm
 from tritium.models.config import ModelConfig
 from tritium.models.layers import SINGLE, ParallelGroup
 from tritium.runtime import interpreting
@@ -182,9 +183,16 @@ def _torch_group(rank: int, world_size: int) -> ParallelGroup:
     return ParallelGroup(rank, world_size, all_reduce=all_reduce, all_gather=all_gather)
 
 
-def _tritium_group(comm: Communicator) -> ParallelGroup:
+def _tritium_group(comm: Communicator, fuse_row_parallel: bool = True) -> ParallelGroup:
+    def linear_all_reduce_rms_norm(x, weight, residual, norm_weight, eps, gated=False):
+        # decode rows only (GEMV rows): above them the GEMM is compute work that the tuned linear does better
+        if x.shape[0] > GEMV_MAX_M or not decode_eligible(x, weight.shape[0], comm):
+            return None
+        return matmul_all_reduce_rms_norm(x, weight.t(), comm, residual, norm_weight, eps, gated=gated)
+
     return ParallelGroup(comm.rank, comm.world_size, all_reduce=lambda x: comm.all_reduce(x, out=x),
-                         all_gather=comm.all_gather, all_reduce_rms_norm=comm.all_reduce_rms_norm)
+                         all_gather=comm.all_gather, all_reduce_rms_norm=comm.all_reduce_rms_norm,
+                         linear_all_reduce_rms_norm=linear_all_reduce_rms_norm if fuse_row_parallel else None)
 
 
 class TensorParallel:
@@ -195,7 +203,8 @@ class TensorParallel:
     """
 
     def __init__(self, *, comm: str, device: torch.device, max_bytes: int, timeout: float,
-                 pool: "WorkerPool | None" = None, context_parallel: bool = False, decode_heap_bytes: int = 0):
+                 pool: "WorkerPool | None" = None, context_parallel: bool = False, decode_heap_bytes: int = 0,
+                 fuse_row_parallel: bool = True):
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.device, self.timeout, self.pool = device, timeout, pool
         self.heap: SymmetricHeap | None = None
@@ -218,7 +227,7 @@ class TensorParallel:
             self.heap = SymmetricHeap(Communicator.heap_bytes(max_bytes, self.world_size) + decode_heap_bytes
                                       + (1 << 20), device=device, timeout=timeout)
             self.comm = Communicator(self.heap, max_bytes)
-            self.group = SINGLE if self.context_parallel else _tritium_group(self.comm)
+            self.group = SINGLE if self.context_parallel else _tritium_group(self.comm, fuse_row_parallel)
         else:
             self.group = SINGLE if context_parallel else _torch_group(self.rank, self.world_size)
         self._buf = torch.zeros(_CHUNK, dtype=torch.uint8)
@@ -541,7 +550,7 @@ def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) ->
     max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.dtype,
                                cfg.tensor_parallel_size)
     return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max_bytes, timeout=cfg.parallel_timeout,
-                          pool=pool)
+                          pool=pool, fuse_row_parallel=cfg.fuse_row_parallel)
 
 
 def start(cfg, model_config: ModelConfig, source) -> TensorParallel:

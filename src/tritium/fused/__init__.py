@@ -4,6 +4,7 @@
     y = all_gather_matmul(a, b, comm, overlap="auto")       # all_gather(a) @ b
     y = matmul_reduce_scatter(a, b, comm, overlap="auto")   # this rank's rows of sum_r a_r @ b_r
     y = matmul_all_reduce(a, b, comm, overlap="auto")       # sum_r a_r @ b_r
+    y = matmul_all_reduce_rms_norm(a, b, comm, residual, weight, eps)  # + residual, RMSNorm (decode layer)
     c = matmul(a, b, out=None)                              # tritium's GEMM: persistent, grouped, TMA
     o = distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm)  # KV split by position
 
@@ -24,11 +25,11 @@ flag signalling; :mod:`~tritium.fused.overlap` checks and the mode selection. Re
 from tritium.fused.all_gather_matmul import all_gather_matmul
 from tritium.fused.distributed_decode import DistributedDecodeWorkspace, distributed_paged_decode
 from tritium.fused.matmul import CONFIGS, MatmulConfig, launch_options, matmul, select_config
-from tritium.fused.matmul_all_reduce import matmul_all_reduce
+from tritium.fused.matmul_all_reduce import matmul_all_reduce, matmul_all_reduce_rms_norm
 from tritium.fused.matmul_reduce_scatter import matmul_reduce_scatter
 from tritium.fused.overlap import OVERLAPS, select_overlap
 from tritium.fused.workspace import heap_bytes
 
 __all__ = ["matmul", "MatmulConfig", "select_config", "launch_options", "CONFIGS", "all_gather_matmul",
-           "matmul_reduce_scatter", "matmul_all_reduce", "select_overlap", "OVERLAPS", "heap_bytes",
-           "distributed_paged_decode", "DistributedDecodeWorkspace"]
+           "matmul_reduce_scatter", "matmul_all_reduce", "matmul_all_reduce_rms_norm", "select_overlap", "OVERLAPS",
+           "heap_bytes", "distributed_paged_decode", "DistributedDecodeWorkspace"]

@@ -32,8 +32,8 @@ import triton.language as tl
 
 from tritium.collectives import Communicator
 from tritium.collectives.common import LAMPORT_DTYPES
-from tritium.collectives.kernels import count_timeout, fail_fast, pdl_prologue
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_poll, lamport_push,
+from tritium.collectives.kernels import add_residual, count_timeout, fail_fast, pdl_prologue, rms_norm_rows
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_poll, lamport_push,
                                          lamport_reset)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
 from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
@@ -61,20 +61,37 @@ class DecodeMatmulConfig:
 
 
 def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capacity: int) -> DecodeMatmulConfig:
-    """The decode kernel's configuration for ``[M, K] @ [K, N]``: GEMV tiles shaped along b's contiguous
-    dimension (K-major weights: few columns, long K steps; N-major: 64 columns), tensor-core tiles of 128
-    columns above ``GEMV_MAX_M`` rows; then the fewest K pieces that keep >= 90% of ``sms`` busy (each piece
-    at least 4 K steps, all pieces within ``capacity`` elements of a Lamport slot)."""
+    """The decode kernel's configuration for ``[M, K] @ [K, N]``.
+
+    GEMV rows (M <= ``GEMV_MAX_M``): tiles shaped along b's contiguous dimension (K-major weights: 8
+    columns, 512-long K steps, as :mod:`tritium.ops.gemv`; N-major: 64 columns, 64-long K steps), and K cut
+    in the fewest pieces that give >= 4 programs per SM (a weight stream needs many programs in flight).
+    Tensor-core rows: 128 columns (64 at M > 16, where a slot holds no second piece), and the fewest K
+    pieces that keep >= 90% of the SMs busy. Pieces are >= 4 K steps long and fit a Lamport slot together
+    (``capacity`` elements).
+
+    NOTE: 2x H200, bf16, graphs (bench/results/fused-NVIDIA-H200-x2.json, decode run 1): one persistent
+    GEMV program per SM streamed o_proj at 1.65 TB/s (M = 1 40.6 us vs cuBLAS 19.6); tensor-core rows at M
+    = 8 with two pieces beat cuBLAS + NCCL (o_proj 29.4 vs 33.5 us, down_proj 65.3 vs 71.1), while M = 64 at
+    128 columns left half the SMs idle (40.4 vs 20.4 for cuBLAS alone)."""
     if M <= GEMV_MAX_M:
-        cfg = DecodeMatmulConfig(16, 512, 8) if b_kmajor else DecodeMatmulConfig(64, 128, 8)
+        cfg = DecodeMatmulConfig(8, 512, 4) if b_kmajor else DecodeMatmulConfig(64, 64, 4)
+        want = 4 * sms
     else:
-        cfg = DecodeMatmulConfig(128, 128, 4, num_stages=6 if M <= 16 else 4)
+        cfg = DecodeMatmulConfig(128 if M <= 16 else 64, 128, 4, num_stages=6 if M <= 16 else 4)
+        want = 0.9 * sms
     tiles = -(-N // cfg.block_n)
     best, best_eff = 1, 0.0
-    for split in range(1, 9):
+    for split in range(1, 33):
         if split > 1 and (K // split < 4 * cfg.block_k or split * M * N > capacity):
             break
         units = tiles * split
+        if M <= GEMV_MAX_M:
+            if units >= want:
+                best = split
+                break
+            best = split
+            continue
         eff = units / (-(-units // sms) * sms)
         if eff >= 0.9:
             best = split
@@ -86,12 +103,16 @@ def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capac
 
 @triton.jit
 def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN: tl.constexpr):
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN: tl.constexpr,
+              USE_PDL: tl.constexpr, GATED: tl.constexpr = False, K_GATE=0):
     """``a[:M, k_start:k_end] @ b[k_start:k_end, off_n : off_n + BLOCK_N]`` on CUDA cores as an fp32
     ``[BLOCK_M, BLOCK_N]`` tile (rows past M, columns past N are zeros). b's tile is read as ``[BLOCK_N,
     BLOCK_K]`` with any strides (a K-major weight or an N-major b: the contiguous one is vectorised), the
     next K step requested before this one is used, products summed once at the end. ``EVEN``: no column
-    or K masks (N a multiple of BLOCK_N, the K range of BLOCK_K steps)."""
+    or K masks (N a multiple of BLOCK_N, the K range of BLOCK_K steps). ``USE_PDL``: b's first step is
+    requested before waiting for the previous kernel (b never depends on it), then the wait. ``GATED``: a
+    is ``[M, 2 K_GATE]`` = [gate | up] and the product uses ``silu(gate) * up``, rounded where
+    :func:`tritium.ops.reference.silu_and_mul` rounds (the MLP's down projection)."""
     ms = tl.arange(0, BLOCK_M)
     cols = off_n + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
@@ -102,12 +123,21 @@ def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, s
         w = tl.load(w_ptrs, eviction_policy="evict_first")
     else:
         w = tl.load(w_ptrs, mask=n_mask & (k_start + ks[None, :] < k_end), other=0.0, eviction_policy="evict_first")
+    pdl_prologue(USE_PDL)
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(k_start, k_end, BLOCK_K):
         if EVEN:
             x = tl.load(x_ptrs, mask=ms[:, None] < M, other=0.0)
         else:
             x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < k_end), other=0.0)
+        if GATED:
+            if EVEN:
+                up = tl.load(x_ptrs + K_GATE * stride_ak, mask=ms[:, None] < M, other=0.0)
+            else:
+                up = tl.load(x_ptrs + K_GATE * stride_ak, mask=(ms[:, None] < M) & (k0 + ks[None, :] < k_end), other=0.0)
+            g = x.to(tl.float32)
+            act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
+            x = (act * up.to(tl.float32)).to(up.dtype)
         w_ptrs += BLOCK_K * stride_bk
         x_ptrs += BLOCK_K * stride_ak
         more = k0 + BLOCK_K < k_end
@@ -126,65 +156,83 @@ def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, s
 def _matmul_all_reduce_lamport_kernel(
     # pointers: a, b, the output, the communicator's Lamport buffers (int16) and state, its state (timeouts),
     # the heap bases
-    a_ptr, b_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases,
+    a_ptr, b_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, norm_ptr,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_om,
     # sizes
-    M, N, K, k_split, rank, world_size, capacity, max_spins,
+    M, N, K, k_split, num_tiles, rank, world_size, capacity, max_spins, eps,
     # meta-parameters
-    SPLIT: tl.constexpr, USE_DOT: tl.constexpr, EVEN: tl.constexpr,
+    SPLIT: tl.constexpr, USE_DOT: tl.constexpr, EVEN: tl.constexpr, GATED: tl.constexpr, FUSE_RMS: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, USE_PDL: tl.constexpr = False,
 ):
-    """``out = sum_r a_r @ b_r`` in one launch (module docstring, "fused"). Tile t of ``cdiv(N, BLOCK_N) x
-    SPLIT`` is columns ``(t % tiles_n) * BLOCK_N`` over K piece ``t // tiles_n``; its ``[M, BLOCK_N]`` values
-    (in out's dtype) go to elements ``piece * M * N + row * N + col`` of slot ``rank`` on every rank. Then
-    program p resets its share of the old buffer and reduces its ``REDUCE``-element blocks of the flat
-    ``[M, N]`` output over every rank's slot and piece (fp32, rank-major order) as they arrive."""
+    """``out = sum_r a_r @ b_r`` in one launch (module docstring, "fused") of ``num_tiles`` compute programs
+    and then reduce programs. Compute program t takes columns ``(t % tiles_n) * BLOCK_N`` over K piece
+    ``t // tiles_n`` and pushes its ``[M, BLOCK_N]`` values (in out's dtype) to elements ``piece * M * N +
+    row * N + col`` of slot ``rank`` on every rank; it never waits, so the compute programs fill the GPU as
+    a plain GEMV launch would. Reduce program r resets its share of the old buffer, then sums its
+    ``REDUCE``-element blocks of the flat ``[M, N]`` output over every rank's slot and piece (fp32,
+    rank-major) as they arrive. Reduce programs come last in the grid, and there are fewer than the SMs:
+    programs are started in order, so they wait while the compute programs still run beside them.
+
+    ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (out, residual ``[M, N]``
+    contiguous, norm ``[N]``): each reduced block is added to ``residual`` in place, then the reduce
+    programs meet and normalise whole rows: ``out = rms_norm(residual) * norm`` (``ROW_BLOCK >= N``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
-    pdl_prologue(USE_PDL)
-    max_spins = fail_fast(state_ptr, max_spins)
-    calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
-    if USE_DOT:
-        a, b, _c = matmul_operands(a_ptr, b_ptr, out_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                                   stride_om, 1, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
-    tiles_n = tl.cdiv(N, BLOCK_N)
     mn = M * N
-    ms = tl.arange(0, BLOCK_M)
-    for t in range(pid, tiles_n * SPLIT, num_programs):
-        off_n = (t % tiles_n) * BLOCK_N
-        piece = t // tiles_n
+    if pid < num_tiles:
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        off_n = (pid % tiles_n) * BLOCK_N
+        piece = pid // tiles_n
         k_start = piece * k_split
         k_end = tl.minimum(K, k_start + k_split)
         if USE_DOT:
+            pdl_prologue(USE_PDL)
+            a, b, _c = matmul_operands(a_ptr, b_ptr, out_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                       stride_om, 1, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
             acc = matmul_tile(a, b, 0, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
                               BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
         else:
             acc = gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                            BLOCK_M, BLOCK_N, BLOCK_K, EVEN)
+                            BLOCK_M, BLOCK_N, BLOCK_K, EVEN, USE_PDL, GATED, K)
+        calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+        ms = tl.arange(0, BLOCK_M)
         cols = off_n + tl.arange(0, BLOCK_N)
         bits = acc.to(out_ptr.dtype.element_ty).to(tl.int16, bitcast=True)
         lamport_push(buf, piece * mn + ms[:, None] * N + cols[None, :], bits, (ms[:, None] < M) & (cols[None, :] < N),
                      rank, world_size, capacity, bases)
-    lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, REDUCE)
-    offs = tl.arange(0, REDUCE)
-    timeouts = tl.zeros([], tl.int32)
-    for start in range(pid * REDUCE, mn, num_programs * REDUCE):
-        idx = start + offs
-        mask = idx < mn
-        acc = tl.zeros([REDUCE], tl.float32)
-        for src in range(0, world_size):
-            for piece in range(0, SPLIT):
-                value, timed_out = lamport_poll(buf + src * capacity + piece * mn + idx, mask, max_spins,
-                                                out_ptr.dtype.element_ty)
-                timeouts += timed_out
-                acc += value
-        row = idx // N
-        tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty), mask=mask)
-    if timeouts > 0:
-        count_timeout(state_ptr)
+    else:
+        pdl_prologue(USE_PDL)
+        max_spins = fail_fast(state_ptr, max_spins)
+        calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+        rid = pid - num_tiles
+        num_reduce = num_programs - num_tiles
+        lamport_reset(old_buf, old_n, world_size, capacity, rid, num_reduce, REDUCE)
+        offs = tl.arange(0, REDUCE)
+        timeouts = tl.zeros([], tl.int32)
+        for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
+            idx = start + offs
+            mask = idx < mn
+            acc = tl.zeros([REDUCE], tl.float32)
+            for src in range(0, world_size):
+                for piece in range(0, SPLIT):
+                    value, timed_out = lamport_poll(buf + src * capacity + piece * mn + idx, mask, max_spins,
+                                                    out_ptr.dtype.element_ty)
+                    timeouts += timed_out
+                    acc += value
+            if FUSE_RMS:
+                add_residual(residual_ptr, idx, mask, acc)
+            else:
+                row = idx // N
+                tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty), mask=mask)
+        if timeouts > 0:
+            count_timeout(state_ptr)
+        if FUSE_RMS:
+            lamport_meet(lstate_ptr, num_reduce, max_spins)
+            rms_norm_rows(residual_ptr, norm_ptr, out_ptr, M, N, eps, rid, num_reduce, ROW_BLOCK)
     lamport_finish(lstate_ptr, calls, SPLIT * mn, num_programs)
 
 
@@ -197,22 +245,27 @@ def decode_eligible(a: torch.Tensor, N: int, comm: Communicator) -> bool:
 
 
 def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Communicator,
-                  config: DecodeMatmulConfig | None = None) -> None:
-    """Launch the one-launch GEMM + Lamport all-reduce (``decode_eligible`` inputs)."""
-    M, K = a.shape
-    N = b.shape[1]
+                  config: DecodeMatmulConfig | None = None, *, gated: bool = False,
+                  residual: torch.Tensor | None = None, norm: torch.Tensor | None = None, eps: float = 0.0) -> None:
+    """Launch the one-launch GEMM + Lamport all-reduce (``decode_eligible`` inputs; K = b's rows). ``gated``:
+    a is ``[M, 2K]`` = [gate | up] (GEMV rows only). ``residual`` and ``norm`` given: the RMSNorm epilogue
+    (residual updated in place, out = its norm)."""
+    M = a.shape[0]
+    K, N = b.shape
     capacity = comm.lamport_bytes // 2
     b_kmajor = b.stride(0) == 1 and b.stride(1) != 1
     sms = 1 if interpreting() else num_sms(a.device)
     cfg = config or select_decode_config(M, N, K, b_kmajor, sms, capacity)
     split = cfg.split or 1
     k_split = -(-(-(-K // split)) // cfg.block_k) * cfg.block_k  # K per piece, whole steps
-    split = max(1, -(-K // k_split)) if K else 1
+    split = max(1, -(-K // k_split))
     if split * M * N > capacity:
         raise ValueError(f"matmul_all_reduce: {split} K pieces of [{M}, {N}] exceed the communicator's Lamport "
                          f"slot ({capacity} elements)")
     use_dot = M > GEMV_MAX_M
     if use_dot:
+        if gated:
+            raise ValueError(f"gated products take at most {GEMV_MAX_M} rows, got {M}")
         block_m = max(16, triton.next_power_of_2(M))
         opts = launch_options(a, b, out, MatmulConfig(block_m, cfg.block_n, cfg.block_k, num_warps=cfg.num_warps,
                                                       num_stages=cfg.num_stages))
@@ -221,13 +274,58 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
                     EPILOGUE_SPLIT=1, USE_TMA=False, B_KMAJOR=False, EVEN_K=K % cfg.block_k == 0,
                     DOT_PRECISION="ieee", num_warps=cfg.num_warps, num_stages=1)
     tiles = -(-N // cfg.block_n) * split
-    programs = max(1, min(tiles, comm.max_programs))
-    _matmul_all_reduce_lamport_kernel[(programs,)](
+    # every reduce program normalises whole rows at the end: with the epilogue, at most M of them do work
+    reducers = max(1, min(-(-(M * N) // REDUCE_BLOCK), 1 if interpreting() else num_sms(a.device) // 2))
+    fuse_rms = residual is not None
+    _matmul_all_reduce_lamport_kernel[(tiles + reducers,)](
         a, b, out, comm._lamport, comm._lstate, comm._state, comm.heap.bases,
+        residual if fuse_rms else out, norm if fuse_rms else out,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
-        M, N, K, k_split, comm.rank, comm.world_size, capacity, comm.heap.max_spins,
-        SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, REDUCE=REDUCE_BLOCK,
+        M, N, K, k_split, tiles, comm.rank, comm.world_size, capacity, comm.heap.max_spins, float(eps),
+        SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, GATED=gated,
+        FUSE_RMS=fuse_rms, ROW_BLOCK=triton.next_power_of_2(N) if fuse_rms else 16, REDUCE=REDUCE_BLOCK,
         **opts, **pdl_launch(comm.device, comm.pdl))
+
+
+def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communicator, residual: torch.Tensor,
+                               weight: torch.Tensor, eps: float, out: torch.Tensor | None = None, *,
+                               gated: bool = False) -> torch.Tensor:
+    """The row-parallel layer with the next residual add and RMSNorm: ``h = sum over ranks of a @ b + residual;
+    residual <- h; out = rms_norm(h) * weight``. ``a [M, k]`` (``gated``: ``[M, 2k]`` = [gate | up], the
+    product taken with ``silu(gate) * up``, the MLP's down projection), ``b [k, N]`` (e.g. the transpose of a
+    row-major weight ``[N, k]``), residual ``[M, N]`` contiguous, weight ``[N]``; 16-bit floats.
+
+    Decode sizes (:func:`decode_eligible`, gated: at most ``GEMV_MAX_M`` rows) run as one launch: the decode
+    kernel with the epilogue in its reduce programs. Other sizes: tritium's GEMM, then
+    :meth:`Communicator.all_reduce_rms_norm`. Reference: :func:`tritium.fused.reference.matmul_all_reduce_rms_norm`."""
+    name = "matmul_all_reduce_rms_norm"
+    if not isinstance(a, torch.Tensor) or a.dim() != 2:
+        raise ValueError(f"{name}: a must be a 2-D tensor, got {getattr(a, 'shape', type(a).__name__)}")
+    if gated and a.shape[1] % 2:
+        raise ValueError(f"{name}: gated: a must be [M, 2k] (gate then up), got an odd width {a.shape[1]}")
+    x = a[:, : a.shape[1] // 2] if gated else a
+    check_operands(name, x, b, comm)
+    M, N = a.shape[0], b.shape[1]
+    if a.dtype not in LAMPORT_DTYPES:
+        raise TypeError(f"{name}: a has dtype {a.dtype}; expected float16 or bfloat16")
+    for arg, t, shape in (("residual", residual, (M, N)), ("weight", weight, (N,))):
+        if (not isinstance(t, torch.Tensor) or tuple(t.shape) != shape or t.dtype != a.dtype or t.device != a.device
+                or not t.is_contiguous()):
+            got = f"{list(t.shape)} {t.dtype} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name}: {arg} must be a contiguous {list(shape)} {a.dtype} tensor on {a.device}, got {got}")
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+        raise ValueError(f"{name}: eps must be a positive number, got {eps!r}")
+    out = output(out, (M, N), a)
+    if M == 0 or N == 0:
+        return out
+    if b.shape[0] > 0 and decode_eligible(a, N, comm) and (not gated or M <= GEMV_MAX_M):
+        launch_decode(a, b, out, comm, gated=gated, residual=residual, norm=weight, eps=eps)
+        return out
+    if gated:
+        g, up = a.float().chunk(2, dim=1)
+        x = (torch.nn.functional.silu(g).to(a.dtype).float() * up).to(a.dtype)
+    h = matmul(x, b)
+    return comm.all_reduce_rms_norm(h, residual, weight, eps, out=out)
 
 
 def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",

@@ -28,6 +28,27 @@ def matmul_all_reduce(a_by_rank: list[torch.Tensor], b_by_rank: list[torch.Tenso
     return total
 
 
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(gate) * up`` for x = [gate | up] ``[M, 2k]``, rounded to x's dtype after the SiLU and after the
+    product (as the kernels round it)."""
+    g, up = x.float().chunk(2, dim=1)
+    return (torch.nn.functional.silu(g).to(x.dtype).float() * up).to(x.dtype)
+
+
+def matmul_all_reduce_rms_norm(a_by_rank: list[torch.Tensor], b_by_rank: list[torch.Tensor], residual: torch.Tensor,
+                               weight: torch.Tensor, eps: float, gated: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, the new residual) of ``matmul_all_reduce_rms_norm``: ``h = round(sum_r round(a_r @ b_r)) +
+    residual`` (rounded), ``out = round(round(h * rsqrt(mean(h^2) + eps)) * weight)``, all in fp32 between
+    the roundings to residual's dtype; ``gated``: each a_r is [gate | up] (:func:`silu_and_mul` first)."""
+    dtype = residual.dtype
+    xs = [silu_and_mul(a) if gated else a for a in a_by_rank]
+    y = matmul_all_reduce(xs, b_by_rank, dtype).to(dtype)
+    h = (y.float() + residual.float()).to(dtype)
+    hf = h.float()
+    normed = (hf * torch.rsqrt(hf.pow(2).mean(dim=1, keepdim=True) + eps)).to(dtype)
+    return (normed.float() * weight.float()).to(dtype), h
+
+
 def matmul_reduce_scatter(a_by_rank: list[torch.Tensor], b_by_rank: list[torch.Tensor], rank: int,
                           dtype=None) -> torch.Tensor:
     """Rank ``rank``'s rows (the ``rank``-th of ``world_size`` equal chunks) of :func:`matmul_all_reduce`."""

@@ -41,6 +41,11 @@ class ParallelGroup:
       ``residual <- h`` in place, returns ``rms_norm(h) * weight``: the row-parallel layer's all-reduce
       fused with the residual add and RMSNorm that follow it (tritium's one-kernel collective). None: the
       model calls ``all_reduce`` and then its own norm.
+    - ``linear_all_reduce_rms_norm(x, weight, residual, norm_weight, eps, gated)`` (optional): the whole
+      row-parallel layer and that epilogue in one launch: ``h = all_reduce(x @ weight^T) + residual``
+      (``gated``: x is [gate | up] and the product uses ``silu(gate) * up``), ``residual <- h``, returns
+      ``rms_norm(h) * norm_weight``; or None where it does not take the shape (the model then runs the
+      layer and ``all_reduce_rms_norm``).
 
     ``all_reduce`` and ``all_gather`` are required when ``world_size > 1``; none is called at
     ``world_size == 1``.
@@ -51,6 +56,7 @@ class ParallelGroup:
     all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
     all_gather: Callable[[torch.Tensor], torch.Tensor] | None = None
     all_reduce_rms_norm: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor] | None = None
+    linear_all_reduce_rms_norm: Callable[..., torch.Tensor | None] | None = None
 
     def __post_init__(self):
         for field in ("rank", "world_size"):
@@ -353,6 +359,16 @@ class RowParallelLinear(_ShardedLayer):
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
+
+    def forward_add_norm(self, x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float, *,
+                         gated: bool = False) -> torch.Tensor | None:
+        """The layer, its all-reduce and the next residual add + RMSNorm in one launch
+        (``ParallelGroup.linear_all_reduce_rms_norm``): ``residual`` updated in place, the normalised rows
+        returned; None where the group has no such launch for these inputs (or the layer has a bias)."""
+        fused = self.group.linear_all_reduce_rms_norm
+        if fused is None or self.bias is not None or self.group.world_size == 1:
+            return None
+        return fused(x, self.weight, residual, norm_weight, eps, gated)
 
     def weight_bytes(self) -> int:
         """Bytes of weight this rank reads per forward (the bias only on rank 0)."""

@@ -274,10 +274,14 @@ class LlamaModel:
                 return fused_norm(h, residual, weight, cfg.rms_norm_eps), residual
             return ops.rms_norm(h, weight, cfg.rms_norm_eps, residual, **kw)
 
+        # ... and at decode sizes the row-parallel projection itself joins that launch (normed = its output)
+        normed = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 residual = h
                 x, _ = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps)
+            elif normed is not None:
+                x = normed
             else:
                 x, residual = add_norm(h, layer.input_norm, residual)
             qkv = layer.qkv_proj.forward(x, linear)                                   # [T, (hq + 2 hkv) d]
@@ -291,17 +295,26 @@ class LlamaModel:
             else:
                 ops.rope(q, k, positions, self.cos_sin)
                 attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
-            h = layer.o_proj.forward(attn.reshape(T, hq * d), linear, reduce=reduce)
+            x = layer.o_proj.forward_add_norm(attn.reshape(T, hq * d), residual, layer.post_norm, cfg.rms_norm_eps)
+            if x is None:
+                h = layer.o_proj.forward(attn.reshape(T, hq * d), linear, reduce=reduce)
+                x, residual = add_norm(h, layer.post_norm, residual)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
-            x, residual = add_norm(h, layer.post_norm, residual)
             gate_up = layer.gate_up_proj.forward(x, linear)
             prefetch("down_proj", layer.down_proj.weight)
-            # SiLU-and-mul fused into the GEMV when it runs
-            h = layer.down_proj.forward(gate_up, linear, gated=True, reduce=reduce)
-            if i + 1 < len(self.layers):
+            last = i + 1 == len(self.layers)
+            # (the step's last norm stays apart when weight prefetches must be joined before it)
+            normed = None if last and plan else layer.down_proj.forward_add_norm(
+                gate_up, residual, self.norm if last else self.layers[i + 1].input_norm, cfg.rms_norm_eps, gated=True)
+            if normed is None:
+                # SiLU-and-mul fused into the GEMV when it runs
+                h = layer.down_proj.forward(gate_up, linear, gated=True, reduce=reduce)
+            if not last:
                 prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
             else:
                 prefetch("lm_head", self.lm_head.weight)
+        if normed is not None:
+            return normed
         kw = {}
         if plan:
             # prefetches only read weights: joined once, before the step ends, ahead of a kernel launched
