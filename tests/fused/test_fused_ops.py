@@ -24,8 +24,8 @@ def test_twenty_calls_back_to_back(world_size):
     run_world(repeat_worker, world_size, 20)
 
 
-# (M, K, N, b K-major, K pieces forced (0: chosen)): GEMV rows (1-4) and tensor-core rows (8-64), edge tiles
-DECODE_SHAPES = ((1, 64, 32, False, 0), (3, 48, 80, True, 0), (1, 96, 40, True, 3), (8, 48, 80, False, 0),
+# (M, K, N, b K-major, K pieces forced (0: chosen)): 1-64 rows, edge tiles; gated products (GEMV) at M <= 4
+DECODE_SHAPES = ((1, 64, 32, False, 0), (3, 48, 80, True, 0), (1, 96, 40, False, 3), (8, 48, 80, False, 0),
                  (17, 64, 48, True, 2), (64, 32, 96, False, 0))
 
 

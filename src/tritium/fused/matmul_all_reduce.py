@@ -10,7 +10,7 @@ decode M = 1..64 as well as prefill).
   every rank and a reduce kernel on a side stream reducing every tile.
 - ``"fused"``: at decode sizes (16-bit floats, M <= ``LAMPORT_MAX_M`` and the product within the
   communicator's Lamport buffers) one persistent launch in which every program computes its tiles of
-  ``a @ b`` (CUDA-core GEMV for M <= ``GEMV_MAX_M``, tensor-core tiles above), pushes each tile into every
+  ``a @ b`` (tensor-core tiles; a CUDA-core GEMV for gated products), pushes each tile into every
   rank's Lamport buffer as soon as it is done (:mod:`tritium.collectives.lamport`: the data is its own flag),
   then reduces its share of the output from its own buffer: no flag round, no second kernel, and the
   all-reduce of the first tiles runs under the GEMM of the last. Larger products: the reduce-scatter
@@ -40,7 +40,7 @@ from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
 from tritium.runtime import interpreting, num_sms, pdl_launch
 
-GEMV_MAX_M = 4     # rows computed on CUDA cores (one weight stream, no tensor-core tile to fill)
+GEMV_MAX_M = 4     # rows a gated product takes (computed on CUDA cores, SiLU-and-mul on the fly)
 LAMPORT_MAX_M = 64  # rows the one-launch decode kernel takes (one tensor-core row tile)
 REDUCE_BLOCK = 1024
 
@@ -60,10 +60,12 @@ class DecodeMatmulConfig:
         return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-s{self.num_stages}-split{self.split}"
 
 
-def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capacity: int) -> DecodeMatmulConfig:
+def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capacity: int,
+                         gemv: bool = False) -> DecodeMatmulConfig:
     """The decode kernel's configuration for ``[M, K] @ [K, N]``.
 
-    GEMV rows (M <= ``GEMV_MAX_M``): tiles shaped along b's contiguous dimension (K-major weights: 8
+    GEMV (``gemv``: gated products, which take SiLU-and-mul on the fly; M <= ``GEMV_MAX_M``): tiles shaped
+    along b's contiguous dimension (K-major weights: 8
     columns, 512-long K steps, as :mod:`tritium.ops.gemv`; N-major: 64 columns, 64-long K steps), and K cut
     in the fewest pieces that give >= 4 programs per SM (a weight stream needs many programs in flight).
     Tensor-core rows: 128 columns (64 at M > 16, where a slot holds no second piece), and the fewest K
@@ -73,8 +75,10 @@ def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capac
     NOTE: 2x H200, bf16, graphs (bench/results/fused-NVIDIA-H200-x2.json, decode run 1): one persistent
     GEMV program per SM streamed o_proj at 1.65 TB/s (M = 1 40.6 us vs cuBLAS 19.6); tensor-core rows at M
     = 8 with two pieces beat cuBLAS + NCCL (o_proj 29.4 vs 33.5 us, down_proj 65.3 vs 71.1), while M = 64 at
-    128 columns left half the SMs idle (40.4 vs 20.4 for cuBLAS alone)."""
-    if M <= GEMV_MAX_M:
+    128 columns left half the SMs idle (40.4 vs 20.4 for cuBLAS alone). Run 2, non-persistent programs:
+    GEMV rows still trail the tensor-core rows (o_proj M = 1 / 2 / 4: 29.9 / 41.7 / 56.9 us, M = 8 25.6), so
+    only gated products take the GEMV."""
+    if gemv:
         cfg = DecodeMatmulConfig(8, 512, 4) if b_kmajor else DecodeMatmulConfig(64, 64, 4)
         want = 4 * sms
     else:
@@ -86,7 +90,7 @@ def select_decode_config(M: int, N: int, K: int, b_kmajor: bool, sms: int, capac
         if split > 1 and (K // split < 4 * cfg.block_k or split * M * N > capacity):
             break
         units = tiles * split
-        if M <= GEMV_MAX_M:
+        if gemv:
             if units >= want:
                 best = split
                 break
@@ -255,17 +259,17 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
     capacity = comm.lamport_bytes // 2
     b_kmajor = b.stride(0) == 1 and b.stride(1) != 1
     sms = 1 if interpreting() else num_sms(a.device)
-    cfg = config or select_decode_config(M, N, K, b_kmajor, sms, capacity)
+    use_dot = not gated
+    cfg = config or select_decode_config(M, N, K, b_kmajor, sms, capacity, gemv=not use_dot)
     split = cfg.split or 1
     k_split = -(-(-(-K // split)) // cfg.block_k) * cfg.block_k  # K per piece, whole steps
     split = max(1, -(-K // k_split))
     if split * M * N > capacity:
         raise ValueError(f"matmul_all_reduce: {split} K pieces of [{M}, {N}] exceed the communicator's Lamport "
                          f"slot ({capacity} elements)")
-    use_dot = M > GEMV_MAX_M
+    if gated and M > GEMV_MAX_M:
+        raise ValueError(f"gated products take at most {GEMV_MAX_M} rows, got {M}")
     if use_dot:
-        if gated:
-            raise ValueError(f"gated products take at most {GEMV_MAX_M} rows, got {M}")
         block_m = max(16, triton.next_power_of_2(M))
         opts = launch_options(a, b, out, MatmulConfig(block_m, cfg.block_n, cfg.block_k, num_warps=cfg.num_warps,
                                                       num_stages=cfg.num_stages))

@@ -62,7 +62,9 @@ def select_overlap(op: str, M: int, N: int, K: int, world_size: int, overlap: st
         return overlap
     if op == "all_gather_matmul" and world_size > 1 and M >= 1024:
         return "producer_consumer"
-    if op == "matmul_all_reduce" and decode and K > 0:
+    if op == "matmul_all_reduce" and decode and K > 0 and M <= 16:
+        # NOTE: decode run 2 (fused-NVIDIA-H200-x2.json "decode"): the one-launch kernel beats bulk at M = 1
+        # and 8 (o_proj 29.9 / 25.6 vs 35.0 / 32.6 us) and loses at M = 64 (46.0 vs 40.9)
         return "fused"
     return "bulk"
 
