@@ -306,7 +306,7 @@ def test_gpu_tp2(tiny_models, no_leaks, comm):
 
 
 def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, monkeypatch):
-    """comm "tritium" in fp16: decode steps run o_proj and down_proj (gated: SiLU-and-mul on the fly) each
+    """comm "tritium" in fp16 with fuse_row_parallel: decode steps run o_proj and down_proj (gated: SiLU-and-mul on the fly) each
     with its all-reduce, the residual add and the next RMSNorm as one launch
     (``tritium.fused.matmul_all_reduce_rms_norm``); the same greedy tokens as TP=1 in fp16."""
     import tritium.engine.parallel as parallel
@@ -323,6 +323,9 @@ def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, monkeypatch):
     kw = _kw(dtype=torch.float16)
     with LLM(path, **kw) as llm:
         expected = _tokens(llm)
-    with LLM(path, tensor_parallel_size=2, comm="tritium", **kw) as llm:
+    with LLM(path, tensor_parallel_size=2, comm="tritium", **kw) as llm:  # off by default
+        assert _tokens(llm) == expected
+    assert not calls
+    with LLM(path, tensor_parallel_size=2, comm="tritium", fuse_row_parallel=True, **kw) as llm:
         assert _tokens(llm) == expected
     assert True in calls and False in calls, f"the one-launch layer did not run: {calls[:8]}"

@@ -238,10 +238,10 @@ def run(args) -> dict:
         for comm in comms:
             attempt("engines", comm, measure_engine, bench, clock, f"{bench.label} tp{n} comm={comm}",
                     measures, tensor_parallel_size=n, comm=comm, max_model_len=max_len)
-        if "tritium" in comms and "decode" in parts:  # the one-launch row-parallel layers off (A/B, batch 1)
-            attempt("engines", "tritium-unfused-rows", measure_engine, bench, clock,
-                    f"{bench.label} tp{n} comm=tritium, fuse_row_parallel=False", [decode_batch1],
-                    tensor_parallel_size=n, comm="tritium", fuse_row_parallel=False, max_model_len=decode_len)
+        if "tritium" in comms and "decode" in parts:  # the one-launch row-parallel layers on (A/B, batch 1)
+            attempt("engines", "tritium-fused-rows", measure_engine, bench, clock,
+                    f"{bench.label} tp{n} comm=tritium, fuse_row_parallel=True", [decode_batch1],
+                    tensor_parallel_size=n, comm="tritium", fuse_row_parallel=True, max_model_len=decode_len)
     if "prefill" in parts:
         for label, kwargs in PREFILL_VARIANTS.items():
             kwargs = {"tensor_parallel_size": n, "max_model_len": _pages(args.prefill_len + 1), **kwargs}
@@ -298,8 +298,8 @@ def _derive(result: dict) -> None:
     ratios = {
         "batch1_over_weight_read": {c: r.get("batch1_over_weight_read") for c, r in eng.items()},
         "tritium_vs_torch_batch1": _ratio(tor.get("batch1_decode_ms"), tri.get("batch1_decode_ms")),
-        "fused_rows_vs_unfused_batch1": _ratio(eng.get("tritium-unfused-rows", {}).get("batch1_decode_ms"),
-                                               tri.get("batch1_decode_ms")),
+        "fused_rows_vs_unfused_batch1": _ratio(tri.get("batch1_decode_ms"),
+                                               eng.get("tritium-fused-rows", {}).get("batch1_decode_ms")),
         "tritium_vs_torch_batch": _ratio(tri.get("batch_tokens_per_s"), tor.get("batch_tokens_per_s")),
         "tritium_vs_torch_batch_step": _ratio(tor.get("batch_decode_step_ms"), tri.get("batch_decode_step_ms")),
         "tritium_vs_torch_prefill": _ratio(tor.get("prefill_ms"), tri.get("prefill_ms")),

@@ -37,7 +37,8 @@ class EngineConfig:
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
     - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
       projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
-      (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights); False keeps them apart.
+      (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights). Off by default: on 2x H200 (70B,
+      TP=2, batch 1) it measured 1.001x and 0.978x the unfused step (bench/NOTES.md, "Tensor-parallel engine").
     - ``pipeline_windows``: queue the next greedy window before the host reads the one in flight.
     - ``tensor_parallel_size``: GPUs (ranks) one model is sharded over. On one host the engine starts the
       other ranks itself (worker processes); under torchrun it must equal the job's world size (or be 1).
@@ -78,7 +79,7 @@ class EngineConfig:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
-    fuse_row_parallel: bool = True
+    fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
     context_parallel_size: int = 1

@@ -183,7 +183,7 @@ def _torch_group(rank: int, world_size: int) -> ParallelGroup:
     return ParallelGroup(rank, world_size, all_reduce=all_reduce, all_gather=all_gather)
 
 
-def _tritium_group(comm: Communicator, fuse_row_parallel: bool = True) -> ParallelGroup:
+def _tritium_group(comm: Communicator, fuse_row_parallel: bool = False) -> ParallelGroup:
     def linear_all_reduce_rms_norm(x, weight, residual, norm_weight, eps, gated=False):
         # decode rows only (GEMV rows): above them the GEMM is compute work that the tuned linear does better
         if x.shape[0] > GEMV_MAX_M or not decode_eligible(x, weight.shape[0], comm):
@@ -204,7 +204,7 @@ class TensorParallel:
 
     def __init__(self, *, comm: str, device: torch.device, max_bytes: int, timeout: float,
                  pool: "WorkerPool | None" = None, context_parallel: bool = False, decode_heap_bytes: int = 0,
-                 fuse_row_parallel: bool = True):
+                 fuse_row_parallel: bool = False):
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.device, self.timeout, self.pool = device, timeout, pool
         self.heap: SymmetricHeap | None = None
