@@ -39,12 +39,15 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
     assert tp1["batch1_decode_ms"] > 0 and tp2["batch1_decode_ms"] > 0
     # each rank holds a shard: about half the TP=1 model's bytes (the norms are whole on every rank)
     assert 0.45 < tp2["weight_bytes"] / tp1["weight_bytes"] < 0.55
+    # the A/B engines with the one-launch row-parallel layers (fp32 here: they take the unfused path)
+    for fused in (r["engines"]["tritium-fused-rows"], r["scaling"]["tp2-fused-rows"]):
+        assert fused["comm"] == "tritium" and fused["batch1_decode_ms"] > 0
     for key in ("tritium_vs_torch_batch1", "tritium_vs_torch_batch", "tritium_vs_torch_prefill",
-                "scaling_tp2_over_tp1"):
+                "scaling_tp2_over_tp1", "fused_rows_vs_unfused_batch1", "scaling_tp2_fused_rows_over_tp1"):
         assert r["ratios"][key] > 0, key
     assert r["targets"] and all(v is None for v in r["targets"].values())  # no targets on the CPU
     assert "target scaling_tp2_over_tp1_at_most_0.62: not measured" in proc.stdout
-    assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2: closed"
+    assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2 fuse_row_parallel=True: closed"
 
 
 def test_trace_summary_of_graph_launches():

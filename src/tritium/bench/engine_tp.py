@@ -254,6 +254,10 @@ def run(args) -> dict:
         for size in (1, n):
             attempt("scaling", f"tp{size}", measure_engine, small, clock, f"{small.label} tp{size}",
                     [decode_batch1], tensor_parallel_size=size, comm="auto", max_model_len=decode_len)
+        if "tritium" in comms:  # the one-launch row-parallel layers at the small shape (A/B)
+            attempt("scaling", f"tp{n}-fused-rows", measure_engine, small, clock,
+                    f"{small.label} tp{n} fuse_row_parallel=True", [decode_batch1], tensor_parallel_size=n,
+                    comm="tritium", fuse_row_parallel=True, max_model_len=decode_len)
     _derive(result)
     result["complete"] = True
     result["timeline"] = clock.marks
@@ -305,6 +309,8 @@ def _derive(result: dict) -> None:
         "tritium_vs_torch_prefill": _ratio(tor.get("prefill_ms"), tri.get("prefill_ms")),
         f"scaling_tp{n}_over_tp1": _ratio(sc.get(f"tp{n}", {}).get("batch1_decode_ms"),
                                           sc.get("tp1", {}).get("batch1_decode_ms")),
+        f"scaling_tp{n}_fused_rows_over_tp1": _ratio(sc.get(f"tp{n}-fused-rows", {}).get("batch1_decode_ms"),
+                                                     sc.get("tp1", {}).get("batch1_decode_ms")),
     }
     result["ratios"] = ratios
 
