@@ -9,12 +9,13 @@ decode M = 1..64 as well as prefill).
 - ``"producer_consumer"``: the kernels of :mod:`tritium.fused.matmul_reduce_scatter` with every tile pushed to
   every rank and a reduce kernel on a side stream reducing every tile.
 - ``"fused"``: at decode sizes (16-bit floats, M <= ``LAMPORT_MAX_M`` and the product within the
-  communicator's Lamport buffers) one persistent launch in which every program computes its tiles of
-  ``a @ b`` (tensor-core tiles; a CUDA-core GEMV for gated products), pushes each tile into every
-  rank's Lamport buffer as soon as it is done (:mod:`tritium.collectives.lamport`: the data is its own flag),
-  then reduces its share of the output from its own buffer: no flag round, no second kernel, and the
-  all-reduce of the first tiles runs under the GEMM of the last. Larger products: the reduce-scatter
-  kernels' fused form (specialised compute and reduce programs).
+  communicator's Lamport buffers) one launch: each compute program computes one tile of ``a @ b``
+  (tensor-core tiles, K in pieces where the column tiles do not fill the SMs; a CUDA-core GEMV for gated
+  products), pushes it into every rank's Lamport buffer (:mod:`tritium.collectives.lamport`: the data is
+  its own flag) and exits; reduce programs, last in the grid, sum their share of the output from their
+  own buffer as it arrives: no flag round, no second kernel, and the all-reduce of the first tiles runs
+  under the GEMM of the last. Larger products: the reduce-scatter kernels' fused form (specialised
+  compute and reduce programs).
 - ``"auto"``: :func:`tritium.fused.overlap.select_overlap`.
 
 Each rank's product is rounded to the output dtype before the fp32 sum (as bulk does), in rank order, so every
