@@ -16,6 +16,7 @@ under the interpreter (gloo), as a smoke test.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 import torch
@@ -36,6 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="calls per timing")
     parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
     parser.add_argument("--timeout", type=float, default=500.0, help="seconds before the ranks are stopped")
+    parser.add_argument("--tiles", default="", help="extra (elements per tile)x(warps) of the one-shot and Lamport "
+                        "kernels to time from 256K, e.g. 4096x8,8192x8 (rows 'tritium lamport t4096w8', ...)")
 
 
 def parse_size(text: str) -> int:
@@ -84,7 +87,29 @@ def _no_pdl(comm, fn):
         comm.pdl = True
 
 
-def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int, path: str) -> None:
+def _with_tile(comm, tile: tuple[int, int], fn):
+    """``fn()`` with the communicator's tile (elements, warps) forced to ``tile``."""
+    comm.tile = lambda nbytes: tile
+    try:
+        return fn()
+    finally:
+        del comm.tile
+
+
+def _rms_meet(fn):
+    """``fn()`` with the Lamport all_reduce_rms_norm's epilogue after a meet of the launch's programs
+    (the form before rows were owned by programs)."""
+    import tritium.collectives.all_reduce_rms_norm as arn
+
+    arn.RMS_ROWS_OWNED = False
+    try:
+        return fn()
+    finally:
+        arn.RMS_ROWS_OWNED = True
+
+
+def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int, path: str,
+            tiles: tuple = ()) -> None:
     device = torch.device("cuda", rank) if not interpreting() else torch.device("cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     hidden = 8192 if device.type == "cuda" else 256
@@ -113,6 +138,10 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             cases["tritium no-pdl"] = lambda: _no_pdl(comm, lambda: comm.all_reduce(x, out=out))
             cases["tritium one_shot heap"] = lambda: comm.all_reduce(hx, out=out, algorithm="one_shot")
             cases["tritium two_shot heap"] = lambda: comm.all_reduce(hy, out=out, algorithm="two_shot")
+            for tile in tiles if nbytes >= (256 << 10) else ():
+                for a in ("one_shot",) + (("lamport",) if "tritium lamport" in cases else ()):
+                    cases[f"tritium {a} t{tile[0]}w{tile[1]}"] = (
+                        lambda a=a, tile=tile: _with_tile(comm, tile, lambda: comm.all_reduce(x, out=out, algorithm=a)))
             cases["nccl"] = lambda: dist.all_reduce(out)
             sm = _symm_mem(x) if device.type == "cuda" else None
             if sm is not None:
@@ -173,7 +202,9 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             fns = {"all_reduce": lambda: comm.all_reduce(x, out=out),
                    "all_reduce_rms_norm": lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out),
                    "all_reduce_rms_norm no-pdl": lambda: _no_pdl(
-                       comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
+                       comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)),
+                   "all_reduce_rms_norm meet": lambda: _rms_meet(
+                       lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
             entry = {"tokens": tokens, "hidden": hidden}
             for name, fn in fns.items():
                 fn()
@@ -199,7 +230,8 @@ def run(args) -> dict:
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        shmem.launch(_worker, world_size, sizes, args.iters, args.reps, path, timeout=args.timeout)
+        tiles = tuple(tuple(int(v) for v in t.lower().split("x")) for t in args.tiles.split(",") if t)
+        shmem.launch(_worker, world_size, sizes, args.iters, args.reps, path, tiles, timeout=args.timeout)
         import json
 
         with open(path) as f:
@@ -221,7 +253,10 @@ def run(args) -> dict:
     h = result["header"]
     print_table(data["all_reduce"], cols, title=f"collectives: {world_size} ranks | {h.get('gpu') or 'cpu'}, "
                 f"torch {h['torch']}, triton {h['triton']}, {h['date']}")
+    extra = sorted({k for r in data["all_reduce"] for k in r if re.search(r" t\d+w\d+ graph us$", k)})
+    if extra and gpus:
+        print_table(data["all_reduce"], ["size"] + extra, title="tile variants (us, graphs)")
     print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us",
-                                                "all_reduce_rms_norm no-pdl us"],
+                                                "all_reduce_rms_norm no-pdl us", "all_reduce_rms_norm meet us"],
                 title="all_reduce + residual + RMSNorm (fused) vs all_reduce alone")
     return result

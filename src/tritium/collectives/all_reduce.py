@@ -8,10 +8,10 @@ import triton.language as tl
 
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
 from tritium.collectives.kernels import ALL_REDUCE
-from tritium.collectives.kernels import (add_residual, begin, call_parity, combine, count_timeout, fail_fast, finish,
+from tritium.collectives.kernels import (add_residual, begin, call_parity, count_timeout, fail_fast, finish,
                                          pdl_prologue, reduce_tile, rms_norm_rows, second_round)
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_poll, lamport_push,
-                                         lamport_reset)
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_push, lamport_reduce,
+                                         lamport_reset, poll_group)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -58,7 +58,8 @@ def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None 
         _lamport_all_reduce_kernel[comm._grid(x.numel(), block)](
             x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, out, out,
             x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins, 1, 0.0,
-            OP=code, AVG=avg, BLOCK=block, num_warps=warps, **pdl_launch(comm.device, comm.pdl))
+            OP=code, AVG=avg, BLOCK=block, GROUP=poll_group(comm.world_size, block), num_warps=warps,
+            **pdl_launch(comm.device, comm.pdl))
         return out
     half = comm.max_bytes // x.element_size()
     block, warps = comm.tile(nbytes)
@@ -129,21 +130,23 @@ def _lamport_all_reduce_kernel(
     # sizes
     n, rank, world_size, capacity, max_spins, hidden, eps,
     # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, FUSE_RMS: tl.constexpr = False,
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FUSE_RMS: tl.constexpr = 0,
     ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
 ):
     """One-shot all-reduce without a flag round (:mod:`tritium.collectives.lamport`): this rank's tiles
     go straight into slot ``rank`` of this call's buffer on every rank, the old buffer is reset while they
-    travel, then the own buffer is polled until every slot has arrived and reduced.
+    travel, then the own buffer is polled (``GROUP`` slots at once) until every slot has arrived and reduced.
 
-    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): each reduced tile h is
-    added to ``residual`` in place; then the programs of the launch meet and each normalises whole rows:
-    ``out = rms_norm(residual) * weight`` (``ROW_BLOCK >= hidden``)."""
+    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``; ``ROW_BLOCK >= hidden``):
+    ``out = rms_norm(residual + all_reduce(x)) * weight``, the residual updated in place. 1: each reduced
+    tile is added to ``residual``, then the programs of the launch meet and each normalises whole rows.
+    2: the pushes go out in flat tiles as above, then each program reduces, adds and normalises whole rows
+    of its own (no meet: the rows' slots are polled where they land)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
     max_spins = fail_fast(state_ptr, max_spins)
-    calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+    phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
     offs = tl.arange(0, BLOCK)
     for start in range(pid * BLOCK, n, num_programs * BLOCK):
         idx = start + offs
@@ -151,26 +154,38 @@ def _lamport_all_reduce_kernel(
         lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
     lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, BLOCK)
     timeouts = tl.zeros([], tl.int32)
-    for start in range(pid * BLOCK, n, num_programs * BLOCK):
-        idx = start + offs
-        mask = idx < n
-        acc = tl.zeros([BLOCK], tl.float32)
-        for src in range(0, world_size):
-            value, timed_out = lamport_poll(buf + src * capacity + idx, mask, max_spins, out_ptr.dtype.element_ty)
+    if FUSE_RMS == 2:
+        cols = tl.arange(0, ROW_BLOCK)
+        cmask = cols < hidden
+        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+        for row in range(pid, n // hidden, num_programs):
+            idx = row * hidden + cols
+            acc, timed_out = lamport_reduce(buf, idx, cmask, world_size, capacity, 1, 0, max_spins,
+                                            out_ptr.dtype.element_ty, 0, GROUP)
             timeouts += timed_out
-            if src == 0:
-                acc = value
+            r = tl.load(residual_ptr + idx, mask=cmask, other=0.0)
+            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
+            tl.store(residual_ptr + idx, h, mask=cmask)
+            hf = h.to(tl.float32)
+            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
+            y = (hf * rstd).to(r.dtype).to(tl.float32) * w
+            tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=cmask)
+    else:
+        for start in range(pid * BLOCK, n, num_programs * BLOCK):
+            idx = start + offs
+            mask = idx < n
+            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, 1, 0, max_spins,
+                                            out_ptr.dtype.element_ty, OP, GROUP)
+            timeouts += timed_out
+            if AVG:
+                acc = acc / world_size
+            if FUSE_RMS == 1:
+                add_residual(residual_ptr, idx, mask, acc)
             else:
-                acc = combine(acc, value, OP)
-        if AVG:
-            acc = acc / world_size
-        if FUSE_RMS:
-            add_residual(residual_ptr, idx, mask, acc)
-        else:
-            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+                tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         count_timeout(state_ptr)
-    if FUSE_RMS:
-        lamport_meet(lstate_ptr, num_programs, max_spins)
+    if FUSE_RMS == 1:
+        lamport_meet(lstate_ptr, phase, num_programs, max_spins)
         rms_norm_rows(residual_ptr, weight_ptr, out_ptr, n // hidden, hidden, eps, pid, num_programs, ROW_BLOCK)
-    lamport_finish(lstate_ptr, calls, n, num_programs)
+    lamport_finish(lstate_ptr, phase, n, pid, num_programs)

@@ -10,7 +10,10 @@ import triton.language as tl
 from tritium.collectives.all_reduce import _lamport_all_reduce_kernel, select_all_reduce
 from tritium.collectives.common import FLOAT_DTYPES
 from tritium.collectives.kernels import OP_SUM, begin, finish, pdl_prologue, reduce_tile
+from tritium.collectives.lamport import poll_group
 from tritium.runtime import pdl_launch
+
+RMS_ROWS_OWNED = True  # the Lamport path's epilogue without a meet (FUSE_RMS=2 of the Lamport kernel)
 
 
 def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
@@ -35,15 +38,17 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
     rows, hidden = x.shape
     nbytes = x.numel() * x.element_size()
     if select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes) == "lamport":
-        # the plain all-reduce's Lamport path over flat tiles, residual added per tile, then the rows
-        # normalised after the launch's programs meet
+        # the plain all-reduce's Lamport pushes in flat tiles, then each program reduces, adds and
+        # normalises whole rows of its own (RMS_ROWS_OWNED; else the residual is added per flat tile and
+        # the rows normalised after the launch's programs meet)
         block, warps = comm.tile(nbytes)
+        row_block = triton.next_power_of_2(hidden)
         _lamport_all_reduce_kernel[comm._grid(x.numel(), block)](
             x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, residual,
             weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins,
-            hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
-            ROW_BLOCK=triton.next_power_of_2(hidden), num_warps=8 if hidden > 4096 else warps,
-            **pdl_launch(comm.device, comm.pdl))
+            hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=2 if RMS_ROWS_OWNED else 1,
+            GROUP=poll_group(comm.world_size, row_block if RMS_ROWS_OWNED else block, 16384),
+            ROW_BLOCK=row_block, num_warps=8 if hidden > 4096 else warps, **pdl_launch(comm.device, comm.pdl))
         return out
     half = comm.max_bytes // x.element_size()
     _all_reduce_rms_norm_kernel[(max(1, min(comm.max_programs, rows)),)](

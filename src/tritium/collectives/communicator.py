@@ -90,7 +90,8 @@ class Communicator:
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
         aligned = -(-max_bytes // ALIGN) * ALIGN
-        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + ALIGN * (4 + world_size)
+        lstate = -(-LAMPORT_STATE_WORDS * 8 // ALIGN) * ALIGN
+        return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + lstate + ALIGN * (4 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------
     def _check_tensor(self, name: str, t, numel: int | None = None) -> None:

@@ -1,46 +1,58 @@
 """The Lamport protocol's device-side building blocks: a one-shot reduction of 16-bit floats without flags.
 
 Each communicator holds three heap buffers of ``[world_size, capacity]`` 16-bit slots (``Communicator._lamport``,
-every slot -0.0 when unused) and a state row (``Communicator._lstate``, int64 words below). Call ``c`` of any
-kernel that follows the protocol:
+every slot -0.0 when unused) and a state row (``Communicator._lstate``, int64: one word per program index,
+``LAMPORT_MAX_PROGRAMS`` of them, then the three meet counters). Call ``c`` of any kernel that follows the
+protocol, in program ``p`` of a launch of ``P``:
 
-1. :func:`lamport_begin`: reads the call counter; this call's buffer is ``c % 3``.
+1. :func:`lamport_begin`: reads word ``p``, which holds ``c % 3`` (this call's buffer) and the element count
+   call ``c - 1`` used per slot. One load, no atomics: every program of a launch reads its own word.
 2. :func:`lamport_push`: pushes this rank's values into slot ``rank`` of that buffer on every rank, a -0.0
    sent as +0.0 (the data is its own flag: -0.0 means "not arrived").
 3. :func:`lamport_reset`: each program resets its share of buffer ``(c + 2) % 3`` (call c - 1's data), while
    the pushes are on their way. No peer writes that buffer before call c + 2, which needs this rank's pushes
    of call c + 1, so it is always clean when it is written next.
-4. :func:`lamport_reduce`: polls this rank's copy until no element of any slot is -0.0 (bounded), reduces.
-5. :func:`lamport_finish`: the last program of the launch stores the element count the call used per slot
-   (what step 3 of call c + 1 resets) and advances the call counter.
+4. :func:`lamport_reduce`: polls this rank's copy of every slot at once until no element is -0.0 (bounded),
+   and reduces across the slots.
+5. :func:`lamport_finish`: program ``p`` writes call ``c + 1``'s word to words ``p, p + P, p + 2P, ...``:
+   the next launch's program ``q`` finds it in word ``q`` whatever its size, and within this launch no
+   program writes a word another one reads (word ``q < P`` is written by program ``q`` alone). The kernel
+   boundary (or programmatic dependent launch's wait) makes the words visible to the next call.
 
 Kernels that follow it (one launch per call, every program of a launch resident at once, pushes before
-polls) can be mixed freely on one communicator: :mod:`tritium.collectives.all_reduce`'s ``lamport``,
-:mod:`tritium.collectives.all_reduce_rms_norm`, and :mod:`tritium.fused.matmul_all_reduce`'s decode kernel,
-which pushes each tile of a GEMM as it is computed.
+polls, at most ``LAMPORT_MAX_PROGRAMS`` programs) can be mixed freely on one communicator:
+:mod:`tritium.collectives.all_reduce`'s ``lamport``, :mod:`tritium.collectives.all_reduce_rms_norm`, and
+:mod:`tritium.fused.matmul_all_reduce`'s decode kernel, which pushes each tile of a GEMM as it is computed.
+
+NOTE: 2x H200 (run 8 and earlier): the call counter and the element counts were single words that the
+launch's last program advanced behind an acq_rel ticket (five atomics in the tail of every call, and a
+dependent second load at its start); polls waited on one slot after another, a memory round trip each.
 """
 
 import triton
 import triton.language as tl
 
+from tritium.collectives.kernels import combine
 from tritium.shmem.device import translate
 
 SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +0.0
 _SENTINEL16 = tl.constexpr(SENTINEL16)
-# state words: calls, the launch's ticket, element counts of the 3 buffers, programs that arrived (meet)
-_L_CALLS, _L_TICKET, _L_COUNTS, _L_ARRIVED = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2), tl.constexpr(5)
-LAMPORT_STATE_WORDS = 6
+LAMPORT_MAX_PROGRAMS = 4096  # programs a launch of a Lamport kernel may have (one state word each)
+_MAX_PROGRAMS = tl.constexpr(LAMPORT_MAX_PROGRAMS)
+LAMPORT_STATE_WORDS = LAMPORT_MAX_PROGRAMS + 3  # program words, then the meet counters of the 3 buffers
+_FINISH_BLOCK = tl.constexpr(256)
 
 
 @triton.jit
-def lamport_begin(lam_ptr, lstate_ptr, world_size, capacity):
-    """(call counter, this call's buffer, the buffer to reset, its element count per slot)."""
-    calls = tl.load(lstate_ptr + _L_CALLS)
-    buf = lam_ptr + (calls % 3) * world_size * capacity
-    old = (calls + 2) % 3
-    old_buf = lam_ptr + old * world_size * capacity
-    old_n = tl.load(lstate_ptr + _L_COUNTS + old).to(tl.int32)
-    return calls, buf, old_buf, old_n
+def lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity):
+    """Program ``pid``'s view of this call: (its buffer index ``c % 3``, the buffer, the buffer to reset,
+    the element count per slot to reset there)."""
+    word = tl.load(lstate_ptr + pid)
+    phase = (word & 3).to(tl.int32)
+    old_n = (word >> 2).to(tl.int32)
+    buf = lam_ptr + phase * world_size * capacity
+    old_buf = lam_ptr + ((phase + 2) % 3) * world_size * capacity
+    return phase, buf, old_buf, old_n
 
 
 @triton.jit
@@ -68,8 +80,8 @@ def lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, BLOCK
 
 @triton.jit
 def lamport_poll(ptrs, mask, max_spins, DTYPE: tl.constexpr):
-    """The values at ``ptrs`` (this rank's buffer) once none is -0.0 any more, as fp32, and 1 if the wait
-    gave up after ``max_spins`` polls (else 0)."""
+    """The values at ``ptrs`` (this rank's buffer; any block shape) once none is -0.0 any more, as fp32,
+    and 1 if the wait gave up after ``max_spins`` polls (else 0). Masked elements read as +0.0."""
     bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
     spins = 0
     while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
@@ -79,27 +91,71 @@ def lamport_poll(ptrs, mask, max_spins, DTYPE: tl.constexpr):
 
 
 @triton.jit
-def lamport_meet(lstate_ptr, num_programs, max_spins):
-    """Every program of the launch waits here for all the others (a counter in the state row; every
-    program is resident on a GPU, there is one under the interpreter)."""
+def lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, max_spins, DTYPE: tl.constexpr,
+                   OP: tl.constexpr, GROUP: tl.constexpr):
+    """``OP`` (0 sum, 1 max, 2 min) over every rank's slot of ``buf`` and, within a slot, over ``pieces``
+    parts ``piece_stride`` elements apart (the decode kernel's K pieces; 1 and 0 elsewhere), at elements
+    ``idx`` (a 1-D block), as fp32; and how many polls gave up. ``GROUP`` (a power of two) of the
+    ``world_size * pieces`` parts are polled at once: one memory round trip for all of them, not one each.
+    Every rank sums in the same order (groups in turn, a fixed tree inside one), so every rank gets the
+    same bits."""
+    acc = tl.zeros(idx.shape, tl.float32)
+    timeouts = tl.zeros([], tl.int32)
+    num_parts = world_size * pieces
+    for first in range(0, num_parts, GROUP):
+        parts = first + tl.arange(0, GROUP)
+        live = parts < num_parts
+        offsets = (parts // pieces) * capacity + (parts % pieces) * piece_stride
+        m = live[:, None] & mask[None, :]
+        values, timed_out = lamport_poll(buf + offsets[:, None] + idx[None, :], m, max_spins, DTYPE)
+        timeouts += timed_out
+        if OP == 0:
+            part = tl.sum(values, axis=0)
+        elif OP == 1:
+            part = tl.max(tl.where(m, values, float("-inf")), axis=0)
+        else:
+            part = tl.min(tl.where(m, values, float("inf")), axis=0)
+        if first == 0:
+            acc = part
+        else:
+            acc = combine(acc, part, OP)
+    return acc, timeouts
+
+
+def poll_group(parts: int, block: int, max_elements: int = 8192) -> int:
+    """``lamport_reduce``'s GROUP: all ``parts`` at once where ``parts x block`` stays within
+    ``max_elements`` (registers), else the largest power of two that does."""
+    group = triton.next_power_of_2(max(1, parts))
+    while group > 1 and group * block > max_elements:
+        group //= 2
+    return group
+
+
+@triton.jit
+def lamport_meet(lstate_ptr, phase, num_programs, max_spins):
+    """Every program of the launch waits here for all the others (this call's counter, ``phase``; every
+    program is resident on a GPU, there is one under the interpreter). :func:`lamport_finish` clears the
+    counter of the next call."""
+    counter = lstate_ptr + _MAX_PROGRAMS + phase
     tl.debug_barrier()
-    tl.atomic_add(lstate_ptr + _L_ARRIVED, 1, sem="acq_rel", scope="gpu")
-    arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+    tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+    arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
     spins = 0
     while (arrived < num_programs) & (spins < max_spins):
-        arrived = tl.atomic_add(lstate_ptr + _L_ARRIVED, 0, sem="acquire", scope="gpu")
+        arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
         spins += 1
     tl.debug_barrier()
 
 
 @triton.jit
-def lamport_finish(lstate_ptr, calls, n, num_programs):
-    """The launch's last program records ``n`` (elements used per slot this call) and advances the call
-    counter (and clears the meet counter) for the next call."""
-    tl.debug_barrier()
-    done = tl.atomic_add(lstate_ptr + _L_TICKET, 1, sem="acq_rel", scope="gpu")
-    if done == num_programs - 1:
-        tl.atomic_xchg(lstate_ptr + _L_TICKET, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_ARRIVED, 0, sem="relaxed", scope="gpu")
-        tl.atomic_xchg(lstate_ptr + _L_COUNTS + calls % 3, n, sem="relaxed", scope="gpu")
-        tl.atomic_add(lstate_ptr + _L_CALLS, 1, sem="release", scope="gpu")
+def lamport_finish(lstate_ptr, phase, n, pid, num_programs):
+    """Program ``pid`` hands the next call its word (buffer ``(phase + 1) % 3``, ``n`` elements used per slot
+    this call) in words ``pid, pid + num_programs, ...`` (module docstring, step 5); program 0 clears the
+    next call's meet counter (last used three calls ago)."""
+    word = ((n + tl.zeros([], tl.int64)) << 2) | ((phase + 1) % 3).to(tl.int64)
+    ks = tl.arange(0, _FINISH_BLOCK)
+    for first in range(pid, _MAX_PROGRAMS, num_programs * _FINISH_BLOCK):
+        w = first + ks * num_programs
+        tl.store(lstate_ptr + w, tl.full([_FINISH_BLOCK], 0, tl.int64) + word, mask=w < _MAX_PROGRAMS)
+    if pid == 0:
+        tl.store(lstate_ptr + _MAX_PROGRAMS + (phase + 1) % 3, 0)

@@ -34,8 +34,8 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.collectives.common import LAMPORT_DTYPES
 from tritium.collectives.kernels import add_residual, count_timeout, fail_fast, pdl_prologue, rms_norm_rows
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_poll, lamport_push,
-                                         lamport_reset)
+from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, lamport_begin, lamport_finish, lamport_meet,
+                                         lamport_push, lamport_reduce, lamport_reset, poll_group)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
 from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
@@ -171,15 +171,15 @@ def _matmul_all_reduce_lamport_kernel(
     ROW_BLOCK: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, USE_PDL: tl.constexpr = False,
+    DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, GROUP: tl.constexpr, USE_PDL: tl.constexpr = False,
 ):
     """``out = sum_r a_r @ b_r`` in one launch (module docstring, "fused") of ``num_tiles`` compute programs
     and then reduce programs. Compute program t takes columns ``(t % tiles_n) * BLOCK_N`` over K piece
     ``t // tiles_n`` and pushes its ``[M, BLOCK_N]`` values (in out's dtype) to elements ``piece * M * N +
     row * N + col`` of slot ``rank`` on every rank; it never waits, so the compute programs fill the GPU as
     a plain GEMV launch would. Reduce program r resets its share of the old buffer, then sums its
-    ``REDUCE``-element blocks of the flat ``[M, N]`` output over every rank's slot and piece (fp32,
-    rank-major) as they arrive. Reduce programs come last in the grid, and there are fewer than the SMs:
+    ``REDUCE``-element blocks of the flat ``[M, N]`` output over every rank's slot and piece (fp32, ``GROUP``
+    parts polled at once, :func:`lamport_reduce`) as they arrive. Reduce programs come last in the grid, and there are fewer than the SMs:
     programs are started in order, so they wait while the compute programs still run beside them.
 
     ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (out, residual ``[M, N]``
@@ -203,7 +203,7 @@ def _matmul_all_reduce_lamport_kernel(
         else:
             acc = gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
                             BLOCK_M, BLOCK_N, BLOCK_K, EVEN, USE_PDL, GATED, K)
-        calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+        phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
         ms = tl.arange(0, BLOCK_M)
         cols = off_n + tl.arange(0, BLOCK_N)
         bits = acc.to(out_ptr.dtype.element_ty).to(tl.int16, bitcast=True)
@@ -212,7 +212,7 @@ def _matmul_all_reduce_lamport_kernel(
     else:
         pdl_prologue(USE_PDL)
         max_spins = fail_fast(state_ptr, max_spins)
-        calls, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, world_size, capacity)
+        phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
         rid = pid - num_tiles
         num_reduce = num_programs - num_tiles
         lamport_reset(old_buf, old_n, world_size, capacity, rid, num_reduce, REDUCE)
@@ -221,13 +221,9 @@ def _matmul_all_reduce_lamport_kernel(
         for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
             idx = start + offs
             mask = idx < mn
-            acc = tl.zeros([REDUCE], tl.float32)
-            for src in range(0, world_size):
-                for piece in range(0, SPLIT):
-                    value, timed_out = lamport_poll(buf + src * capacity + piece * mn + idx, mask, max_spins,
-                                                    out_ptr.dtype.element_ty)
-                    timeouts += timed_out
-                    acc += value
+            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, SPLIT, mn, max_spins,
+                                            out_ptr.dtype.element_ty, 0, GROUP)
+            timeouts += timed_out
             if FUSE_RMS:
                 add_residual(residual_ptr, idx, mask, acc)
             else:
@@ -236,9 +232,9 @@ def _matmul_all_reduce_lamport_kernel(
         if timeouts > 0:
             count_timeout(state_ptr)
         if FUSE_RMS:
-            lamport_meet(lstate_ptr, num_reduce, max_spins)
+            lamport_meet(lstate_ptr, phase, num_reduce, max_spins)
             rms_norm_rows(residual_ptr, norm_ptr, out_ptr, M, N, eps, rid, num_reduce, ROW_BLOCK)
-    lamport_finish(lstate_ptr, calls, SPLIT * mn, num_programs)
+    lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs)
 
 
 def decode_eligible(a: torch.Tensor, N: int, comm: Communicator) -> bool:
@@ -282,6 +278,10 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
     # every reduce program normalises whole rows at the end: with the epilogue, at most M of them do work
     reducers = max(1, min(-(-(M * N) // REDUCE_BLOCK), 1 if interpreting() else num_sms(a.device) // 2))
     fuse_rms = residual is not None
+    if tiles + reducers > LAMPORT_MAX_PROGRAMS:
+        raise ValueError(f"matmul_all_reduce: the decode kernel would take {tiles + reducers} programs, more than "
+                         f"the Lamport protocol's {LAMPORT_MAX_PROGRAMS}: pass a config with a larger block_n "
+                         f"or a smaller split")
     _matmul_all_reduce_lamport_kernel[(tiles + reducers,)](
         a, b, out, comm._lamport, comm._lstate, comm._state, comm.heap.bases,
         residual if fuse_rms else out, norm if fuse_rms else out,
@@ -289,6 +289,7 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
         M, N, K, k_split, tiles, comm.rank, comm.world_size, capacity, comm.heap.max_spins, float(eps),
         SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, GATED=gated,
         FUSE_RMS=fuse_rms, ROW_BLOCK=triton.next_power_of_2(N) if fuse_rms else 16, REDUCE=REDUCE_BLOCK,
+        GROUP=poll_group(comm.world_size * split, REDUCE_BLOCK),
         **opts, **pdl_launch(comm.device, comm.pdl))
 
 

@@ -1,0 +1,90 @@
+"""The Lamport protocol's building blocks in one process: the per-program call words across launches of
+different sizes, and the grouped poll-and-reduce against a PyTorch reduction (tritium.collectives.lamport)."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_STATE_WORDS, SENTINEL16, lamport_begin,
+                                         lamport_finish, lamport_reduce, poll_group)
+from tritium.runtime import interpreting
+
+DEVICE = "cpu" if interpreting() else "cuda"
+
+
+@triton.jit
+def _phases_kernel(lstate_ptr, seen_ptr, n):
+    """Each program records the (phase, old element count) it begins with, then finishes the call."""
+    pid = tl.program_id(0)
+    phase, _buf, _old_buf, old_n = lamport_begin(lstate_ptr, lstate_ptr, pid, 1, 1)
+    tl.store(seen_ptr + 2 * pid, phase.to(tl.int64))
+    tl.store(seen_ptr + 2 * pid + 1, old_n.to(tl.int64))
+    lamport_finish(lstate_ptr, phase, n, pid, tl.num_programs(0))
+
+
+def test_every_program_of_a_launch_sees_the_same_call_whatever_the_sizes():
+    # programs run one after another under the interpreter: a program that wrote a word another one of
+    # the same launch still has to read would show here as a launch whose programs disagree
+    lstate = torch.zeros(LAMPORT_STATE_WORDS, dtype=torch.int64, device=DEVICE)
+    prev_n = 0
+    for call, (programs, n) in enumerate([(3, 10), (5, 7), (1, 1), (2, 40), (7, 3), (4, 9), (1, 5), (6, 2)]):
+        seen = torch.full((programs, 2), -1, dtype=torch.int64, device=DEVICE)
+        _phases_kernel[(programs,)](lstate, seen, n)
+        assert seen[:, 0].tolist() == [call % 3] * programs, f"call {call}: phases {seen[:, 0].tolist()}"
+        assert seen[:, 1].tolist() == [prev_n] * programs, f"call {call}: old counts {seen[:, 1].tolist()}"
+        prev_n = n
+    words = lstate[:LAMPORT_MAX_PROGRAMS]
+    assert torch.equal(words, torch.full_like(words, (prev_n << 2) | (8 % 3))), "a program word was missed"
+
+
+@triton.jit
+def _reduce_kernel(buf_ptr, out_ptr, timeouts_ptr, n, world_size, capacity, pieces, piece_stride, max_spins,
+                   OP: tl.constexpr, GROUP: tl.constexpr, BLOCK: tl.constexpr):
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = idx < n
+    acc, timeouts = lamport_reduce(buf_ptr, idx, mask, world_size, capacity, pieces, piece_stride, max_spins,
+                                   tl.bfloat16, OP, GROUP)
+    tl.store(out_ptr + idx, acc, mask=mask)
+    tl.atomic_add(timeouts_ptr, timeouts)
+
+
+@pytest.mark.parametrize("world_size,pieces,group", [(1, 1, 1), (3, 1, 4), (3, 1, 1), (4, 1, 2), (2, 3, 4),
+                                                     (3, 2, 2)])
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_grouped_poll_reduces_every_part(world_size, pieces, group, op):
+    n, capacity, block = 100, 512, 64
+    stride = 128  # the pieces of a slot, 128 elements apart
+    buf = torch.full((world_size, capacity), SENTINEL16, dtype=torch.int16, device=DEVICE)
+    parts = torch.randn(world_size, pieces, n, device=DEVICE).to(torch.bfloat16)
+    for r in range(world_size):
+        for p in range(pieces):
+            buf[r, p * stride:p * stride + n] = parts[r, p].view(torch.int16)
+    out = torch.full((n,), float("nan"), device=DEVICE)
+    timeouts = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    code = {"sum": 0, "max": 1, "min": 2}[op]
+    _reduce_kernel[(triton.cdiv(n, block),)](buf, out, timeouts, n, world_size, capacity, pieces, stride, 1000,
+                                             OP=code, GROUP=group, BLOCK=block)
+    flat = parts.float().reshape(world_size * pieces, n)
+    want = {"sum": flat.sum(0), "max": flat.amax(0), "min": flat.amin(0)}[op]
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+    assert timeouts.item() == 0
+
+
+def test_a_part_that_never_arrives_gives_up_and_counts():
+    buf = torch.zeros((2, 256), dtype=torch.int16, device=DEVICE)
+    buf[1, 5] = SENTINEL16
+    out = torch.empty(64, device=DEVICE)
+    timeouts = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    _reduce_kernel[(1,)](buf, out, timeouts, 64, 2, 256, 1, 0, 3, OP=0, GROUP=2, BLOCK=64)
+    assert timeouts.item() == 1
+
+
+def test_poll_group_stays_within_the_register_budget():
+    assert poll_group(2, 2048) == 2
+    assert poll_group(3, 2048) == 4
+    assert poll_group(8, 2048) == 4
+    assert poll_group(16, 1024) == 8
+    assert poll_group(5, 8192, 16384) == 2
+    assert poll_group(1, 1 << 16) == 1
