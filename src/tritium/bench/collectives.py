@@ -37,8 +37,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="calls per timing")
     parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
     parser.add_argument("--timeout", type=float, default=500.0, help="seconds before the ranks are stopped")
-    parser.add_argument("--tiles", default="", help="extra (elements per tile)x(warps) of the one-shot and Lamport "
-                        "kernels to time from 256K, e.g. 4096x8,8192x8 (rows 'tritium lamport t4096w8', ...)")
+    parser.add_argument("--tiles", default="", help="extra (elements per tile)x(warps)[x(Lamport programs)] of the one-shot "
+                        "and Lamport kernels to time from 256K, e.g. 4096x8,1024x4x528 (rows 'tritium lamport "
+                        "t4096w8', 'tritium lamport t1024w4p528', ...)")
 
 
 def parse_size(text: str) -> int:
@@ -87,13 +88,27 @@ def _no_pdl(comm, fn):
         comm.pdl = True
 
 
-def _with_tile(comm, tile: tuple[int, int], fn):
-    """``fn()`` with the communicator's tile (elements, warps) forced to ``tile``."""
-    comm.tile = lambda nbytes: tile
+def _with_tile(comm, tile: tuple[int, ...], fn):
+    """``fn()`` with the communicator's tiles (elements, warps) forced to ``tile[:2]`` and, if given, its
+    Lamport programs to ``tile[2]``."""
+    programs = comm.lamport_programs
+    comm.tile = comm.lamport_tile = lambda nbytes: tile[:2]
+    comm.lamport_programs = tile[2] if len(tile) > 2 else programs
     try:
         return fn()
     finally:
-        del comm.tile
+        del comm.tile, comm.lamport_tile
+        comm.lamport_programs = programs
+
+
+def _flag_protocol(comm, fn):
+    """``fn()`` with the communicator's Lamport path off (its messages take the flag-protocol kernels)."""
+    lamport_bytes = comm.lamport_bytes
+    comm.lamport_bytes = 0
+    try:
+        return fn()
+    finally:
+        comm.lamport_bytes = lamport_bytes
 
 
 def _rms_meet(fn):
@@ -140,7 +155,7 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
             cases["tritium two_shot heap"] = lambda: comm.all_reduce(hy, out=out, algorithm="two_shot")
             for tile in tiles if nbytes >= (256 << 10) else ():
                 for a in ("one_shot",) + (("lamport",) if "tritium lamport" in cases else ()):
-                    cases[f"tritium {a} t{tile[0]}w{tile[1]}"] = (
+                    cases[f"tritium {a} t{'w'.join(map(str, tile[:2]))}{'p%d' % tile[2] if len(tile) > 2 else ''}"] = (
                         lambda a=a, tile=tile: _with_tile(comm, tile, lambda: comm.all_reduce(x, out=out, algorithm=a)))
             cases["nccl"] = lambda: dist.all_reduce(out)
             sm = _symm_mem(x) if device.type == "cuda" else None
@@ -204,7 +219,9 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
                    "all_reduce_rms_norm no-pdl": lambda: _no_pdl(
                        comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)),
                    "all_reduce_rms_norm meet": lambda: _rms_meet(
-                       lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
+                       lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)),
+                   "all_reduce_rms_norm flags": lambda: _flag_protocol(
+                       comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
             entry = {"tokens": tokens, "hidden": hidden}
             for name, fn in fns.items():
                 fn()
@@ -253,10 +270,11 @@ def run(args) -> dict:
     h = result["header"]
     print_table(data["all_reduce"], cols, title=f"collectives: {world_size} ranks | {h.get('gpu') or 'cpu'}, "
                 f"torch {h['torch']}, triton {h['triton']}, {h['date']}")
-    extra = sorted({k for r in data["all_reduce"] for k in r if re.search(r" t\d+w\d+ graph us$", k)})
+    extra = sorted({k for r in data["all_reduce"] for k in r if re.search(r" t\d+w\d+(p\d+)? graph us$", k)})
     if extra and gpus:
         print_table(data["all_reduce"], ["size"] + extra, title="tile variants (us, graphs)")
     print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us",
-                                                "all_reduce_rms_norm no-pdl us", "all_reduce_rms_norm meet us"],
+                                                "all_reduce_rms_norm no-pdl us", "all_reduce_rms_norm meet us",
+                                                "all_reduce_rms_norm flags us"],
                 title="all_reduce + residual + RMSNorm (fused) vs all_reduce alone")
     return result

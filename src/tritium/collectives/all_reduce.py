@@ -28,7 +28,7 @@ def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.b
     2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
     Lamport (16-bit floats) skips the flag round of the other two: second run, 8 KiB 5.7 vs one-shot 6.4
     us, 256 KiB 6.9 vs 7.7, but 1 MiB 13.0 vs 10.6 (its pushes go out as 2-byte stores), so up to 256 KiB."""
-    if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 256 << 10):
+    if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 512 << 10):
         return "lamport"
     if world_size <= 2 or nbytes < (1 << 20):
         return "one_shot"
@@ -54,8 +54,8 @@ def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None 
         if x.dtype not in LAMPORT_DTYPES or nbytes > comm.lamport_bytes:
             raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {comm.lamport_bytes} "
                              f"bytes, got {nbytes} bytes of {x.dtype}")
-        block, warps = comm.tile(nbytes)
-        _lamport_all_reduce_kernel[comm._grid(x.numel(), block)](
+        block, warps = comm.lamport_tile(nbytes)
+        _lamport_all_reduce_kernel[comm._lamport_grid(x.numel(), block)](
             x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, out, out,
             x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins, 1, 0.0,
             OP=code, AVG=avg, BLOCK=block, GROUP=poll_group(comm.world_size, block), num_warps=warps,

@@ -1,14 +1,15 @@
 """All-reduce fused with the next residual add and RMSNorm (the row-parallel layer's epilogue):
-``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight``. Small 16-bit messages take
-the Lamport all-reduce's kernel with ``FUSE_RMS``; the others a flag-protocol kernel here.
+``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight``. 16-bit messages within the
+Lamport buffers (``Communicator.lamport_bytes``) take the Lamport all-reduce's kernel with ``FUSE_RMS``; the
+others a flag-protocol kernel here.
 Reference: :func:`tritium.collectives.reference.all_reduce_rms_norm_ref`."""
 
 import torch
 import triton
 import triton.language as tl
 
-from tritium.collectives.all_reduce import _lamport_all_reduce_kernel, select_all_reduce
-from tritium.collectives.common import FLOAT_DTYPES
+from tritium.collectives.all_reduce import _lamport_all_reduce_kernel
+from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES
 from tritium.collectives.kernels import OP_SUM, begin, finish, pdl_prologue, reduce_tile
 from tritium.collectives.lamport import poll_group
 from tritium.runtime import pdl_launch
@@ -37,13 +38,13 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
         return out
     rows, hidden = x.shape
     nbytes = x.numel() * x.element_size()
-    if select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes) == "lamport":
+    if x.dtype in LAMPORT_DTYPES and nbytes <= comm.lamport_bytes:
         # the plain all-reduce's Lamport pushes in flat tiles, then each program reduces, adds and
         # normalises whole rows of its own (RMS_ROWS_OWNED; else the residual is added per flat tile and
         # the rows normalised after the launch's programs meet)
-        block, warps = comm.tile(nbytes)
+        block, warps = comm.lamport_tile(nbytes)
         row_block = triton.next_power_of_2(hidden)
-        _lamport_all_reduce_kernel[comm._grid(x.numel(), block)](
+        _lamport_all_reduce_kernel[comm._lamport_grid(x.numel(), block)](
             x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, residual,
             weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins,
             hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=2 if RMS_ROWS_OWNED else 1,

@@ -10,6 +10,7 @@ DTYPES = FLOAT_DTYPES + INT_DTYPES
 OPS = {"sum": OP_SUM, "max": OP_MAX, "min": OP_MIN, "avg": OP_SUM}
 LAMPORT_DTYPES = (torch.float16, torch.bfloat16)
 LAMPORT_MAX_BYTES = 1 << 20  # per-rank message capacity of the Lamport buffers (3 x world_size x this)
+LAMPORT_PROGRAMS_PER_SM = 4  # the Lamport kernels' programs never wait for each other: more than one an SM
 # Heap tensors of at least this many bytes are read in place by the peers (zero copy), smaller ones are
 # staged (the copy is cheaper than the zero-copy path's second flag round).
 # NOTE: 2x H200, bf16, graphs (run 6): the second round costs ~4 us, the copy ~0.5 us a MiB; heap
