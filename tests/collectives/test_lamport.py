@@ -6,8 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_STATE_WORDS, SENTINEL16, lamport_begin,
-                                         lamport_finish, lamport_reduce, poll_group)
+from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS, LAMPORT_STATE_WORDS, SENTINEL16,
+                                         SENTINEL32, lamport_begin, lamport_finish, lamport_gather, lamport_reduce,
+                                         lamport_reset, lamport_share, poll_group)
 from tritium.runtime import interpreting
 
 DEVICE = "cpu" if interpreting() else "cuda"
@@ -88,3 +89,50 @@ def test_poll_group_stays_within_the_register_budget():
     assert poll_group(16, 1024) == 8
     assert poll_group(5, 8192, 16384) == 2
     assert poll_group(1, 1 << 16) == 1
+
+
+@triton.jit
+def _share_kernel(lam_ptr, parts_ptr, lstate_ptr, out_ptr, timeouts_ptr, max_spins):
+    """Program p shares p + 1, then sums the shares of programs 0..p (those before it have run under the
+    interpreter, and are resident beside it on a GPU)."""
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, 1, 256)
+    lamport_reset(old_buf, old_n, 1, 256, parts_ptr, phase, pid, num_programs, 128)
+    lamport_share(parts_ptr, phase, pid, (pid + 1).to(tl.float32))
+    total, timed_out = lamport_gather(parts_ptr, phase, 0, pid + 1, max_spins, 8)
+    tl.store(out_ptr + pid, total)
+    tl.atomic_add(timeouts_ptr, timed_out)
+    lamport_finish(lstate_ptr, phase, 0, pid, num_programs)
+
+
+def test_shared_values_are_summed_and_reset_two_calls_later():
+    lam = torch.full((3 * 256,), SENTINEL16, dtype=torch.int16, device=DEVICE)
+    parts = torch.full((3, LAMPORT_PARTIALS), SENTINEL32, dtype=torch.int32, device=DEVICE)
+    lstate = torch.zeros(LAMPORT_STATE_WORDS, dtype=torch.int64, device=DEVICE)
+    timeouts = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    for call in range(5):
+        programs = 4 + call % 2
+        out = torch.full((programs,), float("nan"), device=DEVICE)
+        _share_kernel[(programs,)](lam, parts, lstate, out, timeouts, 1000)
+        want = torch.tensor([(p + 1) * (p + 2) / 2 for p in range(programs)], device=DEVICE)
+        assert torch.equal(out, want), f"call {call}: {out.tolist()}"
+        shared = parts[call % 3, :programs].view(torch.float32)
+        assert shared.tolist() == [float(p + 1) for p in range(programs)]
+        # this call reset the buffer of the call before (two calls ahead of its next use)
+        assert torch.equal(parts[(call + 2) % 3], torch.full_like(parts[0], SENTINEL32)), f"call {call}"
+    assert timeouts.item() == 0
+    # a share that is never published: the gather gives up and says so
+    parts.fill_(SENTINEL32)
+    lstate.zero_()
+    out = torch.empty(1, device=DEVICE)
+
+    _gather_missing[(1,)](parts, out, timeouts, 3)
+    assert timeouts.item() == 1
+
+
+@triton.jit
+def _gather_missing(parts_ptr, out_ptr, timeouts_ptr, max_spins):
+    total, timed_out = lamport_gather(parts_ptr, 0, 0, 2, max_spins, 2)
+    tl.store(out_ptr, total)
+    tl.atomic_add(timeouts_ptr, timed_out)

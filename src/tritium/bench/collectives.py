@@ -111,18 +111,6 @@ def _flag_protocol(comm, fn):
         comm.lamport_bytes = lamport_bytes
 
 
-def _rms_meet(fn):
-    """``fn()`` with the Lamport all_reduce_rms_norm's epilogue after a meet of the launch's programs
-    (the form before rows were owned by programs)."""
-    import tritium.collectives.all_reduce_rms_norm as arn
-
-    arn.RMS_ROWS_OWNED = False
-    try:
-        return fn()
-    finally:
-        arn.RMS_ROWS_OWNED = True
-
-
 def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int, path: str,
             tiles: tuple = ()) -> None:
     device = torch.device("cuda", rank) if not interpreting() else torch.device("cpu")
@@ -218,8 +206,6 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
                    "all_reduce_rms_norm": lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out),
                    "all_reduce_rms_norm no-pdl": lambda: _no_pdl(
                        comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)),
-                   "all_reduce_rms_norm meet": lambda: _rms_meet(
-                       lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out)),
                    "all_reduce_rms_norm flags": lambda: _flag_protocol(
                        comm, lambda: comm.all_reduce_rms_norm(x, residual, weight, 1e-5, out=out))}
             entry = {"tokens": tokens, "hidden": hidden}
@@ -274,7 +260,7 @@ def run(args) -> dict:
     if extra and gpus:
         print_table(data["all_reduce"], ["size"] + extra, title="tile variants (us, graphs)")
     print_table(data["all_reduce_rms_norm"], ["tokens", "hidden", "all_reduce us", "all_reduce_rms_norm us", "extra us",
-                                                "all_reduce_rms_norm no-pdl us", "all_reduce_rms_norm meet us",
+                                                "all_reduce_rms_norm no-pdl us",
                                                 "all_reduce_rms_norm flags us"],
                 title="all_reduce + residual + RMSNorm (fused) vs all_reduce alone")
     return result

@@ -8,10 +8,10 @@ import triton.language as tl
 
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
 from tritium.collectives.kernels import ALL_REDUCE
-from tritium.collectives.kernels import (add_residual, begin, call_parity, count_timeout, fail_fast, finish,
-                                         pdl_prologue, reduce_tile, rms_norm_rows, second_round)
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_meet, lamport_push, lamport_reduce,
-                                         lamport_reset, poll_group)
+from tritium.collectives.kernels import (begin, call_parity, count_timeout, fail_fast, finish, pdl_prologue, reduce_tile,
+                                         second_round)
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_gather, lamport_push, lamport_reduce,
+                                         lamport_reset, lamport_share, poll_group)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -56,7 +56,7 @@ def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None 
                              f"bytes, got {nbytes} bytes of {x.dtype}")
         block, warps = comm.lamport_tile(nbytes)
         _lamport_all_reduce_kernel[comm._lamport_grid(x.numel(), block)](
-            x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, out, out,
+            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases, out, out,
             x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins, 1, 0.0,
             OP=code, AVG=avg, BLOCK=block, GROUP=poll_group(comm.world_size, block), num_warps=warps,
             **pdl_launch(comm.device, comm.pdl))
@@ -125,52 +125,72 @@ def _two_shot_all_reduce_kernel(
 @triton.jit
 def _lamport_all_reduce_kernel(
     # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
-    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused) and their state row (int64)
-    x_bits_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
+    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused), their shared values and state
+    # row, the communicator's state (timeouts), the heap bases, residual and weight (FUSE_RMS)
+    x_bits_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
     # sizes
     n, rank, world_size, capacity, max_spins, hidden, eps,
     # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FUSE_RMS: tl.constexpr = 0,
-    ROW_BLOCK: tl.constexpr = 16, USE_PDL: tl.constexpr = False,
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FUSE_RMS: tl.constexpr = False,
+    CHUNKS: tl.constexpr = 1, USE_PDL: tl.constexpr = False,
 ):
     """One-shot all-reduce without a flag round (:mod:`tritium.collectives.lamport`): this rank's tiles
     go straight into slot ``rank`` of this call's buffer on every rank, the old buffer is reset while they
     travel, then the own buffer is polled (``GROUP`` slots at once) until every slot has arrived and reduced.
 
-    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``; ``ROW_BLOCK >= hidden``):
-    ``out = rms_norm(residual + all_reduce(x)) * weight``, the residual updated in place. 1: each reduced
-    tile is added to ``residual``, then the programs of the launch meet and each normalises whole rows.
-    2: the pushes go out in flat tiles as above, then each program reduces, adds and normalises whole rows
-    of its own (no meet: the rows' slots are polled where they land)."""
+    ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): the tiles are chunks of
+    rows (``BLOCK`` columns; a row has ``cdiv(hidden, BLOCK) <= CHUNKS``). Each program adds its reduced
+    chunks to ``residual`` and shares each chunk's sum of squares (:func:`lamport_share`); then it sums the
+    shares of each of its chunks' rows (:func:`lamport_gather`) and writes ``out = rms_norm(h) * weight``
+    for its chunks. No program waits for another before it has shared all of its own, so the launch never
+    waits on itself while its programs are resident."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
     max_spins = fail_fast(state_ptr, max_spins)
     phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
     offs = tl.arange(0, BLOCK)
-    for start in range(pid * BLOCK, n, num_programs * BLOCK):
-        idx = start + offs
-        mask = idx < n
-        lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
-    lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, BLOCK)
     timeouts = tl.zeros([], tl.int32)
-    if FUSE_RMS == 2:
-        cols = tl.arange(0, ROW_BLOCK)
-        cmask = cols < hidden
-        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        for row in range(pid, n // hidden, num_programs):
-            idx = row * hidden + cols
-            acc, timed_out = lamport_reduce(buf, idx, cmask, world_size, capacity, 1, 0, max_spins,
+    if FUSE_RMS:
+        chunks = tl.cdiv(hidden, BLOCK)
+        num_tiles = (n // hidden) * chunks
+        for t in range(pid, num_tiles, num_programs):
+            cols = (t % chunks) * BLOCK + offs
+            mask = cols < hidden
+            idx = (t // chunks) * hidden + cols
+            lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
+        lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK)
+        for t in range(pid, num_tiles, num_programs):
+            cols = (t % chunks) * BLOCK + offs
+            mask = cols < hidden
+            idx = (t // chunks) * hidden + cols
+            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
+            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, 1, 0, max_spins,
                                             out_ptr.dtype.element_ty, 0, GROUP)
             timeouts += timed_out
-            r = tl.load(residual_ptr + idx, mask=cmask, other=0.0)
             h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-            tl.store(residual_ptr + idx, h, mask=cmask)
+            tl.store(residual_ptr + idx, h, mask=mask)
             hf = h.to(tl.float32)
-            rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
-            y = (hf * rstd).to(r.dtype).to(tl.float32) * w
-            tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=cmask)
+            lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
+        tl.debug_barrier()
+        for t in range(pid, num_tiles, num_programs):
+            cols = (t % chunks) * BLOCK + offs
+            mask = cols < hidden
+            row = t // chunks
+            idx = row * hidden + cols
+            sumsq, timed_out = lamport_gather(parts_ptr, phase, row * chunks, chunks, max_spins, CHUNKS)
+            timeouts += timed_out
+            h = tl.load(residual_ptr + idx, mask=mask, other=0.0)
+            w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
+            y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
+            tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=mask)
     else:
+        for start in range(pid * BLOCK, n, num_programs * BLOCK):
+            idx = start + offs
+            mask = idx < n
+            lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
+        lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK)
         for start in range(pid * BLOCK, n, num_programs * BLOCK):
             idx = start + offs
             mask = idx < n
@@ -179,13 +199,7 @@ def _lamport_all_reduce_kernel(
             timeouts += timed_out
             if AVG:
                 acc = acc / world_size
-            if FUSE_RMS == 1:
-                add_residual(residual_ptr, idx, mask, acc)
-            else:
-                tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if timeouts > 0:
         count_timeout(state_ptr)
-    if FUSE_RMS == 1:
-        lamport_meet(lstate_ptr, phase, num_programs, max_spins)
-        rms_norm_rows(residual_ptr, weight_ptr, out_ptr, n // hidden, hidden, eps, pid, num_programs, ROW_BLOCK)
     lamport_finish(lstate_ptr, phase, n, pid, num_programs)

@@ -1,20 +1,18 @@
 """All-reduce fused with the next residual add and RMSNorm (the row-parallel layer's epilogue):
-``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight``. 16-bit messages within the
-Lamport buffers (``Communicator.lamport_bytes``) take the Lamport all-reduce's kernel with ``FUSE_RMS``; the
-others a flag-protocol kernel here.
+``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight``. Messages the plain all-reduce
+sends by the Lamport protocol take the Lamport all-reduce's kernel with ``FUSE_RMS`` (rows in chunks whose
+programs share their sums of squares); the others a flag-protocol kernel here.
 Reference: :func:`tritium.collectives.reference.all_reduce_rms_norm_ref`."""
 
 import torch
 import triton
 import triton.language as tl
 
-from tritium.collectives.all_reduce import _lamport_all_reduce_kernel
-from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES
+from tritium.collectives.all_reduce import _lamport_all_reduce_kernel, select_all_reduce
+from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_PROGRAMS_PER_SM
 from tritium.collectives.kernels import OP_SUM, begin, finish, pdl_prologue, reduce_tile
-from tritium.collectives.lamport import poll_group
+from tritium.collectives.lamport import LAMPORT_PARTIALS, poll_group
 from tritium.runtime import pdl_launch
-
-RMS_ROWS_OWNED = True  # the Lamport path's epilogue without a meet (FUSE_RMS=2 of the Lamport kernel)
 
 
 def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
@@ -38,18 +36,18 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
         return out
     rows, hidden = x.shape
     nbytes = x.numel() * x.element_size()
-    if x.dtype in LAMPORT_DTYPES and nbytes <= comm.lamport_bytes:
-        # the plain all-reduce's Lamport pushes in flat tiles, then each program reduces, adds and
-        # normalises whole rows of its own (RMS_ROWS_OWNED; else the residual is added per flat tile and
-        # the rows normalised after the launch's programs meet)
-        block, warps = comm.lamport_tile(nbytes)
-        row_block = triton.next_power_of_2(hidden)
-        _lamport_all_reduce_kernel[comm._lamport_grid(x.numel(), block)](
-            x.view(torch.int16), out, comm._lamport, comm._lstate, comm._state, comm.heap.bases, residual,
-            weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins,
-            hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=2 if RMS_ROWS_OWNED else 1,
-            GROUP=poll_group(comm.world_size, row_block if RMS_ROWS_OWNED else block, 16384),
-            ROW_BLOCK=row_block, num_warps=8 if hidden > 4096 else warps, **pdl_launch(comm.device, comm.pdl))
+    block, warps = comm.lamport_tile(nbytes)
+    chunks = triton.cdiv(hidden, block)
+    if (select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes) == "lamport"
+            and rows * chunks <= LAMPORT_PARTIALS):
+        # the Lamport all-reduce over row chunks; the chunks of a row share their sums of squares
+        grid = min(rows * chunks, comm.lamport_programs, comm.max_programs * LAMPORT_PROGRAMS_PER_SM)
+        _lamport_all_reduce_kernel[(grid,)](
+            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases,
+            residual, weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins,
+            hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
+            GROUP=poll_group(comm.world_size, block), CHUNKS=triton.next_power_of_2(chunks), num_warps=warps,
+            **pdl_launch(comm.device, comm.pdl))
         return out
     half = comm.max_bytes // x.element_size()
     _all_reduce_rms_norm_kernel[(max(1, min(comm.max_programs, rows)),)](

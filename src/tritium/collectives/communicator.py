@@ -25,7 +25,7 @@ from tritium.collectives.broadcast import broadcast
 from tritium.collectives.common import (ALIGN, DTYPES, FLOAT_DTYPES, LAMPORT_MAX_BYTES, LAMPORT_PROGRAMS_PER_SM,
                                         ZERO_COPY_BYTES,
                                         CollectiveMismatch)
-from tritium.collectives.lamport import LAMPORT_STATE_WORDS, SENTINEL16
+from tritium.collectives.lamport import LAMPORT_PARTIALS, LAMPORT_STATE_WORDS, SENTINEL16, SENTINEL32
 from tritium.collectives.reduce_scatter import reduce_scatter
 from tritium.runtime import interpreting, num_sms, pdl_launch
 from tritium.shmem.heap import DeviceTimeout, SymmetricHeap
@@ -75,6 +75,7 @@ class Communicator:
         self._state = heap.zeros((K.S_SIZES + K.STATE_ROWS * self.world_size,), torch.int64)
         self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
         self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), SENTINEL16, torch.int16)
+        self._lparts = heap.full((3 * LAMPORT_PARTIALS,), SENTINEL32, torch.int32)
         self._lstate = heap.zeros((LAMPORT_STATE_WORDS,), torch.int64)
         # the communicator's own heap bytes (no zero-copy input may overlap them)
         self._own = (heap.offset(self._buf), heap.offset(self._lstate) + self._lstate.numel() * 8)
@@ -94,7 +95,7 @@ class Communicator:
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
         aligned = -(-max_bytes // ALIGN) * ALIGN
-        lstate = -(-LAMPORT_STATE_WORDS * 8 // ALIGN) * ALIGN
+        lstate = -(-LAMPORT_STATE_WORDS * 8 // ALIGN) * ALIGN + -(-3 * LAMPORT_PARTIALS * 4 // ALIGN) * ALIGN
         return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + lstate + ALIGN * (4 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------

@@ -9,11 +9,13 @@ protocol, in program ``p`` of a launch of ``P``:
    call ``c - 1`` used per slot. One load, no atomics: every program of a launch reads its own word.
 2. :func:`lamport_push`: pushes this rank's values into slot ``rank`` of that buffer on every rank, a -0.0
    sent as +0.0 (the data is its own flag: -0.0 means "not arrived").
-3. :func:`lamport_reset`: each program resets its share of buffer ``(c + 2) % 3`` (call c - 1's data), while
-   the pushes are on their way. No peer writes that buffer before call c + 2, which needs this rank's pushes
+3. :func:`lamport_reset`: each program resets its share of buffer ``(c + 2) % 3`` (call c - 1's data, and
+   the values its programs shared), while the pushes are on their way. No peer writes that buffer before call c + 2, which needs this rank's pushes
    of call c + 1, so it is always clean when it is written next.
 4. :func:`lamport_reduce`: polls this rank's copy of every slot at once until no element is -0.0 (bounded),
    and reduces across the slots.
+   Programs of one launch on one rank can share fp32 values through the buffer's ``LAMPORT_PARTIALS``
+   (:func:`lamport_share`, :func:`lamport_gather`: all_reduce_rms_norm's sums of squares of a row's chunks).
 5. :func:`lamport_finish`: program ``p`` writes call ``c + 1``'s word to words ``p, p + P, p + 2P, ...``:
    the next launch's program ``q`` finds it in word ``q`` whatever its size, and within this launch no
    program writes a word another one reads (word ``q < P`` is written by program ``q`` alone). The kernel
@@ -40,6 +42,10 @@ _SENTINEL16 = tl.constexpr(SENTINEL16)
 LAMPORT_MAX_PROGRAMS = 4096  # programs a launch of a Lamport kernel may have (one state word each)
 _MAX_PROGRAMS = tl.constexpr(LAMPORT_MAX_PROGRAMS)
 LAMPORT_STATE_WORDS = LAMPORT_MAX_PROGRAMS + 3  # program words, then the meet counters of the 3 buffers
+LAMPORT_PARTIALS = 1024  # fp32 values a launch's programs can share per buffer (lamport_share / lamport_gather)
+_PARTIALS = tl.constexpr(LAMPORT_PARTIALS)
+SENTINEL32 = -(1 << 31)  # 0x80000000: -0.0 in fp32, a shared value not yet written
+_SENTINEL32 = tl.constexpr(SENTINEL32)
 _FINISH_BLOCK = tl.constexpr(256)
 
 
@@ -68,14 +74,42 @@ def lamport_push(buf, idx, bits, mask, rank, world_size, capacity, bases):
 
 
 @triton.jit
-def lamport_reset(old_buf, old_n, world_size, capacity, pid, num_programs, BLOCK: tl.constexpr):
+def lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK: tl.constexpr):
     """Program ``pid`` of ``num_programs``: its grid-stride share of the first ``old_n`` elements of every
-    slot of ``old_buf`` back to -0.0."""
+    slot of ``old_buf``, and of the shared values of that buffer (``parts_ptr``: int32 ``[3,
+    LAMPORT_PARTIALS]``), back to -0.0."""
     offs = tl.arange(0, BLOCK)
     for src in range(0, world_size):
         for first in range(pid * BLOCK, old_n, num_programs * BLOCK):
             idx = first + offs
             tl.store(old_buf + src * capacity + idx, tl.full([BLOCK], _SENTINEL16, tl.int16), mask=idx < old_n)
+    old_parts = parts_ptr + ((phase + 2) % 3) * _PARTIALS
+    for first in range(pid * BLOCK, _PARTIALS, num_programs * BLOCK):
+        idx = first + offs
+        tl.store(old_parts + idx, tl.full([BLOCK], _SENTINEL32, tl.int32), mask=idx < _PARTIALS)
+
+
+@triton.jit
+def lamport_share(parts_ptr, phase, i, value):
+    """Publish the fp32 ``value`` (a scalar, never -0.0: e.g. a sum of squares) as shared value ``i`` of this
+    call, for the launch's other programs on this rank (:func:`lamport_gather`)."""
+    tl.store(parts_ptr + phase * _PARTIALS + i, tl.where(value == 0, 0.0, value).to(tl.int32, bitcast=True))
+
+
+@triton.jit
+def lamport_gather(parts_ptr, phase, first, count, max_spins, BLOCK: tl.constexpr):
+    """The sum of shared values ``first .. first + count - 1`` of this call once all are published (fp32;
+    ``count <= BLOCK``), and 1 if the wait gave up after ``max_spins`` polls. The programs that publish them
+    must be resident beside this one, or have published before."""
+    offs = tl.arange(0, BLOCK)
+    ptrs = parts_ptr + phase * _PARTIALS + first + offs
+    mask = offs < count
+    bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+    spins = 0
+    while (tl.max((bits == _SENTINEL32).to(tl.int32)) > 0) & (spins < max_spins):
+        bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+        spins += 1
+    return tl.sum(bits.to(tl.float32, bitcast=True), axis=0), (spins >= max_spins).to(tl.int32)
 
 
 @triton.jit

@@ -159,9 +159,9 @@ def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, s
 
 @triton.jit
 def _matmul_all_reduce_lamport_kernel(
-    # pointers: a, b, the output, the communicator's Lamport buffers (int16) and state, its state (timeouts),
-    # the heap bases
-    a_ptr, b_ptr, out_ptr, lam_ptr, lstate_ptr, state_ptr, bases, residual_ptr, norm_ptr,
+    # pointers: a, b, the output, the communicator's Lamport buffers (int16), shared values and state, its
+    # state (timeouts), the heap bases
+    a_ptr, b_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, state_ptr, bases, residual_ptr, norm_ptr,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_om,
     # sizes
@@ -215,7 +215,7 @@ def _matmul_all_reduce_lamport_kernel(
         phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
         rid = pid - num_tiles
         num_reduce = num_programs - num_tiles
-        lamport_reset(old_buf, old_n, world_size, capacity, rid, num_reduce, REDUCE)
+        lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, rid, num_reduce, REDUCE)
         offs = tl.arange(0, REDUCE)
         timeouts = tl.zeros([], tl.int32)
         for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
@@ -283,7 +283,7 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
                          f"the Lamport protocol's {LAMPORT_MAX_PROGRAMS}: pass a config with a larger block_n "
                          f"or a smaller split")
     _matmul_all_reduce_lamport_kernel[(tiles + reducers,)](
-        a, b, out, comm._lamport, comm._lstate, comm._state, comm.heap.bases,
+        a, b, out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases,
         residual if fuse_rms else out, norm if fuse_rms else out,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
         M, N, K, k_split, tiles, comm.rank, comm.world_size, capacity, comm.heap.max_spins, float(eps),
