@@ -179,8 +179,9 @@ def _matmul_all_reduce_lamport_kernel(
     row * N + col`` of slot ``rank`` on every rank; it never waits, so the compute programs fill the GPU as
     a plain GEMV launch would. Reduce program r resets its share of the old buffer, then sums its
     ``REDUCE``-element blocks of the flat ``[M, N]`` output over every rank's slot and piece (fp32, ``GROUP``
-    parts polled at once, :func:`lamport_reduce`) as they arrive. Reduce programs come last in the grid, and there are fewer than the SMs:
-    programs are started in order, so they wait while the compute programs still run beside them.
+    parts polled at once, :func:`lamport_reduce`) as they arrive. Reduce programs come last in the grid,
+    and there are fewer than the SMs: programs are started in order, so they wait while the compute
+    programs still run beside them.
 
     ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (out, residual ``[M, N]``
     contiguous, norm ``[N]``): each reduced block is added to ``residual`` in place, then the reduce
