@@ -26,8 +26,9 @@ def select_all_reduce(nbytes: int, world_size: int, dtype: torch.dtype = torch.b
     one-shot beat two-shot at every size from 8 KiB (8.3 vs 10.3 us) to 256 MiB (1.35 vs 1.58 ms), so two
     ranks never take two-shot; with more ranks one-shot reads (W-1) x the message and two-shot about
     2 (W-1)/W x, so two-shot is kept from 1 MiB there (not yet measured: no 4-GPU machine was lent).
-    Lamport (16-bit floats) skips the flag round of the other two: second run, 8 KiB 5.7 vs one-shot 6.4
-    us, 256 KiB 6.9 vs 7.7, but 1 MiB 13.0 vs 10.6 (its pushes go out as 2-byte stores), so up to 256 KiB."""
+    Lamport (16-bit floats) skips the flag round of the other two. Runs 9-12 (stop 26: no atomics in its
+    state, slots polled at once, 1024-element tiles): 512 KiB 6.95 vs one-shot 8.48 us (run 11), 7.3 vs 9.4
+    (run 12); 1 MiB 11.4 vs 10.3, 13.3 vs 12.1: up to 512 KiB."""
     if dtype in LAMPORT_DTYPES and nbytes <= min(lamport_bytes, 512 << 10):
         return "lamport"
     if world_size <= 2 or nbytes < (1 << 20):

@@ -174,9 +174,10 @@ class Communicator:
     def lamport_tile(nbytes: int) -> tuple[int, int]:
         """(elements a program pushes and polls per step, warps) of the Lamport kernels.
 
-        NOTE: 2x H200, bf16, graphs (run 9): 1024-element tiles took 256 KiB in 4.43 us and 512 KiB in
-        6.73, against 5.53 and 7.35 with 2048 (more programs, each polling less: a poll of a block that
-        has not fully arrived is repeated whole)."""
+        NOTE: 2x H200, bf16, graphs (bench/NOTES.md "Collectives", run 9): 1024-element tiles took 256 KiB
+        in 4.43 us and 512 KiB in 6.73, against 5.53 and 7.35 with 2048 (at most one program an SM then);
+        with up to 4 programs an SM, 1024 beat 2048 and 512 at 256-512 KiB in runs 10-11. At 1 MiB fewer,
+        larger tiles were faster (2048 at one program an SM: 10.7 vs 11.4 us), but 1 MiB takes one-shot."""
         return (256, 4) if interpreting() else (1024, 4)
 
     def _lamport_grid(self, n: int, block: int) -> tuple[int]:
