@@ -10,8 +10,8 @@ from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX
 from tritium.collectives.kernels import ALL_REDUCE
 from tritium.collectives.kernels import (begin, call_parity, count_timeout, fail_fast, finish, pdl_prologue, reduce_tile,
                                          second_round)
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_gather, lamport_push, lamport_reduce,
-                                         lamport_reset, lamport_share, poll_group)
+from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_push, lamport_reduce,
+                                         lamport_reduce_rms_norm, lamport_reset, poll_group)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -140,11 +140,8 @@ def _lamport_all_reduce_kernel(
     travel, then the own buffer is polled (``GROUP`` slots at once) until every slot has arrived and reduced.
 
     ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): the tiles are chunks of
-    rows (``BLOCK`` columns; a row has ``cdiv(hidden, BLOCK) <= CHUNKS``). Each program adds its reduced
-    chunks to ``residual`` and shares each chunk's sum of squares (:func:`lamport_share`); then it sums the
-    shares of each of its chunks' rows (:func:`lamport_gather`) and writes ``out = rms_norm(h) * weight``
-    for its chunks. No program waits for another before it has shared all of its own, so the launch never
-    waits on itself while its programs are resident."""
+    rows (``BLOCK`` columns; a row has ``cdiv(hidden, BLOCK) <= CHUNKS``), pushed as above and reduced by
+    :func:`lamport_reduce_rms_norm` (the chunks of a row share their sums of squares)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
@@ -161,31 +158,9 @@ def _lamport_all_reduce_kernel(
             idx = (t // chunks) * hidden + cols
             lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
         lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK)
-        for t in range(pid, num_tiles, num_programs):
-            cols = (t % chunks) * BLOCK + offs
-            mask = cols < hidden
-            idx = (t // chunks) * hidden + cols
-            r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, 1, 0, max_spins,
-                                            out_ptr.dtype.element_ty, 0, GROUP)
-            timeouts += timed_out
-            h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-            tl.store(residual_ptr + idx, h, mask=mask)
-            hf = h.to(tl.float32)
-            lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
-        tl.debug_barrier()
-        for t in range(pid, num_tiles, num_programs):
-            cols = (t % chunks) * BLOCK + offs
-            mask = cols < hidden
-            row = t // chunks
-            idx = row * hidden + cols
-            sumsq, timed_out = lamport_gather(parts_ptr, phase, row * chunks, chunks, max_spins, CHUNKS)
-            timeouts += timed_out
-            h = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-            w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
-            y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
-            tl.store(out_ptr + idx, y.to(out_ptr.dtype.element_ty), mask=mask)
+        timeouts += lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, n // hidden,
+                                            hidden, hidden, eps, world_size, capacity, 1, 0, max_spins, pid,
+                                            num_programs, BLOCK, GROUP, CHUNKS)
     else:
         for start in range(pid * BLOCK, n, num_programs * BLOCK):
             idx = start + offs

@@ -237,31 +237,6 @@ def count_mismatch(state_ptr):
 
 
 @triton.jit
-def add_residual(residual_ptr, idx, mask, acc):
-    """``residual[idx] <- round(round(acc) + residual[idx])`` (the all-reduced ``acc`` rounded to the
-    residual's dtype first, as the unfused layer rounds its output): the residual stream's update."""
-    r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-    h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-    tl.store(residual_ptr + idx, h, mask=mask)
-
-
-@triton.jit
-def rms_norm_rows(residual_ptr, weight_ptr, out_ptr, rows, hidden, eps, pid, num_programs, ROW_BLOCK: tl.constexpr):
-    """Program ``pid`` of ``num_programs`` normalises its rows of ``residual [rows, hidden]``:
-    ``out = rms_norm(residual) * weight`` as :func:`tritium.ops.reference.rms_norm` rounds it (the
-    normalised row in the residual's dtype before the weight), ``ROW_BLOCK >= hidden``."""
-    cols = tl.arange(0, ROW_BLOCK)
-    cmask = cols < hidden
-    w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-    for row in range(pid, rows, num_programs):
-        h = tl.load(residual_ptr + row * hidden + cols, mask=cmask, other=0.0)
-        hf = h.to(tl.float32)
-        rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / hidden + eps)
-        y = (hf * rstd).to(h.dtype).to(tl.float32) * w
-        tl.store(out_ptr + row * hidden + cols, y.to(out_ptr.dtype.element_ty), mask=cmask)
-
-
-@triton.jit
 def pdl_prologue(USE_PDL: tl.constexpr):
     """Programmatic dependent launch (``USE_PDL``, launched with ``launch_pdl``): let the next kernel
     launch now (its launch latency hides behind this call) and wait for the kernel before to finish

@@ -1,8 +1,9 @@
 """The Lamport protocol's device-side building blocks: a one-shot reduction of 16-bit floats without flags.
 
 Each communicator holds three heap buffers of ``[world_size, capacity]`` 16-bit slots (``Communicator._lamport``,
-every slot -0.0 when unused) and a state row (``Communicator._lstate``, int64: one word per program index,
-``LAMPORT_MAX_PROGRAMS`` of them, then the three meet counters). Call ``c`` of any kernel that follows the
+every slot -0.0 when unused), ``LAMPORT_PARTIALS`` fp32 values per buffer that the programs of a launch can
+share (``Communicator._lparts``) and a state row (``Communicator._lstate``, int64: one word per program
+index, ``LAMPORT_MAX_PROGRAMS`` of them). Call ``c`` of any kernel that follows the
 protocol, in program ``p`` of a launch of ``P``:
 
 1. :func:`lamport_begin`: reads word ``p``, which holds ``c % 3`` (this call's buffer) and the element count
@@ -15,7 +16,8 @@ protocol, in program ``p`` of a launch of ``P``:
 4. :func:`lamport_reduce`: polls this rank's copy of every slot at once until no element is -0.0 (bounded),
    and reduces across the slots.
    Programs of one launch on one rank can share fp32 values through the buffer's ``LAMPORT_PARTIALS``
-   (:func:`lamport_share`, :func:`lamport_gather`: all_reduce_rms_norm's sums of squares of a row's chunks).
+   (:func:`lamport_share`, :func:`lamport_gather`; :func:`lamport_reduce_rms_norm`, the epilogue of the
+   fused RMSNorm, shares the sums of squares of a row's chunks).
 5. :func:`lamport_finish`: program ``p`` writes call ``c + 1``'s word to words ``p, p + P, p + 2P, ...``:
    the next launch's program ``q`` finds it in word ``q`` whatever its size, and within this launch no
    program writes a word another one reads (word ``q < P`` is written by program ``q`` alone). The kernel
@@ -41,7 +43,7 @@ SENTINEL16 = -32768  # 0x8000: -0.0 in fp16 and bf16; a pushed -0.0 is sent as +
 _SENTINEL16 = tl.constexpr(SENTINEL16)
 LAMPORT_MAX_PROGRAMS = 4096  # programs a launch of a Lamport kernel may have (one state word each)
 _MAX_PROGRAMS = tl.constexpr(LAMPORT_MAX_PROGRAMS)
-LAMPORT_STATE_WORDS = LAMPORT_MAX_PROGRAMS + 3  # program words, then the meet counters of the 3 buffers
+LAMPORT_STATE_WORDS = LAMPORT_MAX_PROGRAMS  # a word per program index
 LAMPORT_PARTIALS = 1024  # fp32 values a launch's programs can share per buffer (lamport_share / lamport_gather)
 _PARTIALS = tl.constexpr(LAMPORT_PARTIALS)
 SENTINEL32 = -(1 << 31)  # 0x80000000: -0.0 in fp32, a shared value not yet written
@@ -166,30 +168,55 @@ def poll_group(parts: int, block: int, max_elements: int = 8192) -> int:
 
 
 @triton.jit
-def lamport_meet(lstate_ptr, phase, num_programs, max_spins):
-    """Every program of the launch waits here for all the others (this call's counter, ``phase``; every
-    program is resident on a GPU, there is one under the interpreter). :func:`lamport_finish` clears the
-    counter of the next call."""
-    counter = lstate_ptr + _MAX_PROGRAMS + phase
+def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, rows, hidden, stride_out, eps,
+                            world_size, capacity, pieces, piece_stride, max_spins, pid, num_programs,
+                            BLOCK: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr):
+    """The all-reduce + residual + RMSNorm epilogue over this call's buffer (elements ``row * hidden + col``,
+    reduced as :func:`lamport_reduce` does): ``h = round(sum) + residual; residual <- h; out = rms_norm(h) *
+    weight`` for ``residual [rows, hidden]`` (contiguous) and ``out`` (rows ``stride_out`` apart), rounded
+    as :func:`tritium.ops.reference.rms_norm` rounds. Rows go in chunks of ``BLOCK`` columns
+    (``cdiv(hidden, BLOCK) <= CHUNKS``, ``rows * cdiv(hidden, BLOCK) <= LAMPORT_PARTIALS``), program ``pid``
+    of ``num_programs`` taking chunks ``pid, pid + num_programs, ...``: it reduces each, updates the
+    residual and shares the chunk's sum of squares; then, for each, it sums its row's shares and writes
+    the chunk of ``out``. No program waits on another before it has shared all of its own, so the programs
+    need only be resident beside each other, or done. Returns the number of polls that gave up."""
+    offs = tl.arange(0, BLOCK)
+    chunks = tl.cdiv(hidden, BLOCK)
+    num_tiles = rows * chunks
+    timeouts = tl.zeros([], tl.int32)
+    for t in range(pid, num_tiles, num_programs):
+        cols = (t % chunks) * BLOCK + offs
+        mask = cols < hidden
+        idx = (t // chunks) * hidden + cols
+        r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
+        acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, max_spins,
+                                        out_ptr.dtype.element_ty, 0, GROUP)
+        timeouts += timed_out
+        h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
+        tl.store(residual_ptr + idx, h, mask=mask)
+        hf = h.to(tl.float32)
+        lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
     tl.debug_barrier()
-    tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
-    arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
-    spins = 0
-    while (arrived < num_programs) & (spins < max_spins):
-        arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
-        spins += 1
-    tl.debug_barrier()
+    for t in range(pid, num_tiles, num_programs):
+        cols = (t % chunks) * BLOCK + offs
+        mask = cols < hidden
+        row = t // chunks
+        sumsq, timed_out = lamport_gather(parts_ptr, phase, row * chunks, chunks, max_spins, CHUNKS)
+        timeouts += timed_out
+        h = tl.load(residual_ptr + row * hidden + cols, mask=mask, other=0.0)
+        w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
+        y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
+        tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    return timeouts
 
 
 @triton.jit
 def lamport_finish(lstate_ptr, phase, n, pid, num_programs):
     """Program ``pid`` hands the next call its word (buffer ``(phase + 1) % 3``, ``n`` elements used per slot
-    this call) in words ``pid, pid + num_programs, ...`` (module docstring, step 5); program 0 clears the
-    next call's meet counter (last used three calls ago)."""
+    this call) in words ``pid, pid + num_programs, ...`` (module docstring, step 5)."""
     word = ((n + tl.zeros([], tl.int64)) << 2) | ((phase + 1) % 3).to(tl.int64)
     ks = tl.arange(0, _FINISH_BLOCK)
     for first in range(pid, _MAX_PROGRAMS, num_programs * _FINISH_BLOCK):
         w = first + ks * num_programs
         tl.store(lstate_ptr + w, tl.full([_FINISH_BLOCK], 0, tl.int64) + word, mask=w < _MAX_PROGRAMS)
-    if pid == 0:
-        tl.store(lstate_ptr + _MAX_PROGRAMS + (phase + 1) % 3, 0)

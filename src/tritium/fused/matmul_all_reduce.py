@@ -33,9 +33,10 @@ import triton.language as tl
 
 from tritium.collectives import Communicator
 from tritium.collectives.common import LAMPORT_DTYPES
-from tritium.collectives.kernels import add_residual, count_timeout, fail_fast, pdl_prologue, rms_norm_rows
-from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, lamport_begin, lamport_finish, lamport_meet,
-                                         lamport_push, lamport_reduce, lamport_reset, poll_group)
+from tritium.collectives.kernels import count_timeout, fail_fast, pdl_prologue
+from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS, lamport_begin, lamport_finish,
+                                         lamport_push, lamport_reduce, lamport_reduce_rms_norm, lamport_reset,
+                                         poll_group)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
 from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
@@ -43,7 +44,11 @@ from tritium.runtime import interpreting, num_sms, pdl_launch
 
 GEMV_MAX_M = 4     # rows a gated product takes (computed on CUDA cores, SiLU-and-mul on the fly)
 LAMPORT_MAX_M = 64  # rows the one-launch decode kernel takes (one tensor-core row tile)
-REDUCE_BLOCK = 1024
+REDUCE_BLOCK = 1024  # elements a reduce program sums per step (32 under the interpreter: rows of several chunks)
+
+
+def _reduce_block() -> int:
+    return 32 if interpreting() else REDUCE_BLOCK
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,7 @@ def _matmul_all_reduce_lamport_kernel(
     M, N, K, k_split, num_tiles, rank, world_size, capacity, max_spins, eps,
     # meta-parameters
     SPLIT: tl.constexpr, USE_DOT: tl.constexpr, EVEN: tl.constexpr, GATED: tl.constexpr, FUSE_RMS: tl.constexpr,
-    ROW_BLOCK: tl.constexpr,
+    CHUNKS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, GROUP: tl.constexpr, USE_PDL: tl.constexpr = False,
@@ -183,9 +188,10 @@ def _matmul_all_reduce_lamport_kernel(
     and there are fewer than the SMs: programs are started in order, so they wait while the compute
     programs still run beside them.
 
-    ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (out, residual ``[M, N]``
-    contiguous, norm ``[N]``): each reduced block is added to ``residual`` in place, then the reduce
-    programs meet and normalise whole rows: ``out = rms_norm(residual) * norm`` (``ROW_BLOCK >= N``)."""
+    ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (residual ``[M, N]``
+    contiguous, norm ``[N]``): the reduce programs take rows in ``REDUCE``-column chunks
+    (:func:`lamport_reduce_rms_norm`: residual updated in place, ``out = rms_norm(residual) * norm``; a row
+    has ``cdiv(N, REDUCE) <= CHUNKS`` chunks)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     mn = M * N
@@ -217,24 +223,23 @@ def _matmul_all_reduce_lamport_kernel(
         rid = pid - num_tiles
         num_reduce = num_programs - num_tiles
         lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, rid, num_reduce, REDUCE)
-        offs = tl.arange(0, REDUCE)
         timeouts = tl.zeros([], tl.int32)
-        for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
-            idx = start + offs
-            mask = idx < mn
-            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, SPLIT, mn, max_spins,
-                                            out_ptr.dtype.element_ty, 0, GROUP)
-            timeouts += timed_out
-            if FUSE_RMS:
-                add_residual(residual_ptr, idx, mask, acc)
-            else:
+        if FUSE_RMS:
+            timeouts += lamport_reduce_rms_norm(buf, residual_ptr, norm_ptr, out_ptr, parts_ptr, phase, M, N,
+                                                stride_om, eps, world_size, capacity, SPLIT, mn, max_spins, rid,
+                                                num_reduce, REDUCE, GROUP, CHUNKS)
+        else:
+            offs = tl.arange(0, REDUCE)
+            for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
+                idx = start + offs
+                mask = idx < mn
+                acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, SPLIT, mn, max_spins,
+                                                out_ptr.dtype.element_ty, 0, GROUP)
+                timeouts += timed_out
                 row = idx // N
                 tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty), mask=mask)
         if timeouts > 0:
             count_timeout(state_ptr)
-        if FUSE_RMS:
-            lamport_meet(lstate_ptr, phase, num_reduce, max_spins)
-            rms_norm_rows(residual_ptr, norm_ptr, out_ptr, M, N, eps, rid, num_reduce, ROW_BLOCK)
     lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs)
 
 
@@ -276,9 +281,14 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
                     EPILOGUE_SPLIT=1, USE_TMA=False, B_KMAJOR=False, EVEN_K=K % cfg.block_k == 0,
                     DOT_PRECISION="ieee", num_warps=cfg.num_warps, num_stages=1)
     tiles = -(-N // cfg.block_n) * split
-    # every reduce program normalises whole rows at the end: with the epilogue, at most M of them do work
-    reducers = max(1, min(-(-(M * N) // REDUCE_BLOCK), 1 if interpreting() else num_sms(a.device) // 2))
     fuse_rms = residual is not None
+    reduce_block = _reduce_block()
+    chunks = -(-N // reduce_block)  # the epilogue's chunks of a row (lamport_reduce_rms_norm)
+    if fuse_rms and M * chunks > LAMPORT_PARTIALS:
+        raise ValueError(f"matmul_all_reduce_rms_norm: {M} rows of {chunks} chunks exceed the Lamport protocol's "
+                         f"{LAMPORT_PARTIALS} shared values ")
+    reducers = max(1, min(M * chunks if fuse_rms else -(-(M * N) // reduce_block),
+                          1 if interpreting() else num_sms(a.device) // 2))
     if tiles + reducers > LAMPORT_MAX_PROGRAMS:
         raise ValueError(f"matmul_all_reduce: the decode kernel would take {tiles + reducers} programs, more than "
                          f"the Lamport protocol's {LAMPORT_MAX_PROGRAMS}: pass a config with a larger block_n "
@@ -289,8 +299,8 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
         M, N, K, k_split, tiles, comm.rank, comm.world_size, capacity, comm.heap.max_spins, float(eps),
         SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, GATED=gated,
-        FUSE_RMS=fuse_rms, ROW_BLOCK=triton.next_power_of_2(N) if fuse_rms else 16, REDUCE=REDUCE_BLOCK,
-        GROUP=poll_group(comm.world_size * split, REDUCE_BLOCK),
+        FUSE_RMS=fuse_rms, CHUNKS=triton.next_power_of_2(chunks) if fuse_rms else 1, REDUCE=reduce_block,
+        GROUP=poll_group(comm.world_size * split, reduce_block),
         **opts, **pdl_launch(comm.device, comm.pdl))
 
 
@@ -302,8 +312,9 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
     product taken with ``silu(gate) * up``, the MLP's down projection), ``b [k, N]`` (e.g. the transpose of a
     row-major weight ``[N, k]``), residual ``[M, N]`` contiguous, weight ``[N]``; 16-bit floats.
 
-    Decode sizes (:func:`decode_eligible`, gated: at most ``GEMV_MAX_M`` rows) run as one launch: the decode
-    kernel with the epilogue in its reduce programs. Other sizes: tritium's GEMM, then
+    Decode sizes (:func:`decode_eligible`, gated: at most ``GEMV_MAX_M`` rows, rows x ``cdiv(N, 1024)`` within
+    ``LAMPORT_PARTIALS``) run as one launch: the decode kernel with the epilogue in its reduce programs. Other
+    sizes: tritium's GEMM, then
     :meth:`Communicator.all_reduce_rms_norm`. Reference: :func:`tritium.fused.reference.matmul_all_reduce_rms_norm`."""
     name = "matmul_all_reduce_rms_norm"
     if not isinstance(a, torch.Tensor) or a.dim() != 2:
@@ -325,7 +336,8 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
     out = output(out, (M, N), a)
     if M == 0 or N == 0:
         return out
-    if b.shape[0] > 0 and decode_eligible(a, N, comm) and (not gated or M <= GEMV_MAX_M):
+    if (b.shape[0] > 0 and decode_eligible(a, N, comm) and (not gated or M <= GEMV_MAX_M)
+            and M * -(-N // _reduce_block()) <= LAMPORT_PARTIALS):
         launch_decode(a, b, out, comm, gated=gated, residual=residual, norm=weight, eps=eps)
         return out
     if gated:
