@@ -3,16 +3,16 @@
 Each communicator holds three heap buffers of ``[world_size, capacity]`` 16-bit slots (``Communicator._lamport``,
 every slot -0.0 when unused), ``LAMPORT_PARTIALS`` fp32 values per buffer that the programs of a launch can
 share (``Communicator._lparts``) and a state row (``Communicator._lstate``, int64: one word per program
-index, ``LAMPORT_MAX_PROGRAMS`` of them). Call ``c`` of any kernel that follows the
-protocol, in program ``p`` of a launch of ``P``:
+index, ``LAMPORT_MAX_PROGRAMS`` of them). Call ``c`` of any kernel that follows the protocol, in program
+``p`` of a launch of ``P``:
 
 1. :func:`lamport_begin`: reads word ``p``, which holds ``c % 3`` (this call's buffer) and the element count
    call ``c - 1`` used per slot. One load, no atomics: every program of a launch reads its own word.
 2. :func:`lamport_push`: pushes this rank's values into slot ``rank`` of that buffer on every rank, a -0.0
    sent as +0.0 (the data is its own flag: -0.0 means "not arrived").
 3. :func:`lamport_reset`: each program resets its share of buffer ``(c + 2) % 3`` (call c - 1's data, and
-   the values its programs shared), while the pushes are on their way. No peer writes that buffer before call c + 2, which needs this rank's pushes
-   of call c + 1, so it is always clean when it is written next.
+   the values its programs shared), while the pushes are on their way. No peer writes that buffer before
+   call c + 2, which needs this rank's pushes of call c + 1, so it is always clean when it is written next.
 4. :func:`lamport_reduce`: polls this rank's copy of every slot at once until no element is -0.0 (bounded),
    and reduces across the slots.
    Programs of one launch on one rank can share fp32 values through the buffer's ``LAMPORT_PARTIALS``
@@ -23,8 +23,9 @@ protocol, in program ``p`` of a launch of ``P``:
    program writes a word another one reads (word ``q < P`` is written by program ``q`` alone). The kernel
    boundary (or programmatic dependent launch's wait) makes the words visible to the next call.
 
-Kernels that follow it (one launch per call, every program of a launch resident at once, pushes before
-polls, at most ``LAMPORT_MAX_PROGRAMS`` programs) can be mixed freely on one communicator:
+Kernels that follow it (one launch per call, pushes before polls, at most ``LAMPORT_MAX_PROGRAMS``
+programs; a program waits for no other program of its launch, except for shared values, which every
+program shares before it waits for any) can be mixed freely on one communicator:
 :mod:`tritium.collectives.all_reduce`'s ``lamport``, :mod:`tritium.collectives.all_reduce_rms_norm`, and
 :mod:`tritium.fused.matmul_all_reduce`'s decode kernel, which pushes each tile of a GEMM as it is computed.
 
