@@ -23,8 +23,7 @@ from tritium.collectives.all_reduce_rms_norm import all_reduce_rms_norm
 from tritium.collectives.all_to_all import all_to_all
 from tritium.collectives.broadcast import broadcast
 from tritium.collectives.common import (ALIGN, DTYPES, FLOAT_DTYPES, LAMPORT_MAX_BYTES, LAMPORT_PROGRAMS_PER_SM,
-                                        ZERO_COPY_BYTES,
-                                        CollectiveMismatch)
+                                        ZERO_COPY_BYTES, CollectiveMismatch)
 from tritium.collectives.lamport import LAMPORT_PARTIALS, LAMPORT_STATE_WORDS, SENTINEL16, SENTINEL32
 from tritium.collectives.reduce_scatter import reduce_scatter
 from tritium.runtime import interpreting, num_sms, pdl_launch
@@ -39,8 +38,9 @@ class Communicator:
     areas) and a few flag words from the heap, once: see :meth:`heap_bytes`.
     ``max_programs``: programs of one launch at most (default: the GPU's SM count, 1 under the
     interpreter, whose programs run one after another and so cannot wait for each other). The Lamport
-    kernels, whose programs never wait for another program of their own launch, take up to
-    ``lamport_programs`` (mutable; default ``LAMPORT_PROGRAMS_PER_SM`` times that).
+    kernels, whose programs wait for no other program of their launch (the fused RMSNorm's only for values
+    that every program shares before it waits), take up to ``lamport_programs`` (mutable; default
+    ``LAMPORT_PROGRAMS_PER_SM`` times that; the fused RMSNorm at most that many times ``max_programs``).
 
     **Zero copy**: an input that is itself a tensor of ``heap`` (allocated by every rank in the same
     order, so it sits at the same offset on every rank) and has at least ``zero_copy_bytes`` bytes is
