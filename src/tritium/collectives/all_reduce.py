@@ -11,7 +11,7 @@ from tritium.collectives.kernels import ALL_REDUCE
 from tritium.collectives.kernels import (begin, call_parity, count_timeout, fail_fast, finish, pdl_prologue, reduce_tile,
                                          second_round)
 from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_push, lamport_reduce,
-                                         lamport_reduce_rms_norm, lamport_reset, poll_group)
+                                         lamport_reduce_rms_norm, lamport_reset, poll_group, row_chunk)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -153,9 +153,8 @@ def _lamport_all_reduce_kernel(
         chunks = tl.cdiv(hidden, BLOCK)
         num_tiles = (n // hidden) * chunks
         for t in range(pid, num_tiles, num_programs):
-            cols = (t % chunks) * BLOCK + offs
-            mask = cols < hidden
-            idx = (t // chunks) * hidden + cols
+            row, cols, mask = row_chunk(t, chunks, hidden, BLOCK)
+            idx = row * hidden + cols
             lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
         lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK)
         timeouts += lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, n // hidden,

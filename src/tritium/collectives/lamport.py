@@ -105,26 +105,28 @@ def lamport_gather(parts_ptr, phase, first, count, max_spins, BLOCK: tl.constexp
     ``count <= BLOCK``), and 1 if the wait gave up after ``max_spins`` polls. The programs that publish them
     must be resident beside this one, or have published before."""
     offs = tl.arange(0, BLOCK)
-    ptrs = parts_ptr + phase * _PARTIALS + first + offs
-    mask = offs < count
+    bits, timed_out = _spin(parts_ptr + phase * _PARTIALS + first + offs, offs < count, max_spins, _SENTINEL32)
+    return tl.sum(bits.to(tl.float32, bitcast=True), axis=0), timed_out
+
+
+@triton.jit
+def _spin(ptrs, mask, max_spins, SENTINEL: tl.constexpr):
+    """The bits at ``ptrs`` once none is ``SENTINEL`` (masked ones read as 0), and 1 if the wait gave up
+    after ``max_spins`` polls (else 0)."""
     bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
     spins = 0
-    while (tl.max((bits == _SENTINEL32).to(tl.int32)) > 0) & (spins < max_spins):
+    while (tl.max((bits == SENTINEL).to(tl.int32)) > 0) & (spins < max_spins):
         bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
         spins += 1
-    return tl.sum(bits.to(tl.float32, bitcast=True), axis=0), (spins >= max_spins).to(tl.int32)
+    return bits, (spins >= max_spins).to(tl.int32)
 
 
 @triton.jit
 def lamport_poll(ptrs, mask, max_spins, DTYPE: tl.constexpr):
     """The values at ``ptrs`` (this rank's buffer; any block shape) once none is -0.0 any more, as fp32,
     and 1 if the wait gave up after ``max_spins`` polls (else 0). Masked elements read as +0.0."""
-    bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-    spins = 0
-    while (tl.max((bits == _SENTINEL16).to(tl.int32)) > 0) & (spins < max_spins):
-        bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
-        spins += 1
-    return bits.to(DTYPE, bitcast=True).to(tl.float32), (spins >= max_spins).to(tl.int32)
+    bits, timed_out = _spin(ptrs, mask, max_spins, _SENTINEL16)
+    return bits.to(DTYPE, bitcast=True).to(tl.float32), timed_out
 
 
 @triton.jit
@@ -169,6 +171,14 @@ def poll_group(parts: int, block: int, max_elements: int = 8192) -> int:
 
 
 @triton.jit
+def row_chunk(t, chunks, hidden, BLOCK: tl.constexpr):
+    """Tile ``t`` of rows cut in ``chunks`` chunks of ``BLOCK`` columns: (its row, its columns, which of them
+    are inside the row)."""
+    cols = (t % chunks) * BLOCK + tl.arange(0, BLOCK)
+    return t // chunks, cols, cols < hidden
+
+
+@triton.jit
 def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, rows, hidden, stride_out, eps,
                             world_size, capacity, pieces, piece_stride, max_spins, pid, num_programs,
                             BLOCK: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr):
@@ -181,14 +191,12 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
     residual and shares the chunk's sum of squares; then, for each, it sums its row's shares and writes
     the chunk of ``out``. No program waits on another before it has shared all of its own, so the programs
     need only be resident beside each other, or done. Returns the number of polls that gave up."""
-    offs = tl.arange(0, BLOCK)
     chunks = tl.cdiv(hidden, BLOCK)
     num_tiles = rows * chunks
     timeouts = tl.zeros([], tl.int32)
     for t in range(pid, num_tiles, num_programs):
-        cols = (t % chunks) * BLOCK + offs
-        mask = cols < hidden
-        idx = (t // chunks) * hidden + cols
+        row, cols, mask = row_chunk(t, chunks, hidden, BLOCK)
+        idx = row * hidden + cols
         r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
         acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, max_spins,
                                         out_ptr.dtype.element_ty, 0, GROUP)
@@ -199,9 +207,7 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
         lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
     tl.debug_barrier()
     for t in range(pid, num_tiles, num_programs):
-        cols = (t % chunks) * BLOCK + offs
-        mask = cols < hidden
-        row = t // chunks
+        row, cols, mask = row_chunk(t, chunks, hidden, BLOCK)
         sumsq, timed_out = lamport_gather(parts_ptr, phase, row * chunks, chunks, max_spins, CHUNKS)
         timeouts += timed_out
         h = tl.load(residual_ptr + row * hidden + cols, mask=mask, other=0.0)

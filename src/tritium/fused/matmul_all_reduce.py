@@ -51,6 +51,11 @@ def _reduce_block() -> int:
     return 32 if interpreting() else REDUCE_BLOCK
 
 
+def _epilogue_fits(M: int, N: int) -> bool:
+    """Whether the RMSNorm epilogue's row chunks (``lamport_reduce_rms_norm``) fit the shared values."""
+    return M * -(-N // _reduce_block()) <= LAMPORT_PARTIALS
+
+
 @dataclass(frozen=True)
 class DecodeMatmulConfig:
     """The decode kernel's tile: ``block_n`` output columns a tile, K in ``block_k`` steps, ``num_warps``,
@@ -284,9 +289,9 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
     fuse_rms = residual is not None
     reduce_block = _reduce_block()
     chunks = -(-N // reduce_block)  # the epilogue's chunks of a row (lamport_reduce_rms_norm)
-    if fuse_rms and M * chunks > LAMPORT_PARTIALS:
+    if fuse_rms and not _epilogue_fits(M, N):
         raise ValueError(f"matmul_all_reduce_rms_norm: {M} rows of {chunks} chunks exceed the Lamport protocol's "
-                         f"{LAMPORT_PARTIALS} shared values ")
+                         f"{LAMPORT_PARTIALS} shared values")
     reducers = max(1, min(M * chunks if fuse_rms else -(-(M * N) // reduce_block),
                           1 if interpreting() else num_sms(a.device) // 2))
     if tiles + reducers > LAMPORT_MAX_PROGRAMS:
@@ -313,9 +318,8 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
     row-major weight ``[N, k]``), residual ``[M, N]`` contiguous, weight ``[N]``; 16-bit floats.
 
     Decode sizes (:func:`decode_eligible`, gated: at most ``GEMV_MAX_M`` rows, rows x ``cdiv(N, 1024)`` within
-    ``LAMPORT_PARTIALS``) run as one launch: the decode kernel with the epilogue in its reduce programs. Other
-    sizes: tritium's GEMM, then
-    :meth:`Communicator.all_reduce_rms_norm`. Reference: :func:`tritium.fused.reference.matmul_all_reduce_rms_norm`."""
+    ``LAMPORT_PARTIALS``) run as one launch: the decode kernel with the epilogue in its reduce programs.
+    Other sizes: tritium's GEMM, then :meth:`Communicator.all_reduce_rms_norm`. Reference: :func:`tritium.fused.reference.matmul_all_reduce_rms_norm`."""
     name = "matmul_all_reduce_rms_norm"
     if not isinstance(a, torch.Tensor) or a.dim() != 2:
         raise ValueError(f"{name}: a must be a 2-D tensor, got {getattr(a, 'shape', type(a).__name__)}")
@@ -337,7 +341,7 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
     if M == 0 or N == 0:
         return out
     if (b.shape[0] > 0 and decode_eligible(a, N, comm) and (not gated or M <= GEMV_MAX_M)
-            and M * -(-N // _reduce_block()) <= LAMPORT_PARTIALS):
+            and _epilogue_fits(M, N)):
         launch_decode(a, b, out, comm, gated=gated, residual=residual, norm=weight, eps=eps)
         return out
     if gated:
