@@ -210,3 +210,21 @@ def test_workload_grid_covers_the_domain():
     assert {w.name.split("-")[0] for w in ws if w.family() == PREFILL} == {"prefill", "mixed"}
     assert all(w.kv_bytes() <= tune.MAX_KV_BYTES for w in ws)
     assert math.isclose(sum(w.family() == DECODE for w in ws) / len(ws), 120 / 174, rel_tol=0.05)
+
+
+def test_holdout_never_takes_the_anchors():
+    """The benchmark's anchor shapes are in every sweep and always in the training set; the held-out
+    fifth (of each family's count) comes from the other workloads, the same for the same seed."""
+    from tritium.tune import trees
+
+    anchors = {w.name for w in tune.anchor_workloads()}
+    grid = tune.workload_grid()
+    assert anchors <= {w.name for w in grid} and len(anchors) == 16
+    records = [dict(name=w.name, family=w.family()) for w in grid]
+    train, held = trees.split_holdout(records, 0, anchors)
+    assert not anchors & {r["name"] for r in held}
+    for fam in (DECODE, PREFILL):
+        assert sum(r["family"] == fam for r in held) == round(trees.HOLDOUT * sum(r["family"] == fam for r in records))
+    assert held == trees.split_holdout(records, 0, anchors)[1]
+    # without the anchors named, some are held out (the draw this guards against)
+    assert anchors & {r["name"] for r in trees.split_holdout(records, 0)[1]}

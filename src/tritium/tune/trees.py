@@ -34,13 +34,15 @@ def _key_to_knobs(key: str):
     return HAND if key == HAND else tuple(int(x) for x in key.split("-"))
 
 
-def split_holdout(records: list[dict], seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """(train, held-out): a fixed fifth of each family's workloads, by name, held out."""
+def split_holdout(records: list[dict], seed: int = 0, train_only=frozenset()) -> tuple[list[dict], list[dict]]:
+    """(train, held-out): a fixed fifth of each family's workloads, by name, held out, drawn from the
+    workloads not named in ``train_only`` (the benchmark's anchor shapes: always trained on)."""
     train, held = [], []
     for fam in FAMILIES:
         names = sorted(r["name"] for r in records if r["family"] == fam)
+        pool = [n for n in names if n not in train_only]
         rng = random.Random(f"{seed}-{fam}")
-        held_names = set(rng.sample(names, round(HOLDOUT * len(names)))) if len(names) >= 5 else set()
+        held_names = set(rng.sample(pool, min(len(pool), round(HOLDOUT * len(names))))) if len(names) >= 5 else set()
         for r in records:
             if r["family"] == fam:
                 (held if r["name"] in held_names else train).append(r)
@@ -189,14 +191,16 @@ def module_name(gpu: str) -> str:
     return "_".join(gpu.split()[:2]).lower().replace("-", "_")
 
 
-def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0) -> dict:
+def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_only=frozenset()) -> dict:
     """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
-    ``<tree_dir>/<gpu module>.py``; returns the validation summary."""
+    ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
+    never held out (see ``split_holdout``)."""
     with open(path, "rb") as f:
         raw = f.read()
     data = json.loads(raw)
     records = [r for r in data["records"] if any(v is not None for v in r["times_ms"].values())]
-    train, held = split_holdout(records, seed)
+    train, held = split_holdout(records, seed, train_only)
+    anchors = sum(r["name"] in train_only for r in records)
     fitted, sources, depths, cv = {}, [], {}, {}
     for fam in FAMILIES:
         fam_train = [r for r in train if r["family"] == fam]
@@ -229,6 +233,7 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0) -> dic
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
               f"swept {data.get('header', {}).get('date', '?')}; tree depths {depths};\n"
               f"cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {cv}).\n"
+              f"The benchmark's {anchors} anchor workloads are always in the training set.\n"
               "Held-out validation (workloads the fit never saw):\n"
               + "".join(f"    {line}\n" for line in lines)
               + '"""\n\n')
