@@ -229,12 +229,13 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
              f"worst {s['worst_vs_best']:.3f}x the best and {s['worst_vs_hand']:.3f}x the hand rules"
              for fam, s in stats.items() if fam != "all"]
     header = (f'"""Paged-attention kernel knobs for {data["gpu"]} ({data["sms"]} SMs): generated, do not edit.\n\n'
-              f"Fitted by ``python -m tritium.tune attention --fit {os.path.relpath(path)}``\n"
+              f"Fitted by ``python -m tritium.tune attention {'' if train_only else '--hold-out-anchors '}"
+              f"--fit {os.path.relpath(path)}``\n"
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
               f"swept {data.get('header', {}).get('date', '?')}; tree depths {depths};\n"
               f"cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {cv}).\n"
-              f"The benchmark's {anchors} anchor workloads are always in the training set.\n"
-              "Held-out validation (workloads the fit never saw):\n"
+              + (f"The benchmark's {anchors} anchor workloads are always in the training set.\n" if anchors else "")
+              + "Held-out validation (workloads the fit never saw):\n"
               + "".join(f"    {line}\n" for line in lines)
               + '"""\n\n')
     src = header + "\n\n".join(sources)

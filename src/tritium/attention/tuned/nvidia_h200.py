@@ -1,6 +1,6 @@
 """Paged-attention kernel knobs for NVIDIA H200 (132 SMs): generated, do not edit.
 
-Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H200.json``
+Fitted by ``python -m tritium.tune attention --hold-out-anchors --fit bench/results/tuning/attention-NVIDIA-H200.json``
 (sha256 079ef1087effd92e; 120 decode-family and 54 prefill-family workloads,
 swept 2026-11-24T02:57:01+00:00; tree depths {'decode': 6, 'prefill': 5};
 cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {'decode': {'tree': 1.092, 'hand': 1.164}, 'prefill': {'tree': 1.0742, 'hand': 1.5329}}).
