@@ -77,3 +77,17 @@ def test_trace_summary_of_graph_launches():
     assert by["qkv"]["exposed_us"] == 5 and by["lm_head"]["exposed_us"] == 6  # the last projection: lm_head
     assert by["all_reduce_kernel"]["exposed_us"] == 4 and by["rms_norm"]["exposed_us"] == 0
     assert sum(r["exposed_us"] for r in by.values()) == summary["span_us"]
+
+
+def test_trace_labels_with_fused_row_parallel_layers():
+    """With fuse_row_parallel the row-parallel projections are one-launch GEMM + all-reduce + RMSNorm
+    kernels: they keep their place in the layer's order (o_proj, down), so qkv and gate_up keep theirs."""
+    from tritium.bench.engine_common import summarize_step
+
+    names = ["_gemv_kernel", "_paged_attention_kernel", "_matmul_all_reduce_lamport_kernel", "_gemv_kernel",
+             "_matmul_all_reduce_lamport_kernel"] * 2 + ["_gemv_kernel"]
+    step = [{"name": n, "ts": 10 * i, "dur": 1 + i} for i, n in enumerate(names)]
+    by = summarize_step(step)["by_kernel"]
+    assert {k: v["count"] for k, v in by.items()} == {"qkv": 2, "_paged_attention_kernel": 2, "o_proj": 2,
+                                                      "gate_up": 2, "down": 2, "lm_head": 1}
+    assert by["lm_head"]["busy_us"] == len(names)

@@ -234,4 +234,7 @@ def summarize_step(step: list[dict], what: str = "") -> dict:
 
 
 def _is_projection(name: str) -> bool:
-    return "gemv" in name or "gemm" in name or "nvjet" in name or "cutlass" in name
+    """A kernel of a projection (Triton GEMV or GEMM, cuBLAS); ``matmul_all_reduce`` is the one-launch
+    row-parallel layer (``fuse_row_parallel``: o_proj / down with their all-reduce, residual add and
+    RMSNorm), so the labels by order in the layer stay right with it."""
+    return any(k in name for k in ("gemv", "gemm", "nvjet", "cutlass", "matmul_all_reduce"))
