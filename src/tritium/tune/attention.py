@@ -11,9 +11,10 @@ together are twice the L2, the way each layer of a model reads different memory.
 ``DIR/attention-<gpu>.json`` after every workload (a re-run skips what is there). Kernels are compiled
 first by a pool of processes (the Triton cache is on disk), then timed by this one.
 
-The fit (``tritium.tune.trees``, scikit-learn) needs no GPU: it holds out a fifth of the workloads,
-fits one tree per family on the rest, prints the held-out table and writes the tree module for the GPU
-under ``src/tritium/attention/tuned/``.
+The fit (``tritium.tune.trees``, scikit-learn) needs no GPU: it holds out a fifth of the workloads
+(never the benchmark's anchor shapes, ``anchor_workloads``; ``--hold-out-anchors`` lets it), fits one
+tree per family on the rest, prints the held-out table and writes the tree module for the GPU under
+``src/tritium/attention/tuned/``.
 """
 
 import concurrent.futures

@@ -6,7 +6,8 @@ the cap). A multi-output regression tree over the workload features (``tritium.a
 predicts that vector; each leaf answers the candidate with the smallest mean among those no more than 3%
 slower than the hand rules on any of its training workloads (the hand rules qualify), i.e. the tree minimises
 the mean log slowdown of its picks. Its depth is chosen by 5-fold cross-validation on the training
-workloads. A fifth of the workloads (drawn with a fixed seed) is held out and never seen by the fit;
+workloads. A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always
+trained on: the benchmark's anchor shapes) is held out and never seen by the fit;
 the tree's pick on each of them is compared with the best swept candidate and with the hand rules.
 """
 
