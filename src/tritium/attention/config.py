@@ -35,6 +35,17 @@ class AttentionConfig:
     num_splits: int  # split-KV factor (1: no split, no merge kernel)
     num_warps: int
     num_stages: int
+    # "triton": kernels.py, every feature. "gluon": the Hopper causal-prefill kernel (tritium.attention.hopper,
+    # experimental: its tiles are fixed, the fields above are ignored); only a configuration given to
+    # paged_attention selects it, neither the trees nor the hand rules do.
+    kernel: str = "triton"
+
+    def __post_init__(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(f"AttentionConfig.kernel must be one of {KERNELS}, got {self.kernel!r}")
+
+
+KERNELS = ("triton", "gluon")
 
 
 def next_pow2(n: int) -> int:

@@ -6,6 +6,7 @@ import torch
 
 from tritium.runtime import interpreting, pdl_launch
 
+from tritium.attention import hopper
 from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
                                       select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
@@ -310,6 +311,15 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
             head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
             dtype=q.dtype, device=q.device, max_splits=max_splits, kv_dtype=k_cache.dtype)
+    if config.kernel == "gluon":
+        why = hopper.supported(q, k_cache, causal=causal, sliding_window=sliding_window, softcap=softcap,
+                               alibi_slopes=alibi_slopes, sinks=sinks, k_scale=k_scale, v_scale=v_scale,
+                               q_start_pos=q_start_pos, lse=lse)
+        if why is not None:
+            raise ValueError(f"config.kernel='gluon' (the Hopper prefill kernel) {why}")
+        hopper.launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, scale=scale,
+                      max_kv_len=block_table.shape[1] * block_size)
+        return out
     splits = config.num_splits if num_splits is None else num_splits
     if workspace is not None:
         workspace.check(num_tokens, num_q_heads, head_dim, q.device)

@@ -8,7 +8,8 @@ sequence, reported in TB/s of K+V read (B*L*8*128*2*2 bytes); decode is timed as
 for every system (how decode runs in serving; removes host launch overhead for all alike), cold: the
 graph rotates over copies of the inputs that together are 3x the L2, so no call reads from L2 (every
 layer of a model reads different memory); the warm figures (one copy) are reported beside them.
-Each tritium result is first checked against SDPA's output.
+Each tritium result is first checked against SDPA's output. Prefill rows also time the experimental Gluon
+Hopper kernel (``AttentionConfig(kernel="gluon")``, ``gluon_tflops``) where it runs.
 """
 
 import itertools
@@ -153,6 +154,7 @@ def bench_prefill(batch, seq_len, block_size, sweep):
     if sweep:
         row.update(best_ms=best_ms, best_tflops=flops / best_ms / 1e9, best_config=_cfg_str(best_cfg),
                    sweep={_cfg_str(c): round(flops / ms / 1e9, 1) for ms, c in results})
+    row.update(_gluon_prefill(call, ref, flops))
     for name, backend in _sdpa_backends().items():
         try:
             ms = time_ms(lambda: _sdpa(backend, q_dense, k_rep, v_rep, True))
@@ -160,6 +162,22 @@ def bench_prefill(batch, seq_len, block_size, sweep):
         except Exception as e:
             row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
     return row
+
+
+# The Gluon Hopper prefill kernel (tritium.attention.hopper): timed beside the default wherever it runs.
+GLUON = AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="gluon")
+
+
+def _gluon_prefill(call, ref, flops) -> dict:
+    """``gluon_tflops`` and ``gluon_rel_err`` (checked against SDPA first), or ``gluon_error``."""
+    try:
+        err = _rel_err(call(GLUON), ref)
+        if not err <= 2e-2:
+            return dict(gluon_rel_err=err, gluon_error=f"differs from SDPA: rel err {err:.3g}")
+        ms = time_ms(lambda: call(GLUON))
+        return dict(gluon_rel_err=err, gluon_tflops=flops / ms / 1e9)
+    except Exception as e:  # not supported here, or a failure of the experimental kernel: reported, not fatal
+        return dict(gluon_error=f"{type(e).__name__}: {str(e)[:200]}")
 
 
 def _cold_copies(nbytes: int) -> int:
@@ -264,12 +282,15 @@ def run(args) -> dict:
             r["vs_sdpa_flash"] = r["tritium_tflops"] / r.get("sdpa_flash_tflops", math.nan)
             r["vs_matmul_ceiling"] = r["tritium_tflops"] / result["ceilings"]["matmul_tflops"]
             r["vs_sdpa_cudnn"] = r["tritium_tflops"] / r.get("sdpa_cudnn_tflops", math.nan)
+            if "gluon_tflops" in r:
+                r["gluon_vs_sdpa_cudnn"] = r["gluon_tflops"] / r.get("sdpa_cudnn_tflops", math.nan)
         if r["kind"] == "decode" and "tritium_tbs" in r:
             r["vs_copy_ceiling"] = r["tritium_tbs"] / result["ceilings"]["copy_tbs"]
             r["vs_sdpa_cudnn"] = r["tritium_tbs"] / r.get("sdpa_cudnn_tbs", math.nan)
     print_table([r for r in rows if r["kind"] == "prefill"],
-                ["batch", "seq_len", "block_size", "tritium_tflops", "best_tflops", "sdpa_flash_tflops",
-                 "sdpa_cudnn_tflops", "vs_sdpa_flash", "vs_sdpa_cudnn", "vs_matmul_ceiling", "rel_err"],
+                ["batch", "seq_len", "block_size", "tritium_tflops", "best_tflops", "gluon_tflops", "sdpa_flash_tflops",
+                 "sdpa_cudnn_tflops", "vs_sdpa_flash", "vs_sdpa_cudnn", "gluon_vs_sdpa_cudnn", "vs_matmul_ceiling",
+                 "rel_err"],
                 title="\nprefill, causal (TFLOP/s)")
     print_table([r for r in rows if r["kind"] == "decode"],
                 ["batch", "seq_len", "block_size", "tritium_us", "tritium_tbs", "best_tbs", "tritium_warm_tbs",

@@ -1,0 +1,289 @@
+"""Paged causal prefill for NVIDIA Hopper in Gluon (``triton.experimental.gluon``): experimental, opt-in.
+
+What the tile language cannot express and this kernel does (part of FlashAttention-3's intra-warpgroup
+overlap): the tensor cores compute the next key tile's scores while the CUDA cores run the softmax of
+this one. Per key tile j, with S_j already in registers::
+
+    issue   S_{j+1} = Q @ K_{j+1}^T          (wgmma, async)
+    softmax S_j -> P_j, rescale factors      (overlaps S_{j+1})
+    refill  the ring slot of tile j-1 with tile j + STAGES - 1 (TMA, one copy per page)
+    issue   O = O * alpha + P_j @ V_j        (wgmma, async)
+    wait    S_{j+1} and O_j                  (warpgroup_mma_wait(0))
+
+NOTE: FlashAttention-3 also keeps P_j @ V_j in flight into the next softmax (wait(1) at the end). Written
+that way, ptxas serialised every wgmma of the loop ("wgmma.mma_async instructions are serialized due to
+non wgmma instructions reading accumulator registers", C7514: the in-flight accumulator crossing the
+loop's back edge), so the end of an iteration waits for both (sm_90 compile on the CPU, stop 27).
+
+K and V come from the paged cache by TMA, one copy of ``[min(page, tile), head_dim]`` per page a key tile
+covers, into a ring of ``STAGES`` shared-memory slots guarded by one mbarrier each; Q is staged in
+shared memory once. A program owns one Q block (128 rows: query tokens x the query heads of one KV
+head, as in ``kernels.py``), 8 warps (two warpgroups of 64 rows).
+
+Scope (``supported`` says whether a call fits): causal, no sliding window, softcap, ALiBi, sinks,
+``q_start_pos`` or ``lse``; fp16/bf16 queries with a cache of the same dtype; head_dim 128; pages a
+multiple of 16 keys; contiguous caches. Inconsistent metadata follows ``kernels.py``: an impossible
+sequence or a page id outside the cache gives NaN rows and no access outside the tensors (TMA copies
+are bounds-checked against the cache, so even a page id that is not checked reads zeros).
+
+NOTE: written and compiled for sm_90 on a CPU (stop 27); not yet run on a GPU. ``paged_attention`` takes
+it only when a configuration names it (``AttentionConfig(kernel="gluon")``): the benchmark and the GPU
+tests do; the tuned trees and hand rules never pick it until it is measured.
+"""
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 8, 3
+_GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+
+
+@gluon.jit
+def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: gl.constexpr):
+    """The sequence owning Q-block slot ``q_slot`` (as ``kernels._find_seq``)."""
+    lo = 0
+    hi = num_seqs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        start = gl.load(cu_seqlens_q_ptr + mid) // BLOCK_Q + mid
+        if start <= q_slot:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@gluon.jit
+def _pages_bad(bt_row_ptr, p_hi, num_blocks, num_warps: gl.constexpr):
+    """True when one of the row's first ``p_hi`` page ids lies outside [0, num_blocks)."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+    bad = gl.to_tensor(0)
+    for start in range(0, p_hi, 256):
+        idx = start + gl.arange(0, 256, layout=layout)
+        pages = gl.load(bt_row_ptr + idx, mask=idx < p_hi, other=0)
+        bad = bad | gl.max(((pages < 0) | (pages >= num_blocks)).to(gl.int32), 0)
+    return bad != 0
+
+
+@gluon.jit
+def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot, v_slot, bar,
+              PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr):
+    """TMA copies of key tile ``tile`` (K and V) into one ring slot, counted on ``bar``: one copy of
+    ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page. A page past the sequence's ``p_hi`` pages is
+    addressed past the cache (row num_blocks * PAGE_SIZE): TMA fills it with zeros."""
+    BOX: gl.constexpr = PAGE_SIZE if PAGE_SIZE < TILE_N else TILE_N
+    mbarrier.expect(bar, 2 * k_desc.block_type.nbytes * (TILE_N // BOX))
+    for i in gl.static_range(TILE_N // BOX):
+        key = tile * TILE_N + i * BOX
+        p = key // PAGE_SIZE
+        page = gl.load(bt_row_ptr + p, mask=p < p_hi, other=num_blocks)
+        row = page * PAGE_SIZE + key % PAGE_SIZE
+        tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot.slice(i * BOX, BOX))
+        tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot.slice(i * BOX, BOX))
+
+
+@gluon.jit
+def _softmax_tile(s, m_i, l_i, tile, seq_len, q_pos, full_hi, qk_scale_log2,
+                  TILE_N: gl.constexpr, mma: gl.constexpr):
+    """Online softmax of one tile's scores ``s`` ([BLOCK_M, TILE_N] fp32, raw q.k): returns P (fp32),
+    the factor that rescales the running output, and the new row max and sum (log2 units)."""
+    if tile >= full_hi:  # the diagonal or the last partial tile: keys past the query or the sequence
+        offs_n = tile * TILE_N + gl.arange(0, TILE_N, layout=gl.SliceLayout(0, mma))
+        visible = (offs_n[None, :] < seq_len) & (offs_n[None, :] <= q_pos[:, None])
+        s = gl.where(visible, s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale_log2)
+    m_use = gl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+    p = gl.exp2(s * qk_scale_log2 - m_use[:, None])
+    alpha = gl.exp2(m_i - m_use)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    return p, alpha, m_new, l_i
+
+
+@gluon.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len"])
+def _hopper_prefill_kernel(
+    # pointers and TMA descriptors (K and V: [num_blocks * page_size, num_kv_heads * head_dim])
+    out_ptr, q_ptr, k_desc, v_desc,
+    block_table_ptr, seq_lens_ptr, cu_seqlens_q_ptr,
+    # strides
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head, stride_bt_seq,
+    # sizes and scalars
+    num_seqs, num_tokens, num_blocks, max_kv_len, qk_scale_log2,
+    # meta-parameters
+    QPKV: gl.constexpr, HEAD_DIM: gl.constexpr, PAGE_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+    BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr, Q_LAYOUT: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads), longest causal Q blocks first."""
+    q_slot = gl.num_programs(0) - 1 - gl.program_id(0)
+    kv_head = gl.program_id(1)
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+    q_start = gl.load(cu_seqlens_q_ptr + seq)
+    q_end = gl.load(cu_seqlens_q_ptr + seq + 1)
+    seq_len = gl.load(seq_lens_ptr + seq)
+    # Impossible metadata, as kernels._paged_attention_kernel checks it.
+    prev_start = gl.load(cu_seqlens_q_ptr + gl.maximum(seq - 1, 0))
+    next_end = gl.load(cu_seqlens_q_ptr + gl.minimum(seq + 2, num_seqs))
+    is_first = seq == 0
+    is_last = seq == num_seqs - 1
+    bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
+    bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
+    bad = bad | (seq_len < q_end - q_start) | (seq_len > max_kv_len)
+    row_start = gl.where(is_first, 0, q_start)
+    row_end = gl.where(is_last, num_tokens, gl.minimum(q_end, num_tokens))
+    block_row = row_start + (q_slot - (row_start // BLOCK_Q + seq)) * BLOCK_Q
+    if block_row < row_end:
+        context_len = seq_len - (q_end - q_start)
+        first_pos = context_len + (block_row - q_start)
+        last_pos = gl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
+        tile_hi = gl.where(bad, 0, gl.cdiv(last_pos + 1, TILE_N))
+        full_hi = gl.minimum((first_pos + 1) // TILE_N, tile_hi)  # tiles every row sees whole
+        bt_row_ptr = block_table_ptr + seq.to(gl.int64) * stride_bt_seq
+        p_hi = gl.cdiv(gl.minimum(tile_hi * TILE_N, seq_len), PAGE_SIZE)
+        if tile_hi > 0:
+            bad = bad | _pages_bad(bt_row_ptr, p_hi, num_blocks, num_warps)
+        tile_hi = gl.where(bad, 0, tile_hi)
+
+        # Layouts: the wgmma accumulator of S and O (8 warps along the 128 rows), P as a register operand.
+        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                      instr_shape=[16, TILE_N, 16])
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+        blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+        rows_l: gl.constexpr = gl.SliceLayout(1, mma)
+
+        # Q block -> shared memory, once.
+        offs_mb = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, blocked))
+        offs_db = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, blocked))
+        q_rows = block_row + offs_mb // QPKV
+        q_valid = (offs_mb < BLOCK_Q * QPKV) & (q_rows < row_end) & (q_rows >= 0)
+        q_heads = kv_head * QPKV + offs_mb % QPKV
+        q = gl.load(q_ptr + q_rows.to(gl.int64)[:, None] * stride_q_tok + q_heads[:, None] * stride_q_head
+                    + offs_db[None, :], mask=q_valid[:, None], other=0.0)
+        q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD_DIM], Q_LAYOUT, q)
+
+        # The K/V ring and its barriers.
+        k_bufs = gl.allocate_shared_memory(k_desc.dtype, [STAGES, TILE_N, HEAD_DIM], k_desc.layout)
+        v_bufs = gl.allocate_shared_memory(v_desc.dtype, [STAGES, TILE_N, HEAD_DIM], v_desc.layout)
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(bars.index(i), count=1)
+        fence_async_shared()
+
+        offs_m = gl.arange(0, BLOCK_M, layout=rows_l)
+        q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # [BLOCK_M] each row's position
+        kv_col = kv_head * HEAD_DIM
+        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=rows_l)
+        l_i = gl.zeros([BLOCK_M], gl.float32, layout=rows_l)
+        zero_s = gl.zeros([BLOCK_M, TILE_N], gl.float32, layout=mma)
+        acc = warpgroup_mma_init(gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=mma))
+
+        if tile_hi > 0:
+            for i in gl.static_range(STAGES - 1):
+                if i < tile_hi:
+                    _issue_kv(k_desc, v_desc, bt_row_ptr, i, p_hi, kv_col, num_blocks, k_bufs.index(i),
+                              v_bufs.index(i), bars.index(i), PAGE_SIZE, TILE_N)
+            mbarrier.wait(bars.index(0), 0)
+            s_tok = warpgroup_mma(q_smem, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+            s = warpgroup_mma_wait(0, deps=(s_tok, ))
+            for j in range(0, tile_hi - 1):
+                nslot = (j + 1) % STAGES
+                mbarrier.wait(bars.index(nslot), ((j + 1) // STAGES) & 1)
+                s_tok = warpgroup_mma(q_smem, k_bufs.index(nslot).permute((1, 0)), zero_s, use_acc=False,
+                                      is_async=True)
+                p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+                o = warpgroup_mma_wait(1, deps=(acc, ))  # O_{j-1} (waited at the end of the last iteration)
+                refill = j + STAGES - 1  # into the slot of tile j - 1, whose S and O are done
+                if refill < tile_hi:
+                    rslot = refill % STAGES
+                    _issue_kv(k_desc, v_desc, bt_row_ptr, refill, p_hi, kv_col, num_blocks, k_bufs.index(rslot),
+                              v_bufs.index(rslot), bars.index(rslot), PAGE_SIZE, TILE_N)
+                o = o * alpha[:, None]
+                p16 = gl.convert_layout(p.to(q.dtype), p_layout)
+                acc = warpgroup_mma(p16, v_bufs.index(j % STAGES), o, is_async=True)
+                s, o = warpgroup_mma_wait(0, deps=(s_tok, acc))
+                acc = warpgroup_mma_init(o)
+            # The last tile: its keys past the sequence hold whatever the pages hold; V rows of them are
+            # zeroed (P is 0 there, but 0 * NaN would be NaN).
+            j = tile_hi - 1
+            slot = j % STAGES
+            p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+            o = warpgroup_mma_wait(0, deps=(acc, ))
+            if (j + 1) * TILE_N > seq_len:
+                v_last = v_bufs.index(slot).load(blocked)
+                keys = j * TILE_N + gl.arange(0, TILE_N, layout=gl.SliceLayout(1, blocked))
+                v_bufs.index(slot).store(gl.where((keys < seq_len)[:, None], v_last, 0.0))
+                fence_async_shared()
+            o = o * alpha[:, None]
+            p16 = gl.convert_layout(p.to(q.dtype), p_layout)
+            acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
+        o = warpgroup_mma_wait(0, deps=(acc, ))
+        for i in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(i))
+
+        # Epilogue: O / l; NaN rows for impossible metadata (l is 0 there: 0 keys read).
+        l_i = gl.where(bad, float("nan"), l_i)
+        o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
+        offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, mma))
+        rows = block_row + offs_m // QPKV
+        heads = kv_head * QPKV + offs_m % QPKV
+        valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
+        gl.store(out_ptr + rows.to(gl.int64)[:, None] * stride_o_tok + heads[:, None] * stride_o_head
+                 + offs_d[None, :], o.to(out_ptr.dtype.element_ty), mask=valid[:, None])
+
+
+def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale,
+              q_start_pos, lse) -> str | None:
+    """None when this kernel can serve the call, else why not (one phrase)."""
+    if not (q.is_cuda and torch.cuda.get_device_capability(q.device)[0] >= 9 and torch.version.hip is None):
+        return "needs an NVIDIA Hopper (sm_90+) GPU"
+    if q.dtype not in _GL_DTYPES or k_cache.dtype != q.dtype:
+        return "needs fp16/bf16 q with a cache of the same dtype"
+    if q.shape[-1] != HEAD_DIM:
+        return f"needs head_dim {HEAD_DIM}"
+    if not causal or any(x is not None for x in (sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale,
+                                                  q_start_pos, lse)):
+        return "serves plain causal attention only"
+    num_blocks, page, kv_heads, dim = k_cache.shape
+    if k_cache.stride() != (page * kv_heads * dim, kv_heads * dim, dim, 1) or k_cache.data_ptr() % 16:
+        return "needs a contiguous, 16-byte aligned cache"
+    if num_blocks == 0:
+        return "needs a cache with pages"
+    if (q.shape[1] // kv_heads) > BLOCK_M:
+        return f"needs at most {BLOCK_M} query heads per KV head"
+    return None
+
+
+def descriptor(cache: torch.Tensor) -> TensorDescriptor:
+    """The cache [num_blocks, page, kv_heads, head_dim] as a 2-D TMA descriptor [num_blocks * page,
+    kv_heads * head_dim] with boxes of one page (at most TILE_N keys) x head_dim."""
+    num_blocks, page, kv_heads, dim = cache.shape
+    box = [min(page, TILE_N), dim]
+    layout = gl.NVMMASharedLayout.get_default_for(box, _GL_DTYPES[cache.dtype])
+    flat = cache.view(num_blocks * page, kv_heads * dim)
+    return TensorDescriptor(flat, list(flat.shape), list(flat.stride()), box, layout)
+
+
+def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, scale: float,
+           max_kv_len: int) -> None:
+    """One launch over the batch (callers check ``supported`` for q and k_cache first; v_cache has
+    k_cache's shape and dtype, which paged_attention checks)."""
+    if v_cache.stride() != k_cache.stride() or v_cache.data_ptr() % 16:
+        raise ValueError("config.kernel='gluon' (the Hopper prefill kernel) needs v_cache laid out like k_cache")
+    num_tokens, num_q_heads, head_dim = q.shape
+    num_blocks, page, num_kv_heads, _ = k_cache.shape
+    group = num_q_heads // num_kv_heads
+    block_q = max(1, BLOCK_M // group)
+    q_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], _GL_DTYPES[q.dtype])
+    grid = (num_tokens // block_q + seq_lens.shape[0], num_kv_heads)
+    _hopper_prefill_kernel[grid](
+        out, q, descriptor(k_cache), descriptor(v_cache),
+        block_table, seq_lens, cu_seqlens_q,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0),
+        seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, scale * 1.4426950408889634,
+        QPKV=group, HEAD_DIM=HEAD_DIM, PAGE_SIZE=page, BLOCK_M=BLOCK_M, BLOCK_Q=block_q, TILE_N=TILE_N,
+        STAGES=STAGES, Q_LAYOUT=q_layout, num_warps=NUM_WARPS,
+    )

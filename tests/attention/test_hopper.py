@@ -1,0 +1,141 @@
+"""The Gluon Hopper prefill kernel (``tritium.attention.hopper``, selected by ``AttentionConfig(kernel="gluon")``).
+
+The interpreter cannot run Gluon, so on the CPU the kernel is compiled for sm_90 (in a child process with
+the interpreter off) and its PTX checked for the pipeline it is written for; its numbers are checked on
+a GPU (marked gpu) against the fp32 reference, with every unowned cache slot NaN.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tritium.attention import AttentionConfig, paged_attention
+
+from .utils import TOL, Shape, assert_rel_close, dtype_param, poisoned_like
+
+GLUON = AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="gluon")
+
+_COMPILE = r"""
+import json, os, subprocess, sys
+os.environ["TRITON_INTERPRET"] = "0"
+import torch, triton
+import triton.backends.nvidia as nv
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.runtime.jit import mangle_type
+from tritium.attention import hopper as H
+
+page, group, dtype = {page}, {group}, getattr(torch, "{dtype}")
+desc = mangle_type(H.descriptor(torch.empty(4, page, 2, 128, dtype=dtype)))
+ty = "*" + {{torch.float16: "fp16", torch.bfloat16: "bf16"}}[dtype]
+ints = ("stride_q_tok", "stride_q_head", "stride_o_tok", "stride_o_head", "stride_bt_seq", "num_seqs",
+        "num_tokens", "num_blocks", "max_kv_len")
+sig = dict(out_ptr=ty, q_ptr=ty, k_desc=desc, v_desc=desc, block_table_ptr="*i32", seq_lens_ptr="*i32",
+           cu_seqlens_q_ptr="*i32", qk_scale_log2="fp32", **{{k: "i32" for k in ints}})
+consts = dict(QPKV=group, HEAD_DIM=128, PAGE_SIZE=page, BLOCK_M=H.BLOCK_M, BLOCK_Q=max(1, H.BLOCK_M // group),
+              TILE_N=H.TILE_N, STAGES=H.STAGES, num_warps=H.NUM_WARPS,
+              Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([H.BLOCK_M, 128], H._GL_DTYPES[dtype]))
+sig.update({{k: "constexpr" for k in consts}})
+kernel = triton.compile(GluonASTSource(fn=H._hopper_prefill_kernel, signature=sig, constexprs=consts),
+                        target=GPUTarget("cuda", 90, 32), options={{"num_warps": H.NUM_WARPS}})
+ptx = kernel.asm["ptx"]
+path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tritium-hopper-{{os.getpid()}}")
+with open(path + ".ptx", "w") as f:
+    f.write(ptx)
+ptxas = os.path.join(os.path.dirname(nv.__file__), "bin", "ptxas")
+info = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", path + ".ptx", "-o", path + ".cubin"],
+                      capture_output=True, text=True).stderr
+for suffix in (".ptx", ".cubin"):
+    if os.path.exists(path + suffix):
+        os.remove(path + suffix)
+print(json.dumps(dict(shared=kernel.metadata.shared, ptxas=info,
+                      waits=sorted({{l.strip() for l in ptx.splitlines() if "wgmma.wait_group" in l}}),
+                      wgmma=ptx.count("wgmma.mma_async"), tma=ptx.count("cp.async.bulk.tensor"))))
+"""
+
+
+@pytest.mark.parametrize("page,group,dtype", [(16, 4, "bfloat16"), (64, 8, "float16"), (256, 1, "bfloat16")],
+                         ids=["bs16-G4-bf16", "bs64-G8-fp16", "bs256-G1-bf16"])
+def test_compiles_for_sm90_with_its_pipeline(page, group, dtype):
+    """Compiled for sm_90 on the CPU: no spills, shared memory within the 227 KiB an H100 block may use,
+    TMA copies and wgmma with a wait that leaves one group in flight (the next tile's scores computed
+    during this tile's softmax), and ptxas does not serialise the wgmmas (warning C7514)."""
+    code = _COMPILE.format(page=page, group=group, dtype=dtype)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "0 bytes spill stores" in info["ptxas"], info["ptxas"]
+    assert "C7514" not in info["ptxas"], info["ptxas"]
+    assert info["shared"] <= 227 * 1024
+    assert info["wgmma"] > 0 and info["tma"] > 0
+    assert "wgmma.wait_group.sync.aligned 1;" in info["waits"], info["waits"]
+
+
+def test_config_names_a_known_kernel():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="cuda")
+
+
+def test_unsupported_call_is_refused():
+    """Where the kernel cannot serve a call (here: no Hopper GPU, or a feature it lacks), paged_attention
+    says so instead of running something else."""
+    batch = Shape(q_lens=(5,), seq_lens=(20,), head_dim=128).batch(torch.float16)
+    with pytest.raises(ValueError, match="config.kernel='gluon'"):
+        paged_attention(*batch.args, config=GLUON)
+
+
+# GPU: batches of prefill, chunked prefill and decode rows, partial last pages, GQA 1/4/8.
+GPU_SHAPES = [
+    Shape(q_lens=(1024, 333, 1, 7), seq_lens=(1024, 2100, 4000, 135), block_size=16, num_q_heads=32,
+          num_kv_heads=8, head_dim=128),
+    Shape(q_lens=(700, 129), seq_lens=(700, 4099), block_size=64, num_q_heads=64, num_kv_heads=8, head_dim=128),
+    Shape(q_lens=(300, 17), seq_lens=(1000, 17), block_size=256, num_q_heads=8, num_kv_heads=8, head_dim=128),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [dtype_param(torch.bfloat16), dtype_param(torch.float16)])
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: s.id)
+def test_gpu_matches_reference(shape, dtype):
+    batch = shape.batch(dtype)
+    for _ in range(2):  # twice: the barriers' phases start over in every launch
+        out = poisoned_like(batch.q)
+        paged_attention(*batch.args, config=GLUON, out=out)
+        assert_rel_close(out, batch.ref(), TOL[dtype])
+
+
+@pytest.mark.gpu
+def test_gpu_bad_page_id_gives_nan_rows():
+    """A page id outside the cache makes its sequence's rows NaN; the others stay exact."""
+    shape = GPU_SHAPES[0]
+    batch = shape.batch(torch.bfloat16)
+    ref = batch.ref()
+    table = batch.block_table.clone()
+    table[1, 3] = batch.k_cache.shape[0] + 5
+    out = poisoned_like(batch.q)
+    paged_attention(batch.q, batch.k_cache, batch.v_cache, table, batch.seq_lens, batch.cu_seqlens_q,
+                    config=GLUON, out=out)
+    cu = batch.cu_seqlens_q.tolist()
+    assert bool(torch.isnan(out[cu[1]:cu[2]].float()).all())
+    for s in (0, 2, 3):
+        assert_rel_close(out[cu[s]:cu[s + 1]], ref[cu[s]:cu[s + 1]], TOL[torch.bfloat16], what=f"sequence {s}")
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_replay():
+    """Captured in a CUDA graph (the descriptors go in by value) and replayed on new queries."""
+    batch = GPU_SHAPES[1].batch(torch.bfloat16)
+    out = torch.empty_like(batch.q)
+    hints = dict(max_seqlen_q=max(GPU_SHAPES[1].q_lens), max_seqlen_k=max(GPU_SHAPES[1].seq_lens))
+    paged_attention(*batch.args, config=GLUON, out=out, **hints)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        paged_attention(*batch.args, config=GLUON, out=out, **hints)
+    batch.q.normal_()
+    out.fill_(float("nan"))
+    graph.replay()
+    assert_rel_close(out, batch.ref(), TOL[torch.bfloat16])
