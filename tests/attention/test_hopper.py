@@ -14,7 +14,7 @@ import torch
 
 from tritium.attention import AttentionConfig, paged_attention
 
-from .utils import TOL, Shape, assert_rel_close, dtype_param, poisoned_like
+from .utils import TOL, Shape, assert_rel_close, dtype_param, poisoned_like, run_in_child
 
 GLUON = AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="gluon")
 
@@ -88,7 +88,9 @@ def test_unsupported_call_is_refused():
         paged_attention(*batch.args, config=GLUON)
 
 
-# GPU: batches of prefill, chunked prefill and decode rows, partial last pages, GQA 1/4/8.
+# GPU: batches of prefill, chunked prefill and decode rows, partial last pages, GQA 1/4/8. Each check runs in
+# a child process with a time limit: a kernel never run before could fault (and take the CUDA context of
+# the whole session with it) or wait forever on a barrier.
 GPU_SHAPES = [
     Shape(q_lens=(1024, 333, 1, 7), seq_lens=(1024, 2100, 4000, 135), block_size=16, num_q_heads=32,
           num_kv_heads=8, head_dim=128),
@@ -97,22 +99,18 @@ GPU_SHAPES = [
 ]
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [dtype_param(torch.bfloat16), dtype_param(torch.float16)])
-@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: s.id)
-def test_gpu_matches_reference(shape, dtype):
-    batch = shape.batch(dtype)
+def check_matches_reference(shape_index: int, dtype_name: str) -> None:
+    dtype = getattr(torch, dtype_name)
+    batch = GPU_SHAPES[shape_index].batch(dtype)
     for _ in range(2):  # twice: the barriers' phases start over in every launch
         out = poisoned_like(batch.q)
         paged_attention(*batch.args, config=GLUON, out=out)
+        torch.cuda.synchronize()
         assert_rel_close(out, batch.ref(), TOL[dtype])
 
 
-@pytest.mark.gpu
-def test_gpu_bad_page_id_gives_nan_rows():
-    """A page id outside the cache makes its sequence's rows NaN; the others stay exact."""
-    shape = GPU_SHAPES[0]
-    batch = shape.batch(torch.bfloat16)
+def check_bad_page_id() -> None:
+    batch = GPU_SHAPES[0].batch(torch.bfloat16)
     ref = batch.ref()
     table = batch.block_table.clone()
     table[1, 3] = batch.k_cache.shape[0] + 5
@@ -125,12 +123,11 @@ def test_gpu_bad_page_id_gives_nan_rows():
         assert_rel_close(out[cu[s]:cu[s + 1]], ref[cu[s]:cu[s + 1]], TOL[torch.bfloat16], what=f"sequence {s}")
 
 
-@pytest.mark.gpu
-def test_gpu_cuda_graph_replay():
-    """Captured in a CUDA graph (the descriptors go in by value) and replayed on new queries."""
-    batch = GPU_SHAPES[1].batch(torch.bfloat16)
+def check_cuda_graph_replay() -> None:
+    shape = GPU_SHAPES[1]
+    batch = shape.batch(torch.bfloat16)
     out = torch.empty_like(batch.q)
-    hints = dict(max_seqlen_q=max(GPU_SHAPES[1].q_lens), max_seqlen_k=max(GPU_SHAPES[1].seq_lens))
+    hints = dict(max_seqlen_q=max(shape.q_lens), max_seqlen_k=max(shape.seq_lens))
     paged_attention(*batch.args, config=GLUON, out=out, **hints)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -138,4 +135,24 @@ def test_gpu_cuda_graph_replay():
     batch.q.normal_()
     out.fill_(float("nan"))
     graph.replay()
+    torch.cuda.synchronize()
     assert_rel_close(out, batch.ref(), TOL[torch.bfloat16])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [dtype_param(torch.bfloat16), dtype_param(torch.float16)])
+@pytest.mark.parametrize("shape_index", range(len(GPU_SHAPES)), ids=[s.id for s in GPU_SHAPES])
+def test_gpu_matches_reference(shape_index, dtype):
+    run_in_child(__name__, "check_matches_reference", shape_index, str(dtype).replace("torch.", ""), timeout=240)
+
+
+@pytest.mark.gpu
+def test_gpu_bad_page_id_gives_nan_rows():
+    """A page id outside the cache makes its sequence's rows NaN; the others stay exact."""
+    run_in_child(__name__, "check_bad_page_id", timeout=240)
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_replay():
+    """Captured in a CUDA graph (the descriptors go in by value) and replayed on new queries."""
+    run_in_child(__name__, "check_cuda_graph_replay", timeout=240)

@@ -9,11 +9,6 @@ to write, a write past the end, or a NaN that does not come from the kernel's ch
 validate=True still reports every case as a ValueError (in process: it raises before any launch).
 """
 
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -21,7 +16,7 @@ from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cach
 from tritium.attention.reference import write_kv_cache_ref
 from tritium.runtime import default_device
 
-from .utils import TOL, Shape, assert_rel_close, feature_kwargs
+from .utils import TOL, Shape, assert_rel_close, feature_kwargs, run_in_child
 
 INT32_MAX, INT32_MIN = 2**31 - 1, -2**31
 DTYPE = torch.float16
@@ -168,15 +163,7 @@ def check_kv_write(seed: int) -> None:
 
 
 def _in_child(function: str, *args) -> None:
-    """Run ``function(*args)`` of this module in a fresh interpreter; a crash (signal) fails the test."""
-    root = Path(__file__).parents[__name__.count(".")]  # the sys.path entry this module was imported from
-    code = (f"import sys; sys.path.insert(0, {str(root)!r}); import importlib; "
-            f"importlib.import_module({__name__!r}).{function}(*{args!r})")
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=600)
-    if proc.returncode < 0:
-        pytest.fail(f"the child crashed ({signal.Signals(-proc.returncode).name}):\n{proc.stderr[-3000:]}")
-    if proc.returncode != 0:
-        pytest.fail(proc.stderr[-3000:])
+    run_in_child(__name__, function, *args)
 
 
 @pytest.mark.parametrize("path", list(PATHS))

@@ -6,7 +6,11 @@ of each partial last page) holds NaN, so a kernel that reads the wrong page or p
 produces NaN instead of a plausible number.
 """
 
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
@@ -228,3 +232,20 @@ def strided_last_dim(t: torch.Tensor) -> torch.Tensor:
 def call_with(fn, base: dict, changes: dict):
     """fn(**base) with some keyword arguments replaced or added."""
     return fn(**{**base, **changes})
+
+
+def run_in_child(module: str, function: str, *args, timeout: float = 600) -> None:
+    """Run ``function(*args)`` of test module ``module`` (its ``__name__``) in a fresh interpreter: a crash
+    (signal) or a hang (past ``timeout`` seconds) fails the test instead of taking pytest down with it."""
+    root = Path(__file__).parents[module.count(".")]  # the sys.path entry the test modules come from
+    code = (f"import sys; sys.path.insert(0, {str(root)!r}); import importlib; "
+            f"importlib.import_module({module!r}).{function}(*{args!r})")
+    try:
+        proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{function}{args!r} did not finish within {timeout} s")
+    if proc.returncode < 0:
+        pytest.fail(f"the child crashed ({signal.Signals(-proc.returncode).name}):\n{proc.stderr[-3000:]}")
+    if proc.returncode != 0:
+        pytest.fail(proc.stderr[-3000:])
