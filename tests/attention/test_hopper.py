@@ -80,11 +80,24 @@ def test_config_names_a_known_kernel():
         AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="cuda")
 
 
-def test_unsupported_call_is_refused():
-    """Where the kernel cannot serve a call (here: no Hopper GPU, or a feature it lacks), paged_attention
-    says so instead of running something else."""
+@pytest.mark.parametrize("shape,kwargs,why", [
+    (Shape(q_lens=(5,), seq_lens=(20,), head_dim=64), {}, "needs head_dim 128"),
+    (Shape(q_lens=(5,), seq_lens=(20,), head_dim=128, block_size=48), {}, "needs pages of 16, 32, 64"),
+    (Shape(q_lens=(5,), seq_lens=(20,), head_dim=128), {"sliding_window": 8}, "plain causal attention only"),
+    (Shape(q_lens=(5,), seq_lens=(20,), head_dim=128), {"causal": False}, "plain causal attention only"),
+], ids=["head_dim64", "pages48", "window", "not-causal"])
+def test_unsupported_call_is_refused(shape, kwargs, why):
+    """Where the kernel cannot serve a call, paged_attention says why instead of running something else."""
+    batch = shape.batch(torch.float16)
+    with pytest.raises(ValueError, match=f"config.kernel='gluon' .*{why}"):
+        paged_attention(*batch.args, config=GLUON, **kwargs)
+
+
+def test_refused_without_hopper_gpu():
     batch = Shape(q_lens=(5,), seq_lens=(20,), head_dim=128).batch(torch.float16)
-    with pytest.raises(ValueError, match="config.kernel='gluon'"):
+    if batch.q.is_cuda and torch.cuda.get_device_capability()[0] >= 9:
+        pytest.skip("a Hopper GPU serves it")
+    with pytest.raises(ValueError, match="needs an NVIDIA Hopper"):
         paged_attention(*batch.args, config=GLUON)
 
 

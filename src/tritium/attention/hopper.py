@@ -21,8 +21,8 @@ shared memory once. A program owns one Q block (128 rows: query tokens x the que
 head, as in ``kernels.py``), 8 warps (two warpgroups of 64 rows).
 
 Scope (``supported`` says whether a call fits): causal, no sliding window, softcap, ALiBi, sinks,
-``q_start_pos`` or ``lse``; fp16/bf16 queries with a cache of the same dtype; head_dim 128; pages a
-multiple of 16 keys; contiguous caches. Inconsistent metadata follows ``kernels.py``: an impossible
+``q_start_pos`` or ``lse``; fp16/bf16 queries with a cache of the same dtype; head_dim 128; pages of
+16, 32, 64 or a multiple of 128 keys; contiguous caches. Inconsistent metadata follows ``kernels.py``: an impossible
 sequence or a page id outside the cache gives NaN rows and no access outside the tensors (TMA copies
 are bounds-checked against the cache, so even a page id that is not checked reads zeros).
 
@@ -238,8 +238,6 @@ def _hopper_prefill_kernel(
 def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale,
               q_start_pos, lse) -> str | None:
     """None when this kernel can serve the call, else why not (one phrase)."""
-    if not (q.is_cuda and torch.cuda.get_device_capability(q.device)[0] >= 9 and torch.version.hip is None):
-        return "needs an NVIDIA Hopper (sm_90+) GPU"
     if q.dtype not in _GL_DTYPES or k_cache.dtype != q.dtype:
         return "needs fp16/bf16 q with a cache of the same dtype"
     if q.shape[-1] != HEAD_DIM:
@@ -252,8 +250,12 @@ def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sink
         return "needs a contiguous, 16-byte aligned cache"
     if num_blocks == 0:
         return "needs a cache with pages"
+    if TILE_N % page and page % TILE_N:  # a key tile is whole pages, or a page whole key tiles
+        return f"needs pages of 16, 32, 64 or a multiple of {TILE_N} keys (got {page})"
     if (q.shape[1] // kv_heads) > BLOCK_M:
         return f"needs at most {BLOCK_M} query heads per KV head"
+    if not (q.is_cuda and torch.version.hip is None and torch.cuda.get_device_capability(q.device)[0] >= 9):
+        return "needs an NVIDIA Hopper (sm_90+) GPU"
     return None
 
 
