@@ -126,9 +126,9 @@ def anchor_workloads() -> list[Workload]:
     always trains on them (never holds them out): they are the shapes the targets are stated for and
     the Llama-3 geometry most users run.
 
-    NOTE: H100 sweep of 2026-11-23 with a fifth held out at random, 7 of the 16 anchors held out: the
-    tree's picks on them were 1.08-1.12x the best swept at decode B=16 L=4096, B=64 L=2048 (pages of 16)
-    and B=1 L=32768; trained on, 1.00-1.04x (bench/NOTES.md, "Paged attention")."""
+    NOTE: H100 sweep of 2026-11-23 with a fifth held out at random (7 of the 16 anchors among it): the
+    tree's picks were 1.08-1.12x the best swept at decode B=16 L=4096, B=64 L=2048 (pages of 16, held
+    out) and B=1 L=32768; with every anchor trained on, 1.00-1.04x (bench/NOTES.md, "Paged attention")."""
     out = [Workload(b, 0, 1, L, 128, 4, 8, bs, "bf16") for b, L in DECODE_CASES for bs in BLOCK_SIZES]
     return out + [Workload(b, b, s, s, 128, 4, 8, 16, "bf16") for b, s in PREFILL_CASES]
 
