@@ -39,23 +39,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from tritium.attention.kernels import _find_seq
+
 BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 8, 3
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
-
-
-@gluon.jit
-def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: gl.constexpr):
-    """The sequence owning Q-block slot ``q_slot`` (as ``kernels._find_seq``)."""
-    lo = 0
-    hi = num_seqs
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        start = gl.load(cu_seqlens_q_ptr + mid) // BLOCK_Q + mid
-        if start <= q_slot:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @gluon.jit
