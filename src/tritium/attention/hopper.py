@@ -39,7 +39,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from tritium.attention.kernels import _find_seq
+from tritium.attention.kernels import _locate_q_block
 
 BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 8, 3
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
@@ -108,21 +108,9 @@ def _hopper_prefill_kernel(
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads), longest causal Q blocks first."""
     q_slot = gl.num_programs(0) - 1 - gl.program_id(0)
     kv_head = gl.program_id(1)
-    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
-    q_start = gl.load(cu_seqlens_q_ptr + seq)
-    q_end = gl.load(cu_seqlens_q_ptr + seq + 1)
-    seq_len = gl.load(seq_lens_ptr + seq)
-    # Impossible metadata, as kernels._paged_attention_kernel checks it.
-    prev_start = gl.load(cu_seqlens_q_ptr + gl.maximum(seq - 1, 0))
-    next_end = gl.load(cu_seqlens_q_ptr + gl.minimum(seq + 2, num_seqs))
-    is_first = seq == 0
-    is_last = seq == num_seqs - 1
-    bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
-    bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
-    bad = bad | (seq_len < q_end - q_start) | (seq_len > max_kv_len)
-    row_start = gl.where(is_first, 0, q_start)
-    row_end = gl.where(is_last, num_tokens, gl.minimum(q_end, num_tokens))
-    block_row = row_start + (q_slot - (row_start // BLOCK_Q + seq)) * BLOCK_Q
+    # Impossible metadata gives `bad`, as in kernels._paged_attention_kernel.
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
+        cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
     if block_row < row_end:
         context_len = seq_len - (q_end - q_start)
         first_pos = context_len + (block_row - q_start)

@@ -44,6 +44,35 @@ def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: tl.constexpr):
 
 
 @triton.jit
+def _locate_q_block(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot,
+                    BLOCK_Q: tl.constexpr, HAS_Q_START: tl.constexpr):
+    """The Q block of slot ``q_slot`` and its sequence's checks: (seq, q_start, q_end, seq_len, bad,
+    row_start, row_end, block_row). ``bad``: the sequence's metadata is impossible (the neighbours'
+    cu_seqlens_q entries catch a range that overlaps another sequence's; without HAS_Q_START, seq_len
+    shorter than the query). Rows [row_start, row_end) of q/out are what the sequence's Q blocks cover (the
+    first sequence's start at 0, as _find_seq counts them; the last's end at num_tokens), equal to
+    [q_start, q_end) when consistent; ``block_row`` is this Q block's first row (>= row_end: no rows)."""
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+    q_start = tl.load(cu_seqlens_q_ptr + seq)
+    q_end = tl.load(cu_seqlens_q_ptr + seq + 1)
+    seq_len = tl.load(seq_lens_ptr + seq)
+    prev_start = tl.load(cu_seqlens_q_ptr + tl.maximum(seq - 1, 0))
+    next_end = tl.load(cu_seqlens_q_ptr + tl.minimum(seq + 2, num_seqs))
+    is_first = seq == 0
+    is_last = seq == num_seqs - 1
+    bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
+    bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
+    if HAS_Q_START:
+        bad = bad | (seq_len < 0) | (seq_len > max_kv_len)
+    else:
+        bad = bad | (seq_len < q_end - q_start) | (seq_len > max_kv_len)
+    row_start = tl.where(is_first, 0, q_start)
+    row_end = tl.where(is_last, num_tokens, tl.minimum(q_end, num_tokens))
+    block_row = row_start + (q_slot - (row_start // BLOCK_Q + seq)) * BLOCK_Q
+    return seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row
+
+
+@triton.jit
 def _softcap(x, cap):
     # cap * tanh(x / cap), with tanh(y) = 2 * sigmoid(2y) - 1 (no libdevice: also runs in the interpreter)
     return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
@@ -239,33 +268,14 @@ def _paged_attention_kernel(
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
 
-    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
-    q_start = tl.load(cu_seqlens_q_ptr + seq)
-    q_end = tl.load(cu_seqlens_q_ptr + seq + 1)
-    q_len = q_end - q_start
-    seq_len = tl.load(seq_lens_ptr + seq)
-    # Impossible metadata (see above): scalar checks, once per program. The neighbours' entries catch
-    # a range that overlaps another sequence's (cu_seqlens_q decreasing next to it). Cost per program:
+    # Impossible metadata (see above): scalar checks, once per program (_locate_q_block). Cost per program:
     # two more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
     # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
     # (_pages_out_of_range), so the key loop is unchanged.
-    prev_start = tl.load(cu_seqlens_q_ptr + tl.maximum(seq - 1, 0))
-    next_end = tl.load(cu_seqlens_q_ptr + tl.minimum(seq + 2, num_seqs))
-    is_first = seq == 0
-    is_last = seq == num_seqs - 1
-    bad = (q_start < 0) | (q_start < prev_start) | (q_end < q_start) | (next_end < q_end) | (q_end > num_tokens)
-    bad = bad | (is_first & (q_start != 0)) | (is_last & (q_end != num_tokens))
-    if HAS_Q_START:
-        bad = bad | (seq_len < 0) | (seq_len > max_kv_len)
-    else:
-        bad = bad | (seq_len < q_len) | (seq_len > max_kv_len)
-    # Rows [row_start, row_end) of q/out this sequence's Q blocks cover (the first sequence's start at 0,
-    # as _find_seq counts them; the last's end at num_tokens); equal to [q_start, q_end) when consistent.
-    row_start = tl.where(is_first, 0, q_start)
-    row_end = tl.where(is_last, num_tokens, tl.minimum(q_end, num_tokens))
-    q_block = q_slot - (row_start // BLOCK_Q + seq)
-    block_row = row_start + q_block * BLOCK_Q  # first row of this Q block
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
+        cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
+    q_len = q_end - q_start
     if block_row >= row_end:
         if USE_PDL:
             tl.extra.cuda.gdc_wait()  # finish only after the kernel before: later kernels count on it
