@@ -37,11 +37,12 @@ ints = ("stride_q_tok", "stride_q_head", "stride_o_tok", "stride_o_head", "strid
 sig = dict(out_ptr=ty, q_ptr=ty, k_desc=desc, v_desc=desc, block_table_ptr="*i32", seq_lens_ptr="*i32",
            cu_seqlens_q_ptr="*i32", qk_scale_log2="fp32", **{{k: "i32" for k in ints}})
 consts = dict(QPKV=group, HEAD_DIM=128, PAGE_SIZE=page, BLOCK_M=H.BLOCK_M, BLOCK_Q=max(1, H.BLOCK_M // group),
-              TILE_N=H.TILE_N, STAGES=H.STAGES, num_warps=H.NUM_WARPS,
-              Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([H.BLOCK_M, 128], H._GL_DTYPES[dtype]))
+              TILE_N=H.TILE_N, STAGES=H.STAGES, PINGPONG={pingpong}, CONSUMER_REGS=H.CONSUMER_REGS,
+              LOADER_REGS=H.LOADER_REGS, num_warps=H.NUM_WARPS,
+              Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([H.BLOCK_M // 2, 128], H._GL_DTYPES[dtype]))
 sig.update({{k: "constexpr" for k in consts}})
 kernel = triton.compile(GluonASTSource(fn=H._hopper_prefill_kernel, signature=sig, constexprs=consts),
-                        target=GPUTarget("cuda", 90, 32), options={{"num_warps": H.NUM_WARPS}})
+                        target=GPUTarget("cuda", 90, 32), options={{"num_warps": H.NUM_WARPS, "maxnreg": H.MAXNREG}})
 ptx = kernel.asm["ptx"]
 path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tritium-hopper-{{os.getpid()}}")
 with open(path + ".ptx", "w") as f:
@@ -58,13 +59,14 @@ print(json.dumps(dict(shared=kernel.metadata.shared, ptxas=info,
 """
 
 
-@pytest.mark.parametrize("page,group,dtype", [(16, 4, "bfloat16"), (64, 8, "float16"), (256, 1, "bfloat16")],
-                         ids=["bs16-G4-bf16", "bs64-G8-fp16", "bs256-G1-bf16"])
-def test_compiles_for_sm90_with_its_pipeline(page, group, dtype):
+@pytest.mark.parametrize("page,group,dtype,pingpong", [(16, 4, "bfloat16", True), (64, 8, "float16", False),
+                                                       (256, 1, "bfloat16", True)],
+                         ids=["bs16-G4-bf16-pingpong", "bs64-G8-fp16", "bs256-G1-bf16-pingpong"])
+def test_compiles_for_sm90_with_its_pipeline(page, group, dtype, pingpong):
     """Compiled for sm_90 on the CPU: no spills, shared memory within the 227 KiB an H100 block may use,
     TMA copies and wgmma with a wait that leaves one group in flight (the next tile's scores computed
     during this tile's softmax), and ptxas does not serialise the wgmmas (warning C7514)."""
-    code = _COMPILE.format(page=page, group=group, dtype=dtype)
+    code = _COMPILE.format(page=page, group=group, dtype=dtype, pingpong=pingpong)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -112,7 +114,9 @@ GPU_SHAPES = [
 ]
 
 
-def check_matches_reference(shape_index: int, dtype_name: str) -> None:
+def check_matches_reference(shape_index: int, dtype_name: str, pingpong: bool) -> None:
+    from tritium.attention import hopper
+    hopper.PINGPONG = pingpong  # a child process: the module default for this check only
     dtype = getattr(torch, dtype_name)
     batch = GPU_SHAPES[shape_index].batch(dtype)
     for _ in range(2):  # twice: the barriers' phases start over in every launch
@@ -153,10 +157,12 @@ def check_cuda_graph_replay() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("pingpong", [True, False], ids=["pingpong", "free"])
 @pytest.mark.parametrize("dtype", [dtype_param(torch.bfloat16), dtype_param(torch.float16)])
 @pytest.mark.parametrize("shape_index", range(len(GPU_SHAPES)), ids=[s.id for s in GPU_SHAPES])
-def test_gpu_matches_reference(shape_index, dtype):
-    run_in_child(__name__, "check_matches_reference", shape_index, str(dtype).replace("torch.", ""), timeout=240)
+def test_gpu_matches_reference(shape_index, dtype, pingpong):
+    run_in_child(__name__, "check_matches_reference", shape_index, str(dtype).replace("torch.", ""), pingpong,
+                 timeout=240)
 
 
 @pytest.mark.gpu

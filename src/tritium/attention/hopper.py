@@ -41,7 +41,10 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from tritium.attention.kernels import _locate_q_block
 
-BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 8, 3
+BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
+# Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
+CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
+PINGPONG = True
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 
 
@@ -62,22 +65,33 @@ def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot
               PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr):
     """TMA copies of key tile ``tile`` (K and V) into one ring slot, counted on ``bar``: one copy of
     ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page. A page past the sequence's ``p_hi`` pages is
-    addressed past the cache (row num_blocks * PAGE_SIZE): TMA fills it with zeros."""
+    addressed past the cache (row num_blocks * PAGE_SIZE): TMA fills it with zeros. Runs in the
+    one-warp loader partition: the tile's page ids come in one vector load (one latency, not one per page)."""
     BOX: gl.constexpr = PAGE_SIZE if PAGE_SIZE < TILE_N else TILE_N
-    mbarrier.expect(bar, 2 * k_desc.block_type.nbytes * (TILE_N // BOX))
-    for i in gl.static_range(TILE_N // BOX):
-        key = tile * TILE_N + i * BOX
+    NP: gl.constexpr = TILE_N // BOX
+    mbarrier.expect(bar, 2 * k_desc.block_type.nbytes * NP)
+    if NP == 1:
+        key = tile * TILE_N
         p = key // PAGE_SIZE
         page = gl.load(bt_row_ptr + p, mask=p < p_hi, other=num_blocks)
         row = page * PAGE_SIZE + key % PAGE_SIZE
-        tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot.slice(i * BOX, BOX))
-        tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot.slice(i * BOX, BOX))
+        tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot)
+        tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot)
+    else:
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+        idx = gl.arange(0, NP, layout=layout)
+        pidx = tile * NP + idx
+        pages = gl.load(bt_row_ptr + pidx, mask=pidx < p_hi, other=num_blocks)
+        for i in gl.static_range(NP):
+            row = gl.sum(gl.where(idx == i, pages, 0), 0) * PAGE_SIZE
+            tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot.slice(i * BOX, BOX))
+            tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot.slice(i * BOX, BOX))
 
 
 @gluon.jit
 def _softmax_tile(s, m_i, l_i, tile, seq_len, q_pos, full_hi, qk_scale_log2,
                   TILE_N: gl.constexpr, mma: gl.constexpr):
-    """Online softmax of one tile's scores ``s`` ([BLOCK_M, TILE_N] fp32, raw q.k): returns P (fp32),
+    """Online softmax of one tile's scores ``s`` ([rows, TILE_N] fp32, raw q.k): returns P (fp32),
     the factor that rescales the running output, and the new row max and sum (log2 units)."""
     if tile >= full_hi:  # the diagonal or the last partial tile: keys past the query or the sequence
         offs_n = tile * TILE_N + gl.arange(0, TILE_N, layout=gl.SliceLayout(0, mma))
@@ -89,6 +103,120 @@ def _softmax_tile(s, m_i, l_i, tile, seq_len, q_pos, full_hi, qk_scale_log2,
     alpha = gl.exp2(m_i - m_use)
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, m_new, l_i
+
+
+@gluon.jit
+def _turn_wait(turn, ME: gl.constexpr, k, PINGPONG: gl.constexpr):
+    """Ping-pong: consumer ME issues its k-th pair of wgmmas only after the other consumer issued its
+    (k-1)-th (consumer 0 goes first: a fresh mbarrier counts as having completed phase 1)."""
+    if PINGPONG:
+        mbarrier.wait(turn.index(ME), (k & 1) ^ (1 - ME))
+
+
+@gluon.jit
+def _turn_pass(turn, ME: gl.constexpr, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - ME), count=1)
+
+
+@gluon.jit
+def _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix,
+              out_ptr, stride_o_tok, stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row,
+              row_end, kv_head, bad, qk_scale_log2,
+              QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+              PINGPONG: gl.constexpr, ME: gl.constexpr):
+    """One warpgroup, rows [64 * ME, 64 * ME + 64) of the Q block. Per key tile j (FlashAttention-3's
+    intra-warpgroup overlap): issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back, wait for S_j,
+    run softmax_j while P_{j-1} V_{j-1} is still on the tensor cores, wait for it, release ring slot j-1.
+    With PINGPONG the two consumers take turns issuing, so one's softmax runs under the other's wgmmas."""
+    ROWS: gl.constexpr = 64
+    HEAD_DIM: gl.constexpr = q_half.type.shape[1]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    rows_l: gl.constexpr = gl.SliceLayout(1, mma)
+    dtype: gl.constexpr = q_half.dtype
+
+    offs_m = ME * ROWS + gl.arange(0, ROWS, layout=rows_l)
+    q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # each row's position in its sequence
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=rows_l)
+    l_i = gl.zeros([ROWS], gl.float32, layout=rows_l)
+    zero_s = gl.zeros([ROWS, TILE_N], gl.float32, layout=mma)
+    o = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=mma)
+
+    if tile_hi > 0:
+        mbarrier.wait(ready.index(0), 0)
+        _turn_wait(turn, ME, 0, PINGPONG)
+        s_tok = warpgroup_mma(q_half, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        _turn_pass(turn, ME, PINGPONG)
+        s = warpgroup_mma_wait(0, deps=(s_tok, ))
+        p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+        for j in range(1, tile_hi):
+            slot = j % STAGES
+            prev = (j - 1) % STAGES
+            mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
+            _turn_wait(turn, ME, j, PINGPONG)
+            s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+            o = o * alpha[:, None]
+            p16 = gl.convert_layout(p.to(dtype), p_layout)
+            acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
+            _turn_pass(turn, ME, PINGPONG)
+            s = warpgroup_mma_wait(1, deps=(s_tok, ))
+            p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+            o = warpgroup_mma_wait(0, deps=(acc, ))
+            mbarrier.arrive(empty.index(prev), count=1)
+        last = tile_hi - 1
+        slot = last % STAGES
+        if (last + 1) * TILE_N > seq_len:
+            # Keys past the sequence in the last tile hold whatever the page holds: P is 0 there, but
+            # 0 * NaN is NaN, so their V rows are zeroed first, each consumer half of them, then both
+            # wait for each other (vfix counts two arrivals).
+            blocked: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
+            half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
+            v_half = half.load(blocked)
+            keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2, layout=gl.SliceLayout(1, blocked))
+            half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
+            fence_async_shared()
+            mbarrier.arrive(vfix, count=1)
+            mbarrier.wait(vfix, 0)
+        o = o * alpha[:, None]
+        p16 = gl.convert_layout(p.to(dtype), p_layout)
+        acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
+        o = warpgroup_mma_wait(0, deps=(acc, ))
+
+    # Epilogue: O / l; NaN rows for impossible metadata (l is 0 there: 0 keys read).
+    l_i = gl.where(bad, float("nan"), l_i)
+    o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, mma))
+    rows = block_row + offs_m // QPKV
+    heads = kv_head * QPKV + offs_m % QPKV
+    valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
+    gl.store(out_ptr + rows.to(gl.int64)[:, None] * stride_o_tok + heads[:, None] * stride_o_head
+             + offs_d[None, :], o.to(out_ptr.dtype.element_ty), mask=valid[:, None])
+
+
+@gluon.jit
+def _loader(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+            num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+            QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
+    """One warp: TMA copies of the K/V tiles into the ring, each slot refilled once both consumers
+    released it (``empty`` counts two arrivals; a fresh mbarrier passes the first round's wait)."""
+    for t in range(tile_hi):
+        slot = t % STAGES
+        mbarrier.wait(empty.index(slot), ((t // STAGES) & 1) ^ 1)
+        _issue_kv(k_desc, v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot), v_bufs.index(slot),
+                  ready.index(slot), PAGE_SIZE, TILE_N)
+
+
+@gluon.jit
+def _consumer1(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+               num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+            QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
+    """The second consumer (a worker partition: same signature as the loader)."""
+    (out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head, bad,
+     qk_scale_log2) = consumer_args
+    _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, out_ptr, stride_o_tok, stride_o_head, tile_hi,
+              full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head, bad, qk_scale_log2,
+              QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 1)
 
 
 @gluon.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len"])
@@ -103,9 +231,10 @@ def _hopper_prefill_kernel(
     # meta-parameters
     QPKV: gl.constexpr, HEAD_DIM: gl.constexpr, PAGE_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
     BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr, Q_LAYOUT: gl.constexpr,
-    num_warps: gl.constexpr,
+    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
-    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads), longest causal Q blocks first."""
+    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads), longest causal Q blocks first. num_warps=4:
+    this warpgroup is consumer 0; the workers are consumer 1 (4 warps) and the loader (1 warp)."""
     q_slot = gl.num_programs(0) - 1 - gl.program_id(0)
     kv_head = gl.program_id(1)
     # Impossible metadata gives `bad`, as in kernels._paged_attention_kernel.
@@ -123,91 +252,48 @@ def _hopper_prefill_kernel(
             bad = bad | _pages_bad(bt_row_ptr, p_hi, num_blocks, num_warps)
         tile_hi = gl.where(bad, 0, tile_hi)
 
-        # Layouts: the wgmma accumulator of S and O (8 warps along the 128 rows), P as a register operand.
-        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                      instr_shape=[16, TILE_N, 16])
-        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+        # Q block -> shared memory, once, as two halves of 64 rows (one per consumer).
         blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
-        rows_l: gl.constexpr = gl.SliceLayout(1, mma)
-
-        # Q block -> shared memory, once.
-        offs_mb = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, blocked))
+        q_bufs = gl.allocate_shared_memory(q_ptr.dtype.element_ty, [2, BLOCK_M // 2, HEAD_DIM], Q_LAYOUT)
         offs_db = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, blocked))
-        q_rows = block_row + offs_mb // QPKV
-        q_valid = (offs_mb < BLOCK_Q * QPKV) & (q_rows < row_end) & (q_rows >= 0)
-        q_heads = kv_head * QPKV + offs_mb % QPKV
-        q = gl.load(q_ptr + q_rows.to(gl.int64)[:, None] * stride_q_tok + q_heads[:, None] * stride_q_head
-                    + offs_db[None, :], mask=q_valid[:, None], other=0.0)
-        q_smem = gl.allocate_shared_memory(q.dtype, [BLOCK_M, HEAD_DIM], Q_LAYOUT, q)
+        for h in gl.static_range(2):
+            offs_mb = h * (BLOCK_M // 2) + gl.arange(0, BLOCK_M // 2, layout=gl.SliceLayout(1, blocked))
+            q_rows = block_row + offs_mb // QPKV
+            q_valid = (offs_mb < BLOCK_Q * QPKV) & (q_rows < row_end) & (q_rows >= 0)
+            q_heads = kv_head * QPKV + offs_mb % QPKV
+            q = gl.load(q_ptr + q_rows.to(gl.int64)[:, None] * stride_q_tok + q_heads[:, None] * stride_q_head
+                        + offs_db[None, :], mask=q_valid[:, None], other=0.0)
+            q_bufs.index(h).store(q)
 
-        # The K/V ring and its barriers.
+        # The K/V ring, its barriers, the consumers' turn barriers and the last tile's V fix barrier.
         k_bufs = gl.allocate_shared_memory(k_desc.dtype, [STAGES, TILE_N, HEAD_DIM], k_desc.layout)
         v_bufs = gl.allocate_shared_memory(v_desc.dtype, [STAGES, TILE_N, HEAD_DIM], v_desc.layout)
-        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        vfix = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
-            mbarrier.init(bars.index(i), count=1)
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        for i in gl.static_range(2):
+            mbarrier.init(turn.index(i), count=1)
+        mbarrier.init(vfix, count=2)
         fence_async_shared()
 
-        offs_m = gl.arange(0, BLOCK_M, layout=rows_l)
-        q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # [BLOCK_M] each row's position
         kv_col = kv_head * HEAD_DIM
-        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=rows_l)
-        l_i = gl.zeros([BLOCK_M], gl.float32, layout=rows_l)
-        zero_s = gl.zeros([BLOCK_M, TILE_N], gl.float32, layout=mma)
-        acc = warpgroup_mma_init(gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=mma))
-
-        if tile_hi > 0:
-            for i in gl.static_range(STAGES - 1):
-                if i < tile_hi:
-                    _issue_kv(k_desc, v_desc, bt_row_ptr, i, p_hi, kv_col, num_blocks, k_bufs.index(i),
-                              v_bufs.index(i), bars.index(i), PAGE_SIZE, TILE_N)
-            mbarrier.wait(bars.index(0), 0)
-            s_tok = warpgroup_mma(q_smem, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-            s = warpgroup_mma_wait(0, deps=(s_tok, ))
-            for j in range(0, tile_hi - 1):
-                nslot = (j + 1) % STAGES
-                mbarrier.wait(bars.index(nslot), ((j + 1) // STAGES) & 1)
-                s_tok = warpgroup_mma(q_smem, k_bufs.index(nslot).permute((1, 0)), zero_s, use_acc=False,
-                                      is_async=True)
-                p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
-                o = warpgroup_mma_wait(1, deps=(acc, ))  # O_{j-1} (waited at the end of the last iteration)
-                refill = j + STAGES - 1  # into the slot of tile j - 1, whose S and O are done
-                if refill < tile_hi:
-                    rslot = refill % STAGES
-                    _issue_kv(k_desc, v_desc, bt_row_ptr, refill, p_hi, kv_col, num_blocks, k_bufs.index(rslot),
-                              v_bufs.index(rslot), bars.index(rslot), PAGE_SIZE, TILE_N)
-                o = o * alpha[:, None]
-                p16 = gl.convert_layout(p.to(q.dtype), p_layout)
-                acc = warpgroup_mma(p16, v_bufs.index(j % STAGES), o, is_async=True)
-                s, o = warpgroup_mma_wait(0, deps=(s_tok, acc))
-                acc = warpgroup_mma_init(o)
-            # The last tile: its keys past the sequence hold whatever the pages hold; V rows of them are
-            # zeroed (P is 0 there, but 0 * NaN would be NaN).
-            j = tile_hi - 1
-            slot = j % STAGES
-            p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
-            o = warpgroup_mma_wait(0, deps=(acc, ))
-            if (j + 1) * TILE_N > seq_len:
-                v_last = v_bufs.index(slot).load(blocked)
-                keys = j * TILE_N + gl.arange(0, TILE_N, layout=gl.SliceLayout(1, blocked))
-                v_bufs.index(slot).store(gl.where((keys < seq_len)[:, None], v_last, 0.0))
-                fence_async_shared()
-            o = o * alpha[:, None]
-            p16 = gl.convert_layout(p.to(q.dtype), p_layout)
-            acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
-        o = warpgroup_mma_wait(0, deps=(acc, ))
-        for i in gl.static_range(STAGES):
-            mbarrier.invalidate(bars.index(i))
-
-        # Epilogue: O / l; NaN rows for impossible metadata (l is 0 there: 0 keys read).
-        l_i = gl.where(bad, float("nan"), l_i)
-        o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
-        offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, mma))
-        rows = block_row + offs_m // QPKV
-        heads = kv_head * QPKV + offs_m % QPKV
-        valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
-        gl.store(out_ptr + rows.to(gl.int64)[:, None] * stride_o_tok + heads[:, None] * stride_o_head
-                 + offs_d[None, :], o.to(out_ptr.dtype.element_ty), mask=valid[:, None])
+        consumer_args = (out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start, block_row,
+                         row_end, kv_head, bad, qk_scale_log2)
+        gl.warp_specialize([
+            (_consumer, (q_bufs.index(0), k_bufs, v_bufs, ready, empty, turn, vfix, out_ptr, stride_o_tok,
+                         stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head,
+                         bad, qk_scale_log2, QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 0)),
+            (_consumer1, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr,
+                          tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                          PINGPONG)),
+            (_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr,
+                       tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                       PINGPONG)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale,
@@ -245,7 +331,7 @@ def descriptor(cache: torch.Tensor) -> TensorDescriptor:
 
 
 def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, scale: float,
-           max_kv_len: int) -> None:
+           max_kv_len: int, pingpong: bool | None = None) -> None:
     """One launch over the batch (callers check ``supported`` for q and k_cache first; v_cache has
     k_cache's shape and dtype, which paged_attention checks)."""
     if v_cache.stride() != k_cache.stride() or v_cache.data_ptr() % 16:
@@ -254,7 +340,7 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
     num_blocks, page, num_kv_heads, _ = k_cache.shape
     group = num_q_heads // num_kv_heads
     block_q = max(1, BLOCK_M // group)
-    q_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], _GL_DTYPES[q.dtype])
+    q_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M // 2, HEAD_DIM], _GL_DTYPES[q.dtype])
     grid = (num_tokens // block_q + seq_lens.shape[0], num_kv_heads)
     _hopper_prefill_kernel[grid](
         out, q, descriptor(k_cache), descriptor(v_cache),
@@ -262,5 +348,6 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0),
         seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, scale * 1.4426950408889634,
         QPKV=group, HEAD_DIM=HEAD_DIM, PAGE_SIZE=page, BLOCK_M=BLOCK_M, BLOCK_Q=block_q, TILE_N=TILE_N,
-        STAGES=STAGES, Q_LAYOUT=q_layout, num_warps=NUM_WARPS,
+        STAGES=STAGES, Q_LAYOUT=q_layout, PINGPONG=PINGPONG if pingpong is None else pingpong, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+        num_warps=NUM_WARPS, maxnreg=MAXNREG,
     )
