@@ -1,35 +1,42 @@
-"""Paged causal prefill for NVIDIA Hopper in Gluon (``triton.experimental.gluon``): experimental, opt-in.
+"""Paged causal prefill for NVIDIA Hopper in Gluon (``triton.experimental.gluon``), warp-specialized.
 
-What the tile language cannot express and this kernel does (part of FlashAttention-3's intra-warpgroup
-overlap): the tensor cores compute the next key tile's scores while the CUDA cores run the softmax of
-this one. Per key tile j, with S_j already in registers::
+What the tile language cannot express and this kernel does (FlashAttention-3's schedule): a program owns
+one Q block (128 rows: query tokens x the query heads of one KV head, as in ``kernels.py``) and runs as
+three partitions (``gl.warp_specialize``):
 
-    issue   S_{j+1} = Q @ K_{j+1}^T          (wgmma, async)
-    softmax S_j -> P_j, rescale factors      (overlaps S_{j+1})
-    refill  the ring slot of tile j-1 with tile j + STAGES - 1 (TMA, one copy per page)
-    issue   O = O * alpha + P_j @ V_j        (wgmma, async)
-    wait    S_{j+1} and O_j                  (warpgroup_mma_wait(0))
+- the loader (1 warp, 24 registers): per key tile, the tile's page ids in one vector load, then TMA
+  copies of ``[min(page, tile), head_dim]`` per page into a ring of ``STAGES`` K/V slots (``ready``
+  mbarriers count the bytes; ``empty`` ones count both consumers' releases). It also checks every page
+  id it reads and hands the verdict to the consumers at the end (bad ids are copied as zeros: TMA is
+  bounds-checked against the cache);
+- two consumers (a warpgroup and 240 registers each, 64 rows each). Per key tile j::
 
-NOTE: FlashAttention-3 also keeps P_j @ V_j in flight into the next softmax (wait(1) at the end). Written
-that way, ptxas serialised every wgmma of the loop ("wgmma.mma_async instructions are serialized due to
-non wgmma instructions reading accumulator registers", C7514: the in-flight accumulator crossing the
-loop's back edge), so the end of an iteration waits for both (sm_90 compile on the CPU, stop 27).
+      issue   S_j = Q K_j^T                     (wgmma, async)
+      issue   O = O * alpha_{j-1} + P_{j-1} V_{j-1}   (wgmma, async)
+      wait    S_j                               (warpgroup_mma_wait(1): P V still running)
+      softmax S_j -> P_j, alpha_j               (under P_{j-1} V_{j-1})
+      wait    O; release slot j-1
 
-K and V come from the paged cache by TMA, one copy of ``[min(page, tile), head_dim]`` per page a key tile
-covers, into a ring of ``STAGES`` shared-memory slots guarded by one mbarrier each; Q is staged in
-shared memory once. A program owns one Q block (128 rows: query tokens x the query heads of one KV
-head, as in ``kernels.py``), 8 warps (two warpgroups of 64 rows).
+  With ``PINGPONG`` the consumers take turns issuing their pair (two mbarriers), so one's softmax runs
+  under the other's wgmmas. Each loads its own Q rows first and stores its output through its Q buffer
+  (16-byte stores).
+
+Nothing crosses the loop's back edge in flight: written that way (stop 27) ptxas serialised every wgmma
+(C7514). Measured on the H100 (bench/NOTES.md): 0.88-1.09x cuDNN on the prefill anchors, 1.3-1.5x the
+Triton kernel.
 
 Scope (``supported`` says whether a call fits): causal, no sliding window, softcap, ALiBi, sinks,
 ``q_start_pos`` or ``lse``; fp16/bf16 queries with a cache of the same dtype; head_dim 128; pages of
-16, 32, 64 or a multiple of 128 keys; contiguous caches. Inconsistent metadata follows ``kernels.py``: an impossible
-sequence or a page id outside the cache gives NaN rows and no access outside the tensors (TMA copies
-are bounds-checked against the cache, so even a page id that is not checked reads zeros).
-
-NOTE: written and compiled for sm_90 on a CPU (stop 27); not yet run on a GPU. ``paged_attention`` takes
-it only when a configuration names it (``AttentionConfig(kernel="gluon")``): the benchmark and the GPU
-tests do; the tuned trees and hand rules never pick it until it is measured.
+16, 32, 64 or a multiple of 128 keys; contiguous caches; at most 128 query heads per KV head.
+``paged_attention`` picks it by itself (``auto_selects``) for prefill-heavy batches that fit, on Hopper;
+``AttentionConfig(kernel="gluon")`` asks for it (an error if the call does not fit) and
+``TRITIUM_GLUON=0`` in the environment turns the automatic choice off. Inconsistent metadata follows
+``kernels.py``: an impossible sequence or a page id outside the cache gives NaN rows and no access
+outside the tensors.
 """
+
+import functools
+import os
 
 import torch
 import triton
@@ -39,34 +46,33 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from tritium.attention.config import AttentionConfig
 from tritium.attention.kernels import _locate_q_block
 
 BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
 CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
 PINGPONG = True
+# The automatic choice (auto_selects): off with TRITIUM_GLUON=0.
+AUTO = os.environ.get("TRITIUM_GLUON", "1") != "0"
+# Batches with fewer query tokens per sequence than this stay on the Triton kernel (decode and mostly-decode
+# mixes: split-KV serves them, this kernel has none).
+MIN_TOKENS_PER_SEQ = 64
+# What paged_attention runs when it picks this kernel (its tiles are fixed: the fields say what they are).
+CONFIG = AttentionConfig(block_m=BLOCK_M, block_q=32, tile_n=TILE_N, num_splits=1, num_warps=8, num_stages=STAGES,
+                         kernel="gluon")
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
-
-
-@gluon.jit
-def _pages_bad(bt_row_ptr, p_hi, num_blocks, num_warps: gl.constexpr):
-    """True when one of the row's first ``p_hi`` page ids lies outside [0, num_blocks)."""
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
-    bad = gl.to_tensor(0)
-    for start in range(0, p_hi, 256):
-        idx = start + gl.arange(0, 256, layout=layout)
-        pages = gl.load(bt_row_ptr + idx, mask=idx < p_hi, other=0)
-        bad = bad | gl.max(((pages < 0) | (pages >= num_blocks)).to(gl.int32), 0)
-    return bad != 0
 
 
 @gluon.jit
 def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot, v_slot, bar,
               PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr):
     """TMA copies of key tile ``tile`` (K and V) into one ring slot, counted on ``bar``: one copy of
-    ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page. A page past the sequence's ``p_hi`` pages is
-    addressed past the cache (row num_blocks * PAGE_SIZE): TMA fills it with zeros. Runs in the
-    one-warp loader partition: the tile's page ids come in one vector load (one latency, not one per page)."""
+    ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page; returns 1 when one of the tile's page ids lies
+    outside [0, num_blocks). A page past the sequence's ``p_hi`` pages is addressed past the cache (row
+    num_blocks * PAGE_SIZE), and so is any page id out of range: TMA copies are bounds-checked against
+    the cache and fill what lies outside with zeros. Runs in the one-warp loader partition: the tile's
+    page ids come in one vector load (one latency, not one per page)."""
     BOX: gl.constexpr = PAGE_SIZE if PAGE_SIZE < TILE_N else TILE_N
     NP: gl.constexpr = TILE_N // BOX
     mbarrier.expect(bar, 2 * k_desc.block_type.nbytes * NP)
@@ -74,7 +80,8 @@ def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot
         key = tile * TILE_N
         p = key // PAGE_SIZE
         page = gl.load(bt_row_ptr + p, mask=p < p_hi, other=num_blocks)
-        row = page * PAGE_SIZE + key % PAGE_SIZE
+        bad = ((page < 0) | ((page >= num_blocks) & (p < p_hi))).to(gl.int32)
+        row = gl.where(bad != 0, num_blocks, page) * PAGE_SIZE + key % PAGE_SIZE
         tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot)
         tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot)
     else:
@@ -82,10 +89,14 @@ def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot
         idx = gl.arange(0, NP, layout=layout)
         pidx = tile * NP + idx
         pages = gl.load(bt_row_ptr + pidx, mask=pidx < p_hi, other=num_blocks)
+        out = (pages < 0) | ((pages >= num_blocks) & (pidx < p_hi))
+        bad = gl.max(out.to(gl.int32), 0)
+        pages = gl.where(out, num_blocks, pages)
         for i in gl.static_range(NP):
             row = gl.sum(gl.where(idx == i, pages, 0), 0) * PAGE_SIZE
             tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot.slice(i * BOX, BOX))
             tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot.slice(i * BOX, BOX))
+    return bad
 
 
 @gluon.jit
@@ -106,21 +117,35 @@ def _softmax_tile(s, m_i, l_i, tile, seq_len, q_pos, full_hi, qk_scale_log2,
 
 
 @gluon.jit
-def _turn_wait(turn, ME: gl.constexpr, k, PINGPONG: gl.constexpr):
+def _row_offsets(block_row, row_end, kv_head, stride_tok, stride_head, ROW0: gl.constexpr, ROWS: gl.constexpr,
+                 HEAD_DIM: gl.constexpr, QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, layout: gl.constexpr):
+    """Element offsets into q or out ([tokens, heads, head_dim]) of Q block rows [ROW0, ROW0 + ROWS) (row r:
+    token block_row + r // QPKV, head kv_head * QPKV + r % QPKV), and the mask of rows the block owns."""
+    offs_m = ROW0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, layout))
+    rows = block_row + offs_m // QPKV
+    valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
+    heads = kv_head * QPKV + offs_m % QPKV
+    offs = rows.to(gl.int64)[:, None] * stride_tok + heads[:, None] * stride_head + offs_d[None, :]
+    return offs, valid[:, None]
+
+
+@gluon.jit
+def _turn_wait(bars, ME: gl.constexpr, k, PINGPONG: gl.constexpr):
     """Ping-pong: consumer ME issues its k-th pair of wgmmas only after the other consumer issued its
     (k-1)-th (consumer 0 goes first: a fresh mbarrier counts as having completed phase 1)."""
     if PINGPONG:
-        mbarrier.wait(turn.index(ME), (k & 1) ^ (1 - ME))
+        mbarrier.wait(bars.index(ME), (k & 1) ^ (1 - ME))
 
 
 @gluon.jit
-def _turn_pass(turn, ME: gl.constexpr, PINGPONG: gl.constexpr):
+def _turn_pass(bars, ME: gl.constexpr, PINGPONG: gl.constexpr):
     if PINGPONG:
-        mbarrier.arrive(turn.index(1 - ME), count=1)
+        mbarrier.arrive(bars.index(1 - ME), count=1)
 
 
 @gluon.jit
-def _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix,
+def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head,
               out_ptr, stride_o_tok, stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row,
               row_end, kv_head, bad, qk_scale_log2,
               QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
@@ -136,6 +161,13 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix,
     rows_l: gl.constexpr = gl.SliceLayout(1, mma)
     dtype: gl.constexpr = q_half.dtype
 
+    # This warpgroup's Q rows -> shared memory (while the loader's first copies are in flight).
+    blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    q_offs, q_mask = _row_offsets(block_row, row_end, kv_head, stride_q_tok, stride_q_head, ME * ROWS, ROWS, HEAD_DIM,
+                                  QPKV, BLOCK_Q, blocked)
+    q_half.store(gl.load(q_ptr + q_offs, mask=q_mask, other=0.0))
+    fence_async_shared()
+
     offs_m = ME * ROWS + gl.arange(0, ROWS, layout=rows_l)
     q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # each row's position in its sequence
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=rows_l)
@@ -145,21 +177,21 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix,
 
     if tile_hi > 0:
         mbarrier.wait(ready.index(0), 0)
-        _turn_wait(turn, ME, 0, PINGPONG)
+        _turn_wait(bars, ME, 0, PINGPONG)
         s_tok = warpgroup_mma(q_half, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        _turn_pass(turn, ME, PINGPONG)
+        _turn_pass(bars, ME, PINGPONG)
         s = warpgroup_mma_wait(0, deps=(s_tok, ))
         p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
         for j in range(1, tile_hi):
             slot = j % STAGES
             prev = (j - 1) % STAGES
             mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
-            _turn_wait(turn, ME, j, PINGPONG)
+            _turn_wait(bars, ME, j, PINGPONG)
             s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
             o = o * alpha[:, None]
             p16 = gl.convert_layout(p.to(dtype), p_layout)
             acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
-            _turn_pass(turn, ME, PINGPONG)
+            _turn_pass(bars, ME, PINGPONG)
             s = warpgroup_mma_wait(1, deps=(s_tok, ))
             p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
             o = warpgroup_mma_wait(0, deps=(acc, ))
@@ -169,52 +201,59 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix,
         if (last + 1) * TILE_N > seq_len:
             # Keys past the sequence in the last tile hold whatever the page holds: P is 0 there, but
             # 0 * NaN is NaN, so their V rows are zeroed first, each consumer half of them, then both
-            # wait for each other (vfix counts two arrivals).
-            blocked: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
+            # wait for each other (barrier 2 counts two arrivals).
             half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
             v_half = half.load(blocked)
             keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2, layout=gl.SliceLayout(1, blocked))
             half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
             fence_async_shared()
-            mbarrier.arrive(vfix, count=1)
-            mbarrier.wait(vfix, 0)
+            mbarrier.arrive(bars.index(2), count=1)
+            mbarrier.wait(bars.index(2), 0)
         o = o * alpha[:, None]
         p16 = gl.convert_layout(p.to(dtype), p_layout)
         acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
         o = warpgroup_mma_wait(0, deps=(acc, ))
 
-    # Epilogue: O / l; NaN rows for impossible metadata (l is 0 there: 0 keys read).
+    # Epilogue: O / l (NaN rows for impossible metadata: l is 0 there, 0 keys read), staged through this
+    # warpgroup's Q buffer (its last QK^T is done) so that the stores are 16-byte vectors.
+    mbarrier.wait(bars.index(3), 0)  # the loader's verdict on the page ids it read
+    bad = bad | (gl.max(flag.load(gl.BlockedLayout([1], [32], [4], [0])), 0) != 0)
     l_i = gl.where(bad, float("nan"), l_i)
     o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
-    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, mma))
-    rows = block_row + offs_m // QPKV
-    heads = kv_head * QPKV + offs_m % QPKV
-    valid = (offs_m < BLOCK_Q * QPKV) & (rows < row_end) & (rows >= 0)
-    gl.store(out_ptr + rows.to(gl.int64)[:, None] * stride_o_tok + heads[:, None] * stride_o_head
-             + offs_d[None, :], o.to(out_ptr.dtype.element_ty), mask=valid[:, None])
+    q_half.store(o.to(dtype))
+    o_offs, o_mask = _row_offsets(block_row, row_end, kv_head, stride_o_tok, stride_o_head, ME * ROWS, ROWS, HEAD_DIM,
+                                  QPKV, BLOCK_Q, blocked)
+    gl.store(out_ptr + o_offs, q_half.load(blocked), mask=o_mask)
 
 
 @gluon.jit
-def _loader(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+def _loader(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
             num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
             QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
     """One warp: TMA copies of the K/V tiles into the ring, each slot refilled once both consumers
-    released it (``empty`` counts two arrivals; a fresh mbarrier passes the first round's wait)."""
+    released it (``empty`` counts two arrivals; a fresh mbarrier passes the first round's wait). It also
+    checks every page id it reads and tells the consumers (``flag``, then barrier 3) whether one was bad."""
+    bad = gl.to_tensor(0)
     for t in range(tile_hi):
         slot = t % STAGES
         mbarrier.wait(empty.index(slot), ((t // STAGES) & 1) ^ 1)
-        _issue_kv(k_desc, v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot), v_bufs.index(slot),
-                  ready.index(slot), PAGE_SIZE, TILE_N)
+        bad = bad | _issue_kv(k_desc, v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot),
+                              v_bufs.index(slot), ready.index(slot), PAGE_SIZE, TILE_N)
+    # Page ids outside the cache make the whole Q block NaN: the consumers read the verdict before their
+    # epilogue (a generic store, published by the mbarrier arrive).
+    flag.store(gl.full([32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0])) + bad)
+    mbarrier.arrive(bars.index(3), count=1)
 
 
 @gluon.jit
-def _consumer1(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+def _consumer1(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
                num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
             QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
     """The second consumer (a worker partition: same signature as the loader)."""
-    (out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head, bad,
-     qk_scale_log2) = consumer_args
-    _consumer(q_half, k_bufs, v_bufs, ready, empty, turn, vfix, out_ptr, stride_o_tok, stride_o_head, tile_hi,
+    (q_ptr, stride_q_tok, stride_q_head, out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start,
+     block_row, row_end, kv_head, bad, qk_scale_log2) = consumer_args
+    _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head, out_ptr,
+              stride_o_tok, stride_o_head, tile_hi,
               full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head, bad, qk_scale_log2,
               QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 1)
 
@@ -248,56 +287,50 @@ def _hopper_prefill_kernel(
         full_hi = gl.minimum((first_pos + 1) // TILE_N, tile_hi)  # tiles every row sees whole
         bt_row_ptr = block_table_ptr + seq.to(gl.int64) * stride_bt_seq
         p_hi = gl.cdiv(gl.minimum(tile_hi * TILE_N, seq_len), PAGE_SIZE)
-        if tile_hi > 0:
-            bad = bad | _pages_bad(bt_row_ptr, p_hi, num_blocks, num_warps)
-        tile_hi = gl.where(bad, 0, tile_hi)
 
-        # Q block -> shared memory, once, as two halves of 64 rows (one per consumer).
-        blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [num_warps, 1], [1, 0])
+        # Q as two halves of 64 rows, one per consumer (each loads its own).
         q_bufs = gl.allocate_shared_memory(q_ptr.dtype.element_ty, [2, BLOCK_M // 2, HEAD_DIM], Q_LAYOUT)
-        offs_db = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, blocked))
-        for h in gl.static_range(2):
-            offs_mb = h * (BLOCK_M // 2) + gl.arange(0, BLOCK_M // 2, layout=gl.SliceLayout(1, blocked))
-            q_rows = block_row + offs_mb // QPKV
-            q_valid = (offs_mb < BLOCK_Q * QPKV) & (q_rows < row_end) & (q_rows >= 0)
-            q_heads = kv_head * QPKV + offs_mb % QPKV
-            q = gl.load(q_ptr + q_rows.to(gl.int64)[:, None] * stride_q_tok + q_heads[:, None] * stride_q_head
-                        + offs_db[None, :], mask=q_valid[:, None], other=0.0)
-            q_bufs.index(h).store(q)
 
-        # The K/V ring, its barriers, the consumers' turn barriers and the last tile's V fix barrier.
+        # The K/V ring and its barriers.
         k_bufs = gl.allocate_shared_memory(k_desc.dtype, [STAGES, TILE_N, HEAD_DIM], k_desc.layout)
         v_bufs = gl.allocate_shared_memory(v_desc.dtype, [STAGES, TILE_N, HEAD_DIM], v_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        vfix = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        # bars: 0 and 1 the consumers' turns (ping-pong), 2 the last tile's V fix (both consumers arrive),
+        # 3 the loader's page-id verdict in `flag`.
+        bars = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+        flag = gl.allocate_shared_memory(gl.int32, [32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         for i in gl.static_range(STAGES):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
-        for i in gl.static_range(2):
-            mbarrier.init(turn.index(i), count=1)
-        mbarrier.init(vfix, count=2)
+        for i in gl.static_range(4):
+            mbarrier.init(bars.index(i), count=2 if i == 2 else 1)
         fence_async_shared()
 
         kv_col = kv_head * HEAD_DIM
-        consumer_args = (out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start, block_row,
+        consumer_args = (q_ptr, stride_q_tok, stride_q_head, out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start, block_row,
                          row_end, kv_head, bad, qk_scale_log2)
         gl.warp_specialize([
-            (_consumer, (q_bufs.index(0), k_bufs, v_bufs, ready, empty, turn, vfix, out_ptr, stride_o_tok,
+            (_consumer, (q_bufs.index(0), k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head,
+                         out_ptr, stride_o_tok,
                          stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head,
                          bad, qk_scale_log2, QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 0)),
-            (_consumer1, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr,
+            (_consumer1, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
                           tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
                           PINGPONG)),
-            (_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, turn, vfix, k_desc, v_desc, bt_row_ptr,
+            (_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
                        tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
                        PINGPONG)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
-def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sinks, k_scale, v_scale,
-              q_start_pos, lse) -> str | None:
+@functools.lru_cache(maxsize=None)
+def _capability(index):
+    return torch.cuda.get_device_capability(index)
+
+
+def supported(q, k_cache, *, causal=True, sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
+              k_scale=None, v_scale=None, q_start_pos=None, lse=None) -> str | None:
     """None when this kernel can serve the call, else why not (one phrase)."""
     if q.dtype not in _GL_DTYPES or k_cache.dtype != q.dtype:
         return "needs fp16/bf16 q with a cache of the same dtype"
@@ -315,9 +348,17 @@ def supported(q, k_cache, *, causal, sliding_window, softcap, alibi_slopes, sink
         return f"needs pages of 16, 32, 64 or a multiple of {TILE_N} keys (got {page})"
     if (q.shape[1] // kv_heads) > BLOCK_M:
         return f"needs at most {BLOCK_M} query heads per KV head"
-    if not (q.is_cuda and torch.version.hip is None and torch.cuda.get_device_capability(q.device)[0] >= 9):
+    if not (q.is_cuda and torch.version.hip is None and _capability(q.device.index)[0] >= 9):
         return "needs an NVIDIA Hopper (sm_90+) GPU"
     return None
+
+
+def auto_selects(q, k_cache, *, num_seqs: int, max_seqlen_q: int, **features) -> bool:
+    """Whether ``paged_attention`` without a config runs this kernel: prefill-heavy batches (at least
+    ``MIN_TOKENS_PER_SEQ`` query tokens per sequence on average, one of at least 128) that ``supported``
+    accepts, unless ``TRITIUM_GLUON=0``."""
+    return (AUTO and max_seqlen_q >= 128 and q.shape[0] >= MIN_TOKENS_PER_SEQ * num_seqs
+            and supported(q, k_cache, **features) is None)
 
 
 def descriptor(cache: torch.Tensor) -> TensorDescriptor:

@@ -305,6 +305,11 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     if max_seqlen_k is None:
         max_seqlen_k = int(seq_lens.max())
 
+    gluon_features = dict(causal=causal, sliding_window=sliding_window, softcap=softcap, alibi_slopes=alibi_slopes,
+                          sinks=sinks, k_scale=k_scale, v_scale=v_scale, q_start_pos=q_start_pos, lse=lse)
+    if config is None and num_splits is None and hopper.auto_selects(q, k_cache, num_seqs=num_seqs,
+                                                                     max_seqlen_q=max_seqlen_q, **gluon_features):
+        config = hopper.CONFIG
     if config is None:
         max_splits = MAX_SPLITS if workspace is None else workspace.max_splits
         config = select_attention_config(
@@ -312,9 +317,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
             dtype=q.dtype, device=q.device, max_splits=max_splits, kv_dtype=k_cache.dtype)
     if config.kernel == "gluon":
-        why = hopper.supported(q, k_cache, causal=causal, sliding_window=sliding_window, softcap=softcap,
-                               alibi_slopes=alibi_slopes, sinks=sinks, k_scale=k_scale, v_scale=v_scale,
-                               q_start_pos=q_start_pos, lse=lse)
+        why = hopper.supported(q, k_cache, **gluon_features)
         if why is not None:
             raise ValueError(f"config.kernel='gluon' (the Hopper prefill kernel) {why}")
         hopper.launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, scale=scale,

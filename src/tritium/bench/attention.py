@@ -8,8 +8,10 @@ sequence, reported in TB/s of K+V read (B*L*8*128*2*2 bytes); decode is timed as
 for every system (how decode runs in serving; removes host launch overhead for all alike), cold: the
 graph rotates over copies of the inputs that together are 3x the L2, so no call reads from L2 (every
 layer of a model reads different memory); the warm figures (one copy) are reported beside them.
-Each tritium result is first checked against SDPA's output. With ``--gluon``, prefill rows also time the
-experimental Gluon Hopper kernel (``AttentionConfig(kernel="gluon")``, ``gluon_tflops``).
+
+Prefill rows time what ``paged_attention`` runs by itself (``kernel``: the Gluon Hopper kernel where it
+fits, else the Triton kernel) and, where that is the Gluon kernel, the Triton kernel beside it
+(``triton_tflops``). Each tritium result is first checked against SDPA's output.
 """
 
 import itertools
@@ -20,7 +22,7 @@ import torch
 
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
+from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, select_attention_config
 from tritium.bench.common import copy_bandwidth_tbs, graph_kernel_us, header, matmul_tflops, print_table, time_ms
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -40,9 +42,6 @@ def add_arguments(parser):
     parser.add_argument("--profile", action="store_true",
                         help="decode rows: per-kernel microseconds of the cold graph (torch.profiler)")
     parser.add_argument("--partial", help="rewrite this JSON file after every case (survives a timeout)")
-    parser.add_argument("--gluon", action="store_true",
-                        help="prefill rows also time the experimental Gluon Hopper kernel (gluon_tflops); opt-in "
-                             "until tests/attention/test_hopper.py has passed on a GPU: a hang there would stall the run")
 
 
 def _paged_batch(batch: int, seq_len: int, q_len: int, block_size: int, dtype=torch.bfloat16):
@@ -127,7 +126,7 @@ def _time_configs(call, configs, *, graph):
     return default_ms, best_ms, best_cfg, results
 
 
-def bench_prefill(batch, seq_len, block_size, sweep, gluon=False):
+def bench_prefill(batch, seq_len, block_size, sweep):
     inputs, k_dense, v_dense = _paged_batch(batch, seq_len, seq_len, block_size)
     q = inputs["q"]
     q_dense = q.view(batch, seq_len, NUM_Q_HEADS, HEAD_DIM).transpose(1, 2)
@@ -144,11 +143,14 @@ def bench_prefill(batch, seq_len, block_size, sweep, gluon=False):
 
     ref = _sdpa(_sdpa_backends()["flash"], q_dense, k_rep, v_rep, True).transpose(1, 2).reshape_as(q)
     err = _rel_err(call(None), ref)
+    triton_cfg = select_attention_config(
+        num_tokens=q.shape[0], num_seqs=batch, num_q_heads=NUM_Q_HEADS, num_kv_heads=NUM_KV_HEADS,
+        head_dim=HEAD_DIM, block_size=block_size, max_seqlen_q=seq_len, max_seqlen_k=seq_len,
+        dtype=q.dtype, device=q.device)
+    # What paged_attention runs by itself: the Gluon Hopper kernel where it fits, else the Triton kernel.
+    gluon = hopper.auto_selects(q, inputs["k_cache"], num_seqs=batch, max_seqlen_q=seq_len)
     row = dict(kind="prefill", batch=batch, seq_len=seq_len, block_size=block_size, rel_err=err,
-               config=str(select_attention_config(
-                   num_tokens=q.shape[0], num_seqs=batch, num_q_heads=NUM_Q_HEADS, num_kv_heads=NUM_KV_HEADS,
-                   head_dim=HEAD_DIM, block_size=block_size, max_seqlen_q=seq_len, max_seqlen_k=seq_len,
-                   dtype=q.dtype, device=q.device)))
+               kernel="gluon" if gluon else "triton", config=str(hopper.CONFIG if gluon else triton_cfg))
     if err > 2e-2:
         row["error"] = f"tritium differs from SDPA: rel err {err:.3g}"
         return row
@@ -157,8 +159,9 @@ def bench_prefill(batch, seq_len, block_size, sweep, gluon=False):
     if sweep:
         row.update(best_ms=best_ms, best_tflops=flops / best_ms / 1e9, best_config=_cfg_str(best_cfg),
                    sweep={_cfg_str(c): round(flops / ms / 1e9, 1) for ms, c in results})
-    if gluon:
-        row.update(_gluon_prefill(call, ref, flops))
+    if gluon:  # the Triton kernel beside it, same inputs
+        err_t = _rel_err(call(triton_cfg), ref)
+        row.update(triton_rel_err=err_t, triton_tflops=flops / time_ms(lambda: call(triton_cfg)) / 1e9)
     for name, backend in _sdpa_backends().items():
         try:
             ms = time_ms(lambda: _sdpa(backend, q_dense, k_rep, v_rep, True))
@@ -166,22 +169,6 @@ def bench_prefill(batch, seq_len, block_size, sweep, gluon=False):
         except Exception as e:
             row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
     return row
-
-
-# The Gluon Hopper prefill kernel (tritium.attention.hopper): timed beside the default wherever it runs.
-GLUON = AttentionConfig(block_m=128, block_q=32, tile_n=128, num_splits=1, num_warps=8, num_stages=3, kernel="gluon")
-
-
-def _gluon_prefill(call, ref, flops) -> dict:
-    """``gluon_tflops`` and ``gluon_rel_err`` (checked against SDPA first), or ``gluon_error``."""
-    try:
-        err = _rel_err(call(GLUON), ref)
-        if not err <= 2e-2:
-            return dict(gluon_rel_err=err, gluon_error=f"differs from SDPA: rel err {err:.3g}")
-        ms = time_ms(lambda: call(GLUON))
-        return dict(gluon_rel_err=err, gluon_tflops=flops / ms / 1e9)
-    except Exception as e:  # not supported here, or a failure of the experimental kernel: reported, not fatal
-        return dict(gluon_error=f"{type(e).__name__}: {str(e)[:200]}")
 
 
 def _cold_copies(nbytes: int) -> int:
@@ -274,8 +261,7 @@ def run(args) -> dict:
     for block_size in block_sizes:
         for batch, seq_len in PREFILL_CASES:
             if _selected(args, "prefill", batch, seq_len):
-                rows.append(bench_prefill(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0],
-                                          args.gluon))
+                rows.append(bench_prefill(batch, seq_len, block_size, args.sweep and block_size == block_sizes[0]))
                 _report(rows[-1], result, args.partial)
         for batch, seq_len in DECODE_CASES:
             if _selected(args, "decode", batch, seq_len):
@@ -287,15 +273,15 @@ def run(args) -> dict:
             r["vs_sdpa_flash"] = r["tritium_tflops"] / r.get("sdpa_flash_tflops", math.nan)
             r["vs_matmul_ceiling"] = r["tritium_tflops"] / result["ceilings"]["matmul_tflops"]
             r["vs_sdpa_cudnn"] = r["tritium_tflops"] / r.get("sdpa_cudnn_tflops", math.nan)
-            if "gluon_tflops" in r:
-                r["gluon_vs_sdpa_cudnn"] = r["gluon_tflops"] / r.get("sdpa_cudnn_tflops", math.nan)
+            if "triton_tflops" in r:
+                r["triton_vs_sdpa_cudnn"] = r["triton_tflops"] / r.get("sdpa_cudnn_tflops", math.nan)
         if r["kind"] == "decode" and "tritium_tbs" in r:
             r["vs_copy_ceiling"] = r["tritium_tbs"] / result["ceilings"]["copy_tbs"]
             r["vs_sdpa_cudnn"] = r["tritium_tbs"] / r.get("sdpa_cudnn_tbs", math.nan)
     print_table([r for r in rows if r["kind"] == "prefill"],
-                ["batch", "seq_len", "block_size", "tritium_tflops", "best_tflops", "gluon_tflops", "sdpa_flash_tflops",
-                 "sdpa_cudnn_tflops", "vs_sdpa_flash", "vs_sdpa_cudnn", "gluon_vs_sdpa_cudnn", "vs_matmul_ceiling",
-                 "rel_err"],
+                ["batch", "seq_len", "block_size", "kernel", "tritium_tflops", "best_tflops", "triton_tflops",
+                 "sdpa_flash_tflops", "sdpa_cudnn_tflops", "vs_sdpa_flash", "vs_sdpa_cudnn", "triton_vs_sdpa_cudnn",
+                 "vs_matmul_ceiling", "rel_err"],
                 title="\nprefill, causal (TFLOP/s)")
     print_table([r for r in rows if r["kind"] == "decode"],
                 ["batch", "seq_len", "block_size", "tritium_us", "tritium_tbs", "best_tbs", "tritium_warm_tbs",
