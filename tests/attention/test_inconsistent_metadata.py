@@ -12,7 +12,7 @@ validate=True still reports every case as a ValueError (in process: it raises be
 import pytest
 import torch
 
-from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
 from tritium.attention.reference import write_kv_cache_ref
 from tritium.runtime import default_device
 
@@ -30,6 +30,8 @@ PATHS = {
     "unsplit": (DECODE, {"num_splits": 1}),
     "split3-sinks": (DECODE, {"num_splits": 3, "features": "sinks"}),
     "prefill": (PREFILL, {"num_splits": 1}),
+    # The Gluon Hopper kernel (tritium.attention.hopper): on a Hopper GPU only.
+    "gluon": (Shape(q_lens=(3, 1, 40, 2), seq_lens=(20, 17, 45, 33), head_dim=128), {"config": hopper.CONFIG}),
 }
 
 
@@ -162,6 +164,10 @@ def check_kv_write(seed: int) -> None:
         assert torch.equal(r, w), f"{name}: the reference's writes differ from the in-range tokens"
 
 
+def _hopper_gpu() -> bool:
+    return default_device().type == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability()[0] >= 9
+
+
 def _in_child(function: str, *args) -> None:
     run_in_child(__name__, function, *args)
 
@@ -169,6 +175,8 @@ def _in_child(function: str, *args) -> None:
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("case", list(CASES))
 def test_inconsistent_metadata(case, path):
+    if path == "gluon" and not _hopper_gpu():
+        pytest.skip("the Gluon kernel needs a Hopper GPU")
     _in_child("check_case", case, path, torch.initial_seed())
 
 

@@ -47,7 +47,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from tritium.attention.config import AttentionConfig
-from tritium.attention.kernels import _locate_q_block
+from tritium.attention.kernels import _q_block_of
 
 BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
@@ -65,25 +65,39 @@ _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 
 
 @gluon.jit
-def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot, v_slot, bar,
-              PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr):
-    """TMA copies of key tile ``tile`` (K and V) into one ring slot, counted on ``bar``: one copy of
-    ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page; returns 1 when one of the tile's page ids lies
+def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: gl.constexpr, num_warps: gl.constexpr):
+    """``kernels._find_seq`` in one vector load of up to 512 entries instead of a binary search (a load
+    latency per halving): the count of s in [1, num_seqs) with cu_seqlens_q[s] // BLOCK_Q + s <= q_slot,
+    which is the largest such s when the entries do not decrease (where they do, the checks of
+    ``_q_block_of`` make the sequences involved NaN)."""
+    layout: gl.constexpr = gl.BlockedLayout([4], [32], [num_warps], [0])
+    count = gl.to_tensor(0)
+    for start in range(1, num_seqs, 512):
+        s = start + gl.arange(0, 512, layout=layout)
+        cu = gl.load(cu_seqlens_q_ptr + s, mask=s < num_seqs, other=0)
+        count += gl.sum(((s < num_seqs) & (cu // BLOCK_Q + s <= q_slot)).to(gl.int32), 0)
+    return count
+
+
+@gluon.jit
+def _issue_tile(desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, slot, bar,
+                PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr):
+    """TMA copies of key tile ``tile`` of one cache (K or V) into a ring slot, counted on ``bar``: one copy
+    of ``BOX = min(PAGE_SIZE, TILE_N)`` keys per page; returns 1 when one of the tile's page ids lies
     outside [0, num_blocks). A page past the sequence's ``p_hi`` pages is addressed past the cache (row
     num_blocks * PAGE_SIZE), and so is any page id out of range: TMA copies are bounds-checked against
-    the cache and fill what lies outside with zeros. Runs in the one-warp loader partition: the tile's
+    the cache and fill what lies outside with zeros. Runs in a one-warp loader partition: the tile's
     page ids come in one vector load (one latency, not one per page)."""
     BOX: gl.constexpr = PAGE_SIZE if PAGE_SIZE < TILE_N else TILE_N
     NP: gl.constexpr = TILE_N // BOX
-    mbarrier.expect(bar, 2 * k_desc.block_type.nbytes * NP)
+    mbarrier.expect(bar, desc.block_type.nbytes * NP)
     if NP == 1:
         key = tile * TILE_N
         p = key // PAGE_SIZE
         page = gl.load(bt_row_ptr + p, mask=p < p_hi, other=num_blocks)
         bad = ((page < 0) | ((page >= num_blocks) & (p < p_hi))).to(gl.int32)
         row = gl.where(bad != 0, num_blocks, page) * PAGE_SIZE + key % PAGE_SIZE
-        tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot)
-        tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot)
+        tma.async_copy_global_to_shared(desc, [row, kv_col], bar, slot)
     else:
         layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
         idx = gl.arange(0, NP, layout=layout)
@@ -94,8 +108,7 @@ def _issue_kv(k_desc, v_desc, bt_row_ptr, tile, p_hi, kv_col, num_blocks, k_slot
         pages = gl.where(out, num_blocks, pages)
         for i in gl.static_range(NP):
             row = gl.sum(gl.where(idx == i, pages, 0), 0) * PAGE_SIZE
-            tma.async_copy_global_to_shared(k_desc, [row, kv_col], bar, k_slot.slice(i * BOX, BOX))
-            tma.async_copy_global_to_shared(v_desc, [row, kv_col], bar, v_slot.slice(i * BOX, BOX))
+            tma.async_copy_global_to_shared(desc, [row, kv_col], bar, slot.slice(i * BOX, BOX))
     return bad
 
 
@@ -229,26 +242,33 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_
 @gluon.jit
 def _loader(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
             num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
-            QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
-    """One warp: TMA copies of the K/V tiles into the ring, each slot refilled once both consumers
-    released it (``empty`` counts two arrivals; a fresh mbarrier passes the first round's wait). It also
-    checks every page id it reads and tells the consumers (``flag``, then barrier 3) whether one was bad."""
+            QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr, WHICH: gl.constexpr):
+    """One warp: TMA copies of the K (WHICH=0) or V (WHICH=1) tiles into the ring, each slot refilled
+    once both consumers released it (``empty`` counts two arrivals; a fresh mbarrier passes the first
+    round's wait; ``ready`` counts both loaders). Two loaders because one warp issuing every copy (32 a
+    tile with 16-key pages) fell behind the consumers. The K loader also checks every page id it reads
+    and tells the consumers (``flag``, then barrier 3) whether one was bad."""
     bad = gl.to_tensor(0)
     for t in range(tile_hi):
         slot = t % STAGES
         mbarrier.wait(empty.index(slot), ((t // STAGES) & 1) ^ 1)
-        bad = bad | _issue_kv(k_desc, v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot),
-                              v_bufs.index(slot), ready.index(slot), PAGE_SIZE, TILE_N)
-    # Page ids outside the cache make the whole Q block NaN: the consumers read the verdict before their
-    # epilogue (a generic store, published by the mbarrier arrive).
-    flag.store(gl.full([32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0])) + bad)
-    mbarrier.arrive(bars.index(3), count=1)
+        if WHICH == 0:
+            bad = bad | _issue_tile(k_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot),
+                                    ready.index(slot), PAGE_SIZE, TILE_N)
+        else:
+            bad = bad | _issue_tile(v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, v_bufs.index(slot),
+                                    ready.index(slot), PAGE_SIZE, TILE_N)
+    if WHICH == 0:
+        # Page ids outside the cache make the whole Q block NaN: the consumers read the verdict before
+        # their epilogue (a generic store, published by the mbarrier arrive).
+        flag.store(gl.full([32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0])) + bad)
+        mbarrier.arrive(bars.index(3), count=1)
 
 
 @gluon.jit
 def _consumer1(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
                num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
-            QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr):
+               QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr, WHICH: gl.constexpr):
     """The second consumer (a worker partition: same signature as the loader)."""
     (q_ptr, stride_q_tok, stride_q_head, out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start,
      block_row, row_end, kv_head, bad, qk_scale_log2) = consumer_args
@@ -277,8 +297,9 @@ def _hopper_prefill_kernel(
     q_slot = gl.num_programs(0) - 1 - gl.program_id(0)
     kv_head = gl.program_id(1)
     # Impossible metadata gives `bad`, as in kernels._paged_attention_kernel.
-    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
-        cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q, num_warps)
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
+        seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
     if block_row < row_end:
         context_len = seq_len - (q_end - q_start)
         first_pos = context_len + (block_row - q_start)
@@ -301,7 +322,7 @@ def _hopper_prefill_kernel(
         bars = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
         flag = gl.allocate_shared_memory(gl.int32, [32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(ready.index(i), count=2)
             mbarrier.init(empty.index(i), count=2)
         for i in gl.static_range(4):
             mbarrier.init(bars.index(i), count=2 if i == 2 else 1)
@@ -312,16 +333,18 @@ def _hopper_prefill_kernel(
                          row_end, kv_head, bad, qk_scale_log2)
         gl.warp_specialize([
             (_consumer, (q_bufs.index(0), k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head,
-                         out_ptr, stride_o_tok,
-                         stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head,
-                         bad, qk_scale_log2, QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 0)),
+                         out_ptr, stride_o_tok, stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start,
+                         block_row, row_end, kv_head, bad, qk_scale_log2, QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 0)),
             (_consumer1, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
                           tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
-                          PINGPONG)),
+                          PINGPONG, 0)),
             (_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
                        tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
-                       PINGPONG)),
-        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+                       PINGPONG, 0)),
+            (_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
+                       tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                       PINGPONG, 1)),
+        ], [4, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
 
 
 @functools.lru_cache(maxsize=None)

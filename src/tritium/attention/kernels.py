@@ -53,6 +53,14 @@ def _locate_q_block(cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv
     first sequence's start at 0, as _find_seq counts them; the last's end at num_tokens), equal to
     [q_start, q_end) when consistent; ``block_row`` is this Q block's first row (>= row_end: no rows)."""
     seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
+    return _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q,
+                       HAS_Q_START)
+
+
+@triton.jit
+def _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot,
+                BLOCK_Q: tl.constexpr, HAS_Q_START: tl.constexpr):
+    """``_locate_q_block`` once the sequence is known (the Gluon kernel finds it its own way)."""
     q_start = tl.load(cu_seqlens_q_ptr + seq)
     q_end = tl.load(cu_seqlens_q_ptr + seq + 1)
     seq_len = tl.load(seq_lens_ptr + seq)
