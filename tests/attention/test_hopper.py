@@ -64,9 +64,10 @@ print(json.dumps(dict(shared=kernel.metadata.shared, ptxas=info,
                                                        (256, 1, "bfloat16", True)],
                          ids=["bs16-G4-bf16-pingpong", "bs64-G8-fp16", "bs256-G1-bf16-pingpong"])
 def test_compiles_for_sm90_with_its_pipeline(page, group, dtype, pingpong):
-    """Compiled for sm_90 on the CPU: no spills, shared memory within the 227 KiB an H100 block may use,
-    TMA copies and wgmma with a wait that leaves one group in flight (the next tile's scores computed
-    during this tile's softmax), and ptxas does not serialise the wgmmas (warning C7514)."""
+    """Compiled for sm_90 on the CPU: at most a few spilled values (kept across the loop for the epilogue),
+    shared memory within the 227 KiB an H100 block may use, TMA copies and wgmma with a wait that leaves
+    one group in flight (P V runs under the next tile's softmax), and ptxas does not serialise the wgmmas
+    (warning C7514)."""
     code = _COMPILE.format(page=page, group=group, dtype=dtype, pingpong=pingpong)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -177,3 +178,23 @@ def test_gpu_bad_page_id_gives_nan_rows():
 def test_gpu_cuda_graph_replay():
     """Captured in a CUDA graph (the descriptors go in by value) and replayed on new queries."""
     run_in_child(__name__, "check_cuda_graph_replay", timeout=240)
+
+
+def check_auto_selection() -> None:
+    from tritium.attention import hopper
+    prefill = GPU_SHAPES[1].batch(torch.bfloat16)
+    assert hopper.auto_selects(prefill.q, prefill.k_cache, num_seqs=2, max_seqlen_q=700)
+    assert not hopper.auto_selects(prefill.q, prefill.k_cache, num_seqs=2, max_seqlen_q=700, sliding_window=64)
+    decode = Shape(q_lens=(1,) * 8, seq_lens=(300,) * 8, block_size=16, num_q_heads=32, num_kv_heads=8,
+                   head_dim=128).batch(torch.bfloat16)
+    assert not hopper.auto_selects(decode.q, decode.k_cache, num_seqs=8, max_seqlen_q=1)
+    out = poisoned_like(prefill.q)
+    paged_attention(*prefill.args, out=out)  # no config: the Gluon kernel, by itself
+    torch.cuda.synchronize()
+    assert_rel_close(out, prefill.ref(), TOL[torch.bfloat16])
+
+
+@pytest.mark.gpu
+def test_gpu_auto_selection():
+    """paged_attention picks the kernel for a prefill batch by itself, not for decode or a window."""
+    run_in_child(__name__, "check_auto_selection", timeout=240)

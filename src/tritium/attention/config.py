@@ -35,9 +35,9 @@ class AttentionConfig:
     num_splits: int  # split-KV factor (1: no split, no merge kernel)
     num_warps: int
     num_stages: int
-    # "triton": kernels.py, every feature. "gluon": the Hopper causal-prefill kernel (tritium.attention.hopper,
-    # experimental: its tiles are fixed, the fields above are ignored); only a configuration given to
-    # paged_attention selects it, neither the trees nor the hand rules do.
+    # "triton": kernels.py, every feature. "gluon": the Hopper causal-prefill kernel (tritium.attention.hopper:
+    # its tiles are fixed, the fields above are ignored). paged_attention picks it by itself, before the trees
+    # and hand rules, for prefill-heavy calls that it serves on Hopper (hopper.auto_selects).
     kernel: str = "triton"
 
     def __post_init__(self):

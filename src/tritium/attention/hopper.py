@@ -4,11 +4,11 @@ What the tile language cannot express and this kernel does (FlashAttention-3's s
 one Q block (128 rows: query tokens x the query heads of one KV head, as in ``kernels.py``) and runs as
 three partitions (``gl.warp_specialize``):
 
-- the loader (1 warp, 24 registers): per key tile, the tile's page ids in one vector load, then TMA
-  copies of ``[min(page, tile), head_dim]`` per page into a ring of ``STAGES`` K/V slots (``ready``
-  mbarriers count the bytes; ``empty`` ones count both consumers' releases). It also checks every page
-  id it reads and hands the verdict to the consumers at the end (bad ids are copied as zeros: TMA is
-  bounds-checked against the cache);
+- two loaders (a warp and 24 registers each, one for K and one for V): per key tile, the tile's page
+  ids in one vector load, then TMA copies of ``[min(page, tile), head_dim]`` per page into a ring of
+  ``STAGES`` K/V slots (``ready`` mbarriers count both loaders' bytes; ``empty`` ones count both
+  consumers' releases). The K loader also checks every page id it reads and hands the verdict to the
+  consumers at the end (bad ids are copied as zeros: TMA is bounds-checked against the cache);
 - two consumers (a warpgroup and 240 registers each, 64 rows each). Per key tile j::
 
       issue   S_j = Q K_j^T                     (wgmma, async)
@@ -22,7 +22,7 @@ three partitions (``gl.warp_specialize``):
   (16-byte stores).
 
 Nothing crosses the loop's back edge in flight: written that way (stop 27) ptxas serialised every wgmma
-(C7514). Measured on the H100 (bench/NOTES.md): 0.88-1.09x cuDNN on the prefill anchors, 1.3-1.5x the
+(C7514). Measured on the H100 (bench/NOTES.md): 0.91-1.09x cuDNN on the prefill anchors, 1.3-1.6x the
 Triton kernel.
 
 Scope (``supported`` says whether a call fits): causal, no sliding window, softcap, ALiBi, sinks,
