@@ -18,13 +18,3 @@ def test_decode_sweep_candidates():
                                                  num_stages=2))
     assert {c.num_splits for c in wide[1:]} == {32, 64}
 
-
-def test_gluon_prefill_failure_is_reported_not_raised():
-    """The experimental kernel's row entry: an error (unsupported here, or a failure) becomes gluon_error."""
-    from tritium.bench.attention import _gluon_prefill
-
-    def call(cfg):
-        raise ValueError("config.kernel='gluon' (the Hopper prefill kernel) needs an NVIDIA Hopper (sm_90+) GPU")
-
-    row = _gluon_prefill(call, ref=None, flops=1.0)
-    assert set(row) == {"gluon_error"} and "Hopper" in row["gluon_error"]

@@ -278,7 +278,7 @@ def _paged_attention_kernel(
     split = tl.program_id(2)
 
     # Impossible metadata (see above): scalar checks, once per program (_locate_q_block). Cost per program:
-    # two more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
+    # a few more scalar loads of cu_seqlens_q (the cache lines the search already read) and ~20 scalar
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
     # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
     # (_pages_out_of_range), so the key loop is unchanged.
