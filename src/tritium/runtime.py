@@ -70,6 +70,18 @@ def num_sms(device: torch.device) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def max_shared_memory(device: torch.device) -> int | None:
+    """Shared memory (LDS on AMD) one program may use on ``device``, bytes: the figure Triton's launcher
+    checks a kernel against (232,448 on an H100, 65,536 on an MI300X). None for the interpreter (no limit)."""
+    if device.type != "cuda" or interpreting():
+        return None
+    from triton.runtime import driver
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return driver.active.utils.get_device_properties(index)["max_shared_mem"]
+
+
+@functools.lru_cache(maxsize=None)
 def device_name(device: torch.device) -> str:
     if device.type != "cuda":
         return "triton-interpreter"

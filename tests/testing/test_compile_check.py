@@ -162,3 +162,44 @@ def test_cover_keeps_each_kernel_apart():
     a = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=True, TAG=0)]
     b = [_entry(check_kernels.ptx_kernel, _x(), BLOCK=64, TAG=0)]
     assert len(compile_check.cover(a + b)) == 2  # the same constexpr values, two kernels: both compiled
+
+
+def test_record_names_the_arguments_the_gpu_specialises_as_divisible_by_16():
+    """A 16-byte-aligned tensor and an int divisible by 16 are recorded as ``aligned`` (compiled with
+    tt.divisibility, as Triton's JIT specialises them on a GPU); a misaligned view, an int that is not,
+    and an argument the kernel does not specialise are not."""
+    x = _x()
+    assert x.data_ptr() % 16 == 0
+    assert _entry(check_kernels.portable_kernel, x, 64, BLOCK=64)["aligned"] == ["x_ptr", "n"]
+    assert _entry(check_kernels.portable_kernel, x[1:], 63, BLOCK=64)["aligned"] == []
+    entry = compile_check._describe(check_kernels.portable_kernel.fn, (x, 64), dict(BLOCK=64),
+                                    do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr"])
+    assert entry["aligned"] == []
+
+
+def test_aligned_arguments_reach_the_compiler(tmp_path):
+    """The recorded ``aligned`` arguments are compiled as divisible by 16: the TTIR says so."""
+    entry = _entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64)
+    script = ("import sys, tempfile\nfrom tritium.testing import compile_check\n"
+              "entries, _ = compile_check.load(sys.argv[1])\n"
+              "for aligned in (True, False):\n"
+              "    e = dict(entries[0], aligned=entries[0]['aligned'] if aligned else [])\n"
+              "    ok, path = compile_check._frontend(e, 'cuda:90', tempfile.mkdtemp())\n"
+              "    print(aligned, ok, open(path).read().count('tt.divisibility = 16'))\n")
+    code, out = _check(tmp_path, [entry], script=script)
+    assert code == 0, out
+    assert "True True 2" in out and "False True 0" in out, out
+
+
+def test_a_program_over_the_targets_shared_memory_fails(tmp_path):
+    """A program that compiles but needs more shared memory than the target has (SHARED_LIMITS; here
+    made smaller than any program's) could not launch there: the check fails, naming it."""
+    entries = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64)]
+    script = ("import sys\nfrom tritium.testing import compile_check\n"
+              "compile_check.SHARED_LIMITS['hip:gfx942'] = -1\n"
+              "sys.exit(compile_check.main(sys.argv[1:]))\n")
+    code, out = _check(tmp_path, entries, "--target", "cuda:90,hip:gfx942", script=script)
+    assert code == 1, out
+    assert "FAILED hip:gfx942 check_kernels.portable_kernel" in out and "bytes of shared memory, hip:gfx942 has -1" in out
+    assert "cuda:90 compile check of 1 kernel launches: 1 passed, 0 failed" in out
+    assert set(compile_check.SHARED_LIMITS) == {"cuda:90", "hip:gfx942", "hip:gfx950"}

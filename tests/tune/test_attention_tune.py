@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tritium.attention import paged_attention, select_attention_config, tuned
+from tritium.attention import config as config_mod
 from tritium.attention.config import DECODE, MAX_SPLITS, PREFILL, config_from_knobs, features
 from tritium.attention.reference import paged_attention_ref
 from tritium.runtime import default_device, interpreting
@@ -228,3 +229,55 @@ def test_holdout_never_takes_the_anchors():
     assert held == trees.split_holdout(records, 0, anchors)[1]
     # without the anchors named, some are held out (the draw this guards against)
     assert anchors & {r["name"] for r in trees.split_holdout(records, 0)[1]}
+
+
+def test_unfit_keys_take_what_failed_and_everything_larger():
+    from tritium.tune import trees
+
+    def record(head_dim, kv_bits, configs, errors):
+        return dict(features=dict(head_dim=head_dim, kv_bits=kv_bits), configs=configs, errors=errors)
+
+    oor = "OutOfResources: out of resource: shared memory, Required: 274432, Hardware limit: 232448."
+    records = [record(256, 16, {"a": [16, 4, 128, 1, 4, 3], "b": [16, 4, 64, 1, 4, 2], "c": [32, 8, 128, 1, 4, 2]},
+                      {"a": oor, "z": oor}),
+               record(128, 16, {"d": [64, 8, 128, 1, 4, 3]}, {"d": "RuntimeError: something else"}),
+               record(192, 8, {"e": [64, 8, 128, 1, 4, 3]}, {})]
+    unfit = trees.unfit_keys(records)
+    assert (16, 128, 4, 3, 256, 16) in unfit                          # failed
+    assert {(32, 128, 4, 3, 256, 16), (64, 128, 4, 3, 256, 16)} <= unfit  # larger Q blocks need more
+    assert (16, 64, 4, 2, 256, 16) not in unfit and (32, 128, 4, 2, 256, 16) not in unfit  # fewer stages
+    assert (16, 128, 4, 3, 256, 8) not in unfit and (16, 128, 4, 3, 128, 16) not in unfit  # smaller KV / heads
+    assert (64, 128, 4, 3, 128, 16) not in unfit  # another error than resources
+    assert not trees.unfit_keys([record(256, 16, {"b": [16, 4, 64, 1, 4, 2]}, {})])
+
+
+@pytest.mark.parametrize("module", _committed())
+def test_committed_tree_unfit_is_its_sweeps(module):
+    """UNFIT of a committed tree is what its sweep JSON gives, and holds every configuration that ran out
+    of resources there; the tree's answers for those go to the hand rules."""
+    from tritium.tune import trees
+
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    path = re.search(r"--fit (\S+)``", tree.__doc__).group(1)
+    records = json.loads((REPO / path).read_text())["records"]
+    assert tree.UNFIT == trees.unfit_keys(records)
+    failed = [(r, key) for r in records for key in r.get("errors", {})]
+    assert failed and all(trees._resource_key(r, key) in tree.UNFIT for r, key in failed)
+    rng = random.Random(3)
+    for _ in range(300):
+        b = dict(_random_batch(rng), head_dim=rng.choice((192, 256)))
+        kv = rng.choice((torch.bfloat16, torch.float8_e4m3fn))
+        cfg = select_attention_config(**b, dtype=torch.bfloat16, kv_dtype=kv, device=torch.device("cpu"), tree=tree)
+        assert config_mod.resource_key(cfg, b["head_dim"], kv) not in tree.UNFIT, (b, cfg)
+
+
+def test_validation_counts_an_unfit_pick_as_the_hand_rules():
+    from tritium.tune import trees
+
+    record = dict(name="w", family=DECODE, features=dict(head_dim=256, kv_bits=16),
+                  times_ms={"hand": 2.0, "128-3-1": None, "64-2-1": 1.0},
+                  configs={"hand": [16, 4, 32, 8, 4, 2], "128-3-1": [16, 4, 128, 8, 4, 3], "64-2-1": [16, 4, 64, 8, 4, 2]})
+    (row,) = trees.validate([record], lambda fam, f: (128, 3, 1), frozenset({(16, 128, 4, 3, 256, 16)}))
+    assert (row["pick"], row["vs_best"], row["vs_hand"]) == ("hand", 2.0, 1.0)
+    (row,) = trees.validate([record], lambda fam, f: (128, 3, 1))
+    assert row["vs_best"] == math.inf

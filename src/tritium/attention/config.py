@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tritium.runtime import device_name, num_sms
+from tritium.runtime import device_name, max_shared_memory, num_sms
 
 from tritium.attention import tuned
 
@@ -69,7 +69,7 @@ def features(*, num_tokens: int, num_seqs: int, num_q_heads: int, num_kv_heads: 
     programs = num_seqs * max(1, -(-max_seqlen_q // block_q)) * num_kv_heads
     return dict(num_seqs=num_seqs, num_tokens=num_tokens, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
                 head_dim=head_dim, group=group, num_kv_heads=num_kv_heads, block_size=block_size,
-                kv_bits=8 * torch.empty((), dtype=kv_dtype).element_size(), programs=programs)
+                kv_bits=8 * kv_dtype.itemsize, programs=programs)
 
 
 def config_from_knobs(kind: str, knobs: tuple, *, num_seqs: int, num_q_heads: int, num_kv_heads: int,
@@ -116,16 +116,46 @@ def select_attention_config(*, num_tokens: int, num_seqs: int, num_q_heads: int,
             head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
             kv_dtype=kv_dtype))
         if knobs != "hand":
-            return config_from_knobs(kind, knobs, num_seqs=num_seqs, num_q_heads=num_q_heads,
-                                     num_kv_heads=num_kv_heads, max_seqlen_q=max_seqlen_q,
-                                     max_seqlen_k=max_seqlen_k, sms=num_sms(device), max_splits=max_splits)
+            config = config_from_knobs(kind, knobs, num_seqs=num_seqs, num_q_heads=num_q_heads,
+                                       num_kv_heads=num_kv_heads, max_seqlen_q=max_seqlen_q,
+                                       max_seqlen_k=max_seqlen_k, sms=num_sms(device), max_splits=max_splits)
+            key = resource_key(config, head_dim, kv_dtype)
+            if key not in getattr(tree, "UNFIT", ()) and (key, dtype, device) not in _UNFIT_HERE:
+                return config
     return hand_rules(num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                       max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, dtype=dtype, sms=num_sms(device),
-                      max_splits=max_splits)
+                      max_splits=max_splits, max_shared=max_shared_memory(device))
+
+
+# Configurations that did not fit on this process's GPUs (``mark_unfit``): (resource key, q dtype, device).
+_UNFIT_HERE: set = set()
+
+
+def resource_key(config: AttentionConfig, head_dim: int, kv_dtype: torch.dtype) -> tuple:
+    """What a configuration's shared memory and registers depend on: (block_m, tile_n, num_warps,
+    num_stages, padded head_dim, KV bits). A tree module's ``UNFIT`` holds the keys whose launches ran
+    out of resources in its sweep (``python -m tritium.tune attention`` exports them); the tree's
+    answer is not taken for those, nor for keys ``mark_unfit`` recorded in this process."""
+    return (config.block_m, config.tile_n, config.num_warps, config.num_stages, next_pow2(head_dim),
+            8 * kv_dtype.itemsize)
+
+
+def mark_unfit(config: AttentionConfig, *, head_dim: int, dtype: torch.dtype, kv_dtype: torch.dtype,
+               device: torch.device) -> None:
+    """Record that ``config`` ran out of resources (shared memory, registers) on ``device``: from now on
+    ``select_attention_config`` answers the hand rules where a tree would answer it. The launcher calls
+    this when a tree's configuration fails to launch, then runs the hand rules' one."""
+    _UNFIT_HERE.add((resource_key(config, head_dim, kv_dtype), dtype, torch.device(device)))
+
+
+# Below this much shared memory a program (AMD MI300X: 64 KiB of LDS), the hand rules' 128-key tiles and
+# third stage do not fit (see hand_rules).
+SMALL_SHARED = 128 * 1024
 
 
 def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: int, max_seqlen_q: int,
-               max_seqlen_k: int, dtype: torch.dtype, sms: int, max_splits: int = MAX_SPLITS) -> AttentionConfig:
+               max_seqlen_k: int, dtype: torch.dtype, sms: int, max_splits: int = MAX_SPLITS,
+               max_shared: int | None = None) -> AttentionConfig:
     """The configuration chosen without a tuned tree.
 
     Decode-like batches (max_seqlen_q * group <= 64 rows: decode, speculative verification) use the
@@ -133,6 +163,8 @@ def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: 
     4 programs per SM, batches of about one program per SM to about 2 (with larger KV tiles), larger
     batches not at all. The split count is a ceiling/floor of SMs over programs, so it falls smoothly
     as the batch grows. Prefill batches use 128-row Q blocks (64 for fp32 or head_dim > 128), no split.
+    ``max_shared``: the device's shared memory a program (``tritium.runtime.max_shared_memory``); under
+    ``SMALL_SHARED`` 128-key tiles and 3 stages are not used.
     """
     group = num_q_heads // num_kv_heads
     rows = max_seqlen_q * group
@@ -185,6 +217,12 @@ def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: 
     if fp32:
         tile_n = min(tile_n, 32)
         num_stages = 2
+    if max_shared is not None and max_shared < SMALL_SHARED and tile_n > 64:
+        # NOTE: not run on AMD; sizes from Triton's own compiles for gfx942 (MI300X, 64 KiB of LDS) with the
+        # GPU's alignment specialisation (python -m tritium.testing.compile_check, which fails a launch over a
+        # target's shared memory), head_dim 128, 16-bit KV: prefill 128x128 tiles, 8 warps, 3 stages need
+        # 160 KiB, 128x64 with 2 stages 48 KiB; decode 16x128 with 3 stages 128 KiB, 16x64 with 2 stages 32 KiB.
+        tile_n, num_stages = 64, 2
     return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=num_splits,
                            num_warps=num_warps, num_stages=num_stages)
 

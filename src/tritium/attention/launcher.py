@@ -3,12 +3,13 @@
 import math
 
 import torch
+from triton.runtime.errors import OutOfResources
 
 from tritium.runtime import interpreting, pdl_launch
 
 from tritium.attention import hopper
-from tritium.attention.config import (MAX_SPLITS, AttentionConfig, next_pow2, select_attention_config,
-                                      select_merge_warps)
+from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, next_pow2,
+                                      select_attention_config, select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
@@ -182,6 +183,15 @@ def _scale_arg(name, scale, device):
     return None, float(scale)
 
 
+def _select(q, k_cache, num_seqs: int, max_seqlen_q: int, max_seqlen_k: int, workspace) -> AttentionConfig:
+    num_tokens, num_q_heads, head_dim = q.shape
+    return select_attention_config(
+        num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=k_cache.shape[2],
+        head_dim=head_dim, block_size=k_cache.shape[1], max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+        dtype=q.dtype, device=q.device, max_splits=MAX_SPLITS if workspace is None else workspace.max_splits,
+        kv_dtype=k_cache.dtype)
+
+
 def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                     max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
                     softmax_scale: float | None = None, causal: bool = True,
@@ -310,12 +320,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     if config is None and num_splits is None and hopper.auto_selects(q, k_cache, num_seqs=num_seqs,
                                                                      max_seqlen_q=max_seqlen_q, **gluon_features):
         config = hopper.CONFIG
-    if config is None:
-        max_splits = MAX_SPLITS if workspace is None else workspace.max_splits
-        config = select_attention_config(
-            num_tokens=num_tokens, num_seqs=num_seqs, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
-            head_dim=head_dim, block_size=block_size, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-            dtype=q.dtype, device=q.device, max_splits=max_splits, kv_dtype=k_cache.dtype)
+    selected = config is None
+    if selected:
+        config = _select(q, k_cache, num_seqs, max_seqlen_q, max_seqlen_k, workspace)
     if config.kernel == "gluon":
         why = hopper.supported(q, k_cache, **gluon_features)
         if why is not None:
@@ -323,51 +330,65 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         hopper.launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, scale=scale,
                       max_kv_len=block_table.shape[1] * block_size)
         return out
-    splits = config.num_splits if num_splits is None else num_splits
     if workspace is not None:
         workspace.check(num_tokens, num_q_heads, head_dim, q.device)
-        splits = min(splits, workspace.max_splits)
-    if splits > 1:
-        if workspace is None:
-            workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)
-        part_out, part_lse = workspace.part_out, workspace.part_lse
-    else:
-        part_out, part_lse = out, out  # unused without split-KV
-
     group = num_q_heads // num_kv_heads
     head_pad = next_pow2(head_dim)
     dummy = q
-    # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
-    # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".
-    grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
     launch = pdl_launch(q.device, pdl)
-    _paged_attention_kernel[grid](
-        out, q, k_cache, v_cache,
-        block_table, seq_lens, cu_seqlens_q,
-        dummy if alibi_slopes is None else alibi_slopes,
-        dummy if sinks is None else sinks,
-        k_scale_t if scales_from_ptr else dummy,
-        v_scale_t if scales_from_ptr else dummy,
-        part_out, part_lse,
-        dummy if q_start_pos is None else q_start_pos,
-        dummy if lse is None else lse,
-        q.stride(0), q.stride(1),
-        out.stride(0), out.stride(1), 0 if lse is None else lse.stride(0),
-        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-        block_table.stride(0),
-        part_out.stride(0), part_out.stride(1), part_out.stride(2),
-        part_lse.stride(0), part_lse.stride(1),
-        num_seqs, num_tokens, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
-        scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
-        QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
-        BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
-        IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
-        HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
-        REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
-        HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-        num_warps=config.num_warps, num_stages=config.num_stages, **launch,
-    )
+    for attempt in range(2):
+        splits = config.num_splits if num_splits is None else num_splits
+        if workspace is not None:
+            splits = min(splits, workspace.max_splits)
+        if splits > 1:
+            if workspace is None:
+                workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)
+            part_out, part_lse = workspace.part_out, workspace.part_lse
+        else:
+            part_out, part_lse = out, out  # unused without split-KV
+        # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
+        # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".
+        grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
+        try:
+            _paged_attention_kernel[grid](
+                out, q, k_cache, v_cache,
+                block_table, seq_lens, cu_seqlens_q,
+                dummy if alibi_slopes is None else alibi_slopes,
+                dummy if sinks is None else sinks,
+                k_scale_t if scales_from_ptr else dummy,
+                v_scale_t if scales_from_ptr else dummy,
+                part_out, part_lse,
+                dummy if q_start_pos is None else q_start_pos,
+                dummy if lse is None else lse,
+                q.stride(0), q.stride(1),
+                out.stride(0), out.stride(1), 0 if lse is None else lse.stride(0),
+                k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+                v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+                block_table.stride(0),
+                part_out.stride(0), part_out.stride(1), part_out.stride(2),
+                part_lse.stride(0), part_lse.stride(1),
+                num_seqs, num_tokens, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
+                scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
+                QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
+                BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
+                IS_CAUSAL=bool(causal), HAS_WINDOW=sliding_window is not None, HAS_SOFTCAP=softcap is not None,
+                HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
+                REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
+                HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
+                num_warps=config.num_warps, num_stages=config.num_stages, **launch,
+            )
+        except OutOfResources:
+            # A tree's configuration that does not fit this GPU (shared memory, registers; the tree module's
+            # UNFIT lists those its sweep met): remembered, and this call runs the hand rules' instead.
+            if not selected or attempt:
+                raise
+            mark_unfit(config, head_dim=head_dim, dtype=q.dtype, kv_dtype=k_cache.dtype, device=q.device)
+            fallback = _select(q, k_cache, num_seqs, max_seqlen_q, max_seqlen_k, workspace)
+            if fallback == config:  # the hand rules' own configuration
+                raise
+            config = fallback
+            continue
+        break
     if splits > 1:
         _merge_splits_kernel[(num_tokens, num_q_heads)](
             out, part_out, part_lse, dummy if lse is None else lse,

@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -83,7 +84,8 @@ def record(path: str) -> None:
 
     def run(self, *args, grid, warmup, **kwargs):
         try:
-            entry = _describe(self.fn, args, kwargs)
+            entry = _describe(self.fn, args, kwargs, self.kwargs.get("do_not_specialize") or (),
+                              self.kwargs.get("do_not_specialize_on_alignment") or ())
             key = json.dumps(entry, sort_keys=True)
             if key not in seen:
                 seen.add(key)
@@ -96,13 +98,28 @@ def record(path: str) -> None:
     InterpretedFunction.run = run
 
 
-def _describe(fn, args, kwargs):
-    import inspect
+def _describe(fn, args, kwargs, do_not_specialize=(), do_not_specialize_on_alignment=()):
+    """One launch as JSON: argument types, constexprs, options, and ``aligned``: the arguments that
+    Triton's JIT specialises as divisible by 16 on a GPU (a tensor whose address is, an int that is,
+    unless the kernel says not to), which the compile check passes on as ``tt.divisibility``. Without
+    them a kernel compiles to another program than the GPU runs (no vectorised, pipelined loads:
+    paged attention at head_dim 256 used 76 KiB of shared memory instead of the 268 KiB it needs on an H100)."""
+    import torch
 
     params = list(inspect.signature(fn).parameters.values())
     bound = dict(zip([p.name for p in params], args))
     bound.update({k: v for k, v in kwargs.items() if k not in _OPTIONS})
-    signature, constexprs = {}, {}
+    signature, constexprs, aligned = {}, {}, []
+    for i, p in enumerate(params):
+        if p.name in bound and p.name not in do_not_specialize and i not in do_not_specialize:
+            value = bound[p.name]
+            if isinstance(value, torch.Tensor):
+                if p.name not in do_not_specialize_on_alignment and i not in do_not_specialize_on_alignment \
+                        and value.data_ptr() % 16 == 0:
+                    aligned.append(p.name)
+            elif isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 \
+                    and "constexpr" not in str(p.annotation):
+                aligned.append(p.name)
     for p in params:
         if p.name not in bound:
             continue
@@ -118,7 +135,7 @@ def _describe(fn, args, kwargs):
             signature[p.name] = t
     options = {k: kwargs[k] for k in _OPTIONS if k in kwargs}
     return {"module": fn.__module__, "file": fn.__code__.co_filename, "name": fn.__qualname__, "signature": signature,
-            "constexprs": constexprs, "options": options}
+            "constexprs": constexprs, "options": options, "aligned": [n for n in aligned if n not in constexprs]}
 
 
 # What a launcher passes on a GPU of each backend where the interpreter made it pass something else:
@@ -204,7 +221,9 @@ def _frontend(entry: dict, target: str, ir_dir: str) -> tuple[bool, str]:
         entry = dict(entry, module="_script_" + os.path.basename(entry["file"])[:-3])
     try:
         fn = getattr(_load_module(entry["module"], entry["file"]), entry["name"])
-        src = ASTSource(fn=fn, signature=entry["signature"], constexprs=entry["constexprs"])
+        names = list(inspect.signature(fn.fn if hasattr(fn, "fn") else fn).parameters)
+        attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in entry.get("aligned", ())}
+        src = ASTSource(fn=fn, signature=entry["signature"], constexprs=entry["constexprs"], attrs=attrs)
         backend = make_backend(gpu_target(target))
         options = backend.parse_options(dict(entry["options"], **src.parse_options()))
         context = ir.context()
@@ -226,14 +245,24 @@ def _frontend(entry: dict, target: str, ir_dir: str) -> tuple[bool, str]:
     return True, path
 
 
+# Shared memory (LDS) one program may use, bytes: what Triton's launcher checks on the GPU (H100/H200:
+# 227 KiB, as the sweeps' OutOfResources errors report it; MI300X: 64 KiB of LDS; MI350X: 160 KiB).
+SHARED_LIMITS = {"cuda:90": 232448, "hip:gfx942": 65536, "hip:gfx950": 163840}
+
+
 def _backend(path: str, target: str, options: dict) -> str | None:
-    """The rest of the compilation (from the ``ttir`` stage's output to cubin or hsaco); the error or None."""
+    """The rest of the compilation (from the ``ttir`` stage's output to cubin or hsaco); the error or None.
+    A program that needs more shared memory than the target has (``SHARED_LIMITS``) compiles but could
+    not launch there: an error too."""
     import triton
 
     try:
-        triton.compile(path, target=gpu_target(target), options=options)
+        kernel = triton.compile(path, target=gpu_target(target), options=options)
     except Exception as exc:
         return _error(exc)
+    limit = SHARED_LIMITS.get(target)
+    if limit is not None and kernel.metadata.shared > limit:
+        return f"OutOfResources: needs {kernel.metadata.shared} bytes of shared memory, {target} has {limit}"
     return None
 
 

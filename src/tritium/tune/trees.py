@@ -12,6 +12,7 @@ the tree's pick on each of them is compared with the best swept candidate and wi
 """
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -19,7 +20,7 @@ import random
 
 import numpy as np
 
-from tritium.attention.config import DECODE, PREFILL
+from tritium.attention.config import DECODE, PREFILL, next_pow2
 
 FAMILIES = (DECODE, PREFILL)
 FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim", "group", "num_kv_heads",
@@ -144,19 +145,59 @@ def tree_source(tree, candidates: list[str], name: str) -> str:
     return "\n".join([f"def {name}(f):"] + emit(pick(0), 1)) + "\n"
 
 
+def unfit_source(unfit: frozenset) -> str:
+    """``UNFIT``: the sweep's out-of-resource configurations, which ``select_attention_config`` never takes
+    from the tree."""
+    lines = ["# Configurations that ran out of resources in the sweep, as tritium.attention.config.resource_key:",
+             "# (block_m, tile_n, num_warps, num_stages, padded head_dim, KV bits). The tree's answer is not taken",
+             "# for these; the hand rules run instead.",
+             "UNFIT = frozenset({"]
+    lines += [f"    {key!r}," for key in sorted(unfit)]
+    return "\n".join(lines + ["})\n"])
+
+
 def predict(tree, candidates, features: dict):
     row = np.array([[features[f] for f in FEATURES]], dtype=np.float64)
     return _key_to_knobs(candidates[_picks(tree, row)[0]])
 
 
-def validate(records: list[dict], choose) -> list[dict]:
-    """Per held-out workload: the tree's pick, its time vs the best swept and vs the hand rules."""
+def _resource_key(record: dict, key: str) -> tuple:
+    """``tritium.attention.config.resource_key`` of candidate ``key``'s configuration in a sweep record."""
+    block_m, _, tile_n, _, num_warps, num_stages = record["configs"][key][:6]
+    f = record["features"]
+    return (block_m, tile_n, num_warps, num_stages, next_pow2(f["head_dim"]), f["kv_bits"])
+
+
+def unfit_keys(records: list[dict]) -> frozenset:
+    """Resource keys of the configurations that ran out of resources (shared memory, registers) in the
+    sweep, and of every configuration that needs at least as much: the same warps, and a Q block, key
+    tile, stage count, padded head_dim and KV width each at least as large as a failed one's (over the
+    values the sweep's configurations take). A tree's answer whose configuration has one of these keys
+    is not taken (the hand rules run instead)."""
+    failed = {_resource_key(r, key) for r in records for key, error in r.get("errors", {}).items()
+              if error.startswith("OutOfResources") and key in r.get("configs", {})}
+    seen = [_resource_key(r, key) for r in records for key in r.get("configs", {})]
+    values = [sorted({k[i] for k in seen} | {k[i] for k in failed}) for i in range(6)]
+    grows = (0, 1, 3, 4, 5)  # block_m, tile_n, num_stages, head_dim, KV bits; num_warps (2) must match
+    closure = set(failed)
+    for f in failed:
+        for key in itertools.product(*([v for v in values[i] if v >= f[i]] if i in grows else [f[i]]
+                                       for i in range(6))):
+            closure.add(key)
+    return frozenset(closure)
+
+
+def validate(records: list[dict], choose, unfit=frozenset()) -> list[dict]:
+    """Per held-out workload: the tree's pick, its time vs the best swept and vs the hand rules. A pick
+    whose resource key is in ``unfit`` counts as the hand rules, as ``select_attention_config`` does."""
     rows = []
     for r in records:
         times = {k: v for k, v in r["times_ms"].items() if v is not None}
         best_key = min(times, key=times.get)
         knobs = choose(r["family"], r["features"])
         key = HAND if knobs == HAND else "-".join(map(str, knobs))
+        if key != HAND and key in r.get("configs", {}) and _resource_key(r, key) in unfit:
+            key = HAND
         t = r["times_ms"].get(key)
         rows.append(dict(name=r["name"], family=r["family"], pick=key, best=best_key,
                          vs_best=(t / times[best_key]) if t else math.inf,
@@ -221,7 +262,8 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
             return HAND
         return predict(*fitted[fam], features)
 
-    rows = validate(held, choose)
+    unfit = unfit_keys(records)
+    rows = validate(held, choose, unfit)
     stats = summary(rows)
     print_validation(rows, stats)
     digest = hashlib.sha256(raw).hexdigest()[:16]
@@ -239,7 +281,7 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
               + "Held-out validation (workloads the fit never saw):\n"
               + "".join(f"    {line}\n" for line in lines)
               + '"""\n\n')
-    src = header + "\n\n".join(sources)
+    src = header + unfit_source(unfit) + "\n\n" + "\n\n".join(sources)
     out_dir = tree_dir or TREE_DIR
     os.makedirs(out_dir, exist_ok=True)
     out_path = os.path.join(out_dir, module_name(data["gpu"]) + ".py")

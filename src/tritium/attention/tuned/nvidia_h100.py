@@ -10,6 +10,23 @@ Held-out validation (workloads the fit never saw):
     prefill: 11 held out, 36% within 5% of the best swept, worst 1.362x the best and 1.158x the hand rules
 """
 
+# Configurations that ran out of resources in the sweep, as tritium.attention.config.resource_key:
+# (block_m, tile_n, num_warps, num_stages, padded head_dim, KV bits). The tree's answer is not taken
+# for these; the hand rules run instead.
+UNFIT = frozenset({
+    (16, 128, 4, 3, 256, 16),
+    (32, 128, 4, 3, 256, 16),
+    (64, 128, 4, 2, 256, 16),
+    (64, 128, 4, 3, 256, 16),
+    (128, 64, 8, 3, 256, 16),
+    (128, 128, 4, 2, 256, 16),
+    (128, 128, 4, 3, 256, 16),
+    (128, 128, 8, 2, 256, 16),
+    (128, 128, 8, 3, 256, 8),
+    (128, 128, 8, 3, 256, 16),
+})
+
+
 def decode(f):
     if f['programs'] <= 48:
         if f['max_seqlen_k'] <= 320:
