@@ -75,7 +75,7 @@ def max_shared_memory(device: torch.device) -> int | None:
     checks a kernel against (232,448 on an H100, 65,536 on an MI300X). None for the interpreter (no limit)."""
     if device.type != "cuda" or interpreting():
         return None
-    from triton.runtime import driver
+    from triton.runtime import driver  # here, not at the top: this module runs before Triton is configured
 
     index = device.index if device.index is not None else torch.cuda.current_device()
     return driver.active.utils.get_device_properties(index)["max_shared_mem"]
