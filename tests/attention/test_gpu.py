@@ -131,3 +131,19 @@ def test_cuda_graph_decode(cache_dtype):
         assert torch.equal(v_cache.view(torch.uint8), want_v.view(torch.uint8)), f"v_cache after replay, lens {lens}"
         ref = paged_attention_ref(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, **scales)
         assert_rel_close(out, ref, TOL[dtype], f"replay with lens {lens}")
+
+
+@pytest.mark.parametrize("shape", [
+    pytest.param(s, id=s.id) for s in [
+        # Head dims that pad to 256, in the batch shapes where the H100/H200 trees answered configurations
+        # over the 227 KiB a program has (16-row blocks with 128-key tiles and 3 stages; 64-row blocks with
+        # 128-key tiles): now the trees' UNFIT and the launcher's fallback give the hand rules there.
+        Shape(q_lens=(1, 1), seq_lens=(8192, 5000), block_size=16, num_q_heads=16, num_kv_heads=2, head_dim=256),
+        Shape(q_lens=(8, 8), seq_lens=(4096, 3000), block_size=64, num_q_heads=16, num_kv_heads=2, head_dim=256),
+        Shape(q_lens=(1,) * 4, seq_lens=(1000, 2000, 3000, 4000), block_size=16, num_q_heads=8, num_kv_heads=2,
+              head_dim=192),
+        Shape(q_lens=(300, 1), seq_lens=(4000, 900), block_size=16, num_q_heads=16, num_kv_heads=2, head_dim=256),
+    ]
+])
+def test_large_head_dims_fit(shape):
+    run_and_check(shape.batch(torch.bfloat16), TOL[torch.bfloat16])
