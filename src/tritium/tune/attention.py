@@ -37,7 +37,7 @@ from tritium.attention.reference import paged_attention_ref
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
 from tritium.tune import trees
-from tritium.runtime import device_name, interpreting, num_sms
+from tritium.runtime import device_name, interpreting, max_shared_memory, num_sms
 
 # Candidate knobs per family (see tritium.attention.config). Decode: (tile_n, num_stages, splits_per_sm).
 # NOTE: pruned to what earlier sweeps (bench/NOTES.md "Paged attention") found competitive, so that the
@@ -111,10 +111,12 @@ class Workload:
 
     def config(self, knobs, sms: int):
         """The AttentionConfig of ``knobs`` (or HAND) for this workload on a GPU of ``sms`` SMs."""
-        if knobs == HAND:
+        if knobs == HAND:  # as select_attention_config gives them on this GPU (its shared memory included)
+            gpu = None if interpreting() else torch.device("cuda", torch.cuda.current_device())
             return hand_rules(num_seqs=self.num_seqs, num_q_heads=self.num_q_heads, num_kv_heads=self.num_kv_heads,
                               head_dim=self.head_dim, max_seqlen_q=self.max_seqlen_q, max_seqlen_k=self.context,
-                              dtype=_DTYPES[self.dtype], sms=sms)
+                              dtype=_DTYPES[self.dtype], sms=sms,
+                              max_shared=None if gpu is None else max_shared_memory(gpu))
         return config_from_knobs(self.family(), tuple(knobs), num_seqs=self.num_seqs, num_q_heads=self.num_q_heads,
                                  num_kv_heads=self.num_kv_heads, max_seqlen_q=self.max_seqlen_q,
                                  max_seqlen_k=self.context, sms=sms)
