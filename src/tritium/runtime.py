@@ -69,6 +69,20 @@ def num_sms(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+# Software-pipeline stages a launcher passes on ROCm, at most: AMD's stream pipeliner keeps the stages' loads
+# in LDS (64 KiB a program on MI300X, 160 KiB on MI350X), and 2 is Triton's own default there. The GEMM
+# configurations tuned on the H100 (4-6 stages) need 80-180 KiB of LDS on gfx942/gfx950 (compile check).
+ROCM_MAX_STAGES = 2
+
+
+def pipeline_stages(num_stages: int) -> int:
+    """``num_stages`` as a launcher passes it: at most ``ROCM_MAX_STAGES`` with a ROCm build of torch
+    (``torch.version.hip``), unchanged elsewhere."""
+    if torch.version.hip is not None:
+        return min(num_stages, ROCM_MAX_STAGES)
+    return num_stages
+
+
 @functools.lru_cache(maxsize=None)
 def max_shared_memory(device: torch.device) -> int | None:
     """Shared memory (LDS on AMD) one program may use on ``device``, bytes: the figure Triton's launcher

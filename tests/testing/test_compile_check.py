@@ -58,6 +58,9 @@ def test_variants_follow_the_launchers_on_each_backend():
                                                                                              (True, True)]
     assert all(v["constexprs"]["USE_TMA"] is True for v in hopper)
     assert len(compile_check.variants(recorded, "cuda:80")) == 1  # no programmatic dependent launch before sm_90
+    deep = _switched(use_pdl=False, use_tma=False, num_stages=4)
+    assert [v["options"]["num_stages"] for v in compile_check.variants(deep, "cuda:90")] == [4, 4]
+    assert [v["options"]["num_stages"] for v in compile_check.variants(deep, "hip:gfx942")] == [2]
     for target in AMD:
         (amd,) = compile_check.variants(recorded, target)
         assert amd["constexprs"] == dict(recorded["constexprs"], USE_PDL=False, USE_TMA=False)
@@ -85,6 +88,11 @@ def test_amd_constexprs_are_what_the_launchers_choose_on_rocm(monkeypatch):
     opts = fused_matmul.launch_options(a, w.t(), torch.zeros(64, 48, dtype=torch.float16),
                                        fused_matmul.MatmulConfig(64, 64, 32))
     assert (opts["USE_TMA"], opts["B_KMAJOR"]) == (False, False)
+    # num_stages: at most CAPPED_OPTIONS["hip"] (MatmulConfig's default is 3), as compile_check.variants caps it
+    assert compile_check.CAPPED_OPTIONS["hip"] == {"num_stages": runtime.ROCM_MAX_STAGES} == {"num_stages": 2}
+    assert opts["num_stages"] == 2 and runtime.pipeline_stages(6) == 2
+    monkeypatch.setattr(torch.version, "hip", None)
+    assert runtime.pipeline_stages(6) == 6
     assert opts["DOT_PRECISION"] == "ieee"  # the one precision every backend accepts (gfx950 has no tf32)
 
 
@@ -203,3 +211,13 @@ def test_a_program_over_the_targets_shared_memory_fails(tmp_path):
     assert "FAILED hip:gfx942 check_kernels.portable_kernel" in out and "bytes of shared memory, hip:gfx942 has -1" in out
     assert "cuda:90 compile check of 1 kernel launches: 1 passed, 0 failed" in out
     assert set(compile_check.SHARED_LIMITS) == {"cuda:90", "hip:gfx942", "hip:gfx950"}
+
+
+def test_launches_differing_only_in_alignment_are_compiled_once_with_the_union(tmp_path):
+    a = _entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64)
+    b = _entry(check_kernels.portable_kernel, _x()[1:], 64, BLOCK=64)  # x misaligned, n aligned
+    c = _entry(check_kernels.portable_kernel, _x(), 63, BLOCK=64)      # x aligned, n not
+    record = tmp_path / "launches.jsonl"
+    record.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in (b, c)))
+    (entry,), _ = compile_check.load(str(record))
+    assert entry["aligned"] == ["n", "x_ptr"] and sorted(a["aligned"]) == entry["aligned"]

@@ -5,7 +5,7 @@ import math
 import torch
 from triton.runtime.errors import OutOfResources
 
-from tritium.runtime import interpreting, pdl_launch
+from tritium.runtime import interpreting, pdl_launch, pipeline_stages
 
 from tritium.attention import hopper
 from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, next_pow2,
@@ -375,7 +375,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-                num_warps=config.num_warps, num_stages=config.num_stages, **launch,
+                num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
             )
         except OutOfResources:
             # A tree's configuration that does not fit this GPU (shared memory, registers; the tree module's

@@ -58,7 +58,7 @@ from tritium.collectives.all_gather import all_gather
 from tritium.collectives.kernels import TAG_BITS
 from tritium.fused.workspace import (FLAG_TAG_BITS, STATE_WORDS, end_call, epoch_of, raise_flag, tagged,
                                      wait_flags_tagged)
-from tritium.runtime import interpreting, num_sms
+from tritium.runtime import interpreting, num_sms, pipeline_stages
 from tritium.shmem.device import translate
 
 MODES = ("fused", "bulk", "torch")
@@ -533,7 +533,8 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         QPKV=qpkv, BLOCK_M=max(16, next_pow2(qpkv)), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad,
         PAGE_SIZE=block_size, TILE_N=config.tile_n, HAS_WINDOW=sliding_window is not None,
         HAS_SOFTCAP=softcap is not None, HAS_ALIBI=alibi_slopes is not None, SCALES_FROM_PTR=k_scale_t is not None,
-        PUSH=fused_mode, DOT_PRECISION="ieee", num_warps=config.num_warps, num_stages=config.num_stages,
+        PUSH=fused_mode, DOT_PRECISION="ieee", num_warps=config.num_warps,
+        num_stages=pipeline_stages(config.num_stages),
     )
     if mode == "bulk":
         all_gather(comm, part, gathered, tag=layout_tag)

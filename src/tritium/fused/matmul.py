@@ -51,7 +51,7 @@ import triton
 import triton.language as tl
 from triton.runtime import _allocation
 
-from tritium.runtime import default_device, interpreting, num_sms
+from tritium.runtime import default_device, interpreting, num_sms, pipeline_stages
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -460,7 +460,7 @@ def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
     return dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 EPILOGUE_SPLIT=config.epilogue_split, USE_TMA=use_tma, B_KMAJOR=use_tma and b_kmajor,
                 EVEN_K=K % config.block_k == 0, DOT_PRECISION="ieee",
-                num_warps=config.num_warps, num_stages=config.num_stages)
+                num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages))
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,

@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.runtime import pdl_launch, pdl_supported
+from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 MAX_M = 4
 
@@ -141,6 +141,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         M, N, K,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **pdl_launch(x.device, pdl is not False),
+        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        **pdl_launch(x.device, pdl is not False),
     )
     return out

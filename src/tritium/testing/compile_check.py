@@ -23,7 +23,8 @@ neither GPU does. :data:`ON_GPU` lists them per backend, each with the probe tha
   launch) are compiled as recorded and also with ``USE_PDL=True`` plus ``launch_pdl``, the variant
   Hopper runs; ``FENCE`` (the async-proxy fence before TMA loads) follows ``USE_TMA``.
 - AMD: every NVIDIA-only feature is off, as the launchers choose it on ROCm (``torch.version.hip``):
-  ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped. A
+  ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped; ``num_stages``
+  is at most 2 (``runtime.pipeline_stages``). A
   kernel that uses such a feature must branch on one of these constexprs (or on a new one, added here
   with its probe); one that does not fails the check for the hip targets.
 
@@ -45,6 +46,8 @@ import re
 import sys
 import tempfile
 import time
+
+from tritium.runtime import ROCM_MAX_STAGES
 
 _DTYPES = {
     "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64",
@@ -154,6 +157,8 @@ ON_GPU = {
 }
 # Launch options no launcher passes on a backend (runtime.pdl_launch gives launch_pdl only with USE_PDL).
 DROPPED_OPTIONS = {"cuda": (), "hip": ("launch_pdl",)}
+# Launch options the launchers cap on a backend (runtime.pipeline_stages: at most 2 stages on ROCm).
+CAPPED_OPTIONS = {"cuda": {}, "hip": {"num_stages": ROCM_MAX_STAGES}}
 DEFAULT_TARGETS = ("cuda:90", "hip:gfx942", "hip:gfx950")
 
 
@@ -176,7 +181,8 @@ def variants(entry: dict, target: str) -> list[dict]:
     backend = target.partition(":")[0]
     constexprs = {k: ON_GPU[backend][k](entry["constexprs"]) if k in ON_GPU[backend] else v
                   for k, v in entry["constexprs"].items()}
-    options = {k: v for k, v in entry["options"].items() if k not in DROPPED_OPTIONS[backend]}
+    options = {k: min(v, CAPPED_OPTIONS[backend][k]) if k in CAPPED_OPTIONS[backend] else v
+               for k, v in entry["options"].items() if k not in DROPPED_OPTIONS[backend]}
     out = [dict(entry, constexprs=constexprs, options=options)]
     if backend == "cuda" and constexprs.get("USE_PDL") is False and int(target.partition(":")[2]) >= 90:
         out.append(dict(entry, constexprs=dict(constexprs, USE_PDL=True), options=dict(options, launch_pdl=True)))
@@ -268,9 +274,18 @@ def _backend(path: str, target: str, options: dict) -> str | None:
 
 def load(path: str) -> tuple[list[dict], list[str]]:
     """The distinct recorded launches that can be compiled, and the names of those that cannot (kernels
-    defined inside functions cannot be looked up by name)."""
+    defined inside functions cannot be looked up by name). Launches that differ only in which arguments
+    were aligned are one, compiled with every argument that any of them had aligned: the most vectorised
+    program, the one that needs the most registers and shared memory (and the one production shapes,
+    multiples of 16, get); compiling each alignment pattern would double the check's time."""
+    merged = {}
     with open(path) as f:
-        entries = [json.loads(key) for key in sorted({line.strip() for line in f if line.strip()})]
+        for line in sorted({line.strip() for line in f if line.strip()}):
+            entry = json.loads(line)
+            aligned = entry.pop("aligned", [])
+            key = json.dumps(entry, sort_keys=True)
+            merged.setdefault(key, (entry, set()))[1].update(aligned)
+    entries = [dict(entry, aligned=sorted(aligned)) for entry, aligned in merged.values()]
     local = sorted({_label(e) for e in entries if "<locals>" in e["name"]})
     return [e for e in entries if "<locals>" not in e["name"]], local
 
