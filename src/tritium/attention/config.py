@@ -148,8 +148,8 @@ def mark_unfit(config: AttentionConfig, *, head_dim: int, dtype: torch.dtype, kv
     _UNFIT_HERE.add((resource_key(config, head_dim, kv_dtype), dtype, torch.device(device)))
 
 
-# Below this much shared memory a program (AMD MI300X: 64 KiB of LDS), the hand rules' 128-key tiles and
-# third stage do not fit (see hand_rules).
+# Below this much shared memory a program (AMD MI300X: 64 KiB of LDS), the hand rules' 128-key tiles do not
+# fit (see hand_rules).
 SMALL_SHARED = 128 * 1024
 
 
@@ -164,7 +164,7 @@ def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: 
     batches not at all. The split count is a ceiling/floor of SMs over programs, so it falls smoothly
     as the batch grows. Prefill batches use 128-row Q blocks (64 for fp32 or head_dim > 128), no split.
     ``max_shared``: the device's shared memory a program (``tritium.runtime.max_shared_memory``); under
-    ``SMALL_SHARED`` 128-key tiles and 3 stages are not used.
+    ``SMALL_SHARED`` a 128-key tile becomes a 64-key tile with 2 stages.
     """
     group = num_q_heads // num_kv_heads
     rows = max_seqlen_q * group
