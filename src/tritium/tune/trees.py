@@ -146,11 +146,10 @@ def tree_source(tree, candidates: list[str], name: str) -> str:
 
 
 def unfit_source(unfit: frozenset) -> str:
-    """``UNFIT``: the sweep's out-of-resource configurations, which ``select_attention_config`` never takes
-    from the tree."""
-    lines = ["# Configurations that ran out of resources in the sweep, as tritium.attention.config.resource_key:",
-             "# (block_m, tile_n, num_warps, num_stages, padded head_dim, KV bits). The tree's answer is not taken",
-             "# for these; the hand rules run instead.",
+    """``UNFIT`` (``unfit_keys``), which ``select_attention_config`` never takes from the tree."""
+    lines = ["# Configurations that ran out of resources in the sweep and every one that needs at least as much",
+             "# (unfit_keys), as tritium.attention.config.resource_key: (block_m, tile_n, num_warps, num_stages,",
+             "# padded head_dim, KV bits). The tree's answer is not taken for these; the hand rules run instead.",
              "UNFIT = frozenset({"]
     lines += [f"    {key!r}," for key in sorted(unfit)]
     return "\n".join(lines + ["})\n"])
