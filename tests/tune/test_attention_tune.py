@@ -201,6 +201,32 @@ def test_sweep_interpreter_and_resume(tmp_path, monkeypatch):
     assert len(json.loads(Path(path).read_text())["records"]) == 2
 
 
+@pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
+def test_sweep_repeats(tmp_path, monkeypatch):
+    """--repeats 2: every candidate timed twice (runs_ms), the median kept; a sweep continues only with the
+    count it was started with."""
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0), (16, 1, 2)], PREFILL: []})
+    workloads = [tune.Workload(2, 0, 1, 40, 64, 2, 1, 16, "fp16", dtype="fp16")]
+    path = tune.sweep(str(tmp_path), workloads=workloads, repeats=2)
+    data = json.loads(Path(path).read_text())
+    (record,) = data["records"]
+    assert data["repeats"] == 2 and set(record["runs_ms"]) == set(record["times_ms"]) == {"hand", "16-1-0", "16-1-2"}
+    for key, runs in record["runs_ms"].items():
+        assert len(runs) == 2 and record["times_ms"][key] == pytest.approx(sum(runs) / 2)
+    with pytest.raises(SystemExit, match="2 timing"):
+        tune.sweep(str(tmp_path), workloads=workloads)
+
+
+@pytest.mark.parametrize("argv,message", [(["--repeats", "0"], "--repeats must be >= 1"),
+                                          (["--grid", "120"], "--grid must be two positive counts"),
+                                          (["--grid", "a,b"], "--grid must be two positive counts"),
+                                          (["--grid", "120,0"], "--grid must be two positive counts")])
+def test_sweep_arguments_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        tune.main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_workload_grid_covers_the_domain():
     ws = tune.workload_grid()
     assert len({w.name for w in ws}) == len(ws)

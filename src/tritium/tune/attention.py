@@ -1,6 +1,7 @@
 """Offline tuning of paged attention: sweep kernel knobs over a grid of workloads, fit decision trees.
 
-    python -m tritium.tune attention [--out DIR] [--part decode|prefill] [--limit N]
+    python -m tritium.tune attention [--out DIR] [--part decode|prefill] [--limit N] [--repeats R]
+                                     [--grid DECODE,PREFILL]
     python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
@@ -25,6 +26,7 @@ import math
 import multiprocessing
 import os
 import random
+import statistics
 import sys
 import time
 
@@ -321,8 +323,11 @@ def _checkable(w: Workload) -> bool:
     return w.num_tokens * w.context * w.num_q_heads <= 1 << 28 and w.kv_bytes() <= 1 << 29
 
 
-def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True) -> dict:
-    """Time every candidate of ``w``; a record with ms per candidate (None: failed)."""
+def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True, repeats: int = 1) -> dict:
+    """Time every candidate of ``w``; a record with ms per candidate (None: failed). ``repeats`` > 1 times
+    the candidates that many times, in alternating order (forward, backward, ...), records every time in
+    ``runs_ms`` and their median in ``times_ms``: one configuration timed twice in one sweep differed by
+    2.3% (90th percentile) and up to 12.7% (bench/NOTES.md), as much as the near-ties a tree must tell apart."""
     copies = _copies(w, l2_bytes)
     inputs = build_inputs(w, device, copies)
     out = torch.empty_like(inputs["q"])
@@ -337,20 +342,27 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
         record["rel_err"] = err
         if not err < 3e-2:
             raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
-    for knobs in _candidates(w):
-        key = HAND if knobs == HAND else "-".join(map(str, knobs))
-        try:
-            config = w.config(knobs, sms)
-            record["configs"][key] = dataclasses.astuple(config)
-            t0 = time.perf_counter()
-            record["times_ms"][key] = time_calls(_calls(w, inputs, config, out, workspace))
-            if time.perf_counter() - t0 > 2.0:  # compiled here: the compile pool missed it
-                record.setdefault("slow", []).append(key)
-        except Exception as e:  # does not fit (shared memory, registers): never chosen
-            record["times_ms"][key] = None
-            record.setdefault("errors", {})[key] = f"{type(e).__name__}: {str(e)[:160]}"
-            if device != "cpu":
-                torch.cuda.synchronize()
+    keys = [HAND if knobs == HAND else "-".join(map(str, knobs)) for knobs in _candidates(w)]
+    runs = {key: [] for key in keys}
+    for rep in range(repeats):
+        for knobs, key in list(zip(_candidates(w), keys))[::1 if rep % 2 == 0 else -1]:
+            if key in record.get("errors", {}):
+                continue
+            try:
+                config = w.config(knobs, sms)
+                record["configs"][key] = dataclasses.astuple(config)
+                t0 = time.perf_counter()
+                runs[key].append(time_calls(_calls(w, inputs, config, out, workspace)))
+                if time.perf_counter() - t0 > 2.0 and rep == 0:  # compiled here: the compile pool missed it
+                    record.setdefault("slow", []).append(key)
+            except Exception as e:  # does not fit (shared memory, registers): never chosen
+                runs[key] = []
+                record.setdefault("errors", {})[key] = f"{type(e).__name__}: {str(e)[:160]}"
+                if device != "cpu":
+                    torch.cuda.synchronize()
+    record["times_ms"] = {key: statistics.median(runs[key]) if runs[key] else None for key in keys}
+    if repeats > 1:
+        record["runs_ms"] = {key: runs[key] for key in keys if runs[key]}
     return record
 
 
@@ -367,20 +379,24 @@ def gpu_slug(name: str) -> str:
 
 
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
-          seed: int = 0, workloads=None, device=None) -> str:
-    """Run (or continue) the sweep; returns the JSON path."""
+          seed: int = 0, workloads=None, device=None, repeats: int = 1, grid: tuple[int, int] = (120, 54)) -> str:
+    """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
+    ``sweep_workload``); a sweep is continued only with the count it was started with. ``grid``: decode-
+    and prefill-family workloads of ``workload_grid``."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
     data = _load(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
-                               records=[])
+                               repeats=repeats, records=[])
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
+    if data.setdefault("repeats", 1) != repeats:  # sweeps before the option timed once
+        raise SystemExit(f"{path} holds a sweep with {data['repeats']} timing(s) a candidate; asked for {repeats}")
     data["header"] = header(device) if device.type == "cuda" else dict(gpu=name)
     done = {r["name"] for r in data["records"]}
-    todo = [w for w in (workloads or workload_grid(seed)) if w.name not in done]
+    todo = [w for w in (workloads or workload_grid(seed, *grid)) if w.name not in done]
     if part:
         todo = [w for w in todo if w.family() == part]
     todo = todo[:limit] if limit else todo
@@ -389,7 +405,7 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
         precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
     for i, w in enumerate(todo):
         t0 = time.perf_counter()
-        record = sweep_workload(w, device, sms, l2)
+        record = sweep_workload(w, device, sms, l2, repeats=repeats)
         data["records"].append(record)
         times = {k: v for k, v in record["times_ms"].items() if v is not None}
         best = min(times, key=times.get)
@@ -413,6 +429,10 @@ def main(argv) -> int:
     parser.add_argument("--part", choices=[DECODE, PREFILL], help="sweep one family only")
     parser.add_argument("--limit", type=int, help="sweep at most this many new workloads")
     parser.add_argument("--jobs", type=int, default=0, help="compile processes (default: CPUs, at most 16)")
+    parser.add_argument("--grid", default="120,54", metavar="DECODE,PREFILL",
+                        help="decode- and prefill-family workloads to sample (the anchors always among them)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="time each candidate this many times, in alternating order; the median is kept")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
@@ -423,9 +443,17 @@ def main(argv) -> int:
     args = parser.parse_args(argv)
     path = args.fit
     if path is None:
+        if args.repeats < 1:
+            parser.error(f"--repeats must be >= 1, got {args.repeats}")
+        try:
+            grid = tuple(int(n) for n in args.grid.split(","))
+        except ValueError:
+            grid = ()
+        if len(grid) != 2 or min(grid) < 1:
+            parser.error(f"--grid must be two positive counts DECODE,PREFILL, got {args.grid!r}")
         if not torch.cuda.is_available():
             parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
-        path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs)
+        path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid)
         if args.no_fit:
             return 0
     if importlib.util.find_spec("sklearn") is None:
