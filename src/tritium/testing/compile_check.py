@@ -114,16 +114,6 @@ def _describe(fn, args, kwargs, do_not_specialize=(), do_not_specialize_on_align
     bound.update({k: v for k, v in kwargs.items() if k not in _OPTIONS})
     signature, constexprs, aligned = {}, {}, []
     for i, p in enumerate(params):
-        if p.name in bound and p.name not in do_not_specialize and i not in do_not_specialize:
-            value = bound[p.name]
-            if isinstance(value, torch.Tensor):
-                if p.name not in do_not_specialize_on_alignment and i not in do_not_specialize_on_alignment \
-                        and value.data_ptr() % 16 == 0:
-                    aligned.append(p.name)
-            elif isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 \
-                    and "constexpr" not in str(p.annotation):
-                aligned.append(p.name)
-    for p in params:
         if p.name not in bound:
             continue
         value = bound[p.name]
@@ -131,14 +121,22 @@ def _describe(fn, args, kwargs, do_not_specialize=(), do_not_specialize_on_align
         if is_constexpr or value is None:
             constexprs[p.name] = value
             signature[p.name] = "constexpr"
-        else:
-            t = _arg_type(value)
-            if t is None:
-                raise TypeError(f"argument {p.name}: cannot type {type(value).__name__}")
-            signature[p.name] = t
+            continue
+        t = _arg_type(value)
+        if t is None:
+            raise TypeError(f"argument {p.name}: cannot type {type(value).__name__}")
+        signature[p.name] = t
+        if p.name in do_not_specialize or i in do_not_specialize:
+            continue
+        if isinstance(value, torch.Tensor):
+            dns_alignment = p.name in do_not_specialize_on_alignment or i in do_not_specialize_on_alignment
+            if not dns_alignment and value.data_ptr() % 16 == 0:
+                aligned.append(p.name)
+        elif isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0:
+            aligned.append(p.name)
     options = {k: kwargs[k] for k in _OPTIONS if k in kwargs}
     return {"module": fn.__module__, "file": fn.__code__.co_filename, "name": fn.__qualname__, "signature": signature,
-            "constexprs": constexprs, "options": options, "aligned": [n for n in aligned if n not in constexprs]}
+            "constexprs": constexprs, "options": options, "aligned": aligned}
 
 
 # What a launcher passes on a GPU of each backend where the interpreter made it pass something else:

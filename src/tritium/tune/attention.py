@@ -343,16 +343,16 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
         if not err < 3e-2:
             raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
     keys = [HAND if knobs == HAND else "-".join(map(str, knobs)) for knobs in _candidates(w)]
+    configs = {key: w.config(knobs, sms) for knobs, key in zip(_candidates(w), keys)}
+    record["configs"] = {key: dataclasses.astuple(config) for key, config in configs.items()}
     runs = {key: [] for key in keys}
     for rep in range(repeats):
-        for knobs, key in list(zip(_candidates(w), keys))[::1 if rep % 2 == 0 else -1]:
+        for key in keys[::1 if rep % 2 == 0 else -1]:
             if key in record.get("errors", {}):
                 continue
             try:
-                config = w.config(knobs, sms)
-                record["configs"][key] = dataclasses.astuple(config)
                 t0 = time.perf_counter()
-                runs[key].append(time_calls(_calls(w, inputs, config, out, workspace)))
+                runs[key].append(time_calls(_calls(w, inputs, configs[key], out, workspace)))
                 if time.perf_counter() - t0 > 2.0 and rep == 0:  # compiled here: the compile pool missed it
                     record.setdefault("slow", []).append(key)
             except Exception as e:  # does not fit (shared memory, registers): never chosen
