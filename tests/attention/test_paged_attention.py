@@ -81,14 +81,16 @@ def test_splits(shape, dtype, num_splits):
                                                          (140, 30, 64, False)],
                          ids=["tiny-batch", "one-program-per-sm", "large-batch"])
 def test_decode_regimes(num_seqs, length, tile_n, split):
-    """The automatic decode configuration's three regimes (programs vs SMs) are each exact."""
+    """The hand rules' three decode regimes (programs vs SMs) are each exact, and so is the automatic
+    choice (on a GPU with a tuned tree, the tree's configuration: the regimes are the hand rules')."""
     lens = [length + 37 * (s % 7) for s in range(num_seqs)]
     shape = Shape(q_lens=(1,) * num_seqs, seq_lens=tuple(lens), num_q_heads=8, num_kv_heads=2)
     batch = shape.batch(torch.float16)
     config = select_attention_config(
         num_tokens=num_seqs, num_seqs=num_seqs, num_q_heads=8, num_kv_heads=2, head_dim=64, block_size=16,
-        max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16, device=batch.q.device)
+        max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16, device=batch.q.device, tree=False)
     assert (config.tile_n, config.num_splits > 1) == (tile_n, split), config
+    run_and_check(batch, TOL[torch.float16], config=config)
     run_and_check(batch, TOL[torch.float16])
 
 
