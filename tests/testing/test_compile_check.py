@@ -166,6 +166,20 @@ def test_amd_targets_compile_a_cover_of_the_launches(tmp_path):
     assert code == 0 and "hip:gfx942 compile check of 4 kernel launches: 4 passed" in out, out
 
 
+def test_cover_starts_from_each_kernels_largest_launch():
+    """64- and 128-wide blocks at 2 and 3 stages: the first two launches show every value, but not the
+    128-wide block at 3 stages, the one that needs the most shared memory; the cover compiles it first,
+    then what it lacks."""
+    def launch(block, stages, add):
+        entry = _entry(check_kernels.portable_kernel, _x(), 64, BLOCK=block, ADD=add, TAG=0)
+        return dict(entry, options=dict(entry["options"], num_stages=stages))
+
+    entries = [launch(128, 2, True), launch(64, 3, False), launch(128, 3, True)]
+    assert compile_check._footprint(entries[2]) > max(compile_check._footprint(e) for e in entries[:2])
+    chosen = compile_check.cover(entries)
+    assert chosen[0] == entries[2] and len(chosen) == 3
+
+
 def test_cover_keeps_each_kernel_apart():
     a = [_entry(check_kernels.portable_kernel, _x(), 64, BLOCK=64, ADD=True, TAG=0)]
     b = [_entry(check_kernels.ptx_kernel, _x(), BLOCK=64, TAG=0)]

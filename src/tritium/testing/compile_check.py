@@ -12,8 +12,9 @@ GPU, but Triton compiles to cubin (NVIDIA) and hsaco (AMD) without one. Two step
 2. ``python -m tritium.testing.compile_check FILE [--target cuda:90,hip:gfx942,hip:gfx950]`` compiles
    each distinct launch for each target with the interpreter off and fails listing every kernel and
    target that does not compile. The default targets: ``cuda:90`` (Hopper), ``hip:gfx942`` (MI300X),
-   ``hip:gfx950`` (MI350X). The AMD targets compile a :func:`cover` of the launches (each kernel with
-   every constexpr value, argument type and option its launches use; ``--all-launches``: all of them).
+   ``hip:gfx950`` (MI350X). The AMD targets compile a :func:`cover` of the launches (each kernel's
+   largest launch, and every constexpr value, argument type and option its launches use;
+   ``--all-launches``: all of them).
 
 What is compiled for a target is what the launchers launch there (:func:`variants`), not the recorded
 launch as such: a launcher sets some constexprs from device probes, which the interpreter answers as
@@ -41,6 +42,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
 import re
 import sys
@@ -295,9 +297,19 @@ def _items(launch: dict) -> set:
     return items | {("option", k, json.dumps(v)) for k, v in launch["options"].items()}
 
 
+def _footprint(launch: dict) -> int:
+    """How much shared memory and how many registers a launch's program may need, to order launches of
+    one kernel: the product of its power-of-two int constexprs of at least 16 (tile sizes, head dims)
+    times its pipeline stages."""
+    ints = [v for v in launch["constexprs"].values() if isinstance(v, int) and not isinstance(v, bool)]
+    return math.prod(v for v in ints if v >= 16 and v & (v - 1) == 0) * launch["options"].get("num_stages", 1)
+
+
 def cover(launches: list[dict]) -> list[dict]:
     """A subset of ``launches`` in which every kernel shows each constexpr value, argument type and launch
-    option that any of its launches has (greedy set cover per kernel, deterministic). Used for the AMD
+    option that any of its launches has (greedy set cover per kernel, deterministic), starting from the
+    kernel's largest launch (:func:`_footprint`: its tiles times its stages), so that a program over the
+    target's shared memory (``SHARED_LIMITS``) is found without compiling every launch. Used for the AMD
     targets: 737 recorded launches become 120, every feature switch and size of each kernel still
     compiled at least once (combinations of them are not all compiled)."""
     by_kernel = {}
@@ -307,6 +319,9 @@ def cover(launches: list[dict]) -> list[dict]:
     for group in by_kernel.values():
         items = [_items(launch) for launch in group]
         missing = set().union(*items)
+        largest = max(range(len(group)), key=lambda i: (_footprint(group[i]), -i))
+        missing -= items[largest]
+        out.append(group[largest])
         while missing:
             best = max(range(len(group)), key=lambda i: (len(items[i] & missing), -i))
             missing -= items[best]
