@@ -336,7 +336,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     head_pad = next_pow2(head_dim)
     dummy = q
     launch = pdl_launch(q.device, pdl)
-    for attempt in range(2):
+    while True:
         splits = config.num_splits if num_splits is None else num_splits
         if workspace is not None:
             splits = min(splits, workspace.max_splits)
@@ -377,18 +377,18 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
             )
+            break
         except OutOfResources:
             # A tree's configuration that does not fit this GPU (shared memory, registers; the tree module's
-            # UNFIT lists those its sweep met): remembered, and this call runs the hand rules' instead.
-            if not selected or attempt:
+            # UNFIT lists those its sweep met): remembered, and this call runs the hand rules' instead (once:
+            # if that fails too, or the caller chose the configuration, the error stands).
+            if not selected:
                 raise
             mark_unfit(config, head_dim=head_dim, dtype=q.dtype, kv_dtype=k_cache.dtype, device=q.device)
             fallback = _select(q, k_cache, num_seqs, max_seqlen_q, max_seqlen_k, workspace)
             if fallback == config:  # the hand rules' own configuration
                 raise
-            config = fallback
-            continue
-        break
+            config, selected = fallback, False
     if splits > 1:
         _merge_splits_kernel[(num_tokens, num_q_heads)](
             out, part_out, part_lse, dummy if lse is None else lse,
