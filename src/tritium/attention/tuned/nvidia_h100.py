@@ -1,13 +1,13 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 bfd3b6b16afc39d7; 120 decode-family and 54 prefill-family workloads,
-swept 2026-11-23T17:21:41+00:00; tree depths {'decode': 5, 'prefill': 3};
-cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {'decode': {'tree': 1.0945, 'hand': 1.1386}, 'prefill': {'tree': 1.1048, 'hand': 1.4799}}).
+(sha256 83c581f65235881b; 120 decode-family and 160 prefill-family workloads,
+swept 2026-11-26T00:11:15+00:00; tree depths {'decode': 8, 'prefill': 8};
+cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {'decode': {'tree': 1.0854, 'hand': 1.1311}, 'prefill': {'tree': 1.083, 'hand': 1.4482}}).
 The benchmark's 16 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
-    decode: 24 held out, 50% within 5% of the best swept, worst 1.324x the best and 1.302x the hand rules
-    prefill: 11 held out, 36% within 5% of the best swept, worst 1.362x the best and 1.158x the hand rules
+    decode: 24 held out, 54% within 5% of the best swept, worst 1.752x the best and 1.338x the hand rules
+    prefill: 32 held out, 62% within 5% of the best swept, worst 1.804x the best and 1.669x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -31,89 +31,227 @@ def decode(f):
     if f['programs'] <= 48:
         if f['max_seqlen_k'] <= 320:
             if f['head_dim'] <= 192:
-                if f['num_tokens'] <= 12:
+                if f['programs'] <= 10:
                     if f['head_dim'] <= 96:
-                        return (128, 2, 0)
+                        return (128, 2, 8)
                     else:
-                        return (32, 2, 8)
+                        return (32, 2, 4)
                 else:
-                    if f['block_size'] <= 40:
-                        return (128, 2, 4)
-                    else:
-                        return (128, 2, 0)
+                    return (128, 2, 0)
             else:
-                return (32, 2, 8)
+                return (32, 2, 1)
         else:
             if f['head_dim'] <= 192:
                 if f['max_seqlen_k'] <= 1280:
                     if f['programs'] <= 6:
-                        return (32, 2, 2)
+                        return (32, 2, 8)
                     else:
-                        return (64, 2, 8)
+                        return (64, 2, 1)
                 else:
                     if f['head_dim'] <= 96:
-                        return (64, 2, 4)
+                        if f['num_seqs'] <= 6:
+                            if f['block_size'] <= 40:
+                                return (128, 3, 4)
+                            else:
+                                return (128, 2, 4)
+                        else:
+                            if f['max_seqlen_k'] <= 20480:
+                                return (64, 2, 4)
+                            else:
+                                return (64, 2, 8)
                     else:
-                        return (64, 2, 2)
+                        if f['programs'] <= 6:
+                            if f['max_seqlen_k'] <= 5120:
+                                return (64, 2, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (64, 2, 8)
+                                else:
+                                    return (128, 2, 4)
+                        else:
+                            if f['num_tokens'] <= 2:
+                                return (32, 2, 4)
+                            else:
+                                if f['programs'] <= 12:
+                                    return (32, 2, 2)
+                                else:
+                                    return (64, 2, 2)
             else:
                 if f['kv_bits'] <= 12:
                     if f['max_seqlen_k'] <= 5120:
-                        return (32, 2, 2)
+                        if f['num_seqs'] <= 4:
+                            return (32, 2, 4)
+                        else:
+                            return (32, 2, 2)
                     else:
-                        return (32, 2, 4)
+                        if f['block_size'] <= 40:
+                            return (32, 2, 4)
+                        else:
+                            return (32, 2, 2)
                 else:
-                    if f['max_seqlen_q'] <= 4:
-                        return (32, 2, 8)
+                    if f['programs'] <= 24:
+                        if f['group'] <= 4:
+                            return 'hand'
+                        else:
+                            return (32, 2, 4)
                     else:
-                        return (32, 2, 4)
+                        return (32, 2, 8)
     else:
         if f['max_seqlen_k'] <= 768:
-            if f['num_tokens'] <= 320:
+            if f['max_seqlen_q'] <= 1:
                 if f['max_seqlen_k'] <= 320:
-                    if f['block_size'] <= 40:
-                        return 'hand'
+                    if f['programs'] <= 192:
+                        if f['head_dim'] <= 192:
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 96:
+                                    return (128, 2, 2)
+                                else:
+                                    return (128, 2, 0)
+                            else:
+                                return (128, 2, 0)
+                        else:
+                            return (32, 2, 2)
                     else:
                         return (64, 2, 0)
                 else:
                     return (128, 2, 0)
             else:
-                return (64, 2, 1)
+                return (64, 2, 0)
         else:
             if f['kv_bits'] <= 12:
                 if f['programs'] <= 96:
                     return (128, 2, 8)
                 else:
-                    if f['programs'] <= 192:
-                        return (128, 2, 8)
-                    else:
+                    if f['num_tokens'] <= 48:
                         return (128, 2, 1)
+                    else:
+                        return (128, 2, 8)
             else:
-                if f['programs'] <= 96:
+                if f['num_kv_heads'] <= 1:
                     return 'hand'
                 else:
                     if f['programs'] <= 192:
-                        return (128, 2, 1)
+                        if f['head_dim'] <= 96:
+                            return (64, 2, 4)
+                        else:
+                            return (128, 3, 0)
                     else:
-                        return (128, 2, 0)
+                        if f['max_seqlen_q'] <= 1:
+                            if f['programs'] <= 768:
+                                return (32, 2, 1)
+                            else:
+                                if f['num_tokens'] <= 192:
+                                    return (128, 2, 4)
+                                else:
+                                    return (32, 2, 1)
+                        else:
+                            return (64, 2, 0)
 
 
 def prefill(f):
     if f['head_dim'] <= 192:
         if f['head_dim'] <= 96:
             if f['kv_bits'] <= 12:
-                return (128, 128, 8, 3)
+                if f['programs'] <= 5120:
+                    if f['max_seqlen_k'] <= 3072:
+                        if f['num_tokens'] <= 5123:
+                            if f['programs'] <= 80:
+                                return (64, 64, 4, 3)
+                            else:
+                                return (128, 128, 8, 2)
+                        else:
+                            return (64, 64, 4, 2)
+                    else:
+                        if f['programs'] <= 192:
+                            if f['programs'] <= 96:
+                                if f['group'] <= 6:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return 'hand'
+                            else:
+                                return 'hand'
+                        else:
+                            if f['num_seqs'] <= 1:
+                                return (128, 64, 4, 2)
+                            else:
+                                return 'hand'
+                else:
+                    return (64, 64, 4, 3)
             else:
-                return (64, 128, 4, 2)
+                if f['num_kv_heads'] <= 5:
+                    if f['max_seqlen_k'] <= 5120:
+                        return (64, 128, 4, 2)
+                    else:
+                        if f['num_tokens'] <= 1343:
+                            return (64, 64, 4, 3)
+                        else:
+                            return (64, 128, 4, 2)
+                else:
+                    if f['max_seqlen_q'] <= 1280:
+                        return (128, 64, 8, 2)
+                    else:
+                        return (128, 64, 8, 3)
         else:
-            if f['kv_bits'] <= 12:
-                return (128, 128, 8, 2)
+            if f['programs'] <= 384:
+                if f['kv_bits'] <= 12:
+                    if f['max_seqlen_k'] <= 5120:
+                        if f['num_kv_heads'] <= 1:
+                            return (64, 128, 4, 2)
+                        else:
+                            return (128, 128, 8, 2)
+                    else:
+                        return (128, 128, 8, 3)
+                else:
+                    if f['max_seqlen_k'] <= 5120:
+                        if f['group'] <= 2:
+                            return (64, 128, 4, 2)
+                        else:
+                            return (64, 64, 4, 2)
+                    else:
+                        if f['max_seqlen_q'] <= 1280:
+                            return (64, 64, 4, 3)
+                        else:
+                            return 'hand'
             else:
-                return 'hand'
+                if f['kv_bits'] <= 12:
+                    if f['max_seqlen_k'] <= 3072:
+                        return (64, 128, 4, 2)
+                    else:
+                        if f['num_kv_heads'] <= 1:
+                            return (128, 128, 8, 3)
+                        else:
+                            return 'hand'
+                else:
+                    if f['num_seqs'] <= 20:
+                        if f['max_seqlen_k'] <= 1280:
+                            return (64, 64, 4, 2)
+                        else:
+                            if f['block_size'] <= 40:
+                                return (128, 128, 8, 2)
+                            else:
+                                return 'hand'
+                    else:
+                        return (64, 64, 4, 3)
     else:
         if f['kv_bits'] <= 12:
-            if f['programs'] <= 96:
+            if f['num_tokens'] <= 527:
                 return (64, 64, 4, 3)
             else:
-                return (128, 64, 8, 3)
+                if f['programs'] <= 24576:
+                    return (128, 64, 8, 3)
+                else:
+                    return (64, 64, 4, 2)
         else:
-            return (128, 64, 8, 2)
+            if f['num_tokens'] <= 3087:
+                if f['programs'] <= 192:
+                    return (128, 64, 8, 2)
+                else:
+                    if f['max_seqlen_k'] <= 5120:
+                        if f['num_seqs'] <= 80:
+                            return 'hand'
+                        else:
+                            return (128, 64, 8, 2)
+                    else:
+                        return (128, 64, 8, 2)
+            else:
+                return (128, 64, 8, 2)
