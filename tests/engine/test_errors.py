@@ -117,11 +117,12 @@ def test_cli_generates(capsys, tiny_models):
     ({"gpu_memory_utilization": "0.5"}, TypeError, "gpu_memory_utilization must be a float"),
     ({"weight_prefetch": "yes"}, TypeError, "weight_prefetch must be True or False or None, got 'yes'"),
     ({"cuda_graphs": 1}, TypeError, "cuda_graphs must be True or False, got 1"),
+    ({"warmup_attention": "no"}, TypeError, "warmup_attention must be True or False, got 'no'"),
     ({"decode_steps": 0}, ValueError, r"decode_steps must be in \[1, 64\], got 0"),
     ({"decode_steps": 2.0}, TypeError, "decode_steps must be an int, got 2.0"),
 ], ids=["block_size-str", "max_num_seqs-float", "max_model_len-0", "max_model_len-neg", "kv_cache_memory-float",
         "kv_cache_memory-neg", "dtype-str", "dtype-int8", "gpu_memory_utilization-str", "weight_prefetch-str",
-        "cuda_graphs-int", "decode_steps-0", "decode_steps-float"])
+        "cuda_graphs-int", "warmup_attention-str", "decode_steps-0", "decode_steps-float"])
 def test_engine_settings_name_the_argument(tiny_models, kwargs, error, message):
     """Checked before any weight is loaded, not as a traceback from deep inside the model."""
     with pytest.raises(error, match=message):

@@ -183,6 +183,26 @@ def _scale_arg(name, scale, device):
     return None, float(scale)
 
 
+def _splits(config: AttentionConfig, num_splits: int | None, workspace) -> int:
+    """The split-KV count a call launches: the configuration's, or ``num_splits``, at most the workspace's."""
+    splits = config.num_splits if num_splits is None else num_splits
+    return splits if workspace is None else min(splits, workspace.max_splits)
+
+
+def planned_launch(q, k_cache, *, num_seqs: int, max_seqlen_q: int, max_seqlen_k: int,
+                   workspace: "AttentionWorkspace | None" = None, num_splits: int | None = None,
+                   **gluon_features) -> tuple[AttentionConfig, int]:
+    """(configuration, split-KV count) that ``paged_attention`` without ``config`` launches for a call
+    with these arguments (the Gluon kernel's ``hopper.CONFIG`` and 1 where it picks that kernel).
+    Only shapes, dtypes and the device of ``q`` and ``k_cache`` are read. ``gluon_features``: the call's
+    ``causal``, ``sliding_window``, ... as ``hopper.supported`` takes them. What a warm-up compiles."""
+    if num_splits is None and hopper.auto_selects(q, k_cache, num_seqs=num_seqs, max_seqlen_q=max_seqlen_q,
+                                                  **gluon_features):
+        return hopper.CONFIG, 1
+    config = _select(q, k_cache, num_seqs, max_seqlen_q, max_seqlen_k, workspace)
+    return config, _splits(config, num_splits, workspace)
+
+
 def _select(q, k_cache, num_seqs: int, max_seqlen_q: int, max_seqlen_k: int, workspace) -> AttentionConfig:
     num_tokens, num_q_heads, head_dim = q.shape
     return select_attention_config(
@@ -317,12 +337,10 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
 
     gluon_features = dict(causal=causal, sliding_window=sliding_window, softcap=softcap, alibi_slopes=alibi_slopes,
                           sinks=sinks, k_scale=k_scale, v_scale=v_scale, q_start_pos=q_start_pos, lse=lse)
-    if config is None and num_splits is None and hopper.auto_selects(q, k_cache, num_seqs=num_seqs,
-                                                                     max_seqlen_q=max_seqlen_q, **gluon_features):
-        config = hopper.CONFIG
     selected = config is None
-    if selected:
-        config = _select(q, k_cache, num_seqs, max_seqlen_q, max_seqlen_k, workspace)
+    if selected:  # the Gluon kernel where it serves the call, else the tree's or the hand rules' choice
+        config, _ = planned_launch(q, k_cache, num_seqs=num_seqs, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                                   workspace=workspace, num_splits=num_splits, **gluon_features)
     if config.kernel == "gluon":
         why = hopper.supported(q, k_cache, **gluon_features)
         if why is not None:
@@ -337,9 +355,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     dummy = q
     launch = pdl_launch(q.device, pdl)
     while True:
-        splits = config.num_splits if num_splits is None else num_splits
-        if workspace is not None:
-            splits = min(splits, workspace.max_splits)
+        splits = _splits(config, num_splits, workspace)
         if splits > 1:
             if workspace is None:
                 workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)

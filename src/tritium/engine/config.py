@@ -30,6 +30,10 @@ class EngineConfig:
       it bought nothing measurable (bench/NOTES.md). ``None``: on where the GPU supports it; after start-up
       it reads whether it is active.
     - ``cuda_graphs``: capture decode steps for bucketed batch sizes (GPU only).
+    - ``warmup_attention``: at start-up on a GPU, run paged attention once for every kernel configuration
+      the engine's batches can select (decode, chunks beside decodes, equal chunks; up to ``max_num_seqs``,
+      ``max_num_batched_tokens`` and ``max_model_len``), so that none compiles inside a request (a first
+      compile takes about a second; later starts load them from Triton's cache).
     - ``pdl``: the decode chain's kernels (norms, rope, GEMVs) launch by programmatic dependent launch on
       NVIDIA Hopper; False turns it off everywhere. ``attention_pdl``: attention too (off by default: in
       the chain it measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100, bench/NOTES.md).
@@ -74,6 +78,7 @@ class EngineConfig:
     linear_backend: str | None = None
     weight_prefetch: bool | None = False
     cuda_graphs: bool = True
+    warmup_attention: bool = True
     decode_steps: int = 8
     pdl: bool = True
     attention_pdl: bool = False
@@ -127,8 +132,9 @@ class EngineConfig:
                 raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
         if self.linear_backend not in (None, "auto", "triton", "torch"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
-        for name in ("weight_prefetch", "cuda_graphs", "enable_prefix_caching", "enable_chunked_prefill", "pdl",
-                     "attention_pdl", "fuse_rope_kv_write", "fuse_row_parallel", "pipeline_windows"):
+        for name in ("weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
+                     "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_row_parallel",
+                     "pipeline_windows"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

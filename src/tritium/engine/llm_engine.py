@@ -36,7 +36,8 @@ from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
-from tritium.models.attention import DistributedDecodeAttention, TorchContextParallelAttention
+from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
+                                     warmup_batches)
 from tritium.models.config import ModelConfig
 from tritium.models.layers import SINGLE
 from tritium.models.llama import LlamaModel, ModelOptions
@@ -154,6 +155,15 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp)
+    if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
+        t0 = time.perf_counter()
+        k_cache, v_cache = runner.kv_caches[0]
+        count = model.attention.warmup(
+            k_cache, v_cache, warmup_batches(cfg.max_num_seqs, cfg.max_model_len, cfg.max_num_batched_tokens),
+            block_table_width=runner.max_blocks_per_seq, dtype=model.dtype)
+        torch.cuda.synchronize(device)
+        log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
+                 time.perf_counter() - t0)
     return model, runner, cfg
 
 

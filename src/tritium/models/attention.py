@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.attention.config import next_pow2
+from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
 
 
@@ -78,6 +80,78 @@ class TritonAttention:
                                workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None,
                                num_splits=self.num_splits if q.shape[0] <= self.workspace.max_num_tokens else None,
                                pdl=self.pdl)
+
+
+    def warmup_plan(self, q, k_cache, batches) -> dict:
+        """{compile key: the first of ``batches`` that gives it} for what ``attend`` would launch on each of
+        ``batches`` (``warmup_batches``). The key is what a compile depends on: the configuration's tiles,
+        warps and stages, split-KV or not, and the merge kernel's padded split count (the Gluon kernel: its
+        fixed configuration). ``q``: [tokens, Hq, D] with at least as many tokens as the largest batch (only
+        its shape, dtype and device are read)."""
+        plan = {}
+        for q_lens, seq_len in batches:
+            tokens = q[:sum(q_lens)]
+            small = tokens.shape[0] <= self.workspace.max_num_tokens
+            config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
+                                            max_seqlen_k=seq_len, workspace=self.workspace if small else None,
+                                            num_splits=self.num_splits if small else None,
+                                            sliding_window=self.sliding_window)
+            key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1)
+            plan.setdefault(key, (q_lens, seq_len))
+        return plan
+
+    def warmup(self, k_cache, v_cache, batches, *, block_table_width: int, dtype: torch.dtype) -> int:
+        """Run one batch for every kernel configuration that ``attend`` would launch for ``batches``
+        (``warmup_plan``), so that each is compiled (or loaded from Triton's cache) now rather than inside
+        a request. Reads page 0 of the caches; writes nothing but scratch outputs. Returns the number of
+        configurations run. The batches are built as the runner builds its own (block tables
+        ``block_table_width`` pages wide, this backend's workspace where ``attend`` uses it), so each launch
+        has the specialisation (argument alignment, constexprs) of the real ones."""
+        device = k_cache.device
+        most = max(sum(q_lens) for q_lens, _ in batches)
+        q_all = torch.zeros(most, self.workspace.num_q_heads, self.workspace.head_dim, dtype=dtype, device=device)
+        plan = self.warmup_plan(q_all, k_cache, batches)
+        for q_lens, seq_len in plan.values():
+            n = len(q_lens)
+            cu = torch.zeros(n + 1, dtype=torch.int32)
+            cu[1:] = torch.tensor(q_lens, dtype=torch.int32).cumsum(0)
+            meta = AttentionMetadata(
+                slot_mapping=torch.full((int(cu[-1]),), -1, dtype=torch.int64, device=device),
+                block_table=torch.zeros(n, block_table_width, dtype=torch.int32, device=device),
+                seq_lens=torch.full((n,), seq_len, dtype=torch.int32, device=device),
+                cu_seqlens_q=cu.to(device), max_seqlen_q=max(q_lens), max_seqlen_k=seq_len,
+                q_lens_host=list(q_lens), seq_lens_host=[seq_len] * n)
+            self.attend(q_all[:int(cu[-1])], k_cache, v_cache, meta, self.workspace.head_dim ** -0.5)
+        return len(plan)
+
+
+def _grid(hi: int) -> list[int]:
+    """1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... (four points an octave) up to ``hi``, and ``hi``."""
+    return sorted({hi} | {v for i in range(hi.bit_length()) for v in ((4 << i) >> 2, (5 << i) >> 2, (6 << i) >> 2,
+                                                                    (7 << i) >> 2) if 1 <= v <= hi})
+
+
+def warmup_batches(max_num_seqs: int, max_model_len: int, max_num_batched_tokens: int
+                   ) -> list[tuple[tuple[int, ...], int]]:
+    """Batches an engine with these limits runs, as (query tokens of each sequence, sequence length):
+    decode batches, one prefill chunk beside decoding sequences, and equal chunks within the step's token
+    budget, with sequence counts, chunk lengths and sequence lengths on a grid of four points an octave up
+    to each limit.
+    The attention configurations are chosen on these same features (batch size, tokens, longest query,
+    longest sequence), which is what lets a warm-up over them meet the configurations real steps use."""
+    budget = max(max_num_batched_tokens, max_num_seqs)
+    out = []
+    for n in _grid(max_num_seqs):
+        for seq_len in _grid(max_model_len):
+            out.append(((1,) * n, seq_len))
+            for chunk in _grid(min(budget, seq_len)):
+                if chunk == 1:
+                    continue
+                if chunk + n - 1 <= budget:
+                    out.append(((chunk,) + (1,) * (n - 1), seq_len))
+                if n > 1 and chunk * n <= budget:
+                    out.append(((chunk,) * n, seq_len))
+    return out
 
 
 class DistributedDecodeAttention:
