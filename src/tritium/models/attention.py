@@ -81,7 +81,6 @@ class TritonAttention:
                                num_splits=self.num_splits if q.shape[0] <= self.workspace.max_num_tokens else None,
                                pdl=self.pdl)
 
-
     def warmup_plan(self, q, k_cache, batches) -> dict:
         """{compile key: the first of ``batches`` that gives it} for what ``attend`` would launch on each of
         ``batches`` (``warmup_batches``). The key is what a compile depends on: the configuration's tiles,
