@@ -76,10 +76,13 @@ class TritonAttention:
         ``write_kv_cache`` or the engine's fused ``rope_write_kv``). q: [T, Hq, D] -> [T, Hq, D]."""
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
-                               softmax_scale=scale, sliding_window=self.sliding_window,
-                               workspace=self.workspace if q.shape[0] <= self.workspace.max_num_tokens else None,
-                               num_splits=self.num_splits if q.shape[0] <= self.workspace.max_num_tokens else None,
-                               pdl=self.pdl)
+                               softmax_scale=scale, sliding_window=self.sliding_window, pdl=self.pdl,
+                               **self._split_args(q.shape[0]))
+
+    def _split_args(self, num_tokens: int) -> dict:
+        """The workspace and split override of a ``num_tokens`` call: decode-sized batches only."""
+        small = num_tokens <= self.workspace.max_num_tokens
+        return dict(workspace=self.workspace if small else None, num_splits=self.num_splits if small else None)
 
     def warmup_plan(self, q, k_cache, batches) -> dict:
         """{compile key: the first of ``batches`` that gives it} for what ``attend`` would launch on each of
@@ -90,11 +93,9 @@ class TritonAttention:
         plan = {}
         for q_lens, seq_len in batches:
             tokens = q[:sum(q_lens)]
-            small = tokens.shape[0] <= self.workspace.max_num_tokens
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
-                                            max_seqlen_k=seq_len, workspace=self.workspace if small else None,
-                                            num_splits=self.num_splits if small else None,
-                                            sliding_window=self.sliding_window)
+                                            max_seqlen_k=seq_len, sliding_window=self.sliding_window,
+                                            **self._split_args(tokens.shape[0]))
             key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1)
             plan.setdefault(key, (q_lens, seq_len))
         return plan
@@ -135,8 +136,7 @@ def warmup_batches(max_num_seqs: int, max_model_len: int, max_num_batched_tokens
     """Batches an engine with these limits runs, as (query tokens of each sequence, sequence length):
     decode batches, one prefill chunk beside decoding sequences, and equal chunks within the step's token
     budget, with sequence counts, chunk lengths and sequence lengths on a grid of four points an octave up
-    to each limit.
-    The attention configurations are chosen on these same features (batch size, tokens, longest query,
+    to each limit. The attention configurations are chosen on these same features (batch size, tokens, longest query,
     longest sequence), which is what lets a warm-up over them meet the configurations real steps use."""
     budget = max(max_num_batched_tokens, max_num_seqs)
     out = []
