@@ -30,19 +30,23 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.runtime.jit import mangle_type
 from tritium.attention import hopper as H
 
-page, group, dtype = {page}, {group}, getattr(torch, "{dtype}")
+page, group, dtype, persistent = {page}, {group}, getattr(torch, "{dtype}"), {persistent}
 desc = mangle_type(H.descriptor(torch.empty(4, page, 2, 128, dtype=dtype)))
 ty = "*" + {{torch.float16: "fp16", torch.bfloat16: "bf16"}}[dtype]
 ints = ("stride_q_tok", "stride_q_head", "stride_o_tok", "stride_o_head", "stride_bt_seq", "num_seqs",
-        "num_tokens", "num_blocks", "max_kv_len", "num_slots", "num_kv_heads", "num_items")
+        "num_tokens", "num_blocks", "max_kv_len") + (("num_slots", "num_kv_heads", "num_items") if persistent else ())
 sig = dict(out_ptr=ty, q_ptr=ty, k_desc=desc, v_desc=desc, block_table_ptr="*i32", seq_lens_ptr="*i32",
-           cu_seqlens_q_ptr="*i32", sched_ptr="*i32", qk_scale_log2="fp32", **{{k: "i32" for k in ints}})
+           cu_seqlens_q_ptr="*i32", **({{"sched_ptr": "*i32"}} if persistent else {{}}), qk_scale_log2="fp32",
+           **{{k: "i32" for k in ints}})
 consts = dict(QPKV=group, HEAD_DIM=128, PAGE_SIZE=page, BLOCK_M=H.BLOCK_M, BLOCK_Q=max(1, H.BLOCK_M // group),
               TILE_N=H.TILE_N, STAGES=H.STAGES, PINGPONG={pingpong}, CONSUMER_REGS=H.CONSUMER_REGS,
-              LOADER_REGS=H.LOADER_REGS, HEAD_MAJOR=H.HEAD_MAJOR, num_warps=H.NUM_WARPS,
+              LOADER_REGS=H.LOADER_REGS, num_warps=H.NUM_WARPS,
               Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([H.BLOCK_M // 2, 128], H._GL_DTYPES[dtype]))
+if persistent:
+    consts["HEAD_MAJOR"] = H.HEAD_MAJOR
 sig.update({{k: "constexpr" for k in consts}})
-kernel = triton.compile(GluonASTSource(fn=H._hopper_prefill_kernel, signature=sig, constexprs=consts),
+fn = H._persistent_kernel if persistent else H._grid_kernel
+kernel = triton.compile(GluonASTSource(fn=fn, signature=sig, constexprs=consts),
                         target=GPUTarget("cuda", 90, 32), options={{"num_warps": H.NUM_WARPS, "maxnreg": H.MAXNREG}})
 ptx = kernel.asm["ptx"]
 path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tritium-hopper-{{os.getpid()}}")
@@ -60,15 +64,16 @@ print(json.dumps(dict(shared=kernel.metadata.shared, ptxas=info,
 """
 
 
+@pytest.mark.parametrize("persistent", [True, False], ids=["persistent", "grid"])
 @pytest.mark.parametrize("page,group,dtype,pingpong", [(16, 4, "bfloat16", True), (64, 8, "float16", False),
                                                        (256, 1, "bfloat16", True)],
                          ids=["bs16-G4-bf16-pingpong", "bs64-G8-fp16", "bs256-G1-bf16-pingpong"])
-def test_compiles_for_sm90_with_its_pipeline(page, group, dtype, pingpong):
+def test_compiles_for_sm90_with_its_pipeline(page, group, dtype, pingpong, persistent):
     """Compiled for sm_90 on the CPU: at most a few spilled values (kept across the loop for the epilogue),
     shared memory within the 227 KiB an H100 block may use, TMA copies and wgmma with a wait that leaves
     one group in flight (P V runs under the next tile's softmax), and ptxas does not serialise the wgmmas
     (warning C7514)."""
-    code = _COMPILE.format(page=page, group=group, dtype=dtype, pingpong=pingpong)
+    code = _COMPILE.format(page=page, group=group, dtype=dtype, pingpong=pingpong, persistent=persistent)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -122,11 +127,14 @@ def check_matches_reference(shape_index: int, dtype_name: str, pingpong: bool) -
     hopper.PINGPONG = pingpong  # a child process: the module default for this check only
     dtype = getattr(torch, dtype_name)
     batch = GPU_SHAPES[shape_index].batch(dtype)
-    for _ in range(2):  # twice: the barriers' phases start over in every launch
-        out = poisoned_like(batch.q)
-        paged_attention(*batch.args, config=GLUON, out=out)
-        torch.cuda.synchronize()
-        assert_rel_close(out, batch.ref(), TOL[dtype])
+    ref = batch.ref()
+    for max_keys in (1 << 30, 0):  # the persistent kernel, then the one-program-a-Q-block grid
+        hopper.PERSISTENT_MAX_KEYS = max_keys
+        for _ in range(2):  # twice: the barriers' phases (and the work-item counter) start over in every launch
+            out = poisoned_like(batch.q)
+            paged_attention(*batch.args, config=GLUON, out=out)
+            torch.cuda.synchronize()
+            assert_rel_close(out, ref, TOL[dtype], what="persistent" if max_keys else "grid")
 
 
 def check_program_counts(shape_index: int) -> None:
@@ -142,24 +150,25 @@ def check_program_counts(shape_index: int) -> None:
         out = poisoned_like(batch.q)
         hopper.launch(out, batch.q, batch.k_cache, batch.v_cache, batch.block_table, batch.seq_lens,
                       batch.cu_seqlens_q, scale=shape.head_dim ** -0.5,
-                      max_kv_len=batch.block_table.shape[1] * block_size, programs=programs)
+                      max_kv_len=batch.block_table.shape[1] * block_size, persistent=True, programs=programs)
         torch.cuda.synchronize()
         assert_rel_close(out, ref, TOL[torch.bfloat16], what=f"{programs} programs")
 
 
 def check_bad_page_id() -> None:
-    """With the default grid and with one program for every item (a bad item's verdict must not reach
-    the items after it in the same program)."""
+    """Both kernels; the persistent one also with one program for every item (a bad item's verdict must
+    not reach the items after it in the same program)."""
     from tritium.attention import hopper
     batch = GPU_SHAPES[0].batch(torch.bfloat16)
     ref = batch.ref()
     table = batch.block_table.clone()
     table[1, 3] = batch.k_cache.shape[0] + 5
     cu = batch.cu_seqlens_q.tolist()
-    for programs in (None, 1):
+    for persistent, programs in ((True, None), (True, 1), (False, None)):
         out = poisoned_like(batch.q)
         hopper.launch(out, batch.q, batch.k_cache, batch.v_cache, table, batch.seq_lens, batch.cu_seqlens_q,
-                      scale=128 ** -0.5, max_kv_len=table.shape[1] * batch.k_cache.shape[1], programs=programs)
+                      scale=128 ** -0.5, max_kv_len=table.shape[1] * batch.k_cache.shape[1], persistent=persistent,
+                      programs=programs)
         torch.cuda.synchronize()
         assert bool(torch.isnan(out[cu[1]:cu[2]].float()).all()), programs
         for s in (0, 2, 3):
@@ -173,19 +182,25 @@ def check_bad_page_id() -> None:
 
 
 def check_cuda_graph_replay() -> None:
+    """Both kernels captured in a CUDA graph (the descriptors go in by value; the persistent kernel's
+    counter is zeroed by a node of the graph) and replayed twice on new queries."""
+    from tritium.attention import hopper
     shape = GPU_SHAPES[1]
     batch = shape.batch(torch.bfloat16)
-    out = torch.empty_like(batch.q)
     hints = dict(max_seqlen_q=max(shape.q_lens), max_seqlen_k=max(shape.seq_lens))
-    paged_attention(*batch.args, config=GLUON, out=out, **hints)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    for max_keys in (1 << 30, 0):
+        hopper.PERSISTENT_MAX_KEYS = max_keys
+        out = torch.empty_like(batch.q)
         paged_attention(*batch.args, config=GLUON, out=out, **hints)
-    batch.q.normal_()
-    out.fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
-    assert_rel_close(out, batch.ref(), TOL[torch.bfloat16])
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            paged_attention(*batch.args, config=GLUON, out=out, **hints)
+        for _ in range(2):
+            batch.q.normal_()
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_rel_close(out, batch.ref(), TOL[torch.bfloat16], what="persistent" if max_keys else "grid")
 
 
 @pytest.mark.gpu

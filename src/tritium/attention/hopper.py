@@ -53,9 +53,12 @@ BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
 CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
 PINGPONG = True
-# Work items in KV-head-major order (a head's Q blocks, longest first, then the next head's), else the heads
-# of one Q block next to each other.
-HEAD_MAJOR = True
+# The persistent kernel's work items: the heads of one Q block next to each other (longest Q blocks first
+# over all heads), else KV-head-major (a head's Q blocks, then the next head's; measured slower, notes).
+HEAD_MAJOR = False
+# Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, longer ones one
+# program a Q block (bench/NOTES.md: B=8 S=2048 +4-7% persistent, B=1 S=16384 -3-4%).
+PERSISTENT_MAX_KEYS = 4096
 # The automatic choice (auto_selects): off with TRITIUM_GLUON=0.
 AUTO = os.environ.get("TRITIUM_GLUON", "1") != "0"
 # Batches with fewer query tokens per sequence than this stay on the Triton kernel (decode and mostly-decode
@@ -241,11 +244,11 @@ def _record(item, num_items, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens
         item, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, BLOCK_Q,
         TILE_N, PAGE_SIZE, 64, 1, HEAD_MAJOR)
     rec = (gl.where(rec_idx == F_KV_HEAD, kv_head, 0) + gl.where(rec_idx == F_SEQ_LEN, seq_len, 0)
-            + gl.where(rec_idx == F_BAD, bad.to(gl.int32), 0) + gl.where(rec_idx == F_ROW_END, row_end, 0)
-            + gl.where(rec_idx == F_BLOCK_ROW, block_row, 0)
-            + gl.where(rec_idx == F_POS0, context_len + block_row - q_start, 0)
-            + gl.where(rec_idx == F_TILE_HI, tile_hi, 0) + gl.where(rec_idx == F_FULL_HI, full_hi, 0)
-            + gl.where(rec_idx == F_SEQ, seq, 0) + gl.where(rec_idx == F_P_HI, p_hi, 0)
+           + gl.where(rec_idx == F_BAD, bad.to(gl.int32), 0) + gl.where(rec_idx == F_ROW_END, row_end, 0)
+           + gl.where(rec_idx == F_BLOCK_ROW, block_row, 0)
+           + gl.where(rec_idx == F_POS0, context_len + block_row - q_start, 0)
+           + gl.where(rec_idx == F_TILE_HI, tile_hi, 0) + gl.where(rec_idx == F_FULL_HI, full_hi, 0)
+           + gl.where(rec_idx == F_SEQ, seq, 0) + gl.where(rec_idx == F_P_HI, p_hi, 0)
            + gl.where(rec_idx == F_VALID, 1, 0))
     return gl.where(item < num_items, rec, 0)  # all zero past the last item: no tiles for anyone
 
@@ -455,7 +458,7 @@ def _v_loader(v_bufs, ready, empty, flags, meta, meta_ready, meta_empty, v_desc,
 
 
 @gluon.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "num_slots", "num_items"])
-def _hopper_prefill_kernel(
+def _persistent_kernel(
     # pointers and TMA descriptors (K and V: [num_blocks * page_size, num_kv_heads * head_dim])
     out_ptr, q_ptr, k_desc, v_desc,
     block_table_ptr, seq_lens_ptr, cu_seqlens_q_ptr, sched_ptr,
@@ -511,6 +514,199 @@ def _hopper_prefill_kernel(
         (_v_loader, (v_bufs, ready, empty, flags, meta, meta_ready, meta_empty, v_desc, block_table_ptr,
                      stride_bt_seq, num_blocks, HEAD_DIM, PAGE_SIZE, TILE_N, STAGES)),
     ], [4, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
+
+
+@gluon.jit
+def _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head,
+                   out_ptr, stride_o_tok, stride_o_head, tile_hi, full_hi, seq_len, context_len, q_start, block_row,
+                   row_end, kv_head, bad, qk_scale_log2,
+                   QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+                   PINGPONG: gl.constexpr, ME: gl.constexpr):
+    """``_grid_kernel``'s consumer: one warpgroup, rows [64 * ME, 64 * ME + 64) of the Q block. Per key tile
+    j (FlashAttention-3's intra-warpgroup overlap): issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to
+    back, wait for S_j, run softmax_j while P_{j-1} V_{j-1} is still on the tensor cores, wait for it,
+    release ring slot j-1. With PINGPONG the two consumers take turns issuing, so one's softmax runs under
+    the other's wgmmas."""
+    ROWS: gl.constexpr = 64
+    HEAD_DIM: gl.constexpr = q_half.type.shape[1]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    rows_l: gl.constexpr = gl.SliceLayout(1, mma)
+    dtype: gl.constexpr = q_half.dtype
+
+    # This warpgroup's Q rows -> shared memory (while the loader's first copies are in flight).
+    blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    q_offs, q_mask = _row_offsets(block_row, row_end, kv_head, stride_q_tok, stride_q_head, ME * ROWS, ROWS, HEAD_DIM,
+                                  QPKV, BLOCK_Q, blocked)
+    q_half.store(gl.load(q_ptr + q_offs, mask=q_mask, other=0.0))
+    fence_async_shared()
+
+    offs_m = ME * ROWS + gl.arange(0, ROWS, layout=rows_l)
+    q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # each row's position in its sequence
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=rows_l)
+    l_i = gl.zeros([ROWS], gl.float32, layout=rows_l)
+    zero_s = gl.zeros([ROWS, TILE_N], gl.float32, layout=mma)
+    o = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=mma)
+
+    if tile_hi > 0:
+        mbarrier.wait(ready.index(0), 0)
+        _turn_wait(bars, ME, 0, PINGPONG)
+        s_tok = warpgroup_mma(q_half, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        _turn_pass(bars, ME, PINGPONG)
+        s = warpgroup_mma_wait(0, deps=(s_tok, ))
+        p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+        for j in range(1, tile_hi):
+            slot = j % STAGES
+            prev = (j - 1) % STAGES
+            mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
+            _turn_wait(bars, ME, j, PINGPONG)
+            s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+            o = o * alpha[:, None]
+            p16 = gl.convert_layout(p.to(dtype), p_layout)
+            acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
+            _turn_pass(bars, ME, PINGPONG)
+            s = warpgroup_mma_wait(1, deps=(s_tok, ))
+            p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+            o = warpgroup_mma_wait(0, deps=(acc, ))
+            mbarrier.arrive(empty.index(prev), count=1)
+        last = tile_hi - 1
+        slot = last % STAGES
+        if (last + 1) * TILE_N > seq_len:
+            # Keys past the sequence in the last tile hold whatever the page holds: P is 0 there, but
+            # 0 * NaN is NaN, so their V rows are zeroed first, each consumer half of them, then both
+            # wait for each other (barrier 2 counts two arrivals).
+            half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
+            v_half = half.load(blocked)
+            keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2, layout=gl.SliceLayout(1, blocked))
+            half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
+            fence_async_shared()
+            mbarrier.arrive(bars.index(2), count=1)
+            mbarrier.wait(bars.index(2), 0)
+        o = o * alpha[:, None]
+        p16 = gl.convert_layout(p.to(dtype), p_layout)
+        acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
+        o = warpgroup_mma_wait(0, deps=(acc, ))
+
+    # Epilogue: O / l (NaN rows for impossible metadata: l is 0 there, 0 keys read), staged through this
+    # warpgroup's Q buffer (its last QK^T is done) so that the stores are 16-byte vectors.
+    mbarrier.wait(bars.index(3), 0)  # the loader's verdict on the page ids it read
+    bad = bad | (gl.max(flag.load(gl.BlockedLayout([1], [32], [4], [0])), 0) != 0)
+    l_i = gl.where(bad, float("nan"), l_i)
+    o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
+    q_half.store(o.to(dtype))
+    o_offs, o_mask = _row_offsets(block_row, row_end, kv_head, stride_o_tok, stride_o_head, ME * ROWS, ROWS, HEAD_DIM,
+                                  QPKV, BLOCK_Q, blocked)
+    gl.store(out_ptr + o_offs, q_half.load(blocked), mask=o_mask)
+
+
+@gluon.jit
+def _grid_loader(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+                 num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+                 QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr, WHICH: gl.constexpr):
+    """``_grid_kernel``'s loaders, one warp each: TMA copies of the K (WHICH=0) or V (WHICH=1) tiles into
+    the ring, each slot refilled once both consumers released it (``empty`` counts two arrivals; a fresh
+    mbarrier passes the first round's wait; ``ready`` counts both loaders). Two loaders because one warp
+    issuing every copy (32 a tile with 16-key pages) fell behind the consumers. The K loader also checks
+    every page id it reads and tells the consumers (``flag``, then barrier 3) whether one was bad."""
+    bad = gl.to_tensor(0)
+    for t in range(tile_hi):
+        slot = t % STAGES
+        mbarrier.wait(empty.index(slot), ((t // STAGES) & 1) ^ 1)
+        if WHICH == 0:
+            bad = _issue_tile(k_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, k_bufs.index(slot), ready.index(slot),
+                              flag, bad, PAGE_SIZE, TILE_N, False)
+        else:
+            bad = _issue_tile(v_desc, bt_row_ptr, t, p_hi, kv_col, num_blocks, v_bufs.index(slot), ready.index(slot),
+                              flag, bad, PAGE_SIZE, TILE_N, False)
+    if WHICH == 0:
+        # Page ids outside the cache make the whole Q block NaN: the consumers read the verdict before
+        # their epilogue (a generic store, published by the mbarrier arrive).
+        flag.store(gl.full([32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0])) + bad)
+        mbarrier.arrive(bars.index(3), count=1)
+
+
+@gluon.jit
+def _grid_consumer1(q_half, k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr, tile_hi, p_hi, kv_col,
+                    num_blocks, consumer_args, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
+                    QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, PINGPONG: gl.constexpr, WHICH: gl.constexpr):
+    """``_grid_kernel``'s second consumer (a worker partition: same signature as the loader)."""
+    (q_ptr, stride_q_tok, stride_q_head, out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len, context_len, q_start,
+     block_row, row_end, kv_head, bad, qk_scale_log2) = consumer_args
+    _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok, stride_q_head, out_ptr,
+              stride_o_tok, stride_o_head, tile_hi,
+              full_hi, seq_len, context_len, q_start, block_row, row_end, kv_head, bad, qk_scale_log2,
+              QPKV, BLOCK_Q, TILE_N, STAGES, PINGPONG, 1)
+
+
+@gluon.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len"])
+def _grid_kernel(
+    # pointers and TMA descriptors (K and V: [num_blocks * page_size, num_kv_heads * head_dim])
+    out_ptr, q_ptr, k_desc, v_desc,
+    block_table_ptr, seq_lens_ptr, cu_seqlens_q_ptr,
+    # strides
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head, stride_bt_seq,
+    # sizes and scalars
+    num_seqs, num_tokens, num_blocks, max_kv_len, qk_scale_log2,
+    # meta-parameters
+    QPKV: gl.constexpr, HEAD_DIM: gl.constexpr, PAGE_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+    BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr, Q_LAYOUT: gl.constexpr,
+    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+):
+    """One program a Q block (a work item), without ``_persistent_kernel``'s scheduling. Grid:
+    (num_tokens // BLOCK_Q + num_seqs, num_kv_heads), longest causal Q blocks first. num_warps=4:
+    this warpgroup is consumer 0; the workers are consumer 1 (4 warps) and the loader (1 warp)."""
+    q_slot = gl.num_programs(0) - 1 - gl.program_id(0)
+    kv_head = gl.program_id(1)
+    # Impossible metadata gives `bad`, as in kernels._paged_attention_kernel.
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q, 512, num_warps)
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
+        seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
+    if block_row < row_end:
+        context_len = seq_len - (q_end - q_start)
+        first_pos = context_len + (block_row - q_start)
+        last_pos = gl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
+        tile_hi = gl.where(bad, 0, gl.cdiv(last_pos + 1, TILE_N))
+        full_hi = gl.minimum((first_pos + 1) // TILE_N, tile_hi)  # tiles every row sees whole
+        bt_row_ptr = block_table_ptr + seq.to(gl.int64) * stride_bt_seq
+        p_hi = gl.cdiv(gl.minimum(tile_hi * TILE_N, seq_len), PAGE_SIZE)
+
+        # Q as two halves of 64 rows, one per consumer (each loads its own).
+        q_bufs = gl.allocate_shared_memory(q_ptr.dtype.element_ty, [2, BLOCK_M // 2, HEAD_DIM], Q_LAYOUT)
+
+        # The K/V ring and its barriers.
+        k_bufs = gl.allocate_shared_memory(k_desc.dtype, [STAGES, TILE_N, HEAD_DIM], k_desc.layout)
+        v_bufs = gl.allocate_shared_memory(v_desc.dtype, [STAGES, TILE_N, HEAD_DIM], v_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        # bars: 0 and 1 the consumers' turns (ping-pong), 2 the last tile's V fix (both consumers arrive),
+        # 3 the loader's page-id verdict in `flag`.
+        bars = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+        flag = gl.allocate_shared_memory(gl.int32, [32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=2)
+            mbarrier.init(empty.index(i), count=2)
+        for i in gl.static_range(4):
+            mbarrier.init(bars.index(i), count=2 if i == 2 else 1)
+        fence_async_shared()
+
+        kv_col = kv_head * HEAD_DIM
+        consumer_args = (q_ptr, stride_q_tok, stride_q_head, out_ptr, stride_o_tok, stride_o_head, full_hi, seq_len,
+                         context_len, q_start, block_row, row_end, kv_head, bad, qk_scale_log2)
+        gl.warp_specialize([
+            (_grid_consumer, (q_bufs.index(0), k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stride_q_tok,
+                              stride_q_head, out_ptr, stride_o_tok, stride_o_head, tile_hi, full_hi, seq_len,
+                              context_len, q_start, block_row, row_end, kv_head, bad, qk_scale_log2, QPKV, BLOCK_Q,
+                              TILE_N, STAGES, PINGPONG, 0)),
+            (_grid_consumer1, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
+                          tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                          PINGPONG, 0)),
+            (_grid_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
+                       tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                       PINGPONG, 0)),
+            (_grid_loader, (q_bufs.index(1), k_bufs, v_bufs, ready, empty, bars, flag, k_desc, v_desc, bt_row_ptr,
+                       tile_hi, p_hi, kv_col, num_blocks, consumer_args, PAGE_SIZE, TILE_N, STAGES, QPKV, BLOCK_Q,
+                       PINGPONG, 1)),
+        ], [4, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
 
 
 @functools.lru_cache(maxsize=None)
@@ -580,10 +776,12 @@ def _counter(device: torch.device) -> torch.Tensor:
 
 
 def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, scale: float,
-           max_kv_len: int, pingpong: bool | None = None, programs: int | None = None) -> None:
+           max_kv_len: int, pingpong: bool | None = None, persistent: bool | None = None,
+           programs: int | None = None) -> None:
     """One launch over the batch (callers check ``supported`` for q and k_cache first; v_cache has
-    k_cache's shape and dtype, which paged_attention checks). ``programs``: how many programs share the
-    work items (default: one an SM; they take items from a counter as they free up)."""
+    k_cache's shape and dtype, which paged_attention checks). ``persistent``: ``_persistent_kernel``
+    (default where ``max_kv_len <= PERSISTENT_MAX_KEYS``) or ``_grid_kernel``; ``programs``: how many
+    programs the persistent kernel runs (default one an SM)."""
     if v_cache.stride() != k_cache.stride() or v_cache.data_ptr() % 16:
         raise ValueError("config.kernel='gluon' (the Hopper prefill kernel) needs v_cache laid out like k_cache")
     num_tokens, num_q_heads, head_dim = q.shape
@@ -592,20 +790,22 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
     block_q = max(1, BLOCK_M // group)
     q_layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M // 2, HEAD_DIM], _GL_DTYPES[q.dtype])
     num_slots = num_tokens // block_q + seq_lens.shape[0]
+    common = dict(QPKV=group, HEAD_DIM=HEAD_DIM, PAGE_SIZE=page, BLOCK_M=BLOCK_M, BLOCK_Q=block_q, TILE_N=TILE_N,
+                  STAGES=STAGES, Q_LAYOUT=q_layout, PINGPONG=PINGPONG if pingpong is None else pingpong,
+                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=NUM_WARPS, maxnreg=MAXNREG)
+    strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0))
+    if not (max_kv_len <= PERSISTENT_MAX_KEYS if persistent is None else persistent):
+        _grid_kernel[(num_slots, num_kv_heads)](
+            out, q, descriptor(k_cache), descriptor(v_cache), block_table, seq_lens, cu_seqlens_q, *strides,
+            seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, scale * 1.4426950408889634, **common)
+        return
     num_items = num_slots * num_kv_heads
     device = q.device if q.device.index is not None else torch.device("cuda", torch.cuda.current_device())
     if programs is None:
         programs = _sm_count(device.index)
     counter = _counter(device)
     counter.zero_()
-    _hopper_prefill_kernel[(max(1, min(programs, num_items)), )](
-        out, q, descriptor(k_cache), descriptor(v_cache),
-        block_table, seq_lens, cu_seqlens_q, counter,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0),
+    _persistent_kernel[(max(1, min(programs, num_items)), )](
+        out, q, descriptor(k_cache), descriptor(v_cache), block_table, seq_lens, cu_seqlens_q, counter, *strides,
         seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, num_slots, num_kv_heads, num_items,
-        scale * 1.4426950408889634,
-        QPKV=group, HEAD_DIM=HEAD_DIM, PAGE_SIZE=page, BLOCK_M=BLOCK_M, BLOCK_Q=block_q, TILE_N=TILE_N,
-        STAGES=STAGES, Q_LAYOUT=q_layout, PINGPONG=PINGPONG if pingpong is None else pingpong,
-        CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, HEAD_MAJOR=HEAD_MAJOR, num_warps=NUM_WARPS,
-        maxnreg=MAXNREG,
-    )
+        scale * 1.4426950408889634, HEAD_MAJOR=HEAD_MAJOR, **common)
