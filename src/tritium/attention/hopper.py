@@ -1,14 +1,14 @@
 """Paged causal prefill for NVIDIA Hopper in Gluon (``triton.experimental.gluon``), warp-specialized.
 
-What the tile language cannot express and this kernel does (FlashAttention-3's schedule): a program owns
-one Q block (128 rows: query tokens x the query heads of one KV head, as in ``kernels.py``) and runs as
-three partitions (``gl.warp_specialize``):
+What the tile language cannot express and these kernels do (FlashAttention-3's schedule): a work item is
+one Q block (128 rows: query tokens x the query heads of one KV head, as in ``kernels.py``), run by
+partitions of one program (``gl.warp_specialize``):
 
 - two loaders (a warp and 24 registers each, one for K and one for V): per key tile, the tile's page
   ids in one vector load, then TMA copies of ``[min(page, tile), head_dim]`` per page into a ring of
   ``STAGES`` K/V slots (``ready`` mbarriers count both loaders' bytes; ``empty`` ones count both
   consumers' releases). The K loader also checks every page id it reads and hands the verdict to the
-  consumers at the end (bad ids are copied as zeros: TMA is bounds-checked against the cache);
+  consumers (bad ids are copied as zeros: TMA is bounds-checked against the cache);
 - two consumers (a warpgroup and 240 registers each, 64 rows each). Per key tile j::
 
       issue   S_j = Q K_j^T                     (wgmma, async)
@@ -18,12 +18,26 @@ three partitions (``gl.warp_specialize``):
       wait    O; release slot j-1
 
   With ``PINGPONG`` the consumers take turns issuing their pair (two mbarriers), so one's softmax runs
-  under the other's wgmmas. Each loads its own Q rows first and stores its output through its Q buffer
-  (16-byte stores).
+  under the other's wgmmas. Each stores its output through its Q buffer (16-byte stores).
 
-Nothing crosses the loop's back edge in flight: written that way (stop 27) ptxas serialised every wgmma
-(C7514). Measured on the H100 (bench/NOTES.md): 0.91-1.09x cuDNN on the prefill anchors, 1.3-1.6x the
-Triton kernel.
+Two grids over the same partitions:
+
+- ``_persistent_kernel``: one program an SM. The K loader is also the scheduler: it takes the program's
+  first item, then claims the next from a per-launch counter (zeroed before the launch) when it has
+  issued the current one's tiles, works out each item's record and hands it to the consumers and the V
+  loader through shared memory (two buffers). The ring position, the consumers' turns and their
+  barrier phases carry from item to item; the loaders fill the next item's first slots during this
+  one's last tiles, and the consumers load the next Q rows under their last P V. Items run longest
+  first, the KV heads of a Q block next to each other.
+- ``_grid_kernel``: one program a work item (the hardware hands them out in the same order).
+
+``launch`` runs the persistent kernel where a sequence spans at most ``PERSISTENT_MAX_KEYS`` keys, the
+grid beyond. Measured on the H100 (bench/NOTES.md): per work item the grid spends ~8,000 cycles outside
+its key loop (program start, metadata, Q, epilogue), the persistent kernel ~2,000; that is +4-7% at
+B=8 S=2048 (short items), while on 16k-token sequences the grid is 2-4% faster.
+
+Nothing crosses a key loop's back edge in flight: written that way (stop 27) ptxas serialised every
+wgmma (C7514). Measured on the H100: 0.94-1.09x cuDNN on the prefill anchors, 1.3-1.7x the Triton kernel.
 
 Scope (``supported`` says whether a call fits): causal, no sliding window, softcap, ALiBi, sinks,
 ``q_start_pos`` or ``lse``; fp16/bf16 queries with a cache of the same dtype; head_dim 128; pages of
