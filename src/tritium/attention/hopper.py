@@ -214,6 +214,67 @@ def _turn_pass(bars, ME: gl.constexpr, PINGPONG: gl.constexpr):
         mbarrier.arrive(bars.index(1 - ME), count=1)
 
 
+@gluon.jit
+def _key_loop(q_half, k_bufs, v_bufs, ready, empty, bars, n, tile_hi, full_hi, seq_len, q_pos, qk_scale_log2, o, m_i,
+              l_i, TILE_N: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, ME: gl.constexpr):
+    """A consumer's key tiles [0, tile_hi) (at least one) of a work item, in ring slots n, n + 1, ... Per
+    tile j (FlashAttention-3's intra-warpgroup overlap): issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}
+    back to back, wait for S_j, run softmax_j while P_{j-1} V_{j-1} is still on the tensor cores, wait
+    for it, release slot j-1. With PINGPONG the two consumers take turns issuing (turn n + j), so one's
+    softmax runs under the other's wgmmas. Returns (o, p, alpha, m_i, l_i): the last tile's P V is left
+    to ``_last_pv``, its slot unreleased."""
+    ROWS: gl.constexpr = q_half.type.shape[0]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    zero_s = gl.zeros([ROWS, TILE_N], gl.float32, layout=mma)
+    slot = n % STAGES
+    mbarrier.wait(ready.index(slot), (n // STAGES) & 1)
+    _turn_wait(bars, ME, n, PINGPONG)
+    s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    _turn_pass(bars, ME, PINGPONG)
+    s = warpgroup_mma_wait(0, deps=(s_tok, ))
+    p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+    for j in range(1, tile_hi):
+        c = n + j
+        slot = c % STAGES
+        prev = (c - 1) % STAGES
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        _turn_wait(bars, ME, c, PINGPONG)
+        s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        o = o * alpha[:, None]
+        p16 = gl.convert_layout(p.to(q_half.dtype), p_layout)
+        acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
+        _turn_pass(bars, ME, PINGPONG)
+        s = warpgroup_mma_wait(1, deps=(s_tok, ))
+        p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
+        o = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.arrive(empty.index(prev), count=1)
+    return o, p, alpha, m_i, l_i
+
+
+@gluon.jit
+def _last_pv(v_bufs, bars, o, p, alpha, slot, last, seq_len, fixes, TILE_N: gl.constexpr, ME: gl.constexpr):
+    """Issues the last tile's O += P V (async: the caller waits) from ring slot ``slot``. Keys past the
+    sequence in that tile hold whatever the page holds: P is 0 there, but 0 * NaN is NaN, so their V rows
+    are zeroed first, each consumer half of them, then both wait for each other (barrier 2 counts two
+    arrivals; ``fixes``: its uses so far). Returns the wgmma and the uses of barrier 2."""
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    if (last + 1) * TILE_N > seq_len:
+        half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
+        v_half = half.load(blocked)
+        keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2, layout=gl.SliceLayout(1, blocked))
+        half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
+        fence_async_shared()
+        mbarrier.arrive(bars.index(2), count=1)
+        mbarrier.wait(bars.index(2), fixes & 1)
+        fixes += 1
+    o = o * alpha[:, None]
+    p16 = gl.convert_layout(p.to(v_bufs.dtype), p_layout)
+    return warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True), fixes
+
+
 # Fields of a work item's record (``_scheduler`` writes it in ``meta``; every thread reads all 16).
 F_KV_HEAD = gl.constexpr(0)
 F_SEQ_LEN = gl.constexpr(1)
@@ -287,22 +348,18 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flags, meta, meta_read
               stride_q_head, out_ptr, stride_o_tok, stride_o_head, qk_scale_log2,
               QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
               PINGPONG: gl.constexpr, ME: gl.constexpr):
-    """One warpgroup, rows [64 * ME, 64 * ME + 64) of each Q block the program is handed. Per key tile j
-    (FlashAttention-3's intra-warpgroup overlap): issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to
-    back, wait for S_j, run softmax_j while P_{j-1} V_{j-1} is still on the tensor cores, wait for it,
-    release ring slot j-1. With PINGPONG the two consumers take turns issuing, so one's softmax runs under
-    the other's wgmmas. Between work items: the ring position, the turns and barrier 2's phase carry over;
-    the next item's Q rows are loaded while this item's last P V runs. The record stays in ``meta`` until
-    the epilogue (read where needed, not held in registers across the key loop)."""
+    """``_persistent_kernel``'s consumer: one warpgroup, rows [64 * ME, 64 * ME + 64) of each Q block the
+    program is handed (``_key_loop``, ``_last_pv``). Between work items the ring position, the turns and
+    barrier 2's phase carry over, and the next item's Q rows are loaded while this item's last P V runs.
+    The record stays in ``meta`` until the epilogue (read where needed, not held in registers across the
+    key loop)."""
     ROWS: gl.constexpr = 64
     HEAD_DIM: gl.constexpr = q_half.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
     rows_l: gl.constexpr = gl.SliceLayout(1, mma)
     dtype: gl.constexpr = q_half.dtype
     blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     rec_l: gl.constexpr = gl.BlockedLayout([16], [32], [4], [0])
-    zero_s = gl.zeros([ROWS, TILE_N], gl.float32, layout=mma)
 
     n = gl.to_tensor(0)  # key tiles consumed so far: the ring position and the turn count
     fixes = gl.to_tensor(0)  # uses of barrier 2 so far (its phase)
@@ -324,48 +381,11 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flags, meta, meta_read
             o = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=mma)
             verdict = gl.to_tensor(0)
             if tile_hi > 0:
-                slot = n % STAGES
-                mbarrier.wait(ready.index(slot), (n // STAGES) & 1)
-                _turn_wait(bars, ME, n, PINGPONG)
-                s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-                _turn_pass(bars, ME, PINGPONG)
-                s = warpgroup_mma_wait(0, deps=(s_tok, ))
-                p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
-                for j in range(1, tile_hi):
-                    c = n + j
-                    slot = c % STAGES
-                    prev = (c - 1) % STAGES
-                    mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
-                    _turn_wait(bars, ME, c, PINGPONG)
-                    s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False,
-                                          is_async=True)
-                    o = o * alpha[:, None]
-                    p16 = gl.convert_layout(p.to(dtype), p_layout)
-                    acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
-                    _turn_pass(bars, ME, PINGPONG)
-                    s = warpgroup_mma_wait(1, deps=(s_tok, ))
-                    p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N,
-                                                       mma)
-                    o = warpgroup_mma_wait(0, deps=(acc, ))
-                    mbarrier.arrive(empty.index(prev), count=1)
-                last = tile_hi - 1
-                slot = (n + last) % STAGES
-                if (last + 1) * TILE_N > seq_len:
-                    # Keys past the sequence in the last tile hold whatever the page holds: P is 0 there, but
-                    # 0 * NaN is NaN, so their V rows are zeroed first, each consumer half of them, then both
-                    # wait for each other (barrier 2 counts two arrivals).
-                    half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
-                    v_half = half.load(blocked)
-                    keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2,
-                                                                         layout=gl.SliceLayout(1, blocked))
-                    half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
-                    fence_async_shared()
-                    mbarrier.arrive(bars.index(2), count=1)
-                    mbarrier.wait(bars.index(2), fixes & 1)
-                    fixes += 1
-                o = o * alpha[:, None]
-                p16 = gl.convert_layout(p.to(dtype), p_layout)
-                acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
+                o, p, alpha, m_i, l_i = _key_loop(q_half, k_bufs, v_bufs, ready, empty, bars, n, tile_hi, full_hi,
+                                                  seq_len, q_pos, qk_scale_log2, o, m_i, l_i, TILE_N, STAGES,
+                                                  PINGPONG, ME)
+                slot = (n + tile_hi - 1) % STAGES
+                acc, fixes = _last_pv(v_bufs, bars, o, p, alpha, slot, tile_hi - 1, seq_len, fixes, TILE_N, ME)
                 q_regs, valid = _fetch_q(r + 1, meta, meta_ready, q_ptr, stride_q_tok, stride_q_head, ME * ROWS, ROWS,
                                          HEAD_DIM, QPKV, BLOCK_Q, blocked)
                 o = warpgroup_mma_wait(0, deps=(acc, ))
@@ -536,15 +556,11 @@ def _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stri
                    row_end, kv_head, bad, qk_scale_log2,
                    QPKV: gl.constexpr, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr,
                    PINGPONG: gl.constexpr, ME: gl.constexpr):
-    """``_grid_kernel``'s consumer: one warpgroup, rows [64 * ME, 64 * ME + 64) of the Q block. Per key tile
-    j (FlashAttention-3's intra-warpgroup overlap): issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to
-    back, wait for S_j, run softmax_j while P_{j-1} V_{j-1} is still on the tensor cores, wait for it,
-    release ring slot j-1. With PINGPONG the two consumers take turns issuing, so one's softmax runs under
-    the other's wgmmas."""
+    """``_grid_kernel``'s consumer: one warpgroup, rows [64 * ME, 64 * ME + 64) of the Q block
+    (``_key_loop``, ``_last_pv``)."""
     ROWS: gl.constexpr = 64
     HEAD_DIM: gl.constexpr = q_half.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
     rows_l: gl.constexpr = gl.SliceLayout(1, mma)
     dtype: gl.constexpr = q_half.dtype
 
@@ -559,46 +575,13 @@ def _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stri
     q_pos = context_len + (block_row + offs_m // QPKV - q_start)  # each row's position in its sequence
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=rows_l)
     l_i = gl.zeros([ROWS], gl.float32, layout=rows_l)
-    zero_s = gl.zeros([ROWS, TILE_N], gl.float32, layout=mma)
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=mma)
 
     if tile_hi > 0:
-        mbarrier.wait(ready.index(0), 0)
-        _turn_wait(bars, ME, 0, PINGPONG)
-        s_tok = warpgroup_mma(q_half, k_bufs.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        _turn_pass(bars, ME, PINGPONG)
-        s = warpgroup_mma_wait(0, deps=(s_tok, ))
-        p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, 0, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
-        for j in range(1, tile_hi):
-            slot = j % STAGES
-            prev = (j - 1) % STAGES
-            mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
-            _turn_wait(bars, ME, j, PINGPONG)
-            s_tok = warpgroup_mma(q_half, k_bufs.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-            o = o * alpha[:, None]
-            p16 = gl.convert_layout(p.to(dtype), p_layout)
-            acc = warpgroup_mma(p16, v_bufs.index(prev), o, is_async=True)
-            _turn_pass(bars, ME, PINGPONG)
-            s = warpgroup_mma_wait(1, deps=(s_tok, ))
-            p, alpha, m_i, l_i = _softmax_tile(s, m_i, l_i, j, seq_len, q_pos, full_hi, qk_scale_log2, TILE_N, mma)
-            o = warpgroup_mma_wait(0, deps=(acc, ))
-            mbarrier.arrive(empty.index(prev), count=1)
-        last = tile_hi - 1
-        slot = last % STAGES
-        if (last + 1) * TILE_N > seq_len:
-            # Keys past the sequence in the last tile hold whatever the page holds: P is 0 there, but
-            # 0 * NaN is NaN, so their V rows are zeroed first, each consumer half of them, then both
-            # wait for each other (barrier 2 counts two arrivals).
-            half = v_bufs.index(slot).slice(ME * (TILE_N // 2), TILE_N // 2)
-            v_half = half.load(blocked)
-            keys = last * TILE_N + ME * (TILE_N // 2) + gl.arange(0, TILE_N // 2, layout=gl.SliceLayout(1, blocked))
-            half.store(gl.where((keys < seq_len)[:, None], v_half, 0.0))
-            fence_async_shared()
-            mbarrier.arrive(bars.index(2), count=1)
-            mbarrier.wait(bars.index(2), 0)
-        o = o * alpha[:, None]
-        p16 = gl.convert_layout(p.to(dtype), p_layout)
-        acc = warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True)
+        o, p, alpha, m_i, l_i = _key_loop(q_half, k_bufs, v_bufs, ready, empty, bars, 0, tile_hi, full_hi, seq_len,
+                                          q_pos, qk_scale_log2, o, m_i, l_i, TILE_N, STAGES, PINGPONG, ME)
+        acc, fixes = _last_pv(v_bufs, bars, o, p, alpha, (tile_hi - 1) % STAGES, tile_hi - 1, seq_len,
+                              gl.to_tensor(0), TILE_N, ME)
         o = warpgroup_mma_wait(0, deps=(acc, ))
 
     # Epilogue: O / l (NaN rows for impossible metadata: l is 0 there, 0 keys read), staged through this
