@@ -104,10 +104,11 @@ def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: gl.constexpr, WIDTH: 
 def _work_item(item, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len,
                BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, PAGE_SIZE: gl.constexpr, WIDTH: gl.constexpr,
                num_warps: gl.constexpr, HEAD_MAJOR: gl.constexpr):
-    """Work item ``item``: Q slot ``num_slots - 1 - item % num_slots`` (a sequence's longest causal Q blocks
-    first) of KV head ``item // num_slots``: the items running at a time share one head's K/V in L2 (all
-    heads of a 16k-token sequence are 64 MiB, more than the H100's L2; one head is 8).
-    Returns (kv_head, seq, q_start, seq_len, bad, row_end, block_row, context_len, tile_hi, full_hi, p_hi):
+    """Work item ``item`` of the persistent kernel: Q slot ``num_slots - 1 - item // num_kv_heads`` of KV
+    head ``item % num_kv_heads`` (the heads of a Q block side by side, longest Q blocks first), or with
+    HEAD_MAJOR slot ``num_slots - 1 - item % num_slots`` of head ``item // num_slots`` (one head's K/V in
+    L2 at a time; its last head's longest items start late, bench/NOTES.md). Every partition that needs
+    an item's metadata works it out this way (a few loads). Returns (kv_head, seq, q_start, seq_len, bad, row_end, block_row, context_len, tile_hi, full_hi, p_hi):
     the Q block owns rows from ``block_row`` when ``block_row < row_end``; it reads key tiles [0, tile_hi)
     (none when its metadata is ``bad``), of which the first ``full_hi`` are visible to every row whole,
     over the sequence's first ``p_hi`` pages."""
