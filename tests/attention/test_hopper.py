@@ -42,8 +42,6 @@ consts = dict(QPKV=group, HEAD_DIM=128, PAGE_SIZE=page, BLOCK_M=H.BLOCK_M, BLOCK
               TILE_N=H.TILE_N, STAGES=H.STAGES, PINGPONG={pingpong}, CONSUMER_REGS=H.CONSUMER_REGS,
               LOADER_REGS=H.LOADER_REGS, num_warps=H.NUM_WARPS,
               Q_LAYOUT=gl.NVMMASharedLayout.get_default_for([H.BLOCK_M // 2, 128], H._GL_DTYPES[dtype]))
-if persistent:
-    consts["HEAD_MAJOR"] = H.HEAD_MAJOR
 sig.update({{k: "constexpr" for k in consts}})
 fn = H._persistent_kernel if persistent else H._grid_kernel
 kernel = triton.compile(GluonASTSource(fn=fn, signature=sig, constexprs=consts),

@@ -67,9 +67,6 @@ BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
 CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
 PINGPONG = True
-# The persistent kernel's work items: the heads of one Q block next to each other (longest Q blocks first
-# over all heads), else KV-head-major (a head's Q blocks, then the next head's; measured slower, notes).
-HEAD_MAJOR = False
 # Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, longer ones one
 # program a Q block (bench/NOTES.md: B=8 S=2048 +4-7% persistent, B=1 S=16384 -3-4%).
 PERSISTENT_MAX_KEYS = 4096
@@ -98,36 +95,6 @@ def _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q: gl.constexpr, WIDTH: 
         cu = gl.load(cu_seqlens_q_ptr + s, mask=s < num_seqs, other=0)
         count += gl.sum(((s < num_seqs) & (cu // BLOCK_Q + s <= q_slot)).to(gl.int32), 0)
     return count
-
-
-@gluon.jit
-def _work_item(item, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len,
-               BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, PAGE_SIZE: gl.constexpr, WIDTH: gl.constexpr,
-               num_warps: gl.constexpr, HEAD_MAJOR: gl.constexpr):
-    """Work item ``item`` of the persistent kernel: Q slot ``num_slots - 1 - item // num_kv_heads`` of KV
-    head ``item % num_kv_heads`` (the heads of a Q block side by side, longest Q blocks first), or with
-    HEAD_MAJOR slot ``num_slots - 1 - item % num_slots`` of head ``item // num_slots`` (one head's K/V in
-    L2 at a time; its last head's longest items start late, bench/NOTES.md). Every partition that needs
-    an item's metadata works it out this way (a few loads). Returns (kv_head, seq, q_start, seq_len, bad, row_end, block_row, context_len, tile_hi, full_hi, p_hi):
-    the Q block owns rows from ``block_row`` when ``block_row < row_end``; it reads key tiles [0, tile_hi)
-    (none when its metadata is ``bad``), of which the first ``full_hi`` are visible to every row whole,
-    over the sequence's first ``p_hi`` pages."""
-    if HEAD_MAJOR:
-        q_slot = num_slots - 1 - item % num_slots
-        kv_head = item // num_slots
-    else:
-        q_slot = num_slots - 1 - item // num_kv_heads
-        kv_head = item % num_kv_heads
-    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q, WIDTH, num_warps)
-    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
-        seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
-    context_len = seq_len - (q_end - q_start)
-    first_pos = context_len + (block_row - q_start)
-    last_pos = gl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
-    tile_hi = gl.where(bad | (block_row >= row_end), 0, gl.cdiv(last_pos + 1, TILE_N))
-    full_hi = gl.minimum((first_pos + 1) // TILE_N, tile_hi)
-    p_hi = gl.cdiv(gl.minimum(tile_hi * TILE_N, seq_len), PAGE_SIZE)
-    return kv_head, seq, q_start, seq_len, bad, row_end, block_row, context_len, tile_hi, full_hi, p_hi
 
 
 @gluon.jit
@@ -276,6 +243,23 @@ def _last_pv(v_bufs, bars, o, p, alpha, slot, last, seq_len, fixes, TILE_N: gl.c
     return warpgroup_mma(p16, v_bufs.index(slot), o, is_async=True), fixes
 
 
+@gluon.jit
+def _epilogue(q_half, o, l_i, bad, out_ptr, stride_o_tok, stride_o_head, block_row, row_end, kv_head,
+              ME: gl.constexpr, QPKV: gl.constexpr, BLOCK_Q: gl.constexpr):
+    """A consumer's output rows: O / l (NaN rows where ``bad``, impossible metadata or a bad page id; l is 0
+    where no key was read), staged through its Q buffer (its last QK^T is done) so that the stores are
+    16-byte vectors."""
+    ROWS: gl.constexpr = q_half.type.shape[0]
+    HEAD_DIM: gl.constexpr = q_half.type.shape[1]
+    blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    l_i = gl.where(bad, float("nan"), l_i)
+    o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
+    q_half.store(o.to(q_half.dtype))
+    o_offs, o_mask = _row_offsets(block_row, row_end, kv_head, stride_o_tok, stride_o_head, ME * ROWS, ROWS, HEAD_DIM,
+                                  QPKV, BLOCK_Q, blocked)
+    gl.store(out_ptr + o_offs, q_half.load(blocked), mask=o_mask)
+
+
 # Fields of a work item's record (``_scheduler`` writes it in ``meta``; every thread reads all 16).
 F_KV_HEAD = gl.constexpr(0)
 F_SEQ_LEN = gl.constexpr(1)
@@ -313,20 +297,31 @@ def _claimed(old, lane):
 
 @gluon.jit
 def _record(item, num_items, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens,
-            max_kv_len, rec_idx, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, PAGE_SIZE: gl.constexpr,
-            HEAD_MAJOR: gl.constexpr):
-    """Work item ``item``'s record (``F_*`` fields); past the last item all zero (F_VALID 0: no more work)."""
-    kv_head, seq, q_start, seq_len, bad, row_end, block_row, context_len, tile_hi, full_hi, p_hi = _work_item(
-        item, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, BLOCK_Q,
-        TILE_N, PAGE_SIZE, 64, 1, HEAD_MAJOR)
+            max_kv_len, rec_idx, BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, PAGE_SIZE: gl.constexpr):
+    """Work item ``item``'s record (``F_*`` fields; all zero past the last item: F_VALID 0, no more work).
+    Item i is Q slot ``num_slots - 1 - i // num_kv_heads`` of KV head ``i % num_kv_heads``: the heads of a
+    Q block side by side, longest Q blocks first (KV-head-major order measured slower, bench/NOTES.md).
+    The Q block owns rows from ``block_row`` when ``block_row < row_end``; it reads key tiles [0, tile_hi)
+    (none when its metadata is ``bad``), of which the first ``full_hi`` are visible to every row whole,
+    over the sequence's first ``p_hi`` pages."""
+    q_slot = num_slots - 1 - item // num_kv_heads
+    kv_head = item % num_kv_heads
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q, 64, 1)
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
+        seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, False)
+    context_len = seq_len - (q_end - q_start)
+    first_pos = context_len + (block_row - q_start)
+    last_pos = gl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
+    tile_hi = gl.where(bad | (block_row >= row_end), 0, gl.cdiv(last_pos + 1, TILE_N))
+    full_hi = gl.minimum((first_pos + 1) // TILE_N, tile_hi)
+    p_hi = gl.cdiv(gl.minimum(tile_hi * TILE_N, seq_len), PAGE_SIZE)
     rec = (gl.where(rec_idx == F_KV_HEAD, kv_head, 0) + gl.where(rec_idx == F_SEQ_LEN, seq_len, 0)
            + gl.where(rec_idx == F_BAD, bad.to(gl.int32), 0) + gl.where(rec_idx == F_ROW_END, row_end, 0)
-           + gl.where(rec_idx == F_BLOCK_ROW, block_row, 0)
-           + gl.where(rec_idx == F_POS0, context_len + block_row - q_start, 0)
+           + gl.where(rec_idx == F_BLOCK_ROW, block_row, 0) + gl.where(rec_idx == F_POS0, first_pos, 0)
            + gl.where(rec_idx == F_TILE_HI, tile_hi, 0) + gl.where(rec_idx == F_FULL_HI, full_hi, 0)
            + gl.where(rec_idx == F_SEQ, seq, 0) + gl.where(rec_idx == F_P_HI, p_hi, 0)
            + gl.where(rec_idx == F_VALID, 1, 0))
-    return gl.where(item < num_items, rec, 0)  # all zero past the last item: no tiles for anyone
+    return gl.where(item < num_items, rec, 0)
 
 
 @gluon.jit
@@ -358,7 +353,6 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flags, meta, meta_read
     HEAD_DIM: gl.constexpr = q_half.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
     rows_l: gl.constexpr = gl.SliceLayout(1, mma)
-    dtype: gl.constexpr = q_half.dtype
     blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     rec_l: gl.constexpr = gl.BlockedLayout([16], [32], [4], [0])
 
@@ -399,16 +393,10 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flags, meta, meta_read
                 q_regs, valid = _fetch_q(r + 1, meta, meta_ready, q_ptr, stride_q_tok, stride_q_head, ME * ROWS, ROWS,
                                          HEAD_DIM, QPKV, BLOCK_Q, blocked)
 
-            # Epilogue: O / l (NaN rows for impossible metadata: l is 0 there, 0 keys read), staged through
-            # this warpgroup's Q buffer (its last QK^T is done) so that the stores are 16-byte vectors.
             rec = meta.index(r % 2).load(rec_l)
-            l_i = gl.where((_field(rec, F_BAD) != 0) | (verdict != 0), float("nan"), l_i)
-            o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
-            q_half.store(o.to(dtype))
-            o_offs, o_mask = _row_offsets(_field(rec, F_BLOCK_ROW), _field(rec, F_ROW_END), _field(rec, F_KV_HEAD),
-                                          stride_o_tok, stride_o_head, ME * ROWS, ROWS, HEAD_DIM, QPKV, BLOCK_Q,
-                                          blocked)
-            gl.store(out_ptr + o_offs, q_half.load(blocked), mask=o_mask)
+            _epilogue(q_half, o, l_i, (_field(rec, F_BAD) != 0) | (verdict != 0), out_ptr, stride_o_tok,
+                      stride_o_head, _field(rec, F_BLOCK_ROW), _field(rec, F_ROW_END), _field(rec, F_KV_HEAD), ME,
+                      QPKV, BLOCK_Q)
         else:
             q_regs, valid = _fetch_q(r + 1, meta, meta_ready, q_ptr, stride_q_tok, stride_q_head, ME * ROWS, ROWS,
                                      HEAD_DIM, QPKV, BLOCK_Q, blocked)
@@ -420,7 +408,7 @@ def _consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flags, meta, meta_read
 def _scheduler(k_bufs, ready, empty, flags, meta, meta_ready, meta_empty, k_desc, block_table_ptr, stride_bt_seq,
                cu_seqlens_q_ptr, seq_lens_ptr, sched_ptr, num_seqs, num_tokens, max_kv_len, num_blocks, num_slots,
                num_kv_heads, num_items, HEAD_DIM: gl.constexpr, PAGE_SIZE: gl.constexpr, TILE_N: gl.constexpr,
-               STAGES: gl.constexpr, BLOCK_Q: gl.constexpr, HEAD_MAJOR: gl.constexpr):
+               STAGES: gl.constexpr, BLOCK_Q: gl.constexpr):
     """One warp, the K loader and the program's scheduler. It takes work items (its program's id first,
     then the launch's counter: items run longest first and a program takes the next one when it is free),
     works out each item's record, hands it to the consumers and the V loader (``meta``: two buffers,
@@ -435,7 +423,7 @@ def _scheduler(k_bufs, ready, empty, flags, meta, meta_ready, meta_empty, k_desc
     r = gl.to_tensor(0)  # rounds so far
     old = _claim(sched_ptr, lane)
     rec = _record(gl.program_id(0), num_items, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs,
-                  num_tokens, max_kv_len, rec_idx, BLOCK_Q, TILE_N, PAGE_SIZE, HEAD_MAJOR)
+                  num_tokens, max_kv_len, rec_idx, BLOCK_Q, TILE_N, PAGE_SIZE)
     valid = gl.to_tensor(1)
     while valid != 0:
         mbarrier.wait(meta_empty.index(r % 2), ((r // 2) & 1) ^ 1)
@@ -447,7 +435,7 @@ def _scheduler(k_bufs, ready, empty, flags, meta, meta_ready, meta_empty, k_desc
         item = _claimed(old, lane)
         old = _claim(sched_ptr, lane)
         nxt = _record(item, num_items, num_slots, num_kv_heads, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens,
-                      max_kv_len, rec_idx, BLOCK_Q, TILE_N, PAGE_SIZE, HEAD_MAJOR)
+                      max_kv_len, rec_idx, BLOCK_Q, TILE_N, PAGE_SIZE)
         tile_hi = _field(rec, F_TILE_HI)
         p_hi = _field(rec, F_P_HI)
         kv_col = _field(rec, F_KV_HEAD) * HEAD_DIM
@@ -504,11 +492,10 @@ def _persistent_kernel(
     # meta-parameters
     QPKV: gl.constexpr, HEAD_DIM: gl.constexpr, PAGE_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
     BLOCK_Q: gl.constexpr, TILE_N: gl.constexpr, STAGES: gl.constexpr, Q_LAYOUT: gl.constexpr,
-    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_MAJOR: gl.constexpr,
-    num_warps: gl.constexpr,
+    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """Grid: (programs,) (at most one an SM), over the ``num_items = num_slots * num_kv_heads`` work items
-    (``_work_item``): program p takes item p, then what the counter at ``sched_ptr`` (zero at launch)
+    (``_record``): program p takes item p, then what the counter at ``sched_ptr`` (zero at launch)
     hands out. num_warps=4: this warpgroup is consumer 0; the workers are consumer 1 (4 warps), the
     scheduler-and-K-loader and the V loader (1 warp each)."""
     # Q as two halves of 64 rows, one per consumer (each loads its own).
@@ -544,8 +531,7 @@ def _persistent_kernel(
                      TILE_N, STAGES, PINGPONG, 1)),
         (_scheduler, (k_bufs, ready, empty, flags, meta, meta_ready, meta_empty, k_desc, block_table_ptr,
                       stride_bt_seq, cu_seqlens_q_ptr, seq_lens_ptr, sched_ptr, num_seqs, num_tokens, max_kv_len,
-                      num_blocks, num_slots, num_kv_heads, num_items, HEAD_DIM, PAGE_SIZE, TILE_N, STAGES, BLOCK_Q,
-                      HEAD_MAJOR)),
+                      num_blocks, num_slots, num_kv_heads, num_items, HEAD_DIM, PAGE_SIZE, TILE_N, STAGES, BLOCK_Q)),
         (_v_loader, (v_bufs, ready, empty, flags, meta, meta_ready, meta_empty, v_desc, block_table_ptr,
                      stride_bt_seq, num_blocks, HEAD_DIM, PAGE_SIZE, TILE_N, STAGES)),
     ], [4, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
@@ -563,7 +549,6 @@ def _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stri
     HEAD_DIM: gl.constexpr = q_half.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TILE_N, 16])
     rows_l: gl.constexpr = gl.SliceLayout(1, mma)
-    dtype: gl.constexpr = q_half.dtype
 
     # This warpgroup's Q rows -> shared memory (while the loader's first copies are in flight).
     blocked: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -585,16 +570,10 @@ def _grid_consumer(q_half, k_bufs, v_bufs, ready, empty, bars, flag, q_ptr, stri
                               gl.to_tensor(0), TILE_N, ME)
         o = warpgroup_mma_wait(0, deps=(acc, ))
 
-    # Epilogue: O / l (NaN rows for impossible metadata: l is 0 there, 0 keys read), staged through this
-    # warpgroup's Q buffer (its last QK^T is done) so that the stores are 16-byte vectors.
     mbarrier.wait(bars.index(3), 0)  # the loader's verdict on the page ids it read
     bad = bad | (gl.max(flag.load(gl.BlockedLayout([1], [32], [4], [0])), 0) != 0)
-    l_i = gl.where(bad, float("nan"), l_i)
-    o = o / gl.where(l_i != 0.0, l_i, 1.0)[:, None]
-    q_half.store(o.to(dtype))
-    o_offs, o_mask = _row_offsets(block_row, row_end, kv_head, stride_o_tok, stride_o_head, ME * ROWS, ROWS, HEAD_DIM,
-                                  QPKV, BLOCK_Q, blocked)
-    gl.store(out_ptr + o_offs, q_half.load(blocked), mask=o_mask)
+    _epilogue(q_half, o, l_i, bad, out_ptr, stride_o_tok, stride_o_head, block_row, row_end, kv_head, ME, QPKV,
+              BLOCK_Q)
 
 
 @gluon.jit
@@ -806,4 +785,4 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
     _persistent_kernel[(max(1, min(programs, num_items)), )](
         out, q, descriptor(k_cache), descriptor(v_cache), block_table, seq_lens, cu_seqlens_q, counter, *strides,
         seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, num_slots, num_kv_heads, num_items,
-        scale * 1.4426950408889634, HEAD_MAJOR=HEAD_MAJOR, **common)
+        scale * 1.4426950408889634, **common)
