@@ -1,6 +1,7 @@
 """The attention tuner: knob -> config mapping, the sweep (interpreter), the fit and its export, and the
 committed trees (whole input domain, valid configs, data named in their header)."""
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -9,6 +10,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -128,7 +130,8 @@ def test_tree_selected_config_runs(module, q_len, seq_len):
 
 def _synthetic_sweep(path, seed=0):
     """A sweep JSON whose times follow a known rule: decode best is no split past 64 programs, else
-    split 4/SM; prefill best is 64-row blocks at head_dim 256; every other candidate 20-60% slower."""
+    split 4/SM; prefill best is 64-row blocks at head_dim 256; every other configuration 20-60% slower (the
+    candidates and hand rules that give one configuration take the same time)."""
     rng = random.Random(seed)
     records = []
     for w in tune.workload_grid(seed=seed):
@@ -139,7 +142,13 @@ def _synthetic_sweep(path, seed=0):
         else:
             best = "64-64-4-2" if f["head_dim"] == 256 else "128-128-8-3"
             keys = [tune.HAND] + ["-".join(map(str, k)) for k in tune.PREFILL_KNOBS]
-        times = {k: (1.0 if k == best else 1.2 + 0.4 * rng.random()) for k in keys}
+        # one configuration, one time: candidates (and the hand rules) that give the same one time the same
+        configs = {k: dataclasses.astuple(w.config(k if k == tune.HAND else tuple(map(int, k.split("-"))), 132))
+                   for k in keys}
+        by_config = {configs[best]: 1.0}
+        for k in keys:
+            by_config.setdefault(configs[k], 1.2 + 0.4 * rng.random())
+        times = {k: by_config[configs[k]] for k in keys}
         records.append(dict(name=w.name, family=w.family(), features=f, times_ms=times))
     path.write_text(json.dumps(dict(gpu="NVIDIA TestGPU", sms=132, records=records)))
 
@@ -156,15 +165,39 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     src_a = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
     assert src_a == (tmp_path / "b" / "nvidia_testgpu.py").read_text()  # deterministic given the JSON
     assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
+    assert set(a["trees"]) == {DECODE, PREFILL} and all(t["leaves"] <= trees.LEAVES for t in a["trees"].values())
     spec = importlib.util.spec_from_file_location("nvidia_testgpu", tmp_path / "a" / "nvidia_testgpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    f = features(num_tokens=1, num_seqs=1, num_q_heads=32, num_kv_heads=8, head_dim=128, block_size=16,
-                 max_seqlen_q=1, max_seqlen_k=8192, kv_dtype=torch.bfloat16)
-    assert module.decode(f) == (64, 2, 4)
+    # B=1 L=8192: the hand rules' configuration there is (64, 2, 4)'s (64 splits of 64-key tiles), so either
+    w = tune.Workload(1, 0, 1, 8192, 128, 4, 8, 16, "bf16")
+    assert w.config(module.decode(w.features()), 132) == w.config((64, 2, 4), 132)
+    w = tune.Workload(64, 0, 1, 2048, 128, 4, 8, 16, "bf16")  # 512 programs: no split
+    assert w.config(module.decode(w.features()), 132) == w.config((64, 2, 0), 132)
     f = features(num_tokens=2048, num_seqs=1, num_q_heads=32, num_kv_heads=8, head_dim=256, block_size=16,
                  max_seqlen_q=2048, max_seqlen_k=2048, kv_dtype=torch.bfloat16)
     assert module.prefill(f) == (64, 64, 4, 2)
+
+
+@pytest.mark.parametrize("module", _committed())
+def test_committed_tree_answers_its_validation(module):
+    """The exported source answers what the fitted tree answered in the held-out validation written beside
+    the sweep (a pick of the hand rules there: the tree's answer was "hand" or in UNFIT)."""
+    from tritium.tune import trees
+
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    path = REPO / re.search(r"--fit (\S+)``", tree.__doc__).group(1)
+    records = {r["name"]: r for r in json.loads(path.read_text())["records"]}
+    rows = json.loads(path.with_suffix(".validation.json").read_text())["held_out"]
+    assert rows
+    for row in rows:
+        r = records[row["name"]]
+        knobs = getattr(tree, r["family"])(r["features"])
+        key = "hand" if knobs == "hand" else "-".join(map(str, knobs))
+        if row["pick"] != "hand":
+            assert key == row["pick"], (row, key)
+        elif key != "hand":
+            assert trees._resource_key(r, key) in tree.UNFIT, (row, key)
 
 
 def test_fit_keeps_hand_rules_when_no_tree_beats_them(tmp_path):
@@ -237,6 +270,34 @@ def test_workload_grid_covers_the_domain():
     assert {w.name.split("-")[0] for w in ws if w.family() == PREFILL} == {"prefill", "mixed"}
     assert all(w.kv_bytes() <= tune.MAX_KV_BYTES for w in ws)
     assert math.isclose(sum(w.family() == DECODE for w in ws) / len(ws), 120 / 174, rel_tol=0.05)
+
+
+def test_workload_domain_holds_the_grid():
+    """The domain the trees are distilled on is every workload the sweep's grid can draw (the anchors aside:
+    their contexts are the benchmark's), each once, within the size limits."""
+    domain = tune.workload_domain()
+    names = {w.name for w in domain}
+    assert len(names) == len(domain)
+    anchors = {w.name for w in tune.anchor_workloads()}
+    for seed in (0, 1, 2):
+        assert {w.name for w in tune.workload_grid(seed=seed)} - anchors <= names
+    assert all(w.kv_bytes() <= tune.MAX_KV_BYTES and w.num_tokens <= tune.MAX_PREFILL_TOKENS for w in domain)
+    assert {w.family() for w in domain} == {DECODE, PREFILL}
+
+
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_candidate_configs_are_the_sweeps(gpu):
+    """The fit's cost model sees, for every candidate of every swept workload, the configuration the sweep
+    ran (recorded in the JSON): knobs through config_from_knobs, "hand" through the hand rules."""
+    from tritium.tune import trees
+
+    data = json.loads((REPO / f"bench/results/tuning/attention-NVIDIA-{gpu}.json").read_text())
+    for r in data["records"]:
+        for key, recorded in r["configs"].items():
+            config = trees.candidate_config(r["family"], key, r["features"], data["sms"])
+            assert list(dataclasses.astuple(config))[:6] == list(recorded)[:6], (r["name"], key)
+        x, _ = trees._pairs(r["family"], [r["features"]], sorted(r["configs"]), data["sms"])
+        assert np.isfinite(x).all()
 
 
 def test_holdout_never_takes_the_anchors():

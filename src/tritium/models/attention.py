@@ -136,12 +136,15 @@ def warmup_batches(max_num_seqs: int, max_model_len: int, max_num_batched_tokens
     """Batches an engine with these limits runs, as (query tokens of each sequence, sequence length):
     decode batches, one prefill chunk beside decoding sequences, and equal chunks within the step's token
     budget, with sequence counts, chunk lengths and sequence lengths on a grid of four points an octave up
-    to each limit. The attention configurations are chosen on these same features (batch size, tokens, longest query,
+    to each limit (sequence lengths also one past each point). The attention configurations are chosen on these same features (batch size, tokens, longest query,
     longest sequence), which is what lets a warm-up over them meet the configurations real steps use."""
     budget = max(max_num_batched_tokens, max_num_seqs)
+    # sequence lengths also one past each grid point: split counts step where a length crosses a key tile
+    # (the grid's points are multiples of tiles), e.g. 2 splits of 128-key tiles from 321 keys on
+    seq_lens = sorted({v for g in _grid(max_model_len) for v in (g, g + 1) if v <= max_model_len})
     out = []
     for n in _grid(max_num_seqs):
-        for seq_len in _grid(max_model_len):
+        for seq_len in seq_lens:
             out.append(((1,) * n, seq_len))
             for chunk in _grid(min(budget, seq_len)):
                 if chunk == 1:

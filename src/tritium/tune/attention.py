@@ -21,6 +21,7 @@ tree per family on the rest, prints the held-out table and writes the tree modul
 import concurrent.futures
 import dataclasses
 import importlib.util
+import itertools
 import json
 import math
 import multiprocessing
@@ -135,6 +136,33 @@ def anchor_workloads() -> list[Workload]:
     out) and B=1 L=32768; with every anchor trained on, 1.00-1.04x (bench/NOTES.md, "Paged attention")."""
     out = [Workload(b, 0, 1, L, 128, 4, 8, bs, "bf16") for b, L in DECODE_CASES for bs in BLOCK_SIZES]
     return out + [Workload(b, b, s, s, 128, 4, 8, 16, "bf16") for b, s in PREFILL_CASES]
+
+
+def workload_domain() -> list[Workload]:
+    """Every workload ``workload_grid`` can draw (its value sets, the same size limits; ~28k): the fit labels
+    them with its cost model and distils one tree per family from those labels (``tritium.tune.trees``)."""
+    out, seen = [], set()
+
+    def add(w):
+        if w.name not in seen and w.kv_bytes() <= MAX_KV_BYTES and w.num_tokens <= MAX_PREFILL_TOKENS:
+            seen.add(w.name)
+            out.append(w)
+
+    for d, g, k, bs, kv in itertools.product(HEAD_DIMS, GROUPS, KV_HEADS, BLOCK_SIZES, KV_DTYPES):
+        kw = dict(head_dim=d, group=g, num_kv_heads=k, block_size=bs, kv_dtype=kv)
+        for q_len, b, L in itertools.product((1, 2, 4, 8), BATCHES, CONTEXTS):  # decode, verification
+            w = Workload(b, b if q_len > 1 else 0, q_len, L, **kw)
+            if w.family() == DECODE:
+                add(w)
+        candidates = [Workload(b, b, s, s, **kw) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)
+                      for b in (1, 2, 4, 8, 16) if b * s <= MAX_PREFILL_TOKENS]  # whole prompts
+        candidates += [Workload(1, 1, q, L, **kw) for q in (256, 512, 2048) for L in (2048, 8192, 32768, 131072)]
+        candidates += [Workload(b, 1, q, L, **kw) for q in (128, 512, 2048) for b in (8, 32, 128)
+                       for L in (q, 2048, 8192) if L >= q]  # one chunk among decodes
+        for w in candidates:
+            if w.family() == PREFILL:
+                add(w)
+    return out
 
 
 def workload_grid(seed: int = 0, decode: int = 120, prefill: int = 54) -> list[Workload]:

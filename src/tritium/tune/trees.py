@@ -1,14 +1,29 @@
-"""Fit decision trees to a paged-attention sweep and export them as plain Python (scikit-learn, tune time only).
+"""Fit paged-attention knob trees to a sweep and export them as plain Python (scikit-learn, tune time only).
 
-For each kernel family, every swept workload gives a vector: for each candidate (the knob sets and
-"hand"), log(time / best time of the workload), capped at log(4) (a candidate that failed counts as
-the cap). A multi-output regression tree over the workload features (``tritium.attention.config.features``)
-predicts that vector; each leaf answers the candidate with the smallest mean among those no more than 3%
-slower than the hand rules on any of its training workloads (the hand rules qualify), i.e. the tree minimises
-the mean log slowdown of its picks. Its depth is chosen by 5-fold cross-validation on the training
-workloads. A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always
-trained on: the benchmark's anchor shapes) is held out and never seen by the fit;
-the tree's pick on each of them is compared with the best swept candidate and with the hand rules.
+Per kernel family, in three steps:
+
+1. A cost model over (workload, candidate) pairs: an extra-trees regression (``COST_MODEL``) from the
+   workload's features (``tritium.attention.config.features``) and the candidate's configuration (Q block,
+   key tile, split count, warps, stages, as ``config_from_knobs`` or the hand rules give it for that
+   workload) plus what follows from both (programs and waves over the SMs, keys and KV bytes a program,
+   key tiles a split, ...: ``pair_features``) to the candidate's log slowdown vs the workload's best,
+   capped at ``CLIP``. One model answers every candidate, so what one workload teaches about 64 splits of
+   32-key tiles carries over to another workload with as many programs, which a tree over workload
+   features alone (one leaf, one answer) cannot do.
+2. The pick for a workload is the candidate with the smallest predicted slowdown, unless it is not
+   predicted to beat the hand rules by ``margin`` (log): then the hand rules. The margin (``MARGINS``) is
+   chosen by 5-fold cross-validation on the training workloads: most picks within 5% of the best,
+   less those more than 3% slower than the hand rules.
+3. Distillation: the cost model labels every workload of the sweep's domain (``workload_domain``, ~28k)
+   with its predicted slowdown of each candidate, the training workloads keep their measured ones (and
+   weigh ``TRAIN_WEIGHT`` domain workloads each); a multi-output regression tree over the workload
+   features (at most ``LEAVES`` leaves) is fitted to those, and each leaf answers step 2's pick on the
+   leaf's weighted mean. That tree is what is exported: run time evaluates nested
+   ``if``s, never the cost model.
+
+A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always trained on: the
+benchmark's anchor shapes) is held out and never seen by the fit; the exported tree's pick on each of
+them is compared with the best swept candidate and with the hand rules.
 """
 
 import hashlib
@@ -20,7 +35,7 @@ import random
 
 import numpy as np
 
-from tritium.attention.config import DECODE, PREFILL, next_pow2
+from tritium.attention.config import DECODE, PREFILL, family, next_pow2
 
 FAMILIES = (DECODE, PREFILL)
 FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim", "group", "num_kv_heads",
@@ -28,7 +43,6 @@ FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim"
 HAND = "hand"
 CAP = 4.0  # slowdown counted for a failed candidate (and the most any one counts)
 HOLDOUT = 0.2
-DEPTHS = (2, 3, 4, 5, 6, 8)
 TREE_DIR = os.path.join(os.path.dirname(__file__), "..", "attention", "tuned")
 
 
@@ -63,27 +77,146 @@ def _matrix(records: list[dict], candidates: list[str]):
     return x, y
 
 
-SAFE = math.log(1.03)  # a leaf's pick is never more than 3% slower than the hand rules on its workloads
+# NOTE: chosen on the committed H100 and H200 sweeps (2026-11-26 / 2026-11-24) by the mean over ten held-out
+# draws (seeds 0-9, anchors always trained), % of held-out picks within 5% of the best, decode / prefill,
+# H100 then H200. The committed tree over workload features alone (before this method): 59/65%, 46/43%.
+# Cost models over pairs, undistilled, no margin: one regression tree (depth 12) 55/69%, 47/41%; a random
+# forest 68/72%, 60/49% (targets capped at 1.15x / 1.25x / 1.5x: 62/71% / 68/72% / 68/74% on the H100;
+# without the derived pair features 55/72% there); these extra trees 67/77%, 63/59%. Extra trees with a
+# fixed margin of 0.05 (0.1): 57/76%, 57/60% (44/73%, 44/55%), the worst pick vs the hand rules 1.09/1.21x,
+# 1.14/1.01x (1.01/1.05x, 1.02/1.03x) on average over draws. Distilled (margin 0.02) into 300 leaves:
+# 66/80%, 60/64%; into 100: 61/80%, 60/60%. As implemented (margin by cross-validation): 65/79%, 60/62%.
+COST_MODEL = dict(n_estimators=100, min_samples_leaf=2, max_features=0.7)
+CLIP = math.log(1.25)  # log slowdown a candidate's target is capped at (a failed one counts as the cap)
+MARGINS = (0.0, 0.01, 0.02, 0.05, 0.1)  # log gain over the hand rules a pick needs, chosen by cross-validation
+LEAVES = 300
+# Weight of a training workload in the distillation, in domain workloads. NOTE: with 1 (its label the cost
+# model's prediction) the anchors' picks were up to 1.13x the best swept (H100 decode B=1 L=8192, which the
+# tree left to the hand rules); with measured labels, mean over three held-out draws, anchors vs the best:
+# weight 5 1.011 / 1.006 (H100 / H200), 20 1.006 / 1.003 (worst 1.034 / 1.064), 100 1.005 / 1.001; held-out
+# within 5% unchanged within a few points either way.
+TRAIN_WEIGHT = 20.0
 
 
-def _fit(x, y, depth: int, hand: int | None):
-    """A regression tree with ``leaf_pick`` set: leaf id -> the index of the candidate it answers.
+def candidate_config(fam: str, key: str, f: dict, sms: int):
+    """The configuration of candidate ``key`` (knobs or "hand") for a workload with features ``f``, as the
+    sweep ran it (bf16 queries; the hand rules with no shared-memory limit, as on an H100/H200)."""
+    import torch
 
-    Each leaf answers, among the candidates that are at most 3% slower than the hand rules (index
-    ``hand``) on every training workload of the leaf, the one with the smallest mean log slowdown (the
-    hand rules qualify by definition). Without a hand column, the smallest mean."""
+    from tritium.attention.config import config_from_knobs, hand_rules
+
+    kw = dict(num_seqs=f["num_seqs"], num_q_heads=f["group"] * f["num_kv_heads"], num_kv_heads=f["num_kv_heads"],
+              max_seqlen_q=f["max_seqlen_q"], max_seqlen_k=f["max_seqlen_k"])
+    if key == HAND:
+        return hand_rules(**kw, head_dim=f["head_dim"], dtype=torch.bfloat16, sms=sms)
+    return config_from_knobs(fam, _key_to_knobs(key), **kw, sms=sms)
+
+
+def _log2(x: float) -> float:
+    return math.log2(max(x, 1e-3))
+
+
+def pair_features(f: dict, config, sms: int) -> list[float]:
+    """The cost model's input for one (workload, configuration) pair: the workload's features (sizes as
+    log2), the configuration's, and what follows from both: programs (Q blocks x KV heads x splits), waves
+    over the SMs and the last wave's fill, keys, key tiles and KV bytes a program, the KV cache's bytes,
+    key tile over page size, the merge's floats a row, tokens a sequence, Q block rows over the rows a
+    sequence has, programs without split over the SMs."""
+    keys_total, d, kv_heads = f["max_seqlen_k"], f["head_dim"], f["num_kv_heads"]
+    unsplit = f["num_seqs"] * max(1, -(-f["max_seqlen_q"] // config.block_q)) * kv_heads
+    programs = unsplit * config.num_splits
+    keys = -(-keys_total // config.num_splits)
+    return [_log2(f["num_seqs"]), _log2(f["num_tokens"]), _log2(f["max_seqlen_q"]), _log2(keys_total), d, f["group"],
+            _log2(kv_heads), f["block_size"], f["kv_bits"], _log2(f["programs"]),
+            config.block_m, config.tile_n, _log2(config.num_splits), config.num_warps, config.num_stages,
+            _log2(programs), programs / sms, programs / (math.ceil(programs / sms) * sms), _log2(keys),
+            _log2(keys / config.tile_n), _log2(keys * d * f["kv_bits"] / 4),
+            _log2(f["num_seqs"] * keys_total * kv_heads * d * f["kv_bits"] / 4), config.tile_n / f["block_size"],
+            config.num_splits * d, _log2(f["num_tokens"] / max(1, f["num_seqs"])),
+            config.block_m / max(1, f["max_seqlen_q"] * f["group"]), _log2(unsplit / sms)]
+
+
+def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=frozenset()):
+    """([workload, candidate, pair feature] for ``feats`` x ``candidates``, [workload, candidate]: whether the
+    candidate's configuration is in ``unfit`` for that workload)."""
+    x = np.empty((len(feats), len(candidates), 27))
+    out = np.zeros((len(feats), len(candidates)), dtype=bool)
+    for i, f in enumerate(feats):
+        for j, c in enumerate(candidates):
+            config = candidate_config(fam, c, f, sms)
+            x[i, j] = pair_features(f, config, sms)
+            out[i, j] = (config.block_m, config.tile_n, config.num_warps, config.num_stages, next_pow2(f["head_dim"]),
+                         f["kv_bits"]) in unfit
+    return x, out
+
+
+def _cost_model(x: np.ndarray, y: np.ndarray):
+    """Extra trees from pair features [n, k, p] to capped log slowdowns [n, k]."""
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    return ExtraTreesRegressor(random_state=0, n_jobs=1, **COST_MODEL).fit(x.reshape(-1, x.shape[-1]),
+                                                                          np.minimum(y, CLIP).reshape(-1))
+
+
+def _predict(model, x: np.ndarray) -> np.ndarray:
+    return model.predict(x.reshape(-1, x.shape[-1])).reshape(x.shape[:2])
+
+
+def _gate(pred: np.ndarray, hand: int | None, margin: float) -> np.ndarray:
+    """Per row of predicted slowdowns: the smallest, or ``hand`` where that is not ``margin`` below hand's."""
+    pick = pred.argmin(axis=1)
+    if hand is None:
+        return pick
+    gain = pred[:, hand] - pred[np.arange(len(pred)), pick]
+    return np.where(gain > margin, pick, hand)
+
+
+def _cross_validate(x, y, hand: int | None, folds: int = 5):
+    """(margin, mean log slowdown of its picks): 5-fold cross-validation of the cost model's gated picks on
+    the training workloads; the margin with most picks within 5% of the best less those more than 3%
+    slower than the hand rules (the smallest on ties)."""
+    fold = np.arange(len(y)) % folds
+    score = np.zeros(len(MARGINS))
+    regret = np.zeros(len(MARGINS))
+    rows = np.arange(len(y))
+    for k in range(folds):
+        test = fold == k
+        pred = _predict(_cost_model(x[~test], y[~test]), x[test])
+        for i, margin in enumerate(MARGINS):
+            picked = y[rows[test], _gate(pred, hand, margin)]
+            score[i] += np.sum(picked <= math.log(1.05))
+            if hand is not None:
+                score[i] -= np.sum(picked - y[test, hand] > math.log(1.03))
+            regret[i] += picked.sum()
+    best = int(np.argmax(score))
+    return MARGINS[best], float(regret[best] / len(y))
+
+
+def _distil(fam: str, x, y, candidates: list[str], hand: int | None, margin: float, sms: int, domain: list[dict],
+            train: list[dict], unfit=frozenset()):
+    """The exported tree: a multi-output regression tree over the workload features of ``domain`` and the
+    training workloads, fitted to the cost model's predicted slowdowns; ``leaf_pick``: leaf id -> index of the
+    candidate the leaf answers (``_gate`` on the leaf's mean prediction). A candidate whose configuration is in
+    ``unfit`` for a workload counts as failed there (the cap)."""
     from sklearn.tree import DecisionTreeRegressor
 
-    tree = DecisionTreeRegressor(max_depth=depth, min_samples_leaf=2, random_state=0).fit(x, y)
-    leaves = tree.apply(x)
+    model = _cost_model(x, y)
+    feats = list(domain) + [r["features"] for r in train]
+    pairs, unfits = _pairs(fam, feats, candidates, sms, unfit)
+    pred = np.where(unfits, CLIP, _predict(model, pairs))
+    # the training workloads keep what was measured on them, and weigh TRAIN_WEIGHT domain workloads each
+    pred[len(domain):] = np.where(unfits[len(domain):], CLIP, np.minimum(y, CLIP))
+    weight = np.where(np.arange(len(feats)) < len(domain), 1.0, TRAIN_WEIGHT)
+    xw = np.array([[f[k] for k in FEATURES] for f in feats], dtype=np.float64)
+    tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES, random_state=0).fit(xw, pred, sample_weight=weight)
+    leaves = tree.apply(xw)
     tree.leaf_pick = {}
     for leaf in np.unique(leaves):
-        rows = y[leaves == leaf]
-        mean = rows.mean(axis=0)
-        if hand is not None:
-            unsafe = (rows - rows[:, [hand]]).max(axis=0) > SAFE
-            mean = np.where(unsafe, np.inf, mean)
-        tree.leaf_pick[int(leaf)] = int(np.argmin(mean))
+        rows = leaves == leaf
+        mean = np.average(pred[rows], axis=0, weights=weight[rows])[None]
+        # the margin guards against the cost model's error: it counts for the leaf's predicted share only
+        predicted = weight[rows & (np.arange(len(feats)) < len(domain))].sum() / weight[rows].sum()
+        tree.leaf_pick[int(leaf)] = int(_gate(mean, hand, margin * predicted)[0])
     return tree
 
 
@@ -91,30 +224,21 @@ def _picks(tree, x):
     return np.array([tree.leaf_pick[int(leaf)] for leaf in tree.apply(x)])
 
 
-def _mean_regret(tree, x, y) -> float:
-    return float(y[np.arange(len(y)), _picks(tree, x)].mean())
-
-
-def fit_family(records: list[dict], candidates: list[str]):
-    """(tree or None, depth, cross-validated mean log slowdown of the tree, of the hand rules) for one
-    family's training records; depth by 5-fold cross-validation. None: the tree does not beat the
-    hand rules by 1% (geometric mean) in cross-validation, and the family keeps them."""
-    x, y = _matrix(records, candidates)
+def fit_family(records: list[dict], candidates: list[str], sms: int, domain: list[dict], unfit=frozenset()):
+    """(tree or None, margin, cross-validated mean log slowdown of the cost model's picks, of the hand rules)
+    for one family's training records. None: the picks do not beat the hand rules by 1% (geometric mean) in
+    cross-validation, and the family keeps them."""
+    fam = records[0]["family"] if records else DECODE
+    _, y = _matrix(records, candidates)
     hand_col = candidates.index(HAND) if HAND in candidates else None
     hand = float(y[:, hand_col].mean()) if hand_col is not None else math.inf
     if len(records) < 10:
-        return None, 0, math.nan, hand
-    folds = np.arange(len(records)) % 5
-    best = None
-    for depth in DEPTHS:
-        regret = float(np.mean([_mean_regret(_fit(x[folds != k], y[folds != k], depth, hand_col), x[folds == k],
-                                             y[folds == k])
-                                for k in range(5)]))
-        if best is None or regret < best[0] - 1e-9:
-            best = (regret, depth)
-    if best[0] > hand - math.log(1.01):
-        return None, best[1], best[0], hand
-    return _fit(x, y, best[1], hand_col), best[1], best[0], hand
+        return None, 0.0, math.nan, hand
+    x, _ = _pairs(fam, [r["features"] for r in records], candidates, sms)
+    margin, regret = _cross_validate(x, y, hand_col)
+    if regret > hand - math.log(1.01):
+        return None, margin, regret, hand
+    return _distil(fam, x, y, candidates, hand_col, margin, sms, domain, records, unfit), margin, regret, hand
 
 
 def tree_source(tree, candidates: list[str], name: str) -> str:
@@ -232,28 +356,39 @@ def module_name(gpu: str) -> str:
     return "_".join(gpu.split()[:2]).lower().replace("-", "_")
 
 
-def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_only=frozenset()) -> dict:
+def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_only=frozenset(),
+                   domain: list[dict] | None = None) -> dict:
     """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
     ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
-    never held out (see ``split_holdout``)."""
+    never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
+    distilled on (default: ``tritium.tune.attention.workload_domain``)."""
     with open(path, "rb") as f:
         raw = f.read()
     data = json.loads(raw)
     records = [r for r in data["records"] if any(v is not None for v in r["times_ms"].values())]
     train, held = split_holdout(records, seed, train_only)
     anchors = sum(r["name"] in train_only for r in records)
-    fitted, sources, depths, cv = {}, [], {}, {}
+    if domain is None:
+        from tritium.tune.attention import workload_domain
+
+        domain = [w.features() for w in workload_domain()]
+    unfit = unfit_keys(records)
+    fitted, sources, shapes, cv = {}, [], {}, {}
     for fam in FAMILIES:
         fam_train = [r for r in train if r["family"] == fam]
         candidates = sorted({k for r in fam_train for k in r["times_ms"]})
-        tree, depth, tree_cv, hand_cv = fit_family(fam_train, candidates) if fam_train else (None, 0, math.nan, 0.0)
+        fam_domain = [f for f in domain if family(max_seqlen_q=f["max_seqlen_q"], num_kv_heads=f["num_kv_heads"],
+                                                  num_q_heads=f["group"] * f["num_kv_heads"]) == fam]
+        tree, margin, tree_cv, hand_cv = (fit_family(fam_train, candidates, data["sms"], fam_domain, unfit)
+                                          if fam_train else (None, 0.0, math.nan, 0.0))
         cv[fam] = dict(tree=round(math.exp(tree_cv), 4), hand=round(math.exp(hand_cv), 4))
         if tree is None:
-            sources.append(f"def {fam}(f):\n    # Cross-validated, no tree beat the hand rules by 1%: mean slowdown vs the best\n"
-                           f"    # {cv[fam]['tree']}x (tree) vs {cv[fam]['hand']}x (hand rules).\n    return 'hand'\n")
+            sources.append(f"def {fam}(f):\n    # Cross-validated, the cost model's picks did not beat the hand rules by 1%:\n"
+                           f"    # mean slowdown vs the best {cv[fam]['tree']}x (cost model) vs {cv[fam]['hand']}x (hand rules).\n"
+                           f"    return 'hand'\n")
             continue
         fitted[fam] = (tree, candidates)
-        depths[fam] = depth
+        shapes[fam] = dict(leaves=int(tree.get_n_leaves()), margin=margin)
         sources.append(tree_source(tree, candidates, fam))
 
     def choose(fam, features):
@@ -261,7 +396,6 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
             return HAND
         return predict(*fitted[fam], features)
 
-    unfit = unfit_keys(records)
     rows = validate(held, choose, unfit)
     stats = summary(rows)
     print_validation(rows, stats)
@@ -274,8 +408,9 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
               f"Fitted by ``python -m tritium.tune attention {'' if train_only else '--hold-out-anchors '}"
               f"--fit {os.path.relpath(path)}``\n"
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
-              f"swept {data.get('header', {}).get('date', '?')}; tree depths {depths};\n"
-              f"cross-validated geometric-mean slowdown vs the best swept, tree vs hand rules: {cv}).\n"
+              f"swept {data.get('header', {}).get('date', '?')}; distilled trees {shapes}\n"
+              f"(leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean\n"
+              f"slowdown vs the best swept, the cost model's picks vs the hand rules: {cv}).\n"
               + (f"The benchmark's {anchors} anchor workloads are always in the training set.\n" if anchors else "")
               + "Held-out validation (workloads the fit never saw):\n"
               + "".join(f"    {line}\n" for line in lines)
@@ -287,7 +422,7 @@ def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_
     with open(out_path, "w") as f:
         f.write(src)
     print(f"\nwrote {os.path.relpath(out_path)}")
-    result = dict(validation=stats, cross_validation=cv, depths=depths, held_out=rows)
+    result = dict(validation=stats, cross_validation=cv, trees=shapes, held_out=rows)
     with open(os.path.splitext(path)[0] + ".validation.json", "w") as f:
         json.dump(result, f, indent=1)
     return result
