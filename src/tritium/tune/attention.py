@@ -125,17 +125,25 @@ class Workload:
                                  max_seqlen_k=self.context, sms=sms)
 
 
+# The decode steps of ``python -m tritium.bench engine`` (Llama-3-8B, pages of 16, a 512-token prompt and 256
+# new tokens, batch 1 and 64). NOTE: added after the tree of 2026-11-26 (fitted without them) took the hand
+# rules at B=64 L=512-768, where the tree before took 128-key tiles: the engine's b64 step 8.51 -> 8.69 ms
+# (bench/NOTES.md, "Paged attention").
+ENGINE_DECODE_CASES = [(1, 512), (1, 640), (1, 768), (64, 512), (64, 640), (64, 768)]
+
+
 def anchor_workloads() -> list[Workload]:
-    """The benchmark's shapes (``python -m tritium.bench attention``: GQA 32/8, head_dim 128, bf16): decode
-    cases with pages of 16 and 64, prefill cases with pages of 16. Every sweep times them, and the fit
-    always trains on them (never holds them out): they are the shapes the targets are stated for and
-    the Llama-3 geometry most users run.
+    """The benchmarks' shapes (GQA 32/8, head_dim 128, bf16): ``python -m tritium.bench attention``'s decode
+    cases with pages of 16 and 64 and prefill cases with pages of 16, and the engine benchmark's decode
+    steps (``ENGINE_DECODE_CASES``). Every sweep times them, and the fit always trains on them (never holds
+    them out): they are the shapes the targets are stated for and the Llama-3 geometry most users run.
 
     NOTE: H100 sweep of 2026-11-23 with a fifth held out at random (7 of the 16 anchors among it): the
     tree's picks were 1.08-1.12x the best swept at decode B=16 L=4096, B=64 L=2048 (pages of 16, held
     out) and B=1 L=32768; with every anchor trained on, 1.00-1.04x (bench/NOTES.md, "Paged attention")."""
     out = [Workload(b, 0, 1, L, 128, 4, 8, bs, "bf16") for b, L in DECODE_CASES for bs in BLOCK_SIZES]
-    return out + [Workload(b, b, s, s, 128, 4, 8, 16, "bf16") for b, s in PREFILL_CASES]
+    out += [Workload(b, b, s, s, 128, 4, 8, 16, "bf16") for b, s in PREFILL_CASES]
+    return out + [Workload(b, 0, 1, L, 128, 4, 8, 16, "bf16") for b, L in ENGINE_DECODE_CASES]
 
 
 def workload_domain() -> list[Workload]:

@@ -1,14 +1,14 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 83c581f65235881b; 120 decode-family and 160 prefill-family workloads,
-swept 2026-11-26T00:11:15+00:00; distilled trees {'decode': {'leaves': 300, 'margin': 0.05}, 'prefill': {'leaves': 300, 'margin': 0.02}}
+(sha256 e505437f7da4ba64; 126 decode-family and 160 prefill-family workloads,
+swept 2026-11-26T05:15:09+00:00; distilled trees {'decode': {'leaves': 300, 'margin': 0.02}, 'prefill': {'leaves': 300, 'margin': 0.02}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0615, 'hand': 1.1311}, 'prefill': {'tree': 1.0374, 'hand': 1.4482}}).
-The benchmark's 16 anchor workloads are always in the training set.
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0566, 'hand': 1.13}, 'prefill': {'tree': 1.0374, 'hand': 1.4482}}).
+The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
-    decode: 24 held out, 54% within 5% of the best swept, worst 1.309x the best and 1.138x the hand rules
-    prefill: 32 held out, 84% within 5% of the best swept, worst 1.423x the best and 1.107x the hand rules
+    decode: 25 held out, 68% within 5% of the best swept, worst 1.258x the best and 1.138x the hand rules
+    prefill: 32 held out, 88% within 5% of the best swept, worst 1.423x the best and 1.107x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -30,68 +30,48 @@ UNFIT = frozenset({
 
 def decode(f):
     if f['programs'] <= 384:
-        if f['max_seqlen_k'] <= 320:
-            if f['head_dim'] <= 192:
-                if f['num_seqs'] <= 6:
-                    if f['head_dim'] <= 96:
+        if f['max_seqlen_k'] <= 3072:
+            if f['max_seqlen_k'] <= 320:
+                if f['head_dim'] <= 192:
+                    if f['num_seqs'] <= 6:
                         if f['programs'] <= 6:
-                            if f['kv_bits'] <= 12:
-                                return (128, 2, 0)
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    return (128, 2, 8)
-                                else:
+                            if f['head_dim'] <= 96:
+                                if f['kv_bits'] <= 12:
                                     return (128, 2, 0)
-                        else:
-                            return (128, 2, 0)
-                    else:
-                        if f['programs'] <= 6:
-                            if f['num_tokens'] <= 3:
-                                return (32, 2, 2)
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    return (128, 2, 4)
                                 else:
-                                    return (32, 2, 1)
+                                    return (128, 2, 8)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['num_tokens'] <= 1:
+                                        return (32, 2, 2)
+                                    else:
+                                        return (32, 2, 1)
+                                else:
+                                    return (128, 2, 4)
                         else:
                             if f['programs'] <= 12:
                                 return (128, 2, 0)
                             else:
-                                return (128, 2, 2)
-                else:
-                    if f['programs'] <= 192:
-                        if f['head_dim'] <= 96:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 48:
+                                if f['num_tokens'] <= 12:
+                                    return (128, 2, 2)
+                                else:
+                                    return (128, 2, 0)
+                    else:
+                        if f['programs'] <= 192:
+                            if f['head_dim'] <= 96:
+                                if f['num_seqs'] <= 24:
                                     return (128, 2, 0)
                                 else:
                                     if f['programs'] <= 96:
-                                        if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (128, 2, 0)
-                                        else:
-                                            return (128, 2, 1)
-                                    else:
-                                        return (128, 2, 0)
-                            else:
-                                return (128, 2, 0)
-                        else:
-                            if f['programs'] <= 96:
-                                if f['programs'] <= 48:
-                                    if f['num_seqs'] <= 12:
-                                        return (128, 2, 0)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 0)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 2:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (32, 2, 2)
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 2)
+                                                else:
+                                                    return (128, 2, 0)
                                             else:
                                                 return (128, 2, 1)
                                         else:
@@ -99,42 +79,68 @@ def decode(f):
                                     else:
                                         return (128, 2, 0)
                             else:
-                                return (64, 2, 0)
-                    else:
-                        if f['head_dim'] <= 96:
-                            return (64, 2, 0)
+                                if f['programs'] <= 96:
+                                    if f['programs'] <= 48:
+                                        if f['num_seqs'] <= 12:
+                                            return (128, 2, 0)
+                                        else:
+                                            if f['programs'] <= 24:
+                                                return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 2:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                else:
+                                    return (64, 2, 0)
                         else:
-                            if f['kv_bits'] <= 12:
-                                return (64, 2, 1)
+                            if f['max_seqlen_q'] <= 6:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 1)
+                                else:
+                                    return (128, 2, 0)
                             else:
-                                return (64, 2, 0)
-            else:
-                if f['num_seqs'] <= 12:
-                    return 'hand'
+                                if f['group'] <= 6:
+                                    return (64, 2, 0)
+                                else:
+                                    return (64, 2, 1)
                 else:
-                    if f['programs'] <= 96:
+                    if f['num_seqs'] <= 12:
                         return 'hand'
                     else:
-                        if f['programs'] <= 192:
-                            return (64, 2, 0)
+                        if f['programs'] <= 96:
+                            if f['kv_bits'] <= 12:
+                                return 'hand'
+                            else:
+                                return (64, 2, 0)
                         else:
-                            return 'hand'
-        else:
-            if f['max_seqlen_k'] <= 3072:
+                            return (64, 2, 0)
+            else:
                 if f['programs'] <= 24:
                     if f['programs'] <= 6:
                         if f['head_dim'] <= 192:
                             if f['max_seqlen_k'] <= 1280:
-                                if f['head_dim'] <= 96:
+                                if f['num_kv_heads'] <= 1:
                                     return (32, 2, 1)
                                 else:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 8)
-                                        else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 3:
                                             return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 8)
+                                    else:
+                                        return (32, 2, 1)
                             else:
                                 if f['programs'] <= 3:
                                     if f['programs'] <= 1:
@@ -143,7 +149,7 @@ def decode(f):
                                         else:
                                             return (32, 2, 2)
                                     else:
-                                        return 'hand'
+                                        return (32, 2, 1)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['num_tokens'] <= 24:
@@ -155,179 +161,212 @@ def decode(f):
                         else:
                             return 'hand'
                     else:
-                        if f['head_dim'] <= 192:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['num_seqs'] <= 6:
-                                    return 'hand'
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_kv_heads'] <= 1:
-                                            return 'hand'
-                                        else:
+                        if f['max_seqlen_k'] <= 1408:
+                            if f['num_tokens'] <= 6:
+                                if f['max_seqlen_k'] <= 576:
+                                    if f['programs'] <= 12:
+                                        if f['head_dim'] <= 192:
                                             if f['kv_bits'] <= 12:
                                                 return 'hand'
                                             else:
-                                                return (128, 2, 4)
+                                                if f['num_tokens'] <= 1:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return 'hand'
                                     else:
                                         return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 704:
+                                        return (32, 2, 2)
+                                    else:
+                                        return (32, 2, 4)
                             else:
-                                if f['programs'] <= 12:
+                                if f['head_dim'] <= 192:
                                     if f['num_seqs'] <= 6:
                                         return 'hand'
                                     else:
                                         if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                return 'hand'
-                else:
-                    if f['programs'] <= 96:
-                        if f['head_dim'] <= 192:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 48:
-                                    return 'hand'
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['num_seqs'] <= 48:
-                                                return (128, 2, 0)
+                                            if f['num_kv_heads'] <= 1:
+                                                return (128, 2, 1)
                                             else:
-                                                return (128, 3, 0)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 48:
-                                        if f['head_dim'] <= 96:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 4)
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 2, 1)
                                                 else:
-                                                    return (64, 2, 2)
-                                        else:
-                                            return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 48:
-                                        return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 2)
-                                            else:
-                                                return 'hand'
+                                                    return (128, 2, 4)
                                         else:
                                             return 'hand'
+                                else:
+                                    return 'hand'
                         else:
-                            if f['max_seqlen_k'] <= 1280:
-                                return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 48:
+                            if f['head_dim'] <= 192:
+                                if f['programs'] <= 12:
+                                    if f['num_kv_heads'] <= 1:
                                         return (32, 2, 2)
                                     else:
                                         return 'hand'
                                 else:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 2, 2)
+                                    else:
+                                        return (32, 2, 4)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    return (32, 2, 2)
+                                else:
                                     return 'hand'
+                else:
+                    if f['programs'] <= 96:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 48:
+                                if f['head_dim'] <= 192:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 1)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return (32, 2, 2)
+                            else:
+                                if f['head_dim'] <= 192:
+                                    if f['kv_bits'] <= 12:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 0)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (128, 3, 0)
+                                            else:
+                                                return (128, 2, 0)
+                                else:
+                                    return 'hand'
+                        else:
+                            if f['head_dim'] <= 192:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 48:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                                    else:
+                                        return (128, 2, 2)
+                                else:
+                                    if f['programs'] <= 48:
+                                        return (64, 2, 2)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (64, 2, 4)
+                                        else:
+                                            return (64, 2, 4)
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['kv_bits'] <= 12:
+                                        return (32, 2, 2)
+                                    else:
+                                        return (64, 2, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return (32, 2, 4)
+                                    else:
+                                        return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 1280:
                             if f['head_dim'] <= 192:
                                 return (128, 2, 0)
                             else:
-                                return 'hand'
+                                return (64, 2, 1)
                         else:
                             if f['kv_bits'] <= 12:
-                                if f['head_dim'] <= 192:
+                                if f['head_dim'] <= 96:
                                     if f['programs'] <= 192:
-                                        return 'hand'
+                                        return (128, 2, 1)
                                     else:
                                         return (128, 2, 2)
                                 else:
-                                    return 'hand'
+                                    if f['head_dim'] <= 192:
+                                        return (128, 2, 2)
+                                    else:
+                                        return (128, 2, 1)
                             else:
                                 if f['head_dim'] <= 192:
                                     if f['programs'] <= 192:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            return (128, 2, 1)
+                                        return (128, 2, 1)
                                     else:
                                         if f['head_dim'] <= 96:
-                                            return 'hand'
+                                            return (128, 2, 0)
                                         else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return 'hand'
-                                            else:
+                                            if f['num_seqs'] <= 80:
                                                 return (64, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
                                 else:
                                     if f['programs'] <= 192:
-                                        return 'hand'
+                                        return (64, 2, 1)
                                     else:
                                         return (64, 2, 0)
-            else:
-                if f['head_dim'] <= 192:
-                    if f['kv_bits'] <= 12:
-                        if f['programs'] <= 6:
-                            if f['max_seqlen_k'] <= 20480:
-                                return 'hand'
-                            else:
+        else:
+            if f['kv_bits'] <= 12:
+                if f['programs'] <= 96:
+                    if f['programs'] <= 3:
+                        if f['max_seqlen_k'] <= 20480:
+                            return 'hand'
+                        else:
+                            if f['head_dim'] <= 192:
                                 if f['max_seqlen_k'] <= 81920:
-                                    if f['programs'] <= 3:
+                                    if f['block_size'] <= 40:
                                         if f['head_dim'] <= 96:
                                             if f['programs'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 3, 4)
-                                                else:
-                                                    return (128, 2, 1)
+                                                return (128, 3, 4)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 1)
+                                                return (128, 3, 1)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 8)
+                                            return (128, 2, 8)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 4)
                                             else:
-                                                if f['num_tokens'] <= 1:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 1)
-                                    else:
-                                        return 'hand'
+                                                return (128, 2, 1)
+                                        else:
+                                            if f['num_tokens'] <= 1:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 1)
                                 else:
-                                    if f['programs'] <= 3:
-                                        return (128, 3, 1)
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['programs'] <= 96:
+                                    return (128, 3, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return (64, 2, 1)
+                                else:
+                                    return (128, 2, 1)
+                    else:
+                        if f['head_dim'] <= 192:
+                            if f['programs'] <= 6:
                                 if f['max_seqlen_k'] <= 20480:
-                                    if f['programs'] <= 48:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        return 'hand'
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 3, 2)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['programs'] <= 24:
+                                    if f['max_seqlen_k'] <= 20480:
                                         if f['programs'] <= 12:
                                             return (64, 2, 2)
                                         else:
-                                            return 'hand'
+                                            return (128, 2, 2)
                                     else:
-                                        return (128, 2, 4)
-                                else:
-                                    if f['programs'] <= 24:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['block_size'] <= 40:
                                                 if f['programs'] <= 12:
@@ -336,208 +375,259 @@ def decode(f):
                                                     return (64, 3, 8)
                                             else:
                                                 if f['programs'] <= 12:
-                                                    return 'hand'
+                                                    if f['num_tokens'] <= 48:
+                                                        return (64, 3, 4)
+                                                    else:
+                                                        return (64, 2, 8)
                                                 else:
                                                     return (64, 3, 8)
                                         else:
-                                            return 'hand'
+                                            if f['head_dim'] <= 96:
+                                                return (64, 3, 8)
+                                            else:
+                                                return (32, 2, 8)
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['programs'] <= 48:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (128, 2, 4)
                                     else:
                                         if f['programs'] <= 48:
                                             return (128, 2, 8)
                                         else:
                                             return 'hand'
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 192:
+                        else:
+                            if f['programs'] <= 24:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 6:
                                         if f['max_seqlen_k'] <= 20480:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 8)
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 2)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (32, 2, 2)
                                             else:
                                                 return 'hand'
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['programs'] <= 6:
+                                        return (64, 2, 2)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 48:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (128, 2, 4)
+                                else:
+                                    return (128, 2, 8)
+                else:
+                    if f['head_dim'] <= 192:
+                        if f['programs'] <= 192:
+                            if f['max_seqlen_k'] <= 20480:
+                                return (128, 2, 8)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['block_size'] <= 40:
+                                if f['head_dim'] <= 96:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return (128, 2, 0)
+                                    else:
+                                        return 'hand'
+                            else:
+                                return 'hand'
+                    else:
+                        if f['programs'] <= 192:
+                            return (128, 2, 8)
+                        else:
+                            return (128, 2, 0)
+            else:
+                if f['head_dim'] <= 192:
+                    if f['programs'] <= 96:
+                        if f['num_tokens'] <= 1:
+                            if f['num_kv_heads'] <= 5:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return 'hand'
+                                else:
+                                    return (128, 2, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['block_size'] <= 40:
+                                        return (32, 2, 4)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 8)
+                                        else:
+                                            return (64, 3, 1)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (32, 2, 4)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return (64, 3, 2)
+                        else:
+                            if f['programs'] <= 6:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return 'hand'
+                                else:
+                                    if f['programs'] <= 3:
+                                        if f['block_size'] <= 40:
+                                            return (128, 3, 1)
+                                        else:
+                                            if f['programs'] <= 1:
+                                                return (64, 3, 1)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return 'hand'
+                                        else:
+                                            if f['num_tokens'] <= 3:
+                                                return (128, 2, 4)
+                                            else:
+                                                return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 24:
+                                        if f['programs'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 24:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['programs'] <= 12:
+                                                if f['head_dim'] <= 96:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['programs'] <= 48:
+                                            return (64, 2, 8)
+                                        else:
+                                            return 'hand'
+                    else:
+                        if f['max_seqlen_k'] <= 6144:
+                            return (128, 3, 0)
+                        else:
+                            if f['programs'] <= 192:
+                                if f['head_dim'] <= 96:
+                                    if f['group'] <= 2:
+                                        if f['num_seqs'] <= 96:
+                                            return (64, 2, 4)
                                         else:
                                             return 'hand'
                                     else:
                                         return 'hand'
                                 else:
                                     if f['max_seqlen_k'] <= 20480:
-                                        if f['programs'] <= 192:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 8)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                    else:
-                        if f['programs'] <= 96:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 6:
-                                    return 'hand'
-                                else:
-                                    if f['programs'] <= 12:
-                                        if f['num_tokens'] <= 1:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 8)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (64, 3, 1)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 6:
-                                    if f['programs'] <= 3:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return 'hand'
-                                        else:
-                                            if f['programs'] <= 1:
-                                                return (128, 3, 1)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['num_seqs'] <= 1:
-                                                if f['head_dim'] <= 96:
-                                                    return 'hand'
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (64, 3, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 6144:
-                                return (128, 3, 0)
-                            else:
-                                if f['programs'] <= 192:
-                                    if f['head_dim'] <= 96:
                                         if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 2, 8)
+                                            return (128, 3, 0)
                                         else:
                                             return 'hand'
                                     else:
                                         return 'hand'
-                                else:
-                                    return 'hand'
+                            else:
+                                return 'hand'
                 else:
                     if f['programs'] <= 24:
                         if f['programs'] <= 6:
                             if f['programs'] <= 3:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return 'hand'
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (64, 2, 1)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['num_tokens'] <= 3:
-                                                return (32, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 12:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (32, 2, 2)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    return 'hand'
-                            else:
                                 return 'hand'
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 96:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 8)
                             else:
-                                if f['block_size'] <= 40:
-                                    return (128, 2, 1)
-                                else:
-                                    return (128, 2, 8)
-                        else:
-                            if f['programs'] <= 96:
                                 if f['max_seqlen_k'] <= 81920:
-                                    if f['num_tokens'] <= 6:
+                                    if f['num_tokens'] <= 3:
                                         return (32, 2, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 8)
+                                        return 'hand'
                                 else:
-                                    return (64, 2, 8)
-                            else:
-                                if f['programs'] <= 192:
-                                    if f['group'] <= 6:
-                                        return (64, 2, 8)
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 2)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (64, 2, 1)
+                                        return 'hand'
+                        else:
+                            return 'hand'
+                    else:
+                        if f['programs'] <= 96:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['num_tokens'] <= 6:
+                                    return (32, 2, 2)
                                 else:
-                                    return (64, 2, 8)
+                                    if f['programs'] <= 48:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (64, 2, 8)
+                            else:
+                                return (32, 2, 8)
+                        else:
+                            if f['programs'] <= 192:
+                                if f['group'] <= 6:
+                                    return (128, 2, 1)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (128, 2, 1)
+                                    else:
+                                        return (32, 2, 8)
+                            else:
+                                return (64, 2, 8)
     else:
-        if f['max_seqlen_k'] <= 768:
-            return 'hand'
+        if f['max_seqlen_k'] <= 896:
+            if f['programs'] <= 768:
+                if f['max_seqlen_k'] <= 320:
+                    return 'hand'
+                else:
+                    if f['kv_bits'] <= 12:
+                        return 'hand'
+                    else:
+                        if f['num_tokens'] <= 96:
+                            if f['max_seqlen_k'] <= 704:
+                                return (32, 2, 1)
+                            else:
+                                return (32, 2, 0)
+                        else:
+                            if f['head_dim'] <= 192:
+                                return (32, 2, 0)
+                            else:
+                                return 'hand'
+            else:
+                return 'hand'
         else:
             if f['kv_bits'] <= 12:
                 if f['programs'] <= 768:
                     if f['max_seqlen_k'] <= 5120:
-                        return 'hand'
+                        return (128, 2, 0)
                     else:
                         if f['block_size'] <= 40:
                             return (128, 2, 0)
                         else:
-                            return 'hand'
+                            return (128, 2, 4)
                 else:
-                    return 'hand'
+                    if f['head_dim'] <= 96:
+                        if f['max_seqlen_k'] <= 5120:
+                            return 'hand'
+                        else:
+                            return (128, 2, 0)
+                    else:
+                        return (128, 2, 0)
             else:
-                if f['head_dim'] <= 192:
-                    if f['programs'] <= 768:
+                if f['programs'] <= 768:
+                    if f['head_dim'] <= 192:
                         if f['max_seqlen_k'] <= 5120:
                             if f['block_size'] <= 40:
                                 if f['num_tokens'] <= 96:
@@ -550,26 +640,38 @@ def decode(f):
                                 else:
                                     return 'hand'
                         else:
-                            return 'hand'
+                            return (128, 2, 0)
                     else:
-                        if f['max_seqlen_q'] <= 1:
+                        if f['max_seqlen_q'] <= 6:
+                            return (128, 2, 0)
+                        else:
                             if f['group'] <= 6:
-                                return (128, 2, 4)
-                            else:
-                                return 'hand'
-                        else:
-                            return 'hand'
-                else:
-                    if f['programs'] <= 768:
-                        return 'hand'
-                    else:
-                        if f['group'] <= 6:
-                            return 'hand'
-                        else:
-                            if f['max_seqlen_q'] <= 6:
                                 return (128, 2, 0)
                             else:
-                                return (64, 2, 0)
+                                return 'hand'
+                else:
+                    if f['max_seqlen_q'] <= 1:
+                        if f['head_dim'] <= 192:
+                            if f['max_seqlen_k'] <= 1536:
+                                return (32, 2, 1)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    return 'hand'
+                                else:
+                                    return (128, 2, 4)
+                        else:
+                            return 'hand'
+                    else:
+                        if f['head_dim'] <= 192:
+                            if f['group'] <= 6:
+                                return 'hand'
+                            else:
+                                if f['num_tokens'] <= 384:
+                                    return (128, 2, 0)
+                                else:
+                                    return 'hand'
+                        else:
+                            return (64, 2, 0)
 
 
 def prefill(f):
@@ -639,27 +741,51 @@ def prefill(f):
         else:
             if f['max_seqlen_k'] <= 3072:
                 if f['num_seqs'] <= 24:
-                    if f['kv_bits'] <= 12:
-                        if f['num_tokens'] <= 12288:
-                            if f['programs'] <= 192:
-                                if f['max_seqlen_k'] <= 384:
+                    if f['programs'] <= 192:
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 768:
+                                if f['max_seqlen_q'] <= 384:
                                     return (128, 128, 8, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        if f['head_dim'] <= 96:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
+                                    if f['head_dim'] <= 96:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (128, 128, 8, 3)
                                         else:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
+                                            return (128, 128, 8, 2)
                                     else:
-                                        return (128, 128, 8, 3)
+                                        if f['num_kv_heads'] <= 1:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 2)
                             else:
-                                if f['num_kv_heads'] <= 5:
+                                return (128, 128, 8, 3)
+                        else:
+                            if f['programs'] <= 96:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        if f['max_seqlen_k'] <= 384:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                    else:
+                        if f['num_kv_heads'] <= 5:
+                            if f['kv_bits'] <= 12:
+                                if f['num_tokens'] <= 12288:
                                     if f['programs'] <= 1536:
                                         if f['num_tokens'] <= 1283:
                                             return (128, 128, 8, 3)
@@ -667,8 +793,8 @@ def prefill(f):
                                             if f['num_seqs'] <= 6:
                                                 return (128, 128, 8, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 1536:
-                                                    if f['max_seqlen_k'] <= 384:
+                                                if f['max_seqlen_q'] <= 1536:
+                                                    if f['max_seqlen_q'] <= 384:
                                                         return (128, 64, 8, 2)
                                                     else:
                                                         return (128, 128, 8, 2)
@@ -677,47 +803,11 @@ def prefill(f):
                                     else:
                                         return (128, 128, 8, 3)
                                 else:
-                                    if f['num_seqs'] <= 6:
-                                        return (128, 128, 8, 3)
-                                    else:
-                                        if f['num_tokens'] <= 6144:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            return (64, 64, 4, 2)
-                        else:
-                            if f['num_kv_heads'] <= 5:
-                                return (128, 128, 8, 3)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['max_seqlen_q'] <= 1536:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 4, 2)
-                                else:
-                                    return 'hand'
-                    else:
-                        if f['num_kv_heads'] <= 5:
-                            if f['programs'] <= 192:
-                                if f['max_seqlen_q'] <= 768:
-                                    if f['programs'] <= 96:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            if f['max_seqlen_k'] <= 384:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    return (64, 128, 4, 2)
+                                    return (128, 128, 8, 3)
                             else:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1536:
-                                        if f['max_seqlen_k'] <= 384:
+                                        if f['max_seqlen_q'] <= 384:
                                             return (128, 64, 8, 2)
                                         else:
                                             return (64, 128, 4, 2)
@@ -733,63 +823,72 @@ def prefill(f):
                                         return (128, 64, 8, 3)
                         else:
                             if f['head_dim'] <= 96:
-                                if f['programs'] <= 192:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        if f['max_seqlen_q'] <= 384:
-                                            return (128, 64, 8, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
+                                if f['max_seqlen_k'] <= 384:
+                                    return (128, 64, 8, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (128, 64, 8, 2)
-                                    else:
-                                        if f['num_tokens'] <= 6144:
+                                    if f['num_tokens'] <= 12288:
+                                        if f['kv_bits'] <= 12:
+                                            return (128, 128, 8, 3)
+                                        else:
                                             if f['max_seqlen_k'] <= 1536:
-                                                return (128, 64, 8, 2)
+                                                if f['num_seqs'] <= 3:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                             else:
-                                                return (64, 128, 4, 2)
+                                                if f['num_seqs'] <= 6:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 64, 4, 2)
                                         else:
                                             return 'hand'
                             else:
-                                if f['num_tokens'] <= 1536:
-                                    if f['max_seqlen_k'] <= 1536:
+                                if f['num_tokens'] <= 12288:
+                                    if f['max_seqlen_k'] <= 192:
                                         return (128, 64, 8, 2)
                                     else:
-                                        if f['num_seqs'] <= 4:
-                                            if f['max_seqlen_q'] <= 384:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                if f['programs'] <= 192:
-                                                    return (128, 128, 8, 2)
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_seqs'] <= 6:
+                                                if f['max_seqlen_q'] <= 768:
+                                                    return (128, 64, 8, 2)
                                                 else:
-                                                    return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        if f['num_seqs'] <= 6:
-                                            if f['group'] <= 2:
-                                                return (128, 64, 8, 3)
+                                                    return (128, 128, 8, 3)
                                             else:
+                                                if f['num_tokens'] <= 6144:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 768:
                                                 if f['block_size'] <= 40:
                                                     return (128, 64, 8, 2)
                                                 else:
-                                                    return (128, 32, 4, 3)
-                                        else:
-                                            return (128, 64, 8, 2)
+                                                    if f['num_seqs'] <= 6:
+                                                        if f['num_tokens'] <= 1536:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            return (128, 32, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
                                     else:
-                                        if f['num_tokens'] <= 12288:
-                                            if f['programs'] <= 192:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
+                                        if f['num_seqs'] <= 12:
+                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['num_seqs'] <= 12:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return 'hand'
+                                            return 'hand'
                 else:
                     if f['programs'] <= 6144:
                         if f['kv_bits'] <= 12:
@@ -811,19 +910,19 @@ def prefill(f):
                                         else:
                                             return (64, 64, 4, 3)
                             else:
-                                if f['num_tokens'] <= 399:
+                                if f['max_seqlen_q'] <= 320:
                                     return (128, 128, 8, 3)
                                 else:
                                     if f['programs'] <= 3072:
                                         return (128, 128, 8, 3)
                                     else:
-                                        if f['num_tokens'] <= 1359:
+                                        if f['max_seqlen_q'] <= 1280:
                                             return (64, 64, 4, 3)
                                         else:
                                             return (64, 128, 4, 2)
                         else:
-                            if f['max_seqlen_q'] <= 1280:
-                                if f['num_tokens'] <= 399:
+                            if f['num_tokens'] <= 1359:
+                                if f['max_seqlen_q'] <= 320:
                                     if f['max_seqlen_k'] <= 1088:
                                         return (64, 64, 4, 2)
                                     else:
@@ -839,101 +938,125 @@ def prefill(f):
                         return (64, 64, 4, 3)
             else:
                 if f['num_seqs'] <= 6:
-                    if f['programs'] <= 192:
-                        if f['max_seqlen_q'] <= 6144:
-                            if f['programs'] <= 96:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1280:
+                    if f['head_dim'] <= 96:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['num_kv_heads'] <= 5:
                                         return 'hand'
                                     else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                return 'hand'
-                            else:
-                                return (64, 128, 4, 2)
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 1536:
-                                    if f['num_tokens'] <= 3072:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['group'] <= 6:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['programs'] <= 768:
+                                        if f['programs'] <= 192:
                                             return 'hand'
                                         else:
-                                            if f['num_kv_heads'] <= 5:
+                                            if f['block_size'] <= 40:
                                                 return 'hand'
                                             else:
                                                 return (128, 64, 4, 2)
                                 else:
-                                    return (128, 64, 4, 2)
+                                    return 'hand'
                             else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 768:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['programs'] <= 1536:
                                         return 'hand'
                                     else:
+                                        return (128, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 6144:
+                                        if f['num_tokens'] <= 6144:
+                                            if f['programs'] <= 1536:
+                                                return 'hand'
+                                            else:
+                                                return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
+                        else:
+                            if f['programs'] <= 96:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['programs'] <= 768:
+                                    if f['programs'] <= 192:
+                                        if f['max_seqlen_k'] <= 24576:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['group'] <= 2:
                                         if f['block_size'] <= 40:
                                             return (128, 64, 8, 3)
                                         else:
                                             return 'hand'
+                                    else:
+                                        return 'hand'
+                    else:
+                        if f['programs'] <= 384:
+                            if f['max_seqlen_q'] <= 12288:
+                                if f['programs'] <= 96:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['programs'] <= 192:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (64, 128, 4, 2)
                                 else:
                                     return 'hand'
                         else:
                             if f['kv_bits'] <= 12:
-                                if f['programs'] <= 384:
-                                    return 'hand'
+                                if f['num_seqs'] <= 1:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_tokens'] <= 12288:
+                                            return 'hand'
+                                        else:
+                                            return (128, 64, 4, 2)
+                                    else:
+                                        return 'hand'
                                 else:
-                                    if f['num_seqs'] <= 1:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['num_tokens'] <= 12288:
-                                                return 'hand'
-                                            else:
-                                                return (128, 64, 4, 2)
+                                    return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 6144:
+                                    if f['num_tokens'] <= 6144:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
                                         else:
                                             return 'hand'
                                     else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['max_seqlen_k'] <= 12288:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 768:
-                                                return 'hand'
+                                        return (128, 64, 8, 3)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 6144:
+                                            if f['programs'] <= 3072:
+                                                if f['programs'] <= 1536:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 128, 8, 2)
                                             else:
                                                 return (128, 128, 8, 2)
                                         else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 128, 8, 2)
+                                            return (128, 128, 8, 2)
                                     else:
                                         return 'hand'
                 else:
                     if f['programs'] <= 3072:
                         if f['max_seqlen_q'] <= 3072:
-                            if f['max_seqlen_q'] <= 320:
+                            if f['num_tokens'] <= 387:
                                 if f['kv_bits'] <= 12:
-                                    if f['num_seqs'] <= 80:
+                                    if f['num_tokens'] <= 207:
                                         return 'hand'
                                     else:
                                         if f['programs'] <= 768:
-                                            if f['group'] <= 2:
+                                            if f['programs'] <= 384:
                                                 return 'hand'
                                             else:
                                                 return (128, 128, 8, 3)
@@ -974,12 +1097,7 @@ def prefill(f):
                                     return 'hand'
                     else:
                         if f['num_seqs'] <= 20:
-                            if f['num_tokens'] <= 17411:
-                                if f['head_dim'] <= 96:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (128, 64, 8, 3)
-                            else:
+                            if f['max_seqlen_k'] <= 6144:
                                 if f['head_dim'] <= 96:
                                     return 'hand'
                                 else:
@@ -987,6 +1105,11 @@ def prefill(f):
                                         return (128, 32, 4, 3)
                                     else:
                                         return 'hand'
+                            else:
+                                if f['head_dim'] <= 96:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    return (128, 64, 8, 3)
                         else:
                             return (64, 64, 4, 3)
     else:
@@ -997,7 +1120,7 @@ def prefill(f):
                         if f['max_seqlen_k'] <= 1536:
                             return (64, 64, 4, 3)
                         else:
-                            if f['max_seqlen_q'] <= 384:
+                            if f['num_tokens'] <= 384:
                                 return (64, 64, 4, 3)
                             else:
                                 return (64, 64, 4, 2)
@@ -1008,16 +1131,7 @@ def prefill(f):
                         return (64, 64, 4, 3)
                     else:
                         if f['max_seqlen_q'] <= 1280:
-                            if f['block_size'] <= 40:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['num_tokens'] <= 384:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
+                            return (64, 64, 4, 3)
                         else:
                             if f['programs'] <= 48:
                                 return (64, 64, 4, 3)
@@ -1030,7 +1144,7 @@ def prefill(f):
                     else:
                         if f['max_seqlen_k'] <= 3072:
                             if f['programs'] <= 192:
-                                if f['num_tokens'] <= 2051:
+                                if f['num_seqs'] <= 1:
                                     if f['block_size'] <= 40:
                                         return (128, 64, 8, 3)
                                     else:

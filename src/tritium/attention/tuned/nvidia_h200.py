@@ -8,7 +8,7 @@ slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode':
 The benchmark's 16 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
     decode: 24 held out, 50% within 5% of the best swept, worst 1.267x the best and 1.267x the hand rules
-    prefill: 11 held out, 45% within 5% of the best swept, worst 1.280x the best and 1.151x the hand rules
+    prefill: 11 held out, 36% within 5% of the best swept, worst 1.280x the best and 1.151x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -29,9 +29,9 @@ UNFIT = frozenset({
 
 
 def decode(f):
-    if f['max_seqlen_k'] <= 320:
-        if f['head_dim'] <= 192:
-            if f['programs'] <= 384:
+    if f['programs'] <= 384:
+        if f['max_seqlen_k'] <= 320:
+            if f['head_dim'] <= 192:
                 if f['num_seqs'] <= 6:
                     if f['head_dim'] <= 96:
                         if f['programs'] <= 6:
@@ -57,10 +57,7 @@ def decode(f):
                             if f['programs'] <= 12:
                                 return (128, 2, 0)
                             else:
-                                if f['num_tokens'] <= 12:
-                                    return (128, 2, 4)
-                                else:
-                                    return (128, 2, 0)
+                                return (128, 2, 4)
                 else:
                     if f['programs'] <= 192:
                         if f['programs'] <= 96:
@@ -95,13 +92,13 @@ def decode(f):
                                         return (128, 2, 0)
                                 else:
                                     if f['group'] <= 2:
-                                        if f['num_seqs'] <= 48:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['num_tokens'] <= 96:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['max_seqlen_q'] <= 1:
                                                 return (128, 2, 2)
                                             else:
                                                 return (128, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
                                     else:
                                         return (128, 2, 0)
                         else:
@@ -115,312 +112,284 @@ def decode(f):
                         else:
                             return (64, 2, 0)
             else:
-                return 'hand'
-        else:
-            if f['num_seqs'] <= 12:
-                if f['block_size'] <= 40:
-                    return 'hand'
-                else:
-                    if f['num_seqs'] <= 3:
-                        if f['programs'] <= 12:
-                            return 'hand'
-                        else:
-                            if f['num_tokens'] <= 3:
-                                return (32, 2, 1)
-                            else:
-                                return 'hand'
-                    else:
+                if f['num_seqs'] <= 12:
+                    if f['block_size'] <= 40:
                         return 'hand'
-            else:
-                return (64, 2, 0)
-    else:
-        if f['programs'] <= 384:
-            if f['max_seqlen_k'] <= 6144:
-                if f['programs'] <= 24:
-                    if f['programs'] <= 3:
-                        if f['head_dim'] <= 192:
-                            return (32, 2, 1)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 8)
-                            else:
-                                return 'hand'
                     else:
-                        if f['max_seqlen_k'] <= 1280:
+                        if f['num_seqs'] <= 3:
                             if f['programs'] <= 12:
-                                if f['programs'] <= 6:
-                                    if f['num_tokens'] <= 3:
-                                        if f['group'] <= 2:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (32, 2, 8)
+                                return 'hand'
+                            else:
+                                if f['num_tokens'] <= 3:
+                                    return (32, 2, 1)
+                                else:
+                                    return 'hand'
+                        else:
+                            return 'hand'
+                else:
+                    return (64, 2, 0)
+        else:
+            if f['programs'] <= 48:
+                if f['max_seqlen_k'] <= 20480:
+                    if f['programs'] <= 6:
+                        if f['max_seqlen_k'] <= 5120:
+                            if f['head_dim'] <= 96:
+                                if f['num_tokens'] <= 24:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (32, 2, 1)
                                     else:
-                                        if f['head_dim'] <= 192:
+                                        if f['programs'] <= 3:
                                             return (32, 2, 1)
                                         else:
                                             return 'hand'
                                 else:
-                                    if f['num_tokens'] <= 6:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (32, 2, 1)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 2)
+                            else:
+                                if f['programs'] <= 3:
+                                    if f['head_dim'] <= 192:
+                                        return (32, 2, 1)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_k'] <= 1280:
                                                 return 'hand'
                                             else:
-                                                return (32, 2, 1)
+                                                return (32, 2, 8)
                                         else:
-                                            return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (32, 2, 1)
+                                            return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['num_tokens'] <= 3:
+                                            if f['head_dim'] <= 192:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 8)
+                                            else:
+                                                return 'hand'
                                         else:
                                             if f['head_dim'] <= 192:
                                                 return (32, 2, 1)
                                             else:
                                                 return 'hand'
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['programs'] <= 3:
+                                if f['head_dim'] <= 192:
+                                    return 'hand'
+                                else:
+                                    return (64, 2, 1)
                             else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 12:
-                                            return (128, 2, 4)
+                                if f['head_dim'] <= 192:
+                                    return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 3:
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 2, 2)
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 24:
+                                if f['num_seqs'] <= 6:
+                                    if f['programs'] <= 12:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['head_dim'] <= 96:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
                                         else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 2:
+                                                return (64, 2, 8)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['num_kv_heads'] <= 1:
                                             if f['max_seqlen_q'] <= 6:
                                                 return (32, 2, 2)
                                             else:
                                                 return (128, 2, 1)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 8)
                                         else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['programs'] <= 6:
-                                if f['num_tokens'] <= 24:
-                                    return 'hand'
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 2)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['head_dim'] <= 192:
-                                    if f['programs'] <= 12:
-                                        return (32, 2, 2)
+                                            return (32, 2, 4)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['num_tokens'] <= 12:
-                                                    return (64, 2, 2)
-                                                else:
-                                                    return (32, 2, 2)
+                                            if f['num_seqs'] <= 12:
+                                                return (32, 2, 2)
                                             else:
-                                                return (64, 2, 2)
+                                                return 'hand'
                                         else:
-                                            return (64, 2, 2)
-                                else:
-                                    return (32, 2, 2)
-                else:
-                    if f['programs'] <= 96:
-                        if f['max_seqlen_k'] <= 1280:
-                            if f['programs'] <= 48:
+                                            return 'hand'
+                            else:
                                 if f['head_dim'] <= 192:
-                                    if f['num_seqs'] <= 10:
-                                        return 'hand'
-                                    else:
+                                    if f['num_kv_heads'] <= 5:
                                         return (32, 2, 2)
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                if f['head_dim'] <= 192:
-                                    return (128, 2, 0)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['programs'] <= 48:
-                                if f['head_dim'] <= 192:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (64, 2, 2)
-                                        else:
-                                            return (64, 2, 2)
-                                else:
-                                    return (64, 2, 2)
-                            else:
-                                if f['head_dim'] <= 192:
-                                    return (64, 2, 4)
-                                else:
-                                    return 'hand'
-                    else:
-                        if f['max_seqlen_k'] <= 1280:
-                            if f['head_dim'] <= 192:
-                                if f['programs'] <= 192:
-                                    if f['block_size'] <= 40:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 3, 0)
-                                    else:
-                                        return (128, 2, 0)
-                                else:
-                                    return (128, 2, 0)
-                            else:
-                                if f['programs'] <= 192:
-                                    return (128, 2, 0)
-                                else:
-                                    return (64, 2, 0)
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['programs'] <= 192:
-                                    return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (128, 2, 0)
-                            else:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['head_dim'] <= 192:
-                                        if f['programs'] <= 192:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['programs'] <= 192:
-                                            return (64, 2, 1)
-                                        else:
-                                            return (128, 2, 0)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 1)
-                                    else:
-                                        return (128, 3, 0)
-            else:
-                if f['head_dim'] <= 192:
-                    if f['programs'] <= 6:
-                        if f['max_seqlen_k'] <= 20480:
-                            return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['head_dim'] <= 96:
-                                            if f['programs'] <= 1:
-                                                return (128, 2, 8)
-                                            else:
-                                                return (128, 2, 1)
-                                        else:
-                                            if f['programs'] <= 1:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (128, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['programs'] <= 1:
-                                                if f['group'] <= 2:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 1)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 2)
                                     else:
                                         return 'hand'
-                            else:
-                                if f['programs'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 3, 4)
-                                        else:
-                                            return (128, 3, 1)
-                                    else:
-                                        return (128, 3, 1)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 3, 1)
+                                    return (32, 2, 2)
+                        else:
+                            if f['num_tokens'] <= 1:
+                                if f['max_seqlen_k'] <= 5120:
+                                    return (32, 2, 2)
+                                else:
+                                    if f['head_dim'] <= 192:
+                                        if f['block_size'] <= 40:
+                                            return (32, 2, 4)
                                         else:
-                                            return (128, 2, 2)
-                                    else:
-                                        return (128, 3, 1)
-                    else:
-                        if f['programs'] <= 96:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 12:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 2)
-                                    else:
-                                        if f['num_tokens'] <= 3:
                                             if f['group'] <= 2:
                                                 return (32, 2, 4)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (64, 3, 1)
-                                        else:
-                                            return (64, 2, 2)
-                                else:
-                                    if f['programs'] <= 24:
-                                        return 'hand'
+                                                return (64, 3, 1)
                                     else:
-                                        if f['programs'] <= 48:
-                                            return (128, 2, 2)
+                                        return (64, 2, 2)
+                            else:
+                                if f['head_dim'] <= 192:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                return (32, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['num_seqs'] <= 5:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 12:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            return (32, 2, 2)
+                                                else:
+                                                    return (64, 2, 2)
                                         else:
-                                            if f['kv_bits'] <= 12:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    return (64, 2, 2)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['programs'] <= 24:
+                                                return 'hand'
+                                            else:
+                                                return (128, 2, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            if f['programs'] <= 24:
+                                                return (32, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['num_tokens'] <= 6:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (32, 2, 8)
+                else:
+                    if f['head_dim'] <= 192:
+                        if f['programs'] <= 3:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['block_size'] <= 40:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 1:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (128, 2, 1)
+                                    else:
+                                        if f['programs'] <= 1:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 1)
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['programs'] <= 1:
+                                            if f['group'] <= 2:
                                                 return (128, 2, 4)
                                             else:
+                                                return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 1)
+                                    else:
+                                        return (128, 2, 1)
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['head_dim'] <= 96:
+                                        return (128, 3, 4)
+                                    else:
+                                        return (128, 3, 1)
+                                else:
+                                    return (128, 3, 1)
+                        else:
+                            if f['num_tokens'] <= 1:
+                                if f['block_size'] <= 40:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (32, 2, 4)
+                                    else:
+                                        return (128, 2, 4)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['head_dim'] <= 96:
+                                            return (32, 2, 4)
+                                        else:
+                                            return (64, 3, 2)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['programs'] <= 6:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 2)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (128, 3, 1)
+                                            else:
+                                                return (128, 2, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return 'hand'
+                                        else:
+                                            return (128, 3, 1)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 12:
+                                            if f['max_seqlen_k'] <= 81920:
                                                 if f['head_dim'] <= 96:
                                                     return (128, 2, 4)
                                                 else:
-                                                    return 'hand'
-                            else:
-                                if f['programs'] <= 12:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (32, 2, 4)
-                                        else:
-                                            return (128, 2, 4)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            if f['num_tokens'] <= 1:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (64, 3, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                if f['max_seqlen_k'] <= 81920:
                                                     return (32, 2, 4)
-                                                else:
-                                                    return 'hand'
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['block_size'] <= 40:
+                                            else:
+                                                return (128, 2, 4)
+                                        else:
                                             if f['max_seqlen_k'] <= 81920:
                                                 if f['programs'] <= 24:
                                                     if f['head_dim'] <= 96:
@@ -431,6 +400,18 @@ def decode(f):
                                                     return (128, 2, 8)
                                             else:
                                                 return (128, 2, 8)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            if f['num_tokens'] <= 48:
+                                                if f['head_dim'] <= 96:
+                                                    return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                return 'hand'
                                         else:
                                             if f['max_seqlen_k'] <= 81920:
                                                 if f['programs'] <= 24:
@@ -439,8 +420,111 @@ def decode(f):
                                                     return (128, 2, 8)
                                             else:
                                                 return (128, 3, 8)
+                    else:
+                        if f['programs'] <= 12:
+                            if f['programs'] <= 3:
+                                return (64, 2, 1)
+                            else:
+                                if f['programs'] <= 6:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        return (64, 2, 8)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 8)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 2)
+                                    else:
+                                        return (64, 2, 4)
+                        else:
+                            if f['programs'] <= 24:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return (32, 2, 8)
+                                else:
+                                    return (64, 2, 8)
+            else:
+                if f['max_seqlen_k'] <= 6144:
+                    if f['max_seqlen_k'] <= 3072:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['head_dim'] <= 192:
+                                if f['programs'] <= 192:
+                                    if f['programs'] <= 96:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['head_dim'] <= 96:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 3, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                else:
+                                    return (128, 2, 0)
+                            else:
+                                if f['programs'] <= 192:
+                                    if f['programs'] <= 96:
+                                        return 'hand'
+                                    else:
+                                        return (128, 2, 0)
+                                else:
+                                    return (64, 2, 0)
+                        else:
+                            if f['programs'] <= 96:
+                                if f['head_dim'] <= 192:
+                                    return (64, 2, 4)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['programs'] <= 192:
+                                        return 'hand'
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (128, 2, 0)
+                                else:
+                                    if f['head_dim'] <= 192:
+                                        if f['programs'] <= 192:
+                                            return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 0)
+                                    else:
+                                        if f['programs'] <= 192:
+                                            return (64, 2, 1)
+                                        else:
+                                            return (128, 2, 0)
+                    else:
+                        if f['block_size'] <= 40:
+                            return (128, 2, 1)
+                        else:
+                            return (128, 3, 0)
+                else:
+                    if f['head_dim'] <= 192:
+                        if f['programs'] <= 96:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['kv_bits'] <= 12:
+                                    return (128, 2, 4)
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 4)
+                                        else:
+                                            return 'hand'
                                     else:
                                         return 'hand'
+                            else:
+                                return 'hand'
                         else:
                             if f['programs'] <= 192:
                                 if f['head_dim'] <= 96:
@@ -500,101 +584,50 @@ def decode(f):
                                             return (128, 2, 8)
                                 else:
                                     return (128, 2, 0)
-                else:
-                    if f['programs'] <= 24:
-                        if f['programs'] <= 6:
-                            if f['programs'] <= 3:
-                                return (64, 2, 1)
-                            else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['num_tokens'] <= 3:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 8)
-                        else:
-                            if f['programs'] <= 12:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 2, 2)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                                else:
-                                    return (64, 2, 4)
-                            else:
-                                return 'hand'
                     else:
                         if f['programs'] <= 96:
                             if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 48:
-                                    if f['num_tokens'] <= 6:
-                                        return (64, 2, 4)
-                                    else:
-                                        return (32, 2, 8)
-                                else:
-                                    return (64, 2, 4)
+                                return (64, 2, 4)
                             else:
-                                if f['programs'] <= 48:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        return (32, 2, 8)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    return (128, 2, 8)
+                                return (128, 2, 8)
                         else:
                             if f['programs'] <= 192:
                                 return (128, 2, 1)
                             else:
                                 return (128, 2, 0)
-        else:
-            if f['programs'] <= 768:
-                if f['max_seqlen_k'] <= 5120:
-                    if f['block_size'] <= 40:
-                        if f['max_seqlen_k'] <= 1280:
-                            return (128, 2, 0)
-                        else:
-                            if f['head_dim'] <= 96:
-                                return (128, 2, 0)
-                            else:
-                                if f['head_dim'] <= 192:
-                                    if f['num_tokens'] <= 96:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (128, 2, 0)
-                                else:
-                                    return (128, 2, 0)
+    else:
+        if f['programs'] <= 768:
+            if f['max_seqlen_k'] <= 1280:
+                if f['max_seqlen_k'] <= 320:
+                    if f['head_dim'] <= 192:
+                        return 'hand'
                     else:
-                        if f['max_seqlen_k'] <= 1280:
-                            return (128, 2, 0)
-                        else:
-                            if f['head_dim'] <= 96:
-                                return (128, 2, 0)
-                            else:
-                                if f['head_dim'] <= 192:
-                                    if f['num_tokens'] <= 96:
-                                        return (128, 2, 1)
-                                    else:
-                                        return (128, 2, 0)
-                                else:
-                                    return (128, 2, 0)
+                        return (64, 2, 0)
                 else:
                     return (128, 2, 0)
             else:
+                if f['max_seqlen_k'] <= 5120:
+                    if f['block_size'] <= 40:
+                        if f['num_tokens'] <= 96:
+                            return (128, 2, 2)
+                        else:
+                            return (128, 2, 0)
+                    else:
+                        if f['num_tokens'] <= 96:
+                            return (128, 2, 1)
+                        else:
+                            return (128, 2, 0)
+                else:
+                    return (128, 2, 0)
+        else:
+            if f['max_seqlen_k'] <= 768:
                 if f['programs'] <= 1536:
-                    if f['max_seqlen_k'] <= 1280:
+                    if f['max_seqlen_k'] <= 320:
+                        if f['head_dim'] <= 96:
+                            return 'hand'
+                        else:
+                            return (64, 2, 0)
+                    else:
                         if f['head_dim'] <= 192:
                             return 'hand'
                         else:
@@ -602,8 +635,23 @@ def decode(f):
                                 return (128, 2, 0)
                             else:
                                 return (64, 2, 0)
+                else:
+                    if f['max_seqlen_k'] <= 320:
+                        return 'hand'
                     else:
                         if f['head_dim'] <= 96:
+                            return 'hand'
+                        else:
+                            return (128, 2, 0)
+            else:
+                if f['max_seqlen_k'] <= 1536:
+                    if f['block_size'] <= 40:
+                        return (128, 2, 1)
+                    else:
+                        return (64, 3, 4)
+                else:
+                    if f['head_dim'] <= 96:
+                        if f['programs'] <= 1536:
                             if f['max_seqlen_k'] <= 5120:
                                 if f['kv_bits'] <= 12:
                                     return 'hand'
@@ -615,36 +663,24 @@ def decode(f):
                             else:
                                 return (128, 2, 0)
                         else:
-                            if f['head_dim'] <= 192:
-                                if f['max_seqlen_k'] <= 5120:
-                                    return (128, 2, 0)
+                            if f['block_size'] <= 40:
+                                return (128, 2, 0)
+                            else:
+                                return (64, 3, 0)
+                    else:
+                        if f['head_dim'] <= 192:
+                            if f['num_seqs'] <= 192:
+                                if f['num_tokens'] <= 192:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 4)
+                                    else:
+                                        return (128, 2, 2)
                                 else:
-                                    return (128, 2, 1)
+                                    return (128, 2, 0)
                             else:
                                 return (128, 2, 0)
-                else:
-                    if f['max_seqlen_k'] <= 768:
-                        if f['head_dim'] <= 96:
-                            return 'hand'
                         else:
                             return (128, 2, 0)
-                    else:
-                        if f['max_seqlen_k'] <= 1536:
-                            return (64, 3, 4)
-                        else:
-                            if f['head_dim'] <= 192:
-                                if f['head_dim'] <= 96:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 0)
-                                    else:
-                                        return (64, 3, 0)
-                                else:
-                                    return (128, 2, 0)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (128, 2, 0)
-                                else:
-                                    return (64, 3, 0)
 
 
 def prefill(f):
@@ -734,95 +770,104 @@ def prefill(f):
                             else:
                                 return (64, 64, 4, 3)
             else:
-                if f['programs'] <= 12288:
-                    if f['programs'] <= 192:
-                        return (64, 128, 4, 2)
-                    else:
-                        if f['num_seqs'] <= 24:
-                            if f['programs'] <= 3072:
-                                if f['head_dim'] <= 96:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                if f['num_tokens'] <= 12288:
+                    if f['programs'] <= 12288:
+                        if f['programs'] <= 96:
+                            return (64, 128, 4, 2)
+                        else:
+                            if f['num_seqs'] <= 24:
+                                if f['programs'] <= 192:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['num_kv_heads'] <= 1:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['num_tokens'] <= 3075:
-                                                return (64, 128, 4, 2)
+                                            if f['max_seqlen_k'] <= 1536:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
                                             else:
                                                 if f['num_kv_heads'] <= 5:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    return (128, 128, 8, 2)
-                                else:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (64, 128, 4, 2)
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
                                     else:
-                                        if f['programs'] <= 768:
-                                            if f['num_kv_heads'] <= 5:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
                                                 if f['max_seqlen_q'] <= 768:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 2)
                                         else:
-                                            if f['num_tokens'] <= 6144:
-                                                if f['num_seqs'] <= 6:
-                                                    return (128, 64, 8, 3)
-                                                else:
+                                            if f['max_seqlen_q'] <= 768:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
                                                     return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 64, 8, 3)
                             else:
-                                if f['head_dim'] <= 96:
-                                    return (128, 128, 8, 2)
+                                if f['num_kv_heads'] <= 1:
+                                    return (64, 128, 4, 2)
                                 else:
-                                    if f['group'] <= 6:
-                                        if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 9219:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                        else:
-                            if f['head_dim'] <= 96:
-                                return (64, 128, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 80:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['programs'] <= 3072:
+                                    if f['num_seqs'] <= 80:
+                                        if f['head_dim'] <= 96:
                                             return (64, 128, 4, 2)
                                         else:
-                                            return (128, 128, 8, 2)
-                                else:
-                                    return (64, 64, 4, 3)
-                else:
-                    if f['programs'] <= 24576:
-                        if f['num_tokens'] <= 17471:
-                            return (64, 64, 4, 3)
-                        else:
-                            return 'hand'
+                                            if f['programs'] <= 3072:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
                     else:
                         return (64, 64, 4, 3)
+                else:
+                    if f['programs'] <= 3072:
+                        if f['head_dim'] <= 96:
+                            if f['num_kv_heads'] <= 1:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (128, 128, 8, 2)
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['programs'] <= 768:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                                else:
+                                    return (128, 64, 8, 3)
+                    else:
+                        if f['head_dim'] <= 96:
+                            return (128, 128, 8, 2)
+                        else:
+                            return (128, 64, 8, 3)
         else:
-            if f['kv_bits'] <= 12:
-                if f['programs'] <= 192:
+            if f['programs'] <= 192:
+                if f['kv_bits'] <= 12:
                     if f['programs'] <= 96:
                         if f['max_seqlen_k'] <= 20480:
                             if f['num_seqs'] <= 5:
-                                if f['num_tokens'] <= 3072:
+                                if f['max_seqlen_q'] <= 3072:
                                     return 'hand'
                                 else:
                                     return (64, 128, 4, 2)
@@ -845,55 +890,7 @@ def prefill(f):
                             else:
                                 return 'hand'
                 else:
-                    if f['num_seqs'] <= 6:
-                        if f['programs'] <= 1536:
-                            if f['programs'] <= 384:
-                                return 'hand'
-                            else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['num_seqs'] <= 1:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            if f['programs'] <= 768:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 12288:
-                                        if f['max_seqlen_q'] <= 3072:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['num_tokens'] <= 6144:
-                                return (128, 64, 4, 2)
-                            else:
-                                return 'hand'
-                    else:
-                        if f['programs'] <= 12288:
-                            return 'hand'
-                        else:
-                            if f['programs'] <= 24576:
-                                if f['max_seqlen_k'] <= 6144:
-                                    return (128, 32, 4, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-            else:
-                if f['num_kv_heads'] <= 5:
-                    if f['programs'] <= 192:
+                    if f['num_kv_heads'] <= 5:
                         if f['max_seqlen_q'] <= 6144:
                             if f['programs'] <= 96:
                                 return (64, 128, 4, 2)
@@ -908,7 +905,67 @@ def prefill(f):
                         else:
                             return (64, 128, 4, 2)
                     else:
-                        if f['num_seqs'] <= 80:
+                        if f['programs'] <= 96:
+                            if f['head_dim'] <= 96:
+                                return (64, 128, 4, 2)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['head_dim'] <= 96:
+                                return 'hand'
+                            else:
+                                if f['group'] <= 2:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return 'hand'
+            else:
+                if f['num_seqs'] <= 20:
+                    if f['kv_bits'] <= 12:
+                        if f['programs'] <= 1536:
+                            if f['num_seqs'] <= 6:
+                                if f['programs'] <= 384:
+                                    return 'hand'
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_seqs'] <= 1:
+                                            if f['head_dim'] <= 96:
+                                                return 'hand'
+                                            else:
+                                                if f['programs'] <= 768:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 12288:
+                                            if f['max_seqlen_q'] <= 3072:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                            else:
+                                return 'hand'
+                        else:
+                            if f['num_seqs'] <= 1:
+                                if f['max_seqlen_q'] <= 6144:
+                                    return (128, 64, 4, 2)
+                                else:
+                                    return 'hand'
+                            else:
+                                return 'hand'
+                    else:
+                        if f['num_kv_heads'] <= 5:
                             if f['num_kv_heads'] <= 1:
                                 if f['head_dim'] <= 96:
                                     return (64, 128, 4, 2)
@@ -916,85 +973,70 @@ def prefill(f):
                                     if f['programs'] <= 384:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['num_seqs'] <= 20:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
+                                        return (128, 64, 8, 3)
                             else:
                                 if f['head_dim'] <= 96:
                                     return (64, 128, 4, 2)
                                 else:
-                                    if f['num_tokens'] <= 6144:
+                                    if f['programs'] <= 768:
                                         return 'hand'
                                     else:
-                                        if f['programs'] <= 768:
-                                            return 'hand'
-                                        else:
-                                            return (128, 64, 8, 3)
-                        else:
-                            if f['programs'] <= 12288:
-                                if f['head_dim'] <= 96:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-                else:
-                    if f['programs'] <= 12288:
-                        if f['max_seqlen_q'] <= 1280:
-                            if f['programs'] <= 96:
-                                if f['head_dim'] <= 96:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    return 'hand'
-                            else:
-                                return 'hand'
+                                        return (128, 64, 8, 3)
                         else:
                             if f['head_dim'] <= 96:
-                                if f['num_tokens'] <= 2051:
+                                if f['num_tokens'] <= 6144:
                                     return 'hand'
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 128, 8, 2)
+                                    if f['programs'] <= 12288:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            return 'hand'
                                     else:
                                         return 'hand'
                             else:
-                                if f['num_tokens'] <= 2051:
-                                    if f['group'] <= 6:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 2:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
+                                if f['max_seqlen_k'] <= 6144:
+                                    return (128, 64, 8, 3)
                                 else:
-                                    if f['num_tokens'] <= 6144:
-                                        if f['num_seqs'] <= 4:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            return 'hand'
+                                    if f['num_tokens'] <= 12288:
+                                        return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
-                                            if f['num_seqs'] <= 3:
-                                                return (128, 128, 8, 2)
+                                        if f['num_seqs'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 12288:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
                                             else:
                                                 return (128, 64, 8, 3)
                                         else:
                                             return (128, 64, 8, 3)
-                    else:
-                        if f['group'] <= 2:
-                            return (64, 64, 4, 3)
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['programs'] <= 12288:
+                            return 'hand'
                         else:
-                            if f['programs'] <= 24576:
-                                if f['group'] <= 6:
-                                    return (64, 64, 4, 3)
+                            return (64, 64, 4, 3)
+                    else:
+                        if f['programs'] <= 12288:
+                            if f['num_kv_heads'] <= 1:
+                                if f['head_dim'] <= 96:
+                                    return (64, 128, 4, 2)
                                 else:
-                                    return (128, 64, 8, 3)
+                                    if f['num_seqs'] <= 80:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
                             else:
-                                return (64, 64, 4, 3)
+                                if f['num_seqs'] <= 80:
+                                    return 'hand'
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                        else:
+                            return (64, 64, 4, 3)
     else:
         if f['kv_bits'] <= 12:
             if f['max_seqlen_q'] <= 1536:
