@@ -64,7 +64,7 @@ def test_warmup_runs_each_configuration_once_and_reads_only(monkeypatch):
     before = (k_cache.clone(), v_cache.clone())
     batches = warmup_batches(4, 128, 24)
     plan = attn.warmup_plan(torch.empty(24, 4, 64), k_cache, batches)
-    assert any(split for _, split, _ in plan) and any(not split for _, split, _ in plan)
+    assert any(split for _, split, _, _ in plan) and any(not split for _, split, _, _ in plan)
     calls = []
     real = model_attention.paged_attention
 
@@ -81,3 +81,20 @@ def test_warmup_runs_each_configuration_once_and_reads_only(monkeypatch):
     assert count == len(plan) == len(calls)
     assert set(calls) == set(plan)
     assert torch.equal(k_cache, before[0]) and torch.equal(v_cache, before[1])
+
+
+def test_plan_tells_the_gluon_kernels_apart(monkeypatch):
+    """Where the Gluon kernel serves a batch, the plan keys which of its two kernels ``hopper.launch`` runs
+    for the engine's block-table width, so a warm-up compiles both where steps can take both."""
+    from tritium.attention import hopper
+
+    monkeypatch.setattr(model_attention, "planned_launch", lambda *a, **k: (hopper.CONFIG, 1))
+    attn = TritonAttention(4, 32, 128, torch.device("cpu"))
+    k_cache = torch.empty(4, 16, 8, 128, dtype=torch.bfloat16)
+    q = torch.empty(4 * 8192, 32, 128, dtype=torch.bfloat16)
+    batches = [((8192,), 8192), ((8192,) * 4, 8192), ((2048,) * 4, 2048)]
+    plan = attn.warmup_plan(q, k_cache, batches, block_table_width=512)  # 8192 keys a row
+    assert sorted(key[3] for key in plan) == [False, True]
+    assert plan[(hopper.CONFIG, False, 1, False)] == batches[0] and plan[(hopper.CONFIG, False, 1, True)] == batches[1]
+    narrow = attn.warmup_plan(q, k_cache, batches, block_table_width=256)  # 4096 keys: always persistent
+    assert [key[3] for key in narrow] == [True]

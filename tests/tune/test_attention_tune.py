@@ -128,6 +128,11 @@ def test_tree_selected_config_runs(module, q_len, seq_len):
     assert ((out.float() - ref).norm() / ref.norm()).item() < 5e-3, cfg
 
 
+def _domain():
+    """The workloads the fit distils on (``tune.workload_domain``), as feature dicts."""
+    return [w.features() for w in tune.workload_domain()]
+
+
 def _synthetic_sweep(path, seed=0):
     """A sweep JSON whose times follow a known rule: decode best is no split past 64 programs, else
     split 4/SM; prefill best is 64-row blocks at head_dim 256; every other configuration 20-60% slower (the
@@ -160,8 +165,8 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
 
     sweep = tmp_path / "attention-NVIDIA-TestGPU.json"
     _synthetic_sweep(sweep, seed)
-    a = trees.fit_and_export(str(sweep), tree_dir=str(tmp_path / "a"))
-    trees.fit_and_export(str(sweep), tree_dir=str(tmp_path / "b"))
+    a = trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "a"))
+    trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "b"))
     src_a = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
     assert src_a == (tmp_path / "b" / "nvidia_testgpu.py").read_text()  # deterministic given the JSON
     assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
@@ -210,7 +215,7 @@ def test_fit_keeps_hand_rules_when_no_tree_beats_them(tmp_path):
     for r in data["records"]:  # the hand rules are always best
         r["times_ms"][tune.HAND] = 0.5
     sweep.write_text(json.dumps(data))
-    trees.fit_and_export(str(sweep), tree_dir=str(tmp_path))
+    trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path))
     src = (tmp_path / "nvidia_testgpu.py").read_text()
     assert src.count("return 'hand'") == 2 and "if f[" not in src
 

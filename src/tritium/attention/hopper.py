@@ -31,10 +31,12 @@ Two grids over the same partitions:
   first, the KV heads of a Q block next to each other.
 - ``_grid_kernel``: one program a work item (the hardware hands them out in the same order).
 
-``launch`` runs the persistent kernel where a sequence spans at most ``PERSISTENT_MAX_KEYS`` keys, the
-grid beyond. Measured on the H100 (bench/NOTES.md): per work item the grid spends ~8,000 cycles outside
-its key loop (program start, metadata, Q, epilogue), the persistent kernel ~2,000; that is +4-7% at
-B=8 S=2048 (short items), while on 16k-token sequences the grid is 2-4% faster.
+``launch`` runs the persistent kernel where a sequence spans at most ``PERSISTENT_MAX_KEYS`` keys or the
+batch holds ``PERSISTENT_MIN_SEQS`` sequences' worth of query tokens at its longest
+(``persistent_by_default``), the grid otherwise. Measured on the H100 (bench/NOTES.md): per work item the
+grid spends ~8,000 cycles outside its key loop (program start, metadata, Q, epilogue), the persistent
+kernel ~2,000; that is +4-7% at B=8 S=2048 (short items), while on one 16k-token sequence the grid is
+3-6% faster.
 
 Nothing crosses a key loop's back edge in flight: written that way (stop 27) ptxas serialised every
 wgmma (C7514). Measured on the H100: 0.94-1.09x cuDNN on the prefill anchors, 1.3-1.7x the Triton kernel.
@@ -67,9 +69,12 @@ BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
 CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
 PINGPONG = True
-# Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, longer ones one
-# program a Q block (bench/NOTES.md: B=8 S=2048 +4-7% persistent, B=1 S=16384 -3-4%).
+# Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, and so do longer
+# ones with at least PERSISTENT_MIN_SEQS sequences' worth of query tokens at that length; the rest run one
+# program a Q block. H100 and H200 (bench/NOTES.md), persistent vs grid: B=8 S=2048 +5-6%, B=4 S=8192
+# +2-4%, B=2 S=8192 +0-1%, B=1 S=8192 -1-4%, B=1 S=16384 -3-6%.
 PERSISTENT_MAX_KEYS = 4096
+PERSISTENT_MIN_SEQS = 4
 # The automatic choice (auto_selects): off with TRITIUM_GLUON=0.
 AUTO = os.environ.get("TRITIUM_GLUON", "1") != "0"
 # Batches with fewer query tokens per sequence than this stay on the Triton kernel (decode and mostly-decode
@@ -752,12 +757,20 @@ def _counter(device: torch.device) -> torch.Tensor:
     return counter
 
 
+def persistent_by_default(num_tokens: int, max_kv_len: int) -> bool:
+    """Whether ``launch`` runs ``_persistent_kernel`` (else ``_grid_kernel``) for ``num_tokens`` query tokens
+    over sequences of at most ``max_kv_len`` keys: short sequences, or at least ``PERSISTENT_MIN_SEQS``
+    sequences' worth of tokens at that length (for one or two long sequences the grid, whose programs take
+    the KV heads one after another, keeps each head's K/V in L2)."""
+    return max_kv_len <= PERSISTENT_MAX_KEYS or num_tokens >= PERSISTENT_MIN_SEQS * max_kv_len
+
+
 def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, scale: float,
            max_kv_len: int, pingpong: bool | None = None, persistent: bool | None = None,
            programs: int | None = None) -> None:
     """One launch over the batch (callers check ``supported`` for q and k_cache first; v_cache has
     k_cache's shape and dtype, which paged_attention checks). ``persistent``: ``_persistent_kernel``
-    (default where ``max_kv_len <= PERSISTENT_MAX_KEYS``) or ``_grid_kernel``; ``programs``: how many
+    (default: ``persistent_by_default``) or ``_grid_kernel``; ``programs``: how many
     programs the persistent kernel runs (default one an SM)."""
     if v_cache.stride() != k_cache.stride() or v_cache.data_ptr() % 16:
         raise ValueError("config.kernel='gluon' (the Hopper prefill kernel) needs v_cache laid out like k_cache")
@@ -771,7 +784,7 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
                   STAGES=STAGES, Q_LAYOUT=q_layout, PINGPONG=PINGPONG if pingpong is None else pingpong,
                   CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=NUM_WARPS, maxnreg=MAXNREG)
     strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0))
-    if not (max_kv_len <= PERSISTENT_MAX_KEYS if persistent is None else persistent):
+    if not (persistent_by_default(num_tokens, max_kv_len) if persistent is None else persistent):
         _grid_kernel[(num_slots, num_kv_heads)](
             out, q, descriptor(k_cache), descriptor(v_cache), block_table, seq_lens, cu_seqlens_q, *strides,
             seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, scale * 1.4426950408889634, **common)

@@ -13,7 +13,7 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
 from tritium.attention.config import next_pow2
 from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
@@ -84,11 +84,12 @@ class TritonAttention:
         small = num_tokens <= self.workspace.max_num_tokens
         return dict(workspace=self.workspace if small else None, num_splits=self.num_splits if small else None)
 
-    def warmup_plan(self, q, k_cache, batches) -> dict:
+    def warmup_plan(self, q, k_cache, batches, block_table_width: int | None = None) -> dict:
         """{compile key: the first of ``batches`` that gives it} for what ``attend`` would launch on each of
         ``batches`` (``warmup_batches``). The key is what a compile depends on: the configuration's tiles,
         warps and stages, split-KV or not, and the merge kernel's padded split count (the Gluon kernel: its
-        fixed configuration). ``q``: [tokens, Hq, D] with at least as many tokens as the largest batch (only
+        fixed configuration, and with ``block_table_width`` pages a row, which of its two kernels
+        ``hopper.launch`` runs). ``q``: [tokens, Hq, D] with at least as many tokens as the largest batch (only
         its shape, dtype and device are read)."""
         plan = {}
         for q_lens, seq_len in batches:
@@ -96,7 +97,10 @@ class TritonAttention:
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
                                             max_seqlen_k=seq_len, sliding_window=self.sliding_window,
                                             **self._split_args(tokens.shape[0]))
-            key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1)
+            persistent = (hopper.persistent_by_default(tokens.shape[0], block_table_width * k_cache.shape[1])
+                          if config.kernel == "gluon" and block_table_width else None)
+            key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1,
+                   persistent)
             plan.setdefault(key, (q_lens, seq_len))
         return plan
 
@@ -110,7 +114,7 @@ class TritonAttention:
         device = k_cache.device
         most = max(sum(q_lens) for q_lens, _ in batches)
         q_all = torch.zeros(most, self.workspace.num_q_heads, self.workspace.head_dim, dtype=dtype, device=device)
-        plan = self.warmup_plan(q_all, k_cache, batches)
+        plan = self.warmup_plan(q_all, k_cache, batches, block_table_width)
         for q_lens, seq_len in plan.values():
             n = len(q_lens)
             cu = torch.zeros(n + 1, dtype=torch.int32)

@@ -497,7 +497,8 @@ def main(argv) -> int:
               f"python -m tritium.tune attention --fit {path})")
         return 0
     anchors = set() if args.hold_out_anchors else {w.name for w in anchor_workloads()}
-    trees.fit_and_export(path, tree_dir=args.tree_dir, train_only=anchors)
+    trees.fit_and_export(path, domain=[w.features() for w in workload_domain()], tree_dir=args.tree_dir,
+                         train_only=anchors)
     return 0
 
 

@@ -35,7 +35,9 @@ import random
 
 import numpy as np
 
-from tritium.attention.config import DECODE, PREFILL, family, next_pow2
+import torch
+
+from tritium.attention.config import DECODE, PREFILL, config_from_knobs, family, hand_rules, next_pow2
 
 FAMILIES = (DECODE, PREFILL)
 FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim", "group", "num_kv_heads",
@@ -106,10 +108,6 @@ ANCHOR_WEIGHT = 100.0
 def candidate_config(fam: str, key: str, f: dict, sms: int):
     """The configuration of candidate ``key`` (knobs or "hand") for a workload with features ``f``, as the
     sweep ran it (bf16 queries; the hand rules with no shared-memory limit, as on an H100/H200)."""
-    import torch
-
-    from tritium.attention.config import config_from_knobs, hand_rules
-
     kw = dict(num_seqs=f["num_seqs"], num_q_heads=f["group"] * f["num_kv_heads"], num_kv_heads=f["num_kv_heads"],
               max_seqlen_q=f["max_seqlen_q"], max_seqlen_k=f["max_seqlen_k"])
     if key == HAND:
@@ -363,22 +361,18 @@ def module_name(gpu: str) -> str:
     return "_".join(gpu.split()[:2]).lower().replace("-", "_")
 
 
-def fit_and_export(path: str, tree_dir: str | None = None, seed: int = 0, train_only=frozenset(),
-                   domain: list[dict] | None = None) -> dict:
+def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None, seed: int = 0,
+                   train_only=frozenset()) -> dict:
     """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
     ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
     never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
-    distilled on (default: ``tritium.tune.attention.workload_domain``)."""
+    distilled on (``tritium.tune.attention.workload_domain``)."""
     with open(path, "rb") as f:
         raw = f.read()
     data = json.loads(raw)
     records = [r for r in data["records"] if any(v is not None for v in r["times_ms"].values())]
     train, held = split_holdout(records, seed, train_only)
     anchors = sum(r["name"] in train_only for r in records)
-    if domain is None:
-        from tritium.tune.attention import workload_domain
-
-        domain = [w.features() for w in workload_domain()]
     unfit = unfit_keys(records)
     fitted, sources, shapes, cv = {}, [], {}, {}
     for fam in FAMILIES:
