@@ -128,7 +128,6 @@ def check_matches_reference(shape_index: int, dtype_name: str, pingpong: bool) -
     ref = batch.ref()
     for max_keys in (1 << 30, 0):  # the persistent kernel, then the one-program-a-Q-block grid
         hopper.PERSISTENT_MAX_KEYS = max_keys
-        hopper.PERSISTENT_MIN_SEQS = 1 << 30 if max_keys == 0 else 0
         for _ in range(2):  # twice: the barriers' phases (and the work-item counter) start over in every launch
             out = poisoned_like(batch.q)
             paged_attention(*batch.args, config=GLUON, out=out)
@@ -189,7 +188,6 @@ def check_cuda_graph_replay() -> None:
     hints = dict(max_seqlen_q=max(shape.q_lens), max_seqlen_k=max(shape.seq_lens))
     for max_keys in (1 << 30, 0):
         hopper.PERSISTENT_MAX_KEYS = max_keys
-        hopper.PERSISTENT_MIN_SEQS = 1 << 30 if max_keys == 0 else 0
         out = torch.empty_like(batch.q)
         paged_attention(*batch.args, config=GLUON, out=out, **hints)
         graph = torch.cuda.CUDAGraph()
@@ -252,11 +250,9 @@ def test_gpu_auto_selection():
 
 def test_persistent_by_default_rule():
     """The launcher's choice between the two kernels (no GPU needed): the persistent one for sequences of at
-    most PERSISTENT_MAX_KEYS keys and for batches of PERSISTENT_MIN_SEQS longer ones; one or two long
-    sequences, or a chunk of prefill into a long context, keep the grid."""
+    most PERSISTENT_MAX_KEYS keys, the grid for longer ones whatever the batch."""
     from tritium.attention import hopper
 
     assert hopper.persistent_by_default(8 * 2048, 2048) and hopper.persistent_by_default(1, 4096)
-    assert hopper.persistent_by_default(4 * 8192, 8192) and hopper.persistent_by_default(9 * 16384, 16384)
-    assert not hopper.persistent_by_default(16384, 16384) and not hopper.persistent_by_default(2 * 8192, 8192)
+    assert not hopper.persistent_by_default(16384, 16384) and not hopper.persistent_by_default(4 * 8192, 8192)
     assert not hopper.persistent_by_default(2048, 32768)

@@ -85,7 +85,7 @@ def test_warmup_runs_each_configuration_once_and_reads_only(monkeypatch):
 
 def test_plan_tells_the_gluon_kernels_apart(monkeypatch):
     """Where the Gluon kernel serves a batch, the plan keys which of its two kernels ``hopper.launch`` runs
-    for the engine's block-table width, so a warm-up compiles both where steps can take both."""
+    for the engine's block-table width (``hopper.persistent_by_default``)."""
     from tritium.attention import hopper
 
     monkeypatch.setattr(model_attention, "planned_launch", lambda *a, **k: (hopper.CONFIG, 1))
@@ -93,8 +93,8 @@ def test_plan_tells_the_gluon_kernels_apart(monkeypatch):
     k_cache = torch.empty(4, 16, 8, 128, dtype=torch.bfloat16)
     q = torch.empty(4 * 8192, 32, 128, dtype=torch.bfloat16)
     batches = [((8192,), 8192), ((8192,) * 4, 8192), ((2048,) * 4, 2048)]
-    plan = attn.warmup_plan(q, k_cache, batches, block_table_width=512)  # 8192 keys a row
-    assert sorted(key[3] for key in plan) == [False, True]
-    assert plan[(hopper.CONFIG, False, 1, False)] == batches[0] and plan[(hopper.CONFIG, False, 1, True)] == batches[1]
-    narrow = attn.warmup_plan(q, k_cache, batches, block_table_width=256)  # 4096 keys: always persistent
-    assert [key[3] for key in narrow] == [True]
+    for width, keys in ((512, 8192), (256, 4096)):  # pages a row, keys a row
+        plan = attn.warmup_plan(q, k_cache, batches, block_table_width=width)
+        assert list(plan) == [(hopper.CONFIG, False, 1, hopper.persistent_by_default(8192, keys))]
+    assert [key[3] for key in attn.warmup_plan(q, k_cache, batches, block_table_width=256)] == [True]
+    assert [key[3] for key in attn.warmup_plan(q, k_cache, batches)] == [None]  # width unknown

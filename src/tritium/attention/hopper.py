@@ -31,9 +31,8 @@ Two grids over the same partitions:
   first, the KV heads of a Q block next to each other.
 - ``_grid_kernel``: one program a work item (the hardware hands them out in the same order).
 
-``launch`` runs the persistent kernel where a sequence spans at most ``PERSISTENT_MAX_KEYS`` keys or the
-batch holds ``PERSISTENT_MIN_SEQS`` sequences' worth of query tokens at its longest
-(``persistent_by_default``), the grid otherwise. Measured on the H100 (bench/NOTES.md): per work item the
+``launch`` runs the persistent kernel where a sequence spans at most ``PERSISTENT_MAX_KEYS`` keys
+(``persistent_by_default``), the grid beyond. Measured on the H100 (bench/NOTES.md): per work item the
 grid spends ~8,000 cycles outside its key loop (program start, metadata, Q, epilogue), the persistent
 kernel ~2,000; that is +4-7% at B=8 S=2048 (short items), while on one 16k-token sequence the grid is
 3-6% faster.
@@ -69,12 +68,10 @@ BLOCK_M, TILE_N, HEAD_DIM, NUM_WARPS, STAGES = 128, 128, 128, 4, 3
 # Registers per thread: the two consumer warpgroups and the loader's (12 warps in all, 168 x 384 = 64,512 <= 65,536).
 CONSUMER_REGS, LOADER_REGS, MAXNREG = 240, 24, 168
 PINGPONG = True
-# Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, and so do longer
-# ones with at least PERSISTENT_MIN_SEQS sequences' worth of query tokens at that length; the rest run one
-# program a Q block. H100 and H200 (bench/NOTES.md), persistent vs grid: B=8 S=2048 +5-6%, B=4 S=8192
-# +2-4%, B=2 S=8192 +0-1%, B=1 S=8192 -1-4%, B=1 S=16384 -3-6%.
+# Launches over at most this many keys a sequence (max_kv_len) run the persistent kernel, longer ones one
+# program a Q block (bench/NOTES.md: B=8 S=2048 +4-7% persistent, B=1 S=16384 -3-6%; B=4 S=8192 +2-4% in a
+# probe of the two kernels alone but -1-3% in the benchmark, so not switched).
 PERSISTENT_MAX_KEYS = 4096
-PERSISTENT_MIN_SEQS = 4
 # The automatic choice (auto_selects): off with TRITIUM_GLUON=0.
 AUTO = os.environ.get("TRITIUM_GLUON", "1") != "0"
 # Batches with fewer query tokens per sequence than this stay on the Triton kernel (decode and mostly-decode
@@ -759,10 +756,10 @@ def _counter(device: torch.device) -> torch.Tensor:
 
 def persistent_by_default(num_tokens: int, max_kv_len: int) -> bool:
     """Whether ``launch`` runs ``_persistent_kernel`` (else ``_grid_kernel``) for ``num_tokens`` query tokens
-    over sequences of at most ``max_kv_len`` keys: short sequences, or at least ``PERSISTENT_MIN_SEQS``
-    sequences' worth of tokens at that length (for one or two long sequences the grid, whose programs take
-    the KV heads one after another, keeps each head's K/V in L2)."""
-    return max_kv_len <= PERSISTENT_MAX_KEYS or num_tokens >= PERSISTENT_MIN_SEQS * max_kv_len
+    over sequences of at most ``max_kv_len`` keys: sequences of at most ``PERSISTENT_MAX_KEYS`` keys (for
+    long ones the grid, whose programs take the KV heads one after another, keeps each head's K/V in L2).
+    ``num_tokens`` is not used by this rule (the engine's warm-up passes it)."""
+    return max_kv_len <= PERSISTENT_MAX_KEYS
 
 
 def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, scale: float,
