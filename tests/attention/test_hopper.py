@@ -250,9 +250,9 @@ def test_gpu_auto_selection():
 
 def test_persistent_by_default_rule():
     """The launcher's choice between the two kernels (no GPU needed): the persistent one for sequences of at
-    most PERSISTENT_MAX_KEYS keys, the grid for longer ones whatever the batch."""
+    most PERSISTENT_MAX_KEYS keys, the grid for longer ones."""
     from tritium.attention import hopper
 
-    assert hopper.persistent_by_default(8 * 2048, 2048) and hopper.persistent_by_default(1, 4096)
-    assert not hopper.persistent_by_default(16384, 16384) and not hopper.persistent_by_default(4 * 8192, 8192)
-    assert not hopper.persistent_by_default(2048, 32768)
+    assert hopper.persistent_by_default(2048) and hopper.persistent_by_default(4096)
+    assert not hopper.persistent_by_default(4097) and not hopper.persistent_by_default(8192)
+    assert not hopper.persistent_by_default(32768)

@@ -95,6 +95,6 @@ def test_plan_tells_the_gluon_kernels_apart(monkeypatch):
     batches = [((8192,), 8192), ((8192,) * 4, 8192), ((2048,) * 4, 2048)]
     for width, keys in ((512, 8192), (256, 4096)):  # pages a row, keys a row
         plan = attn.warmup_plan(q, k_cache, batches, block_table_width=width)
-        assert list(plan) == [(hopper.CONFIG, False, 1, hopper.persistent_by_default(8192, keys))]
+        assert list(plan) == [(hopper.CONFIG, False, 1, hopper.persistent_by_default(keys))]
     assert [key[3] for key in attn.warmup_plan(q, k_cache, batches, block_table_width=256)] == [True]
     assert [key[3] for key in attn.warmup_plan(q, k_cache, batches)] == [None]  # width unknown

@@ -754,11 +754,10 @@ def _counter(device: torch.device) -> torch.Tensor:
     return counter
 
 
-def persistent_by_default(num_tokens: int, max_kv_len: int) -> bool:
-    """Whether ``launch`` runs ``_persistent_kernel`` (else ``_grid_kernel``) for ``num_tokens`` query tokens
-    over sequences of at most ``max_kv_len`` keys: sequences of at most ``PERSISTENT_MAX_KEYS`` keys (for
-    long ones the grid, whose programs take the KV heads one after another, keeps each head's K/V in L2).
-    ``num_tokens`` is not used by this rule (the engine's warm-up passes it)."""
+def persistent_by_default(max_kv_len: int) -> bool:
+    """Whether ``launch`` runs ``_persistent_kernel`` (else ``_grid_kernel``) over sequences of at most
+    ``max_kv_len`` keys: at most ``PERSISTENT_MAX_KEYS`` (for longer ones the grid, whose programs take the
+    KV heads one after another, keeps each head's K/V in L2)."""
     return max_kv_len <= PERSISTENT_MAX_KEYS
 
 
@@ -781,7 +780,7 @@ def launch(out, q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *, sca
                   STAGES=STAGES, Q_LAYOUT=q_layout, PINGPONG=PINGPONG if pingpong is None else pingpong,
                   CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=NUM_WARPS, maxnreg=MAXNREG)
     strides = (q.stride(0), q.stride(1), out.stride(0), out.stride(1), block_table.stride(0))
-    if not (persistent_by_default(num_tokens, max_kv_len) if persistent is None else persistent):
+    if not (persistent_by_default(max_kv_len) if persistent is None else persistent):
         _grid_kernel[(num_slots, num_kv_heads)](
             out, q, descriptor(k_cache), descriptor(v_cache), block_table, seq_lens, cu_seqlens_q, *strides,
             seq_lens.shape[0], num_tokens, num_blocks, max_kv_len, scale * 1.4426950408889634, **common)

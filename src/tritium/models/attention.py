@@ -97,7 +97,7 @@ class TritonAttention:
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
                                             max_seqlen_k=seq_len, sliding_window=self.sliding_window,
                                             **self._split_args(tokens.shape[0]))
-            persistent = (hopper.persistent_by_default(tokens.shape[0], block_table_width * k_cache.shape[1])
+            persistent = (hopper.persistent_by_default(block_table_width * k_cache.shape[1])
                           if config.kernel == "gluon" and block_table_width else None)
             key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1,
                    persistent)
@@ -140,8 +140,9 @@ def warmup_batches(max_num_seqs: int, max_model_len: int, max_num_batched_tokens
     """Batches an engine with these limits runs, as (query tokens of each sequence, sequence length):
     decode batches, one prefill chunk beside decoding sequences, and equal chunks within the step's token
     budget, with sequence counts, chunk lengths and sequence lengths on a grid of four points an octave up
-    to each limit (sequence lengths also one past each point). The attention configurations are chosen on these same features (batch size, tokens, longest query,
-    longest sequence), which is what lets a warm-up over them meet the configurations real steps use."""
+    to each limit (sequence lengths also one past each point). The attention configurations are chosen on
+    these same features (batch size, tokens, longest query, longest sequence), which is what lets a warm-up
+    over them meet the configurations real steps use."""
     budget = max(max_num_batched_tokens, max_num_seqs)
     # sequence lengths also one past each grid point: split counts step where a length crosses a key tile
     # (the grid's points are multiples of tiles), e.g. 2 splits of 128-key tiles from 321 keys on

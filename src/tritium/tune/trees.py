@@ -37,7 +37,7 @@ import numpy as np
 
 import torch
 
-from tritium.attention.config import DECODE, PREFILL, config_from_knobs, family, hand_rules, next_pow2
+from tritium.attention.config import DECODE, PREFILL, config_from_knobs, family, hand_rules, next_pow2, resource_key
 
 FAMILIES = (DECODE, PREFILL)
 FEATURES = ("num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k", "head_dim", "group", "num_kv_heads",
@@ -139,18 +139,18 @@ def pair_features(f: dict, config, sms: int) -> list[float]:
             config.block_m / max(1, f["max_seqlen_q"] * f["group"]), _log2(unsplit / sms)]
 
 
+_KV_DTYPES = {8: torch.float8_e4m3fn, 16: torch.bfloat16}  # the sweep's KV dtypes, by ``kv_bits``
+
+
 def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=frozenset()):
     """([workload, candidate, pair feature] for ``feats`` x ``candidates``, [workload, candidate]: whether the
     candidate's configuration is in ``unfit`` for that workload)."""
-    x = np.empty((len(feats), len(candidates), 27))
-    out = np.zeros((len(feats), len(candidates)), dtype=bool)
-    for i, f in enumerate(feats):
-        for j, c in enumerate(candidates):
-            config = candidate_config(fam, c, f, sms)
-            x[i, j] = pair_features(f, config, sms)
-            out[i, j] = (config.block_m, config.tile_n, config.num_warps, config.num_stages, next_pow2(f["head_dim"]),
-                         f["kv_bits"]) in unfit
-    return x, out
+    x, out = [], []
+    for f in feats:
+        configs = [candidate_config(fam, c, f, sms) for c in candidates]
+        x.append([pair_features(f, config, sms) for config in configs])
+        out.append([resource_key(config, f["head_dim"], _KV_DTYPES[f["kv_bits"]]) in unfit for config in configs])
+    return np.array(x, dtype=np.float64), np.array(out, dtype=bool)
 
 
 def _cost_model(x: np.ndarray, y: np.ndarray):
@@ -195,22 +195,22 @@ def _cross_validate(x, y, hand: int | None, folds: int = 5):
     return MARGINS[best], float(regret[best] / len(y))
 
 
-def _distil(fam: str, x, y, candidates: list[str], hand: int | None, margin: float, sms: int, domain: list[dict],
-            train: list[dict], unfit=frozenset(), anchors=frozenset()):
-    """The exported tree: a multi-output regression tree over the workload features of ``domain`` and the
-    training workloads, fitted to the cost model's predicted slowdowns; ``leaf_pick``: leaf id -> index of the
-    candidate the leaf answers (``_gate`` on the leaf's mean prediction). A candidate whose configuration is in
-    ``unfit`` for a workload counts as failed there (the cap)."""
+def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None, margin: float, sms: int,
+            domain: list[dict], train: list[dict], unfit=frozenset(), anchors=frozenset()):
+    """The exported tree: a multi-output regression tree over the workload features of ``domain`` (labelled
+    with the cost model's predicted slowdowns, weight 1) and of the training workloads (their measured
+    ones, ``x``/``y``, weight ``TRAIN_WEIGHT``, the ``anchors`` ``ANCHOR_WEIGHT``); ``leaf_pick``: leaf id ->
+    index of the candidate the leaf answers (``_gate`` on the leaf's weighted mean, the margin scaled by the
+    domain's share of the weight). A candidate whose configuration is in ``unfit`` for a workload
+    (``train_unfit`` for the training ones) counts as failed there (the cap)."""
     from sklearn.tree import DecisionTreeRegressor
 
-    model = _cost_model(x, y)
-    feats = list(domain) + [r["features"] for r in train]
-    pairs, unfits = _pairs(fam, feats, candidates, sms, unfit)
-    pred = np.where(unfits, CLIP, _predict(model, pairs))
-    # the training workloads keep what was measured on them, and weigh TRAIN_WEIGHT domain workloads each
-    pred[len(domain):] = np.where(unfits[len(domain):], CLIP, np.minimum(y, CLIP))
+    pairs, domain_unfit = _pairs(fam, domain, candidates, sms, unfit)
+    pred = np.concatenate([np.where(domain_unfit, CLIP, _predict(_cost_model(x, y), pairs)),
+                           np.where(train_unfit, CLIP, np.minimum(y, CLIP))])
     weight = np.array([1.0] * len(domain) + [ANCHOR_WEIGHT if r["name"] in anchors else TRAIN_WEIGHT for r in train])
-    xw = np.array([[f[k] for k in FEATURES] for f in feats], dtype=np.float64)
+    predicted = np.arange(len(weight)) < len(domain)  # rows labelled by the cost model
+    xw = np.array([[f[k] for k in FEATURES] for f in list(domain) + [r["features"] for r in train]], dtype=np.float64)
     tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES, random_state=0).fit(xw, pred, sample_weight=weight)
     leaves = tree.apply(xw)
     tree.leaf_pick = {}
@@ -218,8 +218,8 @@ def _distil(fam: str, x, y, candidates: list[str], hand: int | None, margin: flo
         rows = leaves == leaf
         mean = np.average(pred[rows], axis=0, weights=weight[rows])[None]
         # the margin guards against the cost model's error: it counts for the leaf's predicted share only
-        predicted = weight[rows & (np.arange(len(feats)) < len(domain))].sum() / weight[rows].sum()
-        tree.leaf_pick[int(leaf)] = int(_gate(mean, hand, margin * predicted)[0])
+        share = weight[rows & predicted].sum() / weight[rows].sum()
+        tree.leaf_pick[int(leaf)] = int(_gate(mean, hand, margin * share)[0])
     return tree
 
 
@@ -227,23 +227,22 @@ def _picks(tree, x):
     return np.array([tree.leaf_pick[int(leaf)] for leaf in tree.apply(x)])
 
 
-def fit_family(records: list[dict], candidates: list[str], sms: int, domain: list[dict], unfit=frozenset(),
-               anchors=frozenset()):
+def fit_family(fam: str, records: list[dict], candidates: list[str], sms: int, domain: list[dict],
+               unfit=frozenset(), anchors=frozenset()):
     """(tree or None, margin, cross-validated mean log slowdown of the cost model's picks, of the hand rules)
     for one family's training records. None: the picks do not beat the hand rules by 1% (geometric mean) in
     cross-validation, and the family keeps them."""
-    fam = records[0]["family"] if records else DECODE
     _, y = _matrix(records, candidates)
     hand_col = candidates.index(HAND) if HAND in candidates else None
     hand = float(y[:, hand_col].mean()) if hand_col is not None else math.inf
     if len(records) < 10:
         return None, 0.0, math.nan, hand
-    x, _ = _pairs(fam, [r["features"] for r in records], candidates, sms)
+    x, train_unfit = _pairs(fam, [r["features"] for r in records], candidates, sms, unfit)
     margin, regret = _cross_validate(x, y, hand_col)
     if regret > hand - math.log(1.01):
         return None, margin, regret, hand
-    return (_distil(fam, x, y, candidates, hand_col, margin, sms, domain, records, unfit, anchors), margin, regret,
-            hand)
+    tree = _distil(fam, x, y, train_unfit, candidates, hand_col, margin, sms, domain, records, unfit, anchors)
+    return tree, margin, regret, hand
 
 
 def tree_source(tree, candidates: list[str], name: str) -> str:
@@ -380,13 +379,15 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
         candidates = sorted({k for r in fam_train for k in r["times_ms"]})
         fam_domain = [f for f in domain if family(max_seqlen_q=f["max_seqlen_q"], num_kv_heads=f["num_kv_heads"],
                                                   num_q_heads=f["group"] * f["num_kv_heads"]) == fam]
-        tree, margin, tree_cv, hand_cv = (fit_family(fam_train, candidates, data["sms"], fam_domain, unfit, train_only)
-                                          if fam_train else (None, 0.0, math.nan, 0.0))
+        tree, margin, tree_cv, hand_cv = (
+            fit_family(fam, fam_train, candidates, data["sms"], fam_domain, unfit, train_only)
+            if fam_train else (None, 0.0, math.nan, 0.0))
         cv[fam] = dict(tree=round(math.exp(tree_cv), 4), hand=round(math.exp(hand_cv), 4))
         if tree is None:
-            sources.append(f"def {fam}(f):\n    # Cross-validated, the cost model's picks did not beat the hand rules by 1%:\n"
-                           f"    # mean slowdown vs the best {cv[fam]['tree']}x (cost model) vs {cv[fam]['hand']}x (hand rules).\n"
-                           f"    return 'hand'\n")
+            sources.append(f"def {fam}(f):\n"
+                           f"    # Cross-validated, the cost model's picks did not beat the hand rules by 1%:\n"
+                           f"    # mean slowdown vs the best {cv[fam]['tree']}x (cost model) vs {cv[fam]['hand']}x "
+                           f"(hand rules).\n    return 'hand'\n")
             continue
         fitted[fam] = (tree, candidates)
         shapes[fam] = dict(leaves=int(tree.get_n_leaves()), margin=margin)
