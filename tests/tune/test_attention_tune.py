@@ -184,6 +184,51 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     assert module.prefill(f) == (64, 64, 4, 2)
 
 
+def test_fit_with_other_gpu_sweep(tmp_path):
+    """Another GPU's sweep joins the cost model's training: the fit is still deterministic, its header
+    names that sweep (and the command, ``--fit`` last), and it learns the same rule."""
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    sweep, other = tmp_path / "attention-NVIDIA-TestGPU.json", tmp_path / "attention-NVIDIA-OtherGPU.json"
+    _synthetic_sweep(sweep, 0)
+    _synthetic_sweep(other, 1)
+    data = json.loads(other.read_text())
+    other.write_text(json.dumps(dict(data, gpu="NVIDIA OtherGPU")))
+    a = trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "a"), others=(str(other),))
+    trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "b"), others=(str(other),))
+    src = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
+    assert src == (tmp_path / "b" / "nvidia_testgpu.py").read_text()
+    assert re.search(r"--with-sweep \S+OtherGPU\.json --fit \S+TestGPU\.json``", src)
+    assert "The cost model also trained on" in src and "NVIDIA OtherGPU" in src and a["others"]
+    assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
+    with pytest.raises(ValueError, match="other GPUs' sweeps"):
+        trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "c"), others=(str(sweep),))
+    other.write_text(json.dumps(dict(data, gpu="NVIDIA OtherGPU", knobs={"decode": [[16, 1, 0]]})))
+    with pytest.raises(ValueError, match="other knob sets"):
+        trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "c"), others=(str(other),))
+
+
+def test_other_pairs_leave_out_held_out_and_untimed(tmp_path):
+    """Another GPU's pairs: its records of this family only, none of the excluded (held-out) names, and no
+    pair for a candidate the record did not run (a failed one counts as the cap); the same-GPU feature 0."""
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    path = tmp_path / "attention-NVIDIA-OtherGPU.json"
+    _synthetic_sweep(path, 2)
+    records = [r for r in json.loads(path.read_text())["records"] if r["family"] == DECODE][:6]
+    candidates = sorted(records[0]["times_ms"])
+    del records[1]["times_ms"][candidates[1]]  # not run
+    records[2]["times_ms"][candidates[2]] = None  # failed
+    x, y = trees._other_pairs(DECODE, [(records, 132)], candidates, exclude={records[3]["name"]})
+    assert len(y) == 5 * len(candidates) - 1 and x.shape == (len(y), x.shape[1]) and np.all(x[:, -1] == 0.0)
+    assert np.isclose(y, math.log(trees.CAP)).sum() >= 1
+    own, _ = trees._pairs(DECODE, [records[0]["features"]], candidates, 132)
+    assert np.array_equal(x[: len(candidates), :-1], own[0])
+    assert trees._other_pairs(PREFILL, [(records, 132)], candidates) is None
+
+
 @pytest.mark.parametrize("module", _committed())
 def test_committed_tree_answers_its_validation(module):
     """The exported source answers what the fitted tree answered in the held-out validation written beside

@@ -473,6 +473,8 @@ def main(argv) -> int:
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
     parser.add_argument("--no-fit", action="store_true", help="sweep only")
+    parser.add_argument("--with-sweep", action="append", default=[], metavar="FILE",
+                        help="another GPU's sweep JSON whose timings the cost model also trains on (repeatable)")
     parser.add_argument("--hold-out-anchors", action="store_true",
                         help="let the held-out fifth take the benchmark's anchor shapes too (how trees were fitted "
                              "before stop 27; the H200 tree still is)")
@@ -498,7 +500,7 @@ def main(argv) -> int:
         return 0
     anchors = set() if args.hold_out_anchors else {w.name for w in anchor_workloads()}
     trees.fit_and_export(path, domain=[w.features() for w in workload_domain()], tree_dir=args.tree_dir,
-                         train_only=anchors)
+                         train_only=anchors, others=tuple(args.with_sweep))
     return 0
 
 

@@ -21,9 +21,15 @@ Per kernel family, in three steps:
    leaf answers step 2's pick on the leaf's weighted mean (its margin scaled by the leaf's predicted
    share). That tree is what is exported: run time evaluates nested ``if``s, never the cost model.
 
+Other GPUs' sweeps (``others``) can join step 1's training: their (workload, candidate) pairs carry one
+more feature, 0 for another GPU's timing and 1 for this GPU's, and only the cost model sees them (steps 2
+and 3 use this GPU's measurements). A small sweep then borrows what a larger one teaches about the same
+kernel (measured: see the NOTE at ``_other_pairs``).
+
 A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always trained on: the
-benchmark's anchor shapes) is held out and never seen by the fit; the exported tree's pick on each of
-them is compared with the best swept candidate and with the hand rules.
+benchmark's anchor shapes) is held out and never seen by the fit, in no sweep (the other GPUs' records of
+those workloads are left out too); the exported tree's pick on each of them is compared with the best
+swept candidate and with the hand rules.
 """
 
 import hashlib
@@ -153,12 +159,15 @@ def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=f
     return np.array(x, dtype=np.float64), np.array(out, dtype=bool)
 
 
-def _cost_model(x: np.ndarray, y: np.ndarray):
-    """Extra trees from pair features [n, k, p] to capped log slowdowns [n, k]."""
+def _cost_model(x: np.ndarray, y: np.ndarray, other=None):
+    """Extra trees from pair features [n, k, p] to capped log slowdowns [n, k]; ``other``: more pairs,
+    already flat ([m, p] features, [m] log slowdowns), from other GPUs' sweeps."""
     from sklearn.ensemble import ExtraTreesRegressor
 
-    return ExtraTreesRegressor(random_state=0, n_jobs=1, **COST_MODEL).fit(x.reshape(-1, x.shape[-1]),
-                                                                          np.minimum(y, CLIP).reshape(-1))
+    xs, ys = x.reshape(-1, x.shape[-1]), np.minimum(y, CLIP).reshape(-1)
+    if other is not None:
+        xs, ys = np.concatenate([xs, other[0]]), np.concatenate([ys, np.minimum(other[1], CLIP)])
+    return ExtraTreesRegressor(random_state=0, n_jobs=1, **COST_MODEL).fit(xs, ys)
 
 
 def _predict(model, x: np.ndarray) -> np.ndarray:
@@ -174,17 +183,17 @@ def _gate(pred: np.ndarray, hand: int | None, margin: float) -> np.ndarray:
     return np.where(gain > margin, pick, hand)
 
 
-def _cross_validate(x, y, hand: int | None, folds: int = 5):
+def _cross_validate(x, y, hand: int | None, folds: int = 5, other=None):
     """(margin, mean log slowdown of its picks): 5-fold cross-validation of the cost model's gated picks on
-    the training workloads; the margin with most picks within 5% of the best less those more than 3%
-    slower than the hand rules (the smallest on ties)."""
+    the training workloads (``other``'s pairs in every fold's training part); the margin with most picks
+    within 5% of the best less those more than 3% slower than the hand rules (the smallest on ties)."""
     fold = np.arange(len(y)) % folds
     score = np.zeros(len(MARGINS))
     regret = np.zeros(len(MARGINS))
     rows = np.arange(len(y))
     for k in range(folds):
         test = fold == k
-        pred = _predict(_cost_model(x[~test], y[~test]), x[test])
+        pred = _predict(_cost_model(x[~test], y[~test], other), x[test])
         for i, margin in enumerate(MARGINS):
             picked = y[rows[test], _gate(pred, hand, margin)]
             score[i] += np.sum(picked <= math.log(1.05))
@@ -196,7 +205,7 @@ def _cross_validate(x, y, hand: int | None, folds: int = 5):
 
 
 def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None, margin: float, sms: int,
-            domain: list[dict], train: list[dict], unfit=frozenset(), anchors=frozenset()):
+            domain: list[dict], train: list[dict], unfit=frozenset(), anchors=frozenset(), other=None):
     """The exported tree: a multi-output regression tree over the workload features of ``domain`` (labelled
     with the cost model's predicted slowdowns, weight 1) and of the training workloads (their measured
     ones, ``x``/``y``, weight ``TRAIN_WEIGHT``, the ``anchors`` ``ANCHOR_WEIGHT``); ``leaf_pick``: leaf id ->
@@ -206,7 +215,9 @@ def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None
     from sklearn.tree import DecisionTreeRegressor
 
     pairs, domain_unfit = _pairs(fam, domain, candidates, sms, unfit)
-    pred = np.concatenate([np.where(domain_unfit, CLIP, _predict(_cost_model(x, y), pairs)),
+    if other is not None:
+        pairs = _same_gpu(pairs, 1.0)
+    pred = np.concatenate([np.where(domain_unfit, CLIP, _predict(_cost_model(x, y, other), pairs)),
                            np.where(train_unfit, CLIP, np.minimum(y, CLIP))])
     weight = np.array([1.0] * len(domain) + [ANCHOR_WEIGHT if r["name"] in anchors else TRAIN_WEIGHT for r in train])
     predicted = np.arange(len(weight)) < len(domain)  # rows labelled by the cost model
@@ -223,25 +234,59 @@ def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None
     return tree
 
 
+def _same_gpu(x: np.ndarray, value: float) -> np.ndarray:
+    """Pair features [..., p] with the same-GPU feature appended (1: this GPU's sweep, 0: another's)."""
+    return np.concatenate([x, np.full(x.shape[:-1] + (1,), value)], axis=-1)
+
+
+# NOTE: the cost model alone (undistilled, no margin), ten held-out draws, % of held-out picks within 5% of the
+# best, decode / prefill (the worst pick vs the hand rules, mean over draws): the H200 (174 workloads) 62.5 /
+# 59% (1.21 / 1.10x) on its own sweep, 70 / 76% (1.22 / 1.00x) with the H100's 520 workloads at weight 1,
+# 68 / 73% at weight 0.3; the H100 77.5 / 77% (1.18 / 1.22x) alone, 77 / 79% (1.18 / 1.16x) with the H200's.
+def _other_pairs(fam: str, others, candidates: list[str], exclude=frozenset()):
+    """Flat training pairs ([m, p + 1] features, [m] log slowdowns) of other GPUs' sweeps, ``others`` =
+    [(records, sms)]: this family's records but those named in ``exclude`` (this GPU's held-out workloads),
+    each candidate of ``candidates`` that the record timed (a failure counts as the cap, as in
+    ``_matrix``; a candidate it did not run is left out). None without any."""
+    xs, ys = [], []
+    for records, sms in others:
+        records = [r for r in records if r["family"] == fam and r["name"] not in exclude]
+        if not records:
+            continue
+        x, _ = _pairs(fam, [r["features"] for r in records], candidates, sms)
+        _, y = _matrix(records, candidates)
+        timed = np.array([[c in r["times_ms"] for c in candidates] for r in records])
+        xs.append(_same_gpu(x, 0.0)[timed])
+        ys.append(y[timed])
+    if not xs:
+        return None
+    return np.concatenate(xs), np.concatenate(ys)
+
+
 def _picks(tree, x):
     return np.array([tree.leaf_pick[int(leaf)] for leaf in tree.apply(x)])
 
 
 def fit_family(fam: str, records: list[dict], candidates: list[str], sms: int, domain: list[dict],
-               unfit=frozenset(), anchors=frozenset()):
+               unfit=frozenset(), anchors=frozenset(), others=(), exclude=frozenset()):
     """(tree or None, margin, cross-validated mean log slowdown of the cost model's picks, of the hand rules)
     for one family's training records. None: the picks do not beat the hand rules by 1% (geometric mean) in
-    cross-validation, and the family keeps them."""
+    cross-validation, and the family keeps them. ``others``: [(records, sms)] of other GPUs' sweeps for the
+    cost model (see ``_other_pairs``; ``exclude``: names never trained on, this GPU's held-out workloads)."""
     _, y = _matrix(records, candidates)
     hand_col = candidates.index(HAND) if HAND in candidates else None
     hand = float(y[:, hand_col].mean()) if hand_col is not None else math.inf
     if len(records) < 10:
         return None, 0.0, math.nan, hand
     x, train_unfit = _pairs(fam, [r["features"] for r in records], candidates, sms, unfit)
-    margin, regret = _cross_validate(x, y, hand_col)
+    other = _other_pairs(fam, others, candidates, exclude)
+    if other is not None:
+        x = _same_gpu(x, 1.0)
+    margin, regret = _cross_validate(x, y, hand_col, other=other)
     if regret > hand - math.log(1.01):
         return None, margin, regret, hand
-    tree = _distil(fam, x, y, train_unfit, candidates, hand_col, margin, sms, domain, records, unfit, anchors)
+    tree = _distil(fam, x, y, train_unfit, candidates, hand_col, margin, sms, domain, records, unfit, anchors,
+                   other)
     return tree, margin, regret, hand
 
 
@@ -360,17 +405,34 @@ def module_name(gpu: str) -> str:
     return "_".join(gpu.split()[:2]).lower().replace("-", "_")
 
 
-def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None, seed: int = 0,
-                   train_only=frozenset()) -> dict:
-    """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
-    ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
-    never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
-    distilled on (``tritium.tune.attention.workload_domain``)."""
+def _load_sweep(path: str) -> tuple[bytes, dict, list[dict]]:
+    """(raw bytes, JSON, records with at least one timing) of a sweep file."""
     with open(path, "rb") as f:
         raw = f.read()
     data = json.loads(raw)
-    records = [r for r in data["records"] if any(v is not None for v in r["times_ms"].values())]
+    return raw, data, [r for r in data["records"] if any(v is not None for v in r["times_ms"].values())]
+
+
+def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None, seed: int = 0,
+                   train_only=frozenset(), others: tuple[str, ...] = ()) -> dict:
+    """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
+    ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
+    never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
+    distilled on (``tritium.tune.attention.workload_domain``). ``others``: sweep JSONs of other GPUs whose
+    timings the cost model also trains on (never those of this fit's held-out workloads)."""
+    raw, data, records = _load_sweep(path)
+    other_sweeps, other_lines = [], []
+    for other in others:
+        other_raw, other_data, other_records = _load_sweep(other)
+        if other_data["gpu"] == data["gpu"]:
+            raise ValueError(f"others: {other} is a sweep of {data['gpu']} too; give other GPUs' sweeps")
+        if other_data.get("knobs") != data.get("knobs"):
+            raise ValueError(f"others: {other} swept other knob sets than {path}")
+        other_sweeps.append((other_records, other_data["sms"]))
+        other_lines.append(f"{os.path.relpath(other)} ({other_data['gpu']}, {len(other_records)} workloads, "
+                           f"sha256 {hashlib.sha256(other_raw).hexdigest()[:16]})")
     train, held = split_holdout(records, seed, train_only)
+    held_names = frozenset(r["name"] for r in held)
     anchors = sum(r["name"] in train_only for r in records)
     unfit = unfit_keys(records)
     fitted, sources, shapes, cv = {}, [], {}, {}
@@ -380,7 +442,8 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
         fam_domain = [f for f in domain if family(max_seqlen_q=f["max_seqlen_q"], num_kv_heads=f["num_kv_heads"],
                                                   num_q_heads=f["group"] * f["num_kv_heads"]) == fam]
         tree, margin, tree_cv, hand_cv = (
-            fit_family(fam, fam_train, candidates, data["sms"], fam_domain, unfit, train_only)
+            fit_family(fam, fam_train, candidates, data["sms"], fam_domain, unfit, train_only, other_sweeps,
+                       held_names)
             if fam_train else (None, 0.0, math.nan, 0.0))
         cv[fam] = dict(tree=round(math.exp(tree_cv), 4), hand=round(math.exp(hand_cv), 4))
         if tree is None:
@@ -406,14 +469,16 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
     lines = [f"{fam}: {s['workloads']} held out, {s['within_5pct_of_best']:.0%} within 5% of the best swept, "
              f"worst {s['worst_vs_best']:.3f}x the best and {s['worst_vs_hand']:.3f}x the hand rules"
              for fam, s in stats.items() if fam != "all"]
+    with_sweeps = "".join(f"--with-sweep {os.path.relpath(o)} " for o in others)
     header = (f'"""Paged-attention kernel knobs for {data["gpu"]} ({data["sms"]} SMs): generated, do not edit.\n\n'
               f"Fitted by ``python -m tritium.tune attention {'' if train_only else '--hold-out-anchors '}"
-              f"--fit {os.path.relpath(path)}``\n"
+              f"{with_sweeps}--fit {os.path.relpath(path)}``\n"
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
               f"swept {data.get('header', {}).get('date', '?')}; distilled trees {shapes}\n"
               f"(leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean\n"
               f"slowdown vs the best swept, the cost model's picks vs the hand rules: {cv}).\n"
               + (f"The benchmark's {anchors} anchor workloads are always in the training set.\n" if anchors else "")
+              + "".join(f"The cost model also trained on {line}.\n" for line in other_lines)
               + "Held-out validation (workloads the fit never saw):\n"
               + "".join(f"    {line}\n" for line in lines)
               + '"""\n\n')
@@ -424,7 +489,7 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
     with open(out_path, "w") as f:
         f.write(src)
     print(f"\nwrote {os.path.relpath(out_path)}")
-    result = dict(validation=stats, cross_validation=cv, trees=shapes, held_out=rows)
+    result = dict(validation=stats, cross_validation=cv, trees=shapes, others=other_lines, held_out=rows)
     with open(os.path.splitext(path)[0] + ".validation.json", "w") as f:
         json.dump(result, f, indent=1)
     return result
