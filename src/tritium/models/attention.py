@@ -92,15 +92,15 @@ class TritonAttention:
         ``hopper.launch`` runs). ``q``: [tokens, Hq, D] with at least as many tokens as the largest batch (only
         its shape, dtype and device are read)."""
         plan = {}
+        # which Gluon kernel hopper.launch runs depends on the table's keys a row only
+        persistent = hopper.persistent_by_default(block_table_width * k_cache.shape[1]) if block_table_width else None
         for q_lens, seq_len in batches:
             tokens = q[:sum(q_lens)]
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
                                             max_seqlen_k=seq_len, sliding_window=self.sliding_window,
                                             **self._split_args(tokens.shape[0]))
-            persistent = (hopper.persistent_by_default(block_table_width * k_cache.shape[1])
-                          if config.kernel == "gluon" and block_table_width else None)
             key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1,
-                   persistent)
+                   persistent if config.kernel == "gluon" else None)
             plan.setdefault(key, (q_lens, seq_len))
         return plan
 
