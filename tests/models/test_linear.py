@@ -49,6 +49,12 @@ def test_linear_tune_picks_and_reports():
         assert r["best_tbs"] >= r["cublas_tbs"] > 0
     x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
     assert rel_err(lin(x, group[0]), reference.linear(x, group[0])) < TOL[torch.bfloat16]
+    # every variant is timed as it runs and reported as such
+    report = lin.tune({v: group for v in ("norm", "residual", "gated_residual")}, (1,),
+                      variants={v: v for v in ("norm", "residual", "gated_residual")})
+    assert [(r["weight"], r["variant"]) for r in report[-3:]] == [(v, v) for v in ("norm", "residual", "gated_residual")]
+    with pytest.raises(ValueError, match="variants\\['proj'\\] must be one of"):
+        lin.tune({"proj": group}, (1,), variants={"proj": "fused"})
 
 
 @pytest.mark.parametrize("mode", ["triton", "torch"])
@@ -59,3 +65,26 @@ def test_linear_dispatch_gated(mode):
     w = torch.randn(37, 100, device=dev) / 10
     lin = LinearDispatch(mode, ops.silu_and_mul)
     assert rel_err(lin.gated(x, w), reference.linear(reference.silu_and_mul(x), w)) < TOL[torch.float32]
+
+
+def test_linear_dispatch_norm_and_residual():
+    """normed / add_into run the fused GEMVs where gemv_runs says the GEMV is the choice, and refuse otherwise."""
+    dev = default_device()
+    w = torch.randn(24, 128, device=dev) / 10
+    h = torch.randn(2, 128, device=dev)
+    nw = torch.rand(128, device=dev) + 0.5
+    lin = LinearDispatch("auto")
+    assert not lin.gemv_runs(2, w)
+    with pytest.raises(ValueError, match="no GEMV runs x \\(2, 128\\)"):
+        lin.normed(h, nw, 1e-5, w)
+    lin.choices[(2, 24, 128)] = GemvConfig(8, 128, 4)
+    assert lin.gemv_runs(2, w) and not lin.gemv_runs(3, w) and not lin.gemv_runs(MAX_M + 1, w)
+    assert rel_err(lin.normed(h, nw, 1e-5, w), reference.rms_norm_linear(h, nw, 1e-5, w)) < TOL[torch.float32]
+    x = torch.randn(2, 24, device=dev)
+    w2 = torch.randn(24, 24, device=dev) / 5
+    lin.choices[(2, 24, 24)] = GemvConfig(8, 128, 4)
+    residual = torch.randn(2, 24, device=dev)
+    expected = reference.linear_residual(x, w2, residual)
+    assert lin.add_into(x, w2, residual) is residual
+    assert rel_err(residual, expected) < TOL[torch.float32]
+    assert LinearDispatch("triton").gemv_runs(4, w) and not LinearDispatch("torch").gemv_runs(1, w)

@@ -5,7 +5,7 @@ import torch
 
 from tritium.ops.gemv import DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops import reference
-from tritium.runtime import default_device
+from tritium.runtime import default_device, interpreting
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
@@ -79,3 +79,80 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
         gemv(x[:, :7], w, gated=True)
     with pytest.raises(ValueError, match=f"weight must be \\[N, {k}\\]"):
         gemv(x, torch.randn(n, 2 * k, dtype=dtype, device=dev), gated=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030), (2, 130, 1536)], ids=str)
+@pytest.mark.parametrize("with_bias", [False, True], ids=["nobias", "bias"])
+def test_norm_gemv_matches_reference(m, n, k, dtype, with_bias):
+    """norm_weight: RMSNorm(h) @ W^T in one kernel, against the fp64 reference (normed row never rounded)
+    and, within the same tolerance, the unfused RMSNorm then GEMV."""
+    from tritium import ops
+
+    dev = default_device()
+    h = torch.randn(m, k, dtype=dtype, device=dev) * 3
+    h[0] *= 40  # rows of very different scale: each row gets its own 1 / rms
+    nw = (torch.rand(k, device=dev) + 0.5).to(dtype)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev) if with_bias else None
+    for config in CONFIGS:
+        fused = gemv(h, w, b, norm_weight=nw, eps=1e-5, config=config)
+        assert fused.shape == (m, n) and fused.dtype == dtype
+        assert rel_err(fused, reference.rms_norm_linear(h, nw, 1e-5, w, b)) < TOL[dtype]
+    unfused = gemv(ops.rms_norm(h, nw, 1e-5)[0], w, b)
+    assert rel_err(fused, unfused.double()) < 2 * TOL[dtype]
+    # the norm's weight folded into W's columns instead: no norm_weight
+    folded = (w.double() * nw.double()).to(dtype)
+    out = gemv(h, folded, b, eps=1e-5)
+    assert rel_err(out, reference.rms_norm_linear(h, None, 1e-5, folded, b)) < TOL[dtype]
+    assert rel_err(out, reference.rms_norm_linear(h, nw, 1e-5, w, b)) < 2 * TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030)], ids=str)
+@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
+def test_residual_gemv_adds_in_place(m, n, k, dtype, gated):
+    """residual: residual += x @ W^T in place, bit for bit the unfused GEMV then add (the product rounded
+    first), and the reference within tolerance; other rows of the residual's buffer untouched. (The
+    interpreter rounds fp32 -> bf16 towards zero where torch rounds to nearest: one bf16 ulp there.)"""
+    dev = default_device()
+    x = torch.randn(m, 2 * k if gated else k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    buf = torch.randn(m + 2, n, dtype=dtype, device=dev)
+    residual = buf[1:m + 1]
+    before = buf.clone()
+    expected = gemv(x, w, gated=gated) + residual
+    out = gemv(x, w, gated=gated, residual=residual)
+    assert out.data_ptr() == residual.data_ptr()
+    if dtype == torch.bfloat16 and interpreting():
+        torch.testing.assert_close(residual, expected, rtol=2 ** -7, atol=0)
+    else:
+        assert torch.equal(residual, expected)
+    assert torch.equal(buf[0], before[0]) and torch.equal(buf[m + 1], before[m + 1])
+    prod_in = reference.silu_and_mul(x) if gated else x
+    assert rel_err(residual, reference.linear_residual(prod_in, w, before[1:m + 1])) < TOL[dtype]
+
+
+def test_norm_and_residual_bad_input():
+    dev = default_device()
+    x = torch.randn(2, 64, device=dev)
+    w = torch.randn(16, 64, device=dev)
+    nw = torch.ones(64, device=dev)
+    cases = [
+        (dict(norm_weight=torch.ones(63, device=dev), eps=1e-5), "norm_weight must be a contiguous \\[64\\]"),
+        (dict(norm_weight=nw.half(), eps=1e-5), "norm_weight must be"),
+        (dict(norm_weight=nw), "norm_weight needs eps"),
+        (dict(norm_weight=nw, eps=0.0), "eps must be a number > 0"),
+        (dict(eps=True), "eps must be a number > 0"),
+        (dict(residual=torch.zeros(2, 15, device=dev)), "residual must be a \\[2, 16\\]"),
+        (dict(residual=torch.zeros(2, 16, device=dev).half()), "residual must be"),
+        (dict(residual=torch.zeros(16, 2, device=dev).t()), "contiguous last dimension"),
+    ]
+    for kw, match in cases:
+        with pytest.raises(ValueError, match=match):
+            gemv(x, w, **kw)
+    with pytest.raises(ValueError, match="a norm \\(eps\\) and gated=True do not combine"):
+        gemv(torch.randn(2, 128, device=dev), w, gated=True, norm_weight=nw, eps=1e-5)
+    square = torch.randn(16, 16, device=dev)
+    with pytest.raises(ValueError, match="residual must not share memory with x"):
+        gemv(square[:2], square, residual=square[2:4])

@@ -4,7 +4,7 @@
 
 Builds tritium's engine on the ``engine`` suite's model (GPU only), runs one batch-1 generation, then:
 
-- the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_rope_kv_write``,
+- the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_rope_kv_write``, ``fuse_norms``,
   ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in interleaved rounds on the inputs of that
   generation's last steps (its real context);
 - the batch-1 decode step with greedy windows pipelined and not (``pipeline_windows``);
@@ -35,7 +35,9 @@ from tritium.ops import gemv, prefetch_l2
 ABLATIONS = (
     ("as shipped", {}),
     ("rope and KV write apart", {"fuse_rope_kv_write": False}),
+    ("norms apart from the GEMVs", {"fuse_norms": False}),
     ("attention with PDL", {"attention_pdl": True}),
+    ("norms apart, attention with PDL", {"fuse_norms": False, "attention_pdl": True}),
     ("no PDL anywhere", {"pdl": False}),
     ("attention 6 splits (2 tiles each)", {"attention_num_splits": 6}),
     ("attention 3 splits", {"attention_num_splits": 3}),

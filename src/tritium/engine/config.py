@@ -39,6 +39,9 @@ class EngineConfig:
       the chain it measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100, bench/NOTES.md).
     - ``attention_num_splits``: split-KV count of decode attention (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
+    - ``fuse_norms``: decode steps whose projections all run the Triton GEMV (one rank, triton ops) take
+      each RMSNorm inside the GEMV after it and each residual add inside the GEMV before it (two launches
+      fewer a layer; the normed rows are not rounded to the model dtype, as the unfused norm rounds them).
     - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
       projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
       (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights). Off by default: on 2x H200 (70B,
@@ -84,6 +87,7 @@ class EngineConfig:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
+    fuse_norms: bool = True
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
@@ -133,8 +137,8 @@ class EngineConfig:
         if self.linear_backend not in (None, "auto", "triton", "torch"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
-                     "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_row_parallel",
-                     "pipeline_windows"):
+                     "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
+                     "fuse_row_parallel", "pipeline_windows"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

@@ -205,6 +205,12 @@ class ColumnParallelLinear(_ShardedLayer):
         """x ``[T, input_size]`` -> ``[T, output_size / world_size]``: exactly ``linear(x, weight, bias)``."""
         return linear(x, self.weight, self.bias)
 
+    def forward_normed(self, h: torch.Tensor, norm_weight: torch.Tensor | None, eps: float, linear) -> torch.Tensor:
+        """``forward(rms_norm(h, norm_weight))`` as one GEMV (``linear.normed``: the normed row never
+        rounded; ``norm_weight`` None: folded into this layer's weight); h is replicated, so this holds at
+        any world size. Only where ``linear.gemv_runs``."""
+        return linear.normed(h, norm_weight, eps, self.weight, self.bias)
+
     def weight_bytes(self) -> int:
         """Bytes of weight this rank reads per forward."""
         return _nbytes(self.weight, self.bias)
@@ -359,6 +365,14 @@ class RowParallelLinear(_ShardedLayer):
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
+
+    def forward_residual(self, x: torch.Tensor, residual: torch.Tensor, linear, *, gated: bool = False) -> torch.Tensor:
+        """``residual += forward(x)`` in place as one GEMV (``linear.add_into``), at world size 1 (a partial
+        sum needs its all-reduce before the add). Only where ``linear.gemv_runs``."""
+        if self.group.world_size != 1:
+            raise ValueError(f"{self.name}: forward_residual needs world size 1 (got {self.group.world_size}): "
+                             "the partial sums must be all-reduced before the residual add")
+        return linear.add_into(x, self.weight, residual, self._bias_here, gated=gated)
 
     def forward_add_norm(self, x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float, *,
                          gated: bool = False) -> torch.Tensor | None:

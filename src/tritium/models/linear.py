@@ -17,6 +17,8 @@ from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 
 log = logging.getLogger(__name__)
+# the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
+VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual")
 
 
 class LinearDispatch:
@@ -59,35 +61,80 @@ class LinearDispatch:
             return F.linear(self.silu_and_mul(x), weight)
         return gemv(x, weight, config=cfg, gated=True, pdl=None if self.pdl else False)
 
+    def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
+        """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
+        where it does, :meth:`normed` and :meth:`add_into` fuse the layer's RMSNorm and residual add."""
+        if self.mode == "torch" or not 1 <= m <= MAX_M:
+            return False
+        return self.mode == "triton" or all(self.choices.get((m, *w.shape)) is not None for w in weights)
+
+    def _gemv_config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig:
+        cfg = self._config(x, weight)
+        if cfg is None:
+            raise ValueError(f"no GEMV runs x {tuple(x.shape)} @ weight {tuple(weight.shape)}^T here (mode "
+                             f"{self.mode!r}): check gemv_runs() before asking for a fused norm or residual add")
+        return cfg
+
+    def normed(self, h: torch.Tensor, norm_weight: torch.Tensor | None, eps: float, weight: torch.Tensor,
+               bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``rms_norm(h, norm_weight) @ weight^T + bias`` as one GEMV (the norm on the fly, its row never
+        rounded: :func:`tritium.ops.reference.rms_norm_linear`; ``norm_weight`` None: folded into
+        ``weight``); only where :meth:`gemv_runs`."""
+        return gemv(h, weight, bias, config=self._gemv_config(h, weight), norm_weight=norm_weight, eps=eps,
+                    pdl=None if self.pdl else False)
+
+    def add_into(self, x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor,
+                 bias: torch.Tensor | None = None, *, gated: bool = False) -> torch.Tensor:
+        """``residual += x @ weight^T + bias`` (``silu_and_mul(x)`` when ``gated``) in place as one GEMV,
+        returning ``residual``; only where :meth:`gemv_runs`."""
+        return gemv(x, weight, bias, config=self._gemv_config(x, weight), gated=gated, residual=residual,
+                    pdl=None if self.pdl else False)
+
     @torch.inference_mode()
-    def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5) -> list[dict]:
+    def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,
+             variants: dict[str, str] | None = None) -> list[dict]:
         """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
         turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
+        ``variants``: the GEMV each group runs in the model, timed as it runs (default "plain"): "norm"
+        (:meth:`normed`), "norm_folded" (the same, its weight folded into W), "residual" (:meth:`add_into`),
+        "gated" (:meth:`gated`), "gated_residual".
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
         if self.mode != "auto":
             return []
+        variants = variants or {}
         for name, group in weights.items():
             N, K = group[0].shape
             nbytes = sum(w.numel() * w.element_size() for w in group)
+            variant = variants.get(name, "plain")
+            if variant not in VARIANTS:
+                raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
-                x = torch.randn(m, K, dtype=group[0].dtype, device=group[0].device)
-                times = {"cublas": _time_group(lambda w: F.linear(x, w), group, repeats)}
+                dtype, dev = group[0].dtype, group[0].device
+                gated = variant.startswith("gated")
+                x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
+                kw = dict(gated=gated)
+                if variant.startswith("norm"):
+                    kw.update(eps=1e-5, norm_weight=torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None)
+                if variant.endswith("residual"):
+                    kw.update(residual=torch.zeros(m, N, dtype=dtype, device=dev))
+                x_mm = x[:, :K].contiguous()
+                times = {"cublas": _time_group(lambda w: F.linear(x_mm, w), group, repeats)}
                 for cfg in CONFIGS:
                     if cfg.block_k > 2 * triton.next_power_of_2(K):
                         continue
                     try:
-                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, repeats)
+                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c, **kw), group, repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 best = min(times, key=times.get)
                 self.choices[(m, N, K)] = None if best == "cublas" else best
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
-                    "weight": name, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
+                    "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
                     "us_per_call": per_call,
                     "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
                     "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3),

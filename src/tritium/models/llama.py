@@ -43,6 +43,12 @@ class ModelOptions:
       off everywhere. ``attention_pdl``: attention too (off: measured 0.03 ms slower in the H100 chain).
     - ``attention_num_splits``: split-KV override for decode (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention only).
+    - ``fuse_norms``: in decode steps whose four projections all run the Triton GEMV (triton ops, one rank),
+      the RMSNorms go into the GEMVs after them and the residual adds into the GEMVs before them
+      (``LinearDispatch.normed`` / ``add_into``): two launches fewer a layer. Set at construction (with
+      triton ops, a linear backend other than torch, one rank), the two norms' weights are also folded into
+      the columns of the QKV and gate/up weights when the weights load (``W[:, k] * w[k]``, rounded once),
+      so the GEMVs need not load them; every path then runs those norms with a unit weight.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -56,6 +62,7 @@ class ModelOptions:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
+    fuse_norms: bool = True
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
@@ -148,6 +155,11 @@ class LlamaModel:
         self.prefetcher: WeightPrefetcher | None = None
         self.prefetch_plan: dict[str, int | None] = {}
         self.linear = LinearDispatch(options.linear_backend, pdl=options.pdl)
+        # the layers' two norm weights go into the QKV / gate-up weights at load (see ModelOptions.fuse_norms)
+        self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
+                           and options.linear_backend != "torch")
+        self.norms_folded = False
+        self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
         self.set_options(options)
 
     def set_options(self, options: ModelOptions) -> None:
@@ -196,6 +208,9 @@ class LlamaModel:
         layer copies its shard (of a lazy tensor it reads only that; norms and ``rope_freqs`` are read whole).
         Raises ValueError for missing or unexpected tensors."""
         cfg = self.config
+        if self.norms_folded:
+            raise ValueError("load_weights: this model's norm weights are folded into its projections already; "
+                             "build a new LlamaModel to load weights again")
         for name, tensor in weights:
             if name == "rope_freqs":
                 self._rope_freqs = materialize(tensor).float()
@@ -221,9 +236,24 @@ class LlamaModel:
         if not cfg.tie_word_embeddings and "lm_head.weight" not in self._loaded:
             self.lm_head.tie(self.embed)  # a checkpoint without an LM head ties it, as transformers does
         self._check_complete()
+        if self.fold_norms:
+            self._fold_norm_weights()
         self.cos_sin = rope_cos_sin(
             rope_inv_freq(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, self._rope_freqs),
             cfg.max_position_embeddings, rope_attention_factor(cfg.rope_scaling)).to(self.device)
+
+    def _fold_norm_weights(self) -> None:
+        """``W[:, k] *= w[k]`` for QKV (input norm) and gate/up (post-attention norm), in fp32, rounded once."""
+        for layer in self.layers:
+            for proj, norm in ((layer.qkv_proj, layer.input_norm), (layer.gate_up_proj, layer.post_norm)):
+                w = proj.weight
+                for i in range(0, w.shape[0], 4096):  # a slice at a time: one fp32 copy of 4096 rows at most
+                    w[i:i + 4096] = (w[i:i + 4096].float() * norm.float()).to(w.dtype)
+        self.norms_folded = True
+
+    def _norm_weight(self, weight: torch.Tensor) -> torch.Tensor:
+        """A layer norm's weight as the forward applies it: a unit weight where it is folded into the projection."""
+        return self.unit_norm if self.norms_folded else weight
 
     def _check_complete(self) -> None:
         for name in ("model.embed_tokens.weight", "model.norm.weight"):
@@ -241,11 +271,16 @@ class LlamaModel:
 
     def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
         """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
-        ``"auto"``); returns the timing report."""
+        ``"auto"``), each GEMV timed as the decode chain runs it (norm inside, residual add inside, SiLU
+        inside: see ``ModelOptions.fuse_norms``); returns the timing report."""
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
                   for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")}
         groups["lm_head"] = [self.lm_head.weight]
-        return self.linear.tune(groups, ms)
+        fused = self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
+        norm = "norm_folded" if self.norms_folded else "norm"
+        variants = ({"qkv_proj": norm, "o_proj": "residual", "gate_up_proj": norm, "down_proj": "gated_residual"}
+                    if fused else {"down_proj": "gated"})
+        return self.linear.tune(groups, ms, variants=variants)
 
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -254,7 +289,6 @@ class LlamaModel:
         """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]."""
         cfg, ops, linear = self.config, self.ops, self.linear
         T = input_ids.shape[0]
-        hq, hkv, d = self.num_heads, self.num_kv_heads, cfg.head_dim
         h = self.embed.forward(input_ids)                                             # [T, hidden]
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
@@ -264,6 +298,8 @@ class LlamaModel:
             if name in plan:
                 self.prefetcher.issue(weight, plan[name])
 
+        if self._norms_in_gemvs(T):
+            return self._forward_norms_in_gemvs(h, positions, meta, kv_caches, plan, prefetch)
         # tensor parallel with a fused collective: each row-parallel output stays this rank's partial sum
         # and its all-reduce runs in one kernel with the residual add and RMSNorm that follow it
         fused_norm = self.group.all_reduce_rms_norm if self.group.world_size > 1 else None
@@ -279,26 +315,18 @@ class LlamaModel:
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 residual = h
-                x, _ = ops.rms_norm(h, layer.input_norm, cfg.rms_norm_eps)
+                x, _ = ops.rms_norm(h, self._norm_weight(layer.input_norm), cfg.rms_norm_eps)
             elif normed is not None:
                 x = normed
             else:
-                x, residual = add_norm(h, layer.input_norm, residual)
+                x, residual = add_norm(h, self._norm_weight(layer.input_norm), residual)
             qkv = layer.qkv_proj.forward(x, linear)                                   # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
-            q = qkv[:, : hq * d].view(T, hq, d)
-            k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
-            v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
-            if self.fused_rope_kv:
-                ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
-                attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
-            else:
-                ops.rope(q, k, positions, self.cos_sin)
-                attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
-            x = layer.o_proj.forward_add_norm(attn.reshape(T, hq * d), residual, layer.post_norm, cfg.rms_norm_eps)
+            attn = self._attend(qkv, positions, meta, k_cache, v_cache)
+            x = layer.o_proj.forward_add_norm(attn, residual, layer.post_norm, cfg.rms_norm_eps)
             if x is None:
-                h = layer.o_proj.forward(attn.reshape(T, hq * d), linear, reduce=reduce)
-                x, residual = add_norm(h, layer.post_norm, residual)
+                h = layer.o_proj.forward(attn, linear, reduce=reduce)
+                x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
             gate_up = layer.gate_up_proj.forward(x, linear)
             prefetch("down_proj", layer.down_proj.weight)
@@ -315,14 +343,62 @@ class LlamaModel:
                 prefetch("lm_head", self.lm_head.weight)
         if normed is not None:
             return normed
-        kw = {}
-        if plan:
-            # prefetches only read weights: joined once, before the step ends, ahead of a kernel launched
-            # without programmatic dependence (a join edge and a programmatic edge are not mixed)
-            self.prefetcher.join()
-            kw = {"pdl": False} if ops.backend == "triton" else {}
+        kw = self._join_prefetches(plan)
         out, _ = add_norm(h, self.norm, residual, **kw)
         return out
+
+    def _norms_in_gemvs(self, T: int) -> bool:
+        """Whether a step of T tokens runs the RMSNorms inside the GEMVs (``ModelOptions.fuse_norms``)."""
+        if not (self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"):
+            return False
+        layer = self.layers[0]
+        return self.linear.gemv_runs(T, layer.qkv_proj.weight, layer.o_proj.weight, layer.gate_up_proj.weight,
+                                     layer.down_proj.weight)
+
+    def _forward_norms_in_gemvs(self, h, positions, meta, kv_caches, plan, prefetch) -> torch.Tensor:
+        """The layers with each RMSNorm inside the GEMV after it and each residual add inside the GEMV before
+        it: h is the residual stream, updated in place by o_proj and down_proj."""
+        linear, eps = self.linear, self.config.rms_norm_eps
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            qkv = layer.qkv_proj.forward_normed(h, self._folded_or(layer.input_norm), eps, linear)
+            prefetch("o_proj", layer.o_proj.weight)
+            layer.o_proj.forward_residual(self._attend(qkv, positions, meta, k_cache, v_cache), h, linear)
+            prefetch("gate_up_proj", layer.gate_up_proj.weight)
+            gate_up = layer.gate_up_proj.forward_normed(h, self._folded_or(layer.post_norm), eps, linear)
+            prefetch("down_proj", layer.down_proj.weight)
+            layer.down_proj.forward_residual(gate_up, h, linear, gated=True)  # SiLU-and-mul inside too
+            if i + 1 < len(self.layers):
+                prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
+            else:
+                prefetch("lm_head", self.lm_head.weight)
+        out, _ = self.ops.rms_norm(h, self.norm, eps, **self._join_prefetches(plan))
+        return out
+
+    def _folded_or(self, weight: torch.Tensor) -> torch.Tensor | None:
+        """A norm weight for a fused GEMV: None where it is folded into the GEMV's weight."""
+        return None if self.norms_folded else weight
+
+    def _join_prefetches(self, plan) -> dict:
+        """Prefetches only read weights: joined once, before the step ends, ahead of a kernel launched without
+        programmatic dependence (a join edge and a programmatic edge are not mixed). The norm's kwargs."""
+        if not plan:
+            return {}
+        self.prefetcher.join()
+        return {"pdl": False} if self.ops.backend == "triton" else {}
+
+    def _attend(self, qkv, positions, meta, k_cache, v_cache) -> torch.Tensor:
+        """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: rope, the KV-cache write, attention."""
+        T, hq, hkv, d = qkv.shape[0], self.num_heads, self.num_kv_heads, self.config.head_dim
+        q = qkv[:, : hq * d].view(T, hq, d)
+        k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
+        v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
+        if self.fused_rope_kv:
+            self.ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
+            attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
+        else:
+            self.ops.rope(q, k, positions, self.cos_sin)
+            attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
+        return attn.reshape(T, hq * d)
 
     @torch.inference_mode()
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

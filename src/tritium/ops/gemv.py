@@ -10,6 +10,16 @@ kernel finishes. No tensor cores: at M <= 4 there is nothing for them to do.
 Whether this beats cuBLAS depends on the GPU and the shape (small weights are launch- and tail-bound,
 large ones bandwidth-bound), so :class:`tritium.models.linear.LinearDispatch` times both on the real
 weights once, at engine start, and keeps the faster per (M, N, K). The reference is :func:`tritium.ops.reference.linear`.
+
+Two fusions remove a decode layer's RMSNorm kernels (references :func:`~tritium.ops.reference.rms_norm_linear`
+and :func:`~tritium.ops.reference.linear_residual`):
+
+- ``eps`` (and ``norm_weight``): x is the residual stream h and the product is ``rms_norm(h) @ W^T``. Every
+  program loads all of h anyway, so it sums h^2 on the way, multiplies each chunk by the norm weight and
+  scales its dot products by ``rsqrt(mean(h^2) + eps)`` at the end (fp32 throughout: the normed row is
+  never rounded). Without ``norm_weight`` the norm's weight is taken to be folded into W's columns
+  already (``W[:, k] * norm_weight[k]``), which saves every program the norm weight's loads.
+- ``residual``: ``residual += x @ W^T`` in place (the product rounded first, as the unfused add rounds it).
 """
 
 from __future__ import annotations
@@ -50,16 +60,20 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 @triton.jit
 def _gemv_kernel(
     # pointers
-    x_ptr, w_ptr, bias_ptr, out_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr,
     # strides
     stride_x_m, stride_w_n, stride_out_m,
     # sizes
-    M, N, K,
+    M, N, K, eps,
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
-    GATED: tl.constexpr = False,
+    GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False,
 ):
+    """out = x @ W^T (+ bias). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
+    norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on entry; each program reads and writes
+    only its own columns)."""
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
@@ -77,6 +91,8 @@ def _gemv_kernel(
     # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    if NORM:
+        sumsq = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         x_mask = (ms[:, None] < M) & (k0 + ks[None, :] < K)
         x = tl.load(x_ptrs, mask=x_mask, other=0.0)
@@ -85,6 +101,15 @@ def _gemv_kernel(
             g = x.to(tl.float32)
             act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
             x = (act * up.to(tl.float32)).to(up.dtype)
+        if NORM:  # the row's sum of squares on the way; the norm weight now, 1 / rms at the end
+            xf = x.to(tl.float32)
+            sumsq += xf * xf
+            if NORM_WEIGHT:
+                if EVEN_K:
+                    nw = tl.load(norm_w_ptr + k0 + ks)
+                else:
+                    nw = tl.load(norm_w_ptr + k0 + ks, mask=k0 + ks < K, other=0.0)
+                x = xf * nw.to(tl.float32)[None, :]
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
         # next chunk requested before this one is used: two chunks in flight per program
@@ -97,20 +122,34 @@ def _gemv_kernel(
         acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
         w = w_next
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
+    if NORM:
+        rstd = 1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps)                     # [BLOCK_M]
+        y = y * rstd[:, None]
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[None, :]
     out_ptrs = out_ptr + ms[:, None] * stride_out_m + rows[None, :]
-    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=(ms[:, None] < M) & (rows[None, :] < N))
+    out_mask = (ms[:, None] < M) & (rows[None, :] < N)
+    y = y.to(out_ptr.dtype.element_ty)
+    if RESIDUAL:  # rounded product + residual, rounded: what a separate add of the two tensors gives
+        y = (y.to(tl.float32) + tl.load(out_ptrs, mask=out_mask, other=0.0).to(tl.float32)).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptrs, y, mask=out_mask)
 
 
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False) -> torch.Tensor:
+         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
+         norm_weight: torch.Tensor | None = None, eps: float | None = None,
+         residual: torch.Tensor | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
     ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
     loading, as :func:`tritium.ops.reference.silu_and_mul` rounds it), saving that kernel.
+    ``eps``: the product uses RMSNorm(x) with weight ``norm_weight`` ``[K]`` (None: folded into ``weight``
+    already), never rounded (:func:`tritium.ops.reference.rms_norm_linear`), saving the norm's kernel;
+    not with ``gated``.
+    ``residual`` ``[M, N]``: the product (bias included) is added to it in place and it is returned
+    (:func:`tritium.ops.reference.linear_residual`).
     """
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
@@ -131,16 +170,35 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
                          f"and {x.dtype}/{x.device}")
     if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
+    if eps is not None:
+        if gated:
+            raise ValueError("a norm (eps) and gated=True do not combine (the norm is over x's K columns)")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+            raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        if norm_weight is not None and (norm_weight.shape != (K,) or norm_weight.dtype != x.dtype
+                                        or norm_weight.stride(0) != 1):
+            raise ValueError(f"norm_weight must be a contiguous [{K}] {x.dtype} tensor, got "
+                             f"{tuple(norm_weight.shape)} {norm_weight.dtype}")
+    elif norm_weight is not None:
+        raise ValueError("norm_weight needs eps (the norm's epsilon)")
+    if residual is not None and (residual.shape != (M, N) or residual.dtype != x.dtype or residual.stride(1) != 1
+                                 or residual.device != x.device):
+        raise ValueError(f"residual must be a [{M}, {N}] {x.dtype} tensor with a contiguous last dimension on "
+                         f"{x.device}, got {tuple(residual.shape)} {residual.dtype} strides {residual.stride()}")
+    if residual is not None and residual.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+        raise ValueError("residual must not share memory with x (every program reads all of x while others "
+                         "write their columns of residual)")
     cfg = config or DEFAULT_CONFIG
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    out = residual if residual is not None else torch.empty((M, N), dtype=x.dtype, device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
-        x, weight, bias if bias is not None else weight, out,
+        x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
         x.stride(0), weight.stride(0), out.stride(0),
-        M, N, K,
+        M, N, K, float(eps) if eps is not None else 0.0,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
+        NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
         num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )

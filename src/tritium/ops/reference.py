@@ -64,6 +64,29 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return y.to(x.dtype)
 
 
+def rms_norm_linear(h: torch.Tensor, norm_weight: torch.Tensor | None, eps: float, weight: torch.Tensor,
+                    bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``rms_norm(h) @ weight^T + bias`` with the normed row kept in fp64 (never rounded to h's dtype), rounded
+    once at the end: the reference of :func:`tritium.ops.gemv.gemv` with ``eps``. It differs from
+    ``linear(rms_norm(h)[0], ...)`` by that one rounding of the normed row. ``norm_weight`` None: a unit
+    weight (the norm's weight folded into ``weight``)."""
+    hd = h.double()
+    normed = hd * torch.rsqrt(hd.pow(2).mean(-1, keepdim=True) + eps)
+    if norm_weight is not None:
+        normed = normed * norm_weight.double()
+    y = normed @ weight.double().T
+    if bias is not None:
+        y = y + bias.double()
+    return y.to(h.dtype)
+
+
+def linear_residual(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor,
+                    bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``residual + linear(x, weight, bias)``, the product rounded to x's dtype before the add (as the unfused
+    add sees it); returns a new tensor: the reference of :func:`tritium.ops.gemv.gemv` with ``residual``."""
+    return (linear(x, weight, bias).double() + residual.double()).to(x.dtype)
+
+
 def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
                    seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
                    block_size: int, scratch: torch.Tensor | None = None) -> None:
