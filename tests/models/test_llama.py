@@ -37,7 +37,8 @@ def _weights(cfg, dtype, dev):
 
 def _model(cfg, dtype, backend="triton"):
     dev = default_device()
-    opts = ModelOptions(attention_backend=backend, op_backend=backend, linear_backend=backend, max_decode_tokens=4)
+    opts = ModelOptions(attention_backend=backend, op_backend=backend, linear_backend=backend, max_decode_tokens=4,
+                        fuse_norms=True)
     model = LlamaModel(cfg, dtype=dtype, device=dev, options=opts)
     model.load_weights(_weights(cfg, dtype, dev))
     return model
@@ -70,7 +71,7 @@ def test_norms_inside_gemvs_match_norm_kernels(name, dtype):
     backend's model on the unfolded weights."""
     cfg, dev = CONFIGS[name], default_device()
     model, ref = _model(cfg, dtype), _model(cfg, dtype, "torch")
-    assert model.norms_folded and not ref.norms_folded
+    assert model.norms_folded and not ref.norms_folded  # (torch ops never fold)
     caches, ref_caches = _caches(cfg, dtype), _caches(cfg, dtype)
     ctx = [7, 19, 3, 11]
     gen = torch.Generator().manual_seed(0)
@@ -110,3 +111,13 @@ def test_norms_inside_gemvs_match_norm_kernels(name, dtype):
         assert err < TOL[dtype], ("vs torch", seqs, err)
     with pytest.raises(ValueError, match="folded into its projections already"):
         model.load_weights(_weights(cfg, dtype, dev))
+
+
+def test_norm_fold_only_where_the_chain_can_run():
+    """Folding happens at construction with fuse_norms, triton ops, a GEMV-capable linear backend and one rank."""
+    cfg, dev = CONFIGS["llama"], default_device()
+    base = dict(attention_backend="triton", op_backend="triton", linear_backend="triton")
+    for change, folds in [({}, False), ({"fuse_norms": True}, True), ({"fuse_norms": True, "op_backend": "torch"}, False),
+                          ({"fuse_norms": True, "linear_backend": "torch"}, False)]:
+        model = LlamaModel(cfg, dtype=torch.float32, device=dev, options=ModelOptions(**dict(base, **change)))
+        assert model.fold_norms == folds, change

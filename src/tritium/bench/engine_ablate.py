@@ -35,9 +35,9 @@ from tritium.ops import gemv, prefetch_l2
 ABLATIONS = (
     ("as shipped", {}),
     ("rope and KV write apart", {"fuse_rope_kv_write": False}),
-    ("norms apart from the GEMVs", {"fuse_norms": False}),
+    ("norms inside the GEMVs", {"fuse_norms": True}),
     ("attention with PDL", {"attention_pdl": True}),
-    ("norms apart, attention with PDL", {"fuse_norms": False, "attention_pdl": True}),
+    ("norms inside the GEMVs, attention with PDL", {"fuse_norms": True, "attention_pdl": True}),
     ("no PDL anywhere", {"pdl": False}),
     ("attention 6 splits (2 tiles each)", {"attention_num_splits": 6}),
     ("attention 3 splits", {"attention_num_splits": 3}),

@@ -41,7 +41,9 @@ class EngineConfig:
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
     - ``fuse_norms``: decode steps whose projections all run the Triton GEMV (one rank, triton ops) take
       each RMSNorm inside the GEMV after it and each residual add inside the GEMV before it (two launches
-      fewer a layer; the normed rows are not rounded to the model dtype, as the unfused norm rounds them).
+      fewer a layer; the normed rows are not rounded to the model dtype, as the unfused norm rounds them;
+      the norm weights are folded into the QKV and gate/up weights at load). Off by default: on the H100
+      (Llama-3-8B, batch 1) the fused GEMVs cost what the two norm kernels did (bench/NOTES.md).
     - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
       projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
       (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights). Off by default: on 2x H200 (70B,
@@ -87,7 +89,7 @@ class EngineConfig:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
-    fuse_norms: bool = True
+    fuse_norms: bool = False
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1

@@ -48,7 +48,8 @@ class ModelOptions:
       (``LinearDispatch.normed`` / ``add_into``): two launches fewer a layer. Set at construction (with
       triton ops, a linear backend other than torch, one rank), the two norms' weights are also folded into
       the columns of the QKV and gate/up weights when the weights load (``W[:, k] * w[k]``, rounded once),
-      so the GEMVs need not load them; every path then runs those norms with a unit weight.
+      so the GEMVs need not load them; every path then runs those norms with a unit weight. Off by default:
+      on the H100 (Llama-3-8B, batch 1) the fused GEMVs cost what the norm kernels did (bench/NOTES.md).
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -62,7 +63,7 @@ class ModelOptions:
     attention_pdl: bool = False
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
-    fuse_norms: bool = True
+    fuse_norms: bool = False
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
