@@ -35,8 +35,9 @@ class EngineConfig:
       ``max_num_batched_tokens`` and ``max_model_len``), so that none compiles inside a request (a first
       compile takes about a second; later starts load them from Triton's cache).
     - ``pdl``: the decode chain's kernels (norms, rope, GEMVs) launch by programmatic dependent launch on
-      NVIDIA Hopper; False turns it off everywhere. ``attention_pdl``: attention too (off by default: in
-      the chain it measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100, bench/NOTES.md).
+      NVIDIA Hopper; False turns it off everywhere. ``attention_pdl``: attention too (on by default: a batch-1
+      Llama-3-8B step on the H100 measured 0.06 ms faster with it in three runs of 2026-11-26, after four
+      earlier runs measured it 0.03-0.05 ms slower; bench/NOTES.md).
     - ``attention_num_splits``: split-KV count of decode attention (None: ``select_attention_config``'s).
     - ``fuse_rope_kv_write``: rope and the KV-cache write as one kernel (triton ops and attention).
     - ``fuse_norms``: decode steps whose projections all run the Triton GEMV (one rank, triton ops) take
@@ -86,7 +87,7 @@ class EngineConfig:
     warmup_attention: bool = True
     decode_steps: int = 8
     pdl: bool = True
-    attention_pdl: bool = False
+    attention_pdl: bool = True
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False

@@ -60,9 +60,8 @@ class TritonAttention:
                  sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None):
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
-        # pdl: the engine launches attention without PDL (EngineConfig.attention_pdl): in its chain PDL
-        # measured 0.03 ms slower a batch-1 Llama-3-8B step on the H100 (bench/NOTES.md); the ablation
-        # suite compares both.
+        # pdl: whether the engine launches attention by PDL (EngineConfig.attention_pdl, on: 0.06 ms faster
+        # a batch-1 Llama-3-8B step on the H100, bench/NOTES.md); the ablation suite compares both.
         self.pdl = pdl
         self.num_splits = num_splits  # split-KV override (None: select_attention_config's choice)
 
