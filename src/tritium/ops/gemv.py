@@ -37,23 +37,13 @@ MAX_M = 4
 
 @dataclass(frozen=True)
 class GemvConfig:
-    """A program's rows (``block_n``) and K chunk (``block_k``), warps, pipeline stages, and ``ahead``: weight
-    chunks requested beyond the one in use (1 or 2; all of them before the programmatic-dependent-launch
-    wait, so that much of the weight is on its way while the kernel before finishes)."""
-
     block_n: int
     block_k: int
     num_warps: int
     num_stages: int = 1
-    ahead: int = 1
-
-    def __post_init__(self):
-        if self.ahead not in (1, 2):
-            raise ValueError(f"GemvConfig.ahead must be 1 or 2, got {self.ahead!r}")
 
     def __str__(self) -> str:
-        tail = f"-a{self.ahead}" if self.ahead != 1 else ""
-        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}{tail}"
+        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
 
 
 # Candidates timed by LinearDispatch.tune (each one compile per dtype; shapes are runtime arguments).
@@ -63,20 +53,8 @@ CONFIGS = (
     # whole rows in one load (K <= 4096): every byte of a program in flight at once, tried for the small
     # latency-bound projections; on the H100 they tie the others there and still trail cuBLAS (NOTES.md)
     GemvConfig(2, 4096, 4), GemvConfig(4, 4096, 8), GemvConfig(4, 2048, 4),
-    # two chunks ahead: the latency-bound projections (qkv, o, down) start with twice the bytes in flight
-    GemvConfig(16, 256, 4, ahead=2), GemvConfig(8, 512, 4, ahead=2), GemvConfig(4, 1024, 4, ahead=2),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
-
-
-@triton.jit
-def _weight_chunk(ptrs, rows, ks, k_off, N, K, valid, EVEN: tl.constexpr):
-    """Weight rows ``rows`` x columns ``k_off + ks`` (zeros where not ``valid`` or out of bounds), streamed
-    (evict first: read once a step)."""
-    if EVEN:
-        return tl.load(ptrs, mask=valid, other=0.0, eviction_policy="evict_first")
-    return tl.load(ptrs, mask=valid & (rows[:, None] < N) & (k_off + ks[None, :] < K), other=0.0,
-                   eviction_policy="evict_first")
 
 
 @triton.jit
@@ -91,7 +69,7 @@ def _gemv_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False, AHEAD: tl.constexpr = 1,
+    NORM_WEIGHT: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
     norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on entry; each program reads and writes
@@ -101,11 +79,12 @@ def _gemv_kernel(
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
     x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
-    # The weights never depend on earlier kernels: the first AHEAD chunks are requested before waiting for
-    # the previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
-    w = _weight_chunk(w_ptrs, rows, ks, 0, N, K, True, EVEN_N and EVEN_K)
-    if AHEAD == 2:
-        w1 = _weight_chunk(w_ptrs + BLOCK_K, rows, ks, BLOCK_K, N, K, BLOCK_K < K, EVEN_N and EVEN_K)
+    # The weights never depend on earlier kernels: the first chunk is requested before waiting for the
+    # previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
+    if EVEN_N and EVEN_K:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (ks[None, :] < K), other=0.0, eviction_policy="evict_first")
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
@@ -133,15 +112,15 @@ def _gemv_kernel(
                 x = xf * nw.to(tl.float32)[None, :]
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
-        # chunk k + AHEAD requested before chunk k is used: AHEAD + 1 chunks in flight per program
-        far = k0 + AHEAD * BLOCK_K
-        w_next = _weight_chunk(w_ptrs + (AHEAD - 1) * BLOCK_K, rows, ks, far, N, K, far < K, EVEN_N and EVEN_K)
-        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
-        if AHEAD == 2:
-            w = w1
-            w1 = w_next
+        # next chunk requested before this one is used: two chunks in flight per program
+        more = k0 + BLOCK_K < K
+        if EVEN_N and EVEN_K:
+            w_next = tl.load(w_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
         else:
-            w = w_next
+            w_next = tl.load(w_ptrs, mask=more & (rows[:, None] < N) & (k0 + BLOCK_K + ks[None, :] < K), other=0.0,
+                             eviction_policy="evict_first")
+        acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
+        w = w_next
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
     if NORM:
         rstd = 1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps)                     # [BLOCK_M]
@@ -220,7 +199,6 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        AHEAD=cfg.ahead,
         num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
