@@ -121,3 +121,34 @@ def test_norm_fold_only_where_the_chain_can_run():
                           ({"fuse_norms": True, "linear_backend": "torch"}, False)]:
         model = LlamaModel(cfg, dtype=torch.float32, device=dev, options=ModelOptions(**dict(base, **change)))
         assert model.fold_norms == folds, change
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_qkv_rope_in_the_gemv_matches_the_rope_kernel(name):
+    """fuse_qkv_rope: decode steps with rope and the KV write inside the QKV GEMV give the hidden states and
+    the caches of the rope kernel's chain (fp32: the same arithmetic), and launch no rope kernel."""
+    cfg, dev = CONFIGS[name], default_device()
+    model = _model(cfg, torch.float32)
+    caches = _caches(cfg, torch.float32)
+    ctx = [7, 19, 3, 11]
+    gen = torch.Generator().manual_seed(3)
+    prompt = torch.randint(0, cfg.vocab_size, (sum(ctx),), generator=gen).to(dev)
+    meta, pos = _meta(ctx, ctx, dev)
+    model.forward(prompt, pos, meta, caches)
+    lens = [n + 1 for n in ctx]
+    meta, pos = _meta(lens, [1] * 4, dev)
+    ids = torch.randint(0, cfg.vocab_size, (4,), generator=gen).to(dev)
+    outs, after = {}, {}
+    for fuse in (False, True):
+        model.set_options(dataclasses.replace(model.options, fuse_qkv_rope=fuse, fuse_norms=False))
+        calls = []
+        rope_kv = model.ops.rope_write_kv
+        model.ops = dataclasses.replace(model.ops, rope_write_kv=lambda *a, **k: (calls.append(1), rope_kv(*a, **k)))
+        work = [tuple(c.clone() for c in pair) for pair in caches]
+        outs[fuse] = model.forward(ids, pos, meta, work)
+        after[fuse] = work
+        assert len(calls) == (0 if fuse else cfg.num_hidden_layers)
+    torch.testing.assert_close(outs[True], outs[False], rtol=1e-5, atol=1e-5)
+    for (k1, v1), (k2, v2) in zip(after[True], after[False]):
+        torch.testing.assert_close(k1, k2, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(v1, v2, rtol=1e-5, atol=1e-6)

@@ -36,6 +36,7 @@ ABLATIONS = (
     ("as shipped", {}),
     ("rope and KV write apart", {"fuse_rope_kv_write": False}),
     ("norms inside the GEMVs", {"fuse_norms": True}),
+    ("rope and KV write inside the QKV GEMV", {"fuse_qkv_rope": True}),
     ("attention without PDL", {"attention_pdl": False}),
     ("norms inside the GEMVs, attention without PDL", {"fuse_norms": True, "attention_pdl": False}),
     ("no PDL anywhere", {"pdl": False}),

@@ -45,6 +45,8 @@ class EngineConfig:
       fewer a layer; the normed rows are not rounded to the model dtype, as the unfused norm rounds them;
       the norm weights are folded into the QKV and gate/up weights at load). Off by default: on the H100
       (Llama-3-8B, batch 1) the fused GEMVs cost what the two norm kernels did (bench/NOTES.md).
+    - ``fuse_qkv_rope``: decode steps whose QKV projection runs the Triton GEMV do rope and the KV-cache write
+      in its epilogue (one launch fewer a layer; triton ops and attention). Off until measured.
     - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
       projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
       (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights). Off by default: on 2x H200 (70B,
@@ -91,6 +93,7 @@ class EngineConfig:
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False
+    fuse_qkv_rope: bool = False
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
@@ -141,7 +144,7 @@ class EngineConfig:
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
                      "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
-                     "fuse_row_parallel", "pipeline_windows"):
+                     "fuse_qkv_rope", "fuse_row_parallel", "pipeline_windows"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

@@ -15,6 +15,8 @@ import triton
 
 from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
+from tritium.ops.qkv_rope import qkv_rope_write_kv
+from tritium.ops.qkv_rope import supports as qkv_rope_supports
 
 log = logging.getLogger(__name__)
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
@@ -89,6 +91,19 @@ class LinearDispatch:
         returning ``residual``; only where :meth:`gemv_runs`."""
         return gemv(x, weight, bias, config=self._gemv_config(x, weight), gated=gated, residual=residual,
                     pdl=None if self.pdl else False)
+
+    def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
+                 cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,
+                 num_q_heads: int, num_kv_heads: int) -> torch.Tensor:
+        """The QKV GEMV with rope and the KV-cache write in its epilogue (:func:`tritium.ops.qkv_rope_write_kv`),
+        with this shape's tuned config where its rows split into rope pairs, else that kernel's default;
+        only where :meth:`gemv_runs`."""
+        cfg = self._gemv_config(x, weight)
+        head_dim = weight.shape[0] // (num_q_heads + 2 * num_kv_heads)
+        return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
+                                 num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+                                 config=cfg if qkv_rope_supports(cfg, head_dim) else None,
+                                 pdl=None if self.pdl else False)
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,

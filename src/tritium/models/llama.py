@@ -50,6 +50,9 @@ class ModelOptions:
       the columns of the QKV and gate/up weights when the weights load (``W[:, k] * w[k]``, rounded once),
       so the GEMVs need not load them; every path then runs those norms with a unit weight. Off by default:
       on the H100 (Llama-3-8B, batch 1) the fused GEMVs cost what the norm kernels did (bench/NOTES.md).
+    - ``fuse_qkv_rope``: in decode steps whose QKV projection runs the Triton GEMV (with ``fuse_rope_kv_write``
+      active), rope and the KV-cache write run in that GEMV's epilogue (:mod:`tritium.ops.qkv_rope`): one
+      launch fewer a layer. Not measured yet: off.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -64,6 +67,7 @@ class ModelOptions:
     attention_num_splits: int | None = None
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False
+    fuse_qkv_rope: bool = False
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
@@ -321,9 +325,14 @@ class LlamaModel:
                 x = normed
             else:
                 x, residual = add_norm(h, self._norm_weight(layer.input_norm), residual)
-            qkv = layer.qkv_proj.forward(x, linear)                                   # [T, (hq + 2 hkv) d]
+            roped = self._qkv_rope(x, layer)
+            if roped:  # rope and the KV write in the projection's epilogue
+                qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.cos_sin, k_cache, v_cache,
+                                                     meta.slot_mapping)
+            else:
+                qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
-            attn = self._attend(qkv, positions, meta, k_cache, v_cache)
+            attn = self._attend(qkv, positions, meta, k_cache, v_cache, roped=roped)
             x = layer.o_proj.forward_add_norm(attn, residual, layer.post_norm, cfg.rms_norm_eps)
             if x is None:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
@@ -387,13 +396,21 @@ class LlamaModel:
         self.prefetcher.join()
         return {"pdl": False} if self.ops.backend == "triton" else {}
 
-    def _attend(self, qkv, positions, meta, k_cache, v_cache) -> torch.Tensor:
-        """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: rope, the KV-cache write, attention."""
+    def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
+        """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""
+        return (self.options.fuse_qkv_rope and self.fused_rope_kv
+                and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight))
+
+    def _attend(self, qkv, positions, meta, k_cache, v_cache, *, roped: bool = False) -> torch.Tensor:
+        """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: rope, the KV-cache write, attention
+        (``roped``: the projection did the first two)."""
         T, hq, hkv, d = qkv.shape[0], self.num_heads, self.num_kv_heads, self.config.head_dim
         q = qkv[:, : hq * d].view(T, hq, d)
         k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
         v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
-        if self.fused_rope_kv:
+        if roped:
+            attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)
+        elif self.fused_rope_kv:
             self.ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
             attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
         else:

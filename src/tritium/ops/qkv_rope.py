@@ -1,0 +1,184 @@
+"""The decode QKV projection with rope and the KV-cache write in its epilogue: one kernel instead of the
+GEMV and ``rope_write_kv`` (reference: :func:`tritium.ops.reference.linear` then
+:func:`tritium.ops.reference.rope_write_kv`).
+
+Rotate-half rope pairs element j of a head with element j + D/2, which a plain GEMV program (consecutive
+weight rows) does not hold together. Here a program takes ``block_n / 2`` pairs of one head: rows
+``j .. j + block_n/2`` and the same rows D/2 further on, as two accumulators. Its epilogue rounds both
+products to the model dtype (as the GEMV's store does), rotates query and key pairs as the rope kernel
+does (fp32, cos/sin rounded to the dtype), writes q and k (rotated) and v into the QKV output, and k and
+v into the token's cache slot. On Hopper it is a programmatic dependent launch like the GEMV.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.ops.gemv import MAX_M, GemvConfig
+from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
+
+DEFAULT_CONFIG = GemvConfig(8, 512, 4)
+
+
+@triton.jit
+def _qkv_rope_kernel(
+    # pointers
+    x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    # strides
+    stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
+    stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
+    # sizes
+    M, K, num_q_heads, num_kv_heads, block_size, num_slots,
+    # meta-parameters
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Grid: (N / 2 / PAIRS,), N = (num_q_heads + 2 num_kv_heads) HEAD_DIM. Program p: head h = p // (HEAD_DIM / 2
+    / PAIRS), rows h HEAD_DIM + j and h HEAD_DIM + j + HEAD_DIM / 2 for its PAIRS values of j."""
+    HALF: tl.constexpr = HEAD_DIM // 2
+    pid = tl.program_id(0)
+    per_head = HALF // PAIRS
+    head = pid // per_head
+    j = (pid % per_head) * PAIRS + tl.arange(0, PAIRS)                             # [PAIRS] in [0, HALF)
+    rows1 = head * HEAD_DIM + j
+    rows2 = rows1 + HALF
+    ms = tl.arange(0, BLOCK_M)
+    ks = tl.arange(0, BLOCK_K)
+    w1_ptrs = w_ptr + rows1.to(tl.int64)[:, None] * stride_w_n + ks[None, :]      # [PAIRS, BLOCK_K]
+    w2_ptrs = w_ptr + rows2.to(tl.int64)[:, None] * stride_w_n + ks[None, :]
+    x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
+    # weights first (they never depend on earlier kernels), then wait for x
+    if EVEN_K:
+        w1 = tl.load(w1_ptrs, eviction_policy="evict_first")
+        w2 = tl.load(w2_ptrs, eviction_policy="evict_first")
+    else:
+        w1 = tl.load(w1_ptrs, mask=ks[None, :] < K, other=0.0, eviction_policy="evict_first")
+        w2 = tl.load(w2_ptrs, mask=ks[None, :] < K, other=0.0, eviction_policy="evict_first")
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x, positions and slots come from the kernels before
+        tl.extra.cuda.gdc_launch_dependents()
+    # the epilogue's loads, issued now so that their latency hides under the weight stream
+    mmask = ms < M
+    dtype = out_ptr.dtype.element_ty
+    pos = tl.load(positions_ptr + ms, mask=mmask, other=0).to(tl.int64)          # [BLOCK_M]
+    cs_ptrs = cos_sin_ptr + pos[:, None] * stride_cs_p + j[None, :]
+    c = tl.load(cs_ptrs, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)  # [BLOCK_M, PAIRS]
+    s = tl.load(cs_ptrs + HALF, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)
+    slot = tl.load(slot_mapping_ptr + ms, mask=mmask, other=-1)                  # [BLOCK_M]
+    acc1 = tl.zeros((BLOCK_M, PAIRS, BLOCK_K), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_M, PAIRS, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        x = tl.load(x_ptrs, mask=(ms[:, None] < M) & (k0 + ks[None, :] < K), other=0.0).to(tl.float32)
+        w1_ptrs += BLOCK_K
+        w2_ptrs += BLOCK_K
+        x_ptrs += BLOCK_K
+        more = k0 + BLOCK_K + ks[None, :] < K
+        w1_next = tl.load(w1_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
+        w2_next = tl.load(w2_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
+        acc1 += w1.to(tl.float32)[None, :, :] * x[:, None, :]
+        acc2 += w2.to(tl.float32)[None, :, :] * x[:, None, :]
+        w1 = w1_next
+        w2 = w2_next
+    y1 = tl.sum(acc1, axis=2)                                                      # [BLOCK_M, PAIRS]
+    y2 = tl.sum(acc2, axis=2)
+    if HAS_BIAS:
+        y1 += tl.load(bias_ptr + rows1).to(tl.float32)[None, :]
+        y2 += tl.load(bias_ptr + rows2).to(tl.float32)[None, :]
+    # rounded as the GEMV stores them; the rope kernel's arithmetic from there
+    y1 = y1.to(dtype).to(tl.float32)
+    y2 = y2.to(dtype).to(tl.float32)
+    if head < num_q_heads + num_kv_heads:  # q or k: rotate
+        r1 = y1 * c - y2 * s
+        r2 = y2 * c + y1 * s
+    else:
+        r1 = y1
+        r2 = y2
+    o1 = r1.to(dtype)
+    o2 = r2.to(dtype)
+    out1 = out_ptr + ms[:, None] * stride_out_m + rows1[None, :]
+    tl.store(out1, o1, mask=mmask[:, None])
+    tl.store(out1 + HALF, o2, mask=mmask[:, None])
+    if head >= num_q_heads:  # k or v: also into the token's cache slot (a slot outside the cache skips)
+        ok = mmask & (slot >= 0) & (slot < num_slots)
+        blk = tl.where(ok, slot // block_size, 0).to(tl.int64)
+        off = tl.where(ok, slot % block_size, 0).to(tl.int64)
+        if head < num_q_heads + num_kv_heads:
+            kv_head = head - num_q_heads
+            c_ptrs = k_cache_ptr + blk[:, None] * stride_kc_blk + off[:, None] * stride_kc_tok + kv_head * stride_kc_head
+        else:
+            kv_head = head - num_q_heads - num_kv_heads
+            c_ptrs = v_cache_ptr + blk[:, None] * stride_vc_blk + off[:, None] * stride_vc_tok + kv_head * stride_vc_head
+        # (the caches hold the model dtype: the launcher checks)
+        tl.store(c_ptrs + j[None, :], o1, mask=ok[:, None])
+        tl.store(c_ptrs + HALF + j[None, :], o2, mask=ok[:, None])
+
+
+def supports(config: GemvConfig, head_dim: int) -> bool:
+    """Whether ``config``'s rows split into pairs of one head: block_n / 2 must divide head_dim / 2."""
+    return config.block_n % 2 == 0 and head_dim % 2 == 0 and (head_dim // 2) % (config.block_n // 2) == 0
+
+
+def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
+                      cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      slot_mapping: torch.Tensor, *, num_q_heads: int, num_kv_heads: int,
+                      config: GemvConfig | None = None, pdl: bool | None = None) -> torch.Tensor:
+    """``qkv = x @ weight^T (+ bias)`` for ``x [M, K]`` (1 <= M <= ``MAX_M``), with rope applied to its q and
+    k heads and k, v written into cache slot ``slot_mapping[t]`` of row t: returns ``qkv [M, N]``, N =
+    (num_q_heads + 2 num_kv_heads) * head_dim, as ``gemv`` then ``rope_write_kv`` leave it.
+
+    weight ``[N, K]``, bias ``[N]``, positions ``[M]`` int, cos_sin ``[P, head_dim]`` fp32 (cos in the
+    first half, sin in the second), k_cache / v_cache ``[blocks, block_size, num_kv_heads, head_dim]``
+    with a contiguous last dim, slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
+    ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`).
+    """
+    if x.dim() != 2 or weight.dim() != 2:
+        raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
+    M, K = x.shape
+    N = weight.shape[0]
+    heads = num_q_heads + 2 * num_kv_heads
+    if num_q_heads < 1 or num_kv_heads < 1 or N % heads:
+        raise ValueError(f"weight has {N} rows: not (num_q_heads {num_q_heads} + 2 num_kv_heads {num_kv_heads}) "
+                         "heads of equal size")
+    head_dim = N // heads
+    if not 1 <= M <= MAX_M:
+        raise ValueError(f"x must have 1 to {MAX_M} rows, got {M}")
+    if weight.shape[1] != K or x.stride(1) != 1 or weight.stride(1) != 1:
+        raise ValueError(f"weight must be [N, {K}] and x and weight need a contiguous last dimension, got weight "
+                         f"{tuple(weight.shape)}, strides {x.stride()} and {weight.stride()}")
+    if weight.dtype != x.dtype or weight.device != x.device:
+        raise ValueError(f"weight must match x in dtype and device, got {weight.dtype}/{weight.device}")
+    if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
+        raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if (cache.dim() != 4 or cache.shape[2:] != (num_kv_heads, head_dim) or cache.dtype != x.dtype
+                or cache.stride(-1) != 1 or cache.device != x.device):
+            raise ValueError(f"{name} must be [blocks, block_size, {num_kv_heads}, {head_dim}] {x.dtype} with a "
+                             f"contiguous last dim, got {tuple(cache.shape)} {cache.dtype}")
+    if k_cache.shape[:2] != v_cache.shape[:2]:
+        raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} must have the same pages")
+    if positions.shape != (M,) or slot_mapping.shape != (M,):
+        raise ValueError(f"positions {tuple(positions.shape)} and slot_mapping {tuple(slot_mapping.shape)} must "
+                         f"have one entry per row of x ({M})")
+    if cos_sin.dim() != 2 or cos_sin.shape[1] != head_dim or cos_sin.dtype != torch.float32 or cos_sin.stride(1) != 1:
+        raise ValueError(f"cos_sin must be a [positions, {head_dim}] float32 table, got {tuple(cos_sin.shape)} "
+                         f"{cos_sin.dtype}")
+    cfg = config or DEFAULT_CONFIG
+    if not supports(cfg, head_dim):
+        raise ValueError(f"config {cfg}: block_n / 2 must divide head_dim / 2 ({head_dim // 2})")
+    if pdl and not pdl_supported(x.device):
+        raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    pairs = cfg.block_n // 2
+    _qkv_rope_kernel[(N // 2 // pairs,)](
+        x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
+        x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
+        *k_cache.stride()[:3], *v_cache.stride()[:3],
+        M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
+        HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
+        HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
+        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        **pdl_launch(x.device, pdl is not False),
+    )
+    return out

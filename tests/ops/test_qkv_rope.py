@@ -1,0 +1,92 @@
+"""The QKV GEMV with rope and the KV-cache write in its epilogue, against the GEMV then rope_write_kv
+(bit for bit where the roundings match) and the fp64/fp32 references."""
+
+import pytest
+import torch
+
+from tritium import ops
+from tritium.models.rope import rope_cos_sin, rope_inv_freq
+from tritium.ops import reference
+from tritium.ops.gemv import GemvConfig, gemv
+from tritium.ops.qkv_rope import qkv_rope_write_kv, supports
+from tritium.runtime import default_device, interpreting
+
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
+
+
+def _case(m, hq, hkv, d, k, dtype, bias, gen):
+    dev = default_device()
+    n = (hq + 2 * hkv) * d
+    x = torch.randn(m, k, generator=gen).to(dtype).to(dev)
+    w = (torch.randn(n, k, generator=gen) / k ** 0.5).to(dtype).to(dev)
+    b = torch.randn(n, generator=gen).to(dtype).to(dev) if bias else None
+    cos_sin = rope_cos_sin(rope_inv_freq(d, 10000.0, None, None), 64, 1.0).to(dev)
+    positions = torch.randint(0, 64, (m,), generator=gen).to(dev)
+    blocks, bs = 6, 4
+    k_cache = torch.randn(blocks, bs, hkv, d, generator=gen).to(dtype).to(dev)
+    v_cache = torch.randn(blocks, bs, hkv, d, generator=gen).to(dtype).to(dev)
+    slots = torch.randperm(blocks * bs, generator=gen)[:m].to(dev)
+    if m > 1:
+        slots[1] = -1  # skipped: nothing written for that row
+    if m > 2:
+        slots[2] = blocks * bs  # past the cache: skipped
+    return x, w, b, positions, cos_sin, k_cache, v_cache, slots
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,hq,hkv,d,k,bias", [(1, 4, 2, 64, 256, False), (4, 2, 1, 128, 200, True),
+                                               (3, 3, 3, 64, 96, True)], ids=str)
+def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias):
+    gen = torch.Generator().manual_seed(m * 7 + d + k)
+    x, w, b, pos, cos_sin, kc, vc, slots = _case(m, hq, hkv, d, k, dtype, bias, gen)
+    kc2, vc2 = kc.clone(), vc.clone()
+    kc_ref, vc_ref = kc.clone(), vc.clone()
+    configs = [GemvConfig(8, 128, 4), GemvConfig(16, 256, 4, 3)] + ([GemvConfig(4, 64, 4)] if k < 128 else [])
+    for config in configs:
+        kc.copy_(kc2)
+        vc.copy_(vc2)
+        out = qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv, config=config)
+        # unfused: the GEMV, then rope + KV write on views of its output
+        unf = gemv(x, w, b, config=config)
+        kc_u, vc_u = kc2.clone(), vc2.clone()
+        q3, k3, v3 = (unf[:, :hq * d].view(m, hq, d), unf[:, hq * d:(hq + hkv) * d].view(m, hkv, d),
+                      unf[:, (hq + hkv) * d:].view(m, hkv, d))
+        ops.rope_write_kv(q3, k3, v3, pos, cos_sin, kc_u, vc_u, slots)
+        if dtype == torch.bfloat16 and interpreting():  # fp32 -> bf16 rounds towards zero here: one ulp
+            for a, e in ((out, unf), (kc, kc_u), (vc, vc_u)):
+                torch.testing.assert_close(a, e, rtol=2 ** -6, atol=2 ** -6)
+        else:
+            assert torch.equal(out, unf) and torch.equal(kc, kc_u) and torch.equal(vc, vc_u), config
+    # the references: fp64 product, then the torch rope + write
+    ref = reference.linear(x, w, b)
+    q3, k3, v3 = (ref[:, :hq * d].view(m, hq, d), ref[:, hq * d:(hq + hkv) * d].view(m, hkv, d),
+                  ref[:, (hq + hkv) * d:].view(m, hkv, d))
+    reference.rope_write_kv(q3, k3, v3, pos, cos_sin, kc_ref, vc_ref, slots)
+    for a, e in ((out, ref), (kc, kc_ref), (vc, vc_ref)):
+        assert not a.isnan().any()
+        assert ((a.double() - e.double()).norm() / e.double().norm()).item() < TOL[dtype]
+    if m > 2:  # rows with a skipped slot left the caches alone there
+        assert torch.equal(kc.view(-1, hkv, d)[slots[0]], out[0, hq * d:(hq + hkv) * d].view(hkv, d))
+
+
+def test_qkv_rope_bad_input():
+    gen = torch.Generator().manual_seed(0)
+    x, w, b, pos, cos_sin, kc, vc, slots = _case(2, 4, 2, 64, 128, torch.float32, False, gen)
+    kw = dict(num_q_heads=4, num_kv_heads=2)
+    assert supports(GemvConfig(8, 128, 4), 64) and not supports(GemvConfig(4, 128, 4), 66)
+    assert not supports(GemvConfig(128, 64, 4), 64)
+    cases = [
+        ((x, w, b, pos, cos_sin, kc, vc, slots), dict(num_q_heads=3, num_kv_heads=2), "not \\(num_q_heads 3"),
+        ((x.repeat(3, 1), w, b, pos, cos_sin, kc, vc, slots), kw, "1 to 4 rows"),
+        ((x, w, b, pos[:1], cos_sin, kc, vc, slots), kw, "one entry per row"),
+        ((x, w, b, pos, cos_sin.double(), kc, vc, slots), kw, "float32 table"),
+        ((x, w, b, pos, cos_sin, kc[..., :32], vc, slots), kw, "k_cache must be"),
+        ((x, w, b, pos, cos_sin, kc, vc.half(), slots), kw, "v_cache must be"),
+        ((x, w, torch.zeros(3), pos, cos_sin, kc, vc, slots), kw, "bias must be"),
+    ]
+    for args, kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            qkv_rope_write_kv(*args, **kwargs)
+    with pytest.raises(ValueError, match="block_n / 2 must divide head_dim / 2"):
+        qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, config=GemvConfig(128, 64, 4), **kw)
