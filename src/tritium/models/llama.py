@@ -52,7 +52,7 @@ class ModelOptions:
       on the H100 (Llama-3-8B, batch 1) the fused GEMVs cost what the norm kernels did (bench/NOTES.md).
     - ``fuse_qkv_rope``: in decode steps whose QKV projection runs the Triton GEMV (with ``fuse_rope_kv_write``
       active), rope and the KV-cache write run in that GEMV's epilogue (:mod:`tritium.ops.qkv_rope`): one
-      launch fewer a layer. Not measured yet: off.
+      launch fewer a layer (not in the ``fuse_norms`` chain, whose QKV GEMV holds the norm). Not measured yet: off.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -333,7 +333,7 @@ class LlamaModel:
                 qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
             attn = self._attend(qkv, positions, meta, k_cache, v_cache, roped=roped)
-            x = layer.o_proj.forward_add_norm(attn, residual, layer.post_norm, cfg.rms_norm_eps)
+            x = layer.o_proj.forward_add_norm(attn, residual, self._norm_weight(layer.post_norm), cfg.rms_norm_eps)
             if x is None:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
                 x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual)
@@ -343,7 +343,8 @@ class LlamaModel:
             last = i + 1 == len(self.layers)
             # (the step's last norm stays apart when weight prefetches must be joined before it)
             normed = None if last and plan else layer.down_proj.forward_add_norm(
-                gate_up, residual, self.norm if last else self.layers[i + 1].input_norm, cfg.rms_norm_eps, gated=True)
+                gate_up, residual, self.norm if last else self._norm_weight(self.layers[i + 1].input_norm),
+                cfg.rms_norm_eps, gated=True)
             if normed is None:
                 # SiLU-and-mul fused into the GEMV when it runs
                 h = layer.down_proj.forward(gate_up, linear, gated=True, reduce=reduce)
