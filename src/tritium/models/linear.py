@@ -42,18 +42,26 @@ class LinearDispatch:
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
 
+    def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
+        if self.mode == "torch" or not 1 <= m <= MAX_M:
+            return None
+        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
+
     def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``x @ weight^T``, or None for cuBLAS."""
-        m = x.shape[0]
-        if self.mode == "torch" or not 1 <= m <= MAX_M or x.stride(-1) != 1:
-            return None
-        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, weight.shape[0], weight.shape[1]))
+        return self._config_for(x.shape[0], weight) if x.stride(-1) == 1 else None
+
+    @property
+    def _pdl(self) -> bool | None:
+        """The GEMVs' ``pdl`` argument: where supported, unless turned off."""
+        return None if self.pdl else False
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         cfg = self._config(x, weight)
         if cfg is None:
             return F.linear(x, weight, bias)
-        return gemv(x, weight, bias, config=cfg, pdl=None if self.pdl else False)
+        return gemv(x, weight, bias, config=cfg, pdl=self._pdl)
 
     def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
@@ -61,14 +69,12 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return F.linear(self.silu_and_mul(x), weight)
-        return gemv(x, weight, config=cfg, gated=True, pdl=None if self.pdl else False)
+        return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
         where it does, :meth:`normed` and :meth:`add_into` fuse the layer's RMSNorm and residual add."""
-        if self.mode == "torch" or not 1 <= m <= MAX_M:
-            return False
-        return self.mode == "triton" or all(self.choices.get((m, *w.shape)) is not None for w in weights)
+        return all(self._config_for(m, w) is not None for w in weights)
 
     def _gemv_config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig:
         cfg = self._config(x, weight)
@@ -83,14 +89,14 @@ class LinearDispatch:
         rounded: :func:`tritium.ops.reference.rms_norm_linear`; ``norm_weight`` None: folded into
         ``weight``); only where :meth:`gemv_runs`."""
         return gemv(h, weight, bias, config=self._gemv_config(h, weight), norm_weight=norm_weight, eps=eps,
-                    pdl=None if self.pdl else False)
+                    pdl=self._pdl)
 
     def add_into(self, x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor,
                  bias: torch.Tensor | None = None, *, gated: bool = False) -> torch.Tensor:
         """``residual += x @ weight^T + bias`` (``silu_and_mul(x)`` when ``gated``) in place as one GEMV,
         returning ``residual``; only where :meth:`gemv_runs`."""
         return gemv(x, weight, bias, config=self._gemv_config(x, weight), gated=gated, residual=residual,
-                    pdl=None if self.pdl else False)
+                    pdl=self._pdl)
 
     def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,
@@ -103,7 +109,7 @@ class LinearDispatch:
         return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,
-                                 pdl=None if self.pdl else False)
+                                 pdl=self._pdl)
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,

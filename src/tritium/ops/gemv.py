@@ -135,22 +135,10 @@ def _gemv_kernel(
     tl.store(out_ptrs, y, mask=out_mask)
 
 
-def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
-         norm_weight: torch.Tensor | None = None, eps: float | None = None,
-         residual: torch.Tensor | None = None) -> torch.Tensor:
-    """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
-
-    x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
-    summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
-    ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
-    loading, as :func:`tritium.ops.reference.silu_and_mul` rounds it), saving that kernel.
-    ``eps``: the product uses RMSNorm(x) with weight ``norm_weight`` ``[K]`` (None: folded into ``weight``
-    already), never rounded (:func:`tritium.ops.reference.rms_norm_linear`), saving the norm's kernel;
-    not with ``gated``.
-    ``residual`` ``[M, N]``: the product (bias included) is added to it in place and it is returned
-    (:func:`tritium.ops.reference.linear_residual`).
-    """
+def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
+                   gated: bool = False) -> tuple[int, int, int]:
+    """(M, N, K) of a GEMV's ``x [M, K]`` (``[M, 2K]`` when ``gated``), ``weight [N, K]`` and ``bias [N]``;
+    ValueError naming the operand that does not fit."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
     M, K = x.shape
@@ -170,6 +158,26 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
                          f"and {x.dtype}/{x.device}")
     if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
+    return M, N, K
+
+
+def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+         config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
+         norm_weight: torch.Tensor | None = None, eps: float | None = None,
+         residual: torch.Tensor | None = None) -> torch.Tensor:
+    """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
+
+    x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
+    summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
+    ``gated``: x is ``[M, 2K]`` = [gate | up] and the product uses ``silu_and_mul(x)`` (computed while
+    loading, as :func:`tritium.ops.reference.silu_and_mul` rounds it), saving that kernel.
+    ``eps``: the product uses RMSNorm(x) with weight ``norm_weight`` ``[K]`` (None: folded into ``weight``
+    already), never rounded (:func:`tritium.ops.reference.rms_norm_linear`), saving the norm's kernel;
+    not with ``gated``.
+    ``residual`` ``[M, N]``: the product (bias included) is added to it in place and it is returned
+    (:func:`tritium.ops.reference.linear_residual`).
+    """
+    M, N, K = check_operands(x, weight, bias, gated=gated)
     if eps is not None:
         if gated:
             raise ValueError("a norm (eps) and gated=True do not combine (the norm is over x's K columns)")

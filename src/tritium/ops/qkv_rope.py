@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.gemv import MAX_M, GemvConfig
+from tritium.ops.gemv import GemvConfig, check_operands
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
@@ -133,24 +133,12 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     with a contiguous last dim, slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
     ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`).
     """
-    if x.dim() != 2 or weight.dim() != 2:
-        raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
-    M, K = x.shape
-    N = weight.shape[0]
+    M, N, K = check_operands(x, weight, bias)
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads < 1 or num_kv_heads < 1 or N % heads:
         raise ValueError(f"weight has {N} rows: not (num_q_heads {num_q_heads} + 2 num_kv_heads {num_kv_heads}) "
                          "heads of equal size")
     head_dim = N // heads
-    if not 1 <= M <= MAX_M:
-        raise ValueError(f"x must have 1 to {MAX_M} rows, got {M}")
-    if weight.shape[1] != K or x.stride(1) != 1 or weight.stride(1) != 1:
-        raise ValueError(f"weight must be [N, {K}] and x and weight need a contiguous last dimension, got weight "
-                         f"{tuple(weight.shape)}, strides {x.stride()} and {weight.stride()}")
-    if weight.dtype != x.dtype or weight.device != x.device:
-        raise ValueError(f"weight must match x in dtype and device, got {weight.dtype}/{weight.device}")
-    if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
-        raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if (cache.dim() != 4 or cache.shape[2:] != (num_kv_heads, head_dim) or cache.dtype != x.dtype
                 or cache.stride(-1) != 1 or cache.device != x.device):
