@@ -110,6 +110,20 @@ def test_mostly_empty_splits(features):
                   **feature_kwargs(features, shape.num_q_heads))
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["lse-first", "parallel-loads"])
+def test_merge_never_reads_stale_partials(parallel, monkeypatch):
+    """Mostly empty splits over a workspace whose partial outputs hold NaN from before: the merge (either
+    load order, launcher.MERGE_PARALLEL_LOADS) uses only the splits that wrote, so no NaN leaks."""
+    from tritium.attention import launcher
+
+    monkeypatch.setattr(launcher, "MERGE_PARALLEL_LOADS", parallel)
+    shape = Shape(q_lens=(1, 1, 1, 2), seq_lens=(1, 16, 129, 40))
+    batch = shape.batch(torch.float16)
+    workspace = AttentionWorkspace(batch.q.shape[0], shape.num_q_heads, batch.q.shape[-1], device=batch.q.device)
+    workspace.part_out.fill_(float("nan"))
+    run_and_check(batch, TOL[torch.float16], workspace=workspace, num_splits=32)
+
+
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
 @pytest.mark.parametrize("window", [1, 17, 64, 100], ids=lambda w: f"window{w}")
 @pytest.mark.parametrize("dtype", [dtype_param(torch.float16), dtype_param(torch.float32)])

@@ -425,7 +425,7 @@ def _merge_splits_kernel(
     num_splits,
     # meta-parameters
     SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, USE_PDL: tl.constexpr,
-    WRITE_LSE: tl.constexpr = False,
+    WRITE_LSE: tl.constexpr = False, PARALLEL_LOADS: tl.constexpr = False,
 ):
     """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse).
 
@@ -441,15 +441,20 @@ def _merge_splits_kernel(
     s_mask = offs_s < num_splits
     offs_d = tl.arange(0, HEAD_DIM_PAD)
     d_mask = offs_d < HEAD_DIM
+    part_ptrs = (part_out_ptr + offs_s[:, None].to(tl.int64) * stride_po_split + tok * stride_po_tok
+                 + head * stride_po_head + offs_d[None, :])                           # [SPLITS_PAD, HEAD_DIM_PAD]
+    if PARALLEL_LOADS:  # every partial requested with the log-sum-exps: one L2 round trip, not two
+        parts = tl.load(part_ptrs, mask=s_mask[:, None] & d_mask[None, :], other=0.0)
     lse = tl.load(part_lse_ptr + offs_s * stride_pl_split + tok * stride_pl_tok + head,
                   mask=s_mask, other=float("-inf"))  # [SPLITS_PAD]
     lse_max = tl.max(lse, 0)
     lse_max = tl.where(lse_max == float("-inf"), 0.0, lse_max)
     w = tl.math.exp2(lse - lse_max)  # empty splits weigh 0
-    full = s_mask & (lse > float("-inf"))  # empty splits wrote no output: not read
-    parts = tl.load(part_out_ptr + offs_s[:, None].to(tl.int64) * stride_po_split + tok * stride_po_tok
-                    + head * stride_po_head + offs_d[None, :],
-                    mask=full[:, None] & d_mask[None, :], other=0.0)  # [SPLITS_PAD, HEAD_DIM_PAD]
+    full = s_mask & (lse > float("-inf"))  # empty splits wrote no output: not read (or, loaded, not used)
+    if PARALLEL_LOADS:
+        parts = tl.where(full[:, None], parts, 0.0)  # stale rows of empty splits may hold anything, NaN too
+    else:
+        parts = tl.load(part_ptrs, mask=full[:, None] & d_mask[None, :], other=0.0)
     den = tl.sum(w, 0)
     o = tl.sum(parts * w[:, None], 0) / tl.where(den > 0.0, den, 1.0)
     tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d, o.to(out_ptr.dtype.element_ty),

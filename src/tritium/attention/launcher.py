@@ -13,6 +13,10 @@ from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, n
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
+# A/B switch, pending a GPU measurement (bench/probe_merge_loads.py): True issues the merge's partial loads
+# with its log-sum-exp loads (one L2 round trip); False loads the partials once the log-sum-exps tell which
+# splits are empty (shipped).
+MERGE_PARALLEL_LOADS = False
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
 # interpreter nor an NVIDIA GPU can run it, so it cannot be tested here.
@@ -413,6 +417,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, WRITE_LSE=lse is not None,
+            PARALLEL_LOADS=MERGE_PARALLEL_LOADS,
             num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device, pdl),
         )
     return out
