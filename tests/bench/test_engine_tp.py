@@ -91,3 +91,17 @@ def test_trace_labels_with_fused_row_parallel_layers():
     assert {k: v["count"] for k, v in by.items()} == {"qkv": 2, "_paged_attention_kernel": 2, "o_proj": 2,
                                                       "gate_up": 2, "down": 2, "lm_head": 1}
     assert by["lm_head"]["busy_us"] == len(names)
+
+
+def test_trace_labels_with_qkv_rope():
+    """With fuse_qkv_rope the QKV projection is the _qkv_rope_kernel: it keeps the qkv place in the layer's
+    order (labelled as such), so o_proj, gate_up and down keep theirs."""
+    from tritium.bench.engine_common import summarize_step
+
+    names = ["_rms_norm_kernel", "_qkv_rope_kernel", "_paged_attention_kernel", "_merge_splits_kernel",
+             "_gemv_kernel", "_rms_norm_kernel", "_gemv_kernel", "_gemv_kernel"] * 2 + ["_gemv_kernel"]
+    step = [{"name": n, "ts": 10 * i, "dur": 1 + i} for i, n in enumerate(names)]
+    by = summarize_step(step)["by_kernel"]
+    assert {k: v["count"] for k, v in by.items()} == {
+        "_rms_norm_kernel": 4, "qkv (+ rope, KV write)": 2, "_paged_attention_kernel": 2, "_merge_splits_kernel": 2,
+        "o_proj": 2, "gate_up": 2, "down": 2, "lm_head": 1}

@@ -214,6 +214,8 @@ def summarize_step(step: list[dict], what: str = "") -> dict:
         name = e["name"]
         if _is_projection(name):
             label = "lm_head" if proj == nproj - 1 else PROJECTIONS[proj % 4]
+            if "qkv_rope" in name:  # fuse_qkv_rope: the QKV GEMV with rope and the KV write inside
+                label += " (+ rope, KV write)"
             proj += 1
         else:
             label = name.split("(")[0][:48]
@@ -236,5 +238,6 @@ def summarize_step(step: list[dict], what: str = "") -> dict:
 def _is_projection(name: str) -> bool:
     """A kernel of a projection (Triton GEMV or GEMM, cuBLAS); ``matmul_all_reduce`` is the one-launch
     row-parallel layer (``fuse_row_parallel``: o_proj / down with their all-reduce, residual add and
-    RMSNorm), so the labels by order in the layer stay right with it."""
-    return any(k in name for k in ("gemv", "gemm", "nvjet", "cutlass", "matmul_all_reduce"))
+    RMSNorm) and ``qkv_rope`` the QKV GEMV with rope inside (``fuse_qkv_rope``), so the labels by order in
+    the layer stay right with them."""
+    return any(k in name for k in ("gemv", "gemm", "nvjet", "cutlass", "matmul_all_reduce", "qkv_rope"))
