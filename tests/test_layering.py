@@ -1,6 +1,6 @@
 """The package's dependencies point one way, and tritium modules import each other at their top.
 
-    server -> engine -> models -> {fused -> collectives -> shmem, ops, attention} -> {runtime, ptx}
+    server -> engine -> models -> {fused -> collectives -> shmem, ops, attention} -> runtime
 
 A module of one of these packages may import only packages of a lower rank (never one beside it or above
 it: that is how a cycle starts). Entry points (``tritium/__init__``, ``cli``, ``demo``, ``bench``) sit on
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tritium"
-RANK = {"runtime": 0, "ptx": 0, "attention": 1, "ops": 1, "shmem": 1, "collectives": 2, "fused": 3, "models": 4,
+RANK = {"runtime": 0, "attention": 1, "ops": 1, "shmem": 1, "collectives": 2, "fused": 3, "models": 4,
         "engine": 5, "server": 6}
 ENTRY_POINTS = {"__init__", "cli", "demo", "bench", "testing", "tune"}
 

@@ -256,18 +256,3 @@ def test_out_is_written_in_place():
     result = paged_attention(*batch.args, out=out, num_splits=3)
     assert result is out and out.data_ptr() == ptr
     assert_rel_close(out, batch.ref(), TOL[torch.float32])
-
-
-@pytest.mark.parametrize("kv_prefetch", [1, 2], ids=["normal", "evict_last"])
-@pytest.mark.parametrize("num_splits", [1, 4], ids=["nosplit", "split4"])
-def test_decode_kv_prefetch_keeps_results(kv_prefetch, num_splits, monkeypatch):
-    """launcher.KV_PREFETCH (decode programs ask L2 for their first keys' rows before the PDL wait: a
-    compiled Hopper GPU only, ignored elsewhere) changes no value, with a budget that covers only part of
-    each program's keys."""
-    from tritium.attention import launcher
-
-    monkeypatch.setattr(launcher, "KV_PREFETCH", kv_prefetch)
-    monkeypatch.setattr(launcher, "KV_PREFETCH_BUDGET", 1 << 16)
-    shape = Shape(q_lens=(1, 1, 1), seq_lens=(300, 17, 129))
-    batch = shape.batch(torch.float16)
-    run_and_check(batch, TOL[torch.float16], num_splits=num_splits)

@@ -152,31 +152,3 @@ def test_qkv_rope_in_the_gemv_matches_the_rope_kernel(name):
     for (k1, v1), (k2, v2) in zip(after[True], after[False]):
         torch.testing.assert_close(k1, k2, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(v1, v2, rtol=1e-5, atol=1e-6)
-
-
-def test_gemv_prefetch_option():
-    """gemv_prefetch names projections whose GEMVs prefetch their weight slice (by weight shape in the
-    dispatch); bad names are refused; the decode step's bits do not change."""
-    cfg, dev = CONFIGS["llama"], default_device()
-    with pytest.raises(ValueError, match="gemv_prefetch must be a tuple of names"):
-        ModelOptions(gemv_prefetch=("o",))
-    with pytest.raises(ValueError, match="gemv_prefetch must be a tuple of names"):
-        ModelOptions(gemv_prefetch="o_proj")
-    model = _model(cfg, torch.float32)
-    caches = _caches(cfg, torch.float32)
-    ctx = [5, 9]
-    gen = torch.Generator().manual_seed(4)
-    meta, pos = _meta(ctx, ctx, dev)
-    model.forward(torch.randint(0, cfg.vocab_size, (sum(ctx),), generator=gen).to(dev), pos, meta, caches)
-    meta, pos = _meta([n + 1 for n in ctx], [1, 1], dev)
-    ids = torch.randint(0, cfg.vocab_size, (2,), generator=gen).to(dev)
-    outs = {}
-    for names in ((), ("o_proj", "qkv_proj", "gate_up_proj", "down_proj", "lm_head")):
-        model.set_options(dataclasses.replace(model.options, linear_backend="triton", gemv_prefetch=names))
-        layer = model.layers[0]
-        assert model.linear.prefetch_shapes == {tuple(w.shape) for w in (
-            layer.o_proj.weight, layer.qkv_proj.weight, layer.gate_up_proj.weight, layer.down_proj.weight,
-            model.lm_head.weight)} if names else not model.linear.prefetch_shapes
-        outs[names] = model.forward(ids, pos, meta, [tuple(c.clone() for c in pair) for pair in caches])
-    a, b = outs.values()
-    assert torch.isfinite(a).all() and torch.equal(a, b)

@@ -156,27 +156,3 @@ def test_norm_and_residual_bad_input():
     square = torch.randn(16, 16, device=dev)
     with pytest.raises(ValueError, match="residual must not share memory with x"):
         gemv(square[:2], square, residual=square[2:4])
-
-
-@pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 130, 1536)], ids=str)
-@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
-@pytest.mark.parametrize("config", CONFIGS, ids=str)
-@pytest.mark.parametrize("prefetch", [True, "evict_last"], ids=["normal", "evict_last"])
-def test_gemv_prefetch_keeps_results(m, n, k, gated, config, prefetch):
-    """prefetch=True (each program's bulk L2 prefetch of its weight slice before the PDL wait, a compiled
-    Hopper GPU only; ignored elsewhere) gives the same bits as without, also for a weight written by the
-    kernel launched right before it, a ragged last program (n not a multiple of block_n) and a K whose
-    rows are not 16-byte multiples (k=100 fp16: 200 bytes; prefetch skipped)."""
-    dev = default_device()
-    x = torch.randn(m, 2 * k if gated else k, dtype=torch.float16, device=dev)
-    w = torch.randn(n, k, dtype=torch.float16, device=dev) / k ** 0.5
-    plain = gemv(x, w, gated=gated, config=config)
-    out = gemv(x, w, gated=gated, config=config, prefetch=prefetch)
-    assert torch.equal(out, plain)
-    w2 = torch.empty_like(w)
-    w2.copy_(w * 2)  # written by the kernel just before the prefetching launch
-    assert torch.equal(gemv(x, w2, gated=gated, config=config, prefetch=prefetch), gemv(x, w2, gated=gated, config=config))
-    ref = reference.linear(reference.silu_and_mul(x) if gated else x, w)
-    assert rel_err(out, ref) < TOL[torch.float16]
-    with pytest.raises(ValueError, match="prefetch must be"):
-        gemv(x, w, gated=gated, prefetch="evict_first")

@@ -20,8 +20,6 @@ it will read once before its key loop: one outside [0, num_blocks) makes it read
 import triton
 import triton.language as tl
 
-from tritium.ptx import prefetch_l2
-
 LOG2E = 1.4426950408889634
 
 
@@ -249,7 +247,6 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False,
-    KV_PREFETCH: tl.constexpr = 0, PREFETCH_KEYS: tl.constexpr = 0,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -384,20 +381,6 @@ def _paged_attention_kernel(
 
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
-    if KV_PREFETCH > 0:
-        # (USE_PDL only) the first PREFETCH_KEYS keys of the program's range asked of L2 while the kernels
-        # before still run: one bulk prefetch a K or V row. L2 is where writes land, so a row the kernel
-        # before is writing (the new tokens') is never read stale: the loads below still run after the wait.
-        key_lo = lo * TILE_N
-        key_end = tl.minimum(tl.minimum(hi * TILE_N, seq_len), key_lo + PREFETCH_KEYS)
-        for c in range(key_lo, key_end, 128):
-            keys = c + tl.arange(0, 128)
-            keys = tl.where(keys < key_end, keys, c)  # lanes past the end re-request the first row
-            pages = tl.load(bt_row_ptr + keys // PAGE_SIZE).to(tl.int64)  # checked in range above
-            slots = keys % PAGE_SIZE
-            row_bytes = tl.zeros([128], tl.int32) + HEAD_DIM * k_cache_ptr.dtype.element_ty.primitive_bitwidth // 8
-            prefetch_l2(k_head_ptr + pages * stride_k_blk + slots * stride_k_tok, row_bytes, KV_PREFETCH == 2)
-            prefetch_l2(v_head_ptr + pages * stride_v_blk + slots * stride_v_tok, row_bytes, KV_PREFETCH == 2)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],

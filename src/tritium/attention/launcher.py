@@ -17,11 +17,6 @@ SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 # empty splits' rows afterwards; False loads the partials once the log-sum-exps tell which splits are empty.
 # Measured on the H100 (bench/probe_merge_loads.py, stop 36): 0 to -1.7% a split decode call, never slower.
 MERGE_PARALLEL_LOADS = True
-# A/B switch, pending a GPU measurement: decode launches under programmatic dependent launch ask L2 for the
-# first keys of each program's range before waiting for the kernel before (0 off, 1 normal lines, 2 tagged
-# evict_last), at most KV_PREFETCH_BUDGET bytes a launch (a power of two of keys a program, >= 32).
-KV_PREFETCH = 0
-KV_PREFETCH_BUDGET = 32 << 20
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
 # interpreter nor an NVIDIA GPU can run it, so it cannot be tested here.
@@ -363,11 +358,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     head_pad = next_pow2(head_dim)
     dummy = q
     launch = pdl_launch(q.device, pdl)
-    row_bytes = head_dim * k_cache.element_size()
-    kv_prefetch = (KV_PREFETCH if launch["USE_PDL"] and max_seqlen_q == 1 and row_bytes % 16 == 0
-                   and all(t.data_ptr() % 16 == 0 and t.stride(0) * t.element_size() % 16 == 0
-                           and t.stride(1) * t.element_size() % 16 == 0 and t.stride(2) * t.element_size() % 16 == 0
-                           for t in (k_cache, v_cache)) else 0)
     while True:
         splits = _splits(config, num_splits, workspace)
         if splits > 1:
@@ -379,10 +369,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
         # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".
         grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
-        prefetch_keys = 0
-        if kv_prefetch:
-            per_program = KV_PREFETCH_BUDGET // (grid[0] * grid[1] * grid[2] * 2 * row_bytes)
-            prefetch_keys = 1 << (per_program.bit_length() - 1) if per_program >= 32 else 0
         try:
             _paged_attention_kernel[grid](
                 out, q, k_cache, v_cache,
@@ -409,7 +395,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-                KV_PREFETCH=kv_prefetch if prefetch_keys else 0, PREFETCH_KEYS=prefetch_keys,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
             )
             break

@@ -38,12 +38,8 @@ ABLATIONS = (
     ("norms inside the GEMVs", {"fuse_norms": True}),
     ("rope and KV write inside the QKV GEMV", {"fuse_qkv_rope": True}),
     ("attention without PDL", {"attention_pdl": False}),
+    ("norms inside the GEMVs, attention without PDL", {"fuse_norms": True, "attention_pdl": False}),
     ("no PDL anywhere", {"pdl": False}),
-    ("GEMV L2 prefetch: o", {"gemv_prefetch": ("o_proj",)}),
-    ("GEMV L2 prefetch: o evict_last", {"gemv_prefetch": ("o_proj",), "gemv_prefetch_evict_last": True}),
-    ("GEMV L2 prefetch: o, qkv evict_last", {"gemv_prefetch": ("o_proj", "qkv_proj"), "gemv_prefetch_evict_last": True}),
-    ("GEMV L2 prefetch: o, gate_up evict_last", {"gemv_prefetch": ("o_proj", "gate_up_proj"),
-                                                 "gemv_prefetch_evict_last": True}),
     ("attention 6 splits (2 tiles each)", {"attention_num_splits": 6}),
     ("attention 3 splits", {"attention_num_splits": 3}),
 )

@@ -41,14 +41,6 @@ class LinearDispatch:
         self.pdl = pdl  # False: GEMVs launch without programmatic dependent launch
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
-        # weight shapes (N, K) whose GEMVs ask L2 for their weight slice at launch (gemv(prefetch=True))
-        self.prefetch_shapes: frozenset[tuple[int, int]] = frozenset()
-        self.prefetch_evict_last = False  # those prefetches tag their lines evict_last
-
-    def _prefetch(self, weight: torch.Tensor) -> bool | str:
-        if tuple(weight.shape) not in self.prefetch_shapes:
-            return False
-        return "evict_last" if self.prefetch_evict_last else True
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
@@ -69,7 +61,7 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return F.linear(x, weight, bias)
-        return gemv(x, weight, bias, config=cfg, pdl=self._pdl, prefetch=self._prefetch(weight))
+        return gemv(x, weight, bias, config=cfg, pdl=self._pdl)
 
     def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
@@ -77,7 +69,7 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return F.linear(self.silu_and_mul(x), weight)
-        return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl, prefetch=self._prefetch(weight))
+        return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
@@ -97,14 +89,14 @@ class LinearDispatch:
         rounded: :func:`tritium.ops.reference.rms_norm_linear`; ``norm_weight`` None: folded into
         ``weight``); only where :meth:`gemv_runs`."""
         return gemv(h, weight, bias, config=self._gemv_config(h, weight), norm_weight=norm_weight, eps=eps,
-                    pdl=self._pdl, prefetch=self._prefetch(weight))
+                    pdl=self._pdl)
 
     def add_into(self, x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor,
                  bias: torch.Tensor | None = None, *, gated: bool = False) -> torch.Tensor:
         """``residual += x @ weight^T + bias`` (``silu_and_mul(x)`` when ``gated``) in place as one GEMV,
         returning ``residual``; only where :meth:`gemv_runs`."""
         return gemv(x, weight, bias, config=self._gemv_config(x, weight), gated=gated, residual=residual,
-                    pdl=self._pdl, prefetch=self._prefetch(weight))
+                    pdl=self._pdl)
 
     def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,

@@ -54,10 +54,6 @@ class ModelOptions:
       active), rope and the KV-cache write run in that GEMV's epilogue (:mod:`tritium.ops.qkv_rope`): one
       launch fewer a layer (not in the ``fuse_norms`` chain, whose QKV GEMV holds the norm). On: 0.015-0.025 ms
       faster a batch-1 Llama-3-8B step on the H100 in three runs (bench/NOTES.md).
-    - ``gemv_prefetch``: projections (names from ``PREFETCH_POINTS``) whose Triton GEMV asks L2 for its
-      whole weight slice at launch, before its programmatic-dependent wait (``tritium.ops.gemv(prefetch=)``):
-      a GEMV launched while the kernels before it run (attention, norms) then reads from L2;
-      ``gemv_prefetch_evict_last``: those lines tagged evict_last. Under trial.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -73,8 +69,6 @@ class ModelOptions:
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False
     fuse_qkv_rope: bool = True
-    gemv_prefetch: tuple[str, ...] = ()
-    gemv_prefetch_evict_last: bool = False
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
@@ -87,8 +81,6 @@ class ModelOptions:
         if self.linear_backend not in LinearDispatch.MODES:
             raise ValueError(f"linear_backend must be one of {', '.join(LinearDispatch.MODES)}, "
                              f"got {self.linear_backend!r}")
-        if not isinstance(self.gemv_prefetch, tuple) or not set(self.gemv_prefetch) <= set(PREFETCH_POINTS):
-            raise ValueError(f"gemv_prefetch must be a tuple of names from {PREFETCH_POINTS}, got {self.gemv_prefetch!r}")
 
 
 class LlamaDecoderLayer:
@@ -192,10 +184,6 @@ class LlamaModel:
         self.linear.mode = options.linear_backend
         self.linear.silu_and_mul = self.ops.silu_and_mul
         self.linear.pdl = options.pdl
-        self.linear.prefetch_shapes = frozenset(
-            tuple((self.lm_head if name == "lm_head" else getattr(self.layers[0], name)).weight.shape)
-            for name in options.gemv_prefetch)
-        self.linear.prefetch_evict_last = options.gemv_prefetch_evict_last
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.
         self.fused_rope_kv = (options.fuse_rope_kv_write and options.op_backend == "triton"

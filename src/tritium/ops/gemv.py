@@ -30,7 +30,6 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ptx import prefetch_span_l2
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 MAX_M = 4
@@ -70,7 +69,7 @@ def _gemv_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False, PREFETCH_LANES: tl.constexpr = 0, PREFETCH_EVICT_LAST: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
     norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on entry; each program reads and writes
@@ -82,11 +81,6 @@ def _gemv_kernel(
     x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
     # The weights never depend on earlier kernels: the first chunk is requested before waiting for the
     # previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
-    if PREFETCH_LANES > 0:  # and the program's whole slice (contiguous rows) asked of L2 while the kernels before run
-        row0 = tl.program_id(0) * BLOCK_N
-        prefetch_span_l2(w_ptr + row0.to(tl.int64) * stride_w_n,
-                         (tl.minimum(N - row0, BLOCK_N) * K * w_ptr.dtype.element_ty.primitive_bitwidth // 8),
-                         PREFETCH_LANES, PREFETCH_EVICT_LAST)
     if EVEN_N and EVEN_K:
         w = tl.load(w_ptrs, eviction_policy="evict_first")
     else:
@@ -170,7 +164,7 @@ def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
          config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
          norm_weight: torch.Tensor | None = None, eps: float | None = None,
-         residual: torch.Tensor | None = None, prefetch: bool | str = False) -> torch.Tensor:
+         residual: torch.Tensor | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
@@ -182,15 +176,8 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     not with ``gated``.
     ``residual`` ``[M, N]``: the product (bias included) is added to it in place and it is returned
     (:func:`tritium.ops.reference.linear_residual`).
-    ``prefetch``: under programmatic dependent launch, each program first asks L2 for its whole weight slice
-    (Hopper's bulk prefetch), so that the programs scheduled while the kernels before still run fill DRAM's
-    idle time; ``"evict_last"``: the prefetched lines tagged to stay in L2 ahead of normal ones. A hint,
-    ignored where there is no such launch or the weight is not contiguous and 16-byte aligned. Same bits
-    either way.
     """
     M, N, K = check_operands(x, weight, bias, gated=gated)
-    if prefetch not in (False, True, "evict_last"):
-        raise ValueError(f"prefetch must be False, True or 'evict_last', got {prefetch!r}")
     if eps is not None:
         if gated:
             raise ValueError("a norm (eps) and gated=True do not combine (the norm is over x's K columns)")
@@ -213,11 +200,6 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = residual if residual is not None else torch.empty((M, N), dtype=x.dtype, device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
-    launch = pdl_launch(x.device, pdl is not False)
-    lanes = 0
-    if prefetch and launch["USE_PDL"] and weight.is_contiguous() and weight.data_ptr() % 16 == 0 \
-            and (K * weight.element_size()) % 16 == 0:
-        lanes = 32 * cfg.num_warps
     _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
         x.stride(0), weight.stride(0), out.stride(0),
@@ -225,6 +207,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        PREFETCH_LANES=lanes, PREFETCH_EVICT_LAST=prefetch == "evict_last", num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages), **launch,
+        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        **pdl_launch(x.device, pdl is not False),
     )
     return out

@@ -22,10 +22,9 @@ neither GPU does. :data:`ON_GPU` lists them per backend, each with the probe tha
 
 - NVIDIA: launches recorded with ``USE_PDL=False`` (the interpreter never uses programmatic dependent
   launch) are compiled as recorded and also with ``USE_PDL=True`` plus ``launch_pdl``, the variant
-  Hopper runs (with the GEMV's and the attention's L2 prefetches, ``PREFETCH_LANES`` and ``KV_PREFETCH``,
-  on: they exist only there); ``FENCE`` (the async-proxy fence before TMA loads) follows ``USE_TMA``.
+  Hopper runs; ``FENCE`` (the async-proxy fence before TMA loads) follows ``USE_TMA``.
 - AMD: every NVIDIA-only feature is off, as the launchers choose it on ROCm (``torch.version.hip``):
-  ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False (``PREFETCH_LANES`` and ``KV_PREFETCH`` 0) and ``launch_pdl`` is dropped; ``num_stages``
+  ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped; ``num_stages``
   is at most 2 (``runtime.pipeline_stages``). A
   kernel that uses such a feature must branch on one of these constexprs (or on a new one, added here
   with its probe); one that does not fails the check for the hip targets.
@@ -154,9 +153,6 @@ ON_GPU = {
         "USE_TMA": lambda c: False,   # fused.matmul.launch_options: _tma_supported() is False on ROCm
         "B_KMAJOR": lambda c: False,  # fused.matmul.launch_options: B_KMAJOR = USE_TMA and b is K-major
         "FENCE": lambda c: False,     # fused.all_gather_matmul: FENCE = USE_TMA and not interpreting()
-        "PREFETCH_LANES": lambda c: 0,  # ops.gemv: the L2 prefetch needs USE_PDL
-        "KV_PREFETCH": lambda c: 0,     # attention.launcher: the K/V L2 prefetch needs USE_PDL
-        "PREFETCH_KEYS": lambda c: 0,
     },
 }
 # Launch options no launcher passes on a backend (runtime.pdl_launch gives launch_pdl only with USE_PDL).
@@ -189,12 +185,7 @@ def variants(entry: dict, target: str) -> list[dict]:
                for k, v in entry["options"].items() if k not in DROPPED_OPTIONS[backend]}
     out = [dict(entry, constexprs=constexprs, options=options)]
     if backend == "cuda" and constexprs.get("USE_PDL") is False and int(target.partition(":")[2]) >= 90:
-        pdl = dict(constexprs, USE_PDL=True)
-        if "PREFETCH_LANES" in pdl:  # ops.gemv(prefetch=True): one bulk L2 prefetch a thread, under PDL only
-            pdl["PREFETCH_LANES"] = 32 * options.get("num_warps", 4)
-        if "KV_PREFETCH" in pdl:  # attention.launcher.KV_PREFETCH: decode's K/V L2 prefetch, under PDL only
-            pdl.update(KV_PREFETCH=2, PREFETCH_KEYS=128)
-        out.append(dict(entry, constexprs=pdl, options=dict(options, launch_pdl=True)))
+        out.append(dict(entry, constexprs=dict(constexprs, USE_PDL=True), options=dict(options, launch_pdl=True)))
     return out
 
 
