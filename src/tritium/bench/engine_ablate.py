@@ -4,8 +4,8 @@
 
 Builds tritium's engine on the ``engine`` suite's model (GPU only), runs one batch-1 generation, then:
 
-- the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_rope_kv_write``, ``fuse_norms``,
-  ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in interleaved rounds on the inputs of that
+- the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_qkv_rope``,
+  ``fuse_rope_kv_write``, ``fuse_norms``, ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in interleaved rounds on the inputs of that
   generation's last steps (its real context);
 - the batch-1 decode step with greedy windows pipelined and not (``pipeline_windows``);
 - ``--trace``: one graph replay recorded with CUPTI, each kernel's time on the step's critical path;
@@ -34,11 +34,10 @@ from tritium.ops import gemv, prefetch_l2
 # (label, the model options that differ from the engine's)
 ABLATIONS = (
     ("as shipped", {}),
+    ("rope and KV write in one kernel after the QKV GEMV", {"fuse_qkv_rope": False}),
     ("rope and KV write apart", {"fuse_rope_kv_write": False}),
     ("norms inside the GEMVs", {"fuse_norms": True}),
-    ("rope and KV write inside the QKV GEMV", {"fuse_qkv_rope": True}),
     ("attention without PDL", {"attention_pdl": False}),
-    ("norms inside the GEMVs, attention without PDL", {"fuse_norms": True, "attention_pdl": False}),
     ("no PDL anywhere", {"pdl": False}),
     ("attention 6 splits (2 tiles each)", {"attention_num_splits": 6}),
     ("attention 3 splits", {"attention_num_splits": 3}),
