@@ -53,6 +53,8 @@ def test_linear_tune_picks_and_reports():
     report = lin.tune({v: group for v in ("norm", "residual", "gated_residual")}, (1,),
                       variants={v: v for v in ("norm", "residual", "gated_residual")})
     assert [(r["weight"], r["variant"]) for r in report[-3:]] == [(v, v) for v in ("norm", "residual", "gated_residual")]
+    # a fused variant keeps a GEMV (cuBLAS cannot run it), cuBLAS still reported
+    assert all(r["choice"] != "cublas" and r["cublas_tbs"] > 0 for r in report[-3:])
     with pytest.raises(ValueError, match="variants\\['proj'\\] must be one of"):
         lin.tune({"proj": group}, (1,), variants={"proj": "fused"})
 

@@ -88,6 +88,10 @@ def _gemv_kernel(
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
+    out_ptrs = out_ptr + ms[:, None] * stride_out_m + rows[None, :]
+    out_mask = (ms[:, None] < M) & (rows[None, :] < N)
+    if RESIDUAL:  # requested now, used in the epilogue: its latency hides behind the weight stream
+        res = tl.load(out_ptrs, mask=out_mask, other=0.0)
     # NOTE: products in fp32 (the interpreter's bf16 elementwise products are wrong; on the GPU the
     # conversion is free next to the load). One [BLOCK_N, BLOCK_K] accumulator per row of x, reduced once.
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
@@ -127,11 +131,9 @@ def _gemv_kernel(
         y = y * rstd[:, None]
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + ms[:, None] * stride_out_m + rows[None, :]
-    out_mask = (ms[:, None] < M) & (rows[None, :] < N)
     y = y.to(out_ptr.dtype.element_ty)
     if RESIDUAL:  # rounded product + residual, rounded: what a separate add of the two tensors gives
-        y = (y.to(tl.float32) + tl.load(out_ptrs, mask=out_mask, other=0.0).to(tl.float32)).to(out_ptr.dtype.element_ty)
+        y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
     tl.store(out_ptrs, y, mask=out_mask)
 
 
