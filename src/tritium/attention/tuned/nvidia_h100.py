@@ -1,13 +1,13 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 de725daf1d8832c8; 360 decode-family and 160 prefill-family workloads,
-swept 2026-11-26T07:03:56+00:00; distilled trees {'decode': {'leaves': 300, 'margin': 0.01}, 'prefill': {'leaves': 300, 'margin': 0.02}}
+(sha256 baffed60db0fb63b; 720 decode-family and 160 prefill-family workloads,
+swept 2026-11-26T11:37:37+00:00; distilled trees {'decode': {'leaves': 300, 'margin': 0.02}, 'prefill': {'leaves': 300, 'margin': 0.02}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0407, 'hand': 1.1171}, 'prefill': {'tree': 1.0374, 'hand': 1.4482}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0261, 'hand': 1.1189}, 'prefill': {'tree': 1.0374, 'hand': 1.4482}}).
 The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
-    decode: 72 held out, 81% within 5% of the best swept, worst 1.358x the best and 1.161x the hand rules
+    decode: 144 held out, 81% within 5% of the best swept, worst 1.340x the best and 1.230x the hand rules
     prefill: 32 held out, 88% within 5% of the best swept, worst 1.423x the best and 1.107x the hand rules
 """
 
@@ -38,480 +38,519 @@ def decode(f):
                             if f['head_dim'] <= 96:
                                 return (128, 2, 4)
                             else:
-                                return (32, 2, 1)
-                        else:
-                            if f['programs'] <= 3:
-                                if f['head_dim'] <= 96:
-                                    return (128, 2, 8)
+                                if f['programs'] <= 3:
+                                    return (32, 2, 4)
                                 else:
-                                    return (128, 2, 4)
-                            else:
-                                return (128, 2, 1)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            return (128, 2, 0)
+                                    return (128, 2, 8)
                         else:
                             if f['head_dim'] <= 96:
-                                return (128, 2, 0)
-                            else:
                                 return (128, 2, 4)
-                else:
-                    if f['programs'] <= 12:
-                        return 'hand'
+                            else:
+                                if f['programs'] <= 6:
+                                    return (128, 2, 8)
+                                else:
+                                    return (128, 2, 1)
                     else:
-                        if f['kv_bits'] <= 12:
-                            return 'hand'
+                        if f['group'] <= 2:
+                            if f['num_tokens'] <= 12:
+                                return (128, 2, 2)
+                            else:
+                                return (128, 2, 0)
                         else:
                             if f['programs'] <= 24:
-                                return 'hand'
+                                return (128, 2, 8)
                             else:
-                                return (64, 2, 0)
+                                return (128, 2, 0)
+                else:
+                    if f['kv_bits'] <= 12:
+                        return 'hand'
+                    else:
+                        if f['programs'] <= 24:
+                            return 'hand'
+                        else:
+                            return (64, 2, 0)
             else:
                 if f['programs'] <= 12:
                     if f['head_dim'] <= 192:
                         if f['max_seqlen_k'] <= 576:
-                            if f['programs'] <= 6:
-                                if f['num_seqs'] <= 3:
-                                    if f['kv_bits'] <= 12:
+                            if f['programs'] <= 3:
+                                if f['num_tokens'] <= 3:
+                                    return (32, 2, 2)
+                                else:
+                                    return (32, 2, 1)
+                            else:
+                                if f['num_tokens'] <= 24:
+                                    if f['programs'] <= 6:
                                         if f['num_tokens'] <= 3:
                                             return (32, 2, 4)
                                         else:
-                                            return (32, 2, 1)
+                                            return 'hand'
                                     else:
-                                        if f['programs'] <= 3:
-                                            return (32, 2, 4)
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_tokens'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (32, 2, 1)
+                                else:
+                                    if f['programs'] <= 6:
+                                        return (64, 2, 1)
+                                    else:
+                                        return (32, 2, 8)
+                        else:
+                            if f['programs'] <= 6:
+                                if f['programs'] <= 1:
+                                    return (32, 2, 1)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['kv_bits'] <= 12:
+                                            if f['programs'] <= 3:
+                                                return (32, 2, 8)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return 'hand'
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (32, 2, 1)
                                     else:
                                         return 'hand'
                             else:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_q'] <= 1:
-                                        return (32, 2, 8)
+                                        return (128, 2, 2)
                                     else:
-                                        return (32, 2, 1)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['num_tokens'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['programs'] <= 6:
-                                if f['num_tokens'] <= 6:
-                                    if f['kv_bits'] <= 12:
-                                        if f['head_dim'] <= 96:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['programs'] <= 3:
-                                                return (32, 2, 1)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return (32, 2, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (32, 2, 8)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (32, 2, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 8)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1408:
-                                            if f['max_seqlen_k'] <= 704:
-                                                return (32, 2, 2)
-                                            else:
-                                                return (32, 2, 4)
-                                        else:
+                                        if f['num_tokens'] <= 3:
                                             return (32, 2, 8)
+                                        else:
+                                            return (32, 2, 4)
+                                else:
+                                    if f['max_seqlen_k'] <= 1408:
+                                        if f['max_seqlen_k'] <= 704:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 4)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            if f['num_tokens'] <= 48:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (32, 2, 2)
                     else:
                         if f['programs'] <= 3:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
+                            return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 1280:
+                                return 'hand'
+                            else:
+                                if f['programs'] <= 6:
+                                    return 'hand'
+                                else:
+                                    return (32, 2, 2)
+                else:
+                    if f['head_dim'] <= 96:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 24:
+                                if f['kv_bits'] <= 12:
+                                    return (32, 2, 4)
+                                else:
+                                    return (128, 2, 4)
+                            else:
+                                if f['kv_bits'] <= 12:
                                     return 'hand'
                                 else:
                                     return (32, 2, 4)
-                            else:
-                                return 'hand'
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
-                                    return 'hand'
+                            if f['programs'] <= 24:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 4)
                                 else:
-                                    if f['programs'] <= 6:
+                                    return (32, 2, 4)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    return (32, 2, 4)
+                                else:
+                                    return 'hand'
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 24:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 192:
+                                        return (32, 2, 8)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                else:
+                                    if f['num_tokens'] <= 3:
+                                        return (64, 2, 4)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (32, 2, 8)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['head_dim'] <= 192:
+                                    if f['kv_bits'] <= 12:
                                         return 'hand'
                                     else:
                                         return (32, 2, 2)
-                            else:
-                                return 'hand'
-                else:
-                    if f['max_seqlen_k'] <= 1280:
-                        if f['programs'] <= 24:
-                            if f['kv_bits'] <= 12:
-                                return 'hand'
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 4)
-                                    else:
-                                        return (64, 2, 8)
                                 else:
-                                    return 'hand'
+                                    return (32, 2, 2)
                         else:
                             if f['head_dim'] <= 192:
                                 if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                return (32, 2, 2)
-                    else:
-                        if f['head_dim'] <= 192:
-                            if f['programs'] <= 24:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 2)
+                                    return (64, 2, 2)
                                 else:
                                     return (32, 2, 4)
                             else:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    return (64, 2, 2)
-                        else:
-                            if f['kv_bits'] <= 12:
                                 return (32, 2, 2)
-                            else:
-                                if f['programs'] <= 24:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 2)
         else:
-            if f['programs'] <= 384:
-                if f['head_dim'] <= 192:
+            if f['head_dim'] <= 192:
+                if f['programs'] <= 384:
                     if f['max_seqlen_k'] <= 320:
                         if f['programs'] <= 192:
                             if f['kv_bits'] <= 12:
                                 if f['head_dim'] <= 96:
                                     if f['programs'] <= 96:
                                         if f['block_size'] <= 40:
-                                            return (128, 2, 1)
+                                            return (128, 2, 2)
                                         else:
                                             return (128, 2, 0)
                                     else:
-                                        return (64, 2, 0)
+                                        return (128, 2, 2)
                                 else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['programs'] <= 96:
-                                            return (128, 2, 0)
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 8)
                                     else:
-                                        return (64, 2, 0)
+                                        return (128, 2, 2)
                             else:
-                                if f['block_size'] <= 40:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 12:
-                                            return (128, 2, 8)
-                                        else:
-                                            return (128, 2, 1)
-                                    else:
-                                        return (128, 2, 0)
+                                if f['programs'] <= 96:
+                                    return (128, 2, 4)
                                 else:
                                     return (64, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['head_dim'] <= 96:
-                                    return (64, 2, 0)
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 1)
+                                    else:
+                                        return (128, 2, 2)
                                 else:
                                     return (64, 2, 1)
                             else:
                                 return (64, 2, 0)
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 96:
-                                    if f['head_dim'] <= 96:
-                                        return (64, 2, 8)
-                                    else:
-                                        return (128, 2, 2)
-                                else:
-                                    return (128, 2, 1)
-                            else:
-                                if f['programs'] <= 96:
-                                    return (128, 2, 4)
-                                else:
-                                    if f['head_dim'] <= 96:
+                        if f['head_dim'] <= 96:
+                            if f['kv_bits'] <= 12:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['programs'] <= 96:
                                         return (128, 2, 4)
                                     else:
                                         if f['programs'] <= 192:
-                                            return (128, 2, 1)
+                                            return (128, 2, 4)
                                         else:
-                                            return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 192:
+                                            return (128, 2, 0)
+                                else:
+                                    if f['programs'] <= 192:
+                                        return (128, 2, 4)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 1280:
                                     if f['programs'] <= 96:
-                                        if f['head_dim'] <= 96:
+                                        return (128, 3, 0)
+                                    else:
+                                        if f['programs'] <= 192:
                                             return (128, 2, 0)
                                         else:
-                                            return (128, 3, 0)
+                                            return (128, 2, 1)
+                                else:
+                                    if f['programs'] <= 192:
+                                        if f['programs'] <= 96:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            return (128, 2, 1)
                                     else:
                                         return (128, 2, 0)
+                        else:
+                            if f['programs'] <= 192:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 96:
+                                        return (128, 2, 4)
+                                    else:
+                                        return (128, 2, 1)
                                 else:
-                                    if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['programs'] <= 96:
+                                            return (128, 3, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                    else:
+                                        if f['programs'] <= 96:
+                                            return (64, 2, 2)
+                                        else:
+                                            return (128, 3, 0)
+                            else:
+                                if f['max_seqlen_k'] <= 1280:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (64, 2, 1)
+                else:
+                    if f['max_seqlen_k'] <= 896:
+                        if f['programs'] <= 768:
+                            if f['kv_bits'] <= 12:
+                                if f['max_seqlen_k'] <= 320:
+                                    return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
                                         return (128, 2, 1)
                                     else:
                                         return (128, 2, 0)
                             else:
-                                if f['programs'] <= 96:
+                                if f['max_seqlen_k'] <= 320:
+                                    return 'hand'
+                                else:
                                     if f['head_dim'] <= 96:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (64, 2, 4)
-                                else:
-                                    if f['programs'] <= 192:
-                                        if f['head_dim'] <= 96:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return 'hand'
+                                        else:
                                             return (128, 2, 1)
-                                        else:
-                                            return (128, 3, 0)
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 2, 0)
-                                        else:
-                                            return (64, 2, 1)
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['programs'] <= 192:
-                                if f['programs'] <= 96:
-                                    if f['num_tokens'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 0)
-                                else:
-                                    return (64, 2, 0)
-                            else:
-                                return (64, 2, 1)
+                                        return (32, 2, 1)
                         else:
-                            if f['programs'] <= 192:
-                                if f['programs'] <= 96:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 1)
-                            else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    return 'hand'
-                                else:
-                                    return (64, 2, 0)
-                    else:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['programs'] <= 192:
-                                return (64, 2, 0)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['programs'] <= 96:
-                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    return (64, 2, 0)
-                                else:
-                                    if f['programs'] <= 192:
-                                        return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 0)
-            else:
-                if f['max_seqlen_k'] <= 896:
-                    if f['programs'] <= 768:
-                        if f['max_seqlen_k'] <= 576:
                             if f['max_seqlen_k'] <= 320:
-                                if f['head_dim'] <= 192:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 0)
-                                else:
-                                    return 'hand'
+                                return 'hand'
                             else:
                                 if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 192:
+                                    if f['programs'] <= 1536:
                                         return (128, 2, 0)
                                     else:
-                                        return 'hand'
+                                        return (128, 2, 2)
                                 else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 0)
-                        else:
-                            return (32, 2, 2)
-                    else:
-                        if f['head_dim'] <= 192:
-                            if f['max_seqlen_k'] <= 320:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
-                                    if f['programs'] <= 1536:
-                                        return (32, 2, 4)
-                                    else:
-                                        return (32, 2, 0)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (32, 2, 0)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        return (32, 2, 4)
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 1536:
-                                    return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 320:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 8)
-                                    else:
-                                        if f['max_seqlen_k'] <= 320:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 8)
-                            else:
-                                if f['max_seqlen_k'] <= 320:
                                     if f['num_seqs'] <= 192:
                                         return 'hand'
                                     else:
-                                        return (64, 2, 4)
-                                else:
-                                    return 'hand'
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['head_dim'] <= 192:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 2, 2)
+                                        else:
+                                            return 'hand'
+                    else:
+                        if f['kv_bits'] <= 12:
                             if f['programs'] <= 768:
-                                if f['num_tokens'] <= 1536:
-                                    return (128, 2, 0)
-                                else:
+                                if f['head_dim'] <= 96:
                                     return (128, 2, 2)
+                                else:
+                                    return (128, 2, 1)
                             else:
                                 return (128, 2, 0)
                         else:
-                            return (64, 2, 0)
-                    else:
-                        if f['programs'] <= 768:
                             if f['head_dim'] <= 96:
                                 return 'hand'
                             else:
-                                if f['head_dim'] <= 192:
+                                if f['programs'] <= 768:
                                     if f['block_size'] <= 40:
                                         return (128, 2, 2)
                                     else:
                                         return (32, 2, 1)
                                 else:
-                                    return (64, 2, 2)
+                                    return (32, 2, 1)
+            else:
+                if f['programs'] <= 384:
+                    if f['programs'] <= 192:
+                        if f['max_seqlen_k'] <= 320:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 96:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 0)
+                                else:
+                                    return (32, 2, 0)
+                            else:
+                                return (64, 2, 0)
                         else:
-                            if f['head_dim'] <= 192:
-                                if f['programs'] <= 1536:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 96:
                                     return 'hand'
                                 else:
-                                    return (32, 2, 1)
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 1)
                             else:
-                                return 'hand'
+                                if f['programs'] <= 96:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (64, 3, 0)
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            return 'hand'
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    return (64, 2, 1)
+                            else:
+                                return (64, 2, 0)
+                else:
+                    if f['max_seqlen_k'] <= 320:
+                        if f['programs'] <= 768:
+                            return 'hand'
+                        else:
+                            if f['programs'] <= 1536:
+                                return (64, 2, 2)
+                            else:
+                                return (64, 2, 4)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 1536:
+                                if f['max_seqlen_k'] <= 1280:
+                                    return 'hand'
+                                else:
+                                    return (64, 2, 1)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (32, 2, 8)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['programs'] <= 768:
+                                    return (64, 2, 0)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['programs'] <= 768:
+                                    return (64, 2, 2)
+                                else:
+                                    return (64, 2, 0)
     else:
         if f['head_dim'] <= 192:
             if f['kv_bits'] <= 12:
-                if f['programs'] <= 384:
+                if f['programs'] <= 192:
                     if f['programs'] <= 6:
-                        if f['max_seqlen_k'] <= 81920:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 3:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 3:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (128, 2, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['group'] <= 6:
+                                                return (128, 3, 1)
+                                            else:
+                                                return (128, 2, 4)
+                                        else:
+                                            return (128, 3, 1)
+                                    else:
+                                        return (128, 3, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
                                         return (128, 2, 2)
                                     else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 3:
-                                        if f['programs'] <= 1:
-                                            return 'hand'
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 8)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 3:
-                                    if f['head_dim'] <= 96:
-                                        if f['programs'] <= 1:
-                                            return (128, 2, 2)
-                                        else:
-                                            return (128, 2, 4)
-                                    else:
-                                        return (128, 2, 8)
-                                else:
-                                    return (128, 2, 4)
+                                        return (128, 3, 8)
                         else:
-                            if f['programs'] <= 3:
-                                return (128, 3, 1)
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['num_tokens'] <= 1:
+                                    return (64, 2, 1)
+                                else:
+                                    return 'hand'
                             else:
-                                return (128, 2, 8)
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['num_tokens'] <= 3:
+                                        return (128, 2, 8)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return (128, 2, 2)
                     else:
                         if f['programs'] <= 96:
-                            if f['programs'] <= 24:
-                                if f['max_seqlen_k'] <= 20480:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['programs'] <= 24:
                                     if f['head_dim'] <= 96:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_k'] <= 81920:
+                                        if f['max_seqlen_k'] <= 20480:
                                             if f['programs'] <= 12:
-                                                if f['group'] <= 2:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 3, 4)
+                                                return 'hand'
                                             else:
                                                 return (128, 2, 2)
                                         else:
-                                            return (128, 2, 4)
+                                            return (64, 3, 4)
                                     else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (128, 2, 2)
-                                        else:
-                                            if f['programs'] <= 12:
+                                        return (128, 2, 2)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 48:
                                                 return (128, 2, 2)
                                             else:
                                                 return (128, 2, 4)
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['programs'] <= 48:
-                                        return (128, 2, 2)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 2, 4)
                                         else:
-                                            return 'hand'
+                                            return (128, 3, 8)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 48:
+                                                return (128, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['programs'] <= 48:
+                                                return (128, 3, 4)
+                                            else:
+                                                return 'hand'
+                            else:
+                                if f['programs'] <= 24:
+                                    if f['head_dim'] <= 96:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['programs'] <= 12:
+                                                return 'hand'
+                                            else:
+                                                return (128, 3, 8)
+                                        else:
+                                            return (128, 3, 8)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (128, 3, 4)
                                 else:
                                     if f['head_dim'] <= 96:
                                         return (128, 3, 8)
@@ -524,274 +563,262 @@ def decode(f):
                             if f['head_dim'] <= 96:
                                 return (128, 3, 8)
                             else:
-                                if f['programs'] <= 192:
-                                    return 'hand'
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (128, 2, 1)
                                 else:
-                                    return (128, 2, 0)
+                                    if f['group'] <= 6:
+                                        return (128, 2, 1)
+                                    else:
+                                        return 'hand'
                 else:
                     if f['head_dim'] <= 96:
-                        if f['programs'] <= 768:
+                        if f['programs'] <= 384:
+                            return (128, 3, 8)
+                        else:
                             if f['max_seqlen_k'] <= 20480:
                                 return (128, 2, 0)
                             else:
                                 if f['block_size'] <= 40:
                                     return (128, 2, 1)
                                 else:
-                                    return (128, 2, 0)
-                        else:
-                            return (128, 2, 0)
+                                    return (128, 3, 8)
                     else:
                         return (128, 2, 0)
             else:
                 if f['programs'] <= 96:
                     if f['max_seqlen_k'] <= 20480:
-                        if f['programs'] <= 6:
-                            if f['programs'] <= 3:
-                                if f['programs'] <= 1:
-                                    return (128, 2, 1)
-                                else:
-                                    return 'hand'
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 6:
+                                return 'hand'
                             else:
-                                if f['head_dim'] <= 96:
+                                if f['programs'] <= 24:
                                     return 'hand'
                                 else:
-                                    return (32, 2, 2)
+                                    return (64, 2, 4)
                         else:
-                            if f['programs'] <= 12:
-                                if f['head_dim'] <= 96:
-                                    return (32, 2, 4)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (32, 2, 4)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (32, 2, 8)
+                            if f['programs'] <= 3:
+                                return 'hand'
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['num_seqs'] <= 1:
+                                        if f['block_size'] <= 40:
+                                            return (32, 2, 4)
                                         else:
                                             return (64, 3, 1)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    return 'hand'
-                                else:
-                                    if f['programs'] <= 48:
-                                        return (128, 2, 2)
                                     else:
-                                        return 'hand'
+                                        if f['programs'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 4)
+                                else:
+                                    return (64, 2, 2)
                     else:
-                        if f['programs'] <= 3:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 1:
-                                    return (64, 3, 4)
-                                else:
-                                    return (128, 2, 1)
-                            else:
-                                return (128, 3, 1)
-                        else:
-                            if f['num_tokens'] <= 1:
-                                if f['block_size'] <= 40:
-                                    return (32, 2, 4)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 3:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 1:
+                                        return (128, 3, 2)
                                     else:
                                         return (64, 3, 2)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 48:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (128, 2, 2)
-                                        else:
-                                            if f['programs'] <= 24:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return 'hand'
-                                                else:
-                                                    if f['num_tokens'] <= 12:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 2, 2)
-                                            else:
-                                                return (64, 2, 8)
-                                    else:
-                                        return (64, 2, 4)
                                 else:
-                                    if f['programs'] <= 24:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (128, 2, 8)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (128, 2, 2)
-                                            else:
-                                                if f['programs'] <= 12:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    return (128, 2, 8)
+                                    return (128, 3, 4)
+                            else:
+                                if f['programs'] <= 24:
+                                    if f['programs'] <= 6:
+                                        return (128, 2, 4)
                                     else:
-                                        if f['programs'] <= 48:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (32, 2, 8)
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['group'] <= 6:
+                                                return 'hand'
                                             else:
-                                                return (128, 2, 8)
+                                                return (128, 2, 2)
                                         else:
                                             return 'hand'
-                else:
-                    if f['programs'] <= 768:
-                        if f['max_seqlen_k'] <= 6144:
-                            return (128, 3, 0)
-                        else:
-                            if f['programs'] <= 192:
-                                if f['head_dim'] <= 96:
-                                    if f['max_seqlen_k'] <= 20480:
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
                                         return (64, 2, 4)
                                     else:
-                                        return (128, 3, 2)
+                                        if f['group'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (64, 3, 8)
+                        else:
+                            if f['programs'] <= 3:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return (64, 3, 1)
                                 else:
+                                    return (128, 3, 1)
+                            else:
+                                if f['programs'] <= 24:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['num_seqs'] <= 1:
+                                            if f['block_size'] <= 40:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (64, 3, 2)
+                                        else:
+                                            return (128, 2, 2)
+                                    else:
+                                        if f['programs'] <= 6:
+                                            return (64, 3, 4)
+                                        else:
+                                            return (32, 2, 4)
+                                else:
+                                    if f['programs'] <= 48:
+                                        return (32, 2, 8)
+                                    else:
+                                        return 'hand'
+                else:
+                    if f['programs'] <= 384:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 192:
+                                return (64, 2, 4)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (128, 2, 0)
+                                else:
+                                    return (64, 3, 8)
+                        else:
+                            if f['max_seqlen_k'] <= 6144:
+                                return (128, 3, 0)
+                            else:
+                                if f['programs'] <= 192:
                                     if f['max_seqlen_k'] <= 20480:
                                         return (128, 2, 1)
                                     else:
                                         return 'hand'
-                            else:
-                                if f['programs'] <= 384:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 3, 8)
-                                    else:
-                                        return 'hand'
                                 else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (128, 3, 4)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (128, 3, 8)
-                                            else:
-                                                return (128, 3, 2)
+                                    return 'hand'
                     else:
-                        return (128, 2, 4)
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 1536:
+                                return 'hand'
+                            else:
+                                return (128, 3, 2)
+                        else:
+                            return (128, 2, 2)
         else:
             if f['programs'] <= 96:
-                if f['kv_bits'] <= 12:
-                    if f['programs'] <= 12:
+                if f['programs'] <= 24:
+                    if f['kv_bits'] <= 12:
                         if f['programs'] <= 3:
-                            if f['programs'] <= 1:
-                                return (64, 2, 1)
-                            else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 8)
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['programs'] <= 1:
+                                    return 'hand'
                                 else:
-                                    return (64, 3, 1)
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (64, 2, 4)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['programs'] <= 1:
+                                    return (128, 2, 1)
+                                else:
+                                    return 'hand'
                         else:
                             if f['max_seqlen_k'] <= 81920:
                                 if f['programs'] <= 6:
+                                    return 'hand'
+                                else:
                                     if f['max_seqlen_k'] <= 20480:
-                                        return 'hand'
+                                        return (32, 2, 2)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['programs'] <= 12:
+                                    if f['group'] <= 2:
+                                        return (32, 2, 2)
                                     else:
                                         return (64, 2, 2)
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                return (64, 2, 2)
-                    else:
-                        if f['max_seqlen_k'] <= 20480:
-                            if f['programs'] <= 24:
-                                return (64, 2, 2)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['programs'] <= 24:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return 'hand'
                                 else:
                                     if f['group'] <= 2:
                                         return 'hand'
                                     else:
                                         return (64, 3, 4)
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        return (64, 2, 4)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    return 'hand'
-                else:
-                    if f['programs'] <= 3:
-                        if f['max_seqlen_k'] <= 20480:
-                            return (64, 2, 1)
-                        else:
-                            if f['group'] <= 2:
-                                return (64, 3, 8)
-                            else:
-                                if f['max_seqlen_q'] <= 1:
-                                    return (64, 3, 2)
-                                else:
-                                    return (64, 3, 1)
                     else:
-                        if f['programs'] <= 24:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 12:
-                                    if f['programs'] <= 6:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (32, 2, 2)
-                                        else:
-                                            return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 4)
+                        if f['programs'] <= 3:
+                            if f['max_seqlen_k'] <= 20480:
+                                return 'hand'
                             else:
-                                if f['programs'] <= 12:
+                                if f['programs'] <= 1:
                                     return (64, 2, 2)
                                 else:
-                                    return (64, 2, 8)
+                                    if f['group'] <= 2:
+                                        return (64, 3, 8)
+                                    else:
+                                        return (64, 3, 4)
                         else:
                             if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 48:
+                                if f['programs'] <= 6:
                                     return (32, 2, 2)
                                 else:
-                                    return (64, 2, 4)
+                                    return (64, 2, 2)
                             else:
+                                if f['programs'] <= 12:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        return (64, 2, 2)
+                                    else:
+                                        if f['programs'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        return (64, 2, 2)
+                                    else:
+                                        return 'hand'
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['max_seqlen_k'] <= 20480:
+                            if f['programs'] <= 48:
+                                return (64, 2, 4)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return (64, 2, 4)
+                                else:
+                                    return (64, 2, 8)
+                            else:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    return (64, 3, 8)
+                    else:
+                        if f['max_seqlen_k'] <= 20480:
+                            if f['programs'] <= 48:
+                                return (32, 2, 2)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['programs'] <= 48:
                                 return (64, 2, 8)
+                            else:
+                                return 'hand'
             else:
                 if f['kv_bits'] <= 12:
                     if f['programs'] <= 192:
-                        return (64, 2, 1)
-                    else:
-                        if f['programs'] <= 768:
-                            if f['programs'] <= 384:
-                                return (64, 2, 0)
-                            else:
-                                if f['block_size'] <= 40:
-                                    return (64, 2, 2)
-                                else:
-                                    return (64, 3, 0)
+                        if f['group'] <= 2:
+                            return 'hand'
                         else:
-                            if f['max_seqlen_q'] <= 6:
-                                return (64, 3, 0)
+                            return (64, 2, 1)
+                    else:
+                        if f['group'] <= 2:
+                            return 'hand'
+                        else:
+                            if f['programs'] <= 768:
+                                return (64, 2, 0)
                             else:
                                 return (64, 3, 1)
                 else:
                     if f['programs'] <= 192:
-                        return (64, 2, 1)
+                        return (64, 3, 0)
                     else:
-                        return (64, 2, 0)
+                        return 'hand'
 
 
 def prefill(f):
