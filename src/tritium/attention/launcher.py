@@ -15,7 +15,7 @@ from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_ker
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 # True (default): the merge requests its partial outputs with the log-sum-exps (one L2 round trip) and masks the
 # empty splits' rows afterwards; False loads the partials once the log-sum-exps tell which splits are empty.
-# Measured on the H100 (bench/probe_merge_loads.py, stop 36): 0 to -1.7% a split decode call, never slower.
+# Measured on the H100 (bench/NOTES.md, stop 36): 0 to -1.7% a split decode call, never slower.
 MERGE_PARALLEL_LOADS = True
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
