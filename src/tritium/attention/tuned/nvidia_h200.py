@@ -4,11 +4,11 @@ Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/a
 (sha256 079ef1087effd92e; 120 decode-family and 54 prefill-family workloads,
 swept 2026-11-24T02:57:01+00:00; distilled trees {'decode': {'leaves': 300, 'margin': 0.0}, 'prefill': {'leaves': 300, 'margin': 0.0}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0158, 'hand': 1.1607}, 'prefill': {'tree': 1.0029, 'hand': 1.5106}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0143, 'hand': 1.1607}, 'prefill': {'tree': 1.0029, 'hand': 1.5106}}).
 The benchmark's 16 anchor workloads are always in the training set.
-The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 520 workloads, sha256 de725daf1d8832c8).
+The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 880 workloads, sha256 baffed60db0fb63b).
 Held-out validation (workloads the fit never saw):
-    decode: 24 held out, 62% within 5% of the best swept, worst 1.247x the best and 1.017x the hand rules
+    decode: 24 held out, 79% within 5% of the best swept, worst 1.128x the best and 1.017x the hand rules
     prefill: 11 held out, 64% within 5% of the best swept, worst 1.259x the best and 1.151x the hand rules
 """
 
@@ -34,42 +34,36 @@ def decode(f):
         if f['programs'] <= 24:
             if f['max_seqlen_k'] <= 320:
                 if f['head_dim'] <= 192:
-                    if f['kv_bits'] <= 12:
-                        if f['programs'] <= 12:
+                    if f['programs'] <= 12:
+                        if f['kv_bits'] <= 12:
                             if f['head_dim'] <= 96:
                                 return (128, 2, 0)
                             else:
-                                return (32, 2, 4)
+                                if f['programs'] <= 6:
+                                    return (32, 2, 4)
+                                else:
+                                    return (128, 2, 0)
                         else:
-                            return (128, 2, 1)
-                    else:
-                        if f['programs'] <= 3:
                             if f['head_dim'] <= 96:
                                 return (128, 2, 1)
                             else:
-                                return (128, 2, 8)
-                        else:
-                            if f['programs'] <= 12:
-                                if f['head_dim'] <= 96:
-                                    return (128, 2, 2)
+                                if f['programs'] <= 6:
+                                    return (128, 2, 8)
                                 else:
                                     return (128, 2, 0)
-                            else:
-                                return (128, 2, 4)
+                    else:
+                        return (128, 2, 1)
                 else:
                     if f['programs'] <= 12:
-                        if f['kv_bits'] <= 12:
-                            return (32, 2, 8)
-                        else:
-                            return 'hand'
+                        return (32, 2, 8)
                     else:
                         if f['kv_bits'] <= 12:
                             return 'hand'
                         else:
-                            if f['num_tokens'] <= 6:
+                            if f['num_tokens'] <= 3:
                                 return (32, 2, 1)
                             else:
-                                return (64, 2, 0)
+                                return 'hand'
             else:
                 if f['programs'] <= 3:
                     if f['head_dim'] <= 192:
@@ -81,99 +75,72 @@ def decode(f):
                             else:
                                 return (32, 2, 8)
                         else:
-                            if f['programs'] <= 1:
+                            return (32, 2, 1)
+                else:
+                    if f['max_seqlen_k'] <= 1280:
+                        if f['head_dim'] <= 192:
+                            if f['programs'] <= 6:
+                                if f['num_tokens'] <= 3:
+                                    return (32, 2, 8)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 2)
+                                    else:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 2)
+                                else:
+                                    if f['num_seqs'] <= 6:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 1)
+                                        else:
+                                            return (64, 2, 8)
+                                    else:
+                                        return (32, 2, 4)
+                        else:
+                            if f['programs'] <= 12:
                                 return 'hand'
                             else:
                                 return (32, 2, 1)
-                else:
-                    if f['max_seqlen_k'] <= 1280:
-                        if f['programs'] <= 12:
-                            if f['max_seqlen_q'] <= 3:
-                                if f['programs'] <= 6:
-                                    if f['kv_bits'] <= 12:
-                                        if f['num_tokens'] <= 3:
-                                            return (32, 2, 8)
-                                        else:
-                                            return (32, 2, 1)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['head_dim'] <= 192:
-                                        if f['head_dim'] <= 96:
-                                            return (32, 2, 1)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (32, 2, 1)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['head_dim'] <= 192:
-                                    if f['programs'] <= 6:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 1)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['head_dim'] <= 192:
-                                if f['num_tokens'] <= 3:
-                                    if f['kv_bits'] <= 12:
-                                        return (32, 2, 2)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 4)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 1)
                     else:
                         if f['head_dim'] <= 192:
                             if f['programs'] <= 6:
                                 if f['num_tokens'] <= 24:
-                                    if f['head_dim'] <= 96:
-                                        return (32, 2, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
+                                            return (32, 2, 2)
+                                        else:
                                             if f['num_tokens'] <= 3:
                                                 return (64, 2, 2)
                                             else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['group'] <= 6:
-                                        return (128, 2, 1)
-                                    else:
-                                        return (128, 2, 2)
-                            else:
-                                if f['programs'] <= 12:
-                                    if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (128, 2, 1)
+                                                return (32, 2, 1)
                                     else:
                                         return (32, 2, 2)
                                 else:
-                                    return (64, 2, 2)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 6:
-                                    return (32, 2, 1)
-                                else:
-                                    return (32, 2, 2)
+                                    if f['group'] <= 6:
+                                        return 'hand'
+                                    else:
+                                        return (128, 2, 2)
                             else:
-                                if f['programs'] <= 6:
-                                    return (32, 2, 1)
+                                if f['head_dim'] <= 96:
+                                    return (32, 2, 4)
                                 else:
-                                    return (32, 2, 2)
+                                    if f['programs'] <= 12:
+                                        return (32, 2, 2)
+                                    else:
+                                        return (64, 2, 2)
+                        else:
+                            if f['programs'] <= 6:
+                                return 'hand'
+                            else:
+                                return (32, 2, 2)
         else:
             if f['programs'] <= 384:
                 if f['max_seqlen_k'] <= 320:
@@ -186,22 +153,22 @@ def decode(f):
                                     else:
                                         return (128, 2, 0)
                                 else:
-                                    if f['programs'] <= 48:
-                                        return (128, 2, 4)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['num_tokens'] <= 48:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 48:
+                                            return (128, 2, 4)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['num_seqs'] <= 48:
                                                     return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 2)
                                             else:
                                                 return (128, 2, 0)
-                                        else:
-                                            return (64, 2, 0)
+                                    else:
+                                        return (128, 2, 0)
                             else:
                                 if f['programs'] <= 96:
-                                    if f['head_dim'] <= 96:
+                                    if f['programs'] <= 48:
                                         return (128, 2, 8)
                                     else:
                                         return (128, 2, 0)
@@ -212,24 +179,27 @@ def decode(f):
                                         return (64, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
-                                if f['max_seqlen_q'] <= 6:
-                                    return (64, 2, 1)
+                                if f['head_dim'] <= 96:
+                                    return (128, 2, 0)
                                 else:
-                                    return (64, 2, 0)
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (64, 2, 1)
+                                    else:
+                                        return (64, 2, 0)
                             else:
                                 return (64, 2, 0)
                     else:
                         if f['kv_bits'] <= 12:
                             if f['programs'] <= 96:
-                                if f['num_tokens'] <= 24:
+                                if f['num_tokens'] <= 48:
                                     return (32, 2, 8)
                                 else:
-                                    if f['programs'] <= 48:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 0)
+                                    return (64, 2, 0)
                             else:
-                                return (64, 2, 0)
+                                if f['programs'] <= 192:
+                                    return (32, 2, 0)
+                                else:
+                                    return 'hand'
                         else:
                             if f['programs'] <= 192:
                                 return (64, 2, 0)
@@ -237,41 +207,59 @@ def decode(f):
                                 return 'hand'
                 else:
                     if f['programs'] <= 96:
-                        if f['max_seqlen_k'] <= 1280:
-                            if f['programs'] <= 48:
-                                return (32, 2, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 192:
+                        if f['head_dim'] <= 96:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['programs'] <= 48:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
                                         return (128, 2, 2)
                                     else:
-                                        return 'hand'
+                                        return (128, 2, 0)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 48:
+                                        return (32, 2, 4)
+                                    else:
+                                        return (128, 2, 4)
+                                else:
+                                    if f['programs'] <= 48:
+                                        return (128, 2, 2)
+                                    else:
+                                        return (64, 2, 4)
+                        else:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['head_dim'] <= 192:
+                                        if f['kv_bits'] <= 12:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 2)
+                                    else:
+                                        return (32, 2, 2)
                                 else:
                                     if f['head_dim'] <= 192:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 2, 0)
+                                        return (64, 2, 2)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                            else:
+                                if f['head_dim'] <= 192:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 2)
                                         else:
                                             return (128, 3, 0)
                                     else:
-                                        return (128, 2, 0)
-                        else:
-                            if f['head_dim'] <= 192:
-                                if f['programs'] <= 48:
-                                    if f['kv_bits'] <= 12:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 2, 2)
+                                        if f['kv_bits'] <= 12:
+                                            return (128, 2, 4)
                                         else:
-                                            return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (128, 2, 4)
-                                    else:
-                                        return (64, 2, 4)
-                            else:
-                                if f['programs'] <= 48:
-                                    return (64, 2, 2)
+                                            return (32, 2, 4)
                                 else:
                                     return 'hand'
                     else:
@@ -287,7 +275,10 @@ def decode(f):
                                         if f['programs'] <= 192:
                                             return (128, 2, 4)
                                         else:
-                                            return (128, 2, 2)
+                                            if f['group'] <= 6:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 2)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
                                         return (128, 2, 0)
@@ -299,97 +290,91 @@ def decode(f):
                             else:
                                 if f['programs'] <= 192:
                                     if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (128, 2, 0)
-                                        else:
-                                            return (128, 2, 1)
+                                        return (128, 2, 1)
                                     else:
                                         return (128, 3, 0)
                                 else:
                                     return (128, 2, 0)
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 192:
-                                    return (64, 2, 1)
-                                else:
-                                    return (64, 2, 0)
-                            else:
-                                if f['programs'] <= 192:
-                                    return (128, 2, 0)
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        return (64, 2, 0)
-                                    else:
-                                        return (128, 2, 0)
-            else:
-                if f['programs'] <= 1536:
-                    if f['max_seqlen_k'] <= 1280:
-                        if f['head_dim'] <= 192:
-                            if f['max_seqlen_k'] <= 320:
-                                if f['programs'] <= 768:
+                            if f['programs'] <= 192:
+                                if f['kv_bits'] <= 12:
                                     return 'hand'
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return 'hand'
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (64, 3, 0)
+                            else:
+                                if f['max_seqlen_k'] <= 1280:
+                                    return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 0)
                                     else:
                                         return (64, 2, 0)
+            else:
+                if f['programs'] <= 1536:
+                    if f['head_dim'] <= 192:
+                        if f['max_seqlen_k'] <= 320:
+                            if f['programs'] <= 768:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        return 'hand'
+                                    else:
+                                        return (128, 2, 0)
+                                else:
+                                    return 'hand'
                             else:
-                                if f['programs'] <= 768:
+                                if f['head_dim'] <= 96:
+                                    return (64, 2, 0)
+                                else:
+                                    return (32, 2, 0)
+                        else:
+                            if f['programs'] <= 768:
+                                if f['kv_bits'] <= 12:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                return (32, 2, 0)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                return (32, 2, 0)
+                                            else:
+                                                return (128, 2, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 1280:
+                                    return (128, 2, 0)
+                                else:
                                     if f['kv_bits'] <= 12:
                                         return (128, 2, 0)
                                     else:
                                         if f['head_dim'] <= 96:
-                                            return 'hand'
+                                            return (128, 3, 4)
                                         else:
                                             return (128, 2, 0)
-                                else:
-                                    return (128, 2, 0)
-                        else:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_k'] <= 320:
-                                    return (64, 2, 0)
-                                else:
-                                    return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 320:
-                                    return (64, 2, 0)
-                                else:
-                                    return 'hand'
                     else:
-                        if f['head_dim'] <= 96:
+                        if f['max_seqlen_k'] <= 1280:
                             if f['programs'] <= 768:
-                                return (128, 2, 0)
+                                return 'hand'
                             else:
-                                if f['kv_bits'] <= 12:
-                                    return (128, 2, 0)
+                                if f['max_seqlen_k'] <= 320:
+                                    return (64, 2, 0)
                                 else:
-                                    return (128, 3, 4)
+                                    return 'hand'
                         else:
                             if f['kv_bits'] <= 12:
-                                if f['head_dim'] <= 192:
-                                    return (128, 2, 0)
-                                else:
-                                    return (64, 2, 0)
+                                return (64, 2, 0)
                             else:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 768:
-                                        if f['head_dim'] <= 192:
-                                            return (128, 2, 2)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['head_dim'] <= 192:
-                                            return (128, 2, 0)
-                                        else:
-                                            return (64, 2, 0)
-                                else:
-                                    if f['head_dim'] <= 192:
-                                        if f['programs'] <= 768:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        return (64, 2, 0)
+                                return (128, 2, 0)
                 else:
                     if f['max_seqlen_k'] <= 768:
                         if f['head_dim'] <= 192:
@@ -398,377 +383,380 @@ def decode(f):
                             else:
                                 return (128, 2, 0)
                         else:
-                            if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 320:
+                                return (64, 2, 0)
+                            else:
                                 return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 320:
-                                    return (64, 2, 0)
-                                else:
-                                    return 'hand'
                     else:
-                        if f['max_seqlen_k'] <= 1536:
-                            if f['block_size'] <= 40:
-                                return (128, 2, 1)
-                            else:
-                                return (64, 3, 4)
-                        else:
+                        if f['kv_bits'] <= 12:
                             if f['head_dim'] <= 192:
                                 return (128, 2, 0)
                             else:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
+                                return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['block_size'] <= 40:
+                                    return (128, 2, 1)
+                                else:
+                                    return (64, 3, 4)
+                            else:
+                                if f['head_dim'] <= 192:
+                                    return (128, 2, 0)
                                 else:
                                     return (64, 2, 0)
     else:
-        if f['programs'] <= 384:
-            if f['head_dim'] <= 192:
-                if f['programs'] <= 6:
-                    if f['max_seqlen_k'] <= 20480:
+        if f['head_dim'] <= 192:
+            if f['programs'] <= 384:
+                if f['kv_bits'] <= 12:
+                    if f['programs'] <= 24:
                         if f['programs'] <= 3:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 1:
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['head_dim'] <= 96:
                                     return (128, 2, 1)
                                 else:
                                     return 'hand'
                             else:
-                                return 'hand'
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['kv_bits'] <= 12:
-                                    return (128, 2, 2)
-                                else:
-                                    return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (64, 2, 8)
-                                else:
-                                    return 'hand'
-                    else:
-                        if f['programs'] <= 3:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['block_size'] <= 40:
-                                    if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            return (128, 2, 8)
-                                        else:
-                                            return (128, 2, 1)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (128, 2, 4)
-                                        else:
-                                            return (128, 2, 1)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 1)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (128, 2, 4)
-                                        else:
-                                            return (128, 2, 1)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 96:
-                                        if f['block_size'] <= 40:
-                                            return (128, 3, 4)
-                                        else:
-                                            return (128, 3, 1)
-                                    else:
-                                        return (128, 3, 1)
-                                else:
-                                    return (128, 3, 1)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (128, 2, 2)
-                                else:
-                                    return (128, 3, 2)
-                            else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (128, 2, 2)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (128, 3, 1)
-                else:
-                    if f['programs'] <= 96:
-                        if f['num_tokens'] <= 1:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['block_size'] <= 40:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 4)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 4)
-                                    else:
-                                        return (64, 3, 1)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (128, 2, 4)
-                                else:
+                                if f['head_dim'] <= 96:
                                     if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (128, 3, 4)
+                                    else:
+                                        if f['programs'] <= 1:
+                                            return (128, 3, 1)
+                                        else:
+                                            return (128, 3, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 4)
+                                    else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 1)
+                        else:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['programs'] <= 12:
+                                            return 'hand'
+                                        else:
+                                            return (128, 2, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 8)
+                                        else:
+                                            if f['num_tokens'] <= 48:
+                                                return (128, 2, 4)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['programs'] <= 6:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 2, 8)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 12:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            return (128, 2, 2)
+                            else:
+                                if f['programs'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 6:
+                                            return (128, 3, 2)
+                                        else:
+                                            return (128, 3, 4)
+                                    else:
+                                        return (128, 2, 2)
+                                else:
+                                    return (128, 3, 4)
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 48:
+                                        return (128, 2, 2)
+                                    else:
+                                        if f['programs'] <= 96:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 8)
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (128, 3, 8)
+                                    else:
+                                        return (128, 3, 8)
+                            else:
+                                return (128, 3, 8)
+                        else:
+                            if f['programs'] <= 96:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 48:
+                                        return (128, 2, 2)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 8)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['programs'] <= 192:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return (128, 2, 1)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return (128, 2, 0)
+                else:
+                    if f['max_seqlen_k'] <= 6144:
+                        if f['block_size'] <= 40:
+                            return (128, 2, 1)
+                        else:
+                            return (128, 3, 0)
+                    else:
+                        if f['num_tokens'] <= 1:
+                            if f['num_kv_heads'] <= 5:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return 'hand'
+                                else:
+                                    return (128, 3, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['block_size'] <= 40:
+                                        return (32, 2, 4)
+                                    else:
+                                        if f['group'] <= 2:
                                             return (32, 2, 4)
                                         else:
-                                            return (128, 2, 4)
+                                            return (64, 3, 1)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (32, 2, 4)
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
                                             return (64, 3, 2)
                                         else:
                                             return (128, 3, 2)
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 24:
-                                    if f['max_seqlen_k'] <= 81920:
+                            if f['programs'] <= 96:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 6:
+                                        if f['programs'] <= 3:
+                                            if f['programs'] <= 1:
+                                                return (128, 2, 1)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
                                         if f['head_dim'] <= 96:
-                                            if f['programs'] <= 12:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 4)
+                                            if f['programs'] <= 24:
+                                                if f['programs'] <= 12:
+                                                    return (32, 2, 4)
                                                 else:
                                                     return 'hand'
                                             else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (128, 2, 4)
+                                                return (128, 2, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 24:
                                                 if f['programs'] <= 12:
-                                                    return (64, 2, 2)
+                                                    return (32, 2, 4)
                                                 else:
                                                     return (128, 2, 2)
                                             else:
-                                                return (128, 2, 2)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 3, 8)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (128, 2, 4)
-                                else:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['programs'] <= 48:
-                                            return (128, 2, 2)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 4)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 3, 8)
-                                        else:
-                                            if f['programs'] <= 48:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 8)
-                                            else:
-                                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['programs'] <= 12:
-                                        return (32, 2, 4)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            return 'hand'
-                                        else:
-                                            if f['head_dim'] <= 96:
                                                 if f['programs'] <= 48:
                                                     return (128, 2, 2)
                                                 else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 2, 2)
+                                                    return (128, 2, 1)
                                 else:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['head_dim'] <= 96:
+                                    if f['programs'] <= 3:
+                                        return (128, 3, 1)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['programs'] <= 6:
                                                 return (128, 2, 2)
                                             else:
-                                                return (32, 2, 4)
+                                                if f['programs'] <= 24:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 3, 8)
+                                                else:
+                                                    return (64, 3, 8)
                                         else:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 3, 8)
+                                            if f['programs'] <= 24:
+                                                if f['programs'] <= 6:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 3, 1)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 8)
                                             else:
-                                                return (128, 3, 2)
-                                    else:
-                                        if f['programs'] <= 48:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 3, 4)
-                                            else:
-                                                return (64, 3, 8)
-                                        else:
-                                            return 'hand'
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 192:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return (128, 2, 8)
-                                    else:
-                                        return (128, 3, 8)
-                                else:
-                                    return (128, 3, 8)
+                                                if f['programs'] <= 48:
+                                                    return (64, 3, 8)
+                                                else:
+                                                    return (128, 2, 1)
                             else:
                                 if f['programs'] <= 192:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 2, 4)
+                                    if f['head_dim'] <= 96:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 3, 4)
                                         else:
                                             return (128, 3, 2)
                                     else:
-                                        return (128, 3, 2)
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 3, 0)
+                                        else:
+                                            return (64, 3, 1)
                                 else:
-                                    return (128, 3, 4)
+                                    if f['head_dim'] <= 96:
+                                        return (128, 3, 4)
+                                    else:
+                                        return (128, 2, 0)
+            else:
+                if f['kv_bits'] <= 12:
+                    return (128, 2, 0)
+                else:
+                    if f['programs'] <= 768:
+                        return (128, 2, 0)
+                    else:
+                        if f['head_dim'] <= 96:
+                            return (128, 2, 0)
                         else:
-                            if f['max_seqlen_k'] <= 6144:
-                                if f['block_size'] <= 40:
+                            return (128, 2, 1)
+        else:
+            if f['programs'] <= 96:
+                if f['programs'] <= 24:
+                    if f['programs'] <= 3:
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['programs'] <= 1:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 1)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['programs'] <= 1:
                                     return (128, 2, 1)
                                 else:
-                                    return (128, 3, 0)
-                            else:
-                                if f['programs'] <= 192:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (128, 2, 1)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (128, 3, 0)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (64, 3, 1)
-                                else:
-                                    return (128, 2, 0)
-            else:
-                if f['programs'] <= 96:
-                    if f['programs'] <= 6:
-                        if f['programs'] <= 3:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
                                     return (64, 2, 1)
+                        else:
+                            if f['max_seqlen_k'] <= 20480:
+                                return 'hand'
                             else:
-                                if f['kv_bits'] <= 12:
+                                if f['programs'] <= 1:
                                     if f['max_seqlen_k'] <= 81920:
                                         return (64, 2, 1)
                                     else:
                                         return (128, 2, 1)
                                 else:
-                                    if f['programs'] <= 1:
-                                        return (128, 2, 1)
-                                    else:
-                                        return (64, 3, 1)
-                        else:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
-                                else:
-                                    return (64, 2, 8)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        return (64, 2, 8)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 2)
-                                    else:
-                                        return (64, 2, 8)
+                                    return (64, 3, 1)
                     else:
-                        if f['programs'] <= 24:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 12:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 2)
-                                    else:
-                                        return 'hand'
+                        if f['max_seqlen_k'] <= 81920:
+                            if f['programs'] <= 6:
+                                if f['kv_bits'] <= 12:
+                                    return (32, 2, 4)
                                 else:
                                     if f['max_seqlen_k'] <= 20480:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 2, 2)
-                                        else:
-                                            return 'hand'
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 2, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (64, 2, 2)
+                                else:
+                                    if f['programs'] <= 12:
+                                        return (32, 2, 2)
                                     else:
                                         if f['kv_bits'] <= 12:
                                             return 'hand'
                                         else:
-                                            if f['num_tokens'] <= 48:
+                                            if f['max_seqlen_q'] <= 6:
                                                 return 'hand'
                                             else:
                                                 return (32, 2, 4)
-                            else:
-                                if f['programs'] <= 12:
-                                    return (64, 2, 4)
-                                else:
-                                    return (64, 3, 4)
                         else:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 48:
+                            if f['programs'] <= 12:
+                                if f['programs'] <= 6:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (64, 3, 1)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 2, 2)
+                                    else:
+                                        return (64, 2, 4)
+                            else:
+                                return (64, 2, 4)
+                else:
+                    if f['max_seqlen_k'] <= 20480:
+                        if f['programs'] <= 48:
+                            return (64, 2, 4)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                return 'hand'
+                            else:
+                                return (64, 2, 1)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 81920:
                                     return (64, 2, 4)
                                 else:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 4)
+                                    return (64, 2, 8)
                             else:
+                                return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 81920:
                                 if f['programs'] <= 48:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        return (32, 2, 8)
-                                    else:
-                                        return (64, 3, 8)
+                                    return (32, 2, 8)
                                 else:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        return (64, 3, 8)
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['programs'] <= 192:
+                                    return (64, 3, 8)
+                            else:
+                                return (64, 3, 8)
+            else:
+                if f['kv_bits'] <= 12:
+                    if f['programs'] <= 192:
+                        if f['group'] <= 2:
+                            return 'hand'
+                        else:
                             return (64, 2, 1)
+                    else:
+                        if f['group'] <= 2:
+                            return 'hand'
                         else:
                             return (64, 2, 0)
+                else:
+                    if f['programs'] <= 192:
+                        return (64, 3, 0)
                     else:
-                        if f['programs'] <= 192:
-                            return (64, 3, 1)
-                        else:
+                        if f['programs'] <= 384:
                             return (64, 3, 0)
-        else:
-            if f['kv_bits'] <= 12:
-                if f['head_dim'] <= 192:
-                    return (128, 2, 0)
-                else:
-                    return (64, 3, 0)
-            else:
-                if f['programs'] <= 768:
-                    if f['head_dim'] <= 192:
-                        return (128, 2, 0)
-                    else:
-                        return (64, 3, 4)
-                else:
-                    if f['head_dim'] <= 96:
-                        return (128, 2, 0)
-                    else:
-                        if f['block_size'] <= 40:
-                            return (128, 2, 4)
                         else:
-                            return (128, 2, 2)
+                            return (64, 3, 4)
 
 
 def prefill(f):
