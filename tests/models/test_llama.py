@@ -1,6 +1,7 @@
-"""LlamaModel's decode chain with the RMSNorms inside the GEMVs (``ModelOptions.fuse_norms``) against the
-same model with the norms as kernels of their own: same hidden states within the dtype's tolerance (the
-fused norm never rounds the normed row), and the fused chain really launches no per-layer norm."""
+"""LlamaModel's fused decode chains against the same model with those kernels apart: the RMSNorms inside
+the GEMVs (``ModelOptions.fuse_norms``: same hidden states within the dtype's tolerance, the fused norm
+never rounding the normed row, and no per-layer norm launched) and rope with the KV write inside the QKV
+GEMV (``fuse_qkv_rope``: the same hidden states and caches, no rope kernel launched)."""
 
 import dataclasses
 

@@ -5,8 +5,8 @@
 Builds tritium's engine on the ``engine`` suite's model (GPU only), runs one batch-1 generation, then:
 
 - the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_qkv_rope``,
-  ``fuse_rope_kv_write``, ``fuse_norms``, ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in interleaved rounds on the inputs of that
-  generation's last steps (its real context);
+  ``fuse_rope_kv_write``, ``fuse_norms``, ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in
+  interleaved rounds on the inputs of that generation's last steps (its real context);
 - the batch-1 decode step with greedy windows pipelined and not (``pipeline_windows``);
 - ``--trace``: one graph replay recorded with CUPTI, each kernel's time on the step's critical path;
 - ``--prefetch-sweep``: the graph under several L2 weight-prefetch plans, and one o_proj read cold and

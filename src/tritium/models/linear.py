@@ -142,7 +142,8 @@ class LinearDispatch:
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
                 kw = dict(gated=gated)
                 if variant.startswith("norm"):
-                    kw.update(eps=1e-5, norm_weight=torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None)
+                    unit = torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None
+                    kw.update(eps=1e-5, norm_weight=unit)
                 if variant.endswith("residual"):
                     kw.update(residual=torch.zeros(m, N, dtype=dtype, device=dev))
                 x_mm = x[:, :K].contiguous()
@@ -162,7 +163,8 @@ class LinearDispatch:
                 self.choices[(m, N, K)] = None if best == "cublas" else best
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
-                    "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group), "choice": str(best),
+                    "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),
+                    "choice": str(best),
                     "us_per_call": per_call,
                     "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
                     "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3),

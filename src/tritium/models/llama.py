@@ -282,10 +282,9 @@ class LlamaModel:
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
                   for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")}
         groups["lm_head"] = [self.lm_head.weight]
-        fused = self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
         norm = "norm_folded" if self.norms_folded else "norm"
         variants = ({"qkv_proj": norm, "o_proj": "residual", "gate_up_proj": norm, "down_proj": "gated_residual"}
-                    if fused else {"down_proj": "gated"})
+                    if self._norms_chain else {"down_proj": "gated"})
         return self.linear.tune(groups, ms, variants=variants)
 
     # -- forward -------------------------------------------------------------------------------------------
@@ -359,9 +358,14 @@ class LlamaModel:
         out, _ = add_norm(h, self.norm, residual, **kw)
         return out
 
+    @property
+    def _norms_chain(self) -> bool:
+        """``fuse_norms`` asked for and possible here (one rank, triton ops); it runs where the GEMVs do."""
+        return self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
+
     def _norms_in_gemvs(self, T: int) -> bool:
         """Whether a step of T tokens runs the RMSNorms inside the GEMVs (``ModelOptions.fuse_norms``)."""
-        if not (self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"):
+        if not self._norms_chain:
             return False
         layer = self.layers[0]
         return self.linear.gemv_runs(T, layer.qkv_proj.weight, layer.o_proj.weight, layer.gate_up_proj.weight,

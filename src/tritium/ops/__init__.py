@@ -21,13 +21,14 @@ from typing import Callable
 from tritium.ops import reference
 from tritium.ops.activation import silu_and_mul
 from tritium.ops.gemv import gemv
-from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
+from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.rms_norm import rms_norm
 from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
 
-__all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv", "qkv_rope_write_kv",
+__all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
+           "qkv_rope_write_kv",
            "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
 
 OP_BACKENDS = ("triton", "torch")

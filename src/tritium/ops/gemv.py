@@ -72,8 +72,8 @@ def _gemv_kernel(
     NORM_WEIGHT: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
-    norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on entry; each program reads and writes
-    only its own columns)."""
+    norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on
+    entry; each program reads and writes only its own columns)."""
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]

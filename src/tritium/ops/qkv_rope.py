@@ -106,10 +106,12 @@ def _qkv_rope_kernel(
         off = tl.where(ok, slot % block_size, 0).to(tl.int64)
         if head < num_q_heads + num_kv_heads:
             kv_head = head - num_q_heads
-            c_ptrs = k_cache_ptr + blk[:, None] * stride_kc_blk + off[:, None] * stride_kc_tok + kv_head * stride_kc_head
+            c_ptrs = (k_cache_ptr + blk[:, None] * stride_kc_blk + off[:, None] * stride_kc_tok
+                      + kv_head * stride_kc_head)
         else:
             kv_head = head - num_q_heads - num_kv_heads
-            c_ptrs = v_cache_ptr + blk[:, None] * stride_vc_blk + off[:, None] * stride_vc_tok + kv_head * stride_vc_head
+            c_ptrs = (v_cache_ptr + blk[:, None] * stride_vc_blk + off[:, None] * stride_vc_tok
+                      + kv_head * stride_vc_head)
         # (the caches hold the model dtype: the launcher checks)
         tl.store(c_ptrs + j[None, :], o1, mask=ok[:, None])
         tl.store(c_ptrs + HALF + j[None, :], o2, mask=ok[:, None])
