@@ -3,16 +3,40 @@
 #   OUT=/some/dir bash bench/gpu_tune.sh [seconds] [tune args...]
 # Continues the sweep in bench/results/tuning/attention-<gpu>.json (copied to $OUT first), stops
 # cleanly before [seconds] (default 540) and leaves the JSON under $OUT: copy it back to
-# bench/results/tuning/ and run again until it reports nothing to sweep. Fitting happens on the CPU
-# machine: python -m tritium.tune attention --fit bench/results/tuning/attention-<gpu>.json
+# bench/results/tuning/ and run again until it reports nothing to sweep. On a machine of N GPUs, N
+# processes sweep (one a GPU, `--shard i/N`, each with its share of the compile processes) and their
+# records are merged into $OUT/attention-<gpu>.json at the end (their logs stay in $OUT/shard<i>/).
+# Fitting happens on the CPU machine: python -m tritium.tune attention --fit bench/results/tuning/attention-<gpu>.json
 set -uo pipefail
 limit=${1:-540}; shift || true
 OUT=${OUT:-bench/results/tuning}
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
+n=$(nvidia-smi -L | grep -c '^GPU')
+mkdir -p "$OUT"
 if [[ -f bench/results/tuning/attention-$gpu.json && $OUT != bench/results/tuning ]]; then
   cp bench/results/tuning/attention-$gpu.json "$OUT/"
 fi
-# SIGINT at the limit: the sweep writes its JSON after every workload, so nothing finished is lost.
-timeout -s INT "$limit" python3 -m tritium.tune attention --out "$OUT" --no-fit "$@" 2>&1 | tee "$OUT/tune-$gpu.log"
-echo "tune exit: ${PIPESTATUS[0]}"
+if (( n <= 1 )); then
+  # SIGINT at the limit: the sweep writes its JSON after every workload, so nothing finished is lost.
+  timeout -s INT "$limit" python3 -m tritium.tune attention --out "$OUT" --no-fit "$@" 2>&1 | tee "$OUT/tune-$gpu.log"
+  echo "tune exit: ${PIPESTATUS[0]}"
+  exit 0
+fi
+jobs=$(( $(nproc) / n )); (( jobs > 16 )) && jobs=16; (( jobs < 1 )) && jobs=1
+pids=()
+for (( i = 0; i < n; i++ )); do
+  mkdir -p "$OUT/shard$i"
+  [[ -f $OUT/attention-$gpu.json ]] && cp "$OUT/attention-$gpu.json" "$OUT/shard$i/"
+  CUDA_VISIBLE_DEVICES=$i timeout -s INT "$limit" python3 -m tritium.tune attention --out "$OUT/shard$i" --no-fit \
+    --jobs "$jobs" --shard "$i/$n" "$@" > "$OUT/shard$i/tune-$gpu.log" 2>&1 &
+  pids+=($!)
+done
+for (( i = 0; i < n; i++ )); do
+  wait "${pids[$i]}"; rc=$?
+  echo "shard $i of $n exit: $rc ($(grep -c '^\[' "$OUT/shard$i/tune-$gpu.log") workloads swept)"
+  grep -v '^\[\|compiled' "$OUT/shard$i/tune-$gpu.log" | tail -5
+done
+shards=("$OUT"/shard*/attention-"$gpu".json)
+[[ -f $OUT/attention-$gpu.json ]] || cp "${shards[0]}" "$OUT/attention-$gpu.json"
+python3 -m tritium.tune attention --merge "$OUT/attention-$gpu.json" "${shards[@]}" && rm -f "${shards[@]}"

@@ -297,13 +297,62 @@ def test_sweep_repeats(tmp_path, monkeypatch):
     for key, runs in record["runs_ms"].items():
         assert len(runs) == 2 and record["times_ms"][key] == pytest.approx(sum(runs) / 2)
     with pytest.raises(SystemExit, match="2 timing"):
-        tune.sweep(str(tmp_path), workloads=workloads)
+        tune.sweep(str(tmp_path), workloads=workloads, repeats=1)
+    more = workloads + [tune.Workload(1, 0, 1, 17, 64, 2, 1, 16, "fp16", dtype="fp16")]
+    tune.sweep(str(tmp_path), workloads=more)  # no count given: the sweep's own
+    data = json.loads(Path(path).read_text())
+    assert data["repeats"] == 2 and all(len(r) == 2 for r in data["records"][1]["runs_ms"].values())
+
+
+@pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
+def test_sweep_shards_merge(tmp_path, monkeypatch):
+    """Two shards of one sweep take disjoint workloads whose union is the whole; --merge joins their
+    records into the sweep they continued (each once) and refuses a sweep of other knobs."""
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0)], PREFILL: []})
+    workloads = [tune.Workload(b, 0, 1, L, 64, 2, 1, 16, "fp16", dtype="fp16") for b, L in
+                 [(1, 17), (2, 40), (1, 33), (3, 20), (2, 9)]]
+    base = tmp_path / "base"
+    path = Path(tune.sweep(str(base), workloads=workloads[:1]))
+    shards = []
+    for i in range(2):
+        d = tmp_path / f"shard{i}"
+        d.mkdir()
+        (d / path.name).write_text(path.read_text())
+        shards.append(Path(tune.sweep(str(d), workloads=workloads, shard=(i, 2))))
+    names = [{r["name"] for r in json.loads(p.read_text())["records"][1:]} for p in shards]
+    assert names[0] == {w.name for w in workloads[1::2]} and names[1] == {w.name for w in workloads[2::2]}
+    assert tune.main(["--merge", str(path), *map(str, shards)]) == 0
+    merged = [r["name"] for r in json.loads(path.read_text())["records"]]
+    assert sorted(merged) == sorted(w.name for w in workloads)
+    assert tune.merge_sweeps(str(path), [str(shards[0])]) == 0  # nothing twice
+    other = json.loads(shards[1].read_text())
+    other["knobs"] = {DECODE: [[16, 1, 2]], PREFILL: []}
+    shards[1].write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="knobs"):
+        tune.merge_sweeps(str(path), [str(shards[1])])
+    with pytest.raises(SystemExit, match="does not exist"):
+        tune.merge_sweeps(str(path), [str(tmp_path / "missing.json")])
+
+
+def test_interleave_families():
+    """Every prefix of the sweep order holds both families in the grid's proportion, each in its order."""
+    ws = tune.workload_grid(0, 60, 20)
+    order = tune.interleave_families(ws)
+    assert sorted(w.name for w in order) == sorted(w.name for w in ws)
+    for fam in (DECODE, PREFILL):
+        assert [w for w in order if w.family() == fam] == [w for w in ws if w.family() == fam]
+    share = sum(w.family() == PREFILL for w in ws) / len(ws)
+    for n in (8, 20, 40):
+        assert abs(sum(w.family() == PREFILL for w in order[:n]) - share * n) <= 1
 
 
 @pytest.mark.parametrize("argv,message", [(["--repeats", "0"], "--repeats must be >= 1"),
                                           (["--grid", "120"], "--grid must be two positive counts"),
                                           (["--grid", "a,b"], "--grid must be two positive counts"),
-                                          (["--grid", "120,0"], "--grid must be two positive counts")])
+                                          (["--grid", "120,0"], "--grid must be two positive counts"),
+                                          (["--shard", "2/2"], "--shard: shard I/N needs 0 <= I < N"),
+                                          (["--shard", "x"], "--shard: shard must be I/N"),
+                                          (["--merge", "a.json"], "--merge needs the sweep JSON")])
 def test_sweep_arguments_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         tune.main(argv)

@@ -1,7 +1,8 @@
 """Offline tuning of paged attention: sweep kernel knobs over a grid of workloads, fit decision trees.
 
     python -m tritium.tune attention [--out DIR] [--part decode|prefill] [--limit N] [--repeats R]
-                                     [--grid DECODE,PREFILL]
+                                     [--grid DECODE,PREFILL] [--shard I/N]
+    python -m tritium.tune attention --merge INTO SHARD [SHARD ...]     # join shards' sweeps
     python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
@@ -10,7 +11,8 @@ set of its kernel family (``tritium.attention.config``) and with the hand rules.
 workloads are timed cold: a CUDA graph of calls over enough copies of the KV cache that the copies
 together are twice the L2, the way each layer of a model reads different memory. Records go to
 ``DIR/attention-<gpu>.json`` after every workload (a re-run skips what is there). Kernels are compiled
-first by a pool of processes (the Triton cache is on disk), then timed by this one.
+first by a pool of processes (the Triton cache is on disk), then timed by this one. On a machine of
+several GPUs, ``bench/gpu_tune.sh`` runs one process a GPU (``--shard``) and merges their records.
 
 The fit (``tritium.tune.trees``, scikit-learn) needs no GPU: it holds out a fifth of the workloads
 (never the benchmark's anchor shapes, ``anchor_workloads``; ``--hold-out-anchors`` lets it), fits one
@@ -402,6 +404,37 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
     return record
 
 
+def merge_sweeps(into: str, paths) -> int:
+    """Append to the sweep JSON ``into`` the records of the sweeps at ``paths`` (shards of one machine's
+    GPUs) that it does not hold yet; returns how many were added. The sweeps must be of one GPU model,
+    with the same candidate knobs and timings a candidate: anything else is refused, nothing written."""
+    data = _load(into)
+    if data is None:
+        raise SystemExit(f"--merge: {into} does not exist")
+    data.setdefault("repeats", 1)
+    have = {r["name"] for r in data["records"]}
+    added = 0
+    for path in paths:
+        other = _load(path)
+        if other is None:
+            raise SystemExit(f"--merge: {path} does not exist")
+        other.setdefault("repeats", 1)
+        for key in ("gpu", "knobs", "repeats"):
+            if json.loads(json.dumps(other[key])) != json.loads(json.dumps(data[key])):
+                raise SystemExit(f"--merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
+        for r in other["records"]:
+            if r["name"] not in have:
+                have.add(r["name"])
+                data["records"].append(r)
+                added += 1
+        if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
+            data["header"] = other["header"]
+    with open(into + ".tmp", "w") as f:
+        json.dump(data, f, indent=0)
+    os.replace(into + ".tmp", into)
+    return added
+
+
 def _load(path):
     if os.path.exists(path):
         with open(path) as f:
@@ -414,29 +447,58 @@ def gpu_slug(name: str) -> str:
     return "-".join(name.split()[:2]) if name else "gpu"
 
 
+def interleave_families(workloads: list) -> list:
+    """``workloads`` reordered so that every prefix holds the decode and prefill families in the proportion
+    of the whole list (each family's own order kept): a sweep stopped at its time limit, or split into
+    shards by position, leaves a sample of both families instead of the first family alone."""
+    by_family = {}
+    for w in workloads:
+        by_family.setdefault(w.family(), []).append(w)
+    keyed = [((i + 0.5) / len(ws), f, w) for f, ws in by_family.items() for i, w in enumerate(ws)]
+    return [w for _, _, w in sorted(keyed, key=lambda x: (x[0], x[1]))]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"I/N" -> (I, N) with 0 <= I < N; ValueError otherwise."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"shard must be I/N with integers, got {text!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"shard I/N needs 0 <= I < N, got {text!r}")
+    return i, n
+
+
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
-          seed: int = 0, workloads=None, device=None, repeats: int = 1, grid: tuple[int, int] = (120, 54)) -> str:
+          seed: int = 0, workloads=None, device=None, repeats: int | None = None,
+          grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1)) -> str:
     """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
-    ``sweep_workload``); a sweep is continued only with the count it was started with. ``grid``: decode-
-    and prefill-family workloads of ``workload_grid``."""
+    ``sweep_workload``); a sweep is continued only with the count it was started with (None: that count,
+    1 for a new sweep). ``grid``: decode- and prefill-family workloads of ``workload_grid``, swept with
+    the families interleaved. ``shard`` (I, N): only the I-th of every N workloads still to sweep, so
+    that N processes, one a GPU of a machine, sweep disjoint parts (``merge_sweeps`` joins them)."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
     data = _load(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
-                               repeats=repeats, records=[])
+                               repeats=repeats or 1, records=[])
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
-    if data.setdefault("repeats", 1) != repeats:  # sweeps before the option timed once
+    data.setdefault("repeats", 1)  # sweeps before the option timed once
+    repeats = repeats or data["repeats"]
+    if data["repeats"] != repeats:
         raise SystemExit(f"{path} holds a sweep with {data['repeats']} timing(s) a candidate; asked for {repeats}")
     data["header"] = header(device) if device.type == "cuda" else dict(gpu=name)
     done = {r["name"] for r in data["records"]}
-    todo = [w for w in (workloads or workload_grid(seed, *grid)) if w.name not in done]
+    todo = [w for w in (workloads or interleave_families(workload_grid(seed, *grid))) if w.name not in done]
     if part:
         todo = [w for w in todo if w.family() == part]
+    todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
-    print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep", flush=True)
+    print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep"
+          + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
     if todo and device.type == "cuda" and jobs != 1:
         precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
     for i, w in enumerate(todo):
@@ -467,8 +529,13 @@ def main(argv) -> int:
     parser.add_argument("--jobs", type=int, default=0, help="compile processes (default: CPUs, at most 16)")
     parser.add_argument("--grid", default="120,54", metavar="DECODE,PREFILL",
                         help="decode- and prefill-family workloads to sample (the anchors always among them)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="time each candidate this many times, in alternating order; the median is kept")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="time each candidate this many times, in alternating order; the median is kept "
+                             "(default: as the sweep being continued, 1 for a new one)")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="sweep only the I-th of every N workloads still to sweep (one process a GPU)")
+    parser.add_argument("--merge", nargs="+", metavar="FILE",
+                        help="INTO SHARD...: add the shards' records to the sweep JSON INTO (no GPU)")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
@@ -479,9 +546,19 @@ def main(argv) -> int:
                         help="let the held-out fifth take the benchmark's anchor shapes too (how trees were fitted "
                              "before stop 27; the H200 tree still is)")
     args = parser.parse_args(argv)
+    if args.merge:
+        if len(args.merge) < 2:
+            parser.error("--merge needs the sweep JSON to add to and at least one shard's JSON")
+        added = merge_sweeps(args.merge[0], args.merge[1:])
+        print(f"{args.merge[0]}: {added} workloads added from {len(args.merge) - 1} shard(s)")
+        return 0
     path = args.fit
     if path is None:
-        if args.repeats < 1:
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as e:
+            parser.error(f"--shard: {e}")
+        if args.repeats is not None and args.repeats < 1:
             parser.error(f"--repeats must be >= 1, got {args.repeats}")
         try:
             grid = tuple(int(n) for n in args.grid.split(","))
@@ -491,7 +568,8 @@ def main(argv) -> int:
             parser.error(f"--grid must be two positive counts DECODE,PREFILL, got {args.grid!r}")
         if not torch.cuda.is_available():
             parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
-        path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid)
+        path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid,
+                     shard=shard)
         if args.no_fit:
             return 0
     if importlib.util.find_spec("sklearn") is None:
