@@ -170,7 +170,7 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     src_a = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
     assert src_a == (tmp_path / "b" / "nvidia_testgpu.py").read_text()  # deterministic given the JSON
     assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
-    assert set(a["trees"]) == {DECODE, PREFILL} and all(t["leaves"] <= trees.LEAVES for t in a["trees"].values())
+    assert set(a["trees"]) == {DECODE, PREFILL} and all(t["leaves"] <= trees.LEAVES[f] for f, t in a["trees"].items())
     spec = importlib.util.spec_from_file_location("nvidia_testgpu", tmp_path / "a" / "nvidia_testgpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
