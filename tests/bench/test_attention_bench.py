@@ -18,3 +18,23 @@ def test_decode_sweep_candidates():
                                                  num_stages=2))
     assert {c.num_splits for c in wide[1:]} == {32, 64}
 
+
+
+def test_interleaved_ms_rounds(monkeypatch):
+    """Every system is timed once a round, the order reversed every other round, and its median round
+    kept; a system that raises on its first call is left out with its error."""
+    from tritium.bench import common
+
+    order, slow = [], iter([5.0] + [1.0] * 10)  # the first timing lands in a slow spell
+
+    def fake_time_ms(fn, *, graph=False, rep_ms=200):
+        order.append(fn())
+        return next(slow) * (2.0 if order[-1] == "b" else 1.0)
+
+    def broken():
+        raise RuntimeError("no cuDNN here")
+
+    monkeypatch.setattr(common, "time_ms", fake_time_ms)
+    ms, errors = common.interleaved_ms({"a": lambda: "a", "b": lambda: "b", "c": broken}, rounds=3)
+    assert order == ["a", "b", "b", "a", "a", "b"]
+    assert ms == {"a": 1.0, "b": 2.0} and set(errors) == {"c"} and "no cuDNN here" in errors["c"]

@@ -8,6 +8,8 @@ sequence, reported in TB/s of K+V read (B*L*8*128*2*2 bytes); decode is timed as
 for every system (how decode runs in serving; removes host launch overhead for all alike), cold: the
 graph rotates over copies of the inputs that together are 3x the L2, so no call reads from L2 (every
 layer of a model reads different memory); the warm figures (one copy) are reported beside them.
+Every system of a row is timed in three interleaved rounds (the order reversed every other round) and
+its median round is reported, so that a slow spell of the GPU does not land on one system alone.
 
 Prefill rows time what ``paged_attention`` runs by itself (``kernel``: the Gluon Hopper kernel where it
 fits, else the Triton kernel) and, where that is the Gluon kernel, the Triton kernel beside it
@@ -23,7 +25,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, select_attention_config
-from tritium.bench.common import copy_bandwidth_tbs, graph_kernel_us, header, matmul_tflops, print_table, time_ms
+from tritium.bench.common import (copy_bandwidth_tbs, graph_kernel_us, header, interleaved_ms, matmul_tflops, print_table,
+                                  time_ms)
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
 PREFILL_CASES = [(1, 4096), (1, 16384), (8, 2048), (4, 8192)]
@@ -154,20 +157,25 @@ def bench_prefill(batch, seq_len, block_size, sweep):
     if err > 2e-2:
         row["error"] = f"tritium differs from SDPA: rel err {err:.3g}"
         return row
-    default_ms, best_ms, best_cfg, results = _time_configs(call, _prefill_configs(sweep), graph=False)
-    row.update(tritium_ms=default_ms, tritium_tflops=flops / default_ms / 1e9)
     if sweep:
+        _, best_ms, best_cfg, results = _time_configs(call, _prefill_configs(sweep), graph=False)
         row.update(best_ms=best_ms, best_tflops=flops / best_ms / 1e9, best_config=_cfg_str(best_cfg),
                    sweep={_cfg_str(c): round(flops / ms / 1e9, 1) for ms, c in results})
+    # tritium, the Triton kernel beside the Gluon one, and SDPA timed in interleaved rounds.
+    fns = {"tritium": lambda: call(None)}
     if gluon:  # the Triton kernel beside it, same inputs
-        err_t = _rel_err(call(triton_cfg), ref)
-        row.update(triton_rel_err=err_t, triton_tflops=flops / time_ms(lambda: call(triton_cfg)) / 1e9)
+        row["triton_rel_err"] = _rel_err(call(triton_cfg), ref)
+        fns["triton"] = lambda: call(triton_cfg)
     for name, backend in _sdpa_backends().items():
-        try:
-            ms = time_ms(lambda: _sdpa(backend, q_dense, k_rep, v_rep, True))
-            row[f"sdpa_{name}_tflops"] = flops / ms / 1e9
-        except Exception as e:
-            row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
+        fns[f"sdpa_{name}"] = lambda backend=backend: _sdpa(backend, q_dense, k_rep, v_rep, True)
+    ms, errors = interleaved_ms(fns)
+    if "tritium" in errors:
+        raise RuntimeError(f"prefill B={batch} S={seq_len}: {errors['tritium']}")
+    row.update(tritium_ms=ms["tritium"])
+    for name, t in ms.items():
+        row[f"{name}_tflops"] = flops / t / 1e9
+    for name, e in errors.items():
+        row[f"{name}_error"] = e
     return row
 
 
@@ -200,9 +208,6 @@ def bench_decode(batch, seq_len, block_size, sweep, profile=False):
     def call(cfg, inputs=inputs):
         return paged_attention(**inputs, **hints, out=out, workspace=workspace, config=cfg)
 
-    def cold(fn_of_copy):
-        return time_ms(lambda: [fn_of_copy(c) for c in range(copies)], graph=True) / copies
-
     ref = _sdpa(_sdpa_backends()["flash"], q_dense, k_dense, v_dense, False).reshape_as(q)
     err = _rel_err(call(None), ref)
     row = dict(kind="decode", batch=batch, seq_len=seq_len, block_size=block_size, rel_err=err,
@@ -210,30 +215,35 @@ def bench_decode(batch, seq_len, block_size, sweep, profile=False):
     if err > 2e-2:
         row["error"] = f"tritium differs from SDPA: rel err {err:.3g}"
         return row
-    default_ms = time_ms(lambda: call(None), graph=True)
-    row.update(tritium_warm_us=default_ms * 1e3, tritium_warm_tbs=nbytes / default_ms / 1e9)
     if sweep:  # every candidate timed cold, the default (None) first
         _, best_ms, best_cfg, results = _time_configs(
             lambda cfg: [call(cfg, batches[c][0]) for c in range(copies)], _decode_configs(sweep, base), graph=True)
         results = [(ms / copies, cfg) for ms, cfg in results]
         best_ms /= copies
-    cold_ms = cold(lambda c: call(None, batches[c][0]))
-    row.update(tritium_us=cold_ms * 1e3, tritium_tbs=nbytes / cold_ms / 1e9)
+    # Every system warm (one copy) and cold (a graph over all copies), in interleaved rounds.
+    dense = [(b[0]["q"].view(batch, NUM_KV_HEADS, group, HEAD_DIM), b[1], b[2]) for b in batches]
+    fns = {"tritium_warm": lambda: call(None),
+           "tritium": lambda: [call(None, batches[c][0]) for c in range(copies)]}
+    for name, backend in _sdpa_backends().items():
+        fns[f"sdpa_{name}_warm"] = lambda backend=backend: _sdpa(backend, q_dense, k_dense, v_dense, False)
+        fns[f"sdpa_{name}"] = lambda backend=backend: [_sdpa(backend, *dense[c], False) for c in range(copies)]
+    ms, errors = interleaved_ms(fns, graph=True)
+    if "tritium" in errors or "tritium_warm" in errors:
+        raise RuntimeError(f"decode B={batch} L={seq_len}: {errors}")
+    for name in ms:
+        if not name.endswith("_warm"):
+            ms[name] /= copies
+    row.update(tritium_warm_us=ms["tritium_warm"] * 1e3, tritium_us=ms["tritium"] * 1e3)
+    for name, t in ms.items():
+        row[f"{name}_tbs"] = nbytes / t / 1e9
+    for name, e in errors.items():
+        row[f"{name.removesuffix('_warm')}_error"] = e
     if profile:  # per kernel, per call (the graph holds `copies` calls)
         kernels = graph_kernel_us(lambda: [call(None, batches[c][0]) for c in range(copies)])
         row["cold_kernel_us"] = {k: round(v / copies, 2) for k, v in kernels.items()}
     if sweep:
         row.update(best_us=best_ms * 1e3, best_tbs=nbytes / best_ms / 1e9, best_config=_cfg_str(best_cfg),
                    sweep_cold={_cfg_str(c): round(nbytes / ms / 1e9, 3) for ms, c in results})
-    for name, backend in _sdpa_backends().items():
-        try:
-            ms = time_ms(lambda: _sdpa(backend, q_dense, k_dense, v_dense, False), graph=True)
-            row[f"sdpa_{name}_warm_tbs"] = nbytes / ms / 1e9
-            dense = [(b[0]["q"].view(batch, NUM_KV_HEADS, group, HEAD_DIM), b[1], b[2]) for b in batches]
-            ms = cold(lambda c: _sdpa(backend, *dense[c], False))
-            row[f"sdpa_{name}_tbs"] = nbytes / ms / 1e9
-        except Exception as e:
-            row[f"sdpa_{name}_error"] = f"{type(e).__name__}: {str(e)[:100]}"
     return row
 
 

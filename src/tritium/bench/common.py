@@ -37,6 +37,26 @@ def time_ms(fn, *, graph: bool = False, rep_ms: int = 200) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
 
 
+def interleaved_ms(fns: dict, *, graph: bool = False, rounds: int = 3, rep_ms: int = 70) -> tuple[dict, dict]:
+    """Median milliseconds of each of ``fns`` (name -> callable) over ``rounds`` rounds, each timing every
+    callable once with ``time_ms`` (order reversed every other round): a slow spell of the GPU lands in one
+    round of every system instead of the whole measurement of one. Returns (ms by name, error by name): a
+    callable that raises on its first call is left out and its error kept."""
+    errors, ok = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            ok[name] = fn
+        except Exception as e:
+            errors[name] = f"{type(e).__name__}: {str(e)[:100]}"
+    times = {name: [] for name in ok}
+    names = list(ok)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            times[name].append(time_ms(ok[name], graph=graph, rep_ms=rep_ms))
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}, errors
+
+
 def ranked_us(fn, device: torch.device, iters: int, reps: int) -> float:
     """Multi-rank suites (every rank calls it together): the median over ``reps`` of (``iters`` calls of
     ``fn``) / iters in microseconds (CUDA events on a GPU, wall clock on the CPU), max over ranks."""
