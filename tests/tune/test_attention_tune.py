@@ -313,6 +313,9 @@ def test_sweep_shards_merge(tmp_path, monkeypatch):
                  [(1, 17), (2, 40), (1, 33), (3, 20), (2, 9)]]
     base = tmp_path / "base"
     path = Path(tune.sweep(str(base), workloads=workloads[:1]))
+    before = path.read_text()
+    assert tune.sweep(str(base), workloads=workloads, shard=(0, 2), compile_only=True) == str(path)
+    assert path.read_text() == before  # compiling times nothing and writes no record
     shards = []
     for i in range(2):
         d = tmp_path / f"shard{i}"

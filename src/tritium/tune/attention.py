@@ -471,12 +471,14 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
           seed: int = 0, workloads=None, device=None, repeats: int | None = None,
-          grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1)) -> str:
+          grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1), compile_only: bool = False) -> str:
     """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
     ``sweep_workload``); a sweep is continued only with the count it was started with (None: that count,
     1 for a new sweep). ``grid``: decode- and prefill-family workloads of ``workload_grid``, swept with
     the families interleaved. ``shard`` (I, N): only the I-th of every N workloads still to sweep, so
-    that N processes, one a GPU of a machine, sweep disjoint parts (``merge_sweeps`` joins them)."""
+    that N processes, one a GPU of a machine, sweep disjoint parts (``merge_sweeps`` joins them).
+    ``compile_only``: fill the Triton cache for what all N shards will sweep (``limit`` each), time
+    nothing; the shards then run with ``jobs=1`` instead of N pools compiling the same kernels."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
@@ -495,6 +497,12 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     todo = [w for w in (workloads or interleave_families(workload_grid(seed, *grid))) if w.name not in done]
     if part:
         todo = [w for w in todo if w.family() == part]
+    if compile_only:
+        todo = todo[:limit * shard[1]] if limit else todo  # every shard's share
+        print(f"{name}: compiling for {len(todo)} workloads ({shard[1]} shard(s))", flush=True)
+        if todo and device.type == "cuda":
+            precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
+        return path
     todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
     print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep"
@@ -534,6 +542,9 @@ def main(argv) -> int:
                              "(default: as the sweep being continued, 1 for a new one)")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="sweep only the I-th of every N workloads still to sweep (one process a GPU)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="fill the Triton cache for the workloads of all N shards (--shard I/N, --limit each) "
+                             "and exit; the shards then sweep with --jobs 1")
     parser.add_argument("--merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the sweep JSON INTO (no GPU)")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
@@ -569,8 +580,8 @@ def main(argv) -> int:
         if not torch.cuda.is_available():
             parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
         path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid,
-                     shard=shard)
-        if args.no_fit:
+                     shard=shard, compile_only=args.compile_only)
+        if args.no_fit or args.compile_only:
             return 0
     if importlib.util.find_spec("sklearn") is None:
         print(f"not fitting: scikit-learn is missing (pip install 'tritium[tune]'; then "
