@@ -25,8 +25,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, select_attention_config
-from tritium.bench.common import (copy_bandwidth_tbs, graph_kernel_us, header, interleaved_ms, matmul_tflops, print_table,
-                                  time_ms)
+from tritium.bench.common import (copy_bandwidth_tbs, graph_kernel_us, header, interleaved_ms, matmul_tflops,
+                                  print_table, time_ms)
 
 NUM_Q_HEADS, NUM_KV_HEADS, HEAD_DIM = 32, 8, 128
 PREFILL_CASES = [(1, 4096), (1, 16384), (8, 2048), (4, 8192)]
