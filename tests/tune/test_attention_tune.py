@@ -169,6 +169,9 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     trees.fit_and_export(str(sweep), domain=_domain(), tree_dir=str(tmp_path / "b"))
     src_a = (tmp_path / "a" / "nvidia_testgpu.py").read_text()
     assert src_a == (tmp_path / "b" / "nvidia_testgpu.py").read_text()  # deterministic given the JSON
+    # an experiment's table goes beside its tree, never over the one beside the sweep
+    assert json.loads((tmp_path / "a" / "nvidia_testgpu.validation.json").read_text())["held_out"] == a["held_out"]
+    assert not (tmp_path / "attention-NVIDIA-TestGPU.validation.json").exists()
     assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
     assert set(a["trees"]) == {DECODE, PREFILL} and all(t["leaves"] <= trees.LEAVES[f] for f, t in a["trees"].items())
     spec = importlib.util.spec_from_file_location("nvidia_testgpu", tmp_path / "a" / "nvidia_testgpu.py")

@@ -420,8 +420,9 @@ def _load_sweep(path: str) -> tuple[bytes, dict, list[dict]]:
 def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None, seed: int = 0,
                    train_only=frozenset(), others: tuple[str, ...] = ()) -> dict:
     """Fit both families' trees from the sweep JSON at ``path``, print the held-out table, write
-    ``<tree_dir>/<gpu module>.py``; returns the validation summary. ``train_only``: names of workloads
-    never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
+    ``<tree_dir>/<gpu module>.py``; returns the validation summary, also written as JSON beside the sweep
+    (``tree_dir`` None: the package's trees) or beside the tree (any other ``tree_dir``). ``train_only``:
+    names of workloads never held out (see ``split_holdout``). ``domain``: feature dicts of the workloads the trees are
     distilled on (``tritium.tune.attention.workload_domain``). ``others``: sweep JSONs of other GPUs whose
     timings the cost model also trains on (never those of this fit's held-out workloads)."""
     raw, data, records = _load_sweep(path)
@@ -494,6 +495,9 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
         f.write(src)
     print(f"\nwrote {os.path.relpath(out_path)}")
     result = dict(validation=stats, cross_validation=cv, trees=shapes, others=other_lines, held_out=rows)
-    with open(os.path.splitext(path)[0] + ".validation.json", "w") as f:
+    # Beside the sweep when the package's tree is written (what tests/tune checks the tree against);
+    # beside the tree otherwise, so that an experiment's fit never overwrites the committed table.
+    validation = (os.path.splitext(path)[0] if tree_dir is None else os.path.splitext(out_path)[0]) + ".validation.json"
+    with open(validation, "w") as f:
         json.dump(result, f, indent=1)
     return result
