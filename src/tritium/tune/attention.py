@@ -420,7 +420,7 @@ def merge_sweeps(into: str, paths) -> int:
             raise SystemExit(f"--merge: {path} does not exist")
         other.setdefault("repeats", 1)
         for key in ("gpu", "knobs", "repeats"):
-            if json.loads(json.dumps(other[key])) != json.loads(json.dumps(data[key])):
+            if other[key] != data[key]:  # both as read from JSON
                 raise SystemExit(f"--merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
         for r in other["records"]:
             if r["name"] not in have:
@@ -497,18 +497,19 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     todo = [w for w in (workloads or interleave_families(workload_grid(seed, *grid))) if w.name not in done]
     if part:
         todo = [w for w in todo if w.family() == part]
+    pool = jobs or min(16, os.cpu_count() or 1)
     if compile_only:
         todo = todo[:limit * shard[1]] if limit else todo  # every shard's share
         print(f"{name}: compiling for {len(todo)} workloads ({shard[1]} shard(s))", flush=True)
         if todo and device.type == "cuda":
-            precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
+            precompile(todo, sms, pool)
         return path
     todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
     print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep"
           + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
     if todo and device.type == "cuda" and jobs != 1:
-        precompile(todo, sms, jobs or min(16, os.cpu_count() or 1))
+        precompile(todo, sms, pool)
     for i, w in enumerate(todo):
         t0 = time.perf_counter()
         record = sweep_workload(w, device, sms, l2, repeats=repeats)
