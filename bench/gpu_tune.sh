@@ -12,7 +12,8 @@ limit=${1:-540}; shift || true
 OUT=${OUT:-bench/results/tuning}
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
-n=$(nvidia-smi -L | grep -c '^GPU')
+# TUNE_GPUS=1 with CUDA_VISIBLE_DEVICES=i: sweep on GPU i alone while the others do something else.
+n=${TUNE_GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
 mkdir -p "$OUT"
 if [[ -f bench/results/tuning/attention-$gpu.json && $OUT != bench/results/tuning ]]; then
   cp bench/results/tuning/attention-$gpu.json "$OUT/"
