@@ -1,14 +1,14 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 2f76fc28a79a2969; 2074 decode-family and 495 prefill-family workloads,
-swept 2026-11-26T13:49:37+00:00; distilled trees {'decode': {'leaves': 1200, 'margin': 0.02}, 'prefill': {'leaves': 600, 'margin': 0.01}}
+(sha256 0e02385c4aa6db75; 2446 decode-family and 925 prefill-family workloads,
+swept 2026-11-26T16:57:51+00:00; distilled trees {'decode': {'leaves': 1200, 'margin': 0.01}, 'prefill': {'leaves': 600, 'margin': 0.05}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0172, 'hand': 1.1239}, 'prefill': {'tree': 1.0238, 'hand': 1.4303}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0138, 'hand': 1.1237}, 'prefill': {'tree': 1.0191, 'hand': 1.4324}}).
 The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
-    decode: 415 held out, 90% within 5% of the best swept, worst 2.409x the best and 2.304x the hand rules
-    prefill: 99 held out, 84% within 5% of the best swept, worst 1.485x the best and 1.477x the hand rules
+    decode: 489 held out, 90% within 5% of the best swept, worst 1.358x the best and 1.358x the hand rules
+    prefill: 185 held out, 87% within 5% of the best swept, worst 1.401x the best and 1.264x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -29,8 +29,8 @@ UNFIT = frozenset({
 
 
 def decode(f):
-    if f['head_dim'] <= 192:
-        if f['max_seqlen_k'] <= 6144:
+    if f['max_seqlen_k'] <= 3072:
+        if f['head_dim'] <= 192:
             if f['max_seqlen_k'] <= 320:
                 if f['programs'] <= 384:
                     if f['programs'] <= 12:
@@ -46,19 +46,31 @@ def decode(f):
                                             else:
                                                 return (128, 2, 0)
                                     else:
-                                        return (128, 2, 0)
+                                        if f['group'] <= 6:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (128, 2, 0)
                                 else:
                                     if f['num_kv_heads'] <= 1:
-                                        return (128, 2, 0)
+                                        return (128, 2, 4)
                                     else:
                                         return (128, 2, 2)
                             else:
-                                if f['programs'] <= 3:
+                                if f['programs'] <= 6:
                                     if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (32, 2, 1)
+                                        if f['programs'] <= 3:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 1)
+                                            else:
+                                                return (32, 2, 8)
                                         else:
-                                            return (32, 2, 8)
+                                            if f['group'] <= 2:
+                                                return (32, 2, 2)
+                                            else:
+                                                if f['num_tokens'] <= 3:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 8)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             return (32, 2, 4)
@@ -66,256 +78,247 @@ def decode(f):
                                             return (32, 2, 1)
                                 else:
                                     if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return (32, 2, 1)
-                                            else:
-                                                return (32, 2, 8)
-                                        else:
+                                        if f['block_size'] <= 40:
                                             return (32, 2, 4)
-                                    else:
-                                        if f['programs'] <= 6:
-                                            return (128, 2, 2)
                                         else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['num_tokens'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (128, 2, 2)
+                                            return (32, 2, 8)
+                                    else:
+                                        if f['num_tokens'] <= 6:
+                                            if f['num_seqs'] <= 2:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 4)
                                                 else:
                                                     return (128, 2, 1)
                                             else:
-                                                return (128, 2, 0)
+                                                return (128, 2, 4)
                         else:
                             if f['head_dim'] <= 96:
-                                if f['block_size'] <= 40:
-                                    return (128, 2, 4)
-                                else:
-                                    if f['num_tokens'] <= 24:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['block_size'] <= 40:
                                         if f['group'] <= 2:
-                                            return (128, 2, 1)
+                                            return (128, 2, 4)
                                         else:
-                                            if f['programs'] <= 6:
-                                                return (128, 2, 0)
-                                            else:
+                                            if f['num_seqs'] <= 3:
                                                 return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 4)
                                     else:
-                                        if f['programs'] <= 6:
-                                            return (64, 2, 0)
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 2, 0)
                                         else:
-                                            return (128, 2, 8)
+                                            return (128, 2, 2)
+                                else:
+                                    if f['group'] <= 6:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (64, 2, 0)
                             else:
                                 if f['group'] <= 6:
                                     if f['programs'] <= 6:
-                                        if f['num_tokens'] <= 3:
-                                            return (64, 2, 0)
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 8)
                                         else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (128, 2, 2)
+                                            return (128, 2, 2)
                                     else:
-                                        return (128, 2, 8)
+                                        return (128, 2, 1)
                                 else:
                                     if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 3:
+                                        if f['programs'] <= 6:
                                             return (128, 2, 0)
                                         else:
-                                            if f['programs'] <= 6:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 1)
+                                            return (128, 2, 1)
                                     else:
                                         return (64, 2, 0)
                     else:
                         if f['programs'] <= 192:
-                            if f['kv_bits'] <= 12:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 48:
-                                        if f['programs'] <= 24:
-                                            if f['num_kv_heads'] <= 1:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 8)
-                                                else:
-                                                    return (128, 2, 0)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 8)
+                            if f['group'] <= 2:
+                                if f['num_tokens'] <= 24:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['kv_bits'] <= 12:
+                                            if f['programs'] <= 48:
+                                                if f['num_tokens'] <= 12:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (128, 2, 0)
                                                     else:
                                                         return (128, 2, 2)
                                                 else:
-                                                    return (128, 2, 4)
+                                                    if f['head_dim'] <= 96:
+                                                        if f['programs'] <= 24:
+                                                            return (128, 2, 8)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 8)
+                                            else:
+                                                if f['num_seqs'] <= 12:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (64, 2, 0)
                                         else:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 1:
+                                            if f['programs'] <= 24:
+                                                if f['num_tokens'] <= 3:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    return (128, 2, 8)
+                                            else:
+                                                if f['head_dim'] <= 96:
                                                     return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 4)
+                                    else:
+                                        return (128, 2, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
+                                            if f['programs'] <= 96:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (128, 2, 0)
                                             else:
-                                                if f['num_tokens'] <= 6:
+                                                return (64, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['programs'] <= 96:
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (64, 2, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['programs'] <= 48:
+                                                            return (128, 2, 0)
+                                                        else:
+                                                            return (64, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
+                                                else:
+                                                    if f['programs'] <= 96:
+                                                        if f['programs'] <= 48:
+                                                            return (128, 2, 8)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 2)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            if f['num_tokens'] <= 192:
+                                                return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 4)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (64, 2, 0)
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 24:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 1)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 2)
                                                 else:
                                                     return (128, 2, 0)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 96:
-                                                if f['group'] <= 6:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['programs'] <= 96:
-                                                if f['num_tokens'] <= 12:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 8)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 8)
-                                                else:
-                                                    return (128, 2, 0)
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 96:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['programs'] <= 48:
-                                                    if f['programs'] <= 24:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (32, 2, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 48:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (32, 2, 2)
-                                            else:
-                                                if f['programs'] <= 48:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (128, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['head_dim'] <= 96:
                                                 return (128, 2, 2)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            if f['block_size'] <= 40:
-                                                if f['num_seqs'] <= 12:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (128, 2, 4)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (128, 2, 1)
                                             else:
-                                                if f['programs'] <= 48:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 12:
-                                                        return (128, 2, 8)
-                                                    else:
-                                                        return (128, 2, 1)
-                                        else:
-                                            return (64, 2, 0)
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['num_seqs'] <= 3:
-                                                return (128, 2, 4)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 0)
-                                                else:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 4)
-                                        else:
-                                            if f['num_tokens'] <= 192:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 4)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                if f['programs'] <= 24:
-                                                    return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 4)
+                                                    return (128, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
                                                 if f['programs'] <= 24:
-                                                    if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 3:
-                                                            if f['head_dim'] <= 96:
-                                                                return (128, 2, 0)
-                                                            else:
-                                                                return (128, 2, 8)
-                                                        else:
-                                                            return (128, 2, 8)
-                                                    else:
-                                                        return (128, 2, 2)
+                                                    return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 1)
                                             else:
                                                 if f['head_dim'] <= 96:
-                                                    return (128, 2, 1)
+                                                    return (128, 2, 0)
                                                 else:
                                                     return (64, 2, 0)
                                 else:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 12:
-                                            return (128, 2, 8)
-                                        else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
                                             if f['block_size'] <= 40:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 8)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 8)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (128, 2, 4)
+                                                if f['programs'] <= 96:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
-                                                    return (64, 2, 0)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (128, 3, 4)
+                                            else:
+                                                if f['programs'] <= 96:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['programs'] <= 96:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 4)
+                                            else:
+                                                return (64, 2, 0)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 96:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
+                                            else:
+                                                return (128, 2, 8)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
                         else:
                             if f['head_dim'] <= 96:
                                 if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 1:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 1)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
                                         if f['block_size'] <= 40:
                                             return (64, 2, 1)
                                         else:
-                                            return (128, 2, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 2, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 2)
                                             else:
                                                 return (128, 2, 0)
                                 else:
@@ -326,97 +329,100 @@ def decode(f):
                     if f['programs'] <= 768:
                         if f['kv_bits'] <= 12:
                             if f['num_tokens'] <= 192:
-                                if f['block_size'] <= 40:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 1)
-                                    else:
-                                        return 'hand'
-                                else:
+                                if f['group'] <= 6:
                                     if f['head_dim'] <= 96:
-                                        return (64, 2, 1)
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (64, 2, 2)
                                     else:
-                                        return (32, 2, 0)
+                                        if f['max_seqlen_q'] <= 1:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 0)
                             else:
-                                if f['max_seqlen_q'] <= 3:
-                                    return 'hand'
+                                if f['max_seqlen_q'] <= 1:
+                                    return (64, 2, 2)
                                 else:
                                     if f['head_dim'] <= 96:
-                                        return 'hand'
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 2)
+                                        else:
+                                            return 'hand'
                                     else:
                                         if f['group'] <= 6:
-                                            return 'hand'
+                                            return (128, 2, 4)
                                         else:
                                             return (128, 2, 1)
                         else:
                             if f['head_dim'] <= 96:
                                 return 'hand'
                             else:
-                                return (32, 2, 1)
+                                if f['max_seqlen_q'] <= 3:
+                                    return (32, 2, 1)
+                                else:
+                                    return (32, 2, 2)
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['head_dim'] <= 96:
+                        if f['head_dim'] <= 96:
+                            if f['kv_bits'] <= 12:
                                 if f['block_size'] <= 40:
-                                    if f['num_seqs'] <= 192:
+                                    if f['programs'] <= 1536:
                                         return 'hand'
                                     else:
-                                        return (128, 2, 4)
+                                        if f['group'] <= 2:
+                                            return (128, 2, 4)
+                                        else:
+                                            return 'hand'
                                 else:
                                     return 'hand'
                             else:
-                                if f['programs'] <= 1536:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (32, 2, 4)
-                                    else:
-                                        return (32, 2, 1)
+                                return 'hand'
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['num_seqs'] <= 192:
+                                    return (32, 2, 0)
                                 else:
-                                    if f['num_tokens'] <= 384:
+                                    if f['group'] <= 6:
                                         return (32, 2, 4)
                                     else:
                                         return (32, 2, 8)
-                        else:
-                            if f['num_seqs'] <= 192:
-                                if f['head_dim'] <= 96:
-                                    return 'hand'
+                            else:
+                                if f['num_seqs'] <= 192:
+                                    return (32, 2, 1)
                                 else:
                                     if f['block_size'] <= 40:
-                                        return (32, 2, 0)
-                                    else:
-                                        return (32, 2, 1)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (64, 2, 8)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
                                         if f['num_tokens'] <= 384:
-                                            return (32, 2, 0)
+                                            return (64, 2, 8)
                                         else:
-                                            return (32, 2, 2)
+                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 4)
+                                        else:
+                                            return (32, 2, 1)
             else:
                 if f['programs'] <= 96:
                     if f['programs'] <= 12:
                         if f['programs'] <= 3:
                             if f['head_dim'] <= 96:
                                 if f['max_seqlen_k'] <= 1280:
-                                    if f['kv_bits'] <= 12:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (32, 2, 1)
-                                    else:
-                                        return (32, 2, 4)
+                                    return (32, 2, 4)
                                 else:
                                     if f['num_tokens'] <= 6:
                                         if f['kv_bits'] <= 12:
                                             if f['num_kv_heads'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    return (32, 2, 2)
+                                                return (32, 2, 1)
                                             else:
                                                 if f['group'] <= 2:
                                                     return (32, 2, 4)
@@ -431,534 +437,528 @@ def decode(f):
                                         if f['group'] <= 6:
                                             return (32, 2, 1)
                                         else:
-                                            if f['kv_bits'] <= 12:
-                                                return (128, 2, 4)
+                                            if f['num_tokens'] <= 12:
+                                                return (32, 2, 1)
                                             else:
-                                                return (64, 2, 8)
+                                                return (128, 2, 4)
                             else:
                                 if f['kv_bits'] <= 12:
                                     if f['max_seqlen_q'] <= 6:
-                                        if f['num_seqs'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (32, 2, 2)
-                                            else:
-                                                return (32, 2, 4)
-                                    else:
-                                        if f['programs'] <= 1:
-                                            return (32, 2, 2)
+                                        if f['num_tokens'] <= 3:
+                                            return (32, 2, 8)
                                         else:
                                             return (32, 2, 1)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 2)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
-                                        if f['num_tokens'] <= 6:
-                                            return (32, 2, 2)
-                                        else:
+                                        if f['num_seqs'] <= 1:
                                             return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 8)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['programs'] <= 1:
-                                                if f['num_tokens'] <= 3:
-                                                    if f['num_tokens'] <= 1:
-                                                        return (32, 2, 1)
-                                                    else:
-                                                        return (32, 2, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (32, 2, 1)
                                                 else:
                                                     return (32, 2, 8)
                                             else:
-                                                return (32, 2, 4)
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 4)
                                         else:
                                             return (32, 2, 1)
                         else:
                             if f['max_seqlen_k'] <= 576:
                                 if f['kv_bits'] <= 12:
                                     if f['head_dim'] <= 96:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['programs'] <= 6:
                                                 return (32, 2, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return 'hand'
+                                        else:
+                                            if f['num_tokens'] <= 3:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 3, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 8)
                                             else:
                                                 return (32, 2, 1)
                                         else:
-                                            if f['num_tokens'] <= 1:
-                                                return (64, 2, 1)
-                                            else:
-                                                if f['num_tokens'] <= 3:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 1)
-                                                    else:
-                                                        return (32, 2, 4)
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['programs'] <= 6:
+                                                    return (32, 2, 8)
                                                 else:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    if f['num_tokens'] <= 1:
-                                                        return (32, 2, 4)
+                                                        return (64, 2, 1)
                                                     else:
                                                         return (32, 2, 1)
                                             else:
-                                                if f['num_seqs'] <= 3:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (32, 2, 1)
-                                                    else:
-                                                        return 'hand'
-                                        else:
-                                            if f['programs'] <= 6:
-                                                if f['num_tokens'] <= 12:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 1)
-                                                else:
-                                                    return 'hand'
+                                                return (64, 3, 4)
                                 else:
                                     if f['programs'] <= 6:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 8)
-                                            else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 8)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
                                                 if f['head_dim'] <= 96:
                                                     return (32, 2, 8)
                                                 else:
-                                                    return (64, 2, 1)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 8)
-                                                else:
-                                                    return (64, 2, 2)
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 8)
+                                                    else:
+                                                        return (64, 2, 1)
                                             else:
-                                                if f['num_tokens'] <= 24:
-                                                    return (32, 2, 2)
+                                                if f['block_size'] <= 40:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        return (32, 2, 2)
                                                 else:
-                                                    return (64, 2, 1)
+                                                    if f['num_tokens'] <= 24:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 2, 1)
                                     else:
                                         if f['num_tokens'] <= 48:
                                             if f['head_dim'] <= 96:
-                                                if f['num_tokens'] <= 1:
-                                                    if f['group'] <= 6:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 8)
+                                                    else:
                                                         return (32, 2, 1)
-                                                    else:
-                                                        return (128, 2, 8)
                                                 else:
-                                                    if f['group'] <= 2:
+                                                    if f['block_size'] <= 40:
+                                                        return (32, 2, 4)
+                                                    else:
                                                         if f['max_seqlen_q'] <= 1:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            return (32, 2, 1)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                return (32, 2, 8)
-                                                            else:
-                                                                return 'hand'
-                                            else:
-                                                if f['num_seqs'] <= 2:
-                                                    if f['group'] <= 6:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            return (32, 2, 1)
-                                                        else:
-                                                            return (32, 2, 4)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return (64, 2, 4)
-                                                        else:
                                                             return (32, 2, 8)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['num_seqs'] <= 6:
-                                                            return (64, 2, 8)
                                                         else:
-                                                            if f['num_tokens'] <= 12:
-                                                                return (64, 2, 8)
+                                                            return (32, 2, 1)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['num_seqs'] <= 6:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['block_size'] <= 40:
+                                                                return (32, 2, 1)
                                                             else:
+                                                                return (64, 2, 2)
+                                                        else:
+                                                            if f['num_seqs'] <= 2:
                                                                 return 'hand'
+                                                            else:
+                                                                return (64, 2, 8)
+                                                    else:
+                                                        return (64, 2, 8)
+                                                else:
+                                                    if f['num_tokens'] <= 3:
+                                                        return (128, 2, 4)
                                                     else:
                                                         return (32, 2, 4)
                                         else:
-                                            if f['head_dim'] <= 96:
+                                            if f['group'] <= 2:
                                                 return 'hand'
                                             else:
                                                 return (32, 2, 8)
                             else:
-                                if f['kv_bits'] <= 12:
-                                    if f['head_dim'] <= 96:
+                                if f['programs'] <= 6:
+                                    if f['kv_bits'] <= 12:
                                         if f['group'] <= 2:
-                                            if f['programs'] <= 6:
-                                                if f['num_tokens'] <= 3:
-                                                    return (64, 3, 8)
-                                                else:
-                                                    return (32, 2, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (32, 2, 8)
-                                                else:
-                                                    return (32, 2, 4)
-                                        else:
-                                            if f['num_tokens'] <= 3:
-                                                if f['num_seqs'] <= 1:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (32, 2, 8)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    if f['programs'] <= 6:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (32, 2, 8)
-                                                        else:
-                                                            return (32, 2, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            return (64, 2, 8)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 2, 2)
-                                    else:
-                                        if f['programs'] <= 6:
-                                            if f['group'] <= 6:
-                                                if f['num_tokens'] <= 3:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (32, 2, 8)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 1)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['num_tokens'] <= 6:
-                                                    if f['num_seqs'] <= 2:
-                                                        return (64, 2, 1)
+                                            if f['head_dim'] <= 96:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['num_tokens'] <= 3:
+                                                        return (64, 3, 8)
                                                     else:
                                                         return (32, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
                                                 return (32, 2, 2)
-                                else:
-                                    if f['programs'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 8)
                                         else:
                                             if f['head_dim'] <= 96:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    return (64, 2, 8)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['num_tokens'] <= 12:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            return (128, 2, 2)
-                                                    else:
-                                                        return (64, 2, 4)
-                                                else:
-                                                    return (32, 2, 2)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 8)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 8)
-                                                    else:
-                                                        return (128, 2, 4)
-                                                else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (32, 2, 8)
-                                                        else:
-                                                            return (32, 2, 2)
-                                                    else:
-                                                        return (128, 2, 2)
-                                        else:
-                                            if f['num_tokens'] <= 24:
-                                                if f['num_seqs'] <= 2:
-                                                    if f['max_seqlen_k'] <= 704:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 1408:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            return (32, 2, 2)
-                                                else:
+                                                if f['max_seqlen_q'] <= 1:
                                                     if f['num_kv_heads'] <= 1:
                                                         return (32, 2, 8)
                                                     else:
                                                         return (32, 2, 4)
-                                            else:
-                                                return (32, 2, 2)
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 48:
-                                    if f['programs'] <= 24:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_seqs'] <= 5:
-                                                if f['num_tokens'] <= 3:
-                                                    return (32, 2, 4)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 4)
-                                            else:
-                                                if f['num_tokens'] <= 24:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (128, 2, 8)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 8)
-                                                else:
                                                     if f['group'] <= 6:
-                                                        return (32, 2, 8)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return 'hand'
                                                     else:
-                                                        return (32, 2, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
+                                                        return (32, 2, 1)
                                                 else:
-                                                    return (128, 2, 4)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (32, 2, 2)
-                                                else:
-                                                    return (32, 2, 2)
-                                            else:
-                                                if f['num_tokens'] <= 192:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 2, 1)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 4)
-                                            else:
-                                                if f['num_tokens'] <= 12:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 2)
-                                        else:
-                                            if f['num_tokens'] <= 12:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (128, 2, 2)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['num_tokens'] <= 12:
-                                                return (128, 3, 0)
-                                            else:
-                                                return (32, 2, 4)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 8)
-                                            else:
-                                                return (128, 2, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 24:
-                                        if f['num_tokens'] <= 12:
-                                            return 'hand'
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (32, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    return (32, 2, 4)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 48:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 4)
-                                            else:
-                                                if f['programs'] <= 48:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    return (32, 2, 4)
-                                        else:
-                                            if f['programs'] <= 48:
-                                                if f['num_tokens'] <= 6:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 2, 4)
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['programs'] <= 24:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['num_tokens'] <= 192:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 2:
+                                                    if f['num_tokens'] <= 3:
                                                         return 'hand'
                                                     else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    if f['group'] <= 2:
                                                         return (64, 2, 4)
-                                                    else:
-                                                        return 'hand'
-                                            else:
-                                                return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_q'] <= 6:
+                                        if f['num_tokens'] <= 12:
+                                            if f['block_size'] <= 40:
                                                 if f['group'] <= 2:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 4)
+                                                        return 'hand'
                                                     else:
-                                                        return (128, 2, 2)
+                                                        return (32, 2, 2)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['head_dim'] <= 96:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
+                                            else:
+                                                if f['num_seqs'] <= 3:
+                                                    if f['group'] <= 6:
+                                                        if f['head_dim'] <= 96:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (64, 2, 8)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (32, 2, 1)
                                             else:
                                                 return 'hand'
-                                        else:
-                                            return (64, 2, 4)
-                        else:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 48:
-                                    if f['programs'] <= 24:
-                                        if f['group'] <= 6:
-                                            if f['kv_bits'] <= 12:
-                                                if f['num_seqs'] <= 5:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    if f['num_seqs'] <= 12:
-                                                        return (32, 2, 2)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 2, 8)
                                                     else:
-                                                        return (32, 2, 4)
+                                                        return (128, 2, 1)
+                                                else:
+                                                    return (32, 2, 8)
                                             else:
                                                 if f['num_tokens'] <= 3:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 2)
+                                                    if f['block_size'] <= 40:
+                                                        return (32, 2, 4)
                                                     else:
                                                         return (32, 2, 8)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 2, 4)
-                                                    else:
-                                                        return 'hand'
                                                 else:
-                                                    return (64, 2, 2)
-                                            else:
-                                                return (32, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['kv_bits'] <= 12:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
-                                            else:
-                                                return (32, 2, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['group'] <= 6:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return 'hand'
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            if f['group'] <= 2:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 2, 2)
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 2)
                                                         else:
-                                                            if f['group'] <= 2:
-                                                                return (64, 2, 2)
-                                                            else:
-                                                                return (32, 2, 2)
+                                                            return (64, 2, 8)
+                                                    else:
+                                                        return (32, 2, 4)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 8)
                                                 else:
-                                                    if f['num_seqs'] <= 24:
-                                                        return 'hand'
+                                                    return (32, 2, 8)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (32, 2, 8)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 4)
                                                     else:
                                                         return (128, 2, 8)
-                                            else:
-                                                return (32, 2, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            if f['num_seqs'] <= 20:
-                                                return (32, 2, 4)
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 4)
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 1)
                                                 else:
-                                                    return (128, 3, 0)
+                                                    return (32, 2, 2)
                                         else:
-                                            return (128, 3, 0)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 48:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_k'] <= 704:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 1408:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 48:
+                                if f['head_dim'] <= 96:
+                                    if f['kv_bits'] <= 12:
                                         if f['programs'] <= 24:
-                                            return (64, 2, 2)
+                                            if f['num_tokens'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (128, 2, 4)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['block_size'] <= 40:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (128, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 1:
                                                 if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 8)
+                                else:
+                                    if f['programs'] <= 24:
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 6:
+                                                if f['num_tokens'] <= 3:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        if f['num_tokens'] <= 96:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return (32, 2, 8)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['num_tokens'] <= 24:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 2, 4)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return (64, 2, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 3:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                if f['num_tokens'] <= 3:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 8)
+                                                    else:
+                                                        return (32, 2, 2)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 8)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['group'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
+                                        else:
+                                            if f['num_tokens'] <= 6:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (32, 2, 2)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['kv_bits'] <= 12:
+                                        if f['group'] <= 6:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 4)
+                                                else:
                                                     return (128, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 8)
+                                            else:
+                                                return (128, 2, 2)
+                                    else:
+                                        if f['num_tokens'] <= 384:
+                                            if f['group'] <= 6:
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 3, 0)
+                                                else:
+                                                    if f['num_tokens'] <= 12:
+                                                        return (128, 3, 0)
+                                                    else:
+                                                        return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 8)
+                                                else:
+                                                    if f['num_tokens'] <= 48:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 2)
                                                 else:
                                                     return (64, 2, 2)
                                             else:
                                                 return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 3, 0)
+                                            else:
+                                                return (32, 2, 4)
+                                        else:
+                                            return (128, 3, 0)
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 24:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_seqs'] <= 12:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 2, 8)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (64, 2, 8)
+                                            else:
+                                                return (32, 2, 4)
+                                        else:
+                                            return (32, 2, 4)
+                                    else:
+                                        return (32, 2, 4)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['programs'] <= 48:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                return (32, 2, 4)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (64, 3, 4)
+                                                else:
+                                                    return (128, 2, 4)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (64, 2, 4)
+                                                        else:
+                                                            return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 2)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return (64, 2, 4)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 48:
+                                        return (64, 2, 2)
                                     else:
                                         return (128, 2, 2)
                                 else:
@@ -967,79 +967,82 @@ def decode(f):
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['group'] <= 2:
-                                                return (64, 2, 2)
+                                                return (32, 2, 4)
                                             else:
-                                                if f['num_seqs'] <= 48:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (64, 2, 2)
+                                                    return (128, 3, 0)
                                         else:
-                                            return (128, 3, 0)
+                                            if f['group'] <= 2:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (128, 3, 0)
                 else:
                     if f['programs'] <= 768:
                         if f['programs'] <= 384:
                             if f['head_dim'] <= 96:
                                 if f['kv_bits'] <= 12:
                                     if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 6:
-                                            if f['programs'] <= 192:
+                                        if f['programs'] <= 192:
+                                            if f['group'] <= 6:
                                                 return (64, 2, 2)
                                             else:
-                                                if f['block_size'] <= 40:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 4)
+                                                else:
                                                     return (64, 2, 2)
-                                                else:
-                                                    return (128, 2, 0)
                                         else:
-                                            if f['programs'] <= 192:
-                                                return (128, 2, 4)
+                                            if f['num_tokens'] <= 48:
+                                                return (128, 2, 2)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 2)
-                                                else:
+                                                if f['num_tokens'] <= 768:
                                                     return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 1)
                                     else:
                                         if f['programs'] <= 192:
-                                            if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
                                                 if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 4)
+                                                    return (128, 2, 2)
                                                 else:
                                                     return (128, 2, 4)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 4)
-                                                else:
+                                                if f['num_tokens'] <= 96:
                                                     return (64, 3, 2)
+                                                else:
+                                                    return (128, 3, 2)
                                         else:
                                             if f['group'] <= 2:
                                                 return (128, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 2, 4)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 3, 2)
                                                     else:
                                                         return (64, 3, 2)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
+                                                    if f['num_tokens'] <= 48:
                                                         return (128, 2, 2)
                                                     else:
-                                                        return (128, 2, 4)
+                                                        return (64, 3, 2)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['programs'] <= 192:
-                                            if f['group'] <= 6:
+                                            if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (128, 2, 1)
                                                 else:
                                                     return (128, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 3, 0)
+                                                if f['block_size'] <= 40:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 1)
                                                     else:
-                                                        return (128, 2, 0)
+                                                        return (128, 3, 0)
                                                 else:
                                                     return (128, 2, 0)
                                         else:
@@ -1047,24 +1050,24 @@ def decode(f):
                                     else:
                                         if f['programs'] <= 192:
                                             if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 1)
-                                                else:
-                                                    if f['num_tokens'] <= 24:
-                                                        return (64, 2, 4)
-                                                    else:
-                                                        return (128, 2, 1)
+                                                return (128, 2, 1)
                                             else:
-                                                return 'hand'
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return 'hand'
                                         else:
                                             if f['block_size'] <= 40:
                                                 if f['group'] <= 2:
-                                                    return (128, 2, 0)
-                                                else:
                                                     return (128, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['num_tokens'] <= 48:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            return (128, 2, 1)
+                                                    else:
+                                                        return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
                             else:
@@ -1101,59 +1104,89 @@ def decode(f):
                                         if f['programs'] <= 192:
                                             return (128, 3, 0)
                                         else:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 1)
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                                             else:
-                                                return (128, 2, 0)
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['max_seqlen_k'] <= 1280:
-                                    if f['block_size'] <= 40:
-                                        if f['num_seqs'] <= 160:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 2)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
+                                    if f['group'] <= 6:
                                         if f['head_dim'] <= 96:
                                             if f['group'] <= 2:
+                                                return (128, 2, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return (128, 2, 1)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['block_size'] <= 40:
                                                 return (128, 2, 1)
                                             else:
                                                 return 'hand'
                                         else:
-                                            if f['group'] <= 6:
+                                            if f['num_tokens'] <= 192:
+                                                return (32, 2, 0)
+                                            else:
+                                                return (128, 2, 0)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_tokens'] <= 1536:
+                                            if f['head_dim'] <= 96:
                                                 return (128, 2, 0)
                                             else:
-                                                if f['num_tokens'] <= 192:
-                                                    return (32, 2, 0)
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['group'] <= 2:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 2, 2)
                                                 else:
                                                     return (128, 2, 0)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    return (128, 2, 0)
                                         else:
                                             if f['num_tokens'] <= 96:
-                                                return (64, 2, 2)
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (128, 2, 0)
                                             else:
-                                                return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['group'] <= 6:
                                                 return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 1)
                             else:
                                 if f['max_seqlen_k'] <= 1408:
                                     if f['head_dim'] <= 96:
-                                        if f['num_kv_heads'] <= 5:
-                                            return 'hand'
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (64, 2, 0)
                                         else:
-                                            if f['group'] <= 6:
+                                            if f['group'] <= 2:
                                                 return 'hand'
                                             else:
                                                 return (128, 2, 1)
@@ -1169,16 +1202,22 @@ def decode(f):
                                         else:
                                             return (32, 2, 0)
                                 else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['head_dim'] <= 96:
+                                            return 'hand'
+                                        else:
                                             if f['block_size'] <= 40:
                                                 return (128, 2, 2)
                                             else:
                                                 return (32, 2, 1)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['head_dim'] <= 96:
+                                                return 'hand'
+                                            else:
+                                                return (128, 2, 0)
                                         else:
-                                            if f['group'] <= 2:
+                                            if f['head_dim'] <= 96:
                                                 return (128, 2, 0)
                                             else:
                                                 return (128, 2, 1)
@@ -1187,31 +1226,34 @@ def decode(f):
                             if f['num_seqs'] <= 192:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 2)
-                                        else:
-                                            return 'hand'
+                                        return (128, 2, 2)
                                     else:
-                                        return (128, 2, 4)
+                                        return (128, 2, 0)
                                 else:
-                                    if f['num_tokens'] <= 384:
-                                        if f['max_seqlen_k'] <= 1280:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['max_seqlen_q'] <= 6:
                                             return (128, 2, 4)
                                         else:
                                             return (128, 2, 0)
                                     else:
                                         return (128, 2, 0)
                             else:
-                                if f['head_dim'] <= 96:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 2:
-                                            return (128, 2, 0)
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['head_dim'] <= 96:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (128, 2, 2)
                                         else:
-                                            return (128, 2, 2)
+                                            return 'hand'
                                     else:
-                                        return (128, 3, 4)
+                                        return (128, 2, 0)
                                 else:
-                                    return (128, 2, 0)
+                                    if f['head_dim'] <= 96:
+                                        return (128, 3, 4)
+                                    else:
+                                        return (128, 2, 0)
                         else:
                             if f['programs'] <= 1536:
                                 if f['head_dim'] <= 96:
@@ -1220,196 +1262,592 @@ def decode(f):
                                     if f['max_seqlen_k'] <= 1280:
                                         return (32, 2, 4)
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 0)
-                                        else:
-                                            return 'hand'
+                                        return (128, 2, 1)
                             else:
                                 if f['head_dim'] <= 96:
-                                    return (128, 2, 0)
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (64, 3, 8)
                                 else:
                                     if f['max_seqlen_k'] <= 768:
-                                        return (32, 2, 4)
+                                        return (32, 2, 8)
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
+                                        return (32, 2, 1)
+        else:
+            if f['programs'] <= 48:
+                if f['max_seqlen_k'] <= 320:
+                    if f['programs'] <= 12:
+                        if f['programs'] <= 6:
+                            return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                return (32, 2, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['block_size'] <= 40:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 8)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return (32, 2, 0)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['group'] <= 2:
+                                return (32, 2, 8)
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    return (32, 2, 1)
+                                else:
+                                    return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                if f['num_tokens'] <= 12:
+                                    if f['programs'] <= 24:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (32, 2, 1)
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (32, 2, 2)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 1:
+                                    if f['programs'] <= 24:
+                                        return (128, 2, 1)
+                                    else:
+                                        return (64, 2, 0)
+                                else:
+                                    if f['programs'] <= 24:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 0)
+                else:
+                    if f['programs'] <= 6:
+                        if f['programs'] <= 3:
+                            if f['kv_bits'] <= 12:
+                                if f['num_seqs'] <= 1:
+                                    return (32, 2, 8)
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 8)
+                            else:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['programs'] <= 1:
+                                        return (32, 2, 2)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 1:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 1:
                                             return (32, 2, 1)
                                         else:
                                             return 'hand'
-        else:
-            if f['kv_bits'] <= 12:
-                if f['programs'] <= 96:
-                    if f['programs'] <= 6:
-                        if f['max_seqlen_k'] <= 20480:
-                            if f['head_dim'] <= 96:
-                                if f['programs'] <= 3:
-                                    if f['programs'] <= 1:
-                                        if f['group'] <= 2:
-                                            return (128, 2, 8)
-                                        else:
-                                            return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (32, 2, 8)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (128, 2, 2)
-                                        else:
-                                            return (128, 2, 1)
+                                        return 'hand'
                                 else:
-                                    if f['group'] <= 2:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 8)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 8)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (64, 2, 4)
+                                    else:
                                         if f['max_seqlen_q'] <= 1:
-                                            return (128, 2, 4)
+                                            return (64, 2, 8)
                                         else:
                                             return 'hand'
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['programs'] <= 24:
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['programs'] <= 12:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 1)
+                                        else:
+                                            if f['programs'] <= 12:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 1)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 2)
+                                        if f['programs'] <= 12:
+                                            return 'hand'
                                         else:
-                                            return (64, 2, 8)
+                                            return (32, 2, 1)
+                                else:
+                                    return (32, 2, 2)
                             else:
-                                if f['programs'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 1)
+                                return (32, 2, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['programs'] <= 24:
+                                    if f['num_seqs'] <= 12:
+                                        if f['group'] <= 2:
+                                            if f['programs'] <= 12:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (32, 2, 1)
                                         else:
-                                            if f['num_tokens'] <= 1:
-                                                return (128, 2, 4)
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['programs'] <= 12:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 1)
                                             else:
                                                 return 'hand'
                                     else:
-                                        if f['num_tokens'] <= 1:
+                                        if f['num_tokens'] <= 24:
+                                            return (64, 2, 1)
+                                        else:
+                                            return (32, 2, 1)
+                                else:
+                                    return (32, 2, 2)
+                            else:
+                                return (32, 2, 2)
+            else:
+                if f['programs'] <= 384:
+                    if f['programs'] <= 192:
+                        if f['max_seqlen_k'] <= 320:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 96:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['programs'] <= 96:
+                                            return (64, 2, 0)
+                                        else:
+                                            return (32, 2, 0)
+                                    else:
+                                        if f['programs'] <= 96:
+                                            if f['group'] <= 6:
+                                                return (32, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return (32, 2, 0)
+                            else:
+                                if f['max_seqlen_q'] <= 1:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 0)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (64, 2, 0)
+                                else:
+                                    if f['group'] <= 6:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 96:
+                                    return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                    else:
+                                        return (64, 2, 1)
+                            else:
+                                if f['programs'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (64, 3, 0)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 2)
+                                            else:
+                                                return (64, 2, 1)
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 3, 0)
+                                                else:
+                                                    return (64, 2, 0)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (32, 2, 0)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (64, 3, 0)
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['group'] <= 2:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 320:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 1)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 1)
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 1)
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 1)
+                                        else:
+                                            return (64, 2, 0)
+                                else:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 0)
+                else:
+                    if f['max_seqlen_k'] <= 1280:
+                        if f['programs'] <= 768:
+                            if f['max_seqlen_k'] <= 320:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 0)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 1)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    return 'hand'
+                        else:
+                            if f['num_seqs'] <= 192:
+                                if f['max_seqlen_k'] <= 320:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 192:
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_tokens'] <= 768:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 4)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 320:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 4)
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            return (32, 2, 8)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (32, 2, 8)
+                                        else:
+                                            return 'hand'
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['group'] <= 2:
+                                if f['block_size'] <= 40:
+                                    if f['programs'] <= 1536:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 2)
+                                else:
+                                    if f['programs'] <= 1536:
+                                        return 'hand'
+                                    else:
+                                        return (32, 2, 8)
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['programs'] <= 768:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 1)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 0)
+                                else:
+                                    return (64, 3, 0)
+                        else:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_q'] <= 1:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 1)
+                                else:
+                                    if f['group'] <= 6:
+                                        return (64, 2, 1)
+                                    else:
+                                        return (64, 2, 0)
+                            else:
+                                if f['programs'] <= 1536:
+                                    return (64, 2, 0)
+                                else:
+                                    return (64, 2, 1)
+    else:
+        if f['head_dim'] <= 192:
+            if f['kv_bits'] <= 12:
+                if f['programs'] <= 6:
+                    if f['max_seqlen_k'] <= 20480:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 3:
+                                if f['programs'] <= 1:
+                                    if f['group'] <= 2:
+                                        return (128, 2, 8)
+                                    else:
+                                        return (64, 2, 2)
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['num_seqs'] <= 1:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 2)
+                                    else:
+                                        return (128, 2, 1)
+                            else:
+                                if f['group'] <= 2:
+                                    return (128, 2, 4)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (64, 2, 8)
+                                    else:
+                                        return (64, 2, 8)
+                        else:
+                            if f['programs'] <= 3:
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 1)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
                                             return (64, 2, 1)
                                         else:
                                             return 'hand'
                                 else:
-                                    if f['num_tokens'] <= 12:
-                                        return 'hand'
+                                    if f['programs'] <= 1:
+                                        return (64, 2, 2)
                                     else:
-                                        return (32, 2, 4)
-                        else:
-                            if f['programs'] <= 3:
-                                if f['head_dim'] <= 96:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 8)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (128, 3, 4)
-                                                else:
+                                        return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 2)
+                                    else:
+                                        return (64, 2, 8)
+                                else:
+                                    return (32, 2, 8)
+                    else:
+                        if f['programs'] <= 3:
+                            if f['head_dim'] <= 96:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['num_tokens'] <= 3:
+                                                if f['programs'] <= 1:
                                                     return (128, 3, 1)
+                                                else:
+                                                    return (128, 2, 1)
+                                            else:
+                                                return (128, 3, 1)
+                                        else:
+                                            return (128, 2, 1)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (128, 2, 2)
+                                else:
+                                    if f['num_tokens'] <= 1:
+                                        return (128, 3, 8)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 3, 8)
                                         else:
                                             if f['programs'] <= 1:
                                                 return (128, 3, 4)
                                             else:
-                                                return (128, 3, 2)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['programs'] <= 1:
-                                                    return (128, 3, 1)
-                                                else:
-                                                    if f['num_tokens'] <= 3:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (128, 3, 1)
-                                            else:
                                                 return (128, 3, 8)
-                                        else:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (128, 3, 1)
-                                            else:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (64, 2, 2)
-                                                else:
-                                                    return (128, 3, 1)
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['num_tokens'] <= 6:
-                                            if f['programs'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 8)
-                                                else:
-                                                    return (128, 2, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (64, 3, 2)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (64, 2, 2)
-                                            else:
-                                                return (64, 2, 4)
-                                    else:
-                                        if f['programs'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (64, 3, 1)
-                                        else:
-                                            return (128, 2, 1)
                             else:
-                                if f['head_dim'] <= 96:
-                                    if f['max_seqlen_k'] <= 81920:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['max_seqlen_q'] <= 3:
                                         if f['group'] <= 6:
                                             return (128, 2, 2)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (128, 2, 4)
+                                            return (128, 2, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 6:
-                                                return (128, 3, 2)
-                                            else:
-                                                return (128, 3, 8)
+                                        if f['num_kv_heads'] <= 1:
+                                            return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 4)
+                                else:
+                                    if f['programs'] <= 1:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 1)
                                         else:
                                             return (128, 3, 4)
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 3:
-                                                return (64, 3, 8)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
                                     else:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 4)
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['group'] <= 6:
                                         return (128, 2, 2)
-                    else:
+                                    else:
+                                        return (128, 2, 8)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (128, 3, 8)
+                                    else:
+                                        return (128, 3, 4)
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['num_tokens'] <= 6:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (128, 2, 4)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 2)
+                                    else:
+                                        return (128, 2, 4)
+                else:
+                    if f['programs'] <= 96:
                         if f['max_seqlen_k'] <= 20480:
                             if f['programs'] <= 24:
                                 if f['head_dim'] <= 96:
-                                    if f['programs'] <= 12:
-                                        if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
-                                                return (32, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 8)
-                                                else:
+                                    if f['group'] <= 6:
+                                        if f['programs'] <= 12:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 2:
                                                     return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 8)
+                                            else:
+                                                return (32, 2, 4)
                                         else:
+                                            return (32, 2, 4)
+                                    else:
+                                        if f['programs'] <= 12:
                                             if f['max_seqlen_q'] <= 3:
-                                                return 'hand'
+                                                if f['block_size'] <= 40:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 4)
                                             else:
                                                 return (128, 2, 2)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (32, 2, 4)
                                         else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 4)
-                                            else:
-                                                return 'hand'
+                                            return (128, 2, 4)
                                 else:
                                     if f['programs'] <= 12:
                                         return (64, 2, 2)
@@ -1421,21 +1859,39 @@ def decode(f):
                             else:
                                 if f['programs'] <= 48:
                                     if f['head_dim'] <= 96:
-                                        return 'hand'
+                                        if f['block_size'] <= 40:
+                                            return (64, 3, 4)
+                                        else:
+                                            if f['num_tokens'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
                                     else:
                                         return (128, 2, 2)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['group'] <= 6:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 2)
+                                                if f['group'] <= 2:
+                                                    return (128, 3, 2)
                                                 else:
-                                                    return (128, 2, 4)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 4)
                                             else:
-                                                return (128, 2, 4)
+                                                if f['num_tokens'] <= 192:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    return (128, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                return (128, 2, 4)
+                                            else:
+                                                return 'hand'
                                     else:
                                         return 'hand'
                         else:
@@ -1444,57 +1900,60 @@ def decode(f):
                                     if f['group'] <= 2:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['programs'] <= 12:
-                                                if f['num_tokens'] <= 48:
-                                                    if f['num_tokens'] <= 1:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 3, 4)
-                                                else:
-                                                    return (64, 2, 8)
+                                                return 'hand'
                                             else:
-                                                if f['num_tokens'] <= 3:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (64, 2, 4)
                                                 else:
-                                                    return 'hand'
+                                                    return (64, 3, 4)
                                         else:
                                             if f['programs'] <= 12:
-                                                return (64, 2, 4)
+                                                return (128, 3, 4)
                                             else:
                                                 return (128, 3, 8)
                                     else:
                                         if f['group'] <= 6:
                                             if f['max_seqlen_k'] <= 81920:
-                                                return (64, 3, 4)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (64, 3, 4)
+                                                else:
+                                                    if f['num_seqs'] <= 1:
+                                                        return (128, 3, 2)
+                                                    else:
+                                                        return (64, 3, 4)
                                             else:
                                                 if f['programs'] <= 12:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 3, 8)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 3, 8)
+                                                        else:
+                                                            return (64, 3, 4)
                                                     else:
                                                         return (128, 3, 4)
                                                 else:
                                                     return (128, 3, 8)
                                         else:
-                                            if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_k'] <= 81920:
                                                     return (128, 2, 4)
                                                 else:
-                                                    if f['num_tokens'] <= 1:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (128, 3, 4)
+                                                    return (128, 2, 8)
                                             else:
                                                 if f['max_seqlen_k'] <= 81920:
-                                                    return (64, 3, 4)
+                                                    return (128, 2, 4)
                                                 else:
-                                                    return (64, 3, 8)
+                                                    if f['programs'] <= 12:
+                                                        return (128, 3, 4)
+                                                    else:
+                                                        return (64, 3, 8)
                                 else:
                                     if f['max_seqlen_k'] <= 81920:
                                         if f['programs'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 1:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['block_size'] <= 40:
                                                     return (128, 2, 2)
                                                 else:
-                                                    return (64, 3, 2)
+                                                    return (64, 2, 2)
                                             else:
                                                 return (64, 3, 2)
                                         else:
@@ -1509,239 +1968,245 @@ def decode(f):
                                             else:
                                                 return (128, 2, 2)
                                         else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 3, 4)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 4)
                                             else:
                                                 return (64, 3, 4)
                             else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['programs'] <= 48:
-                                        if f['head_dim'] <= 96:
-                                            if f['group'] <= 6:
-                                                if f['num_tokens'] <= 192:
-                                                    if f['group'] <= 2:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['programs'] <= 48:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['block_size'] <= 40:
                                                         return (128, 3, 8)
                                                     else:
-                                                        if f['num_tokens'] <= 24:
-                                                            return (64, 3, 4)
-                                                        else:
-                                                            return (128, 3, 8)
+                                                        return (64, 2, 4)
                                                 else:
-                                                    return (128, 3, 4)
+                                                    return (128, 3, 8)
                                             else:
-                                                return (128, 2, 4)
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 3, 4)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 3, 8)
+                                                    else:
+                                                        return (128, 2, 4)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 3, 4)
+                                            return (128, 3, 8)
                                     else:
-                                        if f['head_dim'] <= 96:
+                                        if f['programs'] <= 48:
                                             return (128, 3, 8)
                                         else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['head_dim'] <= 96:
-                                            if f['num_seqs'] <= 10:
-                                                if f['group'] <= 6:
-                                                    return (128, 3, 8)
-                                                else:
-                                                    return (128, 2, 8)
-                                            else:
-                                                return (128, 3, 8)
-                                        else:
-                                            return (128, 2, 8)
-                                    else:
-                                        if f['head_dim'] <= 96:
                                             if f['max_seqlen_q'] <= 6:
                                                 return (128, 3, 8)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
+                                                if f['group'] <= 6:
                                                     return (128, 3, 8)
                                                 else:
                                                     return (64, 3, 8)
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 4)
                                         else:
-                                            return 'hand'
-                else:
-                    if f['head_dim'] <= 96:
-                        if f['programs'] <= 384:
-                            if f['num_seqs'] <= 48:
-                                if f['group'] <= 6:
-                                    if f['max_seqlen_q'] <= 1:
+                                            return (128, 3, 8)
+                                    else:
+                                        return 'hand'
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 384:
+                                if f['num_seqs'] <= 48:
+                                    if f['group'] <= 6:
+                                        if f['programs'] <= 192:
+                                            return (128, 3, 2)
+                                        else:
+                                            if f['num_tokens'] <= 192:
+                                                return (128, 3, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    return (128, 2, 0)
+                                    else:
                                         if f['num_seqs'] <= 24:
                                             return (128, 3, 8)
                                         else:
-                                            return (128, 3, 4)
-                                    else:
-                                        if f['num_tokens'] <= 192:
-                                            if f['programs'] <= 192:
-                                                return (128, 3, 8)
+                                            if f['num_tokens'] <= 96:
+                                                return (128, 2, 2)
                                             else:
-                                                return (128, 3, 4)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (128, 3, 4)
-                                            else:
-                                                return (128, 2, 0)
+                                                return (128, 3, 2)
                                 else:
-                                    if f['num_seqs'] <= 24:
-                                        return (128, 3, 8)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (128, 2, 2)
-                                        else:
-                                            return (128, 3, 2)
-                            else:
-                                if f['programs'] <= 192:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (128, 3, 2)
-                                        else:
-                                            return (128, 3, 8)
-                                    else:
-                                        return (128, 3, 8)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (128, 3, 4)
-                                        else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (128, 3, 4)
-                                            else:
-                                                return (128, 3, 8)
-                                    else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_q'] <= 3:
+                                    if f['programs'] <= 192:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_k'] <= 20480:
                                                 return (128, 3, 2)
                                             else:
-                                                return (128, 3, 4)
+                                                return (128, 3, 8)
                                         else:
-                                            return (128, 3, 8)
-                        else:
-                            if f['num_kv_heads'] <= 5:
-                                return (128, 3, 8)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['programs'] <= 768:
-                                            return (128, 2, 0)
-                                        else:
-                                            return (128, 2, 4)
-                                    else:
-                                        if f['num_seqs'] <= 96:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 2, 0)
-                                else:
-                                    if f['programs'] <= 768:
-                                        return (128, 3, 8)
-                                    else:
-                                        if f['num_seqs'] <= 192:
-                                            return (128, 3, 2)
-                                        else:
-                                            return (128, 3, 8)
-                    else:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 20480:
-                                return 'hand'
-                            else:
-                                if f['group'] <= 6:
-                                    if f['block_size'] <= 40:
-                                        return 'hand'
-                                    else:
-                                        return (128, 2, 1)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['programs'] <= 384:
-                                return (128, 2, 0)
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['programs'] <= 768:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (128, 2, 2)
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 2, 8)
+                                                else:
+                                                    return (128, 3, 8)
                                             else:
-                                                return (128, 2, 1)
+                                                return (128, 3, 8)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 3, 4)
                                         else:
-                                            if f['num_tokens'] <= 1536:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 3, 2)
+                                                else:
+                                                    return (128, 3, 8)
+                                            else:
+                                                return (128, 3, 8)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (128, 3, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (128, 3, 8)
+                                else:
+                                    if f['programs'] <= 768:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 2, 2)
+                                        else:
+                                            if f['group'] <= 2:
                                                 return (128, 2, 2)
                                             else:
                                                 return (128, 2, 0)
                                     else:
-                                        return (128, 2, 0)
+                                        if f['num_seqs'] <= 192:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (128, 3, 8)
+                        else:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (128, 2, 1)
+                                    else:
+                                        return 'hand'
                                 else:
-                                    return (128, 2, 1)
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 1)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['programs'] <= 384:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['programs'] <= 768:
+                                        if f['group'] <= 2:
+                                            return (128, 2, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 4)
+                                    else:
+                                        return (128, 2, 0)
             else:
                 if f['programs'] <= 96:
                     if f['head_dim'] <= 96:
                         if f['programs'] <= 6:
                             if f['max_seqlen_k'] <= 20480:
                                 if f['programs'] <= 3:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (128, 2, 1)
-                                    else:
+                                    if f['group'] <= 2:
                                         if f['programs'] <= 1:
-                                            return 'hand'
+                                            return (64, 2, 1)
+                                        else:
+                                            return (128, 2, 1)
+                                    else:
+                                        if f['num_seqs'] <= 1:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (128, 2, 1)
                                         else:
                                             return (128, 2, 1)
                                 else:
-                                    return 'hand'
+                                    if f['num_tokens'] <= 3:
+                                        return (128, 2, 1)
+                                    else:
+                                        return 'hand'
                             else:
                                 if f['num_seqs'] <= 1:
                                     if f['max_seqlen_k'] <= 81920:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (128, 3, 8)
+                                        if f['num_kv_heads'] <= 1:
+                                            return (128, 3, 2)
                                         else:
-                                            return (128, 3, 1)
+                                            return (128, 2, 1)
                                     else:
-                                        if f['programs'] <= 1:
+                                        if f['num_kv_heads'] <= 1:
                                             return (128, 3, 8)
                                         else:
-                                            return (128, 3, 4)
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 1:
+                                                    return (128, 3, 1)
+                                                else:
+                                                    return (128, 3, 4)
+                                            else:
+                                                return (128, 3, 4)
                                 else:
                                     if f['programs'] <= 3:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['block_size'] <= 40:
                                                 return (128, 3, 2)
                                             else:
-                                                if f['group'] <= 2:
-                                                    return (64, 3, 2)
-                                                else:
-                                                    return (128, 2, 1)
+                                                return (128, 2, 4)
                                         else:
-                                            return (128, 3, 8)
+                                            return (128, 3, 1)
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['block_size'] <= 40:
                                                 return (128, 2, 2)
                                             else:
-                                                return (128, 2, 8)
+                                                return (128, 2, 4)
                                         else:
                                             if f['group'] <= 2:
-                                                return (128, 2, 8)
+                                                return (128, 2, 2)
                                             else:
                                                 return (128, 2, 4)
                         else:
                             if f['max_seqlen_k'] <= 20480:
                                 if f['programs'] <= 24:
-                                    if f['programs'] <= 12:
-                                        return 'hand'
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['programs'] <= 12:
+                                            return (64, 2, 4)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 2:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 4)
+                                            else:
+                                                return (64, 2, 4)
                                     else:
-                                        if f['block_size'] <= 40:
+                                        if f['group'] <= 6:
                                             return 'hand'
                                         else:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 4)
-                                            else:
-                                                return 'hand'
+                                            return (128, 2, 2)
                                 else:
                                     if f['max_seqlen_q'] <= 3:
                                         if f['programs'] <= 48:
@@ -1750,7 +2215,7 @@ def decode(f):
                                             return (64, 2, 4)
                                     else:
                                         if f['group'] <= 6:
-                                            return 'hand'
+                                            return (128, 2, 2)
                                         else:
                                             if f['programs'] <= 48:
                                                 return (128, 2, 2)
@@ -1759,16 +2224,16 @@ def decode(f):
                             else:
                                 if f['max_seqlen_q'] <= 3:
                                     if f['programs'] <= 24:
-                                        return 'hand'
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['programs'] <= 12:
+                                                return (64, 2, 4)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
                                     else:
                                         if f['programs'] <= 48:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 2, 8)
+                                            return 'hand'
                                         else:
                                             if f['group'] <= 2:
                                                 if f['block_size'] <= 40:
@@ -1779,92 +2244,95 @@ def decode(f):
                                                 return (64, 2, 4)
                                 else:
                                     if f['group'] <= 2:
-                                        if f['programs'] <= 12:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return 'hand'
-                                            else:
-                                                return (128, 2, 2)
-                                        else:
+                                        if f['programs'] <= 24:
                                             return 'hand'
-                                    else:
-                                        if f['programs'] <= 12:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return 'hand'
-                                            else:
-                                                if f['num_tokens'] <= 6:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (128, 3, 2)
                                         else:
                                             if f['programs'] <= 48:
-                                                if f['programs'] <= 24:
-                                                    if f['max_seqlen_k'] <= 81920:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 4)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_k'] <= 81920:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 6:
                                                         return 'hand'
                                                     else:
-                                                        if f['num_tokens'] <= 96:
-                                                            return (64, 3, 8)
+                                                        return (128, 2, 2)
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                if f['programs'] <= 12:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 8)
                                                         else:
                                                             return (128, 3, 4)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        if f['num_tokens'] <= 192:
-                                                            return (64, 3, 8)
-                                                        else:
-                                                            return (64, 3, 4)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            return (64, 3, 2)
-                                                        else:
-                                                            return (64, 3, 8)
+                                                        return (128, 3, 4)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 192:
+                                                        return (64, 3, 8)
+                                                    else:
+                                                        return (64, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        return (64, 3, 2)
+                                                    else:
+                                                        return (64, 3, 8)
                                             else:
                                                 return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 20480:
                             if f['programs'] <= 3:
-                                if f['programs'] <= 1:
-                                    return 'hand'
+                                if f['group'] <= 2:
+                                    return (64, 2, 8)
                                 else:
                                     if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 8)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
+                                        if f['num_tokens'] <= 1:
+                                            if f['programs'] <= 1:
+                                                return (64, 2, 2)
                                             else:
-                                                if f['num_tokens'] <= 1:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return 'hand'
+                                                return (64, 2, 4)
+                                        else:
+                                            return 'hand'
                                     else:
-                                        return 'hand'
+                                        return (64, 2, 1)
                             else:
                                 if f['programs'] <= 48:
                                     if f['programs'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 8)
-                                        else:
-                                            if f['num_kv_heads'] <= 1:
-                                                return 'hand'
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 2)
                                             else:
-                                                return (32, 2, 8)
+                                                return 'hand'
+                                        else:
+                                            return (64, 2, 8)
                                     else:
                                         if f['programs'] <= 24:
-                                            if f['num_tokens'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        return (64, 3, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['group'] <= 2:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 12:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         return (32, 2, 4)
                                                     else:
-                                                        return (64, 2, 2)
+                                                        return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['programs'] <= 12:
+                                                        if f['block_size'] <= 40:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 3, 1)
+                                                    else:
+                                                        return (32, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 4)
@@ -1872,12 +2340,21 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 3, 1)
                                 else:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 2)
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (64, 3, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 2)
                                         else:
                                             return (64, 3, 1)
@@ -1885,18 +2362,12 @@ def decode(f):
                             if f['programs'] <= 3:
                                 if f['max_seqlen_k'] <= 81920:
                                     if f['programs'] <= 1:
-                                        if f['num_tokens'] <= 1:
-                                            return (64, 3, 2)
-                                        else:
-                                            return (64, 3, 1)
+                                        return (64, 3, 4)
                                     else:
                                         return (128, 3, 8)
                                 else:
                                     if f['programs'] <= 1:
-                                        if f['group'] <= 6:
-                                            return (128, 3, 4)
-                                        else:
-                                            return (128, 3, 8)
+                                        return (128, 3, 8)
                                     else:
                                         if f['num_kv_heads'] <= 1:
                                             return (128, 3, 8)
@@ -1909,44 +2380,53 @@ def decode(f):
                                             return 'hand'
                                         else:
                                             if f['programs'] <= 12:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['block_size'] <= 40:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 3:
                                                         return (32, 2, 4)
                                                     else:
                                                         if f['group'] <= 6:
-                                                            return (64, 3, 2)
+                                                            return (32, 2, 4)
                                                         else:
-                                                            return (32, 2, 8)
+                                                            return (128, 3, 1)
                                                 else:
-                                                    if f['group'] <= 6:
-                                                        return (64, 2, 2)
+                                                    if f['num_tokens'] <= 1:
+                                                        return (64, 3, 2)
                                                     else:
-                                                        return (128, 3, 1)
+                                                        return (32, 2, 8)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
+                                                if f['max_seqlen_q'] <= 3:
                                                     return (32, 2, 4)
                                                 else:
                                                     return (128, 2, 2)
                                     else:
-                                        if f['programs'] <= 12:
-                                            if f['programs'] <= 6:
-                                                return (128, 2, 4)
+                                        if f['programs'] <= 6:
+                                            return (128, 2, 2)
+                                        else:
+                                            if f['programs'] <= 12:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 8)
+                                                        else:
+                                                            return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 3, 2)
+                                                    else:
+                                                        return (64, 3, 2)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['max_seqlen_q'] <= 3:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 2:
                                                         return (32, 2, 4)
                                                     else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    return (128, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (32, 2, 4)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (64, 3, 8)
-                                                else:
-                                                    return (64, 3, 4)
+                                                        return (64, 3, 4)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['max_seqlen_k'] <= 81920:
@@ -1956,452 +2436,367 @@ def decode(f):
                                                 return (128, 2, 4)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 8)
+                                                return (32, 2, 8)
                                             else:
                                                 return (64, 3, 8)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 8)
+                                            else:
                                                 if f['group'] <= 2:
                                                     return (64, 2, 8)
                                                 else:
                                                     return 'hand'
-                                            else:
-                                                return 'hand'
                                         else:
-                                            return 'hand'
-                else:
-                    if f['programs'] <= 192:
-                        if f['head_dim'] <= 96:
-                            if f['max_seqlen_q'] <= 3:
-                                if f['num_kv_heads'] <= 1:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 4)
-                                    else:
-                                        return (128, 2, 2)
-                                else:
-                                    return (64, 2, 4)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 20480:
-                                return (128, 3, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    return (64, 2, 8)
-                                else:
-                                    return 'hand'
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['programs'] <= 384:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (128, 2, 4)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (64, 2, 8)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (128, 2, 1)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['programs'] <= 768:
-                                            return 'hand'
-                                        else:
-                                            return (128, 2, 1)
-                                    else:
-                                        if f['group'] <= 6:
                                             if f['group'] <= 2:
-                                                return 'hand'
+                                                return (64, 2, 8)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 3, 0)
+                                                return 'hand'
+                else:
+                    if f['programs'] <= 384:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (128, 3, 8)
                                         else:
                                             if f['max_seqlen_k'] <= 20480:
-                                                return (128, 3, 0)
+                                                return (64, 2, 4)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 3, 2)
-                                                else:
-                                                    return (128, 3, 8)
-                                else:
-                                    return (128, 3, 0)
-                        else:
-                            if f['programs'] <= 384:
-                                if f['max_seqlen_q'] <= 3:
-                                    return (128, 2, 0)
-                                else:
-                                    return 'hand'
-                            else:
-                                if f['programs'] <= 768:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (128, 2, 2)
+                                                return (64, 2, 8)
+                                    else:
+                                        if f['num_seqs'] <= 96:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (128, 2, 2)
                                         else:
-                                            return (128, 2, 0)
+                                            return (128, 2, 2)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            return (64, 2, 4)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (128, 3, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 2)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 4)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (64, 2, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 2, 1)
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 6144:
+                                return (128, 3, 0)
+                            else:
+                                if f['programs'] <= 192:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['group'] <= 2:
+                                            return (128, 3, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 1)
+                                            else:
+                                                return (128, 3, 0)
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (128, 2, 1)
                                         else:
                                             return 'hand'
                                 else:
-                                    if f['num_tokens'] <= 384:
-                                        return (128, 2, 4)
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (128, 2, 0)
                                     else:
                                         return 'hand'
-    else:
-        if f['programs'] <= 96:
-            if f['max_seqlen_k'] <= 20480:
-                if f['max_seqlen_k'] <= 320:
-                    if f['programs'] <= 12:
-                        if f['max_seqlen_q'] <= 6:
-                            return 'hand'
-                        else:
-                            if f['group'] <= 6:
-                                return 'hand'
-                            else:
-                                if f['num_kv_heads'] <= 5:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 0)
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 48:
-                                if f['group'] <= 2:
-                                    return (32, 2, 8)
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 1536:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['programs'] <= 768:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                return (128, 2, 0)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return (128, 2, 1)
                                 else:
                                     if f['group'] <= 6:
-                                        return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (32, 2, 1)
-                                        else:
-                                            return 'hand'
-                            else:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (32, 2, 0)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (32, 2, 0)
-                                        else:
-                                            return (64, 3, 0)
-                        else:
-                            if f['programs'] <= 24:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 8)
-                                        else:
-                                            return (64, 2, 0)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 8)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['group'] <= 2:
-                                                return 'hand'
-                                            else:
-                                                return (64, 2, 0)
-                                        else:
-                                            return (64, 2, 0)
-                                    else:
                                         if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 2)
-                                            else:
-                                                return 'hand'
+                                            return 'hand'
                                         else:
-                                            return (64, 2, 0)
+                                            return (128, 3, 4)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 3, 0)
+                                        else:
+                                            return (128, 3, 2)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (128, 3, 0)
+                                else:
+                                    return (128, 3, 8)
+                        else:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 2)
+                                    else:
+                                        return (32, 2, 0)
+                                else:
+                                    return (128, 2, 0)
+                            else:
+                                return (128, 2, 4)
+        else:
+            if f['programs'] <= 96:
+                if f['kv_bits'] <= 12:
+                    if f['programs'] <= 24:
+                        if f['programs'] <= 3:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 8)
+                                    else:
+                                        return 'hand'
                                 else:
                                     if f['group'] <= 2:
-                                        return (64, 2, 0)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 8)
-                                            else:
-                                                return (64, 3, 0)
-                                        else:
-                                            return (64, 2, 0)
-                else:
-                    if f['programs'] <= 6:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 3:
-                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 3:
-                                            return 'hand'
+                                        if f['programs'] <= 1:
+                                            return (64, 2, 1)
                                         else:
                                             if f['num_tokens'] <= 12:
                                                 return 'hand'
                                             else:
                                                 return (32, 2, 8)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 5120:
-                                if f['programs'] <= 3:
-                                    return 'hand'
-                                else:
-                                    if f['group'] <= 6:
-                                        return 'hand'
                                     else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (64, 2, 1)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
+                                        if f['block_size'] <= 40:
+                                            if f['programs'] <= 1:
                                                 return (64, 2, 8)
-                                            else:
-                                                return 'hand'
-                            else:
-                                if f['num_seqs'] <= 1:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (64, 2, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 3:
-                                        return 'hand'
-                                    else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 48:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 24:
-                                        if f['group'] <= 6:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                    else:
-                                        return (32, 2, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        return (32, 2, 2)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            if f['programs'] <= 12:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        return (32, 2, 2)
-                                        else:
-                                            return 'hand'
-                            else:
-                                return 'hand'
-                        else:
-                            if f['programs'] <= 48:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 24:
-                                        if f['group'] <= 2:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (32, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 1)
-                                                else:
-                                                    return (32, 2, 1)
-                                    else:
-                                        return (32, 2, 2)
-                                else:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (32, 2, 2)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 2)
                                             else:
                                                 return (64, 2, 2)
                                         else:
-                                            if f['group'] <= 2:
-                                                return 'hand'
+                                            if f['num_tokens'] <= 3:
+                                                return (64, 2, 4)
                                             else:
-                                                return (64, 2, 1)
+                                                return 'hand'
                             else:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 2:
-                                            return 'hand'
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['block_size'] <= 40:
+                                            return (32, 2, 2)
                                         else:
-                                            return (64, 3, 0)
+                                            return (32, 2, 1)
                                     else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
+                                        if f['programs'] <= 1:
+                                            return (64, 2, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 2)
                                             else:
-                                                return (64, 2, 1)
+                                                return 'hand'
                                 else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 2)
-                                            else:
-                                                return (64, 2, 1)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 1)
-            else:
-                if f['programs'] <= 24:
-                    if f['programs'] <= 3:
-                        if f['kv_bits'] <= 12:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['group'] <= 2:
                                     if f['programs'] <= 1:
-                                        return (64, 2, 1)
+                                        return (64, 2, 8)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 6:
+                                                return (128, 3, 1)
+                                            else:
+                                                return (128, 3, 8)
+                                        else:
+                                            return (64, 2, 4)
+                        else:
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['programs'] <= 6:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 8)
                                     else:
                                         return 'hand'
                                 else:
-                                    if f['block_size'] <= 40:
-                                        if f['programs'] <= 1:
-                                            return (64, 2, 8)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 4)
-                                            else:
-                                                return 'hand'
+                                    if f['programs'] <= 12:
+                                        return (32, 2, 2)
                                     else:
-                                        if f['num_tokens'] <= 3:
-                                            return (64, 2, 4)
-                                        else:
-                                            return 'hand'
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 1:
-                                        return (64, 2, 1)
-                                    else:
-                                        if f['num_tokens'] <= 1:
+                                        if f['group'] <= 2:
                                             return (32, 2, 2)
                                         else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 1:
-                                        return (64, 2, 1)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 3, 1)
-                                        else:
-                                            return (128, 3, 8)
-                        else:
-                            if f['programs'] <= 1:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    return (64, 3, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (32, 2, 2)
                             else:
                                 if f['group'] <= 2:
-                                    if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 12:
+                                        if f['programs'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 2)
+                                    else:
+                                        return (32, 2, 4)
+                                else:
+                                    if f['programs'] <= 12:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['programs'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return (64, 2, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 2)
+                                            else:
+                                                if f['programs'] <= 6:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 3, 4)
+                    else:
+                        if f['max_seqlen_k'] <= 20480:
+                            if f['programs'] <= 48:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (64, 2, 4)
+                                    else:
+                                        return 'hand'
+                            else:
+                                return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                if f['programs'] <= 48:
+                                    return (32, 2, 8)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 48:
+                                        return (64, 2, 4)
+                                    else:
+                                        return (64, 2, 8)
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 8)
+                                        else:
+                                            return (64, 3, 8)
+                                    else:
+                                        return (64, 3, 8)
+                else:
+                    if f['max_seqlen_k'] <= 20480:
+                        if f['programs'] <= 3:
+                            if f['num_tokens'] <= 3:
+                                if f['group'] <= 2:
+                                    return (32, 2, 1)
+                                else:
+                                    if f['num_tokens'] <= 1:
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 2, 1)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['programs'] <= 24:
+                                if f['programs'] <= 6:
+                                    if f['group'] <= 2:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (32, 2, 2)
+                                else:
+                                    if f['programs'] <= 12:
+                                        return (32, 2, 2)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 4)
+                                        else:
+                                            return (64, 2, 1)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 1)
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 1)
+                    else:
+                        if f['programs'] <= 3:
+                            if f['programs'] <= 1:
+                                return (64, 3, 1)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
                                         return (64, 3, 8)
                                     else:
                                         return (64, 3, 1)
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
+                                    if f['max_seqlen_q'] <= 3:
                                         if f['max_seqlen_k'] <= 81920:
                                             return (64, 3, 8)
                                         else:
                                             return (64, 3, 2)
                                     else:
                                         return (64, 3, 1)
-                    else:
-                        if f['programs'] <= 12:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['kv_bits'] <= 12:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                                    else:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 8)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return (64, 2, 2)
-                                else:
+                        else:
+                            if f['programs'] <= 12:
+                                if f['max_seqlen_k'] <= 81920:
                                     if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 8)
-                                            else:
+                                        if f['group'] <= 2:
+                                            if f['programs'] <= 6:
                                                 return 'hand'
+                                            else:
+                                                return (32, 2, 2)
                                         else:
-                                            return (64, 2, 2)
+                                            if f['programs'] <= 6:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 2, 2)
                                     else:
                                         if f['group'] <= 6:
                                             return (32, 2, 2)
@@ -2410,410 +2805,150 @@ def decode(f):
                                                 return (32, 2, 4)
                                             else:
                                                 return (32, 2, 2)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['kv_bits'] <= 12:
-                                        if f['programs'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                                    else:
-                                        return (64, 2, 2)
                                 else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 2)
-                                        else:
-                                            if f['programs'] <= 6:
-                                                return (64, 2, 4)
-                                            else:
-                                                return (64, 2, 2)
-                                    else:
+                                    if f['group'] <= 2:
                                         if f['programs'] <= 6:
-                                            return 'hand'
-                                        else:
                                             if f['max_seqlen_q'] <= 6:
                                                 return (64, 2, 2)
                                             else:
-                                                return (32, 2, 2)
-                        else:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['kv_bits'] <= 12:
-                                    if f['group'] <= 2:
-                                        return 'hand'
+                                                return (32, 2, 4)
+                                        else:
+                                            return (64, 2, 2)
                                     else:
-                                        return (64, 2, 4)
+                                        if f['programs'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 3, 1)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return (64, 2, 2)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 24:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 4)
+                                    else:
+                                        return (64, 2, 8)
                                 else:
                                     if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['num_tokens'] <= 6:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 2:
-                                            return 'hand'
+                                        if f['programs'] <= 48:
+                                            if f['max_seqlen_k'] <= 81920:
+                                                if f['programs'] <= 24:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        return (64, 2, 1)
+                                            else:
+                                                if f['programs'] <= 24:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return (64, 2, 8)
                                         else:
-                                            return (64, 2, 4)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 2, 4)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 4)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 8)
                                             else:
-                                                return (64, 2, 4)
-                                        else:
-                                            return 'hand'
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['group'] <= 2:
-                            if f['programs'] <= 48:
-                                return (32, 2, 8)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['programs'] <= 48:
-                                    return (64, 2, 4)
-                                else:
-                                    return (64, 2, 8)
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 8)
+                                                return (64, 2, 1)
                                     else:
-                                        return (64, 3, 8)
-                                else:
-                                    return (64, 3, 8)
-                    else:
-                        if f['group'] <= 2:
-                            return (64, 2, 8)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['max_seqlen_q'] <= 6:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (64, 2, 1)
-                                        else:
-                                            return (64, 2, 8)
-                                    else:
-                                        return (32, 2, 8)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    return (64, 2, 8)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['programs'] <= 24:
                                             return 'hand'
                                         else:
                                             return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 1)
-        else:
-            if f['max_seqlen_k'] <= 1280:
-                if f['programs'] <= 384:
-                    if f['programs'] <= 192:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['kv_bits'] <= 12:
-                                return (32, 2, 0)
+            else:
+                if f['kv_bits'] <= 12:
+                    if f['group'] <= 2:
+                        if f['programs'] <= 192:
+                            if f['max_seqlen_q'] <= 1:
+                                return (32, 2, 1)
                             else:
-                                return (64, 2, 0)
-                        else:
-                            if f['kv_bits'] <= 12:
                                 return 'hand'
-                            else:
-                                if f['max_seqlen_q'] <= 6:
-                                    if f['group'] <= 2:
+                        else:
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 384:
+                                    return 'hand'
+                                else:
+                                    if f['programs'] <= 768:
                                         return 'hand'
                                     else:
-                                        if f['num_kv_heads'] <= 5:
+                                        return (32, 2, 1)
+                            else:
+                                if f['max_seqlen_q'] <= 1:
+                                    return (32, 2, 1)
+                                else:
+                                    return 'hand'
+                    else:
+                        if f['programs'] <= 192:
+                            return (64, 2, 1)
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['block_size'] <= 40:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 384:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 1)
+                                    else:
+                                        if f['group'] <= 6:
                                             return (64, 2, 0)
                                         else:
                                             return (64, 3, 0)
                                 else:
                                     if f['group'] <= 6:
-                                        return (64, 2, 0)
-                                    else:
-                                        return (32, 2, 0)
-                    else:
-                        if f['max_seqlen_q'] <= 3:
-                            if f['max_seqlen_k'] <= 320:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 0)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 1)
-                                else:
-                                    return 'hand'
-                        else:
-                            return 'hand'
-                else:
-                    if f['programs'] <= 768:
-                        if f['max_seqlen_k'] <= 320:
-                            return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (64, 2, 0)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['block_size'] <= 40:
-                                    return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 0)
-                                    else:
-                                        return 'hand'
-                    else:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['programs'] <= 1536:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                            else:
-                                return (64, 2, 4)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 1536:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 8)
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['programs'] <= 1536:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 2)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['programs'] <= 1536:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 4)
-                                        else:
-                                            return (32, 2, 8)
-                            else:
-                                return 'hand'
-            else:
-                if f['kv_bits'] <= 12:
-                    if f['group'] <= 2:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 5120:
-                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (32, 2, 1)
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['block_size'] <= 40:
-                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 5120:
-                                    return 'hand'
-                                else:
-                                    if f['num_tokens'] <= 48:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 1)
-                                    else:
-                                        return 'hand'
-                    else:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 5120:
-                                return (64, 2, 1)
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return (64, 2, 1)
-                                else:
-                                    if f['num_tokens'] <= 24:
-                                        return (64, 3, 1)
-                                    else:
-                                        return (64, 2, 1)
-                        else:
-                            if f['max_seqlen_q'] <= 6:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['programs'] <= 384:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 2, 1)
-                                            else:
-                                                return (64, 2, 0)
-                                    else:
                                         if f['programs'] <= 768:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 2, 1)
-                                                    else:
-                                                        return (64, 2, 0)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (64, 3, 0)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['num_tokens'] <= 96:
-                                                        return (64, 2, 1)
-                                                    else:
-                                                        return (64, 2, 0)
-                                                else:
-                                                    return (64, 2, 0)
+                                            return (64, 2, 0)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                if f['programs'] <= 1536:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    return (64, 2, 8)
-                                            else:
-                                                return (64, 2, 0)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 1)
+                                            return (64, 2, 4)
                                     else:
                                         return (64, 2, 0)
                             else:
                                 if f['programs'] <= 768:
                                     return (64, 3, 0)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 3, 0)
-                                    else:
-                                        return (64, 3, 1)
+                                    return (64, 3, 1)
                 else:
                     if f['programs'] <= 192:
-                        if f['max_seqlen_k'] <= 5120:
-                            if f['group'] <= 2:
-                                return 'hand'
+                        if f['group'] <= 2:
+                            if f['max_seqlen_k'] <= 20480:
+                                return (64, 2, 1)
+                            else:
+                                return (128, 2, 0)
+                        else:
+                            if f['max_seqlen_q'] <= 3:
+                                return (128, 2, 0)
+                            else:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['group'] <= 6:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (64, 3, 0)
+                                else:
+                                    return (64, 3, 0)
+                    else:
+                        if f['group'] <= 2:
+                            if f['programs'] <= 384:
+                                return (64, 2, 0)
                             else:
                                 return (64, 3, 0)
                         else:
-                            if f['group'] <= 2:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return (64, 2, 1)
-                                else:
-                                    return (128, 2, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    return (128, 2, 0)
-                                else:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (64, 3, 0)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 0)
-                                            else:
-                                                return 'hand'
-                    else:
-                        if f['programs'] <= 384:
-                            if f['max_seqlen_k'] <= 5120:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 0)
-                                    else:
-                                        return (64, 2, 1)
-                                else:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 0)
-                            else:
-                                if f['group'] <= 2:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['programs'] <= 384:
                                     return (64, 2, 0)
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 1)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 0)
-                                        else:
-                                            return 'hand'
-                        else:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (64, 2, 1)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (64, 2, 0)
                                 else:
                                     if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (64, 3, 0)
+                                        return (64, 2, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 1)
-                                        else:
-                                            return (64, 2, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['num_seqs'] <= 192:
                                         return (64, 2, 0)
-                                    else:
-                                        return (64, 2, 1)
-                                else:
-                                    return (64, 2, 0)
+                            else:
+                                return (64, 2, 0)
 
 
 def prefill(f):
@@ -2822,414 +2957,528 @@ def prefill(f):
             if f['max_seqlen_k'] <= 5120:
                 if f['programs'] <= 48:
                     if f['kv_bits'] <= 12:
-                        if f['head_dim'] <= 96:
-                            return (64, 64, 4, 3)
+                        if f['max_seqlen_k'] <= 768:
+                            if f['head_dim'] <= 96:
+                                return (64, 64, 4, 3)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
                         else:
-                            return (64, 128, 4, 2)
+                            if f['head_dim'] <= 96:
+                                return (64, 64, 4, 3)
+                            else:
+                                return (64, 128, 4, 2)
                     else:
                         if f['head_dim'] <= 96:
-                            return (64, 128, 4, 2)
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['max_seqlen_k'] <= 384:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (64, 128, 4, 2)
+                            else:
+                                return (64, 128, 4, 2)
                         else:
                             if f['block_size'] <= 40:
-                                return (64, 128, 4, 2)
+                                if f['max_seqlen_k'] <= 1536:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (64, 128, 4, 2)
                             else:
                                 return (64, 64, 4, 2)
                 else:
-                    if f['num_seqs'] <= 6:
-                        if f['programs'] <= 192:
-                            if f['kv_bits'] <= 12:
-                                if f['num_kv_heads'] <= 5:
+                    if f['num_seqs'] <= 20:
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_k'] <= 768:
+                                if f['programs'] <= 192:
                                     if f['programs'] <= 96:
-                                        if f['max_seqlen_q'] <= 1536:
-                                            if f['max_seqlen_q'] <= 384:
+                                        if f['max_seqlen_k'] <= 384:
+                                            if f['max_seqlen_q'] <= 192:
                                                 return (64, 64, 4, 2)
                                             else:
-                                                return (128, 128, 8, 3)
+                                                if f['num_seqs'] <= 1:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 768:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 128, 8, 3)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 1536:
-                                            if f['max_seqlen_k'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['programs'] <= 96:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        if f['num_tokens'] <= 384:
-                                            if f['group'] <= 6:
-                                                return (64, 64, 4, 2)
+                                            if f['num_seqs'] <= 6:
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 2)
                                             else:
                                                 return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
                                     else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['programs'] <= 96:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 768:
-                                            return (128, 64, 8, 2)
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['num_tokens'] <= 768:
+                                            if f['num_tokens'] <= 1283:
+                                                return (64, 64, 4, 2)
+                                            else:
                                                 return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 2)
-                        else:
-                            if f['num_tokens'] <= 768:
-                                if f['kv_bits'] <= 12:
-                                    return (128, 64, 4, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['head_dim'] <= 96:
-                                            if f['num_seqs'] <= 1:
-                                                return (128, 64, 4, 2)
+                                    if f['num_tokens'] <= 771:
+                                        if f['programs'] <= 768:
+                                            if f['num_seqs'] <= 5:
+                                                return 'hand'
                                             else:
-                                                return (128, 64, 8, 2)
+                                                return (64, 64, 4, 2)
                                         else:
-                                            return (128, 64, 8, 2)
+                                            return (64, 64, 4, 2)
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 64, 4, 2)
+                                        if f['programs'] <= 768:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            return (128, 64, 8, 3)
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
                             else:
-                                if f['kv_bits'] <= 12:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 1536:
-                                            if f['programs'] <= 768:
-                                                if f['programs'] <= 384:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 32, 4, 3)
+                                if f['num_kv_heads'] <= 5:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 192:
+                                            return (64, 128, 4, 2)
                                         else:
                                             return (128, 128, 8, 3)
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 128, 8, 3)
+                                        if f['max_seqlen_q'] <= 320:
+                                            return (64, 64, 4, 3)
                                         else:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (128, 64, 8, 3)
+                                            if f['programs'] <= 768:
+                                                if f['num_tokens'] <= 1536:
+                                                    if f['group'] <= 6:
+                                                        if f['programs'] <= 192:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
                                                 else:
-                                                    return (128, 128, 8, 2)
+                                                    if f['num_kv_heads'] <= 1:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        if f['head_dim'] <= 96:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
                                             else:
                                                 return (128, 128, 8, 3)
                                 else:
-                                    if f['num_seqs'] <= 1:
-                                        if f['head_dim'] <= 96:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 768:
-                                                if f['programs'] <= 384:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 32, 4, 3)
-                                                    else:
-                                                        return 'hand'
-                                            else:
-                                                return (128, 64, 8, 3)
-                    else:
-                        if f['max_seqlen_k'] <= 384:
-                            if f['num_seqs'] <= 20:
-                                if f['programs'] <= 768:
-                                    if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['num_tokens'] <= 1091:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (64, 128, 4, 2)
-                                                else:
+                                    if f['programs'] <= 384:
+                                        if f['group'] <= 6:
+                                            if f['num_seqs'] <= 5:
+                                                if f['num_tokens'] <= 1536:
                                                     if f['programs'] <= 192:
-                                                        return (64, 128, 4, 2)
+                                                        return (128, 128, 8, 2)
                                                     else:
-                                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
+                                                        return (128, 128, 8, 3)
                                                 else:
-                                                    return (128, 64, 8, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return 'hand'
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['programs'] <= 160:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                         else:
-                                            return (128, 32, 4, 3)
-                            else:
-                                return (64, 64, 4, 2)
-                        else:
-                            if f['programs'] <= 3072:
-                                if f['kv_bits'] <= 12:
-                                    if f['group'] <= 6:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['programs'] <= 192:
-                                                if f['num_seqs'] <= 20:
-                                                    return (64, 128, 4, 2)
+                                            if f['head_dim'] <= 96:
+                                                if f['programs'] <= 192:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 384:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 32, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 5:
+                                            if f['group'] <= 6:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                if f['num_seqs'] <= 1:
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        return (128, 32, 4, 3)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                if f['programs'] <= 3072:
+                                                    return (128, 128, 8, 3)
                                                 else:
                                                     return (64, 64, 4, 3)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    if f['num_seqs'] <= 80:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
+                                                    if f['group'] <= 6:
                                                         return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_seqs'] <= 20:
-                                                        return (64, 128, 4, 2)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                if f['num_tokens'] <= 591:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 768:
+                                            if f['num_tokens'] <= 771:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 192:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 1280:
+                                            return (64, 128, 4, 2)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['programs'] <= 192:
+                                            if f['max_seqlen_k'] <= 768:
+                                                if f['num_tokens'] <= 384:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 6:
                                                 return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    if f['max_seqlen_q'] <= 384:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            if f['num_seqs'] <= 1:
+                                                if f['programs'] <= 192:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 771:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                            else:
+                                if f['programs'] <= 96:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
                                     else:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            if f['programs'] <= 768:
-                                                if f['programs'] <= 384:
-                                                    if f['max_seqlen_q'] <= 320:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 339:
-                                                        if f['head_dim'] <= 96:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                return (128, 128, 8, 3)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['head_dim'] <= 96:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
+                                        if f['num_seqs'] <= 1:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 768:
+                                                return (64, 64, 4, 2)
                                             else:
-                                                if f['num_tokens'] <= 531:
+                                                return (64, 128, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 768:
+                                        if f['programs'] <= 768:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['num_tokens'] <= 1283:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                if f['programs'] <= 192:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 6:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 192:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['num_tokens'] <= 1283:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 384:
+                                                return 'hand'
+                                            else:
+                                                if f['num_seqs'] <= 6:
+                                                    return 'hand'
+                                                else:
                                                     return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 5:
+                                            if f['programs'] <= 384:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 64, 8, 2)
                                                 else:
                                                     if f['block_size'] <= 40:
-                                                        if f['programs'] <= 1536:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                                        return (128, 128, 8, 2)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 128, 8, 2)
+                                                        return (64, 64, 4, 2)
                                             else:
-                                                return (128, 128, 8, 3)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                if f['num_tokens'] <= 531:
+                                                if f['max_seqlen_q'] <= 1536:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 640:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['num_tokens'] <= 1287:
                                                     if f['num_kv_heads'] <= 5:
                                                         return (64, 128, 4, 2)
                                                     else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 384:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 531:
-                                                            return (64, 128, 4, 2)
+                                                        if f['programs'] <= 384:
+                                                            return (128, 64, 8, 3)
                                                         else:
                                                             return (64, 64, 4, 3)
+                                                else:
+                                                    if f['programs'] <= 1536:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                    else:
+                        if f['num_seqs'] <= 80:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['programs'] <= 192:
+                                        if f['max_seqlen_q'] <= 320:
+                                            return (64, 64, 4, 2)
                                         else:
-                                            return (64, 128, 4, 2)
+                                            return (64, 64, 4, 3)
                                     else:
-                                        if f['num_seqs'] <= 20:
-                                            if f['programs'] <= 96:
-                                                if f['group'] <= 6:
+                                        if f['num_tokens'] <= 351:
+                                            if f['kv_bits'] <= 12:
+                                                if f['num_kv_heads'] <= 1:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
                                             else:
-                                                if f['programs'] <= 384:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1280:
                                                 return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['num_kv_heads'] <= 1:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_seqs'] <= 20:
-                                            return (64, 128, 4, 2)
                                         else:
                                             if f['kv_bits'] <= 12:
+                                                if f['group'] <= 6:
+                                                    if f['programs'] <= 768:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 3072:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 64, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 384:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1280:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['num_tokens'] <= 1311:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    if f['num_tokens'] <= 1311:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    if f['programs'] <= 768:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 24576:
+                                        if f['programs'] <= 12288:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 64, 4, 3)
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                if f['head_dim'] <= 96:
+                                    if f['programs'] <= 1536:
+                                        if f['max_seqlen_k'] <= 320:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 320:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                if f['programs'] <= 2560:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['programs'] <= 6144:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
                                                 if f['max_seqlen_k'] <= 1280:
                                                     return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_tokens'] <= 1299:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_tokens'] <= 2067:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
                                         else:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 12288:
-                                                    if f['programs'] <= 6144:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['kv_bits'] <= 12:
+                                            if f['head_dim'] <= 96:
                                                 return (64, 64, 4, 3)
                                             else:
                                                 if f['max_seqlen_k'] <= 1280:
-                                                    if f['programs'] <= 24576:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
+                                                    return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 3)
             else:
                 if f['programs'] <= 48:
                     if f['kv_bits'] <= 12:
-                        if f['head_dim'] <= 96:
-                            return (64, 64, 4, 3)
-                        else:
-                            if f['num_kv_heads'] <= 5:
+                        if f['num_kv_heads'] <= 5:
+                            if f['head_dim'] <= 96:
+                                if f['group'] <= 2:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['num_kv_heads'] <= 1:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                            else:
                                 if f['max_seqlen_k'] <= 81920:
                                     return (64, 128, 4, 2)
                                 else:
                                     if f['programs'] <= 24:
                                         return (64, 128, 4, 2)
                                     else:
-                                        return 'hand'
-                            else:
-                                if f['programs'] <= 24:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (128, 128, 8, 3)
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['group'] <= 2:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                return (64, 64, 4, 3)
+                                        return (64, 64, 4, 3)
                         else:
-                            if f['block_size'] <= 40:
-                                return (64, 128, 4, 2)
+                            if f['head_dim'] <= 96:
+                                return (64, 64, 4, 3)
                             else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['num_seqs'] <= 4:
-                                            if f['programs'] <= 24:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['max_seqlen_q'] <= 384:
+                                        return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 81920:
+                                        return (128, 128, 8, 3)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
+                                    else:
+                                        return (128, 128, 8, 3)
+                    else:
+                        if f['max_seqlen_k'] <= 81920:
+                            if f['head_dim'] <= 96:
+                                if f['max_seqlen_q'] <= 192:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 24:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
                                             return (64, 128, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                            else:
+                                return (64, 128, 4, 2)
+                        else:
+                            if f['head_dim'] <= 96:
+                                return (64, 64, 4, 3)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['block_size'] <= 40:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
                                 else:
                                     return (64, 128, 4, 2)
                 else:
@@ -3237,46 +3486,40 @@ def prefill(f):
                         if f['programs'] <= 192:
                             if f['kv_bits'] <= 12:
                                 if f['max_seqlen_k'] <= 81920:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['programs'] <= 96:
-                                                if f['head_dim'] <= 96:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 96:
+                                            if f['max_seqlen_q'] <= 1280:
                                                 return 'hand'
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (128, 128, 8, 3)
                                         else:
                                             if f['max_seqlen_k'] <= 20480:
-                                                if f['num_tokens'] <= 1280:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 96:
                                                 return (128, 128, 8, 2)
                                             else:
                                                 return 'hand'
-                                        else:
-                                            return (128, 128, 8, 3)
                                 else:
-                                    if f['head_dim'] <= 96:
-                                        return 'hand'
-                                    else:
-                                        return (128, 128, 8, 3)
+                                    return 'hand'
                             else:
-                                if f['programs'] <= 96:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['head_dim'] <= 96:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 81920:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 20480:
+                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
                                             if f['num_kv_heads'] <= 5:
-                                                return (128, 128, 8, 2)
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
                                             else:
                                                 return 'hand'
                                         else:
@@ -3285,13 +3528,13 @@ def prefill(f):
                             if f['head_dim'] <= 96:
                                 if f['kv_bits'] <= 12:
                                     if f['max_seqlen_k'] <= 81920:
-                                        if f['num_tokens'] <= 1280:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 384:
+                                        if f['programs'] <= 768:
+                                            if f['num_kv_heads'] <= 5:
                                                 return 'hand'
                                             else:
                                                 return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
                                     else:
                                         if f['num_kv_heads'] <= 5:
                                             return (128, 64, 4, 2)
@@ -3299,165 +3542,23 @@ def prefill(f):
                                             return 'hand'
                                 else:
                                     if f['max_seqlen_k'] <= 81920:
-                                        return (128, 64, 8, 3)
+                                        if f['programs'] <= 768:
+                                            return 'hand'
+                                        else:
+                                            return (128, 64, 8, 3)
                                     else:
                                         if f['num_kv_heads'] <= 5:
                                             return (128, 64, 8, 2)
                                         else:
-                                            return (128, 64, 8, 3)
+                                            if f['programs'] <= 768:
+                                                return 'hand'
+                                            else:
+                                                return (128, 64, 8, 3)
                             else:
                                 if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 1280:
-                                        return (128, 128, 8, 3)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['programs'] <= 768:
-                                            return 'hand'
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['programs'] <= 3072:
-                                if f['num_kv_heads'] <= 1:
-                                    if f['num_tokens'] <= 387:
-                                        if f['programs'] <= 768:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 192:
-                                                if f['max_seqlen_q'] <= 1280:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['num_seqs'] <= 80:
-                                        if f['programs'] <= 384:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 1536:
-                                                if f['max_seqlen_q'] <= 320:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 32, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['num_seqs'] <= 20:
-                                        if f['programs'] <= 192:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['num_tokens'] <= 1299:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        return (64, 64, 4, 3)
-        else:
-            if f['head_dim'] <= 96:
-                if f['programs'] <= 768:
-                    if f['kv_bits'] <= 12:
-                        if f['max_seqlen_k'] <= 3072:
-                            if f['num_seqs'] <= 12:
-                                if f['programs'] <= 192:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 128, 8, 3)
-                                else:
-                                    if f['max_seqlen_q'] <= 1536:
-                                        if f['max_seqlen_q'] <= 768:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (128, 128, 8, 3)
-                                    else:
-                                        return (128, 128, 8, 3)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 192:
-                                        if f['programs'] <= 48:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                        else:
-                            if f['programs'] <= 96:
-                                if f['programs'] <= 48:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['group'] <= 6:
-                                        if f['num_tokens'] <= 12288:
-                                            if f['group'] <= 2:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
+                                    if f['num_tokens'] <= 1280:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 64, 4, 2)
                                         else:
                                             return 'hand'
                                     else:
@@ -3465,47 +3566,178 @@ def prefill(f):
                                 else:
                                     return 'hand'
                     else:
-                        if f['programs'] <= 96:
-                            return (64, 128, 4, 2)
-                        else:
-                            if f['max_seqlen_q'] <= 1536:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 192:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    if f['programs'] <= 384:
-                                        return (128, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                            else:
-                                return (64, 128, 4, 2)
-                else:
-                    if f['kv_bits'] <= 12:
-                        if f['num_seqs'] <= 12:
-                            if f['programs'] <= 1536:
-                                if f['num_seqs'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        return (128, 64, 4, 2)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (128, 128, 8, 3)
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 3072:
+                                if f['kv_bits'] <= 12:
+                                    if f['num_seqs'] <= 80:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            return (128, 64, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 3072:
-                                        return (128, 64, 4, 2)
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 1536:
+                                                    if f['programs'] <= 192:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (128, 64, 4, 2)
+                                        if f['num_tokens'] <= 447:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 768:
+                                        if f['num_seqs'] <= 20:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_tokens'] <= 591:
+                                                if f['num_tokens'] <= 531:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return (64, 64, 4, 3)
+                            else:
+                                return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 1536:
+                                if f['block_size'] <= 40:
+                                    if f['num_seqs'] <= 80:
+                                        if f['num_seqs'] <= 20:
+                                            return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_tokens'] <= 447:
+                                            return (64, 128, 4, 2)
                                         else:
                                             return 'hand'
+                                else:
+                                    if f['num_seqs'] <= 20:
+                                        if f['kv_bits'] <= 12:
+                                            if f['programs'] <= 192:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 320:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            if f['programs'] <= 192:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return 'hand'
+                                    else:
+                                        return 'hand'
                             else:
-                                return (128, 64, 4, 2)
+                                if f['kv_bits'] <= 12:
+                                    if f['num_seqs'] <= 80:
+                                        if f['num_kv_heads'] <= 1:
+                                            return 'hand'
+                                        else:
+                                            if f['num_seqs'] <= 20:
+                                                return 'hand'
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['group'] <= 2:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['num_seqs'] <= 20:
+                                            if f['programs'] <= 3072:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['programs'] <= 12288:
+                                                if f['num_seqs'] <= 80:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return (64, 64, 4, 3)
+        else:
+            if f['head_dim'] <= 96:
+                if f['kv_bits'] <= 12:
+                    if f['programs'] <= 768:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['programs'] <= 192:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (128, 128, 8, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (128, 128, 8, 3)
+                                else:
+                                    return (128, 128, 8, 3)
                         else:
-                            if f['programs'] <= 1536:
-                                if f['num_tokens'] <= 12288:
+                            if f['programs'] <= 96:
+                                if f['programs'] <= 48:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['programs'] <= 384:
+                                    if f['num_seqs'] <= 3:
+                                        if f['programs'] <= 192:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 6144:
+                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (128, 64, 4, 2)
+                    else:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['max_seqlen_k'] <= 768:
                                     return (128, 64, 4, 2)
                                 else:
                                     if f['group'] <= 2:
@@ -3514,203 +3746,226 @@ def prefill(f):
                                         return (128, 64, 4, 2)
                             else:
                                 return (128, 64, 4, 2)
-                    else:
-                        if f['max_seqlen_q'] <= 3072:
-                            if f['programs'] <= 3072:
-                                if f['programs'] <= 1536:
+                        else:
+                            if f['programs'] <= 1536:
+                                if f['num_seqs'] <= 3:
                                     return (128, 64, 4, 2)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 4, 2)
+                                    return 'hand'
                             else:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 64, 8, 2)
-                                else:
-                                    return (128, 64, 8, 3)
-                        else:
-                            if f['group'] <= 6:
-                                if f['num_seqs'] <= 6:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_k'] <= 12288:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                    else:
-                                        return (128, 64, 8, 3)
-                                else:
-                                    return (128, 64, 8, 3)
-                            else:
-                                return (128, 64, 8, 3)
-            else:
-                if f['programs'] <= 192:
-                    if f['kv_bits'] <= 12:
-                        if f['max_seqlen_q'] <= 3072:
-                            if f['programs'] <= 48:
+                                return (128, 64, 4, 2)
+                else:
+                    if f['programs'] <= 384:
+                        if f['max_seqlen_k'] <= 1536:
+                            if f['programs'] <= 192:
                                 return (64, 128, 4, 2)
                             else:
-                                if f['num_seqs'] <= 12:
-                                    if f['num_tokens'] <= 12288:
-                                        return (128, 128, 8, 2)
-                                    else:
-                                        return (128, 128, 8, 3)
+                                if f['max_seqlen_k'] <= 384:
+                                    return (128, 64, 4, 2)
                                 else:
-                                    return (64, 64, 4, 2)
+                                    if f['max_seqlen_q'] <= 768:
+                                        return (128, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
                         else:
-                            return 'hand'
+                            return (64, 128, 4, 2)
                     else:
                         if f['group'] <= 2:
                             if f['max_seqlen_q'] <= 12288:
-                                if f['programs'] <= 96:
+                                if f['max_seqlen_q'] <= 3072:
+                                    if f['programs'] <= 768:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                                else:
+                                    if f['programs'] <= 768:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                            else:
+                                if f['num_kv_heads'] <= 5:
                                     return (64, 128, 4, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 3072:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        return (128, 128, 8, 2)
-                            else:
-                                return (64, 128, 4, 2)
+                                    return (128, 64, 8, 3)
                         else:
-                            if f['num_seqs'] <= 6:
-                                return (128, 64, 8, 3)
-                            else:
-                                return (128, 64, 8, 2)
-                else:
-                    if f['max_seqlen_q'] <= 3072:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['programs'] <= 768:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 384:
-                                        return (64, 64, 4, 2)
+                            if f['block_size'] <= 40:
+                                if f['max_seqlen_k'] <= 3072:
+                                    if f['programs'] <= 1536:
+                                        if f['num_seqs'] <= 6:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
                                     else:
-                                        return 'hand'
+                                        return (128, 64, 8, 3)
                                 else:
-                                    if f['num_tokens'] <= 6144:
-                                        return 'hand'
+                                    if f['num_seqs'] <= 6:
+                                        if f['programs'] <= 1536:
+                                            if f['programs'] <= 768:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
                                     else:
-                                        if f['programs'] <= 384:
+                                        return (128, 64, 8, 3)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['max_seqlen_k'] <= 6144:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 768:
                                             return (128, 64, 8, 2)
                                         else:
-                                            return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return 'hand'
+                                            if f['programs'] <= 1536:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (128, 32, 4, 3)
+                                    if f['max_seqlen_k'] <= 3072:
+                                        if f['programs'] <= 1536:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        return (128, 64, 8, 3)
+            else:
+                if f['programs'] <= 192:
+                    if f['max_seqlen_q'] <= 3072:
+                        if f['programs'] <= 96:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 48:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (128, 128, 8, 2)
+                            else:
+                                if f['num_seqs'] <= 6:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['max_seqlen_k'] <= 768:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 1:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return (128, 128, 8, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 768:
+                                    return (128, 64, 8, 2)
+                                else:
+                                    return (128, 128, 8, 2)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 48:
+                                return (64, 128, 4, 2)
+                            else:
+                                return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 12288:
+                                if f['max_seqlen_k'] <= 6144:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
                                     else:
                                         return 'hand'
+                                else:
+                                    return (64, 128, 4, 2)
+                            else:
+                                return (64, 128, 4, 2)
+                else:
+                    if f['max_seqlen_k'] <= 3072:
+                        if f['max_seqlen_q'] <= 768:
+                            return 'hand'
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['programs'] <= 768:
-                                    if f['group'] <= 6:
-                                        return (128, 128, 8, 3)
-                                    else:
-                                        if f['num_seqs'] <= 6:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                else:
-                                    if f['num_seqs'] <= 3:
-                                        return (128, 128, 8, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return 'hand'
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 1536:
-                                    if f['programs'] <= 768:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 3072:
-                                        if f['programs'] <= 384:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                    else:
+                                    if f['max_seqlen_q'] <= 1536:
                                         if f['block_size'] <= 40:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 128, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        return (128, 128, 8, 3)
+                                else:
+                                    if f['group'] <= 6:
+                                        return 'hand'
+                                    else:
+                                        if f['num_seqs'] <= 3:
                                             return (128, 128, 8, 2)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['programs'] <= 1536:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                return 'hand'
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 128, 8, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1536:
+                                            return 'hand'
                                         else:
                                             return (128, 64, 8, 3)
                     else:
                         if f['kv_bits'] <= 12:
                             if f['programs'] <= 384:
                                 if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['num_seqs'] <= 1:
+                                    if f['max_seqlen_q'] <= 12288:
                                         return 'hand'
                                     else:
-                                        return (128, 128, 8, 2)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_k'] <= 12288:
-                                            return 'hand'
-                                        else:
-                                            return (128, 128, 8, 3)
-                                    else:
-                                        if f['num_seqs'] <= 3:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 768:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_q'] <= 6144:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 12288:
-                                            if f['group'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 32, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                        else:
-                            if f['num_tokens'] <= 6144:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 640:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 128, 8, 2)
+                                        return (128, 128, 8, 3)
                                 else:
                                     return (128, 128, 8, 2)
                             else:
                                 if f['group'] <= 2:
-                                    return 'hand'
+                                    if f['max_seqlen_k'] <= 12288:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            return 'hand'
+                                        else:
+                                            return (128, 128, 8, 3)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 6144:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 12288:
+                                                return 'hand'
+                                            else:
+                                                return (128, 64, 4, 2)
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 6144:
+                                    if f['group'] <= 6:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        return (128, 128, 8, 2)
                                 else:
                                     if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 12288:
@@ -3725,152 +3980,140 @@ def prefill(f):
     else:
         if f['kv_bits'] <= 12:
             if f['programs'] <= 96:
-                if f['programs'] <= 48:
-                    if f['block_size'] <= 40:
-                        if f['group'] <= 2:
-                            if f['max_seqlen_k'] <= 768:
+                if f['block_size'] <= 40:
+                    if f['group'] <= 2:
+                        if f['max_seqlen_k'] <= 768:
+                            if f['max_seqlen_q'] <= 384:
                                 return (64, 64, 4, 3)
                             else:
-                                if f['programs'] <= 12:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return (64, 64, 4, 2)
+                                if f['programs'] <= 24:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 48:
+                                if f['num_seqs'] <= 6:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['programs'] <= 24:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
                                 else:
                                     return (64, 64, 4, 3)
+                            else:
+                                return (64, 64, 4, 3)
+                    else:
+                        return (64, 64, 4, 3)
+                else:
+                    if f['max_seqlen_k'] <= 768:
+                        if f['programs'] <= 48:
+                            if f['num_tokens'] <= 147:
+                                return (64, 64, 4, 2)
+                            else:
+                                return (64, 64, 4, 3)
                         else:
                             return (64, 64, 4, 3)
                     else:
                         return (64, 64, 4, 3)
-                else:
-                    if f['max_seqlen_q'] <= 192:
-                        return (64, 64, 4, 3)
-                    else:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['block_size'] <= 40:
-                                if f['group'] <= 2:
-                                    return (128, 128, 8, 2)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-                        else:
-                            if f['block_size'] <= 40:
-                                if f['group'] <= 2:
-                                    return (128, 128, 8, 2)
-                                else:
-                                    return (128, 64, 8, 3)
-                            else:
-                                return (128, 64, 8, 3)
             else:
                 if f['num_seqs'] <= 24:
-                    if f['num_tokens'] <= 195:
+                    if f['group'] <= 2:
                         if f['block_size'] <= 40:
-                            return (128, 64, 8, 3)
-                        else:
-                            if f['group'] <= 6:
-                                return (64, 64, 4, 3)
-                            else:
-                                return (128, 64, 8, 3)
-                    else:
-                        if f['group'] <= 2:
-                            if f['block_size'] <= 40:
-                                if f['max_seqlen_q'] <= 768:
-                                    return (128, 64, 8, 3)
-                                else:
-                                    if f['programs'] <= 192:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_k'] <= 3072:
+                                    if f['num_seqs'] <= 1:
                                         return (128, 128, 8, 2)
                                     else:
                                         return (128, 64, 8, 3)
+                                else:
+                                    return (128, 128, 8, 2)
                             else:
-                                return (128, 64, 8, 3)
+                                if f['num_tokens'] <= 9219:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (128, 64, 8, 3)
                         else:
-                            if f['max_seqlen_k'] <= 3072:
-                                if f['programs'] <= 384:
-                                    if f['num_tokens'] <= 3072:
-                                        if f['max_seqlen_q'] <= 1536:
+                            return (128, 64, 8, 3)
+                    else:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['max_seqlen_q'] <= 192:
+                                if f['max_seqlen_k'] <= 1088:
+                                    return (128, 64, 8, 2)
+                                else:
+                                    return (64, 64, 4, 3)
+                            else:
+                                if f['num_tokens'] <= 3075:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['max_seqlen_k'] <= 1536:
                                             return (128, 64, 8, 3)
                                         else:
-                                            if f['group'] <= 6:
+                                            if f['programs'] <= 192:
                                                 return (64, 64, 4, 3)
                                             else:
                                                 return (128, 64, 8, 3)
                                     else:
-                                        if f['max_seqlen_q'] <= 768:
-                                            return (128, 64, 8, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
+                                        return (128, 64, 8, 3)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        if f['num_tokens'] <= 771:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['max_seqlen_q'] <= 768:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
+                                    if f['max_seqlen_k'] <= 768:
+                                        return (128, 64, 8, 2)
                                     else:
                                         return (128, 64, 8, 3)
-                            else:
-                                return (128, 64, 8, 3)
+                        else:
+                            return (128, 64, 8, 3)
                 else:
                     if f['num_seqs'] <= 80:
                         if f['num_kv_heads'] <= 5:
-                            if f['programs'] <= 192:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 1536:
-                                        if f['num_tokens'] <= 1311:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                        else:
-                            if f['programs'] <= 640:
-                                if f['block_size'] <= 40:
+                            if f['programs'] <= 1536:
+                                if f['max_seqlen_k'] <= 320:
                                     return (64, 64, 4, 2)
                                 else:
                                     return (64, 64, 4, 3)
                             else:
-                                if f['num_tokens'] <= 351:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    return (128, 64, 8, 3)
-                    else:
-                        if f['block_size'] <= 40:
-                            return (64, 64, 4, 2)
-                        else:
-                            if f['max_seqlen_q'] <= 1280:
-                                return (64, 64, 4, 2)
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    if f['programs'] <= 12288:
-                                        return (64, 64, 4, 2)
+                                if f['group'] <= 6:
+                                    if f['programs'] <= 3072:
+                                        return (64, 64, 4, 3)
                                     else:
                                         return (128, 64, 8, 3)
                                 else:
+                                    return (128, 64, 8, 3)
+                        else:
+                            if f['programs'] <= 6144:
+                                return (64, 64, 4, 2)
+                            else:
+                                return (128, 64, 8, 3)
+                    else:
+                        if f['programs'] <= 12288:
+                            return (64, 64, 4, 2)
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                if f['max_seqlen_k'] <= 5120:
                                     return (64, 64, 4, 2)
+                                else:
+                                    return (128, 64, 8, 3)
+                            else:
+                                return (64, 64, 4, 2)
         else:
-            if f['max_seqlen_k'] <= 384:
-                if f['programs'] <= 192:
-                    if f['num_tokens'] <= 147:
-                        return 'hand'
+            if f['max_seqlen_k'] <= 768:
+                if f['programs'] <= 96:
+                    if f['max_seqlen_q'] <= 384:
+                        if f['block_size'] <= 40:
+                            return 'hand'
+                        else:
+                            return (128, 64, 8, 2)
                     else:
                         return (128, 64, 8, 2)
                 else:
-                    return (128, 64, 8, 2)
+                    if f['num_seqs'] <= 24:
+                        return (128, 64, 8, 2)
+                    else:
+                        if f['num_tokens'] <= 207:
+                            if f['block_size'] <= 40:
+                                return 'hand'
+                            else:
+                                return (128, 64, 8, 2)
+                        else:
+                            return (128, 64, 8, 2)
             else:
                 return (128, 64, 8, 2)

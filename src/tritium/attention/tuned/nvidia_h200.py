@@ -4,12 +4,12 @@ Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/a
 (sha256 079ef1087effd92e; 120 decode-family and 54 prefill-family workloads,
 swept 2026-11-24T02:57:01+00:00; distilled trees {'decode': {'leaves': 1200, 'margin': 0.0}, 'prefill': {'leaves': 600, 'margin': 0.0}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0173, 'hand': 1.1607}, 'prefill': {'tree': 1.0028, 'hand': 1.5106}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0163, 'hand': 1.1607}, 'prefill': {'tree': 1.0026, 'hand': 1.5106}}).
 The benchmark's 16 anchor workloads are always in the training set.
-The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 2569 workloads, sha256 2f76fc28a79a2969).
+The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 3371 workloads, sha256 0e02385c4aa6db75).
 Held-out validation (workloads the fit never saw):
-    decode: 24 held out, 79% within 5% of the best swept, worst 1.128x the best and 1.032x the hand rules
-    prefill: 11 held out, 82% within 5% of the best swept, worst 1.155x the best and 1.151x the hand rules
+    decode: 24 held out, 83% within 5% of the best swept, worst 1.128x the best and 1.052x the hand rules
+    prefill: 11 held out, 91% within 5% of the best swept, worst 1.151x the best and 1.151x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -33,36 +33,48 @@ def decode(f):
     if f['head_dim'] <= 192:
         if f['max_seqlen_k'] <= 6144:
             if f['max_seqlen_k'] <= 320:
-                if f['programs'] <= 192:
+                if f['programs'] <= 384:
                     if f['programs'] <= 12:
                         if f['kv_bits'] <= 12:
-                            if f['head_dim'] <= 96:
-                                return (128, 2, 0)
-                            else:
-                                if f['programs'] <= 6:
-                                    if f['group'] <= 6:
+                            if f['programs'] <= 6:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_q'] <= 1:
                                         return (32, 2, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['programs'] <= 3:
-                                                return (32, 2, 4)
+                                        return (128, 2, 0)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (32, 2, 1)
+                                    else:
+                                        if f['programs'] <= 3:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 4)
                                             else:
                                                 return (32, 2, 1)
                                         else:
-                                            return (32, 2, 1)
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                return (32, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['head_dim'] <= 96:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
                                             return (32, 2, 1)
                                         else:
                                             return (128, 2, 0)
-                                    else:
-                                        return (128, 2, 0)
+                                else:
+                                    return (128, 2, 0)
                         else:
                             if f['head_dim'] <= 96:
                                 if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['num_seqs'] <= 3:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['programs'] <= 3:
                                             return (128, 2, 1)
                                         else:
                                             return (128, 2, 2)
@@ -74,10 +86,7 @@ def decode(f):
                                 if f['programs'] <= 6:
                                     if f['group'] <= 6:
                                         if f['num_tokens'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 8)
+                                            return (128, 2, 8)
                                         else:
                                             return (64, 2, 0)
                                     else:
@@ -86,7 +95,7 @@ def decode(f):
                                         else:
                                             return (64, 2, 0)
                                 else:
-                                    if f['group'] <= 6:
+                                    if f['group'] <= 2:
                                         return (128, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
@@ -94,11 +103,11 @@ def decode(f):
                                         else:
                                             return (64, 2, 0)
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['head_dim'] <= 96:
-                                if f['programs'] <= 96:
-                                    if f['programs'] <= 48:
-                                        if f['group'] <= 2:
+                        if f['programs'] <= 192:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 96:
                                             if f['num_tokens'] <= 12:
                                                 return (128, 2, 0)
                                             else:
@@ -106,207 +115,192 @@ def decode(f):
                                                     if f['programs'] <= 24:
                                                         return (128, 2, 0)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['programs'] <= 48:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 0)
                                         else:
-                                            return (128, 2, 0)
+                                            return (64, 2, 0)
                                     else:
-                                        if f['group'] <= 6:
+                                        if f['programs'] <= 48:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 0)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['num_seqs'] <= 48:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
+                                else:
+                                    if f['programs'] <= 96:
+                                        if f['head_dim'] <= 96:
                                             if f['max_seqlen_q'] <= 1:
-                                                if f['num_tokens'] <= 48:
-                                                    if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         return (128, 2, 1)
                                                     else:
                                                         return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 0)
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (128, 2, 0)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (128, 2, 0)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 48:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['num_tokens'] <= 12:
-                                                return (128, 2, 4)
-                                            else:
-                                                return (128, 2, 0)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            if f['num_kv_heads'] <= 1:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 2)
-                                                else:
                                                     return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
-                                        else:
-                                            return (64, 2, 0)
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 0)
-                                        else:
-                                            return (128, 2, 0)
                                     else:
-                                        if f['programs'] <= 96:
-                                            return (128, 2, 0)
+                                        if f['head_dim'] <= 96:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
                                                 return (64, 2, 0)
                                             else:
                                                 return (128, 2, 0)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['group'] <= 2:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 0)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['head_dim'] <= 96:
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (128, 2, 0)
                                             else:
-                                                return (128, 2, 4)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['programs'] <= 24:
-                                            return (128, 2, 0)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 4)
                                         else:
-                                            if f['head_dim'] <= 96:
+                                            return (128, 2, 0)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['programs'] <= 24:
+                                                return (128, 2, 0)
+                                            else:
                                                 if f['group'] <= 6:
                                                     return (128, 2, 8)
                                                 else:
                                                     return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 0)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (128, 2, 0)
                                         else:
-                                            if f['head_dim'] <= 96:
+                                            if f['max_seqlen_q'] <= 6:
                                                 return (128, 2, 0)
                                             else:
-                                                return (64, 2, 0)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 96:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 2, 0)
+                                else:
+                                    if f['head_dim'] <= 96:
                                         return (128, 2, 0)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 4)
+                                        if f['programs'] <= 96:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 0)
                                             else:
-                                                return (128, 2, 0)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 0)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 0)
                                         else:
                                             return (128, 2, 0)
+                                else:
+                                    return (64, 2, 0)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 1)
+                                    else:
+                                        return (64, 2, 0)
                                 else:
                                     return (64, 2, 0)
                 else:
-                    if f['programs'] <= 384:
-                        if f['head_dim'] <= 96:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    return (64, 2, 0)
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (128, 2, 0)
+                    if f['programs'] <= 768:
+                        if f['kv_bits'] <= 12:
+                            if f['head_dim'] <= 96:
+                                return 'hand'
                             else:
-                                return (64, 2, 0)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['block_size'] <= 40:
-                                    return (64, 2, 0)
-                                else:
-                                    if f['group'] <= 6:
-                                        return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 0)
-                            else:
-                                return (64, 2, 0)
-                    else:
-                        if f['programs'] <= 768:
-                            if f['kv_bits'] <= 12:
-                                if f['head_dim'] <= 96:
+                                if f['group'] <= 6:
                                     return 'hand'
                                 else:
-                                    if f['num_seqs'] <= 160:
-                                        if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 192:
-                                                return (32, 2, 0)
-                                            else:
-                                                return (128, 2, 0)
-                                        else:
-                                            return (32, 2, 0)
+                                    if f['num_tokens'] <= 192:
+                                        return (32, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 3:
-                                            return 'hand'
+                                            return (32, 2, 0)
                                         else:
                                             return (128, 2, 0)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    return 'hand'
-                                else:
-                                    return (32, 2, 0)
                         else:
                             if f['head_dim'] <= 96:
-                                if f['programs'] <= 1536:
-                                    if f['block_size'] <= 40:
-                                        return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 2, 0)
-                                        else:
-                                            return 'hand'
+                                return 'hand'
+                            else:
+                                return (32, 2, 0)
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['num_seqs'] <= 192:
+                                if f['block_size'] <= 40:
+                                    return 'hand'
                                 else:
                                     if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 0)
-                                        else:
-                                            return 'hand'
+                                        return (64, 2, 0)
                                     else:
                                         return 'hand'
                             else:
                                 if f['kv_bits'] <= 12:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 0)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return 'hand'
+                        else:
+                            if f['kv_bits'] <= 12:
+                                return (32, 2, 0)
+                            else:
+                                if f['num_seqs'] <= 192:
                                     return (32, 2, 0)
                                 else:
-                                    if f['num_seqs'] <= 192:
-                                        return (32, 2, 0)
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 0)
+                                        return (32, 2, 0)
             else:
                 if f['programs'] <= 48:
-                    if f['programs'] <= 12:
+                    if f['programs'] <= 6:
                         if f['programs'] <= 3:
                             if f['max_seqlen_k'] <= 1280:
                                 return (32, 2, 1)
@@ -316,7 +310,7 @@ def decode(f):
                                         return (32, 2, 1)
                                     else:
                                         if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 1)
                                             else:
                                                 if f['group'] <= 6:
@@ -328,9 +322,9 @@ def decode(f):
                                 else:
                                     return (32, 2, 1)
                         else:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['max_seqlen_q'] <= 1:
-                                    if f['programs'] <= 6:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['max_seqlen_q'] <= 1:
                                         if f['kv_bits'] <= 12:
                                             if f['head_dim'] <= 96:
                                                 return (32, 2, 1)
@@ -348,310 +342,379 @@ def decode(f):
                                                 else:
                                                     return 'hand'
                                     else:
-                                        if f['kv_bits'] <= 12:
+                                        if f['group'] <= 2:
                                             return (32, 2, 1)
                                         else:
                                             if f['head_dim'] <= 96:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (32, 2, 1)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 1)
-                                                    else:
-                                                        return (128, 2, 1)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    if f['num_seqs'] <= 2:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (32, 2, 1)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            if f['programs'] <= 6:
                                                 return 'hand'
                                             else:
-                                                if f['group'] <= 6:
+                                                if f['kv_bits'] <= 12:
                                                     return (32, 2, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
+                                                        return 'hand'
+                                                    else:
                                                         return (32, 2, 1)
-                                                    else:
-                                                        return 'hand'
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 1)
-                                            else:
-                                                if f['programs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 6:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 1)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return 'hand'
-                                                        else:
-                                                            return (32, 2, 1)
-                                                    else:
-                                                        return 'hand'
-                                            else:
-                                                if f['num_tokens'] <= 48:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        if f['group'] <= 2:
-                                                            return 'hand'
-                                                        else:
-                                                            return (32, 2, 1)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 2, 1)
-                            else:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 6:
-                                        if f['num_tokens'] <= 24:
-                                            if f['kv_bits'] <= 12:
-                                                if f['group'] <= 2:
-                                                    if f['block_size'] <= 40:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        return (64, 3, 1)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            return (128, 2, 1)
-                                            else:
-                                                return (32, 2, 2)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 4)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
-                                            else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['group'] <= 2:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            return (32, 2, 2)
-                                                else:
-                                                    return (128, 2, 1)
                                 else:
-                                    if f['programs'] <= 6:
-                                        if f['kv_bits'] <= 12:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
+                                            return (32, 2, 2)
+                                        else:
                                             if f['group'] <= 6:
-                                                return (32, 2, 2)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (32, 2, 1)
                                             else:
                                                 if f['num_tokens'] <= 3:
                                                     return (64, 2, 2)
                                                 else:
+                                                    return (32, 2, 1)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 2)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['group'] <= 2:
+                                            if f['head_dim'] <= 96:
+                                                return (32, 2, 1)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (32, 2, 1)
+                                                else:
                                                     return 'hand'
                                         else:
+                                            return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['head_dim'] <= 96:
+                                                return (32, 2, 2)
+                                            else:
+                                                return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return 'hand'
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['head_dim'] <= 96:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (32, 2, 1)
+                                        else:
+                                            return 'hand'
+                    else:
+                        if f['max_seqlen_k'] <= 1280:
+                            if f['programs'] <= 24:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 12:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 1:
                                                     return 'hand'
                                                 else:
-                                                    return (32, 2, 2)
+                                                    return (32, 2, 1)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (32, 2, 2)
-                                                else:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (32, 2, 2)
-                                        else:
-                                            if f['num_seqs'] <= 2:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 1)
                                                 else:
-                                                    return (32, 2, 2)
-                                            else:
-                                                if f['num_tokens'] <= 24:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (32, 2, 2)
-                    else:
-                        if f['max_seqlen_k'] <= 1280:
-                            if f['head_dim'] <= 96:
-                                if f['programs'] <= 24:
-                                    if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            return (32, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                         else:
-                                            if f['group'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_q'] <= 1:
                                                 if f['group'] <= 6:
                                                     return (32, 2, 2)
                                                 else:
-                                                    return (128, 2, 4)
-                                            else:
-                                                return (32, 2, 2)
-                                        else:
-                                            return (128, 2, 1)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                return (128, 2, 1)
+                                                    return 'hand'
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
+                                        if f['group'] <= 6:
+                                            if f['programs'] <= 12:
+                                                return (32, 2, 1)
                                             else:
                                                 return (32, 2, 2)
-                            else:
-                                if f['programs'] <= 24:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 6:
-                                            return (32, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['programs'] <= 12:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['programs'] <= 12:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        return (64, 3, 1)
+                                                    else:
+                                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 12:
+                                        if f['group'] <= 2:
+                                            if f['head_dim'] <= 96:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['num_tokens'] <= 24:
+                                                if f['num_tokens'] <= 3:
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
+                                            else:
+                                                if f['num_tokens'] <= 48:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return 'hand'
                                     else:
                                         if f['num_tokens'] <= 3:
                                             if f['group'] <= 2:
-                                                return (64, 2, 8)
+                                                if f['head_dim'] <= 96:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 8)
+                                            else:
+                                                return (32, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['head_dim'] <= 96:
+                                                    if f['block_size'] <= 40:
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return (128, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (128, 2, 1)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 2)
+                                            else:
+                                                return (128, 2, 1)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 2, 1)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['group'] <= 6:
+                                                return (32, 2, 4)
                                             else:
                                                 return (128, 2, 1)
                                         else:
-                                            if f['group'] <= 2:
-                                                if f['num_seqs'] <= 5:
-                                                    return 'hand'
+                                            return (128, 2, 1)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['num_seqs'] <= 10:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 4)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
                                                 return (32, 2, 2)
-                                else:
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 12:
                                     if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 2)
+                                        if f['group'] <= 2:
+                                            return (32, 2, 4)
                                         else:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return 'hand'
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['num_tokens'] <= 3:
+                                                    return (32, 2, 4)
                                                 else:
-                                                    if f['group'] <= 2:
-                                                        return 'hand'
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            return (32, 2, 2)
+                                                    return (32, 2, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                if f['num_seqs'] <= 2:
                                                     return (128, 2, 1)
                                                 else:
                                                     return (32, 2, 2)
-                                    else:
-                                        return (32, 2, 2)
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['programs'] <= 24:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 4)
                                         else:
                                             if f['group'] <= 2:
                                                 return (32, 2, 4)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (128, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 4)
-                                            else:
-                                                return (64, 2, 2)
+                                                return (128, 2, 1)
                                 else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                return 'hand'
+                                    if f['programs'] <= 24:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 4)
+                                                else:
+                                                    return 'hand'
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 6:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (128, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
                                     else:
-                                        if f['block_size'] <= 40:
+                                        if f['kv_bits'] <= 12:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return 'hand'
                                             else:
-                                                return (128, 2, 2)
-                                        else:
-                                            return 'hand'
+                                                if f['group'] <= 2:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 2, 2)
                             else:
-                                if f['kv_bits'] <= 12:
-                                    return (64, 2, 2)
+                                if f['programs'] <= 12:
+                                    if f['kv_bits'] <= 12:
+                                        return (32, 2, 2)
+                                    else:
+                                        if f['num_seqs'] <= 2:
+                                            return (32, 2, 4)
+                                        else:
+                                            if f['num_tokens'] <= 24:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 2)
                                 else:
-                                    return (32, 2, 4)
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 24:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
+                                    else:
+                                        return (32, 2, 4)
                 else:
                     if f['programs'] <= 768:
                         if f['programs'] <= 384:
-                            if f['head_dim'] <= 96:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 96:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (128, 2, 2)
+                            if f['programs'] <= 96:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['kv_bits'] <= 12:
+                                        if f['head_dim'] <= 96:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                return (128, 2, 2)
                                         else:
+                                            return (64, 2, 2)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['group'] <= 2:
+                                                return (128, 3, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 3, 0)
+                                                else:
+                                                    return (128, 2, 0)
+                                        else:
+                                            return (128, 3, 0)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['kv_bits'] <= 12:
                                             if f['group'] <= 6:
                                                 return (128, 2, 2)
                                             else:
@@ -659,135 +722,135 @@ def decode(f):
                                                     return (128, 2, 4)
                                                 else:
                                                     return 'hand'
-                                    else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            if f['programs'] <= 192:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 4)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (64, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['block_size'] <= 40:
-                                                        if f['group'] <= 2:
-                                                            return (64, 2, 2)
-                                                        else:
-                                                            return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 0)
-                                        else:
-                                            if f['programs'] <= 192:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 4)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
+                                                        return (64, 2, 4)
                                                     else:
                                                         return 'hand'
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['programs'] <= 96:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 3, 0)
-                                                else:
-                                                    return (128, 2, 2)
-                                            else:
-                                                return (128, 2, 2)
-                                        else:
-                                            if f['programs'] <= 192:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 0)
+                                                return (64, 2, 4)
                                     else:
-                                        if f['programs'] <= 192:
-                                            if f['programs'] <= 96:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_tokens'] <= 192:
-                                                        return (64, 2, 4)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            return (64, 2, 4)
-                                                        else:
-                                                            return 'hand'
-                                                else:
-                                                    return (64, 2, 4)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (128, 3, 0)
-                                        else:
-                                            return (128, 2, 0)
-                            else:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['programs'] <= 96:
                                         if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (64, 2, 2)
-                                            else:
-                                                return (128, 2, 2)
+                                            return (128, 2, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                if f['group'] <= 6:
-                                                    if f['group'] <= 2:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return (128, 3, 0)
-                                                        else:
-                                                            return (32, 2, 4)
-                                                    else:
-                                                        return (128, 3, 0)
-                                                else:
-                                                    return (128, 3, 0)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['group'] <= 2:
                                                     return (32, 2, 4)
                                                 else:
                                                     return (128, 3, 0)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 3, 0)
+                            else:
+                                if f['max_seqlen_k'] <= 3072:
+                                    if f['head_dim'] <= 96:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                if f['programs'] <= 192:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['block_size'] <= 40:
+                                                            if f['group'] <= 2:
+                                                                return (64, 2, 2)
+                                                            else:
+                                                                return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
+                                            else:
+                                                if f['programs'] <= 192:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 4)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (64, 3, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (128, 2, 4)
+                                                            else:
+                                                                return (64, 3, 2)
+                                                    else:
+                                                        return (128, 2, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                if f['programs'] <= 192:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 3, 0)
+                                                            else:
+                                                                return (128, 2, 0)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
+                                            else:
+                                                if f['programs'] <= 192:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    return (128, 2, 0)
                                     else:
                                         if f['programs'] <= 192:
                                             if f['kv_bits'] <= 12:
                                                 if f['max_seqlen_k'] <= 1280:
-                                                    return (64, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 1)
                                             else:
                                                 if f['max_seqlen_k'] <= 1280:
                                                     if f['group'] <= 2:
-                                                        return (128, 3, 0)
-                                                    else:
-                                                        if f['num_tokens'] <= 24:
+                                                        if f['max_seqlen_q'] <= 1:
                                                             return (128, 3, 0)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                return (128, 2, 0)
-                                                            else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['num_tokens'] <= 40:
                                                                 return (128, 3, 0)
+                                                            else:
+                                                                return (128, 2, 0)
+                                                        else:
+                                                            return (128, 2, 0)
                                                 else:
                                                     return (128, 3, 0)
                                         else:
@@ -809,13 +872,13 @@ def decode(f):
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['max_seqlen_k'] <= 1280:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 0)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
+                                    if f['head_dim'] <= 96:
+                                        if f['block_size'] <= 40:
                                             return (128, 2, 0)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return (128, 2, 0)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['num_tokens'] <= 768:
@@ -831,10 +894,25 @@ def decode(f):
                                     else:
                                         return (128, 2, 0)
                             else:
-                                if f['block_size'] <= 40:
-                                    if f['head_dim'] <= 96:
-                                        return (128, 2, 0)
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (32, 2, 0)
                                     else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 1280:
                                             return (32, 2, 0)
                                         else:
@@ -845,30 +923,12 @@ def decode(f):
                                                     return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
-                                else:
-                                    if f['num_tokens'] <= 96:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (32, 2, 0)
-                                            else:
-                                                return (128, 2, 1)
                                     else:
                                         if f['max_seqlen_k'] <= 1280:
-                                            if f['head_dim'] <= 96:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['num_tokens'] <= 1536:
-                                                        return 'hand'
-                                                    else:
-                                                        return (32, 2, 0)
-                                                else:
-                                                    return (128, 2, 0)
-                                            else:
-                                                return (32, 2, 0)
+                                            return (32, 2, 0)
                                         else:
-                                            if f['head_dim'] <= 96:
-                                                return 'hand'
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 1)
                                             else:
                                                 return (128, 2, 0)
                     else:
@@ -899,26 +959,26 @@ def decode(f):
                                     else:
                                         return (128, 2, 0)
                         else:
-                            if f['head_dim'] <= 96:
-                                if f['num_seqs'] <= 192:
+                            if f['programs'] <= 1536:
+                                if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1280:
                                         return (128, 2, 0)
                                     else:
-                                        if f['num_tokens'] <= 192:
+                                        if f['group'] <= 6:
                                             return (128, 2, 0)
                                         else:
-                                            if f['num_tokens'] <= 384:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (128, 3, 4)
                                             else:
-                                                return (128, 3, 0)
+                                                return (128, 2, 0)
                                 else:
-                                    return (128, 2, 0)
-                            else:
-                                if f['num_seqs'] <= 192:
                                     if f['max_seqlen_k'] <= 1280:
                                         return (32, 2, 0)
                                     else:
                                         return (128, 2, 0)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    return (128, 2, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 1536:
                                         if f['block_size'] <= 40:
@@ -937,77 +997,68 @@ def decode(f):
             if f['programs'] <= 384:
                 if f['kv_bits'] <= 12:
                     if f['programs'] <= 6:
-                        if f['head_dim'] <= 96:
-                            if f['max_seqlen_k'] <= 81920:
+                        if f['max_seqlen_k'] <= 20480:
+                            if f['head_dim'] <= 96:
                                 if f['programs'] <= 3:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['programs'] <= 1:
+                                    return (128, 2, 1)
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (128, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['programs'] <= 3:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['group'] <= 2:
                                             return 'hand'
                                         else:
-                                            return (128, 2, 1)
+                                            return (64, 2, 8)
                                     else:
+                                        return (32, 2, 2)
+                        else:
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 3:
+                                    if f['max_seqlen_k'] <= 81920:
                                         if f['programs'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
+                                            if f['group'] <= 2:
+                                                if f['block_size'] <= 40:
                                                     return (128, 2, 8)
                                                 else:
                                                     return (128, 2, 1)
                                             else:
                                                 return (128, 2, 1)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
                                                 return (128, 2, 1)
                                             else:
-                                                if f['num_tokens'] <= 3:
+                                                if f['block_size'] <= 40:
                                                     return (128, 2, 1)
                                                 else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (128, 2, 2)
-                                                else:
                                                     return 'hand'
-                                            else:
-                                                return 'hand'
                                     else:
-                                        return (128, 2, 2)
-                            else:
-                                if f['programs'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['programs'] <= 1:
+                                        if f['num_kv_heads'] <= 1:
                                             return (128, 3, 1)
                                         else:
-                                            return (128, 3, 4)
-                                    else:
-                                        return (128, 3, 1)
+                                            if f['block_size'] <= 40:
+                                                return (128, 3, 4)
+                                            else:
+                                                return (128, 3, 1)
                                 else:
-                                    return (128, 3, 2)
-                        else:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 3:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['group'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 8)
+                                    if f['max_seqlen_k'] <= 81920:
+                                        return (128, 2, 2)
                                     else:
-                                        return (32, 2, 2)
+                                        return (128, 3, 2)
                             else:
                                 if f['programs'] <= 3:
                                     if f['max_seqlen_k'] <= 81920:
                                         if f['block_size'] <= 40:
                                             if f['programs'] <= 1:
-                                                if f['num_tokens'] <= 1:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 4)
                                                 else:
                                                     return (128, 2, 1)
@@ -1017,22 +1068,16 @@ def decode(f):
                                                 else:
                                                     return 'hand'
                                         else:
-                                            if f['num_tokens'] <= 3:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (128, 2, 4)
                                             else:
                                                 return 'hand'
                                     else:
-                                        if f['programs'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (64, 3, 1)
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 1)
                                         else:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    return (64, 3, 1)
+                                            if f['programs'] <= 1:
+                                                return (128, 2, 1)
                                             else:
                                                 return (64, 3, 1)
                                 else:
@@ -1049,26 +1094,20 @@ def decode(f):
                                 if f['programs'] <= 24:
                                     if f['head_dim'] <= 96:
                                         if f['programs'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 2, 2)
+                                            if f['group'] <= 6:
+                                                return (32, 2, 4)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 4)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return 'hand'
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 2, 2)
+                                                    return (128, 2, 2)
                                         else:
                                             if f['group'] <= 6:
                                                 if f['group'] <= 2:
-                                                    return 'hand'
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 2)
                                                 else:
                                                     return (32, 2, 4)
                                             else:
@@ -1077,16 +1116,16 @@ def decode(f):
                                         if f['programs'] <= 12:
                                             return (64, 2, 2)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (64, 2, 2)
+                                            return (128, 2, 2)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['head_dim'] <= 96:
                                             if f['block_size'] <= 40:
                                                 if f['group'] <= 6:
-                                                    return (64, 3, 4)
+                                                    if f['group'] <= 2:
+                                                        return (64, 3, 4)
+                                                    else:
+                                                        return (128, 2, 4)
                                                 else:
                                                     return (128, 2, 4)
                                             else:
@@ -1097,12 +1136,18 @@ def decode(f):
                                         if f['head_dim'] <= 96:
                                             if f['group'] <= 6:
                                                 if f['max_seqlen_q'] <= 6:
-                                                    if f['block_size'] <= 40:
+                                                    if f['group'] <= 2:
                                                         return (128, 2, 8)
                                                     else:
-                                                        return (128, 2, 4)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (128, 2, 8)
+                                                        else:
+                                                            return (128, 2, 4)
                                                 else:
-                                                    return (128, 2, 4)
+                                                    if f['group'] <= 2:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return 'hand'
                                             else:
                                                 return (128, 2, 4)
                                         else:
@@ -1112,24 +1157,42 @@ def decode(f):
                                     if f['head_dim'] <= 96:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['group'] <= 2:
-                                                return 'hand'
-                                            else:
-                                                if f['programs'] <= 12:
+                                                if f['max_seqlen_q'] <= 6:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        if f['group'] <= 6:
-                                                            if f['num_tokens'] <= 6:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                return (128, 2, 4)
-                                                        else:
-                                                            return (128, 2, 4)
+                                                        return 'hand'
                                                     else:
-                                                        if f['max_seqlen_q'] <= 6:
+                                                        if f['programs'] <= 12:
                                                             return (128, 2, 4)
                                                         else:
-                                                            return (128, 3, 2)
+                                                            return (64, 3, 4)
                                                 else:
-                                                    return (128, 3, 4)
+                                                    if f['programs'] <= 12:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 3, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        if f['programs'] <= 12:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 4)
+                                                            else:
+                                                                return (32, 2, 4)
+                                                        else:
+                                                            return (64, 3, 4)
+                                                    else:
+                                                        return (128, 2, 4)
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        return (128, 2, 4)
                                         else:
                                             if f['group'] <= 2:
                                                 if f['programs'] <= 12:
@@ -1138,15 +1201,21 @@ def decode(f):
                                                     return (128, 3, 8)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['programs'] <= 12:
-                                                        return (128, 3, 4)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['programs'] <= 12:
+                                                            return (64, 3, 4)
+                                                        else:
+                                                            return (128, 3, 8)
                                                     else:
                                                         return (128, 3, 8)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (128, 2, 8)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 4)
                                                     else:
-                                                        return (128, 3, 8)
+                                                        if f['programs'] <= 12:
+                                                            return (128, 3, 4)
+                                                        else:
+                                                            return (128, 3, 8)
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['programs'] <= 12:
@@ -1166,21 +1235,18 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 2)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (128, 3, 4)
-                                                else:
-                                                    return (128, 3, 4)
+                                                return (128, 2, 4)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['programs'] <= 48:
-                                                if f['group'] <= 6:
+                                                if f['group'] <= 2:
                                                     return (128, 3, 8)
                                                 else:
-                                                    return (128, 2, 4)
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 4)
                                             else:
                                                 return (128, 3, 8)
                                         else:
@@ -1190,10 +1256,7 @@ def decode(f):
                                             if f['max_seqlen_k'] <= 81920:
                                                 return (128, 2, 4)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 8)
-                                                else:
-                                                    return (128, 3, 8)
+                                                return (128, 3, 8)
                                         else:
                                             return 'hand'
                         else:
@@ -1202,383 +1265,419 @@ def decode(f):
                                     if f['group'] <= 6:
                                         return (128, 3, 8)
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 1:
                                             if f['max_seqlen_k'] <= 20480:
                                                 return (128, 2, 8)
                                             else:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (128, 3, 8)
-                                                else:
-                                                    return (128, 2, 8)
+                                                return (128, 3, 8)
                                         else:
                                             return (128, 3, 8)
                                 else:
-                                    if f['num_seqs'] <= 80:
+                                    if f['num_kv_heads'] <= 5:
                                         if f['group'] <= 6:
                                             return (128, 3, 4)
                                         else:
-                                            if f['num_tokens'] <= 96:
-                                                return (128, 2, 2)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 3, 8)
                                             else:
-                                                return (128, 3, 2)
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    return (128, 3, 8)
                                     else:
                                         if f['group'] <= 6:
                                             return (128, 3, 4)
                                         else:
-                                            return (128, 3, 8)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (128, 3, 2)
                             else:
                                 if f['programs'] <= 192:
                                     if f['max_seqlen_k'] <= 20480:
-                                        if f['group'] <= 6:
+                                        if f['group'] <= 2:
                                             return (128, 2, 1)
                                         else:
                                             return 'hand'
                                     else:
                                         if f['group'] <= 6:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 2, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 1)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return 'hand'
-                                            else:
-                                                return 'hand'
                                         else:
                                             return 'hand'
                                 else:
                                     return (128, 2, 0)
                 else:
-                    if f['head_dim'] <= 96:
-                        if f['max_seqlen_k'] <= 20480:
-                            if f['programs'] <= 6:
-                                if f['programs'] <= 3:
+                    if f['num_tokens'] <= 1:
+                        if f['programs'] <= 5:
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['head_dim'] <= 96:
                                     return (128, 2, 1)
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
+                                    return 'hand'
+                            else:
+                                return (128, 3, 1)
+                        else:
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['block_size'] <= 40:
+                                    if f['head_dim'] <= 96:
                                         return 'hand'
                                     else:
-                                        return (128, 2, 2)
-                            else:
-                                if f['programs'] <= 24:
-                                    if f['programs'] <= 12:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return 'hand'
-                                        else:
-                                            return (128, 2, 2)
-                                    else:
-                                        if f['num_seqs'] <= 12:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return 'hand'
-                                            else:
-                                                return (128, 2, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 192:
-                                        if f['programs'] <= 96:
-                                            if f['programs'] <= 48:
-                                                return (128, 2, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 3, 1)
-                                                else:
-                                                    return (128, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['group'] <= 2:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return (128, 3, 2)
-                                            else:
-                                                return (128, 3, 2)
-                                    else:
-                                        return (128, 3, 4)
-                        else:
-                            if f['programs'] <= 3:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['programs'] <= 1:
-                                        return (128, 3, 1)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (128, 2, 1)
-                                        else:
-                                            return (128, 3, 1)
-                                else:
-                                    return (128, 3, 1)
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['programs'] <= 6:
-                                        return (128, 2, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['programs'] <= 12:
-                                                return (128, 2, 2)
-                                            else:
-                                                if f['programs'] <= 24:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            return 'hand'
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 3, 4)
-                                                            else:
-                                                                return (64, 3, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['programs'] <= 12:
-                                                    return 'hand'
-                                                else:
-                                                    if f['programs'] <= 24:
-                                                        return (64, 3, 8)
-                                                    else:
-                                                        return (128, 2, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (64, 2, 8)
-                                                else:
-                                                    if f['programs'] <= 12:
-                                                        return (128, 3, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (128, 2, 8)
-                                                            else:
-                                                                return (64, 3, 2)
-                                                        else:
-                                                            return (64, 3, 2)
-                                else:
-                                    if f['programs'] <= 192:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['programs'] <= 96:
-                                                if f['group'] <= 2:
-                                                    return (64, 3, 8)
-                                                else:
-                                                    return (128, 2, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (64, 3, 8)
-                                                else:
-                                                    return (64, 3, 4)
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (64, 3, 8)
-                                                else:
-                                                    if f['programs'] <= 96:
-                                                        return (128, 3, 1)
-                                                    else:
-                                                        return (64, 3, 4)
-                                            else:
-                                                if f['programs'] <= 96:
-                                                    return (128, 3, 1)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['group'] <= 6:
-                                                            return (128, 3, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 3, 8)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 8)
-                                            else:
-                                                return 'hand'
-                    else:
-                        if f['num_tokens'] <= 1:
-                            if f['num_kv_heads'] <= 5:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return 'hand'
-                                else:
-                                    return (128, 3, 1)
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['block_size'] <= 40:
                                         return (32, 2, 4)
-                                    else:
-                                        if f['group'] <= 2:
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['head_dim'] <= 96:
+                                            return 'hand'
+                                        else:
                                             return (32, 2, 4)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return 'hand'
                                         else:
                                             return (64, 3, 1)
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['head_dim'] <= 96:
+                                        return (128, 2, 2)
+                                    else:
+                                        return (32, 2, 4)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (128, 2, 2)
+                                    if f['head_dim'] <= 96:
+                                        return 'hand'
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
                                             return (64, 3, 2)
                                         else:
-                                            return (128, 2, 2)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['programs'] <= 3:
+                                            return (32, 2, 4)
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 6:
+                                        if f['programs'] <= 3:
+                                            return (128, 2, 1)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return 'hand'
+                                                            else:
+                                                                return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 2)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['programs'] <= 48:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 2, 4)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['programs'] <= 48:
+                                                            return 'hand'
+                                                        else:
+                                                            return (64, 2, 4)
+                                                    else:
+                                                        if f['programs'] <= 48:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return 'hand'
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 4)
+                                                    else:
+                                                        return (128, 3, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 3, 2)
+                                                    else:
+                                                        return 'hand'
+                                else:
+                                    if f['programs'] <= 3:
+                                        return (128, 3, 1)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            if f['programs'] <= 6:
+                                                return (128, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['programs'] <= 24:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            if f['programs'] <= 12:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            if f['programs'] <= 12:
+                                                                return 'hand'
+                                                            else:
+                                                                return (128, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 2, 8)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['programs'] <= 12:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 2, 8)
+                                                    else:
+                                                        if f['programs'] <= 24:
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                if f['programs'] <= 12:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        if f['max_seqlen_q'] <= 6:
+                                                                            return 'hand'
+                                                                        else:
+                                                                            return (128, 2, 2)
+                                                                    else:
+                                                                        return (128, 2, 2)
+                                                            else:
+                                                                if f['programs'] <= 12:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    if f['max_seqlen_q'] <= 6:
+                                                                        if f['group'] <= 6:
+                                                                            return (64, 3, 8)
+                                                                        else:
+                                                                            return (128, 2, 4)
+                                                                    else:
+                                                                        return (128, 2, 4)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (64, 3, 2)
+                                                            else:
+                                                                return (64, 3, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['programs'] <= 96:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    return (128, 3, 8)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['programs'] <= 96:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (128, 2, 8)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 3, 8)
+                                                            else:
+                                                                return (64, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 6:
+                                                            if f['programs'] <= 96:
+                                                                return (64, 2, 8)
+                                                            else:
+                                                                return (128, 2, 8)
+                                                        else:
+                                                            if f['programs'] <= 96:
+                                                                return (128, 3, 1)
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        if f['programs'] <= 96:
+                                                            return (128, 3, 1)
+                                                        else:
+                                                            return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 3:
                                     if f['max_seqlen_k'] <= 20480:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (64, 3, 8)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 8)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 0)
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['programs'] <= 96:
+                                if f['max_seqlen_k'] <= 20480:
+                                    if f['programs'] <= 6:
                                         return 'hand'
                                     else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['programs'] <= 1:
-                                                return (64, 3, 1)
+                                        if f['programs'] <= 48:
+                                            if f['programs'] <= 24:
+                                                if f['programs'] <= 12:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 2, 2)
                                             else:
-                                                return (128, 3, 1)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 3, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (128, 2, 1)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (64, 3, 1)
+                                else:
+                                    if f['programs'] <= 3:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (64, 3, 1)
                                         else:
                                             return (128, 3, 1)
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return 'hand'
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 6:
+                                                if f['max_seqlen_k'] <= 81920:
                                                     return (128, 2, 2)
                                                 else:
                                                     return (128, 3, 1)
-                                        else:
-                                            if f['programs'] <= 24:
-                                                if f['max_seqlen_k'] <= 20480:
+                                            else:
+                                                if f['max_seqlen_k'] <= 81920:
                                                     if f['programs'] <= 12:
                                                         if f['max_seqlen_q'] <= 3:
                                                             return (32, 2, 4)
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                return (32, 2, 4)
+                                                            else:
+                                                                return (128, 3, 1)
+                                                    else:
+                                                        return (128, 2, 2)
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (32, 2, 4)
+                                                            else:
+                                                                return (64, 3, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (32, 2, 8)
                                                         else:
                                                             if f['group'] <= 2:
                                                                 return (32, 2, 4)
                                                             else:
                                                                 if f['max_seqlen_q'] <= 6:
                                                                     if f['group'] <= 6:
-                                                                        return (32, 2, 4)
+                                                                        return (32, 2, 8)
                                                                     else:
-                                                                        return (64, 2, 2)
+                                                                        return (64, 3, 8)
                                                                 else:
-                                                                    return (64, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                return (128, 2, 2)
-                                                else:
-                                                    if f['programs'] <= 12:
-                                                        if f['block_size'] <= 40:
-                                                            if f['max_seqlen_q'] <= 3:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    return (32, 2, 4)
-                                                                else:
-                                                                    return (128, 3, 1)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 3:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    return (128, 2, 2)
-                                                                else:
-                                                                    return (128, 3, 1)
-                                                    else:
-                                                        return (128, 2, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 2)
-                                                else:
+                                                                    return (64, 3, 1)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                if f['max_seqlen_k'] <= 81920:
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (64, 2, 2)
                                                     else:
-                                                        return (128, 2, 1)
-                                    else:
-                                        if f['programs'] <= 6:
-                                            if f['block_size'] <= 40:
-                                                if f['num_tokens'] <= 3:
-                                                    return (128, 3, 1)
-                                                else:
-                                                    return (128, 2, 2)
-                                            else:
-                                                return (128, 3, 1)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (32, 2, 4)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 2, 2)
-                                            else:
-                                                if f['programs'] <= 24:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (32, 2, 8)
-                                                            else:
-                                                                if f['group'] <= 2:
-                                                                    return (32, 2, 8)
-                                                                else:
-                                                                    return (64, 3, 1)
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 8)
                                                         else:
                                                             return (64, 3, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return (64, 2, 2)
+                                                        return (32, 2, 8)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return (128, 2, 8)
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 8)
+                                                        else:
+                                                            return (64, 3, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 1)
                                                         else:
                                                             return (64, 3, 1)
                             else:
                                 if f['programs'] <= 192:
-                                    if f['programs'] <= 96:
+                                    if f['max_seqlen_q'] <= 6:
                                         if f['max_seqlen_k'] <= 20480:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    return (64, 3, 1)
+                                            return (128, 3, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 1)
+                                                return (64, 2, 8)
                                             else:
-                                                if f['group'] <= 2:
+                                                if f['group'] <= 6:
                                                     return (64, 2, 8)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (64, 3, 1)
+                                                    return (64, 3, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['group'] <= 2:
                                             if f['max_seqlen_k'] <= 20480:
                                                 return (128, 3, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (64, 3, 1)
+                                                return (64, 2, 8)
                                         else:
-                                            if f['group'] <= 2:
+                                            if f['max_seqlen_k'] <= 20480:
                                                 return (128, 3, 0)
                                             else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 3, 0)
-                                                else:
-                                                    return (64, 3, 1)
+                                                return (64, 3, 1)
                                 else:
                                     if f['max_seqlen_q'] <= 3:
                                         if f['max_seqlen_k'] <= 20480:
@@ -1596,32 +1695,35 @@ def decode(f):
                             else:
                                 return (128, 3, 8)
                         else:
-                            if f['num_seqs'] <= 96:
-                                return (128, 2, 0)
-                            else:
-                                if f['programs'] <= 1536:
-                                    return (128, 2, 0)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 0)
-                                    else:
-                                        return (128, 3, 0)
+                            return (128, 2, 0)
                     else:
                         return (128, 2, 0)
                 else:
-                    if f['programs'] <= 768:
-                        if f['head_dim'] <= 96:
+                    if f['head_dim'] <= 96:
+                        if f['programs'] <= 768:
                             if f['max_seqlen_q'] <= 3:
                                 if f['block_size'] <= 40:
-                                    return (128, 2, 4)
+                                    return (128, 2, 8)
                                 else:
                                     return 'hand'
                             else:
-                                return (128, 2, 0)
+                                if f['group'] <= 2:
+                                    return (128, 2, 8)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (128, 3, 0)
                         else:
                             return (128, 2, 0)
                     else:
-                        if f['head_dim'] <= 96:
+                        if f['programs'] <= 768:
                             return (128, 2, 0)
                         else:
                             if f['block_size'] <= 40:
@@ -1639,34 +1741,22 @@ def decode(f):
             if f['max_seqlen_k'] <= 20480:
                 if f['programs'] <= 6:
                     if f['kv_bits'] <= 12:
-                        if f['programs'] <= 3:
-                            if f['max_seqlen_k'] <= 5120:
+                        if f['max_seqlen_k'] <= 5120:
+                            if f['programs'] <= 3:
                                 if f['max_seqlen_q'] <= 6:
-                                    if f['programs'] <= 1:
-                                        return (32, 2, 8)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 8)
+                                    return (32, 2, 8)
                                 else:
                                     return 'hand'
                             else:
-                                return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 5120:
                                 if f['max_seqlen_k'] <= 320:
                                     if f['group'] <= 6:
                                         return 'hand'
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (32, 2, 8)
-                                        else:
-                                            return 'hand'
+                                        return (32, 2, 8)
                                 else:
                                     return 'hand'
-                            else:
-                                return 'hand'
+                        else:
+                            return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 1280:
                             if f['max_seqlen_k'] <= 320:
@@ -1684,102 +1774,147 @@ def decode(f):
                                         return (64, 2, 1)
                         else:
                             if f['max_seqlen_k'] <= 5120:
-                                if f['programs'] <= 1:
-                                    return 'hand'
-                                else:
-                                    if f['programs'] <= 3:
+                                if f['programs'] <= 3:
+                                    if f['programs'] <= 1:
+                                        return 'hand'
+                                    else:
                                         if f['group'] <= 2:
                                             return (32, 2, 1)
                                         else:
                                             return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        return 'hand'
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['max_seqlen_q'] <= 6:
                                             return (64, 2, 1)
                                         else:
                                             return (32, 2, 1)
                             else:
                                 if f['programs'] <= 3:
-                                    if f['num_tokens'] <= 6:
+                                    if f['max_seqlen_q'] <= 3:
                                         if f['group'] <= 2:
                                             return 'hand'
                                         else:
                                             return (64, 2, 1)
                                     else:
-                                        return (64, 2, 1)
+                                        return 'hand'
                                 else:
                                     if f['num_tokens'] <= 3:
-                                        if f['group'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 8)
+                                        return (64, 2, 8)
                                     else:
                                         return (64, 2, 2)
                 else:
                     if f['max_seqlen_k'] <= 320:
-                        if f['programs'] <= 48:
+                        if f['programs'] <= 24:
                             if f['kv_bits'] <= 12:
                                 return 'hand'
                             else:
                                 if f['max_seqlen_q'] <= 1:
                                     if f['group'] <= 2:
-                                        if f['num_seqs'] <= 3:
-                                            if f['num_seqs'] <= 1:
+                                        if f['programs'] <= 12:
+                                            return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
                                                 return 'hand'
                                             else:
                                                 return (64, 2, 8)
-                                        else:
-                                            return 'hand'
                                     else:
-                                        if f['programs'] <= 24:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (64, 2, 0)
+                                        if f['programs'] <= 12:
+                                            return 'hand'
                                         else:
                                             return (64, 2, 0)
                                 else:
-                                    if f['programs'] <= 24:
+                                    if f['programs'] <= 12:
                                         return 'hand'
                                     else:
                                         if f['group'] <= 2:
                                             return 'hand'
                                         else:
-                                            return (64, 2, 0)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['group'] <= 2:
-                                    if f['num_tokens'] <= 48:
-                                        return (32, 2, 8)
-                                    else:
+                                    if f['programs'] <= 48:
                                         return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 0)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 8)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 0)
+                                else:
+                                    if f['programs'] <= 48:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 0)
                                         else:
                                             return (32, 2, 0)
                             else:
-                                return (64, 2, 0)
+                                if f['max_seqlen_q'] <= 1:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 48:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            return (64, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 0)
+                                        else:
+                                            return (64, 3, 0)
                     else:
                         if f['programs'] <= 48:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 24:
+                            if f['max_seqlen_k'] <= 1280:
+                                if f['programs'] <= 24:
+                                    if f['kv_bits'] <= 12:
                                         if f['programs'] <= 12:
                                             return 'hand'
                                         else:
-                                            if f['group'] <= 6:
-                                                if f['group'] <= 2:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
                                                     return 'hand'
                                                 else:
                                                     return (32, 2, 1)
                                             else:
                                                 return (32, 2, 1)
                                     else:
-                                        return (32, 2, 2)
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 1)
+                                            else:
+                                                if f['programs'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
+                                        else:
+                                            if f['programs'] <= 12:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 1)
                                 else:
+                                    return (32, 2, 2)
+                            else:
+                                if f['kv_bits'] <= 12:
                                     if f['max_seqlen_k'] <= 5120:
                                         return (32, 2, 2)
                                     else:
@@ -1790,36 +1925,9 @@ def decode(f):
                                                 else:
                                                     return (32, 2, 2)
                                             else:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        return (32, 2, 2)
+                                                return (32, 2, 2)
                                         else:
                                             return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 12:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                            else:
-                                                if f['programs'] <= 12:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                    else:
-                                        return (32, 2, 2)
                                 else:
                                     if f['max_seqlen_k'] <= 5120:
                                         if f['programs'] <= 12:
@@ -1828,21 +1936,42 @@ def decode(f):
                                             if f['programs'] <= 24:
                                                 return (32, 2, 2)
                                             else:
-                                                return (64, 2, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
                                     else:
                                         if f['programs'] <= 24:
-                                            return (64, 2, 2)
+                                            if f['programs'] <= 12:
+                                                return (64, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
                                         else:
-                                            if f['num_tokens'] <= 6:
-                                                return (64, 2, 4)
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    if f['num_tokens'] <= 6:
+                                                        return (64, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
                                             else:
                                                 if f['group'] <= 2:
                                                     return (64, 2, 4)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 2, 1)
                                                     else:
-                                                        return (64, 2, 4)
+                                                        return 'hand'
                         else:
                             if f['max_seqlen_k'] <= 5120:
                                 if f['max_seqlen_k'] <= 1280:
@@ -1858,7 +1987,10 @@ def decode(f):
                                         return 'hand'
                                     else:
                                         if f['group'] <= 2:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 1:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 1)
                                         else:
                                             return (64, 2, 1)
                             else:
@@ -1867,7 +1999,7 @@ def decode(f):
                                 else:
                                     return (64, 2, 1)
             else:
-                if f['programs'] <= 12:
+                if f['programs'] <= 24:
                     if f['programs'] <= 3:
                         if f['kv_bits'] <= 12:
                             if f['max_seqlen_k'] <= 81920:
@@ -1877,10 +2009,7 @@ def decode(f):
                                     if f['group'] <= 2:
                                         return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 1)
-                                        else:
-                                            return 'hand'
+                                        return (64, 2, 1)
                             else:
                                 if f['group'] <= 2:
                                     if f['programs'] <= 1:
@@ -1890,171 +2019,165 @@ def decode(f):
                                 else:
                                     return (64, 2, 1)
                         else:
-                            if f['programs'] <= 1:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (64, 2, 1)
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['programs'] <= 1:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (64, 3, 1)
+                                    else:
+                                        return (64, 2, 1)
                                 else:
                                     return (64, 3, 1)
                             else:
                                 return (64, 3, 1)
                     else:
                         if f['max_seqlen_k'] <= 81920:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 6:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 2)
-                                else:
-                                    if f['programs'] <= 6:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (64, 2, 8)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return (64, 2, 2)
-                            else:
-                                if f['programs'] <= 6:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 2)
-                        else:
-                            if f['programs'] <= 6:
-                                if f['group'] <= 2:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (64, 3, 1)
-                                        else:
-                                            return (64, 2, 8)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (64, 3, 1)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 2)
-                                            else:
-                                                return 'hand'
-                            else:
-                                if f['group'] <= 2:
-                                    if f['kv_bits'] <= 12:
-                                        return (32, 2, 2)
-                                    else:
-                                        return (64, 2, 4)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (64, 3, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (64, 2, 4)
-                                            else:
-                                                return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 2)
-                else:
-                    if f['programs'] <= 24:
-                        if f['max_seqlen_k'] <= 81920:
-                            if f['max_seqlen_q'] <= 6:
+                            if f['programs'] <= 12:
                                 if f['kv_bits'] <= 12:
                                     if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 2)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 2)
-                                        else:
+                                        if f['programs'] <= 6:
                                             return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (64, 2, 2)
-                                else:
-                                    if f['group'] <= 6:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 4)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 4)
-                                    else:
-                                        return (64, 3, 4)
-                            else:
-                                if f['max_seqlen_q'] <= 6:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 8)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 8)
                                         else:
-                                            if f['group'] <= 6:
+                                            return (32, 2, 2)
+                                    else:
+                                        if f['programs'] <= 6:
+                                            if f['max_seqlen_q'] <= 1:
                                                 return (64, 2, 8)
                                             else:
+                                                return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                                else:
+                                    if f['programs'] <= 6:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (32, 2, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['kv_bits'] <= 12:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 1:
                                                 return 'hand'
+                                            else:
+                                                return (64, 2, 2)
+                                        else:
+                                            return (64, 2, 2)
+                                    else:
+                                        return (64, 2, 2)
                                 else:
                                     if f['group'] <= 6:
-                                        return (64, 3, 4)
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
                                     else:
-                                        return 'hand'
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 48:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 8)
-                                    else:
-                                        return (64, 2, 4)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (32, 2, 8)
-                                    else:
-                                        return (64, 2, 8)
-                            else:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 8)
-                                    else:
-                                        return (64, 3, 8)
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            return (32, 2, 4)
                         else:
-                            if f['programs'] <= 48:
-                                if f['group'] <= 2:
-                                    return (64, 2, 8)
+                            if f['programs'] <= 12:
+                                if f['programs'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 3, 1)
+                                            else:
+                                                return (64, 2, 8)
+                                    else:
+                                        return (64, 2, 2)
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['max_seqlen_k'] <= 81920:
+                                    if f['group'] <= 2:
+                                        if f['kv_bits'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 4)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (64, 3, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 2, 4)
+                                        else:
+                                            return (64, 3, 4)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 8)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (32, 2, 2)
+                                                return (64, 2, 8)
                                             else:
                                                 return (32, 2, 8)
                                         else:
-                                            return (64, 3, 8)
+                                            return 'hand'
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['programs'] <= 48:
+                            if f['max_seqlen_k'] <= 81920:
+                                return (64, 2, 4)
+                            else:
+                                if f['group'] <= 2:
+                                    return (32, 2, 8)
+                                else:
+                                    return (64, 2, 8)
+                        else:
+                            if f['group'] <= 2:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return (64, 2, 8)
+                                else:
+                                    return (64, 3, 8)
+                    else:
+                        if f['programs'] <= 48:
+                            if f['group'] <= 2:
+                                return (64, 2, 8)
+                            else:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 8)
                                     else:
+                                        return (64, 2, 8)
+                                else:
+                                    return (32, 2, 8)
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['group'] <= 2:
+                                    return (64, 2, 8)
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
                                         return (32, 2, 8)
+                                    else:
+                                        return (64, 2, 1)
                             else:
                                 return (64, 2, 1)
         else:
@@ -2066,7 +2189,7 @@ def decode(f):
                                 if f['group'] <= 2:
                                     return (32, 2, 0)
                                 else:
-                                    if f['num_tokens'] <= 24:
+                                    if f['max_seqlen_q'] <= 1:
                                         return (64, 2, 0)
                                     else:
                                         return (32, 2, 0)
@@ -2074,18 +2197,21 @@ def decode(f):
                                 if f['max_seqlen_q'] <= 1:
                                     return (64, 2, 0)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (32, 2, 0)
-                                    else:
-                                        return (64, 2, 0)
+                                    return (32, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
-                                return 'hand'
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (64, 2, 1)
+                                    else:
+                                        return 'hand'
                             else:
                                 if f['group'] <= 2:
                                     return 'hand'
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
+                                    if f['max_seqlen_q'] <= 3:
                                         return (64, 3, 0)
                                     else:
                                         return (64, 2, 0)
@@ -2108,35 +2234,44 @@ def decode(f):
                         if f['max_seqlen_k'] <= 320:
                             return 'hand'
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        return (64, 2, 0)
-                                    else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
                                         return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 0)
                             else:
-                                if f['block_size'] <= 40:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 0)
-                                    else:
-                                        return 'hand'
+                                return 'hand'
                     else:
                         if f['num_seqs'] <= 192:
                             if f['max_seqlen_k'] <= 320:
-                                return 'hand'
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return 'hand'
                             else:
                                 if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 0)
-                                    else:
+                                    if f['group'] <= 2:
                                         return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 384:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
                                 else:
                                     return 'hand'
                         else:
@@ -2163,13 +2298,13 @@ def decode(f):
                                 return (64, 2, 1)
                         else:
                             if f['group'] <= 2:
-                                return 'hand'
+                                if f['max_seqlen_q'] <= 1:
+                                    return 'hand'
+                                else:
+                                    return (64, 2, 1)
                             else:
                                 if f['max_seqlen_k'] <= 20480:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 1)
-                                    else:
-                                        return (64, 3, 1)
+                                    return (64, 2, 1)
                                 else:
                                     if f['max_seqlen_q'] <= 6:
                                         if f['block_size'] <= 40:
@@ -2183,24 +2318,37 @@ def decode(f):
                             if f['block_size'] <= 40:
                                 return 'hand'
                             else:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['programs'] <= 768:
+                                if f['max_seqlen_q'] <= 1:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
                                         return 'hand'
                                     else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return 'hand'
-                                        else:
-                                            return (64, 3, 0)
-                                else:
-                                    return 'hand'
+                                        return (64, 3, 0)
                         else:
                             if f['max_seqlen_q'] <= 6:
                                 if f['max_seqlen_k'] <= 5120:
                                     if f['programs'] <= 768:
                                         if f['programs'] <= 384:
-                                            return (64, 2, 0)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (64, 3, 0)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 0)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 0)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 384:
+                                                return (64, 2, 0)
+                                            else:
                                                 if f['group'] <= 6:
                                                     return (64, 2, 0)
                                                 else:
@@ -2208,101 +2356,82 @@ def decode(f):
                                                         return (64, 2, 0)
                                                     else:
                                                         return (64, 3, 0)
-                                            else:
-                                                return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                            else:
+                                return (64, 3, 0)
+                else:
+                    if f['programs'] <= 192:
+                        if f['max_seqlen_k'] <= 5120:
+                            return (64, 3, 0)
+                        else:
+                            if f['max_seqlen_q'] <= 3:
+                                if f['group'] <= 2:
+                                    return (64, 3, 0)
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return (64, 3, 0)
+                                    else:
+                                        return (32, 2, 8)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 3, 0)
+                                        else:
+                                            return (64, 3, 1)
+                                    else:
+                                        return (64, 3, 0)
+                                else:
+                                    return (64, 3, 0)
+                    else:
+                        if f['programs'] <= 384:
+                            if f['max_seqlen_k'] <= 5120:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        return 'hand'
                                     else:
                                         return (64, 2, 0)
                                 else:
-                                    if f['block_size'] <= 40:
+                                    if f['group'] <= 2:
                                         return (64, 2, 0)
                                     else:
-                                        if f['programs'] <= 384:
+                                        if f['max_seqlen_q'] <= 6:
                                             return (64, 2, 0)
                                         else:
                                             if f['group'] <= 6:
                                                 return (64, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    return (64, 3, 0)
-                            else:
-                                return (64, 3, 0)
-                else:
-                    if f['programs'] <= 384:
-                        if f['max_seqlen_k'] <= 5120:
-                            if f['programs'] <= 192:
-                                return (64, 3, 0)
+                                                return 'hand'
                             else:
                                 if f['max_seqlen_q'] <= 3:
-                                    return (64, 2, 0)
+                                    return (64, 3, 0)
                                 else:
                                     if f['group'] <= 6:
-                                        return (64, 2, 0)
-                                    else:
-                                        return 'hand'
-                        else:
-                            if f['max_seqlen_q'] <= 3:
-                                if f['programs'] <= 192:
-                                    if f['group'] <= 2:
-                                        return (64, 3, 0)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (64, 3, 0)
-                                        else:
-                                            return (64, 3, 1)
-                                else:
-                                    return (64, 3, 0)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 192:
                                         if f['group'] <= 2:
-                                            return (64, 3, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                return (64, 3, 0)
-                                            else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (64, 3, 0)
-                                                else:
-                                                    return (64, 3, 1)
-                                    else:
-                                        return (64, 3, 0)
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 192:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 3, 0)
-                                            else:
-                                                return (64, 3, 1)
+                                            return (128, 2, 0)
                                         else:
                                             return (64, 3, 0)
                                     else:
-                                        if f['programs'] <= 192:
+                                        if f['max_seqlen_q'] <= 6:
                                             return (64, 3, 0)
                                         else:
-                                            return 'hand'
-                    else:
-                        if f['max_seqlen_q'] <= 6:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['block_size'] <= 40:
+                                            return (64, 2, 0)
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['programs'] <= 1536:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
                                         return (128, 2, 0)
-                                    else:
-                                        return (64, 2, 0)
                                 else:
                                     return (64, 3, 0)
-                            else:
-                                return (64, 3, 0)
-                        else:
-                            if f['group'] <= 6:
-                                if f['group'] <= 2:
-                                    return (64, 2, 0)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        return (128, 2, 0)
-                                    else:
-                                        return (64, 3, 0)
                             else:
                                 return (64, 2, 0)
 
@@ -2317,301 +2446,274 @@ def prefill(f):
                             return (64, 64, 4, 3)
                         else:
                             if f['max_seqlen_k'] <= 1536:
-                                if f['programs'] <= 24:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['num_seqs'] <= 6:
-                                        return (64, 128, 4, 2)
+                                if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_q'] <= 768:
+                                        if f['block_size'] <= 40:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
                                     else:
-                                        return (64, 64, 4, 2)
+                                        return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
                             else:
                                 return (64, 128, 4, 2)
                     else:
                         if f['num_seqs'] <= 20:
                             if f['programs'] <= 192:
                                 if f['num_seqs'] <= 6:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['programs'] <= 96:
-                                            if f['max_seqlen_k'] <= 768:
+                                    if f['programs'] <= 96:
+                                        if f['max_seqlen_k'] <= 768:
+                                            if f['head_dim'] <= 96:
                                                 if f['max_seqlen_k'] <= 384:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    return (128, 128, 8, 2)
+                                                    return (64, 128, 4, 2)
                                             else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            if f['max_seqlen_q'] <= 768:
-                                                if f['max_seqlen_q'] <= 384:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                    else:
-                                        if f['num_tokens'] <= 1536:
-                                            if f['max_seqlen_k'] <= 384:
-                                                if f['head_dim'] <= 96:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
+                                                return (128, 128, 8, 2)
                                         else:
                                             if f['head_dim'] <= 96:
+                                                if f['num_tokens'] <= 384:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['group'] <= 2:
                                                 if f['num_seqs'] <= 3:
                                                     return (128, 128, 8, 3)
                                                 else:
                                                     return (128, 128, 8, 2)
                                             else:
-                                                return (128, 128, 8, 2)
+                                                if f['max_seqlen_k'] <= 768:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['max_seqlen_q'] <= 192:
+                                    if f['max_seqlen_k'] <= 384:
+                                        if f['num_tokens'] <= 1091:
                                             return (64, 64, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 384:
+                                            if f['programs'] <= 96:
                                                 return (64, 64, 4, 2)
                                             else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 6:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['head_dim'] <= 96:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        if f['head_dim'] <= 96:
-                                            if f['max_seqlen_k'] <= 384:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 768:
-                                                if f['programs'] <= 384:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
-                                else:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['programs'] <= 1536:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
                                                 return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 3)
                                     else:
                                         if f['max_seqlen_k'] <= 1280:
-                                            if f['max_seqlen_q'] <= 192:
-                                                return (64, 64, 4, 2)
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
                                             else:
-                                                if f['num_tokens'] <= 1283:
+                                                return (64, 128, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        if f['num_tokens'] <= 1283:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 768:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                    else:
+                                        return (128, 128, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 6:
+                                        if f['head_dim'] <= 96:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 768:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_k'] <= 1536:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 768:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['num_tokens'] <= 1283:
+                                                if f['programs'] <= 768:
+                                                    if f['max_seqlen_k'] <= 320:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                if f['group'] <= 6:
                                                     return (64, 64, 4, 2)
                                                 else:
                                                     if f['head_dim'] <= 96:
-                                                        return (64, 64, 4, 2)
+                                                        return (128, 64, 4, 2)
                                                     else:
                                                         return 'hand'
                                         else:
-                                            return (128, 128, 8, 3)
+                                            if f['programs'] <= 768:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    if f['programs'] <= 1536:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
                         else:
-                            if f['programs'] <= 3072:
-                                if f['max_seqlen_k'] <= 320:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 2:
-                                            if f['programs'] <= 192:
-                                                return (64, 128, 4, 2)
+                            if f['num_seqs'] <= 80:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['programs'] <= 192:
+                                        if f['num_tokens'] <= 351:
+                                            if f['max_seqlen_k'] <= 1088:
+                                                return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
                                         else:
-                                            if f['programs'] <= 1536:
-                                                if f['block_size'] <= 40:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['max_seqlen_k'] <= 320:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['group'] <= 6:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 399:
-                                            if f['programs'] <= 384:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 768:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
                                         else:
-                                            if f['num_seqs'] <= 80:
-                                                if f['group'] <= 2:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 1311:
+                                            if f['programs'] <= 1536:
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['programs'] <= 768:
+                                                        return (64, 128, 4, 2)
+                                                    else:
                                                         return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                             else:
-                                                return (64, 64, 4, 3)
-                            else:
-                                if f['num_seqs'] <= 80:
-                                    if f['num_kv_heads'] <= 5:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                 else:
                                     if f['max_seqlen_k'] <= 320:
                                         return (64, 64, 4, 2)
                                     else:
                                         return (64, 64, 4, 3)
-                else:
-                    if f['head_dim'] <= 96:
-                        if f['max_seqlen_k'] <= 1536:
-                            if f['programs'] <= 96:
-                                if f['programs'] <= 48:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        if f['max_seqlen_q'] <= 192:
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['num_tokens'] <= 447:
                                             return (64, 64, 4, 2)
                                         else:
-                                            return (64, 128, 4, 2)
+                                            if f['programs'] <= 768:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                     else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 20:
-                                    if f['programs'] <= 192:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_seqs'] <= 6:
+                                        if f['programs'] <= 768:
                                             if f['programs'] <= 384:
-                                                if f['num_tokens'] <= 768:
-                                                    return (128, 64, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                                                return (64, 128, 4, 2)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
+                                                return (128, 128, 8, 3)
                                         else:
-                                            if f['num_tokens'] <= 1283:
-                                                if f['max_seqlen_q'] <= 320:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 768:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
                                             else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['max_seqlen_k'] <= 320:
                                                 return (64, 64, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                        else:
-                            if f['programs'] <= 6144:
-                                if f['num_seqs'] <= 4:
-                                    if f['programs'] <= 48:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['programs'] <= 192:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 1280:
-                                                    return (128, 64, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 1280:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 80:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['programs'] <= 3072:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 80:
-                                    if f['num_seqs'] <= 20:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (64, 128, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                    else:
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['max_seqlen_k'] <= 320:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                else:
+                    if f['max_seqlen_k'] <= 768:
                         if f['programs'] <= 96:
-                            if f['programs'] <= 48:
-                                if f['block_size'] <= 40:
-                                    return (64, 128, 4, 2)
+                            if f['head_dim'] <= 96:
+                                if f['programs'] <= 48:
+                                    if f['max_seqlen_q'] <= 384:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
                                 else:
-                                    if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_k'] <= 192:
                                         return (64, 64, 4, 2)
                                     else:
                                         return (64, 128, 4, 2)
                             else:
-                                if f['max_seqlen_k'] <= 768:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['num_seqs'] <= 5:
-                                        return (64, 128, 4, 2)
+                                if f['block_size'] <= 40:
+                                    if f['max_seqlen_k'] <= 384:
+                                        return (64, 64, 4, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 320:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
+                                        return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
                         else:
                             if f['num_seqs'] <= 20:
-                                if f['max_seqlen_k'] <= 1536:
+                                if f['head_dim'] <= 96:
                                     if f['programs'] <= 192:
                                         if f['num_seqs'] <= 6:
-                                            if f['max_seqlen_k'] <= 768:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
+                                            return (64, 128, 4, 2)
                                         else:
-                                            return (64, 64, 4, 2)
+                                            if f['num_tokens'] <= 1283:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 1283:
+                                                if f['num_tokens'] <= 327:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 1536:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 192:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 1283:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
                                     else:
                                         if f['num_tokens'] <= 771:
                                             if f['num_seqs'] <= 5:
@@ -2619,116 +2721,164 @@ def prefill(f):
                                             else:
                                                 return (64, 64, 4, 2)
                                         else:
-                                            if f['max_seqlen_q'] <= 384:
+                                            if f['max_seqlen_k'] <= 384:
+                                                return 'hand'
+                                            else:
                                                 if f['programs'] <= 384:
                                                     return (128, 64, 8, 2)
                                                 else:
                                                     return 'hand'
-                                            else:
-                                                if f['programs'] <= 384:
-                                                    if f['max_seqlen_k'] <= 768:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 768:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                else:
-                                    if f['num_seqs'] <= 4:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        if f['programs'] <= 768:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['programs'] <= 3072:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 64, 8, 3)
                             else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['num_tokens'] <= 591:
+                                if f['max_seqlen_q'] <= 320:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 12288:
                                         return (64, 64, 4, 2)
                                     else:
-                                        if f['programs'] <= 24576:
-                                            return (64, 64, 4, 2)
+                                        return (64, 64, 4, 3)
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['num_seqs'] <= 80:
+                                if f['programs'] <= 96:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 4:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 192:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 5:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['num_seqs'] <= 1:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 768:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_q'] <= 1280:
+                                                    if f['num_seqs'] <= 20:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 20:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                            else:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['programs'] <= 1536:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 96:
+                                if f['block_size'] <= 40:
+                                    if f['num_seqs'] <= 5:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (64, 128, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
                                 else:
-                                    if f['programs'] <= 6144:
-                                        if f['programs'] <= 768:
-                                            return (64, 64, 4, 3)
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 5:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['num_seqs'] <= 80:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['programs'] <= 3072:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 339:
                                                     return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
+                            else:
+                                if f['num_seqs'] <= 5:
+                                    if f['programs'] <= 384:
+                                        return (128, 64, 8, 2)
                                     else:
-                                        return (64, 64, 4, 3)
+                                        return (128, 64, 8, 3)
+                                else:
+                                    if f['programs'] <= 3072:
+                                        if f['num_seqs'] <= 20:
+                                            if f['programs'] <= 768:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 80:
+                                            if f['num_seqs'] <= 20:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
             else:
                 if f['programs'] <= 48:
                     if f['kv_bits'] <= 12:
                         if f['head_dim'] <= 96:
                             return (64, 64, 4, 3)
                         else:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['num_kv_heads'] <= 5:
+                            if f['num_kv_heads'] <= 5:
+                                if f['max_seqlen_k'] <= 81920:
                                     return (64, 128, 4, 2)
                                 else:
-                                    if f['max_seqlen_q'] <= 384:
+                                    if f['programs'] <= 24:
                                         return (64, 128, 4, 2)
                                     else:
-                                        return 'hand'
+                                        return (64, 64, 4, 3)
                             else:
-                                if f['num_tokens'] <= 384:
+                                if f['programs'] <= 24:
                                     return (64, 128, 4, 2)
                                 else:
-                                    if f['num_kv_heads'] <= 5:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return 'hand'
+                                    return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 81920:
-                            if f['block_size'] <= 40:
-                                return (64, 128, 4, 2)
-                            else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_q'] <= 192:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
+                            if f['head_dim'] <= 96:
+                                if f['max_seqlen_q'] <= 192:
+                                    return (64, 64, 4, 3)
                                 else:
-                                    if f['head_dim'] <= 96:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_q'] <= 384:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
+                                    return (64, 128, 4, 2)
+                            else:
+                                return (64, 128, 4, 2)
                         else:
                             if f['head_dim'] <= 96:
                                 return (64, 64, 4, 3)
                             else:
-                                if f['programs'] <= 24:
-                                    return (64, 64, 4, 3)
-                                else:
+                                if f['block_size'] <= 40:
                                     return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 3)
                 else:
                     if f['num_seqs'] <= 4:
                         if f['programs'] <= 192:
@@ -2745,68 +2895,115 @@ def prefill(f):
                                         return 'hand'
                             else:
                                 if f['head_dim'] <= 96:
-                                    if f['programs'] <= 96:
+                                    if f['num_kv_heads'] <= 5:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            return 'hand'
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 81920:
+                                            if f['programs'] <= 96:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                return (128, 64, 8, 3)
+                                                if f['num_tokens'] <= 1280:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 128, 4, 2)
                                 else:
                                     if f['programs'] <= 96:
                                         return (64, 128, 4, 2)
                                     else:
                                         if f['group'] <= 2:
-                                            return (128, 128, 8, 3)
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return 'hand'
                         else:
-                            if f['head_dim'] <= 96:
-                                if f['kv_bits'] <= 12:
+                            if f['kv_bits'] <= 12:
+                                if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 20480:
-                                        if f['group'] <= 6:
-                                            return (128, 64, 4, 2)
+                                        if f['num_kv_heads'] <= 5:
+                                            return 'hand'
                                         else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return 'hand'
-                                            else:
-                                                return (128, 64, 4, 2)
+                                            return (128, 64, 4, 2)
                                     else:
                                         return 'hand'
                                 else:
-                                    if f['programs'] <= 768:
+                                    return 'hand'
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['programs'] <= 384:
                                         if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                return (128, 64, 4, 2)
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 128, 4, 2)
                                             else:
                                                 return (128, 64, 8, 3)
                                         else:
                                             return (128, 64, 8, 3)
                                     else:
                                         return (128, 64, 8, 3)
-                            else:
-                                return 'hand'
+                                else:
+                                    return 'hand'
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 3072:
-                                if f['programs'] <= 768:
-                                    if f['max_seqlen_q'] <= 320:
-                                        if f['programs'] <= 192:
-                                            if f['group'] <= 6:
-                                                if f['num_seqs'] <= 80:
+                        if f['programs'] <= 3072:
+                            if f['kv_bits'] <= 12:
+                                if f['num_seqs'] <= 20:
+                                    if f['programs'] <= 192:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            return 'hand'
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 192:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
                                                     return (64, 64, 4, 3)
                                                 else:
                                                     return 'hand'
-                                            else:
-                                                return 'hand'
                                         else:
-                                            return 'hand'
+                                            if f['programs'] <= 768:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return 'hand'
+                                                else:
+                                                    if f['head_dim'] <= 96:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    if f['head_dim'] <= 96:
+                                                        if f['group'] <= 6:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 447:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
                                     else:
-                                        if f['programs'] <= 192:
-                                            if f['num_seqs'] <= 20:
+                                        return (64, 64, 4, 3)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['block_size'] <= 40:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 20:
+                                            if f['programs'] <= 768:
                                                 if f['num_kv_heads'] <= 1:
                                                     return (64, 128, 4, 2)
                                                 else:
@@ -2814,108 +3011,49 @@ def prefill(f):
                                             else:
                                                 return (64, 64, 4, 3)
                                         else:
-                                            if f['num_seqs'] <= 20:
-                                                return 'hand'
-                                            else:
-                                                return (64, 64, 4, 3)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 387:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
                                             return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_tokens'] <= 387:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return 'hand'
-                                            else:
-                                                if f['num_seqs'] <= 80:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 1536:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                            else:
-                                if f['num_kv_heads'] <= 5:
+                                else:
                                     return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 80:
+                        else:
+                            if f['num_seqs'] <= 80:
+                                if f['head_dim'] <= 96:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 64, 4, 3)
+                                    else:
                                         if f['num_seqs'] <= 20:
-                                            if f['head_dim'] <= 96:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['group'] <= 2:
                                                 return (64, 64, 4, 3)
                                             else:
                                                 return 'hand'
-                                        else:
-                                            return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
-                        else:
-                            if f['programs'] <= 3072:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 768:
-                                        if f['num_seqs'] <= 20:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 768:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 160:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_seqs'] <= 20:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
                             else:
                                 return (64, 64, 4, 3)
         else:
             if f['head_dim'] <= 96:
-                if f['programs'] <= 768:
+                if f['programs'] <= 384:
                     if f['kv_bits'] <= 12:
-                        if f['max_seqlen_q'] <= 3072:
+                        if f['max_seqlen_k'] <= 3072:
                             if f['programs'] <= 192:
                                 if f['programs'] <= 48:
                                     return (64, 64, 4, 3)
                                 else:
-                                    if f['num_seqs'] <= 12:
-                                        return (128, 128, 8, 3)
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
                                     else:
-                                        return (64, 64, 4, 2)
+                                        return (128, 128, 8, 2)
                             else:
-                                if f['max_seqlen_q'] <= 768:
-                                    if f['num_seqs'] <= 12:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
+                                if f['max_seqlen_k'] <= 1536:
+                                    if f['max_seqlen_q'] <= 768:
+                                        return (128, 64, 4, 2)
                                     else:
                                         return (64, 64, 4, 2)
                                 else:
@@ -2936,333 +3074,369 @@ def prefill(f):
                                 if f['programs'] <= 192:
                                     return (64, 128, 4, 2)
                                 else:
-                                    return (64, 64, 4, 2)
-                            else:
-                                if f['max_seqlen_q'] <= 3072:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['programs'] <= 384:
-                                        return (64, 128, 4, 2)
+                                    if f['max_seqlen_k'] <= 768:
+                                        return (128, 64, 4, 2)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
+                                        return (64, 64, 4, 2)
+                            else:
+                                return (64, 128, 4, 2)
                 else:
                     if f['kv_bits'] <= 12:
                         if f['programs'] <= 1536:
-                            if f['max_seqlen_k'] <= 3072:
-                                if f['num_seqs'] <= 12:
-                                    return (128, 64, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 768:
-                                        return (64, 64, 4, 2)
+                            if f['max_seqlen_q'] <= 3072:
+                                if f['max_seqlen_k'] <= 768:
+                                    if f['programs'] <= 768:
+                                        if f['group'] <= 6:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
                                     else:
-                                        if f['num_kv_heads'] <= 5:
+                                        return (128, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 768:
+                                        if f['max_seqlen_q'] <= 1536:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1536:
                                             return (128, 64, 4, 2)
                                         else:
+                                            if f['group'] <= 2:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return (128, 64, 4, 2)
+                            else:
+                                if f['programs'] <= 768:
+                                    return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        return (128, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 3072:
+                                if f['max_seqlen_q'] <= 768:
+                                    return (128, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 3072:
+                                        if f['group'] <= 2:
                                             return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
                             else:
                                 if f['group'] <= 2:
                                     return 'hand'
                                 else:
                                     return (128, 64, 4, 2)
-                        else:
-                            return (128, 64, 4, 2)
                     else:
-                        if f['max_seqlen_q'] <= 3072:
-                            if f['programs'] <= 1536:
-                                if f['max_seqlen_q'] <= 1536:
-                                    if f['max_seqlen_q'] <= 768:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        return (128, 64, 4, 2)
-                                else:
-                                    return (128, 64, 4, 2)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_k'] <= 768:
-                                        return (128, 64, 4, 2)
-                                    else:
-                                        return (128, 64, 8, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        return (128, 64, 4, 2)
-                                    else:
-                                        return (128, 64, 8, 3)
-                        else:
-                            return (128, 64, 8, 3)
-            else:
-                if f['programs'] <= 192:
-                    if f['max_seqlen_q'] <= 12288:
-                        if f['programs'] <= 96:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_q'] <= 3072:
-                                    if f['max_seqlen_q'] <= 768:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['programs'] <= 48:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (128, 128, 8, 3)
-                                else:
-                                    if f['programs'] <= 48:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 768:
+                        if f['block_size'] <= 40:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_k'] <= 1536:
                                     return (64, 64, 4, 2)
                                 else:
-                                    return (64, 128, 4, 2)
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_k'] <= 12288:
+                                            if f['max_seqlen_q'] <= 3072:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                            else:
+                                return (128, 64, 8, 3)
                         else:
-                            if f['max_seqlen_q'] <= 3072:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 768:
-                                        return (64, 64, 4, 2)
+                            if f['max_seqlen_q'] <= 1536:
+                                if f['programs'] <= 1536:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    return (128, 64, 8, 3)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 768:
+                                        if f['max_seqlen_q'] <= 12288:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                                else:
+                                    return (128, 64, 8, 3)
+            else:
+                if f['programs'] <= 192:
+                    if f['kv_bits'] <= 12:
+                        if f['max_seqlen_q'] <= 3072:
+                            if f['programs'] <= 48:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 768:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['programs'] <= 96:
+                                        return (128, 128, 8, 3)
                                     else:
                                         return (128, 128, 8, 2)
-                                else:
-                                    return (128, 64, 8, 2)
+                        else:
+                            if f['programs'] <= 48:
+                                return (64, 128, 4, 2)
                             else:
-                                return (128, 128, 8, 2)
+                                return 'hand'
                     else:
-                        if f['kv_bits'] <= 12:
-                            return 'hand'
+                        if f['max_seqlen_q'] <= 12288:
+                            if f['programs'] <= 96:
+                                if f['max_seqlen_q'] <= 768:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 48:
+                                        if f['block_size'] <= 40:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 3072:
+                                    if f['max_seqlen_k'] <= 768:
+                                        return (128, 64, 8, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 6144:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
                         else:
                             return (64, 128, 4, 2)
                 else:
                     if f['max_seqlen_k'] <= 3072:
                         if f['kv_bits'] <= 12:
                             if f['programs'] <= 768:
-                                if f['max_seqlen_q'] <= 768:
-                                    if f['group'] <= 2:
-                                        if f['num_seqs'] <= 12:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
-                                    else:
-                                        if f['programs'] <= 384:
-                                            if f['num_seqs'] <= 12:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        return (128, 128, 8, 3)
-                                    else:
-                                        if f['programs'] <= 384:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 768:
-                                    return 'hand'
-                                else:
-                                    if f['num_seqs'] <= 12:
-                                        if f['programs'] <= 1536:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
-                                    else:
-                                        if f['programs'] <= 3072:
-                                            if f['group'] <= 2:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 1536:
-                                if f['programs'] <= 768:
+                                if f['max_seqlen_k'] <= 1536:
                                     if f['max_seqlen_q'] <= 768:
-                                        if f['num_tokens'] <= 6144:
-                                            if f['max_seqlen_q'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                        else:
-                                            return 'hand'
+                                        return 'hand'
                                     else:
-                                        if f['programs'] <= 384:
-                                            return (128, 64, 8, 2)
+                                        if f['group'] <= 6:
+                                            return (128, 128, 8, 2)
                                         else:
                                             return (128, 64, 8, 3)
                                 else:
+                                    return (128, 128, 8, 3)
+                            else:
+                                if f['max_seqlen_q'] <= 768:
                                     return 'hand'
-                            else:
-                                return (128, 64, 8, 3)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['group'] <= 2:
-                                return 'hand'
-                            else:
-                                if f['programs'] <= 384:
-                                    return (128, 128, 8, 2)
                                 else:
-                                    if f['max_seqlen_q'] <= 6144:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 128, 8, 3)
+                        else:
+                            if f['max_seqlen_q'] <= 1536:
+                                if f['max_seqlen_q'] <= 768:
+                                    if f['max_seqlen_q'] <= 384:
                                         return 'hand'
                                     else:
                                         if f['programs'] <= 768:
-                                            if f['group'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 3)
+                                            return (64, 64, 4, 2)
                                         else:
                                             return 'hand'
-                        else:
-                            if f['num_tokens'] <= 6144:
-                                return (128, 64, 8, 3)
+                                else:
+                                    if f['programs'] <= 768:
+                                        if f['group'] <= 2:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['programs'] <= 384:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                    else:
+                                        return 'hand'
                             else:
-                                if f['programs'] <= 3072:
-                                    if f['group'] <= 2:
+                                if f['programs'] <= 1536:
+                                    if f['programs'] <= 384:
+                                        if f['group'] <= 2:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (128, 64, 8, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    return (128, 64, 8, 3)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 384:
+                                return 'hand'
+                            else:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 6144:
                                         return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 128, 8, 2)
+                                        if f['programs'] <= 768:
+                                            return (128, 128, 8, 3)
                                         else:
-                                            if f['max_seqlen_k'] <= 6144:
-                                                return (128, 64, 8, 3)
+                                            if f['block_size'] <= 40:
+                                                return (128, 64, 4, 2)
                                             else:
                                                 return 'hand'
+                        else:
+                            if f['programs'] <= 1536:
+                                if f['num_tokens'] <= 6144:
+                                    return (128, 64, 8, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 12288:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_q'] <= 6144:
+                                    if f['max_seqlen_q'] <= 6144:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['block_size'] <= 40:
                                                 return (128, 128, 8, 2)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 6144:
                                                 return (128, 64, 8, 3)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 2)
                                             else:
                                                 return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
+                            else:
+                                if f['max_seqlen_q'] <= 12288:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_q'] <= 6144:
                                             return (128, 128, 8, 2)
                                         else:
+                                            if f['group'] <= 6:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 6144:
+                                            return (128, 64, 8, 3)
+                                        else:
                                             return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return 'hand'
     else:
         if f['kv_bits'] <= 12:
             if f['programs'] <= 96:
-                if f['max_seqlen_k'] <= 1536:
-                    return (64, 64, 4, 3)
-                else:
-                    if f['block_size'] <= 40:
-                        if f['group'] <= 2:
-                            if f['programs'] <= 6:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return (64, 64, 4, 2)
-                                else:
+                if f['max_seqlen_k'] <= 6144:
+                    if f['programs'] <= 48:
+                        if f['block_size'] <= 40:
+                            if f['group'] <= 2:
+                                if f['max_seqlen_k'] <= 768:
                                     return (64, 64, 4, 3)
-                            else:
-                                if f['num_tokens'] <= 207:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
+                                else:
+                                    if f['programs'] <= 6:
                                         return (64, 64, 4, 2)
-                                else:
-                                    if f['num_tokens'] <= 3072:
-                                        return (64, 64, 4, 3)
                                     else:
-                                        return (128, 128, 8, 2)
-                        else:
-                            if f['programs'] <= 48:
-                                return (64, 64, 4, 3)
+                                        return (64, 64, 4, 3)
                             else:
-                                if f['num_seqs'] <= 4:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                    else:
-                        if f['programs'] <= 24:
+                                return (64, 64, 4, 3)
+                        else:
                             return (64, 64, 4, 3)
-                        else:
-                            if f['max_seqlen_q'] <= 192:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
+                    else:
+                        return (64, 64, 4, 3)
+                else:
+                    return (64, 64, 4, 3)
             else:
                 if f['num_seqs'] <= 24:
                     if f['max_seqlen_k'] <= 3072:
-                        if f['num_tokens'] <= 2051:
-                            if f['max_seqlen_q'] <= 1536:
+                        if f['num_tokens'] <= 3075:
+                            if f['max_seqlen_k'] <= 1536:
                                 if f['max_seqlen_q'] <= 192:
                                     return (64, 64, 4, 3)
                                 else:
                                     return (128, 64, 8, 3)
                             else:
-                                if f['num_kv_heads'] <= 5:
+                                if f['programs'] <= 384:
                                     if f['block_size'] <= 40:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (64, 64, 4, 3)
-                                        else:
+                                        if f['num_seqs'] <= 4:
                                             return (128, 64, 8, 3)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['num_seqs'] <= 4:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['num_seqs'] <= 4:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
                                 else:
                                     return (128, 64, 8, 3)
                         else:
                             return (128, 64, 8, 3)
                     else:
                         if f['block_size'] <= 40:
-                            return (128, 64, 8, 3)
-                        else:
-                            if f['num_tokens'] <= 1283:
-                                if f['num_seqs'] <= 4:
+                            if f['group'] <= 2:
+                                if f['max_seqlen_q'] <= 3072:
                                     return (128, 64, 8, 3)
                                 else:
-                                    if f['num_tokens'] <= 327:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
+                                    return (128, 128, 8, 2)
                             else:
                                 return (128, 64, 8, 3)
+                        else:
+                            return (128, 64, 8, 3)
                 else:
                     if f['num_seqs'] <= 80:
-                        if f['num_tokens'] <= 351:
-                            return (64, 64, 4, 2)
+                        if f['num_kv_heads'] <= 5:
+                            if f['programs'] <= 1536:
+                                return (64, 64, 4, 3)
+                            else:
+                                return (128, 64, 8, 3)
                         else:
-                            if f['programs'] <= 3072:
-                                if f['programs'] <= 384:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (128, 64, 8, 3)
+                            if f['programs'] <= 6144:
+                                return (64, 64, 4, 2)
                             else:
                                 return (128, 64, 8, 3)
                     else:
-                        if f['num_kv_heads'] <= 5:
-                            if f['max_seqlen_q'] <= 1280:
+                        if f['programs'] <= 1536:
+                            return (64, 64, 4, 2)
+                        else:
+                            if f['programs'] <= 12288:
                                 return (64, 64, 4, 2)
                             else:
-                                if f['group'] <= 6:
-                                    return (64, 64, 4, 2)
+                                if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
                                 else:
-                                    return (128, 64, 8, 3)
-                        else:
-                            return (64, 64, 4, 2)
+                                    return (64, 64, 4, 2)
         else:
             return (128, 64, 8, 2)
