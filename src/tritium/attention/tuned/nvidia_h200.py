@@ -2,13 +2,13 @@
 
 Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/attention-NVIDIA-H100.json --fit bench/results/tuning/attention-NVIDIA-H200.json``
 (sha256 079ef1087effd92e; 120 decode-family and 54 prefill-family workloads,
-swept 2026-11-24T02:57:01+00:00; distilled trees {'decode': {'leaves': 1200, 'margin': 0.0}, 'prefill': {'leaves': 600, 'margin': 0.0}}
+swept 2026-11-24T02:57:01+00:00; distilled trees {'decode': {'leaves': 2400, 'margin': 0.0}, 'prefill': {'leaves': 600, 'margin': 0.0}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
 slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0163, 'hand': 1.1607}, 'prefill': {'tree': 1.0026, 'hand': 1.5106}}).
 The benchmark's 16 anchor workloads are always in the training set.
 The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 3371 workloads, sha256 0e02385c4aa6db75).
 Held-out validation (workloads the fit never saw):
-    decode: 24 held out, 83% within 5% of the best swept, worst 1.128x the best and 1.052x the hand rules
+    decode: 24 held out, 83% within 5% of the best swept, worst 1.128x the best and 1.032x the hand rules
     prefill: 11 held out, 91% within 5% of the best swept, worst 1.151x the best and 1.151x the hand rules
 """
 
@@ -39,7 +39,13 @@ def decode(f):
                             if f['programs'] <= 6:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_q'] <= 1:
-                                        return (32, 2, 1)
+                                        if f['group'] <= 2:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (32, 2, 1)
+                                        else:
+                                            return (128, 2, 0)
                                     else:
                                         return (128, 2, 0)
                                 else:
@@ -51,7 +57,10 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (32, 2, 1)
                                                 else:
-                                                    return (32, 2, 4)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 1)
                                             else:
                                                 return (32, 2, 1)
                                         else:
@@ -77,16 +86,37 @@ def decode(f):
                                         if f['programs'] <= 3:
                                             return (128, 2, 1)
                                         else:
-                                            return (128, 2, 2)
+                                            if f['group'] <= 2:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (128, 2, 2)
                                     else:
                                         return (128, 2, 0)
                                 else:
-                                    return (128, 2, 0)
+                                    if f['group'] <= 2:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['programs'] <= 6:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
                             else:
                                 if f['programs'] <= 6:
                                     if f['group'] <= 6:
                                         if f['num_tokens'] <= 12:
-                                            return (128, 2, 8)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 8)
                                         else:
                                             return (64, 2, 0)
                                     else:
@@ -96,12 +126,21 @@ def decode(f):
                                             return (64, 2, 0)
                                 else:
                                     if f['group'] <= 2:
-                                        return (128, 2, 0)
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             return (128, 2, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['group'] <= 6:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
                     else:
                         if f['programs'] <= 192:
                             if f['kv_bits'] <= 12:
@@ -126,7 +165,10 @@ def decode(f):
                                     else:
                                         if f['programs'] <= 48:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 4)
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 4)
                                             else:
                                                 return (128, 2, 0)
                                         else:
@@ -135,11 +177,20 @@ def decode(f):
                                                     return (128, 2, 0)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 2)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 0)
                                                     else:
                                                         return (128, 2, 0)
                                             else:
-                                                return (64, 2, 0)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
                                 else:
                                     if f['programs'] <= 96:
                                         if f['head_dim'] <= 96:
@@ -148,19 +199,31 @@ def decode(f):
                                                     if f['programs'] <= 48:
                                                         return (128, 2, 0)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['num_tokens'] <= 48:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 2, 0)
+                                                        else:
+                                                            return (128, 2, 1)
                                                 else:
                                                     if f['programs'] <= 48:
                                                         return (128, 2, 0)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
                                         else:
                                             if f['programs'] <= 48:
                                                 if f['block_size'] <= 40:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 1)
+                                                        if f['group'] <= 6:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
                                                     else:
                                                         return (128, 2, 0)
                                                 else:
@@ -170,17 +233,26 @@ def decode(f):
                                     else:
                                         if f['head_dim'] <= 96:
                                             if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 0)
-                                            else:
                                                 if f['block_size'] <= 40:
                                                     return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 0)
                                         else:
                                             if f['block_size'] <= 40:
                                                 return (64, 2, 0)
                                             else:
-                                                return (128, 2, 0)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
                             else:
                                 if f['programs'] <= 48:
                                     if f['group'] <= 2:
@@ -191,7 +263,10 @@ def decode(f):
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 4)
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 4)
                                         else:
                                             return (128, 2, 0)
                                     else:
@@ -200,12 +275,24 @@ def decode(f):
                                                 return (128, 2, 0)
                                             else:
                                                 if f['group'] <= 6:
-                                                    return (128, 2, 8)
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
-                                                return (128, 2, 0)
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 2, 0)
+                                                        else:
+                                                            return (64, 2, 0)
                                             else:
                                                 if f['head_dim'] <= 96:
                                                     return (128, 2, 0)
@@ -213,11 +300,26 @@ def decode(f):
                                                     return (64, 2, 0)
                                 else:
                                     if f['head_dim'] <= 96:
-                                        return (128, 2, 0)
+                                        if f['programs'] <= 96:
+                                            return (128, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (64, 2, 0)
+                                            else:
+                                                return (128, 2, 0)
                                     else:
                                         if f['programs'] <= 96:
                                             if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 0)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 2, 0)
                                             else:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 0)
@@ -229,7 +331,16 @@ def decode(f):
                             if f['head_dim'] <= 96:
                                 if f['kv_bits'] <= 12:
                                     if f['group'] <= 2:
-                                        return (64, 2, 0)
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
                                     else:
                                         if f['block_size'] <= 40:
                                             return (64, 2, 0)
@@ -243,7 +354,13 @@ def decode(f):
                                         if f['block_size'] <= 40:
                                             return (64, 2, 0)
                                         else:
-                                            return (64, 2, 1)
+                                            if f['group'] <= 6:
+                                                if f['num_tokens'] <= 48:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    return (64, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
                                     else:
                                         return (64, 2, 0)
                                 else:
@@ -255,13 +372,22 @@ def decode(f):
                                 return 'hand'
                             else:
                                 if f['group'] <= 6:
-                                    return 'hand'
+                                    if f['max_seqlen_q'] <= 6:
+                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 0)
+                                        else:
+                                            return (128, 2, 0)
                                 else:
                                     if f['num_tokens'] <= 192:
                                         return (32, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 0)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (32, 2, 0)
                                         else:
                                             return (128, 2, 0)
                         else:
@@ -276,7 +402,10 @@ def decode(f):
                                     return 'hand'
                                 else:
                                     if f['kv_bits'] <= 12:
-                                        return (64, 2, 0)
+                                        if f['num_tokens'] <= 192:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
                                     else:
                                         return 'hand'
                             else:
@@ -316,7 +445,10 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (32, 2, 1)
                                                 else:
-                                                    return (128, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return (128, 2, 1)
                                         else:
                                             return (32, 2, 1)
                                 else:
@@ -346,19 +478,43 @@ def decode(f):
                                             return (32, 2, 1)
                                         else:
                                             if f['head_dim'] <= 96:
-                                                return 'hand'
+                                                if f['kv_bits'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                             else:
                                                 if f['kv_bits'] <= 12:
-                                                    return (32, 2, 1)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         return 'hand'
                                                     else:
-                                                        return (32, 2, 1)
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 1)
                                 else:
                                     if f['kv_bits'] <= 12:
                                         if f['head_dim'] <= 96:
-                                            return (32, 2, 2)
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 3, 1)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                return (32, 2, 2)
                                         else:
                                             if f['group'] <= 6:
                                                 if f['max_seqlen_q'] <= 1:
@@ -367,10 +523,16 @@ def decode(f):
                                                     if f['group'] <= 2:
                                                         return (32, 2, 2)
                                                     else:
-                                                        return (32, 2, 1)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 1)
                                             else:
                                                 if f['num_tokens'] <= 3:
-                                                    return (64, 2, 2)
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 2, 2)
                                                 else:
                                                     return (32, 2, 1)
                                     else:
@@ -386,14 +548,23 @@ def decode(f):
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['group'] <= 2:
                                             if f['head_dim'] <= 96:
-                                                return (32, 2, 1)
+                                                if f['kv_bits'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
                                             else:
                                                 if f['kv_bits'] <= 12:
                                                     return (32, 2, 1)
                                                 else:
                                                     return 'hand'
                                         else:
-                                            return 'hand'
+                                            if f['head_dim'] <= 96:
+                                                return 'hand'
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return 'hand'
                                     else:
                                         if f['kv_bits'] <= 12:
                                             if f['head_dim'] <= 96:
@@ -401,14 +572,26 @@ def decode(f):
                                             else:
                                                 return (32, 2, 1)
                                         else:
-                                            return (32, 2, 2)
+                                            if f['group'] <= 2:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
-                                        return 'hand'
+                                        if f['head_dim'] <= 96:
+                                            return 'hand'
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
                                     else:
                                         if f['kv_bits'] <= 12:
                                             if f['head_dim'] <= 96:
-                                                return (128, 2, 2)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 2)
                                             else:
                                                 return (32, 2, 1)
                                         else:
@@ -426,10 +609,19 @@ def decode(f):
                                                     return (32, 2, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    return 'hand'
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
-                                                        return (32, 2, 1)
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 1)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 3:
+                                                                return (32, 2, 1)
+                                                            else:
+                                                                return 'hand'
                                                     else:
                                                         return 'hand'
                                         else:
@@ -454,11 +646,17 @@ def decode(f):
                                                     if f['block_size'] <= 40:
                                                         return 'hand'
                                                     else:
-                                                        return (32, 2, 2)
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return 'hand'
                                             else:
                                                 if f['max_seqlen_q'] <= 6:
                                                     if f['programs'] <= 12:
-                                                        return (32, 2, 1)
+                                                        if f['num_seqs'] <= 2:
+                                                            return (32, 2, 1)
+                                                        else:
+                                                            return 'hand'
                                                     else:
                                                         return 'hand'
                                                 else:
@@ -477,16 +675,40 @@ def decode(f):
                                             if f['num_tokens'] <= 24:
                                                 if f['num_tokens'] <= 3:
                                                     if f['head_dim'] <= 96:
-                                                        return (128, 2, 1)
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 1)
+                                                        else:
+                                                            if f['num_tokens'] <= 1:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (32, 2, 1)
                                                     else:
-                                                        return 'hand'
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 1)
                                                 else:
-                                                    return (32, 2, 1)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['group'] <= 6:
+                                                            if f['head_dim'] <= 96:
+                                                                return (32, 2, 1)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 1:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (32, 2, 1)
+                                                        else:
+                                                            return (32, 2, 1)
+                                                    else:
+                                                        return (32, 2, 1)
                                             else:
                                                 if f['num_tokens'] <= 48:
                                                     return (32, 2, 1)
                                                 else:
-                                                    return 'hand'
+                                                    if f['head_dim'] <= 96:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 1)
                                     else:
                                         if f['num_tokens'] <= 3:
                                             if f['group'] <= 2:
@@ -495,7 +717,10 @@ def decode(f):
                                                 else:
                                                     return (64, 2, 8)
                                             else:
-                                                return (32, 2, 2)
+                                                if f['head_dim'] <= 96:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (128, 2, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 1:
                                                 if f['head_dim'] <= 96:
@@ -510,12 +735,18 @@ def decode(f):
                                                     return (32, 2, 2)
                                             else:
                                                 if f['head_dim'] <= 96:
-                                                    return (32, 2, 2)
+                                                    if f['block_size'] <= 40:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (128, 2, 1)
                                                 else:
                                                     if f['num_kv_heads'] <= 5:
                                                         return (32, 2, 2)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['group'] <= 2:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 2)
                             else:
                                 if f['kv_bits'] <= 12:
                                     if f['head_dim'] <= 96:
@@ -531,10 +762,16 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 2)
                                             else:
-                                                return (128, 2, 1)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 2)
+                                            if f['group'] <= 6:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
                                         else:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 6:
@@ -559,21 +796,42 @@ def decode(f):
                                     if f['head_dim'] <= 96:
                                         if f['max_seqlen_q'] <= 3:
                                             if f['group'] <= 6:
-                                                return (32, 2, 4)
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 2, 1)
                                             else:
                                                 return (128, 2, 1)
                                         else:
-                                            return (128, 2, 1)
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (128, 2, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                                     else:
                                         if f['group'] <= 2:
                                             if f['num_seqs'] <= 10:
-                                                return (32, 2, 4)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 2)
                                             else:
                                                 return (32, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 4)
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
@@ -583,16 +841,28 @@ def decode(f):
                                 if f['programs'] <= 12:
                                     if f['kv_bits'] <= 12:
                                         if f['group'] <= 2:
-                                            return (32, 2, 4)
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 4)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['num_tokens'] <= 3:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (32, 2, 2)
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return 'hand'
                                             else:
                                                 if f['group'] <= 6:
-                                                    return (32, 2, 4)
+                                                    if f['num_seqs'] <= 2:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
                                                 else:
                                                     return 'hand'
                                     else:
@@ -603,10 +873,16 @@ def decode(f):
                                                 if f['num_seqs'] <= 2:
                                                     return (128, 2, 1)
                                                 else:
-                                                    return (32, 2, 2)
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return (32, 2, 2)
                                         else:
                                             if f['group'] <= 2:
-                                                return (32, 2, 4)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 1)
                                             else:
                                                 return (128, 2, 1)
                                 else:
@@ -622,10 +898,22 @@ def decode(f):
                                                     else:
                                                         return (32, 2, 4)
                                                 else:
-                                                    return 'hand'
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
-                                                    return (32, 2, 4)
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 2, 2)
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
                                                         return (64, 2, 2)
@@ -638,7 +926,10 @@ def decode(f):
                                                 if f['group'] <= 2:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (64, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                     else:
                                         if f['kv_bits'] <= 12:
                                             if f['group'] <= 6:
@@ -648,7 +939,16 @@ def decode(f):
                                                     else:
                                                         return (32, 2, 4)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 2, 2)
                                             else:
                                                 return 'hand'
                                         else:
@@ -658,19 +958,37 @@ def decode(f):
                                                 if f['group'] <= 2:
                                                     return 'hand'
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return 'hand'
                             else:
                                 if f['programs'] <= 12:
                                     if f['kv_bits'] <= 12:
                                         return (32, 2, 2)
                                     else:
                                         if f['num_seqs'] <= 2:
-                                            return (32, 2, 4)
-                                        else:
-                                            if f['num_tokens'] <= 24:
+                                            if f['num_tokens'] <= 3:
                                                 return (32, 2, 4)
                                             else:
                                                 return (32, 2, 2)
+                                        else:
+                                            if f['num_tokens'] <= 24:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
                                 else:
                                     if f['kv_bits'] <= 12:
                                         if f['programs'] <= 24:
@@ -684,7 +1002,16 @@ def decode(f):
                                             else:
                                                 return (64, 2, 2)
                                     else:
-                                        return (32, 2, 4)
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
+                                        else:
+                                            return (32, 2, 4)
                 else:
                     if f['programs'] <= 768:
                         if f['programs'] <= 384:
@@ -698,25 +1025,103 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 2)
                                             else:
-                                                return (128, 2, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['group'] <= 6:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (32, 2, 4)
+                                                        else:
+                                                            return (128, 2, 2)
+                                                    else:
+                                                        return (128, 2, 2)
+                                                else:
+                                                    return (128, 2, 2)
                                         else:
-                                            return (64, 2, 2)
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
                                     else:
                                         if f['head_dim'] <= 96:
                                             if f['group'] <= 2:
-                                                return (128, 3, 0)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 3, 0)
+                                                    else:
+                                                        return (64, 2, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 2, 0)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    return (128, 3, 0)
+                                                    if f['group'] <= 6:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 3, 0)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (128, 3, 0)
+                                                        else:
+                                                            return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 0)
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_tokens'] <= 192:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
                                         else:
-                                            return (128, 3, 0)
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['num_seqs'] <= 20:
+                                                        if f['num_tokens'] <= 12:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 3, 0)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 3, 0)
+                                                else:
+                                                    return (128, 3, 0)
+                                            else:
+                                                return (128, 3, 0)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['kv_bits'] <= 12:
                                             if f['group'] <= 6:
-                                                return (128, 2, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 3, 4)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (64, 3, 4)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return 'hand'
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (128, 2, 4)
@@ -741,7 +1146,10 @@ def decode(f):
                                                 if f['group'] <= 2:
                                                     return (32, 2, 4)
                                                 else:
-                                                    return (128, 3, 0)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 3, 0)
                                             else:
                                                 if f['group'] <= 2:
                                                     return (32, 2, 4)
@@ -783,7 +1191,10 @@ def decode(f):
                                                             return (128, 2, 2)
                                                         else:
                                                             if f['max_seqlen_q'] <= 6:
-                                                                return (128, 2, 2)
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 3, 2)
                                                             else:
                                                                 return (64, 3, 2)
                                                 else:
@@ -796,7 +1207,13 @@ def decode(f):
                                                             else:
                                                                 return (64, 3, 2)
                                                     else:
-                                                        return (128, 2, 2)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 3:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (128, 3, 2)
                                         else:
                                             if f['max_seqlen_k'] <= 1280:
                                                 if f['programs'] <= 192:
@@ -808,7 +1225,10 @@ def decode(f):
                                                     else:
                                                         if f['max_seqlen_q'] <= 3:
                                                             if f['block_size'] <= 40:
-                                                                return (128, 3, 0)
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 1)
+                                                                else:
+                                                                    return (128, 3, 0)
                                                             else:
                                                                 return (128, 2, 0)
                                                         else:
@@ -818,12 +1238,27 @@ def decode(f):
                                             else:
                                                 if f['programs'] <= 192:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return (128, 2, 1)
+                                                        if f['block_size'] <= 40:
+                                                            if f['group'] <= 6:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 3, 0)
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 3, 0)
                                                     else:
                                                         if f['group'] <= 2:
                                                             return (128, 2, 2)
                                                         else:
-                                                            return 'hand'
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    return (128, 3, 0)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                return 'hand'
                                                 else:
                                                     return (128, 2, 0)
                                     else:
@@ -833,9 +1268,15 @@ def decode(f):
                                                     if f['max_seqlen_q'] <= 6:
                                                         return (64, 2, 1)
                                                     else:
-                                                        return (128, 2, 0)
+                                                        if f['group'] <= 2:
+                                                            return (64, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return (64, 3, 1)
                                             else:
                                                 if f['max_seqlen_k'] <= 1280:
                                                     if f['group'] <= 2:
@@ -846,7 +1287,10 @@ def decode(f):
                                                     else:
                                                         if f['max_seqlen_q'] <= 1:
                                                             if f['num_tokens'] <= 40:
-                                                                return (128, 3, 0)
+                                                                if f['group'] <= 6:
+                                                                    return (128, 3, 0)
+                                                                else:
+                                                                    return (128, 2, 0)
                                                             else:
                                                                 return (128, 2, 0)
                                                         else:
@@ -861,7 +1305,13 @@ def decode(f):
                                                     if f['block_size'] <= 40:
                                                         return (128, 2, 0)
                                                     else:
-                                                        return (64, 2, 0)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (64, 2, 0)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (64, 2, 0)
+                                                            else:
+                                                                return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
                                 else:
@@ -876,7 +1326,13 @@ def decode(f):
                                         if f['block_size'] <= 40:
                                             return (128, 2, 0)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
                                     else:
                                         return (128, 2, 0)
                                 else:
@@ -888,7 +1344,13 @@ def decode(f):
                                                 if f['num_tokens'] <= 192:
                                                     return 'hand'
                                                 else:
-                                                    return (128, 2, 0)
+                                                    if f['num_seqs'] <= 160:
+                                                        if f['group'] <= 2:
+                                                            return 'hand'
+                                                        else:
+                                                            return (128, 3, 0)
+                                                    else:
+                                                        return (128, 2, 0)
                                         else:
                                             return (128, 2, 0)
                                     else:
@@ -897,7 +1359,13 @@ def decode(f):
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['max_seqlen_q'] <= 3:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
                                         else:
                                             if f['group'] <= 2:
                                                 return 'hand'
@@ -905,7 +1373,10 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 6:
                                                     return (128, 2, 0)
                                                 else:
-                                                    return (32, 2, 0)
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (32, 2, 0)
                                     else:
                                         if f['block_size'] <= 40:
                                             return (128, 2, 0)
@@ -928,7 +1399,10 @@ def decode(f):
                                             return (32, 2, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 1)
+                                                if f['num_tokens'] <= 96:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
                     else:
@@ -955,7 +1429,10 @@ def decode(f):
                                         return (128, 2, 0)
                                 else:
                                     if f['head_dim'] <= 96:
-                                        return (128, 3, 0)
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (128, 3, 0)
                                     else:
                                         return (128, 2, 0)
                         else:
@@ -968,17 +1445,29 @@ def decode(f):
                                             return (128, 2, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 3, 4)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 3, 4)
                                             else:
                                                 return (128, 2, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
-                                        return (32, 2, 0)
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (32, 2, 0)
                                     else:
                                         return (128, 2, 0)
                             else:
                                 if f['head_dim'] <= 96:
-                                    return (128, 2, 0)
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['num_tokens'] <= 1536:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (64, 3, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 1536:
                                         if f['block_size'] <= 40:
@@ -992,7 +1481,13 @@ def decode(f):
                                             else:
                                                 return (64, 3, 4)
                                     else:
-                                        return (128, 2, 0)
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 0)
+                                        else:
+                                            if f['num_tokens'] <= 768:
+                                                return (64, 3, 0)
+                                            else:
+                                                return (128, 2, 0)
         else:
             if f['programs'] <= 384:
                 if f['kv_bits'] <= 12:
@@ -1000,15 +1495,33 @@ def decode(f):
                         if f['max_seqlen_k'] <= 20480:
                             if f['head_dim'] <= 96:
                                 if f['programs'] <= 3:
-                                    return (128, 2, 1)
+                                    if f['programs'] <= 1:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return (128, 2, 1)
                                 else:
                                     if f['group'] <= 2:
                                         if f['max_seqlen_q'] <= 1:
                                             return (128, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return 'hand'
                                     else:
-                                        return 'hand'
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
                             else:
                                 if f['programs'] <= 3:
                                     return 'hand'
@@ -1017,7 +1530,13 @@ def decode(f):
                                         if f['group'] <= 2:
                                             return 'hand'
                                         else:
-                                            return (64, 2, 8)
+                                            if f['num_tokens'] <= 3:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 8)
+                                            else:
+                                                return 'hand'
                                     else:
                                         return (32, 2, 2)
                         else:
@@ -1027,25 +1546,58 @@ def decode(f):
                                         if f['programs'] <= 1:
                                             if f['group'] <= 2:
                                                 if f['block_size'] <= 40:
-                                                    return (128, 2, 8)
+                                                    if f['num_tokens'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 1)
                                                 else:
                                                     return (128, 2, 1)
                                             else:
                                                 return (128, 2, 1)
                                         else:
                                             if f['group'] <= 6:
-                                                return (128, 2, 1)
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 3, 1)
+                                                        else:
+                                                            return (128, 2, 1)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (128, 3, 1)
+                                                            else:
+                                                                return (128, 2, 1)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return 'hand'
                                             else:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 1)
                                                 else:
-                                                    return 'hand'
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                     else:
                                         if f['num_kv_heads'] <= 1:
                                             return (128, 3, 1)
                                         else:
                                             if f['block_size'] <= 40:
-                                                return (128, 3, 4)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    return (128, 3, 1)
                                             else:
                                                 return (128, 3, 1)
                                 else:
@@ -1069,17 +1621,41 @@ def decode(f):
                                                     return 'hand'
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 4)
+                                                if f['programs'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 1)
                                             else:
                                                 return 'hand'
                                     else:
                                         if f['block_size'] <= 40:
-                                            return (128, 2, 1)
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['programs'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return (128, 3, 1)
+                                                else:
+                                                    return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 1)
                                         else:
                                             if f['programs'] <= 1:
                                                 return (128, 2, 1)
                                             else:
-                                                return (64, 3, 1)
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        return (64, 3, 1)
+                                                else:
+                                                    if f['num_seqs'] <= 1:
+                                                        return (64, 3, 1)
+                                                    else:
+                                                        return (128, 2, 1)
                                 else:
                                     if f['max_seqlen_k'] <= 81920:
                                         if f['max_seqlen_q'] <= 3:
@@ -1116,7 +1692,10 @@ def decode(f):
                                         if f['programs'] <= 12:
                                             return (64, 2, 2)
                                         else:
-                                            return (128, 2, 2)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['head_dim'] <= 96:
@@ -1125,11 +1704,26 @@ def decode(f):
                                                     if f['group'] <= 2:
                                                         return (64, 3, 4)
                                                     else:
-                                                        return (128, 2, 4)
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (64, 3, 4)
+                                                        else:
+                                                            return (128, 2, 2)
                                                 else:
                                                     return (128, 2, 4)
                                             else:
-                                                return 'hand'
+                                                if f['group'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (64, 3, 4)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return 'hand'
                                         else:
                                             return (128, 2, 2)
                                     else:
@@ -1137,10 +1731,19 @@ def decode(f):
                                             if f['group'] <= 6:
                                                 if f['max_seqlen_q'] <= 6:
                                                     if f['group'] <= 2:
-                                                        return (128, 2, 8)
+                                                        if f['block_size'] <= 40:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                return (128, 3, 2)
+                                                            else:
+                                                                return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 8)
                                                     else:
                                                         if f['max_seqlen_q'] <= 1:
-                                                            return (128, 2, 8)
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (128, 2, 8)
                                                         else:
                                                             return (128, 2, 4)
                                                 else:
@@ -1149,7 +1752,13 @@ def decode(f):
                                                     else:
                                                         return 'hand'
                                             else:
-                                                return (128, 2, 4)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return 'hand'
                                         else:
                                             return 'hand'
                             else:
@@ -1162,7 +1771,10 @@ def decode(f):
                                                         return 'hand'
                                                     else:
                                                         if f['programs'] <= 12:
-                                                            return (128, 2, 4)
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 4)
+                                                            else:
+                                                                return 'hand'
                                                         else:
                                                             return (64, 3, 4)
                                                 else:
@@ -1188,7 +1800,10 @@ def decode(f):
                                                             return (128, 2, 4)
                                                         else:
                                                             if f['block_size'] <= 40:
-                                                                return (128, 2, 2)
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (128, 2, 4)
+                                                                else:
+                                                                    return (128, 3, 2)
                                                             else:
                                                                 return 'hand'
                                                     else:
@@ -1196,7 +1811,13 @@ def decode(f):
                                         else:
                                             if f['group'] <= 2:
                                                 if f['programs'] <= 12:
-                                                    return (128, 3, 4)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 3, 4)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (64, 3, 4)
+                                                        else:
+                                                            return (128, 3, 4)
                                                 else:
                                                     return (128, 3, 8)
                                             else:
@@ -1207,7 +1828,10 @@ def decode(f):
                                                         else:
                                                             return (128, 3, 8)
                                                     else:
-                                                        return (128, 3, 8)
+                                                        if f['programs'] <= 12:
+                                                            return (128, 3, 4)
+                                                        else:
+                                                            return (128, 3, 8)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (128, 2, 4)
@@ -1215,14 +1839,20 @@ def decode(f):
                                                         if f['programs'] <= 12:
                                                             return (128, 3, 4)
                                                         else:
-                                                            return (128, 3, 8)
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (128, 3, 8)
+                                                            else:
+                                                                return (128, 3, 4)
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['programs'] <= 12:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 2)
                                                 else:
-                                                    return (64, 2, 2)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                             else:
                                                 return (128, 2, 2)
                                         else:
@@ -1231,62 +1861,185 @@ def decode(f):
                                                     if f['max_seqlen_q'] <= 6:
                                                         return (128, 2, 2)
                                                     else:
-                                                        return (64, 3, 2)
+                                                        if f['group'] <= 6:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (64, 3, 2)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return (64, 3, 2)
                                             else:
-                                                return (128, 2, 4)
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (128, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (64, 3, 4)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['max_seqlen_k'] <= 81920:
                                             if f['programs'] <= 48:
                                                 if f['group'] <= 2:
-                                                    return (128, 3, 8)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 3, 8)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 3, 8)
+                                                        else:
+                                                            return (128, 2, 8)
                                                 else:
                                                     if f['group'] <= 6:
-                                                        return (128, 2, 8)
+                                                        if f['block_size'] <= 40:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (128, 2, 8)
+                                                            else:
+                                                                return (128, 3, 4)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                return (64, 3, 4)
+                                                            else:
+                                                                return (128, 2, 8)
                                                     else:
-                                                        return (128, 2, 4)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 8)
+                                                        else:
+                                                            return (128, 3, 4)
                                             else:
                                                 return (128, 3, 8)
                                         else:
-                                            return (128, 3, 8)
+                                            if f['programs'] <= 48:
+                                                return (128, 3, 8)
+                                            else:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 3, 8)
+                                                else:
+                                                    if f['num_tokens'] <= 48:
+                                                        return (128, 3, 8)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 3, 8)
+                                                        else:
+                                                            return (64, 3, 8)
                                     else:
                                         if f['programs'] <= 48:
                                             if f['max_seqlen_k'] <= 81920:
-                                                return (128, 2, 4)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (128, 3, 4)
                                             else:
-                                                return (128, 3, 8)
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 8)
                                         else:
                                             return 'hand'
                         else:
                             if f['head_dim'] <= 96:
                                 if f['programs'] <= 192:
                                     if f['group'] <= 6:
-                                        return (128, 3, 8)
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 3, 2)
+                                                else:
+                                                    return (128, 3, 8)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 2)
+                                        else:
+                                            return (128, 3, 8)
                                     else:
                                         if f['max_seqlen_q'] <= 1:
                                             if f['max_seqlen_k'] <= 20480:
                                                 return (128, 2, 8)
                                             else:
-                                                return (128, 3, 8)
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 3, 8)
+                                                else:
+                                                    return (128, 2, 8)
                                         else:
-                                            return (128, 3, 8)
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 8)
+                                            else:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    return (128, 3, 8)
                                 else:
                                     if f['num_kv_heads'] <= 5:
                                         if f['group'] <= 6:
-                                            return (128, 3, 4)
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 3, 4)
+                                                    else:
+                                                        return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 4)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 81920:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            return (128, 3, 4)
+                                                        else:
+                                                            return (128, 3, 8)
+                                                    else:
+                                                        return (128, 3, 8)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (128, 3, 8)
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    return (128, 3, 8)
                                             else:
                                                 if f['max_seqlen_k'] <= 81920:
-                                                    return (128, 3, 4)
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 3, 4)
+                                                    else:
+                                                        return (128, 3, 8)
                                                 else:
                                                     return (128, 3, 8)
                                     else:
                                         if f['group'] <= 6:
-                                            return (128, 3, 4)
+                                            if f['num_tokens'] <= 192:
+                                                if f['group'] <= 2:
+                                                    return (128, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (128, 3, 4)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            return (128, 3, 4)
+                                                        else:
+                                                            return (64, 3, 2)
+                                            else:
+                                                return (128, 3, 4)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (128, 2, 2)
@@ -1296,7 +2049,10 @@ def decode(f):
                                 if f['programs'] <= 192:
                                     if f['max_seqlen_k'] <= 20480:
                                         if f['group'] <= 2:
-                                            return (128, 2, 1)
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (128, 2, 1)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return 'hand'
                                     else:
@@ -1324,7 +2080,19 @@ def decode(f):
                                 else:
                                     return 'hand'
                             else:
-                                return (128, 3, 1)
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['head_dim'] <= 96:
+                                        if f['programs'] <= 1:
+                                            return (128, 3, 1)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (64, 3, 1)
+                                            else:
+                                                return (128, 3, 1)
+                                    else:
+                                        return (128, 3, 1)
+                                else:
+                                    return (128, 3, 1)
                         else:
                             if f['max_seqlen_k'] <= 20480:
                                 if f['block_size'] <= 40:
@@ -1342,7 +2110,10 @@ def decode(f):
                                         if f['head_dim'] <= 96:
                                             return 'hand'
                                         else:
-                                            return (64, 3, 1)
+                                            if f['group'] <= 6:
+                                                return (64, 3, 1)
+                                            else:
+                                                return (32, 2, 4)
                             else:
                                 if f['block_size'] <= 40:
                                     if f['head_dim'] <= 96:
@@ -1351,10 +2122,19 @@ def decode(f):
                                         return (32, 2, 4)
                                 else:
                                     if f['head_dim'] <= 96:
-                                        return 'hand'
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (128, 2, 2)
+                                        else:
+                                            return 'hand'
                                     else:
                                         if f['max_seqlen_k'] <= 81920:
-                                            return (64, 3, 2)
+                                            if f['group'] <= 6:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (64, 3, 2)
+                                            else:
+                                                return (128, 3, 1)
                                         else:
                                             return (32, 2, 4)
                     else:
@@ -1407,7 +2187,13 @@ def decode(f):
                                                         if f['programs'] <= 48:
                                                             return (128, 2, 2)
                                                         else:
-                                                            return 'hand'
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (64, 2, 4)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                return 'hand'
                                             else:
                                                 if f['group'] <= 2:
                                                     if f['max_seqlen_q'] <= 3:
@@ -1418,10 +2204,31 @@ def decode(f):
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (128, 3, 2)
                                                     else:
-                                                        return 'hand'
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                return (128, 3, 2)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            return 'hand'
                                 else:
                                     if f['programs'] <= 3:
-                                        return (128, 3, 1)
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['programs'] <= 1:
+                                                return (128, 3, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['group'] <= 6:
+                                                        return (128, 3, 1)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (128, 3, 1)
+                                                    else:
+                                                        return (128, 2, 1)
+                                        else:
+                                            return (128, 3, 1)
                                     else:
                                         if f['programs'] <= 48:
                                             if f['programs'] <= 6:
@@ -1431,28 +2238,61 @@ def decode(f):
                                                     if f['programs'] <= 24:
                                                         if f['max_seqlen_k'] <= 81920:
                                                             if f['programs'] <= 12:
-                                                                return (128, 2, 2)
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return 'hand'
                                                             else:
                                                                 return 'hand'
                                                         else:
                                                             if f['programs'] <= 12:
-                                                                return 'hand'
+                                                                if f['block_size'] <= 40:
+                                                                    if f['group'] <= 2:
+                                                                        return (128, 2, 4)
+                                                                    else:
+                                                                        return 'hand'
+                                                                else:
+                                                                    return 'hand'
                                                             else:
-                                                                return (128, 2, 2)
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 2, 8)
+                                                                else:
+                                                                    return (64, 2, 8)
                                                     else:
                                                         if f['max_seqlen_k'] <= 81920:
                                                             return 'hand'
                                                         else:
-                                                            return (128, 2, 8)
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 8)
+                                                            else:
+                                                                return (64, 2, 8)
                                                 else:
                                                     if f['group'] <= 2:
                                                         if f['programs'] <= 12:
-                                                            return 'hand'
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 2, 4)
+                                                                else:
+                                                                    return 'hand'
                                                         else:
                                                             if f['max_seqlen_k'] <= 81920:
-                                                                return 'hand'
+                                                                if f['programs'] <= 24:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 3, 2)
+                                                                    else:
+                                                                        return 'hand'
+                                                                else:
+                                                                    return 'hand'
                                                             else:
-                                                                return (64, 2, 8)
+                                                                if f['programs'] <= 24:
+                                                                    return (64, 2, 8)
+                                                                else:
+                                                                    return (128, 2, 8)
                                                     else:
                                                         if f['programs'] <= 24:
                                                             if f['max_seqlen_k'] <= 81920:
@@ -1468,7 +2308,16 @@ def decode(f):
                                                                         return (128, 2, 2)
                                                             else:
                                                                 if f['programs'] <= 12:
-                                                                    return (128, 2, 2)
+                                                                    if f['group'] <= 6:
+                                                                        if f['max_seqlen_q'] <= 6:
+                                                                            return 'hand'
+                                                                        else:
+                                                                            return (128, 2, 4)
+                                                                    else:
+                                                                        if f['max_seqlen_q'] <= 6:
+                                                                            return (128, 2, 4)
+                                                                        else:
+                                                                            return (128, 3, 2)
                                                                 else:
                                                                     if f['max_seqlen_q'] <= 6:
                                                                         if f['group'] <= 6:
@@ -1476,21 +2325,57 @@ def decode(f):
                                                                         else:
                                                                             return (128, 2, 4)
                                                                     else:
-                                                                        return (128, 2, 4)
+                                                                        if f['group'] <= 6:
+                                                                            return (128, 2, 4)
+                                                                        else:
+                                                                            return (64, 3, 2)
                                                         else:
                                                             if f['max_seqlen_q'] <= 6:
                                                                 if f['group'] <= 6:
-                                                                    return 'hand'
+                                                                    if f['max_seqlen_k'] <= 81920:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (128, 2, 8)
+                                                                else:
+                                                                    if f['max_seqlen_k'] <= 81920:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (128, 3, 1)
+                                                                        else:
+                                                                            return (64, 3, 2)
+                                                                    else:
+                                                                        return (64, 3, 2)
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 81920:
+                                                                    if f['group'] <= 6:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (128, 2, 4)
+                                                                        else:
+                                                                            return (64, 3, 2)
+                                                                    else:
+                                                                        return (128, 3, 4)
                                                                 else:
                                                                     return (64, 3, 2)
-                                                            else:
-                                                                return (64, 3, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['programs'] <= 96:
-                                                    return (64, 2, 8)
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (64, 2, 8)
                                                 else:
-                                                    return (128, 3, 8)
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (64, 2, 8)
+                                                        else:
+                                                            return (128, 3, 8)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (64, 2, 8)
+                                                        else:
+                                                            return (128, 3, 8)
                                             else:
                                                 if f['group'] <= 2:
                                                     if f['programs'] <= 96:
@@ -1512,12 +2397,18 @@ def decode(f):
                                                                 return (128, 2, 8)
                                                         else:
                                                             if f['programs'] <= 96:
-                                                                return (128, 3, 1)
+                                                                if f['max_seqlen_k'] <= 81920:
+                                                                    return (128, 3, 1)
+                                                                else:
+                                                                    return 'hand'
                                                             else:
                                                                 return 'hand'
                                                     else:
                                                         if f['programs'] <= 96:
-                                                            return (128, 3, 1)
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return (128, 3, 1)
+                                                            else:
+                                                                return 'hand'
                                                         else:
                                                             return 'hand'
                             else:
@@ -1528,12 +2419,27 @@ def decode(f):
                                         return (64, 3, 8)
                                 else:
                                     if f['group'] <= 2:
-                                        return (64, 2, 8)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_k'] <= 20480:
                                             return (128, 2, 0)
                                         else:
-                                            return 'hand'
+                                            return (64, 2, 8)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 2, 8)
+                                            else:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return (128, 2, 0)
+                                            else:
+                                                return 'hand'
                         else:
                             if f['programs'] <= 96:
                                 if f['max_seqlen_k'] <= 20480:
@@ -1549,23 +2455,50 @@ def decode(f):
                                                         if f['group'] <= 2:
                                                             return (32, 2, 4)
                                                         else:
-                                                            return (64, 2, 2)
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    return (64, 2, 2)
+                                                            else:
+                                                                return (64, 2, 2)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 4)
-                                                    else:
                                                         if f['group'] <= 2:
                                                             return (32, 2, 4)
                                                         else:
                                                             return (128, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 2, 2)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (32, 2, 4)
                                                 else:
                                                     if f['group'] <= 6:
-                                                        return (128, 2, 2)
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (32, 2, 4)
+                                                            else:
+                                                                return (128, 2, 2)
                                                     else:
-                                                        return (64, 3, 1)
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            return (64, 3, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['group'] <= 2:
@@ -1574,22 +2507,58 @@ def decode(f):
                                                     return (128, 2, 1)
                                             else:
                                                 if f['group'] <= 6:
-                                                    return (128, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (64, 3, 1)
                                                 else:
                                                     return (64, 3, 1)
                                 else:
                                     if f['programs'] <= 3:
                                         if f['max_seqlen_k'] <= 81920:
-                                            return (64, 3, 1)
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['programs'] <= 1:
+                                                    return (64, 3, 1)
+                                                else:
+                                                    return (128, 3, 1)
+                                            else:
+                                                return (64, 3, 1)
                                         else:
                                             return (128, 3, 1)
                                     else:
                                         if f['programs'] <= 24:
                                             if f['programs'] <= 6:
                                                 if f['max_seqlen_k'] <= 81920:
-                                                    return (128, 2, 2)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 3, 1)
                                                 else:
-                                                    return (128, 3, 1)
+                                                    if f['num_tokens'] <= 3:
+                                                        return (128, 3, 1)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (128, 3, 1)
+                                                        else:
+                                                            return (128, 3, 1)
                                             else:
                                                 if f['max_seqlen_k'] <= 81920:
                                                     if f['programs'] <= 12:
@@ -1597,20 +2566,53 @@ def decode(f):
                                                             return (32, 2, 4)
                                                         else:
                                                             if f['group'] <= 6:
-                                                                return (32, 2, 4)
+                                                                if f['group'] <= 2:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    if f['max_seqlen_q'] <= 6:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        return (128, 3, 1)
                                                             else:
                                                                 return (128, 3, 1)
                                                     else:
-                                                        return (128, 2, 2)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 3, 2)
                                                 else:
                                                     if f['programs'] <= 12:
                                                         if f['max_seqlen_q'] <= 6:
-                                                            return (32, 2, 4)
+                                                            if f['block_size'] <= 40:
+                                                                if f['max_seqlen_q'] <= 3:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        return (128, 2, 2)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    if f['max_seqlen_q'] <= 3:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        return (128, 2, 2)
                                                         else:
                                                             if f['group'] <= 2:
                                                                 return (32, 2, 4)
                                                             else:
-                                                                return (64, 3, 2)
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 3, 2)
                                                     else:
                                                         if f['max_seqlen_q'] <= 3:
                                                             return (32, 2, 8)
@@ -1624,7 +2626,10 @@ def decode(f):
                                                                     else:
                                                                         return (64, 3, 8)
                                                                 else:
-                                                                    return (64, 3, 1)
+                                                                    if f['group'] <= 6:
+                                                                        return (128, 2, 4)
+                                                                    else:
+                                                                        return (64, 3, 1)
                                         else:
                                             if f['programs'] <= 48:
                                                 if f['max_seqlen_k'] <= 81920:
@@ -1634,7 +2639,13 @@ def decode(f):
                                                         if f['group'] <= 2:
                                                             return (32, 2, 8)
                                                         else:
-                                                            return (64, 3, 1)
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    return (32, 2, 8)
+                                                                else:
+                                                                    return (64, 3, 1)
+                                                            else:
+                                                                return (64, 3, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (32, 2, 8)
@@ -1642,18 +2653,42 @@ def decode(f):
                                                         if f['group'] <= 2:
                                                             return (32, 2, 8)
                                                         else:
-                                                            return (64, 3, 1)
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    return (32, 2, 8)
+                                                                else:
+                                                                    return (64, 3, 1)
+                                                            else:
+                                                                return (64, 3, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    return (64, 2, 8)
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (64, 2, 8)
+                                                        else:
+                                                            return (64, 3, 8)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (64, 2, 8)
                                                 else:
                                                     if f['group'] <= 2:
                                                         return (64, 2, 8)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
-                                                            return (128, 2, 1)
+                                                            if f['group'] <= 6:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 81920:
+                                                                    return (64, 3, 1)
+                                                                else:
+                                                                    return (128, 2, 1)
                                                         else:
-                                                            return (64, 3, 1)
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return (64, 3, 1)
+                                                            else:
+                                                                return (128, 2, 1)
                             else:
                                 if f['programs'] <= 192:
                                     if f['max_seqlen_q'] <= 6:
@@ -1661,7 +2696,10 @@ def decode(f):
                                             return (128, 3, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                return (64, 2, 8)
+                                                if f['group'] <= 2:
+                                                    return (64, 3, 8)
+                                                else:
+                                                    return (64, 2, 8)
                                             else:
                                                 if f['group'] <= 6:
                                                     return (64, 2, 8)
@@ -1695,33 +2733,87 @@ def decode(f):
                             else:
                                 return (128, 3, 8)
                         else:
-                            return (128, 2, 0)
+                            if f['num_seqs'] <= 96:
+                                if f['max_seqlen_k'] <= 20480:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (128, 3, 8)
+                                        else:
+                                            return (128, 2, 0)
+                                    else:
+                                        return (128, 2, 0)
+                            else:
+                                if f['programs'] <= 1536:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 0)
+                                    else:
+                                        return (128, 3, 0)
                     else:
-                        return (128, 2, 0)
+                        if f['programs'] <= 768:
+                            if f['max_seqlen_k'] <= 20480:
+                                return (128, 2, 0)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (128, 2, 0)
+                                else:
+                                    if f['group'] <= 6:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (128, 3, 0)
+                        else:
+                            return (128, 2, 0)
                 else:
                     if f['head_dim'] <= 96:
                         if f['programs'] <= 768:
                             if f['max_seqlen_q'] <= 3:
                                 if f['block_size'] <= 40:
-                                    return (128, 2, 8)
+                                    if f['group'] <= 6:
+                                        return (128, 2, 0)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 2, 4)
+                                        else:
+                                            return (128, 2, 8)
                                 else:
                                     return 'hand'
                             else:
                                 if f['group'] <= 2:
-                                    return (128, 2, 8)
+                                    if f['block_size'] <= 40:
+                                        return (128, 2, 0)
+                                    else:
+                                        return 'hand'
                                 else:
                                     if f['group'] <= 6:
                                         if f['max_seqlen_q'] <= 6:
-                                            return (128, 2, 4)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return (128, 2, 0)
                                     else:
                                         if f['max_seqlen_k'] <= 20480:
                                             return (128, 2, 0)
                                         else:
-                                            return (128, 3, 0)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (128, 3, 0)
                         else:
-                            return (128, 2, 0)
+                            if f['programs'] <= 1536:
+                                return (128, 2, 0)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (128, 2, 0)
+                                else:
+                                    return (64, 3, 0)
                     else:
                         if f['programs'] <= 768:
                             return (128, 2, 0)
@@ -1744,7 +2836,19 @@ def decode(f):
                         if f['max_seqlen_k'] <= 5120:
                             if f['programs'] <= 3:
                                 if f['max_seqlen_q'] <= 6:
-                                    return (32, 2, 8)
+                                    if f['num_seqs'] <= 1:
+                                        if f['num_tokens'] <= 3:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 8)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 8)
+                                    else:
+                                        return 'hand'
                                 else:
                                     return 'hand'
                             else:
@@ -1752,9 +2856,24 @@ def decode(f):
                                     if f['group'] <= 6:
                                         return 'hand'
                                     else:
-                                        return (32, 2, 8)
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (32, 2, 8)
+                                        else:
+                                            return 'hand'
                                 else:
-                                    return 'hand'
+                                    if f['max_seqlen_k'] <= 1280:
+                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
                         else:
                             return 'hand'
                     else:
@@ -1766,7 +2885,13 @@ def decode(f):
                                     if f['programs'] <= 1:
                                         return 'hand'
                                     else:
-                                        return (32, 2, 1)
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 6:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
                                 else:
                                     if f['group'] <= 2:
                                         return 'hand'
@@ -1779,7 +2904,10 @@ def decode(f):
                                         return 'hand'
                                     else:
                                         if f['group'] <= 2:
-                                            return (32, 2, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return 'hand'
                                 else:
@@ -1787,7 +2915,10 @@ def decode(f):
                                         return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 6:
-                                            return (64, 2, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (32, 2, 1)
                                         else:
                                             return (32, 2, 1)
                             else:
@@ -1798,10 +2929,25 @@ def decode(f):
                                         else:
                                             return (64, 2, 1)
                                     else:
-                                        return 'hand'
+                                        if f['programs'] <= 1:
+                                            if f['group'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
                                 else:
                                     if f['num_tokens'] <= 3:
-                                        return (64, 2, 8)
+                                        if f['group'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 8)
                                     else:
                                         return (64, 2, 2)
                 else:
@@ -1818,7 +2964,10 @@ def decode(f):
                                             if f['num_kv_heads'] <= 1:
                                                 return 'hand'
                                             else:
-                                                return (64, 2, 8)
+                                                if f['num_seqs'] <= 5:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    return 'hand'
                                     else:
                                         if f['programs'] <= 12:
                                             return 'hand'
@@ -1826,7 +2975,16 @@ def decode(f):
                                             return (64, 2, 0)
                                 else:
                                     if f['programs'] <= 12:
-                                        return 'hand'
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 0)
                                     else:
                                         if f['group'] <= 2:
                                             return 'hand'
@@ -1834,7 +2992,10 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 3:
                                                 return 'hand'
                                             else:
-                                                return (64, 2, 0)
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['group'] <= 2:
@@ -1850,7 +3011,16 @@ def decode(f):
                                                 return (32, 2, 0)
                                 else:
                                     if f['programs'] <= 48:
-                                        return 'hand'
+                                        if f['max_seqlen_q'] <= 3:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 0)
@@ -1867,7 +3037,10 @@ def decode(f):
                                         if f['programs'] <= 48:
                                             return (64, 2, 0)
                                         else:
-                                            return (128, 2, 0)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['group'] <= 2:
@@ -1881,7 +3054,13 @@ def decode(f):
                                         if f['group'] <= 2:
                                             return (32, 2, 0)
                                         else:
-                                            return (64, 3, 0)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 3, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (64, 3, 0)
                     else:
                         if f['programs'] <= 48:
                             if f['max_seqlen_k'] <= 1280:
@@ -1894,13 +3073,19 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 3:
                                                     return 'hand'
                                                 else:
-                                                    return (32, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 1)
                                             else:
                                                 return (32, 2, 1)
                                     else:
                                         if f['max_seqlen_q'] <= 1:
                                             if f['group'] <= 2:
-                                                return (32, 2, 1)
+                                                if f['programs'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
                                             else:
                                                 if f['programs'] <= 12:
                                                     return 'hand'
@@ -1921,13 +3106,28 @@ def decode(f):
                                         if f['programs'] <= 24:
                                             if f['programs'] <= 12:
                                                 if f['num_tokens'] <= 1:
-                                                    return (64, 2, 2)
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
-                                                return (32, 2, 2)
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
                                 else:
                                     if f['max_seqlen_k'] <= 5120:
                                         if f['programs'] <= 12:
@@ -1937,13 +3137,28 @@ def decode(f):
                                                 return (32, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    return (64, 2, 2)
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
                                     else:
                                         if f['programs'] <= 24:
                                             if f['programs'] <= 12:
-                                                return (64, 2, 2)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     if f['group'] <= 2:
@@ -1954,7 +3169,10 @@ def decode(f):
                                                     if f['group'] <= 6:
                                                         return (64, 2, 2)
                                                     else:
-                                                        return (32, 2, 2)
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            return (32, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['group'] <= 2:
@@ -1969,9 +3187,15 @@ def decode(f):
                                                     return (64, 2, 4)
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
-                                                        return (64, 2, 1)
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return (64, 2, 1)
                                                     else:
-                                                        return 'hand'
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (64, 2, 1)
                         else:
                             if f['max_seqlen_k'] <= 5120:
                                 if f['max_seqlen_k'] <= 1280:
@@ -2009,7 +3233,13 @@ def decode(f):
                                     if f['group'] <= 2:
                                         return 'hand'
                                     else:
-                                        return (64, 2, 1)
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 1)
+                                            else:
+                                                return 'hand'
                             else:
                                 if f['group'] <= 2:
                                     if f['programs'] <= 1:
@@ -2041,14 +3271,35 @@ def decode(f):
                                     else:
                                         if f['programs'] <= 6:
                                             if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 8)
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    return (64, 2, 2)
                                             else:
-                                                return (64, 2, 2)
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return 'hand'
                                         else:
                                             return (64, 2, 2)
                                 else:
                                     if f['programs'] <= 6:
-                                        return 'hand'
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 2:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['group'] <= 6:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 2)
@@ -2056,7 +3307,10 @@ def decode(f):
                                             if f['group'] <= 6:
                                                 return (64, 2, 2)
                                             else:
-                                                return (32, 2, 2)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
                             else:
                                 if f['max_seqlen_q'] <= 6:
                                     if f['kv_bits'] <= 12:
@@ -2068,18 +3322,33 @@ def decode(f):
                                         else:
                                             return (64, 2, 2)
                                     else:
-                                        return (64, 2, 2)
+                                        if f['group'] <= 2:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return 'hand'
                                 else:
                                     if f['group'] <= 6:
                                         if f['kv_bits'] <= 12:
                                             return (64, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                return (64, 2, 2)
+                                            else:
+                                                return 'hand'
                                     else:
                                         if f['kv_bits'] <= 12:
                                             return (64, 2, 2)
                                         else:
-                                            return (32, 2, 4)
+                                            if f['block_size'] <= 40:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 4)
                         else:
                             if f['programs'] <= 12:
                                 if f['programs'] <= 6:
@@ -2090,21 +3359,48 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 6:
                                                 return (64, 3, 1)
                                             else:
-                                                return (64, 2, 8)
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (64, 2, 8)
                                     else:
-                                        return (64, 2, 2)
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 3, 1)
+                                                    else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return 'hand'
                                 else:
                                     if f['group'] <= 2:
                                         if f['kv_bits'] <= 12:
-                                            return (32, 2, 2)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
                                         else:
                                             return (64, 2, 4)
                                     else:
                                         if f['kv_bits'] <= 12:
                                             if f['block_size'] <= 40:
-                                                return (64, 2, 2)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (64, 3, 2)
                                             else:
-                                                return (64, 3, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (64, 3, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
                                                 if f['max_seqlen_q'] <= 3:
@@ -2122,9 +3418,15 @@ def decode(f):
                                         return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 4)
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 3, 4)
                                         else:
-                                            return (64, 3, 4)
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 3, 4)
                                 else:
                                     if f['group'] <= 2:
                                         return (64, 2, 8)
@@ -2133,19 +3435,34 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 8)
                                             else:
-                                                return (32, 2, 8)
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    return (32, 2, 8)
                                         else:
                                             return 'hand'
                 else:
                     if f['kv_bits'] <= 12:
                         if f['programs'] <= 48:
                             if f['max_seqlen_k'] <= 81920:
-                                return (64, 2, 4)
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (64, 2, 4)
+                                else:
+                                    return (64, 2, 4)
                             else:
                                 if f['group'] <= 2:
                                     return (32, 2, 8)
                                 else:
-                                    return (64, 2, 8)
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (64, 2, 8)
+                                        else:
+                                            return (64, 3, 8)
+                                    else:
+                                        return (64, 3, 8)
                         else:
                             if f['group'] <= 2:
                                 return 'hand'
@@ -2153,7 +3470,10 @@ def decode(f):
                                 if f['max_seqlen_k'] <= 81920:
                                     return (64, 2, 8)
                                 else:
-                                    return (64, 3, 8)
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 3, 8)
                     else:
                         if f['programs'] <= 48:
                             if f['group'] <= 2:
@@ -2166,7 +3486,13 @@ def decode(f):
                                         else:
                                             return (32, 2, 8)
                                     else:
-                                        return (64, 2, 8)
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 2, 8)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 8)
+                                            else:
+                                                return (32, 2, 8)
                                 else:
                                     return (32, 2, 8)
                         else:
@@ -2175,7 +3501,10 @@ def decode(f):
                                     return (64, 2, 8)
                                 else:
                                     if f['max_seqlen_q'] <= 3:
-                                        return (32, 2, 8)
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 1)
+                                        else:
+                                            return (32, 2, 8)
                                     else:
                                         return (64, 2, 1)
                             else:
@@ -2190,14 +3519,26 @@ def decode(f):
                                     return (32, 2, 0)
                                 else:
                                     if f['max_seqlen_q'] <= 1:
-                                        return (64, 2, 0)
+                                        if f['group'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            return (32, 2, 0)
                                     else:
                                         return (32, 2, 0)
                             else:
                                 if f['max_seqlen_q'] <= 1:
                                     return (64, 2, 0)
                                 else:
-                                    return (32, 2, 0)
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (32, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
                         else:
                             if f['kv_bits'] <= 12:
                                 if f['group'] <= 2:
@@ -2209,12 +3550,21 @@ def decode(f):
                                         return 'hand'
                             else:
                                 if f['group'] <= 2:
-                                    return 'hand'
+                                    if f['max_seqlen_q'] <= 1:
+                                        return 'hand'
+                                    else:
+                                        return (64, 2, 0)
                                 else:
                                     if f['max_seqlen_q'] <= 3:
                                         return (64, 3, 0)
                                     else:
-                                        return (64, 2, 0)
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (32, 2, 0)
                     else:
                         if f['max_seqlen_k'] <= 320:
                             return 'hand'
@@ -2242,12 +3592,21 @@ def decode(f):
                                         if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 0)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                return 'hand'
                                 else:
                                     if f['block_size'] <= 40:
                                         return 'hand'
                                     else:
-                                        return (64, 2, 0)
+                                        if f['group'] <= 2:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 0)
+                                            else:
+                                                return 'hand'
                             else:
                                 return 'hand'
                     else:
@@ -2276,7 +3635,25 @@ def decode(f):
                                     return 'hand'
                         else:
                             if f['max_seqlen_k'] <= 320:
-                                return 'hand'
+                                if f['group'] <= 2:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 1536:
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 0)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        return 'hand'
                             else:
                                 if f['kv_bits'] <= 12:
                                     if f['group'] <= 2:
@@ -2285,9 +3662,21 @@ def decode(f):
                                         if f['num_tokens'] <= 768:
                                             return (64, 2, 0)
                                         else:
-                                            return 'hand'
+                                            if f['num_tokens'] <= 1536:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
                                 else:
-                                    return 'hand'
+                                    if f['block_size'] <= 40:
+                                        if f['num_tokens'] <= 1536:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
             else:
                 if f['kv_bits'] <= 12:
                     if f['programs'] <= 192:
@@ -2316,7 +3705,22 @@ def decode(f):
                     else:
                         if f['group'] <= 2:
                             if f['block_size'] <= 40:
-                                return 'hand'
+                                if f['programs'] <= 768:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 384:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return 'hand'
+                                                else:
+                                                    return (128, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return 'hand'
                             else:
                                 if f['max_seqlen_q'] <= 1:
                                     return 'hand'
@@ -2324,7 +3728,13 @@ def decode(f):
                                     if f['max_seqlen_k'] <= 5120:
                                         return 'hand'
                                     else:
-                                        return (64, 3, 0)
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 384:
+                                                return 'hand'
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return (64, 3, 0)
                         else:
                             if f['max_seqlen_q'] <= 6:
                                 if f['max_seqlen_k'] <= 5120:
@@ -2338,16 +3748,32 @@ def decode(f):
                                                 else:
                                                     return (64, 3, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
                                     else:
-                                        return (64, 2, 0)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 0)
-                                    else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['programs'] <= 384:
-                                                return (64, 2, 0)
+                                        if f['num_seqs'] <= 192:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
                                             else:
                                                 if f['group'] <= 6:
                                                     return (64, 2, 0)
@@ -2357,7 +3783,84 @@ def decode(f):
                                                     else:
                                                         return (64, 3, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['num_tokens'] <= 768:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['num_tokens'] <= 768:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 384:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                        else:
+                                            if f['programs'] <= 768:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            if f['programs'] <= 384:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (64, 3, 0)
                             else:
                                 return (64, 3, 0)
                 else:
@@ -2367,7 +3870,10 @@ def decode(f):
                         else:
                             if f['max_seqlen_q'] <= 3:
                                 if f['group'] <= 2:
-                                    return (64, 3, 0)
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return (64, 3, 0)
+                                    else:
+                                        return (64, 3, 4)
                                 else:
                                     if f['max_seqlen_k'] <= 20480:
                                         return (64, 3, 0)
@@ -2427,13 +3933,61 @@ def decode(f):
                                             else:
                                                 return (64, 2, 0)
                                         else:
-                                            return (64, 2, 0)
+                                            if f['num_tokens'] <= 192:
+                                                return (64, 3, 0)
+                                            else:
+                                                return (64, 2, 0)
                                     else:
-                                        return (128, 2, 0)
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
+                                                return (64, 3, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (64, 3, 0)
                                 else:
                                     return (64, 3, 0)
                             else:
-                                return (64, 2, 0)
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                else:
+                                    if f['programs'] <= 1536:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        return (64, 2, 0)
 
 
 def prefill(f):
