@@ -158,7 +158,7 @@ def pair_features(f: dict, config, sms: int) -> list[float]:
             config.block_m, config.tile_n, _log2(config.num_splits), config.num_warps, config.num_stages,
             _log2(programs), programs / sms, programs / (math.ceil(programs / sms) * sms), _log2(keys),
             _log2(keys / config.tile_n), _log2(keys * d * f["kv_bits"] / 4),
-            _log2(f["num_seqs"] * keys_total * kv_heads * d * f["kv_bits"] / 4), config.tile_n / f["block_size"],
+            _log2(kv_bytes), config.tile_n / f["block_size"],
             config.num_splits * d, _log2(f["num_tokens"] / max(1, f["num_seqs"])),
             config.block_m / max(1, f["max_seqlen_q"] * f["group"]), _log2(unsplit / sms),
             math.log2(merge_bytes + 1), _log2((merge_bytes + q_bytes) / kv_bytes), _log2(q_bytes)]
