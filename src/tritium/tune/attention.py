@@ -4,6 +4,7 @@
                                      [--grid DECODE,PREFILL] [--shard I/N]
     python -m tritium.tune attention --merge INTO SHARD [SHARD ...]     # join shards' sweeps
     python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
+    python -m tritium.tune attention --confirm FILE [--repeats R]     # re-time its held-out picks (GPU)
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
 head_dim 64/128/256, GQA 1/4/8, pages of 16/64, bf16 and fp8 KV) is timed with every candidate knob
@@ -302,11 +303,21 @@ def _candidates(w: Workload):
     return [HAND] + KNOBS[w.family()]
 
 
-def _workspace(w: Workload, sms: int, device):
-    """Split-KV workspace for the largest split count of ``w``'s candidates (None if none splits); its
-    strides, like the kernels compiled for them, do not depend on that count."""
+def knob_key(knobs) -> str:
+    """A candidate's name in the sweep JSON: "hand" or its knobs joined by "-"."""
+    return HAND if knobs == HAND else "-".join(map(str, knobs))
+
+
+def key_knobs(key: str):
+    """The inverse of ``knob_key``."""
+    return HAND if key == HAND else tuple(int(x) for x in key.split("-"))
+
+
+def _workspace(w: Workload, sms: int, device, candidates=None):
+    """Split-KV workspace for the largest split count of ``candidates`` (default: all of ``w``'s; None if
+    none splits); its strides, like the kernels compiled for them, do not depend on that count."""
     splits = 1
-    for knobs in _candidates(w):
+    for knobs in candidates or _candidates(w):
         try:
             splits = max(splits, w.config(knobs, sms).num_splits)
         except Exception:
@@ -316,19 +327,20 @@ def _workspace(w: Workload, sms: int, device):
     return AttentionWorkspace(w.num_tokens, w.num_q_heads, w.head_dim, max_splits=splits, device=device)
 
 
-def _warm_one(w_dict: dict, sms: int) -> str:
-    """Compile process: run every candidate of one workload once on a one-sequence copy of it (the
-    compiled kernels do not depend on the batch size, only on the shapes' constexprs and strides);
-    returns what failed (it fails again, and is recorded, when timed)."""
+def _warm_one(w_dict: dict, sms: int, candidates=None) -> str:
+    """Compile process: run every candidate of one workload (``candidates``: default all of its family's)
+    once on a one-sequence copy of it (the compiled kernels do not depend on the batch size, only on the
+    shapes' constexprs and strides); returns what failed (it fails again, and is recorded, when timed)."""
     try:
         w = Workload(**w_dict)
+        candidates = [HAND if k == HAND else tuple(k) for k in candidates] if candidates else _candidates(w)
         small = dataclasses.replace(w, num_seqs=1 if w.num_prefill in (0, w.num_seqs) else 2,
                                     num_prefill=min(w.num_prefill, 1))
         inputs = build_inputs(small, "cuda")
         out = torch.empty_like(inputs["q"])
-        workspace = _workspace(w, sms, "cuda")
+        workspace = _workspace(w, sms, "cuda", candidates)
         failed = []
-        for knobs in _candidates(w):
+        for knobs in candidates:
             try:
                 _calls(small, inputs, w.config(knobs, sms), out, workspace)[0]()
                 torch.cuda.synchronize()
@@ -339,12 +351,14 @@ def _warm_one(w_dict: dict, sms: int) -> str:
         return f"{type(e).__name__}: {str(e)[:200]}"
 
 
-def precompile(workloads, sms: int, jobs: int) -> None:
-    """Fill Triton's on-disk cache with every candidate's kernels, ``jobs`` processes at a time."""
+def precompile(workloads, sms: int, jobs: int, candidates: dict | None = None) -> None:
+    """Fill Triton's on-disk cache with every candidate's kernels, ``jobs`` processes at a time
+    (``candidates``: workload name -> the knobs to compile, default all of its family's)."""
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_warm_one, dataclasses.asdict(w), sms): w for w in workloads}
+        futures = {pool.submit(_warm_one, dataclasses.asdict(w), sms, (candidates or {}).get(w.name)): w
+                   for w in workloads}
         for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
             try:
                 failed = f.result()
@@ -361,15 +375,18 @@ def _checkable(w: Workload) -> bool:
     return w.num_tokens * w.context * w.num_q_heads <= 1 << 28 and w.kv_bytes() <= 1 << 29
 
 
-def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True, repeats: int = 1) -> dict:
-    """Time every candidate of ``w``; a record with ms per candidate (None: failed). ``repeats`` > 1 times
+def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True, repeats: int = 1,
+                   candidates=None) -> dict:
+    """Time every candidate of ``w`` (``candidates``: these knob sets instead, HAND among them or not); a
+    record with ms per candidate (None: failed). ``repeats`` > 1 times
     the candidates that many times, in alternating order (forward, backward, ...), records every time in
     ``runs_ms`` and their median in ``times_ms``: one configuration timed twice in one sweep differed by
     2.3% (90th percentile) and up to 12.7% (bench/NOTES.md), as much as the near-ties a tree must tell apart."""
     copies = _copies(w, l2_bytes)
     inputs = build_inputs(w, device, copies)
     out = torch.empty_like(inputs["q"])
-    workspace = _workspace(w, sms, device)
+    candidates = candidates or _candidates(w)
+    workspace = _workspace(w, sms, device, candidates)
     record = dict(workload=dataclasses.asdict(w), name=w.name, family=w.family(), features=w.features(),
                   copies=copies, kv_mb=round(w.kv_bytes() / 1e6, 3), times_ms={}, configs={})
     if check and _checkable(w):  # the hand rules' output against the fp32 reference, on the first copy
@@ -380,8 +397,8 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
         record["rel_err"] = err
         if not err < 3e-2:
             raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
-    keys = [HAND if knobs == HAND else "-".join(map(str, knobs)) for knobs in _candidates(w)]
-    configs = {key: w.config(knobs, sms) for knobs, key in zip(_candidates(w), keys)}
+    keys = [knob_key(knobs) for knobs in candidates]
+    configs = {key: w.config(knobs, sms) for knobs, key in zip(candidates, keys)}
     record["configs"] = {key: dataclasses.astuple(config) for key, config in configs.items()}
     runs = {key: [] for key in keys}
     for rep in range(repeats):
@@ -548,6 +565,12 @@ def main(argv) -> int:
                              "and exit; the shards then sweep with --jobs 1")
     parser.add_argument("--merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the sweep JSON INTO (no GPU)")
+    parser.add_argument("--confirm", metavar="FILE",
+                        help="re-time the held-out picks of the fit of this sweep JSON against the hand rules and "
+                             "the sweep's best (--repeats rounds, default 6; tritium.tune.confirm)")
+    parser.add_argument("--confirm-merge", nargs="+", metavar="FILE",
+                        help="INTO SHARD...: add the shards' re-timings to the confirmation JSON INTO (no GPU)")
+    parser.add_argument("--confirm-summary", metavar="FILE", help="print a confirmation JSON's table (no GPU)")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
@@ -564,6 +587,8 @@ def main(argv) -> int:
         added = merge_sweeps(args.merge[0], args.merge[1:])
         print(f"{args.merge[0]}: {added} workloads added from {len(args.merge) - 1} shard(s)")
         return 0
+    if args.confirm_merge or args.confirm_summary or args.confirm:
+        return _confirm_main(parser, args)
     path = args.fit
     if path is None:
         try:
@@ -591,6 +616,42 @@ def main(argv) -> int:
     anchors = set() if args.hold_out_anchors else {w.name for w in anchor_workloads()}
     trees.fit_and_export(path, domain=[w.features() for w in workload_domain()], tree_dir=args.tree_dir,
                          train_only=anchors, others=tuple(args.with_sweep))
+    return 0
+
+
+def _confirm_main(parser, args) -> int:
+    from tritium.tune import confirm
+
+    if args.confirm_merge:
+        if len(args.confirm_merge) < 2:
+            parser.error("--confirm-merge needs the confirmation JSON to add to and at least one shard's JSON")
+        added = confirm.merge(args.confirm_merge[0], args.confirm_merge[1:])
+        print(f"{args.confirm_merge[0]}: {added} workloads added from {len(args.confirm_merge) - 1} shard(s)")
+        data = _load(args.confirm_merge[0])
+        if data is not None:
+            confirm.print_summary(data)
+        return 0
+    if args.confirm_summary:
+        data = _load(args.confirm_summary)
+        if data is None:
+            parser.error(f"--confirm-summary: {args.confirm_summary} does not exist")
+        confirm.print_summary(data)
+        return 0
+    try:
+        shard = parse_shard(args.shard)
+    except ValueError as e:
+        parser.error(f"--shard: {e}")
+    repeats = 6 if args.repeats is None else args.repeats
+    if repeats < 2:
+        parser.error(f"--repeats must be >= 2 with --confirm (rounds compared one by one), got {repeats}")
+    if not os.path.exists(args.confirm):
+        parser.error(f"--confirm: {args.confirm} does not exist")
+    if not (torch.cuda.is_available() or interpreting()):
+        parser.error("--confirm times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
+    path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, shard=shard, limit=args.limit,
+                           jobs=args.jobs, compile_only=args.compile_only)
+    if not args.compile_only and shard[1] == 1:
+        confirm.print_summary(_load(path))
     return 0
 
 
