@@ -1,14 +1,14 @@
 """Paged-attention kernel knobs for NVIDIA H100 80GB HBM3 (132 SMs): generated, do not edit.
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
-(sha256 0e02385c4aa6db75; 2446 decode-family and 925 prefill-family workloads,
-swept 2026-11-26T16:57:51+00:00; distilled trees {'decode': {'leaves': 2400, 'margin': 0.01}, 'prefill': {'leaves': 600, 'margin': 0.05}}
+(sha256 418f281e167a3e74; 2446 decode-family and 1290 prefill-family workloads,
+swept 2026-11-26T20:04:22+00:00; distilled trees {'decode': {'leaves': 2400, 'margin': 0.01}, 'prefill': {'leaves': 600, 'margin': 0.01}}
 (leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0138, 'hand': 1.1237}, 'prefill': {'tree': 1.0191, 'hand': 1.4324}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0118, 'hand': 1.1237}, 'prefill': {'tree': 1.0159, 'hand': 1.4112}}).
 The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):
-    decode: 489 held out, 91% within 5% of the best swept, worst 1.269x the best and 1.259x the hand rules
-    prefill: 185 held out, 87% within 5% of the best swept, worst 1.401x the best and 1.264x the hand rules
+    decode: 489 held out, 92% within 5% of the best swept, worst 1.359x the best and 1.358x the hand rules
+    prefill: 258 held out, 91% within 5% of the best swept, worst 1.393x the best and 1.178x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -29,8 +29,8 @@ UNFIT = frozenset({
 
 
 def decode(f):
-    if f['max_seqlen_k'] <= 3072:
-        if f['head_dim'] <= 192:
+    if f['head_dim'] <= 192:
+        if f['max_seqlen_k'] <= 6144:
             if f['max_seqlen_k'] <= 320:
                 if f['programs'] <= 384:
                     if f['programs'] <= 12:
@@ -40,9 +40,9 @@ def decode(f):
                                     if f['max_seqlen_q'] <= 1:
                                         if f['block_size'] <= 40:
                                             if f['group'] <= 6:
-                                                if f['num_tokens'] <= 3:
+                                                if f['num_seqs'] <= 3:
                                                     if f['group'] <= 2:
-                                                        if f['num_tokens'] <= 1:
+                                                        if f['num_seqs'] <= 1:
                                                             return (128, 2, 2)
                                                         else:
                                                             return (32, 2, 1)
@@ -62,7 +62,7 @@ def decode(f):
                                                     return (128, 2, 2)
                                     else:
                                         if f['group'] <= 6:
-                                            if f['programs'] <= 6:
+                                            if f['programs'] <= 3:
                                                 return (128, 2, 2)
                                             else:
                                                 if f['group'] <= 2:
@@ -90,41 +90,35 @@ def decode(f):
                                             return (128, 2, 2)
                             else:
                                 if f['programs'] <= 6:
-                                    if f['group'] <= 6:
+                                    if f['group'] <= 2:
                                         if f['programs'] <= 3:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 1)
+                                            return (32, 2, 1)
+                                        else:
+                                            if f['num_tokens'] <= 6:
+                                                return (32, 2, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 1)
+                                    else:
+                                        if f['num_tokens'] <= 3:
+                                            if f['group'] <= 6:
+                                                if f['programs'] <= 3:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 4)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (32, 2, 8)
                                                 else:
                                                     return (32, 2, 1)
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (32, 2, 1)
-                                            else:
-                                                if f['num_tokens'] <= 3:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            if f['num_tokens'] <= 3:
-                                                return (32, 2, 4)
                                             else:
                                                 return (32, 2, 1)
-                                        else:
-                                            return (32, 2, 1)
                                 else:
                                     if f['group'] <= 2:
                                         if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 12:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 1)
                                             else:
                                                 return (32, 2, 4)
@@ -134,25 +128,25 @@ def decode(f):
                                             else:
                                                 return (128, 2, 0)
                                     else:
-                                        if f['num_tokens'] <= 6:
-                                            if f['num_seqs'] <= 2:
-                                                return (128, 2, 0)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (128, 2, 0)
-                                        else:
-                                            if f['group'] <= 6:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_q'] <= 1:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 4)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 1:
+                                                    if f['num_kv_heads'] <= 1:
                                                         return (128, 2, 1)
                                                     else:
-                                                        return (128, 2, 0)
+                                                        return (128, 2, 2)
                                             else:
-                                                return (128, 2, 4)
+                                                if f['num_seqs'] <= 6:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (128, 2, 0)
+                                        else:
+                                            return (128, 2, 4)
                         else:
                             if f['head_dim'] <= 96:
                                 if f['max_seqlen_q'] <= 6:
@@ -167,7 +161,7 @@ def decode(f):
                                     else:
                                         if f['num_seqs'] <= 6:
                                             if f['group'] <= 2:
-                                                if f['num_tokens'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 8)
                                                 else:
                                                     return (128, 2, 1)
@@ -185,13 +179,7 @@ def decode(f):
                                     if f['group'] <= 6:
                                         return (128, 2, 0)
                                     else:
-                                        if f['programs'] <= 3:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['programs'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                return (128, 2, 0)
+                                        return (64, 2, 0)
                             else:
                                 if f['group'] <= 6:
                                     if f['programs'] <= 6:
@@ -202,15 +190,15 @@ def decode(f):
                                                 else:
                                                     return (64, 2, 0)
                                             else:
-                                                return (128, 2, 4)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 0)
-                                            else:
-                                                if f['num_tokens'] <= 12:
-                                                    return (128, 2, 2)
-                                                else:
+                                                if f['group'] <= 2:
                                                     return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 4)
+                                        else:
+                                            if f['num_seqs'] <= 1:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (64, 2, 0)
                                     else:
                                         if f['block_size'] <= 40:
                                             return (128, 2, 0)
@@ -218,19 +206,19 @@ def decode(f):
                                             return (64, 2, 0)
                                 else:
                                     if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 6:
-                                            if f['programs'] <= 1:
-                                                return (128, 2, 0)
-                                            else:
+                                        if f['programs'] <= 3:
+                                            return (128, 2, 0)
+                                        else:
+                                            if f['programs'] <= 6:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 8)
                                                 else:
                                                     return (64, 2, 0)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
                                             else:
-                                                return (128, 2, 0)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                                     else:
                                         return (64, 2, 0)
                     else:
@@ -241,19 +229,16 @@ def decode(f):
                                         if f['kv_bits'] <= 12:
                                             if f['programs'] <= 48:
                                                 if f['num_tokens'] <= 12:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (128, 2, 0)
-                                                    else:
+                                                    if f['num_seqs'] <= 6:
                                                         if f['head_dim'] <= 96:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                return (128, 2, 4)
-                                                            else:
-                                                                return (128, 2, 0)
+                                                            return (128, 2, 4)
                                                         else:
                                                             if f['num_tokens'] <= 6:
                                                                 return (128, 2, 0)
                                                             else:
                                                                 return (32, 2, 2)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
                                                     if f['head_dim'] <= 96:
                                                         if f['programs'] <= 24:
@@ -261,10 +246,7 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (128, 2, 8)
-                                                        else:
-                                                            return (128, 2, 0)
+                                                        return (128, 2, 8)
                                             else:
                                                 if f['num_seqs'] <= 12:
                                                     if f['head_dim'] <= 96:
@@ -274,11 +256,11 @@ def decode(f):
                                                 else:
                                                     return (64, 2, 0)
                                         else:
-                                            if f['programs'] <= 24:
-                                                if f['num_tokens'] <= 3:
-                                                    return (128, 2, 4)
+                                            if f['num_tokens'] <= 3:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 8)
+                                                    return (128, 2, 4)
                                             else:
                                                 if f['head_dim'] <= 96:
                                                     if f['block_size'] <= 40:
@@ -287,15 +269,24 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 8)
                                                     else:
-                                                        return (128, 2, 4)
-                                                else:
-                                                    if f['programs'] <= 48:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        if f['num_seqs'] <= 12:
-                                                            return (128, 2, 0)
+                                                        if f['programs'] <= 24:
+                                                            return (128, 2, 8)
                                                         else:
-                                                            return (64, 2, 0)
+                                                            if f['num_tokens'] <= 6:
+                                                                return (128, 2, 4)
+                                                            else:
+                                                                return (128, 2, 0)
+                                                else:
+                                                    if f['programs'] <= 24:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        if f['programs'] <= 48:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            if f['programs'] <= 96:
+                                                                return (128, 2, 0)
+                                                            else:
+                                                                return (64, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             return (128, 2, 0)
@@ -305,96 +296,107 @@ def decode(f):
                                     if f['kv_bits'] <= 12:
                                         if f['head_dim'] <= 96:
                                             if f['programs'] <= 96:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['programs'] <= 48:
+                                                if f['programs'] <= 48:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         return (128, 2, 4)
                                                     else:
-                                                        return (128, 2, 0)
-                                                else:
-                                                    if f['programs'] <= 48:
                                                         if f['programs'] <= 24:
                                                             return (128, 2, 0)
                                                         else:
                                                             return (128, 2, 4)
-                                                    else:
-                                                        return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (128, 2, 0)
+                                                return (64, 2, 0)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['programs'] <= 96:
-                                                    if f['programs'] <= 48:
-                                                        return (128, 2, 8)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            return (128, 2, 0)
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['programs'] <= 48:
+                                                    return (128, 2, 8)
                                                 else:
-                                                    return (64, 2, 0)
+                                                    if f['programs'] <= 96:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 0)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['programs'] <= 48:
-                                                            return (128, 2, 0)
+                                                    if f['programs'] <= 48:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        if f['programs'] <= 96:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['max_seqlen_q'] <= 3:
+                                                                    return (128, 2, 0)
+                                                                else:
+                                                                    return (64, 2, 0)
+                                                            else:
+                                                                return (128, 2, 0)
                                                         else:
                                                             return (64, 2, 0)
-                                                    else:
-                                                        return (128, 2, 0)
                                                 else:
                                                     if f['programs'] <= 96:
                                                         if f['programs'] <= 48:
-                                                            return (128, 2, 8)
+                                                            if f['max_seqlen_q'] <= 3:
+                                                                return (128, 2, 0)
+                                                            else:
+                                                                return (128, 2, 8)
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
-                                                            return (128, 2, 0)
+                                                            return (64, 2, 0)
                                                         else:
                                                             return (128, 2, 2)
                                     else:
                                         if f['programs'] <= 48:
-                                            if f['num_tokens'] <= 192:
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 24:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 4)
+                                            else:
                                                 if f['head_dim'] <= 96:
                                                     return (128, 2, 0)
                                                 else:
+                                                    return (128, 2, 1)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['num_tokens'] <= 48:
+                                                    if f['max_seqlen_q'] <= 2:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 0)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['head_dim'] <= 96:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
+                                            else:
+                                                if f['head_dim'] <= 96:
                                                     if f['max_seqlen_q'] <= 1:
                                                         return (128, 2, 1)
                                                     else:
                                                         return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 4)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['programs'] <= 96:
-                                                        return (128, 2, 4)
-                                                    else:
-                                                        return (128, 2, 1)
-                                                else:
-                                                    return (128, 2, 0)
-                                            else:
-                                                if f['programs'] <= 96:
-                                                    if f['block_size'] <= 40:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (128, 2, 8)
-                                                        else:
-                                                            return (128, 2, 0)
-                                                    else:
-                                                        return (64, 2, 0)
                                                 else:
                                                     return (64, 2, 0)
                             else:
                                 if f['programs'] <= 48:
                                     if f['block_size'] <= 40:
                                         if f['programs'] <= 24:
-                                            if f['num_kv_heads'] <= 5:
+                                            if f['num_seqs'] <= 5:
+                                                if f['num_tokens'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
+                                            else:
                                                 if f['kv_bits'] <= 12:
                                                     if f['num_tokens'] <= 12:
                                                         return (128, 2, 8)
@@ -408,17 +410,6 @@ def decode(f):
                                                         return (128, 2, 4)
                                                     else:
                                                         return (128, 2, 0)
-                                            else:
-                                                if f['num_tokens'] <= 6:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 12:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            return (128, 2, 0)
                                         else:
                                             if f['group'] <= 6:
                                                 if f['head_dim'] <= 96:
@@ -475,13 +466,13 @@ def decode(f):
                                                         if f['head_dim'] <= 96:
                                                             return (128, 2, 0)
                                                         else:
-                                                            if f['num_tokens'] <= 3:
-                                                                return (128, 2, 2)
-                                                            else:
-                                                                if f['max_seqlen_q'] <= 3:
-                                                                    return (128, 2, 8)
+                                                            if f['max_seqlen_q'] <= 3:
+                                                                if f['num_tokens'] <= 3:
+                                                                    return (128, 2, 2)
                                                                 else:
-                                                                    return (64, 2, 0)
+                                                                    return (128, 2, 8)
+                                                            else:
+                                                                return (64, 2, 0)
                                                 else:
                                                     if f['head_dim'] <= 96:
                                                         return (128, 2, 1)
@@ -502,10 +493,10 @@ def decode(f):
                                                 if f['programs'] <= 96:
                                                     if f['max_seqlen_q'] <= 1:
                                                         if f['group'] <= 6:
-                                                            if f['num_seqs'] <= 48:
-                                                                return (128, 2, 1)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 return (128, 2, 2)
+                                                            else:
+                                                                return (128, 2, 1)
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
@@ -515,10 +506,7 @@ def decode(f):
                                                         return (64, 2, 0)
                                                     else:
                                                         if f['max_seqlen_q'] <= 3:
-                                                            if f['group'] <= 6:
-                                                                return (128, 3, 4)
-                                                            else:
-                                                                return (64, 2, 0)
+                                                            return (128, 3, 4)
                                                         else:
                                                             return (64, 2, 0)
                                             else:
@@ -541,26 +529,17 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 0)
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
                                                         return (128, 2, 0)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return (128, 2, 4)
-                                                        else:
-                                                            return (128, 2, 0)
+                                                        return (128, 2, 4)
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (64, 2, 0)
-                                                        else:
-                                                            return (128, 2, 0)
+                                                return (64, 2, 0)
                                     else:
                                         if f['head_dim'] <= 96:
                                             if f['block_size'] <= 40:
@@ -575,7 +554,7 @@ def decode(f):
                                                     else:
                                                         return (128, 2, 0)
                                                 else:
-                                                    return (64, 2, 0)
+                                                    return (128, 2, 8)
                                         else:
                                             if f['programs'] <= 96:
                                                 if f['max_seqlen_q'] <= 1:
@@ -597,29 +576,32 @@ def decode(f):
                                             return (64, 2, 0)
                                     else:
                                         if f['block_size'] <= 40:
-                                            return (64, 2, 1)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (64, 2, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 1:
-                                                if f['num_seqs'] <= 192:
+                                                if f['num_tokens'] <= 80:
                                                     return (128, 2, 8)
                                                 else:
                                                     return (128, 2, 2)
                                             else:
                                                 return (128, 2, 0)
                                 else:
-                                    if f['num_tokens'] <= 48:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 0)
+                                    if f['num_tokens'] <= 192:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (64, 2, 1)
                                         else:
-                                            return (128, 2, 0)
-                                    else:
-                                        if f['num_tokens'] <= 192:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 1)
-                                            else:
+                                            if f['group'] <= 6:
                                                 return (64, 2, 0)
-                                        else:
-                                            return (64, 2, 0)
+                                            else:
+                                                return (128, 2, 0)
+                                    else:
+                                        return (64, 2, 0)
                             else:
                                 if f['kv_bits'] <= 12:
                                     if f['block_size'] <= 40:
@@ -634,12 +616,12 @@ def decode(f):
                                         if f['group'] <= 2:
                                             return (64, 2, 0)
                                         else:
-                                            if f['max_seqlen_q'] <= 1:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 1)
                                             else:
                                                 return (64, 2, 0)
                                 else:
-                                    if f['max_seqlen_q'] <= 3:
+                                    if f['max_seqlen_q'] <= 1:
                                         return (64, 2, 1)
                                     else:
                                         return (64, 2, 0)
@@ -657,7 +639,7 @@ def decode(f):
                                             else:
                                                 return (64, 2, 2)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['num_tokens'] <= 96:
                                             return 'hand'
                                         else:
                                             return (32, 2, 1)
@@ -671,16 +653,10 @@ def decode(f):
                                             return (32, 2, 0)
                             else:
                                 if f['max_seqlen_q'] <= 1:
-                                    if f['group'] <= 6:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 2)
+                                    if f['head_dim'] <= 96:
+                                        return 'hand'
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 2)
+                                        return (64, 2, 2)
                                 else:
                                     if f['head_dim'] <= 96:
                                         if f['block_size'] <= 40:
@@ -697,18 +673,18 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 4)
                                         else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 1)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 0)
                                             else:
-                                                return (128, 2, 0)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                         else:
                             if f['head_dim'] <= 96:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        if f['num_tokens'] <= 192:
+                                if f['block_size'] <= 40:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['num_seqs'] <= 160:
                                             return (64, 2, 0)
                                         else:
                                             return 'hand'
@@ -765,7 +741,7 @@ def decode(f):
                                         else:
                                             return (32, 2, 0)
                                     else:
-                                        if f['num_tokens'] <= 768:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (32, 2, 8)
                                         else:
                                             return (32, 2, 0)
@@ -786,7 +762,7 @@ def decode(f):
                                             else:
                                                 return (64, 2, 8)
                                         else:
-                                            return 'hand'
+                                            return (32, 2, 0)
                                     else:
                                         if f['max_seqlen_q'] <= 1:
                                             return (32, 2, 4)
@@ -798,22 +774,19 @@ def decode(f):
                         if f['programs'] <= 3:
                             if f['head_dim'] <= 96:
                                 if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 1:
-                                        return (32, 2, 8)
-                                    else:
-                                        if f['group'] <= 6:
+                                    if f['num_tokens'] <= 3:
+                                        if f['num_kv_heads'] <= 1:
                                             if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (32, 2, 1)
+                                                return (32, 2, 2)
                                             else:
-                                                return (32, 2, 4)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 8)
-                                            else:
-                                                return (32, 2, 1)
+                                        else:
+                                            return (32, 2, 4)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 1)
                                 else:
                                     if f['num_tokens'] <= 6:
                                         if f['kv_bits'] <= 12:
@@ -825,7 +798,7 @@ def decode(f):
                                                         if f['block_size'] <= 40:
                                                             return (32, 2, 8)
                                                         else:
-                                                            if f['programs'] <= 1:
+                                                            if f['num_seqs'] <= 1:
                                                                 return (32, 2, 8)
                                                             else:
                                                                 return (32, 2, 2)
@@ -833,14 +806,17 @@ def decode(f):
                                                     return (32, 2, 1)
                                             else:
                                                 if f['group'] <= 2:
-                                                    return (32, 2, 4)
+                                                    if f['num_tokens'] <= 1:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 1)
                                                 else:
                                                     return (32, 2, 1)
                                         else:
                                             if f['programs'] <= 1:
                                                 return (32, 2, 4)
                                             else:
-                                                if f['group'] <= 2:
+                                                if f['num_tokens'] <= 1:
                                                     return 'hand'
                                                 else:
                                                     return (32, 2, 2)
@@ -848,19 +824,19 @@ def decode(f):
                                         if f['group'] <= 6:
                                             return (32, 2, 1)
                                         else:
-                                            if f['num_tokens'] <= 12:
+                                            if f['kv_bits'] <= 12:
+                                                if f['num_tokens'] <= 12:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (128, 2, 4)
+                                            else:
                                                 if f['max_seqlen_q'] <= 6:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (32, 2, 1)
-                                                    else:
-                                                        return (64, 2, 8)
+                                                    return (64, 2, 8)
                                                 else:
                                                     return (32, 2, 1)
-                                            else:
-                                                return (128, 2, 4)
                             else:
                                 if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 6:
+                                    if f['max_seqlen_q'] <= 3:
                                         if f['num_tokens'] <= 3:
                                             return (32, 2, 8)
                                         else:
@@ -870,7 +846,10 @@ def decode(f):
                                             return (32, 2, 1)
                                         else:
                                             if f['max_seqlen_k'] <= 1280:
-                                                return (32, 2, 2)
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 2)
                                             else:
                                                 return (32, 2, 1)
                                 else:
@@ -888,7 +867,7 @@ def decode(f):
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['programs'] <= 1:
-                                                if f['max_seqlen_q'] <= 3:
+                                                if f['num_tokens'] <= 3:
                                                     if f['num_tokens'] <= 1:
                                                         return (32, 2, 1)
                                                     else:
@@ -932,18 +911,15 @@ def decode(f):
                                         else:
                                             if f['num_tokens'] <= 3:
                                                 if f['group'] <= 6:
-                                                    return 'hand'
+                                                    return (32, 2, 1)
                                                 else:
                                                     return (64, 3, 2)
                                             else:
                                                 if f['programs'] <= 6:
                                                     if f['group'] <= 2:
-                                                        return (32, 2, 1)
+                                                        return 'hand'
                                                     else:
-                                                        if f['num_tokens'] <= 6:
-                                                            return (64, 2, 8)
-                                                        else:
-                                                            return 'hand'
+                                                        return (64, 2, 8)
                                                 else:
                                                     if f['group'] <= 2:
                                                         return (32, 2, 1)
@@ -962,41 +938,47 @@ def decode(f):
                                             else:
                                                 return (32, 2, 1)
                                         else:
-                                            if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
                                                 if f['programs'] <= 6:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        return (32, 2, 1)
+                                                    return (32, 2, 8)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['block_size'] <= 40:
-                                                            return 'hand'
-                                                        else:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1:
                                                             return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 1)
+                                                        else:
+                                                            return (32, 2, 1)
                                             else:
-                                                if f['num_seqs'] <= 1:
-                                                    return (64, 3, 4)
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['programs'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                                 else:
-                                                    return (32, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return (64, 3, 4)
                                 else:
                                     if f['programs'] <= 6:
                                         if f['group'] <= 2:
-                                            if f['head_dim'] <= 96:
-                                                if f['max_seqlen_q'] <= 1:
+                                            if f['num_tokens'] <= 3:
+                                                if f['head_dim'] <= 96:
                                                     return (32, 2, 8)
                                                 else:
-                                                    return (32, 2, 1)
+                                                    return (32, 2, 4)
                                             else:
                                                 if f['max_seqlen_q'] <= 6:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 4)
+                                                    if f['head_dim'] <= 96:
+                                                        return (32, 2, 1)
                                                     else:
                                                         return (32, 2, 8)
                                                 else:
-                                                    return 'hand'
+                                                    if f['head_dim'] <= 96:
+                                                        return (32, 2, 1)
+                                                    else:
+                                                        return 'hand'
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['head_dim'] <= 96:
@@ -1025,17 +1007,14 @@ def decode(f):
                                                         else:
                                                             return 'hand'
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 6:
-                                                        return (64, 2, 8)
-                                                    else:
-                                                        if f['num_tokens'] <= 12:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            return 'hand'
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 2, 8)
                                                 else:
                                                     if f['num_tokens'] <= 24:
-                                                        return 'hand'
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (32, 2, 2)
                                                     else:
                                                         return (64, 2, 1)
                                     else:
@@ -1057,10 +1036,13 @@ def decode(f):
                                                             if f['num_tokens'] <= 6:
                                                                 return (32, 2, 4)
                                                             else:
-                                                                return (32, 2, 1)
+                                                                return 'hand'
                                                     else:
                                                         if f['max_seqlen_q'] <= 1:
-                                                            return (32, 2, 8)
+                                                            if f['group'] <= 6:
+                                                                return (32, 2, 8)
+                                                            else:
+                                                                return 'hand'
                                                         else:
                                                             return (32, 2, 1)
                                             else:
@@ -1073,34 +1055,37 @@ def decode(f):
                                                                 else:
                                                                     return (32, 2, 1)
                                                             else:
-                                                                if f['num_tokens'] <= 2:
+                                                                if f['num_seqs'] <= 2:
                                                                     return (64, 2, 2)
                                                                 else:
                                                                     return (64, 2, 1)
                                                         else:
-                                                            if f['num_seqs'] <= 2:
-                                                                if f['num_tokens'] <= 6:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                if f['group'] <= 2:
+                                                                    return (64, 2, 8)
+                                                                else:
+                                                                    return (32, 2, 1)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 6:
                                                                     return 'hand'
                                                                 else:
                                                                     if f['group'] <= 2:
                                                                         return (32, 2, 4)
                                                                     else:
                                                                         return (32, 2, 1)
-                                                            else:
-                                                                if f['group'] <= 2:
-                                                                    return (64, 2, 8)
-                                                                else:
-                                                                    return (32, 2, 1)
                                                     else:
-                                                        if f['num_tokens'] <= 12:
-                                                            return (64, 2, 8)
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['group'] <= 2:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 2, 8)
                                                         else:
                                                             return 'hand'
                                                 else:
-                                                    if f['num_tokens'] <= 3:
+                                                    if f['num_tokens'] <= 1:
                                                         return (128, 2, 4)
                                                     else:
-                                                        if f['num_kv_heads'] <= 5:
+                                                        if f['max_seqlen_q'] <= 6:
                                                             if f['max_seqlen_q'] <= 3:
                                                                 return (32, 2, 4)
                                                             else:
@@ -1122,8 +1107,8 @@ def decode(f):
                                 if f['programs'] <= 6:
                                     if f['kv_bits'] <= 12:
                                         if f['group'] <= 2:
-                                            if f['head_dim'] <= 96:
-                                                if f['max_seqlen_q'] <= 3:
+                                            if f['num_tokens'] <= 6:
+                                                if f['head_dim'] <= 96:
                                                     if f['num_tokens'] <= 3:
                                                         return (64, 3, 8)
                                                     else:
@@ -1131,20 +1116,23 @@ def decode(f):
                                                 else:
                                                     return (32, 2, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
+                                                if f['head_dim'] <= 96:
                                                     return (32, 2, 2)
                                                 else:
-                                                    return 'hand'
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return 'hand'
                                         else:
                                             if f['head_dim'] <= 96:
                                                 if f['max_seqlen_q'] <= 1:
                                                     if f['num_kv_heads'] <= 1:
                                                         return (32, 2, 8)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return (32, 2, 4)
-                                                        else:
+                                                        if f['block_size'] <= 40:
                                                             return (32, 2, 8)
+                                                        else:
+                                                            return (32, 2, 4)
                                                 else:
                                                     return (32, 2, 2)
                                             else:
@@ -1169,43 +1157,31 @@ def decode(f):
                                                         return (64, 2, 4)
                                     else:
                                         if f['num_tokens'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return 'hand'
-                                                    else:
-                                                        return (32, 2, 2)
-                                                else:
+                                            if f['num_tokens'] <= 6:
+                                                if f['group'] <= 6:
                                                     if f['head_dim'] <= 96:
-                                                        if f['num_tokens'] <= 3:
+                                                        if f['block_size'] <= 40:
                                                             return (32, 2, 4)
                                                         else:
                                                             return (32, 2, 2)
                                                     else:
+                                                        if f['group'] <= 2:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (64, 2, 4)
+                                                            else:
+                                                                return (32, 2, 2)
+                                                        else:
+                                                            return (32, 2, 2)
+                                                else:
+                                                    if f['head_dim'] <= 96:
+                                                        return (64, 2, 8)
+                                                    else:
                                                         return (32, 2, 2)
                                             else:
-                                                if f['num_seqs'] <= 3:
-                                                    if f['group'] <= 6:
-                                                        if f['head_dim'] <= 96:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 3:
-                                                                return (64, 2, 4)
-                                                            else:
-                                                                return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['group'] <= 6:
-                                                            return 'hand'
-                                                        else:
-                                                            if f['head_dim'] <= 96:
-                                                                return (64, 2, 8)
-                                                            else:
-                                                                return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 2)
+                                                return (32, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
                                                 if f['group'] <= 2:
@@ -1219,25 +1195,43 @@ def decode(f):
                                                 if f['group'] <= 2:
                                                     return (32, 2, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 24:
-                                                        return (64, 2, 4)
+                                                    if f['head_dim'] <= 96:
+                                                        return (32, 2, 2)
                                                     else:
-                                                        return 'hand'
+                                                        return (64, 2, 4)
                                 else:
                                     if f['head_dim'] <= 96:
-                                        if f['kv_bits'] <= 12:
-                                            if f['group'] <= 2:
+                                        if f['group'] <= 2:
+                                            if f['kv_bits'] <= 12:
                                                 if f['max_seqlen_q'] <= 3:
                                                     if f['max_seqlen_q'] <= 1:
                                                         return (128, 2, 8)
                                                     else:
-                                                        return (128, 2, 1)
+                                                        if f['num_seqs'] <= 2:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (128, 2, 1)
                                                 else:
-                                                    if f['num_tokens'] <= 12:
+                                                    if f['num_seqs'] <= 2:
                                                         return (32, 2, 8)
                                                     else:
                                                         return (32, 2, 4)
                                             else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (128, 2, 8)
+                                                    else:
+                                                        return (128, 2, 8)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 2, 8)
+                                        else:
+                                            if f['kv_bits'] <= 12:
                                                 if f['num_tokens'] <= 3:
                                                     if f['block_size'] <= 40:
                                                         return (32, 2, 4)
@@ -1253,25 +1247,10 @@ def decode(f):
                                                         else:
                                                             return (64, 2, 8)
                                                     else:
-                                                        return (32, 2, 4)
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['num_tokens'] <= 1:
-                                                        return (128, 2, 8)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 2, 4)
-                                                            else:
-                                                                return (128, 2, 8)
-                                                        else:
+                                                        if f['group'] <= 6:
                                                             return (32, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 2, 8)
+                                                        else:
+                                                            return 'hand'
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     if f['block_size'] <= 40:
@@ -1284,15 +1263,12 @@ def decode(f):
                                                             if f['max_seqlen_q'] <= 1:
                                                                 return (32, 2, 8)
                                                             else:
-                                                                return (32, 2, 4)
+                                                                return (32, 2, 2)
                                                         else:
                                                             return (32, 2, 2)
                                                 else:
                                                     if f['block_size'] <= 40:
-                                                        if f['num_tokens'] <= 48:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            return (128, 2, 4)
+                                                        return (128, 2, 4)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
                                                             return (128, 2, 1)
@@ -1304,10 +1280,10 @@ def decode(f):
                                                 return (32, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (32, 2, 2)
-                                                    else:
+                                                    if f['num_seqs'] <= 2:
                                                         return (64, 2, 1)
+                                                    else:
+                                                        return (32, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
                                         else:
@@ -1323,26 +1299,29 @@ def decode(f):
                                                     if f['max_seqlen_k'] <= 1408:
                                                         return (32, 2, 4)
                                                     else:
-                                                        return (32, 2, 2)
+                                                        if f['num_tokens'] <= 1:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 3:
+                                                                return (32, 2, 2)
+                                                            else:
+                                                                return (128, 2, 1)
                     else:
                         if f['max_seqlen_k'] <= 1280:
                             if f['programs'] <= 48:
                                 if f['head_dim'] <= 96:
                                     if f['kv_bits'] <= 12:
                                         if f['programs'] <= 24:
-                                            if f['num_tokens'] <= 3:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 2)
-                                                else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['block_size'] <= 40:
                                                     return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 2)
                                             else:
                                                 if f['group'] <= 6:
                                                     return (32, 2, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        return 'hand'
+                                                    return 'hand'
                                         else:
                                             if f['group'] <= 6:
                                                 if f['max_seqlen_q'] <= 1:
@@ -1352,51 +1331,42 @@ def decode(f):
                                                         if f['block_size'] <= 40:
                                                             return (32, 2, 8)
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (32, 2, 4)
-                                                            else:
+                                                            if f['num_seqs'] <= 24:
                                                                 return (32, 2, 8)
+                                                            else:
+                                                                return (32, 2, 4)
                                                 else:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return 'hand'
+                                                    return 'hand'
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['num_seqs'] <= 10:
+                                                    if f['num_tokens'] <= 10:
                                                         return (64, 3, 2)
                                                     else:
                                                         return (32, 2, 2)
                                                 else:
-                                                    if f['block_size'] <= 40:
+                                                    if f['max_seqlen_q'] <= 3:
                                                         return 'hand'
                                                     else:
                                                         return (128, 2, 4)
                                     else:
                                         if f['programs'] <= 24:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        return 'hand'
+                                                    return (32, 2, 8)
                                                 else:
                                                     return 'hand'
                                             else:
-                                                if f['num_seqs'] <= 12:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['group'] <= 6:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            return (128, 2, 2)
-                                                    else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 6:
                                                         return 'hand'
+                                                    else:
+                                                        return (128, 2, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 48:
-                                                        if f['num_tokens'] <= 24:
-                                                            return 'hand'
-                                                        else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['num_kv_heads'] <= 1:
                                                             return (128, 2, 8)
+                                                        else:
+                                                            return 'hand'
                                                     else:
                                                         return (128, 2, 1)
                                         else:
@@ -1421,22 +1391,22 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 6:
                                                             return (128, 2, 8)
                                                         else:
-                                                            return (128, 2, 0)
+                                                            return (128, 2, 1)
                                 else:
                                     if f['programs'] <= 24:
                                         if f['kv_bits'] <= 12:
                                             if f['group'] <= 6:
                                                 if f['num_tokens'] <= 3:
-                                                    return (32, 2, 8)
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (32, 2, 8)
                                                 else:
                                                     if f['max_seqlen_q'] <= 1:
                                                         return (32, 2, 4)
                                                     else:
                                                         if f['num_tokens'] <= 96:
-                                                            if f['group'] <= 2:
-                                                                return (32, 2, 2)
-                                                            else:
-                                                                return 'hand'
+                                                            return (32, 2, 2)
                                                         else:
                                                             if f['group'] <= 2:
                                                                 return (32, 2, 8)
@@ -1444,7 +1414,7 @@ def decode(f):
                                                                 return (32, 2, 2)
                                             else:
                                                 if f['num_kv_heads'] <= 1:
-                                                    if f['num_tokens'] <= 24:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         if f['block_size'] <= 40:
                                                             return 'hand'
                                                         else:
@@ -1453,7 +1423,7 @@ def decode(f):
                                                         if f['block_size'] <= 40:
                                                             return (64, 2, 2)
                                                         else:
-                                                            return 'hand'
+                                                            return (32, 2, 2)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         if f['block_size'] <= 40:
@@ -1470,7 +1440,10 @@ def decode(f):
                                                 if f['num_tokens'] <= 3:
                                                     return (64, 2, 4)
                                                 else:
-                                                    return (32, 2, 2)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 2)
                                             else:
                                                 if f['num_tokens'] <= 3:
                                                     return (32, 2, 2)
@@ -1483,8 +1456,8 @@ def decode(f):
                                                     else:
                                                         return (32, 2, 2)
                                     else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['kv_bits'] <= 12:
                                                 if f['group'] <= 6:
                                                     if f['group'] <= 2:
                                                         return (32, 2, 2)
@@ -1499,10 +1472,28 @@ def decode(f):
                                                     else:
                                                         return 'hand'
                                             else:
+                                                if f['num_seqs'] <= 10:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 8)
+                                                    else:
+                                                        if f['num_tokens'] <= 6:
+                                                            return (32, 2, 8)
+                                                        else:
+                                                            return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['block_size'] <= 40:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 2, 8)
+                                                    else:
+                                                        return 'hand'
+                                        else:
+                                            if f['kv_bits'] <= 12:
                                                 if f['max_seqlen_q'] <= 6:
                                                     if f['group'] <= 6:
                                                         if f['group'] <= 2:
-                                                            return 'hand'
+                                                            return (32, 2, 2)
                                                         else:
                                                             if f['block_size'] <= 40:
                                                                 return (128, 2, 2)
@@ -1515,38 +1506,20 @@ def decode(f):
                                                         return (64, 2, 2)
                                                     else:
                                                         return (32, 2, 2)
-                                        else:
-                                            if f['num_tokens'] <= 6:
-                                                return (32, 2, 8)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 2:
-                                                        if f['block_size'] <= 40:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            return (32, 2, 2)
-                                                    else:
-                                                        return (32, 2, 4)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (32, 2, 2)
+                                                return 'hand'
                             else:
                                 if f['head_dim'] <= 96:
                                     if f['kv_bits'] <= 12:
-                                        if f['group'] <= 6:
+                                        if f['block_size'] <= 40:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (32, 2, 4)
+                                                    return (32, 2, 4)
                                                 else:
                                                     return (128, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['block_size'] <= 40:
+                                                    if f['group'] <= 6:
                                                         return (128, 2, 4)
                                                     else:
                                                         return (128, 2, 2)
@@ -1554,7 +1527,10 @@ def decode(f):
                                                     return (128, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 8)
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 2)
+                                                else:
+                                                    return (64, 2, 8)
                                             else:
                                                 return (128, 2, 2)
                                     else:
@@ -1562,7 +1538,7 @@ def decode(f):
                                             if f['group'] <= 6:
                                                 if f['num_kv_heads'] <= 1:
                                                     if f['group'] <= 2:
-                                                        if f['num_tokens'] <= 96:
+                                                        if f['max_seqlen_q'] <= 1:
                                                             return (64, 2, 8)
                                                         else:
                                                             return (32, 2, 4)
@@ -1577,7 +1553,7 @@ def decode(f):
                                                     else:
                                                         if f['max_seqlen_q'] <= 1:
                                                             if f['group'] <= 2:
-                                                                return (32, 2, 4)
+                                                                return (64, 2, 4)
                                                             else:
                                                                 if f['block_size'] <= 40:
                                                                     return (128, 3, 0)
@@ -1592,8 +1568,8 @@ def decode(f):
                                                             else:
                                                                 return (128, 2, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['num_seqs'] <= 20:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['num_tokens'] <= 12:
                                                         return (128, 2, 4)
                                                     else:
                                                         if f['num_kv_heads'] <= 1:
@@ -1602,10 +1578,7 @@ def decode(f):
                                                             return (128, 2, 8)
                                                 else:
                                                     if f['num_tokens'] <= 48:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 2, 2)
-                                                        else:
-                                                            return (128, 2, 0)
+                                                        return (128, 2, 2)
                                                     else:
                                                         return (128, 2, 0)
                                         else:
@@ -1615,7 +1588,10 @@ def decode(f):
                                         if f['max_seqlen_q'] <= 6:
                                             if f['block_size'] <= 40:
                                                 if f['group'] <= 2:
-                                                    return (32, 2, 2)
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                                 else:
                                                     return (64, 2, 2)
                                             else:
@@ -1635,40 +1611,31 @@ def decode(f):
                                                 else:
                                                     return (128, 3, 0)
                                         else:
-                                            if f['num_tokens'] <= 96:
-                                                return (128, 3, 0)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 3, 0)
-                                                else:
-                                                    return (128, 2, 0)
+                                            return (128, 3, 0)
                         else:
                             if f['head_dim'] <= 96:
                                 if f['programs'] <= 24:
                                     if f['max_seqlen_q'] <= 3:
                                         if f['kv_bits'] <= 12:
                                             if f['num_seqs'] <= 12:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 2:
-                                                        return 'hand'
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (32, 2, 4)
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['group'] <= 2:
+                                                            return 'hand'
                                                         else:
-                                                            return (64, 2, 8)
-                                                else:
-                                                    if f['group'] <= 6:
+                                                            return (32, 2, 4)
+                                                    else:
                                                         return (32, 2, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 2, 8)
                                                     else:
                                                         if f['block_size'] <= 40:
                                                             return (64, 2, 4)
                                                         else:
                                                             return 'hand'
                                             else:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return 'hand'
+                                                return (32, 2, 4)
                                         else:
                                             if f['group'] <= 2:
                                                 if f['block_size'] <= 40:
@@ -1678,47 +1645,47 @@ def decode(f):
                                             else:
                                                 return (32, 2, 4)
                                     else:
-                                        if f['kv_bits'] <= 12:
+                                        if f['group'] <= 2:
                                             return (32, 2, 4)
                                         else:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 4)
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['kv_bits'] <= 12:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 2, 2)
                                             else:
-                                                return (128, 2, 2)
+                                                if f['kv_bits'] <= 12:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 2, 2)
                                 else:
                                     if f['kv_bits'] <= 12:
                                         if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['programs'] <= 48:
+                                            if f['programs'] <= 48:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return 'hand'
                                                 else:
-                                                    return (128, 2, 2)
+                                                    return (32, 2, 4)
                                             else:
                                                 return (32, 2, 4)
                                         else:
                                             if f['programs'] <= 48:
-                                                if f['group'] <= 6:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    return (128, 2, 2)
+                                                return (32, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 192:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 3, 4)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
                                                             return (64, 3, 4)
                                                         else:
-                                                            return (32, 2, 4)
-                                                    else:
-                                                        if f['block_size'] <= 40:
                                                             return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (64, 3, 4)
-                                                            else:
-                                                                return (64, 2, 2)
                                                 else:
                                                     if f['num_tokens'] <= 12:
                                                         return (128, 2, 4)
@@ -1726,22 +1693,22 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 3:
                                                             return (128, 2, 4)
                                                         else:
-                                                            return 'hand'
+                                                            return (128, 2, 2)
                                     else:
                                         if f['programs'] <= 48:
-                                            if f['block_size'] <= 40:
-                                                if f['num_tokens'] <= 6:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 4)
-                                                else:
+                                            if f['group'] <= 2:
+                                                if f['block_size'] <= 40:
                                                     return 'hand'
+                                                else:
+                                                    return (64, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['num_tokens'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (128, 2, 2)
                                         else:
                                             if f['block_size'] <= 40:
                                                 if f['max_seqlen_q'] <= 6:
@@ -1756,10 +1723,7 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 2)
                                                 else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return 'hand'
+                                                    return 'hand'
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (64, 2, 4)
@@ -1789,48 +1753,36 @@ def decode(f):
                                             if f['group'] <= 2:
                                                 return (32, 2, 4)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (64, 2, 2)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (32, 2, 4)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (64, 2, 2)
+                                                    return (64, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 4)
                                             else:
-                                                if f['group'] <= 6:
+                                                if f['group'] <= 2:
                                                     return (32, 2, 4)
                                                 else:
                                                     return (64, 2, 2)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_q'] <= 3:
                                             if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    if f['num_tokens'] <= 12:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        return (64, 2, 2)
-                                                else:
+                                                if f['num_tokens'] <= 12:
                                                     return (32, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
                                                     return (32, 2, 4)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 2, 2)
-                                                        else:
-                                                            return (128, 3, 0)
+                                                    return (128, 3, 0)
                                         else:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 4)
+                                            if f['group'] <= 6:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (128, 3, 0)
                                             else:
                                                 return (128, 3, 0)
                 else:
@@ -1844,10 +1796,13 @@ def decode(f):
                                                 return (64, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 2, 4)
-                                                    else:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         return (64, 2, 2)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 2, 2)
                                                 else:
                                                     return (64, 2, 2)
                                         else:
@@ -1884,19 +1839,22 @@ def decode(f):
                                                     if f['group'] <= 2:
                                                         return (128, 2, 4)
                                                     else:
-                                                        return (128, 3, 2)
+                                                        return (128, 2, 2)
                                         else:
                                             if f['group'] <= 2:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (128, 2, 4)
-                                                else:
+                                                if f['num_seqs'] <= 192:
                                                     if f['max_seqlen_q'] <= 1:
                                                         if f['block_size'] <= 40:
                                                             return (128, 2, 4)
                                                         else:
                                                             return (64, 2, 2)
                                                     else:
-                                                        return (128, 2, 4)
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                else:
+                                                    return (128, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
                                                     if f['max_seqlen_q'] <= 3:
@@ -1910,19 +1868,16 @@ def decode(f):
                                                     if f['num_tokens'] <= 48:
                                                         return (128, 2, 2)
                                                     else:
-                                                        return (64, 3, 2)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (128, 2, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['programs'] <= 192:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 2, 0)
-                                                        else:
-                                                            return (128, 2, 1)
-                                                    else:
-                                                        return (128, 2, 1)
+                                                    return (128, 2, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
                                                         return (128, 2, 1)
@@ -1936,20 +1891,23 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 1:
+                                                        if f['max_seqlen_q'] <= 3:
                                                             return (128, 3, 0)
                                                         else:
                                                             return (128, 2, 0)
                                                 else:
                                                     return (128, 2, 0)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['block_size'] <= 40:
                                                     return (128, 2, 0)
                                                 else:
-                                                    return (128, 2, 1)
+                                                    if f['group'] <= 2:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 1)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
+                                                if f['block_size'] <= 40:
                                                     if f['group'] <= 2:
                                                         return (128, 2, 0)
                                                     else:
@@ -1971,16 +1929,10 @@ def decode(f):
                                                         return (128, 2, 1)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['group'] <= 2:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return 'hand'
+                                                    return (128, 2, 1)
                                                 else:
                                                     if f['max_seqlen_q'] <= 6:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 3, 0)
-                                                        else:
-                                                            return (64, 2, 2)
+                                                        return (128, 2, 1)
                                                     else:
                                                         return (128, 3, 0)
                                         else:
@@ -2010,10 +1962,10 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (64, 2, 1)
                                                 else:
-                                                    if f['num_seqs'] <= 40:
-                                                        return (64, 3, 0)
-                                                    else:
+                                                    if f['num_kv_heads'] <= 5:
                                                         return (128, 2, 0)
+                                                    else:
+                                                        return (64, 3, 0)
                                         else:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 1:
@@ -2030,16 +1982,13 @@ def decode(f):
                                             return (128, 2, 0)
                                         else:
                                             if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 1:
+                                                if f['max_seqlen_q'] <= 3:
                                                     return (64, 2, 0)
                                                 else:
                                                     return (128, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 2:
-                                                        return (64, 2, 1)
-                                                    else:
-                                                        return (64, 2, 0)
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 1)
                                                 else:
                                                     return (64, 2, 0)
                                 else:
@@ -2051,7 +2000,7 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (128, 2, 1)
                                                 else:
-                                                    return (64, 3, 1)
+                                                    return 'hand'
                                         else:
                                             if f['block_size'] <= 40:
                                                 return (128, 2, 1)
@@ -2103,10 +2052,7 @@ def decode(f):
                                     else:
                                         if f['head_dim'] <= 96:
                                             if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    return (128, 2, 0)
+                                                return (128, 2, 1)
                                             else:
                                                 return 'hand'
                                         else:
@@ -2118,27 +2064,7 @@ def decode(f):
                                             else:
                                                 return (128, 2, 0)
                                 else:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['num_tokens'] <= 1536:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 0)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (128, 2, 1)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                if f['group'] <= 2:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 2)
-                                            else:
-                                                return (128, 2, 0)
-                                    else:
+                                    if f['num_seqs'] <= 160:
                                         if f['group'] <= 6:
                                             if f['group'] <= 2:
                                                 if f['head_dim'] <= 96:
@@ -2149,7 +2075,7 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
+                                                if f['num_tokens'] <= 96:
                                                     if f['head_dim'] <= 96:
                                                         return (128, 2, 2)
                                                     else:
@@ -2157,8 +2083,8 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 0)
                                         else:
-                                            if f['num_tokens'] <= 96:
-                                                if f['head_dim'] <= 96:
+                                            if f['head_dim'] <= 96:
+                                                if f['max_seqlen_q'] <= 1:
                                                     if f['block_size'] <= 40:
                                                         return (128, 2, 0)
                                                     else:
@@ -2167,6 +2093,23 @@ def decode(f):
                                                     return (128, 2, 0)
                                             else:
                                                 return (128, 2, 0)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['num_tokens'] <= 1536:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 2)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 2, 0)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 0)
                             else:
                                 if f['max_seqlen_k'] <= 1408:
                                     if f['head_dim'] <= 96:
@@ -2185,26 +2128,29 @@ def decode(f):
                                                     else:
                                                         return 'hand'
                                         else:
-                                            if f['group'] <= 2:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 0)
+                                            if f['group'] <= 6:
+                                                if f['group'] <= 2:
+                                                    return 'hand'
                                                 else:
-                                                    return (128, 2, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 0)
+                                            else:
+                                                return (128, 2, 1)
                                     else:
                                         if f['max_seqlen_k'] <= 704:
                                             if f['block_size'] <= 40:
-                                                if f['max_seqlen_k'] <= 576:
-                                                    if f['max_seqlen_q'] <= 1:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['max_seqlen_k'] <= 576:
                                                         if f['group'] <= 6:
                                                             return (32, 2, 0)
                                                         else:
                                                             return (32, 2, 2)
                                                     else:
-                                                        return (32, 2, 0)
+                                                        return (32, 2, 1)
                                                 else:
-                                                    return (32, 2, 1)
+                                                    return 'hand'
                                             else:
                                                 if f['group'] <= 2:
                                                     return (32, 2, 1)
@@ -2212,7 +2158,7 @@ def decode(f):
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (32, 2, 0)
                                                     else:
-                                                        return (128, 2, 0)
+                                                        return 'hand'
                                         else:
                                             return (32, 2, 0)
                                 else:
@@ -2226,7 +2172,7 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 0)
                                             else:
-                                                if f['num_tokens'] <= 96:
+                                                if f['group'] <= 6:
                                                     return (32, 2, 1)
                                                 else:
                                                     return (32, 2, 0)
@@ -2258,7 +2204,7 @@ def decode(f):
                                                     return 'hand'
                     else:
                         if f['kv_bits'] <= 12:
-                            if f['num_seqs'] <= 192:
+                            if f['programs'] <= 1536:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['max_seqlen_q'] <= 1:
@@ -2271,35 +2217,32 @@ def decode(f):
                                     else:
                                         return (128, 2, 0)
                                 else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['max_seqlen_q'] <= 6:
+                                    if f['num_tokens'] <= 384:
+                                        if f['max_seqlen_k'] <= 1280:
                                             return (128, 2, 4)
                                         else:
                                             return (128, 2, 0)
                                     else:
                                         return (128, 2, 0)
                             else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['head_dim'] <= 96:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 2)
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['group'] <= 2:
+                                            return (128, 2, 0)
                                         else:
-                                            return 'hand'
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
+                                            else:
+                                                return 'hand'
                                     else:
-                                        return (128, 2, 0)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['num_tokens'] <= 384:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (128, 3, 4)
                                         else:
                                             return (128, 2, 0)
-                                    else:
-                                        return (128, 2, 0)
+                                else:
+                                    return (128, 2, 0)
                         else:
-                            if f['programs'] <= 1536:
+                            if f['num_seqs'] <= 192:
                                 if f['head_dim'] <= 96:
                                     if f['max_seqlen_k'] <= 1280:
                                         if f['group'] <= 2:
@@ -2308,764 +2251,83 @@ def decode(f):
                                             else:
                                                 return 'hand'
                                         else:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (64, 2, 4)
+                                            else:
+                                                return (128, 2, 0)
                                     else:
-                                        return 'hand'
+                                        if f['num_tokens'] <= 384:
+                                            return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                return (128, 2, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 1280:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 0)
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 0)
+                                                else:
+                                                    return (32, 2, 4)
                                             else:
-                                                return (32, 2, 4)
+                                                return (32, 2, 1)
                                         else:
-                                            return (32, 2, 1)
+                                            return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 3:
                                             return (32, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['group'] <= 2:
+                                                return (128, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
                             else:
                                 if f['head_dim'] <= 96:
                                     if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 1280:
-                                            if f['group'] <= 6:
-                                                return (128, 2, 0)
+                                            if f['num_tokens'] <= 768:
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 2)
                                             else:
-                                                return (128, 2, 2)
+                                                return (128, 2, 0)
                                         else:
                                             return (128, 2, 0)
                                     else:
                                         if f['num_tokens'] <= 768:
                                             return (64, 3, 8)
                                         else:
-                                            return (128, 2, 0)
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                return (128, 2, 0)
                                 else:
                                     if f['max_seqlen_k'] <= 768:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 2)
-                                        else:
-                                            return (32, 2, 4)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 1)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                return (32, 2, 1)
+                                        if f['num_tokens'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 2)
                                             else:
-                                                return (32, 2, 8)
+                                                return (32, 2, 4)
+                                        else:
+                                            return (64, 3, 0)
+                                    else:
+                                        if f['num_tokens'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 1)
+                                            else:
+                                                if f['max_seqlen_k'] <= 1536:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 8)
+                                        else:
+                                            return (64, 3, 0)
         else:
-            if f['programs'] <= 48:
-                if f['max_seqlen_k'] <= 320:
-                    if f['programs'] <= 12:
-                        if f['programs'] <= 6:
-                            return 'hand'
-                        else:
-                            if f['group'] <= 2:
-                                if f['block_size'] <= 40:
-                                    if f['kv_bits'] <= 12:
-                                        return (32, 2, 2)
-                                    else:
-                                        if f['num_tokens'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    return (32, 2, 1)
-                            else:
-                                if f['max_seqlen_q'] <= 6:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['group'] <= 6:
-                                        return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 0)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['group'] <= 2:
-                                return (32, 2, 8)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['group'] <= 6:
-                                        if f['num_seqs'] <= 3:
-                                            return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 24:
-                                                return (32, 2, 8)
-                                            else:
-                                                return (32, 2, 1)
-                                    else:
-                                        return (32, 2, 1)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['group'] <= 2:
-                                if f['num_tokens'] <= 12:
-                                    if f['programs'] <= 24:
-                                        if f['block_size'] <= 40:
-                                            return (32, 2, 1)
-                                        else:
-                                            return (32, 2, 8)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (32, 2, 1)
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['num_seqs'] <= 12:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 2)
-                                    else:
-                                        if f['programs'] <= 24:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 1:
-                                    if f['programs'] <= 24:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 1)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return (64, 2, 0)
-                                else:
-                                    if f['programs'] <= 24:
-                                        return 'hand'
-                                    else:
-                                        return (64, 2, 0)
-                else:
-                    if f['programs'] <= 6:
-                        if f['programs'] <= 3:
-                            if f['kv_bits'] <= 12:
-                                if f['num_seqs'] <= 1:
-                                    if f['num_tokens'] <= 6:
-                                        return (32, 2, 8)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 2:
-                                            if f['num_tokens'] <= 3:
-                                                return (32, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (32, 2, 8)
-                            else:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 1:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 2)
-                                        else:
-                                            return (32, 2, 1)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            if f['num_seqs'] <= 1:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                else:
-                                    if f['programs'] <= 1:
-                                        if f['group'] <= 2:
-                                            if f['num_tokens'] <= 1:
-                                                return (32, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 1:
-                                            return (32, 2, 1)
-                                        else:
-                                            return 'hand'
-                        else:
-                            if f['group'] <= 2:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 3:
-                                            return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 8)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (32, 2, 8)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (64, 2, 8)
-                                        else:
-                                            return 'hand'
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 24:
-                                    if f['group'] <= 6:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    return (32, 2, 1)
-                                        else:
-                                            if f['programs'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                    else:
-                                        if f['programs'] <= 12:
-                                            return 'hand'
-                                        else:
-                                            return (32, 2, 1)
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                return (32, 2, 2)
-                        else:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['programs'] <= 24:
-                                    if f['num_seqs'] <= 12:
-                                        if f['group'] <= 2:
-                                            if f['programs'] <= 12:
-                                                if f['num_tokens'] <= 6:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['programs'] <= 12:
-                                                    if f['group'] <= 6:
-                                                        return (32, 2, 2)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (32, 2, 1)
-                                                            else:
-                                                                return (32, 2, 2)
-                                                        else:
-                                                            return (32, 2, 4)
-                                                else:
-                                                    return (32, 2, 1)
-                                            else:
-                                                if f['programs'] <= 12:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 1)
-                                    else:
-                                        if f['num_tokens'] <= 24:
-                                            if f['group'] <= 2:
-                                                return (32, 2, 1)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return (32, 2, 2)
-                                        else:
-                                            return (32, 2, 1)
-                                else:
-                                    return (32, 2, 2)
-                            else:
-                                if f['programs'] <= 12:
-                                    return (32, 2, 2)
-                                else:
-                                    if f['programs'] <= 24:
-                                        return (32, 2, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 2)
-                                            else:
-                                                return (32, 2, 2)
-                                        else:
-                                            if f['num_tokens'] <= 12:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 2)
-                                                else:
-                                                    return (32, 2, 2)
-            else:
-                if f['programs'] <= 384:
-                    if f['programs'] <= 192:
-                        if f['max_seqlen_k'] <= 320:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 96:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 0)
-                                    else:
-                                        return (32, 2, 0)
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 96:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (32, 2, 0)
-                                                    else:
-                                                        return (64, 2, 0)
-                                            else:
-                                                return (64, 2, 0)
-                                        else:
-                                            return (32, 2, 0)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 0)
-                                            else:
-                                                return (64, 3, 0)
-                                        else:
-                                            return (32, 2, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 1:
-                                    if f['group'] <= 2:
-                                        return (64, 2, 0)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 96:
-                                                return (128, 2, 8)
-                                            else:
-                                                return (64, 2, 0)
-                                        else:
-                                            if f['num_tokens'] <= 12:
-                                                return (64, 3, 0)
-                                            else:
-                                                return (64, 2, 0)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (64, 2, 0)
-                                            else:
-                                                if f['programs'] <= 96:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    return (32, 2, 0)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (32, 2, 0)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 96:
-                                    return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 1)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return (64, 2, 1)
-                            else:
-                                if f['programs'] <= 96:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            return (64, 3, 0)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return (64, 3, 0)
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        if f['max_seqlen_q'] <= 6:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 1)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 3, 0)
-                                                else:
-                                                    return (64, 2, 0)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                return (32, 2, 0)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return 'hand'
-                                            else:
-                                                return (64, 3, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (64, 3, 0)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (64, 3, 0)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        return (64, 3, 0)
-                    else:
-                        if f['max_seqlen_k'] <= 1280:
-                            if f['group'] <= 2:
-                                return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 320:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                return (32, 2, 0)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_tokens'] <= 48:
-                                                return (64, 2, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return 'hand'
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 1)
-                                        else:
-                                            return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 0)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 1)
-                                        else:
-                                            return (64, 3, 0)
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 2, 0)
-                                            else:
-                                                return (64, 2, 1)
-                                        else:
-                                            return (64, 2, 0)
-                                else:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 6:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                return 'hand'
-                else:
-                    if f['max_seqlen_k'] <= 1280:
-                        if f['programs'] <= 768:
-                            if f['max_seqlen_k'] <= 320:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['kv_bits'] <= 12:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['max_seqlen_q'] <= 6:
-                                    if f['group'] <= 2:
-                                        if f['kv_bits'] <= 12:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 0)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 0)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 2, 1)
-                                            else:
-                                                return 'hand'
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['num_seqs'] <= 192:
-                                if f['max_seqlen_k'] <= 320:
-                                    if f['group'] <= 2:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_tokens'] <= 384:
-                                                return (64, 2, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['num_tokens'] <= 192:
-                                        if f['kv_bits'] <= 12:
-                                            if f['group'] <= 2:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (64, 2, 1)
-                                                else:
-                                                    return (64, 2, 0)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_tokens'] <= 768:
-                                                return 'hand'
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 4)
-                                        else:
-                                            return 'hand'
-                            else:
-                                if f['max_seqlen_k'] <= 320:
-                                    if f['kv_bits'] <= 12:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
-                                            if f['num_tokens'] <= 768:
-                                                return (64, 2, 0)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 4)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['kv_bits'] <= 12:
-                                            if f['block_size'] <= 40:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['group'] <= 2:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 1)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return (32, 2, 2)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 384:
-                                            return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                            else:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['programs'] <= 768:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 1)
-                                        else:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 1)
-                                            else:
-                                                return (64, 2, 0)
-                                    else:
-                                        return (64, 2, 0)
-                                else:
-                                    if f['programs'] <= 768:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                return (64, 3, 0)
-                                        else:
-                                            return (64, 3, 0)
-                                    else:
-                                        return (64, 3, 0)
-                        else:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_q'] <= 1:
-                                    if f['block_size'] <= 40:
-                                        return (64, 2, 0)
-                                    else:
-                                        return (64, 2, 1)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return (64, 2, 0)
-                                    else:
-                                        return (64, 2, 0)
-                            else:
-                                if f['programs'] <= 1536:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (64, 2, 0)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 0)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['num_tokens'] <= 1536:
-                                        return (64, 2, 1)
-                                    else:
-                                        if f['group'] <= 6:
-                                            return (64, 2, 0)
-                                        else:
-                                            return 'hand'
-    else:
-        if f['head_dim'] <= 192:
             if f['kv_bits'] <= 12:
                 if f['programs'] <= 6:
                     if f['max_seqlen_k'] <= 20480:
@@ -3073,7 +2335,7 @@ def decode(f):
                             if f['programs'] <= 3:
                                 if f['programs'] <= 1:
                                     if f['group'] <= 2:
-                                        if f['num_tokens'] <= 1:
+                                        if f['max_seqlen_q'] <= 1:
                                             return (128, 2, 8)
                                         else:
                                             return 'hand'
@@ -3081,20 +2343,20 @@ def decode(f):
                                         if f['max_seqlen_q'] <= 1:
                                             return (64, 2, 2)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['num_tokens'] <= 3:
                                                 return (64, 2, 2)
                                             else:
                                                 return 'hand'
                                 else:
                                     if f['max_seqlen_q'] <= 1:
-                                        if f['num_seqs'] <= 1:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 1)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 4)
-                                                else:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                if f['group'] <= 2:
                                                     return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 4)
+                                            else:
+                                                return (128, 2, 1)
                                         else:
                                             return (128, 2, 2)
                                     else:
@@ -3107,7 +2369,7 @@ def decode(f):
                                         else:
                                             return (64, 2, 2)
                                     else:
-                                        return 'hand'
+                                        return (128, 2, 2)
                                 else:
                                     if f['max_seqlen_q'] <= 6:
                                         if f['group'] <= 6:
@@ -3126,10 +2388,13 @@ def decode(f):
                             if f['programs'] <= 3:
                                 if f['group'] <= 6:
                                     if f['group'] <= 2:
-                                        return (64, 2, 1)
+                                        if f['num_tokens'] <= 3:
+                                            return (64, 2, 1)
+                                        else:
+                                            return 'hand'
                                     else:
                                         if f['max_seqlen_q'] <= 1:
-                                            if f['num_seqs'] <= 1:
+                                            if f['programs'] <= 1:
                                                 return 'hand'
                                             else:
                                                 if f['block_size'] <= 40:
@@ -3137,32 +2402,41 @@ def decode(f):
                                                 else:
                                                     return (64, 2, 1)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_q'] <= 6:
                                                 return (64, 2, 2)
                                             else:
                                                 return 'hand'
                                 else:
                                     if f['programs'] <= 1:
                                         if f['block_size'] <= 40:
-                                            return (128, 2, 4)
+                                            if f['num_tokens'] <= 3:
+                                                return (128, 2, 4)
+                                            else:
+                                                return 'hand'
                                         else:
                                             return (64, 2, 8)
                                     else:
-                                        if f['num_tokens'] <= 3:
+                                        if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 1)
                                         else:
                                             return 'hand'
                             else:
-                                if f['max_seqlen_q'] <= 3:
+                                if f['max_seqlen_q'] <= 6:
                                     if f['group'] <= 2:
-                                        return (64, 2, 2)
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
                                     else:
-                                        return (64, 2, 8)
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 2, 8)
+                                        else:
+                                            return 'hand'
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        return (32, 2, 2)
+                                    if f['group'] <= 2:
+                                        return 'hand'
                                     else:
-                                        if f['block_size'] <= 40:
+                                        if f['group'] <= 6:
                                             return (32, 2, 8)
                                         else:
                                             return (32, 2, 2)
@@ -3183,10 +2457,7 @@ def decode(f):
                                                 else:
                                                     return (128, 2, 1)
                                         else:
-                                            if f['programs'] <= 1:
-                                                return (128, 3, 1)
-                                            else:
-                                                return (128, 2, 1)
+                                            return (128, 3, 1)
                                     else:
                                         if f['block_size'] <= 40:
                                             if f['max_seqlen_q'] <= 1:
@@ -3198,7 +2469,7 @@ def decode(f):
                                                     return (128, 2, 8)
                                         else:
                                             if f['programs'] <= 1:
-                                                return (128, 2, 1)
+                                                return (128, 3, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 2)
@@ -3206,7 +2477,13 @@ def decode(f):
                                                     return 'hand'
                                 else:
                                     if f['num_tokens'] <= 1:
-                                        return (128, 3, 8)
+                                        if f['num_kv_heads'] <= 1:
+                                            return (128, 3, 8)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 3, 8)
+                                            else:
+                                                return (128, 3, 1)
                                     else:
                                         if f['group'] <= 6:
                                             if f['max_seqlen_q'] <= 1:
@@ -3217,60 +2494,54 @@ def decode(f):
                                             if f['programs'] <= 1:
                                                 return (128, 3, 4)
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return (128, 3, 1)
+                                                return (128, 3, 8)
                             else:
                                 if f['max_seqlen_k'] <= 81920:
                                     if f['max_seqlen_q'] <= 3:
                                         if f['group'] <= 6:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 2:
-                                                    return (128, 2, 4)
-                                                else:
-                                                    return (128, 2, 1)
+                                            if f['group'] <= 2:
+                                                return (128, 2, 4)
                                             else:
-                                                return 'hand'
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return 'hand'
                                         else:
-                                            if f['num_kv_heads'] <= 1:
+                                            if f['programs'] <= 1:
                                                 return (128, 2, 1)
                                             else:
                                                 return (64, 3, 2)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_tokens'] <= 12:
+                                        if f['group'] <= 2:
+                                            if f['num_kv_heads'] <= 1:
                                                 return 'hand'
                                             else:
-                                                return (64, 2, 2)
-                                        else:
-                                            if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 6:
                                                     return 'hand'
                                                 else:
                                                     return (64, 2, 4)
-                                            else:
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
                                                 return 'hand'
+                                            else:
+                                                return (64, 2, 2)
                                 else:
                                     if f['programs'] <= 1:
                                         if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 3, 1)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 3, 4)
-                                            else:
-                                                return (128, 3, 1)
-                                    else:
-                                        if f['group'] <= 6:
                                             return (128, 2, 1)
                                         else:
+                                            return (128, 3, 4)
+                                    else:
+                                        if f['block_size'] <= 40:
                                             if f['max_seqlen_q'] <= 1:
-                                                return (128, 2, 4)
+                                                if f['group'] <= 6:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (128, 2, 4)
                                             else:
                                                 return (128, 2, 1)
+                                        else:
+                                            return (128, 2, 1)
                         else:
                             if f['head_dim'] <= 96:
                                 if f['max_seqlen_k'] <= 81920:
@@ -3289,16 +2560,19 @@ def decode(f):
                                         if f['block_size'] <= 40:
                                             return (128, 2, 2)
                                         else:
-                                            return (128, 2, 4)
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (128, 2, 4)
+                                            else:
+                                                return 'hand'
                                 else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['num_tokens'] <= 3:
-                                            if f['block_size'] <= 40:
-                                                return (128, 3, 4)
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['block_size'] <= 40:
+                                            return (128, 3, 4)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 3, 2)
                                             else:
                                                 return (128, 3, 8)
-                                        else:
-                                            return (128, 3, 2)
                                     else:
                                         if f['group'] <= 2:
                                             return (128, 3, 2)
@@ -3309,11 +2583,14 @@ def decode(f):
                                                 return (128, 3, 2)
                             else:
                                 if f['max_seqlen_k'] <= 81920:
-                                    if f['num_tokens'] <= 6:
-                                        if f['group'] <= 6:
-                                            return (128, 2, 8)
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['num_tokens'] <= 3:
+                                            return (64, 3, 8)
                                         else:
-                                            return (128, 2, 4)
+                                            if f['group'] <= 6:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (128, 2, 4)
                                     else:
                                         return 'hand'
                                 else:
@@ -3334,21 +2611,21 @@ def decode(f):
                                 if f['head_dim'] <= 96:
                                     if f['group'] <= 6:
                                         if f['programs'] <= 12:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 4)
-                                                else:
+                                            if f['group'] <= 2:
+                                                return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
                                                     if f['block_size'] <= 40:
                                                         return (32, 2, 4)
                                                     else:
                                                         return (32, 2, 8)
-                                            else:
-                                                return (32, 2, 4)
+                                                else:
+                                                    return (32, 2, 4)
                                         else:
                                             return (32, 2, 4)
                                     else:
-                                        if f['programs'] <= 12:
-                                            if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['programs'] <= 12:
                                                 if f['block_size'] <= 40:
                                                     return 'hand'
                                                 else:
@@ -3357,19 +2634,28 @@ def decode(f):
                                                     else:
                                                         return 'hand'
                                             else:
-                                                return (128, 2, 2)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (128, 2, 4)
+                                                else:
+                                                    return 'hand'
                                         else:
-                                            return (128, 2, 4)
+                                            if f['programs'] <= 12:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (128, 2, 4)
                                 else:
                                     if f['programs'] <= 12:
                                         return (64, 2, 2)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 2, 2)
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (128, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
                                         else:
                                             if f['group'] <= 6:
-                                                if f['group'] <= 2:
-                                                    return (128, 2, 2)
+                                                if f['num_tokens'] <= 3:
+                                                    return (64, 3, 2)
                                                 else:
                                                     return (64, 2, 2)
                                             else:
@@ -3377,19 +2663,28 @@ def decode(f):
                             else:
                                 if f['programs'] <= 48:
                                     if f['head_dim'] <= 96:
-                                        if f['block_size'] <= 40:
-                                            return (64, 3, 4)
-                                        else:
-                                            if f['num_tokens'] <= 6:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 2:
                                                 return 'hand'
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 6:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 2, 4)
+                                                if f['group'] <= 6:
+                                                    return (64, 3, 4)
                                                 else:
+                                                    return (64, 2, 4)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['num_tokens'] <= 96:
+                                                    return (64, 3, 4)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 3, 4)
+                                                    else:
+                                                        return (128, 2, 4)
+                                            else:
+                                                if f['group'] <= 2:
                                                     return 'hand'
+                                                else:
+                                                    return (128, 2, 4)
                                     else:
                                         return (128, 2, 2)
                                 else:
@@ -3403,22 +2698,19 @@ def decode(f):
                                                         return (128, 2, 8)
                                                 else:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 2, 2)
-                                                        else:
-                                                            return (128, 2, 8)
+                                                        return (128, 2, 2)
                                                     else:
                                                         return (128, 2, 4)
                                             else:
-                                                if f['num_tokens'] <= 192:
+                                                if f['max_seqlen_q'] <= 3:
                                                     return (128, 2, 4)
                                                 else:
-                                                    return (128, 2, 2)
+                                                    if f['num_tokens'] <= 192:
+                                                        return (128, 2, 4)
+                                                    else:
+                                                        return (128, 2, 2)
                                         else:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 4)
-                                            else:
-                                                return 'hand'
+                                            return 'hand'
                                     else:
                                         if f['group'] <= 6:
                                             if f['block_size'] <= 40:
@@ -3471,10 +2763,10 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 6:
                                                     return (64, 3, 4)
                                                 else:
-                                                    if f['num_seqs'] <= 1:
+                                                    if f['num_tokens'] <= 12:
                                                         return (128, 3, 2)
                                                     else:
-                                                        return (64, 3, 4)
+                                                        return (128, 2, 2)
                                             else:
                                                 if f['programs'] <= 12:
                                                     if f['max_seqlen_q'] <= 1:
@@ -3489,13 +2781,10 @@ def decode(f):
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_k'] <= 81920:
-                                                    if f['programs'] <= 12:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 2, 4)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
+                                                    if f['block_size'] <= 40:
                                                         return (128, 2, 4)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     if f['num_seqs'] <= 3:
                                                         return (128, 2, 8)
@@ -3521,7 +2810,7 @@ def decode(f):
                                 else:
                                     if f['max_seqlen_k'] <= 81920:
                                         if f['programs'] <= 12:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_q'] <= 1:
                                                 if f['block_size'] <= 40:
                                                     return (128, 2, 2)
                                                 else:
@@ -3542,18 +2831,15 @@ def decode(f):
                                                     else:
                                                         return (128, 3, 2)
                                                 else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        return (64, 3, 2)
+                                                    return (64, 3, 2)
                                             else:
                                                 return (128, 2, 2)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_q'] <= 6:
                                                 return (128, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
-                                                    return (128, 3, 4)
+                                                    return (128, 2, 4)
                                                 else:
                                                     return (64, 3, 4)
                             else:
@@ -3577,20 +2863,17 @@ def decode(f):
                                                             else:
                                                                 return (128, 2, 8)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                return (64, 3, 4)
-                                                            else:
-                                                                return (128, 2, 8)
+                                                            return (64, 3, 4)
                                                     else:
                                                         return (128, 3, 4)
                                                 else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 3, 8)
-                                                    else:
-                                                        if f['num_tokens'] <= 6:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['num_seqs'] <= 10:
                                                             return (128, 2, 4)
                                                         else:
                                                             return (128, 3, 4)
+                                                    else:
+                                                        return (128, 3, 4)
                                         else:
                                             return (128, 3, 8)
                                     else:
@@ -3609,10 +2892,10 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (128, 3, 8)
                                                 else:
-                                                    if f['num_seqs'] <= 20:
-                                                        return (64, 3, 8)
-                                                    else:
+                                                    if f['num_kv_heads'] <= 5:
                                                         return (128, 3, 8)
+                                                    else:
+                                                        return (64, 3, 8)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['max_seqlen_k'] <= 81920:
@@ -3624,74 +2907,53 @@ def decode(f):
                                                 else:
                                                     return (128, 3, 4)
                                         else:
-                                            return (128, 3, 8)
+                                            if f['block_size'] <= 40:
+                                                return (128, 2, 8)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['group'] <= 6:
+                                                        return (128, 2, 8)
+                                                    else:
+                                                        return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 8)
                                     else:
                                         return 'hand'
                     else:
                         if f['head_dim'] <= 96:
                             if f['programs'] <= 384:
-                                if f['num_seqs'] <= 48:
+                                if f['programs'] <= 192:
                                     if f['group'] <= 6:
-                                        if f['programs'] <= 192:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (128, 3, 2)
-                                            else:
-                                                return (128, 3, 8)
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (128, 3, 2)
                                         else:
-                                            if f['num_tokens'] <= 192:
-                                                return (128, 3, 4)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (128, 3, 4)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 81920:
-                                                        if f['max_seqlen_k'] <= 20480:
-                                                            return (128, 3, 4)
-                                                        else:
-                                                            return (128, 2, 0)
-                                                    else:
-                                                        return (128, 3, 4)
-                                    else:
-                                        if f['num_seqs'] <= 24:
                                             return (128, 3, 8)
-                                        else:
-                                            if f['num_tokens'] <= 96:
-                                                return (128, 2, 2)
-                                            else:
-                                                return (128, 3, 2)
-                                else:
-                                    if f['programs'] <= 192:
-                                        if f['group'] <= 6:
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
                                             if f['max_seqlen_k'] <= 20480:
-                                                return (128, 3, 2)
+                                                return (128, 2, 8)
                                             else:
                                                 return (128, 3, 8)
                                         else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 8)
-                                                else:
-                                                    return (128, 3, 8)
-                                            else:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        return (128, 3, 4)
-                                                    else:
-                                                        return (128, 3, 8)
-                                                else:
-                                                    return (128, 3, 8)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['block_size'] <= 40:
+                                            return (128, 3, 8)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 6:
+                                            return (128, 3, 4)
+                                        else:
+                                            if f['group'] <= 2:
                                                 return (128, 3, 4)
                                             else:
-                                                if f['group'] <= 2:
+                                                if f['num_seqs'] <= 80:
                                                     if f['max_seqlen_k'] <= 81920:
-                                                        return (128, 3, 4)
+                                                        return (128, 2, 0)
                                                     else:
-                                                        return (128, 3, 8)
+                                                        return (128, 3, 4)
                                                 else:
                                                     return (128, 3, 4)
+                                    else:
+                                        if f['num_tokens'] <= 96:
+                                            return (128, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_k'] <= 20480:
@@ -3699,14 +2961,14 @@ def decode(f):
                                                 else:
                                                     return (128, 3, 8)
                                             else:
-                                                if f['max_seqlen_k'] <= 81920:
-                                                    return (128, 3, 4)
+                                                if f['num_seqs'] <= 80:
+                                                    return (128, 3, 2)
                                                 else:
                                                     return (128, 3, 8)
                             else:
                                 if f['num_kv_heads'] <= 5:
                                     if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['num_tokens'] <= 384:
                                             return (128, 3, 0)
                                         else:
                                             return (128, 2, 0)
@@ -3716,18 +2978,18 @@ def decode(f):
                                         else:
                                             return (128, 3, 8)
                                 else:
-                                    if f['programs'] <= 768:
+                                    if f['num_seqs'] <= 96:
                                         if f['max_seqlen_k'] <= 20480:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 0)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (128, 2, 2)
-                                                else:
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 192:
                                                     return (128, 2, 0)
+                                                else:
+                                                    return (128, 2, 2)
+                                            else:
+                                                return (128, 2, 0)
                                         else:
                                             if f['group'] <= 2:
-                                                if f['num_tokens'] <= 96:
+                                                if f['max_seqlen_q'] <= 1:
                                                     return (128, 2, 2)
                                                 else:
                                                     return (128, 2, 0)
@@ -3749,15 +3011,18 @@ def decode(f):
                                             if f['block_size'] <= 40:
                                                 return (128, 2, 0)
                                             else:
-                                                return (128, 3, 8)
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 0)
                         else:
                             if f['programs'] <= 192:
                                 if f['max_seqlen_k'] <= 20480:
                                     if f['max_seqlen_q'] <= 6:
-                                        if f['group'] <= 2:
+                                        if f['block_size'] <= 40:
                                             return (128, 2, 1)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
                                                 return (128, 2, 1)
                                             else:
                                                 return 'hand'
@@ -3792,10 +3057,10 @@ def decode(f):
                                                         else:
                                                             return 'hand'
                                         else:
-                                            if f['group'] <= 2:
+                                            if f['max_seqlen_k'] <= 81920:
                                                 return 'hand'
                                             else:
-                                                if f['max_seqlen_k'] <= 81920:
+                                                if f['group'] <= 2:
                                                     return 'hand'
                                                 else:
                                                     return (128, 3, 1)
@@ -3819,13 +3084,7 @@ def decode(f):
                                             else:
                                                 return (128, 2, 0)
                                         else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 6:
-                                                    return (128, 2, 1)
-                                                else:
-                                                    return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 0)
+                                            return (128, 2, 0)
                                     else:
                                         return (128, 2, 0)
                                 else:
@@ -3846,13 +3105,7 @@ def decode(f):
                                                 return (128, 2, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 20480:
-                                                            return (128, 2, 0)
-                                                        else:
-                                                            return (128, 2, 2)
+                                                    return (128, 2, 2)
                                                 else:
                                                     if f['group'] <= 6:
                                                         return (128, 2, 0)
@@ -3896,10 +3149,7 @@ def decode(f):
                                             return (128, 2, 1)
                                 else:
                                     if f['num_tokens'] <= 3:
-                                        if f['block_size'] <= 40:
-                                            return (128, 3, 1)
-                                        else:
-                                            return 'hand'
+                                        return (128, 2, 1)
                                     else:
                                         if f['max_seqlen_q'] <= 1:
                                             return (64, 2, 4)
@@ -3908,21 +3158,21 @@ def decode(f):
                             else:
                                 if f['num_seqs'] <= 1:
                                     if f['max_seqlen_k'] <= 81920:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_tokens'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 3, 8)
+                                        if f['programs'] <= 1:
+                                            if f['group'] <= 6:
+                                                if f['num_tokens'] <= 1:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 3, 8)
+                                                    else:
+                                                        return (128, 3, 2)
                                                 else:
-                                                    return (128, 3, 2)
+                                                    return (128, 3, 1)
                                             else:
                                                 return (128, 3, 1)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 3, 1)
-                                            else:
-                                                return (128, 2, 1)
+                                            return (128, 2, 1)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
+                                        if f['programs'] <= 1:
                                             return (128, 3, 8)
                                         else:
                                             if f['group'] <= 2:
@@ -3945,7 +3195,10 @@ def decode(f):
                                                     return (128, 2, 1)
                                             else:
                                                 if f['group'] <= 2:
-                                                    return (64, 3, 2)
+                                                    if f['num_tokens'] <= 3:
+                                                        return (64, 3, 2)
+                                                    else:
+                                                        return (128, 2, 1)
                                                 else:
                                                     return (128, 2, 1)
                                         else:
@@ -3983,10 +3236,10 @@ def decode(f):
                                         if f['programs'] <= 12:
                                             if f['group'] <= 2:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['num_tokens'] <= 2:
-                                                        return (64, 2, 4)
-                                                    else:
+                                                    if f['num_kv_heads'] <= 5:
                                                         return 'hand'
+                                                    else:
+                                                        return (64, 2, 4)
                                                 else:
                                                     return 'hand'
                                             else:
@@ -4008,7 +3261,13 @@ def decode(f):
                                     else:
                                         if f['group'] <= 6:
                                             if f['programs'] <= 12:
-                                                return 'hand'
+                                                if f['group'] <= 2:
+                                                    return 'hand'
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 6:
                                                     return 'hand'
@@ -4105,7 +3364,13 @@ def decode(f):
                                                 else:
                                                     return 'hand'
                                             else:
-                                                return 'hand'
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    return 'hand'
+                                                else:
+                                                    if f['num_tokens'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 2, 8)
                                         else:
                                             if f['group'] <= 2:
                                                 if f['block_size'] <= 40:
@@ -4117,7 +3382,7 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 1:
                                                             return (128, 2, 8)
                                                         else:
-                                                            return (64, 2, 8)
+                                                            return (64, 2, 4)
                                             else:
                                                 if f['group'] <= 6:
                                                     if f['block_size'] <= 40:
@@ -4146,10 +3411,7 @@ def decode(f):
                                             if f['programs'] <= 48:
                                                 return 'hand'
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return (64, 2, 8)
+                                                return (64, 2, 4)
                                     else:
                                         if f['programs'] <= 24:
                                             if f['max_seqlen_k'] <= 81920:
@@ -4165,7 +3427,16 @@ def decode(f):
                                                     return (128, 2, 2)
                                             else:
                                                 if f['programs'] <= 12:
-                                                    return (128, 2, 2)
+                                                    if f['num_tokens'] <= 6:
+                                                        return (128, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                return 'hand'
+                                                            else:
+                                                                return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 2)
                                                 else:
                                                     if f['group'] <= 6:
                                                         if f['max_seqlen_q'] <= 6:
@@ -4174,12 +3445,9 @@ def decode(f):
                                                             return (128, 3, 4)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
-                                                            return (64, 3, 8)
+                                                            return (128, 2, 4)
                                                         else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 3, 4)
-                                                            else:
-                                                                return (64, 3, 2)
+                                                            return (128, 3, 4)
                                         else:
                                             if f['programs'] <= 48:
                                                 if f['block_size'] <= 40:
@@ -4190,7 +3458,10 @@ def decode(f):
                                                             else:
                                                                 return (64, 3, 8)
                                                         else:
-                                                            return (64, 3, 8)
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (64, 3, 8)
+                                                            else:
+                                                                return (128, 3, 1)
                                                     else:
                                                         if f['group'] <= 6:
                                                             return (64, 3, 8)
@@ -4209,53 +3480,62 @@ def decode(f):
                                                         else:
                                                             return (64, 3, 2)
                                                     else:
-                                                        return (64, 3, 8)
+                                                        return (128, 3, 8)
                                             else:
-                                                return 'hand'
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 2, 8)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return 'hand'
                     else:
                         if f['max_seqlen_k'] <= 20480:
                             if f['programs'] <= 3:
-                                if f['group'] <= 2:
-                                    if f['block_size'] <= 40:
-                                        if f['programs'] <= 1:
-                                            return 'hand'
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 8)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            return (64, 2, 8)
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 2)
+                                            else:
+                                                return 'hand'
                                     else:
-                                        if f['programs'] <= 1:
-                                            return 'hand'
-                                        else:
-                                            return (64, 2, 2)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['num_tokens'] <= 1:
+                                        if f['max_seqlen_q'] <= 1:
                                             if f['programs'] <= 1:
                                                 return (64, 2, 2)
                                             else:
                                                 return (64, 2, 4)
                                         else:
                                             return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (64, 2, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (64, 2, 1)
-                                        else:
-                                            return 'hand'
+                                        return 'hand'
                             else:
                                 if f['programs'] <= 48:
                                     if f['programs'] <= 6:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    return (64, 2, 8)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (64, 2, 2)
+                                                if f['group'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 8)
                                                     else:
+                                                        return (64, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
                                                         return (32, 2, 2)
+                                                    else:
+                                                        return 'hand'
                                             else:
                                                 return 'hand'
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
                                                 return 'hand'
                                             else:
                                                 return (64, 2, 8)
@@ -4264,7 +3544,7 @@ def decode(f):
                                             if f['group'] <= 2:
                                                 if f['programs'] <= 12:
                                                     if f['max_seqlen_q'] <= 1:
-                                                        if f['num_seqs'] <= 2:
+                                                        if f['num_tokens'] <= 2:
                                                             return (32, 2, 8)
                                                         else:
                                                             return (32, 2, 4)
@@ -4294,19 +3574,7 @@ def decode(f):
                                                         else:
                                                             return (32, 2, 4)
                                                 else:
-                                                    if f['programs'] <= 12:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            if f['group'] <= 6:
-                                                                return (64, 2, 2)
-                                                            else:
-                                                                return (128, 2, 2)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (64, 2, 2)
-                                                            else:
-                                                                return (128, 3, 1)
+                                                    return (64, 2, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (32, 2, 4)
@@ -4332,7 +3600,7 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 6:
                                                 return (64, 2, 2)
                                             else:
-                                                return (64, 3, 1)
+                                                return (128, 2, 1)
                                     else:
                                         if f['max_seqlen_q'] <= 3:
                                             return (64, 2, 2)
@@ -4342,18 +3610,18 @@ def decode(f):
                             if f['programs'] <= 3:
                                 if f['max_seqlen_k'] <= 81920:
                                     if f['programs'] <= 1:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['num_tokens'] <= 1:
                                             return (64, 3, 8)
                                         else:
                                             return (64, 3, 1)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['max_seqlen_q'] <= 3:
                                             if f['group'] <= 2:
                                                 return (64, 3, 2)
                                             else:
                                                 return (128, 3, 8)
                                         else:
-                                            return (128, 3, 1)
+                                            return (64, 3, 1)
                                 else:
                                     if f['programs'] <= 1:
                                         if f['group'] <= 6:
@@ -4361,12 +3629,7 @@ def decode(f):
                                         else:
                                             return (128, 3, 8)
                                     else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['group'] <= 6:
-                                                return (128, 3, 1)
-                                            else:
-                                                return (128, 3, 8)
-                                        else:
+                                        if f['num_seqs'] <= 1:
                                             if f['group'] <= 6:
                                                 if f['group'] <= 2:
                                                     return (128, 3, 1)
@@ -4377,6 +3640,14 @@ def decode(f):
                                                         return (128, 3, 1)
                                             else:
                                                 return (128, 3, 4)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 3, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (128, 3, 8)
+                                                else:
+                                                    return (128, 3, 1)
                             else:
                                 if f['programs'] <= 24:
                                     if f['max_seqlen_k'] <= 81920:
@@ -4403,10 +3674,7 @@ def decode(f):
                                                                 else:
                                                                     return (64, 2, 2)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (128, 3, 1)
-                                                            else:
-                                                                return (64, 2, 2)
+                                                            return (128, 3, 1)
                                                 else:
                                                     if f['num_tokens'] <= 1:
                                                         return (64, 3, 2)
@@ -4414,7 +3682,16 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 3:
                                                             return (32, 2, 8)
                                                         else:
-                                                            return (64, 2, 2)
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    if f['group'] <= 2:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        return (64, 2, 2)
+                                                            else:
+                                                                return (64, 2, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (32, 2, 4)
@@ -4429,43 +3706,31 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return (128, 2, 4)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
+                                                    if f['max_seqlen_q'] <= 6:
                                                         return (128, 2, 8)
                                                     else:
-                                                        return (128, 3, 1)
+                                                        return 'hand'
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (128, 2, 2)
-                                                else:
-                                                    return 'hand'
+                                                return (128, 2, 2)
                                         else:
                                             if f['programs'] <= 12:
                                                 if f['max_seqlen_q'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return (32, 2, 4)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['group'] <= 2:
+                                                            return (32, 2, 8)
                                                         else:
                                                             if f['group'] <= 6:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                return (64, 3, 2)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                return (32, 2, 8)
-                                                            else:
-                                                                return (32, 2, 4)
-                                                        else:
-                                                            if f['num_tokens'] <= 1:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    return (32, 2, 4)
+                                                                if f['block_size'] <= 40:
+                                                                    return (32, 2, 8)
                                                                 else:
-                                                                    if f['max_seqlen_q'] <= 3:
-                                                                        return (32, 2, 4)
-                                                                    else:
-                                                                        return (64, 3, 2)
+                                                                    return (32, 2, 4)
+                                                            else:
+                                                                return (32, 2, 4)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 8)
+                                                        else:
+                                                            return (128, 2, 2)
                                                 else:
                                                     if f['group'] <= 6:
                                                         if f['group'] <= 2:
@@ -4490,10 +3755,7 @@ def decode(f):
                                                     if f['group'] <= 2:
                                                         return (32, 2, 4)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 3, 8)
-                                                        else:
-                                                            return (64, 3, 4)
+                                                        return (64, 3, 4)
                                 else:
                                     if f['programs'] <= 48:
                                         if f['max_seqlen_k'] <= 81920:
@@ -4503,7 +3765,13 @@ def decode(f):
                                                 if f['group'] <= 2:
                                                     return (32, 2, 8)
                                                 else:
-                                                    return (64, 3, 1)
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 6:
+                                                            return (128, 2, 4)
+                                                        else:
+                                                            return (64, 3, 1)
+                                                    else:
+                                                        return (64, 3, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
                                                 if f['block_size'] <= 40:
@@ -4521,7 +3789,7 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 3:
                                                             return (32, 2, 8)
                                                         else:
-                                                            return (64, 3, 8)
+                                                            return (128, 2, 8)
                                             else:
                                                 if f['group'] <= 2:
                                                     return (128, 2, 8)
@@ -4530,7 +3798,10 @@ def decode(f):
                                     else:
                                         if f['max_seqlen_q'] <= 3:
                                             if f['block_size'] <= 40:
-                                                return (64, 2, 8)
+                                                if f['max_seqlen_k'] <= 81920:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return (64, 2, 8)
                                             else:
                                                 if f['group'] <= 2:
                                                     return (64, 2, 8)
@@ -4548,62 +3819,86 @@ def decode(f):
                                             else:
                                                 return 'hand'
                 else:
-                    if f['programs'] <= 384:
+                    if f['programs'] <= 192:
                         if f['head_dim'] <= 96:
-                            if f['programs'] <= 192:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['group'] <= 2:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 2, 4)
-                                            else:
-                                                if f['num_tokens'] <= 96:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return (128, 3, 8)
+                            if f['max_seqlen_q'] <= 3:
+                                if f['group'] <= 2:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 2, 4)
                                         else:
-                                            if f['max_seqlen_k'] <= 20480:
+                                            if f['num_tokens'] <= 96:
                                                 return (64, 2, 4)
                                             else:
-                                                return (64, 2, 8)
-                                    else:
-                                        if f['num_seqs'] <= 96:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 2, 4)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 3, 4)
-                                                else:
-                                                    return (128, 2, 2)
-                                        else:
-                                            return (128, 2, 2)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 2, 4)
-                                            else:
-                                                return (64, 2, 8)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 3, 2)
-                                            else:
-                                                return 'hand'
+                                                return (128, 3, 8)
                                     else:
                                         if f['max_seqlen_k'] <= 20480:
-                                            return 'hand'
+                                            return (64, 2, 4)
                                         else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    return (64, 3, 2)
-                                                else:
-                                                    return 'hand'
+                                            return (64, 2, 8)
+                                else:
+                                    if f['num_seqs'] <= 96:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 2, 4)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (64, 3, 4)
+                                            else:
+                                                return (128, 2, 2)
+                                    else:
+                                        return (128, 2, 2)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 2, 4)
+                                        else:
+                                            return (64, 2, 8)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return 'hand'
+                                            else:
+                                                return (128, 3, 2)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 3, 2)
                                             else:
                                                 return 'hand'
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 20480:
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (128, 3, 0)
+                                    else:
+                                        return (128, 2, 1)
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (128, 2, 1)
+                                    else:
+                                        return (128, 3, 0)
                             else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 8)
+                                    else:
+                                        if f['num_tokens'] <= 24:
+                                            return (128, 3, 0)
+                                        else:
+                                            return (128, 2, 1)
+                                else:
+                                    return 'hand'
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['programs'] <= 384:
                                 if f['block_size'] <= 40:
                                     if f['group'] <= 2:
                                         if f['max_seqlen_q'] <= 1:
@@ -4612,14 +3907,20 @@ def decode(f):
                                             if f['max_seqlen_k'] <= 20480:
                                                 return (64, 2, 2)
                                             else:
-                                                return (128, 3, 4)
+                                                return (64, 2, 8)
                                     else:
                                         if f['max_seqlen_q'] <= 6:
                                             if f['max_seqlen_q'] <= 1:
                                                 return (128, 2, 4)
                                             else:
                                                 if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 0)
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            return 'hand'
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         return (128, 2, 4)
@@ -4649,153 +3950,152 @@ def decode(f):
                                                 else:
                                                     return 'hand'
                                         else:
-                                            if f['num_tokens'] <= 192:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
-                        else:
-                            if f['max_seqlen_k'] <= 6144:
-                                return (128, 3, 0)
+                                            return 'hand'
                             else:
-                                if f['programs'] <= 192:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['group'] <= 2:
-                                            return (128, 3, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 3, 0)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 2:
-                                                return (64, 2, 8)
-                                            else:
-                                                if f['num_tokens'] <= 24:
-                                                    return (128, 3, 0)
-                                                else:
-                                                    return (128, 2, 1)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (128, 2, 1)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (128, 2, 1)
-                                            else:
-                                                return (128, 2, 0)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['programs'] <= 1536:
                                 if f['max_seqlen_q'] <= 3:
-                                    if f['programs'] <= 768:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 0)
-                                                else:
-                                                    return (128, 2, 8)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['num_seqs'] <= 160:
-                                                return 'hand'
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (64, 3, 1)
+                                    if f['programs'] <= 1536:
+                                        if f['programs'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 8)
                                                 else:
                                                     return 'hand'
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                return 'hand'
                                     else:
                                         if f['block_size'] <= 40:
-                                            return (128, 2, 1)
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                return (128, 3, 2)
                                         else:
-                                            return (64, 2, 0)
+                                            return (128, 3, 8)
                                 else:
                                     if f['group'] <= 6:
                                         if f['group'] <= 2:
-                                            if f['block_size'] <= 40:
-                                                return (128, 2, 1)
+                                            if f['programs'] <= 1536:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return 'hand'
                                             else:
-                                                return 'hand'
+                                                return (128, 3, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 2, 0)
+                                                if f['programs'] <= 1536:
+                                                    return 'hand'
                                                 else:
-                                                    return (128, 3, 8)
+                                                    return (128, 3, 0)
+                                            else:
+                                                return (128, 3, 0)
                                     else:
                                         if f['max_seqlen_k'] <= 20480:
                                             if f['programs'] <= 768:
-                                                return (128, 3, 0)
+                                                return (128, 2, 0)
                                             else:
-                                                return (64, 3, 0)
+                                                return (128, 3, 0)
                                         else:
                                             if f['block_size'] <= 40:
                                                 return (128, 3, 2)
                                             else:
                                                 return (128, 3, 8)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['group'] <= 2:
-                                        return (128, 2, 1)
-                                    else:
-                                        return (128, 3, 2)
-                                else:
-                                    return (128, 3, 8)
                         else:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_q'] <= 3:
-                                    if f['block_size'] <= 40:
-                                        return (128, 2, 2)
-                                    else:
-                                        return (32, 2, 0)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (128, 2, 0)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
+                            if f['programs'] <= 384:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
                                                 return (128, 2, 0)
                                             else:
-                                                return (128, 3, 0)
+                                                return (128, 2, 1)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (128, 2, 0)
+                                            else:
+                                                return 'hand'
                                     else:
-                                        return (128, 3, 0)
-                            else:
-                                if f['block_size'] <= 40:
-                                    return (128, 2, 4)
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            return 'hand'
                                 else:
+                                    return 'hand'
+                            else:
+                                if f['programs'] <= 768:
                                     if f['max_seqlen_q'] <= 3:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 2)
+                                        else:
+                                            return (32, 2, 0)
+                                    else:
+                                        return (128, 2, 0)
+                                else:
+                                    if f['num_tokens'] <= 384:
                                         return (128, 2, 4)
                                     else:
+                                        return (128, 2, 0)
+    else:
+        if f['programs'] <= 96:
+            if f['max_seqlen_k'] <= 20480:
+                if f['programs'] <= 6:
+                    if f['max_seqlen_k'] <= 1280:
+                        if f['max_seqlen_k'] <= 320:
+                            return 'hand'
+                        else:
+                            if f['group'] <= 2:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['kv_bits'] <= 12:
+                                        return (32, 2, 4)
+                                    else:
                                         return 'hand'
-        else:
-            if f['programs'] <= 96:
-                if f['kv_bits'] <= 12:
-                    if f['programs'] <= 24:
-                        if f['programs'] <= 3:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['max_seqlen_k'] <= 20480:
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['num_seqs'] <= 1:
+                                    if f['group'] <= 6:
+                                        if f['num_tokens'] <= 1:
+                                            return (32, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 3:
+                                            return (32, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 1)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 3:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['group'] <= 6:
+                                        return (32, 2, 4)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 4)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return (32, 2, 8)
+                                else:
                                     if f['max_seqlen_q'] <= 1:
                                         if f['group'] <= 2:
                                             if f['block_size'] <= 40:
@@ -4803,46 +4103,431 @@ def decode(f):
                                             else:
                                                 return (32, 2, 8)
                                         else:
-                                            if f['programs'] <= 1:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 8)
+                                            return (32, 2, 8)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['group'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 8)
                                     else:
                                         return 'hand'
                                 else:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 1:
-                                            return (64, 2, 1)
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 8)
                                         else:
-                                            if f['num_tokens'] <= 12:
-                                                return 'hand'
-                                            else:
-                                                return (32, 2, 8)
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['num_tokens'] <= 1:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['programs'] <= 1:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (32, 2, 8)
+                                    else:
+                                        return (32, 2, 1)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (32, 2, 1)
                                     else:
                                         if f['block_size'] <= 40:
-                                            if f['programs'] <= 1:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 8)
-                                                else:
-                                                    return (64, 2, 1)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (64, 2, 2)
-                                                else:
-                                                    return (64, 2, 1)
+                                            return (64, 2, 8)
+                                        else:
+                                            return (64, 2, 1)
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['group'] <= 6:
+                                        if f['programs'] <= 3:
+                                            return 'hand'
                                         else:
                                             if f['num_tokens'] <= 3:
-                                                if f['programs'] <= 1:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return (64, 2, 8)
+                                                return (64, 2, 2)
                                             else:
-                                                if f['programs'] <= 1:
-                                                    return (64, 2, 1)
+                                                return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['programs'] <= 3:
+                                                return 'hand'
+                                            else:
+                                                return (64, 2, 8)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['programs'] <= 3:
+                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 8)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                return 'hand'
+                else:
+                    if f['max_seqlen_k'] <= 320:
+                        if f['programs'] <= 48:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    return (32, 2, 2)
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                return (32, 2, 1)
+                                            else:
+                                                if f['programs'] <= 24:
+                                                    if f['programs'] <= 12:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 1)
+                                        else:
+                                            if f['programs'] <= 12:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    if f['num_seqs'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 1)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 1)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['group'] <= 2:
+                                    if f['num_tokens'] <= 12:
+                                        if f['programs'] <= 12:
+                                            if f['block_size'] <= 40:
+                                                return (32, 2, 4)
+                                            else:
+                                                return (32, 2, 1)
+                                        else:
+                                            if f['programs'] <= 24:
+                                                if f['block_size'] <= 40:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return (32, 2, 8)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (32, 2, 1)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                if f['num_seqs'] <= 24:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                return (32, 2, 2)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                if f['block_size'] <= 40:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 8)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['max_seqlen_q'] <= 6:
+                                                if f['programs'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['num_tokens'] <= 12:
+                                                    return (32, 2, 0)
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return 'hand'
+                                                        else:
+                                                            return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (32, 2, 0)
+                                                else:
+                                                    return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (64, 3, 0)
+                                            else:
+                                                return (64, 2, 0)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['block_size'] <= 40:
+                                            return (128, 2, 8)
+                                        else:
+                                            return (64, 3, 0)
+                                    else:
+                                        return (64, 2, 0)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['programs'] <= 24:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['programs'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 1)
+                                            else:
+                                                if f['programs'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 1)
+                                        else:
+                                            if f['programs'] <= 12:
+                                                return 'hand'
+                                            else:
+                                                return (32, 2, 1)
+                                    else:
+                                        return (32, 2, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        return (32, 2, 2)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                return (32, 2, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 4)
                                                 else:
                                                     return 'hand'
                             else:
-                                if f['group'] <= 2:
+                                if f['max_seqlen_k'] <= 5120:
+                                    return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 4)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 1280:
+                                    if f['programs'] <= 24:
+                                        if f['num_seqs'] <= 12:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 12:
+                                                    return (32, 2, 8)
+                                                else:
+                                                    return (32, 2, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['programs'] <= 12:
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                if f['num_seqs'] <= 6:
+                                                                    return (32, 2, 2)
+                                                                else:
+                                                                    return (32, 2, 1)
+                                                            else:
+                                                                return (32, 2, 4)
+                                                    else:
+                                                        return (32, 2, 1)
+                                                else:
+                                                    if f['programs'] <= 12:
+                                                        return 'hand'
+                                                    else:
+                                                        return (32, 2, 1)
+                                        else:
+                                            if f['num_tokens'] <= 24:
+                                                if f['group'] <= 2:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (32, 2, 2)
+                                            else:
+                                                return (32, 2, 1)
+                                    else:
+                                        return (32, 2, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 12:
+                                            return (32, 2, 2)
+                                        else:
+                                            if f['programs'] <= 24:
+                                                return (32, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    return (32, 2, 2)
+                                    else:
+                                        if f['programs'] <= 24:
+                                            if f['programs'] <= 12:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        if f['num_seqs'] <= 2:
+                                                            return (64, 3, 1)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return 'hand'
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            return (32, 2, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 4)
+                                                else:
+                                                    return (64, 2, 1)
+                                            else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 6:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            return (64, 2, 1)
+                                                    else:
+                                                        return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (64, 3, 0)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (64, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6:
+                                                return (64, 2, 1)
+                                            else:
+                                                return 'hand'
+            else:
+                if f['programs'] <= 24:
+                    if f['programs'] <= 3:
+                        if f['kv_bits'] <= 12:
+                            if f['group'] <= 2:
+                                if f['max_seqlen_k'] <= 81920:
+                                    return 'hand'
+                                else:
                                     if f['max_seqlen_q'] <= 1:
                                         if f['block_size'] <= 40:
                                             if f['programs'] <= 1:
@@ -4855,22 +4540,46 @@ def decode(f):
                                             else:
                                                 return (32, 2, 1)
                                     else:
-                                        if f['programs'] <= 1:
-                                            return (64, 2, 1)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['programs'] <= 1:
+                                                return (64, 2, 1)
+                                            else:
                                                 return (32, 2, 2)
+                                        else:
+                                            if f['programs'] <= 1:
+                                                return (64, 2, 1)
                                             else:
                                                 return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 1:
+                                            if f['num_tokens'] <= 1:
+                                                return (64, 2, 8)
+                                            else:
+                                                return (64, 2, 1)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 3:
+                                            if f['programs'] <= 1:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 2, 8)
+                                        else:
+                                            return 'hand'
                                 else:
                                     if f['programs'] <= 1:
-                                        if f['block_size'] <= 40:
+                                        if f['max_seqlen_q'] <= 1:
                                             return (64, 2, 8)
                                         else:
                                             return (64, 2, 1)
                                     else:
                                         if f['max_seqlen_q'] <= 1:
-                                            if f['group'] <= 6:
+                                            if f['block_size'] <= 40:
                                                 return (128, 3, 1)
                                             else:
                                                 return (128, 3, 8)
@@ -4880,273 +4589,76 @@ def decode(f):
                                             else:
                                                 return (64, 2, 1)
                         else:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['programs'] <= 6:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['group'] <= 2:
-                                            return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 12:
-                                        return (32, 2, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            return (32, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (64, 2, 2)
-                                            else:
-                                                return (32, 2, 2)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 12:
-                                        if f['programs'] <= 6:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return (32, 2, 8)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                return (32, 2, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 4)
-                                            else:
-                                                return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 4)
-                                else:
-                                    if f['programs'] <= 12:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['programs'] <= 6:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 2, 8)
-                                                    else:
-                                                        return (64, 2, 4)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (64, 2, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 2, 2)
-                                            else:
-                                                if f['programs'] <= 6:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 4)
-                                                    else:
-                                                        return (64, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        return (64, 3, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (64, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 2, 4)
-                                                else:
-                                                    return (64, 3, 4)
-                                            else:
-                                                return (64, 3, 4)
-                    else:
-                        if f['max_seqlen_k'] <= 20480:
-                            if f['programs'] <= 48:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (64, 2, 4)
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['group'] <= 2:
-                                    return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 1:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 4)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                        else:
                             if f['group'] <= 2:
-                                if f['programs'] <= 48:
+                                if f['programs'] <= 1:
                                     if f['max_seqlen_k'] <= 81920:
+                                        return (64, 3, 1)
+                                    else:
+                                        return (64, 3, 8)
+                                else:
+                                    if f['max_seqlen_k'] <= 81920:
+                                        if f['max_seqlen_q'] <= 3:
+                                            return (64, 3, 8)
+                                        else:
+                                            return (64, 3, 1)
+                                    else:
                                         if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 8)
+                                            return (64, 3, 8)
                                         else:
-                                            return (64, 2, 4)
-                                    else:
-                                        return (32, 2, 8)
-                                else:
-                                    return 'hand'
+                                            return (64, 3, 1)
                             else:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['programs'] <= 48:
-                                        return (64, 2, 4)
-                                    else:
-                                        return (64, 2, 8)
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 3, 8)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 3, 8)
-                else:
-                    if f['max_seqlen_k'] <= 20480:
-                        if f['programs'] <= 3:
-                            if f['num_tokens'] <= 3:
-                                if f['group'] <= 2:
+                                if f['max_seqlen_q'] <= 3:
                                     if f['programs'] <= 1:
-                                        return 'hand'
-                                    else:
-                                        return (32, 2, 1)
-                                else:
-                                    if f['num_tokens'] <= 1:
-                                        if f['block_size'] <= 40:
-                                            return (64, 2, 8)
-                                        else:
-                                            return (64, 2, 1)
-                                    else:
-                                        return (64, 2, 1)
-                            else:
-                                return 'hand'
-                        else:
-                            if f['programs'] <= 24:
-                                if f['programs'] <= 6:
-                                    if f['group'] <= 2:
-                                        if f['num_tokens'] <= 3:
-                                            return (32, 2, 8)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['group'] <= 6:
-                                                return (32, 2, 8)
-                                            else:
-                                                return (32, 2, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['programs'] <= 12:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['num_tokens'] <= 2:
-                                                return (64, 3, 1)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
-                                        else:
-                                            return (32, 2, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 1:
-                                                return (32, 2, 2)
-                                            else:
-                                                return (64, 2, 2)
-                                        else:
-                                            return (64, 2, 2)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 48:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 4)
-                                        else:
-                                            return (64, 2, 1)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (32, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 1)
-                                            else:
-                                                return (64, 2, 1)
-                                    else:
-                                        if f['max_seqlen_q'] <= 3:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 6:
-                                                    return (64, 2, 1)
-                                                else:
-                                                    return (32, 2, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 1)
-                                        else:
-                                            return (64, 2, 1)
-                    else:
-                        if f['programs'] <= 3:
-                            if f['programs'] <= 1:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (64, 3, 1)
-                                else:
-                                    if f['group'] <= 2:
-                                        return (64, 3, 8)
-                                    else:
                                         return (64, 3, 1)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['max_seqlen_q'] <= 1:
-                                        return (64, 3, 8)
                                     else:
-                                        return (64, 3, 1)
-                                else:
-                                    if f['max_seqlen_q'] <= 3:
                                         if f['max_seqlen_k'] <= 81920:
-                                            if f['num_seqs'] <= 1:
-                                                return (64, 3, 8)
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 3, 4)
+                                                else:
+                                                    return (64, 3, 8)
                                             else:
-                                                return (64, 3, 4)
+                                                return (64, 3, 1)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['max_seqlen_q'] <= 1:
                                                 return (64, 3, 2)
                                             else:
                                                 return (64, 3, 1)
-                                    else:
-                                        return (64, 3, 1)
-                        else:
+                                else:
+                                    return (64, 3, 1)
+                    else:
+                        if f['max_seqlen_k'] <= 81920:
                             if f['programs'] <= 12:
-                                if f['max_seqlen_k'] <= 81920:
-                                    if f['max_seqlen_q'] <= 6:
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 6:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['programs'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                if f['num_tokens'] <= 6:
+                                                    return (64, 2, 8)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return (64, 2, 2)
+                                else:
+                                    if f['max_seqlen_q'] <= 3:
                                         if f['group'] <= 2:
                                             if f['programs'] <= 6:
                                                 return 'hand'
                                             else:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
+                                                return (32, 2, 2)
                                         else:
                                             if f['programs'] <= 6:
                                                 if f['max_seqlen_q'] <= 1:
@@ -5157,200 +4669,565 @@ def decode(f):
                                                 return (64, 2, 2)
                                     else:
                                         if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 2)
-                                            else:
-                                                if f['programs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (32, 2, 2)
-                                        else:
                                             if f['programs'] <= 6:
-                                                return (32, 2, 4)
+                                                return 'hand'
                                             else:
                                                 return (32, 2, 2)
-                                else:
+                                        else:
+                                            if f['programs'] <= 6:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 4)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    return (64, 2, 2)
+                                                else:
+                                                    return 'hand'
+                            else:
+                                if f['kv_bits'] <= 12:
                                     if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 4)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return (64, 2, 2)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (64, 2, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['programs'] <= 12:
+                                if f['group'] <= 2:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 6:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 8)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (32, 2, 2)
+                                            else:
+                                                return 'hand'
+                                    else:
                                         if f['programs'] <= 6:
                                             if f['max_seqlen_q'] <= 6:
                                                 return (64, 2, 2)
                                             else:
                                                 return (32, 2, 4)
                                         else:
+                                            return (64, 2, 4)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['block_size'] <= 40:
                                             return (64, 2, 2)
+                                        else:
+                                            if f['programs'] <= 6:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
                                     else:
                                         if f['programs'] <= 6:
                                             if f['max_seqlen_q'] <= 3:
-                                                if f['num_tokens'] <= 3:
-                                                    return (64, 3, 1)
-                                                else:
-                                                    return (64, 2, 2)
+                                                return (64, 3, 1)
                                             else:
                                                 return 'hand'
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 2)
                                             else:
-                                                if f['group'] <= 6:
+                                                if f['max_seqlen_q'] <= 6:
                                                     return (64, 2, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 6:
+                                                    if f['group'] <= 6:
                                                         return (64, 2, 2)
                                                     else:
-                                                        return (32, 2, 2)
+                                                        return 'hand'
                             else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            return (64, 2, 2)
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        return (32, 2, 4)
+                                    else:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                return (64, 2, 4)
+                                            else:
+                                                return (64, 3, 4)
+                                        else:
+                                            return (64, 3, 4)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        if f['group'] <= 2:
+                                            return (64, 2, 4)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 4)
                                             else:
-                                                return (64, 2, 8)
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 4)
+                                                else:
+                                                    return 'hand'
                                     else:
-                                        if f['programs'] <= 48:
-                                            return (64, 2, 8)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 2, 8)
+                                        if f['group'] <= 6:
+                                            if f['group'] <= 2:
+                                                return (64, 2, 4)
                                             else:
                                                 return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 6:
-                                        if f['programs'] <= 48:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['programs'] <= 24:
-                                                    return (64, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            return (64, 2, 8)
-                                                        else:
-                                                            return (64, 2, 4)
-                                                    else:
-                                                        return (64, 2, 1)
-                                            else:
-                                                if f['programs'] <= 24:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (64, 2, 4)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 3:
-                                                            return (64, 2, 4)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (64, 2, 8)
-                                                            else:
-                                                                return 'hand'
-                                                else:
-                                                    if f['num_tokens'] <= 96:
-                                                        return (64, 2, 8)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 2, 8)
-                                                        else:
-                                                            return (64, 2, 1)
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 2, 8)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        return (32, 2, 8)
-                                                    else:
-                                                        return (64, 2, 8)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 2, 1)
-                                    else:
-                                        if f['programs'] <= 24:
                                             return 'hand'
-                                        else:
-                                            return (64, 2, 1)
-            else:
-                if f['kv_bits'] <= 12:
-                    if f['group'] <= 2:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_q'] <= 1:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return 'hand'
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['group'] <= 2:
+                            if f['programs'] <= 48:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (64, 2, 4)
                                 else:
-                                    return (32, 2, 1)
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 8)
+                                    else:
+                                        return (64, 2, 8)
                             else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    return (64, 2, 1)
+                                return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 81920:
+                                if f['programs'] <= 48:
+                                    return (64, 2, 4)
+                                else:
+                                    return (64, 2, 8)
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 3, 8)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 8)
+                                    else:
+                                        return (64, 3, 8)
+                    else:
+                        if f['group'] <= 2:
+                            if f['programs'] <= 48:
+                                return (64, 2, 8)
+                            else:
+                                if f['block_size'] <= 40:
+                                    return (64, 2, 8)
                                 else:
                                     return 'hand'
                         else:
-                            if f['block_size'] <= 40:
-                                if f['programs'] <= 384:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        return 'hand'
-                                    else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['programs'] <= 48:
+                                    if f['max_seqlen_k'] <= 81920:
                                         if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 1)
+                                            return (32, 2, 2)
                                         else:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 4)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (32, 2, 2)
+                                                else:
+                                                    return (64, 2, 1)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 8)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 8)
+                                            else:
+                                                return (64, 2, 1)
                                 else:
-                                    if f['programs'] <= 768:
-                                        if f['max_seqlen_q'] <= 1:
-                                            return (32, 2, 1)
+                                    if f['max_seqlen_q'] <= 3:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 8)
                                         else:
-                                            return 'hand'
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (32, 2, 8)
+                                            else:
+                                                return (64, 2, 8)
                                     else:
-                                        return (32, 2, 1)
+                                        return (64, 2, 1)
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['group'] <= 6:
+                                        return (64, 2, 1)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['group'] <= 6:
+                                        return (64, 2, 1)
+                                    else:
+                                        return 'hand'
+        else:
+            if f['max_seqlen_k'] <= 1280:
+                if f['programs'] <= 384:
+                    if f['programs'] <= 192:
+                        if f['max_seqlen_k'] <= 320:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    return (32, 2, 0)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 0)
+                                        else:
+                                            return (32, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
                             else:
                                 if f['max_seqlen_q'] <= 1:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['programs'] <= 384:
+                                    return (64, 2, 0)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (64, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (32, 2, 1)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 1)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (32, 2, 1)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 3, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['group'] <= 2:
+                                            return 'hand'
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        return (32, 2, 0)
+                    else:
+                        if f['group'] <= 2:
+                            return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 320:
+                                if f['kv_bits'] <= 12:
+                                    if f['max_seqlen_q'] <= 3:
+                                        return (32, 2, 0)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 2, 1)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                    else:
+                                        return 'hand'
+                else:
+                    if f['programs'] <= 768:
+                        if f['max_seqlen_k'] <= 320:
+                            if f['group'] <= 2:
+                                return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['kv_bits'] <= 12:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 2)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        return 'hand'
+                                else:
+                                    return 'hand'
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['group'] <= 2:
+                                    return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                            else:
+                                return 'hand'
+                    else:
+                        if f['programs'] <= 1536:
+                            if f['num_tokens'] <= 768:
+                                if f['group'] <= 2:
+                                    if f['kv_bits'] <= 12:
+                                        if f['block_size'] <= 40:
                                             return 'hand'
                                         else:
                                             return (32, 2, 2)
                                     else:
+                                        return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 320:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (64, 2, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 192:
+                                            if f['group'] <= 6:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        return (64, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['max_seqlen_k'] <= 320:
+                                    return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 4)
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['max_seqlen_k'] <= 320:
+                                if f['kv_bits'] <= 12:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['num_tokens'] <= 768:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['max_seqlen_q'] <= 1:
+                                        return (64, 2, 4)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['group'] <= 2:
+                                    if f['kv_bits'] <= 12:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 8)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['num_tokens'] <= 768:
+                                            if f['num_tokens'] <= 384:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (32, 2, 8)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        return 'hand'
+            else:
+                if f['kv_bits'] <= 12:
+                    if f['group'] <= 2:
+                        if f['programs'] <= 192:
+                            if f['max_seqlen_k'] <= 5120:
+                                if f['max_seqlen_q'] <= 1:
+                                    return (32, 2, 1)
+                                else:
+                                    return 'hand'
+                            else:
+                                if f['max_seqlen_q'] <= 1:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        return 'hand'
+                                    else:
                                         return (32, 2, 1)
                                 else:
                                     return 'hand'
+                        else:
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 768:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 384:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 1:
+                                                return (32, 2, 1)
+                                            else:
+                                                return 'hand'
+                                    else:
+                                        if f['programs'] <= 384:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    return (32, 2, 1)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['num_seqs'] <= 192:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            return 'hand'
+                                        else:
+                                            return (32, 2, 1)
+                                    else:
+                                        return (32, 2, 2)
+                            else:
+                                if f['programs'] <= 1536:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                if f['programs'] <= 384:
+                                                    return 'hand'
+                                                else:
+                                                    return (32, 2, 2)
+                                            else:
+                                                return (32, 2, 1)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 384:
+                                        return (32, 2, 8)
+                                    else:
+                                        return 'hand'
                     else:
                         if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 20480:
+                            if f['max_seqlen_k'] <= 5120:
                                 return (64, 2, 1)
                             else:
-                                if f['block_size'] <= 40:
+                                if f['max_seqlen_k'] <= 20480:
                                     return (64, 2, 1)
                                 else:
-                                    return (64, 3, 1)
-                        else:
-                            if f['max_seqlen_q'] <= 6:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 3:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['programs'] <= 384:
-                                                return (64, 2, 1)
-                                            else:
-                                                return (64, 2, 2)
+                                    if f['block_size'] <= 40:
+                                        return (64, 2, 1)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (64, 3, 1)
                                         else:
                                             return (64, 2, 1)
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['programs'] <= 384:
+                                        if f['block_size'] <= 40:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (64, 3, 0)
+                                    else:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (64, 2, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return (64, 3, 0)
+                                        else:
+                                            if f['num_tokens'] <= 192:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['num_seqs'] <= 192:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            return (64, 2, 0)
+                                                        else:
+                                                            return (64, 3, 0)
+                                                else:
+                                                    if f['num_tokens'] <= 768:
+                                                        return (64, 2, 0)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (64, 2, 0)
+                                                        else:
+                                                            return (64, 3, 0)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_q'] <= 3:
+                                            if f['max_seqlen_k'] <= 20480:
+                                                if f['programs'] <= 384:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 1)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
                                     else:
                                         if f['group'] <= 6:
-                                            return (64, 2, 0)
+                                            if f['programs'] <= 768:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 2, 4)
                                         else:
-                                            return (64, 3, 0)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['programs'] <= 768:
-                                            return (64, 2, 0)
-                                        else:
-                                            return (64, 2, 4)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 2, 0)
-                                        else:
-                                            if f['programs'] <= 384:
+                                            if f['num_kv_heads'] <= 1:
                                                 return (64, 2, 0)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
@@ -5364,197 +5241,410 @@ def decode(f):
                                     if f['block_size'] <= 40:
                                         return (64, 3, 0)
                                     else:
-                                        return (64, 3, 1)
+                                        if f['max_seqlen_k'] <= 5120:
+                                            return (64, 3, 0)
+                                        else:
+                                            return (64, 3, 1)
                 else:
                     if f['programs'] <= 192:
-                        if f['group'] <= 2:
-                            if f['max_seqlen_k'] <= 20480:
-                                if f['max_seqlen_q'] <= 3:
-                                    return (64, 2, 1)
-                                else:
-                                    return (128, 2, 0)
+                        if f['max_seqlen_k'] <= 5120:
+                            if f['group'] <= 2:
+                                return 'hand'
                             else:
-                                if f['num_seqs'] <= 96:
-                                    return (64, 2, 1)
-                                else:
-                                    return (128, 2, 0)
+                                return (64, 3, 0)
                         else:
-                            if f['max_seqlen_q'] <= 3:
-                                return (128, 2, 0)
+                            if f['group'] <= 2:
+                                return (64, 2, 1)
                             else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['group'] <= 6:
-                                        return (128, 2, 0)
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['max_seqlen_q'] <= 1:
+                                            return (128, 2, 0)
+                                        else:
+                                            return (64, 3, 0)
                                     else:
-                                        if f['max_seqlen_q'] <= 6:
+                                        if f['max_seqlen_q'] <= 1:
                                             return (128, 2, 0)
                                         else:
                                             return (64, 3, 0)
                                 else:
-                                    return (64, 3, 0)
-                    else:
-                        if f['group'] <= 2:
-                            if f['programs'] <= 384:
-                                return (64, 2, 0)
-                            else:
-                                if f['block_size'] <= 40:
-                                    return (64, 3, 0)
-                                else:
-                                    return (64, 2, 0)
-                        else:
-                            if f['max_seqlen_q'] <= 6:
-                                if f['programs'] <= 384:
-                                    return (64, 2, 0)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 3:
-                                            return (64, 2, 2)
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['group'] <= 6:
+                                                return (64, 3, 0)
+                                            else:
+                                                return (128, 2, 0)
                                         else:
                                             return (64, 3, 0)
                                     else:
-                                        return (64, 2, 0)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 384:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['group'] <= 6:
+                                                return (64, 3, 0)
+                                            else:
+                                                return (128, 2, 0)
+                                        else:
+                                            return (64, 3, 0)
+                    else:
+                        if f['programs'] <= 384:
+                            if f['max_seqlen_k'] <= 5120:
+                                if f['max_seqlen_q'] <= 3:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_q'] <= 1:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 2, 1)
+                                        else:
+                                            return (64, 2, 0)
+                                else:
+                                    if f['group'] <= 2:
                                         return (64, 2, 0)
                                     else:
-                                        return (64, 3, 0)
-                                else:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                            else:
+                                if f['group'] <= 2:
                                     return (64, 2, 0)
+                                else:
+                                    if f['max_seqlen_q'] <= 6:
+                                        return (64, 2, 0)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 2, 0)
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['max_seqlen_q'] <= 6:
+                                if f['block_size'] <= 40:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    return 'hand'
+                                        else:
+                                            if f['num_seqs'] <= 192:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 2, 1)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (64, 2, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 0)
+                                else:
+                                    if f['programs'] <= 1536:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['programs'] <= 768:
+                                                if f['num_tokens'] <= 96:
+                                                    return (64, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (64, 2, 0)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (32, 2, 2)
+                                        else:
+                                            return (64, 2, 0)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 0)
+                                        else:
+                                            return (64, 2, 0)
+                                    else:
+                                        if f['programs'] <= 1536:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 2, 0)
+                                            else:
+                                                return (64, 3, 0)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return 'hand'
 
 
 def prefill(f):
     if f['head_dim'] <= 192:
         if f['num_tokens'] <= 3135:
             if f['max_seqlen_k'] <= 5120:
-                if f['programs'] <= 48:
+                if f['max_seqlen_k'] <= 768:
                     if f['kv_bits'] <= 12:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['head_dim'] <= 96:
+                        if f['programs'] <= 48:
+                            if f['num_tokens'] <= 1536:
+                                if f['head_dim'] <= 96:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
                                 return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
                         else:
-                            if f['head_dim'] <= 96:
-                                return (64, 64, 4, 3)
-                            else:
-                                return (64, 128, 4, 2)
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['max_seqlen_k'] <= 1536:
-                                if f['max_seqlen_k'] <= 384:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                return (64, 128, 4, 2)
-                        else:
-                            if f['block_size'] <= 40:
-                                if f['max_seqlen_k'] <= 1536:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                return (64, 64, 4, 2)
-                else:
-                    if f['num_seqs'] <= 20:
-                        if f['kv_bits'] <= 12:
-                            if f['max_seqlen_k'] <= 768:
-                                if f['programs'] <= 192:
+                            if f['programs'] <= 768:
+                                if f['num_seqs'] <= 6:
                                     if f['programs'] <= 96:
-                                        if f['max_seqlen_k'] <= 384:
-                                            if f['max_seqlen_q'] <= 192:
+                                        if f['block_size'] <= 40:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 384:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['programs'] <= 192:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 591:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_k'] <= 320:
                                                 return (64, 64, 4, 2)
                                             else:
-                                                if f['num_seqs'] <= 1:
-                                                    return (128, 128, 8, 2)
+                                                if f['programs'] <= 192:
+                                                    return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 2)
                                         else:
-                                            if f['num_seqs'] <= 6:
+                                            if f['num_seqs'] <= 20:
                                                 if f['head_dim'] <= 96:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    return (128, 128, 8, 2)
+                                                    return (64, 64, 4, 2)
                                             else:
-                                                return (64, 128, 4, 2)
+                                                return (64, 64, 4, 2)
                                     else:
-                                        if f['num_seqs'] <= 6:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['num_tokens'] <= 1283:
-                                                return (64, 64, 4, 2)
-                                            else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['group'] <= 6:
                                                 return (128, 128, 8, 2)
-                                else:
-                                    if f['num_tokens'] <= 771:
-                                        if f['programs'] <= 768:
-                                            if f['num_seqs'] <= 5:
-                                                return 'hand'
                                             else:
-                                                return (64, 64, 4, 2)
+                                                return (128, 64, 8, 2)
                                         else:
                                             return (64, 64, 4, 2)
-                                    else:
-                                        if f['programs'] <= 768:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
                             else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['group'] <= 2:
-                                        if f['programs'] <= 192:
-                                            return (64, 128, 4, 2)
+                                if f['num_tokens'] <= 1343:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 1536:
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 2)
                                         else:
-                                            return (128, 128, 8, 3)
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
                                     else:
                                         if f['max_seqlen_q'] <= 320:
-                                            return (64, 64, 4, 3)
+                                            return (64, 64, 4, 2)
                                         else:
-                                            if f['programs'] <= 768:
-                                                if f['num_tokens'] <= 1536:
-                                                    if f['group'] <= 6:
+                                            if f['num_seqs'] <= 20:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        return (128, 64, 4, 2)
+                                    else:
+                                        return 'hand'
+                    else:
+                        if f['num_tokens'] <= 831:
+                            if f['max_seqlen_q'] <= 384:
+                                if f['programs'] <= 768:
+                                    if f['programs'] <= 96:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 1:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_seqs'] <= 20:
+                                                if f['head_dim'] <= 96:
+                                                    if f['num_seqs'] <= 5:
                                                         if f['programs'] <= 192:
                                                             return (64, 128, 4, 2)
                                                         else:
-                                                            return (128, 128, 8, 3)
+                                                            return (128, 64, 8, 2)
                                                     else:
-                                                        return (128, 128, 8, 3)
+                                                        return (64, 64, 4, 2)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (128, 128, 8, 3)
-                                                    else:
-                                                        if f['head_dim'] <= 96:
-                                                            return (128, 128, 8, 3)
+                                                    if f['programs'] <= 384:
+                                                        if f['num_tokens'] <= 323:
+                                                            return (128, 64, 8, 2)
                                                         else:
-                                                            return (128, 128, 8, 2)
+                                                            if f['group'] <= 6:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['programs'] <= 3072:
+                                    if f['programs'] <= 48:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 515:
+                                            if f['programs'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 531:
+                                                if f['group'] <= 2:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 64, 4, 2)
+                        else:
+                            if f['programs'] <= 192:
+                                if f['head_dim'] <= 96:
+                                    if f['programs'] <= 48:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['programs'] <= 96:
+                                        if f['programs'] <= 48:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 384:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 8, 2)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 384:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                                else:
+                                    return (128, 32, 4, 3)
+                else:
+                    if f['num_seqs'] <= 20:
+                        if f['programs'] <= 96:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 48:
+                                    if f['head_dim'] <= 96:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['num_seqs'] <= 5:
+                                        if f['num_tokens'] <= 384:
+                                            return (128, 128, 8, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['programs'] <= 48:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['num_seqs'] <= 5:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 4:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['group'] <= 2:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            if f['programs'] <= 192:
+                                                if f['group'] <= 6:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                        else:
+                                            if f['programs'] <= 768:
+                                                if f['group'] <= 6:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                             else:
                                                 return (128, 128, 8, 3)
                                 else:
                                     if f['programs'] <= 384:
                                         if f['group'] <= 6:
                                             if f['num_seqs'] <= 5:
-                                                if f['num_tokens'] <= 1536:
-                                                    if f['programs'] <= 192:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 128, 8, 3)
-                                                else:
+                                                if f['head_dim'] <= 96:
                                                     return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
                                             else:
-                                                if f['programs'] <= 160:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (128, 128, 8, 3)
+                                                return (128, 128, 8, 3)
                                         else:
                                             if f['head_dim'] <= 96:
                                                 if f['programs'] <= 192:
@@ -5562,393 +5652,243 @@ def prefill(f):
                                                 else:
                                                     return (128, 64, 4, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 384:
+                                                if f['num_tokens'] <= 384:
                                                     return (128, 128, 8, 2)
                                                 else:
                                                     return (128, 32, 4, 3)
                                     else:
                                         if f['num_seqs'] <= 5:
-                                            if f['group'] <= 6:
-                                                return (128, 128, 8, 3)
-                                            else:
-                                                if f['num_seqs'] <= 1:
-                                                    if f['head_dim'] <= 96:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
+                                            if f['programs'] <= 768:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 128, 8, 3)
                                                 else:
-                                                    if f['head_dim'] <= 96:
-                                                        return (128, 64, 4, 2)
+                                                    if f['max_seqlen_q'] <= 1536:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 1:
+                                                        return (128, 64, 8, 3)
                                                     else:
                                                         return (128, 32, 4, 3)
                                         else:
-                                            if f['head_dim'] <= 96:
-                                                if f['programs'] <= 3072:
-                                                    return (128, 128, 8, 3)
-                                                else:
+                                            if f['max_seqlen_q'] <= 320:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                if f['head_dim'] <= 96:
                                                     return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 6:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (128, 128, 8, 3)
                                                 else:
                                                     return (128, 128, 8, 3)
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['programs'] <= 96:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 768:
-                                            if f['num_tokens'] <= 771:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 192:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['programs'] <= 192:
-                                            if f['max_seqlen_k'] <= 768:
-                                                if f['num_tokens'] <= 384:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 6:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                    else:
-                                        if f['programs'] <= 384:
-                                            if f['num_seqs'] <= 1:
-                                                if f['programs'] <= 192:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                        else:
-                                            if f['num_tokens'] <= 771:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
                             else:
-                                if f['programs'] <= 96:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
+                                if f['head_dim'] <= 96:
+                                    if f['num_tokens'] <= 1536:
+                                        if f['programs'] <= 192:
+                                            if f['num_seqs'] <= 4:
                                                 return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_seqs'] <= 1:
-                                            return (64, 128, 4, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 768:
+                                                if f['num_seqs'] <= 4:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
                                                 return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 5:
+                                                return (128, 64, 4, 2)
                                             else:
                                                 return (64, 128, 4, 2)
                                 else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        if f['programs'] <= 768:
-                                            if f['num_kv_heads'] <= 1:
-                                                if f['num_tokens'] <= 1283:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (128, 64, 8, 2)
+                                    if f['num_seqs'] <= 5:
+                                        if f['programs'] <= 384:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 64, 8, 2)
                                             else:
                                                 if f['programs'] <= 192:
                                                     return (128, 64, 8, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 6:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 192:
-                                                            return (128, 64, 8, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 1283:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 384:
-                                                return 'hand'
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                    else:
-                                        if f['num_seqs'] <= 5:
-                                            if f['programs'] <= 384:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1536:
-                                                    return (128, 64, 8, 3)
                                                 else:
                                                     return (128, 128, 8, 2)
                                         else:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 640:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 768:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                    else:
+                        if f['num_kv_heads'] <= 1:
+                            if f['kv_bits'] <= 12:
+                                if f['num_tokens'] <= 2127:
+                                    if f['num_tokens'] <= 1359:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 768:
+                                                if f['head_dim'] <= 96:
+                                                    return (64, 64, 4, 3)
+                                                else:
                                                     return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_tokens'] <= 1287:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 384:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 1536:
-                                                        if f['block_size'] <= 40:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                    else:
-                        if f['num_seqs'] <= 80:
-                            if f['max_seqlen_k'] <= 1280:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['programs'] <= 192:
-                                        if f['max_seqlen_q'] <= 320:
-                                            return (64, 64, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
+                                            if f['programs'] <= 768:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
                                     else:
-                                        if f['num_tokens'] <= 351:
-                                            if f['kv_bits'] <= 12:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['group'] <= 6:
-                                                    if f['programs'] <= 768:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
                                         if f['programs'] <= 3072:
-                                            return (64, 64, 4, 2)
+                                            return (64, 128, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 2)
+                                            return (128, 128, 8, 3)
+                                else:
+                                    return (64, 128, 4, 2)
                             else:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['kv_bits'] <= 12:
-                                        if f['programs'] <= 384:
-                                            return (64, 64, 4, 3)
+                                if f['head_dim'] <= 96:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['num_seqs'] <= 80:
+                                        if f['block_size'] <= 40:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['block_size'] <= 40:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1280:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (128, 128, 8, 3)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 1311:
-                                                            return (128, 128, 8, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                if f['head_dim'] <= 96:
-                                                    if f['num_tokens'] <= 1311:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (128, 128, 8, 3)
-                                                else:
-                                                    return (128, 128, 8, 3)
+                                            return (64, 64, 4, 3)
                                     else:
                                         if f['programs'] <= 1536:
-                                            if f['num_kv_heads'] <= 1:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['head_dim'] <= 96:
-                                                    if f['programs'] <= 768:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
+                                            return (128, 64, 8, 3)
                                         else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                else:
-                                    if f['programs'] <= 24576:
-                                        if f['programs'] <= 12288:
                                             return (64, 64, 4, 3)
-                                        else:
-                                            if f['head_dim'] <= 96:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
                         else:
-                            if f['num_kv_heads'] <= 1:
-                                if f['head_dim'] <= 96:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_k'] <= 320:
+                            if f['head_dim'] <= 96:
+                                if f['num_seqs'] <= 80:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 3072:
                                             if f['kv_bits'] <= 12:
-                                                return (64, 128, 4, 2)
+                                                return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 2)
+                                                if f['programs'] <= 768:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 1280:
-                                        return (64, 64, 4, 2)
+                                            return (64, 128, 4, 2)
                                     else:
                                         return (64, 64, 4, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 320:
-                                    return (64, 64, 4, 2)
                                 else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['head_dim'] <= 96:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                if f['programs'] <= 2560:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
+                                    return (64, 64, 4, 3)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 768:
+                                        if f['group'] <= 6:
                                             return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
                                     else:
                                         if f['programs'] <= 6144:
-                                            if f['head_dim'] <= 96:
+                                            if f['group'] <= 2:
                                                 return (64, 64, 4, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    return (64, 64, 4, 2)
-                                                else:
+                                                if f['max_seqlen_q'] <= 1280:
                                                     return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
                                         else:
-                                            if f['head_dim'] <= 96:
+                                            if f['num_seqs'] <= 80:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['num_seqs'] <= 80:
+                                        if f['programs'] <= 12288:
+                                            if f['programs'] <= 3072:
                                                 return (64, 64, 4, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        return (64, 64, 4, 3)
             else:
                 if f['programs'] <= 48:
                     if f['kv_bits'] <= 12:
                         if f['num_kv_heads'] <= 5:
                             if f['head_dim'] <= 96:
-                                if f['group'] <= 2:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
+                                return (64, 64, 4, 3)
                             else:
                                 if f['max_seqlen_k'] <= 81920:
                                     return (64, 128, 4, 2)
                                 else:
-                                    if f['programs'] <= 24:
-                                        return (64, 128, 4, 2)
+                                    if f['max_seqlen_q'] <= 1280:
+                                        if f['programs'] <= 12:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
                         else:
                             if f['head_dim'] <= 96:
                                 return (64, 64, 4, 3)
                             else:
-                                if f['max_seqlen_k'] <= 20480:
-                                    if f['max_seqlen_q'] <= 384:
+                                if f['max_seqlen_q'] <= 384:
+                                    if f['max_seqlen_k'] <= 20480:
                                         return (64, 128, 4, 2)
                                     else:
-                                        return (128, 128, 8, 3)
+                                        return (64, 64, 4, 3)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return 'hand'
-                                    else:
-                                        return (128, 128, 8, 3)
+                                    return (128, 128, 8, 3)
                     else:
                         if f['max_seqlen_k'] <= 81920:
-                            if f['head_dim'] <= 96:
-                                if f['max_seqlen_q'] <= 192:
-                                    return (64, 64, 4, 3)
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 3:
+                                    return (64, 128, 4, 2)
                                 else:
-                                    if f['programs'] <= 24:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
+                                    if f['num_tokens'] <= 207:
+                                        if f['num_kv_heads'] <= 1:
                                             return (64, 128, 4, 2)
                                         else:
-                                            if f['max_seqlen_k'] <= 20480:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['head_dim'] <= 96:
+                                            if f['num_kv_heads'] <= 5:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
                             else:
-                                return (64, 128, 4, 2)
+                                if f['head_dim'] <= 96:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
                         else:
                             if f['head_dim'] <= 96:
                                 return (64, 64, 4, 3)
                             else:
                                 if f['num_kv_heads'] <= 5:
                                     if f['block_size'] <= 40:
-                                        return (64, 128, 4, 2)
+                                        if f['programs'] <= 24:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
                                     else:
                                         return (64, 64, 4, 3)
                                 else:
@@ -5959,112 +5899,145 @@ def prefill(f):
                             if f['kv_bits'] <= 12:
                                 if f['max_seqlen_k'] <= 81920:
                                     if f['head_dim'] <= 96:
-                                        if f['programs'] <= 96:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                return 'hand'
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
+                                                return (128, 128, 8, 3)
                                             else:
-                                                return (128, 128, 8, 2)
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                else:
+                                    if f['head_dim'] <= 96:
+                                        if f['num_kv_heads'] <= 1:
+                                            return (128, 128, 8, 3)
                                         else:
                                             return 'hand'
                                     else:
-                                        if f['group'] <= 2:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return 'hand'
-                                else:
-                                    return 'hand'
+                                        return (128, 128, 8, 3)
                             else:
                                 if f['head_dim'] <= 96:
-                                    if f['max_seqlen_k'] <= 81920:
+                                    if f['programs'] <= 96:
                                         return (64, 128, 4, 2)
                                     else:
-                                        return 'hand'
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 3)
                                 else:
                                     if f['programs'] <= 96:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['block_size'] <= 40:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                            else:
-                                                return 'hand'
-                                        else:
+                                        if f['num_kv_heads'] <= 1:
                                             return 'hand'
-                        else:
-                            if f['head_dim'] <= 96:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['programs'] <= 768:
-                                            if f['num_kv_heads'] <= 5:
-                                                return 'hand'
-                                            else:
-                                                return (128, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        if f['programs'] <= 768:
-                                            return 'hand'
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (128, 64, 8, 2)
-                                        else:
-                                            if f['programs'] <= 768:
-                                                return 'hand'
-                                            else:
-                                                return (128, 64, 8, 3)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_tokens'] <= 1280:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    return 'hand'
-                    else:
-                        if f['head_dim'] <= 96:
-                            if f['programs'] <= 3072:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_seqs'] <= 80:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
                                         else:
                                             if f['block_size'] <= 40:
-                                                if f['programs'] <= 1536:
-                                                    if f['programs'] <= 192:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                return 'hand'
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['head_dim'] <= 96:
+                                    if f['num_kv_heads'] <= 5:
+                                        return 'hand'
+                                    else:
+                                        return (128, 64, 4, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        return 'hand'
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['max_seqlen_k'] <= 81920:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (128, 64, 8, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 20480:
+                                        if f['programs'] <= 768:
+                                            return 'hand'
+                                        else:
+                                            return (128, 128, 8, 2)
+                                    else:
+                                        return 'hand'
+                    else:
+                        if f['head_dim'] <= 96:
+                            if f['kv_bits'] <= 12:
+                                if f['programs'] <= 6144:
+                                    if f['num_tokens'] <= 387:
+                                        if f['programs'] <= 768:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 192:
+                                                    if f['num_seqs'] <= 80:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    if f['num_kv_heads'] <= 5:
                                                         return (64, 64, 4, 3)
                                                     else:
                                                         return 'hand'
                                                 else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 447:
-                                            return (64, 128, 4, 2)
+                                                    return (128, 128, 8, 3)
                                         else:
-                                            return (64, 64, 4, 3)
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['num_seqs'] <= 20:
+                                                if f['programs'] <= 192:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['num_tokens'] <= 2067:
+                                                    if f['programs'] <= 1536:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 1299:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                 else:
-                                    if f['programs'] <= 768:
+                                    return (64, 64, 4, 3)
+                            else:
+                                if f['programs'] <= 768:
+                                    if f['num_seqs'] <= 80:
                                         if f['num_seqs'] <= 20:
                                             if f['num_kv_heads'] <= 1:
                                                 return (64, 128, 4, 2)
@@ -6073,289 +6046,337 @@ def prefill(f):
                                         else:
                                             return (64, 64, 4, 3)
                                     else:
-                                        if f['programs'] <= 1536:
+                                        if f['programs'] <= 192:
+                                            return (128, 128, 8, 3)
+                                        else:
                                             return (64, 64, 4, 3)
+                                else:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['block_size'] <= 40:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['num_tokens'] <= 591:
-                                                if f['num_tokens'] <= 531:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-                        else:
-                            if f['programs'] <= 1536:
-                                if f['block_size'] <= 40:
-                                    if f['num_seqs'] <= 80:
+                                            return (64, 64, 4, 3)
+                                    else:
                                         if f['num_seqs'] <= 20:
-                                            return 'hand'
-                                        else:
                                             if f['num_kv_heads'] <= 5:
                                                 return (64, 128, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_tokens'] <= 447:
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['num_tokens'] <= 591:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                        else:
+                            if f['kv_bits'] <= 12:
+                                if f['num_seqs'] <= 20:
+                                    if f['programs'] <= 3072:
+                                        if f['programs'] <= 192:
                                             return (64, 128, 4, 2)
                                         else:
-                                            return 'hand'
-                                else:
-                                    if f['num_seqs'] <= 20:
-                                        if f['kv_bits'] <= 12:
-                                            if f['programs'] <= 192:
+                                            if f['programs'] <= 768:
+                                                return (128, 128, 8, 3)
+                                            else:
                                                 return 'hand'
+                                    else:
+                                        return (128, 128, 8, 3)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 192:
+                                            if f['num_seqs'] <= 80:
+                                                return (64, 64, 4, 3)
                                             else:
-                                                if f['max_seqlen_q'] <= 320:
-                                                    return (128, 128, 8, 3)
-                                                else:
-                                                    return 'hand'
+                                                return (128, 128, 8, 3)
                                         else:
-                                            if f['programs'] <= 192:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 64, 4, 3)
+                                            if f['programs'] <= 12288:
+                                                if f['programs'] <= 1536:
+                                                    if f['num_tokens'] <= 591:
+                                                        if f['group'] <= 2:
+                                                            if f['num_seqs'] <= 80:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 1359:
+                                                            return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
                                                 else:
-                                                    return 'hand'
+                                                    if f['num_seqs'] <= 80:
+                                                        return 'hand'
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                             else:
-                                                if f['num_kv_heads'] <= 1:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['programs'] <= 3072:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 80:
+                                                if f['programs'] <= 6144:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    return 'hand'
-                                    else:
-                                        return 'hand'
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['num_seqs'] <= 80:
-                                        if f['num_kv_heads'] <= 1:
-                                            return 'hand'
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return 'hand'
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['group'] <= 6:
-                                            if f['group'] <= 2:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['num_seqs'] <= 20:
-                                            if f['programs'] <= 3072:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['programs'] <= 12288:
-                                                if f['num_seqs'] <= 80:
-                                                    return 'hand'
-                                                else:
                                                     return (64, 64, 4, 3)
                                             else:
-                                                return 'hand'
-                                        else:
+                                                return (64, 64, 4, 3)
+                            else:
+                                if f['programs'] <= 1536:
+                                    if f['num_seqs'] <= 80:
+                                        if f['programs'] <= 192:
                                             return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_tokens'] <= 2067:
+                                                        return 'hand'
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    if f['num_tokens'] <= 147:
+                                                        return (128, 128, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['programs'] <= 768:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return 'hand'
+                                            else:
+                                                return (128, 32, 4, 3)
+                                else:
+                                    if f['group'] <= 6:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['programs'] <= 6144:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['num_tokens'] <= 387:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            if f['num_seqs'] <= 80:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
         else:
             if f['head_dim'] <= 96:
                 if f['kv_bits'] <= 12:
                     if f['programs'] <= 768:
-                        if f['max_seqlen_k'] <= 3072:
-                            if f['max_seqlen_k'] <= 1536:
-                                if f['programs'] <= 192:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 128, 8, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                            else:
-                                if f['group'] <= 2:
-                                    if f['programs'] <= 48:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 128, 8, 3)
-                                else:
-                                    return (128, 128, 8, 3)
-                        else:
+                        if f['max_seqlen_q'] <= 3072:
                             if f['programs'] <= 96:
                                 if f['programs'] <= 48:
                                     return (64, 64, 4, 3)
                                 else:
-                                    return 'hand'
+                                    return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 384:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (128, 64, 8, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['block_size'] <= 40:
+                                            if f['programs'] <= 192:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1536:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            if f['num_seqs'] <= 3:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 128, 8, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1536:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 96:
+                                return (64, 64, 4, 3)
                             else:
                                 if f['programs'] <= 384:
-                                    if f['num_seqs'] <= 3:
-                                        if f['programs'] <= 192:
-                                            return (128, 128, 8, 3)
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        return 'hand'
+                                    return (128, 128, 8, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 6144:
+                                    if f['max_seqlen_q'] <= 6144:
                                         return 'hand'
                                     else:
-                                        if f['group'] <= 2:
-                                            return 'hand'
-                                        else:
+                                        if f['num_tokens'] <= 24576:
                                             return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 128, 8, 3)
                     else:
-                        if f['max_seqlen_k'] <= 3072:
-                            if f['max_seqlen_k'] <= 1536:
-                                if f['max_seqlen_k'] <= 768:
+                        if f['programs'] <= 1536:
+                            if f['max_seqlen_q'] <= 3072:
+                                if f['num_kv_heads'] <= 5:
                                     return (128, 64, 4, 2)
                                 else:
-                                    if f['group'] <= 2:
+                                    if f['max_seqlen_k'] <= 1536:
                                         return (64, 64, 4, 3)
                                     else:
                                         return (128, 64, 4, 2)
                             else:
-                                return (128, 64, 4, 2)
-                        else:
-                            if f['programs'] <= 1536:
-                                if f['num_seqs'] <= 3:
-                                    return (128, 64, 4, 2)
+                                if f['group'] <= 2:
+                                    if f['max_seqlen_k'] <= 12288:
+                                        return 'hand'
+                                    else:
+                                        return (128, 128, 8, 3)
                                 else:
-                                    return 'hand'
-                            else:
-                                return (128, 64, 4, 2)
-                else:
-                    if f['programs'] <= 384:
-                        if f['max_seqlen_k'] <= 1536:
-                            if f['programs'] <= 192:
-                                return (64, 128, 4, 2)
-                            else:
-                                if f['max_seqlen_k'] <= 384:
-                                    return (128, 64, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 768:
+                                    if f['num_seqs'] <= 3:
                                         return (128, 64, 4, 2)
                                     else:
-                                        return (64, 64, 4, 2)
+                                        return 'hand'
                         else:
-                            return (64, 128, 4, 2)
-                    else:
-                        if f['group'] <= 2:
-                            if f['max_seqlen_q'] <= 12288:
-                                if f['max_seqlen_q'] <= 3072:
-                                    if f['programs'] <= 768:
+                            return (128, 64, 4, 2)
+                else:
+                    if f['programs'] <= 384:
+                        if f['max_seqlen_k'] <= 768:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_k'] <= 384:
+                                    if f['num_kv_heads'] <= 1:
                                         return (64, 64, 4, 2)
                                     else:
-                                        return (128, 64, 8, 3)
+                                        return (128, 128, 8, 2)
                                 else:
-                                    if f['programs'] <= 768:
+                                    return (64, 128, 4, 2)
+                            else:
+                                return (128, 64, 4, 2)
+                        else:
+                            if f['programs'] <= 96:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 3072:
+                                    if f['num_seqs'] <= 3:
                                         return (64, 128, 4, 2)
                                     else:
-                                        return (128, 64, 8, 3)
-                            else:
-                                if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 192:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                else:
+                                    return (64, 128, 4, 2)
+                    else:
+                        if f['block_size'] <= 40:
+                            if f['group'] <= 2:
+                                if f['num_seqs'] <= 1:
                                     return (64, 128, 4, 2)
                                 else:
                                     return (128, 64, 8, 3)
-                        else:
-                            if f['block_size'] <= 40:
-                                if f['max_seqlen_k'] <= 3072:
+                            else:
+                                if f['max_seqlen_q'] <= 3072:
                                     if f['programs'] <= 1536:
-                                        if f['num_seqs'] <= 6:
+                                        if f['programs'] <= 768:
                                             return (64, 64, 4, 2)
                                         else:
-                                            return (128, 64, 4, 2)
+                                            return (128, 64, 8, 3)
                                     else:
                                         return (128, 64, 8, 3)
                                 else:
                                     if f['num_seqs'] <= 6:
-                                        if f['programs'] <= 1536:
-                                            if f['programs'] <= 768:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                        else:
+                                        if f['group'] <= 6:
                                             return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['max_seqlen_k'] <= 6144:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        if f['programs'] <= 768:
-                                            return (128, 64, 8, 2)
                                         else:
                                             if f['programs'] <= 1536:
                                                 return (128, 64, 8, 2)
                                             else:
                                                 return (128, 64, 8, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 3072:
-                                        if f['programs'] <= 1536:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
                                     else:
                                         return (128, 64, 8, 3)
+                        else:
+                            if f['group'] <= 2:
+                                return (64, 64, 4, 3)
+                            else:
+                                if f['group'] <= 6:
+                                    if f['max_seqlen_q'] <= 6144:
+                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 768:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 12:
+                                        if f['max_seqlen_k'] <= 3072:
+                                            if f['programs'] <= 768:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                        else:
+                                            if f['programs'] <= 1536:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (128, 64, 4, 2)
             else:
                 if f['programs'] <= 192:
-                    if f['max_seqlen_q'] <= 3072:
-                        if f['programs'] <= 96:
-                            if f['kv_bits'] <= 12:
+                    if f['kv_bits'] <= 12:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['programs'] <= 48:
+                                return (64, 64, 4, 3)
+                            else:
+                                return (128, 128, 8, 2)
+                        else:
+                            if f['max_seqlen_q'] <= 12288:
                                 if f['programs'] <= 48:
                                     return (64, 128, 4, 2)
                                 else:
-                                    return (128, 128, 8, 2)
+                                    return (128, 128, 8, 3)
                             else:
-                                if f['num_seqs'] <= 6:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    return (64, 64, 4, 2)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 768:
-                                    return (128, 128, 8, 2)
-                                else:
-                                    if f['num_kv_heads'] <= 1:
-                                        return (128, 128, 8, 2)
-                                    else:
-                                        return (128, 128, 8, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 768:
-                                    return (128, 64, 8, 2)
-                                else:
-                                    return (128, 128, 8, 2)
+                                return (128, 128, 8, 2)
                     else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 48:
-                                return (64, 128, 4, 2)
-                            else:
-                                return 'hand'
+                        if f['programs'] <= 96:
+                            return (64, 128, 4, 2)
                         else:
-                            if f['max_seqlen_k'] <= 12288:
-                                if f['max_seqlen_k'] <= 6144:
-                                    if f['programs'] <= 96:
-                                        return (64, 128, 4, 2)
+                            if f['max_seqlen_k'] <= 6144:
+                                if f['max_seqlen_q'] <= 3072:
+                                    if f['max_seqlen_k'] <= 768:
+                                        return (128, 64, 8, 2)
                                     else:
-                                        return 'hand'
+                                        return (128, 128, 8, 2)
                                 else:
-                                    return (64, 128, 4, 2)
+                                    return 'hand'
                             else:
                                 return (64, 128, 4, 2)
                 else:
                     if f['max_seqlen_k'] <= 3072:
-                        if f['max_seqlen_q'] <= 768:
-                            return 'hand'
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 768:
-                                    if f['max_seqlen_q'] <= 1536:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 768:
+                                if f['max_seqlen_q'] <= 1536:
+                                    if f['max_seqlen_q'] <= 768:
+                                        return 'hand'
+                                    else:
                                         if f['block_size'] <= 40:
                                             if f['num_kv_heads'] <= 5:
                                                 return (128, 128, 8, 2)
@@ -6363,110 +6384,134 @@ def prefill(f):
                                                 return (128, 128, 8, 3)
                                         else:
                                             return (128, 128, 8, 3)
-                                    else:
-                                        return (128, 128, 8, 3)
                                 else:
-                                    if f['group'] <= 6:
-                                        return 'hand'
-                                    else:
-                                        if f['num_seqs'] <= 3:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return 'hand'
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 1536:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
+                                    if f['num_kv_heads'] <= 5:
                                         return (128, 64, 8, 3)
-                                else:
-                                    if f['group'] <= 6:
-                                        if f['group'] <= 2:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1536:
-                                            return 'hand'
-                                        else:
-                                            return (128, 64, 8, 3)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 384:
-                                if f['group'] <= 2:
-                                    if f['max_seqlen_q'] <= 12288:
-                                        return 'hand'
                                     else:
                                         return (128, 128, 8, 3)
-                                else:
-                                    return (128, 128, 8, 2)
                             else:
-                                if f['group'] <= 2:
-                                    if f['max_seqlen_k'] <= 12288:
+                                if f['max_seqlen_k'] <= 768:
+                                    return 'hand'
+                                else:
+                                    if f['max_seqlen_k'] <= 1536:
                                         return 'hand'
                                     else:
-                                        if f['programs'] <= 1536:
+                                        if f['block_size'] <= 40:
                                             return 'hand'
                                         else:
                                             return (128, 128, 8, 3)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 6144:
-                                            return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 12288:
-                                                return 'hand'
-                                            else:
-                                                return (128, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 1536:
+                                if f['num_seqs'] <= 6:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (128, 64, 8, 2)
                                     else:
                                         return 'hand'
-                        else:
-                            if f['group'] <= 2:
-                                return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 768:
+                                            return 'hand'
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['max_seqlen_q'] <= 384:
+                                            return (128, 32, 4, 3)
+                                        else:
+                                            if f['programs'] <= 1536:
+                                                if f['max_seqlen_k'] <= 768:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 32, 4, 3)
                             else:
-                                if f['max_seqlen_q'] <= 6144:
-                                    if f['group'] <= 6:
-                                        if f['block_size'] <= 40:
+                                if f['programs'] <= 1536:
+                                    if f['programs'] <= 768:
+                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['group'] <= 2:
                                             return (128, 128, 8, 2)
                                         else:
                                             return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 128, 8, 2)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        if f['max_seqlen_k'] <= 12288:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
+                                    return (128, 64, 8, 3)
+                    else:
+                        if f['kv_bits'] <= 12:
+                            if f['programs'] <= 384:
+                                if f['max_seqlen_k'] <= 6144:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    return (128, 128, 8, 3)
+                            else:
+                                if f['block_size'] <= 40:
+                                    if f['group'] <= 2:
+                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 6144:
+                                            if f['programs'] <= 768:
                                                 return 'hand'
                                             else:
-                                                return (128, 128, 8, 2)
+                                                return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (128, 128, 8, 3)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (128, 128, 8, 3)
+                                        else:
+                                            if f['programs'] <= 768:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return 'hand'
+                        else:
+                            if f['block_size'] <= 40:
+                                if f['num_tokens'] <= 6144:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 12288:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return 'hand'
+                                        else:
+                                            return (128, 128, 8, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 12288:
+                                    if f['programs'] <= 1536:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['programs'] <= 3072:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    if f['group'] <= 2:
+                                        return (128, 128, 8, 3)
                                     else:
                                         return 'hand'
     else:
         if f['kv_bits'] <= 12:
             if f['programs'] <= 96:
-                if f['block_size'] <= 40:
-                    if f['group'] <= 2:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['max_seqlen_q'] <= 384:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['programs'] <= 24:
-                                    return (64, 64, 4, 2)
-                                else:
+                if f['programs'] <= 48:
+                    if f['block_size'] <= 40:
+                        if f['group'] <= 2:
+                            if f['max_seqlen_k'] <= 768:
+                                if f['max_seqlen_k'] <= 384:
                                     return (64, 64, 4, 3)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['num_seqs'] <= 6:
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['num_seqs'] <= 20:
                                     if f['max_seqlen_k'] <= 81920:
-                                        if f['programs'] <= 24:
+                                        if f['num_tokens'] <= 3072:
                                             return (64, 64, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
@@ -6474,64 +6519,70 @@ def prefill(f):
                                         return (64, 64, 4, 3)
                                 else:
                                     return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
+                        else:
+                            return (64, 64, 4, 3)
                     else:
-                        return (64, 64, 4, 3)
-                else:
-                    if f['max_seqlen_k'] <= 768:
-                        if f['programs'] <= 48:
-                            if f['num_tokens'] <= 147:
+                        if f['max_seqlen_k'] <= 768:
+                            if f['max_seqlen_k'] <= 192:
                                 return (64, 64, 4, 2)
                             else:
                                 return (64, 64, 4, 3)
                         else:
                             return (64, 64, 4, 3)
-                    else:
-                        return (64, 64, 4, 3)
+                else:
+                    return (64, 64, 4, 3)
             else:
                 if f['num_seqs'] <= 24:
-                    if f['group'] <= 2:
-                        if f['block_size'] <= 40:
-                            if f['programs'] <= 768:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['num_seqs'] <= 1:
-                                        return (128, 128, 8, 2)
+                    if f['max_seqlen_k'] <= 3072:
+                        if f['num_tokens'] <= 771:
+                            if f['num_kv_heads'] <= 5:
+                                return (64, 64, 4, 3)
+                            else:
+                                if f['num_tokens'] <= 195:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    if f['group'] <= 2:
+                                        return (64, 64, 4, 3)
                                     else:
                                         return (128, 64, 8, 3)
-                                else:
-                                    return (128, 128, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 9219:
-                                    return (64, 64, 4, 2)
+                        else:
+                            if f['group'] <= 2:
+                                if f['block_size'] <= 40:
+                                    if f['programs'] <= 768:
+                                        return (128, 64, 8, 3)
+                                    else:
+                                        return (64, 64, 4, 2)
                                 else:
                                     return (128, 64, 8, 3)
-                        else:
-                            return (128, 64, 8, 3)
-                    else:
-                        if f['max_seqlen_k'] <= 3072:
-                            if f['max_seqlen_q'] <= 192:
-                                if f['max_seqlen_k'] <= 1088:
-                                    return (128, 64, 8, 2)
-                                else:
-                                    return (64, 64, 4, 3)
                             else:
-                                if f['num_tokens'] <= 3075:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return (128, 64, 8, 3)
-                                        else:
-                                            if f['programs'] <= 192:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 64, 8, 3)
+                                if f['num_seqs'] <= 1:
+                                    if f['programs'] <= 192:
+                                        return (64, 64, 4, 3)
                                     else:
                                         return (128, 64, 8, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        return (128, 64, 8, 2)
+                                    if f['max_seqlen_k'] <= 1536:
+                                        if f['programs'] <= 192:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
                                     else:
                                         return (128, 64, 8, 3)
+                    else:
+                        if f['block_size'] <= 40:
+                            if f['group'] <= 2:
+                                return (128, 128, 8, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 24576:
+                                    if f['num_seqs'] <= 6:
+                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['programs'] <= 768:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    return (128, 64, 8, 3)
                         else:
                             return (128, 64, 8, 3)
                 else:
@@ -6543,49 +6594,43 @@ def prefill(f):
                                 else:
                                     return (64, 64, 4, 3)
                             else:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 3072:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                                else:
-                                    return (128, 64, 8, 3)
+                                return (128, 64, 8, 3)
                         else:
-                            if f['programs'] <= 6144:
+                            if f['max_seqlen_q'] <= 1280:
                                 return (64, 64, 4, 2)
                             else:
                                 return (128, 64, 8, 3)
                     else:
-                        if f['programs'] <= 12288:
-                            return (64, 64, 4, 2)
-                        else:
-                            if f['num_kv_heads'] <= 1:
-                                if f['max_seqlen_k'] <= 5120:
+                        if f['programs'] <= 98304:
+                            if f['num_kv_heads'] <= 5:
+                                if f['programs'] <= 12288:
                                     return (64, 64, 4, 2)
                                 else:
-                                    return (128, 64, 8, 3)
+                                    if f['num_kv_heads'] <= 1:
+                                        return (128, 64, 8, 3)
+                                    else:
+                                        return (64, 64, 4, 2)
                             else:
                                 return (64, 64, 4, 2)
+                        else:
+                            return (64, 64, 4, 2)
         else:
-            if f['max_seqlen_k'] <= 768:
+            if f['max_seqlen_k'] <= 384:
                 if f['programs'] <= 96:
-                    if f['max_seqlen_q'] <= 384:
+                    if f['max_seqlen_q'] <= 192:
+                        return 'hand'
+                    else:
                         if f['block_size'] <= 40:
                             return 'hand'
                         else:
                             return (128, 64, 8, 2)
-                    else:
-                        return (128, 64, 8, 2)
                 else:
-                    if f['num_seqs'] <= 24:
-                        return (128, 64, 8, 2)
-                    else:
-                        if f['num_tokens'] <= 207:
-                            if f['block_size'] <= 40:
-                                return 'hand'
-                            else:
-                                return (128, 64, 8, 2)
-                        else:
+                    if f['max_seqlen_k'] <= 192:
+                        if f['num_kv_heads'] <= 1:
                             return (128, 64, 8, 2)
+                        else:
+                            return 'hand'
+                    else:
+                        return (128, 64, 8, 2)
             else:
                 return (128, 64, 8, 2)
