@@ -42,7 +42,7 @@ from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_k
 from tritium.attention.reference import paged_attention_ref
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
-from tritium.tune import trees
+from tritium.tune import confirm, trees
 from tritium.runtime import device_name, interpreting, max_shared_memory, num_sms
 
 # Candidate knobs per family (see tritium.attention.config). Decode: (tile_n, num_stages, splits_per_sm).
@@ -620,8 +620,6 @@ def main(argv) -> int:
 
 
 def _confirm_main(parser, args) -> int:
-    from tritium.tune import confirm
-
     if args.confirm_merge:
         if len(args.confirm_merge) < 2:
             parser.error("--confirm-merge needs the confirmation JSON to add to and at least one shard's JSON")

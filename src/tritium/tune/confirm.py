@@ -29,8 +29,8 @@ import torch
 
 from tritium.bench.common import header
 from tritium.runtime import device_name, interpreting, num_sms
-from tritium.tune.attention import (HAND, Workload, gpu_slug, interleave_families, key_knobs, precompile,
-                                    sweep_workload)
+# The sweep's module imports this one for its CLI: its names are looked up when called, not at import.
+from tritium.tune import attention as sweep_mod
 
 FAMILIES = ("decode", "prefill")
 SLOWER = 1.03  # the bar: never more than 3% slower than the hand rules
@@ -46,7 +46,7 @@ def validation_path(sweep_path: str) -> str:
     return os.path.splitext(sweep_path)[0] + ".validation.json"
 
 
-def targets(sweep_path: str, part: str | None = None) -> list[tuple[Workload, list[str], dict]]:
+def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
     """(workload, keys to time, the validation row) for each held-out workload of the fit of
     ``sweep_path``: keys are the pick, the hand rules and the sweep's best, each once, in that order."""
     with open(sweep_path) as f:
@@ -63,10 +63,10 @@ def targets(sweep_path: str, part: str | None = None) -> list[tuple[Workload, li
         r = records.get(row["name"])
         if r is None:
             raise SystemExit(f"--confirm: held-out workload {row['name']} is not in {sweep_path}")
-        keys = list(dict.fromkeys([row["pick"], HAND, row["best"]]))
-        out.append((Workload(**r["workload"]), keys, row))
+        keys = list(dict.fromkeys([row["pick"], sweep_mod.HAND, row["best"]]))
+        out.append((sweep_mod.Workload(**r["workload"]), keys, row))
     by_name = {w.name: (w, keys, row) for w, keys, row in out}
-    return [by_name[w.name] for w in interleave_families([w for w, _, _ in out])]
+    return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
 
 
 def _load(path: str):
@@ -100,7 +100,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
         raise SystemExit(f"--confirm: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
                          f"{name} ({sms} SMs)")
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.confirm.json")
+    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.confirm.json")
     source = dict(sweep=os.path.basename(sweep_path), sweep_sha256=_sha(sweep_path),
                   validation_sha256=_sha(validation_path(sweep_path)))
     data = _load(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
@@ -113,22 +113,22 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
         todo = todo[:limit * shard[1]] if limit else todo
         print(f"{name}: compiling for {len(todo)} held-out workloads ({shard[1]} shard(s))", flush=True)
         if todo and device.type == "cuda":
-            precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                       {w.name: [key_knobs(k) for k in keys] for w, keys, _ in todo})
+            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
+                                 {w.name: [sweep_mod.key_knobs(k) for k in keys] for w, keys, _ in todo})
         return path
     todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
     print(f"{name}: {len(done)} held-out workloads re-timed, {len(todo)} to go"
           + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
     if todo and device.type == "cuda" and jobs != 1:
-        precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                   {w.name: [key_knobs(k) for k in keys] for w, keys, _ in todo})
+        sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
+                             {w.name: [sweep_mod.key_knobs(k) for k in keys] for w, keys, _ in todo})
     if device.type == "cuda":
         data["header"] = header(device)
     for i, (w, keys, row) in enumerate(todo):
         t0 = time.perf_counter()
-        rec = sweep_workload(w, device, sms, l2, check=False, repeats=repeats,
-                             candidates=[key_knobs(k) for k in keys])
+        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats,
+                                       candidates=[sweep_mod.key_knobs(k) for k in keys])
         record = dict(name=w.name, family=row["family"], pick=row["pick"], best=row["best"],
                       sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"], copies=rec["copies"],
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))
@@ -151,10 +151,10 @@ def score(record: dict) -> dict:
     times = {k: v for k, v in record["times_ms"].items() if v is not None}
     pick, runs = record["pick"], record["runs_ms"]
     t = times.get(pick)
-    if t is None or HAND not in times:
+    if t is None or sweep_mod.HAND not in times:
         return dict(vs_hand=math.inf, vs_best=math.inf, vs_hand_runs=[])
-    pairs = [a / b for a, b in zip(runs.get(pick, []), runs.get(HAND, []))]
-    return dict(vs_hand=t / times[HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
+    pairs = [a / b for a, b in zip(runs.get(pick, []), runs.get(sweep_mod.HAND, []))]
+    return dict(vs_hand=t / times[sweep_mod.HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
 
 
 def merge(into: str, paths) -> int:
