@@ -303,16 +303,6 @@ def _candidates(w: Workload):
     return [HAND] + KNOBS[w.family()]
 
 
-def knob_key(knobs) -> str:
-    """A candidate's name in the sweep JSON: "hand" or its knobs joined by "-"."""
-    return HAND if knobs == HAND else "-".join(map(str, knobs))
-
-
-def key_knobs(key: str):
-    """The inverse of ``knob_key``."""
-    return HAND if key == HAND else tuple(int(x) for x in key.split("-"))
-
-
 def _workspace(w: Workload, sms: int, device, candidates=None):
     """Split-KV workspace for the largest split count of ``candidates`` (default: all of ``w``'s; None if
     none splits); its strides, like the kernels compiled for them, do not depend on that count."""
@@ -333,7 +323,7 @@ def _warm_one(w_dict: dict, sms: int, candidates=None) -> str:
     shapes' constexprs and strides); returns what failed (it fails again, and is recorded, when timed)."""
     try:
         w = Workload(**w_dict)
-        candidates = [HAND if k == HAND else tuple(k) for k in candidates] if candidates else _candidates(w)
+        candidates = candidates or _candidates(w)
         small = dataclasses.replace(w, num_seqs=1 if w.num_prefill in (0, w.num_seqs) else 2,
                                     num_prefill=min(w.num_prefill, 1))
         inputs = build_inputs(small, "cuda")
@@ -397,7 +387,7 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
         record["rel_err"] = err
         if not err < 3e-2:
             raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
-    keys = [knob_key(knobs) for knobs in candidates]
+    keys = [trees.knob_key(knobs) for knobs in candidates]
     configs = {key: w.config(knobs, sms) for knobs, key in zip(candidates, keys)}
     record["configs"] = {key: dataclasses.astuple(config) for key, config in configs.items()}
     runs = {key: [] for key in keys}

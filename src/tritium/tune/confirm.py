@@ -31,6 +31,7 @@ from tritium.bench.common import header
 from tritium.runtime import device_name, interpreting, num_sms
 # The sweep's module imports this one for its CLI: its names are looked up when called, not at import.
 from tritium.tune import attention as sweep_mod
+from tritium.tune.trees import key_knobs
 
 FAMILIES = ("decode", "prefill")
 SLOWER = 1.03  # the bar: never more than 3% slower than the hand rules
@@ -108,27 +109,30 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
         if data[key] != want:
             raise SystemExit(f"--confirm: {path} holds a confirmation with {key} {data[key]!r}, asked for {want!r}")
     done = {r["name"] for r in data["records"]}
-    todo = [t for t in targets(sweep_path, part) if t[0].name not in done]
+    todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part)
+            if w.name not in done]
+
+    def compile_all():
+        if todo and device.type == "cuda":
+            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
+                                 {w.name: knobs for w, knobs, _ in todo})
+
     if compile_only:
         todo = todo[:limit * shard[1]] if limit else todo
         print(f"{name}: compiling for {len(todo)} held-out workloads ({shard[1]} shard(s))", flush=True)
-        if todo and device.type == "cuda":
-            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                                 {w.name: [sweep_mod.key_knobs(k) for k in keys] for w, keys, _ in todo})
+        compile_all()
         return path
     todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
     print(f"{name}: {len(done)} held-out workloads re-timed, {len(todo)} to go"
           + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
-    if todo and device.type == "cuda" and jobs != 1:
-        sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                             {w.name: [sweep_mod.key_knobs(k) for k in keys] for w, keys, _ in todo})
+    if jobs != 1:
+        compile_all()
     if device.type == "cuda":
         data["header"] = header(device)
-    for i, (w, keys, row) in enumerate(todo):
+    for i, (w, knobs, row) in enumerate(todo):
         t0 = time.perf_counter()
-        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats,
-                                       candidates=[sweep_mod.key_knobs(k) for k in keys])
+        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats, candidates=knobs)
         record = dict(name=w.name, family=row["family"], pick=row["pick"], best=row["best"],
                       sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"], copies=rec["copies"],
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))

@@ -54,7 +54,13 @@ HOLDOUT = 0.2
 TREE_DIR = os.path.join(os.path.dirname(__file__), "..", "attention", "tuned")
 
 
-def _key_to_knobs(key: str):
+def knob_key(knobs) -> str:
+    """A candidate's name in the sweep JSON: "hand" or its knobs joined by "-"."""
+    return HAND if knobs == HAND else "-".join(map(str, knobs))
+
+
+def key_knobs(key: str):
+    """The inverse of ``knob_key``."""
     return HAND if key == HAND else tuple(int(x) for x in key.split("-"))
 
 
@@ -125,7 +131,7 @@ def candidate_config(fam: str, key: str, f: dict, sms: int):
               max_seqlen_q=f["max_seqlen_q"], max_seqlen_k=f["max_seqlen_k"])
     if key == HAND:
         return hand_rules(**kw, head_dim=f["head_dim"], dtype=torch.bfloat16, sms=sms)
-    return config_from_knobs(fam, _key_to_knobs(key), **kw, sms=sms)
+    return config_from_knobs(fam, key_knobs(key), **kw, sms=sms)
 
 
 def _log2(x: float) -> float:
@@ -340,7 +346,7 @@ def tree_source(tree, candidates: list[str], name: str) -> str:
 
     def pick(node):
         if t.children_left[node] < 0:
-            return _key_to_knobs(candidates[tree.leaf_pick[node]])
+            return key_knobs(candidates[tree.leaf_pick[node]])
         left, right = pick(t.children_left[node]), pick(t.children_right[node])
         return left if left == right and not isinstance(left, list) else [node, left, right]
 
@@ -373,7 +379,7 @@ def unfit_source(unfit: frozenset) -> str:
 
 def predict(tree, candidates, features: dict):
     row = np.array([[features[f] for f in FEATURES]], dtype=np.float64)
-    return _key_to_knobs(candidates[_picks(tree, row)[0]])
+    return key_knobs(candidates[_picks(tree, row)[0]])
 
 
 def _resource_key(record: dict, key: str) -> tuple:
@@ -410,7 +416,7 @@ def validate(records: list[dict], choose, unfit=frozenset()) -> list[dict]:
         times = {k: v for k, v in r["times_ms"].items() if v is not None}
         best_key = min(times, key=times.get)
         knobs = choose(r["family"], r["features"])
-        key = HAND if knobs == HAND else "-".join(map(str, knobs))
+        key = knob_key(knobs)
         if key != HAND and key in r.get("configs", {}) and _resource_key(r, key) in unfit:
             key = HAND
         t = r["times_ms"].get(key)
