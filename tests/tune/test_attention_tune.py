@@ -173,7 +173,10 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     assert json.loads((tmp_path / "a" / "nvidia_testgpu.validation.json").read_text())["held_out"] == a["held_out"]
     assert not (tmp_path / "attention-NVIDIA-TestGPU.validation.json").exists()
     assert a["validation"]["all"]["within_5pct_of_best"] == 1.0, a["held_out"]
-    assert set(a["trees"]) == {DECODE, PREFILL} and all(t["leaves"] <= trees.LEAVES[f] for f, t in a["trees"].items())
+    assert set(a["trees"]) == {DECODE, PREFILL}
+    for t in a["trees"].values():  # a gate of GATES for every head_dim and KV width swept
+        assert set(t["gates"]) == {f"D{d}-KV{b}" for d in (64, 128, 256) for b in (8, 16)}, t
+        assert set(map(tuple, t["gates"].values())) <= set(trees.GATES), t
     spec = importlib.util.spec_from_file_location("nvidia_testgpu", tmp_path / "a" / "nvidia_testgpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -10,16 +10,19 @@ Per kernel family, in three steps:
    capped at ``CLIP``. One model answers every candidate, so what one workload teaches about 64 splits of
    32-key tiles carries over to another workload with as many programs, which a tree over workload
    features alone (one leaf, one answer) cannot do.
-2. The pick for a workload is the candidate with the smallest predicted slowdown, unless it is not
-   predicted to beat the hand rules by ``margin`` (log): then the hand rules. The margin (``MARGINS``) is
-   chosen by 5-fold cross-validation on the training workloads: most picks within 5% of the best,
-   less those more than 3% slower than the hand rules.
-3. Distillation: the cost model labels every workload of the sweep's domain (``workload_domain``, ~28k)
-   with its predicted slowdown of each candidate, the training workloads keep their measured ones (and
-   weigh ``TRAIN_WEIGHT`` domain workloads each, the anchors ``ANCHOR_WEIGHT``); a multi-output
-   regression tree over the workload features (at most ``LEAVES`` leaves) is fitted to those, and each
-   leaf answers step 2's pick on the leaf's weighted mean (its margin scaled by the leaf's predicted
-   share). That tree is what is exported: run time evaluates nested ``if``s, never the cost model.
+2. The pick for a workload is the candidate with the smallest predicted slowdown where the cost model is
+   sure enough that it beats the hand rules: the ``q``-quantile, over the extra trees, of its predicted
+   log gain over the hand rules' configuration is at least ``m``; elsewhere the hand rules. The gate
+   ``(q, m)`` (``GATES``) is chosen per group of workloads (head_dim and KV bits: ``gate_group``) by 5-fold
+   cross-validation on the training workloads: most picks within 5% of the best, less ``SLOW_WEIGHT``
+   for every pick more than 3% slower than the hand rules.
+3. Distillation: the cost model's gated pick labels every workload of the sweep's domain
+   (``workload_domain``, ~28k), the training workloads take their measured best (the hand rules where
+   those are within 1% of it) and weigh ``TRAIN_WEIGHT`` domain workloads each (the anchors
+   ``ANCHOR_WEIGHT``); a classification tree over the workload features, grown until its leaves are pure,
+   is fitted to those labels, so that on every workload of the domain it answers what the cost model
+   would. That tree is what is exported (sibling leaves with one answer merged): run time evaluates
+   nested ``if``s, never the cost model.
 
 Other GPUs' sweeps (``others``) can join step 1's training: their (workload, candidate) pairs carry one
 more feature, 0 for another GPU's timing and 1 for this GPU's, and only the cost model sees them (steps 2
@@ -102,15 +105,22 @@ def _matrix(records: list[dict], candidates: list[str]):
 # 66/80%, 60/64%; into 100: 61/80%, 60/60%. As implemented (margin by cross-validation): 65/79%, 60/62%.
 COST_MODEL = dict(n_estimators=100, min_samples_leaf=2, max_features=0.7)
 CLIP = math.log(1.25)  # log slowdown a candidate's target is capped at (a failed one counts as the cap)
-MARGINS = (0.0, 0.01, 0.02, 0.05, 0.1)  # log gain over the hand rules a pick needs, chosen by cross-validation
-# Leaves of the exported tree, by family. NOTE: H100 sweep of 2,569 workloads (stop 37), seed 0, held-out
-# picks within 5% of the best, decode / prefill: 300 leaves 85.3 / 78.8%, 600 88.4 / 83.8%, 1200 90.1 /
-# 82.8% (prefill at 300), 3000 89.4%, unbounded (21,536 decode leaves, a 1.3 MB module) 91.3%: the tree
-# stands for the cost model over ~28k domain workloads and 300 leaves no longer held what it learnt.
-# Stop 38, 3,371 workloads, seeds 0-4, decode: 1200 leaves 91.6% (worst vs the hand rules 1.44x on
-# average), 2400 92.5% (1.35x), the cost model undistilled 93.3%; the module 4,119 -> 6,591 lines, its
-# import 25 -> 42 ms (once a process), a lookup ~0.5 us.
-LEAVES = {"decode": 2400, "prefill": 600}
+# Gates (q, m) a group's cross-validation chooses from, and what a pick > 3% slower than the hand rules costs
+# against one within 5% of the best. NOTE: H100 sweep of 3,736 workloads, seed 0, held-out picks, decode /
+# prefill, within 5% of the best and how many > 3% slower than the hand rules: the cost model alone with
+# no gate 94.5% / 7 and 94.2% / 2; gated by its mean prediction (a margin of 0 / 0.01 / 0.02 / 0.05)
+# 94.5 / 93.5 / 92.6 / 89.8% with 7 / 5 / 4 / 3 decode picks > 3% slower; by the trees' 0.7-quantile 92.4%
+# / 3, the 0.8-quantile 90.0% / 2, the 0.9-quantile 86.7% / 1 (prefill at 0.8 and m 0.01: 90.7% / 0).
+# Chosen with SLOW_WEIGHT 5 (one family-wide gate): decode 90.2% / 2, prefill 92.3% / 1; a gate per group:
+# 91.4% / 2, 91.9% / 1 (H200: 90.8 -> 92.4% / 1 -> 2, prefill 92.5% / 0 either way).
+GATES = tuple((q, m) for q in (0.5, 0.6, 0.7, 0.8, 0.9) for m in (0.0, 0.01, 0.02))
+SLOW_WEIGHT = 5.0
+# NOTE: until stop 40 the exported tree was a regression tree of at most 2,400 / 600 leaves (decode /
+# prefill) fitted to the cost model's predicted slowdowns, each leaf answering the gated pick of its
+# weighted mean. That lost what the cost model knew: same sweep and draw, decode 91.8% within 5% with 18
+# picks > 3% slower than the hand rules (the cost model itself, same margin: 93.5% / 5), prefill 91.5% / 5
+# (94.2% / 2). Fitting the picks themselves with pure leaves reproduces the cost model on the domain;
+# the H100 module grows from 6.6k to ~18k lines (1.3 MB; imported once a process, from bytecode in ~1 ms).
 # Weight of a training workload in the distillation, in domain workloads. NOTE: with 1 (its label the cost
 # model's prediction) the anchors' picks were up to 1.13x the best swept (H100 decode B=1 L=8192, which the
 # tree left to the hand rules); with measured labels, mean over three held-out draws, anchors vs the best:
@@ -223,63 +233,78 @@ def _predict(model, x: np.ndarray) -> np.ndarray:
     return model.predict(x.reshape(-1, x.shape[-1])).reshape(x.shape[:2])
 
 
-def _gate(pred: np.ndarray, hand: int | None, margin: float) -> np.ndarray:
-    """Per row of predicted slowdowns: the smallest, or ``hand`` where that is not ``margin`` below hand's."""
-    pick = pred.argmin(axis=1)
+def gate_group(f: dict) -> str:
+    """The group a workload's gate is chosen for: its head_dim and KV bits, "D64-KV8"."""
+    return f"D{int(f['head_dim'])}-KV{int(f['kv_bits'])}"
+
+
+def _safe_picks(model, x: np.ndarray, unfit_mask, hand: int | None, gates) -> dict:
+    """{gate: picks}: per row, the candidate of smallest mean predicted slowdown, kept where the gate
+    ``(q, m)`` holds (the q-quantile over the cost model's trees of its predicted log gain over the hand
+    rules' is at least m), else the hand rules."""
+    pred = _predict(model, x)
+    if unfit_mask is not None:
+        pred = np.where(unfit_mask, CLIP, pred)
+    p0 = pred.argmin(axis=1)
     if hand is None:
-        return pick
-    gain = pred[:, hand] - pred[np.arange(len(pred)), pick]
-    return np.where(gain > margin, pick, hand)
+        return {g: p0 for g in gates}
+    rows = np.arange(len(x))
+    xp, xh = x[rows, p0], x[rows, hand]
+    diff = np.stack([t.predict(xp) - t.predict(xh) for t in model.estimators_])  # [trees, rows]
+    return {(q, m): np.where(np.quantile(diff, q, axis=0) < -m, p0, hand) for q, m in gates}
 
 
-def _cross_validate(x, y, hand: int | None, folds: int = 5, other=None):
-    """(margin, mean log slowdown of its picks): 5-fold cross-validation of the cost model's gated picks on
-    the training workloads (``other``'s pairs in every fold's training part); the margin with most picks
-    within 5% of the best less those more than 3% slower than the hand rules (the smallest on ties)."""
+def _cross_validate(x, y, hand: int | None, groups: list, folds: int = 5, other=None):
+    """({group: gate}, mean log slowdown of the gated picks): 5-fold cross-validation of the cost model's
+    gated picks on the training workloads (``other``'s pairs in every fold's training part); per group of
+    workloads (``groups``, one a row: ``gate_group``), the gate of ``GATES`` with most picks within 5% of
+    the best less ``SLOW_WEIGHT`` for each pick more than 3% slower than the hand rules (the first on ties)."""
     fold = np.arange(len(y)) % folds
-    score = np.zeros(len(MARGINS))
-    regret = np.zeros(len(MARGINS))
     rows = np.arange(len(y))
+    keys = sorted(set(groups))
+    gid = np.array([keys.index(g) for g in groups])
+    score, regret = np.zeros((len(keys), len(GATES))), np.zeros((len(keys), len(GATES)))
     for k in range(folds):
         test = fold == k
-        pred = _predict(_cost_model(x[~test], y[~test], other), x[test])
-        for i, margin in enumerate(MARGINS):
-            picked = y[rows[test], _gate(pred, hand, margin)]
-            score[i] += np.sum(picked <= math.log(1.05))
+        picks = _safe_picks(_cost_model(x[~test], y[~test], other), x[test], None, hand, GATES)
+        for i, gate in enumerate(GATES):
+            picked = y[rows[test], picks[gate]]
+            good = (picked <= math.log(1.05)).astype(np.float64)
             if hand is not None:
-                score[i] -= np.sum(picked - y[test, hand] > math.log(1.03))
-            regret[i] += picked.sum()
-    best = int(np.argmax(score))
-    return MARGINS[best], float(regret[best] / len(y))
+                good -= SLOW_WEIGHT * (picked - y[test, hand] > math.log(1.03))
+            np.add.at(score[:, i], gid[test], good)
+            np.add.at(regret[:, i], gid[test], picked)
+    best = score.argmax(axis=1)
+    return ({g: GATES[int(b)] for g, b in zip(keys, best)},
+            float(regret[np.arange(len(keys)), best].sum() / len(y)))
 
 
-def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None, margin: float, sms: int,
+def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None, gates: dict, sms: int,
             domain: list[dict], train: list[dict], unfit=frozenset(), anchors=frozenset(), other=None):
-    """The exported tree: a multi-output regression tree over the workload features of ``domain`` (labelled
-    with the cost model's predicted slowdowns, weight 1) and of the training workloads (their measured
-    ones, ``x``/``y``, weight ``TRAIN_WEIGHT``, the ``anchors`` ``ANCHOR_WEIGHT``); ``leaf_pick``: leaf id ->
-    index of the candidate the leaf answers (``_gate`` on the leaf's weighted mean, the margin scaled by the
-    domain's share of the weight). A candidate whose configuration is in ``unfit`` for a workload
-    (``train_unfit`` for the training ones) counts as failed there (the cap)."""
-    from sklearn.tree import DecisionTreeRegressor
+    """The exported tree: a classification tree over the workload features of ``domain`` (each labelled
+    with the cost model's pick, gated by its group's gate in ``gates`` (the strictest for a group without
+    one), weight 1) and of the training workloads (their measured best, or the
+    hand rules where those are within 1% of it; weight ``TRAIN_WEIGHT``, the ``anchors``
+    ``ANCHOR_WEIGHT``). ``leaf_pick``: leaf id -> index of the candidate the leaf answers."""
+    from sklearn.tree import DecisionTreeClassifier
 
     pairs, domain_unfit = _pairs(fam, domain, candidates, sms, unfit)
     if other is not None:
         pairs = _same_gpu(pairs, 1.0)
-    pred = np.concatenate([np.where(domain_unfit, CLIP, _predict(_cost_model(x, y, other), pairs)),
-                           np.where(train_unfit, CLIP, np.minimum(y, CLIP))])
+    picks = _safe_picks(_cost_model(x, y, other), pairs, domain_unfit, hand, sorted(set(gates.values())))
+    strictest = max(gates.values())
+    labels = np.array([picks[gates.get(gate_group(f), strictest)][i] for i, f in enumerate(domain)], dtype=np.int64)
+    measured = np.where(train_unfit, math.inf, y)
+    best = measured.argmin(axis=1)
+    if hand is not None:
+        near = measured[:, hand] - measured[np.arange(len(y)), best] <= math.log(1.01)
+        best = np.where(near, hand, best)
+    label = np.concatenate([labels, best])
     weight = np.array([1.0] * len(domain) + [ANCHOR_WEIGHT if r["name"] in anchors else TRAIN_WEIGHT for r in train])
-    predicted = np.arange(len(weight)) < len(domain)  # rows labelled by the cost model
     xw = np.array([[f[k] for k in FEATURES] for f in list(domain) + [r["features"] for r in train]], dtype=np.float64)
-    tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES[fam], random_state=0).fit(xw, pred, sample_weight=weight)
-    leaves = tree.apply(xw)
-    tree.leaf_pick = {}
-    for leaf in np.unique(leaves):
-        rows = leaves == leaf
-        mean = np.average(pred[rows], axis=0, weights=weight[rows])[None]
-        # the margin guards against the cost model's error: it counts for the leaf's predicted share only
-        share = weight[rows & predicted].sum() / weight[rows].sum()
-        tree.leaf_pick[int(leaf)] = int(_gate(mean, hand, margin * share)[0])
+    tree = DecisionTreeClassifier(random_state=0).fit(xw, label, sample_weight=weight)
+    value = tree.tree_.value[:, 0, :]
+    tree.leaf_pick = {int(leaf): int(tree.classes_[value[leaf].argmax()]) for leaf in np.unique(tree.apply(xw))}
     return tree
 
 
@@ -318,7 +343,7 @@ def _picks(tree, x):
 
 def fit_family(fam: str, records: list[dict], candidates: list[str], sms: int, domain: list[dict],
                unfit=frozenset(), anchors=frozenset(), others=(), exclude=frozenset()):
-    """(tree or None, margin, cross-validated mean log slowdown of the cost model's picks, of the hand rules)
+    """(tree or None, {group: gate}, cross-validated mean log slowdown of the gated picks, of the hand rules)
     for one family's training records. None: the picks do not beat the hand rules by 1% (geometric mean) in
     cross-validation, and the family keeps them. ``others``: [(records, sms)] of other GPUs' sweeps for the
     cost model (see ``_other_pairs``; ``exclude``: names never trained on, this GPU's held-out workloads)."""
@@ -331,12 +356,11 @@ def fit_family(fam: str, records: list[dict], candidates: list[str], sms: int, d
     other = _other_pairs(fam, others, candidates, exclude)
     if other is not None:
         x = _same_gpu(x, 1.0)
-    margin, regret = _cross_validate(x, y, hand_col, other=other)
+    gates, regret = _cross_validate(x, y, hand_col, [gate_group(r["features"]) for r in records], other=other)
     if regret > hand - math.log(1.01):
-        return None, margin, regret, hand
-    tree = _distil(fam, x, y, train_unfit, candidates, hand_col, margin, sms, domain, records, unfit, anchors,
-                   other)
-    return tree, margin, regret, hand
+        return None, gates, regret, hand
+    tree = _distil(fam, x, y, train_unfit, candidates, hand_col, gates, sms, domain, records, unfit, anchors, other)
+    return tree, gates, regret, hand
 
 
 def tree_source(tree, candidates: list[str], name: str) -> str:
@@ -491,10 +515,10 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
         candidates = sorted({k for r in fam_train for k in r["times_ms"]})
         fam_domain = [f for f in domain if family(max_seqlen_q=f["max_seqlen_q"], num_kv_heads=f["num_kv_heads"],
                                                   num_q_heads=f["group"] * f["num_kv_heads"]) == fam]
-        tree, margin, tree_cv, hand_cv = (
+        tree, gates, tree_cv, hand_cv = (
             fit_family(fam, fam_train, candidates, data["sms"], fam_domain, unfit, train_only, other_sweeps,
                        held_names)
-            if fam_train else (None, 0.0, math.nan, 0.0))
+            if fam_train else (None, {}, math.nan, 0.0))
         cv[fam] = dict(tree=round(math.exp(tree_cv), 4), hand=round(math.exp(hand_cv), 4))
         if tree is None:
             sources.append(f"def {fam}(f):\n"
@@ -503,7 +527,7 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
                            f"(hand rules).\n    return 'hand'\n")
             continue
         fitted[fam] = (tree, candidates)
-        shapes[fam] = dict(leaves=int(tree.get_n_leaves()), margin=margin)
+        shapes[fam] = dict(leaves=int(tree.get_n_leaves()), gates=gates)
         sources.append(tree_source(tree, candidates, fam))
 
     def choose(fam, features):
@@ -525,7 +549,7 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
               f"{with_sweeps}--fit {os.path.relpath(path)}``\n"
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
               f"swept {data.get('header', {}).get('date', '?')}; distilled trees {shapes}\n"
-              f"(leaves fitted; margin: log gain over the hand rules a pick needs); cross-validated geometric-mean\n"
+              f"(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its predicted log gain over the hand rules >= m); cross-validated geometric-mean\n"
               f"slowdown vs the best swept, the cost model's picks vs the hand rules: {cv}).\n"
               + (f"The benchmark's {anchors} anchor workloads are always in the training set.\n" if anchors else "")
               + "".join(f"The cost model also trained on {line}.\n" for line in other_lines)
