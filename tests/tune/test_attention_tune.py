@@ -190,6 +190,81 @@ def test_fit_export_deterministic_and_learns(tmp_path, seed):
     assert module.prefill(f) == (64, 64, 4, 2)
 
 
+class _Tree:
+    """One tree of a fake cost model: a pair's predicted log slowdown is its feature 0, plus ``offset`` on
+    the pairs whose feature 0 is below 0.05 (the fast ones: where the trees of a forest disagree)."""
+
+    def __init__(self, offset=0.0):
+        self.offset = offset
+
+    def predict(self, x):
+        return x[..., 0] + self.offset * (x[..., 0] < 0.05)
+
+
+class _Forest:
+    def __init__(self, offsets):
+        self.estimators_ = [_Tree(o) for o in offsets]
+
+    def predict(self, x):
+        return np.mean([t.predict(x) for t in self.estimators_], axis=0)
+
+
+def test_safe_picks_gate_on_the_trees_spread():
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    # 3 workloads x 3 candidates (0: the hand rules); the trees agree: the margin m alone decides
+    x = np.array([[[0.10], [0.00], [0.05]],  # candidate 1 gains 0.10 over the hand rules
+                  [[0.10], [0.095], [0.30]],  # candidate 1 gains 0.005
+                  [[0.00], [0.05], [0.10]]])  # the hand rules are the best predicted
+    picks = trees._safe_picks(_Forest([0.0, 0.0]), x, None, 0, [(0.5, 0.0), (0.5, 0.01)])
+    assert picks[(0.5, 0.0)].tolist() == [1, 1, 0]
+    assert picks[(0.5, 0.01)].tolist() == [1, 0, 0]  # a 0.5% gain is not the 1% asked for
+    # an unfit candidate is never picked, however fast it is predicted: the next best is
+    unfit = np.array([[False, True, False]] * 3)
+    assert trees._safe_picks(_Forest([0.0]), x, unfit, 0, [(0.5, 0.0)])[(0.5, 0.0)].tolist() == [2, 0, 0]
+    # ten trees disagree on the pick: its gain over the hand rules is 0.10 - 0.02 i on tree i (mean 0.01)
+    x = np.array([[[0.10], [0.00], [0.30]]])
+    forest = _Forest([0.02 * i for i in range(10)])
+    assert trees._safe_picks(forest, x, None, 0, [(0.5, 0.0)])[(0.5, 0.0)].tolist() == [1]  # median gain 0.01
+    assert trees._safe_picks(forest, x, None, 0, [(0.5, 0.02)])[(0.5, 0.02)].tolist() == [0]
+    assert trees._safe_picks(forest, x, None, 0, [(0.9, 0.0)])[(0.9, 0.0)].tolist() == [0]  # a loss on a tenth
+    # no hand rules among the candidates: the smallest mean, ungated
+    assert trees._safe_picks(forest, x, None, None, [(0.9, 0.0)])[(0.9, 0.0)].tolist() == [1]
+
+
+def test_distilled_tree_answers_every_label(tmp_path, monkeypatch):
+    """Grown to pure leaves, the exported tree answers each domain workload's label (the cost model's gated
+    pick, stood in for here) and each training workload's measured best (the hand rules within 1% of it)."""
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    sweep = tmp_path / "attention-NVIDIA-TestGPU.json"
+    _synthetic_sweep(sweep)
+    train = [r for r in json.loads(sweep.read_text())["records"] if r["family"] == DECODE][:60]
+    domain = [w.features() for w in tune.workload_domain() if w.family() == DECODE][::40]
+    candidates = sorted({k for r in train for k in r["times_ms"]})
+
+    def row(f):
+        return tuple(f[k] for k in trees.FEATURES)
+
+    # any labelling the features determine (equal features, equal label), however irregular
+    labels = np.array([hash(row(f)) % len(candidates) for f in domain])
+    monkeypatch.setattr(trees, "_safe_picks", lambda model, x, unfit, hand, gates: {g: labels for g in gates})
+    x, train_unfit = trees._pairs(DECODE, [r["features"] for r in train], candidates, 132)
+    _, y = trees._matrix(train, candidates)
+    hand = candidates.index(trees.HAND)
+    tree = trees._distil(DECODE, x, y, train_unfit, candidates, hand, {"D128-KV16": (0.5, 0.0)}, 132, domain, train)
+    trained = {row(r["features"]) for r in train}
+    only = np.array([row(f) not in trained for f in domain])
+    assert only.sum() > 100
+    got = trees._picks(tree, np.array([row(f) for f in domain], dtype=np.float64))
+    assert (got[only] == labels[only]).all()
+    best = y.argmin(axis=1)
+    best = np.where(y[:, hand] - y[np.arange(len(y)), best] <= math.log(1.01), hand, best)
+    assert (trees._picks(tree, np.array([row(r["features"]) for r in train], dtype=np.float64)) == best).all()
+
+
 def test_fit_with_other_gpu_sweep(tmp_path):
     """Another GPU's sweep joins the cost model's training: the fit is still deterministic, its header
     names that sweep (and the command, ``--fit`` last), and it learns the same rule."""

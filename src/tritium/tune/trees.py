@@ -549,7 +549,8 @@ def fit_and_export(path: str, *, domain: list[dict], tree_dir: str | None = None
               f"{with_sweeps}--fit {os.path.relpath(path)}``\n"
               f"(sha256 {digest}; {counts[DECODE]} decode-family and {counts[PREFILL]} prefill-family workloads,\n"
               f"swept {data.get('header', {}).get('date', '?')}; distilled trees {shapes}\n"
-              f"(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its predicted log gain over the hand rules >= m); cross-validated geometric-mean\n"
+              f"(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its\n"
+              f"predicted log gain over the hand rules >= m); cross-validated geometric-mean\n"
               f"slowdown vs the best swept, the cost model's picks vs the hand rules: {cv}).\n"
               + (f"The benchmark's {anchors} anchor workloads are always in the training set.\n" if anchors else "")
               + "".join(f"The cost model also trained on {line}.\n" for line in other_lines)

@@ -3,7 +3,8 @@
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
 (sha256 418f281e167a3e74; 2446 decode-family and 1290 prefill-family workloads,
 swept 2026-11-26T20:04:22+00:00; distilled trees {'decode': {'leaves': 4895, 'gates': {'D128-KV16': (0.7, 0.01), 'D128-KV8': (0.7, 0.0), 'D256-KV16': (0.5, 0.02), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.8, 0.0), 'D64-KV8': (0.7, 0.02)}}, 'prefill': {'leaves': 1396, 'gates': {'D128-KV16': (0.6, 0.02), 'D128-KV8': (0.6, 0.01), 'D256-KV16': (0.9, 0.01), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.5, 0.01), 'D64-KV8': (0.8, 0.01)}}}
-(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its predicted log gain over the hand rules >= m); cross-validated geometric-mean
+(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
+predicted log gain over the hand rules >= m); cross-validated geometric-mean
 slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0141, 'hand': 1.1237}, 'prefill': {'tree': 1.018, 'hand': 1.4112}}).
 The benchmark's 22 anchor workloads are always in the training set.
 Held-out validation (workloads the fit never saw):

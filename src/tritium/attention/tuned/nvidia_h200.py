@@ -3,7 +3,8 @@
 Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/attention-NVIDIA-H100.json --fit bench/results/tuning/attention-NVIDIA-H200.json``
 (sha256 fa7a629c1cedc056; 597 decode-family and 401 prefill-family workloads,
 swept 2026-11-26T23:24:30+00:00; distilled trees {'decode': {'leaves': 3752, 'gates': {'D128-KV16': (0.7, 0.0), 'D128-KV8': (0.5, 0.01), 'D256-KV16': (0.6, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}}, 'prefill': {'leaves': 1231, 'gates': {'D128-KV16': (0.5, 0.0), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}}}
-(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its predicted log gain over the hand rules >= m); cross-validated geometric-mean
+(leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
+predicted log gain over the hand rules >= m); cross-validated geometric-mean
 slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0096, 'hand': 1.1437}, 'prefill': {'tree': 1.0012, 'hand': 1.4313}}).
 The benchmark's 22 anchor workloads are always in the training set.
 The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 3736 workloads, sha256 418f281e167a3e74).
