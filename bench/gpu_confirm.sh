@@ -14,7 +14,16 @@ sweep=bench/results/tuning/attention-$gpu.json
 name=attention-$gpu.confirm.json
 n=${TUNE_GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
 mkdir -p "$OUT"
-if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning ]]; then cp "bench/results/tuning/$name" "$OUT/"; fi
+# Continue the committed confirmation only where it is of this fit (the sweep's and the validation's
+# sha256); one of an older fit is left where it is and a new one starts.
+if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning ]]; then
+  if python3 -c 'import json, sys; from tritium.tune.confirm import fit_source
+sys.exit(json.load(open(sys.argv[2]))["source"] != fit_source(sys.argv[1]))' "$sweep" "bench/results/tuning/$name"; then
+    cp "bench/results/tuning/$name" "$OUT/"
+  else
+    echo "bench/results/tuning/$name is of another fit: starting a new confirmation"
+  fi
+fi
 jobs=$(nproc); (( jobs > 32 )) && jobs=32
 start=$SECONDS
 timeout -s INT "$limit" python3 -m tritium.tune attention --confirm "$sweep" --out "$OUT" --compile-only --jobs "$jobs" \

@@ -43,6 +43,13 @@ def _sha(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
+def fit_source(sweep_path: str) -> dict:
+    """What a confirmation of the fit of ``sweep_path`` is of: the sweep's name, its sha256 and its
+    validation's (``validation_path``)."""
+    return dict(sweep=os.path.basename(sweep_path), sweep_sha256=_sha(sweep_path),
+                validation_sha256=_sha(validation_path(sweep_path)))
+
+
 def validation_path(sweep_path: str) -> str:
     return os.path.splitext(sweep_path)[0] + ".validation.json"
 
@@ -102,8 +109,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
                          f"{name} ({sms} SMs)")
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.confirm.json")
-    source = dict(sweep=os.path.basename(sweep_path), sweep_sha256=_sha(sweep_path),
-                  validation_sha256=_sha(validation_path(sweep_path)))
+    source = fit_source(sweep_path)
     data = _load(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
     for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
         if data[key] != want:
