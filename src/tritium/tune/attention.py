@@ -53,7 +53,7 @@ DECODE_KNOBS = [(n, st, p) for n, st in ((32, 2), (64, 2), (64, 3), (128, 2), (1
 PREFILL_KNOBS = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 128, 4, 2), (128, 32, 4, 3), (128, 64, 4, 2),
                  (128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3)]
 KNOBS = {DECODE: DECODE_KNOBS, PREFILL: PREFILL_KNOBS}
-HAND = "hand"
+HAND = trees.HAND  # the hand rules' name among the candidates
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CONTEXTS = (128, 512, 2048, 8192, 32768, 131072)

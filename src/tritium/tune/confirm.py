@@ -31,7 +31,7 @@ from tritium.bench.common import header
 from tritium.runtime import device_name, interpreting, num_sms
 # The sweep's module imports this one for its CLI: its names are looked up when called, not at import.
 from tritium.tune import attention as sweep_mod
-from tritium.tune.trees import key_knobs
+from tritium.tune.trees import HAND, key_knobs
 
 FAMILIES = ("decode", "prefill")
 SLOWER = 1.03  # the bar: never more than 3% slower than the hand rules
@@ -71,7 +71,7 @@ def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
         r = records.get(row["name"])
         if r is None:
             raise SystemExit(f"--confirm: held-out workload {row['name']} is not in {sweep_path}")
-        keys = list(dict.fromkeys([row["pick"], sweep_mod.HAND, row["best"]]))
+        keys = list(dict.fromkeys([row["pick"], HAND, row["best"]]))
         out.append((sweep_mod.Workload(**r["workload"]), keys, row))
     by_name = {w.name: (w, keys, row) for w, keys, row in out}
     return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
@@ -161,10 +161,10 @@ def score(record: dict) -> dict:
     times = {k: v for k, v in record["times_ms"].items() if v is not None}
     pick, runs = record["pick"], record["runs_ms"]
     t = times.get(pick)
-    if t is None or sweep_mod.HAND not in times:
+    if t is None or HAND not in times:
         return dict(vs_hand=math.inf, vs_best=math.inf, vs_hand_runs=[])
-    pairs = [a / b for a, b in zip(runs.get(pick, []), runs.get(sweep_mod.HAND, []))]
-    return dict(vs_hand=t / times[sweep_mod.HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
+    pairs = [a / b for a, b in zip(runs.get(pick, []), runs.get(HAND, []))]
+    return dict(vs_hand=t / times[HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
 
 
 def merge(into: str, paths) -> int:

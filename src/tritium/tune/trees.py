@@ -181,7 +181,6 @@ def pair_features(f: dict, config, sms: int, hand=None) -> list[float]:
     kv_bytes = f["num_seqs"] * keys_total * kv_heads * d * f["kv_bits"] / 4
     merge_bytes = f["num_tokens"] * q_heads * (config.num_splits if config.num_splits > 1 else 0) * (d + 2) * 8
     q_bytes = f["num_tokens"] * q_heads * d * 4  # bf16 queries read, outputs written
-    row_bytes = d * f["kv_bits"] / 8
     base = [_log2(f["num_seqs"]), _log2(f["num_tokens"]), _log2(f["max_seqlen_q"]), _log2(keys_total), d, f["group"],
             _log2(kv_heads), f["block_size"], f["kv_bits"], _log2(f["programs"]),
             config.block_m, config.tile_n, _log2(config.num_splits), config.num_warps, config.num_stages,
@@ -193,6 +192,7 @@ def pair_features(f: dict, config, sms: int, hand=None) -> list[float]:
             math.log2(merge_bytes + 1), _log2((merge_bytes + q_bytes) / kv_bytes), _log2(q_bytes)]
     if hand is None:
         return base
+    row_bytes = d * f["kv_bits"] / 8
     return base + [row_bytes, config.tile_n * row_bytes, _log2(config.tile_n * row_bytes * config.num_stages),
                    math.log2(config.tile_n / hand.tile_n), math.log2(config.num_splits / hand.num_splits),
                    config.num_stages - hand.num_stages, math.log2(config.block_m / hand.block_m),
