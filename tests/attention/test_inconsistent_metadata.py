@@ -26,13 +26,8 @@ DTYPE = torch.float16
 # "prefill" has a 40-token query (80 rows), so it takes the prefill one (large Q blocks, REVERSE order).
 DECODE = Shape(q_lens=(3, 1, 5, 2), seq_lens=(20, 17, 40, 33))
 PREFILL = Shape(q_lens=(3, 1, 40, 2), seq_lens=(20, 17, 45, 33))
-# One query a sequence: the kernel's speculative metadata loads (kernels SPECULATE) hit, where the batch is
-# consistent around the program's sequence.
-DECODE1 = Shape(q_lens=(1, 1, 1, 1), seq_lens=(20, 17, 40, 33))
 PATHS = {
     "unsplit": (DECODE, {"num_splits": 1}),
-    "decode1": (DECODE1, {"num_splits": 1}),
-    "decode1-split3": (DECODE1, {"num_splits": 3}),
     "split3-sinks": (DECODE, {"num_splits": 3, "features": "sinks"}),
     "prefill": (PREFILL, {"num_splits": 1}),
     # The Gluon Hopper kernel (tritium.attention.hopper): on a Hopper GPU only.
@@ -48,8 +43,8 @@ CASES = {
     "seq_len-past-row": ("seq_lens", 1, lambda n, nb, cu: 65, [1], r"sequence 1 needs 5 pages"),
     "seq_len-far-past-row": ("seq_lens", 0, lambda n, nb, cu: 100_000, [0], r"sequence 0 needs 6250 pages"),
     "seq_len-int32-max": ("seq_lens", 3, lambda n, nb, cu: INT32_MAX, [3], r"sequence 3 needs"),
-    "seq_len-shorter-than-query": ("seq_lens", 2, lambda n, nb, cu: cu[3] - cu[2] - 1, [2],
-                                   r"seq_lens\[2\] = \d+ is shorter than its query length"),
+    "seq_len-shorter-than-query": ("seq_lens", 2, lambda n, nb, cu: 2, [2],
+                                   r"seq_lens\[2\] = 2 is shorter than its query length"),
     # Page ids outside the cache among the pages a sequence uses.
     "page-id-past-cache": ("block_table", (0, 0), lambda n, nb, cu: nb, [0],
                            r"block_table\[0, 0\] = \d+ is out of range"),

@@ -10,7 +10,7 @@ import torch
 from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
 
 from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_param, feature_kwargs, poisoned_like, run_and_check, \
-    assert_rel_close, run_in_child, shape_params
+    assert_rel_close, shape_params
 
 # One launch holding a prefill (no context), a chunked prefill (9 new tokens over 61 cached), a first
 # decode step (length 1) and a decode step at 129 (partial last page). 33 tokens x 2 heads per KV head
@@ -92,43 +92,6 @@ def test_decode_regimes(num_seqs, length, tile_n, split):
     assert (config.tile_n, config.num_splits > 1) == (tile_n, split), config
     run_and_check(batch, TOL[torch.float16], config=config)
     run_and_check(batch, TOL[torch.float16])
-
-
-# Decode batches for the speculative metadata loads (kernels SPECULATE): rows longer than the 256 page ids
-# loaded before the search (4200 tokens = 263 pages of 16), a short row, equal and unequal lengths.
-SPEC = Shape(q_lens=(1, 1, 1), seq_lens=(4200, 40, 4200), num_q_heads=4, num_kv_heads=1)
-
-
-@pytest.mark.parametrize("num_splits", [1, 3])
-@pytest.mark.parametrize("hint", [None, 4200, 5000, 17], ids=["computed", "exact", "larger", "smaller"])
-def test_speculative_metadata(hint, num_splits, monkeypatch):
-    """The decode guess changes no result: whether its max_seqlen_k hint (the length it guesses) is exact,
-    too large or too small, the output equals the one without speculation, bit for bit, and the reference."""
-    from tritium.attention import launcher
-
-    batch = SPEC.batch(torch.float16)
-    kwargs = dict(num_splits=num_splits) if hint is None else dict(num_splits=num_splits, max_seqlen_k=hint)
-    spec = run_and_check(batch, TOL[torch.float16], **kwargs).clone()
-    monkeypatch.setattr(launcher, "SPECULATIVE_METADATA", False)
-    plain = run_and_check(batch, TOL[torch.float16], **kwargs)
-    assert torch.equal(spec, plain)
-
-
-def check_speculative_bad_page(num_splits: int, column: int, seed: int) -> None:
-    """A page id past the cache in sequence 0's row, inside or past the speculative ids (in a child)."""
-    torch.manual_seed(seed)
-    batch = SPEC.batch(torch.float16)
-    ref = batch.ref()
-    batch.block_table[0, column] = batch.k_cache.shape[0]
-    out = paged_attention(*batch.args, num_splits=num_splits, max_seqlen_k=4200)
-    assert bool(torch.isnan(out[0]).all()), "sequence 0 reads a page id past the cache: its rows must be NaN"
-    assert_rel_close(out[1:], ref[1:], TOL[torch.float16], what="the other sequences")
-
-
-@pytest.mark.parametrize("num_splits", [1, 3])
-@pytest.mark.parametrize("column", [3, 260], ids=["speculated", "past-speculated"])
-def test_speculative_bad_page(column, num_splits):
-    run_in_child(__name__, "check_speculative_bad_page", num_splits, column, torch.initial_seed())
 
 
 def test_split_prefill():

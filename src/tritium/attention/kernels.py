@@ -82,16 +82,6 @@ def _q_block_of(seq, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_k
 
 
 @triton.jit
-def _decode_owner(q_slot, num_seqs, BLOCK_Q: tl.constexpr):
-    """The sequence owning Q-block slot ``q_slot`` if the batch is one query a sequence (cu_seqlens_q[s] = s):
-    the largest s with s // BLOCK_Q + s <= q_slot, clamped to [0, num_seqs). A guess, checked against
-    _find_seq's count before use."""
-    g = (q_slot * BLOCK_Q) // (BLOCK_Q + 1)
-    g = tl.where((g + 1) // BLOCK_Q + g + 1 <= q_slot, g + 1, g)
-    return tl.maximum(tl.minimum(g, num_seqs - 1), 0)
-
-
-@triton.jit
 def _softcap(x, cap):
     # cap * tanh(x / cap), with tanh(y) = 2 * sigmoid(2y) - 1 (no libdevice: also runs in the interpreter)
     return cap * (2.0 * tl.sigmoid(2.0 * x / cap) - 1.0)
@@ -110,19 +100,6 @@ def _pages_out_of_range(block_table_row_ptr, key_lo, key_hi, num_blocks, PAGE_SI
         pages = tl.load(block_table_row_ptr + idx, mask=idx < p_hi, other=0)
         bad = bad | tl.max(((pages < 0) | (pages >= num_blocks)).to(tl.int32), 0)
     return bad != 0
-
-
-@triton.jit
-def _split_tiles(tile_lo, tile_hi, split, num_splits, IS_SPLIT: tl.constexpr):
-    """Key tiles [lo, hi) of split ``split``: an equal share of [tile_lo, tile_hi), the last one shorter."""
-    if IS_SPLIT:
-        per_split = tl.cdiv(tile_hi - tile_lo, num_splits)
-        lo = tile_lo + split * per_split
-        hi = tl.minimum(lo + per_split, tile_hi)
-    else:
-        lo = tile_lo
-        hi = tile_hi
-    return lo, hi
 
 
 @triton.jit
@@ -246,7 +223,7 @@ def _attend_key_range(
     return acc, l_i, m_i
 
 
-@triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "spec_len", "window"])
+@triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "window"])
 def _paged_attention_kernel(
     # pointers
     out_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
@@ -262,7 +239,7 @@ def _paged_attention_kernel(
     stride_po_split, stride_po_tok, stride_po_head,
     stride_pl_split, stride_pl_tok,
     # sizes and scalars
-    num_seqs, num_tokens, num_blocks, max_kv_len, spec_len, sm_scale, softcap, window, k_scale_val, v_scale_val,
+    num_seqs, num_tokens, num_blocks, max_kv_len, sm_scale, softcap, window, k_scale_val, v_scale_val,
     # meta-parameters
     QPKV: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, PAGE_SIZE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr, TILE_N: tl.constexpr, IS_SPLIT: tl.constexpr,
@@ -270,7 +247,6 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False,
-    SPECULATE: tl.constexpr = False, SPEC_PAGES: tl.constexpr = 256,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -287,12 +263,6 @@ def _paged_attention_kernel(
     (default seq_len - q_len: the new tokens are the last keys); any int32, the keys need not include
     the queries (a part of a context held elsewhere). WRITE_LSE (no split): lse_ptr[token, head] gets
     the row's natural-log log-sum-exp of its visible scores (sink included), -inf for a row with none.
-    SPECULATE (no window, no q_start_ptr): before its sequence is known, a program loads what it would
-    need if the batch were one query a sequence of ``spec_len`` keys each (a decode batch; the host passes
-    max_seqlen_k): the guessed sequence's lengths and the first SPEC_PAGES page ids of its split. The
-    search for the sequence, the lengths and the page ids then arrive in one memory round trip instead of
-    three; a wrong guess (prefill, unequal lengths) loads them again as without it. Results are the same
-    either way: the guess is used only where the search confirms it.
     Metadata checks (scalar, once per program; the launcher's ``validate=True`` reports the same cases
     as errors): sequence s is impossible unless 0 <= cu[s-1] <= cu[s] <= cu[s+1] <= cu[s+2] <=
     num_tokens (neighbours where they exist), cu[0] == 0 for the first, cu[num_seqs] == num_tokens for
@@ -312,24 +282,8 @@ def _paged_attention_kernel(
     # integer ops, all before the PDL wait; one more [BLOCK_M] compare in row_valid; in the epilogue one
     # [BLOCK_M] select; the page ids the program reads are checked in one pass before the key loop
     # (_pages_out_of_range), so the key loop is unchanged.
-    if SPECULATE:
-        g = _decode_owner(q_slot, num_seqs, BLOCK_Q)
-        seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
-            g, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
-        spec_tiles = tl.cdiv(tl.minimum(tl.maximum(spec_len, 0), max_kv_len), TILE_N)
-        spec_lo, _ = _split_tiles(0, spec_tiles, split, tl.num_programs(2), IS_SPLIT)
-        spec_p0 = spec_lo * TILE_N // PAGE_SIZE
-        spec_idx = spec_p0 + tl.arange(0, SPEC_PAGES)
-        spec_ids = tl.load(block_table_ptr + g.to(tl.int64) * stride_bt_seq + spec_idx,
-                           mask=spec_idx < max_kv_len // PAGE_SIZE, other=0)
-        found = _find_seq(cu_seqlens_q_ptr, num_seqs, q_slot, BLOCK_Q)
-        if found != g:
-            seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _q_block_of(
-                found, cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q,
-                HAS_Q_START)
-    else:
-        seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
-            cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
+    seq, q_start, q_end, seq_len, bad, row_start, row_end, block_row = _locate_q_block(
+        cu_seqlens_q_ptr, seq_lens_ptr, num_seqs, num_tokens, max_kv_len, q_slot, BLOCK_Q, HAS_Q_START)
     q_len = q_end - q_start
     if block_row >= row_end:
         if USE_PDL:
@@ -394,25 +348,19 @@ def _paged_attention_kernel(
     full_hi = tl.minimum(tl.maximum(full_end // TILE_N, full_lo), tile_hi)
 
     # This split's share of the tiles.
-    lo, hi = _split_tiles(tile_lo, tile_hi, split, tl.num_programs(2), IS_SPLIT)
+    if IS_SPLIT:
+        per_split = tl.cdiv(tile_hi - tile_lo, tl.num_programs(2))
+        lo = tile_lo + split * per_split
+        hi = tl.minimum(lo + per_split, tile_hi)
+    else:
+        lo = tile_lo
+        hi = tile_hi
 
     # Page ids this program reads, checked once: an out-of-range one makes its rows NaN (read nothing).
     bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
     if lo < hi:
-        key_hi = tl.minimum(hi * TILE_N, seq_len)
-        if SPECULATE:
-            p_lo = lo * TILE_N // PAGE_SIZE
-            if (seq == g) & (p_lo == spec_p0):  # the speculative ids are this program's first ones
-                p_hi = tl.cdiv(key_hi, PAGE_SIZE)
-                mine = (spec_idx >= p_lo) & (spec_idx < p_hi)
-                bad = bad | (tl.max((mine & ((spec_ids < 0) | (spec_ids >= num_blocks))).to(tl.int32), 0) != 0)
-                rest = (spec_p0 + SPEC_PAGES) * PAGE_SIZE  # keys past them, if any: checked as without
-                if key_hi > rest:
-                    bad = bad | _pages_out_of_range(bt_row_ptr, rest, key_hi, num_blocks, PAGE_SIZE)
-            else:
-                bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, key_hi, num_blocks, PAGE_SIZE)
-        else:
-            bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, key_hi, num_blocks, PAGE_SIZE)
+        bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, tl.minimum(hi * TILE_N, seq_len), num_blocks,
+                                        PAGE_SIZE)
     hi = tl.where(bad, lo, hi)
 
     if IS_SPLIT:

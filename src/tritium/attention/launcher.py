@@ -17,9 +17,6 @@ SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 # empty splits' rows afterwards; False loads the partials once the log-sum-exps tell which splits are empty.
 # Measured on the H100 (bench/NOTES.md, stop 36): 0 to -1.7% a split decode call, never slower.
 MERGE_PARALLEL_LOADS = True
-# The attention kernel loads a decode batch's metadata (sequence lengths, the split's page ids) before the
-# search for its sequence confirms it (kernels._paged_attention_kernel, SPECULATE).
-SPECULATIVE_METADATA = True
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
 # interpreter nor an NVIDIA GPU can run it, so it cannot be tested here.
@@ -361,7 +358,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     head_pad = next_pow2(head_dim)
     dummy = q
     launch = pdl_launch(q.device, pdl)
-    max_kv_len = block_table.shape[1] * block_size if num_blocks else 0
     while True:
         splits = _splits(config, num_splits, workspace)
         if splits > 1:
@@ -391,7 +387,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 block_table.stride(0),
                 part_out.stride(0), part_out.stride(1), part_out.stride(2),
                 part_lse.stride(0), part_lse.stride(1),
-                num_seqs, num_tokens, num_blocks, max_kv_len, min(max(int(max_seqlen_k), 0), max_kv_len),
+                num_seqs, num_tokens, num_blocks, block_table.shape[1] * block_size if num_blocks else 0,
                 scale, float(softcap or 0.0), int(sliding_window or 0), k_scale_val, v_scale_val,
                 QPKV=group, HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, PAGE_SIZE=block_size,
                 BLOCK_M=config.block_m, BLOCK_Q=config.block_q, TILE_N=config.tile_n, IS_SPLIT=splits > 1,
@@ -399,7 +395,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-                SPECULATE=SPECULATIVE_METADATA and sliding_window is None and q_start_pos is None,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
             )
             break
