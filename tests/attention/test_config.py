@@ -130,3 +130,21 @@ def test_fallback_reraises_when_the_hand_rules_do_not_fit(monkeypatch):
         paged_attention(q, k_cache, k_cache, torch.zeros(1, 4, dtype=torch.int32, device=dev),
                         torch.tensor([20], dtype=torch.int32, device=dev),
                         torch.tensor([0, 1], dtype=torch.int32, device=dev))
+
+
+@pytest.mark.parametrize("cap", [0, 15, 256, 96.0, "96", True])
+def test_max_registers_must_be_a_register_count(cap):
+    with pytest.raises(ValueError, match="max_registers"):
+        AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=1, num_warps=4, num_stages=2, max_registers=cap)
+
+
+def test_register_cap_goes_to_cuda_launches_only(monkeypatch):
+    capped = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=8, num_warps=4, num_stages=2, max_registers=96)
+    free = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=8, num_warps=4, num_stages=2)
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setattr(torch.version, "hip", None)
+    assert config_mod.register_cap(capped, cuda) == {"maxnreg": 96}
+    assert config_mod.register_cap(free, cuda) == {}
+    assert config_mod.register_cap(capped, torch.device("cpu")) == {}  # the interpreter has no such option
+    monkeypatch.setattr(torch.version, "hip", "6.4")
+    assert config_mod.register_cap(capped, cuda) == {}  # nor has ROCm

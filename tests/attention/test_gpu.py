@@ -147,3 +147,17 @@ def test_cuda_graph_decode(cache_dtype):
 ])
 def test_large_head_dims_fit(shape):
     run_and_check(shape.batch(torch.bfloat16), TOL[torch.bfloat16])
+
+
+@pytest.mark.parametrize("cap", [96, 80], ids=lambda c: f"r{c}")
+@pytest.mark.parametrize("block_size", [16, 64])
+def test_register_cap(block_size, cap):
+    """A register cap (``AttentionConfig.max_registers``, ptxas maxnreg) on the batch-1 split decode it was
+    measured on, and a cap low enough to spill: exact either way."""
+    from tritium.attention import AttentionConfig
+
+    shape = Shape(q_lens=(1, 1), seq_lens=(8192, 3001), block_size=block_size, num_q_heads=32, num_kv_heads=8,
+                  head_dim=128)
+    config = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=64, num_warps=4, num_stages=2,
+                             max_registers=cap)
+    run_and_check(shape.batch(torch.bfloat16), TOL[torch.bfloat16], config=config)

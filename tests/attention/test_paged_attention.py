@@ -137,7 +137,8 @@ def test_window_prefill(dtype, window, causal):
     AttentionConfig(block_m=16, block_q=8, tile_n=16, num_splits=1, num_warps=2, num_stages=1),
     AttentionConfig(block_m=32, block_q=16, tile_n=32, num_splits=2, num_warps=4, num_stages=2),
     AttentionConfig(block_m=64, block_q=24, tile_n=64, num_splits=1, num_warps=4, num_stages=2),
-], ids=lambda c: f"m{c.block_m}-q{c.block_q}-n{c.tile_n}-s{c.num_splits}")
+    AttentionConfig(block_m=16, block_q=8, tile_n=32, num_splits=3, num_warps=4, num_stages=2, max_registers=96),
+], ids=lambda c: f"m{c.block_m}-q{c.block_q}-n{c.tile_n}-s{c.num_splits}-r{c.max_registers}")
 def test_config_override(config):
     """Hand-picked configurations (small tiles, a Q block not filling its rows, split) stay exact."""
     batch = MIXED.batch(torch.float16)

@@ -39,10 +39,26 @@ class AttentionConfig:
     # its tiles are fixed, the fields above are ignored). paged_attention picks it by itself, before the trees
     # and hand rules, for prefill-heavy calls that it serves on Hopper (hopper.auto_selects).
     kernel: str = "triton"
+    # Registers a thread may use (Triton's ``maxnreg``, ptxas ``.maxnreg``) on NVIDIA GPUs: more programs
+    # an SM, at the cost of spills where the kernel needs more. None: the compiler's choice. Passed only
+    # on CUDA builds (ROCm and the interpreter have no such option). The trees do not set it yet: the
+    # sweep has no timings of it (bench/NOTES.md, stop 41: +6% at cold B=1 L=8192 decode with 32-key tiles).
+    max_registers: int | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"AttentionConfig.kernel must be one of {KERNELS}, got {self.kernel!r}")
+        cap = self.max_registers
+        if cap is not None and (type(cap) is not int or not 16 <= cap <= 255):
+            raise ValueError(f"AttentionConfig.max_registers must be None or an int in [16, 255], got {cap!r}")
+
+
+def register_cap(config: AttentionConfig, device: torch.device) -> dict:
+    """Launch keywords for ``config.max_registers``: ``maxnreg`` on a CUDA device of a CUDA build, none
+    elsewhere."""
+    if config.max_registers is None or device.type != "cuda" or torch.version.hip is not None:
+        return {}
+    return {"maxnreg": config.max_registers}
 
 
 KERNELS = ("triton", "gluon")

@@ -8,7 +8,7 @@ from triton.runtime.errors import OutOfResources
 from tritium.runtime import interpreting, pdl_launch, pipeline_stages
 
 from tritium.attention import hopper
-from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, next_pow2,
+from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, next_pow2, register_cap,
                                       select_attention_config, select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
@@ -396,6 +396,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
+                **register_cap(config, q.device),
             )
             break
         except OutOfResources:

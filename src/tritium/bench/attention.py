@@ -111,7 +111,8 @@ def _decode_configs(sweep, base):
 def _cfg_str(cfg):
     if cfg is None:
         return "default"
-    return f"m{cfg.block_m}-n{cfg.tile_n}-s{cfg.num_splits}-w{cfg.num_warps}-st{cfg.num_stages}"
+    cap = "" if cfg.max_registers is None else f"-r{cfg.max_registers}"
+    return f"m{cfg.block_m}-n{cfg.tile_n}-s{cfg.num_splits}-w{cfg.num_warps}-st{cfg.num_stages}{cap}"
 
 
 def _time_configs(call, configs, *, graph):
