@@ -42,7 +42,8 @@ class AttentionConfig:
     # Registers a thread may use (Triton's ``maxnreg``, ptxas ``.maxnreg``) on NVIDIA GPUs: more programs
     # an SM, at the cost of spills where the kernel needs more. None: the compiler's choice. Passed only
     # on CUDA builds (ROCm and the interpreter have no such option). The trees do not set it yet: the
-    # sweep has no timings of it (bench/NOTES.md, stop 41: +6% at cold B=1 L=8192 decode with 32-key tiles).
+    # sweep has no timings of it (bench/NOTES.md, stop 41: 96 on 32-key tiles x 2 stages, no spills, +6.6% at
+    # cold B=1 L=8192 decode and -15% at L=768; 64/128-key tiles spill and lose 7-19%).
     max_registers: int | None = None
 
     def __post_init__(self):
