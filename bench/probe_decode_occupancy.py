@@ -68,8 +68,8 @@ def main(path: str, seconds: float) -> None:
         cands = [(tree, None)]
         for tile, splits, warps, stages, maxnreg in itertools.product(
                 (32, 64), (32, 48, 64, 96, 128), (2, 4), (2, 3), (None, 96, 80)):
-            cfg = AttentionConfig(block_m=tree.block_m, block_q=tree.block_q, tile_n=tile, num_splits=splits, num_warps=warps,
-                                  num_stages=stages)
+            cfg = AttentionConfig(block_m=tree.block_m, block_q=tree.block_q, tile_n=tile, num_splits=splits,
+                                  num_warps=warps, num_stages=stages)
             cands.append((cfg, maxnreg))
         timed = []
         for cfg, maxnreg in cands:

@@ -2,6 +2,7 @@
 fit (its module's UNFIT, or a launch that ran out of resources) replaced by the hand rules, and the
 launcher's fallback when a tree's configuration fails to launch."""
 
+import dataclasses
 import types
 
 import pytest
@@ -139,8 +140,8 @@ def test_max_registers_must_be_a_register_count(cap):
 
 
 def test_register_cap_goes_to_cuda_launches_only(monkeypatch):
-    capped = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=8, num_warps=4, num_stages=2, max_registers=96)
     free = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=8, num_warps=4, num_stages=2)
+    capped = dataclasses.replace(free, max_registers=96)
     cuda = torch.device("cuda", 0)
     monkeypatch.setattr(torch.version, "hip", None)
     assert config_mod.register_cap(capped, cuda) == {"maxnreg": 96}
