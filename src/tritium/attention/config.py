@@ -39,11 +39,11 @@ class AttentionConfig:
     # its tiles are fixed, the fields above are ignored). paged_attention picks it by itself, before the trees
     # and hand rules, for prefill-heavy calls that it serves on Hopper (hopper.auto_selects).
     kernel: str = "triton"
-    # Registers a thread may use (Triton's ``maxnreg``, ptxas ``.maxnreg``) on NVIDIA GPUs: more programs
-    # an SM, at the cost of spills where the kernel needs more. None: the compiler's choice. Passed only
-    # on CUDA builds (ROCm and the interpreter have no such option). The trees do not set it yet: the
-    # sweep has no timings of it (bench/NOTES.md, stop 41: 96 on 32-key tiles x 2 stages, no spills, +6.6% at
-    # cold B=1 L=8192 decode and -15% at L=768; 64/128-key tiles spill and lose 7-19%).
+    # Registers a thread of the Triton kernel may use (Triton's ``maxnreg``, ptxas ``.maxnreg``) on NVIDIA
+    # GPUs: more programs an SM, at the cost of spills where the kernel needs more. None: the compiler's
+    # choice. Passed only on CUDA builds (ROCm and the interpreter have no such option). The trees do not
+    # set it: the sweep has no timings of it (bench/NOTES.md, stop 41: 96 on 32-key tiles x 2 stages, no
+    # spills, +6.6% at cold B=1 L=8192 decode, -15% at L=768; 64/128-key tiles spill and lose 7-19%).
     max_registers: int | None = None
 
     def __post_init__(self):
