@@ -6,7 +6,7 @@
 import pytest
 import torch
 
-from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, write_kv_cache
 from tritium.attention.reference import paged_attention_ref, quantize_fp8_ref, write_kv_cache_ref
 
 from .utils import FP8, Q_DTYPES, TOL, Shape, assert_rel_close, dtype_param, feature_kwargs, run_and_check, \
@@ -154,8 +154,6 @@ def test_large_head_dims_fit(shape):
 def test_register_cap(block_size, cap):
     """A register cap (``AttentionConfig.max_registers``, ptxas maxnreg) on the batch-1 split decode it was
     measured on, and a cap low enough to spill: exact either way."""
-    from tritium.attention import AttentionConfig
-
     shape = Shape(q_lens=(1, 1), seq_lens=(8192, 3001), block_size=block_size, num_q_heads=32, num_kv_heads=8,
                   head_dim=128)
     config = AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=64, num_warps=4, num_stages=2,

@@ -281,11 +281,11 @@ def _cross_validate(x, y, hand: int | None, groups: list, folds: int = 5, other=
 
 def _distil(fam: str, x, y, train_unfit, candidates: list[str], hand: int | None, gates: dict, sms: int,
             domain: list[dict], train: list[dict], unfit=frozenset(), anchors=frozenset(), other=None):
-    """The exported tree: a classification tree over the workload features of ``domain`` (each labelled
-    with the cost model's pick, gated by its group's gate in ``gates`` (the strictest for a group without
-    one), weight 1) and of the training workloads (their measured best, or the
-    hand rules where those are within 1% of it; weight ``TRAIN_WEIGHT``, the ``anchors``
-    ``ANCHOR_WEIGHT``). ``leaf_pick``: leaf id -> index of the candidate the leaf answers."""
+    """The exported tree: a classification tree over the workload features of ``domain`` and of the training
+    workloads. A domain workload (weight 1) is labelled with the cost model's pick, gated by its group's
+    gate in ``gates`` (the strictest for a group without one); a training workload (weight
+    ``TRAIN_WEIGHT``, the ``anchors`` ``ANCHOR_WEIGHT``) with its measured best, or the hand rules where
+    those are within 1% of it. ``leaf_pick``: leaf id -> index of the candidate the leaf answers."""
     from sklearn.tree import DecisionTreeClassifier
 
     pairs, domain_unfit = _pairs(fam, domain, candidates, sms, unfit)
