@@ -4,7 +4,7 @@ message that names the offending argument. The 'meta' device stands in for a sec
 import pytest
 import torch
 
-from tritium.attention import AttentionWorkspace, paged_attention, write_kv_cache
+from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, write_kv_cache
 from tritium.runtime import default_device
 
 from .utils import FP8, Shape, call_with, strided_last_dim
@@ -94,6 +94,10 @@ BAD_INPUTS = [
     ("softcap-negative", lambda a: {"softcap": -1.0}, ValueError, r"softcap"),
     ("num_splits-0", lambda a: {"num_splits": 0}, ValueError, r"num_splits"),
     ("num_splits-65", lambda a: {"num_splits": 65}, ValueError, r"num_splits"),
+    # a Q block of 16 tokens x 2 heads a KV head: 32 rows, more than the config's 16
+    ("config-rows", lambda a: {"config": AttentionConfig(block_m=16, block_q=16, tile_n=16, num_splits=1, num_warps=4,
+                                                         num_stages=1)},
+     ValueError, r"config.block_q \* \(num_q_heads // num_kv_heads\) = 16 \* 2 must be at most config.block_m = 16"),
     ("k_scale-on-fp16-cache", lambda a: {"k_scale": 0.5, "v_scale": 0.5}, ValueError, r"k_scale"),
 ]
 

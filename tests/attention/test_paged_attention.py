@@ -257,3 +257,40 @@ def test_out_is_written_in_place():
     result = paged_attention(*batch.args, out=out, num_splits=3)
     assert result is out and out.data_ptr() == ptr
     assert_rel_close(out, batch.ref(), TOL[torch.float32])
+
+
+@pytest.mark.parametrize("config", [
+    AttentionConfig(block_m=16, block_q=4, tile_n=16, num_splits=1, num_warps=2, num_stages=2),
+    AttentionConfig(block_m=16, block_q=2, tile_n=32, num_splits=3, num_warps=4, num_stages=2),
+    AttentionConfig(block_m=64, block_q=16, tile_n=64, num_splits=2, num_warps=4, num_stages=2),
+], ids=lambda c: f"m{c.block_m}-n{c.tile_n}-s{c.num_splits}")
+@pytest.mark.parametrize("features", ["plain", "window70+softcap+alibi+sinks", "scale+alibi", "sinks"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])
+def test_first_tile_preloaded(config, features, causal, monkeypatch):
+    """The first key tile loaded before the PDL wait (launcher.PRELOAD_FIRST_TILE = 2 runs that path
+    without PDL): decode, verification and chunked-prefill rows, tiles that hold new keys or need a
+    mask (not preloaded) beside tiles that do not, splits, windows, sinks in split 0. Exact either way."""
+    from tritium.attention import launcher
+
+    monkeypatch.setattr(launcher, "PRELOAD_FIRST_TILE", 2)
+    shape = Shape(q_lens=(1, 3, 9, 1, 20), seq_lens=(129, 100, 70, 16, 20), num_q_heads=8, num_kv_heads=2)
+    batch = shape.batch(torch.float16)
+    run_and_check(batch, TOL[torch.float16], config=config, causal=causal,
+                  **feature_kwargs(features, shape.num_q_heads))
+
+
+def test_preload_policy(monkeypatch):
+    """Where the first tile is loaded before the PDL wait by default (launcher.preload_arg): split calls
+    of 32-key tiles at 2 stages only; PRELOAD_FIRST_TILE 0 and 2 override it everywhere."""
+    from tritium.attention import launcher
+
+    def cfg(tile_n, stages):
+        return AttentionConfig(block_m=16, block_q=4, tile_n=tile_n, num_splits=8, num_warps=4, num_stages=stages)
+
+    assert launcher.PRELOAD_FIRST_TILE == 1
+    assert [launcher.preload_arg(cfg(32, 2), 8), launcher.preload_arg(cfg(16, 1), 2)] == [1, 1]
+    assert [launcher.preload_arg(cfg(32, 2), 1), launcher.preload_arg(cfg(32, 3), 8),
+            launcher.preload_arg(cfg(64, 2), 8), launcher.preload_arg(cfg(128, 3), 8)] == [0, 0, 0, 0]
+    for forced in (0, 2):
+        monkeypatch.setattr(launcher, "PRELOAD_FIRST_TILE", forced)
+        assert {launcher.preload_arg(cfg(n, s), k) for n, s, k in [(32, 2, 8), (64, 3, 1)]} == {forced}

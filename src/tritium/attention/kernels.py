@@ -103,6 +103,42 @@ def _pages_out_of_range(block_table_row_ptr, key_lo, key_hi, num_blocks, PAGE_SI
 
 
 @triton.jit
+def _tile_scores(q, k, offs_n, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP: tl.constexpr,
+                 HAS_ALIBI: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Scores of one key tile [BLOCK_M, TILE_N]: raw q.k when neither softcap nor ALiBi (the scale is
+    folded into the exponent by _online_softmax), else scaled into the log2 domain."""
+    s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=DOT_PRECISION)
+    if HAS_SOFTCAP:
+        s = _softcap(s * qk_scale, softcap) * 1.4426950408889634
+    elif HAS_ALIBI:
+        s = s * (qk_scale * 1.4426950408889634)
+    if HAS_ALIBI:
+        s += alibi_log2[:, None] * (offs_n[None, :] - q_pos[:, None]).to(tl.float32)
+    return s
+
+
+@triton.jit
+def _online_softmax(s, m_i, l_i, qk_scale, MASKED: tl.constexpr, SCALED: tl.constexpr):
+    """One tile's step of the online softmax: (p, alpha, l_i, m_new) from the tile's scores ``s``
+    (-inf where masked; raw unless SCALED, see _tile_scores) and the running max / sum."""
+    if not SCALED:
+        c = qk_scale * 1.4426950408889634
+        m_new = tl.maximum(m_i, tl.max(s, 1) * c)
+        if MASKED:
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+        else:
+            m_use = m_new  # every row saw a finite score of this tile
+        p = tl.math.exp2(s * c - m_use[:, None])
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
+        p = tl.math.exp2(s - m_use[:, None])
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    return p, alpha, l_i, m_new
+
+
+@triton.jit
 def _attend_tiles(
     acc, l_i, m_i, q,
     tile_lo, tile_hi,
@@ -148,14 +184,8 @@ def _attend_tiles(
             k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :], mask=d_mask[None, :], other=0.0)
         else:
             k = tl.load(k_head_ptr + k_offs[:, None] + offs_d[None, :])  # [TILE_N, HEAD_DIM_PAD]
-        s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=DOT_PRECISION)  # [BLOCK_M, TILE_N]
-        FOLD: tl.constexpr = not (HAS_SOFTCAP or HAS_ALIBI)
-        if HAS_SOFTCAP:
-            s = _softcap(s * qk_scale, softcap) * 1.4426950408889634
-        elif not FOLD:
-            s = s * (qk_scale * 1.4426950408889634)
-        if HAS_ALIBI:
-            s += alibi_log2[:, None] * (offs_n[None, :] - q_pos[:, None]).to(tl.float32)
+        s = _tile_scores(q, k, offs_n, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP, HAS_ALIBI,
+                         DOT_PRECISION)
         if MASKED:
             visible = kv_mask[None, :]
             if IS_CAUSAL:
@@ -163,20 +193,7 @@ def _attend_tiles(
             if HAS_WINDOW:
                 visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
             s = tl.where(visible, s, float("-inf"))
-        if FOLD:
-            c = qk_scale * 1.4426950408889634
-            m_new = tl.maximum(m_i, tl.max(s, 1) * c)
-            if MASKED:
-                m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
-            else:
-                m_use = m_new  # every row saw a finite score of this tile
-            p = tl.math.exp2(s * c - m_use[:, None])
-        else:
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that saw no key yet
-            p = tl.math.exp2(s - m_use[:, None])
-        alpha = tl.math.exp2(m_i - m_use)
-        l_i = l_i * alpha + tl.sum(p, 1)
+        p, alpha, l_i, m_new = _online_softmax(s, m_i, l_i, qk_scale, MASKED, HAS_SOFTCAP or HAS_ALIBI)
         if MASKED:
             v = tl.load(v_head_ptr + v_offs[:, None] + offs_d[None, :], mask=load_mask, other=0.0)
         elif HEAD_DIM != HEAD_DIM_PAD:
@@ -246,7 +263,7 @@ def _paged_attention_kernel(
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
-    HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False,
+    HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -255,8 +272,14 @@ def _paged_attention_kernel(
 
     USE_PDL (a programmatic dependent launch): the next kernel (the merge, or a projection) may be
     scheduled at once. Before waiting for the kernel before it (which wrote q and the new tokens' K/V),
-    a program reads only the batch layout (cu_seqlens_q, seq_lens, block_table) and constant inputs
-    (scales, ALiBi slopes, sinks).
+    a program reads only the batch layout (cu_seqlens_q, seq_lens, block_table), constant inputs
+    (scales, ALiBi slopes, sinks) and, with PRELOAD, the K/V of its first key tile where every key of
+    that tile lies before the sequence's new tokens (earlier steps wrote those).
+    PRELOAD: 0 never, 1 with USE_PDL, 2 always (tests: the same arithmetic without PDL); the launcher
+    passes 1 only where it was measured to pay (launcher.preload_arg). Only for tiles of at most 4096
+    elements (sm_90, bf16: 32-key tiles at D=128 114 -> 115 registers; 128-key tiles would spill) and
+    without HAS_Q_START (whose keys the kernel before may have written). The tile's DRAM round trip then
+    overlaps the tail of the kernel before (a projection, or the merge of the attention before).
 
     max_kv_len: tokens a block-table row holds (block_table.shape[1] * PAGE_SIZE; 0 with no pages).
     HAS_Q_START: q_start_ptr[s] is the position of sequence s's first query in its keys' coordinates
@@ -381,12 +404,36 @@ def _paged_attention_kernel(
 
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
+    DO_PRELOAD: tl.constexpr = ((PRELOAD == 2 or (PRELOAD == 1 and USE_PDL)) and not HAS_Q_START
+                                and TILE_N * HEAD_DIM_PAD <= 4096)
+    if DO_PRELOAD:
+        # The first tile, where it needs no mask (inside [full_lo, full_hi)) and holds only keys older
+        # than the sequence's new tokens: its page ids were checked above, and no kernel of this step
+        # writes it.
+        pre = (lo < hi) & (lo >= full_lo) & (lo < full_hi) & ((lo + 1) * TILE_N <= context_len)
+        offs_pre = lo * TILE_N + tl.arange(0, TILE_N)
+        slots_pre = tl.load(bt_row_ptr + offs_pre // PAGE_SIZE, mask=pre, other=0).to(tl.int64)
+        pre_mask = pre & d_mask[None, :]
+        k_pre = tl.load(k_head_ptr + (slots_pre * stride_k_blk + (offs_pre % PAGE_SIZE) * stride_k_tok)[:, None]
+                        + offs_d[None, :], mask=pre_mask, other=0.0)
+        v_pre = tl.load(v_head_ptr + (slots_pre * stride_v_blk + (offs_pre % PAGE_SIZE) * stride_v_tok)[:, None]
+                        + offs_d[None, :], mask=pre_mask, other=0.0)
+        loop_lo = tl.where(pre, lo + 1, lo)
+    else:
+        loop_lo = lo
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
+    if DO_PRELOAD:
+        if pre:
+            s = _tile_scores(q, k_pre, offs_pre, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP, HAS_ALIBI,
+                             DOT_PRECISION)
+            p, alpha, l_i, m_i = _online_softmax(s, m_i, l_i, qk_scale, False, HAS_SOFTCAP or HAS_ALIBI)
+            v_pre = v_pre.to(q.dtype)
+            acc = tl.dot(p.to(v_pre.dtype), v_pre, acc * alpha[:, None], input_precision=DOT_PRECISION)
     acc, l_i, m_i = _attend_key_range(
-        acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
+        acc, l_i, m_i, q, loop_lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)

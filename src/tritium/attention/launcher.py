@@ -17,6 +17,11 @@ SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 # empty splits' rows afterwards; False loads the partials once the log-sum-exps tell which splits are empty.
 # Measured on the H100 (bench/NOTES.md, stop 36): 0 to -1.7% a split decode call, never slower.
 MERGE_PARALLEL_LOADS = True
+# The attention kernel's PRELOAD (see _paged_attention_kernel and preload_arg): 1 (default) loads a split program's
+# first key tile before its PDL wait where that was measured to pay; 0 never; 2 wherever the kernel can, PDL or not
+# (tests run the path under the interpreter).
+PRELOAD_FIRST_TILE = 1
+
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # fp8 e4m3 caches (OCP float8_e4m3fn). AMD MI300's float8_e4m3fnuz is not accepted yet: neither the
 # interpreter nor an NVIDIA GPU can run it, so it cannot be tested here.
@@ -187,6 +192,16 @@ def _scale_arg(name, scale, device):
     return None, float(scale)
 
 
+def preload_arg(config: AttentionConfig, splits: int) -> int:
+    """The kernel's PRELOAD for a launch. With PRELOAD_FIRST_TILE = 1: only split-KV calls of 32-key (or
+    smaller) tiles at 2 stages. Measured on the H100 (bench/NOTES.md, stop 42; cold decode, the tree's
+    configurations): 32-key tiles x 2 stages with splits +9% at B=1 L=8192, +2% at 32768, +12% at L=768
+    (B=1 and 4); 64-key tiles x 3 stages with splits -14 to -16%; unsplit calls -0.2 to -0.6%."""
+    if PRELOAD_FIRST_TILE != 1:
+        return PRELOAD_FIRST_TILE
+    return 1 if splits > 1 and config.tile_n <= 32 and config.num_stages <= 2 else 0
+
+
 def _splits(config: AttentionConfig, num_splits: int | None, workspace) -> int:
     """The split-KV count a call launches: the configuration's, or ``num_splits``, at most the workspace's."""
     splits = config.num_splits if num_splits is None else num_splits
@@ -355,6 +370,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     if workspace is not None:
         workspace.check(num_tokens, num_q_heads, head_dim, q.device)
     group = num_q_heads // num_kv_heads
+    if config.block_q * group > config.block_m:  # a Q block's rows would not fit its program: rows left unwritten
+        raise ValueError(f"config.block_q * (num_q_heads // num_kv_heads) = {config.block_q} * {group} must be at most "
+                         f"config.block_m = {config.block_m}")
     head_pad = next_pow2(head_dim)
     dummy = q
     launch = pdl_launch(q.device, pdl)
@@ -395,6 +413,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
+                PRELOAD=preload_arg(config, splits),
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )
