@@ -11,7 +11,7 @@ from triton.runtime.errors import OutOfResources
 
 from tritium.attention import config as config_mod
 from tritium.attention import AttentionConfig, launcher, paged_attention, select_attention_config
-from tritium.attention.config import SMALL_SHARED, hand_rules, mark_unfit, resource_key
+from tritium.attention.config import MAX_SPLITS, SMALL_SHARED, hand_rules, mark_unfit, resource_key
 from tritium.attention.reference import paged_attention_ref
 from tritium.runtime import default_device
 
@@ -137,6 +137,16 @@ def test_fallback_reraises_when_the_hand_rules_do_not_fit(monkeypatch):
 def test_max_registers_must_be_a_register_count(cap):
     with pytest.raises(ValueError, match="max_registers"):
         AttentionConfig(block_m=16, block_q=4, tile_n=32, num_splits=1, num_warps=4, num_stages=2, max_registers=cap)
+
+
+@pytest.mark.parametrize("field,value", [("block_m", 24), ("block_m", 8), ("tile_n", 48), ("tile_n", 16.0),
+                                         ("block_q", 0), ("num_splits", 0), ("num_splits", MAX_SPLITS + 1),
+                                         ("num_warps", 3), ("num_stages", 0), ("num_warps", True)])
+def test_config_fields_are_checked(field, value):
+    """A configuration the kernel cannot compile is refused where it is made, naming the field."""
+    fields = dict(block_m=16, block_q=4, tile_n=32, num_splits=1, num_warps=4, num_stages=2)
+    with pytest.raises(ValueError, match=f"AttentionConfig.{field} must be"):
+        AttentionConfig(**dict(fields, **{field: value}))
 
 
 def test_register_cap_goes_to_cuda_launches_only(monkeypatch):

@@ -49,9 +49,25 @@ class AttentionConfig:
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"AttentionConfig.kernel must be one of {KERNELS}, got {self.kernel!r}")
+        # What the Triton kernel can compile: power-of-two tiles of at least 16 (tl.arange, tl.dot), at most
+        # MAX_SPLITS splits (the merge loads them all at once), Triton's warp counts.
+        checks = (("block_m", _pow2_at_least_16, "a power of two >= 16"),
+                  ("tile_n", _pow2_at_least_16, "a power of two >= 16"),
+                  ("block_q", lambda v: v >= 1, "an int >= 1"),
+                  ("num_splits", lambda v: 1 <= v <= MAX_SPLITS, f"an int in [1, {MAX_SPLITS}]"),
+                  ("num_warps", lambda v: v in (1, 2, 4, 8, 16), "one of 1, 2, 4, 8, 16"),
+                  ("num_stages", lambda v: v >= 1, "an int >= 1"))
+        for name, ok, what in checks:
+            value = getattr(self, name)
+            if type(value) is not int or not ok(value):
+                raise ValueError(f"AttentionConfig.{name} must be {what}, got {value!r}")
         cap = self.max_registers
         if cap is not None and (type(cap) is not int or not 16 <= cap <= 255):
             raise ValueError(f"AttentionConfig.max_registers must be None or an int in [16, 255], got {cap!r}")
+
+
+def _pow2_at_least_16(value: int) -> bool:
+    return value >= 16 and value & (value - 1) == 0
 
 
 def register_cap(config: AttentionConfig, device: torch.device) -> dict:
