@@ -1,6 +1,7 @@
-"""A/B probe (H100): the attention kernel's first key tile loaded before its PDL wait
-(``launcher.PRELOAD_FIRST_TILE`` 1, shipped) or after it (0), on the decode anchors cold as `bench attention`
-times them (cuDNN dense beside) and in the engine's batch-1 decode graph and step.
+"""A/B probe (H100): the attention kernel's K/V before its PDL wait (``launcher.PRELOAD_FIRST_TILE``): none
+(0), the first key tile in registers where ``launcher.preload_arg`` asks for it (1, shipped), the first 256
+keys' rows asked of L2 (3, the experiment), on the decode anchors cold as `bench attention` times them
+(cuDNN dense beside) and in the engine's batch-1 decode graph and step.
 
     PYTHONPATH=src python bench/probe_preload.py OUT.json [rounds] [--no-engine]
 """
@@ -19,9 +20,9 @@ from tritium.bench.common import header, interleaved_ms, time_ms
 from tritium.bench.engine import graph_inputs, set_graph_inputs
 from tritium.bench.engine_common import Bench, batch1_step_ms, engine_generate
 
-CASES = [(1, 8192, 64), (1, 32768, 64), (128, 8192, 64), (256, 1024, 64), (1, 8192, 16), (1, 768, 16),
-         (16, 4096, 64)]
-VARIANTS = {"after": 0, "before": 1}
+CASES = [(1, 8192, 16), (1, 8192, 64), (1, 32768, 16), (1, 32768, 64), (1, 768, 16), (4, 768, 16),
+         (16, 4096, 64), (64, 2048, 64), (256, 1024, 64)]
+VARIANTS = {"none": 0, "shipped": 1, "l2": 3}
 
 
 def attention_rows(rounds: int) -> list[dict]:
@@ -65,7 +66,9 @@ def attention_rows(rounds: int) -> list[dict]:
             row[f"{name}_us"] = round(t / copies * 1e3, 3)
             if name != "cudnn":
                 row[f"{name}_tbs"] = round(nbytes / (t / copies * 1e-3) / 1e12, 4)
-        row["before_vs_after"] = round(ms["after"] / ms["before"], 4)
+        for name in VARIANTS:
+            if name != "none":
+                row[f"{name}_vs_none"] = round(ms["none"] / ms[name], 4)
         if "cudnn" in ms:
             for name in VARIANTS:
                 row[f"{name}_vs_cudnn"] = round(ms["cudnn"] / ms[name], 4)
