@@ -462,8 +462,8 @@ def _paged_attention_kernel(
             s = _tile_scores(q, k_pre, offs_pre, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP, HAS_ALIBI,
                              DOT_PRECISION)
             p, alpha, l_i, m_i = _online_softmax(s, m_i, l_i, qk_scale, False, HAS_SOFTCAP or HAS_ALIBI)
-            v_pre = v_pre.to(q.dtype)
-            acc = tl.dot(p.to(v_pre.dtype), v_pre, acc * alpha[:, None], input_precision=DOT_PRECISION)
+            v_tile = v_pre.to(q.dtype)  # a new name: fp8 K/V would change v_pre's type inside the branch
+            acc = tl.dot(p.to(v_tile.dtype), v_tile, acc * alpha[:, None], input_precision=DOT_PRECISION)
     acc, l_i, m_i = _attend_key_range(
         acc, l_i, m_i, q, loop_lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
