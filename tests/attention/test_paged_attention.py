@@ -282,7 +282,7 @@ def test_first_tile_preloaded(config, features, causal, monkeypatch):
 def test_preload_policy(monkeypatch):
     """Where the first tile is loaded before the PDL wait by default (launcher.preload_arg): split calls
     of 32-key tiles at 2 stages only; PRELOAD_FIRST_TILE 0 and 2 override it everywhere; 3 (the L2
-    prefetch experiment) wherever every K/V row starts 16-byte aligned."""
+    prefetch experiment) for tiles of at most 64 keys whose K/V rows all start 16-byte aligned."""
     from tritium.attention import launcher
 
     def cfg(tile_n, stages):

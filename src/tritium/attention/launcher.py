@@ -19,8 +19,8 @@ SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 MERGE_PARALLEL_LOADS = True
 # The attention kernel's PRELOAD (see _paged_attention_kernel and preload_arg): 1 (default) loads a split program's
 # first key tile before its PDL wait where that was measured to pay; 0 never; 2 wherever the kernel can, PDL or not
-# (tests run the path under the interpreter); 3 (an experiment, not measured yet) asks L2 for all the program's
-# old K/V rows before the wait instead, where they are 16-byte aligned.
+# (tests run the path under the interpreter); 3 (an experiment, not measured yet) asks L2 for the K/V rows of the
+# program's first 256 old keys before the wait instead (tiles of at most 64 keys, rows 16-byte aligned).
 PRELOAD_FIRST_TILE = 1
 
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
