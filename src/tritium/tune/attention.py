@@ -5,6 +5,8 @@
     python -m tritium.tune attention --merge INTO SHARD [SHARD ...]     # join shards' sweeps
     python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
     python -m tritium.tune attention --confirm FILE [--repeats R]     # re-time its held-out picks (GPU)
+    python -m tritium.tune attention --retime FILE [--shard I/N]      # re-time what a kernel change moved (GPU)
+    python -m tritium.tune attention --retime-apply FILE RETIME...    # put those timings into the sweep
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
 head_dim 64/128/256, GQA 1/4/8, pages of 16/64, bf16 and fp8 KV) is timed with every candidate knob
@@ -42,7 +44,7 @@ from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_k
 from tritium.attention.reference import paged_attention_ref
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
-from tritium.tune import confirm, trees
+from tritium.tune import confirm, retime, trees
 from tritium.runtime import device_name, interpreting, max_shared_memory, num_sms
 
 # Candidate knobs per family (see tritium.attention.config). Decode: (tile_n, num_stages, splits_per_sm).
@@ -561,6 +563,13 @@ def main(argv) -> int:
     parser.add_argument("--confirm-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' re-timings to the confirmation JSON INTO (no GPU)")
     parser.add_argument("--confirm-summary", metavar="FILE", help="print a confirmation JSON's table (no GPU)")
+    parser.add_argument("--retime", metavar="FILE",
+                        help="re-time the candidates of this sweep JSON that the first-tile preload changed, with "
+                             "calibrators (--repeats rounds, default 2; tritium.tune.retime)")
+    parser.add_argument("--retime-merge", nargs="+", metavar="FILE",
+                        help="INTO SHARD...: add the shards' records to the re-timing JSON INTO (no GPU)")
+    parser.add_argument("--retime-apply", nargs="+", metavar="FILE",
+                        help="SWEEP RETIME...: put the re-timings into the sweep JSON, calibrated (no GPU)")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
@@ -579,6 +588,8 @@ def main(argv) -> int:
         return 0
     if args.confirm_merge or args.confirm_summary or args.confirm:
         return _confirm_main(parser, args)
+    if args.retime or args.retime_merge or args.retime_apply:
+        return _retime_main(parser, args)
     path = args.fit
     if path is None:
         try:
@@ -609,6 +620,22 @@ def main(argv) -> int:
     return 0
 
 
+def _timing_job(parser, args, flag: str, path: str, *, default_repeats: int, min_repeats: int, why: str = ""):
+    """(shard, repeats) of a GPU job re-timing a sweep's workloads (--confirm, --retime), or a parser error."""
+    try:
+        shard = parse_shard(args.shard)
+    except ValueError as e:
+        parser.error(f"--shard: {e}")
+    repeats = default_repeats if args.repeats is None else args.repeats
+    if repeats < min_repeats:
+        parser.error(f"--repeats must be >= {min_repeats} with {flag}{why}, got {repeats}")
+    if not os.path.exists(path):
+        parser.error(f"{flag}: {path} does not exist")
+    if not (torch.cuda.is_available() or interpreting()):
+        parser.error(f"{flag} times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
+    return shard, repeats
+
+
 def _confirm_main(parser, args) -> int:
     if args.confirm_merge:
         if len(args.confirm_merge) < 2:
@@ -625,21 +652,30 @@ def _confirm_main(parser, args) -> int:
             parser.error(f"--confirm-summary: {args.confirm_summary} does not exist")
         confirm.print_summary(data)
         return 0
-    try:
-        shard = parse_shard(args.shard)
-    except ValueError as e:
-        parser.error(f"--shard: {e}")
-    repeats = 6 if args.repeats is None else args.repeats
-    if repeats < 2:
-        parser.error(f"--repeats must be >= 2 with --confirm (rounds compared one by one), got {repeats}")
-    if not os.path.exists(args.confirm):
-        parser.error(f"--confirm: {args.confirm} does not exist")
-    if not (torch.cuda.is_available() or interpreting()):
-        parser.error("--confirm times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
+    shard, repeats = _timing_job(parser, args, "--confirm", args.confirm, default_repeats=6, min_repeats=2,
+                                 why=" (rounds compared one by one)")
     path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, shard=shard, limit=args.limit,
                            jobs=args.jobs, compile_only=args.compile_only)
     if not args.compile_only and shard[1] == 1:
         confirm.print_summary(_load(path))
+    return 0
+
+
+def _retime_main(parser, args) -> int:
+    if args.retime_merge:
+        if len(args.retime_merge) < 2:
+            parser.error("--retime-merge needs the re-timing JSON to add to and at least one shard's JSON")
+        added = retime.merge(args.retime_merge[0], args.retime_merge[1:])
+        print(f"{args.retime_merge[0]}: {added} workloads added from {len(args.retime_merge) - 1} shard(s)")
+        return 0
+    if args.retime_apply:
+        if len(args.retime_apply) < 2:
+            parser.error("--retime-apply needs the sweep JSON and at least one re-timing JSON")
+        print(json.dumps(retime.apply(args.retime_apply[0], args.retime_apply[1:])))
+        return 0
+    shard, repeats = _timing_job(parser, args, "--retime", args.retime, default_repeats=2, min_repeats=1)
+    retime.retime(args.retime, args.out, repeats=repeats, part=args.part or DECODE, shard=shard, limit=args.limit,
+                  jobs=args.jobs, compile_only=args.compile_only)
     return 0
 
 

@@ -38,7 +38,7 @@ SLOWER = 1.03  # the bar: never more than 3% slower than the hand rules
 NEAR = 1.05  # the bar: within 5% of the best
 
 
-def _sha(path: str) -> str:
+def sha256_short(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
@@ -46,8 +46,8 @@ def _sha(path: str) -> str:
 def fit_source(sweep_path: str) -> dict:
     """What a confirmation of the fit of ``sweep_path`` is of: the sweep's name, its sha256 and its
     validation's (``validation_path``)."""
-    return dict(sweep=os.path.basename(sweep_path), sweep_sha256=_sha(sweep_path),
-                validation_sha256=_sha(validation_path(sweep_path)))
+    return dict(sweep=os.path.basename(sweep_path), sweep_sha256=sha256_short(sweep_path),
+                validation_sha256=sha256_short(validation_path(sweep_path)))
 
 
 def validation_path(sweep_path: str) -> str:
@@ -77,14 +77,14 @@ def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
     return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
 
 
-def _load(path: str):
+def load_json(path: str):
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
     return None
 
 
-def _save(data: dict, path: str) -> None:
+def save_json(data: dict, path: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path + ".tmp", "w") as f:
         json.dump(data, f, indent=0)
@@ -110,7 +110,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.confirm.json")
     source = fit_source(sweep_path)
-    data = _load(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
+    data = load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
     for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
         if data[key] != want:
             raise SystemExit(f"--confirm: {path} holds a confirmation with {key} {data[key]!r}, asked for {want!r}")
@@ -144,7 +144,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))
         record.update(score(record))
         data["records"].append(record)
-        _save(data, path)
+        save_json(data, path)
         print(f"[{i + 1}/{len(todo)}] {w.name}: pick {row['pick']} {record['vs_hand']:.3f}x the hand rules "
               f"(sweep {row['vs_hand']:.3f}x), {record['vs_best']:.3f}x the best ({time.perf_counter() - t0:.1f} s)",
               flush=True)
@@ -167,20 +167,22 @@ def score(record: dict) -> dict:
     return dict(vs_hand=t / times[HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
 
 
-def merge(into: str, paths) -> int:
+def merge(into: str, paths, *, flag: str = "--confirm-merge") -> int:
     """Add the records of the shards at ``paths`` to the confirmation ``into`` (created from the first shard
-    when missing); returns how many were added. Shards of another GPU, count or fit are refused."""
-    data = _load(into)
+    when missing); returns how many were added. Shards of another GPU, count or fit are refused. Also
+    joins the shards of a re-timing (``tritium.tune.retime``: the same keys; ``flag`` names the option in
+    errors)."""
+    data = load_json(into)
     added = 0
     for path in paths:
-        other = _load(path)
+        other = load_json(path)
         if other is None:
-            raise SystemExit(f"--confirm-merge: {path} does not exist")
+            raise SystemExit(f"{flag}: {path} does not exist")
         if data is None:
             data = dict(other, records=[])
         for key in ("gpu", "repeats", "source"):
             if other[key] != data[key]:
-                raise SystemExit(f"--confirm-merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
+                raise SystemExit(f"{flag}: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
         have = {r["name"] for r in data["records"]}
         for r in other["records"]:
             if r["name"] not in have:
@@ -189,7 +191,7 @@ def merge(into: str, paths) -> int:
         if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
             data["header"] = other["header"]
     if data is not None:
-        _save(data, into)
+        save_json(data, into)
     return added
 
 

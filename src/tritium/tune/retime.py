@@ -1,0 +1,187 @@
+"""Re-timing the candidates of a sweep that a kernel change made faster or slower, without re-sweeping.
+
+    python -m tritium.tune attention --retime SWEEP [--part FAMILY] [--shard I/N] [--out DIR]
+    python -m tritium.tune attention --retime-merge INTO SHARD [SHARD ...]
+    python -m tritium.tune attention --retime-apply SWEEP RETIME [RETIME ...]
+
+A sweep holds every candidate's timing of every workload. When a kernel change alters only some
+configurations (stop 42: the first key tile loaded before the PDL wait, only in split calls of 32-key tiles at
+2 stages), the other timings still hold, and re-sweeping everything costs ~2.3 s a workload a GPU. Here only
+the workloads where an affected configuration was the best or within ``WITHIN`` of it are built again, and
+only their affected candidates are timed, together with up to two unaffected ones (the hand rules and the
+fastest other candidate: the calibrators), in interleaved rounds, cold as the sweep times decode.
+
+Applying puts each new timing into the sweep scaled by the geometric mean, over the calibrators, of
+(sweep timing / new timing): the GPU, clocks and process of the new run may differ from the sweep's by a
+few percent, and the ratios within a record are what the fit uses. Each record keeps what was done to it
+(``retimed``: date, keys, scale, calibrators).
+"""
+
+import datetime
+import json
+import math
+import os
+import time
+
+import torch
+
+from tritium.attention.config import DECODE
+from tritium.bench.common import header
+from tritium.runtime import device_name, interpreting, num_sms
+from tritium.tune import attention as sweep_mod
+from tritium.tune import confirm
+from tritium.tune.trees import HAND, key_knobs
+
+WITHIN = 1.15  # re-time a workload where an affected candidate was within this factor of its best
+PRELOAD_ELEMENTS = 4096  # the kernel preloads tiles of at most this many elements (TILE_N x HEAD_DIM_PAD)
+
+
+def preload_affected(config: list, head_dim: int) -> bool:
+    """Whether the stop-42 preload changed a configuration (as a sweep records it: block_m, block_q, tile_n,
+    num_splits, num_warps, num_stages[, kernel[, max_registers]]; sweeps before the Gluon kernel had no kernel
+    field): the Triton kernel, split, 32-key tiles or smaller, at most 2 stages, and a tile the kernel may
+    preload."""
+    tile_n, splits, stages = config[2], config[3], config[5]
+    kernel = config[6] if len(config) > 6 else "triton"
+    pad = 1 << max(0, head_dim - 1).bit_length()
+    return kernel == "triton" and splits > 1 and tile_n <= 32 and stages <= 2 and tile_n * pad <= PRELOAD_ELEMENTS
+
+
+def targets(sweep: dict, part: str | None = DECODE, within: float = WITHIN) -> list[tuple]:
+    """(workload, keys to re-time, calibrator keys) for each record of ``sweep`` that the preload may
+    have re-ranked, in the sweep's family-interleaved order."""
+    out = []
+    for r in sweep["records"]:
+        if part and r["family"] != part:
+            continue
+        head_dim = r["workload"]["head_dim"]
+        times = {k: v for k, v in r["times_ms"].items() if v is not None}
+        affected = [k for k, cfg in r["configs"].items() if preload_affected(cfg, head_dim)]
+        if not affected or not times:
+            continue
+        best = min(times.values())
+        timed = [times[k] for k in affected if k in times]
+        if not timed or min(timed) > within * best:
+            continue
+        others = sorted((k for k in times if k not in affected), key=times.get)
+        calib = list(dict.fromkeys(([HAND] if HAND in others else []) + others[:1]))
+        if others and len(calib) < 2 and len(others) > 1:
+            calib.append(others[1])
+        if not calib:
+            continue
+        out.append((sweep_mod.Workload(**r["workload"]), affected, calib))
+    by_name = {w.name: (w, a, c) for w, a, c in out}
+    return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
+
+
+def retime(sweep_path: str, out_dir: str, *, repeats: int = 2, part: str | None = DECODE,
+           shard: tuple[int, int] = (0, 1), limit: int | None = None, jobs: int = 0, compile_only: bool = False,
+           device=None) -> str:
+    """Re-time the affected candidates of ``sweep_path`` (see the module docstring); returns the JSON path
+    (``DIR/attention-<gpu>.retime.json``, written after every workload; a re-run continues it)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
+    name = device_name(device)
+    sms = num_sms(device)
+    with open(sweep_path) as f:
+        sweep = json.load(f)
+    if sweep["gpu"] != name or sweep["sms"] != sms:
+        raise SystemExit(f"--retime: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
+                         f"{name} ({sms} SMs)")
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
+    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.retime.json")
+    source = dict(sweep=os.path.basename(sweep_path), sweep_sha256=confirm.sha256_short(sweep_path))
+    data = confirm.load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
+    for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
+        if data[key] != want:
+            raise SystemExit(f"--retime: {path} holds a re-timing with {key} {data[key]!r}, asked for {want!r}")
+    done = {r["name"] for r in data["records"]}
+    todo = [(w, a, c) for w, a, c in targets(sweep, part) if w.name not in done]
+
+    def compile_all():
+        if todo and device.type == "cuda":
+            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
+                                 {w.name: [key_knobs(k) for k in a + c] for w, a, c in todo})
+
+    if compile_only:
+        todo = todo[:limit * shard[1]] if limit else todo
+        print(f"{name}: compiling for {len(todo)} workloads to re-time ({shard[1]} shard(s))", flush=True)
+        compile_all()
+        return path
+    todo = todo[shard[0]::shard[1]]
+    todo = todo[:limit] if limit else todo
+    print(f"{name}: {len(done)} workloads re-timed, {len(todo)} to go"
+          + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
+    if jobs != 1:
+        compile_all()
+    if device.type == "cuda":
+        data["header"] = header(device)
+    for i, (w, affected, calib) in enumerate(todo):
+        t0 = time.perf_counter()
+        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats,
+                                       candidates=[key_knobs(k) for k in affected + calib])
+        data["records"].append(dict(name=w.name, family=w.family(), affected=affected, calibrators=calib,
+                                    copies=rec["copies"], times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}),
+                                    errors=rec.get("errors", {})))
+        confirm.save_json(data, path)
+        print(f"[{i + 1}/{len(todo)}] {w.name}: {len(affected)} re-timed, calibrators {calib} "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return path
+
+
+def merge(into: str, paths) -> int:
+    """Add the records of the shards at ``paths`` to the re-timing ``into`` (created from the first shard
+    when missing); returns how many were added. Shards of another GPU, repeat count or sweep are refused."""
+    return confirm.merge(into, paths, flag="--retime-merge")
+
+
+def apply(sweep_path: str, retime_paths, *, date: str | None = None) -> dict:
+    """Put the re-timings at ``retime_paths`` into the sweep at ``sweep_path`` (in place), each new timing
+    scaled by its record's calibration (see the module docstring). A re-timing of another GPU or of
+    another version of the sweep is refused; a record without a usable calibrator is skipped. Returns
+    counts (applied, skipped) and the scales' spread."""
+    sweep = confirm.load_json(sweep_path)
+    if sweep is None:
+        raise SystemExit(f"--retime-apply: {sweep_path} does not exist")
+    sha = confirm.sha256_short(sweep_path)
+    records = {r["name"]: r for r in sweep["records"]}
+    date = date or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    applied, skipped, scales = 0, 0, []
+    for path in retime_paths:
+        data = confirm.load_json(path)
+        if data is None:
+            raise SystemExit(f"--retime-apply: {path} does not exist")
+        if data["gpu"] != sweep["gpu"] or data["source"]["sweep_sha256"] != sha:
+            raise SystemExit(f"--retime-apply: {path} re-times {data['source']} on {data['gpu']}; {sweep_path} is "
+                             f"sha256 {sha} of {sweep['gpu']}")
+        for rt in data["records"]:
+            r = records.get(rt["name"])
+            if r is None:
+                raise SystemExit(f"--retime-apply: {rt['name']} of {path} is not in {sweep_path}")
+            new, old = rt["times_ms"], r["times_ms"]
+            ratios = [old[k] / new[k] for k in rt["calibrators"] if old.get(k) and new.get(k)]
+            if not ratios:
+                skipped += 1
+                continue
+            scale = math.exp(sum(map(math.log, ratios)) / len(ratios))
+            for k in rt["affected"]:
+                old[k] = None if new.get(k) is None else new[k] * scale
+                if "runs_ms" in r:
+                    r["runs_ms"][k] = [t * scale for t in rt["runs_ms"].get(k, [])]
+                    if not r["runs_ms"][k]:
+                        del r["runs_ms"][k]
+                if k in rt.get("errors", {}):
+                    r.setdefault("errors", {})[k] = rt["errors"][k]
+            r["retimed"] = dict(date=date, keys=rt["affected"], scale=scale, calibrators=rt["calibrators"],
+                                gpu_date=data.get("header", {}).get("date"))
+            applied += 1
+            scales.append(scale)
+    confirm.save_json(sweep, sweep_path)
+    scales.sort()
+    spread = dict(median=scales[len(scales) // 2], p05=scales[len(scales) // 20],
+                  p95=scales[min(len(scales) - 1, 19 * len(scales) // 20)]) if scales else {}
+    return dict(applied=applied, skipped=skipped, scale=spread)
+
