@@ -11,6 +11,7 @@
 set -uo pipefail
 what=${1:-all}; shift || true
 OUT=${OUT:-bench/results}
+mkdir -p "$OUT"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 # "NVIDIA H100 80GB HBM3" -> NVIDIA-H100: the first two words of the name (bench/results naming).

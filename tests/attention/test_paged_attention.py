@@ -281,38 +281,18 @@ def test_first_tile_preloaded(config, features, causal, monkeypatch):
 
 def test_preload_policy(monkeypatch):
     """Where the first tile is loaded before the PDL wait by default (launcher.preload_arg): split calls
-    of 32-key tiles at 2 stages only; PRELOAD_FIRST_TILE 0 and 2 override it everywhere; 3 (the L2
-    prefetch experiment) for tiles of at most 64 keys whose K/V rows all start 16-byte aligned."""
+    of 32-key tiles at 2 stages only; PRELOAD_FIRST_TILE 0 and 2 override it everywhere."""
     from tritium.attention import launcher
 
-    def cfg(tile_n, stages):
-        return AttentionConfig(block_m=16, block_q=4, tile_n=tile_n, num_splits=8, num_warps=4, num_stages=stages)
-
-    cache = torch.zeros(4, 16, 2, 64, dtype=torch.float16)
-
-    def arg(tile_n, stages, splits, k=cache, v=cache):
-        return launcher.preload_arg(cfg(tile_n, stages), splits, k, v)
+    def arg(tile_n, stages, splits):
+        config = AttentionConfig(block_m=16, block_q=4, tile_n=tile_n, num_splits=8, num_warps=4, num_stages=stages)
+        return launcher.preload_arg(config, splits)
 
     assert launcher.PRELOAD_FIRST_TILE == 1
     assert [arg(32, 2, 8), arg(16, 1, 2)] == [1, 1]
     assert [arg(32, 2, 1), arg(32, 3, 8), arg(64, 2, 8), arg(128, 3, 8)] == [0, 0, 0, 0]
-    for forced in (0, 2, 3):
+    for forced in (0, 2):
         monkeypatch.setattr(launcher, "PRELOAD_FIRST_TILE", forced)
         assert {arg(32, 2, 8), arg(64, 3, 1)} == {forced}
-    assert arg(128, 3, 1) == 0  # 3: tiles of at most 64 keys
-    odd = torch.zeros(4, 16, 2, 72, dtype=torch.float16)[..., :64]  # rows 144 bytes apart: 16-byte aligned
-    assert arg(32, 2, 8, odd, odd) == 3
-    skewed = torch.zeros(4 * 16 * 2 * 64 + 1, dtype=torch.float16)[1:].view(4, 16, 2, 64)  # 2 bytes off
-    assert arg(32, 2, 8, cache, skewed) == 0
 
 
-@pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])
-def test_l2_prefetch_experiment(num_splits, monkeypatch):
-    """PRELOAD_FIRST_TILE = 3 (the K/V rows asked of L2 before the PDL wait: a hint, on GPUs with PDL;
-    the interpreter runs the plain path) leaves every result exact; the compile check builds its sm_90
-    variant from these launches."""
-    from tritium.attention import launcher
-
-    monkeypatch.setattr(launcher, "PRELOAD_FIRST_TILE", 3)
-    shape = Shape(q_lens=(1, 3, 9, 1), seq_lens=(129, 100, 70, 16), num_q_heads=8, num_kv_heads=2)
-    run_and_check(shape.batch(torch.float16), TOL[torch.float16], num_splits=num_splits, sliding_window=90)

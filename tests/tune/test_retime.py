@@ -87,6 +87,13 @@ def test_apply_scales_by_the_calibrators_geomean(tmp_path):
     assert got[best]["times_ms"]["a"] == 0.9 and "retimed" not in got[best]  # no calibrator: left alone
     with pytest.raises(SystemExit, match="sha256"):  # the sweep changed since it was re-timed
         retime.apply(str(sweep_path), [str(rt_path)])
+    # Workloads shorter than min_context keep their sweep timings.
+    sweep_path.write_text(json.dumps(sweep))
+    rt["source"]["sweep_sha256"] = confirm.sha256_short(str(sweep_path))
+    rt_path.write_text(json.dumps(rt))
+    out = retime.apply(str(sweep_path), [str(rt_path)], min_context=4099)
+    assert out["applied"] == 0 and out["short"] == 2
+    assert json.loads(sweep_path.read_text())["records"][0]["times_ms"]["a"] == 1.1
 
 
 KNOBS = {DECODE: [(16, 1, 0), (16, 1, 2), (32, 3, 2)], PREFILL: [(16, 16, 2, 1)]}

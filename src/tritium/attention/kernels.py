@@ -139,28 +139,6 @@ def _online_softmax(s, m_i, l_i, qk_scale, MASKED: tl.constexpr, SCALED: tl.cons
 
 
 @triton.jit
-def _prefetch_keys_l2(k_head_ptr, v_head_ptr, block_table_row_ptr, key_lo, key_hi,
-                      stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
-                      PAGE_SIZE: tl.constexpr, ROW_BYTES: tl.constexpr, ROWS: tl.constexpr):
-    """Ask L2 for the K and V rows of keys [key_lo, key_hi) (key_lo < key_hi, page ids checked): one bulk
-    prefetch (``cp.async.bulk.prefetch.L2``, sm_90+) of ROW_BYTES a row, ROWS keys a step. A hint: no
-    register, no value, nothing waited for. Lanes past the end prefetch the last row again (the asm has
-    no mask)."""
-    nbytes = tl.full([ROWS], ROW_BYTES, tl.int32)
-    for start in range(key_lo, key_hi, ROWS):
-        offs = tl.minimum(start + tl.arange(0, ROWS), key_hi - 1)
-        slots = tl.load(block_table_row_ptr + offs // PAGE_SIZE).to(tl.int64)
-        _prefetch_l2_rows(k_head_ptr + slots * stride_k_blk + (offs % PAGE_SIZE) * stride_k_tok, nbytes)
-        _prefetch_l2_rows(v_head_ptr + slots * stride_v_blk + (offs % PAGE_SIZE) * stride_v_tok, nbytes)
-
-
-@triton.jit
-def _prefetch_l2_rows(ptrs, nbytes):
-    tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2;\n\tmov.u32 $0, 0;", "=r,l,r",
-                              [ptrs, nbytes], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _attend_tiles(
     acc, l_i, m_i, q,
     tile_lo, tile_hi,
@@ -286,7 +264,6 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
-    KV_ROW_BYTES: tl.constexpr = 0,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -303,10 +280,6 @@ def _paged_attention_kernel(
     elements (sm_90, bf16: 32-key tiles at D=128 114 -> 115 registers; 128-key tiles would spill) and
     without HAS_Q_START (whose keys the kernel before may have written). The tile's DRAM round trip then
     overlaps the tail of the kernel before (a projection, or the merge of the attention before).
-    PRELOAD 3 (with USE_PDL; an experiment, not a default): instead, before the wait, ask L2 for the K/V
-    rows of the program's first 256 keys older than the new tokens (bulk prefetch, KV_ROW_BYTES a row:
-    the launcher passes 3 only for tiles of at most 64 keys, where every row is 16-byte aligned; with
-    128-key tiles at 3 stages the prefetch loop took the kernel from 231 to 255 registers and spills).
 
     max_kv_len: tokens a block-table row holds (block_table.shape[1] * PAGE_SIZE; 0 with no pages).
     HAS_Q_START: q_start_ptr[s] is the position of sequence s's first query in its keys' coordinates
@@ -448,11 +421,6 @@ def _paged_attention_kernel(
         loop_lo = tl.where(pre, lo + 1, lo)
     else:
         loop_lo = lo
-    if PRELOAD == 3 and USE_PDL and not HAS_Q_START:
-        prefetch_hi = tl.minimum(tl.minimum(hi * TILE_N, context_len), lo * TILE_N + 256)  # <= 256 keys a program
-        if lo * TILE_N < prefetch_hi:
-            _prefetch_keys_l2(k_head_ptr, v_head_ptr, bt_row_ptr, lo * TILE_N, prefetch_hi, stride_k_blk,
-                              stride_k_tok, stride_v_blk, stride_v_tok, PAGE_SIZE, KV_ROW_BYTES, 128)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],

@@ -19,8 +19,7 @@ SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 MERGE_PARALLEL_LOADS = True
 # The attention kernel's PRELOAD (see _paged_attention_kernel and preload_arg): 1 (default) loads a split program's
 # first key tile before its PDL wait where that was measured to pay; 0 never; 2 wherever the kernel can, PDL or not
-# (tests run the path under the interpreter); 3 (an experiment, not measured yet) asks L2 for the K/V rows of the
-# program's first 256 old keys before the wait instead (tiles of at most 64 keys, rows 16-byte aligned).
+# (tests run the path under the interpreter).
 PRELOAD_FIRST_TILE = 1
 
 Q_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -193,17 +192,12 @@ def _scale_arg(name, scale, device):
     return None, float(scale)
 
 
-def preload_arg(config: AttentionConfig, splits: int, k_cache: torch.Tensor, v_cache: torch.Tensor) -> int:
+def preload_arg(config: AttentionConfig, splits: int) -> int:
     """The kernel's PRELOAD for a launch. With PRELOAD_FIRST_TILE = 1: only split-KV calls of 32-key (or
     smaller) tiles at 2 stages. Measured on the H100 (bench/NOTES.md, stop 42; cold decode, the tree's
     configurations): 32-key tiles x 2 stages with splits +9% at B=1 L=8192, +2% at 32768, +12% at L=768
-    (B=1 and 4); 64-key tiles x 3 stages with splits -14 to -16%; unsplit calls -0.2 to -0.6%. With 3:
-    calls of tiles of at most 64 keys whose K/V rows all start 16-byte aligned (the bulk prefetch's
-    rule), else 0."""
-    if PRELOAD_FIRST_TILE == 3:
-        aligned = all(t.data_ptr() % 16 == 0 and all(st * t.element_size() % 16 == 0 for st in t.stride()[:3])
-                      for t in (k_cache, v_cache))
-        return 3 if aligned and config.tile_n <= 64 else 0
+    (B=1 and 4); 64-key tiles x 3 stages with splits -14 to -16%; unsplit calls -0.2 to -0.6%. (Asking L2
+    for the first 256 keys' rows instead lost 2-18% on the same anchors, stop 43: removed.)"""
     if PRELOAD_FIRST_TILE != 1:
         return PRELOAD_FIRST_TILE
     return 1 if splits > 1 and config.tile_n <= 32 and config.num_stages <= 2 else 0
@@ -420,8 +414,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-                PRELOAD=preload_arg(config, splits, k_cache, v_cache),
-                KV_ROW_BYTES=head_dim * k_cache.element_size(),
+                PRELOAD=preload_arg(config, splits),
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )

@@ -570,6 +570,9 @@ def main(argv) -> int:
                         help="INTO SHARD...: add the shards' records to the re-timing JSON INTO (no GPU)")
     parser.add_argument("--retime-apply", nargs="+", metavar="FILE",
                         help="SWEEP RETIME...: put the re-timings into the sweep JSON, calibrated (no GPU)")
+    parser.add_argument("--retime-min-context", type=int, default=0, metavar="N",
+                        help="with --retime-apply: leave the timings of workloads of fewer than N cached tokens as "
+                             "they were (tritium.tune.retime.apply)")
     parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
     parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
@@ -671,7 +674,8 @@ def _retime_main(parser, args) -> int:
     if args.retime_apply:
         if len(args.retime_apply) < 2:
             parser.error("--retime-apply needs the sweep JSON and at least one re-timing JSON")
-        print(json.dumps(retime.apply(args.retime_apply[0], args.retime_apply[1:])))
+        print(json.dumps(retime.apply(args.retime_apply[0], args.retime_apply[1:],
+                                      min_context=args.retime_min_context)))
         return 0
     shard, repeats = _timing_job(parser, args, "--retime", args.retime, default_repeats=2, min_repeats=1)
     retime.retime(args.retime, args.out, repeats=repeats, part=args.part or DECODE, shard=shard, limit=args.limit,

@@ -138,18 +138,25 @@ def merge(into: str, paths) -> int:
     return confirm.merge(into, paths, flag="--retime-merge")
 
 
-def apply(sweep_path: str, retime_paths, *, date: str | None = None) -> dict:
+def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context: int = 0) -> dict:
     """Put the re-timings at ``retime_paths`` into the sweep at ``sweep_path`` (in place), each new timing
     scaled by its record's calibration (see the module docstring). A re-timing of another GPU or of
-    another version of the sweep is refused; a record without a usable calibrator is skipped. Returns
-    counts (applied, skipped) and the scales' spread."""
+    another version of the sweep is refused; a record without a usable calibrator is skipped, and so is
+    one of fewer than ``min_context`` cached tokens (``short``). Returns counts (applied, skipped, short)
+    and the scales' spread.
+
+    Why ``min_context``: the sweep times decode as attention calls back to back, where the preload's
+    loads overlap the previous attention call's merge; in a model they overlap a GEMV. On the H100 the
+    two orders agree on long calls and disagree on short ones (bench/NOTES.md, stop 43: at B=4 L=768,
+    12 splits 4% faster back to back and 4% slower after a GEMV; the engine's batch-1 graph 0.8% slower
+    with a tree refitted on every re-timing, its calls at L <= 1024 having moved to fewer splits)."""
     sweep = confirm.load_json(sweep_path)
     if sweep is None:
         raise SystemExit(f"--retime-apply: {sweep_path} does not exist")
     sha = confirm.sha256_short(sweep_path)
     records = {r["name"]: r for r in sweep["records"]}
     date = date or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    applied, skipped, scales = 0, 0, []
+    applied, skipped, short, scales = 0, 0, 0, []
     for path in retime_paths:
         data = confirm.load_json(path)
         if data is None:
@@ -161,6 +168,9 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None) -> dict:
             r = records.get(rt["name"])
             if r is None:
                 raise SystemExit(f"--retime-apply: {rt['name']} of {path} is not in {sweep_path}")
+            if r["workload"]["context"] < min_context:
+                short += 1
+                continue
             new, old = rt["times_ms"], r["times_ms"]
             ratios = [old[k] / new[k] for k in rt["calibrators"] if old.get(k) and new.get(k)]
             if not ratios:
@@ -183,5 +193,5 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None) -> dict:
     scales.sort()
     spread = dict(median=scales[len(scales) // 2], p05=scales[len(scales) // 20],
                   p95=scales[min(len(scales) - 1, 19 * len(scales) // 20)]) if scales else {}
-    return dict(applied=applied, skipped=skipped, scale=spread)
+    return dict(applied=applied, skipped=skipped, short=short, scale=spread)
 
