@@ -386,6 +386,45 @@ def test_sweep_repeats(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
+def test_sweep_model_order(tmp_path, monkeypatch):
+    """--order model: each decode-family call timed after its own projection GEMV (prefill calls not); the
+    sweep records its order, continues and merges only in it."""
+    gemv_mod = importlib.import_module("tritium.ops.gemv")  # the package's `gemv` is the function
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0), (16, 1, 2)], PREFILL: [(16, 16, 2, 1)]})
+    launched = []
+    real = gemv_mod.gemv
+    monkeypatch.setattr(gemv_mod, "gemv", lambda x, w, **kw: launched.append(w.shape) or real(x, w, **kw))
+    decode = tune.Workload(2, 0, 1, 40, 64, 2, 1, 16, "fp16", dtype="fp16")
+    prefill = tune.Workload(1, 1, 20, 33, 64, 4, 1, 16, "fp16", dtype="fp16")
+    path = Path(tune.sweep(str(tmp_path / "m"), workloads=[prefill], order=tune.MODEL_ORDER))
+    assert json.loads(path.read_text())["order"] == tune.MODEL_ORDER and launched == []
+    tune.sweep(str(tmp_path / "m"), workloads=[prefill, decode])  # continued in its own order
+    data = json.loads(path.read_text())
+    assert [r["name"] for r in data["records"]] == [prefill.name, decode.name]
+    assert all(t > 0 for t in data["records"][1]["times_ms"].values())
+    assert len(launched) >= 3  # (warm-up +) one before each decode candidate's call
+    with pytest.raises(SystemExit, match="order"):
+        tune.sweep(str(tmp_path / "m"), workloads=[decode], order=tune.BACK_TO_BACK)
+    other = Path(tune.sweep(str(tmp_path / "b"), workloads=[decode]))
+    assert json.loads(other.read_text())["order"] == tune.BACK_TO_BACK
+    with pytest.raises(SystemExit, match="order"):
+        tune.merge_sweeps(str(other), [str(path)])
+
+
+def test_time_calls_before_each_call(monkeypatch):
+    """``before``: the i-th callable runs right before the i-th call (the interpreter's wall-clock path)."""
+    monkeypatch.setattr(tune, "interpreting", lambda: True)
+    log = []
+    calls = [lambda i=i: log.append(("call", i)) for i in range(3)]
+    before = [lambda i=i: log.append(("before", i)) for i in range(3)]
+    assert tune.time_calls(calls, before=before) >= 0
+    assert log == [(k, i) for i in range(3) for k in ("before", "call")]
+    with pytest.raises(ValueError, match="order must be one of"):
+        tune.sweep_workload(tune.Workload(1, 0, 1, 17, 64, 2, 1, 16, "fp16", dtype="fp16"), "cpu", 4, 0,
+                            order="sideways")
+
+
+@pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
 def test_sweep_shards_merge(tmp_path, monkeypatch):
     """Two shards of one sweep take disjoint workloads whose union is the whole; --merge joins their
     records into the sweep they continued (each once) and refuses a sweep of other knobs."""

@@ -265,40 +265,85 @@ def _calls(w: Workload, inputs: dict, config, out, workspace):
             for t in inputs["tables"]]
 
 
-def time_calls(calls, budget_ms: float = 25.0) -> float:
-    """Milliseconds per call: on a GPU the median over replays of one CUDA graph of all calls (at least
-    8 per graph; as many replays as fit in about ``budget_ms``, 3 to 15); under the interpreter, wall
-    clock of one pass."""
-    if interpreting():
-        t0 = time.perf_counter()
-        for c in calls:
-            c()
-        return (time.perf_counter() - t0) * 1e3 / len(calls)
-    seq = calls * max(1, math.ceil(8 / len(calls)))
+def _capture(fns):
+    """A CUDA graph of ``fns`` in order (each run once first, on a side stream, outside the capture)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        for c in calls:
-            c()
+        for f in fns:
+            f()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for c in seq:
+        for f in fns:
+            f()
+    return graph
+
+
+def _replay_ms(graph) -> float:
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    graph.replay()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b)
+
+
+def time_calls(calls, budget_ms: float = 25.0, before=None) -> float:
+    """Milliseconds per call: on a GPU the median over replays of one CUDA graph of all calls (at least
+    8 per graph; as many replays as fit in about ``budget_ms``, 3 to 15); under the interpreter, wall
+    clock of one pass.
+
+    ``before`` (callables, one per call): time each call after its own ``before[i]``, as a model runs
+    attention after a projection, and count only what the call adds: the graph of (before, call) pairs
+    minus the graph of the befores alone, replayed alternately (medians; at least 1 ns a call)."""
+    if interpreting():
+        t0 = time.perf_counter()
+        for i, c in enumerate(calls):
+            if before is not None:
+                before[i]()
             c()
-    times = []
+        return (time.perf_counter() - t0) * 1e3 / len(calls)
+    n = max(1, math.ceil(8 / len(calls)))
+    seq = calls * n
+    graphs = [_capture(seq)] if before is None else [
+        _capture([f for b, c in zip(before * n, seq) for f in (b, c)]), _capture(before * n)]
+    times = [[] for _ in graphs]
     reps = 3
-    while len(times) < reps:
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-        if len(times) == 1:  # the first replay (warm-up) sets the count and is dropped
-            reps = 1 + max(3, min(15, int(budget_ms / max(times[0], 1e-3))))
-    del graph
-    times = sorted(times[1:])
-    return times[len(times) // 2] / len(seq)
+    while len(times[0]) < reps:
+        for g, t in zip(graphs, times):
+            t.append(_replay_ms(g))
+        if len(times[0]) == 1:  # the first replay (warm-up) sets the count and is dropped
+            reps = 1 + max(3, min(15, int(budget_ms / max(times[0][0], 1e-3))))
+    del graphs
+    med = [statistics.median(t[1:]) for t in times]
+    return (med[0] if before is None else max(med[0] - med[1], 1e-6 * len(seq))) / len(seq)
+
+
+# Timing orders of a sweep (its JSON's "order"): decode calls back to back (every sweep before stop 43), or each
+# after a projection-sized GEMV (MODEL_ORDER), as a model's layer runs them.
+BACK_TO_BACK, MODEL_ORDER = "back_to_back", "model"
+ORDERS = (BACK_TO_BACK, MODEL_ORDER)
+# The GEMV before each decode call in MODEL_ORDER: Llama-3-8B's QKV projection (6144 x 4096 bf16, 50 MB), two
+# weight copies so that it streams from DRAM as a layer's does; tiny under the interpreter.
+PROJECTION = (6144, 4096)
+_PROJECTIONS = {}
+
+
+def projection_calls(n: int, device) -> list:
+    """``n`` callables, each one launch of the QKV-sized GEMV (``tritium.ops.gemv``, PDL where the GPU has
+    it), alternating over two weight copies."""
+    from tritium.ops.gemv import gemv
+
+    key = str(device)
+    if key not in _PROJECTIONS:
+        rows, cols = (64, 64) if interpreting() else PROJECTION
+        dtype = torch.float16 if interpreting() else torch.bfloat16
+        x = torch.randn(1, cols, dtype=dtype, device=device)
+        _PROJECTIONS[key] = (x, [torch.randn(rows, cols, dtype=dtype, device=device) for _ in range(2)])
+        gemv(x, _PROJECTIONS[key][1][0])  # compiled here, not inside a timed candidate
+    x, weights = _PROJECTIONS[key]
+    return [lambda w=weights[i % 2]: gemv(x, w) for i in range(n)]
 
 
 def _candidates(w: Workload):
@@ -368,12 +413,17 @@ def _checkable(w: Workload) -> bool:
 
 
 def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = True, repeats: int = 1,
-                   candidates=None) -> dict:
+                   candidates=None, order: str = BACK_TO_BACK) -> dict:
     """Time every candidate of ``w`` (``candidates``: these knob sets instead, HAND among them or not); a
     record with ms per candidate (None: failed). ``repeats`` > 1 times
     the candidates that many times, in alternating order (forward, backward, ...), records every time in
     ``runs_ms`` and their median in ``times_ms``: one configuration timed twice in one sweep differed by
-    2.3% (90th percentile) and up to 12.7% (bench/NOTES.md), as much as the near-ties a tree must tell apart."""
+    2.3% (90th percentile) and up to 12.7% (bench/NOTES.md), as much as the near-ties a tree must tell apart.
+    ``order``: MODEL_ORDER times each decode-family call after a projection-sized GEMV (``time_calls``'s
+    ``before``); back to back, the next call's pre-wait work overlaps the call before's merge, which ranks
+    the split counts of short calls differently (bench/NOTES.md, stop 43)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     copies = _copies(w, l2_bytes)
     inputs = build_inputs(w, device, copies)
     out = torch.empty_like(inputs["q"])
@@ -389,6 +439,7 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
         record["rel_err"] = err
         if not err < 3e-2:
             raise RuntimeError(f"{w.name}: tritium differs from the reference, rel err {err:.3g}")
+    before = projection_calls(copies, device) if order == MODEL_ORDER and w.family() == DECODE else None
     keys = [trees.knob_key(knobs) for knobs in candidates]
     configs = {key: w.config(knobs, sms) for knobs, key in zip(candidates, keys)}
     record["configs"] = {key: dataclasses.astuple(config) for key, config in configs.items()}
@@ -399,7 +450,8 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
                 continue
             try:
                 t0 = time.perf_counter()
-                runs[key].append(time_calls(_calls(w, inputs, configs[key], out, workspace)))
+                calls = _calls(w, inputs, configs[key], out, workspace)
+                runs[key].append(time_calls(calls, before=before))
                 if time.perf_counter() - t0 > 2.0 and rep == 0:  # compiled here: the compile pool missed it
                     record.setdefault("slow", []).append(key)
             except Exception as e:  # does not fit (shared memory, registers): never chosen
@@ -421,6 +473,7 @@ def merge_sweeps(into: str, paths) -> int:
     if data is None:
         raise SystemExit(f"--merge: {into} does not exist")
     data.setdefault("repeats", 1)
+    data.setdefault("order", BACK_TO_BACK)
     have = {r["name"] for r in data["records"]}
     added = 0
     for path in paths:
@@ -428,7 +481,8 @@ def merge_sweeps(into: str, paths) -> int:
         if other is None:
             raise SystemExit(f"--merge: {path} does not exist")
         other.setdefault("repeats", 1)
-        for key in ("gpu", "knobs", "repeats"):
+        other.setdefault("order", BACK_TO_BACK)
+        for key in ("gpu", "knobs", "repeats", "order"):
             if other[key] != data[key]:  # both as read from JSON
                 raise SystemExit(f"--merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
         for r in other["records"]:
@@ -480,24 +534,30 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
           seed: int = 0, workloads=None, device=None, repeats: int | None = None,
-          grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1), compile_only: bool = False) -> str:
+          grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1), compile_only: bool = False,
+          order: str | None = None) -> str:
     """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
     ``sweep_workload``); a sweep is continued only with the count it was started with (None: that count,
     1 for a new sweep). ``grid``: decode- and prefill-family workloads of ``workload_grid``, swept with
     the families interleaved. ``shard`` (I, N): only the I-th of every N workloads still to sweep, so
     that N processes, one a GPU of a machine, sweep disjoint parts (``merge_sweeps`` joins them).
     ``compile_only``: fill the Triton cache for what all N shards will sweep (``limit`` each), time
-    nothing; the shards then run with ``jobs=1`` instead of N pools compiling the same kernels."""
+    nothing; the shards then run with ``jobs=1`` instead of N pools compiling the same kernels.
+    ``order``: how decode-family calls are timed (``ORDERS``, see ``sweep_workload``); a sweep is continued
+    only in its own order (None: that order, BACK_TO_BACK for a new sweep)."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
     data = _load(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
-                               repeats=repeats or 1, records=[])
+                               repeats=repeats or 1, order=order or BACK_TO_BACK, records=[])
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
     data.setdefault("repeats", 1)  # sweeps before the option timed once
+    data.setdefault("order", BACK_TO_BACK)  # and back to back
+    if order and data["order"] != order:
+        raise SystemExit(f"{path} holds a sweep timed in order {data['order']!r}; asked for {order!r}")
     repeats = repeats or data["repeats"]
     if data["repeats"] != repeats:
         raise SystemExit(f"{path} holds a sweep with {data['repeats']} timing(s) a candidate; asked for {repeats}")
@@ -521,7 +581,7 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
         precompile(todo, sms, pool)
     for i, w in enumerate(todo):
         t0 = time.perf_counter()
-        record = sweep_workload(w, device, sms, l2, repeats=repeats)
+        record = sweep_workload(w, device, sms, l2, repeats=repeats, order=data["order"])
         data["records"].append(record)
         times = {k: v for k, v in record["times_ms"].items() if v is not None}
         best = min(times, key=times.get)
@@ -550,6 +610,9 @@ def main(argv) -> int:
     parser.add_argument("--repeats", type=int, default=None,
                         help="time each candidate this many times, in alternating order; the median is kept "
                              "(default: as the sweep being continued, 1 for a new one)")
+    parser.add_argument("--order", choices=ORDERS, default=None,
+                        help="how a new sweep times decode-family calls: back to back, or each after a QKV-sized "
+                             "GEMV as a model runs them (default: the continued sweep's, back_to_back for a new one)")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="sweep only the I-th of every N workloads still to sweep (one process a GPU)")
     parser.add_argument("--compile-only", action="store_true",
@@ -610,7 +673,7 @@ def main(argv) -> int:
         if not torch.cuda.is_available():
             parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
         path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid,
-                     shard=shard, compile_only=args.compile_only)
+                     shard=shard, compile_only=args.compile_only, order=args.order)
         if args.no_fit or args.compile_only:
             return 0
     if importlib.util.find_spec("sklearn") is None:

@@ -138,7 +138,8 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
         data["header"] = header(device)
     for i, (w, knobs, row) in enumerate(todo):
         t0 = time.perf_counter()
-        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats, candidates=knobs)
+        rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats, candidates=knobs,
+                                       order=sweep.get("order", sweep_mod.BACK_TO_BACK))
         record = dict(name=w.name, family=row["family"], pick=row["pick"], best=row["best"],
                       sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"], copies=rec["copies"],
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))

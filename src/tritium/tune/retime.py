@@ -120,7 +120,8 @@ def retime(sweep_path: str, out_dir: str, *, repeats: int = 2, part: str | None 
     for i, (w, affected, calib) in enumerate(todo):
         t0 = time.perf_counter()
         rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats,
-                                       candidates=[key_knobs(k) for k in affected + calib])
+                                       candidates=[key_knobs(k) for k in affected + calib],
+                                       order=sweep.get("order", sweep_mod.BACK_TO_BACK))
         data["records"].append(dict(name=w.name, family=w.family(), affected=affected, calibrators=calib,
                                     copies=rec["copies"], times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}),
                                     errors=rec.get("errors", {})))
