@@ -388,7 +388,8 @@ def test_sweep_repeats(tmp_path, monkeypatch):
 @pytest.mark.skipif(not interpreting(), reason="the GPU sweep is run by bench/gpu_tune.sh")
 def test_sweep_model_order(tmp_path, monkeypatch):
     """--order model: each decode-family call timed after its own projection GEMV (prefill calls not); the
-    sweep records its order, continues and merges only in it."""
+    sweep records its order and continues only in it; from a sweep of the other order only prefill records
+    merge in."""
     gemv_mod = importlib.import_module("tritium.ops.gemv")  # the package's `gemv` is the function
     monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0), (16, 1, 2)], PREFILL: [(16, 16, 2, 1)]})
     launched = []
@@ -405,10 +406,14 @@ def test_sweep_model_order(tmp_path, monkeypatch):
     assert len(launched) >= 3  # (warm-up +) one before each decode candidate's call
     with pytest.raises(SystemExit, match="order"):
         tune.sweep(str(tmp_path / "m"), workloads=[decode], order=tune.BACK_TO_BACK)
-    other = Path(tune.sweep(str(tmp_path / "b"), workloads=[decode]))
+    # A back-to-back sweep's prefill records join a model-order one; its decode records do not.
+    decode2 = tune.Workload(1, 0, 1, 17, 64, 2, 1, 16, "fp16", dtype="fp16")
+    prefill2 = tune.Workload(1, 1, 24, 40, 64, 4, 1, 16, "fp16", dtype="fp16")
+    assert [decode2.family(), prefill2.family()] == [DECODE, PREFILL]
+    other = Path(tune.sweep(str(tmp_path / "b"), workloads=[decode2, prefill2]))
     assert json.loads(other.read_text())["order"] == tune.BACK_TO_BACK
-    with pytest.raises(SystemExit, match="order"):
-        tune.merge_sweeps(str(other), [str(path)])
+    assert tune.merge_sweeps(str(path), [str(other)]) == 1
+    assert [r["name"] for r in json.loads(path.read_text())["records"]] == [prefill.name, decode.name, prefill2.name]
 
 
 def test_time_calls_before_each_call(monkeypatch):

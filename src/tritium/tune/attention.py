@@ -468,7 +468,9 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
 def merge_sweeps(into: str, paths) -> int:
     """Append to the sweep JSON ``into`` the records of the sweeps at ``paths`` (shards of one machine's
     GPUs) that it does not hold yet; returns how many were added. The sweeps must be of one GPU model,
-    with the same candidate knobs and timings a candidate: anything else is refused, nothing written."""
+    with the same candidate knobs and timings a candidate: anything else is refused, nothing written.
+    From a sweep of the other timing order only prefill-family records are taken (the order changes how
+    decode-family calls are timed, nothing else): a model-order decode re-sweep keeps the prefill sweep."""
     data = _load(into)
     if data is None:
         raise SystemExit(f"--merge: {into} does not exist")
@@ -482,11 +484,12 @@ def merge_sweeps(into: str, paths) -> int:
             raise SystemExit(f"--merge: {path} does not exist")
         other.setdefault("repeats", 1)
         other.setdefault("order", BACK_TO_BACK)
-        for key in ("gpu", "knobs", "repeats", "order"):
+        for key in ("gpu", "knobs", "repeats"):
             if other[key] != data[key]:  # both as read from JSON
                 raise SystemExit(f"--merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
+        same_order = other["order"] == data["order"]
         for r in other["records"]:
-            if r["name"] not in have:
+            if r["name"] not in have and (same_order or r["family"] == PREFILL):
                 have.add(r["name"])
                 data["records"].append(r)
                 added += 1
