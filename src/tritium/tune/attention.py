@@ -44,6 +44,7 @@ from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_k
 from tritium.attention.reference import paged_attention_ref
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
+from tritium.ops.gemv import gemv
 from tritium.tune import confirm, retime, trees
 from tritium.runtime import device_name, interpreting, max_shared_memory, num_sms
 
@@ -333,8 +334,6 @@ _PROJECTIONS = {}
 def projection_calls(n: int, device) -> list:
     """``n`` callables, each one launch of the QKV-sized GEMV (``tritium.ops.gemv``, PDL where the GPU has
     it), alternating over two weight copies."""
-    from tritium.ops.gemv import gemv
-
     key = str(device)
     if key not in _PROJECTIONS:
         rows, cols = (64, 64) if interpreting() else PROJECTION
