@@ -21,11 +21,9 @@ mkdir -p "$OUT"
 # Continue the committed file only where it is of this sweep (and, for a confirmation, of this fit: the
 # validation's sha256 too); one of another is left where it is and a new one starts.
 if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning ]]; then
-  if python3 -c 'import json, os, sys; from tritium.tune.confirm import fit_source, sha256_short
-src = json.load(open(sys.argv[2]))["source"]
-want = fit_source(sys.argv[1]) if sys.argv[3] == "confirm" else dict(sweep=os.path.basename(sys.argv[1]),
-                                                                      sweep_sha256=sha256_short(sys.argv[1]))
-sys.exit(src != want)' "$sweep" "bench/results/tuning/$name" "$WHAT"; then
+  if python3 -c 'import json, sys; from tritium.tune.confirm import fit_source; from tritium.tune.retime import sweep_source
+want = (fit_source if sys.argv[3] == "confirm" else sweep_source)(sys.argv[1])
+sys.exit(json.load(open(sys.argv[2]))["source"] != want)' "$sweep" "bench/results/tuning/$name" "$WHAT"; then
     cp "bench/results/tuning/$name" "$OUT/"
   else
     echo "bench/results/tuning/$name is of another sweep or fit: starting a new one"

@@ -317,7 +317,7 @@ def time_calls(calls, budget_ms: float = 25.0, before=None) -> float:
         if len(times[0]) == 1:  # the first replay (warm-up) sets the count and is dropped
             reps = 1 + max(3, min(15, int(budget_ms / max(times[0][0], 1e-3))))
     del graphs
-    med = [statistics.median(t[1:]) for t in times]
+    med = [sorted(t[1:])[(len(t) - 1) // 2] for t in times]  # the upper median of the timed replays
     return (med[0] if before is None else max(med[0] - med[1], 1e-6 * len(seq))) / len(seq)
 
 
@@ -470,7 +470,7 @@ def merge_sweeps(into: str, paths) -> int:
     with the same candidate knobs and timings a candidate: anything else is refused, nothing written.
     From a sweep of the other timing order only prefill-family records are taken (the order changes how
     decode-family calls are timed, nothing else): a model-order decode re-sweep keeps the prefill sweep."""
-    data = _load(into)
+    data = load_json(into)
     if data is None:
         raise SystemExit(f"--merge: {into} does not exist")
     data.setdefault("repeats", 1)
@@ -478,7 +478,7 @@ def merge_sweeps(into: str, paths) -> int:
     have = {r["name"] for r in data["records"]}
     added = 0
     for path in paths:
-        other = _load(path)
+        other = load_json(path)
         if other is None:
             raise SystemExit(f"--merge: {path} does not exist")
         other.setdefault("repeats", 1)
@@ -494,17 +494,24 @@ def merge_sweeps(into: str, paths) -> int:
                 added += 1
         if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
             data["header"] = other["header"]
-    with open(into + ".tmp", "w") as f:
-        json.dump(data, f, indent=0)
-    os.replace(into + ".tmp", into)
+    save_json(data, into)
     return added
 
 
-def _load(path):
+def load_json(path: str):
+    """The JSON at ``path``, or None where there is no file."""
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
     return None
+
+
+def save_json(data: dict, path: str) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=0)
+    os.replace(path + ".tmp", path)
 
 
 def gpu_slug(name: str) -> str:
@@ -552,7 +559,7 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
-    data = _load(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
+    data = load_json(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
                                repeats=repeats or 1, order=order or BACK_TO_BACK, records=[])
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
@@ -589,10 +596,7 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
         best = min(times, key=times.get)
         print(f"[{i + 1}/{len(todo)}] {w.name}: hand {times.get(HAND, math.nan) * 1e3:.1f} us, best {best} "
               f"{times[best] * 1e3:.1f} us ({time.perf_counter() - t0:.1f} s)", flush=True)
-        os.makedirs(out_dir, exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(data, f, indent=0)
-        os.replace(path + ".tmp", path)
+        save_json(data, path)
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return path
@@ -710,12 +714,12 @@ def _confirm_main(parser, args) -> int:
             parser.error("--confirm-merge needs the confirmation JSON to add to and at least one shard's JSON")
         added = confirm.merge(args.confirm_merge[0], args.confirm_merge[1:])
         print(f"{args.confirm_merge[0]}: {added} workloads added from {len(args.confirm_merge) - 1} shard(s)")
-        data = _load(args.confirm_merge[0])
+        data = load_json(args.confirm_merge[0])
         if data is not None:
             confirm.print_summary(data)
         return 0
     if args.confirm_summary:
-        data = _load(args.confirm_summary)
+        data = load_json(args.confirm_summary)
         if data is None:
             parser.error(f"--confirm-summary: {args.confirm_summary} does not exist")
         confirm.print_summary(data)
@@ -725,7 +729,7 @@ def _confirm_main(parser, args) -> int:
     path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, shard=shard, limit=args.limit,
                            jobs=args.jobs, compile_only=args.compile_only)
     if not args.compile_only and shard[1] == 1:
-        confirm.print_summary(_load(path))
+        confirm.print_summary(load_json(path))
     return 0
 
 

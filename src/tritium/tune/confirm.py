@@ -77,18 +77,49 @@ def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
     return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
 
 
-def load_json(path: str):
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    return None
+def open_job(sweep_path: str, out_dir: str, kind: str, *, repeats: int, source: dict, device=None) -> tuple:
+    """What a GPU job re-timing workloads of the sweep at ``sweep_path`` starts from (``kind``: "confirm" or
+    "retime"): (device, its name, SMs, L2 bytes, the sweep, the job's JSON path ``DIR/attention-<gpu>.<kind>.json``,
+    its data: continued where it is of this GPU, repeat count and ``source``, else refused)."""
+    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
+    name = device_name(device)
+    sms = num_sms(device)
+    with open(sweep_path) as f:
+        sweep = json.load(f)
+    if sweep["gpu"] != name or sweep["sms"] != sms:
+        raise SystemExit(f"--{kind}: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
+                         f"{name} ({sms} SMs)")
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
+    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.{kind}.json")
+    data = sweep_mod.load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
+    for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
+        if data[key] != want:
+            raise SystemExit(f"--{kind}: {path} holds a {kind} job with {key} {data[key]!r}, asked for {want!r}")
+    return device, name, sms, l2, sweep, path, data
 
 
-def save_json(data: dict, path: str) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=0)
-    os.replace(path + ".tmp", path)
+def job_share(todo: list, knobs_of, *, name: str, noun: str, done: int, device, sms: int, shard: tuple[int, int],
+              limit: int | None, jobs: int, compile_only: bool):
+    """The part of ``todo`` (tuples led by a workload) that this process times: the I-th of every N
+    (``shard``), at most ``limit``, compiled first unless ``jobs`` == 1 (a pool ran before); with
+    ``compile_only``, None after compiling what all N shards will time. ``knobs_of(part)``: workload name
+    -> the knob sets to compile."""
+    def compile_all(part):
+        if part and device.type == "cuda":
+            sweep_mod.precompile([t[0] for t in part], sms, jobs or min(16, os.cpu_count() or 1), knobs_of(part))
+
+    if compile_only:
+        todo = todo[:limit * shard[1]] if limit else todo
+        print(f"{name}: compiling for {len(todo)} {noun} ({shard[1]} shard(s))", flush=True)
+        compile_all(todo)
+        return None
+    todo = todo[shard[0]::shard[1]]
+    todo = todo[:limit] if limit else todo
+    print(f"{name}: {done} {noun} re-timed, {len(todo)} to go"
+          + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
+    if jobs != 1:
+        compile_all(todo)
+    return todo
 
 
 def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None = None,
@@ -99,41 +130,16 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
     with ``merge``). ``compile_only``: fill the Triton cache for what all N shards will time."""
     if repeats < 2:
         raise ValueError(f"repeats must be >= 2 (the pick and the hand rules are compared run by run), got {repeats}")
-    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
-    name = device_name(device)
-    sms = num_sms(device)
-    with open(sweep_path) as f:
-        sweep = json.load(f)
-    if sweep["gpu"] != name or sweep["sms"] != sms:
-        raise SystemExit(f"--confirm: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
-                         f"{name} ({sms} SMs)")
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.confirm.json")
-    source = fit_source(sweep_path)
-    data = load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
-    for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
-        if data[key] != want:
-            raise SystemExit(f"--confirm: {path} holds a confirmation with {key} {data[key]!r}, asked for {want!r}")
+    device, name, sms, l2, sweep, path, data = open_job(
+        sweep_path, out_dir, "confirm", repeats=repeats, source=fit_source(sweep_path), device=device)
     done = {r["name"] for r in data["records"]}
     todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part)
             if w.name not in done]
-
-    def compile_all():
-        if todo and device.type == "cuda":
-            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                                 {w.name: knobs for w, knobs, _ in todo})
-
-    if compile_only:
-        todo = todo[:limit * shard[1]] if limit else todo
-        print(f"{name}: compiling for {len(todo)} held-out workloads ({shard[1]} shard(s))", flush=True)
-        compile_all()
+    todo = job_share(todo, lambda ws: {w.name: knobs for w, knobs, _ in ws}, name=name, noun="held-out workloads",
+                     done=len(done), device=device, sms=sms, shard=shard, limit=limit, jobs=jobs,
+                     compile_only=compile_only)
+    if todo is None:
         return path
-    todo = todo[shard[0]::shard[1]]
-    todo = todo[:limit] if limit else todo
-    print(f"{name}: {len(done)} held-out workloads re-timed, {len(todo)} to go"
-          + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
-    if jobs != 1:
-        compile_all()
     if device.type == "cuda":
         data["header"] = header(device)
     for i, (w, knobs, row) in enumerate(todo):
@@ -145,7 +151,7 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))
         record.update(score(record))
         data["records"].append(record)
-        save_json(data, path)
+        sweep_mod.save_json(data, path)
         print(f"[{i + 1}/{len(todo)}] {w.name}: pick {row['pick']} {record['vs_hand']:.3f}x the hand rules "
               f"(sweep {row['vs_hand']:.3f}x), {record['vs_best']:.3f}x the best ({time.perf_counter() - t0:.1f} s)",
               flush=True)
@@ -173,10 +179,10 @@ def merge(into: str, paths, *, flag: str = "--confirm-merge") -> int:
     when missing); returns how many were added. Shards of another GPU, count or fit are refused. Also
     joins the shards of a re-timing (``tritium.tune.retime``: the same keys; ``flag`` names the option in
     errors)."""
-    data = load_json(into)
+    data = sweep_mod.load_json(into)
     added = 0
     for path in paths:
-        other = load_json(path)
+        other = sweep_mod.load_json(path)
         if other is None:
             raise SystemExit(f"{flag}: {path} does not exist")
         if data is None:
@@ -192,7 +198,7 @@ def merge(into: str, paths, *, flag: str = "--confirm-merge") -> int:
         if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
             data["header"] = other["header"]
     if data is not None:
-        save_json(data, into)
+        sweep_mod.save_json(data, into)
     return added
 
 

@@ -18,7 +18,6 @@ few percent, and the ratios within a record are what the fit uses. Each record k
 """
 
 import datetime
-import json
 import math
 import os
 import time
@@ -27,7 +26,6 @@ import torch
 
 from tritium.attention.config import DECODE
 from tritium.bench.common import header
-from tritium.runtime import device_name, interpreting, num_sms
 from tritium.tune import attention as sweep_mod
 from tritium.tune import confirm
 from tritium.tune.trees import HAND, key_knobs
@@ -64,14 +62,18 @@ def targets(sweep: dict, part: str | None = DECODE, within: float = WITHIN) -> l
         if not timed or min(timed) > within * best:
             continue
         others = sorted((k for k in times if k not in affected), key=times.get)
-        calib = list(dict.fromkeys(([HAND] if HAND in others else []) + others[:1]))
-        if others and len(calib) < 2 and len(others) > 1:
-            calib.append(others[1])
+        calib = [HAND] if HAND in others else []
+        calib += [k for k in others if k != HAND][:2 - len(calib)]  # and the fastest others, two in all
         if not calib:
             continue
         out.append((sweep_mod.Workload(**r["workload"]), affected, calib))
     by_name = {w.name: (w, a, c) for w, a, c in out}
     return [by_name[w.name] for w in sweep_mod.interleave_families([w for w, _, _ in out])]
+
+
+def sweep_source(sweep_path: str) -> dict:
+    """What a re-timing of the sweep at ``sweep_path`` is of: its name and sha256."""
+    return dict(sweep=os.path.basename(sweep_path), sweep_sha256=confirm.sha256_short(sweep_path))
 
 
 def retime(sweep_path: str, out_dir: str, *, repeats: int = 2, part: str | None = DECODE,
@@ -81,40 +83,15 @@ def retime(sweep_path: str, out_dir: str, *, repeats: int = 2, part: str | None 
     (``DIR/attention-<gpu>.retime.json``, written after every workload; a re-run continues it)."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
-    name = device_name(device)
-    sms = num_sms(device)
-    with open(sweep_path) as f:
-        sweep = json.load(f)
-    if sweep["gpu"] != name or sweep["sms"] != sms:
-        raise SystemExit(f"--retime: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
-                         f"{name} ({sms} SMs)")
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.retime.json")
-    source = dict(sweep=os.path.basename(sweep_path), sweep_sha256=confirm.sha256_short(sweep_path))
-    data = confirm.load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
-    for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
-        if data[key] != want:
-            raise SystemExit(f"--retime: {path} holds a re-timing with {key} {data[key]!r}, asked for {want!r}")
+    device, name, sms, l2, sweep, path, data = confirm.open_job(
+        sweep_path, out_dir, "retime", repeats=repeats, source=sweep_source(sweep_path), device=device)
     done = {r["name"] for r in data["records"]}
     todo = [(w, a, c) for w, a, c in targets(sweep, part) if w.name not in done]
-
-    def compile_all():
-        if todo and device.type == "cuda":
-            sweep_mod.precompile([w for w, _, _ in todo], sms, jobs or min(16, os.cpu_count() or 1),
-                                 {w.name: [key_knobs(k) for k in a + c] for w, a, c in todo})
-
-    if compile_only:
-        todo = todo[:limit * shard[1]] if limit else todo
-        print(f"{name}: compiling for {len(todo)} workloads to re-time ({shard[1]} shard(s))", flush=True)
-        compile_all()
+    todo = confirm.job_share(todo, lambda ws: {w.name: [key_knobs(k) for k in a + c] for w, a, c in ws}, name=name,
+                             noun="workloads", done=len(done), device=device, sms=sms, shard=shard, limit=limit,
+                             jobs=jobs, compile_only=compile_only)
+    if todo is None:
         return path
-    todo = todo[shard[0]::shard[1]]
-    todo = todo[:limit] if limit else todo
-    print(f"{name}: {len(done)} workloads re-timed, {len(todo)} to go"
-          + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
-    if jobs != 1:
-        compile_all()
     if device.type == "cuda":
         data["header"] = header(device)
     for i, (w, affected, calib) in enumerate(todo):
@@ -125,7 +102,7 @@ def retime(sweep_path: str, out_dir: str, *, repeats: int = 2, part: str | None 
         data["records"].append(dict(name=w.name, family=w.family(), affected=affected, calibrators=calib,
                                     copies=rec["copies"], times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}),
                                     errors=rec.get("errors", {})))
-        confirm.save_json(data, path)
+        sweep_mod.save_json(data, path)
         print(f"[{i + 1}/{len(todo)}] {w.name}: {len(affected)} re-timed, calibrators {calib} "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
         if device.type == "cuda":
@@ -151,7 +128,7 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context
     two orders agree on long calls and disagree on short ones (bench/NOTES.md, stop 43: at B=4 L=768,
     12 splits 4% faster back to back and 4% slower after a GEMV; the engine's batch-1 graph 0.8% slower
     with a tree refitted on every re-timing, its calls at L <= 1024 having moved to fewer splits)."""
-    sweep = confirm.load_json(sweep_path)
+    sweep = sweep_mod.load_json(sweep_path)
     if sweep is None:
         raise SystemExit(f"--retime-apply: {sweep_path} does not exist")
     sha = confirm.sha256_short(sweep_path)
@@ -159,7 +136,7 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context
     date = date or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     applied, skipped, short, scales = 0, 0, 0, []
     for path in retime_paths:
-        data = confirm.load_json(path)
+        data = sweep_mod.load_json(path)
         if data is None:
             raise SystemExit(f"--retime-apply: {path} does not exist")
         if data["gpu"] != sweep["gpu"] or data["source"]["sweep_sha256"] != sha:
@@ -190,7 +167,7 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context
                                 gpu_date=data.get("header", {}).get("date"))
             applied += 1
             scales.append(scale)
-    confirm.save_json(sweep, sweep_path)
+    sweep_mod.save_json(sweep, sweep_path)
     scales.sort()
     spread = dict(median=scales[len(scales) // 2], p05=scales[len(scales) // 20],
                   p95=scales[min(len(scales) - 1, 19 * len(scales) // 20)]) if scales else {}
