@@ -15,9 +15,11 @@ os.environ.setdefault(RANK_INIT_ENV, "tritium.testing.compile_check:record_from_
 # Tests that start processes sharing this machine's /dev/shm, ports or rank timeouts (multi-rank launches,
 # servers) and check that nothing is left behind: `make test` runs them alone, after the others have run
 # in parallel (pytest-xdist), so that no other test's segments or CPU load are in their way.
-SERIAL = ("tests/shmem/", "tests/collectives/", "tests/fused/test_fused_ops.py", "tests/fused/test_distributed_decode.py",
-          "tests/engine/test_tensor_parallel.py", "tests/engine/test_context_parallel.py", "tests/server/",
-          "tests/bench/test_engine_tp.py", "tests/bench/test_distributed_decode_bench.py", "tests/models/test_layers.py")
+SERIAL = ("tests/shmem/", "tests/collectives/", "tests/server/",
+          "tests/fused/test_fused_ops.py", "tests/fused/test_distributed_decode.py",
+          "tests/engine/test_tensor_parallel.py", "tests/engine/test_context_parallel.py",
+          "tests/bench/test_engine_tp.py", "tests/bench/test_distributed_decode_bench.py",
+          "tests/models/test_layers.py")
 
 
 def pytest_collection_modifyitems(config, items):

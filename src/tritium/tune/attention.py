@@ -559,8 +559,8 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
     path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
-    data = load_json(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs={k: v for k, v in KNOBS.items()},
-                               repeats=repeats or 1, order=order or BACK_TO_BACK, records=[])
+    data = load_json(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs=dict(KNOBS),
+                                   repeats=repeats or 1, order=order or BACK_TO_BACK, records=[])
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
     data.setdefault("repeats", 1)  # sweeps before the option timed once
