@@ -49,6 +49,28 @@ def test_gemv_decode_equals_cublas(tiny_models, num_prompts):
     assert outs["triton"] == outs["torch"] == outs["auto"]
 
 
+def test_settle_linears_keeps_the_faster_step(tiny_models):
+    """A projection put on cuBLAS is tried on its GEMV in a whole decode graph; the faster stays, every graph
+    is captured again and decode still gives cuBLAS's tokens."""
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=12)
+    ref = [o.token_ids for o in LLM(path, dtype=torch.float32, linear_backend="torch").generate(PROMPTS, params)]
+    llm = LLM(path, dtype=torch.float32, linear_backend="auto", max_num_seqs=8)
+    model, runner = llm.engine.model, llm.engine.runner
+    linear = model.linear
+    assert set(linear.best_gemv) >= {(m, *s) for m in (1, 2, 4) for s in model.projection_shapes()}
+    assert {r["m"] for r in linear.chain_report} <= {1, 2, 4}
+    shape = model.projection_shapes()[3]  # down_proj: its cuBLAS path runs SiLU-and-mul apart
+    linear.choices[(1, *shape)] = None
+    rows = runner.settle_linears((1, 8), rounds=3, replays=3)  # 8: no such tuned M, nothing to try
+    assert [r["m"] for r in rows] == [1] and rows[0]["switched"] == [list(shape)]
+    assert rows[0]["kept"] in ("as tuned", "gemv") and set(rows[0]["graph_ms"]) == {"as tuned", "gemv"}
+    want = None if rows[0]["kept"] == "as tuned" else linear.best_gemv[(1, *shape)]
+    assert linear.choices[(1, *shape)] == want
+    assert sorted(runner.graphs) == [1, 2, 4, 8] and linear.chain_report[-1] is rows[0]
+    assert [o.token_ids for o in llm.generate(PROMPTS, params)] == ref
+
+
 def test_weight_prefetch_keeps_tokens(tiny_models):
     """Decode with L2 weight prefetching (side-stream branches in the CUDA graph) gives the same tokens."""
     from tritium.models.llama import PREFETCH_POINTS

@@ -37,6 +37,20 @@ def test_linear_dispatch_modes():
     assert LinearDispatch("torch").tune({"w": [w]}, (1,)) == []
 
 
+def test_cublas_alternatives():
+    """Only shapes tuned onto cuBLAS that have a timed GEMV are offered to the whole-step check."""
+    lin = LinearDispatch("auto")
+    cfg_a, cfg_b = GemvConfig(8, 128, 4), GemvConfig(16, 256, 4)
+    lin.choices.update({(1, 24, 128): None, (1, 48, 128): cfg_a, (2, 24, 128): None, (1, 96, 64): None})
+    lin.best_gemv.update({(1, 24, 128): cfg_b, (1, 48, 128): cfg_a, (2, 24, 128): cfg_a})
+    shapes = [(24, 128), (48, 128), (96, 64), (12, 12)]
+    assert lin.cublas_alternatives(1, shapes) == {(1, 24, 128): cfg_b}  # (96, 64): no GEMV timed; (12, 12): untuned
+    assert lin.cublas_alternatives(2, shapes) == {(2, 24, 128): cfg_a}
+    assert lin.cublas_alternatives(4, shapes) == {}
+    lin.mode = "triton"
+    assert lin.cublas_alternatives(1, shapes) == {}
+
+
 @pytest.mark.gpu
 def test_linear_tune_picks_and_reports():
     dev = default_device()
@@ -44,7 +58,7 @@ def test_linear_tune_picks_and_reports():
     lin = LinearDispatch("auto")
     report = lin.tune({"proj": group}, (1, 2))
     assert [(r["weight"], r["m"]) for r in report] == [("proj", 1), ("proj", 2)]
-    assert set(lin.choices) == {(1, 1024, 2048), (2, 1024, 2048)}
+    assert set(lin.choices) == set(lin.best_gemv) == {(1, 1024, 2048), (2, 1024, 2048)}
     for r in report:
         assert r["best_tbs"] >= r["cublas_tbs"] > 0
     x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)

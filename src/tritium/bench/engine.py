@@ -55,7 +55,7 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
     b1_inputs = graph_inputs(engine.runner) if 1 in engine.runner.graphs else None
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
            "weight_bytes": engine.model.weight_bytes(), "linear_backend": engine.config.linear_backend,
-           "linear_tuning": engine.model.linear.report}
+           "linear_tuning": engine.model.linear.report, "linear_chain": engine.model.linear.chain_report}
     if args.profile_host:
         import cProfile
         import io
@@ -72,6 +72,8 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
     for row in engine.model.linear.report:
         print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
               f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
+    for row in engine.model.linear.chain_report:
+        print(f"  linear chain m={row['m']}: graph {row['graph_ms']}, kept {row['kept']}", flush=True)
     out.update(batch_throughput(bench, generate))
     # GPU time of one captured decode step; each replay moves its rows one token on (greedy_advance). Batch 1
     # starts ~70 tokens before the end of its last run; the larger batch's rows have their last run's

@@ -156,6 +156,11 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp)
+    if cfg.linear_backend == "auto" and runner.graphs and tp is None:
+        # one rank: where a projection went to cuBLAS, the whole decode step decides (see settle_linears)
+        t0 = time.perf_counter()
+        if runner.settle_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs)):
+            log.info("timed decode steps with cuBLAS and the GEMV in %.1f s", time.perf_counter() - t0)
     if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
         t0 = time.perf_counter()
         k_cache, v_cache = runner.kv_caches[0]

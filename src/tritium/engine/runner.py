@@ -331,25 +331,64 @@ class ModelRunner:
             buckets.append(max_num_seqs)
         pool = None
         for b in sorted(buckets, reverse=True):
-            bufs = self._buffers(b)
-            meta = self._meta(bufs, self.max_model_len)
-
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                # warm up: compile Triton kernels, settle allocations (every slot is -1: greedy_advance
-                # leaves the inputs as they are)
-                for _ in range(2):
-                    self._greedy_step(bufs, meta)
-            torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                bufs.logits = self._greedy_step(bufs, meta)
-            pool = graph.pool()
-            self.graphs[b] = DecodeGraph(graph, bufs)
+            self.graphs[b] = self._capture_one(b, pool)
+            pool = self.graphs[b].graph.pool()
         torch.cuda.synchronize()
         self._buckets = tuple(sorted(self.graphs))
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
+
+    def settle_linears(self, ms: tuple[int, ...], rounds: int = 5, replays: int = 20) -> list[dict]:
+        """Where ``LinearDispatch.tune`` put a layer projection on cuBLAS at M rows (M in ``ms``, each with
+        a graph of its own), time the decode graph of M rows as tuned and with every such projection on its
+        fastest GEMV, in ``rounds`` interleaved rounds of ``replays`` replays; keep the faster (medians).
+        Timed one at a time, cuBLAS can win a shape by a percent that the chain of PDL launches around a GEMV
+        gives back (bench/NOTES.md, engine decode chain). One rank only: ranks deciding apart would capture
+        different graphs. Returns the rows it adds to ``model.linear.chain_report``."""
+        linear = self.model.linear
+        rows = []
+        for m in ms:
+            switch = linear.cublas_alternatives(m, self.model.projection_shapes())
+            if m not in self.graphs or not switch:
+                continue
+            variants = {"as tuned": {k: None for k in switch}, "gemv": switch}
+            graphs = {}
+            for label, choice in variants.items():
+                linear.choices.update(choice)
+                graphs[label] = self._capture_one(m, None)
+            times: dict[str, list[float]] = {label: [] for label in variants}
+            for r in range(rounds):
+                for label in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+                    times[label].append(_replay_ms(graphs[label].graph, replays))
+            med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
+            keep = min(med, key=med.get)
+            linear.choices.update(variants[keep])
+            row = {"m": m, "switched": [list(k[1:]) for k in switch], "kept": keep,
+                   "graph_ms": {label: round(v, 4) for label, v in med.items()}}
+            rows.append(row)
+            log.info("decode step of %d rows: %.3f ms as tuned, %.3f ms with the GEMV on %d cuBLAS projections: "
+                     "kept %s", m, med["as tuned"], med["gemv"], len(switch), keep)
+            del graphs
+        if rows:
+            self.capture()
+        linear.chain_report.extend(rows)
+        return rows
+
+    def _capture_one(self, b: int, pool) -> DecodeGraph:
+        """A decode step of ``b`` rows on buffers of its own, captured (in memory ``pool``, None: a new one)."""
+        bufs = self._buffers(b)
+        meta = self._meta(bufs, self.max_model_len)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            # warm up: compile Triton kernels, settle allocations (every slot is -1: greedy_advance leaves
+            # the inputs as they are)
+            for _ in range(2):
+                self._greedy_step(bufs, meta)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            bufs.logits = self._greedy_step(bufs, meta)
+        return DecodeGraph(graph, bufs)
 
     def release_graphs(self) -> None:
         """Drop the captured decode graphs (their memory pool goes with them) after the device finished
@@ -465,3 +504,15 @@ class Window:
         ring = self._dest.numpy()
         h = ring.shape[0]
         return [[int(ring[(p + 1 + j) % h, i]) for j in range(self.k)] for i, p in enumerate(self.first)]
+
+
+def _replay_ms(graph: torch.cuda.CUDAGraph, replays: int) -> float:
+    """Milliseconds a replay of ``graph``: ``replays`` back to back after one, between two events."""
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / replays

@@ -40,7 +40,19 @@ class LinearDispatch:
         self.silu_and_mul = silu_and_mul
         self.pdl = pdl  # False: GEMVs launch without programmatic dependent launch
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
+        # the fastest GEMV timed for each (M, N, K), cuBLAS's choice or not (what a whole-step check tries)
+        self.best_gemv: dict[tuple[int, int, int], GemvConfig] = {}
         self.report: list[dict] = []
+        self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
+
+    def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
+        """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
+        timed there: the alternative a whole decode step is timed with (``ModelRunner.settle_linears``)."""
+        if self.mode != "auto":
+            return {}
+        keys = [(m, *shape) for shape in shapes]
+        return {k: self.best_gemv[k] for k in keys if k in self.choices and self.choices[k] is None
+                and k in self.best_gemv}
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
@@ -121,7 +133,10 @@ class LinearDispatch:
         "gated" (:meth:`gated`), "gated_residual". The fused ones (a norm or residual add inside) keep the
         fastest GEMV even where cuBLAS's plain product is faster: cuBLAS cannot run them, and one projection
         on cuBLAS turns the model's fused chain off (``LlamaModel`` ``fuse_norms``); cuBLAS is still timed
-        and reported.
+        and reported. cuBLAS runs a gated projection after a SiLU-and-mul kernel, and is timed with it. The
+        fastest GEMV of every shape is kept too (``best_gemv``): timed alone, a GEMV misses what it gains in
+        the decode chain (its launch overlaps the kernel before it), which ``ModelRunner.settle_linears``
+        measures on whole decode steps.
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
@@ -146,8 +161,9 @@ class LinearDispatch:
                     kw.update(eps=1e-5, norm_weight=unit)
                 if variant.endswith("residual"):
                     kw.update(residual=torch.zeros(m, N, dtype=dtype, device=dev))
-                x_mm = x[:, :K].contiguous()
-                times = {"cublas": _time_group(lambda w: F.linear(x_mm, w), group, repeats)}
+                # cuBLAS as the model runs it: a gated projection's SiLU-and-mul is a kernel of its own there
+                act = self.silu_and_mul if gated else None
+                times = {"cublas": _time_group(lambda w: F.linear(x if act is None else act(x), w), group, repeats)}
                 for cfg in CONFIGS:
                     if cfg.block_k > 2 * triton.next_power_of_2(K):
                         continue
@@ -161,6 +177,8 @@ class LinearDispatch:
                 gemvs = [k for k in times if k != "cublas"]
                 best = min(gemvs if fused and gemvs else times, key=times.get)
                 self.choices[(m, N, K)] = None if best == "cublas" else best
+                if gemvs:
+                    self.best_gemv[(m, N, K)] = min(gemvs, key=times.get)
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
                     "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),

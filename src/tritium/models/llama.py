@@ -275,6 +275,12 @@ class LlamaModel:
         norm = self.norm.numel() * self.norm.element_size()
         return sum(layer.weight_bytes() for layer in self.layers) + norm + self.lm_head.weight_bytes()
 
+    def projection_shapes(self) -> list[tuple[int, int]]:
+        """(N, K) of this rank's four layer projections (every layer has the same)."""
+        layer = self.layers[0]
+        names = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+        return [tuple(getattr(layer, name).weight.shape) for name in names]
+
     def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
         """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
         ``"auto"``), each GEMV timed as the decode chain runs it (norm inside, residual add inside, SiLU
