@@ -53,6 +53,9 @@ CONFIGS = (
     # whole rows in one load (K <= 4096): every byte of a program in flight at once, tried for the small
     # latency-bound projections; on the H100 they tie the others there and still trail cuBLAS (NOTES.md)
     GemvConfig(2, 4096, 4), GemvConfig(4, 4096, 8), GemvConfig(4, 2048, 4),
+    # the H200's best on Llama-3-8B's projections in a wider grid (bench/probe_gemv_configs.py): 4 rows of
+    # 512 and 2 rows of 1024, 1-2 us a call ahead of the configurations above on gate_up, down and qkv
+    GemvConfig(4, 512, 4), GemvConfig(4, 512, 4, 3), GemvConfig(2, 1024, 4, 3),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 

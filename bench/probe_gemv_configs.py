@@ -1,0 +1,63 @@
+"""Probe: every GEMV configuration of a wider grid on the Llama-3-8B layer projections at M=1, timed as
+LinearDispatch.tune times them (32 weights in turn, in a CUDA graph), against cuBLAS and a copy of the same
+bytes. Prints a table and writes $OUT/gemv-probe-<gpu>.json. Run from the repo root with PYTHONPATH=src."""
+
+import itertools
+import json
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from tritium.models.linear import _time_group
+from tritium.ops.gemv import CONFIGS, GemvConfig, gemv
+
+SHAPES = {"qkv_proj": (6144, 4096), "o_proj": (4096, 4096), "gate_up_proj": (28672, 4096), "down_proj": (4096, 14336)}
+LAYERS = 32
+
+
+def grid():
+    out = list(CONFIGS)
+    for n, k, w, st in itertools.product((1, 2, 4, 8, 16), (512, 1024, 2048, 4096), (4, 8), (1, 3)):
+        cfg = GemvConfig(n, k, w, st)
+        if 2048 <= n * k <= 16384 and cfg not in out:
+            out.append(cfg)
+    return out
+
+
+def main():
+    dev = torch.device("cuda")
+    gpu = torch.cuda.get_device_name().replace(" ", "-")
+    cfgs = grid()
+    res = {"gpu": gpu, "configs": [str(c) for c in cfgs], "shapes": {}}
+    t0 = time.time()
+    for name, (N, K) in SHAPES.items():
+        group = [torch.randn(N, K, dtype=torch.bfloat16, device=dev) / 64 for _ in range(LAYERS)]
+        nbytes = N * K * 2
+        x = torch.randn(1, K, dtype=torch.bfloat16, device=dev)
+        row = {"cublas": _time_group(lambda w: F.linear(x, w), group, 5) / LAYERS * 1e3,
+               "copy": _time_group(lambda w: torch.empty_like(w).copy_(w), group[:8], 5) / 8 * 1e3 / 2}
+        for cfg in cfgs:
+            try:
+                row[str(cfg)] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, 5) / LAYERS * 1e3
+            except Exception as e:
+                row[str(cfg)] = None
+                print(name, cfg, type(e).__name__, str(e)[:80], flush=True)
+        best = sorted((v, k) for k, v in row.items() if v is not None and k not in ("cublas", "copy"))
+        print(f"{name} {N}x{K}: cuBLAS {row['cublas']:.2f} us ({nbytes / row['cublas'] / 1e6:.2f} TB/s), "
+              f"half a copy {row['copy']:.2f} us; best GEMVs:", flush=True)
+        for v, k in best[:8]:
+            print(f"   {k:>18} {v:7.2f} us  {nbytes / v / 1e6:.2f} TB/s", flush=True)
+        shipped = min((row[str(c)], str(c)) for c in CONFIGS if row.get(str(c)) is not None)
+        print(f"   shipped best {shipped[1]} {shipped[0]:.2f} us ({time.time() - t0:.0f} s)", flush=True)
+        res["shapes"][name] = {"n": N, "k": K, "us": row}
+        del group
+        torch.cuda.empty_cache()
+    out = os.environ.get("OUT", ".")
+    with open(f"{out}/gemv-probe-{gpu}.json", "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
