@@ -1,6 +1,7 @@
-"""Probe: every GEMV configuration of a wider grid on the Llama-3-8B layer projections at M=1, timed as
-LinearDispatch.tune times them (32 weights in turn, in a CUDA graph), against cuBLAS and a copy of the same
-bytes. Prints a table and writes $OUT/gemv-probe-<gpu>.json. Run from the repo root with PYTHONPATH=src."""
+"""Probe: the GEMV candidates (``CONFIGS``, both kernels) at M = 1, 2, 4 and a wider grid of 3-D-kernel
+configurations at M = 1, on the Llama-3-8B layer projections, timed as LinearDispatch.tune times them (32
+weights in turn, in a CUDA graph), against cuBLAS and a copy of the same bytes. Prints a table and writes
+$OUT/gemv-probe-<gpu>.json. Run from the repo root with PYTHONPATH=src."""
 
 import itertools
 import json
@@ -32,26 +33,26 @@ def main():
     cfgs = grid()
     res = {"gpu": gpu, "configs": [str(c) for c in cfgs], "shapes": {}}
     t0 = time.time()
-    for name, (N, K) in SHAPES.items():
+    for (name, (N, K)), m in itertools.product(SHAPES.items(), (1, 2, 4)):
         group = [torch.randn(N, K, dtype=torch.bfloat16, device=dev) / 64 for _ in range(LAYERS)]
         nbytes = N * K * 2
-        x = torch.randn(1, K, dtype=torch.bfloat16, device=dev)
+        x = torch.randn(m, K, dtype=torch.bfloat16, device=dev)
         row = {"cublas": _time_group(lambda w: F.linear(x, w), group, 5) / LAYERS * 1e3,
                "copy": _time_group(lambda w: torch.empty_like(w).copy_(w), group[:8], 5) / 8 * 1e3 / 2}
-        for cfg in cfgs:
+        for cfg in (cfgs if m == 1 else CONFIGS):
             try:
                 row[str(cfg)] = _time_group(lambda w, c=cfg: gemv(x, w, config=c), group, 5) / LAYERS * 1e3
             except Exception as e:
                 row[str(cfg)] = None
                 print(name, cfg, type(e).__name__, str(e)[:80], flush=True)
         best = sorted((v, k) for k, v in row.items() if v is not None and k not in ("cublas", "copy"))
-        print(f"{name} {N}x{K}: cuBLAS {row['cublas']:.2f} us ({nbytes / row['cublas'] / 1e6:.2f} TB/s), "
+        print(f"{name} {N}x{K} M={m}: cuBLAS {row['cublas']:.2f} us ({nbytes / row['cublas'] / 1e6:.2f} TB/s), "
               f"half a copy {row['copy']:.2f} us; best GEMVs:", flush=True)
         for v, k in best[:8]:
             print(f"   {k:>18} {v:7.2f} us  {nbytes / v / 1e6:.2f} TB/s", flush=True)
         shipped = min((row[str(c)], str(c)) for c in CONFIGS if row.get(str(c)) is not None)
         print(f"   shipped best {shipped[1]} {shipped[0]:.2f} us ({time.time() - t0:.0f} s)", flush=True)
-        res["shapes"][name] = {"n": N, "k": K, "us": row}
+        res["shapes"][f"{name} m={m}"] = {"n": N, "k": K, "m": m, "us": row}
         del group
         torch.cuda.empty_cache()
     out = os.environ.get("OUT", ".")

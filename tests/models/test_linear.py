@@ -69,6 +69,10 @@ def test_linear_tune_picks_and_reports():
     assert [(r["weight"], r["variant"]) for r in report[-3:]] == [(v, v) for v in ("norm", "residual", "gated_residual")]
     # a fused variant keeps a GEMV (cuBLAS cannot run it), cuBLAS still reported
     assert all(r["choice"] != "cublas" and r["cublas_tbs"] > 0 for r in report[-3:])
+    # the QKV projection that runs as qkv_rope_write_kv never gets the flat kernel (that kernel has none)
+    lin.tune({"qkv": group}, (1,), variants={"qkv": "rope"})
+    assert lin.choices[(1, 1024, 2048)] is None or not lin.choices[(1, 1024, 2048)].flat
+    assert not lin.best_gemv[(1, 1024, 2048)].flat
     with pytest.raises(ValueError, match="variants\\['proj'\\] must be one of"):
         lin.tune({"proj": group}, (1,), variants={"proj": "fused"})
 

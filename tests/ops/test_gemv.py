@@ -9,7 +9,9 @@ from tritium.runtime import default_device, interpreting
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
-CONFIGS = [DEFAULT_CONFIG, GemvConfig(4, 1024, 4), GemvConfig(16, 256, 4, 3), GemvConfig(2, 1024, 4, 3)]
+CONFIGS = [DEFAULT_CONFIG, GemvConfig(4, 1024, 4), GemvConfig(16, 256, 4, 3), GemvConfig(2, 1024, 4, 3),
+           GemvConfig(4, 512, 4, flat=True)]
+FLAT = GemvConfig(8, 256, 4, flat=True)  # the kernel with one accumulator a row of x
 
 
 def rel_err(out, ref):
@@ -42,6 +44,23 @@ def test_gemv_configs_and_strided_rows(config):
     assert rel_err(out, reference.linear(x, w)) < TOL[torch.float16]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+@pytest.mark.parametrize("n,k", [(64, 512), (37, 100), (40, 1030)], ids=str)
+def test_flat_kernel_matches_reference(m, n, k, dtype):
+    """The flat kernel on every row count (3: a masked fourth row), ragged N and K, with a bias: the fp64
+    reference within tolerance, and the 3-D kernel's result to within fp32 summation order."""
+    dev = default_device()
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev)
+    for config in (FLAT, GemvConfig(2, 1024, 4, 3, flat=True)):
+        out = gemv(x, w, b, config=config)
+        assert out.shape == (m, n) and out.dtype == dtype
+        assert rel_err(out, reference.linear(x, w, b)) < TOL[dtype], config
+        assert rel_err(out, gemv(x, w, b, config=GemvConfig(config.block_n, config.block_k, 4))) < TOL[dtype]
+
+
 def test_gemv_bad_input():
     dev = default_device()
     x = torch.randn(2, 64, device=dev)
@@ -63,7 +82,8 @@ def test_gemv_bad_input():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030)], ids=str)
-def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, FLAT], ids=str)
+def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype, config):
     """gated=True on x = [gate | up] equals SiLU-and-mul then the GEMV, bit for bit (same roundings, same
     sums), and the fp64 reference within tolerance."""
     from tritium import ops
@@ -71,9 +91,9 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype):
     dev = default_device()
     x = torch.randn(m, 2 * k, dtype=dtype, device=dev) * 2
     w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
-    fused = gemv(x, w, gated=True)
+    fused = gemv(x, w, gated=True, config=config)
     assert fused.shape == (m, n) and fused.dtype == dtype
-    assert torch.equal(fused, gemv(ops.silu_and_mul(x), w))
+    assert torch.equal(fused, gemv(ops.silu_and_mul(x), w, config=config))
     assert rel_err(fused, reference.linear(reference.silu_and_mul(x), w)) < TOL[dtype]
     with pytest.raises(ValueError, match="gated: x must be \\[M, 2K\\] \\(gate then up\\), got an odd width 7"):
         gemv(x[:, :7], w, gated=True)
@@ -111,7 +131,8 @@ def test_norm_gemv_matches_reference(m, n, k, dtype, with_bias):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030)], ids=str)
 @pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
-def test_residual_gemv_adds_in_place(m, n, k, dtype, gated):
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, FLAT], ids=str)
+def test_residual_gemv_adds_in_place(m, n, k, dtype, gated, config):
     """residual: residual += x @ W^T in place, bit for bit the unfused GEMV then add (the product rounded
     first), and the reference within tolerance; other rows of the residual's buffer untouched. (The
     interpreter rounds fp32 -> bf16 towards zero where torch rounds to nearest: one bf16 ulp there.)"""
@@ -121,8 +142,8 @@ def test_residual_gemv_adds_in_place(m, n, k, dtype, gated):
     buf = torch.randn(m + 2, n, dtype=dtype, device=dev)
     residual = buf[1:m + 1]
     before = buf.clone()
-    expected = gemv(x, w, gated=gated) + residual
-    out = gemv(x, w, gated=gated, residual=residual)
+    expected = gemv(x, w, gated=gated, config=config) + residual
+    out = gemv(x, w, gated=gated, residual=residual, config=config)
     assert out.data_ptr() == residual.data_ptr()
     if dtype == torch.bfloat16 and interpreting():
         torch.testing.assert_close(residual, expected, rtol=2 ** -7, atol=0)

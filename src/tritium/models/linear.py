@@ -20,7 +20,7 @@ from tritium.ops.qkv_rope import supports as qkv_rope_supports
 
 log = logging.getLogger(__name__)
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
-VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual")
+VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual", "rope")
 
 
 class LinearDispatch:
@@ -130,13 +130,14 @@ class LinearDispatch:
         turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
         ``variants``: the GEMV each group runs in the model, timed as it runs (default "plain"): "norm"
         (:meth:`normed`), "norm_folded" (the same, its weight folded into W), "residual" (:meth:`add_into`),
-        "gated" (:meth:`gated`), "gated_residual". The fused ones (a norm or residual add inside) keep the
-        fastest GEMV even where cuBLAS's plain product is faster: cuBLAS cannot run them, and one projection
-        on cuBLAS turns the model's fused chain off (``LlamaModel`` ``fuse_norms``); cuBLAS is still timed
-        and reported. cuBLAS runs a gated projection after a SiLU-and-mul kernel, and is timed with it. The
-        fastest GEMV of every shape is kept too (``best_gemv``): timed alone, a GEMV misses what it gains in
-        the decode chain (its launch overlaps the kernel before it), which ``ModelRunner.settle_linears``
-        measures on whole decode steps.
+        "gated" (:meth:`gated`), "gated_residual", "rope" (:meth:`qkv_rope`: timed as the plain product,
+        among the configurations that kernel runs, i.e. not ``flat``). The fused ones (a norm or residual
+        add inside) keep the fastest GEMV even where cuBLAS's plain product is faster: cuBLAS cannot run
+        them, and one projection on cuBLAS turns the model's fused chain off (``LlamaModel``
+        ``fuse_norms``); cuBLAS is still timed and reported. cuBLAS runs a gated projection after a
+        SiLU-and-mul kernel, and is timed with it. The fastest GEMV of every shape is kept too
+        (``best_gemv``): timed alone, a GEMV misses what it gains in the decode chain (its launch overlaps
+        the kernel before it), which ``ModelRunner.settle_linears`` measures on whole decode steps.
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
@@ -165,7 +166,7 @@ class LinearDispatch:
                 act = self.silu_and_mul if gated else None
                 times = {"cublas": _time_group(lambda w: F.linear(x if act is None else act(x), w), group, repeats)}
                 for cfg in CONFIGS:
-                    if cfg.block_k > 2 * triton.next_power_of_2(K):
+                    if cfg.block_k > 2 * triton.next_power_of_2(K) or (variant == "rope" and cfg.flat):
                         continue
                     try:
                         times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c, **kw), group, repeats)
@@ -173,7 +174,7 @@ class LinearDispatch:
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
                 # chain off for every projection; what the chain buys is measured as a whole (engine-ablate)
-                fused = variant not in ("plain", "gated")
+                fused = variant not in ("plain", "gated", "rope")
                 gemvs = [k for k in times if k != "cublas"]
                 best = min(gemvs if fused and gemvs else times, key=times.get)
                 self.choices[(m, N, K)] = None if best == "cublas" else best

@@ -291,6 +291,8 @@ class LlamaModel:
         norm = "norm_folded" if self.norms_folded else "norm"
         variants = ({"qkv_proj": norm, "o_proj": "residual", "gate_up_proj": norm, "down_proj": "gated_residual"}
                     if self._norms_chain else {"down_proj": "gated"})
+        if not self._norms_chain and self.options.fuse_qkv_rope and self.fused_rope_kv:
+            variants["qkv_proj"] = "rope"  # the QKV GEMV runs as qkv_rope_write_kv, with its tuned config
         return self.linear.tune(groups, ms, variants=variants)
 
     # -- forward -------------------------------------------------------------------------------------------

@@ -3,7 +3,11 @@
 At batch 1 a decode step is a stream of weight reads: every projection reads its whole ``[N, K]`` weight
 to produce one row. The kernel gives each program ``BLOCK_N`` weight rows and walks K in ``BLOCK_K``
 chunks with wide unmasked loads (``EVEN_*``), the next chunk requested before the current one is used,
-fp32 products and one reduction at the end, so the loop is nothing but loads and FMAs. On Hopper it is
+fp32 products and one reduction at the end, so the loop is nothing but loads and FMAs. Two kernels do
+this: one keeps a 3-D ``[M, BLOCK_N, BLOCK_K]`` accumulator, which the compiler feeds by converting each
+weight chunk's layout through shared memory; the ``flat`` one (``GemvConfig.flat``) keeps a 2-D
+accumulator per row of x in the chunk's own layout (sm_90: no conversion in its loop, 48 instead of 64
+registers at 4x512 and M = 1). The tuning times both kinds. On Hopper it is
 launched as a programmatic dependent launch: the first weight chunk is on its way while the previous
 kernel finishes. No tensor cores: at M <= 4 there is nothing for them to do.
 
@@ -37,13 +41,16 @@ MAX_M = 4
 
 @dataclass(frozen=True)
 class GemvConfig:
+    """``flat``: the kernel that keeps one 2-D accumulator per row of x (:func:`_gemv_flat_kernel`) instead
+    of one 3-D accumulator for all of them."""
     block_n: int
     block_k: int
     num_warps: int
     num_stages: int = 1
+    flat: bool = False
 
     def __str__(self) -> str:
-        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
+        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}" + ("-flat" if self.flat else "")
 
 
 # Candidates timed by LinearDispatch.tune (each one compile per dtype; shapes are runtime arguments).
@@ -56,8 +63,27 @@ CONFIGS = (
     # the H200's best on Llama-3-8B's projections in a wider grid (bench/probe_gemv_configs.py): 4 rows of
     # 512 and 2 rows of 1024, 1-2 us a call ahead of the configurations above on gate_up, down and qkv
     GemvConfig(4, 512, 4), GemvConfig(4, 512, 4, 3), GemvConfig(2, 1024, 4, 3),
+    # the flat kernel (one accumulator a row of x, no layout conversion in its loop): the best shapes above,
+    # and smaller chunks for 2-4 rows (sm_90, 4 rows: 72 registers a thread at 2x512 and 4x256, against
+    # 124-255 for the chunks above in either kernel)
+    GemvConfig(4, 512, 4, flat=True), GemvConfig(4, 1024, 4, flat=True), GemvConfig(2, 1024, 4, 3, flat=True),
+    GemvConfig(2, 512, 4, flat=True), GemvConfig(4, 256, 4, flat=True), GemvConfig(8, 256, 4, flat=True),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
+
+
+@triton.jit
+def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr):
+    """The weight chunk at column ``k0`` (``w_ptrs`` point at it), streamed past L2 (``evict_first``):
+    zeros past N and K, and all zeros where ``k0 >= K`` (the request after the last chunk)."""
+    if EVEN and FIRST:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+    elif EVEN:
+        w = tl.load(w_ptrs, mask=k0 < K, other=0.0, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=(k0 < K) & (rows[:, None] < N) & (k0 + ks[None, :] < K), other=0.0,
+                    eviction_policy="evict_first")
+    return w
 
 
 @triton.jit
@@ -84,10 +110,7 @@ def _gemv_kernel(
     x_ptrs = x_ptr + ms[:, None] * stride_x_m + ks[None, :]                       # [BLOCK_M, BLOCK_K]
     # The weights never depend on earlier kernels: the first chunk is requested before waiting for the
     # previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
-    if EVEN_N and EVEN_K:
-        w = tl.load(w_ptrs, eviction_policy="evict_first")
-    else:
-        w = tl.load(w_ptrs, mask=(rows[:, None] < N) & (ks[None, :] < K), other=0.0, eviction_policy="evict_first")
+    w = _w_chunk(w_ptrs, rows, ks, 0, N, K, EVEN_N and EVEN_K, True)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
@@ -120,12 +143,7 @@ def _gemv_kernel(
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
         # next chunk requested before this one is used: two chunks in flight per program
-        more = k0 + BLOCK_K < K
-        if EVEN_N and EVEN_K:
-            w_next = tl.load(w_ptrs, mask=more, other=0.0, eviction_policy="evict_first")
-        else:
-            w_next = tl.load(w_ptrs, mask=more & (rows[:, None] < N) & (k0 + BLOCK_K + ks[None, :] < K), other=0.0,
-                             eviction_policy="evict_first")
+        w_next = _w_chunk(w_ptrs, rows, ks, k0 + BLOCK_K, N, K, EVEN_N and EVEN_K, False)
         acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
         w = w_next
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
@@ -138,6 +156,124 @@ def _gemv_kernel(
     if RESIDUAL:  # rounded product + residual, rounded: what a separate add of the two tensors gives
         y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
     tl.store(out_ptrs, y, mask=out_mask)
+
+
+@triton.jit
+def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
+    """One row's chunk of x in fp32 (``silu(gate) * up`` when GATED, rounded where the reference rounds),
+    repeated over the weight chunk's rows (``ks`` ``[BLOCK_N, BLOCK_K]``, every row the same columns): it
+    loads in the weight chunk's layout, each thread the columns it multiplies (L1 hits after the first),
+    where a ``[1, BLOCK_K]`` load gets a layout of its own and a shared-memory round trip to convert it."""
+    x = tl.load(x_row_ptr + ks, mask=kmask, other=0.0)
+    if GATED:
+        up = tl.load(x_row_ptr + K + ks, mask=kmask, other=0.0)
+        g = x.to(tl.float32)
+        act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
+        x = (act * up.to(tl.float32)).to(up.dtype)
+    return x.to(tl.float32)
+
+
+@triton.jit
+def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, out_ptr, stride_out_m,
+             NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr):
+    """Row m of the output: the accumulator summed over K, normed, biased, rounded, added to the residual."""
+    y = tl.sum(acc, axis=1)                                                        # [BLOCK_N]
+    if NORM:
+        y = y * (1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps))  # the same for every row of the program
+    if HAS_BIAS:
+        y += bias
+    y = y.to(out_ptr.dtype.element_ty)
+    if RESIDUAL:
+        y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + m * stride_out_m + rows, y, mask=(rows < N) & (m < M))
+
+
+@triton.jit
+def _gemv_flat_kernel(
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr,
+    stride_x_m, stride_w_n, stride_out_m,
+    M, N, K, eps,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+    GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False,
+):
+    """What :func:`_gemv_kernel` computes, with one ``[BLOCK_N, BLOCK_K]`` accumulator per row of x (up to
+    4) in the layout the weight chunk is loaded in. The 3-D accumulator of that kernel needs the chunk in
+    another layout, which the compiler makes by a round trip through shared memory every chunk (sm_90
+    code: ``convert_layout`` of w and x inside the loop), and at M = 4 spreads the rows' products over
+    scalar lanes; here the weight goes from its vector loads to the FMAs in registers."""
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
+    ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
+    w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
+    w = _w_chunk(w_ptrs, rows, ks, 0, N, K, EVEN_N and EVEN_K, True)
+    if HAS_BIAS:  # never written by earlier kernels: loaded before the wait
+        bias = tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)
+    else:
+        bias = 0.0
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
+        tl.extra.cuda.gdc_launch_dependents()
+    res0 = 0.0
+    res1 = 0.0
+    res2 = 0.0
+    res3 = 0.0
+    if RESIDUAL:  # requested now, used in the epilogue
+        res0 = tl.load(out_ptr + rows, mask=rows < N, other=0.0)
+        if BLOCK_M > 1:
+            res1 = tl.load(out_ptr + stride_out_m + rows, mask=(rows < N) & (1 < M), other=0.0)
+        if BLOCK_M > 2:
+            res2 = tl.load(out_ptr + 2 * stride_out_m + rows, mask=(rows < N) & (2 < M), other=0.0)
+            res3 = tl.load(out_ptr + 3 * stride_out_m + rows, mask=(rows < N) & (3 < M), other=0.0)
+    acc0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)  # each row of a program's the same sums
+    sq1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    kr = (rows * 0)[:, None] + ks[None, :]                                         # [BLOCK_N, BLOCK_K]
+    for k0 in range(0, K, BLOCK_K):
+        kmask = k0 + kr < K
+        x0 = _x_row(x_ptr + k0, kr, kmask, K, GATED)
+        if BLOCK_M > 1:
+            x1 = _x_row(x_ptr + stride_x_m + k0, kr, kmask & (1 < M), K, GATED)
+        if BLOCK_M > 2:
+            x2 = _x_row(x_ptr + 2 * stride_x_m + k0, kr, kmask & (2 < M), K, GATED)
+            x3 = _x_row(x_ptr + 3 * stride_x_m + k0, kr, kmask & (3 < M), K, GATED)
+        if NORM:  # each row's sum of squares on the way; the norm weight now, 1 / rms at the end
+            sq0 += x0 * x0
+            if BLOCK_M > 1:
+                sq1 += x1 * x1
+            if BLOCK_M > 2:
+                sq2 += x2 * x2
+                sq3 += x3 * x3
+            if NORM_WEIGHT:
+                nw = tl.load(norm_w_ptr + k0 + kr, mask=kmask, other=0.0).to(tl.float32)
+                x0 = x0 * nw
+                if BLOCK_M > 1:
+                    x1 = x1 * nw
+                if BLOCK_M > 2:
+                    x2 = x2 * nw
+                    x3 = x3 * nw
+        w_ptrs += BLOCK_K
+        # the next chunk requested before this one is used
+        w_next = _w_chunk(w_ptrs, rows, ks, k0 + BLOCK_K, N, K, EVEN_N and EVEN_K, False)
+        wf = w.to(tl.float32)
+        acc0 += wf * x0
+        if BLOCK_M > 1:
+            acc1 += wf * x1
+        if BLOCK_M > 2:
+            acc2 += wf * x2
+            acc3 += wf * x3
+        w = w_next
+    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+    if BLOCK_M > 1:
+        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+    if BLOCK_M > 2:
+        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
@@ -205,7 +341,8 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = residual if residual is not None else torch.empty((M, N), dtype=x.dtype, device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
-    _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
+    kernel = _gemv_flat_kernel if cfg.flat else _gemv_kernel
+    kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
         x.stride(0), weight.stride(0), out.stride(0),
         M, N, K, float(eps) if eps is not None else 0.0,
