@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from tritium import ops
 from tritium.models.linear import LinearDispatch
 from tritium.ops import reference
-from tritium.ops.gemv import MAX_M, GemvConfig
+from tritium.ops.gemv import MAX_M, GemvConfig, gemv
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -37,6 +37,33 @@ def test_linear_dispatch_modes():
     assert LinearDispatch("torch").tune({"w": [w]}, (1,)) == []
 
 
+def test_candidate_check():
+    """tune() drops a GEMV candidate whose output disagrees with cuBLAS's (gated, normed, plain)."""
+    from tritium.models.linear import _disagreement, _expected
+
+    dev = default_device()
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(2, 2 * 96, dtype=dtype, device=dev)
+        w = torch.randn(40, 96, dtype=dtype, device=dev) / 10
+        nw = (torch.rand(96, device=dev) + 0.5).to(dtype)
+        cases = [(dict(gated=True), reference.silu_and_mul, None),
+                 (dict(eps=1e-5, norm_weight=nw), None, reference.rms_norm_linear(x[:, :96], nw, 1e-5, w)),
+                 ({}, None, reference.linear(x[:, :96], w))]
+        for kw, act, ref in cases:
+            xin = x if kw.get("gated") else x[:, :96].contiguous()
+            want = _expected(xin, w, act, kw)
+            if ref is None:
+                ref = reference.linear(reference.silu_and_mul(x), w)
+            assert rel_err(want, ref) < TOL[dtype]
+            good = gemv(xin, w, config=GemvConfig(8, 128, 4, flat=True), **kw)
+            assert _disagreement(good, want) is None
+            bad = good.clone()
+            bad[1, 3:9] += 5
+            assert "relative error" in _disagreement(bad, want)
+            bad[0, 0] = float("nan")
+            assert _disagreement(bad, want) == "non-finite values"
+
+
 def test_cublas_alternatives():
     """Only shapes tuned onto cuBLAS that have a timed GEMV are offered to the whole-step check."""
     lin = LinearDispatch("auto")
@@ -59,6 +86,7 @@ def test_linear_tune_picks_and_reports():
     report = lin.tune({"proj": group}, (1, 2))
     assert [(r["weight"], r["m"]) for r in report] == [("proj", 1), ("proj", 2)]
     assert set(lin.choices) == set(lin.best_gemv) == {(1, 1024, 2048), (2, 1024, 2048)}
+    assert lin.rejected == []  # every candidate agreed with cuBLAS
     for r in report:
         assert r["best_tbs"] >= r["cublas_tbs"] > 0
     x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)

@@ -55,7 +55,8 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
     b1_inputs = graph_inputs(engine.runner) if 1 in engine.runner.graphs else None
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
            "weight_bytes": engine.model.weight_bytes(), "linear_backend": engine.config.linear_backend,
-           "linear_tuning": engine.model.linear.report, "linear_chain": engine.model.linear.chain_report}
+           "linear_tuning": engine.model.linear.report, "linear_chain": engine.model.linear.chain_report,
+           "linear_rejected": engine.model.linear.rejected}
     if args.profile_host:
         import cProfile
         import io

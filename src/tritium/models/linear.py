@@ -44,6 +44,7 @@ class LinearDispatch:
         self.best_gemv: dict[tuple[int, int, int], GemvConfig] = {}
         self.report: list[dict] = []
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
+        self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
 
     def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
         """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
@@ -165,10 +166,20 @@ class LinearDispatch:
                 # cuBLAS as the model runs it: a gated projection's SiLU-and-mul is a kernel of its own there
                 act = self.silu_and_mul if gated else None
                 times = {"cublas": _time_group(lambda w: F.linear(x if act is None else act(x), w), group, repeats)}
+                expected = _expected(x, group[0], act, kw)
                 for cfg in CONFIGS:
                     if cfg.block_k > 2 * triton.next_power_of_2(K) or (variant == "rope" and cfg.flat):
                         continue
                     try:
+                        # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
+                        once = dict(kw, residual=torch.zeros_like(kw["residual"])) if "residual" in kw else kw
+                        error = _disagreement(gemv(x, group[0], config=cfg, **once), expected)
+                        if error is not None:
+                            self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
+                                                  "error": error})
+                            log.warning("gemv %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
+                                        variant, error)
+                            continue
                         times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c, **kw), group, repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
@@ -191,6 +202,29 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+def _expected(x: torch.Tensor, weight: torch.Tensor, act, kw: dict) -> torch.Tensor:
+    """cuBLAS's product for a GEMV candidate's check: ``act`` (SiLU-and-mul) first where gated, the row
+    normed in fp32 first where the GEMV takes ``eps`` (its norm weight too, where given)."""
+    if act is not None:
+        x = act(x)
+    if "eps" in kw:
+        xf = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + kw["eps"])
+        if kw.get("norm_weight") is not None:
+            xf = xf * kw["norm_weight"].float()
+        x = xf.to(x.dtype)
+    return F.linear(x, weight)
+
+
+def _disagreement(out: torch.Tensor, expected: torch.Tensor) -> str | None:
+    """Why ``out`` is not ``expected`` up to rounding (a relative error over 2e-2 for 16-bit types, 1e-3
+    for fp32, or a non-finite value), or None where it is."""
+    if not torch.isfinite(out).all():
+        return "non-finite values"
+    tol = 1e-3 if out.dtype == torch.float32 else 2e-2
+    err = ((out.float() - expected.float()).norm() / expected.float().norm().clamp_min(1e-30)).item()
+    return None if err <= tol else f"relative error {err:.2e} > {tol:g}"
 
 
 def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
