@@ -206,14 +206,13 @@ class LinearDispatch:
 
 def _expected(x: torch.Tensor, weight: torch.Tensor, act, kw: dict) -> torch.Tensor:
     """cuBLAS's product for a GEMV candidate's check: ``act`` (SiLU-and-mul) first where gated, the row
-    normed in fp32 first where the GEMV takes ``eps`` (its norm weight too, where given)."""
+    normed first (:func:`tritium.ops.reference.rms_norm`, a unit weight where it is folded into W) where
+    the GEMV takes ``eps``."""
     if act is not None:
         x = act(x)
     if "eps" in kw:
-        xf = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + kw["eps"])
-        if kw.get("norm_weight") is not None:
-            xf = xf * kw["norm_weight"].float()
-        x = xf.to(x.dtype)
+        nw = kw["norm_weight"]
+        x = reference.rms_norm(x, torch.ones_like(x[0]) if nw is None else nw, kw["eps"])[0]
     return F.linear(x, weight)
 
 

@@ -26,6 +26,8 @@ from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_fr
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
 
 # Projections whose weights can be prefetched, in the order a layer reads them.
+# a decoder layer's projections, in the order a step runs them
+LAYER_PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
 # Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
 DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}
@@ -277,16 +279,14 @@ class LlamaModel:
 
     def projection_shapes(self) -> list[tuple[int, int]]:
         """(N, K) of this rank's four layer projections (every layer has the same)."""
-        layer = self.layers[0]
-        names = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
-        return [tuple(getattr(layer, name).weight.shape) for name in names]
+        return [tuple(getattr(self.layers[0], name).weight.shape) for name in LAYER_PROJECTIONS]
 
     def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
         """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
         ``"auto"``), each GEMV timed as the decode chain runs it (norm inside, residual add inside, SiLU
         inside: see ``ModelOptions.fuse_norms``); returns the timing report."""
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
-                  for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")}
+                  for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
         norm = "norm_folded" if self.norms_folded else "norm"
         variants = ({"qkv_proj": norm, "o_proj": "residual", "gate_up_proj": norm, "down_proj": "gated_residual"}

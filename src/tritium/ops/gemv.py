@@ -73,6 +73,14 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 
 
 @triton.jit
+def _silu_mul(gate, up):
+    """``silu(gate) * up`` in up's dtype, rounded where :func:`tritium.ops.reference.silu_and_mul` rounds."""
+    g = gate.to(tl.float32)
+    act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
+    return (act * up.to(tl.float32)).to(up.dtype)
+
+
+@triton.jit
 def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr):
     """The weight chunk at column ``k0`` (``w_ptrs`` point at it), streamed past L2 (``evict_first``):
     zeros past N and K, and all zeros where ``k0 >= K`` (the request after the last chunk)."""
@@ -127,10 +135,7 @@ def _gemv_kernel(
         x_mask = (ms[:, None] < M) & (k0 + ks[None, :] < K)
         x = tl.load(x_ptrs, mask=x_mask, other=0.0)
         if GATED:  # x is [gate | up] (2K wide): SiLU-and-mul on the fly, rounded where the reference rounds
-            up = tl.load(x_ptrs + K, mask=x_mask, other=0.0)
-            g = x.to(tl.float32)
-            act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
-            x = (act * up.to(tl.float32)).to(up.dtype)
+            x = _silu_mul(x, tl.load(x_ptrs + K, mask=x_mask, other=0.0))
         if NORM:  # the row's sum of squares on the way; the norm weight now, 1 / rms at the end
             xf = x.to(tl.float32)
             sumsq += xf * xf
@@ -166,10 +171,7 @@ def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
     where a ``[1, BLOCK_K]`` load gets a layout of its own and a shared-memory round trip to convert it."""
     x = tl.load(x_row_ptr + ks, mask=kmask, other=0.0)
     if GATED:
-        up = tl.load(x_row_ptr + K + ks, mask=kmask, other=0.0)
-        g = x.to(tl.float32)
-        act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
-        x = (act * up.to(tl.float32)).to(up.dtype)
+        x = _silu_mul(x, tl.load(x_row_ptr + K + ks, mask=kmask, other=0.0))
     return x.to(tl.float32)
 
 
