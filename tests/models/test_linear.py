@@ -101,6 +101,14 @@ def test_linear_tune_picks_and_reports():
     lin.tune({"qkv": group}, (1,), variants={"qkv": "rope"})
     assert lin.choices[(1, 1024, 2048)] is None or not lin.choices[(1, 1024, 2048)].flat
     assert not lin.best_gemv[(1, 1024, 2048)].flat
+    # gate/up with the SiLU-and-mul in the epilogue: checked against cuBLAS + the op, even block_n only
+    report = lin.tune({"gate_up": group}, (1, 2), variants={"gate_up": "swiglu"})
+    assert [r["variant"] for r in report[-2:]] == ["swiglu", "swiglu"] and lin.rejected == []
+    for m in (1, 2):
+        assert lin.best_gemv[(m, 1024, 2048)].block_n % 2 == 0
+        x = torch.randn(m, 2048, dtype=torch.bfloat16, device=dev)
+        want = reference.silu_and_mul(reference.linear(x, group[0]))
+        assert rel_err(lin.swiglu(x, group[0]), want) < 2 * TOL[torch.bfloat16]
     with pytest.raises(ValueError, match="variants\\['proj'\\] must be one of"):
         lin.tune({"proj": group}, (1,), variants={"proj": "fused"})
 
@@ -113,6 +121,24 @@ def test_linear_dispatch_gated(mode):
     w = torch.randn(37, 100, device=dev) / 10
     lin = LinearDispatch(mode, ops.silu_and_mul)
     assert rel_err(lin.gated(x, w), reference.linear(reference.silu_and_mul(x), w)) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("mode", ["triton", "torch", "auto"])
+def test_linear_dispatch_swiglu(mode):
+    """swiglu(x, w, b) = silu_and_mul(x @ w^T + b) for w = [gate; up] through either path (the GEMV with the
+    SiLU-and-mul in its epilogue, or F.linear then the op; auto untuned and with an odd block_n: F.linear)."""
+    dev = default_device()
+    x = torch.randn(3, 100, device=dev) * 2
+    w = torch.randn(2 * 37, 100, device=dev) / 10
+    b = torch.randn(2 * 37, device=dev)
+    lin = LinearDispatch(mode, ops.silu_and_mul)
+    want = reference.silu_and_mul(reference.linear(x, w, b))
+    assert rel_err(lin.swiglu(x, w, b), want) < 2 * TOL[torch.float32]
+    if mode == "auto":
+        lin.choices[(3, 74, 100)] = GemvConfig(1, 128, 4)  # no pairs in a program: the cuBLAS path
+        assert torch.equal(lin.swiglu(x, w, b), ops.silu_and_mul(F.linear(x, w, b)))
+        lin.choices[(3, 74, 100)] = GemvConfig(2, 128, 4, flat=True)
+        assert torch.equal(lin.swiglu(x, w, b), gemv(x, w, b, config=GemvConfig(2, 128, 4, flat=True), swiglu=True))
 
 
 def test_linear_dispatch_norm_and_residual():

@@ -153,3 +153,61 @@ def test_qkv_rope_in_the_gemv_matches_the_rope_kernel(name):
     for (k1, v1), (k2, v2) in zip(after[True], after[False]):
         torch.testing.assert_close(k1, k2, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(v1, v2, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_swiglu_in_the_gate_up_gemv_matches_the_gated_down(dtype):
+    """fuse_swiglu: decode steps with the SiLU-and-mul in the gate/up GEMV's epilogue (down then a plain GEMV)
+    give the hidden states of the chain whose down GEMV does the SiLU-and-mul while loading [gate | up],
+    bit for bit (the same sums and roundings); prefill steps (cuBLAS-sized) keep the gated path."""
+    cfg, dev = CONFIGS["llama"], default_device()
+    model = _model(cfg, dtype)
+    caches = _caches(cfg, dtype)
+    ctx = [7, 19, 3, 11]
+    gen = torch.Generator().manual_seed(5)
+    prompt = torch.randint(0, cfg.vocab_size, (sum(ctx),), generator=gen).to(dev)
+    meta, pos = _meta(ctx, ctx, dev)
+    model.forward(prompt, pos, meta, caches)
+    meta, pos = _meta([n + 1 for n in ctx], [1] * 4, dev)
+    ids = torch.randint(0, cfg.vocab_size, (4,), generator=gen).to(dev)
+    outs = {}
+    linear = model.linear
+    for fuse in (False, True):
+        model.set_options(dataclasses.replace(model.options, fuse_swiglu=fuse, fuse_norms=False))
+        calls = {"swiglu": 0, "gated": 0}
+        for kind in calls:
+            def spy(*a, _f=getattr(type(linear), kind), _k=kind, **k):
+                calls[_k] += 1
+                return _f(linear, *a, **k)
+            setattr(linear, kind, spy)
+        try:
+            outs[fuse] = model.forward(ids, pos, meta, [tuple(c.clone() for c in pair) for pair in caches])
+        finally:
+            del linear.swiglu, linear.gated
+        n = cfg.num_hidden_layers
+        assert calls == ({"swiglu": n, "gated": 0} if fuse else {"swiglu": 0, "gated": n}), (fuse, calls)
+        assert torch.isfinite(outs[fuse]).all()
+    assert torch.equal(outs[True], outs[False])
+
+
+def test_down_configs_follow_fuse_swiglu():
+    """The down projection runs plain after a gate/up GEMV with the SiLU-and-mul inside and gated otherwise;
+    tune_linears times it both ways, and set_options swaps in the configs for how it runs now, keeping
+    what was in place (a whole-step check's change included) for a swap back."""
+    from tritium.ops.gemv import GemvConfig
+
+    model = _model(CONFIGS["llama"], torch.float32)
+    key = (1, *model.layers[0].down_proj.weight.shape)
+    gated, plain, settled = GemvConfig(8, 256, 4), GemvConfig(2, 512, 4, flat=True), GemvConfig(4, 512, 4)
+    model._down_choices = {"gated": {key: gated}, "plain": {key: plain}}  # what tune_linears leaves on a GPU
+    model._down_applied = "gated"
+    model.linear.choices[key] = gated
+    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True))
+    assert model.linear.choices[key] == plain
+    model.linear.choices[key] = settled  # e.g. ModelRunner.settle_linears
+    model.set_options(dataclasses.replace(model.options, fuse_swiglu=False))
+    assert model.linear.choices[key] == gated
+    model.set_options(dataclasses.replace(model.options, fuse_norms=False, fuse_swiglu=False))
+    assert model.linear.choices[key] == gated
+    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True))
+    assert model.linear.choices[key] == settled

@@ -102,6 +102,40 @@ def test_gated_gemv_fuses_silu_and_mul(m, n, k, dtype, config):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,i,k,with_bias", [(1, 64, 512, False), (3, 37, 100, True), (4, 20, 1030, False),
+                                              (2, 65, 1536, True)], ids=str)
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, FLAT, GemvConfig(2, 1024, 4, 3, flat=True)], ids=str)
+def test_swiglu_gemv_fuses_silu_and_mul(m, i, k, dtype, config, with_bias):
+    """swiglu=True on W = [gate; up] equals the GEMV then SiLU-and-mul, bit for bit (each program pairs gate
+    row j with up row I + j; the same sums and roundings), and the fp64 reference within tolerance; I
+    that the program's pairs do not divide (masked tail) included."""
+    from tritium import ops
+
+    dev = default_device()
+    x = torch.randn(m, k, dtype=dtype, device=dev) * 2
+    w = torch.randn(2 * i, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(2 * i, dtype=dtype, device=dev) if with_bias else None
+    fused = gemv(x, w, b, swiglu=True, config=config)
+    assert fused.shape == (m, i) and fused.dtype == dtype
+    assert torch.equal(fused, ops.silu_and_mul(gemv(x, w, b, config=config)))
+    # the product's last-bit difference from the fp64 one passes through SiLU and the multiply: twice the slack
+    assert rel_err(fused, reference.silu_and_mul(reference.linear(x, w, b))) < 2 * TOL[dtype]
+
+
+def test_swiglu_gemv_bad_input():
+    dev = default_device()
+    x = torch.randn(2, 64, device=dev)
+    with pytest.raises(ValueError, match="swiglu: weight must be \\[gate; up\\] with an even row count, got 15"):
+        gemv(x, torch.randn(15, 64, device=dev), swiglu=True)
+    with pytest.raises(ValueError, match="swiglu: config.block_n must be even"):
+        gemv(x, torch.randn(16, 64, device=dev), swiglu=True, config=GemvConfig(1, 64, 4))
+    with pytest.raises(ValueError, match="swiglu=True does not combine with gated=True or residual"):
+        gemv(x, torch.randn(16, 64, device=dev), swiglu=True, residual=torch.zeros(2, 16, device=dev))
+    with pytest.raises(ValueError, match="swiglu=True does not combine"):
+        gemv(torch.randn(2, 128, device=dev), torch.randn(16, 64, device=dev), swiglu=True, gated=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030), (2, 130, 1536)], ids=str)
 @pytest.mark.parametrize("with_bias", [False, True], ids=["nobias", "bias"])
 def test_norm_gemv_matches_reference(m, n, k, dtype, with_bias):

@@ -5,7 +5,7 @@
 Builds tritium's engine on the ``engine`` suite's model (GPU only), runs one batch-1 generation, then:
 
 - the batch-1 decode graph captured again under each of ABLATIONS (engine options: ``fuse_qkv_rope``,
-  ``fuse_rope_kv_write``, ``fuse_norms``, ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in
+  ``fuse_rope_kv_write``, ``fuse_swiglu``, ``fuse_norms``, ``attention_pdl``, ``pdl``, ``attention_num_splits``), timed in
   interleaved rounds on the inputs of that generation's last steps (its real context);
 - the batch-1 decode step with greedy windows pipelined and not (``pipeline_windows``);
 - ``--trace``: one graph replay recorded with CUPTI, each kernel's time on the step's critical path;
@@ -36,6 +36,7 @@ ABLATIONS = (
     ("as shipped", {}),
     ("rope and KV write in one kernel after the QKV GEMV", {"fuse_qkv_rope": False}),
     ("rope and KV write apart", {"fuse_rope_kv_write": False}),
+    ("SiLU-and-mul in the down GEMV, not the gate/up one", {"fuse_swiglu": False}),
     ("norms inside the GEMVs", {"fuse_norms": True}),
     ("attention without PDL", {"attention_pdl": False}),
     ("no PDL anywhere", {"pdl": False}),

@@ -48,6 +48,9 @@ class EngineConfig:
     - ``fuse_qkv_rope``: decode steps whose QKV projection runs the Triton GEMV do rope and the KV-cache write
       in its epilogue (one launch fewer a layer; triton ops and attention). On by default: a batch-1 Llama-3-8B
       step on the H100 measured 0.015-0.025 ms faster with it in three runs of 2026-11-26 (bench/NOTES.md).
+    - ``fuse_swiglu``: decode steps whose gate/up projection runs the Triton GEMV do the MLP's SiLU-and-mul in
+      its epilogue; the down projection then multiplies the activation plainly (GEMV or cuBLAS). On by
+      default; off, the down GEMV does the SiLU-and-mul while loading [gate | up] (bench/NOTES.md).
     - ``fuse_row_parallel``: with ``comm="tritium"``, decode steps of up to 4 sequences run each row-parallel
       projection (o_proj, down_proj) with its all-reduce, residual add and the next RMSNorm as one launch
       (:func:`tritium.fused.matmul_all_reduce_rms_norm`, 16-bit weights). Off by default: on 2x H200 (70B,
@@ -95,6 +98,7 @@ class EngineConfig:
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False
     fuse_qkv_rope: bool = True
+    fuse_swiglu: bool = True
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     tensor_parallel_size: int = 1
@@ -145,7 +149,7 @@ class EngineConfig:
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
                      "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
-                     "fuse_qkv_rope", "fuse_row_parallel", "pipeline_windows"):
+                     "fuse_qkv_rope", "fuse_swiglu", "fuse_row_parallel", "pipeline_windows"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

@@ -16,8 +16,9 @@ At world size 1 every hook is the identity: a forward launches exactly the ops o
 (``F.embedding(ids, W)`` for the embedding) and nothing else.
 
 Forward methods take a ``linear`` object (:class:`~tritium.models.linear.LinearDispatch` in the model):
-``linear(x, weight, bias=None)`` = ``x @ weight^T + bias`` and ``linear.gated(x, weight)`` =
-``linear(silu(x[:, :I]) * x[:, I:], weight)`` for x = [gate | up] of width 2I.
+``linear(x, weight, bias=None)`` = ``x @ weight^T + bias``, ``linear.gated(x, weight)`` =
+``linear(silu(x[:, :I]) * x[:, I:], weight)`` for x = [gate | up] of width 2I, and ``linear.swiglu(x, weight,
+bias)`` = ``silu(y[:, :I]) * y[:, I:]`` for y = ``linear(x, weight, bias)`` of width 2I.
 """
 
 from __future__ import annotations
@@ -251,6 +252,15 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
     def load_bias(self, t: torch.Tensor | LazyTensor, part: int) -> None:
         """t: part ``part``'s full bias ``[output_sizes[part]]``."""
         self._load_part("bias", t, self._part(part), f"bias[{part}]")
+
+    def forward_swiglu(self, x: torch.Tensor, linear) -> torch.Tensor:
+        """gate/up: x ``[T, input_size]`` -> ``silu(gate) * up`` of this rank's shard ``[T, I / world_size]``
+        (``linear.swiglu``: one GEMV with the SiLU-and-mul in its epilogue where the GEMV runs, else the
+        product then SiLU-and-mul), what :meth:`RowParallelLinear.forward` takes without ``gated``."""
+        if len(self.local_sizes) != 2 or self.local_sizes[0] != self.local_sizes[1]:
+            raise ValueError(f"{self.name}: forward_swiglu needs two equal parts (gate, up), got output_sizes "
+                             f"{self.output_sizes}")
+        return linear.swiglu(x, self.weight, self.bias)
 
 
 class QKVParallelLinear(ColumnParallelLinear):

@@ -20,7 +20,7 @@ from tritium.ops.qkv_rope import supports as qkv_rope_supports
 
 log = logging.getLogger(__name__)
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
-VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual", "rope")
+VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual", "rope", "swiglu")
 
 
 class LinearDispatch:
@@ -84,6 +84,15 @@ class LinearDispatch:
             return F.linear(self.silu_and_mul(x), weight)
         return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl)
 
+    def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``silu_and_mul(x @ weight^T + bias)`` for weight = [gate; up] ``[2I, K]`` -> ``[M, I]``: one GEMV with
+        the SiLU-and-mul in its epilogue where the GEMV is the choice for (M, 2I, K), else ``F.linear`` then
+        ``silu_and_mul`` (the one given at construction)."""
+        cfg = self._config(x, weight)
+        if cfg is None or cfg.block_n % 2:
+            return self.silu_and_mul(F.linear(x, weight, bias))
+        return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl)
+
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
         where it does, :meth:`normed` and :meth:`add_into` fuse the layer's RMSNorm and residual add."""
@@ -132,7 +141,8 @@ class LinearDispatch:
         ``variants``: the GEMV each group runs in the model, timed as it runs (default "plain"): "norm"
         (:meth:`normed`), "norm_folded" (the same, its weight folded into W), "residual" (:meth:`add_into`),
         "gated" (:meth:`gated`), "gated_residual", "rope" (:meth:`qkv_rope`: timed as the plain product,
-        among the configurations that kernel runs, i.e. not ``flat``). The fused ones (a norm or residual
+        among the configurations that kernel runs, i.e. not ``flat``), "swiglu" (:meth:`swiglu`; cuBLAS
+        timed with the SiLU-and-mul kernel after it). The fused ones (a norm or residual
         add inside) keep the fastest GEMV even where cuBLAS's plain product is faster: cuBLAS cannot run
         them, and one projection on cuBLAS turns the model's fused chain off (``LlamaModel``
         ``fuse_norms``); cuBLAS is still timed and reported. cuBLAS runs a gated projection after a
@@ -156,19 +166,24 @@ class LinearDispatch:
                     continue
                 dtype, dev = group[0].dtype, group[0].device
                 gated = variant.startswith("gated")
+                swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
-                kw = dict(gated=gated)
+                kw = dict(gated=True) if gated else dict(swiglu=True) if swiglu else {}
                 if variant.startswith("norm"):
                     unit = torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None
                     kw.update(eps=1e-5, norm_weight=unit)
                 if variant.endswith("residual"):
                     kw.update(residual=torch.zeros(m, N, dtype=dtype, device=dev))
-                # cuBLAS as the model runs it: a gated projection's SiLU-and-mul is a kernel of its own there
+                # cuBLAS as the model runs it: SiLU-and-mul is a kernel of its own there (before a gated
+                # projection, after a swiglu one)
                 act = self.silu_and_mul if gated else None
-                times = {"cublas": _time_group(lambda w: F.linear(x if act is None else act(x), w), group, repeats)}
-                expected = _expected(x, group[0], act, kw)
+                post = self.silu_and_mul if swiglu else (lambda y: y)
+                times = {"cublas": _time_group(lambda w: post(F.linear(x if act is None else act(x), w)), group,
+                                               repeats)}
+                expected = post(_expected(x, group[0], act, kw))
                 for cfg in CONFIGS:
-                    if cfg.block_k > 2 * triton.next_power_of_2(K) or (variant == "rope" and cfg.flat):
+                    if (cfg.block_k > 2 * triton.next_power_of_2(K) or (variant == "rope" and cfg.flat)
+                            or (swiglu and cfg.block_n % 2)):
                         continue
                     try:
                         # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
@@ -185,7 +200,7 @@ class LinearDispatch:
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
                 # chain off for every projection; what the chain buys is measured as a whole (engine-ablate)
-                fused = variant not in ("plain", "gated", "rope")
+                fused = variant not in ("plain", "gated", "rope", "swiglu")
                 gemvs = [k for k in times if k != "cublas"]
                 best = min(gemvs if fused and gemvs else times, key=times.get)
                 self.choices[(m, N, K)] = None if best == "cublas" else best

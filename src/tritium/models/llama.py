@@ -56,6 +56,11 @@ class ModelOptions:
       active), rope and the KV-cache write run in that GEMV's epilogue (:mod:`tritium.ops.qkv_rope`): one
       launch fewer a layer (not in the ``fuse_norms`` chain, whose QKV GEMV holds the norm). On: 0.015-0.025 ms
       faster a batch-1 Llama-3-8B step on the H100 in three runs (bench/NOTES.md).
+    - ``fuse_swiglu``: in steps whose gate/up projection runs the Triton GEMV, the MLP's SiLU-and-mul runs in
+      that GEMV's epilogue (``LinearDispatch.swiglu``: each program pairs gate rows with their up rows) and
+      the down projection is a plain product, GEMV or cuBLAS; off (or where gate/up runs on cuBLAS) the
+      down GEMV takes [gate | up] and does the SiLU-and-mul while loading it (``gated``), or a SiLU-and-mul
+      kernel runs before a cuBLAS one. Not in the ``fuse_norms`` chain.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -71,6 +76,7 @@ class ModelOptions:
     fuse_rope_kv_write: bool = True
     fuse_norms: bool = False
     fuse_qkv_rope: bool = True
+    fuse_swiglu: bool = True
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
@@ -167,6 +173,8 @@ class LlamaModel:
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
                            and options.linear_backend != "torch")
         self.norms_folded = False
+        self._down_choices: dict[str, dict] = {}  # tune_linears with fuse_swiglu: down's configs by how it runs
+        self._down_applied = "gated"
         self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
         self.set_options(options)
 
@@ -185,6 +193,7 @@ class LlamaModel:
             self.attention = TorchAttention(self.config.sliding_window)
         self.linear.mode = options.linear_backend
         self.linear.silu_and_mul = self.ops.silu_and_mul
+        self._apply_down_choices()
         self.linear.pdl = options.pdl
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.
@@ -293,7 +302,37 @@ class LlamaModel:
                     if self._norms_chain else {"down_proj": "gated"})
         if not self._norms_chain and self.options.fuse_qkv_rope and self.fused_rope_kv:
             variants["qkv_proj"] = "rope"  # the QKV GEMV runs as qkv_rope_write_kv, with its tuned config
-        return self.linear.tune(groups, ms, variants=variants)
+        if self._norms_chain or not self.options.fuse_swiglu:
+            return self.linear.tune(groups, ms, variants=variants)
+        # SiLU-and-mul in the gate/up GEMV's epilogue: the down projection then multiplies its output plainly
+        # where gate/up runs the GEMV at M rows, and takes [gate | up] (gated) where gate/up runs on cuBLAS
+        # (timed both ways there, so that turning fuse_swiglu off later runs a down GEMV tuned as it then runs)
+        variants["gate_up_proj"] = "swiglu"
+        down = groups.pop("down_proj")
+        self.linear.tune(groups, ms, variants=variants)
+        gate_up, key = self.layers[0].gate_up_proj.weight, tuple(down[0].shape)
+        self._down_choices = {"gated": {}, "plain": {}}
+        for m in ms:
+            for variant in ("gated", "plain") if self.linear.gemv_runs(m, gate_up) else ("gated",):
+                self.linear.tune({"down_proj": down}, (m,), variants={"down_proj": variant})
+                self._down_choices[variant][(m, *key)] = self.linear.choices.get((m, *key))
+        self.linear.choices.update(self._down_choices["gated"])
+        self._down_applied = "gated"
+        self._apply_down_choices()
+        return self.linear.report
+
+    def _apply_down_choices(self) -> None:
+        """Where fuse_swiglu changed since the down projection's configs were put in place, swap in those
+        tuned for how it runs now (plain after a gate/up GEMV with the SiLU-and-mul inside, else gated),
+        keeping the ones in place (a whole-step check may have changed them) for a swap back."""
+        want = "plain" if self.options.fuse_swiglu else "gated"
+        if not self._down_choices or want == self._down_applied:
+            return
+        applied = self._down_choices[self._down_applied]
+        for key in self._down_choices[want]:
+            applied[key] = self.linear.choices.get(key)
+        self.linear.choices.update(self._down_choices[want])
+        self._down_applied = want
 
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -346,16 +385,17 @@ class LlamaModel:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
                 x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
-            gate_up = layer.gate_up_proj.forward(x, linear)
+            # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu), else inside the down GEMV (gated)
+            gated = not self._swiglu(x, layer)
+            act = layer.gate_up_proj.forward(x, linear) if gated else layer.gate_up_proj.forward_swiglu(x, linear)
             prefetch("down_proj", layer.down_proj.weight)
             last = i + 1 == len(self.layers)
             # (the step's last norm stays apart when weight prefetches must be joined before it)
             normed = None if last and plan else layer.down_proj.forward_add_norm(
-                gate_up, residual, self.norm if last else self._norm_weight(self.layers[i + 1].input_norm),
-                cfg.rms_norm_eps, gated=True)
+                act, residual, self.norm if last else self._norm_weight(self.layers[i + 1].input_norm),
+                cfg.rms_norm_eps, gated=gated)
             if normed is None:
-                # SiLU-and-mul fused into the GEMV when it runs
-                h = layer.down_proj.forward(gate_up, linear, gated=True, reduce=reduce)
+                h = layer.down_proj.forward(act, linear, gated=gated, reduce=reduce)
             if not last:
                 prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
             else:
@@ -409,6 +449,10 @@ class LlamaModel:
             return {}
         self.prefetcher.join()
         return {"pdl": False} if self.ops.backend == "triton" else {}
+
+    def _swiglu(self, x: torch.Tensor, layer) -> bool:
+        """Whether this step's gate/up projection runs with the SiLU-and-mul in its epilogue (``fuse_swiglu``)."""
+        return self.options.fuse_swiglu and self.linear.gemv_runs(x.shape[0], layer.gate_up_proj.weight)
 
     def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""

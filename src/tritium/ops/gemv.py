@@ -81,6 +81,20 @@ def _silu_mul(gate, up):
 
 
 @triton.jit
+def _rows(N, BLOCK_N: tl.constexpr, SWIGLU: tl.constexpr):
+    """The weight rows of this program. SWIGLU (W = [gate; up], N = 2I): output columns j of the program's
+    BLOCK_N / 2, each as the pair (gate row j, up row I + j) side by side, so that the epilogue splits them
+    apart after one reshape. Past the end, the up rows are >= N (masked) and the gate rows read the up
+    half (in bounds, their products never stored)."""
+    i = tl.arange(0, BLOCK_N)
+    if SWIGLU:
+        rows = tl.program_id(0) * (BLOCK_N // 2) + i // 2 + (i % 2) * (N // 2)
+    else:
+        rows = tl.program_id(0) * BLOCK_N + i
+    return rows
+
+
+@triton.jit
 def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr):
     """The weight chunk at column ``k0`` (``w_ptrs`` point at it), streamed past L2 (``evict_first``):
     zeros past N and K, and all zeros where ``k0 >= K`` (the request after the last chunk)."""
@@ -106,12 +120,13 @@ def _gemv_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False,
 ):
-    """out = x @ W^T (+ bias). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
+    """out = x @ W^T (+ bias). SWIGLU: W is [gate; up] (N = 2I rows) and out [M, I] = silu(gate) * up of the
+    product (:func:`_swiglu_rows` pairs each gate row with its up row inside a program). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
     norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on
     entry; each program reads and writes only its own columns)."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
+    rows = _rows(N, BLOCK_N, SWIGLU)                                               # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
@@ -160,7 +175,13 @@ def _gemv_kernel(
     y = y.to(out_ptr.dtype.element_ty)
     if RESIDUAL:  # rounded product + residual, rounded: what a separate add of the two tensors gives
         y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
-    tl.store(out_ptrs, y, mask=out_mask)
+    if SWIGLU:  # rows (gate j, up j) side by side: split, SiLU-and-mul, one output column each
+        gate, up = tl.split(tl.reshape(y, (BLOCK_M, BLOCK_N // 2, 2)))
+        cols = tl.program_id(0) * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
+        tl.store(out_ptr + ms[:, None] * stride_out_m + cols[None, :], _silu_mul(gate, up),
+                 mask=(ms[:, None] < M) & (cols[None, :] < N // 2))
+    else:
+        tl.store(out_ptrs, y, mask=out_mask)
 
 
 @triton.jit
@@ -177,8 +198,9 @@ def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
 
 @triton.jit
 def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, out_ptr, stride_out_m,
-             NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr):
-    """Row m of the output: the accumulator summed over K, normed, biased, rounded, added to the residual."""
+             NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, SWIGLU: tl.constexpr):
+    """Row m of the output: the accumulator summed over K, normed, biased, rounded, added to the residual
+    (SWIGLU: SiLU-and-mul of its (gate, up) pairs instead)."""
     y = tl.sum(acc, axis=1)                                                        # [BLOCK_N]
     if NORM:
         y = y * (1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps))  # the same for every row of the program
@@ -187,7 +209,13 @@ def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, out_ptr, stride_out_m
     y = y.to(out_ptr.dtype.element_ty)
     if RESIDUAL:
         y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + m * stride_out_m + rows, y, mask=(rows < N) & (m < M))
+    if SWIGLU:
+        BLOCK_N: tl.constexpr = y.shape[0]
+        gate, up = tl.split(tl.reshape(y, (BLOCK_N // 2, 2)))
+        cols = tl.program_id(0) * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
+        tl.store(out_ptr + m * stride_out_m + cols, _silu_mul(gate, up), mask=(cols < N // 2) & (m < M))
+    else:
+        tl.store(out_ptr + m * stride_out_m + rows, y, mask=(rows < N) & (m < M))
 
 
 @triton.jit
@@ -198,14 +226,14 @@ def _gemv_flat_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False,
 ):
     """What :func:`_gemv_kernel` computes, with one ``[BLOCK_N, BLOCK_K]`` accumulator per row of x (up to
     4) in the layout the weight chunk is loaded in. The 3-D accumulator of that kernel needs the chunk in
     another layout, which the compiler makes by a round trip through shared memory every chunk (sm_90
     code: ``convert_layout`` of w and x inside the loop), and at M = 4 spreads the rows' products over
     scalar lanes; here the weight goes from its vector loads to the FMAs in registers."""
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                     # [BLOCK_N]
+    rows = _rows(N, BLOCK_N, SWIGLU)                                               # [BLOCK_N]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
     w = _w_chunk(w_ptrs, rows, ks, 0, N, K, EVEN_N and EVEN_K, True)
@@ -270,12 +298,16 @@ def _gemv_flat_kernel(
             acc2 += wf * x2
             acc3 += wf * x3
         w = w_next
-    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
+                 SWIGLU)
     if BLOCK_M > 1:
-        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
+                 SWIGLU)
     if BLOCK_M > 2:
-        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
-        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL)
+        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
+                 SWIGLU)
+        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
+                 SWIGLU)
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
@@ -307,7 +339,7 @@ def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
          config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
          norm_weight: torch.Tensor | None = None, eps: float | None = None,
-         residual: torch.Tensor | None = None) -> torch.Tensor:
+         residual: torch.Tensor | None = None, swiglu: bool = False) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
@@ -319,8 +351,21 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     not with ``gated``.
     ``residual`` ``[M, N]``: the product (bias included) is added to it in place and it is returned
     (:func:`tritium.ops.reference.linear_residual`).
+    ``swiglu``: weight is ``[gate; up]`` (``[2I, K]``) and the result ``[M, I]`` is
+    ``silu_and_mul(x @ weight^T)`` (:func:`tritium.ops.reference.silu_and_mul` of the rounded product), the
+    SiLU-and-mul in the epilogue: the MLP's activation without a kernel of its own or a gated down
+    projection; the config's ``block_n`` must be even (each program pairs ``block_n / 2`` gate rows with
+    their up rows). Not with ``gated`` or ``residual``.
     """
     M, N, K = check_operands(x, weight, bias, gated=gated)
+    cfg = config or DEFAULT_CONFIG
+    if swiglu:
+        if gated or residual is not None:
+            raise ValueError("swiglu=True does not combine with gated=True or residual (its output is [M, N/2])")
+        if N % 2:
+            raise ValueError(f"swiglu: weight must be [gate; up] with an even row count, got {N} rows")
+        if cfg.block_n % 2:
+            raise ValueError(f"swiglu: config.block_n must be even (gate and up rows in pairs), got {cfg}")
     if eps is not None:
         if gated:
             raise ValueError("a norm (eps) and gated=True do not combine (the norm is over x's K columns)")
@@ -339,8 +384,8 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     if residual is not None and residual.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
         raise ValueError("residual must not share memory with x (every program reads all of x while others "
                          "write their columns of residual)")
-    cfg = config or DEFAULT_CONFIG
-    out = residual if residual is not None else torch.empty((M, N), dtype=x.dtype, device=x.device)
+    out = residual if residual is not None else torch.empty((M, N // 2 if swiglu else N), dtype=x.dtype,
+                                                             device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
     kernel = _gemv_flat_kernel if cfg.flat else _gemv_kernel
@@ -351,7 +396,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        SWIGLU=swiglu, num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
     return out
