@@ -3,7 +3,8 @@
 Reference: :func:`tritium.ops.reference.rms_norm`. It pays in decode, where the op is memory bound and
 torch runs six kernels for it. On Hopper it is a programmatic dependent launch: it releases the next
 kernel at once (``gdc_launch_dependents``) and waits (``gdc_wait``) before reading what the kernel before
-it wrote, so a GEMV after it starts reading its weights while it runs.
+it wrote, so a GEMV after it starts reading its weights while it runs; its own weight is requested
+before the wait.
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ def _rms_norm_kernel(
     # meta-parameters
     HAS_RESIDUAL: tl.constexpr, BLOCK: tl.constexpr, USE_PDL: tl.constexpr,
 ):
-    if USE_PDL:
-        tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
-        tl.extra.cuda.gdc_wait()  # x and residual come from the kernels before
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
+    # The norm's weight is never written by a kernel: requested before the wait, its latency (a DRAM miss
+    # in decode, where the weight stream evicts it from L2) overlaps the kernel before instead of following
+    # this row's reduction.
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
+    w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x and residual come from the kernels before
     # NOTE: all arithmetic in fp32 with explicit roundings to the input dtype where torch rounds: the
     # interpreter computes bf16 elementwise products wrongly (values ~1e33); fp32 is exact in both.
     x = tl.load(x_ptr + row * stride_x_t + cols, mask=mask, other=0.0)                 # [BLOCK]
@@ -42,7 +48,6 @@ def _rms_norm_kernel(
         tl.store(residual_ptr + row * stride_residual_t + cols, x, mask=mask)
         xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / hidden + eps)
-    w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
     y = (xf * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
     tl.store(out_ptr + row * stride_out_t + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
