@@ -74,14 +74,16 @@ def _all_reduce_rms_norm_kernel(
     weight), row by row (one row a tile, ``BLOCK >= hidden``)."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
+    # the norm's weight is never written by a kernel: requested before the PDL wait and the peers' handshake,
+    # so that its latency (a DRAM miss in decode) is not added after them
+    cols = tl.arange(0, BLOCK)
+    cmask = cols < hidden
+    w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
     pdl_prologue(USE_PDL)
     n = rows * hidden
     buf, ok = begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n, -1, rank, world_size, bases, half, max_spins,
                      BLOCK, WORLD_POW2)
     if ok != 0:
-        cols = tl.arange(0, BLOCK)
-        cmask = cols < hidden
-        w = tl.load(weight_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
         for row in range(pid, rows, num_programs):
             idx = row * hidden + cols
             acc = reduce_tile(buf, idx, cmask, rank, world_size, bases, 0, True, HINT)

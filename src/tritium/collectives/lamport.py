@@ -208,10 +208,10 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
     tl.debug_barrier()
     for t in range(pid, num_tiles, num_programs):
         row, cols, mask = row_chunk(t, chunks, hidden, BLOCK)
+        w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)  # on its way while the shares come
         sumsq, timed_out = lamport_gather(parts_ptr, phase, row * chunks, chunks, max_spins, CHUNKS)
         timeouts += timed_out
         h = tl.load(residual_ptr + row * hidden + cols, mask=mask, other=0.0)
-        w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
         y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
         tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
