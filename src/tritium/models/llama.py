@@ -25,9 +25,9 @@ from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
 
-# Projections whose weights can be prefetched, in the order a layer reads them.
-# a decoder layer's projections, in the order a step runs them
+# A decoder layer's projections, in the order a step runs them.
 LAYER_PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+# Projections whose weights can be prefetched, in the order a layer reads them.
 PREFETCH_POINTS = ("o_proj", "gate_up_proj", "down_proj", "qkv_proj", "lm_head")
 # Measured on the H100 (bench/NOTES.md): o_proj fits L2 whole and follows ~10 us of small kernels.
 DEFAULT_PREFETCH_PLAN: dict[str, int | None] = {"o_proj": None}

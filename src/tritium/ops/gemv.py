@@ -24,6 +24,10 @@ and :func:`~tritium.ops.reference.linear_residual`):
   never rounded). Without ``norm_weight`` the norm's weight is taken to be folded into W's columns
   already (``W[:, k] * norm_weight[k]``), which saves every program the norm weight's loads.
 - ``residual``: ``residual += x @ W^T`` in place (the product rounded first, as the unfused add rounds it).
+
+Two more remove the MLP's SiLU-and-mul kernel (reference :func:`~tritium.ops.reference.silu_and_mul`):
+``gated`` does it on the down projection's input while loading it, ``swiglu`` in the gate/up projection's
+epilogue.
 """
 
 from __future__ import annotations
@@ -123,9 +127,10 @@ def _gemv_kernel(
     NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). SWIGLU: W is [gate; up] (N = 2I rows) and out [M, I] = silu(gate) * up of the
-    product (:func:`_swiglu_rows` pairs each gate row with its up row inside a program). NORM: x is normalised on the fly (RMSNorm over the K columns; its weight
-    norm_w with NORM_WEIGHT, else folded into W). RESIDUAL: out += the product (out holds the residual on
-    entry; each program reads and writes only its own columns)."""
+    product (:func:`_rows` pairs each gate row with its up row inside a program). NORM: x is normalised on
+    the fly (RMSNorm over the K columns; its weight norm_w with NORM_WEIGHT, else folded into W). RESIDUAL:
+    out += the product (out holds the residual on entry; each program reads and writes only its own
+    columns)."""
     rows = _rows(N, BLOCK_N, SWIGLU)                                               # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
