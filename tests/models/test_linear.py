@@ -6,8 +6,10 @@ import torch.nn.functional as F
 
 from tritium import ops
 from tritium.models.linear import LinearDispatch
+from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
-from tritium.ops.gemv import MAX_M, GemvConfig, gemv
+from tritium.ops.gemv import CONFIGS, MAX_M, GemvConfig, gemv
+from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -97,10 +99,28 @@ def test_linear_tune_picks_and_reports():
     assert [(r["weight"], r["variant"]) for r in report[-3:]] == [(v, v) for v in ("norm", "residual", "gated_residual")]
     # a fused variant keeps a GEMV (cuBLAS cannot run it), cuBLAS still reported
     assert all(r["choice"] != "cublas" and r["cublas_tbs"] > 0 for r in report[-3:])
-    # the QKV projection that runs as qkv_rope_write_kv never gets the flat kernel (that kernel has none)
-    lin.tune({"qkv": group}, (1,), variants={"qkv": "rope"})
-    assert lin.choices[(1, 1024, 2048)] is None or not lin.choices[(1, 1024, 2048)].flat
-    assert not lin.best_gemv[(1, 1024, 2048)].flat
+    # the QKV projection that runs as qkv_rope_write_kv is timed as that kernel (4 q + 2 x 2 kv heads of 128),
+    # among the configs whose rows split into rope pairs, flat ones included
+    report = lin.tune({"qkv": group}, (1, 2), variants={"qkv": "rope"}, rope_heads=(4, 2))
+    assert [r["variant"] for r in report[-2:]] == ["rope", "rope"] and lin.rejected == []
+    assert any(c.flat for c in CONFIGS if qkv_rope_supports(c, 128))
+    for m in (1, 2):
+        assert qkv_rope_supports(lin.best_gemv[(m, 1024, 2048)], 128)
+        x = torch.randn(m, 2048, dtype=torch.bfloat16, device=dev)
+        kc = torch.zeros(2, 4, 2, 128, dtype=torch.bfloat16, device=dev)
+        vc = torch.zeros_like(kc)
+        pos = torch.arange(m, device=dev) + 5
+        cos_sin = rope_cos_sin(rope_inv_freq(128, 10000.0, None, None), 16, 1.0).to(dev)
+        slots = torch.arange(m, device=dev) + 3
+        out = lin.qkv_rope(x, group[0], None, pos, cos_sin, kc, vc, slots, num_q_heads=4, num_kv_heads=2)
+        ref, kr, vr = reference.linear(x, group[0]), torch.zeros_like(kc), torch.zeros_like(vc)
+        views = ref[:, :512].view(m, 4, 128), ref[:, 512:768].view(m, 2, 128), ref[:, 768:].view(m, 2, 128)
+        reference.rope_write_kv(*views, pos, cos_sin, kr, vr, slots)
+        for a, e in ((out, ref), (kc, kr), (vc, vr)):
+            assert rel_err(a, e) < 2 * TOL[torch.bfloat16]
+    for heads in (None, (3, 2), (0, 1)):
+        with pytest.raises(ValueError, match="rope_heads must be"):
+            lin.tune({"qkv": group}, (1,), variants={"qkv": "rope"}, rope_heads=heads)
     # gate/up with the SiLU-and-mul in the epilogue: checked against cuBLAS + the op, even block_n only
     report = lin.tune({"gate_up": group}, (1, 2), variants={"gate_up": "swiglu"})
     assert [r["variant"] for r in report[-2:]] == ["swiglu", "swiglu"] and lin.rejected == []

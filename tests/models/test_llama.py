@@ -190,24 +190,35 @@ def test_swiglu_in_the_gate_up_gemv_matches_the_gated_down(dtype):
     assert torch.equal(outs[True], outs[False])
 
 
-def test_down_configs_follow_fuse_swiglu():
+def test_two_way_configs_follow_the_options():
     """The down projection runs plain after a gate/up GEMV with the SiLU-and-mul inside and gated otherwise;
-    tune_linears times it both ways, and set_options swaps in the configs for how it runs now, keeping
-    what was in place (a whole-step check's change included) for a swap back."""
+    the QKV projection runs with rope inside (fuse_qkv_rope) or plain. tune_linears times each both ways,
+    and set_options swaps in the configs for how it runs now, keeping what was in place (a whole-step
+    check's change included) for a swap back."""
     from tritium.ops.gemv import GemvConfig
 
     model = _model(CONFIGS["llama"], torch.float32)
     key = (1, *model.layers[0].down_proj.weight.shape)
+    qkey = (1, *model.layers[0].qkv_proj.weight.shape)
     gated, plain, settled = GemvConfig(8, 256, 4), GemvConfig(2, 512, 4, flat=True), GemvConfig(4, 512, 4)
-    model._down_choices = {"gated": {key: gated}, "plain": {key: plain}}  # what tune_linears leaves on a GPU
-    model._down_applied = "gated"
-    model.linear.choices[key] = gated
-    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True))
-    assert model.linear.choices[key] == plain
+    qplain, qrope = GemvConfig(4, 1024, 4, flat=True), GemvConfig(2, 1024, 4, 3)
+    # what tune_linears leaves on a GPU with both options off
+    model._ways = {"down_proj": {"gated": {key: gated}, "plain": {key: plain}},
+                   "qkv_proj": {"plain": {qkey: qplain}, "rope": {qkey: qrope}}}
+    model._ways_applied = {"down_proj": "gated", "qkv_proj": "plain"}
+    model.linear.choices.update({key: gated, qkey: qplain})
+    off = dict(fuse_swiglu=False, fuse_qkv_rope=False)
+    model.set_options(dataclasses.replace(model.options, **off))
+    assert model.linear.choices[key] == gated and model.linear.choices[qkey] == qplain
+    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True, fuse_qkv_rope=False))
+    assert model.linear.choices[key] == plain and model.linear.choices[qkey] == qplain
     model.linear.choices[key] = settled  # e.g. ModelRunner.settle_linears
-    model.set_options(dataclasses.replace(model.options, fuse_swiglu=False))
+    model.set_options(dataclasses.replace(model.options, **off))
     assert model.linear.choices[key] == gated
-    model.set_options(dataclasses.replace(model.options, fuse_norms=False, fuse_swiglu=False))
+    model.set_options(dataclasses.replace(model.options, fuse_norms=False, **off))
     assert model.linear.choices[key] == gated
-    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True))
+    model.set_options(dataclasses.replace(model.options, fuse_swiglu=True, fuse_qkv_rope=True))
     assert model.linear.choices[key] == settled
+    assert model.linear.choices[qkey] == (qrope if model.fused_rope_kv else qplain)
+    model.set_options(dataclasses.replace(model.options, fuse_qkv_rope=False))
+    assert model.linear.choices[qkey] == qplain

@@ -42,7 +42,8 @@ def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias)
     x, w, b, pos, cos_sin, kc, vc, slots = _case(m, hq, hkv, d, k, dtype, bias, gen)
     kc2, vc2 = kc.clone(), vc.clone()
     kc_ref, vc_ref = kc.clone(), vc.clone()
-    configs = [GemvConfig(8, 128, 4), GemvConfig(16, 256, 4, 3)] + ([GemvConfig(4, 64, 4)] if k < 128 else [])
+    configs = [GemvConfig(8, 128, 4), GemvConfig(16, 256, 4, 3), GemvConfig(16, 128, 4, flat=True),
+               GemvConfig(8, 256, 4, 3, flat=True)] + ([GemvConfig(4, 64, 4)] if k < 128 else [])
     for config in configs:
         kc.copy_(kc2)
         vc.copy_(vc2)

@@ -17,6 +17,7 @@ from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
+from tritium.ops.rope import rope_write_kv
 
 log = logging.getLogger(__name__)
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
@@ -135,14 +136,15 @@ class LinearDispatch:
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,
-             variants: dict[str, str] | None = None) -> list[dict]:
+             variants: dict[str, str] | None = None, rope_heads: tuple[int, int] | None = None) -> list[dict]:
         """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
         turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
         ``variants``: the GEMV each group runs in the model, timed as it runs (default "plain"): "norm"
         (:meth:`normed`), "norm_folded" (the same, its weight folded into W), "residual" (:meth:`add_into`),
-        "gated" (:meth:`gated`), "gated_residual", "rope" (:meth:`qkv_rope`: timed as the plain product,
-        among the configurations that kernel runs, i.e. not ``flat``), "swiglu" (:meth:`swiglu`; cuBLAS
-        timed with the SiLU-and-mul kernel after it). The fused ones (a norm or residual
+        "gated" (:meth:`gated`), "gated_residual", "rope" (:meth:`qkv_rope`, the kernel itself with rope and
+        the KV write, among the configurations whose rows split into rope pairs; ``rope_heads`` gives the
+        (query, key/value) head counts; cuBLAS timed with the rope + KV-write kernel after it), "swiglu"
+        (:meth:`swiglu`; cuBLAS timed with the SiLU-and-mul kernel after it). The fused ones (a norm or residual
         add inside) keep the fastest GEMV even where cuBLAS's plain product is faster: cuBLAS cannot run
         them, and one projection on cuBLAS turns the model's fused chain off (``LlamaModel``
         ``fuse_norms``); cuBLAS is still timed and reported. cuBLAS runs a gated projection after a
@@ -161,6 +163,9 @@ class LinearDispatch:
             variant = variants.get(name, "plain")
             if variant not in VARIANTS:
                 raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
+            rope = None
+            if variant == "rope":
+                rope = _RopeBench(rope_heads, N, group[0].dtype, group[0].device)
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
@@ -169,6 +174,7 @@ class LinearDispatch:
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
                 kw = dict(gated=True) if gated else dict(swiglu=True) if swiglu else {}
+                run = gemv if rope is None else rope.gemv
                 if variant.startswith("norm"):
                     unit = torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None
                     kw.update(eps=1e-5, norm_weight=unit)
@@ -177,25 +183,25 @@ class LinearDispatch:
                 # cuBLAS as the model runs it: SiLU-and-mul is a kernel of its own there (before a gated
                 # projection, after a swiglu one)
                 act = self.silu_and_mul if gated else None
-                post = self.silu_and_mul if swiglu else (lambda y: y)
+                post = self.silu_and_mul if swiglu else rope.after_cublas if rope is not None else (lambda y: y)
                 times = {"cublas": _time_group(lambda w: post(F.linear(x if act is None else act(x), w)), group,
                                                repeats)}
                 expected = post(_expected(x, group[0], act, kw))
                 for cfg in CONFIGS:
-                    if (cfg.block_k > 2 * triton.next_power_of_2(K) or (variant == "rope" and cfg.flat)
-                            or (swiglu and cfg.block_n % 2)):
+                    if (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
+                            or (rope is not None and not qkv_rope_supports(cfg, rope.head_dim))):
                         continue
                     try:
                         # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
                         once = dict(kw, residual=torch.zeros_like(kw["residual"])) if "residual" in kw else kw
-                        error = _disagreement(gemv(x, group[0], config=cfg, **once), expected)
+                        error = _disagreement(run(x, group[0], config=cfg, **once), expected)
                         if error is not None:
                             self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
                                                   "error": error})
                             log.warning("gemv %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
                                         variant, error)
                             continue
-                        times[cfg] = _time_group(lambda w, c=cfg: gemv(x, w, config=c, **kw), group, repeats)
+                        times[cfg] = _time_group(lambda w, c=cfg: run(x, w, config=c, **kw), group, repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
@@ -217,6 +223,39 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+class _RopeBench:
+    """What :meth:`LinearDispatch.tune` times a "rope" projection with: the QKV GEMV with rope and the KV write
+    inside (:func:`tritium.ops.qkv_rope_write_kv`), and cuBLAS followed by the rope + KV-write kernel, as
+    the model runs either. Every row sits at position 0, where the rotation is the identity (cos 1, sin
+    0), so that the output is the plain product a candidate is checked against; each row writes a slot of
+    a small cache of its own."""
+
+    def __init__(self, heads: tuple[int, int] | None, n: int, dtype: torch.dtype, device: torch.device):
+        if heads is None or len(heads) != 2 or min(heads) < 1 or n % (heads[0] + 2 * heads[1]):
+            raise ValueError(f"rope_heads must be (num_q_heads, num_kv_heads) dividing the weight's {n} rows into "
+                             f"q, k and v heads of one size, got {heads!r}")
+        self.hq, self.hkv = heads
+        self.head_dim = d = n // (self.hq + 2 * self.hkv)
+        self.cos_sin = torch.cat([torch.ones(1, d // 2), torch.zeros(1, d - d // 2)], dim=1).to(device)
+        self.k_cache = torch.zeros(1, MAX_M, self.hkv, d, dtype=dtype, device=device)
+        self.v_cache = torch.zeros_like(self.k_cache)
+        self.positions = torch.zeros(MAX_M, dtype=torch.int64, device=device)
+        self.slots = torch.arange(MAX_M, device=device)
+
+    def gemv(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig) -> torch.Tensor:
+        m = x.shape[0]
+        return qkv_rope_write_kv(x, weight, None, self.positions[:m], self.cos_sin, self.k_cache, self.v_cache,
+                                 self.slots[:m], num_q_heads=self.hq, num_kv_heads=self.hkv, config=config)
+
+    def after_cublas(self, qkv: torch.Tensor) -> torch.Tensor:
+        m, d = qkv.shape[0], self.head_dim
+        q = qkv[:, :self.hq * d].view(m, self.hq, d)
+        k = qkv[:, self.hq * d:(self.hq + self.hkv) * d].view(m, self.hkv, d)
+        v = qkv[:, (self.hq + self.hkv) * d:].view(m, self.hkv, d)
+        rope_write_kv(q, k, v, self.positions[:m], self.cos_sin, self.k_cache, self.v_cache, self.slots[:m])
+        return qkv
 
 
 def _expected(x: torch.Tensor, weight: torch.Tensor, act, kw: dict) -> torch.Tensor:

@@ -173,8 +173,10 @@ class LlamaModel:
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
                            and options.linear_backend != "torch")
         self.norms_folded = False
-        self._down_choices: dict[str, dict] = {}  # tune_linears with fuse_swiglu: down's configs by how it runs
-        self._down_applied = "gated"
+        # projections tune_linears timed two ways (down: gated or plain; qkv: with rope inside or plain), the
+        # configs of each way, and the way whose configs are in place (swapped by set_options)
+        self._ways: dict[str, dict[str, dict]] = {}
+        self._ways_applied: dict[str, str] = {}
         self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
         self.set_options(options)
 
@@ -193,12 +195,12 @@ class LlamaModel:
             self.attention = TorchAttention(self.config.sliding_window)
         self.linear.mode = options.linear_backend
         self.linear.silu_and_mul = self.ops.silu_and_mul
-        self._apply_down_choices()
         self.linear.pdl = options.pdl
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.
         self.fused_rope_kv = (options.fuse_rope_kv_write and options.op_backend == "triton"
                               and options.attention_backend == "triton")
+        self._apply_ways()
 
     def enable_prefetch(self, plan: dict[str, int | None] | None = None, *, evict_last: bool = False) -> bool:
         """Prefetch projection weights into L2 in decode steps (<= 4 tokens) while the small kernels before
@@ -298,41 +300,58 @@ class LlamaModel:
                   for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
         norm = "norm_folded" if self.norms_folded else "norm"
-        variants = ({"qkv_proj": norm, "o_proj": "residual", "gate_up_proj": norm, "down_proj": "gated_residual"}
-                    if self._norms_chain else {"down_proj": "gated"})
-        if not self._norms_chain and self.options.fuse_qkv_rope and self.fused_rope_kv:
-            variants["qkv_proj"] = "rope"  # the QKV GEMV runs as qkv_rope_write_kv, with its tuned config
-        if self._norms_chain or not self.options.fuse_swiglu:
-            return self.linear.tune(groups, ms, variants=variants)
-        # SiLU-and-mul in the gate/up GEMV's epilogue: the down projection then multiplies its output plainly
-        # where gate/up runs the GEMV at M rows, and takes [gate | up] (gated) where gate/up runs on cuBLAS
-        # (timed both ways there, so that turning fuse_swiglu off later runs a down GEMV tuned as it then runs)
-        variants["gate_up_proj"] = "swiglu"
-        down = groups.pop("down_proj")
-        self.linear.tune(groups, ms, variants=variants)
-        gate_up, key = self.layers[0].gate_up_proj.weight, tuple(down[0].shape)
-        self._down_choices = {"gated": {}, "plain": {}}
-        for m in ms:
-            for variant in ("gated", "plain") if self.linear.gemv_runs(m, gate_up) else ("gated",):
-                self.linear.tune({"down_proj": down}, (m,), variants={"down_proj": variant})
-                self._down_choices[variant][(m, *key)] = self.linear.choices.get((m, *key))
-        self.linear.choices.update(self._down_choices["gated"])
-        self._down_applied = "gated"
-        self._apply_down_choices()
+        qkv = self.layers[0].qkv_proj
+        heads = (qkv.num_heads, qkv.num_kv_heads)  # the "rope" variant's kernel needs them
+        if self._norms_chain:
+            return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
+                                                          "gate_up_proj": norm, "down_proj": "gated_residual"})
+        # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu): the down projection then multiplies its
+        # output plainly where gate/up runs the GEMV at M rows, and takes [gate | up] (gated) where gate/up runs
+        # on cuBLAS. Rope and the KV write in the QKV GEMV's epilogue (fuse_qkv_rope, where the Triton rope
+        # kernel runs): its own kernel. Each is timed both ways where both can run, so that turning either
+        # option off or on later runs configs tuned for how the projection then runs.
+        down, qkv_group = groups.pop("down_proj"), groups.pop("qkv_proj")
+        self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"})
+        gate_up = self.layers[0].gate_up_proj.weight
+        self._ways, self._ways_applied = {}, {}
+        self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
+                                                for m in ms}, heads)
+        self._tune_ways("down_proj", down, {m: ("gated", "plain") if self.linear.gemv_runs(m, gate_up)
+                                            else ("gated",) for m in ms}, heads)
+        self._apply_ways()
         return self.linear.report
 
-    def _apply_down_choices(self) -> None:
-        """Where fuse_swiglu changed since the down projection's configs were put in place, swap in those
-        tuned for how it runs now (plain after a gate/up GEMV with the SiLU-and-mul inside, else gated),
-        keeping the ones in place (a whole-step check may have changed them) for a swap back."""
-        want = "plain" if self.options.fuse_swiglu else "gated"
-        if not self._down_choices or want == self._down_applied:
-            return
-        applied = self._down_choices[self._down_applied]
-        for key in self._down_choices[want]:
-            applied[key] = self.linear.choices.get(key)
-        self.linear.choices.update(self._down_choices[want])
-        self._down_applied = want
+    def _tune_ways(self, name: str, group: list[torch.Tensor], ways: dict[int, tuple[str, ...]],
+                   heads: tuple[int, int]) -> None:
+        """Tune projection ``name`` at each M as each of ``ways[M]`` (LinearDispatch variants), keep each
+        way's choices, and put the first way's in place."""
+        key = tuple(group[0].shape)
+        self._ways[name] = {way: {} for per_m in ways.values() for way in per_m}
+        for m, per_m in ways.items():
+            for way in per_m:
+                self.linear.tune({name: group}, (m,), variants={name: way}, rope_heads=heads)
+                self._ways[name][way][(m, *key)] = self.linear.choices.get((m, *key))
+            self.linear.choices.update({(m, *key): self._ways[name][per_m[0]][(m, *key)]})
+        self._ways_applied[name] = next(iter(self._ways[name]))
+
+    def _wanted_way(self, name: str) -> str:
+        """How projection ``name`` runs under the current options (its LinearDispatch variant)."""
+        if name == "down_proj":
+            return "plain" if self.options.fuse_swiglu else "gated"
+        return "rope" if self.options.fuse_qkv_rope and self.fused_rope_kv else "plain"
+
+    def _apply_ways(self) -> None:
+        """Where an option changed since a two-way projection's configs were put in place (``_tune_ways``),
+        swap in those tuned for how it runs now, keeping the ones in place (a whole-step check may have
+        changed them) for a swap back."""
+        for name, by_way in self._ways.items():
+            want, applied = self._wanted_way(name), self._ways_applied[name]
+            if want == applied or want not in by_way:
+                continue
+            for key in by_way[want]:
+                by_way[applied][key] = self.linear.choices.get(key)
+            self.linear.choices.update(by_way[want])
+            self._ways_applied[name] = want
 
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()

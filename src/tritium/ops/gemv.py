@@ -224,6 +224,59 @@ def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, out_ptr, stride_out_m
 
 
 @triton.jit
+def _flat_products(x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN: tl.constexpr,
+                   GATED: tl.constexpr, NORM: tl.constexpr, NORM_WEIGHT: tl.constexpr):
+    """The flat kernels' loop over K: ``w`` is the first weight chunk (requested before the PDL wait),
+    ``w_ptrs`` point at it. Returns one ``[BLOCK_N, BLOCK_K]`` fp32 accumulator per row of x (up to 4; the
+    ones past BLOCK_M stay zero) and, with NORM, each row's sums of squares in the same layout."""
+    acc0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)  # each row of a program's the same sums
+    sq1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    sq3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    kr = (rows * 0)[:, None] + ks[None, :]                                         # [BLOCK_N, BLOCK_K]
+    for k0 in range(0, K, BLOCK_K):
+        kmask = k0 + kr < K
+        x0 = _x_row(x_ptr + k0, kr, kmask, K, GATED)
+        if BLOCK_M > 1:
+            x1 = _x_row(x_ptr + stride_x_m + k0, kr, kmask & (1 < M), K, GATED)
+        if BLOCK_M > 2:
+            x2 = _x_row(x_ptr + 2 * stride_x_m + k0, kr, kmask & (2 < M), K, GATED)
+            x3 = _x_row(x_ptr + 3 * stride_x_m + k0, kr, kmask & (3 < M), K, GATED)
+        if NORM:  # each row's sum of squares on the way; the norm weight now, 1 / rms at the end
+            sq0 += x0 * x0
+            if BLOCK_M > 1:
+                sq1 += x1 * x1
+            if BLOCK_M > 2:
+                sq2 += x2 * x2
+                sq3 += x3 * x3
+            if NORM_WEIGHT:
+                nw = tl.load(norm_w_ptr + k0 + kr, mask=kmask, other=0.0).to(tl.float32)
+                x0 = x0 * nw
+                if BLOCK_M > 1:
+                    x1 = x1 * nw
+                if BLOCK_M > 2:
+                    x2 = x2 * nw
+                    x3 = x3 * nw
+        w_ptrs += BLOCK_K
+        # the next chunk requested before this one is used
+        w_next = _w_chunk(w_ptrs, rows, ks, k0 + BLOCK_K, N, K, EVEN, False)
+        wf = w.to(tl.float32)
+        acc0 += wf * x0
+        if BLOCK_M > 1:
+            acc1 += wf * x1
+        if BLOCK_M > 2:
+            acc2 += wf * x2
+            acc3 += wf * x3
+        w = w_next
+    return acc0, acc1, acc2, acc3, sq0, sq1, sq2, sq3
+
+
+@triton.jit
 def _gemv_flat_kernel(
     x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr,
     stride_x_m, stride_w_n, stride_out_m,
@@ -260,49 +313,9 @@ def _gemv_flat_kernel(
         if BLOCK_M > 2:
             res2 = tl.load(out_ptr + 2 * stride_out_m + rows, mask=(rows < N) & (2 < M), other=0.0)
             res3 = tl.load(out_ptr + 3 * stride_out_m + rows, mask=(rows < N) & (3 < M), other=0.0)
-    acc0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    acc1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    acc2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    acc3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    sq0 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)  # each row of a program's the same sums
-    sq1 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    sq2 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    sq3 = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    kr = (rows * 0)[:, None] + ks[None, :]                                         # [BLOCK_N, BLOCK_K]
-    for k0 in range(0, K, BLOCK_K):
-        kmask = k0 + kr < K
-        x0 = _x_row(x_ptr + k0, kr, kmask, K, GATED)
-        if BLOCK_M > 1:
-            x1 = _x_row(x_ptr + stride_x_m + k0, kr, kmask & (1 < M), K, GATED)
-        if BLOCK_M > 2:
-            x2 = _x_row(x_ptr + 2 * stride_x_m + k0, kr, kmask & (2 < M), K, GATED)
-            x3 = _x_row(x_ptr + 3 * stride_x_m + k0, kr, kmask & (3 < M), K, GATED)
-        if NORM:  # each row's sum of squares on the way; the norm weight now, 1 / rms at the end
-            sq0 += x0 * x0
-            if BLOCK_M > 1:
-                sq1 += x1 * x1
-            if BLOCK_M > 2:
-                sq2 += x2 * x2
-                sq3 += x3 * x3
-            if NORM_WEIGHT:
-                nw = tl.load(norm_w_ptr + k0 + kr, mask=kmask, other=0.0).to(tl.float32)
-                x0 = x0 * nw
-                if BLOCK_M > 1:
-                    x1 = x1 * nw
-                if BLOCK_M > 2:
-                    x2 = x2 * nw
-                    x3 = x3 * nw
-        w_ptrs += BLOCK_K
-        # the next chunk requested before this one is used
-        w_next = _w_chunk(w_ptrs, rows, ks, k0 + BLOCK_K, N, K, EVEN_N and EVEN_K, False)
-        wf = w.to(tl.float32)
-        acc0 += wf * x0
-        if BLOCK_M > 1:
-            acc1 += wf * x1
-        if BLOCK_M > 2:
-            acc2 += wf * x2
-            acc3 += wf * x3
-        w = w_next
+    acc0, acc1, acc2, acc3, sq0, sq1, sq2, sq3 = _flat_products(
+        x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_N and EVEN_K,
+        GATED, NORM, NORM_WEIGHT)
     _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
                  SWIGLU)
     if BLOCK_M > 1:

@@ -4,7 +4,10 @@ GEMV and ``rope_write_kv`` (reference: :func:`tritium.ops.reference.linear` then
 
 Rotate-half rope pairs element j of a head with element j + D/2, which a plain GEMV program (consecutive
 weight rows) does not hold together. Here a program takes ``block_n / 2`` pairs of one head: rows
-``j .. j + block_n/2`` and the same rows D/2 further on, as two accumulators. Its epilogue rounds both
+``j .. j + block_n/2`` and the same rows D/2 further on. Two kernels, as for the GEMV
+(:mod:`tritium.ops.gemv`): one holds the two halves as two 3-D accumulators; the ``flat`` one
+(``GemvConfig.flat``) runs the flat GEMV's loop over the pairs side by side (rows j, j + D/2, j + 1, ...)
+and splits them apart after its reduction. Each program's epilogue rounds both
 products to the model dtype (as the GEMV's store does), rotates query and key pairs as the rope kernel
 does (fp32, cos/sin rounded to the dtype), writes q and k (rotated) and v into the QKV output, and k and
 v into the token's cache slot. On Hopper it is a programmatic dependent launch like the GEMV.
@@ -16,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.gemv import GemvConfig, check_operands
+from tritium.ops.gemv import GemvConfig, _flat_products, _w_chunk, check_operands
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
@@ -61,12 +64,8 @@ def _qkv_rope_kernel(
         tl.extra.cuda.gdc_launch_dependents()
     # the epilogue's loads, issued now so that their latency hides under the weight stream
     mmask = ms < M
-    dtype = out_ptr.dtype.element_ty
-    pos = tl.load(positions_ptr + ms, mask=mmask, other=0).to(tl.int64)          # [BLOCK_M]
-    cs_ptrs = cos_sin_ptr + pos[:, None] * stride_cs_p + j[None, :]
-    c = tl.load(cs_ptrs, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)  # [BLOCK_M, PAIRS]
-    s = tl.load(cs_ptrs + HALF, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)
-    slot = tl.load(slot_mapping_ptr + ms, mask=mmask, other=-1)                  # [BLOCK_M]
+    c, s, slot = _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, ms, M, j, stride_cs_p, HALF,
+                              out_ptr.dtype.element_ty)                           # [BLOCK_M, PAIRS], [BLOCK_M]
     acc1 = tl.zeros((BLOCK_M, PAIRS, BLOCK_K), dtype=tl.float32)
     acc2 = tl.zeros((BLOCK_M, PAIRS, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -86,7 +85,34 @@ def _qkv_rope_kernel(
     if HAS_BIAS:
         y1 += tl.load(bias_ptr + rows1).to(tl.float32)[None, :]
         y2 += tl.load(bias_ptr + rows2).to(tl.float32)[None, :]
-    # rounded as the GEMV stores them; the rope kernel's arithmetic from there
+    _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
+                stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
+                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+
+
+@triton.jit
+def _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, ms, M, j, stride_cs_p, HALF: tl.constexpr, dtype):
+    """Rows ``ms``' rope factors (cos and sin ``[rows, PAIRS]`` at pairs ``j``, rounded to the model dtype as the
+    rope kernel rounds them, in fp32) and cache slots; requested after the PDL wait, before the weight loop."""
+    mmask = ms < M
+    pos = tl.load(positions_ptr + ms, mask=mmask, other=0).to(tl.int64)
+    cs_ptrs = cos_sin_ptr + pos[:, None] * stride_cs_p + j[None, :]
+    c = tl.load(cs_ptrs, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)
+    s = tl.load(cs_ptrs + HALF, mask=mmask[:, None], other=0.0).to(dtype).to(tl.float32)
+    slot = tl.load(slot_mapping_ptr + ms, mask=mmask, other=-1)
+    return c, s, slot
+
+
+@triton.jit
+def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
+                stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
+                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM: tl.constexpr):
+    """The epilogue of both kernels: products ``y1`` (element j of the head) and ``y2`` (j + HEAD_DIM / 2),
+    fp32 ``[rows, PAIRS]`` with the bias in, rounded as the GEMV stores them, rotated where the head is a
+    query or key head (the rope kernel's arithmetic), stored into the QKV output and, for key and value
+    heads, into row ``ms``'s cache slot (a slot outside the cache skips)."""
+    HALF: tl.constexpr = HEAD_DIM // 2
+    dtype = out_ptr.dtype.element_ty
     y1 = y1.to(dtype).to(tl.float32)
     y2 = y2.to(dtype).to(tl.float32)
     if head < num_q_heads + num_kv_heads:  # q or k: rotate
@@ -97,10 +123,10 @@ def _qkv_rope_kernel(
         r2 = y2
     o1 = r1.to(dtype)
     o2 = r2.to(dtype)
-    out1 = out_ptr + ms[:, None] * stride_out_m + rows1[None, :]
+    out1 = out_ptr + ms[:, None] * stride_out_m + head * HEAD_DIM + j[None, :]
     tl.store(out1, o1, mask=mmask[:, None])
     tl.store(out1 + HALF, o2, mask=mmask[:, None])
-    if head >= num_q_heads:  # k or v: also into the token's cache slot (a slot outside the cache skips)
+    if head >= num_q_heads:  # k or v: also into the token's cache slot
         ok = mmask & (slot >= 0) & (slot < num_slots)
         blk = tl.where(ok, slot // block_size, 0).to(tl.int64)
         off = tl.where(ok, slot % block_size, 0).to(tl.int64)
@@ -115,6 +141,73 @@ def _qkv_rope_kernel(
         # (the caches hold the model dtype: the launcher checks)
         tl.store(c_ptrs + j[None, :], o1, mask=ok[:, None])
         tl.store(c_ptrs + HALF + j[None, :], o2, mask=ok[:, None])
+
+
+@triton.jit
+def _qkv_rope_flat_kernel(
+    x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
+    stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
+    M, K, num_q_heads, num_kv_heads, block_size, num_slots,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """What :func:`_qkv_rope_kernel` computes, with the flat GEMV's loop (:func:`tritium.ops.gemv._flat_products`:
+    one ``[2 PAIRS, BLOCK_K]`` accumulator per row of x in the weight chunk's layout, no layout conversion in
+    the loop). The program's weight rows are its pairs side by side (row h HEAD_DIM + j, then the row
+    HEAD_DIM / 2 further on, for each of its PAIRS values of j), one load a chunk, as the SiLU-and-mul GEMV
+    pairs gate and up rows; the epilogue splits each row's products apart with one reshape."""
+    HALF: tl.constexpr = HEAD_DIM // 2
+    BLOCK_N: tl.constexpr = 2 * PAIRS
+    pid = tl.program_id(0)
+    per_head = HALF // PAIRS
+    head = pid // per_head
+    j = (pid % per_head) * PAIRS + tl.arange(0, PAIRS)                             # [PAIRS] in [0, HALF)
+    i = tl.arange(0, BLOCK_N)
+    rows = head * HEAD_DIM + (pid % per_head) * PAIRS + i // 2 + (i % 2) * HALF  # [BLOCK_N]: pairs side by side
+    ks = tl.arange(0, BLOCK_K)
+    w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
+    N = (num_q_heads + 2 * num_kv_heads) * HEAD_DIM
+    w = _w_chunk(w_ptrs, rows, ks, 0, N, K, EVEN_K, True)  # weights first: they never depend on earlier kernels
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + rows).to(tl.float32)
+    else:
+        bias = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x, positions and slots come from the kernels before
+        tl.extra.cuda.gdc_launch_dependents()
+    dtype = out_ptr.dtype.element_ty
+    m0 = tl.arange(0, 1)
+    c0, s0, slot0 = _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, m0, M, j, stride_cs_p, HALF, dtype)
+    if BLOCK_M > 1:
+        c1, s1, slot1 = _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, m0 + 1, M, j, stride_cs_p, HALF,
+                                     dtype)
+    if BLOCK_M > 2:
+        c2, s2, slot2 = _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, m0 + 2, M, j, stride_cs_p, HALF,
+                                     dtype)
+        c3, s3, slot3 = _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, m0 + 3, M, j, stride_cs_p, HALF,
+                                     dtype)
+    acc0, acc1, acc2, acc3, _, _, _, _ = _flat_products(
+        x_ptr, w_ptrs, w, rows, ks, x_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, False,
+        False)
+    y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) + bias, (PAIRS, 2)))
+    _rope_store(y1[None, :], y2[None, :], c0, s0, m0, m0 < M, slot0, head, j, out_ptr, stride_out_m, k_cache_ptr,
+                v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok,
+                stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+    if BLOCK_M > 1:
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) + bias, (PAIRS, 2)))
+        _rope_store(y1[None, :], y2[None, :], c1, s1, m0 + 1, m0 + 1 < M, slot1, head, j, out_ptr, stride_out_m,
+                    k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+    if BLOCK_M > 2:
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) + bias, (PAIRS, 2)))
+        _rope_store(y1[None, :], y2[None, :], c2, s2, m0 + 2, m0 + 2 < M, slot2, head, j, out_ptr, stride_out_m,
+                    k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) + bias, (PAIRS, 2)))
+        _rope_store(y1[None, :], y2[None, :], c3, s3, m0 + 3, m0 + 3 < M, slot3, head, j, out_ptr, stride_out_m,
+                    k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
 
 
 def supports(config: GemvConfig, head_dim: int) -> bool:
@@ -161,7 +254,8 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     pairs = cfg.block_n // 2
-    _qkv_rope_kernel[(N // 2 // pairs,)](
+    kernel = _qkv_rope_flat_kernel if cfg.flat else _qkv_rope_kernel
+    kernel[(N // 2 // pairs,)](
         x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
         x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
