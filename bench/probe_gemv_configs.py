@@ -1,5 +1,6 @@
-"""Probe: the GEMV candidates (``CONFIGS``, both kernels) at M = 1, 2, 4 and a wider grid of 3-D-kernel
-configurations at M = 1, on the Llama-3-8B layer projections, timed as LinearDispatch.tune times them (32
+"""Probe: the GEMV candidates (``CONFIGS``, both kernels) at M = 1, 2, 4 and a wider grid of configurations
+of both kernels at M = 1 (``PROBE_SHAPES`` / ``PROBE_MS``: a subset;
+``PROBE_FLAT_ONLY=1``: the flat kernel's grid only), on the Llama-3-8B layer projections, timed as LinearDispatch.tune times them (32
 weights in turn, in a CUDA graph), against cuBLAS and a copy of the same bytes. Prints a table and writes
 $OUT/gemv-probe-<gpu>.json. Run from the repo root with PYTHONPATH=src."""
 
@@ -22,7 +23,11 @@ def grid():
     out = list(CONFIGS)
     for n, k, w, st in itertools.product((1, 2, 4, 8, 16), (512, 1024, 2048, 4096), (4, 8), (1, 3)):
         cfg = GemvConfig(n, k, w, st)
-        if 2048 <= n * k <= 16384 and cfg not in out:
+        if 2048 <= n * k <= 16384 and cfg not in out and not os.environ.get("PROBE_FLAT_ONLY"):
+            out.append(cfg)
+    for n, k, w, st in itertools.product((1, 2, 4, 8), (256, 512, 1024, 2048, 4096), (2, 4, 8), (1, 3)):
+        cfg = GemvConfig(n, k, w, st, flat=True)  # the flat kernel: 32-256 weight elements a thread a chunk
+        if 1024 <= n * k <= 8192 and 32 <= n * k // (32 * w) <= 256 and cfg not in out:
             out.append(cfg)
     return out
 
@@ -34,7 +39,10 @@ def main():
     res = {"gpu": gpu, "configs": [str(c) for c in cfgs], "shapes": {}}
     t0 = time.time()
     group, shape = [], None
-    for (name, (N, K)), m in itertools.product(SHAPES.items(), (1, 2, 4)):
+    # PROBE_SHAPES=down_proj,o_proj PROBE_MS=1: a subset
+    shapes = {k: v for k, v in SHAPES.items() if k in os.environ.get("PROBE_SHAPES", ",".join(SHAPES)).split(",")}
+    ms = tuple(int(m) for m in os.environ.get("PROBE_MS", "1,2,4").split(","))
+    for (name, (N, K)), m in itertools.product(shapes.items(), ms):
         if shape != (N, K):  # a projection's 32 weights, made once for its three row counts
             group, shape = [], (N, K)
             torch.cuda.empty_cache()

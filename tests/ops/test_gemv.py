@@ -10,7 +10,7 @@ from tritium.runtime import default_device, interpreting
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in TOL]
 CONFIGS = [DEFAULT_CONFIG, GemvConfig(4, 1024, 4), GemvConfig(16, 256, 4, 3), GemvConfig(2, 1024, 4, 3),
-           GemvConfig(4, 512, 4, flat=True)]
+           GemvConfig(4, 512, 4, flat=True), GemvConfig(1, 1024, 4, flat=True)]
 FLAT = GemvConfig(8, 256, 4, flat=True)  # the kernel with one accumulator a row of x
 
 

@@ -57,6 +57,12 @@ def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias)
         if dtype == torch.bfloat16 and interpreting():  # fp32 -> bf16 rounds towards zero here: one ulp
             for a, e in ((out, unf), (kc, kc_u), (vc, vc_u)):
                 torch.testing.assert_close(a, e, rtol=2 ** -6, atol=2 ** -6)
+        elif dtype == torch.float32 and not interpreting():
+            # fp32 on a GPU: the rotation's multiply-adds may contract into FMAs differently in the two kernels
+            # (one ulp; measured on the H100 for the flat 8x256 config), the products themselves bit for bit
+            assert torch.equal(out[:, (hq + hkv) * d:], unf[:, (hq + hkv) * d:]) and torch.equal(vc, vc_u), config
+            for a, e in ((out, unf), (kc, kc_u)):
+                torch.testing.assert_close(a, e, rtol=2 ** -21, atol=2 ** -21)
         else:
             assert torch.equal(out, unf) and torch.equal(kc, kc_u) and torch.equal(vc, vc_u), config
     # the references: fp64 product, then the torch rope + write

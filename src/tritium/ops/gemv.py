@@ -72,6 +72,10 @@ CONFIGS = (
     # 124-255 for the chunks above in either kernel)
     GemvConfig(4, 512, 4, flat=True), GemvConfig(4, 1024, 4, flat=True), GemvConfig(2, 1024, 4, 3, flat=True),
     GemvConfig(2, 512, 4, flat=True), GemvConfig(4, 256, 4, flat=True), GemvConfig(8, 256, 4, flat=True),
+    # whole rows of 4096 in one flat load, 1-2 rows a program (32-64 weight elements a thread in flight): the
+    # H100's best on o, gate_up and down in a wider flat grid (bench/probe_gemv_configs.py, M = 1), 0.5-1.0
+    # us a call ahead of the shipped ones; the 2-row one also pairs rope / SiLU-and-mul rows
+    GemvConfig(1, 4096, 4, flat=True), GemvConfig(2, 4096, 4, flat=True),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 
