@@ -33,6 +33,14 @@ ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 GREEDY = SamplingParams(max_tokens=8, ignore_eos=True)
 
 
+@pytest.fixture
+def two_ranks():
+    """Tests that start two ranks on the default device: on a GPU machine each rank takes a GPU of its own
+    (the engine refuses fewer), so they skip where fewer than two are visible; on the CPU they always run."""
+    if ON_GPU and torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs (one a rank)")
+
+
 def _kw(**kw):
     """Engine settings of these tests: fp32 (sums in another order must not flip a greedy choice; on a GPU
     the Triton kernels and CUDA graphs run, in fp32), a small KV cache."""
@@ -101,7 +109,7 @@ def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, mo
         assert _tokens(llm, PROMPTS[::-1]) == reference[model_type][::-1]
 
 
-def test_scheduling_features_under_tp(tiny_models, no_leaks):
+def test_scheduling_features_under_tp(tiny_models, no_leaks, two_ranks):
     """Continuous batching (more prompts than sequence slots), chunked prefill (a small token budget),
     prefix caching (prompts sharing a long prefix) and preemption (a KV cache too small for all) give the
     tokens of TP=1 with the same settings."""
@@ -123,7 +131,7 @@ def test_scheduling_features_under_tp(tiny_models, no_leaks):
         assert _tokens(llm, PROMPTS[:2], sampled) == first
 
 
-def test_clean_shutdown(tiny_models, no_leaks):
+def test_clean_shutdown(tiny_models, no_leaks, two_ranks):
     path, _ = tiny_models["qwen2"]
     check_close(LLM(path, tensor_parallel_size=2, comm="tritium", **_kw()))
 
@@ -140,7 +148,7 @@ def check_close(llm) -> None:
 
 
 @pytest.mark.parametrize("when", ["between calls", "during a call"])
-def test_killed_worker_raises(tiny_models, no_leaks, when):
+def test_killed_worker_raises(tiny_models, no_leaks, two_ranks, when):
     path, _ = tiny_models["llama"]
     llm = LLM(path, tensor_parallel_size=2, comm="torch", parallel_timeout=60, **_kw())
     worker = llm.engine.parallel.pool.procs[0]
@@ -160,7 +168,7 @@ def test_killed_worker_raises(tiny_models, no_leaks, when):
     llm.close()
 
 
-def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leaks):
+def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leaks, two_ranks):
     """An error on rank 0 after a step's plan went out (the worker may wait in its collectives) closes the
     engine: the error is raised, the worker is stopped, later calls say why."""
     path, _ = tiny_models["llama"]
@@ -177,7 +185,7 @@ def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leak
     llm.close()
 
 
-def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks):
+def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks, two_ranks):
     """A worker that stops answering (SIGSTOP) makes rank 0 raise after ``parallel_timeout``, not hang."""
     path, _ = tiny_models["llama"]
     llm = LLM(path, tensor_parallel_size=2, comm="torch", parallel_timeout=5, **_kw())
@@ -253,7 +261,7 @@ TORCHRUN_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_torchrun(tiny_models, reference, tmp_path, no_leaks):
+def test_torchrun(tiny_models, reference, tmp_path, no_leaks, two_ranks):
     """Processes started by torchrun (the path several hosts take) build the engine together; each
     rank's generate returns rank 0's outputs; rank 0's bad input raises on every rank."""
     import json
@@ -276,7 +284,7 @@ def test_torchrun(tiny_models, reference, tmp_path, no_leaks):
         assert "outside the vocabulary" in got["bad"]
 
 
-def test_cli_generate_tp(tiny_models, reference, no_leaks):
+def test_cli_generate_tp(tiny_models, reference, no_leaks, two_ranks):
     path, _ = tiny_models["llama"]
     proc = subprocess.run([sys.executable, "-m", "tritium.cli", "generate", "--model", path, "--tp", "2",
                            "--comm", "torch", "--max-tokens", str(GREEDY.max_tokens), "--raw", "-q", PROMPTS[0]],
@@ -305,7 +313,7 @@ def test_gpu_tp2(tiny_models, no_leaks, comm):
             assert _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True)) == expected
 
 
-def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, monkeypatch):
+def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, two_ranks, monkeypatch):
     """comm "tritium" in fp16 with fuse_row_parallel: decode steps run o_proj and down_proj (gated: SiLU-and-mul on the fly) each
     with its all-reduce, the residual add and the next RMSNorm as one launch
     (``tritium.fused.matmul_all_reduce_rms_norm``); the same greedy tokens as TP=1 in fp16."""
