@@ -47,7 +47,8 @@ class EngineConfig:
       (Llama-3-8B, batch 1) the fused GEMVs cost what the two norm kernels did (bench/NOTES.md).
     - ``fuse_qkv_rope``: decode steps whose QKV projection runs the Triton GEMV do rope and the KV-cache write
       in its epilogue (one launch fewer a layer; triton ops and attention). On by default: a batch-1 Llama-3-8B
-      step on the H100 measured 0.015-0.025 ms faster with it in three runs of 2026-11-26 (bench/NOTES.md).
+      step on the H100 measured 0.012-0.064 ms faster with it in two runs of 2026-11-27, the QKV GEMV tuned
+      each way (bench/NOTES.md).
     - ``fuse_swiglu``: decode steps whose gate/up projection runs the Triton GEMV do the MLP's SiLU-and-mul in
       its epilogue; the down projection then multiplies the activation plainly (GEMV or cuBLAS). On by
       default; off, the down GEMV does the SiLU-and-mul while loading [gate | up] (bench/NOTES.md).

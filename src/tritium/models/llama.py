@@ -54,8 +54,9 @@ class ModelOptions:
       on the H100 (Llama-3-8B, batch 1) the fused GEMVs cost what the norm kernels did (bench/NOTES.md).
     - ``fuse_qkv_rope``: in decode steps whose QKV projection runs the Triton GEMV (with ``fuse_rope_kv_write``
       active), rope and the KV-cache write run in that GEMV's epilogue (:mod:`tritium.ops.qkv_rope`): one
-      launch fewer a layer (not in the ``fuse_norms`` chain, whose QKV GEMV holds the norm). On: 0.015-0.025 ms
-      faster a batch-1 Llama-3-8B step on the H100 in three runs (bench/NOTES.md).
+      launch fewer a layer (not in the ``fuse_norms`` chain, whose QKV GEMV holds the norm). On: 0.012-0.064 ms
+      faster a batch-1 Llama-3-8B step on the H100 in the two runs of 2026-11-27, each way with configs tuned
+      for it (bench/NOTES.md).
     - ``fuse_swiglu``: in steps whose gate/up projection runs the Triton GEMV, the MLP's SiLU-and-mul runs in
       that GEMV's epilogue (``LinearDispatch.swiglu``: each program pairs gate rows with their up rows) and
       the down projection is a plain product, GEMV or cuBLAS; off (or where gate/up runs on cuBLAS) the
