@@ -324,16 +324,19 @@ class LlamaModel:
 
     def _tune_ways(self, name: str, group: list[torch.Tensor], ways: dict[int, tuple[str, ...]],
                    heads: tuple[int, int]) -> None:
-        """Tune projection ``name`` at each M as each of ``ways[M]`` (LinearDispatch variants), keep each
-        way's choices, and put the first way's in place."""
+        """Tune projection ``name`` at each M as each of ``ways[M]`` (LinearDispatch variants) and keep each
+        way's choices. The way it runs under the current options is tuned last, so that its choices (and
+        its timings, ``LinearDispatch.gemv_times``) are the ones in place."""
         key = tuple(group[0].shape)
+        want = self._wanted_way(name)
         self._ways[name] = {way: {} for per_m in ways.values() for way in per_m}
         for m, per_m in ways.items():
-            for way in per_m:
+            for way in sorted(per_m, key=lambda w: w == want):
                 self.linear.tune({name: group}, (m,), variants={name: way}, rope_heads=heads)
                 self._ways[name][way][(m, *key)] = self.linear.choices.get((m, *key))
-            self.linear.choices.update({(m, *key): self._ways[name][per_m[0]][(m, *key)]})
-        self._ways_applied[name] = next(iter(self._ways[name]))
+        # where the wanted way cannot run at some M (down gated where gate/up is on cuBLAS), the way tuned
+        # there is in place, and it runs either way
+        self._ways_applied[name] = want if want in self._ways[name] else next(iter(self._ways[name]))
 
     def _wanted_way(self, name: str) -> str:
         """How projection ``name`` runs under the current options (its LinearDispatch variant)."""
