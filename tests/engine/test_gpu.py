@@ -63,16 +63,11 @@ def test_settle_linears_keeps_the_faster_step(tiny_models):
     shape = model.projection_shapes()[3]  # down_proj: its cuBLAS path runs SiLU-and-mul apart
     linear.choices[(1, *shape)] = None
     rows = runner.settle_linears((1, 8), rounds=3, replays=3)  # 8: no such tuned M, nothing to try
-    assert {r["m"] for r in rows} == {1} and rows[0]["check"] == "cublas" and rows[0]["switched"] == [list(shape)]
+    assert [r["m"] for r in rows] == [1] and rows[0]["switched"] == [list(shape)]
     assert rows[0]["kept"] in ("as tuned", "gemv") and set(rows[0]["graph_ms"]) == {"as tuned", "gemv"}
-    chunks = [r for r in rows if r["check"] == "chunks"]  # then one projection at a time, keeping the faster
-    assert len(chunks) == len(rows) - 1 and all(set(r["graph_ms"]) == {"as tuned", "chunks"} for r in chunks)
-    for r in chunks:
-        key = (1, *r["switched"][0])
-        assert str(linear.choices[key]) == r["configs"][r["kept"]]
     want = None if rows[0]["kept"] == "as tuned" else linear.best_gemv[(1, *shape)]
-    assert linear.choices[(1, *shape)] == want or any(tuple(r["switched"][0]) == shape for r in chunks)
-    assert sorted(runner.graphs) == [1, 2, 4, 8] and linear.chain_report[-len(rows):] == rows
+    assert linear.choices[(1, *shape)] == want
+    assert sorted(runner.graphs) == [1, 2, 4, 8] and linear.chain_report[-1] is rows[0]
     assert [o.token_ids for o in llm.generate(PROMPTS, params)] == ref
 
 

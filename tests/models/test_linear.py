@@ -80,27 +80,6 @@ def test_cublas_alternatives():
     assert lin.cublas_alternatives(1, shapes) == {}
 
 
-def test_chunked_alternatives():
-    """A GEMV choice that loads long row stretches at once is offered its fastest smaller-chunk GEMV, within
-    the slack of its time; cuBLAS choices, untimed shapes and choices without a shorter candidate are not."""
-    lin = LinearDispatch("auto")
-    whole, half, small, other = (GemvConfig(1, 4096, 4, flat=True), GemvConfig(2, 2048, 4, flat=True),
-                                 GemvConfig(2, 512, 4, flat=True), GemvConfig(4, 256, 4))
-    lin.choices.update({(1, 64, 4096): whole, (1, 32, 4096): small, (1, 16, 4096): None, (1, 8, 1024): half,
-                        (2, 64, 4096): whole})
-    lin.gemv_times.update({(1, 64, 4096): {whole: 1.0, half: 1.2, small: 1.05, other: 1.08},
-                           (1, 32, 4096): {whole: 0.9, small: 1.0},
-                           (1, 16, 4096): {whole: 2.0, small: 2.1},
-                           (1, 8, 1024): {half: 1.0, whole: 0.9, small: 1.2},
-                           (2, 64, 4096): {whole: 1.0, small: 1.2}})
-    shapes = [(64, 4096), (32, 4096), (16, 4096), (8, 1024), (4, 4)]
-    assert lin.chunked_alternatives(1, shapes) == {(1, 64, 4096): small}  # (8, 1024): small is 1.2x > 1.1x
-    assert lin.chunked_alternatives(1, shapes, slack=1.25) == {(1, 64, 4096): small, (1, 8, 1024): small}
-    assert lin.chunked_alternatives(2, shapes) == {}  # 1.2x slower
-    lin.mode = "triton"
-    assert lin.chunked_alternatives(1, shapes) == {}
-
-
 @pytest.mark.gpu
 def test_linear_tune_picks_and_reports():
     dev = default_device()

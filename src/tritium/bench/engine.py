@@ -74,8 +74,7 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
         print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
               f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
     for row in engine.model.linear.chain_report:
-        print(f"  linear chain m={row['m']} {row['check']} {row['switched']}: graph {row['graph_ms']}, kept {row['kept']}"
-              + (f" ({row['configs']})" if "configs" in row else ""), flush=True)
+        print(f"  linear chain m={row['m']}: graph {row['graph_ms']}, kept {row['kept']}", flush=True)
     out.update(batch_throughput(bench, generate))
     # GPU time of one captured decode step; each replay moves its rows one token on (greedy_advance). Batch 1
     # starts ~70 tokens before the end of its last run; the larger batch's rows have their last run's

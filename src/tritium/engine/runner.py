@@ -338,57 +338,40 @@ class ModelRunner:
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
     def settle_linears(self, ms: tuple[int, ...], rounds: int = 5, replays: int = 20) -> list[dict]:
-        """Let whole decode steps decide what timing projections alone cannot, at each M in ``ms`` (rows, each
-        with a graph of its own), keeping the faster decode graph of two (medians of ``rounds`` interleaved
-        rounds of ``replays`` replays); one rank only (ranks deciding apart would capture different graphs):
-
-        - ``"cublas"``: where ``LinearDispatch.tune`` put a layer projection on cuBLAS, the graph as tuned vs
-          with every such projection on its fastest GEMV. Timed one at a time, cuBLAS can win a shape by a
-          percent that the chain of PDL launches around a GEMV gives back.
-        - ``"chunks"``: where a projection's GEMV loads long stretches of its rows at once
-          (``LinearDispatch.chunked_alternatives``), the graph with it vs with its fastest smaller-chunk GEMV,
-          one projection at a time, each keeping what the one before kept. A program that holds its SM until
-          its one long load is done delays the next kernel's programs (bench/NOTES.md, engine decode chain).
-
-        Returns the rows it adds to ``model.linear.chain_report``."""
+        """Where ``LinearDispatch.tune`` put a layer projection on cuBLAS at M rows (M in ``ms``, each with
+        a graph of its own), time the decode graph of M rows as tuned and with every such projection on its
+        fastest GEMV, in ``rounds`` interleaved rounds of ``replays`` replays; keep the faster (medians).
+        Timed one at a time, cuBLAS can win a shape by a percent that the chain of PDL launches around a GEMV
+        gives back (bench/NOTES.md, engine decode chain). One rank only: ranks deciding apart would capture
+        different graphs. Returns the rows it adds to ``model.linear.chain_report``."""
         linear = self.model.linear
         rows = []
         for m in ms:
-            if m not in self.graphs:
-                continue
             switch = linear.cublas_alternatives(m, self.model.projection_shapes())
-            if switch:
-                row = self._settle(m, {"as tuned": {k: None for k in switch}, "gemv": switch}, rounds, replays)
-                rows.append(dict(row, check="cublas", switched=[list(k[1:]) for k in switch]))
-            for key, cfg in linear.chunked_alternatives(m, self.model.projection_shapes()).items():
-                tuned = linear.choices[key]
-                row = self._settle(m, {"as tuned": {key: tuned}, "chunks": {key: cfg}}, rounds, replays)
-                rows.append(dict(row, check="chunks", switched=[list(key[1:])],
-                                 configs={"as tuned": str(tuned), "chunks": str(cfg)}))
+            if m not in self.graphs or not switch:
+                continue
+            variants = {"as tuned": {k: None for k in switch}, "gemv": switch}
+            graphs = {}
+            for label, choice in variants.items():
+                linear.choices.update(choice)
+                graphs[label] = self._capture_one(m, None)
+            times: dict[str, list[float]] = {label: [] for label in variants}
+            for r in range(rounds):
+                for label in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+                    times[label].append(_replay_ms(graphs[label].graph, replays))
+            med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
+            keep = min(med, key=med.get)
+            linear.choices.update(variants[keep])
+            row = {"m": m, "switched": [list(k[1:]) for k in switch], "kept": keep,
+                   "graph_ms": {label: round(v, 4) for label, v in med.items()}}
+            rows.append(row)
+            log.info("decode step of %d rows: %.3f ms as tuned, %.3f ms with the GEMV on %d cuBLAS projections: "
+                     "kept %s", m, med["as tuned"], med["gemv"], len(switch), keep)
+            del graphs
         if rows:
             self.capture()
         linear.chain_report.extend(rows)
         return rows
-
-    def _settle(self, m: int, variants: dict[str, dict], rounds: int, replays: int) -> dict:
-        """Capture the decode graph of ``m`` rows under each of ``variants`` (label -> choices to set), time
-        them in interleaved rounds, put the faster's choices in place; a chain_report row."""
-        linear = self.model.linear
-        graphs = {}
-        for label, choice in variants.items():
-            linear.choices.update(choice)
-            graphs[label] = self._capture_one(m, None)
-        times: dict[str, list[float]] = {label: [] for label in variants}
-        for r in range(rounds):
-            for label in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
-                times[label].append(_replay_ms(graphs[label].graph, replays))
-        med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
-        keep = min(med, key=med.get)
-        linear.choices.update(variants[keep])
-        log.info("decode step of %d rows: %s: kept %s", m,
-                 ", ".join(f"{label} {v:.3f} ms" for label, v in med.items()), keep)
-        del graphs
-        return {"m": m, "kept": keep, "graph_ms": {label: round(v, 4) for label, v in med.items()}}
 
     def _capture_one(self, b: int, pool) -> DecodeGraph:
         """A decode step of ``b`` rows on buffers of its own, captured (in memory ``pool``, None: a new one)."""

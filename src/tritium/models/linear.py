@@ -43,8 +43,6 @@ class LinearDispatch:
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
         # the fastest GEMV timed for each (M, N, K), cuBLAS's choice or not (what a whole-step check tries)
         self.best_gemv: dict[tuple[int, int, int], GemvConfig] = {}
-        # every GEMV candidate's time (ms, a group of weights) at each (M, N, K), from the last tune() of it
-        self.gemv_times: dict[tuple[int, int, int], dict[GemvConfig, float]] = {}
         self.report: list[dict] = []
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
@@ -57,28 +55,6 @@ class LinearDispatch:
         keys = [(m, *shape) for shape in shapes]
         return {k: self.best_gemv[k] for k in keys if k in self.choices and self.choices[k] is None
                 and k in self.best_gemv}
-
-    def chunked_alternatives(self, m: int, shapes, slack: float = 1.1) -> dict[tuple[int, int, int], GemvConfig]:
-        """For each (N, K) of ``shapes`` whose tuned choice at ``m`` rows is a GEMV that loads long stretches
-        of a row at once, the fastest GEMV timed there with smaller chunks (``block_k`` below the choice's
-        and below K), if it ran within ``slack`` of the choice's time. Timed alone, a program that loads its
-        whole row in one chunk streams fastest, but holds its SM until it is done, so the next kernel's
-        programs start late and their prologue (requested before their PDL wait) overlaps less
-        (bench/NOTES.md): the alternative a whole decode step is timed with (``ModelRunner.settle_linears``)."""
-        if self.mode != "auto":
-            return {}
-        out = {}
-        for shape in shapes:
-            key = (m, *shape)
-            choice, times = self.choices.get(key), self.gemv_times.get(key, {})
-            if choice is None or choice not in times:
-                continue
-            shorter = [c for c in times if c.block_k < min(choice.block_k, shape[1])]
-            if shorter:
-                best = min(shorter, key=times.get)
-                if times[best] <= slack * times[choice]:
-                    out[key] = best
-        return out
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
@@ -236,7 +212,6 @@ class LinearDispatch:
                 self.choices[(m, N, K)] = None if best == "cublas" else best
                 if gemvs:
                     self.best_gemv[(m, N, K)] = min(gemvs, key=times.get)
-                self.gemv_times[(m, N, K)] = {k: times[k] for k in gemvs}
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
                     "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),

@@ -326,7 +326,7 @@ class LlamaModel:
                    heads: tuple[int, int]) -> None:
         """Tune projection ``name`` at each M as each of ``ways[M]`` (LinearDispatch variants) and keep each
         way's choices. The way it runs under the current options is tuned last, so that its choices (and
-        its timings, ``LinearDispatch.gemv_times``) are the ones in place."""
+        its fastest GEMV, ``LinearDispatch.best_gemv``, what the whole-step check tries) are the ones in place."""
         key = tuple(group[0].shape)
         want = self._wanted_way(name)
         self._ways[name] = {way: {} for per_m in ways.values() for way in per_m}
