@@ -80,6 +80,30 @@ def test_cublas_alternatives():
     assert lin.cublas_alternatives(1, shapes) == {}
 
 
+def test_rope_bench_is_the_plain_product_and_writes_the_cache():
+    """What tune() times a "rope" projection with: every row at position 0 (the identity rotation), so the
+    QKV GEMV with rope inside and cuBLAS + the rope kernel both give the plain product, k and v written to
+    the rows' own cache slots; bad head counts named."""
+    from tritium.models.linear import _RopeBench
+
+    dev = default_device()
+    w = torch.randn(8 * 16, 64, device=dev) / 8  # 4 q + 2 x 2 kv heads of 16
+    bench = _RopeBench((4, 2), w.shape[0], torch.float32, dev)
+    x = torch.randn(3, 64, device=dev)
+    want = reference.linear(x, w)
+    for run in (lambda: bench.gemv(x, w, config=GemvConfig(4, 64, 4, flat=True)),
+                lambda: bench.after_cublas(F.linear(x, w))):
+        bench.k_cache.fill_(float("nan"))
+        bench.v_cache.fill_(float("nan"))
+        out = run()
+        assert rel_err(out, want) < TOL[torch.float32]
+        assert torch.equal(bench.k_cache[0, :3].reshape(3, -1), out[:, 64:96])
+        assert torch.equal(bench.v_cache[0, :3].reshape(3, -1), out[:, 96:])
+    for heads in (None, (3, 2), (0, 1), (4,)):
+        with pytest.raises(ValueError, match="rope_heads must be"):
+            _RopeBench(heads, w.shape[0], torch.float32, dev)
+
+
 @pytest.mark.gpu
 def test_linear_tune_picks_and_reports():
     dev = default_device()
