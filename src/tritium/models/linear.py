@@ -166,6 +166,7 @@ class LinearDispatch:
             rope = None
             if variant == "rope":
                 rope = _RopeBench(rope_heads, N, group[0].dtype, group[0].device)
+            run = gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
@@ -174,7 +175,6 @@ class LinearDispatch:
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
                 kw = dict(gated=True) if gated else dict(swiglu=True) if swiglu else {}
-                run = gemv if rope is None else rope.gemv
                 if variant.startswith("norm"):
                     unit = torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None
                     kw.update(eps=1e-5, norm_weight=unit)

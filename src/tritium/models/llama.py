@@ -301,11 +301,11 @@ class LlamaModel:
                   for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
         norm = "norm_folded" if self.norms_folded else "norm"
-        qkv = self.layers[0].qkv_proj
-        heads = (qkv.num_heads, qkv.num_kv_heads)  # the "rope" variant's kernel needs them
         if self._norms_chain:
             return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
                                                           "gate_up_proj": norm, "down_proj": "gated_residual"})
+        qkv = self.layers[0].qkv_proj
+        heads = (qkv.num_heads, qkv.num_kv_heads)  # the "rope" variant's kernel needs them
         # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu): the down projection then multiplies its
         # output plainly where gate/up runs the GEMV at M rows, and takes [gate | up] (gated) where gate/up runs
         # on cuBLAS. Rope and the KV write in the QKV GEMV's epilogue (fuse_qkv_rope, where the Triton rope

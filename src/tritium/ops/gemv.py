@@ -89,16 +89,22 @@ def _silu_mul(gate, up):
 
 
 @triton.jit
+def _pairs_side_by_side(first, span, BLOCK_N: tl.constexpr):
+    """``[BLOCK_N]`` weight rows as BLOCK_N / 2 pairs (row first + j, row first + span + j) side by side, so
+    that an epilogue splits a pair's products apart after one reshape to ``[BLOCK_N / 2, 2]``."""
+    i = tl.arange(0, BLOCK_N)
+    return first + i // 2 + (i % 2) * span
+
+
+@triton.jit
 def _rows(N, BLOCK_N: tl.constexpr, SWIGLU: tl.constexpr):
     """The weight rows of this program. SWIGLU (W = [gate; up], N = 2I): output columns j of the program's
-    BLOCK_N / 2, each as the pair (gate row j, up row I + j) side by side, so that the epilogue splits them
-    apart after one reshape. Past the end, the up rows are >= N (masked) and the gate rows read the up
-    half (in bounds, their products never stored)."""
-    i = tl.arange(0, BLOCK_N)
+    BLOCK_N / 2, each as the pair (gate row j, up row I + j) side by side. Past the end, the up rows are
+    >= N (masked) and the gate rows read the up half (in bounds, their products never stored)."""
     if SWIGLU:
-        rows = tl.program_id(0) * (BLOCK_N // 2) + i // 2 + (i % 2) * (N // 2)
+        rows = _pairs_side_by_side(tl.program_id(0) * (BLOCK_N // 2), N // 2, BLOCK_N)
     else:
-        rows = tl.program_id(0) * BLOCK_N + i
+        rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     return rows
 
 

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.gemv import GemvConfig, _flat_products, _w_chunk, check_operands
+from tritium.ops.gemv import GemvConfig, _flat_products, _pairs_side_by_side, _w_chunk, check_operands
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
@@ -162,9 +162,9 @@ def _qkv_rope_flat_kernel(
     pid = tl.program_id(0)
     per_head = HALF // PAIRS
     head = pid // per_head
-    j = (pid % per_head) * PAIRS + tl.arange(0, PAIRS)                             # [PAIRS] in [0, HALF)
-    i = tl.arange(0, BLOCK_N)
-    rows = head * HEAD_DIM + (pid % per_head) * PAIRS + i // 2 + (i % 2) * HALF  # [BLOCK_N]: pairs side by side
+    j0 = (pid % per_head) * PAIRS
+    j = j0 + tl.arange(0, PAIRS)                                                   # [PAIRS] in [0, HALF)
+    rows = _pairs_side_by_side(head * HEAD_DIM + j0, HALF, BLOCK_N)                # [BLOCK_N]
     ks = tl.arange(0, BLOCK_K)
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]        # [BLOCK_N, BLOCK_K]
     N = (num_q_heads + 2 * num_kv_heads) * HEAD_DIM
