@@ -10,7 +10,12 @@
 # comm tritium then comm torch (batch-1 step, batch-64 throughput, 2048-token prefill), then Llama-3-8B at
 # TP=1 and TP=2 (batch-1 step): four engine builds, one at a time; --trace: one traced batch-1 step per engine. JSON $OUT/engine-tp-<gpu>-x<TP>.json
 # (rewritten after each engine, "complete": false until the end), logs beside it (git-ignored in bench/results).
-# Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench ~5-6 min, killed at BENCH_TIMEOUT (400 s).
+# RESUME=FILE: continue the run whose JSON is FILE (cut short by BENCH_TIMEOUT; copied to that path first, e.g.
+# RESUME=bench/results/engine-tp-NVIDIA-H200-x2.json once a first call's JSON is committed): only the engines it
+# lacks are built.
+# Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench ~7 min with a warm Triton cache (five engine builds of
+# 45-85 s, 215 s for the first on a cold cache), killed at BENCH_TIMEOUT (400 s): plan two calls, the second
+# with RESUME=1 and the first call's JSON in $OUT.
 set -uo pipefail
 what=${1:-all}; shift || true
 cd "$(dirname "$0")/.."
@@ -58,8 +63,12 @@ fi
 
 if [[ $what == bench || $what == all ]]; then
   log="$OUT/engine-tp-bench-$gpu-x$tp.log"
-  timeout -k 20 ${BENCH_TIMEOUT:-400} python3 -m tritium.bench engine --tp "$tp" --trace \
-    --out "$OUT/engine-tp-$gpu-x$tp.json" "$@" > "$log" 2>&1
+  json="$OUT/engine-tp-$gpu-x$tp.json"
+  if [[ -n ${RESUME:-} && ! $RESUME -ef $json ]]; then
+    cp "$RESUME" "$json" || { stamp "RESUME=$RESUME: cannot copy it to $json"; exit 1; }
+  fi
+  timeout -k 20 ${BENCH_TIMEOUT:-400} python3 -m tritium.bench engine --tp "$tp" --trace ${RESUME:+--resume} \
+    --out "$json" "$@" >> "$log" 2>&1
   rc=$?; (( rc == 0 )) || status=1
   stamp "engine-tp bench rc=$rc"
   grep -E "^\[|FAILED" "$log" | tail -40

@@ -54,6 +54,47 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
     assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2 fuse_row_parallel=True: closed"
 
 
+def _bench(out, *extra, timeout=150):
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--prompt-len", "8",
+           "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--kv-cache-gib", "0.01", "--out", str(out), *extra]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_engine_tp_resume_measures_only_what_is_missing(tmp_path):
+    """--resume continues a run cut short: the engines its JSON holds are kept as they are, a failed one and the
+    missing ones are measured; another run's settings, or no JSON, are refused by name."""
+    out = tmp_path / "engine-tp.json"
+    proc = _bench(out, "--parts", "scaling", "--comm", "torch", "--resume")
+    assert proc.returncode != 0 and "does not exist" in proc.stderr
+    tp1 = {"build_seconds": 1.0, "tensor_parallel_size": 1, "comm": None, "weight_bytes": 1000,
+           "batch1_decode_ms": 7.5}
+    from tritium.bench.common import header
+
+    cut = {"header": header(None), "suite": "engine", "mode": "tensor-parallel", "tp": 2, "shape": "tiny",
+           "model": None, "scaling_shape": "tiny", "prompt_len": 8, "new_tokens": 2, "batch": 2, "prefill_len": 2048,
+           "repeats": 1, "kv_cache_gib": 0.01, "dtype": "float32", "parts": ["scaling"], "comms": ["torch"],
+           "engines": {}, "prefill_variants": {}, "scaling": {"tp1": tp1, "tp2": {"batch1_decode_ms": -1.0}},
+           "errors": {"scaling/tp2": "RuntimeError: lost"}, "complete": False,
+           "timeline": [{"t_s": 0.0, "what": "first call"}]}
+    out.write_text(json.dumps(cut))
+    proc = _bench(out, "--parts", "scaling", "--comm", "torch", "--prompt-len", "16", "--resume")
+    assert proc.returncode != 0 and "prompt_len 8 there, 16 now" in proc.stderr
+    assert json.loads(out.read_text()) == cut  # a refused resume writes nothing
+    proc = _bench(out, "--parts", "scaling", "--comm", "torch", "--resume")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["complete"] and not r["errors"] and r["scaling"]["tp1"] == tp1  # kept, not measured again
+    tp2 = r["scaling"]["tp2"]
+    assert (tp2["tensor_parallel_size"], tp2["comm"]) == (2, "torch") and math.isfinite(tp2["batch1_decode_ms"])
+    assert r["ratios"]["scaling_tp2_over_tp1"] == tp2["batch1_decode_ms"] / 7.5
+    whats = [m["what"] for m in r["timeline"]]
+    assert whats[0] == "first call" and "scaling/tp1: kept from the run resumed" in whats
+    assert "tiny tp1: building" not in whats and "tiny tp2: building" in whats
+    assert len(r["resumed"]) == 1 and r["header"] == cut["header"]
+
+
 def test_trace_summary_of_graph_launches():
     """A step's kernels are those of one cudaGraphLaunch (by correlation id); exposed time counts only what
     moves the step's end (overlapped kernels expose nothing), projections labelled by their order."""

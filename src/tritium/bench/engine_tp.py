@@ -24,7 +24,11 @@ worker processes gone, its memory released) before the next one starts.
 Targets (TP=2): batch-1 step <= 1.12x the weight-read time (comm tritium); tritium over torch >= 1.15x at
 batch 1 and >= 1.0x at ``--batch`` (tokens per second); TP2 / TP1 batch-1 step of the scaling model <= 0.62.
 With ``--out`` the JSON is rewritten after each engine (``"complete": false`` until the end), so a run
-cut short keeps what it measured. ``--shape tiny`` runs everything on a small model, also on the CPU
+cut short keeps what it measured; ``--resume`` continues it: the engines that file holds (same GPU and
+settings) are kept, only the rest are built and measured, and the JSON names each call's date and
+ceilings (``resumed``). The whole suite takes about 7 minutes on 2x H200 with a warm Triton cache (five
+engine builds of 45-85 s: every GEMV candidate is timed at start-up), more than one call of a device
+machine may run. ``--shape tiny`` runs everything on a small model, also on the CPU
 (``TRITON_INTERPRET=1``) as a smoke test.
 """
 
@@ -70,6 +74,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--trace", action="store_true",
                    help="also trace one batch-1 decode step of each --shape engine on rank 0 (CUPTI): each "
                         "kernel's exposed time on the step's critical path")
+    g.add_argument("--resume", action="store_true",
+                   help="continue the run whose JSON is --out (cut short: \"complete\": false): keep the "
+                        "engines it holds, measure only the others (same GPU and settings, else an error)")
 
 
 def _split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
@@ -217,9 +224,16 @@ def run(args) -> dict:
         clock.mark(f"ceilings: copy {result['copy_bandwidth_tbs']:.2f} TB/s, bf16 matmul "
                    f"{result['matmul_tflops']:.0f} TFLOP/s (cuda:0)")
 
+    if args.resume:
+        result = _resumed(result, args, clock)
+
     def attempt(section: str, key: str, fn, *a, **kw) -> None:
         """Run one engine's measurement into ``result[section][key]``; an error is recorded and the run goes
-        on with the next engine. The JSON so far is written after each."""
+        on with the next engine. The JSON so far is written after each. An engine that a resumed run's JSON
+        already holds is kept, not measured again."""
+        if key in result[section]:
+            clock.mark(f"{section}/{key}: kept from the run resumed")
+            return
         try:
             result[section][key] = fn(*a, **kw)
         except Exception as e:
@@ -266,6 +280,48 @@ def run(args) -> dict:
     if result["errors"]:
         raise SystemExit(f"engine --tp {n}: {len(result['errors'])} engine(s) failed: "
                          + "; ".join(f"{k}: {v}" for k, v in result["errors"].items()))
+    return result
+
+
+# What a resumed run must share with the run it continues: its settings and the GPU.
+RESUME_KEYS = ("tp", "shape", "model", "scaling_shape", "prompt_len", "new_tokens", "batch", "prefill_len", "repeats",
+               "kv_cache_gib", "dtype")
+
+
+def _resumed(fresh: dict, args, clock: Clock) -> dict:
+    """The JSON at ``args.out`` (a run cut short) made the result of this run: its engines kept, its failed
+    ones dropped (measured again), the parts and comms asked for now added, this call's date and ceilings
+    appended to ``resumed``. SystemExit where there is nothing to resume or the run was of other settings."""
+    if not args.out:
+        raise SystemExit("--resume needs --out: the JSON of the run to continue")
+    try:
+        with open(args.out) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        raise SystemExit(f"--resume: {args.out} does not exist; run without --resume to start") from None
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"--resume: {args.out} is not JSON ({e}); run without --resume to start over") from None
+    if old.get("mode") != "tensor-parallel":
+        raise SystemExit(f"--resume: {args.out} is not a tensor-parallel engine run (mode {old.get('mode')!r})")
+    differ = [f"{k} {old.get(k)!r} there, {fresh[k]!r} now" for k in RESUME_KEYS if old.get(k) != fresh[k]]
+    gpu, old_gpu = fresh["header"].get("gpu"), old.get("header", {}).get("gpu")
+    if gpu != old_gpu:
+        differ.append(f"gpu {old_gpu!r} there, {gpu!r} now")
+    if differ:
+        raise SystemExit(f"--resume: {args.out} is a run of other settings ({'; '.join(differ)}); give the same "
+                         f"options, or run without --resume to start over")
+    failed = {tuple(key.split("/", 1)) for key in old.get("errors", {})}
+    result = dict(old, complete=False, errors={})
+    for section in ("engines", "prefill_variants", "scaling"):
+        result[section] = {k: v for k, v in old.get(section, {}).items() if (section, k) not in failed}
+    result["parts"] = list(dict.fromkeys([*old.get("parts", []), *fresh["parts"]]))
+    result["comms"] = list(dict.fromkeys([*old.get("comms", []), *fresh["comms"]]))
+    call = {"date": fresh["header"].get("date")}
+    call.update({k: fresh[k] for k in ("copy_bandwidth_tbs", "matmul_tflops") if k in fresh})
+    result["resumed"] = [*old.get("resumed", []), call]
+    kept = sum(len(result[s]) for s in ("engines", "prefill_variants", "scaling"))
+    clock.marks[:0] = old.get("timeline", [])
+    clock.mark(f"resumed {args.out}: {kept} engine(s) kept, ceilings of the first call kept ({call})")
     return result
 
 
