@@ -13,9 +13,9 @@
 # RESUME=FILE: continue the run whose JSON is FILE (cut short by BENCH_TIMEOUT; copied to that path first, e.g.
 # RESUME=bench/results/engine-tp-NVIDIA-H200-x2.json once a first call's JSON is committed): only the engines it
 # lacks are built.
-# Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench ~7 min with a warm Triton cache (five engine builds of
+# Budget on 2x H200: tests <= TEST_TIMEOUT (240 s), bench 7-8 min with a warm Triton cache (six engine builds of
 # 45-85 s, 215 s for the first on a cold cache), killed at BENCH_TIMEOUT (400 s): plan two calls, the second
-# with RESUME=1 and the first call's JSON in $OUT.
+# with RESUME=FILE, FILE the first call's JSON.
 set -uo pipefail
 what=${1:-all}; shift || true
 cd "$(dirname "$0")/.."

@@ -26,8 +26,8 @@ batch 1 and >= 1.0x at ``--batch`` (tokens per second); TP2 / TP1 batch-1 step o
 With ``--out`` the JSON is rewritten after each engine (``"complete": false`` until the end), so a run
 cut short keeps what it measured; ``--resume`` continues it: the engines that file holds (same GPU and
 settings) are kept, only the rest are built and measured, and the JSON names each call's date and
-ceilings (``resumed``). The whole suite takes about 7 minutes on 2x H200 with a warm Triton cache (five
-engine builds of 45-85 s: every GEMV candidate is timed at start-up), more than one call of a device
+ceilings (``resumed``). The whole suite takes 7-8 minutes on 2x H200 with a warm Triton cache (six
+engine builds of 45-85 s, start-up tuning and graph capture included), more than one call of a device
 machine may run. ``--shape tiny`` runs everything on a small model, also on the CPU
 (``TRITON_INTERPRET=1``) as a smoke test.
 """
