@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tritium.bench.common import header
 from tritium.runtime import interpreting
 
 pytestmark = pytest.mark.skipif(not interpreting(), reason="CPU smoke test (the GPU run is bench/gpu_engine_tp.sh)")
@@ -17,14 +18,18 @@ pytestmark = pytest.mark.skipif(not interpreting(), reason="CPU smoke test (the 
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
 
 
-def test_engine_tp_tiny_runs_every_engine(tmp_path):
-    out = tmp_path / "engine-tp.json"
+def _bench(out, *extra, timeout=150):
+    """``python -m tritium.bench engine --tp 2`` on the tiny model under the interpreter, JSON to ``out``."""
     env = dict(os.environ, TRITON_INTERPRET="1",
                PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--comm", "tritium,torch",
-           "--prompt-len", "8", "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--prefill-len", "16",
-           "--kv-cache-gib", "0.01", "--trace", "--out", str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=150)
+    cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--prompt-len", "8",
+           "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--kv-cache-gib", "0.01", "--out", str(out), *extra]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_engine_tp_tiny_runs_every_engine(tmp_path):
+    out = tmp_path / "engine-tp.json"
+    proc = _bench(out, "--comm", "tritium,torch", "--prefill-len", "16", "--trace")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r["complete"] and not r["errors"] and (r["tp"], r["shape"], r["scaling_shape"]) == (2, "tiny", "tiny")
@@ -54,14 +59,6 @@ def test_engine_tp_tiny_runs_every_engine(tmp_path):
     assert [m["what"] for m in r["timeline"]][-1] == "tiny tp2 fuse_row_parallel=True: closed"
 
 
-def _bench(out, *extra, timeout=150):
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join([os.path.abspath(SRC), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "tritium.bench", "engine", "--tp", "2", "--shape", "tiny", "--prompt-len", "8",
-           "--new-tokens", "2", "--batch", "2", "--repeats", "1", "--kv-cache-gib", "0.01", "--out", str(out), *extra]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
 def test_engine_tp_resume_measures_only_what_is_missing(tmp_path):
     """--resume continues a run cut short: the engines its JSON holds are kept as they are, a failed one and the
     missing ones are measured; another run's settings, or no JSON, are refused by name."""
@@ -70,8 +67,6 @@ def test_engine_tp_resume_measures_only_what_is_missing(tmp_path):
     assert proc.returncode != 0 and "does not exist" in proc.stderr
     tp1 = {"build_seconds": 1.0, "tensor_parallel_size": 1, "comm": None, "weight_bytes": 1000,
            "batch1_decode_ms": 7.5}
-    from tritium.bench.common import header
-
     cut = {"header": header(None), "suite": "engine", "mode": "tensor-parallel", "tp": 2, "shape": "tiny",
            "model": None, "scaling_shape": "tiny", "prompt_len": 8, "new_tokens": 2, "batch": 2, "prefill_len": 2048,
            "repeats": 1, "kv_cache_gib": 0.01, "dtype": "float32", "parts": ["scaling"], "comms": ["torch"],

@@ -8,11 +8,10 @@ import pytest
 
 from tritium import LLM, SamplingParams
 from tritium.cli import main
-from tritium.runtime import interpreting
 
-# A bound for hangs. On a GPU the first generation compiles every kernel of the engine, which takes more
-# than a minute on a cold Triton cache (seen on an H100).
-pytestmark = pytest.mark.timeout(60 if interpreting() else 300)
+from .conftest import HANG_BOUND_S
+
+pytestmark = pytest.mark.timeout(HANG_BOUND_S)
 
 
 def run(capsys, monkeypatch, *args, stdin: str | None = None):

@@ -11,12 +11,10 @@ from tritium import LLM, SamplingParams
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError
 from tritium.engine.chat import encode_chat, normalize_messages
 from tritium.engine.sampling import apply_penalties, sample, token_logprobs
-from tritium.runtime import interpreting
 
-from .conftest import PROMPTS
+from .conftest import HANG_BOUND_S, PROMPTS
 
-# A bound for hangs; on a GPU the first engine compiles its kernels, over a minute on a cold Triton cache.
-pytestmark = pytest.mark.timeout(60 if interpreting() else 300)
+pytestmark = pytest.mark.timeout(HANG_BOUND_S)
 
 
 @pytest.fixture(scope="module")
