@@ -166,6 +166,22 @@ def test_amd_targets_compile_a_cover_of_the_launches(tmp_path):
     assert code == 0 and "hip:gfx942 compile check of 4 kernel launches: 4 passed" in out, out
 
 
+def test_hopper_compiles_every_launch_with_pdl_and_a_cover_without(tmp_path):
+    """Four launches recorded without PDL (every BLOCK and USE_TMA value in two of them): cuda:90 compiles
+    all four with PDL, as Hopper launches them, and two without it that show every value; all eight with
+    --all-launches. AMD (no PDL) compiles a cover of the four."""
+    entries = [_switched(use_pdl=False, use_tma=tma, num_warps=4) for tma in (True, False)]
+    entries += [dict(e, constexprs=dict(e["constexprs"], BLOCK=128)) for e in entries]
+    code, out = _check(tmp_path, entries, "--target", "cuda:90")
+    assert code == 0, out
+    assert ("cuda:90 compile check of 6 kernel launches (4 as the launchers make them there, with PDL where they "
+            "may use it, and a cover of the 4 without PDL): 6 passed, 0 failed (6 distinct") in out
+    code, out = _check(tmp_path, entries, "--target", "cuda:90", "--all-launches")
+    assert code == 0 and "cuda:90 compile check of 8 kernel launches: 8 passed, 0 failed (8 distinct" in out, out
+    hopper = [v for e in entries for v in compile_check.variants(e, "cuda:90")]
+    assert sorted(v["constexprs"]["USE_PDL"] for v in hopper) == [False] * 4 + [True] * 4
+
+
 def test_cover_starts_from_each_kernels_largest_launch():
     """64- and 128-wide blocks at 2 and 3 stages: the first two launches show every value, but not the
     128-wide block at 3 stages, the one that needs the most shared memory; the cover compiles it first,

@@ -21,8 +21,10 @@ launch as such: a launcher sets some constexprs from device probes, which the in
 neither GPU does. :data:`ON_GPU` lists them per backend, each with the probe that decides it:
 
 - NVIDIA: launches recorded with ``USE_PDL=False`` (the interpreter never uses programmatic dependent
-  launch) are compiled as recorded and also with ``USE_PDL=True`` plus ``launch_pdl``, the variant
-  Hopper runs; ``FENCE`` (the async-proxy fence before TMA loads) follows ``USE_TMA``.
+  launch) are compiled with ``USE_PDL=True`` plus ``launch_pdl``, the variant Hopper runs where a
+  launcher may use PDL, and as recorded (without PDL: the same code less the PDL wait and trigger) as a
+  :func:`cover` of those, all of them with ``--all-launches``; ``FENCE`` (the async-proxy fence before
+  TMA loads) follows ``USE_TMA``.
 - AMD: every NVIDIA-only feature is off, as the launchers choose it on ROCm (``torch.version.hip``):
   ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped; ``num_stages``
   is at most 2 (``runtime.pipeline_stages``). A
@@ -329,24 +331,39 @@ def cover(launches: list[dict]) -> list[dict]:
     return out
 
 
-def compile_all(entries: list[dict], targets: list[str], jobs: int = 1,
-                covered: tuple = ()) -> dict[str, tuple[int, int, list[tuple], int]]:
+def compile_all(entries: list[dict], targets: list[str], jobs: int = 1, covered: tuple = (),
+                all_twins: bool = False) -> dict[str, tuple[int, int, list[tuple], int, str]]:
     """Compile each launch's :func:`variants` for each target, ``jobs`` processes for all targets together.
     Launches whose programs are the same after the frontend (a constexpr that selects nothing in the code
     they reach, an override that made two launches one) share the rest of the compilation: every launch
     runs through the frontend, each distinct program through the backend once. Targets in ``covered``
-    compile only a :func:`cover` of the launches. Per target: (launches compiled, distinct programs,
-    [(launch, error), ...], launches recorded)."""
-    tasks, recorded = [], {}
+    compile only a :func:`cover` of the launches. On targets with programmatic dependent launch, each
+    launch recorded without PDL is compiled with it (what Hopper runs by default) and, without it, as a
+    :func:`cover` of those twins (``all_twins``: all of them): the twin is the same code less the PDL wait
+    and trigger, and compiling each doubled the check's time. Per target: (launches compiled, distinct
+    programs, [(launch, error), ...], launches recorded, what was compiled of them when not all)."""
+    tasks, recorded, notes = [], {}, {}
     for target in targets:
-        seen, mine = set(), []
-        for variant in (v for e in entries for v in variants(e, target)):
-            key = json.dumps(variant, sort_keys=True)
-            if key not in seen:
-                seen.add(key)
-                mine.append(variant)
-        recorded[target] = len(mine)
-        tasks += [(variant, target) for variant in (cover(mine) if target in covered else mine)]
+        seen, mine, twins = set(), [], []
+        for entry in entries:
+            made = variants(entry, target)
+            for i, variant in enumerate(made):
+                key = json.dumps(variant, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    (twins if len(made) > 1 and i == 0 else mine).append(variant)
+        recorded[target] = len(mine) + len(twins)
+        if target in covered:
+            chosen = cover(mine + twins)
+            note = (f"a cover of the {recorded[target]} recorded: every constexpr value, argument type and option "
+                    f"of each kernel")
+        else:
+            chosen = mine + (twins if all_twins else cover(twins))
+            note = (f"{len(mine)} as the launchers make them there, with PDL where they may use it, and a cover "
+                    f"of the {len(twins)} without PDL")
+        if len(chosen) < recorded[target]:
+            notes[target] = note
+        tasks += [(variant, target) for variant in chosen]
     with tempfile.TemporaryDirectory(prefix="compile-check-") as ir_dir, _executor(jobs) as pool:
         front = list(pool.map(_frontend, [e for e, _ in tasks], [t for _, t in tasks], [ir_dir] * len(tasks),
                               chunksize=4))
@@ -359,7 +376,8 @@ def compile_all(entries: list[dict], targets: list[str], jobs: int = 1,
     for t in targets:
         mine = [(entry, back[out] if ok else out) for (entry, target), (ok, out) in zip(tasks, front) if target == t]
         distinct = sum(target == t for target, _ in programs.values())
-        results[t] = (len(mine), distinct, [(entry, error) for entry, error in mine if error], recorded[t])
+        results[t] = (len(mine), distinct, [(entry, error) for entry, error in mine if error], recorded[t],
+                      notes.get(t, ""))
     return results
 
 
@@ -385,11 +403,11 @@ def _executor(jobs: int):
     return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
 
 
-def report(results: dict[str, tuple[int, int, list[tuple], int]], seconds: float) -> list[str]:
+def report(results: dict[str, tuple[int, int, list[tuple], int, str]], seconds: float) -> list[str]:
     """Lines for the log: each failing kernel once per target and error (with its first launch's
     constexprs and how many launches share it), a line per target, the summary, and the failing list."""
     lines, failing = [], []
-    for target, (_, _, failures, _) in results.items():
+    for target, (_, _, failures, _, _) in results.items():
         groups = {}
         for entry, error in failures:
             groups.setdefault((_label(entry), error), []).append(entry)
@@ -397,9 +415,8 @@ def report(results: dict[str, tuple[int, int, list[tuple], int]], seconds: float
             more = f" (and {len(group) - 1} more launches of it)" if len(group) > 1 else ""
             lines.append(f"FAILED {target} {label} {group[0]['constexprs']}{more}: {error}\n")
         failing += sorted({f"  {target} {_label(e)}" for e, _ in failures})
-    for target, (count, distinct, failures, recorded) in results.items():
-        of = "" if count == recorded else (f" (a cover of the {recorded} recorded: every constexpr value, argument "
-                                           f"type and option of each kernel)")
+    for target, (count, distinct, failures, recorded, note) in results.items():
+        of = f" ({note})" if note else ""
         lines.append(f"{target} compile check of {count} kernel launches{of}: {count - len(failures)} passed, "
                      f"{len(failures)} failed ({distinct} distinct programs after the frontend)")
     total = sum(r[0] for r in results.values())
@@ -418,7 +435,8 @@ def main(argv=None) -> int:
                              f"(default: {','.join(DEFAULT_TARGETS)})")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiler processes")
     parser.add_argument("--all-launches", action="store_true",
-                        help="compile every recorded launch for the AMD targets too (default: a cover, see cover())")
+                        help="compile every recorded launch for the AMD targets too, and on Hopper every launch "
+                             "without PDL as well as with it (default: covers, see cover() and compile_all())")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         parser.error("run with TRITON_INTERPRET=0: the kernels must be compiled, not interpreted (without it, "
@@ -436,7 +454,7 @@ def main(argv=None) -> int:
               f"{', '.join(local)}")
     start = time.monotonic()
     covered = () if args.all_launches else tuple(t for t in targets if t.startswith("hip:"))
-    results = compile_all(entries, targets, args.jobs, covered)
+    results = compile_all(entries, targets, args.jobs, covered, all_twins=args.all_launches)
     print("\n".join(report(results, time.monotonic() - start)))
     return 1 if any(r[2] for r in results.values()) else 0
 

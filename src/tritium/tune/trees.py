@@ -35,6 +35,7 @@ those workloads are left out too); the exported tree's pick on each of them is c
 swept candidate and with the hand rules.
 """
 
+import functools
 import hashlib
 import itertools
 import json
@@ -144,7 +145,9 @@ def candidate_config(fam: str, key: str, f: dict, sms: int):
     return config_from_knobs(fam, key_knobs(key), **kw, sms=sms)
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def _log2(x: float) -> float:
+    # cached: a fit takes it ~10 M times of a few thousand distinct values (a fifth of a fit's time uncached)
     return math.log2(max(x, 1e-3))
 
 
@@ -209,10 +212,18 @@ _KV_DTYPES = {8: torch.float8_e4m3fn, 16: torch.bfloat16}  # the sweep's KV dtyp
 def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=frozenset()):
     """([workload, candidate, pair feature] for ``feats`` x ``candidates``, [workload, candidate]: whether the
     candidate's configuration is in ``unfit`` for that workload)."""
-    x, out = [], []
+    x, out, made = [], [], {}
+
+    def config(key, f):  # workloads that differ only in what configurations ignore share them (5-10x fewer)
+        at = (key, f["num_seqs"], f["group"], f["num_kv_heads"], f["max_seqlen_q"], f["max_seqlen_k"],
+              f["head_dim"] if key == HAND else 0)
+        if at not in made:
+            made[at] = candidate_config(fam, key, f, sms)
+        return made[at]
+
     for f in feats:
-        configs = [candidate_config(fam, c, f, sms) for c in candidates]
-        hand = candidate_config(fam, HAND, f, sms) if fam == DECODE else None
+        configs = [config(c, f) for c in candidates]
+        hand = config(HAND, f) if fam == DECODE else None
         x.append([pair_features(f, config, sms, hand) for config in configs])
         out.append([resource_key(config, f["head_dim"], _KV_DTYPES[f["kv_bits"]]) in unfit for config in configs])
     return np.array(x, dtype=np.float64), np.array(out, dtype=bool)
