@@ -5,10 +5,11 @@
     tritium serve    [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-model-len N]
                      [--max-num-seqs N] [--max-queue N]      OpenAI-compatible HTTP (pip install 'tritium[serve]')
 
-Every command takes ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is
-produced (the model's chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends
-with a line of tokens/s on stderr (not with ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too
-long, bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
+Every command takes ``--dtype auto|float32|float16|bfloat16`` and ``-v`` / ``--quiet`` / ``--log-level
+LEVEL``. ``generate`` streams the answer as it is produced (the model's chat template applied unless
+``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on stderr (not with
+``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
+parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ import logging
 import os
 import sys
 
+import torch
+
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
 from tritium.engine.chat import encode_chat
 from tritium.runtime import interpreting
 from tritium.server import serve
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct)")
     parser.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="auto",
+                        help="weights and activations: auto (default) is the checkpoint's float16 or bfloat16 on "
+                             "a GPU (bfloat16 for a float32 checkpoint), float32 on the CPU")
     parser.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
                         help="default: triton on a GPU, torch on the CPU")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
@@ -89,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len,
-                  tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm)
+                  tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
     if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs

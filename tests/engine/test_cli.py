@@ -6,8 +6,10 @@ import re
 
 import pytest
 
+import torch
+
 from tritium import LLM, SamplingParams
-from tritium.cli import main
+from tritium.cli import _engine_kwargs, _parser, main
 
 from .conftest import HANG_BOUND_S
 
@@ -59,3 +61,17 @@ def test_chat_keeps_history_and_resets(capsys, monkeypatch, tiny_models):
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"))
     assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1
+
+
+def test_dtype_reaches_the_engine(capsys):
+    """--dtype on every command: auto leaves the engine's choice (None), the others name the torch dtype; any
+    other value is a usage error (status 2) listing the choices."""
+    for command in (["generate", "x"], ["chat"], ["serve"]):
+        for name, dtype in (("auto", None), ("float32", torch.float32), ("float16", torch.float16),
+                            ("bfloat16", torch.bfloat16)):
+            args = _parser().parse_args([command[0], "--dtype", name, *command[1:]])
+            assert _engine_kwargs(args)["dtype"] is dtype
+        assert _engine_kwargs(_parser().parse_args(command))["dtype"] is None
+    with pytest.raises(SystemExit) as e:
+        _parser().parse_args(["generate", "--dtype", "float64", "x"])
+    assert e.value.code == 2 and "invalid choice: 'float64'" in capsys.readouterr().err
