@@ -140,7 +140,8 @@ def _stream(llm: LLM, prompt, params: SamplingParams, strip: bool) -> str:
 def _report(llm: LLM) -> None:
     stats, config = llm.stats, llm.engine.config
     print(f"[{stats['generated_tokens']} tokens in {stats['seconds']:.2f} s: {stats['tokens_per_s']:.1f} tokens/s, "
-          f"{config.device.type}, attention {config.attention_backend}]", file=sys.stderr)
+          f"{config.device.type}, {str(config.dtype).removeprefix('torch.')}, attention {config.attention_backend}]",
+          file=sys.stderr)
 
 
 def generate(args) -> int:

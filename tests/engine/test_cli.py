@@ -63,9 +63,13 @@ def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1
 
 
-def test_dtype_reaches_the_engine(capsys):
-    """--dtype on every command: auto leaves the engine's choice (None), the others name the torch dtype; any
-    other value is a usage error (status 2) listing the choices."""
+def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):
+    """--dtype on every command: auto leaves the engine's choice (None), the others name the torch dtype, which
+    the tokens/s line reports; any other value is a usage error (status 2) listing the choices."""
+    path, _ = tiny_models["llama"]
+    code, _, err = run(capsys, monkeypatch, "generate", "--model", path, "--max-tokens", "2", "--raw", "--dtype",
+                       "bfloat16", "w1")
+    assert code == 0 and ", bfloat16, attention " in err, err
     for command in (["generate", "x"], ["chat"], ["serve"]):
         for name, dtype in (("auto", None), ("float32", torch.float32), ("float16", torch.float16),
                             ("bfloat16", torch.bfloat16)):
