@@ -5,7 +5,8 @@
 # 1, 8, 32, 64, 128 and a Poisson run). JSON and PNG go to $OUT as serve-<gpu>.json / .png (<gpu>: NVIDIA-H100,
 # from nvidia-smi); the log is git-ignored there. Budget: ~4 min.
 #
-# The image lacks FastAPI, uvicorn and prometheus-client: carry their wheels in .whl/ (and matplotlib's in
+# The image lacks FastAPI, uvicorn and prometheus-client: carry their wheels in .whl/ (bench/serve-wheels.txt lists
+# them with the command that fetches them; matplotlib's in
 # .whl/plot/, installed only where matplotlib is missing), and the default model's tokenizer as a
 # tokenizer.json directory in .carry/smollm2-tokenizer (README, "Serving"), e.g. with the run tool's
 # carry: [".whl", ".carry"].
