@@ -5,7 +5,6 @@ import io
 import re
 
 import pytest
-
 import torch
 
 from tritium import LLM, SamplingParams

@@ -169,7 +169,7 @@ def test_amd_targets_compile_a_cover_of_the_launches(tmp_path):
 def test_hopper_compiles_every_launch_with_pdl_and_a_cover_without(tmp_path):
     """Four launches recorded without PDL (every BLOCK and USE_TMA value in two of them): cuda:90 compiles
     all four with PDL, as Hopper launches them, and two without it that show every value; all eight with
-    --all-launches. AMD (no PDL) compiles a cover of the four."""
+    --all-launches."""
     entries = [_switched(use_pdl=False, use_tma=tma, num_warps=4) for tma in (True, False)]
     entries += [dict(e, constexprs=dict(e["constexprs"], BLOCK=128)) for e in entries]
     code, out = _check(tmp_path, entries, "--target", "cuda:90")

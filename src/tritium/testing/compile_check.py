@@ -351,6 +351,7 @@ def compile_all(entries: list[dict], targets: list[str], jobs: int = 1, covered:
                 key = json.dumps(variant, sort_keys=True)
                 if key not in seen:
                     seen.add(key)
+                    # variants() gives the launch as recorded first, then its PDL form where there is one
                     (twins if len(made) > 1 and i == 0 else mine).append(variant)
         recorded[target] = len(mine) + len(twins)
         if target in covered:

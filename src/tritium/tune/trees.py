@@ -214,7 +214,7 @@ def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=f
     candidate's configuration is in ``unfit`` for that workload)."""
     x, out, made = [], [], {}
 
-    def config(key, f):  # workloads that differ only in what configurations ignore share them (5-10x fewer)
+    def config_of(key, f):  # workloads that differ only in what configurations ignore share them (5-10x fewer)
         at = (key, f["num_seqs"], f["group"], f["num_kv_heads"], f["max_seqlen_q"], f["max_seqlen_k"],
               f["head_dim"] if key == HAND else 0)
         if at not in made:
@@ -222,8 +222,8 @@ def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=f
         return made[at]
 
     for f in feats:
-        configs = [config(c, f) for c in candidates]
-        hand = config(HAND, f) if fam == DECODE else None
+        configs = [config_of(c, f) for c in candidates]
+        hand = config_of(HAND, f) if fam == DECODE else None
         x.append([pair_features(f, config, sms, hand) for config in configs])
         out.append([resource_key(config, f["head_dim"], _KV_DTYPES[f["kv_bits"]]) in unfit for config in configs])
     return np.array(x, dtype=np.float64), np.array(out, dtype=bool)
