@@ -136,8 +136,10 @@ def test_swiglu_gemv_bad_input():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n,k", [(1, 64, 512), (3, 37, 100), (4, 40, 1030), (2, 130, 1536)], ids=str)
-@pytest.mark.parametrize("with_bias", [False, True], ids=["nobias", "bias"])
+# the longest row (K = 1536, three K blocks of the widest configs) without bias only: the bias is added in
+# the epilogue, which the other shapes check (CI time: ~10 s a case under the interpreter)
+@pytest.mark.parametrize("m,n,k,with_bias", [(m, n, k, b) for m, n, k in ((1, 64, 512), (3, 37, 100), (4, 40, 1030))
+                                             for b in (False, True)] + [(2, 130, 1536, False)], ids=str)
 def test_norm_gemv_matches_reference(m, n, k, dtype, with_bias):
     """norm_weight: RMSNorm(h) @ W^T in one kernel, against the fp64 reference (normed row never rounded)
     and, within the same tolerance, the unfused RMSNorm then GEMV."""

@@ -44,6 +44,10 @@ def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias)
     kc_ref, vc_ref = kc.clone(), vc.clone()
     configs = [GemvConfig(8, 128, 4), GemvConfig(16, 256, 4, 3), GemvConfig(16, 128, 4, flat=True),
                GemvConfig(8, 256, 4, 3, flat=True)] + ([GemvConfig(4, 64, 4)] if k < 128 else [])
+    if dtype != torch.float32 and interpreting():
+        # 16-bit inputs change the loads and the epilogue's roundings, not the tiling: one config of each
+        # kernel (plain, flat) under the interpreter (CI time); every config on a GPU
+        configs = [configs[0], configs[2]]
     for config in configs:
         kc.copy_(kc2)
         vc.copy_(vc2)

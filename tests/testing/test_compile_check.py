@@ -6,6 +6,7 @@ records written here from the kernels of check_kernels.py (described, never laun
 land in the suite's own record)."""
 
 import importlib
+import itertools
 import json
 import os
 import subprocess
@@ -167,15 +168,16 @@ def test_amd_targets_compile_a_cover_of_the_launches(tmp_path):
 
 
 def test_hopper_compiles_every_launch_with_pdl_and_a_cover_without(tmp_path):
-    """Four launches recorded without PDL (every BLOCK and USE_TMA value in two of them): cuda:90 compiles
-    all four with PDL, as Hopper launches them, and two without it that show every value; all eight with
-    --all-launches."""
+    """Four launches recorded without PDL (each pair of BLOCK and USE_TMA values in one of them): cuda:90
+    compiles all four with PDL, as Hopper launches them (their pairwise cover), and two without it that show
+    every value; all eight with --all-launches."""
     entries = [_switched(use_pdl=False, use_tma=tma, num_warps=4) for tma in (True, False)]
     entries += [dict(e, constexprs=dict(e["constexprs"], BLOCK=128)) for e in entries]
     code, out = _check(tmp_path, entries, "--target", "cuda:90")
     assert code == 0, out
-    assert ("cuda:90 compile check of 6 kernel launches (4 as the launchers make them there, with PDL where they "
-            "may use it, and a cover of the 4 without PDL): 6 passed, 0 failed (6 distinct") in out
+    assert ("cuda:90 compile check of 6 kernel launches (4 of the 4 as the launchers make them there, with PDL "
+            "where they may use it: every launch of tritium.attention.*, a pairwise cover of the others'; and a "
+            "cover of the 4 without PDL): 6 passed, 0 failed (6 distinct") in out
     code, out = _check(tmp_path, entries, "--target", "cuda:90", "--all-launches")
     assert code == 0 and "cuda:90 compile check of 8 kernel launches: 8 passed, 0 failed (8 distinct" in out, out
     hopper = [v for e in entries for v in compile_check.variants(e, "cuda:90")]
@@ -194,6 +196,25 @@ def test_cover_starts_from_each_kernels_largest_launch():
     assert compile_check._footprint(entries[2]) > max(compile_check._footprint(e) for e in entries[:2])
     chosen = compile_check.cover(entries)
     assert chosen[0] == entries[2] and len(chosen) == 3
+
+
+def test_pairwise_cover_compiles_each_pair_of_values_once_and_whole_kernels_whole():
+    """Eight launches, every combination of BLOCK (64/128), ADD and TAG (0/1), in int32 and a float32 copy of
+    the largest: the pairwise cover shows every pair of values that one launch has together, in fewer
+    launches, starting from the largest launch of each argument type; a kernel named in ``whole`` keeps
+    all of them."""
+    def launch(block, add, tag, x=None):
+        return _entry(check_kernels.portable_kernel, _x() if x is None else x, 64, BLOCK=block, ADD=add, TAG=tag)
+
+    entries = [launch(b, a, t) for b in (64, 128) for a in (True, False) for t in (0, 1)]
+    entries.append(launch(128, True, 1, torch.zeros(64)))  # another argument type: its own largest launch
+    chosen = compile_check.cover(entries, ways=2)
+    pairs = lambda ls: {p for e in ls for p in itertools.combinations(sorted(compile_check._items(e)), 2)}
+    assert pairs(chosen) == pairs(entries) and len(chosen) < len(entries)
+    assert chosen[0]["constexprs"]["BLOCK"] == 128 and entries[-1] in chosen
+    assert len(compile_check.cover(entries)) == 3  # one way: each value (and argument type) once
+    assert compile_check.cover(entries, ways=2, whole=("check_kernels",)) == entries
+    assert compile_check.cover(entries, ways=2, whole=("tritium.attention.",)) == chosen
 
 
 def test_cover_keeps_each_kernel_apart():

@@ -43,6 +43,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import itertools
 import json
 import math
 import os
@@ -307,23 +308,41 @@ def _footprint(launch: dict) -> int:
     return math.prod(v for v in ints if v >= 16 and v & (v - 1) == 0) * launch["options"].get("num_stages", 1)
 
 
-def cover(launches: list[dict]) -> list[dict]:
+# Kernels compiled at every recorded launch on Hopper (module prefixes): attention's tiles, stages, head
+# dims and dtypes together set its shared memory and registers, and it is the package's core.
+WHOLE = ("tritium.attention.",)
+
+
+def cover(launches: list[dict], ways: int = 1, whole: tuple = ()) -> list[dict]:
     """A subset of ``launches`` in which every kernel shows each constexpr value, argument type and launch
-    option that any of its launches has (greedy set cover per kernel, deterministic), starting from the
-    kernel's largest launch (:func:`_footprint`: its tiles times its stages), so that a program over the
-    target's shared memory (``SHARED_LIMITS``) is found without compiling every launch. Used for the AMD
-    targets: 737 recorded launches become 120, every feature switch and size of each kernel still
-    compiled at least once (combinations of them are not all compiled)."""
+    option that any of its launches has (``ways`` 2: each pair of them that one of its launches has
+    together), by a greedy set cover per kernel (deterministic). It starts from the kernel's largest
+    launch (:func:`_footprint`: its tiles times its stages; with ``ways`` 2 the largest of each set of
+    argument types too, whose element widths scale the footprint), so that a program over the target's
+    shared memory (``SHARED_LIMITS``) is found without compiling every launch. Kernels whose module starts
+    with one of ``whole`` keep every launch. Used for the AMD targets (737 recorded launches became 120 at
+    stop 47) and, pairwise, for Hopper's launches outside ``WHOLE`` (stop 50: 1,319 became 518); every
+    feature switch and size of each kernel is still compiled, not every combination of them."""
     by_kernel = {}
     for launch in launches:
         by_kernel.setdefault((launch["module"], launch["name"]), []).append(launch)
     out = []
-    for group in by_kernel.values():
+    for (module, _), group in by_kernel.items():
+        if whole and module.startswith(whole):
+            out += group
+            continue
         items = [_items(launch) for launch in group]
+        if ways == 2:
+            items = [set(itertools.combinations(sorted(i), 2)) | i for i in items]
         missing = set().union(*items)
-        largest = max(range(len(group)), key=lambda i: (_footprint(group[i]), -i))
-        missing -= items[largest]
-        out.append(group[largest])
+        seeds = {}
+        for i, launch in enumerate(group):
+            kind = _arg_types(launch) if ways == 2 else ()
+            if kind not in seeds or _footprint(launch) > _footprint(group[seeds[kind]]):
+                seeds[kind] = i
+        for i in sorted(set(seeds.values()), key=lambda i: (-_footprint(group[i]), i)):
+            missing -= items[i]
+            out.append(group[i])
         while missing:
             best = max(range(len(group)), key=lambda i: (len(items[i] & missing), -i))
             missing -= items[best]
@@ -331,16 +350,21 @@ def cover(launches: list[dict]) -> list[dict]:
     return out
 
 
+def _arg_types(launch: dict) -> tuple:
+    return tuple(sorted((k, t) for k, t in launch["signature"].items() if t != "constexpr"))
+
+
 def compile_all(entries: list[dict], targets: list[str], jobs: int = 1, covered: tuple = (),
-                all_twins: bool = False) -> dict[str, tuple[int, int, list[tuple], int, str]]:
+                all_launches: bool = False) -> dict[str, tuple[int, int, list[tuple], int, str]]:
     """Compile each launch's :func:`variants` for each target, ``jobs`` processes for all targets together.
     Launches whose programs are the same after the frontend (a constexpr that selects nothing in the code
     they reach, an override that made two launches one) share the rest of the compilation: every launch
     runs through the frontend, each distinct program through the backend once. Targets in ``covered``
-    compile only a :func:`cover` of the launches. On targets with programmatic dependent launch, each
-    launch recorded without PDL is compiled with it (what Hopper runs by default) and, without it, as a
-    :func:`cover` of those twins (``all_twins``: all of them): the twin is the same code less the PDL wait
-    and trigger, and compiling each doubled the check's time. Per target: (launches compiled, distinct
+    compile only a :func:`cover` of the launches. On targets with programmatic dependent launch, the
+    launches are compiled as the launchers make them there, each recorded without PDL with it (what
+    Hopper runs by default): every launch of the kernels in ``WHOLE``, a pairwise :func:`cover` of the
+    others'; and the launches without PDL as a :func:`cover` (the twin is the same code less the PDL wait
+    and trigger). ``all_launches``: every launch both ways. Per target: (launches compiled, distinct
     programs, [(launch, error), ...], launches recorded, what was compiled of them when not all)."""
     tasks, recorded, notes = [], {}, {}
     for target in targets:
@@ -358,10 +382,14 @@ def compile_all(entries: list[dict], targets: list[str], jobs: int = 1, covered:
             chosen = cover(mine + twins)
             note = (f"a cover of the {recorded[target]} recorded: every constexpr value, argument type and option "
                     f"of each kernel")
+        elif all_launches:
+            chosen = mine + twins
         else:
-            chosen = mine + (twins if all_twins else cover(twins))
-            note = (f"{len(mine)} as the launchers make them there, with PDL where they may use it, and a cover "
-                    f"of the {len(twins)} without PDL")
+            paired, without = cover(mine, ways=2, whole=WHOLE), cover(twins)
+            chosen = paired + without
+            note = (f"{len(paired)} of the {len(mine)} as the launchers make them there, with PDL where they may use "
+                    f"it: every launch of {', '.join(WHOLE)}*, a pairwise cover of the others'; and a cover of "
+                    f"the {len(twins)} without PDL")
         if len(chosen) < recorded[target]:
             notes[target] = note
         tasks += [(variant, target) for variant in chosen]
@@ -436,8 +464,8 @@ def main(argv=None) -> int:
                              f"(default: {','.join(DEFAULT_TARGETS)})")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiler processes")
     parser.add_argument("--all-launches", action="store_true",
-                        help="compile every recorded launch for the AMD targets too, and on Hopper every launch "
-                             "without PDL as well as with it (default: covers, see cover() and compile_all())")
+                        help="compile every recorded launch, on Hopper both with and without PDL (default: "
+                             "covers, see cover() and compile_all())")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         parser.error("run with TRITON_INTERPRET=0: the kernels must be compiled, not interpreted (without it, "
@@ -455,7 +483,7 @@ def main(argv=None) -> int:
               f"{', '.join(local)}")
     start = time.monotonic()
     covered = () if args.all_launches else tuple(t for t in targets if t.startswith("hip:"))
-    results = compile_all(entries, targets, args.jobs, covered, all_twins=args.all_launches)
+    results = compile_all(entries, targets, args.jobs, covered, all_launches=args.all_launches)
     print("\n".join(report(results, time.monotonic() - start)))
     return 1 if any(r[2] for r in results.values()) else 0
 
