@@ -215,6 +215,8 @@ def test_pairwise_cover_compiles_each_pair_of_values_once_and_whole_kernels_whol
     assert len(compile_check.cover(entries)) == 3  # one way: each value (and argument type) once
     assert compile_check.cover(entries, ways=2, whole=("check_kernels",)) == entries
     assert compile_check.cover(entries, ways=2, whole=("tritium.attention.",)) == chosen
+    with pytest.raises(ValueError, match="ways must be 1"):
+        compile_check.cover(entries, ways=3)
 
 
 def test_cover_keeps_each_kernel_apart():

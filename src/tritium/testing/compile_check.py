@@ -13,8 +13,9 @@ GPU, but Triton compiles to cubin (NVIDIA) and hsaco (AMD) without one. Two step
    each distinct launch for each target with the interpreter off and fails listing every kernel and
    target that does not compile. The default targets: ``cuda:90`` (Hopper), ``hip:gfx942`` (MI300X),
    ``hip:gfx950`` (MI350X). The AMD targets compile a :func:`cover` of the launches (each kernel's
-   largest launch, and every constexpr value, argument type and option its launches use;
-   ``--all-launches``: all of them).
+   largest launch, and every constexpr value, argument type and option its launches use); Hopper every
+   launch of the kernels in ``WHOLE`` (attention) and a pairwise cover of the others' (each pair of those
+   that one launch has together). ``--all-launches``: all of them.
 
 What is compiled for a target is what the launchers launch there (:func:`variants`), not the recorded
 launch as such: a launcher sets some constexprs from device probes, which the interpreter answers as
@@ -323,6 +324,8 @@ def cover(launches: list[dict], ways: int = 1, whole: tuple = ()) -> list[dict]:
     with one of ``whole`` keep every launch. Used for the AMD targets (737 recorded launches became 120 at
     stop 47) and, pairwise, for Hopper's launches outside ``WHOLE`` (stop 50: 1,319 became 518); every
     feature switch and size of each kernel is still compiled, not every combination of them."""
+    if ways not in (1, 2):
+        raise ValueError(f"ways must be 1 (each value) or 2 (each pair of values), got {ways!r}")
     by_kernel = {}
     for launch in launches:
         by_kernel.setdefault((launch["module"], launch["name"]), []).append(launch)
