@@ -6,11 +6,13 @@ of each partial last page) holds NaN, so a kernel that reads the wrong page or p
 produces NaN instead of a plausible number.
 """
 
+import importlib
+import multiprocessing
 import signal
-import subprocess
 import sys
+import traceback
+import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import torch
@@ -234,18 +236,58 @@ def call_with(fn, base: dict, changes: dict):
     return fn(**{**base, **changes})
 
 
-def run_in_child(module: str, function: str, *args, timeout: float = 600) -> None:
-    """Run ``function(*args)`` of test module ``module`` (its ``__name__``) in a fresh interpreter: a crash
-    (signal) or a hang (past ``timeout`` seconds) fails the test instead of taking pytest down with it."""
-    root = Path(__file__).parents[module.count(".")]  # the sys.path entry the test modules come from
-    code = (f"import sys; sys.path.insert(0, {str(root)!r}); import importlib; "
-            f"importlib.import_module({module!r}).{function}(*{args!r})")
+_CHILDREN = None  # the forkserver context, made on first use
+
+
+def _children():
+    """A forkserver that has imported torch, triton and pytest once (2-3 s a fresh interpreter pays), so
+    each child is forked from it in milliseconds. It never touches a GPU, so a child may (CUDA is
+    initialised in the child, never before the fork)."""
+    global _CHILDREN
+    if _CHILDREN is None:
+        _CHILDREN = multiprocessing.get_context("forkserver")
+        _CHILDREN.set_forkserver_preload(["torch", "triton", "pytest"])
+    return _CHILDREN
+
+
+def _child_main(module: str, function: str, args: tuple, conn) -> None:
+    """The child's body: ``function(*args)``; a traceback goes back through ``conn``, then exit 1."""
+    warnings.simplefilter("ignore")
     try:
-        proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{function}{args!r} did not finish within {timeout} s")
-    if proc.returncode < 0:
-        pytest.fail(f"the child crashed ({signal.Signals(-proc.returncode).name}):\n{proc.stderr[-3000:]}")
-    if proc.returncode != 0:
-        pytest.fail(proc.stderr[-3000:])
+        getattr(importlib.import_module(module), function)(*args)
+    except BaseException:
+        conn.send(traceback.format_exc())
+        conn.close()
+        sys.exit(1)
+    conn.send(None)
+    conn.close()
+
+
+def run_in_child(module: str, function: str, *args, timeout: float = 600) -> None:
+    """Run ``function(*args)`` of test module ``module`` (its ``__name__``) in a child process of its own:
+    a crash (signal) or a hang (past ``timeout`` seconds) fails the test instead of taking pytest down with
+    it. The child is forked from a server that has imported torch and triton, not from pytest, so it
+    starts clean (no CUDA context, no thread pools) but without paying for the imports."""
+    ctx = _children()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child_main, args=(module, function, args, send), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(timeout):
+            proc.kill()
+            proc.join()
+            pytest.fail(f"{function}{args!r} did not finish within {timeout} s")
+        message = recv.recv()
+    except EOFError:  # the child died without a word: a signal, or os._exit
+        message = None
+    finally:
+        recv.close()
+    proc.join(60)
+    if proc.is_alive():  # it answered but does not exit
+        proc.kill()
+        proc.join()
+    if proc.exitcode < 0:
+        pytest.fail(f"the child running {function}{args!r} crashed ({signal.Signals(-proc.exitcode).name})")
+    if message is not None or proc.exitcode != 0:
+        pytest.fail(message or f"the child running {function}{args!r} exited with {proc.exitcode}")
