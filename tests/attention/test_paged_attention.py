@@ -86,15 +86,13 @@ def test_decode_regimes(num_seqs, length, tile_n, split):
     lens = [length + 37 * (s % 7) for s in range(num_seqs)]
     shape = Shape(q_lens=(1,) * num_seqs, seq_lens=tuple(lens), num_q_heads=8, num_kv_heads=2)
     batch = shape.batch(torch.float16)
-    config = select_attention_config(
-        num_tokens=num_seqs, num_seqs=num_seqs, num_q_heads=8, num_kv_heads=2, head_dim=64, block_size=16,
-        max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16, device=batch.q.device, tree=False)
+    workload = dict(num_tokens=num_seqs, num_seqs=num_seqs, num_q_heads=8, num_kv_heads=2, head_dim=64,
+                    block_size=16, max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16,
+                    device=batch.q.device)
+    config = select_attention_config(**workload, tree=False)
     assert (config.tile_n, config.num_splits > 1) == (tile_n, split), config
     run_and_check(batch, TOL[torch.float16], config=config)
-    auto = select_attention_config(
-        num_tokens=num_seqs, num_seqs=num_seqs, num_q_heads=8, num_kv_heads=2, head_dim=64, block_size=16,
-        max_seqlen_q=1, max_seqlen_k=max(lens), dtype=torch.float16, device=batch.q.device)
-    if auto != config:  # where no tree is shipped (the CPU) the automatic choice is the hand rules' above
+    if select_attention_config(**workload) != config:  # where no tree is shipped (the CPU) it is the same
         run_and_check(batch, TOL[torch.float16])
 
 

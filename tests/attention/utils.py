@@ -6,6 +6,7 @@ of each partial last page) holds NaN, so a kernel that reads the wrong page or p
 produces NaN instead of a plausible number.
 """
 
+import functools
 import importlib
 import multiprocessing
 import signal
@@ -236,31 +237,28 @@ def call_with(fn, base: dict, changes: dict):
     return fn(**{**base, **changes})
 
 
-_CHILDREN = None  # the forkserver context, made on first use
-
-
+@functools.cache
 def _children():
     """A forkserver that has imported torch, triton and pytest once (2-3 s a fresh interpreter pays), so
     each child is forked from it in milliseconds. It never touches a GPU, so a child may (CUDA is
     initialised in the child, never before the fork)."""
-    global _CHILDREN
-    if _CHILDREN is None:
-        _CHILDREN = multiprocessing.get_context("forkserver")
-        _CHILDREN.set_forkserver_preload(["torch", "triton", "pytest"])
-    return _CHILDREN
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "triton", "pytest"])
+    return ctx
 
 
 def _child_main(module: str, function: str, args: tuple, conn) -> None:
-    """The child's body: ``function(*args)``; a traceback goes back through ``conn``, then exit 1."""
+    """The child's body: ``function(*args)``; sends None, or the traceback and then exits 1."""
     warnings.simplefilter("ignore")
+    failure = None
     try:
         getattr(importlib.import_module(module), function)(*args)
     except BaseException:
-        conn.send(traceback.format_exc())
-        conn.close()
-        sys.exit(1)
-    conn.send(None)
+        failure = traceback.format_exc()
+    conn.send(failure)
     conn.close()
+    if failure is not None:
+        sys.exit(1)
 
 
 def run_in_child(module: str, function: str, *args, timeout: float = 600) -> None:
