@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--decode-steps", type=int, default=None,
                      help="greedy decode steps per host sync (default 8; 1 streams every token as it is made)")
     srv.add_argument("--kv-cache-memory", type=int, default=None, help="KV-cache bytes (default: from free memory)")
+    srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
+                     help="compute every prompt whole, never from KV pages cached by earlier requests (slower for "
+                          "repeated prefixes; a repeated greedy request then rounds as it did the first time)")
     return parser
 
 
@@ -211,11 +214,18 @@ def _chat(args, llm: LLM, params: SamplingParams) -> int:
             _report(llm)
 
 
+def _serve_engine_kwargs(args) -> dict:
+    """LLMEngine keyword arguments of ``tritium serve``'s flags."""
+    kwargs = dict(max_num_seqs=args.max_num_seqs, enable_prefix_caching=args.prefix_caching, **_engine_kwargs(args))
+    if args.decode_steps is not None:
+        kwargs["decode_steps"] = args.decode_steps
+    if args.kv_cache_memory is not None:
+        kwargs["kv_cache_memory"] = args.kv_cache_memory
+    return kwargs
+
+
 def serve_command(args) -> int:
-    engine = LLMEngine(args.model, progress=sys.stderr.isatty(), max_num_seqs=args.max_num_seqs,
-                       **({"decode_steps": args.decode_steps} if args.decode_steps is not None else {}),
-                       **({"kv_cache_memory": args.kv_cache_memory} if args.kv_cache_memory is not None else {}),
-                       **_engine_kwargs(args))
+    engine = LLMEngine(args.model, progress=sys.stderr.isatty(), **_serve_engine_kwargs(args))
     with engine:
         if engine.is_follower:  # torchrun rank > 0: rank 0 serves; this rank runs its shard of every step
             while not engine.closed:

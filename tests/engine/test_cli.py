@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.cli import _engine_kwargs, _parser, main
+from tritium.cli import _engine_kwargs, _parser, _serve_engine_kwargs, main
+from tritium.engine import LLMEngine
 
 from .conftest import HANG_BOUND_S
 
@@ -78,3 +79,18 @@ def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):
     with pytest.raises(SystemExit) as e:
         _parser().parse_args(["generate", "--dtype", "float64", "x"])
     assert e.value.code == 2 and "invalid choice: 'float64'" in capsys.readouterr().err
+
+
+def test_serve_flags_reach_the_engine(tiny_models):
+    """serve's engine flags: --no-prefix-caching turns the prefix cache off (on by default); --decode-steps and
+    --kv-cache-memory are passed only when given, so the engine's defaults stay its own."""
+    path, _ = tiny_models["llama"]
+    default = _serve_engine_kwargs(_parser().parse_args(["serve", "--model", path]))
+    assert default["enable_prefix_caching"] is True and "decode_steps" not in default and "kv_cache_memory" not in default
+    args = _parser().parse_args(["serve", "--model", path, "--no-prefix-caching", "--decode-steps", "1",
+                                 "--kv-cache-memory", str(4 << 20), "--max-num-seqs", "3"])
+    kwargs = _serve_engine_kwargs(args)
+    assert (kwargs["enable_prefix_caching"], kwargs["decode_steps"], kwargs["kv_cache_memory"],
+            kwargs["max_num_seqs"]) == (False, 1, 4 << 20, 3)
+    with LLMEngine(path, **kwargs) as engine:
+        assert not engine.block_manager.enable_prefix_caching and engine.config.decode_steps == 1
