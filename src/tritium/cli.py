@@ -39,6 +39,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "a GPU (bfloat16 for a float32 checkpoint), float32 on the CPU")
     parser.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
                         help="default: triton on a GPU, torch on the CPU")
+    parser.add_argument("--linear-backend", choices=["auto", "triton", "torch"], default=None,
+                        help="projections of decode batches of 1-4 rows: auto (the default on a GPU) times cuBLAS "
+                             "against tritium's GEMV at start-up and keeps the faster, so two starts may round "
+                             "differently; triton or torch run the same kernels every start (torch on the CPU)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
@@ -98,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _engine_kwargs(args) -> dict:
-    kwargs = dict(attention_backend=args.attention_backend, max_model_len=args.max_model_len,
+    kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
+                  max_model_len=args.max_model_len,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
     if args.attention_backend == "triton" and interpreting():
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone

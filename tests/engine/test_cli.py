@@ -83,14 +83,22 @@ def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):
 
 def test_serve_flags_reach_the_engine(tiny_models):
     """serve's engine flags: --no-prefix-caching turns the prefix cache off (on by default); --decode-steps and
-    --kv-cache-memory are passed only when given, so the engine's defaults stay its own."""
+    --kv-cache-memory are passed only when given, so the engine's defaults stay its own; --linear-backend (every
+    command) names the projections' backend, none leaves the engine's choice, anything else is a usage error."""
     path, _ = tiny_models["llama"]
     default = _serve_engine_kwargs(_parser().parse_args(["serve", "--model", path]))
     assert default["enable_prefix_caching"] is True and "decode_steps" not in default and "kv_cache_memory" not in default
+    assert default["linear_backend"] is None  # the engine's choice: auto on a GPU, torch on the CPU
     args = _parser().parse_args(["serve", "--model", path, "--no-prefix-caching", "--decode-steps", "1",
-                                 "--kv-cache-memory", str(4 << 20), "--max-num-seqs", "3"])
+                                 "--kv-cache-memory", str(4 << 20), "--max-num-seqs", "3", "--linear-backend", "torch"])
     kwargs = _serve_engine_kwargs(args)
     assert (kwargs["enable_prefix_caching"], kwargs["decode_steps"], kwargs["kv_cache_memory"],
-            kwargs["max_num_seqs"]) == (False, 1, 4 << 20, 3)
+            kwargs["max_num_seqs"], kwargs["linear_backend"]) == (False, 1, 4 << 20, 3, "torch")
     with LLMEngine(path, **kwargs) as engine:
         assert not engine.block_manager.enable_prefix_caching and engine.config.decode_steps == 1
+        assert engine.config.linear_backend == "torch"
+    for command in (["generate", "x"], ["chat"]):
+        assert _engine_kwargs(_parser().parse_args([command[0], "--linear-backend", "triton", *command[1:]])
+                              )["linear_backend"] == "triton"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--linear-backend", "cublas"])
