@@ -46,8 +46,11 @@ for cache in (True, False):
         res[key] = dict(texts=[r["text"] for r in runs], miss_vs_hit=compare(runs[0], runs[1]),
                         hit_vs_hit=compare(runs[1], runs[2]))
         print(key, json.dumps(res[key], ensure_ascii=False), flush=True)
-    llm.close(); del llm; gc.collect()
+    llm.close()
+    del llm
+    gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
 if len(sys.argv) > 1:
-    json.dump(res, open(sys.argv[1], "w"), indent=1, ensure_ascii=False)
+    with open(sys.argv[1], "w") as f:
+        json.dump(res, f, indent=1, ensure_ascii=False)

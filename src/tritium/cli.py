@@ -42,7 +42,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--linear-backend", choices=["auto", "triton", "torch"], default=None,
                         help="projections of decode batches of 1-4 rows: auto (the default on a GPU) times cuBLAS "
                              "against tritium's GEMV at start-up and keeps the faster, so two starts may round "
-                             "differently; triton or torch run the same kernels every start (torch on the CPU)")
+                             "differently; triton or torch run the same kernels every start (default torch on the CPU, "
+                             "where triton runs under the Triton interpreter: minutes a token)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
