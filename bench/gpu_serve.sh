@@ -18,7 +18,10 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 SITE=/tmp/tritium-site
 if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+  # a huggingface_hub wheel (not in serve-wheels.txt, but often in a .whl/ fetched for more) breaks the
+  # image's transformers; nothing here needs it
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+    $(ls .whl/*.whl | grep -v huggingface_hub) || exit 1
 fi
 if ! python3 -c "import matplotlib" 2>/dev/null && compgen -G ".whl/plot/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/plot/*.whl || exit 1

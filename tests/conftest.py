@@ -34,3 +34,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _linear_cache_dir(tmp_path_factory):
+    """Engines started by the tests (and the servers they start) record their projection kernels
+    (EngineConfig.linear_cache) in a folder of this session, never in the user's ~/.cache."""
+    if "TRITIUM_CACHE_DIR" not in os.environ:
+        os.environ["TRITIUM_CACHE_DIR"] = str(tmp_path_factory.mktemp("tritium-cache"))
+    yield

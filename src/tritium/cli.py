@@ -41,9 +41,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="default: triton on a GPU, torch on the CPU")
     parser.add_argument("--linear-backend", choices=["auto", "triton", "torch"], default=None,
                         help="projections of decode batches of 1-4 rows: auto (the default on a GPU) times cuBLAS "
-                             "against tritium's GEMV at start-up and keeps the faster, so two starts may round "
-                             "differently; triton or torch run the same kernels every start (default torch on the CPU, "
-                             "where triton runs under the Triton interpreter: minutes a token)")
+                             "against tritium's GEMV at start-up and keeps the faster (recorded: later starts of the "
+                             "model on this kind of GPU run the same kernels); triton or torch need no timing "
+                             "(default torch on the CPU, where triton runs under the Triton interpreter: minutes a "
+                             "token)")
+    parser.add_argument("--no-linear-cache", dest="linear_cache", action="store_false",
+                        help="with --linear-backend auto, time the projections at every start instead of running "
+                             "those an earlier start of this model on this kind of GPU recorded (in "
+                             "$TRITIUM_CACHE_DIR/linear, default ~/.cache/tritium/linear)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
@@ -104,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
+                  linear_cache=args.linear_cache,
                   max_model_len=args.max_model_len,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
     if args.attention_backend == "triton" and interpreting():

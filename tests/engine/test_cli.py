@@ -89,16 +89,20 @@ def test_serve_flags_reach_the_engine(tiny_models):
     default = _serve_engine_kwargs(_parser().parse_args(["serve", "--model", path]))
     assert default["enable_prefix_caching"] is True and "decode_steps" not in default and "kv_cache_memory" not in default
     assert default["linear_backend"] is None  # the engine's choice: auto on a GPU, torch on the CPU
+    assert default["linear_cache"] is True
     args = _parser().parse_args(["serve", "--model", path, "--no-prefix-caching", "--decode-steps", "1",
-                                 "--kv-cache-memory", str(4 << 20), "--max-num-seqs", "3", "--linear-backend", "torch"])
+                                 "--kv-cache-memory", str(4 << 20), "--max-num-seqs", "3", "--linear-backend", "torch",
+                                 "--no-linear-cache"])
     kwargs = _serve_engine_kwargs(args)
     assert (kwargs["enable_prefix_caching"], kwargs["decode_steps"], kwargs["kv_cache_memory"],
-            kwargs["max_num_seqs"], kwargs["linear_backend"]) == (False, 1, 4 << 20, 3, "torch")
+            kwargs["max_num_seqs"], kwargs["linear_backend"], kwargs["linear_cache"]) == (False, 1, 4 << 20, 3,
+                                                                                        "torch", False)
     with LLMEngine(path, **kwargs) as engine:
         assert not engine.block_manager.enable_prefix_caching and engine.config.decode_steps == 1
-        assert engine.config.linear_backend == "torch"
+        assert engine.config.linear_backend == "torch" and engine.config.linear_cache is False
     for command in (["generate", "x"], ["chat"]):
-        assert _engine_kwargs(_parser().parse_args([command[0], "--linear-backend", "triton", *command[1:]])
-                              )["linear_backend"] == "triton"
+        kwargs = _engine_kwargs(_parser().parse_args([command[0], "--linear-backend", "triton", "--no-linear-cache",
+                                                      *command[1:]]))
+        assert (kwargs["linear_backend"], kwargs["linear_cache"]) == ("triton", False)
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--linear-backend", "cublas"])

@@ -76,6 +76,46 @@ def test_settle_linears_keeps_the_faster_step(tiny_models):
     assert [o.token_ids for o in llm.generate(PROMPTS, params)] == ref
 
 
+def test_linear_choices_recorded_for_the_next_start(tiny_models, tmp_path, monkeypatch):
+    """linear_backend auto records what its start-up timing settled; a second start of the same model runs
+    those kernels without timing anything and answers with the same tokens (bf16: the same kernels round
+    alike); a damaged record is timed again and replaced; linear_cache=False neither reads nor writes one."""
+    import json
+
+    from tritium.engine.runner import ModelRunner
+    from tritium.models.linear import LinearDispatch
+
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "linear"
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=16)
+    kw = dict(dtype=torch.bfloat16, linear_backend="auto", max_num_seqs=4)
+    with LLM(path, **kw) as first:
+        want = [o.token_ids for o in first.generate(PROMPTS, params)]
+        state = json.loads(json.dumps(first.engine.model.linear_state()))
+    assert {r["m"] for r in state["linear"]["report"]} == {1, 2, 4}
+    records = list(folder.iterdir())
+    assert len(records) == 1
+
+    def timed(*args, **kwargs):
+        raise AssertionError("timed the projections although a record was there")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(LinearDispatch, "tune", timed)
+        patch.setattr(ModelRunner, "settle_linears", timed)
+        with LLM(path, **kw) as second:
+            assert json.loads(json.dumps(second.engine.model.linear_state())) == state
+            assert [o.token_ids for o in second.generate(PROMPTS, params)] == want
+    records[0].write_text("{damaged")
+    with LLM(path, **kw) as third:
+        assert third.engine.model.linear.report  # timed again
+    assert json.loads(records[0].read_text())["state"]["linear"]["choices"]  # and replaced
+    records[0].unlink()
+    with LLM(path, linear_cache=False, **kw) as fourth:
+        assert fourth.engine.model.linear.report
+    assert list(folder.iterdir()) == []
+
+
 def test_weight_prefetch_keeps_tokens(tiny_models):
     """Decode with L2 weight prefetching (side-stream branches in the CUDA graph) gives the same tokens."""
     from tritium.models.llama import PREFETCH_POINTS

@@ -206,3 +206,31 @@ def test_linear_dispatch_norm_and_residual():
     assert lin.add_into(x, w2, residual) is residual
     assert rel_err(residual, expected) < TOL[torch.float32]
     assert LinearDispatch("triton").gemv_runs(4, w) and not LinearDispatch("torch").gemv_runs(1, w)
+
+
+def test_state_round_trip():
+    """state() -> JSON -> load_state() gives back every choice (cuBLAS's None included) and report; a state
+    naming a configuration this version lacks, or malformed, is refused and changes nothing."""
+    import json
+
+    lin = LinearDispatch("auto")
+    lin.choices = {(1, 384, 128): CONFIGS[0], (2, 384, 128): None, (4, 96, 192): CONFIGS[-1]}
+    lin.best_gemv = {(1, 384, 128): CONFIGS[0], (2, 384, 128): CONFIGS[3], (4, 96, 192): CONFIGS[-1]}
+    lin.report, lin.chain_report = [{"weight": "qkv_proj", "m": 1}], [{"m": 2, "kept": "as tuned"}]
+    state = json.loads(json.dumps(lin.state()))
+    other = LinearDispatch("auto")
+    other.load_state(state)
+    assert other.choices == lin.choices and other.best_gemv == lin.best_gemv
+    assert (other.report, other.chain_report, other.rejected) == (lin.report, lin.chain_report, [])
+    x, w = torch.randn(1, 128, device=default_device()), torch.randn(384, 128, device=default_device())
+    assert other._config(x, w) == CONFIGS[0]
+    bad = [dict(state, choices=[[1, 384, 128, {"block_n": 3, "block_k": 7, "num_warps": 4, "num_stages": 1,
+                                               "flat": False}]]),
+           dict(state, choices=[[0, 384, 128, None]]), dict(state, choices=[[1, 384, None]]),
+           dict(state, best_gemv=[[1, 384, 128, None]]), {k: v for k, v in state.items() if k != "report"},
+           dict(state, choices=7)]
+    for b in bad:
+        fresh = LinearDispatch("auto")
+        with pytest.raises(ValueError, match="linear state"):
+            fresh.load_state(b)
+        assert fresh.choices == {} and fresh.report == []

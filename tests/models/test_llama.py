@@ -222,3 +222,36 @@ def test_two_way_configs_follow_the_options():
     assert model.linear.choices[qkey] == (qrope if model.fused_rope_kv else qplain)
     model.set_options(dataclasses.replace(model.options, fuse_qkv_rope=False))
     assert model.linear.choices[qkey] == qplain
+
+
+def test_restore_linears_round_trip():
+    """linear_state() -> JSON -> restore_linears() on a second model gives the same choices, the two-way
+    projections' configs included (and set_options still swaps them); a state tuned with the fused-norm chain
+    on does not restore where it is off, and a malformed one changes nothing."""
+    import json
+
+    from tritium.ops.gemv import CONFIGS as GEMVS
+
+    model = _model(CONFIGS["llama"], torch.float32)
+    key = (1, *model.layers[0].down_proj.weight.shape)
+    qkey = (1, *model.layers[0].qkv_proj.weight.shape)
+    model._ways = {"down_proj": {"gated": {key: GEMVS[0]}, "plain": {key: GEMVS[1]}},
+                   "qkv_proj": {"plain": {qkey: None}, "rope": {qkey: GEMVS[2]}}}
+    model._ways_applied = {"down_proj": "plain", "qkv_proj": "rope"}
+    model.linear.choices.update({key: GEMVS[1], qkey: GEMVS[2]})
+    model.linear.best_gemv.update({key: GEMVS[1], qkey: GEMVS[2]})
+    state = json.loads(json.dumps(model.linear_state()))
+    other = _model(CONFIGS["llama"], torch.float32)
+    other.restore_linears(state)
+    assert other.linear.choices == model.linear.choices and other._ways == model._ways
+    assert other._ways_applied == model._ways_applied
+    other.set_options(dataclasses.replace(other.options, fuse_swiglu=False, fuse_qkv_rope=False))
+    assert other.linear.choices[key] == GEMVS[0] and other.linear.choices[qkey] is None
+    with pytest.raises(ValueError, match="fuse_norms"):
+        other.restore_linears(dict(state, norms_chain=not state["norms_chain"]))
+    fresh = _model(CONFIGS["llama"], torch.float32)
+    for bad in (dict(state, ways_applied={"down_proj": "rope"}), {k: v for k, v in state.items() if k != "ways"},
+                dict(state, ways={"down_proj": {"plain": [[1, 2, 3, {"block_n": 5}]]}})):
+        with pytest.raises(ValueError, match="linear state"):
+            fresh.restore_linears(bad)
+        assert fresh.linear.choices == {} and fresh._ways == {}

@@ -25,6 +25,10 @@ class EngineConfig:
     - ``linear_backend``: projections of decode batches of 1-4 rows: ``"auto"`` (time cuBLAS and tritium's
       Triton GEMV on the loaded weights at start-up, keep the faster per shape), ``"triton"`` (always the
       GEMV) or ``"torch"`` (always ``F.linear``). ``None`` picks auto on a GPU and torch on the CPU.
+    - ``linear_cache``: with ``"auto"``, record what the start-up timing settled on disk and, at a later
+      start of the same model with the same options on the same kind of GPU and the same software, run
+      those kernels without timing again (:mod:`tritium.engine.linear_cache`: the record's key, where it
+      lives). Starts then run the same kernels and round alike, and start sooner. False times every start.
     - ``weight_prefetch``: in decode steps, prefetch projection weights into L2 while the small kernels
       before them run (NVIDIA Hopper or newer; :mod:`tritium.engine.prefetch`). Off by default: on the H100
       it bought nothing measurable (bench/NOTES.md). ``None``: on where the GPU supports it; after start-up
@@ -89,6 +93,7 @@ class EngineConfig:
     attention_backend: str | None = None
     op_backend: str | None = None
     linear_backend: str | None = None
+    linear_cache: bool = True
     weight_prefetch: bool | None = False
     cuda_graphs: bool = True
     warmup_attention: bool = True
@@ -148,7 +153,7 @@ class EngineConfig:
                 raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
         if self.linear_backend not in (None, "auto", "triton", "torch"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
-        for name in ("weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
+        for name in ("linear_cache", "weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
                      "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
                      "fuse_qkv_rope", "fuse_swiglu", "fuse_row_parallel", "pipeline_windows"):
             value = getattr(self, name)

@@ -26,7 +26,7 @@ from typing import Iterable
 
 import torch
 
-from tritium.engine import parallel
+from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
@@ -141,10 +141,16 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:
         log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
+    ms = tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs)
+    key, restored = None, False
     if cfg.linear_backend == "auto":
-        t0 = time.perf_counter()
-        model.tune_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs))
-        log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
+        if cfg.linear_cache:
+            key = linear_cache.cache_key(model, cfg, *((0, 1) if tp is None else (tp.rank, tp.world_size)))
+            restored = _restore_linears(model, key)
+        if not restored:
+            t0 = time.perf_counter()
+            model.tune_linears(ms)
+            log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
     num_blocks = _num_blocks(model, cfg, device)
     if tp is not None:
         num_blocks = tp.agree_min(num_blocks)
@@ -156,11 +162,15 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp)
-    if cfg.linear_backend == "auto" and runner.graphs and tp is None:
+    if cfg.linear_backend == "auto" and runner.graphs and tp is None and not restored:
         # one rank: where a projection went to cuBLAS, the whole decode step decides (see settle_linears)
         t0 = time.perf_counter()
-        if runner.settle_linears(tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs)):
+        if runner.settle_linears(ms):
             log.info("timed decode steps with cuBLAS and the GEMV in %.1f s", time.perf_counter() - t0)
+    if key is not None and not restored:
+        path = linear_cache.save(key, model.linear_state())
+        if path is not None:
+            log.info("recorded the projection kernels in %s (later starts run the same ones)", path)
     if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
         t0 = time.perf_counter()
         k_cache, v_cache = runner.kv_caches[0]
@@ -171,6 +181,21 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
                  time.perf_counter() - t0)
     return model, runner, cfg
+
+
+def _restore_linears(model: LlamaModel, key: dict) -> bool:
+    """Put back the projection kernels an earlier start recorded under ``key``; False where there is no
+    usable record (then they are timed)."""
+    state = linear_cache.load(key)
+    if state is None:
+        return False
+    try:
+        model.restore_linears(state)
+    except ValueError as e:
+        log.warning("linear cache: %s; timing the projections again", e)
+        return False
+    log.info("projection kernels as recorded by an earlier start (%s); no timing", linear_cache.cache_dir())
+    return True
 
 
 def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> int:

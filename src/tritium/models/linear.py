@@ -7,6 +7,7 @@ engine start (inside CUDA graphs, as decode runs) and keeps the faster per (M, N
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import torch
@@ -134,6 +135,28 @@ class LinearDispatch:
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,
                                  pdl=self._pdl)
 
+    def state(self) -> dict:
+        """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest
+        GEMV of every (M, N, K), and the reports. :meth:`load_state` puts it back."""
+        return {"choices": [[*key, _config_dict(cfg)] for key, cfg in sorted(self.choices.items())],
+                "best_gemv": [[*key, _config_dict(cfg)] for key, cfg in sorted(self.best_gemv.items())],
+                "report": self.report, "chain_report": self.chain_report, "rejected": self.rejected}
+
+    def load_state(self, state: dict) -> None:
+        """Put back what :meth:`state` returned (replacing the choices and reports held now). Raises ValueError,
+        changing nothing, where ``state`` is malformed or names a GEMV configuration this version does not
+        have (a state written by another version)."""
+        try:
+            choices = {_key(row): _config_from(row[3]) for row in state["choices"]}
+            best = {_key(row): _config_from(row[3]) for row in state["best_gemv"]}
+            reports = [list(state[name]) for name in ("report", "chain_report", "rejected")]
+        except (KeyError, TypeError, IndexError) as e:
+            raise ValueError(f"linear state: malformed ({type(e).__name__}: {e})") from None
+        if any(cfg is None for cfg in best.values()):
+            raise ValueError("linear state: best_gemv names no GEMV configuration for some shape")
+        self.choices, self.best_gemv = choices, best
+        self.report, self.chain_report, self.rejected = reports
+
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,
              variants: dict[str, str] | None = None, rope_heads: tuple[int, int] | None = None) -> list[dict]:
@@ -223,6 +246,27 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+def _config_dict(cfg: GemvConfig | None) -> dict | None:
+    return None if cfg is None else dataclasses.asdict(cfg)
+
+
+def _key(row) -> tuple[int, int, int]:
+    key = tuple(row[:3])
+    if len(row) != 4 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in key):
+        raise ValueError(f"linear state: expected [M, N, K, config] with positive integers, got {row!r}")
+    return key
+
+
+def _config_from(data: dict | None) -> GemvConfig | None:
+    """The candidate of :data:`~tritium.ops.gemv.CONFIGS` that ``data`` describes (None: cuBLAS)."""
+    if data is None:
+        return None
+    for cfg in CONFIGS:
+        if data == dataclasses.asdict(cfg):
+            return cfg
+    raise ValueError(f"linear state: {data!r} is not a GEMV configuration of this version")
 
 
 class _RopeBench:

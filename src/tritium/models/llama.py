@@ -322,6 +322,42 @@ class LlamaModel:
         self._apply_ways()
         return self.linear.report
 
+    def linear_state(self) -> dict:
+        """What :meth:`tune_linears` (and ``ModelRunner.settle_linears``) left in place, as JSON-able data
+        (:meth:`LinearDispatch.state` and the two-way projections' configs): :meth:`restore_linears` puts
+        it back in a later engine of the same model on the same GPU, without timing anything."""
+        ways = {name: {way: [[*key, None if cfg is None else dataclasses.asdict(cfg)]
+                             for key, cfg in sorted(configs.items())]
+                       for way, configs in by_way.items()} for name, by_way in self._ways.items()}
+        return {"linear": self.linear.state(), "ways": ways, "ways_applied": dict(self._ways_applied),
+                "norms_chain": self._norms_chain}
+
+    def restore_linears(self, state: dict) -> None:
+        """Put back what :meth:`linear_state` returned, then swap in the configs the current options run
+        (as :meth:`set_options` does). Raises ValueError, changing nothing, where ``state`` is malformed or
+        was tuned for another way of running the projections."""
+        try:
+            if state["norms_chain"] != self._norms_chain:
+                raise ValueError(f"linear state: tuned with fuse_norms' chain {'on' if state['norms_chain'] else 'off'}, "
+                                 f"this model runs it {'on' if self._norms_chain else 'off'}")
+            probe = LinearDispatch("auto")
+            ways = {}
+            for name, by_way in state["ways"].items():
+                ways[name] = {}
+                for way, rows in by_way.items():
+                    probe.load_state({"choices": rows, "best_gemv": [], "report": [], "chain_report": [],
+                                      "rejected": []})
+                    ways[name][way] = dict(probe.choices)
+            applied = dict(state["ways_applied"])
+            if set(applied) != set(ways) or any(applied[n] not in ways[n] for n in applied):
+                raise ValueError(f"linear state: ways_applied {applied!r} does not match the ways tuned")
+            linear = dict(state["linear"])
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"linear state: malformed ({type(e).__name__}: {e})") from None
+        self.linear.load_state(linear)
+        self._ways, self._ways_applied = ways, applied
+        self._apply_ways()
+
     def _tune_ways(self, name: str, group: list[torch.Tensor], ways: dict[int, tuple[str, ...]],
                    heads: tuple[int, int]) -> None:
         """Tune projection ``name`` at each M as each of ``ways[M]`` (LinearDispatch variants) and keep each
