@@ -105,10 +105,11 @@ def test_linear_choices_recorded_for_the_next_start(tiny_models, tmp_path, monke
         patch.setattr(ModelRunner, "settle_linears", timed)
         with LLM(path, **kw) as second:
             assert json.loads(json.dumps(second.engine.model.linear_state())) == state
+            assert second.engine.model.linear.restored
             assert [o.token_ids for o in second.generate(PROMPTS, params)] == want
     records[0].write_text("{damaged")
     with LLM(path, **kw) as third:
-        assert third.engine.model.linear.report  # timed again
+        assert third.engine.model.linear.report and not third.engine.model.linear.restored  # timed again
     assert json.loads(records[0].read_text())["state"]["linear"]["choices"]  # and replaced
     records[0].unlink()
     with LLM(path, linear_cache=False, **kw) as fourth:

@@ -222,6 +222,7 @@ def test_state_round_trip():
     other.load_state(state)
     assert other.choices == lin.choices and other.best_gemv == lin.best_gemv
     assert (other.report, other.chain_report, other.rejected) == (lin.report, lin.chain_report, [])
+    assert other.restored and not lin.restored
     x, w = torch.randn(1, 128, device=default_device()), torch.randn(384, 128, device=default_device())
     assert other._config(x, w) == CONFIGS[0]
     bad = [dict(state, choices=[[1, 384, 128, {"block_n": 3, "block_k": 7, "num_warps": 4, "num_stages": 1,

@@ -56,7 +56,8 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
     out = {"batch1_decode_ms": step_ms[len(step_ms) // 2], "batch1_decode_ms_all": step_ms,
            "weight_bytes": engine.model.weight_bytes(), "linear_backend": engine.config.linear_backend,
            "linear_tuning": engine.model.linear.report, "linear_chain": engine.model.linear.chain_report,
-           "linear_rejected": engine.model.linear.rejected}
+           "linear_rejected": engine.model.linear.rejected,
+           "linear_from_record": engine.model.linear.restored}  # timed by an earlier start (linear_cache)
     if args.profile_host:
         import cProfile
         import io

@@ -47,6 +47,7 @@ class LinearDispatch:
         self.report: list[dict] = []
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
+        self.restored = False  # the choices came from load_state (an earlier start's record), not from tune()
 
     def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
         """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
@@ -156,6 +157,7 @@ class LinearDispatch:
             raise ValueError("linear state: best_gemv names no GEMV configuration for some shape")
         self.choices, self.best_gemv = choices, best
         self.report, self.chain_report, self.rejected = reports
+        self.restored = True
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,
@@ -179,6 +181,7 @@ class LinearDispatch:
         """
         if self.mode != "auto":
             return []
+        self.restored = False
         variants = variants or {}
         for name, group in weights.items():
             N, K = group[0].shape
