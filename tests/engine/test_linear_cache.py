@@ -81,6 +81,13 @@ def test_source_digest_covers_the_package():
     assert len(digest) == 64 and digest == linear_cache.source_digest()
 
 
+def test_no_key_without_readable_source(gpu, monkeypatch, caplog):
+    monkeypatch.setattr(linear_cache, "source_digest", lambda: None)
+    with caplog.at_level(logging.WARNING, logger="tritium.engine.linear_cache"):
+        assert linear_cache.cache_key(_model(), _cfg()) is None
+    assert "timed at every start" in caplog.text
+
+
 def test_save_then_load(gpu, tmp_path):
     key = linear_cache.cache_key(_model(), _cfg())
     assert linear_cache.load(key) is None  # nothing recorded yet

@@ -48,28 +48,38 @@ def cache_dir() -> pathlib.Path:
 
 
 @functools.lru_cache(maxsize=1)
-def source_digest() -> str:
+def source_digest() -> str | None:
     """sha256 over every Python file of the installed tritium package (path and bytes, in path order): its
-    version, kernels, tuned trees and how the projections are timed."""
+    version, kernels, tuned trees and how the projections are timed. None where the source cannot be read
+    as files (a zipped install): then nothing is recorded, since no record could be told stale."""
     root = pathlib.Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    try:
+        paths = sorted(root.rglob("*.py"))
+        for path in paths:
+            h.update(str(path.relative_to(root)).encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+    except OSError:
+        return None
+    return h.hexdigest() if paths else None
 
 
-def cache_key(model, cfg: EngineConfig, rank: int = 0, world_size: int = 1) -> dict:
+def cache_key(model, cfg: EngineConfig, rank: int = 0, world_size: int = 1) -> dict | None:
     """What the record of ``model`` (a loaded :class:`~tritium.models.llama.LlamaModel` on a GPU) under
-    ``cfg`` depends on, as canonical JSON-able data."""
+    ``cfg`` depends on, as canonical JSON-able data; None where tritium's source cannot be digested (no
+    record then)."""
+    source = source_digest()
+    if source is None:
+        log.warning("linear cache: tritium's source cannot be read as files; the projections are timed at every start")
+        return None
     device = torch.device(cfg.device)
     props = torch.cuda.get_device_properties(device)
     engine = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _IRRELEVANT}
     shapes = {name: list(shape) for name, shape in
               zip(("qkv_proj", "o_proj", "gate_up_proj", "down_proj"), model.projection_shapes())}
     shapes["lm_head"] = list(model.lm_head.weight.shape)
-    key = {"format": FORMAT, "source": source_digest(),
+    key = {"format": FORMAT, "source": source,
            "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
            "hip": getattr(torch.version, "hip", None),
            "gpu": {"name": props.name, "capability": [props.major, props.minor],

@@ -146,7 +146,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     if cfg.linear_backend == "auto":
         if cfg.linear_cache:
             key = linear_cache.cache_key(model, cfg, *((0, 1) if tp is None else (tp.rank, tp.world_size)))
-            restored = _restore_linears(model, key)
+            restored = key is not None and _restore_linears(model, key)
         if not restored:
             t0 = time.perf_counter()
             model.tune_linears(ms)

@@ -338,8 +338,8 @@ class LlamaModel:
         was tuned for another way of running the projections."""
         try:
             if state["norms_chain"] != self._norms_chain:
-                raise ValueError(f"linear state: tuned with fuse_norms' chain {'on' if state['norms_chain'] else 'off'}, "
-                                 f"this model runs it {'on' if self._norms_chain else 'off'}")
+                was, now = ("on" if v else "off" for v in (state["norms_chain"], self._norms_chain))
+                raise ValueError(f"linear state: tuned with fuse_norms' chain {was}, this model runs it {now}")
             probe = LinearDispatch("auto")
             ways = {}
             for name, by_way in state["ways"].items():
