@@ -313,6 +313,28 @@ def test_gpu_tp2(tiny_models, no_leaks, comm):
             assert _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True)) == expected
 
 
+@pytest.mark.gpu
+def test_gpu_tp2_linear_records(tiny_models, no_leaks, tmp_path, monkeypatch):
+    """linear_backend auto under TP=2: each rank times and records its own projection kernels; a second start
+    restores them on every rank (neither record is written again) and answers with the same tokens."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path))  # the worker process inherits it
+    path, _ = tiny_models["llama"]
+    kw = _kw(max_num_seqs=8, linear_backend="auto")
+    params = SamplingParams(max_tokens=24, ignore_eos=True)
+    with LLM(path, tensor_parallel_size=2, comm="tritium", **kw) as llm:
+        assert not llm.engine.model.linear.restored and llm.engine.model.linear.report
+        first = _tokens(llm, PROMPTS, params)
+    records = sorted((tmp_path / "linear").iterdir())
+    assert len(records) == 2, records  # rank 0's and rank 1's
+    stamps = {p.name: p.stat().st_mtime_ns for p in records}
+    with LLM(path, tensor_parallel_size=2, comm="tritium", **kw) as llm:
+        assert llm.engine.model.linear.restored
+        assert _tokens(llm, PROMPTS, params) == first
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "linear").iterdir()} == stamps
+
+
 def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, two_ranks, monkeypatch):
     """comm "tritium" in fp16 with fuse_row_parallel: decode steps run o_proj and down_proj (gated: SiLU-and-mul on the fly) each
     with its all-reduce, the residual add and the next RMSNorm as one launch
