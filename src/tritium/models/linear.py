@@ -139,8 +139,7 @@ class LinearDispatch:
     def state(self) -> dict:
         """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest
         GEMV of every (M, N, K), and the reports. :meth:`load_state` puts it back."""
-        return {"choices": [[*key, _config_dict(cfg)] for key, cfg in sorted(self.choices.items())],
-                "best_gemv": [[*key, _config_dict(cfg)] for key, cfg in sorted(self.best_gemv.items())],
+        return {"choices": encode_choices(self.choices), "best_gemv": encode_choices(self.best_gemv),
                 "report": self.report, "chain_report": self.chain_report, "rejected": self.rejected}
 
     def load_state(self, state: dict) -> None:
@@ -148,8 +147,7 @@ class LinearDispatch:
         changing nothing, where ``state`` is malformed or names a GEMV configuration this version does not
         have (a state written by another version)."""
         try:
-            choices = {_key(row): _config_from(row[3]) for row in state["choices"]}
-            best = {_key(row): _config_from(row[3]) for row in state["best_gemv"]}
+            choices, best = decode_choices(state["choices"]), decode_choices(state["best_gemv"])
             reports = [list(state[name]) for name in ("report", "chain_report", "rejected")]
         except (KeyError, TypeError, IndexError) as e:
             raise ValueError(f"linear state: malformed ({type(e).__name__}: {e})") from None
@@ -251,8 +249,16 @@ class LinearDispatch:
         return self.report
 
 
-def _config_dict(cfg: GemvConfig | None) -> dict | None:
-    return None if cfg is None else dataclasses.asdict(cfg)
+def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> list[list]:
+    """``{(M, N, K): config or None (cuBLAS)}`` as JSON-able rows ``[M, N, K, config's fields or None]``, sorted;
+    :func:`decode_choices` reads them back."""
+    return [[*key, None if cfg is None else dataclasses.asdict(cfg)] for key, cfg in sorted(choices.items())]
+
+
+def decode_choices(rows) -> dict[tuple[int, int, int], GemvConfig | None]:
+    """The choices :func:`encode_choices` wrote. Raises ValueError for a malformed row or a configuration that
+    is not a candidate of this version (TypeError where ``rows`` is not a list of rows)."""
+    return {_key(row): _config_from(row[3]) for row in rows}
 
 
 def _key(row) -> tuple[int, int, int]:

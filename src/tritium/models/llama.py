@@ -20,7 +20,7 @@ from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttent
 from tritium.models.config import ModelConfig
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
-from tritium.models.linear import LinearDispatch
+from tritium.models.linear import LinearDispatch, decode_choices, encode_choices
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
@@ -326,9 +326,8 @@ class LlamaModel:
         """What :meth:`tune_linears` (and ``ModelRunner.settle_linears``) left in place, as JSON-able data
         (:meth:`LinearDispatch.state` and the two-way projections' configs): :meth:`restore_linears` puts
         it back in a later engine of the same model on the same GPU, without timing anything."""
-        ways = {name: {way: [[*key, None if cfg is None else dataclasses.asdict(cfg)]
-                             for key, cfg in sorted(configs.items())]
-                       for way, configs in by_way.items()} for name, by_way in self._ways.items()}
+        ways = {name: {way: encode_choices(configs) for way, configs in by_way.items()}
+                for name, by_way in self._ways.items()}
         return {"linear": self.linear.state(), "ways": ways, "ways_applied": dict(self._ways_applied),
                 "norms_chain": self._norms_chain}
 
@@ -340,14 +339,8 @@ class LlamaModel:
             if state["norms_chain"] != self._norms_chain:
                 was, now = ("on" if v else "off" for v in (state["norms_chain"], self._norms_chain))
                 raise ValueError(f"linear state: tuned with fuse_norms' chain {was}, this model runs it {now}")
-            probe = LinearDispatch("auto")
-            ways = {}
-            for name, by_way in state["ways"].items():
-                ways[name] = {}
-                for way, rows in by_way.items():
-                    probe.load_state({"choices": rows, "best_gemv": [], "report": [], "chain_report": [],
-                                      "rejected": []})
-                    ways[name][way] = dict(probe.choices)
+            ways = {name: {way: decode_choices(rows) for way, rows in by_way.items()}
+                    for name, by_way in state["ways"].items()}
             applied = dict(state["ways_applied"])
             if set(applied) != set(ways) or any(applied[n] not in ways[n] for n in applied):
                 raise ValueError(f"linear state: ways_applied {applied!r} does not match the ways tuned")
