@@ -45,6 +45,10 @@ class AttentionConfig:
     # set it: the sweep has no timings of it (bench/NOTES.md, stop 41: 96 on 32-key tiles x 2 stages, no
     # spills, +6.6% at cold B=1 L=8192 decode, -15% at L=768; 64/128-key tiles spill and lose 7-19%).
     max_registers: int | None = None
+    # Batch invariance (``invariant_config``): > 0 puts a sequence's key tiles in groups of this many, counted
+    # from its first key, each with its own online softmax, folded in order; num_splits then means "split s
+    # computes group s" and must cover the longest sequence's groups (or be 1: one program walks them). 0: off.
+    group_tiles: int = 0
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -56,7 +60,8 @@ class AttentionConfig:
                   ("block_q", lambda v: v >= 1, "an int >= 1"),
                   ("num_splits", lambda v: 1 <= v <= MAX_SPLITS, f"an int in [1, {MAX_SPLITS}]"),
                   ("num_warps", lambda v: v in (1, 2, 4, 8, 16), "one of 1, 2, 4, 8, 16"),
-                  ("num_stages", lambda v: v >= 1, "an int >= 1"))
+                  ("num_stages", lambda v: v >= 1, "an int >= 1"),
+                  ("group_tiles", lambda v: v >= 0, "an int >= 0"))
         for name, ok, what in checks:
             value = getattr(self, name)
             if type(value) is not int or not ok(value):
@@ -258,6 +263,33 @@ def hand_rules(*, num_seqs: int, num_q_heads: int, num_kv_heads: int, head_dim: 
         tile_n, num_stages = 64, 2
     return AttentionConfig(block_m=block_m, block_q=block_q, tile_n=tile_n, num_splits=num_splits,
                            num_warps=num_warps, num_stages=num_stages)
+
+
+# Batch invariance: the fixed tile every call runs (see invariant_config) and the fewest key tiles a group holds.
+INVARIANT_BLOCK_M = 64
+INVARIANT_MIN_GROUP_TILES = 2
+
+
+def invariant_config(*, num_q_heads: int, num_kv_heads: int, head_dim: int, max_seq_len: int,
+                     dtype: torch.dtype, max_splits: int = MAX_SPLITS) -> AttentionConfig:
+    """The one configuration a batch-invariant engine runs for every call (decode, prefill, mixed batches):
+    a row's output then has the same bits whatever the rest of its batch, its Q block or the split count.
+
+    What fixes a row's arithmetic: the key tile (``tile_n``) and the key groups (``group_tiles``: every
+    group's softmax is folded in the same order by the grouped kernel and the sequential merge), and the
+    Q-block rows and warps (``block_m``, ``num_warps``), which set the layout, hence the order, of the
+    score tile's row sums. ``max_seq_len``: the longest sequence (keys) a call will see; the groups are
+    sized so that ``num_splits`` <= ``max_splits`` splits cover it. Decode calls launch ``num_splits``
+    splits, others pass ``num_splits=1``."""
+    group = num_q_heads // num_kv_heads
+    head_pad = next_pow2(head_dim)
+    tile_n = 32 if (dtype == torch.float32 or head_pad > 128) else 64  # as hand_rules' register limits
+    block_m = max(INVARIANT_BLOCK_M, next_pow2(group))
+    tiles = max(1, -(-max_seq_len // tile_n))
+    group_tiles = max(INVARIANT_MIN_GROUP_TILES, -(-tiles // max_splits))
+    splits = max(1, -(-tiles // group_tiles))
+    return AttentionConfig(block_m=block_m, block_q=max(1, block_m // group), tile_n=tile_n, num_splits=splits,
+                           num_warps=4, num_stages=2, group_tiles=group_tiles)
 
 
 def select_merge_warps(head_dim: int, num_splits: int) -> int:

@@ -139,6 +139,30 @@ def _online_softmax(s, m_i, l_i, qk_scale, MASKED: tl.constexpr, SCALED: tl.cons
 
 
 @triton.jit
+def _merge_step(o_run, w_run, m_run, o_part, lse_part):
+    """Fold one normalised part (``o_part``, its log2-sum-exp ``lse_part``) into a running merge (``o_run``: the
+    parts' outputs weighted by 2^(lse - m_run), ``w_run``: those weights' sum, ``m_run``: the largest lse so
+    far; start from 0, 0, -inf). The batch-invariant path's one way of merging, shared by the grouped
+    attention kernel (its key groups, one after another) and the sequential merge kernel (the same groups
+    computed by split programs): one explicit FMA per value, so both compile to the same arithmetic. A part
+    with lse -inf (no visible key) changes nothing and is never read; a NaN lse makes the result NaN."""
+    empty = lse_part == float("-inf")
+    take = lse_part > m_run  # the part's lse becomes the running max (false for NaN)
+    lse_use = tl.where(empty, 0.0, lse_part)
+    m_use = tl.where(m_run == float("-inf"), lse_use, m_run)
+    down = tl.math.exp2(tl.where(take, m_use - lse_use, 0.0))  # rescales the running values when take
+    up = tl.where(empty, 0.0, tl.math.exp2(tl.where(take, 0.0, lse_use - m_use)))  # weight of the part otherwise
+    down = tl.where(take & (m_run == float("-inf")), 0.0, down)
+    o_part = tl.where(empty[:, None], 0.0, o_part)
+    o_take = tl.fma(o_run, down[:, None], o_part)
+    o_keep = tl.fma(o_part, up[:, None], o_run)
+    o_run = tl.where(take[:, None], o_take, o_keep)
+    w_run = tl.where(take, tl.fma(w_run, down, 1.0), w_run + up)
+    m_run = tl.where(take, lse_part, m_run)
+    return o_run, w_run, m_run
+
+
+@triton.jit
 def _attend_tiles(
     acc, l_i, m_i, q,
     tile_lo, tile_hi,
@@ -264,6 +288,7 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
+    GROUP_TILES: tl.constexpr = 0,
 ):
     """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
@@ -291,7 +316,14 @@ def _paged_attention_kernel(
     num_tokens (neighbours where they exist), cu[0] == 0 for the first, cu[num_seqs] == num_tokens for
     the last, and q_len <= seq_len <= max_kv_len. An impossible sequence reads no key and its rows,
     clamped to [0, num_tokens) (the first's from row 0, the last's up to num_tokens, so tokens no
-    sequence claims get NaN too), are NaN. Rows of a consistent sequence are exact."""
+    sequence claims get NaN too), are NaN. Rows of a consistent sequence are exact.
+    GROUP_TILES > 0 (batch invariance): a sequence's key tiles fall in groups of GROUP_TILES counted from tile
+    0, each group's online softmax starts afresh, and the groups' normalised results are folded together in
+    order by ``_merge_step``. Without split-KV one program walks the groups; with it, split s computes group s
+    (the grid needs as many splits as the longest sequence has groups) and the merge kernel folds them with
+    SEQUENTIAL. Either way a row's bits depend only on its own keys and position, not on the batch, its Q
+    block or the split count (the caller also fixes BLOCK_M, TILE_N and the warps, which set the order of
+    the reductions)."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
     q_slot = tl.program_id(0)
@@ -372,9 +404,13 @@ def _paged_attention_kernel(
 
     # This split's share of the tiles.
     if IS_SPLIT:
-        per_split = tl.cdiv(tile_hi - tile_lo, tl.num_programs(2))
-        lo = tile_lo + split * per_split
-        hi = tl.minimum(lo + per_split, tile_hi)
+        if GROUP_TILES > 0:  # split s is key group s, counted from tile 0 whatever the Q block
+            lo = tl.maximum(tile_lo, split * GROUP_TILES)
+            hi = tl.minimum(tile_hi, (split + 1) * GROUP_TILES)
+        else:
+            per_split = tl.cdiv(tile_hi - tile_lo, tl.num_programs(2))
+            lo = tile_lo + split * per_split
+            hi = tl.minimum(lo + per_split, tile_hi)
     else:
         lo = tile_lo
         hi = tile_hi
@@ -405,7 +441,7 @@ def _paged_attention_kernel(
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head
     DO_PRELOAD: tl.constexpr = ((PRELOAD == 2 or (PRELOAD == 1 and USE_PDL)) and not HAS_Q_START
-                                and TILE_N * HEAD_DIM_PAD <= 4096)
+                                and TILE_N * HEAD_DIM_PAD <= 4096 and GROUP_TILES == 0)
     if DO_PRELOAD:
         # The first tile, where it needs no mask (inside [full_lo, full_hi)) and holds only keys older
         # than the sequence's new tokens: its page ids were checked above, and no kernel of this step
@@ -432,6 +468,44 @@ def _paged_attention_kernel(
             p, alpha, l_i, m_i = _online_softmax(s, m_i, l_i, qk_scale, False, HAS_SOFTCAP or HAS_ALIBI)
             v_tile = v_pre.to(q.dtype)  # a new name: fp8 K/V would change v_pre's type inside the branch
             acc = tl.dot(p.to(v_tile.dtype), v_tile, acc * alpha[:, None], input_precision=DOT_PRECISION)
+    store_mask = row_valid[:, None] & d_mask[None, :]
+    if GROUP_TILES > 0 and not IS_SPLIT:
+        # The key groups one after another, each as the split program of that group would compute it, folded
+        # by _merge_step as the sequential merge kernel folds the splits' results.
+        o_run = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
+        w_run = tl.zeros([BLOCK_M], dtype=tl.float32)
+        m_run = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+        g_lo = lo // GROUP_TILES
+        g_hi = tl.cdiv(hi, GROUP_TILES)
+        if HAS_SINKS:  # the sink term lives in group 0 (split 0), even where the window leaves it no key
+            g_lo = 0
+            g_hi = tl.maximum(g_hi, 1)
+        for g in range(g_lo, g_hi):
+            first = g == 0
+            m_g = tl.where(first, m_i, float("-inf"))
+            l_g = tl.where(first, l_i, 0.0)
+            acc_g = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
+            acc_g, l_g, m_g = _attend_key_range(
+                acc_g, l_g, m_g, q, tl.maximum(lo, g * GROUP_TILES), tl.minimum(hi, (g + 1) * GROUP_TILES),
+                full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk,
+                stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE,
+                TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+            g_mass = l_g != 0.0
+            o_g = acc_g * (v_scale / tl.where(g_mass, l_g, 1.0))[:, None]
+            lse_g = tl.where(g_mass, m_g + tl.math.log2(tl.where(g_mass, l_g, 1.0)), float("-inf"))
+            o_run, w_run, m_run = _merge_step(o_run, w_run, m_run, o_g, lse_g)
+        w_run = tl.where(bad, float("nan"), w_run)
+        has_w = w_run > 0.0
+        o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
+        o = tl.where(bad, float("nan"), o)
+        o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
+        tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
+        if WRITE_LSE:  # natural log; NaN rows stay NaN
+            lse = tl.where(has_w, (m_run + tl.math.log2(tl.where(has_w, w_run, 1.0))) * 0.6931471805599453,
+                           float("-inf"))
+            tl.store(lse_ptr + q_rows * stride_lse_tok + head, tl.where(bad, float("nan"), lse), mask=row_valid)
+        return
+
     acc, l_i, m_i = _attend_key_range(
         acc, l_i, m_i, q, loop_lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
@@ -443,7 +517,6 @@ def _paged_attention_kernel(
     l_i = tl.where(bad, float("nan"), l_i)
     has_mass = l_i != 0.0
     o = acc * (v_scale / tl.where(has_mass, l_i, 1.0))[:, None]  # rows that saw no key give 0
-    store_mask = row_valid[:, None] & d_mask[None, :]
     if not IS_SPLIT:
         o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
         tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
@@ -461,6 +534,35 @@ def _paged_attention_kernel(
 
 
 @triton.jit
+def _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, stride_o_tok, stride_o_head,
+                    stride_lse_tok, stride_po_split, stride_po_tok, stride_po_head, stride_pl_split, stride_pl_tok,
+                    num_splits, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, WRITE_LSE: tl.constexpr):
+    """The batch-invariant merge (GROUP_TILES splits): splits 0, 1, ... folded one at a time by _merge_step, as
+    the grouped attention kernel folds its key groups, on [1]- and [1, HEAD_DIM_PAD]-shaped values."""
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    d_mask = offs_d < HEAD_DIM
+    one = tl.zeros([1], dtype=tl.int64)
+    o_run = tl.zeros([1, HEAD_DIM_PAD], dtype=tl.float32)
+    w_run = tl.zeros([1], dtype=tl.float32)
+    m_run = tl.full([1], float("-inf"), dtype=tl.float32)
+    for s in range(0, num_splits):
+        split = one + s  # [1] int64
+        lse_s = tl.load(part_lse_ptr + split * stride_pl_split + tok * stride_pl_tok + head)  # [1]
+        full = lse_s > float("-inf")  # empty splits wrote no output: not read
+        o_s = tl.load(part_out_ptr + split[:, None] * stride_po_split + tok * stride_po_tok + head * stride_po_head
+                      + offs_d[None, :], mask=full[:, None] & d_mask[None, :], other=0.0)  # [1, HEAD_DIM_PAD]
+        o_run, w_run, m_run = _merge_step(o_run, w_run, m_run, o_s, lse_s)
+    has_w = w_run > 0.0
+    o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
+    tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d[None, :], o.to(out_ptr.dtype.element_ty),
+             mask=d_mask[None, :])
+    if WRITE_LSE:  # natural log; -inf when no split saw a key, NaN stays NaN
+        lse = tl.where(has_w, (m_run + tl.math.log2(tl.where(has_w, w_run, 1.0))) * 0.6931471805599453,
+                       float("-inf"))
+        tl.store(lse_ptr + tok * stride_lse_tok + head + one, tl.where(w_run == w_run, lse, w_run))
+
+
+@triton.jit
 def _merge_splits_kernel(
     # pointers
     out_ptr, part_out_ptr, part_lse_ptr, lse_ptr,
@@ -472,7 +574,7 @@ def _merge_splits_kernel(
     num_splits,
     # meta-parameters
     SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, USE_PDL: tl.constexpr,
-    WRITE_LSE: tl.constexpr = False, PARALLEL_LOADS: tl.constexpr = False,
+    WRITE_LSE: tl.constexpr = False, PARALLEL_LOADS: tl.constexpr = False, SEQUENTIAL: tl.constexpr = False,
 ):
     """Grid: (num_tokens, num_q_heads). out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse).
 
@@ -484,6 +586,11 @@ def _merge_splits_kernel(
         tl.extra.cuda.gdc_wait()  # the partial results come from the attention kernel
     tok = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
+    if SEQUENTIAL:
+        _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, stride_o_tok, stride_o_head,
+                        stride_lse_tok, stride_po_split, stride_po_tok, stride_po_head, stride_pl_split,
+                        stride_pl_tok, num_splits, HEAD_DIM, HEAD_DIM_PAD, WRITE_LSE)
+        return
     offs_s = tl.arange(0, SPLITS_PAD)
     s_mask = offs_s < num_splits
     offs_d = tl.arange(0, HEAD_DIM_PAD)

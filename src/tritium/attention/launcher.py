@@ -204,9 +204,22 @@ def preload_arg(config: AttentionConfig, splits: int) -> int:
 
 
 def _splits(config: AttentionConfig, num_splits: int | None, workspace) -> int:
-    """The split-KV count a call launches: the configuration's, or ``num_splits``, at most the workspace's."""
+    """The split-KV count a call launches: the configuration's, or ``num_splits``, at most the workspace's
+    (a grouped configuration's count is checked against its sequences instead: ``_check_groups``)."""
     splits = config.num_splits if num_splits is None else num_splits
-    return splits if workspace is None else min(splits, workspace.max_splits)
+    return splits if workspace is None or config.group_tiles else min(splits, workspace.max_splits)
+
+
+def _check_groups(config: AttentionConfig, splits: int, max_seqlen_k: int, workspace) -> None:
+    """A grouped (batch-invariant) split call must give every key group of the longest sequence a split."""
+    need = -(-(-(-max_seqlen_k // config.tile_n)) // config.group_tiles)
+    if splits < need:
+        raise ValueError(f"config.group_tiles = {config.group_tiles} with {splits} splits covers "
+                         f"{splits * config.group_tiles * config.tile_n} keys, max_seqlen_k is {max_seqlen_k}: "
+                         f"give num_splits >= {need} or 1")
+    if workspace is not None and splits > workspace.max_splits:
+        raise ValueError(f"{splits} splits of a grouped configuration need a workspace of that many splits; "
+                         f"this one holds {workspace.max_splits}")
 
 
 def planned_launch(q, k_cache, *, num_seqs: int, max_seqlen_q: int, max_seqlen_k: int,
@@ -379,6 +392,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
     launch = pdl_launch(q.device, pdl)
     while True:
         splits = _splits(config, num_splits, workspace)
+        if splits > 1 and config.group_tiles:
+            _check_groups(config, splits, max_seqlen_k, workspace)
         if splits > 1:
             if workspace is None:
                 workspace = AttentionWorkspace(num_tokens, num_q_heads, head_dim, max_splits=splits, device=q.device)
@@ -414,7 +429,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 HAS_ALIBI=alibi_slopes is not None, HAS_SINKS=sinks is not None, SCALES_FROM_PTR=scales_from_ptr,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
-                PRELOAD=preload_arg(config, splits),
+                PRELOAD=0 if config.group_tiles else preload_arg(config, splits), GROUP_TILES=config.group_tiles,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )
@@ -438,7 +453,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_lse.stride(0), part_lse.stride(1),
             splits,
             SPLITS_PAD=next_pow2(splits), HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, WRITE_LSE=lse is not None,
-            PARALLEL_LOADS=MERGE_PARALLEL_LOADS,
+            PARALLEL_LOADS=MERGE_PARALLEL_LOADS, SEQUENTIAL=config.group_tiles > 0,
             num_warps=select_merge_warps(head_dim, splits), **pdl_launch(q.device, pdl),
         )
     return out
