@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tritium.fused import MatmulConfig, matmul, select_config
-from tritium.fused.matmul import _DECODE, _NARROW, _WIDE
+from tritium.fused.matmul import _DECODE, _NARROW, _WIDE, invariant_config
 from tritium.fused import reference
 from tritium.runtime import default_device, interpreting
 
@@ -207,3 +207,50 @@ def test_matmul_cuda_graph_and_no_allocation():
         graph.replay()
         torch.cuda.synchronize()
         assert rel_err(out, reference.matmul(a, b)) < TOL[torch.bfloat16]
+
+
+def _rows_differing(got: torch.Tensor, want: torch.Tensor) -> int:
+    bits = torch.int32 if got.element_size() == 4 else torch.int16
+    return int((got.view(bits) != want.view(bits)).any(dim=1).sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_invariant_config_rows_do_not_depend_on_m(dtype):
+    """Batch invariance: under ``invariant_config`` row i of ``a[:m] @ b`` has the same bits for every m, and
+    the product is still right (interpreter: with the row-independent dot, see tritium.testing.row_dot)."""
+    from tritium.testing.row_dot import row_independent_dot
+
+    dev = default_device()
+    k, n = 160, 96
+    a = torch.randn(130, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    with row_independent_dot():
+        full = matmul(a, w.t(), config=invariant_config(130, n, k, dtype, dev))
+        assert rel_err(full, reference.matmul(a, w.t())) < TOL[dtype]
+        for m in (1, 3, 17, 64, 65):
+            out = poisoned((m, n), dtype, dev)
+            matmul(a[:m], w.t(), out=out, config=invariant_config(m, n, k, dtype, dev))
+            assert _rows_differing(out, full[:m]) == 0, f"m={m}"
+
+
+def test_invariant_config_never_splits():
+    dev = default_device()
+    for m in (1, 4, 16, 17, 64, 65, 2048):
+        for dtype in (torch.float32, torch.bfloat16):
+            assert invariant_config(m, 4096, 14336, dtype, dev).split_k == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("k,n", [(4096, 6144), (14336, 4096), (136, 100)], ids=str)
+def test_invariant_config_rows_do_not_depend_on_m_gpu(dtype, k, n):
+    """On the GPU the tile changes with m (16-, 64-, 128-row tiles): each row's bits must not."""
+    dev = torch.device("cuda")
+    a = torch.randn(300, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    full = matmul(a, w.t(), config=invariant_config(300, n, k, dtype, dev))
+    assert rel_err(full, reference.matmul(a, w.t())) < TOL[dtype]
+    for m in (1, 2, 4, 16, 17, 64, 65, 129):
+        out = poisoned((m, n), dtype, dev)
+        matmul(a[:m], w.t(), out=out, config=invariant_config(m, n, k, dtype, dev))
+        assert _rows_differing(out, full[:m]) == 0, f"m={m}: {invariant_config(m, n, k, dtype, dev)}"

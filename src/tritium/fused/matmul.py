@@ -120,6 +120,17 @@ _NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-
 _DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
 
 
+# Batch invariance (``invariant_config``). Measured on the H200 (bench/probe_invariance.py, stop 54; bf16 K=4096 and
+# fp16 K=14336, M from 1 to 2048): without split-K every tile shape gives each row the same bits at every M
+# (16- and 64-row tiles, mma.sync and wgmma, TMA or pointer loads, 64- and 128-wide K steps, 16- to 256-wide
+# N tiles); split-K changes them (the pieces' sums meet in another order). Graph-replayed, on the Llama-3-8B
+# projections at M = 1, these two stream within 0-15% of cuBLAS (qkv 16.8-17.4 vs 15.1 us, o 13.5 vs 10.7,
+# gate_up 65.2 vs 60.9, down 35.1 vs 32.1, lm_head 246.9 vs 242.4); the 64-row tiles lose 1.5-2x there.
+INVARIANT_SMALL = MatmulConfig(16, 64, 256, num_warps=4, num_stages=5)   # M <= 16
+INVARIANT_MEDIUM = MatmulConfig(64, 64, 128, num_warps=4, num_stages=6)  # M <= 64
+_INVARIANT_PORTABLE = MatmulConfig(64, 64, 32, num_warps=4, num_stages=3)
+
+
 def _cdiv(a: int, b: int) -> int:
     # NOTE: not triton.cdiv, a jit-wrapped function: 6 us a call on the host, 100 us a matmul call in all
     return -(-a // b)
@@ -166,6 +177,24 @@ def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.devi
     wide = _cdiv(_cdiv(M, 128) * _cdiv(N, 256), sms) * 2
     narrow = _cdiv(_cdiv(M, 128) * _cdiv(N, 128), sms) / _NARROW_RATE
     return _WIDE if wide <= narrow else _NARROW
+
+
+def invariant_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.device) -> MatmulConfig:
+    """A configuration for ``[M, K] @ [K, N]`` under which each row of the product has the same bits at
+    every M (batch invariance: a token's projection does not depend on the other tokens of its batch).
+
+    Never split-K. On NVIDIA GPUs the tile is chosen by M for speed (every tile shape gives the same bits
+    there; see the note above): 16-row tiles to 16 rows, 64-row tiles to 64, then :func:`select_config`'s.
+    Elsewhere (fp32, the interpreter, AMD: its matrix cores' order is not measured) one tile for every M.
+    Under the interpreter the rows are independent only with ``tritium.testing.row_dot``: numpy's BLAS sums
+    a row's products in an order that depends on the row's place in the block."""
+    if dtype == torch.float32 or device.type != "cuda" or interpreting() or torch.version.hip is not None:
+        return _INVARIANT_PORTABLE
+    if M <= 16:
+        return INVARIANT_SMALL
+    if M <= 64:
+        return INVARIANT_MEDIUM
+    return dataclasses.replace(select_config(M, N, K, dtype, device), split_k=1)
 
 
 # ----------------------------------------------------------------------------------------------------
