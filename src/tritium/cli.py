@@ -49,6 +49,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="with --linear-backend auto, time the projections at every start instead of running "
                              "those an earlier start of this model on this kind of GPU recorded (in "
                              "$TRITIUM_CACHE_DIR/linear, default ~/.cache/tritium/linear)")
+    parser.add_argument("--batch-invariant", action="store_true",
+                        help="a request's answer (tokens and log-probabilities) has the same bits whatever runs "
+                             "beside it, however its prompt is chunked or cached (one GPU; slower: tritium's own "
+                             "kernels with fixed reduction orders, no cuBLAS)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
@@ -109,10 +113,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
-                  linear_cache=args.linear_cache,
+                  linear_cache=args.linear_cache, batch_invariant=args.batch_invariant,
                   max_model_len=args.max_model_len,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
-    if args.attention_backend == "triton" and interpreting():
+    if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs
 

@@ -74,6 +74,14 @@ class EngineConfig:
       tail. Attention runs through :func:`tritium.fused.distributed_paged_decode` for every token (decode
       and prefill alike), in its mode ``"torch"`` when ``comm="torch"``, else ``"fused"``. Greedy decode
       windows are off (each step is planned on the host); the context holds ``N`` times a rank's pages.
+    - ``batch_invariant``: a request's tokens and log-probabilities come out with the same bits whatever else
+      runs beside it: other requests in its batch, how its prompt is chunked, a prefix-cache hit, a
+      preemption and recompute (on one GPU, or the CPU under the Triton interpreter; the same engine build
+      and GPU kind). Every kernel then fixes each row's reduction order: projections through tritium's
+      matmul without split-K (no cuBLAS, no GEMV), one grouped attention configuration for every call, Triton
+      RMSNorm/rope/SiLU. It needs triton attention and ops (the defaults on a GPU; set on the CPU, which then
+      needs ``TRITON_INTERPRET=1``), leaves ``linear_backend`` to itself and runs on one rank. Off by default:
+      slower (bench/NOTES.md, "Batch invariance").
     - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
       graph replays, or eager steps without graphs), the next token fed on the device, before the host
       reads their tokens; the next window is queued from the device's state before that read, so the
@@ -107,6 +115,7 @@ class EngineConfig:
     fuse_swiglu: bool = True
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
+    batch_invariant: bool = False
     tensor_parallel_size: int = 1
     context_parallel_size: int = 1
     comm: str = "auto"
@@ -151,11 +160,12 @@ class EngineConfig:
             value = getattr(self, name)
             if value not in (None, "triton", "torch"):
                 raise ValueError(f"{name} must be 'triton', 'torch' or None, got {value!r}")
-        if self.linear_backend not in (None, "auto", "triton", "torch"):
+        if self.linear_backend not in (None, "auto", "triton", "torch") and \
+                not (self.batch_invariant is True and self.linear_backend == "invariant"):
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("linear_cache", "weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
                      "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
-                     "fuse_qkv_rope", "fuse_swiglu", "fuse_row_parallel", "pipeline_windows"):
+                     "fuse_qkv_rope", "fuse_swiglu", "fuse_row_parallel", "pipeline_windows", "batch_invariant"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "
@@ -172,6 +182,17 @@ class EngineConfig:
                 raise ValueError(f"{name} must be >= 1 or None, got {value}")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.batch_invariant:
+            clash = [f"{name}={value!r}" for name, value in (
+                ("attention_backend", self.attention_backend), ("op_backend", self.op_backend))
+                if value not in (None, "triton")]
+            clash += [f"linear_backend={self.linear_backend!r}"] if self.linear_backend not in (None, "invariant") else []
+            clash += [f"{name}={value}" for name, value in (("tensor_parallel_size", self.tensor_parallel_size),
+                                                            ("context_parallel_size", self.context_parallel_size))
+                      if value != 1]
+            if clash:
+                raise ValueError(f"batch_invariant=True runs tritium's own kernels on one rank: it cannot be combined "
+                                 f"with {', '.join(clash)}")
 
 
 def _check_int(name: str, value) -> None:

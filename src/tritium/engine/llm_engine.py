@@ -93,16 +93,21 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
     else:
         device = torch.device("cpu")
     on_gpu = device.type == "cuda"
+    triton_default = on_gpu or given.batch_invariant
     cfg = dataclasses.replace(
         given, device=device,
-        attention_backend=given.attention_backend or ("triton" if on_gpu else "torch"),
-        op_backend=given.op_backend or ("triton" if on_gpu else "torch"),
-        linear_backend=given.linear_backend if given.linear_backend not in (None, "auto") else
+        attention_backend=given.attention_backend or ("triton" if triton_default else "torch"),
+        op_backend=given.op_backend or ("triton" if triton_default else "torch"),
+        linear_backend="invariant" if given.batch_invariant else
+        given.linear_backend if given.linear_backend not in (None, "auto") else
         ("auto" if on_gpu else "torch"),  # nothing to time on the CPU
         dtype=given.dtype or ((model_config.torch_dtype if model_config.torch_dtype in (torch.float16, torch.bfloat16)
                                else torch.bfloat16) if on_gpu else torch.float32),
         max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
                           model_config.max_position_embeddings))
+    if not on_gpu and cfg.batch_invariant and not interpreting():
+        raise ValueError("batch_invariant=True on the CPU runs tritium's Triton kernels, which need the Triton "
+                         "interpreter: set TRITON_INTERPRET=1 before importing tritium")
     if not on_gpu and "triton" in (cfg.attention_backend, cfg.op_backend, cfg.linear_backend) \
             and not interpreting():
         raise ValueError("attention_backend/op_backend/linear_backend 'triton' on the CPU needs the Triton "
@@ -136,7 +141,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            linear_backend=cfg.linear_backend, pdl=cfg.pdl, attention_pdl=cfg.attention_pdl,
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
-                           max_decode_tokens=cfg.max_num_seqs, context_parallel=context_parallel))
+                           batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_num_seqs,
+                           context_parallel=context_parallel))
     model.load_weights(weights)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:

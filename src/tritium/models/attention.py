@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
-from tritium.attention.config import next_pow2
+from tritium.attention.config import AttentionConfig, next_pow2
 from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
 
@@ -52,12 +52,20 @@ class TritonAttention:
     One split-KV workspace, shared by all layers, holds ``max_decode_tokens`` tokens (the largest decode
     batch, so CUDA-graph steps never allocate); larger batches are prefill-like, which do not split KV,
     and run without it.
+
+    ``invariant``: a batch-invariant configuration (:func:`tritium.attention.config.invariant_config`) that
+    every call runs, split into its key groups where the batch fits the workspace, one program walking them
+    otherwise: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
     """
 
     name = "triton"
 
     def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
-                 sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None):
+                 sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None,
+                 invariant: AttentionConfig | None = None):
+        if invariant is not None and not invariant.group_tiles:
+            raise ValueError(f"invariant must be a grouped configuration (invariant_config), got {invariant}")
+        self.invariant = invariant
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self.sliding_window = sliding_window
         # pdl: whether the engine launches attention by PDL (EngineConfig.attention_pdl, on: 0.06 ms faster
@@ -76,11 +84,18 @@ class TritonAttention:
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window, pdl=self.pdl,
-                               **self._split_args(q.shape[0]))
+                               **self._split_args(q.shape[0], meta.max_seqlen_k))
 
-    def _split_args(self, num_tokens: int) -> dict:
-        """The workspace and split override of a ``num_tokens`` call: decode-sized batches only."""
+    def _split_args(self, num_tokens: int, max_seqlen_k: int = 0) -> dict:
+        """The workspace and split override of a ``num_tokens`` call: decode-sized batches only. Invariant:
+        the configuration too, split into as many key groups as the longest sequence has where the batch
+        fits the workspace (one split is the one-program walk: the same bits)."""
         small = num_tokens <= self.workspace.max_num_tokens
+        if self.invariant is not None:
+            cfg = self.invariant
+            groups = -(-(-(-max(max_seqlen_k, 1) // cfg.tile_n)) // cfg.group_tiles)
+            return dict(config=cfg, workspace=self.workspace if small and groups > 1 else None,
+                        num_splits=groups if small else 1)
         return dict(workspace=self.workspace if small else None, num_splits=self.num_splits if small else None)
 
     def warmup_plan(self, q, k_cache, batches, block_table_width: int | None = None) -> dict:
@@ -93,6 +108,11 @@ class TritonAttention:
         plan = {}
         # which Gluon kernel hopper.launch runs depends on the table's keys a row only
         persistent = hopper.persistent_by_default(block_table_width * k_cache.shape[1]) if block_table_width else None
+        if self.invariant is not None:  # one configuration: its split and its one-program kernel
+            for q_lens, seq_len in batches:
+                args = self._split_args(sum(q_lens), seq_len)
+                plan.setdefault(args["workspace"] is not None, (q_lens, seq_len))
+            return plan
         for q_lens, seq_len in batches:
             tokens = q[:sum(q_lens)]
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),

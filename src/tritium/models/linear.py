@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
+from tritium.fused.matmul import invariant_config, matmul
 from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
@@ -30,10 +31,12 @@ class LinearDispatch:
 
     mode ``"torch"``: always ``F.linear``. ``"triton"``: the GEMV (default config) whenever M <= MAX_M.
     ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
-    ``F.linear``; untuned shapes use ``F.linear``.
+    ``F.linear``; untuned shapes use ``F.linear``. ``"invariant"``: every product through
+    :func:`tritium.fused.matmul` under its ``invariant_config`` (never split-K), so a row's result does not
+    depend on the other rows (batch invariance); no GEMV, so nothing fuses into one.
     """
 
-    MODES = ("auto", "triton", "torch")
+    MODES = ("auto", "triton", "torch", "invariant")
 
     def __init__(self, mode: str = "torch", silu_and_mul=reference.silu_and_mul, *, pdl: bool = True):
         if mode not in self.MODES:
@@ -60,7 +63,7 @@ class LinearDispatch:
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
-        if self.mode == "torch" or not 1 <= m <= MAX_M:
+        if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M:
             return None
         return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
 
@@ -73,10 +76,16 @@ class LinearDispatch:
         """The GEMVs' ``pdl`` argument: where supported, unless turned off."""
         return None if self.pdl else False
 
+    def _dense(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``x @ weight^T + bias`` where no GEMV runs: ``F.linear``, or the invariant matmul."""
+        if self.mode != "invariant":
+            return F.linear(x, weight, bias)
+        return invariant_linear(x, weight, bias)
+
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         cfg = self._config(x, weight)
         if cfg is None:
-            return F.linear(x, weight, bias)
+            return self._dense(x, weight, bias)
         return gemv(x, weight, bias, config=cfg, pdl=self._pdl)
 
     def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -84,7 +93,7 @@ class LinearDispatch:
         the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
         cfg = self._config(x, weight)
         if cfg is None:
-            return F.linear(self.silu_and_mul(x), weight)
+            return self._dense(self.silu_and_mul(x), weight)
         return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl)
 
     def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -93,7 +102,7 @@ class LinearDispatch:
         ``silu_and_mul`` (the one given at construction)."""
         cfg = self._config(x, weight)
         if cfg is None or cfg.block_n % 2:
-            return self.silu_and_mul(F.linear(x, weight, bias))
+            return self.silu_and_mul(self._dense(x, weight, bias))
         return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
@@ -247,6 +256,20 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight^T + bias`` with each row's bits independent of the other rows (x ``[..., K]``, weight
+    ``[N, K]``): :func:`tritium.fused.matmul` under ``invariant_config`` for the row count, then the bias."""
+    x2 = x.reshape(-1, x.shape[-1])
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    m, k = x2.shape
+    n = weight.shape[0]
+    out = matmul(x2, weight.t(), config=invariant_config(m, n, k, x2.dtype, x2.device))
+    if bias is not None:
+        out += bias
+    return out.view(*x.shape[:-1], n)
 
 
 def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> list[list]:

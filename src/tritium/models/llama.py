@@ -15,6 +15,7 @@ from typing import Iterable
 
 import torch
 
+from tritium.attention.config import invariant_config as invariant_attention_config
 from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttention, TorchAttention,
                                      TorchContextParallelAttention, TritonAttention)
 from tritium.models.config import ModelConfig
@@ -62,6 +63,11 @@ class ModelOptions:
       the down projection is a plain product, GEMV or cuBLAS; off (or where gate/up runs on cuBLAS) the
       down GEMV takes [gate | up] and does the SiLU-and-mul while loading it (``gated``), or a SiLU-and-mul
       kernel runs before a cuBLAS one. Not in the ``fuse_norms`` chain.
+    - ``batch_invariant``: every kernel gives a token's row the same bits whatever else its batch holds
+      (``EngineConfig.batch_invariant``): projections through :func:`tritium.fused.matmul` under
+      ``invariant_config`` (``linear_backend="invariant"``), attention under one grouped configuration for
+      every call (:func:`tritium.attention.config.invariant_config`, groups sized for the model's
+      ``max_position_embeddings``), per-row Triton ops. Needs triton attention and ops.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
@@ -78,6 +84,7 @@ class ModelOptions:
     fuse_norms: bool = False
     fuse_qkv_rope: bool = True
     fuse_swiglu: bool = True
+    batch_invariant: bool = False
     max_decode_tokens: int = 1
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
@@ -90,6 +97,11 @@ class ModelOptions:
         if self.linear_backend not in LinearDispatch.MODES:
             raise ValueError(f"linear_backend must be one of {', '.join(LinearDispatch.MODES)}, "
                              f"got {self.linear_backend!r}")
+        if self.batch_invariant and (self.attention_backend, self.op_backend, self.linear_backend,
+                                     self.context_parallel) != ("triton", "triton", "invariant", None):
+            raise ValueError(f"batch_invariant needs attention_backend='triton', op_backend='triton', "
+                             f"linear_backend='invariant' and no context parallelism; got "
+                             f"{self.attention_backend!r}, {self.op_backend!r}, {self.linear_backend!r}")
 
 
 class LlamaDecoderLayer:
@@ -189,9 +201,14 @@ class LlamaModel:
         if options.context_parallel is not None:
             self.attention = options.context_parallel
         elif options.attention_backend == "triton":
+            invariant = None
+            if options.batch_invariant:
+                invariant = invariant_attention_config(
+                    num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=self.config.head_dim,
+                    max_seq_len=self.config.max_position_embeddings, dtype=self.dtype)
             self.attention = TritonAttention(options.max_decode_tokens, self.num_heads, self.config.head_dim,
                                              self.device, self.config.sliding_window, pdl=options.attention_pdl,
-                                             num_splits=options.attention_num_splits)
+                                             num_splits=options.attention_num_splits, invariant=invariant)
         else:
             self.attention = TorchAttention(self.config.sliding_window)
         self.linear.mode = options.linear_backend
