@@ -10,6 +10,11 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
 - ``tritium``: the engine with tritium's paged attention (CUDA graphs for decode).
 - ``sdpa``: the same engine with PyTorch SDPA over gathered pages instead of tritium's attention.
 - ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (SDPA attention) on the same weights.
+- ``tritium-invariant`` (not in the default list): the engine with ``batch_invariant=True``.
+
+Each tritium system also answers one greedy request with its tokens' log-probabilities alone and then
+beside 16 other requests of other lengths (``invariance``: how many of its tokens and log-probabilities
+came out with the same bits); ``batch_invariant=True`` must give all of them.
 
 Batch 1: one prompt of ``--prompt-len`` tokens, ``--new-tokens`` greedy tokens; the decode step is
 (time(N new tokens) - time(1 new token)) / (N - 1), so prefill is excluded. Batch 64: 64 such prompts,
@@ -32,12 +37,14 @@ from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_m
 from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, batch_throughput, engine_generate
 from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
 
-SYSTEMS = ("tritium", "sdpa", "transformers")
+SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant")
+DEFAULT_SYSTEMS = SYSTEMS[:3]
 
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser, default_shape=None)
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
+                        help="comma-separated subset of " + ",".join(SYSTEMS) + " (default: the first three)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
     parser.add_argument("--profile-host", action="store_true",
@@ -45,9 +52,29 @@ def add_arguments(parser) -> None:
     engine_tp.add_arguments(parser)
 
 
-def bench_engine(bench: Bench, attention_backend: str) -> dict:
+def invariance(bench: Bench, llm, new_tokens: int = 32, others: int = 16) -> dict:
+    """One greedy request with its log-probabilities, alone and then beside ``others`` requests of other
+    lengths: how many of its tokens and log-probabilities have the same bits both times."""
+    from tritium import SamplingParams
+
+    params = SamplingParams(max_tokens=new_tokens, temperature=0.0, logprobs=1, ignore_eos=True)
+    target = bench.prompts(1, 5)[0]
+    g = torch.Generator().manual_seed(6)
+    lengths = torch.randint(8, bench.args.prompt_len + 1, (others,), generator=g).tolist()
+    batch = [bench.prompts(1, 100 + i, n)[0] for i, n in enumerate(lengths)]
+    alone = llm.generate([target], params)[0]
+    mixed = llm.generate(batch[:others // 2] + [target] + batch[others // 2:], params)[others // 2]
+    same_tokens = sum(a == b for a, b in zip(alone.token_ids, mixed.token_ids))
+    same_logprobs = sum(a.logprob == b.logprob for a, b in zip(alone.logprobs, mixed.logprobs))
+    first = next((i for i, (a, b) in enumerate(zip(alone.logprobs, mixed.logprobs)) if a.logprob != b.logprob), None)
+    return {"tokens": new_tokens, "same_tokens": same_tokens, "same_logprobs": same_logprobs,
+            "first_logprob_difference_at": first, "others": others,
+            "max_abs_logprob_difference": max(abs(a.logprob - b.logprob) for a, b in zip(alone.logprobs, mixed.logprobs))}
+
+
+def bench_engine(bench: Bench, attention_backend: str, **engine_kwargs) -> dict:
     args, device = bench.args, bench.device
-    llm = bench.llm(attention_backend, args.batch)
+    llm = bench.llm(attention_backend, args.batch, **engine_kwargs)
     engine = llm.engine
     generate = engine_generate(llm)
     step_ms = batch1_step_ms(bench, generate, args.repeats)
@@ -76,6 +103,8 @@ def bench_engine(bench: Bench, attention_backend: str) -> dict:
               f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
     for row in engine.model.linear.chain_report:
         print(f"  linear chain m={row['m']}: graph {row['graph_ms']}, kept {row['kept']}", flush=True)
+    out["invariance"] = invariance(bench, llm)
+    print(f"  invariance: {out['invariance']}", flush=True)
     out.update(batch_throughput(bench, generate))
     # GPU time of one captured decode step; each replay moves its rows one token on (greedy_advance). Batch 1
     # starts ~70 tokens before the end of its last run; the larger batch's rows have their last run's
@@ -200,6 +229,8 @@ def run(args) -> dict:
         print(f"running {name} ...", flush=True)
         if name == "transformers":
             result["systems"][name] = bench_transformers(bench)
+        elif name == "tritium-invariant":
+            result["systems"][name] = bench_engine(bench, "triton", batch_invariant=True)
         else:
             result["systems"][name] = bench_engine(bench, "triton" if name == "tritium" else "torch")
     _summarise(result)
@@ -228,6 +259,11 @@ def _summarise(result: dict) -> None:
             ratios["batch_speedup_vs_sdpa"] = t["batch_tokens_per_s"] / sysres["sdpa"]["batch_tokens_per_s"]
         if "transformers" in sysres:
             ratios["batch_speedup_vs_transformers"] = t["batch_tokens_per_s"] / sysres["transformers"]["batch_tokens_per_s"]
+        inv = sysres.get("tritium-invariant")
+        if inv:
+            ratios["invariant_batch1_step_over_tritium"] = inv["batch1_decode_ms"] / t["batch1_decode_ms"]
+            ratios["invariant_batch_throughput_over_tritium"] = inv["batch_tokens_per_s"] / t["batch_tokens_per_s"]
+            ratios["invariant_prefill_over_tritium"] = inv["batch_prefill_seconds"] / t["batch_prefill_seconds"]
             ratios["batch1_speedup_vs_transformers"] = sysres["transformers"]["batch1_decode_ms"] / t["batch1_decode_ms"]
     result["ratios"] = ratios
     # None: not measured in this run (a system left out with --systems, or no copy ceiling on the CPU)
