@@ -126,12 +126,53 @@ def timing(dtype=torch.bfloat16) -> dict:
     return res
 
 
+def attention_timing() -> dict:
+    """paged_attention at decode and prefill shapes (GQA 32/8, D=128, bf16, pages of 16), the automatic
+    configuration vs ``invariant_config`` (sized for 8192 keys; decode split into its key groups), in graphs."""
+    from tritium.attention import AttentionWorkspace, paged_attention
+    from tritium.attention.config import invariant_config
+
+    hq, hkv, d, bs = 32, 8, 128, 16
+    res = {}
+    for name, (b, q_len, L) in {"decode B=1 L=8192": (1, 1, 8192), "decode B=1 L=768": (1, 1, 768),
+                                "decode B=16 L=4096": (16, 1, 4096), "decode B=64 L=2048": (64, 1, 2048),
+                                "prefill B=1 S=4096": (1, 4096, 4096)}.items():
+        pages = L // bs
+        k = torch.randn(b * pages, bs, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        table = torch.randperm(b * pages, device="cuda", dtype=torch.int32).view(b, pages)
+        q = torch.randn(b * q_len, hq, d, device="cuda", dtype=torch.bfloat16)
+        seq_lens = torch.full((b,), L, device="cuda", dtype=torch.int32)
+        cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * q_len
+        out = torch.empty_like(q)
+        ws = AttentionWorkspace(b * q_len, hq, d, device="cuda") if q_len == 1 else None
+        inv = invariant_config(num_q_heads=hq, num_kv_heads=hkv, head_dim=d, max_seq_len=8192, dtype=torch.bfloat16)
+        groups = -(-(L // inv.tile_n) // inv.group_tiles)
+        kw = dict(max_seqlen_q=q_len, max_seqlen_k=L, out=out)
+        row = {"auto": _graph_us(lambda: paged_attention(q, k, v, table, seq_lens, cu, workspace=ws, **kw), 20),
+               "invariant": _graph_us(lambda: paged_attention(q, k, v, table, seq_lens, cu, config=inv,
+                                                              workspace=ws if q_len == 1 else None,
+                                                              num_splits=groups if q_len == 1 else 1, **kw), 20)}
+        row["kv_bytes"] = 2 * b * L * hkv * d * 2
+        print(f"{name}: auto {row['auto']:.1f} us, invariant {row['invariant']:.1f} us "
+              f"({row['invariant'] / row['auto']:.2f}x)", flush=True)
+        res[name] = row
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--skip-bitwise", action="store_true")
+    ap.add_argument("--attention-only", action="store_true")
     args = ap.parse_args()
     result = {"gpu": torch.cuda.get_device_name()}
+    if args.attention_only:
+        result["attention_us"] = attention_timing()
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+        return
     if not args.skip_bitwise:
         result["bitwise_bf16"] = bitwise()
         result["bitwise_fp16_k14336"] = bitwise(torch.float16, K=14336, N=4096, ms=(1, 3, 64, 300))
