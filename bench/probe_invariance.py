@@ -160,6 +160,117 @@ def attention_timing() -> dict:
     return res
 
 
+def attention_configs() -> dict:
+    """Which attention tiles keep a row's bits (tile_n and groups fixed): Q blocks of 16 rows (4 warps,
+    mma.sync), 64 (4 warps, one warpgroup) and 128 (8 warps, two), 2 or 3 stages, prefill rows against the same
+    tokens decoded (split into groups, or one program walking them); then each one's time."""
+    import dataclasses
+
+    from tritium.attention import AttentionWorkspace, paged_attention
+    from tritium.attention.config import invariant_config
+
+    hq, hkv, d, bs = 32, 8, 128, 16
+    lens = [300, 1000, 64, 2000]
+    pages = [-(-n // bs) for n in lens]
+    k = torch.randn(sum(pages), bs, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    perm = torch.randperm(sum(pages), device="cuda", dtype=torch.int32)
+    table = torch.zeros(len(lens), max(pages), dtype=torch.int32, device="cuda")
+    start = 0
+    for i, n in enumerate(pages):
+        table[i, :n] = perm[start:start + n]
+        start += n
+    q = torch.randn(sum(lens), hq, d, device="cuda", dtype=torch.bfloat16)
+    seq_lens = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), device="cuda", dtype=torch.int32)
+    base = invariant_config(num_q_heads=hq, num_kv_heads=hkv, head_dim=d, max_seq_len=8192, dtype=torch.bfloat16)
+    variants = {"m64-w4-s2": base,
+                "m16-w4-s2": dataclasses.replace(base, block_m=16, block_q=4),
+                "m128-w8-s2": dataclasses.replace(base, block_m=128, block_q=32, num_warps=8),
+                "m128-w8-s3": dataclasses.replace(base, block_m=128, block_q=32, num_warps=8, num_stages=3),
+                "m64-w4-s3": dataclasses.replace(base, num_stages=3)}
+    ref = paged_attention(q, k, v, table, seq_lens, cu, max_seqlen_q=max(lens), max_seqlen_k=max(lens),
+                          config=base, num_splits=1)
+    last = (cu[1:] - 1).long()
+    dq = q[last].contiguous()
+    dcu = torch.arange(len(lens) + 1, device="cuda", dtype=torch.int32)
+    ws = AttentionWorkspace(len(lens), hq, d, device="cuda")
+    out = {}
+    for name, cfg in variants.items():
+        row = {}
+        try:
+            pre = paged_attention(q, k, v, table, seq_lens, cu, max_seqlen_q=max(lens), max_seqlen_k=max(lens),
+                                  config=cfg, num_splits=1)
+            row["prefill_rows_differing"] = _rows_differing(pre.view(pre.shape[0], -1), ref.view(ref.shape[0], -1))
+            groups = -(-(max(lens) // cfg.tile_n) // cfg.group_tiles)
+            for mode, kw in (("decode_split", dict(workspace=ws, num_splits=groups)), ("decode_one", dict(num_splits=1))):
+                dec = paged_attention(dq, k, v, table, seq_lens, dcu, max_seqlen_q=1, max_seqlen_k=max(lens), config=cfg,
+                                      **kw)
+                row[mode + "_rows_differing"] = _rows_differing(dec.view(dec.shape[0], -1), ref[last].view(len(lens), -1))
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+        print(name, row, flush=True)
+        out[name] = row
+    return out
+
+
+def attention_splits() -> dict:
+    """Invariant decode split into its key groups vs one program walking them (the same bits), and Q blocks of
+    16 rows, against the automatic configuration."""
+    import dataclasses
+
+    from tritium.attention import AttentionWorkspace, paged_attention
+    from tritium.attention.config import invariant_config
+
+    hq, hkv, d, bs = 32, 8, 128, 16
+    res = {}
+    base = invariant_config(num_q_heads=hq, num_kv_heads=hkv, head_dim=d, max_seq_len=8192, dtype=torch.bfloat16)
+    m16 = dataclasses.replace(base, block_m=16, block_q=4)
+    for name, (b, L) in {"B=1 L=8192": (1, 8192), "B=1 L=768": (1, 768), "B=4 L=4096": (4, 4096),
+                         "B=16 L=4096": (16, 4096), "B=64 L=2048": (64, 2048)}.items():
+        pages = L // bs
+        k = torch.randn(b * pages, bs, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        table = torch.randperm(b * pages, device="cuda", dtype=torch.int32).view(b, pages)
+        q = torch.randn(b, hq, d, device="cuda", dtype=torch.bfloat16)
+        seq_lens = torch.full((b,), L, device="cuda", dtype=torch.int32)
+        cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32)
+        o = torch.empty_like(q)
+        ws = AttentionWorkspace(b, hq, d, device="cuda")
+        groups = -(-(L // base.tile_n) // base.group_tiles)
+        kw = dict(max_seqlen_q=1, max_seqlen_k=L, out=o)
+        row = {"auto": _graph_us(lambda: paged_attention(q, k, v, table, seq_lens, cu, workspace=ws, **kw), 20)}
+        for cname, cfg in (("m64", base), ("m16", m16)):
+            row[cname + "_split"] = _graph_us(lambda cfg=cfg: paged_attention(q, k, v, table, seq_lens, cu, config=cfg,
+                                                                              workspace=ws, num_splits=groups, **kw), 20)
+            row[cname + "_one"] = _graph_us(lambda cfg=cfg: paged_attention(q, k, v, table, seq_lens, cu, config=cfg,
+                                                                            num_splits=1, **kw), 20)
+        print(name, {a: round(x, 1) for a, x in row.items()}, flush=True)
+        res[name] = row
+    # prefill: 64-row blocks with 4 warps vs 128-row blocks with 8
+    for S in (2048, 8192):
+        pages = S // bs
+        k = torch.randn(pages, bs, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        table = torch.randperm(pages, device="cuda", dtype=torch.int32).view(1, pages)
+        q = torch.randn(S, hq, d, device="cuda", dtype=torch.bfloat16)
+        seq_lens = torch.tensor([S], device="cuda", dtype=torch.int32)
+        cu = torch.tensor([0, S], device="cuda", dtype=torch.int32)
+        o = torch.empty_like(q)
+        kw = dict(max_seqlen_q=S, max_seqlen_k=S, out=o)
+        row = {"auto": _graph_us(lambda: paged_attention(q, k, v, table, seq_lens, cu, **kw), 5)}
+        for cname, cfg in (("m64-w4-s2", base), ("m128-w8-s2", dataclasses.replace(base, block_m=128, block_q=32, num_warps=8)),
+                           ("m128-w8-s3", dataclasses.replace(base, block_m=128, block_q=32, num_warps=8, num_stages=3))):
+            try:
+                row[cname] = _graph_us(lambda cfg=cfg: paged_attention(q, k, v, table, seq_lens, cu, config=cfg,
+                                                                       num_splits=1, **kw), 5)
+            except Exception as e:  # noqa: BLE001
+                row[cname] = f"{type(e).__name__}"
+        print(f"prefill S={S}", {a: (round(x, 1) if isinstance(x, float) else x) for a, x in row.items()}, flush=True)
+        res[f"prefill S={S}"] = row
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -168,7 +279,8 @@ def main() -> None:
     args = ap.parse_args()
     result = {"gpu": torch.cuda.get_device_name()}
     if args.attention_only:
-        result["attention_us"] = attention_timing()
+        result["attention_configs_bitwise"] = attention_configs()
+        result["attention_splits_us"] = attention_splits()
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)

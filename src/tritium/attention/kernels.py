@@ -173,8 +173,13 @@ def _attend_tiles(
     PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
     HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    o_run, w_run, m_run, v_scale, FOLD: tl.constexpr,
 ):
     """Online-softmax accumulation over KV tiles [tile_lo, tile_hi).
+
+    FOLD > 0 (the grouped, batch-invariant kernel walking its key groups): after the last tile of each group
+    of FOLD tiles (counted from tile 0) the group's state is folded into (o_run, w_run, m_run) by
+    ``_fold_group`` and starts afresh, inside this one pipelined loop. FOLD = 0: those pass through.
 
     MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
     acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units). The caller has checked
@@ -228,7 +233,23 @@ def _attend_tiles(
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new
-    return acc, l_i, m_i
+        if FOLD > 0:
+            if (tile + 1) % FOLD == 0:  # a key group's last tile: fold the group, start the next afresh
+                o_run, w_run, m_run = _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale)
+                acc = tl.zeros_like(acc)
+                l_i = tl.zeros_like(l_i)
+                m_i = tl.full(m_i.shape, float("-inf"), dtype=tl.float32)
+    return acc, l_i, m_i, o_run, w_run, m_run
+
+
+@triton.jit
+def _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale):
+    """Fold one key group's online-softmax state (acc, l_i, m_i) into the running merge: its normalised
+    output and log2-sum-exp, exactly as a split program writes them for the merge kernel."""
+    mass = l_i != 0.0
+    o_g = acc * (v_scale / tl.where(mass, l_i, 1.0))[:, None]
+    lse_g = tl.where(mass, m_i + tl.math.log2(tl.where(mass, l_i, 1.0)), float("-inf"))
+    return _merge_step(o_run, w_run, m_run, o_g, lse_g)
 
 
 @triton.jit
@@ -241,27 +262,28 @@ def _attend_key_range(
     offs_d, d_mask,
     PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, o_run, w_run, m_run, v_scale, FOLD: tl.constexpr,
 ):
     """Key tiles [lo, hi) through _attend_tiles: masked before full_lo (the window's start), unmasked
     [full_lo, full_hi), masked from full_hi (the diagonal, the last partial page). Every part is clamped
-    to [lo, hi), so a caller that empties [lo, hi) (hi = lo: a page id out of range) reads no key."""
-    acc, l_i, m_i = _attend_tiles(
+    to [lo, hi), so a caller that empties [lo, hi) (hi = lo: a page id out of range) reads no key.
+    FOLD and the fold state (o_run, w_run, m_run): see _attend_tiles."""
+    acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, block_table_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
+    acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr, v_head_ptr,
         block_table_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
         qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
-        IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    acc, l_i, m_i = _attend_tiles(
+        IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
+    acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, block_table_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-    return acc, l_i, m_i
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
+    return acc, l_i, m_i, o_run, w_run, m_run
 
 
 @triton.jit(do_not_specialize=["num_seqs", "num_tokens", "num_blocks", "max_kv_len", "window"])
@@ -470,30 +492,26 @@ def _paged_attention_kernel(
             acc = tl.dot(p.to(v_tile.dtype), v_tile, acc * alpha[:, None], input_precision=DOT_PRECISION)
     store_mask = row_valid[:, None] & d_mask[None, :]
     if GROUP_TILES > 0 and not IS_SPLIT:
-        # The key groups one after another, each as the split program of that group would compute it, folded
-        # by _merge_step as the sequential merge kernel folds the splits' results.
+        # The key groups one after another in one pipelined key loop, each computed as the split program of
+        # that group would, folded (_fold_group) as the sequential merge kernel folds the splits' results.
         o_run = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
         w_run = tl.zeros([BLOCK_M], dtype=tl.float32)
         m_run = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-        g_lo = lo // GROUP_TILES
-        g_hi = tl.cdiv(hi, GROUP_TILES)
-        if HAS_SINKS:  # the sink term lives in group 0 (split 0), even where the window leaves it no key
-            g_lo = 0
-            g_hi = tl.maximum(g_hi, 1)
-        for g in range(g_lo, g_hi):
-            first = g == 0
-            m_g = tl.where(first, m_i, float("-inf"))
-            l_g = tl.where(first, l_i, 0.0)
-            acc_g = tl.zeros([BLOCK_M, HEAD_DIM_PAD], dtype=tl.float32)
-            acc_g, l_g, m_g = _attend_key_range(
-                acc_g, l_g, m_g, q, tl.maximum(lo, g * GROUP_TILES), tl.minimum(hi, (g + 1) * GROUP_TILES),
-                full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk,
-                stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE,
-                TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
-            g_mass = l_g != 0.0
-            o_g = acc_g * (v_scale / tl.where(g_mass, l_g, 1.0))[:, None]
-            lse_g = tl.where(g_mass, m_g + tl.math.log2(tl.where(g_mass, l_g, 1.0)), float("-inf"))
-            o_run, w_run, m_run = _merge_step(o_run, w_run, m_run, o_g, lse_g)
+        if HAS_SINKS:  # the sink lives in group 0 (split 0): where no tile of group 0 is read, it folds alone
+            alone = lo >= GROUP_TILES
+            o_s, w_s, m_s = _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale)
+            o_run = tl.where(alone, o_s, o_run)
+            w_run = tl.where(alone, w_s, w_run)
+            m_run = tl.where(alone, m_s, m_run)
+            l_i = tl.where(alone, 0.0, l_i)
+            m_i = tl.where(alone, float("-inf"), m_i)
+        acc, l_i, m_i, o_run, w_run, m_run = _attend_key_range(
+            acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr, stride_k_blk,
+            stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+            offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP,
+            HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, GROUP_TILES)
+        # the last group, unless it ended on a group boundary (then its state is empty: a no-op fold)
+        o_run, w_run, m_run = _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale)
         w_run = tl.where(bad, float("nan"), w_run)
         has_w = w_run > 0.0
         o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
@@ -506,11 +524,11 @@ def _paged_attention_kernel(
             tl.store(lse_ptr + q_rows * stride_lse_tok + head, tl.where(bad, float("nan"), lse), mask=row_valid)
         return
 
-    acc, l_i, m_i = _attend_key_range(
+    acc, l_i, m_i, _, _, _ = _attend_key_range(
         acc, l_i, m_i, q, loop_lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, 0.0, 0.0, 0.0, v_scale, 0)
 
     # NaN rows for an impossible sequence or a page id out of range. NaN counts as mass, so it reaches
     # the output (and the merge, through the log-sum-exp).
@@ -536,7 +554,8 @@ def _paged_attention_kernel(
 @triton.jit
 def _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, stride_o_tok, stride_o_head,
                     stride_lse_tok, stride_po_split, stride_po_tok, stride_po_head, stride_pl_split, stride_pl_tok,
-                    num_splits, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, WRITE_LSE: tl.constexpr):
+                    num_splits, SPLITS_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
+                    WRITE_LSE: tl.constexpr):
     """The batch-invariant merge (GROUP_TILES splits): splits 0, 1, ... folded one at a time by _merge_step, as
     the grouped attention kernel folds its key groups, on [1]- and [1, HEAD_DIM_PAD]-shaped values."""
     offs_d = tl.arange(0, HEAD_DIM_PAD)
@@ -545,9 +564,13 @@ def _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, str
     o_run = tl.zeros([1, HEAD_DIM_PAD], dtype=tl.float32)
     w_run = tl.zeros([1], dtype=tl.float32)
     m_run = tl.full([1], float("-inf"), dtype=tl.float32)
-    for s in range(0, num_splits):
+    # Unrolled over the padded split count, so that every split's loads can be in flight at once (a runtime
+    # loop waits for one L2 round trip a split: 64 splits ~20 us); splits past num_splits read as empty.
+    for s in tl.static_range(SPLITS_PAD):
         split = one + s  # [1] int64
-        lse_s = tl.load(part_lse_ptr + split * stride_pl_split + tok * stride_pl_tok + head)  # [1]
+        here = split < num_splits
+        lse_s = tl.load(part_lse_ptr + split * stride_pl_split + tok * stride_pl_tok + head, mask=here,
+                        other=float("-inf"))  # [1]
         full = lse_s > float("-inf")  # empty splits wrote no output: not read
         o_s = tl.load(part_out_ptr + split[:, None] * stride_po_split + tok * stride_po_tok + head * stride_po_head
                       + offs_d[None, :], mask=full[:, None] & d_mask[None, :], other=0.0)  # [1, HEAD_DIM_PAD]
@@ -589,7 +612,7 @@ def _merge_splits_kernel(
     if SEQUENTIAL:
         _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, stride_o_tok, stride_o_head,
                         stride_lse_tok, stride_po_split, stride_po_tok, stride_po_head, stride_pl_split,
-                        stride_pl_tok, num_splits, HEAD_DIM, HEAD_DIM_PAD, WRITE_LSE)
+                        stride_pl_tok, num_splits, SPLITS_PAD, HEAD_DIM, HEAD_DIM_PAD, WRITE_LSE)
         return
     offs_s = tl.arange(0, SPLITS_PAD)
     s_mask = offs_s < num_splits

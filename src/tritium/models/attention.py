@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
 from tritium.attention.config import AttentionConfig, next_pow2
+from tritium.runtime import num_sms
 from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
 
@@ -54,19 +55,21 @@ class TritonAttention:
     and run without it.
 
     ``invariant``: a batch-invariant configuration (:func:`tritium.attention.config.invariant_config`) that
-    every call runs, split into its key groups where the batch fits the workspace, one program walking them
-    otherwise: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
+    every call runs (prefill-sized calls with ``invariant_prefill``'s tile), split into its key groups or one
+    program walking them: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
     """
 
     name = "triton"
 
     def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
                  sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None,
-                 invariant: AttentionConfig | None = None):
+                 invariant: AttentionConfig | None = None, invariant_prefill: AttentionConfig | None = None):
         if invariant is not None and not invariant.group_tiles:
             raise ValueError(f"invariant must be a grouped configuration (invariant_config), got {invariant}")
         self.invariant = invariant
+        self.invariant_prefill = invariant_prefill or invariant  # the same key groups, prefill's tile
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
+        self._sms = num_sms(device)
         self.sliding_window = sliding_window
         # pdl: whether the engine launches attention by PDL (EngineConfig.attention_pdl, on: 0.06 ms faster
         # a batch-1 Llama-3-8B step on the H100, bench/NOTES.md); the ablation suite compares both.
@@ -84,18 +87,25 @@ class TritonAttention:
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window, pdl=self.pdl,
-                               **self._split_args(q.shape[0], meta.max_seqlen_k))
+                               **self._split_args(q.shape[0], meta.max_seqlen_k, k_cache.shape[2]))
 
-    def _split_args(self, num_tokens: int, max_seqlen_k: int = 0) -> dict:
-        """The workspace and split override of a ``num_tokens`` call: decode-sized batches only. Invariant:
-        the configuration too, split into as many key groups as the longest sequence has where the batch
-        fits the workspace (one split is the one-program walk: the same bits)."""
+    def _split_args(self, num_tokens: int, max_seqlen_k: int = 0, num_kv_heads: int = 1) -> dict:
+        """The workspace and split override of a ``num_tokens`` call: decode-sized batches only.
+
+        Invariant: the configuration too. Every choice below gives a row the same bits (measured, see
+        ``invariant_prefill_config``), so it is made for speed: a batch that fits the workspace and gives
+        fewer (token, KV head) programs than the GPU has SMs is split into the key groups of its longest
+        sequence (the sequential merge folds them); larger ones walk the groups in one program (the
+        probe of stop 54, H200: B=16 x 8 KV heads L=4096 98-132 us split vs 200-220 in one program; B=64
+        L=2048 the other way); prefill-sized calls take the 128-row tile."""
         small = num_tokens <= self.workspace.max_num_tokens
         if self.invariant is not None:
             cfg = self.invariant
+            if not small:
+                return dict(config=self.invariant_prefill, workspace=None, num_splits=1)
             groups = -(-(-(-max(max_seqlen_k, 1) // cfg.tile_n)) // cfg.group_tiles)
-            return dict(config=cfg, workspace=self.workspace if small and groups > 1 else None,
-                        num_splits=groups if small else 1)
+            split = groups > 1 and num_tokens * num_kv_heads < self._sms
+            return dict(config=cfg, workspace=self.workspace if split else None, num_splits=groups if split else 1)
         return dict(workspace=self.workspace if small else None, num_splits=self.num_splits if small else None)
 
     def warmup_plan(self, q, k_cache, batches, block_table_width: int | None = None) -> dict:
@@ -110,8 +120,8 @@ class TritonAttention:
         persistent = hopper.persistent_by_default(block_table_width * k_cache.shape[1]) if block_table_width else None
         if self.invariant is not None:  # one configuration: its split and its one-program kernel
             for q_lens, seq_len in batches:
-                args = self._split_args(sum(q_lens), seq_len)
-                plan.setdefault(args["workspace"] is not None, (q_lens, seq_len))
+                args = self._split_args(sum(q_lens), seq_len, k_cache.shape[2])
+                plan.setdefault((args["config"], args["workspace"] is not None), (q_lens, seq_len))
             return plan
         for q_lens, seq_len in batches:
             tokens = q[:sum(q_lens)]
