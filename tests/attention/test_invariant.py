@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tritium.attention import AttentionWorkspace, paged_attention
-from tritium.attention.config import AttentionConfig, invariant_config, invariant_prefill_config
+from tritium.attention.config import AttentionConfig, invariant_config
 from tritium.runtime import interpreting
 from tritium.testing.row_dot import row_independent_dot
 
@@ -88,11 +88,6 @@ def test_rows_do_not_depend_on_the_batch(dtype):
     for what, (picks, kwargs) in layouts.items():
         out, rows = _view(batch, picks, config=config, **kwargs)
         _bitwise(out, full[rows.to(full.device)], what)
-    # prefill-sized calls take another tile (128-row Q blocks, 8 warps, on a GPU): the same bits
-    wide = invariant_prefill_config(config, num_q_heads=HEADS[0], num_kv_heads=HEADS[1], dtype=dtype,
-                                    device=batch.q.device)
-    out, rows = _view(batch, [(2, 0, 130), (3, 0, 200)], config=wide, num_splits=1)
-    _bitwise(out, full[rows.to(full.device)], f"prefill with {wide}")
 
 
 def test_grouped_features_match_the_reference_split_or_not():

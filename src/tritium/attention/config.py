@@ -6,7 +6,6 @@ tree picks the kernel's knobs; elsewhere (other GPUs, fp32, the interpreter) the
 Every number in the hand rules names the measurement that chose it.
 """
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -291,22 +290,6 @@ def invariant_config(*, num_q_heads: int, num_kv_heads: int, head_dim: int, max_
     splits = max(1, -(-tiles // group_tiles))
     return AttentionConfig(block_m=block_m, block_q=max(1, block_m // group), tile_n=tile_n, num_splits=splits,
                            num_warps=4, num_stages=2, group_tiles=group_tiles)
-
-
-def invariant_prefill_config(config: AttentionConfig, *, num_q_heads: int, num_kv_heads: int, dtype: torch.dtype,
-                             device: torch.device) -> AttentionConfig:
-    """The tile a batch-invariant engine runs its prefill-sized calls with: 128-row Q blocks and 8 warps (two
-    warpgroups of the 64-row, 4-warp tile) for 16-bit queries on NVIDIA GPUs, else ``config`` itself.
-
-    NOTE: measured on the H200 (bench/probe_invariance.py, stop 54; bf16, GQA 32/8, D=128, 64-key tiles
-    in groups of 2): 128-row blocks with 8 warps and 64-row blocks with 4 warps give every row the same bits
-    (prefill and decode, 2 or 3 stages), and the former runs a causal prefill of 8192 tokens in 2.62 ms
-    against 3.13; 16-row blocks (mma.sync) do not (948 of 3364 prefill rows differed)."""
-    if dtype == torch.float32 or device.type != "cuda" or torch.version.hip is not None:
-        return config
-    group = num_q_heads // num_kv_heads
-    block_m = max(128, next_pow2(group))
-    return dataclasses.replace(config, block_m=block_m, block_q=max(1, block_m // group), num_warps=8)
 
 
 def select_merge_warps(head_dim: int, num_splits: int) -> int:

@@ -55,19 +55,17 @@ class TritonAttention:
     and run without it.
 
     ``invariant``: a batch-invariant configuration (:func:`tritium.attention.config.invariant_config`) that
-    every call runs (prefill-sized calls with ``invariant_prefill``'s tile), split into its key groups or one
-    program walking them: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
+    every call runs, split into its key groups or one program walking them: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
     """
 
     name = "triton"
 
     def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
                  sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None,
-                 invariant: AttentionConfig | None = None, invariant_prefill: AttentionConfig | None = None):
+                 invariant: AttentionConfig | None = None):
         if invariant is not None and not invariant.group_tiles:
             raise ValueError(f"invariant must be a grouped configuration (invariant_config), got {invariant}")
         self.invariant = invariant
-        self.invariant_prefill = invariant_prefill or invariant  # the same key groups, prefill's tile
         self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self._sms = num_sms(device)
         self.sliding_window = sliding_window
@@ -92,17 +90,16 @@ class TritonAttention:
     def _split_args(self, num_tokens: int, max_seqlen_k: int = 0, num_kv_heads: int = 1) -> dict:
         """The workspace and split override of a ``num_tokens`` call: decode-sized batches only.
 
-        Invariant: the configuration too. Every choice below gives a row the same bits (measured, see
-        ``invariant_prefill_config``), so it is made for speed: a batch that fits the workspace and gives
-        fewer (token, KV head) programs than the GPU has SMs is split into the key groups of its longest
-        sequence (the sequential merge folds them); larger ones walk the groups in one program (the
-        probe of stop 54, H200: B=16 x 8 KV heads L=4096 98-132 us split vs 200-220 in one program; B=64
-        L=2048 the other way); prefill-sized calls take the 128-row tile."""
+        Invariant: the configuration too. Split or not, a row gets the same bits, so the choice is made for
+        speed: a batch that fits the workspace and gives fewer (token, KV head) programs than the GPU has
+        SMs is split into the key groups of its longest sequence (the sequential merge folds them); larger
+        batches and prefill-sized calls walk the groups in one program (bench/probe_invariance.py, stop 54,
+        H200, GQA 32/8: B=16 L=4096 133 us split vs 141 in one program, B=64 L=2048 253 vs 163)."""
         small = num_tokens <= self.workspace.max_num_tokens
         if self.invariant is not None:
             cfg = self.invariant
             if not small:
-                return dict(config=self.invariant_prefill, workspace=None, num_splits=1)
+                return dict(config=cfg, workspace=None, num_splits=1)
             groups = -(-(-(-max(max_seqlen_k, 1) // cfg.tile_n)) // cfg.group_tiles)
             split = groups > 1 and num_tokens * num_kv_heads < self._sms
             return dict(config=cfg, workspace=self.workspace if split else None, num_splits=groups if split else 1)

@@ -16,7 +16,6 @@ from typing import Iterable
 import torch
 
 from tritium.attention.config import invariant_config as invariant_attention_config
-from tritium.attention.config import invariant_prefill_config
 from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttention, TorchAttention,
                                      TorchContextParallelAttention, TritonAttention)
 from tritium.models.config import ModelConfig
@@ -202,18 +201,14 @@ class LlamaModel:
         if options.context_parallel is not None:
             self.attention = options.context_parallel
         elif options.attention_backend == "triton":
-            invariant = invariant_prefill = None
+            invariant = None
             if options.batch_invariant:
                 invariant = invariant_attention_config(
                     num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=self.config.head_dim,
                     max_seq_len=self.config.max_position_embeddings, dtype=self.dtype)
-                invariant_prefill = invariant_prefill_config(invariant, num_q_heads=self.num_heads,
-                                                             num_kv_heads=self.num_kv_heads, dtype=self.dtype,
-                                                             device=self.device)
             self.attention = TritonAttention(options.max_decode_tokens, self.num_heads, self.config.head_dim,
                                              self.device, self.config.sliding_window, pdl=options.attention_pdl,
-                                             num_splits=options.attention_num_splits, invariant=invariant,
-                                             invariant_prefill=invariant_prefill)
+                                             num_splits=options.attention_num_splits, invariant=invariant)
         else:
             self.attention = TorchAttention(self.config.sliding_window)
         self.linear.mode = options.linear_backend
