@@ -106,3 +106,8 @@ def test_serve_flags_reach_the_engine(tiny_models):
         assert (kwargs["linear_backend"], kwargs["linear_cache"]) == ("triton", False)
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--linear-backend", "cublas"])
+    assert default["batch_invariant"] is False
+    for command in (["serve"], ["generate", "x"], ["chat"]):
+        kwargs = _engine_kwargs(_parser().parse_args([command[0], "--batch-invariant", *command[1:]]))
+        assert kwargs["batch_invariant"] is True
+        assert "op_backend" not in kwargs  # the interpreter's torch-ops shortcut would contradict it
