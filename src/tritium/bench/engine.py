@@ -36,6 +36,7 @@ from tritium.bench import engine_tp
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
 from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, batch_throughput, engine_generate
 from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
+from tritium.engine import SamplingParams
 
 SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant")
 DEFAULT_SYSTEMS = SYSTEMS[:3]
@@ -55,8 +56,6 @@ def add_arguments(parser) -> None:
 def invariance(bench: Bench, llm, new_tokens: int = 32, others: int = 16) -> dict:
     """One greedy request with its log-probabilities, alone and then beside ``others`` requests of other
     lengths: how many of its tokens and log-probabilities have the same bits both times."""
-    from tritium import SamplingParams
-
     params = SamplingParams(max_tokens=new_tokens, temperature=0.0, logprobs=1, ignore_eos=True)
     target = bench.prompts(1, 5)[0]
     g = torch.Generator().manual_seed(6)
