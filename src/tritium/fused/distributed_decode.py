@@ -156,11 +156,11 @@ def _partial_decode_kernel(
     v_head_ptr = v_ptr + kv_head * stride_v_h
     # masked tiles at the window's start, the unmasked middle, the masked last (partial) tile; every key
     # of the part is before the query, so nothing is causal-masked
-    acc, l_i, m_i = _attend_key_range(
+    acc, l_i, m_i, _, _, _ = _attend_key_range(
         acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
         softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
-        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION)
+        HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, 0.0, 0.0, 0.0, v_scale_val, 0)  # no key groups
 
     l_i = tl.where(bad, float("nan"), l_i)  # NaN counts as mass: it reaches lse, and the merge's output
     has_mass = l_i != 0.0
