@@ -6,6 +6,7 @@ tree picks the kernel's knobs; elsewhere (other GPUs, fp32, the interpreter) the
 Every number in the hand rules names the measurement that chose it.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -287,9 +288,16 @@ def invariant_config(*, num_q_heads: int, num_kv_heads: int, head_dim: int, max_
     block_m = max(INVARIANT_BLOCK_M, next_pow2(group))
     tiles = max(1, -(-max_seq_len // tile_n))
     group_tiles = max(INVARIANT_MIN_GROUP_TILES, -(-tiles // max_splits))
-    splits = max(1, -(-tiles // group_tiles))
-    return AttentionConfig(block_m=block_m, block_q=max(1, block_m // group), tile_n=tile_n, num_splits=splits,
-                           num_warps=4, num_stages=2, group_tiles=group_tiles)
+    config = AttentionConfig(block_m=block_m, block_q=max(1, block_m // group), tile_n=tile_n, num_splits=1,
+                             num_warps=4, num_stages=2, group_tiles=group_tiles)
+    return dataclasses.replace(config, num_splits=key_groups(config, max_seq_len))
+
+
+def key_groups(config: AttentionConfig, seq_len: int) -> int:
+    """Key groups of a grouped configuration that a sequence of ``seq_len`` keys (at least one) spans: the
+    splits a split call needs to cover it."""
+    tiles = -(-max(seq_len, 1) // config.tile_n)
+    return -(-tiles // config.group_tiles)
 
 
 def select_merge_warps(head_dim: int, num_splits: int) -> int:

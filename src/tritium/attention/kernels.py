@@ -245,11 +245,22 @@ def _attend_tiles(
 @triton.jit
 def _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale):
     """Fold one key group's online-softmax state (acc, l_i, m_i) into the running merge: its normalised
-    output and log2-sum-exp, exactly as a split program writes them for the merge kernel."""
+    output and log2-sum-exp, by the same expressions as a split program's epilogue writes them for the
+    merge kernel (kept inline there: sharing a helper changed the default kernel's PTX)."""
     mass = l_i != 0.0
     o_g = acc * (v_scale / tl.where(mass, l_i, 1.0))[:, None]
     lse_g = tl.where(mass, m_i + tl.math.log2(tl.where(mass, l_i, 1.0)), float("-inf"))
     return _merge_step(o_run, w_run, m_run, o_g, lse_g)
+
+
+@triton.jit
+def _fold_result(o_run, w_run, m_run):
+    """A running merge's output (o_run / w_run; 0 where no part saw a key) and natural-log log-sum-exp (-inf
+    there; NaN stays NaN)."""
+    has_w = w_run > 0.0
+    o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
+    lse = tl.where(has_w, (m_run + tl.math.log2(tl.where(has_w, w_run, 1.0))) * 0.6931471805599453, float("-inf"))
+    return o, tl.where(w_run == w_run, lse, w_run)
 
 
 @triton.jit
@@ -512,16 +523,12 @@ def _paged_attention_kernel(
             HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, GROUP_TILES)
         # the last group, unless it ended on a group boundary (then its state is empty: a no-op fold)
         o_run, w_run, m_run = _fold_group(o_run, w_run, m_run, acc, l_i, m_i, v_scale)
-        w_run = tl.where(bad, float("nan"), w_run)
-        has_w = w_run > 0.0
-        o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
+        o, lse = _fold_result(o_run, tl.where(bad, float("nan"), w_run), m_run)
         o = tl.where(bad, float("nan"), o)
         o_ptrs = out_ptr + q_rows[:, None] * stride_o_tok + head[:, None] * stride_o_head + offs_d[None, :]
         tl.store(o_ptrs, o.to(out_ptr.dtype.element_ty), mask=store_mask)
         if WRITE_LSE:  # natural log; NaN rows stay NaN
-            lse = tl.where(has_w, (m_run + tl.math.log2(tl.where(has_w, w_run, 1.0))) * 0.6931471805599453,
-                           float("-inf"))
-            tl.store(lse_ptr + q_rows * stride_lse_tok + head, tl.where(bad, float("nan"), lse), mask=row_valid)
+            tl.store(lse_ptr + q_rows * stride_lse_tok + head, lse, mask=row_valid)
         return
 
     acc, l_i, m_i, _, _, _ = _attend_key_range(
@@ -575,14 +582,11 @@ def _merge_in_order(out_ptr, part_out_ptr, part_lse_ptr, lse_ptr, tok, head, str
         o_s = tl.load(part_out_ptr + split[:, None] * stride_po_split + tok * stride_po_tok + head * stride_po_head
                       + offs_d[None, :], mask=full[:, None] & d_mask[None, :], other=0.0)  # [1, HEAD_DIM_PAD]
         o_run, w_run, m_run = _merge_step(o_run, w_run, m_run, o_s, lse_s)
-    has_w = w_run > 0.0
-    o = o_run / tl.where(has_w, w_run, 1.0)[:, None]
+    o, lse = _fold_result(o_run, w_run, m_run)
     tl.store(out_ptr + tok * stride_o_tok + head * stride_o_head + offs_d[None, :], o.to(out_ptr.dtype.element_ty),
              mask=d_mask[None, :])
     if WRITE_LSE:  # natural log; -inf when no split saw a key, NaN stays NaN
-        lse = tl.where(has_w, (m_run + tl.math.log2(tl.where(has_w, w_run, 1.0))) * 0.6931471805599453,
-                       float("-inf"))
-        tl.store(lse_ptr + tok * stride_lse_tok + head + one, tl.where(w_run == w_run, lse, w_run))
+        tl.store(lse_ptr + tok * stride_lse_tok + head + one, lse)
 
 
 @triton.jit

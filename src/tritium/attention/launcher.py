@@ -8,8 +8,8 @@ from triton.runtime.errors import OutOfResources
 from tritium.runtime import interpreting, pdl_launch, pipeline_stages
 
 from tritium.attention import hopper
-from tritium.attention.config import (MAX_SPLITS, AttentionConfig, mark_unfit, next_pow2, register_cap,
-                                      select_attention_config, select_merge_warps)
+from tritium.attention.config import (MAX_SPLITS, AttentionConfig, key_groups, mark_unfit, next_pow2,
+                                      register_cap, select_attention_config, select_merge_warps)
 from tritium.attention.kernels import _merge_splits_kernel, _paged_attention_kernel
 
 SUPPORTED_HEAD_DIMS = (64, 80, 96, 128, 192, 256)
@@ -212,7 +212,7 @@ def _splits(config: AttentionConfig, num_splits: int | None, workspace) -> int:
 
 def _check_groups(config: AttentionConfig, splits: int, max_seqlen_k: int, workspace) -> None:
     """A grouped (batch-invariant) split call must give every key group of the longest sequence a split."""
-    need = -(-(-(-max_seqlen_k // config.tile_n)) // config.group_tiles)
+    need = key_groups(config, max_seqlen_k)
     if splits < need:
         raise ValueError(f"config.group_tiles = {config.group_tiles} with {splits} splits covers "
                          f"{splits * config.group_tiles * config.tile_n} keys, max_seqlen_k is {max_seqlen_k}: "

@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
-from tritium.attention.config import AttentionConfig, next_pow2
-from tritium.runtime import num_sms
+from tritium.attention.config import AttentionConfig, key_groups, next_pow2
 from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
+from tritium.runtime import num_sms
 
 
 @dataclasses.dataclass
@@ -55,7 +55,8 @@ class TritonAttention:
     and run without it.
 
     ``invariant``: a batch-invariant configuration (:func:`tritium.attention.config.invariant_config`) that
-    every call runs, split into its key groups or one program walking them: a row's output has the same bits in any batch (``EngineConfig.batch_invariant``).
+    every call runs, split into its key groups or one program walking them: a row's output has the same
+    bits in any batch (``EngineConfig.batch_invariant``).
     """
 
     name = "triton"
@@ -100,7 +101,7 @@ class TritonAttention:
             cfg = self.invariant
             if not small:
                 return dict(config=cfg, workspace=None, num_splits=1)
-            groups = -(-(-(-max(max_seqlen_k, 1) // cfg.tile_n)) // cfg.group_tiles)
+            groups = key_groups(cfg, max_seqlen_k)
             split = groups > 1 and num_tokens * num_kv_heads < self._sms
             return dict(config=cfg, workspace=self.workspace if split else None, num_splits=groups if split else 1)
         return dict(workspace=self.workspace if small else None, num_splits=self.num_splits if small else None)
