@@ -297,17 +297,18 @@ def test_cli_generate_tp(tiny_models, reference, no_leaks, two_ranks):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("comm", ["tritium", "torch"])
-def test_gpu_tp2(tiny_models, no_leaks, comm):
-    """2 GPUs: Triton kernels, CUDA graphs with the collectives inside, greedy windows; same tokens as
-    TP=1 (fp32 weights, so that sums in another order cannot flip a greedy choice)."""
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 GPUs")
+@pytest.mark.parametrize("tp,comm", [(2, "tritium"), (2, "torch"), (4, "tritium"), (4, "torch")])
+def test_gpu_tp(tiny_models, no_leaks, tp, comm):
+    """2 and 4 GPUs: Triton kernels, CUDA graphs with the collectives inside, greedy windows; same tokens as
+    TP=1 (fp32 weights, so that sums in another order cannot flip a greedy choice). At TP=4 the tiny llama's
+    2 kv heads are replicated."""
+    if torch.cuda.device_count() < tp:
+        pytest.skip(f"needs {tp} GPUs")
     path, _ = tiny_models["llama"]
     kw = _kw(max_num_seqs=8)
     with LLM(path, **kw) as llm:
         expected = _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True))
-    with LLM(path, tensor_parallel_size=2, comm=comm, **kw) as llm:
+    with LLM(path, tensor_parallel_size=tp, comm=comm, **kw) as llm:
         assert llm.engine.runner.graphs, "decode steps should run from CUDA graphs"
         for _ in range(3):
             assert _tokens(llm, PROMPTS, SamplingParams(max_tokens=24, ignore_eos=True)) == expected
