@@ -165,7 +165,11 @@ def test_killed_worker_raises(tiny_models, no_leaks, two_ranks, when):
     assert time.monotonic() - start < 60
     with pytest.raises(RuntimeError, match="tensor-parallel failure"):
         llm.generate(PROMPTS[:1], GREEDY)
+    start = time.monotonic()
     llm.close()
+    assert time.monotonic() - start < 60
+    # the lost rank's process group is gone from this process: another engine can start here
+    assert not torch.distributed.is_initialized()
 
 
 def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leaks, two_ranks):

@@ -358,12 +358,16 @@ class LLMEngine:
         if self.parallel is not None:
             atexit.unregister(self.close)
             runner = getattr(self, "runner", None)
-            if runner is not None and self._failure is None:
+            failed = self._failure is not None
+            if runner is not None and not failed:
                 try:
                     runner.release_graphs()
                 except Exception as e:  # a device error: the teardown below still runs
                     log.debug("releasing the decode graphs: %s", e)
-            self.parallel.close(failed=self._failure is not None)
+            self.parallel.close(failed=failed)
+            if runner is not None and failed:
+                # a captured collective may have waited for the lost peer: dropped after the abort, unsynced
+                runner.release_graphs(sync=False)
 
     def __enter__(self) -> "LLMEngine":
         return self

@@ -403,21 +403,46 @@ class TensorParallel:
             return
         try:
             dist.destroy_process_group(self._ctrl)
-            if self.owns_dist:
-                release_default_group(self.device, failed)
-        except Exception as e:
-            log.debug("destroy_process_group: %s", e)
+        except Exception as e:  # the default group still goes below
+            log.debug("destroy_process_group(ctrl): %s", e)
+        if self.owns_dist:
+            release_default_group(self.device, failed)
 
 
 def release_default_group(device: torch.device, failed: bool = False) -> None:
     """Tear down the default process group. With NCCL (GPUs) it is aborted, not destroyed: a graceful
     destroy of a communicator that CUDA graphs captured hung on 2x H200 (rank 0 and its worker both
-    in it, 60 s+), and peers that are gone or stuck must not be waited for either."""
+    in it, 60 s+), and peers that are gone or stuck must not be waited for either. Whatever the teardown
+    does (raises, or is left behind after ``TEARDOWN_TIMEOUT``), this process ends without a default
+    group, so that it can start another engine."""
     abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
-    if (failed or device.type == "cuda") and abort is not None:
-        _bounded(abort, TEARDOWN_TIMEOUT, "aborting the NCCL process group")
-    else:
-        dist.destroy_process_group()
+    try:
+        if (failed or device.type == "cuda") and abort is not None:
+            _bounded(abort, TEARDOWN_TIMEOUT, "aborting the NCCL process group")
+        else:
+            dist.destroy_process_group()
+    except Exception as e:
+        log.warning("tearing down the process group: %s", e)
+    if dist.is_initialized():
+        _forget_groups()
+
+
+def _forget_groups() -> None:
+    """Drop torch.distributed's record of this process's groups without touching their backends (one whose
+    teardown is stuck in NCCL keeps its communicator: leaked, not waited for). The same bookkeeping as the
+    end of ``torch.distributed``'s own abort."""
+    c10d = dist.distributed_c10d
+    log.warning("the process group's teardown did not finish: its resources are left behind, and this process "
+                "forgets it so that another engine can start")
+    world = c10d._world
+    c10d._update_default_pg(None)
+    for table in (world.pg_map, world.pg_names, world.pg_group_ranks, world.pg_backend_config, world.pg_to_tag,
+                  world.tags_to_pg, world.pg_coalesce_state):
+        table.clear()
+    unregister = getattr(c10d, "_unregister_all_process_groups", None)
+    if unregister is not None:
+        unregister()
+    world.group_count = 0
 
 
 TEARDOWN_TIMEOUT = 30.0  # seconds a process-group teardown may take before it is left behind
