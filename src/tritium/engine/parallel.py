@@ -21,6 +21,7 @@ workers (a plan to exit, then signals) and removes their shared memory.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import glob
@@ -623,12 +624,32 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
         raise ValueError("tensor_parallel_size or context_parallel_size > 1 starts its own ranks, but "
                          "torch.distributed is already initialised in this process (another tensor-parallel engine "
                          "not closed, or your own process group): close it first, or run under torchrun")
-    pool = WorkerPool(n, spec, timeout)
-    try:
-        dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)
-    except BaseException as e:
-        failure = pool.abandon(e)
-        if failure is e:
-            raise
-        raise failure from e
+    with _nccl_errors_keep_the_process():  # the workers' environment is copied inside: theirs too
+        pool = WorkerPool(n, spec, timeout)
+        try:
+            dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)
+        except BaseException as e:
+            failure = pool.abandon(e)
+            if failure is e:
+                raise
+            raise failure from e
     return pool
+
+
+# Read by each NCCL process group as it is made. PyTorch's defaults (3; monitoring on) take the whole process
+# down once a collective outlives the group's timeout (seen on 4x H200: rank 0, a serving process, aborted 60 s
+# after a worker stopped answering) or the watchdog stops beating. The engine bounds its own waits and raises
+# ParallelError, then tears the groups down: the watchdog only aborts the communicator (2), which also frees
+# kernels stuck in its collectives, and no monitor kills the process. A value the user set is kept.
+_NCCL_ENV = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2", "TORCH_NCCL_ENABLE_MONITORING": "0"}
+
+
+@contextlib.contextmanager
+def _nccl_errors_keep_the_process():
+    added = [k for k in _NCCL_ENV if k not in os.environ]
+    os.environ.update({k: _NCCL_ENV[k] for k in added})
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
