@@ -19,9 +19,11 @@ import time
 import psutil
 import pytest
 import torch
+import torch.distributed as dist
 
 from tritium import LLM, SamplingParams
-from tritium.engine.parallel import ParallelError, check_parallel, select_comm
+from tritium.engine.parallel import (ParallelError, _nccl_errors_keep_the_process, check_parallel,
+                                     release_default_group, select_comm)
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
 
@@ -169,7 +171,7 @@ def test_killed_worker_raises(tiny_models, no_leaks, two_ranks, when):
     llm.close()
     assert time.monotonic() - start < 60
     # the lost rank's process group is gone from this process: another engine can start here
-    assert not torch.distributed.is_initialized()
+    assert not dist.is_initialized()
 
 
 def test_error_between_publish_and_launch_closes_the_engine(tiny_models, no_leaks, two_ranks):
@@ -233,6 +235,44 @@ def test_bad_input(tiny_models, no_leaks):
         check_parallel(64, config(64, 64), torch.device("cpu"), "auto")
     with pytest.raises(ValueError, match="must divide the model's num_key_value_heads \\(6\\) or be a multiple"):
         check_parallel(4, config(12, 6), torch.device("cpu"), "auto")
+
+
+@pytest.mark.parametrize("teardown", ["raises", "left behind"])
+def test_a_stuck_teardown_leaves_no_group(monkeypatch, teardown):
+    """When the default group's teardown raises or outlives its bound (NCCL with a lost peer, seen on 4x
+    H200), the process forgets the group, so that another engine can start in it."""
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    dist.new_group(backend="gloo")
+    try:
+        if teardown == "raises":
+            def destroy(group=None):
+                raise RuntimeError("teardown failed")
+            monkeypatch.setattr(dist, "destroy_process_group", destroy)
+        else:
+            monkeypatch.setattr("tritium.engine.parallel.TEARDOWN_TIMEOUT", 0.2)
+            monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", lambda: time.sleep(2))
+        release_default_group(torch.device("cuda" if teardown == "left behind" else "cpu"))
+        assert not dist.is_initialized()
+        monkeypatch.undo()
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # a new one starts
+        t = torch.ones(3)
+        dist.all_reduce(t)
+        assert t.tolist() == [1.0, 1.0, 1.0]
+    finally:
+        monkeypatch.undo()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def test_nccl_error_handling_keeps_the_process(monkeypatch):
+    monkeypatch.delenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", raising=False)
+    monkeypatch.setenv("TORCH_NCCL_ENABLE_MONITORING", "1")  # the user's choice stays
+    with _nccl_errors_keep_the_process():
+        assert os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "2"
+        assert os.environ["TORCH_NCCL_ENABLE_MONITORING"] == "1"
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in os.environ
+    assert os.environ["TORCH_NCCL_ENABLE_MONITORING"] == "1"
 
 
 def test_comm_selection():
