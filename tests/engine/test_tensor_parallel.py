@@ -269,7 +269,7 @@ def test_nccl_error_handling_keeps_the_process(monkeypatch):
     monkeypatch.delenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", raising=False)
     monkeypatch.setenv("TORCH_NCCL_ENABLE_MONITORING", "1")  # the user's choice stays
     with _nccl_errors_keep_the_process():
-        assert os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "2"
+        assert os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0"
         assert os.environ["TORCH_NCCL_ENABLE_MONITORING"] == "1"
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in os.environ
     assert os.environ["TORCH_NCCL_ENABLE_MONITORING"] == "1"

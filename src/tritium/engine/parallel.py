@@ -638,10 +638,12 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
 
 # Read by each NCCL process group as it is made. PyTorch's defaults (3; monitoring on) take the whole process
 # down once a collective outlives the group's timeout (seen on 4x H200: rank 0, a serving process, aborted 60 s
-# after a worker stopped answering) or the watchdog stops beating. The engine bounds its own waits and raises
-# ParallelError, then tears the groups down: the watchdog only aborts the communicator (2), which also frees
-# kernels stuck in its collectives, and no monitor kills the process. A value the user set is kept.
-_NCCL_ENV = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2", "TORCH_NCCL_ENABLE_MONITORING": "0"}
+# after a worker stopped answering) or the watchdog stops beating. The engine bounds its own waits, raises
+# ParallelError and tears the groups down itself, as it does over gloo on the CPU, so the watchdog is told to
+# do nothing (0): its other choice, aborting the communicator (2), would let a step stuck on the lost peer
+# finish on partial data in a race with the engine's own timeout (a graph replays the aborted collective with
+# no host call to raise). No monitor kills the process either. A value the user set is kept.
+_NCCL_ENV = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ENABLE_MONITORING": "0"}
 
 
 @contextlib.contextmanager
