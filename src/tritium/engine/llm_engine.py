@@ -364,10 +364,8 @@ class LLMEngine:
                     runner.release_graphs()
                 except Exception as e:  # a device error: the teardown below still runs
                     log.debug("releasing the decode graphs: %s", e)
+            # after a failure the graphs stay (a replay may still wait for the lost peer: no device sync)
             self.parallel.close(failed=failed)
-            if runner is not None and failed:
-                # a captured collective may have waited for the lost peer: dropped after the abort, unsynced
-                runner.release_graphs(sync=False)
 
     def __enter__(self) -> "LLMEngine":
         return self

@@ -390,14 +390,12 @@ class ModelRunner:
             bufs.logits = self._greedy_step(bufs, meta)
         return DecodeGraph(graph, bufs)
 
-    def release_graphs(self, sync: bool = True) -> None:
+    def release_graphs(self) -> None:
         """Drop the captured decode graphs (their memory pool goes with them) after the device finished
-        them (``sync``; without it, after a failure, pending replays keep what they use until they end).
-        Done before a tensor-parallel engine tears its process groups down: NCCL's teardown with graphs
-        that captured its collectives still alive is known to hang (pytorch/pytorch#115388)."""
+        them. Done before a tensor-parallel engine tears its process groups down: NCCL's teardown with
+        graphs that captured its collectives still alive is known to hang (pytorch/pytorch#115388)."""
         if self.graphs:
-            if sync:
-                torch.cuda.synchronize(self.device)
+            torch.cuda.synchronize(self.device)
             self.graphs.clear()
             self._buckets = ()
 
