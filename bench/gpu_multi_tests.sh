@@ -25,7 +25,7 @@ for s in "${suites[@]}"; do
   [[ -n ${files[$s]:-} ]] || { echo "unknown suite $s (one of ${!files[*]})"; exit 2; }
   log="$OUT/multi-tests-$s-$gpu-x$ngpu.log"
   start=$(date +%s)
-  timeout -k 20 "${TEST_TIMEOUT:-150}" python3 -m pytest -v -rfE -p no:cacheprovider -o faulthandler_timeout="${HANG_DUMP:-90}" \
+  TRITIUM_REPORT_AT_ONCE=1 timeout -k 20 "${TEST_TIMEOUT:-150}" python3 -m pytest -v -rfE -p no:cacheprovider -o faulthandler_timeout="${HANG_DUMP:-90}" \
     $per_test ${TEST_K:+-k "$TEST_K"} ${files[$s]} > "$log" 2>&1
   rc=$?; (( rc == 0 )) || status=1
   echo "[$(date +%T)] $s: rc=$rc in $(( $(date +%s) - start )) s: $(tail -1 "$log")"

@@ -1,4 +1,5 @@
 import os
+import sys
 
 import pytest
 
@@ -43,3 +44,11 @@ def _linear_cache_dir(tmp_path_factory):
     if "TRITIUM_CACHE_DIR" not in os.environ:
         os.environ["TRITIUM_CACHE_DIR"] = str(tmp_path_factory.mktemp("tritium-cache"))
     yield
+
+
+def pytest_runtest_logreport(report):
+    """TRITIUM_REPORT_AT_ONCE=1 (bench/gpu_multi_tests.sh): a failure's report goes to stderr as the test
+    ends, not only in the summary, so a run that its time bound cuts short still says why a test failed."""
+    if report.failed and os.environ.get("TRITIUM_REPORT_AT_ONCE") == "1":
+        print(f"\n=== {report.nodeid} ({report.when}) failed ===\n{report.longreprtext}\n", file=sys.__stderr__,
+              flush=True)

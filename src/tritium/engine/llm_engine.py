@@ -149,7 +149,12 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
     ms = tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs)
     key, restored = None, False
-    if cfg.linear_backend == "auto":
+    # tensor parallel: rank 0 times (or restores) the projection kernels and every rank runs its choices.
+    # Ranks that chose for themselves could disagree where two kernels are within noise, and a choice
+    # decides more than speed: whether gate/up runs the GEMV decides whether the down projection takes
+    # [gate | up] (fuse_row_parallel's one-launch layer then lays its partial sums out differently, and a
+    # rank waits for sums its peers never send; seen at TP=4 on 4x H200) and which norms fuse where.
+    if cfg.linear_backend == "auto" and (tp is None or tp.rank == 0):
         if cfg.linear_cache:
             key = linear_cache.cache_key(model, cfg, *((0, 1) if tp is None else (tp.rank, tp.world_size)))
             restored = key is not None and _restore_linears(model, key)
@@ -157,6 +162,10 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
             t0 = time.perf_counter()
             model.tune_linears(ms)
             log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
+    if cfg.linear_backend == "auto" and tp is not None:
+        state = tp.share(model.linear_state() if tp.rank == 0 else None)
+        if tp.rank > 0:
+            model.restore_linears(state)  # the same model and config: rank 0's choices fit this shard
     num_blocks = _num_blocks(model, cfg, device)
     if tp is not None:
         num_blocks = tp.agree_min(num_blocks)

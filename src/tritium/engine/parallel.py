@@ -251,6 +251,13 @@ class TensorParallel:
         dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self._ctrl)
         return int(t.item())
 
+    def share(self, value=None):
+        """Rank 0's ``value`` (any picklable object) on every rank; every rank calls it, the others with
+        nothing. A start-up step, as :meth:`agree_min`: it waits for every rank to get there."""
+        box = [value if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0, group=self._ctrl)
+        return box[0]
+
     # -- plans ---------------------------------------------------------------------------------------------
     def send(self, plan) -> None:
         """Rank 0: send a plan to every other rank (one broadcast when it fits ``_CHUNK`` bytes)."""
@@ -414,12 +421,12 @@ def release_default_group(device: torch.device, failed: bool = False) -> None:
     """Tear down the default process group. With NCCL (GPUs) it is aborted, not destroyed: a graceful
     destroy of a communicator that CUDA graphs captured hung on 2x H200 (rank 0 and its worker both
     in it, 60 s+), and peers that are gone or stuck must not be waited for either. Whatever the teardown
-    does (raises, or is left behind after ``TEARDOWN_TIMEOUT``), this process ends without a default
-    group, so that it can start another engine."""
+    does (raises, or is left behind after ``TEARDOWN_TIMEOUT``, ``FAILED_TEARDOWN_TIMEOUT`` after a
+    failure), this process ends without a default group, so that it can start another engine."""
     abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
     try:
         if (failed or device.type == "cuda") and abort is not None:
-            _bounded(abort, TEARDOWN_TIMEOUT, "aborting the NCCL process group")
+            _bounded(abort, FAILED_TEARDOWN_TIMEOUT if failed else TEARDOWN_TIMEOUT, "aborting the process group")
         else:
             dist.destroy_process_group()
     except Exception as e:
@@ -447,6 +454,10 @@ def _forget_groups() -> None:
 
 
 TEARDOWN_TIMEOUT = 30.0  # seconds a process-group teardown may take before it is left behind
+# after a failure (the workers killed, or a torchrun peer gone): NCCL's abort with a peer that is gone or
+# stopped did not return in 30 s on 4x H200 (killed and SIGSTOPped workers alike), and waiting for it only
+# delays the error (a server's 503) by as long
+FAILED_TEARDOWN_TIMEOUT = 5.0
 
 
 def _bounded(fn, seconds: float, what: str) -> None:
