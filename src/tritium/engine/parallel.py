@@ -56,6 +56,7 @@ COMMS = ("auto", "tritium", "torch")
 _ERROR_KEY = "tritium/tp-error/{}"
 _HEADER = 8                   # bytes of a message's length, at the start of its first chunk
 _CHUNK = 1 << 14              # a plan goes in one broadcast of this many bytes when it fits
+_EXIT_GRACE_S = 2.0           # after a collective failed, how long a worker that is exiting has to show it (diagnose)
 _IDLE = datetime.timedelta(days=3650)  # workers wait for the next plan as long as rank 0 lives
 _SPIN_S = 0.05                # rank 0 polls the device without sleeping this long, then sleeps between polls
 _GRACE_S = 10.0               # how long a worker gets to exit after the plan to exit
@@ -355,13 +356,21 @@ class TensorParallel:
         :class:`ParallelError` naming a worker that exited if one did, else ``error`` itself."""
         if isinstance(error, ParallelError):
             return error
-        try:
-            self.watch()
-        except ParallelError as e:
-            return e
         text = str(error)
-        if isinstance(error, (dist.DistBackendError, dist.DistError)) or \
-                any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out")):
+        lost_peer = isinstance(error, (dist.DistBackendError, dist.DistError)) or \
+            any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out"))
+        # a killed worker's sockets close before its exit can be reaped: a connection reset may come first,
+        # so a lost peer gets a moment to show which worker exited (the cause) before the symptom is raised
+        deadline = time.monotonic() + (_EXIT_GRACE_S if lost_peer and self.pool is not None else 0.0)
+        while True:
+            try:
+                self.watch()
+            except ParallelError as e:
+                return e
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        if lost_peer:
             return ParallelError(f"{self.role} rank {self.rank}: a collective with the other ranks failed: "
                                  f"{text.splitlines()[0] if text else type(error).__name__}")
         return error
