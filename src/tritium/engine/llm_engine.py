@@ -156,16 +156,16 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     # rank waits for sums its peers never send; seen at TP=4 on 4x H200) and which norms fuse where.
     if cfg.linear_backend == "auto" and (tp is None or tp.rank == 0):
         if cfg.linear_cache:
-            key = linear_cache.cache_key(model, cfg, *((0, 1) if tp is None else (tp.rank, tp.world_size)))
+            key = linear_cache.cache_key(model, cfg, 0, 1 if tp is None else tp.world_size)
             restored = key is not None and _restore_linears(model, key)
         if not restored:
             t0 = time.perf_counter()
             model.tune_linears(ms)
             log.info("timed cuBLAS against the Triton GEMV in %.1f s", time.perf_counter() - t0)
-    if cfg.linear_backend == "auto" and tp is not None:
-        state = tp.share(model.linear_state() if tp.rank == 0 else None)
-        if tp.rank > 0:
-            model.restore_linears(state)  # the same model and config: rank 0's choices fit this shard
+        if tp is not None:
+            tp.share(model.linear_state())
+    elif cfg.linear_backend == "auto":
+        model.restore_linears(tp.share())  # the same model and config: rank 0's choices fit this shard
     num_blocks = _num_blocks(model, cfg, device)
     if tp is not None:
         num_blocks = tp.agree_min(num_blocks)
