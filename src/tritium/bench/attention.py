@@ -187,6 +187,13 @@ def _cold_copies(nbytes: int) -> int:
     return max(1, min(64, math.ceil(3 * l2 / nbytes)))
 
 
+def decode_config(batch: int, seq_len: int, block_size: int, q: torch.Tensor) -> AttentionConfig:
+    """What ``paged_attention`` selects for a decode case of this benchmark (one token a sequence)."""
+    return select_attention_config(num_tokens=batch, num_seqs=batch, num_q_heads=NUM_Q_HEADS,
+                                   num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, block_size=block_size,
+                                   max_seqlen_q=1, max_seqlen_k=seq_len, dtype=q.dtype, device=q.device)
+
+
 def bench_decode(batch, seq_len, block_size, sweep, profile=False):
     """Decode timed two ways: warm (a graph of calls over one copy of K/V, as benchmarked before issue 17)
     and cold (a graph of calls over enough copies that none is served from L2: what each layer of a
@@ -202,9 +209,7 @@ def bench_decode(batch, seq_len, block_size, sweep, profile=False):
     out = torch.empty_like(q)
     workspace = AttentionWorkspace(batch, NUM_Q_HEADS, HEAD_DIM, device=q.device)
     hints = dict(max_seqlen_q=1, max_seqlen_k=seq_len)
-    base = select_attention_config(num_tokens=batch, num_seqs=batch, num_q_heads=NUM_Q_HEADS,
-                                   num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, block_size=block_size,
-                                   max_seqlen_q=1, max_seqlen_k=seq_len, dtype=q.dtype, device=q.device)
+    base = decode_config(batch, seq_len, block_size, q)
 
     def call(cfg, inputs=inputs):
         return paged_attention(**inputs, **hints, out=out, workspace=workspace, config=cfg)
