@@ -23,8 +23,10 @@ import torch
 import torch.distributed as dist
 
 from tritium import LLM, SamplingParams
-from tritium.engine.parallel import (ParallelError, _nccl_errors_keep_the_process, check_parallel,
-                                     TensorParallel, release_default_group, select_comm)
+from tritium.engine.config import EngineConfig
+from tritium.engine.parallel import (TORCH_ALL_REDUCE_BYTES, ParallelError, _nccl_errors_keep_the_process,
+                                     check_parallel, TensorParallel, release_default_group, select_comm,
+                                     torch_all_reduce_from)
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
 
@@ -94,22 +96,44 @@ def reference(tiny_models):
     return out
 
 
-@pytest.mark.parametrize("model_type,tp,comm", [
-    ("llama", 2, "torch"),     # kv heads 2: sharded
-    ("qwen2", 2, "tritium"),   # kv heads 1 < 2: replicated; QKV bias, tied embeddings
-    ("llama", 4, "torch"),     # 4 ranks over 2 kv heads: replicated
-    ("llama", 2, "tritium"),
+@pytest.mark.parametrize("model_type,tp,comm,torch_from", [
+    ("llama", 2, "torch", None),     # kv heads 2: sharded
+    ("qwen2", 2, "tritium", None),   # kv heads 1 < 2: replicated; QKV bias, tied embeddings
+    ("llama", 4, "torch", None),     # 4 ranks over 2 kv heads: replicated
+    # prefill's all-reduces (8+ tokens of 128 fp32) through torch.distributed, decode's (<= 4 rows) tritium's
+    ("llama", 2, "tritium", 4096),
 ])
-def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, model_type, tp, comm):
+def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, model_type, tp, comm, torch_from):
     if ON_GPU and torch.cuda.device_count() < tp:
         pytest.skip(f"needs {tp} GPUs")
     path, _ = tiny_models[model_type]
-    with LLM(path, tensor_parallel_size=tp, comm=comm, **_kw()) as llm:
-        assert llm.engine.parallel.comm_kind == comm
+    with LLM(path, tensor_parallel_size=tp, comm=comm, torch_all_reduce_from=torch_from, **_kw()) as llm:
+        parallel = llm.engine.parallel
+        assert parallel.comm_kind == comm
         assert llm.engine.model.num_heads * tp == llm.engine.model_config.num_attention_heads
         assert _tokens(llm) == reference[model_type]
         # a second call on the same ranks (state carried across calls: windows, graphs, flags)
         assert _tokens(llm, PROMPTS[::-1]) == reference[model_type][::-1]
+        calls = parallel.all_reduce_calls
+        if comm == "torch":
+            assert calls == {}
+        else:
+            assert parallel.torch_all_reduce_from == torch_from  # two ranks: never by the rule
+            assert calls.get("tritium", 0) > 0
+            assert (calls.get("torch", 0) > 0) == (torch_from is not None), calls
+
+
+def test_torch_all_reduce_rule():
+    """Large all-reduces go to torch.distributed from 4 ranks (measured on 4x H200); two and three ranks keep
+    tritium's; the engine option overrides the rule at any size of group and is checked."""
+    assert torch_all_reduce_from(2) is None and torch_all_reduce_from(3) is None
+    assert torch_all_reduce_from(4) == torch_all_reduce_from(8) == TORCH_ALL_REDUCE_BYTES == 8 << 20
+    assert torch_all_reduce_from(2, 1024) == 1024 and torch_all_reduce_from(4, 0) == 0
+    EngineConfig(torch_all_reduce_from=sys.maxsize).validate()
+    with pytest.raises(ValueError, match="torch_all_reduce_from must be bytes >= 0 or None, got -1"):
+        EngineConfig(torch_all_reduce_from=-1).validate()
+    with pytest.raises(TypeError, match="torch_all_reduce_from must be an int, got 1.5"):
+        EngineConfig(torch_all_reduce_from=1.5).validate()
 
 
 def test_scheduling_features_under_tp(tiny_models, no_leaks, two_ranks):

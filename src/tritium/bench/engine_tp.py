@@ -155,7 +155,8 @@ def measure_engine(bench: Bench, clock: Clock, label: str, measures, **engine_kw
         out = {"build_seconds": time.perf_counter() - t0, "tensor_parallel_size": cfg.tensor_parallel_size,
                "comm": engine.parallel.comm_kind if engine.parallel is not None else None,
                "weight_bytes": engine.model.weight_bytes(), "linear_backend": cfg.linear_backend,
-               "max_model_len": cfg.max_model_len, "num_blocks": cfg.num_blocks}
+               "max_model_len": cfg.max_model_len, "num_blocks": cfg.num_blocks,
+               "torch_all_reduce_from": getattr(engine.parallel, "torch_all_reduce_from", None)}
         del engine
         clock.mark(f"{label}: built in {out['build_seconds']:.1f} s (comm {out['comm']}, "
                    f"{out['weight_bytes'] / 1e9:.3g} GB of weights per rank)")

@@ -185,15 +185,60 @@ def _torch_group(rank: int, world_size: int) -> ParallelGroup:
     return ParallelGroup(rank, world_size, all_reduce=all_reduce, all_gather=all_gather)
 
 
-def _tritium_group(comm: Communicator, fuse_row_parallel: bool = False) -> ParallelGroup:
+# From this many ranks, all-reduces of at least TORCH_ALL_REDUCE_BYTES go to torch.distributed (NCCL) when the
+# engine runs tritium's collectives. Measured in graphs (bench/results/collectives-NVIDIA-H200-x{2,4}.json, us,
+# tritium auto / NCCL): 4x H200 1 MiB 19.6 / 24.9, 4 MiB 42.9 / 45.3, 16 MiB 136 / 100, 64 MiB 488 / 328;
+# 2x H200 16 MiB 68.7 / 77.9 (NCCL ahead only at 256 MiB: 970 / 892), so two ranks keep tritium's.
+TORCH_ALL_REDUCE_RANKS = 4
+TORCH_ALL_REDUCE_BYTES = 8 << 20
+
+
+def torch_all_reduce_from(world_size: int, override: int | None = None) -> int | None:
+    """Bytes from which an engine with tritium's collectives all-reduces through torch.distributed instead
+    (outside CUDA graphs), or None for never: ``override`` (``EngineConfig.torch_all_reduce_from``) when
+    given, else the measured rule above."""
+    if override is not None:
+        return override
+    return TORCH_ALL_REDUCE_BYTES if world_size >= TORCH_ALL_REDUCE_RANKS else None
+
+
+def _tritium_group(comm: Communicator, fuse_row_parallel: bool = False, torch_from: int | None = None,
+                   calls: dict | None = None) -> ParallelGroup:
+    """The model's group on tritium's collectives. ``torch_from``: all-reduces of at least this many bytes
+    outside CUDA graph capture go to torch.distributed's default group (NCCL on GPUs; the fused all-reduce +
+    RMSNorm then returns None and the model reduces and norms apart). ``calls`` counts, by "tritium" and
+    "torch", the all-reduces issued from Python (a graph's replays are not counted)."""
+    def to_torch(x: torch.Tensor) -> bool:
+        big = torch_from is not None and x.numel() * x.element_size() >= torch_from
+        return big and not (x.is_cuda and torch.cuda.is_current_stream_capturing())
+
+    def count(kind: str) -> None:
+        if calls is not None:
+            calls[kind] = calls.get(kind, 0) + 1
+
+    def all_reduce(x: torch.Tensor) -> torch.Tensor:
+        if to_torch(x):
+            count("torch")
+            dist.all_reduce(x)
+            return x
+        count("tritium")
+        return comm.all_reduce(x, out=x)
+
+    def all_reduce_rms_norm(x, residual, weight, eps):
+        if to_torch(x):
+            return None
+        count("tritium")
+        return comm.all_reduce_rms_norm(x, residual, weight, eps)
+
     def linear_all_reduce_rms_norm(x, weight, residual, norm_weight, eps, gated=False):
         # decode rows only (GEMV rows): above them the GEMM is compute work that the tuned linear does better
         if x.shape[0] > GEMV_MAX_M or not decode_eligible(x, weight.shape[0], comm):
             return None
+        count("tritium")
         return matmul_all_reduce_rms_norm(x, weight.t(), comm, residual, norm_weight, eps, gated=gated)
 
-    return ParallelGroup(comm.rank, comm.world_size, all_reduce=lambda x: comm.all_reduce(x, out=x),
-                         all_gather=comm.all_gather, all_reduce_rms_norm=comm.all_reduce_rms_norm,
+    return ParallelGroup(comm.rank, comm.world_size, all_reduce=all_reduce, all_gather=comm.all_gather,
+                         all_reduce_rms_norm=all_reduce_rms_norm,
                          linear_all_reduce_rms_norm=linear_all_reduce_rms_norm if fuse_row_parallel else None)
 
 
@@ -206,11 +251,13 @@ class TensorParallel:
 
     def __init__(self, *, comm: str, device: torch.device, max_bytes: int, timeout: float,
                  pool: "WorkerPool | None" = None, context_parallel: bool = False, decode_heap_bytes: int = 0,
-                 fuse_row_parallel: bool = False):
+                 fuse_row_parallel: bool = False, torch_all_reduce: int | None = None):
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.device, self.timeout, self.pool = device, timeout, pool
         self.heap: SymmetricHeap | None = None
         self.comm: Communicator | None = None
+        self.torch_all_reduce_from: int | None = None
+        self.all_reduce_calls: dict[str, int] = {}  # the model's all-reduces issued from Python, by "tritium" / "torch"
         self._ctrl = dist.new_group(backend="gloo", timeout=_IDLE)
         hosts: list = [None] * self.world_size
         dist.all_gather_object(hosts, socket.gethostname(), group=self._ctrl)
@@ -229,7 +276,10 @@ class TensorParallel:
             self.heap = SymmetricHeap(Communicator.heap_bytes(max_bytes, self.world_size) + decode_heap_bytes
                                       + (1 << 20), device=device, timeout=timeout)
             self.comm = Communicator(self.heap, max_bytes)
-            self.group = SINGLE if self.context_parallel else _tritium_group(self.comm, fuse_row_parallel)
+            # large all-reduces through torch.distributed where it is the faster (torch_all_reduce_from)
+            self.torch_all_reduce_from = torch_all_reduce_from(self.world_size, torch_all_reduce)
+            self.group = SINGLE if self.context_parallel else _tritium_group(
+                self.comm, fuse_row_parallel, self.torch_all_reduce_from, self.all_reduce_calls)
         else:
             self.group = SINGLE if context_parallel else _torch_group(self.rank, self.world_size)
         self._buf = torch.zeros(_CHUNK, dtype=torch.uint8)
@@ -596,7 +646,8 @@ def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) ->
     max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.dtype,
                                cfg.tensor_parallel_size)
     return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max_bytes, timeout=cfg.parallel_timeout,
-                          pool=pool, fuse_row_parallel=cfg.fuse_row_parallel)
+                          pool=pool, fuse_row_parallel=cfg.fuse_row_parallel,
+                          torch_all_reduce=cfg.torch_all_reduce_from)
 
 
 def start(cfg, model_config: ModelConfig, source) -> TensorParallel:

@@ -40,8 +40,9 @@ class ParallelGroup:
     - ``all_gather(x)``: ``x [n, ...]`` of every rank concatenated in rank order -> ``[world_size * n, ...]``.
     - ``all_reduce_rms_norm(x, residual, weight, eps)`` (optional): ``h = all_reduce(x) + residual``,
       ``residual <- h`` in place, returns ``rms_norm(h) * weight``: the row-parallel layer's all-reduce
-      fused with the residual add and RMSNorm that follow it (tritium's one-kernel collective). None: the
-      model calls ``all_reduce`` and then its own norm.
+      fused with the residual add and RMSNorm that follow it (tritium's one-kernel collective). None, or a
+      call that returns None (a message it leaves to ``all_reduce``): the model calls ``all_reduce`` and
+      then its own norm.
     - ``linear_all_reduce_rms_norm(x, weight, residual, norm_weight, eps, gated)`` (optional): the whole
       row-parallel layer and that epilogue in one launch: ``h = all_reduce(x @ weight^T) + residual``
       (``gated``: x is [gate | up] and the product uses ``silu(gate) * up``), ``residual <- h``, returns

@@ -428,7 +428,10 @@ class LlamaModel:
 
         def add_norm(h: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor, **kw):
             if fused_norm is not None:
-                return fused_norm(h, residual, weight, cfg.rms_norm_eps), residual
+                normed = fused_norm(h, residual, weight, cfg.rms_norm_eps)
+                if normed is not None:
+                    return normed, residual
+                h = self.group.all_reduce(h)  # a message the group leaves to its plain all-reduce
             return ops.rms_norm(h, weight, cfg.rms_norm_eps, residual, **kw)
 
         # ... and at decode sizes the row-parallel projection itself joins that launch (normed = its output)
