@@ -37,13 +37,13 @@ def _engine(path, **kw):
                      cuda_graphs=torch.cuda.is_available(), **kw)
 
 
-def _run(engine, schedule) -> dict:
+def _run(engine, schedule, params=PARAMS) -> dict:
     """``schedule``: {step index: [(request id, prompt ids)]}; returns {request id: (token ids, [(logprob,
     top)] per token)} once every request is done."""
     outs, step = {}, 0
     while step <= max(schedule) or engine.has_unfinished():
         for rid, prompt in schedule.get(step, []):
-            engine.add_request(rid, prompt, PARAMS)
+            engine.add_request(rid, prompt, params)
         for out in engine.step():
             if out.finished:
                 outs[out.request_id] = (list(out.token_ids), [(lp.logprob, lp.top) for lp in out.logprobs])
@@ -76,6 +76,19 @@ def test_a_request_gets_the_same_floats_in_any_batch(tiny_models):
     got = _run(engine, {0: [("a", TARGET), ("b", OTHERS["b"]), ("c", OTHERS["c"]), ("d", OTHERS["d"])]})["a"]
     assert engine.scheduler.num_preemptions > 0
     assert got == alone, f"preempted and recomputed: {got} != alone {alone}"
+
+
+def test_a_seeded_sampled_request_gets_the_same_tokens_in_any_batch(tiny_models):
+    """Seeded sampling (temperature, top-k, top-p) draws each row from its own generator: the sampled tokens
+    and their log-probabilities do not depend on the batch either."""
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=6, temperature=0.9, top_k=20, top_p=0.95, seed=11, logprobs=2,
+                            ignore_eos=True)
+    alone = _run(_engine(path), {0: [("a", TARGET)]}, params)["a"]
+    greedy = _run(_engine(path), {0: [("a", TARGET)]})["a"]
+    assert alone[0] != greedy[0], "the sampled request drew the greedy tokens: the test would not see a draw"
+    beside = _run(_engine(path), {0: [("b", OTHERS["b"]), ("a", TARGET)], 2: [("c", OTHERS["c"])]}, params)["a"]
+    assert beside == alone, f"beside others: {beside} != alone {alone}"
 
 
 def test_batch_invariant_rejects_what_it_cannot_honour(tiny_models):
