@@ -202,8 +202,8 @@ def torch_all_reduce_from(world_size: int, override: int | None = None) -> int |
     return TORCH_ALL_REDUCE_BYTES if world_size >= TORCH_ALL_REDUCE_RANKS else None
 
 
-def _tritium_group(comm: Communicator, fuse_row_parallel: bool = False, torch_from: int | None = None,
-                   calls: dict | None = None) -> ParallelGroup:
+def _tritium_group(comm: Communicator, fuse_row_parallel: bool, torch_from: int | None,
+                   calls: dict[str, int]) -> ParallelGroup:
     """The model's group on tritium's collectives. ``torch_from``: all-reduces of at least this many bytes
     outside CUDA graph capture go to torch.distributed's default group (NCCL on GPUs; the fused all-reduce +
     RMSNorm then returns None and the model reduces and norms apart). ``calls`` counts, by "tritium" and
@@ -213,8 +213,7 @@ def _tritium_group(comm: Communicator, fuse_row_parallel: bool = False, torch_fr
         return big and not (x.is_cuda and torch.cuda.is_current_stream_capturing())
 
     def count(kind: str) -> None:
-        if calls is not None:
-            calls[kind] = calls.get(kind, 0) + 1
+        calls[kind] = calls.get(kind, 0) + 1
 
     def all_reduce(x: torch.Tensor) -> torch.Tensor:
         if to_torch(x):
