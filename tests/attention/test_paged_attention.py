@@ -147,28 +147,6 @@ def test_config_override(config):
     run_and_check(batch, TOL[torch.float16], config=config, sliding_window=40)
 
 
-@pytest.mark.parametrize("head_split,num_splits,features", [
-    (2, 1, "plain"), (4, 1, "window20+softcap+alibi+sinks"), (2, 3, "alibi+sinks"), (4, 2, "plain")],
-    ids=lambda v: str(v))
-def test_head_split(head_split, num_splits, features):
-    """A GQA group spread over head_split programs (each reading its KV head, group // head_split query heads
-    apiece), unsplit and split-KV, with the per-head features (ALiBi slopes, sinks) indexed by query head."""
-    shape = Shape(q_lens=(1, 1, 3, 1), seq_lens=(70, 1, 45, 129), num_q_heads=8, num_kv_heads=2)
-    config = AttentionConfig(block_m=16, block_q=1 if head_split == 4 else 4, tile_n=16, num_splits=num_splits,
-                             num_warps=2, num_stages=2, head_split=head_split)
-    batch = shape.batch(torch.float16)
-    run_and_check(batch, TOL[torch.float16], config=config, **feature_kwargs(features, shape.num_q_heads))
-
-
-def test_head_split_must_divide_the_group():
-    batch = Shape(q_lens=(1,), seq_lens=(20,), num_q_heads=8, num_kv_heads=2).batch(torch.float16)
-    config = AttentionConfig(block_m=16, block_q=1, tile_n=16, num_splits=1, num_warps=2, num_stages=1, head_split=3)
-    with pytest.raises(ValueError, match="head_split = 3 must divide"):
-        paged_attention(*batch.args, config=config)
-    with pytest.raises(ValueError, match="head_split must be an int >= 1"):
-        AttentionConfig(block_m=16, block_q=1, tile_n=16, num_splits=1, num_warps=2, num_stages=1, head_split=0)
-
-
 @pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])
 @pytest.mark.parametrize("head_dim", [64, 80, 96, 128, 192, 256], ids=lambda d: f"D{d}")
 def test_head_dims(head_dim, num_splits):

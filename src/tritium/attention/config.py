@@ -50,11 +50,6 @@ class AttentionConfig:
     # from its first key, each with its own online softmax, folded in order; num_splits then means "split s
     # computes group s" and must cover the longest sequence's groups (or be 1: one program walks them). 0: off.
     group_tiles: int = 0
-    # Programs a KV head's query heads are spread over (a divisor of num_q_heads // num_kv_heads): 1 packs the
-    # whole GQA group into each program; h > 1 gives each of h programs group // h of its query heads, all of
-    # them reading the same K/V (a second read is served from L2 when they run together), for h times the
-    # programs without split-KV's merge.
-    head_split: int = 1
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -67,8 +62,7 @@ class AttentionConfig:
                   ("num_splits", lambda v: 1 <= v <= MAX_SPLITS, f"an int in [1, {MAX_SPLITS}]"),
                   ("num_warps", lambda v: v in (1, 2, 4, 8, 16), "one of 1, 2, 4, 8, 16"),
                   ("num_stages", lambda v: v >= 1, "an int >= 1"),
-                  ("group_tiles", lambda v: v >= 0, "an int >= 0"),
-                  ("head_split", lambda v: v >= 1, "an int >= 1"))
+                  ("group_tiles", lambda v: v >= 0, "an int >= 0"))
         for name, ok, what in checks:
             value = getattr(self, name)
             if type(value) is not int or not ok(value):

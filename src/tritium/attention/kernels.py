@@ -321,15 +321,12 @@ def _paged_attention_kernel(
     HAS_ALIBI: tl.constexpr, HAS_SINKS: tl.constexpr, SCALES_FROM_PTR: tl.constexpr,
     REVERSE: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
     HAS_Q_START: tl.constexpr = False, WRITE_LSE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
-    GROUP_TILES: tl.constexpr = 0, HEAD_SPLIT: tl.constexpr = 1,
+    GROUP_TILES: tl.constexpr = 0,
 ):
-    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads * HEAD_SPLIT, num_splits). Programs whose slot holds no
+    """Grid: (num_tokens // BLOCK_Q + num_seqs, num_kv_heads, num_splits). Programs whose slot holds no
     Q block exit at once. With IS_SPLIT each program covers 1/num_splits of its KV tiles and writes a
     normalised partial output plus its log2-sum-exp to the workspace for the merge kernel; without it
-    the grid's last dimension is 1 and the program writes the output. HEAD_SPLIT > 1: a KV head's query
-    heads are shared by HEAD_SPLIT programs, QPKV (here the group // HEAD_SPLIT) heads each; program h of
-    the second grid dimension serves query heads h * QPKV .. (h + 1) * QPKV - 1 and reads KV head
-    h // HEAD_SPLIT.
+    the grid's last dimension is 1 and the program writes the output.
 
     USE_PDL (a programmatic dependent launch): the next kernel (the merge, or a projection) may be
     scheduled at once. Before waiting for the kernel before it (which wrote q and the new tokens' K/V),
@@ -474,8 +471,8 @@ def _paged_attention_kernel(
                      tl.zeros([BLOCK_M], tl.float32) + lse_empty, mask=row_valid)
             return
 
-    k_head_ptr = k_cache_ptr + (kv_head // HEAD_SPLIT) * stride_k_head
-    v_head_ptr = v_cache_ptr + (kv_head // HEAD_SPLIT) * stride_v_head
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head
     DO_PRELOAD: tl.constexpr = ((PRELOAD == 2 or (PRELOAD == 1 and USE_PDL)) and not HAS_Q_START
                                 and TILE_N * HEAD_DIM_PAD <= 4096 and GROUP_TILES == 0)
     if DO_PRELOAD:

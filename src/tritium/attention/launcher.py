@@ -383,13 +383,10 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         return out
     if workspace is not None:
         workspace.check(num_tokens, num_q_heads, head_dim, q.device)
-    if (num_q_heads // num_kv_heads) % config.head_split:
-        raise ValueError(f"config.head_split = {config.head_split} must divide num_q_heads // num_kv_heads = "
-                         f"{num_q_heads // num_kv_heads}")
-    group = num_q_heads // num_kv_heads // config.head_split  # query heads a program serves
+    group = num_q_heads // num_kv_heads
     if config.block_q * group > config.block_m:  # a Q block's rows would not fit its program: rows left unwritten
-        raise ValueError(f"config.block_q * (num_q_heads // num_kv_heads // config.head_split) = {config.block_q} * "
-                         f"{group} must be at most config.block_m = {config.block_m}")
+        raise ValueError(f"config.block_q * (num_q_heads // num_kv_heads) = {config.block_q} * {group} must be at most "
+                         f"config.block_m = {config.block_m}")
     head_pad = next_pow2(head_dim)
     dummy = q
     launch = pdl_launch(q.device, pdl)
@@ -405,7 +402,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
             part_out, part_lse = out, out  # unused without split-KV
         # NOTE: DOT_PRECISION "ieee" for every dtype: exact fp32 products; fp16/bf16 operands compile to the same
         # sm_90 code under any precision (as checked for the fused matmul), and gfx950 (MI350X) rejects "tf32".
-        grid = (num_tokens // config.block_q + num_seqs, num_kv_heads * config.head_split, splits)
+        grid = (num_tokens // config.block_q + num_seqs, num_kv_heads, splits)
         try:
             _paged_attention_kernel[grid](
                 out, q, k_cache, v_cache,
@@ -433,7 +430,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                 REVERSE=bool(causal) and splits == 1, DOT_PRECISION="ieee",
                 HAS_Q_START=q_start_pos is not None, WRITE_LSE=lse is not None and splits == 1,
                 PRELOAD=0 if config.group_tiles else preload_arg(config, splits), GROUP_TILES=config.group_tiles,
-                HEAD_SPLIT=config.head_split,
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages), **launch,
                 **register_cap(config, q.device),
             )
