@@ -6,6 +6,8 @@ The engine path (a second start restores without timing, same tokens) needs a GP
 import dataclasses
 import json
 import logging
+import os
+import stat
 import types
 
 import pytest
@@ -98,6 +100,17 @@ def test_save_then_load(gpu, tmp_path):
     assert linear_cache.save(key, dict(STATE, ways_applied={"x": "y"})) == path  # replaced in place
     assert linear_cache.load(key)["ways_applied"] == {"x": "y"}
     assert linear_cache.load(linear_cache.cache_key(_model(), _cfg(max_num_seqs=2))) is None
+
+
+def test_records_get_the_umask_mode(gpu, tmp_path):
+    """A record is readable by whoever shares the folder, as the umask allows (not mkstemp's 0600)."""
+    old = os.umask(0o022)
+    try:
+        path = linear_cache.save(linear_cache.cache_key(_model(), _cfg()), STATE)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert list(path.parent.iterdir()) == [path]
 
 
 def test_unusable_records_are_ignored(gpu, caplog):

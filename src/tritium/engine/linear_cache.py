@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import pathlib
-import tempfile
+import secrets
 
 import torch
 import triton
@@ -118,8 +118,11 @@ def save(key: dict, state: dict) -> pathlib.Path | None:
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
+        # a fresh name opened exclusively, not mkstemp (mode 0600): the record gets the umask's mode, so every
+        # user who shares the folder (a server's account and a developer's) can read it
+        name = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        with open(name, "x") as f:
+            tmp = name
             json.dump({"key": key, "state": state}, f, indent=1)
         os.replace(tmp, path)
         return path
