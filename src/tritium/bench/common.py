@@ -140,12 +140,20 @@ def graph_kernel_us(fn, replays: int = 20) -> dict[str, float]:
     return {k: round(v, 2) for k, v in out.items()}
 
 
+# GPU cycles (~0.5 ms) that cold_us keeps the GPU waiting before what it times: the host queues the call meanwhile.
+HOST_LEAD_CYCLES = 1_000_000
+
+
 def cold_us(fn, flush: torch.Tensor, repeats: int = 15, before=None) -> float:
     """Median microseconds of one ``fn()`` with L2 flushed first (``flush``: a buffer larger than L2,
-    zeroed), timed by CUDA events around the call alone; ``before()`` runs between flush and call."""
+    zeroed), timed by CUDA events around the call alone; ``before()`` runs between flush and call.
+    The GPU sleeps after the flush until the host has queued ``before()``, the events and the call, so the
+    figure is the GPU's time, not the host's launch (a Python Triton launch, ~20-40 us, took longer than a
+    cold 33 MB read: bench/NOTES.md, "GEMV vs cuBLAS")."""
     times = []
     for _ in range(repeats):
         flush.zero_()
+        torch.cuda._sleep(HOST_LEAD_CYCLES)
         if before is not None:
             before()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
