@@ -14,7 +14,7 @@ from tritium.attention.config import AttentionConfig, invariant_config
 from tritium.runtime import interpreting
 from tritium.testing.row_dot import row_independent_dot
 
-from .utils import assert_rel_close, dtype_param, poisoned_like, random_paged_batch
+from .utils import FP8, assert_rel_close, poisoned_like, random_paged_batch
 
 SEQ_LENS = [1, 45, 130, 200]
 
@@ -47,7 +47,7 @@ def _view(batch, picks, **kwargs):
     table = batch.block_table[[s for s, _, _ in picks]].contiguous()
     dev = batch.q.device
     out = poisoned_like(q)
-    paged_attention(q, batch.k_cache, batch.v_cache, table, seq_lens.to(dev), cu.to(dev), out=out,
+    paged_attention(q, batch.k_cache, batch.v_cache, table, seq_lens.to(dev), cu.to(dev), out=out, **batch.scales,
                     max_seqlen_q=max(b - a for _, a, b in picks), max_seqlen_k=max(b for _, _, b in picks), **kwargs)
     return out, rows
 
@@ -62,15 +62,22 @@ def _bitwise(got, want, what):
                              f"(max abs difference {float(diff):.3g})")
 
 
-@pytest.mark.parametrize("dtype", [dtype_param(torch.float32), dtype_param(torch.float16)])
-def test_rows_do_not_depend_on_the_batch(dtype):
+@pytest.mark.parametrize("dtype,cache_dtype", [(torch.float32, None), (torch.float16, None), (torch.float16, FP8)],
+                         ids=["float32", "float16", "float16-fp8kv"])
+def test_rows_do_not_depend_on_the_batch(dtype, cache_dtype):
+    """float8 caches too: their dequantisation (a scale per cache) is the same in every layout."""
+    check_rows_do_not_depend_on_the_batch(dtype, cache_dtype)
+
+
+def check_rows_do_not_depend_on_the_batch(dtype, cache_dtype):
+    extra = {} if cache_dtype is None else {"cache_dtype": cache_dtype}
     batch = random_paged_batch(SEQ_LENS, SEQ_LENS, block_size=16, num_q_heads=HEADS[0], num_kv_heads=HEADS[1],
-                               head_dim=64, dtype=dtype)
+                               head_dim=64, dtype=dtype, **extra)
     config = _config(dtype)
     assert config.group_tiles >= 2 and config.num_splits > 1  # several groups: the fold is exercised
     tol = {torch.float32: 2e-5, torch.float16: 2e-3}.get(dtype, 1e-2)
     full = poisoned_like(batch.q)
-    paged_attention(*batch.args, out=full, **batch.hints, config=config, num_splits=1)
+    paged_attention(*batch.args, out=full, **batch.hints, **batch.scales, config=config, num_splits=1)
     assert_rel_close(full, batch.ref(), tol, "grouped prefill")
     workspace = AttentionWorkspace(8, HEADS[0], 64, device=batch.q.device)
     layouts = {
@@ -138,5 +145,6 @@ def test_invariant_config_sizes_its_groups_for_the_longest_sequence():
 
 @pytest.mark.skipif(interpreting(), reason="GPU: bf16 and the tensor-core tiles")
 @pytest.mark.gpu
-def test_rows_do_not_depend_on_the_batch_bf16_gpu():
-    test_rows_do_not_depend_on_the_batch(torch.bfloat16)
+@pytest.mark.parametrize("cache_dtype", [None, FP8], ids=["bf16kv", "fp8kv"])
+def test_rows_do_not_depend_on_the_batch_bf16_gpu(cache_dtype):
+    check_rows_do_not_depend_on_the_batch(torch.bfloat16, cache_dtype)
