@@ -34,6 +34,10 @@ TINY = {
     "qwen2": dict(
         hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
         max_position_embeddings=256, tie_word_embeddings=True, rope=(1000000.0, None)),
+    # head_dim 64 with 4 heads over a hidden size of 128 (q is wider than the residual stream, as in Qwen3-0.6B)
+    "qwen3": dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, max_position_embeddings=256, tie_word_embeddings=True, rope=(1000000.0, None)),
 }
 
 
@@ -58,7 +62,8 @@ def make_tiny_model(path, model_type, rope=None):
 
     vocab = _save_tokenizer(path)
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-           "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[model_type]
+           "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+           "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM)}[model_type]
     kwargs = dict(TINY[model_type])
     default_rope = kwargs.pop("rope")
     kwargs.update(hf_rope_kwargs(*(rope or default_rope)))
@@ -66,14 +71,19 @@ def make_tiny_model(path, model_type, rope=None):
                     **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
+    if model_type == "qwen3":  # norms start as ones: random weights, so that a norm applied wrongly shows
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.uniform_(0.5, 1.5)
     model.save_pretrained(path, safe_serialization=True)
     return model
 
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
-    """{model_type: (directory, transformers model)} for llama (GQA 4/2, llama3 rope scaling) and
-    qwen2 (QKV bias, tied embeddings)."""
+    """{model_type: (directory, transformers model)} for llama (GQA 4/2, llama3 rope scaling), qwen2 (QKV bias,
+    tied embeddings) and qwen3 (query/key head norms, head_dim x heads != hidden)."""
     out = {}
     for model_type in TINY:
         path = str(tmp_path_factory.mktemp(model_type))

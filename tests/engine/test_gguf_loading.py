@@ -22,7 +22,8 @@ NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm
          "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
          "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
          "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
-         "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+         "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
+         "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight"}
 
 
 def llama_cpp_permute(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -91,7 +92,7 @@ def test_unpermute_inverts_llama_cpp_permute():
     assert np.array_equal(unpermute_rope(llama_cpp_permute(w, 6), 6), w)
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen2"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "qwen3"])
 def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
     path, hf = tiny_models[model_type]
     gguf_path = str(tmp_path / f"{model_type}.gguf")
@@ -99,8 +100,10 @@ def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
     params = SamplingParams(max_tokens=8, ignore_eos=True)
     from_dir = LLM(path, dtype=torch.float32).generate([PROMPTS[1], PROMPTS[3]], params)
     llm = LLM(gguf_path, dtype=torch.float32)
-    assert llm.engine.model_config.tie_word_embeddings == (model_type == "qwen2")
+    assert llm.engine.model_config.tie_word_embeddings == (model_type != "llama")
     assert llm.engine.model_config.attention_bias == (model_type == "qwen2")
+    assert llm.engine.model_config.qk_norm == (model_type == "qwen3")
+    assert llm.engine.model_config.head_dim == 64
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
     assert llm.tokenizer.vocab_size == hf.config.vocab_size

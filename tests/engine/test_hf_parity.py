@@ -11,7 +11,7 @@ MAX_TOKENS = 8
 
 
 @pytest.mark.parametrize("backend", ["torch", "triton"])
-@pytest.mark.parametrize("model_type", ["llama", "qwen2"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "qwen3"])
 def test_greedy_matches_transformers(tiny_models, model_type, backend):
     path, hf = tiny_models[model_type]
     llm = LLM(path, dtype=torch.float32, attention_backend=backend, op_backend=backend, linear_backend=backend)

@@ -102,6 +102,7 @@ def reference(tiny_models):
     ("llama", 4, "torch", None),     # 4 ranks over 2 kv heads: replicated
     # prefill's all-reduces (8+ tokens of 128 fp32) through torch.distributed, decode's (<= 4 rows) tritium's
     ("llama", 2, "tritium", 4096),
+    ("qwen3", 2, "tritium", None),   # query/key head norms (replicated) over sharded heads
 ])
 def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, model_type, tp, comm, torch_from):
     if ON_GPU and torch.cuda.device_count() < tp:

@@ -23,6 +23,10 @@ CONFIGS = {
     "qwen2": ModelConfig(model_type="qwen2", vocab_size=97, hidden_size=128, intermediate_size=192,
                          num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, head_dim=64,
                          max_position_embeddings=64, attention_bias=True),
+    # query/key head norms (over head_dim, before rope); q wider than the hidden size
+    "qwen3": ModelConfig(model_type="qwen3", vocab_size=97, hidden_size=128, intermediate_size=192,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                         max_position_embeddings=64, qk_norm=True),
 }
 TOL = {torch.float32: 1e-5, torch.bfloat16: 3e-2}
 
@@ -32,7 +36,7 @@ def _weights(cfg, dtype, dev):
     gen = torch.Generator().manual_seed(2)
     for name, t in random_weights(cfg, dtype, dev, seed=1):
         if name.endswith("norm.weight"):
-            t = (torch.rand(cfg.hidden_size, generator=gen) + 0.5).to(dtype).to(dev)
+            t = (torch.rand(t.shape[0], generator=gen) + 0.5).to(dtype).to(dev)
         yield name, t
 
 
@@ -101,8 +105,9 @@ def test_norms_inside_gemvs_match_norm_kernels(name, dtype):
             out = model.forward(ids, pos, meta, caches)
             assert torch.isfinite(out).all()
             outs[fuse] = out.double()
-            # fused: only the final norm; apart: two a layer
-            assert len(norm_calls) == (1 if fuse else 2 * cfg.num_hidden_layers + 1), (fuse, len(norm_calls))
+            # fused: only the final norm; apart: two a layer (and the query/key head norms, two a layer, either way)
+            head_norms = 2 * cfg.num_hidden_layers if cfg.qk_norm else 0
+            assert len(norm_calls) == (1 if fuse else 2 * cfg.num_hidden_layers + 1) + head_norms, (fuse, len(norm_calls))
         err = ((outs[True] - outs[False]).norm() / outs[False].norm()).item()
         assert err < TOL[dtype], (seqs, err)
         if dtype == torch.bfloat16 and interpreting():
@@ -148,7 +153,7 @@ def test_qkv_rope_in_the_gemv_matches_the_rope_kernel(name):
         work = [tuple(c.clone() for c in pair) for pair in caches]
         outs[fuse] = model.forward(ids, pos, meta, work)
         after[fuse] = work
-        assert len(calls) == (0 if fuse else cfg.num_hidden_layers)
+        assert len(calls) == (0 if fuse and not cfg.qk_norm else cfg.num_hidden_layers)  # qk_norm: never fused
     torch.testing.assert_close(outs[True], outs[False], rtol=1e-5, atol=1e-5)
     for (k1, v1), (k2, v2) in zip(after[True], after[False]):
         torch.testing.assert_close(k1, k2, rtol=1e-5, atol=1e-6)

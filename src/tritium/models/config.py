@@ -1,5 +1,5 @@
-"""Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Mistral,
-SmolLM2) and is built from a Hugging Face ``config.json`` or from GGUF metadata."""
+"""Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Qwen3,
+Mistral, SmolLM2) and is built from a Hugging Face ``config.json`` or from GGUF metadata."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ class UnsupportedModelError(ValueError):
 
 
 # Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
     "MistralForCausalLM": "mistral",
 }
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
@@ -36,7 +37,9 @@ class ModelConfig:
     turn it into the rope table. ``dynamic`` (NTK) scaling only changes positions past
     ``max_position_embeddings``, where the engine's table (and ``max_model_len``) stops: within it the
     rope is the default one, as in transformers. A GGUF ``rope_freqs`` tensor (Llama 3.1+ files) divides
-    the per-frequency inverse wavelengths instead, as llama.cpp does.
+    the per-frequency inverse wavelengths instead, as llama.cpp does. ``qk_norm`` (Qwen3): each query and
+    key head is RMS-normed over ``head_dim`` (weights ``q_norm`` / ``k_norm``, one per layer, shared by the
+    heads) after the QKV projection and before rope.
     """
 
     model_type: str
@@ -52,6 +55,7 @@ class ModelConfig:
     rope_theta: float = 10000.0
     rope_scaling: dict | None = None
     attention_bias: bool = False
+    qk_norm: bool = False
     tie_word_embeddings: bool = False
     sliding_window: int | None = None
     bos_token_id: int | None = None
@@ -113,6 +117,7 @@ class ModelConfig:
             rope_theta=float(rope_theta),
             rope_scaling=rope_scaling,
             attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
+            qk_norm=model_type == "qwen3",
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             sliding_window=cfg.get("sliding_window") if use_sliding else None,
             bos_token_id=cfg.get("bos_token_id"),
@@ -121,9 +126,10 @@ class ModelConfig:
         )
 
     @classmethod
-    def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool) -> "ModelConfig":
-        """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied and whether the
-        QKV projections have biases are told by which tensors the file holds."""
+    def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool,
+                           has_qk_norm: bool = False) -> "ModelConfig":
+        """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied, whether the QKV
+        projections have biases and whether queries and keys are normed are told by which tensors the file holds."""
         arch = meta.get("general.architecture")
         if arch not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedModelError(
@@ -151,6 +157,7 @@ class ModelConfig:
             rope_theta=float(get("rope.freq_base", 10000.0)),
             rope_scaling=scaling,
             attention_bias=has_qkv_bias,
+            qk_norm=has_qk_norm,
             tie_word_embeddings=not has_output_weight,
             sliding_window=get("attention.sliding_window"),
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),

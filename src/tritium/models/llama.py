@@ -1,4 +1,4 @@
-"""Llama-family decoder (Llama 2/3, Qwen2, Mistral, SmolLM2) over a flat batch of tokens and a paged KV cache.
+"""Llama-family decoder (Llama 2/3, Qwen2, Qwen3, Mistral, SmolLM2) over a flat batch of tokens and a paged KV cache.
 
 Tokens of all sequences in a step are concatenated: ``input_ids`` and ``positions`` are ``[T]``. The model is
 built from layers (:mod:`tritium.models.layers`) that own their shard of each weight: QKV and gate/up
@@ -105,12 +105,15 @@ class ModelOptions:
 
 
 class LlamaDecoderLayer:
-    """One decoder layer's weights: two RMSNorm weights (replicated) and four parallel linears."""
+    """One decoder layer's weights: two RMSNorm weights (replicated), with ``qk_norm`` two more over head_dim
+    (replicated: every rank's heads share them), and four parallel linears."""
 
     def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device):
         kw = dict(group=group, dtype=dtype, device=device)
         self.input_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
         self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
+        self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
+        self.k_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
                                           cfg.num_key_value_heads, bias=cfg.attention_bias, **kw)
         self.o_proj = RowParallelLinear(cfg.q_size, cfg.hidden_size, **kw)
@@ -123,6 +126,13 @@ class LlamaDecoderLayer:
         name inside the layer (``self_attn.q_proj.weight`` ...); False if the name is not one of the layer's."""
         if name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
             (self.input_norm if name.startswith("input") else self.post_norm).copy_(materialize(tensor))
+            self._norms_loaded.add(name)
+        elif name in _QK_NORM_NAMES and self.q_norm is not None:
+            norm = self.q_norm if name == "self_attn.q_norm.weight" else self.k_norm
+            value = materialize(tensor)
+            if tuple(value.shape) != tuple(norm.shape):
+                raise ValueError(f"{name}: expected shape {tuple(norm.shape)} (head_dim), got {tuple(value.shape)}")
+            norm.copy_(value)
             self._norms_loaded.add(name)
         elif name.startswith("self_attn.") and name[len("self_attn."):] in _QKV_NAMES:
             part, kind = _QKV_NAMES[name[len("self_attn."):]]
@@ -138,8 +148,9 @@ class LlamaDecoderLayer:
         return True
 
     def missing(self) -> list[str]:
-        missing = [n for n in ("input_layernorm.weight", "post_attention_layernorm.weight")
-                   if n not in self._norms_loaded]
+        norms = ("input_layernorm.weight", "post_attention_layernorm.weight") + \
+            (_QK_NORM_NAMES if self.q_norm is not None else ())
+        missing = [n for n in norms if n not in self._norms_loaded]
         for name, layer in (("qkv_proj", self.qkv_proj), ("o_proj", self.o_proj),
                             ("gate_up_proj", self.gate_up_proj), ("down_proj", self.down_proj)):
             missing += [f"{name}.{m}" for m in layer.missing()]
@@ -147,10 +158,13 @@ class LlamaDecoderLayer:
 
     def weight_bytes(self) -> int:
         norms = 2 * self.input_norm.numel() * self.input_norm.element_size()
+        if self.q_norm is not None:
+            norms += 2 * self.q_norm.numel() * self.q_norm.element_size()
         return norms + sum(p.weight_bytes() for p in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj))
 
 
 _QKV_NAMES = {f"{p}_proj.{kind}": (p, kind) for p in "qkv" for kind in ("weight", "bias")}
+_QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
 
 
 class LlamaModel:
@@ -451,7 +465,7 @@ class LlamaModel:
             else:
                 qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
-            attn = self._attend(qkv, positions, meta, k_cache, v_cache, roped=roped)
+            attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer, roped=roped)
             x = layer.o_proj.forward_add_norm(attn, residual, self._norm_weight(layer.post_norm), cfg.rms_norm_eps)
             if x is None:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
@@ -498,7 +512,7 @@ class LlamaModel:
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             qkv = layer.qkv_proj.forward_normed(h, self._folded_or(layer.input_norm), eps, linear)
             prefetch("o_proj", layer.o_proj.weight)
-            layer.o_proj.forward_residual(self._attend(qkv, positions, meta, k_cache, v_cache), h, linear)
+            layer.o_proj.forward_residual(self._attend(qkv, positions, meta, k_cache, v_cache, layer), h, linear)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
             gate_up = layer.gate_up_proj.forward_normed(h, self._folded_or(layer.post_norm), eps, linear)
             prefetch("down_proj", layer.down_proj.weight)
@@ -528,16 +542,20 @@ class LlamaModel:
 
     def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""
-        return (self.options.fuse_qkv_rope and self.fused_rope_kv
+        return (self.options.fuse_qkv_rope and self.fused_rope_kv and not self.config.qk_norm
                 and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight))
 
-    def _attend(self, qkv, positions, meta, k_cache, v_cache, *, roped: bool = False) -> torch.Tensor:
-        """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: rope, the KV-cache write, attention
-        (``roped``: the projection did the first two)."""
+    def _attend(self, qkv, positions, meta, k_cache, v_cache, layer, *, roped: bool = False) -> torch.Tensor:
+        """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: (``qk_norm``) the query and key heads'
+        RMSNorms, rope, the KV-cache write, attention (``roped``: the projection did rope and the write)."""
         T, hq, hkv, d = qkv.shape[0], self.num_heads, self.num_kv_heads, self.config.head_dim
         q = qkv[:, : hq * d].view(T, hq, d)
         k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
         v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
+        if layer.q_norm is not None:  # per head over head_dim, before rope (Qwen3)
+            eps = self.config.rms_norm_eps
+            q = self.ops.rms_norm(q.reshape(T * hq, d), layer.q_norm, eps)[0].view(T, hq, d)
+            k = self.ops.rms_norm(k.reshape(T * hkv, d), layer.k_norm, eps)[0].view(T, hkv, d)
         if roped:
             attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)
         elif self.fused_rope_kv:

@@ -41,6 +41,8 @@ _GGUF_LAYER_NAMES = {
     "attn_q.bias": "self_attn.q_proj.bias",
     "attn_k.bias": "self_attn.k_proj.bias",
     "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
     "ffn_gate.weight": "mlp.gate_proj.weight",
     "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
@@ -208,7 +210,8 @@ def read_gguf(path: str):
 def load_gguf_config(reader, meta: dict) -> ModelConfig:
     names = {t.name for t in reader.tensors}
     return ModelConfig.from_gguf_metadata(
-        meta, has_output_weight="output.weight" in names, has_qkv_bias="blk.0.attn_q.bias" in names)
+        meta, has_output_weight="output.weight" in names, has_qkv_bias="blk.0.attn_q.bias" in names,
+        has_qk_norm="blk.0.attn_q_norm.weight" in names)
 
 
 def unpermute_rope(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -339,7 +342,8 @@ class RandomWeights:
 
     Distributions are those of ``tritium.bench.engine.make_weights``: projections, embeddings and the LM
     head N(0, 0.02^2) drawn in float32 and cast to ``dtype_name`` ("bfloat16", "float16", "float32"), norms
-    1; QKV biases (``config.attention_bias``) N(0, 0.02^2); ``lm_head.weight`` only when the embeddings are
+    1 (the query/key head norms of ``config.qk_norm`` too); QKV biases (``config.attention_bias``) N(0, 0.02^2);
+    ``lm_head.weight`` only when the embeddings are
     not tied. Each tensor has its own generator, seeded from (``seed``, name): the same on every rank.
     """
 
@@ -379,6 +383,8 @@ class RandomWeights:
             })
             if cfg.attention_bias:
                 out.update({p + f"self_attn.{x}_proj.bias": ((n,), std) for x, n in (("q", q), ("k", kv), ("v", kv))})
+            if cfg.qk_norm:
+                out.update({p + f"self_attn.{x}_norm.weight": ((cfg.head_dim,), None) for x in "qk"})
         return out
 
     def iter(self, device: torch.device | str) -> Iterator[tuple[str, RandomTensor]]:
