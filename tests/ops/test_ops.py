@@ -17,6 +17,14 @@ def rel_err(out, ref):
     return ((out.float() - ref.float()).norm() / ref.float().norm()).item()
 
 
+def head_norms(qk_norm, head_dim, dtype, dev):
+    """The ``qk_norm`` keyword of the rope ops: random weights (not all ones) and eps, or nothing."""
+    if not qk_norm:
+        return {}
+    weights = (torch.rand(2, head_dim, device=dev) + 0.5).to(dtype)
+    return {"qk_norm": (weights[0], weights[1], 1e-6)}
+
+
 def qkv_views(T, hq, hkv, head_dim, dtype, dev):
     """A random fused QKV buffer [T, (hq + 2 hkv) * head_dim] and its q, k, v head views, as in the model."""
     qkv = torch.randn(T, (hq + 2 * hkv) * head_dim, dtype=dtype, device=dev)
@@ -43,14 +51,16 @@ def test_rms_norm(tokens, hidden, dtype, with_residual):
 
 
 def ROPE_SHAPES(test):
-    """dtype x (q heads, kv heads) x head_dim, shared by the rope tests."""
+    """dtype x (q heads, kv heads) x head_dim x the query/key head norms (Qwen3) or none, shared by the rope
+    tests."""
+    test = pytest.mark.parametrize("qk_norm", [False, True], ids=["", "qk_norm"])(test)
     test = pytest.mark.parametrize("head_dim", [64, 80])(test)
     test = pytest.mark.parametrize("heads", [(4, 4), (9, 3), (8, 1)], ids=lambda h: f"H{h[0]}/{h[1]}")(test)
     return pytest.mark.parametrize("dtype", DTYPES)(test)
 
 
 @ROPE_SHAPES
-def test_rope(heads, head_dim, dtype):
+def test_rope(heads, head_dim, dtype, qk_norm):
     dev = default_device()
     hq, hkv = heads
     T = 13
@@ -60,16 +70,17 @@ def test_rope(heads, head_dim, dtype):
     qkv, q, k, _ = qkv_views(T, hq, hkv, head_dim, dtype, dev)
     positions = torch.randint(0, 300, (T,), device=dev)
     q_ref, k_ref = q.clone(), k.clone()
-    reference.rope(q_ref, k_ref, positions, cos_sin)
+    norms = head_norms(qk_norm, head_dim, dtype, dev)
+    reference.rope(q_ref, k_ref, positions, cos_sin, **norms)
     v_before = qkv[:, (hq + hkv) * head_dim:].clone()
-    ops.rope(q, k, positions, cos_sin)
+    ops.rope(q, k, positions, cos_sin, **norms)
     assert rel_err(q, q_ref) < TOL[dtype]
     assert rel_err(k, k_ref) < TOL[dtype]
     assert torch.equal(qkv[:, (hq + hkv) * head_dim:], v_before)  # v untouched
 
 
 @ROPE_SHAPES
-def test_rope_write_kv(heads, head_dim, dtype):
+def test_rope_write_kv(heads, head_dim, dtype, qk_norm):
     dev = default_device()
     hq, hkv = heads
     T, blocks, block_size = 11, 6, 4
@@ -81,9 +92,10 @@ def test_rope_write_kv(heads, head_dim, dtype):
     k_cache = torch.randn(blocks, block_size, hkv, head_dim, dtype=dtype, device=dev)
     v_cache = torch.randn_like(k_cache)
     q_ref, k_ref, kc_ref, vc_ref = q.clone(), k.clone(), k_cache.clone(), v_cache.clone()
-    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots)
+    norms = head_norms(qk_norm, head_dim, dtype, dev)
+    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots, **norms)
     v_before = v.clone()
-    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots)
+    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots, **norms)
     assert rel_err(q, q_ref) < TOL[dtype]
     assert rel_err(k, k_ref) < TOL[dtype]
     assert torch.equal(v, v_before)
@@ -201,3 +213,15 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
         assert first["ids"][-1] == state["ids"][-1]
         stopped = -2 if rows > 2 else 0
         assert first["slots"][stopped] == -1 and first["pos"][stopped] == state["pos"][stopped]
+
+
+def test_rope_rejects_bad_head_norms():
+    dev = default_device()
+    _, q, k, _ = qkv_views(2, 4, 2, 64, torch.float32, dev)
+    cos_sin = rope_cos_sin(rope_inv_freq(64, 10000.0), 8).to(dev)
+    positions = torch.arange(2, device=dev)
+    good = torch.ones(64, device=dev)
+    with pytest.raises(ValueError, match=r"q_norm must be a contiguous \[64\] tensor"):
+        ops.rope(q, k, positions, cos_sin, qk_norm=(torch.ones(32, device=dev), good, 1e-6))
+    with pytest.raises(ValueError, match="k_norm"):
+        ops.rope(q, k, positions, cos_sin, qk_norm=(good, torch.ones(128, device=dev)[::2], 1e-6))

@@ -547,22 +547,21 @@ class LlamaModel:
 
     def _attend(self, qkv, positions, meta, k_cache, v_cache, layer, *, roped: bool = False) -> torch.Tensor:
         """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: (``qk_norm``) the query and key heads'
-        RMSNorms, rope, the KV-cache write, attention (``roped``: the projection did rope and the write)."""
+        RMSNorms, rope, the KV-cache write, attention (``roped``: the projection did rope and the write; never
+        with ``qk_norm``)."""
         T, hq, hkv, d = qkv.shape[0], self.num_heads, self.num_kv_heads, self.config.head_dim
         q = qkv[:, : hq * d].view(T, hq, d)
         k = qkv[:, hq * d: (hq + hkv) * d].view(T, hkv, d)
         v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
-        if layer.q_norm is not None:  # per head over head_dim, before rope (Qwen3)
-            eps = self.config.rms_norm_eps
-            q = self.ops.rms_norm(q.reshape(T * hq, d), layer.q_norm, eps)[0].view(T, hq, d)
-            k = self.ops.rms_norm(k.reshape(T * hkv, d), layer.k_norm, eps)[0].view(T, hkv, d)
+        # Qwen3: each query and key head RMS-normed over head_dim before rope, in the rope kernel
+        kw = {} if layer.q_norm is None else {"qk_norm": (layer.q_norm, layer.k_norm, self.config.rms_norm_eps)}
         if roped:
             attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)
         elif self.fused_rope_kv:
-            self.ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping)
+            self.ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping, **kw)
             attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
         else:
-            self.ops.rope(q, k, positions, self.cos_sin)
+            self.ops.rope(q, k, positions, self.cos_sin, **kw)
             attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
         return attn.reshape(T, hq * d)
 

@@ -28,8 +28,14 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + rotated * sin
 
 
-def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor) -> None:
-    """Rotate-half rope in place. q: [T, Hq, D], k: [T, Hkv, D], positions: [T] int, cos_sin: [P, D]."""
+def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
+         qk_norm: tuple | None = None) -> None:
+    """Rotate-half rope in place. q: [T, Hq, D], k: [T, Hkv, D], positions: [T] int, cos_sin: [P, D].
+    ``qk_norm`` = (q_weight [D], k_weight [D], eps): every q and k head is RMS-normed (:func:`rms_norm`) first."""
+    if qk_norm is not None:
+        q_weight, k_weight, eps = qk_norm
+        q.copy_(rms_norm(q, q_weight, eps)[0])
+        k.copy_(rms_norm(k, k_weight, eps)[0])
     half = q.shape[-1] // 2
     cs = cos_sin[positions]                                   # [T, D]
     cos = torch.cat([cs[:, :half], cs[:, :half]], -1)[:, None, :].to(q.dtype)
@@ -40,10 +46,11 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
 
 def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
                   cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                  slot_mapping: torch.Tensor) -> None:
-    """:func:`rope` in place, then the rotated k and v of token t into cache slot ``slot_mapping[t]``
-    (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a slot < 0 or past the cache skips."""
-    rope(q, k, positions, cos_sin)
+                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None) -> None:
+    """:func:`rope` (``qk_norm`` as there) in place, then the rotated k and v of token t into cache slot
+    ``slot_mapping[t]`` (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a slot < 0 or
+    past the cache skips."""
+    rope(q, k, positions, cos_sin, qk_norm=qk_norm)
     keep = ((slot_mapping >= 0) & (slot_mapping < k_cache.shape[0] * k_cache.shape[1])).nonzero()[:, 0]
     slots = slot_mapping[keep]
     k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)

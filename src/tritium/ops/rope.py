@@ -1,4 +1,5 @@
-"""Rotate-half rope, in place, optionally fused with the KV-cache write (one kernel instead of two a layer).
+"""Rotate-half rope, in place, optionally fused with the KV-cache write (one kernel instead of two a layer) and
+with the query/key head RMSNorms that come before it (Qwen3's ``q_norm`` / ``k_norm``: three kernels fewer).
 
 Reference: :func:`tritium.ops.reference.rope` and :func:`tritium.ops.reference.rope_write_kv`; the cos/sin
 table comes from :func:`tritium.models.rope.rope_cos_sin`.
@@ -13,9 +14,22 @@ import triton.language as tl
 from tritium.runtime import pdl_launch
 
 @triton.jit
+def _head_rms_norm(x1, x2, w_ptr, d, dmask, eps, HALF: tl.constexpr, dtype: tl.constexpr):
+    """RMSNorm of each row of [x1 | x2] (fp32 halves of heads, 0 outside the head) with weight w: the normed
+    value rounded to ``dtype``, times the weight, rounded again (as the reference), back in fp32."""
+    rstd = tl.math.rsqrt((tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)) / (2 * HALF) + eps)[:, None]
+    w1 = tl.load(w_ptr + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
+    w2 = tl.load(w_ptr + HALF + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
+    y1 = (w1 * (x1 * rstd).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
+    y2 = (w2 * (x2 * rstd).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
+    return y1, y2
+
+
+@triton.jit
 def _rope_kernel(
     # pointers
     q_ptr, k_ptr, positions_ptr, cos_sin_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    q_norm_ptr, k_norm_ptr, eps,
     # strides
     stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p, stride_v_t, stride_v_h,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
@@ -23,11 +37,13 @@ def _rope_kernel(
     num_q_heads, num_kv_heads, block_size, num_slots,
     # meta-parameters
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
-    USE_PDL: tl.constexpr,
+    USE_PDL: tl.constexpr, QK_NORM: tl.constexpr = False,
 ):
     """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
     rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; a slot < 0
-    or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache)."""
+    or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache).
+    QK_NORM: each q and k head is first RMS-normed over its 2 * HALF elements with weights q_norm / k_norm
+    (rounded as :func:`tritium.ops.reference.rms_norm`: the normed value, then its product with the weight)."""
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()  # q and k come from the projection before
@@ -46,6 +62,8 @@ def _rope_kernel(
     dtype = q1.dtype
     q1 = q1.to(tl.float32)
     q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0).to(tl.float32)
+    if QK_NORM:
+        q1, q2 = _head_rms_norm(q1, q2, q_norm_ptr, d, dmask, eps, HALF, dtype)
     cq = cos.to(dtype).to(tl.float32)
     sq = sin.to(dtype).to(tl.float32)
     tl.store(q1_ptrs, (q1 * cq - q2 * sq).to(dtype), mask=qmask)
@@ -55,6 +73,8 @@ def _rope_kernel(
     k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
     k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
     k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
+    if QK_NORM:
+        k1, k2 = _head_rms_norm(k1, k2, k_norm_ptr, d, dmask, eps, HALF, dtype)
     k1_rot = (k1 * cq - k2 * sq).to(dtype)
     k2_rot = (k2 * cq + k1 * sq).to(dtype)
     tl.store(k1_ptrs, k1_rot, mask=kmask)
@@ -76,20 +96,21 @@ def _rope_kernel(
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
-         pdl: bool = True) -> None:
+         qk_norm: tuple | None = None, pdl: bool = True) -> None:
     """Triton twin of :func:`tritium.ops.reference.rope` (in place).
 
     q: [T, Hq, D], k: [T, Hkv, D] (last dim contiguous; may be views of one QKV buffer), positions: [T],
-    cos_sin: [P, D] fp32 (cos in the first half, sin in the second).
+    cos_sin: [P, D] fp32 (cos in the first half, sin in the second). ``qk_norm``: (q_weight [D], k_weight
+    [D], eps): each head is RMS-normed first.
     """
-    _launch_rope(q, k, positions, cos_sin, pdl=pdl)
+    _launch_rope(q, k, positions, cos_sin, qk_norm=qk_norm, pdl=pdl)
 
 
 def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
                   cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                  slot_mapping: torch.Tensor, *, pdl: bool = True) -> None:
-    """Triton twin of :func:`tritium.ops.reference.rope_write_kv`: :func:`rope` fused with
-    ``write_kv_cache`` (one kernel instead of two in every layer).
+                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None, pdl: bool = True) -> None:
+    """Triton twin of :func:`tritium.ops.reference.rope_write_kv`: :func:`rope` (``qk_norm`` as there)
+    fused with ``write_kv_cache`` (one kernel instead of two in every layer).
 
     v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype, last dim contiguous;
     slot_mapping: [T] int64, block * block_size + offset; a negative slot, or one past the cache, skips
@@ -102,23 +123,31 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     if v.shape != k.shape or slot_mapping.shape != (k.shape[0],):
         raise ValueError(f"rope_write_kv: v {tuple(v.shape)} must match k {tuple(k.shape)} and slot_mapping "
                          f"{tuple(slot_mapping.shape)} have one slot per token")
-    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping), pdl=pdl)
+    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping), qk_norm=qk_norm, pdl=pdl)
 
 
-def _launch_rope(q, k, positions, cos_sin, kv=None, *, pdl: bool) -> None:
+def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) -> None:
     T, Hq, D = q.shape
+    if qk_norm is not None:
+        q_norm, k_norm, eps = qk_norm
+        for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
+            if w.shape != (D,) or w.stride(0) != 1 or w.device != q.device:
+                raise ValueError(f"rope: {name} must be a contiguous [{D}] tensor on {q.device}, got "
+                                 f"{tuple(w.shape)} on {w.device}")
+    else:
+        q_norm, k_norm, eps = q, k, 0.0
     if T == 0:
         return
     v, k_cache, v_cache, slots = kv if kv is not None else (k, k, k, positions)
     kc_strides = k_cache.stride()[:3] if kv is not None else (0, 0, 0)
     vc_strides = v_cache.stride()[:3] if kv is not None else (0, 0, 0)
     _rope_kernel[(T,)](
-        q, k, positions, cos_sin, v, k_cache, v_cache, slots,
+        q, k, positions, cos_sin, v, k_cache, v_cache, slots, q_norm, k_norm, float(eps),
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0), v.stride(0), v.stride(1),
         *kc_strides, *vc_strides,
         Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
         k_cache.shape[0] * k_cache.shape[1] if kv is not None else 0,
         HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
-        WRITE_KV=kv is not None, num_warps=4, **pdl_launch(q.device, pdl),
+        WRITE_KV=kv is not None, QK_NORM=qk_norm is not None, num_warps=4, **pdl_launch(q.device, pdl),
     )
 
