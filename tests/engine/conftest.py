@@ -51,7 +51,8 @@ def _save_tokenizer(path):
     tok.save(os.path.join(path, "tokenizer.json"))
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
         json.dump({"bos_token": "<s>", "eos_token": "</s>",
-                   "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}"}, f)
+                   "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+                                    "{% if enable_thinking is defined and enable_thinking is false %}w0 {% endif %}"}, f)
     return len(vocab)
 
 

@@ -55,6 +55,26 @@ def test_chat_errors_name_the_field(llm, messages, message):
         llm.chat(messages, SamplingParams(max_tokens=2)) if messages else normalize_messages(messages)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ([("enable_thinking", False)], "chat_template_kwargs must be an object of template variables, got list"),
+    ({"bos_token": "x"}, "chat_template_kwargs: 'bos_token' is set by the server"),
+    ({"not a name": 1}, "chat_template_kwargs: 'not a name' is not a template variable name"),
+], ids=["list", "reserved", "name"])
+def test_chat_template_kwargs_are_checked(llm, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        llm.chat([{"role": "user", "content": "w1"}], SamplingParams(max_tokens=2), chat_template_kwargs=kwargs)
+
+
+def test_a_failing_chat_template_is_a_value_error(llm, monkeypatch):
+    """A template that breaks on a conversation or on the variables it is given raises ValueError (a server's
+    400), not Jinja's own exception."""
+    monkeypatch.setattr(llm.tokenizer, "chat_template", "{{ messages[0].content + ' ' + depth }}")
+    with pytest.raises(ValueError, match="chat template: UndefinedError"):
+        llm.chat([{"role": "user", "content": "w1"}], SamplingParams(max_tokens=2))
+    out = llm.chat([{"role": "user", "content": "w1"}], SamplingParams(max_tokens=2), chat_template_kwargs={"depth": "w2"})
+    assert out[0].prompt_token_ids == llm.tokenizer.encode("w1 w2", add_special_tokens=False)
+
+
 def test_generate_stream_equals_generate_and_aborts_when_left(llm):
     for prompt in PROMPTS:
         want = llm.generate([prompt], SamplingParams(max_tokens=12))[0]

@@ -107,6 +107,19 @@ def test_chat_equals_offline(client, llm):
     assert chunks[-1].choices[0].finish_reason == "length"
 
 
+def test_chat_template_kwargs(client, llm):
+    """chat_template_kwargs (an extension of the API, as vLLM's) reach the template: the tiny template appends
+    w0 when enable_thinking is false, as Qwen3's closes an empty think block."""
+    messages = [{"role": "user", "content": "w1 w2"}]
+    plain = llm.chat(messages, greedy(6))[0]
+    off = llm.chat(messages, greedy(6), chat_template_kwargs={"enable_thinking": False})[0]
+    assert off.prompt_token_ids == plain.prompt_token_ids + [llm.tokenizer.encode("w0")[-1]]
+    r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                       extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assert r.choices[0].message.content == off.text
+    assert r.usage.prompt_tokens == len(off.prompt_token_ids)
+
+
 def test_n_seed_and_sampling(client, llm):
     kw = dict(model="tiny", prompt=PROMPTS[0], max_tokens=8, temperature=1.0, top_p=0.9, n=3, seed=11)
     a = client.completions.create(**kw)
@@ -267,6 +280,11 @@ BAD = [
     ("stream_options", "/v1/completions", {"prompt": "w1", "stream_options": {"include_usage": True}}, 400, None,
      "stream_options"),
     ("no-messages", "/v1/chat/completions", {"model": "tiny"}, 400, None, "messages"),
+    ("template-kwargs", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                 "chat_template_kwargs": [1]}, 400, None, "chat_template_kwargs"),
+    ("template-kwargs-reserved", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                          "chat_template_kwargs": {"messages": []}}, 400, None,
+     "chat_template_kwargs"),
     ("role", "/v1/chat/completions", {"messages": [{"role": "robot", "content": "w1"}]}, 400, None, "messages"),
     ("image", "/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, None,
      "messages"),

@@ -49,11 +49,14 @@ def _content(content, where: str) -> str:
     raise ValueError(f"{where} must be a string or a list of text parts, got {_show(content)}")
 
 
-def encode_chat(tokenizer: Tokenizer | None, messages, what: str = "messages") -> list[int]:
-    """Token ids of a conversation rendered by the model's chat template, generation prompt appended."""
+def encode_chat(tokenizer: Tokenizer | None, messages, what: str = "messages",
+                template_kwargs: dict | None = None) -> list[int]:
+    """Token ids of a conversation rendered by the model's chat template, generation prompt appended;
+    ``template_kwargs``: more template variables (``Tokenizer.apply_chat_template``)."""
     if tokenizer is None:
         raise ValueError("this engine has no tokenizer, so no chat template; pass prompts as token-id lists")
-    return tokenizer.apply_chat_template(normalize_messages(messages, what), add_generation_prompt=True)
+    return tokenizer.apply_chat_template(normalize_messages(messages, what), add_generation_prompt=True,
+                                         template_kwargs=template_kwargs)
 
 
 def is_conversation(messages) -> bool:

@@ -84,15 +84,17 @@ class LLM:
         return encode_chat(self.tokenizer, messages)
 
     def chat(self, messages: list[dict] | Seq[list[dict]],
-             sampling_params: SamplingParams | Seq[SamplingParams] | None = None) -> list[RequestOutput]:
+             sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
+             chat_template_kwargs: dict | None = None) -> list[RequestOutput]:
         """Answer one conversation (``[{"role": "system" | "user" | "assistant", "content": str}, ...]``) or a
         list of them, through the model's chat template; one finished :class:`RequestOutput` per
-        conversation, like :meth:`generate`."""
+        conversation, like :meth:`generate`. ``chat_template_kwargs``: more template variables, e.g.
+        ``{"enable_thinking": False}`` for Qwen3's template."""
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
-                               else f"messages[{i}]") for i, c in enumerate(conversations)]
+                               else f"messages[{i}]", chat_template_kwargs) for i, c in enumerate(conversations)]
         return self.generate(prompts, sampling_params)
 
     def generate_stream(self, prompt: str | list[int], sampling_params: SamplingParams | None = None, *,

@@ -167,11 +167,15 @@ class Tokenizer:
                 return bytes(inverse[c] for c in piece)
         return self.decode([token_id], skip_special_tokens=False).encode("utf-8")
 
-    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
+                            template_kwargs: dict | None = None) -> list[int]:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's Jinja chat template and
-        encode the result; ValueError if the model has no template."""
+        encode the result; ValueError if the model has no template. ``template_kwargs``: more variables for
+        the template (Qwen3's ``enable_thinking``, ...); the ones the template is always given (``messages``,
+        ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``raise_exception``) cannot be set."""
         if not self.chat_template:
             raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
+        template_kwargs = check_template_kwargs(template_kwargs)
         import jinja2
         import jinja2.sandbox
 
@@ -181,10 +185,32 @@ class Tokenizer:
             raise ValueError(f"chat template: {message}")
 
         env.globals["raise_exception"] = raise_exception
-        text = env.from_string(self.chat_template).render(
-            messages=messages, add_generation_prompt=add_generation_prompt,
-            bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+        try:
+            text = env.from_string(self.chat_template).render(
+                **template_kwargs, messages=messages, add_generation_prompt=add_generation_prompt,
+                bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+        except jinja2.TemplateError as e:  # a template that fails on this conversation or these variables
+            raise ValueError(f"chat template: {type(e).__name__}: {e}") from None
         return self.encode(text, add_special_tokens=False)
+
+
+# variables every chat template is given: not settable through template_kwargs
+RESERVED_TEMPLATE_VARIABLES = ("messages", "add_generation_prompt", "bos_token", "eos_token", "raise_exception")
+
+
+def check_template_kwargs(template_kwargs, what: str = "chat_template_kwargs") -> dict:
+    """``template_kwargs`` as a dict of extra chat-template variables ({} for None); ValueError naming ``what``
+    for anything but an object of identifier keys that are not reserved."""
+    if template_kwargs is None:
+        return {}
+    if not isinstance(template_kwargs, dict):
+        raise ValueError(f"{what} must be an object of template variables, got {type(template_kwargs).__name__}")
+    for key in template_kwargs:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"{what}: {key!r} is not a template variable name")
+        if key in RESERVED_TEMPLATE_VARIABLES:
+            raise ValueError(f"{what}: {key!r} is set by the server and cannot be given")
+    return dict(template_kwargs)
 
 
 @functools.lru_cache(maxsize=1)

@@ -123,7 +123,7 @@ class OpenAIServer:
         req = parse_completion(body) if kind == "completion" else parse_chat(body)
         if body.get("model") is not None:
             self._check_model(body["model"])
-        prompts = [self._encode(p, kind, i, len(req.prompts)) for i, p in enumerate(req.prompts)]
+        prompts = [self._encode(p, kind, i, len(req.prompts), req.template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
         subs = []
@@ -282,12 +282,12 @@ class OpenAIServer:
             raise APIError(404, f"The model '{model}' does not exist; this server serves '{self.model_name}'",
                            param="model", code="model_not_found")
 
-    def _encode(self, prompt, kind: str, i: int, count: int) -> list[int]:
+    def _encode(self, prompt, kind: str, i: int, count: int, template_kwargs: dict | None = None) -> list[int]:
         param = "messages" if kind == "chat" else "prompt"
         where = param if count == 1 else f"{param}[{i}]"
         try:
             if kind == "chat":
-                ids = encode_chat(self.tokenizer, prompt, "messages")
+                ids = encode_chat(self.tokenizer, prompt, "messages", template_kwargs)
             elif isinstance(prompt, str):
                 if self.tokenizer is None:
                     raise ValueError(f"{where} is text but this model has no tokenizer; send token ids")

@@ -15,7 +15,7 @@ import math
 
 from tritium.engine import SamplingParams
 from tritium.engine.sampling import MAX_LOGPROBS
-from tritium.engine.tokenizer import Tokenizer
+from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
 from tritium.server.errors import invalid
 
 MAX_N = 128
@@ -26,7 +26,8 @@ _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
-                   "reasoning_effort", "modalities", "audio", "prediction", "web_search_options"}
+                   "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
+                   "chat_template_kwargs"}
 # accepted when absent, null or this value; refused by name otherwise
 _NEUTRAL = {"echo": False, "suffix": None, "best_of": 1, "logit_bias": {}, "tools": [], "tool_choice": "none",
             "functions": [], "function_call": "none", "parallel_tool_calls": None, "store": False, "metadata": {},
@@ -47,6 +48,7 @@ class GenerationRequest:
     include_usage: bool = False
     continuous_usage: bool = False
     logprobs: int | None = None  # top alternatives to report per token (0: the sampled token only)
+    template_kwargs: dict | None = None  # chat: more chat-template variables (chat_template_kwargs)
 
     @property
     def n(self) -> int:
@@ -194,8 +196,12 @@ def parse_chat(body: dict) -> GenerationRequest:
     stream = _bool(body, "stream")
     include, continuous = _stream_options(body, stream)
     max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"), None)
+    try:
+        template_kwargs = check_template_kwargs(body.get("chat_template_kwargs"))
+    except ValueError as e:
+        raise invalid(str(e), "chat_template_kwargs") from None
     return GenerationRequest("chat", [body["messages"]], _sampling(body, max_tokens, logprobs), max_tokens, stream,
-                             include, continuous, logprobs)
+                             include, continuous, logprobs, template_kwargs)
 
 
 def _is_ids(value: list) -> bool:
