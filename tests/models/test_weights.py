@@ -342,12 +342,13 @@ def test_random_weights_rank_holds_its_slices(model, ws):
         assert_rank_holds_its_slices(load(cfg, source.iter("cpu"), rank, ws), full, rank, ws)
 
 
-def test_random_weights_distributions_match_the_bench():
+@pytest.mark.parametrize("model_type", ["llama", "qwen3"])
+def test_random_weights_distributions_match_the_bench(model_type):
     from tritium.bench.engine import make_weights
 
-    cfg = ModelConfig(model_type="llama", vocab_size=512, hidden_size=128, intermediate_size=256,
+    cfg = ModelConfig(model_type=model_type, vocab_size=512, hidden_size=128, intermediate_size=256,
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-                      max_position_embeddings=64)
+                      max_position_embeddings=64, qk_norm=model_type == "qwen3")
     bench = make_weights(cfg, torch.bfloat16, torch.device("cpu"))
     lazy = dict(random_weights(cfg, torch.bfloat16, "cpu"))
     assert lazy.keys() == bench.keys()

@@ -1,6 +1,6 @@
 """Engine benchmark: decode latency at batch 1 and throughput at batch 64.
 
-    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|tiny | --model PATH] [--systems ...]
+    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|tiny | --model PATH] [--systems ...]
     python -m tritium.bench engine --tp N [--shape llama3-70b|tiny] [--comm tritium,torch]   (tensor parallel)
 
 The model is a Llama-3-8B-shaped decoder with random bf16 weights built once in GPU memory (same seed,
@@ -9,7 +9,8 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
 
 - ``tritium``: the engine with tritium's paged attention (CUDA graphs for decode).
 - ``sdpa``: the same engine with PyTorch SDPA over gathered pages instead of tritium's attention.
-- ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (SDPA attention) on the same weights.
+- ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (``Qwen3ForCausalLM`` for ``--shape qwen3-8b``; SDPA
+  attention) on the same weights.
 - ``tritium-invariant`` (not in the default list): the engine with ``batch_invariant=True``.
 
 Each tritium system also answers one greedy request with its tokens' log-probabilities alone and then
@@ -169,7 +170,9 @@ def transformers_model(bench: Bench):
         model = transformers.AutoModelForCausalLM.from_pretrained(
             os.path.dirname(path) if kw else path, dtype=dtype, attn_implementation="sdpa", **kw).to(device)
     else:
-        hf_cfg = transformers.LlamaConfig(
+        config_cls, model_cls = ((transformers.Qwen3Config, transformers.Qwen3ForCausalLM) if cfg.model_type == "qwen3"
+                                 else (transformers.LlamaConfig, transformers.LlamaForCausalLM))
+        hf_cfg = config_cls(
             vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
             num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
             num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim,
@@ -178,7 +181,7 @@ def transformers_model(bench: Bench):
             **hf_rope_kwargs(cfg.rope_theta, cfg.rope_scaling))
         hf_cfg._attn_implementation = "sdpa"
         with torch.device("meta"):
-            model = transformers.LlamaForCausalLM(hf_cfg)
+            model = model_cls(hf_cfg)
         model.load_state_dict(bench.weights, strict=False, assign=True)
         with torch.device("cpu"):  # non-persistent rope buffers are not in the state dict: rebuild them
             model.model.rotary_emb = type(model.model.rotary_emb)(hf_cfg).to(device)

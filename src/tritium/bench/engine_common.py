@@ -34,6 +34,10 @@ SHAPES = {
     # tensor-parallel runs (--tp): 141 GB of bf16 weights, half on each of 2 GPUs
     "llama3-70b": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
                        num_attention_heads=64, num_key_value_heads=8, head_dim=128, **_LLAMA3_ROPE),
+    # Qwen3-8B: query/key head norms, rope theta 1e6, 36 layers
+    "qwen3-8b": dict(model_type="qwen3", qk_norm=True, vocab_size=151936, hidden_size=4096, intermediate_size=12288,
+                     num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                     max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6),
     "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
                  rms_norm_eps=1e-5),
@@ -70,7 +74,7 @@ class Bench:
             self.label = os.path.basename(os.path.normpath(args.model))
         else:
             shape = shape or args.shape
-            self.config = ModelConfig(model_type="llama", **SHAPES[shape])
+            self.config = ModelConfig(**{"model_type": "llama", **SHAPES[shape]})
             if lazy:  # the same seed for every engine
                 self.weights = RandomWeights(self.config, str(self.dtype).removeprefix("torch."), seed=0)
             else:
@@ -122,6 +126,9 @@ def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -
             p + "mlp.gate_proj.weight": rnd(i, h), p + "mlp.up_proj.weight": rnd(i, h),
             p + "mlp.down_proj.weight": rnd(h, i),
         })
+        if cfg.qk_norm:
+            w.update({p + f"self_attn.{x}_norm.weight": torch.ones(cfg.head_dim, dtype=dtype, device=device)
+                      for x in "qk"})
     return w
 
 
