@@ -56,18 +56,22 @@ def _save_tokenizer(path):
     return len(vocab)
 
 
-def make_tiny_model(path, model_type, rope=None):
+def make_tiny_model(path, model_type, rope=None, **overrides):
     """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``;
-    ``rope`` = (theta, scaling dict or None) replaces the model type's rope settings."""
+    ``rope`` = (theta, scaling dict or None) replaces the model type's rope settings, ``overrides`` other config
+    fields. ``mistral``: the llama shape as a Mistral model."""
     import transformers
 
     vocab = _save_tokenizer(path)
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
-           "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM)}[model_type]
-    kwargs = dict(TINY[model_type])
+           "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
+           "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM)}[model_type]
+    kwargs = dict(TINY["llama" if model_type == "mistral" else model_type])
     default_rope = kwargs.pop("rope")
-    kwargs.update(hf_rope_kwargs(*(rope or default_rope)))
+    if model_type == "mistral":
+        default_rope = (10000.0, None)
+    kwargs.update(hf_rope_kwargs(*(rope or default_rope)), **overrides)
     config = cls[0](vocab_size=vocab, bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
                     **kwargs)
     torch.manual_seed(0)

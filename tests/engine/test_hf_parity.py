@@ -5,7 +5,7 @@ import torch
 
 from tritium import LLM, SamplingParams
 
-from .conftest import PROMPTS, hf_greedy
+from .conftest import PROMPTS, hf_greedy, make_tiny_model
 
 MAX_TOKENS = 8
 
@@ -21,3 +21,21 @@ def test_greedy_matches_transformers(tiny_models, model_type, backend):
         assert out.token_ids == expected, f"{model_type}/{backend} prompt {prompt!r}"
         assert out.finish_reason == "length"
         assert out.text == llm.tokenizer.decode(expected)
+
+
+@pytest.mark.parametrize("model_type,window", [
+    ("mistral", dict(sliding_window=6)),
+    ("qwen2", dict(use_sliding_window=True, sliding_window=6, max_window_layers=0)),  # every layer windowed
+    ("qwen2", dict(use_sliding_window=True, sliding_window=6, max_window_layers=2)),  # none: the window is off
+], ids=["mistral", "qwen2-all-layers", "qwen2-no-layer"])
+def test_sliding_window_matches_transformers(tmp_path, model_type, window):
+    """A window of 6 keys over prompts of 1-19 tokens and 8 new ones: the engine's window (on every layer, or
+    on none where max_window_layers covers them all) answers as transformers' per-layer masks do."""
+    hf = make_tiny_model(str(tmp_path), model_type, **window)
+    llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend="triton", op_backend="triton",
+              linear_backend="triton")
+    expect_window = None if window.get("max_window_layers") == 2 else 6
+    assert llm.engine.model_config.sliding_window == expect_window
+    outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
+    for prompt, out in zip(PROMPTS, outs):
+        assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS), f"{model_type} prompt {prompt!r}"

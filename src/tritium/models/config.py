@@ -102,6 +102,7 @@ class ModelConfig:
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
         heads = cfg["num_attention_heads"]
         use_sliding = cfg.get("use_sliding_window", model_type == "mistral")
+        window = _hf_sliding_window(cfg, model_type) if use_sliding else None
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
         return cls(
             model_type=model_type,
@@ -119,7 +120,7 @@ class ModelConfig:
             attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
             qk_norm=model_type == "qwen3",
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
-            sliding_window=cfg.get("sliding_window") if use_sliding else None,
+            sliding_window=window,
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
@@ -163,6 +164,30 @@ class ModelConfig:
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
             eos_token_ids=() if eos is None else (int(eos),),
         )
+
+
+def _hf_sliding_window(cfg: dict, model_type: str) -> int | None:
+    """The sliding window of a config whose ``use_sliding_window`` is on, if every layer has it; None if none
+    does. Which layers do: ``layer_types`` ("sliding_attention" / "full_attention", transformers 4.53+), else
+    for Qwen2/Qwen3 the layers from ``max_window_layers`` on (as transformers builds ``layer_types``), else all.
+    A window on some layers only is refused (one window for every layer is what the engine runs)."""
+    window = cfg.get("sliding_window")
+    if window is None:
+        return None
+    types = cfg.get("layer_types")
+    if types is None and model_type in ("qwen2", "qwen3") and cfg.get("max_window_layers") is not None:
+        types = ["sliding_attention" if i >= cfg["max_window_layers"] else "full_attention"
+                 for i in range(cfg["num_hidden_layers"])]
+    if types is None:
+        return window
+    windowed = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if not windowed:
+        return None
+    if len(windowed) < len(types):
+        raise UnsupportedModelError(
+            f"a sliding window ({window}) on layers {windowed[0]}..{windowed[-1]} only ({len(windowed)} of "
+            f"{len(types)}: layer_types / max_window_layers) is not supported; only a window on every layer or none")
+    return window
 
 
 def _normalise_rope_scaling(scaling: dict | None, max_position_embeddings: int) -> dict | None:
