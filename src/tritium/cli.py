@@ -5,8 +5,9 @@
     tritium serve    [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-model-len N]
                      [--max-num-seqs N] [--max-queue N]      OpenAI-compatible HTTP (pip install 'tritium[serve]')
 
-Every command takes ``--dtype auto|float32|float16|bfloat16`` and ``-v`` / ``--quiet`` / ``--log-level
-LEVEL``. ``generate`` streams the answer as it is produced (the model's chat template applied unless
+Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat
+template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request) and
+``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's chat template applied unless
 ``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on stderr (not with
 ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
 parameters, a missing extra) are printed as one line and exit with status 2.
@@ -15,6 +16,7 @@ parameters, a missing extra) are printed as one line and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -23,6 +25,7 @@ import torch
 
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
 from tritium.engine.chat import encode_chat
+from tritium.engine.tokenizer import check_template_kwargs
 from tritium.runtime import interpreting
 from tritium.server import serve
 
@@ -62,12 +65,28 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comm", choices=["auto", "tritium", "torch"], default="auto",
                         help="tensor-parallel collectives: tritium's (one host), torch.distributed's (NCCL), or "
                              "auto (tritium on the GPUs of one host; the default)")
+    parser.add_argument("--chat-template-kwargs", type=_template_kwargs, default=None, metavar="JSON",
+                        help="more variables for the model's chat template, as a JSON object, e.g. "
+                             "'{\"enable_thinking\": false}' (Qwen3); serve: the default of every chat request, "
+                             "whose own chat_template_kwargs override it name by name")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="store_const", dest="log_level", const="info", default="warning",
                        help="log what the engine does (--log-level info)")
     group.add_argument("-q", "--quiet", action="store_const", dest="log_level", const="error", default="warning",
                        help="errors only (--log-level error)")
     group.add_argument("--log-level", choices=LOG_LEVELS, default="warning")
+
+
+def _template_kwargs(text: str) -> dict:
+    """--chat-template-kwargs: a JSON object of template variables (a usage error otherwise)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e}): {text!r}") from None
+    try:
+        return check_template_kwargs(value, "--chat-template-kwargs")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
@@ -171,7 +190,10 @@ def generate(args) -> int:
 
 
 def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
-    prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system)
+    if args.raw and args.chat_template_kwargs:
+        raise ValueError("--chat-template-kwargs has no chat template to reach with --raw")
+    prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system,
+                                                                  chat_template_kwargs=args.chat_template_kwargs)
     if llm.engine.is_follower:  # torchrun rank > 0: runs its shard of rank 0's steps; rank 0 prints
         llm.generate([prompt], params)
         return 0
@@ -215,7 +237,7 @@ def _chat(args, llm: LLM, params: SamplingParams) -> int:
             continue
         history.append({"role": "user", "content": line})
         try:
-            prompt = encode_chat(llm.tokenizer, history)
+            prompt = encode_chat(llm.tokenizer, history, template_kwargs=args.chat_template_kwargs)
             answer = _stream(llm, prompt, params, strip=True)
         except KeyboardInterrupt:  # stops this answer, not the session
             print("\n[interrupted]", file=sys.stderr)
@@ -248,7 +270,8 @@ def serve_command(args) -> int:
                 engine.follow()
             return 0
         serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-              model_name=args.served_model_name, log_level=args.log_level)
+              model_name=args.served_model_name, log_level=args.log_level,
+              chat_template_kwargs=args.chat_template_kwargs)
     return 0
 
 

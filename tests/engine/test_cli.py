@@ -58,6 +58,34 @@ def test_chat_keeps_history_and_resets(capsys, monkeypatch, tiny_models):
     assert code == 0 and "tritium: error:" in err and "/reset starts over" in err
 
 
+def test_chat_template_kwargs_flag(capsys, monkeypatch, tiny_models):
+    """--chat-template-kwargs JSON reaches generate's and chat's template (the tiny template appends w0 when
+    enable_thinking is false) and serve's default; anything but a JSON object of variable names is a usage
+    error naming the flag, and --raw (no template) with it a one-line error."""
+    path, _ = tiny_models["llama"]
+    flag = ["--chat-template-kwargs", '{"enable_thinking": false}']
+    common = ["--model", path, "--max-tokens", "6", "--no-stream", "--quiet"]
+    messages = [{"role": "user", "content": "w1 w2"}]
+    llm = LLM(path)
+    want = llm.chat(messages, SamplingParams(max_tokens=6), chat_template_kwargs={"enable_thinking": False})[0]
+    assert want.prompt_token_ids[-1] == llm.tokenizer.encode("w0")[-1]
+    code, out, _ = run(capsys, monkeypatch, "generate", *common, *flag, "w1 w2")
+    assert code == 0 and out == want.text.strip() + "\n"
+    code, out, _ = run(capsys, monkeypatch, "chat", "--model", path, "--max-tokens", "6", *flag, stdin="w1 w2\n")
+    assert code == 0 and _answers(out) == [want.text.strip()]
+    assert _parser().parse_args(["serve", *flag]).chat_template_kwargs == {"enable_thinking": False}
+    assert _parser().parse_args(["serve"]).chat_template_kwargs is None
+    for bad, message in (("{enable", "not JSON"), ("[1]", "must be an object"),
+                         ('{"bos_token": 1}', "'bos_token' is set by the server")):
+        with pytest.raises(SystemExit) as e:
+            _parser().parse_args(["generate", "--chat-template-kwargs", bad, "x"])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "--chat-template-kwargs" in err and message in err, err
+    code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--raw", *flag, "w1")
+    assert code == 2 and out == "" and "--chat-template-kwargs" in err and err.count("\n") == 1
+
+
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"))
     assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1

@@ -18,8 +18,11 @@ import torch
 
 from engine.conftest import PROMPTS, make_tiny_model
 from tritium import LLM, SamplingParams
+from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.server import build_app
 
 pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+TestClient = pytest.importorskip("fastapi.testclient").TestClient
 openai = pytest.importorskip("openai")
 pytestmark = pytest.mark.timeout(120)
 
@@ -118,6 +121,32 @@ def test_chat_template_kwargs(client, llm):
                                        extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     assert r.choices[0].message.content == off.text
     assert r.usage.prompt_tokens == len(off.prompt_token_ids)
+
+
+def test_default_chat_template_kwargs(model_dir, llm):
+    """The server's chat_template_kwargs (``serve --chat-template-kwargs``) reach every chat request's template;
+    a request's own override them name by name; completions are untouched."""
+    messages = [{"role": "user", "content": "w1 w2"}]
+    plain = llm.chat(messages, greedy(6))[0]
+    off = llm.chat(messages, greedy(6), chat_template_kwargs={"enable_thinking": False})[0]
+    engine = AsyncLLMEngine(LLMEngine(model_dir, dtype=torch.float32, max_model_len=MAX_LEN))
+    app = build_app(engine, model_name="tiny", chat_template_kwargs={"enable_thinking": False})
+    with TestClient(app) as http:
+        def chat(**extra):
+            r = http.post("/v1/chat/completions", json={"messages": messages, "max_tokens": 6, "temperature": 0,
+                                                         **extra})
+            assert r.status_code == 200, r.text
+            return r.json()
+        r = chat()
+        assert r["usage"]["prompt_tokens"] == len(off.prompt_token_ids)
+        assert r["choices"][0]["message"]["content"] == off.text
+        r = chat(chat_template_kwargs={"enable_thinking": True})
+        assert r["usage"]["prompt_tokens"] == len(plain.prompt_token_ids)
+        assert r["choices"][0]["message"]["content"] == plain.text
+        r = http.post("/v1/completions", json={"prompt": "w1 w2", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(llm.tokenizer.encode("w1 w2"))
+    with pytest.raises(ValueError, match="chat_template_kwargs: 'messages' is set by the server"):
+        build_app(engine, model_name="tiny", chat_template_kwargs={"messages": []})
 
 
 def test_n_seed_and_sampling(client, llm):

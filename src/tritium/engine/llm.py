@@ -76,12 +76,14 @@ class LLM:
     def max_model_len(self) -> int:
         return self.engine.max_model_len
 
-    def encode_chat(self, prompt: str, system: str | None = None) -> list[int]:
-        """Token ids of a one-turn chat (the model's chat template, generation prompt appended)."""
+    def encode_chat(self, prompt: str, system: str | None = None, *,
+                    chat_template_kwargs: dict | None = None) -> list[int]:
+        """Token ids of a one-turn chat (the model's chat template, generation prompt appended);
+        ``chat_template_kwargs``: more template variables, as :meth:`chat`'s."""
         if self.tokenizer is None:
             raise ValueError("this engine has no tokenizer; pass prompts as token-id lists")
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        return encode_chat(self.tokenizer, messages)
+        return encode_chat(self.tokenizer, messages, template_kwargs=chat_template_kwargs)
 
     def chat(self, messages: list[dict] | Seq[list[dict]],
              sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,

@@ -28,6 +28,7 @@ import uuid
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
+from tritium.engine.tokenizer import check_template_kwargs
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
@@ -74,9 +75,11 @@ class OpenAIServer:
     """The handlers, with the engine, model name, key and metrics they share (see the module docstring)."""
 
     def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None):
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+        # every chat request's template variables, under its own chat_template_kwargs
+        self.template_kwargs = check_template_kwargs(chat_template_kwargs)
         self.engine = engine
         self.model_name = model_name
         self.api_key = api_key
@@ -123,7 +126,8 @@ class OpenAIServer:
         req = parse_completion(body) if kind == "completion" else parse_chat(body)
         if body.get("model") is not None:
             self._check_model(body["model"])
-        prompts = [self._encode(p, kind, i, len(req.prompts), req.template_kwargs) for i, p in enumerate(req.prompts)]
+        template_kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
+        prompts = [self._encode(p, kind, i, len(req.prompts), template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
         subs = []
@@ -344,11 +348,13 @@ class _Guard:
 
 
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
-              max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> "fastapi.FastAPI":
+              max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+              chat_template_kwargs: dict | None = None) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
-    (if not running yet) and stops it when it shuts down (requests in flight end with an error)."""
+    (if not running yet) and stops it when it shuts down (requests in flight end with an error).
+    ``chat_template_kwargs``: chat-template variables of every chat request, which its own override."""
     _require_extra()
-    server = OpenAIServer(engine, model_name, api_key, max_request_bytes)
+    server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
