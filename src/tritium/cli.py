@@ -35,7 +35,9 @@ DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfl
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
-                        help="Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct)")
+                        help="Hugging Face model directory, .gguf file, or Hub name (org/name, org/name/FILE.gguf, "
+                             "@revision: from the local Hugging Face cache, else downloaded with the hub extra); "
+                             "default: SmolLM2-135M-Instruct")
     parser.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="auto",
                         help="weights and activations: auto (default) is the checkpoint's float16 or bfloat16 on "

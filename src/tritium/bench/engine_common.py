@@ -22,6 +22,7 @@ import torch
 from tritium.engine import LLM, SamplingParams
 from tritium.engine.llm_engine import load_checkpoint
 from tritium.models.config import ModelConfig
+from tritium.models.hub import resolve_model
 from tritium.models.weights import RandomWeights
 from tritium.runtime import interpreting
 
@@ -69,9 +70,11 @@ class Bench:
         self.device = torch.device("cpu" if interpreting() else "cuda")
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         if args.model is not None:
-            _, self.config, _, _ = load_checkpoint(args.model)  # reads the config only; weights stay lazy
+            path, hub_name = resolve_model(args.model)  # a Hub name: its local copy, for every engine below
+            _, self.config, _, _ = load_checkpoint(path)  # reads the config only; weights stay lazy
             self.weights = None
-            self.label = os.path.basename(os.path.normpath(args.model))
+            self.label = hub_name or os.path.basename(os.path.normpath(path))
+            args.model = path
         else:
             shape = shape or args.shape
             self.config = ModelConfig(**{"model_type": "llama", **SHAPES[shape]})

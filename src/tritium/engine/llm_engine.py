@@ -39,6 +39,7 @@ from tritium.models import weights as weights_io
 from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
                                      warmup_batches)
 from tritium.models.config import ModelConfig
+from tritium.models.hub import resolve_model
 from tritium.models.layers import SINGLE
 from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.runtime import interpreting
@@ -68,9 +69,9 @@ def default_model_path() -> str:
 
 def load_checkpoint(model: str | None, *, progress: bool = False
                     ) -> tuple[str, ModelConfig, Iterable[tuple[str, torch.Tensor]], Tokenizer | None]:
-    """(path, config, weights iterator, tokenizer) of a Hugging Face model directory or a ``.gguf`` file
-    (None: the default model)."""
-    path = default_model_path() if model is None else os.fspath(model)
+    """(path, config, weights iterator, tokenizer) of a Hugging Face model directory, a ``.gguf`` file or a
+    Hub name (:func:`~tritium.models.hub.resolve_model`; None: the default model)."""
+    path = default_model_path() if model is None else resolve_model(os.fspath(model))[0]
     weights_io.check_model_path(path)
     if weights_io.is_gguf(path):
         reader, meta = weights_io.read_gguf(path)
@@ -244,7 +245,8 @@ class LLMEngine:
     """A model with its KV cache, scheduler and runner, driven request by request.
 
     ``LLMEngine()`` loads the default model (SmolLM2-135M-Instruct); ``LLMEngine(path)`` a Hugging Face model
-    directory or a ``.gguf`` file. Keyword arguments are :class:`~tritium.engine.config.EngineConfig` fields,
+    directory or a ``.gguf`` file, or a Hugging Face Hub name (``org/name``, ``org/name/FILE.gguf``, from the
+    local cache or downloaded: :mod:`tritium.models.hub`). Keyword arguments are :class:`~tritium.engine.config.EngineConfig` fields,
     plus ``progress`` (progress bars while weights load). ``config`` is the resolved engine configuration
     (backends, dtype, context length as they were settled at start-up); the one given is not modified.
     """
@@ -252,8 +254,12 @@ class LLMEngine:
     def __init__(self, model: str | None = None, *, progress: bool = False, **engine_kwargs):
         config = EngineConfig(**engine_kwargs)
         config.validate()  # before any weight is read
+        hub_name = None
+        if model is not None:
+            model, hub_name = resolve_model(os.fspath(model))
         path, model_config, weights, tokenizer = load_checkpoint(model, progress=progress)
         self.model_path: str | None = path
+        self.hub_name: str | None = hub_name  # the Hub repository the model came from (org/name...)
         self._build(model_config, weights, tokenizer, config, source=path)
 
     @classmethod
@@ -264,7 +270,7 @@ class LLMEngine:
         engine_config = EngineConfig(**engine_kwargs)
         engine_config.validate()
         engine = cls.__new__(cls)
-        engine.model_path = None
+        engine.model_path = engine.hub_name = None
         source = None
         if engine_config.tensor_parallel_size * engine_config.context_parallel_size > 1:
             # the other ranks need the weights too: a picklable source (``iter(device)``) or the tensors

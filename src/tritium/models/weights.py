@@ -74,7 +74,7 @@ def check_model_path(path: str) -> None:
         return
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"model directory {path!r} has no config.json")
-    if not glob.glob(os.path.join(path, "*.safetensors")):
+    if not weight_files(path):
         raise FileNotFoundError(f"model directory {path!r} has no *.safetensors weights")
 
 
@@ -142,6 +142,39 @@ def materialize(t: torch.Tensor | LazyTensor) -> torch.Tensor:
 # Hugging Face directory
 # ---------------------------------------------------------------------------------------------------------
 
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+
+
+def weight_files(path: str) -> list[str]:
+    """The safetensors files of a model directory that hold its weights: those its index names (each must
+    be there), else ``model.safetensors``, else every ``*.safetensors`` file. (Repositories such as
+    Mistral's ship a ``consolidated.safetensors`` of other names beside the Hugging Face shards: not read.)"""
+    index = os.path.join(path, SAFETENSORS_INDEX)
+    if os.path.isfile(index):
+        names = index_files(index)
+        missing = [n for n in names if not os.path.isfile(os.path.join(path, n))]
+        if missing:
+            raise FileNotFoundError(f"model directory {path!r} lacks {', '.join(missing)} (named by "
+                                    f"{SAFETENSORS_INDEX}: a partial download?)")
+        return [os.path.join(path, n) for n in names]
+    single = os.path.join(path, "model.safetensors")
+    if os.path.isfile(single):
+        return [single]
+    return sorted(glob.glob(os.path.join(path, "*.safetensors")))
+
+
+def index_files(index: str) -> list[str]:
+    try:
+        with open(index) as f:
+            weight_map = json.load(f)["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise FileNotFoundError(f"{index!r} is not a safetensors index ({type(e).__name__}: {e})") from None
+    if not names or not all(isinstance(n, str) and n.endswith(".safetensors") and "/" not in n for n in names):
+        raise FileNotFoundError(f"{index!r} names no safetensors files of its directory")
+    return names
+
+
 def load_hf_config(path: str) -> ModelConfig:
     with open(os.path.join(path, "config.json")) as f:
         cfg = ModelConfig.from_hf_dict(json.load(f))
@@ -172,11 +205,12 @@ class SafetensorsTensor(LazyTensor):
 
 def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False
                     ) -> Iterator[tuple[str, torch.Tensor | LazyTensor]]:
-    """(name, CPU tensor) for every tensor of every ``*.safetensors`` shard in ``path``; ``lazy``: (name,
-    :class:`SafetensorsTensor`) instead, read when indexed (the files stay open while the iterator lives)."""
+    """(name, CPU tensor) for every tensor of the safetensors shards in ``path`` (those its index names:
+    :func:`weight_files`); ``lazy``: (name, :class:`SafetensorsTensor`) instead, read when
+    indexed (the files stay open while the iterator lives)."""
     from safetensors import safe_open
 
-    files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
+    files = weight_files(path)
     handles = [safe_open(f, framework="pt") for f in files]
     names = [(h, n) for h in handles for n in h.keys()]
     for handle, name in _progress(names, len(names), "loading weights", progress):

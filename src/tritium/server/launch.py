@@ -17,7 +17,10 @@ log = logging.getLogger(__name__)
 
 
 def default_model_name(engine: LLMEngine) -> str:
-    """The served name: the checkpoint's file or directory name without ``.gguf``."""
+    """The served name: the Hub name the model was given by (org/name), else the checkpoint's file or
+    directory name without ``.gguf``."""
+    if engine.hub_name:
+        return engine.hub_name
     path = engine.model_path
     if path is None:
         return "tritium-model"
