@@ -26,6 +26,7 @@ import torch
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
 from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs
+from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
 from tritium.server import serve
 
@@ -126,6 +127,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--decode-steps", type=int, default=None,
                      help="greedy decode steps per host sync (default 8; 1 streams every token as it is made)")
     srv.add_argument("--kv-cache-memory", type=int, default=None, help="KV-cache bytes (default: from free memory)")
+    srv.add_argument("--tool-call-parser", choices=["auto", *TOOL_PARSERS], default="auto",
+                     help="how the model writes tool calls, for chat requests with tools: hermes (<tool_call> "
+                          "blocks: Qwen2.5/Qwen3, Hermes), llama3_json (Llama 3.1-3.3), or auto (the default: "
+                          "recognised from the chat template)")
     srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
                      help="compute every prompt whole, never from KV pages cached by earlier requests (slower for "
                           "repeated prefixes; a repeated greedy request then rounds as it did the first time)")
@@ -273,7 +278,8 @@ def serve_command(args) -> int:
             return 0
         serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
               model_name=args.served_model_name, log_level=args.log_level,
-              chat_template_kwargs=args.chat_template_kwargs)
+              chat_template_kwargs=args.chat_template_kwargs,
+              tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser)
     return 0
 
 

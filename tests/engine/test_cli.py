@@ -135,6 +135,10 @@ def test_serve_flags_reach_the_engine(tiny_models):
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--linear-backend", "cublas"])
     assert default["batch_invariant"] is False
+    assert _parser().parse_args(["serve"]).tool_call_parser == "auto"  # recognised from the template
+    assert _parser().parse_args(["serve", "--tool-call-parser", "llama3_json"]).tool_call_parser == "llama3_json"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--tool-call-parser", "mistral"])
     for command in (["serve"], ["generate", "x"], ["chat"]):
         kwargs = _engine_kwargs(_parser().parse_args([command[0], "--batch-invariant", *command[1:]]))
         assert kwargs["batch_invariant"] is True

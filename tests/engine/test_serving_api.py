@@ -42,12 +42,12 @@ def test_chat_one_conversation_or_many(llm):
 
 @pytest.mark.parametrize("messages, message", [
     ([], "messages must be a non-empty list of messages"),
-    ([{"role": "robot", "content": "hi"}], r"messages\[0\].role must be one of system, user, assistant, got 'robot'"),
+    ([{"role": "robot", "content": "hi"}], r"messages\[0\].role must be one of system, user, assistant, tool, got 'robot'"),
     ([{"role": "user", "content": "a"}, {"role": "user", "content": 5}],
      r"messages\[1\].content must be a string or a list of text parts, got 5"),
     ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
      r"messages\[0\].content\[0\] must be a text part .* got type 'image_url'"),
-    ([{"role": "user", "content": "a", "tool_calls": []}], r"messages\[0\].tool_calls is not supported"),
+    ([{"role": "user", "content": "a", "tool_calls": []}], r"messages\[0\].tool_calls is not supported on a user message"),
     (["hello"], r"messages\[0\] must be a non-empty list of messages, got 'hello'"),
 ], ids=["empty", "role", "content-type", "image", "tool_calls", "string"])
 def test_chat_errors_name_the_field(llm, messages, message):

@@ -1,21 +1,27 @@
 """Chat conversations: checking OpenAI-style ``messages`` and turning them into prompt token ids.
 
-A conversation is a list of ``{"role": "system" | "user" | "assistant", "content": ...}`` messages
+A conversation is a list of ``{"role": "system" | "user" | "assistant" | "tool", "content": ...}`` messages
 (``"developer"`` is taken as ``"system"``, as OpenAI does); ``content`` is a string or a list of text parts
-``[{"type": "text", "text": ...}]``, joined. The model's chat template renders it, the generation prompt
-(the assistant's turn) appended.
+``[{"type": "text", "text": ...}]``, joined. An assistant turn may carry the ``tool_calls`` it made (its
+content then may be null), a ``tool`` turn answers one by ``tool_call_id``; calls reach the template as
+transformers gives them (``function.arguments`` an object where its JSON text is one). The model's chat
+template renders it, the generation prompt (the assistant's turn) appended.
 """
 
 from __future__ import annotations
 
+import json
+
 from tritium.engine.tokenizer import Tokenizer
 
-ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant", "tool")
 _ALIASES = {"developer": "system"}
+_FIELDS = {"system": {"name"}, "user": {"name"}, "assistant": {"name", "tool_calls"}, "tool": {"tool_call_id", "name"}}
 
 
 def normalize_messages(messages, what: str = "messages") -> list[dict]:
-    """``[{"role", "content": str}]`` of a conversation; ValueError naming ``what[i].field`` for bad input."""
+    """``[{"role", "content": str, ...}]`` of a conversation; ValueError naming ``what[i].field`` for bad
+    input."""
     if not isinstance(messages, (list, tuple)) or not messages:
         raise ValueError(f"{what} must be a non-empty list of messages, got {_show(messages)}")
     out = []
@@ -27,10 +33,46 @@ def normalize_messages(messages, what: str = "messages") -> list[dict]:
         role = _ALIASES.get(role, role)
         if role not in ROLES:
             raise ValueError(f"{where}.role must be one of {', '.join(ROLES)}, got {_show(m.get('role'))}")
-        extra = sorted(set(m) - {"role", "content", "name"})
+        extra = sorted(set(m) - {"role", "content"} - _FIELDS[role])
         if extra:
-            raise ValueError(f"{where}.{extra[0]} is not supported (tools and function calls are not)")
-        out.append({"role": role, "content": _content(m.get("content"), f"{where}.content")})
+            raise ValueError(f"{where}.{extra[0]} is not supported on a {role} message")
+        msg = {"role": role}
+        if role == "assistant" and m.get("tool_calls"):
+            msg["tool_calls"] = _tool_calls(m["tool_calls"], f"{where}.tool_calls")
+            content = m.get("content")
+            msg["content"] = "" if content is None else _content(content, f"{where}.content")
+        else:
+            msg["content"] = _content(m.get("content"), f"{where}.content")
+        if role == "tool":
+            if not isinstance(m.get("tool_call_id"), str):
+                raise ValueError(f"{where}.tool_call_id must be the id of the call it answers, got "
+                                 f"{_show(m.get('tool_call_id'))}")
+            msg["tool_call_id"] = m["tool_call_id"]
+        if isinstance(m.get("name"), str) and role == "tool":
+            msg["name"] = m["name"]
+        out.append(msg)
+    return out
+
+
+def _tool_calls(calls, where: str) -> list[dict]:
+    """An assistant turn's calls for the template: ``function.arguments`` decoded where it is a JSON object."""
+    if not isinstance(calls, list):
+        raise ValueError(f"{where} must be a list of calls, got {_show(calls)}")
+    out = []
+    for j, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not isinstance(
+                fn.get("arguments", "{}"), (str, dict)):
+            raise ValueError(f"{where}[{j}] must be {{'id', 'type': 'function', 'function': {{'name': str, "
+                             f"'arguments': str}}}}, got {_show(call)}")
+        args = fn.get("arguments", "{}")
+        if isinstance(args, str):
+            try:
+                decoded = json.loads(args)
+            except json.JSONDecodeError:
+                decoded = None
+            args = decoded if isinstance(decoded, dict) else args
+        out.append({"id": call.get("id"), "type": "function", "function": {"name": fn["name"], "arguments": args}})
     return out
 
 
@@ -52,7 +94,8 @@ def _content(content, where: str) -> str:
 def encode_chat(tokenizer: Tokenizer | None, messages, what: str = "messages",
                 template_kwargs: dict | None = None) -> list[int]:
     """Token ids of a conversation rendered by the model's chat template, generation prompt appended;
-    ``template_kwargs``: more template variables (``Tokenizer.apply_chat_template``)."""
+    ``template_kwargs``: more template variables (``Tokenizer.apply_chat_template``; ``tools`` among them:
+    :mod:`tritium.engine.tools`)."""
     if tokenizer is None:
         raise ValueError("this engine has no tokenizer, so no chat template; pass prompts as token-id lists")
     return tokenizer.apply_chat_template(normalize_messages(messages, what), add_generation_prompt=True,

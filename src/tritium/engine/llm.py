@@ -19,7 +19,8 @@ from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.llm_engine import LLMEngine
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
-from tritium.engine.tokenizer import Tokenizer
+from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
+from tritium.engine.tools import check_tools
 from tritium.models.config import ModelConfig
 
 
@@ -87,14 +88,17 @@ class LLM:
 
     def chat(self, messages: list[dict] | Seq[list[dict]],
              sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
-             chat_template_kwargs: dict | None = None) -> list[RequestOutput]:
-        """Answer one conversation (``[{"role": "system" | "user" | "assistant", "content": str}, ...]``) or a
-        list of them, through the model's chat template; one finished :class:`RequestOutput` per
+             chat_template_kwargs: dict | None = None, tools: list[dict] | None = None) -> list[RequestOutput]:
+        """Answer one conversation (``[{"role": "system" | "user" | "assistant" | "tool", "content": str},
+        ...]``) or a list of them, through the model's chat template; one finished :class:`RequestOutput` per
         conversation, like :meth:`generate`. ``chat_template_kwargs``: more template variables, e.g.
-        ``{"enable_thinking": False}`` for Qwen3's template."""
+        ``{"enable_thinking": False}`` for Qwen3's template. ``tools``: OpenAI function tools for the template;
+        the calls in an answer: ``tritium.engine.tools.parse_tool_calls(out.text, parser)``."""
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
+        if tools is not None:
+            chat_template_kwargs = {**check_template_kwargs(chat_template_kwargs), "tools": check_tools(tools)}
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
                                else f"messages[{i}]", chat_template_kwargs) for i, c in enumerate(conversations)]
         return self.generate(prompts, sampling_params)

@@ -11,6 +11,7 @@ integration builds them, so token ids agree with transformers:
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import os
@@ -179,12 +180,21 @@ class Tokenizer:
         import jinja2
         import jinja2.sandbox
 
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        # as transformers renders templates: loop controls, tojson without HTML escaping or sorted keys (tool
+        # schemas reach the model as written), strftime_now (Llama 3's date line)
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                           extensions=["jinja2.ext.loopcontrols"])
 
         def raise_exception(message):
             raise ValueError(f"chat template: {message}")
 
+        def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+            return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                              sort_keys=sort_keys)
+
+        env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
         try:
             text = env.from_string(self.chat_template).render(
                 **template_kwargs, messages=messages, add_generation_prompt=add_generation_prompt,

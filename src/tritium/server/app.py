@@ -29,6 +29,7 @@ from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, R
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs
+from tritium.engine.tools import PARSERS, ToolCall, ToolCallStream, detect_parser, parse_tool_calls
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
@@ -69,15 +70,20 @@ class _Choice:
     tokens: int = 0
     logprobs: list = dataclasses.field(default_factory=list)
     finish_reason: str | None = None
+    tools: ToolCallStream | None = None  # streaming with tools: the answer's calls parsed as it comes
 
 
 class OpenAIServer:
     """The handlers, with the engine, model name, key and metrics they share (see the module docstring)."""
 
     def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None):
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None,
+                 tool_parser: str | None = None):
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+        if tool_parser is not None and tool_parser not in PARSERS:
+            raise ValueError(f"tool_parser must be one of {', '.join(PARSERS)} or None (from the chat template), got "
+                             f"{tool_parser!r}")
         # every chat request's template variables, under its own chat_template_kwargs
         self.template_kwargs = check_template_kwargs(chat_template_kwargs)
         self.engine = engine
@@ -85,6 +91,8 @@ class OpenAIServer:
         self.api_key = api_key
         self.max_request_bytes = max_request_bytes
         self.tokenizer = engine.engine.tokenizer
+        # the format the model writes tool calls in: given, else recognised in its chat template
+        self.tool_parser = tool_parser or detect_parser(self.tokenizer.chat_template if self.tokenizer else None)
         self.max_model_len = engine.engine.max_model_len
         self.vocab_size = engine.engine.model_config.vocab_size
         self.metrics = Metrics(engine, model_name)
@@ -127,6 +135,12 @@ class OpenAIServer:
         if body.get("model") is not None:
             self._check_model(body["model"])
         template_kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
+        if req.tools is not None:
+            template_kwargs["tools"] = req.tools
+            if req.tool_choice == "auto" and self.tool_parser is None:
+                raise invalid("tools need a tool-call format this server parses, and this model's chat template "
+                              "shows none it recognises; start the server with --tool-call-parser hermes or "
+                              "llama3_json", "tools", "unsupported_parameter")
         prompts = [self._encode(p, kind, i, len(req.prompts), template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
@@ -136,7 +150,8 @@ class OpenAIServer:
                 limit = self.max_model_len - len(ids)
                 params = dataclasses.replace(params, max_tokens=min(req.max_tokens or limit, limit))
                 rid = f"{prefix}-{i * req.n + j}"
-                choices[rid] = _Choice(i * req.n + j, len(ids))
+                choices[rid] = _Choice(i * req.n + j, len(ids),
+                                       tools=ToolCallStream(self.tool_parser) if self._parses(req) else None)
                 subs.append((rid, ids, params))
         try:
             stream = self.engine.submit(subs)
@@ -197,13 +212,24 @@ class OpenAIServer:
         body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
         return JSONResponse(body)
 
+    def _parses(self, req: GenerationRequest) -> bool:
+        """Whether the answers of ``req`` are parsed for tool calls."""
+        return req.kind == "chat" and req.tools is not None and req.tool_choice == "auto"
+
     def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
         logprobs = None
         if req.logprobs is not None:
             logprobs = self.logprobs.chat(c.logprobs) if kind == "chat" else self.logprobs.completion(c.logprobs)
         if kind == "chat":
-            return {"index": c.index, "message": {"role": "assistant", "content": c.text}, "logprobs": logprobs,
-                    "finish_reason": c.finish_reason}
+            message = {"role": "assistant", "content": c.text}
+            finish = c.finish_reason
+            if self._parses(req):
+                content, calls = parse_tool_calls(c.text, self.tool_parser)
+                if calls:
+                    calls = calls if req.parallel_tool_calls else calls[:1]
+                    message = {"role": "assistant", "content": content, "tool_calls": [t.to_openai() for t in calls]}
+                    finish = "tool_calls" if finish == "stop" else finish
+            return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
         return {"index": c.index, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
 
     async def _stream(self, request, req: GenerationRequest, kind: str, prefix: str, stream: RequestStream, choices,
@@ -225,9 +251,19 @@ class OpenAIServer:
                 if req.logprobs is not None and out.new_logprobs:
                     logprobs = (self.logprobs.chat(out.new_logprobs) if kind == "chat"
                                 else self.logprobs.completion(out.new_logprobs, offset))
-                delta = {"content": out.text_delta} if kind == "chat" else out.text_delta
-                yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
-                                  usage_field and self._usage(req, choices, prompt_tokens))
+                if c.tools is None:
+                    delta = {"content": out.text_delta} if kind == "chat" else out.text_delta
+                    yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
+                                      usage_field and self._usage(req, choices, prompt_tokens))
+                    continue
+                deltas = self._tool_deltas(c, req, out)
+                for k, delta in enumerate(deltas):
+                    last = k == len(deltas) - 1
+                    finish = c.finish_reason if last else None
+                    if last and finish == "stop" and c.tools.calls:
+                        finish = "tool_calls"
+                    yield self._chunk(prefix, kind, c.index, delta, logprobs if k == 0 else None, finish,
+                                      usage_field and self._usage(req, choices, prompt_tokens))
             if stream.finished and all(c.finish_reason is not None for c in choices.values()):
                 if req.include_usage:
                     final = self._header(prefix, kind, chunk=True)
@@ -244,6 +280,22 @@ class OpenAIServer:
             gone.cancel()
             self._client_left(stream)
 
+    @staticmethod
+    def _tool_deltas(c: _Choice, req: GenerationRequest, out: RequestOutput) -> list[dict]:
+        """The chat deltas of one engine output of a choice parsed for tool calls: content as it is known
+        not to be a call, a ``tool_calls`` delta per call as it completes (at least one delta)."""
+        events = c.tools.feed(out.text_delta) + (c.tools.finish() if out.finished else [])
+        deltas = []
+        index = c.tools.calls - sum(isinstance(e, ToolCall) for e in events)  # of the first call among events
+        for event in events:
+            if isinstance(event, str):
+                deltas.append({"content": event})
+                continue
+            if index == 0 or req.parallel_tool_calls:
+                deltas.append({"tool_calls": [{"index": index, **event.to_openai()}]})
+            index += 1
+        return deltas or [{"content": ""}]
+
     def _client_left(self, stream: RequestStream) -> None:
         """Once per response that ends: abort what is unfinished; count it if the client had left early."""
         stream.abort()
@@ -258,7 +310,7 @@ class OpenAIServer:
         """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null."""
         chunk = self._header(prefix, kind, chunk=True)
         if kind == "chat":
-            choice = {"index": index, "delta": delta if finish_reason is None or delta.get("content") else {},
+            choice = {"index": index, "delta": delta if finish_reason is None or any(delta.values()) else {},
                       "logprobs": logprobs, "finish_reason": finish_reason}
         else:
             choice = {"index": index, "text": delta, "logprobs": logprobs, "finish_reason": finish_reason}
@@ -349,12 +401,14 @@ class _Guard:
 
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-              chat_template_kwargs: dict | None = None) -> "fastapi.FastAPI":
+              chat_template_kwargs: dict | None = None, tool_parser: str | None = None) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
-    ``chat_template_kwargs``: chat-template variables of every chat request, which its own override."""
+    ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
+    ``tool_parser``: the format of the model's tool calls (``tritium.engine.tools.PARSERS``; None: recognised
+    from its chat template)."""
     _require_extra()
-    server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs)
+    server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

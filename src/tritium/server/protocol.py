@@ -3,8 +3,9 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (tools, logit_bias, echo, ...) are refused by name instead of being ignored; unknown
-fields are refused too. Extensions in the style of vLLM: ``top_k``, ``ignore_eos``, and
+does not implement (logit_bias, echo, a forced tool call, ...) are refused by name instead of being ignored;
+unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
+:mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``ignore_eos``, and
 ``stream_options.continuous_usage_stats`` (usage in every chunk).
 """
 
@@ -16,6 +17,7 @@ import math
 from tritium.engine import SamplingParams
 from tritium.engine.sampling import MAX_LOGPROBS
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
+from tritium.engine.tools import check_tools
 from tritium.server.errors import invalid
 
 MAX_N = 128
@@ -29,8 +31,8 @@ _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "respons
                    "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
                    "chat_template_kwargs"}
 # accepted when absent, null or this value; refused by name otherwise
-_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1, "logit_bias": {}, "tools": [], "tool_choice": "none",
-            "functions": [], "function_call": "none", "parallel_tool_calls": None, "store": False, "metadata": {},
+_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1, "logit_bias": {},
+            "functions": [], "function_call": "none", "store": False, "metadata": {},
             "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
             "web_search_options": None, "response_format": {"type": "text"}}
 
@@ -49,6 +51,9 @@ class GenerationRequest:
     continuous_usage: bool = False
     logprobs: int | None = None  # top alternatives to report per token (0: the sampled token only)
     template_kwargs: dict | None = None  # chat: more chat-template variables (chat_template_kwargs)
+    tools: list[dict] | None = None  # chat: function tools for the template
+    tool_choice: str = "none"  # "auto": the answer is parsed for calls; "none": it is not
+    parallel_tool_calls: bool = True  # False: the first call only
 
     @property
     def n(self) -> int:
@@ -200,8 +205,39 @@ def parse_chat(body: dict) -> GenerationRequest:
         template_kwargs = check_template_kwargs(body.get("chat_template_kwargs"))
     except ValueError as e:
         raise invalid(str(e), "chat_template_kwargs") from None
+    tools, tool_choice = _tools(body)
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise invalid(f"parallel_tool_calls must be a boolean, got {_show(parallel)}", "parallel_tool_calls")
     return GenerationRequest("chat", [body["messages"]], _sampling(body, max_tokens, logprobs), max_tokens, stream,
-                             include, continuous, logprobs, template_kwargs)
+                             include, continuous, logprobs, template_kwargs, tools, tool_choice, parallel is not False)
+
+
+def _tools(body: dict) -> tuple[list[dict] | None, str]:
+    """(tools, tool_choice) of a chat request: tool_choice "auto" (the default with tools) or "none"; a call
+    forced ("required", a named function) needs constrained decoding, which this server does not do."""
+    tools = body.get("tools")
+    if tools is not None and tools != []:
+        try:
+            tools = check_tools(tools)
+        except ValueError as e:
+            raise invalid(str(e), "tools") from None
+    else:
+        tools = None
+    choice = body.get("tool_choice")
+    if choice is None:
+        return tools, "auto" if tools else "none"
+    if choice == "none":
+        return tools, "none"
+    if choice == "auto":
+        if tools is None:
+            raise invalid("tool_choice 'auto' needs tools", "tool_choice")
+        return tools, "auto"
+    if choice == "required" or isinstance(choice, dict):
+        raise invalid(f"tool_choice {_show(choice)} is not supported: a forced call needs constrained decoding, "
+                      f"which this server does not do (use 'auto')", "tool_choice", "unsupported_parameter")
+    raise invalid(f"tool_choice must be 'none', 'auto', 'required' or a named function, got {_show(choice)}",
+                  "tool_choice")
 
 
 def _is_ids(value: list) -> bool:

@@ -1,0 +1,223 @@
+"""Tool calling: the OpenAI ``tools`` a chat template is given, and the calls parsed out of a model's answer.
+
+The chat template renders the tools (as the model was trained to read them: the template's ``tools``
+variable, a list of ``{"type": "function", "function": {"name", "description", "parameters"}}``); the
+answer is then parsed by the model family's format:
+
+- ``hermes``: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks, text around them is the
+  content (Qwen2.5, Qwen3, QwQ, Hermes and most models whose template mentions ``<tool_call>``).
+- ``llama3_json``: the whole answer is a call ``{"name": ..., "parameters": {...}}`` (after an optional
+  ``<|python_tag|>``), or several separated by ``;`` (Llama 3.1-3.3); any other answer is content.
+
+:func:`detect_parser` picks one from the template's text. A block that is not a well-formed call (bad JSON,
+no name) stays in the content, as the model wrote it. :class:`ToolCallStream` parses a streamed answer:
+content is passed on as it comes, except what may still turn into a call, which is held until it does or
+cannot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+
+PARSERS = ("hermes", "llama3_json")
+_HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
+_PYTHON_TAG = "<|python_tag|>"
+
+
+@dataclasses.dataclass
+class ToolCall:
+    """One call as OpenAI returns it: ``arguments`` is a JSON text (an object)."""
+    name: str
+    arguments: str
+    id: str = dataclasses.field(default_factory=lambda: "call_" + uuid.uuid4().hex[:24])
+
+    def to_openai(self) -> dict:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+def detect_parser(template: str | None) -> str | None:
+    """The tool-call format a chat template's model writes, from the template's text; None if unknown."""
+    if not template:
+        return None
+    if _HERMES_OPEN in template:
+        return "hermes"
+    if _PYTHON_TAG in template or ("parameters" in template and "Environment: ipython" in template):
+        return "llama3_json"
+    return None
+
+
+def check_tools(tools, what: str = "tools") -> list[dict]:
+    """``tools`` as a list of OpenAI function tools (each ``{"type": "function", "function": {"name", ...}}``);
+    ValueError naming the field otherwise."""
+    if not isinstance(tools, list) or not tools:
+        raise ValueError(f"{what} must be a non-empty list of tools, got {_kind(tools)}")
+    names = set()
+    for i, tool in enumerate(tools):
+        where = f"{what}[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise ValueError(f"{where} must be {{'type': 'function', 'function': {{...}}}} (only function tools are "
+                             f"supported)")
+        fn = tool.get("function")
+        if not isinstance(fn, dict):
+            raise ValueError(f"{where}.function must be an object with a name, got {_kind(fn)}")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name or len(name) > 64 or \
+                not all(ch.isalnum() or ch in "_-." for ch in name):
+            raise ValueError(f"{where}.function.name must be 1-64 letters, digits, '_', '-' or '.', got {name!r}")
+        if name in names:
+            raise ValueError(f"{where}.function.name {name!r} is given twice")
+        names.add(name)
+        if "description" in fn and not isinstance(fn["description"], str):
+            raise ValueError(f"{where}.function.description must be a string, got {_kind(fn['description'])}")
+        if "parameters" in fn and not isinstance(fn["parameters"], dict):
+            raise ValueError(f"{where}.function.parameters must be a JSON schema object, got {_kind(fn['parameters'])}")
+        extra = sorted(set(fn) - {"name", "description", "parameters", "strict"})
+        if extra:
+            raise ValueError(f"{where}.function.{extra[0]} is not a function field")
+    return [dict(t) for t in tools]
+
+
+def _kind(x) -> str:
+    return "null" if x is None else type(x).__name__
+
+
+def _call(obj, args_key: str) -> ToolCall | None:
+    """A call from a decoded JSON object ``{"name": str, args_key: object}``; None if it is not one."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
+        return None
+    args = obj.get(args_key, obj.get("arguments", {}))
+    if isinstance(args, str):  # some models write the arguments as a JSON text already
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(args, dict):
+        return None
+    return ToolCall(obj["name"], json.dumps(args, ensure_ascii=False))
+
+
+def _decode(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _hermes_block(body: str) -> ToolCall | None:
+    return _call(_decode(body.strip()), "arguments")
+
+
+def parse_tool_calls(text: str, parser: str) -> tuple[str | None, list[ToolCall]]:
+    """(content, calls) of a whole answer; content None where the answer is calls only."""
+    if parser not in PARSERS:
+        raise ValueError(f"tool-call parser must be one of {', '.join(PARSERS)}, got {parser!r}")
+    stream = ToolCallStream(parser)
+    events = stream.feed(text) + stream.finish()
+    content = "".join(e for e in events if isinstance(e, str))
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    if calls:
+        content = content.strip()
+    return (content or None) if calls else content, calls
+
+
+def _llama3_calls(text: str) -> list[ToolCall] | None:
+    """Llama 3's calls: the whole text one JSON object, or several joined by ';'; None if it is not."""
+    body = text.strip()
+    body = body[len(_PYTHON_TAG):].strip() if body.startswith(_PYTHON_TAG) else body
+    if not body.startswith("{"):
+        return None
+    decoder, calls, at = json.JSONDecoder(), [], 0
+    while at < len(body):
+        try:
+            obj, end = decoder.raw_decode(body, at)
+        except json.JSONDecodeError:
+            return None
+        call = _call(obj, "parameters")
+        if call is None:
+            return None
+        calls.append(call)
+        rest = body[end:].lstrip()
+        if not rest:
+            break
+        if not rest.startswith(";"):
+            return None
+        at = len(body) - len(rest[1:].lstrip())
+    return calls or None
+
+
+class ToolCallStream:
+    """Parses an answer as it streams: ``feed(delta)`` and ``finish()`` return events, content text (str) or
+    a :class:`ToolCall`, in answer order. Content that may still be part of a call is held back."""
+
+    def __init__(self, parser: str):
+        if parser not in PARSERS:
+            raise ValueError(f"tool-call parser must be one of {', '.join(PARSERS)}, got {parser!r}")
+        self.parser = parser
+        self.buffer = ""  # held back
+        self.in_call = False  # hermes: inside <tool_call> ... (buffer holds the block's text)
+        self.decided = False  # llama3_json: whether the answer is known to be content
+        self.calls = 0
+
+    def feed(self, delta: str) -> list:
+        self.buffer += delta
+        return self._hermes(final=False) if self.parser == "hermes" else self._llama3(final=False)
+
+    def finish(self) -> list:
+        return self._hermes(final=True) if self.parser == "hermes" else self._llama3(final=True)
+
+    def _hermes(self, final: bool) -> list:
+        events = []
+        while True:
+            if self.in_call:
+                end = self.buffer.find(_HERMES_CLOSE)
+                if end < 0:
+                    if final:  # an unclosed block: a call if its text is one, else content as written
+                        call = _hermes_block(self.buffer)
+                        events.append(call if call else _HERMES_OPEN + self.buffer)
+                        self.buffer, self.in_call = "", False
+                    return self._count(events)
+                body, self.buffer = self.buffer[:end], self.buffer[end + len(_HERMES_CLOSE):]
+                self.in_call = False
+                call = _hermes_block(body)
+                events.append(call if call else _HERMES_OPEN + body + _HERMES_CLOSE)
+                continue
+            start = self.buffer.find(_HERMES_OPEN)
+            if start >= 0:
+                if start:
+                    events.append(self.buffer[:start])
+                self.buffer, self.in_call = self.buffer[start + len(_HERMES_OPEN):], True
+                continue
+            keep = 0 if final else _partial_suffix(self.buffer, _HERMES_OPEN)
+            text, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
+            if text:
+                events.append(text)
+            return self._count(events)
+
+    def _llama3(self, final: bool) -> list:
+        if self.decided:
+            text, self.buffer = self.buffer, ""
+            return [text] if text else []
+        head = self.buffer.lstrip()
+        maybe = not head or head.startswith("{") or _PYTHON_TAG.startswith(head[:len(_PYTHON_TAG)])
+        if maybe and not final:
+            return []
+        calls = _llama3_calls(self.buffer) if maybe else None
+        self.decided = True
+        if calls:
+            self.buffer = ""
+            return self._count(calls)
+        return self._llama3(final)
+
+    def _count(self, events: list) -> list:
+        self.calls += sum(isinstance(e, ToolCall) for e in events)
+        return events
+
+
+def _partial_suffix(text: str, marker: str) -> int:
+    """Length of the longest end of ``text`` that is a proper start of ``marker``."""
+    for n in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-n:]):
+            return n
+    return 0

@@ -1,0 +1,179 @@
+"""Tool calling without a model: the hermes and llama3_json parsers on whole answers and on the same answers
+streamed in every chunking (the same content and calls, nothing lost, nothing shown early), the parser a
+chat template implies, the tools and tool turns a request may give (errors name the field), and what the
+template is given for them."""
+
+import json
+import random
+
+import pytest
+
+from tritium import LLM
+from tritium.engine.chat import encode_chat, normalize_messages
+from tritium.engine.tools import ToolCall, ToolCallStream, check_tools, detect_parser, parse_tool_calls
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+
+
+def call(name, **args):
+    return (name, args)
+
+
+def calls_of(calls: list[ToolCall]):
+    return [(c.name, json.loads(c.arguments)) for c in calls]
+
+
+HERMES = [
+    ("plain answer", "plain answer", []),
+    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', None,
+     [call("get_weather", city="Paris")]),
+    ('Let me look.\n<tool_call>\n{"name": "a", "arguments": {"x": [1, 2]}}\n</tool_call>\n<tool_call>\n'
+     '{"name": "b", "arguments": "{\\"y\\": \\"\u00e9\\"}"}\n</tool_call>', "Let me look.",
+     [call("a", x=[1, 2]), call("b", y="\u00e9")]),
+    # not a call: kept in the content as written, beside a call that is one
+    ('<tool_call>{"name": "a", "arguments": {bad}}</tool_call> then <tool_call>{"name": "b"}</tool_call>',
+     '<tool_call>{"name": "a", "arguments": {bad}}</tool_call> then', [call("b")]),
+    ('<tool_call>["no name"]</tool_call>', '<tool_call>["no name"]</tool_call>', []),
+    # cut off by max_tokens inside a block: a call if its text is one, else content
+    ('<tool_call>{"name": "a", "arguments": {}}', None, [call("a")]),
+    ('x <tool_call>{"name": "a", "argu', 'x <tool_call>{"name": "a", "argu', []),
+    ("a < b and <tool_ but no call", "a < b and <tool_ but no call", []),
+]
+
+LLAMA3 = [
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}', None, [call("get_weather", city="Paris")]),
+    ('<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b", "parameters": {"k": 1}}', None,
+     [call("a"), call("b", k=1)]),
+    (' {"name": "a", "arguments": {"k": 2}} ', None, [call("a", k=2)]),
+    ("The answer is 4.", "The answer is 4.", []),
+    ('{"not": "a call"}', '{"not": "a call"}', []),
+    ('{"name": "a", "parameters": {}} and text', '{"name": "a", "parameters": {}} and text', []),
+    ("{ cut off", "{ cut off", []),
+]
+
+
+@pytest.mark.parametrize("parser, text, content, calls", [("hermes", *c) for c in HERMES] +
+                         [("llama3_json", *c) for c in LLAMA3])
+def test_whole_answers(parser, text, content, calls):
+    got_content, got_calls = parse_tool_calls(text, parser)
+    assert got_content == content and calls_of(got_calls) == calls
+    assert len({c.id for c in got_calls}) == len(got_calls) and all(c.id.startswith("call_") for c in got_calls)
+
+
+def _streamed(parser: str, text: str, cuts: list[int]):
+    stream = ToolCallStream(parser)
+    events = []
+    for a, b in zip([0] + cuts, cuts + [len(text)]):
+        events += stream.feed(text[a:b])
+    events += stream.finish()
+    return events, stream.calls
+
+
+@pytest.mark.parametrize("parser, text, content, calls", [("hermes", *c) for c in HERMES] +
+                         [("llama3_json", *c) for c in LLAMA3])
+def test_streamed_answers_parse_the_same(parser, text, content, calls):
+    """Every chunking (one character at a time, random cuts) gives the whole answer's content and calls,
+    and content never includes the text of a call."""
+    rng = random.Random(len(text))
+    chunkings = [list(range(1, len(text)))] + [sorted(rng.sample(range(1, len(text)), min(len(text) - 1, k)))
+                                                for k in (1, 3, 7) for _ in range(5)]
+    for cuts in chunkings:
+        events, count = _streamed(parser, text, cuts)
+        got = [e for e in events if isinstance(e, ToolCall)]
+        text_out = "".join(e for e in events if isinstance(e, str))
+        assert calls_of(got) == calls and count == len(calls), cuts
+        assert (text_out.strip() or None if calls else text_out) == content, cuts
+
+
+def test_hermes_streams_content_as_soon_as_it_cannot_be_a_call():
+    stream = ToolCallStream("hermes")
+    assert stream.feed("Hello") == ["Hello"]
+    assert stream.feed(" wor") == [" wor"]
+    assert stream.feed("ld <to") == ["ld "]  # "<to" may open a call: held
+    assert stream.feed("p") == ["<top"]
+    assert stream.feed(" <tool_call>{\"name\": ") == [" "]
+    assert stream.feed('"f", "arguments": {}}</tool_') == []
+    out = stream.feed("call> done")
+    assert calls_of([out[0]]) == [call("f")] and out[1:] == [" done"] and stream.finish() == []
+
+
+def test_detect_parser():
+    assert detect_parser("{% for tool in tools %}...<tool_call>\n{{ tool }}</tool_call>{% endfor %}") == "hermes"
+    assert detect_parser("Environment: ipython ... <|python_tag|> ... parameters") == "llama3_json"
+    assert detect_parser("{% for m in messages %}{{ m.content }}{% endfor %}") is None
+    assert detect_parser(None) is None and detect_parser("") is None
+
+
+@pytest.mark.parametrize("tools, message", [
+    ([], "tools must be a non-empty list of tools, got list"),
+    ({"type": "function"}, "tools must be a non-empty list of tools, got dict"),
+    ([{"type": "retrieval"}], r"tools\[0\] must be \{'type': 'function'"),
+    ([{"type": "function", "function": "f"}], r"tools\[0\].function must be an object with a name, got str"),
+    ([{"type": "function", "function": {"name": "bad name"}}], r"tools\[0\].function.name must be 1-64"),
+    ([WEATHER, WEATHER], r"tools\[1\].function.name 'get_weather' is given twice"),
+    ([{"type": "function", "function": {"name": "f", "parameters": "{}"}}], r"tools\[0\].function.parameters must be"),
+    ([{"type": "function", "function": {"name": "f", "description": 3}}], r"tools\[0\].function.description must"),
+    ([{"type": "function", "function": {"name": "f", "args": {}}}], r"tools\[0\].function.args is not a function field"),
+])
+def test_bad_tools_are_named(tools, message):
+    with pytest.raises(ValueError, match=message):
+        check_tools(tools)
+
+
+def test_tool_turns_reach_the_template(llm, monkeypatch):
+    """An assistant turn with calls (content null, arguments as JSON text -> an object, as transformers gives
+    them) and the tool's answer are rendered by the template, with the tools."""
+    messages = [{"role": "user", "content": "w1"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather",
+                                                                      "arguments": '{"city": "w5"}'}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "w7"}]
+    norm = normalize_messages(messages)
+    assert norm[1] == {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "w5"}}}]}
+    assert norm[2] == {"role": "tool", "content": "w7", "tool_call_id": "call_1"}
+    monkeypatch.setattr(llm.tokenizer, "chat_template",
+                        "{% for t in tools %}w{{ t.function.name|length }} {% endfor %}"
+                        "{% for m in messages %}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments.city }}"
+                        "{% else %}{{ m.content }}{% endif %} {% endfor %}")
+    ids = encode_chat(llm.tokenizer, messages, template_kwargs={"tools": [WEATHER]})
+    assert ids == llm.tokenizer.encode("w11 w1 w5 w7", add_special_tokens=False)
+    out = llm.chat(messages, tools=[WEATHER])[0]
+    assert out.prompt_token_ids == ids
+    with pytest.raises(ValueError, match=r"tools\[0\] must be"):
+        llm.chat(messages, tools=["f"])
+
+
+def test_templates_render_tools_as_transformers_does(llm, monkeypatch):
+    """tojson as transformers defines it (keys in order, no HTML escaping, indent), loop controls and
+    strftime_now: Qwen's and Llama 3's tool templates use them."""
+    tool = {"type": "function", "function": {"name": "f", "description": "a < b & 'c'", "parameters": {"z": 1, "a": 2}}}
+    monkeypatch.setattr(llm.tokenizer, "chat_template",
+                        "{% for t in tools %}{{ t | tojson }}|{{ t.function.parameters | tojson(indent=1) }}"
+                        "{% endfor %}{% for m in messages %}{% if loop.index > 1 %}{% break %}{% endif %}"
+                        "{{ m.content }}{% endfor %}|{{ strftime_now('%Y') | length }}")
+    rendered = []
+    monkeypatch.setattr(llm.tokenizer, "encode", lambda text, add_special_tokens=True: rendered.append(text) or [3])
+    llm.tokenizer.apply_chat_template([{"role": "user", "content": "w1"}, {"role": "user", "content": "w2"}],
+                                      template_kwargs={"tools": [tool]})
+    assert rendered == [json.dumps(tool, ensure_ascii=False) + "|" + json.dumps({"z": 1, "a": 2}, indent=1) + "w1|4"]
+
+
+@pytest.mark.parametrize("messages, error", [
+    ([{"role": "tool", "content": "x"}], r"messages\[0\].tool_call_id must be the id of the call it answers"),
+    ([{"role": "assistant", "content": None, "tool_calls": "f"}], r"messages\[0\].tool_calls must be a list"),
+    ([{"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}], r"messages\[0\].tool_calls\[0\] must be"),
+    ([{"role": "assistant", "content": None}], r"messages\[0\].content must be a string"),
+    ([{"role": "system", "content": "x", "tool_call_id": "1"}], r"messages\[0\].tool_call_id is not supported on a "
+                                                                r"system message"),
+])
+def test_bad_tool_turns_are_named(messages, error):
+    with pytest.raises(ValueError, match=error):
+        normalize_messages(messages)
+
+
+@pytest.fixture(scope="module")
+def llm(tiny_models):
+    path, _ = tiny_models["llama"]
+    return LLM(path, max_model_len=64)

@@ -1,0 +1,161 @@
+"""Tool calls through the server, with the official ``openai`` client over the app in-process.
+
+The model is made to call a tool: a tiny Llama whose attention and MLP outputs are zero, so each next token
+depends on the last one only; orthonormal embeddings and an lm_head that maps token t to a chosen successor
+make its greedy answer a fixed chain. Its template (hermes format, recognised from ``<tool_call>`` in it)
+ends a prompt with ``go`` where tools are given, whose chain is a ``<tool_call>`` block; without tools, with
+``w1``, whose chain is plain text. Non-streamed and streamed answers give the same call and content,
+``finish_reason`` is ``tool_calls``, ``parallel_tool_calls: false`` keeps the first, ``tool_choice: none``
+returns the text as written, and what cannot be honoured is a 400 naming the field.
+"""
+
+import json
+import os
+
+import pytest
+import torch
+
+from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.server import build_app
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+openai = pytest.importorskip("openai")
+TestClient = pytest.importorskip("fastapi.testclient").TestClient
+pytestmark = pytest.mark.timeout(120)
+
+CALL = ['<tool_call>', '{"name":', '"get_weather",', '"arguments":', '{"city":', '"Paris"}}', '</tool_call>']
+# a second block of other tokens (a token has one successor): '<tool_call>{"name":' is one word
+SECOND = ['<tool_call>{"name":', '"get_time",', '"arguments":{}}</tool_call>']
+ANSWER = ["Sure.", *CALL, "again", *SECOND]  # after "go", then </s>
+WORDS = ["<unk>", "<s>", "</s>", "go", "w1", "w2", "w3", *ANSWER]
+TEMPLATE = ("{# hermes format: <tool_call> #}{% for m in messages %}{{ m.content }} {% endfor %}"
+            "{% if tools %}go{% else %}w1{% endif %}")
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+TIME = {"type": "function", "function": {"name": "get_time"}}
+
+
+def _successors() -> dict[str, str]:
+    chain = ["go", *ANSWER, "</s>"]
+    return {**dict(zip(chain, chain[1:])), "w1": "w2", "w2": "w3", "w3": "</s>"}
+
+
+def make_chain_model(path: str) -> None:
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    tok.add_special_tokens(["<unk>", "<s>", "</s>"])  # not in answers' text
+    tok.save(os.path.join(path, "tokenizer.json"))
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE}, f)
+    hidden = 32
+    config = transformers.LlamaConfig(vocab_size=len(WORDS), hidden_size=hidden, intermediate_size=64,
+                                      num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                                      max_position_embeddings=128, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+                                      tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).float().eval()
+    embed = torch.linalg.qr(torch.randn(hidden, hidden))[0][:len(WORDS)]  # orthonormal rows
+    head = torch.zeros(len(WORDS), hidden)
+    for a, b in _successors().items():
+        head[vocab[b]] += 20 * embed[vocab[a]]
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(embed)
+        model.lm_head.weight.copy_(head)
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    model.save_pretrained(path, safe_serialization=True)
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("chain-model"))
+    make_chain_model(path)
+    engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=128))
+    with TestClient(build_app(engine, model_name="chain")) as http:
+        yield openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+
+
+def ask(client, **kw):
+    return client.chat.completions.create(model="chain", messages=[{"role": "user", "content": "w2"}],
+                                          temperature=0, **kw)
+
+
+def test_the_model_answers_its_chain(client):
+    assert ask(client).choices[0].message.content == "w2 w3"
+    r = ask(client, tools=[WEATHER], tool_choice="none")
+    assert r.choices[0].message.content == " ".join(ANSWER) and r.choices[0].message.tool_calls is None
+    assert r.choices[0].finish_reason == "stop"
+
+
+def _calls(calls) -> list:
+    assert all(t.type == "function" and t.id.startswith("call_") for t in calls) and len({t.id for t in calls}) == len(calls)
+    return [(t.function.name, json.loads(t.function.arguments)) for t in calls]
+
+
+BOTH = [("get_weather", {"city": "Paris"}), ("get_time", {})]
+
+
+@pytest.mark.parametrize("parallel", [None, False])
+def test_calls_non_streamed_and_streamed(client, parallel):
+    kw = dict(tools=[WEATHER, TIME]) if parallel is None else dict(tools=[WEATHER, TIME], parallel_tool_calls=parallel)
+    want = BOTH if parallel is None else BOTH[:1]
+    choice = ask(client, **kw).choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content.split() == ["Sure.", "again"]
+    assert _calls(choice.message.tool_calls) == want
+    chunks = list(ask(client, stream=True, **kw))
+    content = "".join(c.choices[0].delta.content or "" for c in chunks)
+    deltas = [t for c in chunks for t in (c.choices[0].delta.tool_calls or [])]
+    assert content.split() == ["Sure.", "again"] and "tool_call" not in content
+    assert _calls(deltas) == want and [t.index for t in deltas] == list(range(len(want)))
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
+
+
+def test_cut_off_inside_a_call(client):
+    """max_tokens inside the second block: the first is a call, the second's text is not one and stays in
+    the content as written; finish_reason stays length."""
+    choice = ask(client, tools=[WEATHER, TIME], max_tokens=11).choices[0]
+    assert choice.finish_reason == "length" and _calls(choice.message.tool_calls) == BOTH[:1]
+    assert choice.message.content.split() == ["Sure.", "again", '<tool_call>{"name":', '"get_time",']
+    chunks = list(ask(client, tools=[WEATHER, TIME], max_tokens=11, stream=True))
+    content = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert content.split() == choice.message.content.split()
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+def test_what_cannot_be_honoured_is_a_400(client):
+    for kw, param in ((dict(tools=[WEATHER], tool_choice="required"), "tool_choice"),
+                      (dict(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "get_weather"}}),
+                       "tool_choice"),
+                      (dict(tool_choice="auto"), "tool_choice"),
+                      (dict(tools=[{"type": "function", "function": {"name": "a b"}}]), "tools"),
+                      (dict(tools=[WEATHER], parallel_tool_calls="yes"), "parallel_tool_calls")):
+        with pytest.raises(openai.BadRequestError) as e:
+            ask(client, **kw)
+        assert e.value.body["param"] == param, kw
+    assert ask(client).choices[0].message.content == "w2 w3"  # still serving
+
+
+def test_a_template_without_a_known_format_needs_the_parser_named(tmp_path):
+    """A model whose template shows no tool-call format: tools are a 400 naming --tool-call-parser, unless
+    the server is told the format (then they are parsed)."""
+    make_chain_model(str(tmp_path))
+    with open(tmp_path / "tokenizer_config.json", "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE.split("#}", 1)[1]}, f)
+    for parser in (None, "hermes"):
+        engine = AsyncLLMEngine(LLMEngine(str(tmp_path), dtype=torch.float32, max_model_len=128))
+        with TestClient(build_app(engine, model_name="chain", tool_parser=parser)) as http:
+            client = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+            if parser is None:
+                with pytest.raises(openai.BadRequestError, match="--tool-call-parser"):
+                    ask(client, tools=[WEATHER])
+                assert ask(client, tools=[WEATHER], tool_choice="none").choices[0].message.content == " ".join(ANSWER)
+            else:
+                assert _calls(ask(client, tools=[WEATHER, TIME]).choices[0].message.tool_calls) == BOTH
+    with pytest.raises(ValueError, match="tool_parser must be one of hermes, llama3_json"):
+        build_app(engine, model_name="chain", tool_parser="mistral")
