@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="how the model writes tool calls, for chat requests with tools: hermes (<tool_call> "
                           "blocks: Qwen2.5/Qwen3, Hermes), llama3_json (Llama 3.1-3.3), or auto (the default: "
                           "recognised from the chat template)")
+    srv.add_argument("--reasoning-parser", choices=["think"], default=None,
+                     help="return chat answers' <think> ... </think> part (Qwen3, QwQ, DeepSeek-R1) as "
+                          "message.reasoning_content instead of in the content (default: left in the content)")
     srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
                      help="compute every prompt whole, never from KV pages cached by earlier requests (slower for "
                           "repeated prefixes; a repeated greedy request then rounds as it did the first time)")
@@ -279,7 +282,8 @@ def serve_command(args) -> int:
         serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
               model_name=args.served_model_name, log_level=args.log_level,
               chat_template_kwargs=args.chat_template_kwargs,
-              tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser)
+              tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
+              reasoning_parser=args.reasoning_parser)
     return 0
 
 

@@ -139,6 +139,8 @@ def test_serve_flags_reach_the_engine(tiny_models):
     assert _parser().parse_args(["serve", "--tool-call-parser", "llama3_json"]).tool_call_parser == "llama3_json"
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--tool-call-parser", "mistral"])
+    assert _parser().parse_args(["serve"]).reasoning_parser is None
+    assert _parser().parse_args(["serve", "--reasoning-parser", "think"]).reasoning_parser == "think"
     for command in (["serve"], ["generate", "x"], ["chat"]):
         kwargs = _engine_kwargs(_parser().parse_args([command[0], "--batch-invariant", *command[1:]]))
         assert kwargs["batch_invariant"] is True

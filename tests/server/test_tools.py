@@ -4,9 +4,11 @@ The model is made to call a tool: a tiny Llama whose attention and MLP outputs a
 depends on the last one only; orthonormal embeddings and an lm_head that maps token t to a chosen successor
 make its greedy answer a fixed chain. Its template (hermes format, recognised from ``<tool_call>`` in it)
 ends a prompt with ``go`` where tools are given, whose chain is a ``<tool_call>`` block; without tools, with
-``w1``, whose chain is plain text. Non-streamed and streamed answers give the same call and content,
-``finish_reason`` is ``tool_calls``, ``parallel_tool_calls: false`` keeps the first, ``tool_choice: none``
-returns the text as written, and what cannot be honoured is a 400 naming the field.
+``w1``, whose chain is plain text; with ``thinking`` (or ``opened``: the prompt ends in ``<think>``) a
+``<think>`` block comes first. Non-streamed and streamed answers give the same calls, content and
+reasoning, ``finish_reason`` is ``tool_calls``, ``parallel_tool_calls: false`` keeps the first,
+``tool_choice: none`` returns the text as written, the reasoning parser returns the block as
+``reasoning_content``, and what cannot be honoured is a 400 naming the field.
 """
 
 import json
@@ -27,16 +29,17 @@ CALL = ['<tool_call>', '{"name":', '"get_weather",', '"arguments":', '{"city":',
 # a second block of other tokens (a token has one successor): '<tool_call>{"name":' is one word
 SECOND = ['<tool_call>{"name":', '"get_time",', '"arguments":{}}</tool_call>']
 ANSWER = ["Sure.", *CALL, "again", *SECOND]  # after "go", then </s>
-WORDS = ["<unk>", "<s>", "</s>", "go", "w1", "w2", "w3", *ANSWER]
+THINK = ["<think>", "hmm", "</think>"]  # after "th" (or a prompt ending in <think>), then ANSWER
+WORDS = ["<unk>", "<s>", "</s>", "go", "th", "w1", "w2", "w3", *ANSWER, *THINK]
 TEMPLATE = ("{# hermes format: <tool_call> #}{% for m in messages %}{{ m.content }} {% endfor %}"
-            "{% if tools %}go{% else %}w1{% endif %}")
+            "{% if tools %}{% if opened %}<think>{% elif thinking %}th{% else %}go{% endif %}{% else %}w1{% endif %}")
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 TIME = {"type": "function", "function": {"name": "get_time"}}
 
 
 def _successors() -> dict[str, str]:
-    chain = ["go", *ANSWER, "</s>"]
-    return {**dict(zip(chain, chain[1:])), "w1": "w2", "w2": "w3", "w3": "</s>"}
+    chain, think = ["go", *ANSWER, "</s>"], ["th", *THINK, ANSWER[0]]
+    return {**dict(zip(chain, chain[1:])), **dict(zip(think, think[1:])), "w1": "w2", "w2": "w3", "w3": "</s>"}
 
 
 def make_chain_model(path: str) -> None:
@@ -72,12 +75,26 @@ def make_chain_model(path: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def model_path(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("chain-model"))
     make_chain_model(path)
+    return path
+
+
+def _client(path, **app_kw):
     engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=128))
-    with TestClient(build_app(engine, model_name="chain")) as http:
+    with TestClient(build_app(engine, model_name="chain", **app_kw)) as http:
         yield openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def client(model_path):
+    yield from _client(model_path)
+
+
+@pytest.fixture(scope="module")
+def thinking_client(model_path):
+    yield from _client(model_path, reasoning_parser="think")
 
 
 def ask(client, **kw):
@@ -159,3 +176,42 @@ def test_a_template_without_a_known_format_needs_the_parser_named(tmp_path):
                 assert _calls(ask(client, tools=[WEATHER, TIME]).choices[0].message.tool_calls) == BOTH
     with pytest.raises(ValueError, match="tool_parser must be one of hermes, llama3_json"):
         build_app(engine, model_name="chain", tool_parser="mistral")
+
+
+def _streamed(chunks) -> tuple[str, str, list]:
+    reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks)
+    content = "".join(c.choices[0].delta.content or "" for c in chunks)
+    return reasoning, content, [t for c in chunks for t in (c.choices[0].delta.tool_calls or [])]
+
+
+@pytest.mark.parametrize("how", ["answer opens", "prompt opens"])
+def test_reasoning_apart_from_content_and_calls(thinking_client, client, how):
+    """With the reasoning parser, <think> ... </think> is reasoning_content whether the answer opens the block
+    or the template (the prompt ends in <think>); the calls after it are parsed; streamed the same. Without
+    the parser the block stays in the content, the calls are still parsed."""
+    kw = dict(tools=[WEATHER, TIME], extra_body={"chat_template_kwargs": {
+        "thinking": True} if how == "answer opens" else {"opened": True}})
+    message = ask(thinking_client, **kw).choices[0].message
+    assert message.reasoning_content.split() == ["hmm"] and message.content.split() == ["Sure.", "again"]
+    assert _calls(message.tool_calls) == BOTH
+    reasoning, content, calls = _streamed(list(ask(thinking_client, stream=True, **kw)))
+    assert reasoning == message.reasoning_content and content.split() == ["Sure.", "again"]
+    assert "think" not in content and _calls(calls) == BOTH
+    plain = ask(client, **kw).choices[0].message
+    assert getattr(plain, "reasoning_content", None) is None and _calls(plain.tool_calls) == BOTH
+    want = (["<think>"] if how == "answer opens" else []) + ["hmm", "</think>", "Sure.", "again"]
+    assert plain.content.split() == want
+
+
+def test_reasoning_cut_off_and_absent(thinking_client):
+    """Cut off while thinking: all reasoning, content null; an answer without a block: content only."""
+    kw = dict(tools=[WEATHER], extra_body={"chat_template_kwargs": {"thinking": True}})
+    choice = ask(thinking_client, max_tokens=2, **kw).choices[0]
+    assert choice.finish_reason == "length" and choice.message.reasoning_content.split() == ["hmm"]
+    assert choice.message.content is None and choice.message.tool_calls is None
+    reasoning, content, calls = _streamed(list(ask(thinking_client, max_tokens=2, stream=True, **kw)))
+    assert reasoning.split() == ["hmm"] and content == "" and calls == []
+    message = ask(thinking_client).choices[0].message
+    assert message.content == "w2 w3" and message.reasoning_content is None
+    reasoning, content, _ = _streamed(list(ask(thinking_client, stream=True)))
+    assert reasoning == "" and content == "w2 w3"

@@ -21,6 +21,8 @@ import dataclasses
 import json
 import uuid
 
+from tritium.engine.reasoning import partial_suffix
+
 PARSERS = ("hermes", "llama3_json")
 _HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
 _PYTHON_TAG = "<|python_tag|>"
@@ -189,7 +191,7 @@ class ToolCallStream:
                     events.append(self.buffer[:start])
                 self.buffer, self.in_call = self.buffer[start + len(_HERMES_OPEN):], True
                 continue
-            keep = 0 if final else _partial_suffix(self.buffer, _HERMES_OPEN)
+            keep = 0 if final else partial_suffix(self.buffer, _HERMES_OPEN)
             text, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
             if text:
                 events.append(text)
@@ -214,10 +216,3 @@ class ToolCallStream:
         self.calls += sum(isinstance(e, ToolCall) for e in events)
         return events
 
-
-def _partial_suffix(text: str, marker: str) -> int:
-    """Length of the longest end of ``text`` that is a proper start of ``marker``."""
-    for n in range(min(len(text), len(marker) - 1), 0, -1):
-        if marker.startswith(text[-n:]):
-            return n
-    return 0

@@ -28,6 +28,7 @@ import uuid
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
+from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
 from tritium.engine.tools import PARSERS, ToolCall, ToolCallStream, detect_parser, parse_tool_calls
 from tritium.server.errors import APIError, error_body, invalid
@@ -70,7 +71,9 @@ class _Choice:
     tokens: int = 0
     logprobs: list = dataclasses.field(default_factory=list)
     finish_reason: str | None = None
-    tools: ToolCallStream | None = None  # streaming with tools: the answer's calls parsed as it comes
+    tools: ToolCallStream | None = None  # with tools: the answer's calls parsed as it streams
+    reasoning: ReasoningStream | None = None  # with the reasoning parser: <think> ... </think> as it streams
+    think_open: bool = False  # the prompt left a <think> block open: the answer starts in its reasoning
 
 
 class OpenAIServer:
@@ -78,9 +81,12 @@ class OpenAIServer:
 
     def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None,
-                 tool_parser: str | None = None):
+                 tool_parser: str | None = None, reasoning_parser: str | None = None):
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
+        if reasoning_parser not in (None, "think"):
+            raise ValueError(f"reasoning_parser must be 'think' or None, got {reasoning_parser!r}")
+        self.reasoning_parser = reasoning_parser
         if tool_parser is not None and tool_parser not in PARSERS:
             raise ValueError(f"tool_parser must be one of {', '.join(PARSERS)} or None (from the chat template), got "
                              f"{tool_parser!r}")
@@ -145,6 +151,7 @@ class OpenAIServer:
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
         subs = []
+        opened = [kind == "chat" and self.reasoning_parser is not None and self._think_open(ids) for ids in prompts]
         for i, ids in enumerate(prompts):
             for j, params in enumerate(req.params):
                 limit = self.max_model_len - len(ids)
@@ -152,6 +159,9 @@ class OpenAIServer:
                 rid = f"{prefix}-{i * req.n + j}"
                 choices[rid] = _Choice(i * req.n + j, len(ids),
                                        tools=ToolCallStream(self.tool_parser) if self._parses(req) else None)
+                if kind == "chat" and self.reasoning_parser is not None:
+                    choices[rid].think_open = opened[i]
+                    choices[rid].reasoning = ReasoningStream(opened[i])
                 subs.append((rid, ids, params))
         try:
             stream = self.engine.submit(subs)
@@ -223,11 +233,16 @@ class OpenAIServer:
         if kind == "chat":
             message = {"role": "assistant", "content": c.text}
             finish = c.finish_reason
-            if self._parses(req):
-                content, calls = parse_tool_calls(c.text, self.tool_parser)
+            if c.reasoning is not None:
+                reasoning, message["content"] = split_reasoning(c.text, c.think_open)
+                message["reasoning_content"] = reasoning
+                if reasoning is not None and not message["content"]:
+                    message["content"] = None
+            if self._parses(req) and message["content"]:
+                content, calls = parse_tool_calls(message["content"], self.tool_parser)
                 if calls:
                     calls = calls if req.parallel_tool_calls else calls[:1]
-                    message = {"role": "assistant", "content": content, "tool_calls": [t.to_openai() for t in calls]}
+                    message.update(content=content, tool_calls=[t.to_openai() for t in calls])
                     finish = "tool_calls" if finish == "stop" else finish
             return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
         return {"index": c.index, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
@@ -251,16 +266,16 @@ class OpenAIServer:
                 if req.logprobs is not None and out.new_logprobs:
                     logprobs = (self.logprobs.chat(out.new_logprobs) if kind == "chat"
                                 else self.logprobs.completion(out.new_logprobs, offset))
-                if c.tools is None:
+                if c.tools is None and c.reasoning is None:
                     delta = {"content": out.text_delta} if kind == "chat" else out.text_delta
                     yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
                                       usage_field and self._usage(req, choices, prompt_tokens))
                     continue
-                deltas = self._tool_deltas(c, req, out)
+                deltas = self._parsed_deltas(c, req, out)
                 for k, delta in enumerate(deltas):
                     last = k == len(deltas) - 1
                     finish = c.finish_reason if last else None
-                    if last and finish == "stop" and c.tools.calls:
+                    if last and finish == "stop" and c.tools is not None and c.tools.calls:
                         finish = "tool_calls"
                     yield self._chunk(prefix, kind, c.index, delta, logprobs if k == 0 else None, finish,
                                       usage_field and self._usage(req, choices, prompt_tokens))
@@ -280,11 +295,34 @@ class OpenAIServer:
             gone.cancel()
             self._client_left(stream)
 
+    def _think_open(self, ids: list[int]) -> bool:
+        """Whether a prompt ends inside a <think> block (its template opened one for the answer)."""
+        return prompt_opens_reasoning(self.tokenizer.decode(ids[-32:], skip_special_tokens=False))
+
+    @classmethod
+    def _parsed_deltas(cls, c: _Choice, req: GenerationRequest, out: RequestOutput) -> list[dict]:
+        """The chat deltas of one engine output of a choice parsed for reasoning or tool calls (at least one):
+        reasoning as ``reasoning_content``, content as it is known not to be a call, a ``tool_calls`` delta
+        per call as it completes."""
+        if c.reasoning is not None:
+            pieces = c.reasoning.feed(out.text_delta) + (c.reasoning.finish() if out.finished else [])
+        else:
+            pieces = [("content", out.text_delta)]
+        deltas = []
+        for kind, text in pieces:
+            if kind == "reasoning":
+                deltas.append({"reasoning_content": text})
+            elif c.tools is None:
+                deltas.append({"content": text})
+            else:
+                deltas += cls._tool_deltas(c, req, c.tools.feed(text))
+        if out.finished and c.tools is not None:
+            deltas += cls._tool_deltas(c, req, c.tools.finish())
+        return deltas or [{"content": ""}]
+
     @staticmethod
-    def _tool_deltas(c: _Choice, req: GenerationRequest, out: RequestOutput) -> list[dict]:
-        """The chat deltas of one engine output of a choice parsed for tool calls: content as it is known
-        not to be a call, a ``tool_calls`` delta per call as it completes (at least one delta)."""
-        events = c.tools.feed(out.text_delta) + (c.tools.finish() if out.finished else [])
+    def _tool_deltas(c: _Choice, req: GenerationRequest, events: list) -> list[dict]:
+        """Deltas of the tool-call parser's ``events`` (content text, completed calls)."""
         deltas = []
         index = c.tools.calls - sum(isinstance(e, ToolCall) for e in events)  # of the first call among events
         for event in events:
@@ -294,7 +332,7 @@ class OpenAIServer:
             if index == 0 or req.parallel_tool_calls:
                 deltas.append({"tool_calls": [{"index": index, **event.to_openai()}]})
             index += 1
-        return deltas or [{"content": ""}]
+        return deltas
 
     def _client_left(self, stream: RequestStream) -> None:
         """Once per response that ends: abort what is unfinished; count it if the client had left early."""
@@ -401,14 +439,17 @@ class _Guard:
 
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-              chat_template_kwargs: dict | None = None, tool_parser: str | None = None) -> "fastapi.FastAPI":
+              chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
+              reasoning_parser: str | None = None) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
     ``tool_parser``: the format of the model's tool calls (``tritium.engine.tools.PARSERS``; None: recognised
-    from its chat template)."""
+    from its chat template); ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``
+    (:mod:`tritium.engine.reasoning`), None leaves them in the content."""
     _require_extra()
-    server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser)
+    server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser,
+                          reasoning_parser)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -31,10 +31,12 @@ def default_model_name(engine: LLMEngine) -> str:
 def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           max_queue: int | None = None, model_name: str | None = None, log_level: str = "info",
           max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, ready=None,
-          chat_template_kwargs: dict | None = None, tool_parser: str | None = None) -> None:
+          chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
+          reasoning_parser: str | None = None) -> None:
     """Serve ``engine`` over HTTP until interrupted. ``ready()`` (optional) is called once the socket listens;
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
-    ``tool_parser``: the model's tool-call format (None: recognised from its chat template)."""
+    ``tool_parser``: the model's tool-call format (None: recognised from its chat template);
+    ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``."""
     import uvicorn
 
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
@@ -42,7 +44,8 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     async_engine = AsyncLLMEngine(engine, max_queue=max_queue)
     name = model_name or default_model_name(engine)
     app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes,
-                    chat_template_kwargs=chat_template_kwargs, tool_parser=tool_parser)
+                    chat_template_kwargs=chat_template_kwargs, tool_parser=tool_parser,
+                    reasoning_parser=reasoning_parser)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             timeout_graceful_shutdown=10, lifespan="on")
 
