@@ -160,6 +160,44 @@ def test_templates_render_tools_as_transformers_does(llm, monkeypatch):
     assert rendered == [json.dumps(tool, ensure_ascii=False) + "|" + json.dumps({"z": 1, "a": 2}, indent=1) + "w1|4"]
 
 
+# the constructs tool templates use (Hermes / Qwen, Llama 3.1): tools as JSON, dict items, membership tests,
+# calls' arguments as JSON, a tool turn's content as JSON, strftime_now guarded, raise_exception
+TOOL_TEMPLATE = """{{- bos_token }}{%- if not date_string is defined %}{%- set date_string = "x" %}{%- endif %}
+{%- if tools is iterable and tools | length > 0 %}<tools>{% for t in tools %}{{ t | tojson(indent=4) }}
+{% for name, spec in t.function.parameters.properties | items %}{{ name }}: {{ spec.type }}{% endfor %}{% endfor %}</tools>
+{%- endif %}{{ date_string }}
+{%- for message in messages %}
+{%- if message.role == "assistant" and message.tool_calls is defined %}{% for call in message.tool_calls %}
+<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}</tool_call>
+{%- endfor %}{% elif message.role == "tool" %}{% if 'tool_call_id' not in message %}{{ raise_exception("no id") }}{% endif %}
+<tool_response>{{ message.content | tojson }}</tool_response>{% else %}
+{{ message.role }}: {{ message.content | trim }}{% endif %}{%- endfor %}
+{%- if add_generation_prompt %}
+assistant:{% endif %}"""
+
+
+def test_tool_templates_render_as_in_transformers(llm, monkeypatch):
+    """A conversation with tools, a call and its answer renders to the same text as transformers renders it."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Now <and> & 'then' \u00e9",
+                                             "parameters": {"type": "object", "properties": {
+                                                 "city": {"type": "string"}, "days": {"type": "integer"}}}}}
+    messages = normalize_messages([
+        {"role": "system", "content": " Be brief. "}, {"role": "user", "content": "w1 <b>"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city": "Paris", "days": 2}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "22 \"C\" \u00e9"}])
+    monkeypatch.setattr(llm.tokenizer, "chat_template", TOOL_TEMPLATE)
+    rendered = []
+    monkeypatch.setattr(llm.tokenizer, "encode", lambda text, add_special_tokens=True: rendered.append(text) or [3])
+    llm.tokenizer.apply_chat_template(messages, template_kwargs={"tools": [tool]})
+    want, _ = render_jinja_template(conversations=[messages], tools=[tool], add_generation_prompt=True,
+                                    chat_template=TOOL_TEMPLATE, bos_token=llm.tokenizer.bos_token or "",
+                                    eos_token=llm.tokenizer.eos_token or "")
+    assert rendered == want and '"arguments": {"city": "Paris", "days": 2}' in rendered[0]
+
+
 @pytest.mark.parametrize("messages, error", [
     ([{"role": "tool", "content": "x"}], r"messages\[0\].tool_call_id must be the id of the call it answers"),
     ([{"role": "assistant", "content": None, "tool_calls": "f"}], r"messages\[0\].tool_calls must be a list"),
