@@ -138,7 +138,7 @@ def test_serve_flags_reach_the_engine(tiny_models):
     assert _parser().parse_args(["serve"]).tool_call_parser == "auto"  # recognised from the template
     assert _parser().parse_args(["serve", "--tool-call-parser", "llama3_json"]).tool_call_parser == "llama3_json"
     with pytest.raises(SystemExit):
-        _parser().parse_args(["serve", "--tool-call-parser", "mistral"])
+        _parser().parse_args(["serve", "--tool-call-parser", "pythonic"])
     assert _parser().parse_args(["serve"]).reasoning_parser is None
     assert _parser().parse_args(["serve", "--reasoning-parser", "think"]).reasoning_parser == "think"
     for command in (["serve"], ["generate", "x"], ["chat"]):

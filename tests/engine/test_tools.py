@@ -53,12 +53,25 @@ LLAMA3 = [
 ]
 
 
-@pytest.mark.parametrize("parser, text, content, calls", [("hermes", *c) for c in HERMES] +
-                         [("llama3_json", *c) for c in LLAMA3])
+MISTRAL = [
+    (' [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "b", "arguments": "{\\"k\\": 1}"}]', None,
+     [call("get_weather", city="Paris"), call("b", k=1)]),
+    ('[TOOL_CALLS][{"name": "a", "arguments": {}}]', None, [call("a")]),
+    ("[1] is a citation.", "[1] is a citation.", []),
+    ('[{"name": "a"}, {"no": "name"}]', '[{"name": "a"}, {"no": "name"}]', []),
+    ("Plain answer.", "Plain answer.", []),
+    ('[{"name": "a", "argum', '[{"name": "a", "argum', []),
+]
+CASES = [("hermes", *c) for c in HERMES] + [("llama3_json", *c) for c in LLAMA3] + [("mistral", *c) for c in MISTRAL]
+
+
+@pytest.mark.parametrize("parser, text, content, calls", CASES)
 def test_whole_answers(parser, text, content, calls):
     got_content, got_calls = parse_tool_calls(text, parser)
     assert got_content == content and calls_of(got_calls) == calls
-    assert len({c.id for c in got_calls}) == len(got_calls) and all(c.id.startswith("call_") for c in got_calls)
+    assert len({c.id for c in got_calls}) == len(got_calls)
+    for c in got_calls:  # Mistral's templates require ids of 9 letters and digits of the calls sent back
+        assert (len(c.id) == 9 and c.id.isalnum()) if parser == "mistral" else c.id.startswith("call_")
 
 
 def _streamed(parser: str, text: str, cuts: list[int]):
@@ -70,8 +83,7 @@ def _streamed(parser: str, text: str, cuts: list[int]):
     return events, stream.calls
 
 
-@pytest.mark.parametrize("parser, text, content, calls", [("hermes", *c) for c in HERMES] +
-                         [("llama3_json", *c) for c in LLAMA3])
+@pytest.mark.parametrize("parser, text, content, calls", CASES)
 def test_streamed_answers_parse_the_same(parser, text, content, calls):
     """Every chunking (one character at a time, random cuts) gives the whole answer's content and calls,
     and content never includes the text of a call."""
@@ -101,6 +113,7 @@ def test_hermes_streams_content_as_soon_as_it_cannot_be_a_call():
 def test_detect_parser():
     assert detect_parser("{% for tool in tools %}...<tool_call>\n{{ tool }}</tool_call>{% endfor %}") == "hermes"
     assert detect_parser("Environment: ipython ... <|python_tag|> ... parameters") == "llama3_json"
+    assert detect_parser("{{ '[AVAILABLE_TOOLS] ' + tools|tojson }}...{{ '[TOOL_CALLS] ' }}") == "mistral"
     assert detect_parser("{% for m in messages %}{{ m.content }}{% endfor %}") is None
     assert detect_parser(None) is None and detect_parser("") is None
 

@@ -8,6 +8,10 @@ answer is then parsed by the model family's format:
   content (Qwen2.5, Qwen3, QwQ, Hermes and most models whose template mentions ``<tool_call>``).
 - ``llama3_json``: the whole answer is a call ``{"name": ..., "parameters": {...}}`` (after an optional
   ``<|python_tag|>``), or several separated by ``;`` (Llama 3.1-3.3); any other answer is content.
+- ``mistral``: the whole answer is a JSON list of calls ``[{"name": ..., "arguments": {...}}, ...]`` (after
+  ``[TOOL_CALLS]``, a control token the detokenizer leaves out of the text; Mistral 7B v0.3, Mixtral 8x22B,
+  Mistral Nemo); any other answer is content. Call ids are 9 letters and digits, as Mistral's templates
+  require of the calls sent back to them.
 
 :func:`detect_parser` picks one from the template's text. A block that is not a well-formed call (bad JSON,
 no name) stays in the content, as the model wrote it. :class:`ToolCallStream` parses a streamed answer:
@@ -23,9 +27,12 @@ import uuid
 
 from tritium.engine.reasoning import partial_suffix
 
-PARSERS = ("hermes", "llama3_json")
+PARSERS = ("hermes", "llama3_json", "mistral")
 _HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
 _PYTHON_TAG = "<|python_tag|>"
+_MISTRAL_TAG = "[TOOL_CALLS]"
+# whole-answer formats: (the tag an answer of calls may start with, the character its calls start with)
+_WHOLE = {"llama3_json": (_PYTHON_TAG, "{"), "mistral": (_MISTRAL_TAG, "[")}
 
 
 @dataclasses.dataclass
@@ -45,6 +52,8 @@ def detect_parser(template: str | None) -> str | None:
         return None
     if _HERMES_OPEN in template:
         return "hermes"
+    if _MISTRAL_TAG in template:
+        return "mistral"
     if _PYTHON_TAG in template or ("parameters" in template and "Environment: ipython" in template):
         return "llama3_json"
     return None
@@ -124,10 +133,30 @@ def parse_tool_calls(text: str, parser: str) -> tuple[str | None, list[ToolCall]
     return (content or None) if calls else content, calls
 
 
+def _strip_tag(text: str, tag: str) -> str:
+    body = text.strip()
+    return body[len(tag):].strip() if body.startswith(tag) else body
+
+
+def _mistral_calls(text: str) -> list[ToolCall] | None:
+    """Mistral's calls: the whole text one JSON list of ``{"name", "arguments"}``; None if it is not."""
+    body = _strip_tag(text, _MISTRAL_TAG)
+    if not body.startswith("["):
+        return None
+    items = _decode(body)
+    if not isinstance(items, list) or not items:
+        return None
+    calls = [_call(item, "arguments") for item in items]
+    if not all(calls):
+        return None
+    for call in calls:
+        call.id = uuid.uuid4().hex[:9]
+    return calls
+
+
 def _llama3_calls(text: str) -> list[ToolCall] | None:
     """Llama 3's calls: the whole text one JSON object, or several joined by ';'; None if it is not."""
-    body = text.strip()
-    body = body[len(_PYTHON_TAG):].strip() if body.startswith(_PYTHON_TAG) else body
+    body = _strip_tag(text, _PYTHON_TAG)
     if not body.startswith("{"):
         return None
     decoder, calls, at = json.JSONDecoder(), [], 0
@@ -159,15 +188,15 @@ class ToolCallStream:
         self.parser = parser
         self.buffer = ""  # held back
         self.in_call = False  # hermes: inside <tool_call> ... (buffer holds the block's text)
-        self.decided = False  # llama3_json: whether the answer is known to be content
+        self.decided = False  # llama3_json, mistral: whether the answer is known to be content
         self.calls = 0
 
     def feed(self, delta: str) -> list:
         self.buffer += delta
-        return self._hermes(final=False) if self.parser == "hermes" else self._llama3(final=False)
+        return self._hermes(final=False) if self.parser == "hermes" else self._whole(final=False)
 
     def finish(self) -> list:
-        return self._hermes(final=True) if self.parser == "hermes" else self._llama3(final=True)
+        return self._hermes(final=True) if self.parser == "hermes" else self._whole(final=True)
 
     def _hermes(self, final: bool) -> list:
         events = []
@@ -197,20 +226,24 @@ class ToolCallStream:
                 events.append(text)
             return self._count(events)
 
-    def _llama3(self, final: bool) -> list:
+    def _whole(self, final: bool) -> list:
+        """Formats whose calls are the whole answer: held while it may be calls, parsed at its end."""
         if self.decided:
             text, self.buffer = self.buffer, ""
             return [text] if text else []
+        tag, opener = _WHOLE[self.parser]
         head = self.buffer.lstrip()
-        maybe = not head or head.startswith("{") or _PYTHON_TAG.startswith(head[:len(_PYTHON_TAG)])
+        maybe = not head or head.startswith(opener) or tag.startswith(head[:len(tag)])
         if maybe and not final:
             return []
-        calls = _llama3_calls(self.buffer) if maybe else None
+        calls = None
+        if maybe:
+            calls = _llama3_calls(self.buffer) if self.parser == "llama3_json" else _mistral_calls(self.buffer)
         self.decided = True
         if calls:
             self.buffer = ""
             return self._count(calls)
-        return self._llama3(final)
+        return self._whole(final)
 
     def _count(self, events: list) -> list:
         self.calls += sum(isinstance(e, ToolCall) for e in events)

@@ -145,8 +145,8 @@ class OpenAIServer:
             template_kwargs["tools"] = req.tools
             if req.tool_choice == "auto" and self.tool_parser is None:
                 raise invalid("tools need a tool-call format this server parses, and this model's chat template "
-                              "shows none it recognises; start the server with --tool-call-parser hermes or "
-                              "llama3_json", "tools", "unsupported_parameter")
+                              "shows none it recognises; start the server with --tool-call-parser "
+                              f"({', '.join(PARSERS)})", "tools", "unsupported_parameter")
         prompts = [self._encode(p, kind, i, len(req.prompts), template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
