@@ -7,9 +7,9 @@
 
 Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat
 template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request) and
-``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's chat template applied unless
-``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on stderr (not with
-``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
+``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's
+chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on
+stderr (not with ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
 parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
@@ -98,6 +98,11 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--min-p", type=float, default=0.0,
+                        help="keep tokens at least this many times as likely as the most likely one (default 0: all)")
+    parser.add_argument("--repetition-penalty", type=float, default=1.0,
+                        help="divide the positive logits of tokens already in the prompt or answer by this, "
+                             "multiply the negative ones (default 1: off)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     parser.add_argument("--system", default=None, help="system message for the chat template")
@@ -152,7 +157,8 @@ def _engine_kwargs(args) -> dict:
 
 def _params(args) -> SamplingParams:
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
-                          top_k=args.top_k, seed=args.seed, stop=args.stop)
+                          top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
+                          repetition_penalty=args.repetition_penalty)
 
 
 class _Prefill:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.cli import _engine_kwargs, _parser, _serve_engine_kwargs, main
+from tritium.cli import _engine_kwargs, _params, _parser, _serve_engine_kwargs, main
 from tritium.engine import LLMEngine
 
 from .conftest import HANG_BOUND_S
@@ -84,6 +84,15 @@ def test_chat_template_kwargs_flag(capsys, monkeypatch, tiny_models):
         assert "--chat-template-kwargs" in err and message in err, err
     code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--raw", *flag, "w1")
     assert code == 2 and out == "" and "--chat-template-kwargs" in err and err.count("\n") == 1
+
+
+def test_sampling_flags():
+    for command in (["generate", "x"], ["chat"]):
+        params = _params(_parser().parse_args([command[0], "--min-p", "0.1", "--repetition-penalty", "1.2",
+                                               *command[1:]]))
+        assert (params.min_p, params.repetition_penalty) == (0.1, 1.2)
+        params = _params(_parser().parse_args(command))
+        assert (params.min_p, params.repetition_penalty) == (0.0, 1.0)
 
 
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):

@@ -17,6 +17,10 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
     (dict(seed="x"), r"seed must be an int in \[-2\*\*63, 2\*\*64\) or None, got 'x'"),
     (dict(seed=2**64), r"seed must be an int in \[-2\*\*63, 2\*\*64\) or None, got 18446744073709551616"),
     (dict(stop=[""]), "stop must be a non-empty string or a list of them"),
+    (dict(min_p=1.5), r"min_p must be a number in \[0, 1\], got 1.5"),
+    (dict(min_p=True), r"min_p must be a number in \[0, 1\], got True"),
+    (dict(repetition_penalty=0.0), r"repetition_penalty must be a number in \(0, 10\] \(1 is off\), got 0.0"),
+    (dict(repetition_penalty=float("inf")), r"repetition_penalty must be a number in \(0, 10\]"),
 ])
 def test_invalid_params(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -31,6 +35,19 @@ def test_filter_top_k_and_top_p():
                              [True, True, False, False],   # 0.5 < 0.7 <= 0.8
                              [True, True, True, False]]    # 0.8 < 0.81
     assert torch.equal(out[kept], logits[kept])
+
+
+def test_filter_min_p():
+    """min_p keeps the tokens at least min_p times as likely as the most likely one, with top-k / top-p."""
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]] * 4))
+    out = filter_logits(logits, torch.tensor([0, 0, 0, 1]), torch.tensor([1.0, 1.0, 0.7, 1.0]),
+                        torch.tensor([0.0, 0.25, 0.1, 0.0]))
+    assert torch.isfinite(out).tolist() == [[True, True, True, True],     # off
+                                            [True, True, True, False],    # 0.15 >= 0.25 * 0.5 > 0.05
+                                            [True, True, False, False],   # top-p the tighter
+                                            [True, False, False, False]]  # top-k
+    draws = sample(logits[:1].repeat(2000, 1), [SamplingParams(temperature=1.0, min_p=0.35)] * 2000, [None] * 2000)
+    assert set(draws) == {0, 1}  # 0.15 / 0.5 < 0.35: never drawn
 
 
 def test_seeded_sampling_is_reproducible_and_batch_independent():

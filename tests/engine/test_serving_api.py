@@ -126,6 +126,36 @@ def test_penalties_lower_repeated_tokens():
         sample(logits, params, [None, None])
 
 
+def test_repetition_penalty_over_prompt_and_answer():
+    """transformers' rule: seen tokens (prompt or answer) have positive logits divided, negative multiplied;
+    greedy rows with it are sampled on the host (not device_greedy)."""
+    logits = torch.tensor([[2.0, -1.0, 4.0, 1.0, 0.0], [2.0, -1.0, 4.0, 1.0, 0.0]])
+    params = [SamplingParams(repetition_penalty=2.0), SamplingParams(repetition_penalty=2.0, presence_penalty=0.5)]
+    out = apply_penalties(logits, params, [[2], [2, 2]], prompts=[[1, 3], [0]])
+    assert out[0].tolist() == [2.0, -2.0, 2.0, 0.5, 0.0]
+    assert out[1].tolist() == [1.0, -1.0, 2.0 - 0.5, 1.0, 0.0]  # then presence on the answer's token
+    assert not params[0].device_greedy and SamplingParams(repetition_penalty=1.0).device_greedy
+    assert sample(logits[:1], params[:1], [None], [[2]], [[1, 3]]) == [0]  # 4 -> 2 ties 2: the first
+    with pytest.raises(ValueError, match="repetition penalty need the prompts"):
+        sample(logits[:1], params[:1], [None], [[2]])
+
+
+def test_engine_repetition_penalty_matches_transformers(llm, tiny_models):
+    """Greedy answers with a repetition penalty (and with min_p, which greedy ignores) equal transformers'
+    generate with the same penalty, and differ from the unpenalised answer."""
+    hf_model = tiny_models["llama"][1]
+    for prompt in PROMPTS[:3]:
+        ids = llm.engine.encode(prompt)
+        got = llm.generate([ids], SamplingParams(max_tokens=12, repetition_penalty=1.8, min_p=0.2))[0]
+        with torch.no_grad():
+            want = hf_model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                     max_new_tokens=12, do_sample=False, repetition_penalty=1.8, pad_token_id=0)
+        assert got.token_ids == want[0, len(ids):].tolist()
+    plain = llm.generate([PROMPTS[2]], SamplingParams(max_tokens=12))[0]
+    assert llm.generate([PROMPTS[2]], SamplingParams(max_tokens=12, repetition_penalty=1.8))[0].token_ids != \
+        plain.token_ids
+
+
 def test_token_logprobs_are_the_model_distribution():
     torch.manual_seed(0)
     logits = torch.randn(3, 10)

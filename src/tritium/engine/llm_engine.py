@@ -246,8 +246,8 @@ class LLMEngine:
 
     ``LLMEngine()`` loads the default model (SmolLM2-135M-Instruct); ``LLMEngine(path)`` a Hugging Face model
     directory or a ``.gguf`` file, or a Hugging Face Hub name (``org/name``, ``org/name/FILE.gguf``, from the
-    local cache or downloaded: :mod:`tritium.models.hub`). Keyword arguments are :class:`~tritium.engine.config.EngineConfig` fields,
-    plus ``progress`` (progress bars while weights load). ``config`` is the resolved engine configuration
+    local cache or downloaded: :mod:`tritium.models.hub`). Keyword arguments are
+    :class:`~tritium.engine.config.EngineConfig` fields, plus ``progress`` (progress bars while weights load). ``config`` is the resolved engine configuration
     (backends, dtype, context length as they were settled at start-up); the one given is not modified.
     """
 
@@ -536,7 +536,9 @@ class LLMEngine:
         if done:
             params = [s.params for s in done]
             histories = [s.output_ids for s in done] if any(p.penalized for p in params) else None
-            tokens = sample(logits, params, [s.generator for s in done], histories)
+            prompts = ([s.token_ids[:s.prompt_len] for s in done] if any(p.repetition_penalty != 1.0 for p in params)
+                       else None)
+            tokens = sample(logits, params, [s.generator for s in done], histories, prompts)
             logprobs = token_logprobs(logits, tokens, params)
             for seq, token, lp in zip(done, tokens, logprobs):
                 if lp is not None:

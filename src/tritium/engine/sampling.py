@@ -8,6 +8,7 @@ import dataclasses
 import torch
 
 MAX_LOGPROBS = 20
+MAX_REPETITION_PENALTY = 10.0
 
 
 @dataclasses.dataclass
@@ -17,13 +18,16 @@ class SamplingParams:
     - ``max_tokens``: tokens to generate at most (>= 1).
     - ``temperature``: 0 is greedy (argmax); > 0 samples from softmax(logits / temperature).
     - ``top_k``: keep the k most likely tokens (0: all). ``top_p``: keep the smallest set whose
-      probability reaches p (1.0: all).
+      probability reaches p (1.0: all). ``min_p``: keep the tokens at least ``min_p`` times as likely as the
+      most likely one (0: all); all three on the distribution after temperature.
     - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
     - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
       every token generated ``c`` times so far is lowered by ``frequency_penalty * c + presence_penalty *
       (c > 0)``; the prompt does not count.
+    - ``repetition_penalty`` (transformers' and vLLM's, > 0; 1 is off): every token of the prompt or the
+      answer so far has its logit divided by it where positive, multiplied by it where not.
     - ``logprobs``: report the log-probability of each sampled token and of the ``logprobs`` most likely
       tokens at its position (0: the sampled token's only; None: none), from the model's distribution
       (log-softmax of the logits, before penalties, temperature and filtering); at most 20.
@@ -42,6 +46,8 @@ class SamplingParams:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     logprobs: int | None = None
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -68,6 +74,12 @@ class SamplingParams:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not -2.0 <= value <= 2.0:
                 raise ValueError(f"{name} must be a number in [-2, 2], got {value!r}")
+        if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:
+            raise ValueError(f"min_p must be a number in [0, 1], got {self.min_p!r}")
+        rp = self.repetition_penalty
+        if not isinstance(rp, (int, float)) or isinstance(rp, bool) or not 0.0 < rp <= MAX_REPETITION_PENALTY:
+            raise ValueError(f"repetition_penalty must be a number in (0, {MAX_REPETITION_PENALTY:g}] (1 is off), "
+                             f"got {rp!r}")
         if self.logprobs is not None and (not isinstance(self.logprobs, int) or isinstance(self.logprobs, bool)
                                           or not 0 <= self.logprobs <= MAX_LOGPROBS):
             raise ValueError(f"logprobs must be None or an int in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
@@ -78,7 +90,7 @@ class SamplingParams:
 
     @property
     def penalized(self) -> bool:
-        return bool(self.presence_penalty or self.frequency_penalty)
+        return bool(self.presence_penalty or self.frequency_penalty) or self.repetition_penalty != 1.0
 
     @property
     def device_greedy(self) -> bool:
@@ -96,19 +108,27 @@ class TokenLogprobs:
     top: list[tuple[int, float]]
 
 
-def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], histories: list[list[int]]) -> torch.Tensor:
-    """Presence and frequency penalties (see :class:`SamplingParams`); ``logits`` [S, V] is returned
-    unchanged when no row has any, else a penalised copy. ``histories``: each row's generated token ids."""
+def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], histories: list[list[int]],
+                    prompts: list[list[int]] | None = None) -> torch.Tensor:
+    """Presence, frequency and repetition penalties (see :class:`SamplingParams`); ``logits`` [S, V] is
+    returned unchanged when no row has any, else a penalised copy. ``histories``: each row's generated token
+    ids; ``prompts``: each row's prompt ids (needed only where a row has a repetition penalty)."""
     rows = [i for i, p in enumerate(params) if p.penalized]
     if not rows:
         return logits
     logits = logits.clone()
     vocab = logits.shape[-1]
     for i in rows:
-        if not histories[i]:
+        p = params[i]
+        if p.repetition_penalty != 1.0:
+            if prompts is None:
+                raise ValueError("apply_penalties: rows with a repetition penalty need the prompts")
+            seen = torch.tensor(sorted(set(prompts[i]) | set(histories[i])), dtype=torch.long, device=logits.device)
+            row = logits[i, seen]
+            logits[i, seen] = torch.where(row > 0, row / p.repetition_penalty, row * p.repetition_penalty)
+        if not histories[i] or not (p.presence_penalty or p.frequency_penalty):
             continue
         counts = torch.bincount(torch.tensor(histories[i]), minlength=vocab)[:vocab].to(logits.device)   # [V]
-        p = params[i]
         logits[i] -= p.frequency_penalty * counts + p.presence_penalty * (counts > 0)
     return logits
 
@@ -132,16 +152,20 @@ def token_logprobs(logits: torch.Tensor, tokens: list[int], params: list[Samplin
     return out
 
 
-def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """Mask (to -inf) tokens outside each row's top-k and top-p set.
+def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+                  min_p: torch.Tensor | None = None) -> torch.Tensor:
+    """Mask (to -inf) tokens outside each row's top-k, top-p and min-p set.
 
-    logits: [S, V] fp32 (already divided by temperature); top_k: [S] int (0: off); top_p: [S] fp32.
+    logits: [S, V] fp32 (already divided by temperature); top_k: [S] int (0: off); top_p: [S] fp32;
+    min_p: [S] fp32 (0: off; None: off for every row).
     """
     sorted_logits, order = logits.sort(dim=-1, descending=True)                # [S, V]
     vocab = logits.shape[-1]
     ranks = torch.arange(vocab, device=logits.device)[None, :]
     k = torch.where(top_k > 0, top_k, torch.full_like(top_k, vocab))[:, None]
     drop = ranks >= k
+    if min_p is not None:  # p / p_max = exp(logit - logit_max), the most likely token first
+        drop |= (sorted_logits - sorted_logits[:, :1]).exp() < min_p[:, None]
     probs = sorted_logits.masked_fill(drop, float("-inf")).softmax(-1)
     # keep a token while the mass before it is < p (the first token is always kept)
     drop |= (probs.cumsum(-1) - probs) >= top_p[:, None]
@@ -150,13 +174,14 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
 
 
 def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None],
-           histories: list[list[int]] | None = None) -> list[int]:
+           histories: list[list[int]] | None = None, prompts: list[list[int]] | None = None) -> list[int]:
     """One token per row. logits: [S, V] fp32; params, generators: one per row; ``histories``: each row's
-    generated token ids (needed only when a row has penalties)."""
+    generated token ids (needed only when a row has penalties), ``prompts`` its prompt ids (only with a
+    repetition penalty)."""
     if any(p.penalized for p in params):
         if histories is None:
-            raise ValueError("sample: rows with presence/frequency penalties need histories")
-        logits = apply_penalties(logits, params, histories)
+            raise ValueError("sample: rows with penalties need histories")
+        logits = apply_penalties(logits, params, histories, prompts)
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
     dev = logits.device
@@ -166,7 +191,10 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[
     temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params]).to(dev, non_blocking=True)
     top_k = torch.tensor([p.top_k for p in params]).to(dev, non_blocking=True)
     top_p = torch.tensor([float(p.top_p) for p in params]).to(dev, non_blocking=True)
-    probs = filter_logits(logits / temp[:, None], top_k, top_p).softmax(-1)
+    min_p = None
+    if any(p.min_p for p in params):
+        min_p = torch.tensor([float(p.min_p) for p in params]).to(dev, non_blocking=True)
+    probs = filter_logits(logits / temp[:, None], top_k, top_p, min_p).softmax(-1)
     # Gumbel-style race: argmax(p / E) with E ~ Exp(1) samples from p; a seeded row draws its own noise.
     noise = torch.empty_like(probs).exponential_()
     for i, g in enumerate(generators):

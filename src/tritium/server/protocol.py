@@ -5,8 +5,8 @@
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
 does not implement (logit_bias, echo, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
-:mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``ignore_eos``, and
-``stream_options.continuous_usage_stats`` (usage in every chunk).
+:mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
+``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dataclasses
 import math
 
 from tritium.engine import SamplingParams
-from tritium.engine.sampling import MAX_LOGPROBS
+from tritium.engine.sampling import MAX_LOGPROBS, MAX_REPETITION_PENALTY
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
 from tritium.engine.tools import check_tools
 from tritium.server.errors import invalid
@@ -24,7 +24,8 @@ MAX_N = 128
 COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
-           "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias"}
+           "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
+           "min_p", "repetition_penalty"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -136,7 +137,9 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         max_tokens=max_tokens or 1, temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
         top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
-        frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0, 0.0), logprobs=logprobs)
+        frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0, 0.0), logprobs=logprobs,
+        min_p=_number(body, "min_p", 0.0, 1.0, 0.0),
+        repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
