@@ -21,6 +21,9 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
     (dict(min_p=True), r"min_p must be a number in \[0, 1\], got True"),
     (dict(repetition_penalty=0.0), r"repetition_penalty must be a number in \(0, 10\] \(1 is off\), got 0.0"),
     (dict(repetition_penalty=float("inf")), r"repetition_penalty must be a number in \(0, 10\]"),
+    (dict(stop_token_ids=[1, -2]), r"stop_token_ids must be a list of token ids \(ints >= 0\), got \[1, -2\]"),
+    (dict(stop_token_ids=5), r"stop_token_ids must be a list of token ids"),
+    (dict(min_tokens=-1), "min_tokens must be an int >= 0, got -1"),
 ])
 def test_invalid_params(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -48,6 +51,14 @@ def test_filter_min_p():
                                             [True, False, False, False]]  # top-k
     draws = sample(logits[:1].repeat(2000, 1), [SamplingParams(temperature=1.0, min_p=0.35)] * 2000, [None] * 2000)
     assert set(draws) == {0, 1}  # 0.15 / 0.5 < 0.35: never drawn
+
+
+def test_banned_tokens_are_never_drawn():
+    logits = torch.tensor([[5.0, 1.0, 0.0], [5.0, 1.0, 0.0]])
+    assert sample(logits, [SamplingParams(), SamplingParams()], [None, None], banned=[[0], None]) == [1, 0]
+    draws = sample(logits.repeat(500, 1), [SamplingParams(temperature=1.0)] * 1000, [None] * 1000,
+                   banned=[[0, 1]] * 1000)
+    assert set(draws) == {2} and logits[0, 0] == 5.0  # the input is not modified
 
 
 def test_seeded_sampling_is_reproducible_and_batch_independent():

@@ -140,6 +140,24 @@ def test_repetition_penalty_over_prompt_and_answer():
         sample(logits[:1], params[:1], [None], [[2]])
 
 
+def test_stop_token_ids_and_min_tokens(llm):
+    """A stop token ends the answer where it is drawn (kept, as EOS is), in device greedy windows too; with
+    min_tokens it cannot be drawn before that many tokens, and the answer then runs past it."""
+    prompt = PROMPTS[1]
+    plain = llm.generate([prompt], SamplingParams(max_tokens=12))[0].token_ids
+    stop = plain[3]
+    assert SamplingParams(stop_token_ids=[stop]).device_greedy
+    got = llm.generate([prompt], SamplingParams(max_tokens=12, stop_token_ids=[stop]))[0]
+    cut = plain.index(stop) + 1
+    assert got.token_ids == plain[:cut] and got.finish_reason == "stop"
+    params = SamplingParams(max_tokens=12, stop_token_ids=[stop], min_tokens=cut + 2)
+    assert not params.device_greedy  # sampled on the host, where the ban is applied
+    late = llm.generate([prompt], params)[0]
+    assert stop not in late.token_ids[:cut + 2] and len(late.token_ids) >= cut + 2
+    assert late.finish_reason == "length" or late.token_ids[-1] == stop
+    assert late.token_ids.count(stop) <= 1
+
+
 def test_engine_repetition_penalty_matches_transformers(llm, tiny_models):
     """Greedy answers with a repetition penalty (and with min_p, which greedy ignores) equal transformers'
     generate with the same penalty, and differ from the unpenalised answer."""

@@ -301,6 +301,8 @@ BAD = [
     ("stop", "/v1/completions", {"prompt": "w1", "stop": 5}, 400, None, "stop"),
     ("penalty", "/v1/completions", {"prompt": "w1", "presence_penalty": 3}, 400, None, "presence_penalty"),
     ("min_p", "/v1/completions", {"prompt": "w1", "min_p": 1.5}, 400, None, "min_p"),
+    ("stop_token_ids", "/v1/completions", {"prompt": "w1", "stop_token_ids": ["x"]}, 400, None, "stop_token_ids"),
+    ("min_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 4, "min_tokens": 5}, 400, None, "min_tokens"),
     ("repetition_penalty", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                     "repetition_penalty": 0}, 400, None, "repetition_penalty"),
     ("logit_bias", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 10}}, 400, "unsupported_parameter",

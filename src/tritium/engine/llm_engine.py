@@ -538,7 +538,8 @@ class LLMEngine:
             histories = [s.output_ids for s in done] if any(p.penalized for p in params) else None
             prompts = ([s.token_ids[:s.prompt_len] for s in done] if any(p.repetition_penalty != 1.0 for p in params)
                        else None)
-            tokens = sample(logits, params, [s.generator for s in done], histories, prompts)
+            banned = [self._banned(s) for s in done] if any(p.min_tokens for p in params) else None
+            tokens = sample(logits, params, [s.generator for s in done], histories, prompts, banned)
             logprobs = token_logprobs(logits, tokens, params)
             for seq, token, lp in zip(done, tokens, logprobs):
                 if lp is not None:
@@ -591,10 +592,19 @@ class LLMEngine:
             del self._requests[seq.request_id]
         return reason is not None
 
+    def _banned(self, seq: Sequence) -> list[int] | None:
+        """The tokens ``seq`` may not draw at its next token: EOS and its stop tokens before min_tokens."""
+        p = seq.params
+        if len(seq.output_ids) >= p.min_tokens:
+            return None
+        return sorted((set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ()))
+
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
         stopped = seq.detokenizer.add(token)
         if not p.ignore_eos and token in self.eos_token_ids:
+            return "stop"
+        if p.stop_token_ids and token in p.stop_token_ids:
             return "stop"
         if stopped:
             return "stop"

@@ -23,6 +23,9 @@ class SamplingParams:
     - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
+    - ``stop_token_ids``: tokens that end the generation besides EOS (kept in the answer as EOS is).
+    - ``min_tokens``: EOS and ``stop_token_ids`` cannot be sampled before this many tokens (stop strings
+      still end the answer; ``max_tokens`` still does).
     - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
       every token generated ``c`` times so far is lowered by ``frequency_penalty * c + presence_penalty *
       (c > 0)``; the prompt does not count.
@@ -48,6 +51,8 @@ class SamplingParams:
     logprobs: int | None = None
     min_p: float = 0.0
     repetition_penalty: float = 1.0
+    stop_token_ids: list[int] | None = None
+    min_tokens: int = 0
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -74,6 +79,12 @@ class SamplingParams:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not -2.0 <= value <= 2.0:
                 raise ValueError(f"{name} must be a number in [-2, 2], got {value!r}")
+        if self.stop_token_ids is not None and (
+                not isinstance(self.stop_token_ids, list)
+                or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.stop_token_ids)):
+            raise ValueError(f"stop_token_ids must be a list of token ids (ints >= 0), got {self.stop_token_ids!r}")
+        if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
+            raise ValueError(f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
         if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:
             raise ValueError(f"min_p must be a number in [0, 1], got {self.min_p!r}")
         rp = self.repetition_penalty
@@ -95,7 +106,7 @@ class SamplingParams:
     @property
     def device_greedy(self) -> bool:
         """Whether the argmax of the raw logits is all the request needs (decode windows on the device)."""
-        return self.greedy and not self.penalized and self.logprobs is None
+        return self.greedy and not self.penalized and self.logprobs is None and not self.min_tokens
 
 
 @dataclasses.dataclass
@@ -174,10 +185,16 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
 
 
 def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None],
-           histories: list[list[int]] | None = None, prompts: list[list[int]] | None = None) -> list[int]:
+           histories: list[list[int]] | None = None, prompts: list[list[int]] | None = None,
+           banned: list[list[int] | None] | None = None) -> list[int]:
     """One token per row. logits: [S, V] fp32; params, generators: one per row; ``histories``: each row's
     generated token ids (needed only when a row has penalties), ``prompts`` its prompt ids (only with a
-    repetition penalty)."""
+    repetition penalty); ``banned``: per row, tokens it may not draw now (None: none; min_tokens)."""
+    if banned is not None and any(banned):
+        logits = logits.clone()
+        for i, ids in enumerate(banned):
+            if ids:
+                logits[i, torch.tensor(ids, dtype=torch.long, device=logits.device)] = float("-inf")
     if any(p.penalized for p in params):
         if histories is None:
             raise ValueError("sample: rows with penalties need histories")

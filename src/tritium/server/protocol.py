@@ -6,7 +6,7 @@
 does not implement (logit_bias, echo, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
 :mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
-``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
+``stop_token_ids``, ``min_tokens``, ``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
-           "min_p", "repetition_penalty"}
+           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -116,6 +116,16 @@ def _check_fields(body: dict, allowed: set[str], where: str) -> None:
                               "unsupported_parameter")
 
 
+def _token_ids(body: dict, name: str) -> list[int] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
+                                              for t in value):
+        raise invalid(f"{name} must be a list of token ids, got {_show(value)}", name)
+    return value or None
+
+
 def _stop(body: dict) -> list[str] | None:
     stop = body.get("stop")
     if stop is None:
@@ -139,7 +149,9 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
         frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0, 0.0), logprobs=logprobs,
         min_p=_number(body, "min_p", 0.0, 1.0, 0.0),
-        repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True))
+        repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True),
+        # min_tokens is bounded by the max_tokens given (none: the context bounds both)
+        stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
