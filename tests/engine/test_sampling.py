@@ -24,6 +24,9 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
     (dict(stop_token_ids=[1, -2]), r"stop_token_ids must be a list of token ids \(ints >= 0\), got \[1, -2\]"),
     (dict(stop_token_ids=5), r"stop_token_ids must be a list of token ids"),
     (dict(min_tokens=-1), "min_tokens must be an int >= 0, got -1"),
+    (dict(logit_bias=[1]), r"logit_bias must be a dict \{token id: bias\}, got \[1\]"),
+    (dict(logit_bias={"5": 1.0}), "logit_bias: '5' is not a token id"),
+    (dict(logit_bias={5: 150}), r"logit_bias\[5\] must be a number in \[-100, 100\], got 150"),
 ])
 def test_invalid_params(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -51,6 +54,16 @@ def test_filter_min_p():
                                             [True, False, False, False]]  # top-k
     draws = sample(logits[:1].repeat(2000, 1), [SamplingParams(temperature=1.0, min_p=0.35)] * 2000, [None] * 2000)
     assert set(draws) == {0, 1}  # 0.15 / 0.5 < 0.35: never drawn
+
+
+def test_logit_bias_moves_greedy_and_sampled_rows():
+    logits = torch.tensor([[5.0, 1.0, 0.0]] * 2)
+    params = [SamplingParams(logit_bias={2: 10.0, 0: -3.0}), SamplingParams()]
+    assert not params[0].device_greedy
+    assert sample(logits, params, [None, None]) == [2, 0] and logits[0, 2] == 0.0
+    draws = sample(logits.repeat(500, 1), [SamplingParams(temperature=1.0, logit_bias={0: -100, 1: -100})] * 1000,
+                   [None] * 1000)
+    assert set(draws) == {2}
 
 
 def test_banned_tokens_are_never_drawn():

@@ -149,6 +149,20 @@ def test_default_chat_template_kwargs(model_dir, llm):
         build_app(engine, model_name="tiny", chat_template_kwargs={"messages": []})
 
 
+def test_logit_bias(client, llm):
+    """OpenAI's logit_bias: +100 forces a token (greedy and sampled), -100 bars the greedy answer's first."""
+    w9 = llm.tokenizer.encode("w9", add_special_tokens=False)[-1]
+    for temperature in (0, 1.0):
+        r = client.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=4, temperature=temperature,
+                                      logit_bias={str(w9): 100})
+        assert r.choices[0].text.split() == ["w9"] * 4
+    plain = llm.generate([PROMPTS[0]], greedy(3))[0]
+    r = client.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=3, temperature=0,
+                                  logit_bias={str(plain.token_ids[0]): -100})
+    want = llm.generate([PROMPTS[0]], greedy(3, logit_bias={plain.token_ids[0]: -100.0}))[0]
+    assert r.choices[0].text == want.text and want.token_ids[0] != plain.token_ids[0]
+
+
 def test_n_seed_and_sampling(client, llm):
     kw = dict(model="tiny", prompt=PROMPTS[0], max_tokens=8, temperature=1.0, top_p=0.9, n=3, seed=11)
     a = client.completions.create(**kw)
@@ -305,8 +319,10 @@ BAD = [
     ("min_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 4, "min_tokens": 5}, 400, None, "min_tokens"),
     ("repetition_penalty", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                     "repetition_penalty": 0}, 400, None, "repetition_penalty"),
-    ("logit_bias", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 10}}, 400, "unsupported_parameter",
-     "logit_bias"),
+    ("echo", "/v1/completions", {"prompt": "w1", "echo": True}, 400, "unsupported_parameter", "echo"),
+    ("logit_bias-key", "/v1/completions", {"prompt": "w1", "logit_bias": {"w5": 10}}, 400, None, "logit_bias"),
+    ("logit_bias-value", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 101}}, 400, None, "logit_bias"),
+    ("logit_bias-vocab", "/v1/completions", {"prompt": "w1", "logit_bias": {"99999": 1}}, 400, None, None),
     ("tools", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                        "tools": [{"type": "function"}]}, 400, None, "tools"),
     ("tools-no-format", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],

@@ -432,6 +432,10 @@ class LLMEngine:
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
         params.validate()
+        vocab = self.model_config.vocab_size
+        if params.logit_bias and not all(t < vocab for t in params.logit_bias):
+            raise ValueError(f"logit_bias of request {request_id!r} has token id "
+                             f"{next(t for t in params.logit_bias if t >= vocab)} outside the vocabulary [0, {vocab})")
         ids = self.encode(prompt, f"prompt of request {request_id!r}")
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,

@@ -24,6 +24,8 @@ class SamplingParams:
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
     - ``stop_token_ids``: tokens that end the generation besides EOS (kept in the answer as EOS is).
+    - ``logit_bias`` (OpenAI's): {token id: bias in [-100, 100]} added to those tokens' logits before
+      sampling (greedy too); -100 in effect bans a token, 100 forces it.
     - ``min_tokens``: EOS and ``stop_token_ids`` cannot be sampled before this many tokens (stop strings
       still end the answer; ``max_tokens`` still does).
     - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
@@ -53,6 +55,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     stop_token_ids: list[int] | None = None
     min_tokens: int = 0
+    logit_bias: dict[int, float] | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -83,6 +86,14 @@ class SamplingParams:
                 not isinstance(self.stop_token_ids, list)
                 or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.stop_token_ids)):
             raise ValueError(f"stop_token_ids must be a list of token ids (ints >= 0), got {self.stop_token_ids!r}")
+        if self.logit_bias is not None:
+            if not isinstance(self.logit_bias, dict):
+                raise ValueError(f"logit_bias must be a dict {{token id: bias}}, got {self.logit_bias!r}")
+            for token, bias in self.logit_bias.items():
+                if not isinstance(token, int) or isinstance(token, bool) or token < 0:
+                    raise ValueError(f"logit_bias: {token!r} is not a token id (an int >= 0)")
+                if not isinstance(bias, (int, float)) or isinstance(bias, bool) or not -100 <= bias <= 100:
+                    raise ValueError(f"logit_bias[{token}] must be a number in [-100, 100], got {bias!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ValueError(f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
         if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:
@@ -106,7 +117,8 @@ class SamplingParams:
     @property
     def device_greedy(self) -> bool:
         """Whether the argmax of the raw logits is all the request needs (decode windows on the device)."""
-        return self.greedy and not self.penalized and self.logprobs is None and not self.min_tokens
+        return (self.greedy and not self.penalized and self.logprobs is None and not self.min_tokens
+                and not self.logit_bias)
 
 
 @dataclasses.dataclass
@@ -190,11 +202,15 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[
     """One token per row. logits: [S, V] fp32; params, generators: one per row; ``histories``: each row's
     generated token ids (needed only when a row has penalties), ``prompts`` its prompt ids (only with a
     repetition penalty); ``banned``: per row, tokens it may not draw now (None: none; min_tokens)."""
-    if banned is not None and any(banned):
+    if (banned is not None and any(banned)) or any(p.logit_bias for p in params):
         logits = logits.clone()
-        for i, ids in enumerate(banned):
-            if ids:
-                logits[i, torch.tensor(ids, dtype=torch.long, device=logits.device)] = float("-inf")
+        for i, p in enumerate(params):
+            if p.logit_bias:
+                ids = torch.tensor(list(p.logit_bias), dtype=torch.long).to(logits.device, non_blocking=True)
+                bias = torch.tensor(list(p.logit_bias.values()), dtype=logits.dtype).to(logits.device, non_blocking=True)
+                logits[i].index_add_(0, ids, bias)
+            if banned is not None and banned[i]:
+                logits[i, torch.tensor(banned[i], dtype=torch.long, device=logits.device)] = float("-inf")
     if any(p.penalized for p in params):
         if histories is None:
             raise ValueError("sample: rows with penalties need histories")

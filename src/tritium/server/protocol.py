@@ -3,7 +3,7 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (logit_bias, echo, a forced tool call, ...) are refused by name instead of being ignored;
+does not implement (echo, suffix, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
 :mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
 ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
@@ -32,7 +32,7 @@ _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "respons
                    "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
                    "chat_template_kwargs"}
 # accepted when absent, null or this value; refused by name otherwise
-_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1, "logit_bias": {},
+_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
             "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
             "web_search_options": None, "response_format": {"type": "text"}}
@@ -116,6 +116,23 @@ def _check_fields(body: dict, allowed: set[str], where: str) -> None:
                               "unsupported_parameter")
 
 
+def _logit_bias(body: dict) -> dict[int, float] | None:
+    """OpenAI's logit_bias: {"token id": bias in [-100, 100]} (ids as JSON object keys, so strings)."""
+    value = body.get("logit_bias")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise invalid(f"logit_bias must be an object of token ids to biases, got {_show(value)}", "logit_bias")
+    out = {}
+    for key, bias in value.items():
+        if not (isinstance(key, str) and key.isdigit() and len(key) < 10):
+            raise invalid(f"logit_bias: {_show(key)} is not a token id", "logit_bias")
+        if not isinstance(bias, (int, float)) or isinstance(bias, bool) or not -100 <= bias <= 100:
+            raise invalid(f"logit_bias[{key}] must be a number in [-100, 100], got {_show(bias)}", "logit_bias")
+        out[int(key)] = float(bias)
+    return out or None
+
+
 def _token_ids(body: dict, name: str) -> list[int] | None:
     value = body.get(name)
     if value is None:
@@ -151,7 +168,8 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         min_p=_number(body, "min_p", 0.0, 1.0, 0.0),
         repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True),
         # min_tokens is bounded by the max_tokens given (none: the context bounds both)
-        stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0))
+        stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0),
+        logit_bias=_logit_bias(body))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
