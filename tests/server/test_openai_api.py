@@ -353,6 +353,10 @@ BAD = [
     ("unknown-model", "/v1/completions", {"model": "gpt-4", "prompt": "w1"}, 404, "model_not_found", "model"),
     ("unknown-path", "/v1/embeddings", {"input": "w1"}, 404, "not_found", None),
     ("queue-full", "/v1/completions", {"prompt": "w1", "n": 64}, 503, "server_overloaded", None),
+    ("tokenize-both", "/tokenize", {"prompt": "w1", "messages": []}, 400, None, None),
+    ("tokenize-field", "/tokenize", {"prompt": "w1", "temperature": 1}, 400, "unknown_parameter", "temperature"),
+    ("tokenize-messages", "/tokenize", {"messages": [{"role": "robot", "content": "w1"}]}, 400, None, "messages"),
+    ("detokenize", "/detokenize", {"tokens": [1, 99999]}, 400, None, "tokens"),
 ]
 
 
@@ -371,6 +375,27 @@ def test_bad_requests_get_json_errors(server, path, body, status, code, param):
     if code is not None:
         assert error["code"] == code
     assert server.request("POST", "/v1/completions", {"prompt": "w1", "max_tokens": 2}, headers=headers)[0] == 200
+
+
+def test_tokenize_and_detokenize(server, llm):
+    """vLLM's /tokenize (a prompt with or without special tokens; messages rendered as a chat request is,
+    with its template variables) and /detokenize; behind the API key like /v1."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    status, reply = server.request("POST", "/tokenize", {"prompt": "w1 w2"}, headers=headers)
+    want = llm.tokenizer.encode("w1 w2")
+    assert status == 200 and reply == {"count": len(want), "max_model_len": MAX_LEN, "tokens": want}
+    _, plain = server.request("POST", "/tokenize", {"prompt": "w1 w2", "add_special_tokens": False}, headers=headers)
+    assert plain["tokens"] == llm.tokenizer.encode("w1 w2", add_special_tokens=False) and plain["count"] == 2
+    messages = [{"role": "user", "content": "w1 w2"}]
+    for kwargs in ({}, {"enable_thinking": False}):
+        status, reply = server.request("POST", "/tokenize", {"model": "tiny", "messages": messages,
+                                                             "chat_template_kwargs": kwargs}, headers=headers)
+        want = llm.chat(messages, greedy(1), chat_template_kwargs=kwargs)[0].prompt_token_ids
+        assert status == 200 and reply["tokens"] == want and reply["count"] == len(want)
+    status, reply = server.request("POST", "/detokenize", {"tokens": plain["tokens"]}, headers=headers)
+    assert status == 200 and reply == {"prompt": "w1 w2"}
+    for path in ("/tokenize", "/detokenize"):
+        assert server.request("POST", path, {"prompt": "w1", "tokens": [1]})[0] == 401
 
 
 def test_method_size_and_key_errors(server):

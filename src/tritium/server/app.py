@@ -4,8 +4,9 @@
 
 Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
 (JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``GET /health`` (200 while
-the engine loop runs, 503 otherwise) and ``GET /metrics`` (Prometheus). With an API key, ``/v1/*`` needs
-``Authorization: Bearer <key>``.
+the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
+or messages as a chat request renders them) and ``POST /detokenize``. With an API key, ``/v1/*``,
+``/tokenize`` and ``/detokenize`` need ``Authorization: Bearer <key>``.
 
 Every error is OpenAI's JSON ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad parameter,
 malformed JSON or a prompt longer than the context (code ``context_length_exceeded``), 401 for a missing
@@ -46,6 +47,8 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 16 << 20
+# the paths an API key guards (the OpenAI API and the tokenizer's)
+PROTECTED = ("/v1", "/tokenize", "/detokenize")
 
 
 def _require_extra() -> None:
@@ -126,6 +129,59 @@ class OpenAIServer:
     async def render_metrics(self):
         body, content_type = self.metrics.render()
         return Response(body, media_type=content_type)
+
+    async def tokenize(self, request: "fastapi.Request"):
+        """``POST /tokenize`` (vLLM's): ``{"prompt": str, "add_special_tokens": true}`` or ``{"messages": [...],
+        "chat_template_kwargs": {...}, "tools": [...]}`` (rendered as a chat request is) -> the token ids."""
+        body = await self._json(request)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        if self.tokenizer is None:
+            raise invalid("this model has no tokenizer", None)
+        if ("prompt" in body) == ("messages" in body):
+            raise invalid("give either prompt (text) or messages (a conversation)", None)
+        if "prompt" in body:
+            extra = sorted(set(body) - {"model", "prompt", "add_special_tokens"})
+            if extra:
+                raise invalid(f"Unrecognized request argument supplied to /tokenize: {extra[0]}", extra[0],
+                              "unknown_parameter")
+            if not isinstance(body["prompt"], str):
+                raise invalid(f"prompt must be a string, got {type(body['prompt']).__name__}", "prompt")
+            special = body.get("add_special_tokens", True)
+            if not isinstance(special, bool):
+                raise invalid("add_special_tokens must be true or false", "add_special_tokens")
+            ids = self.tokenizer.encode(body["prompt"], add_special_tokens=special)
+        else:
+            extra = sorted(set(body) - {"model", "messages", "chat_template_kwargs", "tools"})
+            if extra:
+                raise invalid(f"Unrecognized request argument supplied to /tokenize: {extra[0]}", extra[0],
+                              "unknown_parameter")
+            req = parse_chat({k: v for k, v in body.items() if k != "model"})
+            kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
+            if req.tools is not None:
+                kwargs["tools"] = req.tools
+            try:
+                ids = encode_chat(self.tokenizer, body["messages"], "messages", kwargs)
+            except ValueError as e:
+                raise invalid(str(e), "messages") from None
+        return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
+
+    async def detokenize(self, request: "fastapi.Request"):
+        """``POST /detokenize`` (vLLM's): ``{"tokens": [ids]}`` -> ``{"prompt": text}``."""
+        body = await self._json(request)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        extra = sorted(set(body) - {"model", "tokens"})
+        if extra:
+            raise invalid(f"Unrecognized request argument supplied to /detokenize: {extra[0]}", extra[0],
+                          "unknown_parameter")
+        if self.tokenizer is None:
+            raise invalid("this model has no tokenizer", None)
+        tokens = body.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) and
+                                                   0 <= t < self.vocab_size for t in tokens):
+            raise invalid(f"tokens must be a list of token ids in [0, {self.vocab_size})", "tokens")
+        return JSONResponse({"prompt": self.tokenizer.decode(tokens)})
 
     async def completions(self, request: "fastapi.Request"):
         return await self._generate(request, "completion")
@@ -422,7 +478,7 @@ class _Guard:
         if scope["type"] == "http":
             headers = dict(scope.get("headers") or ())
             error = None
-            if self.key is not None and scope["path"].startswith("/v1"):
+            if self.key is not None and scope["path"].startswith(PROTECTED):
                 given = headers.get(b"authorization", b"")
                 if not hmac.compare_digest(given, self.key):
                     error = APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
@@ -468,6 +524,8 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/v1/models", server.models, methods=["GET"])
     app.add_api_route("/v1/models/{model:path}", server.model, methods=["GET"])
     app.add_api_route("/v1/completions", server.completions, methods=["POST"])
+    app.add_api_route("/tokenize", server.tokenize, methods=["POST"])
+    app.add_api_route("/detokenize", server.detokenize, methods=["POST"])
     app.add_api_route("/v1/chat/completions", server.chat_completions, methods=["POST"])
 
     @app.exception_handler(APIError)
