@@ -20,10 +20,12 @@ import json
 import logging
 import os
 import sys
+import traceback
 
 import torch
 
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
+from tritium.engine import parallel
 from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
@@ -306,5 +308,24 @@ def main(argv=None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``tritium`` command: exits with :func:`main`'s status. Where a multi-GPU teardown was left stuck
+    on its thread (a lost peer), the process leaves by ``os._exit`` once its output is flushed: a normal exit
+    would have the C++ runtime abort on that thread (SIGABRT, status 134) after the error was reported."""
+    try:
+        code = main()
+    except BaseException:
+        if not parallel.teardown_left_behind():
+            raise
+        traceback.print_exc()
+        code = 1
+    if parallel.teardown_left_behind():
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -3,11 +3,13 @@
 
 import io
 import re
+import threading
 
 import pytest
 import torch
 
 from tritium import LLM, SamplingParams
+from tritium import cli
 from tritium.cli import _engine_kwargs, _params, _parser, _serve_engine_kwargs, main
 from tritium.engine import LLMEngine
 
@@ -93,6 +95,40 @@ def test_sampling_flags():
         assert (params.min_p, params.repetition_penalty) == (0.1, 1.2)
         params = _params(_parser().parse_args(command))
         assert (params.min_p, params.repetition_penalty) == (0.0, 1.0)
+
+
+class _Exited(Exception):
+    pass
+
+
+def test_run_leaves_by_os_exit_after_a_stuck_teardown(monkeypatch, capsys):
+    """The tritium command exits with main's status; where a teardown was left stuck on its thread (a lost
+    peer's NCCL abort), by os._exit after flushing (a normal exit aborts on that thread: status 134), with
+    an exception's traceback printed first."""
+    def fake_exit(code):
+        raise _Exited(code)
+
+    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    monkeypatch.setattr("sys.argv", ["tritium", "serve", "--model", "/no/such/model"])
+    with pytest.raises(SystemExit) as e:
+        cli.run()
+    assert e.value.code == 2
+    release = threading.Event()
+    monkeypatch.setattr(cli.parallel, "_left_behind", [])
+    cli.parallel._bounded(release.wait, 0.05, "a stuck teardown")  # left behind, logged, no raise
+    release.set()
+    assert cli.parallel.teardown_left_behind()
+    with pytest.raises(_Exited) as e:
+        cli.run()
+    assert e.value.args == (2,) and "tritium: error: model path" in capsys.readouterr().err
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(cli.COMMANDS, "serve", broken)
+    with pytest.raises(_Exited) as e:
+        cli.run()
+    assert e.value.args == (1,) and "RuntimeError: boom" in capsys.readouterr().err
 
 
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):

@@ -518,6 +518,16 @@ TEARDOWN_TIMEOUT = 30.0  # seconds a process-group teardown may take before it i
 FAILED_TEARDOWN_TIMEOUT = 5.0
 
 
+_left_behind: list[str] = []  # teardowns left stuck on their threads (see teardown_left_behind)
+
+
+def teardown_left_behind() -> bool:
+    """Whether a teardown of this process was left stuck on its thread (a lost peer's NCCL abort). Such a
+    process must leave by ``os._exit``: at a normal exit the C++ runtime destroys the stuck thread and
+    aborts (SIGABRT, status 134) after everything else has gone right. ``tritium.cli.run`` does so."""
+    return bool(_left_behind)
+
+
 def _bounded(fn, seconds: float, what: str) -> None:
     """Run ``fn`` (a teardown that releases the GIL while it waits in C++) on a daemon thread and wait at
     most ``seconds``: a teardown stuck in NCCL is logged and left behind instead of hanging the caller."""
@@ -534,6 +544,7 @@ def _bounded(fn, seconds: float, what: str) -> None:
     threading.Thread(target=run, name="tritium-teardown", daemon=True).start()
     if not done.wait(seconds):
         log.warning("%s did not finish in %.0f s; left behind", what, seconds)
+        _left_behind.append(what)
     elif errors:
         raise errors[0]
 
