@@ -215,3 +215,19 @@ def test_reasoning_cut_off_and_absent(thinking_client):
     assert message.content == "w2 w3" and message.reasoning_content is None
     reasoning, content, _ = _streamed(list(ask(thinking_client, stream=True)))
     assert reasoning == "" and content == "w2 w3"
+
+
+def test_several_choices_parse_each_their_own(thinking_client):
+    """n=2 (one prompt, two choices; greedy so both are the same chain), streamed: each choice's reasoning,
+    content and calls come whole under its own index."""
+    kw = dict(tools=[WEATHER, TIME], n=2, extra_body={"chat_template_kwargs": {"thinking": True}})
+    r = ask(thinking_client, **kw)
+    assert [c.index for c in r.choices] == [0, 1]
+    for c in r.choices:
+        assert c.message.reasoning_content.split() == ["hmm"] and _calls(c.message.tool_calls) == BOTH
+    chunks = list(ask(thinking_client, stream=True, **kw))
+    for index in (0, 1):
+        mine = [c for c in chunks if c.choices and c.choices[0].index == index]
+        reasoning, content, calls = _streamed(mine)
+        assert reasoning.split() == ["hmm"] and content.split() == ["Sure.", "again"] and _calls(calls) == BOTH
+        assert [t.index for t in calls] == [0, 1] and mine[-1].choices[0].finish_reason == "tool_calls"
