@@ -1,6 +1,7 @@
 """launch: a failing rank's exception surfaces with its rank; a hung rank hits the timeout; cleanup."""
 
 import glob
+import importlib
 import os
 import time
 
@@ -9,6 +10,8 @@ import pytest
 import tritium.shmem as shmem
 from shmem_cases import run_world
 from tritium.shmem.launch import ENV_DEFAULTS
+
+launch_module = importlib.import_module("tritium.shmem.launch")  # shmem.launch is the function
 
 
 def _fail_on_rank_1(rank, world_size):
@@ -67,3 +70,28 @@ def test_launch_sets_multicast_off_for_ranks():
 def _check_env(rank, world_size):
     for key, value in ENV_DEFAULTS.items():
         assert os.environ.get(key) == value, f"{key}={os.environ.get(key)!r}"
+
+
+class _ReportsAsItExits:
+    """A rank that sends its report and exits between the supervisor's two looks at it: its pipe is empty at
+    the first poll, and it is dead (its report in the pipe) by the liveness check."""
+
+    def __init__(self):
+        self.checked_alive = False
+        self.sentinel = None
+
+    def is_alive(self):
+        self.checked_alive = True
+        return False
+
+    def poll(self):
+        return self.checked_alive  # the report lands once the supervisor has looked at the process
+
+    def recv(self):
+        return ("ok", None)
+
+
+def test_a_rank_that_reports_as_it_exits_is_not_taken_for_dead(monkeypatch):
+    rank = _ReportsAsItExits()
+    monkeypatch.setattr(launch_module.mpc, "wait", lambda objects, timeout: objects)
+    launch_module._supervise([rank], [rank], timeout=5.0)  # returns: its report is read, not "died"

@@ -125,12 +125,15 @@ def _supervise(procs, conns, timeout: float) -> None:
             raise LaunchTimeout(sorted(pending), timeout)
         mpc.wait([conns[r] for r in pending] + [procs[r].sentinel for r in pending], timeout=left)
         for rank in sorted(pending):
+            # NOTE: liveness first: a rank that reports and exits between a poll and a liveness check would
+            # read as dead without a report; one seen dead here has everything it sent in the pipe already
+            alive = procs[rank].is_alive()
             if conns[rank].poll():
                 try:
                     status, info = conns[rank].recv()
                 except EOFError:
                     status, info = "died", None
-            elif not procs[rank].is_alive():
+            elif not alive:
                 status, info = "died", None
             else:
                 continue
