@@ -33,6 +33,7 @@ class ReasoningStream:
     """``feed(delta)`` / ``finish()`` return ``("reasoning" | "content", text)`` events in answer order."""
 
     def __init__(self, open_at_start: bool = False):
+        self.open_at_start = open_at_start  # the prompt left a <think> block open
         self.state = "reasoning" if open_at_start else "start"  # start -> reasoning -> after -> content
         self.reasoned = open_at_start  # whether the answer had a reasoning part
         self.buffer = ""

@@ -100,10 +100,7 @@ def _call(obj, args_key: str) -> ToolCall | None:
         return None
     args = obj.get(args_key, obj.get("arguments", {}))
     if isinstance(args, str):  # some models write the arguments as a JSON text already
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return None
+        args = _decode(args)
     if not isinstance(args, dict):
         return None
     return ToolCall(obj["name"], json.dumps(args, ensure_ascii=False))

@@ -76,7 +76,6 @@ class _Choice:
     finish_reason: str | None = None
     tools: ToolCallStream | None = None  # with tools: the answer's calls parsed as it streams
     reasoning: ReasoningStream | None = None  # with the reasoning parser: <think> ... </think> as it streams
-    think_open: bool = False  # the prompt left a <think> block open: the answer starts in its reasoning
 
 
 class OpenAIServer:
@@ -157,11 +156,8 @@ class OpenAIServer:
                 raise invalid(f"Unrecognized request argument supplied to /tokenize: {extra[0]}", extra[0],
                               "unknown_parameter")
             req = parse_chat({k: v for k, v in body.items() if k != "model"})
-            kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
-            if req.tools is not None:
-                kwargs["tools"] = req.tools
             try:
-                ids = encode_chat(self.tokenizer, body["messages"], "messages", kwargs)
+                ids = encode_chat(self.tokenizer, body["messages"], "messages", self._template_kwargs(req))
             except ValueError as e:
                 raise invalid(str(e), "messages") from None
         return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
@@ -196,9 +192,8 @@ class OpenAIServer:
         req = parse_completion(body) if kind == "completion" else parse_chat(body)
         if body.get("model") is not None:
             self._check_model(body["model"])
-        template_kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
+        template_kwargs = self._template_kwargs(req)
         if req.tools is not None:
-            template_kwargs["tools"] = req.tools
             if req.tool_choice == "auto" and self.tool_parser is None:
                 raise invalid("tools need a tool-call format this server parses, and this model's chat template "
                               "shows none it recognises; start the server with --tool-call-parser "
@@ -216,7 +211,6 @@ class OpenAIServer:
                 choices[rid] = _Choice(i * req.n + j, len(ids),
                                        tools=ToolCallStream(self.tool_parser) if self._parses(req) else None)
                 if kind == "chat" and self.reasoning_parser is not None:
-                    choices[rid].think_open = opened[i]
                     choices[rid].reasoning = ReasoningStream(opened[i])
                 subs.append((rid, ids, params))
         try:
@@ -278,6 +272,13 @@ class OpenAIServer:
         body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
         return JSONResponse(body)
 
+    def _template_kwargs(self, req: GenerationRequest) -> dict:
+        """A chat request's template variables: the server's, its own over them, its tools."""
+        kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
+        if req.tools is not None:
+            kwargs["tools"] = req.tools
+        return kwargs
+
     def _parses(self, req: GenerationRequest) -> bool:
         """Whether the answers of ``req`` are parsed for tool calls."""
         return req.kind == "chat" and req.tools is not None and req.tool_choice == "auto"
@@ -290,7 +291,7 @@ class OpenAIServer:
             message = {"role": "assistant", "content": c.text}
             finish = c.finish_reason
             if c.reasoning is not None:
-                reasoning, message["content"] = split_reasoning(c.text, c.think_open)
+                reasoning, message["content"] = split_reasoning(c.text, c.reasoning.open_at_start)
                 message["reasoning_content"] = reasoning
                 if reasoning is not None and not message["content"]:
                     message["content"] = None

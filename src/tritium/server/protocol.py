@@ -137,8 +137,7 @@ def _token_ids(body: dict, name: str) -> list[int] | None:
     value = body.get(name)
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
-                                              for t in value):
+    if not isinstance(value, list) or not _is_ids(value) or not all(0 <= t < 2**31 for t in value):
         raise invalid(f"{name} must be a list of token ids, got {_show(value)}", name)
     return value or None
 
