@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
-export PYTHONPATH=src
+export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}  # and the caller's (e.g. .carry with pytest-xdist)
 # "NVIDIA H100 80GB HBM3" -> NVIDIA-H100: the first two words of the name (bench/results naming).
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
 GPU=${GPU:-gpu}
