@@ -99,16 +99,23 @@ def test_scheduling_features_under_cp(tiny_models, no_leaks):
     prompts = [prefix + f" w{i}" for i in range(1, 4)] + PROMPTS[:2]
     params = SamplingParams(max_tokens=12, ignore_eos=True)
     kw = _kw(max_num_seqs=3, max_num_batched_tokens=24, num_blocks=6, block_size=16)
+    scored = SamplingParams(max_tokens=2, prompt_logprobs=1)  # every prompt row's logits, from the parts
     with LLM(path, **kw) as llm:
         expected = _tokens(llm, prompts, params)
+        want = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
     with LLM(path, context_parallel_size=2, **{**kw, "num_blocks": 3}) as llm:  # 3 pages per rank
         assert _tokens(llm, prompts, params) == expected
         assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+        got = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
+        for g, w in zip(got, want):
+            assert g[0] is None and len(g) == len(w)
+            assert [lp.logprob for lp in g[1:]] == pytest.approx([lp.logprob for lp in w[1:]], abs=1e-4)
+            assert [lp.top[0][0] for lp in g[1:]] == [lp.top[0][0] for lp in w[1:]]
 
 
 def _seq(prompt_len: int, max_tokens: int):
     return types.SimpleNamespace(prompt_len=prompt_len, token_ids=list(range(prompt_len)), block_table=[],
-                                 params=types.SimpleNamespace(max_tokens=max_tokens))
+                                 params=types.SimpleNamespace(max_tokens=max_tokens), scores_prompt=False)
 
 
 def test_cli_generate_cp(tiny_models, reference, no_leaks):

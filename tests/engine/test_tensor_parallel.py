@@ -146,12 +146,20 @@ def test_scheduling_features_under_tp(tiny_models, no_leaks, two_ranks):
     prompts = [prefix + f" w{i}" for i in range(1, 7)] + PROMPTS
     params = SamplingParams(max_tokens=20, ignore_eos=True)
     kw = _kw(max_num_seqs=3, max_num_batched_tokens=24, num_blocks=6, block_size=16)
+    scored = SamplingParams(max_tokens=2, prompt_logprobs=2)  # the LM head over prompt rows on every rank
     with LLM(path, **kw) as llm:
         expected = _tokens(llm, prompts, params)
         assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+        want = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
     with LLM(path, tensor_parallel_size=2, comm="torch", **kw) as llm:
         assert _tokens(llm, prompts, params) == expected
         assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+        got = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
+        for g, w in zip(got, want):
+            assert g[0] is None and len(g) == len(w)
+            assert [lp.token_id for lp in g[1:]] == [lp.token_id for lp in w[1:]]
+            assert [lp.logprob for lp in g[1:]] == pytest.approx([lp.logprob for lp in w[1:]], abs=1e-4)
+            assert [[t for t, _ in lp.top] for lp in g[1:]] == [[t for t, _ in lp.top] for lp in w[1:]]
         # sampled tokens (seeded, rank 0 samples from the gathered logits) and stop conditions
         sampled = SamplingParams(max_tokens=10, temperature=0.8, top_k=20, seed=3)
         first = _tokens(llm, PROMPTS[:2], sampled)

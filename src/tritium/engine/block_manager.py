@@ -87,7 +87,10 @@ class BlockManager:
         return self.append_slots(seq.block_table, num_tokens, self.share(seq))
 
     def prefix(self, seq) -> tuple[list[int], list[int]]:
-        """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on)."""
+        """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on); none
+        while ``seq`` still needs its prompt's log-probabilities (its cached tokens would skip the LM head)."""
+        if seq.scores_prompt:
+            return [], []
         return self.allocate_prefix(seq.token_ids, self.share(seq))
 
     def blocks_needed(self, block_table: list[int], num_tokens: int) -> int:

@@ -30,7 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.runner import ModelRunner, Window, kv_cache_bytes_per_block
+from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
@@ -444,6 +444,8 @@ class LLMEngine:
             seq.generator = torch.Generator().manual_seed(params.seed)
         if params.logprobs is not None:
             seq.logprobs = []
+        if params.prompt_logprobs is not None:
+            seq.prompt_logprobs = [None] * len(ids)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
 
@@ -533,9 +535,11 @@ class LLMEngine:
         return list(self._outputs.values())
 
     def _single_step(self, batch: ScheduledBatch) -> None:
-        logits = self.runner.run(batch)
+        logits, scores = self.runner.run(batch)
         if self.parallel is not None:
             self.parallel.settle()  # bounded wait for the step (the other ranks' collectives in it)
+        if scores is not None:
+            self._record_prompt_scores(batch, scores)
         done = self.scheduler.update(batch)
         if done:
             params = [s.params for s in done]
@@ -550,6 +554,20 @@ class LLMEngine:
                     seq.logprobs.append(lp)
                 self._accept(seq, token)
                 self._report(seq, [token], None if lp is None else [lp])
+
+    @staticmethod
+    def _record_prompt_scores(batch: ScheduledBatch, scores: PromptScores) -> None:
+        """Store a step's prompt log-probabilities in their sequences (each reports the top
+        ``prompt_logprobs`` of the step's widest)."""
+        chosen, top_v, top_i = scores.chosen.tolist(), scores.top_v.tolist(), scores.top_i.tolist()
+        r = 0
+        for i, first, count in scores.spans:
+            seq = batch.seqs[i]
+            k = seq.params.prompt_logprobs
+            for t in range(first, first + count):
+                seq.prompt_logprobs[t] = TokenLogprobs(seq.token_ids[t], chosen[r], list(zip(top_i[r][:k], top_v[r][:k])))
+                r += 1
+            seq.prompt_scored = max(seq.prompt_scored, first + count)
 
     def _window_step(self, batch: ScheduledBatch, window: Window, continuable: bool = True) -> None:
         """Play back a greedy window on the host (progress, pages, tokens, stop checks; a sequence that
@@ -633,3 +651,5 @@ class LLMEngine:
         if seq.logprobs is not None:
             out.logprobs = list(seq.logprobs)
             out.new_logprobs = (out.new_logprobs or []) + (new_logprobs or [])
+        if seq.prompt_logprobs is not None and not seq.scores_prompt:
+            out.prompt_logprobs = seq.prompt_logprobs

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 # Most greedy decode steps in one window; also the rows of the token ring each window's tokens go to.
 MAX_DECODE_STEPS = 64
+# Prompt positions whose logits one LM-head call computes for prompt log-probabilities (fp32 rows of the
+# vocabulary: 256 x 152k x 4 B = 156 MB for Qwen's).
+PROMPT_LOGITS_CHUNK = 256
 
 
 def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
@@ -95,6 +98,25 @@ class StepPlan:
     table: np.ndarray        # [S, width] int32 pages of each sequence (the scratch page past its own)
     decode: bool             # every sequence computes exactly its last token
     q_start: np.ndarray | None = None  # context parallel, per part: [S] first new token's position in the part
+    # prompt log-probabilities (SamplingParams.prompt_logprobs): rows whose next token is a prompt token
+    # still to score, that token, the most alternatives any of them reports, and (sequence index, first
+    # prompt token scored, count) of each sequence's run of rows, in row order
+    prompt_rows: list[int] = dataclasses.field(default_factory=list)
+    prompt_targets: list[int] = dataclasses.field(default_factory=list)
+    prompt_top: int = 0
+    prompt_spans: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(eq=False)
+class PromptScores:
+    """Log-probabilities of prompt tokens computed in a step (device tensors, one row per
+    ``StepPlan.prompt_rows``): ``chosen`` [R] of each row's next prompt token, ``top_v`` / ``top_i`` [R, k]
+    the k most likely tokens there (k = ``StepPlan.prompt_top``); ``spans`` as the plan's."""
+
+    chosen: torch.Tensor
+    top_v: torch.Tensor
+    top_i: torch.Tensor
+    spans: list[tuple[int, int, int]]
 
 
 @dataclasses.dataclass(eq=False)
@@ -153,8 +175,16 @@ class ModelRunner:
         """The host inputs of one step of ``batch``."""
         bs = self.block_size
         ids, pos, slots, q_lens, seq_lens, logit_rows = [], [], [], [], [], []
-        for seq, n in zip(batch.seqs, batch.num_new):
+        prompt_rows, prompt_targets, prompt_spans, prompt_top = [], [], [], 0
+        for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_new)):
             start = seq.num_computed
+            if seq.scores_prompt:  # token t's log-probability is at position t - 1's row
+                first, end = max(start + 1, seq.prompt_scored), min(start + n + 1, seq.prompt_len)
+                if first < end:
+                    prompt_rows += range(len(ids) + first - 1 - start, len(ids) + end - 1 - start)
+                    prompt_targets += seq.token_ids[first:end]
+                    prompt_spans.append((i, first, end - first))
+                    prompt_top = max(prompt_top, seq.params.prompt_logprobs)
             ids += seq.token_ids[start:start + n]
             positions = range(start, start + n)
             pos += positions
@@ -165,7 +195,8 @@ class ModelRunner:
                 logit_rows.append(len(ids) - 1)
         return StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
                         np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),
-                        batch.is_decode)
+                        batch.is_decode, prompt_rows=prompt_rows, prompt_targets=prompt_targets,
+                        prompt_top=prompt_top, prompt_spans=prompt_spans)
 
     def _table(self, batch: ScheduledBatch) -> np.ndarray:
         """[S, longest table] int32 page ids of the batch; the scratch page past each sequence's own: a
@@ -208,12 +239,13 @@ class ModelRunner:
             start = first * bs                                   # the part's first key position
             lens = np.clip(plan.pos[ends - 1] + 1 - start, 0, count * bs)
             q_start = plan.pos[ends - np.asarray(plan.q_lens)] - start
-            return StepPlan(plan.ids, plan.pos, slots, plan.q_lens, lens.tolist(), plan.logit_rows, local,
-                            plan.decode, q_start.astype(np.int32))
+            return dataclasses.replace(plan, slots=slots, seq_lens=lens.tolist(), table=local,
+                                       q_start=q_start.astype(np.int32))
         seq_of = np.repeat(np.arange(len(plan.q_lens)), plan.q_lens)  # [T]
         lens = np.clip(plan.pos + 1 - first[seq_of] * bs, 0, count[seq_of] * bs)
-        return StepPlan(plan.ids, plan.pos, slots, [1] * len(plan.ids), lens.tolist(), plan.logit_rows,
-                        local[seq_of], plan.decode)
+        # a row per token, in token order: the rows of the logits and of prompt scores stay the same
+        return dataclasses.replace(plan, slots=slots, q_lens=[1] * len(plan.ids), seq_lens=lens.tolist(),
+                                   table=local[seq_of])
 
     def execute(self, plan: StepPlan | WindowPlan):
         """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window."""
@@ -231,20 +263,21 @@ class ModelRunner:
         return out
 
     # -- execution -----------------------------------------------------------------------------------------
-    def run(self, batch: ScheduledBatch) -> torch.Tensor:
-        """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order."""
+    def run(self, batch: ScheduledBatch) -> tuple[torch.Tensor, PromptScores | None]:
+        """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order, and
+        the log-probabilities of the prompt tokens this step scores (None: none)."""
         return self._share(self.plan_step(batch), self._step)
 
-    def _step(self, plan: StepPlan) -> torch.Tensor:
+    def _step(self, plan: StepPlan) -> tuple[torch.Tensor, PromptScores | None]:
         if self.cp_world > 1:
             plan = self.localize(plan)
         S = len(plan.q_lens)
         bucket = self.graph_bucket(S) if self.graphs else None
-        if bucket is not None and plan.decode:
+        if bucket is not None and plan.decode:  # a decode step scores no prompt token
             entry = self.graphs[bucket]
             self._stage(entry.bufs, plan.table, plan)
             entry.graph.replay()
-            return entry.bufs.logits[:S]
+            return entry.bufs.logits[:S], None
         dev = self.device
         cu = np.zeros(S + 1, dtype=np.int32)
         np.cumsum(plan.q_lens, out=cu[1:])
@@ -261,11 +294,27 @@ class ModelRunner:
             q_lens_host=plan.q_lens, seq_lens_host=plan.seq_lens,
             q_start_pos=None if plan.q_start is None else up(plan.q_start))
         hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
+        scores = self._score_prompt(hidden, plan, up) if plan.prompt_rows else None
         if not plan.logit_rows:
-            return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32)
+            return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32), scores
         # NOTE: built on the host and copied without blocking: torch.tensor(..., device=cuda) would wait
         # for the whole forward pass before the LM head could even be queued.
-        return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))])
+        return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))]), scores
+
+    def _score_prompt(self, hidden: torch.Tensor, plan: StepPlan, up) -> PromptScores:
+        """The LM head over ``plan.prompt_rows`` in chunks of :data:`PROMPT_LOGITS_CHUNK` rows, each reduced
+        at once to its target's log-probability and the top ``plan.prompt_top`` (the full logits of a long
+        prompt would not fit)."""
+        rows = up(np.array(plan.prompt_rows, dtype=np.int64))
+        targets = up(np.array(plan.prompt_targets, dtype=np.int64))
+        chosen, top_v, top_i = [], [], []
+        for lo in range(0, len(plan.prompt_rows), PROMPT_LOGITS_CHUNK):
+            lp = self.model.compute_logits(hidden[rows[lo:lo + PROMPT_LOGITS_CHUNK]]).log_softmax(-1)  # [c, V]
+            chosen.append(lp.gather(-1, targets[lo:lo + PROMPT_LOGITS_CHUNK, None])[:, 0])
+            v, i = lp.topk(plan.prompt_top, dim=-1)
+            top_v.append(v)
+            top_i.append(i)
+        return PromptScores(torch.cat(chosen), torch.cat(top_v), torch.cat(top_i), plan.prompt_spans)
 
     def graph_bucket(self, batch_size: int) -> int | None:
         for b in self._buckets:

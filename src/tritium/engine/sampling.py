@@ -36,6 +36,10 @@ class SamplingParams:
     - ``logprobs``: report the log-probability of each sampled token and of the ``logprobs`` most likely
       tokens at its position (0: the sampled token's only; None: none), from the model's distribution
       (log-softmax of the logits, before penalties, temperature and filtering); at most 20.
+    - ``prompt_logprobs``: the same for every prompt token (0: its own log-probability; k: and the k most
+      likely tokens at its position; None: none), given the tokens before it; the first prompt token has
+      none. The prompt is then computed in full (no prefix-cache hit), and the LM head runs over every
+      prompt position, in chunks.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -56,6 +60,7 @@ class SamplingParams:
     stop_token_ids: list[int] | None = None
     min_tokens: int = 0
     logit_bias: dict[int, float] | None = None
+    prompt_logprobs: int | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -102,9 +107,11 @@ class SamplingParams:
         if not isinstance(rp, (int, float)) or isinstance(rp, bool) or not 0.0 < rp <= MAX_REPETITION_PENALTY:
             raise ValueError(f"repetition_penalty must be a number in (0, {MAX_REPETITION_PENALTY:g}] (1 is off), "
                              f"got {rp!r}")
-        if self.logprobs is not None and (not isinstance(self.logprobs, int) or isinstance(self.logprobs, bool)
-                                          or not 0 <= self.logprobs <= MAX_LOGPROBS):
-            raise ValueError(f"logprobs must be None or an int in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
+        for name in ("logprobs", "prompt_logprobs"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or not 0 <= value <= MAX_LOGPROBS):
+                raise ValueError(f"{name} must be None or an int in [0, {MAX_LOGPROBS}], got {value!r}")
 
     @property
     def greedy(self) -> bool:

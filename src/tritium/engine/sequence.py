@@ -37,13 +37,21 @@ class Sequence:
     block_keys: list[int] = dataclasses.field(default_factory=list)
     status: Status = Status.WAITING
     finish_reason: str | None = None
-    logprobs: list[TokenLogprobs] | None = None
     new_logprobs: list[TokenLogprobs] | None = None
     num_preemptions: int = 0
     generator: torch.Generator | None = None  # of a seeded request
     prompt_text: str | None = None
     detokenizer: IncrementalDetokenizer | None = None
     logprobs: list[TokenLogprobs] | None = None  # one per generated token when params.logprobs is set
+    # params.prompt_logprobs: one per prompt token (None for the first), filled as the prompt is computed;
+    # the first ``prompt_scored`` entries are known
+    prompt_logprobs: list[TokenLogprobs | None] | None = None
+    prompt_scored: int = 1
+
+    @property
+    def scores_prompt(self) -> bool:
+        """Whether prompt tokens still need their log-probabilities (params.prompt_logprobs)."""
+        return self.prompt_logprobs is not None and self.prompt_scored < self.prompt_len
 
     def __post_init__(self):
         self.prompt_len = self.prompt_len or len(self.token_ids)
@@ -68,7 +76,9 @@ class RequestOutput:
     context) or "abort"; None while running.
 
     With ``SamplingParams.logprobs`` set, ``logprobs`` has one :class:`TokenLogprobs` per generated token
-    so far and ``new_logprobs`` this step's (else both are None).
+    so far and ``new_logprobs`` this step's (else both are None). With ``SamplingParams.prompt_logprobs``
+    set, ``prompt_logprobs`` has one per prompt token (None for the first), in every output once the prompt
+    is computed.
     """
 
     request_id: str
@@ -82,3 +92,4 @@ class RequestOutput:
     finish_reason: str | None = None
     logprobs: list[TokenLogprobs] | None = None
     new_logprobs: list[TokenLogprobs] | None = None
+    prompt_logprobs: list[TokenLogprobs | None] | None = None
