@@ -222,6 +222,53 @@ def test_logprobs(client, llm):
     assert all(len(t) <= 2 for t in lp.top_logprobs) and all(v <= 0 for v in lp.token_logprobs)
 
 
+def test_echo_and_prompt_logprobs(server, client, llm):
+    """``echo`` as lm-evaluation-harness's loglikelihood asks for it (token-id prompts in one request,
+    max_tokens 1, logprobs 1): the prompt tokens' log-probabilities first (the first null), equal to the
+    offline engine's ``prompt_logprobs``; max_tokens 0 scores the prompt alone; streamed, the prompt comes
+    first in a chunk of its own."""
+    prompts = [llm.tokenizer.encode(p) for p in PROMPTS[1:]]
+    want = llm.generate(prompts, greedy(1, prompt_logprobs=1, logprobs=1))
+    r = client.completions.create(model="tiny", prompt=prompts, max_tokens=1, temperature=0, logprobs=1, echo=True)
+    for choice, w, ids in zip(sorted(r.choices, key=lambda c: c.index), want, prompts):
+        lp = choice.logprobs
+        assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(ids) + 1
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        assert lp.token_logprobs[1:-1] == pytest.approx([x.logprob for x in w.prompt_logprobs[1:]], abs=1e-5)
+        assert lp.token_logprobs[-1] == pytest.approx(w.logprobs[0].logprob, abs=1e-5)
+        assert all(len(t) == 1 for t in lp.top_logprobs[1:])
+        # lm-eval's greedy check: a token is greedy when its logprob is the top one
+        greedy_w = [x.top[0][0] == x.token_id for x in w.prompt_logprobs[1:]]
+        assert [v == max(t.values()) for v, t in zip(lp.token_logprobs[1:-1], lp.top_logprobs[1:-1])] == greedy_w
+        assert choice.text == llm.tokenizer.decode(ids, skip_special_tokens=False) + w.text
+        assert lp.text_offset[0] == 0 and lp.text_offset == sorted(lp.text_offset)
+    assert r.usage.completion_tokens == len(prompts)
+    # max_tokens 0: the prompt, scored; nothing generated
+    r = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=0, logprobs=2, echo=True)
+    c = r.choices[0]
+    assert c.text == PROMPTS[1] and c.finish_reason == "length" and r.usage.completion_tokens == 0
+    assert c.logprobs.token_logprobs[1:] == pytest.approx([x.logprob for x in want[0].prompt_logprobs[1:]], abs=1e-5)
+    assert all(len(t) == 2 for t in c.logprobs.top_logprobs[1:])
+    # echo without logprobs: the prompt text only; streamed: the prompt first
+    plain = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=3, temperature=0, echo=True)
+    assert plain.choices[0].text == PROMPTS[1] + llm.generate([PROMPTS[1]], greedy(3))[0].text
+    assert plain.choices[0].logprobs is None
+    chunks = list(client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=3, temperature=0, echo=True,
+                                            logprobs=1, stream=True))
+    assert chunks[0].choices[0].text == PROMPTS[1] and chunks[0].choices[0].logprobs.token_logprobs[0] is None
+    assert "".join(c.choices[0].text for c in chunks) == plain.choices[0].text
+    streamed = [v for c in chunks if c.choices[0].logprobs for v in c.choices[0].logprobs.token_logprobs]
+    full = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=3, temperature=0, echo=True,
+                                     logprobs=1)
+    assert streamed == full.choices[0].logprobs.token_logprobs
+    chunks = list(client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=0, echo=True, stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == PROMPTS[1]
+    assert chunks[-1].choices[0].finish_reason == "length"
+    status, info = server.request("GET", "/tokenizer_info", headers={"Authorization": f"Bearer {KEY}"})
+    assert status == 200 and info["eos_token"] == "</s>" and info["model_max_length"] == MAX_LEN
+    assert server.request("GET", "/tokenizer_info")[0] == 401
+
+
 def test_penalties_match_offline(client, llm):
     params = dict(presence_penalty=1.5, frequency_penalty=0.5)
     want = llm.generate([PROMPTS[2]], greedy(24, **params))[0]
@@ -319,7 +366,9 @@ BAD = [
     ("min_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 4, "min_tokens": 5}, 400, None, "min_tokens"),
     ("repetition_penalty", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                     "repetition_penalty": 0}, 400, None, "repetition_penalty"),
-    ("echo", "/v1/completions", {"prompt": "w1", "echo": True}, 400, "unsupported_parameter", "echo"),
+    ("echo", "/v1/completions", {"prompt": "w1", "echo": "yes"}, 400, None, "echo"),
+    ("max_tokens-0-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                  "max_tokens": 0}, 400, None, "max_tokens"),
     ("logit_bias-key", "/v1/completions", {"prompt": "w1", "logit_bias": {"w5": 10}}, 400, None, "logit_bias"),
     ("logit_bias-value", "/v1/completions", {"prompt": "w1", "logit_bias": {"5": 101}}, 400, None, "logit_bias"),
     ("logit_bias-vocab", "/v1/completions", {"prompt": "w1", "logit_bias": {"99999": 1}}, 400, None, None),

@@ -5,8 +5,8 @@
 Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
 (JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``GET /health`` (200 while
 the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
-or messages as a chat request renders them) and ``POST /detokenize``. With an API key, ``/v1/*``,
-``/tokenize`` and ``/detokenize`` need ``Authorization: Bearer <key>``.
+or messages as a chat request renders them), ``POST /detokenize`` and ``GET /tokenizer_info``. With an API
+key, ``/v1/*``, ``/tokenize``, ``/detokenize`` and ``/tokenizer_info`` need ``Authorization: Bearer <key>``.
 
 Every error is OpenAI's JSON ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad parameter,
 malformed JSON or a prompt longer than the context (code ``context_length_exceeded``), 401 for a missing
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 16 << 20
 # the paths an API key guards (the OpenAI API and the tokenizer's)
-PROTECTED = ("/v1", "/tokenize", "/detokenize")
+PROTECTED = ("/v1", "/tokenize", "/detokenize", "/tokenizer_info")
 
 
 def _require_extra() -> None:
@@ -76,6 +76,13 @@ class _Choice:
     finish_reason: str | None = None
     tools: ToolCallStream | None = None  # with tools: the answer's calls parsed as it streams
     reasoning: ReasoningStream | None = None  # with the reasoning parser: <think> ... </think> as it streams
+    # completions with echo: the prompt's text and ids (and their logprobs once computed), not yet streamed;
+    # score_only (max_tokens 0): the one token the engine generates is dropped
+    echo: str | None = None
+    prompt_ids: list[int] | None = None
+    prompt_logprobs: list | None = None
+    echo_sent: bool = False
+    score_only: bool = False
 
 
 class OpenAIServer:
@@ -162,6 +169,16 @@ class OpenAIServer:
                 raise invalid(str(e), "messages") from None
         return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
 
+    async def tokenizer_info(self):
+        """``GET /tokenizer_info`` (vLLM's): the special tokens and the chat template, which a client that
+        tokenizes through ``/tokenize`` (lm-evaluation-harness's remote tokenizer) reads."""
+        if self.tokenizer is None:
+            raise invalid("this model has no tokenizer", None)
+        tok = self.tokenizer
+        return JSONResponse({"eos_token": tok.eos_token, "bos_token": tok.bos_token, "pad_token": None,
+                             "chat_template": tok.chat_template, "model_max_length": self.max_model_len,
+                             "eos_token_ids": list(tok.eos_token_ids), "vocab_size": tok.vocab_size})
+
     async def detokenize(self, request: "fastapi.Request"):
         """``POST /detokenize`` (vLLM's): ``{"tokens": [ids]}`` -> ``{"prompt": text}``."""
         body = await self._json(request)
@@ -204,12 +221,20 @@ class OpenAIServer:
         subs = []
         opened = [kind == "chat" and self.reasoning_parser is not None and self._think_open(ids) for ids in prompts]
         for i, ids in enumerate(prompts):
+            echo = None
+            if req.echo:  # the prompt as given, or its ids' text
+                echo = req.prompts[i] if isinstance(req.prompts[i], str) else (
+                    self.tokenizer.decode(ids, skip_special_tokens=False) if self.tokenizer is not None else "")
             for j, params in enumerate(req.params):
                 limit = self.max_model_len - len(ids)
-                params = dataclasses.replace(params, max_tokens=min(req.max_tokens or limit, limit))
+                # max_tokens 0 (echo): the engine computes the prompt and the first token, which is dropped
+                wanted = 1 if req.max_tokens == 0 else req.max_tokens or limit
+                params = dataclasses.replace(params, max_tokens=min(wanted, limit))
                 rid = f"{prefix}-{i * req.n + j}"
                 choices[rid] = _Choice(i * req.n + j, len(ids),
-                                       tools=ToolCallStream(self.tool_parser) if self._parses(req) else None)
+                                       tools=ToolCallStream(self.tool_parser) if self._parses(req) else None,
+                                       echo=echo, prompt_ids=ids if req.echo else None,
+                                       score_only=req.max_tokens == 0)
                 if kind == "chat" and self.reasoning_parser is not None:
                     choices[rid].reasoning = ReasoningStream(opened[i])
                 subs.append((rid, ids, params))
@@ -230,6 +255,12 @@ class OpenAIServer:
 
     def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
         choice = choices[out.request_id]
+        if out.prompt_logprobs is not None:
+            choice.prompt_logprobs = out.prompt_logprobs
+        if choice.score_only:  # nothing generated is reported; the prompt was asked for
+            if out.finished:
+                choice.finish_reason = "length" if out.finish_reason != "abort" else out.finish_reason
+            return choice
         choice.text += out.text_delta
         choice.tokens += len(out.new_token_ids)
         if out.new_logprobs:
@@ -237,6 +268,12 @@ class OpenAIServer:
         if out.finished:
             choice.finish_reason = out.finish_reason
         return choice
+
+    def _echo_logprobs(self, c: _Choice, logprobs: list, offset: int = 0) -> dict:
+        """A completion choice's logprobs object: with echo, its prompt's first (once, as text offsets go)."""
+        if c.echo is None or c.echo_sent:
+            return self.logprobs.completion(logprobs, offset)
+        return self.logprobs.completion(logprobs, 0, prompt=(c.prompt_ids, c.prompt_logprobs))
 
     def _header(self, prefix: str, kind: str, chunk: bool) -> dict:
         obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[kind]
@@ -286,7 +323,7 @@ class OpenAIServer:
     def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
         logprobs = None
         if req.logprobs is not None:
-            logprobs = self.logprobs.chat(c.logprobs) if kind == "chat" else self.logprobs.completion(c.logprobs)
+            logprobs = self.logprobs.chat(c.logprobs) if kind == "chat" else self._echo_logprobs(c, c.logprobs)
         if kind == "chat":
             message = {"role": "assistant", "content": c.text}
             finish = c.finish_reason
@@ -302,7 +339,7 @@ class OpenAIServer:
                     message.update(content=content, tool_calls=[t.to_openai() for t in calls])
                     finish = "tool_calls" if finish == "stop" else finish
             return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
-        return {"index": c.index, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+        return {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
 
     async def _stream(self, request, req: GenerationRequest, kind: str, prefix: str, stream: RequestStream, choices,
                       tracker: RequestTracker, prompt_tokens: int):
@@ -317,14 +354,22 @@ class OpenAIServer:
                                       usage_field and self._usage(req, choices, prompt_tokens))
             async for out in stream:
                 tracker.observe(out)
-                offset = len(choices[out.request_id].text)
+                c = choices[out.request_id]
+                offset = len(c.echo or "") + len(c.text)
                 c = self._advance(req, choices, out)
+                if c.echo is not None and not c.echo_sent:  # the prompt first, in a chunk of its own
+                    yield self._chunk(prefix, kind, c.index, c.echo,
+                                      None if req.logprobs is None else self._echo_logprobs(c, []), None,
+                                      usage_field and self._usage(req, choices, prompt_tokens))
+                    c.echo_sent = True
+                new_logprobs = None if c.score_only else out.new_logprobs
                 logprobs = None
-                if req.logprobs is not None and out.new_logprobs:
-                    logprobs = (self.logprobs.chat(out.new_logprobs) if kind == "chat"
-                                else self.logprobs.completion(out.new_logprobs, offset))
+                if req.logprobs is not None and new_logprobs:
+                    logprobs = (self.logprobs.chat(new_logprobs) if kind == "chat"
+                                else self.logprobs.completion(new_logprobs, offset))
                 if c.tools is None and c.reasoning is None:
-                    delta = {"content": out.text_delta} if kind == "chat" else out.text_delta
+                    text = "" if c.score_only else out.text_delta
+                    delta = {"content": text} if kind == "chat" else text
                     yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
                                       usage_field and self._usage(req, choices, prompt_tokens))
                     continue
@@ -527,6 +572,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/v1/completions", server.completions, methods=["POST"])
     app.add_api_route("/tokenize", server.tokenize, methods=["POST"])
     app.add_api_route("/detokenize", server.detokenize, methods=["POST"])
+    app.add_api_route("/tokenizer_info", server.tokenizer_info, methods=["GET"])
     app.add_api_route("/v1/chat/completions", server.chat_completions, methods=["POST"])
 
     @app.exception_handler(APIError)

@@ -3,10 +3,13 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (echo, suffix, a forced tool call, ...) are refused by name instead of being ignored;
+does not implement (suffix, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
 :mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
 ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
+Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
+first, the first token's null) and, with ``echo``, ``max_tokens`` 0 (the prompt scored, nothing generated), as
+lm-evaluation-harness asks for log-likelihoods.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "respons
                    "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
                    "chat_template_kwargs"}
 # accepted when absent, null or this value; refused by name otherwise
-_NEUTRAL = {"echo": False, "suffix": None, "best_of": 1,
+_NEUTRAL = {"suffix": None, "best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
             "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
             "web_search_options": None, "response_format": {"type": "text"}}
@@ -55,6 +58,7 @@ class GenerationRequest:
     tools: list[dict] | None = None  # chat: function tools for the template
     tool_choice: str = "none"  # "auto": the answer is parsed for calls; "none": it is not
     parallel_tool_calls: bool = True  # False: the first call only
+    echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
 
     @property
     def n(self) -> int:
@@ -189,10 +193,12 @@ def _stream_options(body: dict, stream: bool) -> tuple[bool, bool]:
             _bool(options, "continuous_usage_stats") if "continuous_usage_stats" in options else False)
 
 
-def _max_tokens(body: dict, names: tuple[str, ...], default: int | None) -> int | None:
+def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: bool = False) -> int | None:
     for name in names:  # the first given wins (max_completion_tokens over the deprecated max_tokens)
+        if body.get(name) == 0 and not isinstance(body[name], bool) and not echo:
+            raise invalid(f"{name} must be >= 1 (0 only with echo: true, to score the prompt), got 0", name)
         if body.get(name) is not None:
-            return _int(body, name, 1)
+            return _int(body, name, 0 if echo else 1)
     return default
 
 
@@ -215,9 +221,13 @@ def parse_completion(body: dict) -> GenerationRequest:
     logprobs = _int(body, "logprobs", 0, MAX_LOGPROBS, default=None)
     stream = _bool(body, "stream")
     include, continuous = _stream_options(body, stream)
-    max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT)
-    return GenerationRequest("completion", prompts, _sampling(body, max_tokens, logprobs), max_tokens, stream,
-                             include, continuous, logprobs)
+    echo = _bool(body, "echo")
+    max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT, echo)
+    params = _sampling(body, max_tokens, logprobs)
+    if echo and logprobs is not None:  # the prompt's tokens with as many alternatives as the answer's
+        params = [dataclasses.replace(p, prompt_logprobs=logprobs) for p in params]
+    return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
+                             echo=echo)
 
 
 def parse_chat(body: dict) -> GenerationRequest:
@@ -309,9 +319,20 @@ class LogprobFormatter:
             content.append({"token": text, "logprob": lp.logprob, "bytes": raw, "top_logprobs": top})
         return {"content": content}
 
-    def completion(self, logprobs, text_offset: int = 0) -> dict:
-        """The legacy completions form: ``tokens``, ``token_logprobs``, ``top_logprobs`` (dicts), ``text_offset``."""
+    def completion(self, logprobs, text_offset: int = 0, prompt: tuple[list[int], list | None] | None = None) -> dict:
+        """The legacy completions form: ``tokens``, ``token_logprobs``, ``top_logprobs`` (dicts), ``text_offset``.
+        ``prompt`` (echo): (prompt token ids, their :class:`TokenLogprobs` or None each) first; a token
+        without one (the first) has null ``token_logprobs`` and ``top_logprobs``."""
         tokens, values, tops, offsets = [], [], [], []
+        ids, scored = prompt if prompt is not None else ([], None)
+        for i, token_id in enumerate(ids):
+            lp = None if scored is None else scored[i]
+            text, _ = self.token(token_id)
+            tokens.append(text)
+            values.append(None if lp is None else lp.logprob)
+            tops.append(None if lp is None else {self.token(tid)[0]: value for tid, value in lp.top})
+            offsets.append(text_offset)
+            text_offset += len(text)
         for lp in logprobs:
             text, _ = self.token(lp.token_id)
             tokens.append(text)
