@@ -38,13 +38,14 @@ def _check(out, hf, k: int) -> None:
             assert tid == wi or abs(ref[t - 1, tid].item() - ref[t - 1, wi].item()) < 2e-4
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen3"])
-def test_prompt_logprobs_match_transformers(tiny_models, model_type, monkeypatch):
+@pytest.mark.parametrize("model_type,op_backend", [("llama", "triton"), ("qwen3", "triton"), ("llama", "torch")])
+def test_prompt_logprobs_match_transformers(tiny_models, model_type, op_backend, monkeypatch):
     """Prompts of 1-41 tokens, the longest over three steps of at most 16 tokens and LM-head chunks of 5 rows;
-    the generated tokens and their logprobs are those of a request without prompt logprobs."""
+    the generated tokens and their logprobs are those of a request without prompt logprobs. The Triton
+    op backend scores with ``token_logprobs``, the torch one with its reference."""
     monkeypatch.setattr(runner_module, "PROMPT_LOGITS_CHUNK", 5)
     path, hf = tiny_models[model_type]
-    llm = LLM(path, dtype=torch.float32, max_num_batched_tokens=16, max_model_len=64)
+    llm = LLM(path, dtype=torch.float32, max_num_batched_tokens=16, max_model_len=64, op_backend=op_backend)
     prompts = PROMPTS + [LONG]
     outs = llm.generate(prompts, SamplingParams(max_tokens=4, prompt_logprobs=3, logprobs=1))
     plain = llm.generate(prompts, SamplingParams(max_tokens=4, logprobs=1))

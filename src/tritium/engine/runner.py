@@ -19,7 +19,7 @@ import torch
 from tritium.engine.scheduler import ScheduledBatch
 from tritium.models.attention import AttentionMetadata
 from tritium.models.llama import LlamaModel
-from tritium.ops import greedy_advance, greedy_scratch, reference
+from tritium.ops import greedy_advance, greedy_scratch, reference, token_logprobs
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,7 @@ class ModelRunner:
                                     cfg.head_dim, dtype=model.dtype, device=self.device)
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
         self.greedy_advance = greedy_advance if model.options.op_backend == "triton" else reference.greedy_advance
+        self.token_logprobs = token_logprobs if model.options.op_backend == "triton" else _reference_token_logprobs
         self.max_num_seqs = max_num_seqs
         self.graphs: dict[int, DecodeGraph] = {}
         self._buckets: tuple[int, ...] = ()  # sorted keys of graphs
@@ -302,19 +303,27 @@ class ModelRunner:
         return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))]), scores
 
     def _score_prompt(self, hidden: torch.Tensor, plan: StepPlan, up) -> PromptScores:
-        """The LM head over ``plan.prompt_rows`` in chunks of :data:`PROMPT_LOGITS_CHUNK` rows, each reduced
-        at once to its target's log-probability and the top ``plan.prompt_top`` (the full logits of a long
-        prompt would not fit)."""
+        """The LM head over ``plan.prompt_rows`` in chunks of :data:`PROMPT_LOGITS_CHUNK` rows (the full
+        logits of a long prompt would not fit), each reduced at once by ``token_logprobs`` (one pass over the
+        logits as the head computed them: the target's log-probability, the log-sum-exp, the most likely
+        token); a top k > 1 is a ``topk`` of the same logits."""
+        R, k = len(plan.prompt_rows), plan.prompt_top
         rows = up(np.array(plan.prompt_rows, dtype=np.int64))
         targets = up(np.array(plan.prompt_targets, dtype=np.int64))
-        chosen, top_v, top_i = [], [], []
-        for lo in range(0, len(plan.prompt_rows), PROMPT_LOGITS_CHUNK):
-            lp = self.model.compute_logits(hidden[rows[lo:lo + PROMPT_LOGITS_CHUNK]]).log_softmax(-1)  # [c, V]
-            chosen.append(lp.gather(-1, targets[lo:lo + PROMPT_LOGITS_CHUNK, None])[:, 0])
-            v, i = lp.topk(plan.prompt_top, dim=-1)
-            top_v.append(v)
-            top_i.append(i)
-        return PromptScores(torch.cat(chosen), torch.cat(top_v), torch.cat(top_i), plan.prompt_spans)
+        chosen, lse, best_v = torch.empty(3, R, dtype=torch.float32, device=hidden.device)
+        best_i = torch.empty(R, dtype=torch.int64, device=hidden.device)
+        top_v, top_i = [], []
+        for lo in range(0, R, PROMPT_LOGITS_CHUNK):
+            part = slice(lo, min(lo + PROMPT_LOGITS_CHUNK, R))
+            logits = self.model.compute_logits(hidden[rows[part]], as_computed=True)            # [c, V]
+            self.token_logprobs(logits, targets[part], (chosen[part], lse[part], best_v[part], best_i[part]))
+            if k > 1:
+                v, i = logits.topk(k, dim=-1)
+                top_v.append(v.float() - lse[part, None])
+                top_i.append(i)
+        if k > 1:
+            return PromptScores(chosen, torch.cat(top_v), torch.cat(top_i), plan.prompt_spans)
+        return PromptScores(chosen, best_v[:, None][:, :k], best_i[:, None][:, :k], plan.prompt_spans)
 
     def graph_bucket(self, batch_size: int) -> int | None:
         for b in self._buckets:
@@ -565,3 +574,9 @@ def _replay_ms(graph: torch.cuda.CUDAGraph, replays: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / replays
+
+
+def _reference_token_logprobs(logits: torch.Tensor, targets: torch.Tensor, out: tuple[torch.Tensor, ...]) -> None:
+    """:func:`tritium.ops.reference.token_logprobs` with the Triton twin's signature (the torch op backend)."""
+    for dest, value in zip(out, reference.token_logprobs(logits, targets)):
+        dest.copy_(value)

@@ -566,6 +566,9 @@ class LlamaModel:
         return attn.reshape(T, hq * d)
 
     @torch.inference_mode()
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden: [S, hidden] -> fp32 logits [S, vocab]."""
+    def compute_logits(self, hidden: torch.Tensor, *, as_computed: bool = False) -> torch.Tensor:
+        """hidden: [S, hidden] -> fp32 logits [S, vocab]; ``as_computed``: in the dtype the LM head computed
+        them in where this rank holds the whole vocabulary (no fp32 copy), else fp32 as gathered."""
+        if as_computed and self.lm_head.group.world_size == 1:
+            return self.lm_head.forward(hidden, self.linear, gather=False)
         return self.lm_head.forward(hidden, self.linear)

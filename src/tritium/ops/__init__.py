@@ -5,6 +5,8 @@
   ``silu_and_mul``: the memory-bound steps of a decode layer, chained by programmatic dependent launch
   on Hopper (``pdl=False`` turns it off).
 - ``greedy_advance``: a decode step's argmax turned into the next step's inputs on the device.
+- ``token_logprobs``: given tokens' log-probabilities and each row's most likely one in one pass over the
+  logits (prompt scoring).
 - ``gemv``: skinny GEMM for decode projections (1-4 rows); ``qkv_rope_write_kv``: the QKV one with rope
   and the KV-cache write in its epilogue.
 - ``prefetch_l2`` / ``WeightPrefetcher``: Hopper bulk L2 prefetch of weights.
@@ -21,6 +23,7 @@ from typing import Callable
 from tritium.ops import reference
 from tritium.ops.activation import silu_and_mul
 from tritium.ops.gemv import gemv
+from tritium.ops.logprobs import token_logprobs
 from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.rms_norm import rms_norm
@@ -28,7 +31,7 @@ from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
 
 __all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
-           "qkv_rope_write_kv",
+           "qkv_rope_write_kv", "token_logprobs",
            "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
 
 OP_BACKENDS = ("triton", "torch")

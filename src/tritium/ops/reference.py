@@ -122,3 +122,13 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     col = torch.where(fits, p // block_size, 0)
     page = block_table[:rows].gather(1, col[:, None].long())[:, 0].long()
     slots[:rows] = torch.where(move, page * block_size + p % block_size, torch.where(live, -1, slots[:rows]))
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per row of ``logits`` [R, V] (any float dtype) and ``targets`` [R] (token ids): fp32 (log-probability
+    of the target, log-sum-exp of the row, log-probability of the most likely token) and int64 its id (the
+    first maximum), from the fp32 log-softmax."""
+    x = logits.float()
+    lse = torch.logsumexp(x, dim=-1)
+    best_v, best_i = x.max(dim=-1)
+    return x.gather(-1, targets.long()[:, None])[:, 0] - lse, lse, best_v - lse, best_i

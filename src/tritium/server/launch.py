@@ -7,6 +7,7 @@ closes the connections and runs the app's shutdown (the engine thread is joined)
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -46,6 +47,11 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes,
                     chat_template_kwargs=chat_template_kwargs, tool_parser=tool_parser,
                     reasoning_parser=reasoning_parser)
+    # the engine and the app live as long as the process: keep what they hold out of the cyclic collector's
+    # full passes, which otherwise walk all of it while requests allocate (a prompt scored for
+    # log-probabilities makes objects per token)
+    gc.collect()
+    gc.freeze()
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             timeout_graceful_shutdown=10, lifespan="on")
 
