@@ -30,6 +30,9 @@ def _check(out, hf, k: int) -> None:
         lp = got[t]
         assert lp.token_id == ids[t]
         assert lp.logprob == pytest.approx(ref[t - 1, ids[t]].item(), abs=2e-4), f"token {t}"
+        above = (ref[t - 1] > ref[t - 1, ids[t]] + 2e-4).sum().item()  # strictly more likely, beyond the noise
+        near = (ref[t - 1] > ref[t - 1, ids[t]] - 2e-4).sum().item()
+        assert 1 + above <= lp.rank <= max(near, 1), f"token {t} rank"
         assert len(lp.top) == k
         want_v, want_i = ref[t - 1].topk(k)
         assert [v for _, v in lp.top] == pytest.approx(want_v.tolist(), abs=2e-4)

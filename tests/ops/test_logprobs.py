@@ -1,4 +1,5 @@
-"""token_logprobs (one pass: target log-probability, log-sum-exp, first maximum) against its fp32 reference."""
+"""token_logprobs (one pass: target log-probability, log-sum-exp, first maximum, the target's rank) against its
+fp32 reference."""
 
 import pytest
 import torch
@@ -11,7 +12,8 @@ DTYPES = [pytest.param(d, id=str(d).replace("torch.", "")) for d in (torch.float
 
 def _poisoned(rows, dev):
     return (torch.full((rows,), float("nan"), device=dev), torch.full((rows,), float("nan"), device=dev),
-            torch.full((rows,), float("nan"), device=dev), torch.full((rows,), -7, dtype=torch.int64, device=dev))
+            torch.full((rows,), float("nan"), device=dev), torch.full((rows,), -7, dtype=torch.int64, device=dev),
+            torch.full((rows,), -7, dtype=torch.int64, device=dev))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -36,8 +38,9 @@ def test_token_logprobs(rows, vocab, dtype):
     for name, got, ref in zip(("chosen", "lse", "best_v"), out[:3], want[:3]):
         assert not torch.isnan(got).any(), name
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4, msg=name)
-    assert torch.equal(out[3], want[3])
+    assert torch.equal(out[3], want[3]) and torch.equal(out[4], want[4])
     assert out[0][0].item() == out[2][0].item()  # the target is the maximum: the same value, bit for bit
+    assert out[4][0].item() == 1 and (out[4] >= 1).all() and (out[4] <= vocab).all()
     if rows > 2 and vocab > 4096:
         assert out[3][2].item() == 1
 
@@ -52,18 +55,19 @@ def test_token_logprobs_views_nan_and_errors():
     targets = torch.tensor([0, 5, 9, 256], device=dev)
     buf = torch.full((3, 10), float("nan"), device=dev)
     idx = torch.full((10,), -1, dtype=torch.int64, device=dev)
-    out = (buf[0, 2:6], buf[1, 2:6], buf[2, 2:6], idx[3:7])
+    ranks = torch.full((4,), -1, dtype=torch.int64, device=dev)
+    out = (buf[0, 2:6], buf[1, 2:6], buf[2, 2:6], idx[3:7], ranks)
     logprobs.token_logprobs(logits, targets, out)
     want = reference.token_logprobs(logits, targets)
     ok = torch.tensor([True, True, False, True], device=dev)
     for got, ref in zip(out[:3], want[:3]):
         torch.testing.assert_close(got[ok], ref[ok], rtol=1e-5, atol=1e-4)
         assert torch.isnan(got[2])
-    assert torch.equal(out[3][ok], want[3][ok])
+    assert torch.equal(out[3][ok], want[3][ok]) and torch.equal(out[4][ok], want[4][ok])
     assert torch.isnan(buf[:, :2]).all() and torch.isnan(buf[:, 6:]).all() and (idx[:3] == -1).all()
     with pytest.raises(ValueError, match=r"targets must be \[4\]"):
         logprobs.token_logprobs(logits, targets[:3], out)
     with pytest.raises(ValueError, match="out best_i must be a contiguous torch.int64"):
-        logprobs.token_logprobs(logits, targets, out[:3] + (idx[3:7].float(),))
+        logprobs.token_logprobs(logits, targets, out[:3] + (idx[3:7].float(), ranks))
     with pytest.raises(ValueError, match="unit last stride"):
         logprobs.token_logprobs(big.t()[:4], targets, out)

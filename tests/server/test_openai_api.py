@@ -269,6 +269,38 @@ def test_echo_and_prompt_logprobs(server, client, llm):
     assert server.request("GET", "/tokenizer_info")[0] == 401
 
 
+def test_vllm_prompt_logprobs(server, llm):
+    """vLLM's prompt_logprobs: per prompt token None (the first) or {token id: {logprob, rank, decoded_token}}
+    for the token and the top k, equal to the offline engine's; completions per choice, chat once in the
+    response; refused with streaming."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    ids = llm.tokenizer.encode(PROMPTS[3])
+    want = llm.generate([ids], greedy(2, prompt_logprobs=2))[0].prompt_logprobs
+    status, r = server.request("POST", "/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0,
+                                                           "prompt_logprobs": 2, "n": 2}, headers=headers)
+    assert status == 200, r
+    for choice in r["choices"]:
+        got = choice["prompt_logprobs"]
+        assert len(got) == len(ids) and got[0] is None
+        for t, (entry, w) in enumerate(zip(got[1:], want[1:]), 1):
+            mine = entry[str(ids[t])]
+            assert mine["logprob"] == pytest.approx(w.logprob, abs=1e-5) and mine["rank"] == w.rank >= 1
+            assert mine["decoded_token"] == llm.tokenizer.decode([ids[t]])
+            for rank, (tid, value) in enumerate(w.top, 1):  # the top 2, ranked by place (the token by its own)
+                assert entry[str(tid)]["logprob"] == pytest.approx(value, abs=1e-5)
+                assert entry[str(tid)]["rank"] == (w.rank if tid == ids[t] else rank)
+            assert set(entry) == {str(ids[t])} | {str(tid) for tid, _ in w.top}  # one entry where they coincide
+    messages = [{"role": "user", "content": PROMPTS[3]}]
+    chat_ids = llm.chat(messages, greedy(1))[0].prompt_token_ids
+    status, r = server.request("POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 2,
+                                                                "prompt_logprobs": 0}, headers=headers)
+    assert status == 200, r
+    got = r["prompt_logprobs"]
+    assert len(got) == len(chat_ids) and got[0] is None and all(len(e) == 1 for e in got[1:])
+    assert [int(next(iter(e))) for e in got[1:]] == chat_ids[1:]
+    assert "prompt_logprobs" not in r["choices"][0]
+
+
 def test_penalties_match_offline(client, llm):
     params = dict(presence_penalty=1.5, frequency_penalty=0.5)
     want = llm.generate([PROMPTS[2]], greedy(24, **params))[0]
@@ -367,6 +399,10 @@ BAD = [
     ("repetition_penalty", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                     "repetition_penalty": 0}, 400, None, "repetition_penalty"),
     ("echo", "/v1/completions", {"prompt": "w1", "echo": "yes"}, 400, None, "echo"),
+    ("prompt_logprobs", "/v1/completions", {"prompt": "w1", "prompt_logprobs": 21}, 400, None, "prompt_logprobs"),
+    ("prompt_logprobs-stream", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                        "prompt_logprobs": 1, "stream": True}, 400, None,
+     "prompt_logprobs"),
     ("max_tokens-0-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                   "max_tokens": 0}, 400, None, "max_tokens"),
     ("logit_bias-key", "/v1/completions", {"prompt": "w1", "logit_bias": {"w5": 10}}, 400, None, "logit_bias"),

@@ -559,13 +559,15 @@ class LLMEngine:
     def _record_prompt_scores(batch: ScheduledBatch, scores: PromptScores) -> None:
         """Store a step's prompt log-probabilities in their sequences (each reports the top
         ``prompt_logprobs`` of the step's widest)."""
-        chosen, top_v, top_i = scores.chosen.tolist(), scores.top_v.tolist(), scores.top_i.tolist()
+        chosen, rank = scores.chosen.tolist(), scores.rank.tolist()
+        top_v, top_i = scores.top_v.tolist(), scores.top_i.tolist()
         r = 0
         for i, first, count in scores.spans:
             seq = batch.seqs[i]
             k = seq.params.prompt_logprobs
             for t in range(first, first + count):
-                seq.prompt_logprobs[t] = TokenLogprobs(seq.token_ids[t], chosen[r], list(zip(top_i[r][:k], top_v[r][:k])))
+                seq.prompt_logprobs[t] = TokenLogprobs(seq.token_ids[t], chosen[r],
+                                                       list(zip(top_i[r][:k], top_v[r][:k])), rank[r])
                 r += 1
             seq.prompt_scored = max(seq.prompt_scored, first + count)
 

@@ -110,10 +110,12 @@ class StepPlan:
 @dataclasses.dataclass(eq=False)
 class PromptScores:
     """Log-probabilities of prompt tokens computed in a step (device tensors, one row per
-    ``StepPlan.prompt_rows``): ``chosen`` [R] of each row's next prompt token, ``top_v`` / ``top_i`` [R, k]
-    the k most likely tokens there (k = ``StepPlan.prompt_top``); ``spans`` as the plan's."""
+    ``StepPlan.prompt_rows``): ``chosen`` [R] of each row's next prompt token and ``rank`` [R] its rank
+    there (1: the most likely), ``top_v`` / ``top_i`` [R, k] the k most likely tokens there (k =
+    ``StepPlan.prompt_top``); ``spans`` as the plan's."""
 
     chosen: torch.Tensor
+    rank: torch.Tensor
     top_v: torch.Tensor
     top_i: torch.Tensor
     spans: list[tuple[int, int, int]]
@@ -311,19 +313,20 @@ class ModelRunner:
         rows = up(np.array(plan.prompt_rows, dtype=np.int64))
         targets = up(np.array(plan.prompt_targets, dtype=np.int64))
         chosen, lse, best_v = torch.empty(3, R, dtype=torch.float32, device=hidden.device)
-        best_i = torch.empty(R, dtype=torch.int64, device=hidden.device)
+        best_i, rank = torch.empty(2, R, dtype=torch.int64, device=hidden.device)
         top_v, top_i = [], []
         for lo in range(0, R, PROMPT_LOGITS_CHUNK):
             part = slice(lo, min(lo + PROMPT_LOGITS_CHUNK, R))
             logits = self.model.compute_logits(hidden[rows[part]], as_computed=True)            # [c, V]
-            self.token_logprobs(logits, targets[part], (chosen[part], lse[part], best_v[part], best_i[part]))
+            self.token_logprobs(logits, targets[part],
+                                (chosen[part], lse[part], best_v[part], best_i[part], rank[part]))
             if k > 1:
                 v, i = logits.topk(k, dim=-1)
                 top_v.append(v.float() - lse[part, None])
                 top_i.append(i)
         if k > 1:
-            return PromptScores(chosen, torch.cat(top_v), torch.cat(top_i), plan.prompt_spans)
-        return PromptScores(chosen, best_v[:, None][:, :k], best_i[:, None][:, :k], plan.prompt_spans)
+            return PromptScores(chosen, rank, torch.cat(top_v), torch.cat(top_i), plan.prompt_spans)
+        return PromptScores(chosen, rank, best_v[:, None][:, :k], best_i[:, None][:, :k], plan.prompt_spans)
 
     def graph_bucket(self, batch_size: int) -> int | None:
         for b in self._buckets:

@@ -130,12 +130,14 @@ class SamplingParams:
 
 @dataclasses.dataclass
 class TokenLogprobs:
-    """Log-probability of one sampled token and the ``top`` most likely tokens at its position
-    ([(token id, log-probability)], most likely first)."""
+    """Log-probability of one sampled (or prompt) token and the ``top`` most likely tokens at its position
+    ([(token id, log-probability)], most likely first); ``rank``: of a prompt token, 1 + the tokens strictly
+    more likely there (None for sampled tokens)."""
 
     token_id: int
     logprob: float
     top: list[tuple[int, float]]
+    rank: int | None = None
 
 
 def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], histories: list[list[int]],

@@ -126,9 +126,11 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
 
 def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Per row of ``logits`` [R, V] (any float dtype) and ``targets`` [R] (token ids): fp32 (log-probability
-    of the target, log-sum-exp of the row, log-probability of the most likely token) and int64 its id (the
-    first maximum), from the fp32 log-softmax."""
+    of the target, log-sum-exp of the row, log-probability of the most likely token), then int64 (its id: the
+    first maximum; the target's rank: 1 + the tokens strictly more likely), from the fp32 log-softmax."""
     x = logits.float()
     lse = torch.logsumexp(x, dim=-1)
     best_v, best_i = x.max(dim=-1)
-    return x.gather(-1, targets.long()[:, None])[:, 0] - lse, lse, best_v - lse, best_i
+    target = x.gather(-1, targets.long()[:, None])
+    rank = 1 + (x > target).sum(-1)
+    return target[:, 0] - lse, lse, best_v - lse, best_i, rank

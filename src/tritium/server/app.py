@@ -305,8 +305,11 @@ class OpenAIServer:
         except ValueError as e:  # refused by the engine itself
             raise invalid(str(e), None) from None
         body = self._header(prefix, kind, chunk=False)
-        body["choices"] = [self._final_choice(kind, c, req) for c in sorted(choices.values(), key=lambda c: c.index)]
+        ordered = sorted(choices.values(), key=lambda c: c.index)
+        body["choices"] = [self._final_choice(kind, c, req) for c in ordered]
         body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
+        if kind == "chat" and req.prompt_logprobs is not None:  # vLLM's: the conversation's, once
+            body["prompt_logprobs"] = self.logprobs.prompt(ordered[0].prompt_logprobs or [], req.prompt_logprobs)
         return JSONResponse(body)
 
     def _template_kwargs(self, req: GenerationRequest) -> dict:
@@ -339,7 +342,10 @@ class OpenAIServer:
                     message.update(content=content, tool_calls=[t.to_openai() for t in calls])
                     finish = "tool_calls" if finish == "stop" else finish
             return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
-        return {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+        choice = {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+        if req.prompt_logprobs is not None:
+            choice["prompt_logprobs"] = self.logprobs.prompt(c.prompt_logprobs or [], req.prompt_logprobs)
+        return choice
 
     async def _stream(self, request, req: GenerationRequest, kind: str, prefix: str, stream: RequestStream, choices,
                       tracker: RequestTracker, prompt_tokens: int):

@@ -9,7 +9,8 @@ unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "
 ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
 first, the first token's null) and, with ``echo``, ``max_tokens`` 0 (the prompt scored, nothing generated), as
-lm-evaluation-harness asks for log-likelihoods.
+lm-evaluation-harness asks for log-likelihoods. Both endpoints take vLLM's ``prompt_logprobs: k`` (not streamed):
+each prompt token's log-probability, rank and top k (completions: per choice; chat: in the response).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
-           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens"}
+           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -59,6 +60,7 @@ class GenerationRequest:
     tool_choice: str = "none"  # "auto": the answer is parsed for calls; "none": it is not
     parallel_tool_calls: bool = True  # False: the first call only
     echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
+    prompt_logprobs: int | None = None  # vLLM's: each prompt token's logprob, rank and this many alternatives
 
     @property
     def n(self) -> int:
@@ -193,6 +195,19 @@ def _stream_options(body: dict, stream: bool) -> tuple[bool, bool]:
             _bool(options, "continuous_usage_stats") if "continuous_usage_stats" in options else False)
 
 
+def _prompt_logprobs(body: dict, stream: bool, params: list[SamplingParams], echo_k: int | None = None
+                     ) -> tuple[int | None, list[SamplingParams]]:
+    """vLLM's ``prompt_logprobs`` (refused with streaming, as vLLM does), and the sampling parameters that
+    score the prompt for it and for an echo's ``logprobs`` (``echo_k``): the wider of the two."""
+    k = _int(body, "prompt_logprobs", 0, MAX_LOGPROBS, default=None)
+    if k is not None and stream:
+        raise invalid("prompt_logprobs is not available with stream: true", "prompt_logprobs")
+    wanted = [x for x in (k, echo_k) if x is not None]
+    if wanted:
+        params = [dataclasses.replace(p, prompt_logprobs=max(wanted)) for p in params]
+    return k, params
+
+
 def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: bool = False) -> int | None:
     for name in names:  # the first given wins (max_completion_tokens over the deprecated max_tokens)
         if body.get(name) == 0 and not isinstance(body[name], bool) and not echo:
@@ -223,11 +238,11 @@ def parse_completion(body: dict) -> GenerationRequest:
     include, continuous = _stream_options(body, stream)
     echo = _bool(body, "echo")
     max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT, echo)
-    params = _sampling(body, max_tokens, logprobs)
-    if echo and logprobs is not None:  # the prompt's tokens with as many alternatives as the answer's
-        params = [dataclasses.replace(p, prompt_logprobs=logprobs) for p in params]
+    # echo with logprobs: the prompt's tokens with as many alternatives as the answer's
+    prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs),
+                                        logprobs if echo else None)
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
-                             echo=echo)
+                             echo=echo, prompt_logprobs=prompt_k)
 
 
 def parse_chat(body: dict) -> GenerationRequest:
@@ -251,8 +266,9 @@ def parse_chat(body: dict) -> GenerationRequest:
     parallel = body.get("parallel_tool_calls")
     if parallel is not None and not isinstance(parallel, bool):
         raise invalid(f"parallel_tool_calls must be a boolean, got {_show(parallel)}", "parallel_tool_calls")
-    return GenerationRequest("chat", [body["messages"]], _sampling(body, max_tokens, logprobs), max_tokens, stream,
-                             include, continuous, logprobs, template_kwargs, tools, tool_choice, parallel is not False)
+    prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs))
+    return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
+                             template_kwargs, tools, tool_choice, parallel is not False, prompt_logprobs=prompt_k)
 
 
 def _tools(body: dict) -> tuple[list[dict] | None, str]:
@@ -318,6 +334,20 @@ class LogprobFormatter:
                 top.append({"token": t, "logprob": value, "bytes": b})
             content.append({"token": text, "logprob": lp.logprob, "bytes": raw, "top_logprobs": top})
         return {"content": content}
+
+    def prompt(self, logprobs: list, k: int) -> list:
+        """vLLM's ``prompt_logprobs``: per prompt token None (the first) or ``{token id: {"logprob", "rank",
+        "decoded_token"}}`` for the token and the ``k`` most likely there (one entry where they coincide)."""
+        out = []
+        for lp in logprobs:
+            if lp is None:
+                out.append(None)
+                continue
+            entry = {lp.token_id: {"logprob": lp.logprob, "rank": lp.rank, "decoded_token": self.token(lp.token_id)[0]}}
+            for rank, (tid, value) in enumerate(lp.top[:k], 1):
+                entry.setdefault(tid, {"logprob": value, "rank": rank, "decoded_token": self.token(tid)[0]})
+            out.append(entry)
+        return out
 
     def completion(self, logprobs, text_offset: int = 0, prompt: tuple[list[int], list | None] | None = None) -> dict:
         """The legacy completions form: ``tokens``, ``token_logprobs``, ``top_logprobs`` (dicts), ``text_offset``.
