@@ -5,7 +5,8 @@ max_tokens 1, logprobs 1) against the same prompts' plain prefill, on a random-w
 
 Anchors in the same run: the plain prefill (max_tokens 1, no scoring) and the LM head alone as one bf16
 matmul over every prompt row (cuBLAS; the floor of what scoring adds besides the log-softmax and top-k).
-``scored_k1_frozen``: the same scoring with the heap frozen (``gc.freeze``, as ``tritium serve`` runs).
+``scored_k1_frozen``: the same scoring with the heap frozen (``gc.freeze``, as ``tritium serve`` runs);
+``--chunks 512,1024``: the same with more LM-head rows a call, and one ``F.linear`` of each row count.
 Five interleaved rounds, median seconds; ``--profile``: the scored run's kernels by time.
 """
 
@@ -22,6 +23,7 @@ import torch
 from tritium.bench.common import header
 from tritium.bench.engine_common import Bench, timed
 from tritium.engine import SamplingParams
+from tritium.engine import runner as runner_module
 
 CASES = [(64, 512), (8, 2048), (1, 8000)]  # (prompts, tokens each)
 
@@ -35,12 +37,23 @@ def frozen(fn):
         gc.unfreeze()
 
 
+def chunked(size: int, fn):
+    """``fn()`` with the LM head over ``size`` prompt rows a call."""
+    saved, runner_module.PROMPT_LOGITS_CHUNK = runner_module.PROMPT_LOGITS_CHUNK, size
+    try:
+        return fn()
+    finally:
+        runner_module.PROMPT_LOGITS_CHUNK = saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shape", default="llama3-8b", help="tiny: a smoke test on the CPU")
     parser.add_argument("--profile", action="store_true", help="print the scored run's kernels by time")
+    parser.add_argument("--chunks", default="", help="more LM-head chunk sizes to time, e.g. 512,1024 (frozen, "
+                        "k 1), and one F.linear of that many rows against the shipped chunk's")
     cli = parser.parse_args()
     cases = CASES if cli.shape != "tiny" else [(2, 24)]
     args = argparse.Namespace(model=None, shape=cli.shape, prompt_len=8192, new_tokens=8, max_model_len=8208,
@@ -60,6 +73,12 @@ def main() -> None:
                 "scored_k5": lambda: llm.generate(prompts, scored[5]),
                 "scored_k1_frozen": lambda: frozen(lambda: llm.generate(prompts, scored[1])),
                 "lm_head_matmul": lambda: hidden @ head.T}
+        sizes = [runner_module.PROMPT_LOGITS_CHUNK] + [int(c) for c in cli.chunks.split(",") if c]
+        for c in sizes[1:]:
+            runs[f"scored_k1_frozen_chunk{c}"] = (
+                lambda c=c: chunked(c, lambda: frozen(lambda: llm.generate(prompts, scored[1]))))
+        for c in sizes if cli.chunks else ():  # cuBLAS alone at each chunk's row count (the engine's F.linear)
+            runs[f"lm_head_linear_rows{c}"] = lambda c=c: torch.nn.functional.linear(hidden[:c], head)
         for fn in runs.values():  # warm up (compiles)
             fn()
         times = {name: [] for name in runs}
