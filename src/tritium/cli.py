@@ -4,6 +4,8 @@
     tritium chat     [--model PATH] [--system TEXT] ...      interactive; /reset clears the history, Ctrl-D leaves
     tritium serve    [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-model-len N]
                      [--max-num-seqs N] [--max-queue N]      OpenAI-compatible HTTP (pip install 'tritium[serve]')
+    tritium perplexity [--model PATH] [--context N] [--stride S] [--json] FILE | -
+                     the model's perplexity on a text, over windows of N tokens S apart
 
 Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat
 template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request) and
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import traceback
@@ -144,6 +147,17 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
                      help="compute every prompt whole, never from KV pages cached by earlier requests (slower for "
                           "repeated prefixes; a repeated greedy request then rounds as it did the first time)")
+    ppl = sub.add_parser("perplexity", help="the model's perplexity on a text file (prompt log-probabilities over "
+                                            "sliding windows)")
+    ppl.add_argument("file", help="the text (UTF-8); - reads it from stdin")
+    _common(ppl)
+    ppl.add_argument("--context", type=int, default=None,
+                     help="tokens a window (default: 2048, or the context less one if shorter)")
+    ppl.add_argument("--stride", type=int, default=None,
+                     help="tokens between window starts, below --context (default --context - 1: windows share one "
+                          "token); each token is scored once, in the first window that holds it with context "
+                          "before it, so a smaller stride gives each token more context for more compute")
+    ppl.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return parser
 
 
@@ -295,7 +309,60 @@ def serve_command(args) -> int:
     return 0
 
 
-COMMANDS = {"generate": generate, "chat": chat, "serve": serve_command}
+def windows(num_tokens: int, context: int, stride: int) -> list[tuple[int, int, int]]:
+    """Sliding windows over ``num_tokens`` tokens: (begin, end, first scored) each, ``context`` tokens long
+    (the last may be shorter) and ``stride`` apart (Hugging Face's strided perplexity). A window scores its
+    tokens after the previous window's end; ``stride`` < ``context`` makes each window start at or before the
+    previous one's last token, so every token but the first is scored, once, with context before it."""
+    if context < 2:
+        raise ValueError(f"--context must be >= 2 (a token to condition on and one to score), got {context}")
+    if not 1 <= stride < context:
+        raise ValueError(f"--stride must be in [1, --context - 1 = {context - 1}] (windows that share a token, so "
+                         f"that each window's first token is scored in the one before), got {stride}")
+    out, scored, begin = [], 1, 0  # token 0 has nothing before it
+    while True:
+        end = min(begin + context, num_tokens)
+        if end > scored:
+            out.append((begin, end, scored))
+            scored = end
+        if end == num_tokens:
+            return out
+        begin += stride
+
+
+def perplexity(args) -> int:
+    text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        return _perplexity(args, llm, text)
+
+
+def _perplexity(args, llm: LLM, text: str) -> int:
+    ids = llm.tokenizer.encode(text)
+    if len(ids) < 2:
+        raise ValueError(f"{args.file}: {len(ids)} token(s); perplexity needs at least 2")
+    context = args.context or min(2048, llm.engine.max_model_len - 1)
+    if context >= llm.engine.max_model_len:
+        raise ValueError(f"--context {context} leaves no room in the model's context of {llm.engine.max_model_len} "
+                         f"tokens (at most {llm.engine.max_model_len - 1})")
+    stride = args.stride or context - 1
+    spans = windows(len(ids), context, stride)
+    params = SamplingParams(max_tokens=1, prompt_logprobs=0)
+    outs = llm.generate([ids[b:e] for b, e, _ in spans], params)
+    if llm.engine.is_follower:  # torchrun rank > 0: ran its shard of rank 0's steps; rank 0 prints
+        return 0
+    total = sum(lp.logprob for (b, e, first), out in zip(spans, outs) for lp in out.prompt_logprobs[first - b:])
+    scored = sum(e - first for _, e, first in spans)
+    result = {"perplexity": math.exp(-total / scored), "mean_nll": -total / scored, "tokens": scored,
+              "windows": len(spans), "context": context, "stride": stride}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"perplexity {result['perplexity']:.4f} (mean negative log-likelihood {result['mean_nll']:.4f} nats) "
+              f"over {scored} tokens: {len(spans)} window(s) of up to {context} tokens, {result['stride']} apart")
+    return 0
+
+
+COMMANDS = {"generate": generate, "chat": chat, "serve": serve_command, "perplexity": perplexity}
 
 
 def main(argv=None) -> int:

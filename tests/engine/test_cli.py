@@ -1,7 +1,9 @@
 """The ``tritium`` command: streamed and waited-for generation, the prompt from stdin, the interactive chat
-(history kept, /reset, Ctrl-D), log options on every command, one-line errors for serve."""
+(history kept, /reset, Ctrl-D), log options on every command, one-line errors for serve, perplexity against
+transformers."""
 
 import io
+import json
 import re
 import threading
 
@@ -12,6 +14,7 @@ from tritium import LLM, SamplingParams
 from tritium import cli
 from tritium.cli import _engine_kwargs, _params, _parser, _serve_engine_kwargs, main
 from tritium.engine import LLMEngine
+from tritium.engine.tokenizer import Tokenizer
 
 from .conftest import HANG_BOUND_S
 
@@ -190,3 +193,47 @@ def test_serve_flags_reach_the_engine(tiny_models):
         kwargs = _engine_kwargs(_parser().parse_args([command[0], "--batch-invariant", *command[1:]]))
         assert kwargs["batch_invariant"] is True
         assert "op_backend" not in kwargs  # the interpreter's torch-ops shortcut would contradict it
+
+
+def test_perplexity_windows():
+    """Every token but the first is scored exactly once, after at least one token of its window."""
+    for n in (2, 3, 17, 60):
+        for context in (2, 5, 16, 64):
+            for stride in {1, context // 2 or 1, context - 1}:
+                spans = cli.windows(n, context, stride)
+                scored = [t for b, e, first in spans for t in range(first, e)]
+                assert scored == list(range(1, n)), (n, context, stride)
+                assert all(e - b <= context and b < first < e for b, e, first in spans)
+                assert [b for b, _, _ in spans] == [i * stride for i in range(len(spans))]
+    assert cli.windows(17, 16, 15) == [(0, 16, 1), (15, 17, 16)]
+    with pytest.raises(ValueError, match="--stride must be in"):
+        cli.windows(10, 4, 4)
+    with pytest.raises(ValueError, match="--context must be >= 2"):
+        cli.windows(10, 1, 1)
+
+
+@pytest.mark.parametrize("context,stride", [(16, None), (16, 5), (None, None)])
+def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_models, context, stride):
+    """``tritium perplexity``: the strided windows' negative log-likelihood as transformers' logits give it."""
+    path, hf = tiny_models["llama"]
+    text = " ".join(f"w{i}" for i in range(1, 60))
+    file = tmp_path / "text.txt"
+    file.write_text(text)
+    args = ["perplexity", str(file), "--model", path, "--json"]
+    args += [] if context is None else ["--context", str(context)]
+    args += [] if stride is None else ["--stride", str(stride)]
+    code, out, err = run(capsys, monkeypatch, *args)
+    assert code == 0, err
+    got = json.loads(out)
+    ids = Tokenizer.from_hf_dir(path).encode(text)
+    total, count = 0.0, 0
+    for b, e, first in cli.windows(len(ids), got["context"], got["stride"]):
+        with torch.no_grad():
+            lp = hf(torch.tensor([ids[b:e]])).logits[0].float().log_softmax(-1)
+        for t in range(first, e):
+            total -= lp[t - b - 1, ids[t]].item()
+            count += 1
+    assert got["tokens"] == count == len(ids) - 1
+    assert got["mean_nll"] == pytest.approx(total / count, rel=1e-4)
+    code, _, err = run(capsys, monkeypatch, "perplexity", str(file), "--model", path, "--context", "9999")
+    assert code == 2 and "--context 9999 leaves no room" in err
