@@ -317,3 +317,31 @@ def test_cost_per_token(smol):
             assert d.text == smol.decode(s)
         print(f"\nIncrementalDetokenizer add+delta, stop={stop}: {elapsed / (64 * 256) * 1e6:.2f} us/token "
               f"(64 requests x 256 tokens)")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_special_tokens_written_out(tok, seed):
+    """``skip_special_tokens=False``: deltas concatenate to ``decode(ids, skip_special_tokens=False)`` with
+    special tokens among split characters; a stop string that is a special token's text ends the text before
+    the first one."""
+    rng = random.Random(seed)
+    specials = [i for i, t in tok.backend.get_added_tokens_decoder().items() if t.special]
+    for text in TEXTS[:5]:
+        mixed = tok.encode(text, add_special_tokens=False)
+        for _ in range(rng.randint(1, 3)):
+            mixed.insert(rng.randint(0, len(mixed)), rng.choice(specials))
+        full = tok.decode(mixed, skip_special_tokens=False)
+        assert full != tok.decode(mixed)  # the special tokens are written out
+        d = IncrementalDetokenizer(tok, skip_special_tokens=False)
+        deltas = []
+        for t in mixed:
+            assert d.add(t) is False
+            deltas.append(d.delta())
+            assert full.startswith("".join(deltas))
+        deltas.append(d.delta(finished=True))
+        assert "".join(deltas) == full == d.output_text
+        first = next(t for t in mixed if t in specials)
+        mark = tok.decode([first], skip_special_tokens=False)
+        d = IncrementalDetokenizer(tok, stop=[mark], skip_special_tokens=False)
+        stopped = next(n for n, t in enumerate(mixed) if d.add(t))
+        assert mixed[stopped] == first and d.delta(finished=True) == full[:full.find(mark)]

@@ -400,6 +400,8 @@ BAD = [
                                                     "repetition_penalty": 0}, 400, None, "repetition_penalty"),
     ("echo", "/v1/completions", {"prompt": "w1", "echo": "yes"}, 400, None, "echo"),
     ("prompt_logprobs", "/v1/completions", {"prompt": "w1", "prompt_logprobs": 21}, 400, None, "prompt_logprobs"),
+    ("skip_special_tokens", "/v1/completions", {"prompt": "w1", "skip_special_tokens": "no"}, 400, None,
+     "skip_special_tokens"),
     ("prompt_logprobs-stream", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                         "prompt_logprobs": 1, "stream": True}, 400, None,
      "prompt_logprobs"),

@@ -231,3 +231,18 @@ def test_several_choices_parse_each_their_own(thinking_client):
         reasoning, content, calls = _streamed(mine)
         assert reasoning.split() == ["hmm"] and content.split() == ["Sure.", "again"] and _calls(calls) == BOTH
         assert [t.index for t in calls] == [0, 1] and mine[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_skip_special_tokens(client):
+    """vLLM's skip_special_tokens: false writes special tokens out (here the EOS the chain runs through with
+    ignore_eos), but never the EOS that ends an answer; streamed the same."""
+    r = ask(client, extra_body={"skip_special_tokens": False})
+    assert r.choices[0].message.content == "w2 w3" and r.choices[0].finish_reason == "stop"
+    kw = dict(max_tokens=5, extra_body={"ignore_eos": True})
+    plain = ask(client, **kw).choices[0].message.content
+    written = ask(client, **{**kw, "extra_body": {"ignore_eos": True, "skip_special_tokens": False}})
+    words = written.choices[0].message.content.split()
+    assert words[:3] == ["w2", "w3", "</s>"]  # greedy past the EOS: the same tokens, the special ones written
+    assert [w for w in words if w not in ("<unk>", "<s>", "</s>")] == plain.split()
+    chunks = list(ask(client, stream=True, **{**kw, "extra_body": {"ignore_eos": True, "skip_special_tokens": False}}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == written.choices[0].message.content

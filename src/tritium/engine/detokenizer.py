@@ -36,12 +36,14 @@ class _Vocabulary:
     """What the detokenizer needs to know of a tokenizer's ids, computed once per tokenizer.
 
     ``keep[id]``: 1 if ``decode`` keeps the id (not special, known); None when the tokenizer cannot be
-    inspected (then every id is kept: still exact, only runs of special tokens widen the window).
+    inspected (then every id is kept: still exact, only runs of special tokens widen the window). ``known``:
+    the same with special tokens kept (``decode(..., skip_special_tokens=False)``).
     ``byte_piece[id]``: 1 for the ``<0xNN>`` pieces of a decoder with ``ByteFallback``; None if it has none.
     """
 
     def __init__(self, tokenizer: Tokenizer):
         self.keep: bytearray | None = None
+        self.known: bytearray | None = None
         self.byte_piece: bytearray | None = None
         backend = getattr(tokenizer, "backend", None)
         try:
@@ -55,6 +57,7 @@ class _Vocabulary:
         keep = bytearray(size)
         for i in vocab.values():
             keep[i] = 1
+        self.known = bytearray(keep)
         # decode() drops a token whose string is a special token's (whatever the id).
         for i, token in added.items():
             if token.special:
@@ -90,10 +93,11 @@ class IncrementalDetokenizer:
     earliest occurrence and the request must finish), ``delta(finished)`` once per step for the text not
     returned before. The deltas of a request concatenate to its final text, ``decode(output_ids)`` (cut
     before a stop string), and every delta's text is final: what was returned is never taken back.
-    With no tokenizer the text is always "" (stop strings are not looked for).
+    With no tokenizer the text is always "" (stop strings are not looked for). ``skip_special_tokens=False``:
+    the text is ``decode(output_ids, skip_special_tokens=False)`` instead (special tokens written out).
     """
 
-    def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None):
+    def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None, skip_special_tokens: bool = True):
         self.tokenizer = tokenizer
         self.stop = [s for s in (stop or ()) if s] if tokenizer is not None else []
         self._hold = max(map(len, self.stop), default=1) - 1  # characters kept back for stop strings
@@ -103,9 +107,13 @@ class IncrementalDetokenizer:
         self._text = ""  # returned by delta()
         if tokenizer is None:
             return
-        self._decode = tokenizer.decode
         vocabulary = _vocabulary(tokenizer)
-        self._keep = vocabulary.keep
+        if skip_special_tokens:
+            self._decode = tokenizer.decode
+            self._keep = vocabulary.keep
+        else:
+            self._decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=False)
+            self._keep = vocabulary.known
         self._byte_piece = vocabulary.byte_piece
         self._ids: list[int] = []  # the ids decode() keeps
         self._prefix = 0  # window start in _ids

@@ -439,7 +439,7 @@ class LLMEngine:
         ids = self.encode(prompt, f"prompt of request {request_id!r}")
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
-                       detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop))
+                       detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
         if params.logprobs is not None:
@@ -625,8 +625,10 @@ class LLMEngine:
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
-        stopped = seq.detokenizer.add(token)
-        if not p.ignore_eos and token in self.eos_token_ids:
+        eos = not p.ignore_eos and token in self.eos_token_ids
+        # the EOS that ends an answer is no part of its text, special tokens written out or not
+        stopped = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
+        if eos:
             return "stop"
         if p.stop_token_ids and token in p.stop_token_ids:
             return "stop"

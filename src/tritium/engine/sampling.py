@@ -36,6 +36,8 @@ class SamplingParams:
     - ``logprobs``: report the log-probability of each sampled token and of the ``logprobs`` most likely
       tokens at its position (0: the sampled token's only; None: none), from the model's distribution
       (log-softmax of the logits, before penalties, temperature and filtering); at most 20.
+    - ``skip_special_tokens`` (vLLM's): False writes special tokens out in the text (the EOS that ends the
+      answer excepted); True (default) leaves them out.
     - ``prompt_logprobs``: the same for every prompt token (0: its own log-probability; k: and the k most
       likely tokens at its position; None: none), given the tokens before it; the first prompt token has
       none. The prompt is then computed in full (no prefix-cache hit), and the LM head runs over every
@@ -61,6 +63,7 @@ class SamplingParams:
     min_tokens: int = 0
     logit_bias: dict[int, float] | None = None
     prompt_logprobs: int | None = None
+    skip_special_tokens: bool = True
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -99,6 +102,8 @@ class SamplingParams:
                     raise ValueError(f"logit_bias: {token!r} is not a token id (an int >= 0)")
                 if not isinstance(bias, (int, float)) or isinstance(bias, bool) or not -100 <= bias <= 100:
                     raise ValueError(f"logit_bias[{token}] must be a number in [-100, 100], got {bias!r}")
+        if not isinstance(self.skip_special_tokens, bool):
+            raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ValueError(f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
         if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:

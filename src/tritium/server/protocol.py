@@ -6,7 +6,8 @@
 does not implement (suffix, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
 :mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
-``stop_token_ids``, ``min_tokens``, ``ignore_eos``, and ``stream_options.continuous_usage_stats`` (usage in every chunk).
+``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
+``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
 first, the first token's null) and, with ``echo``, ``max_tokens`` 0 (the prompt scored, nothing generated), as
 lm-evaluation-harness asks for log-likelihoods. Both endpoints take vLLM's ``prompt_logprobs: k`` (not streamed):
@@ -29,7 +30,7 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
-           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs"}
+           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs", "skip_special_tokens"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -174,7 +175,7 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True),
         # min_tokens is bounded by the max_tokens given (none: the context bounds both)
         stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0),
-        logit_bias=_logit_bias(body))
+        logit_bias=_logit_bias(body), skip_special_tokens=_bool(body, "skip_special_tokens", default=True))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
