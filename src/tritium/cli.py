@@ -331,7 +331,11 @@ def windows(num_tokens: int, context: int, stride: int) -> list[tuple[int, int, 
 
 
 def perplexity(args) -> int:
-    text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    if args.file == "-":
+        text = sys.stdin.read()
+    else:
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
         return _perplexity(args, llm, text)
 
@@ -358,7 +362,7 @@ def _perplexity(args, llm: LLM, text: str) -> int:
         print(json.dumps(result))
     else:
         print(f"perplexity {result['perplexity']:.4f} (mean negative log-likelihood {result['mean_nll']:.4f} nats) "
-              f"over {scored} tokens: {len(spans)} window(s) of up to {context} tokens, {result['stride']} apart")
+              f"over {scored} tokens: {len(spans)} window(s) of up to {context} tokens, {stride} apart")
     return 0
 
 

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 # Most greedy decode steps in one window; also the rows of the token ring each window's tokens go to.
 MAX_DECODE_STEPS = 64
-# Prompt positions whose logits one LM-head call computes for prompt log-probabilities (fp32 rows of the
-# vocabulary: 256 x 152k x 4 B = 156 MB for Qwen's).
+# Prompt positions whose logits one LM-head call computes for prompt log-probabilities (rows of the
+# vocabulary in the model's dtype on one rank: 256 x 152k x 2 B = 78 MB for Qwen's in bf16; fp32 when
+# gathered from several ranks).
 PROMPT_LOGITS_CHUNK = 256
 
 
