@@ -64,6 +64,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="a request's answer (tokens and log-probabilities) has the same bits whatever runs "
                              "beside it, however its prompt is chunked or cached (one GPU; slower: tritium's own "
                              "kernels with fixed reduction orders, no cuBLAS)")
+    parser.add_argument("--quantization", choices=["fp8"], default=None,
+                        help="fp8: the layers' projection weights in FP8 with a scale per output row (weight-only: "
+                             "half the bytes a decode step reads); a 16-bit checkpoint is quantized as it loads, an "
+                             "FP8 checkpoint (compressed-tensors, fbgemm_fp8) runs so by itself")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
@@ -164,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
                   linear_cache=args.linear_cache, batch_invariant=args.batch_invariant,
-                  max_model_len=args.max_model_len,
+                  max_model_len=args.max_model_len, quantization=args.quantization,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
     if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone

@@ -88,6 +88,10 @@ class EngineConfig:
       RMSNorm/rope/SiLU. It needs triton attention and ops (the defaults on a GPU; set on the CPU, which then
       needs ``TRITON_INTERPRET=1``), leaves ``linear_backend`` to itself and runs on one rank. Off by default:
       slower (bench/NOTES.md, "Batch invariance").
+    - ``quantization``: None, or ``"fp8"``: the layers' projection weights in float8_e4m3fn with one fp32 scale
+      per output row (weight-only FP8; the products still run in ``dtype``). A 16/32-bit checkpoint is
+      quantized as it loads; an FP8 checkpoint (compressed-tensors or fbgemm_fp8, per-tensor or per-channel
+      scales) selects it by itself. Halves the bytes a decode step reads.
     - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
       graph replays, or eager steps without graphs), the next token fed on the device, before the host
       reads their tokens; the next window is queued from the device's state before that read, so the
@@ -122,6 +126,7 @@ class EngineConfig:
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     batch_invariant: bool = False
+    quantization: str | None = None
     tensor_parallel_size: int = 1
     context_parallel_size: int = 1
     comm: str = "auto"
@@ -158,6 +163,8 @@ class EngineConfig:
         if not isinstance(self.parallel_timeout, (int, float)) or isinstance(self.parallel_timeout, bool) \
                 or not self.parallel_timeout > 0:
             raise ValueError(f"parallel_timeout must be positive seconds, got {self.parallel_timeout!r}")
+        if self.quantization not in (None, "fp8"):
+            raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if self.dtype is not None and self.dtype not in _DTYPES:
             raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16, "
                             f"got {self.dtype!r}")

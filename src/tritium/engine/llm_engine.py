@@ -105,7 +105,8 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
         dtype=given.dtype or ((model_config.torch_dtype if model_config.torch_dtype in (torch.float16, torch.bfloat16)
                                else torch.bfloat16) if on_gpu else torch.float32),
         max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
-                          model_config.max_position_embeddings))
+                          model_config.max_position_embeddings),
+        quantization=given.quantization or model_config.quantization)
     if not on_gpu and cfg.batch_invariant and not interpreting():
         raise ValueError("batch_invariant=True on the CPU runs tritium's Triton kernels, which need the Triton "
                          "interpreter: set TRITON_INTERPRET=1 before importing tritium")
@@ -143,7 +144,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
                            batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_num_seqs,
-                           context_parallel=context_parallel))
+                           quantization=cfg.quantization, context_parallel=context_parallel))
     model.load_weights(weights)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:

@@ -54,6 +54,7 @@ from triton.runtime import _allocation
 from tritium.runtime import default_device, interpreting, num_sms, pipeline_stages
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+QUANTIZED_DTYPES = (torch.float8_e4m3fn,)  # b with b_scale
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,8 @@ def matmul_tile(
     USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
     """``A[off_m : off_m + BLOCK_M, k_start:k_end] @ B[k_start:k_end, off_n : off_n + BLOCK_N]`` as an fp32
-    ``[BLOCK_M, BLOCK_N]`` accumulator (the whole product: ``k_start = 0, k_end = K``). ``a``, ``b`` come
+    ``[BLOCK_M, BLOCK_N]`` accumulator (the whole product: ``k_start = 0, k_end = K``); a B of another dtype
+    than A (a quantized fp8 weight) is converted to A's tile by tile. ``a``, ``b`` come
     from :func:`matmul_operands`; ``k_start`` is a multiple of BLOCK_K and ``k_end`` one too or K. Rows past
     M, columns past N and K past ``k_end`` read as zeros (TMA fills what lies outside the tensor; the
     pointer path masks), so the caller masks only what it stores. ``EVEN_K``: K is a multiple of BLOCK_K
@@ -267,6 +269,8 @@ def matmul_tile(
                 b_tile = b.load([off_n, k]).T                                      # [BLOCK_K, BLOCK_N]
             else:
                 b_tile = b.load([k, off_n])                                        # [BLOCK_K, BLOCK_N]
+            if b_tile.dtype != a_tile.dtype:  # a quantized (fp8) weight: converted in registers
+                b_tile = b_tile.to(a_tile.dtype)
             acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
     else:
         rows = off_m + tl.arange(0, BLOCK_M)                                       # [BLOCK_M]
@@ -284,6 +288,8 @@ def matmul_tile(
                 k_left = k_end - i * BLOCK_K
                 a_tile = tl.load(a_ptrs, mask=a_mask & (ks[None, :] < k_left), other=0.0)
                 b_tile = tl.load(b_ptrs, mask=b_mask & (ks[:, None] < k_left), other=0.0)
+            if b_tile.dtype != a_tile.dtype:
+                b_tile = b_tile.to(a_tile.dtype)
             acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
@@ -345,10 +351,18 @@ def reduce_split_tile(
 
 
 @triton.jit
+def _scale_columns(acc, scale_ptr, off_n, N, BLOCK_N: tl.constexpr):
+    """``acc [BLOCK_M, BLOCK_N]`` times the column scales ``scale[off_n : off_n + BLOCK_N]`` (0 past N)."""
+    cols = off_n + tl.arange(0, BLOCK_N)
+    return acc * tl.load(scale_ptr + cols, mask=cols < N, other=0.0)[None, :]
+
+
+@triton.jit
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr,
     partial_ptr, count_ptr,  # split-K workspace (fp32 [M, N] and int32 [tiles], zeros); None without split
+    scale_ptr,  # fp32 [N]: B's column scales (a quantized weight's row scales), with B_SCALED
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # sizes
@@ -356,7 +370,7 @@ def _matmul_kernel(
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, USE_TMA: tl.constexpr,
-    B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr, B_SCALED: tl.constexpr = False,
 ):
     a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
@@ -367,6 +381,8 @@ def _matmul_kernel(
             pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
             acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, K, M, N, stride_am, stride_ak, stride_bk,
                               stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
+            if B_SCALED:
+                acc = _scale_columns(acc, scale_ptr, pid_n * BLOCK_N, N, BLOCK_N)
             store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
                        BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
     else:
@@ -381,6 +397,8 @@ def _matmul_kernel(
             acc = matmul_tile(a, b, pid_m * BLOCK_M, pid_n * BLOCK_N, k_start, k_end, M, N, stride_am, stride_ak,
                               stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K,
                               DOT_PRECISION)
+            if B_SCALED:  # each piece scaled: the scale is per column, so the sum of the pieces is too
+                acc = _scale_columns(acc, scale_ptr, pid_n * BLOCK_N, N, BLOCK_N)
             reduce_split_tile(c, acc, partial_ptr, count_ptr + tile_id, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, EPILOGUE_SPLIT, USE_TMA)
 
@@ -442,7 +460,7 @@ def _tma_view(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * size) % 16 == 0
 
 
-def _check(a, b, out) -> None:
+def _check(a, b, out, b_scale=None) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -450,8 +468,17 @@ def _check(a, b, out) -> None:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if a.dtype not in DTYPES:
         raise TypeError(f"a has dtype {a.dtype}; expected one of {', '.join(map(str, DTYPES))}")
-    if b.dtype != a.dtype:
-        raise TypeError(f"b has dtype {b.dtype}, a has {a.dtype}: they must match")
+    if b_scale is not None:
+        if b.dtype not in QUANTIZED_DTYPES:
+            raise TypeError(f"b_scale is for a quantized b ({', '.join(map(str, QUANTIZED_DTYPES))}), got b {b.dtype}")
+        if not isinstance(b_scale, torch.Tensor) or b_scale.shape != (b.shape[1],) \
+                or b_scale.dtype != torch.float32 or b_scale.stride(0) != 1 or b_scale.device != a.device:
+            got = f"{tuple(b_scale.shape)} {b_scale.dtype}" if isinstance(b_scale, torch.Tensor) else b_scale
+            raise ValueError(f"b_scale must be a contiguous [{b.shape[1]}] float32 tensor on {a.device} (one scale "
+                             f"per column of b), got {got}")
+    elif b.dtype != a.dtype:
+        raise TypeError(f"b has dtype {b.dtype}, a has {a.dtype}: they must match"
+                        + (" (a quantized b needs b_scale)" if b.dtype in QUANTIZED_DTYPES else ""))
     if b.device != a.device:
         raise ValueError(f"b is on {b.device}, a is on {a.device}: they must be on one device")
     if a.device.type != default_device().type:
@@ -493,7 +520,8 @@ def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
-           config: MatmulConfig | None = None, num_programs: int | None = None) -> torch.Tensor:
+           config: MatmulConfig | None = None, num_programs: int | None = None,
+           b_scale: torch.Tensor | None = None) -> torch.Tensor:
     """``c = a @ b``: ``a [M, K]``, ``b [K, N]`` -> ``c [M, N]`` in a's dtype (fp16, bf16, or fp32), fp32
     accumulation; fp32 inputs use exact (ieee) products, not tf32.
 
@@ -501,9 +529,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     N]``, a's dtype and device; must not overlap a or b) is written in place and returned, so a call with
     ``out`` neither allocates nor synchronises with the host. ``config``: a :class:`MatmulConfig` instead
     of :func:`select_config`'s. ``num_programs``: how many persistent programs (default the SM count; fewer
-    leave SMs to other work).
+    leave SMs to other work). ``b_scale``: b is a quantized weight (float8_e4m3fn, e.g. ``w8.t()``) whose
+    column n is ``b_scale[n] * b[:, n]``: each tile of b is converted to a's dtype in registers and each
+    column of the fp32 product scaled once (weight-only FP8, :mod:`tritium.ops.quant`).
     """
-    _check(a, b, out)
+    _check(a, b, out, b_scale)
     M, K = a.shape
     N = b.shape[1]
     if out is None:
@@ -521,9 +551,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
         partials = _BUFFERS.get("split-k-partials", M * N, torch.float32, a.device, stream)
         counts = _BUFFERS.get("split-k-counts", tiles, torch.int32, a.device, stream)
     _matmul_kernel[(programs,)](
-        a, b, out, partials, counts,
+        a, b, out, partials, counts, b_scale,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
         M, N, K, programs,
-        SPLIT_K=cfg.split_k, FLATTEN=cfg.flatten and cfg.split_k == 1, **launch_options(a, b, out, cfg),
+        SPLIT_K=cfg.split_k, FLATTEN=cfg.flatten and cfg.split_k == 1, B_SCALED=b_scale is not None,
+        **launch_options(a, b, out, cfg),
     )
     return out

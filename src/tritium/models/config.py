@@ -61,6 +61,7 @@ class ModelConfig:
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
     torch_dtype: torch.dtype | None = None
+    quantization: str | None = None
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -124,6 +125,7 @@ class ModelConfig:
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
+            quantization=_hf_quantization(cfg.get("quantization_config")),
         )
 
     @classmethod
@@ -164,6 +166,35 @@ class ModelConfig:
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
             eos_token_ids=() if eos is None else (int(eos),),
         )
+
+
+def _hf_quantization(q) -> str | None:
+    """The weight quantization a ``config.json``'s ``quantization_config`` describes: None (none), or "fp8"
+    for FP8 weights with per-tensor or per-channel scales (compressed-tensors float 8-bit weights, as
+    llm-compressor writes them; ``fbgemm_fp8``). Anything else raises UnsupportedModelError naming it."""
+    if not q:
+        return None
+    supported = ("tritium reads FP8 checkpoints with per-tensor or per-channel weight scales (compressed-tensors "
+                 "float 8-bit weights; fbgemm_fp8), or quantizes a 16-bit checkpoint as it loads "
+                 "(quantization='fp8')")
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method == "fbgemm_fp8":
+        return "fp8"
+    if method == "compressed-tensors":
+        groups = q.get("config_groups") or {}
+        for name, group in groups.items():
+            w = (group or {}).get("weights") or {}
+            kind = (w.get("type"), w.get("num_bits"), w.get("strategy"))
+            if kind[:2] != ("float", 8) or kind[2] not in ("tensor", "channel"):
+                raise UnsupportedModelError(f"quantization_config: compressed-tensors group {name!r} has weights of "
+                                            f"type {kind[0]!r}, {kind[1]} bits, strategy {kind[2]!r}; {supported}")
+        if not groups or q.get("format") not in (None, "naive-quantized", "float-quantized"):
+            raise UnsupportedModelError(f"quantization_config: compressed-tensors format {q.get('format')!r} "
+                                        f"with {len(groups)} config groups; {supported}")
+        return "fp8"
+    detail = f" with weight_block_size {q.get('weight_block_size')}" if isinstance(q, dict) and \
+        q.get("weight_block_size") else ""
+    raise UnsupportedModelError(f"quantization_config: quant_method {method!r}{detail} is not supported; {supported}")
 
 
 def _hf_sliding_window(cfg: dict, model_type: str) -> int | None:

@@ -15,6 +15,12 @@ which it reads only this rank's rows or columns:
 At world size 1 every hook is the identity: a forward launches exactly the ops of ``linear(x, W, b)``
 (``F.embedding(ids, W)`` for the embedding) and nothing else.
 
+``quant="fp8"`` (the four linear kinds): the layer stores its weight as float8_e4m3fn with one fp32 scale per
+row (``weight_scale``; :mod:`tritium.ops.quant`) and passes ``scale=weight_scale`` to every ``linear`` call.
+A 16/32-bit checkpoint weight is quantized as it loads, each row's scale from the whole row (a row-parallel
+rank reads the full rows for it), so every world size holds the same values; an fp8 checkpoint weight is
+copied as stored and needs its ``weight_scale`` (per tensor or per channel) loaded too (``load_weight_scale``).
+
 Forward methods take a ``linear`` object (:class:`~tritium.models.linear.LinearDispatch` in the model):
 ``linear(x, weight, bias=None)`` = ``x @ weight^T + bias``, ``linear.gated(x, weight)`` =
 ``linear(silu(x[:, :I]) * x[:, I:], weight)`` for x = [gate | up] of width 2I, and ``linear.swiglu(x, weight,
@@ -29,7 +35,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from tritium.models.weights import LazyTensor
+from tritium.models.weights import LazyTensor, materialize
+from tritium.ops.quant import FP8_DTYPE, QUANTIZATIONS, expand_scale, quantize_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,23 +124,100 @@ def _nbytes(*tensors: torch.Tensor | None) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
+def _scale_label(label: str) -> str:
+    """The scale part of a weight part: "weight" -> "weight_scale", "weight[q]" -> "weight_scale[q]"."""
+    return label.replace("weight", "weight_scale", 1)
+
+
 class _ShardedLayer:
     """What every layer shares: the group, loading bookkeeping and the shard copy with its shape check."""
 
-    def __init__(self, parts: list[str], group: ParallelGroup, dtype: torch.dtype, device, name: str | None):
+    def __init__(self, parts: list[str], group: ParallelGroup, dtype: torch.dtype, device, name: str | None,
+                 quant: str | None = None):
         _check_group(name or type(self).__name__, group)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"{type(self).__name__}: dtype must be a floating-point torch.dtype, got {dtype!r}")
+        if quant is not None and quant not in QUANTIZATIONS:
+            raise ValueError(f"{name or type(self).__name__}: quant must be None or one of {QUANTIZATIONS}, "
+                             f"got {quant!r}")
         self.group = group
         self.dtype = dtype
         self.device = torch.device(device)
         self.name = name or type(self).__name__
+        self.quant = quant
+        self.weight_scale: torch.Tensor | None = None
         self._parts = parts          # every part a checkpoint must provide, in order
         self._loaded: set[str] = set()
+        self._stored_fp8: set[str] = set()  # weight parts copied as stored in fp8: their scales are due too
 
     def missing(self) -> list[str]:
-        """Names of the parts not loaded yet ("weight", "bias", "weight[q]", "weight[0]" ...)."""
-        return [p for p in self._parts if p not in self._loaded]
+        """Names of the parts not loaded yet ("weight", "bias", "weight[q]", "weight[0]" ...; the
+        "weight_scale..." of a weight loaded in fp8)."""
+        due = [_scale_label(p) for p in self._parts if p in self._stored_fp8]
+        return [p for p in self._parts + due if p not in self._loaded]
+
+    @property
+    def _scale_kw(self) -> dict:
+        """``linear``'s keyword for this layer's weight: its row scales where it is quantized."""
+        return {} if self.weight_scale is None else {"scale": self.weight_scale}
+
+    def _empty_weight(self, rows: int, cols: int) -> torch.Tensor:
+        """The weight's storage: the layer's dtype, or fp8 with a row-scale vector beside it."""
+        if self.quant is None:
+            return self._empty(rows, cols)
+        self.weight_scale = torch.ones(rows, dtype=torch.float32, device=self.device)
+        return torch.empty((rows, cols), dtype=FP8_DTYPE, device=self.device)
+
+    def _check_full(self, part: str, full, expected: tuple[int, ...]) -> None:
+        if not isinstance(full, (torch.Tensor, LazyTensor)):
+            raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
+        if not full.dtype.is_floating_point:
+            raise TypeError(f"{self.name}: {part} must be a floating-point tensor, got {full.dtype}")
+        if tuple(full.shape) != tuple(expected):
+            raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
+                             f"(the full checkpoint tensor)")
+        if full.dtype == FP8_DTYPE and (self.quant is None or not part.startswith("weight")):
+            raise TypeError(f"{self.name}: {part} is stored in {full.dtype}; a quantized checkpoint needs the "
+                            f"model built with quantization='fp8'" if self.quant is None else
+                            f"{self.name}: {part} is stored in {full.dtype}; only weights may be")
+
+    def _load_quantized(self, part: str, full, expected: tuple[int, ...], rows: slice, cols: slice,
+                        row0: int) -> None:
+        """Weight part ``part`` of a quantized layer: ``full[rows, cols]`` into the weight at row ``row0``.
+        Stored in fp8 already: copied as is (its scale loads separately). Otherwise quantized, each row's
+        scale from the whole row ``full[rows]`` (all columns, whatever this rank holds)."""
+        self._check_full(part, full, expected)
+        n = rows.stop - rows.start
+        with torch.no_grad():
+            if full.dtype == FP8_DTYPE:
+                self.weight[row0: row0 + n].copy_(full[rows, cols])
+                self._stored_fp8.add(part)
+            else:
+                w8, scale = quantize_rows(full[rows].to(self.device))
+                self.weight[row0: row0 + n].copy_(w8[:, cols])
+                self.weight_scale[row0: row0 + n].copy_(scale)
+                self._stored_fp8.discard(part)
+                self._loaded.add(_scale_label(part))
+        self._loaded.add(part)
+
+    def _load_scale(self, part: str, t, full_rows: int, rows: slice, row0: int) -> None:
+        """A checkpoint's scale of an fp8 weight part (one value, or one per row of the full part):
+        rows ``rows`` of it into ``weight_scale`` at ``row0``."""
+        if self.quant is None:
+            raise ValueError(f"{self.name}: got a weight scale ({_scale_label(part)}) but the layer is not "
+                             f"quantized: build the model with quantization='fp8'")
+        if not isinstance(t, (torch.Tensor, LazyTensor)):
+            raise TypeError(f"{self.name}: {_scale_label(part)} must be a torch.Tensor or LazyTensor, got "
+                            f"{type(t).__name__}")
+        try:
+            scale = expand_scale(materialize(t), full_rows)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {_scale_label(part)}: {e}") from None
+        if not torch.isfinite(scale).all() or not (scale > 0).all():
+            raise ValueError(f"{self.name}: {_scale_label(part)} must hold finite positive values")
+        n = rows.stop - rows.start
+        self.weight_scale[row0: row0 + n].copy_(scale[rows])
+        self._loaded.add(_scale_label(part))
 
     def _empty(self, *shape: int) -> torch.Tensor:
         return torch.empty(shape, dtype=self.dtype, device=self.device)
@@ -144,13 +228,7 @@ class _ShardedLayer:
         shard: a slice ``full[a:b]`` or ``full[:, a:b]``) into ``dst`` (cast to the layer's dtype, moved to
         its device). ``full`` is the whole tensor or a :class:`~tritium.models.weights.LazyTensor`, of which
         only the shard is read."""
-        if not isinstance(full, (torch.Tensor, LazyTensor)):
-            raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
-        if not full.dtype.is_floating_point:
-            raise TypeError(f"{self.name}: {part} must be a floating-point tensor, got {full.dtype}")
-        if tuple(full.shape) != tuple(expected):
-            raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
-                             f"(the full checkpoint tensor)")
+        self._check_full(part, full, expected)
         with torch.no_grad():
             dst.copy_(src(full))
         self._loaded.add(part)
@@ -165,20 +243,21 @@ class ColumnParallelLinear(_ShardedLayer):
     """
 
     def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
-                 dtype: torch.dtype, device: torch.device | str, name: str | None = None):
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None):
         sizes = [output_size]
         self._init(input_size, sizes, _local_sizes(name or type(self).__name__, sizes, group, "output_size"),
-                   bias, group, dtype, device, name, ["weight"] + ["bias"] * bias)
+                   bias, group, dtype, device, name, ["weight"] + ["bias"] * bias, quant)
 
-    def _init(self, input_size, output_sizes, local_sizes, bias, group, dtype, device, name, parts) -> None:
+    def _init(self, input_size, output_sizes, local_sizes, bias, group, dtype, device, name, parts,
+              quant=None) -> None:
         """``output_sizes``: the full parts stacked in the weight; ``local_sizes``: this rank's rows of each."""
-        super().__init__(parts, group, dtype, device, name)
+        super().__init__(parts, group, dtype, device, name, quant)
         _positive(self.name, input_size=input_size)
         self.input_size = input_size
         self.output_sizes = list(output_sizes)
         self.output_size = sum(output_sizes)
         self.local_sizes = list(local_sizes)
-        self.weight = self._empty(sum(local_sizes), input_size)
+        self.weight = self._empty_weight(sum(local_sizes), input_size)
         self.bias = self._empty(sum(local_sizes)) if bias else None
 
     def _load_part(self, kind: str, t: torch.Tensor | LazyTensor, index: int, label: str,
@@ -190,9 +269,15 @@ class ColumnParallelLinear(_ShardedLayer):
         n = self.local_sizes[index]
         start = self.group.rank * n if first_row is None else first_row
         offset = sum(self.local_sizes[:index])
-        dst = (self.weight if kind == "weight" else self.bias)[offset: offset + n]
         full = self.output_sizes[index]
+        if kind == "weight_scale":
+            self._load_scale(label, t, full, slice(start, start + n), offset)
+            return
         expected = (full, self.input_size) if kind == "weight" else (full,)
+        if kind == "weight" and self.quant is not None:
+            self._load_quantized(label, t, expected, slice(start, start + n), slice(None), offset)
+            return
+        dst = (self.weight if kind == "weight" else self.bias)[offset: offset + n]
         self._copy(label, dst, t, expected, lambda full: full[start: start + n])
 
     def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
@@ -203,23 +288,27 @@ class ColumnParallelLinear(_ShardedLayer):
         """t: the full bias ``[output_size]``."""
         self._load_part("bias", t, 0, "bias")
 
+    def load_weight_scale(self, t: torch.Tensor | LazyTensor) -> None:
+        """t: the scale of an fp8 checkpoint weight (one value, or one per output row); quantized layers only."""
+        self._load_part("weight_scale", t, 0, "weight")
+
     def forward(self, x: torch.Tensor, linear) -> torch.Tensor:
         """x ``[T, input_size]`` -> ``[T, output_size / world_size]``: exactly ``linear(x, weight, bias)``."""
-        return linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias, **self._scale_kw)
 
     def forward_normed(self, h: torch.Tensor, norm_weight: torch.Tensor | None, eps: float, linear) -> torch.Tensor:
         """``forward(rms_norm(h, norm_weight))`` as one GEMV (``linear.normed``: the normed row never
         rounded; ``norm_weight`` None: folded into this layer's weight); h is replicated, so this holds at
         any world size. Only where ``linear.gemv_runs``."""
-        return linear.normed(h, norm_weight, eps, self.weight, self.bias)
+        return linear.normed(h, norm_weight, eps, self.weight, self.bias, **self._scale_kw)
 
     def weight_bytes(self) -> int:
         """Bytes of weight this rank reads per forward."""
-        return _nbytes(self.weight, self.bias)
+        return _nbytes(self.weight, self.weight_scale, self.bias)
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this layer holds."""
-        return [t for t in (self.weight, self.bias) if t is not None]
+        return [t for t in (self.weight, self.weight_scale, self.bias) if t is not None]
 
 
 class MergedColumnParallelLinear(ColumnParallelLinear):
@@ -232,14 +321,14 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
 
     def __init__(self, input_size: int, output_sizes: list[int], *, bias: bool = False,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str | None = None):
+                 name: str | None = None, quant: str | None = None):
         parts = [f"weight[{i}]" for i in range(len(output_sizes))]
         parts += [f"bias[{i}]" for i in range(len(output_sizes))] if bias else []
         owner = name or type(self).__name__
         if not output_sizes:
             raise ValueError(f"{owner}: output_sizes must not be empty")
         self._init(input_size, list(output_sizes), _local_sizes(owner, output_sizes, group, "output_sizes[{}]"),
-                   bias, group, dtype, device, name, parts)
+                   bias, group, dtype, device, name, parts, quant)
 
     def _part(self, part: int) -> int:
         if not isinstance(part, int) or isinstance(part, bool) or not 0 <= part < len(self.output_sizes):
@@ -254,6 +343,10 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
         """t: part ``part``'s full bias ``[output_sizes[part]]``."""
         self._load_part("bias", t, self._part(part), f"bias[{part}]")
 
+    def load_weight_scale(self, t: torch.Tensor | LazyTensor, part: int) -> None:
+        """t: the scale of part ``part``'s fp8 checkpoint weight (one value, or one per row of the part)."""
+        self._load_part("weight_scale", t, self._part(part), f"weight[{part}]")
+
     def forward_swiglu(self, x: torch.Tensor, linear) -> torch.Tensor:
         """gate/up: x ``[T, input_size]`` -> ``silu(gate) * up`` of this rank's shard ``[T, I / world_size]``
         (``linear.swiglu``: one GEMV with the SiLU-and-mul in its epilogue where the GEMV runs, else the
@@ -261,7 +354,7 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
         if len(self.local_sizes) != 2 or self.local_sizes[0] != self.local_sizes[1]:
             raise ValueError(f"{self.name}: forward_swiglu needs two equal parts (gate, up), got output_sizes "
                              f"{self.output_sizes}")
-        return linear.swiglu(x, self.weight, self.bias)
+        return linear.swiglu(x, self.weight, self.bias, **self._scale_kw)
 
 
 class QKVParallelLinear(ColumnParallelLinear):
@@ -278,7 +371,7 @@ class QKVParallelLinear(ColumnParallelLinear):
 
     def __init__(self, hidden_size: int, head_dim: int, num_heads: int, num_kv_heads: int, *, bias: bool = False,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str | None = None):
+                 name: str | None = None, quant: str | None = None):
         owner = name or type(self).__name__
         _check_group(owner, group)
         _positive(owner, hidden_size=hidden_size, head_dim=head_dim, num_heads=num_heads, num_kv_heads=num_kv_heads)
@@ -307,7 +400,7 @@ class QKVParallelLinear(ColumnParallelLinear):
         self.kv_size = self.num_kv_heads * head_dim
         parts = ["weight[q]", "weight[k]", "weight[v]"] + (["bias[q]", "bias[k]", "bias[v]"] if bias else [])
         self._init(hidden_size, [num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim],
-                   [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts)
+                   [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts, quant)
 
     def _load(self, kind: str, t: torch.Tensor | LazyTensor, part: str) -> None:
         if part == "q":
@@ -316,14 +409,14 @@ class QKVParallelLinear(ColumnParallelLinear):
             index, first_row = (1 if part == "k" else 2), self.kv_head_start * self.head_dim
         else:
             raise ValueError(f"{self.name}: part must be 'q', 'k' or 'v', got {part!r}")
-        self._load_part(kind, t, index, f"{kind}[{part}]", first_row)
+        self._load_part(kind, t, index, f"{'weight' if kind == 'weight_scale' else kind}[{part}]", first_row)
 
     def forward_rope_kv(self, x: torch.Tensor, linear, positions: torch.Tensor, cos_sin: torch.Tensor,
                         k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor) -> torch.Tensor:
         """``forward(x)`` with rope applied to its q and k heads and k, v written into the cache slots (one
         GEMV, ``linear.qkv_rope``); only where ``linear.gemv_runs``."""
         return linear.qkv_rope(x, self.weight, self.bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
-                               num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads)
+                               num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, **self._scale_kw)
 
     def load_weight(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full ``q_proj`` ``[num_heads * head_dim, hidden]`` (part "q") or ``k_proj``/``v_proj``
@@ -333,6 +426,10 @@ class QKVParallelLinear(ColumnParallelLinear):
     def load_bias(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full bias of part "q", "k" or "v"."""
         self._load("bias", t, part)
+
+    def load_weight_scale(self, t: torch.Tensor | LazyTensor, part: str) -> None:
+        """t: the scale of part "q", "k" or "v"'s fp8 checkpoint weight (one value, or one per row)."""
+        self._load("weight_scale", t, part)
 
 
 class RowParallelLinear(_ShardedLayer):
@@ -344,20 +441,28 @@ class RowParallelLinear(_ShardedLayer):
     """
 
     def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
-                 dtype: torch.dtype, device: torch.device | str, name: str | None = None):
-        super().__init__(["weight"] + ["bias"] * bias, group, dtype, device, name)
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None):
+        super().__init__(["weight"] + ["bias"] * bias, group, dtype, device, name, quant)
         _positive(self.name, input_size=input_size, output_size=output_size)
         self.input_size = input_size
         self.output_size = output_size
         self._cols = shard_range(input_size, group.rank, group.world_size, name=f"{self.name}: input_size")
-        self.weight = self._empty(output_size, self._cols[1] - self._cols[0])
+        self.weight = self._empty_weight(output_size, self._cols[1] - self._cols[0])
         self.bias = self._empty(output_size) if bias else None
         self._bias_here = self.bias if group.rank == 0 else None  # added once: on rank 0, before the sum
 
     def load_weight(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full weight ``[output_size, input_size]``; this rank copies its columns."""
         start, end = self._cols
-        self._copy("weight", self.weight, t, (self.output_size, self.input_size), lambda full: full[:, start:end])
+        expected = (self.output_size, self.input_size)
+        if self.quant is not None:
+            self._load_quantized("weight", t, expected, slice(0, self.output_size), slice(start, end), 0)
+            return
+        self._copy("weight", self.weight, t, expected, lambda full: full[:, start:end])
+
+    def load_weight_scale(self, t: torch.Tensor | LazyTensor) -> None:
+        """t: the scale of an fp8 checkpoint weight (one value, or one per output row; every rank holds all)."""
+        self._load_scale("weight", t, self.output_size, slice(0, self.output_size), 0)
 
     def load_bias(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full bias ``[output_size]`` (held whole by every rank)."""
@@ -375,11 +480,11 @@ class RowParallelLinear(_ShardedLayer):
         """
         bias = self._bias_here
         if gated:
-            y = linear.gated(x, self.weight)
+            y = linear.gated(x, self.weight, **self._scale_kw)
             if bias is not None:
                 y = y + bias  # linear.gated takes no bias; Llama-family MLPs have none
         else:
-            y = linear(x, self.weight, bias)
+            y = linear(x, self.weight, bias, **self._scale_kw)
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
@@ -390,7 +495,7 @@ class RowParallelLinear(_ShardedLayer):
         if self.group.world_size != 1:
             raise ValueError(f"{self.name}: forward_residual needs world size 1 (got {self.group.world_size}): "
                              "the partial sums must be all-reduced before the residual add")
-        return linear.add_into(x, self.weight, residual, self._bias_here, gated=gated)
+        return linear.add_into(x, self.weight, residual, self._bias_here, gated=gated, **self._scale_kw)
 
     def forward_add_norm(self, x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float, *,
                          gated: bool = False) -> torch.Tensor | None:
@@ -398,17 +503,17 @@ class RowParallelLinear(_ShardedLayer):
         (``ParallelGroup.linear_all_reduce_rms_norm``): ``residual`` updated in place, the normalised rows
         returned; None where the group has no such launch for these inputs (or the layer has a bias)."""
         fused = self.group.linear_all_reduce_rms_norm
-        if fused is None or self.bias is not None or self.group.world_size == 1:
+        if fused is None or self.bias is not None or self.group.world_size == 1 or self.quant is not None:
             return None
         return fused(x, self.weight, residual, norm_weight, eps, gated)
 
     def weight_bytes(self) -> int:
         """Bytes of weight this rank reads per forward (the bias only on rank 0)."""
-        return _nbytes(self.weight, self._bias_here)
+        return _nbytes(self.weight, self.weight_scale, self._bias_here)
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this layer holds."""
-        return [t for t in (self.weight, self.bias) if t is not None]
+        return [t for t in (self.weight, self.weight_scale, self.bias) if t is not None]
 
 
 class _VocabParallel(_ShardedLayer):

@@ -19,7 +19,9 @@ from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
+from tritium.ops.quant import dequantize
 from tritium.ops.rope import rope_write_kv
+from tritium.runtime import interpreting
 
 log = logging.getLogger(__name__)
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
@@ -34,6 +36,12 @@ class LinearDispatch:
     ``F.linear``; untuned shapes use ``F.linear``. ``"invariant"``: every product through
     :func:`tritium.fused.matmul` under its ``invariant_config`` (never split-K), so a row's result does not
     depend on the other rows (batch invariance); no GEMV, so nothing fuses into one.
+
+    Every method takes ``scale``: the weight is stored quantized (float8_e4m3fn) with these fp32 row scales
+    (weight-only FP8, :mod:`tritium.ops.quant`). The GEMV takes them as they are; where no GEMV runs, the
+    product is :func:`tritium.fused.matmul` with the fp8 weight converted tile by tile (``"torch"`` mode: the
+    weight dequantized, then ``F.linear``). cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
+    the "cublas" timing of a quantized shape is that matmul's.
     """
 
     MODES = ("auto", "triton", "torch", "invariant")
@@ -51,6 +59,7 @@ class LinearDispatch:
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
         self.restored = False  # the choices came from load_state (an earlier start's record), not from tune()
+        self.activation_dtype = torch.bfloat16  # what tune() runs quantized weights' products in (the model sets it)
 
     def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
         """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
@@ -76,34 +85,41 @@ class LinearDispatch:
         """The GEMVs' ``pdl`` argument: where supported, unless turned off."""
         return None if self.pdl else False
 
-    def _dense(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """``x @ weight^T + bias`` where no GEMV runs: ``F.linear``, or the invariant matmul."""
+    def _dense(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+               scale: torch.Tensor | None = None) -> torch.Tensor:
+        """``x @ weight^T + bias`` where no GEMV runs: ``F.linear``, or the invariant matmul; a quantized
+        weight (``scale``) through :func:`quantized_linear`."""
+        if scale is not None:
+            return quantized_linear(x, weight, scale, bias, torch_only=self.mode == "torch",
+                                    invariant=self.mode == "invariant")
         if self.mode != "invariant":
             return F.linear(x, weight, bias)
         return invariant_linear(x, weight, bias)
 
-    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                 scale: torch.Tensor | None = None) -> torch.Tensor:
         cfg = self._config(x, weight)
         if cfg is None:
-            return self._dense(x, weight, bias)
-        return gemv(x, weight, bias, config=cfg, pdl=self._pdl)
+            return self._dense(x, weight, bias, scale)
+        return gemv(x, weight, bias, config=cfg, pdl=self._pdl, scale=scale)
 
-    def gated(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    def gated(self, x: torch.Tensor, weight: torch.Tensor, *, scale: torch.Tensor | None = None) -> torch.Tensor:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
         the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
         cfg = self._config(x, weight)
         if cfg is None:
-            return self._dense(self.silu_and_mul(x), weight)
-        return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl)
+            return self._dense(self.silu_and_mul(x), weight, None, scale)
+        return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl, scale=scale)
 
-    def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+               scale: torch.Tensor | None = None) -> torch.Tensor:
         """``silu_and_mul(x @ weight^T + bias)`` for weight = [gate; up] ``[2I, K]`` -> ``[M, I]``: one GEMV with
         the SiLU-and-mul in its epilogue where the GEMV is the choice for (M, 2I, K), else ``F.linear`` then
         ``silu_and_mul`` (the one given at construction)."""
         cfg = self._config(x, weight)
         if cfg is None or cfg.block_n % 2:
-            return self.silu_and_mul(self._dense(x, weight, bias))
-        return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl)
+            return self.silu_and_mul(self._dense(x, weight, bias, scale))
+        return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
@@ -118,23 +134,24 @@ class LinearDispatch:
         return cfg
 
     def normed(self, h: torch.Tensor, norm_weight: torch.Tensor | None, eps: float, weight: torch.Tensor,
-               bias: torch.Tensor | None = None) -> torch.Tensor:
+               bias: torch.Tensor | None = None, *, scale: torch.Tensor | None = None) -> torch.Tensor:
         """``rms_norm(h, norm_weight) @ weight^T + bias`` as one GEMV (the norm on the fly, its row never
         rounded: :func:`tritium.ops.reference.rms_norm_linear`; ``norm_weight`` None: folded into
         ``weight``); only where :meth:`gemv_runs`."""
         return gemv(h, weight, bias, config=self._gemv_config(h, weight), norm_weight=norm_weight, eps=eps,
-                    pdl=self._pdl)
+                    pdl=self._pdl, scale=scale)
 
     def add_into(self, x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor,
-                 bias: torch.Tensor | None = None, *, gated: bool = False) -> torch.Tensor:
+                 bias: torch.Tensor | None = None, *, gated: bool = False,
+                 scale: torch.Tensor | None = None) -> torch.Tensor:
         """``residual += x @ weight^T + bias`` (``silu_and_mul(x)`` when ``gated``) in place as one GEMV,
         returning ``residual``; only where :meth:`gemv_runs`."""
         return gemv(x, weight, bias, config=self._gemv_config(x, weight), gated=gated, residual=residual,
-                    pdl=self._pdl)
+                    pdl=self._pdl, scale=scale)
 
     def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,
-                 num_q_heads: int, num_kv_heads: int) -> torch.Tensor:
+                 num_q_heads: int, num_kv_heads: int, scale: torch.Tensor | None = None) -> torch.Tensor:
         """The QKV GEMV with rope and the KV-cache write in its epilogue (:func:`tritium.ops.qkv_rope_write_kv`),
         with this shape's tuned config where its rows split into rope pairs, else that kernel's default;
         only where :meth:`gemv_runs`."""
@@ -143,7 +160,7 @@ class LinearDispatch:
         return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,
-                                 pdl=self._pdl)
+                                 pdl=self._pdl, scale=scale)
 
     def state(self) -> dict:
         """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest
@@ -168,7 +185,8 @@ class LinearDispatch:
 
     @torch.inference_mode()
     def tune(self, weights: dict[str, list[torch.Tensor]], ms: tuple[int, ...], repeats: int = 5,
-             variants: dict[str, str] | None = None, rope_heads: tuple[int, int] | None = None) -> list[dict]:
+             variants: dict[str, str] | None = None, rope_heads: tuple[int, int] | None = None,
+             scales: dict[str, list[torch.Tensor]] | None = None) -> list[dict]:
         """Time cuBLAS and every GEMV candidate on each group of same-shaped weights (all of a group in
         turn, so that no weight is read from L2) for each M in ``ms``; keep the fastest per (M, N, K).
         ``variants``: the GEMV each group runs in the model, timed as it runs (default "plain"): "norm"
@@ -183,6 +201,8 @@ class LinearDispatch:
         SiLU-and-mul kernel, and is timed with it. The fastest GEMV of every shape is kept too
         (``best_gemv``): timed alone, a GEMV misses what it gains in the decode chain (its launch overlaps
         the kernel before it), which ``ModelRunner.settle_linears`` measures on whole decode steps.
+        ``scales``: the row scales of groups whose weights are stored quantized (fp8), one per weight; their
+        "cublas" timing is the dense path's (:func:`quantized_linear`).
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
@@ -190,20 +210,27 @@ class LinearDispatch:
             return []
         self.restored = False
         variants = variants or {}
-        for name, group in weights.items():
-            N, K = group[0].shape
-            nbytes = sum(w.numel() * w.element_size() for w in group)
+        scales = scales or {}
+        for name, weight_group in weights.items():
+            N, K = weight_group[0].shape
+            nbytes = sum(w.numel() * w.element_size() for w in weight_group)
+            quantized = scales.get(name) is not None
+            group = list(zip(weight_group, scales[name] if quantized else [None] * len(weight_group)))
+            if len(group) != len(weight_group):
+                raise ValueError(f"scales[{name!r}] must hold one scale per weight ({len(weight_group)})")
             variant = variants.get(name, "plain")
             if variant not in VARIANTS:
                 raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
             rope = None
             if variant == "rope":
-                rope = _RopeBench(rope_heads, N, group[0].dtype, group[0].device)
+                rope = _RopeBench(rope_heads, N, weight_group[0].dtype, weight_group[0].device)
             run = gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
-                dtype, dev = group[0].dtype, group[0].device
+                dtype, dev = weight_group[0].dtype, weight_group[0].device
+                if quantized:  # the activations' dtype: the scales' model's (a quantized weight's is fp8)
+                    dtype = self.activation_dtype
                 gated = variant.startswith("gated")
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
@@ -217,9 +244,10 @@ class LinearDispatch:
                 # projection, after a swiglu one)
                 act = self.silu_and_mul if gated else None
                 post = self.silu_and_mul if swiglu else rope.after_cublas if rope is not None else (lambda y: y)
-                times = {"cublas": _time_group(lambda w: post(F.linear(x if act is None else act(x), w)), group,
-                                               repeats)}
-                expected = post(_expected(x, group[0], act, kw))
+                times = {"cublas": _time_group(
+                    lambda p: post(self._dense(x if act is None else act(x), p[0], None, p[1])), group, repeats)}
+                first = group[0][0] if not quantized else dequantize(*group[0], dtype)
+                expected = post(_expected(x, first, act, kw))
                 for cfg in CONFIGS:
                     if (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
                             or (rope is not None and not qkv_rope_supports(cfg, rope.head_dim))):
@@ -227,14 +255,15 @@ class LinearDispatch:
                     try:
                         # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
                         once = dict(kw, residual=torch.zeros_like(kw["residual"])) if "residual" in kw else kw
-                        error = _disagreement(run(x, group[0], config=cfg, **once), expected)
+                        error = _disagreement(run(x, group[0][0], config=cfg, scale=group[0][1], **once), expected)
                         if error is not None:
                             self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
                                                   "error": error})
                             log.warning("gemv %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
                                         variant, error)
                             continue
-                        times[cfg] = _time_group(lambda w, c=cfg: run(x, w, config=c, **kw), group, repeats)
+                        times[cfg] = _time_group(lambda p, c=cfg: run(x, p[0], config=c, scale=p[1], **kw), group,
+                                                 repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
@@ -248,6 +277,8 @@ class LinearDispatch:
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
                     "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),
+                    **({"weight_dtype": str(weight_group[0].dtype).removeprefix("torch."),
+                        "dense": "tritium matmul (fp8 weight)"} if quantized else {}),
                     "choice": str(best),
                     "us_per_call": per_call,
                     "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),
@@ -258,18 +289,39 @@ class LinearDispatch:
         return self.report
 
 
-def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                     scale: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight^T + bias`` with each row's bits independent of the other rows (x ``[..., K]``, weight
-    ``[N, K]``): :func:`tritium.fused.matmul` under ``invariant_config`` for the row count, then the bias."""
+    ``[N, K]``; ``scale``: its fp8 row scales): :func:`tritium.fused.matmul` under ``invariant_config`` for
+    the row count, then the bias."""
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     m, k = x2.shape
     n = weight.shape[0]
-    out = matmul(x2, weight.t(), config=invariant_config(m, n, k, x2.dtype, x2.device))
+    out = matmul(x2, weight.t(), config=invariant_config(m, n, k, x2.dtype, x2.device), b_scale=scale)
     if bias is not None:
         out += bias
     return out.view(*x.shape[:-1], n)
+
+
+def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None,
+                     *, torch_only: bool = False, invariant: bool = False) -> torch.Tensor:
+    """``x @ (scale[:, None] * weight)^T + bias`` for an fp8 ``weight [N, K]`` and its fp32 row scales
+    ``[N]``, in x's dtype: :func:`tritium.fused.matmul` converting the weight tile by tile (under
+    ``invariant_config`` when ``invariant``), or, with ``torch_only`` or where tritium's kernels do not run
+    (a CPU tensor outside the interpreter), the weight dequantized to x's dtype and ``F.linear``."""
+    if torch_only or (x.device.type == "cpu" and not interpreting()):
+        return F.linear(x, dequantize(weight, scale, x.dtype), bias)
+    if invariant:
+        return invariant_linear(x, weight, bias, scale)
+    x2 = x.reshape(-1, x.shape[-1])
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    out = matmul(x2, weight.t(), b_scale=scale)
+    if bias is not None:
+        out += bias
+    return out.view(*x.shape[:-1], weight.shape[0])
 
 
 def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> list[list]:
@@ -320,10 +372,12 @@ class _RopeBench:
         self.positions = torch.zeros(MAX_M, dtype=torch.int64, device=device)
         self.slots = torch.arange(MAX_M, device=device)
 
-    def gemv(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig) -> torch.Tensor:
+    def gemv(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig,
+             scale: torch.Tensor | None = None) -> torch.Tensor:
         m = x.shape[0]
         return qkv_rope_write_kv(x, weight, None, self.positions[:m], self.cos_sin, self.k_cache, self.v_cache,
-                                 self.slots[:m], num_q_heads=self.hq, num_kv_heads=self.hkv, config=config)
+                                 self.slots[:m], num_q_heads=self.hq, num_kv_heads=self.hkv, config=config,
+                                 scale=scale)
 
     def after_cublas(self, qkv: torch.Tensor) -> torch.Tensor:
         m, d = qkv.shape[0], self.head_dim
@@ -356,7 +410,7 @@ def _disagreement(out: torch.Tensor, expected: torch.Tensor) -> str | None:
     return None if err <= tol else f"relative error {err:.2e} > {tol:g}"
 
 
-def _time_group(fn, group: list[torch.Tensor], repeats: int) -> float:
+def _time_group(fn, group: list, repeats: int) -> float:
     """Best of ``repeats`` timings (ms) of ``fn`` over every tensor of ``group`` in turn, replayed from a
     CUDA graph as decode steps run: timed back to back from Python, a small projection measures the host's
     launch rate instead (the Triton launcher costs more host time than the ~20 us kernel; bench/NOTES.md)."""

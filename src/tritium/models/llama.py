@@ -25,6 +25,7 @@ from tritium.models.linear import LinearDispatch, decode_choices, encode_choices
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
+from tritium.ops.quant import QUANTIZATIONS, dequantize, quantize_rows
 
 # A decoder layer's projections, in the order a step runs them.
 LAYER_PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
@@ -69,6 +70,10 @@ class ModelOptions:
       every call (:func:`tritium.attention.config.invariant_config`, groups sized for the model's
       ``max_position_embeddings``), per-row Triton ops. Needs triton attention and ops.
     - ``max_decode_tokens``: tokens of the largest decode batch (the attention workspace holds them).
+    - ``quantization``: None, or "fp8": the layers' projection weights are stored as float8_e4m3fn with one
+      fp32 scale per output row (weight-only: activations, the embedding and the LM head stay in the model
+      dtype; :mod:`tritium.ops.quant`). A 16/32-bit checkpoint is quantized as it loads; an FP8 checkpoint
+      (compressed-tensors, per-tensor or per-channel weight scales) is read as stored. Fixed at construction.
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
       made collectively; ``TorchContextParallelAttention`` for torch); it replaces ``attention_backend``'s.
@@ -86,6 +91,7 @@ class ModelOptions:
     fuse_swiglu: bool = True
     batch_invariant: bool = False
     max_decode_tokens: int = 1
+    quantization: str | None = None
     context_parallel: DistributedDecodeAttention | TorchContextParallelAttention | None = None
 
     def __post_init__(self):
@@ -97,6 +103,9 @@ class ModelOptions:
         if self.linear_backend not in LinearDispatch.MODES:
             raise ValueError(f"linear_backend must be one of {', '.join(LinearDispatch.MODES)}, "
                              f"got {self.linear_backend!r}")
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be None or one of {', '.join(QUANTIZATIONS)}, "
+                             f"got {self.quantization!r}")
         if self.batch_invariant and (self.attention_backend, self.op_backend, self.linear_backend,
                                      self.context_parallel) != ("triton", "triton", "invariant", None):
             raise ValueError(f"batch_invariant needs attention_backend='triton', op_backend='triton', "
@@ -108,8 +117,9 @@ class LlamaDecoderLayer:
     """One decoder layer's weights: two RMSNorm weights (replicated), with ``qk_norm`` two more over head_dim
     (replicated: every rank's heads share them), and four parallel linears."""
 
-    def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device):
-        kw = dict(group=group, dtype=dtype, device=device)
+    def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device,
+                 quant: str | None = None):
+        kw = dict(group=group, dtype=dtype, device=device, quant=quant)
         self.input_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
         self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
         self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
@@ -136,13 +146,17 @@ class LlamaDecoderLayer:
             self._norms_loaded.add(name)
         elif name.startswith("self_attn.") and name[len("self_attn."):] in _QKV_NAMES:
             part, kind = _QKV_NAMES[name[len("self_attn."):]]
-            (self.qkv_proj.load_weight if kind == "weight" else self.qkv_proj.load_bias)(tensor, part)
-        elif name == "self_attn.o_proj.weight":
-            self.o_proj.load_weight(tensor)
-        elif name in ("mlp.gate_proj.weight", "mlp.up_proj.weight"):
-            self.gate_up_proj.load_weight(tensor, 0 if name == "mlp.gate_proj.weight" else 1)
-        elif name == "mlp.down_proj.weight":
-            self.down_proj.load_weight(tensor)
+            getattr(self.qkv_proj, f"load_{kind}")(tensor, part)
+        elif name in ("self_attn.o_proj.weight", "self_attn.o_proj.weight_scale"):
+            getattr(self.o_proj, f"load_{name.rsplit('.', 1)[1]}")(tensor)
+        elif (name.rsplit(".", 1)[0] in ("mlp.gate_proj", "mlp.up_proj")
+              and name.endswith((".weight", ".weight_scale"))):
+            proj, kind = name.rsplit(".", 1)
+            getattr(self.gate_up_proj, f"load_{kind}")(tensor, 0 if proj == "mlp.gate_proj" else 1)
+        elif name in ("mlp.down_proj.weight", "mlp.down_proj.weight_scale"):
+            getattr(self.down_proj, f"load_{name.rsplit('.', 1)[1]}")(tensor)
+        elif name.endswith(".input_scale") and name.rsplit(".", 1)[0] in _PROJECTION_NAMES and self.o_proj.quant:
+            pass  # an FP8 checkpoint's static activation scale: activations stay in the model dtype here
         else:
             return False
         return True
@@ -163,7 +177,9 @@ class LlamaDecoderLayer:
         return norms + sum(p.weight_bytes() for p in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj))
 
 
-_QKV_NAMES = {f"{p}_proj.{kind}": (p, kind) for p in "qkv" for kind in ("weight", "bias")}
+_QKV_NAMES = {f"{p}_proj.{kind}": (p, kind) for p in "qkv" for kind in ("weight", "bias", "weight_scale")}
+_PROJECTION_NAMES = (tuple(f"self_attn.{p}_proj" for p in "qkvo")
+                     + tuple(f"mlp.{p}_proj" for p in ("gate", "up", "down")))
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
 
 
@@ -183,7 +199,9 @@ class LlamaModel:
         self.group = group
         kw = dict(group=group, dtype=dtype, device=device)
         self.embed = VocabParallelEmbedding(config.vocab_size, config.hidden_size, **kw)
-        self.layers = [LlamaDecoderLayer(config, group, dtype, device) for _ in range(config.num_hidden_layers)]
+        self.quantization = options.quantization
+        self.layers = [LlamaDecoderLayer(config, group, dtype, device, options.quantization)
+                       for _ in range(config.num_hidden_layers)]
         self.norm = torch.empty(config.hidden_size, dtype=dtype, device=device)
         self.lm_head = ParallelLMHead(config.vocab_size, config.hidden_size, **kw,
                                       tied_to=self.embed if config.tie_word_embeddings else None)
@@ -196,6 +214,7 @@ class LlamaModel:
         self.prefetcher: WeightPrefetcher | None = None
         self.prefetch_plan: dict[str, int | None] = {}
         self.linear = LinearDispatch(options.linear_backend, pdl=options.pdl)
+        self.linear.activation_dtype = dtype
         # the layers' two norm weights go into the QKV / gate-up weights at load (see ModelOptions.fuse_norms)
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
                            and options.linear_backend != "torch")
@@ -204,12 +223,17 @@ class LlamaModel:
         # configs of each way, and the way whose configs are in place (swapped by set_options)
         self._ways: dict[str, dict[str, dict]] = {}
         self._ways_applied: dict[str, str] = {}
+        # the quantized projections' row scales, grouped as tune_linears groups their weights
+        self._scales: dict[str, list[torch.Tensor]] = {}
         self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
         self.set_options(options)
 
     def set_options(self, options: ModelOptions) -> None:
         """Switch backends and kernel options (graphs captured before must be captured again); the linear
         layers' tuned choices are kept."""
+        if options.quantization != self.quantization:
+            raise ValueError(f"quantization is fixed when the model is built ({self.quantization!r}), got "
+                             f"{options.quantization!r}")
         self.options = options
         self.ops = op_set(options.op_backend, pdl=options.pdl)
         if options.context_parallel is not None:
@@ -297,9 +321,13 @@ class LlamaModel:
         """``W[:, k] *= w[k]`` for QKV (input norm) and gate/up (post-attention norm), in fp32, rounded once."""
         for layer in self.layers:
             for proj, norm in ((layer.qkv_proj, layer.input_norm), (layer.gate_up_proj, layer.post_norm)):
-                w = proj.weight
+                w, scale = proj.weight, proj.weight_scale
                 for i in range(0, w.shape[0], 4096):  # a slice at a time: one fp32 copy of 4096 rows at most
-                    w[i:i + 4096] = (w[i:i + 4096].float() * norm.float()).to(w.dtype)
+                    if scale is None:
+                        w[i:i + 4096] = (w[i:i + 4096].float() * norm.float()).to(w.dtype)
+                    else:  # quantized: the folded rows quantized again, with their new scales
+                        w[i:i + 4096], scale[i:i + 4096] = quantize_rows(
+                            dequantize(w[i:i + 4096], scale[i:i + 4096]) * norm.float())
         self.norms_folded = True
 
     def _norm_weight(self, weight: torch.Tensor) -> torch.Tensor:
@@ -331,10 +359,13 @@ class LlamaModel:
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
                   for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
+        self._scales = ({name: [getattr(layer, name).weight_scale for layer in self.layers]
+                         for name in LAYER_PROJECTIONS} if self.quantization else {})
         norm = "norm_folded" if self.norms_folded else "norm"
         if self._norms_chain:
             return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
-                                                          "gate_up_proj": norm, "down_proj": "gated_residual"})
+                                                          "gate_up_proj": norm, "down_proj": "gated_residual"},
+                                    scales=self._scales)
         qkv = self.layers[0].qkv_proj
         heads = (qkv.num_heads, qkv.num_kv_heads)  # the "rope" variant's kernel needs them
         # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu): the down projection then multiplies its
@@ -343,7 +374,8 @@ class LlamaModel:
         # kernel runs): its own kernel. Each is timed both ways where both can run, so that turning either
         # option off or on later runs configs tuned for how the projection then runs.
         down, qkv_group = groups.pop("down_proj"), groups.pop("qkv_proj")
-        self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"})
+        self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"},
+                         scales=self._scales)
         gate_up = self.layers[0].gate_up_proj.weight
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
@@ -392,7 +424,8 @@ class LlamaModel:
         self._ways[name] = {way: {} for per_m in ways.values() for way in per_m}
         for m, per_m in ways.items():
             for way in sorted(per_m, key=lambda w: w == want):
-                self.linear.tune({name: group}, (m,), variants={name: way}, rope_heads=heads)
+                self.linear.tune({name: group}, (m,), variants={name: way}, rope_heads=heads,
+                                 scales={name: self._scales[name]} if self._scales else None)
                 self._ways[name][way][(m, *key)] = self.linear.choices.get((m, *key))
         # where the wanted way cannot run at some M (down gated where gate/up is on cuBLAS), the way tuned
         # there is in place, and it runs either way

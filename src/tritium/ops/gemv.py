@@ -41,6 +41,8 @@ import triton.language as tl
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 MAX_M = 4
+# weight dtypes stored quantized, with one fp32 scale per row (the ``scale`` argument)
+QUANTIZED_DTYPES = (torch.float8_e4m3fn,)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr
 @triton.jit
 def _gemv_kernel(
     # pointers
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr,
     # strides
     stride_x_m, stride_w_n, stride_out_m,
     # sizes
@@ -134,10 +136,12 @@ def _gemv_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
 ):
-    """out = x @ W^T (+ bias). SWIGLU: W is [gate; up] (N = 2I rows) and out [M, I] = silu(gate) * up of the
-    product (:func:`_rows` pairs each gate row with its up row inside a program). NORM: x is normalised on
+    """out = x @ W^T (+ bias). SCALED: W is stored quantized (fp8) with one fp32 scale per row, applied to
+    the row's dot product (W = scale[:, None] * stored). SWIGLU: W is [gate; up] (N = 2I rows) and out
+    [M, I] = silu(gate) * up of the product (:func:`_rows` pairs each gate row with its up row inside a
+    program). NORM: x is normalised on
     the fly (RMSNorm over the K columns; its weight norm_w with NORM_WEIGHT, else folded into W). RESIDUAL:
     out += the product (out holds the residual on entry; each program reads and writes only its own
     columns)."""
@@ -149,6 +153,8 @@ def _gemv_kernel(
     # The weights never depend on earlier kernels: the first chunk is requested before waiting for the
     # previous kernel (programmatic dependent launch), so its tail overlaps this kernel's first loads.
     w = _w_chunk(w_ptrs, rows, ks, 0, N, K, EVEN_N and EVEN_K, True)
+    if SCALED:  # never written by earlier kernels: loaded before the wait
+        w_scale = tl.load(scale_ptr + rows, mask=rows < N, other=0.0)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch and wait for this one
@@ -182,6 +188,8 @@ def _gemv_kernel(
         acc += w.to(tl.float32)[None, :, :] * x.to(tl.float32)[:, None, :]
         w = w_next
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
+    if SCALED:
+        y = y * w_scale[None, :]
     if NORM:
         rstd = 1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps)                     # [BLOCK_M]
         y = y * rstd[:, None]
@@ -212,11 +220,14 @@ def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
 
 
 @triton.jit
-def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, out_ptr, stride_out_m,
-             NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, SWIGLU: tl.constexpr):
-    """Row m of the output: the accumulator summed over K, normed, biased, rounded, added to the residual
-    (SWIGLU: SiLU-and-mul of its (gate, up) pairs instead)."""
+def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m,
+             NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, SWIGLU: tl.constexpr,
+             SCALED: tl.constexpr):
+    """Row m of the output: the accumulator summed over K, scaled (a quantized weight's row scales), normed,
+    biased, rounded, added to the residual (SWIGLU: SiLU-and-mul of its (gate, up) pairs instead)."""
     y = tl.sum(acc, axis=1)                                                        # [BLOCK_N]
+    if SCALED:
+        y = y * w_scale
     if NORM:
         y = y * (1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps))  # the same for every row of the program
     if HAS_BIAS:
@@ -288,13 +299,13 @@ def _flat_products(x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K,
 
 @triton.jit
 def _gemv_flat_kernel(
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr,
     stride_x_m, stride_w_n, stride_out_m,
     M, N, K, eps,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
-    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False,
+    NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
 ):
     """What :func:`_gemv_kernel` computes, with one ``[BLOCK_N, BLOCK_K]`` accumulator per row of x (up to
     4) in the layout the weight chunk is loaded in. The 3-D accumulator of that kernel needs the chunk in
@@ -309,6 +320,10 @@ def _gemv_flat_kernel(
         bias = tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)
     else:
         bias = 0.0
+    if SCALED:
+        w_scale = tl.load(scale_ptr + rows, mask=rows < N, other=0.0)
+    else:
+        w_scale = 1.0
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x (and out) belong to the previous kernels from here on
         tl.extra.cuda.gdc_launch_dependents()
@@ -326,22 +341,38 @@ def _gemv_flat_kernel(
     acc0, acc1, acc2, acc3, sq0, sq1, sq2, sq3 = _flat_products(
         x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_N and EVEN_K,
         GATED, NORM, NORM_WEIGHT)
-    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
-                 SWIGLU)
+    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
+                 RESIDUAL, SWIGLU, SCALED)
     if BLOCK_M > 1:
-        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
-                 SWIGLU)
+        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
+                 RESIDUAL, SWIGLU, SCALED)
     if BLOCK_M > 2:
-        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
-                 SWIGLU)
-        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, out_ptr, stride_out_m, NORM, HAS_BIAS, RESIDUAL,
-                 SWIGLU)
+        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
+                 RESIDUAL, SWIGLU, SCALED)
+        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
+                 RESIDUAL, SWIGLU, SCALED)
+
+
+def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device) -> None:
+    """A quantized weight ``[N, K]`` (a dtype of :data:`QUANTIZED_DTYPES`) and its row scales: fp32 ``[N]``,
+    contiguous, both on ``device``; ValueError naming what does not fit."""
+    if weight.dtype not in QUANTIZED_DTYPES:
+        raise ValueError(f"scale is for a quantized weight ({', '.join(map(str, QUANTIZED_DTYPES))}), got a "
+                         f"{weight.dtype} weight")
+    n = weight.shape[0]
+    if not isinstance(scale, torch.Tensor) or scale.shape != (n,) or scale.dtype != torch.float32 \
+            or scale.stride(0) != 1:
+        got = f"{tuple(scale.shape)} {scale.dtype}" if isinstance(scale, torch.Tensor) else type(scale).__name__
+        raise ValueError(f"scale must be a contiguous [{n}] float32 tensor (one per weight row), got {got}")
+    if weight.device != device or scale.device != device:
+        raise ValueError(f"weight and scale must be on {device}, got {weight.device} and {scale.device}")
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
-                   gated: bool = False) -> tuple[int, int, int]:
-    """(M, N, K) of a GEMV's ``x [M, K]`` (``[M, 2K]`` when ``gated``), ``weight [N, K]`` and ``bias [N]``;
-    ValueError naming the operand that does not fit."""
+                   gated: bool = False, scale: torch.Tensor | None = None) -> tuple[int, int, int]:
+    """(M, N, K) of a GEMV's ``x [M, K]`` (``[M, 2K]`` when ``gated``), ``weight [N, K]`` and ``bias [N]``
+    (``scale``: a quantized weight's fp32 row scales ``[N]``, :func:`check_scale`); ValueError naming the
+    operand that does not fit."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
     M, K = x.shape
@@ -356,9 +387,12 @@ def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
         raise ValueError(f"weight must be [N, {K}] to match x [{M}, {K}], got {tuple(weight.shape)}")
     if x.stride(1) != 1 or weight.stride(1) != 1:
         raise ValueError(f"x and weight need a contiguous last dimension, got strides {x.stride()} and {weight.stride()}")
-    if weight.dtype != x.dtype or weight.device != x.device:
+    if scale is not None:
+        check_scale(weight, scale, x.device)
+    elif weight.dtype != x.dtype or weight.device != x.device:
         raise ValueError(f"weight must match x in dtype and device, got {weight.dtype}/{weight.device} "
-                         f"and {x.dtype}/{x.device}")
+                         f"and {x.dtype}/{x.device}" + (" (a quantized weight needs its scale)"
+                                                        if weight.dtype in QUANTIZED_DTYPES else ""))
     if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     return M, N, K
@@ -367,8 +401,12 @@ def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
          config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
          norm_weight: torch.Tensor | None = None, eps: float | None = None,
-         residual: torch.Tensor | None = None, swiglu: bool = False) -> torch.Tensor:
+         residual: torch.Tensor | None = None, swiglu: bool = False,
+         scale: torch.Tensor | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
+
+    ``scale``: weight is stored quantized (float8_e4m3fn) and ``scale`` ``[N]`` (fp32) holds its row scales,
+    the weight being ``scale[:, None] * weight`` (each row's dot product scaled once, in fp32).
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
@@ -385,7 +423,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     projection; the config's ``block_n`` must be even (each program pairs ``block_n / 2`` gate rows with
     their up rows). Not with ``gated`` or ``residual``.
     """
-    M, N, K = check_operands(x, weight, bias, gated=gated)
+    M, N, K = check_operands(x, weight, bias, gated=gated, scale=scale)
     cfg = config or DEFAULT_CONFIG
     if swiglu:
         if gated or residual is not None:
@@ -419,12 +457,13 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     kernel = _gemv_flat_kernel if cfg.flat else _gemv_kernel
     kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
-        x.stride(0), weight.stride(0), out.stride(0),
+        scale if scale is not None else weight, x.stride(0), weight.stride(0), out.stride(0),
         M, N, K, float(eps) if eps is not None else 0.0,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        SWIGLU=swiglu, num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        SWIGLU=swiglu, SCALED=scale is not None, num_warps=cfg.num_warps,
+        num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
     return out

@@ -29,6 +29,7 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 def _qkv_rope_kernel(
     # pointers
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    scale_ptr,
     # strides
     stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
@@ -36,7 +37,7 @@ def _qkv_rope_kernel(
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
     # meta-parameters
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
-    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
 ):
     """Grid: (N / 2 / PAIRS,), N = (num_q_heads + 2 num_kv_heads) HEAD_DIM. Program p: head h = p // (HEAD_DIM / 2
     / PAIRS), rows h HEAD_DIM + j and h HEAD_DIM + j + HEAD_DIM / 2 for its PAIRS values of j."""
@@ -59,6 +60,9 @@ def _qkv_rope_kernel(
     else:
         w1 = tl.load(w1_ptrs, mask=ks[None, :] < K, other=0.0, eviction_policy="evict_first")
         w2 = tl.load(w2_ptrs, mask=ks[None, :] < K, other=0.0, eviction_policy="evict_first")
+    if SCALED:  # a quantized weight's row scales (never written by earlier kernels)
+        scale1 = tl.load(scale_ptr + rows1)
+        scale2 = tl.load(scale_ptr + rows2)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x, positions and slots come from the kernels before
         tl.extra.cuda.gdc_launch_dependents()
@@ -82,6 +86,9 @@ def _qkv_rope_kernel(
         w2 = w2_next
     y1 = tl.sum(acc1, axis=2)                                                      # [BLOCK_M, PAIRS]
     y2 = tl.sum(acc2, axis=2)
+    if SCALED:
+        y1 = y1 * scale1[None, :]
+        y2 = y2 * scale2[None, :]
     if HAS_BIAS:
         y1 += tl.load(bias_ptr + rows1).to(tl.float32)[None, :]
         y2 += tl.load(bias_ptr + rows2).to(tl.float32)[None, :]
@@ -146,11 +153,12 @@ def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k
 @triton.jit
 def _qkv_rope_flat_kernel(
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
+    scale_ptr,
     stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
-    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
+    HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
 ):
     """What :func:`_qkv_rope_kernel` computes, with the flat GEMV's loop (:func:`tritium.ops.gemv._flat_products`:
     one ``[2 PAIRS, BLOCK_K]`` accumulator per row of x in the weight chunk's layout, no layout conversion in
@@ -173,6 +181,10 @@ def _qkv_rope_flat_kernel(
         bias = tl.load(bias_ptr + rows).to(tl.float32)
     else:
         bias = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    if SCALED:
+        w_scale = tl.load(scale_ptr + rows)
+    else:
+        w_scale = tl.full((BLOCK_N,), 1.0, tl.float32)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x, positions and slots come from the kernels before
         tl.extra.cuda.gdc_launch_dependents()
@@ -190,21 +202,21 @@ def _qkv_rope_flat_kernel(
     acc0, acc1, acc2, acc3, _, _, _, _ = _flat_products(
         x_ptr, w_ptrs, w, rows, ks, x_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, False,
         False)
-    y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) + bias, (PAIRS, 2)))
+    y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) * w_scale + bias, (PAIRS, 2)))
     _rope_store(y1[None, :], y2[None, :], c0, s0, m0, m0 < M, slot0, head, j, out_ptr, stride_out_m, k_cache_ptr,
                 v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok,
                 stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
     if BLOCK_M > 1:
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c1, s1, m0 + 1, m0 + 1 < M, slot1, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
     if BLOCK_M > 2:
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c2, s2, m0 + 2, m0 + 2 < M, slot2, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c3, s3, m0 + 3, m0 + 3 < M, slot3, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
@@ -218,7 +230,8 @@ def supports(config: GemvConfig, head_dim: int) -> bool:
 def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                       cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                       slot_mapping: torch.Tensor, *, num_q_heads: int, num_kv_heads: int,
-                      config: GemvConfig | None = None, pdl: bool | None = None) -> torch.Tensor:
+                      config: GemvConfig | None = None, pdl: bool | None = None,
+                      scale: torch.Tensor | None = None) -> torch.Tensor:
     """``qkv = x @ weight^T (+ bias)`` for ``x [M, K]`` (1 <= M <= ``MAX_M``), with rope applied to its q and
     k heads and k, v written into cache slot ``slot_mapping[t]`` of row t: returns ``qkv [M, N]``, N =
     (num_q_heads + 2 num_kv_heads) * head_dim, as ``gemv`` then ``rope_write_kv`` leave it.
@@ -226,9 +239,10 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     weight ``[N, K]``, bias ``[N]``, positions ``[M]`` int, cos_sin ``[P, head_dim]`` fp32 (cos in the
     first half, sin in the second), k_cache / v_cache ``[blocks, block_size, num_kv_heads, head_dim]``
     with a contiguous last dim, slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
-    ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`).
+    ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`). ``scale``:
+    weight is stored quantized with these fp32 row scales ``[N]`` (as :func:`tritium.ops.gemv.gemv` takes them).
     """
-    M, N, K = check_operands(x, weight, bias)
+    M, N, K = check_operands(x, weight, bias, scale=scale)
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads < 1 or num_kv_heads < 1 or N % heads:
         raise ValueError(f"weight has {N} rows: not (num_q_heads {num_q_heads} + 2 num_kv_heads {num_kv_heads}) "
@@ -257,11 +271,11 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     kernel = _qkv_rope_flat_kernel if cfg.flat else _qkv_rope_kernel
     kernel[(N // 2 // pairs,)](
         x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
-        x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
+        scale if scale is not None else weight, x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
         HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
-        HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
+        HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0, SCALED=scale is not None,
         num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )

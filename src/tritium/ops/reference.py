@@ -63,9 +63,12 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return F.silu(x[:, :inter]) * x[:, inter:]
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.ops.gemv.gemv`."""
-    y = x.double() @ weight.double().T
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           scale: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.ops.gemv.gemv`.
+    ``scale``: weight is stored quantized (fp8) with these row scales ``[N]`` (weight = scale[:, None] * w)."""
+    w = weight.double() if scale is None else weight.double() * scale.double()[:, None]
+    y = x.double() @ w.T
     if bias is not None:
         y = y + bias.double()
     return y.to(x.dtype)
