@@ -254,3 +254,38 @@ def test_invariant_config_rows_do_not_depend_on_m_gpu(dtype, k, n):
         out = poisoned((m, n), dtype, dev)
         matmul(a[:m], w.t(), out=out, config=invariant_config(m, n, k, dtype, dev))
         assert _rows_differing(out, full[:m]) == 0, f"m={m}: {invariant_config(m, n, k, dtype, dev)}"
+
+
+# -- weight-only FP8: b an fp8 weight's transpose, b_scale its row scales --------------------------------------
+
+@pytest.mark.parametrize("dtype", CPU_DTYPES)
+@pytest.mark.parametrize("config", [None, SMALL, dataclasses.replace(SMALL, split_k=3),
+                                    dataclasses.replace(SMALL, tma=False)], ids=["selected", "small", "split3", "notma"])
+def test_matmul_fp8_weight(dtype, config):
+    """``b_scale``: b = w8.t() (fp8) converted tile by tile and each column scaled: the fp64 product with the
+    dequantized weight, on poisoned outputs, including split-K (each piece scaled) and pointer loads."""
+    from tritium.ops.quant import dequantize, quantize_rows
+    dev = default_device()
+    gen = torch.Generator().manual_seed(5)
+    n, k = 72, 112
+    w8, scale = quantize_rows(torch.randn(n, k, generator=gen) * torch.logspace(-2, 1, n)[:, None] / k ** 0.5)
+    w8, scale = w8.to(dev), scale.to(dev)
+    for m in (1, 40):
+        a = torch.randn(m, k, generator=gen).to(dtype).to(dev)
+        out = poisoned((m, n), dtype, dev)
+        matmul(a, w8.t(), out=out, config=config, b_scale=scale)
+        assert rel_err(out, reference.matmul(a, dequantize(w8, scale).t())) < TOL[dtype]
+
+
+def test_matmul_fp8_bad_input():
+    from tritium.ops.quant import quantize_rows
+    dev = default_device()
+    w8, scale = quantize_rows(torch.randn(16, 32))
+    w8, scale = w8.to(dev), scale.to(dev)
+    a = torch.randn(4, 32, device=dev)
+    with pytest.raises(TypeError, match="needs b_scale"):
+        matmul(a, w8.t())
+    with pytest.raises(ValueError, match="b_scale must be"):
+        matmul(a, w8.t(), b_scale=scale[:4])
+    with pytest.raises(TypeError, match="quantized b"):
+        matmul(a, torch.randn(32, 16, device=dev), b_scale=scale)

@@ -518,3 +518,109 @@ def test_distributed_mlp_model(ws):
     }
     ids = torch.cat([torch.tensor([0, V - 1]), torch.randint(0, V, (T - 2,))])
     launch(_mlp_model_worker, ws, weights, ids, _mlp_reference(weights, ids), backend="gloo", timeout=60)
+
+
+# -- quant="fp8": the weight stored in fp8 with row scales ------------------------------------------------------
+
+class ScaledLinear(TorchLinear):
+    """``TorchLinear`` taking a quantized weight's row scales as the model's LinearDispatch does."""
+
+    def __call__(self, x, weight, bias=None, *, scale=None):
+        from tritium.ops.quant import dequantize
+        return F.linear(x, weight if scale is None else dequantize(weight, scale), bias)
+
+    def gated(self, x, weight, *, scale=None):
+        i = x.shape[-1] // 2
+        return self(F.silu(x[:, :i]) * x[:, i:], weight, scale=scale)
+
+
+def _fp8_reference(w):
+    from tritium.ops.quant import dequantize, quantize_rows
+    return dequantize(*quantize_rows(w))
+
+
+@pytest.mark.parametrize("ws", WORLD_SIZES, ids=lambda w: f"ws{w}")
+def test_fp8_layers_quantize_each_full_row(ws):
+    """16/32-bit checkpoint weights quantized at load: every world size holds the values of the whole
+    model's row quantization (a row-parallel rank scales by the whole row, not its columns), so the ranks'
+    outputs combine into the dequantized model's exactly as unquantized shards do."""
+    from tritium.ops.quant import FP8_DTYPE
+    H, I, T = 12, 24, 4
+    linear = ScaledLinear()
+    # rows of very different magnitudes across the columns a row-parallel rank holds
+    gate, up = torch.randn(I, H), torch.randn(I, H)
+    down = torch.randn(H, I) * torch.logspace(-2, 1, I)[None, :]
+    x = torch.randn(T, H)
+    out = 0
+    for g in groups(ws):
+        gate_up = MergedColumnParallelLinear(H, [I, I], group=g, quant="fp8", **KW)
+        gate_up.load_weight(gate, 0)
+        gate_up.load_weight(up, 1)
+        down_proj = RowParallelLinear(I, H, group=g, quant="fp8", **KW)
+        down_proj.load_weight(down.bfloat16())
+        for layer in (gate_up, down_proj):
+            assert layer.missing() == [] and layer.weight.dtype == FP8_DTYPE
+            assert layer.weight_scale.dtype == torch.float32
+            assert layer.weight_bytes() == layer.weight.numel() + 4 * layer.weight_scale.numel()
+        out = out + down_proj.forward(gate_up.forward(x, linear), linear, gated=True, reduce=False)
+    ref_down = _fp8_reference(down.bfloat16())
+    assert_close(out, F.linear(F.silu(x @ _fp8_reference(gate).T) * (x @ _fp8_reference(up).T), ref_down))
+
+
+@pytest.mark.parametrize("per", ["tensor", "channel"])
+@pytest.mark.parametrize("nh,nkv,ws", [(8, 4, 1), (8, 4, 2), (12, 6, 3), (8, 1, 4)], ids=str)
+def test_fp8_checkpoint_qkv(nh, nkv, ws, per):
+    """An FP8 checkpoint's q/k/v weights, copied as stored, with per-tensor ([] or [1]) or per-channel
+    ([rows, 1]) scales loaded in either order: each rank's rows and scales, the missing scale named."""
+    from tritium.ops.quant import FP8_DTYPE, quantize_rows
+    hidden, d, T = 16, 4, 3
+    x = torch.randn(T, hidden)
+    full, scales = {}, {}
+    for p, rows in (("q", nh * d), ("k", nkv * d), ("v", nkv * d)):
+        if per == "tensor":  # one scale for the tensor
+            w8, s = (torch.randn(rows, hidden) * 40).to(FP8_DTYPE), torch.rand(()) + 0.01
+        else:
+            w8, s = quantize_rows(torch.randn(rows, hidden))
+            s = s[:, None]
+        full[p], scales[p] = w8, s
+    deq = {p: full[p].float() * scales[p] for p in "qkv"}
+    for g in groups(ws):
+        layer = QKVParallelLinear(hidden, d, nh, nkv, group=g, quant="fp8", **KW)
+        layer.load_weight(full["q"], "q")
+        layer.load_weight_scale(scales["q"], "q")
+        layer.load_weight_scale(scales["k"], "k")  # scale before its weight
+        layer.load_weight(full["k"], "k")
+        layer.load_weight(full["v"], "v")
+        assert layer.missing() == ["weight_scale[v]"]
+        layer.load_weight_scale(scales["v"], "v")
+        assert layer.missing() == []
+        out = layer.forward(x, ScaledLinear())
+        r = g.rank
+        hq, hkv = nh // ws, max(nkv // ws, 1)
+        kv_heads = list(range(r * hkv, (r + 1) * hkv)) if nkv % ws == 0 else [r // (ws // nkv)]
+        rows_q = list(range(r * hq * d, (r + 1) * hq * d))
+        rows_kv = [h * d + i for h in kv_heads for i in range(d)]
+        w_ref = torch.cat([deq["q"][rows_q], deq["k"][rows_kv], deq["v"][rows_kv]])
+        assert_close(out, F.linear(x, w_ref))
+
+
+def test_fp8_load_errors():
+    from tritium.ops.quant import quantize_rows
+    w8, s = quantize_rows(torch.randn(8, 6))
+    plain = ColumnParallelLinear(6, 8, **KW)
+    with pytest.raises(TypeError, match="quantization='fp8'"):
+        plain.load_weight(w8)
+    with pytest.raises(ValueError, match="not quantized"):
+        plain.load_weight_scale(s)
+    layer = RowParallelLinear(6, 8, quant="fp8", **KW)
+    with pytest.raises(ValueError, match="weight_scale: .*block-wise"):
+        layer.load_weight_scale(torch.ones(2, 3))
+    with pytest.raises(ValueError, match="finite positive"):
+        layer.load_weight_scale(torch.zeros(8, 1))
+    with pytest.raises(ValueError, match="quant must be None or one of"):
+        RowParallelLinear(6, 8, quant="int4", **KW)
+    layer.load_weight(w8)
+    assert layer.missing() == ["weight_scale"]
+    biased = ColumnParallelLinear(6, 8, bias=True, quant="fp8", **KW)
+    with pytest.raises(TypeError, match="only weights"):
+        biased.load_bias(w8[:, 0].contiguous())

@@ -213,3 +213,62 @@ def test_norm_and_residual_bad_input():
     square = torch.randn(16, 16, device=dev)
     with pytest.raises(ValueError, match="residual must not share memory with x"):
         gemv(square[:2], square, residual=square[2:4])
+
+
+# -- weight-only FP8: an fp8 weight and its row scales ------------------------------------------------------
+
+FP8_CONFIGS = [DEFAULT_CONFIG, GemvConfig(16, 256, 4, 3), GemvConfig(4, 512, 4, flat=True),
+               GemvConfig(2, 1024, 4, 3, flat=True)]
+
+
+def _fp8_weight(n, k, gen, dev):
+    from tritium.ops.quant import quantize_rows
+    w8, scale = quantize_rows(torch.randn(n, k, generator=gen) * torch.logspace(-2, 1, n)[:, None] / k ** 0.5)
+    return w8.to(dev), scale.to(dev)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("config", FP8_CONFIGS, ids=str)
+def test_gemv_fp8_weight(config, dtype):
+    """``scale``: the fp8 weight times its row scales, in every variant (plain with a bias, gated, swiglu,
+    norm, residual), against the fp64 reference of the dequantized weight; outputs poisoned first."""
+    from tritium.ops.quant import dequantize
+    dev = default_device()
+    gen = torch.Generator().manual_seed(3)
+    n, k = 40, 300
+    w8, scale = _fp8_weight(n, k, gen, dev)
+    wd = dequantize(w8, scale)  # fp32: what the reference multiplies by
+    for m in (1, 3):
+        x = torch.randn(m, k, generator=gen).to(dtype).to(dev)
+        b = torch.randn(n, generator=gen).to(dtype).to(dev)
+        out = gemv(x, w8, b, config=config, scale=scale)
+        assert rel_err(out, reference.linear(x, wd, b)) < TOL[dtype]
+        assert rel_err(out, reference.linear(x, w8, b, scale)) < TOL[dtype]
+        x2 = torch.randn(m, 2 * k, generator=gen).to(dtype).to(dev)
+        out = gemv(x2, w8, config=config, scale=scale, gated=True)
+        assert rel_err(out, reference.linear(reference.silu_and_mul(x2), wd)) < TOL[dtype]
+        if config.block_n % 2 == 0:
+            out = gemv(x, w8, b, config=config, scale=scale, swiglu=True)
+            assert rel_err(out, reference.silu_and_mul(reference.linear(x, wd, b))) < 2 * TOL[dtype]
+        nw = torch.rand(k, generator=gen).to(dtype).to(dev) + 0.5
+        out = gemv(x, w8, config=config, scale=scale, norm_weight=nw, eps=1e-5)
+        assert rel_err(out, reference.rms_norm_linear(x, nw, 1e-5, wd)) < TOL[dtype]
+        residual = torch.randn(m, n, generator=gen).to(dtype).to(dev)
+        expected = reference.linear_residual(x, wd, residual, b)
+        out = gemv(x, w8, b, config=config, scale=scale, residual=residual)
+        assert out is residual and rel_err(out, expected) < TOL[dtype]
+
+
+def test_gemv_fp8_bad_input():
+    dev = default_device()
+    gen = torch.Generator().manual_seed(4)
+    w8, scale = _fp8_weight(16, 64, gen, dev)
+    x = torch.randn(2, 64, device=dev)
+    with pytest.raises(ValueError, match="needs its scale"):
+        gemv(x, w8)
+    with pytest.raises(ValueError, match=r"contiguous \[16\] float32"):
+        gemv(x, w8, scale=scale[:8])
+    with pytest.raises(ValueError, match=r"contiguous \[16\] float32"):
+        gemv(x, w8, scale=scale.double())
+    with pytest.raises(ValueError, match="quantized weight"):
+        gemv(x, torch.randn(16, 64, device=dev), scale=scale)

@@ -101,3 +101,28 @@ def test_qkv_rope_bad_input():
             qkv_rope_write_kv(*args, **kwargs)
     with pytest.raises(ValueError, match="block_n / 2 must divide head_dim / 2"):
         qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, config=GemvConfig(128, 64, 4), **kw)
+
+
+@pytest.mark.parametrize("config", [GemvConfig(8, 128, 4), GemvConfig(16, 128, 4, flat=True)], ids=str)
+def test_qkv_rope_fp8_weight(config):
+    """An fp8 QKV weight with its row scales: the same as the fused kernel on the dequantized weight (fp32:
+    the rows' scales applied before the epilogue, as the product of the dequantized row)."""
+    from tritium.ops.quant import dequantize, quantize_rows
+    gen = torch.Generator().manual_seed(11)
+    m, hq, hkv, d, k = 3, 2, 1, 64, 160
+    x, w, b, pos, cos_sin, kc, vc, slots = _case(m, hq, hkv, d, k, torch.float32, True, gen)
+    w8, scale = quantize_rows(w * torch.logspace(-1, 1, w.shape[0], device=w.device)[:, None])
+    kc_ref, vc_ref = kc.clone(), vc.clone()
+    kc.fill_(float("nan"))
+    vc.copy_(kc)
+    kc_ref.copy_(kc)
+    vc_ref.copy_(kc)
+    out = qkv_rope_write_kv(x, w8, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv,
+                            config=config, scale=scale)
+    ref = qkv_rope_write_kv(x, dequantize(w8, scale), b, pos, cos_sin, kc_ref, vc_ref, slots, num_q_heads=hq,
+                            num_kv_heads=hkv, config=config)
+    assert not torch.isnan(out).any()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(kc, kc_ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+    torch.testing.assert_close(vc, vc_ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert (~torch.isnan(kc)).sum() == (~torch.isnan(kc_ref)).sum() > 0

@@ -1,0 +1,145 @@
+"""Weight-only FP8 in the engine (``quantization="fp8"``): a 16-bit checkpoint quantized at load, and an FP8
+checkpoint (compressed-tensors, per-channel and per-tensor scales, static input scales beside them) read
+as stored, both give the tokens and prompt log-probabilities of the same model with the dequantized
+weights, on the torch path and through tritium's kernels (GEMV at decode, matmul at prefill, under the
+interpreter on the CPU), and at tensor_parallel_size 2."""
+
+import json
+import os
+import shutil
+
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+from tritium.models.config import ModelConfig, UnsupportedModelError
+from tritium.ops.quant import FP8_DTYPE, dequantize, quantize_rows
+
+from .conftest import PROMPTS, make_tiny_model
+from .test_tensor_parallel import no_leaks, two_ranks  # noqa: F401 (fixtures)
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+PARAMS = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True, prompt_logprobs=1)
+ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def _compressed_tensors(strategy: str) -> dict:
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"],
+                                          "weights": {"type": "float", "num_bits": 8, "strategy": strategy},
+                                          "input_activations": {"type": "float", "num_bits": 8,
+                                                                "strategy": "tensor"}}}}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """{name: directory}: "bf16" a tiny Llama (fp32 weights), "dequantized" the same with every projection
+    weight replaced by its row-quantized-then-dequantized values (the reference), "fp8-channel" /
+    "fp8-tensor" those weights stored in fp8 with their scales (tensor: one scale a tensor, values chosen
+    so that it is exact) in compressed-tensors layout."""
+    from safetensors.torch import load_file, save_file
+    root = tmp_path_factory.mktemp("fp8")
+    base = str(root / "bf16")
+    os.makedirs(base)
+    make_tiny_model(base, "llama")
+    state = load_file(os.path.join(base, "model.safetensors"))
+    out = {"bf16": base}
+    variants = {"dequantized": {}, "fp8-channel": {}, "fp8-tensor": {}, "dequantized-tensor": {}}
+    for name, value in state.items():
+        if name.endswith(".weight") and name.split(".")[-2] in PROJECTIONS:
+            w8, scale = quantize_rows(value)
+            variants["dequantized"][name] = dequantize(w8, scale)
+            variants["fp8-channel"].update({name: w8, name + "_scale": scale[:, None].contiguous(),
+                                            name.replace(".weight", ".input_scale"): torch.ones(1)})
+            one = scale.max()  # per tensor: the rows' fp8 values under one scale
+            w8t = (dequantize(w8, scale) / one).to(FP8_DTYPE)
+            variants["fp8-tensor"].update({name: w8t, name + "_scale": one.reshape(1)})
+            variants["dequantized-tensor"][name] = w8t.float() * one
+        else:
+            for v in variants.values():
+                v[name] = value
+    for name, tensors in variants.items():
+        path = str(root / name)
+        shutil.copytree(base, path)
+        save_file(tensors, os.path.join(path, "model.safetensors"))
+        if name.startswith("fp8"):
+            with open(os.path.join(path, "config.json")) as f:
+                cfg = json.load(f)
+            cfg["quantization_config"] = _compressed_tensors(name.split("-")[1])
+            with open(os.path.join(path, "config.json"), "w") as f:
+                json.dump(cfg, f)
+        out[name] = path
+    return out
+
+
+def _run(path, **kw):
+    base = dict(max_model_len=128, kv_cache_memory=32 << 20, max_num_seqs=4)
+    with LLM(path, **dict(base, **kw)) as llm:
+        return llm.generate(PROMPTS, PARAMS)
+
+
+def _assert_same(outs, ref, tol):
+    for o, r in zip(outs, ref):
+        assert o.token_ids == r.token_ids
+        worst = max((abs(a.logprob - b.logprob) for a, b in zip(o.prompt_logprobs[1:], r.prompt_logprobs[1:])),
+                    default=0.0)
+        assert worst <= tol, worst
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoints):
+    return {name: _run(checkpoints[name]) for name in ("dequantized", "dequantized-tensor")}
+
+
+@pytest.mark.parametrize("source", ["bf16", "fp8-channel", "fp8-tensor"])
+def test_fp8_equals_the_dequantized_model(checkpoints, reference, source):
+    """torch path (dequantize, then F.linear): the dequantized model's numbers exactly; the checkpoint's
+    quantization_config selects fp8 by itself."""
+    kw = {"quantization": "fp8"} if source == "bf16" else {}
+    ref = reference["dequantized-tensor" if source == "fp8-tensor" else "dequantized"]
+    _assert_same(_run(checkpoints[source], **kw), ref, 1e-5)
+
+
+@pytest.mark.parametrize("source", ["bf16", "fp8-channel"])
+def test_fp8_through_tritium_kernels(checkpoints, reference, source):
+    """The GEMV (decode) and tritium's matmul (prefill chunks) with the fp8 weights and their scales."""
+    kw = dict(linear_backend="triton", op_backend="triton", attention_backend="torch")
+    if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    _assert_same(_run(checkpoints[source], quantization="fp8", **kw), reference["dequantized"], 1e-4)
+
+
+@pytest.mark.serial  # starts rank processes: run alone, as tests/engine/test_tensor_parallel.py is
+def test_fp8_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # noqa: F811
+    """TP=2 over gloo: the row-parallel ranks hold the whole rows' scales, so the model is the TP=1 one."""
+    _assert_same(_run(checkpoints["fp8-channel"], tensor_parallel_size=2, comm="torch"),
+                 reference["dequantized"], 1e-4)
+    _assert_same(_run(checkpoints["bf16"], quantization="fp8", tensor_parallel_size=2, comm="torch"),
+                 reference["dequantized"], 1e-4)
+
+
+def test_fp8_options_and_errors(checkpoints):
+    with pytest.raises(ValueError, match="quantization must be None or 'fp8'"):
+        LLM(checkpoints["bf16"], quantization="int4")
+    with LLM(checkpoints["bf16"], quantization="fp8", max_model_len=64, kv_cache_memory=8 << 20) as llm:
+        layer = llm.engine.model.layers[0]
+        assert layer.qkv_proj.weight.dtype == FP8_DTYPE and layer.down_proj.weight_scale is not None
+        assert llm.engine.model.lm_head.weight.dtype == torch.float32  # the LM head is not quantized
+
+
+@pytest.mark.parametrize("qc,match", [
+    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "weight_block_size"),
+    ({"quant_method": "gptq", "bits": 4}, "'gptq'"),
+    ({"quant_method": "compressed-tensors", "format": "pack-quantized",
+      "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4, "strategy": "group"}}}}, "'int', 4 bits"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}}}, "'block'"),
+])
+def test_unsupported_quantization_configs(qc, match):
+    base = dict(model_type="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                num_attention_heads=2)
+    with pytest.raises(UnsupportedModelError, match=match):
+        ModelConfig.from_hf_dict(dict(base, quantization_config=qc))
+    assert ModelConfig.from_hf_dict(dict(base, quantization_config=_compressed_tensors("channel"))).quantization == "fp8"
+    assert ModelConfig.from_hf_dict(dict(base, quantization_config={"quant_method": "fbgemm_fp8"})).quantization == "fp8"
+    assert ModelConfig.from_hf_dict(base).quantization is None
