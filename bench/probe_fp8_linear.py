@@ -39,7 +39,7 @@ def main():
             err = lambda y: ((y.float() - ref.float()).norm() / ref.float().norm()).item()  # noqa: E731
             fns = {"cublas_bf16": lambda: [F.linear(x, w) for w in ws],
                    "matmul_fp8": lambda: [matmul(x, w8.t(), b_scale=s) for w8, s in qs],
-                   "dequant_cublas": lambda: [F.linear(x, torch.mul(w8, s[:, None], out=scratch)) for w8, s in qs]}
+                   "dequant_cublas": lambda: [F.linear(x, scratch.copy_(w8).mul_(s[:, None])) for w8, s in qs]}
             errors = {"matmul_fp8": err(matmul(x, qs[0][0].t(), b_scale=qs[0][1]))}
             if m <= 4:
                 best = None

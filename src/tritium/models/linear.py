@@ -305,16 +305,26 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     return out.view(*x.shape[:-1], n)
 
 
+# NOTE: H200, Llama-3-8B projections (bench/probe_fp8_linear.py, bench/NOTES.md "Weight-only FP8"): tritium's
+# matmul converting fp8 tiles in registers streams 0.3-1.3 TB/s of fp8 (1.5-4x bf16 cuBLAS's time) and is
+# 2x cuBLAS at 2048 rows; dequantizing to the activations' dtype then cuBLAS costs the dequant pass (~2-3x the
+# fp8 bytes) on top of cuBLAS, which pays where the product is compute-bound: above this many rows.
+FP8_MATMUL_MAX_ROWS = 128
+
+
 def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None,
                      *, torch_only: bool = False, invariant: bool = False) -> torch.Tensor:
     """``x @ (scale[:, None] * weight)^T + bias`` for an fp8 ``weight [N, K]`` and its fp32 row scales
     ``[N]``, in x's dtype: :func:`tritium.fused.matmul` converting the weight tile by tile (under
-    ``invariant_config`` when ``invariant``), or, with ``torch_only`` or where tritium's kernels do not run
-    (a CPU tensor outside the interpreter), the weight dequantized to x's dtype and ``F.linear``."""
-    if torch_only or (x.device.type == "cpu" and not interpreting()):
-        return F.linear(x, dequantize(weight, scale, x.dtype), bias)
+    ``invariant_config`` when ``invariant``), or the weight dequantized to x's dtype and ``F.linear``: with
+    ``torch_only``, where tritium's kernels do not run (a CPU tensor outside the interpreter), and on a GPU
+    above ``FP8_MATMUL_MAX_ROWS`` rows (prefill: cuBLAS's compute rate wins over the dequant pass)."""
     if invariant:
         return invariant_linear(x, weight, bias, scale)
+    rows = x.numel() // max(x.shape[-1], 1)
+    if torch_only or (x.device.type == "cpu" and not interpreting()) or (
+            x.device.type == "cuda" and rows > FP8_MATMUL_MAX_ROWS):
+        return F.linear(x, dequantize(weight, scale, x.dtype), bias)
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
