@@ -223,7 +223,8 @@ class LinearDispatch:
                 raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
             rope = None
             if variant == "rope":
-                rope = _RopeBench(rope_heads, N, weight_group[0].dtype, weight_group[0].device)
+                rope = _RopeBench(rope_heads, N, self.activation_dtype if quantized else weight_group[0].dtype,
+                                  weight_group[0].device)
             run = gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
