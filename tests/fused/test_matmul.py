@@ -258,18 +258,12 @@ def test_invariant_config_rows_do_not_depend_on_m_gpu(dtype, k, n):
 
 # -- weight-only FP8: b an fp8 weight's transpose, b_scale its row scales --------------------------------------
 
-WEIGHT_A = MatmulConfig(64, 32, 32, num_warps=4, num_stages=2, tma=False, weight_a=True)
-
-
 @pytest.mark.parametrize("dtype", CPU_DTYPES)
 @pytest.mark.parametrize("config", [None, SMALL, dataclasses.replace(SMALL, split_k=3),
-                                    dataclasses.replace(SMALL, tma=False), WEIGHT_A,
-                                    dataclasses.replace(WEIGHT_A, split_k=3)],
-                         ids=["selected", "small", "split3", "notma", "weight-a", "weight-a-split3"])
+                                    dataclasses.replace(SMALL, tma=False)], ids=["selected", "small", "split3", "notma"])
 def test_matmul_fp8_weight(dtype, config):
     """``b_scale``: b = w8.t() (fp8) converted tile by tile and each column scaled: the fp64 product with the
-    dequantized weight, on poisoned outputs, including split-K (each piece scaled), pointer loads and the
-    weight-as-first-operand kernel (the default up to 64 rows: ``c^T = w a^T``; ragged K pieces at split 3)."""
+    dequantized weight, on poisoned outputs, including split-K (each piece scaled) and pointer loads."""
     from tritium.ops.quant import dequantize, quantize_rows
     dev = default_device()
     gen = torch.Generator().manual_seed(5)
@@ -295,7 +289,3 @@ def test_matmul_fp8_bad_input():
         matmul(a, w8.t(), b_scale=scale[:4])
     with pytest.raises(TypeError, match="quantized b"):
         matmul(a, torch.randn(32, 16, device=dev), b_scale=scale)
-    with pytest.raises(ValueError, match="weight_a"):
-        matmul(torch.randn(80, 32, device=dev), w8.t(), b_scale=scale, config=WEIGHT_A)
-    with pytest.raises(ValueError, match="weight_a"):
-        matmul(a, w8.t().contiguous(), b_scale=scale, config=WEIGHT_A)

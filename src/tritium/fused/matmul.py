@@ -65,10 +65,7 @@ class MatmulConfig:
     flattened into one pipelined loop (the next tile's loads overlap this tile's epilogue), whether TMA
     may be used (it is used only where the operands allow it), and ``split_k``: each tile's K range cut in
     that many pieces computed by different programs and summed in fp32 by the last to finish (decode:
-    more programs streaming B than there are output tiles). ``weight_a`` (a quantized weight, b = w8.t(), at
-    most 64 rows of a): the product as ``C^T = W A^T``, the weight the MMA's first operand (which may come
-    from registers: the converted fp8 tile goes straight to the tensor cores), ``block_m`` A's rows padded
-    (>= 16), pointer loads (:func:`_weight_a_kernel`)."""
+    more programs streaming B than there are output tiles)."""
     block_m: int
     block_n: int
     block_k: int
@@ -79,13 +76,11 @@ class MatmulConfig:
     flatten: bool = True
     tma: bool = True
     split_k: int = 1
-    weight_a: bool = False
 
     def __str__(self) -> str:
         return (f"m{self.block_m}-n{self.block_n}-k{self.block_k}-g{self.group_m}-w{self.num_warps}"
                 f"-s{self.num_stages}-e{self.epilogue_split}{'-flat' if self.flatten and self.split_k == 1 else ''}"
-                f"{'' if self.tma else '-notma'}{f'-split{self.split_k}' if self.split_k > 1 else ''}"
-                f"{'-wa' if self.weight_a else ''}")
+                f"{'' if self.tma else '-notma'}{f'-split{self.split_k}' if self.split_k > 1 else ''}")
 
 
 # Candidates timed by `python -m tritium.bench gemm --sweep` (bench/NOTES.md, "GEMM"); select_config
@@ -124,17 +119,6 @@ _NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-
 # NOTE: run 1, no split: B read at 1.4-2.1 TB/s with 56-224 programs against cuBLAS's 2.6-3.0 (graph
 # replays): too few bytes in flight. 64x128x128, 4 stages, split by decode_split_k: 2.6-2.8 TB/s (run 3).
 _DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
-
-
-# Weight-only FP8 at decode batch sizes (M <= 64): the weight as the MMA's A operand, 64 of its rows a tile,
-# split-K by decode_split_k. Not measured yet (bench/NOTES.md, "Weight-only FP8").
-FP8_WEIGHT_A = MatmulConfig(16, 64, 128, num_warps=4, num_stages=4, tma=False, weight_a=True)
-
-
-def weight_a_config(M: int, N: int, K: int, device: torch.device) -> MatmulConfig:
-    """:data:`FP8_WEIGHT_A` for ``M`` rows of a (block_m: M padded to a power of two >= 16) with its split."""
-    cfg = dataclasses.replace(FP8_WEIGHT_A, block_m=max(16, 1 << (M - 1).bit_length()))
-    return dataclasses.replace(cfg, split_k=decode_split_k(M, N, K, cfg, num_sms(device)))
 
 
 # Batch invariance (``invariant_config``). Measured on the H200 (bench/probe_invariance.py, stop 54; bf16 K=4096 and
@@ -419,53 +403,6 @@ def _matmul_kernel(
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, EPILOGUE_SPLIT, USE_TMA)
 
 
-@triton.jit
-def _weight_a_kernel(
-    a_ptr, w_ptr, c_ptr, scale_ptr, partial_ptr, count_ptr,
-    stride_am, stride_wn, stride_cm,
-    M, N, K, num_programs,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
-):
-    """``c = a @ (scale[:, None] * w)^T`` for a quantized ``w [N, K]`` and few rows of ``a [M, K]``
-    (M <= BLOCK_M): each unit computes a ``[BLOCK_N, BLOCK_M]`` tile of ``c^T = w a^T`` over a piece of K, the
-    fp8 weight tile converted to a's dtype as the dot's first operand, scales its rows, and stores the
-    transpose (split-K: :func:`reduce_split_tile`)."""
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_blocks = tl.cdiv(K, BLOCK_K)
-    ms = tl.arange(0, BLOCK_M)
-    for unit in tl.range(tl.program_id(0), num_pid_n * SPLIT_K, num_programs):
-        pid_n = unit // SPLIT_K
-        piece = unit % SPLIT_K
-        k_start = (piece * k_blocks // SPLIT_K) * BLOCK_K
-        k_end = tl.minimum(((piece + 1) * k_blocks // SPLIT_K) * BLOCK_K, K)
-        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)                              # [BLOCK_N]
-        ks = k_start + tl.arange(0, BLOCK_K)                                        # [BLOCK_K]
-        w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_wn + ks[None, :]     # [BLOCK_N, BLOCK_K]
-        a_ptrs = a_ptr + ms[None, :] * stride_am + ks[:, None]                    # [BLOCK_K, BLOCK_M]: a^T
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-        w_mask = rows[:, None] < N
-        w = tl.load(w_ptrs, mask=w_mask & (ks[None, :] < k_end), other=0.0, eviction_policy="evict_first")
-        for i in range(0, tl.cdiv(k_end - k_start, BLOCK_K)):
-            k_left = k_end - k_start - i * BLOCK_K
-            w_ptrs += BLOCK_K
-            # the next weight tile requested before this one is used (the weight stays in registers, where
-            # the compiler's pipelining of shared-memory operands does not reach it)
-            w_next = tl.load(w_ptrs, mask=w_mask & (ks[None, :] - k_start < k_left - BLOCK_K), other=0.0,
-                             eviction_policy="evict_first")
-            at = tl.load(a_ptrs, mask=(ms[None, :] < M) & (ks[:, None] - k_start < k_left), other=0.0)
-            acc = tl.dot(w.to(at.dtype), at, acc, input_precision=DOT_PRECISION)
-            a_ptrs += BLOCK_K
-            w = w_next
-        acc = acc * tl.load(scale_ptr + rows, mask=rows < N, other=0.0)[:, None]
-        tile = tl.trans(acc)                                                        # [BLOCK_M, BLOCK_N]
-        if SPLIT_K == 1:
-            store_tile(c_ptr, tile, 0, pid_n * BLOCK_N, M, N, stride_cm, 1, BLOCK_M, BLOCK_N, 1, False)
-        else:
-            reduce_split_tile(c_ptr, tile, partial_ptr, count_ptr + pid_n, 0, pid_n * BLOCK_N, M, N, stride_cm, 1,
-                              BLOCK_M, BLOCK_N, SPLIT_K, 1, False)
-
-
 # ----------------------------------------------------------------------------------------------------
 # Host side
 
@@ -582,23 +519,6 @@ def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
                 num_warps=config.num_warps, num_stages=pipeline_stages(config.num_stages))
 
 
-def _weight_a_matmul(a, b, out, b_scale, cfg: MatmulConfig, num_programs: int | None) -> torch.Tensor:
-    M, K = a.shape
-    N = b.shape[1]
-    units = _cdiv(N, cfg.block_n) * cfg.split_k
-    programs = min(units, num_programs or num_sms(a.device))
-    partials = counts = None
-    if cfg.split_k > 1:
-        stream = torch.cuda.current_stream(a.device).cuda_stream if a.device.type == "cuda" else 0
-        partials = _BUFFERS.get("split-k-partials", M * N, torch.float32, a.device, stream)
-        counts = _BUFFERS.get("split-k-counts", _cdiv(N, cfg.block_n), torch.int32, a.device, stream)
-    _weight_a_kernel[(programs,)](
-        a, b, out, b_scale, partials, counts, a.stride(0), b.stride(1), out.stride(0), M, N, K, programs,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT_K=cfg.split_k, DOT_PRECISION="ieee",
-        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages))
-    return out
-
-
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
            config: MatmulConfig | None = None, num_programs: int | None = None,
            b_scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -611,8 +531,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     of :func:`select_config`'s. ``num_programs``: how many persistent programs (default the SM count; fewer
     leave SMs to other work). ``b_scale``: b is a quantized weight (float8_e4m3fn, e.g. ``w8.t()``) whose
     column n is ``b_scale[n] * b[:, n]``: each tile of b is converted to a's dtype in registers and each
-    column of the fp32 product scaled once (weight-only FP8, :mod:`tritium.ops.quant`); up to 64 rows of a
-    (b = w8.t() of a row-major weight), by default as ``c^T = w a^T`` (:func:`weight_a_config`).
+    column of the fp32 product scaled once (weight-only FP8, :mod:`tritium.ops.quant`).
     """
     _check(a, b, out, b_scale)
     M, K = a.shape
@@ -623,14 +542,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
         return out
     if K == 0:
         return out.zero_()
-    weight_rows = b_scale is not None and b.stride(0) == 1 and a.stride(1) == 1 and out.stride(1) == 1
-    if config is None and weight_rows and M <= 64:
-        config = weight_a_config(M, N, K, a.device)
-    if config is not None and config.weight_a:
-        if not weight_rows or M > config.block_m or config.block_m < 16:
-            raise ValueError(f"config {config} (weight_a) needs a quantized b = w.t() of a row-major w, contiguous "
-                             f"rows of a and out, and a's {M} rows within block_m (>= 16)")
-        return _weight_a_matmul(a, b, out, b_scale, config, num_programs)
     cfg = config or select_config(M, N, K, a.dtype, a.device)
     tiles = _cdiv(M, cfg.block_m) * _cdiv(N, cfg.block_n)
     programs = min(tiles * cfg.split_k, num_programs or num_sms(a.device))
