@@ -49,3 +49,32 @@ def test_expand_scale(shape):
 def test_expand_scale_refuses_other_shapes(shape):
     with pytest.raises(ValueError, match="per channel"):
         expand_scale(torch.ones(shape), 6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("n,k", [(8, 512), (13, 700), (1, 5)], ids=str)
+def test_dequantize_fp8_kernel(n, k, dtype):
+    """The one-pass kernel gives the reference's bits (fp32 product, one rounding), into a poisoned ``out``
+    (a row-strided view) too; bad arguments are named."""
+    from tritium.ops.dequant import dequantize_fp8
+    from tritium.runtime import default_device, interpreting
+    dev = default_device()
+    gen = torch.Generator().manual_seed(n * k)
+    w8, scale = quantize_rows(torch.randn(n, k, generator=gen) * torch.logspace(-3, 1, n)[:, None])
+    w8, scale = w8.to(dev), scale.to(dev)
+    expected = dequantize(w8, scale, dtype)
+    got = dequantize_fp8(w8, scale, dtype)
+    # NOTE: the interpreter rounds fp32 -> bf16 otherwise than round-to-nearest-even (one ulp, seen on CPU)
+    rtol = 2 ** -7 if dtype == torch.bfloat16 and interpreting() else 0.0
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, expected, rtol=rtol, atol=0.0)
+    buf = torch.full((n, k + 3), float("nan"), dtype=dtype, device=dev)
+    out = dequantize_fp8(w8, scale, dtype, out=buf[:, :k])
+    torch.testing.assert_close(out, expected, rtol=rtol, atol=0.0)
+    assert torch.isnan(buf[:, k:]).all()
+    with pytest.raises(ValueError, match="dtype must be"):
+        dequantize_fp8(w8, scale, torch.float64)
+    with pytest.raises(ValueError, match="out must be"):
+        dequantize_fp8(w8, scale, dtype, out=buf)
+    with pytest.raises(ValueError, match="scale must be"):
+        dequantize_fp8(w8, scale[:-1] if n > 1 else scale.double(), dtype)

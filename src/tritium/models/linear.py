@@ -19,6 +19,7 @@ from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
+from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.quant import dequantize
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
@@ -308,8 +309,8 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
 
 # NOTE: H200, Llama-3-8B projections (bench/probe_fp8_linear.py, bench/NOTES.md "Weight-only FP8"): tritium's
 # matmul converting fp8 tiles in registers streams 0.3-1.3 TB/s of fp8 (1.5-4x bf16 cuBLAS's time) and is
-# 2x cuBLAS at 2048 rows; dequantizing to the activations' dtype then cuBLAS costs the dequant pass (~2-3x the
-# fp8 bytes) on top of cuBLAS, which pays where the product is compute-bound: above this many rows.
+# 2x cuBLAS at 2048 rows; dequantizing to the activations' dtype (one pass, tritium.ops.dequant: 3 bytes moved a
+# weight) then cuBLAS pays where the product is compute-bound: above this many rows.
 FP8_MATMUL_MAX_ROWS = 128
 
 
@@ -323,9 +324,10 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     if invariant:
         return invariant_linear(x, weight, bias, scale)
     rows = x.numel() // max(x.shape[-1], 1)
-    if torch_only or (x.device.type == "cpu" and not interpreting()) or (
-            x.device.type == "cuda" and rows > FP8_MATMUL_MAX_ROWS):
+    if torch_only or (x.device.type == "cpu" and not interpreting()):
         return F.linear(x, dequantize(weight, scale, x.dtype), bias)
+    if x.device.type == "cuda" and rows > FP8_MATMUL_MAX_ROWS:
+        return F.linear(x, dequantize_fp8(weight, scale, x.dtype), bias)
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()

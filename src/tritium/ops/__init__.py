@@ -10,6 +10,8 @@
 - ``gemv``: skinny GEMM for decode projections (1-4 rows); ``qkv_rope_write_kv``: the QKV one with rope
   and the KV-cache write in its epilogue.
 - ``prefetch_l2`` / ``WeightPrefetcher``: Hopper bulk L2 prefetch of weights.
+- ``dequantize_fp8``: an fp8 weight times its row scales in one pass (weight-only FP8's prefill path;
+  :mod:`tritium.ops.quant` holds the quantization and its reference).
 
 :func:`op_set` bundles one backend's ops ("triton", or "torch": the references) for a model.
 """
@@ -22,6 +24,7 @@ from typing import Callable
 
 from tritium.ops import reference
 from tritium.ops.activation import silu_and_mul
+from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.gemv import gemv
 from tritium.ops.logprobs import token_logprobs
 from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
@@ -31,7 +34,7 @@ from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
 
 __all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
-           "qkv_rope_write_kv", "token_logprobs",
+           "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8",
            "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
 
 OP_BACKENDS = ("triton", "torch")
