@@ -177,8 +177,9 @@ class _ShardedLayer:
             raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
                              f"(the full checkpoint tensor)")
         if full.dtype == FP8_DTYPE and (self.quant is None or not part.startswith("weight")):
-            raise TypeError(f"{self.name}: {part} is stored in {full.dtype}; a quantized checkpoint needs the "
-                            f"model built with quantization='fp8'" if self.quant is None else
+            raise TypeError(f"{self.name}: {part} is stored in {full.dtype}, but this layer is not quantized: "
+                            f"quantization='fp8' stores the decoder layers' projections in fp8 (the embedding and "
+                            f"the LM head stay 16/32-bit)" if self.quant is None else
                             f"{self.name}: {part} is stored in {full.dtype}; only weights may be")
 
     def _load_quantized(self, part: str, full, expected: tuple[int, ...], rows: slice, cols: slice,
