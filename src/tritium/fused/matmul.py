@@ -51,10 +51,10 @@ import triton
 import triton.language as tl
 from triton.runtime import _allocation
 
+from tritium.ops.quant import QUANTIZED_DTYPES
 from tritium.runtime import default_device, interpreting, num_sms, pipeline_stages
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-QUANTIZED_DTYPES = (torch.float8_e4m3fn,)  # b with b_scale
 
 
 @dataclass(frozen=True)

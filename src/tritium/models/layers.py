@@ -176,11 +176,12 @@ class _ShardedLayer:
         if tuple(full.shape) != tuple(expected):
             raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
                              f"(the full checkpoint tensor)")
-        if full.dtype == FP8_DTYPE and (self.quant is None or not part.startswith("weight")):
+        if full.dtype == FP8_DTYPE and self.quant is None:
             raise TypeError(f"{self.name}: {part} is stored in {full.dtype}, but this layer is not quantized: "
                             f"quantization='fp8' stores the decoder layers' projections in fp8 (the embedding and "
-                            f"the LM head stay 16/32-bit)" if self.quant is None else
-                            f"{self.name}: {part} is stored in {full.dtype}; only weights may be")
+                            f"the LM head stay 16/32-bit)")
+        if full.dtype == FP8_DTYPE and not part.startswith("weight"):
+            raise TypeError(f"{self.name}: {part} is stored in {full.dtype}; only weights may be")
 
     def _load_quantized(self, part: str, full, expected: tuple[int, ...], rows: slice, cols: slice,
                         row0: int) -> None:

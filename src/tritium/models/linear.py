@@ -215,24 +215,23 @@ class LinearDispatch:
         for name, weight_group in weights.items():
             N, K = weight_group[0].shape
             nbytes = sum(w.numel() * w.element_size() for w in weight_group)
-            quantized = scales.get(name) is not None
-            group = list(zip(weight_group, scales[name] if quantized else [None] * len(weight_group)))
-            if len(group) != len(weight_group):
+            scale_group = scales.get(name)
+            quantized = scale_group is not None
+            if quantized and len(scale_group) != len(weight_group):
                 raise ValueError(f"scales[{name!r}] must hold one scale per weight ({len(weight_group)})")
+            group = list(zip(weight_group, scale_group or [None] * len(weight_group)))
+            # the activations' dtype: the model's (a quantized weight's own is fp8)
+            dtype, dev = (self.activation_dtype if quantized else weight_group[0].dtype), weight_group[0].device
             variant = variants.get(name, "plain")
             if variant not in VARIANTS:
                 raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
             rope = None
             if variant == "rope":
-                rope = _RopeBench(rope_heads, N, self.activation_dtype if quantized else weight_group[0].dtype,
-                                  weight_group[0].device)
+                rope = _RopeBench(rope_heads, N, dtype, dev)
             run = gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
-                dtype, dev = weight_group[0].dtype, weight_group[0].device
-                if quantized:  # the activations' dtype: the scales' model's (a quantized weight's is fp8)
-                    dtype = self.activation_dtype
                 gated = variant.startswith("gated")
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
@@ -296,12 +295,20 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     """``x @ weight^T + bias`` with each row's bits independent of the other rows (x ``[..., K]``, weight
     ``[N, K]``; ``scale``: its fp8 row scales): :func:`tritium.fused.matmul` under ``invariant_config`` for
     the row count, then the bias."""
+    return _matmul_linear(x, weight, bias, scale, invariant=True)
+
+
+def _matmul_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, scale: torch.Tensor | None,
+                   *, invariant: bool) -> torch.Tensor:
+    """``x @ weight^T + bias`` through :func:`tritium.fused.matmul` (x ``[..., K]``), under ``invariant_config``
+    for the row count when ``invariant``, else its own choice."""
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     m, k = x2.shape
     n = weight.shape[0]
-    out = matmul(x2, weight.t(), config=invariant_config(m, n, k, x2.dtype, x2.device), b_scale=scale)
+    config = invariant_config(m, n, k, x2.dtype, x2.device) if invariant else None
+    out = matmul(x2, weight.t(), config=config, b_scale=scale)
     if bias is not None:
         out += bias
     return out.view(*x.shape[:-1], n)
@@ -323,18 +330,11 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     above ``FP8_MATMUL_MAX_ROWS`` rows (prefill: cuBLAS's compute rate wins over the dequant pass)."""
     if invariant:
         return invariant_linear(x, weight, bias, scale)
-    rows = x.numel() // max(x.shape[-1], 1)
     if torch_only or (x.device.type == "cpu" and not interpreting()):
         return F.linear(x, dequantize(weight, scale, x.dtype), bias)
-    if x.device.type == "cuda" and rows > FP8_MATMUL_MAX_ROWS:
+    if x.device.type == "cuda" and x.numel() // x.shape[-1] > FP8_MATMUL_MAX_ROWS:
         return F.linear(x, dequantize_fp8(weight, scale, x.dtype), bias)
-    x2 = x.reshape(-1, x.shape[-1])
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    out = matmul(x2, weight.t(), b_scale=scale)
-    if bias is not None:
-        out += bias
-    return out.view(*x.shape[:-1], weight.shape[0])
+    return _matmul_linear(x, weight, bias, scale, invariant=False)
 
 
 def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> list[list]:

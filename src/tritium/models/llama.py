@@ -144,19 +144,18 @@ class LlamaDecoderLayer:
                 raise ValueError(f"{name}: expected shape {tuple(norm.shape)} (head_dim), got {tuple(value.shape)}")
             norm.copy_(value)
             self._norms_loaded.add(name)
-        elif name.startswith("self_attn.") and name[len("self_attn."):] in _QKV_NAMES:
-            part, kind = _QKV_NAMES[name[len("self_attn."):]]
-            getattr(self.qkv_proj, f"load_{kind}")(tensor, part)
-        elif name in ("self_attn.o_proj.weight", "self_attn.o_proj.weight_scale"):
-            getattr(self.o_proj, f"load_{name.rsplit('.', 1)[1]}")(tensor)
-        elif (name.rsplit(".", 1)[0] in ("mlp.gate_proj", "mlp.up_proj")
-              and name.endswith((".weight", ".weight_scale"))):
-            proj, kind = name.rsplit(".", 1)
-            getattr(self.gate_up_proj, f"load_{kind}")(tensor, 0 if proj == "mlp.gate_proj" else 1)
-        elif name in ("mlp.down_proj.weight", "mlp.down_proj.weight_scale"):
-            getattr(self.down_proj, f"load_{name.rsplit('.', 1)[1]}")(tensor)
-        elif name.endswith(".input_scale") and name.rsplit(".", 1)[0] in _PROJECTION_NAMES and self.o_proj.quant:
-            pass  # an FP8 checkpoint's static activation scale: activations stay in the model dtype here
+        elif name.rpartition(".")[0] in _PROJECTIONS:
+            proj, _, kind = name.rpartition(".")
+            attr, part = _PROJECTIONS[proj]
+            if kind == "input_scale" and self.o_proj.quant:
+                return True  # an FP8 checkpoint's static activation scale: activations stay in the model dtype
+            if kind not in ("weight", "weight_scale") + (("bias",) if attr == "qkv_proj" else ()):
+                return False
+            load = getattr(getattr(self, attr), f"load_{kind}")
+            if part is None:
+                load(tensor)
+            else:
+                load(tensor, part)
         else:
             return False
         return True
@@ -177,9 +176,11 @@ class LlamaDecoderLayer:
         return norms + sum(p.weight_bytes() for p in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj))
 
 
-_QKV_NAMES = {f"{p}_proj.{kind}": (p, kind) for p in "qkv" for kind in ("weight", "bias", "weight_scale")}
-_PROJECTION_NAMES = (tuple(f"self_attn.{p}_proj" for p in "qkvo")
-                     + tuple(f"mlp.{p}_proj" for p in ("gate", "up", "down")))
+# checkpoint projection -> (the layer's parallel linear, its part there; None: the whole weight)
+_PROJECTIONS = {"self_attn.q_proj": ("qkv_proj", "q"), "self_attn.k_proj": ("qkv_proj", "k"),
+                "self_attn.v_proj": ("qkv_proj", "v"), "self_attn.o_proj": ("o_proj", None),
+                "mlp.gate_proj": ("gate_up_proj", 0), "mlp.up_proj": ("gate_up_proj", 1),
+                "mlp.down_proj": ("down_proj", None)}
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
 
 
@@ -223,8 +224,6 @@ class LlamaModel:
         # configs of each way, and the way whose configs are in place (swapped by set_options)
         self._ways: dict[str, dict[str, dict]] = {}
         self._ways_applied: dict[str, str] = {}
-        # the quantized projections' row scales, grouped as tune_linears groups their weights
-        self._scales: dict[str, list[torch.Tensor]] = {}
         self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
         self.set_options(options)
 
@@ -359,13 +358,12 @@ class LlamaModel:
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
                   for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
-        self._scales = ({name: [getattr(layer, name).weight_scale for layer in self.layers]
-                         for name in LAYER_PROJECTIONS} if self.quantization else {})
+        scales = {name: self._scales(name) for name in LAYER_PROJECTIONS}
         norm = "norm_folded" if self.norms_folded else "norm"
         if self._norms_chain:
             return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
                                                           "gate_up_proj": norm, "down_proj": "gated_residual"},
-                                    scales=self._scales)
+                                    scales=scales)
         qkv = self.layers[0].qkv_proj
         heads = (qkv.num_heads, qkv.num_kv_heads)  # the "rope" variant's kernel needs them
         # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu): the down projection then multiplies its
@@ -375,7 +373,7 @@ class LlamaModel:
         # option off or on later runs configs tuned for how the projection then runs.
         down, qkv_group = groups.pop("down_proj"), groups.pop("qkv_proj")
         self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"},
-                         scales=self._scales)
+                         scales=scales)
         gate_up = self.layers[0].gate_up_proj.weight
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
@@ -384,6 +382,10 @@ class LlamaModel:
                                             else ("gated",) for m in ms}, heads)
         self._apply_ways()
         return self.linear.report
+
+    def _scales(self, name: str) -> list[torch.Tensor] | None:
+        """Every layer's row scales of projection ``name`` (None where the weights are not quantized)."""
+        return [getattr(layer, name).weight_scale for layer in self.layers] if self.quantization else None
 
     def linear_state(self) -> dict:
         """What :meth:`tune_linears` (and ``ModelRunner.settle_linears``) left in place, as JSON-able data
@@ -425,7 +427,7 @@ class LlamaModel:
         for m, per_m in ways.items():
             for way in sorted(per_m, key=lambda w: w == want):
                 self.linear.tune({name: group}, (m,), variants={name: way}, rope_heads=heads,
-                                 scales={name: self._scales[name]} if self._scales else None)
+                                 scales={name: self._scales(name)})
                 self._ways[name][way][(m, *key)] = self.linear.choices.get((m, *key))
         # where the wanted way cannot run at some M (down gated where gate/up is on cuBLAS), the way tuned
         # there is in place, and it runs either way

@@ -38,11 +38,10 @@ import torch
 import triton
 import triton.language as tl
 
+from tritium.ops.quant import QUANTIZED_DTYPES
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 MAX_M = 4
-# weight dtypes stored quantized, with one fp32 scale per row (the ``scale`` argument)
-QUANTIZED_DTYPES = (torch.float8_e4m3fn,)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import torch
 
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
+QUANTIZED_DTYPES = (FP8_DTYPE,)  # weight dtypes the kernels take with row scales (gemv's scale, matmul's b_scale)
 QUANTIZATIONS = ("fp8",)
 
 
