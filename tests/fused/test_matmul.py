@@ -289,3 +289,50 @@ def test_matmul_fp8_bad_input():
         matmul(a, w8.t(), b_scale=scale[:4])
     with pytest.raises(TypeError, match="quantized b"):
         matmul(a, torch.randn(32, 16, device=dev), b_scale=scale)
+
+
+# -- W8A8: a per-row quantized fp8 activation (a_scale) times an fp8 weight (b_scale) -----------------------------
+
+@pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("config", [None, SMALL, dataclasses.replace(SMALL, split_k=3),
+                                    dataclasses.replace(SMALL, tma=False)], ids=["selected", "small", "split3", "notma"])
+def test_matmul_fp8_activations(out_dtype, config):
+    """``a_scale``: fp8 a times fp8 b on the tensor cores, each output scaled by its row's and column's scale:
+    the fp64 product of the dequantized operands (the reference ``dynamic_linear`` too), on poisoned outputs,
+    with split-K (each piece scaled) and pointer loads, rows of very different magnitudes."""
+    from tritium.ops.quant import dequantize, dynamic_linear, quantize_activations, quantize_rows
+    dev = default_device()
+    gen = torch.Generator().manual_seed(6)
+    n, k = 72, 112
+    w8, scale = quantize_rows(torch.randn(n, k, generator=gen) * torch.logspace(-2, 1, n)[:, None] / k ** 0.5)
+    w8, scale = w8.to(dev), scale.to(dev)
+    for m in (1, 40):
+        x = torch.randn(m, k, generator=gen) * torch.logspace(-3, 2, m)[:, None]
+        x8, x_scale = quantize_activations(x)
+        x8, x_scale = x8.to(dev), x_scale.to(dev)
+        out = poisoned((m, n), out_dtype, dev)
+        matmul(x8, w8.t(), out=out, config=config, b_scale=scale, a_scale=x_scale)
+        expected = dequantize(x8, x_scale).double() @ dequantize(w8, scale).double().t()
+        assert rel_err(out, expected) < TOL[out_dtype]
+        assert rel_err(out, dynamic_linear(x.to(out_dtype).to(dev), w8, scale)) < TOL[out_dtype] + 1e-2
+        fresh = matmul(x8, w8.t(), config=config, b_scale=scale, a_scale=x_scale, out_dtype=out_dtype)
+        assert fresh.dtype == out_dtype and rel_err(fresh, expected) < TOL[out_dtype]
+
+
+def test_matmul_fp8_activations_bad_input():
+    from tritium.ops.quant import quantize_activations, quantize_rows
+    dev = default_device()
+    w8, scale = (t.to(dev) for t in quantize_rows(torch.randn(16, 32)))
+    x8, x_scale = (t.to(dev) for t in quantize_activations(torch.randn(4, 32)))
+    with pytest.raises(TypeError, match="needs a_scale"):
+        matmul(x8, w8.t(), b_scale=scale)
+    with pytest.raises(TypeError, match="output dtype"):
+        matmul(x8, w8.t(), b_scale=scale, a_scale=x_scale)
+    with pytest.raises(ValueError, match="a_scale must be"):
+        matmul(x8, w8.t(), b_scale=scale, a_scale=x_scale[:2], out_dtype=torch.float32)
+    with pytest.raises(TypeError, match="without b_scale"):
+        matmul(x8, w8.t(), a_scale=x_scale, out_dtype=torch.float32)
+    with pytest.raises(TypeError, match="quantized a"):
+        matmul(torch.randn(4, 32, device=dev), w8.t(), b_scale=scale, a_scale=x_scale, out_dtype=torch.float32)
+    with pytest.raises(TypeError, match="out_dtype"):
+        matmul(torch.randn(4, 32, device=dev), torch.randn(32, 16, device=dev), out_dtype=torch.float16)

@@ -358,11 +358,19 @@ def _scale_columns(acc, scale_ptr, off_n, N, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def _scale_rows(acc, scale_ptr, off_m, M, BLOCK_M: tl.constexpr):
+    """``acc [BLOCK_M, BLOCK_N]`` times the row scales ``scale[off_m : off_m + BLOCK_M]`` (0 past M)."""
+    rows = off_m + tl.arange(0, BLOCK_M)
+    return acc * tl.load(scale_ptr + rows, mask=rows < M, other=0.0)[:, None]
+
+
+@triton.jit
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr,
     partial_ptr, count_ptr,  # split-K workspace (fp32 [M, N] and int32 [tiles], zeros); None without split
     scale_ptr,  # fp32 [N]: B's column scales (a quantized weight's row scales), with B_SCALED
+    a_scale_ptr,  # fp32 [M]: A's row scales (fp8 activations quantized per token), with A_SCALED
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # sizes
@@ -371,6 +379,7 @@ def _matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, USE_TMA: tl.constexpr,
     B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr, DOT_PRECISION: tl.constexpr, B_SCALED: tl.constexpr = False,
+    A_SCALED: tl.constexpr = False,
 ):
     a, b, c = matmul_operands(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
@@ -383,6 +392,8 @@ def _matmul_kernel(
                               stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, USE_TMA, B_KMAJOR, EVEN_K, DOT_PRECISION)
             if B_SCALED:
                 acc = _scale_columns(acc, scale_ptr, pid_n * BLOCK_N, N, BLOCK_N)
+            if A_SCALED:
+                acc = _scale_rows(acc, a_scale_ptr, pid_m * BLOCK_M, M, BLOCK_M)
             store_tile(c, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, stride_cm, stride_cn,
                        BLOCK_M, BLOCK_N, EPILOGUE_SPLIT, USE_TMA)
     else:
@@ -399,6 +410,8 @@ def _matmul_kernel(
                               DOT_PRECISION)
             if B_SCALED:  # each piece scaled: the scale is per column, so the sum of the pieces is too
                 acc = _scale_columns(acc, scale_ptr, pid_n * BLOCK_N, N, BLOCK_N)
+            if A_SCALED:
+                acc = _scale_rows(acc, a_scale_ptr, pid_m * BLOCK_M, M, BLOCK_M)
             reduce_split_tile(c, acc, partial_ptr, count_ptr + tile_id, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
                               stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, EPILOGUE_SPLIT, USE_TMA)
 
@@ -460,22 +473,44 @@ def _tma_view(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * size) % 16 == 0
 
 
-def _check(a, b, out, b_scale=None) -> None:
+def _check_scale(name: str, scale, n: int, device: torch.device, what: str) -> None:
+    if not isinstance(scale, torch.Tensor) or scale.shape != (n,) or scale.dtype != torch.float32 \
+            or scale.stride(0) != 1 or scale.device != device:
+        got = f"{tuple(scale.shape)} {scale.dtype}" if isinstance(scale, torch.Tensor) else scale
+        raise ValueError(f"{name} must be a contiguous [{n}] float32 tensor on {device} ({what}), got {got}")
+
+
+def _check(a, b, out, b_scale=None, a_scale=None, out_dtype=None) -> torch.dtype:
+    """Checks the arguments of :func:`matmul`; returns the output's dtype."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
-    if a.dtype not in DTYPES:
-        raise TypeError(f"a has dtype {a.dtype}; expected one of {', '.join(map(str, DTYPES))}")
+    if a_scale is not None:  # W8A8: fp8 a with row scales, fp8 b with column scales, output in out_dtype
+        if a.dtype not in QUANTIZED_DTYPES:
+            raise TypeError(f"a_scale is for a quantized a ({', '.join(map(str, QUANTIZED_DTYPES))}), got a {a.dtype}")
+        _check_scale("a_scale", a_scale, a.shape[0], a.device, "one scale per row of a")
+        if b.dtype != a.dtype or b_scale is None:
+            raise TypeError(f"an fp8 a multiplies an fp8 b of its dtype ({a.dtype}) with b_scale, got b {b.dtype}"
+                            f"{'' if b_scale is not None else ' without b_scale'}")
+        dtype = out.dtype if isinstance(out, torch.Tensor) else out_dtype
+        if dtype not in DTYPES or (out_dtype is not None and dtype != out_dtype):
+            raise TypeError(f"an fp8 product needs its output dtype (out, or out_dtype: one of "
+                            f"{', '.join(map(str, DTYPES))}), got out_dtype {out_dtype}"
+                            + (f" and out {out.dtype}" if isinstance(out, torch.Tensor) else ""))
+    else:
+        if a.dtype not in DTYPES:
+            raise TypeError(f"a has dtype {a.dtype}; expected one of {', '.join(map(str, DTYPES))}"
+                            + (" (an fp8 a needs a_scale)" if a.dtype in QUANTIZED_DTYPES else ""))
+        if out_dtype is not None and out_dtype != a.dtype:
+            raise TypeError(f"out_dtype {out_dtype} differs from a's {a.dtype}: only an fp8 product (a_scale) "
+                            "chooses its output dtype")
+        dtype = a.dtype
     if b_scale is not None:
         if b.dtype not in QUANTIZED_DTYPES:
             raise TypeError(f"b_scale is for a quantized b ({', '.join(map(str, QUANTIZED_DTYPES))}), got b {b.dtype}")
-        if not isinstance(b_scale, torch.Tensor) or b_scale.shape != (b.shape[1],) \
-                or b_scale.dtype != torch.float32 or b_scale.stride(0) != 1 or b_scale.device != a.device:
-            got = f"{tuple(b_scale.shape)} {b_scale.dtype}" if isinstance(b_scale, torch.Tensor) else b_scale
-            raise ValueError(f"b_scale must be a contiguous [{b.shape[1]}] float32 tensor on {a.device} (one scale "
-                             f"per column of b), got {got}")
+        _check_scale("b_scale", b_scale, b.shape[1], a.device, "one scale per column of b")
     elif b.dtype != a.dtype:
         raise TypeError(f"b has dtype {b.dtype}, a has {a.dtype}: they must match"
                         + (" (a quantized b needs b_scale)" if b.dtype in QUANTIZED_DTYPES else ""))
@@ -492,10 +527,11 @@ def _check(a, b, out, b_scale=None) -> None:
         shape = (a.shape[0], b.shape[1])
         if tuple(out.shape) != shape:
             raise ValueError(f"out must be {list(shape)}, got {list(out.shape)}")
-        if out.dtype != a.dtype:
+        if out.dtype != dtype:
             raise TypeError(f"out has dtype {out.dtype}, a has {a.dtype}: they must match")
         if out.device != a.device:
             raise ValueError(f"out is on {out.device}, a is on {a.device}: they must be on one device")
+    return dtype
 
 
 def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: MatmulConfig) -> dict:
@@ -521,7 +557,8 @@ def launch_options(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
            config: MatmulConfig | None = None, num_programs: int | None = None,
-           b_scale: torch.Tensor | None = None) -> torch.Tensor:
+           b_scale: torch.Tensor | None = None, a_scale: torch.Tensor | None = None,
+           out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """``c = a @ b``: ``a [M, K]``, ``b [K, N]`` -> ``c [M, N]`` in a's dtype (fp16, bf16, or fp32), fp32
     accumulation; fp32 inputs use exact (ieee) products, not tf32.
 
@@ -531,13 +568,16 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     of :func:`select_config`'s. ``num_programs``: how many persistent programs (default the SM count; fewer
     leave SMs to other work). ``b_scale``: b is a quantized weight (float8_e4m3fn, e.g. ``w8.t()``) whose
     column n is ``b_scale[n] * b[:, n]``: each tile of b is converted to a's dtype in registers and each
-    column of the fp32 product scaled once (weight-only FP8, :mod:`tritium.ops.quant`).
+    column of the fp32 product scaled once (weight-only FP8, :mod:`tritium.ops.quant`). ``a_scale``: a is
+    float8_e4m3fn too (activations quantized per row, :func:`tritium.ops.act_quant.quantize_activations_fp8`)
+    with these fp32 row scales ``[M]``: fp8 times fp8 on the tensor cores, fp32 accumulation, each output
+    scaled by its row's and its column's scale once (W8A8); the output dtype is ``out``'s or ``out_dtype``.
     """
-    _check(a, b, out, b_scale)
+    dtype = _check(a, b, out, b_scale, a_scale, out_dtype)
     M, K = a.shape
     N = b.shape[1]
     if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        out = torch.empty((M, N), dtype=dtype, device=a.device)
     if M == 0 or N == 0:
         return out
     if K == 0:
@@ -551,10 +591,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
         partials = _BUFFERS.get("split-k-partials", M * N, torch.float32, a.device, stream)
         counts = _BUFFERS.get("split-k-counts", tiles, torch.int32, a.device, stream)
     _matmul_kernel[(programs,)](
-        a, b, out, partials, counts, b_scale,
+        a, b, out, partials, counts, b_scale, a_scale,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
         M, N, K, programs,
         SPLIT_K=cfg.split_k, FLATTEN=cfg.flatten and cfg.split_k == 1, B_SCALED=b_scale is not None,
+        A_SCALED=a_scale is not None,
         **launch_options(a, b, out, cfg),
     )
     return out

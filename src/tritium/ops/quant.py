@@ -1,4 +1,4 @@
-"""Weight-only FP8: a weight stored as float8_e4m3fn with one fp32 scale per row (output feature).
+"""FP8 projections: a weight stored as float8_e4m3fn with one fp32 scale per row (output feature).
 
 ``W ~= scale[:, None] * W8``. A decode step reads every weight once, so storing them in one byte instead of
 two halves the bytes a batch-1 step streams; the products still run in the activations' dtype with fp32
@@ -9,6 +9,11 @@ accumulation (the GEMV converts each weight chunk after loading it and scales ea
 nearest, each row's largest magnitude mapped to 448, the format's largest finite value);
 :func:`expand_scale` turns a checkpoint's per-tensor or per-channel scale into per-row scales;
 :func:`dequantize` is the reference the kernels are tested against.
+
+``quantization="fp8-dynamic"`` (W8A8) quantizes the activations too, each row (token) with its own scale
+computed as the product runs (:func:`quantize_activations`, the reference of
+:func:`tritium.ops.act_quant.quantize_activations_fp8`), and multiplies fp8 by fp8 on the tensor cores
+(:func:`dynamic_linear` is the reference of the product).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import torch
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
 QUANTIZED_DTYPES = (FP8_DTYPE,)  # weight dtypes the kernels take with row scales (gemv's scale, matmul's b_scale)
-QUANTIZATIONS = ("fp8",)
+# "fp8": weight-only (the products in the activations' dtype); "fp8-dynamic": fp8 activations too (W8A8)
+QUANTIZATIONS = ("fp8", "fp8-dynamic")
 
 
 def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -52,3 +58,33 @@ def expand_scale(scale: torch.Tensor, rows: int) -> torch.Tensor:
 def dequantize(w8: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """``scale[:, None] * w8`` in fp32, rounded to ``dtype``: the weight a quantized projection multiplies by."""
     return (w8.float() * scale.float()[:, None]).to(dtype)
+
+
+def quantize_activations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x [M, K]`` -> (``x8 [M, K]`` float8_e4m3fn, ``scale [M]`` fp32), ``x ~= scale[:, None] * x8``, each row
+    on its own (per-token dynamic quantization): ``amax`` its largest magnitude in fp32, ``scale = amax / 448``
+    and ``x8 = round(x * (448 / amax))`` to nearest even, both quotients rounded once (an all-zero row: scale
+    1, zeros). A row holding NaN gets a NaN scale (its products are NaN, as they would be unquantized)."""
+    if x.dim() != 2 or not x.dtype.is_floating_point:
+        raise ValueError(f"quantize_activations: x must be a 2-D float tensor, got {tuple(x.shape)} {x.dtype}")
+    xf = x.float()
+    amax = xf.abs().amax(dim=1)                                          # NaN where the row holds one
+    zero = amax == 0
+    scale = torch.where(zero, torch.ones_like(amax), amax / FP8_MAX)
+    inv = torch.where(zero, torch.ones_like(amax), FP8_MAX / amax)
+    x8 = (xf * inv[:, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    return x8, scale.contiguous()
+
+
+def dynamic_linear(x: torch.Tensor, w8: torch.Tensor, w_scale: torch.Tensor,
+                   bias: torch.Tensor | None = None) -> torch.Tensor:
+    """The W8A8 product ``x @ W^T + bias`` (x ``[..., K]``, ``w8 [N, K]`` with row scales ``w_scale``) as
+    ``quantization="fp8-dynamic"`` computes it: x quantized per row (:func:`quantize_activations`), the fp8
+    products summed in fp32 (an fp8 value has a 4-bit significand: every product is exact in fp32, in tf32
+    too), scaled by both scales, the bias added, rounded to x's dtype."""
+    x2 = x.reshape(-1, x.shape[-1])
+    x8, x_scale = quantize_activations(x2)
+    acc = (x8.float() @ w8.float().t()) * x_scale[:, None] * w_scale.float()[None, :]
+    if bias is not None:
+        acc = acc + bias.float()
+    return acc.to(x.dtype).view(*x.shape[:-1], w8.shape[0])
