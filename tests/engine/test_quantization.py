@@ -1,8 +1,10 @@
-"""Weight-only FP8 in the engine (``quantization="fp8"``): a 16-bit checkpoint quantized at load, and an FP8
+"""FP8 in the engine. Weight-only (``quantization="fp8"``): a 16-bit checkpoint quantized at load, and an FP8
 checkpoint (compressed-tensors, per-channel and per-tensor scales, static input scales beside them) read
 as stored, both give the tokens and prompt log-probabilities of the same model with the dequantized
 weights, on the torch path and through tritium's kernels (GEMV at decode, matmul at prefill, under the
-interpreter on the CPU), and at tensor_parallel_size 2."""
+interpreter on the CPU), and at tensor_parallel_size 2. W8A8 (``"fp8-dynamic"``, what a checkpoint that
+quantizes its activations selects): tritium's kernels give the reference's numbers (each projection's input
+quantized per token, :func:`tritium.ops.quant.dynamic_linear`)."""
 
 import json
 import os
@@ -23,12 +25,14 @@ PARAMS = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True, prompt_l
 ON_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 
 
-def _compressed_tensors(strategy: str) -> dict:
+def _compressed_tensors(strategy: str, activations: bool = True) -> dict:
+    """A compressed-tensors config: fp8 weights (``strategy``), and fp8 activations (static, per tensor)
+    where ``activations`` (W8A8, as llm-compressor's FP8 scheme writes it; else W8A16)."""
+    group = {"targets": ["Linear"], "weights": {"type": "float", "num_bits": 8, "strategy": strategy}}
+    if activations:
+        group["input_activations"] = {"type": "float", "num_bits": 8, "strategy": "tensor"}
     return {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
-            "config_groups": {"group_0": {"targets": ["Linear"],
-                                          "weights": {"type": "float", "num_bits": 8, "strategy": strategy},
-                                          "input_activations": {"type": "float", "num_bits": 8,
-                                                                "strategy": "tensor"}}}}
+            "config_groups": {"group_0": group}}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,8 @@ def checkpoints(tmp_path_factory):
     """{name: directory}: "bf16" a tiny Llama (fp32 weights), "dequantized" the same with every projection
     weight replaced by its row-quantized-then-dequantized values (the reference), "fp8-channel" /
     "fp8-tensor" those weights stored in fp8 with their scales (tensor: one scale a tensor, values chosen
-    so that it is exact) in compressed-tensors layout."""
+    so that it is exact) in compressed-tensors layout; "fp8-channel" declares fp8 activations (W8A8),
+    "fp8-tensor" does not (weight-only)."""
     from safetensors.torch import load_file, save_file
     root = tmp_path_factory.mktemp("fp8")
     base = str(root / "bf16")
@@ -65,7 +70,7 @@ def checkpoints(tmp_path_factory):
         if name.startswith("fp8"):
             with open(os.path.join(path, "config.json")) as f:
                 cfg = json.load(f)
-            cfg["quantization_config"] = _compressed_tensors(name.split("-")[1])
+            cfg["quantization_config"] = _compressed_tensors(name.split("-")[1], activations=name == "fp8-channel")
             with open(os.path.join(path, "config.json"), "w") as f:
                 json.dump(cfg, f)
         out[name] = path
@@ -95,9 +100,9 @@ def reference(checkpoints):
 
 @pytest.mark.parametrize("source", ["bf16", "fp8-channel", "fp8-tensor"])
 def test_fp8_equals_the_dequantized_model(checkpoints, reference, source):
-    """torch path (dequantize, then F.linear): the dequantized model's numbers exactly; the checkpoint's
-    quantization_config selects fp8 by itself."""
-    kw = {"quantization": "fp8"} if source == "bf16" else {}
+    """torch path (dequantize, then F.linear): the dequantized model's numbers exactly; a weight-only
+    checkpoint's quantization_config selects fp8 by itself (a W8A8 one runs weight-only when asked)."""
+    kw = {} if source == "fp8-tensor" else {"quantization": "fp8"}
     ref = reference["dequantized-tensor" if source == "fp8-tensor" else "dequantized"]
     _assert_same(_run(checkpoints[source], **kw), ref, 1e-5)
 
@@ -114,14 +119,14 @@ def test_fp8_through_tritium_kernels(checkpoints, reference, source):
 @pytest.mark.serial  # starts rank processes: run alone, as tests/engine/test_tensor_parallel.py is
 def test_fp8_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # noqa: F811
     """TP=2 over gloo: the row-parallel ranks hold the whole rows' scales, so the model is the TP=1 one."""
-    _assert_same(_run(checkpoints["fp8-channel"], tensor_parallel_size=2, comm="torch"),
+    _assert_same(_run(checkpoints["fp8-channel"], quantization="fp8", tensor_parallel_size=2, comm="torch"),
                  reference["dequantized"], 1e-4)
     _assert_same(_run(checkpoints["bf16"], quantization="fp8", tensor_parallel_size=2, comm="torch"),
                  reference["dequantized"], 1e-4)
 
 
 def test_fp8_options_and_errors(checkpoints):
-    with pytest.raises(ValueError, match="quantization must be None or 'fp8'"):
+    with pytest.raises(ValueError, match="quantization must be None or one of 'fp8', 'fp8-dynamic'"):
         LLM(checkpoints["bf16"], quantization="int4")
     with LLM(checkpoints["bf16"], quantization="fp8", max_model_len=64, kv_cache_memory=8 << 20) as llm:
         layer = llm.engine.model.layers[0]
@@ -142,6 +147,44 @@ def test_unsupported_quantization_configs(qc, match):
                 num_attention_heads=2)
     with pytest.raises(UnsupportedModelError, match=match):
         ModelConfig.from_hf_dict(dict(base, quantization_config=qc))
-    assert ModelConfig.from_hf_dict(dict(base, quantization_config=_compressed_tensors("channel"))).quantization == "fp8"
-    assert ModelConfig.from_hf_dict(dict(base, quantization_config={"quant_method": "fbgemm_fp8"})).quantization == "fp8"
-    assert ModelConfig.from_hf_dict(base).quantization is None
+    with pytest.raises(UnsupportedModelError, match="activations to 'int', 8 bits"):
+        qc = _compressed_tensors("channel")
+        qc["config_groups"]["group_0"]["input_activations"] = {"type": "int", "num_bits": 8}
+        ModelConfig.from_hf_dict(dict(base, quantization_config=qc))
+
+
+def test_quantization_configs_select_the_mode():
+    base = dict(model_type="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                num_attention_heads=2)
+    for qc, mode in ((_compressed_tensors("channel"), "fp8-dynamic"), (_compressed_tensors("tensor", False), "fp8"),
+                     ({"quant_method": "fbgemm_fp8"}, "fp8-dynamic"), (None, None)):
+        assert ModelConfig.from_hf_dict(dict(base, quantization_config=qc)).quantization == mode
+
+
+# -- W8A8: quantization="fp8-dynamic" ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dynamic_reference(checkpoints):
+    """The W8A8 model on the torch path: every projection is ``dynamic_linear`` (the reference)."""
+    return _run(checkpoints["fp8-channel"], linear_backend="torch")
+
+
+def test_fp8_dynamic_is_selected_and_quantizes_activations(checkpoints, reference, dynamic_reference):
+    """The W8A8 checkpoint runs fp8-dynamic by itself; quantizing the activations moves the log-probabilities
+    off the weight-only model's, by about e4m3's rounding (2^-4 of a value at most) and no more."""
+    with LLM(checkpoints["fp8-channel"], max_model_len=64, kv_cache_memory=8 << 20) as llm:
+        assert llm.engine.model.quantization == "fp8-dynamic" and llm.engine.model.linear.dynamic_fp8
+    weight_only = reference["dequantized"]
+    worst = max(abs(a.logprob - b.logprob) for o, r in zip(dynamic_reference, weight_only)
+                for a, b in zip(o.prompt_logprobs[1:], r.prompt_logprobs[1:]))
+    assert 1e-4 < worst < 0.5, worst
+
+
+def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference):
+    """Per-token quantization then fp8 x fp8 in tritium's matmul, at decode and prefill: the reference's tokens
+    and log-probabilities (up to a rounding that moves an activation across an fp8 boundary)."""
+    if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    kw = dict(linear_backend="triton", op_backend="triton", attention_backend="torch")
+    _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, 5e-3)
+    _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, 5e-3)

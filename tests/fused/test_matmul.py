@@ -293,9 +293,13 @@ def test_matmul_fp8_bad_input():
 
 # -- W8A8: a per-row quantized fp8 activation (a_scale) times an fp8 weight (b_scale) -----------------------------
 
+SMALL_FP8 = dataclasses.replace(SMALL, block_k=32)  # the fp8 MMA's K is 32
+
+
 @pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("config", [None, SMALL, dataclasses.replace(SMALL, split_k=3),
-                                    dataclasses.replace(SMALL, tma=False)], ids=["selected", "small", "split3", "notma"])
+@pytest.mark.parametrize("config", [None, SMALL_FP8, dataclasses.replace(SMALL_FP8, split_k=3),
+                                    dataclasses.replace(SMALL_FP8, tma=False)],
+                         ids=["selected", "small", "split3", "notma"])
 def test_matmul_fp8_activations(out_dtype, config):
     """``a_scale``: fp8 a times fp8 b on the tensor cores, each output scaled by its row's and column's scale:
     the fp64 product of the dequantized operands (the reference ``dynamic_linear`` too), on poisoned outputs,
@@ -336,3 +340,5 @@ def test_matmul_fp8_activations_bad_input():
         matmul(torch.randn(4, 32, device=dev), w8.t(), b_scale=scale, a_scale=x_scale, out_dtype=torch.float32)
     with pytest.raises(TypeError, match="out_dtype"):
         matmul(torch.randn(4, 32, device=dev), torch.randn(32, 16, device=dev), out_dtype=torch.float16)
+    with pytest.raises(ValueError, match="block_k >= 32"):
+        matmul(x8, w8.t(), b_scale=scale, a_scale=x_scale, out_dtype=torch.float32, config=SMALL)

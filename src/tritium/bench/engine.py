@@ -14,6 +14,8 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
 - ``tritium-invariant`` (not in the default list): the engine with ``batch_invariant=True``.
 - ``tritium-fp8`` (not in the default list): the engine with ``quantization="fp8"`` (the same weights
   quantized at load: weight-only FP8); its batch-1 step is compared with its own weight read.
+- ``tritium-fp8-dynamic`` (not in the default list): ``quantization="fp8-dynamic"`` (the same fp8 weights,
+  activations quantized per token: W8A8).
 
 Each tritium system also answers one greedy request with its tokens' log-probabilities alone and then
 beside 16 other requests of other lengths (``invariance``: how many of its tokens and log-probabilities
@@ -41,7 +43,7 @@ from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_
 from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
 from tritium.engine import SamplingParams
 
-SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant", "tritium-fp8")
+SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant", "tritium-fp8", "tritium-fp8-dynamic")
 DEFAULT_SYSTEMS = SYSTEMS[:3]
 
 
@@ -235,8 +237,8 @@ def run(args) -> dict:
             result["systems"][name] = bench_transformers(bench)
         elif name == "tritium-invariant":
             result["systems"][name] = bench_engine(bench, "triton", batch_invariant=True)
-        elif name == "tritium-fp8":
-            result["systems"][name] = bench_engine(bench, "triton", quantization="fp8")
+        elif name in ("tritium-fp8", "tritium-fp8-dynamic"):
+            result["systems"][name] = bench_engine(bench, "triton", quantization=name.removeprefix("tritium-"))
         else:
             result["systems"][name] = bench_engine(bench, "triton" if name == "tritium" else "torch")
     _summarise(result)
@@ -246,7 +248,8 @@ def run(args) -> dict:
 def _summarise(result: dict) -> None:
     sysres = result["systems"]
     wbytes = sysres.get("tritium", {}).get("weight_bytes") or next(
-        (r["weight_bytes"] for n, r in sysres.items() if "weight_bytes" in r and n != "tritium-fp8"), None)
+        (r["weight_bytes"] for n, r in sysres.items() if "weight_bytes" in r and not n.startswith("tritium-fp8")),
+        None)
     if wbytes and "copy_bandwidth_tbs" in result:
         result["weight_bytes"] = wbytes
         result["weight_read_ms"] = wbytes / (result["copy_bandwidth_tbs"] * 1e12) * 1e3
@@ -261,12 +264,15 @@ def _summarise(result: dict) -> None:
     if t:
         if "weight_read_ms" in result:
             ratios["batch1_step_over_weight_read"] = t["batch1_decode_ms"] / result["weight_read_ms"]
-        if "tritium-fp8" in sysres:
-            fp8 = sysres["tritium-fp8"]
-            ratios["fp8_batch1_speedup"] = t["batch1_decode_ms"] / fp8["batch1_decode_ms"]
-            ratios["fp8_batch_tokens_per_s_ratio"] = fp8["batch_tokens_per_s"] / t["batch_tokens_per_s"]
+        for system, key in (("tritium-fp8", "fp8"), ("tritium-fp8-dynamic", "fp8_dynamic")):
+            fp8 = sysres.get(system)
+            if fp8 is None:
+                continue
+            ratios[f"{key}_batch1_speedup"] = t["batch1_decode_ms"] / fp8["batch1_decode_ms"]
+            ratios[f"{key}_batch_tokens_per_s_ratio"] = fp8["batch_tokens_per_s"] / t["batch_tokens_per_s"]
+            ratios[f"{key}_prefill_speedup"] = t["batch_prefill_seconds"] / fp8["batch_prefill_seconds"]
             if "copy_bandwidth_tbs" in result:
-                ratios["fp8_batch1_step_over_its_weight_read"] = fp8["batch1_decode_ms"] / (
+                ratios[f"{key}_batch1_step_over_its_weight_read"] = fp8["batch1_decode_ms"] / (
                     fp8["weight_bytes"] / (result["copy_bandwidth_tbs"] * 1e12) * 1e3)
         if "sdpa" in sysres:
             ratios["batch1_speedup_vs_sdpa"] = sysres["sdpa"]["batch1_decode_ms"] / t["batch1_decode_ms"]

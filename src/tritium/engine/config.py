@@ -6,6 +6,8 @@ import dataclasses
 
 import torch
 
+from tritium.ops.quant import QUANTIZATIONS
+
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -91,7 +93,10 @@ class EngineConfig:
     - ``quantization``: None, or ``"fp8"``: the layers' projection weights in float8_e4m3fn with one fp32 scale
       per output row (weight-only FP8; the products still run in ``dtype``). A 16/32-bit checkpoint is
       quantized as it loads; an FP8 checkpoint (compressed-tensors or fbgemm_fp8, per-tensor or per-channel
-      scales) selects it by itself. Halves the bytes a decode step reads.
+      scales) selects it by itself. Halves the bytes a decode step reads. ``"fp8-dynamic"``: the same fp8
+      weights, and each projection's input quantized to fp8 per token as it runs, the products fp8 times fp8
+      on the tensor cores (W8A8: faster at batch sizes where the products are compute- or conversion-bound,
+      an activation rounding of error; an FP8 checkpoint that quantizes activations selects it by itself).
     - ``decode_steps``: up to this many greedy decode steps of an unchanged batch run back to back (CUDA
       graph replays, or eager steps without graphs), the next token fed on the device, before the host
       reads their tokens; the next window is queued from the device's state before that read, so the
@@ -163,8 +168,9 @@ class EngineConfig:
         if not isinstance(self.parallel_timeout, (int, float)) or isinstance(self.parallel_timeout, bool) \
                 or not self.parallel_timeout > 0:
             raise ValueError(f"parallel_timeout must be positive seconds, got {self.parallel_timeout!r}")
-        if self.quantization not in (None, "fp8"):
-            raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be None or one of {', '.join(map(repr, QUANTIZATIONS))}, "
+                             f"got {self.quantization!r}")
         if self.dtype is not None and self.dtype not in _DTYPES:
             raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16, "
                             f"got {self.dtype!r}")

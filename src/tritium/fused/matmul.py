@@ -583,6 +583,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     if K == 0:
         return out.zero_()
     cfg = config or select_config(M, N, K, a.dtype, a.device)
+    if a_scale is not None and cfg.block_k < 32:
+        raise ValueError(f"config {cfg}: an fp8 product needs block_k >= 32 (the fp8 MMA's K), got {cfg.block_k}")
     tiles = _cdiv(M, cfg.block_m) * _cdiv(N, cfg.block_n)
     programs = min(tiles * cfg.split_k, num_programs or num_sms(a.device))
     partials = counts = None

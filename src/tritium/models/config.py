@@ -169,29 +169,38 @@ class ModelConfig:
 
 
 def _hf_quantization(q) -> str | None:
-    """The weight quantization a ``config.json``'s ``quantization_config`` describes: None (none), or "fp8"
-    for FP8 weights with per-tensor or per-channel scales (compressed-tensors float 8-bit weights, as
-    llm-compressor writes them; ``fbgemm_fp8``). Anything else raises UnsupportedModelError naming it."""
+    """The weight quantization a ``config.json``'s ``quantization_config`` describes: None (none), "fp8" for
+    FP8 weights with per-tensor or per-channel scales (compressed-tensors float 8-bit weights, as
+    llm-compressor writes them), or "fp8-dynamic" where the checkpoint was made to run its activations in
+    FP8 too (compressed-tensors ``input_activations`` of 8-bit floats, dynamic or static: tritium quantizes
+    them per token as it runs; ``fbgemm_fp8``, whose activations are quantized per row). Anything else
+    raises UnsupportedModelError naming it."""
     if not q:
         return None
     supported = ("tritium reads FP8 checkpoints with per-tensor or per-channel weight scales (compressed-tensors "
-                 "float 8-bit weights; fbgemm_fp8), or quantizes a 16-bit checkpoint as it loads "
-                 "(quantization='fp8')")
+                 "float 8-bit weights, activations unquantized or 8-bit floats; fbgemm_fp8), or quantizes a 16-bit "
+                 "checkpoint as it loads (quantization='fp8' or 'fp8-dynamic')")
     method = q.get("quant_method") if isinstance(q, dict) else None
     if method == "fbgemm_fp8":
-        return "fp8"
+        return "fp8-dynamic"
     if method == "compressed-tensors":
         groups = q.get("config_groups") or {}
+        activations = set()
         for name, group in groups.items():
             w = (group or {}).get("weights") or {}
             kind = (w.get("type"), w.get("num_bits"), w.get("strategy"))
             if kind[:2] != ("float", 8) or kind[2] not in ("tensor", "channel"):
                 raise UnsupportedModelError(f"quantization_config: compressed-tensors group {name!r} has weights of "
                                             f"type {kind[0]!r}, {kind[1]} bits, strategy {kind[2]!r}; {supported}")
+            a = (group or {}).get("input_activations")
+            if a and (a.get("type"), a.get("num_bits")) != ("float", 8):
+                raise UnsupportedModelError(f"quantization_config: compressed-tensors group {name!r} quantizes "
+                                            f"activations to {a.get('type')!r}, {a.get('num_bits')} bits; {supported}")
+            activations.add(bool(a))
         if not groups or q.get("format") not in (None, "naive-quantized", "float-quantized"):
             raise UnsupportedModelError(f"quantization_config: compressed-tensors format {q.get('format')!r} "
                                         f"with {len(groups)} config groups; {supported}")
-        return "fp8"
+        return "fp8-dynamic" if any(activations) else "fp8"
     detail = f" with weight_block_size {q.get('weight_block_size')}" if isinstance(q, dict) and \
         q.get("weight_block_size") else ""
     raise UnsupportedModelError(f"quantization_config: quant_method {method!r}{detail} is not supported; {supported}")

@@ -19,8 +19,9 @@ from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
+from tritium.ops.act_quant import quantize_activations_fp8
 from tritium.ops.dequant import dequantize_fp8
-from tritium.ops.quant import dequantize
+from tritium.ops.quant import QUANTIZED_DTYPES, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
 
@@ -42,7 +43,9 @@ class LinearDispatch:
     (weight-only FP8, :mod:`tritium.ops.quant`). The GEMV takes them as they are; where no GEMV runs, the
     product is :func:`tritium.fused.matmul` with the fp8 weight converted tile by tile (``"torch"`` mode: the
     weight dequantized, then ``F.linear``). cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
-    the "cublas" timing of a quantized shape is that matmul's.
+    the "cublas" timing of a quantized shape is that matmul's. With ``dynamic_fp8`` (set by the model for
+    ``quantization="fp8-dynamic"``) a quantized weight's product is W8A8 at every M: the activations
+    quantized per row, then fp8 times fp8 (:func:`quantized_linear`); no GEMV runs it, so nothing fuses into it.
     """
 
     MODES = ("auto", "triton", "torch", "invariant")
@@ -61,6 +64,7 @@ class LinearDispatch:
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
         self.restored = False  # the choices came from load_state (an earlier start's record), not from tune()
         self.activation_dtype = torch.bfloat16  # what tune() runs quantized weights' products in (the model sets it)
+        self.dynamic_fp8 = False  # quantized weights multiply per-row quantized fp8 activations (the model sets it)
 
     def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
         """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
@@ -74,6 +78,8 @@ class LinearDispatch:
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
         if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M:
+            return None
+        if self.dynamic_fp8 and weight.dtype in QUANTIZED_DTYPES:
             return None
         return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
 
@@ -92,7 +98,7 @@ class LinearDispatch:
         weight (``scale``) through :func:`quantized_linear`."""
         if scale is not None:
             return quantized_linear(x, weight, scale, bias, torch_only=self.mode == "torch",
-                                    invariant=self.mode == "invariant")
+                                    invariant=self.mode == "invariant", dynamic=self.dynamic_fp8)
         if self.mode != "invariant":
             return F.linear(x, weight, bias)
         return invariant_linear(x, weight, bias)
@@ -203,7 +209,8 @@ class LinearDispatch:
         (``best_gemv``): timed alone, a GEMV misses what it gains in the decode chain (its launch overlaps
         the kernel before it), which ``ModelRunner.settle_linears`` measures on whole decode steps.
         ``scales``: the row scales of groups whose weights are stored quantized (fp8), one per weight; their
-        "cublas" timing is the dense path's (:func:`quantized_linear`).
+        "cublas" timing is the dense path's (:func:`quantized_linear`); with ``dynamic_fp8`` they are not
+        timed (no GEMV runs a W8A8 product: nothing to choose).
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
@@ -219,6 +226,8 @@ class LinearDispatch:
             quantized = scale_group is not None
             if quantized and len(scale_group) != len(weight_group):
                 raise ValueError(f"scales[{name!r}] must hold one scale per weight ({len(weight_group)})")
+            if quantized and self.dynamic_fp8:
+                continue
             group = list(zip(weight_group, scale_group or [None] * len(weight_group)))
             # the activations' dtype: the model's (a quantized weight's own is fp8)
             dtype, dev = (self.activation_dtype if quantized else weight_group[0].dtype), weight_group[0].device
@@ -322,12 +331,31 @@ FP8_MATMUL_MAX_ROWS = 128
 
 
 def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None,
-                     *, torch_only: bool = False, invariant: bool = False) -> torch.Tensor:
+                     *, torch_only: bool = False, invariant: bool = False, dynamic: bool = False) -> torch.Tensor:
     """``x @ (scale[:, None] * weight)^T + bias`` for an fp8 ``weight [N, K]`` and its fp32 row scales
     ``[N]``, in x's dtype: :func:`tritium.fused.matmul` converting the weight tile by tile (under
     ``invariant_config`` when ``invariant``), or the weight dequantized to x's dtype and ``F.linear``: with
     ``torch_only``, where tritium's kernels do not run (a CPU tensor outside the interpreter), and on a GPU
-    above ``FP8_MATMUL_MAX_ROWS`` rows (prefill: cuBLAS's compute rate wins over the dequant pass)."""
+    above ``FP8_MATMUL_MAX_ROWS`` rows (prefill: cuBLAS's compute rate wins over the dequant pass).
+
+    ``dynamic`` (W8A8, ``quantization="fp8-dynamic"``): x quantized per row to fp8
+    (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8 in tritium's matmul at every
+    row count (the same tiles as the 16-bit product under ``invariant``: the per-row quantization keeps rows
+    independent); the reference :func:`tritium.ops.quant.dynamic_linear` where tritium's kernels do not run."""
+    if dynamic:
+        if torch_only or (x.device.type == "cpu" and not interpreting()):
+            return dynamic_linear(x, weight, scale, bias)
+        x2 = x.reshape(-1, x.shape[-1])
+        if x2.stride(-1) != 1:
+            x2 = x2.contiguous()
+        m, k = x2.shape
+        n = weight.shape[0]
+        x8, x_scale = quantize_activations_fp8(x2)
+        config = invariant_config(m, n, k, x2.dtype, x2.device) if invariant else None
+        out = matmul(x8, weight.t(), config=config, b_scale=scale, a_scale=x_scale, out_dtype=x2.dtype)
+        if bias is not None:
+            out += bias
+        return out.view(*x.shape[:-1], n)
     if invariant:
         return invariant_linear(x, weight, bias, scale)
     if torch_only or (x.device.type == "cpu" and not interpreting()):

@@ -73,7 +73,9 @@ class ModelOptions:
     - ``quantization``: None, or "fp8": the layers' projection weights are stored as float8_e4m3fn with one
       fp32 scale per output row (weight-only: activations, the embedding and the LM head stay in the model
       dtype; :mod:`tritium.ops.quant`). A 16/32-bit checkpoint is quantized as it loads; an FP8 checkpoint
-      (compressed-tensors, per-tensor or per-channel weight scales) is read as stored. Fixed at construction.
+      (compressed-tensors, per-tensor or per-channel weight scales) is read as stored. "fp8-dynamic": the
+      same weights, and each projection's input quantized per token to fp8 as it runs, the product fp8 times
+      fp8 (W8A8: :func:`tritium.models.linear.quantized_linear`). Fixed at construction.
     - ``context_parallel``: the attention of a context-parallel engine, built by the engine
       (:class:`~tritium.models.attention.DistributedDecodeAttention` for Triton attention, its workspace
       made collectively; ``TorchContextParallelAttention`` for torch); it replaces ``attention_backend``'s.
@@ -216,9 +218,11 @@ class LlamaModel:
         self.prefetch_plan: dict[str, int | None] = {}
         self.linear = LinearDispatch(options.linear_backend, pdl=options.pdl)
         self.linear.activation_dtype = dtype
-        # the layers' two norm weights go into the QKV / gate-up weights at load (see ModelOptions.fuse_norms)
+        self.linear.dynamic_fp8 = options.quantization == "fp8-dynamic"
+        # the layers' two norm weights go into the QKV / gate-up weights at load (see ModelOptions.fuse_norms);
+        # not under W8A8, where no GEMV takes a norm in (folding would only requantize the weights)
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
-                           and options.linear_backend != "torch")
+                           and options.linear_backend != "torch" and not self.linear.dynamic_fp8)
         self.norms_folded = False
         # projections tune_linears timed two ways (down: gated or plain; qkv: with rope inside or plain), the
         # configs of each way, and the way whose configs are in place (swapped by set_options)
