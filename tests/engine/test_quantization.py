@@ -163,10 +163,17 @@ def test_quantization_configs_select_the_mode():
 
 # -- W8A8: quantization="fp8-dynamic" ------------------------------------------------------------------------
 
+def _kernel_backends() -> dict:
+    """The ops and attention the W8A8 comparisons run under, for the reference and the kernels alike: a
+    projection's input then differs between the two only by the fp32 rounding of the projections before it."""
+    return dict(op_backend="triton" if ON_GPU or os.environ.get("TRITON_INTERPRET") == "1" else "torch",
+                attention_backend="torch")
+
+
 @pytest.fixture(scope="module")
 def dynamic_reference(checkpoints):
     """The W8A8 model on the torch path: every projection is ``dynamic_linear`` (the reference)."""
-    return _run(checkpoints["fp8-channel"], linear_backend="torch")
+    return _run(checkpoints["fp8-channel"], linear_backend="torch", **_kernel_backends())
 
 
 def test_fp8_dynamic_is_selected_and_quantizes_activations(checkpoints, reference, dynamic_reference):
@@ -185,6 +192,6 @@ def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference):
     and log-probabilities (up to a rounding that moves an activation across an fp8 boundary)."""
     if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
-    kw = dict(linear_backend="triton", op_backend="triton", attention_backend="torch")
+    kw = dict(linear_backend="triton", **_kernel_backends())
     _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, 5e-3)
     _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, 5e-3)

@@ -121,6 +121,18 @@ _NARROW_RATE = 0.9  # 128x128 throughput per SM relative to 128x256 (run 1: 708-
 _DECODE = MatmulConfig(64, 128, 128, num_warps=4, num_stages=4)
 
 
+# W8A8 (fp8 a and b): H200, Llama-3-8B projections, graph replays over 8 weight copies (bench/probe_fp8_linear.py,
+# stop 62; us a call, bf16 cuBLAS in brackets): 16-row tiles with 256-wide K steps to 16 rows (qkv 13.7-14.2
+# [15.2-15.6], gate_up 36.1-51.1 [54.8-56.0]); 64-row ones to 64 (gate_up 36.2 [60.6], o 11.0 [12.1]); above,
+# 128 x 256 x 128 (qkv 84.1 at 2048 rows [153.0], gate_up 57.6-59.4 at 256 [100.7]; the 64-wide K step of the
+# 16-bit tiles: 85.9-112.3) or 128 x 128 x 128 where the wide tiles leave a wave mostly empty (qkv and o at 256
+# rows: 18.3-19.1 vs 30+ wide [17.3-23.4]).
+_FP8_SMALL = MatmulConfig(16, 128, 256, num_warps=4, num_stages=5)
+_FP8_DECODE = MatmulConfig(64, 128, 256, num_warps=4, num_stages=4)
+_FP8_WIDE = MatmulConfig(128, 256, 128, num_warps=8, num_stages=3, epilogue_split=2)
+_FP8_NARROW = MatmulConfig(128, 128, 128, num_warps=8, num_stages=4)
+
+
 # Batch invariance (``invariant_config``). Measured on the H200 (bench/probe_invariance.py, stop 54; bf16 K=4096 and
 # fp16 K=14336, M from 1 to 2048): without split-K every tile shape gives each row the same bits at every M
 # (16- and 64-row tiles, mma.sync and wgmma, TMA or pointer loads, 64- and 128-wide K steps, 16- to 256-wide
@@ -167,16 +179,21 @@ def decode_split_k(M: int, N: int, K: int, cfg: MatmulConfig, sms: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def select_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.device) -> MatmulConfig:
-    """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count."""
+    """The configuration for an ``[M, K] @ [K, N]`` product, from the shape and the GPU's SM count (``dtype``: A's;
+    float8_e4m3fn for a W8A8 product)."""
     sms = num_sms(device)
     if dtype == torch.float32:
         # fp32 runs the exact (ieee) dot: CPU tests and correctness, not speed.
         return MatmulConfig(64, 64, 32, num_warps=4, num_stages=3)
+    fp8 = dtype in QUANTIZED_DTYPES  # W8A8: fp8 activations too
     if M <= 64:
-        return dataclasses.replace(_DECODE, split_k=decode_split_k(M, N, K, _DECODE, sms))
+        cfg = (_FP8_SMALL if M <= 16 else _FP8_DECODE) if fp8 else _DECODE
+        return dataclasses.replace(cfg, split_k=decode_split_k(M, N, K, cfg, sms))
     # time ~ waves x tile area / rate: the narrow tile only where the wide one wastes most of a wave
     wide = _cdiv(_cdiv(M, 128) * _cdiv(N, 256), sms) * 2
     narrow = _cdiv(_cdiv(M, 128) * _cdiv(N, 128), sms) / _NARROW_RATE
+    if fp8:
+        return _FP8_WIDE if wide <= narrow else _FP8_NARROW
     return _WIDE if wide <= narrow else _NARROW
 
 
@@ -244,6 +261,18 @@ def matmul_operands(
 
 
 @triton.jit
+def _dot(a_tile, b_tile, acc, BLOCK_K: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """``acc + a_tile @ b_tile`` in fp32. fp8 operands (W8A8): each K step's products are summed apart and then
+    added to ``acc`` in full fp32 (``max_num_imprecise_acc=BLOCK_K``). NOTE: Hopper's fp8 MMA adds into its
+    accumulator with fewer bits than fp32; Triton's sm_90 default keeps every K step in it, which gave a
+    relative error of 1.2e-4 at K = 112 on the H200 (fp32 output; exact products would give 1e-7) and grows
+    with K. Promoting once per K step of 64-256 is what cuBLAS does for fp8 unless asked for fast accumulation."""
+    if a_tile.dtype.is_fp8():
+        return tl.dot(a_tile, b_tile, acc, max_num_imprecise_acc=BLOCK_K)
+    return tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
+
+
+@triton.jit
 def matmul_tile(
     a, b,
     off_m, off_n, k_start, k_end,
@@ -271,7 +300,7 @@ def matmul_tile(
                 b_tile = b.load([k, off_n])                                        # [BLOCK_K, BLOCK_N]
             if b_tile.dtype != a_tile.dtype:  # a quantized (fp8) weight: converted in registers
                 b_tile = b_tile.to(a_tile.dtype)
-            acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
+            acc = _dot(a_tile, b_tile, acc, BLOCK_K, DOT_PRECISION)
     else:
         rows = off_m + tl.arange(0, BLOCK_M)                                       # [BLOCK_M]
         cols = off_n + tl.arange(0, BLOCK_N)                                       # [BLOCK_N]
@@ -290,7 +319,7 @@ def matmul_tile(
                 b_tile = tl.load(b_ptrs, mask=b_mask & (ks[:, None] < k_left), other=0.0)
             if b_tile.dtype != a_tile.dtype:
                 b_tile = b_tile.to(a_tile.dtype)
-            acc = tl.dot(a_tile, b_tile, acc, input_precision=DOT_PRECISION)
+            acc = _dot(a_tile, b_tile, acc, BLOCK_K, DOT_PRECISION)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     return acc
