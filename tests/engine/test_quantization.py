@@ -189,9 +189,13 @@ def test_fp8_dynamic_is_selected_and_quantizes_activations(checkpoints, referenc
 
 def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference):
     """Per-token quantization then fp8 x fp8 in tritium's matmul, at decode and prefill: the reference's tokens
-    and log-probabilities (up to a rounding that moves an activation across an fp8 boundary)."""
+    and log-probabilities. Under the interpreter the sums are exact fp32 ones (5e-3: an activation may cross an
+    fp8 rounding boundary); a GPU's fp8 MMA sums in a shorter accumulator (relative 1e-4), which moves some
+    activations of the next projection across one, a step of up to 1/16 of a value in this 64-wide model
+    (0.076 in the log-probabilities on the H200)."""
     if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
     kw = dict(linear_backend="triton", **_kernel_backends())
-    _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, 5e-3)
-    _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, 5e-3)
+    tol = 0.2 if ON_GPU else 5e-3
+    _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, tol)
+    _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, tol)

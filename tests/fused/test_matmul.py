@@ -297,6 +297,9 @@ def test_matmul_fp8_bad_input():
 # -- W8A8: a per-row quantized fp8 activation (a_scale) times an fp8 weight (b_scale) -----------------------------
 
 SMALL_FP8 = dataclasses.replace(SMALL, block_k=32)  # the fp8 MMA's K is 32
+# NOTE: Hopper's fp8 MMA sums a K step's products in an accumulator of ~14 bits before they reach fp32 (H200: 1.2e-4
+# relative error at K = 112 in one 256-wide step, fp32 output); exact under the interpreter
+FP8_TOL = dict(TOL, **{torch.float32: 1e-5 if interpreting() else 5e-4})
 
 
 @pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32, torch.bfloat16], ids=str)
@@ -320,10 +323,10 @@ def test_matmul_fp8_activations(out_dtype, config):
         out = poisoned((m, n), out_dtype, dev)
         matmul(x8, w8.t(), out=out, config=config, b_scale=scale, a_scale=x_scale)
         expected = dequantize(x8, x_scale).double() @ dequantize(w8, scale).double().t()
-        assert rel_err(out, expected) < TOL[out_dtype]
-        assert rel_err(out, dynamic_linear(x.to(out_dtype).to(dev), w8, scale)) < TOL[out_dtype] + 1e-2
+        assert rel_err(out, expected) < FP8_TOL[out_dtype]
+        assert rel_err(out, dynamic_linear(x.to(out_dtype).to(dev), w8, scale)) < FP8_TOL[out_dtype] + 1e-2
         fresh = matmul(x8, w8.t(), config=config, b_scale=scale, a_scale=x_scale, out_dtype=out_dtype)
-        assert fresh.dtype == out_dtype and rel_err(fresh, expected) < TOL[out_dtype]
+        assert fresh.dtype == out_dtype and rel_err(fresh, expected) < FP8_TOL[out_dtype]
 
 
 def test_matmul_fp8_activations_bad_input():
