@@ -191,7 +191,7 @@ def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference):
     """Per-token quantization then fp8 x fp8 in tritium's matmul, at decode and prefill: the reference's tokens
     and log-probabilities. Under the interpreter the sums are exact fp32 ones (5e-3: an activation may cross an
     fp8 rounding boundary); a GPU's fp8 MMA sums in a shorter accumulator (relative 1e-4), which moves some
-    activations of the next projection across one, a step of up to 1/16 of a value in this 64-wide model
+    activations of the next projection across one, a step of up to 1/16 of a value in this 128-wide model
     (0.076 in the log-probabilities on the H200)."""
     if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
