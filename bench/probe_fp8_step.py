@@ -38,10 +38,32 @@ def main():
             llm.generate(prompts, longer)
             torch.cuda.synchronize()
         full = _by_name(chrome_events(prof))
+        # wall clock of the 32 extra steps, and how many steps ran eagerly (not from a captured graph)
+        runner = llm.engine.runner
+        eager = [0]
+        step = runner._greedy_step
+
+        def counted(*a, **k):
+            eager[0] += 1
+            return step(*a, **k)
+        runner._greedy_step = counted
+        import time
+        t0 = time.perf_counter()
+        llm.generate(prompts, short)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        llm.generate(prompts, longer)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        runner._greedy_step = step
+        wall = {"wall_ms_per_decode_step": round(((t2 - t1) - (t1 - t0)) / 32 * 1e3, 3), "eager_steps": eager[0],
+                "graphs": sorted(runner.graphs)}
+        print(system, wall, flush=True)
         # 32 more decode steps in the longer call: the per-step cost of each kernel
         per_step = {k: round((full[k] - base.get(k, 0.0)) / 32, 2) for k in full}
         per_step = dict(sorted(per_step.items(), key=lambda kv: -kv[1])[:25])
-        result[system] = {"us_per_decode_step": per_step, "total_us_per_step": round(sum(per_step.values()), 1)}
+        result[system] = {"us_per_decode_step": per_step, "total_us_per_step": round(sum(per_step.values()), 1),
+                          **wall}
         print(system, json.dumps(result[system], indent=1), flush=True)
         llm.close()
         del llm
