@@ -30,8 +30,10 @@ SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "dow
 MS = (1, 4, 16, 64, 256, 2048)
 COPIES = 8
 # W8A8 matmul candidates: decode tiles (split-K by decode_split_k) up to 64 rows, large tiles above
-FP8_DECODE = (MatmulConfig(64, 128, 128, num_warps=4, num_stages=4), MatmulConfig(64, 128, 256, num_warps=4, num_stages=4),
-              MatmulConfig(64, 64, 256, num_warps=4, num_stages=6), MatmulConfig(16, 128, 256, num_warps=4, num_stages=5))
+FP8_DECODE = (MatmulConfig(64, 128, 128, num_warps=4, num_stages=4),
+              MatmulConfig(64, 128, 256, num_warps=4, num_stages=4),
+              MatmulConfig(64, 64, 256, num_warps=4, num_stages=6),
+              MatmulConfig(16, 128, 256, num_warps=4, num_stages=5))
 FP8_LARGE = (MatmulConfig(128, 256, 64, num_warps=8, num_stages=3, epilogue_split=2),
              MatmulConfig(128, 256, 128, num_warps=8, num_stages=3, epilogue_split=2),
              MatmulConfig(128, 256, 128, num_warps=8, num_stages=4, epilogue_split=2),
@@ -66,8 +68,8 @@ def main():
             dq = [dequantize(w8_, s_, torch.bfloat16) for w8_, s_ in qs]
             fns = {"cublas_bf16": lambda: [F.linear(x, w) for w in dq],
                    "weight_only_matmul": lambda: [matmul(x, w8_.t(), b_scale=s_) for w8_, s_ in qs],
-                   "weight_only_dequant_cublas": lambda: [F.linear(x, dequantize_fp8(w8_, s_, torch.bfloat16, out=scratch))
-                                                          for w8_, s_ in qs],
+                   "weight_only_dequant_cublas": lambda: [
+                       F.linear(x, dequantize_fp8(w8_, s_, torch.bfloat16, out=scratch)) for w8_, s_ in qs],
                    "w8a8_linear": lambda: [quantized_linear(x, w8_, s_, dynamic=True) for w8_, s_ in qs],
                    "w8a8_quantize_only": lambda: [quantize_activations_fp8(x) for _ in qs],
                    "scaled_mm": lambda: [torch._scaled_mm(x8, w8_.t(), scale_a=xs[:, None], scale_b=s_[None, :],

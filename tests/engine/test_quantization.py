@@ -187,15 +187,30 @@ def test_fp8_dynamic_is_selected_and_quantizes_activations(checkpoints, referenc
     assert 1e-4 < worst < 0.5, worst
 
 
-def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference):
-    """Per-token quantization then fp8 x fp8 in tritium's matmul, at decode and prefill: the reference's tokens
-    and log-probabilities. Under the interpreter the sums are exact fp32 ones (5e-3: an activation may cross an
-    fp8 rounding boundary); a GPU's fp8 MMA sums in a shorter accumulator (relative 1e-4), which moves some
-    activations of the next projection across one, a step of up to 1/16 of a value in this 128-wide model
+def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference, monkeypatch):
+    """Per-token quantization then fp8 x fp8: the W8A8 GEMV at decode, tritium's matmul at prefill; the
+    reference's tokens and log-probabilities. Under the interpreter the sums are exact fp32 ones (5e-3: an
+    activation may cross an fp8 rounding boundary); a GPU's fp8 MMA sums in a shorter accumulator (relative
+    1e-4), which moves some activations of the next projection across one, a step of up to 1/16 of a value in
+    this 128-wide model
     (0.076 in the log-probabilities on the H200)."""
     if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    from tritium.models import linear as linear_module
+    calls = {"gemv": 0, "matmul": 0}  # decode through the W8A8 GEMV, prefill through the W8A8 matmul
+    gemv_fn, dense_fn = linear_module.LinearDispatch._dynamic_gemv, linear_module.quantized_linear
+
+    def counted_gemv(*a, **k):
+        calls["gemv"] += 1
+        return gemv_fn(*a, **k)
+
+    def counted_dense(*a, **k):
+        calls["matmul"] += bool(k.get("dynamic"))
+        return dense_fn(*a, **k)
+    monkeypatch.setattr(linear_module.LinearDispatch, "_dynamic_gemv", counted_gemv)
+    monkeypatch.setattr(linear_module, "quantized_linear", counted_dense)
     kw = dict(linear_backend="triton", **_kernel_backends())
     tol = 0.2 if ON_GPU else 5e-3
     _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, tol)
     _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, tol)
+    assert calls["gemv"] > 0 and calls["matmul"] > 0, calls

@@ -136,7 +136,8 @@ def test_select_config_regimes():
     assert select_config(17, 64, 64, torch.float32, dev).block_k <= 32
     fp8 = torch.float8_e4m3fn  # W8A8: wider K steps (the fp8 MMA's K is 32; a byte an element)
     assert all(select_config(m, 6144, 4096, fp8, dev).block_k >= 128 for m in (1, 16, 64, 256, 2048))
-    assert select_config(4, 6144, 4096, fp8, dev).block_m == 16 and select_config(64, 6144, 4096, fp8, dev).block_m == 64
+    assert select_config(4, 6144, 4096, fp8, dev).block_m == 16
+    assert select_config(64, 6144, 4096, fp8, dev).block_m == 64
 
 
 def test_matmul_bad_input():

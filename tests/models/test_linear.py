@@ -10,7 +10,7 @@ from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
-from tritium.runtime import default_device
+from tritium.runtime import default_device, interpreting
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
@@ -235,3 +235,52 @@ def test_state_round_trip():
         with pytest.raises(ValueError, match="linear state"):
             fresh.load_state(b)
         assert fresh.choices == {} and fresh.report == []
+
+
+@pytest.mark.gpu
+def test_linear_tune_w8a8():
+    """``dynamic_fp8``: a quantized group is timed as W8A8 (the GEMV of the quantized x against the W8A8
+    matmul), plain, gated and swiglu; the fused variants are not timed (nothing fuses before quantizing x);
+    every candidate agrees with the reference and the chosen path gives its numbers; gemv_runs stays False."""
+    from tritium.ops.quant import dynamic_linear, quantize_rows
+    dev = default_device()
+    pairs = [quantize_rows(torch.randn(1024, 2048, device=dev) / 45) for _ in range(4)]
+    group, scales = [w for w, _ in pairs], [s for _, s in pairs]
+    lin = LinearDispatch("auto", ops.silu_and_mul)
+    lin.activation_dtype, lin.dynamic_fp8 = torch.bfloat16, True
+    variants = {"plain": "plain", "gated": "gated", "swiglu": "swiglu", "norm": "norm", "rope": "rope"}
+    report = lin.tune({v: group for v in variants}, (1, 4), variants=variants, scales={v: scales for v in variants},
+                      rope_heads=(4, 2))
+    assert sorted({r["variant"] for r in report}) == ["gated", "plain", "swiglu"] and lin.rejected == []
+    assert all("fp8 activations" in r["dense"] for r in report)
+    w8, s = pairs[0]
+    for m in (1, 4):
+        assert not lin.gemv_runs(m, w8)
+        x = torch.randn(m, 2048, dtype=torch.bfloat16, device=dev)
+        assert rel_err(lin(x, w8, scale=s), dynamic_linear(x, w8, s)) < 2 * TOL[torch.bfloat16]
+        x2 = torch.randn(m, 4096, dtype=torch.bfloat16, device=dev)
+        want = dynamic_linear(reference.silu_and_mul(x2), w8, s)
+        assert rel_err(lin.gated(x2, w8, scale=s), want) < 2 * TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("mode", ["triton", "torch", "invariant"])
+def test_linear_dispatch_w8a8(mode):
+    """``dynamic_fp8``: plain, gated and swiglu products of an fp8 weight are W8A8 at every row count (the GEMV
+    with the quantized x to MAX_M rows in "triton" mode, the W8A8 matmul above and in "invariant" mode,
+    the reference in "torch" mode): ``dynamic_linear``'s numbers; no fusion is offered (gemv_runs False)."""
+    from tritium.ops.quant import dynamic_linear, quantize_rows
+    dev = default_device()
+    gen = torch.Generator().manual_seed(9)
+    w8, s = (t.to(dev) for t in quantize_rows(torch.randn(48, 64, generator=gen) / 8))
+    b = torch.randn(48, generator=gen).to(dev)
+    lin = LinearDispatch(mode, ops.silu_and_mul)
+    lin.dynamic_fp8 = True
+    assert not lin.gemv_runs(1, w8) and lin.gemv_chosen(1, w8) == (mode == "triton")
+    tol = 1e-5 if interpreting() else 5e-4  # a GPU's fp8 MMA sums a K step in a short accumulator (test_matmul.py)
+    for m in (1, 3, 9):
+        x = (torch.randn(m, 64, generator=gen) * torch.logspace(-1, 1, m)[:, None]).to(dev)
+        assert rel_err(lin(x, w8, b, scale=s), dynamic_linear(x, w8, s, b)) < tol
+        x2 = torch.randn(m, 128, generator=gen).to(dev)
+        assert rel_err(lin.gated(x2, w8, scale=s), dynamic_linear(reference.silu_and_mul(x2), w8, s)) < tol
+        want = reference.silu_and_mul(dynamic_linear(x, w8, s, b))
+        assert rel_err(lin.swiglu(x, w8, b, scale=s), want) < tol

@@ -272,3 +272,55 @@ def test_gemv_fp8_bad_input():
         gemv(x, w8, scale=scale.double())
     with pytest.raises(ValueError, match="quantized weight"):
         gemv(x, torch.randn(16, 64, device=dev), scale=scale)
+
+
+# -- W8A8: an fp8 x (per-row scales) times an fp8 weight -----------------------------------------------------
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("config", FP8_CONFIGS, ids=str)
+def test_gemv_fp8_activations(config, out_dtype):
+    """``x_scale``: fp8 x (rows of very different magnitudes, quantized per row) times the fp8 weight, plain with
+    a bias, swiglu and residual, into poisoned outputs: the fp64 product of the dequantized operands, and the
+    W8A8 reference (``dynamic_linear``) of the unquantized x."""
+    from tritium.ops.quant import dequantize, dynamic_linear, quantize_activations
+    dev = default_device()
+    gen = torch.Generator().manual_seed(7)
+    n, k = 40, 300
+    w8, scale = _fp8_weight(n, k, gen, dev)
+    wd = dequantize(w8, scale).double()
+    for m in range(1, MAX_M + 1):
+        x = torch.randn(m, k, generator=gen) * torch.logspace(-2, 2, m)[:, None]
+        x8, xs = (t.to(dev) for t in quantize_activations(x))
+        exact = dequantize(x8, xs).double() @ wd.t()
+        b = torch.randn(n, generator=gen).to(out_dtype).to(dev)
+        out = gemv(x8, w8, b, config=config, scale=scale, x_scale=xs, out_dtype=out_dtype)
+        assert out.dtype == out_dtype
+        assert rel_err(out, exact + b.double()) < TOL[out_dtype]
+        assert rel_err(out, dynamic_linear(x.to(dev), w8, scale, b.float())) < TOL[out_dtype] + 1e-5
+        if config.block_n % 2 == 0:
+            out = gemv(x8, w8, b, config=config, scale=scale, x_scale=xs, out_dtype=out_dtype, swiglu=True)
+            assert rel_err(out, reference.silu_and_mul((exact + b.double()).to(out_dtype))) < 2 * TOL[out_dtype]
+        residual = torch.randn(m, n, generator=gen).to(out_dtype).to(dev)
+        expected = (exact + residual.double()).to(out_dtype)
+        out = gemv(x8, w8, config=config, scale=scale, x_scale=xs, out_dtype=out_dtype, residual=residual)
+        assert out is residual and rel_err(out, expected) < TOL[out_dtype]
+
+
+def test_gemv_fp8_activations_bad_input():
+    from tritium.ops.quant import quantize_activations
+    dev = default_device()
+    gen = torch.Generator().manual_seed(8)
+    w8, scale = _fp8_weight(16, 64, gen, dev)
+    x8, xs = (t.to(dev) for t in quantize_activations(torch.randn(2, 64)))
+    with pytest.raises(ValueError, match="needs its row scales"):
+        gemv(x8, w8, scale=scale, out_dtype=torch.float32)
+    with pytest.raises(ValueError, match="needs out_dtype"):
+        gemv(x8, w8, scale=scale, x_scale=xs)
+    with pytest.raises(ValueError, match=r"x_scale must be a contiguous \[2\]"):
+        gemv(x8, w8, scale=scale, x_scale=xs[:1], out_dtype=torch.float32)
+    with pytest.raises(ValueError, match="and no scale"):
+        gemv(x8, w8, x_scale=xs, out_dtype=torch.float32)
+    with pytest.raises(ValueError, match="does not combine"):
+        gemv(x8, w8, scale=scale, x_scale=xs, out_dtype=torch.float32, eps=1e-5)
+    with pytest.raises(ValueError, match="only a quantized x"):
+        gemv(torch.randn(2, 64, device=dev), w8, scale=scale, out_dtype=torch.float16)

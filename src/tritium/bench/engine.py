@@ -242,8 +242,8 @@ def run(args) -> dict:
         else:
             result["systems"][name] = bench_engine(bench, "triton" if name == "tritium" else "torch")
         r = result["systems"][name]  # as it goes: a run cut short still shows the systems it finished
-        print(f"  {name}: batch-1 step {r['batch1_decode_ms']:.3f} ms, batch {args.batch} {r['batch_tokens_per_s']:.0f} "
-              f"tok/s, prefill {r['batch_prefill_seconds']:.3f} s", flush=True)
+        print(f"  {name}: batch-1 step {r['batch1_decode_ms']:.3f} ms, batch {args.batch} "
+              f"{r['batch_tokens_per_s']:.0f} tok/s, prefill {r['batch_prefill_seconds']:.3f} s", flush=True)
     _summarise(result)
     return result
 

@@ -45,7 +45,11 @@ class LinearDispatch:
     weight dequantized, then ``F.linear``). cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
     the "cublas" timing of a quantized shape is that matmul's. With ``dynamic_fp8`` (set by the model for
     ``quantization="fp8-dynamic"``) a quantized weight's product is W8A8 at every M: the activations
-    quantized per row, then fp8 times fp8 (:func:`quantized_linear`); no GEMV runs it, so nothing fuses into it.
+    quantized per row (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8: the GEMV
+    with the row scales of x (``x_scale``; plain, gated after the SiLU-and-mul kernel, swiglu) where it is the
+    choice, else tritium's matmul on the tensor cores (:func:`quantized_linear`). Nothing fuses into the
+    product (a norm, a residual add, rope: they act on x before it is quantized), so :meth:`gemv_runs` is
+    False for such a weight.
     """
 
     MODES = ("auto", "triton", "torch", "invariant")
@@ -75,17 +79,37 @@ class LinearDispatch:
         return {k: self.best_gemv[k] for k in keys if k in self.choices and self.choices[k] is None
                 and k in self.best_gemv}
 
-    def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
-        """The GEMV config for ``m`` rows times ``weight^T``, or None for cuBLAS."""
+    def _dynamic(self, weight: torch.Tensor) -> bool:
+        """Whether ``weight``'s products are W8A8 (``dynamic_fp8`` and a quantized weight)."""
+        return self.dynamic_fp8 and weight.dtype in QUANTIZED_DTYPES
+
+    def _choice(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config the mode and the tuning give ``m`` rows times ``weight^T``, or None for cuBLAS (the
+        dense path)."""
         if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M:
-            return None
-        if self.dynamic_fp8 and weight.dtype in QUANTIZED_DTYPES:
             return None
         return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
 
+    def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config for ``m`` rows times ``weight^T`` where a GEMV may take fusions in (a norm, a
+        residual add, rope): :meth:`_choice`, None for a W8A8 weight."""
+        return None if self._dynamic(weight) else self._choice(m, weight)
+
     def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
-        """The GEMV config for ``x @ weight^T``, or None for cuBLAS."""
-        return self._config_for(x.shape[0], weight) if x.stride(-1) == 1 else None
+        """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS."""
+        return self._choice(x.shape[0], weight) if x.stride(-1) == 1 else None
+
+    def _dynamic_gemv(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *, config: GemvConfig,
+                      scale: torch.Tensor, swiglu: bool = False) -> torch.Tensor:
+        """The W8A8 GEMV: x quantized per row, then ``x8 @ weight^T`` with both scales, in x's dtype."""
+        x8, x_scale = quantize_activations_fp8(x)
+        return gemv(x8, weight, bias, config=config, pdl=self._pdl, scale=scale, x_scale=x_scale,
+                    out_dtype=x.dtype, swiglu=swiglu)
+
+    def _dynamic_run(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig, scale: torch.Tensor,
+                     swiglu: bool = False) -> torch.Tensor:
+        """:meth:`_dynamic_gemv` as :meth:`tune` calls a GEMV candidate."""
+        return self._dynamic_gemv(x, weight, None, config=config, scale=scale, swiglu=swiglu)
 
     @property
     def _pdl(self) -> bool | None:
@@ -108,6 +132,8 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return self._dense(x, weight, bias, scale)
+        if self._dynamic(weight):
+            return self._dynamic_gemv(x, weight, bias, config=cfg, scale=scale)
         return gemv(x, weight, bias, config=cfg, pdl=self._pdl, scale=scale)
 
     def gated(self, x: torch.Tensor, weight: torch.Tensor, *, scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -116,6 +142,8 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return self._dense(self.silu_and_mul(x), weight, None, scale)
+        if self._dynamic(weight):  # the activation first: it is what gets quantized
+            return self._dynamic_gemv(self.silu_and_mul(x), weight, None, config=cfg, scale=scale)
         return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl, scale=scale)
 
     def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
@@ -126,7 +154,14 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None or cfg.block_n % 2:
             return self.silu_and_mul(self._dense(x, weight, bias, scale))
+        if self._dynamic(weight):
+            return self._dynamic_gemv(x, weight, bias, config=cfg, scale=scale, swiglu=True)
         return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale)
+
+    def gemv_chosen(self, m: int, *weights: torch.Tensor) -> bool:
+        """Whether each of ``weights`` runs a GEMV for ``m`` rows, W8A8 ones included (:meth:`swiglu` puts the
+        SiLU-and-mul in the epilogue of those too: it acts on the product, not on x)."""
+        return all(self._choice(m, w) is not None for w in weights)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs the Triton GEMV for ``m`` rows (the mode and the tuned choices):
@@ -209,8 +244,9 @@ class LinearDispatch:
         (``best_gemv``): timed alone, a GEMV misses what it gains in the decode chain (its launch overlaps
         the kernel before it), which ``ModelRunner.settle_linears`` measures on whole decode steps.
         ``scales``: the row scales of groups whose weights are stored quantized (fp8), one per weight; their
-        "cublas" timing is the dense path's (:func:`quantized_linear`); with ``dynamic_fp8`` they are not
-        timed (no GEMV runs a W8A8 product: nothing to choose).
+        "cublas" timing is the dense path's (:func:`quantized_linear`); with ``dynamic_fp8`` the W8A8 GEMV
+        (x quantized first: a "gated" one after the SiLU-and-mul kernel) against W8A8 matmul, plain, gated
+        and swiglu variants only (the others fuse what acts on x before it is quantized: not timed).
 
         Returns (and keeps in ``report``) one row per (name, M): times in us and effective TB/s.
         """
@@ -226,18 +262,19 @@ class LinearDispatch:
             quantized = scale_group is not None
             if quantized and len(scale_group) != len(weight_group):
                 raise ValueError(f"scales[{name!r}] must hold one scale per weight ({len(weight_group)})")
-            if quantized and self.dynamic_fp8:
-                continue
             group = list(zip(weight_group, scale_group or [None] * len(weight_group)))
             # the activations' dtype: the model's (a quantized weight's own is fp8)
             dtype, dev = (self.activation_dtype if quantized else weight_group[0].dtype), weight_group[0].device
             variant = variants.get(name, "plain")
             if variant not in VARIANTS:
                 raise ValueError(f"variants[{name!r}] must be one of {VARIANTS}, got {variant!r}")
+            dynamic = quantized and self.dynamic_fp8  # W8A8: the GEMV quantizes x first; nothing fuses before it
+            if dynamic and variant not in ("plain", "gated", "swiglu"):
+                continue
             rope = None
             if variant == "rope":
                 rope = _RopeBench(rope_heads, N, dtype, dev)
-            run = gemv if rope is None else rope.gemv
+            run = self._dynamic_run if dynamic else gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
@@ -245,6 +282,10 @@ class LinearDispatch:
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
                 kw = dict(gated=True) if gated else dict(swiglu=True) if swiglu else {}
+                # W8A8 gated: the SiLU-and-mul kernel, then the GEMV of its quantized output (timed together)
+                pre = self.silu_and_mul if dynamic and gated else (lambda y: y)
+                if dynamic and gated:
+                    kw = {}
                 if variant.startswith("norm"):
                     unit = torch.ones(K, dtype=dtype, device=dev) if variant == "norm" else None
                     kw.update(eps=1e-5, norm_weight=unit)
@@ -256,8 +297,11 @@ class LinearDispatch:
                 post = self.silu_and_mul if swiglu else rope.after_cublas if rope is not None else (lambda y: y)
                 times = {"cublas": _time_group(
                     lambda p: post(self._dense(x if act is None else act(x), p[0], None, p[1])), group, repeats)}
-                first = group[0][0] if not quantized else dequantize(*group[0], dtype)
-                expected = post(_expected(x, first, act, kw))
+                if dynamic:
+                    expected = post(dynamic_linear(x if act is None else act(x), *group[0]))
+                else:
+                    first = group[0][0] if not quantized else dequantize(*group[0], dtype)
+                    expected = post(_expected(x, first, act, kw))
                 for cfg in CONFIGS:
                     if (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
                             or (rope is not None and not qkv_rope_supports(cfg, rope.head_dim))):
@@ -265,15 +309,16 @@ class LinearDispatch:
                     try:
                         # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
                         once = dict(kw, residual=torch.zeros_like(kw["residual"])) if "residual" in kw else kw
-                        error = _disagreement(run(x, group[0][0], config=cfg, scale=group[0][1], **once), expected)
+                        error = _disagreement(run(pre(x), group[0][0], config=cfg, scale=group[0][1], **once),
+                                              expected)
                         if error is not None:
                             self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
                                                   "error": error})
                             log.warning("gemv %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
                                         variant, error)
                             continue
-                        times[cfg] = _time_group(lambda p, c=cfg: run(x, p[0], config=c, scale=p[1], **kw), group,
-                                                 repeats)
+                        times[cfg] = _time_group(lambda p, c=cfg: run(pre(x), p[0], config=c, scale=p[1], **kw),
+                                                 group, repeats)
                     except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
                         log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
@@ -288,7 +333,8 @@ class LinearDispatch:
                 self.report.append({
                     "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),
                     **({"weight_dtype": str(weight_group[0].dtype).removeprefix("torch."),
-                        "dense": "tritium matmul (fp8 weight)"} if quantized else {}),
+                        "dense": "tritium matmul (fp8 activations and weight)" if dynamic
+                        else "tritium matmul (fp8 weight)"} if quantized else {}),
                     "choice": str(best),
                     "us_per_call": per_call,
                     "cublas_tbs": round(nbytes / (times["cublas"] * 1e-3) / 1e12, 3),

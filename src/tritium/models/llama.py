@@ -364,7 +364,7 @@ class LlamaModel:
         groups["lm_head"] = [self.lm_head.weight]
         scales = {name: self._scales(name) for name in LAYER_PROJECTIONS}
         norm = "norm_folded" if self.norms_folded else "norm"
-        if self._norms_chain:
+        if self._norms_chain and not self.linear.dynamic_fp8:  # W8A8: no norm or residual add in a GEMV
             return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
                                                           "gate_up_proj": norm, "down_proj": "gated_residual"},
                                     scales=scales)
@@ -382,7 +382,7 @@ class LlamaModel:
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
                                                 for m in ms}, heads)
-        self._tune_ways("down_proj", down, {m: ("gated", "plain") if self.linear.gemv_runs(m, gate_up)
+        self._tune_ways("down_proj", down, {m: ("gated", "plain") if self.linear.gemv_chosen(m, gate_up)
                                             else ("gated",) for m in ms}, heads)
         self._apply_ways()
         return self.linear.report
@@ -577,7 +577,7 @@ class LlamaModel:
 
     def _swiglu(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's gate/up projection runs with the SiLU-and-mul in its epilogue (``fuse_swiglu``)."""
-        return self.options.fuse_swiglu and self.linear.gemv_runs(x.shape[0], layer.gate_up_proj.weight)
+        return self.options.fuse_swiglu and self.linear.gemv_chosen(x.shape[0], layer.gate_up_proj.weight)
 
     def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""

@@ -126,7 +126,7 @@ def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr
 @triton.jit
 def _gemv_kernel(
     # pointers
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr,
     # strides
     stride_x_m, stride_w_n, stride_out_m,
     # sizes
@@ -136,9 +136,11 @@ def _gemv_kernel(
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
     NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
+    X_SCALED: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). SCALED: W is stored quantized (fp8) with one fp32 scale per row, applied to
-    the row's dot product (W = scale[:, None] * stored). SWIGLU: W is [gate; up] (N = 2I rows) and out
+    the row's dot product (W = scale[:, None] * stored). X_SCALED: x is quantized too (fp8, one fp32 scale
+    per row of x, applied with the weight's: W8A8). SWIGLU: W is [gate; up] (N = 2I rows) and out
     [M, I] = silu(gate) * up of the product (:func:`_rows` pairs each gate row with its up row inside a
     program). NORM: x is normalised on
     the fly (RMSNorm over the K columns; its weight norm_w with NORM_WEIGHT, else folded into W). RESIDUAL:
@@ -189,6 +191,8 @@ def _gemv_kernel(
     y = tl.sum(acc, axis=2)                                                        # [BLOCK_M, BLOCK_N]
     if SCALED:
         y = y * w_scale[None, :]
+    if X_SCALED:
+        y = y * tl.load(x_scale_ptr + ms, mask=ms < M, other=0.0)[:, None]
     if NORM:
         rstd = 1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps)                     # [BLOCK_M]
         y = y * rstd[:, None]
@@ -219,14 +223,17 @@ def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
 
 
 @triton.jit
-def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m,
+def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m,
              NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, SWIGLU: tl.constexpr,
-             SCALED: tl.constexpr):
-    """Row m of the output: the accumulator summed over K, scaled (a quantized weight's row scales), normed,
-    biased, rounded, added to the residual (SWIGLU: SiLU-and-mul of its (gate, up) pairs instead)."""
+             SCALED: tl.constexpr, X_SCALED: tl.constexpr):
+    """Row m of the output: the accumulator summed over K, scaled (a quantized weight's row scales; x's row
+    scale where x is quantized too), normed, biased, rounded, added to the residual (SWIGLU: SiLU-and-mul of
+    its (gate, up) pairs instead)."""
     y = tl.sum(acc, axis=1)                                                        # [BLOCK_N]
     if SCALED:
         y = y * w_scale
+    if X_SCALED:
+        y = y * tl.load(x_scale_ptr + m, mask=m < M, other=0.0)
     if NORM:
         y = y * (1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps))  # the same for every row of the program
     if HAS_BIAS:
@@ -298,13 +305,14 @@ def _flat_products(x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K,
 
 @triton.jit
 def _gemv_flat_kernel(
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr,
     stride_x_m, stride_w_n, stride_out_m,
     M, N, K, eps,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
     NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
+    X_SCALED: tl.constexpr = False,
 ):
     """What :func:`_gemv_kernel` computes, with one ``[BLOCK_N, BLOCK_K]`` accumulator per row of x (up to
     4) in the layout the weight chunk is loaded in. The 3-D accumulator of that kernel needs the chunk in
@@ -340,16 +348,16 @@ def _gemv_flat_kernel(
     acc0, acc1, acc2, acc3, sq0, sq1, sq2, sq3 = _flat_products(
         x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_N and EVEN_K,
         GATED, NORM, NORM_WEIGHT)
-    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
-                 RESIDUAL, SWIGLU, SCALED)
+    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
+                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
     if BLOCK_M > 1:
-        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
-                 RESIDUAL, SWIGLU, SCALED)
+        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
+                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
     if BLOCK_M > 2:
-        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
-                 RESIDUAL, SWIGLU, SCALED)
-        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, w_scale, out_ptr, stride_out_m, NORM, HAS_BIAS,
-                 RESIDUAL, SWIGLU, SCALED)
+        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
+                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
+        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
+                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
 
 
 def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device) -> None:
@@ -368,10 +376,11 @@ def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device)
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
-                   gated: bool = False, scale: torch.Tensor | None = None) -> tuple[int, int, int]:
+                   gated: bool = False, scale: torch.Tensor | None = None,
+                   out_dtype: torch.dtype | None = None) -> tuple[int, int, int]:
     """(M, N, K) of a GEMV's ``x [M, K]`` (``[M, 2K]`` when ``gated``), ``weight [N, K]`` and ``bias [N]``
-    (``scale``: a quantized weight's fp32 row scales ``[N]``, :func:`check_scale`); ValueError naming the
-    operand that does not fit."""
+    (``scale``: a quantized weight's fp32 row scales ``[N]``, :func:`check_scale`; ``out_dtype``: the
+    output's dtype where it is not x's, a quantized x); ValueError naming the operand that does not fit."""
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError(f"x must be [M, K] and weight [N, K], got x {tuple(x.shape)} and weight {tuple(weight.shape)}")
     M, K = x.shape
@@ -388,12 +397,16 @@ def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
         raise ValueError(f"x and weight need a contiguous last dimension, got strides {x.stride()} and {weight.stride()}")
     if scale is not None:
         check_scale(weight, scale, x.device)
+    elif x.dtype in QUANTIZED_DTYPES:
+        raise ValueError(f"an fp8 x multiplies an fp8 weight with its scale (W8A8), got a {weight.dtype} weight "
+                         "without scale")
     elif weight.dtype != x.dtype or weight.device != x.device:
         raise ValueError(f"weight must match x in dtype and device, got {weight.dtype}/{weight.device} "
                          f"and {x.dtype}/{x.device}" + (" (a quantized weight needs its scale)"
                                                         if weight.dtype in QUANTIZED_DTYPES else ""))
-    if bias is not None and (bias.shape != (N,) or bias.dtype != x.dtype or bias.stride(0) != 1):
-        raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
+    dtype = out_dtype or x.dtype
+    if bias is not None and (bias.shape != (N,) or bias.dtype != dtype or bias.stride(0) != 1):
+        raise ValueError(f"bias must be a contiguous [{N}] {dtype} tensor, got {tuple(bias.shape)} {bias.dtype}")
     return M, N, K
 
 
@@ -401,11 +414,17 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
          config: GemvConfig | None = None, pdl: bool | None = None, gated: bool = False,
          norm_weight: torch.Tensor | None = None, eps: float | None = None,
          residual: torch.Tensor | None = None, swiglu: bool = False,
-         scale: torch.Tensor | None = None) -> torch.Tensor:
+         scale: torch.Tensor | None = None, x_scale: torch.Tensor | None = None,
+         out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     ``scale``: weight is stored quantized (float8_e4m3fn) and ``scale`` ``[N]`` (fp32) holds its row scales,
     the weight being ``scale[:, None] * weight`` (each row's dot product scaled once, in fp32).
+    ``x_scale``: x is quantized too (float8_e4m3fn, per row:
+    :func:`tritium.ops.act_quant.quantize_activations_fp8`) with these fp32 row scales ``[M]`` (W8A8,
+    ``quantization="fp8-dynamic"``): the fp8 products summed in fp32,
+    each output scaled by both scales once; the output (and bias, residual) in ``out_dtype`` (fp16, bf16 or
+    fp32; required then). Not with ``gated`` or a norm (``eps``): they act on x before it is quantized.
 
     x and weight need a contiguous last dimension; fp32 accumulation. Same result as ``F.linear`` up to
     summation order. ``pdl``: launch as a programmatic dependent launch (default: where supported).
@@ -422,7 +441,27 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     projection; the config's ``block_n`` must be even (each program pairs ``block_n / 2`` gate rows with
     their up rows). Not with ``gated`` or ``residual``.
     """
-    M, N, K = check_operands(x, weight, bias, gated=gated, scale=scale)
+    if x_scale is not None:
+        if x.dtype not in QUANTIZED_DTYPES or scale is None:
+            raise ValueError(f"x_scale is for an fp8 x times an fp8 weight with its scale (W8A8), got x {x.dtype}"
+                             + ("" if scale is not None else " and no scale"))
+        if not isinstance(x_scale, torch.Tensor) or x_scale.shape != (x.shape[0],) or x_scale.dtype != torch.float32 \
+                or x_scale.stride(0) != 1 or x_scale.device != x.device:
+            got = f"{tuple(x_scale.shape)} {x_scale.dtype}" if isinstance(x_scale, torch.Tensor) else x_scale
+            raise ValueError(f"x_scale must be a contiguous [{x.shape[0]}] float32 tensor on {x.device} (one per row "
+                             f"of x), got {got}")
+        if out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise ValueError(f"an fp8 x needs out_dtype (torch.float16, torch.bfloat16 or torch.float32), got "
+                             f"{out_dtype}")
+        if gated or eps is not None:
+            raise ValueError("x_scale (a quantized x) does not combine with gated=True or a norm (eps): both act on x "
+                             "before it is quantized")
+    elif x.dtype in QUANTIZED_DTYPES:
+        raise ValueError(f"an fp8 x needs its row scales (x_scale), got x {x.dtype}")
+    elif out_dtype is not None and out_dtype != x.dtype:
+        raise ValueError(f"out_dtype {out_dtype} differs from x's {x.dtype}: only a quantized x (x_scale) chooses it")
+    dtype = out_dtype or x.dtype
+    M, N, K = check_operands(x, weight, bias, gated=gated, scale=scale, out_dtype=dtype)
     cfg = config or DEFAULT_CONFIG
     if swiglu:
         if gated or residual is not None:
@@ -442,26 +481,27 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
                              f"{tuple(norm_weight.shape)} {norm_weight.dtype}")
     elif norm_weight is not None:
         raise ValueError("norm_weight needs eps (the norm's epsilon)")
-    if residual is not None and (residual.shape != (M, N) or residual.dtype != x.dtype or residual.stride(1) != 1
+    if residual is not None and (residual.shape != (M, N) or residual.dtype != dtype or residual.stride(1) != 1
                                  or residual.device != x.device):
-        raise ValueError(f"residual must be a [{M}, {N}] {x.dtype} tensor with a contiguous last dimension on "
+        raise ValueError(f"residual must be a [{M}, {N}] {dtype} tensor with a contiguous last dimension on "
                          f"{x.device}, got {tuple(residual.shape)} {residual.dtype} strides {residual.stride()}")
     if residual is not None and residual.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
         raise ValueError("residual must not share memory with x (every program reads all of x while others "
                          "write their columns of residual)")
-    out = residual if residual is not None else torch.empty((M, N // 2 if swiglu else N), dtype=x.dtype,
+    out = residual if residual is not None else torch.empty((M, N // 2 if swiglu else N), dtype=dtype,
                                                              device=x.device)
     if pdl and not pdl_supported(x.device):
         raise ValueError(f"pdl=True needs a compiled kernel on an NVIDIA sm_90+ GPU, not {x.device}")
     kernel = _gemv_flat_kernel if cfg.flat else _gemv_kernel
     kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
-        scale if scale is not None else weight, x.stride(0), weight.stride(0), out.stride(0),
+        scale if scale is not None else weight, x_scale if x_scale is not None else weight,
+        x.stride(0), weight.stride(0), out.stride(0),
         M, N, K, float(eps) if eps is not None else 0.0,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        SWIGLU=swiglu, SCALED=scale is not None, num_warps=cfg.num_warps,
+        SWIGLU=swiglu, SCALED=scale is not None, X_SCALED=x_scale is not None, num_warps=cfg.num_warps,
         num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
