@@ -300,7 +300,7 @@ def test_matmul_fp8_bad_input():
 SMALL_FP8 = dataclasses.replace(SMALL, block_k=32)  # the fp8 MMA's K is 32
 # NOTE: Hopper's fp8 MMA sums a K step's products in an accumulator of ~14 bits before they reach fp32 (H200: 1.2e-4
 # relative error at K = 112 in one 256-wide step, fp32 output); exact under the interpreter
-FP8_TOL = dict(TOL, **{torch.float32: 1e-5 if interpreting() else 5e-4})
+FP8_TOL = {**TOL, torch.float32: 1e-5 if interpreting() else 5e-4}
 
 
 @pytest.mark.parametrize("out_dtype", [torch.float16, torch.float32, torch.bfloat16], ids=str)
@@ -349,3 +349,24 @@ def test_matmul_fp8_activations_bad_input():
         matmul(torch.randn(4, 32, device=dev), torch.randn(32, 16, device=dev), out_dtype=torch.float16)
     with pytest.raises(ValueError, match="block_k >= 32"):
         matmul(x8, w8.t(), b_scale=scale, a_scale=x_scale, out_dtype=torch.float32, config=SMALL)
+
+
+@pytest.mark.parametrize("on_gpu", [pytest.param(True, marks=pytest.mark.gpu), False], ids=["gpu", "cpu"])
+def test_invariant_config_w8a8_rows_do_not_depend_on_m(on_gpu):
+    """W8A8 under ``invariant_config`` (fp8 a with per-row scales): row i's bits are the same for every m (one
+    tile at every m on the GPU; the interpreter with the row-independent dot)."""
+    from tritium.ops.quant import quantize_activations, quantize_rows
+    from tritium.testing.row_dot import row_independent_dot
+
+    dev = default_device()
+    fp8 = torch.float8_e4m3fn
+    k, n = (4096, 6144) if on_gpu else (160, 96)
+    a8, a_scale = (t.to(dev) for t in quantize_activations(torch.randn(300, k) * torch.rand(300, 1) * 10))
+    w8, w_scale = (t.to(dev) for t in quantize_rows(torch.randn(n, k) / k ** 0.5))
+    with row_independent_dot():
+        kw = dict(b_scale=w_scale, out_dtype=torch.bfloat16 if on_gpu else torch.float32)
+        full = matmul(a8, w8.t(), a_scale=a_scale, config=invariant_config(300, n, k, fp8, dev), **kw)
+        for m in (1, 3, 16, 17, 64, 65, 129):
+            out = matmul(a8[:m], w8.t(), a_scale=a_scale[:m], config=invariant_config(m, n, k, fp8, dev), **kw)
+            assert _rows_differing(out, full[:m]) == 0, f"m={m}"
+    assert all(invariant_config(m, n, k, fp8, dev).split_k == 1 for m in (1, 64, 2048))

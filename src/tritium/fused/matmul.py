@@ -142,6 +142,7 @@ _FP8_NARROW = MatmulConfig(128, 128, 128, num_warps=8, num_stages=4)
 INVARIANT_SMALL = MatmulConfig(16, 64, 256, num_warps=4, num_stages=5)   # M <= 16
 INVARIANT_MEDIUM = MatmulConfig(64, 64, 128, num_warps=4, num_stages=6)  # M <= 64
 _INVARIANT_PORTABLE = MatmulConfig(64, 64, 32, num_warps=4, num_stages=3)
+_FP8_INVARIANT = MatmulConfig(64, 64, 128, num_warps=4, num_stages=4)  # W8A8 on NVIDIA GPUs, every M
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -202,12 +203,18 @@ def invariant_config(M: int, N: int, K: int, dtype: torch.dtype, device: torch.d
     every M (batch invariance: a token's projection does not depend on the other tokens of its batch).
 
     Never split-K. On NVIDIA GPUs the tile is chosen by M for speed (every tile shape gives the same bits
-    there; see the note above): 16-row tiles to 16 rows, 64-row tiles to 64, then :func:`select_config`'s.
+    there; see the note above): 16-row tiles to 16 rows, 64-row tiles to 64, then :func:`select_config`'s;
+    a W8A8 product (``dtype`` float8_e4m3fn) one 64 x 64 x 128 tile at every M.
     Elsewhere (fp32, the interpreter, AMD: its matrix cores' order is not measured) one tile for every M.
     Under the interpreter the rows are independent only with ``tritium.testing.row_dot``: numpy's BLAS sums
     a row's products in an order that depends on the row's place in the block."""
     if dtype == torch.float32 or device.type != "cuda" or interpreting() or torch.version.hip is not None:
         return _INVARIANT_PORTABLE
+    if dtype in QUANTIZED_DTYPES:
+        # W8A8: one tile for every M. The fp8 MMA sums each K step in a short accumulator before fp32 (see
+        # _dot): a K step of another width, or mma.sync (16-row tiles) instead of wgmma, may round otherwise;
+        # measured for 16-bit tiles only (the note above), so the fp8 ones are not mixed
+        return _FP8_INVARIANT
     if M <= 16:
         return INVARIANT_SMALL
     if M <= 64:

@@ -386,7 +386,7 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
 
     ``dynamic`` (W8A8, ``quantization="fp8-dynamic"``): x quantized per row to fp8
     (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8 in tritium's matmul at every
-    row count (the same tiles as the 16-bit product under ``invariant``: the per-row quantization keeps rows
+    row count (under ``invariant``: its W8A8 ``invariant_config``, and the per-row quantization keeps rows
     independent); the reference :func:`tritium.ops.quant.dynamic_linear` where tritium's kernels do not run."""
     if dynamic:
         if torch_only or (x.device.type == "cpu" and not interpreting()):
@@ -397,7 +397,7 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         m, k = x2.shape
         n = weight.shape[0]
         x8, x_scale = quantize_activations_fp8(x2)
-        config = invariant_config(m, n, k, x2.dtype, x2.device) if invariant else None
+        config = invariant_config(m, n, k, x8.dtype, x2.device) if invariant else None
         out = matmul(x8, weight.t(), config=config, b_scale=scale, a_scale=x_scale, out_dtype=x2.dtype)
         if bias is not None:
             out += bias
