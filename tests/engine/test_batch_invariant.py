@@ -100,3 +100,14 @@ def test_batch_invariant_rejects_what_it_cannot_honour(tiny_models):
             LLMEngine(path, batch_invariant=True, **kw)
     with pytest.raises(TypeError, match="batch_invariant must be True or False"):
         LLMEngine(path, batch_invariant="yes")
+
+
+def test_w8a8_request_gets_the_same_floats_in_any_batch(tiny_models):
+    """``quantization="fp8-dynamic"`` with ``batch_invariant``: each row of x is quantized on its own and the
+    W8A8 product runs one tile at every row count, so a request's floats do not depend on its batch either."""
+    path, _ = tiny_models["llama"]
+    alone = _run(_engine(path, quantization="fp8-dynamic"), {0: [("a", TARGET)]})["a"]
+    beside = _run(_engine(path, quantization="fp8-dynamic", max_num_batched_tokens=7),
+                  {0: [("b", OTHERS["b"]), ("a", TARGET)], 2: [("c", OTHERS["c"]), ("d", OTHERS["d"])]})["a"]
+    assert beside == alone, f"beside others, chunked: {beside} != alone {alone}"
+    assert alone != _run(_engine(path), {0: [("a", TARGET)]})["a"]  # the activations were quantized
