@@ -284,3 +284,24 @@ def test_linear_dispatch_w8a8(mode):
         assert rel_err(lin.gated(x2, w8, scale=s), dynamic_linear(reference.silu_and_mul(x2), w8, s)) < tol
         want = reference.silu_and_mul(dynamic_linear(x, w8, s, b))
         assert rel_err(lin.swiglu(x, w8, b, scale=s), want) < tol
+
+
+@pytest.mark.parametrize("mode,dynamic", [("triton", False), ("triton", True), ("invariant", True), ("torch", True)])
+def test_warm_dense_paths(mode, dynamic):
+    """An fp8 weight's dense path is run once per kernel configuration 1..max_rows rows can select (W8A8: the
+    fp8 tiles; weight-only: the 16-bit ones; invariant: its tiles; torch: nothing to compile), and those are
+    the configurations the rows select."""
+    from tritium.fused.matmul import invariant_config, select_config
+    from tritium.models.linear import dense_paths, warm_dense_paths
+    from tritium.ops.quant import quantize_rows
+    dev = default_device()
+    w8, s = (t.to(dev) for t in quantize_rows(torch.randn(96, 64) / 8))
+    lin = LinearDispatch(mode)
+    lin.dynamic_fp8 = dynamic
+    paths = dense_paths(lin, 96, 64, 200, torch.float32, dev)
+    a_dtype = torch.float8_e4m3fn if dynamic else torch.float32
+    choose = invariant_config if mode == "invariant" else select_config
+    want = set() if mode == "torch" else {choose(m, 96, 64, a_dtype, dev) for m in range(1, 201)}
+    assert {key[1] for key in paths} == want
+    assert all(choose(m, 96, 64, a_dtype, dev) == key[1] for key, m in paths.items())
+    assert warm_dense_paths(lin, w8, s, 200, torch.float32) == len(paths)

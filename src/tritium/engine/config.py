@@ -39,7 +39,8 @@ class EngineConfig:
     - ``warmup_attention``: at start-up on a GPU, run paged attention once for every kernel configuration
       the engine's batches can select (decode, chunks beside decodes, equal chunks; up to ``max_num_seqs``,
       ``max_num_batched_tokens`` and ``max_model_len``), so that none compiles inside a request (a first
-      compile takes about a second; later starts load them from Triton's cache).
+      compile takes about a second; later starts load them from Triton's cache). With ``quantization``, the
+      fp8 projections' matmul configurations too (``LlamaModel.warm_quantized``).
     - ``pdl``: the decode chain's kernels (norms, rope, GEMVs) launch by programmatic dependent launch on
       NVIDIA Hopper; False turns it off everywhere. ``attention_pdl``: attention too (on by default: a batch-1
       Llama-3-8B step on the H100 measured 0.06 ms faster with it in three runs of 2026-11-26, after four

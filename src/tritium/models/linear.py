@@ -14,14 +14,14 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from tritium.fused.matmul import invariant_config, matmul
+from tritium.fused.matmul import invariant_config, matmul, select_config
 from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
 from tritium.ops.dequant import dequantize_fp8
-from tritium.ops.quant import QUANTIZED_DTYPES, dequantize, dynamic_linear
+from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
 
@@ -343,6 +343,39 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+def dense_paths(linear: LinearDispatch, n: int, k: int, max_rows: int, dtype: torch.dtype,
+                device: torch.device) -> dict[tuple, int]:
+    """The kernels the dense path of an fp8 weight ``[n, k]`` on ``device`` (:func:`quantized_linear` under
+    ``linear``'s mode) can launch for 1 to ``max_rows`` rows of x in ``dtype``: {kernel key: the fewest rows
+    that select it}."""
+    if linear.mode == "torch" or (device.type == "cpu" and not interpreting()):
+        return {}
+    paths: dict[tuple, int] = {}
+    for m in range(1, max_rows + 1):
+        if linear.dynamic_fp8:
+            a_dtype = FP8_DTYPE
+        elif linear.mode != "invariant" and m > FP8_MATMUL_MAX_ROWS and device.type == "cuda":
+            paths.setdefault(("dequantize + cuBLAS",), m)
+            continue
+        else:
+            a_dtype = dtype
+        choose = invariant_config if linear.mode == "invariant" else select_config
+        paths.setdefault(("matmul", choose(m, n, k, a_dtype, device)), m)
+    return paths
+
+
+def warm_dense_paths(linear: LinearDispatch, weight: torch.Tensor, scale: torch.Tensor, max_rows: int,
+                     dtype: torch.dtype) -> int:
+    """Run an fp8 weight's dense path once for each kernel of :func:`dense_paths` (the activation quantization
+    with the W8A8 ones): at engine start, so that no Triton kernel compiles inside a request (the 16-bit
+    models' dense path is cuBLAS, which has nothing to compile). Returns how many ran."""
+    n, k = weight.shape
+    paths = dense_paths(linear, n, k, max_rows, dtype, weight.device)
+    for m in paths.values():
+        linear._dense(torch.randn(m, k, dtype=dtype, device=weight.device), weight, None, scale)
+    return len(paths)
 
 
 def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,

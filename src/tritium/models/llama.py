@@ -21,7 +21,7 @@ from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttent
 from tritium.models.config import ModelConfig
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
-from tritium.models.linear import LinearDispatch, decode_choices, encode_choices
+from tritium.models.linear import LinearDispatch, decode_choices, encode_choices, warm_dense_paths
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
@@ -386,6 +386,17 @@ class LlamaModel:
                                             else ("gated",) for m in ms}, heads)
         self._apply_ways()
         return self.linear.report
+
+    def warm_quantized(self, max_rows: int) -> int:
+        """Run each quantized projection's dense path once in every kernel configuration a step of up to
+        ``max_rows`` tokens can select (:func:`tritium.models.linear.warm_dense_paths`; the layers' shapes are
+        the same, so layer 0's): at engine start, so that no Triton kernel compiles inside a request. Returns
+        how many ran (0 without quantization)."""
+        if not self.quantization:
+            return 0
+        layer = self.layers[0]
+        return sum(warm_dense_paths(self.linear, getattr(layer, name).weight, getattr(layer, name).weight_scale,
+                                    max_rows, self.dtype) for name in LAYER_PROJECTIONS)
 
     def _scales(self, name: str) -> list[torch.Tensor] | None:
         """Every layer's row scales of projection ``name`` (None where the weights are not quantized)."""
