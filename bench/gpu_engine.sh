@@ -6,7 +6,9 @@
 # JSON as engine-<gpu>.json / engine-ablate-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from nvidia-smi);
 # the logs are git-ignored there.
 # Budget: tests ~3 min, benchmark ~4-5 min (start-up tuning compiles every GEMV candidate).
-#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate]
+#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate|fp8]
+# fp8: the FP8 tests, the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json) and the batch-64
+# step probe (fp8-step-<gpu>.json); ~10 min on a warm machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -30,6 +32,24 @@ if [[ $what == tests || $what == all ]]; then
     > "$OUT/engine-tests-$GPU.log" 2>&1
   echo "engine tests rc=$? ($(tail -1 "$OUT/engine-tests-$GPU.log"))"
   [[ $what == tests ]] && exit 0
+fi
+
+if [[ $what == fp8 ]]; then  # FP8: the fp8 tests on the GPU, then the engine with bf16, weight-only and W8A8
+  # (W8A8 last: stop 62 ran it first, and the first system pays any kernel compiled mid-run) and the batch-64
+  # step probe
+  workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:-8}"
+  timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_act_quant.py \
+    tests/ops/test_quant.py tests/ops/test_gemv.py tests/fused/test_matmul.py tests/models/test_linear.py \
+    tests/engine/test_quantization.py -k "fp8 or w8a8 or quant or warm" -m "not serial" \
+    > "$OUT/engine-fp8-tests-$GPU.log" 2>&1
+  echo "fp8 tests rc=$? ($(tail -1 "$OUT/engine-fp8-tests-$GPU.log"))"
+  timeout ${BENCH_TIMEOUT:-560} python3 -m tritium.bench engine --systems tritium,tritium-fp8,tritium-fp8-dynamic \
+    --out "$OUT/engine-fp8-$GPU.json" > "$OUT/engine-fp8-bench-$GPU.log" 2>&1
+  rc=$?; echo "fp8 engine bench rc=$rc"; tail -16 "$OUT/engine-fp8-bench-$GPU.log"
+  timeout 300 python3 bench/probe_fp8_step.py --new-tokens 64 --systems fp8-dynamic,bf16,fp8 \
+    --out "$OUT/fp8-step-$GPU.json" > "$OUT/fp8-step-$GPU.log" 2>&1
+  echo "fp8 step probe rc=$?"; grep -E "wall_ms|total_us" "$OUT/fp8-step-$GPU.log"
+  exit $rc
 fi
 
 if [[ $what == ablate ]]; then  # the engine-ablate suite: decode-chain ablations and the kernel trace of one step
