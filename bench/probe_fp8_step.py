@@ -6,6 +6,7 @@ only after the first tokens; kernels summed by name. Usage: PYTHONPATH=src pytho
 import argparse
 import gc
 import json
+import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -47,7 +48,6 @@ def main():
             eager[0] += 1
             return step(*a, **k)
         runner._greedy_step = counted
-        import time
         t0 = time.perf_counter()
         llm.generate(prompts, short)
         torch.cuda.synchronize()

@@ -51,7 +51,7 @@ import triton
 import triton.language as tl
 from triton.runtime import _allocation
 
-from tritium.ops.quant import QUANTIZED_DTYPES
+from tritium.ops.quant import QUANTIZED_DTYPES, check_row_scales
 from tritium.runtime import default_device, interpreting, num_sms, pipeline_stages
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -509,13 +509,6 @@ def _tma_view(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * size) % 16 == 0
 
 
-def _check_scale(name: str, scale, n: int, device: torch.device, what: str) -> None:
-    if not isinstance(scale, torch.Tensor) or scale.shape != (n,) or scale.dtype != torch.float32 \
-            or scale.stride(0) != 1 or scale.device != device:
-        got = f"{tuple(scale.shape)} {scale.dtype}" if isinstance(scale, torch.Tensor) else scale
-        raise ValueError(f"{name} must be a contiguous [{n}] float32 tensor on {device} ({what}), got {got}")
-
-
 def _check(a, b, out, b_scale=None, a_scale=None, out_dtype=None) -> torch.dtype:
     """Checks the arguments of :func:`matmul`; returns the output's dtype."""
     for name, t in (("a", a), ("b", b)):
@@ -526,7 +519,7 @@ def _check(a, b, out, b_scale=None, a_scale=None, out_dtype=None) -> torch.dtype
     if a_scale is not None:  # W8A8: fp8 a with row scales, fp8 b with column scales, output in out_dtype
         if a.dtype not in QUANTIZED_DTYPES:
             raise TypeError(f"a_scale is for a quantized a ({', '.join(map(str, QUANTIZED_DTYPES))}), got a {a.dtype}")
-        _check_scale("a_scale", a_scale, a.shape[0], a.device, "one scale per row of a")
+        check_row_scales("a_scale", a_scale, a.shape[0], a.device, "one scale per row of a")
         if b.dtype != a.dtype or b_scale is None:
             raise TypeError(f"an fp8 a multiplies an fp8 b of its dtype ({a.dtype}) with b_scale, got b {b.dtype}"
                             f"{'' if b_scale is not None else ' without b_scale'}")
@@ -546,7 +539,7 @@ def _check(a, b, out, b_scale=None, a_scale=None, out_dtype=None) -> torch.dtype
     if b_scale is not None:
         if b.dtype not in QUANTIZED_DTYPES:
             raise TypeError(f"b_scale is for a quantized b ({', '.join(map(str, QUANTIZED_DTYPES))}), got b {b.dtype}")
-        _check_scale("b_scale", b_scale, b.shape[1], a.device, "one scale per column of b")
+        check_row_scales("b_scale", b_scale, b.shape[1], a.device, "one scale per column of b")
     elif b.dtype != a.dtype:
         raise TypeError(f"b has dtype {b.dtype}, a has {a.dtype}: they must match"
                         + (" (a quantized b needs b_scale)" if b.dtype in QUANTIZED_DTYPES else ""))

@@ -99,17 +99,12 @@ class LinearDispatch:
         """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS."""
         return self._choice(x.shape[0], weight) if x.stride(-1) == 1 else None
 
-    def _dynamic_gemv(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *, config: GemvConfig,
-                      scale: torch.Tensor, swiglu: bool = False) -> torch.Tensor:
+    def _dynamic_gemv(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                      config: GemvConfig, scale: torch.Tensor, swiglu: bool = False) -> torch.Tensor:
         """The W8A8 GEMV: x quantized per row, then ``x8 @ weight^T`` with both scales, in x's dtype."""
         x8, x_scale = quantize_activations_fp8(x)
         return gemv(x8, weight, bias, config=config, pdl=self._pdl, scale=scale, x_scale=x_scale,
                     out_dtype=x.dtype, swiglu=swiglu)
-
-    def _dynamic_run(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig, scale: torch.Tensor,
-                     swiglu: bool = False) -> torch.Tensor:
-        """:meth:`_dynamic_gemv` as :meth:`tune` calls a GEMV candidate."""
-        return self._dynamic_gemv(x, weight, None, config=config, scale=scale, swiglu=swiglu)
 
     @property
     def _pdl(self) -> bool | None:
@@ -274,7 +269,7 @@ class LinearDispatch:
             rope = None
             if variant == "rope":
                 rope = _RopeBench(rope_heads, N, dtype, dev)
-            run = self._dynamic_run if dynamic else gemv if rope is None else rope.gemv
+            run = self._dynamic_gemv if dynamic else gemv if rope is None else rope.gemv
             for m in ms:
                 if not 1 <= m <= MAX_M:
                     continue
@@ -387,16 +382,18 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
 
 
 def _matmul_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, scale: torch.Tensor | None,
-                   *, invariant: bool) -> torch.Tensor:
+                   *, invariant: bool, dynamic: bool = False) -> torch.Tensor:
     """``x @ weight^T + bias`` through :func:`tritium.fused.matmul` (x ``[..., K]``), under ``invariant_config``
-    for the row count when ``invariant``, else its own choice."""
+    for the row count when ``invariant``, else its own choice; ``dynamic`` (W8A8): x quantized per row first."""
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
+    a, a_scale = quantize_activations_fp8(x2) if dynamic else (x2, None)
     m, k = x2.shape
     n = weight.shape[0]
-    config = invariant_config(m, n, k, x2.dtype, x2.device) if invariant else None
-    out = matmul(x2, weight.t(), config=config, b_scale=scale)
+    config = invariant_config(m, n, k, a.dtype, x2.device) if invariant else None
+    out = matmul(a, weight.t(), config=config, b_scale=scale, a_scale=a_scale,
+                 out_dtype=x2.dtype if dynamic else None)
     if bias is not None:
         out += bias
     return out.view(*x.shape[:-1], n)
@@ -424,17 +421,7 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     if dynamic:
         if torch_only or (x.device.type == "cpu" and not interpreting()):
             return dynamic_linear(x, weight, scale, bias)
-        x2 = x.reshape(-1, x.shape[-1])
-        if x2.stride(-1) != 1:
-            x2 = x2.contiguous()
-        m, k = x2.shape
-        n = weight.shape[0]
-        x8, x_scale = quantize_activations_fp8(x2)
-        config = invariant_config(m, n, k, x8.dtype, x2.device) if invariant else None
-        out = matmul(x8, weight.t(), config=config, b_scale=scale, a_scale=x_scale, out_dtype=x2.dtype)
-        if bias is not None:
-            out += bias
-        return out.view(*x.shape[:-1], n)
+        return _matmul_linear(x, weight, bias, scale, invariant=invariant, dynamic=True)
     if invariant:
         return invariant_linear(x, weight, bias, scale)
     if torch_only or (x.device.type == "cpu" and not interpreting()):

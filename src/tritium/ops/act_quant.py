@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.quant import FP8_DTYPE, FP8_MAX
+from tritium.ops.quant import FP8_DTYPE, FP8_MAX, check_row_scales
 
 _MAX_BLOCK = 4096
 
@@ -84,10 +84,8 @@ def quantize_activations_fp8(x: torch.Tensor, out: torch.Tensor | None = None,
                          f"dimension, got {tuple(out.shape) if isinstance(out, torch.Tensor) else out}")
     if scale is None:
         scale = torch.empty(M, dtype=torch.float32, device=x.device)
-    elif (not isinstance(scale, torch.Tensor) or scale.shape != (M,) or scale.dtype != torch.float32
-          or scale.stride(0) != 1 or scale.device != x.device):
-        raise ValueError(f"scale must be a contiguous [{M}] float32 tensor on {x.device}, got "
-                         f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
+    else:
+        check_row_scales("scale", scale, M, x.device, "one per row of x")
     if M and K:
         block = min(triton.next_power_of_2(K), _MAX_BLOCK)
         _quantize_rows_kernel[(M,)](x, out, scale, K, x.stride(0), out.stride(0), FP8_MAX=FP8_MAX, BLOCK=block,

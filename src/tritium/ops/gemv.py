@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.quant import QUANTIZED_DTYPES
+from tritium.ops.quant import QUANTIZED_DTYPES, check_row_scales
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
 MAX_M = 4
@@ -366,13 +366,9 @@ def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device)
     if weight.dtype not in QUANTIZED_DTYPES:
         raise ValueError(f"scale is for a quantized weight ({', '.join(map(str, QUANTIZED_DTYPES))}), got a "
                          f"{weight.dtype} weight")
-    n = weight.shape[0]
-    if not isinstance(scale, torch.Tensor) or scale.shape != (n,) or scale.dtype != torch.float32 \
-            or scale.stride(0) != 1:
-        got = f"{tuple(scale.shape)} {scale.dtype}" if isinstance(scale, torch.Tensor) else type(scale).__name__
-        raise ValueError(f"scale must be a contiguous [{n}] float32 tensor (one per weight row), got {got}")
-    if weight.device != device or scale.device != device:
-        raise ValueError(f"weight and scale must be on {device}, got {weight.device} and {scale.device}")
+    if weight.device != device:
+        raise ValueError(f"weight and scale must be on {device}, got the weight on {weight.device}")
+    check_row_scales("scale", scale, weight.shape[0], device, "one per weight row")
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
@@ -445,11 +441,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
         if x.dtype not in QUANTIZED_DTYPES or scale is None:
             raise ValueError(f"x_scale is for an fp8 x times an fp8 weight with its scale (W8A8), got x {x.dtype}"
                              + ("" if scale is not None else " and no scale"))
-        if not isinstance(x_scale, torch.Tensor) or x_scale.shape != (x.shape[0],) or x_scale.dtype != torch.float32 \
-                or x_scale.stride(0) != 1 or x_scale.device != x.device:
-            got = f"{tuple(x_scale.shape)} {x_scale.dtype}" if isinstance(x_scale, torch.Tensor) else x_scale
-            raise ValueError(f"x_scale must be a contiguous [{x.shape[0]}] float32 tensor on {x.device} (one per row "
-                             f"of x), got {got}")
+        check_row_scales("x_scale", x_scale, x.shape[0], x.device, "one per row of x")
         if out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
             raise ValueError(f"an fp8 x needs out_dtype (torch.float16, torch.bfloat16 or torch.float32), got "
                              f"{out_dtype}")

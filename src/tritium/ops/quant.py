@@ -27,6 +27,16 @@ QUANTIZED_DTYPES = (FP8_DTYPE,)  # weight dtypes the kernels take with row scale
 QUANTIZATIONS = ("fp8", "fp8-dynamic")
 
 
+def check_row_scales(name: str, scale, n: int, device: torch.device, what: str) -> None:
+    """``scale`` must be a contiguous fp32 ``[n]`` tensor on ``device`` (a quantized operand's scales: ``what``
+    says whose); ValueError naming ``name`` otherwise."""
+    if not isinstance(scale, torch.Tensor) or scale.shape != (n,) or scale.dtype != torch.float32 \
+            or scale.stride(0) != 1 or scale.device != device:
+        got = (f"{tuple(scale.shape)} {scale.dtype} on {scale.device}" if isinstance(scale, torch.Tensor)
+               else type(scale).__name__)
+        raise ValueError(f"{name} must be a contiguous [{n}] float32 tensor on {device} ({what}), got {got}")
+
+
 def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``w [N, K]`` (any float dtype) -> (``w8 [N, K]`` float8_e4m3fn, ``scale [N]`` fp32) with
     ``w ~= scale[:, None] * w8``: each row's largest magnitude maps to 448; an all-zero row gets scale 1.
