@@ -225,3 +225,63 @@ def test_fp8_dynamic_through_tritium_kernels(checkpoints, dynamic_reference, mon
     _assert_same(_run(checkpoints["fp8-channel"], **kw), dynamic_reference, tol)
     _assert_same(_run(checkpoints["bf16"], quantization="fp8-dynamic", **kw), dynamic_reference, tol)
     assert calls["gemv"] > 0 and calls["matmul"] > 0, calls
+
+
+@pytest.mark.parametrize("linear_backend", ["triton", "torch"])
+def test_fp8_dynamic_norms_quantize_as_they_write(checkpoints, monkeypatch, linear_backend):
+    """``fuse_act_quant``: the RMSNorms before the QKV and gate/up projections and the SiLU-and-mul before a
+    gated down projection write fp8 rows, each replacing one quantization by the projection (kernel launch or
+    reference); the tokens and log-probabilities are those of the unfused run, bit for bit."""
+    if linear_backend == "triton" and not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    import tritium.ops
+    from tritium.models import linear as linear_module
+    from tritium.ops import reference as reference_ops
+    counts = {"projection": 0, "op": 0}
+
+    def counted(fn, key, when):
+        def run(*a, **k):
+            counts[key] += when(a, k)
+            return fn(*a, **k)
+        return run
+    # the projections' own quantizations: the kernel, or the reference product given a 16-bit x
+    monkeypatch.setattr(linear_module, "quantize_activations_fp8",
+                        counted(linear_module.quantize_activations_fp8, "projection", lambda a, k: True))
+    monkeypatch.setattr(linear_module, "dynamic_linear", counted(
+        linear_module.dynamic_linear, "projection", lambda a, k: isinstance(a[0], torch.Tensor)))
+    for module in (tritium.ops, reference_ops):  # the op sets' norms and SiLU-and-mul asked to quantize
+        for name in ("rms_norm", "silu_and_mul"):
+            monkeypatch.setattr(module, name, counted(getattr(module, name), "op", lambda a, k: k.get("quantize", False)))
+    kw = dict(linear_backend=linear_backend, **_kernel_backends())
+    runs, outs = [], []
+    for fuse in (False, True):
+        counts.update(projection=0, op=0)
+        outs.append(_run(checkpoints["fp8-channel"], fuse_act_quant=fuse, **kw))
+        runs.append(dict(counts))
+    unfused, fused = runs
+    assert unfused["op"] == 0 and fused["op"] > 0, runs
+    assert fused["projection"] + fused["op"] == unfused["projection"], runs
+    _assert_same(outs[1], outs[0], 0.0 if not ON_GPU else 1e-6)
+
+
+def test_fp8_dynamic_warm_up_runs_the_quantizing_kernels(checkpoints, monkeypatch):
+    """The start-up warm-up of a W8A8 model (``LlamaModel.warm_quantized``, on a GPU under ``warmup_attention``)
+    runs the dense paths and the quantizing SiLU-and-mul and RMSNorm kernels, and only with fuse_act_quant
+    the latter two."""
+    if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    import tritium.ops
+    asked = []
+    for name in ("rms_norm", "silu_and_mul"):
+        fn = getattr(tritium.ops, name)
+        monkeypatch.setattr(tritium.ops, name, lambda *a, _f=fn, _n=name, **k: asked.append((_n, k.get("quantize")))
+                            or _f(*a, **k))
+    kw = dict(linear_backend="triton", **_kernel_backends())
+    for fuse in (True, False):
+        with LLM(checkpoints["fp8-channel"], max_model_len=64, kv_cache_memory=8 << 20, fuse_act_quant=fuse,
+                 **kw) as llm:
+            asked.clear()
+            count = llm.engine.model.warm_quantized(8)
+            dense = count - 2 * fuse
+            assert dense > 0
+            assert sorted(asked) == ([("rms_norm", True), ("silu_and_mul", True)] if fuse else []), asked

@@ -286,6 +286,38 @@ def test_linear_dispatch_w8a8(mode):
         assert rel_err(lin.swiglu(x, w8, b, scale=s), want) < tol
 
 
+@pytest.mark.parametrize("mode", ["triton", "torch", "invariant"])
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+def test_linear_w8a8_takes_quantized_rows(mode, fuse):
+    """x as Fp8Rows (quantized by the norm before, ``fuse_act_quant``): plain and swiglu products give what the
+    16-bit x gives, bit for bit (the same quantization, one launch earlier); the gated product's SiLU-and-mul
+    quantizes as it writes (``fuse_quant``) with the same bits either way. Fp8Rows with a 16-bit weight, or
+    without dynamic_fp8, is a TypeError."""
+    from tritium.ops.act_quant import quantize_activations_fp8 as quantize
+    from tritium.ops.quant import Fp8Rows, quantize_rows
+    dev = default_device()
+    gen = torch.Generator().manual_seed(10)
+    w8, s = (t.to(dev) for t in quantize_rows(torch.randn(48, 64, generator=gen) / 8))
+    b = torch.randn(48, generator=gen).to(dev)
+    silu = ops.silu_and_mul if mode != "torch" else reference.silu_and_mul
+    lin = LinearDispatch(mode, silu)
+    lin.dynamic_fp8, lin.fuse_quant = True, fuse
+    for m in (1, 3, 9):
+        x = (torch.randn(m, 64, generator=gen) * torch.logspace(-1, 1, m)[:, None]).to(dev)
+        rows = Fp8Rows(*quantize(x), x.dtype)
+        assert torch.equal(lin(rows, w8, b, scale=s), lin(x, w8, b, scale=s))
+        assert torch.equal(lin.swiglu(rows, w8, b, scale=s), lin.swiglu(x, w8, b, scale=s))
+        x2 = torch.randn(m, 128, generator=gen).to(dev)
+        unfused = LinearDispatch(mode, silu)
+        unfused.dynamic_fp8, unfused.fuse_quant = True, False
+        assert torch.equal(lin.gated(x2, w8, scale=s), unfused.gated(x2, w8, scale=s))
+    with pytest.raises(TypeError, match="Fp8Rows"):
+        lin(rows, torch.randn(48, 64, device=dev))
+    lin.dynamic_fp8 = False
+    with pytest.raises(TypeError, match="Fp8Rows"):
+        lin(rows, w8, scale=s)
+
+
 @pytest.mark.parametrize("mode,dynamic", [("triton", False), ("triton", True), ("invariant", True), ("torch", True)])
 def test_warm_dense_paths(mode, dynamic):
     """An fp8 weight's dense path is run once per kernel configuration 1..max_rows rows can select (W8A8: the

@@ -143,7 +143,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            linear_backend=cfg.linear_backend, pdl=cfg.pdl, attention_pdl=cfg.attention_pdl,
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
-                           batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_num_seqs,
+                           fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_num_seqs,
                            quantization=cfg.quantization, context_parallel=context_parallel))
     model.load_weights(weights)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()

@@ -21,7 +21,7 @@ from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
 from tritium.ops.dequant import dequantize_fp8
-from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, dequantize, dynamic_linear
+from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
 
@@ -49,7 +49,9 @@ class LinearDispatch:
     with the row scales of x (``x_scale``; plain, gated after the SiLU-and-mul kernel, swiglu) where it is the
     choice, else tritium's matmul on the tensor cores (:func:`quantized_linear`). Nothing fuses into the
     product (a norm, a residual add, rope: they act on x before it is quantized), so :meth:`gemv_runs` is
-    False for such a weight.
+    False for such a weight; instead the kernel before quantizes: x may come as
+    :class:`~tritium.ops.quant.Fp8Rows` (from ``rms_norm(..., quantize=True)``), and :meth:`gated` asks
+    ``silu_and_mul`` for quantized rows.
     """
 
     MODES = ("auto", "triton", "torch", "invariant")
@@ -69,6 +71,7 @@ class LinearDispatch:
         self.restored = False  # the choices came from load_state (an earlier start's record), not from tune()
         self.activation_dtype = torch.bfloat16  # what tune() runs quantized weights' products in (the model sets it)
         self.dynamic_fp8 = False  # quantized weights multiply per-row quantized fp8 activations (the model sets it)
+        self.fuse_quant = True  # W8A8 gated: the SiLU-and-mul quantizes its rows as it writes them
 
     def cublas_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig]:
         """For each (N, K) of ``shapes`` that :meth:`tune` put on cuBLAS at ``m`` rows, the fastest GEMV it
@@ -83,6 +86,11 @@ class LinearDispatch:
         """Whether ``weight``'s products are W8A8 (``dynamic_fp8`` and a quantized weight)."""
         return self.dynamic_fp8 and weight.dtype in QUANTIZED_DTYPES
 
+    def quantizes_input(self, weight: torch.Tensor) -> bool:
+        """Whether a product with ``weight`` quantizes its input per row (W8A8): then it takes that input as
+        :class:`~tritium.ops.quant.Fp8Rows` too, quantized by the kernel that wrote it."""
+        return self._dynamic(weight)
+
     def _choice(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config the mode and the tuning give ``m`` rows times ``weight^T``, or None for cuBLAS (the
         dense path)."""
@@ -95,14 +103,21 @@ class LinearDispatch:
         residual add, rope): :meth:`_choice`, None for a W8A8 weight."""
         return None if self._dynamic(weight) else self._choice(m, weight)
 
-    def _config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig | None:
-        """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS."""
+    def _config(self, x: torch.Tensor | Fp8Rows, weight: torch.Tensor) -> GemvConfig | None:
+        """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS. Fp8Rows only with a W8A8
+        weight (TypeError otherwise: nothing else multiplies them)."""
+        if isinstance(x, Fp8Rows):
+            if not self._dynamic(weight):
+                raise TypeError(f"x is quantized (Fp8Rows) but weight {tuple(weight.shape)} {weight.dtype} is not "
+                                "an fp8 weight multiplied W8A8 (quantization='fp8-dynamic')")
+            return self._choice(x.shape[0], weight)
         return self._choice(x.shape[0], weight) if x.stride(-1) == 1 else None
 
-    def _dynamic_gemv(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+    def _dynamic_gemv(self, x: torch.Tensor | Fp8Rows, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                       config: GemvConfig, scale: torch.Tensor, swiglu: bool = False) -> torch.Tensor:
-        """The W8A8 GEMV: x quantized per row, then ``x8 @ weight^T`` with both scales, in x's dtype."""
-        x8, x_scale = quantize_activations_fp8(x)
+        """The W8A8 GEMV: x quantized per row (unless it comes as Fp8Rows), then ``x8 @ weight^T`` with both
+        scales, in x's dtype."""
+        x8, x_scale = (x.data, x.scale) if isinstance(x, Fp8Rows) else quantize_activations_fp8(x, pdl=self.pdl)
         return gemv(x8, weight, bias, config=config, pdl=self._pdl, scale=scale, x_scale=x_scale,
                     out_dtype=x.dtype, swiglu=swiglu)
 
@@ -111,10 +126,13 @@ class LinearDispatch:
         """The GEMVs' ``pdl`` argument: where supported, unless turned off."""
         return None if self.pdl else False
 
-    def _dense(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+    def _dense(self, x: torch.Tensor | Fp8Rows, weight: torch.Tensor, bias: torch.Tensor | None = None,
                scale: torch.Tensor | None = None) -> torch.Tensor:
         """``x @ weight^T + bias`` where no GEMV runs: ``F.linear``, or the invariant matmul; a quantized
-        weight (``scale``) through :func:`quantized_linear`."""
+        weight (``scale``) through :func:`quantized_linear` (x may be Fp8Rows there, under W8A8)."""
+        if isinstance(x, Fp8Rows) and (scale is None or not self.dynamic_fp8):
+            raise TypeError(f"x is quantized (Fp8Rows) but weight {tuple(weight.shape)} {weight.dtype} is not "
+                            "an fp8 weight multiplied W8A8 (quantization='fp8-dynamic')")
         if scale is not None:
             return quantized_linear(x, weight, scale, bias, torch_only=self.mode == "torch",
                                     invariant=self.mode == "invariant", dynamic=self.dynamic_fp8)
@@ -133,13 +151,22 @@ class LinearDispatch:
 
     def gated(self, x: torch.Tensor, weight: torch.Tensor, *, scale: torch.Tensor | None = None) -> torch.Tensor:
         """``silu_and_mul(x) @ weight^T`` for x = [gate | up] ``[M, 2K]``: one fused GEMV where the GEMV is
-        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``."""
+        the choice for (M, N, K), else ``silu_and_mul`` (the one given at construction) then ``F.linear``.
+        W8A8: the activation first, quantized per row by the same launch, then the product."""
+        if self._dynamic(weight):
+            act = self._activation_fp8(x)
+            cfg = self._config(act, weight)
+            return (self._dense(act, weight, None, scale) if cfg is None
+                    else self._dynamic_gemv(act, weight, None, config=cfg, scale=scale))
         cfg = self._config(x, weight)
         if cfg is None:
             return self._dense(self.silu_and_mul(x), weight, None, scale)
-        if self._dynamic(weight):  # the activation first: it is what gets quantized
-            return self._dynamic_gemv(self.silu_and_mul(x), weight, None, config=cfg, scale=scale)
         return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl, scale=scale)
+
+    def _activation_fp8(self, x: torch.Tensor) -> Fp8Rows | torch.Tensor:
+        """The SiLU-and-mul given at construction for a W8A8 product: quantizing its rows as it writes them
+        (``fuse_quant``), else in x's dtype (the product quantizes them)."""
+        return self.silu_and_mul(x, quantize=True) if self.fuse_quant else self.silu_and_mul(x)
 
     def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -277,8 +304,9 @@ class LinearDispatch:
                 swiglu = variant == "swiglu"
                 x = torch.randn(m, 2 * K if gated else K, dtype=dtype, device=dev)
                 kw = dict(gated=True) if gated else dict(swiglu=True) if swiglu else {}
-                # W8A8 gated: the SiLU-and-mul kernel, then the GEMV of its quantized output (timed together)
-                pre = self.silu_and_mul if dynamic and gated else (lambda y: y)
+                # W8A8 gated: the SiLU-and-mul kernel quantizing as it writes, then the GEMV of its output (timed
+                # together)
+                pre = self._activation_fp8 if dynamic and gated else (lambda y: y)
                 if dynamic and gated:
                     kw = {}
                 if variant.startswith("norm"):
@@ -288,12 +316,12 @@ class LinearDispatch:
                     kw.update(residual=torch.zeros(m, N, dtype=dtype, device=dev))
                 # cuBLAS as the model runs it: SiLU-and-mul is a kernel of its own there (before a gated
                 # projection, after a swiglu one)
-                act = self.silu_and_mul if gated else None
+                act = (self._activation_fp8 if dynamic else self.silu_and_mul) if gated else None
                 post = self.silu_and_mul if swiglu else rope.after_cublas if rope is not None else (lambda y: y)
                 times = {"cublas": _time_group(
                     lambda p: post(self._dense(x if act is None else act(x), p[0], None, p[1])), group, repeats)}
                 if dynamic:
-                    expected = post(dynamic_linear(x if act is None else act(x), *group[0]))
+                    expected = post(dynamic_linear(x if act is None else self.silu_and_mul(x), *group[0]))
                 else:
                     first = group[0][0] if not quantized else dequantize(*group[0], dtype)
                     expected = post(_expected(x, first, act, kw))
@@ -381,19 +409,23 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     return _matmul_linear(x, weight, bias, scale, invariant=True)
 
 
-def _matmul_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, scale: torch.Tensor | None,
-                   *, invariant: bool, dynamic: bool = False) -> torch.Tensor:
+def _matmul_linear(x: torch.Tensor | Fp8Rows, weight: torch.Tensor, bias: torch.Tensor | None,
+                   scale: torch.Tensor | None, *, invariant: bool, dynamic: bool = False) -> torch.Tensor:
     """``x @ weight^T + bias`` through :func:`tritium.fused.matmul` (x ``[..., K]``), under ``invariant_config``
-    for the row count when ``invariant``, else its own choice; ``dynamic`` (W8A8): x quantized per row first."""
-    x2 = x.reshape(-1, x.shape[-1])
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    a, a_scale = quantize_activations_fp8(x2) if dynamic else (x2, None)
-    m, k = x2.shape
+    for the row count when ``invariant``, else its own choice; ``dynamic`` (W8A8): x quantized per row first
+    (x may come quantized, as Fp8Rows)."""
+    if isinstance(x, Fp8Rows):
+        a, a_scale = x.data, x.scale
+    else:
+        x2 = x.reshape(-1, x.shape[-1])
+        if x2.stride(-1) != 1:
+            x2 = x2.contiguous()
+        a, a_scale = quantize_activations_fp8(x2) if dynamic else (x2, None)
+    m, k = a.shape
     n = weight.shape[0]
-    config = invariant_config(m, n, k, a.dtype, x2.device) if invariant else None
+    config = invariant_config(m, n, k, a.dtype, a.device) if invariant else None
     out = matmul(a, weight.t(), config=config, b_scale=scale, a_scale=a_scale,
-                 out_dtype=x2.dtype if dynamic else None)
+                 out_dtype=x.dtype if dynamic else None)
     if bias is not None:
         out += bias
     return out.view(*x.shape[:-1], n)
@@ -406,8 +438,9 @@ def _matmul_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 FP8_MATMUL_MAX_ROWS = 128
 
 
-def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None,
-                     *, torch_only: bool = False, invariant: bool = False, dynamic: bool = False) -> torch.Tensor:
+def quantized_linear(x: torch.Tensor | Fp8Rows, weight: torch.Tensor, scale: torch.Tensor,
+                     bias: torch.Tensor | None = None, *, torch_only: bool = False, invariant: bool = False,
+                     dynamic: bool = False) -> torch.Tensor:
     """``x @ (scale[:, None] * weight)^T + bias`` for an fp8 ``weight [N, K]`` and its fp32 row scales
     ``[N]``, in x's dtype: :func:`tritium.fused.matmul` converting the weight tile by tile (under
     ``invariant_config`` when ``invariant``), or the weight dequantized to x's dtype and ``F.linear``: with
@@ -417,7 +450,10 @@ def quantized_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     ``dynamic`` (W8A8, ``quantization="fp8-dynamic"``): x quantized per row to fp8
     (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8 in tritium's matmul at every
     row count (under ``invariant``: its W8A8 ``invariant_config``, and the per-row quantization keeps rows
-    independent); the reference :func:`tritium.ops.quant.dynamic_linear` where tritium's kernels do not run."""
+    independent); the reference :func:`tritium.ops.quant.dynamic_linear` where tritium's kernels do not run.
+    x may come quantized per row already (:class:`~tritium.ops.quant.Fp8Rows`, ``dynamic`` only)."""
+    if isinstance(x, Fp8Rows) and not dynamic:
+        raise TypeError("quantized_linear: x is quantized (Fp8Rows); that takes dynamic=True (W8A8)")
     if dynamic:
         if torch_only or (x.device.type == "cpu" and not interpreting()):
             return dynamic_linear(x, weight, scale, bias)

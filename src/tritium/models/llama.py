@@ -64,6 +64,11 @@ class ModelOptions:
       the down projection is a plain product, GEMV or cuBLAS; off (or where gate/up runs on cuBLAS) the
       down GEMV takes [gate | up] and does the SiLU-and-mul while loading it (``gated``), or a SiLU-and-mul
       kernel runs before a cuBLAS one. Not in the ``fuse_norms`` chain.
+    - ``fuse_act_quant``: under ``quantization="fp8-dynamic"``, the RMSNorm before a W8A8 projection
+      (``ops.rms_norm(..., quantize=True)``) and the SiLU-and-mul before the down one (``LinearDispatch.gated``)
+      write their rows quantized to fp8 (:class:`~tritium.ops.quant.Fp8Rows`), bit for bit what the
+      projection's own quantization launch gives (which they replace). Where the norm is the tensor-parallel
+      all-reduce + norm kernel, the projection quantizes as before.
     - ``batch_invariant``: every kernel gives a token's row the same bits whatever else its batch holds
       (``EngineConfig.batch_invariant``): projections through :func:`tritium.fused.matmul` under
       ``invariant_config`` (``linear_backend="invariant"``), attention under one grouped configuration for
@@ -91,6 +96,7 @@ class ModelOptions:
     fuse_norms: bool = False
     fuse_qkv_rope: bool = True
     fuse_swiglu: bool = True
+    fuse_act_quant: bool = True
     batch_invariant: bool = False
     max_decode_tokens: int = 1
     quantization: str | None = None
@@ -255,6 +261,7 @@ class LlamaModel:
         self.linear.mode = options.linear_backend
         self.linear.silu_and_mul = self.ops.silu_and_mul
         self.linear.pdl = options.pdl
+        self.linear.fuse_quant = options.fuse_act_quant
         # Triton ops and attention: rope and the KV-cache write are one kernel (TritonAttention.attend reads
         # the cache it wrote). The torch attention keeps its own graph-safe scatter.
         self.fused_rope_kv = (options.fuse_rope_kv_write and options.op_backend == "triton"
@@ -391,12 +398,20 @@ class LlamaModel:
         """Run each quantized projection's dense path once in every kernel configuration a step of up to
         ``max_rows`` tokens can select (:func:`tritium.models.linear.warm_dense_paths`; the layers' shapes are
         the same, so layer 0's): at engine start, so that no Triton kernel compiles inside a request. Returns
-        how many ran (0 without quantization)."""
+        how many ran (0 without quantization). W8A8 with ``fuse_act_quant``: the quantizing RMSNorm and
+        SiLU-and-mul kernels once too (a batch-1 step may not run the latter, a prefill does)."""
         if not self.quantization:
             return 0
         layer = self.layers[0]
-        return sum(warm_dense_paths(self.linear, getattr(layer, name).weight, getattr(layer, name).weight_scale,
-                                    max_rows, self.dtype) for name in LAYER_PROJECTIONS)
+        count = sum(warm_dense_paths(self.linear, getattr(layer, name).weight, getattr(layer, name).weight_scale,
+                                     max_rows, self.dtype) for name in LAYER_PROJECTIONS)
+        if self.options.fuse_act_quant and self.linear.quantizes_input(layer.down_proj.weight):
+            x = torch.zeros(1, layer.gate_up_proj.weight.shape[0], dtype=self.dtype, device=self.device)
+            self.linear.gated(x, layer.down_proj.weight, scale=layer.down_proj.weight_scale)
+            self.ops.rms_norm(torch.zeros_like(self.unit_norm)[None], self.unit_norm, self.config.rms_norm_eps,
+                              quantize=True)
+            count += 2
+        return count
 
     def _scales(self, name: str) -> list[torch.Tensor] | None:
         """Every layer's row scales of projection ``name`` (None where the weights are not quantized)."""
@@ -494,20 +509,22 @@ class LlamaModel:
             if fused_norm is not None:
                 normed = fused_norm(h, residual, weight, cfg.rms_norm_eps)
                 if normed is not None:
-                    return normed, residual
+                    return normed, residual  # 16-bit rows: a W8A8 projection quantizes them itself
                 h = self.group.all_reduce(h)  # a message the group leaves to its plain all-reduce
             return ops.rms_norm(h, weight, cfg.rms_norm_eps, residual, **kw)
 
         # ... and at decode sizes the row-parallel projection itself joins that launch (normed = its output)
         normed = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            # W8A8 (fuse_act_quant): the norm writes the QKV projection's input quantized (Fp8Rows)
+            quantize = self._norm_quantizes(layer.qkv_proj)
             if residual is None:
                 residual = h
-                x, _ = ops.rms_norm(h, self._norm_weight(layer.input_norm), cfg.rms_norm_eps)
+                x, _ = ops.rms_norm(h, self._norm_weight(layer.input_norm), cfg.rms_norm_eps, quantize=quantize)
             elif normed is not None:
                 x = normed
             else:
-                x, residual = add_norm(h, self._norm_weight(layer.input_norm), residual)
+                x, residual = add_norm(h, self._norm_weight(layer.input_norm), residual, quantize=quantize)
             roped = self._qkv_rope(x, layer)
             if roped:  # rope and the KV write in the projection's epilogue
                 qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.cos_sin, k_cache, v_cache,
@@ -519,7 +536,8 @@ class LlamaModel:
             x = layer.o_proj.forward_add_norm(attn, residual, self._norm_weight(layer.post_norm), cfg.rms_norm_eps)
             if x is None:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
-                x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual)
+                x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual,
+                                       quantize=self._norm_quantizes(layer.gate_up_proj))
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
             # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu), else inside the down GEMV (gated)
             gated = not self._swiglu(x, layer)
@@ -585,6 +603,11 @@ class LlamaModel:
             return {}
         self.prefetcher.join()
         return {"pdl": False} if self.ops.backend == "triton" else {}
+
+    def _norm_quantizes(self, proj) -> bool:
+        """Whether the RMSNorm before ``proj`` writes its rows quantized to fp8 (``fuse_act_quant``: ``proj`` is
+        a W8A8 projection, which then takes them as they are)."""
+        return self.options.fuse_act_quant and self.linear.quantizes_input(proj.weight)
 
     def _swiglu(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's gate/up projection runs with the SiLU-and-mul in its epilogue (``fuse_swiglu``)."""

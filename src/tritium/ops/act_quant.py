@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.quant import FP8_DTYPE, FP8_MAX, check_row_scales
+from tritium.runtime import pdl_launch
 
 _MAX_BLOCK = 4096
 
@@ -38,8 +39,31 @@ def _round_e4m3(v):
 
 
 @triton.jit
+def row_scale(amax, has_nan, FP8_MAX: tl.constexpr):
+    """A row's (scale, 1 / scale) from its largest magnitude ``amax`` (fp32) and whether it holds a NaN, as
+    :func:`tritium.ops.quant.quantize_activations`: ``amax / 448`` and ``448 / amax``, each an IEEE division
+    (``div_rn``); 1 and 1 for an all-zero row; a NaN scale for a row with a NaN."""
+    zero = amax == 0.0
+    scale = tl.where(zero, 1.0, tl.math.div_rn(amax, FP8_MAX))
+    inv = tl.where(zero, 1.0, tl.math.div_rn(FP8_MAX + tl.zeros_like(amax), tl.where(zero, 1.0, amax)))
+    return tl.where(has_nan, float("nan"), scale), inv
+
+
+@triton.jit
+def quantize_values(x, inv, FP8_MAX: tl.constexpr):
+    """fp32 ``x`` times its row's ``inv`` (:func:`row_scale`), clamped to +-448 and rounded to e4m3's grid
+    (still fp32: convert with ``.to(float8e4nv)``, which is then exact); NaN stays NaN."""
+    q = tl.minimum(tl.maximum(x * inv, -FP8_MAX), FP8_MAX)
+    q = tl.where(x != x, x, q)  # min/max would drop a NaN
+    return _round_e4m3(q)
+
+
+@triton.jit
 def _quantize_rows_kernel(x_ptr, out_ptr, scale_ptr, K, stride_x, stride_out,
-                          FP8_MAX: tl.constexpr, BLOCK: tl.constexpr):
+                          FP8_MAX: tl.constexpr, BLOCK: tl.constexpr, USE_PDL: tl.constexpr):
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # the projection after it may start fetching its weight
+        tl.extra.cuda.gdc_wait()  # x comes from the kernel before
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_x
     out_row = out_ptr + row * stride_out
@@ -50,26 +74,23 @@ def _quantize_rows_kernel(x_ptr, out_ptr, scale_ptr, K, stride_x, stride_out,
         x = tl.load(x_row + k + cols, mask=k + cols < K, other=0.0).to(tl.float32)
         amax = tl.maximum(amax, tl.abs(x))
         nan |= (x != x).to(tl.int32)
-    top = tl.max(amax, axis=0)
-    zero = top == 0.0
-    scale = tl.where(zero, 1.0, tl.math.div_rn(top, FP8_MAX))
-    inv = tl.where(zero, 1.0, tl.math.div_rn(FP8_MAX + tl.zeros_like(top), tl.where(zero, 1.0, top)))
-    scale = tl.where(tl.max(nan, axis=0) > 0, float("nan"), scale)
+    scale, inv = row_scale(tl.max(amax, axis=0), tl.max(nan, axis=0) > 0, FP8_MAX)
     tl.store(scale_ptr + row, scale)
     for k in range(0, K, BLOCK):
         mask = k + cols < K
         x = tl.load(x_row + k + cols, mask=mask, other=0.0).to(tl.float32)
-        q = tl.minimum(tl.maximum(x * inv, -FP8_MAX), FP8_MAX)
-        q = tl.where(x != x, x, q)  # NaN stays NaN (min/max would drop it)
-        tl.store(out_row + k + cols, _round_e4m3(q).to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(out_row + k + cols, quantize_values(x, inv, FP8_MAX).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def quantize_activations_fp8(x: torch.Tensor, out: torch.Tensor | None = None,
-                             scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                             scale: torch.Tensor | None = None, *,
+                             pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """``x [M, K]`` (fp16, bf16 or fp32; a contiguous last dimension) -> (``x8 [M, K]`` float8_e4m3fn, ``scale
     [M]`` fp32), each row scaled so that its largest magnitude is 448; bit for bit
     :func:`tritium.ops.quant.quantize_activations`. ``out`` / ``scale``: tensors to write instead of new ones
-    (``[M, K]`` float8_e4m3fn with a contiguous last dimension; ``[M]`` contiguous fp32): no allocation then."""
+    (``[M, K]`` float8_e4m3fn with a contiguous last dimension; ``[M]`` contiguous fp32): no allocation then.
+    ``pdl=False``: launch without programmatic dependent launch (on Hopper it releases the next kernel at once
+    and waits for the one before it only before reading x)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.stride(-1) != 1:
         got = f"{tuple(x.shape)} strides {x.stride()}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a 2-D tensor [M, K] with a contiguous last dimension, got {got}")
@@ -89,7 +110,7 @@ def quantize_activations_fp8(x: torch.Tensor, out: torch.Tensor | None = None,
     if M and K:
         block = min(triton.next_power_of_2(K), _MAX_BLOCK)
         _quantize_rows_kernel[(M,)](x, out, scale, K, x.stride(0), out.stride(0), FP8_MAX=FP8_MAX, BLOCK=block,
-                                    num_warps=4 if block <= 1024 else 8)
+                                    num_warps=4 if block <= 1024 else 8, **pdl_launch(x.device, pdl))
     elif M:
         scale.fill_(1.0)
     return out, scale

@@ -18,6 +18,8 @@ computed as the product runs (:func:`quantize_activations`, the reference of
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 FP8_DTYPE = torch.float8_e4m3fn
@@ -88,15 +90,55 @@ def quantize_activations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return x8, scale.contiguous()
 
 
-def dynamic_linear(x: torch.Tensor, w8: torch.Tensor, w_scale: torch.Tensor,
+@dataclasses.dataclass(frozen=True)
+class Fp8Rows:
+    """Activations already quantized per row, as :func:`quantize_activations` does, by the kernel that produced
+    them (RMSNorm or SiLU-and-mul with ``quantize=True``): ``data [M, K]`` float8_e4m3fn, ``scale [M]`` fp32,
+    standing for ``[M, K]`` values in ``dtype``. A W8A8 projection takes them instead of quantizing x itself
+    (one launch fewer); its output is in ``dtype``."""
+
+    data: torch.Tensor
+    scale: torch.Tensor
+    dtype: torch.dtype
+
+    def __post_init__(self):
+        if not isinstance(self.data, torch.Tensor) or self.data.dim() != 2 or self.data.dtype != FP8_DTYPE \
+                or self.data.stride(-1) != 1:
+            got = (f"{tuple(self.data.shape)} {self.data.dtype}" if isinstance(self.data, torch.Tensor)
+                   else type(self.data).__name__)
+            raise ValueError(f"Fp8Rows.data must be a 2-D {FP8_DTYPE} tensor with a contiguous last dimension, "
+                             f"got {got}")
+        check_row_scales("Fp8Rows.scale", self.scale, self.data.shape[0], self.data.device, "one per row")
+        if self.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise ValueError(f"Fp8Rows.dtype must be float16, bfloat16 or float32, got {self.dtype}")
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.data.shape
+
+    @property
+    def device(self) -> torch.device:
+        return self.data.device
+
+    def dequantize(self) -> torch.Tensor:
+        """``scale[:, None] * data`` in fp32, rounded to ``dtype``."""
+        return (self.data.float() * self.scale[:, None]).to(self.dtype)
+
+
+def quantized_rows(x: torch.Tensor) -> Fp8Rows:
+    """:func:`quantize_activations` of ``x [M, K]`` as :class:`Fp8Rows` standing for x's dtype."""
+    return Fp8Rows(*quantize_activations(x), x.dtype)
+
+
+def dynamic_linear(x: torch.Tensor | Fp8Rows, w8: torch.Tensor, w_scale: torch.Tensor,
                    bias: torch.Tensor | None = None) -> torch.Tensor:
     """The W8A8 product ``x @ W^T + bias`` (x ``[..., K]``, ``w8 [N, K]`` with row scales ``w_scale``) as
-    ``quantization="fp8-dynamic"`` computes it: x quantized per row (:func:`quantize_activations`), the fp8
-    products summed in fp32 (an fp8 value has a 4-bit significand: every product is exact in fp32, in tf32
-    too), scaled by both scales, the bias added, rounded to x's dtype."""
-    x2 = x.reshape(-1, x.shape[-1])
-    x8, x_scale = quantize_activations(x2)
-    acc = (x8.float() @ w8.float().t()) * x_scale[:, None] * w_scale.float()[None, :]
+    ``quantization="fp8-dynamic"`` computes it: x quantized per row (:func:`quantize_activations`; x may come
+    quantized already, as :class:`Fp8Rows`), the fp8 products summed in fp32 (an fp8 value has a 4-bit
+    significand: every product is exact in fp32, in tf32 too), scaled by both scales, the bias added,
+    rounded to x's dtype."""
+    rows = x if isinstance(x, Fp8Rows) else quantized_rows(x.reshape(-1, x.shape[-1]))
+    acc = (rows.data.float() @ w8.float().t()) * rows.scale[:, None] * w_scale.float()[None, :]
     if bias is not None:
         acc = acc + bias.float()
-    return acc.to(x.dtype).view(*x.shape[:-1], w8.shape[0])
+    return acc.to(rows.dtype).view(*x.shape[:-1], w8.shape[0])

@@ -9,17 +9,21 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tritium.ops.quant import Fp8Rows, quantized_rows
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None, *,
+             quantize: bool = False) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
     """``y = weight * (h / sqrt(mean(h^2) + eps))`` with ``h = x + residual`` (or ``x``), in fp32.
 
     x, residual: [T, H]; weight: [H]. Returns (y [T, H] in x's dtype, h [T, H] or None when no residual).
+    ``quantize``: y quantized per row to fp8 (:func:`tritium.ops.quant.quantize_activations`) as
+    :class:`~tritium.ops.quant.Fp8Rows` (what a W8A8 projection takes).
     """
     h = x if residual is None else x + residual
     hf = h.float()
-    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * y.to(x.dtype), (None if residual is None else h)
+    y = weight * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+    return (quantized_rows(y) if quantize else y), (None if residual is None else h)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -57,10 +61,12 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """``silu(x[:, :I]) * x[:, I:]``; x: [T, 2I] -> [T, I]."""
+def silu_and_mul(x: torch.Tensor, *, quantize: bool = False) -> torch.Tensor | Fp8Rows:
+    """``silu(x[:, :I]) * x[:, I:]``; x: [T, 2I] -> [T, I]. ``quantize``: the result quantized per row to fp8
+    as :class:`~tritium.ops.quant.Fp8Rows` (see :func:`rms_norm`)."""
     inter = x.shape[-1] // 2
-    return F.silu(x[:, :inter]) * x[:, inter:]
+    y = F.silu(x[:, :inter]) * x[:, inter:]
+    return quantized_rows(y) if quantize else y
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,

@@ -1,6 +1,8 @@
 """RMSNorm (+ residual add) in one kernel: ``y = weight * h / sqrt(mean(h^2) + eps)``, ``h = x + residual``.
 
-Reference: :func:`tritium.ops.reference.rms_norm`. It pays in decode, where the op is memory bound and
+Reference: :func:`tritium.ops.reference.rms_norm`. With ``quantize=True`` (W8A8, ``quantization="fp8-dynamic"``)
+the normed row, rounded to x's dtype as the plain kernel stores it, is quantized per row to fp8 in the same
+program (:mod:`tritium.ops.act_quant`'s arithmetic, bit for bit) instead of by a launch of its own. It pays in decode, where the op is memory bound and
 torch runs six kernels for it. On Hopper it is a programmatic dependent launch: it releases the next
 kernel at once (``gdc_launch_dependents``) and waits (``gdc_wait``) before reading what the kernel before
 it wrote, so a GEMV after it starts reading its weights while it runs; its own weight is requested
@@ -13,18 +15,21 @@ import torch
 import triton
 import triton.language as tl
 
+from tritium.ops.act_quant import quantize_values, row_scale
+from tritium.ops.quant import FP8_DTYPE, FP8_MAX, Fp8Rows
 from tritium.runtime import pdl_launch
 
 @triton.jit
 def _rms_norm_kernel(
     # pointers
-    x_ptr, residual_ptr, weight_ptr, out_ptr,
+    x_ptr, residual_ptr, weight_ptr, out_ptr, scale_ptr,
     # strides
     stride_x_t, stride_residual_t, stride_out_t,
     # sizes
     hidden, eps,
     # meta-parameters
-    HAS_RESIDUAL: tl.constexpr, BLOCK: tl.constexpr, USE_PDL: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr, QUANT: tl.constexpr, FP8_MAX: tl.constexpr, BLOCK: tl.constexpr,
+    USE_PDL: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
@@ -49,26 +54,32 @@ def _rms_norm_kernel(
         xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / hidden + eps)
     y = (xf * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
+    if QUANT:  # the row as the plain kernel stores it (x's dtype), quantized per row: out is fp8
+        y = y.to(dtype).to(tl.float32)
+        amax = tl.max(tl.abs(y), axis=0)  # masked columns are 0
+        scale, inv = row_scale(amax, tl.max((y != y).to(tl.int32), axis=0) > 0, FP8_MAX)
+        tl.store(scale_ptr + row, scale)
+        y = quantize_values(y, inv, FP8_MAX)
     tl.store(out_ptr + row * stride_out_t + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None = None, *, pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None, *,
+             pdl: bool = True, quantize: bool = False) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
     """Triton twin of :func:`tritium.ops.reference.rms_norm`. x, residual: [T, H]; weight: [H].
 
     With ``residual``, ``h = x + residual`` is written into ``residual`` (in place) and returned.
     ``pdl=False``: launch without programmatic dependent launch (after a cross-stream join).
+    ``quantize``: the normed rows come back quantized per row to fp8, as :class:`~tritium.ops.quant.Fp8Rows`.
     """
     T, H = x.shape
-    out = torch.empty_like(x)
-    if T == 0:
-        return out, residual
-    _rms_norm_kernel[(T,)](
-        x, residual if residual is not None else x, weight, out,
-        x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
-        H, eps,
-        HAS_RESIDUAL=residual is not None, BLOCK=triton.next_power_of_2(H), num_warps=4 if H <= 4096 else 8,
-        **pdl_launch(x.device, pdl),
-    )
-    return out, residual
-
+    out = torch.empty((T, H), dtype=FP8_DTYPE, device=x.device) if quantize else torch.empty_like(x)
+    scale = torch.empty(T, dtype=torch.float32, device=x.device) if quantize else out
+    if T:
+        _rms_norm_kernel[(T,)](
+            x, residual if residual is not None else x, weight, out, scale,
+            x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
+            H, eps,
+            HAS_RESIDUAL=residual is not None, QUANT=quantize, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
+            num_warps=4 if H <= 4096 else 8, **pdl_launch(x.device, pdl),
+        )
+    return (Fp8Rows(out, scale, x.dtype) if quantize else out), residual
