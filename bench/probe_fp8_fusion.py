@@ -1,8 +1,8 @@
 """W8A8 with and without ``fuse_act_quant`` (the RMSNorms and the SiLU-and-mul writing fp8 rows instead of a
 quantization launch before three of a layer's four projections), bf16 as the anchor: batch-1 decode step,
 batch-64 decode step and 64 x 512 prefill, one engine per dtype, the two W8A8 variants switched by
-``LlamaModel.set_options`` + ``ModelRunner.capture`` and timed in interleaved rounds. A check first: both
-variants give the same greedy tokens. JSON is written after each system.
+``LlamaModel.set_options`` + ``ModelRunner.capture`` and timed in interleaved rounds. A check first: the
+greedy tokens of each variant, and of the shipped one run again, against the shipped one's. JSON is written after each system.
 Usage: PYTHONPATH=src python bench/probe_fp8_fusion.py [--rounds 3] [--systems fp8-dynamic,bf16] [--out FILE]"""
 
 import argparse
@@ -56,11 +56,13 @@ def main():
             if torch.cuda.is_available():
                 runner.capture()
 
-        for label, opts in variants.items():
+        # the shipped variant twice: W8A8's split-K matmul sums by fp32 atomics, so two runs of one variant may
+        # differ in the last bits, and a random-weight model's near-tied logits turn that into other tokens
+        for label, opts in [*variants.items(), ("as shipped, again", model.options)]:
             switch(opts)
             tokens[label] = [o.token_ids for o in llm.generate(bench.prompts(4, 7), greedy)]
-        same = len({json.dumps(t) for t in tokens.values()}) == 1
-        print(system, "same greedy tokens across variants:", same, flush=True)
+        same = {label: t == tokens["as shipped"] for label, t in tokens.items() if label != "as shipped"}
+        print(system, "greedy tokens the same as the shipped variant's:", same, flush=True)
         runs: dict[str, list[dict]] = {label: [] for label in variants}
         for r in range(args.rounds):
             for label, opts in variants.items():
@@ -68,7 +70,7 @@ def main():
                 runs[label].append(measure(bench, generate))
                 print(system, label, r, runs[label][-1], flush=True)
         medians = {label: {k: sorted(m[k] for m in ms)[len(ms) // 2] for k in ms[0]} for label, ms in runs.items()}
-        result[system] = {"same_tokens": same, "median": medians, "rounds": runs}
+        result[system] = {"same_tokens_as_shipped": same, "median": medians, "rounds": runs}
         print(system, json.dumps(medians), flush=True)
         save()
         llm.close()
