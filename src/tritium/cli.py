@@ -115,6 +115,9 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
                              "multiply the negative ones (default 1: off)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    parser.add_argument("--json", dest="json_mode", action="store_true",
+                        help="JSON mode: the answer is one JSON object, ending when it closes "
+                             "(response_format json_object)")
     parser.add_argument("--system", default=None, help="system message for the chat template")
 
 
@@ -179,7 +182,8 @@ def _engine_kwargs(args) -> dict:
 def _params(args) -> SamplingParams:
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                           top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
-                          repetition_penalty=args.repetition_penalty)
+                          repetition_penalty=args.repetition_penalty,
+                          response_format="json_object" if args.json_mode else None)
 
 
 class _Prefill:

@@ -56,6 +56,29 @@ def _save_tokenizer(path):
     return len(vocab)
 
 
+def save_byte_bpe_tokenizer(path, vocab_size: int = 420) -> str:
+    """Write a byte-level BPE tokenizer over ``path``'s (tokenizer.json + tokenizer_config.json): the 256 byte
+    symbols, ``<unk>``, ``<s>``, ``</s>`` (EOS) and merges learned from JSON text, ``vocab_size`` tokens in all
+    (a model made by :func:`make_tiny_model` for it needs ``vocab_size`` >= that). The same every time."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    values = [{"name": "value", "items": [1, 2, 3], "ok": True, "none": None},
+              {"a": -2.5e3, "b": "x\ny \"q\"", "c": [[], {}], "d": 0.125, "e": False},
+              {"city": "Paris", "temp": 21, "tags": ["sun", "wind"], "id": "A-17"}]
+    corpus = [json.dumps(v, indent=indent) for v in values for indent in (None, 2)] * 20
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(corpus, trainer)
+    tok.save(os.path.join(path, "tokenizer.json"))
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>",
+                   "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}"}, f)
+    return path
+
+
 def make_tiny_model(path, model_type, rope=None, **overrides):
     """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``;
     ``rope`` = (theta, scaling dict or None) replaces the model type's rope settings, ``overrides`` other config
@@ -71,8 +94,9 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
     default_rope = kwargs.pop("rope")
     if model_type == "mistral":
         default_rope = (10000.0, None)
-    kwargs.update(hf_rope_kwargs(*(rope or default_rope)), **overrides)
-    config = cls[0](vocab_size=vocab, bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
+    kwargs.update(hf_rope_kwargs(*(rope or default_rope)), vocab_size=vocab)
+    kwargs.update(overrides)  # vocab_size too: a tokenizer written over this one may be larger
+    config = cls[0](bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
                     **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()

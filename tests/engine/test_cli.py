@@ -97,7 +97,8 @@ def test_sampling_flags():
                                                *command[1:]]))
         assert (params.min_p, params.repetition_penalty) == (0.1, 1.2)
         params = _params(_parser().parse_args(command))
-        assert (params.min_p, params.repetition_penalty) == (0.0, 1.0)
+        assert (params.min_p, params.repetition_penalty, params.response_format) == (0.0, 1.0, None)
+        assert _params(_parser().parse_args([command[0], "--json", *command[1:]])).response_format == "json_object"
 
 
 class _Exited(Exception):

