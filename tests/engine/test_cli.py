@@ -101,6 +101,21 @@ def test_sampling_flags():
         assert _params(_parser().parse_args([command[0], "--json", *command[1:]])).response_format == "json_object"
 
 
+def test_json_schema_flag(tmp_path):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "loose.json").write_text(json.dumps({"type": "object", "properties": {"a": {"format": "date"}}}))
+    params = _params(_parser().parse_args(["generate", "--json-schema", str(tmp_path / "s.json"), "x"]))
+    assert (params.response_format, params.json_schema) == ("json_schema", schema)
+    for args, message in ((["--json-schema", str(tmp_path / "missing.json")], "cannot read"),
+                          (["--json-schema", str(tmp_path / "bad.json")], "is not JSON"),
+                          (["--json-schema", str(tmp_path / "loose.json")], "format is not supported"),
+                          (["--json", "--json-schema", str(tmp_path / "s.json")], "exclude each other")):
+        with pytest.raises(ValueError, match=message):
+            _params(_parser().parse_args(["generate", *args, "x"]))
+
+
 class _Exited(Exception):
     pass
 

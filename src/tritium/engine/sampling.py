@@ -7,9 +7,11 @@ import dataclasses
 
 import torch
 
+from tritium.engine.json_schema import compile_schema
+
 MAX_LOGPROBS = 20
 MAX_REPETITION_PENALTY = 10.0
-RESPONSE_FORMATS = (None, "json_object")
+RESPONSE_FORMATS = (None, "json_object", "json_schema")
 
 
 @dataclasses.dataclass
@@ -45,7 +47,10 @@ class SamplingParams:
       prompt position, in chunks.
     - ``response_format``: None (free text) or "json_object" (OpenAI's JSON mode): every token is drawn among
       those that keep the answer a prefix of one JSON object, and the answer ends when that object closes
-      (finish reason "stop"; :mod:`tritium.engine.json_mode`). Needs the model's tokenizer.
+      (finish reason "stop"; :mod:`tritium.engine.json_mode`). "json_schema": one JSON object that
+      ``json_schema`` (a JSON Schema, decoded) accepts, its properties in the schema's order
+      (:mod:`tritium.engine.json_schema` says which keywords are enforced; others are refused). Needs the
+      model's tokenizer.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -69,6 +74,7 @@ class SamplingParams:
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
     response_format: str | None = None
+    json_schema: dict | bool | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -110,6 +116,11 @@ class SamplingParams:
         if self.response_format not in RESPONSE_FORMATS:
             raise ValueError(f"response_format must be one of {', '.join(map(repr, RESPONSE_FORMATS))}, "
                              f"got {self.response_format!r}")
+        if (self.json_schema is not None) != (self.response_format == "json_schema"):
+            raise ValueError("json_schema goes with response_format 'json_schema' (and that needs it), got "
+                             f"response_format {self.response_format!r} and json_schema {self.json_schema!r}")
+        if self.json_schema is not None:
+            compile_schema(self.json_schema)  # ValueError naming what JSON mode cannot enforce
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:

@@ -5,8 +5,8 @@
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
 does not implement (suffix, a forced tool call, ...) are refused by name instead of being ignored;
 unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
-:mod:`tritium.engine.tools`) and ``response_format`` ``{"type": "json_object"}`` (JSON mode:
-:mod:`tritium.engine.json_mode`; ``json_schema`` is refused). Extensions in the style of vLLM: ``top_k``,
+:mod:`tritium.engine.tools`) and ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`)
+or ``json_schema`` (structured outputs: :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``,
 ``min_p``, ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``,
 and ``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
@@ -21,6 +21,7 @@ import dataclasses
 import math
 
 from tritium.engine import SamplingParams
+from tritium.engine.json_schema import compile_schema
 from tritium.engine.sampling import MAX_LOGPROBS, MAX_REPETITION_PENALTY
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
 from tritium.engine.tools import check_tools
@@ -272,42 +273,61 @@ def parse_chat(body: dict) -> GenerationRequest:
     response_format = _response_format(body)
     if response_format is not None:
         if tool_choice == "auto":
-            raise invalid("response_format json_object cannot be combined with tools (tool_choice 'auto'): a tool "
-                          "call is not a JSON object answer; pass tool_choice 'none' or no tools", "response_format")
-        params = [dataclasses.replace(p, response_format=response_format) for p in params]
+            raise invalid(f"response_format {response_format[0]} cannot be combined with tools (tool_choice 'auto'): "
+                          "a tool call is not the JSON answer asked for; pass tool_choice 'none' or no tools",
+                          "response_format")
+        kind, schema = response_format
+        params = [dataclasses.replace(p, response_format=kind, json_schema=schema) for p in params]
     prompt_k, params = _prompt_logprobs(body, stream, params)
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, parallel is not False, prompt_logprobs=prompt_k)
 
 
-def _response_format(body: dict) -> str | None:
-    """A chat request's ``response_format``: None for ``{"type": "text"}`` (or none given), "json_object" for
-    OpenAI's JSON mode (:mod:`tritium.engine.json_mode`); a JSON schema is refused by name."""
+def _response_format(body: dict) -> tuple[str, dict | bool | None] | None:
+    """A chat request's ``response_format``: None for ``{"type": "text"}`` (or none given); ("json_object", None)
+    for OpenAI's JSON mode; ("json_schema", schema) for structured outputs (:mod:`tritium.engine.json_schema`:
+    what cannot be enforced is refused by name)."""
     value = body.get("response_format")
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise invalid(f"response_format must be an object with a type ('text' or 'json_object'), got {_show(value)}",
-                      "response_format")
+        raise invalid(f"response_format must be an object with a type ('text', 'json_object' or 'json_schema'), got "
+                      f"{_show(value)}", "response_format")
     kind = value["type"]
-    extra = sorted(set(value) - {"type"})
-    if kind in ("text", "json_object") and extra:
-        raise invalid(f"response_format of type {kind!r} takes no other field, got {', '.join(extra)}",
+    allowed = {"text": {"type"}, "json_object": {"type"}, "json_schema": {"type", "json_schema"}}.get(kind)
+    if allowed is None:
+        raise invalid(f"response_format.type must be 'text', 'json_object' or 'json_schema', got {_show(kind)}",
                       "response_format")
+    extra = sorted(set(value) - allowed)
+    if extra:
+        raise invalid(f"response_format of type {kind!r} takes no field {', '.join(extra)}", "response_format")
     if kind == "text":
         return None
     if kind == "json_object":
-        return "json_object"
-    if kind == "json_schema":
-        raise invalid("response_format json_schema is not supported by this server (json_object is: the answer is "
-                      "one JSON object, its keys not checked against a schema)", "response_format",
-                      "unsupported_parameter")
-    raise invalid(f"response_format.type must be 'text' or 'json_object', got {_show(kind)}", "response_format")
+        return "json_object", None
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise invalid(f"response_format.json_schema must be an object with a name (and a schema), got {_show(spec)}",
+                      "response_format")
+    unknown = sorted(set(spec) - {"name", "schema", "strict", "description"})
+    if unknown:
+        raise invalid(f"response_format.json_schema takes name, schema, strict and description, got "
+                      f"{', '.join(unknown)}", "response_format")
+    if "strict" in spec and not isinstance(spec["strict"], bool) and spec["strict"] is not None:
+        raise invalid(f"response_format.json_schema.strict must be a boolean, got {_show(spec['strict'])}",
+                      "response_format")
+    schema = spec.get("schema", {"type": "object"})
+    try:
+        compile_schema(schema)
+    except ValueError as e:
+        raise invalid(str(e), "response_format") from None
+    return "json_schema", schema
 
 
 def _tools(body: dict) -> tuple[list[dict] | None, str]:
     """(tools, tool_choice) of a chat request: tool_choice "auto" (the default with tools) or "none"; a call
-    forced ("required", a named function) needs constrained decoding, which this server does not do."""
+    forced ("required", a named function) needs decoding constrained to the model's call format, which this
+    server does not do (JSON mode constrains to JSON only)."""
     tools = body.get("tools")
     if tools is not None and tools != []:
         try:
@@ -326,8 +346,9 @@ def _tools(body: dict) -> tuple[list[dict] | None, str]:
             raise invalid("tool_choice 'auto' needs tools", "tool_choice")
         return tools, "auto"
     if choice == "required" or isinstance(choice, dict):
-        raise invalid(f"tool_choice {_show(choice)} is not supported: a forced call needs constrained decoding, "
-                      f"which this server does not do (use 'auto')", "tool_choice", "unsupported_parameter")
+        raise invalid(f"tool_choice {_show(choice)} is not supported: a forced call needs decoding constrained to "
+                      f"the model's tool-call format, which this server does not do (use 'auto')", "tool_choice",
+                      "unsupported_parameter")
     raise invalid(f"tool_choice must be 'none', 'auto', 'required' or a named function, got {_show(choice)}",
                   "tool_choice")
 

@@ -1,0 +1,372 @@
+"""JSON schemas compiled into grammars for JSON mode (``response_format={"type": "json_schema", ...}``): the
+answer is one JSON object that the schema accepts, its properties written in the schema's order, every one
+of them (as OpenAI's strict structured outputs writes them).
+
+What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``additionalProperties`` (only the
+listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
+``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...),
+``$ref`` into ``$defs`` / ``definitions`` (not recursive), and ``{}`` / ``true`` (any JSON value); an object
+without ``properties`` is any JSON object. Annotations (``title``, ``description``, ``default``, ...) are
+ignored. What is not (string patterns and formats, lengths, numeric ranges, ``oneOf`` / ``allOf`` / ``not``,
+recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
+
+A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
+tuple is the finished answer. Grammars are cached by the schema's canonical JSON, so requests with the same
+schema share their masks (:class:`tritium.engine.json_mode.TokenIndex`).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+
+from tritium.engine import json_mode as jm
+
+_ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schema", "$id", "$comment", "deprecated",
+                          "readOnly", "writeOnly", "$defs", "definitions"))
+_KEYWORDS = {
+    "object": frozenset(("type", "properties", "required", "additionalProperties")),
+    "array": frozenset(("type", "items", "minItems", "maxItems")),
+    "string": frozenset(("type",)), "number": frozenset(("type",)), "integer": frozenset(("type",)),
+    "boolean": frozenset(("type",)), "null": frozenset(("type",)),
+}
+_VALUE_START = frozenset(b'{["-0123456789tfn')
+_NUMBER_BYTES = frozenset(b"0123456789.eE+-")
+MAX_NODES = 4096
+
+
+class SchemaGrammar(jm.Grammar):
+    """A compiled schema (:func:`compile_schema`): a grammar of :mod:`tritium.engine.json_mode`."""
+
+    def __init__(self, schema, key: str):
+        self.key = "json_schema:" + key
+        self.nodes: list[tuple] = []
+        self._defs = (schema.get("$defs") or schema.get("definitions") or {}) if isinstance(schema, dict) else {}
+        self._resolving: list[str] = []
+        root = self._compile(schema, "schema")
+        if self._first(root) != frozenset(b"{"):
+            raise ValueError("json_schema: the schema's root must be an object (type 'object')")
+        self.start = (self._frame(root),)
+
+    # -- compiling --------------------------------------------------------------------------------------------
+    def _node(self, node: tuple) -> int:
+        if len(self.nodes) >= MAX_NODES:
+            raise ValueError(f"json_schema: more than {MAX_NODES} nodes")
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def _compile(self, schema, where: str) -> int:
+        if schema is True or schema == {}:
+            return self._node(("any", (jm.VALUE, "", None)))
+        if not isinstance(schema, dict):
+            raise ValueError(f"json_schema: {where} must be an object (a schema), got {schema!r}")
+        if "$ref" in schema:
+            return self._ref(schema, where)
+        if "enum" in schema or "const" in schema:
+            values = schema["enum"] if "enum" in schema else [schema["const"]]
+            self._check(schema, frozenset(("enum", "const", "type")), where)
+            if not isinstance(values, list) or not values:
+                raise ValueError(f"json_schema: {where}.enum must be a non-empty list, got {values!r}")
+            literals = tuple(sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+                                     for v in values}))
+            return self._node(("enum", literals))
+        if "anyOf" in schema:
+            self._check(schema, frozenset(("anyOf",)), where)
+            branches = schema["anyOf"]
+            if not isinstance(branches, list) or not branches:
+                raise ValueError(f"json_schema: {where}.anyOf must be a non-empty list of schemas")
+            return self._union([self._compile(b, f"{where}.anyOf[{i}]") for i, b in enumerate(branches)], where)
+        kind = schema.get("type")
+        if kind is None:
+            self._check(schema, frozenset(), where)
+            return self._node(("any", (jm.VALUE, "", None)))
+        if isinstance(kind, list):
+            if not kind or not all(isinstance(k, str) for k in kind):
+                raise ValueError(f"json_schema: {where}.type must be a type name or a list of them, got {kind!r}")
+            if "number" in kind:  # an integer is a number
+                kind = [k for k in kind if k != "integer"]
+            if len(kind) > 1:
+                return self._union([self._compile({**schema, "type": k}, f"{where}<{k}>") for k in kind], where)
+            kind = kind[0]
+        if kind not in _KEYWORDS:
+            raise ValueError(f"json_schema: {where}.type {kind!r} is not a JSON Schema type "
+                             f"({', '.join(_KEYWORDS)})")
+        self._check(schema, _KEYWORDS[kind], where)
+        if kind == "string":
+            return self._node(("string",))
+        if kind in ("number", "integer"):
+            return self._node(("number", kind == "integer"))
+        if kind == "boolean":
+            return self._node(("enum", (b"false", b"true")))
+        if kind == "null":
+            return self._node(("enum", (b"null",)))
+        if kind == "array":
+            return self._array(schema, where)
+        return self._object(schema, where)
+
+    def _check(self, schema: dict, allowed: frozenset, where: str) -> None:
+        for key in schema:
+            if key not in allowed and key not in _ANNOTATIONS:
+                raise ValueError(f"json_schema: {where}.{key} is not supported (JSON mode enforces type, properties, "
+                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf "
+                                 f"and $ref; {key} would not be checked)")
+
+    def _ref(self, schema: dict, where: str) -> int:
+        ref = schema["$ref"]
+        self._check(schema, frozenset(("$ref",)), where)
+        for prefix in ("#/$defs/", "#/definitions/"):
+            if isinstance(ref, str) and ref.startswith(prefix) and ref[len(prefix):] in self._defs:
+                name = ref[len(prefix):]
+                if name in self._resolving:
+                    raise ValueError(f"json_schema: {where}.$ref {ref!r} is recursive, which is not supported")
+                self._resolving.append(name)
+                try:
+                    return self._compile(self._defs[name], ref)
+                finally:
+                    self._resolving.pop()
+        raise ValueError(f"json_schema: {where}.$ref {ref!r} names no definition under #/$defs or #/definitions")
+
+    def _union(self, branches: list[int], where: str) -> int:
+        seen: set[int] = set()
+        table = []
+        for nid in branches:
+            first = self._first(nid)
+            if first & seen:
+                raise ValueError(f"json_schema: {where}: the alternatives can begin with the same character "
+                                 f"({bytes(sorted(first & seen)).decode()!r}); JSON mode takes alternatives that "
+                                 f"differ in their first character (e.g. a string or null)")
+            seen |= first
+            table.append((first, nid))
+        return self._node(("union", tuple(table)))
+
+    def _array(self, schema: dict, where: str) -> int:
+        lo, hi = schema.get("minItems", 0), schema.get("maxItems")
+        for name, v in (("minItems", lo), ("maxItems", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 256):
+                raise ValueError(f"json_schema: {where}.{name} must be an integer in [0, 256], got {v!r}")
+        if hi is not None and hi < lo:
+            raise ValueError(f"json_schema: {where}.maxItems {hi} is below minItems {lo}")
+        item = self._compile(schema.get("items", True), f"{where}.items")
+        return self._node(("array", item, lo, hi))
+
+    def _object(self, schema: dict, where: str) -> int:
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties", True)
+        if not (isinstance(extra, bool) or isinstance(extra, dict)):
+            raise ValueError(f"json_schema: {where}.additionalProperties must be a boolean or a schema")
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise ValueError(f"json_schema: {where}.required must be a list of property names")
+        if props is None:
+            if required:
+                raise ValueError(f"json_schema: {where}.required names properties but the object has none")
+            return self._node(("any", (jm.TOP, "", None)))  # any JSON object
+        if not isinstance(props, dict):
+            raise ValueError(f"json_schema: {where}.properties must be an object")
+        missing = [r for r in required if r not in props]
+        if missing:
+            raise ValueError(f"json_schema: {where}.required names {missing[0]!r}, which is not in properties")
+        items: list[tuple] = [("lit", b"{")]
+        for i, (name, sub) in enumerate(props.items()):
+            key = json.dumps(name, ensure_ascii=False).encode()
+            items += [("lit", b"," if i else b""), ("lit", key), ("lit", b":"),
+                      ("val", self._compile(sub, f"{where}.properties.{name}"))]
+        items.append(("lit", b"}"))
+        return self._node(("object", tuple(it for it in items if it != ("lit", b""))))
+
+    def _first(self, nid: int) -> frozenset:
+        """The bytes a value of node ``nid`` can begin with."""
+        node = self.nodes[nid]
+        kind = node[0]
+        if kind == "object":
+            return frozenset(b"{")
+        if kind == "array":
+            return frozenset(b"[")
+        if kind == "string":
+            return frozenset(b'"')
+        if kind == "number":
+            return frozenset(b"-0123456789")
+        if kind == "enum":
+            return frozenset(lit[0] for lit in node[1])
+        if kind == "union":
+            return frozenset().union(*(first for first, _ in node[1]))
+        return frozenset(b"{") if node[1][0] == jm.TOP else _VALUE_START
+
+    def _frame(self, nid: int) -> tuple:
+        """A value of node ``nid`` about to begin (whitespace may come first)."""
+        kind = self.nodes[nid][0]
+        if kind == "object":
+            return ("o", nid, 0, 0)
+        if kind == "array":
+            return ("a", nid, 0, 0)
+        if kind == "string":
+            return ("s", nid, 0)
+        if kind == "number":
+            return ("n", nid, -1)
+        if kind == "enum":
+            return ("e", nid, b"")
+        if kind == "union":
+            return ("u", nid)
+        return ("g", nid, self.nodes[nid][1])
+
+    # -- the grammar ----------------------------------------------------------------------------------------
+    def complete(self, state) -> bool:
+        return state == ()
+
+    def in_string(self, state) -> bool:
+        if not state:
+            return False
+        top = state[-1]
+        return (top[0] == "s" and top[2] == 1) or (top[0] == "g" and top[2][0] == jm.STR)
+
+    def advance(self, state, b: int):
+        while state:
+            top = state[-1]
+            out = self._step(top, b)
+            if out is None:
+                return None
+            what = out[0]
+            if what == "set":
+                return state[:-1] + (out[1],)
+            if what == "push":  # a value begins at this byte: its frame takes the byte
+                state = state[:-1] + (out[1], self._frame(out[2]))
+                continue
+            if what == "replace":  # an alternative chosen by this byte: its frame takes the byte
+                state = state[:-1] + (self._frame(out[1]),)
+                continue
+            state = self._child_done(state[:-1])  # "done": the byte ended it; "end": the byte follows it
+            if what == "done":
+                return state
+        return None  # the answer is finished: nothing follows
+
+    def _child_done(self, state: tuple) -> tuple:
+        if not state:
+            return state
+        parent = state[-1]
+        if parent[0] == "o":
+            return state[:-1] + (("o", parent[1], parent[2] + 1, 0),)
+        _, nid, _, count = parent
+        node = self.nodes[nid]
+        cap = max(node[2], node[3] or 0)
+        return state[:-1] + (("a", nid, 2, min(count + 1, cap)),)
+
+    def _step(self, frame: tuple, b: int):
+        kind = frame[0]
+        if kind == "s":
+            sub = frame[2]
+            if sub == 1:
+                if b == 0x22:
+                    return ("done",)
+                if b == 0x5C:
+                    return ("set", ("s", frame[1], 2))
+                return None if b < 0x20 else ("set", frame)
+            if sub == 0:
+                return ("set", frame) if b in jm._WS else ("set", ("s", frame[1], 1)) if b == 0x22 else None
+            if sub == 2:
+                return ("set", ("s", frame[1], 14)) if b == 0x75 else (
+                    ("set", ("s", frame[1], 1)) if b in jm._ESCAPES else None)
+            if b not in jm._HEX:  # sub 14..11: hex digits of a \\u escape left
+                return None
+            return ("set", ("s", frame[1], 1 if sub == 11 else sub - 1))
+        if kind == "o":
+            _, nid, pos, off = frame
+            item = self.nodes[nid][1][pos]
+            if item[0] == "val":
+                return ("push", frame, item[1])
+            lit = item[1]
+            if off == 0 and b in jm._WS:
+                return ("set", frame)
+            if b != lit[off]:
+                return None
+            if off + 1 < len(lit):
+                return ("set", ("o", nid, pos, off + 1))
+            return ("done",) if pos + 1 == len(self.nodes[nid][1]) else ("set", ("o", nid, pos + 1, 0))
+        if kind == "a":
+            _, nid, phase, count = frame
+            _, item, lo, hi = self.nodes[nid]
+            if b in jm._WS:
+                return ("set", frame)
+            if phase == 0:
+                return ("set", ("a", nid, 1, count)) if b == 0x5B else None
+            if b == 0x5D and phase in (1, 2):
+                return ("done",) if count >= lo else None
+            if phase == 2:
+                return ("set", ("a", nid, 3, count)) if b == 0x2C and (hi is None or count < hi) else None
+            if phase == 1 and hi == 0:
+                return None
+            return ("push", frame, item)
+        if kind == "n":
+            return self._number(frame, b)
+        if kind == "e":
+            _, nid, prefix = frame
+            literals = self.nodes[nid][1]
+            if not prefix and b in jm._WS:
+                return ("set", frame)
+            grown = prefix + bytes([b])
+            longer = [lit for lit in literals if lit.startswith(grown)]
+            if longer:
+                return ("done",) if longer == [grown] else ("set", ("e", nid, grown))
+            return ("end",) if prefix in literals else None
+        if kind == "u":
+            if b in jm._WS:
+                return ("set", frame)
+            for first, nid in self.nodes[frame[1]][1]:
+                if b in first:
+                    return ("replace", nid)
+            return None
+        # "g": any JSON value (or object), the generic recognizer inside
+        gs = frame[2]
+        if gs[0] == jm.NUM and gs[1] == "" and b not in _NUMBER_BYTES:
+            return ("end",) if gs[2] in jm._NUMBER_ENDS else None
+        nxt = jm.advance(gs, b)
+        if nxt is None:
+            return None
+        return ("done",) if nxt[0] == jm.DONE else ("set", ("g", frame[1], nxt))
+
+    def _number(self, frame: tuple, b: int):
+        _, nid, sub = frame
+        integer = self.nodes[nid][1]
+        if sub == -1:
+            if b in jm._WS:
+                return ("set", frame)
+            if b == 0x2D:
+                return ("set", ("n", nid, jm.N_MINUS))
+            return ("set", ("n", nid, jm.N_ZERO if b == 0x30 else jm.N_INT)) if b in jm._DIGITS else None
+        if b in jm._DIGITS:
+            if sub == jm.N_ZERO:
+                return None
+            nxt = {jm.N_MINUS: jm.N_ZERO if b == 0x30 else jm.N_INT, jm.N_INT: jm.N_INT, jm.N_DOT: jm.N_FRAC,
+                   jm.N_FRAC: jm.N_FRAC, jm.N_E: jm.N_EXP, jm.N_ESIGN: jm.N_EXP, jm.N_EXP: jm.N_EXP}[sub]
+            return ("set", ("n", nid, nxt))
+        if not integer and b == 0x2E and sub in (jm.N_ZERO, jm.N_INT):
+            return ("set", ("n", nid, jm.N_DOT))
+        if not integer and b in (0x65, 0x45) and sub in (jm.N_ZERO, jm.N_INT, jm.N_FRAC):
+            return ("set", ("n", nid, jm.N_E))
+        if b in (0x2B, 0x2D) and sub == jm.N_E:
+            return ("set", ("n", nid, jm.N_ESIGN))
+        return ("end",) if sub in jm._NUMBER_ENDS else None
+
+
+_GRAMMARS: collections.OrderedDict = collections.OrderedDict()
+_LOCK = threading.Lock()
+
+
+def compile_schema(schema) -> SchemaGrammar:
+    """The grammar of ``schema`` (a JSON Schema as decoded JSON; cached by its canonical JSON, the 64 most
+    recent). ValueError naming the keyword for what JSON mode cannot enforce."""
+    try:
+        key = json.dumps(schema, sort_keys=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"json_schema: the schema is not JSON ({e})") from None
+    with _LOCK:
+        grammar = _GRAMMARS.get(key)
+        if grammar is not None:
+            _GRAMMARS.move_to_end(key)
+            return grammar
+    grammar = SchemaGrammar(schema, key)
+    with _LOCK:
+        _GRAMMARS[key] = grammar
+        while len(_GRAMMARS) > 64:
+            _GRAMMARS.popitem(last=False)
+    return grammar
