@@ -28,23 +28,25 @@ SCHEMA = {
         "n": {"enum": [1, 10, 2.5]},
         "c": {"const": "k"},
         "either": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]},
+        "maybe": {"type": ["object", "null"], "properties": {"k": {"type": "integer"}}, "required": ["k"]},
     },
     "required": ["name"], "additionalProperties": False,
     "$defs": {"P": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}},
 }
 GOOD = [
     '{"name":"a","age":3,"score":null,"tags":["a"],"ok":true,"meta":{},"any":[1,{"q":2}],"pos":{"x":1,"y":-2.5e3},'
-    '"n":10,"c":"k","either":"s"}',
+    '"n":10,"c":"k","either":"s","maybe":null}',
     '{ "name" : "a\\n\\u00e9" , "age" : -0 , "score" : 1.5 , "tags" : [ "bb" , "ccc" , "a" ] , "ok" : false , '
-    '"meta" : {"z": [] } , "any" : 7 , "pos" : { "x" : 0 , "y" : 1 } , "n" : 1 , "c" : "k" , "either" : [ 1 , -2 ] }',
+    '"meta" : {"z": [] } , "any" : 7 , "pos" : { "x" : 0 , "y" : 1 } , "n" : 1 , "c" : "k" , "either" : [ 1 , -2 ] , "maybe" : { "k" : 3 } }',
     '{\n  "name": "",\n  "age": 12,\n  "score": -0.5E+2,\n  "tags": ["ccc"],\n  "ok": true,\n  "meta": {"a": null},\n'
-    '  "any": "x",\n  "pos": {"x": 2.5, "y": 0},\n  "n": 2.5,\n  "c": "k",\n  "either": []\n}',
+    '  "any": "x",\n  "pos": {"x": 2.5, "y": 0},\n  "n": 2.5,\n  "c": "k",\n  "either": [],\n  "maybe": {"k": 0}\n}',
 ]
 EDITS = [('"age":3', '"age":3.5'), ('"tags":["a"]', '"tags":[]'), ('"tags":["a"]', '"tags":["a","a","a","a"]'),
          ('"tags":["a"]', '"tags":["d"]'), ('"n":10', '"n":100'), ('"n":10', '"n":3'), ('"ok":true', '"ok":1'),
          ('"meta":{}', '"meta":[]'), ('"c":"k"', '"c":"K"'), ('"either":"s"', '"either":["s"]'),
          ('"score":null', '"score":"1"'), ('"name":"a",', ''), ('"pos":{"x":1,"y":-2.5e3}', '"pos":{"y":1,"x":2}'),
-         ('"pos":{"x":1,"y":-2.5e3}', '"pos":{"x":1}'), ('"age":3', '"age":03'), ('{"name"', '{"extra":1,"name"')]
+         ('"pos":{"x":1,"y":-2.5e3}', '"pos":{"x":1}'), ('"age":3', '"age":03'), ('{"name"', '{"extra":1,"name"'),
+         ('"maybe":null', '"maybe":{}'), ('"maybe":null', '"maybe":{"k":1.5}')]
 
 
 def _accepts(grammar, text: str) -> bool:
@@ -79,6 +81,8 @@ def test_schema_texts():
       "$defs": {"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/A"}}}}}, "recursive"),
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/B"}}}, "names no definition"),
     ({"type": "object", "properties": {"a": {"type": "date"}}}, "is not a JSON Schema type"),
+    ({"type": "object", "properties": {"a": {"type": ["string", "date"]}}}, "is not a JSON Schema type"),
+    ({"type": "object", "properties": {"a": {"type": ["string", "null"], "maxLength": 3}}}, "maxLength"),
     ({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2}}}, "below minItems"),
     ({"type": "object", "properties": {"a": {"enum": []}}}, "non-empty list"),
     ({"type": "object", "properties": {"a": 5}}, "must be an object"),
@@ -110,7 +114,8 @@ def _matches(value) -> bool:
             and type(value["ok"]) is bool and isinstance(value["meta"], dict)
             and isinstance(pos, dict) and list(pos) == ["x", "y"] and value["n"] in (1, 10, 2.5)
             and value["c"] == "k" and (isinstance(either, str) or (isinstance(either, list) and all(
-                type(v) is int for v in either))))
+                type(v) is int for v in either)))
+            and (value["maybe"] is None or (list(value["maybe"]) == ["k"] and type(value["maybe"]["k"]) is int)))
 
 
 def test_engine_answers_match_the_schema(json_model):

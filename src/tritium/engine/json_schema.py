@@ -84,10 +84,17 @@ class SchemaGrammar(jm.Grammar):
         if isinstance(kind, list):
             if not kind or not all(isinstance(k, str) for k in kind):
                 raise ValueError(f"json_schema: {where}.type must be a type name or a list of them, got {kind!r}")
+            unknown = [k for k in kind if k not in _KEYWORDS]
+            if unknown:
+                raise ValueError(f"json_schema: {where}.type {unknown[0]!r} is not a JSON Schema type "
+                                 f"({', '.join(_KEYWORDS)})")
+            self._check(schema, frozenset().union(*(_KEYWORDS[k] for k in kind)), where)
             if "number" in kind:  # an integer is a number
                 kind = [k for k in kind if k != "integer"]
-            if len(kind) > 1:
-                return self._union([self._compile({**schema, "type": k}, f"{where}<{k}>") for k in kind], where)
+            if len(kind) > 1:  # each type with its own keywords (an object's properties go to the object)
+                return self._union([self._compile({key: v for key, v in schema.items()
+                                                   if key in _KEYWORDS[k] or key in _ANNOTATIONS} | {"type": k},
+                                                  f"{where}<{k}>") for k in kind], where)
             kind = kind[0]
         if kind not in _KEYWORDS:
             raise ValueError(f"json_schema: {where}.type {kind!r} is not a JSON Schema type "
