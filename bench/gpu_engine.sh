@@ -6,9 +6,10 @@
 # JSON as engine-<gpu>.json / engine-ablate-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from nvidia-smi);
 # the logs are git-ignored there.
 # Budget: tests ~3 min, benchmark ~4-5 min (start-up tuning compiles every GEMV candidate).
-#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate|fp8]
-# fp8: the FP8 tests, the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json) and the batch-64
-# step probe (fp8-step-<gpu>.json); ~10 min on a warm machine.
+#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate|fp8|fp8-engine]
+# fp8: the FP8 tests and W8A8 with / without its fused quantization against bf16 (fp8-fusion-<gpu>.json);
+# fp8-engine: the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json) and the batch-64 step probe
+# (fp8-step-<gpu>.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -34,15 +35,25 @@ if [[ $what == tests || $what == all ]]; then
   [[ $what == tests ]] && exit 0
 fi
 
-if [[ $what == fp8 ]]; then  # FP8: the fp8 tests on the GPU, then the engine with bf16, weight-only and W8A8
-  # (W8A8 last: stop 62 ran it first, and the first system pays any kernel compiled mid-run) and the batch-64
-  # step probe
-  workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:-8}"
-  timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_act_quant.py \
-    tests/ops/test_quant.py tests/ops/test_gemv.py tests/fused/test_matmul.py tests/models/test_linear.py \
-    tests/engine/test_quantization.py -k "fp8 or w8a8 or quant or warm" -m "not serial" \
+if [[ $what == fp8 ]]; then  # FP8: the fp8 tests on the GPU, then W8A8 with and without fuse_act_quant and bf16
+  # (bench/probe_fp8_fusion.py: batch-1 and batch-64 steps, prefill; fp8-fusion-<gpu>.json). ~9 min on a fresh
+  # machine (stop 63: the tests compile for ~3 min there, 45 s warm)
+  workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:-16}"
+  timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider $workers -rfE tests/ops/test_act_quant.py \
+    tests/ops/test_ops.py tests/ops/test_quant.py tests/ops/test_gemv.py tests/fused/test_matmul.py \
+    tests/models/test_linear.py tests/engine/test_quantization.py \
+    -k "fp8 or w8a8 or quant or warm or rows or rms_norm or silu" -m "not serial" \
     > "$OUT/engine-fp8-tests-$GPU.log" 2>&1
   echo "fp8 tests rc=$? ($(tail -1 "$OUT/engine-fp8-tests-$GPU.log"))"
+  timeout ${BENCH_TIMEOUT:-330} python3 bench/probe_fp8_fusion.py --out "$OUT/fp8-fusion-$GPU.json" \
+    > "$OUT/fp8-fusion-$GPU.log" 2>&1
+  rc=$?; echo "fp8 fusion probe rc=$rc"; grep -E "greedy|\{" "$OUT/fp8-fusion-$GPU.log" | tail -4
+  exit $rc
+fi
+
+if [[ $what == fp8-engine ]]; then  # the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json; W8A8
+  # last: the first system pays any kernel compiled mid-run) and the batch-64 step probe; ~10 min warm, more
+  # than one call on a fresh machine (stop 63: cut at 400 s in the second system)
   timeout ${BENCH_TIMEOUT:-560} python3 -m tritium.bench engine --systems tritium,tritium-fp8,tritium-fp8-dynamic \
     --out "$OUT/engine-fp8-$GPU.json" > "$OUT/engine-fp8-bench-$GPU.log" 2>&1
   rc=$?; echo "fp8 engine bench rc=$rc"; tail -16 "$OUT/engine-fp8-bench-$GPU.log"
