@@ -299,6 +299,16 @@ def test_vllm_prompt_logprobs(server, llm):
     assert len(got) == len(chat_ids) and got[0] is None and all(len(e) == 1 for e in got[1:])
     assert [int(next(iter(e))) for e in got[1:]] == chat_ids[1:]
     assert "prompt_logprobs" not in r["choices"][0]
+    status, r2 = server.request("POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 2, "n": 3,
+                                                                 "temperature": 1.0, "prompt_logprobs": 0},
+                                headers=headers)
+    assert status == 200 and len(r2["choices"]) == 3, r2
+    # scored by the first choice alone (parse_chat), reported once: the same entries (the values within fp32
+    # rounding of another batch)
+    again = r2["prompt_logprobs"]
+    assert again[0] is None and [list(e) for e in again[1:]] == [list(e) for e in got[1:]]
+    assert all(a[k]["logprob"] == pytest.approx(g[k]["logprob"], abs=1e-5) and a[k]["rank"] == g[k]["rank"]
+               for a, g in zip(again[1:], got[1:]) for k in g)
 
 
 def test_penalties_match_offline(client, llm):

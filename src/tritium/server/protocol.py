@@ -279,6 +279,9 @@ def parse_chat(body: dict) -> GenerationRequest:
         kind, schema = response_format
         params = [dataclasses.replace(p, response_format=kind, json_schema=schema) for p in params]
     prompt_k, params = _prompt_logprobs(body, stream, params)
+    # the conversation's prompt_logprobs are reported once: the first choice scores the prompt, the others may
+    # take its KV pages from the prefix cache
+    params = params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, parallel is not False, prompt_logprobs=prompt_k)
 

@@ -1,0 +1,36 @@
+"""Request parsing (:mod:`tritium.server.protocol`) without a server: what each choice's sampling parameters
+carry."""
+
+import pytest
+
+from tritium.server.errors import APIError
+from tritium.server.protocol import parse_chat
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def test_chat_choices_score_the_prompt_once():
+    """The conversation's prompt_logprobs are reported once, so only the first of n choices scores the prompt
+    (the others may start from the prefix cache)."""
+    req = parse_chat({"messages": MESSAGES, "n": 3, "prompt_logprobs": 2, "temperature": 1.0, "seed": 7})
+    assert [p.prompt_logprobs for p in req.params] == [2, None, None] and req.prompt_logprobs == 2
+    assert [p.seed for p in req.params] == [7, 8, 9]
+    assert [p.prompt_logprobs for p in parse_chat({"messages": MESSAGES, "n": 2}).params] == [None, None]
+
+
+def test_chat_response_format():
+    """json_object and json_schema reach every choice; text is no constraint; what cannot be enforced is a 400
+    naming response_format."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    req = parse_chat({"messages": MESSAGES, "n": 2, "response_format": {"type": "json_object"}})
+    assert [(p.response_format, p.json_schema) for p in req.params] == [("json_object", None)] * 2
+    req = parse_chat({"messages": MESSAGES, "response_format": {"type": "json_schema",
+                                                                "json_schema": {"name": "s", "schema": schema}}})
+    assert (req.params[0].response_format, req.params[0].json_schema) == ("json_schema", schema)
+    assert parse_chat({"messages": MESSAGES, "response_format": {"type": "text"}}).params[0].response_format is None
+    for bad in ({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "array"}}},
+                {"type": "json_schema", "json_schema": {"name": "s", "schema": schema, "extra": 1}},
+                {"type": "json_object", "schema": schema}, {"type": "xml"}, "json"):
+        with pytest.raises(APIError) as e:
+            parse_chat({"messages": MESSAGES, "response_format": bad})
+        assert e.value.param == "response_format", bad
