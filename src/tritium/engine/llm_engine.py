@@ -657,7 +657,8 @@ class LLMEngine:
         p = seq.params
         if seq.json is not None:  # JSON mode: the token was drawn among those the JSON can take; no EOS
             seq.json.accept(token)
-            if seq.detokenizer.add(token) or seq.json.complete:  # a stop string, or the object closed
+            stopped = seq.detokenizer.add(token)  # a stop string
+            if stopped or seq.json.complete or (p.stop_token_ids and token in p.stop_token_ids):
                 return "stop"
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids
