@@ -160,3 +160,45 @@ def test_the_default_model_answers_json():
     assert constrained.finish_reason == "stop", constrained.text
     answer = json.loads(constrained.text)
     assert isinstance(answer, dict) and answer, constrained.text
+
+
+def test_whitespace_runs_are_capped(json_model):
+    """Outside strings, after 8 whitespace-only tokens in a row the mask drops them (the structure must go on);
+    inside a string whitespace is content and stays allowed."""
+    tok = Tokenizer.from_hf_dir(json_model)
+    index = TokenIndex(tok, 448)
+    ids = {data: i for i, data in enumerate(index.bytes) if data is not None}
+    blank = index.whitespace.nonzero().flatten().tolist()
+    assert ids[b" "] in blank and ids[b"{"] not in blank
+    cpu = torch.device("cpu")
+    constraint = JsonConstraint(index)
+    constraint.accept(ids[b"{"])
+    for _ in range(8):
+        assert constraint.mask(cpu)[blank].all()
+        constraint.accept(ids[b" "])
+    mask = constraint.mask(cpu)
+    assert not mask[blank].any() and mask[ids[b'"']] and mask[ids[b"}"]]
+    constraint.accept(ids[b'"'])  # a key: whitespace is its content
+    assert constraint.mask(cpu)[ids[b" "]]
+    for _ in range(10):
+        constraint.accept(ids[b" "])
+    assert constraint.mask(cpu)[ids[b" "]]
+    constraint.accept(ids[b'"'])
+    assert constraint.mask(cpu)[ids[b" "]]  # the run starts again after a token that is not whitespace
+
+
+def test_a_model_that_loves_whitespace_still_writes_json(json_model):
+    """Greedy with every whitespace-only token pushed up by 100: without the cap the answer would be whitespace
+    to max_tokens; with it, no more than 8 whitespace-only tokens follow each other outside strings."""
+    index = TokenIndex(Tokenizer.from_hf_dir(json_model), 448)
+    bias = {i: 100.0 for i in index.whitespace.nonzero().flatten().tolist()}
+    with LLM(json_model, max_model_len=256, kv_cache_memory=16 << 20) as llm:
+        out = llm.generate(["w1"], SamplingParams(max_tokens=60, response_format="json_object", logit_bias=bias))[0]
+    state, run, longest = START, 0, 0
+    for t in out.token_ids:
+        data = index.bytes[t]
+        blank = not data.strip(b" \t\n\r") and not JSON_OBJECT.in_string(state)
+        run = run + 1 if blank else 0
+        longest = max(longest, run)
+        state = advance_bytes(state, data)
+    assert 8 == longest and state is not None, (longest, out.text)

@@ -19,8 +19,9 @@ follow every state but the closed object, so the sampler never faces an empty ma
 refused (:attr:`TokenIndex.missing`). Special tokens (the tokenizer's added special tokens: EOS, chat markers)
 are never allowed: the answer ends
 when the object closes (finish reason "stop"), or at ``max_tokens`` (finish reason "length", the JSON cut
-short, as OpenAI's). Whitespace between tokens is not limited, so a model may pad with it until
-``max_tokens``, as OpenAI warns for its JSON mode. Bytes of 0x80 and above are taken as they come inside
+short, as OpenAI's). Outside strings at most 8 whitespace-only tokens may follow each other
+(:class:`JsonConstraint`), so that a model cannot pad with whitespace until ``max_tokens``, the failure
+OpenAI warns of for its JSON mode. Bytes of 0x80 and above are taken as they come inside
 strings (a token may hold part of a UTF-8 character).
 """
 
@@ -213,6 +214,8 @@ class TokenIndex:
         # the one-byte tokens JSON mode needs (None: all there)
         needed = [bytes([b]) for b in [*range(0x20, 0x7F), *b"\t\n\r"] if bytes([b]) not in singles]
         self.missing = needed or None
+        self.whitespace = torch.tensor([data is not None and not data.strip(b" \t\n\r") for data in self.bytes])
+        self._whitespace_on: dict[str, torch.Tensor] = {}
         self._masks: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -240,6 +243,14 @@ class TokenIndex:
                 lo = end
         return out
 
+    def whitespace_mask(self, device: torch.device) -> torch.Tensor:
+        """Bool ``[vocab_size]`` on ``device``: the tokens of whitespace alone."""
+        key = str(device)
+        mask = self._whitespace_on.get(key)
+        if mask is None:
+            mask = self._whitespace_on[key] = self.whitespace.to(device)
+        return mask
+
     def mask(self, state, device: torch.device, grammar: Grammar = JSON_OBJECT) -> torch.Tensor:
         """Bool ``[vocab_size]`` on ``device``: the tokens that can follow ``state`` of ``grammar`` (cached)."""
         key = (grammar.key, state, str(device))
@@ -263,12 +274,19 @@ class TokenIndex:
 
 class JsonConstraint:
     """One request's JSON-mode state: :meth:`mask` before a token, :meth:`accept` after it (``grammar``: any
-    JSON object, or a compiled schema's)."""
+    JSON object, or a compiled schema's).
 
-    def __init__(self, index: TokenIndex, grammar: Grammar = JSON_OBJECT):
+    Outside strings, at most ``max_whitespace_tokens`` tokens of whitespace alone follow each other: past that
+    the mask drops them until another token comes (pretty-printed JSON needs one or two between values), so
+    that a model cannot pad with whitespace until ``max_tokens``, the failure OpenAI warns of for its JSON
+    mode. Whitespace inside strings is content and is not limited."""
+
+    def __init__(self, index: TokenIndex, grammar: Grammar = JSON_OBJECT, max_whitespace_tokens: int = 8):
         self.index = index
         self.grammar = grammar
         self.state = grammar.start
+        self.max_whitespace_tokens = max_whitespace_tokens
+        self.whitespace_run = 0  # whitespace-only tokens just accepted outside strings
 
     @property
     def complete(self) -> bool:
@@ -276,7 +294,10 @@ class JsonConstraint:
         return self.grammar.complete(self.state)
 
     def mask(self, device: torch.device) -> torch.Tensor:
-        return self.index.mask(self.state, device, self.grammar)
+        mask = self.index.mask(self.state, device, self.grammar)
+        if self.whitespace_run >= self.max_whitespace_tokens and not self.grammar.in_string(self.state):
+            mask = mask & ~self.index.whitespace_mask(device)
+        return mask
 
     def accept(self, token_id: int) -> None:
         """Advance by the token's bytes. A token the mask excluded raises ValueError (the sampler ignored the
@@ -285,4 +306,6 @@ class JsonConstraint:
         nxt = None if data is None else advance_bytes(self.state, data, self.grammar.advance)
         if nxt is None:
             raise ValueError(f"JSON mode: token {token_id} ({data!r}) cannot follow the JSON written so far")
+        blank = not data.strip(b" \t\n\r") and not self.grammar.in_string(self.state)
+        self.whitespace_run = self.whitespace_run + 1 if blank else 0
         self.state = nxt
