@@ -655,17 +655,16 @@ class LLMEngine:
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
-        if seq.json is not None:  # JSON mode: the token was drawn among those the JSON can take; no EOS
+        if seq.json is not None:  # JSON mode: the token was drawn among those the JSON can take (never EOS)
             seq.json.accept(token)
-            stopped = seq.detokenizer.add(token)  # a stop string
-            if stopped or seq.json.complete or (p.stop_token_ids and token in p.stop_token_ids):
-                return "stop"
+            stopped = seq.detokenizer.add(token) or seq.json.complete  # a stop string, or the object closed
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids
             # the EOS that ends an answer is no part of its text, special tokens written out or not
-            stopped = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
-            if eos or (p.stop_token_ids and token in p.stop_token_ids) or stopped:
-                return "stop"
+            stop_string = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
+            stopped = eos or stop_string
+        if stopped or (p.stop_token_ids and token in p.stop_token_ids):
+            return "stop"
         if len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.max_model_len:
             return "length"
         return None

@@ -48,7 +48,7 @@ class Sequence:
     # the first ``prompt_scored`` entries are known
     prompt_logprobs: list[TokenLogprobs | None] | None = None
     prompt_scored: int = 1
-    json: JsonConstraint | None = None  # params.response_format "json_object": the answer's JSON state
+    json: JsonConstraint | None = None  # with params.response_format: the answer's JSON (or schema) state
 
     @property
     def scores_prompt(self) -> bool:

@@ -86,6 +86,12 @@ class LinearDispatch:
         """Whether ``weight``'s products are W8A8 (``dynamic_fp8`` and a quantized weight)."""
         return self.dynamic_fp8 and weight.dtype in QUANTIZED_DTYPES
 
+    def _check_rows_for(self, weight: torch.Tensor) -> None:
+        """Quantized rows (Fp8Rows) multiply only a W8A8 weight: TypeError otherwise."""
+        if not self._dynamic(weight):
+            raise TypeError(f"x is quantized (Fp8Rows) but weight {tuple(weight.shape)} {weight.dtype} is not "
+                            "an fp8 weight multiplied W8A8 (quantization='fp8-dynamic')")
+
     def quantizes_input(self, weight: torch.Tensor) -> bool:
         """Whether a product with ``weight`` quantizes its input per row (W8A8): then it takes that input as
         :class:`~tritium.ops.quant.Fp8Rows` too, quantized by the kernel that wrote it."""
@@ -107,9 +113,7 @@ class LinearDispatch:
         """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS. Fp8Rows only with a W8A8
         weight (TypeError otherwise: nothing else multiplies them)."""
         if isinstance(x, Fp8Rows):
-            if not self._dynamic(weight):
-                raise TypeError(f"x is quantized (Fp8Rows) but weight {tuple(weight.shape)} {weight.dtype} is not "
-                                "an fp8 weight multiplied W8A8 (quantization='fp8-dynamic')")
+            self._check_rows_for(weight)
             return self._choice(x.shape[0], weight)
         return self._choice(x.shape[0], weight) if x.stride(-1) == 1 else None
 
@@ -130,9 +134,8 @@ class LinearDispatch:
                scale: torch.Tensor | None = None) -> torch.Tensor:
         """``x @ weight^T + bias`` where no GEMV runs: ``F.linear``, or the invariant matmul; a quantized
         weight (``scale``) through :func:`quantized_linear` (x may be Fp8Rows there, under W8A8)."""
-        if isinstance(x, Fp8Rows) and (scale is None or not self.dynamic_fp8):
-            raise TypeError(f"x is quantized (Fp8Rows) but weight {tuple(weight.shape)} {weight.dtype} is not "
-                            "an fp8 weight multiplied W8A8 (quantization='fp8-dynamic')")
+        if isinstance(x, Fp8Rows):
+            self._check_rows_for(weight)
         if scale is not None:
             return quantized_linear(x, weight, scale, bias, torch_only=self.mode == "torch",
                                     invariant=self.mode == "invariant", dynamic=self.dynamic_fp8)
