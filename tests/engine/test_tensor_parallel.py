@@ -271,34 +271,49 @@ def test_bad_input(tiny_models, no_leaks):
         check_parallel(4, config(12, 6), torch.device("cpu"), "auto")
 
 
-@pytest.mark.parametrize("teardown", ["raises", "left behind", "left behind after a failure"])
+@pytest.mark.parametrize("teardown", ["raises", "left behind", "left behind after a failure",
+                                      "left behind, finishing during the next engine"])
 def test_a_stuck_teardown_leaves_no_group(monkeypatch, teardown):
     """When the default group's teardown raises or outlives its bound (NCCL with a lost peer, seen on 4x
     H200), the process forgets the group, so that another engine can start in it. After a failure the
-    bound is FAILED_TEARDOWN_TIMEOUT (5 s), not 30: the error is not held back waiting for it."""
+    bound is FAILED_TEARDOWN_TIMEOUT (5 s), not 30: the error is not held back waiting for it. An abort
+    left behind that finishes later (its stopped peer resumed) must not drop the next engine's groups
+    (seen on 2x H200: "Group ... is not registered" when the next engine shared its first value)."""
     store = dist.HashStore()
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     dist.new_group(backend="gloo")
+    aborted = threading.Event()
     try:
         if teardown == "raises":
             def destroy(group=None):
                 raise RuntimeError("teardown failed")
             monkeypatch.setattr(dist, "destroy_process_group", destroy)
-        elif teardown == "left behind":
-            monkeypatch.setattr("tritium.engine.parallel.TEARDOWN_TIMEOUT", 0.2)
-            monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", lambda: time.sleep(2))
         else:
-            monkeypatch.setattr(dist.distributed_c10d, "_abort_process_group", lambda: time.sleep(12))
+            seconds = {"left behind": 2, "left behind after a failure": 12}.get(teardown, 1.5)
+
+            def slow_abort(pg):
+                time.sleep(seconds)
+                aborted.set()
+            monkeypatch.setattr(dist.ProcessGroup, "abort", slow_abort)
+            monkeypatch.setattr("tritium.engine.parallel.TEARDOWN_TIMEOUT", 0.2)
         start = time.monotonic()
-        release_default_group(torch.device("cuda" if teardown == "left behind" else "cpu"),
+        release_default_group(torch.device("cpu" if teardown in ("raises", "left behind after a failure") else "cuda"),
                               failed=teardown.endswith("failure"))
         assert time.monotonic() - start < (9 if teardown.endswith("failure") else 3)
         assert not dist.is_initialized()
         monkeypatch.undo()
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # a new one starts
-        t = torch.ones(3)
-        dist.all_reduce(t)
-        assert t.tolist() == [1.0, 1.0, 1.0]
+        side = dist.new_group(backend="gloo")
+        if teardown.endswith("next engine"):
+            assert aborted.wait(10)
+            for thread in threading.enumerate():  # the old teardown has now returned
+                if thread.name == "tritium-teardown":
+                    thread.join(10)
+        for group in (None, side):
+            t = torch.ones(3)
+            dist.all_reduce(t, group=group)
+            assert t.tolist() == [1.0, 1.0, 1.0]
+        assert dist.get_world_size(side) == 1
     finally:
         monkeypatch.undo()
         if dist.is_initialized():
@@ -344,6 +359,7 @@ def test_a_lost_peer_is_named_when_its_exit_comes_after_the_reset():
             raise ParallelError("tensor-parallel rank 1 (pid 7) exited with code -9")
 
     rank0 = types.SimpleNamespace(watch=watch, pool=object(), role="tensor-parallel", rank=0)
+    rank0._exited_worker = lambda grace: TensorParallel._exited_worker(rank0, grace)
     reset = RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:1: Connection reset by peer")
     assert "exited with code -9" in str(TensorParallel.diagnose(rank0, reset))
     polls.clear()

@@ -73,7 +73,7 @@ class EngineConfig:
       ``comm``: the model's collectives, ``"tritium"`` (tritium's, on the symmetric heap: one host),
       ``"torch"`` (torch.distributed: NCCL, gloo on the CPU) or ``"auto"`` (tritium on the GPUs of one
       host, else torch). ``parallel_timeout``: seconds rank 0 waits for the other ranks (start-up, a step)
-      before raising.
+      before raising; the workers get at least 120 s to start (import torch, create their CUDA context).
     - ``torch_all_reduce_from``: with tritium's collectives, all-reduces of at least this many bytes outside
       CUDA graphs (prefill, large batches) go to torch.distributed (NCCL) instead, where it is the faster.
       None: the measured rule, 8 MiB from 4 ranks and never on 2-3 (``tritium.engine.parallel.

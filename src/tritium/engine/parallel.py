@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 
 COMMS = ("auto", "tritium", "torch")
 _ERROR_KEY = "tritium/tp-error/{}"
+READY_KEY = "tritium/tp-ready/{}"  # a worker is up (imports, its GPU) and about to join the process group
+# how long rank 0 waits for its workers to start, at least: a worker imports torch and creates its CUDA context
+# before it can join (over 5 s on 2x H200 once), whatever ``parallel_timeout`` bounds a step to
+START_TIMEOUT_S = 120.0
 _HEADER = 8                   # bytes of a message's length, at the start of its first chunk
 _CHUNK = 1 << 14              # a plan goes in one broadcast of this many bytes when it fits
 _EXIT_GRACE_S = 2.0           # after a collective failed, how long a worker that is exiting has to show it (diagnose)
@@ -327,9 +331,16 @@ class TensorParallel:
         try:
             work.wait(timeout=datetime.timedelta(seconds=self.timeout))
         except RuntimeError as e:
-            self.watch()
-            raise ParallelError(f"rank 0 could not send a step's plan within {self.timeout:g} s (parallel_timeout): "
-                                f"a {self.role} rank stopped reading ({str(e).splitlines()[0]})") from e
+            # a killed worker's socket closes before its exit can be reaped (seen on 2x H200): the cause first
+            lost = self._exited_worker(_EXIT_GRACE_S)
+            if lost is not None:
+                raise lost from e
+            first = str(e).splitlines()[0]
+            if any(mark in first for mark in ("Timed out", "timed out", "Timeout", "timeout")):
+                raise ParallelError(f"rank 0 could not send a step's plan within {self.timeout:g} s (parallel_timeout):"
+                                    f" a {self.role} rank stopped reading ({first})") from e
+            raise ParallelError(f"rank 0 could not send a step's plan: the connection to a {self.role} rank "
+                                f"failed ({first})") from e
 
     def recv(self):
         """Ranks > 0: the next plan from rank 0 (waits as long as rank 0 lives)."""
@@ -410,19 +421,26 @@ class TensorParallel:
             any(mark in text for mark in ("gloo", "NCCL", "Connection", "Timed out", "timed out"))
         # a killed worker's sockets close before its exit can be reaped: a connection reset may come first,
         # so a lost peer gets a moment to show which worker exited (the cause) before the symptom is raised
-        deadline = time.monotonic() + (_EXIT_GRACE_S if lost_peer and self.pool is not None else 0.0)
+        lost = self._exited_worker(_EXIT_GRACE_S if lost_peer else 0.0)
+        if lost is not None:
+            return lost
+        if lost_peer:
+            return ParallelError(f"{self.role} rank {self.rank}: a collective with the other ranks failed: "
+                                 f"{text.splitlines()[0] if text else type(error).__name__}")
+        return error
+
+    def _exited_worker(self, grace: float) -> ParallelError | None:
+        """The error naming a worker process that exited, waiting up to ``grace`` seconds (with a pool) for
+        one to show; None if none did."""
+        deadline = time.monotonic() + (grace if self.pool is not None else 0.0)
         while True:
             try:
                 self.watch()
             except ParallelError as e:
                 return e
             if time.monotonic() >= deadline:
-                break
+                return None
             time.sleep(0.01)
-        if lost_peer:
-            return ParallelError(f"{self.role} rank {self.rank}: a collective with the other ranks failed: "
-                                 f"{text.splitlines()[0] if text else type(error).__name__}")
-        return error
 
     # -- teardown ------------------------------------------------------------------------------------------
     def close(self, *, failed: bool = False) -> None:
@@ -480,27 +498,54 @@ def release_default_group(device: torch.device, failed: bool = False) -> None:
     destroy of a communicator that CUDA graphs captured hung on 2x H200 (rank 0 and its worker both
     in it, 60 s+), and peers that are gone or stuck must not be waited for either. Whatever the teardown
     does (raises, or is left behind after ``TEARDOWN_TIMEOUT``, ``FAILED_TEARDOWN_TIMEOUT`` after a
-    failure), this process ends without a default group, so that it can start another engine."""
-    abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+    failure), this process ends without a default group, so that it can start another engine.
+
+    The abort's thread touches only the groups' backends; torch.distributed's record of the groups is
+    dropped here, on the caller's thread. ``_abort_process_group`` does both on the thread, and one left
+    behind that finished later (its stopped peer resumed or killed) dropped the record of the next
+    engine's groups with it (seen on 2x H200: "Group ... is not registered" at that engine's start)."""
     try:
-        if (failed or device.type == "cuda") and abort is not None:
-            _bounded(abort, FAILED_TEARDOWN_TIMEOUT if failed else TEARDOWN_TIMEOUT, "aborting the process group")
+        if failed or device.type == "cuda":
+            world = dist.distributed_c10d._world
+            groups = sorted(world.pg_names, key=world.pg_names.get, reverse=True)  # torch's own order
+            default = dist.distributed_c10d._get_default_group()
+            _bounded(lambda: _abort_groups(groups, default),
+                     FAILED_TEARDOWN_TIMEOUT if failed else TEARDOWN_TIMEOUT, "aborting the process group")
         else:
             dist.destroy_process_group()
     except Exception as e:
         log.warning("tearing down the process group: %s", e)
-    if dist.is_initialized():
-        _forget_groups()
+    if _left_behind_now:
+        _left_behind_now.clear()
+        log.warning("the process group's teardown did not finish: its resources are left behind, and this "
+                    "process forgets it so that another engine can start")
+    _forget_groups()
+
+
+def _abort_groups(groups: list, default) -> None:
+    """Abort ``groups``' backends (NCCL's inside one group start / end, as torch.distributed's own abort
+    does, so that communicators' aborts do not wait for each other); their Python record is left alone."""
+    try:
+        backend = default._get_backend(torch.device("cuda"))
+    except RuntimeError:
+        backend = None
+    nccl = dist.is_nccl_available() and isinstance(backend, dist.ProcessGroupNCCL)
+    if nccl:
+        backend._group_start()
+    for pg in groups:
+        pg.abort()
+    if nccl:
+        backend._group_end()
 
 
 def _forget_groups() -> None:
     """Drop torch.distributed's record of this process's groups without touching their backends (one whose
     teardown is stuck in NCCL keeps its communicator: leaked, not waited for). The same bookkeeping as the
-    end of ``torch.distributed``'s own abort."""
+    end of ``torch.distributed``'s own abort; nothing when there is no record."""
     c10d = dist.distributed_c10d
-    log.warning("the process group's teardown did not finish: its resources are left behind, and this process "
-                "forgets it so that another engine can start")
     world = c10d._world
+    if not dist.is_initialized() and not world.pg_map:
+        return
     c10d._update_default_pg(None)
     for table in (world.pg_map, world.pg_names, world.pg_group_ranks, world.pg_backend_config, world.pg_to_tag,
                   world.tags_to_pg, world.pg_coalesce_state):
@@ -519,6 +564,7 @@ FAILED_TEARDOWN_TIMEOUT = 5.0
 
 
 _left_behind: list[str] = []  # teardowns left stuck on their threads (see teardown_left_behind)
+_left_behind_now: list[str] = []  # the same, not yet reported by release_default_group
 
 
 def teardown_left_behind() -> bool:
@@ -545,6 +591,7 @@ def _bounded(fn, seconds: float, what: str) -> None:
     if not done.wait(seconds):
         log.warning("%s did not finish in %.0f s; left behind", what, seconds)
         _left_behind.append(what)
+        _left_behind_now.append(what)
     elif errors:
         raise errors[0]
 
@@ -600,6 +647,18 @@ class WorkerPool:
                 err = self.error(rank)
                 raise ParallelError(f"{self.role} rank {rank} (pid {proc.pid}) exited with code {code}"
                                     + (f": {err}" if err else ""))
+
+    def wait_ready(self, seconds: float) -> None:
+        """Wait until every worker is up and about to join the process group (its ``READY_KEY``), at most
+        ``seconds``; a worker that exits first is named at once."""
+        keys = [READY_KEY.format(rank) for rank in range(1, self.world_size)]
+        deadline = time.monotonic() + seconds
+        while not self.store.check(keys):
+            self.poll()
+            if time.monotonic() > deadline:
+                late = [rank for rank, key in enumerate(keys, start=1) if not self.store.check([key])]
+                raise ParallelError(f"{self.role} rank(s) {late} did not start within {seconds:g} s")
+            time.sleep(0.01)
 
     def abandon(self, error: BaseException) -> BaseException:
         """Start-up failed with ``error``: stop the workers, remove their shared memory, and return what to
@@ -708,6 +767,7 @@ def init_ranks(n: int, device: torch.device, spec: dict, timeout: float) -> Work
     with _nccl_errors_keep_the_process():  # the workers' environment is copied inside: theirs too
         pool = WorkerPool(n, spec, timeout)
         try:
+            pool.wait_ready(max(timeout, START_TIMEOUT_S))
             dist.init_process_group(backend, store=pool.store, rank=0, world_size=n, timeout=span)
         except BaseException as e:
             failure = pool.abandon(e)

@@ -65,6 +65,7 @@ def main() -> None:
             torch.set_num_threads(1)  # ranks share the host's cores
         span = datetime.timedelta(seconds=cfg.parallel_timeout)
         store = dist.TCPStore("127.0.0.1", spec["port"], is_master=False, timeout=span)
+        store.set(parallel.READY_KEY.format(rank), "1")
         dist.init_process_group("cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo", store=store, rank=rank,
                                 world_size=world_size, timeout=span)
         tp = parallel.open_rank(cfg, spec["model_config"])
