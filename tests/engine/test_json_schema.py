@@ -73,8 +73,17 @@ def test_schema_texts():
     ({"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}, "format is not supported"),
     ({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}}, "minimum is not supported"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
-    ({"type": "array"}, "root must be an object"),
-    ({"type": "string"}, "root must be an object"),
+    ({"type": "string"}, "root must be an object or an array"),
+    ({"enum": [1, 2]}, "root must be an object or an array"),
+    ({"type": "array", "items": {"anyOf": [  # the same tag twice: not told apart
+        {"type": "object", "properties": {"k": {"const": "a"}, "x": {"type": "string"}}},
+        {"type": "object", "properties": {"k": {"const": "a"}, "y": {"type": "integer"}}}]}}, "same character"),
+    ({"type": "array", "items": {"anyOf": [  # tags under different names
+        {"type": "object", "properties": {"k": {"const": "a"}}},
+        {"type": "object", "properties": {"j": {"const": "b"}}}]}}, "same character"),
+    ({"type": "array", "items": {"anyOf": [  # a tag that is not a string
+        {"type": "object", "properties": {"k": {"const": 1}}},
+        {"type": "object", "properties": {"k": {"const": 2}}}]}}, "same character"),
     ({"type": "object", "properties": {"a": {"anyOf": [{"type": "object"}, {"type": "object", "properties": {}}]}}},
      "same character"),
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
@@ -93,7 +102,41 @@ def test_what_cannot_be_enforced_is_refused(schema, message):
         compile_schema(schema)
 
 
+# tool calls as "required" forces them (tritium.engine.tools.forced_call_schema): objects told apart by the
+# value of their first property, one tag a prefix of another but for the closing quote
+CALLS = {"type": "array", "minItems": 1, "maxItems": 3, "items": {"anyOf": [
+    {"type": "object", "properties": {"name": {"const": "get"}, "arguments": {
+        "type": "object", "properties": {"n": {"type": "integer"}}}}},
+    {"type": "object", "properties": {"name": {"const": "get_weather"}, "arguments": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}}}}},
+    {"type": "object", "properties": {"name": {"enum": ["now"]}, "arguments": {"type": "object", "properties": {}}}},
+    {"type": "null"},
+]}}
+CALLS_GOOD = ['[{"name":"get","arguments":{"n":3}}]',
+              '[ {"name" : "get_weather", "arguments": {"city": "Paris", "days": null}} , null ,\n'
+              ' {"name":"now","arguments":{ }}]']
+CALLS_BAD = ['[]', '[{"name":"get","arguments":{"city":"x","days":1}}]', '[{"name":"gets","arguments":{"n":1}}]',
+             '[{"name":"get_weather","arguments":{"n":1}}]', '[{"arguments":{},"name":"now"}]',
+             '[{"name":"now","arguments":{}},{"name":"now","arguments":{}},null,null]', '{"name":"get","arguments":{}}',
+             '[{"name":"now","arguments":{}}']
+
+
+def test_tagged_unions():
+    """anyOf of objects whose first property is the same name with a different const string (forced tool
+    calls): each branch's own properties follow its tag; an unknown tag, a branch's properties under another
+    tag, an empty list or one too long do not go through."""
+    grammar = compile_schema(CALLS)
+    for text in CALLS_GOOD:
+        json.loads(text)
+        assert _accepts(grammar, text), text
+        for k in range(len(text.encode())):
+            assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
+    for text in CALLS_BAD:
+        assert not _accepts(grammar, text), text
+
+
 def test_masks_equal_a_check_of_every_token(json_model):
+    assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(CALLS), CALLS_GOOD)
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(SCHEMA), GOOD)
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from tritium import LLM
 from tritium.engine.chat import encode_chat, normalize_messages
-from tritium.engine.tools import ToolCall, ToolCallStream, check_tools, detect_parser, parse_tool_calls
+from tritium.engine.tools import (ForcedCallStream, ToolCall, ToolCallStream, check_tools, detect_parser,
+                                  forced_call_schema, parse_tool_calls)
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
@@ -108,6 +109,48 @@ def test_hermes_streams_content_as_soon_as_it_cannot_be_a_call():
     assert stream.feed('"f", "arguments": {}}</tool_') == []
     out = stream.feed("call> done")
     assert calls_of([out[0]]) == [call("f")] and out[1:] == [" done"] and stream.finish() == []
+
+
+def _forced(stream: ForcedCallStream, text: str, pieces: int) -> list:
+    """The events of ``text`` fed in ``pieces`` random pieces, then finish()."""
+    cuts = sorted(random.Random(pieces).sample(range(1, len(text)), min(pieces - 1, len(text) - 1)))
+    events = []
+    for a, b in zip([0, *cuts], [*cuts, len(text)]):
+        events += stream.feed(text[a:b])
+    return events + stream.finish()
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 40])
+def test_forced_calls(pieces):
+    """A forced answer read as calls, whole or in pieces: "required" (a list of calls, each as its object
+    closes, braces and quotes inside strings not counted), named (the arguments, rewritten as the other calls'
+    are), cut short (the last call as far as it got), nothing but a cut "[" (content)."""
+    text = ('[{"name": "get_weather", "arguments": {"city": "Pa\\"ris}{", "d": [1, {"x": "]"}]}} ,\n'
+            ' {"name":"now","arguments":{}}]')
+    stream = ForcedCallStream()
+    events = _forced(stream, text, pieces)
+    assert [(e.name, json.loads(e.arguments)) for e in events] == [
+        ("get_weather", {"city": 'Pa"ris}{', "d": [1, {"x": "]"}]}), ("now", {})]
+    assert stream.calls == 2 and stream.finish_reason == "tool_calls"
+    cut = _forced(ForcedCallStream(), text[:text.index('"d"') + 3], pieces)
+    assert [(e.name, e.arguments) for e in cut] == [("get_weather", '{"city": "Pa\\"ris}{", "d"')]
+    assert _forced(ForcedCallStream(), '[{"na', pieces) == ['[{"na']
+    named = ForcedCallStream("f")
+    assert [(e.name, e.arguments) for e in _forced(named, '{ "a" :\t[1, 2] }', pieces)] == [("f", '{"a": [1, 2]}')]
+    assert named.finish_reason == "stop" and named.calls == 1
+    assert [e.arguments for e in _forced(ForcedCallStream("f"), '{"a": [1', pieces)] == ['{"a": [1']
+
+
+def test_forced_call_schema():
+    tools = check_tools([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
+                         {"type": "function", "function": {"name": "g"}}])
+    assert forced_call_schema(tools, "f") == {"type": "object"}
+    assert forced_call_schema(tools, "g") == {"type": "object", "properties": {}}  # no parameters: {}
+    with pytest.raises(ValueError, match="no tool is named 'h'"):
+        forced_call_schema(tools, "h")
+    many = forced_call_schema(tools)
+    assert many["minItems"] == 1 and "maxItems" not in many and len(many["items"]["anyOf"]) == 2
+    assert forced_call_schema(tools, parallel=False)["maxItems"] == 1
 
 
 def test_detect_parser():

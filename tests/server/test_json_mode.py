@@ -75,11 +75,12 @@ def test_answers_follow_a_json_schema(client):
         assert type(value["n"]) is int and type(value["sunny"]) is bool, value
 
 
-def _closing_tokens() -> list[int]:
-    """The test tokenizer's ids of '"', ',' and '}' (favoured so that random answers end within the budget)."""
+def _closing_tokens(*more: bytes) -> list[int]:
+    """The test tokenizer's ids of '"', ',' and '}' and ``more`` (favoured so that random answers end within
+    the budget)."""
     from tritium.engine.tokenizer import Tokenizer
     tok = Tokenizer.from_hf_dir(_MODEL[0])
-    return [i for i in range(tok.vocab_size) if tok.token_bytes(i) in (b'"', b",", b"}")]
+    return [i for i in range(tok.vocab_size) if tok.token_bytes(i) in (b'"', b",", b"}", *more)]
 
 
 def test_what_cannot_be_honoured_is_a_400(client):
@@ -99,3 +100,103 @@ def test_what_cannot_be_honoured_is_a_400(client):
         assert e.value.body["param"] == param, kw
     r = ask(client, response_format={"type": "text"}, temperature=0, max_tokens=4)  # still serving; text is text
     assert r.choices[0].finish_reason in ("stop", "length")
+
+
+# forced tool calls: tool_choice "required" or a named function holds the answer to calls (JSON mode), whatever
+# the model writes on its own (this random model writes no call)
+CITY = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city", "days"]}}}
+NOW = {"type": "function", "function": {"name": "now"}}  # no parameters: {} only
+
+
+def _check_call(call) -> None:
+    args = json.loads(call.function.arguments)
+    assert call.type == "function" and call.id.startswith("call_"), call
+    if call.function.name == "get_weather":
+        assert list(args) == ["city", "days"] and isinstance(args["city"], str) and type(args["days"]) is int, args
+    else:
+        assert call.function.name == "now" and args == {}, call
+
+
+def test_a_named_function_is_called(client):
+    """tool_choice names a function: every choice is one call of it with arguments its parameters accept
+    (finish reason stop, as OpenAI's), content null; cut at max_tokens: the call as far as it got."""
+    r = ask(client, tools=[CITY, NOW], tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            temperature=1.0, seed=7, n=4, max_tokens=60, logit_bias={str(i): 5 for i in _closing_tokens()})
+    finished = [c for c in r.choices if c.finish_reason == "stop"]
+    assert finished, [c.message for c in r.choices]
+    for c in r.choices:
+        assert c.message.content is None and len(c.message.tool_calls) == 1, c
+        assert c.message.tool_calls[0].function.name == "get_weather"
+        if c.finish_reason == "stop":
+            _check_call(c.message.tool_calls[0])
+    r = ask(client, tools=[CITY, NOW], tool_choice={"type": "function", "function": {"name": "now"}},
+            temperature=0, max_tokens=20)
+    assert r.choices[0].finish_reason == "stop" and r.choices[0].message.tool_calls[0].function.arguments == "{}"
+
+
+def test_required_calls_streamed_and_not(client):
+    """tool_choice "required": one or more calls of the tools (finish reason tool_calls), each with arguments
+    its own parameters accept; parallel_tool_calls false: exactly one; streamed, the same calls in
+    ``tool_calls`` deltas, one per call as it completes."""
+    bias = {str(i): 5 for i in _closing_tokens(b"]")}
+    r = ask(client, tools=[CITY, NOW], tool_choice="required", temperature=1.0, seed=11, n=4, max_tokens=100,
+            logit_bias=bias)
+    finished = [c for c in r.choices if c.finish_reason == "tool_calls"]
+    assert finished, [(c.finish_reason, c.message) for c in r.choices]
+    for c in finished:
+        assert c.message.content is None and c.message.tool_calls, c
+        for call in c.message.tool_calls:
+            _check_call(call)
+    one = ask(client, tools=[CITY, NOW], tool_choice="required", parallel_tool_calls=False, temperature=0,
+              max_tokens=100, logit_bias=bias).choices[0]
+    assert one.finish_reason == "tool_calls" and len(one.message.tool_calls) == 1, one
+    _check_call(one.message.tool_calls[0])
+    chunks = list(ask(client, tools=[CITY, NOW], tool_choice="required", parallel_tool_calls=False, temperature=0,
+                      max_tokens=100, logit_bias=bias, stream=True))
+    streamed = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
+    assert [(t.index, t.function.name, t.function.arguments) for t in streamed] == \
+        [(0, one.message.tool_calls[0].function.name, one.message.tool_calls[0].function.arguments)]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_forced_calls_that_cannot_be_honoured_are_a_400(client):
+    strict = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}}}
+    for kw, param in ((dict(tool_choice="required"), "tool_choice"),  # no tools
+                      (dict(tools=[CITY], tool_choice={"type": "function", "function": {"name": "nope"}}),
+                       "tool_choice"),
+                      (dict(tools=[CITY], tool_choice={"type": "function", "name": "get_weather"}), "tool_choice"),
+                      (dict(tools=[strict], tool_choice="required"), "tools"),  # minimum: not enforced
+                      (dict(tools=[CITY], tool_choice="required", response_format=JSON), "response_format")):
+        with pytest.raises(openai.BadRequestError) as e:
+            ask(client, **kw)
+        assert e.value.body["param"] == param, kw
+    assert "minimum is not supported" in ask_error(client, tools=[strict], tool_choice="required")
+    r = ask(client, tools=[CITY], tool_choice="none", temperature=0, max_tokens=4)  # still serving, no call
+    assert r.choices[0].message.tool_calls is None
+
+
+def ask_error(client, **kw) -> str:
+    with pytest.raises(openai.BadRequestError) as e:
+        ask(client, **kw)
+    return e.value.body["message"]
+
+
+def test_a_prompt_that_opens_reasoning_still_gets_its_call(client):  # client: the model made
+    """With the reasoning parser on and a prompt that ends inside <think>, a JSON-held answer (here a forced
+    call) is not read as reasoning: the call comes back (it was lost in reasoning_content)."""
+    engine = AsyncLLMEngine(LLMEngine(_MODEL[0], dtype=torch.float32, max_model_len=256))
+    with TestClient(build_app(engine, model_name="tiny", reasoning_parser="think")) as http:
+        thinking = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+        free = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
+                                              temperature=0, max_tokens=8)
+        assert free.choices[0].message.content is None  # the prompt does open a reasoning block
+        r = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
+                                           tools=[NOW], tool_choice={"type": "function", "function": {"name": "now"}},
+                                           temperature=0, max_tokens=20)
+        message = r.choices[0].message
+        assert message.tool_calls and message.tool_calls[0].function.name == "now", message
+        assert json.loads(message.tool_calls[0].function.arguments) == {}
+        assert getattr(message, "reasoning_content", None) is None

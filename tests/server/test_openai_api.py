@@ -427,7 +427,8 @@ BAD = [
      "unsupported_parameter", "tools"),
     ("tool_choice", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                              "tools": [{"type": "function", "function": {"name": "f"}}],
-                                             "tool_choice": "required"}, 400, "unsupported_parameter", "tool_choice"),
+                                             "tool_choice": {"type": "function", "function": {"name": "g"}}}, 400,
+     None, "tool_choice"),
     ("response_format-schema", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                         "response_format": {"type": "json_schema", "json_schema": {
                                                             "name": "x", "schema": {"type": "object", "properties": {

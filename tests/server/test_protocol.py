@@ -28,9 +28,30 @@ def test_chat_response_format():
                                                                 "json_schema": {"name": "s", "schema": schema}}})
     assert (req.params[0].response_format, req.params[0].json_schema) == ("json_schema", schema)
     assert parse_chat({"messages": MESSAGES, "response_format": {"type": "text"}}).params[0].response_format is None
-    for bad in ({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "array"}}},
+    for bad in ({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string"}}},
                 {"type": "json_schema", "json_schema": {"name": "s", "schema": schema, "extra": 1}},
                 {"type": "json_object", "schema": schema}, {"type": "xml"}, "json"):
         with pytest.raises(APIError) as e:
             parse_chat({"messages": MESSAGES, "response_format": bad})
         assert e.value.param == "response_format", bad
+
+
+def test_forced_tool_choice():
+    """tool_choice "required" or a named function: every choice is held to the calls' JSON schema
+    (tritium.engine.tools.forced_call_schema), one call at most without parallel_tool_calls."""
+    f = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "x": {"type": "string"}}}}}
+    g = {"type": "function", "function": {"name": "g"}}
+    req = parse_chat({"messages": MESSAGES, "n": 2, "tools": [f, g],
+                      "tool_choice": {"type": "function", "function": {"name": "f"}}})
+    assert (req.tool_choice, req.tool_name) == ("function", "f")
+    want = ("json_schema", f["function"]["parameters"])
+    assert [(p.response_format, p.json_schema) for p in req.params] == [want] * 2
+    req = parse_chat({"messages": MESSAGES, "tools": [f, g], "tool_choice": "required", "parallel_tool_calls": False})
+    schema = req.params[0].json_schema
+    assert (req.tool_choice, req.tool_name, schema["minItems"], schema["maxItems"]) == ("required", None, 1, 1)
+    assert [c["properties"]["name"] for c in schema["items"]["anyOf"]] == [{"const": "f"}, {"const": "g"}]
+    assert schema["items"]["anyOf"][1]["properties"]["arguments"] == {"type": "object", "properties": {}}
+    assert "maxItems" not in parse_chat({"messages": MESSAGES, "tools": [f], "tool_choice": "required"}
+                                        ).params[0].json_schema
+    assert parse_chat({"messages": MESSAGES, "tools": [f], "tool_choice": "auto"}).params[0].response_format is None

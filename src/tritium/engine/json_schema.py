@@ -4,9 +4,11 @@ of them (as OpenAI's strict structured outputs writes them).
 
 What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``additionalProperties`` (only the
 listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
-``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...),
-``$ref`` into ``$defs`` / ``definitions`` (not recursive), and ``{}`` / ``true`` (any JSON value); an object
-without ``properties`` is any JSON object. Annotations (``title``, ``description``, ``default``, ...) are
+``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
+objects among them told apart by their first property, the same name in each with a different ``const``
+string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
+and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
+object or an array. Annotations (``title``, ``description``, ``default``, ...) are
 ignored. What is not (string patterns and formats, lengths, numeric ranges, ``oneOf`` / ``allOf`` / ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
@@ -45,8 +47,8 @@ class SchemaGrammar(jm.Grammar):
         self._defs = (schema.get("$defs") or schema.get("definitions") or {}) if isinstance(schema, dict) else {}
         self._resolving: list[str] = []
         root = self._compile(schema, "schema")
-        if self._first(root) != frozenset(b"{"):
-            raise ValueError("json_schema: the schema's root must be an object (type 'object')")
+        if self._first(root) not in (frozenset(b"{"), frozenset(b"[")):
+            raise ValueError("json_schema: the schema's root must be an object or an array (type 'object' or 'array')")
         self.start = (self._frame(root),)
 
     # -- compiling --------------------------------------------------------------------------------------------
@@ -135,6 +137,13 @@ class SchemaGrammar(jm.Grammar):
         raise ValueError(f"json_schema: {where}.$ref {ref!r} names no definition under #/$defs or #/definitions")
 
     def _union(self, branches: list[int], where: str) -> int:
+        objects = [nid for nid in branches if self.nodes[nid][0] == "object"]
+        if len(objects) > 1:  # told apart by their first property's const, or refused below
+            tagged = self._tagged(objects)
+            if tagged is not None:
+                branches = [tagged] + [nid for nid in branches if nid not in objects]
+        if len(branches) == 1:
+            return branches[0]
         seen: set[int] = set()
         table = []
         for nid in branches:
@@ -142,10 +151,31 @@ class SchemaGrammar(jm.Grammar):
             if first & seen:
                 raise ValueError(f"json_schema: {where}: the alternatives can begin with the same character "
                                  f"({bytes(sorted(first & seen)).decode()!r}); JSON mode takes alternatives that "
-                                 f"differ in their first character (e.g. a string or null)")
+                                 f"differ in their first character (e.g. a string or null), and objects whose first "
+                                 f"property is the same name with a different const string in each")
             seen |= first
             table.append((first, nid))
         return self._node(("union", tuple(table)))
+
+    def _tagged(self, objects: list[int]) -> int | None:
+        """One node for objects whose first property has the same name in each and a different ``const``
+        string (``{"name": {"const": "f"}, ...}``): the tag's value picks the object; None if they are not."""
+        prefix, table = None, []
+        for nid in objects:
+            items = self.nodes[nid][1]
+            if len(items) < 5 or items[3][0] != "val":
+                return None
+            value = self.nodes[items[3][1]]
+            if value[0] != "enum" or len(value[1]) != 1 or value[1][0][:1] != b'"':
+                return None
+            if prefix is None:
+                prefix = items[:3]
+            elif items[:3] != prefix:
+                return None
+            table.append((value[1][0], self._node(("object", items[4:]))))
+        if len({tag for tag, _ in table}) < len(table):
+            return None
+        return self._node(("tagged", tuple(lit for _, lit in prefix), tuple(table)))
 
     def _array(self, schema: dict, where: str) -> int:
         lo, hi = schema.get("minItems", 0), schema.get("maxItems")
@@ -186,7 +216,7 @@ class SchemaGrammar(jm.Grammar):
         """The bytes a value of node ``nid`` can begin with."""
         node = self.nodes[nid]
         kind = node[0]
-        if kind == "object":
+        if kind in ("object", "tagged"):
             return frozenset(b"{")
         if kind == "array":
             return frozenset(b"[")
@@ -215,6 +245,8 @@ class SchemaGrammar(jm.Grammar):
             return ("e", nid, b"")
         if kind == "union":
             return ("u", nid)
+        if kind == "tagged":
+            return ("t", nid, 0, 0, b"")
         return ("g", nid, self.nodes[nid][1])
 
     # -- the grammar ----------------------------------------------------------------------------------------
@@ -315,6 +347,23 @@ class SchemaGrammar(jm.Grammar):
             if longer:
                 return ("done",) if longer == [grown] else ("set", ("e", nid, grown))
             return ("end",) if prefix in literals else None
+        if kind == "t":  # a tagged union: its shared first literals, then the tag's value picks the object
+            _, nid, pos, off, tag = frame
+            _, prefix, table = self.nodes[nid]
+            if pos < len(prefix):
+                lit = prefix[pos]
+                if off == 0 and b in jm._WS:
+                    return ("set", frame)
+                if b != lit[off]:
+                    return None
+                return ("set", ("t", nid, pos, off + 1, b"") if off + 1 < len(lit) else ("t", nid, pos + 1, 0, b""))
+            if not tag and b in jm._WS:
+                return ("set", frame)
+            grown = tag + bytes([b])
+            for lit, tail in table:  # JSON strings: none is a prefix of another
+                if lit == grown:
+                    return ("set", ("o", tail, 0, 0))
+            return ("set", ("t", nid, pos, 0, grown)) if any(lit.startswith(grown) for lit, _ in table) else None
         if kind == "u":
             if b in jm._WS:
                 return ("set", frame)

@@ -17,12 +17,18 @@ answer is then parsed by the model family's format:
 no name) stays in the content, as the model wrote it. :class:`ToolCallStream` parses a streamed answer:
 content is passed on as it comes, except what may still turn into a call, which is held until it does or
 cannot.
+
+A forced call (``tool_choice`` "required" or a named function) is not parsed out of free text: the answer is
+constrained by JSON mode (:func:`forced_call_schema`) to the function's arguments (named) or to a JSON list
+of calls ``[{"name": ..., "arguments": {...}}, ...]`` ("required"), whatever the model's own format, and
+:class:`ForcedCallStream` turns it into calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import uuid
 
 from tritium.engine.reasoning import partial_suffix
@@ -179,6 +185,8 @@ class ToolCallStream:
     """Parses an answer as it streams: ``feed(delta)`` and ``finish()`` return events, content text (str) or
     a :class:`ToolCall`, in answer order. Content that may still be part of a call is held back."""
 
+    finish_reason = "tool_calls"  # of an answer that ends with calls in it
+
     def __init__(self, parser: str):
         if parser not in PARSERS:
             raise ValueError(f"tool-call parser must be one of {', '.join(PARSERS)}, got {parser!r}")
@@ -246,3 +254,96 @@ class ToolCallStream:
         self.calls += sum(isinstance(e, ToolCall) for e in events)
         return events
 
+
+
+def _parameters(tool: dict) -> dict:
+    """A checked tool's parameters schema (none: a function of no arguments, as OpenAI reads it)."""
+    return tool["function"].get("parameters") or {"type": "object", "properties": {}}
+
+
+def forced_call_schema(tools: list[dict], name: str | None = None, parallel: bool = True) -> dict:
+    """The JSON schema a forced call's answer is held to (``tools`` checked by :func:`check_tools`): with
+    ``name``, that function's arguments (its parameters); else a list of at least one call, each
+    ``{"name": <a tool's name>, "arguments": <its parameters>}`` (at most one without ``parallel``)."""
+    if name is not None:
+        for tool in tools:
+            if tool["function"]["name"] == name:
+                return _parameters(tool)
+        raise ValueError(f"no tool is named {name!r} (tools: {', '.join(t['function']['name'] for t in tools)})")
+    calls = [{"type": "object", "properties": {"name": {"const": t["function"]["name"]},
+                                               "arguments": _parameters(t)}} for t in tools]
+    schema = {"type": "array", "minItems": 1, "items": {"anyOf": calls}}
+    if not parallel:
+        schema["maxItems"] = 1
+    return schema
+
+
+_PARTIAL_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*(.*)', re.DOTALL)
+
+
+class ForcedCallStream:
+    """The calls of a forced answer (:func:`forced_call_schema`), with the interface of
+    :class:`ToolCallStream`: ``feed(delta)`` and ``finish()`` return the calls as they complete (named: the
+    one call, at the end; "required": each call as its object closes). An answer cut short (``max_tokens``)
+    ends with its last call as far as it got, the arguments unfinished; an answer with no call in it at all
+    (cut before its first name) is content."""
+
+    def __init__(self, name: str | None = None):
+        self.name = name
+        # OpenAI's finish reason: "stop" for a named function forced, "tool_calls" for "required"
+        self.finish_reason = "stop" if name is not None else "tool_calls"
+        self.text = ""
+        self.calls = 0
+        self._scan = 0  # "required": how far the text is scanned
+        self._depth = 0
+        self._in_string = self._escape = False
+        self._start = -1  # where the call object being read began
+
+    def feed(self, delta: str) -> list:
+        self.text += delta
+        if self.name is not None:
+            return []
+        events = []
+        for i in range(self._scan, len(self.text)):
+            ch = self.text[i]
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                elif ch == "\\":
+                    self._escape = True
+                elif ch == '"':
+                    self._in_string = False
+                continue
+            if ch == '"':
+                self._in_string = True
+            elif ch in "{[":
+                self._depth += 1
+                if self._depth == 2 and ch == "{":
+                    self._start = i
+            elif ch in "}]":
+                self._depth -= 1
+                if self._depth == 1 and ch == "}" and self._start >= 0:
+                    call = _call(_decode(self.text[self._start:i + 1]), "arguments")
+                    if call is not None:
+                        events.append(call)
+                    self._start = -1
+        self._scan = len(self.text)
+        self.calls += len(events)
+        return events
+
+    def finish(self) -> list:
+        if self.name is not None:
+            if not self.text.strip():
+                return []
+            self.calls += 1
+            args = _decode(self.text)  # whole: written as the other calls are; cut short: as far as it got
+            return [ToolCall(self.name, self.text.strip() if args is None else json.dumps(args, ensure_ascii=False))]
+        if self._start >= 0:  # cut short inside a call
+            m = _PARTIAL_CALL.match(self.text[self._start:])
+            self._start = -1
+            if m is not None:
+                self.calls += 1
+                return [ToolCall(json.loads(m.group(1)), m.group(2))]
+        if not self.calls and self.text:
+            return [self.text]
+        return []

@@ -31,7 +31,7 @@ from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
-from tritium.engine.tools import PARSERS, ToolCall, ToolCallStream, detect_parser, parse_tool_calls
+from tritium.engine.tools import PARSERS, ForcedCallStream, ToolCall, ToolCallStream, detect_parser, parse_tool_calls
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
@@ -74,7 +74,7 @@ class _Choice:
     tokens: int = 0
     logprobs: list = dataclasses.field(default_factory=list)
     finish_reason: str | None = None
-    tools: ToolCallStream | None = None  # with tools: the answer's calls parsed as it streams
+    tools: ToolCallStream | ForcedCallStream | None = None  # with tools: the answer's calls read as it streams
     reasoning: ReasoningStream | None = None  # with the reasoning parser: <think> ... </think> as it streams
     # completions with echo: the prompt's text and ids (and their logprobs once computed), not yet streamed;
     # score_only (max_tokens 0): the one token the engine generates is dropped
@@ -232,10 +232,12 @@ class OpenAIServer:
                 params = dataclasses.replace(params, max_tokens=min(wanted, limit))
                 rid = f"{prefix}-{i * req.n + j}"
                 choices[rid] = _Choice(i * req.n + j, len(ids),
-                                       tools=ToolCallStream(self.tool_parser) if self._parses(req) else None,
+                                       tools=self._call_stream(req),
                                        echo=echo, prompt_ids=ids if req.echo else None,
                                        score_only=req.max_tokens == 0)
-                if kind == "chat" and self.reasoning_parser is not None:
+                # JSON mode (a response_format, a forced call) holds the answer to JSON from its first token:
+                # it has no reasoning block, even where the prompt opened one
+                if kind == "chat" and self.reasoning_parser is not None and params.response_format is None:
                     choices[rid].reasoning = ReasoningStream(opened[i])
                 subs.append((rid, ids, params))
         try:
@@ -320,8 +322,14 @@ class OpenAIServer:
         return kwargs
 
     def _parses(self, req: GenerationRequest) -> bool:
-        """Whether the answers of ``req`` are parsed for tool calls."""
-        return req.kind == "chat" and req.tools is not None and req.tool_choice == "auto"
+        """Whether the answers of ``req`` are read for tool calls (parsed, or forced)."""
+        return req.kind == "chat" and req.tools is not None and req.tool_choice != "none"
+
+    def _call_stream(self, req: GenerationRequest) -> ToolCallStream | ForcedCallStream | None:
+        """What reads one answer of ``req`` for tool calls: the model's own format, or a forced call's JSON."""
+        if not self._parses(req):
+            return None
+        return ToolCallStream(self.tool_parser) if req.tool_choice == "auto" else ForcedCallStream(req.tool_name)
 
     def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
         logprobs = None
@@ -336,11 +344,18 @@ class OpenAIServer:
                 if reasoning is not None and not message["content"]:
                     message["content"] = None
             if self._parses(req) and message["content"]:
-                content, calls = parse_tool_calls(message["content"], self.tool_parser)
+                if req.tool_choice == "auto":
+                    content, calls = parse_tool_calls(message["content"], self.tool_parser)
+                    reason = "tool_calls"
+                else:  # forced: the answer is the call(s), held to them by JSON mode
+                    forced = ForcedCallStream(req.tool_name)
+                    events = forced.feed(message["content"]) + forced.finish()
+                    calls = [e for e in events if isinstance(e, ToolCall)]
+                    content, reason = None if calls else message["content"], forced.finish_reason
                 if calls:
                     calls = calls if req.parallel_tool_calls else calls[:1]
                     message.update(content=content, tool_calls=[t.to_openai() for t in calls])
-                    finish = "tool_calls" if finish == "stop" else finish
+                    finish = reason if finish == "stop" else finish
             return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
         choice = {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
         if req.prompt_logprobs is not None:
@@ -384,7 +399,7 @@ class OpenAIServer:
                     last = k == len(deltas) - 1
                     finish = c.finish_reason if last else None
                     if last and finish == "stop" and c.tools is not None and c.tools.calls:
-                        finish = "tool_calls"
+                        finish = c.tools.finish_reason
                     yield self._chunk(prefix, kind, c.index, delta, logprobs if k == 0 else None, finish,
                                       usage_field and self._usage(req, choices, prompt_tokens))
             if stream.finished and all(c.finish_reason is not None for c in choices.values()):

@@ -3,12 +3,13 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (suffix, a forced tool call, ...) are refused by name instead of being ignored;
-unknown fields are refused too. Chat takes function ``tools`` (``tool_choice`` "auto" or "none":
-:mod:`tritium.engine.tools`) and ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`)
-or ``json_schema`` (structured outputs: :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``,
-``min_p``, ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``,
-and ``stream_options.continuous_usage_stats`` (usage in every chunk).
+does not implement (suffix, audio, ...) are refused by name instead of being ignored; unknown fields are
+refused too. Chat takes function ``tools`` (``tool_choice`` "auto", "none", "required" or a named function,
+the last two forced through JSON mode: :mod:`tritium.engine.tools`) and ``response_format`` ``json_object``
+(JSON mode: :mod:`tritium.engine.json_mode`) or ``json_schema`` (structured outputs:
+:mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
+``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
+``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
 first, the first token's null) and, with ``echo``, ``max_tokens`` 0 (the prompt scored, nothing generated), as
 lm-evaluation-harness asks for log-likelihoods. Both endpoints take vLLM's ``prompt_logprobs: k`` (not streamed):
@@ -24,7 +25,7 @@ from tritium.engine import SamplingParams
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.sampling import MAX_LOGPROBS, MAX_REPETITION_PENALTY
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
-from tritium.engine.tools import check_tools
+from tritium.engine.tools import check_tools, forced_call_schema
 from tritium.server.errors import invalid
 
 MAX_N = 128
@@ -60,7 +61,9 @@ class GenerationRequest:
     logprobs: int | None = None  # top alternatives to report per token (0: the sampled token only)
     template_kwargs: dict | None = None  # chat: more chat-template variables (chat_template_kwargs)
     tools: list[dict] | None = None  # chat: function tools for the template
-    tool_choice: str = "none"  # "auto": the answer is parsed for calls; "none": it is not
+    tool_choice: str = "none"  # "auto": the answer is parsed for calls; "none": it is not; "required" or
+    # "function" (tool_name): the answer is held to calls (forced_call_schema) and read as calls
+    tool_name: str | None = None
     parallel_tool_calls: bool = True  # False: the first call only
     echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
     prompt_logprobs: int | None = None  # vLLM's: each prompt token's logprob, rank and this many alternatives
@@ -265,25 +268,35 @@ def parse_chat(body: dict) -> GenerationRequest:
         template_kwargs = check_template_kwargs(body.get("chat_template_kwargs"))
     except ValueError as e:
         raise invalid(str(e), "chat_template_kwargs") from None
-    tools, tool_choice = _tools(body)
+    tools, tool_choice, tool_name = _tools(body)
     parallel = body.get("parallel_tool_calls")
     if parallel is not None and not isinstance(parallel, bool):
         raise invalid(f"parallel_tool_calls must be a boolean, got {_show(parallel)}", "parallel_tool_calls")
     params = _sampling(body, max_tokens, logprobs)
     response_format = _response_format(body)
     if response_format is not None:
-        if tool_choice == "auto":
-            raise invalid(f"response_format {response_format[0]} cannot be combined with tools (tool_choice 'auto'): "
-                          "a tool call is not the JSON answer asked for; pass tool_choice 'none' or no tools",
-                          "response_format")
+        if tool_choice != "none":
+            raise invalid(f"response_format {response_format[0]} cannot be combined with tools (tool_choice "
+                          f"{tool_choice!r}): a tool call is not the JSON answer asked for; pass tool_choice 'none' or "
+                          "no tools", "response_format")
         kind, schema = response_format
         params = [dataclasses.replace(p, response_format=kind, json_schema=schema) for p in params]
+    if tool_choice in ("required", "function"):
+        try:
+            schema = forced_call_schema(tools, tool_name, parallel is not False)
+            compile_schema(schema)
+        except ValueError as e:
+            forced = "'required'" if tool_name is None else f"function {tool_name!r}"
+            raise invalid(f"tool_choice {forced} holds the answer to the tools' parameters with JSON mode, which "
+                          f"cannot enforce them: {e}", "tools") from None
+        params = [dataclasses.replace(p, response_format="json_schema", json_schema=schema) for p in params]
     prompt_k, params = _prompt_logprobs(body, stream, params)
     # the conversation's prompt_logprobs are reported once: the first choice scores the prompt, the others may
     # take its KV pages from the prefix cache
     params = params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
-                             template_kwargs, tools, tool_choice, parallel is not False, prompt_logprobs=prompt_k)
+                             template_kwargs, tools, tool_choice, tool_name, parallel is not False,
+                             prompt_logprobs=prompt_k)
 
 
 def _response_format(body: dict) -> tuple[str, dict | bool | None] | None:
@@ -327,10 +340,9 @@ def _response_format(body: dict) -> tuple[str, dict | bool | None] | None:
     return "json_schema", schema
 
 
-def _tools(body: dict) -> tuple[list[dict] | None, str]:
-    """(tools, tool_choice) of a chat request: tool_choice "auto" (the default with tools) or "none"; a call
-    forced ("required", a named function) needs decoding constrained to the model's call format, which this
-    server does not do (JSON mode constrains to JSON only)."""
+def _tools(body: dict) -> tuple[list[dict] | None, str, str | None]:
+    """(tools, tool_choice, tool_name) of a chat request: tool_choice "auto" (the default with tools), "none",
+    "required" (at least one call) or "function" (a named function's call, tool_name)."""
     tools = body.get("tools")
     if tools is not None and tools != []:
         try:
@@ -341,17 +353,24 @@ def _tools(body: dict) -> tuple[list[dict] | None, str]:
         tools = None
     choice = body.get("tool_choice")
     if choice is None:
-        return tools, "auto" if tools else "none"
+        return tools, "auto" if tools else "none", None
     if choice == "none":
-        return tools, "none"
-    if choice == "auto":
+        return tools, "none", None
+    if choice in ("auto", "required"):
         if tools is None:
-            raise invalid("tool_choice 'auto' needs tools", "tool_choice")
-        return tools, "auto"
-    if choice == "required" or isinstance(choice, dict):
-        raise invalid(f"tool_choice {_show(choice)} is not supported: a forced call needs decoding constrained to "
-                      f"the model's tool-call format, which this server does not do (use 'auto')", "tool_choice",
-                      "unsupported_parameter")
+            raise invalid(f"tool_choice {choice!r} needs tools", "tool_choice")
+        return tools, choice, None
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        if choice.get("type") != "function" or set(choice) != {"type", "function"} or not isinstance(fn, dict) \
+                or set(fn) != {"name"} or not isinstance(fn["name"], str):
+            raise invalid(f"a named tool_choice must be {{'type': 'function', 'function': {{'name': ...}}}}, got "
+                          f"{_show(choice)}", "tool_choice")
+        names = [t["function"]["name"] for t in tools or []]
+        if fn["name"] not in names:
+            raise invalid(f"tool_choice names function {fn['name']!r}, which is not among the tools "
+                          f"({', '.join(names) or 'none given'})", "tool_choice")
+        return tools, "function", fn["name"]
     raise invalid(f"tool_choice must be 'none', 'auto', 'required' or a named function, got {_show(choice)}",
                   "tool_choice")
 
