@@ -150,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--tool-call-parser", choices=["auto", *TOOL_PARSERS], default="auto",
                      help="how the model writes tool calls, for chat requests with tools: hermes (<tool_call> "
                           "blocks: Qwen2.5/Qwen3, Hermes), llama3_json (Llama 3.1-3.3), mistral (a JSON list: "
-                          "Mistral 7B v0.3, Nemo), or auto (the default: recognised from the chat template)")
+                          "Mistral 7B v0.3, Nemo), pythonic ([f(x=1), g()]: Llama 3.2 / 4 pythonic templates), "
+                          "or auto (the default: recognised from the chat template)")
     srv.add_argument("--reasoning-parser", choices=["think"], default=None,
                      help="return chat answers' <think> ... </think> part (Qwen3, QwQ, DeepSeek-R1) as "
                           "message.reasoning_content instead of in the content (default: left in the content)")

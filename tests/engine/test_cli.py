@@ -201,8 +201,9 @@ def test_serve_flags_reach_the_engine(tiny_models):
     assert default["batch_invariant"] is False
     assert _parser().parse_args(["serve"]).tool_call_parser == "auto"  # recognised from the template
     assert _parser().parse_args(["serve", "--tool-call-parser", "llama3_json"]).tool_call_parser == "llama3_json"
+    assert _parser().parse_args(["serve", "--tool-call-parser", "pythonic"]).tool_call_parser == "pythonic"
     with pytest.raises(SystemExit):
-        _parser().parse_args(["serve", "--tool-call-parser", "pythonic"])
+        _parser().parse_args(["serve", "--tool-call-parser", "xml"])
     assert _parser().parse_args(["serve"]).reasoning_parser is None
     assert _parser().parse_args(["serve", "--reasoning-parser", "think"]).reasoning_parser == "think"
     for command in (["serve"], ["generate", "x"], ["chat"]):

@@ -63,7 +63,21 @@ MISTRAL = [
     ("Plain answer.", "Plain answer.", []),
     ('[{"name": "a", "argum', '[{"name": "a", "argum', []),
 ]
-CASES = [("hermes", *c) for c in HERMES] + [("llama3_json", *c) for c in LLAMA3] + [("mistral", *c) for c in MISTRAL]
+PYTHONIC = [
+    ('[get_weather(city="Paris", days=3), get_time()]', None, [call("get_weather", city="Paris", days=3),
+                                                              call("get_time")]),
+    (' [fs.read(path=\'a "b"\', flags=[1, -2.5, None, True], opts={"k": (1, 2)})] ', None,
+     [call("fs.read", path='a "b"', flags=[1, -2.5, None, True], opts={"k": [1, 2]})]),
+    ("[1] is a citation.", "[1] is a citation.", []),
+    ("[f(1)]", "[f(1)]", []),  # positional: not a call of keyword arguments
+    ("[f(x=g())]", "[f(x=g())]", []),  # not a literal: never run
+    ("[f(x={1, 2})]", "[f(x={1, 2})]", []),  # a set: no JSON value
+    ("[f(**kw)]", "[f(**kw)]", []),
+    ("Call [f()] now", "Call [f()] now", []),
+    ('[get_weather(city="Pa', '[get_weather(city="Pa', []),  # cut off
+]
+CASES = [("hermes", *c) for c in HERMES] + [("llama3_json", *c) for c in LLAMA3] + [("mistral", *c) for c in MISTRAL] \
+    + [("pythonic", *c) for c in PYTHONIC]
 
 
 @pytest.mark.parametrize("parser, text, content, calls", CASES)
@@ -157,6 +171,8 @@ def test_detect_parser():
     assert detect_parser("{% for tool in tools %}...<tool_call>\n{{ tool }}</tool_call>{% endfor %}") == "hermes"
     assert detect_parser("Environment: ipython ... <|python_tag|> ... parameters") == "llama3_json"
     assert detect_parser("{{ '[AVAILABLE_TOOLS] ' + tools|tojson }}...{{ '[TOOL_CALLS] ' }}") == "mistral"
+    assert detect_parser("... you MUST put it in the format of [func_name1(params_name1=params_value1, "
+                         "params_name2=params_value2...), func_name2(params)] ...") == "pythonic"
     assert detect_parser("{% for m in messages %}{{ m.content }}{% endfor %}") is None
     assert detect_parser(None) is None and detect_parser("") is None
 

@@ -290,6 +290,16 @@ def test_vllm_prompt_logprobs(server, llm):
                 assert entry[str(tid)]["logprob"] == pytest.approx(value, abs=1e-5)
                 assert entry[str(tid)]["rank"] == (w.rank if tid == ids[t] else rank)
             assert set(entry) == {str(ids[t])} | {str(tid) for tid, _ in w.top}  # one entry where they coincide
+    two = [llm.tokenizer.encode(PROMPTS[1]), ids]  # n=2 each: the first choice of a prompt scores it for both
+    status, r = server.request("POST", "/v1/completions", {"prompt": two, "max_tokens": 1, "temperature": 0,
+                                                           "prompt_logprobs": 1, "n": 2}, headers=headers)
+    assert status == 200, r
+    for choice in r["choices"]:
+        prompt = two[choice["index"] // 2]
+        got = choice["prompt_logprobs"]
+        assert len(got) == len(prompt) and all(str(t) in e for t, e in zip(prompt[1:], got[1:])), choice["index"]
+    assert r["choices"][0]["prompt_logprobs"] == r["choices"][1]["prompt_logprobs"]
+    assert r["choices"][2]["prompt_logprobs"] == r["choices"][3]["prompt_logprobs"]
     messages = [{"role": "user", "content": PROMPTS[3]}]
     chat_ids = llm.chat(messages, greedy(1))[0].prompt_token_ids
     status, r = server.request("POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 2,

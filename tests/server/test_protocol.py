@@ -4,7 +4,7 @@ carry."""
 import pytest
 
 from tritium.server.errors import APIError
-from tritium.server.protocol import parse_chat
+from tritium.server.protocol import parse_chat, parse_completion
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -16,6 +16,15 @@ def test_chat_choices_score_the_prompt_once():
     assert [p.prompt_logprobs for p in req.params] == [2, None, None] and req.prompt_logprobs == 2
     assert [p.seed for p in req.params] == [7, 8, 9]
     assert [p.prompt_logprobs for p in parse_chat({"messages": MESSAGES, "n": 2}).params] == [None, None]
+
+
+def test_completion_choices_score_each_prompt_once():
+    """Completions with n > 1: each prompt is scored by its first choice (the server gives the others its
+    scores); streamed (echo with logprobs) every choice scores it, its scores going out in its first chunk."""
+    req = parse_completion({"prompt": ["a", "b"], "n": 3, "prompt_logprobs": 1})
+    assert [p.prompt_logprobs for p in req.params] == [1, None, None]
+    req = parse_completion({"prompt": "a", "n": 2, "echo": True, "logprobs": 2, "stream": True})
+    assert [p.prompt_logprobs for p in req.params] == [2, 2]
 
 
 def test_chat_response_format():

@@ -12,6 +12,10 @@ answer is then parsed by the model family's format:
   ``[TOOL_CALLS]``, a control token the detokenizer leaves out of the text; Mistral 7B v0.3, Mixtral 8x22B,
   Mistral Nemo); any other answer is content. Call ids are 9 letters and digits, as Mistral's templates
   require of the calls sent back to them.
+- ``pythonic``: the whole answer is a Python list of calls with keyword arguments of literal values,
+  ``[get_weather(city="Paris", days=3), get_time()]`` (Llama 3.2 and Llama 4 with their pythonic templates,
+  whose instructions show ``[func_name1(params_name1=params_value1, ...)]``); read with :mod:`ast`, never
+  run; any other answer is content.
 
 :func:`detect_parser` picks one from the template's text. A block that is not a well-formed call (bad JSON,
 no name) stays in the content, as the model wrote it. :class:`ToolCallStream` parses a streamed answer:
@@ -26,6 +30,7 @@ of calls ``[{"name": ..., "arguments": {...}}, ...]`` ("required"), whatever the
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -33,12 +38,13 @@ import uuid
 
 from tritium.engine.reasoning import partial_suffix
 
-PARSERS = ("hermes", "llama3_json", "mistral")
+PARSERS = ("hermes", "llama3_json", "mistral", "pythonic")
 _HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
 _PYTHON_TAG = "<|python_tag|>"
 _MISTRAL_TAG = "[TOOL_CALLS]"
+_PYTHONIC_HINT = "[func_name1(params_name1=params_value1"  # the instructions of pythonic templates
 # whole-answer formats: (the tag an answer of calls may start with, the character its calls start with)
-_WHOLE = {"llama3_json": (_PYTHON_TAG, "{"), "mistral": (_MISTRAL_TAG, "[")}
+_WHOLE = {"llama3_json": (_PYTHON_TAG, "{"), "mistral": (_MISTRAL_TAG, "["), "pythonic": ("", "[")}
 
 
 @dataclasses.dataclass
@@ -58,6 +64,8 @@ def detect_parser(template: str | None) -> str | None:
         return None
     if _HERMES_OPEN in template:
         return "hermes"
+    if _PYTHONIC_HINT in template:
+        return "pythonic"
     if _MISTRAL_TAG in template:
         return "mistral"
     if _PYTHON_TAG in template or ("parameters" in template and "Environment: ipython" in template):
@@ -181,6 +189,38 @@ def _llama3_calls(text: str) -> list[ToolCall] | None:
     return calls or None
 
 
+def _pythonic_calls(text: str) -> list[ToolCall] | None:
+    """Pythonic calls: the whole text one Python list of ``name(key=literal, ...)``; None if it is not (a
+    call with positional arguments, a value that is not a literal, ...)."""
+    body = text.strip()
+    if not body.startswith("["):
+        return None
+    try:
+        tree = ast.parse(body, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(tree, ast.List) or not tree.elts:
+        return None
+    calls = []
+    for node in tree.elts:
+        if not isinstance(node, ast.Call) or node.args or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return None
+        name = ast.unparse(node.func)  # a dotted name stays dotted (tool names may hold '.')
+        args = {}
+        for kw in node.keywords:
+            if kw.arg is None:  # **kwargs
+                return None
+            try:
+                args[kw.arg] = ast.literal_eval(kw.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+        try:
+            calls.append(ToolCall(name, json.dumps(args, ensure_ascii=False)))
+        except (TypeError, ValueError):  # a literal JSON cannot hold (a set, bytes, a complex number)
+            return None
+    return calls
+
+
 class ToolCallStream:
     """Parses an answer as it streams: ``feed(delta)`` and ``finish()`` return events, content text (str) or
     a :class:`ToolCall`, in answer order. Content that may still be part of a call is held back."""
@@ -238,12 +278,13 @@ class ToolCallStream:
             return [text] if text else []
         tag, opener = _WHOLE[self.parser]
         head = self.buffer.lstrip()
-        maybe = not head or head.startswith(opener) or tag.startswith(head[:len(tag)])
+        maybe = not head or head.startswith(opener) or bool(tag) and tag.startswith(head[:len(tag)])
         if maybe and not final:
             return []
         calls = None
         if maybe:
-            calls = _llama3_calls(self.buffer) if self.parser == "llama3_json" else _mistral_calls(self.buffer)
+            calls = {"llama3_json": _llama3_calls, "mistral": _mistral_calls,
+                     "pythonic": _pythonic_calls}[self.parser](self.buffer)
         self.decided = True
         if calls:
             self.buffer = ""

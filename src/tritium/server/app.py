@@ -308,6 +308,9 @@ class OpenAIServer:
             raise invalid(str(e), None) from None
         body = self._header(prefix, kind, chunk=False)
         ordered = sorted(choices.values(), key=lambda c: c.index)
+        for c in ordered:  # the first choice of each prompt scored it (parse_completion): the others share that
+            if c.index % req.n and c.prompt_logprobs is None:
+                c.prompt_logprobs = ordered[c.index - c.index % req.n].prompt_logprobs
         body["choices"] = [self._final_choice(kind, c, req) for c in ordered]
         body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
         if kind == "chat" and req.prompt_logprobs is not None:  # vLLM's: the conversation's, once

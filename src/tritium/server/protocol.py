@@ -247,6 +247,8 @@ def parse_completion(body: dict) -> GenerationRequest:
     # echo with logprobs: the prompt's tokens with as many alternatives as the answer's
     prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs),
                                         logprobs if echo else None)
+    if not stream:  # each prompt is scored by its first choice, the others given its scores (OpenAIServer)
+        params = params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
                              echo=echo, prompt_logprobs=prompt_k)
 
