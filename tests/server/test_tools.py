@@ -178,8 +178,8 @@ def test_a_template_without_a_known_format_needs_the_parser_named(tmp_path):
                 assert ask(client, tools=[WEATHER], tool_choice="none").choices[0].message.content == " ".join(ANSWER)
             else:
                 assert _calls(ask(client, tools=[WEATHER, TIME]).choices[0].message.tool_calls) == BOTH
-    with pytest.raises(ValueError, match="tool_parser must be one of hermes, llama3_json, mistral or None"):
-        build_app(engine, model_name="chain", tool_parser="pythonic")
+    with pytest.raises(ValueError, match="tool_parser must be one of hermes, llama3_json, mistral, pythonic or None"):
+        build_app(engine, model_name="chain", tool_parser="xml")
 
 
 def _streamed(chunks) -> tuple[str, str, list]:
