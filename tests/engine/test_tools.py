@@ -62,6 +62,13 @@ MISTRAL = [
     ('[{"name": "a"}, {"no": "name"}]', '[{"name": "a"}, {"no": "name"}]', []),
     ("Plain answer.", "Plain answer.", []),
     ('[{"name": "a", "argum', '[{"name": "a", "argum', []),
+    # v11+: name[ARGS]{...} after each [TOOL_CALLS] (kept in the text), content before the first
+    ('Let me check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]now[ARGS]{}', "Let me check.",
+     [call("get_weather", city="Paris"), call("now")]),
+    ('[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}', None, [call("get_weather", city="Paris")]),
+    ('[TOOL_CALLS]a{"k": [1, "[ARGS]"]}', None, [call("a", k=[1, "[ARGS]"])]),
+    ('Text [TOOL_CALLS]get_weather[ARGS]{"city": "Pa', 'Text [TOOL_CALLS]get_weather[ARGS]{"city": "Pa', []),
+    ("Cites [1] and [TOOL_ but no call", "Cites [1] and [TOOL_ but no call", []),
 ]
 PYTHONIC = [
     ('[get_weather(city="Paris", days=3), get_time()]', None, [call("get_weather", city="Paris", days=3),
@@ -165,6 +172,14 @@ def test_forced_call_schema():
     many = forced_call_schema(tools)
     assert many["minItems"] == 1 and "maxItems" not in many and len(many["items"]["anyOf"]) == 2
     assert forced_call_schema(tools, parallel=False)["maxItems"] == 1
+
+
+def test_mistral_call_ids():
+    """Mistral's call ids: 9 characters of its own (templates check them), v13's [CALL_ID] as the model wrote it."""
+    _, calls = parse_tool_calls('[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{}[TOOL_CALLS]g[ARGS]{}', "mistral")
+    assert calls[0].id == "a1b2c3d4e" and len(calls[1].id) == 9 and calls[1].id.isalnum()
+    _, calls = parse_tool_calls('[{"name": "f", "arguments": {}}]', "mistral")
+    assert len(calls[0].id) == 9
 
 
 def test_detect_parser():

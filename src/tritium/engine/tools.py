@@ -8,10 +8,13 @@ answer is then parsed by the model family's format:
   content (Qwen2.5, Qwen3, QwQ, Hermes and most models whose template mentions ``<tool_call>``).
 - ``llama3_json``: the whole answer is a call ``{"name": ..., "parameters": {...}}`` (after an optional
   ``<|python_tag|>``), or several separated by ``;`` (Llama 3.1-3.3); any other answer is content.
-- ``mistral``: the whole answer is a JSON list of calls ``[{"name": ..., "arguments": {...}}, ...]`` (after
-  ``[TOOL_CALLS]``, a control token the detokenizer leaves out of the text; Mistral 7B v0.3, Mixtral 8x22B,
-  Mistral Nemo); any other answer is content. Call ids are 9 letters and digits, as Mistral's templates
-  require of the calls sent back to them.
+- ``mistral``: after ``[TOOL_CALLS]``, a JSON list of calls ``[{"name": ..., "arguments": {...}}, ...]``
+  (tokenizers before v11: Mistral 7B v0.3, Mixtral 8x22B, Mistral Nemo), or one ``name[ARGS]{...}`` per
+  ``[TOOL_CALLS]`` (v11 and later: Mistral Small 3.1+, Devstral, Magistral; v13's ``name[CALL_ID]id[ARGS]{...}``
+  too); the text before the first ``[TOOL_CALLS]`` is content. Its markers are control tokens, kept in the
+  text of such requests (the server detokenizes them with ``skip_special_tokens`` off); an answer that is a
+  JSON list of calls alone (the marker dropped) is read as calls too. Call ids are 9 letters and digits, as
+  Mistral's templates require of the calls sent back to them (v13: the model's own).
 - ``pythonic``: the whole answer is a Python list of calls with keyword arguments of literal values,
   ``[get_weather(city="Paris", days=3), get_time()]`` (Llama 3.2 and Llama 4 with their pythonic templates,
   whose instructions show ``[func_name1(params_name1=params_value1, ...)]``); read with :mod:`ast`, never
@@ -42,9 +45,10 @@ PARSERS = ("hermes", "llama3_json", "mistral", "pythonic")
 _HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
 _PYTHON_TAG = "<|python_tag|>"
 _MISTRAL_TAG = "[TOOL_CALLS]"
+_MISTRAL_ARGS, _MISTRAL_CALL_ID = "[ARGS]", "[CALL_ID]"
 _PYTHONIC_HINT = "[func_name1(params_name1=params_value1"  # the instructions of pythonic templates
 # whole-answer formats: (the tag an answer of calls may start with, the character its calls start with)
-_WHOLE = {"llama3_json": (_PYTHON_TAG, "{"), "mistral": (_MISTRAL_TAG, "["), "pythonic": ("", "[")}
+_WHOLE = {"llama3_json": (_PYTHON_TAG, "{"), "pythonic": ("", "[")}
 
 
 @dataclasses.dataclass
@@ -150,19 +154,43 @@ def _strip_tag(text: str, tag: str) -> str:
 
 
 def _mistral_calls(text: str) -> list[ToolCall] | None:
-    """Mistral's calls: the whole text one JSON list of ``{"name", "arguments"}``; None if it is not."""
-    body = _strip_tag(text, _MISTRAL_TAG)
-    if not body.startswith("["):
+    """Mistral's calls: the text (from its first ``[TOOL_CALLS]`` on, or without it) one JSON list of
+    ``{"name", "arguments"}``, or ``[TOOL_CALLS]name[ARGS]{...}`` repeated (v11+; ``name[CALL_ID]id[ARGS]``:
+    v13); None if it is not."""
+    body = text.strip()
+    tagged = body.startswith(_MISTRAL_TAG)
+    if tagged:
+        body = body[len(_MISTRAL_TAG):].strip()
+    if body.startswith("["):
+        items = _decode(body)
+        if not isinstance(items, list) or not items:
+            return None
+        calls = [_call(item, "arguments") for item in items]
+        if not all(calls):
+            return None
+        for call in calls:
+            call.id = _mistral_id()
+        return calls
+    if not tagged:
         return None
-    items = _decode(body)
-    if not isinstance(items, list) or not items:
-        return None
-    calls = [_call(item, "arguments") for item in items]
-    if not all(calls):
-        return None
-    for call in calls:
-        call.id = uuid.uuid4().hex[:9]
+    calls = []
+    for part in body.split(_MISTRAL_TAG):
+        at, brace = part.find(_MISTRAL_ARGS), part.find("{")
+        if at >= 0 and (brace < 0 or at < brace):
+            head, args = part[:at], part[at + len(_MISTRAL_ARGS):]
+        else:  # no [ARGS] before them: the arguments start at the first brace
+            head, args = (part[:brace], part[brace:]) if brace > 0 else (part, "")
+        name, _, call_id = head.partition(_MISTRAL_CALL_ID)
+        name, call_id = name.strip(), call_id.strip()
+        decoded = _decode(args.strip())
+        if not name or not isinstance(decoded, dict):
+            return None
+        calls.append(ToolCall(name, json.dumps(decoded, ensure_ascii=False), call_id or _mistral_id()))
     return calls
+
+
+def _mistral_id() -> str:
+    return uuid.uuid4().hex[:9]
 
 
 def _llama3_calls(text: str) -> list[ToolCall] | None:
@@ -238,10 +266,45 @@ class ToolCallStream:
 
     def feed(self, delta: str) -> list:
         self.buffer += delta
-        return self._hermes(final=False) if self.parser == "hermes" else self._whole(final=False)
+        return self._parse(final=False)
 
     def finish(self) -> list:
-        return self._hermes(final=True) if self.parser == "hermes" else self._whole(final=True)
+        return self._parse(final=True)
+
+    def _parse(self, final: bool) -> list:
+        if self.parser == "hermes":
+            return self._hermes(final)
+        return self._mistral(final) if self.parser == "mistral" else self._whole(final)
+
+    def _mistral(self, final: bool) -> list:
+        """Content up to the first ``[TOOL_CALLS]``, the calls after it (parsed at the end); an answer that
+        begins with '[' is held as the tag-less JSON list it may be (decided at the end, as ``_whole``)."""
+        events = []
+        if not self.in_call:
+            start = self.buffer.find(_MISTRAL_TAG)
+            if start >= 0:
+                if start:
+                    events.append(self.buffer[:start])
+                self.buffer, self.in_call, self.decided = self.buffer[start:], True, True
+            elif not self.decided and (not self.buffer.strip() or self.buffer.lstrip().startswith("[")):
+                if not final:
+                    return events
+                calls = _mistral_calls(self.buffer)
+                events += calls if calls else ([self.buffer] if self.buffer else [])
+                self.buffer = ""
+                return self._count(events)
+            else:
+                self.decided = True
+                keep = 0 if final else partial_suffix(self.buffer, _MISTRAL_TAG)
+                text, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
+                if text:
+                    events.append(text)
+                return self._count(events)
+        if final:
+            calls = _mistral_calls(self.buffer)
+            events += calls if calls else [self.buffer]
+            self.buffer, self.in_call = "", False
+        return self._count(events)
 
     def _hermes(self, final: bool) -> list:
         events = []
@@ -283,8 +346,7 @@ class ToolCallStream:
             return []
         calls = None
         if maybe:
-            calls = {"llama3_json": _llama3_calls, "mistral": _mistral_calls,
-                     "pythonic": _pythonic_calls}[self.parser](self.buffer)
+            calls = (_llama3_calls if self.parser == "llama3_json" else _pythonic_calls)(self.buffer)
         self.decided = True
         if calls:
             self.buffer = ""

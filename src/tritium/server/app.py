@@ -230,6 +230,9 @@ class OpenAIServer:
                 # max_tokens 0 (echo): the engine computes the prompt and the first token, which is dropped
                 wanted = 1 if req.max_tokens == 0 else req.max_tokens or limit
                 params = dataclasses.replace(params, max_tokens=min(wanted, limit))
+                if req.tool_choice == "auto" and self._parses(req) and self.tool_parser == "mistral":
+                    # its calls' markers ([TOOL_CALLS], [ARGS], [CALL_ID]) are control tokens: kept in the text
+                    params = dataclasses.replace(params, skip_special_tokens=False)
                 rid = f"{prefix}-{i * req.n + j}"
                 choices[rid] = _Choice(i * req.n + j, len(ids),
                                        tools=self._call_stream(req),
