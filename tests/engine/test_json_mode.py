@@ -138,9 +138,9 @@ def test_json_mode_arguments(json_model):
         SamplingParams(response_format="json_schema")
     with pytest.raises(ValueError, match="json_schema goes with"):
         SamplingParams(json_schema={"type": "object"})
-    with pytest.raises(ValueError, match="minLength is not supported"):
+    with pytest.raises(ValueError, match="format is not supported"):
         SamplingParams(response_format="json_schema",
-                       json_schema={"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}})
+                       json_schema={"type": "object", "properties": {"a": {"type": "string", "format": "date"}}})
     assert not SamplingParams(response_format="json_object").device_greedy
     constraint = JsonConstraint(TokenIndex(Tokenizer.from_hf_dir(json_model), 448))
     with pytest.raises(ValueError, match="cannot follow"):

@@ -3,6 +3,8 @@ prefix of them go through, the rest does not; what cannot be enforced is refused
 token-by-token check; the engine's answers (a tiny random model sampled, SmolLM2 greedy) match the schema."""
 
 import json
+import random
+import re
 
 import pytest
 
@@ -71,7 +73,7 @@ def test_schema_texts():
 @pytest.mark.parametrize("schema, message", [
     ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}, "pattern is not supported"),
     ({"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}, "format is not supported"),
-    ({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}}, "minimum is not supported"),
+    ({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}}, "minimum is not supported"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
     ({"type": "string"}, "root must be an object or an array"),
     ({"enum": [1, 2]}, "root must be an object or an array"),
@@ -91,7 +93,7 @@ def test_schema_texts():
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/B"}}}, "names no definition"),
     ({"type": "object", "properties": {"a": {"type": "date"}}}, "is not a JSON Schema type"),
     ({"type": "object", "properties": {"a": {"type": ["string", "date"]}}}, "is not a JSON Schema type"),
-    ({"type": "object", "properties": {"a": {"type": ["string", "null"], "maxLength": 3}}}, "maxLength"),
+    ({"type": "object", "properties": {"a": {"type": ["string", "null"], "pattern": "x"}}}, "pattern"),
     ({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2}}}, "below minItems"),
     ({"type": "object", "properties": {"a": {"enum": []}}}, "non-empty list"),
     ({"type": "object", "properties": {"a": 5}}, "must be an object"),
@@ -135,7 +137,93 @@ def test_tagged_unions():
         assert not _accepts(grammar, text), text
 
 
+BOUNDED = {"type": "object", "properties": {
+    "code": {"type": "string", "minLength": 2, "maxLength": 4},
+    "n": {"type": "integer", "minimum": -15, "maximum": 120},
+    "big": {"type": ["integer", "null"], "exclusiveMinimum": 999, "maximum": 20000},
+    "neg": {"type": "integer", "exclusiveMaximum": -1.5},
+    "pos": {"type": "integer", "minimum": 0.5},
+}}
+
+
+def _bounded_ok(value: dict) -> bool:
+    code, n, big, neg, pos = (value[k] for k in ("code", "n", "big", "neg", "pos"))
+    return (2 <= len(code) <= 4 and -15 <= n <= 120 and (big is None or 999 < big <= 20000) and neg <= -2
+            and pos >= 1 and all(type(v) is int for v in (n, neg, pos)))
+
+
+def test_string_lengths_and_integer_ranges():
+    """minLength / maxLength (characters: UTF-8 and escapes count one) and integer bounds: a text goes
+    through exactly when Python's json reads it as a value the schema accepts, on 3,000 random texts
+    around the bounds; every prefix of an accepted text goes through."""
+    grammar = compile_schema(BOUNDED)
+    good = '{"code": "\\u00e9\\u00e9\\u00e9\\u00e9", "n": -15, "big": 20000, "neg": -2, "pos": 1}'
+    assert _accepts(grammar, good) and _accepts(grammar, good.replace('"\\u00e9', '"é', 1))
+    assert not _accepts(grammar, good.replace("\\u00e9", "\\ud83d", 1))  # surrogate escapes are not written
+    rng = random.Random(0)
+    fields = {  # per property: values inside, at and past its bounds, and some that are no integer of JSON's
+        "code": ['"a"', '"ab"', '"abcd"', '"abcde"', '"é€😀x"', '"é€😀xy"', '"\\n\\t"', '"\\u0041bc"', '""'],
+        "n": ["-15", "-16", "120", "121", "0", "7", "-0", "007", "99", "12.0"],
+        "big": ["null", "999", "1000", "20000", "20001", "1e3", "15000"],
+        "neg": ["-2", "-1", "-100", "0", "-02", "-3"],
+        "pos": ["1", "0", "100", "-1", "1.0", "2"],
+    }
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        picked = {k: rng.choice(v) for k, v in fields.items()}
+        text = "{" + ",".join(f'"{k}":{v}' for k, v in picked.items()) + "}"
+        integers = all(re.fullmatch(r"-?(0|[1-9][0-9]*)", picked[k]) and picked[k] != "-0"
+                       for k in ("n", "neg", "pos")) and (picked["big"] == "null" or
+                                                          re.fullmatch(r"[1-9][0-9]*", picked["big"]))
+        want = bool(integers) and _bounded_ok(json.loads(text))
+        got = _accepts(grammar, text)
+        assert got == want, text
+        seen[got] += 1
+        if got:
+            for k in range(len(text.encode())):
+                assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
+    assert seen[True] > 20 and seen[False] > 1000, seen
+
+
+def test_bounded_strings_write_valid_utf8():
+    """A string that counts its characters takes exactly the bytes that begin valid UTF-8 (Python's strict
+    decoder), so that no byte decodes to a replacement character and the count holds."""
+    grammar = compile_schema(BOUNDED)
+    start = advance_bytes(grammar.start, b'{"code":"', grammar.advance)
+
+    def valid_prefix(seq: bytes) -> bool:
+        for pad in range(3):
+            for c in (0x80, 0x8F, 0x90, 0xBF):
+                try:
+                    (seq + bytes([c]) * pad).decode()
+                    return True
+                except UnicodeDecodeError:
+                    pass
+        return False
+
+    for b1 in range(0x80, 0x100):
+        for b2 in [*range(0x80, 0xC0), 0x41, 0x22]:
+            seq = bytes([b1, b2])
+            got = advance_bytes(start, seq, grammar.advance) is not None
+            assert got == valid_prefix(seq), seq
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"type": "string", "minLength": 3, "maxLength": 2}, "maxLength 2 is below minLength 3"),
+    ({"type": "string", "maxLength": -1}, "must be a non-negative integer"),
+    ({"type": "integer", "minimum": 5, "exclusiveMaximum": 5}, "no integer lies in its range"),
+    ({"type": "integer", "minimum": "1"}, "must be a finite number"),
+    ({"type": "number", "minimum": 0}, "minimum is not supported"),
+])
+def test_bad_bounds_are_refused(schema, message):
+    with pytest.raises(ValueError, match=message):
+        compile_schema({"type": "object", "properties": {"a": schema}})
+
+
 def test_masks_equal_a_check_of_every_token(json_model):
+    assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(BOUNDED),
+                       ['{"code": "ab\\u00e9", "n": 119, "big": null, "neg": -20, "pos": 3}',
+                        '{"code": "abcd", "n": -9, "big": 1000, "neg": -2, "pos": 100}'])
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(CALLS), CALLS_GOOD)
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(SCHEMA), GOOD)
 
@@ -177,6 +265,12 @@ def test_engine_answers_match_the_schema(json_model):
         else:
             assert o.finish_reason == "length" and advance_bytes(grammar.start, o.text.encode(), grammar.advance)
     assert any(o.finish_reason == "stop" for o in outs), [o.text for o in outs]
+    with LLM(json_model, max_model_len=512, kv_cache_memory=16 << 20, max_num_seqs=4) as llm:  # bounds too
+        outs = llm.generate(["w1", "w2 w3", "w4", "w5"], [
+            SamplingParams(max_tokens=120, temperature=1.0, seed=s, response_format="json_schema", json_schema=BOUNDED,
+                           logit_bias=closers) for s in range(4)])
+    finished = [json.loads(o.text) for o in outs if o.finish_reason == "stop"]
+    assert finished and all(_bounded_ok(v) for v in finished), [o.text for o in outs]
 
 
 def test_the_default_model_fills_a_schema():

@@ -157,8 +157,9 @@ def is_complete(state) -> bool:
 
 class Grammar:
     """What the mask machinery needs of a grammar over bytes: ``start``, ``advance(state, byte)`` (None where
-    the byte cannot follow), ``complete(state)``, ``in_string(state)`` (the state is inside a free string,
-    where every plain string byte keeps it as it is) and ``key`` (names the grammar in the mask cache). This
+    the byte cannot follow), ``complete(state)``, ``in_string(state)`` (inside a string's content: whitespace
+    there is content), ``plain_string(state)`` (a free string, where every plain string byte keeps the state
+    as it is) and ``key`` (names the grammar in the mask cache). This
     one: any JSON object (``response_format`` json_object); :mod:`tritium.engine.json_schema` compiles
     schemas into others."""
 
@@ -176,6 +177,11 @@ class Grammar:
     @staticmethod
     def in_string(state) -> bool:
         return state[0] == STR
+
+    def plain_string(self, state) -> bool:
+        """Whether every plain string byte keeps ``state`` as it is (the plain string tokens then go as one
+        precomputed mask); a string that counts its characters is in a string but not plain."""
+        return self.in_string(state)
 
 
 JSON_OBJECT = Grammar()
@@ -224,7 +230,7 @@ class TokenIndex:
         """The token ids that can follow ``state`` of ``grammar`` (string states: without the plain string
         tokens, which :meth:`mask` adds as one mask)."""
         step = grammar.advance
-        if grammar.in_string(state):
+        if grammar.plain_string(state):
             return [i for i, data in self.string_special if advance_bytes(state, data, step) is not None]
         out: list[int] = []
         toks, ids = self.sorted_bytes, self.sorted_ids
@@ -259,7 +265,7 @@ class TokenIndex:
             if cached is not None:
                 self._masks.move_to_end(key)
                 return cached
-        string = grammar.in_string(state)
+        string = grammar.plain_string(state)
         mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
         ids = self.allowed_ids(state, grammar)
         if ids:

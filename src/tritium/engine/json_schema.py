@@ -4,12 +4,14 @@ of them (as OpenAI's strict structured outputs writes them).
 
 What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``additionalProperties`` (only the
 listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
+``minLength`` / ``maxLength`` of strings (in characters), ``minimum`` / ``maximum`` / ``exclusiveMinimum`` /
+``exclusiveMaximum`` of integers (digit by digit: a digit only where the range can still be reached),
 ``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
 objects among them told apart by their first property, the same name in each with a different ``const``
 string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
 and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
 object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored. What is not (string patterns and formats, lengths, numeric ranges, ``oneOf`` / ``allOf`` / ``not``,
+ignored. What is not (string patterns and formats, ranges of non-integer numbers, ``oneOf`` / ``allOf`` / ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
 A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import threading
 
 from tritium.engine import json_mode as jm
@@ -30,7 +33,8 @@ _ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schem
 _KEYWORDS = {
     "object": frozenset(("type", "properties", "required", "additionalProperties")),
     "array": frozenset(("type", "items", "minItems", "maxItems")),
-    "string": frozenset(("type",)), "number": frozenset(("type",)), "integer": frozenset(("type",)),
+    "string": frozenset(("type", "minLength", "maxLength")), "number": frozenset(("type",)),
+    "integer": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
     "boolean": frozenset(("type",)), "null": frozenset(("type",)),
 }
 _VALUE_START = frozenset(b'{["-0123456789tfn')
@@ -103,7 +107,15 @@ class SchemaGrammar(jm.Grammar):
                              f"({', '.join(_KEYWORDS)})")
         self._check(schema, _KEYWORDS[kind], where)
         if kind == "string":
-            return self._node(("string",))
+            lo, hi = _bound(schema, "minLength", where), _bound(schema, "maxLength", where)
+            if lo is None and hi is None:
+                return self._node(("string",))
+            if hi is not None and hi < (lo or 0):
+                raise ValueError(f"json_schema: {where}.maxLength {hi} is below minLength {lo}")
+            return self._node(("lstring", lo or 0, hi))
+        if kind == "integer" and any(k in schema for k in _RANGE):
+            lo, hi = _integer_range(schema, where)
+            return self._node(("range", lo, hi))
         if kind in ("number", "integer"):
             return self._node(("number", kind == "integer"))
         if kind == "boolean":
@@ -118,8 +130,9 @@ class SchemaGrammar(jm.Grammar):
         for key in schema:
             if key not in allowed and key not in _ANNOTATIONS:
                 raise ValueError(f"json_schema: {where}.{key} is not supported (JSON mode enforces type, properties, "
-                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf "
-                                 f"and $ref; {key} would not be checked)")
+                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, "
+                                 f"$ref, minLength / maxLength of strings and minimum / maximum (exclusive too) "
+                                 f"of integers; {key} would not be checked)")
 
     def _ref(self, schema: dict, where: str) -> int:
         ref = schema["$ref"]
@@ -220,10 +233,14 @@ class SchemaGrammar(jm.Grammar):
             return frozenset(b"{")
         if kind == "array":
             return frozenset(b"[")
-        if kind == "string":
+        if kind in ("string", "lstring"):
             return frozenset(b'"')
         if kind == "number":
             return frozenset(b"-0123456789")
+        if kind == "range":
+            _, lo, hi = node
+            return frozenset((b"-" if lo is None or lo < 0 else b"")
+                             + (b"0123456789" if hi is None or hi >= 0 else b""))
         if kind == "enum":
             return frozenset(lit[0] for lit in node[1])
         if kind == "union":
@@ -239,8 +256,12 @@ class SchemaGrammar(jm.Grammar):
             return ("a", nid, 0, 0)
         if kind == "string":
             return ("s", nid, 0)
+        if kind == "lstring":
+            return ("S", nid, 0, 0, ())
         if kind == "number":
             return ("n", nid, -1)
+        if kind == "range":
+            return ("r", nid, b"")
         if kind == "enum":
             return ("e", nid, b"")
         if kind == "union":
@@ -257,7 +278,11 @@ class SchemaGrammar(jm.Grammar):
         if not state:
             return False
         top = state[-1]
-        return (top[0] == "s" and top[2] == 1) or (top[0] == "g" and top[2][0] == jm.STR)
+        return (top[0] in "sS" and top[2] == 1) or (top[0] == "g" and top[2][0] == jm.STR)
+
+    def plain_string(self, state) -> bool:
+        # a string with length bounds counts its characters: plain bytes change its state
+        return bool(state) and state[-1][0] != "S" and self.in_string(state)
 
     def advance(self, state, b: int):
         while state:
@@ -308,6 +333,10 @@ class SchemaGrammar(jm.Grammar):
             if b not in jm._HEX:  # sub 14..11: hex digits of a \\u escape left
                 return None
             return ("set", ("s", frame[1], 1 if sub == 11 else sub - 1))
+        if kind == "S":
+            return self._bounded_string(frame, b)
+        if kind == "r":
+            return self._range(frame, b)
         if kind == "o":
             _, nid, pos, off = frame
             item = self.nodes[nid][1][pos]
@@ -380,6 +409,62 @@ class SchemaGrammar(jm.Grammar):
             return None
         return ("done",) if nxt[0] == jm.DONE else ("set", ("g", frame[1], nxt))
 
+    def _bounded_string(self, frame: tuple, b: int):
+        """A string of minLength..maxLength characters: valid UTF-8 (each character counted once; bytes
+        that would decode to replacement characters are not written), an escape counting one (escapes of
+        surrogates, which would pair into one character, are not written)."""
+        _, nid, sub, count, cont = frame
+        _, lo, hi = self.nodes[nid]
+        if cont:  # inside a UTF-8 character: (bytes left, range of the next byte)
+            left, first, last = cont
+            if not first <= b <= last:
+                return None
+            return ("set", ("S", nid, 1, count, (left - 1, 0x80, 0xBF) if left > 1 else ()))
+        if sub == 0:
+            return ("set", frame) if b in jm._WS else ("set", ("S", nid, 1, 0, ())) if b == 0x22 else None
+        if sub == 1:
+            if b == 0x22:
+                return ("done",) if count >= lo else None
+            if b < 0x20 or (hi is not None and count >= hi):
+                return None
+            if b == 0x5C:
+                return ("set", ("S", nid, 2, count, ()))
+            if b < 0x80:
+                return ("set", ("S", nid, 1, count + 1, ()))
+            lead = _UTF8_LEADS.get(b)
+            return None if lead is None else ("set", ("S", nid, 1, count + 1, lead))
+        if sub == 2:
+            return ("set", ("S", nid, 14, count, ())) if b == 0x75 else (
+                ("set", ("S", nid, 1, count + 1, ())) if b in jm._ESCAPES else None)
+        if sub == 20:  # \u and a first hex digit d: not a surrogate (d800-dfff)
+            return ("set", ("S", nid, 12, count, ())) if b in b"01234567" else None
+        if b not in jm._HEX:  # sub 14..11: hex digits of a \u escape left
+            return None
+        if sub == 14 and b in b"dD":
+            return ("set", ("S", nid, 20, count, ()))
+        return ("set", ("S", nid, 1, count + 1, ()) if sub == 11 else ("S", nid, sub - 1, count, ()))
+
+    def _range(self, frame: tuple, b: int):
+        """An integer in [lo, hi] (either may be None), digit by digit: a digit only where some integer of
+        the range still begins with the digits so far; the number ends where its value is in the range."""
+        _, nid, text = frame
+        _, lo, hi = self.nodes[nid]
+        if not text and b in jm._WS:
+            return ("set", frame)
+        if b in jm._DIGITS or (b == 0x2D and not text):
+            grown = text + bytes([b])
+            digits = grown.lstrip(b"-")
+            if digits[:1] == b"0" and (len(digits) > 1 or grown.startswith(b"-")):
+                return None  # no leading zeros, no -0
+            if digits and not _range_reachable(grown.startswith(b"-"), digits.decode(), lo, hi):
+                return None
+            if grown == b"-" and lo is not None and lo >= 0:
+                return None
+            return ("set", ("r", nid, grown))
+        if text.lstrip(b"-") and (lo is None or int(text) >= lo) and (hi is None or int(text) <= hi):
+            return ("end",)
+        return None
+
     def _number(self, frame: tuple, b: int):
         _, nid, sub = frame
         integer = self.nodes[nid][1]
@@ -402,6 +487,64 @@ class SchemaGrammar(jm.Grammar):
         if b in (0x2B, 0x2D) and sub == jm.N_E:
             return ("set", ("n", nid, jm.N_ESIGN))
         return ("end",) if sub in jm._NUMBER_ENDS else None
+
+
+_RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+# a UTF-8 lead byte: (continuation bytes after it, range of the first of them): no overlong forms, no
+# surrogates, nothing past U+10FFFF (what Python's strict decoder takes)
+_UTF8_LEADS = {**{b: (1, 0x80, 0xBF) for b in range(0xC2, 0xE0)}, 0xE0: (2, 0xA0, 0xBF),
+               **{b: (2, 0x80, 0xBF) for b in range(0xE1, 0xF0) if b != 0xED}, 0xED: (2, 0x80, 0x9F),
+               0xF0: (3, 0x90, 0xBF), 0xF1: (3, 0x80, 0xBF), 0xF2: (3, 0x80, 0xBF), 0xF3: (3, 0x80, 0xBF),
+               0xF4: (3, 0x80, 0x8F)}
+
+
+def _bound(schema: dict, key: str, where: str) -> int | None:
+    value = schema.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(f"json_schema: {where}.{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _integer_range(schema: dict, where: str) -> tuple[int | None, int | None]:
+    """An integer schema's bounds as an inclusive [lo, hi] (None: unbounded)."""
+    lo = hi = None
+    for key in _RANGE:
+        value = schema.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise ValueError(f"json_schema: {where}.{key} must be a finite number, got {value!r}")
+        if key == "minimum":
+            bound = math.ceil(value)
+        elif key == "exclusiveMinimum":
+            bound = math.floor(value) + 1
+        elif key == "maximum":
+            bound = math.floor(value)
+        else:
+            bound = math.ceil(value) - 1
+        if key.endswith("inimum"):
+            lo = bound if lo is None else max(lo, bound)
+        else:
+            hi = bound if hi is None else min(hi, bound)
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"json_schema: {where}: no integer lies in its range ({lo} > {hi})")
+    return lo, hi
+
+
+def _range_reachable(negative: bool, digits: str, lo: int | None, hi: int | None) -> bool:
+    """Whether some integer in [lo, hi] is written with the sign and leading ``digits`` given."""
+    n = int(digits)
+    if digits == "0":
+        return (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    for k in range(400):
+        a, b = n * 10 ** k, (n + 1) * 10 ** k - 1  # the magnitudes written with these leading digits
+        if negative:
+            a, b = -b, -a
+        if (hi is None or a <= hi) and (lo is None or b >= lo):
+            return True
+        if (not negative and hi is not None and a > hi) or (negative and lo is not None and b < lo):
+            return False  # more digits only move further away
+    return False
 
 
 _GRAMMARS: collections.OrderedDict = collections.OrderedDict()
