@@ -10,8 +10,8 @@ import pytest
 
 from tritium import LLM
 from tritium.engine.chat import encode_chat, normalize_messages
-from tritium.engine.tools import (ForcedCallStream, ToolCall, ToolCallStream, check_tools, detect_parser,
-                                  forced_call_schema, parse_tool_calls)
+from tritium.engine.tools import (ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, check_tools,
+                                  detect_parser, forced_call_schema, parse_tool_calls)
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
@@ -160,6 +160,16 @@ def test_forced_calls(pieces):
     assert [(e.name, e.arguments) for e in _forced(named, '{ "a" :\t[1, 2] }', pieces)] == [("f", '{"a": [1, 2]}')]
     assert named.finish_reason == "stop" and named.calls == 1
     assert [e.arguments for e in _forced(ForcedCallStream("f"), '{"a": [1', pieces)] == ['{"a": [1']
+
+
+def test_forced_named_call_streams_its_arguments():
+    stream = ForcedCallStream("f", incremental=True)
+    assert stream.feed(" \n") == []  # nothing of the arguments yet
+    first = stream.feed('{"a"')
+    assert [(e.name, e.arguments) for e in first] == [("f", '{"a"')] and stream.calls == 1
+    assert stream.feed(": [1,") == [ArgumentsDelta(0, ": [1,")]
+    assert stream.feed("") == [] and stream.finish() == []
+    assert ForcedCallStream("f", incremental=True).finish() == []  # cut before anything: no call
 
 
 def test_forced_call_schema():

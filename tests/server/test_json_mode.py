@@ -134,6 +134,21 @@ def test_a_named_function_is_called(client):
     r = ask(client, tools=[CITY, NOW], tool_choice={"type": "function", "function": {"name": "now"}},
             temperature=0, max_tokens=20)
     assert r.choices[0].finish_reason == "stop" and r.choices[0].message.tool_calls[0].function.arguments == "{}"
+    # streamed: the call as its arguments begin, then the rest of them as they are written (OpenAI's deltas)
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    bias = {str(i): 5 for i in _closing_tokens()}
+    whole = ask(client, tools=[CITY], tool_choice=named, temperature=0, max_tokens=60, logit_bias=bias).choices[0]
+    chunks = list(ask(client, tools=[CITY], tool_choice=named, temperature=0, max_tokens=60, logit_bias=bias,
+                      stream=True))
+    deltas = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
+    assert len(deltas) > 2 and deltas[0].id.startswith("call_") and deltas[0].function.name == "get_weather"
+    assert all(t.index == 0 and t.id is None and t.function.name is None for t in deltas[1:])
+    streamed = "".join(t.function.arguments for t in deltas)
+    assert chunks[-1].choices[0].finish_reason == whole.finish_reason
+    if whole.finish_reason == "stop":
+        assert json.loads(streamed) == json.loads(whole.message.tool_calls[0].function.arguments)
+    else:
+        assert streamed.strip() == whole.message.tool_calls[0].function.arguments
 
 
 def test_required_calls_streamed_and_not(client):

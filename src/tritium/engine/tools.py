@@ -384,15 +384,27 @@ def forced_call_schema(tools: list[dict], name: str | None = None, parallel: boo
 _PARTIAL_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*(.*)', re.DOTALL)
 
 
+@dataclasses.dataclass
+class ArgumentsDelta:
+    """More of the arguments of the call at ``index`` of a streamed answer (OpenAI's tool-call delta)."""
+    index: int
+    arguments: str
+
+
 class ForcedCallStream:
     """The calls of a forced answer (:func:`forced_call_schema`), with the interface of
     :class:`ToolCallStream`: ``feed(delta)`` and ``finish()`` return the calls as they complete (named: the
     one call, at the end; "required": each call as its object closes). An answer cut short (``max_tokens``)
     ends with its last call as far as it got, the arguments unfinished; an answer with no call in it at all
-    (cut before its first name) is content."""
+    (cut before its first name) is content.
 
-    def __init__(self, name: str | None = None):
+    ``incremental`` (a named function, streamed): the call as soon as its arguments begin, then each piece of
+    them as an :class:`ArgumentsDelta`, as written (a whole call's arguments are rewritten compactly)."""
+
+    def __init__(self, name: str | None = None, incremental: bool = False):
         self.name = name
+        self.incremental = incremental and name is not None
+        self._sent = 0  # incremental: how much of the text went out
         # OpenAI's finish reason: "stop" for a named function forced, "tool_calls" for "required"
         self.finish_reason = "stop" if name is not None else "tool_calls"
         self.text = ""
@@ -404,6 +416,8 @@ class ForcedCallStream:
 
     def feed(self, delta: str) -> list:
         self.text += delta
+        if self.incremental:
+            return self._pieces()
         if self.name is not None:
             return []
         events = []
@@ -434,7 +448,19 @@ class ForcedCallStream:
         self.calls += len(events)
         return events
 
+    def _pieces(self) -> list:
+        if not self.calls:  # the call goes out with the arguments' first character
+            start = len(self.text) - len(self.text.lstrip())
+            if start == len(self.text):
+                return []
+            self.calls, self._sent = 1, len(self.text)
+            return [ToolCall(self.name, self.text[start:])]
+        piece, self._sent = self.text[self._sent:], len(self.text)
+        return [ArgumentsDelta(0, piece)] if piece else []
+
     def finish(self) -> list:
+        if self.incremental:
+            return self._pieces()
         if self.name is not None:
             if not self.text.strip():
                 return []

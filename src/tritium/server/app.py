@@ -31,7 +31,8 @@ from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
-from tritium.engine.tools import PARSERS, ForcedCallStream, ToolCall, ToolCallStream, detect_parser, parse_tool_calls
+from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, detect_parser,
+                                  parse_tool_calls)
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
@@ -335,7 +336,9 @@ class OpenAIServer:
         """What reads one answer of ``req`` for tool calls: the model's own format, or a forced call's JSON."""
         if not self._parses(req):
             return None
-        return ToolCallStream(self.tool_parser) if req.tool_choice == "auto" else ForcedCallStream(req.tool_name)
+        if req.tool_choice == "auto":
+            return ToolCallStream(self.tool_parser)
+        return ForcedCallStream(req.tool_name, incremental=req.stream)
 
     def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
         logprobs = None
@@ -457,6 +460,9 @@ class OpenAIServer:
         for event in events:
             if isinstance(event, str):
                 deltas.append({"content": event})
+                continue
+            if isinstance(event, ArgumentsDelta):  # more of a call that went out already
+                deltas.append({"tool_calls": [{"index": event.index, "function": {"arguments": event.arguments}}]})
                 continue
             if index == 0 or req.parallel_tool_calls:
                 deltas.append({"tool_calls": [{"index": index, **event.to_openai()}]})
