@@ -56,10 +56,11 @@ def _save_tokenizer(path):
     return len(vocab)
 
 
-def save_byte_bpe_tokenizer(path, vocab_size: int = 420) -> str:
+def save_byte_bpe_tokenizer(path, vocab_size: int = 420, added: tuple[str, ...] = ()) -> str:
     """Write a byte-level BPE tokenizer over ``path``'s (tokenizer.json + tokenizer_config.json): the 256 byte
-    symbols, ``<unk>``, ``<s>``, ``</s>`` (EOS) and merges learned from JSON text, ``vocab_size`` tokens in all
-    (a model made by :func:`make_tiny_model` for it needs ``vocab_size`` >= that). The same every time."""
+    symbols, ``<unk>``, ``<s>``, ``</s>`` (EOS) and merges learned from JSON text, ``vocab_size`` tokens in all,
+    then the ``added`` tokens (not special: ``<think>`` ...) from id ``vocab_size`` on (a model made by
+    :func:`make_tiny_model` for it needs a vocabulary that large). The same every time."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     values = [{"name": "value", "items": [1, 2, 3], "ok": True, "none": None},
@@ -72,6 +73,8 @@ def save_byte_bpe_tokenizer(path, vocab_size: int = 420) -> str:
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
+    if added:
+        tok.add_tokens(list(added))
     tok.save(os.path.join(path, "tokenizer.json"))
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
         json.dump({"bos_token": "<s>", "eos_token": "</s>",

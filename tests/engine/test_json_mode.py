@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.engine.json_mode import JSON_OBJECT, START, JsonConstraint, TokenIndex, advance_bytes, is_complete
+from tritium.engine.json_mode import (JSON_OBJECT, START, JsonConstraint, ReasoningThenJson, TokenIndex, advance_bytes,
+                                      is_complete)
 from tritium.engine.tokenizer import Tokenizer
 
-from .conftest import assert_masks_exact, default_model_or_skip
+from .conftest import assert_masks_exact, default_model_or_skip, save_byte_bpe_tokenizer
 
 VALID = ['{}', '{"a":1}', ' {"a": [1, -2.5e+3, 0, 0.1, true, false, null, {"b": "x\\n\\u00e9"}], "c": {}}',
          '{"k":[]}', '{"k":[[],[{}]]}', '{"\\"":"\\\\"}', '{\n  "x": -0.0E-7\n}', '{"é": "日本"}']
@@ -202,3 +203,32 @@ def test_a_model_that_loves_whitespace_still_writes_json(json_model):
         longest = max(longest, run)
         state = advance_bytes(state, data)
     assert 8 == longest and state is not None, (longest, out.text)
+
+
+def test_reasoning_then_json(tmp_path):
+    """ReasoningThenJson: first the JSON's tokens or <think>; after <think> anything (no mask) until
+    </think>, whose tokens are the reasoning's (accept False); then JSON mode (accept True) to the end. A prompt
+    that opened the block starts inside it; a tokenizer without a <think> token starts in the JSON."""
+    tok = Tokenizer.from_hf_dir(save_byte_bpe_tokenizer(str(tmp_path), added=("<think>", "</think>")))
+    index = TokenIndex(tok, 448)
+    think, close = tok.encode("<think>", add_special_tokens=False), tok.encode("</think>", add_special_tokens=False)
+    assert think == [420] and close == [421]
+    c = ReasoningThenJson(JsonConstraint(index), tok, opened=False)
+    mask = c.mask(torch.device("cpu"))
+    assert mask[420] and not mask[421] and mask.sum() == JsonConstraint(index).mask(torch.device("cpu")).sum() + 1
+    assert c.accept(420) is False and c.mask(torch.device("cpu")) is None
+    for t in tok.encode("{hm}", add_special_tokens=False) + close:  # anything goes in the block, even JSON
+        assert c.accept(t) is False
+    assert not c.complete and not c.mask(torch.device("cpu"))[420]
+    for t in tok.encode('{"a": 1}', add_special_tokens=False):
+        assert c.mask(torch.device("cpu"))[t] and c.accept(t) is True
+    assert c.complete
+    opened = ReasoningThenJson(JsonConstraint(index), tok, opened=True)
+    assert opened.mask(torch.device("cpu")) is None and opened.accept(close[0]) is False
+    assert opened.accept(tok.encode("{", add_special_tokens=False)[0]) is True
+    direct = ReasoningThenJson(JsonConstraint(index), tok, opened=False, open_tag="<reason>")  # no such token
+    assert direct.accept(tok.encode("{", add_special_tokens=False)[0]) is True
+    with pytest.raises(ValueError, match="reasoning_after and reasoning_open go with a response_format"):
+        SamplingParams(reasoning_after=True)
+    with pytest.raises(ValueError, match="reasoning_open .* needs reasoning_after"):
+        SamplingParams(response_format="json_object", reasoning_open=True)

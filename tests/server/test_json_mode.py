@@ -199,19 +199,38 @@ def ask_error(client, **kw) -> str:
     return e.value.body["message"]
 
 
-def test_a_prompt_that_opens_reasoning_still_gets_its_call(client):  # client: the model made
-    """With the reasoning parser on and a prompt that ends inside <think>, a JSON-held answer (here a forced
-    call) is not read as reasoning: the call comes back (it was lost in reasoning_content)."""
-    engine = AsyncLLMEngine(LLMEngine(_MODEL[0], dtype=torch.float32, max_model_len=256))
+@pytest.fixture(scope="module")
+def thinking(tmp_path_factory):
+    """The tiny model with ``<think>`` (id 420) and ``</think>`` (421) tokens, served with the reasoning
+    parser."""
+    path = str(tmp_path_factory.mktemp("think-model"))
+    make_tiny_model(path, "llama", vocab_size=448)
+    save_byte_bpe_tokenizer(path, added=("<think>", "</think>"))
+    engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=256))
     with TestClient(build_app(engine, model_name="tiny", reasoning_parser="think")) as http:
-        thinking = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
-        free = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
-                                              temperature=0, max_tokens=8)
-        assert free.choices[0].message.content is None  # the prompt does open a reasoning block
-        r = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
-                                           tools=[NOW], tool_choice={"type": "function", "function": {"name": "now"}},
-                                           temperature=0, max_tokens=20)
-        message = r.choices[0].message
-        assert message.tool_calls and message.tool_calls[0].function.name == "now", message
-        assert json.loads(message.tool_calls[0].function.arguments) == {}
-        assert getattr(message, "reasoning_content", None) is None
+        yield openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+
+
+@pytest.mark.parametrize("prompt", ["a", "a <think>"])  # the answer opens the block, or the prompt did
+@pytest.mark.parametrize("stream", [False, True])
+def test_json_after_the_reasoning(thinking, prompt, stream):
+    """With the reasoning parser, JSON mode (here a forced call) holds the answer only after its reasoning
+    block: the answer may open one (<think> is the one token allowed besides the JSON's first), it is free
+    until </think>, then JSON; the block comes back as reasoning_content, the call as the call. (The logits
+    favour <think>, then </think> more, so the block is empty.)"""
+    kw = dict(model="tiny", messages=[{"role": "user", "content": prompt}], temperature=0, max_tokens=30,
+              tools=[NOW], tool_choice={"type": "function", "function": {"name": "now"}},
+              logit_bias={"420": 30, "421": 40})
+    if not stream:
+        message = thinking.chat.completions.create(**kw).choices[0].message
+        reasoning, calls = message.reasoning_content, message.tool_calls
+    else:
+        chunks = list(thinking.chat.completions.create(stream=True, **kw))
+        reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks)
+        calls = [t for c in chunks for t in c.choices[0].delta.tool_calls or []]
+        assert chunks[-1].choices[0].finish_reason == "stop"
+    assert reasoning == "" and calls and calls[0].function.name == "now", (reasoning, calls)
+    assert json.loads("".join(t.function.arguments for t in calls)) == {}
+    free = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
+                                            temperature=0, max_tokens=8)
+    assert free.choices[0].message.content is None  # the prompt does open a block: no JSON asked, all reasoning

@@ -305,9 +305,9 @@ class JsonConstraint:
             mask = mask & ~self.index.whitespace_mask(device)
         return mask
 
-    def accept(self, token_id: int) -> None:
-        """Advance by the token's bytes. A token the mask excluded raises ValueError (the sampler ignored the
-        mask: a bug, not bad input)."""
+    def accept(self, token_id: int) -> bool:
+        """Advance by the token's bytes; True (the token is the JSON's). A token the mask excluded raises
+        ValueError (the sampler ignored the mask: a bug, not bad input)."""
         data = self.index.bytes[token_id] if 0 <= token_id < len(self.index.bytes) else None
         nxt = None if data is None else advance_bytes(self.state, data, self.grammar.advance)
         if nxt is None:
@@ -315,3 +315,55 @@ class JsonConstraint:
         blank = not data.strip(b" \t\n\r") and not self.grammar.in_string(self.state)
         self.whitespace_run = self.whitespace_run + 1 if blank else 0
         self.state = nxt
+        return True
+
+
+class ReasoningThenJson:
+    """JSON mode after a reasoning block (``SamplingParams.reasoning_after``), with the interface of
+    :class:`JsonConstraint`: the answer may begin with the open tag's token (one token of the vocabulary, or
+    the prompt opened the block: ``opened``), is then free until the close tag's text, and what follows
+    is held to ``constraint`` (blank space after the tag taken as the JSON's). ``accept`` tells whether a
+    token was the JSON's (its stop rules apply) or the reasoning's (free text's)."""
+
+    def __init__(self, constraint: JsonConstraint, tokenizer, opened: bool, open_tag: str = "<think>",
+                 close_tag: str = "</think>"):
+        self.json = constraint
+        self.tokenizer = tokenizer
+        ids = tokenizer.encode(open_tag, add_special_tokens=False)
+        self.open_id = ids[0] if len(ids) == 1 else None
+        self.close = close_tag.encode()
+        self.phase = "think" if opened else ("start" if self.open_id is not None else "json")
+        self.reasoning = b""  # the block's bytes so far (the close tag is looked for in them)
+
+    @property
+    def complete(self) -> bool:
+        return self.phase == "json" and self.json.complete
+
+    def mask(self, device: torch.device) -> torch.Tensor | None:
+        """None while reasoning (free); the JSON's mask, and the open tag's token first."""
+        if self.phase == "think":
+            return None
+        mask = self.json.mask(device)
+        if self.phase == "start":
+            mask = mask.clone()
+            mask[self.open_id] = True
+        return mask
+
+    def accept(self, token_id: int) -> bool:
+        if self.phase == "json":
+            return self.json.accept(token_id)
+        if self.phase == "start":
+            if token_id == self.open_id:
+                self.phase = "think"
+                return False
+            self.phase = "json"
+            return self.json.accept(token_id)
+        self.reasoning += self.tokenizer.token_bytes(token_id)
+        at = self.reasoning.find(self.close)
+        if at >= 0:
+            self.phase = "json"
+            after = self.reasoning[at + len(self.close):]  # in the same token: blank space, as a rule
+            state = advance_bytes(self.json.state, after, self.json.grammar.advance)
+            if state is not None:  # (else it stays in the text before the JSON: drawn, it cannot be undone)
+                self.json.state = state
+        return False

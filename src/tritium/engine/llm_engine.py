@@ -30,7 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, TokenIndex
+from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
@@ -468,6 +468,8 @@ class LLMEngine:
                                  f"{index.missing[0].decode()!r}), which JSON mode needs")
             grammar = JSON_OBJECT if params.json_schema is None else compile_schema(params.json_schema)
             seq.json = JsonConstraint(index, grammar)
+            if params.reasoning_after:
+                seq.json = ReasoningThenJson(seq.json, self.tokenizer, params.reasoning_open)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
 
@@ -655,8 +657,7 @@ class LLMEngine:
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
-        if seq.json is not None:  # JSON mode: the token was drawn among those the JSON can take (never EOS)
-            seq.json.accept(token)
+        if seq.json is not None and seq.json.accept(token):  # JSON mode: drawn among the JSON's (never EOS)
             stopped = seq.detokenizer.add(token) or seq.json.complete  # a stop string, or the object closed
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids

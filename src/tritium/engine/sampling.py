@@ -51,6 +51,10 @@ class SamplingParams:
       ``json_schema`` (a JSON Schema, decoded) accepts, its properties in the schema's order
       (:mod:`tritium.engine.json_schema` says which keywords are enforced; others are refused). Needs the
       model's tokenizer.
+    - ``reasoning_after``: with a ``response_format``, let a reasoning block come first and hold only what
+      follows it to the JSON: the answer may begin with the ``<think>`` token (or the prompt opened the block:
+      ``reasoning_open``), is free until ``</think>``, then JSON mode applies (a reasoning parser's models:
+      Qwen3, DeepSeek-R1). False: JSON from the first token, a reasoning block never written.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -75,6 +79,8 @@ class SamplingParams:
     skip_special_tokens: bool = True
     response_format: str | None = None
     json_schema: dict | bool | None = None
+    reasoning_after: bool = False
+    reasoning_open: bool = False
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -121,6 +127,14 @@ class SamplingParams:
                              f"response_format {self.response_format!r} and json_schema {self.json_schema!r}")
         if self.json_schema is not None:
             compile_schema(self.json_schema)  # ValueError naming what JSON mode cannot enforce
+        for name in ("reasoning_after", "reasoning_open"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if (self.reasoning_after or self.reasoning_open) and self.response_format is None:
+            raise ValueError("reasoning_after and reasoning_open go with a response_format (the JSON after the "
+                             "reasoning)")
+        if self.reasoning_open and not self.reasoning_after:
+            raise ValueError("reasoning_open (the prompt opened a reasoning block) needs reasoning_after")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:

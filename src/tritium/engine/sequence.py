@@ -9,7 +9,7 @@ import enum
 import torch
 
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.json_mode import JsonConstraint
+from tritium.engine.json_mode import JsonConstraint, ReasoningThenJson
 from tritium.engine.sampling import SamplingParams, TokenLogprobs
 
 
@@ -48,7 +48,8 @@ class Sequence:
     # the first ``prompt_scored`` entries are known
     prompt_logprobs: list[TokenLogprobs | None] | None = None
     prompt_scored: int = 1
-    json: JsonConstraint | None = None  # with params.response_format: the answer's JSON (or schema) state
+    # with params.response_format: the answer's JSON (or schema) state (after its reasoning: reasoning_after)
+    json: JsonConstraint | ReasoningThenJson | None = None
 
     @property
     def scores_prompt(self) -> bool:

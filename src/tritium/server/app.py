@@ -239,10 +239,10 @@ class OpenAIServer:
                                        tools=self._call_stream(req),
                                        echo=echo, prompt_ids=ids if req.echo else None,
                                        score_only=req.max_tokens == 0)
-                # JSON mode (a response_format, a forced call) holds the answer to JSON from its first token:
-                # it has no reasoning block, even where the prompt opened one
-                if kind == "chat" and self.reasoning_parser is not None and params.response_format is None:
+                if kind == "chat" and self.reasoning_parser is not None:
                     choices[rid].reasoning = ReasoningStream(opened[i])
+                    if params.response_format is not None:  # JSON mode (or a forced call) after the reasoning
+                        params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
                 subs.append((rid, ids, params))
         try:
             stream = self.engine.submit(subs)
