@@ -358,8 +358,9 @@ class ReasoningThenJson:
                 return False
             self.phase = "json"
             return self.json.accept(token_id)
+        before = len(self.reasoning)
         self.reasoning += self.tokenizer.token_bytes(token_id)
-        at = self.reasoning.find(self.close)
+        at = self.reasoning.find(self.close, max(0, before - len(self.close) + 1))  # only where it can end now
         if at >= 0:
             self.phase = "json"
             after = self.reasoning[at + len(self.close):]  # in the same token: blank space, as a rule
