@@ -230,7 +230,7 @@ def test_reasoning_then_json(tmp_path):
     pieces = tok.encode("so </thi", add_special_tokens=False) + tok.encode("nk>\n", add_special_tokens=False)
     assert len(pieces) > 3 and not any(split.accept(t) for t in pieces) and split.phase == "json"
     assert split.accept(tok.encode("{", add_special_tokens=False)[0]) is True
-        direct = ReasoningThenJson(JsonConstraint(index), tok, opened=False, open_tag="<reason>")  # no such token
+    direct = ReasoningThenJson(JsonConstraint(index), tok, opened=False, open_tag="<reason>")  # no such token
     assert direct.accept(tok.encode("{", add_special_tokens=False)[0]) is True
     with pytest.raises(ValueError, match="reasoning_after and reasoning_open go with a response_format"):
         SamplingParams(reasoning_after=True)
