@@ -24,9 +24,9 @@ import torch.distributed as dist
 
 from tritium import LLM, SamplingParams
 from tritium.engine.config import EngineConfig
-from tritium.engine.parallel import (TORCH_ALL_REDUCE_BYTES, ParallelError, _nccl_errors_keep_the_process,
-                                     check_parallel, TensorParallel, release_default_group, select_comm,
-                                     torch_all_reduce_from)
+from tritium.engine.parallel import (READY_KEY, TORCH_ALL_REDUCE_BYTES, ParallelError, WorkerPool,
+                                     _nccl_errors_keep_the_process, check_parallel, TensorParallel,
+                                     release_default_group, select_comm, torch_all_reduce_from)
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
 
@@ -370,6 +370,29 @@ def test_a_lost_peer_is_named_when_its_exit_comes_after_the_reset():
     assert 1 < time.monotonic() - start < 10 and len(polls) > 5
     other = ValueError("not a collective")  # any other error: as it is, at once
     assert TensorParallel.diagnose(rank0, other) is other
+
+
+def test_start_waits_for_the_workers_boundedly():
+    """Rank 0 waits for its workers to mark themselves ready (not for parallel_timeout alone: a worker
+    imports torch and creates its CUDA context first), at most the bound it is given: the ranks that never
+    came are named; a worker that exits first is named at once."""
+    store = dist.HashStore()
+    pool = types.SimpleNamespace(store=store, world_size=3, poll=lambda: None, role="tensor-parallel")
+    store.set(READY_KEY.format(1), "1")
+    start = time.monotonic()
+    with pytest.raises(ParallelError, match=r"rank\(s\) \[2\] did not start within 0.3 s"):
+        WorkerPool.wait_ready(pool, 0.3)
+    assert 0.3 <= time.monotonic() - start < 5
+    store.set(READY_KEY.format(2), "1")
+    WorkerPool.wait_ready(pool, 0.3)  # both up: returns at once
+
+    def exited():
+        raise ParallelError("tensor-parallel rank 2 (pid 9) exited with code 1: ImportError")
+    pool = types.SimpleNamespace(store=dist.HashStore(), world_size=3, poll=exited, role="tensor-parallel")
+    start = time.monotonic()
+    with pytest.raises(ParallelError, match="rank 2 .* exited with code 1"):
+        WorkerPool.wait_ready(pool, 60)
+    assert time.monotonic() - start < 5
 
 
 def test_nccl_error_handling_keeps_the_process(monkeypatch):
