@@ -336,7 +336,7 @@ class TensorParallel:
             if lost is not None:
                 raise lost from e
             first = str(e).splitlines()[0]
-            if any(mark in first for mark in ("Timed out", "timed out", "Timeout", "timeout")):
+            if "timed out" in first.lower() or "timeout" in first.lower():
                 raise ParallelError(f"rank 0 could not send a step's plan within {self.timeout:g} s (parallel_timeout):"
                                     f" a {self.role} rank stopped reading ({first})") from e
             raise ParallelError(f"rank 0 could not send a step's plan: the connection to a {self.role} rank "
@@ -504,19 +504,19 @@ def release_default_group(device: torch.device, failed: bool = False) -> None:
     dropped here, on the caller's thread. ``_abort_process_group`` does both on the thread, and one left
     behind that finished later (its stopped peer resumed or killed) dropped the record of the next
     engine's groups with it (seen on 2x H200: "Group ... is not registered" at that engine's start)."""
+    left = False
     try:
         if failed or device.type == "cuda":
             world = dist.distributed_c10d._world
             groups = sorted(world.pg_names, key=world.pg_names.get, reverse=True)  # torch's own order
             default = dist.distributed_c10d._get_default_group()
-            _bounded(lambda: _abort_groups(groups, default),
-                     FAILED_TEARDOWN_TIMEOUT if failed else TEARDOWN_TIMEOUT, "aborting the process group")
+            left = _bounded(lambda: _abort_groups(groups, default),
+                            FAILED_TEARDOWN_TIMEOUT if failed else TEARDOWN_TIMEOUT, "aborting the process group")
         else:
             dist.destroy_process_group()
     except Exception as e:
         log.warning("tearing down the process group: %s", e)
-    if _left_behind_now:
-        _left_behind_now.clear()
+    if left:
         log.warning("the process group's teardown did not finish: its resources are left behind, and this "
                     "process forgets it so that another engine can start")
     _forget_groups()
@@ -564,7 +564,6 @@ FAILED_TEARDOWN_TIMEOUT = 5.0
 
 
 _left_behind: list[str] = []  # teardowns left stuck on their threads (see teardown_left_behind)
-_left_behind_now: list[str] = []  # the same, not yet reported by release_default_group
 
 
 def teardown_left_behind() -> bool:
@@ -574,9 +573,10 @@ def teardown_left_behind() -> bool:
     return bool(_left_behind)
 
 
-def _bounded(fn, seconds: float, what: str) -> None:
+def _bounded(fn, seconds: float, what: str) -> bool:
     """Run ``fn`` (a teardown that releases the GIL while it waits in C++) on a daemon thread and wait at
-    most ``seconds``: a teardown stuck in NCCL is logged and left behind instead of hanging the caller."""
+    most ``seconds``: a teardown stuck in NCCL is logged and left behind instead of hanging the caller
+    (True: left behind; ``fn``'s error raised if it ended with one)."""
     done, errors = threading.Event(), []
 
     def run():
@@ -591,9 +591,10 @@ def _bounded(fn, seconds: float, what: str) -> None:
     if not done.wait(seconds):
         log.warning("%s did not finish in %.0f s; left behind", what, seconds)
         _left_behind.append(what)
-        _left_behind_now.append(what)
-    elif errors:
+        return True
+    if errors:
         raise errors[0]
+    return False
 
 
 class WorkerPool:

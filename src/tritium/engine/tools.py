@@ -286,23 +286,13 @@ class ToolCallStream:
                 if start:
                     events.append(self.buffer[:start])
                 self.buffer, self.in_call, self.decided = self.buffer[start:], True, True
-            elif not self.decided and (not self.buffer.strip() or self.buffer.lstrip().startswith("[")):
-                if not final:
-                    return events
-                calls = _mistral_calls(self.buffer)
-                events += calls if calls else ([self.buffer] if self.buffer else [])
-                self.buffer = ""
-                return self._count(events)
-            else:
-                self.decided = True
+            elif self.decided or (self.buffer.strip() and not self.buffer.lstrip().startswith("[")):
+                self.decided = True  # content: passed on, but for what may begin the tag
                 keep = 0 if final else partial_suffix(self.buffer, _MISTRAL_TAG)
                 text, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
-                if text:
-                    events.append(text)
-                return self._count(events)
-        if final:
-            calls = _mistral_calls(self.buffer)
-            events += calls if calls else [self.buffer]
+                return self._count(events + ([text] if text else []))
+        if final and self.buffer:  # the calls after the tag, or a tag-less list; else the text as written
+            events += _mistral_calls(self.buffer) or [self.buffer]
             self.buffer, self.in_call = "", False
         return self._count(events)
 
@@ -356,7 +346,6 @@ class ToolCallStream:
     def _count(self, events: list) -> list:
         self.calls += sum(isinstance(e, ToolCall) for e in events)
         return events
-
 
 
 def _parameters(tool: dict) -> dict:

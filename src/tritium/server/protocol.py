@@ -248,7 +248,7 @@ def parse_completion(body: dict) -> GenerationRequest:
     prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs),
                                         logprobs if echo else None)
     if not stream:  # each prompt is scored by its first choice, the others given its scores (OpenAIServer)
-        params = params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
+        params = _first_scores(params)
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
                              echo=echo, prompt_logprobs=prompt_k)
 
@@ -295,10 +295,15 @@ def parse_chat(body: dict) -> GenerationRequest:
     prompt_k, params = _prompt_logprobs(body, stream, params)
     # the conversation's prompt_logprobs are reported once: the first choice scores the prompt, the others may
     # take its KV pages from the prefix cache
-    params = params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
+    params = _first_scores(params)
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
                              prompt_logprobs=prompt_k)
+
+
+def _first_scores(params: list[SamplingParams]) -> list[SamplingParams]:
+    """The choices' parameters with only the first scoring the prompt (prompt_logprobs)."""
+    return params[:1] + [dataclasses.replace(p, prompt_logprobs=None) for p in params[1:]]
 
 
 def _response_format(body: dict) -> tuple[str, dict | bool | None] | None:
