@@ -64,11 +64,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="a request's answer (tokens and log-probabilities) has the same bits whatever runs "
                              "beside it, however its prompt is chunked or cached (one GPU; slower: tritium's own "
                              "kernels with fixed reduction orders, no cuBLAS)")
-    parser.add_argument("--quantization", choices=["fp8", "fp8-dynamic"], default=None,
+    parser.add_argument("--quantization", choices=["fp8", "fp8-dynamic", "int4"], default=None,
                         help="fp8: the layers' projection weights in FP8 with a scale per output row (weight-only: "
                              "half the bytes a decode step reads); a 16-bit checkpoint is quantized as it loads, an "
                              "FP8 checkpoint (compressed-tensors, fbgemm_fp8) runs so by itself. fp8-dynamic: the "
-                             "same weights times activations quantized per token (W8A8: fp8 tensor-core products)")
+                             "same weights times activations quantized per token (W8A8: fp8 tensor-core products). "
+                             "int4: 4-bit weights in groups (a GPTQ, AWQ or compressed-tensors W4A16 checkpoint "
+                             "runs so by itself; a 16-bit one is quantized as it loads)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")

@@ -138,8 +138,8 @@ def test_fp8_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # no
 
 
 def test_fp8_options_and_errors(checkpoints):
-    with pytest.raises(ValueError, match="quantization must be None or one of 'fp8', 'fp8-dynamic'"):
-        LLM(checkpoints["bf16"], quantization="int4")
+    with pytest.raises(ValueError, match="quantization must be None or one of 'fp8', 'fp8-dynamic', 'int4'"):
+        LLM(checkpoints["bf16"], quantization="int8")
     with LLM(checkpoints["bf16"], quantization="fp8", max_model_len=64, kv_cache_memory=8 << 20) as llm:
         layer = llm.engine.model.layers[0]
         assert layer.qkv_proj.weight.dtype == FP8_DTYPE and layer.down_proj.weight_scale is not None
@@ -148,9 +148,11 @@ def test_fp8_options_and_errors(checkpoints):
 
 @pytest.mark.parametrize("qc,match", [
     ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "weight_block_size"),
-    ({"quant_method": "gptq", "bits": 4}, "'gptq'"),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "bits"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "'bitsandbytes'"),
     ({"quant_method": "compressed-tensors", "format": "pack-quantized",
-      "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4, "strategy": "group"}}}}, "'int', 4 bits"),
+      "config_groups": {"g": {"weights": {"type": "int", "num_bits": 8, "strategy": "channel", "symmetric": True}}}},
+     "8"),
     ({"quant_method": "compressed-tensors", "format": "float-quantized",
       "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}}}, "'block'"),
 ])

@@ -618,9 +618,96 @@ def test_fp8_load_errors():
     with pytest.raises(ValueError, match="finite positive"):
         layer.load_weight_scale(torch.zeros(8, 1))
     with pytest.raises(ValueError, match="quant must be None or one of"):
-        RowParallelLinear(6, 8, quant="int4", **KW)
+        RowParallelLinear(6, 8, quant="int3", **KW)
     layer.load_weight(w8)
     assert layer.missing() == ["weight_scale"]
     biased = ColumnParallelLinear(6, 8, bias=True, quant="fp8", **KW)
     with pytest.raises(TypeError, match="only weights"):
         biased.load_bias(w8[:, 0].contiguous())
+
+
+# -- quant="int4": 4-bit codes in groups -------------------------------------------------------------------------
+
+class Int4TorchLinear(TorchLinear):
+    """``TorchLinear`` taking an Int4Weight as the model's LinearDispatch does in "torch" mode."""
+
+    def __call__(self, x, weight, bias=None):
+        from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
+        if isinstance(weight, Int4Weight):
+            weight = dequantize_int4_reference(weight, x.dtype)
+        return F.linear(x, weight, bias)
+
+    def gated(self, x, weight):
+        i = x.shape[-1] // 2
+        return self(F.silu(x[:, :i]) * x[:, i:], weight)
+
+
+@pytest.mark.parametrize("ws", WORLD_SIZES, ids=lambda w: f"ws{w}")
+def test_int4_layers(ws):
+    """Quantized at load (each rank its rows, or its columns in whole groups: 128, else the largest of 64 / 32
+    / 16 that divides them) and from a checkpoint's Int4Weight (load_int4: rows, or whole groups of columns):
+    the ranks' outputs combine into the model of the dequantized weights."""
+    from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, quantize_int4
+    H, I, T = 48, 192, 4
+    linear = Int4TorchLinear()
+    gate, up, down, x = torch.randn(I, H), torch.randn(I, H), torch.randn(H, I), torch.randn(T, H)
+    ckpt = {name: quantize_int4(w, 16, symmetric=name == "up") for name, w in (("gate", gate), ("up", up),
+                                                                                ("down", down))}
+    deq = {name: dequantize_int4_reference(w) for name, w in ckpt.items()}
+    local = I // ws
+    g_down = next(g for g in (128, 64, 32, 16) if local % g == 0)
+    rtn_down = torch.cat([dequantize_int4_reference(quantize_int4(down[:, r * local:(r + 1) * local], g_down))
+                          for r in range(ws)], dim=1)
+    rtn = {name: dequantize_int4_reference(quantize_int4(w, 16)) for name, w in (("gate", gate), ("up", up.bfloat16()))}
+    out_rtn = out_ckpt = 0
+    for g in groups(ws):
+        layers = {}
+        for source in ("rtn", "ckpt"):
+            kw = dict(group=g, quant="int4", **KW)
+            gate_up = MergedColumnParallelLinear(H, [I, I], group_size=None if source == "rtn" else 16, **kw)
+            down_proj = RowParallelLinear(I, H, group_size=None if source == "rtn" else 16, **kw)
+            if source == "rtn":
+                gate_up.load_weight(gate, 0)
+                gate_up.load_weight(up.bfloat16(), 1)
+                down_proj.load_weight(down)
+            else:
+                gate_up.load_int4(ckpt["gate"], 0)
+                gate_up.load_int4(ckpt["up"], 1)
+                down_proj.load_int4(ckpt["down"])
+            for layer in (gate_up, down_proj):
+                assert layer.missing() == []
+                layer.finish_int4()
+                assert isinstance(layer.weight, Int4Weight) and layer.weight.scales.dtype == torch.float16
+            layers[source] = (gate_up, down_proj)
+        assert layers["rtn"][1].weight.group_size == g_down and layers["ckpt"][1].weight.group_size == 16
+        assert layers["ckpt"][0].weight.zeros is not None  # gate's (asymmetric) zero points are kept
+        for source, (gate_up, down_proj) in layers.items():
+            y = down_proj.forward(gate_up.forward(x, linear), linear, gated=True, reduce=False)
+            if source == "rtn":
+                out_rtn = out_rtn + y
+            else:
+                out_ckpt = out_ckpt + y
+    assert_close(out_rtn, F.linear(F.silu(x @ rtn["gate"].T) * (x @ rtn["up"].T), rtn_down))
+    assert_close(out_ckpt, F.linear(F.silu(x @ deq["gate"].T) * (x @ deq["up"].T), deq["down"]))
+
+
+def test_int4_load_errors():
+    from tritium.ops.int4 import Int4Weight, quantize_int4
+    w = quantize_int4(torch.randn(8, 64), 16)
+    with pytest.raises(ValueError, match="not int4: build the model with quantization='int4'"):
+        ColumnParallelLinear(64, 8, **KW).load_int4(w)
+    layer = ColumnParallelLinear(64, 8, quant="int4", group_size=32, **KW)
+    with pytest.raises(ValueError, match="groups of 16 here, the layer holds 64 in groups of 32"):
+        layer.load_int4(w)
+    with pytest.raises(ValueError, match=r"has shape \(8, 64\), expected \(8, 32\)"):
+        ColumnParallelLinear(32, 8, quant="int4", **KW).load_int4(w)
+    with pytest.raises(ValueError, match="groups of 48 input features do not divide this rank's 32 of 64"):
+        RowParallelLinear(64, 8, quant="int4", group_size=48, group=groups(2)[0], **KW)
+    # act-order: a row-parallel rank cannot take columns of permuted features; fused parts must share the order
+    permuted = Int4Weight(w.packed, w.scales, w.zeros, torch.randperm(64).to(torch.int32), 16)
+    with pytest.raises(ValueError, match="tensor-parallel size 2: .*permuted"):
+        RowParallelLinear(64, 8, quant="int4", group_size=16, group=groups(2)[1], **KW).load_int4(permuted)
+    merged = MergedColumnParallelLinear(64, [8, 8], quant="int4", group_size=16, **KW)
+    merged.load_int4(permuted, 0)
+    with pytest.raises(ValueError, match=r"weight\[1\] orders its input features .* differently from weight\[0\]"):
+        merged.load_int4(w, 1)

@@ -16,6 +16,8 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
   quantized at load: weight-only FP8); its batch-1 step is compared with its own weight read.
 - ``tritium-fp8-dynamic`` (not in the default list): ``quantization="fp8-dynamic"`` (the same fp8 weights,
   activations quantized per token: W8A8).
+- ``tritium-int4`` (not in the default list): ``quantization="int4"`` (the same weights quantized at load to
+  4-bit codes in groups of 128: weight-only int4); its batch-1 step is compared with its own weight read.
 
 Each tritium system also answers one greedy request with its tokens' log-probabilities alone and then
 beside 16 other requests of other lengths (``invariance``: how many of its tokens and log-probabilities
@@ -43,7 +45,8 @@ from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_
 from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
 from tritium.engine import SamplingParams
 
-SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant", "tritium-fp8", "tritium-fp8-dynamic")
+SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant", "tritium-fp8", "tritium-fp8-dynamic",
+           "tritium-int4")
 DEFAULT_SYSTEMS = SYSTEMS[:3]
 
 
@@ -237,7 +240,7 @@ def run(args) -> dict:
             result["systems"][name] = bench_transformers(bench)
         elif name == "tritium-invariant":
             result["systems"][name] = bench_engine(bench, "triton", batch_invariant=True)
-        elif name in ("tritium-fp8", "tritium-fp8-dynamic"):
+        elif name in ("tritium-fp8", "tritium-fp8-dynamic", "tritium-int4"):
             result["systems"][name] = bench_engine(bench, "triton", quantization=name.removeprefix("tritium-"))
         else:
             result["systems"][name] = bench_engine(bench, "triton" if name == "tritium" else "torch")
@@ -251,7 +254,8 @@ def run(args) -> dict:
 def _summarise(result: dict) -> None:
     sysres = result["systems"]
     wbytes = sysres.get("tritium", {}).get("weight_bytes") or next(
-        (r["weight_bytes"] for n, r in sysres.items() if "weight_bytes" in r and not n.startswith("tritium-fp8")),
+        (r["weight_bytes"] for n, r in sysres.items() if "weight_bytes" in r
+         and not n.startswith(("tritium-fp8", "tritium-int4"))),
         None)
     if wbytes and "copy_bandwidth_tbs" in result:
         result["weight_bytes"] = wbytes
@@ -267,7 +271,7 @@ def _summarise(result: dict) -> None:
     if t:
         if "weight_read_ms" in result:
             ratios["batch1_step_over_weight_read"] = t["batch1_decode_ms"] / result["weight_read_ms"]
-        for system, key in (("tritium-fp8", "fp8"), ("tritium-fp8-dynamic", "fp8_dynamic")):
+        for system, key in (("tritium-fp8", "fp8"), ("tritium-fp8-dynamic", "fp8_dynamic"), ("tritium-int4", "int4")):
             fp8 = sysres.get(system)
             if fp8 is None:
                 continue

@@ -7,6 +7,7 @@ import dataclasses
 
 import torch
 
+from tritium.models.int4_formats import Int4Scheme, int4_scheme
 from tritium.models.rope import yarn_mscale
 
 
@@ -62,6 +63,7 @@ class ModelConfig:
     eos_token_ids: tuple[int, ...] = ()
     torch_dtype: torch.dtype | None = None
     quantization: str | None = None
+    int4: Int4Scheme | None = None  # an int4 checkpoint's layout (GPTQ, AWQ, compressed-tensors) and group
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -105,6 +107,10 @@ class ModelConfig:
         use_sliding = cfg.get("use_sliding_window", model_type == "mistral")
         window = _hf_sliding_window(cfg, model_type) if use_sliding else None
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+        try:
+            int4 = int4_scheme(cfg.get("quantization_config"))
+        except ValueError as e:
+            raise UnsupportedModelError(f"quantization_config: {e}") from None
         return cls(
             model_type=model_type,
             vocab_size=cfg["vocab_size"],
@@ -125,7 +131,8 @@ class ModelConfig:
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
-            quantization=_hf_quantization(cfg.get("quantization_config")),
+            quantization="int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config")),
+            int4=int4,
         )
 
     @classmethod

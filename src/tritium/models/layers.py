@@ -21,6 +21,14 @@ A 16/32-bit checkpoint weight is quantized as it loads, each row's scale from th
 rank reads the full rows for it), so every world size holds the same values; an fp8 checkpoint weight is
 copied as stored and needs its ``weight_scale`` (per tensor or per channel) loaded too (``load_weight_scale``).
 
+``quant="int4"`` (weight-only int4): the weight is an :class:`~tritium.ops.int4.Int4Weight` (4-bit codes, one
+scale and zero point per row and group of ``group_size`` input features), passed to ``linear`` as the weight.
+A 16/32-bit checkpoint weight is quantized as it loads (round to nearest, :func:`~tritium.ops.int4.quantize_int4`;
+group of 128 where the input features divide by it); a GPTQ / AWQ / compressed-tensors checkpoint's weight
+arrives converted (``load_int4``, :mod:`tritium.models.int4_formats`). A row-parallel rank's columns must hold
+whole groups. :meth:`finish_int4` narrows the storage once every part is in (16-bit scales where every part
+had them, no zero points where every one is 8).
+
 Forward methods take a ``linear`` object (:class:`~tritium.models.linear.LinearDispatch` in the model):
 ``linear(x, weight, bias=None)`` = ``x @ weight^T + bias``, ``linear.gated(x, weight)`` =
 ``linear(silu(x[:, :I]) * x[:, I:], weight)`` for x = [gate | up] of width 2I, and ``linear.swiglu(x, weight,
@@ -36,7 +44,10 @@ import torch
 import torch.nn.functional as F
 
 from tritium.models.weights import LazyTensor, materialize
+from tritium.ops.int4 import SYMMETRIC_ZERO, Int4Weight, quantize_int4
 from tritium.ops.quant import FP8_DTYPE, QUANTIZATIONS, expand_scale, quantize_rows
+
+INT4_GROUP_SIZE = 128  # input features per scale of a 16/32-bit weight quantized to int4 at load
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +131,39 @@ def _check_group(owner: str, group) -> None:
         raise TypeError(f"{owner}: group must be a ParallelGroup, got {type(group).__name__}")
 
 
-def _nbytes(*tensors: torch.Tensor | None) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+def _nbytes(*tensors: torch.Tensor | Int4Weight | None) -> int:
+    return sum(t.nbytes() if isinstance(t, Int4Weight) else t.numel() * t.element_size()
+               for t in tensors if t is not None)
+
+
+def _flat(*tensors: torch.Tensor | Int4Weight | None) -> list[torch.Tensor]:
+    out = []
+    for t in tensors:
+        if isinstance(t, Int4Weight):
+            out += t.tensors()
+        elif t is not None:
+            out.append(t)
+    return out
+
+
+def int4_group_size(owner: str, full_k: int, local_k: int, group_size: int | None) -> int:
+    """The group an int4 layer stores, for ``local_k`` of its ``full_k`` input features at this rank:
+    ``group_size`` (a checkpoint's; -1: one group a row), or None (quantized at load): 128, else the largest
+    of 64, 32, 16 that divides ``local_k``, else one group a row of the rank's columns (the usual shapes take
+    128 at every tensor-parallel size; others may quantize in smaller groups at larger sizes). ValueError
+    where a checkpoint's groups do not fit the rank's columns."""
+    if local_k % 2:
+        raise ValueError(f"{owner}: int4 needs an even number of input features a rank, got {local_k}")
+    if group_size is None:
+        return next((g for g in (INT4_GROUP_SIZE, 64, 32, 16) if local_k % g == 0), local_k)
+    if group_size == -1 or group_size == full_k:
+        return local_k
+    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 2 or group_size % 2:
+        raise ValueError(f"{owner}: group_size must be an even int >= 2 or -1, got {group_size!r}")
+    if local_k % group_size:
+        raise ValueError(f"{owner}: int4 groups of {group_size} input features do not divide this rank's "
+                         f"{local_k} of {full_k} (the tensor-parallel size splits a group)")
+    return group_size
 
 
 def _scale_label(label: str) -> str:
@@ -133,7 +175,7 @@ class _ShardedLayer:
     """What every layer shares: the group, loading bookkeeping and the shard copy with its shape check."""
 
     def __init__(self, parts: list[str], group: ParallelGroup, dtype: torch.dtype, device, name: str | None,
-                 quant: str | None = None):
+                 quant: str | None = None, group_size: int | None = None):
         _check_group(name or type(self).__name__, group)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"{type(self).__name__}: dtype must be a floating-point torch.dtype, got {dtype!r}")
@@ -145,10 +187,13 @@ class _ShardedLayer:
         self.device = torch.device(device)
         self.name = name or type(self).__name__
         self.quant = quant
+        self.group_size = group_size  # int4: a checkpoint's group (-1: one a row); None: chosen at load
         self.weight_scale: torch.Tensor | None = None
         self._parts = parts          # every part a checkpoint must provide, in order
         self._loaded: set[str] = set()
         self._stored_fp8: set[str] = set()  # weight parts copied as stored in fp8: their scales are due too
+        self._int4_scale_dtypes: set[torch.dtype] = set()  # int4: the scale dtypes the parts came with
+        self._int4_perm_from: str | None = None  # int4: the part whose input-feature order the weight keeps
 
     def missing(self) -> list[str]:
         """Names of the parts not loaded yet ("weight", "bias", "weight[q]", "weight[0]" ...; the
@@ -161,10 +206,18 @@ class _ShardedLayer:
         """``linear``'s keyword for this layer's weight: its row scales where it is quantized."""
         return {} if self.weight_scale is None else {"scale": self.weight_scale}
 
-    def _empty_weight(self, rows: int, cols: int) -> torch.Tensor:
-        """The weight's storage: the layer's dtype, or fp8 with a row-scale vector beside it."""
+    def _empty_weight(self, rows: int, cols: int, full_cols: int | None = None) -> torch.Tensor | Int4Weight:
+        """The weight's storage: the layer's dtype, fp8 with a row-scale vector beside it, or int4 (fp32 scales
+        and zero points until :meth:`finish_int4`). ``full_cols``: the checkpoint's input features (a
+        row-parallel rank holds ``cols`` of them)."""
         if self.quant is None:
             return self._empty(rows, cols)
+        if self.quant == "int4":
+            g = int4_group_size(self.name, full_cols or cols, cols, self.group_size)
+            return Int4Weight(torch.zeros((rows, cols // 2), dtype=torch.uint8, device=self.device),
+                              torch.ones((rows, cols // g), dtype=torch.float32, device=self.device),
+                              torch.full((rows, cols // g), SYMMETRIC_ZERO, dtype=torch.uint8, device=self.device),
+                              None, g)
         self.weight_scale = torch.ones(rows, dtype=torch.float32, device=self.device)
         return torch.empty((rows, cols), dtype=FP8_DTYPE, device=self.device)
 
@@ -190,6 +243,13 @@ class _ShardedLayer:
         scale from the whole row ``full[rows]`` (all columns, whatever this rank holds)."""
         self._check_full(part, full, expected)
         n = rows.stop - rows.start
+        if self.quant == "int4":
+            if full.dtype == FP8_DTYPE:
+                raise TypeError(f"{self.name}: {part} is stored in {full.dtype}; an int4 layer quantizes 16/32-bit "
+                                f"weights (run an FP8 checkpoint with quantization='fp8')")
+            w = full[rows, cols].to(self.device)
+            self._put_int4(part, quantize_int4(w, self.weight.group_size, scale_dtype=torch.float16), row0)
+            return
         with torch.no_grad():
             if full.dtype == FP8_DTYPE:
                 self.weight[row0: row0 + n].copy_(full[rows, cols])
@@ -202,12 +262,61 @@ class _ShardedLayer:
                 self._loaded.add(_scale_label(part))
         self._loaded.add(part)
 
+    def _check_int4(self, part: str, t, expected: tuple[int, int]) -> None:
+        """``t`` must be an :class:`Int4Weight` of the full checkpoint shape ``expected`` for an int4 layer."""
+        if self.quant != "int4":
+            raise ValueError(f"{self.name}: got an int4 checkpoint weight ({part}) but the layer is not int4: build "
+                             f"the model with quantization='int4'")
+        if not isinstance(t, Int4Weight):
+            raise TypeError(f"{self.name}: {part} must be an Int4Weight, got {type(t).__name__}")
+        if tuple(t.shape) != tuple(expected):
+            raise ValueError(f"{self.name}: {part} has shape {tuple(t.shape)}, expected {tuple(expected)} "
+                             f"(the full checkpoint tensor)")
+
+    def _put_int4(self, part: str, w: Int4Weight, row0: int) -> None:
+        """This rank's rows and columns of int4 weight part ``part`` (``w``, its group size the layer's) into
+        the weight at row ``row0``. Every part must keep the same input-feature order (``perm``)."""
+        store = self.weight
+        n = w.shape[0]
+        if w.shape[1] != store.shape[1] or w.group_size != store.group_size:
+            raise ValueError(f"{self.name}: {part} has {w.shape[1]} input features in groups of {w.group_size} "
+                             f"here, the layer holds {store.shape[1]} in groups of {store.group_size}")
+        if self._int4_perm_from is None or self._int4_perm_from == part:
+            store.perm = None if w.perm is None else w.perm.to(self.device).contiguous()
+            self._int4_perm_from = part
+        elif not (w.perm is None and store.perm is None) and (
+                w.perm is None or store.perm is None or not torch.equal(w.perm.to(self.device), store.perm)):
+            raise ValueError(f"{self.name}: {part} orders its input features (act-order g_idx) differently from "
+                             f"{self._int4_perm_from}; parts fused into one weight must share that order")
+        with torch.no_grad():
+            dst = store.rows(row0, row0 + n)
+            dst.packed.copy_(w.packed)
+            dst.scales.copy_(w.scales)
+            if w.zeros is None:
+                dst.zeros.fill_(SYMMETRIC_ZERO)
+            else:
+                dst.zeros.copy_(w.zeros)
+        self._int4_scale_dtypes.add(w.scales.dtype)
+        self._loaded.add(part)
+
+    def finish_int4(self) -> None:
+        """Once every part is loaded: scales narrowed to the 16-bit dtype every part came in (exact), zero points
+        dropped where all are 8 (a symmetric format: the kernels then load none). No-op for other layers."""
+        w = self.weight
+        if not isinstance(w, Int4Weight):
+            return
+        if len(self._int4_scale_dtypes) == 1 and next(iter(self._int4_scale_dtypes)) != torch.float32:
+            w.scales = w.scales.to(next(iter(self._int4_scale_dtypes))).contiguous()
+        if w.zeros is not None and bool((w.zeros == SYMMETRIC_ZERO).all()):
+            w.zeros = None
+        w.validate()
+
     def _load_scale(self, part: str, t, full_rows: int, rows: slice, row0: int) -> None:
         """A checkpoint's scale of an fp8 weight part (one value, or one per row of the full part):
         rows ``rows`` of it into ``weight_scale`` at ``row0``."""
-        if self.quant is None:
+        if self.quant is None or self.quant == "int4":
             raise ValueError(f"{self.name}: got a weight scale ({_scale_label(part)}) but the layer is not "
-                             f"quantized: build the model with quantization='fp8'")
+                             f"quantized to fp8: build the model with quantization='fp8'")
         if not isinstance(t, (torch.Tensor, LazyTensor)):
             raise TypeError(f"{self.name}: {_scale_label(part)} must be a torch.Tensor or LazyTensor, got "
                             f"{type(t).__name__}")
@@ -245,15 +354,16 @@ class ColumnParallelLinear(_ShardedLayer):
     """
 
     def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
-                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None):
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None,
+                 group_size: int | None = None):
         sizes = [output_size]
         self._init(input_size, sizes, _local_sizes(name or type(self).__name__, sizes, group, "output_size"),
-                   bias, group, dtype, device, name, ["weight"] + ["bias"] * bias, quant)
+                   bias, group, dtype, device, name, ["weight"] + ["bias"] * bias, quant, group_size)
 
     def _init(self, input_size, output_sizes, local_sizes, bias, group, dtype, device, name, parts,
-              quant=None) -> None:
+              quant=None, group_size=None) -> None:
         """``output_sizes``: the full parts stacked in the weight; ``local_sizes``: this rank's rows of each."""
-        super().__init__(parts, group, dtype, device, name, quant)
+        super().__init__(parts, group, dtype, device, name, quant, group_size)
         _positive(self.name, input_size=input_size)
         self.input_size = input_size
         self.output_sizes = list(output_sizes)
@@ -275,6 +385,10 @@ class ColumnParallelLinear(_ShardedLayer):
         if kind == "weight_scale":
             self._load_scale(label, t, full, slice(start, start + n), offset)
             return
+        if kind == "int4":
+            self._check_int4(label, t, (full, self.input_size))
+            self._put_int4(label, t.rows(start, start + n), offset)
+            return
         expected = (full, self.input_size) if kind == "weight" else (full,)
         if kind == "weight" and self.quant is not None:
             self._load_quantized(label, t, expected, slice(start, start + n), slice(None), offset)
@@ -294,6 +408,10 @@ class ColumnParallelLinear(_ShardedLayer):
         """t: the scale of an fp8 checkpoint weight (one value, or one per output row); quantized layers only."""
         self._load_part("weight_scale", t, 0, "weight")
 
+    def load_int4(self, t: Int4Weight) -> None:
+        """t: the full weight of an int4 checkpoint, converted (:mod:`tritium.models.int4_formats`)."""
+        self._load_part("int4", t, 0, "weight")
+
     def forward(self, x: torch.Tensor, linear) -> torch.Tensor:
         """x ``[T, input_size]`` -> ``[T, output_size / world_size]``: exactly ``linear(x, weight, bias)``."""
         return linear(x, self.weight, self.bias, **self._scale_kw)
@@ -310,7 +428,7 @@ class ColumnParallelLinear(_ShardedLayer):
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this layer holds."""
-        return [t for t in (self.weight, self.weight_scale, self.bias) if t is not None]
+        return _flat(self.weight, self.weight_scale, self.bias)
 
 
 class MergedColumnParallelLinear(ColumnParallelLinear):
@@ -323,14 +441,14 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
 
     def __init__(self, input_size: int, output_sizes: list[int], *, bias: bool = False,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str | None = None, quant: str | None = None):
+                 name: str | None = None, quant: str | None = None, group_size: int | None = None):
         parts = [f"weight[{i}]" for i in range(len(output_sizes))]
         parts += [f"bias[{i}]" for i in range(len(output_sizes))] if bias else []
         owner = name or type(self).__name__
         if not output_sizes:
             raise ValueError(f"{owner}: output_sizes must not be empty")
         self._init(input_size, list(output_sizes), _local_sizes(owner, output_sizes, group, "output_sizes[{}]"),
-                   bias, group, dtype, device, name, parts, quant)
+                   bias, group, dtype, device, name, parts, quant, group_size)
 
     def _part(self, part: int) -> int:
         if not isinstance(part, int) or isinstance(part, bool) or not 0 <= part < len(self.output_sizes):
@@ -348,6 +466,10 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
     def load_weight_scale(self, t: torch.Tensor | LazyTensor, part: int) -> None:
         """t: the scale of part ``part``'s fp8 checkpoint weight (one value, or one per row of the part)."""
         self._load_part("weight_scale", t, self._part(part), f"weight[{part}]")
+
+    def load_int4(self, t: Int4Weight, part: int) -> None:
+        """t: part ``part``'s full weight from an int4 checkpoint, converted."""
+        self._load_part("int4", t, self._part(part), f"weight[{part}]")
 
     def forward_swiglu(self, x: torch.Tensor, linear) -> torch.Tensor:
         """gate/up: x ``[T, input_size]`` -> ``silu(gate) * up`` of this rank's shard ``[T, I / world_size]``
@@ -373,7 +495,7 @@ class QKVParallelLinear(ColumnParallelLinear):
 
     def __init__(self, hidden_size: int, head_dim: int, num_heads: int, num_kv_heads: int, *, bias: bool = False,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str | None = None, quant: str | None = None):
+                 name: str | None = None, quant: str | None = None, group_size: int | None = None):
         owner = name or type(self).__name__
         _check_group(owner, group)
         _positive(owner, hidden_size=hidden_size, head_dim=head_dim, num_heads=num_heads, num_kv_heads=num_kv_heads)
@@ -402,7 +524,8 @@ class QKVParallelLinear(ColumnParallelLinear):
         self.kv_size = self.num_kv_heads * head_dim
         parts = ["weight[q]", "weight[k]", "weight[v]"] + (["bias[q]", "bias[k]", "bias[v]"] if bias else [])
         self._init(hidden_size, [num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim],
-                   [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts, quant)
+                   [self.q_size, self.kv_size, self.kv_size], bias, group, dtype, device, name, parts, quant,
+                   group_size)
 
     def _load(self, kind: str, t: torch.Tensor | LazyTensor, part: str) -> None:
         if part == "q":
@@ -411,7 +534,7 @@ class QKVParallelLinear(ColumnParallelLinear):
             index, first_row = (1 if part == "k" else 2), self.kv_head_start * self.head_dim
         else:
             raise ValueError(f"{self.name}: part must be 'q', 'k' or 'v', got {part!r}")
-        self._load_part(kind, t, index, f"{'weight' if kind == 'weight_scale' else kind}[{part}]", first_row)
+        self._load_part(kind, t, index, f"{'weight' if kind in ('weight_scale', 'int4') else kind}[{part}]", first_row)
 
     def forward_rope_kv(self, x: torch.Tensor, linear, positions: torch.Tensor, cos_sin: torch.Tensor,
                         k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor) -> torch.Tensor:
@@ -433,6 +556,10 @@ class QKVParallelLinear(ColumnParallelLinear):
         """t: the scale of part "q", "k" or "v"'s fp8 checkpoint weight (one value, or one per row)."""
         self._load("weight_scale", t, part)
 
+    def load_int4(self, t: Int4Weight, part: str) -> None:
+        """t: part "q", "k" or "v"'s full weight from an int4 checkpoint, converted."""
+        self._load("int4", t, part)
+
 
 class RowParallelLinear(_ShardedLayer):
     """``y = x @ W^T + b`` with W ``[output_size, input_size]`` split by columns: rank r holds input features
@@ -443,13 +570,14 @@ class RowParallelLinear(_ShardedLayer):
     """
 
     def __init__(self, input_size: int, output_size: int, *, bias: bool = False, group: ParallelGroup = SINGLE,
-                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None):
-        super().__init__(["weight"] + ["bias"] * bias, group, dtype, device, name, quant)
+                 dtype: torch.dtype, device: torch.device | str, name: str | None = None, quant: str | None = None,
+                 group_size: int | None = None):
+        super().__init__(["weight"] + ["bias"] * bias, group, dtype, device, name, quant, group_size)
         _positive(self.name, input_size=input_size, output_size=output_size)
         self.input_size = input_size
         self.output_size = output_size
         self._cols = shard_range(input_size, group.rank, group.world_size, name=f"{self.name}: input_size")
-        self.weight = self._empty_weight(output_size, self._cols[1] - self._cols[0])
+        self.weight = self._empty_weight(output_size, self._cols[1] - self._cols[0], input_size)
         self.bias = self._empty(output_size) if bias else None
         self._bias_here = self.bias if group.rank == 0 else None  # added once: on rank 0, before the sum
 
@@ -465,6 +593,16 @@ class RowParallelLinear(_ShardedLayer):
     def load_weight_scale(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the scale of an fp8 checkpoint weight (one value, or one per output row; every rank holds all)."""
         self._load_scale("weight", t, self.output_size, slice(0, self.output_size), 0)
+
+    def load_int4(self, t: Int4Weight) -> None:
+        """t: the full weight of an int4 checkpoint, converted; this rank copies its columns (whole groups;
+        a weight whose input features are permuted, GPTQ act-order, only at world size 1)."""
+        self._check_int4("weight", t, (self.output_size, self.input_size))
+        try:
+            local = t.columns(*self._cols)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: at tensor-parallel size {self.group.world_size}: {e}") from None
+        self._put_int4("weight", local, 0)
 
     def load_bias(self, t: torch.Tensor | LazyTensor) -> None:
         """t: the full bias ``[output_size]`` (held whole by every rank)."""
@@ -515,7 +653,7 @@ class RowParallelLinear(_ShardedLayer):
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this layer holds."""
-        return [t for t in (self.weight, self.weight_scale, self.bias) if t is not None]
+        return _flat(self.weight, self.weight_scale, self.bias)
 
 
 class _VocabParallel(_ShardedLayer):

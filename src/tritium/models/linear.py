@@ -21,6 +21,8 @@ from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
 from tritium.ops.dequant import dequantize_fp8
+from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
+from tritium.ops.int4_linear import int4_linear
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
@@ -42,7 +44,10 @@ class LinearDispatch:
     Every method takes ``scale``: the weight is stored quantized (float8_e4m3fn) with these fp32 row scales
     (weight-only FP8, :mod:`tritium.ops.quant`). The GEMV takes them as they are; where no GEMV runs, the
     product is :func:`tritium.fused.matmul` with the fp8 weight converted tile by tile (``"torch"`` mode: the
-    weight dequantized, then ``F.linear``). cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
+    weight dequantized, then ``F.linear``). An :class:`~tritium.ops.int4.Int4Weight` (weight-only int4) runs
+    :func:`tritium.ops.int4_linear.int4_linear` at every M (its own GEMV, matmul or dequantize + cuBLAS by the
+    row count; ``"torch"`` mode: the reference dequantization, then ``F.linear``); nothing fuses into it, so
+    :meth:`gemv_runs` is False for it, and :meth:`tune` leaves it out. cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
     the "cublas" timing of a quantized shape is that matmul's. With ``dynamic_fp8`` (set by the model for
     ``quantization="fp8-dynamic"``) a quantized weight's product is W8A8 at every M: the activations
     quantized per row (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8: the GEMV
@@ -100,7 +105,7 @@ class LinearDispatch:
     def _choice(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config the mode and the tuning give ``m`` rows times ``weight^T``, or None for cuBLAS (the
         dense path)."""
-        if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M:
+        if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M or isinstance(weight, Int4Weight):
             return None
         return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
 
@@ -136,12 +141,25 @@ class LinearDispatch:
         weight (``scale``) through :func:`quantized_linear` (x may be Fp8Rows there, under W8A8)."""
         if isinstance(x, Fp8Rows):
             self._check_rows_for(weight)
+        if isinstance(weight, Int4Weight):
+            return self._int4(x, weight, bias)
         if scale is not None:
             return quantized_linear(x, weight, scale, bias, torch_only=self.mode == "torch",
                                     invariant=self.mode == "invariant", dynamic=self.dynamic_fp8)
         if self.mode != "invariant":
             return F.linear(x, weight, bias)
         return invariant_linear(x, weight, bias)
+
+    def _int4(self, x: torch.Tensor, weight: Int4Weight, bias: torch.Tensor | None) -> torch.Tensor:
+        """``x @ weight^T + bias`` for an int4 weight: tritium's int4 kernels, or (``"torch"`` mode) the
+        reference dequantization then ``F.linear``. Not under ``"invariant"``: which int4 kernel runs depends on
+        the row count."""
+        if self.mode == "invariant":
+            raise ValueError("int4 weights have no batch-invariant product (their kernel depends on the row "
+                             "count): batch_invariant=True needs 16-bit or fp8 weights")
+        if self.mode == "torch":
+            return F.linear(x, dequantize_int4_reference(weight, x.dtype), bias)
+        return int4_linear(x, weight, bias)
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                  scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -281,6 +299,8 @@ class LinearDispatch:
         variants = variants or {}
         scales = scales or {}
         for name, weight_group in weights.items():
+            if isinstance(weight_group[0], Int4Weight):
+                continue  # int4 runs its own kernels at every M (nothing of cuBLAS's to choose between)
             N, K = weight_group[0].shape
             nbytes = sum(w.numel() * w.element_size() for w in weight_group)
             scale_group = scales.get(name)

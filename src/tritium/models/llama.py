@@ -19,12 +19,15 @@ from tritium.attention.config import invariant_config as invariant_attention_con
 from tritium.models.attention import (AttentionMetadata, DistributedDecodeAttention, TorchAttention,
                                      TorchContextParallelAttention, TritonAttention)
 from tritium.models.config import ModelConfig
+from tritium.models.int4_formats import Int4Scheme, from_awq, from_compressed, from_gptq, tensor_names
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
 from tritium.models.linear import LinearDispatch, decode_choices, encode_choices, warm_dense_paths
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
+from tritium.ops.int4 import Int4Weight
+from tritium.ops.int4_linear import int4_warm_rows
 from tritium.ops.quant import QUANTIZATIONS, dequantize, quantize_rows
 
 # A decoder layer's projections, in the order a step runs them.
@@ -127,7 +130,10 @@ class LlamaDecoderLayer:
 
     def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device,
                  quant: str | None = None):
-        kw = dict(group=group, dtype=dtype, device=device, quant=quant)
+        # an int4 checkpoint's layout and group (None: a 16/32-bit checkpoint, quantized at load if asked)
+        self.int4: Int4Scheme | None = cfg.int4 if quant == "int4" else None
+        kw = dict(group=group, dtype=dtype, device=device, quant=quant,
+                  group_size=None if self.int4 is None else self.int4.group_size)
         self.input_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
         self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
         self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
@@ -138,6 +144,8 @@ class LlamaDecoderLayer:
         self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)
         self.down_proj = RowParallelLinear(cfg.intermediate_size, cfg.hidden_size, **kw)
         self._norms_loaded: set[str] = set()
+        self._int4_pending: dict[str, dict[str, torch.Tensor | LazyTensor]] = {}  # projection -> its int4 tensors
+        self.device = device
 
     def load(self, name: str, tensor: torch.Tensor | LazyTensor) -> bool:
         """Load a checkpoint tensor (full or lazy: the projections read only this rank's shard of it) by its
@@ -155,6 +163,9 @@ class LlamaDecoderLayer:
         elif name.rpartition(".")[0] in _PROJECTIONS:
             proj, _, kind = name.rpartition(".")
             attr, part = _PROJECTIONS[proj]
+            if self.int4 is not None and kind in tensor_names(self.int4) + _INT4_EXTRA[self.int4.format]:
+                self._int4_pending.setdefault(proj, {})[kind] = tensor  # converted once all have come
+                return True
             if kind == "input_scale" and self.o_proj.quant:
                 return True  # an FP8 checkpoint's static activation scale: activations stay in the model dtype
             if kind not in ("weight", "weight_scale") + (("bias",) if attr == "qkv_proj" else ()):
@@ -167,6 +178,28 @@ class LlamaDecoderLayer:
         else:
             return False
         return True
+
+    def finish_int4(self) -> None:
+        """Convert each projection's int4 checkpoint tensors (:mod:`tritium.models.int4_formats`) and load
+        them; then narrow every int4 projection's storage (``finish_int4`` of the layers). ValueError naming a
+        projection whose tensors are incomplete or inconsistent."""
+        for proj, tensors in self._int4_pending.items():
+            attr, part = _PROJECTIONS[proj]
+            need = tensor_names(self.int4, optional=False)
+            lacking = [k for k in need if k not in tensors]
+            if lacking:
+                raise ValueError(f"{proj}: the int4 ({self.int4.format}) checkpoint has {sorted(tensors)} but not "
+                                 f"{lacking}")
+            got = {k: materialize(t).to(self.device) for k, t in tensors.items()}
+            try:
+                weight = _convert_int4(self.int4, got)
+            except ValueError as e:
+                raise ValueError(f"{proj}: {e}") from None
+            layer = getattr(self, attr)
+            layer.load_int4(weight) if part is None else layer.load_int4(weight, part)
+        self._int4_pending.clear()
+        for layer in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj):
+            layer.finish_int4()
 
     def missing(self) -> list[str]:
         norms = ("input_layernorm.weight", "post_attention_layernorm.weight") + \
@@ -190,6 +223,23 @@ _PROJECTIONS = {"self_attn.q_proj": ("qkv_proj", "q"), "self_attn.k_proj": ("qkv
                 "mlp.gate_proj": ("gate_up_proj", 0), "mlp.up_proj": ("gate_up_proj", 1),
                 "mlp.down_proj": ("down_proj", None)}
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
+# tensors of an int4 projection beyond int4_formats.tensor_names: a compressed-tensors zero point (refused
+# unless a symmetric scheme wrote it all zeros, as some releases did)
+_INT4_EXTRA = {"gptq": (), "awq": (), "compressed": ("weight_zero_point",)}
+
+
+def _convert_int4(scheme: Int4Scheme, t: dict[str, torch.Tensor]) -> Int4Weight:
+    """One projection's int4 checkpoint tensors (by their names in the checkpoint) as an Int4Weight."""
+    if scheme.format == "gptq":
+        return from_gptq(t["qweight"], t["qzeros"], t["scales"], t.get("g_idx"), group_size=scheme.group_size,
+                         zero_offset=scheme.zero_offset)
+    if scheme.format == "awq":
+        return from_awq(t["qweight"], t["qzeros"], t["scales"], group_size=scheme.group_size)
+    zero_point = t.get("weight_zero_point")
+    if zero_point is not None and scheme.sym and not zero_point.any():
+        zero_point = None  # a symmetric scheme's zero points, written all zeros: nothing to subtract
+    return from_compressed(t["weight_packed"], t["weight_scale"], t.get("weight_shape"), t.get("weight_g_idx"),
+                           group_size=scheme.group_size, weight_zero_point=zero_point)
 
 
 class LlamaModel:
@@ -209,6 +259,9 @@ class LlamaModel:
         kw = dict(group=group, dtype=dtype, device=device)
         self.embed = VocabParallelEmbedding(config.vocab_size, config.hidden_size, **kw)
         self.quantization = options.quantization
+        if config.int4 is not None and options.quantization != "int4":
+            raise ValueError(f"this checkpoint's projections are int4 ({config.int4.format}): quantization must be "
+                             f"'int4' (or left unset), got {options.quantization!r}")
         self.layers = [LlamaDecoderLayer(config, group, dtype, device, options.quantization)
                        for _ in range(config.num_hidden_layers)]
         self.norm = torch.empty(config.hidden_size, dtype=dtype, device=device)
@@ -228,7 +281,8 @@ class LlamaModel:
         # the layers' two norm weights go into the QKV / gate-up weights at load (see ModelOptions.fuse_norms);
         # not under W8A8, where no GEMV takes a norm in (folding would only requantize the weights)
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
-                           and options.linear_backend != "torch" and not self.linear.dynamic_fp8)
+                           and options.linear_backend != "torch" and not self.linear.dynamic_fp8
+                           and options.quantization != "int4")  # an int4 weight takes no norm either
         self.norms_folded = False
         # projections tune_linears timed two ways (down: gated or plain; qkv: with rope inside or plain), the
         # configs of each way, and the way whose configs are in place (swapped by set_options)
@@ -318,6 +372,12 @@ class LlamaModel:
             else:
                 raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
             self._loaded.add(name)
+        if self.quantization == "int4":
+            for i, layer in enumerate(self.layers):
+                try:
+                    layer.finish_int4()
+                except ValueError as e:
+                    raise ValueError(f"model.layers.{i}.{e}") from None
         if not cfg.tie_word_embeddings and "lm_head.weight" not in self._loaded:
             self.lm_head.tie(self.embed)  # a checkpoint without an LM head ties it, as transformers does
         self._check_complete()
@@ -403,6 +463,14 @@ class LlamaModel:
         if not self.quantization:
             return 0
         layer = self.layers[0]
+        if self.quantization == "int4":
+            count = 0
+            for name in LAYER_PROJECTIONS:
+                w = getattr(layer, name).weight
+                for m in int4_warm_rows(*w.shape, w.group_size, max_rows, self.device):
+                    self.linear(torch.zeros(m, w.shape[1], dtype=self.dtype, device=self.device), w)
+                    count += 1
+            return count
         count = sum(warm_dense_paths(self.linear, getattr(layer, name).weight, getattr(layer, name).weight_scale,
                                      max_rows, self.dtype) for name in LAYER_PROJECTIONS)
         if self.options.fuse_act_quant and self.linear.quantizes_input(layer.down_proj.weight):
@@ -415,7 +483,8 @@ class LlamaModel:
 
     def _scales(self, name: str) -> list[torch.Tensor] | None:
         """Every layer's row scales of projection ``name`` (None where the weights are not quantized)."""
-        return [getattr(layer, name).weight_scale for layer in self.layers] if self.quantization else None
+        return ([getattr(layer, name).weight_scale for layer in self.layers]
+                if self.quantization and self.quantization != "int4" else None)
 
     def linear_state(self) -> dict:
         """What :meth:`tune_linears` (and ``ModelRunner.settle_linears``) left in place, as JSON-able data
@@ -494,9 +563,9 @@ class LlamaModel:
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
 
-        def prefetch(name: str, weight: torch.Tensor) -> None:
+        def prefetch(name: str, weight: torch.Tensor | Int4Weight) -> None:
             if name in plan:
-                self.prefetcher.issue(weight, plan[name])
+                self.prefetcher.issue(weight.packed if isinstance(weight, Int4Weight) else weight, plan[name])
 
         if self._norms_in_gemvs(T):
             return self._forward_norms_in_gemvs(h, positions, meta, kv_caches, plan, prefetch)

@@ -25,8 +25,9 @@ import torch
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
 QUANTIZED_DTYPES = (FP8_DTYPE,)  # weight dtypes the kernels take with row scales (gemv's scale, matmul's b_scale)
-# "fp8": weight-only (the products in the activations' dtype); "fp8-dynamic": fp8 activations too (W8A8)
-QUANTIZATIONS = ("fp8", "fp8-dynamic")
+# "fp8": weight-only (the products in the activations' dtype); "fp8-dynamic": fp8 activations too (W8A8);
+# "int4": weight-only 4-bit codes in groups (tritium.ops.int4)
+QUANTIZATIONS = ("fp8", "fp8-dynamic", "int4")
 
 
 def check_row_scales(name: str, scale, n: int, device: torch.device, what: str) -> None:
