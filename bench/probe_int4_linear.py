@@ -104,11 +104,11 @@ def main():
                                               if kk != "cublas_bf16"}}
             result["rows"].append(row)
             print(json.dumps(row), flush=True)
+            if args.out:  # as it goes: a run cut short keeps the rows it finished
+                with open(args.out, "w") as f:
+                    json.dump(result, f, indent=1)
         del ws, qs, sym, permuted, scratch, ref_w
         torch.cuda.empty_cache()
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,16 +6,18 @@ Three kernels, chosen by the row count M of x (:func:`int4_linear`):
 
 - M <= ``MAX_M`` (decode): :func:`int4_gemv`. Each program takes ``BLOCK_N`` weight rows and walks K in
   chunks of ``BLOCK_K`` columns: one contiguous ``[BLOCK_N, BLOCK_K / 2]`` load of packed bytes (streamed past
-  L2, ``evict_first``), the low and high nibbles multiplied with x's even and odd columns (loaded with
-  stride 2: no interleave), fp32 products in a ``[BLOCK_M, BLOCK_N, BLOCK_K / 2]`` accumulator reduced once.
-  The weight streams at 0.5 byte an element, so the dequantization's arithmetic is what there is to save:
-  a code becomes a float with two integer ops and no conversion instruction (``(q | 0x4B000000)`` is the
-  fp32 ``2^23 + q``; subtracting ``2^23 + zero`` is exact), then one multiply by the scale.
-- M <= ``MATMUL_MAX_M`` (short prefill, large decode batches): :func:`int4_matmul`, ``tl.dot`` on the
-  tensor cores with the weight tile dequantized in registers to x's dtype (low and high nibbles
-  interleaved back into column order), fp32 accumulator.
+  L2, ``evict_first``; the next chunk requested before the current one is used), the low and high nibbles
+  multiplied with x's even and odd columns (two ``[BLOCK_K / 2]`` vectors a row of x, loaded with stride 2: no
+  interleave), one fp32 accumulator a row of x in the chunk's own layout, reduced once at the end. The
+  weight streams at 0.5 byte an element, so the dequantization's arithmetic is what there is to save: a
+  code becomes a float with integer ops and no conversion instruction (``(q | 0x4B000000)`` is the fp32
+  ``2^23 + q``; subtracting ``2^23 + zero`` is exact), then one multiply by the scale. No tensor cores.
+- M <= ``MATMUL_MAX_M`` (short prefill, decode batches): :func:`int4_matmul`, ``tl.dot`` on the tensor cores
+  with the weight tile dequantized in registers to x's dtype (low and high nibbles interleaved back into
+  column order), fp32 accumulator.
 - larger M: :func:`dequantize_int4` to x's dtype (one pass, the product rounded once, bit for bit the
-  reference's) and ``F.linear`` (cuBLAS), where the weight's traffic no longer matters.
+  reference's) and ``F.linear`` (cuBLAS), where the weight's traffic no longer matters (a temporary ``[N, K]``
+  weight a call).
 
 Groups: every kernel splits its K chunk of ``BLOCK_K`` columns into pieces of ``SUB`` columns that each lie
 in one group, and loads one scale (and zero) per row and piece: ``SUB = BLOCK_K`` where every chunk lies in
@@ -46,10 +48,11 @@ import triton.language as tl
 from tritium.ops.int4 import SYMMETRIC_ZERO, Int4Weight
 from tritium.runtime import pipeline_stages
 
-MAX_M = 4  # rows of x the GEMV takes (its accumulator holds next_power_of_2(M) rows)
+MAX_M = 4  # rows of x the GEMV takes (one accumulator a row; next_power_of_2(M) of them)
 # Rows of x int4_linear runs the in-register-dequantizing matmul for; above: dequantize + cuBLAS.
-# NOTE: H200 sweep (bf16 x, Llama-3-8B projections, group 128): the matmul's best tile beat dequantize + cuBLAS by
-# 1.1-2x at M = 8..32, tied at M = 64 (faster on gate_up, slower on down), and lost by 1.3-3x at M = 128 and 256.
+# NOTE: H200 sweeps (bf16 x, Llama-3-8B projections, group 128): the matmul's best tile beat dequantize + cuBLAS
+# by 1.1-2x at M = 8..32, tied at M = 64-96 (faster on gate_up, slower on down), lost by 1.3-3x at M = 128 and
+# 256. It trails cuBLAS on the bf16 weight from M = 16 on: a faster matmul would move this up.
 MATMUL_MAX_M = 64
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAGIC = tl.constexpr(0x4B000000)  # the bits of 2.0 ** 23: MAGIC | q (q < 2^23) is the fp32 2^23 + q
@@ -81,12 +84,16 @@ class Int4GemvConfig:
         return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
 
 
-# Candidates for H100/H200 (block_k in columns: 256 to 1024 bytes of a row a chunk). Not timed yet on the GPU
-# with int4 weights: shapes after the 16-bit GEMV's best ones (tritium.ops.gemv.CONFIGS), twice the columns a
-# chunk for the same bytes.
+# Candidates for H100/H200 (block_k in columns: 128 to 512 bytes of a row a chunk).
+# NOTE: two sweeps on the H200 (bf16 x, Llama-3-8B projections, group 128, with and without perm; timings noisy
+# by up to 2x between repeats): each of these was the best somewhere; 8 x 1024 was best or within ~10% at M = 1
+# on every projection (17 us qkv, 31 us down, 54 us gate_up: 1.3x faster than cuBLAS on the bf16 weight, ~1.1
+# TB/s of int4 weight) and at M = 4 on down; M = 2-4 tie or trail cuBLAS's bf16 GEMV. Not the bytes but the
+# instructions limit it, by the sm_90 SASS: ~10 a weight at M = 1 (unpacking, 2^23 offset, scale, FMAs, x's
+# layout conversions). Never best: 2 x 2048, 4 x 2048, 8 x 2048.
 GEMV_CONFIGS = (
-    Int4GemvConfig(4, 1024, 4), Int4GemvConfig(8, 1024, 4), Int4GemvConfig(16, 512, 4), Int4GemvConfig(8, 2048, 8),
-    Int4GemvConfig(4, 2048, 4), Int4GemvConfig(2, 2048, 4), Int4GemvConfig(16, 1024, 8), Int4GemvConfig(8, 1024, 4, 3),
+    Int4GemvConfig(8, 1024, 4), Int4GemvConfig(4, 1024, 4), Int4GemvConfig(16, 512, 4), Int4GemvConfig(8, 512, 4),
+    Int4GemvConfig(16, 1024, 8), Int4GemvConfig(32, 256, 8), Int4GemvConfig(32, 512, 8), Int4GemvConfig(8, 1024, 4, 3),
 )
 DEFAULT_GEMV_CONFIG = Int4GemvConfig(8, 1024, 4)
 
@@ -113,25 +120,28 @@ class Int4MatmulConfig:
 
 
 # Tiles by preference (block_m, block_n, num_warps, num_stages), K steps of 128: select_int4_matmul_config takes
-# the first that holds no more rows than M needs and makes at least MIN_PROGRAMS programs, else the last.
-# NOTE: from one sweep on the H200 (bf16 x, Llama-3-8B projections, group 128, M = 8..256; timings noisy by up
-# to 2x between repeats): 16 x 32 tiles best at M <= 16 and on down_proj (N = 4096, K = 14336) to M = 32;
-# 32 x 64 on qkv / o / down at M = 64; 64 x 128 (8 warps) on gate_up (N = 28672) at M = 64. Tiles of 128 rows
-# were 1.3-3x slower than the alternatives.
-MATMUL_TILES = ((64, 128, 8, 3), (32, 64, 4, 4), (16, 64, 4, 4), (16, 32, 4, 4))
+# the first of at most max(16, next_power_of_2(M)) rows that makes at least MIN_PROGRAMS programs, else the last.
+# NOTE: from two sweeps on the H200 (bf16 x, Llama-3-8B projections, group 128, M = 8..256; timings noisy by up
+# to 2x between repeats): 16 x 32 tiles best or near it at M <= 32 everywhere and on down_proj (N = 4096,
+# K = 14336) to M = 48; 32 x 64 on qkv / o / down at M = 64; 64 x 128 (8 warps) on gate_up (N = 28672) at
+# M = 48-64. Tiles of 128 rows were 1.3-3x slower than these at M = 128 and 256.
+MATMUL_TILES = ((64, 128, 8, 3), (32, 64, 4, 3), (16, 32, 4, 4))
 MIN_PROGRAMS = 128  # about one wave on an H100 / H200 (132 SMs)
 MATMUL_CONFIGS = tuple(Int4MatmulConfig(bm, bn, 128, w, st) for bm, bn, w, st in MATMUL_TILES) + (
-    Int4MatmulConfig(16, 64, 256, 4, 3),)
+    Int4MatmulConfig(16, 64, 128, 4, 4), Int4MatmulConfig(16, 32, 256, 4, 3))
+DEFAULT_MATMUL_CONFIG = Int4MatmulConfig(16, 32, 128, 4, 4)  # the selection's last resort (small M and N)
 
 
-def select_int4_matmul_config(M: int, N: int, K: int, group_size: int) -> Int4MatmulConfig:
-    """Hand rules after one sweep (``MATMUL_TILES``): the largest tile of at most ``max(16, M)`` rows that still
-    makes ``MIN_PROGRAMS`` programs (small N and M take small tiles to fill the GPU), else the smallest; K steps
-    of 128 columns, halved while a step would straddle a group (down to 32: the usual group sizes then take
-    one scale a step)."""
-    fits = [t for t in MATMUL_TILES if t[0] <= max(16, M)]
+def select_int4_matmul_config(M: int, N: int, K: int, group_size: int, *,
+                              x_dtype: torch.dtype = torch.bfloat16) -> Int4MatmulConfig:
+    """Hand rules after two sweeps (``MATMUL_TILES``): the largest tile of at most
+    ``max(16, next_power_of_2(M))`` rows that still makes ``MIN_PROGRAMS`` programs (small N and M take small
+    tiles to fill the GPU), else the smallest; K steps of 128 columns (64 for fp32 x: the same shared memory,
+    which the 64 x 128 tile's fp32 operands would overrun on an MI300X, 64 KiB), halved while a step would
+    straddle a group (down to 32: the usual group sizes then take one scale a step)."""
+    fits = [t for t in MATMUL_TILES if t[0] <= max(16, triton.next_power_of_2(M))]
     tile = next((t for t in fits if triton.cdiv(M, t[0]) * triton.cdiv(N, t[1]) >= MIN_PROGRAMS), fits[-1])
-    block_k = 128
+    block_k = 64 if x_dtype == torch.float32 else 128
     if group_size < K:  # several groups a row: a K step within one group where the group allows
         while block_k > 32 and group_size % block_k:
             block_k //= 2
@@ -323,6 +333,129 @@ def _gemv_kernel(
 
 
 @triton.jit
+def _x_word_cols(x_row_ptr, perm_ptr, cols, kmask, i: tl.constexpr, HAS_PERM: tl.constexpr, EVEN_K: tl.constexpr):
+    """x at stored columns ``cols + i`` (``[P, SUB / 8]``; gathered at perm where HAS_PERM), fp32, times
+    ``16^-(i % 4)``: nibble i of a word is read in place as ``q * 16^(i % 4)`` (:func:`_gemv_words_kernel`)."""
+    c = cols + i
+    if HAS_PERM:
+        if EVEN_K:
+            c = tl.load(perm_ptr + c)
+        else:
+            c = tl.load(perm_ptr + c, mask=kmask, other=0)
+    if EVEN_K:
+        x = tl.load(x_row_ptr + c).to(tl.float32)
+    else:
+        x = tl.load(x_row_ptr + c, mask=kmask, other=0.0).to(tl.float32)
+    return x * (1.0 / (1 << (4 * (i % 4))))
+
+
+@triton.jit
+def _words_row(acc, words, x_row_ptr, perm_ptr, cols, kmask, HAS_PERM: tl.constexpr, EVEN_K: tl.constexpr):
+    """``acc += sum over the 8 nibbles of q * x`` for one row of x, ``words`` ``[BLOCK_N, P, SUB / 8]`` int32;
+    returns (acc, the sum of x over each piece ``[P]``)."""
+    high = words >> 16  # nibbles 4..7 brought to bits 0..15 (the sign bits above are masked off)
+    xsum = tl.zeros((cols.shape[0],), dtype=tl.float32)
+    for i in tl.static_range(8):
+        xi = _x_word_cols(x_row_ptr, perm_ptr, cols, kmask, i, HAS_PERM, EVEN_K)          # [P, SUB / 8]
+        xsum += tl.sum(xi, axis=1) * (1 << (4 * (i % 4)))
+        src = words if i < 4 else high
+        # q * 16^(i % 4) exactly: the nibble kept in place under the exponent of 2^23, 2^23 subtracted
+        q = ((src & (15 << (4 * (i % 4)))) | MAGIC).to(tl.float32, bitcast=True) - 8388608.0
+        acc += q * xi[None, :, :]
+    return acc, xsum
+
+
+@triton.jit
+def _fold(acc, xsum, s, z, total):
+    """A chunk into a row of x's running total ``[BLOCK_N]``: ``sum over pieces of s * (sum q x - zero * sum x)``."""
+    return total + tl.sum(s * (tl.sum(acc, axis=2) - z * xsum[None, :]), axis=1)
+
+
+@triton.jit
+def _store_total(total, m, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS: tl.constexpr):
+    """Row m of the output: its total, biased, rounded once."""
+    y = total + bias if HAS_BIAS else total
+    tl.store(out_ptr + m * stride_out_m + rows, y.to(out_ptr.dtype.element_ty), mask=(rows < N) & (m < M))
+
+
+@triton.jit
+def _gemv_words_kernel(
+    # pointers
+    x_ptr, words_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
+    # strides
+    stride_x_m, stride_out_m,
+    # sizes
+    M, N, K, G, num_groups,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SUB: tl.constexpr,
+    HAS_ZEROS: tl.constexpr, HAS_PERM: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr,
+):
+    """The GEMV reading the packed codes as 32-bit words (8 codes, column 8j + i in nibble i), for K a
+    multiple of 8 and groups of whole pieces of SUB (a multiple of 8) columns. Three instructions a code
+    and row of x: nibble i is kept in place and put under the exponent of 2^23 by one AND-OR (``(w & 15 <<
+    4i) | 0x4B000000`` is the fp32 ``2^23 + q 16^i``, i < 4; the upper four after one shift a word), 2^23
+    subtracted, one FMA with x scaled by ``16^-i`` (exact). The zero point and scale come once a row and
+    piece: ``s * (sum q x - zero * sum x)``. Each chunk's ``[BLOCK_N, P, SUB / 8]`` accumulator is reduced
+    into a running ``[BLOCK_N]`` total a row of x; the next chunk's words are requested before this one's
+    are used."""
+    P: tl.constexpr = BLOCK_K // SUB
+    WS: tl.constexpr = SUB // 8
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                       # [BLOCK_N]
+    rows_ld = tl.minimum(rows, N - 1)
+    pw = tl.arange(0, P)[:, None] * WS + tl.arange(0, WS)[None, :]                   # [P, WS] word in the chunk
+    w_ptrs = words_ptr + rows_ld.to(tl.int64)[:, None, None] * (K // 8) + pw[None, :, :]
+    x1_ptr = x_ptr + tl.minimum(1, M - 1) * stride_x_m
+    x2_ptr = x_ptr + tl.minimum(2, M - 1) * stride_x_m
+    x3_ptr = x_ptr + tl.minimum(3, M - 1) * stride_x_m
+    if EVEN_K:
+        words = tl.load(w_ptrs, eviction_policy="evict_first")
+    else:
+        words = tl.load(w_ptrs, mask=(pw < K // 8)[None, :, :], other=0, eviction_policy="evict_first")
+    t0 = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    t1 = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    t2 = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    t3 = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
+    for k0 in range(0, K, BLOCK_K):
+        cols = k0 + 8 * pw                                                            # [P, WS] first column
+        kmask = cols < K
+        w_ptrs += BLOCK_K // 8
+        if EVEN_K:
+            nxt = tl.load(w_ptrs, mask=k0 + BLOCK_K < K, other=0, eviction_policy="evict_first")
+        else:
+            nxt = tl.load(w_ptrs, mask=(k0 + BLOCK_K + 8 * pw < K)[None, :, :], other=0,
+                          eviction_policy="evict_first")
+        g = tl.minimum((k0 + tl.arange(0, P) * SUB) // G, num_groups - 1)            # [P]
+        offs = rows_ld.to(tl.int64)[:, None] * num_groups + g[None, :]                # [BLOCK_N, P]
+        s = tl.load(scale_ptr + offs).to(tl.float32)
+        if HAS_ZEROS:
+            z = tl.load(zero_ptr + offs).to(tl.float32)
+        else:
+            z = tl.full(s.shape, SYMMETRIC_ZERO, tl.float32)
+        acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x_ptr, perm_ptr, cols,
+                               kmask, HAS_PERM, EVEN_K)
+        t0 = _fold(acc, xsum, s, z, t0)
+        if BLOCK_M > 1:
+            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x1_ptr, perm_ptr, cols,
+                                   kmask, HAS_PERM, EVEN_K)
+            t1 = _fold(acc, xsum, s, z, t1)
+        if BLOCK_M > 2:
+            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x2_ptr, perm_ptr, cols,
+                                   kmask, HAS_PERM, EVEN_K)
+            t2 = _fold(acc, xsum, s, z, t2)
+            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x3_ptr, perm_ptr, cols,
+                                   kmask, HAS_PERM, EVEN_K)
+            t3 = _fold(acc, xsum, s, z, t3)
+        words = nxt
+    _store_total(t0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 1:
+        _store_total(t1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 2:
+        _store_total(t2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+        _store_total(t3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+
+
+@triton.jit
 def _matmul_kernel(
     # pointers
     x_ptr, packed_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
@@ -451,10 +584,25 @@ def int4_gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None, 
     return _gemv(x, w, bias, cfg)
 
 
+def _words_fit(K: int, group_size: int, block_k: int) -> bool:
+    """Whether :func:`_gemv_words_kernel` takes the weight: whole words a row (K a multiple of 8) and groups of
+    whole words that a chunk holds whole or lies in (a group of one row, G = K, included when it does)."""
+    return K % 8 == 0 and group_size % 8 == 0 and (block_k % group_size == 0 or group_size % block_k == 0)
+
+
 def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig) -> torch.Tensor:
     (M, K), N = x.shape, w.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if M and N:
+    if M and N and _words_fit(K, w.group_size, cfg.block_k):
+        _gemv_words_kernel[(triton.cdiv(N, cfg.block_n),)](
+            x, w.packed.view(torch.int32), *_weight_args(w)[1:], bias if bias is not None else out, out,
+            x.stride(0), out.stride(0),
+            M, N, K, w.group_size, w.num_groups,
+            BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+            SUB=min(cfg.block_k, w.group_size), HAS_ZEROS=w.zeros is not None, HAS_PERM=w.perm is not None,
+            HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
+            num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages))
+    elif M and N:
         _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
             x, *_weight_args(w), bias if bias is not None else out, out,
             x.stride(0), out.stride(0),
@@ -477,7 +625,7 @@ def int4_matmul(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None
     M, N, K = _check_operands("int4_matmul", x, w, bias)
     if config is not None and not isinstance(config, Int4MatmulConfig):
         raise TypeError(f"int4_matmul: config must be an Int4MatmulConfig, got {type(config).__name__}")
-    return _matmul(x, w, bias, config or select_int4_matmul_config(M, N, K, w.group_size))
+    return _matmul(x, w, bias, config or select_int4_matmul_config(M, N, K, w.group_size, x_dtype=x.dtype))
 
 
 def _matmul(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4MatmulConfig) -> torch.Tensor:
@@ -515,7 +663,7 @@ def int4_linear(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None
     if M <= MAX_M:
         y = _gemv(x2, w, bias, DEFAULT_GEMV_CONFIG)
     elif M <= MATMUL_MAX_M:
-        y = _matmul(x2, w, bias, select_int4_matmul_config(M, N, K, w.group_size))
+        y = _matmul(x2, w, bias, select_int4_matmul_config(M, N, K, w.group_size, x_dtype=x2.dtype))
     else:
         y = F.linear(x2, dequantize_int4(w, x2.dtype), bias)
     return y.reshape(*lead, w.shape[0])
