@@ -14,12 +14,12 @@ workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:
 timeout ${TEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_int4_linear.py \
   tests/ops/test_int4.py tests/engine/test_int4.py -m "not serial" > "$OUT/int4-tests-$GPU.log" 2>&1
 echo "int4 tests rc=$? ($(tail -1 "$OUT/int4-tests-$GPU.log"))"
-timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench engine --systems tritium-int4,tritium --batch 32 \
-  --out "$OUT/engine-int4-$GPU.json" > "$OUT/engine-int4-$GPU.log" 2>&1
-echo "engine bench rc=$?"; grep -E "running|batch-1 step|ratio|speedup" "$OUT/engine-int4-$GPU.log" | tail -12
 timeout ${PROBE_TIMEOUT:-150} python3 bench/probe_int4_linear.py --ms ${PROBE_MS:-1,4,16,64,256} \
   --out "$OUT/int4-linear-$GPU.json" > "$OUT/int4-linear-$GPU.log" 2>&1
 echo "probe rc=$?"
+timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench engine --systems ${SYSTEMS:-tritium-int4,tritium} --batch 32 \
+  --out "$OUT/engine-int4-$GPU.json" > "$OUT/engine-int4-$GPU.log" 2>&1
+echo "engine bench rc=$?"; grep -E "running|batch-1 step|ratio|speedup" "$OUT/engine-int4-$GPU.log" | tail -12
 python3 - "$OUT/int4-linear-$GPU.json" <<'PY'
 import json, sys
 try:
