@@ -333,129 +333,6 @@ def _gemv_kernel(
 
 
 @triton.jit
-def _x_word_cols(x_row_ptr, perm_ptr, cols, kmask, i: tl.constexpr, HAS_PERM: tl.constexpr, EVEN_K: tl.constexpr):
-    """x at stored columns ``cols + i`` (``[P, SUB / 8]``; gathered at perm where HAS_PERM), fp32, times
-    ``16^-(i % 4)``: nibble i of a word is read in place as ``q * 16^(i % 4)`` (:func:`_gemv_words_kernel`)."""
-    c = cols + i
-    if HAS_PERM:
-        if EVEN_K:
-            c = tl.load(perm_ptr + c)
-        else:
-            c = tl.load(perm_ptr + c, mask=kmask, other=0)
-    if EVEN_K:
-        x = tl.load(x_row_ptr + c).to(tl.float32)
-    else:
-        x = tl.load(x_row_ptr + c, mask=kmask, other=0.0).to(tl.float32)
-    return x * (1.0 / (1 << (4 * (i % 4))))
-
-
-@triton.jit
-def _words_row(acc, words, x_row_ptr, perm_ptr, cols, kmask, HAS_PERM: tl.constexpr, EVEN_K: tl.constexpr):
-    """``acc += sum over the 8 nibbles of q * x`` for one row of x, ``words`` ``[BLOCK_N, P, SUB / 8]`` int32;
-    returns (acc, the sum of x over each piece ``[P]``)."""
-    high = words >> 16  # nibbles 4..7 brought to bits 0..15 (the sign bits above are masked off)
-    xsum = tl.zeros((cols.shape[0],), dtype=tl.float32)
-    for i in tl.static_range(8):
-        xi = _x_word_cols(x_row_ptr, perm_ptr, cols, kmask, i, HAS_PERM, EVEN_K)          # [P, SUB / 8]
-        xsum += tl.sum(xi, axis=1) * (1 << (4 * (i % 4)))
-        src = words if i < 4 else high
-        # q * 16^(i % 4) exactly: the nibble kept in place under the exponent of 2^23, 2^23 subtracted
-        q = ((src & (15 << (4 * (i % 4)))) | MAGIC).to(tl.float32, bitcast=True) - 8388608.0
-        acc += q * xi[None, :, :]
-    return acc, xsum
-
-
-@triton.jit
-def _fold(acc, xsum, s, z, total):
-    """A chunk into a row of x's running total ``[BLOCK_N]``: ``sum over pieces of s * (sum q x - zero * sum x)``."""
-    return total + tl.sum(s * (tl.sum(acc, axis=2) - z * xsum[None, :]), axis=1)
-
-
-@triton.jit
-def _store_total(total, m, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS: tl.constexpr):
-    """Row m of the output: its total, biased, rounded once."""
-    y = total + bias if HAS_BIAS else total
-    tl.store(out_ptr + m * stride_out_m + rows, y.to(out_ptr.dtype.element_ty), mask=(rows < N) & (m < M))
-
-
-@triton.jit
-def _gemv_words_kernel(
-    # pointers
-    x_ptr, words_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
-    # strides
-    stride_x_m, stride_out_m,
-    # sizes
-    M, N, K, G, num_groups,
-    # meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SUB: tl.constexpr,
-    HAS_ZEROS: tl.constexpr, HAS_PERM: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr,
-):
-    """The GEMV reading the packed codes as 32-bit words (8 codes, column 8j + i in nibble i), for K a
-    multiple of 8 and groups of whole pieces of SUB (a multiple of 8) columns. Three instructions a code
-    and row of x: nibble i is kept in place and put under the exponent of 2^23 by one AND-OR (``(w & 15 <<
-    4i) | 0x4B000000`` is the fp32 ``2^23 + q 16^i``, i < 4; the upper four after one shift a word), 2^23
-    subtracted, one FMA with x scaled by ``16^-i`` (exact). The zero point and scale come once a row and
-    piece: ``s * (sum q x - zero * sum x)``. Each chunk's ``[BLOCK_N, P, SUB / 8]`` accumulator is reduced
-    into a running ``[BLOCK_N]`` total a row of x; the next chunk's words are requested before this one's
-    are used."""
-    P: tl.constexpr = BLOCK_K // SUB
-    WS: tl.constexpr = SUB // 8
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                       # [BLOCK_N]
-    rows_ld = tl.minimum(rows, N - 1)
-    pw = tl.arange(0, P)[:, None] * WS + tl.arange(0, WS)[None, :]                   # [P, WS] word in the chunk
-    w_ptrs = words_ptr + rows_ld.to(tl.int64)[:, None, None] * (K // 8) + pw[None, :, :]
-    x1_ptr = x_ptr + tl.minimum(1, M - 1) * stride_x_m
-    x2_ptr = x_ptr + tl.minimum(2, M - 1) * stride_x_m
-    x3_ptr = x_ptr + tl.minimum(3, M - 1) * stride_x_m
-    if EVEN_K:
-        words = tl.load(w_ptrs, eviction_policy="evict_first")
-    else:
-        words = tl.load(w_ptrs, mask=(pw < K // 8)[None, :, :], other=0, eviction_policy="evict_first")
-    t0 = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    t1 = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    t2 = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    t3 = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
-    for k0 in range(0, K, BLOCK_K):
-        cols = k0 + 8 * pw                                                            # [P, WS] first column
-        kmask = cols < K
-        w_ptrs += BLOCK_K // 8
-        if EVEN_K:
-            nxt = tl.load(w_ptrs, mask=k0 + BLOCK_K < K, other=0, eviction_policy="evict_first")
-        else:
-            nxt = tl.load(w_ptrs, mask=(k0 + BLOCK_K + 8 * pw < K)[None, :, :], other=0,
-                          eviction_policy="evict_first")
-        g = tl.minimum((k0 + tl.arange(0, P) * SUB) // G, num_groups - 1)            # [P]
-        offs = rows_ld.to(tl.int64)[:, None] * num_groups + g[None, :]                # [BLOCK_N, P]
-        s = tl.load(scale_ptr + offs).to(tl.float32)
-        if HAS_ZEROS:
-            z = tl.load(zero_ptr + offs).to(tl.float32)
-        else:
-            z = tl.full(s.shape, SYMMETRIC_ZERO, tl.float32)
-        acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x_ptr, perm_ptr, cols,
-                               kmask, HAS_PERM, EVEN_K)
-        t0 = _fold(acc, xsum, s, z, t0)
-        if BLOCK_M > 1:
-            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x1_ptr, perm_ptr, cols,
-                                   kmask, HAS_PERM, EVEN_K)
-            t1 = _fold(acc, xsum, s, z, t1)
-        if BLOCK_M > 2:
-            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x2_ptr, perm_ptr, cols,
-                                   kmask, HAS_PERM, EVEN_K)
-            t2 = _fold(acc, xsum, s, z, t2)
-            acc, xsum = _words_row(tl.zeros((BLOCK_N, P, WS), dtype=tl.float32), words, x3_ptr, perm_ptr, cols,
-                                   kmask, HAS_PERM, EVEN_K)
-            t3 = _fold(acc, xsum, s, z, t3)
-        words = nxt
-    _store_total(t0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 1:
-        _store_total(t1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 2:
-        _store_total(t2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-        _store_total(t3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-
-
-@triton.jit
 def _matmul_kernel(
     # pointers
     x_ptr, packed_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
@@ -584,25 +461,10 @@ def int4_gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None, 
     return _gemv(x, w, bias, cfg)
 
 
-def _words_fit(K: int, group_size: int, block_k: int) -> bool:
-    """Whether :func:`_gemv_words_kernel` takes the weight: whole words a row (K a multiple of 8) and groups of
-    whole words that a chunk holds whole or lies in (a group of one row, G = K, included when it does)."""
-    return K % 8 == 0 and group_size % 8 == 0 and (block_k % group_size == 0 or group_size % block_k == 0)
-
-
 def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig) -> torch.Tensor:
     (M, K), N = x.shape, w.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if M and N and _words_fit(K, w.group_size, cfg.block_k):
-        _gemv_words_kernel[(triton.cdiv(N, cfg.block_n),)](
-            x, w.packed.view(torch.int32), *_weight_args(w)[1:], bias if bias is not None else out, out,
-            x.stride(0), out.stride(0),
-            M, N, K, w.group_size, w.num_groups,
-            BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-            SUB=min(cfg.block_k, w.group_size), HAS_ZEROS=w.zeros is not None, HAS_PERM=w.perm is not None,
-            HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
-            num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages))
-    elif M and N:
+    if M and N:
         _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
             x, *_weight_args(w), bias if bias is not None else out, out,
             x.stride(0), out.stride(0),
