@@ -200,3 +200,28 @@ def test_int4_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # n
     _assert_same(_run(checkpoints["fp32"], quantization="int4", **kw), reference["rtn"], 1e-4)
     with pytest.raises(Exception, match="act-order"):
         _run(checkpoints["gptq-actorder"], **kw)
+
+
+@pytest.mark.parametrize("kind,name,own", [
+    ("gptq", "quantize_config.json", {"bits": 4, "group_size": GROUP, "desc_act": False, "sym": False}),
+    ("awq", "quant_config.json", {"zero_point": True, "q_group_size": GROUP, "w_bit": 4, "version": "GEMM"})])
+def test_int4_config_in_the_quantizers_own_file(checkpoints, reference, tmp_path, kind, name, own):
+    """Checkpoints made before transformers wrote a quantization_config carry AutoGPTQ's quantize_config.json
+    or AutoAWQ's quant_config.json instead: read where config.json has none."""
+    from tritium.models.weights import load_hf_config
+    path = str(tmp_path / kind)
+    shutil.copytree(checkpoints[kind], path)
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    del cfg["quantization_config"]
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with open(os.path.join(path, name), "w") as f:
+        json.dump(own, f)
+    config = load_hf_config(path)
+    assert config.quantization == "int4" and config.int4.format == kind and config.int4.group_size == GROUP
+    _assert_same(_run(path), reference[kind], 1e-5)
+    with open(os.path.join(path, name), "w") as f:
+        f.write("{")
+    with pytest.raises(ValueError, match=f"{name}' is not a JSON quantization config"):
+        load_hf_config(path)

@@ -26,7 +26,7 @@ _REPO_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]*[\w])(?P<file>/[\w./-
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # what a model directory needs besides its weights (tokenizer_config.json holds the chat template)
 _DIR_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-              "chat_template.jinja", "model.safetensors.index.json")
+              "chat_template.jinja", "model.safetensors.index.json", "quantize_config.json", "quant_config.json")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -175,9 +175,23 @@ def index_files(index: str) -> list[str]:
     return names
 
 
+# quantizers' own files, read where config.json has no quantization_config (checkpoints made before
+# transformers wrote one): AutoGPTQ's, and AutoAWQ's first format, with the method each implies
+_QUANT_FILES = (("quantize_config.json", "gptq"), ("quant_config.json", "awq"))
+
+
 def load_hf_config(path: str) -> ModelConfig:
     with open(os.path.join(path, "config.json")) as f:
-        cfg = ModelConfig.from_hf_dict(json.load(f))
+        raw = json.load(f)
+    for name, method in _QUANT_FILES:
+        if raw.get("quantization_config") or not os.path.isfile(os.path.join(path, name)):
+            continue
+        try:
+            with open(os.path.join(path, name)) as f:
+                raw["quantization_config"] = {"quant_method": method, **json.load(f)}
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{os.path.join(path, name)!r} is not a JSON quantization config ({e})") from None
+    cfg = ModelConfig.from_hf_dict(raw)
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.isfile(gen_path):
         with open(gen_path) as f:
