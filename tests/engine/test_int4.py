@@ -225,3 +225,17 @@ def test_int4_config_in_the_quantizers_own_file(checkpoints, reference, tmp_path
         f.write("{")
     with pytest.raises(ValueError, match=f"{name}' is not a JSON quantization config"):
         load_hf_config(path)
+
+
+def test_int4_warm_up_runs_every_kernel_configuration(checkpoints):
+    """At start on a GPU the engine runs each int4 projection once in every kernel configuration a step can
+    launch (GEMV, each matmul tile, the dequantization): here through the interpreter, the count checked."""
+    if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
+    from tritium.ops.int4_linear import int4_warm_rows
+    with LLM(checkpoints["gptq"], max_model_len=64, kv_cache_memory=8 << 20, linear_backend="triton") as llm:
+        model = llm.engine.model
+        expected = sum(len(int4_warm_rows(*w.shape, w.group_size, MATMUL_MAX_M + 1))
+                       for w in (getattr(model.layers[0], p).weight for p in ("qkv_proj", "o_proj", "gate_up_proj",
+                                                                              "down_proj")))
+        assert model.warm_quantized(MATMUL_MAX_M + 1) == expected > 4 * 4

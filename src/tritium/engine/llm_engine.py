@@ -200,11 +200,11 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
                  time.perf_counter() - t0)
     if cfg.warmup_attention and on_gpu and model.quantization:
-        # fp8 projections run tritium's matmul where 16-bit ones run cuBLAS: its configurations too
+        # fp8 and int4 projections run tritium's kernels where 16-bit ones run cuBLAS: their configurations too
         t0 = time.perf_counter()
         count = model.warm_quantized(cfg.max_num_batched_tokens)
         torch.cuda.synchronize(device)
-        log.info("ran the fp8 projections' matmul in %d kernel configurations in %.1f s", count,
+        log.info("ran the %s projections' kernels in %d configurations in %.1f s", model.quantization, count,
                  time.perf_counter() - t0)
     return model, runner, cfg
 
