@@ -139,9 +139,9 @@ def test_json_mode_arguments(json_model):
         SamplingParams(response_format="json_schema")
     with pytest.raises(ValueError, match="json_schema goes with"):
         SamplingParams(json_schema={"type": "object"})
-    with pytest.raises(ValueError, match="format is not supported"):
+    with pytest.raises(ValueError, match="format 'ipv6' is not supported"):
         SamplingParams(response_format="json_schema",
-                       json_schema={"type": "object", "properties": {"a": {"type": "string", "format": "date"}}})
+                       json_schema={"type": "object", "properties": {"a": {"type": "string", "format": "ipv6"}}})
     assert not SamplingParams(response_format="json_object").device_greedy
     constraint = JsonConstraint(TokenIndex(Tokenizer.from_hf_dir(json_model), 448))
     with pytest.raises(ValueError, match="cannot follow"):

@@ -71,8 +71,12 @@ def test_schema_texts():
 
 
 @pytest.mark.parametrize("schema, message", [
-    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}, "pattern is not supported"),
-    ({"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}, "format is not supported"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)"}}}, "lookaround"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a\\1)"}}}, "escape \\\\1"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^\"+$"}}}, "matches no string"),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "ipv6"}}}, "format 'ipv6' is not supported"),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "date", "pattern": "x"}}}, "both"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x", "maxLength": 3}}}, "maxLength with"),
     ({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}}, "minimum is not supported"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
     ({"type": "string"}, "root must be an object or an array"),
@@ -93,7 +97,7 @@ def test_schema_texts():
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/B"}}}, "names no definition"),
     ({"type": "object", "properties": {"a": {"type": "date"}}}, "is not a JSON Schema type"),
     ({"type": "object", "properties": {"a": {"type": ["string", "date"]}}}, "is not a JSON Schema type"),
-    ({"type": "object", "properties": {"a": {"type": ["string", "null"], "pattern": "x"}}}, "pattern"),
+    ({"type": "object", "properties": {"a": {"type": ["string", "null"], "pattern": "a{3,2}"}}}, "below its minimum"),
     ({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2}}}, "below minItems"),
     ({"type": "object", "properties": {"a": {"enum": []}}}, "non-empty list"),
     ({"type": "object", "properties": {"a": 5}}, "must be an object"),
@@ -220,12 +224,47 @@ def test_bad_bounds_are_refused(schema, message):
         compile_schema({"type": "object", "properties": {"a": schema}})
 
 
+PATTERNED = {"type": "object", "properties": {
+    "id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3,4}$"},
+    "when": {"type": "string", "format": "date-time"},
+    "day": {"type": ["string", "null"], "format": "date"},
+    "mail": {"type": "string", "format": "email"},
+    "uuid": {"type": "string", "format": "uuid"},
+    "note": {"type": "string", "pattern": "ok"},  # not anchored: any text around "ok"
+}}
+PATTERNED_GOOD = ['{"id": "AB-123", "when": "2024-02-29T23:59:60.5+05:30", "day": null, "mail": "a.b@ex-ample.org", '
+                  '"uuid": "123e4567-e89b-12d3-a456-426614174000", "note": "it is ok!"}',
+                  '{"id":"ZZ-0000","when":"1999-12-31t00:00:00Z","day":"2024-01-09","mail":"x@y.co",'
+                  '"uuid":"ABCDEF01-2345-6789-abcd-ef0123456789","note":"ok"}']
+
+
+def test_patterns_and_formats():
+    """Strings of a pattern or a format go through exactly when Python's re (ASCII) matches them, and they are
+    written without escapes; every prefix of an accepted text goes through, and every state reached along
+    one can still finish its string."""
+    grammar = compile_schema(PATTERNED)
+    for text in PATTERNED_GOOD:
+        assert _accepts(grammar, text), text
+        for k in range(len(text.encode())):
+            assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
+    base = json.loads(PATTERNED_GOOD[0])
+    for key, bad in [("id", "AB-12"), ("id", "Ab-123"), ("id", "AB-12345"), ("when", "2024-02-29 23:59:60Z"),
+                     ("when", "2024-13-01T00:00:00Z"), ("when", "2024-01-01T24:00:00Z"), ("day", "2024-1-01"),
+                     ("mail", "a@b"), ("mail", "@b.co"), ("uuid", "123e4567e89b12d3a456426614174000"),
+                     ("note", "o k"), ("note", r"\u006fk"), ("day", r"2024-01-0\u0031")]:
+        text = json.dumps(dict(base, **{key: bad}), ensure_ascii=False).replace("\\\\", "\\")
+        assert not _accepts(grammar, text), text
+    with pytest.raises(ValueError, match="pattern"):
+        compile_schema({"type": "object", "properties": {"a": {"type": "string", "pattern": "[z-a]"}}})
+
+
 def test_masks_equal_a_check_of_every_token(json_model):
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(BOUNDED),
                        ['{"code": "ab\\u00e9", "n": 119, "big": null, "neg": -20, "pos": 3}',
                         '{"code": "abcd", "n": -9, "big": 1000, "neg": -2, "pos": 100}'])
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(CALLS), CALLS_GOOD)
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(SCHEMA), GOOD)
+    assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(PATTERNED), PATTERNED_GOOD)
 
 
 def test_masks_on_a_real_vocabulary():

@@ -442,7 +442,7 @@ BAD = [
     ("response_format-schema", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                         "response_format": {"type": "json_schema", "json_schema": {
                                                             "name": "x", "schema": {"type": "object", "properties": {
-                                                                "a": {"type": "string", "pattern": "^x"}}}}}},
+                                                                "a": {"type": "string", "pattern": "(?=x)"}}}}}},
      400, None, "response_format"),
     ("response_format-type", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                       "response_format": {"type": "yaml"}}, 400, None,

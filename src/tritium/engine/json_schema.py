@@ -4,14 +4,18 @@ of them (as OpenAI's strict structured outputs writes them).
 
 What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``additionalProperties`` (only the
 listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
-``minLength`` / ``maxLength`` of strings (in characters), ``minimum`` / ``maximum`` / ``exclusiveMinimum`` /
+``minLength`` / ``maxLength`` of strings (in characters), ``pattern`` and ``format`` of strings (date-time,
+date, time, uuid, email, hostname, ipv4; :mod:`tritium.engine.regex`: such a string is written in printable
+ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$``), ``minimum`` / ``maximum`` /
+``exclusiveMinimum`` /
 ``exclusiveMaximum`` of integers (digit by digit: a digit only where the range can still be reached),
 ``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
 objects among them told apart by their first property, the same name in each with a different ``const``
 string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
 and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
 object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored. What is not (string patterns and formats, ranges of non-integer numbers, ``oneOf`` / ``allOf`` / ``not``,
+ignored. What is not (other formats, a pattern with a length or a format, ranges of non-integer numbers,
+``oneOf`` / ``allOf`` / ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
 A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
@@ -27,13 +31,14 @@ import math
 import threading
 
 from tritium.engine import json_mode as jm
+from tritium.engine.regex import FORMATS, compile_pattern
 
 _ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schema", "$id", "$comment", "deprecated",
                           "readOnly", "writeOnly", "$defs", "definitions"))
 _KEYWORDS = {
     "object": frozenset(("type", "properties", "required", "additionalProperties")),
     "array": frozenset(("type", "items", "minItems", "maxItems")),
-    "string": frozenset(("type", "minLength", "maxLength")), "number": frozenset(("type",)),
+    "string": frozenset(("type", "minLength", "maxLength", "pattern", "format")), "number": frozenset(("type",)),
     "integer": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
     "boolean": frozenset(("type",)), "null": frozenset(("type",)),
 }
@@ -106,6 +111,8 @@ class SchemaGrammar(jm.Grammar):
             raise ValueError(f"json_schema: {where}.type {kind!r} is not a JSON Schema type "
                              f"({', '.join(_KEYWORDS)})")
         self._check(schema, _KEYWORDS[kind], where)
+        if kind == "string" and ("pattern" in schema or "format" in schema):
+            return self._node(("pattern", _pattern(schema, where)))
         if kind == "string":
             lo, hi = _bound(schema, "minLength", where), _bound(schema, "maxLength", where)
             if lo is None and hi is None:
@@ -233,7 +240,7 @@ class SchemaGrammar(jm.Grammar):
             return frozenset(b"{")
         if kind == "array":
             return frozenset(b"[")
-        if kind in ("string", "lstring"):
+        if kind in ("string", "lstring", "pattern"):
             return frozenset(b'"')
         if kind == "number":
             return frozenset(b"-0123456789")
@@ -258,6 +265,8 @@ class SchemaGrammar(jm.Grammar):
             return ("s", nid, 0)
         if kind == "lstring":
             return ("S", nid, 0, 0, ())
+        if kind == "pattern":
+            return ("p", nid, -1)
         if kind == "number":
             return ("n", nid, -1)
         if kind == "range":
@@ -278,11 +287,13 @@ class SchemaGrammar(jm.Grammar):
         if not state:
             return False
         top = state[-1]
-        return (top[0] in "sS" and top[2] == 1) or (top[0] == "g" and top[2][0] == jm.STR)
+        return ((top[0] in "sS" and top[2] == 1) or (top[0] == "p" and top[2] >= 0)
+                or (top[0] == "g" and top[2][0] == jm.STR))
 
     def plain_string(self, state) -> bool:
-        # a string with length bounds counts its characters: plain bytes change its state
-        return bool(state) and state[-1][0] != "S" and self.in_string(state)
+        # a string with length bounds counts its characters, a pattern's steps its automaton: plain bytes
+        # change their state
+        return bool(state) and state[-1][0] not in "Sp" and self.in_string(state)
 
     def advance(self, state, b: int):
         while state:
@@ -335,6 +346,15 @@ class SchemaGrammar(jm.Grammar):
             return ("set", ("s", frame[1], 1 if sub == 11 else sub - 1))
         if kind == "S":
             return self._bounded_string(frame, b)
+        if kind == "p":  # a string of a pattern: its automaton on the bytes (written unescaped)
+            _, nid, q = frame
+            dfa = self.nodes[nid][1]
+            if q < 0:
+                return ("set", frame) if b in jm._WS else ("set", ("p", nid, dfa.start)) if b == 0x22 else None
+            if b == 0x22:
+                return ("done",) if dfa.accepting(q) else None
+            nxt = dfa.step(q, b)
+            return None if nxt is None else ("set", ("p", nid, nxt))
         if kind == "r":
             return self._range(frame, b)
         if kind == "o":
@@ -496,6 +516,24 @@ _UTF8_LEADS = {**{b: (1, 0x80, 0xBF) for b in range(0xC2, 0xE0)}, 0xE0: (2, 0xA0
                **{b: (2, 0x80, 0xBF) for b in range(0xE1, 0xF0) if b != 0xED}, 0xED: (2, 0x80, 0x9F),
                0xF0: (3, 0x90, 0xBF), 0xF1: (3, 0x80, 0xBF), 0xF2: (3, 0x80, 0xBF), 0xF3: (3, 0x80, 0xBF),
                0xF4: (3, 0x80, 0x8F)}
+
+
+def _pattern(schema: dict, where: str):
+    """The DFA of a string schema's ``pattern`` or ``format`` (one of them, without a length bound)."""
+    if "pattern" in schema and "format" in schema:
+        raise ValueError(f"json_schema: {where} has both a pattern and a format; one of them is supported")
+    if "minLength" in schema or "maxLength" in schema:
+        raise ValueError(f"json_schema: {where}: minLength / maxLength with a pattern or a format is not supported")
+    if "format" in schema:
+        name = schema["format"]
+        if name not in FORMATS:
+            raise ValueError(f"json_schema: {where}.format {name!r} is not supported; expected one of "
+                             f"{', '.join(FORMATS)}")
+        return compile_pattern(FORMATS[name])
+    try:
+        return compile_pattern(schema["pattern"])
+    except ValueError as e:
+        raise ValueError(f"json_schema: {where}.{e}") from None
 
 
 def _bound(schema: dict, key: str, where: str) -> int | None:
