@@ -172,6 +172,34 @@ def test_forced_named_call_streams_its_arguments():
     assert ForcedCallStream("f", incremental=True).finish() == []  # cut before anything: no call
 
 
+@pytest.mark.parametrize("pieces", [1, 3, 40])
+def test_forced_required_calls_stream_their_arguments(pieces):
+    """Streamed "required": each call goes out with its arguments' first character (its name whole), then the
+    rest of its arguments as written, in deltas of its index; nothing of the list around them; a call cut
+    before its arguments begin is not sent, an answer with no call is content."""
+    text = ('[{"name": "get_weather", "arguments": {"city": "Pa\\"ris}{", "d": [1, {"x": "]"}]}} ,\n'
+            ' {"name":"now","arguments":{ }}]')
+    stream = ForcedCallStream(incremental=True)
+    events = _forced(stream, text, pieces)
+    calls: dict[int, list] = {}
+    for e in events:
+        if isinstance(e, ToolCall):
+            calls[len(calls)] = [e.name, e.arguments]
+        else:
+            assert isinstance(e, ArgumentsDelta) and e.index in calls
+            calls[e.index][1] += e.arguments
+    assert [tuple(c) for c in calls.values()] == [
+        ("get_weather", '{"city": "Pa\\"ris}{", "d": [1, {"x": "]"}]}'), ("now", "{ }")]
+    assert stream.calls == 2 and stream.finish_reason == "tool_calls"
+    cut = _forced(ForcedCallStream(incremental=True), text[:text.index('"d"') + 3], pieces)
+    assert (cut[0].name, cut[0].arguments) == ("get_weather", "{")
+    assert "".join(e.arguments for e in cut) == '{"city": "Pa\\"ris}{", "d"'
+    early = text[:text.index('"now"') + 3]  # the second call cut inside its name: only the first goes out
+    assert [e.name for e in _forced(ForcedCallStream(incremental=True), early, pieces)
+            if isinstance(e, ToolCall)] == ["get_weather"]
+    assert _forced(ForcedCallStream(incremental=True), '[{"na', pieces) == ['[{"na']
+
+
 def test_forced_call_schema():
     tools = check_tools([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
                          {"type": "function", "function": {"name": "g"}}])

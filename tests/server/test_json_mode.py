@@ -154,7 +154,7 @@ def test_a_named_function_is_called(client):
 def test_required_calls_streamed_and_not(client):
     """tool_choice "required": one or more calls of the tools (finish reason tool_calls), each with arguments
     its own parameters accept; parallel_tool_calls false: exactly one; streamed, the same calls in
-    ``tool_calls`` deltas, one per call as it completes."""
+    ``tool_calls`` deltas: a call as its arguments begin, then the rest of them."""
     bias = {str(i): 5 for i in _closing_tokens(b"]")}
     r = ask(client, tools=[CITY, NOW], tool_choice="required", temperature=1.0, seed=11, n=4, max_tokens=100,
             logit_bias=bias)
@@ -171,8 +171,11 @@ def test_required_calls_streamed_and_not(client):
     chunks = list(ask(client, tools=[CITY, NOW], tool_choice="required", parallel_tool_calls=False, temperature=0,
                       max_tokens=100, logit_bias=bias, stream=True))
     streamed = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
-    assert [(t.index, t.function.name, t.function.arguments) for t in streamed] == \
-        [(0, one.message.tool_calls[0].function.name, one.message.tool_calls[0].function.arguments)]
+    # the call with its name and the arguments' first character, then the rest of its arguments as written
+    assert streamed[0].index == 0 and streamed[0].function.name == one.message.tool_calls[0].function.name
+    assert all(t.index == 0 and t.function.name is None for t in streamed[1:])
+    arguments = "".join(t.function.arguments for t in streamed)
+    assert json.loads(arguments) == json.loads(one.message.tool_calls[0].function.arguments)
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 

@@ -387,13 +387,16 @@ class ForcedCallStream:
     ends with its last call as far as it got, the arguments unfinished; an answer with no call in it at all
     (cut before its first name) is content.
 
-    ``incremental`` (a named function, streamed): the call as soon as its arguments begin, then each piece of
-    them as an :class:`ArgumentsDelta`, as written (a whole call's arguments are rewritten compactly)."""
+    ``incremental`` (streamed): a call as soon as its arguments begin, then each piece of them as an
+    :class:`ArgumentsDelta` (with the call's index among the answer's calls), as written (a whole call's
+    arguments are rewritten compactly); "required": each call's name as soon as it is written in full (the
+    schema writes a call's ``name`` before its ``arguments``)."""
 
     def __init__(self, name: str | None = None, incremental: bool = False):
         self.name = name
-        self.incremental = incremental and name is not None
+        self.incremental = incremental
         self._sent = 0  # incremental: how much of the text went out
+        self._args = -1  # incremental "required": where the arguments of the call being read begin
         # OpenAI's finish reason: "stop" for a named function forced, "tool_calls" for "required"
         self.finish_reason = "stop" if name is not None else "tool_calls"
         self.text = ""
@@ -405,6 +408,8 @@ class ForcedCallStream:
 
     def feed(self, delta: str) -> list:
         self.text += delta
+        if self.incremental and self.name is None:
+            return self._required_pieces()
         if self.incremental:
             return self._pieces()
         if self.name is not None:
@@ -437,6 +442,48 @@ class ForcedCallStream:
         self.calls += len(events)
         return events
 
+    def _required_pieces(self) -> list:
+        """Incremental "required": scan the new text; a call goes out with the first character of its
+        arguments (its name then complete), the rest of them as deltas up to the arguments' closing brace."""
+        events = []
+        for i in range(self._scan, len(self.text)):
+            ch = self.text[i]
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                elif ch == "\\":
+                    self._escape = True
+                elif ch == '"':
+                    self._in_string = False
+                continue
+            if ch == '"':
+                self._in_string = True
+            elif ch in "{[":
+                self._depth += 1
+                if self._depth == 2 and ch == "{":
+                    self._start, self._args = i, -1
+                elif self._depth == 3 and self._start >= 0 and self._args < 0:
+                    m = _PARTIAL_CALL.match(self.text[self._start:i + 1])
+                    if m is not None and m.group(2) == "{":  # the arguments object begins: the call goes out
+                        self._args, self._sent = i, i + 1
+                        events.append(ToolCall(json.loads(m.group(1)), "{"))
+                        self.calls += 1
+            elif ch in "}]":
+                self._depth -= 1
+                if self._depth == 2 and ch == "}" and self._args >= 0:  # the arguments close
+                    events += self._args_delta(i + 1)
+                    self._args = -1
+                elif self._depth == 1:
+                    self._start = -1
+        self._scan = len(self.text)
+        if self._args >= 0:
+            events += self._args_delta(len(self.text))
+        return events
+
+    def _args_delta(self, end: int) -> list:
+        piece, self._sent = self.text[self._sent:end], end
+        return [ArgumentsDelta(self.calls - 1, piece)] if piece else []
+
     def _pieces(self) -> list:
         if not self.calls:  # the call goes out with the arguments' first character
             start = len(self.text) - len(self.text.lstrip())
@@ -448,6 +495,9 @@ class ForcedCallStream:
         return [ArgumentsDelta(0, piece)] if piece else []
 
     def finish(self) -> list:
+        if self.incremental and self.name is None:
+            events = self._required_pieces()  # a call cut before its arguments began is not sent
+            return [self.text] if not self.calls and self.text and not events else events
         if self.incremental:
             return self._pieces()
         if self.name is not None:

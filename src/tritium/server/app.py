@@ -462,7 +462,9 @@ class OpenAIServer:
                 deltas.append({"content": event})
                 continue
             if isinstance(event, ArgumentsDelta):  # more of a call that went out already
-                deltas.append({"tool_calls": [{"index": event.index, "function": {"arguments": event.arguments}}]})
+                if event.index == 0 or req.parallel_tool_calls:
+                    deltas.append({"tool_calls": [{"index": event.index,
+                                                   "function": {"arguments": event.arguments}}]})
                 continue
             if index == 0 or req.parallel_tool_calls:
                 deltas.append({"tool_calls": [{"index": index, **event.to_openai()}]})
