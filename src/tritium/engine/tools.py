@@ -415,6 +415,21 @@ class ForcedCallStream:
         if self.name is not None:
             return []
         events = []
+        for i, ch in self._brackets():
+            if ch == "{" and self._depth == 2:
+                self._start = i
+            elif ch == "}" and self._depth == 1 and self._start >= 0:
+                call = _call(_decode(self.text[self._start:i + 1]), "arguments")
+                if call is not None:
+                    events.append(call)
+                self._start = -1
+        self.calls += len(events)
+        return events
+
+    def _brackets(self):
+        """The brackets of the text not scanned yet that lie outside strings: (position, bracket), each with
+        ``_depth`` counting it (after an opening one, before a closing one is taken off: the depth of what it
+        opens or closes)."""
         for i in range(self._scan, len(self.text)):
             ch = self.text[i]
             if self._in_string:
@@ -424,58 +439,34 @@ class ForcedCallStream:
                     self._escape = True
                 elif ch == '"':
                     self._in_string = False
-                continue
-            if ch == '"':
+            elif ch == '"':
                 self._in_string = True
             elif ch in "{[":
                 self._depth += 1
-                if self._depth == 2 and ch == "{":
-                    self._start = i
+                yield i, ch
             elif ch in "}]":
                 self._depth -= 1
-                if self._depth == 1 and ch == "}" and self._start >= 0:
-                    call = _call(_decode(self.text[self._start:i + 1]), "arguments")
-                    if call is not None:
-                        events.append(call)
-                    self._start = -1
+                yield i, ch
         self._scan = len(self.text)
-        self.calls += len(events)
-        return events
 
     def _required_pieces(self) -> list:
         """Incremental "required": scan the new text; a call goes out with the first character of its
         arguments (its name then complete), the rest of them as deltas up to the arguments' closing brace."""
         events = []
-        for i in range(self._scan, len(self.text)):
-            ch = self.text[i]
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif ch == "\\":
-                    self._escape = True
-                elif ch == '"':
-                    self._in_string = False
-                continue
-            if ch == '"':
-                self._in_string = True
-            elif ch in "{[":
-                self._depth += 1
-                if self._depth == 2 and ch == "{":
-                    self._start, self._args = i, -1
-                elif self._depth == 3 and self._start >= 0 and self._args < 0:
-                    m = _PARTIAL_CALL.match(self.text[self._start:i + 1])
-                    if m is not None and m.group(2) == "{":  # the arguments object begins: the call goes out
-                        self._args, self._sent = i, i + 1
-                        events.append(ToolCall(json.loads(m.group(1)), "{"))
-                        self.calls += 1
-            elif ch in "}]":
-                self._depth -= 1
-                if self._depth == 2 and ch == "}" and self._args >= 0:  # the arguments close
-                    events += self._args_delta(i + 1)
-                    self._args = -1
-                elif self._depth == 1:
-                    self._start = -1
-        self._scan = len(self.text)
+        for i, ch in self._brackets():
+            if ch == "{" and self._depth == 2:
+                self._start, self._args = i, -1
+            elif ch == "{" and self._depth == 3 and self._start >= 0 and self._args < 0:
+                m = _PARTIAL_CALL.match(self.text[self._start:i + 1])
+                if m is not None and m.group(2) == "{":  # the arguments object begins: the call goes out
+                    self._args, self._sent = i, i + 1
+                    events.append(ToolCall(json.loads(m.group(1)), "{"))
+                    self.calls += 1
+            elif ch == "}" and self._depth == 2 and self._args >= 0:  # the arguments close
+                events += self._args_delta(i + 1)
+                self._args = -1
+            elif ch in "}]" and self._depth == 1:
+                self._start = -1
         if self._args >= 0:
             events += self._args_delta(len(self.text))
         return events
