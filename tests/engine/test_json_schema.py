@@ -76,7 +76,10 @@ def test_schema_texts():
     ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^\"+$"}}}, "matches no string"),
     ({"type": "object", "properties": {"a": {"type": "string", "format": "ipv6"}}}, "format 'ipv6' is not supported"),
     ({"type": "object", "properties": {"a": {"type": "string", "format": "date", "pattern": "x"}}}, "both"),
-    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x", "maxLength": 3}}}, "maxLength with"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^ab$", "minLength": 3}}},
+     "no string of the pattern has a length in \\[3, inf\\]"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$", "minLength": 3, "maxLength": 2}}},
+     "below minLength"),
     ({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}}, "minimum is not supported"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
     ({"type": "string"}, "root must be an object or an array"),
@@ -256,6 +259,38 @@ def test_patterns_and_formats():
         assert not _accepts(grammar, text), text
     with pytest.raises(ValueError, match="pattern"):
         compile_schema({"type": "object", "properties": {"a": {"type": "string", "pattern": "[z-a]"}}})
+
+
+@pytest.mark.parametrize("string, regex, lo, hi", [
+    ({"pattern": "^[a-c]+$", "minLength": 2, "maxLength": 4}, r"^[a-c]+$", 2, 4),
+    ({"pattern": "ab", "minLength": 5}, r"ab", 5, None),
+    ({"pattern": "^(xy)*$", "maxLength": 5}, r"^(xy)*$", 0, 5),
+    ({"pattern": "^a*b?$", "minLength": 3, "maxLength": 3}, r"^a*b?$", 3, 3),
+    ({"format": "email", "maxLength": 9}, r"^[a-z]+@[a-z]+\.[a-z]+$", 0, 9),  # the sample's letters only
+])
+def test_patterns_with_lengths(string, regex, lo, hi):
+    """A pattern and minLength / maxLength together: a string goes through exactly when it matches and its
+    length is in the window; no walk of allowed bytes gets stuck (a byte is allowed only where a match of an
+    allowed length can still end)."""
+    grammar = compile_schema({"type": "object", "properties": {"s": dict(string, type="string")}})
+    rng = random.Random(str(string))
+    letters = "abcxy@.ok" if "pattern" in string else "ab@."
+    for _ in range(2000):
+        value = "".join(rng.choice(letters) for _ in range(rng.randint(0, 13)))
+        if "format" in string and not re.fullmatch(r"[a-z]*@?[a-z]*\.?[a-z]*", value):
+            continue
+        want = bool(re.search(regex, value)) and lo <= len(value) and (hi is None or len(value) <= hi)
+        assert _accepts(grammar, json.dumps({"s": value})) == want, value
+    for _ in range(200):
+        state = advance_bytes(grammar.start, b'{"s":"', grammar.advance)
+        for _ in range(40):
+            allowed = [b for b in range(0x20, 0x7F) if grammar.advance(state, b) is not None]
+            assert allowed, state
+            b = rng.choice(allowed)
+            state = grammar.advance(state, b)
+            if b == 0x22:
+                assert grammar.advance(state, 0x7D) is not None  # the string closed where it may: "}" follows
+                break
 
 
 def test_masks_equal_a_check_of_every_token(json_model):

@@ -6,7 +6,9 @@ What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``ad
 listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
 ``minLength`` / ``maxLength`` of strings (in characters), ``pattern`` and ``format`` of strings (date-time,
 date, time, uuid, email, hostname, ipv4; :mod:`tritium.engine.regex`: such a string is written in printable
-ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$``), ``minimum`` / ``maximum`` /
+ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$``; with ``minLength`` /
+``maxLength`` too, a character only where a match of an allowed length can still end), ``minimum`` /
+``maximum`` /
 ``exclusiveMinimum`` /
 ``exclusiveMaximum`` of integers (digit by digit: a digit only where the range can still be reached),
 ``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
@@ -14,7 +16,7 @@ objects among them told apart by their first property, the same name in each wit
 string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
 and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
 object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored. What is not (other formats, a pattern with a length or a format, ranges of non-integer numbers,
+ignored. What is not (other formats, a pattern together with a format, ranges of non-integer numbers,
 ``oneOf`` / ``allOf`` / ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
@@ -112,7 +114,11 @@ class SchemaGrammar(jm.Grammar):
                              f"({', '.join(_KEYWORDS)})")
         self._check(schema, _KEYWORDS[kind], where)
         if kind == "string" and ("pattern" in schema or "format" in schema):
-            return self._node(("pattern", _pattern(schema, where)))
+            dfa = _pattern(schema, where)
+            lo, hi = _bound(schema, "minLength", where), _bound(schema, "maxLength", where)
+            if lo is None and hi is None:
+                return self._node(("pattern", dfa, None))
+            return self._node(("pattern", dfa, _LengthWindow(dfa, lo or 0, hi, where)))
         if kind == "string":
             lo, hi = _bound(schema, "minLength", where), _bound(schema, "maxLength", where)
             if lo is None and hi is None:
@@ -266,7 +272,7 @@ class SchemaGrammar(jm.Grammar):
         if kind == "lstring":
             return ("S", nid, 0, 0, ())
         if kind == "pattern":
-            return ("p", nid, -1)
+            return ("p", nid, -1, 0)
         if kind == "number":
             return ("n", nid, -1)
         if kind == "range":
@@ -347,14 +353,17 @@ class SchemaGrammar(jm.Grammar):
         if kind == "S":
             return self._bounded_string(frame, b)
         if kind == "p":  # a string of a pattern: its automaton on the bytes (written unescaped)
-            _, nid, q = frame
-            dfa = self.nodes[nid][1]
+            _, nid, q, count = frame
+            _, dfa, window = self.nodes[nid]
             if q < 0:
-                return ("set", frame) if b in jm._WS else ("set", ("p", nid, dfa.start)) if b == 0x22 else None
+                return ("set", frame) if b in jm._WS else ("set", ("p", nid, dfa.start, 0)) if b == 0x22 else None
             if b == 0x22:
-                return ("done",) if dfa.accepting(q) else None
+                return ("done",) if dfa.accepting(q) and (window is None or window.closes(count)) else None
             nxt = dfa.step(q, b)
-            return None if nxt is None else ("set", ("p", nid, nxt))
+            if nxt is None or (window is not None and not window.reachable(nxt, count + 1)):
+                return None
+            # characters are counted only where the length is bounded (else equal states share their masks)
+            return ("set", ("p", nid, nxt, count + 1 if window is not None else 0))
         if kind == "r":
             return self._range(frame, b)
         if kind == "o":
@@ -518,12 +527,60 @@ _UTF8_LEADS = {**{b: (1, 0x80, 0xBF) for b in range(0xC2, 0xE0)}, 0xE0: (2, 0xA0
                0xF4: (3, 0x80, 0x8F)}
 
 
+class _LengthWindow:
+    """minLength / maxLength of a pattern's string: which DFA states can still end a match within the length
+    window. ``bits[q]`` has bit r set where an accepting state is r characters from q (r <= R: maxLength, or
+    without one minLength plus the number of states: a longer match then has a shorter one at least as long
+    as minLength, by cutting a cycle out)."""
+
+    MAX_WORK = 4_000_000  # states x distinct successors x R: the compile-time bound
+
+    def __init__(self, dfa, lo: int, hi: int | None, where: str):
+        if hi is not None and hi < lo:
+            raise ValueError(f"json_schema: {where}.maxLength {hi} is below minLength {lo}")
+        n = len(dfa.table)
+        self.lo, self.hi = lo, hi
+        self.R = hi if hi is not None else lo + n
+        succ = [sorted(set(row.values())) for row in dfa.table]
+        if sum(map(len, succ)) * self.R > self.MAX_WORK:
+            raise ValueError(f"json_schema: {where}: the pattern's automaton ({n} states) is too large for a length "
+                             f"bound of {self.R}")
+        full = (1 << (self.R + 1)) - 1
+        base = [1 if dfa.accepting(q) else 0 for q in range(n)]
+        bits = list(base)
+        for _ in range(self.R):
+            nxt = []
+            for q in range(n):
+                b = base[q]
+                for t in succ[q]:
+                    b |= bits[t] << 1
+                nxt.append(b & full)
+            bits = nxt
+        self.bits = bits
+        if not self.reachable(dfa.start, 0):
+            raise ValueError(f"json_schema: {where}: no string of the pattern has a length in [{lo}, "
+                             f"{'inf' if hi is None else hi}]")
+
+    def reachable(self, q: int, count: int) -> bool:
+        """Whether a match can end from state q after ``count`` characters, its length in the window."""
+        if self.hi is None:
+            if count >= self.lo:
+                return True  # every state of the DFA can still end a match (its dead states are pruned)
+            need, top = self.lo - count, self.R
+        else:
+            if count > self.hi:
+                return False
+            need, top = max(0, self.lo - count), self.hi - count
+        return (self.bits[q] >> need) & ((1 << (top - need + 1)) - 1) != 0
+
+    def closes(self, count: int) -> bool:
+        return count >= self.lo and (self.hi is None or count <= self.hi)
+
+
 def _pattern(schema: dict, where: str):
-    """The DFA of a string schema's ``pattern`` or ``format`` (one of them, without a length bound)."""
+    """The DFA of a string schema's ``pattern`` or ``format`` (one of them)."""
     if "pattern" in schema and "format" in schema:
         raise ValueError(f"json_schema: {where} has both a pattern and a format; one of them is supported")
-    if "minLength" in schema or "maxLength" in schema:
-        raise ValueError(f"json_schema: {where}: minLength / maxLength with a pattern or a format is not supported")
     if "format" in schema:
         name = schema["format"]
         if name not in FORMATS:
