@@ -132,8 +132,8 @@ class _Parser:
         if c == ".":
             return ("chars", ALPHABET)
         if c == "\\":
-            return ("chars", self.escape(in_class=False))
-        if c in "*+?{" and not (c == "{" and not self._counted_at(self.i - 1)):
+            return ("chars", self.escape())
+        if c in "*+?" or (c == "{" and self._counted_at(self.i - 1)):
             raise self.error(f"nothing to repeat before {c!r}")
         if c in "^$":
             raise self.error(f"{c!r} only at the start / end of the pattern")
@@ -148,7 +148,7 @@ class _Parser:
         finally:
             self.i = save
 
-    def escape(self, in_class: bool) -> frozenset:
+    def escape(self) -> frozenset:
         c = self.peek()
         if c is None:
             raise self.error("a pattern ends in a backslash")
@@ -192,7 +192,7 @@ class _Parser:
         c = self.peek()
         self.i += 1
         if c == "\\":
-            got = self.escape(in_class=True)
+            got = self.escape()
             return next(iter(got)) if len(got) == 1 else got
         return ord(c)
 

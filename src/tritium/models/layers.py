@@ -146,6 +146,11 @@ def _flat(*tensors: torch.Tensor | Int4Weight | None) -> list[torch.Tensor]:
     return out
 
 
+def _same_order(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    """Whether two int4 input-feature permutations are the same (None: the identity)."""
+    return (a is None) == (b is None) and (a is None or torch.equal(a.to(b.device), b))
+
+
 def int4_group_size(owner: str, full_k: int, local_k: int, group_size: int | None) -> int:
     """The group an int4 layer stores, for ``local_k`` of its ``full_k`` input features at this rank:
     ``group_size`` (a checkpoint's; -1: one group a row), or None (quantized at load): 128, else the largest
@@ -284,8 +289,7 @@ class _ShardedLayer:
         if self._int4_perm_from is None or self._int4_perm_from == part:
             store.perm = None if w.perm is None else w.perm.to(self.device).contiguous()
             self._int4_perm_from = part
-        elif not (w.perm is None and store.perm is None) and (
-                w.perm is None or store.perm is None or not torch.equal(w.perm.to(self.device), store.perm)):
+        elif not _same_order(w.perm, store.perm):
             raise ValueError(f"{self.name}: {part} orders its input features (act-order g_idx) differently from "
                              f"{self._int4_perm_from}; parts fused into one weight must share that order")
         with torch.no_grad():
