@@ -2,7 +2,7 @@
 # Weight-only int4 on one GPU: the int4 tests (kernels, formats, engine), the engine bench of int4 against bf16
 # (Llama-3-8B shape, random bf16 weights quantized at load; engine-int4-<gpu>.json) and the per-shape probe
 # (bench/probe_int4_linear.py: int4 GEMV / matmul / dequantize + cuBLAS against bf16 cuBLAS; int4-linear-<gpu>.json).
-#   OUT=/some/dir bash bench/gpu_int4.sh
+#   OUT=/some/dir bash bench/gpu_int4.sh          (PARTS=tests,probe,engine: any of them, in that order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -10,16 +10,18 @@ mkdir -p "$OUT"
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
 GPU=${GPU:-gpu}
+PARTS=${PARTS:-tests,probe,engine}
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
 workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:-8}"
-timeout ${TEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_int4_linear.py \
+part tests && { timeout ${TEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_int4_linear.py \
   tests/ops/test_int4.py tests/engine/test_int4.py -m "not serial" > "$OUT/int4-tests-$GPU.log" 2>&1
-echo "int4 tests rc=$? ($(tail -1 "$OUT/int4-tests-$GPU.log"))"
-timeout ${PROBE_TIMEOUT:-150} python3 bench/probe_int4_linear.py --ms ${PROBE_MS:-1,4,16,64,256} \
+echo "int4 tests rc=$? ($(tail -1 "$OUT/int4-tests-$GPU.log"))"; }
+part probe && { timeout ${PROBE_TIMEOUT:-150} python3 bench/probe_int4_linear.py --ms ${PROBE_MS:-1,4,16,64,256} \
   --out "$OUT/int4-linear-$GPU.json" > "$OUT/int4-linear-$GPU.log" 2>&1
-echo "probe rc=$?"
-timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench engine --systems ${SYSTEMS:-tritium-int4,tritium} --batch 32 \
+echo "probe rc=$?"; }
+part engine && { timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench engine --systems ${SYSTEMS:-tritium-int4,tritium} --batch 32 \
   --out "$OUT/engine-int4-$GPU.json" > "$OUT/engine-int4-$GPU.log" 2>&1
-echo "engine bench rc=$?"; grep -E "running|batch-1 step|ratio|speedup" "$OUT/engine-int4-$GPU.log" | tail -12
+echo "engine bench rc=$?"; grep -E "running|batch-1 step|ratio|speedup" "$OUT/engine-int4-$GPU.log" | tail -12; }
 python3 - "$OUT/int4-linear-$GPU.json" <<'PY'
 import json, sys
 try:

@@ -1,9 +1,10 @@
 """Int4 projections on one GPU: which product serves each row count (weight-only int4, groups of 128).
 
 For Llama-3-8B's four layer projections, at M rows: bf16 cuBLAS on the 16-bit weights (the anchor); the int4
-GEMV (every candidate of GEMV_CONFIGS at M <= 4, the best kept), tritium's int4 matmul (the selected config
+GEMVs at M <= 4 (every candidate of GEMV_CONFIGS, the byte GEMV, and of WORD_GEMV_CONFIGS, the word GEMV;
+the best of each kept), tritium's int4 matmul (the selected config
 and the other candidates), the weight dequantized in one pass then cuBLAS, and ``int4_linear`` as the engine
-calls it. Asymmetric codes (zero points loaded, as AWQ / GPTQ asym), plus at M = 1 and 4 the symmetric case
+calls it. Asymmetric codes (zero points loaded, as AWQ / GPTQ asym), plus at M <= 4 the symmetric case
 (no zero points) and an act-order permutation (x gathered). Graph replays over 8 weight copies (no weight
 from L2), five interleaved rounds; each output checked against the fp32 reference first. Prints and
 writes JSON (--out).
@@ -18,8 +19,8 @@ import torch.nn.functional as F
 
 from tritium.bench.common import copy_bandwidth_tbs, header, interleaved_ms
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, quantize_int4
-from tritium.ops.int4_linear import (GEMV_CONFIGS, MATMUL_CONFIGS, dequantize_int4, int4_gemv, int4_linear,
-                                     int4_matmul, select_int4_matmul_config)
+from tritium.ops.int4_linear import (GEMV_CONFIGS, MATMUL_CONFIGS, WORD_GEMV_CONFIGS, dequantize_int4, int4_gemv,
+                                     int4_linear, int4_matmul, select_int4_matmul_config)
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 MS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024)
@@ -72,8 +73,8 @@ def main():
                     if e < 2e-2:
                         fns[label] = (lambda c=cfg: [int4_matmul(x, q, config=c) for q in qs])
             if m <= 4:
-                gemvs = {}
-                for cfg in GEMV_CONFIGS:
+                gemvs, kinds = {}, {}
+                for cfg in GEMV_CONFIGS + WORD_GEMV_CONFIGS:
                     try:
                         errors[f"gemv {cfg}"] = e = _rel(int4_gemv(x, qs[0], config=cfg), ref)
                     except Exception as ex:
@@ -81,18 +82,23 @@ def main():
                         continue
                     if e < 2e-2:
                         gemvs[f"gemv {cfg}"] = (lambda c=cfg: [int4_gemv(x, q, config=c) for q in qs])
-                screen, _ = interleaved_ms(gemvs, graph=True, rounds=1, rep_ms=30)
+                        kinds[f"gemv {cfg}"] = cfg
+                screen, _ = interleaved_ms(gemvs, graph=True, rounds=2, rep_ms=30)
                 result.setdefault("gemv_screen", []).append(
                     {"shape": name, "m": m, "us": {kk: round(v / COPIES * 1e3, 2) for kk, v in screen.items()}})
-                best = min(screen, key=screen.get)
-                fns["best " + best] = gemvs[best]
-                cfg = next(c for c in GEMV_CONFIGS if f"gemv {c}" == best)
-                errors["sym"] = _rel(int4_gemv(x, sym[0], config=cfg),
-                                     x.float() @ dequantize_int4_reference(sym[0]).t())
-                fns["best gemv, symmetric"] = lambda c=cfg: [int4_gemv(x, q, config=c) for q in sym]
-                errors["act_order"] = _rel(int4_gemv(x, permuted[0], config=cfg),
-                                           x.float() @ dequantize_int4_reference(permuted[0]).t())
-                fns["best gemv, act-order"] = lambda c=cfg: [int4_gemv(x, q, config=c) for q in permuted]
+                for kind, words in (("byte", False), ("words", True)):
+                    ours = [kk for kk in screen if kinds[kk].words == words]
+                    if not ours:
+                        continue
+                    best = min(ours, key=screen.get)
+                    fns[f"best {kind} " + best] = gemvs[best]
+                    cfg = kinds[best]
+                    errors[f"sym {kind}"] = _rel(int4_gemv(x, sym[0], config=cfg),
+                                                 x.float() @ dequantize_int4_reference(sym[0]).t())
+                    fns[f"best {kind} gemv, symmetric"] = lambda c=cfg: [int4_gemv(x, q, config=c) for q in sym]
+                    errors[f"act_order {kind}"] = _rel(int4_gemv(x, permuted[0], config=cfg),
+                                                       x.float() @ dequantize_int4_reference(permuted[0]).t())
+                    fns[f"best {kind} gemv, act-order"] = lambda c=cfg: [int4_gemv(x, q, config=c) for q in permuted]
             times, errs = interleaved_ms(fns, graph=True, rounds=5, rep_ms=50)
             per = {kk: round(v / COPIES * 1e3, 2) for kk, v in times.items()}
             row = {"shape": name, "n": n, "k": k, "m": m, "us": per, "errors": errs, "rel_err": errors,

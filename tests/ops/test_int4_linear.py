@@ -9,7 +9,7 @@ import triton
 
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, linear_int4_reference, pack_int4
 from tritium.ops.int4_linear import (DEFAULT_GEMV_CONFIG, GEMV_CONFIGS, MATMUL_CONFIGS, MATMUL_MAX_M, MAX_M,
-                                     Int4GemvConfig, Int4MatmulConfig, dequantize_int4, int4_gemv, int4_linear,
+                                     WORD_GEMV_CONFIGS, WORD_GEMV_DEFAULTS, Int4GemvConfig, Int4MatmulConfig, dequantize_int4, int4_gemv, int4_linear,
                                      int4_matmul, int4_warm_rows, select_int4_matmul_config)
 from tritium.runtime import default_device, interpreting
 
@@ -126,7 +126,7 @@ def test_gemv_matches_reference(case, m, dtype):
     check(out, linear_int4_reference(x, w, b), TOL[dtype])
 
 
-@pytest.mark.parametrize("config", GEMV_CONFIGS, ids=str)
+@pytest.mark.parametrize("config", GEMV_CONFIGS + WORD_GEMV_CONFIGS, ids=str)
 def test_gemv_configs(config):
     """Every candidate config: N = 40 (ragged for 16 and 32 rows a program), K = 2304 a multiple of no block_k
     (18 groups of 128),
@@ -147,6 +147,38 @@ def test_gemv_other_block_k_than_group():
         w = make_weight(21, 768, g, zeros=g % 64 == 0, perm=g == 96, seed=g)
         for config in (Int4GemvConfig(4, 64, 4), Int4GemvConfig(8, 256, 4), Int4GemvConfig(2, 512, 4)):
             check(int4_gemv(x, w, config=config), linear_int4_reference(x, w), TOL[torch.float32])
+        # the word GEMV: groups of whole words that tile its chunk of words or that it tiles, or one group a row
+        for config in (Int4GemvConfig(4, 64, 4, words=True), Int4GemvConfig(2, 256, 4, words=True)):
+            bw = config.block_k // 8
+            if g >= 768 or (g % 8 == 0 and (bw % (g // 8) == 0 or (g // 8) % bw == 0)):
+                check(int4_gemv(x, w, config=config), linear_int4_reference(x, w), TOL[torch.float32])
+            else:
+                with pytest.raises(ValueError, match=f"int4_gemv: config {config} needs"):
+                    int4_gemv(x, w, config=config)
+
+
+def test_gemv_default_kernel(monkeypatch):
+    """Without a config, 1-4 rows run the word GEMV where the weight allows it (K a multiple of 8, groups of
+    whole words that tile its chunk), the byte GEMV elsewhere (here: groups of 96 columns, 12 words)."""
+    import tritium.ops.int4_linear as mod
+
+    class Refuse:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            raise AssertionError(f"{self.name} launched")
+
+    x = randn(3, 768, dtype=torch.float32, seed=4)
+    for g, kernel in ((128, "_gemv_kernel"), (96, "_gemv_words_kernel")):
+        w = make_weight(10, 768, g, zeros=True, seed=g)
+        with monkeypatch.context() as mp:
+            mp.setattr(mod, kernel, Refuse(kernel))
+            check(int4_gemv(x, w), linear_int4_reference(x, w), TOL[torch.float32])
+    assert all(c.words for c in WORD_GEMV_CONFIGS + tuple(WORD_GEMV_DEFAULTS.values()))
+    assert not any(c.words for c in GEMV_CONFIGS + (DEFAULT_GEMV_CONFIG,))
+    with pytest.raises(ValueError, match="words must be a bool, and block_k >= 8"):
+        Int4GemvConfig(4, 4, 4, words=True)
 
 
 # -- int4_matmul -----------------------------------------------------------------------------------------------

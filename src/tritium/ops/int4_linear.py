@@ -57,6 +57,7 @@ MATMUL_MAX_M = 64
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAGIC = tl.constexpr(0x4B000000)  # the bits of 2.0 ** 23: MAGIC | q (q < 2^23) is the fp32 2^23 + q
 SYMMETRIC_ZERO_BIASED = tl.constexpr(8388608.0 + SYMMETRIC_ZERO)  # 2^23 + the zero point of zeros=None
+ZERO_NONE = tl.constexpr(SYMMETRIC_ZERO)  # the zero point of zeros=None, for the kernels
 
 
 def _check_pow2(owner, name: str, value, least: int) -> None:
@@ -67,11 +68,12 @@ def _check_pow2(owner, name: str, value, least: int) -> None:
 @dataclass(frozen=True)
 class Int4GemvConfig:
     """A GEMV program: ``block_n`` weight rows, K walked ``block_k`` columns (``block_k / 2`` packed bytes a row)
-    at a time; powers of two."""
+    at a time; powers of two. ``words``: the word GEMV (32-bit words, ``block_k`` >= 8), else the byte GEMV."""
     block_n: int
     block_k: int
     num_warps: int
     num_stages: int = 1
+    words: bool = False
 
     def __post_init__(self):
         _check_pow2(type(self), "block_n", self.block_n, 1)
@@ -79,9 +81,12 @@ class Int4GemvConfig:
         _check_pow2(type(self), "num_warps", self.num_warps, 1)
         if not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"Int4GemvConfig: num_stages must be an int >= 1, got {self.num_stages!r}")
+        if not isinstance(self.words, bool) or (self.words and self.block_k < 8):
+            raise ValueError(f"Int4GemvConfig: words must be a bool, and block_k >= 8 with it, got {self.words!r}, "
+                             f"block_k {self.block_k}")
 
     def __str__(self) -> str:
-        return f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
+        return ("words-" if self.words else "") + f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
 
 
 # Candidates for H100/H200 (block_k in columns: 128 to 512 bytes of a row a chunk).
@@ -96,6 +101,13 @@ GEMV_CONFIGS = (
     Int4GemvConfig(16, 1024, 8), Int4GemvConfig(32, 256, 8), Int4GemvConfig(32, 512, 8), Int4GemvConfig(8, 1024, 4, 3),
 )
 DEFAULT_GEMV_CONFIG = Int4GemvConfig(8, 1024, 4)
+# The word GEMV's default by BLOCK_M (rows of x rounded up to 1, 2, 4): 32, 16 and 8 words a thread.
+WORD_GEMV_DEFAULTS = {1: Int4GemvConfig(8, 2048, 4, words=True), 2: Int4GemvConfig(8, 2048, 4, words=True),
+                      4: Int4GemvConfig(4, 2048, 4, words=True)}
+WORD_GEMV_CONFIGS = tuple(Int4GemvConfig(n, k, w, words=True) for n, k, w in (
+    (8, 2048, 4), (16, 2048, 4), (4, 2048, 4), (8, 4096, 4), (32, 2048, 8), (16, 1024, 4), (8, 1024, 4),
+    (4, 1024, 4)))
+MAGIC_BITS = 0x4B000000  # MAGIC as a kernel argument (a register): see _code_bits
 
 
 @dataclass(frozen=True)
@@ -333,6 +345,157 @@ def _gemv_kernel(
 
 
 @triton.jit
+def _code_bits(w, v, magic, I: tl.constexpr):
+    """The fp32 ``2^23 + q * 16^E`` of code I (0-7, column ``8 * word + I``) of each 32-bit word: codes 0-4 left
+    in place in ``w`` (bits 4I to 4I + 3, all below the exponent of 2^23), 5-7 taken from ``v = w >> 12``
+    (bits 4I - 12 on); E = I, or I - 3 for 5-7. One LOP3 each: ``magic`` (0x4B000000) is a run-time value, so
+    it sits in a register (as an immediate beside the mask, the OR would be a second instruction)."""
+    if I < 5:
+        return ((w & (15 << (4 * I))) | magic).to(tl.float32, bitcast=True)
+    else:
+        return ((v & (15 << (4 * I - 12))) | magic).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _code_scale(I: tl.constexpr):
+    """16^E of code I (see :func:`_code_bits`)."""
+    E: tl.constexpr = I if I < 5 else I - 3
+    return 1 << (4 * E)
+
+
+@triton.jit
+def _per_word(t, BLOCK_W: tl.constexpr):
+    """``[BLOCK_N, P]`` (one value a row and piece of ``BLOCK_W / P`` words) -> ``[BLOCK_N, BLOCK_W]``."""
+    BLOCK_N: tl.constexpr = t.shape[0]
+    P: tl.constexpr = t.shape[1]
+    return tl.reshape(tl.broadcast_to(t[:, :, None], (BLOCK_N, P, BLOCK_W // P)), (BLOCK_N, BLOCK_W))
+
+
+@triton.jit
+def _x_codes(x_row_ptr, feats, kmask, EVEN_K: tl.constexpr):
+    """One row of x at the chunk's ``[BLOCK_W, 8]`` columns ``feats`` (word, code), in fp32: the 8 code
+    columns, ``[BLOCK_W]`` each, code I's times 16^-E (exact: a power of two) to match :func:`_code_bits`."""
+    BLOCK_W: tl.constexpr = feats.shape[0]
+    if EVEN_K:
+        x = tl.load(x_row_ptr + feats).to(tl.float32)
+    else:
+        x = tl.load(x_row_ptr + feats, mask=kmask, other=0.0).to(tl.float32)
+    a, b = tl.split(tl.reshape(x, (BLOCK_W, 4, 2)))                                   # codes 0 2 4 6 / 1 3 5 7
+    a0, a1 = tl.split(tl.reshape(a, (BLOCK_W, 2, 2)))                                 # 0 4 / 2 6
+    b0, b1 = tl.split(tl.reshape(b, (BLOCK_W, 2, 2)))                                 # 1 5 / 3 7
+    x0, x4 = tl.split(a0)
+    x2, x6 = tl.split(a1)
+    x1, x5 = tl.split(b0)
+    x3, x7 = tl.split(b1)
+    return (x0, x1 * (1.0 / _code_scale(1)), x2 * (1.0 / _code_scale(2)), x3 * (1.0 / _code_scale(3)),
+            x4 * (1.0 / _code_scale(4)), x5 * (1.0 / _code_scale(5)), x6 * (1.0 / _code_scale(6)),
+            x7 * (1.0 / _code_scale(7)))
+
+
+@triton.jit
+def _words_row(acc, s, d0, d1, d2, d3, d4, d5, d6, d7, xs):
+    """acc + s * sum_I d_I * x_I over the 8 codes of each word (x's columns broadcast over the rows)."""
+    p = d0 * xs[0][None, :]
+    p += d1 * xs[1][None, :]
+    p += d2 * xs[2][None, :]
+    p += d3 * xs[3][None, :]
+    p += d4 * xs[4][None, :]
+    p += d5 * xs[5][None, :]
+    p += d6 * xs[6][None, :]
+    p += d7 * xs[7][None, :]
+    return acc + s * p
+
+
+@triton.jit
+def _code_minus_zero(w, v, magic, z, I: tl.constexpr, HAS_ZEROS: tl.constexpr, BLOCK_W: tl.constexpr):
+    """``(q - zero) * 16^E`` of code I, exact: the code's ``2^23 + q * 16^E`` less ``2^23 + zero * 16^E``, the
+    latter made per row and piece from the zero points ``z`` ``[BLOCK_N, P]`` (an immediate for zeros=None)."""
+    if HAS_ZEROS:
+        return _code_bits(w, v, magic, I) - _per_word(8388608.0 + z * _code_scale(I), BLOCK_W)
+    else:
+        return _code_bits(w, v, magic, I) - (8388608.0 + ZERO_NONE * _code_scale(I))
+
+
+@triton.jit(do_not_specialize=["KW"])
+def _gemv_words_kernel(
+    # pointers
+    x_ptr, words_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
+    # strides
+    stride_x_m, stride_out_m,
+    # sizes
+    M, N, KW, G, num_groups, magic,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, PIECE: tl.constexpr,
+    HAS_ZEROS: tl.constexpr, HAS_PERM: tl.constexpr, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr,
+):
+    """out = x @ W^T (+ bias) for the program's BLOCK_N rows and the M <= 4 rows of x (BLOCK_M = 1, 2 or 4), the
+    weight read as 32-bit words (8 codes; ``KW = K / 8`` a row). Each chunk of BLOCK_W words a row: code I of
+    every word made the exact ``(q - zero) * 16^E`` (:func:`_code_minus_zero`: one LOP3 and one FADD a code, a
+    shift a word), an FMA a code and row of x with x's column times 16^-E into a per-word sum, then one FMA
+    with the scale of the word's group (``PIECE`` words a scale). One ``[BLOCK_N, BLOCK_W]`` accumulator a row
+    of x, reduced once at the end. x's chunk is loaded ``[BLOCK_W, 8]`` (16 contiguous bytes a word) and split
+    into its 8 code columns, which land in the weight's layout with no conversion because the weight's loads
+    are not vectorized (KW is never specialized: each thread holds whole words, one a row and 32-word span).
+    HAS_PERM: x gathered at perm[k]."""
+    P: tl.constexpr = BLOCK_W // PIECE
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                       # [BLOCK_N]
+    rows_ld = tl.minimum(rows, N - 1).to(tl.int64)
+    wc = tl.arange(0, BLOCK_W)                                                       # [BLOCK_W]
+    w_ptrs = words_ptr + rows_ld[:, None] * KW + wc[None, :]                         # [BLOCK_N, BLOCK_W]
+    c8 = wc[:, None] * 8 + tl.arange(0, 8)[None, :]                                  # [BLOCK_W, 8] columns
+    pieces = tl.arange(0, P) * PIECE                                                 # [P] first word of each
+    K = KW * 8
+    x1_ptr = x_ptr + tl.minimum(1, M - 1) * stride_x_m
+    x2_ptr = x_ptr + tl.minimum(2, M - 1) * stride_x_m
+    x3_ptr = x_ptr + tl.minimum(3, M - 1) * stride_x_m
+    acc0 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
+    for k0w in range(0, KW, BLOCK_W):
+        cols = k0w * 8 + c8
+        kmask = cols < K
+        if EVEN_K:
+            w = tl.load(w_ptrs, eviction_policy="evict_first")
+        else:
+            w = tl.load(w_ptrs, mask=(k0w + wc < KW)[None, :], other=0, eviction_policy="evict_first")
+        if HAS_PERM:
+            if EVEN_K:
+                feats = tl.load(perm_ptr + cols)
+            else:
+                feats = tl.load(perm_ptr + cols, mask=kmask, other=0)
+        else:
+            feats = cols
+        g = tl.minimum((k0w + pieces) * 8 // G, num_groups - 1)                       # [P]
+        offs = rows_ld[:, None] * num_groups + g[None, :]                             # [BLOCK_N, P]
+        s = _per_word(tl.load(scale_ptr + offs).to(tl.float32), BLOCK_W)
+        z = tl.load(zero_ptr + offs).to(tl.float32) if HAS_ZEROS else 0.0
+        v = w >> 12
+        d0 = _code_minus_zero(w, v, magic, z, 0, HAS_ZEROS, BLOCK_W)
+        d1 = _code_minus_zero(w, v, magic, z, 1, HAS_ZEROS, BLOCK_W)
+        d2 = _code_minus_zero(w, v, magic, z, 2, HAS_ZEROS, BLOCK_W)
+        d3 = _code_minus_zero(w, v, magic, z, 3, HAS_ZEROS, BLOCK_W)
+        d4 = _code_minus_zero(w, v, magic, z, 4, HAS_ZEROS, BLOCK_W)
+        d5 = _code_minus_zero(w, v, magic, z, 5, HAS_ZEROS, BLOCK_W)
+        d6 = _code_minus_zero(w, v, magic, z, 6, HAS_ZEROS, BLOCK_W)
+        d7 = _code_minus_zero(w, v, magic, z, 7, HAS_ZEROS, BLOCK_W)
+        acc0 = _words_row(acc0, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x_ptr, feats, kmask, EVEN_K))
+        if BLOCK_M > 1:
+            acc1 = _words_row(acc1, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x1_ptr, feats, kmask, EVEN_K))
+        if BLOCK_M > 2:
+            acc2 = _words_row(acc2, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x2_ptr, feats, kmask, EVEN_K))
+            acc3 = _words_row(acc3, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x3_ptr, feats, kmask, EVEN_K))
+        w_ptrs += BLOCK_W
+    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
+    _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 1:
+        _gemv_store(acc1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 2:
+        _gemv_store(acc2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+        _gemv_store(acc3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+
+
+@triton.jit
 def _matmul_kernel(
     # pointers
     x_ptr, packed_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
@@ -455,24 +618,69 @@ def int4_gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None, 
     M, N, K = _check_operands("int4_gemv", x, w, bias)
     if M > MAX_M:
         raise ValueError(f"int4_gemv: x must have at most {MAX_M} rows, got {M} (int4_matmul takes more)")
-    cfg = config or DEFAULT_GEMV_CONFIG
-    if not isinstance(cfg, Int4GemvConfig):
-        raise TypeError(f"int4_gemv: config must be an Int4GemvConfig, got {type(cfg).__name__}")
-    return _gemv(x, w, bias, cfg)
+    if config is not None and not isinstance(config, Int4GemvConfig):
+        raise TypeError(f"int4_gemv: config must be an Int4GemvConfig, got {type(config).__name__}")
+    return _gemv(x, w, bias, config)
 
 
-def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig) -> torch.Tensor:
+def _word_piece(K: int, G: int, block_w: int) -> int | None:
+    """Words a scale (``PIECE``) of the word GEMV with chunks of ``block_w`` words, or None where it cannot
+    run: K a multiple of 8 (whole words), and groups of whole words that tile the chunk or that it tiles (one
+    group a row: any)."""
+    if K % 8:
+        return None
+    if G >= K:
+        return block_w
+    if G % 8:
+        return None
+    gw = G // 8
+    if block_w % gw == 0:
+        return gw
+    return block_w if gw % block_w == 0 else None
+
+
+def _words(w: Int4Weight) -> torch.Tensor | None:
+    """The packed codes as 32-bit words ``[N, K / 8]`` (a view), or None where they are not aligned so."""
+    p = w.packed
+    if p.shape[1] % 4 or not p.is_contiguous() or p.data_ptr() % 4:
+        return None
+    return p.view(torch.int32)
+
+
+def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig | None) -> torch.Tensor:
+    """The word GEMV where the weight allows it (:func:`_word_piece`, :func:`_words`), else the byte GEMV;
+    ``cfg`` None: the default of the kernel that runs."""
     (M, K), N = x.shape, w.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if M and N:
-        _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
-            x, *_weight_args(w), bias if bias is not None else out, out,
+    if not (M and N):
+        return out
+    block_m = triton.next_power_of_2(M)
+    word_cfg = cfg if cfg is not None else WORD_GEMV_DEFAULTS[block_m]
+    piece = _word_piece(K, w.group_size, word_cfg.block_k // 8) if word_cfg.words else None
+    words = _words(w) if piece is not None else None
+    if cfg is not None and cfg.words and words is None:
+        raise ValueError(f"int4_gemv: config {cfg} needs K a multiple of 8 ({K}), packed codes aligned to 4 bytes "
+                         f"and groups ({w.group_size}) of whole words that tile block_k or that it tiles")
+    if words is not None:
+        _gemv_words_kernel[(triton.cdiv(N, word_cfg.block_n),)](
+            x, words, w.scales, w.zeros if w.zeros is not None else w.packed,
+            w.perm if w.perm is not None else w.packed, bias if bias is not None else out, out,
             x.stride(0), out.stride(0),
-            M, N, K, w.group_size, w.num_groups,
-            BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-            SUB=_sub(cfg.block_k, K, w.group_size), HAS_ZEROS=w.zeros is not None, HAS_PERM=w.perm is not None,
-            HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
-            num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages))
+            M, N, K // 8, w.group_size, w.num_groups, MAGIC_BITS,
+            BLOCK_M=block_m, BLOCK_N=word_cfg.block_n, BLOCK_W=word_cfg.block_k // 8, PIECE=piece,
+            HAS_ZEROS=w.zeros is not None, HAS_PERM=w.perm is not None, HAS_BIAS=bias is not None,
+            EVEN_K=K % word_cfg.block_k == 0,
+            num_warps=word_cfg.num_warps, num_stages=pipeline_stages(word_cfg.num_stages))
+        return out
+    cfg = cfg if cfg is not None else DEFAULT_GEMV_CONFIG
+    _gemv_kernel[(triton.cdiv(N, cfg.block_n),)](
+        x, *_weight_args(w), bias if bias is not None else out, out,
+        x.stride(0), out.stride(0),
+        M, N, K, w.group_size, w.num_groups,
+        BLOCK_M=block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+        SUB=_sub(cfg.block_k, K, w.group_size), HAS_ZEROS=w.zeros is not None, HAS_PERM=w.perm is not None,
+        HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0,
+        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages))
     return out
 
 
@@ -523,7 +731,7 @@ def int4_linear(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None
         x2 = x2.contiguous()
     M, N, K = _check_operands("int4_linear", x2, w, bias)
     if M <= MAX_M:
-        y = _gemv(x2, w, bias, DEFAULT_GEMV_CONFIG)
+        y = _gemv(x2, w, bias, None)
     elif M <= MATMUL_MAX_M:
         y = _matmul(x2, w, bias, select_int4_matmul_config(M, N, K, w.group_size, x_dtype=x2.dtype))
     else:
