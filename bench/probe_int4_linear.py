@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from tritium.bench.common import copy_bandwidth_tbs, header, interleaved_ms
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, quantize_int4
-from tritium.ops.int4_linear import (GEMV_CONFIGS, MATMUL_CONFIGS, WORD_GEMV_CONFIGS, dequantize_int4, int4_gemv,
+from tritium.ops.int4_linear import (GEMV_CONFIGS, MATMUL_CONFIGS, MAX_M, WORD_GEMV_CONFIGS, dequantize_int4, int4_gemv,
                                      int4_linear, int4_matmul, select_int4_matmul_config)
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
@@ -62,7 +62,7 @@ def main():
                       "dequant_cublas": _rel(F.linear(x, dequantize_int4(qs[0], torch.bfloat16)), ref),
                       "bf16_weights_vs_int4": _rel(F.linear(x, ws[0]), ref)}
             selected = select_int4_matmul_config(m, n, k, GROUP)
-            if m <= 256:
+            if MAX_M < m <= 256:  # the matmul serves 5-64 rows (at 1-4 it trailed the GEMVs by 2-3x)
                 for cfg in dict.fromkeys((selected,) + MATMUL_CONFIGS):
                     label = f"matmul {cfg}" + (" (selected)" if cfg == selected else "")
                     try:

@@ -102,11 +102,11 @@ GEMV_CONFIGS = (
 )
 DEFAULT_GEMV_CONFIG = Int4GemvConfig(8, 1024, 4)
 # The word GEMV's default by BLOCK_M (rows of x rounded up to 1, 2, 4): 32, 16 and 8 words a thread.
-WORD_GEMV_DEFAULTS = {1: Int4GemvConfig(8, 2048, 4, words=True), 2: Int4GemvConfig(8, 2048, 4, words=True),
-                      4: Int4GemvConfig(4, 2048, 4, words=True)}
+WORD_GEMV_DEFAULTS = {1: Int4GemvConfig(16, 1024, 4, words=True), 2: Int4GemvConfig(16, 1024, 4, words=True),
+                      4: Int4GemvConfig(8, 1024, 4, words=True)}
 WORD_GEMV_CONFIGS = tuple(Int4GemvConfig(n, k, w, words=True) for n, k, w in (
-    (8, 2048, 4), (16, 2048, 4), (4, 2048, 4), (8, 4096, 4), (32, 2048, 8), (16, 1024, 4), (8, 1024, 4),
-    (4, 1024, 4)))
+    (16, 1024, 4), (8, 1024, 4), (4, 1024, 4), (8, 2048, 4), (16, 2048, 4), (4, 2048, 4), (16, 512, 4),
+    (32, 512, 4), (32, 1024, 8)))
 MAGIC_BITS = 0x4B000000  # MAGIC as a kernel argument (a register): see _code_bits
 
 
@@ -416,6 +416,19 @@ def _code_minus_zero(w, v, magic, z, I: tl.constexpr, HAS_ZEROS: tl.constexpr, B
         return _code_bits(w, v, magic, I) - (8388608.0 + ZERO_NONE * _code_scale(I))
 
 
+@triton.jit
+def _word_chunk(w_ptrs, wc, k0w, KW, EVEN_K: tl.constexpr, FIRST: tl.constexpr):
+    """The words ``[BLOCK_N, BLOCK_W]`` of the chunk at word ``k0w`` (``w_ptrs`` point at it), streamed past L2:
+    zeros past K, all zeros where ``k0w >= KW`` (the request after the last chunk)."""
+    if EVEN_K and FIRST:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+    elif EVEN_K:
+        w = tl.load(w_ptrs, mask=k0w < KW, other=0, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=(k0w + wc < KW)[None, :], other=0, eviction_policy="evict_first")
+    return w
+
+
 @triton.jit(do_not_specialize=["KW"])
 def _gemv_words_kernel(
     # pointers
@@ -452,13 +465,13 @@ def _gemv_words_kernel(
     acc1 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
     acc2 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
     acc3 = tl.zeros((BLOCK_N, BLOCK_W), dtype=tl.float32)
+    w = _word_chunk(w_ptrs, wc, 0, KW, EVEN_K, True)
     for k0w in range(0, KW, BLOCK_W):
         cols = k0w * 8 + c8
         kmask = cols < K
-        if EVEN_K:
-            w = tl.load(w_ptrs, eviction_policy="evict_first")
-        else:
-            w = tl.load(w_ptrs, mask=(k0w + wc < KW)[None, :], other=0, eviction_policy="evict_first")
+        w_ptrs += BLOCK_W
+        # the next chunk requested before this one is used: two chunks in flight a program
+        w_next = _word_chunk(w_ptrs, wc, k0w + BLOCK_W, KW, EVEN_K, False)
         if HAS_PERM:
             if EVEN_K:
                 feats = tl.load(perm_ptr + cols)
@@ -485,7 +498,7 @@ def _gemv_words_kernel(
         if BLOCK_M > 2:
             acc2 = _words_row(acc2, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x2_ptr, feats, kmask, EVEN_K))
             acc3 = _words_row(acc3, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x3_ptr, feats, kmask, EVEN_K))
-        w_ptrs += BLOCK_W
+        w = w_next
     bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
     _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
     if BLOCK_M > 1:
