@@ -86,7 +86,8 @@ class Int4GemvConfig:
                              f"block_k {self.block_k}")
 
     def __str__(self) -> str:
-        return ("words-" if self.words else "") + f"n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
+        kind = "words-" if self.words else ""
+        return f"{kind}n{self.block_n}-k{self.block_k}-w{self.num_warps}-st{self.num_stages}"
 
 
 # Candidates for H100/H200 (block_k in columns: 128 to 512 bytes of a row a chunk).
@@ -374,7 +375,8 @@ def _per_word(t, BLOCK_W: tl.constexpr):
 @triton.jit
 def _x_codes(x_row_ptr, feats, kmask, EVEN_K: tl.constexpr):
     """One row of x at the chunk's ``[BLOCK_W, 8]`` columns ``feats`` (word, code), in fp32: the 8 code
-    columns, ``[BLOCK_W]`` each, code I's times 16^-E (exact: a power of two) to match :func:`_code_bits`."""
+    columns, ``[BLOCK_W]`` each, code I's times 16^-E (exact: a power of two) to match :func:`_code_bits`, and
+    the sum of each word's 8 (unscaled; for the zero points)."""
     BLOCK_W: tl.constexpr = feats.shape[0]
     if EVEN_K:
         x = tl.load(x_row_ptr + feats).to(tl.float32)
@@ -389,12 +391,14 @@ def _x_codes(x_row_ptr, feats, kmask, EVEN_K: tl.constexpr):
     x3, x7 = tl.split(b1)
     return (x0, x1 * (1.0 / _code_scale(1)), x2 * (1.0 / _code_scale(2)), x3 * (1.0 / _code_scale(3)),
             x4 * (1.0 / _code_scale(4)), x5 * (1.0 / _code_scale(5)), x6 * (1.0 / _code_scale(6)),
-            x7 * (1.0 / _code_scale(7)))
+            x7 * (1.0 / _code_scale(7)), ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)))
 
 
 @triton.jit
-def _words_row(acc, s, d0, d1, d2, d3, d4, d5, d6, d7, xs):
-    """acc + s * sum_I d_I * x_I over the 8 codes of each word (x's columns broadcast over the rows)."""
+def _words_row(acc, s, sz, d0, d1, d2, d3, d4, d5, d6, d7, xs, HAS_ZEROS: tl.constexpr):
+    """acc + s * sum_I d_I * x_I over the 8 codes of each word (x's columns broadcast over the rows), less
+    ``sz = scale * zero`` times the word's sum of x where there are zero points (d_I then holds q, not
+    q - zero)."""
     p = d0 * xs[0][None, :]
     p += d1 * xs[1][None, :]
     p += d2 * xs[2][None, :]
@@ -403,15 +407,18 @@ def _words_row(acc, s, d0, d1, d2, d3, d4, d5, d6, d7, xs):
     p += d5 * xs[5][None, :]
     p += d6 * xs[6][None, :]
     p += d7 * xs[7][None, :]
-    return acc + s * p
+    acc += s * p
+    if HAS_ZEROS:
+        acc -= sz * xs[8][None, :]
+    return acc
 
 
 @triton.jit
-def _code_minus_zero(w, v, magic, z, I: tl.constexpr, HAS_ZEROS: tl.constexpr, BLOCK_W: tl.constexpr):
-    """``(q - zero) * 16^E`` of code I, exact: the code's ``2^23 + q * 16^E`` less ``2^23 + zero * 16^E``, the
-    latter made per row and piece from the zero points ``z`` ``[BLOCK_N, P]`` (an immediate for zeros=None)."""
+def _code_minus_zero(w, v, magic, I: tl.constexpr, HAS_ZEROS: tl.constexpr):
+    """Code I as the exact fp32 ``q * 16^E`` (zero points: applied per word by :func:`_words_row`) or, for
+    zeros=None, ``(q - 8) * 16^E``: the code's ``2^23 + q * 16^E`` less an immediate."""
     if HAS_ZEROS:
-        return _code_bits(w, v, magic, I) - _per_word(8388608.0 + z * _code_scale(I), BLOCK_W)
+        return _code_bits(w, v, magic, I) - 8388608.0
     else:
         return _code_bits(w, v, magic, I) - (8388608.0 + ZERO_NONE * _code_scale(I))
 
@@ -443,13 +450,14 @@ def _gemv_words_kernel(
 ):
     """out = x @ W^T (+ bias) for the program's BLOCK_N rows and the M <= 4 rows of x (BLOCK_M = 1, 2 or 4), the
     weight read as 32-bit words (8 codes; ``KW = K / 8`` a row). Each chunk of BLOCK_W words a row: code I of
-    every word made the exact ``(q - zero) * 16^E`` (:func:`_code_minus_zero`: one LOP3 and one FADD a code, a
-    shift a word), an FMA a code and row of x with x's column times 16^-E into a per-word sum, then one FMA
-    with the scale of the word's group (``PIECE`` words a scale). One ``[BLOCK_N, BLOCK_W]`` accumulator a row
-    of x, reduced once at the end. x's chunk is loaded ``[BLOCK_W, 8]`` (16 contiguous bytes a word) and split
-    into its 8 code columns, which land in the weight's layout with no conversion because the weight's loads
-    are not vectorized (KW is never specialized: each thread holds whole words, one a row and 32-word span).
-    HAS_PERM: x gathered at perm[k]."""
+    every word made an exact fp32 (:func:`_code_minus_zero`: one LOP3 and one FADD a code, a shift a word), an
+    FMA a code and row of x with x's column times 16^-E into a per-word sum, then one FMA with the scale of the
+    word's group (``PIECE`` words a scale) and, with zero points, one more with ``scale * zero`` and the word's
+    sum of x. One ``[BLOCK_N, BLOCK_W]`` accumulator a row of x, reduced once at the end; the next chunk's
+    words requested before this one is used. x's chunk is loaded ``[BLOCK_W, 8]`` (16 contiguous bytes a word
+    at 16 bits) and split into its 8 code columns, which land in the weight's layout with no conversion
+    because the weight's loads are not vectorized (KW is never specialized: each thread holds whole words,
+    one a row and 32-word span). HAS_PERM: x gathered at perm[k]."""
     P: tl.constexpr = BLOCK_W // PIECE
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)                       # [BLOCK_N]
     rows_ld = tl.minimum(rows, N - 1).to(tl.int64)
@@ -481,23 +489,28 @@ def _gemv_words_kernel(
             feats = cols
         g = tl.minimum((k0w + pieces) * 8 // G, num_groups - 1)                       # [P]
         offs = rows_ld[:, None] * num_groups + g[None, :]                             # [BLOCK_N, P]
-        s = _per_word(tl.load(scale_ptr + offs).to(tl.float32), BLOCK_W)
-        z = tl.load(zero_ptr + offs).to(tl.float32) if HAS_ZEROS else 0.0
+        s = tl.load(scale_ptr + offs).to(tl.float32)
+        sz = _per_word(s * tl.load(zero_ptr + offs).to(tl.float32), BLOCK_W) if HAS_ZEROS else 0.0
+        s = _per_word(s, BLOCK_W)
         v = w >> 12
-        d0 = _code_minus_zero(w, v, magic, z, 0, HAS_ZEROS, BLOCK_W)
-        d1 = _code_minus_zero(w, v, magic, z, 1, HAS_ZEROS, BLOCK_W)
-        d2 = _code_minus_zero(w, v, magic, z, 2, HAS_ZEROS, BLOCK_W)
-        d3 = _code_minus_zero(w, v, magic, z, 3, HAS_ZEROS, BLOCK_W)
-        d4 = _code_minus_zero(w, v, magic, z, 4, HAS_ZEROS, BLOCK_W)
-        d5 = _code_minus_zero(w, v, magic, z, 5, HAS_ZEROS, BLOCK_W)
-        d6 = _code_minus_zero(w, v, magic, z, 6, HAS_ZEROS, BLOCK_W)
-        d7 = _code_minus_zero(w, v, magic, z, 7, HAS_ZEROS, BLOCK_W)
-        acc0 = _words_row(acc0, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x_ptr, feats, kmask, EVEN_K))
+        d0 = _code_minus_zero(w, v, magic, 0, HAS_ZEROS)
+        d1 = _code_minus_zero(w, v, magic, 1, HAS_ZEROS)
+        d2 = _code_minus_zero(w, v, magic, 2, HAS_ZEROS)
+        d3 = _code_minus_zero(w, v, magic, 3, HAS_ZEROS)
+        d4 = _code_minus_zero(w, v, magic, 4, HAS_ZEROS)
+        d5 = _code_minus_zero(w, v, magic, 5, HAS_ZEROS)
+        d6 = _code_minus_zero(w, v, magic, 6, HAS_ZEROS)
+        d7 = _code_minus_zero(w, v, magic, 7, HAS_ZEROS)
+        acc0 = _words_row(acc0, s, sz, d0, d1, d2, d3, d4, d5, d6, d7,
+                          _x_codes(x_ptr, feats, kmask, EVEN_K), HAS_ZEROS)
         if BLOCK_M > 1:
-            acc1 = _words_row(acc1, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x1_ptr, feats, kmask, EVEN_K))
+            acc1 = _words_row(acc1, s, sz, d0, d1, d2, d3, d4, d5, d6, d7,
+                              _x_codes(x1_ptr, feats, kmask, EVEN_K), HAS_ZEROS)
         if BLOCK_M > 2:
-            acc2 = _words_row(acc2, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x2_ptr, feats, kmask, EVEN_K))
-            acc3 = _words_row(acc3, s, d0, d1, d2, d3, d4, d5, d6, d7, _x_codes(x3_ptr, feats, kmask, EVEN_K))
+            acc2 = _words_row(acc2, s, sz, d0, d1, d2, d3, d4, d5, d6, d7,
+                              _x_codes(x2_ptr, feats, kmask, EVEN_K), HAS_ZEROS)
+            acc3 = _words_row(acc3, s, sz, d0, d1, d2, d3, d4, d5, d6, d7,
+                              _x_codes(x3_ptr, feats, kmask, EVEN_K), HAS_ZEROS)
         w = w_next
     bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
     _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
