@@ -10,7 +10,8 @@ import triton
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, linear_int4_reference, pack_int4
 from tritium.ops.int4_linear import (DEFAULT_GEMV_CONFIG, GEMV_CONFIGS, MATMUL_CONFIGS, MATMUL_MAX_M, MAX_M,
                                      WORD_GEMV_CONFIGS, WORD_GEMV_DEFAULTS, Int4GemvConfig, Int4MatmulConfig,
-                                     dequantize_int4, int4_gemv, int4_linear, int4_matmul, int4_warm_rows, select_int4_matmul_config)
+                                     dequantize_int4, int4_gemv, int4_linear, int4_matmul, int4_warm_rows,
+                                     select_int4_matmul_config)
 from tritium.runtime import default_device, interpreting
 
 # relative to the output's norm: fp32 sums against the fp32 reference (each rounded once); the matmul's
