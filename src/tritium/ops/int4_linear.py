@@ -4,14 +4,22 @@ group of ``group_size`` columns, an optional input permutation), and its one-pas
 
 Three kernels, chosen by the row count M of x (:func:`int4_linear`):
 
-- M <= ``MAX_M`` (decode): :func:`int4_gemv`. Each program takes ``BLOCK_N`` weight rows and walks K in
-  chunks of ``BLOCK_K`` columns: one contiguous ``[BLOCK_N, BLOCK_K / 2]`` load of packed bytes (streamed past
-  L2, ``evict_first``; the next chunk requested before the current one is used), the low and high nibbles
-  multiplied with x's even and odd columns (two ``[BLOCK_K / 2]`` vectors a row of x, loaded with stride 2: no
-  interleave), one fp32 accumulator a row of x in the chunk's own layout, reduced once at the end. The
-  weight streams at 0.5 byte an element, so the dequantization's arithmetic is what there is to save: a
-  code becomes a float with integer ops and no conversion instruction (``(q | 0x4B000000)`` is the fp32
-  ``2^23 + q``; subtracting ``2^23 + zero`` is exact), then one multiply by the scale. No tensor cores.
+- M <= ``MAX_M`` (decode): :func:`int4_gemv`, the word GEMV (``_gemv_words_kernel``) where K is a multiple of 8
+  and the groups are whole words that tile its chunk (every usual layout), else the byte GEMV. The word GEMV
+  reads the codes as 32-bit words, 8 a word: codes 0-4 stay in place and are OR-ed under the exponent of 2^23
+  (``magic | (w & 15 << 4I)`` is the fp32 ``2^23 + q * 16^I``), codes 5-7 likewise after one shift of the
+  word, and an FADD of an immediate leaves the exact ``(q - 8) * 16^E`` (symmetric) or ``q * 16^E``; each
+  meets x's column times 16^-E (exact) in an FMA into a per-word sum, which one more FMA scales by the
+  word's group scale (and, with zero points, one more takes ``scale * zero`` times the word's sum of x).
+  About 5 SASS instructions a code at M = 1 (the byte GEMV: ~8). x's chunk is loaded 16 bytes a word and
+  split into the 8 code columns, which already sit in the weight's register layout: the weight's loads are
+  left unvectorized (its row stride is never specialized) so that each thread holds whole words. The byte
+  GEMV: each program takes ``BLOCK_N`` weight rows and walks K in chunks of ``BLOCK_K`` columns: one
+  contiguous ``[BLOCK_N, BLOCK_K / 2]`` load of packed bytes (streamed past L2, ``evict_first``; the next chunk
+  requested before the current one is used), the low and high nibbles multiplied with x's even and odd
+  columns (two ``[BLOCK_K / 2]`` vectors a row of x, loaded with stride 2: no interleave), one fp32 accumulator
+  a row of x in the chunk's own layout, reduced once at the end; a code becomes a float by the same OR under
+  2^23 and subtraction, then one multiply by the scale. No tensor cores in either.
 - M <= ``MATMUL_MAX_M`` (short prefill, decode batches): :func:`int4_matmul`, ``tl.dot`` on the tensor cores
   with the weight tile dequantized in registers to x's dtype (low and high nibbles interleaved back into
   column order), fp32 accumulator.
@@ -103,7 +111,11 @@ GEMV_CONFIGS = (
 )
 DEFAULT_GEMV_CONFIG = Int4GemvConfig(8, 1024, 4)
 # The word GEMV's default by BLOCK_M (rows of x rounded up to 1, 2, 4): 32, 16 and 8 words a thread.
-WORD_GEMV_DEFAULTS = {1: Int4GemvConfig(16, 1024, 4, words=True), 2: Int4GemvConfig(16, 1024, 4, words=True),
+# NOTE: three H200 screens (bf16 x, Llama-3-8B projections, groups of 128, zero points; int4-linear-NVIDIA-H200.json):
+# M = 1: 8 x 2048 best on gate_up / down / o, 9% behind 16 x 1024 on qkv (down 17.9 against 23.2 us); M = 2:
+# 16 x 1024 best on qkv and gate_up (first screen, before the prefetch); M = 4: 8 x 1024 best on qkv and gate_up,
+# 16 x 1024 on o and down. Per-shape configs timed at engine start would take the rest.
+WORD_GEMV_DEFAULTS = {1: Int4GemvConfig(8, 2048, 4, words=True), 2: Int4GemvConfig(16, 1024, 4, words=True),
                       4: Int4GemvConfig(8, 1024, 4, words=True)}
 WORD_GEMV_CONFIGS = tuple(Int4GemvConfig(n, k, w, words=True) for n, k, w in (
     (16, 1024, 4), (8, 1024, 4), (4, 1024, 4), (8, 2048, 4), (16, 2048, 4), (4, 2048, 4), (16, 512, 4),
