@@ -289,6 +289,19 @@ def _gemv_store(acc, m, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS: tl.co
 
 
 @triton.jit
+def _gemv_epilogue(acc0, acc1, acc2, acc3, M, rows, rows_ld, N, bias_ptr, out_ptr, stride_out_m,
+                   BLOCK_M: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The BLOCK_M rows of the output from their accumulators (the bias loaded once)."""
+    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
+    _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 1:
+        _gemv_store(acc1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    if BLOCK_M > 2:
+        _gemv_store(acc2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+        _gemv_store(acc3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+
+
+@triton.jit
 def _gemv_kernel(
     # pointers
     x_ptr, packed_ptr, scale_ptr, zero_ptr, perm_ptr, bias_ptr, out_ptr,
@@ -348,13 +361,7 @@ def _gemv_kernel(
             acc3 += lo * _x_cols(x3_ptr, f_even, kmask, EVEN_K)[None, :]
             acc3 += hi * _x_cols(x3_ptr, f_odd, kmask, EVEN_K)[None, :]
         packed = packed_next
-    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
-    _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 1:
-        _gemv_store(acc1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 2:
-        _gemv_store(acc2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-        _gemv_store(acc3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    _gemv_epilogue(acc0, acc1, acc2, acc3, M, rows, rows_ld, N, bias_ptr, out_ptr, stride_out_m, BLOCK_M, HAS_BIAS)
 
 
 @triton.jit
@@ -524,13 +531,7 @@ def _gemv_words_kernel(
             acc3 = _words_row(acc3, s, sz, d0, d1, d2, d3, d4, d5, d6, d7,
                               _x_codes(x3_ptr, feats, kmask, EVEN_K), HAS_ZEROS)
         w = w_next
-    bias = tl.load(bias_ptr + rows_ld).to(tl.float32) if HAS_BIAS else 0.0
-    _gemv_store(acc0, 0, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 1:
-        _gemv_store(acc1, 1, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-    if BLOCK_M > 2:
-        _gemv_store(acc2, 2, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
-        _gemv_store(acc3, 3, M, rows, N, bias, out_ptr, stride_out_m, HAS_BIAS)
+    _gemv_epilogue(acc0, acc1, acc2, acc3, M, rows, rows_ld, N, bias_ptr, out_ptr, stride_out_m, BLOCK_M, HAS_BIAS)
 
 
 @triton.jit
