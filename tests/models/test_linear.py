@@ -1,5 +1,7 @@
 """LinearDispatch: cuBLAS or the Triton GEMV per shape (modes, tuning, the gated path)."""
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,6 +11,8 @@ from tritium.models.linear import LinearDispatch
 from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
 from tritium.ops.gemv import CONFIGS, MAX_M, GemvConfig, gemv
+from tritium.ops.int4 import Int4Weight, linear_int4_reference, pack_int4, quantize_int4
+from tritium.ops.int4_linear import GEMV_CONFIGS, WORD_GEMV_CONFIGS, Int4GemvConfig, int4_linear
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.runtime import default_device, interpreting
 
@@ -229,12 +233,68 @@ def test_state_round_trip():
                                                "flat": False}]]),
            dict(state, choices=[[0, 384, 128, None]]), dict(state, choices=[[1, 384, None]]),
            dict(state, best_gemv=[[1, 384, 128, None]]), {k: v for k, v in state.items() if k != "report"},
-           dict(state, choices=7)]
+           dict(state, choices=7), dict(state, int4_choices=[[1, 384, 128, None]]),
+           dict(state, int4_choices=[[1, 384, 128, dataclasses.asdict(CONFIGS[0])]])]
     for b in bad:
         fresh = LinearDispatch("auto")
         with pytest.raises(ValueError, match="linear state"):
             fresh.load_state(b)
-        assert fresh.choices == {} and fresh.report == []
+        assert fresh.choices == {} and fresh.report == [] and fresh.int4_choices == {}
+    # int4 GEMV choices round-trip too; a state from before them (no "int4_choices") loads with none
+    lin.int4_choices = {(1, 6144, 4096): WORD_GEMV_CONFIGS[1], (4, 4096, 14336): GEMV_CONFIGS[0]}
+    other = LinearDispatch("auto")
+    other.load_state(json.loads(json.dumps(lin.state())))
+    assert other.int4_choices == lin.int4_choices
+    other.load_state({k: v for k, v in state.items() if k != "int4_choices"})
+    assert other.int4_choices == {} and other.choices == lin.choices
+
+
+def test_int4_dispatch_takes_the_tuned_gemv(monkeypatch):
+    """An int4 weight's product gets the tuned int4 GEMV config of its (M, N, K) in "auto" mode (the default
+    where none was tuned, and always in "triton" mode), the result right either way; "torch" mode multiplies
+    the reference dequantization."""
+    import tritium.models.linear as linear_mod
+
+    dev = default_device()
+    codes = torch.randint(0, 16, (24, 256), generator=torch.Generator().manual_seed(0))
+    w = Int4Weight(pack_int4(codes).to(dev), (torch.rand(24, 2) + 0.5).to(torch.float16).to(dev), None, None, 128)
+    seen = []
+
+    def spy(x, weight, bias=None, *, gemv_config=None):
+        seen.append(gemv_config)
+        return int4_linear(x, weight, bias, gemv_config=gemv_config)
+
+    monkeypatch.setattr(linear_mod, "int4_linear", spy)
+    cfg = Int4GemvConfig(8, 256, 4, words=True)
+    for mode in ("auto", "triton"):
+        lin = LinearDispatch(mode)
+        lin.int4_choices = {(2, 24, 256): cfg} if mode == "auto" else {}
+        for m in (1, 2, 3):
+            x = torch.randn(m, 256, device=dev)
+            assert rel_err(lin(x, w), linear_int4_reference(x, w)) < 1e-5
+    assert seen == [None, cfg, None, None, None, None]
+    x = torch.randn(2, 256, device=dev)
+    assert rel_err(LinearDispatch("torch")(x, w), linear_int4_reference(x, w)) < 1e-5
+    with pytest.raises(TypeError, match="gemv_config must be an Int4GemvConfig"):
+        int4_linear(x, w, gemv_config=CONFIGS[0])
+
+
+@pytest.mark.gpu
+def test_linear_tune_int4():
+    """tune() on int4 weights: every int4 GEMV config checked and timed alone at M <= 4, the fastest kept
+    (one of the word GEMV's for these shapes) and reported; M = 8 left to the matmul."""
+    dev = default_device()
+    group = [quantize_int4(torch.randn(1024, 2048, dtype=torch.bfloat16, device=dev)) for _ in range(4)]
+    lin = LinearDispatch("auto")
+    report = lin.tune({"proj": group}, (1, 4, 8))
+    assert [(r["weight"], r["variant"], r["m"]) for r in report] == [("proj", "int4", 1), ("proj", "int4", 4)]
+    assert set(lin.int4_choices) == {(1, 1024, 2048), (4, 1024, 2048)} and lin.choices == {}
+    assert lin.rejected == []
+    for r in report:
+        assert r["best_tbs"] > 0 and r["choice"] in r["us_per_call"]
+        assert min(r["us_per_call"].values()) == r["us_per_call"][r["choice"]]
+    x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
+    assert rel_err(lin(x, group[0]), linear_int4_reference(x, group[0])) < TOL[torch.bfloat16]
 
 
 @pytest.mark.gpu

@@ -22,7 +22,10 @@ from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
 from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
-from tritium.ops.int4_linear import int4_linear
+from tritium.ops.int4_linear import GEMV_CONFIGS as INT4_GEMV_CONFIGS
+from tritium.ops.int4_linear import MAX_M as INT4_MAX_M
+from tritium.ops.int4_linear import WORD_GEMV_CONFIGS as INT4_WORD_CONFIGS
+from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, int4_gemv, int4_linear
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
@@ -47,8 +50,9 @@ class LinearDispatch:
     weight dequantized, then ``F.linear``). An :class:`~tritium.ops.int4.Int4Weight` (weight-only int4) runs
     :func:`tritium.ops.int4_linear.int4_linear` at every M (its own GEMV, matmul or dequantize + cuBLAS by the
     row count; ``"torch"`` mode: the reference dequantization, then ``F.linear``); nothing fuses into it, so
-    :meth:`gemv_runs` is False for it, and :meth:`tune` leaves it out. cuBLAS has no weight-only FP8 product, so in ``"auto"`` mode
-    the "cublas" timing of a quantized shape is that matmul's. With ``dynamic_fp8`` (set by the model for
+    :meth:`gemv_runs` is False for it; :meth:`tune` times its GEMV configs alone (``int4_choices``). cuBLAS
+    has no weight-only FP8 product, so in ``"auto"`` mode the "cublas" timing of a quantized shape is that
+    matmul's. With ``dynamic_fp8`` (set by the model for
     ``quantization="fp8-dynamic"``) a quantized weight's product is W8A8 at every M: the activations
     quantized per row (:func:`tritium.ops.act_quant.quantize_activations_fp8`), then fp8 times fp8: the GEMV
     with the row scales of x (``x_scale``; plain, gated after the SiLU-and-mul kernel, swiglu) where it is the
@@ -68,6 +72,9 @@ class LinearDispatch:
         self.silu_and_mul = silu_and_mul
         self.pdl = pdl  # False: GEMVs launch without programmatic dependent launch
         self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
+        # int4 weights: the fastest int4 GEMV config timed for each (M, N, K) (tune; the kernel's default where
+        # none is)
+        self.int4_choices: dict[tuple[int, int, int], Int4GemvConfig] = {}
         # the fastest GEMV timed for each (M, N, K), cuBLAS's choice or not (what a whole-step check tries)
         self.best_gemv: dict[tuple[int, int, int], GemvConfig] = {}
         self.report: list[dict] = []
@@ -159,7 +166,8 @@ class LinearDispatch:
                              "count): batch_invariant=True needs 16-bit or fp8 weights")
         if self.mode == "torch":
             return F.linear(x, dequantize_int4_reference(weight, x.dtype), bias)
-        return int4_linear(x, weight, bias)
+        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        return int4_linear(x, weight, bias, gemv_config=self.int4_choices.get((rows, *weight.shape)))
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                  scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -251,6 +259,7 @@ class LinearDispatch:
         """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest
         GEMV of every (M, N, K), and the reports. :meth:`load_state` puts it back."""
         return {"choices": encode_choices(self.choices), "best_gemv": encode_choices(self.best_gemv),
+                "int4_choices": encode_choices(self.int4_choices),
                 "report": self.report, "chain_report": self.chain_report, "rejected": self.rejected}
 
     def load_state(self, state: dict) -> None:
@@ -259,12 +268,14 @@ class LinearDispatch:
         have (a state written by another version)."""
         try:
             choices, best = decode_choices(state["choices"]), decode_choices(state["best_gemv"])
+            # a record from before int4 tuning has none: the int4 GEMVs' defaults
+            int4 = decode_choices(state.get("int4_choices", []), INT4_WORD_CONFIGS + INT4_GEMV_CONFIGS)
             reports = [list(state[name]) for name in ("report", "chain_report", "rejected")]
         except (KeyError, TypeError, IndexError) as e:
             raise ValueError(f"linear state: malformed ({type(e).__name__}: {e})") from None
-        if any(cfg is None for cfg in best.values()):
-            raise ValueError("linear state: best_gemv names no GEMV configuration for some shape")
-        self.choices, self.best_gemv = choices, best
+        if any(cfg is None for cfg in [*best.values(), *int4.values()]):
+            raise ValueError("linear state: best_gemv or int4_choices names no GEMV configuration for some shape")
+        self.choices, self.best_gemv, self.int4_choices = choices, best, int4
         self.report, self.chain_report, self.rejected = reports
         self.restored = True
 
@@ -300,7 +311,8 @@ class LinearDispatch:
         scales = scales or {}
         for name, weight_group in weights.items():
             if isinstance(weight_group[0], Int4Weight):
-                continue  # int4 runs its own kernels at every M (nothing of cuBLAS's to choose between)
+                self._tune_int4(name, weight_group, ms, repeats)
+                continue
             N, K = weight_group[0].shape
             nbytes = sum(w.numel() * w.element_size() for w in weight_group)
             scale_group = scales.get(name)
@@ -389,6 +401,51 @@ class LinearDispatch:
                 log.info("linear %s m=%d: %s (%.2f TB/s; cuBLAS %.2f TB/s)", name, m, best,
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
+
+
+    def _tune_int4(self, name: str, group: list[Int4Weight], ms: tuple[int, ...], repeats: int) -> None:
+        """:meth:`tune` for a group of int4 weights: every word GEMV config the weight allows (else every byte
+        GEMV config), each checked first against the weight dequantized then cuBLAS, timed alone at each M of
+        ``ms`` up to the int4 GEMV's MAX_M; the fastest kept in ``int4_choices``, the timings in ``report``. Nothing of
+        cuBLAS's to choose: int4 runs its own kernels at every M, and nothing fuses into them."""
+        N, K = group[0].shape
+        nbytes = sum(w.nbytes() for w in group)
+        dev = group[0].device
+        for m in ms:
+            if not 1 <= m <= INT4_MAX_M:
+                continue
+            x = torch.randn(m, K, dtype=self.activation_dtype, device=dev)
+            expected = F.linear(x, dequantize_int4(group[0], x.dtype))
+            times, refused = {}, 0
+            # the byte GEMV's configs only where the weight runs no word GEMV (it is 1.3-1.5x slower)
+            for cfg in INT4_WORD_CONFIGS + INT4_GEMV_CONFIGS:
+                if not cfg.words and refused < len(INT4_WORD_CONFIGS):
+                    continue
+                try:
+                    error = _disagreement(int4_gemv(x, group[0], config=cfg), expected)
+                except ValueError as e:  # a word config whose chunk the weight's groups do not tile
+                    refused += 1
+                    log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
+                    continue
+                if error is not None:
+                    self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": "int4",
+                                          "error": error})
+                    log.warning("int4 gemv %s on %s disagrees with the dequantized product: %s; not used",
+                                cfg, (m, N, K), error)
+                    continue
+                try:
+                    times[cfg] = _time_group(lambda w, c=cfg: int4_gemv(x, w, config=c), group, repeats)
+                except Exception as e:  # a candidate that does not run here (e.g. too many registers)
+                    log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
+            if not times:
+                continue
+            best = min(times, key=times.get)
+            self.int4_choices[(m, N, K)] = best
+            self.report.append({
+                "weight": name, "variant": "int4", "m": m, "n": N, "k": K, "layers": len(group),
+                "choice": str(best), "us_per_call": {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()},
+                "best_tbs": round(nbytes / (times[best] * 1e-3) / 1e12, 3)})
+            log.info("linear %s (int4) m=%d: %s (%.2f TB/s)", name, m, best, self.report[-1]["best_tbs"])
 
 
 def dense_paths(linear: LinearDispatch, n: int, k: int, max_rows: int, dtype: torch.dtype,
@@ -496,10 +553,11 @@ def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> li
     return [[*key, None if cfg is None else dataclasses.asdict(cfg)] for key, cfg in sorted(choices.items())]
 
 
-def decode_choices(rows) -> dict[tuple[int, int, int], GemvConfig | None]:
+def decode_choices(rows, candidates: tuple = CONFIGS) -> dict[tuple[int, int, int], GemvConfig | None]:
     """The choices :func:`encode_choices` wrote. Raises ValueError for a malformed row or a configuration that
-    is not a candidate of this version (TypeError where ``rows`` is not a list of rows)."""
-    return {_key(row): _config_from(row[3]) for row in rows}
+    is not one of ``candidates`` (this version's GEMV configs; TypeError where ``rows`` is not a list of
+    rows)."""
+    return {_key(row): _config_from(row[3], candidates) for row in rows}
 
 
 def _key(row) -> tuple[int, int, int]:
@@ -509,11 +567,11 @@ def _key(row) -> tuple[int, int, int]:
     return key
 
 
-def _config_from(data: dict | None) -> GemvConfig | None:
-    """The candidate of :data:`~tritium.ops.gemv.CONFIGS` that ``data`` describes (None: cuBLAS)."""
+def _config_from(data: dict | None, candidates: tuple) -> GemvConfig | None:
+    """The one of ``candidates`` that ``data`` describes (None: cuBLAS)."""
     if data is None:
         return None
-    for cfg in CONFIGS:
+    for cfg in candidates:
         if data == dataclasses.asdict(cfg):
             return cfg
     raise ValueError(f"linear state: {data!r} is not a GEMV configuration of this version")

@@ -429,6 +429,9 @@ class LlamaModel:
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
                   for name in LAYER_PROJECTIONS}
         groups["lm_head"] = [self.lm_head.weight]
+        if self.quantization == "int4":  # int4 projections run their own GEMVs alone (nothing fuses): timed once
+            self._ways, self._ways_applied = {}, {}
+            return self.linear.tune(groups, ms)
         scales = {name: self._scales(name) for name in LAYER_PROJECTIONS}
         norm = "norm_folded" if self.norms_folded else "norm"
         if self._norms_chain and not self.linear.dynamic_fp8:  # W8A8: no norm or residual add in a GEMV

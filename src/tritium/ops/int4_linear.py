@@ -752,15 +752,20 @@ def _matmul(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4
     return out
 
 
-def int4_linear(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+def int4_linear(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None, *,
+                gemv_config: Int4GemvConfig | None = None) -> torch.Tensor:
     """``x [..., K] @ W^T (+ bias [N])`` -> ``[..., N]`` in x's dtype (float16, bfloat16 or float32), by the
     row count M of x flattened to ``[M, K]``: :func:`int4_gemv` for M <= ``MAX_M``, :func:`int4_matmul` for
     M <= ``MATMUL_MAX_M``, else :func:`dequantize_int4` to x's dtype and ``F.linear`` (a temporary ``[N, K]``
     weight). M = 0: an empty result. x is copied only where its last dimension is strided or its leading
-    dimensions cannot be flattened without a copy."""
+    dimensions cannot be flattened without a copy. ``gemv_config``: the GEMV's config where it runs (a tuned
+    choice, e.g. ``LinearDispatch.tune``'s; default: the word GEMV's default for the row count, or the byte
+    GEMV's where the weight does not allow words)."""
     _check_weight("int4_linear", w)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"int4_linear: x must be a torch.Tensor, got {type(x).__name__}")
+    if gemv_config is not None and not isinstance(gemv_config, Int4GemvConfig):
+        raise TypeError(f"int4_linear: gemv_config must be an Int4GemvConfig, got {type(gemv_config).__name__}")
     if x.dim() < 1 or x.shape[-1] != w.shape[1]:
         raise ValueError(f"int4_linear: x must be [..., {w.shape[1]}] (K of the weight [{w.shape[0]}, "
                          f"{w.shape[1]}]), got {tuple(x.shape)}")
@@ -770,7 +775,7 @@ def int4_linear(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None = None
         x2 = x2.contiguous()
     M, N, K = _check_operands("int4_linear", x2, w, bias)
     if M <= MAX_M:
-        y = _gemv(x2, w, bias, None)
+        y = _gemv(x2, w, bias, gemv_config)
     elif M <= MATMUL_MAX_M:
         y = _matmul(x2, w, bias, select_int4_matmul_config(M, N, K, w.group_size, x_dtype=x2.dtype))
     else:
