@@ -80,7 +80,7 @@ def test_schema_texts():
      "no string of the pattern has a length in \\[3, inf\\]"),
     ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$", "minLength": 3, "maxLength": 2}}},
      "below minLength"),
-    ({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}}, "minimum is not supported"),
+    ({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 0.5}}}, "multipleOf is not supported"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
     ({"type": "string"}, "root must be an object or an array"),
     ({"enum": [1, 2]}, "root must be an object or an array"),
@@ -220,7 +220,10 @@ def test_bounded_strings_write_valid_utf8():
     ({"type": "string", "maxLength": -1}, "must be a non-negative integer"),
     ({"type": "integer", "minimum": 5, "exclusiveMaximum": 5}, "no integer lies in its range"),
     ({"type": "integer", "minimum": "1"}, "must be a finite number"),
-    ({"type": "number", "minimum": 0}, "minimum is not supported"),
+    ({"type": "number", "minimum": 1, "exclusiveMaximum": 1}, "no number of at most 15 significant digits"),
+    ({"type": "number", "minimum": 1e16}, "no number of at most 15 significant digits"),
+    ({"type": "number", "maximum": float("inf")}, "must be a finite number"),
+    ({"type": "number", "maximum": True}, "must be a finite number"),
 ])
 def test_bad_bounds_are_refused(schema, message):
     with pytest.raises(ValueError, match=message):
@@ -293,6 +296,63 @@ def test_patterns_with_lengths(string, regex, lo, hi):
                 break
 
 
+NUMBERS = {"type": "object", "properties": {
+    "p": {"type": "number", "minimum": 0, "maximum": 1},
+    "t": {"type": ["number", "null"], "exclusiveMinimum": -273.15, "exclusiveMaximum": 0.1},
+    "w": {"type": ["integer", "number"], "minimum": 2.5},
+    "x": {"type": "number", "exclusiveMinimum": 0.1, "maximum": 0.1000001},
+}}
+
+
+def _numbers_ok(value: dict) -> bool:
+    p, t, w, x = (value[k] for k in ("p", "t", "w", "x"))
+    numeric = all(type(v) in (int, float) for v in (p, w, x)) and (t is None or type(t) in (int, float))
+    return numeric and 0 <= p <= 1 and (t is None or -273.15 < t < 0.1) and w >= 2.5 and 0.1 < x <= 0.1000001
+
+
+def test_number_ranges():
+    """minimum / maximum (exclusive too) of numbers: a text goes through exactly when Python's json reads it
+    as numbers the schema accepts and it is written as the grammar writes numbers (no exponent, at most 15
+    significant digits, 20 after the point), on 4,000 random texts around the bounds; every prefix of an
+    accepted text goes through."""
+    grammar = compile_schema(NUMBERS)
+    assert _accepts(grammar, '{"p": 0.5, "t": -273.149, "w": 2.5, "x": 0.10000001}')
+    assert _accepts(grammar, '{"p": 1, "t": null, "w": 1000000, "x": 0.1000001}')
+    rng = random.Random(1)
+    fields = {
+        "p": ["0", "1", "0.5", "1.0", "1.0000000001", "-0", "-0.0", "0.", "00.5", ".5", "1e0", "0.999999999999999",
+              "-0.000001", "2", "0.00000000000000000001", "0.000000000000000000001"],
+        "t": ["null", "-273.15", "-273.1499", "-273.16", "0.1", "0.09999", "0", "-12", "0.1000000000000001",
+              "-273.14999999999999", "-300"],
+        "w": ["2.5", "2.4999", "3", "2", "1e6", "123456789012345", "1234567890123456", "2.50000000000000"],
+        "x": ["0.1", "0.10000001", "0.1000001", "0.10000011", "0.100000000000001", "0.1000000000000001", "0.2"],
+    }
+    written = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]{1,20})?")
+    seen = {True: 0, False: 0}
+    for _ in range(4000):
+        picked = {k: rng.choice(v) for k, v in fields.items()}
+        text = "{" + ",".join(f'"{k}":{v}' for k, v in picked.items()) + "}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        as_written = all(v == "null" or (written.fullmatch(v) and len(v.replace("-", "").replace(".", "")
+                                                                          .lstrip("0")) <= 15)
+                         for v in picked.values())
+        want = value is not None and bool(as_written) and _numbers_ok(value)
+        got = _accepts(grammar, text)
+        assert got == want, text
+        seen[got] += 1
+        if got:
+            for k in range(len(text.encode())):
+                assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
+    assert seen[True] > 50 and seen[False] > 1000, seen
+    # a range that only negative numbers reach: no digit first; only "-"
+    neg = compile_schema({"type": "array", "items": {"type": "number", "maximum": -0.5}})
+    assert _accepts(neg, "[-0.5, -7]") and not _accepts(neg, "[-0.4]") and not _accepts(neg, "[0]")
+    assert advance_bytes(neg.start, b"[1", neg.advance) is None
+
+
 def test_masks_equal_a_check_of_every_token(json_model):
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(BOUNDED),
                        ['{"code": "ab\\u00e9", "n": 119, "big": null, "neg": -20, "pos": 3}',
@@ -300,6 +360,8 @@ def test_masks_equal_a_check_of_every_token(json_model):
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(CALLS), CALLS_GOOD)
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(SCHEMA), GOOD)
     assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(PATTERNED), PATTERNED_GOOD)
+    assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), compile_schema(NUMBERS),
+                       ['{"p": 0.25, "t": -273.1, "w": 31.5, "x": 0.10000009}'])
 
 
 def test_masks_on_a_real_vocabulary():

@@ -181,17 +181,17 @@ def test_required_calls_streamed_and_not(client):
 
 def test_forced_calls_that_cannot_be_honoured_are_a_400(client):
     strict = {"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"n": {"type": "number", "minimum": 0}}}}}
+        "type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}}}}
     for kw, param in ((dict(tool_choice="required"), "tool_choice"),  # no tools
                       (dict(tools=[CITY], tool_choice={"type": "function", "function": {"name": "nope"}}),
                        "tool_choice"),
                       (dict(tools=[CITY], tool_choice={"type": "function", "name": "get_weather"}), "tool_choice"),
-                      (dict(tools=[strict], tool_choice="required"), "tools"),  # a number's minimum: not enforced
+                      (dict(tools=[strict], tool_choice="required"), "tools"),  # multipleOf: not enforced
                       (dict(tools=[CITY], tool_choice="required", response_format=JSON), "response_format")):
         with pytest.raises(openai.BadRequestError) as e:
             ask(client, **kw)
         assert e.value.body["param"] == param, kw
-    assert "minimum is not supported" in ask_error(client, tools=[strict], tool_choice="required")
+    assert "multipleOf is not supported" in ask_error(client, tools=[strict], tool_choice="required")
     r = ask(client, tools=[CITY], tool_choice="none", temperature=0, max_tokens=4)  # still serving, no call
     assert r.choices[0].message.tool_calls is None
 

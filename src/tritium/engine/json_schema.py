@@ -8,15 +8,15 @@ listed properties are written, all of them), ``items``, ``minItems`` / ``maxItem
 date, time, uuid, email, hostname, ipv4; :mod:`tritium.engine.regex`: such a string is written in printable
 ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$``; with ``minLength`` /
 ``maxLength`` too, a character only where a match of an allowed length can still end), ``minimum`` /
-``maximum`` /
-``exclusiveMinimum`` /
-``exclusiveMaximum`` of integers (digit by digit: a digit only where the range can still be reached),
+``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` of integers and of numbers (digit by digit: a digit
+only where the range can still be reached; a bounded number is written without an exponent, with at most 15
+significant digits: :class:`_DecimalRange`),
 ``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
 objects among them told apart by their first property, the same name in each with a different ``const``
 string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
 and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
 object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored. What is not (other formats, a pattern together with a format, ranges of non-integer numbers,
+ignored. What is not (other formats, a pattern together with a format, ``multipleOf``,
 ``oneOf`` / ``allOf`` / ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
@@ -28,6 +28,7 @@ schema share their masks (:class:`tritium.engine.json_mode.TokenIndex`).
 from __future__ import annotations
 
 import collections
+import fractions
 import json
 import math
 import threading
@@ -40,7 +41,8 @@ _ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schem
 _KEYWORDS = {
     "object": frozenset(("type", "properties", "required", "additionalProperties")),
     "array": frozenset(("type", "items", "minItems", "maxItems")),
-    "string": frozenset(("type", "minLength", "maxLength", "pattern", "format")), "number": frozenset(("type",)),
+    "string": frozenset(("type", "minLength", "maxLength", "pattern", "format")),
+    "number": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
     "integer": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
     "boolean": frozenset(("type",)), "null": frozenset(("type",)),
 }
@@ -129,6 +131,8 @@ class SchemaGrammar(jm.Grammar):
         if kind == "integer" and any(k in schema for k in _RANGE):
             lo, hi = _integer_range(schema, where)
             return self._node(("range", lo, hi))
+        if kind == "number" and any(k in schema for k in _RANGE):
+            return self._node(("drange", _DecimalRange(schema, where)))
         if kind in ("number", "integer"):
             return self._node(("number", kind == "integer"))
         if kind == "boolean":
@@ -144,8 +148,8 @@ class SchemaGrammar(jm.Grammar):
             if key not in allowed and key not in _ANNOTATIONS:
                 raise ValueError(f"json_schema: {where}.{key} is not supported (JSON mode enforces type, properties, "
                                  f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, "
-                                 f"$ref, minLength / maxLength of strings and minimum / maximum (exclusive too) "
-                                 f"of integers; {key} would not be checked)")
+                                 f"$ref, minLength / maxLength / pattern / format of strings and minimum / maximum "
+                                 f"(exclusive too) of numbers; {key} would not be checked)")
 
     def _ref(self, schema: dict, where: str) -> int:
         ref = schema["$ref"]
@@ -254,6 +258,8 @@ class SchemaGrammar(jm.Grammar):
             _, lo, hi = node
             return frozenset((b"-" if lo is None or lo < 0 else b"")
                              + (b"0123456789" if hi is None or hi >= 0 else b""))
+        if kind == "drange":
+            return frozenset(b for b in b"-0123456789" if node[1].reachable(bytes([b])))
         if kind == "enum":
             return frozenset(lit[0] for lit in node[1])
         if kind == "union":
@@ -277,6 +283,8 @@ class SchemaGrammar(jm.Grammar):
             return ("n", nid, -1)
         if kind == "range":
             return ("r", nid, b"")
+        if kind == "drange":
+            return ("d", nid, b"")
         if kind == "enum":
             return ("e", nid, b"")
         if kind == "union":
@@ -366,6 +374,8 @@ class SchemaGrammar(jm.Grammar):
             return ("set", ("p", nid, nxt, count + 1 if window is not None else 0))
         if kind == "r":
             return self._range(frame, b)
+        if kind == "d":
+            return self._decimal(frame, b)
         if kind == "o":
             _, nid, pos, off = frame
             item = self.nodes[nid][1][pos]
@@ -493,6 +503,19 @@ class SchemaGrammar(jm.Grammar):
         if text.lstrip(b"-") and (lo is None or int(text) >= lo) and (hi is None or int(text) <= hi):
             return ("end",)
         return None
+
+    def _decimal(self, frame: tuple, b: int):
+        """A number in a range (:class:`_DecimalRange`), written without an exponent, byte by byte: a byte only
+        where some number of the range still begins with the text so far; the number ends where its value
+        is in the range."""
+        _, nid, text = frame
+        rng = self.nodes[nid][1]
+        if not text and b in jm._WS:
+            return ("set", frame)
+        if b in jm._DIGITS or b == 0x2E or (b == 0x2D and not text):
+            grown = text + bytes([b])
+            return ("set", ("d", nid, grown)) if rng.reachable(grown) else None
+        return ("end",) if rng.closes(text) else None
 
     def _number(self, frame: tuple, b: int):
         _, nid, sub = frame
@@ -640,6 +663,104 @@ def _range_reachable(negative: bool, digits: str, lo: int | None, hi: int | None
         if (not negative and hi is not None and a > hi) or (negative and lo is not None and b < lo):
             return False  # more digits only move further away
     return False
+
+
+class _DecimalRange:
+    """The bounds of a number schema (``minimum`` / ``maximum``, exclusive or not) and the numbers written
+    for it: ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?``, no exponent, at most ``MAX_SIG`` significant digits (from the first
+    non-zero digit on) and ``MAX_FRAC`` after the point. Each bound is the decimal of its shortest repr (the
+    ``0.1`` a schema says, not the double nearest it), and values compare exactly. With at most 15 significant
+    digits two different numbers are two different doubles, in the same order, so that a validator that
+    reads the answer's numbers as doubles (Python's json) agrees with every comparison made here."""
+
+    MAX_SIG = 15
+    MAX_FRAC = 20
+
+    def __init__(self, schema: dict, where: str):
+        self.lo = self.hi = None  # Fractions, or None: unbounded
+        self.lo_open = self.hi_open = False
+        self._cache: dict[bytes, bool] = {}
+        for key in _RANGE:
+            value = schema.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ValueError(f"json_schema: {where}.{key} must be a finite number, got {value!r}")
+            bound = fractions.Fraction(value) if isinstance(value, int) else fractions.Fraction(repr(value))
+            is_open = key.startswith("exclusive")
+            if key.endswith("inimum"):
+                if self.lo is None or bound > self.lo or (bound == self.lo and is_open):
+                    self.lo, self.lo_open = bound, is_open
+            elif self.hi is None or bound < self.hi or (bound == self.hi and is_open):
+                self.hi, self.hi_open = bound, is_open
+        if not self.reachable(b""):
+            raise ValueError(f"json_schema: {where}: no number of at most {self.MAX_SIG} significant digits lies in "
+                             f"its range")
+
+    def _fits(self, v) -> bool:
+        return ((self.lo is None or v > self.lo or (v == self.lo and not self.lo_open))
+                and (self.hi is None or v < self.hi or (v == self.hi and not self.hi_open)))
+
+    def closes(self, text: bytes) -> bool:
+        """Whether ``text`` is a whole number of the range."""
+        body = text.lstrip(b"-")
+        if not body or body.endswith(b".") or not self.reachable(text):
+            return False
+        v = fractions.Fraction(text.decode())
+        return self._fits(v)
+
+    def reachable(self, text: bytes) -> bool:
+        """Whether some number of the range, written as this class writes them, begins with ``text``."""
+        hit = self._cache.get(text)
+        if hit is None:
+            hit = self._cache[text] = self._reachable(text)
+            if len(self._cache) > 65536:
+                self._cache.clear()
+        return hit
+
+    def _reachable(self, text: bytes) -> bool:
+        negative = text.startswith(b"-")
+        body = text[1:] if negative else text
+        if b"-" in body or body.count(b".") > 1 or body.startswith(b"."):
+            return False
+        if not body:  # a sign or a first digit to come
+            return any(self.reachable(text + bytes([d])) for d in (b"0123456789" if negative else b"-0123456789"))
+        whole, point, frac = body.partition(b".")
+        if (len(whole) > 1 and whole.startswith(b"0")) or len(frac) > self.MAX_FRAC:
+            return False
+        if len((whole + frac).lstrip(b"0")) > self.MAX_SIG:
+            return False
+        # the magnitudes allowed: the range mirrored for a negative number
+        if negative:
+            lo, lo_open = (None, False) if self.hi is None else (-self.hi, self.hi_open)
+            hi, hi_open = (None, False) if self.lo is None else (-self.lo, self.lo_open)
+        else:
+            lo, lo_open, hi, hi_open = self.lo, self.lo_open, self.hi, self.hi_open
+        p, nf = int(whole + frac), len(frac)
+        cap = 10 ** self.MAX_SIG  # digits from the first non-zero one: c < cap
+        # e more whole digits (none after a point or a leading 0) put the magnitude in [p, p + 1) * 10^(e - nf);
+        # written with k digits after the point it is c / 10^k, c an integer
+        for e in range(1 if point or whole == b"0" else self.MAX_SIG + 1):
+            a = fractions.Fraction(p * 10 ** e, 10 ** nf)
+            if hi is not None and (a > hi or (a == hi and hi_open)):
+                break  # more whole digits only grow it
+            b = fractions.Fraction((p + 1) * 10 ** e, 10 ** nf)  # excluded
+            if lo is not None and b <= lo:
+                continue
+            for k in range(max(nf, 1 if point else 0), self.MAX_FRAC + 1):
+                scale = 10 ** k
+                c_lo, c_hi = a * scale, b * scale - 1  # integers
+                if lo is not None:
+                    need = lo * scale
+                    c_lo = max(c_lo, math.floor(need) + 1 if lo_open and need.denominator == 1 else math.ceil(need))
+                if hi is not None:
+                    top = hi * scale
+                    c_hi = min(c_hi, top.numerator - 1 if hi_open and top.denominator == 1 else math.floor(top))
+                if c_lo >= cap:
+                    break  # more digits after the point only make more significant ones
+                if c_lo <= min(c_hi, cap - 1):
+                    return True
+        return False
 
 
 _GRAMMARS: collections.OrderedDict = collections.OrderedDict()
