@@ -175,21 +175,31 @@ def test_string_lengths_and_integer_ranges():
         "neg": ["-2", "-1", "-100", "0", "-02", "-3"],
         "pos": ["1", "0", "100", "-1", "1.0", "2"],
     }
-    seen = {True: 0, False: 0}
-    for _ in range(3000):
-        picked = {k: rng.choice(v) for k, v in fields.items()}
-        text = "{" + ",".join(f'"{k}":{v}' for k, v in picked.items()) + "}"
+
+    def want(picked: dict, text: str) -> bool:
         integers = all(re.fullmatch(r"-?(0|[1-9][0-9]*)", picked[k]) and picked[k] != "-0"
                        for k in ("n", "neg", "pos")) and (picked["big"] == "null" or
                                                           re.fullmatch(r"[1-9][0-9]*", picked["big"]))
-        want = bool(integers) and _bounded_ok(json.loads(text))
+        return bool(integers) and _bounded_ok(json.loads(text))
+
+    seen = _random_texts(grammar, fields, want, rng, 3000)
+    assert seen[True] > 20 and seen[False] > 1000, seen
+
+
+def _random_texts(grammar, fields: dict, want, rng, count: int) -> dict:
+    """``count`` objects of a random value for each property from ``fields``: each accepted exactly where
+    ``want(picked, text)``, every prefix of an accepted one going through; how many went either way."""
+    seen = {True: 0, False: 0}
+    for _ in range(count):
+        picked = {k: rng.choice(v) for k, v in fields.items()}
+        text = "{" + ",".join(f'"{k}":{v}' for k, v in picked.items()) + "}"
         got = _accepts(grammar, text)
-        assert got == want, text
+        assert got == want(picked, text), text
         seen[got] += 1
         if got:
             for k in range(len(text.encode())):
                 assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
-    assert seen[True] > 20 and seen[False] > 1000, seen
+    return seen
 
 
 def test_bounded_strings_write_valid_utf8():
@@ -328,24 +338,18 @@ def test_number_ranges():
         "x": ["0.1", "0.10000001", "0.1000001", "0.10000011", "0.100000000000001", "0.1000000000000001", "0.2"],
     }
     written = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]{1,20})?")
-    seen = {True: 0, False: 0}
-    for _ in range(4000):
-        picked = {k: rng.choice(v) for k, v in fields.items()}
-        text = "{" + ",".join(f'"{k}":{v}' for k, v in picked.items()) + "}"
+
+    def want(picked: dict, text: str) -> bool:
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
-            value = None
+            return False
         as_written = all(v == "null" or (written.fullmatch(v) and len(v.replace("-", "").replace(".", "")
                                                                           .lstrip("0")) <= 15)
                          for v in picked.values())
-        want = value is not None and bool(as_written) and _numbers_ok(value)
-        got = _accepts(grammar, text)
-        assert got == want, text
-        seen[got] += 1
-        if got:
-            for k in range(len(text.encode())):
-                assert advance_bytes(grammar.start, text.encode()[:k], grammar.advance) is not None, text[:k]
+        return bool(as_written) and _numbers_ok(value)
+
+    seen = _random_texts(grammar, fields, want, rng, 4000)
     assert seen[True] > 50 and seen[False] > 1000, seen
     # a range that only negative numbers reach: no digit first; only "-"
     neg = compile_schema({"type": "array", "items": {"type": "number", "maximum": -0.5}})

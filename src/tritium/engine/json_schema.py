@@ -623,15 +623,23 @@ def _bound(schema: dict, key: str, where: str) -> int | None:
     return value
 
 
-def _integer_range(schema: dict, where: str) -> tuple[int | None, int | None]:
-    """An integer schema's bounds as an inclusive [lo, hi] (None: unbounded)."""
-    lo = hi = None
+def _bounds(schema: dict, where: str) -> list[tuple[str, int | float]]:
+    """A number schema's range keywords present, each a finite number (ValueError naming it otherwise)."""
+    found = []
     for key in _RANGE:
         value = schema.get(key)
         if value is None:
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
             raise ValueError(f"json_schema: {where}.{key} must be a finite number, got {value!r}")
+        found.append((key, value))
+    return found
+
+
+def _integer_range(schema: dict, where: str) -> tuple[int | None, int | None]:
+    """An integer schema's bounds as an inclusive [lo, hi] (None: unbounded)."""
+    lo = hi = None
+    for key, value in _bounds(schema, where):
         if key == "minimum":
             bound = math.ceil(value)
         elif key == "exclusiveMinimum":
@@ -680,12 +688,7 @@ class _DecimalRange:
         self.lo = self.hi = None  # Fractions, or None: unbounded
         self.lo_open = self.hi_open = False
         self._cache: dict[bytes, bool] = {}
-        for key in _RANGE:
-            value = schema.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-                raise ValueError(f"json_schema: {where}.{key} must be a finite number, got {value!r}")
+        for key, value in _bounds(schema, where):
             bound = fractions.Fraction(value) if isinstance(value, int) else fractions.Fraction(repr(value))
             is_open = key.startswith("exclusive")
             if key.endswith("inimum"):
