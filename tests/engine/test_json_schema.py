@@ -81,7 +81,11 @@ def test_schema_texts():
     ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$", "minLength": 3, "maxLength": 2}}},
      "below minLength"),
     ({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 0.5}}}, "multipleOf is not supported"),
-    ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}, "oneOf is not supported"),
+    ({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"maxLength": 3}]}}},
+     "allOf is supported with one schema in it, got 2"),
+    ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "not is not supported"),
+    ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]}}},
+     "same character"),
     ({"type": "string"}, "root must be an object or an array"),
     ({"enum": [1, 2]}, "root must be an object or an array"),
     ({"type": "array", "items": {"anyOf": [  # the same tag twice: not told apart
@@ -304,6 +308,39 @@ def test_patterns_with_lengths(string, regex, lo, hi):
             if b == 0x22:
                 assert grammar.advance(state, 0x7D) is not None  # the string closed where it may: "}" follows
                 break
+
+
+PETS = {  # as pydantic writes a discriminated union, a model field with a description, an Optional
+    "$defs": {
+        "Cat": {"title": "Cat", "type": "object", "required": ["pet_type", "meows"],
+                "properties": {"pet_type": {"const": "cat", "title": "Pet Type", "type": "string"},
+                               "meows": {"type": "integer"}}},
+        "Dog": {"title": "Dog", "type": "object", "required": ["pet_type", "barks"],
+                "properties": {"pet_type": {"const": "dog", "title": "Pet Type", "type": "string"},
+                               "barks": {"type": "number"}}},
+        "Owner": {"title": "Owner", "type": "object", "properties": {"name": {"type": "string"}}},
+    },
+    "type": "object", "required": ["pet", "owner", "alt"],
+    "properties": {
+        "pet": {"title": "Pet", "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                "discriminator": {"propertyName": "pet_type", "mapping": {"cat": "#/$defs/Cat",
+                                                                          "dog": "#/$defs/Dog"}}},
+        "owner": {"allOf": [{"$ref": "#/$defs/Owner"}], "description": "who owns it"},
+        "alt": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+    },
+}
+
+
+def test_one_of_and_all_of():
+    """oneOf of alternatives JSON mode tells apart (a tagged union, a string or null: never two of them for
+    one value) and allOf of one schema, with OpenAPI's discriminator ignored as an annotation."""
+    grammar = compile_schema(PETS)
+    good = '{"pet": {"pet_type": "dog", "barks": 1.5}, "owner": {"name": "Al"}, "alt": null}'
+    assert _accepts(grammar, good)
+    assert _accepts(grammar, good.replace('"dog", "barks": 1.5', '"cat", "meows": 3').replace("null", '"x"'))
+    for old, new in (('"dog"', '"cow"'), ('"barks": 1.5', '"meows": 1'), ('"barks": 1.5', '"barks": "1"'),
+                     ('{"name": "Al"}', '{"name": 7}'), ("null", "3")):
+        assert not _accepts(grammar, good.replace(old, new)), (old, new)
 
 
 NUMBERS = {"type": "object", "properties": {

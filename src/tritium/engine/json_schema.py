@@ -11,13 +11,14 @@ ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$`
 ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` of integers and of numbers (digit by digit: a digit
 only where the range can still be reached; a bounded number is written without an exponent, with at most 15
 significant digits: :class:`_DecimalRange`),
-``anyOf`` (branches that begin with different characters: a string or null, an object or an array, ...;
-objects among them told apart by their first property, the same name in each with a different ``const``
-string: a tagged union, as forced tool calls use), ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
+``anyOf`` and ``oneOf`` (branches that begin with different characters: a string or null, an object or an
+array, ...; objects among them told apart by their first property, the same name in each with a different
+``const`` string: a tagged union, as forced tool calls and pydantic's discriminated unions use; such branches
+never match one value together, so ``oneOf``'s "exactly one" holds), ``allOf`` of one schema, ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
 and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
 object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored. What is not (other formats, a pattern together with a format, ``multipleOf``,
-``oneOf`` / ``allOf`` / ``not``,
+ignored (OpenAPI's ``discriminator`` too). What is not (other formats, a pattern together with a format,
+``multipleOf``, ``allOf`` of several schemas, ``not``,
 recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
 
 A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
@@ -37,7 +38,7 @@ from tritium.engine import json_mode as jm
 from tritium.engine.regex import FORMATS, compile_pattern
 
 _ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schema", "$id", "$comment", "deprecated",
-                          "readOnly", "writeOnly", "$defs", "definitions"))
+                          "readOnly", "writeOnly", "$defs", "definitions", "discriminator"))
 _KEYWORDS = {
     "object": frozenset(("type", "properties", "required", "additionalProperties")),
     "array": frozenset(("type", "items", "minItems", "maxItems")),
@@ -86,12 +87,20 @@ class SchemaGrammar(jm.Grammar):
             literals = tuple(sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
                                      for v in values}))
             return self._node(("enum", literals))
-        if "anyOf" in schema:
-            self._check(schema, frozenset(("anyOf",)), where)
-            branches = schema["anyOf"]
-            if not isinstance(branches, list) or not branches:
-                raise ValueError(f"json_schema: {where}.anyOf must be a non-empty list of schemas")
-            return self._union([self._compile(b, f"{where}.anyOf[{i}]") for i, b in enumerate(branches)], where)
+        for key in ("anyOf", "oneOf"):  # oneOf: the alternatives taken are disjoint (_union), so one matches
+            if key in schema:
+                self._check(schema, frozenset((key,)), where)
+                branches = schema[key]
+                if not isinstance(branches, list) or not branches:
+                    raise ValueError(f"json_schema: {where}.{key} must be a non-empty list of schemas")
+                return self._union([self._compile(b, f"{where}.{key}[{i}]") for i, b in enumerate(branches)], where)
+        if "allOf" in schema:  # one schema (as pydantic wraps a $ref to give it a description): that schema
+            self._check(schema, frozenset(("allOf",)), where)
+            parts = schema["allOf"]
+            if not isinstance(parts, list) or len(parts) != 1:
+                raise ValueError(f"json_schema: {where}.allOf is supported with one schema in it, got "
+                                 f"{len(parts) if isinstance(parts, list) else repr(parts)}")
+            return self._compile(parts[0], f"{where}.allOf[0]")
         kind = schema.get("type")
         if kind is None:
             self._check(schema, frozenset(), where)
@@ -147,7 +156,7 @@ class SchemaGrammar(jm.Grammar):
         for key in schema:
             if key not in allowed and key not in _ANNOTATIONS:
                 raise ValueError(f"json_schema: {where}.{key} is not supported (JSON mode enforces type, properties, "
-                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, "
+                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, oneOf, "
                                  f"$ref, minLength / maxLength / pattern / format of strings and minimum / maximum "
                                  f"(exclusive too) of numbers; {key} would not be checked)")
 
