@@ -427,6 +427,9 @@ class LinearDispatch:
                     refused += 1
                     log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
                     continue
+                except Exception as e:  # a candidate that does not compile or run here: left out
+                    log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
+                    continue
                 if error is not None:
                     self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": "int4",
                                           "error": error})
