@@ -32,8 +32,9 @@ words, or the whole chunk where it lies in one group: :func:`_word_piece`); the 
 chunk of ``BLOCK_K`` columns into pieces of ``SUB`` columns that each lie in one group, and load one scale
 (and zero) per row and piece: ``SUB = BLOCK_K`` where every chunk lies in one group (``group_size`` a multiple
 of ``BLOCK_K``, or one group a row: per-channel scales), else the largest power of two dividing
-``group_size`` (``BLOCK_K / group_size`` whole groups a chunk for the usual 32/64/128). Any block size is thus correct with any even ``group_size``; a ``group_size`` with a small
-power-of-two factor (e.g. 2 * odd) makes many small pieces and is slow, but right.
+``group_size`` (``BLOCK_K / group_size`` whole groups a chunk for the usual 32/64/128). Any block size is
+thus correct with any even ``group_size``; a ``group_size`` with a small power-of-two factor (e.g. 2 * odd)
+makes many small pieces and is slow, but right.
 
 Permutation (GPTQ ``desc_act``): stored column j multiplies input feature ``perm[j]``, so the kernels load x
 gathered, ``x[:, perm[k]]`` for the chunk's stored columns k (the weight stays contiguous); the dequantized
