@@ -136,9 +136,9 @@ def test_int4_through_tritium_kernels(checkpoints, reference, kind, monkeypatch)
         pytest.skip("tritium's kernels on the CPU need TRITON_INTERPRET=1")
     rows = []
 
-    def counted(x, w, bias=None):
+    def counted(x, w, bias=None, **kw):
         rows.append(x.shape[0])
-        return int4_linear(x, w, bias)
+        return int4_linear(x, w, bias, **kw)
 
     monkeypatch.setattr(linear_module, "int4_linear", counted)
     kw = dict(linear_backend="triton", op_backend="triton", attention_backend="torch")
