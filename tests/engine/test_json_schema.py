@@ -343,6 +343,28 @@ def test_one_of_and_all_of():
         assert not _accepts(grammar, good.replace(old, new)), (old, new)
 
 
+def test_tuples():
+    """prefixItems of a fixed length (pydantic's tuple[int, str]): each item its own schema, in order, no more
+    and no fewer; other prefixItems are refused by name."""
+    grammar = compile_schema({"type": "object", "properties": {
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2,
+                 "maxItems": 2},
+        "none": {"type": "array", "prefixItems": [], "items": False},
+        "nested": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "boolean"}],
+                                              "minItems": 1, "items": False}}}})
+    good = '{"pair": [1, "a"], "none": [], "nested": [[true], [ false ]]}'
+    assert _accepts(grammar, good)
+    for old, new in (('[1, "a"]', '["a", 1]'), ('[1, "a"]', "[1]"), ('[1, "a"]', '[1, "a", 2]'), ("[]", "[1]"),
+                     ("[true]", "[true, true]"), ("[true]", "[]")):
+        assert not _accepts(grammar, good.replace(old, new)), (old, new)
+    for k in range(len(good)):
+        assert advance_bytes(grammar.start, good.encode()[:k], grammar.advance) is not None, good[:k]
+    for schema in ({"type": "array", "prefixItems": [{"type": "integer"}]},
+                   {"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 0, "maxItems": 1}):
+        with pytest.raises(ValueError, match="prefixItems is supported as a tuple of exactly its 1 items"):
+            compile_schema({"type": "object", "properties": {"t": schema}})
+
+
 NUMBERS = {"type": "object", "properties": {
     "p": {"type": "number", "minimum": 0, "maximum": 1},
     "t": {"type": ["number", "null"], "exclusiveMinimum": -273.15, "exclusiveMaximum": 0.1},

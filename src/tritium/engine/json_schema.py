@@ -3,23 +3,24 @@ answer is one JSON object that the schema accepts, its properties written in the
 of them (as OpenAI's strict structured outputs writes them).
 
 What is enforced: ``type`` (one or a list), ``properties`` / ``required`` / ``additionalProperties`` (only the
-listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``enum``, ``const``,
-``minLength`` / ``maxLength`` of strings (in characters), ``pattern`` and ``format`` of strings (date-time,
-date, time, uuid, email, hostname, ipv4; :mod:`tritium.engine.regex`: such a string is written in printable
-ASCII without escapes, and a pattern is not anchored unless it says ``^`` / ``$``; with ``minLength`` /
-``maxLength`` too, a character only where a match of an allowed length can still end), ``minimum`` /
-``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` of integers and of numbers (digit by digit: a digit
-only where the range can still be reached; a bounded number is written without an exponent, with at most 15
-significant digits: :class:`_DecimalRange`),
-``anyOf`` and ``oneOf`` (branches that begin with different characters: a string or null, an object or an
-array, ...; objects among them told apart by their first property, the same name in each with a different
-``const`` string: a tagged union, as forced tool calls and pydantic's discriminated unions use; such branches
-never match one value together, so ``oneOf``'s "exactly one" holds), ``allOf`` of one schema, ``$ref`` into ``$defs`` / ``definitions`` (not recursive),
-and ``{}`` / ``true`` (any JSON value); an object without ``properties`` is any JSON object. The root is an
-object or an array. Annotations (``title``, ``description``, ``default``, ...) are
-ignored (OpenAPI's ``discriminator`` too). What is not (other formats, a pattern together with a format,
-``multipleOf``, ``allOf`` of several schemas, ``not``,
-recursive references, ...) is refused by name with ValueError, so that no answer silently breaks its schema.
+listed properties are written, all of them), ``items``, ``minItems`` / ``maxItems``, ``prefixItems`` of a
+fixed length (a tuple), ``enum``, ``const``, ``minLength`` / ``maxLength`` of strings (in characters),
+``pattern`` and ``format`` of strings (date-time, date, time, uuid, email, hostname, ipv4;
+:mod:`tritium.engine.regex`: such a string is written in printable ASCII without escapes, and a pattern is
+not anchored unless it says ``^`` / ``$``; with ``minLength`` / ``maxLength`` too, a character only where a
+match of an allowed length can still end), ``minimum`` / ``maximum`` / ``exclusiveMinimum`` /
+``exclusiveMaximum`` of integers and of numbers (digit by digit: a digit only where the range can still be
+reached; a bounded number is written without an exponent, with at most 15 significant digits:
+:class:`_DecimalRange`), ``anyOf`` and ``oneOf`` (branches that begin with different characters: a string
+or null, an object or an array, ...; objects among them told apart by their first property, the same name in
+each with a different ``const`` string: a tagged union, as forced tool calls and pydantic's discriminated
+unions use; such branches never match one value together, so ``oneOf``'s "exactly one" holds), ``allOf`` of
+one schema, ``$ref`` into ``$defs`` / ``definitions`` (not recursive), and ``{}`` / ``true`` (any JSON
+value); an object without ``properties`` is any JSON object. The root is an object or an array.
+Annotations (``title``, ``description``, ``default``, ...) are ignored (OpenAPI's ``discriminator`` too).
+What is not (other formats, a pattern together with a format, ``multipleOf``, ``allOf`` of several
+schemas, ``not``, recursive references, ...) is refused by name with ValueError, so that no answer silently
+breaks its schema.
 
 A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
 tuple is the finished answer. Grammars are cached by the schema's canonical JSON, so requests with the same
@@ -41,7 +42,7 @@ _ANNOTATIONS = frozenset(("title", "description", "examples", "default", "$schem
                           "readOnly", "writeOnly", "$defs", "definitions", "discriminator"))
 _KEYWORDS = {
     "object": frozenset(("type", "properties", "required", "additionalProperties")),
-    "array": frozenset(("type", "items", "minItems", "maxItems")),
+    "array": frozenset(("type", "items", "minItems", "maxItems", "prefixItems")),
     "string": frozenset(("type", "minLength", "maxLength", "pattern", "format")),
     "number": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
     "integer": frozenset(("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")),
@@ -156,9 +157,9 @@ class SchemaGrammar(jm.Grammar):
         for key in schema:
             if key not in allowed and key not in _ANNOTATIONS:
                 raise ValueError(f"json_schema: {where}.{key} is not supported (JSON mode enforces type, properties, "
-                                 f"required, additionalProperties, items, minItems, maxItems, enum, const, anyOf, oneOf, "
-                                 f"$ref, minLength / maxLength / pattern / format of strings and minimum / maximum "
-                                 f"(exclusive too) of numbers; {key} would not be checked)")
+                                 f"required, additionalProperties, items, minItems, maxItems, prefixItems, enum, "
+                                 f"const, anyOf, oneOf, $ref, minLength / maxLength / pattern / format of strings and "
+                                 f"minimum / maximum (exclusive too) of numbers; {key} would not be checked)")
 
     def _ref(self, schema: dict, where: str) -> int:
         ref = schema["$ref"]
@@ -223,8 +224,29 @@ class SchemaGrammar(jm.Grammar):
                 raise ValueError(f"json_schema: {where}.{name} must be an integer in [0, 256], got {v!r}")
         if hi is not None and hi < lo:
             raise ValueError(f"json_schema: {where}.maxItems {hi} is below minItems {lo}")
+        if "prefixItems" in schema:
+            return self._tuple(schema, lo, hi, where)
         item = self._compile(schema.get("items", True), f"{where}.items")
         return self._node(("array", item, lo, hi))
+
+    def _tuple(self, schema: dict, lo: int, hi: int | None, where: str) -> int:
+        """``prefixItems`` of a fixed length (as pydantic writes a tuple: ``minItems`` = ``maxItems`` = their
+        count, or no items past them): each item its own schema, in order; the sequence of an object without
+        its keys."""
+        parts = schema["prefixItems"]
+        if not isinstance(parts, list):
+            raise ValueError(f"json_schema: {where}.prefixItems must be a list of schemas")
+        n = len(parts)
+        closed = schema.get("items", True) is False or hi == n
+        if not closed or lo != n:
+            raise ValueError(f"json_schema: {where}.prefixItems is supported as a tuple of exactly its {n} items "
+                             f"(minItems {n} and maxItems {n}, or items false), got minItems {lo}, maxItems {hi}")
+        items: list[tuple] = [("lit", b"[")]
+        for i, sub in enumerate(parts):
+            items += [("lit", b",")] if i else []
+            items.append(("val", self._compile(sub, f"{where}.prefixItems[{i}]")))
+        items.append(("lit", b"]"))
+        return self._node(("tuple", tuple(items)))
 
     def _object(self, schema: dict, where: str) -> int:
         props = schema.get("properties")
@@ -257,7 +279,7 @@ class SchemaGrammar(jm.Grammar):
         kind = node[0]
         if kind in ("object", "tagged"):
             return frozenset(b"{")
-        if kind == "array":
+        if kind in ("array", "tuple"):
             return frozenset(b"[")
         if kind in ("string", "lstring", "pattern"):
             return frozenset(b'"')
@@ -278,7 +300,7 @@ class SchemaGrammar(jm.Grammar):
     def _frame(self, nid: int) -> tuple:
         """A value of node ``nid`` about to begin (whitespace may come first)."""
         kind = self.nodes[nid][0]
-        if kind == "object":
+        if kind in ("object", "tuple"):  # a tuple steps as an object's items do
             return ("o", nid, 0, 0)
         if kind == "array":
             return ("a", nid, 0, 0)
