@@ -10,8 +10,8 @@ import triton
 from tritium.ops.int4 import Int4Weight, dequantize_int4_reference, linear_int4_reference, pack_int4
 from tritium.ops.int4_linear import (DEFAULT_GEMV_CONFIG, GEMV_CONFIGS, MATMUL_CONFIGS, MATMUL_MAX_M, MAX_M,
                                      WORD_GEMV_CONFIGS, WORD_GEMV_DEFAULTS, Int4GemvConfig, Int4MatmulConfig,
-                                     dequantize_int4, int4_gemv, int4_linear, int4_matmul, int4_warm_rows,
-                                     select_int4_matmul_config)
+                                     dequantize_int4, gemv_candidates, int4_gemv, int4_linear, int4_matmul,
+                                     int4_warm_rows, select_int4_matmul_config)
 from tritium.runtime import default_device, interpreting
 
 # relative to the output's norm: fp32 sums against the fp32 reference (each rounded once); the matmul's
@@ -176,6 +176,9 @@ def test_gemv_default_kernel(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(mod, kernel, Refuse(kernel))
             check(int4_gemv(x, w), linear_int4_reference(x, w), TOL[torch.float32])
+    # what the engine's tuning times: the word configs the weight allows, else the byte ones
+    assert gemv_candidates(make_weight(10, 768, 128)) == WORD_GEMV_CONFIGS
+    assert gemv_candidates(make_weight(10, 768, 96)) == GEMV_CONFIGS
     assert all(c.words for c in WORD_GEMV_CONFIGS + tuple(WORD_GEMV_DEFAULTS.values()))
     assert not any(c.words for c in GEMV_CONFIGS + (DEFAULT_GEMV_CONFIG,))
     with pytest.raises(ValueError, match="words must be a bool, and block_k >= 8"):

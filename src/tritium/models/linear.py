@@ -25,7 +25,7 @@ from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
 from tritium.ops.int4_linear import GEMV_CONFIGS as INT4_GEMV_CONFIGS
 from tritium.ops.int4_linear import MAX_M as INT4_MAX_M
 from tritium.ops.int4_linear import WORD_GEMV_CONFIGS as INT4_WORD_CONFIGS
-from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, int4_gemv, int4_linear
+from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, gemv_candidates, int4_gemv, int4_linear
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.runtime import interpreting
@@ -402,7 +402,6 @@ class LinearDispatch:
                          self.report[-1]["best_tbs"], self.report[-1]["cublas_tbs"])
         return self.report
 
-
     def _tune_int4(self, name: str, group: list[Int4Weight], ms: tuple[int, ...], repeats: int) -> None:
         """:meth:`tune` for a group of int4 weights: every word GEMV config the weight allows (else every byte
         GEMV config), each checked first against the weight dequantized then cuBLAS, timed alone at each M of
@@ -416,17 +415,11 @@ class LinearDispatch:
                 continue
             x = torch.randn(m, K, dtype=self.activation_dtype, device=dev)
             expected = F.linear(x, dequantize_int4(group[0], x.dtype))
-            times, refused = {}, 0
+            times = {}
             # the byte GEMV's configs only where the weight runs no word GEMV (it is 1.3-1.5x slower)
-            for cfg in INT4_WORD_CONFIGS + INT4_GEMV_CONFIGS:
-                if not cfg.words and refused < len(INT4_WORD_CONFIGS):
-                    continue
+            for cfg in gemv_candidates(group[0]):
                 try:
                     error = _disagreement(int4_gemv(x, group[0], config=cfg), expected)
-                except ValueError as e:  # a word config whose chunk the weight's groups do not tile
-                    refused += 1
-                    log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
-                    continue
                 except Exception as e:  # a candidate that does not compile or run here: left out
                     log.debug("int4 gemv %s on %s: %s", cfg, (m, N, K), e)
                     continue

@@ -688,6 +688,17 @@ def _words(w: Int4Weight) -> torch.Tensor | None:
     return p.view(torch.int32)
 
 
+def gemv_candidates(w: Int4Weight) -> tuple[Int4GemvConfig, ...]:
+    """The GEMV configs worth timing on ``w``: the word GEMV's that its layout allows (:func:`_word_piece`,
+    :func:`_words`), or the byte GEMV's where it allows none."""
+    _check_weight("gemv_candidates", w)
+    if _words(w) is not None:
+        words = tuple(c for c in WORD_GEMV_CONFIGS if _word_piece(w.shape[1], w.group_size, c.block_k // 8))
+        if words:
+            return words
+    return GEMV_CONFIGS
+
+
 def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig | None) -> torch.Tensor:
     """The word GEMV where the weight allows it (:func:`_word_piece`, :func:`_words`), else the byte GEMV;
     ``cfg`` None: the default of the kernel that runs."""
