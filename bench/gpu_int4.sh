@@ -5,14 +5,8 @@
 #   OUT=/some/dir bash bench/gpu_int4.sh          (PARTS=tests,probe,engine: any of them, in that order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-bench/results}
-mkdir -p "$OUT"
-export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
-GPU=${GPU:-gpu}
 PARTS=${PARTS:-tests,probe,engine}
-part() { [[ ",$PARTS," == *",$1,"* ]]; }
-workers=""; python3 -c "import xdist" 2>/dev/null && workers="-n ${TEST_WORKERS:-8}"
+source bench/gpu_one.sh
 part tests && { timeout ${TEST_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider $workers tests/ops/test_int4_linear.py \
   tests/ops/test_int4.py tests/engine/test_int4.py -m "not serial" > "$OUT/int4-tests-$GPU.log" 2>&1
 echo "int4 tests rc=$? ($(tail -1 "$OUT/int4-tests-$GPU.log"))"; }

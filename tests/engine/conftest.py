@@ -39,6 +39,14 @@ TINY = {
         hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         head_dim=64, max_position_embeddings=256, tie_word_embeddings=True, rope=(1000000.0, None)),
 }
+# mixtures of experts (make_tiny_model only; not in tiny_models): Mixtral on the llama shape, 4 experts of 96, 2 a
+# token; Qwen3-MoE on the qwen3 shape, 8 experts of 64, 3 a token (the router's weights renormalized or not)
+TINY_MOE = {
+    "mixtral": dict(TINY["llama"], intermediate_size=96, num_local_experts=4, num_experts_per_tok=2,
+                    rope=(10000.0, None)),
+    "qwen3_moe": dict(TINY["qwen3"], intermediate_size=256, moe_intermediate_size=64, num_experts=8,
+                      num_experts_per_tok=3, norm_topk_prob=True),
+}
 
 
 def _save_tokenizer(path):
@@ -119,8 +127,11 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
            "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
-           "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM)}[model_type]
-    kwargs = dict(TINY["llama" if model_type == "mistral" else model_type])
+           "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+           "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
+           "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM)}[model_type]
+    kwargs = dict(TINY_MOE[model_type] if model_type in TINY_MOE else TINY["llama" if model_type == "mistral"
+                                                                            else model_type])
     default_rope = kwargs.pop("rope")
     if model_type == "mistral":
         default_rope = (10000.0, None)
@@ -130,7 +141,7 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
                     **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
-    if model_type == "qwen3":  # norms start as ones: random weights, so that a norm applied wrongly shows
+    if model_type in ("qwen3", "qwen3_moe"):  # norms start as ones: random weights, so that a norm applied wrongly shows
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if "norm" in name:

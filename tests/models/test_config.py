@@ -10,7 +10,8 @@ BASE = dict(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_la
 
 
 def _config(model_type, **fields):
-    arch = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "mistral": "MistralForCausalLM"}[model_type]
+    arch = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "mistral": "MistralForCausalLM",
+            "mixtral": "MixtralForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}[model_type]
     return ModelConfig.from_hf_dict(dict(BASE, model_type=model_type, architectures=[arch], **fields))
 
 
@@ -41,3 +42,37 @@ def test_qwen3_norms_its_query_and_key_heads():
     cfg = _config("qwen3", head_dim=64)
     assert cfg.qk_norm and cfg.head_dim == 64 and not cfg.attention_bias
     assert not _config("qwen2").qk_norm
+
+
+def test_mixture_of_experts_fields():
+    """Mixtral: experts of intermediate_size, their weights always renormalized; Qwen3-MoE (hub configs say
+    num_experts, transformers 5 writes num_local_experts): moe_intermediate_size, norm_topk_prob, head norms."""
+    mixtral = _config("mixtral", num_local_experts=8, num_experts_per_tok=2, sliding_window=None)
+    assert (mixtral.num_experts, mixtral.num_experts_per_tok, mixtral.moe_intermediate_size,
+            mixtral.norm_topk_prob, mixtral.qk_norm) == (8, 2, 256, True, False)
+    for key in ("num_experts", "num_local_experts"):
+        qwen = _config("qwen3_moe", **{key: 128}, num_experts_per_tok=8, moe_intermediate_size=64, norm_topk_prob=True)
+        assert (qwen.num_experts, qwen.num_experts_per_tok, qwen.moe_intermediate_size, qwen.norm_topk_prob,
+                qwen.qk_norm) == (128, 8, 64, True, True)
+    assert not _config("qwen3_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64).norm_topk_prob
+    assert _config("qwen3", num_experts=4).num_experts == 0  # a dense model's stray field is not read
+
+
+@pytest.mark.parametrize("fields,match", [
+    (dict(num_experts=4, num_experts_per_tok=5, moe_intermediate_size=64), r"num_experts_per_tok must be in \[1, "),
+    (dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64, mlp_only_layers=[0]),
+     r"dense MLPs on layers \[0\]"),
+    (dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64, decoder_sparse_step=2),
+     r"dense MLPs on layers \[0, 2\]"),
+], ids=["top-k", "mlp-only-layers", "sparse-step"])
+def test_mixture_of_experts_refusals(fields, match):
+    with pytest.raises(UnsupportedModelError, match=match):
+        _config("qwen3_moe", **fields)
+
+
+def test_gguf_experts_are_refused():
+    meta = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
+            "llama.feed_forward_length": 128, "llama.attention.head_count": 4, "llama.expert_count": 8,
+            "llama.vocab_size": 32}
+    with pytest.raises(UnsupportedModelError, match=r"expert_count = 8\) are not supported"):
+        ModelConfig.from_gguf_metadata(meta, has_output_weight=True, has_qkv_bias=False)

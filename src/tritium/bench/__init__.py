@@ -15,4 +15,5 @@ SUITES = {
     "gemm": "tritium.bench.gemm",
     "fused": "tritium.bench.fused",
     "distributed_decode": "tritium.bench.distributed_decode",
+    "moe": "tritium.bench.moe",
 }

@@ -1,6 +1,7 @@
 """Engine benchmark: decode latency at batch 1 and throughput at batch 64.
 
-    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|tiny | --model PATH] [--systems ...]
+    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|qwen3-30b-a3b|mixtral-8x7b|tiny |
+                                   --model PATH] [--systems ...]
     python -m tritium.bench engine --tp N [--shape llama3-70b|tiny] [--comm tritium,torch]   (tensor parallel)
 
 The model is a Llama-3-8B-shaped decoder with random bf16 weights built once in GPU memory (same seed,
@@ -26,7 +27,8 @@ came out with the same bits); ``batch_invariant=True`` must give all of them.
 Batch 1: one prompt of ``--prompt-len`` tokens, ``--new-tokens`` greedy tokens; the decode step is
 (time(N new tokens) - time(1 new token)) / (N - 1), so prefill is excluded. Batch 64: 64 such prompts,
 output tokens per second end to end (prefill included) and decode steps per second. The ceiling is the
-weight-read time: bytes of weights read per decode step / copy bandwidth measured in the same run.
+weight-read time: bytes of weights read per decode step / copy bandwidth measured in the same run (a mixture of
+experts: the router and ``num_experts_per_tok`` experts a layer, what a batch-1 step reads).
 ``--shape tiny`` runs the same code on a small model (also on the CPU, as a smoke test). Ablations of
 the decode chain and a kernel trace are the ``engine-ablate`` suite. ``--tp N`` (N > 1) measures the
 engine sharded over N GPUs instead: :mod:`tritium.bench.engine_tp`.
@@ -41,7 +43,8 @@ import torch
 
 from tritium.bench import engine_tp
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
-from tritium.bench.engine_common import Bench, add_model_arguments, batch1_step_ms, batch_throughput, engine_generate
+from tritium.bench.engine_common import (SHAPES, Bench, add_model_arguments, batch1_step_ms, batch_throughput,
+                                         engine_generate)
 from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/models/test_weights.py finds it)
 from tritium.engine import SamplingParams
 
@@ -226,7 +229,12 @@ def run(args) -> dict:
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         raise SystemExit(f"--systems: unknown {sorted(unknown)}; expected some of {', '.join(SYSTEMS)}")
-    bench = Bench(args)
+    experts = args.model is None and SHAPES[args.shape].get("num_experts", 0) > 0
+    if experts and "transformers" in systems:
+        raise SystemExit(f"--systems: transformers is not run on the random mixture-of-experts shape {args.shape!r} "
+                         f"(its experts are stacked differently); leave it out or pass --model")
+    # a mixture of experts' random weights (61-93 GB) drawn as each engine loads them, not held twice
+    bench = Bench(args, lazy=experts)
     device = bench.device
     result = {"header": header(device if device.type == "cuda" else None), "suite": "engine", "shape": bench.label,
               "model": args.model, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,

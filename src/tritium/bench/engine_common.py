@@ -39,6 +39,16 @@ SHAPES = {
     "qwen3-8b": dict(model_type="qwen3", qk_norm=True, vocab_size=151936, hidden_size=4096, intermediate_size=12288,
                      num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                      max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6),
+    # mixtures of experts: Qwen3-30B-A3B (128 experts of 768, 8 a token; 61 GB of bf16 weights, 6.7 GB read a
+    # batch-1 step) and Mixtral-8x7B (8 experts of 14336, 2 a token; 93 GB, 28 GB a step)
+    "qwen3-30b-a3b": dict(model_type="qwen3_moe", qk_norm=True, vocab_size=151936, hidden_size=2048,
+                          intermediate_size=6144, num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4,
+                          head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                          num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768, norm_topk_prob=True),
+    "mixtral-8x7b": dict(model_type="mixtral", vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                         num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                         max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-5, num_experts=8,
+                         num_experts_per_tok=2, moe_intermediate_size=14336),
     "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
                  rms_norm_eps=1e-5),
@@ -111,6 +121,9 @@ class Bench:
 
 def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
     """Random Hugging Face-named weights (std 0.02, norms 1)."""
+    if cfg.num_experts:  # (RandomWeights knows the experts' names)
+        return {name: t.materialize() for name, t in RandomWeights(cfg, str(dtype).removeprefix("torch."), seed)
+                .iter(device)}
     g = torch.Generator(device=device).manual_seed(seed)
     h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
 

@@ -77,7 +77,7 @@ def cache_key(model, cfg: EngineConfig, rank: int = 0, world_size: int = 1) -> d
     props = torch.cuda.get_device_properties(device)
     engine = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _IRRELEVANT}
     shapes = {name: list(shape) for name, shape in
-              zip(("qkv_proj", "o_proj", "gate_up_proj", "down_proj"), model.projection_shapes())}
+              zip(model.projection_names, model.projection_shapes())}
     shapes["lm_head"] = list(model.lm_head.weight.shape)
     key = {"format": FORMAT, "source": source,
            "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,

@@ -1,5 +1,6 @@
 """Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Qwen3,
-Mistral, SmolLM2) and is built from a Hugging Face ``config.json`` or from GGUF metadata."""
+Mistral, SmolLM2; the mixture-of-experts Mixtral and Qwen3-MoE) and is built from a Hugging Face ``config.json``
+or from GGUF metadata."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ class UnsupportedModelError(ValueError):
 
 
 # Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen3_moe")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
 }
+# GGUF architectures (general.architecture): the dense ones; a GGUF file with experts is refused
+_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -40,7 +45,10 @@ class ModelConfig:
     rope is the default one, as in transformers. A GGUF ``rope_freqs`` tensor (Llama 3.1+ files) divides
     the per-frequency inverse wavelengths instead, as llama.cpp does. ``qk_norm`` (Qwen3): each query and
     key head is RMS-normed over ``head_dim`` (weights ``q_norm`` / ``k_norm``, one per layer, shared by the
-    heads) after the QKV projection and before rope.
+    heads) after the QKV projection and before rope. ``num_experts`` > 0 (Mixtral, Qwen3-MoE): every layer's MLP
+    is a sparse mixture of ``num_experts`` SwiGLU experts of ``moe_intermediate_size``, ``num_experts_per_tok``
+    of them per token, their router weights renormalized to sum 1 where ``norm_topk_prob``
+    (:mod:`tritium.models.moe`); 0: the dense MLP of ``intermediate_size``.
     """
 
     model_type: str
@@ -64,6 +72,10 @@ class ModelConfig:
     torch_dtype: torch.dtype | None = None
     quantization: str | None = None
     int4: Int4Scheme | None = None  # an int4 checkpoint's layout (GPTQ, AWQ, compressed-tensors) and group
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = True
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -73,6 +85,12 @@ class ModelConfig:
             raise UnsupportedModelError(
                 f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_key_value_heads})")
+        if self.num_experts:
+            if not 1 <= self.num_experts_per_tok <= self.num_experts:
+                raise UnsupportedModelError(f"num_experts_per_tok must be in [1, num_experts = {self.num_experts}], "
+                                            f"got {self.num_experts_per_tok}")
+            if self.moe_intermediate_size < 1:
+                raise UnsupportedModelError(f"moe_intermediate_size must be >= 1, got {self.moe_intermediate_size}")
         self.rope_scaling = _normalise_rope_scaling(self.rope_scaling, self.max_position_embeddings)
 
     @property
@@ -104,7 +122,7 @@ class ModelConfig:
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
         heads = cfg["num_attention_heads"]
-        use_sliding = cfg.get("use_sliding_window", model_type == "mistral")
+        use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral"))
         window = _hf_sliding_window(cfg, model_type) if use_sliding else None
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
         try:
@@ -125,7 +143,7 @@ class ModelConfig:
             rope_theta=float(rope_theta),
             rope_scaling=rope_scaling,
             attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
-            qk_norm=model_type == "qwen3",
+            qk_norm=model_type in ("qwen3", "qwen3_moe"),
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             sliding_window=window,
             bos_token_id=cfg.get("bos_token_id"),
@@ -133,6 +151,7 @@ class ModelConfig:
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
             quantization="int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config")),
             int4=int4,
+            **_hf_experts(cfg, model_type),
         )
 
     @classmethod
@@ -141,12 +160,16 @@ class ModelConfig:
         """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied, whether the QKV
         projections have biases and whether queries and keys are normed are told by which tensors the file holds."""
         arch = meta.get("general.architecture")
-        if arch not in SUPPORTED_MODEL_TYPES:
+        if arch not in _GGUF_TYPES:
             raise UnsupportedModelError(
-                f"GGUF architecture {arch!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+                f"GGUF architecture {arch!r} is not supported; expected one of {', '.join(_GGUF_TYPES)}")
 
         def get(key, default=None):
             return meta.get(f"{arch}.{key}", default)
+
+        if get("expert_count"):
+            raise UnsupportedModelError(f"GGUF files of mixture-of-experts models ({arch}.expert_count = "
+                                        f"{get('expert_count')}) are not supported; load the Hugging Face checkpoint")
 
         heads = int(get("attention.head_count"))
         hidden = int(get("embedding_length"))
@@ -173,6 +196,31 @@ class ModelConfig:
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
             eos_token_ids=() if eos is None else (int(eos),),
         )
+
+
+def _hf_experts(cfg: dict, model_type: str) -> dict:
+    """ModelConfig's expert fields from a ``config.json``: Mixtral's ``num_local_experts`` (experts of
+    ``intermediate_size``, weights always renormalized), Qwen3-MoE's ``num_experts`` / ``num_local_experts``
+    (``moe_intermediate_size``, ``norm_topk_prob``). A model with dense MLPs on some layers only
+    (``mlp_only_layers``, ``decoder_sparse_step``) is refused."""
+    if model_type not in ("mixtral", "qwen3_moe"):
+        return {}
+    experts = cfg.get("num_local_experts", cfg.get("num_experts")) or 0
+    if not experts:
+        return {}
+    if model_type == "mixtral":
+        return dict(num_experts=experts, num_experts_per_tok=cfg.get("num_experts_per_tok", 2),
+                    moe_intermediate_size=cfg["intermediate_size"], norm_topk_prob=True)
+    layers, step = cfg["num_hidden_layers"], cfg.get("decoder_sparse_step", 1) or 1
+    dense = sorted(set(cfg.get("mlp_only_layers") or ()) | {i for i in range(layers) if (i + 1) % step})
+    if dense:
+        raise UnsupportedModelError(
+            f"dense MLPs on layers {dense[:8]}{'...' if len(dense) > 8 else ''} of a mixture-of-experts model "
+            f"(mlp_only_layers {cfg.get('mlp_only_layers')}, decoder_sparse_step {step}) are not supported; "
+            f"only experts on every layer")
+    return dict(num_experts=experts, num_experts_per_tok=cfg.get("num_experts_per_tok", 8),
+                moe_intermediate_size=cfg.get("moe_intermediate_size") or cfg["intermediate_size"],
+                norm_topk_prob=bool(cfg.get("norm_topk_prob", False)))
 
 
 def _hf_quantization(q) -> str | None:
@@ -222,7 +270,7 @@ def _hf_sliding_window(cfg: dict, model_type: str) -> int | None:
     if window is None:
         return None
     types = cfg.get("layer_types")
-    if types is None and model_type in ("qwen2", "qwen3") and cfg.get("max_window_layers") is not None:
+    if types is None and model_type in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("max_window_layers") is not None:
         types = ["sliding_attention" if i >= cfg["max_window_layers"] else "full_attention"
                  for i in range(cfg["num_hidden_layers"])]
     if types is None:

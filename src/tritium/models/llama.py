@@ -1,4 +1,5 @@
-"""Llama-family decoder (Llama 2/3, Qwen2, Qwen3, Mistral, SmolLM2) over a flat batch of tokens and a paged KV cache.
+"""Llama-family decoder (Llama 2/3, Qwen2, Qwen3, Mistral, SmolLM2; Mixtral and Qwen3-MoE, whose MLPs are sparse
+mixtures of experts: :mod:`tritium.models.moe`) over a flat batch of tokens and a paged KV cache.
 
 Tokens of all sequences in a step are concatenated: ``input_ids`` and ``positions`` are ``[T]``. The model is
 built from layers (:mod:`tritium.models.layers`) that own their shard of each weight: QKV and gate/up
@@ -23,6 +24,7 @@ from tritium.models.int4_formats import Int4Scheme, from_awq, from_compressed, f
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
 from tritium.models.linear import LinearDispatch, decode_choices, encode_choices, warm_dense_paths
+from tritium.models.moe import SparseMoeBlock
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
@@ -126,10 +128,11 @@ class ModelOptions:
 
 class LlamaDecoderLayer:
     """One decoder layer's weights: two RMSNorm weights (replicated), with ``qk_norm`` two more over head_dim
-    (replicated: every rank's heads share them), and four parallel linears."""
+    (replicated: every rank's heads share them), and four parallel linears; with ``num_experts`` the MLP's two
+    (gate/up, down) are None and ``moe`` holds the router and the experts."""
 
     def __init__(self, cfg: ModelConfig, group: ParallelGroup, dtype: torch.dtype, device: torch.device,
-                 quant: str | None = None):
+                 quant: str | None = None, index: int = 0):
         # an int4 checkpoint's layout and group (None: a 16/32-bit checkpoint, quantized at load if asked)
         self.int4: Int4Scheme | None = cfg.int4 if quant == "int4" else None
         kw = dict(group=group, dtype=dtype, device=device, quant=quant,
@@ -141,8 +144,15 @@ class LlamaDecoderLayer:
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
                                           cfg.num_key_value_heads, bias=cfg.attention_bias, **kw)
         self.o_proj = RowParallelLinear(cfg.q_size, cfg.hidden_size, **kw)
-        self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)
-        self.down_proj = RowParallelLinear(cfg.intermediate_size, cfg.hidden_size, **kw)
+        self.moe = None
+        if cfg.num_experts:
+            self.moe = SparseMoeBlock(cfg.hidden_size, cfg.moe_intermediate_size, cfg.num_experts,
+                                      cfg.num_experts_per_tok, cfg.norm_topk_prob, group=group, dtype=dtype,
+                                      device=device, name=f"model.layers.{index}.experts")
+            self.gate_up_proj = self.down_proj = None
+        else:
+            self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)
+            self.down_proj = RowParallelLinear(cfg.intermediate_size, cfg.hidden_size, **kw)
         self._norms_loaded: set[str] = set()
         self._int4_pending: dict[str, dict[str, torch.Tensor | LazyTensor]] = {}  # projection -> its int4 tensors
         self.device = device
@@ -160,7 +170,9 @@ class LlamaDecoderLayer:
                 raise ValueError(f"{name}: expected shape {tuple(norm.shape)} (head_dim), got {tuple(value.shape)}")
             norm.copy_(value)
             self._norms_loaded.add(name)
-        elif name.rpartition(".")[0] in _PROJECTIONS:
+        elif self.moe is not None and self.moe.load(name, tensor):
+            pass
+        elif name.rpartition(".")[0] in _PROJECTIONS and (self.moe is None or "mlp." not in name):
             proj, _, kind = name.rpartition(".")
             attr, part = _PROJECTIONS[proj]
             if self.int4 is not None and kind in tensor_names(self.int4) + _INT4_EXTRA[self.int4.format]:
@@ -198,23 +210,30 @@ class LlamaDecoderLayer:
             layer = getattr(self, attr)
             layer.load_int4(weight) if part is None else layer.load_int4(weight, part)
         self._int4_pending.clear()
-        for layer in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj):
+        for layer in self.projections():
             layer.finish_int4()
+
+    def projections(self) -> list:
+        """The layer's parallel linears, in the order a step runs them (two where the MLP is ``moe``)."""
+        return [getattr(self, name) for name in LAYER_PROJECTIONS if getattr(self, name) is not None]
 
     def missing(self) -> list[str]:
         norms = ("input_layernorm.weight", "post_attention_layernorm.weight") + \
             (_QK_NORM_NAMES if self.q_norm is not None else ())
         missing = [n for n in norms if n not in self._norms_loaded]
-        for name, layer in (("qkv_proj", self.qkv_proj), ("o_proj", self.o_proj),
-                            ("gate_up_proj", self.gate_up_proj), ("down_proj", self.down_proj)):
-            missing += [f"{name}.{m}" for m in layer.missing()]
+        for name in LAYER_PROJECTIONS:
+            if getattr(self, name) is not None:
+                missing += [f"{name}.{m}" for m in getattr(self, name).missing()]
+        if self.moe is not None:
+            missing += [f"moe.{m}" for m in self.moe.missing()]
         return missing
 
     def weight_bytes(self) -> int:
         norms = 2 * self.input_norm.numel() * self.input_norm.element_size()
         if self.q_norm is not None:
             norms += 2 * self.q_norm.numel() * self.q_norm.element_size()
-        return norms + sum(p.weight_bytes() for p in (self.qkv_proj, self.o_proj, self.gate_up_proj, self.down_proj))
+        experts = 0 if self.moe is None else self.moe.weight_bytes()
+        return norms + experts + sum(p.weight_bytes() for p in self.projections())
 
 
 # checkpoint projection -> (the layer's parallel linear, its part there; None: the whole weight)
@@ -262,8 +281,14 @@ class LlamaModel:
         if config.int4 is not None and options.quantization != "int4":
             raise ValueError(f"this checkpoint's projections are int4 ({config.int4.format}): quantization must be "
                              f"'int4' (or left unset), got {options.quantization!r}")
-        self.layers = [LlamaDecoderLayer(config, group, dtype, device, options.quantization)
-                       for _ in range(config.num_hidden_layers)]
+        if config.num_experts and options.quantization:
+            raise ValueError(f"quantization {options.quantization!r} is not supported for mixture-of-experts models "
+                             f"({config.model_type}, {config.num_experts} experts): their experts run in 16/32 bits")
+        if config.num_experts and options.batch_invariant:
+            raise ValueError(f"batch_invariant is not supported for mixture-of-experts models ({config.model_type}): "
+                             f"the experts' kernels sum in a different order at decode and prefill sizes")
+        self.layers = [LlamaDecoderLayer(config, group, dtype, device, options.quantization, i)
+                       for i in range(config.num_hidden_layers)]
         self.norm = torch.empty(config.hidden_size, dtype=dtype, device=device)
         self.lm_head = ParallelLMHead(config.vocab_size, config.hidden_size, **kw,
                                       tied_to=self.embed if config.tie_word_embeddings else None)
@@ -282,7 +307,8 @@ class LlamaModel:
         # not under W8A8, where no GEMV takes a norm in (folding would only requantize the weights)
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
                            and options.linear_backend != "torch" and not self.linear.dynamic_fp8
-                           and options.quantization != "int4")  # an int4 weight takes no norm either
+                           and options.quantization != "int4"  # an int4 weight takes no norm either
+                           and not config.num_experts)  # nor does a router or an expert
         self.norms_folded = False
         # projections tune_linears timed two ways (down: gated or plain; qkv: with rope inside or plain), the
         # configs of each way, and the way whose configs are in place (swapped by set_options)
@@ -414,25 +440,34 @@ class LlamaModel:
                 raise ValueError(f"checkpoint layer {i} lacks {missing}")
 
     def weight_bytes(self) -> int:
-        """Bytes this rank reads per decode step: every layer weight, the final norm and the LM head."""
+        """Bytes this rank reads per batch-1 decode step: every layer weight (of a mixture of experts, the router
+        and ``num_experts_per_tok`` experts), the final norm and the LM head."""
         norm = self.norm.numel() * self.norm.element_size()
         return sum(layer.weight_bytes() for layer in self.layers) + norm + self.lm_head.weight_bytes()
 
+    @property
+    def projection_names(self) -> tuple[str, ...]:
+        """The layer projections the linear dispatch runs (of ``LAYER_PROJECTIONS``: qkv and o only where the
+        MLP is a mixture of experts, whose kernels are its own)."""
+        return LAYER_PROJECTIONS[:2] if self.config.num_experts else LAYER_PROJECTIONS
+
     def projection_shapes(self) -> list[tuple[int, int]]:
-        """(N, K) of this rank's four layer projections (every layer has the same)."""
-        return [tuple(getattr(self.layers[0], name).weight.shape) for name in LAYER_PROJECTIONS]
+        """(N, K) of this rank's layer projections (:attr:`projection_names`; every layer has the same)."""
+        return [tuple(getattr(self.layers[0], name).weight.shape) for name in self.projection_names]
 
     def tune_linears(self, ms: tuple[int, ...]) -> list[dict]:
         """Pick cuBLAS or the Triton GEMV per projection shape for decode batches of ``ms`` rows (GPU, mode
         ``"auto"``), each GEMV timed as the decode chain runs it (norm inside, residual add inside, SiLU
         inside: see ``ModelOptions.fuse_norms``); returns the timing report."""
         groups = {name: [getattr(layer, name).weight for layer in self.layers]
-                  for name in LAYER_PROJECTIONS}
+                  for name in self.projection_names}
         groups["lm_head"] = [self.lm_head.weight]
+        if self.config.num_experts:  # the routers: a small product of their own, GEMV or cuBLAS
+            groups["router"] = [layer.moe.router for layer in self.layers]
         if self.quantization == "int4":  # int4 projections run their own GEMVs alone (nothing fuses): timed once
             self._ways, self._ways_applied = {}, {}
             return self.linear.tune(groups, ms)
-        scales = {name: self._scales(name) for name in LAYER_PROJECTIONS}
+        scales = {name: self._scales(name) for name in self.projection_names}
         norm = "norm_folded" if self.norms_folded else "norm"
         if self._norms_chain and not self.linear.dynamic_fp8:  # W8A8: no norm or residual add in a GEMV
             return self.linear.tune(groups, ms, variants={"qkv_proj": norm, "o_proj": "residual",
@@ -445,15 +480,16 @@ class LlamaModel:
         # on cuBLAS. Rope and the KV write in the QKV GEMV's epilogue (fuse_qkv_rope, where the Triton rope
         # kernel runs): its own kernel. Each is timed both ways where both can run, so that turning either
         # option off or on later runs configs tuned for how the projection then runs.
-        down, qkv_group = groups.pop("down_proj"), groups.pop("qkv_proj")
+        down, qkv_group = groups.pop("down_proj", None), groups.pop("qkv_proj")
         self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"},
                          scales=scales)
-        gate_up = self.layers[0].gate_up_proj.weight
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
                                                 for m in ms}, heads)
-        self._tune_ways("down_proj", down, {m: ("gated", "plain") if self.linear.gemv_chosen(m, gate_up)
-                                            else ("gated",) for m in ms}, heads)
+        if down is not None:  # (a mixture of experts has no down projection of its own)
+            gate_up = self.layers[0].gate_up_proj.weight
+            self._tune_ways("down_proj", down, {m: ("gated", "plain") if self.linear.gemv_chosen(m, gate_up)
+                                                else ("gated",) for m in ms}, heads)
         self._apply_ways()
         return self.linear.report
 
@@ -610,12 +646,19 @@ class LlamaModel:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
                 x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual,
                                        quantize=self._norm_quantizes(layer.gate_up_proj))
+            last = i + 1 == len(self.layers)
+            if layer.moe is not None:  # the router and the experts; their sum all-reduced with the norm after
+                normed, h = None, layer.moe.forward(x, linear, ops, reduce=reduce)
+                if last:
+                    prefetch("lm_head", self.lm_head.weight)
+                else:
+                    prefetch("qkv_proj", self.layers[i + 1].qkv_proj.weight)
+                continue
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
             # SiLU-and-mul in the gate/up GEMV's epilogue (fuse_swiglu), else inside the down GEMV (gated)
             gated = not self._swiglu(x, layer)
             act = layer.gate_up_proj.forward(x, linear) if gated else layer.gate_up_proj.forward_swiglu(x, linear)
             prefetch("down_proj", layer.down_proj.weight)
-            last = i + 1 == len(self.layers)
             # (the step's last norm stays apart when weight prefetches must be joined before it)
             normed = None if last and plan else layer.down_proj.forward_add_norm(
                 act, residual, self.norm if last else self._norm_weight(self.layers[i + 1].input_norm),
@@ -635,7 +678,8 @@ class LlamaModel:
     @property
     def _norms_chain(self) -> bool:
         """``fuse_norms`` asked for and possible here (one rank, triton ops); it runs where the GEMVs do."""
-        return self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
+        return (self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
+                and not self.config.num_experts)
 
     def _norms_in_gemvs(self, T: int) -> bool:
         """Whether a step of T tokens runs the RMSNorms inside the GEMVs (``ModelOptions.fuse_norms``)."""
@@ -679,7 +723,7 @@ class LlamaModel:
     def _norm_quantizes(self, proj) -> bool:
         """Whether the RMSNorm before ``proj`` writes its rows quantized to fp8 (``fuse_act_quant``: ``proj`` is
         a W8A8 projection, which then takes them as they are)."""
-        return self.options.fuse_act_quant and self.linear.quantizes_input(proj.weight)
+        return self.options.fuse_act_quant and proj is not None and self.linear.quantizes_input(proj.weight)
 
     def _swiglu(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's gate/up projection runs with the SiLU-and-mul in its epilogue (``fuse_swiglu``)."""

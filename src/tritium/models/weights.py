@@ -426,9 +426,17 @@ class RandomWeights:
                 p + "input_layernorm.weight": ((h,), None), p + "post_attention_layernorm.weight": ((h,), None),
                 p + "self_attn.q_proj.weight": ((q, h), std), p + "self_attn.k_proj.weight": ((kv, h), std),
                 p + "self_attn.v_proj.weight": ((kv, h), std), p + "self_attn.o_proj.weight": ((h, q), std),
-                p + "mlp.gate_proj.weight": ((i, h), std), p + "mlp.up_proj.weight": ((i, h), std),
-                p + "mlp.down_proj.weight": ((h, i), std),
             })
+            if cfg.num_experts:  # Qwen3-MoE's names: the router, then each expert's three projections
+                e_i = cfg.moe_intermediate_size
+                out[p + "mlp.gate.weight"] = ((cfg.num_experts, h), std)
+                for e in range(cfg.num_experts):
+                    out.update({p + f"mlp.experts.{e}.gate_proj.weight": ((e_i, h), std),
+                                p + f"mlp.experts.{e}.up_proj.weight": ((e_i, h), std),
+                                p + f"mlp.experts.{e}.down_proj.weight": ((h, e_i), std)})
+            else:
+                out.update({p + "mlp.gate_proj.weight": ((i, h), std), p + "mlp.up_proj.weight": ((i, h), std),
+                            p + "mlp.down_proj.weight": ((h, i), std)})
             if cfg.attention_bias:
                 out.update({p + f"self_attn.{x}_proj.bias": ((n,), std) for x, n in (("q", q), ("k", kv), ("v", kv))})
             if cfg.qk_norm:

@@ -12,6 +12,8 @@
 - ``prefetch_l2`` / ``WeightPrefetcher``: Hopper bulk L2 prefetch of weights.
 - ``dequantize_fp8``: an fp8 weight times its row scales in one pass (weight-only FP8's prefill path;
   :mod:`tritium.ops.quant` holds the quantization and its reference).
+- ``moe_route`` / ``fused_moe``: a mixture of experts' router (softmax top-k) and its routed SwiGLU experts,
+  weighted and summed (per-slot GEMVs at decode, expert-sorted grouped GEMMs at prefill).
 
 :func:`op_set` bundles one backend's ops ("triton", or "torch": the references) for a model.
 """
@@ -27,6 +29,7 @@ from tritium.ops.activation import silu_and_mul
 from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.gemv import gemv
 from tritium.ops.logprobs import token_logprobs
+from tritium.ops.moe import fused_moe, moe_route
 from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.rms_norm import rms_norm
@@ -34,7 +37,7 @@ from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
 
 __all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
-           "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8",
+           "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
            "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
 
 OP_BACKENDS = ("triton", "torch")
@@ -50,6 +53,8 @@ class OpSet:
     rope: Callable
     rope_write_kv: Callable
     silu_and_mul: Callable
+    moe_route: Callable
+    fused_moe: Callable
 
 
 def op_set(backend: str, *, pdl: bool = True) -> OpSet:
@@ -57,7 +62,9 @@ def op_set(backend: str, *, pdl: bool = True) -> OpSet:
     ``pdl=False``) or the ``"torch"`` references."""
     if backend == "triton":
         return OpSet("triton", functools.partial(rms_norm, pdl=pdl), functools.partial(rope, pdl=pdl),
-                     functools.partial(rope_write_kv, pdl=pdl), functools.partial(silu_and_mul, pdl=pdl))
+                     functools.partial(rope_write_kv, pdl=pdl), functools.partial(silu_and_mul, pdl=pdl),
+                     functools.partial(moe_route, pdl=pdl), functools.partial(fused_moe, pdl=pdl))
     if backend == "torch":
-        return OpSet("torch", reference.rms_norm, reference.rope, reference.rope_write_kv, reference.silu_and_mul)
+        return OpSet("torch", reference.rms_norm, reference.rope, reference.rope_write_kv, reference.silu_and_mul,
+                     reference.moe_route, reference.fused_moe)
     raise ValueError(f"op_backend must be one of {', '.join(OP_BACKENDS)}, got {backend!r}")

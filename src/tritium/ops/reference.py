@@ -143,3 +143,43 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.T
     target = x.gather(-1, targets.long()[:, None])
     rank = 1 + (x > target).sum(-1)
     return target[:, 0] - lse, lse, best_v - lse, best_i, rank
+
+
+def moe_route(logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The router of a mixture of experts: logits ``[T, E]`` -> (weights ``[T, top_k]`` fp32, ids ``[T, top_k]``
+    int32): the ``top_k`` largest probabilities of the fp32 softmax over E in descending order (ties: the lower
+    expert index first), divided by their sum with ``renormalize``."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    # NOTE: a stable sort, not torch.topk, whose order among equal values is unspecified (CPU: [1, 5, 2] for
+    # three equal maxima at 1, 2, 5)
+    weights, ids = torch.sort(probs, dim=-1, descending=True, stable=True)
+    weights, ids = weights[:, :top_k], ids[:, :top_k]
+    if renormalize:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights.contiguous(), ids.to(torch.int32)
+
+
+def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
+              ids: torch.Tensor) -> torch.Tensor:
+    """The routed experts' SwiGLU MLPs, weighted and summed: x ``[T, H]``, w_gate_up ``[E, 2I, H]`` (gate rows
+    then up rows), w_down ``[E, H, I]``, weights ``[T, k]`` fp32, ids ``[T, k]`` int -> ``[T, H]`` in x's dtype::
+
+        act_j  = silu(x[t] @ Wg[e].T) * (x[t] @ Wu[e].T)     e = ids[t, j]: products in fp32, then each
+                                                             step rounded to x's dtype as transformers does
+        out[t] = sum_j weights[t, j] * (act_j @ Wd[e].T)      in fp32, rounded once
+
+    A slot whose id is outside [0, E) adds nothing. Dense over the experts (each expert's MLP on every token,
+    kept where routed): no host syncs and static shapes (CUDA-graph safe), each weight read once, but E / k
+    times the routed arithmetic."""
+    inter = w_gate_up.shape[1] // 2
+    xf = x.float()
+    ids = ids.long()
+    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    for e in range(w_gate_up.shape[0]):
+        hit = ids == e                                                   # [T, k]
+        coef = torch.where(hit, weights, 0.0).sum(-1, keepdim=True)      # [T, 1]
+        gate_up = xf @ w_gate_up[e].float().T                            # [T, 2I]
+        act = F.silu(gate_up[:, :inter].to(x.dtype)) * gate_up[:, inter:].to(x.dtype)
+        y = act.float() @ w_down[e].float().T                            # [T, H]
+        out += torch.where(hit.any(-1, keepdim=True), coef * y, 0.0)  # not 0 * y: y may overflow where not routed
+    return out.to(x.dtype)

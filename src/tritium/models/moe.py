@@ -1,0 +1,141 @@
+"""Sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks ``top_k`` of ``num_experts`` SwiGLU experts
+per token and the layer's output is their weighted sum.
+
+``y[t] = sum_j w[t, j] * down_e(silu(gate_e(x[t])) * up_e(x[t]))``, ``e = ids[t, j]``, where ``(w, ids)`` are the
+top_k of ``softmax(x[t] @ router^T)`` (renormalized to sum 1 where the model does: Mixtral always, Qwen3-MoE with
+``norm_topk_prob``). The experts' weights are stacked, ``w_gate_up [E, 2 I, H]`` (gate rows, then up rows) and
+``w_down [E, H, I]``, for :func:`tritium.ops.moe.fused_moe`.
+
+Tensor parallelism splits every expert's intermediate size I, as the dense MLP's is split (gate/up by rows, down
+by columns): each rank computes a partial sum of y and the model all-reduces it with the residual add that
+follows. The router is replicated.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from tritium.models.layers import SINGLE, ParallelGroup, shard_range
+from tritium.models.weights import LazyTensor
+
+# checkpoint names of one expert's projections inside a layer -> (the stacked weight, its part)
+# Mixtral: block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down); Qwen3-MoE: mlp.experts.{e}.*_proj
+_EXPERT_NAME = re.compile(r"(block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight")
+_EXPERT_PART = {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up", "w2": "down", "down_proj": "down"}
+_ROUTER_NAMES = ("block_sparse_moe.gate.weight", "mlp.gate.weight")
+# transformers 5 in memory (and checkpoints saved from it without conversion): the experts stacked already
+_STACKED_NAMES = {"mlp.experts.gate_up_proj": "gate_up", "mlp.experts.down_proj": "down",
+                  "block_sparse_moe.experts.gate_up_proj": "gate_up", "block_sparse_moe.experts.down_proj": "down"}
+
+
+class SparseMoeBlock:
+    """One decoder layer's experts and router, sharded over ``group`` along the intermediate size.
+
+    ``router [E, H]``; ``w_gate_up [E, 2 i, H]`` and ``w_down [E, H, i]`` with ``i = I / world_size`` (rank r holds
+    intermediate features ``[r i, (r + 1) i)`` of every expert).
+    """
+
+    def __init__(self, hidden_size: int, intermediate_size: int, num_experts: int, top_k: int, renormalize: bool, *,
+                 group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
+                 name: str = "moe"):
+        for arg, value in (("hidden_size", hidden_size), ("intermediate_size", intermediate_size),
+                           ("num_experts", num_experts), ("top_k", top_k)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: {arg} must be a positive int, got {value!r}")
+        if top_k > num_experts:
+            raise ValueError(f"{name}: top_k (num_experts_per_tok) must be <= num_experts ({num_experts}), got {top_k}")
+        self.name = name
+        self.group = group
+        self.hidden_size, self.intermediate_size = hidden_size, intermediate_size
+        self.num_experts, self.top_k, self.renormalize = num_experts, top_k, renormalize
+        self._cols = shard_range(intermediate_size, group.rank, group.world_size,
+                                 name=f"{name}: moe intermediate_size")
+        i = self._cols[1] - self._cols[0]
+        self.router = torch.empty(num_experts, hidden_size, dtype=dtype, device=device)
+        self.w_gate_up = torch.empty(num_experts, 2 * i, hidden_size, dtype=dtype, device=device)
+        self.w_down = torch.empty(num_experts, hidden_size, i, dtype=dtype, device=device)
+        self._loaded: set[str] = set()
+
+    # -- loading -------------------------------------------------------------------------------------------
+    def load(self, name: str, tensor: torch.Tensor | LazyTensor) -> bool:
+        """Load a checkpoint tensor by its name inside the layer (``mlp.gate.weight``,
+        ``block_sparse_moe.experts.3.w1.weight`` ...); False if the name is not one of the block's."""
+        if name in _ROUTER_NAMES:
+            self._copy("router", self.router, tensor, (self.num_experts, self.hidden_size), lambda t: t[:])
+            return True
+        if name in _STACKED_NAMES:
+            self._load_stacked(_STACKED_NAMES[name], tensor)
+            return True
+        m = _EXPERT_NAME.fullmatch(name)
+        if m is None:
+            return False
+        e, part = int(m.group(2)), _EXPERT_PART[m.group(3)]
+        if e >= self.num_experts:
+            raise ValueError(f"{self.name}: {name}: expert {e} is out of range (num_experts {self.num_experts})")
+        H, I, (a, b) = self.hidden_size, self.intermediate_size, self._cols
+        i = b - a
+        if part == "down":
+            self._copy(f"experts.{e}.down", self.w_down[e], tensor, (H, I), lambda t: t[:, a:b])
+        else:
+            rows = slice(0, i) if part == "gate" else slice(i, 2 * i)
+            self._copy(f"experts.{e}.{part}", self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b])
+        return True
+
+    def _load_stacked(self, part: str, t: torch.Tensor | LazyTensor) -> None:
+        """transformers 5's stacked experts: ``gate_up_proj [E, 2 I, H]`` or ``down_proj [E, H, I]``."""
+        E, H, I, (a, b) = self.num_experts, self.hidden_size, self.intermediate_size, self._cols
+        i = b - a
+        if part == "down":
+            self._copy("experts.down", self.w_down, t, (E, H, I), lambda t: t[:, :, a:b])
+            return
+        self._copy("experts.gate_up", self.w_gate_up[:, :i], t, (E, 2 * I, H), lambda t: t[:, a:b])
+        with torch.no_grad():
+            self.w_gate_up[:, i:].copy_(t[:, I + a:I + b])
+
+    def _copy(self, part: str, dst: torch.Tensor, full, expected: tuple[int, ...], shard) -> None:
+        if not isinstance(full, (torch.Tensor, LazyTensor)):
+            raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
+        if not full.dtype.is_floating_point or full.dtype.itemsize == 1:
+            raise TypeError(f"{self.name}: {part} must be a 16- or 32-bit floating-point tensor, got {full.dtype} "
+                            f"(quantized mixture-of-experts checkpoints are not supported)")
+        if tuple(full.shape) != tuple(expected):
+            raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
+                             f"(the full checkpoint tensor)")
+        with torch.no_grad():
+            dst.copy_(shard(full))
+        self._loaded.add(part)
+
+    def missing(self) -> list[str]:
+        """Names of the parts not loaded yet (``router``, ``experts.3.up`` ...)."""
+        if "experts.gate_up" in self._loaded:
+            experts = [] if "experts.down" in self._loaded else ["experts.down"]
+        else:
+            experts = [f"experts.{e}.{p}" for e in range(self.num_experts) for p in ("gate", "up", "down")]
+            if "experts.down" in self._loaded:
+                experts = [n for n in experts if not n.endswith(".down")]
+        return [n for n in ["router"] + experts if n not in self._loaded]
+
+    # -- forward -------------------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, linear, ops, *, reduce: bool = True) -> torch.Tensor:
+        """x ``[T, H]`` -> ``[T, H]``: the router's logits (``linear``: the model's projection dispatch), its
+        top_k (``ops.moe_route``) and the experts (``ops.fused_moe``). ``reduce``: all-reduce the partial sums
+        over the group (world_size > 1); False returns this rank's partial sum."""
+        logits = linear(x, self.router)
+        weights, ids = ops.moe_route(logits, self.top_k, self.renormalize)
+        y = ops.fused_moe(x, self.w_gate_up, self.w_down, weights, ids)
+        if reduce and self.group.world_size > 1:
+            y = self.group.all_reduce(y)
+        return y
+
+    def weight_bytes(self, *, active: bool = True) -> int:
+        """Bytes of weight this rank reads for one token: the router and ``top_k`` experts (``active=False``: every
+        expert, what the layer holds)."""
+        per_expert = (self.w_gate_up[0].numel() + self.w_down[0].numel()) * self.w_down.element_size()
+        experts = self.top_k if active else self.num_experts
+        return self.router.numel() * self.router.element_size() + experts * per_expert
+
+    def weights(self) -> list[torch.Tensor]:
+        """The tensors this block holds."""
+        return [self.router, self.w_gate_up, self.w_down]

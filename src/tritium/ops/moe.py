@@ -1,0 +1,546 @@
+"""Mixture of Experts in Triton: the router's top-k (:func:`moe_route`) and the routed experts' SwiGLU MLPs,
+weighted and summed (:func:`fused_moe`). References: :func:`tritium.ops.reference.moe_route` and
+:func:`tritium.ops.reference.fused_moe`.
+
+Token t goes to the k experts ``ids[t, :]`` with the routing weights ``weights[t, :]``; each (token, expert)
+pair is a *slot* ``s = t * k + j`` (S = T * k slots). Expert e holds ``w_gate_up[e]`` = [Wg; Wu] (``[2I, H]``)
+and ``w_down[e]`` (``[H, I]``). :func:`fused_moe` takes one of two paths by the number of slots:
+
+- per slot (S <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, decode): no sorting. :func:`_moe_up_slot_kernel` (grid:
+  slots x I tiles) computes each slot's ``act = silu(x Wg^T) * (x Wu^T)`` tile GEMV-style into a workspace
+  ``[S, I]``; :func:`_moe_down_token_kernel` (grid: tokens x H tiles) sums each token's k slots'
+  ``weight * act @ Wd^T`` in fp32 and stores the output row once (no atomics: deterministic); at one token, a
+  program a slot instead (k times the programs), its fp32 partial rows summed after. The slot (token) is the
+  fastest-varying grid axis, so the programs that read one weight tile run together and share it through L2
+  where slots share an expert.
+- sorted (prefill): the slots grouped by expert, each expert's run padded to ``BLOCK_M`` slots
+  (:func:`_sort_slots`: torch ops of static shapes that never wait for the device), then grouped GEMMs with
+  tensor cores: :func:`_moe_up_sorted_kernel` (gate and up, SiLU-and-mul in the epilogue, act rows written
+  at the slots' indices) and :func:`_moe_down_sorted_kernel` (times the routing weight, into an fp32
+  ``[S, H]`` buffer at the slots' indices), then ``buf.view(T, k, H).sum(1)`` in torch (deterministic).
+
+An id outside ``[0, E)`` is never used as an address: its slot contributes nothing to the output (as if its
+routing weight were 0), on both paths; a token whose ids are all out of range gets an output row of zeros.
+That is also the expert-parallel convention for experts held elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tritium.ops.gemv import _silu_mul
+from tritium.runtime import max_shared_memory, pdl_launch, pipeline_stages
+
+# The router: one program holds a token's logits in registers.
+MAX_EXPERTS = 512
+MAX_TOP_K = 16
+
+# NOTE: the per-slot path reads an expert once for every slot it has (programs of different slots share it
+# through L2 only by luck), the sorted one once a block; so the per-slot path while there are no more slots than
+# experts. Measured on an H200 (bench/probe_moe.py, cold, bf16, bench/NOTES.md "Mixture of experts"): per-slot
+# vs sorted, Qwen3-30B-A3B (E = 128, k = 8) T = 16 (128 slots) 224 vs 283 us, T = 32 373 vs 372; Mixtral-8x7B
+# (E = 8, k = 2) T = 4 (8 slots) 557 vs 647 us, T = 8 876 vs 674.
+PER_SLOT_MAX_SLOTS_PER_EXPERT = 1
+
+_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+# -- router ------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def _moe_route_kernel(
+    # pointers
+    logits_ptr, weights_ptr, ids_ptr,
+    # strides
+    stride_l_t, stride_w_t, stride_ids_t,
+    # sizes
+    E,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, RENORMALIZE: tl.constexpr,
+    USE_PDL: tl.constexpr,
+):
+    """One program a token: fp32 softmax of its E logits, then TOP_K rounds of arg-max (the lowest index
+    among equal probabilities), each taking its expert out of the running."""
+    t = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_E)                                                       # [BLOCK_E]
+    valid = cols < E
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # the logits come from the gate projection before
+        tl.extra.cuda.gdc_launch_dependents()
+    x = tl.load(logits_ptr + t * stride_l_t + cols, mask=valid, other=-float("inf")).to(tl.float32)
+    p = tl.where(valid, tl.exp(x - tl.max(x, axis=0)), 0.0)
+    probs = p / tl.sum(p, axis=0)                                                      # [BLOCK_E]
+    # selection key: the probability; NaN (a row of NaN logits) ranks below every number (-1), experts
+    # taken -2, columns past E -3: each round takes a new expert in [0, E) whatever the logits
+    key = tl.where(valid, tl.where(probs == probs, probs, -1.0), -3.0)
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    top_w = tl.zeros((BLOCK_K,), dtype=tl.float32)
+    top_i = tl.zeros((BLOCK_K,), dtype=tl.int32)
+    for j in tl.static_range(TOP_K):
+        best = tl.max(key, axis=0)
+        idx = tl.min(tl.where(key == best, cols, BLOCK_E), axis=0)
+        top_w = tl.where(ks == j, tl.sum(tl.where(cols == idx, probs, 0.0), axis=0), top_w)
+        top_i = tl.where(ks == j, idx, top_i)
+        key = tl.where(cols == idx, -2.0, key)
+    if RENORMALIZE:
+        top_w = top_w / tl.sum(top_w, axis=0)  # the entries past TOP_K are 0
+    tl.store(weights_ptr + t * stride_w_t + ks, top_w, mask=ks < TOP_K)
+    tl.store(ids_ptr + t * stride_ids_t + ks, top_i, mask=ks < TOP_K)
+
+
+def _check_out(name: str, out: torch.Tensor, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape or out.dtype != dtype or out.device != device:
+        raise ValueError(f"{name} must be a {list(shape)} {dtype} tensor on {device}, got {list(out.shape)} "
+                         f"{out.dtype} on {out.device}")
+    if out.dim() == 2 and out.shape[1] > 1 and out.stride(1) != 1:
+        raise ValueError(f"{name} needs a contiguous last dimension, got strides {out.stride()}")
+
+
+def moe_route(logits: torch.Tensor, top_k: int, renormalize: bool, *, weights_out: torch.Tensor | None = None,
+              ids_out: torch.Tensor | None = None, pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits ``[T, E]`` (fp32/fp16/bf16) -> (weights ``[T, top_k]`` fp32, ids ``[T, top_k]`` int32).
+
+    Softmax over E in fp32, the ``top_k`` largest probabilities in descending order (ties: the lower expert
+    index first) and their experts; with ``renormalize`` the weights divided by their sum. One Triton program
+    a token holds its row in registers (E up to ``MAX_EXPERTS``) and takes the arg-max ``top_k`` times
+    (``top_k`` in [1, min(E, ``MAX_TOP_K``)]). ``weights_out`` / ``ids_out``: where to write them (e.g. a
+    CUDA graph's buffers; last dimension contiguous). A row with a NaN logit gets NaN weights and still
+    ``top_k`` distinct ids in [0, E). ``pdl``: programmatic dependent launch where supported.
+    """
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        raise ValueError(f"logits must be a [T, E] tensor, got {getattr(logits, 'shape', type(logits).__name__)}")
+    T, E = logits.shape
+    if logits.dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"logits must be float32, float16 or bfloat16, got {logits.dtype}")
+    if not 1 <= E <= MAX_EXPERTS:
+        raise ValueError(f"logits must have 1 to {MAX_EXPERTS} experts (columns), got {E}")
+    if E > 1 and logits.stride(1) != 1:
+        raise ValueError(f"logits needs a contiguous last dimension, got strides {logits.stride()}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= min(E, MAX_TOP_K):
+        raise ValueError(f"top_k must be an int in [1, {min(E, MAX_TOP_K)}] (E = {E}, at most {MAX_TOP_K}), "
+                         f"got {top_k!r}")
+    weights = weights_out if weights_out is not None else torch.empty(
+        (T, top_k), dtype=torch.float32, device=logits.device)
+    ids = ids_out if ids_out is not None else torch.empty((T, top_k), dtype=torch.int32, device=logits.device)
+    _check_out("weights_out", weights, (T, top_k), torch.float32, logits.device)
+    _check_out("ids_out", ids, (T, top_k), torch.int32, logits.device)
+    if T == 0:
+        return weights, ids
+    block_e = triton.next_power_of_2(E)
+    # 1 warp up to 256 experts (8 a thread), 2 at 512: not tuned (a few hundred bytes a token)
+    _moe_route_kernel[(T,)](
+        logits, weights, ids, logits.stride(0), weights.stride(0), ids.stride(0), E,
+        TOP_K=top_k, BLOCK_E=block_e, BLOCK_K=triton.next_power_of_2(top_k), RENORMALIZE=bool(renormalize),
+        num_warps=max(1, block_e // 256), **pdl_launch(logits.device, pdl))
+    return weights, ids
+
+
+# -- experts: per-slot path --------------------------------------------------------------------------------------
+
+@triton.jit
+def _moe_up_slot_kernel(
+    # pointers
+    x_ptr, w_ptr, ids_ptr, act_ptr,
+    # strides
+    stride_x_t, stride_w_e, stride_w_n, stride_ids_t, stride_ids_k, stride_act_s,
+    # sizes
+    H, I, E,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Grid (S, cdiv(I, BLOCK_N)): program (s, n) writes ``act[s, cols] = silu(x[t] Wg[e]^T) * (x[t] Wu[e]^T)``
+    for the BLOCK_N columns ``cols`` of tile n, t = s // TOP_K, e = ids[t, s % TOP_K]: fp32 products
+    accumulated over BLOCK_K chunks of H and reduced once, the next weight chunks requested before the
+    current ones are used; rounded to x's dtype as :func:`tritium.ops.reference.fused_moe` rounds."""
+    s = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N] gate rows
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    col_ok = cols < I
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x and ids come from the kernels before
+        tl.extra.cuda.gdc_launch_dependents()  # the down projection may launch (it waits for act)
+    t = s // TOP_K
+    e = tl.load(ids_ptr + t * stride_ids_t + (s % TOP_K) * stride_ids_k)
+    ok = (e >= 0) & (e < E)
+    k_end = tl.where(ok, H, 0)  # an id outside [0, E): no weight read, act = silu(0) * 0 = 0
+    w_base = w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e
+    wg_ptrs = w_base + cols.to(tl.int64)[:, None] * stride_w_n + ks[None, :]           # [BLOCK_N, BLOCK_K]
+    wu_ptrs = w_base + (cols + I).to(tl.int64)[:, None] * stride_w_n + ks[None, :]     # [BLOCK_N, BLOCK_K]
+    x_ptrs = x_ptr + t.to(tl.int64) * stride_x_t + ks                                  # [BLOCK_K]
+    mask = ok & col_ok[:, None] & (ks < H)[None, :]
+    wg = tl.load(wg_ptrs, mask=mask, other=0.0)
+    wu = tl.load(wu_ptrs, mask=mask, other=0.0)
+    acc_g = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, k_end, BLOCK_K):
+        xk = tl.load(x_ptrs + k0, mask=k0 + ks < H, other=0.0).to(tl.float32)[None, :]  # [1, BLOCK_K]
+        mask = col_ok[:, None] & (k0 + BLOCK_K + ks < H)[None, :]  # the next chunk (none past H)
+        wg_next = tl.load(wg_ptrs + (k0 + BLOCK_K), mask=mask, other=0.0)
+        wu_next = tl.load(wu_ptrs + (k0 + BLOCK_K), mask=mask, other=0.0)
+        acc_g += wg.to(tl.float32) * xk
+        acc_u += wu.to(tl.float32) * xk
+        wg = wg_next
+        wu = wu_next
+    dtype = act_ptr.dtype.element_ty
+    act = _silu_mul(tl.sum(acc_g, axis=1).to(dtype), tl.sum(acc_u, axis=1).to(dtype))  # [BLOCK_N]
+    tl.store(act_ptr + s.to(tl.int64) * stride_act_s + cols, act, mask=col_ok)
+
+
+@triton.jit
+def _moe_down_token_kernel(
+    # pointers
+    act_ptr, w_ptr, ids_ptr, rw_ptr, out_ptr,
+    # strides
+    stride_act_s, stride_w_e, stride_w_n, stride_ids_t, stride_ids_k, stride_rw_t, stride_rw_k, stride_out_t,
+    # sizes
+    H, I, E,
+    # meta-parameters
+    TOP_K: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    USE_PDL: tl.constexpr,
+):
+    """Grid (S / SLOTS, cdiv(H, BLOCK_N)): program (p, n) writes ``out[p, cols] = sum_s rw[s] * act[s] Wd[e_s]^T``
+    over its SLOTS slots s = p * SLOTS + jj for the BLOCK_N columns of tile n: each act chunk scaled by its routing
+    weight, the slots' products in one fp32 accumulator, reduced and rounded once. SLOTS = TOP_K: a token's row of
+    the output; SLOTS = 1: one slot's weighted row (an fp32 partial, summed over the token's slots after)."""
+    p = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N] rows of Wd
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    col_ok = cols < H
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # act comes from the gate/up kernel before
+        tl.extra.cuda.gdc_launch_dependents()
+    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for jj in range(SLOTS):
+        s = p * SLOTS + jj
+        t = s // TOP_K
+        j = s % TOP_K
+        e = tl.load(ids_ptr + t * stride_ids_t + j * stride_ids_k)
+        rw = tl.load(rw_ptr + t * stride_rw_t + j * stride_rw_k)
+        ok = (e >= 0) & (e < E)
+        k_end = tl.where(ok, I, 0)  # an id outside [0, E): the slot adds nothing
+        w_ptrs = (w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e
+                  + cols.to(tl.int64)[:, None] * stride_w_n + ks[None, :])            # [BLOCK_N, BLOCK_K]
+        a_ptrs = act_ptr + s * stride_act_s + ks                                         # [BLOCK_K]
+        w = tl.load(w_ptrs, mask=ok & col_ok[:, None] & (ks < I)[None, :], other=0.0)
+        for k0 in range(0, k_end, BLOCK_K):
+            a = tl.load(a_ptrs + k0, mask=k0 + ks < I, other=0.0).to(tl.float32) * rw  # [BLOCK_K]
+            w_next = tl.load(w_ptrs + (k0 + BLOCK_K), mask=col_ok[:, None] & (k0 + BLOCK_K + ks < I)[None, :],
+                             other=0.0)
+            acc += w.to(tl.float32) * a[None, :]
+            w = w_next
+    out = tl.sum(acc, axis=1)                                                          # [BLOCK_N]
+    tl.store(out_ptr + p * stride_out_t + cols, out.to(out_ptr.dtype.element_ty), mask=col_ok)
+
+
+# -- experts: sorted path ----------------------------------------------------------------------------------------
+
+@triton.jit
+def _sorted_block(sorted_slots_ptr, block_expert_ptr, b, S, BLOCK_M: tl.constexpr):
+    """Block b of the sorted slots: its expert (-1: none), its BLOCK_M slots (padding as slot 0) and which are
+    real (``slots < S``)."""
+    e = tl.load(block_expert_ptr + b)
+    slots = tl.load(sorted_slots_ptr + b * BLOCK_M + tl.arange(0, BLOCK_M))           # [BLOCK_M]
+    row_ok = slots < S
+    return e, tl.where(row_ok, slots, 0).to(tl.int64), row_ok
+
+
+@triton.jit(do_not_specialize=["S"])  # S changes with every batch
+def _moe_up_sorted_kernel(
+    # pointers
+    x_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, act_ptr,
+    # strides
+    stride_x_t, stride_w_e, stride_w_n, stride_act_s,
+    # sizes
+    H, I, S,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Grid (blocks, cdiv(I, BLOCK_N)): program (b, n) takes the BLOCK_M sorted slots of block b (one expert
+    e = block_expert[b]; padding slots are S), gathers their tokens' rows of x and writes
+    ``act[slot, cols] = silu(x Wg[e]^T) * (x Wu[e]^T)`` (tl.dot, fp32 accumulators). Blocks of expert -1
+    (past the end, or ids out of range) read no weight."""
+    b = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N]
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    col_ok = cols < I
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x and the sorted slots come from the kernels before
+        tl.extra.cuda.gdc_launch_dependents()
+    e, slots, row_ok = _sorted_block(sorted_slots_ptr, block_expert_ptr, b, S, BLOCK_M)
+    k_end = tl.where(e >= 0, H, 0)
+    w_base = w_ptr + tl.maximum(e, 0).to(tl.int64) * stride_w_e
+    x_ptrs = x_ptr + (slots // TOP_K)[:, None] * stride_x_t + ks[None, :]              # [BLOCK_M, BLOCK_K]
+    wg_ptrs = w_base + cols.to(tl.int64)[None, :] * stride_w_n + ks[:, None]           # [BLOCK_K, BLOCK_N]
+    wu_ptrs = w_base + (cols + I).to(tl.int64)[None, :] * stride_w_n + ks[:, None]     # [BLOCK_K, BLOCK_N]
+    acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, k_end, BLOCK_K):
+        k_ok = k0 + ks < H
+        a = tl.load(x_ptrs + k0, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        wg = tl.load(wg_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        wu = tl.load(wu_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc_g = tl.dot(a, wg, acc_g, input_precision=DOT_PRECISION)
+        acc_u = tl.dot(a, wu, acc_u, input_precision=DOT_PRECISION)
+    dtype = act_ptr.dtype.element_ty
+    act = _silu_mul(acc_g.to(dtype), acc_u.to(dtype))                                 # [BLOCK_M, BLOCK_N]
+    tl.store(act_ptr + slots[:, None] * stride_act_s + cols[None, :], act, mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit(do_not_specialize=["S"])  # S changes with every batch
+def _moe_down_sorted_kernel(
+    # pointers
+    act_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, rw_ptr, buf_ptr,
+    # strides
+    stride_act_s, stride_w_e, stride_w_n, stride_rw_t, stride_rw_k, stride_buf_s,
+    # sizes
+    H, I, S,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Grid (blocks, cdiv(H, BLOCK_N)): program (b, n) writes ``buf[slot, cols] = rw[slot] * act[slot]
+    Wd[e]^T`` (fp32) for the block's slots; a block of expert -1 writes zeros for its slots (ids out of
+    range), so that every slot's row of buf is written."""
+    b = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N]
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    col_ok = cols < H
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # act comes from the gate/up kernel before
+        tl.extra.cuda.gdc_launch_dependents()
+    e, slots, row_ok = _sorted_block(sorted_slots_ptr, block_expert_ptr, b, S, BLOCK_M)
+    k_end = tl.where(e >= 0, I, 0)
+    a_ptrs = act_ptr + slots[:, None] * stride_act_s + ks[None, :]                     # [BLOCK_M, BLOCK_K]
+    w_ptrs = (w_ptr + tl.maximum(e, 0).to(tl.int64) * stride_w_e
+              + cols.to(tl.int64)[None, :] * stride_w_n + ks[:, None])                # [BLOCK_K, BLOCK_N]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, k_end, BLOCK_K):
+        k_ok = k0 + ks < I
+        a = tl.load(a_ptrs + k0, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        w = tl.load(w_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(a, w, acc, input_precision=DOT_PRECISION)
+    rw = tl.load(rw_ptr + (slots // TOP_K) * stride_rw_t + (slots % TOP_K) * stride_rw_k, mask=row_ok, other=0.0)
+    out = tl.where(e >= 0, acc * rw[:, None], 0.0)                                     # [BLOCK_M, BLOCK_N]
+    tl.store(buf_ptr + slots[:, None] * stride_buf_s + cols[None, :], out, mask=row_ok[:, None] & col_ok[None, :])
+
+
+def _sort_slots(ids: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The slots of ``ids`` ``[T, k]`` grouped by expert for the sorted kernels, with torch ops of static shapes
+    that never wait for the device (CUDA-graph safe): (sorted_slots int32 ``[blocks * block_m]``, block_expert
+    int32 ``[blocks]``). Each expert's slots, in slot order, fill whole blocks of ``block_m`` from a multiple of
+    ``block_m`` on, the rest of its last block the sentinel S; ``block_expert[b]`` is the expert of block b, or
+    -1 past the last expert's blocks. Slots with an id outside [0, E) go to an extra bucket E after them
+    (blocks of -1 too). ``blocks`` = S // block_m + min(E + 1, S), enough whatever the ids:
+    sum_e ceil(c_e / block_m) <= S / block_m + (buckets in use)."""
+    S = ids.numel()
+    dev = ids.device
+    flat = ids.reshape(-1).long()
+    eid = torch.where((flat >= 0) & (flat < E), flat, E)                               # [S], bucket E: out of range
+    # NOTE: counts by scatter_add_, not torch.bincount (which reads the maximum back to the host)
+    counts = torch.zeros(E + 1, dtype=torch.int64, device=dev).scatter_add_(0, eid, torch.ones_like(eid))
+    padded = (counts + block_m - 1) // block_m * block_m                               # [E + 1]
+    padded_end = torch.cumsum(padded, 0)                                               # [E + 1]
+    order = torch.argsort(eid, stable=True)                                            # [S] slots by expert
+    sorted_eid = eid[order]
+    first = torch.cumsum(counts, 0) - counts                                           # [E + 1]
+    dest = (padded_end - padded)[sorted_eid] + torch.arange(S, device=dev) - first[sorted_eid]
+    blocks = S // block_m + min(E + 1, S)
+    sorted_slots = torch.full((blocks * block_m,), S, dtype=torch.int32, device=dev)
+    sorted_slots.scatter_(0, dest, order.to(torch.int32))
+    starts = torch.arange(blocks, device=dev) * block_m
+    block_expert = torch.searchsorted(padded_end, starts, right=True)                  # [blocks] in 0..E + 1
+    block_expert = torch.where(block_expert < E, block_expert, -1).to(torch.int32)
+    return sorted_slots, block_expert
+
+
+# -- launcher ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MoeTiles:
+    """Tiles of one :func:`fused_moe` call. ``block_m``: sorted slots a program (sorted path; 0 on the per-slot
+    path); ``up_n`` / ``up_k``: columns of I and chunk of H of a gate/up program; ``down_n`` / ``down_k``:
+    columns of H and chunk of I of a down program; ``down_per_slot`` (per-slot path): a down program per slot
+    writing an fp32 partial row (summed over each token's slots after: k times the programs, one more launch)
+    instead of one per token."""
+    block_m: int
+    up_n: int
+    up_k: int
+    down_n: int
+    down_k: int
+    num_warps: int
+    num_stages: int
+    down_per_slot: bool = False
+
+    def __post_init__(self):
+        for name in ("block_m", "up_n", "up_k", "down_n", "down_k", "num_warps", "num_stages"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "block_m" else 1):
+                raise ValueError(f"MoeTiles: {name} must be a positive int (block_m: 0 for the per-slot path), "
+                                 f"got {v!r}")
+            if name != "num_stages" and v & (v - 1):
+                raise ValueError(f"MoeTiles: {name} must be a power of two, got {v}")
+        if self.block_m and self.block_m < 16:
+            raise ValueError(f"MoeTiles: block_m must be 0 (per-slot path) or >= 16 (tl.dot), got {self.block_m}")
+
+
+def moe_tiles(T: int, k: int, H: int, I: int, E: int, dtype: torch.dtype, device: torch.device,
+              path: str | None = None) -> MoeTiles:
+    """Tiles for :func:`fused_moe` by shape (path: S = T * k against ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, unless
+    ``path`` = "slot" or "sorted" forces one).
+
+    NOTE: measured on an H200 (bench/probe_moe.py: 48 per-slot and 11 sorted candidates, cold, bf16, at the
+    shapes of Qwen3-30B-A3B and Mixtral-8x7B, T = 1..8192; bench/NOTES.md "Mixture of experts"). Per-slot: gate/up
+    4 columns x 512-wide chunks at T <= 2, 8 x 256 above (16 x 128, the first guess, was 1.1-1.6x the best);
+    down 16 x 256 a slot (fp32 partials, summed after) at T = 1, 8 x 256 a token above; within 1.1% of the
+    best at every T swept. Sorted, by the average slots an expert a = S / E: a < 8 BLOCK_M 16 with 32 x 128
+    tiles (4 warps, 4 stages); a < 64 BLOCK_M 64, 64 x 64 gate/up and 128 x 64 down tiles (8 warps); a < 256
+    BLOCK_M 128, the same; above, 128 x 64 gate/up tiles too: within 1.08x of the best swept (1.0x at T >= 1024;
+    the first guess, BLOCK_M <= 64 with 64 x 64 tiles, was 1.24-1.56x there). Where a tile's pipelined shared
+    memory passes the device's (MI300X: 64 KiB), the 64 x 64 tiles at BLOCK_M 64, 4 warps. fp32 (the CPU tests;
+    FMA dots, no tensor cores): 32-wide chunks, BLOCK_M at most 32 (at 64 it spills)."""
+    S = T * k
+    if path not in (None, "slot", "sorted"):
+        raise ValueError(f"path must be None (chosen by the number of slots), 'slot' or 'sorted', got {path!r}")
+    if path == "slot" or (path is None and S <= PER_SLOT_MAX_SLOTS_PER_EXPERT * E):
+        up_n, up_k = (4, 512) if T <= 2 else (8, 256)
+        down_n, down_k = (16, 256) if T == 1 else (8, 256)
+        return MoeTiles(0, up_n, min(up_k, max(16, triton.next_power_of_2(H))), down_n,
+                        min(down_k, max(16, triton.next_power_of_2(I))), num_warps=4, num_stages=1,
+                        down_per_slot=T == 1)
+    if dtype == torch.float32:
+        block_m = min(32, max(16, triton.next_power_of_2(triton.cdiv(S, E))))
+        return MoeTiles(block_m, 64, 32, 64, 32, num_warps=4, num_stages=3)
+    a = S / E
+    if a < 8:
+        tiles = MoeTiles(16, 32, 128, 32, 128, num_warps=4, num_stages=4)
+    elif a < 256:
+        tiles = MoeTiles(64 if a < 64 else 128, 64, 64, 128, 64, num_warps=8, num_stages=3)
+    else:
+        tiles = MoeTiles(128, 128, 64, 128, 64, num_warps=8, num_stages=3)
+    limit = max_shared_memory(device)
+    if limit is not None and _sorted_smem(tiles, dtype) > limit:
+        tiles = MoeTiles(64, 64, 64, 64, 64, num_warps=4, num_stages=3)
+    return tiles
+
+
+def _sorted_smem(t: MoeTiles, dtype: torch.dtype) -> int:
+    """Shared memory of the sorted kernels' pipelined operands (the larger of the two), bytes."""
+    stages = pipeline_stages(t.num_stages)
+    up = t.block_m * t.up_k + 2 * t.up_k * t.up_n
+    down = t.block_m * t.down_k + t.down_k * t.down_n
+    return stages * max(up, down) * dtype.itemsize
+
+
+def _check_moe(x, w_gate_up, w_down, weights, ids, out) -> tuple[int, int, int, int, int]:
+    """(T, H, I, E, k) of :func:`fused_moe`'s operands; ValueError naming the one that does not fit."""
+    for name, v in (("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down), ("weights", weights), ("ids", ids)):
+        if not isinstance(v, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(v).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"x must be [T, H], got {list(x.shape)}")
+    T, H = x.shape
+    if x.dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"x must be float32, float16 or bfloat16, got {x.dtype}")
+    if w_gate_up.dim() != 3 or w_gate_up.shape[2] != H or w_gate_up.shape[1] % 2 or w_gate_up.shape[1] == 0:
+        raise ValueError(f"w_gate_up must be [E, 2I, {H}] (gate rows then up rows, H of x), got "
+                         f"{list(w_gate_up.shape)}")
+    E, I = w_gate_up.shape[0], w_gate_up.shape[1] // 2
+    if E == 0:
+        raise ValueError("w_gate_up must hold at least one expert, got E = 0")
+    if tuple(w_down.shape) != (E, H, I):
+        raise ValueError(f"w_down must be [{E}, {H}, {I}] (E, H, I of w_gate_up and x), got {list(w_down.shape)}")
+    for name, w in (("w_gate_up", w_gate_up), ("w_down", w_down)):
+        if w.dtype != x.dtype:
+            raise ValueError(f"{name} must have x's dtype {x.dtype}, got {w.dtype}")
+    if weights.dim() != 2 or weights.shape[0] != T:
+        raise ValueError(f"weights must be [{T}, k] (a row per token of x), got {list(weights.shape)}")
+    k = weights.shape[1]
+    if not 1 <= k <= E:
+        raise ValueError(f"weights must have 1 to E = {E} columns (top_k), got {k}")
+    if weights.dtype != torch.float32:
+        raise ValueError(f"weights must be float32 (routing weights), got {weights.dtype}")
+    if tuple(ids.shape) != (T, k):
+        raise ValueError(f"ids must be [{T}, {k}] like weights, got {list(ids.shape)}")
+    if ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"ids must be int32 or int64, got {ids.dtype}")
+    for name, v in (("w_gate_up", w_gate_up), ("w_down", w_down), ("weights", weights), ("ids", ids)):
+        if v.device != x.device:
+            raise ValueError(f"{name} must be on x's device {x.device}, got {v.device}")
+    for name, v in (("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down)):
+        if v.shape[-1] > 1 and v.stride(-1) != 1:
+            raise ValueError(f"{name} needs a contiguous last dimension, got strides {v.stride()}")
+    if out is not None:
+        _check_out("out", out, (T, H), x.dtype, x.device)
+    return T, H, I, E, k
+
+
+def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
+              ids: torch.Tensor, *, out: torch.Tensor | None = None, pdl: bool = True,
+              path: str | None = None, tiles: MoeTiles | None = None) -> torch.Tensor:
+    """The routed experts' SwiGLU MLPs, weighted and summed: x ``[T, H]`` (fp32/fp16/bf16), w_gate_up
+    ``[E, 2I, H]`` (rows 0..I-1 the gate, I..2I-1 the up projection; x's dtype), w_down ``[E, H, I]``,
+    weights ``[T, k]`` fp32, ids ``[T, k]`` int32/int64 -> out ``[T, H]`` in x's dtype::
+
+        act_j  = silu(x[t] @ Wg[e].T) * (x[t] @ Wu[e].T)         e = ids[t, j]; fp32 sums, act in x's dtype
+        out[t] = sum_j weights[t, j] * (act_j @ Wd[e].T)          fp32 sums, rounded once
+
+    (act rounded as transformers computes it in the model dtype: the products, the SiLU and act). A slot
+    whose id is outside [0, E) adds nothing (see the module docstring). x, w_gate_up, w_down and ``out``
+    need a contiguous last dimension; weights and ids any strides. T = 0 launches nothing. ``out``: where
+    to write the result. ``pdl``: programmatic dependent launch where supported. Per-slot path for S = T * k
+    <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, else the sorted one (module docstring); ``path`` = "slot" or
+    "sorted" forces one and ``tiles`` (:class:`MoeTiles`) sets every tile, its ``block_m`` the path (benchmarks,
+    tuning)."""
+    T, H, I, E, k = _check_moe(x, w_gate_up, w_down, weights, ids, out)
+    if path not in (None, "slot", "sorted"):
+        raise ValueError(f"path must be None (chosen by the number of slots), 'slot' or 'sorted', got {path!r}")
+    if out is None:
+        out = torch.empty((T, H), dtype=x.dtype, device=x.device)
+    if T == 0:
+        return out
+    S = T * k
+    if tiles is None:
+        tiles = moe_tiles(T, k, H, I, E, x.dtype, x.device, path)
+    elif not isinstance(tiles, MoeTiles):
+        raise ValueError(f"tiles must be a MoeTiles or None, got {type(tiles).__name__}")
+    act = torch.empty((S, I), dtype=x.dtype, device=x.device)  # [S, I] workspace
+    launch = dict(num_warps=tiles.num_warps, num_stages=pipeline_stages(tiles.num_stages),
+                  **pdl_launch(x.device, pdl))
+    if not tiles.block_m:
+        _moe_up_slot_kernel[(S, triton.cdiv(I, tiles.up_n))](
+            x, w_gate_up, ids, act,
+            x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), ids.stride(0), ids.stride(1), act.stride(0),
+            H, I, E, TOP_K=k, BLOCK_N=tiles.up_n, BLOCK_K=tiles.up_k, **launch)
+        per_slot = tiles.down_per_slot and k > 1
+        dst = torch.empty((S, H), dtype=torch.float32, device=x.device) if per_slot else out
+        _moe_down_token_kernel[(S if per_slot else T, triton.cdiv(H, tiles.down_n))](
+            act, w_down, ids, weights, dst,
+            act.stride(0), w_down.stride(0), w_down.stride(1), ids.stride(0), ids.stride(1), weights.stride(0),
+            weights.stride(1), dst.stride(0),
+            H, I, E, TOP_K=k, SLOTS=1 if per_slot else k, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k, **launch)
+        if per_slot:
+            out.copy_(dst.view(T, k, H).sum(1))  # the k slots of each token, in slot order
+        return out
+    sorted_slots, block_expert = _sort_slots(ids, E, tiles.block_m)
+    blocks = block_expert.shape[0]
+    buf = torch.empty((S, H), dtype=torch.float32, device=x.device)  # every row written by the down kernel
+    precision = "ieee" if x.dtype == torch.float32 else None  # fp32 stays fp32 (no tf32)
+    _moe_up_sorted_kernel[(blocks, triton.cdiv(I, tiles.up_n))](
+        x, w_gate_up, sorted_slots, block_expert, act,
+        x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), act.stride(0),
+        H, I, S, TOP_K=k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.up_n, BLOCK_K=tiles.up_k, DOT_PRECISION=precision,
+        **launch)
+    _moe_down_sorted_kernel[(blocks, triton.cdiv(H, tiles.down_n))](
+        act, w_down, sorted_slots, block_expert, weights, buf,
+        act.stride(0), w_down.stride(0), w_down.stride(1), weights.stride(0), weights.stride(1), buf.stride(0),
+        H, I, S, TOP_K=k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k,
+        DOT_PRECISION=precision, **launch)
+    out.copy_(buf.view(T, k, H).sum(1))  # the k slots of each token, in slot order
+    return out

@@ -1,0 +1,137 @@
+"""The sparse mixture-of-experts block: checkpoint names (Mixtral, Qwen3-MoE, transformers 5's stacked experts)
+load into the stacked weights, shards over world sizes 1-4 (3 included) reassemble every expert and their partial
+sums add up to the unsharded output, what is missing is named, bad tensors are refused by name."""
+
+import pytest
+import torch
+
+from tritium.models.config import ModelConfig
+from tritium.models.llama import LlamaModel, ModelOptions
+from tritium.models.moe import SparseMoeBlock
+from tritium.models.weights import LazyTensor
+from tritium.ops import op_set, reference
+
+from .test_layers import LINEAR, assert_close, groups
+
+KW = dict(dtype=torch.float32, device="cpu")
+H, I, E, K = 16, 12, 5, 2  # I divides by 1-4
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+class Lazy(LazyTensor):
+    """A checkpoint tensor read on demand from a full one, recording what was read."""
+
+    def __init__(self, full):
+        super().__init__(full.shape, full.dtype)
+        self.full, self.reads = full, []
+
+    def _read(self, bounds):
+        self.reads.append(bounds)
+        return self.full[tuple(slice(a, b) for a, b in bounds)].clone()
+
+
+def _experts():
+    return torch.randn(E, I, H), torch.randn(E, I, H), torch.randn(E, H, I), torch.randn(E, H)
+
+
+def _checkpoint(style, gate, up, down, router):
+    """(name, tensor) of one layer's block as a checkpoint of ``style`` names it."""
+    if style == "stacked":
+        return [("mlp.gate.weight", router), ("mlp.experts.gate_up_proj", Lazy(torch.cat([gate, up], 1))),
+                ("mlp.experts.down_proj", Lazy(down))]
+    prefix, names = {"mixtral": ("block_sparse_moe", ("w1", "w3", "w2")),
+                     "qwen3_moe": ("mlp", ("gate_proj", "up_proj", "down_proj"))}[style]
+    out = [(f"{prefix}.gate.weight", router)]
+    for e in range(E):
+        out += [(f"{prefix}.experts.{e}.{n}.weight", t[e]) for n, t in zip(names, (gate, up, down))]
+    return out
+
+
+@pytest.mark.parametrize("ws", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
+@pytest.mark.parametrize("style", ["mixtral", "qwen3_moe", "stacked"])
+def test_shards_reassemble_and_sum(style, ws):
+    gate, up, down, router = _experts()
+    blocks = [SparseMoeBlock(H, I, E, K, True, group=g, **KW) for g in groups(ws)]
+    for block in blocks:
+        assert block.missing()[:4] == ["router", "experts.0.gate", "experts.0.up", "experts.0.down"] or \
+            style == "stacked"
+        for name, t in _checkpoint(style, gate, up, down, router):
+            assert block.load(name, t), name
+        assert block.missing() == []
+    i = I // ws
+    for r, block in enumerate(blocks):
+        rows = slice(r * i, (r + 1) * i)
+        assert torch.equal(block.w_gate_up, torch.cat([gate[:, rows], up[:, rows]], 1))
+        assert torch.equal(block.w_down, down[:, :, rows]) and torch.equal(block.router, router)
+    x = torch.randn(7, H)
+    ops = op_set("torch")
+    full = reference.fused_moe(x, torch.cat([gate, up], 1), down, *reference.moe_route(x @ router.T, K, True))
+    parts = [block.forward(x, LINEAR, ops, reduce=False) for block in blocks]
+    assert_close(sum(parts), full, 1e-5)
+
+
+def test_stacked_lazy_reads_only_the_shard():
+    gate, up, down, router = _experts()
+    ckpt = dict(_checkpoint("stacked", gate, up, down, router))
+    block = SparseMoeBlock(H, I, E, K, True, group=groups(3)[1], **KW)
+    for name, t in ckpt.items():
+        block.load(name, t)
+    assert ckpt["mlp.experts.down_proj"].reads == [[(0, E), (0, H), (4, 8)]]
+    assert ckpt["mlp.experts.gate_up_proj"].reads == [[(0, E), (4, 8), (0, H)], [(0, E), (16, 20), (0, H)]]
+
+
+def test_not_a_block_name_and_weight_bytes():
+    block = SparseMoeBlock(H, I, E, K, False, **KW)
+    assert not block.load("mlp.gate_proj.weight", torch.zeros(I, H))  # a dense MLP's name
+    assert not block.load("self_attn.q_proj.weight", torch.zeros(H, H))
+    per_expert = 3 * I * H * 4
+    assert block.weight_bytes() == E * H * 4 + K * per_expert
+    assert block.weight_bytes(active=False) == E * H * 4 + E * per_expert
+
+
+@pytest.mark.parametrize("name,tensor,error,match", [
+    ("mlp.experts.5.up_proj.weight", torch.zeros(I, H), ValueError,
+     r"mlp.experts.5.up_proj.weight: expert 5 is out of range \(num_experts 5\)"),
+    ("mlp.experts.0.up_proj.weight", torch.zeros(I, H + 1), ValueError,
+     r"experts.0.up has shape \(12, 17\), expected \(12, 16\)"),
+    ("mlp.gate.weight", torch.zeros(E + 1, H), ValueError, r"router has shape \(6, 16\), expected \(5, 16\)"),
+    ("mlp.experts.down_proj", torch.zeros(E, H, I - 1), ValueError, r"experts.down has shape"),
+    ("mlp.experts.1.down_proj.weight", torch.zeros(H, I, dtype=torch.float8_e4m3fn), TypeError,
+     r"experts.1.down must be a 16- or 32-bit floating-point tensor, got torch.float8_e4m3fn"),
+    ("mlp.experts.1.down_proj.weight", torch.zeros(H, I, dtype=torch.int32), TypeError,
+     r"experts.1.down must be .*got torch.int32"),
+    ("mlp.experts.1.down_proj.weight", [[0.0]], TypeError, r"experts.1.down must be a torch.Tensor or LazyTensor"),
+], ids=["expert-range", "shape", "router-shape", "stacked-shape", "fp8", "int", "list"])
+def test_bad_tensors(name, tensor, error, match):
+    block = SparseMoeBlock(H, I, E, K, True, name="layers.3.moe", **KW)
+    with pytest.raises(error, match="layers.3.moe: " + match):
+        block.load(name, tensor)
+
+
+def test_bad_sizes():
+    with pytest.raises(ValueError, match=r"moe: top_k \(num_experts_per_tok\) must be <= num_experts \(5\), got 6"):
+        SparseMoeBlock(H, I, E, 6, True, **KW)
+    with pytest.raises(ValueError, match="moe: num_experts must be a positive int, got 0"):
+        SparseMoeBlock(H, I, 0, 1, True, **KW)
+    with pytest.raises(ValueError, match="moe intermediate_size must be divisible by the tensor-parallel world_size 3"):
+        SparseMoeBlock(H, 10, E, K, True, group=groups(3)[0], **KW)
+
+
+def test_model_refuses_what_experts_cannot_run():
+    cfg = ModelConfig(model_type="qwen3_moe", vocab_size=32, hidden_size=H, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+                      qk_norm=True, num_experts=E, num_experts_per_tok=K, moe_intermediate_size=I)
+    model = LlamaModel(cfg, **KW)
+    layer = model.layers[0]
+    assert layer.gate_up_proj is None and layer.down_proj is None and layer.moe.w_down.shape == (E, H, I)
+    assert model.projection_names == ("qkv_proj", "o_proj") and len(model.projection_shapes()) == 2
+    assert "moe.router" in layer.missing() and "moe.experts.4.down" in layer.missing()
+    with pytest.raises(ValueError, match="quantization 'fp8' is not supported for mixture-of-experts models"):
+        LlamaModel(cfg, **KW, options=ModelOptions(quantization="fp8"))
+    with pytest.raises(ValueError, match="batch_invariant is not supported for mixture-of-experts models"):
+        LlamaModel(cfg, **KW, options=ModelOptions(batch_invariant=True, attention_backend="triton",
+                                                    op_backend="triton", linear_backend="invariant"))

@@ -1,0 +1,335 @@
+"""Mixture of experts (router top-k and the fused routed experts), both paths, against the fp32 references."""
+
+import pytest
+import torch
+
+from tritium.ops import moe, reference
+from tritium.ops.moe import fused_moe, moe_route
+from tritium.runtime import default_device, interpreting
+
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+PATHS = ["slot", "sorted"]
+
+
+def rel_err(out, ref):
+    assert not torch.isnan(out).any() and not torch.isinf(out).any()
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def dname(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+@pytest.fixture
+def path(request, monkeypatch):
+    """Force fused_moe's path through the threshold (read at every call)."""
+    monkeypatch.setattr(moe, "PER_SLOT_MAX_SLOTS_PER_EXPERT", 10**9 if request.param == "slot" else 0)
+    return request.param
+
+
+def experts(E, H, I, dtype, dev):
+    """Random w_gate_up [E, 2I, H] and w_down [E, H, I], scaled so that the activations stay O(1)."""
+    w_gate_up = (torch.randn(E, 2 * I, H, device=dev) / H ** 0.5).to(dtype)
+    w_down = (torch.randn(E, H, I, device=dev) / I ** 0.5).to(dtype)
+    return w_gate_up, w_down
+
+
+def routed(T, E, k, dev):
+    """Routing weights and duplicate-free ids as a router gives them (top-k of random logits)."""
+    return reference.moe_route(torch.randn(T, E, device=dev), k, True)
+
+
+def check_moe(x, w_gate_up, w_down, weights, ids, tol=None):
+    """fused_moe into a NaN-poisoned ``out`` against the reference, within ``tol`` (default: the dtype's)."""
+    out = torch.full(x.shape, float("nan"), dtype=x.dtype, device=x.device)
+    got = fused_moe(x, w_gate_up, w_down, weights, ids, out=out)
+    assert got is out
+    ref = reference.fused_moe(x, w_gate_up, w_down, weights, ids)
+    err = rel_err(out, ref)
+    if err >= (tol or TOL[x.dtype]):
+        worst = (out.double() - ref.double()).abs().argmax().item()
+        pytest.fail(f"relative error {err:.3g} (worst at {divmod(worst, x.shape[1])}: {out.flatten()[worst].item()} "
+                    f"vs {ref.flatten()[worst].item()})")
+
+
+# -- router ------------------------------------------------------------------------------------------------------
+
+ROUTE_CASES = [(E, k) for E in (4, 8, 60) for k in (1, 2, 8) if k <= E] + [(128, 8), (512, 16)]  # + Qwen3, the most
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dname)
+@pytest.mark.parametrize("E,k", [pytest.param(E, k, id=f"E{E}-k{k}") for E, k in ROUTE_CASES])
+@pytest.mark.parametrize("renormalize", [False, True], ids=["plain", "renorm"])
+def test_moe_route_matches_reference(E, k, renormalize, dtype):
+    dev = default_device()
+    logits = (torch.randn(7, E, device=dev) * 3).to(dtype)
+    weights, ids = moe_route(logits, k, renormalize)
+    ref_w, ref_i = reference.moe_route(logits, k, renormalize)
+    assert weights.shape == ids.shape == (7, k) and weights.dtype == torch.float32 and ids.dtype == torch.int32
+    assert torch.equal(ids, ref_i)
+    torch.testing.assert_close(weights, ref_w, atol=1e-6, rtol=1e-5)
+
+
+def test_moe_route_ties_take_the_lower_expert():
+    """Equal probabilities: the lower index first (the reference's stable sort; torch.topk's order among
+    ties is unspecified), into given buffers (poisoned), with a row of all-equal logits."""
+    dev = default_device()
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0, 2.0, 2.0, -1.0], [0.5] * 8], device=dev).half()
+    weights_out = torch.full((2, 4), float("nan"), device=dev)
+    ids_out = torch.full((2, 4), -7, dtype=torch.int32, device=dev)
+    weights, ids = moe_route(logits, 4, False, weights_out=weights_out, ids_out=ids_out)
+    assert weights is weights_out and ids is ids_out
+    assert ids.tolist() == [[1, 2, 4, 5], [0, 1, 2, 3]]
+    ref_w, ref_i = reference.moe_route(logits, 4, False)
+    assert torch.equal(ids, ref_i)
+    torch.testing.assert_close(weights, ref_w, atol=1e-6, rtol=1e-5)
+    assert torch.equal(weights[1], torch.full((4,), 0.125, device=dev))
+
+
+def test_moe_route_empty_and_errors():
+    dev = default_device()
+    weights, ids = moe_route(torch.randn(0, 8, device=dev), 2, True)
+    assert weights.shape == ids.shape == (0, 2)
+    logits = torch.randn(3, 8, device=dev)
+    cases = [
+        ((torch.randn(3, 8, 1, device=dev), 2), {}, "logits must be a \\[T, E\\] tensor"),
+        ((logits.double(), 2), {}, "logits must be float32, float16 or bfloat16, got torch.float64"),
+        ((torch.randn(2, 513, device=dev), 2), {}, "logits must have 1 to 512 experts"),
+        ((torch.randn(8, 3, device=dev).T, 2), {}, "logits needs a contiguous last dimension"),
+        ((logits, 0), {}, "top_k must be an int in \\[1, 8\\]"),
+        ((logits, 9), {}, "top_k must be an int in \\[1, 8\\].*got 9"),
+        ((logits, 2), {"weights_out": torch.empty(3, 2, device=dev, dtype=torch.float16)}, "weights_out must be"),
+        ((logits, 2), {"ids_out": torch.empty(3, 3, device=dev, dtype=torch.int32)}, "ids_out must be a \\[3, 2\\]"),
+        ((logits, 2), {"ids_out": torch.empty(2, 3, device=dev, dtype=torch.int32).T}, "ids_out needs a contiguous"),
+    ]
+    for args, kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            moe_route(*args, True, **kwargs)
+
+
+# -- experts -----------------------------------------------------------------------------------------------------
+
+MOE_SHAPES = [pytest.param(*s, id="T{}-E{}-k{}-H{}-I{}".format(*s))
+              for s in [(T, E, k, 48, 40) for T in (1, 3, 17) for E, k in ((4, 1), (8, 2))] + [(3, 8, 2, 128, 64)]]
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=dname)
+@pytest.mark.parametrize("T,E,k,H,I", MOE_SHAPES)
+def test_fused_moe_matches_reference(T, E, k, H, I, dtype, path):
+    """Both paths; H and I that the tiles do not divide (48, 40) and ones they do (128, 64)."""
+    dev = default_device()
+    torch.manual_seed(T * 100 + E)
+    x = torch.randn(T, H, device=dev).to(dtype)
+    check_moe(x, *experts(E, H, I, dtype, dev), *routed(T, E, k, dev))
+
+
+@pytest.mark.parametrize("T,E,k", [pytest.param(64, 8, 2, id="T64-E8-k2"), pytest.param(132, 4, 1, id="T132-E4-k1")])
+def test_fused_moe_sorted_by_default_for_many_slots(T, E, k):
+    """Past the threshold: the sorted path, several blocks a busy expert (BLOCK_M 16; 64 at 33 slots an
+    expert and more, the largest tile, recorded for the compile check)."""
+    dev = default_device()
+    H, I, dtype = 48, 40, torch.float16
+    assert T * k > moe.PER_SLOT_MAX_SLOTS_PER_EXPERT * E
+    x = torch.randn(T, H, device=dev).to(dtype)
+    check_moe(x, *experts(E, H, I, dtype, dev), *routed(T, E, k, dev))
+
+
+@pytest.mark.parametrize("path", [PATHS[0], pytest.param(PATHS[1], marks=pytest.mark.gpu)], indirect=True)
+def test_fused_moe_bf16(path):
+    """bf16 (the models' dtype): the sorted path's bf16 tl.dot only on a GPU (wrong in the interpreter). The
+    interpreter also truncates fp32 -> bf16 where the GPU and torch round to nearest (measured: half of
+    randn's values 1 ulp off), which doubles the error of act's three roundings: twice the tolerance there."""
+    dev = default_device()
+    T, E, k, H, I = 3, 8, 2, 48, 40
+    x = torch.randn(T, H, device=dev).bfloat16()
+    tol = TOL[torch.bfloat16] * (2 if interpreting() else 1)
+    check_moe(x, *experts(E, H, I, torch.bfloat16, dev), *routed(T, E, k, dev), tol=tol)
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+def test_fused_moe_uneven_routing(path):
+    """All tokens on expert 5 (first choice), the second choice among 0..2 only: experts 3, 4, 6, 7 get no
+    token; int64 ids as torch.topk gives them, ids and weights strided views, x rows of a wider buffer."""
+    dev = default_device()
+    T, E, k, H, I = 6, 8, 2, 48, 40
+    dtype = torch.float16
+    ids = torch.empty(k, T, dtype=torch.int64, device=dev).T                  # [T, k], strides (1, T)
+    ids[:, 0] = 5
+    ids[:, 1] = torch.randint(0, 3, (T,), device=dev)
+    weights = torch.rand(T, 2 * k, device=dev)[:, ::2]                       # [T, k], strides (2k, 2)
+    x = torch.randn(T, 2 * H, device=dev).to(dtype)[:, H:]
+    check_moe(x, *experts(E, H, I, dtype, dev), weights, ids)
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+def test_fused_moe_ids_out_of_range_add_nothing(path):
+    """Ids -1 and E never address memory: their slots add nothing (the reference's convention), the other
+    tokens are unaffected, a token with no valid id gets zeros."""
+    dev = default_device()
+    T, E, k, H, I = 5, 4, 2, 48, 40
+    dtype = torch.float32
+    weights, ids = routed(T, E, k, dev)
+    ids[1, 0] = -1
+    ids[3, 1] = E
+    ids[4] = torch.tensor([E + 1000, -(2 ** 31)], device=dev)
+    x = torch.randn(T, H, device=dev)
+    w_gate_up, w_down = experts(E, H, I, dtype, dev)
+    out = fused_moe(x, w_gate_up, w_down, weights, ids)
+    assert rel_err(out, reference.fused_moe(x, w_gate_up, w_down, weights, ids)) < TOL[dtype]
+    assert torch.equal(out[4], torch.zeros(H, device=dev))
+    keep = [0, 2]
+    assert rel_err(out[keep], reference.fused_moe(x[keep], w_gate_up, w_down, weights[keep], ids[keep])) < TOL[dtype]
+
+
+def test_sort_slots_groups_slots_by_expert():
+    """The sorted path's slot table: every slot once, in slot order within its expert, each expert's run
+    from a block boundary, blocks of one expert, -1 past the end and for the ids out of range."""
+    dev = default_device()
+    E, block_m = 4, 4
+    ids = torch.tensor([[2, 0], [2, 3], [0, 2], [2, 9], [2, -1], [2, 0]], dtype=torch.int32, device=dev)
+    sorted_slots, block_expert = moe._sort_slots(ids, E, block_m)
+    S = ids.numel()
+    assert sorted_slots.shape == ((S // block_m + min(E + 1, S)) * block_m,)
+    assert block_expert.tolist() == [0, 2, 2, 3, -1, -1, -1, -1]
+    assert sorted_slots.view(-1, block_m).tolist()[:5] == [
+        [1, 4, 11, S], [0, 2, 5, 6], [8, 10, S, S], [3, S, S, S], [7, 9, S, S]]
+    assert (sorted_slots[5 * block_m:] == S).all()
+
+
+def test_fused_moe_empty_and_default_out():
+    dev = default_device()
+    w_gate_up, w_down = experts(4, 48, 40, torch.float32, dev)
+    out = fused_moe(torch.randn(0, 48, device=dev), w_gate_up, w_down, torch.empty(0, 2, device=dev),
+                    torch.empty(0, 2, dtype=torch.int32, device=dev))
+    assert out.shape == (0, 48)
+    x = torch.randn(2, 48, device=dev)
+    weights, ids = routed(2, 4, 2, dev)
+    out = fused_moe(x, w_gate_up, w_down, weights, ids, pdl=False)
+    assert out.shape == (2, 48) and out.dtype == torch.float32
+    assert rel_err(out, reference.fused_moe(x, w_gate_up, w_down, weights, ids)) < TOL[torch.float32]
+
+
+def test_fused_moe_bad_input():
+    dev = default_device()
+    T, E, k, H, I = 3, 4, 2, 16, 8
+    x = torch.randn(T, H, device=dev)
+    wgu, wd = experts(E, H, I, torch.float32, dev)
+    weights, ids = routed(T, E, k, dev)
+    good = dict(x=x, w_gate_up=wgu, w_down=wd, weights=weights, ids=ids)
+    cases = [
+        ({"x": x.tolist()}, "x must be a torch.Tensor"),
+        ({"x": x[None]}, "x must be \\[T, H\\]"),
+        ({"x": x.to(torch.float64), "w_gate_up": wgu.double(), "w_down": wd.double()}, "x must be float32"),
+        ({"w_gate_up": wgu[:, :, :8]}, "w_gate_up must be \\[E, 2I, 16\\]"),
+        ({"w_gate_up": wgu[:, :15]}, "w_gate_up must be \\[E, 2I, 16\\]"),
+        ({"w_gate_up": wgu[:0], "w_down": wd[:0]}, "at least one expert"),
+        ({"w_down": wd[:, :, :4]}, "w_down must be \\[4, 16, 8\\]"),
+        ({"w_gate_up": wgu.half()}, "w_gate_up must have x's dtype torch.float32, got torch.float16"),
+        ({"w_down": wd.half()}, "w_down must have x's dtype"),
+        ({"weights": weights[:2]}, "weights must be \\[3, k\\]"),
+        ({"weights": torch.rand(T, E + 1, device=dev), "ids": torch.zeros(T, E + 1, dtype=torch.int32, device=dev)},
+         "weights must have 1 to E = 4 columns"),
+        ({"weights": weights.half()}, "weights must be float32"),
+        ({"ids": ids[:, :1]}, "ids must be \\[3, 2\\] like weights"),
+        ({"ids": ids.float()}, "ids must be int32 or int64"),
+        ({"w_down": torch.randn(E, I, H, device=dev).transpose(1, 2)}, "w_down needs a contiguous last dimension"),
+        ({"x": torch.randn(H, T, device=dev).T}, "x needs a contiguous last dimension"),
+        ({"ids": ids.to("meta")}, "ids must be on x's device"),
+    ]
+    for change, match in cases:
+        with pytest.raises(ValueError, match=match):
+            fused_moe(**dict(good, **change))
+    for out, match in [(torch.empty(T, H, device=dev).half(), "out must be a \\[3, 16\\] torch.float32"),
+                       (torch.empty(H, T, device=dev).T, "out needs a contiguous last dimension")]:
+        with pytest.raises(ValueError, match=match):
+            fused_moe(**good, out=out)
+
+
+@pytest.mark.skipif(interpreting(), reason="the GPU's compiled kernels at a model's shape")
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+def test_fused_moe_model_shape(path):
+    """Qwen3-30B-A3B's experts (E = 128, k = 8, H = 2048, I = 768) in bf16 at decode and prefill sizes."""
+    dev = default_device()
+    E, k, H, I = 128, 8, 2048, 768
+    w_gate_up, w_down = experts(E, H, I, torch.bfloat16, dev)
+    for T in (1, 5, 200):
+        x = torch.randn(T, H, device=dev).bfloat16()
+        check_moe(x, w_gate_up, w_down, *routed(T, E, k, dev))
+
+
+@pytest.mark.skipif(interpreting(), reason="CUDA graphs")
+@pytest.mark.parametrize("T", [2, 300], ids=["slot-T2", "sorted-T300"])
+def test_moe_in_a_cuda_graph(T):
+    """The router and the experts captured in a CUDA graph (the sorted path's slot sorting included: nothing
+    waits for the device or allocates by a value it computes), replayed on new inputs, equal eager calls."""
+    dev = default_device()
+    E, k, H, I = 16, 4, 256, 128
+    w_gate_up, w_down = experts(E, H, I, torch.bfloat16, dev)
+    router = (torch.randn(E, H, device=dev) / H ** 0.5).bfloat16()
+    x = torch.randn(T, H, device=dev).bfloat16()
+
+    def layer():
+        weights, ids = moe_route(x @ router.T, k, True)
+        return fused_moe(x, w_gate_up, w_down, weights, ids)
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        layer()  # compile outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = layer()
+    for _ in range(2):
+        x.copy_(torch.randn(T, H, device=dev))
+        out.fill_(float("nan"))
+        graph.replay()
+        expect = layer()
+        assert torch.equal(out, expect)
+
+
+@pytest.mark.parametrize("T,E,k", [pytest.param(160, 2, 1, id="a80"), pytest.param(256, 1, 1, id="a256")])
+def test_fused_moe_large_tiles(T, E, k):
+    """The sorted path's prefill tiles (BLOCK_M 128; at 256 slots an expert and more, 128-wide gate/up tiles),
+    chosen for 16-bit inputs (fp16 here: the interpreter's bf16 dots are broken)."""
+    dev = default_device()
+    H, I, dtype = 48, 40, torch.float16
+    tiles = moe.moe_tiles(T, k, H, I, E, dtype, dev)
+    assert tiles.block_m == 128 and tiles.up_n == (128 if T * k >= 256 * E else 64)
+    x = torch.randn(T, H, device=dev).to(dtype)
+    check_moe(x, *experts(E, H, I, dtype, dev), *routed(T, E, k, dev))
+
+
+@pytest.mark.parametrize("tiles", [
+    moe.MoeTiles(0, 4, 16, 16, 32, 4, 1, down_per_slot=True),
+    moe.MoeTiles(0, 8, 32, 8, 16, 2, 1),
+    moe.MoeTiles(16, 32, 16, 32, 16, 4, 2),
+], ids=["slot-per-slot-down", "slot-token-down", "sorted"])
+def test_fused_moe_given_tiles(tiles):
+    """``tiles`` sets the path (block_m 0: per slot) and every tile; a per-slot down sums its fp32 partials."""
+    dev = default_device()
+    T, E, k, H, I, dtype = 5, 4, 2, 48, 40, torch.float32
+    x = torch.randn(T, H, device=dev)
+    w_gate_up, w_down = experts(E, H, I, dtype, dev)
+    weights, ids = routed(T, E, k, dev)
+    ref = reference.fused_moe(x, w_gate_up, w_down, weights, ids)
+    out = fused_moe(x, w_gate_up, w_down, weights, ids, tiles=tiles)
+    assert rel_err(out, ref) < TOL[dtype]
+
+
+def test_moe_tiles_errors():
+    with pytest.raises(ValueError, match="MoeTiles: up_n must be a power of two, got 12"):
+        moe.MoeTiles(0, 12, 16, 16, 32, 4, 1)
+    with pytest.raises(ValueError, match=r"MoeTiles: block_m must be 0 \(per-slot path\) or >= 16"):
+        moe.MoeTiles(8, 16, 16, 16, 32, 4, 1)
+    with pytest.raises(ValueError, match="MoeTiles: num_warps must be a positive int"):
+        moe.MoeTiles(0, 16, 16, 16, 32, 0, 1)
+    with pytest.raises(ValueError, match="path must be None"):
+        moe.moe_tiles(1, 2, 48, 40, 4, torch.float32, torch.device("cpu"), "fast")
+    x = torch.randn(2, 48)
+    w_gate_up, w_down = experts(4, 48, 40, torch.float32, x.device)
+    with pytest.raises(ValueError, match="tiles must be a MoeTiles or None, got tuple"):
+        fused_moe(x, w_gate_up, w_down, *routed(2, 4, 2, x.device), tiles=(0, 4))
+    with pytest.raises(ValueError, match="path must be None"):
+        fused_moe(x, w_gate_up, w_down, *routed(2, 4, 2, x.device), path="fast")
