@@ -108,9 +108,10 @@ def bench_engine(bench: Bench, attention_backend: str, **engine_kwargs) -> dict:
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
         out["host_profile"] = buf.getvalue()
         print(out["host_profile"], flush=True)
-    for row in engine.model.linear.report:
-        print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s "
-              f"(cuBLAS {row['cublas_tbs']:.2f})", flush=True)
+    for row in engine.model.linear.report:  # (int4 rows time the int4 GEMVs only: no cuBLAS figure)
+        cublas = f"(cuBLAS {row['cublas_tbs']:.2f})" if "cublas_tbs" in row else f"({row.get('variant')})"
+        print(f"  linear {row['weight']:>12} m={row['m']}: {row['choice']:>16}  {row['best_tbs']:.2f} TB/s {cublas}",
+              flush=True)
     for row in engine.model.linear.chain_report:
         print(f"  linear chain m={row['m']}: graph {row['graph_ms']}, kept {row['kept']}", flush=True)
     out["invariance"] = invariance(bench, llm)
