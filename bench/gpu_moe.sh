@@ -12,10 +12,11 @@ part tests && { timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cachepro
   tests/models/test_moe.py tests/models/test_config.py "tests/engine/test_hf_parity.py" \
   "tests/models/test_linear.py::test_linear_tune_int4" > "$OUT/moe-tests-$GPU.log" 2>&1
 echo "moe tests rc=$? ($(tail -1 "$OUT/moe-tests-$GPU.log"))"; }
-part bench && { timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench moe ${MOE_ARGS:-} --out "$OUT/moe-$GPU.json" \
-  > "$OUT/moe-$GPU.log" 2>&1
+part bench && { timeout ${BENCH_TIMEOUT:-240} python3 -m tritium.bench moe ${MOE_ARGS:-} \
+  --out "$OUT/moe-$GPU.json" > "$OUT/moe-$GPU.log" 2>&1
 echo "bench moe rc=$?"; grep -E "checked|^ +T=" "$OUT/moe-$GPU.log" | tail -30; }
 part engine && { timeout ${ENGINE_TIMEOUT:-300} python3 -m tritium.bench engine --shape ${SHAPE:-qwen3-30b-a3b} \
   --systems tritium --batch ${BATCH:-64} --out "$OUT/engine-moe-$GPU.json" > "$OUT/engine-moe-$GPU.log" 2>&1
-echo "engine bench rc=$?"; grep -E "running|batch-1 step|ratio|weight_read|Error|error" "$OUT/engine-moe-$GPU.log" | tail -12; }
+echo "engine bench rc=$?"
+grep -E "running|batch-1 step|ratio|weight_read|Error|error" "$OUT/engine-moe-$GPU.log" | tail -12; }
 true

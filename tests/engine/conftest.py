@@ -141,7 +141,7 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
                     **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
-    if model_type in ("qwen3", "qwen3_moe"):  # norms start as ones: random weights, so that a norm applied wrongly shows
+    if model_type in ("qwen3", "qwen3_moe"):  # norms start as ones: random ones, so that a norm applied wrongly shows
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if "norm" in name:

@@ -30,7 +30,7 @@ from tritium.engine.parallel import (READY_KEY, TORCH_ALL_REDUCE_BYTES, Parallel
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
 
-from .conftest import PROMPTS, hf_greedy
+from .conftest import PROMPTS, hf_greedy, make_tiny_model
 
 pytestmark = pytest.mark.timeout(300)  # a hang fails the test, not CI
 
@@ -122,6 +122,16 @@ def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, mo
             assert parallel.torch_all_reduce_from == torch_from  # two ranks: never by the rule
             assert calls.get("tritium", 0) > 0
             assert (calls.get("torch", 0) > 0) == (torch_from is not None), calls
+
+
+def test_moe_greedy_under_tp(tmp_path, no_leaks, two_ranks):
+    """Mixtral's experts sharded over 2 ranks (each expert's intermediate size halved, the router replicated, the
+    partial sums all-reduced by tritium's collectives): transformers' tokens."""
+    hf = make_tiny_model(str(tmp_path), "mixtral")
+    with LLM(str(tmp_path), tensor_parallel_size=2, comm="tritium", **_kw()) as llm:
+        assert tuple(llm.engine.model.layers[0].moe.w_down.shape) == (4, 128, 48)  # E, H, I / 2
+        for prompt, ids in zip(PROMPTS, _tokens(llm)):
+            assert ids == hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens), prompt
 
 
 def test_torch_all_reduce_rule():
