@@ -239,6 +239,9 @@ def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> i
         # the split-KV workspace, and room for CUDA graphs.
         reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_num_seqs * mc.vocab_size * 4
                    + 64 * cfg.max_num_seqs * mc.q_size * 4 + (512 << 20))
+        if mc.num_experts:  # the experts' workspaces: a row of act and an fp32 output row per slot (ops.moe)
+            reserve += 2 * tokens * mc.num_experts_per_tok * (mc.moe_intermediate_size * model.dtype.itemsize
+                                                             + 4 * mc.hidden_size)
         budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
     else:
         budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)
