@@ -8,7 +8,7 @@ import torch
 from tritium.models.config import ModelConfig
 from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.models.moe import SparseMoeBlock
-from tritium.models.weights import LazyTensor
+from tritium.models.weights import LazyTensor, RandomWeights
 from tritium.ops import op_set, reference
 
 from .test_layers import LINEAR, assert_close, groups
@@ -135,3 +135,17 @@ def test_model_refuses_what_experts_cannot_run():
     with pytest.raises(ValueError, match="batch_invariant is not supported for mixture-of-experts models"):
         LlamaModel(cfg, **KW, options=ModelOptions(batch_invariant=True, attention_backend="triton",
                                                     op_backend="triton", linear_backend="invariant"))
+
+
+def test_random_weights_load_a_moe_model():
+    """The benchmarks' random weights name a mixture of experts' router and experts as Qwen3-MoE does; the model
+    takes all of them (and nothing is missing)."""
+    cfg = ModelConfig(model_type="qwen3_moe", vocab_size=32, hidden_size=H, intermediate_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+                      qk_norm=True, num_experts=E, num_experts_per_tok=K, moe_intermediate_size=I)
+    names = RandomWeights(cfg, "float32").shapes()
+    assert names["model.layers.1.mlp.experts.4.down_proj.weight"] == ((H, I), 0.02)
+    assert "model.layers.0.mlp.gate_proj.weight" not in names
+    model = LlamaModel(cfg, **KW)
+    model.load_weights(RandomWeights(cfg, "float32").iter("cpu"))  # raises on a missing or unexpected tensor
+    assert model.layers[1].moe.w_gate_up.abs().sum() > 0
