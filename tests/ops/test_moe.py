@@ -5,7 +5,7 @@ import torch
 
 from tritium.ops import moe, reference
 from tritium.ops.moe import fused_moe, moe_route
-from tritium.runtime import default_device, interpreting
+from tritium.runtime import default_device, interpreting, pdl_launch
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 PATHS = ["slot", "sorted"]
@@ -333,3 +333,19 @@ def test_moe_tiles_errors():
         fused_moe(x, w_gate_up, w_down, *routed(2, 4, 2, x.device), tiles=(0, 4))
     with pytest.raises(ValueError, match="path must be None"):
         fused_moe(x, w_gate_up, w_down, *routed(2, 4, 2, x.device), path="fast")
+
+
+@pytest.mark.parametrize("T,E,k,block_m", [(6, 4, 2, 4), (37, 8, 2, 16), (64, 128, 8, 16), (300, 3, 1, 32)],
+                         ids=["T6-E4-k2-m4", "T37-E8-k2-m16", "T64-E128-k8-m16", "T300-E3-k1-m32"])
+def test_align_kernel_equals_sort_slots(T, E, k, block_m):
+    """The one-program slot sorting (decode batches) writes _sort_slots' table element for element: random ids
+    with some out of range (-1, E, large), several chunks of 64 slots."""
+    dev = default_device()
+    g = torch.Generator(device="cpu").manual_seed(T)
+    ids = torch.randint(0, E, (T, k), generator=g, dtype=torch.int32)
+    ids.view(-1)[:: 7] = torch.tensor([-1, E, E + 100], dtype=torch.int32).repeat(T * k)[: len(ids.view(-1)[:: 7])]
+    ids = ids.to(dev)
+    want = moe._sort_slots(ids, E, block_m)
+    got = moe._align_slots(ids, E, block_m, pdl_launch(dev, False))
+    assert torch.equal(got[1], want[1]), (got[1], want[1])
+    assert torch.equal(got[0], want[0])

@@ -365,6 +365,84 @@ def _sum_slots(buf: torch.Tensor, out: torch.Tensor, k: int, pdl_kw: dict) -> No
         buf, out, buf.stride(0), out.stride(0), H, TOP_K=k, BLOCK=block, num_warps=4, **pdl_kw)
 
 
+# Slots up to which one program sorts them (_moe_align_kernel); above, torch ops (_sort_slots).
+# NOTE: a chunk of 64 slots a step, one gather and one scatter each: ~1-2 us a chunk, where _sort_slots' ~20
+# small launches cost ~30-40 us inside a graph (estimates; the engine's batch-64 step measures it).
+ALIGN_MAX_SLOTS = 2048
+
+
+@triton.jit
+def _moe_align_kernel(
+    # pointers
+    ids_ptr, sorted_ptr, block_expert_ptr, cursor_ptr,
+    # strides
+    stride_ids_t, stride_ids_k,
+    # sizes
+    S, E, num_blocks,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, E_PAD: tl.constexpr, CHUNK: tl.constexpr,
+    USE_PDL: tl.constexpr,
+):
+    """One program: :func:`_sort_slots`' table (the same, element for element) with a scratch ``cursor``
+    ``[E_PAD]``. Counts per expert (bucket E: ids out of range), each expert's run from a multiple of BLOCK_M,
+    the table filled with the sentinel S, each block's expert, then the slots placed chunk by chunk in slot
+    order: a slot's place = its expert's cursor + the earlier slots of its chunk with the same expert."""
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # the ids come from the router before
+        tl.extra.cuda.gdc_launch_dependents()
+    bins = tl.arange(0, E_PAD)                                                         # [E_PAD]
+    lanes = tl.arange(0, CHUNK)                                                        # [CHUNK]
+    counts = tl.zeros((E_PAD,), dtype=tl.int32)
+    for c0 in range(0, S, CHUNK):
+        s = c0 + lanes
+        ok = s < S
+        e = tl.load(ids_ptr + (s // TOP_K).to(tl.int64) * stride_ids_t + (s % TOP_K) * stride_ids_k, mask=ok,
+                    other=0)
+        e = tl.where((e >= 0) & (e < E), e, E).to(tl.int32)
+        counts += tl.sum(((e[:, None] == bins[None, :]) & ok[:, None]).to(tl.int32), axis=0)
+    padded = (counts + BLOCK_M - 1) // BLOCK_M * BLOCK_M
+    ends = tl.cumsum(padded, 0)                                                        # [E_PAD]
+    cursor = ends - padded
+    for p0 in range(0, num_blocks * BLOCK_M, CHUNK):
+        fill = S + tl.zeros((CHUNK,), dtype=tl.int32)
+        tl.store(sorted_ptr + p0 + lanes, fill, mask=p0 + lanes < num_blocks * BLOCK_M)
+    for b0 in range(0, num_blocks, CHUNK):
+        b = b0 + lanes
+        owner = tl.sum((ends[None, :] <= (b * BLOCK_M)[:, None]).to(tl.int32), axis=1)  # buckets that end before
+        tl.store(block_expert_ptr + b, tl.where(owner < E, owner, -1), mask=b < num_blocks)
+    tl.store(cursor_ptr + bins, cursor)
+    tl.debug_barrier()
+    for c0 in range(0, S, CHUNK):
+        s = c0 + lanes
+        ok = s < S
+        e = tl.load(ids_ptr + (s // TOP_K).to(tl.int64) * stride_ids_t + (s % TOP_K) * stride_ids_k, mask=ok,
+                    other=0)
+        e = tl.where((e >= 0) & (e < E), e, E).to(tl.int32)
+        earlier = tl.sum(((e[:, None] == e[None, :]) & (lanes[None, :] < lanes[:, None]) & ok[None, :])
+                         .to(tl.int32), axis=1)                                        # [CHUNK]
+        place = tl.load(cursor_ptr + e, mask=ok, other=0) + earlier
+        tl.store(sorted_ptr + place, s, mask=ok)
+        cursor += tl.sum(((e[:, None] == bins[None, :]) & ok[:, None]).to(tl.int32), axis=0)
+        tl.debug_barrier()  # every lane has read the cursors before they move
+        tl.store(cursor_ptr + bins, cursor)
+        tl.debug_barrier()
+
+
+def _align_slots(ids: torch.Tensor, E: int, block_m: int, pdl_kw: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_sort_slots`' table by one launch of :func:`_moe_align_kernel` (S <= ``ALIGN_MAX_SLOTS``)."""
+    T, k = ids.shape
+    S = T * k
+    blocks = S // block_m + min(E + 1, S)
+    sorted_slots = torch.empty(blocks * block_m, dtype=torch.int32, device=ids.device)
+    block_expert = torch.empty(blocks, dtype=torch.int32, device=ids.device)
+    e_pad = triton.next_power_of_2(E + 1)
+    cursor = torch.empty(e_pad, dtype=torch.int32, device=ids.device)
+    _moe_align_kernel[(1,)](
+        ids, sorted_slots, block_expert, cursor, ids.stride(0), ids.stride(1), S, E, blocks,
+        TOP_K=k, BLOCK_M=block_m, E_PAD=e_pad, CHUNK=64, num_warps=4, **pdl_kw)
+    return sorted_slots, block_expert
+
+
 def _sort_slots(ids: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The slots of ``ids`` ``[T, k]`` grouped by expert for the sorted kernels, with torch ops of static shapes
     that never wait for the device (CUDA-graph safe): (sorted_slots int32 ``[blocks * block_m]``, block_expert
@@ -562,7 +640,10 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
         if per_slot:
             _sum_slots(dst, out, k, pdl_kw)
         return out
-    sorted_slots, block_expert = _sort_slots(ids, E, tiles.block_m)
+    if S <= ALIGN_MAX_SLOTS and E < 1024:
+        sorted_slots, block_expert = _align_slots(ids, E, tiles.block_m, pdl_kw)
+    else:
+        sorted_slots, block_expert = _sort_slots(ids, E, tiles.block_m)
     blocks = block_expert.shape[0]
     buf = torch.empty((S, H), dtype=torch.float32, device=x.device)  # every row written by the down kernel
     precision = "ieee" if x.dtype == torch.float32 else None  # fp32 stays fp32 (no tf32)
