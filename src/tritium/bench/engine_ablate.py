@@ -113,7 +113,8 @@ def trace_step(engine: LLMEngine, replays: int = 3) -> dict:
         return {"error": f"{len(kernels)} kernels traced for {replays} replays"}
     n = len(kernels) // replays
     step = kernels[n: 2 * n] if replays > 2 else kernels[:n]
-    return {**summarize_step(step, f"context {out_seq_len}"), "seq_len": out_seq_len}
+    return {**summarize_step(step, f"context {out_seq_len}", by_order=not engine.model.config.num_experts),
+            "seq_len": out_seq_len}
 
 
 MB = 1 << 20

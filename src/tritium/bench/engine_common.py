@@ -222,20 +222,21 @@ def graph_launch_kernels(events: list[dict]) -> list[list[dict]]:
     return sorted(ordered, key=lambda g: g[0]["ts"])
 
 
-def summarize_step(step: list[dict], what: str = "") -> dict:
+def summarize_step(step: list[dict], what: str = "", *, by_order: bool = True) -> dict:
     """Where one step's time goes, from its kernels (``ts``/``dur`` in us, ordered by start).
 
     A kernel's exposed time is how far it moves the end of the step: its end minus the latest end of the
-    kernels before it (0 when it ends inside them). Summed by kernel (projections by their order in the
-    layer, the last one lm_head) it says where the step's time goes beyond the weight reads.
+    kernels before it (0 when it ends inside them). Summed by kernel (projections by their order in a dense
+    layer, the last one lm_head; ``by_order=False``: every kernel by its name, as for a mixture of experts,
+    whose layers run other projections) it says where the step's time goes beyond the weight reads.
     """
-    nproj = sum(1 for e in step if _is_projection(e["name"]))
+    nproj = sum(1 for e in step if by_order and _is_projection(e["name"]))
     by: dict[str, dict] = {}
     proj = 0
     latest_end = step[0]["ts"]
     for e in step:
         name = e["name"]
-        if _is_projection(name):
+        if by_order and _is_projection(name):
             label = "lm_head" if proj == nproj - 1 else PROJECTIONS[proj % 4]
             if "qkv_rope" in name:  # fuse_qkv_rope: the QKV GEMV with rope and the KV write inside
                 label += " (+ rope, KV write)"

@@ -170,9 +170,9 @@ class LlamaDecoderLayer:
                 raise ValueError(f"{name}: expected shape {tuple(norm.shape)} (head_dim), got {tuple(value.shape)}")
             norm.copy_(value)
             self._norms_loaded.add(name)
-        elif self.moe is not None and self.moe.load(name, tensor):
-            pass
-        elif name.rpartition(".")[0] in _PROJECTIONS and (self.moe is None or "mlp." not in name):
+        elif self.moe is not None and name.startswith(("mlp.", "block_sparse_moe.")):
+            return self.moe.load(name, tensor)  # every MLP tensor of a mixture of experts is the block's
+        elif name.rpartition(".")[0] in _PROJECTIONS:
             proj, _, kind = name.rpartition(".")
             attr, part = _PROJECTIONS[proj]
             if self.int4 is not None and kind in tensor_names(self.int4) + _INT4_EXTRA[self.int4.format]:

@@ -372,6 +372,20 @@ ALIGN_MAX_SLOTS = 2048
 
 
 @triton.jit
+def _chunk_experts(ids_ptr, stride_ids_t, stride_ids_k, s, S, E, TOP_K: tl.constexpr):
+    """Slots ``s`` (a chunk): (s, which are real, their experts; bucket E for ids outside [0, E))."""
+    ok = s < S
+    e = tl.load(ids_ptr + (s // TOP_K).to(tl.int64) * stride_ids_t + (s % TOP_K) * stride_ids_k, mask=ok, other=0)
+    return s, ok, tl.where((e >= 0) & (e < E), e, E).to(tl.int32)
+
+
+@triton.jit
+def _bin_counts(e, ok, bins):
+    """How many of the real slots of a chunk each bucket ``bins`` has."""
+    return tl.sum(((e[:, None] == bins[None, :]) & ok[:, None]).to(tl.int32), axis=0)
+
+
+@triton.jit
 def _moe_align_kernel(
     # pointers
     ids_ptr, sorted_ptr, block_expert_ptr, cursor_ptr,
@@ -394,12 +408,8 @@ def _moe_align_kernel(
     lanes = tl.arange(0, CHUNK)                                                        # [CHUNK]
     counts = tl.zeros((E_PAD,), dtype=tl.int32)
     for c0 in range(0, S, CHUNK):
-        s = c0 + lanes
-        ok = s < S
-        e = tl.load(ids_ptr + (s // TOP_K).to(tl.int64) * stride_ids_t + (s % TOP_K) * stride_ids_k, mask=ok,
-                    other=0)
-        e = tl.where((e >= 0) & (e < E), e, E).to(tl.int32)
-        counts += tl.sum(((e[:, None] == bins[None, :]) & ok[:, None]).to(tl.int32), axis=0)
+        s, ok, e = _chunk_experts(ids_ptr, stride_ids_t, stride_ids_k, c0 + lanes, S, E, TOP_K)
+        counts += _bin_counts(e, ok, bins)
     padded = (counts + BLOCK_M - 1) // BLOCK_M * BLOCK_M
     ends = tl.cumsum(padded, 0)                                                        # [E_PAD]
     cursor = ends - padded
@@ -413,16 +423,12 @@ def _moe_align_kernel(
     tl.store(cursor_ptr + bins, cursor)
     tl.debug_barrier()
     for c0 in range(0, S, CHUNK):
-        s = c0 + lanes
-        ok = s < S
-        e = tl.load(ids_ptr + (s // TOP_K).to(tl.int64) * stride_ids_t + (s % TOP_K) * stride_ids_k, mask=ok,
-                    other=0)
-        e = tl.where((e >= 0) & (e < E), e, E).to(tl.int32)
+        s, ok, e = _chunk_experts(ids_ptr, stride_ids_t, stride_ids_k, c0 + lanes, S, E, TOP_K)
         earlier = tl.sum(((e[:, None] == e[None, :]) & (lanes[None, :] < lanes[:, None]) & ok[None, :])
                          .to(tl.int32), axis=1)                                        # [CHUNK]
         place = tl.load(cursor_ptr + e, mask=ok, other=0) + earlier
         tl.store(sorted_ptr + place, s, mask=ok)
-        cursor += tl.sum(((e[:, None] == bins[None, :]) & ok[:, None]).to(tl.int32), axis=0)
+        cursor += _bin_counts(e, ok, bins)
         tl.debug_barrier()  # every lane has read the cursors before they move
         tl.store(cursor_ptr + bins, cursor)
         tl.debug_barrier()
