@@ -6,6 +6,8 @@ import torch
 from tritium import ops
 from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
+from tritium.ops import moe
+from tritium.ops.rms_norm import sum_rms_norm
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -47,6 +49,33 @@ def test_rms_norm(tokens, hidden, dtype, with_residual):
     assert rel_err(y, ref_y) < TOL[dtype]
     if with_residual:
         assert rel_err(h, ref_h) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,k,hidden", [(1, 8, 64), (5, 3, 1000), (0, 2, 64)], ids=lambda v: str(v))
+def test_sum_rms_norm(tokens, k, hidden, dtype):
+    """Each row's k fp32 parts summed (in order, rounded once), added to the residual and normed: bit for bit
+    the parts' sum rounded and then ops.rms_norm, and within the dtype's tolerance of the reference."""
+    dev = default_device()
+    parts = torch.randn(tokens * k, hidden, device=dev)
+    w = torch.randn(hidden, dtype=dtype, device=dev)
+    res = torch.randn(tokens, hidden, dtype=dtype, device=dev)
+    x = parts[0::k].clone()
+    for j in range(1, k):  # the kernel's order: fp32 adds, each exact IEEE
+        x += parts[j::k]
+    x = x.to(dtype)
+    ref_y, ref_h = reference.rms_norm(x, w, 1e-5, res.clone())
+    into = res.clone()
+    y, h = sum_rms_norm(parts, k, w, 1e-5, into)
+    assert h is into and y.shape == (tokens, hidden) and y.dtype == dtype
+    if tokens:
+        assert rel_err(y, ref_y) < TOL[dtype] and rel_err(h, ref_h) < TOL[dtype]
+    summed = torch.empty_like(res)
+    moe._sum_slots(parts, summed, k, {"USE_PDL": False})  # the two launches it replaces (both round as the device does)
+    two_y, two_h = ops.rms_norm(summed, w, 1e-5, res.clone())
+    assert torch.equal(y, two_y) and torch.equal(h, two_h)
+    with pytest.raises(ValueError, match="parts must be a \\[.*float32"):
+        sum_rms_norm(parts.to(dtype) if dtype != torch.float32 else parts[:, :-1], k, w, 1e-5, res.clone())
 
 
 

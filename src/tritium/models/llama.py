@@ -648,7 +648,13 @@ class LlamaModel:
                                        quantize=self._norm_quantizes(layer.gate_up_proj))
             last = i + 1 == len(self.layers)
             if layer.moe is not None:  # the router and the experts; their sum all-reduced with the norm after
-                normed, h = None, layer.moe.forward(x, linear, ops, reduce=reduce)
+                # one rank: the slots' sum, the residual add and the next norm in one launch (the step's last
+                # norm stays apart when weight prefetches must be joined before it)
+                if self.group.world_size == 1 and not (last and plan):
+                    nxt = self.norm if last else self._norm_weight(self.layers[i + 1].input_norm)
+                    normed, residual = layer.moe.forward_add_norm(x, linear, ops, residual, nxt, cfg.rms_norm_eps)
+                else:
+                    normed, h = None, layer.moe.forward(x, linear, ops, reduce=reduce)
                 if last:
                     prefetch("lm_head", self.lm_head.weight)
                 else:

@@ -129,6 +129,18 @@ class SparseMoeBlock:
             y = self.group.all_reduce(y)
         return y
 
+    def forward_add_norm(self, x: torch.Tensor, linear, ops, residual: torch.Tensor, norm_weight: torch.Tensor,
+                         eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` on one rank, then the residual add and the next RMSNorm (``ops.fused_moe_add_norm``:
+        the slots' sum, the add and the norm in one launch where the experts leave partial rows): (normed rows,
+        the residual, updated in place by the Triton ops)."""
+        if self.group.world_size > 1:
+            raise ValueError("forward_add_norm runs on one rank; with tensor parallelism the partial sums are "
+                             "all-reduced first (forward with reduce=False, then the group's fused all-reduce)")
+        logits = linear(x, self.router)
+        weights, ids = ops.moe_route(logits, self.top_k, self.renormalize)
+        return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, weights, ids, residual, norm_weight, eps)
+
     def weight_bytes(self, *, active: bool = True) -> int:
         """Bytes of weight this rank reads for one token: the router and ``top_k`` experts (``active=False``: every
         expert, what the layer holds)."""

@@ -33,6 +33,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.gemv import _silu_mul
+from tritium.ops.rms_norm import rms_norm, sum_rms_norm
 from tritium.runtime import max_shared_memory, pdl_launch, pipeline_stages
 
 # The router: one program holds a token's logits in registers.
@@ -64,7 +65,11 @@ def _moe_route_kernel(
     USE_PDL: tl.constexpr,
 ):
     """One program a token: fp32 softmax of its E logits, then TOP_K rounds of arg-max (the lowest index
-    among equal probabilities), each taking its expert out of the running."""
+    among equal probabilities), each taking its expert out of the running.
+
+    A round is one max-reduction of 64-bit keys (a probability's bits above the complement of its expert index:
+    for non-negative floats the bits order as the values do), not three (max, the lowest index holding it, the
+    weight): the reductions are the kernel's critical path (one warp's shuffles, ~0.1 us each)."""
     t = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_E)                                                       # [BLOCK_E]
     valid = cols < E
@@ -74,18 +79,22 @@ def _moe_route_kernel(
     x = tl.load(logits_ptr + t * stride_l_t + cols, mask=valid, other=-float("inf")).to(tl.float32)
     p = tl.where(valid, tl.exp(x - tl.max(x, axis=0)), 0.0)
     probs = p / tl.sum(p, axis=0)                                                      # [BLOCK_E]
-    # selection key: the probability; NaN (a row of NaN logits) ranks below every number (-1), experts
-    # taken -2, columns past E -3: each round takes a new expert in [0, E) whatever the logits
-    key = tl.where(valid, tl.where(probs == probs, probs, -1.0), -3.0)
+    # selection key, high word: the probability's bits; NaN (a row of NaN logits) ranks below every number
+    # (-1), experts taken -2, columns past E -3: each round takes a new expert in [0, E) whatever the logits.
+    # Low word: BLOCK_E - 1 - the index, so that the max takes the lowest index among equal probabilities.
+    bits = tl.where(valid, tl.where(probs == probs, probs.to(tl.int32, bitcast=True), -1), -3)
+    key = (bits.to(tl.int64) << 32) | (BLOCK_E - 1 - cols).to(tl.int64)               # [BLOCK_E]
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
     top_w = tl.zeros((BLOCK_K,), dtype=tl.float32)
     top_i = tl.zeros((BLOCK_K,), dtype=tl.int32)
     for j in tl.static_range(TOP_K):
         best = tl.max(key, axis=0)
-        idx = tl.min(tl.where(key == best, cols, BLOCK_E), axis=0)
-        top_w = tl.where(ks == j, tl.sum(tl.where(cols == idx, probs, 0.0), axis=0), top_w)
+        idx = (BLOCK_E - 1 - (best & 0xFFFFFFFF)).to(tl.int32)
+        hi = (best >> 32).to(tl.int32)
+        w = tl.where(hi >= 0, hi.to(tl.float32, bitcast=True), float("nan"))  # the NaN row: NaN weights
+        top_w = tl.where(ks == j, w, top_w)
         top_i = tl.where(ks == j, idx, top_i)
-        key = tl.where(cols == idx, -2.0, key)
+        key = tl.where(cols == idx, (-2 << 32) | (BLOCK_E - 1 - cols).to(tl.int64), key)
     if RENORMALIZE:
         top_w = top_w / tl.sum(top_w, axis=0)  # the entries past TOP_K are 0
     tl.store(weights_ptr + t * stride_w_t + ks, top_w, mask=ks < TOP_K)
@@ -207,33 +216,48 @@ def _moe_down_token_kernel(
     """Grid (S / SLOTS, cdiv(H, BLOCK_N)): program (p, n) writes ``out[p, cols] = sum_s rw[s] * act[s] Wd[e_s]^T``
     over its SLOTS slots s = p * SLOTS + jj for the BLOCK_N columns of tile n: each act chunk scaled by its routing
     weight, the slots' products in one fp32 accumulator, reduced and rounded once. SLOTS = TOP_K: a token's row of
-    the output; SLOTS = 1: one slot's weighted row (an fp32 partial, summed over the token's slots after)."""
+    the output; SLOTS = 1: one slot's weighted row (an fp32 partial, summed over the token's slots after).
+
+    The first slot's id, routing weight and weight chunk are requested before the PDL wait: the ids and weights
+    come from the router two launches before (the gate/up kernel this one follows waited for it before
+    releasing this one) and Wd is never written, so only act has to wait; the latency of the first DRAM reads
+    hides under the gate/up kernel's last programs."""
     p = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N] rows of Wd
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
     col_ok = cols < H
+    row_offs = cols.to(tl.int64)[:, None] * stride_w_n + ks[None, :]                   # [BLOCK_N, BLOCK_K]
+    # slot p * SLOTS: its expert, routing weight and first weight chunk
+    t = (p * SLOTS) // TOP_K
+    j = (p * SLOTS) % TOP_K
+    e = tl.load(ids_ptr + t * stride_ids_t + j * stride_ids_k)
+    rw = tl.load(rw_ptr + t * stride_rw_t + j * stride_rw_k)
+    ok = (e >= 0) & (e < E)
+    w_ptrs = w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e + row_offs
+    w = tl.load(w_ptrs, mask=ok & col_ok[:, None] & (ks < I)[None, :], other=0.0)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # act comes from the gate/up kernel before
         tl.extra.cuda.gdc_launch_dependents()
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for jj in range(SLOTS):
         s = p * SLOTS + jj
-        t = s // TOP_K
-        j = s % TOP_K
-        e = tl.load(ids_ptr + t * stride_ids_t + j * stride_ids_k)
-        rw = tl.load(rw_ptr + t * stride_rw_t + j * stride_rw_k)
-        ok = (e >= 0) & (e < E)
         k_end = tl.where(ok, I, 0)  # an id outside [0, E): the slot adds nothing
-        w_ptrs = (w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e
-                  + cols.to(tl.int64)[:, None] * stride_w_n + ks[None, :])            # [BLOCK_N, BLOCK_K]
         a_ptrs = act_ptr + s * stride_act_s + ks                                         # [BLOCK_K]
-        w = tl.load(w_ptrs, mask=ok & col_ok[:, None] & (ks < I)[None, :], other=0.0)
         for k0 in range(0, k_end, BLOCK_K):
             a = tl.load(a_ptrs + k0, mask=k0 + ks < I, other=0.0).to(tl.float32) * rw  # [BLOCK_K]
             w_next = tl.load(w_ptrs + (k0 + BLOCK_K), mask=col_ok[:, None] & (k0 + BLOCK_K + ks < I)[None, :],
                              other=0.0)
             acc += w.to(tl.float32) * a[None, :]
             w = w_next
+        # the next slot's expert, routing weight and first chunk (none after the last)
+        more = jj + 1 < SLOTS
+        t = (s + 1) // TOP_K
+        j = (s + 1) % TOP_K
+        e = tl.load(ids_ptr + t * stride_ids_t + j * stride_ids_k, mask=more, other=-1)
+        rw = tl.load(rw_ptr + t * stride_rw_t + j * stride_rw_k, mask=more, other=0.0)
+        ok = (e >= 0) & (e < E)
+        w_ptrs = w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e + row_offs
+        w = tl.load(w_ptrs, mask=ok & col_ok[:, None] & (ks < I)[None, :], other=0.0)
     out = tl.sum(acc, axis=1)                                                          # [BLOCK_N]
     tl.store(out_ptr + p * stride_out_t + cols, out.to(out_ptr.dtype.element_ty), mask=col_ok)
 
@@ -616,13 +640,48 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
     <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, else the sorted one (module docstring); ``path`` = "slot" or
     "sorted" forces one and ``tiles`` (:class:`MoeTiles`) sets every tile, its ``block_m`` the path (benchmarks,
     tuning)."""
-    T, H, I, E, k = _check_moe(x, w_gate_up, w_down, weights, ids, out)
-    if path not in (None, "slot", "sorted"):
-        raise ValueError(f"path must be None (chosen by the number of slots), 'slot' or 'sorted', got {path!r}")
+    T, H, _, _, _ = _check_moe(x, w_gate_up, w_down, weights, ids, out)
     if out is None:
         out = torch.empty((T, H), dtype=x.dtype, device=x.device)
+    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles)
+    if parts is not None:
+        _sum_slots(parts, out, weights.shape[1], pdl_launch(x.device, pdl))
+    return out
+
+
+def fused_moe_add_norm(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
+                       ids: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float, *,
+                       pdl: bool = True, path: str | None = None,
+                       tiles: MoeTiles | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`fused_moe` followed by the residual add and RMSNorm of the layer after it:
+    ``residual += fused_moe(x, ...)`` (rounded to x's dtype first, in place) and ``(rms_norm(residual), residual)``
+    returned, as :func:`tritium.ops.rms_norm.rms_norm` (x, residual) does. Where the experts leave fp32 partial
+    rows to sum (one token, or the sorted path), the sum, the add and the norm are one launch
+    (:func:`tritium.ops.rms_norm.sum_rms_norm`) instead of two. residual: ``[T, H]`` in x's dtype; norm_weight
+    ``[H]``."""
+    T, H, _, _, k = _check_moe(x, w_gate_up, w_down, weights, ids, None)
+    _check_out("residual", residual, (T, H), x.dtype, x.device)
+    if not isinstance(norm_weight, torch.Tensor) or tuple(norm_weight.shape) != (H,):
+        raise ValueError(f"norm_weight must be a [{H}] tensor, got {getattr(norm_weight, 'shape', norm_weight)!r}")
+    out = torch.empty((T, H), dtype=x.dtype, device=x.device)
+    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles)
+    if parts is not None:
+        return sum_rms_norm(parts, k, norm_weight, eps, residual, pdl=pdl)
+    return rms_norm(out, norm_weight, eps, residual, pdl=pdl)
+
+
+def _experts(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
+             ids: torch.Tensor, out: torch.Tensor, pdl: bool, path: str | None,
+             tiles: MoeTiles | None) -> torch.Tensor | None:
+    """The experts' launches of :func:`fused_moe` (operands checked): the output written into ``out``, or the
+    fp32 ``[T k, H]`` rows of each slot returned for the caller to sum (one token on the per-slot path, and the
+    sorted path)."""
+    (T, H), (E, I2, _), k = x.shape, w_gate_up.shape, weights.shape[1]
+    I = I2 // 2
+    if path not in (None, "slot", "sorted"):
+        raise ValueError(f"path must be None (chosen by the number of slots), 'slot' or 'sorted', got {path!r}")
     if T == 0:
-        return out
+        return None
     S = T * k
     if tiles is None:
         tiles = moe_tiles(T, k, H, I, E, x.dtype, x.device, path)
@@ -643,9 +702,7 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
             act.stride(0), w_down.stride(0), w_down.stride(1), ids.stride(0), ids.stride(1), weights.stride(0),
             weights.stride(1), dst.stride(0),
             H, I, E, TOP_K=k, SLOTS=1 if per_slot else k, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k, **launch)
-        if per_slot:
-            _sum_slots(dst, out, k, pdl_kw)
-        return out
+        return dst if per_slot else None
     if S <= ALIGN_MAX_SLOTS and E < 1024:
         sorted_slots, block_expert = _align_slots(ids, E, tiles.block_m, pdl_kw)
     else:
@@ -663,5 +720,4 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
         act.stride(0), w_down.stride(0), w_down.stride(1), weights.stride(0), weights.stride(1), buf.stride(0),
         H, I, S, TOP_K=k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k,
         DOT_PRECISION=precision, **launch)
-    _sum_slots(buf, out, k, pdl_kw)
-    return out
+    return buf

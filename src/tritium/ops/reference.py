@@ -183,3 +183,10 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
         y = act.float() @ w_down[e].float().T                            # [T, H]
         out += torch.where(hit.any(-1, keepdim=True), coef * y, 0.0)  # not 0 * y: y may overflow where not routed
     return out.to(x.dtype)
+
+
+def fused_moe_add_norm(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
+                       ids: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor,
+                       eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`fused_moe`, then :func:`rms_norm` of it plus ``residual``: (normed rows, the new residual)."""
+    return rms_norm(fused_moe(x, w_gate_up, w_down, weights, ids), norm_weight, eps, residual)

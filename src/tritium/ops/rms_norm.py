@@ -29,8 +29,10 @@ def _rms_norm_kernel(
     hidden, eps,
     # meta-parameters
     HAS_RESIDUAL: tl.constexpr, QUANT: tl.constexpr, FP8_MAX: tl.constexpr, BLOCK: tl.constexpr,
-    USE_PDL: tl.constexpr,
+    USE_PDL: tl.constexpr, SUM_ROWS: tl.constexpr = 0,
 ):
+    """Grid (T,): row t normed. SUM_ROWS > 0: x is fp32 ``[T * SUM_ROWS, H]`` and row t's x is the sum of its rows
+    ``t * SUM_ROWS + j`` in order of j, rounded to the residual's dtype (a mixture of experts' slots)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
@@ -44,7 +46,13 @@ def _rms_norm_kernel(
         tl.extra.cuda.gdc_wait()  # x and residual come from the kernels before
     # NOTE: all arithmetic in fp32 with explicit roundings to the input dtype where torch rounds: the
     # interpreter computes bf16 elementwise products wrongly (values ~1e33); fp32 is exact in both.
-    x = tl.load(x_ptr + row * stride_x_t + cols, mask=mask, other=0.0)                 # [BLOCK]
+    if SUM_ROWS:
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for j in tl.static_range(SUM_ROWS):
+            acc += tl.load(x_ptr + (row * SUM_ROWS + j) * stride_x_t + cols, mask=mask, other=0.0)
+        x = acc.to(residual_ptr.dtype.element_ty)                                      # [BLOCK]
+    else:
+        x = tl.load(x_ptr + row * stride_x_t + cols, mask=mask, other=0.0)             # [BLOCK]
     dtype = x.dtype
     xf = x.to(tl.float32)
     if HAS_RESIDUAL:
@@ -83,3 +91,21 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
             num_warps=4 if H <= 4096 else 8, **pdl_launch(x.device, pdl),
         )
     return (Fp8Rows(out, scale, x.dtype) if quantize else out), residual
+
+
+def sum_rms_norm(parts: torch.Tensor, k: int, weight: torch.Tensor, eps: float, residual: torch.Tensor, *,
+                 pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`rms_norm` of ``x + residual`` where row t of x is the sum of the k fp32 rows ``parts[t * k + j]`` (in
+    order of j, rounded once to residual's dtype): a mixture of experts' slots summed, added and normed in one
+    launch. parts ``[T * k, H]`` fp32; residual ``[T, H]`` (updated in place, returned); weight ``[H]``."""
+    T, H = residual.shape
+    if parts.dtype != torch.float32 or tuple(parts.shape) != (T * k, H) or parts.stride(1) != 1:
+        raise ValueError(f"parts must be a [{T * k}, {H}] float32 tensor (k = {k} rows a row of residual) with a "
+                         f"contiguous last dimension, got {list(parts.shape)} {parts.dtype}")
+    out = torch.empty_like(residual)
+    if T:
+        _rms_norm_kernel[(T,)](
+            parts, residual, weight, out, out, parts.stride(0), residual.stride(0), out.stride(0), H, eps,
+            HAS_RESIDUAL=True, QUANT=False, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
+            num_warps=4 if H <= 4096 else 8, SUM_ROWS=k, **pdl_launch(residual.device, pdl))
+    return out, residual
