@@ -125,6 +125,75 @@ def test_moe_route_empty_and_errors():
             moe_route(*args, True, **kwargs)
 
 
+NORM_ROUTE_CASES = [pytest.param(*c, id="T{}-E{}-k{}-H{}".format(*c))
+                    for c in [(1, 8, 2, 48), (3, 60, 8, 64), (1, 128, 8, 256), (5, 4, 1, 1000), (2, 8, 2, 8192)]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dname)
+@pytest.mark.parametrize("T,E,k,H", NORM_ROUTE_CASES)
+def test_moe_norm_route(T, E, k, H, dtype):
+    """The add, the norm, the router's logits and their top-k in one launch (several programs a token, the
+    last one writing): equal to rms_norm, the router projection rounded to the dtype and moe_route one after
+    the other: the new residual bit for bit what ops.rms_norm writes, the normed rows to rounding, the ids
+    those of the reference (16-bit: each pick within a rounding of the k-th); the counters left zero."""
+    dev = default_device()
+    torch.manual_seed(T * 1000 + E + H)
+    x = torch.randn(T, H, device=dev).to(dtype)
+    residual = torch.randn(T, H, device=dev).to(dtype)
+    norm_w = (torch.rand(H, device=dev) + 0.5).to(dtype)
+    router = (torch.randn(E, H, device=dev) * 2 / H ** 0.5).to(dtype)
+    counters = moe.norm_route_counters(8, dev)
+    into = residual.clone()
+    normed, h, weights, ids = moe.moe_norm_route(x, into, norm_w, 1e-6, router, k, True, counters)
+    assert h is into and not counters.any()
+    two_normed, two_h = rms_norm(x, norm_w, 1e-6, residual.clone())
+    # the residual bit for bit; the normed rows to the dtype's rounding (on a GPU the sum of squares is reduced
+    # by one warp here, by four in rms_norm: another order)
+    assert torch.equal(h, two_h) and rel_err(normed, two_normed) < TOL[dtype]
+    assert (normed.double() - two_normed.double()).abs().max() <= 2 * two_normed.double().abs().max() * TOL[dtype]
+    ref_w, ref_i = reference.moe_route(reference.linear(two_normed, router), k, True)
+    if dtype == torch.float32:  # products summed in another order: exact ids, weights to rounding
+        assert torch.equal(ids, ref_i)
+        torch.testing.assert_close(weights, ref_w, atol=1e-5, rtol=1e-4)
+    else:  # 16-bit logits: a sum in another order may round one to its neighbour and swap a near tie, so
+        # each pick must be within a rounding of the reference's k-th probability and weigh what it weighs there
+        probs = torch.softmax(reference.linear(two_normed, router).float(), -1)
+        picked = probs.gather(1, ids.long())
+        kth = probs.sort(-1, descending=True).values[:, k - 1:k]
+        assert (picked >= kth * 0.95).all()
+        assert all(len(set(row)) == k for row in ids.tolist())
+        torch.testing.assert_close(weights, picked / picked.sum(-1, keepdim=True), atol=2e-2, rtol=2e-2)
+        assert (ids == ref_i).float().mean() > 0.8
+    # a second launch on the same counters (as the next layer's): the same
+    again = moe.moe_norm_route(x, residual.clone(), norm_w, 1e-6, router, k, True, counters)
+    assert torch.equal(again[0], normed) and torch.equal(again[2], weights) and torch.equal(again[3], ids)
+
+
+def test_moe_norm_route_bad_input():
+    dev = default_device()
+    T, E, k, H = 2, 8, 2, 16
+    x = torch.randn(T, H, device=dev)
+    good = dict(x=x, residual=torch.randn(T, H, device=dev), norm_weight=torch.ones(H, device=dev), eps=1e-6,
+                router=torch.randn(E, H, device=dev), top_k=k, renormalize=True,
+                counters=moe.norm_route_counters(4, dev))
+    cases = [
+        ({"x": x[None]}, "x must be a \\[T, H\\]"),
+        ({"x": torch.randn(T, 8193, device=dev)}, "x must have 1 to 8192 columns"),
+        ({"residual": torch.randn(T + 1, H, device=dev)}, "residual must be a \\[2, 16\\]"),
+        ({"norm_weight": torch.ones(H + 1, device=dev)}, "norm_weight must be a \\[16\\]"),
+        ({"router": torch.randn(E, H + 1, device=dev)}, "router must be an \\[E, 16\\]"),
+        ({"router": torch.randn(E, H, device=dev).half()}, "router must be an .* torch.float32"),
+        ({"router": torch.randn(513, H, device=dev)}, "router must have 1 to 512 experts"),
+        ({"top_k": 9}, "top_k must be an int in \\[1, 8\\]"),
+        ({"counters": torch.zeros(1, dtype=torch.int32, device=dev)}, "counters must be int32 \\[>= 2\\]"),
+        ({"counters": torch.zeros(4, device=dev)}, "counters must be int32"),
+        ({"router": torch.randn(H, E, device=dev).T}, "router needs a contiguous last dimension"),
+    ]
+    for change, match in cases:
+        with pytest.raises(ValueError, match=match):
+            moe.moe_norm_route(**dict(good, **change))
+
+
 # -- experts -----------------------------------------------------------------------------------------------------
 
 MOE_SHAPES = [pytest.param(*s, id="T{}-E{}-k{}-H{}-I{}".format(*s))
@@ -355,19 +424,21 @@ def test_moe_in_a_cuda_graph(T):
 @pytest.mark.skipif(interpreting(), reason="CUDA graphs")
 @pytest.mark.parametrize("T", [1, 300], ids=["slot-T1", "sorted-T300"])
 def test_moe_add_norm_in_a_cuda_graph(T):
-    """The router, the experts and the add + norm after them captured (the down kernel's loads before its
-    PDL wait included), replayed on new inputs and residuals: equal to eager calls."""
+    """A MoE layer's decode chain captured: the add + norm + router + top-k (tickets reset by every launch),
+    the experts (the down kernel's loads before its PDL wait included) and the add + norm after them,
+    replayed on new inputs and residuals: equal to eager calls."""
     dev = default_device()
     E, k, H, I = 16, 4, 256, 128
     w_gate_up, w_down = experts(E, H, I, torch.bfloat16, dev)
     router = (torch.randn(E, H, device=dev) / H ** 0.5).bfloat16()
-    norm_w = (torch.rand(H, device=dev) + 0.5).bfloat16()
-    x = torch.randn(T, H, device=dev).bfloat16()
+    norm_w = (torch.rand(2, H, device=dev) + 0.5).bfloat16()
+    counters = moe.norm_route_counters(T, dev)
+    h = torch.randn(T, H, device=dev).bfloat16()
     residual = torch.empty(T, H, device=dev).bfloat16()
 
     def layer(res):
-        weights, ids = moe_route(x @ router.T, k, True)
-        return moe.fused_moe_add_norm(x, w_gate_up, w_down, weights, ids, res, norm_w, 1e-6)
+        x, res, weights, ids = moe.moe_norm_route(h, res, norm_w[0], 1e-6, router, k, True, counters)
+        return moe.fused_moe_add_norm(x, w_gate_up, w_down, weights, ids, res, norm_w[1], 1e-6)
 
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -377,14 +448,14 @@ def test_moe_add_norm_in_a_cuda_graph(T):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out, _ = layer(residual)
-    for _ in range(2):
-        x.copy_(torch.randn(T, H, device=dev))
+    for _ in range(3):
+        h.copy_(torch.randn(T, H, device=dev))
         start = torch.randn(T, H, device=dev).bfloat16()
         residual.copy_(start)
         out.fill_(float("nan"))
         graph.replay()
         expect, expect_res = layer(start.clone())
-        assert torch.equal(out, expect) and torch.equal(residual, expect_res)
+        assert torch.equal(out, expect) and torch.equal(residual, expect_res) and not counters.any()
 
 
 @pytest.mark.parametrize("T,E,k", [pytest.param(160, 2, 1, id="a80"), pytest.param(256, 1, 1, id="a256")])

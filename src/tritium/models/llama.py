@@ -642,19 +642,25 @@ class LlamaModel:
             prefetch("o_proj", layer.o_proj.weight)
             attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer, roped=roped)
             x = layer.o_proj.forward_add_norm(attn, residual, self._norm_weight(layer.post_norm), cfg.rms_norm_eps)
+            routed = None
             if x is None:
                 h = layer.o_proj.forward(attn, linear, reduce=reduce)
-                x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual,
-                                       quantize=self._norm_quantizes(layer.gate_up_proj))
+                if layer.moe is not None and layer.moe.routes_with_norm(T):  # the norm, router and top-k in one
+                    x, residual, routed = layer.moe.norm_route(h, ops, residual, self._norm_weight(layer.post_norm),
+                                                               cfg.rms_norm_eps)
+                else:
+                    x, residual = add_norm(h, self._norm_weight(layer.post_norm), residual,
+                                           quantize=self._norm_quantizes(layer.gate_up_proj))
             last = i + 1 == len(self.layers)
             if layer.moe is not None:  # the router and the experts; their sum all-reduced with the norm after
                 # one rank: the slots' sum, the residual add and the next norm in one launch (the step's last
                 # norm stays apart when weight prefetches must be joined before it)
                 if self.group.world_size == 1 and not (last and plan):
                     nxt = self.norm if last else self._norm_weight(self.layers[i + 1].input_norm)
-                    normed, residual = layer.moe.forward_add_norm(x, linear, ops, residual, nxt, cfg.rms_norm_eps)
+                    normed, residual = layer.moe.forward_add_norm(x, linear, ops, residual, nxt, cfg.rms_norm_eps,
+                                                                  routed=routed)
                 else:
-                    normed, h = None, layer.moe.forward(x, linear, ops, reduce=reduce)
+                    normed, h = None, layer.moe.forward(x, linear, ops, reduce=reduce, routed=routed)
                 if last:
                     prefetch("lm_head", self.lm_head.weight)
                 else:

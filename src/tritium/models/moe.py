@@ -19,11 +19,14 @@ import torch
 
 from tritium.models.layers import SINGLE, ParallelGroup, shard_range
 from tritium.models.weights import LazyTensor
+from tritium.ops.moe import NORM_ROUTE_MAX_HIDDEN, norm_route_counters
 
 # checkpoint names of one expert's projections inside a layer -> (the stacked weight, its part)
 # Mixtral: block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down); Qwen3-MoE: mlp.experts.{e}.*_proj
 _EXPERT_NAME = re.compile(r"(block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight")
 _EXPERT_PART = {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up", "w2": "down", "down_proj": "down"}
+# decode steps up to this many tokens norm and route in one launch (ops.moe_norm_route)
+NORM_ROUTE_MAX_TOKENS = 16
 _ROUTER_NAMES = ("block_sparse_moe.gate.weight", "mlp.gate.weight")
 # transformers 5 in memory (and checkpoints saved from it without conversion): the experts stacked already
 _STACKED_NAMES = {"mlp.experts.gate_up_proj": "gate_up", "mlp.experts.down_proj": "down",
@@ -57,6 +60,8 @@ class SparseMoeBlock:
         self.w_gate_up = torch.empty(num_experts, 2 * i, hidden_size, dtype=dtype, device=device)
         self.w_down = torch.empty(num_experts, hidden_size, i, dtype=dtype, device=device)
         self._loaded: set[str] = set()
+        # the tickets of ops.moe_norm_route (decode steps of up to NORM_ROUTE_MAX_TOKENS tokens), this layer's own
+        self.route_counters = norm_route_counters(NORM_ROUTE_MAX_TOKENS, device)
 
     # -- loading -------------------------------------------------------------------------------------------
     def load(self, name: str, tensor: torch.Tensor | LazyTensor) -> bool:
@@ -118,28 +123,47 @@ class SparseMoeBlock:
         return [n for n in ["router"] + experts if n not in self._loaded]
 
     # -- forward -------------------------------------------------------------------------------------------
-    def forward(self, x: torch.Tensor, linear, ops, *, reduce: bool = True) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, linear, ops, *, reduce: bool = True,
+                routed: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """x ``[T, H]`` -> ``[T, H]``: the router's logits (``linear``: the model's projection dispatch), its
         top_k (``ops.moe_route``) and the experts (``ops.fused_moe``). ``reduce``: all-reduce the partial sums
-        over the group (world_size > 1); False returns this rank's partial sum."""
-        logits = linear(x, self.router)
-        weights, ids = ops.moe_route(logits, self.top_k, self.renormalize)
-        y = ops.fused_moe(x, self.w_gate_up, self.w_down, weights, ids)
+        over the group (world_size > 1); False returns this rank's partial sum. ``routed``: x's (weights, ids)
+        where :meth:`norm_route` gave them."""
+        if routed is None:
+            routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
+        y = ops.fused_moe(x, self.w_gate_up, self.w_down, *routed)
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
 
     def forward_add_norm(self, x: torch.Tensor, linear, ops, residual: torch.Tensor, norm_weight: torch.Tensor,
-                         eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+                         eps: float, *, routed: tuple[torch.Tensor, torch.Tensor] | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`forward` on one rank, then the residual add and the next RMSNorm (``ops.fused_moe_add_norm``:
         the slots' sum, the add and the norm in one launch where the experts leave partial rows): (normed rows,
-        the residual, updated in place by the Triton ops)."""
+        the residual, updated in place by the Triton ops). ``routed``: x's (weights, ids), from
+        :meth:`norm_route`."""
         if self.group.world_size > 1:
             raise ValueError("forward_add_norm runs on one rank; with tensor parallelism the partial sums are "
                              "all-reduced first (forward with reduce=False, then the group's fused all-reduce)")
-        logits = linear(x, self.router)
-        weights, ids = ops.moe_route(logits, self.top_k, self.renormalize)
-        return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, weights, ids, residual, norm_weight, eps)
+        if routed is None:
+            routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
+        return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, *routed, residual, norm_weight, eps)
+
+    def routes_with_norm(self, tokens: int) -> bool:
+        """Whether :meth:`norm_route` takes a step of ``tokens`` tokens: decode sizes on one rank (a
+        tensor-parallel rank's router input comes from the fused all-reduce and norm)."""
+        return (self.group.world_size == 1 and 1 <= tokens <= NORM_ROUTE_MAX_TOKENS
+                and self.hidden_size <= NORM_ROUTE_MAX_HIDDEN)
+
+    def norm_route(self, x: torch.Tensor, ops, residual: torch.Tensor, norm_weight: torch.Tensor,
+                   eps: float) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """The residual add and RMSNorm before the block with the router's logits and top-k in one launch
+        (``ops.moe_norm_route``; :meth:`routes_with_norm` says where): (normed rows, the residual, (weights, ids)),
+        for :meth:`forward_add_norm`."""
+        normed, residual, weights, ids = ops.moe_norm_route(x, residual, norm_weight, eps, self.router, self.top_k,
+                                                            self.renormalize, self.route_counters)
+        return normed, residual, (weights, ids)
 
     def weight_bytes(self, *, active: bool = True) -> int:
         """Bytes of weight this rank reads for one token: the router and ``top_k`` experts (``active=False``: every

@@ -14,7 +14,8 @@
   :mod:`tritium.ops.quant` holds the quantization and its reference).
 - ``moe_route`` / ``fused_moe``: a mixture of experts' router (softmax top-k) and its routed SwiGLU experts,
   weighted and summed (per-slot GEMVs at decode, expert-sorted grouped GEMMs at prefill);
-  ``fused_moe_add_norm`` with the residual add and RMSNorm after it (the slots' sum inside the norm's launch).
+  ``fused_moe_add_norm`` with the residual add and RMSNorm after it (the slots' sum inside the norm's launch);
+  ``moe_norm_route``: the residual add and RMSNorm before the experts, the router's logits and top-k in one.
 
 :func:`op_set` bundles one backend's ops ("triton", or "torch": the references) for a model.
 """
@@ -30,7 +31,7 @@ from tritium.ops.activation import silu_and_mul
 from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.gemv import gemv
 from tritium.ops.logprobs import token_logprobs
-from tritium.ops.moe import fused_moe, fused_moe_add_norm, moe_route
+from tritium.ops.moe import fused_moe, fused_moe_add_norm, moe_norm_route, moe_route
 from tritium.ops.prefetch import WeightPrefetcher, prefetch_l2
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.rms_norm import rms_norm
@@ -39,7 +40,8 @@ from tritium.ops.sampling import greedy_advance, greedy_scratch
 
 __all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
            "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
-           "fused_moe_add_norm", "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set", "OP_BACKENDS"]
+           "fused_moe_add_norm", "moe_norm_route", "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set",
+           "OP_BACKENDS"]
 
 OP_BACKENDS = ("triton", "torch")
 
@@ -57,6 +59,7 @@ class OpSet:
     moe_route: Callable
     fused_moe: Callable
     fused_moe_add_norm: Callable
+    moe_norm_route: Callable
 
 
 def op_set(backend: str, *, pdl: bool = True) -> OpSet:
@@ -66,8 +69,9 @@ def op_set(backend: str, *, pdl: bool = True) -> OpSet:
         return OpSet("triton", functools.partial(rms_norm, pdl=pdl), functools.partial(rope, pdl=pdl),
                      functools.partial(rope_write_kv, pdl=pdl), functools.partial(silu_and_mul, pdl=pdl),
                      functools.partial(moe_route, pdl=pdl), functools.partial(fused_moe, pdl=pdl),
-                     functools.partial(fused_moe_add_norm, pdl=pdl))
+                     functools.partial(fused_moe_add_norm, pdl=pdl), functools.partial(moe_norm_route, pdl=pdl))
     if backend == "torch":
         return OpSet("torch", reference.rms_norm, reference.rope, reference.rope_write_kv, reference.silu_and_mul,
-                     reference.moe_route, reference.fused_moe, reference.fused_moe_add_norm)
+                     reference.moe_route, reference.fused_moe, reference.fused_moe_add_norm,
+                     reference.moe_norm_route)
     raise ValueError(f"op_backend must be one of {', '.join(OP_BACKENDS)}, got {backend!r}")

@@ -53,6 +53,45 @@ _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # -- router ------------------------------------------------------------------------------------------------------
 
 @triton.jit
+def _top_k(probs, valid, cols, TOP_K: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
+           RENORMALIZE: tl.constexpr):
+    """The TOP_K largest of ``probs`` ``[BLOCK_E]`` (non-negative or NaN where ``valid``) in descending order, the
+    lowest index first among equal ones: (weights ``[BLOCK_K]`` fp32, ids ``[BLOCK_K]`` int32; entries past TOP_K
+    0). TOP_K rounds of arg-max, each taking its expert out of the running; a NaN probability ranks below every
+    number and gets a NaN weight; with RENORMALIZE the weights are divided by their sum.
+
+    A round is one max-reduction of 64-bit keys (a probability's bits above the complement of its index: for
+    non-negative floats the bits order as the values do), not three (max, the lowest index holding it, the
+    weight): the reductions are the router's critical path (a warp's shuffles each)."""
+    # high word: the probability's bits; NaN -1, experts taken -2, columns past E -3 (each round takes a new
+    # expert in [0, E) whatever the logits); low word: BLOCK_E - 1 - the index (the max takes the lowest index)
+    bits = tl.where(valid, tl.where(probs == probs, probs.to(tl.int32, bitcast=True), -1), -3)
+    low = (BLOCK_E - 1 - cols).to(tl.int64)
+    key = (bits.to(tl.int64) << 32) | low                                               # [BLOCK_E]
+    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
+    top_w = tl.zeros((BLOCK_K,), dtype=tl.float32)
+    top_i = tl.zeros((BLOCK_K,), dtype=tl.int32)
+    for j in tl.static_range(TOP_K):
+        best = tl.max(key, axis=0)
+        idx = (BLOCK_E - 1 - (best & 0xFFFFFFFF)).to(tl.int32)
+        hi = (best >> 32).to(tl.int32)
+        top_w = tl.where(ks == j, tl.where(hi >= 0, hi.to(tl.float32, bitcast=True), float("nan")), top_w)
+        top_i = tl.where(ks == j, idx, top_i)
+        key = tl.where(cols == idx, (-2 << 32) | low, key)
+    if RENORMALIZE:
+        top_w = top_w / tl.sum(top_w, axis=0)  # the entries past TOP_K are 0
+    return top_w, top_i
+
+
+@triton.jit
+def _softmax_top_k(logits, valid, cols, TOP_K: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
+                   RENORMALIZE: tl.constexpr):
+    """:func:`_top_k` of the fp32 softmax of ``logits`` ``[BLOCK_E]`` (-inf past E)."""
+    p = tl.where(valid, tl.exp(logits - tl.max(logits, axis=0)), 0.0)
+    return _top_k(p / tl.sum(p, axis=0), valid, cols, TOP_K, BLOCK_E, BLOCK_K, RENORMALIZE)
+
+
+@triton.jit
 def _moe_route_kernel(
     # pointers
     logits_ptr, weights_ptr, ids_ptr,
@@ -64,12 +103,7 @@ def _moe_route_kernel(
     TOP_K: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, RENORMALIZE: tl.constexpr,
     USE_PDL: tl.constexpr,
 ):
-    """One program a token: fp32 softmax of its E logits, then TOP_K rounds of arg-max (the lowest index
-    among equal probabilities), each taking its expert out of the running.
-
-    A round is one max-reduction of 64-bit keys (a probability's bits above the complement of its expert index:
-    for non-negative floats the bits order as the values do), not three (max, the lowest index holding it, the
-    weight): the reductions are the kernel's critical path (one warp's shuffles, ~0.1 us each)."""
+    """One program a token: fp32 softmax of its E logits and their top-k (:func:`_top_k`)."""
     t = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_E)                                                       # [BLOCK_E]
     valid = cols < E
@@ -77,28 +111,63 @@ def _moe_route_kernel(
         tl.extra.cuda.gdc_wait()  # the logits come from the gate projection before
         tl.extra.cuda.gdc_launch_dependents()
     x = tl.load(logits_ptr + t * stride_l_t + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    p = tl.where(valid, tl.exp(x - tl.max(x, axis=0)), 0.0)
-    probs = p / tl.sum(p, axis=0)                                                      # [BLOCK_E]
-    # selection key, high word: the probability's bits; NaN (a row of NaN logits) ranks below every number
-    # (-1), experts taken -2, columns past E -3: each round takes a new expert in [0, E) whatever the logits.
-    # Low word: BLOCK_E - 1 - the index, so that the max takes the lowest index among equal probabilities.
-    bits = tl.where(valid, tl.where(probs == probs, probs.to(tl.int32, bitcast=True), -1), -3)
-    key = (bits.to(tl.int64) << 32) | (BLOCK_E - 1 - cols).to(tl.int64)               # [BLOCK_E]
-    ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
-    top_w = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    top_i = tl.zeros((BLOCK_K,), dtype=tl.int32)
-    for j in tl.static_range(TOP_K):
-        best = tl.max(key, axis=0)
-        idx = (BLOCK_E - 1 - (best & 0xFFFFFFFF)).to(tl.int32)
-        hi = (best >> 32).to(tl.int32)
-        w = tl.where(hi >= 0, hi.to(tl.float32, bitcast=True), float("nan"))  # the NaN row: NaN weights
-        top_w = tl.where(ks == j, w, top_w)
-        top_i = tl.where(ks == j, idx, top_i)
-        key = tl.where(cols == idx, (-2 << 32) | (BLOCK_E - 1 - cols).to(tl.int64), key)
-    if RENORMALIZE:
-        top_w = top_w / tl.sum(top_w, axis=0)  # the entries past TOP_K are 0
+    top_w, top_i = _softmax_top_k(x, valid, cols, TOP_K, BLOCK_E, BLOCK_K, RENORMALIZE)
+    ks = tl.arange(0, BLOCK_K)
     tl.store(weights_ptr + t * stride_w_t + ks, top_w, mask=ks < TOP_K)
     tl.store(ids_ptr + t * stride_ids_t + ks, top_i, mask=ks < TOP_K)
+
+
+@triton.jit
+def _moe_norm_route_kernel(
+    # pointers
+    x_ptr, res_ptr, nw_ptr, router_ptr, normed_ptr, logits_ptr, weights_ptr, ids_ptr, count_ptr,
+    # strides
+    stride_x_t, stride_res_t, stride_r_e, stride_n_t, stride_l_t, stride_w_t, stride_ids_t,
+    # sizes
+    H, E, eps,
+    # meta-parameters
+    TOP_K: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_E: tl.constexpr,
+    BLOCK_K: tl.constexpr, RENORMALIZE: tl.constexpr, PROGRAMS: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Grid (T, PROGRAMS): program (t, r) forms token t's ``h = x + residual`` and its RMSNorm (every program of
+    the token the same, from the same inputs) and the router logits of rows ``[r BLOCK_R, (r + 1) BLOCK_R)``,
+    rounded to x's dtype as the projection stores them, into ``logits``. The token's last program to finish (a
+    ticket on ``count[t]``, reset to 0 for the next launch) writes h into the residual (no program reads it after
+    that), the normed row and the softmax top-k of the token's logits. The router's rows and the norm's weight are
+    requested before the PDL wait (never written)."""
+    t = tl.program_id(0).to(tl.int64)
+    rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)                         # [BLOCK_R]
+    cols = tl.arange(0, BLOCK_H)                                                       # [BLOCK_H]
+    col_ok = cols < H
+    row_ok = rows < E
+    nw = tl.load(nw_ptr + cols, mask=col_ok, other=0.0)
+    wr = tl.load(router_ptr + rows.to(tl.int64)[:, None] * stride_r_e + cols[None, :],
+                 mask=row_ok[:, None] & col_ok[None, :], other=0.0)                   # [BLOCK_R, BLOCK_H]
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()  # x (the projection before) and the residual
+        tl.extra.cuda.gdc_launch_dependents()
+    x = tl.load(x_ptr + t * stride_x_t + cols, mask=col_ok, other=0.0)
+    dtype = x.dtype
+    # as rms_norm: h rounded to x's dtype, the normed row rounded before and after its weight
+    h = (x.to(tl.float32) + tl.load(res_ptr + t * stride_res_t + cols, mask=col_ok, other=0.0).to(tl.float32)).to(dtype)
+    hf = h.to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / H + eps)
+    y = ((hf * rstd).to(dtype).to(tl.float32) * nw.to(tl.float32)).to(dtype)          # [BLOCK_H]
+    logit = tl.sum(wr.to(tl.float32) * y.to(tl.float32)[None, :], axis=1).to(dtype)  # [BLOCK_R]
+    tl.store(logits_ptr + t * stride_l_t + rows, logit.to(tl.float32), mask=row_ok)
+    tl.debug_barrier()  # every thread's logits stored before the ticket releases them
+    done = tl.atomic_add(count_ptr + t, 1, sem="acq_rel", scope="gpu")
+    if done == PROGRAMS - 1:  # the token's other programs have stored their logits and read the residual
+        tl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")
+        tl.store(res_ptr + t * stride_res_t + cols, h, mask=col_ok)
+        tl.store(normed_ptr + t * stride_n_t + cols, y, mask=col_ok)
+        experts = tl.arange(0, BLOCK_E)
+        valid = experts < E
+        z = tl.load(logits_ptr + t * stride_l_t + experts, mask=valid, other=-float("inf"), cache_modifier=".cg")
+        top_w, top_i = _softmax_top_k(z, valid, experts, TOP_K, BLOCK_E, BLOCK_K, RENORMALIZE)
+        ks = tl.arange(0, BLOCK_K)
+        tl.store(weights_ptr + t * stride_w_t + ks, top_w, mask=ks < TOP_K)
+        tl.store(ids_ptr + t * stride_ids_t + ks, top_i, mask=ks < TOP_K)
 
 
 def _check_out(name: str, out: torch.Tensor, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
@@ -148,6 +217,79 @@ def moe_route(logits: torch.Tensor, top_k: int, renormalize: bool, *, weights_ou
         TOP_K=top_k, BLOCK_E=block_e, BLOCK_K=triton.next_power_of_2(top_k), RENORMALIZE=bool(renormalize),
         num_warps=max(1, block_e // 256), **pdl_launch(logits.device, pdl))
     return weights, ids
+
+
+# Rows of hidden size up to which moe_norm_route holds a row in registers.
+NORM_ROUTE_MAX_HIDDEN = 8192
+
+
+def norm_route_counters(tokens: int, device) -> torch.Tensor:
+    """The tickets of :func:`moe_norm_route` for up to ``tokens`` tokens: int32 zeros, left zero by every launch
+    (one buffer a caller, e.g. a layer: launches that may overlap need buffers of their own)."""
+    return torch.zeros(tokens, dtype=torch.int32, device=device)
+
+
+def moe_norm_route(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float,
+                   router: torch.Tensor, top_k: int, renormalize: bool, counters: torch.Tensor, *,
+                   pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The residual add and RMSNorm before a mixture of experts, its router's logits and their top-k, in one
+    launch: ``residual += x`` (in place, rounded to x's dtype), ``normed = rms_norm(residual)``, ``logits = normed
+    @ router^T`` (rounded to x's dtype) and ``moe_route(logits, top_k, renormalize)``; returns (normed, residual,
+    weights ``[T, top_k]`` fp32, ids ``[T, top_k]`` int32), as :func:`tritium.ops.rms_norm.rms_norm`, a projection
+    and :func:`moe_route` give them one after the other (reference: :func:`tritium.ops.reference.moe_norm_route`).
+
+    x, residual ``[T, H]`` (16-bit or fp32, contiguous last dimension), norm_weight ``[H]``, router ``[E, H]`` in
+    x's dtype, H up to ``NORM_ROUTE_MAX_HIDDEN``; ``counters``: :func:`norm_route_counters` for at least T tokens,
+    not used by another launch in flight. Grid (T, E / rows a program): each program norms its token's row and
+    computes some router rows; the token's last program to finish writes the residual, the normed row and the
+    top-k. Decode sizes: the router's rows are read once a token."""
+    for name, v in (("x", x), ("residual", residual), ("norm_weight", norm_weight), ("router", router),
+                    ("counters", counters)):
+        if not isinstance(v, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(v).__name__}")
+    if x.dim() != 2 or x.dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"x must be a [T, H] float32, float16 or bfloat16 tensor, got {list(x.shape)} {x.dtype}")
+    T, H = x.shape
+    if not 1 <= H <= NORM_ROUTE_MAX_HIDDEN:
+        raise ValueError(f"x must have 1 to {NORM_ROUTE_MAX_HIDDEN} columns (hidden size), got {H}")
+    _check_out("residual", residual, (T, H), x.dtype, x.device)
+    if tuple(norm_weight.shape) != (H,) or norm_weight.device != x.device:
+        raise ValueError(f"norm_weight must be a [{H}] tensor on {x.device}, got {list(norm_weight.shape)} on "
+                         f"{norm_weight.device}")
+    if router.dim() != 2 or router.shape[1] != H or router.dtype != x.dtype or router.device != x.device:
+        raise ValueError(f"router must be an [E, {H}] {x.dtype} tensor on {x.device}, got {list(router.shape)} "
+                         f"{router.dtype} on {router.device}")
+    E = router.shape[0]
+    if not 1 <= E <= MAX_EXPERTS:
+        raise ValueError(f"router must have 1 to {MAX_EXPERTS} experts (rows), got {E}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= min(E, MAX_TOP_K):
+        raise ValueError(f"top_k must be an int in [1, {min(E, MAX_TOP_K)}] (E = {E}, at most {MAX_TOP_K}), "
+                         f"got {top_k!r}")
+    if counters.dtype != torch.int32 or counters.dim() != 1 or counters.shape[0] < T or counters.device != x.device:
+        raise ValueError(f"counters must be int32 [>= {T}] on {x.device} (norm_route_counters), got "
+                         f"{counters.dtype} {list(counters.shape)} on {counters.device}")
+    for name, v in (("x", x), ("router", router)):
+        if H > 1 and v.stride(1) != 1:
+            raise ValueError(f"{name} needs a contiguous last dimension, got strides {v.stride()}")
+    normed = torch.empty((T, H), dtype=x.dtype, device=x.device)
+    logits = torch.empty((T, E), dtype=torch.float32, device=x.device)
+    weights = torch.empty((T, top_k), dtype=torch.float32, device=x.device)
+    ids = torch.empty((T, top_k), dtype=torch.int32, device=x.device)
+    if T == 0:
+        return normed, residual, weights, ids
+    block_h = triton.next_power_of_2(H)
+    # NOTE: a router row a program and a warp a 2048 columns (sm_90: 208 registers at 2048, no spills; two rows
+    # spill): the kernel is a chain of latencies, and one warp's reductions are shuffles where four warps' pass
+    # through shared memory behind barriers (measured on an H200 with 4 warps and 4 rows a program, bench/NOTES.md
+    # "Mixture of experts": 4.67 us exposed a layer against 4.3 for the three launches it replaced)
+    _moe_norm_route_kernel[(T, E)](
+        x, residual, norm_weight, router, normed, logits, weights, ids, counters,
+        x.stride(0), residual.stride(0), router.stride(0), normed.stride(0), logits.stride(0), weights.stride(0),
+        ids.stride(0), H, E, eps,
+        TOP_K=top_k, BLOCK_H=block_h, BLOCK_R=1, BLOCK_E=triton.next_power_of_2(E),
+        BLOCK_K=triton.next_power_of_2(top_k), RENORMALIZE=bool(renormalize), PROGRAMS=E,
+        num_warps=max(1, block_h // 2048), **pdl_launch(x.device, pdl))
+    return normed, residual, weights, ids
 
 
 # -- experts: per-slot path --------------------------------------------------------------------------------------

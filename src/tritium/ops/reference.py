@@ -185,6 +185,15 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
     return out.to(x.dtype)
 
 
+def moe_norm_route(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float,
+                   router: torch.Tensor, top_k: int, renormalize: bool,
+                   counters: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+    """:func:`rms_norm` of ``x + residual``, the router's logits of the normed rows (in x's dtype) and their
+    :func:`moe_route`: (normed, the new residual, weights, ids). ``counters``: the Triton op's, unused here."""
+    normed, h = rms_norm(x, norm_weight, eps, residual)
+    return (normed, h, *moe_route(linear(normed, router), top_k, renormalize))
+
+
 def fused_moe_add_norm(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
                        ids: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor]:

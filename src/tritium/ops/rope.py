@@ -14,12 +14,11 @@ import triton.language as tl
 from tritium.runtime import pdl_launch
 
 @triton.jit
-def _head_rms_norm(x1, x2, w_ptr, d, dmask, eps, HALF: tl.constexpr, dtype: tl.constexpr):
-    """RMSNorm of each row of [x1 | x2] (fp32 halves of heads, 0 outside the head) with weight w: the normed
-    value rounded to ``dtype``, times the weight, rounded again (as the reference), back in fp32."""
+def _head_rms_norm(x1, x2, w1, w2, eps, HALF: tl.constexpr, dtype: tl.constexpr):
+    """RMSNorm of each row of [x1 | x2] (fp32 halves of heads, 0 outside the head) with weight [w1 | w2] (fp32
+    ``[1, BLOCK_D]`` halves): the normed value rounded to ``dtype``, times the weight, rounded again (as the
+    reference), back in fp32."""
     rstd = tl.math.rsqrt((tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)) / (2 * HALF) + eps)[:, None]
-    w1 = tl.load(w_ptr + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
-    w2 = tl.load(w_ptr + HALF + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
     y1 = (w1 * (x1 * rstd).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
     y2 = (w2 * (x2 * rstd).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
     return y1, y2
@@ -44,43 +43,54 @@ def _rope_kernel(
     or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache).
     QK_NORM: each q and k head is first RMS-normed over its 2 * HALF elements with weights q_norm / k_norm
     (rounded as :func:`tritium.ops.reference.rms_norm`: the normed value, then its product with the weight)."""
+    d = tl.arange(0, BLOCK_D)
+    dmask = d < HALF
+    if QK_NORM:  # the head norms' weights are never written: requested before the wait
+        qw1 = tl.load(q_norm_ptr + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
+        qw2 = tl.load(q_norm_ptr + HALF + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
+        kw1 = tl.load(k_norm_ptr + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
+        kw2 = tl.load(k_norm_ptr + HALF + d, mask=dmask, other=0.0).to(tl.float32)[None, :]
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()  # q and k come from the projection before
     t = tl.program_id(0).to(tl.int64)
     pos = tl.load(positions_ptr + t).to(tl.int64)
-    d = tl.arange(0, BLOCK_D)
-    dmask = d < HALF
     cos = tl.load(cos_sin_ptr + pos * stride_cs_p + d, mask=dmask, other=0.0)[None, :]          # [1, BLOCK_D]
     sin = tl.load(cos_sin_ptr + pos * stride_cs_p + HALF + d, mask=dmask, other=0.0)[None, :]   # [1, BLOCK_D]
     h = tl.arange(0, BLOCK_H)
-    # q heads
+    # every load before the first store: a load after a store that may alias it waits for the store, so q, k and
+    # v loaded in turn between stores would be three round trips to memory on the kernel's path, not one
     qmask = (h[:, None] < num_q_heads) & dmask[None, :]
     q1_ptrs = q_ptr + t * stride_q_t + h[:, None] * stride_q_h + d[None, :]                   # [BLOCK_H, BLOCK_D]
-    # fp32 arithmetic (see _rms_norm_kernel), cos/sin rounded to q's dtype as torch does
     q1 = tl.load(q1_ptrs, mask=qmask, other=0.0)
+    q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0)
+    kmask = (h[:, None] < num_kv_heads) & dmask[None, :]
+    k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
+    k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
+    k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
+    if WRITE_KV:
+        slot = tl.load(slot_mapping_ptr + t)
+        v_ptrs = v_ptr + t * stride_v_t + h[:, None] * stride_v_h + d[None, :]
+        v1 = tl.load(v_ptrs, mask=kmask)
+        v2 = tl.load(v_ptrs + HALF, mask=kmask)
+    # q heads: fp32 arithmetic (see _rms_norm_kernel), cos/sin rounded to q's dtype as torch does
     dtype = q1.dtype
     q1 = q1.to(tl.float32)
-    q2 = tl.load(q1_ptrs + HALF, mask=qmask, other=0.0).to(tl.float32)
+    q2 = q2.to(tl.float32)
     if QK_NORM:
-        q1, q2 = _head_rms_norm(q1, q2, q_norm_ptr, d, dmask, eps, HALF, dtype)
+        q1, q2 = _head_rms_norm(q1, q2, qw1, qw2, eps, HALF, dtype)
     cq = cos.to(dtype).to(tl.float32)
     sq = sin.to(dtype).to(tl.float32)
     tl.store(q1_ptrs, (q1 * cq - q2 * sq).to(dtype), mask=qmask)
     tl.store(q1_ptrs + HALF, (q2 * cq + q1 * sq).to(dtype), mask=qmask)
     # k heads
-    kmask = (h[:, None] < num_kv_heads) & dmask[None, :]
-    k1_ptrs = k_ptr + t * stride_k_t + h[:, None] * stride_k_h + d[None, :]
-    k1 = tl.load(k1_ptrs, mask=kmask, other=0.0).to(tl.float32)
-    k2 = tl.load(k1_ptrs + HALF, mask=kmask, other=0.0).to(tl.float32)
     if QK_NORM:
-        k1, k2 = _head_rms_norm(k1, k2, k_norm_ptr, d, dmask, eps, HALF, dtype)
+        k1, k2 = _head_rms_norm(k1, k2, kw1, kw2, eps, HALF, dtype)
     k1_rot = (k1 * cq - k2 * sq).to(dtype)
     k2_rot = (k2 * cq + k1 * sq).to(dtype)
     tl.store(k1_ptrs, k1_rot, mask=kmask)
     tl.store(k1_ptrs + HALF, k2_rot, mask=kmask)
     if WRITE_KV:
-        slot = tl.load(slot_mapping_ptr + t)
         if (slot >= 0) & (slot < num_slots):
             blk = slot // block_size
             off = slot % block_size
@@ -88,11 +98,10 @@ def _rope_kernel(
                        + d[None, :])
             tl.store(kc_ptrs, k1_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             tl.store(kc_ptrs + HALF, k2_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
-            v_ptrs = v_ptr + t * stride_v_t + h[:, None] * stride_v_h + d[None, :]
             vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
                        + d[None, :])
-            tl.store(vc_ptrs, tl.load(v_ptrs, mask=kmask), mask=kmask)
-            tl.store(vc_ptrs + HALF, tl.load(v_ptrs + HALF, mask=kmask), mask=kmask)
+            tl.store(vc_ptrs, v1, mask=kmask)
+            tl.store(vc_ptrs + HALF, v2, mask=kmask)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
