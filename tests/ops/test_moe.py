@@ -23,8 +23,13 @@ def dname(dtype):
 
 @pytest.fixture
 def path(request, monkeypatch):
-    """Force fused_moe's path through the threshold (read at every call)."""
-    monkeypatch.setattr(moe, "PER_SLOT_MAX_SLOTS_PER_EXPERT", 10**9 if request.param == "slot" else 0)
+    """Force the path of fused_moe's calls that leave it to moe_tiles (path=None), whatever the shape."""
+    choose = moe.moe_tiles
+
+    def forced(T, k, H, I, E, dtype, device, path=None):
+        return choose(T, k, H, I, E, dtype, device, path or request.param)
+
+    monkeypatch.setattr(moe, "moe_tiles", forced)
     return request.param
 
 

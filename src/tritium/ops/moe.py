@@ -6,7 +6,7 @@ Token t goes to the k experts ``ids[t, :]`` with the routing weights ``weights[t
 pair is a *slot* ``s = t * k + j`` (S = T * k slots). Expert e holds ``w_gate_up[e]`` = [Wg; Wu] (``[2I, H]``)
 and ``w_down[e]`` (``[H, I]``). :func:`fused_moe` takes one of two paths by the number of slots:
 
-- per slot (S <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, decode): no sorting. :func:`_moe_up_slot_kernel` (grid:
+- per slot (one token, or S <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E = E / 2: decode): no sorting. :func:`_moe_up_slot_kernel` (grid:
   slots x I tiles) computes each slot's ``act = silu(x Wg^T) * (x Wu^T)`` tile GEMV-style into a workspace
   ``[S, I]``; :func:`_moe_down_token_kernel` (grid: tokens x H tiles) sums each token's k slots'
   ``weight * act @ Wd^T`` in fp32 and stores the output row once (no atomics: deterministic); at one token, a
@@ -41,11 +41,12 @@ MAX_EXPERTS = 512
 MAX_TOP_K = 16
 
 # NOTE: the per-slot path reads an expert once for every slot it has (programs of different slots share it
-# through L2 only by luck), the sorted one once a block; so the per-slot path while there are no more slots than
-# experts. Measured on an H200 (bench/probe_moe.py, cold, bf16, bench/NOTES.md "Mixture of experts"): per-slot
-# vs sorted, Qwen3-30B-A3B (E = 128, k = 8) T = 16 (128 slots) 224 vs 283 us, T = 32 373 vs 372; Mixtral-8x7B
-# (E = 8, k = 2) T = 4 (8 slots) 557 vs 647 us, T = 8 876 vs 674.
-PER_SLOT_MAX_SLOTS_PER_EXPERT = 1
+# through L2 only by luck), the sorted one once a block; so the per-slot path while there are at most half as many
+# slots as experts. Measured on an H200 (`python -m tritium.bench moe`, cold, bf16, bench/NOTES.md "Mixture of
+# experts"), per slot vs sorted since the sorted path's slot table is one Triton program: Qwen3-30B-A3B (E = 128,
+# k = 8) T = 8 (64 slots) 137 vs 142 us, T = 16 233 vs 212; Mixtral-8x7B (E = 8, k = 2) T = 2 (4 slots) 337 vs
+# 370, T = 4 482 vs 354. (Before it, with ~20 torch launches sorting the slots: per slot up to S = E.)
+PER_SLOT_MAX_SLOTS_PER_EXPERT = 0.5
 
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -676,8 +677,8 @@ class MoeTiles:
 
 def moe_tiles(T: int, k: int, H: int, I: int, E: int, dtype: torch.dtype, device: torch.device,
               path: str | None = None) -> MoeTiles:
-    """Tiles for :func:`fused_moe` by shape (path: S = T * k against ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, unless
-    ``path`` = "slot" or "sorted" forces one).
+    """Tiles for :func:`fused_moe` by shape (path: per slot for one token, whose slots are distinct experts, or
+    S = T * k <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E; unless ``path`` = "slot" or "sorted" forces one).
 
     NOTE: measured on an H200 (bench/probe_moe.py: 48 per-slot and 11 sorted candidates, cold, bf16, at the
     shapes of Qwen3-30B-A3B and Mixtral-8x7B, T = 1..8192; bench/NOTES.md "Mixture of experts"). Per-slot: gate/up
@@ -692,7 +693,7 @@ def moe_tiles(T: int, k: int, H: int, I: int, E: int, dtype: torch.dtype, device
     S = T * k
     if path not in (None, "slot", "sorted"):
         raise ValueError(f"path must be None (chosen by the number of slots), 'slot' or 'sorted', got {path!r}")
-    if path == "slot" or (path is None and S <= PER_SLOT_MAX_SLOTS_PER_EXPERT * E):
+    if path == "slot" or (path is None and (T == 1 or S <= PER_SLOT_MAX_SLOTS_PER_EXPERT * E)):
         up_n, up_k = (4, 512) if T <= 2 else (8, 256)
         down_n, down_k = (16, 256) if T == 1 else (8, 256)
         return MoeTiles(0, up_n, min(up_k, max(16, triton.next_power_of_2(H))), down_n,
@@ -778,8 +779,8 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
     (act rounded as transformers computes it in the model dtype: the products, the SiLU and act). A slot
     whose id is outside [0, E) adds nothing (see the module docstring). x, w_gate_up, w_down and ``out``
     need a contiguous last dimension; weights and ids any strides. T = 0 launches nothing. ``out``: where
-    to write the result. ``pdl``: programmatic dependent launch where supported. Per-slot path for S = T * k
-    <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, else the sorted one (module docstring); ``path`` = "slot" or
+    to write the result. ``pdl``: programmatic dependent launch where supported. Per-slot path for one token or S = T *
+    k <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, else the sorted one (module docstring); ``path`` = "slot" or
     "sorted" forces one and ``tiles`` (:class:`MoeTiles`) sets every tile, its ``block_m`` the path (benchmarks,
     tuning)."""
     T, H, _, _, _ = _check_moe(x, w_gate_up, w_down, weights, ids, out)
