@@ -3,17 +3,18 @@
 without an output tensor) loads to the same model: same greedy tokens as the safetensors directory."""
 
 import os
+import re
 
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from tritium import LLM, SamplingParams
 from tritium.models.rope import rope_inv_freq
 from tritium.models.weights import unpermute_rope
 
-from .conftest import PROMPTS
+from .conftest import PROMPTS, make_tiny_model
 
 gguf = pytest.importorskip("gguf")
 
@@ -23,7 +24,10 @@ NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm
          "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
          "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
          "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
-         "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight"}
+         "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+         "mlp.gate.weight": "ffn_gate_inp.weight", "block_sparse_moe.gate.weight": "ffn_gate_inp.weight"}
+EXPERT_NAMES = {"w1": "ffn_gate_exps.weight", "gate_proj": "ffn_gate_exps.weight", "w3": "ffn_up_exps.weight",
+                "up_proj": "ffn_up_exps.weight", "w2": "ffn_down_exps.weight", "down_proj": "ffn_down_exps.weight"}
 
 
 def llama_cpp_permute(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -42,17 +46,24 @@ def write_word_tokenizer(w, vocab_size: int) -> None:
     w.add_eos_token_id(2)
 
 
-def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None) -> None:
+def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) -> None:
     """Write the HF checkpoint in ``hf_dir`` as a GGUF file; ``write_metadata(writer, vocab_size)`` writes
-    the tokenizer metadata and any other keys a test needs (default: :func:`write_word_tokenizer`)."""
+    the tokenizer metadata and any other keys a test needs (default: :func:`write_word_tokenizer`). ``q8_0``:
+    GGUF names of tensors written quantized to Q8_0."""
     cfg = hf_model.config
-    arch = cfg.model_type
+    arch = {"mixtral": "llama", "qwen3_moe": "qwen3moe"}.get(cfg.model_type, cfg.model_type)  # llama.cpp's names
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w = gguf.GGUFWriter(out, arch)
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_feed_forward_length(cfg.intermediate_size)
+    experts = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        if arch == "qwen3moe":
+            w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_key_length(head_dim)
@@ -66,8 +77,13 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None) -> None:
     if rope.get("rope_type") == "llama3":
         base = rope_inv_freq(head_dim, rope["rope_theta"])
         w.add_tensor("rope_freqs.weight", (base / rope_inv_freq(head_dim, rope["rope_theta"], rope)).numpy())
+    stacked = {}  # (layer, GGUF name) -> {expert: array}: llama.cpp stacks every expert's projection
     for name, t in tensors.items():
         a = t.float().numpy()
+        m = re.fullmatch(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight", name)
+        if m:
+            stacked.setdefault((m.group(1), EXPERT_NAMES[m.group(3)]), {})[int(m.group(2))] = a
+            continue
         if name == "model.embed_tokens.weight":
             w.add_tensor("token_embd.weight", a)
         elif name == "model.norm.weight":
@@ -81,6 +97,13 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None) -> None:
             elif arch == "llama" and key.startswith("self_attn.k_proj"):
                 a = llama_cpp_permute(a, cfg.num_key_value_heads)
             w.add_tensor(f"blk.{layer}.{NAMES[key]}", a)
+    for (layer, key), by_expert in stacked.items():
+        a, name = np.stack([by_expert[e] for e in range(len(by_expert))]), f"blk.{layer}.{key}"
+        if name in q8_0:
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(name, gguf.quants.quantize(a, q8), raw_dtype=q8)
+        else:
+            w.add_tensor(name, a)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -107,3 +130,30 @@ def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
     assert llm.tokenizer.vocab_size == hf.config.vocab_size
+
+
+@pytest.mark.parametrize("model_type", ["mixtral", "qwen3_moe"])
+def test_gguf_moe_equals_safetensors(tmp_path, model_type):
+    """Mixtures of experts as llama.cpp writes them (Mixtral as the llama architecture with experts, Q/K
+    permuted; qwen3moe; every expert's projection stacked into one [E, ...] tensor, one of them quantized
+    to Q8_0 in both files): the same greedy tokens as the safetensors directory, the Triton path."""
+    hf_dir = str(tmp_path / "hf")
+    os.makedirs(hf_dir)
+    hf = make_tiny_model(hf_dir, model_type)
+    # layer 0's up projections quantized to Q8_0 in the GGUF file and rounded the same way in the directory
+    tensors = load_file(os.path.join(hf_dir, "model.safetensors"))
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    for name in [n for n in tensors if re.fullmatch(r"model\.layers\.0\..*experts\.\d+\.(w3|up_proj)\.weight", n)]:
+        rounded = gguf.quants.dequantize(gguf.quants.quantize(tensors[name].numpy(), q8), q8)
+        tensors[name] = torch.from_numpy(np.ascontiguousarray(rounded.reshape(tensors[name].shape)))
+    save_file(tensors, os.path.join(hf_dir, "model.safetensors"), metadata={"format": "pt"})
+    gguf_path = str(tmp_path / f"{model_type}.gguf")
+    write_gguf(hf_dir, hf, gguf_path, q8_0={"blk.0.ffn_up_exps.weight"})
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    from_dir = LLM(hf_dir, dtype=torch.float32).generate([PROMPTS[1], PROMPTS[3]], params)
+    llm = LLM(gguf_path, dtype=torch.float32)
+    cfg = llm.engine.model_config
+    assert (cfg.model_type, cfg.num_experts, cfg.num_experts_per_tok) == (
+        model_type, hf.config.num_local_experts, hf.config.num_experts_per_tok)
+    from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
+    assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]

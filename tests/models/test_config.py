@@ -70,9 +70,36 @@ def test_mixture_of_experts_refusals(fields, match):
         _config("qwen3_moe", **fields)
 
 
-def test_gguf_experts_are_refused():
-    meta = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
-            "llama.feed_forward_length": 128, "llama.attention.head_count": 4, "llama.expert_count": 8,
-            "llama.vocab_size": 32}
-    with pytest.raises(UnsupportedModelError, match=r"expert_count = 8\) are not supported"):
-        ModelConfig.from_gguf_metadata(meta, has_output_weight=True, has_qkv_bias=False)
+def test_gguf_experts():
+    """Mixtral as llama.cpp writes it (llama with experts) and qwen3moe read as mixtures of experts; shared
+    experts, sigmoid gating, a missing expert size or experts in another architecture refused by name."""
+    base = {"block_count": 2, "embedding_length": 64, "feed_forward_length": 128, "attention.head_count": 4,
+            "vocab_size": 32}
+
+    def meta(arch, **kv):
+        return {"general.architecture": arch, **{f"{arch}.{k}": v for k, v in {**base, **kv}.items()}}
+
+    cfg = ModelConfig.from_gguf_metadata(meta("llama", expert_count=8, expert_used_count=2), has_output_weight=True,
+                                         has_qkv_bias=False)
+    assert (cfg.model_type, cfg.num_experts, cfg.num_experts_per_tok, cfg.moe_intermediate_size,
+            cfg.norm_topk_prob) == ("mixtral", 8, 2, 128, True)
+    cfg = ModelConfig.from_gguf_metadata(meta("qwen3moe", expert_count=128, expert_used_count=8,
+                                              expert_feed_forward_length=48), has_output_weight=True,
+                                         has_qkv_bias=False, has_qk_norm=True)
+    assert (cfg.model_type, cfg.num_experts, cfg.num_experts_per_tok, cfg.moe_intermediate_size, cfg.norm_topk_prob,
+            cfg.qk_norm) == ("qwen3_moe", 128, 8, 48, True, True)
+    cfg = ModelConfig.from_gguf_metadata(meta("qwen3moe", expert_count=4, expert_used_count=2,
+                                              expert_feed_forward_length=48, expert_weights_norm=False),
+                                         has_output_weight=True, has_qkv_bias=False)
+    assert not cfg.norm_topk_prob
+    assert ModelConfig.from_gguf_metadata(meta("llama"), has_output_weight=True, has_qkv_bias=False).num_experts == 0
+    for m, match in [
+            (meta("qwen3moe"), "without qwen3moe.expert_count"),
+            (meta("qwen2", expert_count=8, expert_used_count=2), "qwen2 files with experts"),
+            (meta("llama", expert_count=8, expert_used_count=2, expert_shared_count=1), "shared experts"),
+            (meta("llama", expert_count=8, expert_used_count=2, expert_gating_func=2), "gating function 2"),
+            (meta("llama", expert_count=8), "expert_used_count"),
+            (meta("qwen3moe", expert_count=8, expert_used_count=2), "expert_feed_forward_length is missing"),
+            (meta("llama", expert_count=8, expert_used_count=9), "num_experts_per_tok must be in \\[1, num_experts")]:
+        with pytest.raises(UnsupportedModelError, match=match):
+            ModelConfig.from_gguf_metadata(m, has_output_weight=True, has_qkv_bias=False)

@@ -458,6 +458,29 @@ def test_lazy_tensor_indexing():
         RandomWeights(CONFIGS["llama"], "int8")
 
 
+@pytest.mark.parametrize("qtype", [Q.Q8_0, Q.F32], ids=["q8_0", "f32"])
+def test_gguf_stacked_experts_of_any_range(tmp_path, qtype):
+    """A 3-D tensor (a GGUF file's stacked experts [E, rows, columns]): any expert, row and column range (the
+    slices tensor-parallel shards take) equals the same slice of the whole tensor dequantised; quantisation
+    blocks cut by the column range."""
+    E, R, C = 3, 5, 2 * BLOCK
+    hf = np.random.default_rng(1).standard_normal((E, R, C)).astype(np.float32)
+    path = str(tmp_path / "e.gguf")
+    w = gguf.GGUFWriter(path, "qwen3moe")
+    w.add_tensor("blk.0.ffn_up_exps.weight", gguf.quants.quantize(hf, qtype), raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    t = gguf.GGUFReader(path).tensors[0]
+    lazy = GGUFTensor(t)
+    full = gguf.quants.dequantize(t.data, t.tensor_type).reshape(hf.shape)
+    assert np.abs(full - hf).max() <= (0.05 if qtype == Q.Q8_0 else 0)
+    assert lazy.shape == (E, R, C) and np.array_equal(lazy.materialize().numpy(), full)
+    for index in [np.s_[1:3], np.s_[:, 2:4], np.s_[:, :, 5:40], np.s_[2:3, 1:5, 33:64], np.s_[:, 4:5, :]]:
+        assert np.array_equal(lazy[index].numpy(), full[index]), index
+
+
 def test_smollm2_gguf_shards():
     """The default model (SmolLM2-135M: Q4_1 with a Q8_0 embedding, Q/K permuted; its first 3 layers) at
     world size 3."""

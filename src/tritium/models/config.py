@@ -26,8 +26,8 @@ _ARCHITECTURE_TO_TYPE = {
     "MixtralForCausalLM": "mixtral",
     "Qwen3MoeForCausalLM": "qwen3_moe",
 }
-# GGUF architectures (general.architecture): the dense ones; a GGUF file with experts is refused
-_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+# GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
+_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen3moe")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -167,17 +167,14 @@ class ModelConfig:
         def get(key, default=None):
             return meta.get(f"{arch}.{key}", default)
 
-        if get("expert_count"):
-            raise UnsupportedModelError(f"GGUF files of mixture-of-experts models ({arch}.expert_count = "
-                                        f"{get('expert_count')}) are not supported; load the Hugging Face checkpoint")
-
+        experts = _gguf_experts(arch, get)
         heads = int(get("attention.head_count"))
         hidden = int(get("embedding_length"))
         scaling = _gguf_rope_scaling(get)
         eos = meta.get("tokenizer.ggml.eos_token_id")
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
         return cls(
-            model_type=arch,
+            model_type=experts.pop("model_type", arch),
             vocab_size=int(vocab),
             hidden_size=hidden,
             intermediate_size=int(get("feed_forward_length")),
@@ -195,7 +192,40 @@ class ModelConfig:
             sliding_window=get("attention.sliding_window"),
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
             eos_token_ids=() if eos is None else (int(eos),),
+            **experts,
         )
+
+
+def _gguf_experts(arch: str, get) -> dict:
+    """ModelConfig's expert fields (and model type) from GGUF metadata: Mixtral (``llama`` with
+    ``expert_count``; experts of ``feed_forward_length``, weights renormalized) and Qwen3-MoE (``qwen3moe``;
+    ``expert_feed_forward_length``, weights renormalized unless ``expert_weights_norm`` says not, as llama.cpp
+    runs it). Shared experts, gating other than softmax and experts in other architectures are refused."""
+    count = int(get("expert_count") or 0)
+    if arch == "qwen3moe" and not count:
+        raise UnsupportedModelError("GGUF qwen3moe file without qwen3moe.expert_count")
+    if not count:
+        return {}
+    if arch not in ("llama", "qwen3moe"):
+        raise UnsupportedModelError(f"GGUF {arch} files with experts ({arch}.expert_count = {count}) are not "
+                                    f"supported; mixtures of experts: llama (Mixtral) and qwen3moe")
+    if get("expert_shared_count") or get("expert_shared_feed_forward_length"):
+        raise UnsupportedModelError(f"GGUF {arch}: shared experts ({arch}.expert_shared_count = "
+                                    f"{get('expert_shared_count')}) are not supported")
+    gating = get("expert_gating_func")
+    if gating not in (None, 1):  # llama.cpp: 1 softmax, 2 sigmoid, 3 softmax of the top k
+        raise UnsupportedModelError(f"GGUF {arch}: expert gating function {gating} is not supported (softmax, 1)")
+    used = get("expert_used_count")
+    if used is None:
+        raise UnsupportedModelError(f"GGUF {arch}: {arch}.expert_used_count (experts a token) is missing")
+    if arch == "llama":
+        return dict(model_type="mixtral", num_experts=count, num_experts_per_tok=int(used),
+                    moe_intermediate_size=int(get("feed_forward_length")), norm_topk_prob=True)
+    inter = get("expert_feed_forward_length")
+    if inter is None:
+        raise UnsupportedModelError("GGUF qwen3moe: qwen3moe.expert_feed_forward_length is missing")
+    return dict(model_type="qwen3_moe", num_experts=count, num_experts_per_tok=int(used),
+                moe_intermediate_size=int(inter), norm_topk_prob=bool(get("expert_weights_norm", True)))
 
 
 def _hf_experts(cfg: dict, model_type: str) -> dict:

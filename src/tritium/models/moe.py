@@ -29,8 +29,10 @@ _EXPERT_PART = {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up", 
 NORM_ROUTE_MAX_TOKENS = 16
 _ROUTER_NAMES = ("block_sparse_moe.gate.weight", "mlp.gate.weight")
 # transformers 5 in memory (and checkpoints saved from it without conversion): the experts stacked already
+# (and GGUF files, whose stacked gate and up projections come apart: tritium.models.weights names them so)
 _STACKED_NAMES = {"mlp.experts.gate_up_proj": "gate_up", "mlp.experts.down_proj": "down",
-                  "block_sparse_moe.experts.gate_up_proj": "gate_up", "block_sparse_moe.experts.down_proj": "down"}
+                  "block_sparse_moe.experts.gate_up_proj": "gate_up", "block_sparse_moe.experts.down_proj": "down",
+                  "mlp.experts.gate_proj": "gate", "mlp.experts.up_proj": "up"}
 
 
 class SparseMoeBlock:
@@ -89,11 +91,16 @@ class SparseMoeBlock:
         return True
 
     def _load_stacked(self, part: str, t: torch.Tensor | LazyTensor) -> None:
-        """transformers 5's stacked experts: ``gate_up_proj [E, 2 I, H]`` or ``down_proj [E, H, I]``."""
+        """Stacked experts: transformers 5's ``gate_up_proj [E, 2 I, H]`` or ``down_proj [E, H, I]``; a GGUF file's
+        ``gate_proj`` / ``up_proj [E, I, H]``."""
         E, H, I, (a, b) = self.num_experts, self.hidden_size, self.intermediate_size, self._cols
         i = b - a
         if part == "down":
             self._copy("experts.down", self.w_down, t, (E, H, I), lambda t: t[:, :, a:b])
+            return
+        if part in ("gate", "up"):
+            rows = slice(0, i) if part == "gate" else slice(i, 2 * i)
+            self._copy(f"experts.{part}", self.w_gate_up[:, rows], t, (E, I, H), lambda t: t[:, a:b])
             return
         self._copy("experts.gate_up", self.w_gate_up[:, :i], t, (E, 2 * I, H), lambda t: t[:, a:b])
         with torch.no_grad():
@@ -113,14 +120,14 @@ class SparseMoeBlock:
         self._loaded.add(part)
 
     def missing(self) -> list[str]:
-        """Names of the parts not loaded yet (``router``, ``experts.3.up`` ...)."""
-        if "experts.gate_up" in self._loaded:
-            experts = [] if "experts.down" in self._loaded else ["experts.down"]
-        else:
-            experts = [f"experts.{e}.{p}" for e in range(self.num_experts) for p in ("gate", "up", "down")]
-            if "experts.down" in self._loaded:
-                experts = [n for n in experts if not n.endswith(".down")]
-        return [n for n in ["router"] + experts if n not in self._loaded]
+        """Names of the parts not loaded yet (``router``, ``experts.3.up`` ...): each projection of the experts
+        loaded stacked (``experts.gate_up``, ``experts.gate`` ...) or expert by expert."""
+        loaded = self._loaded
+        stacked = {p for p in ("gate", "up", "down")
+                   if f"experts.{p}" in loaded or (p != "down" and "experts.gate_up" in loaded)}
+        names = ["router"] + [f"experts.{e}.{p}" for e in range(self.num_experts) for p in ("gate", "up", "down")
+                              if p not in stacked]
+        return [n for n in names if n not in loaded]
 
     # -- forward -------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, linear, ops, *, reduce: bool = True,

@@ -46,6 +46,11 @@ _GGUF_LAYER_NAMES = {
     "ffn_gate.weight": "mlp.gate_proj.weight",
     "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
+    # mixtures of experts: the router, and each projection of every expert stacked ([E, I, H] / [E, H, I])
+    "ffn_gate_inp.weight": "mlp.gate.weight",
+    "ffn_gate_exps.weight": "mlp.experts.gate_proj",
+    "ffn_up_exps.weight": "mlp.experts.up_proj",
+    "ffn_down_exps.weight": "mlp.experts.down_proj",
 }
 
 
@@ -301,23 +306,35 @@ class GGUFTensor(LazyTensor):
         return _to_torch(heads[start - h0 * d: stop - h0 * d])
 
     def _dequantize(self, bounds) -> np.ndarray:
-        """float32 ``[stop - start for each bound]`` of the HF-shaped tensor."""
-        gguf = _import_gguf()
+        """float32 ``[stop - start for each bound]`` of the HF-shaped tensor. A 3-D tensor (stacked experts,
+        ``[E, rows, columns]``) is read as the 2-D ``[E * rows, columns]`` it is stored as, expert by expert."""
         t = self._tensor
-        if self.ndim > 2:  # not in a Llama-family model: dequantise all of it
-            full = gguf.quants.dequantize(t.data, t.tensor_type).reshape(self.shape)
-            return full[tuple(slice(a, b) for a, b in bounds)].astype(np.float32)
+        shape = [b - a for a, b in bounds]
+        if self.ndim > 3:
+            raise ValueError(f"GGUF tensor {t.name!r} has {self.ndim} dimensions; at most 3 are read")
+        if self.ndim == 3:
+            E, R = self.shape[:2]
+            data = t.data.reshape(E * R, -1)
+            (e0, e1), (r0, r1), cols = bounds
+            arr = np.stack([self._rows(data, (e * R + r0, e * R + r1), cols) for e in range(e0, e1)]) if e1 > e0 \
+                else np.zeros(shape, np.float32)
+            return arr.reshape(shape)
         data = t.data.reshape(1, -1) if self.ndim == 1 else t.data   # [rows, elements or bytes of a row]
-        (r0, r1), (c0, c1) = ((0, 1), bounds[0]) if self.ndim == 1 else bounds
+        rows, cols = ((0, 1), bounds[0]) if self.ndim == 1 else bounds
+        return self._rows(data, rows, cols).reshape(shape)
+
+    def _rows(self, data: np.ndarray, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        """float32 ``[r1 - r0, c1 - c0]`` of the 2-D stored ``data`` ([rows, elements or bytes of a row])."""
+        gguf = _import_gguf()
+        (r0, r1), (c0, c1), kind = rows, cols, self._tensor.tensor_type
         if data.dtype == np.uint8:  # quantised: a row is blocks of `block` values in `nbytes` bytes
-            block, nbytes = gguf.GGML_QUANT_SIZES[t.tensor_type]
+            block, nbytes = gguf.GGML_QUANT_SIZES[kind]
             b0, b1 = c0 // block, -(-c1 // block)
             raw = np.ascontiguousarray(data[r0:r1, b0 * nbytes: b1 * nbytes])
-            arr = gguf.quants.dequantize(raw, t.tensor_type)[:, c0 - b0 * block: c1 - b0 * block]
+            arr = gguf.quants.dequantize(raw, kind)[:, c0 - b0 * block: c1 - b0 * block]
         else:
-            arr = gguf.quants.dequantize(data[r0:r1, c0:c1], t.tensor_type)
-        shape = [b - a for a, b in bounds]
-        return arr.astype(np.float32, copy=False).reshape(shape)
+            arr = gguf.quants.dequantize(data[r0:r1, c0:c1], kind)
+        return arr.astype(np.float32, copy=False)
 
 
 def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, lazy: bool = False
@@ -328,7 +345,7 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
     ``rope_freqs.weight`` (Llama 3.1+ files: llama3 rope scaling as per-frequency factors) comes out as
     ``rope_freqs``; the model divides its rope inverse frequencies by it, as llama.cpp does.
     """
-    permuted = config.model_type in ("llama", "mistral")
+    permuted = config.model_type in ("llama", "mistral", "mixtral")  # llama.cpp's llama architecture
     layer = re.compile(r"blk\.(\d+)\.(.+)")
     for t in _progress(reader.tensors, len(reader.tensors), "dequantising weights", progress):
         rope_heads = None
