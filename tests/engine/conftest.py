@@ -46,6 +46,8 @@ TINY_MOE = {
                     rope=(10000.0, None)),
     "qwen3_moe": dict(TINY["qwen3"], intermediate_size=256, moe_intermediate_size=64, num_experts=8,
                       num_experts_per_tok=3, norm_topk_prob=True),
+    "qwen2_moe": dict(TINY["qwen2"], intermediate_size=256, moe_intermediate_size=64, num_experts=8,
+                      num_experts_per_tok=3, norm_topk_prob=False, shared_expert_intermediate_size=96),
 }
 
 
@@ -129,6 +131,7 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
            "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
            "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
            "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
+           "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM),
            "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM)}[model_type]
     kwargs = dict(TINY_MOE[model_type] if model_type in TINY_MOE else TINY["llama" if model_type == "mistral"
                                                                             else model_type])

@@ -45,7 +45,10 @@ def test_sliding_window_matches_transformers(tmp_path, model_type, window):
     ("mixtral", {}, "torch"), ("mixtral", {}, "triton"), ("qwen3_moe", {}, "torch"), ("qwen3_moe", {}, "triton"),
     # the top-k router weights as they are, not summing to 1 (the kernels' tests cover it under the interpreter)
     ("qwen3_moe", dict(norm_topk_prob=False), "torch"),
-], ids=["mixtral-torch", "mixtral-triton", "qwen3_moe-torch", "qwen3_moe-triton", "qwen3_moe-unnormed-torch"])
+    # Qwen2-MoE: QKV bias, the top-k weights unnormalized, a shared expert gated by a sigmoid
+    ("qwen2_moe", {}, "torch"), ("qwen2_moe", {}, "triton"),
+], ids=["mixtral-torch", "mixtral-triton", "qwen3_moe-torch", "qwen3_moe-triton", "qwen3_moe-unnormed-torch",
+        "qwen2_moe-torch", "qwen2_moe-triton"])
 def test_moe_greedy_matches_transformers(tmp_path, model_type, overrides, backend):
     """Mixtures of experts: prompts of 1-19 tokens (the experts' sorted prefill path and their per-token decode
     path) and 8 new tokens each, token for token as transformers."""
@@ -53,8 +56,11 @@ def test_moe_greedy_matches_transformers(tmp_path, model_type, overrides, backen
     llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend=backend, op_backend=backend,
               linear_backend=backend)
     cfg = llm.engine.model_config
-    assert (cfg.num_experts, cfg.norm_topk_prob) == (hf.config.num_local_experts, model_type == "mixtral" or
-                                                     overrides.get("norm_topk_prob", True))
+    experts = getattr(hf.config, "num_local_experts", None) or hf.config.num_experts
+    assert (cfg.num_experts, cfg.norm_topk_prob) == (experts, model_type == "mixtral" or
+                                                     overrides.get("norm_topk_prob", model_type != "qwen2_moe"))
+    assert cfg.shared_expert_intermediate_size == (96 if model_type == "qwen2_moe" else 0)
+    assert cfg.attention_bias == (model_type == "qwen2_moe")
     outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
     for prompt, out in zip(PROMPTS, outs):
         assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS), f"{model_type} prompt {prompt!r}"

@@ -124,12 +124,18 @@ def test_greedy_equals_tp1_and_transformers(tiny_models, reference, no_leaks, mo
             assert (calls.get("torch", 0) > 0) == (torch_from is not None), calls
 
 
-def test_moe_greedy_under_tp(tmp_path, no_leaks, two_ranks):
-    """Mixtral's experts sharded over 2 ranks (each expert's intermediate size halved, the router replicated, the
-    partial sums all-reduced by tritium's collectives): transformers' tokens."""
-    hf = make_tiny_model(str(tmp_path), "mixtral")
+@pytest.mark.parametrize("model_type", ["mixtral", "qwen2_moe"])
+def test_moe_greedy_under_tp(tmp_path, no_leaks, two_ranks, model_type):
+    """Mixtral's experts (Qwen2-MoE's, with its shared expert) sharded over 2 ranks (each expert's intermediate
+    size halved, the router and the shared expert's gate replicated, the partial sums all-reduced by tritium's
+    collectives): transformers' tokens."""
+    hf = make_tiny_model(str(tmp_path), model_type)
     with LLM(str(tmp_path), tensor_parallel_size=2, comm="tritium", **_kw()) as llm:
-        assert tuple(llm.engine.model.layers[0].moe.w_down.shape) == (4, 128, 48)  # E, H, I / 2
+        moe = llm.engine.model.layers[0].moe
+        if model_type == "mixtral":
+            assert tuple(moe.w_down.shape) == (4, 128, 48)  # E, H, I / 2
+        else:
+            assert tuple(moe.w_down.shape) == (8, 128, 32) and tuple(moe.shared["down"].shape) == (128, 48)
         for prompt, ids in zip(PROMPTS, _tokens(llm)):
             assert ids == hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens), prompt
 

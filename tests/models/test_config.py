@@ -11,7 +11,8 @@ BASE = dict(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_la
 
 def _config(model_type, **fields):
     arch = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "mistral": "MistralForCausalLM",
-            "mixtral": "MixtralForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}[model_type]
+            "mixtral": "MixtralForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
+            "qwen2_moe": "Qwen2MoeForCausalLM"}[model_type]
     return ModelConfig.from_hf_dict(dict(BASE, model_type=model_type, architectures=[arch], **fields))
 
 
@@ -56,6 +57,19 @@ def test_mixture_of_experts_fields():
                 qwen.qk_norm) == (128, 8, 64, True, True)
     assert not _config("qwen3_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64).norm_topk_prob
     assert _config("qwen3", num_experts=4).num_experts == 0  # a dense model's stray field is not read
+    # Qwen2-MoE: a shared expert (5632 where absent, as transformers), QKV bias unless qkv_bias says not
+    qwen2 = _config("qwen2_moe", num_experts=60, moe_intermediate_size=1408, shared_expert_intermediate_size=5632)
+    assert (qwen2.num_experts, qwen2.num_experts_per_tok, qwen2.moe_intermediate_size, qwen2.norm_topk_prob,
+            qwen2.shared_expert_intermediate_size, qwen2.attention_bias, qwen2.qk_norm) == (
+        60, 4, 1408, False, 5632, True, False)
+    assert _config("qwen2_moe", num_experts=4, moe_intermediate_size=64).shared_expert_intermediate_size == 5632
+    assert not _config("qwen2_moe", num_experts=4, moe_intermediate_size=64, qkv_bias=False).attention_bias
+    assert _config("qwen3_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+                   shared_expert_intermediate_size=64).shared_expert_intermediate_size == 0  # not Qwen3's field
+    with pytest.raises(UnsupportedModelError, match="shared_expert_intermediate_size must be >= 0"):
+        _config("qwen2_moe", num_experts=4, moe_intermediate_size=64, shared_expert_intermediate_size=-1)
+    with pytest.raises(UnsupportedModelError, match=r"dense MLPs on layers \[0, 2\]"):
+        _config("qwen2_moe", num_experts=4, moe_intermediate_size=64, decoder_sparse_step=2)
 
 
 @pytest.mark.parametrize("fields,match", [

@@ -43,6 +43,9 @@ def _checkpoint(style, gate, up, down, router):
     if style == "stacked":
         return [("mlp.gate.weight", router), ("mlp.experts.gate_up_proj", Lazy(torch.cat([gate, up], 1))),
                 ("mlp.experts.down_proj", Lazy(down))]
+    if style == "gguf":  # tritium.models.weights' names for a GGUF file's stacked experts
+        return [("mlp.gate.weight", router), ("mlp.experts.gate_proj", Lazy(gate)), ("mlp.experts.up_proj", Lazy(up)),
+                ("mlp.experts.down_proj", Lazy(down))]
     prefix, names = {"mixtral": ("block_sparse_moe", ("w1", "w3", "w2")),
                      "qwen3_moe": ("mlp", ("gate_proj", "up_proj", "down_proj"))}[style]
     out = [(f"{prefix}.gate.weight", router)]
@@ -52,13 +55,12 @@ def _checkpoint(style, gate, up, down, router):
 
 
 @pytest.mark.parametrize("ws", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
-@pytest.mark.parametrize("style", ["mixtral", "qwen3_moe", "stacked"])
+@pytest.mark.parametrize("style", ["mixtral", "qwen3_moe", "stacked", "gguf"])
 def test_shards_reassemble_and_sum(style, ws):
     gate, up, down, router = _experts()
     blocks = [SparseMoeBlock(H, I, E, K, True, group=g, **KW) for g in groups(ws)]
     for block in blocks:
-        assert block.missing()[:4] == ["router", "experts.0.gate", "experts.0.up", "experts.0.down"] or \
-            style == "stacked"
+        assert block.missing()[:4] == ["router", "experts.0.gate", "experts.0.up", "experts.0.down"]
         for name, t in _checkpoint(style, gate, up, down, router):
             assert block.load(name, t), name
         assert block.missing() == []
@@ -72,6 +74,33 @@ def test_shards_reassemble_and_sum(style, ws):
     full = reference.fused_moe(x, torch.cat([gate, up], 1), down, *reference.moe_route(x @ router.T, K, True))
     parts = [block.forward(x, LINEAR, ops, reduce=False) for block in blocks]
     assert_close(sum(parts), full, 1e-5)
+
+
+@pytest.mark.parametrize("ws", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
+def test_shared_expert_shards_sum(ws):
+    """Qwen2-MoE's shared expert (its [gate; up] rows and down columns sharded like the experts', its sigmoid gate
+    replicated): what is missing is named, and the ranks' partial sums add up to the experts plus
+    sigmoid(x g) * shared(x)."""
+    S = 12  # divides by 1-4
+    gate, up, down, router = _experts()
+    sg, su, sd, sgate = torch.randn(S, H), torch.randn(S, H), torch.randn(H, S), torch.randn(1, H)
+    shared = [("mlp.shared_expert.gate_proj.weight", Lazy(sg)), ("mlp.shared_expert.up_proj.weight", Lazy(su)),
+              ("mlp.shared_expert.down_proj.weight", Lazy(sd)), ("mlp.shared_expert_gate.weight", sgate)]
+    blocks = [SparseMoeBlock(H, I, E, K, False, group=g, shared_intermediate_size=S, **KW) for g in groups(ws)]
+    for block in blocks:
+        for name, t in _checkpoint("qwen3_moe", gate, up, down, router):
+            assert block.load(name, t)
+        assert block.missing() == ["shared.gate", "shared.up", "shared.down", "shared.gate_weight"]
+        for name, t in shared:
+            assert block.load(name, t), name
+        assert block.missing() == []
+    x = torch.randn(7, H)
+    ops = op_set("torch")
+    experts = reference.fused_moe(x, torch.cat([gate, up], 1), down, *reference.moe_route(x @ router.T, K, False))
+    expect = experts + torch.sigmoid(x @ sgate.T) * ((torch.nn.functional.silu(x @ sg.T) * (x @ su.T)) @ sd.T)
+    parts = [block.forward(x, LINEAR, ops, reduce=False) for block in blocks]
+    assert_close(sum(parts), expect, 1e-5)
+    assert blocks[0].weight_bytes() == E * H * 4 + K * 3 * (I // ws) * H * 4 + (3 * S // ws + 1) * H * 4
 
 
 def test_stacked_lazy_reads_only_the_shard():
@@ -119,6 +148,10 @@ def test_bad_sizes():
         SparseMoeBlock(H, I, 0, 1, True, **KW)
     with pytest.raises(ValueError, match="moe intermediate_size must be divisible by the tensor-parallel world_size 3"):
         SparseMoeBlock(H, 10, E, K, True, group=groups(3)[0], **KW)
+    with pytest.raises(ValueError, match="moe: shared_intermediate_size must be an int >= 0"):
+        SparseMoeBlock(H, I, E, K, True, shared_intermediate_size=-1, **KW)
+    with pytest.raises(ValueError, match="shared_expert_intermediate_size must be divisible by the tensor-parallel"):
+        SparseMoeBlock(H, I, E, K, True, group=groups(3)[0], shared_intermediate_size=8, **KW)
 
 
 def test_model_refuses_what_experts_cannot_run():
@@ -137,15 +170,20 @@ def test_model_refuses_what_experts_cannot_run():
                                                     op_backend="triton", linear_backend="invariant"))
 
 
-def test_random_weights_load_a_moe_model():
-    """The benchmarks' random weights name a mixture of experts' router and experts as Qwen3-MoE does; the model
-    takes all of them (and nothing is missing)."""
-    cfg = ModelConfig(model_type="qwen3_moe", vocab_size=32, hidden_size=H, intermediate_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
-                      qk_norm=True, num_experts=E, num_experts_per_tok=K, moe_intermediate_size=I)
+@pytest.mark.parametrize("shared", [0, 24], ids=["qwen3_moe", "qwen2_moe"])
+def test_random_weights_load_a_moe_model(shared):
+    """The benchmarks' random weights name a mixture of experts' router and experts as Qwen3-MoE does (and
+    Qwen2-MoE's shared expert); the model takes all of them (and nothing is missing)."""
+    cfg = ModelConfig(model_type="qwen2_moe" if shared else "qwen3_moe", vocab_size=32, hidden_size=H,
+                      intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                      head_dim=8, max_position_embeddings=64, qk_norm=not shared, num_experts=E, num_experts_per_tok=K,
+                      moe_intermediate_size=I, shared_expert_intermediate_size=shared)
     names = RandomWeights(cfg, "float32").shapes()
     assert names["model.layers.1.mlp.experts.4.down_proj.weight"] == ((H, I), 0.02)
     assert "model.layers.0.mlp.gate_proj.weight" not in names
+    assert ("model.layers.1.mlp.shared_expert_gate.weight" in names) == bool(shared)
     model = LlamaModel(cfg, **KW)
     model.load_weights(RandomWeights(cfg, "float32").iter("cpu"))  # raises on a missing or unexpected tensor
     assert model.layers[1].moe.w_gate_up.abs().sum() > 0
+    if shared:
+        assert model.layers[1].moe.shared["down"].abs().sum() > 0

@@ -242,6 +242,8 @@ def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> i
         if mc.num_experts:  # the experts' workspaces: a row of act and an fp32 output row per slot (ops.moe)
             reserve += 2 * tokens * mc.num_experts_per_tok * (mc.moe_intermediate_size * model.dtype.itemsize
                                                              + 4 * mc.hidden_size)
+            # and a shared expert's [gate | up] and act rows (Qwen2-MoE)
+            reserve += 2 * tokens * 3 * mc.shared_expert_intermediate_size * model.dtype.itemsize
         budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
     else:
         budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)

@@ -17,13 +17,14 @@ class UnsupportedModelError(ValueError):
 
 
 # Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen3_moe")
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
 }
 # GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
@@ -76,6 +77,7 @@ class ModelConfig:
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0
     norm_topk_prob: bool = True
+    shared_expert_intermediate_size: int = 0  # Qwen2-MoE: a dense SwiGLU expert every token takes, gated
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -91,6 +93,9 @@ class ModelConfig:
                                             f"got {self.num_experts_per_tok}")
             if self.moe_intermediate_size < 1:
                 raise UnsupportedModelError(f"moe_intermediate_size must be >= 1, got {self.moe_intermediate_size}")
+        if self.shared_expert_intermediate_size < 0 or (self.shared_expert_intermediate_size and not self.num_experts):
+            raise UnsupportedModelError(f"shared_expert_intermediate_size must be >= 0, and 0 without experts, got "
+                                        f"{self.shared_expert_intermediate_size} ({self.num_experts} experts)")
         self.rope_scaling = _normalise_rope_scaling(self.rope_scaling, self.max_position_embeddings)
 
     @property
@@ -142,7 +147,8 @@ class ModelConfig:
             rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
             rope_theta=float(rope_theta),
             rope_scaling=rope_scaling,
-            attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
+            # Qwen2-MoE: qkv_bias (transformers 5; True when absent, as in the released checkpoints)
+            attention_bias=cfg.get("qkv_bias", cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
             qk_norm=model_type in ("qwen3", "qwen3_moe"),
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             sliding_window=window,
@@ -230,10 +236,11 @@ def _gguf_experts(arch: str, get) -> dict:
 
 def _hf_experts(cfg: dict, model_type: str) -> dict:
     """ModelConfig's expert fields from a ``config.json``: Mixtral's ``num_local_experts`` (experts of
-    ``intermediate_size``, weights always renormalized), Qwen3-MoE's ``num_experts`` / ``num_local_experts``
-    (``moe_intermediate_size``, ``norm_topk_prob``). A model with dense MLPs on some layers only
-    (``mlp_only_layers``, ``decoder_sparse_step``) is refused."""
-    if model_type not in ("mixtral", "qwen3_moe"):
+    ``intermediate_size``, weights always renormalized), Qwen3-MoE's and Qwen2-MoE's ``num_experts`` /
+    ``num_local_experts`` (``moe_intermediate_size``, ``norm_topk_prob``; Qwen2-MoE's shared expert of
+    ``shared_expert_intermediate_size``, 5632 where absent as in transformers). A model with dense MLPs on some
+    layers only (``mlp_only_layers``, ``decoder_sparse_step``) is refused."""
+    if model_type not in ("mixtral", "qwen2_moe", "qwen3_moe"):
         return {}
     experts = cfg.get("num_local_experts", cfg.get("num_experts")) or 0
     if not experts:
@@ -248,9 +255,11 @@ def _hf_experts(cfg: dict, model_type: str) -> dict:
             f"dense MLPs on layers {dense[:8]}{'...' if len(dense) > 8 else ''} of a mixture-of-experts model "
             f"(mlp_only_layers {cfg.get('mlp_only_layers')}, decoder_sparse_step {step}) are not supported; "
             f"only experts on every layer")
-    return dict(num_experts=experts, num_experts_per_tok=cfg.get("num_experts_per_tok", 8),
+    shared = dict(shared_expert_intermediate_size=int(cfg.get("shared_expert_intermediate_size", 5632))
+                  ) if model_type == "qwen2_moe" else {}
+    return dict(num_experts=experts, num_experts_per_tok=cfg.get("num_experts_per_tok", 4 if shared else 8),
                 moe_intermediate_size=cfg.get("moe_intermediate_size") or cfg["intermediate_size"],
-                norm_topk_prob=bool(cfg.get("norm_topk_prob", False)))
+                norm_topk_prob=bool(cfg.get("norm_topk_prob", False)), **shared)
 
 
 def _hf_quantization(q) -> str | None:
@@ -300,7 +309,8 @@ def _hf_sliding_window(cfg: dict, model_type: str) -> int | None:
     if window is None:
         return None
     types = cfg.get("layer_types")
-    if types is None and model_type in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("max_window_layers") is not None:
+    if (types is None and model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
+            and cfg.get("max_window_layers") is not None):
         types = ["sliding_attention" if i >= cfg["max_window_layers"] else "full_attention"
                  for i in range(cfg["num_hidden_layers"])]
     if types is None:

@@ -148,7 +148,8 @@ class LlamaDecoderLayer:
         if cfg.num_experts:
             self.moe = SparseMoeBlock(cfg.hidden_size, cfg.moe_intermediate_size, cfg.num_experts,
                                       cfg.num_experts_per_tok, cfg.norm_topk_prob, group=group, dtype=dtype,
-                                      device=device, name=f"model.layers.{index}.experts")
+                                      device=device, name=f"model.layers.{index}.experts",
+                                      shared_intermediate_size=cfg.shared_expert_intermediate_size)
             self.gate_up_proj = self.down_proj = None
         else:
             self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)

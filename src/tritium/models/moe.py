@@ -27,6 +27,8 @@ _EXPERT_NAME = re.compile(r"(block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|ga
 _EXPERT_PART = {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up", "w2": "down", "down_proj": "down"}
 # decode steps up to this many tokens norm and route in one launch (ops.moe_norm_route)
 NORM_ROUTE_MAX_TOKENS = 16
+_SHARED_NAMES = {"mlp.shared_expert.gate_proj.weight": "gate", "mlp.shared_expert.up_proj.weight": "up",
+                 "mlp.shared_expert.down_proj.weight": "down", "mlp.shared_expert_gate.weight": "gate_weight"}
 _ROUTER_NAMES = ("block_sparse_moe.gate.weight", "mlp.gate.weight")
 # transformers 5 in memory (and checkpoints saved from it without conversion): the experts stacked already
 # (and GGUF files, whose stacked gate and up projections come apart: tritium.models.weights names them so)
@@ -44,11 +46,15 @@ class SparseMoeBlock:
 
     def __init__(self, hidden_size: int, intermediate_size: int, num_experts: int, top_k: int, renormalize: bool, *,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str = "moe"):
+                 name: str = "moe", shared_intermediate_size: int = 0):
         for arg, value in (("hidden_size", hidden_size), ("intermediate_size", intermediate_size),
                            ("num_experts", num_experts), ("top_k", top_k)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: {arg} must be a positive int, got {value!r}")
+        if (not isinstance(shared_intermediate_size, int) or isinstance(shared_intermediate_size, bool)
+                or shared_intermediate_size < 0):
+            raise ValueError(f"{name}: shared_intermediate_size must be an int >= 0 (0: no shared expert), got "
+                             f"{shared_intermediate_size!r}")
         if top_k > num_experts:
             raise ValueError(f"{name}: top_k (num_experts_per_tok) must be <= num_experts ({num_experts}), got {top_k}")
         self.name = name
@@ -61,6 +67,16 @@ class SparseMoeBlock:
         self.router = torch.empty(num_experts, hidden_size, dtype=dtype, device=device)
         self.w_gate_up = torch.empty(num_experts, 2 * i, hidden_size, dtype=dtype, device=device)
         self.w_down = torch.empty(num_experts, hidden_size, i, dtype=dtype, device=device)
+        # Qwen2-MoE's shared expert, sharded as the experts are: [gate; up] rows, down columns, its gate replicated
+        self.shared_intermediate_size = shared_intermediate_size
+        self.shared = None
+        if shared_intermediate_size:
+            self._shared_cols = shard_range(shared_intermediate_size, group.rank, group.world_size,
+                                            name=f"{name}: shared_expert_intermediate_size")
+            si = self._shared_cols[1] - self._shared_cols[0]
+            self.shared = {"gate_up": torch.empty(2 * si, hidden_size, dtype=dtype, device=device),
+                           "down": torch.empty(hidden_size, si, dtype=dtype, device=device),
+                           "gate": torch.empty(1, hidden_size, dtype=dtype, device=device)}
         self._loaded: set[str] = set()
         # the tickets of ops.moe_norm_route (decode steps of up to NORM_ROUTE_MAX_TOKENS tokens), this layer's own
         self.route_counters = norm_route_counters(NORM_ROUTE_MAX_TOKENS, device)
@@ -74,6 +90,9 @@ class SparseMoeBlock:
             return True
         if name in _STACKED_NAMES:
             self._load_stacked(_STACKED_NAMES[name], tensor)
+            return True
+        if name in _SHARED_NAMES and self.shared is not None:
+            self._load_shared(_SHARED_NAMES[name], tensor)
             return True
         m = _EXPERT_NAME.fullmatch(name)
         if m is None:
@@ -106,6 +125,19 @@ class SparseMoeBlock:
         with torch.no_grad():
             self.w_gate_up[:, i:].copy_(t[:, I + a:I + b])
 
+    def _load_shared(self, part: str, t: torch.Tensor | LazyTensor) -> None:
+        """Qwen2-MoE's shared expert (``mlp.shared_expert.{gate,up,down}_proj``) and its gate
+        (``mlp.shared_expert_gate``, ``[1, H]``)."""
+        H, S, (a, b) = self.hidden_size, self.shared_intermediate_size, self._shared_cols
+        si = b - a
+        if part == "gate_weight":
+            self._copy("shared.gate_weight", self.shared["gate"], t, (1, H), lambda t: t[:])
+        elif part == "down":
+            self._copy("shared.down", self.shared["down"], t, (H, S), lambda t: t[:, a:b])
+        else:
+            rows = slice(0, si) if part == "gate" else slice(si, 2 * si)
+            self._copy(f"shared.{part}", self.shared["gate_up"][rows], t, (S, H), lambda t: t[a:b])
+
     def _copy(self, part: str, dst: torch.Tensor, full, expected: tuple[int, ...], shard) -> None:
         if not isinstance(full, (torch.Tensor, LazyTensor)):
             raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
@@ -127,6 +159,8 @@ class SparseMoeBlock:
                    if f"experts.{p}" in loaded or (p != "down" and "experts.gate_up" in loaded)}
         names = ["router"] + [f"experts.{e}.{p}" for e in range(self.num_experts) for p in ("gate", "up", "down")
                               if p not in stacked]
+        if self.shared is not None:
+            names += [f"shared.{p}" for p in ("gate", "up", "down", "gate_weight")]
         return [n for n in names if n not in loaded]
 
     # -- forward -------------------------------------------------------------------------------------------
@@ -139,6 +173,8 @@ class SparseMoeBlock:
         if routed is None:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
         y = ops.fused_moe(x, self.w_gate_up, self.w_down, *routed)
+        if self.shared is not None:
+            y = y + self._shared_expert(x, linear, ops)
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
@@ -153,9 +189,18 @@ class SparseMoeBlock:
         if self.group.world_size > 1:
             raise ValueError("forward_add_norm runs on one rank; with tensor parallelism the partial sums are "
                              "all-reduced first (forward with reduce=False, then the group's fused all-reduce)")
+        if self.shared is not None:  # the shared expert's output joins the experts' before the add
+            return ops.rms_norm(self.forward(x, linear, ops, routed=routed), norm_weight, eps, residual)
         if routed is None:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
         return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, *routed, residual, norm_weight, eps)
+
+    def _shared_expert(self, x: torch.Tensor, linear, ops) -> torch.Tensor:
+        """Qwen2-MoE's shared expert times the sigmoid of its gate: ``sigmoid(x g^T) * down(silu(gate(x)) *
+        up(x))`` ``[T, H]`` (this rank's partial sum under tensor parallelism; the gate is replicated), each step
+        rounded to x's dtype as transformers computes it."""
+        act = ops.silu_and_mul(linear(x, self.shared["gate_up"]))
+        return torch.sigmoid(linear(x, self.shared["gate"])) * linear(act, self.shared["down"])
 
     def routes_with_norm(self, tokens: int) -> bool:
         """Whether :meth:`norm_route` takes a step of ``tokens`` tokens: decode sizes on one rank (a
@@ -177,8 +222,9 @@ class SparseMoeBlock:
         expert, what the layer holds)."""
         per_expert = (self.w_gate_up[0].numel() + self.w_down[0].numel()) * self.w_down.element_size()
         experts = self.top_k if active else self.num_experts
-        return self.router.numel() * self.router.element_size() + experts * per_expert
+        shared = sum(t.numel() * t.element_size() for t in (self.shared or {}).values())
+        return self.router.numel() * self.router.element_size() + experts * per_expert + shared
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this block holds."""
-        return [self.router, self.w_gate_up, self.w_down]
+        return [self.router, self.w_gate_up, self.w_down, *(self.shared or {}).values()]

@@ -451,6 +451,12 @@ class RandomWeights:
                     out.update({p + f"mlp.experts.{e}.gate_proj.weight": ((e_i, h), std),
                                 p + f"mlp.experts.{e}.up_proj.weight": ((e_i, h), std),
                                 p + f"mlp.experts.{e}.down_proj.weight": ((h, e_i), std)})
+                s_i = cfg.shared_expert_intermediate_size  # Qwen2-MoE's shared expert and its gate
+                if s_i:
+                    out.update({p + "mlp.shared_expert.gate_proj.weight": ((s_i, h), std),
+                                p + "mlp.shared_expert.up_proj.weight": ((s_i, h), std),
+                                p + "mlp.shared_expert.down_proj.weight": ((h, s_i), std),
+                                p + "mlp.shared_expert_gate.weight": ((1, h), std)})
             else:
                 out.update({p + "mlp.gate_proj.weight": ((i, h), std), p + "mlp.up_proj.weight": ((i, h), std),
                             p + "mlp.down_proj.weight": ((h, i), std)})
