@@ -33,6 +33,11 @@ class TorchLinear:
         i = x.shape[-1] // 2
         return F.linear(F.silu(x[:, :i]) * x[:, i:], weight)
 
+    def swiglu(self, x, weight):
+        y = F.linear(x, weight)
+        i = y.shape[-1] // 2
+        return F.silu(y[:, :i]) * y[:, i:]
+
 
 LINEAR = TorchLinear()
 

@@ -49,6 +49,12 @@ SHAPES = {
                          num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                          max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-5, num_experts=8,
                          num_experts_per_tok=2, moe_intermediate_size=14336),
+    # Qwen1.5-MoE-A2.7B (Qwen2-MoE): 60 experts of 1408, 4 a token, and a shared expert of 5632; QKV bias
+    "qwen1.5-moe-a2.7b": dict(model_type="qwen2_moe", attention_bias=True, vocab_size=151936, hidden_size=2048,
+                              intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+                              num_key_value_heads=16, head_dim=128, max_position_embeddings=8192, rope_theta=1000000.0,
+                              rms_norm_eps=1e-6, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+                              norm_topk_prob=False, shared_expert_intermediate_size=5632),
     "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
                  rms_norm_eps=1e-5),

@@ -465,6 +465,9 @@ class LlamaModel:
         groups["lm_head"] = [self.lm_head.weight]
         if self.config.num_experts:  # the routers: a small product of their own, GEMV or cuBLAS
             groups["router"] = [layer.moe.router for layer in self.layers]
+            if self.config.shared_expert_intermediate_size:  # Qwen2-MoE's shared experts and their gates
+                groups.update({f"shared_{part}": [layer.moe.shared[part] for layer in self.layers]
+                               for part in ("gate_up", "down", "gate")})
         if self.quantization == "int4":  # int4 projections run their own GEMVs alone (nothing fuses): timed once
             self._ways, self._ways_applied = {}, {}
             return self.linear.tune(groups, ms)
@@ -482,8 +485,8 @@ class LlamaModel:
         # kernel runs): its own kernel. Each is timed both ways where both can run, so that turning either
         # option off or on later runs configs tuned for how the projection then runs.
         down, qkv_group = groups.pop("down_proj", None), groups.pop("qkv_proj")
-        self.linear.tune(groups, ms, variants={"gate_up_proj": "swiglu" if self.options.fuse_swiglu else "plain"},
-                         scales=scales)
+        swiglu = "swiglu" if self.options.fuse_swiglu else "plain"
+        self.linear.tune(groups, ms, variants={"gate_up_proj": swiglu, "shared_gate_up": swiglu}, scales=scales)
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
                                                 for m in ms}, heads)

@@ -174,7 +174,7 @@ class SparseMoeBlock:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
         y = ops.fused_moe(x, self.w_gate_up, self.w_down, *routed)
         if self.shared is not None:
-            y = y + self._shared_expert(x, linear, ops)
+            y = y + self._shared_expert(x, linear)
         if reduce and self.group.world_size > 1:
             y = self.group.all_reduce(y)
         return y
@@ -195,11 +195,11 @@ class SparseMoeBlock:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
         return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, *routed, residual, norm_weight, eps)
 
-    def _shared_expert(self, x: torch.Tensor, linear, ops) -> torch.Tensor:
+    def _shared_expert(self, x: torch.Tensor, linear) -> torch.Tensor:
         """Qwen2-MoE's shared expert times the sigmoid of its gate: ``sigmoid(x g^T) * down(silu(gate(x)) *
         up(x))`` ``[T, H]`` (this rank's partial sum under tensor parallelism; the gate is replicated), each step
         rounded to x's dtype as transformers computes it."""
-        act = ops.silu_and_mul(linear(x, self.shared["gate_up"]))
+        act = linear.swiglu(x, self.shared["gate_up"])  # the SiLU-and-mul in the GEMV's epilogue where it runs
         return torch.sigmoid(linear(x, self.shared["gate"])) * linear(act, self.shared["down"])
 
     def routes_with_norm(self, tokens: int) -> bool:
