@@ -1,7 +1,7 @@
 """Engine benchmark: decode latency at batch 1 and throughput at batch 64.
 
-    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|qwen3-30b-a3b|mixtral-8x7b|tiny |
-                                   --model PATH] [--systems ...]
+    python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|qwen3-30b-a3b|mixtral-8x7b|
+                                   qwen1.5-moe-a2.7b|tiny | --model PATH] [--systems ...]
     python -m tritium.bench engine --tp N [--shape llama3-70b|tiny] [--comm tritium,torch]   (tensor parallel)
 
 The model is a Llama-3-8B-shaped decoder with random bf16 weights built once in GPU memory (same seed,
