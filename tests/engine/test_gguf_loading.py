@@ -25,7 +25,11 @@ NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm
          "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
          "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
          "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
-         "mlp.gate.weight": "ffn_gate_inp.weight", "block_sparse_moe.gate.weight": "ffn_gate_inp.weight"}
+         "mlp.gate.weight": "ffn_gate_inp.weight", "block_sparse_moe.gate.weight": "ffn_gate_inp.weight",
+         "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+         "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
+         "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+         "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight"}
 EXPERT_NAMES = {"w1": "ffn_gate_exps.weight", "gate_proj": "ffn_gate_exps.weight", "w3": "ffn_up_exps.weight",
                 "up_proj": "ffn_up_exps.weight", "w2": "ffn_down_exps.weight", "down_proj": "ffn_down_exps.weight"}
 
@@ -51,7 +55,8 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     the tokenizer metadata and any other keys a test needs (default: :func:`write_word_tokenizer`). ``q8_0``:
     GGUF names of tensors written quantized to Q8_0."""
     cfg = hf_model.config
-    arch = {"mixtral": "llama", "qwen3_moe": "qwen3moe"}.get(cfg.model_type, cfg.model_type)  # llama.cpp's names
+    arch = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe"}.get(cfg.model_type,
+                                                                                     cfg.model_type)  # llama.cpp's
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w = gguf.GGUFWriter(out, arch)
     w.add_block_count(cfg.num_hidden_layers)
@@ -62,8 +67,10 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     if experts:
         w.add_expert_count(experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
-        if arch == "qwen3moe":
+        if arch in ("qwen2moe", "qwen3moe"):
             w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        if arch == "qwen2moe":
+            w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_key_length(head_dim)
@@ -96,6 +103,8 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
                 a = llama_cpp_permute(a, cfg.num_attention_heads)
             elif arch == "llama" and key.startswith("self_attn.k_proj"):
                 a = llama_cpp_permute(a, cfg.num_key_value_heads)
+            if key == "mlp.shared_expert_gate.weight":
+                a = a.reshape(-1)  # llama.cpp stores the shared expert's gate as a [hidden] vector
             w.add_tensor(f"blk.{layer}.{NAMES[key]}", a)
     for (layer, key), by_expert in stacked.items():
         a, name = np.stack([by_expert[e] for e in range(len(by_expert))]), f"blk.{layer}.{key}"
@@ -132,11 +141,12 @@ def test_gguf_equals_safetensors(tiny_models, tmp_path, model_type):
     assert llm.tokenizer.vocab_size == hf.config.vocab_size
 
 
-@pytest.mark.parametrize("model_type", ["mixtral", "qwen3_moe"])
+@pytest.mark.parametrize("model_type", ["mixtral", "qwen3_moe", "qwen2_moe"])
 def test_gguf_moe_equals_safetensors(tmp_path, model_type):
     """Mixtures of experts as llama.cpp writes them (Mixtral as the llama architecture with experts, Q/K
-    permuted; qwen3moe; every expert's projection stacked into one [E, ...] tensor, one of them quantized
-    to Q8_0 in both files): the same greedy tokens as the safetensors directory, the Triton path."""
+    permuted; qwen3moe; qwen2moe with its shared expert, the shared gate a vector; every expert's projection
+    stacked into one [E, ...] tensor, one of them quantized to Q8_0 in both files): the same greedy tokens as
+    the safetensors directory, the Triton path."""
     hf_dir = str(tmp_path / "hf")
     os.makedirs(hf_dir)
     hf = make_tiny_model(hf_dir, model_type)
@@ -153,7 +163,9 @@ def test_gguf_moe_equals_safetensors(tmp_path, model_type):
     from_dir = LLM(hf_dir, dtype=torch.float32).generate([PROMPTS[1], PROMPTS[3]], params)
     llm = LLM(gguf_path, dtype=torch.float32)
     cfg = llm.engine.model_config
+    experts = getattr(hf.config, "num_local_experts", None) or hf.config.num_experts
     assert (cfg.model_type, cfg.num_experts, cfg.num_experts_per_tok) == (
-        model_type, hf.config.num_local_experts, hf.config.num_experts_per_tok)
+        model_type, experts, hf.config.num_experts_per_tok)
+    assert cfg.shared_expert_intermediate_size == getattr(hf.config, "shared_expert_intermediate_size", 0)
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]

@@ -107,6 +107,11 @@ def test_gguf_experts():
                                          has_output_weight=True, has_qkv_bias=False)
     assert not cfg.norm_topk_prob
     assert ModelConfig.from_gguf_metadata(meta("llama"), has_output_weight=True, has_qkv_bias=False).num_experts == 0
+    cfg = ModelConfig.from_gguf_metadata(meta("qwen2moe", expert_count=60, expert_used_count=4,
+                                              expert_feed_forward_length=1408, expert_shared_feed_forward_length=5632),
+                                         has_output_weight=True, has_qkv_bias=True)
+    assert (cfg.model_type, cfg.num_experts, cfg.num_experts_per_tok, cfg.moe_intermediate_size, cfg.norm_topk_prob,
+            cfg.shared_expert_intermediate_size, cfg.attention_bias) == ("qwen2_moe", 60, 4, 1408, False, 5632, True)
     for m, match in [
             (meta("qwen3moe"), "without qwen3moe.expert_count"),
             (meta("qwen2", expert_count=8, expert_used_count=2), "qwen2 files with experts"),
@@ -114,6 +119,10 @@ def test_gguf_experts():
             (meta("llama", expert_count=8, expert_used_count=2, expert_gating_func=2), "gating function 2"),
             (meta("llama", expert_count=8), "expert_used_count"),
             (meta("qwen3moe", expert_count=8, expert_used_count=2), "expert_feed_forward_length is missing"),
+            (meta("qwen2moe", expert_count=8, expert_used_count=2, expert_feed_forward_length=8),
+             "expert_shared_feed_forward_length is missing"),
+            (meta("qwen3moe", expert_count=8, expert_used_count=2, expert_feed_forward_length=8,
+                  expert_shared_feed_forward_length=8), "qwen3moe: shared experts"),
             (meta("llama", expert_count=8, expert_used_count=9), "num_experts_per_tok must be in \\[1, num_experts")]:
         with pytest.raises(UnsupportedModelError, match=match):
             ModelConfig.from_gguf_metadata(m, has_output_weight=True, has_qkv_bias=False)

@@ -28,7 +28,7 @@ _ARCHITECTURE_TO_TYPE = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
 }
 # GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
-_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen3moe")
+_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -204,20 +204,23 @@ class ModelConfig:
 
 def _gguf_experts(arch: str, get) -> dict:
     """ModelConfig's expert fields (and model type) from GGUF metadata: Mixtral (``llama`` with
-    ``expert_count``; experts of ``feed_forward_length``, weights renormalized) and Qwen3-MoE (``qwen3moe``;
+    ``expert_count``; experts of ``feed_forward_length``, weights renormalized), Qwen3-MoE (``qwen3moe``;
     ``expert_feed_forward_length``, weights renormalized unless ``expert_weights_norm`` says not, as llama.cpp
-    runs it). Shared experts, gating other than softmax and experts in other architectures are refused."""
+    runs it) and Qwen2-MoE (``qwen2moe``: the same, weights as they come unless ``expert_weights_norm``, and a
+    shared expert of ``expert_shared_feed_forward_length``). Shared experts elsewhere, gating other than softmax
+    and experts in other architectures are refused."""
     count = int(get("expert_count") or 0)
-    if arch == "qwen3moe" and not count:
-        raise UnsupportedModelError("GGUF qwen3moe file without qwen3moe.expert_count")
+    if arch in ("qwen2moe", "qwen3moe") and not count:
+        raise UnsupportedModelError(f"GGUF {arch} file without {arch}.expert_count")
     if not count:
         return {}
-    if arch not in ("llama", "qwen3moe"):
+    if arch not in ("llama", "qwen2moe", "qwen3moe"):
         raise UnsupportedModelError(f"GGUF {arch} files with experts ({arch}.expert_count = {count}) are not "
-                                    f"supported; mixtures of experts: llama (Mixtral) and qwen3moe")
-    if get("expert_shared_count") or get("expert_shared_feed_forward_length"):
+                                    f"supported; mixtures of experts: llama (Mixtral), qwen2moe and qwen3moe")
+    shared = get("expert_shared_feed_forward_length")
+    if arch != "qwen2moe" and (get("expert_shared_count") or shared):
         raise UnsupportedModelError(f"GGUF {arch}: shared experts ({arch}.expert_shared_count = "
-                                    f"{get('expert_shared_count')}) are not supported")
+                                    f"{get('expert_shared_count')}) are not supported (qwen2moe's are)")
     gating = get("expert_gating_func")
     if gating not in (None, 1):  # llama.cpp: 1 softmax, 2 sigmoid, 3 softmax of the top k
         raise UnsupportedModelError(f"GGUF {arch}: expert gating function {gating} is not supported (softmax, 1)")
@@ -229,7 +232,13 @@ def _gguf_experts(arch: str, get) -> dict:
                     moe_intermediate_size=int(get("feed_forward_length")), norm_topk_prob=True)
     inter = get("expert_feed_forward_length")
     if inter is None:
-        raise UnsupportedModelError("GGUF qwen3moe: qwen3moe.expert_feed_forward_length is missing")
+        raise UnsupportedModelError(f"GGUF {arch}: {arch}.expert_feed_forward_length is missing")
+    if arch == "qwen2moe":
+        if shared is None:
+            raise UnsupportedModelError("GGUF qwen2moe: qwen2moe.expert_shared_feed_forward_length is missing")
+        return dict(model_type="qwen2_moe", num_experts=count, num_experts_per_tok=int(used),
+                    moe_intermediate_size=int(inter), norm_topk_prob=bool(get("expert_weights_norm", False)),
+                    shared_expert_intermediate_size=int(shared))
     return dict(model_type="qwen3_moe", num_experts=count, num_experts_per_tok=int(used),
                 moe_intermediate_size=int(inter), norm_topk_prob=bool(get("expert_weights_norm", True)))
 

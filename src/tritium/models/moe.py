@@ -130,8 +130,9 @@ class SparseMoeBlock:
         (``mlp.shared_expert_gate``, ``[1, H]``)."""
         H, S, (a, b) = self.hidden_size, self.shared_intermediate_size, self._shared_cols
         si = b - a
-        if part == "gate_weight":
-            self._copy("shared.gate_weight", self.shared["gate"], t, (1, H), lambda t: t[:])
+        if part == "gate_weight":  # [1, H] (transformers) or [H] (a GGUF file)
+            shape = (H,) if len(t.shape) == 1 else (1, H)
+            self._copy("shared.gate_weight", self.shared["gate"], t, shape, lambda t: t[:])
         elif part == "down":
             self._copy("shared.down", self.shared["down"], t, (H, S), lambda t: t[:, a:b])
         else:

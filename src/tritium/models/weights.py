@@ -51,6 +51,11 @@ _GGUF_LAYER_NAMES = {
     "ffn_gate_exps.weight": "mlp.experts.gate_proj",
     "ffn_up_exps.weight": "mlp.experts.up_proj",
     "ffn_down_exps.weight": "mlp.experts.down_proj",
+    # Qwen2-MoE's shared expert and its gate (a [hidden] vector in the file)
+    "ffn_gate_inp_shexp.weight": "mlp.shared_expert_gate.weight",
+    "ffn_gate_shexp.weight": "mlp.shared_expert.gate_proj.weight",
+    "ffn_up_shexp.weight": "mlp.shared_expert.up_proj.weight",
+    "ffn_down_shexp.weight": "mlp.shared_expert.down_proj.weight",
 }
 
 
