@@ -1,5 +1,7 @@
 """Greedy generations equal Hugging Face transformers token for token (fp32, tiny random models)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -64,3 +66,33 @@ def test_moe_greedy_matches_transformers(tmp_path, model_type, overrides, backen
     outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
     for prompt, out in zip(PROMPTS, outs):
         assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS), f"{model_type} prompt {prompt!r}"
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_moe", "qwen2_moe"])
+def test_moe_decode_chain_fusions_run(tmp_path, model_type):
+    """The one-rank decode chain of a mixture of experts takes its fused launches (the norm + router + top-k
+    before the block at up to 16 tokens, the experts with the add + norm after them), and still answers as
+    transformers: a refactor that silently falls back to the unfused ops fails here."""
+    hf = make_tiny_model(str(tmp_path), model_type)
+    llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend="triton", op_backend="triton",
+              linear_backend="triton")
+    model = llm.engine.model
+    calls = {"moe_norm_route": 0, "fused_moe_add_norm": 0, "moe_route": 0}
+
+    def counted(name):
+        op = getattr(model.ops, name)
+
+        def run(*args, **kwargs):
+            calls[name] += 1
+            return op(*args, **kwargs)
+        return run
+
+    model.ops = dataclasses.replace(model.ops, **{name: counted(name) for name in calls})
+    layers, new = len(model.layers), 4
+    out = llm.generate([PROMPTS[0]], SamplingParams(max_tokens=new))[0]
+    assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, new)
+    # every step of a short prompt (prefill of <= 16 tokens, then decode) routes with the norm, in every layer
+    assert len(out.prompt_token_ids) <= 16 and calls["moe_norm_route"] == layers * new
+    assert calls["moe_route"] == 0
+    # the add + norm after the block: fused unless the block has a shared expert (which goes around it)
+    assert calls["fused_moe_add_norm"] == (0 if model_type == "qwen2_moe" else layers * new)
