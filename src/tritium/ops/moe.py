@@ -6,8 +6,8 @@ Token t goes to the k experts ``ids[t, :]`` with the routing weights ``weights[t
 pair is a *slot* ``s = t * k + j`` (S = T * k slots). Expert e holds ``w_gate_up[e]`` = [Wg; Wu] (``[2I, H]``)
 and ``w_down[e]`` (``[H, I]``). :func:`fused_moe` takes one of two paths by the number of slots:
 
-- per slot (one token, or S <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E = E / 2: decode): no sorting. :func:`_moe_up_slot_kernel` (grid:
-  slots x I tiles) computes each slot's ``act = silu(x Wg^T) * (x Wu^T)`` tile GEMV-style into a workspace
+- per slot (one token, or S <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E = E / 2: decode): no sorting.
+  :func:`_moe_up_slot_kernel` (grid: slots x I tiles) computes each slot's ``act = silu(x Wg^T) * (x Wu^T)`` tile GEMV-style into a workspace
   ``[S, I]``; :func:`_moe_down_token_kernel` (grid: tokens x H tiles) sums each token's k slots'
   ``weight * act @ Wd^T`` in fp32 and stores the output row once (no atomics: deterministic); at one token, a
   program a slot instead (k times the programs), its fp32 partial rows summed after. The slot (token) is the
@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.gemv import _silu_mul
-from tritium.ops.rms_norm import rms_norm, sum_rms_norm
+from tritium.ops.rms_norm import _rms_normed, rms_norm, sum_rms_norm
 from tritium.runtime import max_shared_memory, pdl_launch, pipeline_stages
 
 # The router: one program holds a token's logits in registers.
@@ -151,9 +151,7 @@ def _moe_norm_route_kernel(
     dtype = x.dtype
     # as rms_norm: h rounded to x's dtype, the normed row rounded before and after its weight
     h = (x.to(tl.float32) + tl.load(res_ptr + t * stride_res_t + cols, mask=col_ok, other=0.0).to(tl.float32)).to(dtype)
-    hf = h.to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / H + eps)
-    y = ((hf * rstd).to(dtype).to(tl.float32) * nw.to(tl.float32)).to(dtype)          # [BLOCK_H]
+    y = _rms_normed(h.to(tl.float32), nw, H, eps, dtype).to(dtype)                    # [BLOCK_H]
     logit = tl.sum(wr.to(tl.float32) * y.to(tl.float32)[None, :], axis=1).to(dtype)  # [BLOCK_R]
     tl.store(logits_ptr + t * stride_l_t + rows, logit.to(tl.float32), mask=row_ok)
     tl.debug_barrier()  # every thread's logits stored before the ticket releases them

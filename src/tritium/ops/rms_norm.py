@@ -20,6 +20,14 @@ from tritium.ops.quant import FP8_DTYPE, FP8_MAX, Fp8Rows
 from tritium.runtime import pdl_launch
 
 @triton.jit
+def _rms_normed(xf, w, hidden, eps, dtype: tl.constexpr):
+    """RMSNorm of one fp32 row ``xf`` (0 past ``hidden``) with weight ``w``, rounded where torch rounds it (the
+    normed value to ``dtype``, then its product with the weight), in fp32: the caller rounds it where it stores."""
+    rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / hidden + eps)
+    return (xf * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
+
+
+@triton.jit
 def _rms_norm_kernel(
     # pointers
     x_ptr, residual_ptr, weight_ptr, out_ptr, scale_ptr,
@@ -60,8 +68,7 @@ def _rms_norm_kernel(
         x = (xf + r.to(tl.float32)).to(dtype)
         tl.store(residual_ptr + row * stride_residual_t + cols, x, mask=mask)
         xf = x.to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / hidden + eps)
-    y = (xf * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
+    y = _rms_normed(xf, w, hidden, eps, dtype)
     if QUANT:  # the row as the plain kernel stores it (x's dtype), quantized per row: out is fp8
         y = y.to(dtype).to(tl.float32)
         amax = tl.max(tl.abs(y), axis=0)  # masked columns are 0
