@@ -50,6 +50,23 @@ TINY_MOE = {
                       num_experts_per_tok=3, norm_topk_prob=False, shared_expert_intermediate_size=96),
 }
 
+# Gemma 2 (make_tiny_model only): a window of 6 keys on every other layer from the first, scores and logits
+# softcapped low enough to bend them, scores scaled by query_pre_attn_scalar (48), not head_dim; Gemma 3: its
+# query/key head norms, a window on three of four layers, whose rope has its own base (the full layer's is
+# scaled linearly)
+TINY_GEMMA = {
+    "gemma2": dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, max_position_embeddings=256, query_pre_attn_scalar=48, sliding_window=6,
+        attn_logit_softcapping=2.0, final_logit_softcapping=3.0, tie_word_embeddings=False, rope=(10000.0, None)),
+    "gemma3_text": dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, max_position_embeddings=256, query_pre_attn_scalar=64, sliding_window=6,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0}}),
+}
+
 
 def _save_tokenizer(path):
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders
@@ -132,23 +149,31 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
            "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
            "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
            "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM),
-           "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM)}[model_type]
-    kwargs = dict(TINY_MOE[model_type] if model_type in TINY_MOE else TINY["llama" if model_type == "mistral"
-                                                                            else model_type])
-    default_rope = kwargs.pop("rope")
+           "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM),
+           "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
+           "gemma3_text": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM)}[model_type]
+    tiny = {**TINY, **TINY_MOE, **TINY_GEMMA}
+    kwargs = dict(tiny["llama" if model_type == "mistral" else model_type])
+    default_rope = kwargs.pop("rope", None)
     if model_type == "mistral":
         default_rope = (10000.0, None)
-    kwargs.update(hf_rope_kwargs(*(rope or default_rope)), vocab_size=vocab)
+    if default_rope is not None:
+        kwargs.update(hf_rope_kwargs(*(rope or default_rope)))
+    kwargs.update(vocab_size=vocab)
     kwargs.update(overrides)  # vocab_size too: a tokenizer written over this one may be larger
     config = cls[0](bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
                     **kwargs)
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
-    if model_type in ("qwen3", "qwen3_moe"):  # norms start as ones: random ones, so that a norm applied wrongly shows
+    if model_type in ("qwen3", "qwen3_moe", "gemma2", "gemma3_text"):
+        # norms start as ones (Gemma's as zeros, applied as 1 + w): random, so that a norm applied wrongly shows
+        low = -0.5 if model_type.startswith("gemma") else 0.5
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if "norm" in name:
-                    p.uniform_(0.5, 1.5)
+                    p.uniform_(low, low + 1.0)
+            if model_type == "gemma3_text":  # tied embeddings times sqrt(hidden) would drown the layers' outputs
+                model.get_input_embeddings().weight.mul_(config.hidden_size ** -0.5)
     model.save_pretrained(path, safe_serialization=True)
     return model
 

@@ -29,18 +29,45 @@ def test_greedy_matches_transformers(tiny_models, model_type, backend):
     ("mistral", dict(sliding_window=6)),
     ("qwen2", dict(use_sliding_window=True, sliding_window=6, max_window_layers=0)),  # every layer windowed
     ("qwen2", dict(use_sliding_window=True, sliding_window=6, max_window_layers=2)),  # none: the window is off
-], ids=["mistral", "qwen2-all-layers", "qwen2-no-layer"])
+    ("qwen2", dict(use_sliding_window=True, sliding_window=6, max_window_layers=1)),  # the second layer only
+], ids=["mistral", "qwen2-all-layers", "qwen2-no-layer", "qwen2-second-layer"])
 def test_sliding_window_matches_transformers(tmp_path, model_type, window):
-    """A window of 6 keys over prompts of 1-19 tokens and 8 new ones: the engine's window (on every layer, or
-    on none where max_window_layers covers them all) answers as transformers' per-layer masks do."""
+    """A window of 6 keys over prompts of 1-19 tokens and 8 new ones: the engine's window (on every layer, on
+    none where max_window_layers covers them all, or on the layers past it) answers as transformers'
+    per-layer masks do."""
     hf = make_tiny_model(str(tmp_path), model_type, **window)
     llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend="triton", op_backend="triton",
               linear_backend="triton")
     expect_window = None if window.get("max_window_layers") == 2 else 6
     assert llm.engine.model_config.sliding_window == expect_window
+    mixed = window.get("max_window_layers") == 1
+    assert llm.engine.model_config.layer_types == (("full_attention", "sliding_attention") if mixed else None)
     outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
     for prompt, out in zip(PROMPTS, outs):
         assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS), f"{model_type} prompt {prompt!r}"
+
+
+@pytest.mark.parametrize("backend", ["torch", "triton"])
+@pytest.mark.parametrize("model_type", ["gemma2", "gemma3_text"])
+def test_gemma_matches_transformers(tmp_path, model_type, backend):
+    """Gemma 2 and 3 (sandwich norms applied as 1 + w, GeGLU, embeddings times sqrt(hidden), scores scaled by
+    query_pre_attn_scalar; Gemma 2's score and logit softcaps, Gemma 3's head norms and the sliding layers'
+    own rope base; windows on some layers only): greedy tokens as transformers, and every prompt token's
+    log-probability, which the final softcap and the scale bend where the argmax may not move."""
+    hf = make_tiny_model(str(tmp_path), model_type)
+    llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend=backend, op_backend=backend,
+              linear_backend=backend)
+    cfg = llm.engine.model_config
+    assert cfg.sandwich_norms and cfg.hidden_act == "gelu_tanh" and cfg.layer_types == tuple(hf.config.layer_types)
+    assert (cfg.rope_local_theta is not None) == (model_type == "gemma3_text") == cfg.qk_norm
+    outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS, prompt_logprobs=1))
+    for prompt, out in zip(PROMPTS, outs):
+        ids = out.prompt_token_ids
+        assert out.token_ids == hf_greedy(hf, ids, MAX_TOKENS), f"{model_type}/{backend} prompt {prompt!r}"
+        with torch.no_grad():
+            ref = hf(torch.tensor([ids])).logits[0, :-1].float().log_softmax(-1)
+        got = [lp.logprob for lp in out.prompt_logprobs[1:]]
+        assert got == pytest.approx([ref[t, ids[t + 1]].item() for t in range(len(ids) - 1)], abs=2e-4), prompt
 
 
 @pytest.mark.parametrize("model_type,overrides,backend", [

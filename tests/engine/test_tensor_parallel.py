@@ -140,6 +140,16 @@ def test_moe_greedy_under_tp(tmp_path, no_leaks, two_ranks, model_type):
             assert ids == hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens), prompt
 
 
+def test_gemma3_greedy_under_tp(tmp_path, no_leaks, two_ranks):
+    """Gemma 3 over 2 ranks (its 2 KV heads one a rank, the sandwich norms replicated, the output norms after
+    each all-reduce): transformers' tokens."""
+    hf = make_tiny_model(str(tmp_path), "gemma3_text")
+    with LLM(str(tmp_path), tensor_parallel_size=2, comm="tritium", **_kw()) as llm:
+        assert llm.engine.model.layers[0].qkv_proj.num_kv_heads == 1
+        for prompt, ids in zip(PROMPTS, _tokens(llm)):
+            assert ids == hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens), prompt
+
+
 def test_torch_all_reduce_rule():
     """Large all-reduces go to torch.distributed from 4 ranks (measured on 4x H200); two and three ranks keep
     tritium's; the engine option overrides the rule at any size of group and is checked."""

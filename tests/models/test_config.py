@@ -2,6 +2,7 @@
 ``layer_types`` or ``max_window_layers``, as transformers builds them; Mistral's covers every layer)."""
 
 import pytest
+import torch
 
 from tritium.models.config import ModelConfig, UnsupportedModelError
 
@@ -30,13 +31,78 @@ def test_sliding_window(model_type, fields, window):
     assert _config(model_type, **fields).sliding_window == window
 
 
-@pytest.mark.parametrize("fields", [
-    dict(use_sliding_window=True, sliding_window=32, max_window_layers=1),
-    dict(use_sliding_window=True, sliding_window=32, layer_types=["full_attention", "sliding_attention"] * 2),
+@pytest.mark.parametrize("fields,types", [
+    (dict(use_sliding_window=True, sliding_window=32, max_window_layers=1),
+     ("full_attention",) + ("sliding_attention",) * 3),
+    (dict(use_sliding_window=True, sliding_window=32, layer_types=["full_attention", "sliding_attention"] * 2),
+     ("full_attention", "sliding_attention") * 2),
 ], ids=["max_window_layers", "layer_types"])
-def test_a_window_on_some_layers_is_refused(fields):
-    with pytest.raises(UnsupportedModelError, match=r"a sliding window \(32\) on layers \d\.\.3 only"):
-        _config("qwen2", **fields)
+def test_a_window_on_some_layers(fields, types):
+    cfg = _config("qwen2", **fields)
+    assert (cfg.sliding_window, cfg.layer_types) == (32, types)
+    assert [cfg.layer_window(i) for i in range(4)] == [32 if t == "sliding_attention" else None for t in types]
+    assert not cfg.uniform_layers and _config("qwen2").uniform_layers
+
+
+def test_layer_types_are_checked():
+    with pytest.raises(UnsupportedModelError, match="layer_types must name each of the 4 layers"):
+        ModelConfig(model_type="qwen2", vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=128,
+                    sliding_window=8, layer_types=("full_attention", "local"))
+
+
+GEMMA3_4B = {  # google/gemma-3-4b-it's config.json as the Hub has it (transformers 4.50): a few text fields only
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "boi_token_index": 255999,
+    "eos_token_id": [1, 106], "mm_tokens_per_image": 256, "torch_dtype": "bfloat16",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"},
+}
+
+
+def test_gemma3_with_a_vision_tower_is_its_text_model():
+    """transformers' defaults fill what the text_config leaves out; the sliding layers (five of every six) keep
+    the default rope of base 10000, the full ones the 1e6 base scaled linearly by 8."""
+    cfg = ModelConfig.from_hf_dict(GEMMA3_4B)
+    assert (cfg.model_type, cfg.vocab_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim,
+            cfg.max_position_embeddings, cfg.eos_token_ids, cfg.torch_dtype) == (
+        "gemma3_text", 262208, 8, 4, 256, 131072, (1, 106), torch.bfloat16)
+    assert cfg.layer_types[:6] == ("sliding_attention",) * 5 + ("full_attention",) and len(cfg.layer_types) == 34
+    assert cfg.layer_window(0) == 1024 and cfg.layer_window(5) is None
+    assert cfg.layer_rope(0) == (10000.0, None)
+    assert cfg.layer_rope(5) == (1e6, {"factor": 8.0, "rope_type": "linear"})
+    assert (cfg.qk_norm, cfg.sandwich_norms, cfg.norm_weight_offset, cfg.hidden_act, cfg.tie_word_embeddings,
+            cfg.attn_logit_softcapping, cfg.final_logit_softcapping) == (True, True, 1.0, "gelu_tanh", True, None, None)
+    assert cfg.attention_scale == 256 ** -0.5 and cfg.embedding_multiplier == 2560 ** 0.5
+    # transformers 5 writes the rope a layer type
+    five = dict(GEMMA3_4B["text_config"], rope_parameters={
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}})
+    del five["rope_scaling"]
+    cfg5 = ModelConfig.from_hf_dict(five)
+    assert cfg5.layer_rope(0) == (10000.0, None) and cfg5.layer_rope(5)[1]["factor"] == 8.0
+
+
+def test_gemma2_fields():
+    cfg = ModelConfig.from_hf_dict(dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
+                                        query_pre_attn_scalar=144, head_dim=32))
+    assert cfg.layer_types == ("sliding_attention", "full_attention") * 2 and cfg.sliding_window == 4096
+    assert (cfg.attn_logit_softcapping, cfg.final_logit_softcapping, cfg.rope_local_theta, cfg.qk_norm) == (
+        50.0, 30.0, None, False)
+    assert cfg.attention_scale == 144 ** -0.5
+
+
+@pytest.mark.parametrize("cfg,match", [
+    (dict(GEMMA3_4B["text_config"], hidden_activation="gelu"), "hidden_activation 'gelu' is not supported"),
+    (dict(GEMMA3_4B["text_config"], use_bidirectional_attention=True), "use_bidirectional_attention"),
+    (dict(GEMMA3_4B["text_config"], rope_parameters={"sliding_attention": {"rope_type": "linear", "factor": 2.0}}),
+     "rope scaling 'linear' on the sliding layers"),
+    (dict(BASE, model_type="llama", hidden_act="gelu"), "hidden_act 'gelu' is not supported; expected silu"),
+], ids=["gelu-exact", "bidirectional", "local-scaling", "llama-gelu"])
+def test_gemma_refusals(cfg, match):
+    with pytest.raises(UnsupportedModelError, match=match):
+        ModelConfig.from_hf_dict(cfg)
 
 
 def test_qwen3_norms_its_query_and_key_heads():

@@ -180,6 +180,27 @@ def test_silu_and_mul(tokens, inter, dtype):
     assert rel_err(ops.silu_and_mul(x), reference.silu_and_mul(x)) < TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,inter", [(1, 64), (7, 1536), (3, 2500)], ids=lambda v: str(v))
+def test_gelu_tanh_and_mul(tokens, inter, dtype):
+    """Gemma's GeGLU against torch's tanh GELU, gates spread to +-40 (exp's overflow and underflow ends),
+    elementwise; and its fp8 rows as the unfused chain quantizes them."""
+    x = torch.randn(tokens, 2 * inter, dtype=dtype, device=default_device())
+    x[:, :inter] *= 10
+    x[0, :4] = torch.tensor([-40.0, 40.0, 0.0, -3.0], dtype=dtype)
+    got, want = ops.gelu_tanh_and_mul(x), reference.gelu_tanh_and_mul(x.float())
+    assert not got.isnan().any() and got.dtype == dtype
+    torch.testing.assert_close(got.float(), want, rtol=TOL[dtype], atol=TOL[dtype])
+    assert rel_err(got, reference.gelu_tanh_and_mul(x)) < TOL[dtype]
+    q = ops.gelu_tanh_and_mul(x, quantize=True)
+    ref = reference.gelu_tanh_and_mul(x)
+    assert q.data.shape == (tokens, inter) and torch.equal(q.scale.isfinite(), torch.ones_like(q.scale, dtype=bool))
+    deq = q.data.float() * q.scale[:, None]
+    assert rel_err(deq, ref) < 0.07  # e4m3's 3 mantissa bits
+    with pytest.raises(ValueError, match=r"x must be \[T, 2I\]"):
+        ops.gelu_tanh_and_mul(x[:, :-1])
+
+
 @pytest.mark.parametrize("rows, vocab, block_size, dtype", [
     (1, 300, 16, torch.float32), (4, 9000, 16, torch.float32), (6, 5000, 32, torch.bfloat16)],
     ids=lambda v: str(v).replace("torch.", ""))

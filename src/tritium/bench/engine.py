@@ -1,7 +1,7 @@
 """Engine benchmark: decode latency at batch 1 and throughput at batch 64.
 
     python -m tritium.bench engine [--out FILE] [--shape llama3-8b|qwen3-8b|qwen3-30b-a3b|mixtral-8x7b|
-                                   qwen1.5-moe-a2.7b|tiny | --model PATH] [--systems ...]
+                                   qwen1.5-moe-a2.7b|gemma-3-12b|tiny | --model PATH] [--systems ...]
     python -m tritium.bench engine --tp N [--shape llama3-70b|tiny] [--comm tritium,torch]   (tensor parallel)
 
 The model is a Llama-3-8B-shaped decoder with random bf16 weights built once in GPU memory (same seed,
@@ -10,8 +10,8 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
 
 - ``tritium``: the engine with tritium's paged attention (CUDA graphs for decode).
 - ``sdpa``: the same engine with PyTorch SDPA over gathered pages instead of tritium's attention.
-- ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (``Qwen3ForCausalLM`` for ``--shape qwen3-8b``; SDPA
-  attention) on the same weights.
+- ``transformers``: Hugging Face ``LlamaForCausalLM.generate`` (``Qwen3ForCausalLM`` for ``--shape qwen3-8b``,
+  ``Gemma3ForCausalLM`` for ``gemma-3-12b``; SDPA attention) on the same weights.
 - ``tritium-invariant`` (not in the default list): the engine with ``batch_invariant=True``.
 - ``tritium-fp8`` (not in the default list): the engine with ``quantization="fp8"`` (the same weights
   quantized at load: weight-only FP8); its batch-1 step is compared with its own weight read.
@@ -180,6 +180,20 @@ def transformers_model(bench: Bench):
         kw = {"gguf_file": os.path.basename(path)} if path.endswith(".gguf") else {}
         model = transformers.AutoModelForCausalLM.from_pretrained(
             os.path.dirname(path) if kw else path, dtype=dtype, attn_implementation="sdpa", **kw).to(device)
+    elif cfg.model_type == "gemma3_text":
+        hf_cfg = transformers.Gemma3TextConfig(
+            vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+            num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
+            num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim,
+            max_position_embeddings=cfg.max_position_embeddings, rms_norm_eps=cfg.rms_norm_eps,
+            sliding_window=cfg.sliding_window, layer_types=list(cfg.layer_types),
+            query_pre_attn_scalar=cfg.query_pre_attn_scalar, tie_word_embeddings=True, bos_token_id=None,
+            eos_token_id=None, pad_token_id=0,
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": cfg.rope_local_theta},
+                             "full_attention": dict(cfg.rope_scaling or {"rope_type": "default"},
+                                                    rope_theta=cfg.rope_theta)})
+        model = _meta_model(transformers.Gemma3ForCausalLM, hf_cfg, bench.weights, device)
+        model.model.embed_tokens.embed_scale = torch.tensor(cfg.hidden_size ** 0.5, device=device)  # a buffer
     else:
         config_cls, model_cls = ((transformers.Qwen3Config, transformers.Qwen3ForCausalLM) if cfg.model_type == "qwen3"
                                  else (transformers.LlamaConfig, transformers.LlamaForCausalLM))
@@ -190,15 +204,23 @@ def transformers_model(bench: Bench):
             max_position_embeddings=cfg.max_position_embeddings, rms_norm_eps=cfg.rms_norm_eps,
             tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=0,
             **hf_rope_kwargs(cfg.rope_theta, cfg.rope_scaling))
-        hf_cfg._attn_implementation = "sdpa"
-        with torch.device("meta"):
-            model = model_cls(hf_cfg)
-        model.load_state_dict(bench.weights, strict=False, assign=True)
-        with torch.device("cpu"):  # non-persistent rope buffers are not in the state dict: rebuild them
-            model.model.rotary_emb = type(model.model.rotary_emb)(hf_cfg).to(device)
+        model = _meta_model(model_cls, hf_cfg, bench.weights, device)
     model = model.to(dtype).eval()
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
+    return model
+
+
+def _meta_model(model_cls, hf_cfg, weights: dict, device):
+    """``model_cls(hf_cfg)`` built on the meta device over ``weights`` (SDPA attention, tied weights tied)."""
+    hf_cfg._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = model_cls(hf_cfg)
+    model.load_state_dict(weights, strict=False, assign=True)
+    if hf_cfg.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    with torch.device("cpu"):  # non-persistent rope buffers are not in the state dict: rebuild them
+        model.model.rotary_emb = type(model.model.rotary_emb)(hf_cfg).to(device)
     return model
 
 

@@ -55,6 +55,17 @@ SHAPES = {
                               num_key_value_heads=16, head_dim=128, max_position_embeddings=8192, rope_theta=1000000.0,
                               rms_norm_eps=1e-6, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
                               norm_topk_prob=False, shared_expert_intermediate_size=5632),
+    # Gemma 3 12B: sandwich norms, GeGLU, head_dim 256, a window of 1024 keys on five layers of six (rope base
+    # 1e4 there, 1e6 scaled by 8 on the others); tied embeddings of 262k tokens
+    "gemma-3-12b": dict(model_type="gemma3_text", qk_norm=True, vocab_size=262208, hidden_size=3840,
+                        intermediate_size=15360, num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=8,
+                        head_dim=256, max_position_embeddings=131072, rope_theta=1000000.0,
+                        rope_scaling={"rope_type": "linear", "factor": 8.0}, rope_local_theta=10000.0,
+                        rms_norm_eps=1e-6, sliding_window=1024, tie_word_embeddings=True,
+                        layer_types=tuple("full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                                          for i in range(48)),
+                        hidden_act="gelu_tanh", norm_weight_offset=1.0, sandwich_norms=True,
+                        embedding_multiplier=3840 ** 0.5, query_pre_attn_scalar=256),
     "tiny": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rope_theta=10000.0,
                  rms_norm_eps=1e-5),
@@ -127,7 +138,7 @@ class Bench:
 
 def make_weights(cfg, dtype: torch.dtype, device: torch.device, seed: int = 0) -> dict[str, torch.Tensor]:
     """Random Hugging Face-named weights (std 0.02, norms 1)."""
-    if cfg.num_experts:  # (RandomWeights knows the experts' names)
+    if cfg.num_experts or cfg.sandwich_norms:  # (RandomWeights knows the experts' and Gemma's names)
         return {name: t.materialize() for name, t in RandomWeights(cfg, str(dtype).removeprefix("torch."), seed)
                 .iter(device)}
     g = torch.Generator(device=device).manual_seed(seed)

@@ -193,9 +193,9 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
         t0 = time.perf_counter()
         k_cache, v_cache = runner.kv_caches[0]
-        count = model.attention.warmup(
-            k_cache, v_cache, warmup_batches(cfg.max_num_seqs, cfg.max_model_len, cfg.max_num_batched_tokens),
-            block_table_width=runner.max_blocks_per_seq, dtype=model.dtype)
+        batches = warmup_batches(cfg.max_num_seqs, cfg.max_model_len, cfg.max_num_batched_tokens)
+        count = sum(attention.warmup(k_cache, v_cache, batches, block_table_width=runner.max_blocks_per_seq,
+                                     dtype=model.dtype) for attention in model.attention_variants)  # each window's
         torch.cuda.synchronize(device)
         log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
                  time.perf_counter() - t0)

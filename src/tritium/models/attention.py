@@ -63,13 +63,16 @@ class TritonAttention:
 
     def __init__(self, max_decode_tokens: int, num_q_heads: int, head_dim: int, device: torch.device,
                  sliding_window: int | None = None, *, pdl: bool = False, num_splits: int | None = None,
-                 invariant: AttentionConfig | None = None):
+                 invariant: AttentionConfig | None = None, softcap: float | None = None,
+                 workspace: AttentionWorkspace | None = None):
         if invariant is not None and not invariant.group_tiles:
             raise ValueError(f"invariant must be a grouped configuration (invariant_config), got {invariant}")
         self.invariant = invariant
-        self.workspace = AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
+        # one workspace for every layer: layers of another window share another's (they run one at a time)
+        self.workspace = workspace or AttentionWorkspace(max_decode_tokens, num_q_heads, head_dim, device=device)
         self._sms = num_sms(device)
         self.sliding_window = sliding_window
+        self.softcap = softcap  # scores become softcap * tanh(scores / softcap) (Gemma 2)
         # pdl: whether the engine launches attention by PDL (EngineConfig.attention_pdl, on: 0.06 ms faster
         # a batch-1 Llama-3-8B step on the H100, bench/NOTES.md); the ablation suite compares both.
         self.pdl = pdl
@@ -85,8 +88,8 @@ class TritonAttention:
         ``write_kv_cache`` or the engine's fused ``rope_write_kv``). q: [T, Hq, D] -> [T, Hq, D]."""
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
-                               softmax_scale=scale, sliding_window=self.sliding_window, pdl=self.pdl,
-                               **self._split_args(q.shape[0], meta.max_seqlen_k, k_cache.shape[2]))
+                               softmax_scale=scale, sliding_window=self.sliding_window, softcap=self.softcap,
+                               pdl=self.pdl, **self._split_args(q.shape[0], meta.max_seqlen_k, k_cache.shape[2]))
 
     def _split_args(self, num_tokens: int, max_seqlen_k: int = 0, num_kv_heads: int = 1) -> dict:
         """The workspace and split override of a ``num_tokens`` call: decode-sized batches only.
@@ -125,7 +128,7 @@ class TritonAttention:
             tokens = q[:sum(q_lens)]
             config, splits = planned_launch(tokens, k_cache, num_seqs=len(q_lens), max_seqlen_q=max(q_lens),
                                             max_seqlen_k=seq_len, sliding_window=self.sliding_window,
-                                            **self._split_args(tokens.shape[0]))
+                                            softcap=self.softcap, **self._split_args(tokens.shape[0]))
             key = (dataclasses.replace(config, num_splits=1), splits > 1, next_pow2(splits) if splits > 1 else 1,
                    persistent if config.kernel == "gluon" else None)
             plan.setdefault(key, (q_lens, seq_len))
@@ -317,8 +320,9 @@ class TorchAttention:
 
     name = "torch"
 
-    def __init__(self, sliding_window: int | None = None):
+    def __init__(self, sliding_window: int | None = None, softcap: float | None = None):
         self.sliding_window = sliding_window
+        self.softcap = softcap  # scores become softcap * tanh(scores / softcap): explicit softmax, not SDPA
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)  # skipped slots (CUDA-graph padding): scratch
@@ -333,6 +337,18 @@ class TorchAttention:
             m &= k_pos > q_pos - self.sliding_window
         return m
 
+    def _sdpa(self, q, keys, vals, mask, scale):
+        """Grouped SDPA ``[..., Hq, Tq, D]`` over ``[..., Hkv, Tk, D]`` with a bool mask; with a softcap the
+        scores are capped before the mask (fp32 softmax, as transformers' eager attention)."""
+        if self.softcap is None:
+            return F.scaled_dot_product_attention(q, keys, vals, attn_mask=mask, scale=scale, enable_gqa=True)
+        group = q.shape[-3] // keys.shape[-3]
+        keys, vals = keys.repeat_interleave(group, dim=-3), vals.repeat_interleave(group, dim=-3)
+        scores = torch.matmul(q, keys.transpose(-1, -2)) * scale
+        scores = torch.tanh(scores / self.softcap) * self.softcap
+        probs = torch.softmax(scores.masked_fill(~mask, float("-inf")).float(), dim=-1).to(vals.dtype)
+        return torch.matmul(probs, vals)
+
     def _decode(self, q, k_cache, v_cache, meta, scale):
         S = meta.seq_lens.shape[0]
         _, block_size, hkv, d = k_cache.shape
@@ -344,8 +360,7 @@ class TorchAttention:
         seq_lens = meta.seq_lens.long()[:, None, None, None]                              # [S, 1, 1, 1]
         k_pos = torch.arange(L, device=q.device)[None, None, None, :]
         mask = self._mask(seq_lens - 1, k_pos, seq_lens)                                  # [S, 1, 1, L]
-        out = F.scaled_dot_product_attention(q[:, :, None, :].to(keys.dtype), keys, vals, attn_mask=mask,
-                                             scale=scale, enable_gqa=True)                # [S, Hq, 1, D]
+        out = self._sdpa(q[:, :, None, :].to(keys.dtype), keys, vals, mask, scale)          # [S, Hq, 1, D]
         return out[:, :, 0, :].to(q.dtype)
 
     def _varlen(self, q, k_cache, v_cache, meta, scale):
@@ -361,8 +376,7 @@ class TorchAttention:
             qs = q[start:start + q_len].transpose(0, 1)                                       # [Hq, Tq, D]
             q_pos = torch.arange(seq_len - q_len, seq_len, device=q.device)[:, None]
             k_pos = torch.arange(seq_len, device=q.device)[None, :]
-            o = F.scaled_dot_product_attention(qs, keys, vals, attn_mask=self._mask(q_pos, k_pos, seq_len),
-                                               scale=scale, enable_gqa=True)
+            o = self._sdpa(qs, keys, vals, self._mask(q_pos, k_pos, seq_len), scale)
             out[start:start + q_len] = o.transpose(0, 1)
             start += q_len
         return out

@@ -1,6 +1,6 @@
 """Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Qwen3,
-Mistral, SmolLM2; the mixture-of-experts Mixtral and Qwen3-MoE) and is built from a Hugging Face ``config.json``
-or from GGUF metadata."""
+Mistral, SmolLM2; Gemma 2 and Gemma 3; the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) and is built
+from a Hugging Face ``config.json`` or from GGUF metadata."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ class UnsupportedModelError(ValueError):
 
 
 # Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe")
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe", "gemma2",
+                         "gemma3_text")
+GEMMA_TYPES = ("gemma2", "gemma3_text")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
@@ -26,10 +28,29 @@ _ARCHITECTURE_TO_TYPE = {
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",  # its text model (text_config), the vision tower left out
 }
 # GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
 _GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
+LAYER_TYPES = ("full_attention", "sliding_attention")
+HIDDEN_ACTS = ("silu", "gelu_tanh")  # the gated MLP's activation: SwiGLU, or GeGLU with tanh's GELU (Gemma)
+# transformers' defaults for fields a Gemma config.json may leave out (a Gemma 3 text_config names only a few)
+_GEMMA_DEFAULTS = {
+    "gemma2": dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                   num_attention_heads=8, num_key_value_heads=4, head_dim=256, max_position_embeddings=8192,
+                   rms_norm_eps=1e-6, query_pre_attn_scalar=256, sliding_window=4096, final_logit_softcapping=30.0,
+                   attn_logit_softcapping=50.0, tie_word_embeddings=True, bos_token_id=2, eos_token_id=1,
+                   hidden_activation="gelu_pytorch_tanh"),
+    "gemma3_text": dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                        num_attention_heads=8, num_key_value_heads=4, head_dim=256, max_position_embeddings=131072,
+                        rms_norm_eps=1e-6, query_pre_attn_scalar=256, sliding_window=4096,
+                        final_logit_softcapping=None, attn_logit_softcapping=None, tie_word_embeddings=True,
+                        bos_token_id=2, eos_token_id=1, hidden_activation="gelu_pytorch_tanh", rope_theta=1e6,
+                        rope_local_base_freq=10000.0),
+}
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -78,6 +99,15 @@ class ModelConfig:
     moe_intermediate_size: int = 0
     norm_topk_prob: bool = True
     shared_expert_intermediate_size: int = 0  # Qwen2-MoE: a dense SwiGLU expert every token takes, gated
+    layer_types: tuple[str, ...] | None = None
+    rope_local_theta: float | None = None
+    hidden_act: str = "silu"
+    norm_weight_offset: float = 0.0
+    sandwich_norms: bool = False
+    embedding_multiplier: float = 1.0
+    query_pre_attn_scalar: float | None = None
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -97,6 +127,43 @@ class ModelConfig:
             raise UnsupportedModelError(f"shared_expert_intermediate_size must be >= 0, and 0 without experts, got "
                                         f"{self.shared_expert_intermediate_size} ({self.num_experts} experts)")
         self.rope_scaling = _normalise_rope_scaling(self.rope_scaling, self.max_position_embeddings)
+        if self.hidden_act not in HIDDEN_ACTS:
+            raise UnsupportedModelError(f"hidden_act {self.hidden_act!r} is not supported; expected one of "
+                                        f"{', '.join(HIDDEN_ACTS)}")
+        if self.layer_types is not None:
+            self.layer_types = tuple(self.layer_types)
+            bad = [t for t in self.layer_types if t not in LAYER_TYPES]
+            if len(self.layer_types) != self.num_hidden_layers or bad:
+                raise UnsupportedModelError(
+                    f"layer_types must name each of the {self.num_hidden_layers} layers one of {', '.join(LAYER_TYPES)}"
+                    f"; got {len(self.layer_types)} entries{f', among them {bad[0]!r}' if bad else ''}")
+        for name in ("attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise UnsupportedModelError(f"{name} must be positive or None, got {value!r}")
+
+    def layer_window(self, i: int) -> int | None:
+        """Layer i's sliding window (None: it attends to the whole context)."""
+        if self.layer_types is not None and self.layer_types[i] != "sliding_attention":
+            return None
+        return self.sliding_window
+
+    def layer_rope(self, i: int) -> tuple[float, dict | None]:
+        """(rope base, rope scaling) of layer i: ``rope_local_theta`` with the default rope on a sliding layer
+        where it is set, else ``rope_theta`` and ``rope_scaling``."""
+        if self.rope_local_theta is not None and self.layer_window(i) is not None:
+            return self.rope_local_theta, None
+        return self.rope_theta, self.rope_scaling
+
+    @property
+    def uniform_layers(self) -> bool:
+        """Every layer attends alike: one window (or none) and one rope."""
+        return len({(self.layer_window(i), self.layer_rope(i)[0]) for i in range(self.num_hidden_layers)}) == 1
+
+    @property
+    def attention_scale(self) -> float:
+        """The scores' scale: ``query_pre_attn_scalar ** -0.5`` where set, else ``head_dim ** -0.5``."""
+        return (self.query_pre_attn_scalar or self.head_dim) ** -0.5
 
     @property
     def q_size(self) -> int:
@@ -118,8 +185,25 @@ class ModelConfig:
                     f"architecture {archs or model_type!r} is not supported; expected one of "
                     f"{', '.join(_ARCHITECTURE_TO_TYPE)}")
             model_type = known[0]
-        # transformers 5 keeps rope_theta and scaling in `rope_parameters`; 4.x in `rope_theta`/`rope_scaling`.
+        if model_type == "gemma3":  # a Gemma 3 with its vision tower: the text model
+            cfg, model_type = _gemma3_text_config(cfg), "gemma3_text"
+        gemma = model_type in GEMMA_TYPES
+        if gemma:
+            cfg = {**_GEMMA_DEFAULTS[model_type], **cfg}
+            if cfg.get("use_bidirectional_attention"):
+                raise UnsupportedModelError(f"{model_type} with use_bidirectional_attention (an embedding model) is "
+                                            f"not supported; only causal decoders")
+        # transformers 5 keeps rope_theta and scaling in `rope_parameters` (Gemma 3: one set a layer type);
+        # 4.x in `rope_theta` / `rope_scaling` (Gemma 3: and `rope_local_base_freq`).
         rope = dict(cfg.get("rope_parameters") or {})
+        local_theta = cfg.get("rope_local_base_freq") if model_type == "gemma3_text" else None
+        if set(rope) & set(LAYER_TYPES):
+            local = dict(rope.get("sliding_attention") or {})
+            rope = dict(rope.get("full_attention") or {})
+            if local.get("rope_type", "default") != "default":
+                raise UnsupportedModelError(f"rope scaling {local.get('rope_type')!r} on the sliding layers is not "
+                                            f"supported; only the default rope there")
+            local_theta = local.get("rope_theta", local_theta)
         rope_theta = rope.pop("rope_theta", cfg.get("rope_theta", 10000.0))
         rope_scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
         if rope_scaling and cfg.get("original_max_position_embeddings"):  # Phi-3 style: wins, as in transformers
@@ -127,8 +211,8 @@ class ModelConfig:
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
         heads = cfg["num_attention_heads"]
-        use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral"))
-        window = _hf_sliding_window(cfg, model_type) if use_sliding else None
+        use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral") or gemma)
+        window, layer_types = _hf_sliding_window(cfg, model_type) if use_sliding else (None, None)
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
         try:
             int4 = int4_scheme(cfg.get("quantization_config"))
@@ -149,9 +233,16 @@ class ModelConfig:
             rope_scaling=rope_scaling,
             # Qwen2-MoE: qkv_bias (transformers 5; True when absent, as in the released checkpoints)
             attention_bias=cfg.get("qkv_bias", cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
-            qk_norm=model_type in ("qwen3", "qwen3_moe"),
+            qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3_text"),
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             sliding_window=window,
+            layer_types=layer_types,
+            rope_local_theta=None if local_theta is None else float(local_theta),
+            hidden_act=_hf_hidden_act(cfg, model_type),
+            **(dict(norm_weight_offset=1.0, sandwich_norms=True, embedding_multiplier=cfg["hidden_size"] ** 0.5,
+                    query_pre_attn_scalar=cfg.get("query_pre_attn_scalar"),
+                    attn_logit_softcapping=cfg.get("attn_logit_softcapping"),
+                    final_logit_softcapping=cfg.get("final_logit_softcapping")) if gemma else {}),
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
@@ -309,29 +400,55 @@ def _hf_quantization(q) -> str | None:
     raise UnsupportedModelError(f"quantization_config: quant_method {method!r}{detail} is not supported; {supported}")
 
 
-def _hf_sliding_window(cfg: dict, model_type: str) -> int | None:
-    """The sliding window of a config whose ``use_sliding_window`` is on, if every layer has it; None if none
-    does. Which layers do: ``layer_types`` ("sliding_attention" / "full_attention", transformers 4.53+), else
-    for Qwen2/Qwen3 the layers from ``max_window_layers`` on (as transformers builds ``layer_types``), else all.
-    A window on some layers only is refused (one window for every layer is what the engine runs)."""
+def _hf_sliding_window(cfg: dict, model_type: str) -> tuple[int | None, tuple[str, ...] | None]:
+    """(sliding window, layer types) of a config whose ``use_sliding_window`` is on: the window and None where
+    every layer has it, (None, None) where none does, else the window and each layer's type. Which layers
+    have it: ``layer_types`` ("sliding_attention" / "full_attention", transformers 4.53+), else as
+    transformers builds ``layer_types``: for Qwen2/Qwen3 the layers from ``max_window_layers`` on, for Gemma 2
+    every other layer from the first, for Gemma 3 all but every ``sliding_window_pattern``-th (6), else all."""
     window = cfg.get("sliding_window")
     if window is None:
-        return None
-    types = cfg.get("layer_types")
-    if (types is None and model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
+        return None, None
+    types, layers = cfg.get("layer_types"), cfg["num_hidden_layers"]
+    if types is None and model_type == "gemma2":
+        types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(layers)]
+    elif types is None and model_type == "gemma3_text":
+        pattern = cfg.get("sliding_window_pattern", cfg.get("_sliding_window_pattern")) or 6
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
+    elif (types is None and model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
             and cfg.get("max_window_layers") is not None):
-        types = ["sliding_attention" if i >= cfg["max_window_layers"] else "full_attention"
-                 for i in range(cfg["num_hidden_layers"])]
+        types = ["sliding_attention" if i >= cfg["max_window_layers"] else "full_attention" for i in range(layers)]
     if types is None:
-        return window
-    windowed = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+        return window, None
+    windowed = sum(kind == "sliding_attention" for kind in types)
     if not windowed:
-        return None
-    if len(windowed) < len(types):
-        raise UnsupportedModelError(
-            f"a sliding window ({window}) on layers {windowed[0]}..{windowed[-1]} only ({len(windowed)} of "
-            f"{len(types)}: layer_types / max_window_layers) is not supported; only a window on every layer or none")
-    return window
+        return None, None
+    return window, (None if windowed == len(types) else tuple(types))
+
+
+def _hf_hidden_act(cfg: dict, model_type: str) -> str:
+    """The gated MLP's activation (``HIDDEN_ACTS``) from ``hidden_act`` / ``hidden_activation``: SiLU for the
+    Llama family, tanh's GELU for Gemma (``gelu_pytorch_tanh``); any other is refused by name."""
+    act = cfg.get("hidden_activation") or cfg.get("hidden_act")
+    if model_type in GEMMA_TYPES:
+        if act not in ("gelu_pytorch_tanh", "gelu_tanh"):
+            raise UnsupportedModelError(f"{model_type}: hidden_activation {act!r} is not supported; expected "
+                                        f"gelu_pytorch_tanh")
+        return "gelu_tanh"
+    if act not in (None, "silu", "swish"):
+        raise UnsupportedModelError(f"{model_type}: hidden_act {act!r} is not supported; expected silu")
+    return "silu"
+
+
+def _gemma3_text_config(cfg: dict) -> dict:
+    """A Gemma 3 ``config.json`` with a vision tower (``Gemma3ForConditionalGeneration``) as its text model's:
+    ``text_config``, with the outer config's token ids, dtype, tying and quantization where it has none."""
+    text = dict(cfg.get("text_config") or {})
+    for key in ("bos_token_id", "eos_token_id", "tie_word_embeddings", "torch_dtype", "dtype", "quantization_config"):
+        if key in cfg and key not in text:
+            text[key] = cfg[key]
+    text["model_type"] = "gemma3_text"
+    return text
 
 
 def _normalise_rope_scaling(scaling: dict | None, max_position_embeddings: int) -> dict | None:

@@ -138,7 +138,14 @@ class LlamaDecoderLayer:
         kw = dict(group=group, dtype=dtype, device=device, quant=quant,
                   group_size=None if self.int4 is None else self.int4.group_size)
         self.input_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
-        self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)
+        self.post_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device)  # the MLP's input norm
+        # Gemma's sandwich: the attention's and the MLP's outputs normed before their residual adds
+        self.attn_out_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device) if cfg.sandwich_norms else None
+        self.mlp_out_norm = torch.empty(cfg.hidden_size, dtype=dtype, device=device) if cfg.sandwich_norms else None
+        self.norm_names = _SANDWICH_NORM_NAMES if cfg.sandwich_norms else _NORM_NAMES
+        self.norm_offset = cfg.norm_weight_offset
+        self.index = index
+        self.sliding_window = cfg.layer_window(index)
         self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.k_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
@@ -161,16 +168,11 @@ class LlamaDecoderLayer:
     def load(self, name: str, tensor: torch.Tensor | LazyTensor) -> bool:
         """Load a checkpoint tensor (full or lazy: the projections read only this rank's shard of it) by its
         name inside the layer (``self_attn.q_proj.weight`` ...); False if the name is not one of the layer's."""
-        if name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
-            (self.input_norm if name.startswith("input") else self.post_norm).copy_(materialize(tensor))
-            self._norms_loaded.add(name)
+        if name in self.norm_names:
+            self._load_norm(name, getattr(self, self.norm_names[name]), tensor, "hidden_size")
         elif name in _QK_NORM_NAMES and self.q_norm is not None:
             norm = self.q_norm if name == "self_attn.q_norm.weight" else self.k_norm
-            value = materialize(tensor)
-            if tuple(value.shape) != tuple(norm.shape):
-                raise ValueError(f"{name}: expected shape {tuple(norm.shape)} (head_dim), got {tuple(value.shape)}")
-            norm.copy_(value)
-            self._norms_loaded.add(name)
+            self._load_norm(name, norm, tensor, "head_dim")
         elif self.moe is not None and name.startswith(("mlp.", "block_sparse_moe.")):
             return self.moe.load(name, tensor)  # every MLP tensor of a mixture of experts is the block's
         elif name.rpartition(".")[0] in _PROJECTIONS:
@@ -191,6 +193,15 @@ class LlamaDecoderLayer:
         else:
             return False
         return True
+
+    def _load_norm(self, name: str, norm: torch.Tensor, tensor, size: str) -> None:
+        """A norm's weight as the kernels apply it: plus ``norm_weight_offset`` (Gemma's ``1 + w``, in fp32,
+        rounded once)."""
+        value = materialize(tensor)
+        if tuple(value.shape) != tuple(norm.shape):
+            raise ValueError(f"{name}: expected shape {tuple(norm.shape)} ({size}), got {tuple(value.shape)}")
+        norm.copy_(value.float() + self.norm_offset if self.norm_offset else value)
+        self._norms_loaded.add(name)
 
     def finish_int4(self) -> None:
         """Convert each projection's int4 checkpoint tensors (:mod:`tritium.models.int4_formats`) and load
@@ -219,8 +230,7 @@ class LlamaDecoderLayer:
         return [getattr(self, name) for name in LAYER_PROJECTIONS if getattr(self, name) is not None]
 
     def missing(self) -> list[str]:
-        norms = ("input_layernorm.weight", "post_attention_layernorm.weight") + \
-            (_QK_NORM_NAMES if self.q_norm is not None else ())
+        norms = tuple(self.norm_names) + (_QK_NORM_NAMES if self.q_norm is not None else ())
         missing = [n for n in norms if n not in self._norms_loaded]
         for name in LAYER_PROJECTIONS:
             if getattr(self, name) is not None:
@@ -230,7 +240,7 @@ class LlamaDecoderLayer:
         return missing
 
     def weight_bytes(self) -> int:
-        norms = 2 * self.input_norm.numel() * self.input_norm.element_size()
+        norms = len(self.norm_names) * self.input_norm.numel() * self.input_norm.element_size()
         if self.q_norm is not None:
             norms += 2 * self.q_norm.numel() * self.q_norm.element_size()
         experts = 0 if self.moe is None else self.moe.weight_bytes()
@@ -243,9 +253,32 @@ _PROJECTIONS = {"self_attn.q_proj": ("qkv_proj", "q"), "self_attn.k_proj": ("qkv
                 "mlp.gate_proj": ("gate_up_proj", 0), "mlp.up_proj": ("gate_up_proj", 1),
                 "mlp.down_proj": ("down_proj", None)}
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
+# a layer's norms by checkpoint name -> the layer's attribute. Gemma's post_attention_layernorm norms the
+# attention's output; its MLP's input norm is pre_feedforward_layernorm (Llama's post_attention_layernorm).
+_NORM_NAMES = {"input_layernorm.weight": "input_norm", "post_attention_layernorm.weight": "post_norm"}
+_SANDWICH_NORM_NAMES = {"input_layernorm.weight": "input_norm", "post_attention_layernorm.weight": "attn_out_norm",
+                        "pre_feedforward_layernorm.weight": "post_norm",
+                        "post_feedforward_layernorm.weight": "mlp_out_norm"}
 # tensors of an int4 projection beyond int4_formats.tensor_names: a compressed-tensors zero point (refused
 # unless a symmetric scheme wrote it all zeros, as some releases did)
 _INT4_EXTRA = {"gptq": (), "awq": (), "compressed": ("weight_zero_point",)}
+
+
+# a multimodal checkpoint's text model (Gemma 3 with its vision tower): its prefixes, as transformers 4 and 5
+# write them, and the towers the engine does not run
+_TEXT_PREFIXES = {"language_model.model.": "model.", "language_model.lm_head.": "lm_head.",
+                  "model.language_model.": "model."}
+_VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
+
+
+def _text_model_name(name: str) -> str | None:
+    """A checkpoint tensor's name as a text-only model's (None: a vision tower's, not loaded)."""
+    if name.startswith(_VISION_PREFIXES):
+        return None
+    for prefix, to in _TEXT_PREFIXES.items():
+        if name.startswith(prefix):
+            return to + name[len(prefix):]
+    return name
 
 
 def _convert_int4(scheme: Int4Scheme, t: dict[str, torch.Tensor]) -> Int4Weight:
@@ -296,8 +329,12 @@ class LlamaModel:
         self._loaded: set[str] = set()
         self.num_heads = self.layers[0].qkv_proj.num_heads          # this rank's query and KV heads
         self.num_kv_heads = self.layers[0].qkv_proj.num_kv_heads
-        self.scale = 1.0 / math.sqrt(config.head_dim)
-        self.cos_sin: torch.Tensor | None = None
+        self.scale = config.attention_scale
+        self.cos_sin: torch.Tensor | None = None  # rope table of the full-attention layers
+        self.layer_cos_sin: list[torch.Tensor] = []  # each layer's (Gemma 3: the sliding layers' own base)
+        # Gemma: embeddings times sqrt(hidden) rounded to the dtype first, as transformers multiplies them
+        self.embedding_multiplier = (None if config.embedding_multiplier == 1.0 else
+                                     torch.tensor(config.embedding_multiplier, dtype=dtype).item())
         self._rope_freqs: torch.Tensor | None = None
         self.prefetcher: WeightPrefetcher | None = None
         self.prefetch_plan: dict[str, int | None] = {}
@@ -309,7 +346,8 @@ class LlamaModel:
         self.fold_norms = (options.fuse_norms and group.world_size == 1 and options.op_backend == "triton"
                            and options.linear_backend != "torch" and not self.linear.dynamic_fp8
                            and options.quantization != "int4"  # an int4 weight takes no norm either
-                           and not config.num_experts)  # nor does a router or an expert
+                           and not config.num_experts  # nor does a router or an expert
+                           and not config.sandwich_norms)  # Gemma's layers run apart (_forward_sandwich)
         self.norms_folded = False
         # projections tune_linears timed two ways (down: gated or plain; qkv: with rope inside or plain), the
         # configs of each way, and the way whose configs are in place (swapped by set_options)
@@ -326,19 +364,33 @@ class LlamaModel:
                              f"{options.quantization!r}")
         self.options = options
         self.ops = op_set(options.op_backend, pdl=options.pdl)
+        cfg = self.config
+        windows = [cfg.layer_window(i) for i in range(cfg.num_hidden_layers)]
+        by_window = {}  # one attention object per sliding window the layers have (None: full attention)
         if options.context_parallel is not None:
-            self.attention = options.context_parallel
+            if len(set(windows)) > 1 or cfg.attn_logit_softcapping is not None:
+                raise ValueError(f"context_parallel: {cfg.model_type} layers with different sliding windows or an "
+                                 f"attention softcap are not supported by context parallelism")
+            by_window[windows[0]] = options.context_parallel
         elif options.attention_backend == "triton":
             invariant = None
             if options.batch_invariant:
                 invariant = invariant_attention_config(
-                    num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=self.config.head_dim,
-                    max_seq_len=self.config.max_position_embeddings, dtype=self.dtype)
-            self.attention = TritonAttention(options.max_decode_tokens, self.num_heads, self.config.head_dim,
-                                             self.device, self.config.sliding_window, pdl=options.attention_pdl,
-                                             num_splits=options.attention_num_splits, invariant=invariant)
+                    num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=cfg.head_dim,
+                    max_seq_len=cfg.max_position_embeddings, dtype=self.dtype)
+            workspace = None
+            for window in dict.fromkeys(windows):
+                by_window[window] = TritonAttention(
+                    options.max_decode_tokens, self.num_heads, cfg.head_dim, self.device, window,
+                    pdl=options.attention_pdl, num_splits=options.attention_num_splits, invariant=invariant,
+                    softcap=cfg.attn_logit_softcapping, workspace=workspace)
+                workspace = by_window[window].workspace
         else:
-            self.attention = TorchAttention(self.config.sliding_window)
+            for window in dict.fromkeys(windows):
+                by_window[window] = TorchAttention(window, cfg.attn_logit_softcapping)
+        self.layer_attention = [by_window[w] for w in windows]
+        self.attention = self.layer_attention[0]
+        self.attention_variants = list(by_window.values())  # what a warm-up runs (each window's kernels)
         self.linear.mode = options.linear_backend
         self.linear.silu_and_mul = self.ops.silu_and_mul
         self.linear.pdl = options.pdl
@@ -378,12 +430,16 @@ class LlamaModel:
             raise ValueError("load_weights: this model's norm weights are folded into its projections already; "
                              "build a new LlamaModel to load weights again")
         for name, tensor in weights:
+            name = _text_model_name(name)
+            if name is None:
+                continue  # a vision tower's
             if name == "rope_freqs":
                 self._rope_freqs = materialize(tensor).float()
             elif name == "model.embed_tokens.weight":
                 self.embed.load_weight(tensor)
             elif name == "model.norm.weight":
-                self.norm.copy_(materialize(tensor))
+                value = materialize(tensor)
+                self.norm.copy_(value.float() + cfg.norm_weight_offset if cfg.norm_weight_offset else value)
             elif name == "lm_head.weight":
                 if not cfg.tie_word_embeddings:
                     self.lm_head.load_weight(tensor)
@@ -410,9 +466,18 @@ class LlamaModel:
         self._check_complete()
         if self.fold_norms:
             self._fold_norm_weights()
-        self.cos_sin = rope_cos_sin(
-            rope_inv_freq(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling, self._rope_freqs),
-            cfg.max_position_embeddings, rope_attention_factor(cfg.rope_scaling)).to(self.device)
+        tables = {}  # one rope table per (base, scaling) the layers use
+        self.layer_cos_sin = []
+        for i in range(cfg.num_hidden_layers):
+            theta, scaling = cfg.layer_rope(i)
+            if (theta, repr(scaling)) not in tables:
+                freqs = self._rope_freqs if scaling is cfg.rope_scaling else None  # GGUF's are the full layers'
+                tables[theta, repr(scaling)] = rope_cos_sin(
+                    rope_inv_freq(cfg.head_dim, theta, scaling, freqs), cfg.max_position_embeddings,
+                    rope_attention_factor(scaling)).to(self.device)
+            self.layer_cos_sin.append(tables[theta, repr(scaling)])
+        full = [i for i in range(cfg.num_hidden_layers) if cfg.layer_window(i) is None] or [0]
+        self.cos_sin = self.layer_cos_sin[full[0]]
 
     def _fold_norm_weights(self) -> None:
         """``W[:, k] *= w[k]`` for QKV (input norm) and gate/up (post-attention norm), in fp32, rounded once."""
@@ -602,6 +667,8 @@ class LlamaModel:
         cfg, ops, linear = self.config, self.ops, self.linear
         T = input_ids.shape[0]
         h = self.embed.forward(input_ids)                                             # [T, hidden]
+        if self.embedding_multiplier is not None:
+            h.mul_(self.embedding_multiplier)
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
@@ -610,6 +677,8 @@ class LlamaModel:
             if name in plan:
                 self.prefetcher.issue(weight.packed if isinstance(weight, Int4Weight) else weight, plan[name])
 
+        if self.config.sandwich_norms:
+            return self._forward_sandwich(h, positions, meta, kv_caches, plan, prefetch)
         if self._norms_in_gemvs(T):
             return self._forward_norms_in_gemvs(h, positions, meta, kv_caches, plan, prefetch)
         # tensor parallel with a fused collective: each row-parallel output stays this rank's partial sum
@@ -639,7 +708,7 @@ class LlamaModel:
                 x, residual = add_norm(h, self._norm_weight(layer.input_norm), residual, quantize=quantize)
             roped = self._qkv_rope(x, layer)
             if roped:  # rope and the KV write in the projection's epilogue
-                qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.cos_sin, k_cache, v_cache,
+                qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.layer_cos_sin[i], k_cache, v_cache,
                                                      meta.slot_mapping)
             else:
                 qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
@@ -695,7 +764,7 @@ class LlamaModel:
     def _norms_chain(self) -> bool:
         """``fuse_norms`` asked for and possible here (one rank, triton ops); it runs where the GEMVs do."""
         return (self.options.fuse_norms and self.group.world_size == 1 and self.ops.backend == "triton"
-                and not self.config.num_experts)
+                and not self.config.num_experts and not self.config.sandwich_norms)
 
     def _norms_in_gemvs(self, T: int) -> bool:
         """Whether a step of T tokens runs the RMSNorms inside the GEMVs (``ModelOptions.fuse_norms``)."""
@@ -724,6 +793,32 @@ class LlamaModel:
         out, _ = self.ops.rms_norm(h, self.norm, eps, **self._join_prefetches(plan))
         return out
 
+    def _forward_sandwich(self, h, positions, meta, kv_caches, plan, prefetch) -> torch.Tensor:
+        """Gemma's layers: each sublayer's input and output RMS-normed, the output norm's result added to the
+        residual stream in the next sublayer's input norm (one launch), the MLP a GeGLU."""
+        ops, linear, eps = self.ops, self.linear, self.config.rms_norm_eps
+        act_and_mul = ops.gelu_tanh_and_mul if self.config.hidden_act == "gelu_tanh" else ops.silu_and_mul
+        residual = None
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            if residual is None:
+                x, _ = ops.rms_norm(h, layer.input_norm, eps)
+                residual = h
+            else:
+                x, residual = ops.rms_norm(h, layer.input_norm, eps, residual)
+            qkv = layer.qkv_proj.forward(x, linear)
+            prefetch("o_proj", layer.o_proj.weight)
+            attn = layer.o_proj.forward(self._attend(qkv, positions, meta, k_cache, v_cache, layer), linear)
+            prefetch("gate_up_proj", layer.gate_up_proj.weight)
+            attn, _ = ops.rms_norm(attn, layer.attn_out_norm, eps)
+            x, residual = ops.rms_norm(attn, layer.post_norm, eps, residual)
+            act = act_and_mul(layer.gate_up_proj.forward(x, linear))
+            prefetch("down_proj", layer.down_proj.weight)
+            h, _ = ops.rms_norm(layer.down_proj.forward(act, linear), layer.mlp_out_norm, eps)
+            prefetch("qkv_proj" if i + 1 < len(self.layers) else "lm_head",
+                     (self.layers[i + 1].qkv_proj if i + 1 < len(self.layers) else self.lm_head).weight)
+        out, _ = ops.rms_norm(h, self.norm, eps, residual, **self._join_prefetches(plan))
+        return out
+
     def _folded_or(self, weight: torch.Tensor) -> torch.Tensor | None:
         """A norm weight for a fused GEMV: None where it is folded into the GEMV's weight."""
         return None if self.norms_folded else weight
@@ -748,7 +843,7 @@ class LlamaModel:
     def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""
         return (self.options.fuse_qkv_rope and self.fused_rope_kv and not self.config.qk_norm
-                and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight))
+                and not self.config.sandwich_norms and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight))
 
     def _attend(self, qkv, positions, meta, k_cache, v_cache, layer, *, roped: bool = False) -> torch.Tensor:
         """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: (``qk_norm``) the query and key heads'
@@ -760,20 +855,25 @@ class LlamaModel:
         v = qkv[:, (hq + hkv) * d:].view(T, hkv, d)
         # Qwen3: each query and key head RMS-normed over head_dim before rope, in the rope kernel
         kw = {} if layer.q_norm is None else {"qk_norm": (layer.q_norm, layer.k_norm, self.config.rms_norm_eps)}
+        attention, cos_sin = self.layer_attention[layer.index], self.layer_cos_sin[layer.index]
         if roped:
-            attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)
+            attn = attention.attend(q, k_cache, v_cache, meta, self.scale)
         elif self.fused_rope_kv:
-            self.ops.rope_write_kv(q, k, v, positions, self.cos_sin, k_cache, v_cache, meta.slot_mapping, **kw)
-            attn = self.attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
+            self.ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, meta.slot_mapping, **kw)
+            attn = attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
         else:
-            self.ops.rope(q, k, positions, self.cos_sin, **kw)
-            attn = self.attention(q, k, v, k_cache, v_cache, meta, self.scale)
+            self.ops.rope(q, k, positions, cos_sin, **kw)
+            attn = attention(q, k, v, k_cache, v_cache, meta, self.scale)
         return attn.reshape(T, hq * d)
 
     @torch.inference_mode()
     def compute_logits(self, hidden: torch.Tensor, *, as_computed: bool = False) -> torch.Tensor:
         """hidden: [S, hidden] -> fp32 logits [S, vocab]; ``as_computed``: in the dtype the LM head computed
-        them in where this rank holds the whole vocabulary (no fp32 copy), else fp32 as gathered."""
+        them in where this rank holds the whole vocabulary (no fp32 copy), else fp32 as gathered. Gemma 2's
+        ``final_logit_softcapping`` c: ``c * tanh(logits / c)``."""
         if as_computed and self.lm_head.group.world_size == 1:
-            return self.lm_head.forward(hidden, self.linear, gather=False)
-        return self.lm_head.forward(hidden, self.linear)
+            logits = self.lm_head.forward(hidden, self.linear, gather=False)
+        else:
+            logits = self.lm_head.forward(hidden, self.linear)
+        cap = self.config.final_logit_softcapping
+        return logits if cap is None else logits.div_(cap).tanh_().mul_(cap)  # Gemma 2: cap * tanh(logits / cap)

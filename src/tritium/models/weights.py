@@ -400,6 +400,8 @@ class RandomTensor(LazyTensor):
         index = tuple(slice(start, stop) for start, stop in bounds)
         if self.std is None:
             return torch.ones([b - a for a, b in bounds], dtype=self.dtype, device=self.device)
+        if self.std == 0:
+            return torch.zeros([b - a for a, b in bounds], dtype=self.dtype, device=self.device)
         g = torch.Generator(device=self.device).manual_seed(self.seed)
         full = torch.randn(self.shape, generator=g, device=self.device, dtype=torch.float32) * self.std
         return full[index].to(self.dtype, copy=True, memory_format=torch.contiguous_format)
@@ -412,7 +414,8 @@ class RandomWeights:
 
     Distributions are those of ``tritium.bench.engine.make_weights``: projections, embeddings and the LM
     head N(0, 0.02^2) drawn in float32 and cast to ``dtype_name`` ("bfloat16", "float16", "float32"), norms
-    1 (the query/key head norms of ``config.qk_norm`` too); QKV biases (``config.attention_bias``) N(0, 0.02^2);
+    1 (the query/key head norms of ``config.qk_norm`` too; Gemma's stored 0, applied as 1 + 0, and its
+    sandwich norms' two more a layer); QKV biases (``config.attention_bias``) N(0, 0.02^2);
     ``lm_head.weight`` only when the embeddings are
     not tied. Each tensor has its own generator, seeded from (``seed``, name): the same on every rank.
     """
@@ -439,13 +442,14 @@ class RandomWeights:
         """name -> (shape, std; None for the norms, which are ones)."""
         cfg, std = self.config, RANDOM_STD
         h, i, q, kv = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size
-        out = {"model.embed_tokens.weight": ((cfg.vocab_size, h), std), "model.norm.weight": ((h,), None)}
+        one = 0.0 if cfg.norm_weight_offset == 1.0 else None  # a norm applied as 1 (std 0: zeros)
+        out = {"model.embed_tokens.weight": ((cfg.vocab_size, h), std), "model.norm.weight": ((h,), one)}
         if not cfg.tie_word_embeddings:
             out["lm_head.weight"] = ((cfg.vocab_size, h), std)
         for layer in range(cfg.num_hidden_layers):
             p = f"model.layers.{layer}."
             out.update({
-                p + "input_layernorm.weight": ((h,), None), p + "post_attention_layernorm.weight": ((h,), None),
+                p + "input_layernorm.weight": ((h,), one), p + "post_attention_layernorm.weight": ((h,), one),
                 p + "self_attn.q_proj.weight": ((q, h), std), p + "self_attn.k_proj.weight": ((kv, h), std),
                 p + "self_attn.v_proj.weight": ((kv, h), std), p + "self_attn.o_proj.weight": ((h, q), std),
             })
@@ -468,7 +472,9 @@ class RandomWeights:
             if cfg.attention_bias:
                 out.update({p + f"self_attn.{x}_proj.bias": ((n,), std) for x, n in (("q", q), ("k", kv), ("v", kv))})
             if cfg.qk_norm:
-                out.update({p + f"self_attn.{x}_norm.weight": ((cfg.head_dim,), None) for x in "qk"})
+                out.update({p + f"self_attn.{x}_norm.weight": ((cfg.head_dim,), one) for x in "qk"})
+            if cfg.sandwich_norms:
+                out.update({p + f"{x}_feedforward_layernorm.weight": ((h,), one) for x in ("pre", "post")})
         return out
 
     def iter(self, device: torch.device | str) -> Iterator[tuple[str, RandomTensor]]:

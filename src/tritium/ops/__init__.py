@@ -2,8 +2,8 @@
 :mod:`tritium.ops.reference`:
 
 - ``rms_norm`` (+ residual add), ``rope`` and ``rope_write_kv`` (rope fused with the KV-cache write),
-  ``silu_and_mul``: the memory-bound steps of a decode layer, chained by programmatic dependent launch
-  on Hopper (``pdl=False`` turns it off).
+  ``silu_and_mul`` / ``gelu_tanh_and_mul``: the memory-bound steps of a decode layer, chained by
+  programmatic dependent launch on Hopper (``pdl=False`` turns it off).
 - ``greedy_advance``: a decode step's argmax turned into the next step's inputs on the device.
 - ``token_logprobs``: given tokens' log-probabilities and each row's most likely one in one pass over the
   logits (prompt scoring).
@@ -27,7 +27,7 @@ import functools
 from typing import Callable
 
 from tritium.ops import reference
-from tritium.ops.activation import silu_and_mul
+from tritium.ops.activation import gelu_tanh_and_mul, silu_and_mul
 from tritium.ops.dequant import dequantize_fp8
 from tritium.ops.gemv import gemv
 from tritium.ops.logprobs import token_logprobs
@@ -38,8 +38,8 @@ from tritium.ops.rms_norm import rms_norm
 from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
 
-__all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "greedy_advance", "greedy_scratch", "gemv",
-           "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
+__all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "gelu_tanh_and_mul", "greedy_advance", "greedy_scratch",
+           "gemv", "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
            "fused_moe_add_norm", "moe_norm_route", "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set",
            "OP_BACKENDS"]
 
@@ -60,6 +60,7 @@ class OpSet:
     fused_moe: Callable
     fused_moe_add_norm: Callable
     moe_norm_route: Callable
+    gelu_tanh_and_mul: Callable
 
 
 def op_set(backend: str, *, pdl: bool = True) -> OpSet:
@@ -69,9 +70,10 @@ def op_set(backend: str, *, pdl: bool = True) -> OpSet:
         return OpSet("triton", functools.partial(rms_norm, pdl=pdl), functools.partial(rope, pdl=pdl),
                      functools.partial(rope_write_kv, pdl=pdl), functools.partial(silu_and_mul, pdl=pdl),
                      functools.partial(moe_route, pdl=pdl), functools.partial(fused_moe, pdl=pdl),
-                     functools.partial(fused_moe_add_norm, pdl=pdl), functools.partial(moe_norm_route, pdl=pdl))
+                     functools.partial(fused_moe_add_norm, pdl=pdl), functools.partial(moe_norm_route, pdl=pdl),
+                     functools.partial(gelu_tanh_and_mul, pdl=pdl))
     if backend == "torch":
         return OpSet("torch", reference.rms_norm, reference.rope, reference.rope_write_kv, reference.silu_and_mul,
                      reference.moe_route, reference.fused_moe, reference.fused_moe_add_norm,
-                     reference.moe_norm_route)
+                     reference.moe_norm_route, reference.gelu_tanh_and_mul)
     raise ValueError(f"op_backend must be one of {', '.join(OP_BACKENDS)}, got {backend!r}")

@@ -69,6 +69,14 @@ def silu_and_mul(x: torch.Tensor, *, quantize: bool = False) -> torch.Tensor | F
     return quantized_rows(y) if quantize else y
 
 
+def gelu_tanh_and_mul(x: torch.Tensor, *, quantize: bool = False) -> torch.Tensor | Fp8Rows:
+    """``gelu(x[:, :I], approximate="tanh") * x[:, I:]`` (Gemma's GeGLU); x: [T, 2I] -> [T, I]; ``quantize`` as
+    :func:`silu_and_mul`."""
+    inter = x.shape[-1] // 2
+    y = F.gelu(x[:, :inter], approximate="tanh") * x[:, inter:]
+    return quantized_rows(y) if quantize else y
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
            scale: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.ops.gemv.gemv`.
