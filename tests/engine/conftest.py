@@ -58,7 +58,7 @@ TINY_GEMMA = {
     "gemma2": dict(
         hidden_size=128, intermediate_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
         head_dim=64, max_position_embeddings=256, query_pre_attn_scalar=48, sliding_window=6,
-        attn_logit_softcapping=2.0, final_logit_softcapping=3.0, tie_word_embeddings=False, rope=(10000.0, None)),
+        attn_logit_softcapping=5.0, final_logit_softcapping=8.0, tie_word_embeddings=False, rope=(10000.0, None)),
     "gemma3_text": dict(
         hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
         head_dim=64, max_position_embeddings=256, query_pre_attn_scalar=64, sliding_window=6,

@@ -99,10 +99,11 @@ def test_moe_greedy_matches_transformers(tmp_path, model_type, overrides, backen
 def test_moe_decode_chain_fusions_run(tmp_path, model_type):
     """The one-rank decode chain of a mixture of experts takes its fused launches (the norm + router + top-k
     before the block at up to 16 tokens, the experts with the add + norm after them), and still answers as
-    transformers: a refactor that silently falls back to the unfused ops fails here."""
+    transformers: a refactor that silently falls back to the unfused ops fails here. Without CUDA graphs (on a
+    GPU a replayed step calls no Python op)."""
     hf = make_tiny_model(str(tmp_path), model_type)
     llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend="triton", op_backend="triton",
-              linear_backend="triton")
+              linear_backend="triton", cuda_graphs=False)
     model = llm.engine.model
     calls = {"moe_norm_route": 0, "fused_moe_add_norm": 0, "moe_route": 0}
 

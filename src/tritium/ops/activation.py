@@ -23,7 +23,7 @@ _ONE_PASS_MAX = 16384
 
 
 ACTIVATIONS = ("silu", "gelu_tanh")
-_SQRT_2_OVER_PI = 0.7978845608028654
+_SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
 @triton.jit
