@@ -163,6 +163,8 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
     kwargs.update(overrides)  # vocab_size too: a tokenizer written over this one may be larger
     config = cls[0](bos_token_id=1, eos_token_id=None, pad_token_id=0, initializer_range=0.15,
                     **kwargs)
+    if model_type == "gemma2":  # eager attention: transformers 5.17 picks SDPA, which drops the score softcap
+        config._attn_implementation = "eager"
     torch.manual_seed(0)
     model = cls[1](config).float().eval()
     if model_type in ("qwen3", "qwen3_moe", "gemma2", "gemma3_text"):
