@@ -30,6 +30,10 @@ NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm
          "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
          "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
          "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight"}
+# Gemma's norms (llama.cpp's names; its converter stores each norm weight plus 1)
+GEMMA_NAMES = dict(NAMES, **{"post_attention_layernorm.weight": "post_attention_norm.weight",
+                             "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+                             "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
 EXPERT_NAMES = {"w1": "ffn_gate_exps.weight", "gate_proj": "ffn_gate_exps.weight", "w3": "ffn_up_exps.weight",
                 "up_proj": "ffn_up_exps.weight", "w2": "ffn_down_exps.weight", "down_proj": "ffn_down_exps.weight"}
 
@@ -55,8 +59,9 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     the tokenizer metadata and any other keys a test needs (default: :func:`write_word_tokenizer`). ``q8_0``:
     GGUF names of tensors written quantized to Q8_0."""
     cfg = hf_model.config
-    arch = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe"}.get(cfg.model_type,
-                                                                                     cfg.model_type)  # llama.cpp's
+    arch = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma3_text": "gemma3"}.get(
+        cfg.model_type, cfg.model_type)  # llama.cpp's
+    gemma = arch in ("gemma2", "gemma3")
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w = gguf.GGUFWriter(out, arch)
     w.add_block_count(cfg.num_hidden_layers)
@@ -76,7 +81,17 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     rope = getattr(cfg, "rope_parameters", None) or {"rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
+    rope = rope.get("full_attention", rope)  # Gemma 3: the full layers' (llama.cpp fixes the sliding ones' base)
     w.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rope["factor"])
+    if gemma:
+        w.add_sliding_window(cfg.sliding_window)
+        if cfg.attn_logit_softcapping:
+            w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        if cfg.final_logit_softcapping:
+            w.add_final_logit_softcapping(cfg.final_logit_softcapping)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
     (write_metadata or write_word_tokenizer)(w, cfg.vocab_size)
@@ -94,7 +109,7 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
         if name == "model.embed_tokens.weight":
             w.add_tensor("token_embd.weight", a)
         elif name == "model.norm.weight":
-            w.add_tensor("output_norm.weight", a)
+            w.add_tensor("output_norm.weight", a + 1 if gemma else a)
         elif name == "lm_head.weight":
             w.add_tensor("output.weight", a)
         else:
@@ -105,7 +120,9 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
                 a = llama_cpp_permute(a, cfg.num_key_value_heads)
             if key == "mlp.shared_expert_gate.weight":
                 a = a.reshape(-1)  # llama.cpp stores the shared expert's gate as a [hidden] vector
-            w.add_tensor(f"blk.{layer}.{NAMES[key]}", a)
+            if gemma and key.endswith("norm.weight"):
+                a = a + 1
+            w.add_tensor(f"blk.{layer}.{(GEMMA_NAMES if gemma else NAMES)[key]}", a)
     for (layer, key), by_expert in stacked.items():
         a, name = np.stack([by_expert[e] for e in range(len(by_expert))]), f"blk.{layer}.{key}"
         if name in q8_0:
@@ -117,6 +134,30 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+@pytest.mark.parametrize("model_type,overrides", [
+    # llama.cpp scales Gemma's scores by head_dim below 27B (the file has no query_pre_attn_scalar)
+    ("gemma2", dict(query_pre_attn_scalar=64)),
+    # and puts Gemma 3's full layer sixth of every six
+    ("gemma3_text", dict(num_hidden_layers=6, layer_types=["sliding_attention"] * 5 + ["full_attention"])),
+])
+def test_gguf_gemma_equals_safetensors(tmp_path, model_type, overrides):
+    """Gemma 2 and 3 as llama.cpp writes them (norms plus 1, its norm names, softcaps and window in the
+    metadata, Gemma 3's linear rope scaling of the full layers): the safetensors directory's tokens."""
+    path = str(tmp_path / "hf")
+    os.makedirs(path)
+    hf = make_tiny_model(path, model_type, **overrides)
+    gguf_path = str(tmp_path / f"{model_type}.gguf")
+    write_gguf(path, hf, gguf_path)
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    from_dir = LLM(path, dtype=torch.float32).generate(PROMPTS, params)
+    llm = LLM(gguf_path, dtype=torch.float32)
+    cfg = llm.engine.model_config
+    assert (cfg.model_type, cfg.layer_types, cfg.norm_weight_offset) == (model_type, tuple(hf.config.layer_types), 0.0)
+    assert cfg.attention_scale == 64 ** -0.5 and cfg.final_logit_softcapping == hf.config.final_logit_softcapping
+    from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
+    assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
 
 
 def test_unpermute_inverts_llama_cpp_permute():

@@ -192,3 +192,28 @@ def test_gguf_experts():
             (meta("llama", expert_count=8, expert_used_count=9), "num_experts_per_tok must be in \\[1, num_experts")]:
         with pytest.raises(UnsupportedModelError, match=match):
             ModelConfig.from_gguf_metadata(m, has_output_weight=True, has_qkv_bias=False)
+
+
+def _gguf_gemma(arch, layers, **extra):
+    meta = {"general.architecture": arch, f"{arch}.block_count": layers, f"{arch}.embedding_length": 5376,
+            f"{arch}.feed_forward_length": 21504, f"{arch}.attention.head_count": 32,
+            f"{arch}.attention.head_count_kv": 16, f"{arch}.attention.key_length": 128,
+            f"{arch}.attention.sliding_window": 1024, f"{arch}.vocab_size": 262208,
+            "tokenizer.ggml.eos_token_id": 1, "tokenizer.ggml.eot_token_id": 106, **extra}
+    return ModelConfig.from_gguf_metadata(meta, has_output_weight=False, has_qkv_bias=False, has_qk_norm=True)
+
+
+def test_gguf_gemma_as_llama_cpp_runs_it():
+    """Scores scaled by head_dim except on the 27B models (by their layer count, as llama.cpp decides: Gemma 3 27B
+    has 62 layers, query_pre_attn_scalar = hidden / heads = 168); the sliding layers' rope base 10000; the norm
+    weights taken as stored (the converter added the 1); generation stops at <end_of_turn> too."""
+    big = _gguf_gemma("gemma3", 62)
+    assert big.attention_scale == 168 ** -0.5 and big.model_type == "gemma3_text" and big.norm_weight_offset == 0
+    assert _gguf_gemma("gemma3", 48).attention_scale == 128 ** -0.5
+    assert big.layer_types[4:7] == ("sliding_attention", "full_attention", "sliding_attention")
+    assert big.layer_rope(0) == (10000.0, None) and big.eos_token_ids == (1, 106)
+    g2 = _gguf_gemma("gemma2", 46, **{"gemma2.attn_logit_softcapping": 50.0, "gemma2.final_logit_softcapping": 30.0})
+    assert (g2.layer_types[:2], g2.attn_logit_softcapping, g2.final_logit_softcapping, g2.rope_local_theta) == (
+        ("sliding_attention", "full_attention"), 50.0, 30.0, None)
+    assert g2.attention_scale == 168 ** -0.5
+    assert _gguf_gemma("gemma3", 26, **{"gemma3.attention.sliding_window": 0}).layer_types is None

@@ -33,7 +33,7 @@ _ARCHITECTURE_TO_TYPE = {
     "Gemma3ForConditionalGeneration": "gemma3",  # its text model (text_config), the vision tower left out
 }
 # GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
-_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe")
+_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe", "gemma2", "gemma3")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 LAYER_TYPES = ("full_attention", "sliding_attention")
 HIDDEN_ACTS = ("silu", "gelu_tanh")  # the gated MLP's activation: SwiGLU, or GeGLU with tanh's GELU (Gemma)
@@ -268,10 +268,13 @@ class ModelConfig:
         heads = int(get("attention.head_count"))
         hidden = int(get("embedding_length"))
         scaling = _gguf_rope_scaling(get)
-        eos = meta.get("tokenizer.ggml.eos_token_id")
+        # generation ends at the end-of-text token and at an end-of-turn / end-of-message one where the file
+        # names it (llama.cpp's end-of-generation set: Gemma's <end_of_turn>, Llama 3's <|eot_id|>)
+        stop = [meta.get(f"tokenizer.ggml.{k}_token_id") for k in ("eos", "eot", "eom")]
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
+        gemma = _gguf_gemma(arch, get, hidden, heads) if arch in ("gemma2", "gemma3") else {}
         return cls(
-            model_type=experts.pop("model_type", arch),
+            model_type=experts.pop("model_type", gemma.pop("model_type", arch)),
             vocab_size=int(vocab),
             hidden_size=hidden,
             intermediate_size=int(get("feed_forward_length")),
@@ -286,11 +289,31 @@ class ModelConfig:
             attention_bias=has_qkv_bias,
             qk_norm=has_qk_norm,
             tie_word_embeddings=not has_output_weight,
-            sliding_window=get("attention.sliding_window"),
+            sliding_window=get("attention.sliding_window") or None,
             bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
-            eos_token_ids=() if eos is None else (int(eos),),
+            eos_token_ids=tuple(dict.fromkeys(int(t) for t in stop if t is not None)),
             **experts,
+            **gemma,
         )
+
+
+def _gguf_gemma(arch: str, get, hidden: int, heads: int) -> dict:
+    """ModelConfig's Gemma fields from GGUF metadata, as llama.cpp runs the file: its norm weights hold ``1 + w``
+    already (the converter adds the 1), windows on every other layer (Gemma 2) or five of six (Gemma 3, whose
+    sliding layers have a rope base of 10000), scores scaled by 1/sqrt(head_dim) except on the 27B models
+    (46 layers of Gemma 2, 62 of Gemma 3: 1/sqrt(hidden / heads), their ``query_pre_attn_scalar``), the
+    softcaps the file names."""
+    layers, head_dim = int(get("block_count")), int(get("attention.key_length", hidden // heads))
+    pattern, big = (2, 46) if arch == "gemma2" else (6, 62)
+    window = get("attention.sliding_window") or None
+    return dict(
+        model_type="gemma2" if arch == "gemma2" else "gemma3_text", hidden_act="gelu_tanh", sandwich_norms=True,
+        embedding_multiplier=hidden ** 0.5, query_pre_attn_scalar=hidden // heads if layers == big else head_dim,
+        layer_types=None if window is None else tuple(
+            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)),
+        rope_local_theta=10000.0 if arch == "gemma3" and window is not None else None,
+        attn_logit_softcapping=get("attn_logit_softcapping") or None,
+        final_logit_softcapping=get("final_logit_softcapping") or None)
 
 
 def _gguf_experts(arch: str, get) -> dict:

@@ -57,6 +57,12 @@ _GGUF_LAYER_NAMES = {
     "ffn_up_shexp.weight": "mlp.shared_expert.up_proj.weight",
     "ffn_down_shexp.weight": "mlp.shared_expert.down_proj.weight",
 }
+# Gemma's four norms a layer: ffn_norm is the MLP's input norm, the other two norm the sublayers' outputs
+_GGUF_SANDWICH_NAMES = {
+    "post_attention_norm.weight": "post_attention_layernorm.weight",
+    "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+    "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
+}
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -352,13 +358,14 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
     """
     permuted = config.model_type in ("llama", "mistral", "mixtral")  # llama.cpp's llama architecture
     layer = re.compile(r"blk\.(\d+)\.(.+)")
+    names = dict(_GGUF_LAYER_NAMES, **(_GGUF_SANDWICH_NAMES if config.sandwich_norms else {}))
     for t in _progress(reader.tensors, len(reader.tensors), "dequantising weights", progress):
         rope_heads = None
         m = layer.fullmatch(t.name)
         if t.name == "rope_freqs.weight":
             name = "rope_freqs"
         elif m:
-            suffix = _GGUF_LAYER_NAMES.get(m.group(2))
+            suffix = names.get(m.group(2))
             if suffix is None:
                 raise ValueError(f"GGUF tensor {t.name!r} is not part of a supported Llama-family model")
             if permuted and m.group(2).startswith("attn_q."):
