@@ -50,6 +50,9 @@ TINY_MOE = {
                       num_experts_per_tok=3, norm_topk_prob=False, shared_expert_intermediate_size=96),
 }
 
+# Phi-3 (make_tiny_model only): the llama shape with q, k, v and gate, up each fused in one tensor, a window of
+# 6 keys as Phi-3-mini-4k has one (2047)
+TINY_PHI3 = {"phi3": dict(TINY["llama"], sliding_window=6, rope=(10000.0, None))}
 # Gemma 2 (make_tiny_model only): a window of 6 keys on every other layer from the first, scores and logits
 # softcapped low enough to bend them, scores scaled by query_pre_attn_scalar (48), not head_dim; Gemma 3: its
 # query/key head norms, a window on three of four layers, whose rope has its own base (the full layer's is
@@ -150,9 +153,10 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
            "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
            "qwen2_moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM),
            "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM),
+           "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM),
            "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
            "gemma3_text": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM)}[model_type]
-    tiny = {**TINY, **TINY_MOE, **TINY_GEMMA}
+    tiny = {**TINY, **TINY_MOE, **TINY_GEMMA, **TINY_PHI3}
     kwargs = dict(tiny["llama" if model_type == "mistral" else model_type])
     default_rope = kwargs.pop("rope", None)
     if model_type == "mistral":

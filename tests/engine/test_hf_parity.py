@@ -48,6 +48,19 @@ def test_sliding_window_matches_transformers(tmp_path, model_type, window):
 
 
 @pytest.mark.parametrize("backend", ["torch", "triton"])
+def test_phi3_matches_transformers(tmp_path, backend):
+    """Phi-3 / Phi-4: the fused qkv_proj and gate_up_proj tensors split into the engine's parts, its window of
+    6 keys: transformers' tokens."""
+    hf = make_tiny_model(str(tmp_path), "phi3")
+    llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend=backend, op_backend=backend,
+              linear_backend=backend)
+    assert llm.engine.model_config.sliding_window == 6
+    outs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS))
+    for prompt, out in zip(PROMPTS, outs):
+        assert out.token_ids == hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS), f"phi3/{backend} {prompt!r}"
+
+
+@pytest.mark.parametrize("backend", ["torch", "triton"])
 @pytest.mark.parametrize("model_type", ["gemma2", "gemma3_text"])
 def test_gemma_matches_transformers(tmp_path, model_type, backend):
     """Gemma 2 and 3 (sandwich norms applied as 1 + w, GeGLU, embeddings times sqrt(hidden), scores scaled by

@@ -217,3 +217,16 @@ def test_gguf_gemma_as_llama_cpp_runs_it():
         ("sliding_attention", "full_attention"), 50.0, 30.0, None)
     assert g2.attention_scale == 168 ** -0.5
     assert _gguf_gemma("gemma3", 26, **{"gemma3.attention.sliding_window": 0}).layer_types is None
+
+
+def test_phi3_fields_and_refusals():
+    """Phi-4's config (Phi3ForCausalLM, no window) runs; Phi-3-mini-4k's window is read; rope on part of each head
+    (Phi-4-mini) and LongRoPE (the 128k Phi-3 models) are refused by name."""
+    phi4 = dict(BASE, model_type="phi3", architectures=["Phi3ForCausalLM"], sliding_window=None)
+    assert ModelConfig.from_hf_dict(phi4).sliding_window is None
+    assert ModelConfig.from_hf_dict(dict(phi4, sliding_window=2047)).sliding_window == 2047
+    with pytest.raises(UnsupportedModelError, match="partial_rotary_factor 0.75"):
+        ModelConfig.from_hf_dict(dict(phi4, partial_rotary_factor=0.75))
+    with pytest.raises(UnsupportedModelError, match="rope scaling 'longrope' is not supported"):
+        ModelConfig.from_hf_dict(dict(phi4, rope_scaling={"type": "longrope", "short_factor": [1.0] * 16,
+                                                          "long_factor": [2.0] * 16}))

@@ -259,3 +259,25 @@ def test_restore_linears_round_trip():
         with pytest.raises(ValueError, match="linear state"):
             fresh.restore_linears(bad)
         assert fresh.linear.choices == {} and fresh._ways == {}
+
+
+def test_phi3_fused_tensors_are_split_and_checked():
+    """A Phi-3 checkpoint's qkv_proj / gate_up_proj: rows split into the engine's parts (each equal to loading
+    the parts by their Llama names); a tensor of the wrong height is named with the rows it should have."""
+    cfg = dataclasses.replace(CONFIGS["llama"], model_type="phi3")
+    fused = LlamaModel(cfg, dtype=torch.float32, device=torch.device("cpu"))
+    layer = fused.layers[0]
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(cfg.q_size + 2 * cfg.kv_size, cfg.hidden_size, generator=g)
+    gate_up = torch.randn(2 * cfg.intermediate_size, cfg.hidden_size, generator=g)
+    assert layer.load("self_attn.qkv_proj.weight", qkv) and layer.load("mlp.gate_up_proj.weight", gate_up)
+    plain = LlamaModel(cfg, dtype=torch.float32, device=torch.device("cpu")).layers[0]
+    q, k, v = qkv.split([cfg.q_size, cfg.kv_size, cfg.kv_size])
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        plain.load(f"self_attn.{name}_proj.weight", t)
+    plain.load("mlp.gate_proj.weight", gate_up[:cfg.intermediate_size])
+    plain.load("mlp.up_proj.weight", gate_up[cfg.intermediate_size:])
+    assert torch.equal(layer.qkv_proj.weight, plain.qkv_proj.weight)
+    assert torch.equal(layer.gate_up_proj.weight, plain.gate_up_proj.weight)
+    with pytest.raises(ValueError, match=rf"self_attn.qkv_proj.weight: expected {cfg.q_size + 2 * cfg.kv_size} rows"):
+        layer.load("self_attn.qkv_proj.weight", qkv[:-1])

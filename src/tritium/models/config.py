@@ -1,5 +1,5 @@
 """Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Qwen3,
-Mistral, SmolLM2; Gemma 2 and Gemma 3; the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) and is built
+Mistral, SmolLM2, Phi-3 / Phi-4; Gemma 2 and Gemma 3; the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) and is built
 from a Hugging Face ``config.json`` or from GGUF metadata."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class UnsupportedModelError(ValueError):
 
 # Hugging Face `architectures` / `model_type` values and GGUF `general.architecture` values we run.
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe", "gemma2",
-                         "gemma3_text")
+                         "gemma3_text", "phi3")
 GEMMA_TYPES = ("gemma2", "gemma3_text")
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
@@ -28,6 +28,7 @@ _ARCHITECTURE_TO_TYPE = {
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Phi3ForCausalLM": "phi3",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
     "Gemma3ForConditionalGeneration": "gemma3",  # its text model (text_config), the vision tower left out
@@ -205,13 +206,17 @@ class ModelConfig:
                                             f"supported; only the default rope there")
             local_theta = local.get("rope_theta", local_theta)
         rope_theta = rope.pop("rope_theta", cfg.get("rope_theta", 10000.0))
+        partial = rope.pop("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+        if partial not in (None, 1, 1.0):
+            raise UnsupportedModelError(f"partial_rotary_factor {partial} (rope on part of each head) is not "
+                                        f"supported; only rope over the whole head_dim")
         rope_scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
         if rope_scaling and cfg.get("original_max_position_embeddings"):  # Phi-3 style: wins, as in transformers
             rope_scaling = dict(rope_scaling, original_max_position_embeddings=cfg["original_max_position_embeddings"])
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
         heads = cfg["num_attention_heads"]
-        use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral") or gemma)
+        use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral", "phi3") or gemma)
         window, layer_types = _hf_sliding_window(cfg, model_type) if use_sliding else (None, None)
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
         try:

@@ -146,6 +146,10 @@ class LlamaDecoderLayer:
         self.norm_offset = cfg.norm_weight_offset
         self.index = index
         self.sliding_window = cfg.layer_window(index)
+        # Phi-3's fused checkpoint tensors: (the layer's linear, its parts, their rows)
+        self.fused_tensors = {"self_attn.qkv_proj.weight": ("qkv_proj", ("q", "k", "v"),
+                                                            (cfg.q_size, cfg.kv_size, cfg.kv_size)),
+                              "mlp.gate_up_proj.weight": ("gate_up_proj", (0, 1), (cfg.intermediate_size,) * 2)}
         self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.k_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
@@ -175,6 +179,15 @@ class LlamaDecoderLayer:
             self._load_norm(name, norm, tensor, "head_dim")
         elif self.moe is not None and name.startswith(("mlp.", "block_sparse_moe.")):
             return self.moe.load(name, tensor)  # every MLP tensor of a mixture of experts is the block's
+        elif name in self.fused_tensors and self.int4 is None:  # Phi-3: q, k and v (gate and up) in one tensor
+            attr, parts, sizes = self.fused_tensors[name]
+            if tuple(tensor.shape)[:1] != (sum(sizes),):
+                raise ValueError(f"{name}: expected {sum(sizes)} rows ({' + '.join(map(str, sizes))}), got shape "
+                                 f"{tuple(tensor.shape)}")
+            start = 0
+            for part, size in zip(parts, sizes):
+                getattr(self, attr).load_weight(tensor[start:start + size], part)
+                start += size
         elif name.rpartition(".")[0] in _PROJECTIONS:
             proj, _, kind = name.rpartition(".")
             attr, part = _PROJECTIONS[proj]
