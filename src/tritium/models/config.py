@@ -1,6 +1,6 @@
 """Model configuration: :class:`ModelConfig` describes a Llama-family decoder (Llama 2/3, Qwen2, Qwen3,
-Mistral, SmolLM2, Phi-3 / Phi-4; Gemma 2 and Gemma 3; the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) and is built
-from a Hugging Face ``config.json`` or from GGUF metadata."""
+Mistral, SmolLM2, Phi-3 / Phi-4; Gemma 2 and Gemma 3; the mixtures of experts Mixtral, Qwen2-MoE and
+Qwen3-MoE) and is built from a Hugging Face ``config.json`` or from GGUF metadata."""
 
 from __future__ import annotations
 
