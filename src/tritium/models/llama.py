@@ -563,7 +563,8 @@ class LlamaModel:
         # kernel runs): its own kernel. Each is timed both ways where both can run, so that turning either
         # option off or on later runs configs tuned for how the projection then runs.
         down, qkv_group = groups.pop("down_proj", None), groups.pop("qkv_proj")
-        swiglu = "swiglu" if self.options.fuse_swiglu else "plain"
+        # (Gemma's layers run the gate/up projection plain: their GeGLU is a launch of its own)
+        swiglu = "swiglu" if self.options.fuse_swiglu and not self.config.sandwich_norms else "plain"
         self.linear.tune(groups, ms, variants={"gate_up_proj": swiglu, "shared_gate_up": swiglu}, scales=scales)
         self._ways, self._ways_applied = {}, {}
         self._tune_ways("qkv_proj", qkv_group, {m: ("plain", "rope") if self.fused_rope_kv else ("plain",)
@@ -656,8 +657,8 @@ class LlamaModel:
     def _wanted_way(self, name: str) -> str:
         """How projection ``name`` runs under the current options (its LinearDispatch variant)."""
         if name == "down_proj":
-            return "plain" if self.options.fuse_swiglu else "gated"
-        return "rope" if self.options.fuse_qkv_rope and self.fused_rope_kv else "plain"
+            return "plain" if self.options.fuse_swiglu or self.config.sandwich_norms else "gated"
+        return "rope" if self._qkv_rope_possible else "plain"
 
     def _apply_ways(self) -> None:
         """Where an option changed since a two-way projection's configs were put in place (``_tune_ways``),
@@ -853,10 +854,17 @@ class LlamaModel:
         """Whether this step's gate/up projection runs with the SiLU-and-mul in its epilogue (``fuse_swiglu``)."""
         return self.options.fuse_swiglu and self.linear.gemv_chosen(x.shape[0], layer.gate_up_proj.weight)
 
+    @property
+    def _qkv_rope_possible(self) -> bool:
+        """``fuse_qkv_rope`` asked for and possible for this model: not with query/key head norms (Qwen3,
+        Gemma 3), which the epilogue does not apply, nor in Gemma's layers (``_forward_sandwich``). Where not,
+        the QKV projection runs plain, with the configurations tuned plain (``_wanted_way``)."""
+        return (self.options.fuse_qkv_rope and self.fused_rope_kv and not self.config.qk_norm
+                and not self.config.sandwich_norms)
+
     def _qkv_rope(self, x: torch.Tensor, layer) -> bool:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""
-        return (self.options.fuse_qkv_rope and self.fused_rope_kv and not self.config.qk_norm
-                and not self.config.sandwich_norms and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight))
+        return self._qkv_rope_possible and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight)
 
     def _attend(self, qkv, positions, meta, k_cache, v_cache, layer, *, roped: bool = False) -> torch.Tensor:
         """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: (``qk_norm``) the query and key heads'
