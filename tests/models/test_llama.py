@@ -281,3 +281,18 @@ def test_phi3_fused_tensors_are_split_and_checked():
     assert torch.equal(layer.gate_up_proj.weight, plain.gate_up_proj.weight)
     with pytest.raises(ValueError, match=rf"self_attn.qkv_proj.weight: expected {cfg.q_size + 2 * cfg.kv_size} rows"):
         layer.load("self_attn.qkv_proj.weight", qkv[:-1])
+
+
+@pytest.mark.parametrize("model_type,way", [("llama", "rope"), ("qwen3", "plain"), ("gemma3_text", "plain")])
+def test_qkv_runs_the_configurations_of_how_it_runs(model_type, way):
+    """The QKV projection's tuned configurations in place are those of the kernel it runs: with rope in its
+    epilogue only where the model can take it (no query/key head norms, not Gemma's layers)."""
+    cfg = CONFIGS["llama"]
+    if model_type != "llama":
+        cfg = dataclasses.replace(cfg, model_type=model_type, qk_norm=True, rope_scaling=None,
+                                  **(dict(sandwich_norms=True, hidden_act="gelu_tanh", norm_weight_offset=1.0)
+                                     if model_type == "gemma3_text" else {}))
+    opts = ModelOptions(attention_backend="triton", op_backend="triton", linear_backend="triton")
+    model = LlamaModel(cfg, dtype=torch.float32, device=torch.device("cpu"), options=opts)
+    assert model._wanted_way("qkv_proj") == way
+    assert model._wanted_way("down_proj") == "plain"
