@@ -11,7 +11,6 @@ model. Q/K/V projections are one fused ``[q + 2 kv, hidden]`` weight and gate/up
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Iterable
 
 import torch
