@@ -52,6 +52,25 @@ def test_rms_norm(tokens, hidden, dtype, with_residual):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", [(1, 64), (7, 1000)], ids=lambda v: str(v))
+@pytest.mark.parametrize("with_residual", [True, False], ids=["residual", "no-residual"])
+def test_rms_norm_pre_weight(tokens, hidden, dtype, with_residual):
+    """Gemma's output norm, residual add and next norm in one launch: bit for bit the two launches (the first's
+    rows stored in the dtype), and within the dtype's tolerance of the reference."""
+    dev = default_device()
+    x = torch.randn(tokens, hidden, dtype=dtype, device=dev) * 3
+    w_pre, w = torch.randn(hidden, dtype=dtype, device=dev), torch.randn(hidden, dtype=dtype, device=dev)
+    res = torch.randn(tokens, hidden, dtype=dtype, device=dev) if with_residual else None
+    copy = (lambda t: None if t is None else t.clone())
+    y, h = ops.rms_norm(x, w, 1e-6, copy(res), pre_weight=w_pre)
+    normed, _ = ops.rms_norm(x, w_pre, 1e-6)
+    y2, h2 = ops.rms_norm(normed, w, 1e-6, copy(res))
+    assert not y.isnan().any() and torch.equal(y, y2) and (h is None or torch.equal(h, h2))
+    ref_y, ref_h = reference.rms_norm(x, w, 1e-6, copy(res), pre_weight=w_pre)
+    assert rel_err(y, ref_y) < TOL[dtype] and (h is None or rel_err(h, ref_h) < TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tokens,k,hidden", [(1, 8, 64), (5, 3, 1000), (0, 2, 64)], ids=lambda v: str(v))
 def test_sum_rms_norm(tokens, k, hidden, dtype):
     """Each row's k fp32 parts summed (in order, rounded once), added to the residual and normed: bit for bit

@@ -807,29 +807,30 @@ class LlamaModel:
         return out
 
     def _forward_sandwich(self, h, positions, meta, kv_caches, plan, prefetch) -> torch.Tensor:
-        """Gemma's layers: each sublayer's input and output RMS-normed, the output norm's result added to the
-        residual stream in the next sublayer's input norm (one launch), the MLP a GeGLU."""
+        """Gemma's layers: each sublayer's input and output RMS-normed. A sublayer's output norm, the residual
+        add and the next input norm run as one launch (``rms_norm``'s ``pre_weight``: two norms a layer where
+        four were launched); the MLP is a GeGLU."""
         ops, linear, eps = self.ops, self.linear, self.config.rms_norm_eps
         act_and_mul = ops.gelu_tanh_and_mul if self.config.hidden_act == "gelu_tanh" else ops.silu_and_mul
         residual = None
+        out_norm = None  # the MLP output norm of the layer before, applied in the next norm's launch
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 x, _ = ops.rms_norm(h, layer.input_norm, eps)
                 residual = h
             else:
-                x, residual = ops.rms_norm(h, layer.input_norm, eps, residual)
+                x, residual = ops.rms_norm(h, layer.input_norm, eps, residual, pre_weight=out_norm)
             qkv = layer.qkv_proj.forward(x, linear)
             prefetch("o_proj", layer.o_proj.weight)
             attn = layer.o_proj.forward(self._attend(qkv, positions, meta, k_cache, v_cache, layer), linear)
             prefetch("gate_up_proj", layer.gate_up_proj.weight)
-            attn, _ = ops.rms_norm(attn, layer.attn_out_norm, eps)
-            x, residual = ops.rms_norm(attn, layer.post_norm, eps, residual)
+            x, residual = ops.rms_norm(attn, layer.post_norm, eps, residual, pre_weight=layer.attn_out_norm)
             act = act_and_mul(layer.gate_up_proj.forward(x, linear))
             prefetch("down_proj", layer.down_proj.weight)
-            h, _ = ops.rms_norm(layer.down_proj.forward(act, linear), layer.mlp_out_norm, eps)
+            h, out_norm = layer.down_proj.forward(act, linear), layer.mlp_out_norm
             prefetch("qkv_proj" if i + 1 < len(self.layers) else "lm_head",
                      (self.layers[i + 1].qkv_proj if i + 1 < len(self.layers) else self.lm_head).weight)
-        out, _ = ops.rms_norm(h, self.norm, eps, residual, **self._join_prefetches(plan))
+        out, _ = ops.rms_norm(h, self.norm, eps, residual, pre_weight=out_norm, **self._join_prefetches(plan))
         return out
 
     def _folded_or(self, weight: torch.Tensor) -> torch.Tensor | None:

@@ -13,13 +13,17 @@ from tritium.ops.quant import Fp8Rows, quantized_rows
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None, *,
-             quantize: bool = False) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
-    """``y = weight * (h / sqrt(mean(h^2) + eps))`` with ``h = x + residual`` (or ``x``), in fp32.
+             quantize: bool = False, pre_weight: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
+    """``y = weight * (h / sqrt(mean(h^2) + eps))`` with ``h = x + residual`` (or ``x``), in fp32; ``pre_weight``:
+    x is first ``rms_norm(x, pre_weight, eps)`` (a sublayer's output norm before the residual add, Gemma).
 
     x, residual: [T, H]; weight: [H]. Returns (y [T, H] in x's dtype, h [T, H] or None when no residual).
     ``quantize``: y quantized per row to fp8 (:func:`tritium.ops.quant.quantize_activations`) as
     :class:`~tritium.ops.quant.Fp8Rows` (what a W8A8 projection takes).
     """
+    if pre_weight is not None:
+        x = rms_norm(x, pre_weight, eps)[0]
     h = x if residual is None else x + residual
     hf = h.float()
     y = weight * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)

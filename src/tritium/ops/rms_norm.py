@@ -1,4 +1,6 @@
-"""RMSNorm (+ residual add) in one kernel: ``y = weight * h / sqrt(mean(h^2) + eps)``, ``h = x + residual``.
+"""RMSNorm (+ residual add) in one kernel: ``y = weight * h / sqrt(mean(h^2) + eps)``, ``h = x + residual``;
+with ``pre_weight``, ``x`` itself RMS-normed first (Gemma's sandwich: a sublayer's output norm, the residual
+add and the next input norm in one launch, bit for bit the two launches).
 
 Reference: :func:`tritium.ops.reference.rms_norm`. With ``quantize=True`` (W8A8, ``quantization="fp8-dynamic"``)
 the normed row, rounded to x's dtype as the plain kernel stores it, is quantized per row to fp8 in the same
@@ -30,17 +32,18 @@ def _rms_normed(xf, w, hidden, eps, dtype: tl.constexpr):
 @triton.jit
 def _rms_norm_kernel(
     # pointers
-    x_ptr, residual_ptr, weight_ptr, out_ptr, scale_ptr,
+    x_ptr, residual_ptr, weight_ptr, out_ptr, scale_ptr, pre_weight_ptr,
     # strides
     stride_x_t, stride_residual_t, stride_out_t,
     # sizes
     hidden, eps,
     # meta-parameters
     HAS_RESIDUAL: tl.constexpr, QUANT: tl.constexpr, FP8_MAX: tl.constexpr, BLOCK: tl.constexpr,
-    USE_PDL: tl.constexpr, SUM_ROWS: tl.constexpr = 0,
+    USE_PDL: tl.constexpr, SUM_ROWS: tl.constexpr = 0, PRE_NORM: tl.constexpr = False,
 ):
     """Grid (T,): row t normed. SUM_ROWS > 0: x is fp32 ``[T * SUM_ROWS, H]`` and row t's x is the sum of its rows
-    ``t * SUM_ROWS + j`` in order of j, rounded to the residual's dtype (a mixture of experts' slots)."""
+    ``t * SUM_ROWS + j`` in order of j, rounded to the residual's dtype (a mixture of experts' slots). PRE_NORM:
+    x is RMS-normed with ``pre_weight`` first and rounded to its dtype, as a launch of its own would store it."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
@@ -50,6 +53,8 @@ def _rms_norm_kernel(
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the next GEMV may start fetching its weights now
     w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
+    if PRE_NORM:
+        w_pre = tl.load(pre_weight_ptr + cols, mask=mask, other=0.0)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()  # x and residual come from the kernels before
     # NOTE: all arithmetic in fp32 with explicit roundings to the input dtype where torch rounds: the
@@ -63,6 +68,8 @@ def _rms_norm_kernel(
         x = tl.load(x_ptr + row * stride_x_t + cols, mask=mask, other=0.0)             # [BLOCK]
     dtype = x.dtype
     xf = x.to(tl.float32)
+    if PRE_NORM:
+        xf = _rms_normed(xf, w_pre, hidden, eps, dtype).to(dtype).to(tl.float32)
     if HAS_RESIDUAL:
         r = tl.load(residual_ptr + row * stride_residual_t + cols, mask=mask, other=0.0)
         x = (xf + r.to(tl.float32)).to(dtype)
@@ -79,10 +86,12 @@ def _rms_norm_kernel(
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None, *,
-             pdl: bool = True, quantize: bool = False) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
+             pdl: bool = True, quantize: bool = False, pre_weight: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor | Fp8Rows, torch.Tensor | None]:
     """Triton twin of :func:`tritium.ops.reference.rms_norm`. x, residual: [T, H]; weight: [H].
 
-    With ``residual``, ``h = x + residual`` is written into ``residual`` (in place) and returned.
+    With ``residual``, ``h = x + residual`` is written into ``residual`` (in place) and returned. With
+    ``pre_weight`` [H], x is replaced by ``rms_norm(x, pre_weight, eps)`` first (Gemma's output norms).
     ``pdl=False``: launch without programmatic dependent launch (after a cross-stream join).
     ``quantize``: the normed rows come back quantized per row to fp8, as :class:`~tritium.ops.quant.Fp8Rows`.
     """
@@ -92,10 +101,11 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
     if T:
         _rms_norm_kernel[(T,)](
             x, residual if residual is not None else x, weight, out, scale,
+            pre_weight if pre_weight is not None else weight,
             x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
             H, eps,
             HAS_RESIDUAL=residual is not None, QUANT=quantize, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
-            num_warps=4 if H <= 4096 else 8, **pdl_launch(x.device, pdl),
+            num_warps=4 if H <= 4096 else 8, PRE_NORM=pre_weight is not None, **pdl_launch(x.device, pdl),
         )
     return (Fp8Rows(out, scale, x.dtype) if quantize else out), residual
 
@@ -112,7 +122,7 @@ def sum_rms_norm(parts: torch.Tensor, k: int, weight: torch.Tensor, eps: float, 
     out = torch.empty_like(residual)
     if T:
         _rms_norm_kernel[(T,)](
-            parts, residual, weight, out, out, parts.stride(0), residual.stride(0), out.stride(0), H, eps,
+            parts, residual, weight, out, out, weight, parts.stride(0), residual.stride(0), out.stride(0), H, eps,
             HAS_RESIDUAL=True, QUANT=False, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
             num_warps=4 if H <= 4096 else 8, SUM_ROWS=k, **pdl_launch(residual.device, pdl))
     return out, residual
