@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tritium import LLM, SamplingParams
+from tritium.models.config import UnsupportedModelError
 from tritium.models.rope import rope_inv_freq
 from tritium.models.weights import unpermute_rope
 
@@ -34,6 +35,7 @@ NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm
 GEMMA_NAMES = dict(NAMES, **{"post_attention_layernorm.weight": "post_attention_norm.weight",
                              "pre_feedforward_layernorm.weight": "ffn_norm.weight",
                              "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
+PHI3_NAMES = dict(NAMES, **{"self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight"})
 EXPERT_NAMES = {"w1": "ffn_gate_exps.weight", "gate_proj": "ffn_gate_exps.weight", "w3": "ffn_up_exps.weight",
                 "up_proj": "ffn_up_exps.weight", "w2": "ffn_down_exps.weight", "down_proj": "ffn_down_exps.weight"}
 
@@ -86,6 +88,9 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
     if rope.get("rope_type") == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(rope["factor"])
+    if arch == "phi3":
+        w.add_rope_dimension_count(head_dim)
+        w.add_sliding_window(cfg.sliding_window or 0)  # 0: none (Phi-4), as llama.cpp's converter writes it
     if gemma:
         w.add_sliding_window(cfg.sliding_window)
         if cfg.attn_logit_softcapping:
@@ -122,7 +127,8 @@ def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) ->
                 a = a.reshape(-1)  # llama.cpp stores the shared expert's gate as a [hidden] vector
             if gemma and key.endswith("norm.weight"):
                 a = a + 1
-            w.add_tensor(f"blk.{layer}.{(GEMMA_NAMES if gemma else NAMES)[key]}", a)
+            names = GEMMA_NAMES if gemma else PHI3_NAMES if arch == "phi3" else NAMES
+            w.add_tensor(f"blk.{layer}.{names[key]}", a)
     for (layer, key), by_expert in stacked.items():
         a, name = np.stack([by_expert[e] for e in range(len(by_expert))]), f"blk.{layer}.{key}"
         if name in q8_0:
@@ -158,6 +164,30 @@ def test_gguf_gemma_equals_safetensors(tmp_path, model_type, overrides):
     assert cfg.attention_scale == 64 ** -0.5 and cfg.final_logit_softcapping == hf.config.final_logit_softcapping
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
+
+
+@pytest.mark.parametrize("window", [6, None], ids=["phi3-window", "phi4-none"])
+def test_gguf_phi3_equals_safetensors(tmp_path, window):
+    """Phi-3 / Phi-4 as llama.cpp writes them (fused attn_qkv, gate and up in ffn_up, a window of 0 for none):
+    the safetensors directory's tokens; rope over part of each head (Phi-4-mini) is refused by name."""
+    path = str(tmp_path / "hf")
+    os.makedirs(path)
+    hf = make_tiny_model(path, "phi3", sliding_window=window)
+    gguf_path = str(tmp_path / "phi3.gguf")
+    write_gguf(path, hf, gguf_path)
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    from_dir = LLM(path, dtype=torch.float32).generate(PROMPTS, params)
+    llm = LLM(gguf_path, dtype=torch.float32)
+    assert (llm.engine.model_config.model_type, llm.engine.model_config.sliding_window) == ("phi3", window)
+    from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
+    assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
+
+    def partial(w, vocab):
+        write_word_tokenizer(w, vocab)
+        w.add_rope_dimension_count(48)  # a second one: the reader keeps the last
+    write_gguf(path, hf, str(tmp_path / "partial.gguf"), write_metadata=partial)
+    with pytest.raises(UnsupportedModelError, match="rope over 48 of each head's 64 dimensions"):
+        LLM(str(tmp_path / "partial.gguf"), dtype=torch.float32)
 
 
 def test_unpermute_inverts_llama_cpp_permute():

@@ -34,7 +34,7 @@ _ARCHITECTURE_TO_TYPE = {
     "Gemma3ForConditionalGeneration": "gemma3",  # its text model (text_config), the vision tower left out
 }
 # GGUF architectures (general.architecture); llama with experts is Mixtral (llama.cpp writes it so)
-_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe", "gemma2", "gemma3")
+_GGUF_TYPES = ("llama", "qwen2", "qwen3", "mistral", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "llama3", "yarn")
 LAYER_TYPES = ("full_attention", "sliding_attention")
 HIDDEN_ACTS = ("silu", "gelu_tanh")  # the gated MLP's activation: SwiGLU, or GeGLU with tanh's GELU (Gemma)
@@ -278,6 +278,10 @@ class ModelConfig:
         stop = [meta.get(f"tokenizer.ggml.{k}_token_id") for k in ("eos", "eot", "eom")]
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
         gemma = _gguf_gemma(arch, get, hidden, heads) if arch in ("gemma2", "gemma3") else {}
+        head_dim = int(get("attention.key_length", hidden // heads))
+        if arch == "phi3" and get("rope.dimension_count") not in (None, head_dim):  # Phi-4-mini: part of each head
+            raise UnsupportedModelError(f"GGUF {arch}: rope over {get('rope.dimension_count')} of each head's "
+                                        f"{head_dim} dimensions is not supported; only rope over the whole head")
         return cls(
             model_type=experts.pop("model_type", gemma.pop("model_type", arch)),
             vocab_size=int(vocab),
@@ -286,7 +290,7 @@ class ModelConfig:
             num_hidden_layers=int(get("block_count")),
             num_attention_heads=heads,
             num_key_value_heads=int(get("attention.head_count_kv", heads)),
-            head_dim=int(get("attention.key_length", hidden // heads)),
+            head_dim=head_dim,
             max_position_embeddings=int(get("context_length", 4096)),
             rms_norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
             rope_theta=float(get("rope.freq_base", 10000.0)),

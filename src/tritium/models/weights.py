@@ -57,6 +57,8 @@ _GGUF_LAYER_NAMES = {
     "ffn_up_shexp.weight": "mlp.shared_expert.up_proj.weight",
     "ffn_down_shexp.weight": "mlp.shared_expert.down_proj.weight",
 }
+# Phi-3's fused tensors (llama.cpp's phi3 architecture: gate and up in ffn_up)
+_GGUF_PHI3_NAMES = {"attn_qkv.weight": "self_attn.qkv_proj.weight", "ffn_up.weight": "mlp.gate_up_proj.weight"}
 # Gemma's four norms a layer: ffn_norm is the MLP's input norm, the other two norm the sublayers' outputs
 _GGUF_SANDWICH_NAMES = {
     "post_attention_norm.weight": "post_attention_layernorm.weight",
@@ -358,12 +360,15 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
     """
     permuted = config.model_type in ("llama", "mistral", "mixtral")  # llama.cpp's llama architecture
     layer = re.compile(r"blk\.(\d+)\.(.+)")
-    names = dict(_GGUF_LAYER_NAMES, **(_GGUF_SANDWICH_NAMES if config.sandwich_norms else {}))
+    names = dict(_GGUF_LAYER_NAMES, **(_GGUF_SANDWICH_NAMES if config.sandwich_norms else {}),
+                 **(_GGUF_PHI3_NAMES if config.model_type == "phi3" else {}))
     for t in _progress(reader.tensors, len(reader.tensors), "dequantising weights", progress):
         rope_heads = None
         m = layer.fullmatch(t.name)
         if t.name == "rope_freqs.weight":
             name = "rope_freqs"
+        elif t.name in ("rope_factors_long.weight", "rope_factors_short.weight"):
+            raise ValueError(f"GGUF tensor {t.name!r}: LongRoPE (Phi-3's 128k models) is not supported")
         elif m:
             suffix = names.get(m.group(2))
             if suffix is None:
