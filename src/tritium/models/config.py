@@ -277,8 +277,8 @@ class ModelConfig:
         # names it (llama.cpp's end-of-generation set: Gemma's <end_of_turn>, Llama 3's <|eot_id|>)
         stop = [meta.get(f"tokenizer.ggml.{k}_token_id") for k in ("eos", "eot", "eom")]
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
-        gemma = _gguf_gemma(arch, get, hidden, heads) if arch in ("gemma2", "gemma3") else {}
         head_dim = int(get("attention.key_length", hidden // heads))
+        gemma = _gguf_gemma(arch, get, hidden, heads, head_dim) if arch in ("gemma2", "gemma3") else {}
         if arch == "phi3" and get("rope.dimension_count") not in (None, head_dim):  # Phi-4-mini: part of each head
             raise UnsupportedModelError(f"GGUF {arch}: rope over {get('rope.dimension_count')} of each head's "
                                         f"{head_dim} dimensions is not supported; only rope over the whole head")
@@ -306,13 +306,13 @@ class ModelConfig:
         )
 
 
-def _gguf_gemma(arch: str, get, hidden: int, heads: int) -> dict:
+def _gguf_gemma(arch: str, get, hidden: int, heads: int, head_dim: int) -> dict:
     """ModelConfig's Gemma fields from GGUF metadata, as llama.cpp runs the file: its norm weights hold ``1 + w``
     already (the converter adds the 1), windows on every other layer (Gemma 2) or five of six (Gemma 3, whose
     sliding layers have a rope base of 10000), scores scaled by 1/sqrt(head_dim) except on the 27B models
     (46 layers of Gemma 2, 62 of Gemma 3: 1/sqrt(hidden / heads), their ``query_pre_attn_scalar``), the
     softcaps the file names."""
-    layers, head_dim = int(get("block_count")), int(get("attention.key_length", hidden // heads))
+    layers = int(get("block_count"))
     pattern, big = (2, 46) if arch == "gemma2" else (6, 62)
     window = get("attention.sliding_window") or None
     return dict(

@@ -144,7 +144,6 @@ class LlamaDecoderLayer:
         self.norm_names = _SANDWICH_NORM_NAMES if cfg.sandwich_norms else _NORM_NAMES
         self.norm_offset = cfg.norm_weight_offset
         self.index = index
-        self.sliding_window = cfg.layer_window(index)
         # Phi-3's fused checkpoint tensors: (the layer's linear, its parts, their rows)
         self.fused_tensors = {"self_attn.qkv_proj.weight": ("qkv_proj", ("q", "k", "v"),
                                                             (cfg.q_size, cfg.kv_size, cfg.kv_size)),
@@ -342,8 +341,7 @@ class LlamaModel:
         self.num_heads = self.layers[0].qkv_proj.num_heads          # this rank's query and KV heads
         self.num_kv_heads = self.layers[0].qkv_proj.num_kv_heads
         self.scale = config.attention_scale
-        self.cos_sin: torch.Tensor | None = None  # rope table of the full-attention layers
-        self.layer_cos_sin: list[torch.Tensor] = []  # each layer's (Gemma 3: the sliding layers' own base)
+        self.layer_cos_sin: list[torch.Tensor] = []  # each layer's rope table (Gemma 3: the sliding layers' own)
         # Gemma: embeddings times sqrt(hidden) rounded to the dtype first, as transformers multiplies them
         self.embedding_multiplier = (None if config.embedding_multiplier == 1.0 else
                                      torch.tensor(config.embedding_multiplier, dtype=dtype).item())
@@ -380,7 +378,7 @@ class LlamaModel:
         windows = [cfg.layer_window(i) for i in range(cfg.num_hidden_layers)]
         by_window = {}  # one attention object per sliding window the layers have (None: full attention)
         if options.context_parallel is not None:
-            if len(set(windows)) > 1 or cfg.attn_logit_softcapping is not None:
+            if not cfg.uniform_layers or cfg.attn_logit_softcapping is not None:
                 raise ValueError(f"context_parallel: {cfg.model_type} layers with different sliding windows or an "
                                  f"attention softcap are not supported by context parallelism")
             by_window[windows[0]] = options.context_parallel
@@ -478,18 +476,17 @@ class LlamaModel:
         self._check_complete()
         if self.fold_norms:
             self._fold_norm_weights()
-        tables = {}  # one rope table per (base, scaling) the layers use
+        tables = {}  # the full layers' rope table, and Gemma 3's sliding layers' (its own base, unscaled)
         self.layer_cos_sin = []
         for i in range(cfg.num_hidden_layers):
-            theta, scaling = cfg.layer_rope(i)
-            if (theta, repr(scaling)) not in tables:
-                freqs = self._rope_freqs if scaling is cfg.rope_scaling else None  # GGUF's are the full layers'
-                tables[theta, repr(scaling)] = rope_cos_sin(
-                    rope_inv_freq(cfg.head_dim, theta, scaling, freqs), cfg.max_position_embeddings,
-                    rope_attention_factor(scaling)).to(self.device)
-            self.layer_cos_sin.append(tables[theta, repr(scaling)])
-        full = [i for i in range(cfg.num_hidden_layers) if cfg.layer_window(i) is None] or [0]
-        self.cos_sin = self.layer_cos_sin[full[0]]
+            local = cfg.rope_local_theta is not None and cfg.layer_window(i) is not None
+            if local not in tables:
+                theta, scaling = cfg.layer_rope(i)
+                freqs = None if local else self._rope_freqs  # a GGUF file's factors are the full layers'
+                tables[local] = rope_cos_sin(rope_inv_freq(cfg.head_dim, theta, scaling, freqs),
+                                             cfg.max_position_embeddings, rope_attention_factor(scaling))
+                tables[local] = tables[local].to(self.device)
+            self.layer_cos_sin.append(tables[local])
 
     def _fold_norm_weights(self) -> None:
         """``W[:, k] *= w[k]`` for QKV (input norm) and gate/up (post-attention norm), in fp32, rounded once."""

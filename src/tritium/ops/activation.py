@@ -22,12 +22,11 @@ from tritium.runtime import pdl_launch
 _ONE_PASS_MAX = 16384
 
 
-ACTIVATIONS = ("silu", "gelu_tanh")
 _SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
 @triton.jit
-def _silu_mul(x_row, cols, mask, inter, ACT: tl.constexpr = "silu"):
+def _act_mul(x_row, cols, mask, inter, ACT: tl.constexpr = "silu"):
     """``act(gate) * up`` of one row's columns ``cols`` (x's dtype; 0 where masked); ``ACT`` "silu" or
     "gelu_tanh": ``0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))``, as ``g * sigmoid(2 u)`` (the same
     function: ``(1 + tanh(u)) / 2 = sigmoid(2u)``)."""
@@ -62,7 +61,7 @@ def _silu_and_mul_kernel(
     t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < inter
-    y = _silu_mul(x_ptr + t * stride_x_t, cols, mask, inter, ACT)
+    y = _act_mul(x_ptr + t * stride_x_t, cols, mask, inter, ACT)
     tl.store(out_ptr + t * stride_out_t + cols, y, mask=mask)
 
 
@@ -84,7 +83,7 @@ def _silu_and_mul_fp8_kernel(
     nan = tl.zeros((BLOCK,), dtype=tl.int32)
     y = tl.zeros((BLOCK,), dtype=tl.float32)
     for k in range(0, inter, BLOCK):
-        y = _silu_mul(x_row, k + cols, k + cols < inter, inter, ACT).to(tl.float32)
+        y = _act_mul(x_row, k + cols, k + cols < inter, inter, ACT).to(tl.float32)
         amax = tl.maximum(amax, tl.abs(y))
         nan |= (y != y).to(tl.int32)
     scale, inv = row_scale(tl.max(amax, axis=0), tl.max(nan, axis=0) > 0, FP8_MAX)
@@ -94,7 +93,7 @@ def _silu_and_mul_fp8_kernel(
     else:
         for k in range(0, inter, BLOCK):
             mask = k + cols < inter
-            y = _silu_mul(x_row, k + cols, mask, inter, ACT).to(tl.float32)
+            y = _act_mul(x_row, k + cols, mask, inter, ACT).to(tl.float32)
             tl.store(out_row + k + cols, quantize_values(y, inv, FP8_MAX).to(out_ptr.dtype.element_ty), mask=mask)
 
 
