@@ -220,14 +220,15 @@ def test_gelu_tanh_and_mul(tokens, inter, dtype):
         ops.gelu_tanh_and_mul(x[:, :-1])
 
 
-@pytest.mark.parametrize("rows, vocab, block_size, dtype", [
-    (1, 300, 16, torch.float32), (4, 9000, 16, torch.float32), (6, 5000, 32, torch.bfloat16)],
+@pytest.mark.parametrize("rows, vocab, block_size, dtype, window", [
+    (1, 300, 16, torch.float32, False), (4, 9000, 16, torch.float32, False), (6, 5000, 32, torch.bfloat16, False),
+    (5, 3000, 16, torch.float32, True)],
     ids=lambda v: str(v).replace("torch.", ""))
-def test_greedy_advance(rows, vocab, block_size, dtype):
+def test_greedy_advance(rows, vocab, block_size, dtype, window):
     """Argmax (first maximum on ties, NaN wins, all-negative rows) and the next step's inputs: a position
     that crosses into a new page, a padding row (slot -1) left alone, a row that sampled its last token
     and a row at the end of its block table stop. Launched twice: the scratch is back to its initial
-    state after each launch."""
+    state after each launch. ``window``: the window pool's slots move with their own table."""
     dev = default_device()
     g = torch.Generator().manual_seed(rows * vocab)
     max_blocks, hist_rows = 6, 8
@@ -243,6 +244,10 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
     state = {"ids": torch.randint(0, vocab, (rows,), generator=g), "pos": pos, "seq_lens": (pos + 1).to(torch.int32),
              "slots": slots}
     block_table = torch.randperm(64, generator=g)[:rows * max_blocks].view(rows, max_blocks).to(torch.int32)
+    window_table = None
+    if window:
+        state["wslots"] = torch.where(slots >= 0, torch.randint(0, 500, (rows,), generator=g), -1)
+        window_table = torch.randperm(40, generator=g)[:rows * max_blocks].view(rows, max_blocks).to(torch.int32)
     logits = torch.randn(rows, vocab, generator=g).to(dtype)
     logits[0, 3] = logits[0, vocab - 2] = 60.0  # tie: the first one
     if rows > 2:
@@ -259,9 +264,10 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
         got_hist.fill_(-7)
         want_hist.fill_(-7)
         ops.greedy_advance(logits.to(dev), got_hist, got["ids"], got["pos"], got["seq_lens"], got["slots"],
-                           stop.to(dev), block_table.to(dev), block_size, scratch)
+                           stop.to(dev), block_table.to(dev), block_size, scratch, got.get("wslots"),
+                           None if window_table is None else window_table.to(dev))
         reference.greedy_advance(logits, want_hist, want["ids"], want["pos"], want["seq_lens"], want["slots"],
-                                 stop, block_table, block_size)
+                                 stop, block_table, block_size, None, want.get("wslots"), window_table)
         for k in want:
             assert torch.equal(got[k].cpu(), want[k]), k
         assert torch.equal(got_hist.cpu(), want_hist)
@@ -272,6 +278,12 @@ def test_greedy_advance(rows, vocab, block_size, dtype):
     tok = torch.argmax(logits.float(), -1)
     assert first["hist"][block_size % hist_rows, 0] == 3 and first["ids"][0] == 3
     assert first["slots"][0] == block_table[0, 1] * block_size  # first slot of the new page
+    if window:
+        assert first["wslots"][0] == window_table[0, 1] * block_size
+        assert first["wslots"][-1] == -1 and first["wslots"][1] == -1  # padding; a row that stopped
+        live = [r for r in range(rows) if first["slots"][r] >= 0]
+        assert all(first["wslots"][r] == window_table[r, first["pos"][r] // block_size] * block_size
+                   + first["pos"][r] % block_size for r in live) and len(live) >= 2
     if rows > 2:
         assert first["hist"][(state["pos"][2] + 1) % hist_rows, 2] == vocab // 2
     if rows > 2:  # row 1's last token is in the ring; it stopped

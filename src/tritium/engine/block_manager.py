@@ -11,6 +11,14 @@ page ``g % num_blocks`` of rank ``g // num_blocks``. A sequence's logical page `
 ``final`` is the longest the sequence can grow (prompt + max_tokens, at most ``max_model_len``): its pages
 form contiguous, page-aligned parts in rank order (what :func:`tritium.fused.distributed_paged_decode`
 reads), spread evenly by its final length, and new tokens go to the rank owning the tail.
+
+Sliding windows (``window`` tokens, ``window_blocks`` > 0): the layers that attend only to their last
+``window`` keys keep their K/V in a pool of their own (``window_pool``), and a sequence holds a second table
+(``seq.window_table``, indexed like ``block_table``) whose pages behind the window are released as the
+sequence advances (their entries become -1; the runner points them at that pool's scratch page, which
+attention reads masked or not at all). So a windowed layer holds about ``window`` tokens a sequence
+however long it grows (Gemma 3: 5 of every 6 layers). Its pages are published under the same prefix keys;
+a prefix hit is as long as the window pool still holds the window's pages before its end.
 """
 
 from __future__ import annotations
@@ -45,11 +53,17 @@ class BlockManager:
     """
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True, *, num_ranks: int = 1,
-                 max_model_len: int | None = None):
+                 max_model_len: int | None = None, window: int | None = None, window_blocks: int = 0):
         if num_blocks < 1:
             raise ValueError(f"num_blocks must be >= 1, got {num_blocks}")
         if num_ranks > 1 and max_model_len is None:
             raise ValueError("num_ranks > 1 needs max_model_len (a sequence's share of pages per rank)")
+        if window_blocks and (num_ranks > 1 or window is None or window < 1):
+            raise ValueError(f"window_blocks needs one rank and a window >= 1 token, got window={window}, "
+                             f"num_ranks={num_ranks}")
+        # the windowed layers' pool (None: every layer keeps every page in this one)
+        self.window = window if window_blocks else None
+        self.window_pool = BlockManager(window_blocks, block_size, enable_prefix_caching) if window_blocks else None
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.num_ranks, self.rank_blocks, self.max_model_len = num_ranks, num_blocks, max_model_len
@@ -83,8 +97,79 @@ class BlockManager:
         return 0 if share is None else min(index // share, self.num_ranks - 1)
 
     def grow(self, seq, num_tokens: int) -> bool:
-        """``append_slots`` for ``seq``'s table, on the ranks its parts live on."""
-        return self.append_slots(seq.block_table, num_tokens, self.share(seq))
+        """``append_slots`` for ``seq``'s table, on the ranks its parts live on (and its window table: both
+        or neither)."""
+        wp = self.window_pool
+        if wp is not None and wp.blocks_needed(seq.window_table, num_tokens) > len(wp.free_blocks):
+            return False
+        if not self.append_slots(seq.block_table, num_tokens, self.share(seq)):
+            return False
+        if wp is not None:
+            wp.append_slots(seq.window_table, num_tokens)
+        return True
+
+    def take_prefix(self, seq) -> None:
+        """Give ``seq`` (holding no page) the longest cached prefix of its tokens: ``block_table`` and
+        ``block_keys`` (:meth:`prefix`) and, with a window pool, the window's pages before the prefix's end
+        (the prefix is cut to where that pool still holds them)."""
+        table, keys = self.prefix(seq)
+        wp = self.window_pool
+        seq.window_table, seq.window_lo, seq.window_keyed = [], 0, 0
+        if wp is not None and table:
+            # longest m <= len(table) whose window pages [behind(m), m) are all cached in the window pool
+            run, runs = 0, []
+            for key in keys:
+                run = run + 1 if key in wp.cached else 0
+                runs.append(run)
+            m = len(table)
+            while m and runs[m - 1] < m - self._behind(m * self.block_size):
+                m -= 1
+            if m < len(table):
+                self.hits -= (len(table) - m) * self.block_size
+                self.free(table[m:])
+                del table[m:], keys[m:]
+            lo = self._behind(m * self.block_size)
+            seq.window_table = [-1] * lo
+            for key in keys[lo:]:
+                block_id = wp.cached[key]
+                wp._take(block_id)
+                seq.window_table.append(block_id)
+            seq.window_lo, seq.window_keyed = lo, m
+        seq.block_table, seq.block_keys = table, keys
+
+    def _behind(self, num_computed: int) -> int:
+        """Window pages no query from position ``num_computed`` on reads: the first pages of the table
+        that end before ``num_computed - window`` (a query at p sees keys in (p - window, p])."""
+        return max(0, (num_computed - self.window) // self.block_size)
+
+    def computed(self, seq) -> None:
+        """``seq``'s first ``num_computed`` tokens have their K/V in the cache: publish its filled pages
+        (both tables) and release the window pages behind its window."""
+        self.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
+        wp = self.window_pool
+        if wp is None:
+            return
+        table = seq.window_table
+        if wp.enable_prefix_caching:
+            for i in range(seq.window_keyed, len(seq.block_keys)):
+                block = wp.blocks[table[i]] if table[i] >= 0 else None
+                if block is not None and block.key is None:
+                    block.key = seq.block_keys[i]
+                    wp.cached.setdefault(block.key, block.id)
+            seq.window_keyed = max(seq.window_keyed, len(seq.block_keys))
+        lo = min(self._behind(seq.num_computed), len(table))
+        if lo > seq.window_lo:
+            wp.free(table[seq.window_lo:lo])
+            table[seq.window_lo:lo] = [-1] * (lo - seq.window_lo)
+            seq.window_lo = lo
+
+    def free_seq(self, seq) -> None:
+        """Release every page ``seq`` holds (both tables) and forget its keys."""
+        self.free(seq.block_table)
+        if self.window_pool is not None:
+            self.window_pool.free(seq.window_table)
+        seq.block_keys = []
+        seq.window_lo = seq.window_keyed = 0
 
     def prefix(self, seq) -> tuple[list[int], list[int]]:
         """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on); none
@@ -141,6 +226,8 @@ class BlockManager:
         parent = keys[-1] if keys else None
         new = prefix_keys(token_ids[len(keys) * self.block_size:], self.block_size, full - len(keys), parent)
         for i, key in enumerate(new, start=len(keys)):
+            if block_table[i] < 0:  # a window page already released
+                continue
             block = self.blocks[block_table[i]]
             if block.key is None:
                 block.key = key
@@ -149,8 +236,11 @@ class BlockManager:
 
     def free(self, block_table: list[int]) -> None:
         """Drop one reference to each page; unreferenced pages join the free list (newest last, so the
-        tail of a sequence, least likely to be shared, is evicted first)."""
+        tail of a sequence, least likely to be shared, is evicted first). Entries < 0 (window pages
+        released before) are skipped."""
         for block_id in reversed(block_table):
+            if block_id < 0:
+                continue
             block = self.blocks[block_id]
             block.ref_count -= 1
             if block.ref_count == 0:

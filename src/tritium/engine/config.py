@@ -19,6 +19,13 @@ class EngineConfig:
     - ``num_blocks`` / ``kv_cache_memory``: KV-cache size as a page count or a byte budget; when neither is
       given it is sized from free GPU memory (``gpu_memory_utilization``) or, on the CPU, from
       ``max_num_seqs * max_model_len`` tokens.
+    - ``num_window_blocks``: pages of the pool that layers with a sliding window keep their K/V in (Gemma 2
+      and 3, Mistral, Phi-3...): a sequence releases its pages there once they fall behind its window, so
+      those layers hold about ``window`` tokens a sequence however long it grows. None (default): such a pool
+      where it takes less memory than those layers' share of one cache, sized so that it never runs out
+      first (``max_num_seqs`` windows, their greedy windows ahead, one step's chunks); its memory comes out
+      of the KV-cache budget, the rest holds the other layers' pages. 0: no pool, every layer keeps every
+      page. Not with context parallelism.
     - ``max_num_batched_tokens``: token budget of one step (chunked prefill splits longer prompts).
     - ``max_num_seqs``: sequences running at once; also the largest CUDA-graph batch.
     - ``attention_backend``: ``"triton"`` (tritium's paged attention) or ``"torch"`` (PyTorch SDPA over
@@ -115,6 +122,7 @@ class EngineConfig:
 
     block_size: int = 16
     num_blocks: int | None = None
+    num_window_blocks: int | None = None
     kv_cache_memory: int | None = None
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
@@ -154,9 +162,12 @@ class EngineConfig:
         """Raise TypeError/ValueError naming the bad field, what it must be and the value given."""
         for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "decode_steps"):
             _check_int(name, getattr(self, name))
-        for name in ("num_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits", "torch_all_reduce_from"):
+        for name in ("num_blocks", "num_window_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits",
+                     "torch_all_reduce_from"):
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name))
+        if self.num_window_blocks is not None and self.num_window_blocks < 0:
+            raise ValueError(f"num_window_blocks must be >= 0 or None, got {self.num_window_blocks}")
         if self.torch_all_reduce_from is not None and self.torch_all_reduce_from < 0:
             raise ValueError(f"torch_all_reduce_from must be bytes >= 0 or None, got {self.torch_all_reduce_from}")
         if not isinstance(self.tensor_parallel_size, int) or isinstance(self.tensor_parallel_size, bool):

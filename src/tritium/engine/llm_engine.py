@@ -32,7 +32,7 @@ from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
-from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block
+from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block, window_layers
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
@@ -170,17 +170,22 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
             tp.share(model.linear_state())
     elif cfg.linear_backend == "auto":
         model.restore_linears(tp.share())  # the same model and config: rank 0's choices fit this shard
-    num_blocks = _num_blocks(model, cfg, device)
+    num_blocks, num_window_blocks = _num_blocks(model, cfg, device)
     if tp is not None:
-        num_blocks = tp.agree_min(num_blocks)
+        num_blocks, num_window_blocks = tp.agree_min(num_blocks), tp.agree_min(num_window_blocks)
     capacity = num_blocks * cfg.block_size * cp  # context parallel: every rank holds a part of a sequence
     if capacity < cfg.max_model_len:
         log.info("KV cache holds %d tokens: max_model_len lowered from %d", capacity, cfg.max_model_len)
-    cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks,
+    if num_window_blocks:
+        windowed = window_layers(model)
+        log.info("KV cache: %d pages of %d tokens for %d layers, %d pages for the %d layers with a sliding window "
+                 "(pages behind the window released)", num_blocks, cfg.block_size,
+                 model.config.num_hidden_layers - len(windowed), num_window_blocks, len(windowed))
+    cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks, num_window_blocks=num_window_blocks,
                               max_model_len=min(cfg.max_model_len, capacity))
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
-                         cp_rank=tp.rank if cp > 1 else 0, cp_world=cp)
+                         cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks)
     if cfg.linear_backend == "auto" and runner.graphs and tp is None and not restored:
         # one rank: where a projection went to cuBLAS, the whole decode step decides (see settle_linears)
         t0 = time.perf_counter()
@@ -224,10 +229,69 @@ def _restore_linears(model: LlamaModel, key: dict) -> bool:
     return True
 
 
-def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> int:
-    per_block = kv_cache_bytes_per_block(model, cfg.block_size)
+def model_window(model: LlamaModel) -> int | None:
+    """The longest sliding window of the model's layers (None: none has one)."""
+    return max((model.config.layer_window(i) for i in window_layers(model)), default=None)
+
+
+def window_pages_needed(cfg: EngineConfig, window: int) -> int:
+    """Pages a window pool needs so that it never runs out before the main pool: each of ``max_num_seqs``
+    sequences holds the pages of its last ``window`` tokens (+ 2 for page alignment) and of the positions a
+    greedy window and the one continuing it reserve ahead (2 ``decode_steps`` + 1), and one step's prefill
+    chunks add at most ``max_num_batched_tokens`` tokens."""
+    bs = cfg.block_size
+    per_seq = -(-window // bs) + 2 + -(-(2 * cfg.decode_steps + 1) // bs)
+    return cfg.max_num_seqs * per_seq + -(-cfg.max_num_batched_tokens // bs)
+
+
+def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> tuple[int, int]:
+    """(pages of the KV cache, pages of the window pool: 0 for none). Layers with a sliding window get a
+    pool of their own where it takes less memory than their share of the main one would
+    (``num_window_blocks`` None), or as ``num_window_blocks`` says (0: none); never with context
+    parallelism."""
+    windowed = window_layers(model) if cfg.context_parallel_size == 1 and cfg.num_window_blocks != 0 else []
+    if not windowed:
+        return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size)), 0
+    window = model_window(model)
+    wanted = cfg.num_window_blocks or window_pages_needed(cfg, window)
+    per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed))
+    per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed))
+    if per_full == 0:  # every layer windowed: the main pool is bookkeeping only (no layer stores pages there)
+        full = cfg.num_blocks or min(cfg.max_num_seqs * -(-cfg.max_model_len // cfg.block_size), _MAX_BLOCKS)
+        return full, (cfg.num_window_blocks or _pages(model, cfg, device, per_window))
+    if cfg.num_blocks is not None:
+        return cfg.num_blocks, (wanted if cfg.num_window_blocks or wanted < cfg.num_blocks else 0)
+    budget = _budget(model, cfg, device, per_full + per_window)
+    shared = _pages(model, cfg, device, per_full + per_window, budget)
+    if not cfg.num_window_blocks and wanted >= shared:
+        return shared, 0  # a pool of its own would save nothing
+    full = min(int((budget - (wanted + 1) * per_window) // per_full), _MAX_BLOCKS) - 1
+    if full < 1:
+        raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page beside {wanted} window pages; "
+                         f"a page of {cfg.block_size} tokens needs {per_full} + {per_window} bytes")
+    return full, wanted
+
+
+def _pages(model: LlamaModel, cfg: EngineConfig, device: torch.device, per_block: int,
+           budget: float | None = None) -> int:
+    """Pages of ``per_block`` bytes: ``num_blocks`` if given, else as many as the budget holds (one less:
+    the scratch page)."""
     if cfg.num_blocks is not None:
         return cfg.num_blocks
+    budget = _budget(model, cfg, device, per_block) if budget is None else budget
+    # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
+    # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
+    num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
+    if num_blocks < 1:
+        raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
+                         f"{cfg.block_size} tokens needs {per_block} bytes")
+    return num_blocks
+
+
+def _budget(model: LlamaModel, cfg: EngineConfig, device: torch.device, per_block: int) -> float:
+    """Bytes for the KV cache: ``kv_cache_memory``, or what the GPU has free less the reserve of a step's
+    activations, or on the CPU ``max_num_seqs * max_model_len`` tokens of pages of ``per_block`` bytes (at
+    most 512 MiB)."""
     if cfg.kv_cache_memory is not None:
         budget = cfg.kv_cache_memory
     elif device.type == "cuda":
@@ -247,13 +311,7 @@ def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> i
         budget = free - (1 - cfg.gpu_memory_utilization) * total - reserve
     else:
         budget = min(_CPU_KV_BUDGET, cfg.max_num_seqs * cfg.max_model_len // cfg.block_size * per_block)
-    # NOTE: capped so that a tiny model on a large GPU does not get millions of pages (host-side
-    # bookkeeping per page); 2^17 pages of 16 tokens hold 2M tokens.
-    num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
-    if num_blocks < 1:
-        raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
-                         f"{cfg.block_size} tokens needs {per_block} bytes")
-    return num_blocks
+    return budget
 
 
 class LLMEngine:
@@ -326,7 +384,8 @@ class LLMEngine:
             runner.publish, runner.wait, runner.window_end = tp.send, tp.wait, tp.window_end
         cp = cfg.context_parallel_size
         self.block_manager = BlockManager(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching, num_ranks=cp,
-                                          max_model_len=cfg.max_model_len)
+                                          max_model_len=cfg.max_model_len, window=model_window(model),
+                                          window_blocks=cfg.num_window_blocks)
         # context parallel: no greedy windows (greedy_advance would write the next slot and length on
         # the device as if one rank held the whole sequence): every step is planned on the host
         self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
@@ -513,9 +572,10 @@ class LLMEngine:
 
     @property
     def kv_cache_usage(self) -> float:
-        """Fraction of KV-cache pages held by requests (pages kept only for the prefix cache count as free)."""
-        blocks = self.block_manager
-        return 1.0 - blocks.num_free_blocks / blocks.num_blocks
+        """Fraction of KV-cache pages held by requests (pages kept only for the prefix cache count as free); with
+        a window pool, of the fuller of the two pools."""
+        pools = [p for p in (self.block_manager, self.block_manager.window_pool) if p is not None]
+        return max(1.0 - p.num_free_blocks / p.num_blocks for p in pools)
 
     # -- stepping ------------------------------------------------------------------------------------------
     def step(self) -> list[RequestOutput]:

@@ -33,25 +33,33 @@ MAX_DECODE_STEPS = 64
 PROMPT_LOGITS_CHUNK = 256
 
 
-def kv_cache_bytes_per_block(model: LlamaModel, block_size: int) -> int:
-    """Bytes of one page across every layer (K and V) on this rank."""
+def kv_cache_bytes_per_block(model: LlamaModel, block_size: int, layers: int | None = None) -> int:
+    """Bytes of one page across ``layers`` layers (default: every layer), K and V, on this rank."""
     cfg = model.config
-    return 2 * cfg.num_hidden_layers * block_size * model.num_kv_heads * cfg.head_dim * model.dtype.itemsize
+    layers = cfg.num_hidden_layers if layers is None else layers
+    return 2 * layers * block_size * model.num_kv_heads * cfg.head_dim * model.dtype.itemsize
+
+
+def window_layers(model: LlamaModel) -> list[int]:
+    """Layers with a sliding window: what a window pool (``num_window_blocks``) holds."""
+    return [i for i in range(model.config.num_hidden_layers) if model.config.layer_window(i) is not None]
 
 
 @dataclasses.dataclass(eq=False)
 class HostStaging:
     """Pinned host buffers a decode step's inputs go up from, and the window tokens come down to."""
 
-    i64: torch.Tensor            # [4, rows] int64: ids, positions, slots, stops
+    i64: torch.Tensor            # [5, rows] int64: ids, positions, slots, stops, window slots
     seq_lens: torch.Tensor       # [rows] int32
     block_table: torch.Tensor    # [rows, max_blocks] int32
     tokens: tuple[torch.Tensor, torch.Tensor]  # [MAX_DECODE_STEPS, rows] int64 each: one per window in flight
+    window_table: torch.Tensor | None = None  # [rows, max_blocks] int32: the window pool's
 
     def __post_init__(self):  # numpy views of the same memory, written by the host each step
         self.i64_np: np.ndarray = self.i64.numpy()
         self.seq_lens_np: np.ndarray = self.seq_lens.numpy()
         self.block_table_np: np.ndarray = self.block_table.numpy()
+        self.window_table_np = None if self.window_table is None else self.window_table.numpy()
 
 
 @dataclasses.dataclass(eq=False)
@@ -71,6 +79,8 @@ class DecodeBuffers:
     scratch: torch.Tensor | None  # greedy_advance's (Triton ops)
     host: HostStaging
     staged: torch.cuda.Event | None  # the last host-to-device copies out of ``host``
+    window_slots: torch.Tensor | None   # [rows] int64, the window pool's slots (None: no window pool)
+    window_table: torch.Tensor | None   # [rows, max_blocks] int32
     done: tuple[torch.cuda.Event | None, torch.cuda.Event | None]  # with host.tokens[0] / [1]
     flip: int = 0                # which token buffer the next window uses
     logits: torch.Tensor | None = None  # a graph's output
@@ -98,6 +108,10 @@ class StepPlan:
     logit_rows: list[int]    # rows of the sequences that finish their tokens (they sample)
     table: np.ndarray        # [S, width] int32 pages of each sequence (the scratch page past its own)
     decode: bool             # every sequence computes exactly its last token
+    # the window pool's (``ModelRunner.num_window_blocks``): slots [T] and pages [S, width] (its scratch page
+    # for released ones); None without one
+    window_slots: np.ndarray | None = None
+    window_table: np.ndarray | None = None
     q_start: np.ndarray | None = None  # context parallel, per part: [S] first new token's position in the part
     # prompt log-probabilities (SamplingParams.prompt_logprobs): rows whose next token is a prompt token
     # still to score, that token, the most alternatives any of them reports, and (sequence index, first
@@ -133,22 +147,32 @@ class WindowPlan:
     table: np.ndarray        # [S, width] int32
     inputs: StepPlan | None = None
     stops: list[int] | None = None
+    window_table: np.ndarray | None = None  # the window pool's
 
 
 class ModelRunner:
     """Runs ``model`` over scheduled batches.
 
     The KV cache is one tensor [layers, 2, num_blocks + 1, block_size, Hkv, D]; the extra last page is
-    scratch for skipped slots (never handed out by the block manager).
+    scratch for skipped slots (never handed out by the block manager). With ``num_window_blocks`` > 0 the
+    layers with a sliding window (:func:`window_layers`) keep theirs in a second tensor, ``window_cache``
+    [their count, 2, num_window_blocks + 1, ...], addressed by the sequences' window tables (the block
+    manager's ``window_pool``), and ``kv_cache`` holds the other layers.
     """
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
-                 max_num_seqs: int, cuda_graphs: bool, cp_rank: int = 0, cp_world: int = 1):
+                 max_num_seqs: int, cuda_graphs: bool, cp_rank: int = 0, cp_world: int = 1,
+                 num_window_blocks: int = 0):
         cfg = model.config
         self.model = model
         self.device = model.device
         self.block_size = block_size
         self.num_blocks = num_blocks
+        windowed = window_layers(model) if num_window_blocks else []
+        if num_window_blocks and (not windowed or cp_world > 1):
+            raise ValueError(f"num_window_blocks={num_window_blocks} needs layers with a sliding window and one "
+                             f"context-parallel rank")
+        self.num_window_blocks = num_window_blocks
         self.max_model_len = max_model_len
         self.max_blocks_per_seq = -(-max_model_len // block_size)
         # context parallel: plans hold global page ids (rank * num_blocks + page); this rank runs its view
@@ -156,9 +180,15 @@ class ModelRunner:
         self.cp_rank, self.cp_world = cp_rank, cp_world
         # context parallel steps with prefill run per part where the attention can (else a row per token)
         self.cp_parts = cp_world > 1 and getattr(model.options.context_parallel, "prefill_parts", False)
-        self.kv_cache = torch.zeros(cfg.num_hidden_layers, 2, num_blocks + 1, block_size, model.num_kv_heads,
-                                    cfg.head_dim, dtype=model.dtype, device=self.device)
-        self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_hidden_layers)]
+        page = (block_size, model.num_kv_heads, cfg.head_dim)
+        self.kv_cache = torch.zeros(cfg.num_hidden_layers - len(windowed), 2, num_blocks + 1, *page,
+                                    dtype=model.dtype, device=self.device)
+        self.window_cache = torch.zeros(len(windowed), 2, num_window_blocks + 1, *page, dtype=model.dtype,
+                                        device=self.device) if windowed else None
+        self.kv_caches, full, win = [], iter(self.kv_cache), iter(() if self.window_cache is None else self.window_cache)
+        for i in range(cfg.num_hidden_layers):
+            layer = next(win) if i in windowed else next(full)
+            self.kv_caches.append((layer[0], layer[1]))
         self.greedy_advance = greedy_advance if model.options.op_backend == "triton" else reference.greedy_advance
         self.token_logprobs = token_logprobs if model.options.op_backend == "triton" else _reference_token_logprobs
         self.max_num_seqs = max_num_seqs
@@ -178,7 +208,8 @@ class ModelRunner:
     def plan_step(self, batch: ScheduledBatch) -> StepPlan:
         """The host inputs of one step of ``batch``."""
         bs = self.block_size
-        ids, pos, slots, q_lens, seq_lens, logit_rows = [], [], [], [], [], []
+        ids, pos, slots, q_lens, seq_lens, logit_rows, wslots = [], [], [], [], [], [], []
+        windowed = self.num_window_blocks > 0
         prompt_rows, prompt_targets, prompt_spans, prompt_top = [], [], [], 0
         for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_new)):
             start = seq.num_computed
@@ -193,28 +224,38 @@ class ModelRunner:
             positions = range(start, start + n)
             pos += positions
             slots += [seq.block_table[p // bs] * bs + p % bs for p in positions]
+            if windowed:
+                wslots += [seq.window_table[p // bs] * bs + p % bs for p in positions]
             q_lens.append(n)
             seq_lens.append(start + n)
             if start + n == seq.num_tokens:
                 logit_rows.append(len(ids) - 1)
         return StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
                         np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),
-                        batch.is_decode, prompt_rows=prompt_rows, prompt_targets=prompt_targets,
+                        batch.is_decode, window_slots=np.array(wslots, dtype=np.int64) if windowed else None,
+                        window_table=self._table(batch, window=True) if windowed else None,
+                        prompt_rows=prompt_rows, prompt_targets=prompt_targets,
                         prompt_top=prompt_top, prompt_spans=prompt_spans)
 
-    def _table(self, batch: ScheduledBatch) -> np.ndarray:
+    def _table(self, batch: ScheduledBatch, window: bool = False) -> np.ndarray:
         """[S, longest table] int32 page ids of the batch; the scratch page past each sequence's own: a
-        slot computed past a sequence's pages (a bug) writes scratch, not someone's KV."""
-        width = max((len(seq.block_table) for seq in batch.seqs), default=0)
+        slot computed past a sequence's pages (a bug) writes scratch, not someone's KV. ``window``: the
+        window tables, their released pages (-1) pointed at the window pool's scratch page."""
+        tables = [seq.window_table if window else seq.block_table for seq in batch.seqs]
+        width = max(map(len, tables), default=0)
         # context parallel: past every rank's pages, so that no rank takes it for one of its own
-        table = np.full((len(batch.seqs), max(width, 1)), self.num_blocks * self.cp_world, dtype=np.int32)
-        for i, seq in enumerate(batch.seqs):
-            table[i, :len(seq.block_table)] = seq.block_table
+        scratch = self.num_window_blocks if window else self.num_blocks * self.cp_world
+        table = np.full((len(batch.seqs), max(width, 1)), scratch, dtype=np.int32)
+        for i, pages in enumerate(tables):
+            table[i, :len(pages)] = pages
+        if window:
+            table[table < 0] = scratch
         return table
 
-    def _fill_block_table(self, table: np.ndarray, dest: np.ndarray) -> np.ndarray:
-        """Write ``table`` [S, width] into ``dest`` [rows >= S, max_blocks_per_seq], scratch elsewhere."""
-        dest.fill(self.num_blocks)
+    def _fill_block_table(self, table: np.ndarray, dest: np.ndarray, scratch: int | None = None) -> np.ndarray:
+        """Write ``table`` [S, width] into ``dest`` [rows >= S, max_blocks_per_seq], scratch elsewhere (the
+        main pool's scratch page unless ``scratch`` is given)."""
+        dest.fill(self.num_blocks if scratch is None else scratch)
         dest[:table.shape[0], :table.shape[1]] = table
         return dest
 
@@ -279,7 +320,7 @@ class ModelRunner:
         bucket = self.graph_bucket(S) if self.graphs else None
         if bucket is not None and plan.decode:  # a decode step scores no prompt token
             entry = self.graphs[bucket]
-            self._stage(entry.bufs, plan.table, plan)
+            self._stage(entry.bufs, plan.table, plan, window_table=plan.window_table)
             entry.graph.replay()
             return entry.bufs.logits[:S], None
         dev = self.device
@@ -297,6 +338,10 @@ class ModelRunner:
             cu_seqlens_q=up(cu), max_seqlen_q=max(plan.q_lens), max_seqlen_k=max(plan.seq_lens),
             q_lens_host=plan.q_lens, seq_lens_host=plan.seq_lens,
             q_start_pos=None if plan.q_start is None else up(plan.q_start))
+        if plan.window_table is not None:
+            wtable = self._fill_block_table(plan.window_table, np.empty((S, width), dtype=np.int32),
+                                            self.num_window_blocks)
+            meta.window = dataclasses.replace(meta, slot_mapping=up(plan.window_slots), block_table=up(wtable))
         hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
         scores = self._score_prompt(hidden, plan, up) if plan.prompt_rows else None
         if not plan.logit_rows:
@@ -344,11 +389,13 @@ class ModelRunner:
             # pinned staging: each step's inputs go up as plain async H2D copies, no temporaries
             return t.pin_memory() if cuda else t
 
+        windowed = self.num_window_blocks > 0
         host = HostStaging(
-            i64=pinned(torch.empty(4, rows, dtype=torch.int64)),
+            i64=pinned(torch.empty(5, rows, dtype=torch.int64)),
             seq_lens=pinned(torch.empty(rows, dtype=torch.int32)),
             block_table=pinned(torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32)),
-            tokens=tuple(pinned(torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)) for _ in range(2)))
+            tokens=tuple(pinned(torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)) for _ in range(2)),
+            window_table=pinned(torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32)) if windowed else None)
         return DecodeBuffers(
             rows=rows,
             ids=torch.zeros(rows, dtype=torch.int64, device=dev),
@@ -362,18 +409,24 @@ class ModelRunner:
             scratch=greedy_scratch(rows, dev) if self.greedy_advance is greedy_advance else None,
             host=host,
             staged=torch.cuda.Event() if cuda else None,
+            window_slots=torch.full((rows,), -1, dtype=torch.int64, device=dev) if windowed else None,
+            window_table=torch.full((rows, self.max_blocks_per_seq), self.num_window_blocks, dtype=torch.int32,
+                                    device=dev) if windowed else None,
             done=(torch.cuda.Event(), torch.cuda.Event()) if cuda else (None, None))
 
     def _meta(self, bufs: DecodeBuffers, max_seqlen_k: int) -> AttentionMetadata:
-        return AttentionMetadata(bufs.slots, bufs.block_table, bufs.seq_lens, bufs.cu_seqlens_q,
+        meta = AttentionMetadata(bufs.slots, bufs.block_table, bufs.seq_lens, bufs.cu_seqlens_q,
                                  max_seqlen_q=1, max_seqlen_k=max_seqlen_k)
+        if bufs.window_table is not None:
+            meta.window = dataclasses.replace(meta, slot_mapping=bufs.window_slots, block_table=bufs.window_table)
+        return meta
 
     def _greedy_step(self, bufs: DecodeBuffers, meta: AttentionMetadata) -> torch.Tensor:
         """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
         hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches)
         logits = self.model.compute_logits(hidden)
         self.greedy_advance(logits, bufs.hist, bufs.ids, bufs.pos, bufs.seq_lens, bufs.slots, bufs.stop,
-                            bufs.block_table, self.block_size, bufs.scratch)
+                            bufs.block_table, self.block_size, bufs.scratch, bufs.window_slots, bufs.window_table)
         return logits
 
     def capture(self, max_num_seqs: int | None = None) -> None:
@@ -462,7 +515,7 @@ class ModelRunner:
             self._buckets = ()
 
     def _stage(self, bufs: DecodeBuffers, table: np.ndarray, inputs: StepPlan | None = None,
-               stops: list[int] | None = None) -> None:
+               stops: list[int] | None = None, window_table: np.ndarray | None = None) -> None:
         """Copy a decode batch's inputs into ``bufs`` (padded rows: slot -1, length 1; ``stops``: each row's
         last token position, none given: 0). Without ``inputs`` (a continued window, the device ahead of
         the host), only the block tables: the device already holds the other inputs."""
@@ -472,14 +525,19 @@ class ModelRunner:
         if bufs.staged is not None:
             bufs.staged.synchronize()
         self._fill_block_table(table, host.block_table_np)
+        windowed = bufs.window_table is not None
+        if windowed:
+            self._fill_block_table(window_table, host.window_table_np, self.num_window_blocks)
         if inputs is not None:
             n = len(inputs.q_lens)
             i64 = host.i64_np
             i64[0, :n], i64[1, :n], i64[2, :n] = inputs.ids, inputs.pos, inputs.slots
             i64[3, :n] = 0 if stops is None else stops
+            i64[4, :n] = inputs.window_slots if windowed else -1
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
             i64[3, n:] = 0
+            i64[4, n:] = -1
             host.seq_lens_np[:n] = inputs.seq_lens
             host.seq_lens_np[n:] = 1
             bufs.ids.copy_(host.i64[0], non_blocking=True)
@@ -487,7 +545,11 @@ class ModelRunner:
             bufs.slots.copy_(host.i64[2], non_blocking=True)
             bufs.stop.copy_(host.i64[3], non_blocking=True)
             bufs.seq_lens.copy_(host.seq_lens, non_blocking=True)
+            if windowed:
+                bufs.window_slots.copy_(host.i64[4], non_blocking=True)
         bufs.block_table.copy_(host.block_table, non_blocking=True)
+        if windowed:
+            bufs.window_table.copy_(host.window_table, non_blocking=True)
         if bufs.staged is not None:
             bufs.staged.record()
 
@@ -523,13 +585,14 @@ class ModelRunner:
             raise ValueError(f"k must be in [1, {MAX_DECODE_STEPS}], got {k}")
         first = [seq.num_computed + ahead for seq in batch.seqs]  # position of each row's first input
         plan = WindowPlan(k, ahead, first, self._table(batch), self.plan_step(batch) if ahead == 0 else None,
-                          stops if ahead == 0 else None)
+                          stops if ahead == 0 else None,
+                          self._table(batch, window=True) if self.num_window_blocks else None)
         return self._share(plan, self._window)
 
     def _window(self, plan: WindowPlan) -> "Window":
         n, k = len(plan.first), plan.k
         bufs = self.window_buffers(n)
-        self._stage(bufs, plan.table, plan.inputs, plan.stops)
+        self._stage(bufs, plan.table, plan.inputs, plan.stops, plan.window_table)
         entry = self.graphs.get(bufs.rows)
         graph = entry.graph if entry is not None and entry.bufs is bufs else None
         if graph is None:

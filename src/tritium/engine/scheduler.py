@@ -91,7 +91,7 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
             if not seq.block_table:
-                seq.block_table, seq.block_keys = self.blocks.prefix(seq)
+                self.blocks.take_prefix(seq)
                 seq.num_computed = len(seq.block_table) * self.blocks.block_size
             remaining = seq.num_tokens - seq.num_computed
             n = min(remaining, budget)
@@ -168,13 +168,18 @@ class Scheduler:
         if need > self.blocks.num_blocks:
             raise RuntimeError(f"sequence {seq.seq_id} needs {need} KV-cache pages, the cache has "
                                f"{self.blocks.num_blocks}; give a larger KV-cache budget")
+        wp = self.blocks.window_pool
+        if wp is not None:  # its window and the chunk after it
+            window_need = min(need, -(-(self.blocks.window + self.max_num_batched_tokens) // self.blocks.block_size) + 1)
+            if window_need > wp.num_blocks:
+                raise RuntimeError(f"sequence {seq.seq_id} needs {window_need} pages of the windowed layers' "
+                                   f"KV cache, it has {wp.num_blocks}; give more num_window_blocks")
         if not self.enable_chunked_prefill and seq.num_tokens - seq.num_computed > self.max_num_batched_tokens:
             raise RuntimeError(f"prompt of {seq.num_tokens} tokens exceeds max_num_batched_tokens "
                                f"{self.max_num_batched_tokens} and chunked prefill is off")
 
     def _release(self, seq: Sequence) -> None:
-        self.blocks.free(seq.block_table)
-        seq.block_keys = []
+        self.blocks.free_seq(seq)
         seq.num_computed = 0
 
     def _preempt(self, seq: Sequence) -> None:
@@ -196,9 +201,10 @@ class Scheduler:
         return done
 
     def advance(self, seq: Sequence, n: int) -> None:
-        """``n`` more tokens of ``seq`` have their K/V in the cache: count them and publish filled pages."""
+        """``n`` more tokens of ``seq`` have their K/V in the cache: count them, publish filled pages and
+        release the window pages behind its window."""
         seq.num_computed += n
-        self.blocks.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
+        self.blocks.computed(seq)
 
     def finish(self, seq: Sequence, reason: str) -> None:
         """End a running or waiting sequence (a finish or an abort): its pages are freed at once."""
@@ -208,5 +214,4 @@ class Scheduler:
             self.waiting.remove(seq)
         seq.status = Status.FINISHED
         seq.finish_reason = reason
-        self.blocks.free(seq.block_table)
-        seq.block_keys = []
+        self.blocks.free_seq(seq)

@@ -34,6 +34,9 @@ class AttentionMetadata:
     - q_start_pos: context parallel steps run per part (see :class:`DistributedDecodeAttention`): [S]
       int32, the position of each sequence's first new token relative to the start of this rank's part
       of its keys (negative where the part starts after it); ``seq_lens`` is then the part's length.
+    - window: the same step as the layers with a sliding window see it when they keep their K/V in a pool
+      of their own (the runner's ``window_cache``): its ``slot_mapping`` and ``block_table``; None: every
+      layer reads this one.
     """
 
     slot_mapping: torch.Tensor
@@ -45,6 +48,7 @@ class AttentionMetadata:
     q_lens_host: list[int] | None = None
     seq_lens_host: list[int] | None = None
     q_start_pos: torch.Tensor | None = None
+    window: AttentionMetadata | None = None
 
 
 class TritonAttention:

@@ -399,6 +399,7 @@ class LlamaModel:
             for window in dict.fromkeys(windows):
                 by_window[window] = TorchAttention(window, cfg.attn_logit_softcapping)
         self.layer_attention = [by_window[w] for w in windows]
+        self.layer_windowed = [w is not None for w in windows]  # read AttentionMetadata.window where present
         self.attention = self.layer_attention[0]
         self.attention_variants = list(by_window.values())  # what a warm-up runs (each window's kernels)
         self.linear.mode = options.linear_backend
@@ -719,7 +720,7 @@ class LlamaModel:
             roped = self._qkv_rope(x, layer)
             if roped:  # rope and the KV write in the projection's epilogue
                 qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.layer_cos_sin[i], k_cache, v_cache,
-                                                     meta.slot_mapping)
+                                                     self._layer_meta(meta, i).slot_mapping)
             else:
                 qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
@@ -863,6 +864,11 @@ class LlamaModel:
         """Whether this step's QKV projection runs with rope and the KV write inside (``fuse_qkv_rope``)."""
         return self._qkv_rope_possible and self.linear.gemv_runs(x.shape[0], layer.qkv_proj.weight)
 
+    def _layer_meta(self, meta: AttentionMetadata, i: int) -> AttentionMetadata:
+        """The step as layer ``i`` sees it: its window pool's slots and pages where it has a sliding window
+        and the runner keeps those layers apart (``meta.window``)."""
+        return meta.window if meta.window is not None and self.layer_windowed[i] else meta
+
     def _attend(self, qkv, positions, meta, k_cache, v_cache, layer, *, roped: bool = False) -> torch.Tensor:
         """qkv ``[T, (hq + 2 hkv) d]`` -> attention output ``[T, hq d]``: (``qk_norm``) the query and key heads'
         RMSNorms, rope, the KV-cache write, attention (``roped``: the projection did rope and the write; never
@@ -874,6 +880,7 @@ class LlamaModel:
         # Qwen3: each query and key head RMS-normed over head_dim before rope, in the rope kernel
         kw = {} if layer.q_norm is None else {"qk_norm": (layer.q_norm, layer.k_norm, self.config.rms_norm_eps)}
         attention, cos_sin = self.layer_attention[layer.index], self.layer_cos_sin[layer.index]
+        meta = self._layer_meta(meta, layer.index)
         if roped:
             attn = attention.attend(q, k_cache, v_cache, meta, self.scale)
         elif self.fused_rope_kv:

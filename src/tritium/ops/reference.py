@@ -117,7 +117,8 @@ def linear_residual(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tenso
 
 def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
                    seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
-                   block_size: int, scratch: torch.Tensor | None = None) -> None:
+                   block_size: int, scratch: torch.Tensor | None = None, window_slots: torch.Tensor | None = None,
+                   window_table: torch.Tensor | None = None) -> None:
     """Greedy-sample one decode step and turn the tokens into the next step's inputs, in place.
 
     For every row r of ``logits`` [rows, vocab] whose ``slots[r] >= 0`` (graph padding rows have -1 and are
@@ -125,7 +126,8 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     p < stop[r] (p is not the row's last token) and ``block_table`` [rows, max_blocks] has a column for p:
     ids[r] = tok, pos[r] = p, seq_lens[r] += 1, slots[r] = block_table[r, p // block_size] * block_size +
     p % block_size; if not, the row stops: slots[r] = -1 and nothing else moves (later steps repeat without
-    writing the cache or sampling). ``scratch`` is unused (the Triton twin's atomics).
+    writing the cache or sampling). ``scratch`` is unused (the Triton twin's atomics). ``window_slots`` and
+    ``window_table`` (the windowed layers' pool) move as ``slots`` and ``block_table`` do.
     """
     rows = logits.shape[0]
     live = slots[:rows] >= 0
@@ -141,8 +143,11 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
     pos[:rows] = torch.where(move, p, pos[:rows])
     seq_lens[:rows] += move.to(seq_lens.dtype)
     col = torch.where(fits, p // block_size, 0)
-    page = block_table[:rows].gather(1, col[:, None].long())[:, 0].long()
-    slots[:rows] = torch.where(move, page * block_size + p % block_size, torch.where(live, -1, slots[:rows]))
+    for sl, table in ((slots, block_table), (window_slots, window_table)):
+        if sl is None:
+            continue
+        page = table[:rows].gather(1, col[:, None].long())[:, 0].long()
+        sl[:rows] = torch.where(move, page * block_size + p % block_size, torch.where(live, -1, sl[:rows]))
 
 
 def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, ...]:

@@ -28,10 +28,11 @@ def greedy_scratch(rows: int, device) -> torch.Tensor:
 def _greedy_advance_kernel(
     # pointers
     logits_ptr, hist_ptr, ids_ptr, pos_ptr, seq_lens_ptr, slots_ptr, stop_ptr, block_table_ptr, scratch_ptr,
+    wslots_ptr, wtable_ptr,
     # strides and sizes
-    stride_l, stride_hist, stride_bt, stride_scratch, vocab, hist_rows, max_blocks, block_size,
+    stride_l, stride_hist, stride_bt, stride_scratch, stride_wt, vocab, hist_rows, max_blocks, block_size,
     # meta-parameters
-    BLOCK: tl.constexpr, SPLITS: tl.constexpr,
+    BLOCK: tl.constexpr, SPLITS: tl.constexpr, HAS_WINDOW: tl.constexpr,
 ):
     """Grid (rows, SPLITS): program (r, s) reduces BLOCK logits of row r to one int64 key (the value's
     bits, made signed-monotonic, above the complement of the index: the largest key is the first
@@ -68,19 +69,26 @@ def _greedy_advance_kernel(
             tl.store(seq_lens_ptr + row, tl.load(seq_lens_ptr + row) + 1)
             page = tl.load(block_table_ptr + row * stride_bt + pos // block_size).to(tl.int64)
             tl.store(slots_ptr + row, page * block_size + pos % block_size)
+            if HAS_WINDOW:
+                wpage = tl.load(wtable_ptr + row * stride_wt + pos // block_size).to(tl.int64)
+                tl.store(wslots_ptr + row, wpage * block_size + pos % block_size)
         else:  # its last token, or past its block table: the row stops (writes nowhere, reads what it has)
             tl.store(slots_ptr + row, -1)
+            if HAS_WINDOW:
+                tl.store(wslots_ptr + row, -1)
 
 
 def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor,
                    seq_lens: torch.Tensor, slots: torch.Tensor, stop: torch.Tensor, block_table: torch.Tensor,
-                   block_size: int, scratch: torch.Tensor) -> None:
+                   block_size: int, scratch: torch.Tensor, window_slots: torch.Tensor | None = None,
+                   window_table: torch.Tensor | None = None) -> None:
     """Triton twin of :func:`tritium.ops.reference.greedy_advance`: argmax and next-step inputs in one
     launch of (rows, vocab / 4096) programs; graph safe (no host sync, ``scratch`` from
     :func:`greedy_scratch` is left as it was found).
 
     logits [rows, vocab] (any float dtype, unit stride); hist int64 [H, >= rows]; ids, pos, slots, stop int64
-    and seq_lens int32 [>= rows]; block_table int32 [>= rows, max_blocks], unit last stride.
+    and seq_lens int32 [>= rows]; block_table int32 [>= rows, max_blocks], unit last stride; window_slots /
+    window_table (both or neither) as slots / block_table, of the windowed layers' pool.
     """
     rows, vocab = logits.shape
     if rows == 0:
@@ -89,11 +97,19 @@ def greedy_advance(logits: torch.Tensor, hist: torch.Tensor, ids: torch.Tensor, 
         raise ValueError(f"scratch must be greedy_scratch(rows >= {rows}), got {scratch.dtype} {tuple(scratch.shape)}")
     if logits.stride(1) != 1 or block_table.stride(1) != 1 or hist.stride(1) != 1:
         raise ValueError("logits, hist and block_table must have a unit last stride")
+    has_window = window_slots is not None
+    if has_window != (window_table is not None):
+        raise ValueError("window_slots and window_table go together")
+    if has_window and (window_table.shape[1] != block_table.shape[1] or window_table.stride(1) != 1
+                       or window_slots.shape[0] < rows or window_table.shape[0] < rows):
+        raise ValueError(f"window_table must be [>= {rows}, {block_table.shape[1]}] with a unit last stride and "
+                         f"window_slots [>= {rows}], got {tuple(window_table.shape)} and {tuple(window_slots.shape)}")
     block = min(4096, triton.next_power_of_2(vocab))
     splits = triton.cdiv(vocab, block)
     _greedy_advance_kernel[(rows, splits)](
         logits, hist, ids, pos, seq_lens, slots, stop, block_table, scratch,
-        logits.stride(0), hist.stride(0), block_table.stride(0), scratch.stride(0), vocab, hist.shape[0],
-        block_table.shape[1], block_size,
-        BLOCK=block, SPLITS=splits, num_warps=4)
+        window_slots if has_window else slots, window_table if has_window else block_table,
+        logits.stride(0), hist.stride(0), block_table.stride(0), scratch.stride(0),
+        window_table.stride(0) if has_window else 0, vocab, hist.shape[0], block_table.shape[1], block_size,
+        BLOCK=block, SPLITS=splits, HAS_WINDOW=has_window, num_warps=4)
 
