@@ -163,3 +163,23 @@ def test_greedy_decode_windows_keep_tokens(tiny_models):
         mixed = llm.generate(MANY[:3], [base[1], sampled, base[3]])
         assert [o.token_ids for o in mixed] == [o.token_ids for o in ref_mixed]
 
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_window_pool_graph_decode_equals_eager(tmp_path, backend):
+    """Gemma 3's windowed layers in a pool of their own (pages released behind the window): CUDA-graph decode
+    windows (greedy_advance moving both pools' slots on the device) give the tokens of eager decode without
+    such a pool."""
+    from .conftest import WORDS, make_tiny_model
+    make_tiny_model(str(tmp_path), "gemma3_text")
+    prompts = [" ".join(WORDS[i:i + n]) for i, n in ((3, 40), (60, 31), (100, 52), (3, 44), (7, 9))]
+    params = SamplingParams(max_tokens=40)
+    outs = {}
+    for pool in (0, 24):
+        llm = LLM(str(tmp_path), dtype=torch.float32, attention_backend=backend, cuda_graphs=pool > 0,
+                  max_num_seqs=8, num_blocks=64, num_window_blocks=pool, max_num_batched_tokens=32)
+        assert (llm.engine.block_manager.window_pool is not None) == (pool > 0)
+        assert bool(llm.engine.runner.graphs) == (pool > 0)
+        outs[pool] = [o.token_ids for o in llm.generate(prompts, params)]
+        assert llm.engine.scheduler.num_preemptions == 0
+    assert outs[24] == outs[0]

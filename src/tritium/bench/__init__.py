@@ -10,6 +10,7 @@ SUITES = {
     "collectives": "tritium.bench.collectives",
     "engine": "tritium.bench.engine",
     "engine-ablate": "tritium.bench.engine_ablate",
+    "engine-window": "tritium.bench.engine_window",
     "gemv": "tritium.bench.gemv",
     "serve": "tritium.bench.serve",
     "gemm": "tritium.bench.gemm",
