@@ -143,11 +143,15 @@ def test_moe_greedy_under_tp(tmp_path, no_leaks, two_ranks, model_type):
 @pytest.mark.parametrize("model_type", ["gemma3_text", "phi3"])
 def test_gemma3_and_phi3_greedy_under_tp(tmp_path, no_leaks, two_ranks, model_type):
     """Gemma 3 over 2 ranks (its 2 KV heads one a rank, the sandwich norms replicated, the output norms after
-    each all-reduce), Phi-3 (its fused QKV and gate/up tensors split, then sharded): transformers' tokens."""
+    each all-reduce), Phi-3 (its fused QKV and gate/up tensors split, then sharded): transformers' tokens.
+    Both keep their windowed layers' pages in a window pool (Phi-3: every layer), which a 45-token prompt
+    releases pages of on both ranks."""
     hf = make_tiny_model(str(tmp_path), model_type)
+    prompts = PROMPTS + [" ".join(f"w{i}" for i in range(100, 145))]
     with LLM(str(tmp_path), tensor_parallel_size=2, comm="tritium", **_kw()) as llm:
         assert llm.engine.model.layers[0].qkv_proj.num_kv_heads == 1
-        for prompt, ids in zip(PROMPTS, _tokens(llm)):
+        assert llm.engine.block_manager.window_pool is not None and llm.engine.runner.window_cache is not None
+        for prompt, ids in zip(prompts, _tokens(llm, prompts)):
             assert ids == hf_greedy(hf, llm.tokenizer.encode(prompt), GREEDY.max_tokens), prompt
 
 

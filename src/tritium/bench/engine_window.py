@@ -95,7 +95,8 @@ def run(args) -> dict:
         r = {"num_blocks": blocks.num_blocks, "num_window_blocks": engine.config.num_window_blocks,
              "windowed_layers": windowed,
              "tokens_every_layer": blocks.num_blocks * engine.config.block_size,
-             "kv_cache_bytes": runner.kv_cache.nbytes + (0 if runner.window_cache is None else runner.window_cache.nbytes)}
+             "kv_cache_bytes": runner.kv_cache.nbytes + (0 if runner.window_cache is None
+                                                         else runner.window_cache.nbytes)}
         print(f"  {name}: {r['num_blocks']} pages ({r['tokens_every_layer']} tokens) for "
               f"{cfg.num_hidden_layers - windowed} layers, {r['num_window_blocks']} window pages for {windowed}; "
               f"{r['kv_cache_bytes'] / 2**30:.2f} GiB", flush=True)

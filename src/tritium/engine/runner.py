@@ -185,7 +185,8 @@ class ModelRunner:
                                     dtype=model.dtype, device=self.device)
         self.window_cache = torch.zeros(len(windowed), 2, num_window_blocks + 1, *page, dtype=model.dtype,
                                         device=self.device) if windowed else None
-        self.kv_caches, full, win = [], iter(self.kv_cache), iter(() if self.window_cache is None else self.window_cache)
+        full, win = iter(self.kv_cache), iter(() if self.window_cache is None else self.window_cache)
+        self.kv_caches = []
         for i in range(cfg.num_hidden_layers):
             layer = next(win) if i in windowed else next(full)
             self.kv_caches.append((layer[0], layer[1]))

@@ -170,7 +170,8 @@ class Scheduler:
                                f"{self.blocks.num_blocks}; give a larger KV-cache budget")
         wp = self.blocks.window_pool
         if wp is not None:  # its window and the chunk after it
-            window_need = min(need, -(-(self.blocks.window + self.max_num_batched_tokens) // self.blocks.block_size) + 1)
+            window_need = min(need, -(-(self.blocks.window + self.max_num_batched_tokens) // self.blocks.block_size)
+                              + 1)
             if window_need > wp.num_blocks:
                 raise RuntimeError(f"sequence {seq.seq_id} needs {window_need} pages of the windowed layers' "
                                    f"KV cache, it has {wp.num_blocks}; give more num_window_blocks")
