@@ -158,6 +158,38 @@ def test_rope_write_kv(heads, head_dim, dtype, qk_norm):
     assert torch.equal(v_cache.view(-1, hkv, head_dim)[slots[slots >= 0]], v[slots >= 0])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=lambda v: str(v).replace("torch.", ""))
+def test_rope_write_kv_fp8_cache(dtype):
+    """float8_e4m3fn caches: the rotated k (rounded to the model dtype) and v saturated to +-448, bit for bit
+    as the reference and as write_kv_cache after rope stores them; values past the range included."""
+    dev = default_device()
+    T, blocks, block_size, hq, hkv, d = 9, 5, 4, 4, 2, 64
+    cos_sin = rope_cos_sin(rope_inv_freq(d, 10000.0), 64).to(dev)
+    _, q, k, v = qkv_views(T, hq, hkv, d, dtype, dev)
+    k.mul_(100)
+    v.mul_(300)  # some past 448
+    positions = torch.randint(0, 64, (T,), device=dev)
+    slots = torch.randperm(blocks * block_size, device=dev)[:T]
+    slots[3] = -1
+    fp8 = torch.float8_e4m3fn
+    k_cache = torch.randn(blocks, block_size, hkv, d, device=dev).to(fp8)
+    v_cache = torch.randn_like(k_cache, dtype=torch.float32).to(fp8)
+    kc_ref, vc_ref = k_cache.clone(), v_cache.clone()
+    q_ref, k_ref = q.clone(), k.clone()
+    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots)
+    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots)
+    assert rel_err(k, k_ref) < TOL[dtype]
+    live = slots[slots >= 0]
+    assert v.abs().max() > 448
+    assert torch.equal(v_cache.view(-1, hkv, d)[live].float(), reference.to_cache(v[slots >= 0], fp8).float())
+    assert torch.equal(k_cache.view(-1, hkv, d)[live].float(), reference.to_cache(k[slots >= 0], fp8).float())
+    assert torch.equal(v_cache.view(torch.uint8), vc_ref.view(torch.uint8))  # untouched slots too
+    if dtype == torch.float32:  # fp32 rope sums alike: the keys' bits too
+        assert torch.equal(k_cache.view(torch.uint8), kc_ref.view(torch.uint8))
+    with pytest.raises(ValueError, match="both caches alike"):
+        ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache.float(), slots)
+
+
 def test_rope_write_kv_slot_past_cache_writes_nothing():
     """A slot past the cache (inconsistent metadata) is skipped like a negative one: the pages after the
     cache in the same allocation stay untouched, the other tokens are written."""

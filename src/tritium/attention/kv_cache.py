@@ -6,7 +6,7 @@ import triton.language as tl
 
 from tritium.attention.config import next_pow2, select_write_kv_warps
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
-from tritium.runtime import pdl_launch
+from tritium.runtime import e4m3_exact, interpreting, pdl_launch
 
 
 @triton.jit
@@ -22,6 +22,7 @@ def _write_kv_cache_kernel(
     # meta-parameters
     NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, HEADS_PAD: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     IS_FP8: tl.constexpr, FP8_MAX: tl.constexpr, SCALES_FROM_PTR: tl.constexpr, USE_PDL: tl.constexpr,
+    EXACT_FP8: tl.constexpr = False,
 ):
     """Grid: (num_tokens,). Token t goes to slot_mapping[t] = block * block_size + offset; a slot outside
     [0, num_slots = num_blocks * block_size) skips the token (one scalar compare per program), so a
@@ -49,6 +50,9 @@ def _write_kv_cache_kernel(
             v_scale = v_scale_val
         k = tl.clamp(k.to(tl.float32) / k_scale, -FP8_MAX, FP8_MAX)
         v = tl.clamp(v.to(tl.float32) / v_scale, -FP8_MAX, FP8_MAX)
+        if EXACT_FP8:  # the interpreter (see e4m3_exact)
+            k = e4m3_exact(k, FP8_MAX)
+            v = e4m3_exact(v, FP8_MAX)
     kc = k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok
     vc = v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok
     tl.store(kc + offs_h[:, None] * stride_kc_head + offs_d[None, :], k.to(k_cache_ptr.dtype.element_ty), mask=mask)
@@ -114,5 +118,6 @@ def write_kv_cache(k, v, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=N
         NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim, HEADS_PAD=next_pow2(num_kv_heads),
         HEAD_DIM_PAD=next_pow2(head_dim), IS_FP8=is_fp8,
         FP8_MAX=torch.finfo(k_cache.dtype).max if is_fp8 else 0.0, SCALES_FROM_PTR=scales_from_ptr,
+        EXACT_FP8=is_fp8 and interpreting(),
         num_warps=select_write_kv_warps(num_kv_heads, head_dim), **pdl_launch(k.device),
     )

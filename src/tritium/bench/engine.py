@@ -17,6 +17,8 @@ file, loaded by each system; prompts are random token ids of its vocabulary):
   quantized at load: weight-only FP8); its batch-1 step is compared with its own weight read.
 - ``tritium-fp8-dynamic`` (not in the default list): ``quantization="fp8-dynamic"`` (the same fp8 weights,
   activations quantized per token: W8A8).
+- ``tritium-kv-fp8`` (not in the default list): ``kv_cache_dtype="fp8"`` (keys and values stored in fp8: half
+  the KV bytes a decode step reads, twice the pages in ``--kv-cache-gib``).
 - ``tritium-int4`` (not in the default list): ``quantization="int4"`` (the same weights quantized at load to
   4-bit codes in groups of 128: weight-only int4); its batch-1 step is compared with its own weight read.
 
@@ -49,7 +51,7 @@ from tritium.bench.engine_common import make_weights  # noqa: F401 (where tests/
 from tritium.engine import SamplingParams
 
 SYSTEMS = ("tritium", "sdpa", "transformers", "tritium-invariant", "tritium-fp8", "tritium-fp8-dynamic",
-           "tritium-int4")
+           "tritium-int4", "tritium-kv-fp8")
 DEFAULT_SYSTEMS = SYSTEMS[:3]
 
 
@@ -94,7 +96,9 @@ def bench_engine(bench: Bench, attention_backend: str, **engine_kwargs) -> dict:
            "weight_bytes": engine.model.weight_bytes(), "linear_backend": engine.config.linear_backend,
            "linear_tuning": engine.model.linear.report, "linear_chain": engine.model.linear.chain_report,
            "linear_rejected": engine.model.linear.rejected,
-           "linear_from_record": engine.model.linear.restored}  # timed by an earlier start (linear_cache)
+           "linear_from_record": engine.model.linear.restored,  # timed by an earlier start (linear_cache)
+           "kv_cache_dtype": str(engine.runner.kv_cache.dtype).removeprefix("torch."),
+           "kv_pages": engine.block_manager.num_blocks}
     if args.profile_host:
         import cProfile
         import io
@@ -271,6 +275,8 @@ def run(args) -> dict:
             result["systems"][name] = bench_transformers(bench)
         elif name == "tritium-invariant":
             result["systems"][name] = bench_engine(bench, "triton", batch_invariant=True)
+        elif name == "tritium-kv-fp8":
+            result["systems"][name] = bench_engine(bench, "triton", kv_cache_dtype="fp8")
         elif name in ("tritium-fp8", "tritium-fp8-dynamic", "tritium-int4"):
             result["systems"][name] = bench_engine(bench, "triton", quantization=name.removeprefix("tritium-"))
         else:

@@ -185,7 +185,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                               max_model_len=min(cfg.max_model_len, capacity))
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
-                         cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks)
+                         cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks,
+                         kv_cache_dtype=cfg.kv_dtype(model.dtype))
     if cfg.linear_backend == "auto" and runner.graphs and tp is None and not restored:
         # one rank: where a projection went to cuBLAS, the whole decode step decides (see settle_linears)
         t0 = time.perf_counter()
@@ -250,12 +251,13 @@ def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> t
     (``num_window_blocks`` None), or as ``num_window_blocks`` says (0: none); never with context
     parallelism."""
     windowed = window_layers(model) if cfg.context_parallel_size == 1 and cfg.num_window_blocks != 0 else []
+    kv_dtype = cfg.kv_dtype(model.dtype)
     if not windowed:
-        return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size)), 0
+        return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size, dtype=kv_dtype)), 0
     window = model_window(model)
     wanted = cfg.num_window_blocks or window_pages_needed(cfg, window)
-    per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed))
-    per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed))
+    per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed), kv_dtype)
+    per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed), kv_dtype)
     if per_full == 0:  # every layer windowed: the main pool is bookkeeping only (no layer stores pages there)
         full = cfg.num_blocks or min(cfg.max_num_seqs * -(-cfg.max_model_len // cfg.block_size), _MAX_BLOCKS)
         return full, (cfg.num_window_blocks or _pages(model, cfg, device, per_window))

@@ -33,11 +33,13 @@ MAX_DECODE_STEPS = 64
 PROMPT_LOGITS_CHUNK = 256
 
 
-def kv_cache_bytes_per_block(model: LlamaModel, block_size: int, layers: int | None = None) -> int:
-    """Bytes of one page across ``layers`` layers (default: every layer), K and V, on this rank."""
+def kv_cache_bytes_per_block(model: LlamaModel, block_size: int, layers: int | None = None,
+                             dtype: torch.dtype | None = None) -> int:
+    """Bytes of one page across ``layers`` layers (default: every layer), K and V, on this rank, in ``dtype``
+    (default: the model's)."""
     cfg = model.config
     layers = cfg.num_hidden_layers if layers is None else layers
-    return 2 * layers * block_size * model.num_kv_heads * cfg.head_dim * model.dtype.itemsize
+    return 2 * layers * block_size * model.num_kv_heads * cfg.head_dim * (dtype or model.dtype).itemsize
 
 
 def window_layers(model: LlamaModel) -> list[int]:
@@ -157,12 +159,13 @@ class ModelRunner:
     scratch for skipped slots (never handed out by the block manager). With ``num_window_blocks`` > 0 the
     layers with a sliding window (:func:`window_layers`) keep theirs in a second tensor, ``window_cache``
     [their count, 2, num_window_blocks + 1, ...], addressed by the sequences' window tables (the block
-    manager's ``window_pool``), and ``kv_cache`` holds the other layers.
+    manager's ``window_pool``), and ``kv_cache`` holds the other layers. ``kv_cache_dtype``: the caches'
+    dtype (default: the model's; float8_e4m3fn stores keys and values saturated, scale 1).
     """
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, max_model_len: int,
                  max_num_seqs: int, cuda_graphs: bool, cp_rank: int = 0, cp_world: int = 1,
-                 num_window_blocks: int = 0):
+                 num_window_blocks: int = 0, kv_cache_dtype: torch.dtype | None = None):
         cfg = model.config
         self.model = model
         self.device = model.device
@@ -181,9 +184,10 @@ class ModelRunner:
         # context parallel steps with prefill run per part where the attention can (else a row per token)
         self.cp_parts = cp_world > 1 and getattr(model.options.context_parallel, "prefill_parts", False)
         page = (block_size, model.num_kv_heads, cfg.head_dim)
+        kv_dtype = kv_cache_dtype or model.dtype
         self.kv_cache = torch.zeros(cfg.num_hidden_layers - len(windowed), 2, num_blocks + 1, *page,
-                                    dtype=model.dtype, device=self.device)
-        self.window_cache = torch.zeros(len(windowed), 2, num_window_blocks + 1, *page, dtype=model.dtype,
+                                    dtype=kv_dtype, device=self.device)
+        self.window_cache = torch.zeros(len(windowed), 2, num_window_blocks + 1, *page, dtype=kv_dtype,
                                         device=self.device) if windowed else None
         full, win = iter(self.kv_cache), iter(() if self.window_cache is None else self.window_cache)
         self.kv_caches = []

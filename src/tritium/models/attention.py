@@ -17,6 +17,7 @@ from tritium.attention import AttentionWorkspace, hopper, paged_attention, write
 from tritium.attention.config import AttentionConfig, key_groups, next_pow2
 from tritium.attention.launcher import planned_launch
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
+from tritium.ops import reference
 from tritium.runtime import num_sms
 
 
@@ -304,13 +305,21 @@ def merge_parts(parts: torch.Tensor, world_size: int, dtype: torch.dtype) -> tor
     return (terms.sum(0) / weights.sum(0).clamp_min(1e-30)[..., None]).to(dtype)
 
 
+def _dequant(pages: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Gathered pages of a float8 cache in q's dtype (scale 1: the values as stored); others as they are."""
+    return pages.to(q.dtype) if pages.dtype == torch.float8_e4m3fn else pages
+
+
 def _scatter_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
     """Write k/v [T, Hkv, D] to their cache slots; skipped slots (< 0) go to the last page, which the runner
     reserves as scratch (a static-shape scatter: CUDA-graph safe, no boolean indexing)."""
     num_blocks, block_size, hkv, d = k_cache.shape
     idx = torch.where(slot_mapping >= 0, slot_mapping, torch.full_like(slot_mapping, (num_blocks - 1) * block_size))
-    k_cache.view(-1, hkv, d).index_copy_(0, idx, k.to(k_cache.dtype))
-    v_cache.view(-1, hkv, d).index_copy_(0, idx, v.to(v_cache.dtype))
+    for cache, x in ((k_cache, k), (v_cache, v)):
+        x = reference.to_cache(x, cache.dtype)  # fp8: saturated
+        if cache.dtype == torch.float8_e4m3fn:  # (no index_copy_ of float8): as bytes
+            cache, x = cache.view(torch.uint8), x.view(torch.uint8)
+        cache.view(-1, hkv, d).index_copy_(0, idx, x)
 
 
 class TorchAttention:
@@ -358,8 +367,8 @@ class TorchAttention:
         _, block_size, hkv, d = k_cache.shape
         # Eager steps gather only the pages in use; graph-captured ones (max_seqlen_k = max_model_len) all.
         table = meta.block_table[:, : -(-meta.max_seqlen_k // block_size)].long()
-        keys = k_cache[table].reshape(S, -1, hkv, d).transpose(1, 2)                        # [S, Hkv, L, D]
-        vals = v_cache[table].reshape(S, -1, hkv, d).transpose(1, 2)
+        keys = _dequant(k_cache[table], q).reshape(S, -1, hkv, d).transpose(1, 2)          # [S, Hkv, L, D]
+        vals = _dequant(v_cache[table], q).reshape(S, -1, hkv, d).transpose(1, 2)
         L = keys.shape[2]
         seq_lens = meta.seq_lens.long()[:, None, None, None]                              # [S, 1, 1, 1]
         k_pos = torch.arange(L, device=q.device)[None, None, None, :]
@@ -375,8 +384,8 @@ class TorchAttention:
             if q_len == 0:
                 continue
             pages = meta.block_table[s, : (seq_len + block_size - 1) // block_size].long()
-            keys = k_cache[pages].reshape(-1, hkv, d)[:seq_len].transpose(0, 1)               # [Hkv, L, D]
-            vals = v_cache[pages].reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
+            keys = _dequant(k_cache[pages], q).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)  # [Hkv, L, D]
+            vals = _dequant(v_cache[pages], q).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
             qs = q[start:start + q_len].transpose(0, 1)                                       # [Hq, Tq, D]
             q_pos = torch.arange(seq_len - q_len, seq_len, device=q.device)[:, None]
             k_pos = torch.arange(seq_len, device=q.device)[None, :]

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.gemv import GemvConfig, _flat_products, _pairs_side_by_side, _w_chunk, check_operands
-from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
+from tritium.runtime import e4m3_exact, interpreting, pdl_launch, pdl_supported, pipeline_stages
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 
@@ -38,6 +38,7 @@ def _qkv_rope_kernel(
     # meta-parameters
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
+    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False,
 ):
     """Grid: (N / 2 / PAIRS,), N = (num_q_heads + 2 num_kv_heads) HEAD_DIM. Program p: head h = p // (HEAD_DIM / 2
     / PAIRS), rows h HEAD_DIM + j and h HEAD_DIM + j + HEAD_DIM / 2 for its PAIRS values of j."""
@@ -94,7 +95,8 @@ def _qkv_rope_kernel(
         y2 += tl.load(bias_ptr + rows2).to(tl.float32)[None, :]
     _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
                 stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
-                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
+                EXACT_FP8)
 
 
 @triton.jit
@@ -113,11 +115,13 @@ def _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, ms, M, j, stride_
 @triton.jit
 def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
                 stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
-                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM: tl.constexpr):
+                num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM: tl.constexpr,
+                FP8_MAX: tl.constexpr, EXACT_FP8: tl.constexpr):
     """The epilogue of both kernels: products ``y1`` (element j of the head) and ``y2`` (j + HEAD_DIM / 2),
     fp32 ``[rows, PAIRS]`` with the bias in, rounded as the GEMV stores them, rotated where the head is a
     query or key head (the rope kernel's arithmetic), stored into the QKV output and, for key and value
-    heads, into row ``ms``'s cache slot (a slot outside the cache skips)."""
+    heads, into row ``ms``'s cache slot (a slot outside the cache skips); FP8_MAX > 0: float8 caches, which
+    get the rounded values saturated (as ``rope_write_kv`` stores them)."""
     HALF: tl.constexpr = HEAD_DIM // 2
     dtype = out_ptr.dtype.element_ty
     y1 = y1.to(dtype).to(tl.float32)
@@ -145,9 +149,15 @@ def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k
             kv_head = head - num_q_heads - num_kv_heads
             c_ptrs = (v_cache_ptr + blk[:, None] * stride_vc_blk + off[:, None] * stride_vc_tok
                       + kv_head * stride_vc_head)
-        # (the caches hold the model dtype: the launcher checks)
-        tl.store(c_ptrs + j[None, :], o1, mask=ok[:, None])
-        tl.store(c_ptrs + HALF + j[None, :], o2, mask=ok[:, None])
+        # (the caches hold the model dtype or float8_e4m3fn: the launcher checks)
+        c1, c2 = o1, o2
+        if EXACT_FP8:  # the interpreter (see e4m3_exact)
+            c1, c2 = e4m3_exact(o1.to(tl.float32), FP8_MAX), e4m3_exact(o2.to(tl.float32), FP8_MAX)
+        elif FP8_MAX > 0:
+            c1 = tl.clamp(o1.to(tl.float32), -FP8_MAX, FP8_MAX)
+            c2 = tl.clamp(o2.to(tl.float32), -FP8_MAX, FP8_MAX)
+        tl.store(c_ptrs + j[None, :], c1.to(k_cache_ptr.dtype.element_ty), mask=ok[:, None])
+        tl.store(c_ptrs + HALF + j[None, :], c2.to(k_cache_ptr.dtype.element_ty), mask=ok[:, None])
 
 
 @triton.jit
@@ -159,6 +169,7 @@ def _qkv_rope_flat_kernel(
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
+    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False,
 ):
     """What :func:`_qkv_rope_kernel` computes, with the flat GEMV's loop (:func:`tritium.ops.gemv._flat_products`:
     one ``[2 PAIRS, BLOCK_K]`` accumulator per row of x in the weight chunk's layout, no layout conversion in
@@ -205,21 +216,25 @@ def _qkv_rope_flat_kernel(
     y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) * w_scale + bias, (PAIRS, 2)))
     _rope_store(y1[None, :], y2[None, :], c0, s0, m0, m0 < M, slot0, head, j, out_ptr, stride_out_m, k_cache_ptr,
                 v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok,
-                stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+                stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
+                EXACT_FP8)
     if BLOCK_M > 1:
         y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c1, s1, m0 + 1, m0 + 1 < M, slot1, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
-                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
+                EXACT_FP8)
     if BLOCK_M > 2:
         y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c2, s2, m0 + 2, m0 + 2 < M, slot2, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
-                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
+                EXACT_FP8)
         y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c3, s3, m0 + 3, m0 + 3 < M, slot3, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
-                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM)
+                    stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
+                EXACT_FP8)
 
 
 def supports(config: GemvConfig, head_dim: int) -> bool:
@@ -238,7 +253,8 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
 
     weight ``[N, K]``, bias ``[N]``, positions ``[M]`` int, cos_sin ``[P, head_dim]`` fp32 (cos in the
     first half, sin in the second), k_cache / v_cache ``[blocks, block_size, num_kv_heads, head_dim]``
-    with a contiguous last dim, slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
+    with a contiguous last dim, of x's dtype or float8_e4m3fn (stored saturated, scales of 1, as
+    ``rope_write_kv`` stores them), slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
     ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`). ``scale``:
     weight is stored quantized with these fp32 row scales ``[N]`` (as :func:`tritium.ops.gemv.gemv` takes them).
     """
@@ -249,10 +265,13 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
                          "heads of equal size")
     head_dim = N // heads
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if (cache.dim() != 4 or cache.shape[2:] != (num_kv_heads, head_dim) or cache.dtype != x.dtype
+        if (cache.dim() != 4 or cache.shape[2:] != (num_kv_heads, head_dim)
+                or cache.dtype not in (x.dtype, torch.float8_e4m3fn) or cache.dtype != k_cache.dtype
                 or cache.stride(-1) != 1 or cache.device != x.device):
-            raise ValueError(f"{name} must be [blocks, block_size, {num_kv_heads}, {head_dim}] {x.dtype} with a "
-                             f"contiguous last dim, got {tuple(cache.shape)} {cache.dtype}")
+            raise ValueError(f"{name} must be [blocks, block_size, {num_kv_heads}, {head_dim}] {x.dtype} or "
+                             f"float8_e4m3fn (both caches alike) with a contiguous last dim, got "
+                             f"{tuple(cache.shape)} {cache.dtype}")
+    fp8 = k_cache.dtype == torch.float8_e4m3fn
     if k_cache.shape[:2] != v_cache.shape[:2]:
         raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} must have the same pages")
     if positions.shape != (M,) or slot_mapping.shape != (M,):
@@ -276,6 +295,7 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
         M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
         HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0, SCALED=scale is not None,
+        FP8_MAX=torch.finfo(k_cache.dtype).max if fp8 else 0.0, EXACT_FP8=fp8 and interpreting(),
         num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )

@@ -61,8 +61,17 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     rope(q, k, positions, cos_sin, qk_norm=qk_norm)
     keep = ((slot_mapping >= 0) & (slot_mapping < k_cache.shape[0] * k_cache.shape[1])).nonzero()[:, 0]
     slots = slot_mapping[keep]
-    k_cache.view(-1, *k_cache.shape[2:])[slots] = k[keep].to(k_cache.dtype)
-    v_cache.view(-1, *v_cache.shape[2:])[slots] = v[keep].to(v_cache.dtype)
+    k_cache.view(-1, *k_cache.shape[2:])[slots] = to_cache(k[keep], k_cache.dtype)
+    v_cache.view(-1, *v_cache.shape[2:])[slots] = to_cache(v[keep], v_cache.dtype)
+
+
+def to_cache(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Keys or values as a KV cache of ``dtype`` stores them: a float8 cache saturated to its range (scale 1,
+    as ``write_kv_cache`` without scales), others cast."""
+    if dtype == torch.float8_e4m3fn:
+        limit = torch.finfo(dtype).max
+        return x.float().clamp(-limit, limit).to(dtype)
+    return x.to(dtype)
 
 
 def silu_and_mul(x: torch.Tensor, *, quantize: bool = False) -> torch.Tensor | Fp8Rows:

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.runtime import pdl_launch
+from tritium.runtime import e4m3_exact, interpreting, pdl_launch
 
 @triton.jit
 def _head_rms_norm(x1, x2, w1, w2, eps, HALF: tl.constexpr, dtype: tl.constexpr):
@@ -36,13 +36,16 @@ def _rope_kernel(
     num_q_heads, num_kv_heads, block_size, num_slots,
     # meta-parameters
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
-    USE_PDL: tl.constexpr, QK_NORM: tl.constexpr = False,
+    USE_PDL: tl.constexpr, QK_NORM: tl.constexpr = False, FP8_MAX: tl.constexpr = 0.0,
+    EXACT_FP8: tl.constexpr = False,
 ):
     """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
     rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; a slot < 0
     or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache).
     QK_NORM: each q and k head is first RMS-normed over its 2 * HALF elements with weights q_norm / k_norm
-    (rounded as :func:`tritium.ops.reference.rms_norm`: the normed value, then its product with the weight)."""
+    (rounded as :func:`tritium.ops.reference.rms_norm`: the normed value, then its product with the weight).
+    FP8_MAX > 0: float8 caches, which get k and v (k rotated and rounded to q's dtype first) saturated to
+    +-FP8_MAX, as ``write_kv_cache`` stores them with scales of 1."""
     d = tl.arange(0, BLOCK_D)
     dmask = d < HALF
     if QK_NORM:  # the head norms' weights are never written: requested before the wait
@@ -96,12 +99,21 @@ def _rope_kernel(
             off = slot % block_size
             kc_ptrs = (k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok + h[:, None] * stride_kc_head
                        + d[None, :])
-            tl.store(kc_ptrs, k1_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
-            tl.store(kc_ptrs + HALF, k2_rot.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            kc1, kc2 = k1_rot, k2_rot
+            if EXACT_FP8:  # the interpreter (see e4m3_exact)
+                kc1, kc2 = e4m3_exact(kc1.to(tl.float32), FP8_MAX), e4m3_exact(kc2.to(tl.float32), FP8_MAX)
+                v1, v2 = e4m3_exact(v1.to(tl.float32), FP8_MAX), e4m3_exact(v2.to(tl.float32), FP8_MAX)
+            elif FP8_MAX > 0:
+                kc1 = tl.clamp(kc1.to(tl.float32), -FP8_MAX, FP8_MAX)
+                kc2 = tl.clamp(kc2.to(tl.float32), -FP8_MAX, FP8_MAX)
+                v1 = tl.clamp(v1.to(tl.float32), -FP8_MAX, FP8_MAX)
+                v2 = tl.clamp(v2.to(tl.float32), -FP8_MAX, FP8_MAX)
+            tl.store(kc_ptrs, kc1.to(k_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(kc_ptrs + HALF, kc2.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
                        + d[None, :])
-            tl.store(vc_ptrs, v1, mask=kmask)
-            tl.store(vc_ptrs + HALF, v2, mask=kmask)
+            tl.store(vc_ptrs, v1.to(v_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(vc_ptrs + HALF, v2.to(v_cache_ptr.dtype.element_ty), mask=kmask)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
@@ -121,14 +133,17 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     """Triton twin of :func:`tritium.ops.reference.rope_write_kv`: :func:`rope` (``qk_norm`` as there)
     fused with ``write_kv_cache`` (one kernel instead of two in every layer).
 
-    v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype, last dim contiguous;
+    v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype or float8_e4m3fn (k and
+        v stored saturated, scales of 1, as ``write_kv_cache`` without scales), last dim contiguous;
     slot_mapping: [T] int64, block * block_size + offset; a negative slot, or one past the cache, skips
         the token's write.
     """
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if cache.dtype != k.dtype or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
+        if cache.dtype not in (k.dtype, torch.float8_e4m3fn) or cache.dtype != k_cache.dtype \
+                or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
             raise ValueError(f"rope_write_kv: {name} must be [blocks, block_size, {k.shape[1]}, {k.shape[2]}] "
-                             f"{k.dtype} with a contiguous last dim, got {tuple(cache.shape)} {cache.dtype}")
+                             f"{k.dtype} or float8_e4m3fn (both caches alike) with a contiguous last dim, got "
+                             f"{tuple(cache.shape)} {cache.dtype}")
     if v.shape != k.shape or slot_mapping.shape != (k.shape[0],):
         raise ValueError(f"rope_write_kv: v {tuple(v.shape)} must match k {tuple(k.shape)} and slot_mapping "
                          f"{tuple(slot_mapping.shape)} have one slot per token")
@@ -148,6 +163,7 @@ def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) 
     if T == 0:
         return
     v, k_cache, v_cache, slots = kv if kv is not None else (k, k, k, positions)
+    fp8 = kv is not None and k_cache.dtype == torch.float8_e4m3fn
     kc_strides = k_cache.stride()[:3] if kv is not None else (0, 0, 0)
     vc_strides = v_cache.stride()[:3] if kv is not None else (0, 0, 0)
     _rope_kernel[(T,)](
@@ -157,6 +173,8 @@ def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) 
         Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
         k_cache.shape[0] * k_cache.shape[1] if kv is not None else 0,
         HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
-        WRITE_KV=kv is not None, QK_NORM=qk_norm is not None, num_warps=4, **pdl_launch(q.device, pdl),
+        WRITE_KV=kv is not None, QK_NORM=qk_norm is not None,
+        FP8_MAX=torch.finfo(k_cache.dtype).max if fp8 else 0.0, EXACT_FP8=fp8 and interpreting(),
+        num_warps=4, **pdl_launch(q.device, pdl),
     )
 
