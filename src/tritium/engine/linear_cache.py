@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 # engine options that cannot change which kernel is faster for a decode projection (they size memory,
 # schedule requests or bound waits)
-_IRRELEVANT = ("num_blocks", "num_window_blocks", "kv_cache_dtype", "kv_cache_memory",
-               "gpu_memory_utilization", "max_num_batched_tokens", "enable_prefix_caching", "enable_chunked_prefill", "warmup_attention",
+_IRRELEVANT = ("num_blocks", "num_window_blocks", "kv_cache_dtype", "kv_cache_memory", "gpu_memory_utilization",
+               "max_num_batched_tokens", "enable_prefix_caching", "enable_chunked_prefill", "warmup_attention",
                "decode_steps", "pipeline_windows", "parallel_timeout", "linear_cache", "device")
 
 
