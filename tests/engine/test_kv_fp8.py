@@ -8,6 +8,7 @@ import torch
 
 from tritium import LLM, SamplingParams
 from tritium.engine.config import EngineConfig
+from tritium.runtime import interpreting
 
 from .conftest import PROMPTS, WORDS, make_tiny_model
 
@@ -41,8 +42,11 @@ def test_fp8_kv_cache_triton_equals_torch(tmp_path, model_type):
         assert runner.window_cache is not None and runner.window_cache.dtype == torch.float8_e4m3fn
     _, tok_t, lp_t = _run(str(tmp_path), "torch", kv_cache_dtype="fp8")
     assert tok8 == tok_t
+    # on a GPU the two paths' fp32 keys may differ by an ulp (FMA contraction), which the rounding to fp8 can
+    # turn into one fp8 step of a value (seen: 6.4e-4 nats on the H200); under the interpreter they agree
+    tol = 2e-4 if interpreting() else 5e-3
     for a, b in zip(lp8, lp_t):
-        assert a == pytest.approx(b, abs=2e-4)
+        assert a == pytest.approx(b, abs=tol)
     full, tok32, lp32 = _run(str(tmp_path), "torch")
     assert full.engine.runner.kv_cache.dtype == torch.float32
     diffs = [abs(a - b) for x, y in zip(lp8, lp32) for a, b in zip(x, y)]

@@ -99,21 +99,22 @@ def _rope_kernel(
             off = slot % block_size
             kc_ptrs = (k_cache_ptr + blk * stride_kc_blk + off * stride_kc_tok + h[:, None] * stride_kc_head
                        + d[None, :])
-            kc1, kc2 = k1_rot, k2_rot
+            # (new names: a value defined before this runtime branch must keep its type inside it)
+            kc1, kc2, vc1, vc2 = k1_rot, k2_rot, v1, v2
             if EXACT_FP8:  # the interpreter (see e4m3_exact)
-                kc1, kc2 = e4m3_exact(kc1.to(tl.float32), FP8_MAX), e4m3_exact(kc2.to(tl.float32), FP8_MAX)
-                v1, v2 = e4m3_exact(v1.to(tl.float32), FP8_MAX), e4m3_exact(v2.to(tl.float32), FP8_MAX)
+                kc1, kc2 = e4m3_exact(k1_rot.to(tl.float32), FP8_MAX), e4m3_exact(k2_rot.to(tl.float32), FP8_MAX)
+                vc1, vc2 = e4m3_exact(v1.to(tl.float32), FP8_MAX), e4m3_exact(v2.to(tl.float32), FP8_MAX)
             elif FP8_MAX > 0:
-                kc1 = tl.clamp(kc1.to(tl.float32), -FP8_MAX, FP8_MAX)
-                kc2 = tl.clamp(kc2.to(tl.float32), -FP8_MAX, FP8_MAX)
-                v1 = tl.clamp(v1.to(tl.float32), -FP8_MAX, FP8_MAX)
-                v2 = tl.clamp(v2.to(tl.float32), -FP8_MAX, FP8_MAX)
+                kc1 = tl.clamp(k1_rot.to(tl.float32), -FP8_MAX, FP8_MAX)
+                kc2 = tl.clamp(k2_rot.to(tl.float32), -FP8_MAX, FP8_MAX)
+                vc1 = tl.clamp(v1.to(tl.float32), -FP8_MAX, FP8_MAX)
+                vc2 = tl.clamp(v2.to(tl.float32), -FP8_MAX, FP8_MAX)
             tl.store(kc_ptrs, kc1.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             tl.store(kc_ptrs + HALF, kc2.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
                        + d[None, :])
-            tl.store(vc_ptrs, v1.to(v_cache_ptr.dtype.element_ty), mask=kmask)
-            tl.store(vc_ptrs + HALF, v2.to(v_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(vc_ptrs, vc1.to(v_cache_ptr.dtype.element_ty), mask=kmask)
+            tl.store(vc_ptrs + HALF, vc2.to(v_cache_ptr.dtype.element_ty), mask=kmask)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, *,
