@@ -3,6 +3,8 @@ KV writes: write_kv_cache, the fused rope + write, the QKV GEMV's epilogue; page
 the torch path's tokens (SDPA over the same values dequantized), twice the pages fit one budget, and the
 answers stay near the 32-bit cache's."""
 
+import os
+
 import pytest
 import torch
 
@@ -64,3 +66,40 @@ def test_fp8_kv_cache_config_errors():
         EngineConfig(kv_cache_dtype="fp8", context_parallel_size=2).validate()
     assert EngineConfig(kv_cache_dtype="fp8").kv_dtype(torch.bfloat16) == torch.float8_e4m3fn
     assert EngineConfig().kv_dtype(torch.bfloat16) == torch.bfloat16
+
+
+def _add_tensors(path, tensors: dict) -> None:
+    """Add ``tensors`` to the tiny checkpoint's safetensors file (as an FP8-KV checkpoint carries its scales)."""
+    from safetensors.torch import load_file, save_file
+    file = os.path.join(path, "model.safetensors")
+    save_file({**load_file(file), **tensors}, file, metadata={"format": "pt"})
+
+
+def test_fp8_kv_checkpoint_scales(tmp_path):
+    """An FP8-KV checkpoint's per-layer scales (llm-compressor's k_scale / v_scale, an older kv_scale, AutoFP8's
+    k/v projections' output_scale): a 32-bit cache loads and ignores them; an fp8 cache stores x / scale and
+    reads it back times the scale, the Triton engine as the torch one, and the scales change the answer from
+    scale 1's. A scale that is not one positive number is refused by name."""
+    path = str(tmp_path)
+    make_tiny_model(path, "llama")
+    plain = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20).generate(LONG[:3], PARAMS)
+    _, tok1, lp1 = _run(path, "torch", kv_cache_dtype="fp8")
+    _add_tensors(path, {"model.layers.0.self_attn.k_scale": torch.tensor(0.004),
+                        "model.layers.0.self_attn.v_scale": torch.tensor([0.03]),
+                        "model.layers.1.self_attn.k_proj.output_scale": torch.tensor(2.0),
+                        "model.layers.1.self_attn.v_proj.output_scale": torch.tensor(0.5)})
+    llm = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20)
+    layers = llm.engine.model.layers
+    assert layers[0].kv_scale.tolist() == pytest.approx([0.004, 0.03]) and layers[1].kv_scale.tolist() == [2.0, 0.5]
+    assert [o.token_ids for o in llm.generate(LONG[:3], PARAMS)] == [o.token_ids for o in plain]
+    assert layers[1].load("self_attn.kv_scale", torch.tensor(0.25)) and layers[1].kv_scale.tolist() == [0.25, 0.25]
+    fp8, tok8, lp8 = _run(path, "triton", "triton", kv_cache_dtype="fp8")
+    _, tok_t, lp_t = _run(path, "torch", kv_cache_dtype="fp8")
+    assert tok8 == tok_t
+    tol = 2e-4 if interpreting() else 5e-3
+    for a, b in zip(lp8, lp_t):
+        assert a == pytest.approx(b, abs=tol)
+    assert max(abs(a - b) for x, y in zip(lp8, lp1) for a, b in zip(x, y)) > 0.01  # k / 0.004 saturates
+    _add_tensors(path, {"model.layers.1.self_attn.v_scale": torch.tensor(-1.0)})
+    with pytest.raises(ValueError, match=r"model.layers.1.self_attn.v_scale|self_attn.v_scale: a KV-cache scale"):
+        LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20)

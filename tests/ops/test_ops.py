@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tritium import ops
+from tritium.attention import write_kv_cache
 from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
 from tritium.ops import moe
@@ -158,10 +159,12 @@ def test_rope_write_kv(heads, head_dim, dtype, qk_norm):
     assert torch.equal(v_cache.view(-1, hkv, head_dim)[slots[slots >= 0]], v[slots >= 0])
 
 
+@pytest.mark.parametrize("scaled", [False, True], ids=["scale1", "scaled"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=lambda v: str(v).replace("torch.", ""))
-def test_rope_write_kv_fp8_cache(dtype):
-    """float8_e4m3fn caches: the rotated k (rounded to the model dtype) and v saturated to +-448, bit for bit
-    as the reference and as write_kv_cache after rope stores them; values past the range included."""
+def test_rope_write_kv_fp8_cache(dtype, scaled):
+    """float8_e4m3fn caches: the rotated k (rounded to the model dtype) and v divided by their scales (1, or
+    kv_scale's) and saturated to +-448, bit for bit as the reference and as write_kv_cache after rope stores
+    them; values past the range included."""
     dev = default_device()
     T, blocks, block_size, hq, hkv, d = 9, 5, 4, 4, 2, 64
     cos_sin = rope_cos_sin(rope_inv_freq(d, 10000.0), 64).to(dev)
@@ -176,18 +179,29 @@ def test_rope_write_kv_fp8_cache(dtype):
     v_cache = torch.randn_like(k_cache, dtype=torch.float32).to(fp8)
     kc_ref, vc_ref = k_cache.clone(), v_cache.clone()
     q_ref, k_ref = q.clone(), k.clone()
-    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots)
-    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots)
+    kv_scale = torch.tensor([0.37, 1.9], device=dev) if scaled else None
+    reference.rope_write_kv(q_ref, k_ref, v.clone(), positions, cos_sin, kc_ref, vc_ref, slots, kv_scale=kv_scale)
+    ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots, kv_scale=kv_scale)
     assert rel_err(k, k_ref) < TOL[dtype]
     live = slots[slots >= 0]
-    assert v.abs().max() > 448
-    assert torch.equal(v_cache.view(-1, hkv, d)[live].float(), reference.to_cache(v[slots >= 0], fp8).float())
-    assert torch.equal(k_cache.view(-1, hkv, d)[live].float(), reference.to_cache(k[slots >= 0], fp8).float())
+    assert v.abs().max() > 448 * (1.9 if scaled else 1)
+    ks, vs = (None, None) if kv_scale is None else (kv_scale[0], kv_scale[1])
+    assert torch.equal(v_cache.view(-1, hkv, d)[live].float(), reference.to_cache(v[slots >= 0], fp8, vs).float())
+    assert torch.equal(k_cache.view(-1, hkv, d)[live].float(), reference.to_cache(k[slots >= 0], fp8, ks).float())
+    if scaled:  # as write_kv_cache stores them with the same scales
+        kc_w, vc_w = kc_ref.clone(), vc_ref.clone()
+        write_kv_cache(k, v, kc_w, vc_w, slots, k_scale=kv_scale[0:1], v_scale=kv_scale[1:2])
+        assert torch.equal(vc_w.view(torch.uint8), v_cache.view(torch.uint8))
     assert torch.equal(v_cache.view(torch.uint8), vc_ref.view(torch.uint8))  # untouched slots too
     if dtype == torch.float32:  # fp32 rope sums alike: the keys' bits too
         assert torch.equal(k_cache.view(torch.uint8), kc_ref.view(torch.uint8))
     with pytest.raises(ValueError, match="both caches alike"):
         ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache.float(), slots)
+    with pytest.raises(ValueError, match=r"kv_scale must be a contiguous \[2\] float32 tensor"):
+        ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, slots, kv_scale=torch.ones(1, device=dev))
+    with pytest.raises(ValueError, match="kv_scale applies to float8 caches only"):
+        ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache.to(dtype), v_cache.to(dtype), slots,
+                          kv_scale=torch.ones(2, device=dev))
 
 
 def test_rope_write_kv_slot_past_cache_writes_nothing():

@@ -81,10 +81,12 @@ def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias)
         assert torch.equal(kc.view(-1, hkv, d)[slots[0]], out[0, hq * d:(hq + hkv) * d].view(hkv, d))
 
 
+@pytest.mark.parametrize("scaled", [False, True], ids=["scale1", "scaled"])
 @pytest.mark.parametrize("config", [GemvConfig(8, 128, 4), GemvConfig(16, 128, 4, flat=True)], ids=str)
-def test_qkv_rope_fp8_cache(config):
+def test_qkv_rope_fp8_cache(config, scaled):
     """float8_e4m3fn caches: the epilogue stores what gemv then rope_write_kv store (the products rounded to
-    the model dtype, rotated, saturated to +-448), bit for bit, values past the range included."""
+    the model dtype, rotated, divided by their scales, saturated to +-448), bit for bit, values past the
+    range included."""
     gen = torch.Generator().manual_seed(5)
     m, hq, hkv, d, k = 3, 4, 2, 64, 256
     x, w, b, pos, cos_sin, _, _, slots = _case(m, hq, hkv, d, k, torch.float32, True, gen)
@@ -93,12 +95,14 @@ def test_qkv_rope_fp8_cache(config):
     kc = torch.randn(6, 4, hkv, d, generator=gen).to(fp8).to(x.device)
     vc = torch.randn(6, 4, hkv, d, generator=gen).to(fp8).to(x.device)
     kc_u, vc_u = kc.clone(), vc.clone()
-    out = qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv, config=config)
+    kv_scale = torch.tensor([0.37, 1.9], device=x.device) if scaled else None
+    out = qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv, config=config,
+                            kv_scale=kv_scale)
     unf = gemv(x, w, b, config=config)
     q3, k3, v3 = (unf[:, :hq * d].view(m, hq, d), unf[:, hq * d:(hq + hkv) * d].view(m, hkv, d),
                   unf[:, (hq + hkv) * d:].view(m, hkv, d))
-    ops.rope_write_kv(q3, k3, v3, pos, cos_sin, kc_u, vc_u, slots)
-    assert v3.abs().max() > 448
+    ops.rope_write_kv(q3, k3, v3, pos, cos_sin, kc_u, vc_u, slots, kv_scale=kv_scale)
+    assert v3.abs().max() > 448 * 1.9
     assert torch.equal(out[:, (hq + hkv) * d:], unf[:, (hq + hkv) * d:])
     assert torch.equal(vc.view(torch.uint8), vc_u.view(torch.uint8))
     if interpreting():  # (on a GPU the rotation may contract into FMAs differently: one fp32 ulp, then fp8)

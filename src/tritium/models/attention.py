@@ -83,18 +83,22 @@ class TritonAttention:
         self.pdl = pdl
         self.num_splits = num_splits  # split-KV override (None: select_attention_config's choice)
 
-    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
-        """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]."""
-        write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
-        return self.attend(q, k_cache, v_cache, meta, scale)
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float,
+                 kv_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """q: [T, Hq, D], k/v: [T, Hkv, D] new tokens -> [T, Hq, D]. ``kv_scale``: a float8 cache's [2] fp32
+        scales (k's, v's) on the device."""
+        write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping, **_scale_kw(kv_scale))
+        return self.attend(q, k_cache, v_cache, meta, scale, kv_scale)
 
-    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, scale: float,
+               kv_scale: torch.Tensor | None = None) -> torch.Tensor:
         """Attention over a cache that already holds this step's keys and values (written by
         ``write_kv_cache`` or the engine's fused ``rope_write_kv``). q: [T, Hq, D] -> [T, Hq, D]."""
         return paged_attention(q, k_cache, v_cache, meta.block_table, meta.seq_lens, meta.cu_seqlens_q,
                                max_seqlen_q=meta.max_seqlen_q, max_seqlen_k=meta.max_seqlen_k,
                                softmax_scale=scale, sliding_window=self.sliding_window, softcap=self.softcap,
-                               pdl=self.pdl, **self._split_args(q.shape[0], meta.max_seqlen_k, k_cache.shape[2]))
+                               pdl=self.pdl, **_scale_kw(kv_scale),
+                               **self._split_args(q.shape[0], meta.max_seqlen_k, k_cache.shape[2]))
 
     def _split_args(self, num_tokens: int, max_seqlen_k: int = 0, num_kv_heads: int = 1) -> dict:
         """The workspace and split override of a ``num_tokens`` call: decode-sized batches only.
@@ -147,6 +151,8 @@ class TritonAttention:
         ``block_table_width`` pages wide, this backend's workspace where ``attend`` uses it), so each launch
         has the specialisation (argument alignment, constexprs) of the real ones."""
         device = k_cache.device
+        # a float8 cache is read with scale tensors, as the model passes them (floats compile another variant)
+        kv_scale = torch.ones(2, device=device) if k_cache.dtype == torch.float8_e4m3fn else None
         most = max(sum(q_lens) for q_lens, _ in batches)
         q_all = torch.zeros(most, self.workspace.num_q_heads, self.workspace.head_dim, dtype=dtype, device=device)
         plan = self.warmup_plan(q_all, k_cache, batches, block_table_width)
@@ -160,7 +166,7 @@ class TritonAttention:
                 seq_lens=torch.full((n,), seq_len, dtype=torch.int32, device=device),
                 cu_seqlens_q=cu.to(device), max_seqlen_q=max(q_lens), max_seqlen_k=seq_len,
                 q_lens_host=list(q_lens), seq_lens_host=[seq_len] * n)
-            self.attend(q_all[:int(cu[-1])], k_cache, v_cache, meta, self.workspace.head_dim ** -0.5)
+            self.attend(q_all[:int(cu[-1])], k_cache, v_cache, meta, self.workspace.head_dim ** -0.5, kv_scale)
         return len(plan)
 
 
@@ -305,18 +311,26 @@ def merge_parts(parts: torch.Tensor, world_size: int, dtype: torch.dtype) -> tor
     return (terms.sum(0) / weights.sum(0).clamp_min(1e-30)[..., None]).to(dtype)
 
 
-def _dequant(pages: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Gathered pages of a float8 cache in q's dtype (scale 1: the values as stored); others as they are."""
-    return pages.to(q.dtype) if pages.dtype == torch.float8_e4m3fn else pages
+def _scale_kw(kv_scale: torch.Tensor | None) -> dict:
+    """``write_kv_cache`` / ``paged_attention``'s k_scale and v_scale from a [2] scale tensor (None: none)."""
+    return {} if kv_scale is None else dict(k_scale=kv_scale[0:1], v_scale=kv_scale[1:2])
 
 
-def _scatter_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
+def _dequant(pages: torch.Tensor, q: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Gathered pages of a float8 cache in q's dtype (times ``scale``, a 1-element tensor; None: 1); others as
+    they are."""
+    if pages.dtype != torch.float8_e4m3fn:
+        return pages
+    return pages.to(q.dtype) if scale is None else (pages.float() * scale).to(q.dtype)
+
+
+def _scatter_kv(k, v, k_cache, v_cache, slot_mapping, kv_scale: torch.Tensor | None = None) -> None:
     """Write k/v [T, Hkv, D] to their cache slots; skipped slots (< 0) go to the last page, which the runner
     reserves as scratch (a static-shape scatter: CUDA-graph safe, no boolean indexing)."""
     num_blocks, block_size, hkv, d = k_cache.shape
     idx = torch.where(slot_mapping >= 0, slot_mapping, torch.full_like(slot_mapping, (num_blocks - 1) * block_size))
-    for cache, x in ((k_cache, k), (v_cache, v)):
-        x = reference.to_cache(x, cache.dtype)  # fp8: saturated
+    for i, (cache, x) in enumerate(((k_cache, k), (v_cache, v))):
+        x = reference.to_cache(x, cache.dtype, None if kv_scale is None else kv_scale[i])  # fp8: saturated
         if cache.dtype == torch.float8_e4m3fn:  # (no index_copy_ of float8): as bytes
             cache, x = cache.view(torch.uint8), x.view(torch.uint8)
         cache.view(-1, hkv, d).index_copy_(0, idx, x)
@@ -337,11 +351,15 @@ class TorchAttention:
         self.sliding_window = sliding_window
         self.softcap = softcap  # scores become softcap * tanh(scores / softcap): explicit softmax, not SDPA
 
-    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
-        _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping)  # skipped slots (CUDA-graph padding): scratch
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float,
+                 kv_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """``kv_scale``: a float8 cache's [2] scales (k's, v's): stored x / scale, read back times it."""
+        # skipped slots (CUDA-graph padding): scratch
+        _scatter_kv(k, v, k_cache, v_cache, meta.slot_mapping, kv_scale)
+        scales = (None, None) if kv_scale is None else (kv_scale[0:1], kv_scale[1:2])
         if meta.q_lens_host is None or meta.max_seqlen_q == 1:
-            return self._decode(q, k_cache, v_cache, meta, scale)
-        return self._varlen(q, k_cache, v_cache, meta, scale)
+            return self._decode(q, k_cache, v_cache, meta, scale, scales)
+        return self._varlen(q, k_cache, v_cache, meta, scale, scales)
 
     def _mask(self, q_pos: torch.Tensor, k_pos: torch.Tensor, seq_len) -> torch.Tensor:
         """[..., Tq, Tk] bool: key visible to query (causal, in range, inside the window)."""
@@ -362,13 +380,13 @@ class TorchAttention:
         probs = torch.softmax(scores.masked_fill(~mask, float("-inf")).float(), dim=-1).to(vals.dtype)
         return torch.matmul(probs, vals)
 
-    def _decode(self, q, k_cache, v_cache, meta, scale):
+    def _decode(self, q, k_cache, v_cache, meta, scale, scales):
         S = meta.seq_lens.shape[0]
         _, block_size, hkv, d = k_cache.shape
         # Eager steps gather only the pages in use; graph-captured ones (max_seqlen_k = max_model_len) all.
         table = meta.block_table[:, : -(-meta.max_seqlen_k // block_size)].long()
-        keys = _dequant(k_cache[table], q).reshape(S, -1, hkv, d).transpose(1, 2)          # [S, Hkv, L, D]
-        vals = _dequant(v_cache[table], q).reshape(S, -1, hkv, d).transpose(1, 2)
+        keys = _dequant(k_cache[table], q, scales[0]).reshape(S, -1, hkv, d).transpose(1, 2)  # [S, Hkv, L, D]
+        vals = _dequant(v_cache[table], q, scales[1]).reshape(S, -1, hkv, d).transpose(1, 2)
         L = keys.shape[2]
         seq_lens = meta.seq_lens.long()[:, None, None, None]                              # [S, 1, 1, 1]
         k_pos = torch.arange(L, device=q.device)[None, None, None, :]
@@ -376,7 +394,7 @@ class TorchAttention:
         out = self._sdpa(q[:, :, None, :].to(keys.dtype), keys, vals, mask, scale)          # [S, Hq, 1, D]
         return out[:, :, 0, :].to(q.dtype)
 
-    def _varlen(self, q, k_cache, v_cache, meta, scale):
+    def _varlen(self, q, k_cache, v_cache, meta, scale, scales):
         _, block_size, hkv, d = k_cache.shape
         out = torch.empty_like(q)
         start = 0
@@ -384,8 +402,8 @@ class TorchAttention:
             if q_len == 0:
                 continue
             pages = meta.block_table[s, : (seq_len + block_size - 1) // block_size].long()
-            keys = _dequant(k_cache[pages], q).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)  # [Hkv, L, D]
-            vals = _dequant(v_cache[pages], q).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
+            keys = _dequant(k_cache[pages], q, scales[0]).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
+            vals = _dequant(v_cache[pages], q, scales[1]).reshape(-1, hkv, d)[:seq_len].transpose(0, 1)
             qs = q[start:start + q_len].transpose(0, 1)                                       # [Hq, Tq, D]
             q_pos = torch.arange(seq_len - q_len, seq_len, device=q.device)[:, None]
             k_pos = torch.arange(seq_len, device=q.device)[None, :]

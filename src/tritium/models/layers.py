@@ -541,11 +541,13 @@ class QKVParallelLinear(ColumnParallelLinear):
         self._load_part(kind, t, index, f"{'weight' if kind in ('weight_scale', 'int4') else kind}[{part}]", first_row)
 
     def forward_rope_kv(self, x: torch.Tensor, linear, positions: torch.Tensor, cos_sin: torch.Tensor,
-                        k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor) -> torch.Tensor:
+                        k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor,
+                        kv_scale: torch.Tensor | None = None) -> torch.Tensor:
         """``forward(x)`` with rope applied to its q and k heads and k, v written into the cache slots (one
-        GEMV, ``linear.qkv_rope``); only where ``linear.gemv_runs``."""
+        GEMV, ``linear.qkv_rope``; ``kv_scale``: a float8 cache's scales); only where ``linear.gemv_runs``."""
         return linear.qkv_rope(x, self.weight, self.bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
-                               num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, **self._scale_kw)
+                               num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, kv_scale=kv_scale,
+                               **self._scale_kw)
 
     def load_weight(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full ``q_proj`` ``[num_heads * head_dim, hidden]`` (part "q") or ``k_proj``/``v_proj``

@@ -244,7 +244,8 @@ class LinearDispatch:
 
     def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,
-                 num_q_heads: int, num_kv_heads: int, scale: torch.Tensor | None = None) -> torch.Tensor:
+                 num_q_heads: int, num_kv_heads: int, scale: torch.Tensor | None = None,
+                 kv_scale: torch.Tensor | None = None) -> torch.Tensor:
         """The QKV GEMV with rope and the KV-cache write in its epilogue (:func:`tritium.ops.qkv_rope_write_kv`),
         with this shape's tuned config where its rows split into rope pairs, else that kernel's default;
         only where :meth:`gemv_runs`."""
@@ -253,7 +254,7 @@ class LinearDispatch:
         return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,
-                                 pdl=self._pdl, scale=scale)
+                                 pdl=self._pdl, scale=scale, kv_scale=kv_scale)
 
     def state(self) -> dict:
         """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest

@@ -150,6 +150,8 @@ class LlamaDecoderLayer:
                               "mlp.gate_up_proj.weight": ("gate_up_proj", (0, 1), (cfg.intermediate_size,) * 2)}
         self.q_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         self.k_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
+        # a float8 KV cache's scales (k's, v's: stored x / scale): 1, or a checkpoint's (_KV_SCALE_NAMES)
+        self.kv_scale = torch.ones(2, dtype=torch.float32, device=device)
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
                                           cfg.num_key_value_heads, bias=cfg.attention_bias, **kw)
         self.o_proj = RowParallelLinear(cfg.q_size, cfg.hidden_size, **kw)
@@ -172,6 +174,13 @@ class LlamaDecoderLayer:
         name inside the layer (``self_attn.q_proj.weight`` ...); False if the name is not one of the layer's."""
         if name in self.norm_names:
             self._load_norm(name, getattr(self, self.norm_names[name]), tensor, "hidden_size")
+        elif name in _KV_SCALE_NAMES:
+            value = materialize(tensor).float().flatten()
+            if value.numel() != 1 or not bool(torch.isfinite(value).all()) or not value.item() > 0:
+                raise ValueError(f"{name}: a KV-cache scale must be one positive finite number, got "
+                                 f"{value.numel()} values {value[:4].tolist()}")
+            for i in _KV_SCALE_NAMES[name]:
+                self.kv_scale[i] = value.item()
         elif name in _QK_NORM_NAMES and self.q_norm is not None:
             norm = self.q_norm if name == "self_attn.q_norm.weight" else self.k_norm
             self._load_norm(name, norm, tensor, "head_dim")
@@ -264,6 +273,16 @@ _PROJECTIONS = {"self_attn.q_proj": ("qkv_proj", "q"), "self_attn.k_proj": ("qkv
                 "mlp.gate_proj": ("gate_up_proj", 0), "mlp.up_proj": ("gate_up_proj", 1),
                 "mlp.down_proj": ("down_proj", None)}
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
+# an FP8 checkpoint's KV-cache scales (llm-compressor / vLLM: k_scale and v_scale; older: one kv_scale; AutoFP8:
+# the k and v projections' output scales) -> which of (k, v) each sets
+_KV_SCALE_NAMES = {"self_attn.k_scale": (0,), "self_attn.v_scale": (1,), "self_attn.kv_scale": (0, 1),
+                   "self_attn.k_proj.output_scale": (0,), "self_attn.v_proj.output_scale": (1,)}
+
+
+def _kv_scale(layer: "LlamaDecoderLayer", k_cache: torch.Tensor) -> dict:
+    """The layer's KV scales as a keyword, where its cache is float8 (else none: a 16/32-bit cache takes
+    none)."""
+    return {"kv_scale": layer.kv_scale} if k_cache.dtype == torch.float8_e4m3fn else {}
 # a layer's norms by checkpoint name -> the layer's attribute. Gemma's post_attention_layernorm norms the
 # attention's output; its MLP's input norm is pre_feedforward_layernorm (Llama's post_attention_layernorm).
 _NORM_NAMES = {"input_layernorm.weight": "input_norm", "post_attention_layernorm.weight": "post_norm"}
@@ -720,7 +739,8 @@ class LlamaModel:
             roped = self._qkv_rope(x, layer)
             if roped:  # rope and the KV write in the projection's epilogue
                 qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.layer_cos_sin[i], k_cache, v_cache,
-                                                     self._layer_meta(meta, i).slot_mapping)
+                                                     self._layer_meta(meta, i).slot_mapping,
+                                                     **_kv_scale(layer, k_cache))
             else:
                 qkv = layer.qkv_proj.forward(x, linear)                               # [T, (hq + 2 hkv) d]
             prefetch("o_proj", layer.o_proj.weight)
@@ -881,14 +901,15 @@ class LlamaModel:
         kw = {} if layer.q_norm is None else {"qk_norm": (layer.q_norm, layer.k_norm, self.config.rms_norm_eps)}
         attention, cos_sin = self.layer_attention[layer.index], self.layer_cos_sin[layer.index]
         meta = self._layer_meta(meta, layer.index)
+        scales = _kv_scale(layer, k_cache)
         if roped:
-            attn = attention.attend(q, k_cache, v_cache, meta, self.scale)
+            attn = attention.attend(q, k_cache, v_cache, meta, self.scale, **scales)
         elif self.fused_rope_kv:
-            self.ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, meta.slot_mapping, **kw)
-            attn = attention.attend(q, k_cache, v_cache, meta, self.scale)  # [T, hq, d]
+            self.ops.rope_write_kv(q, k, v, positions, cos_sin, k_cache, v_cache, meta.slot_mapping, **kw, **scales)
+            attn = attention.attend(q, k_cache, v_cache, meta, self.scale, **scales)  # [T, hq, d]
         else:
             self.ops.rope(q, k, positions, cos_sin, **kw)
-            attn = attention(q, k, v, k_cache, v_cache, meta, self.scale)
+            attn = attention(q, k, v, k_cache, v_cache, meta, self.scale, **scales)
         return attn.reshape(T, hq * d)
 
     @torch.inference_mode()

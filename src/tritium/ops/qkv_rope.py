@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.gemv import GemvConfig, _flat_products, _pairs_side_by_side, _w_chunk, check_operands
+from tritium.ops.rope import check_kv_scale
 from tritium.runtime import e4m3_exact, interpreting, pdl_launch, pdl_supported, pipeline_stages
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
@@ -29,7 +30,7 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 def _qkv_rope_kernel(
     # pointers
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
-    scale_ptr,
+    scale_ptr, kv_scale_ptr,
     # strides
     stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
@@ -38,7 +39,7 @@ def _qkv_rope_kernel(
     # meta-parameters
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
-    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False,
+    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False, KV_SCALED: tl.constexpr = False,
 ):
     """Grid: (N / 2 / PAIRS,), N = (num_q_heads + 2 num_kv_heads) HEAD_DIM. Program p: head h = p // (HEAD_DIM / 2
     / PAIRS), rows h HEAD_DIM + j and h HEAD_DIM + j + HEAD_DIM / 2 for its PAIRS values of j."""
@@ -96,7 +97,7 @@ def _qkv_rope_kernel(
     _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
                 stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
                 num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
-                EXACT_FP8)
+                EXACT_FP8, kv_scale_ptr, KV_SCALED)
 
 
 @triton.jit
@@ -116,12 +117,13 @@ def _rope_inputs(positions_ptr, cos_sin_ptr, slot_mapping_ptr, ms, M, j, stride_
 def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
                 stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
                 num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM: tl.constexpr,
-                FP8_MAX: tl.constexpr, EXACT_FP8: tl.constexpr):
+                FP8_MAX: tl.constexpr, EXACT_FP8: tl.constexpr, kv_scale_ptr, KV_SCALED: tl.constexpr):
     """The epilogue of both kernels: products ``y1`` (element j of the head) and ``y2`` (j + HEAD_DIM / 2),
     fp32 ``[rows, PAIRS]`` with the bias in, rounded as the GEMV stores them, rotated where the head is a
     query or key head (the rope kernel's arithmetic), stored into the QKV output and, for key and value
     heads, into row ``ms``'s cache slot (a slot outside the cache skips); FP8_MAX > 0: float8 caches, which
-    get the rounded values saturated (as ``rope_write_kv`` stores them)."""
+    get the rounded values divided by their scale (KV_SCALED: kv_scale_ptr[0] for keys, [1] for values, else
+    1) and saturated, as ``rope_write_kv`` stores them."""
     HALF: tl.constexpr = HEAD_DIM // 2
     dtype = out_ptr.dtype.element_ty
     y1 = y1.to(dtype).to(tl.float32)
@@ -151,11 +153,15 @@ def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k
                       + kv_head * stride_vc_head)
         # (the caches hold the model dtype or float8_e4m3fn: the launcher checks)
         c1, c2 = o1, o2
-        if EXACT_FP8:  # the interpreter (see e4m3_exact)
-            c1, c2 = e4m3_exact(o1.to(tl.float32), FP8_MAX), e4m3_exact(o2.to(tl.float32), FP8_MAX)
-        elif FP8_MAX > 0:
-            c1 = tl.clamp(o1.to(tl.float32), -FP8_MAX, FP8_MAX)
-            c2 = tl.clamp(o2.to(tl.float32), -FP8_MAX, FP8_MAX)
+        if FP8_MAX > 0:
+            c1, c2 = o1.to(tl.float32), o2.to(tl.float32)
+            if KV_SCALED:
+                kv_scale = tl.load(kv_scale_ptr + (head >= num_q_heads + num_kv_heads).to(tl.int32))
+                c1, c2 = c1 / kv_scale, c2 / kv_scale
+            if EXACT_FP8:  # the interpreter (see e4m3_exact)
+                c1, c2 = e4m3_exact(c1, FP8_MAX), e4m3_exact(c2, FP8_MAX)
+            else:
+                c1, c2 = tl.clamp(c1, -FP8_MAX, FP8_MAX), tl.clamp(c2, -FP8_MAX, FP8_MAX)
         tl.store(c_ptrs + j[None, :], c1.to(k_cache_ptr.dtype.element_ty), mask=ok[:, None])
         tl.store(c_ptrs + HALF + j[None, :], c2.to(k_cache_ptr.dtype.element_ty), mask=ok[:, None])
 
@@ -163,13 +169,13 @@ def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k
 @triton.jit
 def _qkv_rope_flat_kernel(
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
-    scale_ptr,
+    scale_ptr, kv_scale_ptr,
     stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
-    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False,
+    FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False, KV_SCALED: tl.constexpr = False,
 ):
     """What :func:`_qkv_rope_kernel` computes, with the flat GEMV's loop (:func:`tritium.ops.gemv._flat_products`:
     one ``[2 PAIRS, BLOCK_K]`` accumulator per row of x in the weight chunk's layout, no layout conversion in
@@ -217,24 +223,24 @@ def _qkv_rope_flat_kernel(
     _rope_store(y1[None, :], y2[None, :], c0, s0, m0, m0 < M, slot0, head, j, out_ptr, stride_out_m, k_cache_ptr,
                 v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok,
                 stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
-                EXACT_FP8)
+                EXACT_FP8, kv_scale_ptr, KV_SCALED)
     if BLOCK_M > 1:
         y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c1, s1, m0 + 1, m0 + 1 < M, slot1, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
-                EXACT_FP8)
+                EXACT_FP8, kv_scale_ptr, KV_SCALED)
     if BLOCK_M > 2:
         y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c2, s2, m0 + 2, m0 + 2 < M, slot2, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
-                EXACT_FP8)
+                EXACT_FP8, kv_scale_ptr, KV_SCALED)
         y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) * w_scale + bias, (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c3, s3, m0 + 3, m0 + 3 < M, slot3, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
-                EXACT_FP8)
+                EXACT_FP8, kv_scale_ptr, KV_SCALED)
 
 
 def supports(config: GemvConfig, head_dim: int) -> bool:
@@ -246,7 +252,7 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
                       cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                       slot_mapping: torch.Tensor, *, num_q_heads: int, num_kv_heads: int,
                       config: GemvConfig | None = None, pdl: bool | None = None,
-                      scale: torch.Tensor | None = None) -> torch.Tensor:
+                      scale: torch.Tensor | None = None, kv_scale: torch.Tensor | None = None) -> torch.Tensor:
     """``qkv = x @ weight^T (+ bias)`` for ``x [M, K]`` (1 <= M <= ``MAX_M``), with rope applied to its q and
     k heads and k, v written into cache slot ``slot_mapping[t]`` of row t: returns ``qkv [M, N]``, N =
     (num_q_heads + 2 num_kv_heads) * head_dim, as ``gemv`` then ``rope_write_kv`` leave it.
@@ -257,6 +263,7 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     ``rope_write_kv`` stores them), slot_mapping ``[M]`` int64 (a slot < 0 or past the cache skips).
     ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`). ``scale``:
     weight is stored quantized with these fp32 row scales ``[N]`` (as :func:`tritium.ops.gemv.gemv` takes them).
+    ``kv_scale``: float8 caches' [2] fp32 scales (k's, v's) on the device, as ``rope_write_kv`` takes them.
     """
     M, N, K = check_operands(x, weight, bias, scale=scale)
     heads = num_q_heads + 2 * num_kv_heads
@@ -272,6 +279,7 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
                              f"float8_e4m3fn (both caches alike) with a contiguous last dim, got "
                              f"{tuple(cache.shape)} {cache.dtype}")
     fp8 = k_cache.dtype == torch.float8_e4m3fn
+    check_kv_scale(kv_scale, k_cache, "qkv_rope_write_kv")
     if k_cache.shape[:2] != v_cache.shape[:2]:
         raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} must have the same pages")
     if positions.shape != (M,) or slot_mapping.shape != (M,):
@@ -290,13 +298,13 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     kernel = _qkv_rope_flat_kernel if cfg.flat else _qkv_rope_kernel
     kernel[(N // 2 // pairs,)](
         x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
-        scale if scale is not None else weight, x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
+        scale if scale is not None else weight, kv_scale if kv_scale is not None else cos_sin, x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
         HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0, SCALED=scale is not None,
         FP8_MAX=torch.finfo(k_cache.dtype).max if fp8 else 0.0, EXACT_FP8=fp8 and interpreting(),
-        num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        KV_SCALED=kv_scale is not None, num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
     return out

@@ -54,23 +54,26 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
 
 def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
                   cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None) -> None:
+                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None,
+                  kv_scale: torch.Tensor | None = None) -> None:
     """:func:`rope` (``qk_norm`` as there) in place, then the rotated k and v of token t into cache slot
     ``slot_mapping[t]`` (block * block_size + offset of a [blocks, block_size, Hkv, D] cache); a slot < 0 or
-    past the cache skips."""
+    past the cache skips. ``kv_scale``: a float8 cache's [2] scales (k's, v's; None: 1)."""
     rope(q, k, positions, cos_sin, qk_norm=qk_norm)
     keep = ((slot_mapping >= 0) & (slot_mapping < k_cache.shape[0] * k_cache.shape[1])).nonzero()[:, 0]
     slots = slot_mapping[keep]
-    k_cache.view(-1, *k_cache.shape[2:])[slots] = to_cache(k[keep], k_cache.dtype)
-    v_cache.view(-1, *v_cache.shape[2:])[slots] = to_cache(v[keep], v_cache.dtype)
+    ks, vs = (None, None) if kv_scale is None else (kv_scale[0], kv_scale[1])
+    k_cache.view(-1, *k_cache.shape[2:])[slots] = to_cache(k[keep], k_cache.dtype, ks)
+    v_cache.view(-1, *v_cache.shape[2:])[slots] = to_cache(v[keep], v_cache.dtype, vs)
 
 
-def to_cache(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Keys or values as a KV cache of ``dtype`` stores them: a float8 cache saturated to its range (scale 1,
-    as ``write_kv_cache`` without scales), others cast."""
+def to_cache(x: torch.Tensor, dtype: torch.dtype, scale: torch.Tensor | None = None) -> torch.Tensor:
+    """Keys or values as a KV cache of ``dtype`` stores them: a float8 cache gets x / scale (fp32; default
+    scale 1) saturated to its range, as ``write_kv_cache`` stores them; others a cast."""
     if dtype == torch.float8_e4m3fn:
         limit = torch.finfo(dtype).max
-        return x.float().clamp(-limit, limit).to(dtype)
+        x = x.float() if scale is None else x.float() / scale
+        return x.clamp(-limit, limit).to(dtype)
     return x.to(dtype)
 
 

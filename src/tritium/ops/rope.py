@@ -28,7 +28,7 @@ def _head_rms_norm(x1, x2, w1, w2, eps, HALF: tl.constexpr, dtype: tl.constexpr)
 def _rope_kernel(
     # pointers
     q_ptr, k_ptr, positions_ptr, cos_sin_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
-    q_norm_ptr, k_norm_ptr, eps,
+    q_norm_ptr, k_norm_ptr, eps, kv_scale_ptr,
     # strides
     stride_q_t, stride_q_h, stride_k_t, stride_k_h, stride_cs_p, stride_v_t, stride_v_h,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
@@ -37,15 +37,16 @@ def _rope_kernel(
     # meta-parameters
     HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_KV: tl.constexpr,
     USE_PDL: tl.constexpr, QK_NORM: tl.constexpr = False, FP8_MAX: tl.constexpr = 0.0,
-    EXACT_FP8: tl.constexpr = False,
+    EXACT_FP8: tl.constexpr = False, KV_SCALED: tl.constexpr = False,
 ):
     """Grid: (num_tokens,). Rotates token t's q and k heads in place; with WRITE_KV also stores the
     rotated k and v into their cache slot (slot_mapping[t] = block * block_size + offset; a slot < 0
     or >= num_slots, the cache's blocks x block_size, is skipped: nothing is written outside the cache).
     QK_NORM: each q and k head is first RMS-normed over its 2 * HALF elements with weights q_norm / k_norm
     (rounded as :func:`tritium.ops.reference.rms_norm`: the normed value, then its product with the weight).
-    FP8_MAX > 0: float8 caches, which get k and v (k rotated and rounded to q's dtype first) saturated to
-    +-FP8_MAX, as ``write_kv_cache`` stores them with scales of 1."""
+    FP8_MAX > 0: float8 caches, which get k and v (k rotated and rounded to q's dtype first), divided by
+    their scales (KV_SCALED: kv_scale_ptr[0] and [1], else 1), saturated to +-FP8_MAX, as ``write_kv_cache``
+    stores them."""
     d = tl.arange(0, BLOCK_D)
     dmask = d < HALF
     if QK_NORM:  # the head norms' weights are never written: requested before the wait
@@ -101,14 +102,19 @@ def _rope_kernel(
                        + d[None, :])
             # (new names: a value defined before this runtime branch must keep its type inside it)
             kc1, kc2, vc1, vc2 = k1_rot, k2_rot, v1, v2
-            if EXACT_FP8:  # the interpreter (see e4m3_exact)
-                kc1, kc2 = e4m3_exact(k1_rot.to(tl.float32), FP8_MAX), e4m3_exact(k2_rot.to(tl.float32), FP8_MAX)
-                vc1, vc2 = e4m3_exact(v1.to(tl.float32), FP8_MAX), e4m3_exact(v2.to(tl.float32), FP8_MAX)
-            elif FP8_MAX > 0:
-                kc1 = tl.clamp(k1_rot.to(tl.float32), -FP8_MAX, FP8_MAX)
-                kc2 = tl.clamp(k2_rot.to(tl.float32), -FP8_MAX, FP8_MAX)
-                vc1 = tl.clamp(v1.to(tl.float32), -FP8_MAX, FP8_MAX)
-                vc2 = tl.clamp(v2.to(tl.float32), -FP8_MAX, FP8_MAX)
+            if FP8_MAX > 0:
+                kc1, kc2, vc1, vc2 = (kc1.to(tl.float32), kc2.to(tl.float32), vc1.to(tl.float32),
+                                      vc2.to(tl.float32))
+                if KV_SCALED:
+                    k_scale = tl.load(kv_scale_ptr)
+                    v_scale = tl.load(kv_scale_ptr + 1)
+                    kc1, kc2, vc1, vc2 = kc1 / k_scale, kc2 / k_scale, vc1 / v_scale, vc2 / v_scale
+                if EXACT_FP8:  # the interpreter (see e4m3_exact)
+                    kc1, kc2 = e4m3_exact(kc1, FP8_MAX), e4m3_exact(kc2, FP8_MAX)
+                    vc1, vc2 = e4m3_exact(vc1, FP8_MAX), e4m3_exact(vc2, FP8_MAX)
+                else:
+                    kc1, kc2 = tl.clamp(kc1, -FP8_MAX, FP8_MAX), tl.clamp(kc2, -FP8_MAX, FP8_MAX)
+                    vc1, vc2 = tl.clamp(vc1, -FP8_MAX, FP8_MAX), tl.clamp(vc2, -FP8_MAX, FP8_MAX)
             tl.store(kc_ptrs, kc1.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             tl.store(kc_ptrs + HALF, kc2.to(k_cache_ptr.dtype.element_ty), mask=kmask)
             vc_ptrs = (v_cache_ptr + blk * stride_vc_blk + off * stride_vc_tok + h[:, None] * stride_vc_head
@@ -130,15 +136,18 @@ def rope(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin: tor
 
 def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
                   cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None, pdl: bool = True) -> None:
+                  slot_mapping: torch.Tensor, *, qk_norm: tuple | None = None, pdl: bool = True,
+                  kv_scale: torch.Tensor | None = None) -> None:
     """Triton twin of :func:`tritium.ops.reference.rope_write_kv`: :func:`rope` (``qk_norm`` as there)
     fused with ``write_kv_cache`` (one kernel instead of two in every layer).
 
     v: [T, Hkv, D]; k_cache, v_cache: [num_blocks, block_size, Hkv, D] of q's dtype or float8_e4m3fn (k and
-        v stored saturated, scales of 1, as ``write_kv_cache`` without scales), last dim contiguous;
+        v divided by their scales, saturated, as ``write_kv_cache`` stores them), last dim contiguous;
     slot_mapping: [T] int64, block * block_size + offset; a negative slot, or one past the cache, skips
         the token's write.
+    kv_scale: float8 caches: [2] fp32 (k's scale, v's), on the device (read there: graph safe); None: 1.
     """
+    check_kv_scale(kv_scale, k_cache, "rope_write_kv")
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if cache.dtype not in (k.dtype, torch.float8_e4m3fn) or cache.dtype != k_cache.dtype \
                 or cache.shape[2:] != k.shape[1:] or cache.stride(-1) != 1:
@@ -148,10 +157,23 @@ def rope_write_kv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: 
     if v.shape != k.shape or slot_mapping.shape != (k.shape[0],):
         raise ValueError(f"rope_write_kv: v {tuple(v.shape)} must match k {tuple(k.shape)} and slot_mapping "
                          f"{tuple(slot_mapping.shape)} have one slot per token")
-    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping), qk_norm=qk_norm, pdl=pdl)
+    _launch_rope(q, k, positions, cos_sin, (v, k_cache, v_cache, slot_mapping), qk_norm=qk_norm, pdl=pdl,
+                 kv_scale=kv_scale)
 
 
-def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) -> None:
+def check_kv_scale(kv_scale: torch.Tensor | None, k_cache: torch.Tensor, what: str) -> None:
+    """A float8 cache's scales: None, or a contiguous [2] fp32 tensor (k's, v's) on the cache's device."""
+    if kv_scale is None:
+        return
+    if k_cache.dtype != torch.float8_e4m3fn:
+        raise ValueError(f"{what}: kv_scale applies to float8 caches only; the caches are {k_cache.dtype}")
+    if kv_scale.shape != (2,) or kv_scale.dtype != torch.float32 or kv_scale.stride(0) != 1 \
+            or kv_scale.device != k_cache.device:
+        raise ValueError(f"{what}: kv_scale must be a contiguous [2] float32 tensor (k's scale, v's) on "
+                         f"{k_cache.device}, got {tuple(kv_scale.shape)} {kv_scale.dtype} on {kv_scale.device}")
+
+
+def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool, kv_scale=None) -> None:
     T, Hq, D = q.shape
     if qk_norm is not None:
         q_norm, k_norm, eps = qk_norm
@@ -169,6 +191,7 @@ def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) 
     vc_strides = v_cache.stride()[:3] if kv is not None else (0, 0, 0)
     _rope_kernel[(T,)](
         q, k, positions, cos_sin, v, k_cache, v_cache, slots, q_norm, k_norm, float(eps),
+        kv_scale if kv_scale is not None else cos_sin,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), cos_sin.stride(0), v.stride(0), v.stride(1),
         *kc_strides, *vc_strides,
         Hq, k.shape[1], k_cache.shape[1] if kv is not None else 1,
@@ -176,6 +199,7 @@ def _launch_rope(q, k, positions, cos_sin, kv=None, *, qk_norm=None, pdl: bool) 
         HALF=D // 2, BLOCK_H=triton.next_power_of_2(Hq), BLOCK_D=triton.next_power_of_2(D // 2),
         WRITE_KV=kv is not None, QK_NORM=qk_norm is not None,
         FP8_MAX=torch.finfo(k_cache.dtype).max if fp8 else 0.0, EXACT_FP8=fp8 and interpreting(),
+        KV_SCALED=kv_scale is not None,
         num_warps=4, **pdl_launch(q.device, pdl),
     )
 
