@@ -298,7 +298,8 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     kernel = _qkv_rope_flat_kernel if cfg.flat else _qkv_rope_kernel
     kernel[(N // 2 // pairs,)](
         x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
-        scale if scale is not None else weight, kv_scale if kv_scale is not None else cos_sin, x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
+        scale if scale is not None else weight, kv_scale if kv_scale is not None else cos_sin,
+        x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
         HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
