@@ -570,3 +570,20 @@ def test_row_parallel_decode_in_one_launch(tiny_models, no_leaks, two_ranks, mon
     # SiLU-and-mul in its epilogue (fuse_swiglu: on a GPU, linear_backend "triton"); both, in both layers
     assert len(calls) >= 4 and False in calls, f"the one-launch layer did not run: {calls[:8]}"
     assert (True in calls) == (not ON_GPU), f"down_proj took [gate | up] {'on' if ON_GPU else 'off'} a GPU: {calls[:8]}"
+
+
+def test_fp8_kv_cache_and_window_pool_under_tp(tmp_path, no_leaks, two_ranks):
+    """Gemma 3 at TP=2 with an fp8 KV cache and a window pool (each rank its KV head of both pools, in fp8):
+    TP=1's tokens, and log-probabilities within what fp8 rounding of the all-reduced sums' last bits allows."""
+    make_tiny_model(str(tmp_path), "gemma3_text")
+    prompts = PROMPTS + [" ".join(f"w{i}" for i in range(100, 145))]
+    params = SamplingParams(max_tokens=8, ignore_eos=True, logprobs=1)
+    kw = _kw(kv_cache_dtype="fp8", num_window_blocks=16, max_num_batched_tokens=24)
+    with LLM(str(tmp_path), **kw) as llm:
+        want = llm.generate(prompts, params)
+    with LLM(str(tmp_path), tensor_parallel_size=2, comm="torch", **kw) as llm:
+        assert llm.engine.runner.kv_cache.dtype == llm.engine.runner.window_cache.dtype == torch.float8_e4m3fn
+        got = llm.generate(prompts, params)
+    for g, w in zip(got, want):
+        assert g.token_ids == w.token_ids
+        assert [lp.logprob for lp in g.logprobs] == pytest.approx([lp.logprob for lp in w.logprobs], abs=0.02)
