@@ -6,10 +6,12 @@
 # JSON as engine-<gpu>.json / engine-ablate-<gpu>.json (<gpu>: NVIDIA-H100, NVIDIA-H200, from nvidia-smi);
 # the logs are git-ignored there.
 # Budget: tests ~3 min, benchmark ~4-5 min (start-up tuning compiles every GEMV candidate).
-#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate|fp8|fp8-engine]
+#   OUT=/some/dir bash bench/gpu_engine.sh [all|tests|bench|ablate|fp8|fp8-engine|kv-fp8]
 # fp8: the FP8 tests and W8A8 with / without its fused quantization against bf16 (fp8-fusion-<gpu>.json);
 # fp8-engine: the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json) and the batch-64 step probe
 # (fp8-step-<gpu>.json).
+# kv-fp8: the engine bench with the KV cache in the model dtype and in fp8 at 2k-token contexts, batch 64
+# (engine-kv-fp8-<gpu>.json); each system ~3.5 min on a fresh H200 (stop 70: cut inside the second at 330 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}
@@ -60,6 +62,15 @@ if [[ $what == fp8-engine ]]; then  # the engine bench of bf16 / fp8 / fp8-dynam
   timeout 300 python3 bench/probe_fp8_step.py --new-tokens 64 --systems fp8-dynamic,bf16,fp8 \
     --out "$OUT/fp8-step-$GPU.json" > "$OUT/fp8-step-$GPU.log" 2>&1
   echo "fp8 step probe rc=$?"; grep -E "wall_ms|total_us" "$OUT/fp8-step-$GPU.log"
+  exit $rc
+fi
+
+if [[ $what == kv-fp8 ]]; then  # the fp8 KV cache against the model dtype's, where the KV read is as large as the
+  # weights' (64 sequences of 2k tokens: ~17 GB a step beside 16 GB of Llama-3-8B weights)
+  timeout ${BENCH_TIMEOUT:-560} python3 -m tritium.bench engine --systems tritium,tritium-kv-fp8 --prompt-len 2048 \
+    --new-tokens 128 --batch 64 --repeats 2 --kv-cache-gib 24 --out "$OUT/engine-kv-fp8-$GPU.json" \
+    > "$OUT/engine-kv-fp8-bench-$GPU.log" 2>&1
+  rc=$?; echo "kv fp8 engine bench rc=$rc"; tail -16 "$OUT/engine-kv-fp8-bench-$GPU.log"
   exit $rc
 fi
 
