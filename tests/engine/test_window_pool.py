@@ -143,6 +143,8 @@ def test_window_pool_sizing(tiny_models, tmp_path):
     assert _num_blocks(model, EngineConfig(num_blocks=16, num_window_blocks=5), torch.device("cpu")) == (16, 5)
     off = EngineConfig(max_num_seqs=4, max_model_len=256, kv_cache_memory=4 << 20, num_window_blocks=0)
     assert _num_blocks(model, off, torch.device("cpu"))[1] == 0
+    short = EngineConfig(max_num_seqs=4, max_model_len=WINDOW, kv_cache_memory=4 << 20)  # nothing to release
+    assert _num_blocks(model, short, torch.device("cpu")) == (_num_blocks(model, off, torch.device("cpu"))[0], 0)
     path, _ = tiny_models["llama"]
     plain = LLMEngine(path, dtype=torch.float32, num_blocks=8, num_window_blocks=5)
     assert plain.runner.window_cache is None and plain.block_manager.window_pool is None

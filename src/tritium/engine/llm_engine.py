@@ -247,14 +247,15 @@ def window_pages_needed(cfg: EngineConfig, window: int) -> int:
 
 def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> tuple[int, int]:
     """(pages of the KV cache, pages of the window pool: 0 for none). Layers with a sliding window get a
-    pool of their own where it takes less memory than their share of the main one would
-    (``num_window_blocks`` None), or as ``num_window_blocks`` says (0: none); never with context
-    parallelism."""
+    pool of their own where it takes less memory than their share of the main one would and the context is
+    longer than the window (``num_window_blocks`` None), or as ``num_window_blocks`` says (0: none); never
+    with context parallelism."""
     windowed = window_layers(model) if cfg.context_parallel_size == 1 and cfg.num_window_blocks != 0 else []
     kv_dtype = cfg.kv_dtype(model.dtype)
-    if not windowed:
+    window = model_window(model) if windowed else None
+    if not windowed or (not cfg.num_window_blocks and cfg.max_model_len is not None and cfg.max_model_len <= window):
+        # (a context no longer than the window never releases a page: a pool of its own would buy nothing)
         return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size, dtype=kv_dtype)), 0
-    window = model_window(model)
     wanted = cfg.num_window_blocks or window_pages_needed(cfg, window)
     per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed), kv_dtype)
     per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed), kv_dtype)

@@ -35,7 +35,8 @@ class Metrics:
 
         gauge("num_requests_running", "Requests in the running batch.", lambda: engine.stats.num_running)
         gauge("num_requests_waiting", "Requests waiting to be scheduled.", lambda: engine.stats.num_waiting)
-        gauge("kv_cache_usage_perc", "Fraction of KV-cache pages in use (0..1).", lambda: engine.stats.kv_cache_usage)
+        gauge("kv_cache_usage_perc", "Fraction of KV-cache pages in use (0..1; with a window pool, the fuller pool's).",
+              lambda: engine.stats.kv_cache_usage)
         self.prompt_tokens = prom.Counter("tritium:prompt_tokens", "Prompt tokens of admitted requests.",
                                           labelnames=list(labels), registry=registry).labels(**labels)
         self.generation_tokens = prom.Counter("tritium:generation_tokens", "Generated tokens.",
