@@ -149,7 +149,7 @@ def test_fp8_saturation(scales):
 
 def test_fp8_rounding():
     """Quantisation rounds to nearest, ties to even, like torch: random values, every midpoint between
-    neighbouring fp8 values, subnormals. (Under the interpreter through ``tritium.runtime.e4m3_exact``:
+    neighbouring fp8 values, subnormals. (Under the interpreter through ``tritium.runtime.fp8.e4m3_exact``:
     Triton 3.6's interpreter converts fp32 -> float8e4nv rounding ties away from zero, dropping the carry
     into the exponent, 31.6 -> 16, and flushing subnormals to 0.)"""
     device = default_device()

@@ -6,7 +6,8 @@ import triton.language as tl
 
 from tritium.attention.config import next_pow2, select_write_kv_warps
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _check_tensor, _scale_arg
-from tritium.runtime import e4m3_exact, interpreting, pdl_launch
+from tritium.runtime import interpreting, pdl_launch
+from tritium.runtime.fp8 import e4m3_exact
 
 
 @triton.jit

@@ -21,7 +21,8 @@ import triton.language as tl
 
 from tritium.ops.gemv import GemvConfig, _flat_products, _pairs_side_by_side, _w_chunk, check_operands
 from tritium.ops.rope import check_kv_scale
-from tritium.runtime import e4m3_exact, interpreting, pdl_launch, pdl_supported, pipeline_stages
+from tritium.runtime import interpreting, pdl_launch, pdl_supported, pipeline_stages
+from tritium.runtime.fp8 import e4m3_exact
 
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 

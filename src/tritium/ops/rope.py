@@ -11,7 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.runtime import e4m3_exact, interpreting, pdl_launch
+from tritium.runtime import interpreting, pdl_launch
+from tritium.runtime.fp8 import e4m3_exact
 
 @triton.jit
 def _head_rms_norm(x1, x2, w1, w2, eps, HALF: tl.constexpr, dtype: tl.constexpr):

@@ -6,15 +6,15 @@ kernel is decorated, from the ``TRITON_INTERPRET`` environment variable, so ``im
 GPU (and no ``TRITON_INTERPRET`` set) every tritium kernel then runs under the interpreter; set
 ``TRITON_INTERPRET=0`` to keep it off (compile-only checks), or ``=1`` to interpret on a GPU machine.
 Every other module imports at its top. Library code asks :func:`interpreting`; this module imports
-nothing of tritium's and holds no mutable state beyond caches of device properties.
+nothing of tritium's, nor Triton (whose ``@triton.jit`` reads ``TRITON_INTERPRET`` as it decorates: kernel
+helpers shared by packages live in submodules, :mod:`tritium.runtime.fp8`), and holds no mutable state
+beyond caches of device properties.
 """
 
 import functools
 import os
 
 import torch
-import triton
-import triton.language as tl
 
 
 def interpreting() -> bool:
@@ -103,17 +103,3 @@ def device_name(device: torch.device) -> str:
         return "triton-interpreter"
     return torch.cuda.get_device_name(device)
 
-
-@triton.jit
-def e4m3_exact(x, FP8_MAX: tl.constexpr):
-    """fp32 ``x`` as float8_e4m3fn (saturated to +-FP8_MAX, nearest, ties to even), encoded with integer
-    arithmetic and bitcast: what a kernel stores into a float8 tensor under the interpreter, whose own
-    conversion drops the carry of a rounding into the exponent (126.4 -> 64, not 128) and makes no
-    subnormals (Triton 3.6). Compiled kernels convert in hardware and do not call this."""
-    a = tl.minimum(tl.abs(x), FP8_MAX)
-    bits = a.to(tl.int32, bitcast=True)
-    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) >> 20) - ((127 - 7) << 3)  # rebiased exponent, 3 bits
-    sub = ((a * 512.0 + 8388608.0) - 8388608.0).to(tl.int32)                 # multiples of 2^-9, to even
-    code = tl.where(a < 0.015625, sub, normal)
-    code = tl.where(x.to(tl.int32, bitcast=True) < 0, code | 0x80, code)
-    return code.to(tl.int8).to(tl.float8e4nv, bitcast=True)
