@@ -18,12 +18,11 @@ pool's sizes are then 0).
 from __future__ import annotations
 
 import gc
-import time
 
 import torch
 
 from tritium.bench.common import header, print_table
-from tritium.bench.engine_common import Bench, add_model_arguments
+from tritium.bench.engine_common import Bench, add_model_arguments, timed
 from tritium.engine import SamplingParams
 from tritium.engine.runner import window_layers
 
@@ -37,39 +36,29 @@ def add_arguments(parser) -> None:
     parser.add_argument("--b1-tokens", type=int, default=64, help="tokens of the batch-1 decode timing")
 
 
-def _sync(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def long_run(engine, prompts, new_tokens: int, tag: str = "long") -> dict:
     """Every prompt at once through the engine core: seconds, output tokens/s, the most sequences running
     in one step, preemptions."""
     params = SamplingParams(max_tokens=new_tokens, ignore_eos=True)
     preempted = engine.scheduler.num_preemptions
-    _sync(engine.device)
-    t0 = time.perf_counter()
-    for i, p in enumerate(prompts):
-        engine.add_request(f"{tag}-{i}", p, params)
-    peak, produced = 0, 0
-    while engine.has_unfinished():
-        for out in engine.step():
-            produced += len(out.new_token_ids)
-        peak = max(peak, len(engine.scheduler.running))
-    _sync(engine.device)
-    seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "output_tokens": produced, "output_tokens_per_s": produced / seconds,
-            "peak_running": peak, "preemptions": engine.scheduler.num_preemptions - preempted}
+    seen = {"peak": 0, "produced": 0}
+
+    def run():
+        for i, p in enumerate(prompts):
+            engine.add_request(f"{tag}-{i}", p, params)
+        while engine.has_unfinished():
+            for out in engine.step():
+                seen["produced"] += len(out.new_token_ids)
+            seen["peak"] = max(seen["peak"], len(engine.scheduler.running))
+    seconds = timed(run, engine.device)
+    return {"seconds": seconds, "output_tokens": seen["produced"], "output_tokens_per_s": seen["produced"] / seconds,
+            "peak_running": seen["peak"], "preemptions": engine.scheduler.num_preemptions - preempted}
 
 
 def b1_step_ms(llm, prompt, tokens: int, device, repeats: int = 3) -> float:
     """Median over ``repeats`` of (time(tokens new) - time(1 new)) / (tokens - 1) for one prompt."""
     def run(n):
-        _sync(device)
-        t0 = time.perf_counter()
-        llm.generate([prompt], SamplingParams(max_tokens=n, ignore_eos=True))
-        _sync(device)
-        return time.perf_counter() - t0
+        return timed(lambda: llm.generate([prompt], SamplingParams(max_tokens=n, ignore_eos=True)), device)
     run(tokens)  # warm-up
     steps = sorted((run(tokens) - run(1)) / (tokens - 1) * 1e3 for _ in range(repeats))
     return steps[len(steps) // 2]

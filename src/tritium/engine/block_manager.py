@@ -114,7 +114,7 @@ class BlockManager:
         (the prefix is cut to where that pool still holds them)."""
         table, keys = self.prefix(seq)
         wp = self.window_pool
-        seq.window_table, seq.window_lo, seq.window_keyed = [], 0, 0
+        seq.window_table, seq.window_lo = [], 0
         if wp is not None and table:
             # longest m <= len(table) whose window pages [behind(m), m) are all cached in the window pool
             run, runs = 0, []
@@ -134,7 +134,7 @@ class BlockManager:
                 block_id = wp.cached[key]
                 wp._take(block_id)
                 seq.window_table.append(block_id)
-            seq.window_lo, seq.window_keyed = lo, m
+            seq.window_lo = lo
         seq.block_table, seq.block_keys = table, keys
 
     def _behind(self, num_computed: int) -> int:
@@ -145,18 +145,13 @@ class BlockManager:
     def computed(self, seq) -> None:
         """``seq``'s first ``num_computed`` tokens have their K/V in the cache: publish its filled pages
         (both tables) and release the window pages behind its window."""
+        published = len(seq.block_keys)
         self.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
         wp = self.window_pool
         if wp is None:
             return
         table = seq.window_table
-        if wp.enable_prefix_caching:
-            for i in range(seq.window_keyed, len(seq.block_keys)):
-                block = wp.blocks[table[i]] if table[i] >= 0 else None
-                if block is not None and block.key is None:
-                    block.key = seq.block_keys[i]
-                    wp.cached.setdefault(block.key, block.id)
-            seq.window_keyed = max(seq.window_keyed, len(seq.block_keys))
+        wp._publish(table, seq.block_keys[published:], published)  # the same pages, in the window pool
         lo = min(self._behind(seq.num_computed), len(table))
         if lo > seq.window_lo:
             wp.free(table[seq.window_lo:lo])
@@ -169,7 +164,7 @@ class BlockManager:
         if self.window_pool is not None:
             self.window_pool.free(seq.window_table)
         seq.block_keys = []
-        seq.window_lo = seq.window_keyed = 0
+        seq.window_lo = 0
 
     def prefix(self, seq) -> tuple[list[int], list[int]]:
         """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on); none
@@ -225,14 +220,19 @@ class BlockManager:
             return
         parent = keys[-1] if keys else None
         new = prefix_keys(token_ids[len(keys) * self.block_size:], self.block_size, full - len(keys), parent)
-        for i, key in enumerate(new, start=len(keys)):
-            if block_table[i] < 0:  # a window page already released
+        self._publish(block_table, new, len(keys))
+        keys.extend(new)
+
+    def _publish(self, block_table: list[int], keys: list[int], start: int) -> None:
+        """Give pages ``block_table[start:]`` that have none their ``keys`` and cache them (entries < 0:
+        window pages released already, skipped)."""
+        for block_id, key in zip(block_table[start:], keys):
+            if block_id < 0:
                 continue
-            block = self.blocks[block_table[i]]
+            block = self.blocks[block_id]
             if block.key is None:
                 block.key = key
-                self.cached.setdefault(key, block.id)
-        keys.extend(new)
+                self.cached.setdefault(key, block_id)
 
     def free(self, block_table: list[int]) -> None:
         """Drop one reference to each page; unreferenced pages join the free list (newest last, so the

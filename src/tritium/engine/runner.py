@@ -171,7 +171,7 @@ class ModelRunner:
         self.device = model.device
         self.block_size = block_size
         self.num_blocks = num_blocks
-        windowed = window_layers(model) if num_window_blocks else []
+        windowed = set(window_layers(model)) if num_window_blocks else set()
         if num_window_blocks and (not windowed or cp_world > 1):
             raise ValueError(f"num_window_blocks={num_window_blocks} needs layers with a sliding window and one "
                              f"context-parallel rank")

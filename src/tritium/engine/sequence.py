@@ -37,10 +37,9 @@ class Sequence:
     block_table: list[int] = dataclasses.field(default_factory=list)
     block_keys: list[int] = dataclasses.field(default_factory=list)
     # the windowed layers' pages (BlockManager.window_pool), indexed as block_table; -1: released (behind the
-    # window); the first ``window_lo`` are; the first ``window_keyed`` were published under block_keys
+    # window); the first ``window_lo`` are
     window_table: list[int] = dataclasses.field(default_factory=list)
     window_lo: int = 0
-    window_keyed: int = 0
     status: Status = Status.WAITING
     finish_reason: str | None = None
     new_logprobs: list[TokenLogprobs] | None = None

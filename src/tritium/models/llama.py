@@ -277,12 +277,6 @@ _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
 # the k and v projections' output scales) -> which of (k, v) each sets
 _KV_SCALE_NAMES = {"self_attn.k_scale": (0,), "self_attn.v_scale": (1,), "self_attn.kv_scale": (0, 1),
                    "self_attn.k_proj.output_scale": (0,), "self_attn.v_proj.output_scale": (1,)}
-
-
-def _kv_scale(layer: "LlamaDecoderLayer", k_cache: torch.Tensor) -> dict:
-    """The layer's KV scales as a keyword, where its cache is float8 (else none: a 16/32-bit cache takes
-    none)."""
-    return {"kv_scale": layer.kv_scale} if k_cache.dtype == torch.float8_e4m3fn else {}
 # a layer's norms by checkpoint name -> the layer's attribute. Gemma's post_attention_layernorm norms the
 # attention's output; its MLP's input norm is pre_feedforward_layernorm (Llama's post_attention_layernorm).
 _NORM_NAMES = {"input_layernorm.weight": "input_norm", "post_attention_layernorm.weight": "post_norm"}
@@ -309,6 +303,12 @@ def _text_model_name(name: str) -> str | None:
         if name.startswith(prefix):
             return to + name[len(prefix):]
     return name
+
+
+def _kv_scale(layer: "LlamaDecoderLayer", k_cache: torch.Tensor) -> dict:
+    """The layer's KV scales as a keyword, where its cache is float8 (else none: a 16/32-bit cache takes
+    none)."""
+    return {"kv_scale": layer.kv_scale} if k_cache.dtype == torch.float8_e4m3fn else {}
 
 
 def _convert_int4(scheme: Int4Scheme, t: dict[str, torch.Tensor]) -> Int4Weight:
