@@ -11,7 +11,7 @@
 # fp8-engine: the engine bench of bf16 / fp8 / fp8-dynamic (engine-fp8-<gpu>.json) and the batch-64 step probe
 # (fp8-step-<gpu>.json).
 # kv-fp8: the engine bench with the KV cache in the model dtype and in fp8 at 2k-token contexts, batch 64
-# (engine-kv-fp8-<gpu>.json); each system ~3.5 min on a fresh H200 (stop 70: cut inside the second at 330 s).
+# (engine-kv-fp8-<gpu>.json); both systems ~330 s on a fresh H200 (stop 71).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results}

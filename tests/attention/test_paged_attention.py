@@ -9,8 +9,10 @@ import torch
 
 from tritium.attention import AttentionConfig, AttentionWorkspace, paged_attention, select_attention_config
 
-from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_param, feature_kwargs, poisoned_like, run_and_check, \
-    assert_rel_close, shape_params
+from tritium.attention.reference import paged_attention_ref
+
+from .utils import FP8, Q_DTYPES, TOL, Shape, dtype_name, dtype_param, feature_kwargs, poisoned_like, \
+    run_and_check, assert_rel_close, shape_params
 
 # One launch holding a prefill (no context), a chunked prefill (9 new tokens over 61 cached), a first
 # decode step (length 1) and a decode step at 129 (partial last page). 33 tokens x 2 heads per KV head
@@ -161,10 +163,11 @@ def test_head_dims(head_dim, num_splits):
     pytest.param((MIXED, 1), "plain", id="mixed-unsplit-plain"),
     pytest.param((DECODE, 3), "window20+softcap+alibi+sinks", id="decode-split3-all"),
 ])
-@pytest.mark.parametrize("dtype", Q_DTYPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dtype_name)
 def test_fp8_cache(dtype, path, features, scales):
     """float8_e4m3fn caches written by write_kv_cache with scales, against the reference on the
-    dequantised cache."""
+    dequantised cache. bf16 queries run on the CPU too: with an fp8 cache the dots are fp16
+    (``kernels._dot_q``), which the interpreter computes correctly."""
     shape, num_splits = path
     batch = shape.batch(dtype, cache_dtype=FP8)
     if scales == "tensor":
@@ -172,6 +175,18 @@ def test_fp8_cache(dtype, path, features, scales):
                         for k, v in batch.scales.items()}
     tol = max(TOL[dtype], TOL[torch.float16])
     run_and_check(batch, tol, num_splits=num_splits, **feature_kwargs(features, shape.num_q_heads))
+
+
+@pytest.mark.parametrize("num_splits", [1, 3], ids=["unsplit", "split3"])
+def test_fp8_cache_bf16_q_beyond_fp16_range(num_splits):
+    """With an fp8 cache a bf16 q enters the dots as fp16 clamped to +-65504: a query element beyond that
+    range gives finite rows equal to the reference on the clamped q, and leaves the other rows exact."""
+    batch = DECODE.batch(torch.bfloat16, cache_dtype=FP8)
+    batch.q[0, 0, :4] = torch.tensor([1e5, -3e5, 7e4, -65504.0], dtype=torch.bfloat16)
+    out = paged_attention(*batch.args, num_splits=num_splits, **batch.scales)
+    assert torch.isfinite(out).all()
+    ref = paged_attention_ref(batch.q.float().clamp(-65504.0, 65504.0), *batch.args[1:], **batch.scales)
+    assert_rel_close(out, ref, TOL[torch.bfloat16])
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "noncausal"])

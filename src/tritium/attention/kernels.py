@@ -103,6 +103,20 @@ def _pages_out_of_range(block_table_row_ptr, key_lo, key_hi, num_blocks, PAGE_SI
 
 
 @triton.jit
+def _dot_q(q, k_cache_ptr):
+    """q as the operand of the key and value dots. With an fp8 cache and a bf16 q: fp16, clamped to its
+    range (+-65504). fp8 -> fp16 is one packed conversion a pair of elements (``cvt.rn.f16x2.e4m3x2``);
+    fp8 -> bf16 goes through fp16 and then one more conversion an element (``cvt.bf16.f16``), which on
+    the conversion units held batch-64 decode at the 16-bit cache's speed with half its bytes
+    (bench/NOTES.md, "FP8 KV cache"). fp16 holds every bf16 q of magnitude 6.1e-5 .. 65504 exactly and p
+    (in [0, 1]) with three more bits than bf16."""
+    out = q
+    if k_cache_ptr.dtype.element_ty.is_fp8() and q.dtype == tl.bfloat16:
+        out = tl.clamp(q.to(tl.float32), -65504.0, 65504.0).to(tl.float16)
+    return out
+
+
+@triton.jit
 def _tile_scores(q, k, offs_n, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP: tl.constexpr,
                  HAS_ALIBI: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """Scores of one key tile [BLOCK_M, TILE_N]: raw q.k when neither softcap nor ALiBi (the scale is
@@ -494,6 +508,7 @@ def _paged_attention_kernel(
         tl.extra.cuda.gdc_wait()  # q and the new tokens' K/V come from the kernels before
     q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head[:, None] * stride_q_head + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
+    q = _dot_q(q, k_cache_ptr)
     if DO_PRELOAD:
         if pre:
             s = _tile_scores(q, k_pre, offs_pre, q_pos, alibi_log2, qk_scale, softcap, HAS_SOFTCAP, HAS_ALIBI,

@@ -51,7 +51,7 @@ import triton
 import triton.language as tl
 
 from tritium.attention.config import next_pow2
-from tritium.attention.kernels import _attend_key_range, _pages_out_of_range
+from tritium.attention.kernels import _attend_key_range, _dot_q, _pages_out_of_range
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, _softmax_scale_arg, check_kv_cache
 from tritium.collectives import Communicator
 from tritium.collectives.all_gather import all_gather
@@ -141,6 +141,7 @@ def _partial_decode_kernel(
     d_mask = offs_d < HEAD_DIM
     q = tl.load(q_ptr + s.to(tl.int64) * stride_q_s + head[:, None] * stride_q_h + offs_d[None, :],
                 mask=row_valid[:, None] & d_mask[None, :], other=0.0)  # [BLOCK_M, HEAD_DIM_PAD]
+    q = _dot_q(q, k_ptr)
     if SCALES_FROM_PTR:
         k_scale_val = tl.load(k_scale_ptr).to(tl.float32)
         v_scale_val = tl.load(v_scale_ptr).to(tl.float32)
