@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.models.config import ModelConfig, UnsupportedModelError
+from tritium.models.config import Fp8Blocks, ModelConfig, UnsupportedModelError
 from tritium.ops.quant import FP8_DTYPE, dequantize, quantize_rows
 
 from .conftest import PROMPTS, make_tiny_model
@@ -147,14 +147,22 @@ def test_fp8_options_and_errors(checkpoints):
 
 
 @pytest.mark.parametrize("qc,match", [
-    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "weight_block_size"),
+    ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size must be two positive integers"),
+    ({"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e5m2"}, "fmt 'e5m2'"),
+    ({"quant_method": "fp8"}, "quant_method 'fp8' is not supported"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}}},
+     "block_structure must be two positive integers"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block",
+                                          "block_structure": [128, 128]}},
+                        "h": {"weights": {"type": "float", "num_bits": 8, "strategy": "channel"}}}},
+     "expected every group block-wise"),
     ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "bits"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "'bitsandbytes'"),
     ({"quant_method": "compressed-tensors", "format": "pack-quantized",
       "config_groups": {"g": {"weights": {"type": "int", "num_bits": 8, "strategy": "channel", "symmetric": True}}}},
      "8"),
-    ({"quant_method": "compressed-tensors", "format": "float-quantized",
-      "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}}}, "'block'"),
 ])
 def test_unsupported_quantization_configs(qc, match):
     base = dict(model_type="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
@@ -170,9 +178,107 @@ def test_unsupported_quantization_configs(qc, match):
 def test_quantization_configs_select_the_mode():
     base = dict(model_type="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                 num_attention_heads=2)
-    for qc, mode in ((_compressed_tensors("channel"), "fp8-dynamic"), (_compressed_tensors("tensor", False), "fp8"),
-                     ({"quant_method": "fbgemm_fp8"}, "fp8-dynamic"), (None, None)):
-        assert ModelConfig.from_hf_dict(dict(base, quantization_config=qc)).quantization == mode
+    for qc, mode, blocks in ((_compressed_tensors("channel"), "fp8-dynamic", None),
+                             (_compressed_tensors("tensor", False), "fp8", None),
+                             ({"quant_method": "fbgemm_fp8"}, "fp8-dynamic", None), (None, None, None),
+                             (_block_config("fp8-block", (128, 64)), None, Fp8Blocks(128, 64, "_scale_inv")),
+                             (_block_config("ct-block", (128, 64)), None, Fp8Blocks(128, 64, "_scale"))):
+        cfg = ModelConfig.from_hf_dict(dict(base, quantization_config=qc))
+        assert (cfg.quantization, cfg.fp8_blocks) == (mode, blocks)
+
+
+# -- block-wise FP8 checkpoints (Qwen3-FP8, DeepSeek; compressed-tensors "block") ---------------------------
+
+BLOCK = (48, 40)  # blocks that do not divide the tiny models' 64 / 128 / 256: partial blocks at the edges
+
+
+def _block_config(kind: str, block=BLOCK) -> dict:
+    if kind == "fp8-block":  # as Qwen's -FP8 releases write it
+        return {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": list(block)}
+    group = {"targets": ["Linear"], "weights": {"type": "float", "num_bits": 8, "strategy": "block",
+                                                "block_structure": list(block)},
+             "input_activations": {"type": "float", "num_bits": 8, "strategy": "group", "group_size": 128,
+                                   "dynamic": True}}
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+            "config_groups": {"group_0": group}}
+
+
+def _quantize_blocks(w: torch.Tensor, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(float8 values, a scale per block, the weight they give) for one 2-D weight."""
+    n, k = w.shape
+    nb, kb = -(-n // rows), -(-k // cols)
+    pad = torch.nn.functional.pad(w.float(), (0, kb * cols - k, 0, nb * rows - n)).reshape(nb, rows, kb, cols)
+    scale = pad.abs().amax(dim=(1, 3)) / 448.0
+    full = scale.repeat_interleave(rows, 0).repeat_interleave(cols, 1)[:n, :k]
+    w8 = (w.float() / full).to(FP8_DTYPE)
+    return w8, scale, w8.float() * full
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen3_moe"])
+def block_checkpoints(request, tmp_path_factory):
+    """(model type, {name: directory}): a tiny model whose projections (the experts' too; not the router, the
+    embeddings or the LM head) are stored as float8 with a scale per 48 x 40 block, as "fp8-block" (quant_method
+    fp8, ``weight_scale_inv``) and "ct-block" (compressed-tensors, ``weight_scale``), and "dequantized" with the
+    fp32 weights those give."""
+    from safetensors.torch import load_file, save_file
+    model_type = request.param
+    root = tmp_path_factory.mktemp(f"block-{model_type}")
+    base = str(root / "base")
+    os.makedirs(base)
+    make_tiny_model(base, model_type)
+    state = load_file(os.path.join(base, "model.safetensors"))
+    variants = {"dequantized": {}, "fp8-block": {}, "ct-block": {}}
+    for name, value in state.items():
+        if name.endswith(".weight") and name.split(".")[-2] in PROJECTIONS:
+            w8, scale, deq = _quantize_blocks(value, *BLOCK)
+            variants["dequantized"][name] = deq
+            variants["fp8-block"].update({name: w8, name + "_scale_inv": scale})
+            variants["ct-block"].update({name: w8.clone(), name + "_scale": scale.clone()})
+        else:
+            for v in variants.values():
+                v[name] = value
+    out = {}
+    for name, tensors in variants.items():
+        path = str(root / name)
+        shutil.copytree(base, path)
+        save_file(tensors, os.path.join(path, "model.safetensors"))
+        if name != "dequantized":
+            with open(os.path.join(path, "config.json")) as f:
+                cfg = json.load(f)
+            cfg["quantization_config"] = _block_config(name)
+            with open(os.path.join(path, "config.json"), "w") as f:
+                json.dump(cfg, f)
+        out[name] = path
+    return model_type, out
+
+
+def test_block_fp8_checkpoints_run_dequantized(block_checkpoints):
+    """Both block-wise formats load dequantized (exactly: float8 value times fp32 scale) and give the
+    dequantized model's tokens and prompt log-probabilities; the model runs in 16/32 bits (no quantization)."""
+    model_type, paths = block_checkpoints
+    ref = _run(paths["dequantized"])
+    for kind in ("fp8-block", "ct-block"):
+        assert ModelConfig.from_hf_dict(json.load(open(os.path.join(paths[kind], "config.json")))).quantization is None
+        _assert_same(_run(paths[kind]), ref, 1e-5)
+
+
+@pytest.mark.serial  # starts rank processes: run alone, as tests/engine/test_tensor_parallel.py is
+def test_block_fp8_tensor_parallel(block_checkpoints, no_leaks, two_ranks):  # noqa: F811
+    """TP=2 over gloo: each rank dequantizes only its shard (rows or columns that cut through 48 x 40 blocks,
+    the experts' intermediate size 64 into 32 + 32 too) and the model is the dequantized one."""
+    model_type, paths = block_checkpoints
+    _assert_same(_run(paths["fp8-block"], tensor_parallel_size=2, comm="torch"), _run(paths["dequantized"]), 1e-4)
+
+
+def test_block_fp8_checkpoint_quantized_again_per_row(block_checkpoints):
+    """quantization="fp8" on a block-wise checkpoint: its dequantized weights quantized per row as they load,
+    the same model as the dequantized checkpoint quantized at load."""
+    model_type, paths = block_checkpoints
+    if model_type == "qwen3_moe":
+        with pytest.raises(ValueError, match="not supported for mixture-of-experts"):
+            LLM(paths["fp8-block"], quantization="fp8", max_model_len=64, kv_cache_memory=8 << 20)
+        return
+    _assert_same(_run(paths["fp8-block"], quantization="fp8"), _run(paths["dequantized"], quantization="fp8"), 1e-5)
 
 
 # -- W8A8: quantization="fp8-dynamic" ------------------------------------------------------------------------

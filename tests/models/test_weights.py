@@ -501,3 +501,74 @@ def test_smollm2_gguf_shards():
     full = load(cfg, weights(lazy=False))
     for rank in range(3):
         assert_rank_holds_its_slices(load(cfg, weights(lazy=True), rank, 3), full, rank, 3)
+
+
+# -- block-wise FP8 checkpoints ------------------------------------------------------------------------------
+
+def _block_fp8(w: torch.Tensor, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(float8 values, scales a block, the dequantized weight) of ``w`` quantized by blocks of its last two
+    dimensions, edge blocks partial: as a block-wise FP8 checkpoint stores it."""
+    *lead, n, k = w.shape
+    nb, kb = -(-n // rows), -(-k // cols)
+    pad = torch.nn.functional.pad(w.float(), (0, kb * cols - k, 0, nb * rows - n))
+    blocks = pad.reshape(*lead, nb, rows, kb, cols)
+    scale = blocks.abs().amax(dim=(-3, -1)).clamp(min=1e-8) / 448.0  # [..., nb, kb]
+    full = scale.repeat_interleave(rows, -2).repeat_interleave(cols, -1)[..., :n, :k]
+    w8 = (w.float() / full).to(torch.float8_e4m3fn)
+    return w8, scale, w8.float() * full
+
+
+@pytest.mark.parametrize("shape,blocks", [((37, 50), (16, 24)), ((3, 37, 50), (16, 24)), ((64, 48), (16, 16))])
+def test_block_fp8_tensor_reads_any_slice_dequantized(shape, blocks):
+    from tritium.models.config import Fp8Blocks
+    from tritium.models.weights import BlockFp8Tensor
+
+    w8, scale, ref = _block_fp8(torch.randn(shape) * torch.rand(shape[-1]) * 7, *blocks)
+    t = BlockFp8Tensor("x.weight", w8, scale, Fp8Blocks(*blocks, "_scale_inv"))
+    assert t.dtype == torch.float32 and t.shape == tuple(shape)
+    assert torch.equal(t.materialize(), ref)
+    lead = (slice(1, 3),) if len(shape) == 3 else ()
+    for rows, cols in ((slice(5, 30), slice(None)), (slice(None), slice(7, 45)), (slice(17, 18), slice(33, 49)),
+                       (slice(0, 16), slice(24, 48))):
+        index = lead + (rows, cols)
+        assert torch.equal(t[index], ref[index]), index
+
+
+def test_block_fp8_tensor_errors():
+    from tritium.models.config import Fp8Blocks
+    from tritium.models.weights import BlockFp8Tensor
+
+    w8, scale, _ = _block_fp8(torch.randn(37, 50), 16, 24)
+    blocks = Fp8Blocks(16, 24, "_scale_inv")
+    with pytest.raises(ValueError, match=r"x.weight_scale_inv: shape \(3, 2\), expected \(3, 3\)"):
+        BlockFp8Tensor("x.weight", w8, scale[:, :2], blocks)
+    with pytest.raises(ValueError, match="x.weight: .* must be a float8 tensor .* got torch.float32"):
+        BlockFp8Tensor("x.weight", w8.float(), scale, blocks)
+
+
+def test_iter_hf_weights_pairs_block_fp8_weights_with_their_scales(tmp_path):
+    from safetensors.torch import save_file
+
+    from tritium.models.config import Fp8Blocks
+    from tritium.models.weights import BlockFp8Tensor
+
+    w8, scale, ref = _block_fp8(torch.randn(40, 32), 16, 16)
+    blocks = Fp8Blocks(16, 16, "_scale_inv")
+    bias = torch.randn(40)
+    save_file({"a.weight": w8, "a.weight_scale_inv": scale, "a.bias": bias, "n.weight": torch.ones(32)},
+              str(tmp_path / "model.safetensors"))
+    lazy = dict(iter_hf_weights(str(tmp_path), lazy=True, fp8_blocks=blocks))
+    assert sorted(lazy) == ["a.bias", "a.weight", "n.weight"]  # the scale is consumed, not yielded
+    assert isinstance(lazy["a.weight"], BlockFp8Tensor) and torch.equal(lazy["a.weight"][8:24], ref[8:24])
+    full = dict(iter_hf_weights(str(tmp_path), fp8_blocks=blocks))
+    assert torch.equal(full["a.weight"], ref) and torch.equal(full["a.bias"], bias)
+    # without the block layout the checkpoint reads as stored
+    assert dict(iter_hf_weights(str(tmp_path)))["a.weight"].dtype == torch.float8_e4m3fn
+
+    save_file({"a.weight": w8, "b.weight": w8.clone(), "b.weight_scale_inv": scale},
+              str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="a.weight: a float8 tensor without a.weight_scale_inv"):
+        list(iter_hf_weights(str(tmp_path), fp8_blocks=blocks))
+    save_file({"b.weight_scale_inv": scale}, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="scales without their weights: b.weight_scale_inv"):
+        list(iter_hf_weights(str(tmp_path), fp8_blocks=blocks))

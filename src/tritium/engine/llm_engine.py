@@ -81,8 +81,8 @@ def load_checkpoint(model: str | None, *, progress: bool = False
         return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress, lazy=True), \
             Tokenizer.from_gguf_metadata(meta)
     config = weights_io.load_hf_config(path)
-    return path, config, weights_io.iter_hf_weights(path, progress=progress, lazy=True), \
-        Tokenizer.from_hf_dir(path, config.eos_token_ids)
+    weights = weights_io.iter_hf_weights(path, progress=progress, lazy=True, fp8_blocks=config.fp8_blocks)
+    return path, config, weights, Tokenizer.from_hf_dir(path, config.eos_token_ids)
 
 
 def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConfig:

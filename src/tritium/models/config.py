@@ -55,6 +55,19 @@ _GEMMA_DEFAULTS = {
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
+@dataclasses.dataclass(frozen=True)
+class Fp8Blocks:
+    """A checkpoint whose projection weights are float8 with one scale per ``rows`` x ``cols`` block of each
+    weight's last two dimensions (Qwen3's and DeepSeek's ``-FP8`` releases: ``quant_method: "fp8"`` with
+    ``weight_block_size``, scales ``<name>.weight_scale_inv``; compressed-tensors' ``block`` strategy, scales
+    ``<name>.weight_scale``). The value times its block's scale is the weight. tritium dequantizes such weights
+    as they load (:class:`tritium.models.weights.BlockFp8Tensor`) and runs the model in 16 bits, or quantizes
+    them again per row where ``quantization="fp8"`` is asked for."""
+    rows: int
+    cols: int
+    scale_suffix: str  # the scale tensor's name is the weight's with this appended ("_scale_inv", "_scale")
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """Shape and numerics of a Llama-family decoder.
@@ -95,6 +108,7 @@ class ModelConfig:
     torch_dtype: torch.dtype | None = None
     quantization: str | None = None
     int4: Int4Scheme | None = None  # an int4 checkpoint's layout (GPTQ, AWQ, compressed-tensors) and group
+    fp8_blocks: Fp8Blocks | None = None  # a block-wise FP8 checkpoint (dequantized as it loads)
     num_experts: int = 0
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0
@@ -253,6 +267,7 @@ class ModelConfig:
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
             quantization="int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config")),
             int4=int4,
+            fp8_blocks=_hf_fp8_blocks(cfg.get("quantization_config")),
             **_hf_experts(cfg, model_type),
         )
 
@@ -394,6 +409,44 @@ def _hf_experts(cfg: dict, model_type: str) -> dict:
                 norm_topk_prob=bool(cfg.get("norm_topk_prob", False)), **shared)
 
 
+def _hf_fp8_blocks(q) -> Fp8Blocks | None:
+    """The block layout of a block-wise FP8 checkpoint's ``quantization_config`` (``quant_method: "fp8"`` with
+    ``weight_block_size: [rows, cols]``, float8 e4m3; or compressed-tensors float 8-bit weights of ``block``
+    strategy with ``block_structure``), None for any other config. Activation settings are not used (the model
+    runs its activations in 16 bits). Malformed blocks raise UnsupportedModelError naming the field."""
+    if not isinstance(q, dict):
+        return None
+    if q.get("quant_method") == "fp8" and q.get("weight_block_size") is not None:
+        if q.get("fmt", "e4m3") != "e4m3":
+            raise UnsupportedModelError(f"quantization_config: fp8 fmt {q.get('fmt')!r} is not supported; expected "
+                                        f"'e4m3'")
+        return Fp8Blocks(*_block_shape(q["weight_block_size"], "weight_block_size"), "_scale_inv")
+    if q.get("quant_method") != "compressed-tensors":
+        return None
+    groups = [(name, (g or {}).get("weights") or {}) for name, g in (q.get("config_groups") or {}).items()]
+    blocked = [(name, w) for name, w in groups if w.get("strategy") == "block"]
+    if not blocked:
+        return None
+    shapes = set()
+    for name, w in groups:
+        if w.get("strategy") != "block" or (w.get("type"), w.get("num_bits")) != ("float", 8):
+            raise UnsupportedModelError(f"quantization_config: compressed-tensors group {name!r} has weights of type "
+                                        f"{w.get('type')!r}, {w.get('num_bits')} bits, strategy {w.get('strategy')!r} "
+                                        f"beside block-wise float 8-bit groups; expected every group block-wise")
+        shapes.add(_block_shape(w.get("block_structure"), f"config_groups.{name}.weights.block_structure"))
+    if len(shapes) != 1:
+        raise UnsupportedModelError(f"quantization_config: compressed-tensors groups have different block structures "
+                                    f"{sorted(shapes)}; expected one")
+    return Fp8Blocks(*shapes.pop(), "_scale")
+
+
+def _block_shape(value, field: str) -> tuple[int, int]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise UnsupportedModelError(f"quantization_config: {field} must be two positive integers, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
 def _hf_quantization(q) -> str | None:
     """The weight quantization a ``config.json``'s ``quantization_config`` describes: None (none), "fp8" for
     FP8 weights with per-tensor or per-channel scales (compressed-tensors float 8-bit weights, as
@@ -404,9 +457,12 @@ def _hf_quantization(q) -> str | None:
     if not q:
         return None
     supported = ("tritium reads FP8 checkpoints with per-tensor or per-channel weight scales (compressed-tensors "
-                 "float 8-bit weights, activations unquantized or 8-bit floats; fbgemm_fp8), or quantizes a 16-bit "
+                 "float 8-bit weights, activations unquantized or 8-bit floats; fbgemm_fp8) or block-wise scales "
+                 "(quant_method 'fp8' with weight_block_size; compressed-tensors 'block'), or quantizes a 16-bit "
                  "checkpoint as it loads (quantization='fp8' or 'fp8-dynamic')")
     method = q.get("quant_method") if isinstance(q, dict) else None
+    if _hf_fp8_blocks(q) is not None:
+        return None  # dequantized as it loads: the model runs in 16 bits unless quantization is asked for
     if method == "fbgemm_fp8":
         return "fp8-dynamic"
     if method == "compressed-tensors":

@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from tritium.models.config import ModelConfig
+from tritium.models.config import Fp8Blocks, ModelConfig
 
 _GGUF_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -235,18 +235,66 @@ class SafetensorsTensor(LazyTensor):
         return self._slice[tuple(slice(start, stop) for start, stop in bounds)]
 
 
-def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False
+class BlockFp8Tensor(LazyTensor):
+    """A weight of a block-wise FP8 checkpoint (:class:`~tritium.models.config.Fp8Blocks`), read dequantized
+    as float32: each float8 value times the scale of its ``rows`` x ``cols`` block of the last two dimensions
+    (blocks at the right and bottom edges may be partial). Exact: a float8 value times an fp32 scale is an
+    fp32 product of at most 4 + 24 significant bits, rounded once. An index reads only the weight's part and
+    the scales of the blocks it touches, so a tensor-parallel rank dequantizes only its shard."""
+
+    def __init__(self, name: str, weight: torch.Tensor | LazyTensor, scale: torch.Tensor | LazyTensor,
+                 blocks: Fp8Blocks):
+        shape = tuple(weight.shape)
+        if weight.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2) or len(shape) < 2:
+            raise ValueError(f"{name}: a block-wise FP8 checkpoint's weight beside a scale must be a float8 tensor of "
+                             f"2 or more dimensions, got {weight.dtype} of shape {shape}")
+        expected = shape[:-2] + (-(-shape[-2] // blocks.rows), -(-shape[-1] // blocks.cols))
+        if tuple(scale.shape) != expected:
+            raise ValueError(f"{name}{blocks.scale_suffix}: shape {tuple(scale.shape)}, expected {expected} (one scale "
+                             f"per {blocks.rows} x {blocks.cols} block of the weight's {shape})")
+        super().__init__(shape, torch.float32)
+        self._weight, self._scale, self._blocks = weight, scale, blocks
+
+    def _read(self, bounds):
+        br, bc = self._blocks.rows, self._blocks.cols
+        (r0, r1), (c0, c1) = bounds[-2:]
+        w = self._weight[tuple(slice(a, b) for a, b in bounds)]
+        s = self._scale[tuple(slice(a, b) for a, b in bounds[:-2])
+                        + (slice(r0 // br, (r1 - 1) // br + 1), slice(c0 // bc, (c1 - 1) // bc + 1))]
+        s = s.float().repeat_interleave(br, dim=-2).repeat_interleave(bc, dim=-1)
+        s = s[..., r0 % br: r0 % br + (r1 - r0), c0 % bc: c0 % bc + (c1 - c0)]
+        return w.float() * s
+
+
+def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp8_blocks: Fp8Blocks | None = None
                     ) -> Iterator[tuple[str, torch.Tensor | LazyTensor]]:
     """(name, CPU tensor) for every tensor of the safetensors shards in ``path`` (those its index names:
     :func:`weight_files`); ``lazy``: (name, :class:`SafetensorsTensor`) instead, read when
-    indexed (the files stay open while the iterator lives)."""
+    indexed (the files stay open while the iterator lives). ``fp8_blocks`` (a block-wise FP8 checkpoint):
+    each float8 weight comes dequantized with its scale (:class:`BlockFp8Tensor`), the scales themselves not
+    at all; a float8 tensor without a scale, or a scale without its weight, raises ValueError naming it."""
     from safetensors import safe_open
 
     files = weight_files(path)
     handles = [safe_open(f, framework="pt") for f in files]
     names = [(h, n) for h in handles for n in h.keys()]
+    scales = {}
+    if fp8_blocks is not None:
+        suffix = ".weight" + fp8_blocks.scale_suffix
+        owner = {n: h for h, n in names}
+        scales = {n[:-len(fp8_blocks.scale_suffix)]: (owner[n], n) for n in owner if n.endswith(suffix)}
+        lost = sorted(w + fp8_blocks.scale_suffix for w in scales if w not in owner)
+        if lost:
+            raise ValueError(f"{path!r}: block-wise FP8 scales without their weights: {', '.join(lost[:4])}")
+        names = [(h, n) for h, n in names if not n.endswith(suffix)]
     for handle, name in _progress(names, len(names), "loading weights", progress):
-        yield name, SafetensorsTensor(handle, name) if lazy else handle.get_tensor(name)
+        t = SafetensorsTensor(handle, name)
+        if name in scales:
+            t = BlockFp8Tensor(name, t, SafetensorsTensor(*scales[name]), fp8_blocks)
+        elif fp8_blocks is not None and t.dtype.itemsize == 1 and t.dtype.is_floating_point:
+            raise ValueError(f"{name}: a float8 tensor without {name + fp8_blocks.scale_suffix} in a block-wise FP8 "
+                             f"checkpoint")
+        yield name, t if lazy else t.materialize()
 
 
 # ---------------------------------------------------------------------------------------------------------
