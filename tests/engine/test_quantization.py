@@ -49,7 +49,7 @@ def checkpoints(tmp_path_factory):
     make_tiny_model(base, "llama")
     state = load_file(os.path.join(base, "model.safetensors"))
     out = {"bf16": base}
-    variants = {"dequantized": {}, "fp8-channel": {}, "fp8-tensor": {}, "dequantized-tensor": {}}
+    variants = {"dequantized": {}, "fp8-channel": {}, "fp8-tensor": {}, "dequantized-tensor": {}, "autofp8": {}}
     for name, value in state.items():
         if name.endswith(".weight") and name.split(".")[-2] in PROJECTIONS:
             w8, scale = quantize_rows(value)
@@ -59,6 +59,8 @@ def checkpoints(tmp_path_factory):
             one = scale.max()  # per tensor: the rows' fp8 values under one scale
             w8t = (dequantize(w8, scale) / one).to(FP8_DTYPE)
             variants["fp8-tensor"].update({name: w8t, name + "_scale": one.reshape(1)})
+            variants["autofp8"].update({name: w8t.clone(), name + "_scale": one.reshape(()).clone(),  # 0-d scalars
+                                        name.replace(".weight", ".input_scale"): torch.tensor(0.5)})
             variants["dequantized-tensor"][name] = w8t.float() * one
         else:
             for v in variants.values():
@@ -67,10 +69,15 @@ def checkpoints(tmp_path_factory):
         path = str(root / name)
         shutil.copytree(base, path)
         save_file(tensors, os.path.join(path, "model.safetensors"))
+        qc = None
         if name.startswith("fp8"):
+            qc = _compressed_tensors(name.split("-")[1], activations=name == "fp8-channel")
+        elif name == "autofp8":  # AutoFP8's format (neuralmagic's older -FP8 models): per tensor, static inputs
+            qc = {"quant_method": "fp8", "activation_scheme": "static", "ignored_layers": ["lm_head"]}
+        if qc is not None:
             with open(os.path.join(path, "config.json")) as f:
                 cfg = json.load(f)
-            cfg["quantization_config"] = _compressed_tensors(name.split("-")[1], activations=name == "fp8-channel")
+            cfg["quantization_config"] = qc
             with open(os.path.join(path, "config.json"), "w") as f:
                 json.dump(cfg, f)
         out[name] = path
@@ -104,12 +111,12 @@ def reference(checkpoints):
     return {name: _run(checkpoints[name]) for name in ("dequantized", "dequantized-tensor")}
 
 
-@pytest.mark.parametrize("source", ["bf16", "fp8-channel", "fp8-tensor"])
+@pytest.mark.parametrize("source", ["bf16", "fp8-channel", "fp8-tensor", "autofp8"])
 def test_fp8_equals_the_dequantized_model(checkpoints, reference, source):
     """torch path (dequantize, then F.linear): the dequantized model's numbers exactly; a weight-only
     checkpoint's quantization_config selects fp8 by itself (a W8A8 one runs weight-only when asked)."""
     kw = {} if source == "fp8-tensor" else {"quantization": "fp8"}
-    ref = reference["dequantized-tensor" if source == "fp8-tensor" else "dequantized"]
+    ref = reference["dequantized-tensor" if source in ("fp8-tensor", "autofp8") else "dequantized"]
     _assert_same(_run(checkpoints[source], **kw), ref, 1e-5)
 
 
@@ -137,6 +144,15 @@ def test_fp8_tensor_parallel(checkpoints, reference, no_leaks, two_ranks):  # no
     assert 0 < _worst(dynamic, reference["dequantized"]) < 1.0
 
 
+def test_autofp8_checkpoint_selects_w8a8(checkpoints):
+    """AutoFP8's config (quant_method fp8, no blocks, static activations) selects fp8-dynamic; its 0-d scales
+    load and its static input scales go unused: the run equals the compressed-tensors per-tensor checkpoint's
+    (the same fp8 weights and scales) run as W8A8."""
+    from tritium.models.weights import load_hf_config
+    assert load_hf_config(checkpoints["autofp8"]).quantization == "fp8-dynamic"
+    _assert_same(_run(checkpoints["autofp8"]), _run(checkpoints["fp8-tensor"], quantization="fp8-dynamic"), 0.0)
+
+
 def test_fp8_options_and_errors(checkpoints):
     with pytest.raises(ValueError, match="quantization must be None or one of 'fp8', 'fp8-dynamic', 'int4'"):
         LLM(checkpoints["bf16"], quantization="int8")
@@ -149,7 +165,7 @@ def test_fp8_options_and_errors(checkpoints):
 @pytest.mark.parametrize("qc,match", [
     ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size must be two positive integers"),
     ({"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e5m2"}, "fmt 'e5m2'"),
-    ({"quant_method": "fp8"}, "quant_method 'fp8' is not supported"),
+    ({"quant_method": "fp8", "activation_scheme": "per-token"}, "activation_scheme 'per-token'"),
     ({"quant_method": "compressed-tensors", "format": "float-quantized",
       "config_groups": {"g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}}},
      "block_structure must be two positive integers"),
@@ -181,6 +197,7 @@ def test_quantization_configs_select_the_mode():
     for qc, mode, blocks in ((_compressed_tensors("channel"), "fp8-dynamic", None),
                              (_compressed_tensors("tensor", False), "fp8", None),
                              ({"quant_method": "fbgemm_fp8"}, "fp8-dynamic", None), (None, None, None),
+                             ({"quant_method": "fp8", "activation_scheme": "static"}, "fp8-dynamic", None),
                              (_block_config("fp8-block", (128, 64)), None, Fp8Blocks(128, 64, "_scale_inv")),
                              (_block_config("ct-block", (128, 64)), None, Fp8Blocks(128, 64, "_scale"))):
         cfg = ModelConfig.from_hf_dict(dict(base, quantization_config=qc))

@@ -452,12 +452,15 @@ def _hf_quantization(q) -> str | None:
     FP8 weights with per-tensor or per-channel scales (compressed-tensors float 8-bit weights, as
     llm-compressor writes them), or "fp8-dynamic" where the checkpoint was made to run its activations in
     FP8 too (compressed-tensors ``input_activations`` of 8-bit floats, dynamic or static: tritium quantizes
-    them per token as it runs; ``fbgemm_fp8``, whose activations are quantized per row). Anything else
-    raises UnsupportedModelError naming it."""
+    them per token as it runs; ``fbgemm_fp8``, whose activations are quantized per row; AutoFP8's and vLLM's
+    ``quant_method: "fp8"`` without ``weight_block_size``: per-tensor weight scales, activations static or
+    dynamic). Block-wise FP8 configs give None (:func:`_hf_fp8_blocks`). Anything else raises
+    UnsupportedModelError naming it."""
     if not q:
         return None
     supported = ("tritium reads FP8 checkpoints with per-tensor or per-channel weight scales (compressed-tensors "
-                 "float 8-bit weights, activations unquantized or 8-bit floats; fbgemm_fp8) or block-wise scales "
+                 "float 8-bit weights, activations unquantized or 8-bit floats; fbgemm_fp8; AutoFP8's quant_method "
+                 "'fp8') or block-wise scales "
                  "(quant_method 'fp8' with weight_block_size; compressed-tensors 'block'), or quantizes a 16-bit "
                  "checkpoint as it loads (quantization='fp8' or 'fp8-dynamic')")
     method = q.get("quant_method") if isinstance(q, dict) else None
@@ -465,6 +468,13 @@ def _hf_quantization(q) -> str | None:
         return None  # dequantized as it loads: the model runs in 16 bits unless quantization is asked for
     if method == "fbgemm_fp8":
         return "fp8-dynamic"
+    if method == "fp8":  # AutoFP8 / vLLM's per-tensor FP8 (no weight_block_size): weight_scale per tensor
+        scheme = q.get("activation_scheme", "dynamic")
+        if scheme not in ("static", "dynamic") or q.get("fmt", "e4m3") != "e4m3":
+            raise UnsupportedModelError(f"quantization_config: fp8 with activation_scheme {scheme!r}, fmt "
+                                        f"{q.get('fmt', 'e4m3')!r} is not supported; expected 'static' or 'dynamic', "
+                                        f"'e4m3'")
+        return "fp8-dynamic"  # its activations were meant to be fp8: tritium quantizes them per token
     if method == "compressed-tensors":
         groups = q.get("config_groups") or {}
         activations = set()
