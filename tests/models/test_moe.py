@@ -10,6 +10,7 @@ from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.models.moe import SparseMoeBlock
 from tritium.models.weights import LazyTensor, RandomWeights
 from tritium.ops import op_set, reference
+from tritium.ops.quant import quantize_rows
 
 from .test_layers import LINEAR, assert_close, groups
 
@@ -72,6 +73,37 @@ def test_shards_reassemble_and_sum(style, ws):
     x = torch.randn(7, H)
     ops = op_set("torch")
     full = reference.fused_moe(x, torch.cat([gate, up], 1), down, *reference.moe_route(x @ router.T, K, True))
+    parts = [block.forward(x, LINEAR, ops, reduce=False) for block in blocks]
+    assert_close(sum(parts), full, 1e-5)
+
+
+@pytest.mark.parametrize("ws", [1, 2, 3], ids=lambda w: f"ws{w}")
+@pytest.mark.parametrize("style", ["qwen3_moe", "stacked", "gguf"])
+def test_fp8_experts_quantized_per_whole_row(style, ws):
+    """quant="fp8": every rank's experts are the world-size-1 block's fp8 weights and scales, sliced (a down row's
+    scale from all its columns, whatever the rank holds); the ranks' partial sums add up to the reference on the
+    dequantized weights."""
+    gate, up, down, router = _experts()
+    blocks = [SparseMoeBlock(H, I, E, K, True, group=g, quant="fp8", **KW) for g in groups(ws)]
+    for block in blocks:
+        for name, t in _checkpoint(style, gate, up, down, router):
+            assert block.load(name, t), name
+        assert block.missing() == []
+    (gu8, gus), (d8, ds) = (quantize_rows(w.reshape(-1, w.shape[-1])) for w in (torch.cat([gate, up], 1), down))
+    gu8, gus, d8, ds = gu8.view(E, 2 * I, H), gus.view(E, 2 * I), d8.view(E, H, I), ds.view(E, H)
+    i = I // ws
+    for r, block in enumerate(blocks):
+        rows = torch.cat([torch.arange(r * i, (r + 1) * i), I + torch.arange(r * i, (r + 1) * i)])
+        assert block.w_gate_up.dtype == torch.float8_e4m3fn and block.w_down.dtype == torch.float8_e4m3fn
+        assert torch.equal(block.w_gate_up.float(), gu8[:, rows].float())
+        assert torch.equal(block.scales["gate_up_scale"], gus[:, rows])
+        assert torch.equal(block.w_down.float(), d8[:, :, r * i:(r + 1) * i].float())
+        assert torch.equal(block.scales["down_scale"], ds)
+        assert block.weight_bytes() == E * H * 4 + K * (3 * i * H + (2 * i + H) * 4)
+    x = torch.randn(7, H)
+    ops = op_set("torch")
+    full = reference.fused_moe(x, gu8, d8, *reference.moe_route(x @ router.T, K, True), gate_up_scale=gus,
+                               down_scale=ds)
     parts = [block.forward(x, LINEAR, ops, reduce=False) for block in blocks]
     assert_close(sum(parts), full, 1e-5)
 
@@ -163,8 +195,13 @@ def test_model_refuses_what_experts_cannot_run():
     assert layer.gate_up_proj is None and layer.down_proj is None and layer.moe.w_down.shape == (E, H, I)
     assert model.projection_names == ("qkv_proj", "o_proj") and len(model.projection_shapes()) == 2
     assert "moe.router" in layer.missing() and "moe.experts.4.down" in layer.missing()
-    with pytest.raises(ValueError, match="quantization 'fp8' is not supported for mixture-of-experts models"):
-        LlamaModel(cfg, **KW, options=ModelOptions(quantization="fp8"))
+    with pytest.raises(ValueError, match="quantization 'fp8-dynamic' is not supported for mixture-of-experts models"):
+        LlamaModel(cfg, **KW, options=ModelOptions(quantization="fp8-dynamic"))
+    fp8 = LlamaModel(cfg, **KW, options=ModelOptions(quantization="fp8")).layers[0]
+    assert fp8.moe.w_down.dtype == torch.float8_e4m3fn and fp8.qkv_proj.weight.dtype == torch.float8_e4m3fn
+    assert fp8.moe.router.dtype == torch.float32
+    with pytest.raises(ValueError, match="moe: quant must be None or 'fp8'"):
+        SparseMoeBlock(H, I, E, K, True, quant="int4", **KW)
     with pytest.raises(ValueError, match="batch_invariant is not supported for mixture-of-experts models"):
         LlamaModel(cfg, **KW, options=ModelOptions(batch_invariant=True, attention_backend="triton",
                                                     op_backend="triton", linear_backend="invariant"))

@@ -5,6 +5,7 @@ import torch
 
 from tritium.ops import moe, reference
 from tritium.ops.moe import fused_moe, moe_route
+from tritium.ops.quant import quantize_rows
 from tritium.ops.rms_norm import rms_norm
 from tritium.runtime import default_device, interpreting, pdl_launch
 
@@ -282,6 +283,65 @@ def test_fused_moe_bf16(path):
     x = torch.randn(T, H, device=dev).bfloat16()
     tol = TOL[torch.bfloat16] * (2 if interpreting() else 1)
     check_moe(x, *experts(E, H, I, torch.bfloat16, dev), *routed(T, E, k, dev), tol=tol)
+
+
+def fp8_experts(E, H, I, dev):
+    """fp8 experts as the models quantize them (a scale per row: ``quantize_rows``) and their fp32 dequantization."""
+    w_gate_up, w_down = experts(E, H, I, torch.float32, dev)
+    w_gate_up *= torch.rand(E, 2 * I, 1, device=dev) * 4  # rows of different ranges, so that the scales differ
+    w_down *= torch.rand(E, H, 1, device=dev) * 4
+    (gu8, gus), (d8, ds) = (quantize_rows(w.reshape(-1, w.shape[-1])) for w in (w_gate_up, w_down))
+    return gu8.view(E, 2 * I, H), gus.view(E, 2 * I), d8.view(E, H, I), ds.view(E, H)
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16,
+                                   pytest.param(torch.bfloat16, marks=pytest.mark.gpu)], ids=dname)
+@pytest.mark.parametrize("T,E,k,H,I", [pytest.param(*s, id="T{}-E{}-k{}-H{}-I{}".format(*s))
+                                       for s in ((1, 8, 2, 48, 40), (3, 8, 2, 48, 40), (17, 4, 1, 128, 64))])
+def test_fused_moe_fp8_weights(T, E, k, H, I, dtype, path):
+    """Weight-only fp8 experts (float8 weights, a scale per row of each expert): both paths, one token (fp32
+    partials a slot) and several, against the reference on the dequantized weights; into a poisoned ``out``;
+    with the add and norm after it too."""
+    dev = default_device()
+    torch.manual_seed(T + E)
+    x = torch.randn(T, H, device=dev).to(dtype)
+    gu8, gus, d8, ds = fp8_experts(E, H, I, dev)
+    weights, ids = routed(T, E, k, dev)
+    out = torch.full(x.shape, float("nan"), dtype=dtype, device=dev)
+    assert fused_moe(x, gu8, d8, weights, ids, out=out, gate_up_scale=gus, down_scale=ds) is out
+    ref = reference.fused_moe(x, gu8, d8, weights, ids, gate_up_scale=gus, down_scale=ds)
+    deq = reference.fused_moe(x, gu8.float().mul(gus[..., None]).to(dtype), d8.float().mul(ds[..., None]).to(dtype),
+                              weights, ids) if dtype == torch.float32 else ref
+    assert torch.equal(ref, deq)  # the reference is the dequantized model
+    assert rel_err(out, ref) < TOL[dtype]
+    residual = torch.randn(T, H, device=dev).to(dtype)
+    norm_w = (torch.rand(H, device=dev) + 0.5).to(dtype)
+    ref_y, ref_h = reference.fused_moe_add_norm(x, gu8, d8, weights, ids, residual.clone(), norm_w, 1e-6,
+                                                gate_up_scale=gus, down_scale=ds)
+    y, h = moe.fused_moe_add_norm(x, gu8, d8, weights, ids, residual.clone(), norm_w, 1e-6, gate_up_scale=gus,
+                                  down_scale=ds)
+    assert rel_err(y, ref_y) < TOL[dtype] and rel_err(h, ref_h) < TOL[dtype]
+
+
+def test_fused_moe_fp8_bad_input():
+    dev = default_device()
+    T, E, k, H, I = 2, 4, 2, 16, 8
+    x = torch.randn(T, H, device=dev)
+    gu8, gus, d8, ds = fp8_experts(E, H, I, dev)
+    wgu, wd = experts(E, H, I, torch.float32, dev)
+    weights, ids = routed(T, E, k, dev)
+    good = dict(x=x, w_gate_up=gu8, w_down=d8, weights=weights, ids=ids, gate_up_scale=gus, down_scale=ds)
+    for change, match in [
+            ({"gate_up_scale": None}, r"w_gate_up is float8: gate_up_scale must be a float32 \[4, 16\] tensor"),
+            ({"down_scale": ds[:, :8]}, r"down_scale must be a float32 \[4, 16\] tensor .* got torch.float32 \[4, 8\]"),
+            ({"down_scale": ds.double()}, "down_scale must be a float32"),
+            ({"w_down": wd, "down_scale": None}, "must both be float8 .* or neither"),
+            ({"w_gate_up": wgu, "w_down": wd}, "gate_up_scale is for float8 weights"),
+            ({"w_gate_up": gu8.to(torch.float8_e5m2), "w_down": d8.to(torch.float8_e5m2)},
+             "must have x's dtype .* or be float8_e4m3fn")]:
+        with pytest.raises(ValueError, match=match):
+            fused_moe(**dict(good, **change))
 
 
 @pytest.mark.parametrize("path", PATHS, indirect=True)

@@ -15,6 +15,8 @@ weights), the GPU's time, not the host's launch:
 - ``cublas_bmm``: an anchor that does the same arithmetic as one batched cuBLAS product per projection with the
   slots spread evenly over the experts (no gather, no scatter, perfect balance: what a grouped GEMM can at
   best reach); only where every expert gets at least one slot.
+- ``fp8``: the same call with weight-only fp8 experts (``quantization="fp8"``: float8 weights, a scale per row),
+  its own path by the number of slots; ``fp8_tbs`` counts its bytes (half the weights' and the scales).
 - ceilings measured in the same run: the bytes of the experts the call touches at the copy bandwidth, and its
   FLOPs at the bf16 matmul rate; ``ceiling_us`` is the larger.
 
@@ -30,6 +32,7 @@ import torch.nn.functional as F
 from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, matmul_tflops, print_table
 from tritium.ops import reference
 from tritium.ops.moe import PER_SLOT_MAX_SLOTS_PER_EXPERT, fused_moe, moe_route
+from tritium.ops.quant import quantize_rows
 
 # name -> (hidden H, expert intermediate I, experts E, experts a token k)
 SHAPES = {"qwen3-30b-a3b": (2048, 768, 128, 8), "mixtral-8x7b": (4096, 14336, 8, 2)}
@@ -64,8 +67,16 @@ def balanced_bmm(x_e, w_gate_up, w_down):
     return torch.bmm(F.silu(h[..., :I]) * h[..., I:], w_down.transpose(1, 2))
 
 
-def _check(w_gate_up, w_down, router, k: int, dev) -> dict:
-    """Both paths and the auto choice against the fp32 reference at decode and prefill sizes."""
+def fp8_experts(w_gate_up: torch.Tensor, w_down: torch.Tensor) -> dict:
+    """fused_moe's fp8 operands of bf16 experts, quantized per row as the models do."""
+    (gu8, gus), (d8, ds) = (quantize_rows(w.reshape(-1, w.shape[-1])) for w in (w_gate_up, w_down))
+    return {"w_gate_up": gu8.view(w_gate_up.shape), "w_down": d8.view(w_down.shape),
+            "gate_up_scale": gus.view(w_gate_up.shape[:2]), "down_scale": ds.view(w_down.shape[:2])}
+
+
+def _check(w_gate_up, w_down, router, k: int, dev, fp8: dict) -> dict:
+    """Both paths and the auto choice against the fp32 reference at decode and prefill sizes; fp8 experts
+    (both paths) against the reference on their dequantized weights."""
     errors = {}
     for T in (1, 8, 64, 512):
         x = torch.randn(T, w_gate_up.shape[2], device=dev).bfloat16()
@@ -78,6 +89,15 @@ def _check(w_gate_up, w_down, router, k: int, dev) -> dict:
             errors[f"T{T}-{path or 'auto'}"] = err
             if not err < TOL_BF16:  # NaN fails too
                 raise SystemExit(f"fused_moe T={T} path={path}: relative error {err:.3e} >= {TOL_BF16}")
+        scales = {n: fp8[n] for n in ("gate_up_scale", "down_scale")}
+        ref8 = reference.fused_moe(x.float(), fp8["w_gate_up"], fp8["w_down"], weights, ids, **scales)
+        for path in ("slot", "sorted"):
+            out = torch.full_like(x, float("nan"))
+            fused_moe(x, weights=weights, ids=ids, out=out, path=path, **fp8)
+            err = ((out.float() - ref8).norm() / ref8.norm()).item()
+            errors[f"T{T}-{path}-fp8"] = err
+            if not err < TOL_BF16:
+                raise SystemExit(f"fused_moe fp8 T={T} path={path}: relative error {err:.3e} >= {TOL_BF16}")
     return errors
 
 
@@ -102,7 +122,8 @@ def run(args) -> dict:
         router = (torch.randn(E, H, generator=g, device=dev) * 0.02).bfloat16()
         per_expert = (3 * I * H) * 2
         shape = {"hidden": H, "intermediate": I, "experts": E, "top_k": k, "check_rel_err": None, "rows": []}
-        shape["check_rel_err"] = _check(w_gate_up, w_down, router, k, dev)
+        fp8 = fp8_experts(w_gate_up, w_down)
+        shape["check_rel_err"] = _check(w_gate_up, w_down, router, k, dev, fp8)
         print(f"{name}: checked against the fp32 reference, worst relative error "
               f"{max(shape['check_rel_err'].values()):.2e}", flush=True)
         for T in tokens:
@@ -123,6 +144,10 @@ def run(args) -> dict:
                     continue
                 row["us"][label] = cold_us(lambda: fused_moe(x, w_gate_up, w_down, weights, ids, out=out, path=path),
                                            flush, args.repeats)
+            row["us"]["fp8"] = cold_us(lambda: fused_moe(x, weights=weights, ids=ids, out=out, **fp8), flush,
+                                       args.repeats)
+            fp8_bytes = touched * (3 * I * H + (3 * I + H) * 4) + 2 * x.numel() * 2
+            row["fp8_tbs"] = fp8_bytes / row["us"]["fp8"] / 1e6
             if T <= 2048:  # the loop's host round trips make it slow; enough to place it
                 row["us"]["torch_loop"] = cold_us(lambda: torch_loop(x, w_gate_up, w_down, weights, ids), flush,
                                                   max(3, args.repeats // 3))
@@ -133,6 +158,7 @@ def run(args) -> dict:
             row["tritium_tbs"] = nbytes / us["tritium"] / 1e6
             row["tritium_tflops"] = flops / us["tritium"] / 1e6
             row["ceiling_over_tritium"] = ceiling / us["tritium"]
+            row["fp8_speedup"] = us["tritium"] / us["fp8"]
             for anchor in ("torch_loop", "cublas_bmm"):
                 if anchor in us:
                     row[f"speedup_vs_{anchor}"] = us[anchor] / us["tritium"]
@@ -143,10 +169,11 @@ def run(args) -> dict:
                   f"{row['ceiling_over_tritium']:.2f} of the ceiling)  {others}", flush=True)
         result["shapes"][name] = shape
         print_table([{"T": r["T"], **{n: r["us"].get(n) for n in ("route", "tritium", "slot", "sorted", "cublas_bmm",
-                                                                   "torch_loop")},
-                      "ceiling": r["ceiling_us"], "of ceiling": r["ceiling_over_tritium"]} for r in shape["rows"]],
-                    ["T", "route", "tritium", "slot", "sorted", "cublas_bmm", "torch_loop", "ceiling", "of ceiling"],
-                    title=f"{name} (us, cold)")
-        del w_gate_up, w_down, router
+                                                                   "torch_loop", "fp8")},
+                      "ceiling": r["ceiling_us"], "of ceiling": r["ceiling_over_tritium"],
+                      "fp8 speedup": r["fp8_speedup"]} for r in shape["rows"]],
+                    ["T", "route", "tritium", "slot", "sorted", "cublas_bmm", "torch_loop", "fp8", "ceiling",
+                     "of ceiling", "fp8 speedup"], title=f"{name} (us, cold)")
+        del w_gate_up, w_down, router, fp8
         torch.cuda.empty_cache()
     return result

@@ -160,7 +160,8 @@ class LlamaDecoderLayer:
             self.moe = SparseMoeBlock(cfg.hidden_size, cfg.moe_intermediate_size, cfg.num_experts,
                                       cfg.num_experts_per_tok, cfg.norm_topk_prob, group=group, dtype=dtype,
                                       device=device, name=f"model.layers.{index}.experts",
-                                      shared_intermediate_size=cfg.shared_expert_intermediate_size)
+                                      shared_intermediate_size=cfg.shared_expert_intermediate_size,
+                                      quant="fp8" if quant == "fp8" else None)
             self.gate_up_proj = self.down_proj = None
         else:
             self.gate_up_proj = MergedColumnParallelLinear(cfg.hidden_size, [cfg.intermediate_size] * 2, **kw)
@@ -345,9 +346,10 @@ class LlamaModel:
         if config.int4 is not None and options.quantization != "int4":
             raise ValueError(f"this checkpoint's projections are int4 ({config.int4.format}): quantization must be "
                              f"'int4' (or left unset), got {options.quantization!r}")
-        if config.num_experts and options.quantization:
+        if config.num_experts and options.quantization not in (None, "fp8"):
             raise ValueError(f"quantization {options.quantization!r} is not supported for mixture-of-experts models "
-                             f"({config.model_type}, {config.num_experts} experts): their experts run in 16/32 bits")
+                             f"({config.model_type}, {config.num_experts} experts): their experts run in 16/32 bits "
+                             f"or as weight-only fp8 (quantization='fp8')")
         if config.num_experts and options.batch_invariant:
             raise ValueError(f"batch_invariant is not supported for mixture-of-experts models ({config.model_type}): "
                              f"the experts' kernels sum in a different order at decode and prefill sizes")

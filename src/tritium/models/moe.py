@@ -18,8 +18,9 @@ import re
 import torch
 
 from tritium.models.layers import SINGLE, ParallelGroup, shard_range
-from tritium.models.weights import LazyTensor
+from tritium.models.weights import LazyTensor, materialize
 from tritium.ops.moe import NORM_ROUTE_MAX_HIDDEN, norm_route_counters
+from tritium.ops.quant import FP8_DTYPE, quantize_rows
 
 # checkpoint names of one expert's projections inside a layer -> (the stacked weight, its part)
 # Mixtral: block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down); Qwen3-MoE: mlp.experts.{e}.*_proj
@@ -42,11 +43,17 @@ class SparseMoeBlock:
 
     ``router [E, H]``; ``w_gate_up [E, 2 i, H]`` and ``w_down [E, H, i]`` with ``i = I / world_size`` (rank r holds
     intermediate features ``[r i, (r + 1) i)`` of every expert).
+
+    ``quant="fp8"`` (weight-only): the experts' weights stored as float8_e4m3fn with a scale per row,
+    ``gate_up_scale [E, 2 i]`` and ``down_scale [E, H]``, each row's scale from the whole row of the checkpoint
+    (a down row's every column, whatever this rank holds: every tensor-parallel size holds the same weights), as
+    the dense layers quantize theirs; 16/32-bit checkpoint tensors are quantized as they load. The router and
+    Qwen2-MoE's shared expert stay in the model dtype.
     """
 
     def __init__(self, hidden_size: int, intermediate_size: int, num_experts: int, top_k: int, renormalize: bool, *,
                  group: ParallelGroup = SINGLE, dtype: torch.dtype, device: torch.device | str,
-                 name: str = "moe", shared_intermediate_size: int = 0):
+                 name: str = "moe", shared_intermediate_size: int = 0, quant: str | None = None):
         for arg, value in (("hidden_size", hidden_size), ("intermediate_size", intermediate_size),
                            ("num_experts", num_experts), ("top_k", top_k)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -55,6 +62,8 @@ class SparseMoeBlock:
                 or shared_intermediate_size < 0):
             raise ValueError(f"{name}: shared_intermediate_size must be an int >= 0 (0: no shared expert), got "
                              f"{shared_intermediate_size!r}")
+        if quant not in (None, "fp8"):
+            raise ValueError(f"{name}: quant must be None or 'fp8' (weight-only fp8 experts), got {quant!r}")
         if top_k > num_experts:
             raise ValueError(f"{name}: top_k (num_experts_per_tok) must be <= num_experts ({num_experts}), got {top_k}")
         self.name = name
@@ -65,8 +74,14 @@ class SparseMoeBlock:
                                  name=f"{name}: moe intermediate_size")
         i = self._cols[1] - self._cols[0]
         self.router = torch.empty(num_experts, hidden_size, dtype=dtype, device=device)
-        self.w_gate_up = torch.empty(num_experts, 2 * i, hidden_size, dtype=dtype, device=device)
-        self.w_down = torch.empty(num_experts, hidden_size, i, dtype=dtype, device=device)
+        self.quant = quant
+        wdtype = FP8_DTYPE if quant == "fp8" else dtype
+        self.w_gate_up = torch.empty(num_experts, 2 * i, hidden_size, dtype=wdtype, device=device)
+        self.w_down = torch.empty(num_experts, hidden_size, i, dtype=wdtype, device=device)
+        self.scales = {}  # fused_moe's keywords: the fp8 weights' per-row scales
+        if quant == "fp8":
+            self.scales = {"gate_up_scale": torch.ones(num_experts, 2 * i, dtype=torch.float32, device=device),
+                           "down_scale": torch.ones(num_experts, hidden_size, dtype=torch.float32, device=device)}
         # Qwen2-MoE's shared expert, sharded as the experts are: [gate; up] rows, down columns, its gate replicated
         self.shared_intermediate_size = shared_intermediate_size
         self.shared = None
@@ -103,11 +118,17 @@ class SparseMoeBlock:
         H, I, (a, b) = self.hidden_size, self.intermediate_size, self._cols
         i = b - a
         if part == "down":
-            self._copy(f"experts.{e}.down", self.w_down[e], tensor, (H, I), lambda t: t[:, a:b])
+            self._copy(f"experts.{e}.down", self.w_down[e], tensor, (H, I), lambda t: t[:, a:b],
+                       scale=self._scale_slot("down_scale", e), whole_rows=False)
         else:
             rows = slice(0, i) if part == "gate" else slice(i, 2 * i)
-            self._copy(f"experts.{e}.{part}", self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b])
+            self._copy(f"experts.{e}.{part}", self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b],
+                       scale=self._scale_slot("gate_up_scale", e, rows))
         return True
+
+    def _scale_slot(self, name: str, *index) -> torch.Tensor | None:
+        """The part of a scale tensor a weight part's row scales go to (None: the weights are not fp8)."""
+        return self.scales[name][index] if self.scales else None
 
     def _load_stacked(self, part: str, t: torch.Tensor | LazyTensor) -> None:
         """Stacked experts: transformers 5's ``gate_up_proj [E, 2 I, H]`` or ``down_proj [E, H, I]``; a GGUF file's
@@ -115,15 +136,18 @@ class SparseMoeBlock:
         E, H, I, (a, b) = self.num_experts, self.hidden_size, self.intermediate_size, self._cols
         i = b - a
         if part == "down":
-            self._copy("experts.down", self.w_down, t, (E, H, I), lambda t: t[:, :, a:b])
+            self._copy("experts.down", self.w_down, t, (E, H, I), lambda t: t[:, :, a:b],
+                       scale=self._scale_slot("down_scale", slice(None)), whole_rows=False)
             return
         if part in ("gate", "up"):
             rows = slice(0, i) if part == "gate" else slice(i, 2 * i)
-            self._copy(f"experts.{part}", self.w_gate_up[:, rows], t, (E, I, H), lambda t: t[:, a:b])
+            self._copy(f"experts.{part}", self.w_gate_up[:, rows], t, (E, I, H), lambda t: t[:, a:b],
+                       scale=self._scale_slot("gate_up_scale", slice(None), rows))
             return
-        self._copy("experts.gate_up", self.w_gate_up[:, :i], t, (E, 2 * I, H), lambda t: t[:, a:b])
-        with torch.no_grad():
-            self.w_gate_up[:, i:].copy_(t[:, I + a:I + b])
+        self._copy("experts.gate_up", self.w_gate_up[:, :i], t, (E, 2 * I, H), lambda t: t[:, a:b],
+                   scale=self._scale_slot("gate_up_scale", slice(None), slice(0, i)))
+        self._copy("experts.gate_up", self.w_gate_up[:, i:], t, (E, 2 * I, H), lambda t: t[:, I + a:I + b],
+                   scale=self._scale_slot("gate_up_scale", slice(None), slice(i, 2 * i)))
 
     def _load_shared(self, part: str, t: torch.Tensor | LazyTensor) -> None:
         """Qwen2-MoE's shared expert (``mlp.shared_expert.{gate,up,down}_proj``) and its gate
@@ -139,7 +163,12 @@ class SparseMoeBlock:
             rows = slice(0, si) if part == "gate" else slice(si, 2 * si)
             self._copy(f"shared.{part}", self.shared["gate_up"][rows], t, (S, H), lambda t: t[a:b])
 
-    def _copy(self, part: str, dst: torch.Tensor, full, expected: tuple[int, ...], shard) -> None:
+    def _copy(self, part: str, dst: torch.Tensor, full, expected: tuple[int, ...], shard,
+              scale: torch.Tensor | None = None, whole_rows: bool = True) -> None:
+        """Check ``full`` (the checkpoint tensor of shape ``expected``) and copy this rank's ``shard(full)`` into
+        ``dst``. ``scale`` (fp8 experts): where the rows' scales go; the rows are quantized as they load, from the
+        shard where it keeps whole rows (``whole_rows``: gate and up, sharded by rows), else from the whole rows
+        of ``full`` (down, sharded by columns) and then sharded."""
         if not isinstance(full, (torch.Tensor, LazyTensor)):
             raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
         if not full.dtype.is_floating_point or full.dtype.itemsize == 1:
@@ -149,7 +178,16 @@ class SparseMoeBlock:
             raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
                              f"(the full checkpoint tensor)")
         with torch.no_grad():
-            dst.copy_(shard(full))
+            if scale is None:
+                dst.copy_(shard(full))
+            elif whole_rows:
+                w8, s = _quantize_last(shard(full).to(dst.device))
+                dst.copy_(w8)
+                scale.copy_(s)
+            else:
+                w8, s = _quantize_last(materialize(full).to(dst.device))
+                dst.copy_(shard(w8))
+                scale.copy_(s)
         self._loaded.add(part)
 
     def missing(self) -> list[str]:
@@ -173,7 +211,7 @@ class SparseMoeBlock:
         where :meth:`norm_route` gave them."""
         if routed is None:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
-        y = ops.fused_moe(x, self.w_gate_up, self.w_down, *routed)
+        y = ops.fused_moe(x, self.w_gate_up, self.w_down, *routed, **self.scales)
         if self.shared is not None:
             y = y + self._shared_expert(x, linear)
         if reduce and self.group.world_size > 1:
@@ -194,7 +232,8 @@ class SparseMoeBlock:
             return ops.rms_norm(self.forward(x, linear, ops, routed=routed), norm_weight, eps, residual)
         if routed is None:
             routed = ops.moe_route(linear(x, self.router), self.top_k, self.renormalize)
-        return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, *routed, residual, norm_weight, eps)
+        return ops.fused_moe_add_norm(x, self.w_gate_up, self.w_down, *routed, residual, norm_weight, eps,
+                                      **self.scales)
 
     def _shared_expert(self, x: torch.Tensor, linear) -> torch.Tensor:
         """Qwen2-MoE's shared expert times the sigmoid of its gate: ``sigmoid(x g^T) * down(silu(gate(x)) *
@@ -221,11 +260,18 @@ class SparseMoeBlock:
     def weight_bytes(self, *, active: bool = True) -> int:
         """Bytes of weight this rank reads for one token: the router and ``top_k`` experts (``active=False``: every
         expert, what the layer holds)."""
-        per_expert = (self.w_gate_up[0].numel() + self.w_down[0].numel()) * self.w_down.element_size()
+        per_expert = (self.w_gate_up[0].numel() + self.w_down[0].numel()) * self.w_down.element_size() + sum(
+            s[0].numel() * s.element_size() for s in self.scales.values())
         experts = self.top_k if active else self.num_experts
         shared = sum(t.numel() * t.element_size() for t in (self.shared or {}).values())
         return self.router.numel() * self.router.element_size() + experts * per_expert + shared
 
     def weights(self) -> list[torch.Tensor]:
         """The tensors this block holds."""
-        return [self.router, self.w_gate_up, self.w_down, *(self.shared or {}).values()]
+        return [self.router, self.w_gate_up, self.w_down, *self.scales.values(), *(self.shared or {}).values()]
+
+
+def _quantize_last(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``quantize_rows`` over the last dimension of a tensor of any rank: (fp8 values, a scale per row)."""
+    w8, s = quantize_rows(w.reshape(-1, w.shape[-1]))
+    return w8.view(w.shape), s.view(w.shape[:-1])

@@ -33,6 +33,7 @@ import triton
 import triton.language as tl
 
 from tritium.ops.gemv import _silu_mul
+from tritium.ops.quant import FP8_DTYPE
 from tritium.ops.rms_norm import _rms_normed, rms_norm, sum_rms_norm
 from tritium.runtime import max_shared_memory, pdl_launch, pipeline_stages
 
@@ -49,6 +50,10 @@ MAX_TOP_K = 16
 PER_SLOT_MAX_SLOTS_PER_EXPERT = 0.5
 
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _describe(v) -> str:
+    return f"{v.dtype} {list(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)
 
 
 # -- router ------------------------------------------------------------------------------------------------------
@@ -296,18 +301,20 @@ def moe_norm_route(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.T
 @triton.jit
 def _moe_up_slot_kernel(
     # pointers
-    x_ptr, w_ptr, ids_ptr, act_ptr,
+    x_ptr, w_ptr, ids_ptr, act_ptr, scale_ptr,
     # strides
-    stride_x_t, stride_w_e, stride_w_n, stride_ids_t, stride_ids_k, stride_act_s,
+    stride_x_t, stride_w_e, stride_w_n, stride_ids_t, stride_ids_k, stride_act_s, stride_scale_e,
     # sizes
     H, I, E,
     # meta-parameters
     TOP_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, USE_PDL: tl.constexpr,
+    SCALED: tl.constexpr = False,
 ):
     """Grid (S, cdiv(I, BLOCK_N)): program (s, n) writes ``act[s, cols] = silu(x[t] Wg[e]^T) * (x[t] Wu[e]^T)``
     for the BLOCK_N columns ``cols`` of tile n, t = s // TOP_K, e = ids[t, s % TOP_K]: fp32 products
     accumulated over BLOCK_K chunks of H and reduced once, the next weight chunks requested before the
-    current ones are used; rounded to x's dtype as :func:`tritium.ops.reference.fused_moe` rounds."""
+    current ones are used; rounded to x's dtype as :func:`tritium.ops.reference.fused_moe` rounds. SCALED (fp8
+    weights): each row's sum times its scale ``scale[e, row]`` before the rounding."""
     s = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N] gate rows
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
@@ -338,21 +345,28 @@ def _moe_up_slot_kernel(
         wg = wg_next
         wu = wu_next
     dtype = act_ptr.dtype.element_ty
-    act = _silu_mul(tl.sum(acc_g, axis=1).to(dtype), tl.sum(acc_u, axis=1).to(dtype))  # [BLOCK_N]
+    g = tl.sum(acc_g, axis=1)
+    u = tl.sum(acc_u, axis=1)
+    if SCALED:
+        scale_row = scale_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_scale_e
+        g *= tl.load(scale_row + cols, mask=col_ok, other=0.0)
+        u *= tl.load(scale_row + I + cols, mask=col_ok, other=0.0)
+    act = _silu_mul(g.to(dtype), u.to(dtype))  # [BLOCK_N]
     tl.store(act_ptr + s.to(tl.int64) * stride_act_s + cols, act, mask=col_ok)
 
 
 @triton.jit
 def _moe_down_token_kernel(
     # pointers
-    act_ptr, w_ptr, ids_ptr, rw_ptr, out_ptr,
+    act_ptr, w_ptr, ids_ptr, rw_ptr, out_ptr, scale_ptr,
     # strides
     stride_act_s, stride_w_e, stride_w_n, stride_ids_t, stride_ids_k, stride_rw_t, stride_rw_k, stride_out_t,
+    stride_scale_e,
     # sizes
     H, I, E,
     # meta-parameters
     TOP_K: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    USE_PDL: tl.constexpr,
+    USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
 ):
     """Grid (S / SLOTS, cdiv(H, BLOCK_N)): program (p, n) writes ``out[p, cols] = sum_s rw[s] * act[s] Wd[e_s]^T``
     over its SLOTS slots s = p * SLOTS + jj for the BLOCK_N columns of tile n: each act chunk scaled by its routing
@@ -362,7 +376,10 @@ def _moe_down_token_kernel(
     The first slot's id, routing weight and weight chunk are requested before the PDL wait: the ids and weights
     come from the router two launches before (the gate/up kernel this one follows waited for it before
     releasing this one) and Wd is never written, so only act has to wait; the latency of the first DRAM reads
-    hides under the gate/up kernel's last programs."""
+    hides under the gate/up kernel's last programs.
+
+    SCALED (fp8 weights, a scale per row of Wd[e]): a slot's products are reduced at the end of its chunks and
+    times its expert's row scales (its own reduction), the slots' scaled sums added in fp32."""
     p = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N] rows of Wd
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
@@ -380,9 +397,13 @@ def _moe_down_token_kernel(
         tl.extra.cuda.gdc_wait()  # act comes from the gate/up kernel before
         tl.extra.cuda.gdc_launch_dependents()
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    total = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for jj in range(SLOTS):
         s = p * SLOTS + jj
         k_end = tl.where(ok, I, 0)  # an id outside [0, E): the slot adds nothing
+        if SCALED:
+            scale = tl.load(scale_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_scale_e + cols, mask=col_ok,
+                            other=0.0)
         a_ptrs = act_ptr + s * stride_act_s + ks                                         # [BLOCK_K]
         for k0 in range(0, k_end, BLOCK_K):
             a = tl.load(a_ptrs + k0, mask=k0 + ks < I, other=0.0).to(tl.float32) * rw  # [BLOCK_K]
@@ -390,6 +411,9 @@ def _moe_down_token_kernel(
                              other=0.0)
             acc += w.to(tl.float32) * a[None, :]
             w = w_next
+        if SCALED:
+            total += tl.sum(acc, axis=1) * scale
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
         # the next slot's expert, routing weight and first chunk (none after the last)
         more = jj + 1 < SLOTS
         t = (s + 1) // TOP_K
@@ -399,7 +423,10 @@ def _moe_down_token_kernel(
         ok = (e >= 0) & (e < E)
         w_ptrs = w_ptr + tl.where(ok, e, 0).to(tl.int64) * stride_w_e + row_offs
         w = tl.load(w_ptrs, mask=ok & col_ok[:, None] & (ks < I)[None, :], other=0.0)
-    out = tl.sum(acc, axis=1)                                                          # [BLOCK_N]
+    if SCALED:
+        out = total
+    else:
+        out = tl.sum(acc, axis=1)                                                      # [BLOCK_N]
     tl.store(out_ptr + p * stride_out_t + cols, out.to(out_ptr.dtype.element_ty), mask=col_ok)
 
 
@@ -418,19 +445,20 @@ def _sorted_block(sorted_slots_ptr, block_expert_ptr, b, S, BLOCK_M: tl.constexp
 @triton.jit(do_not_specialize=["S"])  # S changes with every batch
 def _moe_up_sorted_kernel(
     # pointers
-    x_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, act_ptr,
+    x_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, act_ptr, scale_ptr,
     # strides
-    stride_x_t, stride_w_e, stride_w_n, stride_act_s,
+    stride_x_t, stride_w_e, stride_w_n, stride_act_s, stride_scale_e,
     # sizes
     H, I, S,
     # meta-parameters
     TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
 ):
     """Grid (blocks, cdiv(I, BLOCK_N)): program (b, n) takes the BLOCK_M sorted slots of block b (one expert
     e = block_expert[b]; padding slots are S), gathers their tokens' rows of x and writes
     ``act[slot, cols] = silu(x Wg[e]^T) * (x Wu[e]^T)`` (tl.dot, fp32 accumulators). Blocks of expert -1
-    (past the end, or ids out of range) read no weight."""
+    (past the end, or ids out of range) read no weight. SCALED (fp8 weights): the tiles converted to x's dtype in
+    registers, each column of the products times its row's scale ``scale[e, row]`` after the loop."""
     b = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N]
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
@@ -451,8 +479,12 @@ def _moe_up_sorted_kernel(
         a = tl.load(x_ptrs + k0, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
         wg = tl.load(wg_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
         wu = tl.load(wu_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
-        acc_g = tl.dot(a, wg, acc_g, input_precision=DOT_PRECISION)
-        acc_u = tl.dot(a, wu, acc_u, input_precision=DOT_PRECISION)
+        acc_g = tl.dot(a, wg.to(a.dtype), acc_g, input_precision=DOT_PRECISION)
+        acc_u = tl.dot(a, wu.to(a.dtype), acc_u, input_precision=DOT_PRECISION)
+    if SCALED:
+        scale_row = scale_ptr + tl.maximum(e, 0).to(tl.int64) * stride_scale_e
+        acc_g *= tl.load(scale_row + cols, mask=col_ok, other=0.0)[None, :]
+        acc_u *= tl.load(scale_row + I + cols, mask=col_ok, other=0.0)[None, :]
     dtype = act_ptr.dtype.element_ty
     act = _silu_mul(acc_g.to(dtype), acc_u.to(dtype))                                 # [BLOCK_M, BLOCK_N]
     tl.store(act_ptr + slots[:, None] * stride_act_s + cols[None, :], act, mask=row_ok[:, None] & col_ok[None, :])
@@ -461,18 +493,19 @@ def _moe_up_sorted_kernel(
 @triton.jit(do_not_specialize=["S"])  # S changes with every batch
 def _moe_down_sorted_kernel(
     # pointers
-    act_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, rw_ptr, buf_ptr,
+    act_ptr, w_ptr, sorted_slots_ptr, block_expert_ptr, rw_ptr, buf_ptr, scale_ptr,
     # strides
-    stride_act_s, stride_w_e, stride_w_n, stride_rw_t, stride_rw_k, stride_buf_s,
+    stride_act_s, stride_w_e, stride_w_n, stride_rw_t, stride_rw_k, stride_buf_s, stride_scale_e,
     # sizes
     H, I, S,
     # meta-parameters
     TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
 ):
     """Grid (blocks, cdiv(H, BLOCK_N)): program (b, n) writes ``buf[slot, cols] = rw[slot] * act[slot]
     Wd[e]^T`` (fp32) for the block's slots; a block of expert -1 writes zeros for its slots (ids out of
-    range), so that every slot's row of buf is written."""
+    range), so that every slot's row of buf is written. SCALED (fp8 weights): as the gate/up kernel, the scale of
+    Wd[e]'s row ``cols`` times each column."""
     b = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)                         # [BLOCK_N]
     ks = tl.arange(0, BLOCK_K)                                                         # [BLOCK_K]
@@ -490,7 +523,10 @@ def _moe_down_sorted_kernel(
         k_ok = k0 + ks < I
         a = tl.load(a_ptrs + k0, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(w_ptrs + k0, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
-        acc = tl.dot(a, w, acc, input_precision=DOT_PRECISION)
+        acc = tl.dot(a, w.to(a.dtype), acc, input_precision=DOT_PRECISION)
+    if SCALED:
+        acc *= tl.load(scale_ptr + tl.maximum(e, 0).to(tl.int64) * stride_scale_e + cols, mask=col_ok,
+                       other=0.0)[None, :]
     rw = tl.load(rw_ptr + (slots // TOP_K) * stride_rw_t + (slots % TOP_K) * stride_rw_k, mask=row_ok, other=0.0)
     out = tl.where(e >= 0, acc * rw[:, None], 0.0)                                     # [BLOCK_M, BLOCK_N]
     tl.store(buf_ptr + slots[:, None] * stride_buf_s + cols[None, :], out, mask=row_ok[:, None] & col_ok[None, :])
@@ -721,7 +757,8 @@ def _sorted_smem(t: MoeTiles, dtype: torch.dtype) -> int:
     return stages * max(up, down) * dtype.itemsize
 
 
-def _check_moe(x, w_gate_up, w_down, weights, ids, out) -> tuple[int, int, int, int, int]:
+def _check_moe(x, w_gate_up, w_down, weights, ids, out, gate_up_scale=None, down_scale=None
+               ) -> tuple[int, int, int, int, int]:
     """(T, H, I, E, k) of :func:`fused_moe`'s operands; ValueError naming the one that does not fit."""
     for name, v in (("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down), ("weights", weights), ("ids", ids)):
         if not isinstance(v, torch.Tensor):
@@ -739,9 +776,21 @@ def _check_moe(x, w_gate_up, w_down, weights, ids, out) -> tuple[int, int, int, 
         raise ValueError("w_gate_up must hold at least one expert, got E = 0")
     if tuple(w_down.shape) != (E, H, I):
         raise ValueError(f"w_down must be [{E}, {H}, {I}] (E, H, I of w_gate_up and x), got {list(w_down.shape)}")
-    for name, w in (("w_gate_up", w_gate_up), ("w_down", w_down)):
-        if w.dtype != x.dtype:
-            raise ValueError(f"{name} must have x's dtype {x.dtype}, got {w.dtype}")
+    if (w_gate_up.dtype == FP8_DTYPE) != (w_down.dtype == FP8_DTYPE):
+        raise ValueError(f"w_gate_up and w_down must both be float8 (weight-only fp8) or neither, got "
+                         f"{w_gate_up.dtype} and {w_down.dtype}")
+    for name, w, scale, rows in (("w_gate_up", w_gate_up, gate_up_scale, 2 * I), ("w_down", w_down, down_scale, H)):
+        sname = "gate_up_scale" if name == "w_gate_up" else "down_scale"
+        if w.dtype == FP8_DTYPE:
+            if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or tuple(scale.shape) != (E, rows):
+                raise ValueError(f"{name} is float8: {sname} must be a float32 [{E}, {rows}] tensor (a scale per row "
+                                 f"of each expert), got {_describe(scale)}")
+            if scale.device != x.device or scale.stride(-1) != 1:
+                raise ValueError(f"{sname} must be on x's device {x.device} with a contiguous last dimension")
+        elif w.dtype != x.dtype:
+            raise ValueError(f"{name} must have x's dtype {x.dtype} or be float8_e4m3fn (with {sname}), got {w.dtype}")
+        elif scale is not None:
+            raise ValueError(f"{sname} is for float8 weights; {name} is {w.dtype}")
     if weights.dim() != 2 or weights.shape[0] != T:
         raise ValueError(f"weights must be [{T}, k] (a row per token of x), got {list(weights.shape)}")
     k = weights.shape[1]
@@ -766,7 +815,8 @@ def _check_moe(x, w_gate_up, w_down, weights, ids, out) -> tuple[int, int, int, 
 
 def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
               ids: torch.Tensor, *, out: torch.Tensor | None = None, pdl: bool = True,
-              path: str | None = None, tiles: MoeTiles | None = None) -> torch.Tensor:
+              path: str | None = None, tiles: MoeTiles | None = None, gate_up_scale: torch.Tensor | None = None,
+              down_scale: torch.Tensor | None = None) -> torch.Tensor:
     """The routed experts' SwiGLU MLPs, weighted and summed: x ``[T, H]`` (fp32/fp16/bf16), w_gate_up
     ``[E, 2I, H]`` (rows 0..I-1 the gate, I..2I-1 the up projection; x's dtype), w_down ``[E, H, I]``,
     weights ``[T, k]`` fp32, ids ``[T, k]`` int32/int64 -> out ``[T, H]`` in x's dtype::
@@ -780,11 +830,16 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
     to write the result. ``pdl``: programmatic dependent launch where supported. Per-slot path for one token or S = T *
     k <= ``PER_SLOT_MAX_SLOTS_PER_EXPERT`` x E, else the sorted one (module docstring); ``path`` = "slot" or
     "sorted" forces one and ``tiles`` (:class:`MoeTiles`) sets every tile, its ``block_m`` the path (benchmarks,
-    tuning)."""
-    T, H, _, _, _ = _check_moe(x, w_gate_up, w_down, weights, ids, out)
+    tuning).
+
+    Weight-only fp8: w_gate_up and w_down float8_e4m3fn with ``gate_up_scale [E, 2I]`` and ``down_scale [E, H]``
+    (fp32, a scale per row of each expert's weight: Wg[e] = w_gate_up[e, :I] * gate_up_scale[e, :I, None] ...).
+    The weights are converted in registers (to fp32 in the per-slot kernels, to x's dtype for the sorted
+    path's tensor cores) and each row's products scaled once."""
+    T, H, _, _, _ = _check_moe(x, w_gate_up, w_down, weights, ids, out, gate_up_scale, down_scale)
     if out is None:
         out = torch.empty((T, H), dtype=x.dtype, device=x.device)
-    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles)
+    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles, gate_up_scale, down_scale)
     if parts is not None:
         _sum_slots(parts, out, weights.shape[1], pdl_launch(x.device, pdl))
     return out
@@ -792,28 +847,30 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
 
 def fused_moe_add_norm(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
                        ids: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float, *,
-                       pdl: bool = True, path: str | None = None,
-                       tiles: MoeTiles | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                       pdl: bool = True, path: str | None = None, tiles: MoeTiles | None = None,
+                       gate_up_scale: torch.Tensor | None = None,
+                       down_scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`fused_moe` followed by the residual add and RMSNorm of the layer after it:
     ``residual += fused_moe(x, ...)`` (rounded to x's dtype first, in place) and ``(rms_norm(residual), residual)``
     returned, as :func:`tritium.ops.rms_norm.rms_norm` (x, residual) does. Where the experts leave fp32 partial
     rows to sum (one token, or the sorted path), the sum, the add and the norm are one launch
     (:func:`tritium.ops.rms_norm.sum_rms_norm`) instead of two. residual: ``[T, H]`` in x's dtype; norm_weight
-    ``[H]``."""
-    T, H, _, _, k = _check_moe(x, w_gate_up, w_down, weights, ids, None)
+    ``[H]``; fp8 weights with their scales as :func:`fused_moe`."""
+    T, H, _, _, k = _check_moe(x, w_gate_up, w_down, weights, ids, None, gate_up_scale, down_scale)
     _check_out("residual", residual, (T, H), x.dtype, x.device)
     if not isinstance(norm_weight, torch.Tensor) or tuple(norm_weight.shape) != (H,):
         raise ValueError(f"norm_weight must be a [{H}] tensor, got {getattr(norm_weight, 'shape', norm_weight)!r}")
     out = torch.empty((T, H), dtype=x.dtype, device=x.device)
-    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles)
+    parts = _experts(x, w_gate_up, w_down, weights, ids, out, pdl, path, tiles, gate_up_scale, down_scale)
     if parts is not None:
         return sum_rms_norm(parts, k, norm_weight, eps, residual, pdl=pdl)
     return rms_norm(out, norm_weight, eps, residual, pdl=pdl)
 
 
 def _experts(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
-             ids: torch.Tensor, out: torch.Tensor, pdl: bool, path: str | None,
-             tiles: MoeTiles | None) -> torch.Tensor | None:
+             ids: torch.Tensor, out: torch.Tensor, pdl: bool, path: str | None, tiles: MoeTiles | None,
+             gate_up_scale: torch.Tensor | None = None, down_scale: torch.Tensor | None = None
+             ) -> torch.Tensor | None:
     """The experts' launches of :func:`fused_moe` (operands checked): the output written into ``out``, or the
     fp32 ``[T k, H]`` rows of each slot returned for the caller to sum (one token on the per-slot path, and the
     sorted path)."""
@@ -830,19 +887,24 @@ def _experts(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, wei
         raise ValueError(f"tiles must be a MoeTiles or None, got {type(tiles).__name__}")
     act = torch.empty((S, I), dtype=x.dtype, device=x.device)  # [S, I] workspace
     pdl_kw = pdl_launch(x.device, pdl)
+    scaled = gate_up_scale is not None
+    gus = gate_up_scale if scaled else x  # never read unscaled
+    ds = down_scale if scaled else x
+    gus_e, ds_e = (gus.stride(0), ds.stride(0)) if scaled else (0, 0)
     launch = dict(num_warps=tiles.num_warps, num_stages=pipeline_stages(tiles.num_stages), **pdl_kw)
     if not tiles.block_m:
         _moe_up_slot_kernel[(S, triton.cdiv(I, tiles.up_n))](
-            x, w_gate_up, ids, act,
-            x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), ids.stride(0), ids.stride(1), act.stride(0),
-            H, I, E, TOP_K=k, BLOCK_N=tiles.up_n, BLOCK_K=tiles.up_k, **launch)
+            x, w_gate_up, ids, act, gus,
+            x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), ids.stride(0), ids.stride(1), act.stride(0), gus_e,
+            H, I, E, TOP_K=k, BLOCK_N=tiles.up_n, BLOCK_K=tiles.up_k, SCALED=scaled, **launch)
         per_slot = tiles.down_per_slot and k > 1
         dst = torch.empty((S, H), dtype=torch.float32, device=x.device) if per_slot else out
         _moe_down_token_kernel[(S if per_slot else T, triton.cdiv(H, tiles.down_n))](
-            act, w_down, ids, weights, dst,
+            act, w_down, ids, weights, dst, ds,
             act.stride(0), w_down.stride(0), w_down.stride(1), ids.stride(0), ids.stride(1), weights.stride(0),
-            weights.stride(1), dst.stride(0),
-            H, I, E, TOP_K=k, SLOTS=1 if per_slot else k, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k, **launch)
+            weights.stride(1), dst.stride(0), ds_e,
+            H, I, E, TOP_K=k, SLOTS=1 if per_slot else k, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k,
+            SCALED=scaled, **launch)
         return dst if per_slot else None
     if S <= ALIGN_MAX_SLOTS and E < 1024:
         sorted_slots, block_expert = _align_slots(ids, E, tiles.block_m, pdl_kw)
@@ -852,13 +914,13 @@ def _experts(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, wei
     buf = torch.empty((S, H), dtype=torch.float32, device=x.device)  # every row written by the down kernel
     precision = "ieee" if x.dtype == torch.float32 else None  # fp32 stays fp32 (no tf32)
     _moe_up_sorted_kernel[(blocks, triton.cdiv(I, tiles.up_n))](
-        x, w_gate_up, sorted_slots, block_expert, act,
-        x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), act.stride(0),
+        x, w_gate_up, sorted_slots, block_expert, act, gus,
+        x.stride(0), w_gate_up.stride(0), w_gate_up.stride(1), act.stride(0), gus_e,
         H, I, S, TOP_K=k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.up_n, BLOCK_K=tiles.up_k, DOT_PRECISION=precision,
-        **launch)
+        SCALED=scaled, **launch)
     _moe_down_sorted_kernel[(blocks, triton.cdiv(H, tiles.down_n))](
-        act, w_down, sorted_slots, block_expert, weights, buf,
-        act.stride(0), w_down.stride(0), w_down.stride(1), weights.stride(0), weights.stride(1), buf.stride(0),
+        act, w_down, sorted_slots, block_expert, weights, buf, ds,
+        act.stride(0), w_down.stride(0), w_down.stride(1), weights.stride(0), weights.stride(1), buf.stride(0), ds_e,
         H, I, S, TOP_K=k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.down_n, BLOCK_K=tiles.down_k,
-        DOT_PRECISION=precision, **launch)
+        DOT_PRECISION=precision, SCALED=scaled, **launch)
     return buf

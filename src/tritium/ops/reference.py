@@ -189,7 +189,8 @@ def moe_route(logits: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torc
 
 
 def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
-              ids: torch.Tensor) -> torch.Tensor:
+              ids: torch.Tensor, *, gate_up_scale: torch.Tensor | None = None,
+              down_scale: torch.Tensor | None = None) -> torch.Tensor:
     """The routed experts' SwiGLU MLPs, weighted and summed: x ``[T, H]``, w_gate_up ``[E, 2I, H]`` (gate rows
     then up rows), w_down ``[E, H, I]``, weights ``[T, k]`` fp32, ids ``[T, k]`` int -> ``[T, H]`` in x's dtype::
 
@@ -199,7 +200,11 @@ def fused_moe(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, we
 
     A slot whose id is outside [0, E) adds nothing. Dense over the experts (each expert's MLP on every token,
     kept where routed): no host syncs and static shapes (CUDA-graph safe), each weight read once, but E / k
-    times the routed arithmetic."""
+    times the routed arithmetic. fp8 weights: dequantized by their per-row scales (``gate_up_scale [E, 2I]``,
+    ``down_scale [E, H]``) in fp32 first."""
+    if gate_up_scale is not None:
+        w_gate_up = w_gate_up.float() * gate_up_scale[..., None]
+        w_down = w_down.float() * down_scale[..., None]
     inter = w_gate_up.shape[1] // 2
     xf = x.float()
     ids = ids.long()
@@ -225,6 +230,7 @@ def moe_norm_route(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.T
 
 def fused_moe_add_norm(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, weights: torch.Tensor,
                        ids: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor,
-                       eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`fused_moe`, then :func:`rms_norm` of it plus ``residual``: (normed rows, the new residual)."""
-    return rms_norm(fused_moe(x, w_gate_up, w_down, weights, ids), norm_weight, eps, residual)
+                       eps: float, **scales) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`fused_moe` (``scales``: its fp8 weights' ``gate_up_scale`` / ``down_scale``), then :func:`rms_norm` of
+    it plus ``residual``: (normed rows, the new residual)."""
+    return rms_norm(fused_moe(x, w_gate_up, w_down, weights, ids, **scales), norm_weight, eps, residual)
