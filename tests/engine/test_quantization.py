@@ -298,6 +298,9 @@ def test_block_fp8_checkpoint_quantized_again_per_row(block_checkpoints):
         kw = dict(linear_backend="triton", op_backend="triton", attention_backend="torch", quantization="fp8",
                   max_num_seqs=1)
         _assert_same(_run(paths["fp8-block"], **kw), _run(paths["dequantized"], quantization="fp8"), 1e-4)
+        # the start-up warm-up (on a GPU): the attention projections' dense paths, no MLP projection to warm
+        with LLM(paths["fp8-block"], max_model_len=64, kv_cache_memory=8 << 20, **kw) as llm:
+            assert llm.engine.model.warm_quantized(8) > 0
 
 
 # -- W8A8: quantization="fp8-dynamic" ------------------------------------------------------------------------

@@ -612,8 +612,9 @@ class LlamaModel:
                     count += 1
             return count
         count = sum(warm_dense_paths(self.linear, getattr(layer, name).weight, getattr(layer, name).weight_scale,
-                                     max_rows, self.dtype) for name in LAYER_PROJECTIONS)
-        if self.options.fuse_act_quant and self.linear.quantizes_input(layer.down_proj.weight):
+                                     max_rows, self.dtype) for name in self.projection_names)  # MoE: qkv and o
+        if (layer.down_proj is not None and self.options.fuse_act_quant
+                and self.linear.quantizes_input(layer.down_proj.weight)):
             x = torch.zeros(1, layer.gate_up_proj.weight.shape[0], dtype=self.dtype, device=self.device)
             self.linear.gated(x, layer.down_proj.weight, scale=layer.down_proj.weight_scale)
             self.ops.rms_norm(torch.zeros_like(self.unit_norm)[None], self.unit_norm, self.config.rms_norm_eps,
