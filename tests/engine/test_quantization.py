@@ -287,6 +287,38 @@ def test_block_fp8_tensor_parallel(block_checkpoints, no_leaks, two_ranks):  # n
     _assert_same(_run(paths["fp8-block"], tensor_parallel_size=2, comm="torch"), _run(paths["dequantized"]), 1e-4)
 
 
+def test_fp8_moe_checkpoint_runs_weight_only_as_stored(tmp_path):
+    """A compressed-tensors FP8 mixture of experts (per-channel float8 weights, the experts' too, and fp8 activations
+    declared, as RedHatAI's -FP8-dynamic MoE releases): its config selects fp8 (weight-only: no W8A8 experts), the
+    experts load as stored with their scales and unused input scales, and the model equals the 16-bit one quantized
+    per row at load (the same values and scales)."""
+    from safetensors.torch import load_file, save_file
+    base, path = str(tmp_path / "base"), str(tmp_path / "fp8")
+    os.makedirs(base)
+    make_tiny_model(base, "qwen3_moe")
+    state = load_file(os.path.join(base, "model.safetensors"))
+    stored = {}
+    for name, value in state.items():
+        if name.endswith(".weight") and name.split(".")[-2] in PROJECTIONS:
+            w8, scale = quantize_rows(value)
+            stored.update({name: w8, name + "_scale": scale[:, None].contiguous(),
+                           name.replace(".weight", ".input_scale"): torch.ones(1)})
+        else:
+            stored[name] = value
+    shutil.copytree(base, path)
+    save_file(stored, os.path.join(path, "model.safetensors"))
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = _compressed_tensors("channel", activations=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    from tritium.models.weights import load_hf_config
+    assert load_hf_config(path).quantization == "fp8"
+    _assert_same(_run(path), _run(base, quantization="fp8"), 0.0)
+    with pytest.raises(ValueError, match="quantization 'fp8-dynamic' is not supported for mixture-of-experts"):
+        LLM(path, quantization="fp8-dynamic", max_model_len=64, kv_cache_memory=8 << 20)
+
+
 def test_block_fp8_checkpoint_quantized_again_per_row(block_checkpoints):
     """quantization="fp8" on a block-wise checkpoint: its dequantized weights quantized per row as they load (the
     experts' too), the same model as the dequantized checkpoint quantized at load; the torch path, and tritium's

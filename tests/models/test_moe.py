@@ -108,6 +108,46 @@ def test_fp8_experts_quantized_per_whole_row(style, ws):
     assert_close(sum(parts), full, 1e-5)
 
 
+@pytest.mark.parametrize("ws", [1, 2, 3], ids=lambda w: f"ws{w}")
+@pytest.mark.parametrize("style", ["mixtral", "qwen3_moe"])
+def test_fp8_experts_loaded_as_stored(style, ws):
+    """An FP8 checkpoint's experts (float8 weights with a per-channel weight_scale, an unused input_scale beside
+    them, as compressed-tensors writes them): copied as stored, the scales sharded with the rows; the same
+    block as the 16-bit checkpoint quantized at load. A float8 part without its scale is named missing."""
+    gate, up, down, router = _experts()
+    quantized = {n: quantize_rows(t.reshape(-1, t.shape[-1])) for n, t in (("gate", gate), ("up", up), ("down", down))}
+    stored = [(name, t) for name, t in _checkpoint(style, gate, up, down, router) if "experts" not in name]
+    prefix, names = {"mixtral": ("block_sparse_moe", ("w1", "w3", "w2")),
+                     "qwen3_moe": ("mlp", ("gate_proj", "up_proj", "down_proj"))}[style]
+    for e in range(E):
+        for n, part in zip(names, ("gate", "up", "down")):
+            w8, sc = quantized[part]
+            rows = w8.shape[0] // E
+            stored += [(f"{prefix}.experts.{e}.{n}.weight", w8[e * rows:(e + 1) * rows]),
+                       (f"{prefix}.experts.{e}.{n}.weight_scale", sc[e * rows:(e + 1) * rows, None]),
+                       (f"{prefix}.experts.{e}.{n}.input_scale", torch.ones(1))]
+    for g in groups(ws):
+        block = SparseMoeBlock(H, I, E, K, True, group=g, quant="fp8", **KW)
+        reference_block = SparseMoeBlock(H, I, E, K, True, group=g, quant="fp8", **KW)
+        for name, t in _checkpoint(style, gate, up, down, router):
+            reference_block.load(name, t)
+        for name, t in stored:
+            assert block.load(name, t), name
+        assert block.missing() == []
+        assert torch.equal(block.w_gate_up.float(), reference_block.w_gate_up.float())
+        assert torch.equal(block.w_down.float(), reference_block.w_down.float())
+        for k in block.scales:
+            assert torch.equal(block.scales[k], reference_block.scales[k]), k
+    block = SparseMoeBlock(H, I, E, K, True, quant="fp8", **KW)
+    block.load(f"{prefix}.experts.2.{names[2]}.weight", quantized["down"][0][2 * H:3 * H])
+    assert "experts.2.down.scale" in block.missing()
+    with pytest.raises(ValueError, match=r"experts.2.down.weight_scale: weight scale of shape \(3,\)"):
+        block.load(f"{prefix}.experts.2.{names[2]}.weight_scale", torch.ones(3))
+    plain = SparseMoeBlock(H, I, E, K, True, **KW)
+    with pytest.raises(ValueError, match="got a weight scale for experts.0.gate, but the experts are not fp8"):
+        plain.load(f"{prefix}.experts.0.{names[0]}.weight_scale", torch.ones(1))
+
+
 @pytest.mark.parametrize("ws", [1, 2, 3, 4], ids=lambda w: f"ws{w}")
 def test_shared_expert_shards_sum(ws):
     """Qwen2-MoE's shared expert (its [gate; up] rows and down columns sharded like the experts', its sigmoid gate
@@ -162,7 +202,8 @@ def test_not_a_block_name_and_weight_bytes():
     ("mlp.gate.weight", torch.zeros(E + 1, H), ValueError, r"router has shape \(6, 16\), expected \(5, 16\)"),
     ("mlp.experts.down_proj", torch.zeros(E, H, I - 1), ValueError, r"experts.down has shape"),
     ("mlp.experts.1.down_proj.weight", torch.zeros(H, I, dtype=torch.float8_e4m3fn), TypeError,
-     r"experts.1.down must be a 16- or 32-bit floating-point tensor, got torch.float8_e4m3fn"),
+     r"experts.1.down must be a 16- or 32-bit floating-point tensor, got torch.float8_e4m3fn \(float8 only .* with "
+     r"quantization='fp8'"),
     ("mlp.experts.1.down_proj.weight", torch.zeros(H, I, dtype=torch.int32), TypeError,
      r"experts.1.down must be .*got torch.int32"),
     ("mlp.experts.1.down_proj.weight", [[0.0]], TypeError, r"experts.1.down must be a torch.Tensor or LazyTensor"),

@@ -237,6 +237,10 @@ class ModelConfig:
             int4 = int4_scheme(cfg.get("quantization_config"))
         except ValueError as e:
             raise UnsupportedModelError(f"quantization_config: {e}") from None
+        quantization = "int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config"))
+        experts = _hf_experts(cfg, model_type)
+        if experts and quantization == "fp8-dynamic":
+            quantization = "fp8"  # no W8A8 experts: an FP8 mixture of experts runs weight-only (its weights as stored)
         return cls(
             model_type=model_type,
             vocab_size=cfg["vocab_size"],
@@ -265,10 +269,10 @@ class ModelConfig:
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
-            quantization="int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config")),
+            quantization=quantization,
             int4=int4,
             fp8_blocks=_hf_fp8_blocks(cfg.get("quantization_config")),
-            **_hf_experts(cfg, model_type),
+            **experts,
         )
 
     @classmethod

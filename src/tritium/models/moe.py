@@ -20,11 +20,12 @@ import torch
 from tritium.models.layers import SINGLE, ParallelGroup, shard_range
 from tritium.models.weights import LazyTensor, materialize
 from tritium.ops.moe import NORM_ROUTE_MAX_HIDDEN, norm_route_counters
-from tritium.ops.quant import FP8_DTYPE, quantize_rows
+from tritium.ops.quant import FP8_DTYPE, expand_scale, quantize_rows
 
 # checkpoint names of one expert's projections inside a layer -> (the stacked weight, its part)
 # Mixtral: block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down); Qwen3-MoE: mlp.experts.{e}.*_proj
-_EXPERT_NAME = re.compile(r"(block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight")
+_EXPERT_NAME = re.compile(r"(block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\."
+                          r"(weight|weight_scale|input_scale)")
 _EXPERT_PART = {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up", "w2": "down", "down_proj": "down"}
 # decode steps up to this many tokens norm and route in one launch (ops.moe_norm_route)
 NORM_ROUTE_MAX_TOKENS = 16
@@ -47,8 +48,10 @@ class SparseMoeBlock:
     ``quant="fp8"`` (weight-only): the experts' weights stored as float8_e4m3fn with a scale per row,
     ``gate_up_scale [E, 2 i]`` and ``down_scale [E, H]``, each row's scale from the whole row of the checkpoint
     (a down row's every column, whatever this rank holds: every tensor-parallel size holds the same weights), as
-    the dense layers quantize theirs; 16/32-bit checkpoint tensors are quantized as they load. The router and
-    Qwen2-MoE's shared expert stay in the model dtype.
+    the dense layers quantize theirs; 16/32-bit checkpoint tensors are quantized as they load. An FP8 checkpoint's
+    experts (expert by expert: ``experts.{e}.gate_proj.weight`` float8 with its ``weight_scale``, per tensor or per
+    channel, as compressed-tensors writes them) load as stored with their scales; their ``input_scale`` goes unused
+    (the activations stay in the model dtype). The router and Qwen2-MoE's shared expert stay in the model dtype.
     """
 
     def __init__(self, hidden_size: int, intermediate_size: int, num_experts: int, top_k: int, renormalize: bool, *,
@@ -93,6 +96,7 @@ class SparseMoeBlock:
                            "down": torch.empty(hidden_size, si, dtype=dtype, device=device),
                            "gate": torch.empty(1, hidden_size, dtype=dtype, device=device)}
         self._loaded: set[str] = set()
+        self._stored_fp8: set[str] = set()  # parts loaded as float8 from the checkpoint: their scales must come too
         # the tickets of ops.moe_norm_route (decode steps of up to NORM_ROUTE_MAX_TOKENS tokens), this layer's own
         self.route_counters = norm_route_counters(NORM_ROUTE_MAX_TOKENS, device)
 
@@ -112,11 +116,19 @@ class SparseMoeBlock:
         m = _EXPERT_NAME.fullmatch(name)
         if m is None:
             return False
-        e, part = int(m.group(2)), _EXPERT_PART[m.group(3)]
+        e, part, kind = int(m.group(2)), _EXPERT_PART[m.group(3)], m.group(4)
         if e >= self.num_experts:
             raise ValueError(f"{self.name}: {name}: expert {e} is out of range (num_experts {self.num_experts})")
         H, I, (a, b) = self.hidden_size, self.intermediate_size, self._cols
         i = b - a
+        if kind == "input_scale":  # an FP8 checkpoint's static activation scale: the activations stay unquantized
+            return True
+        if kind == "weight_scale":
+            self._load_scale(f"experts.{e}.{part}", tensor, H if part == "down" else I,
+                             self._scale_slot("down_scale", e) if part == "down" else
+                             self._scale_slot("gate_up_scale", e, slice(0, i) if part == "gate" else slice(i, 2 * i)),
+                             slice(None) if part == "down" else slice(a, b))
+            return True
         if part == "down":
             self._copy(f"experts.{e}.down", self.w_down[e], tensor, (H, I), lambda t: t[:, a:b],
                        scale=self._scale_slot("down_scale", e), whole_rows=False)
@@ -125,6 +137,22 @@ class SparseMoeBlock:
             self._copy(f"experts.{e}.{part}", self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b],
                        scale=self._scale_slot("gate_up_scale", e, rows))
         return True
+
+    def _load_scale(self, part: str, t, rows: int, dst: torch.Tensor | None, shard: slice) -> None:
+        """A stored fp8 part's checkpoint scale (one value, or one per row of the full part): this rank's ``shard``
+        of its rows into ``dst``."""
+        if dst is None:
+            raise ValueError(f"{self.name}: got a weight scale for {part}, but the experts are not fp8: build the "
+                             f"model with quantization='fp8'")
+        try:
+            scale = expand_scale(materialize(t), rows)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {part}.weight_scale: {e}") from None
+        if not torch.isfinite(scale).all() or not (scale > 0).all():
+            raise ValueError(f"{self.name}: {part}.weight_scale must hold finite positive values")
+        with torch.no_grad():
+            dst.copy_(scale[shard])
+        self._loaded.add(f"{part}.scale")
 
     def _scale_slot(self, name: str, *index) -> torch.Tensor | None:
         """The part of a scale tensor a weight part's row scales go to (None: the weights are not fp8)."""
@@ -171,15 +199,20 @@ class SparseMoeBlock:
         of ``full`` (down, sharded by columns) and then sharded."""
         if not isinstance(full, (torch.Tensor, LazyTensor)):
             raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
-        if not full.dtype.is_floating_point or full.dtype.itemsize == 1:
+        stored_fp8 = full.dtype == FP8_DTYPE and scale is not None and part.startswith("experts.") and \
+            part.count(".") == 2  # expert by expert: the scales come as their own tensors
+        if not stored_fp8 and (not full.dtype.is_floating_point or full.dtype.itemsize == 1):
             raise TypeError(f"{self.name}: {part} must be a 16- or 32-bit floating-point tensor, got {full.dtype} "
-                            f"(quantized mixture-of-experts checkpoints are not supported)")
+                            f"(float8 only for the experts' weights stored expert by expert, with quantization='fp8'; "
+                            f"mixture-of-experts checkpoints quantized otherwise are not supported)")
         if tuple(full.shape) != tuple(expected):
             raise ValueError(f"{self.name}: {part} has shape {tuple(full.shape)}, expected {tuple(expected)} "
                              f"(the full checkpoint tensor)")
         with torch.no_grad():
-            if scale is None:
+            if scale is None or stored_fp8:
                 dst.copy_(shard(full))
+                if stored_fp8:
+                    self._stored_fp8.add(part)
             elif whole_rows:
                 w8, s = _quantize_last(shard(full).to(dst.device))
                 dst.copy_(w8)
@@ -188,6 +221,8 @@ class SparseMoeBlock:
                 w8, s = _quantize_last(materialize(full).to(dst.device))
                 dst.copy_(shard(w8))
                 scale.copy_(s)
+            if not stored_fp8:
+                self._stored_fp8.discard(part)
         self._loaded.add(part)
 
     def missing(self) -> list[str]:
@@ -200,6 +235,7 @@ class SparseMoeBlock:
                               if p not in stacked]
         if self.shared is not None:
             names += [f"shared.{p}" for p in ("gate", "up", "down", "gate_weight")]
+        names += sorted(f"{p}.scale" for p in self._stored_fp8)  # float8 as stored: its scale must come too
         return [n for n in names if n not in loaded]
 
     # -- forward -------------------------------------------------------------------------------------------
