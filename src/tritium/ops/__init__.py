@@ -13,7 +13,8 @@
 - ``dequantize_fp8``: an fp8 weight times its row scales in one pass (weight-only FP8's prefill path;
   :mod:`tritium.ops.quant` holds the quantization and its reference).
 - ``moe_route`` / ``fused_moe``: a mixture of experts' router (softmax top-k) and its routed SwiGLU experts,
-  weighted and summed (per-slot GEMVs at decode, expert-sorted grouped GEMMs at prefill);
+  weighted and summed (per-slot GEMVs at decode, expert-sorted grouped GEMMs at prefill; 16-bit experts, or
+  weight-only fp8 ones with a scale per row);
   ``fused_moe_add_norm`` with the residual add and RMSNorm after it (the slots' sum inside the norm's launch);
   ``moe_norm_route``: the residual add and RMSNorm before the experts, the router's logits and top-k in one.
 
