@@ -265,3 +265,8 @@ def test_random_weights_load_a_moe_model(shared):
     assert model.layers[1].moe.w_gate_up.abs().sum() > 0
     if shared:
         assert model.layers[1].moe.shared["down"].abs().sum() > 0
+    # quantization="fp8" (the engine bench's tritium-fp8 system): the experts quantized as they load
+    fp8 = LlamaModel(cfg, **KW, options=ModelOptions(quantization="fp8"))
+    fp8.load_weights(RandomWeights(cfg, "float32").iter("cpu"))
+    moe = fp8.layers[1].moe
+    assert moe.w_gate_up.dtype == torch.float8_e4m3fn and (moe.scales["down_scale"] != 1).all()
