@@ -237,7 +237,10 @@ class ModelConfig:
             int4 = int4_scheme(cfg.get("quantization_config"))
         except ValueError as e:
             raise UnsupportedModelError(f"quantization_config: {e}") from None
-        quantization = "int4" if int4 is not None else _hf_quantization(cfg.get("quantization_config"))
+        fp8_blocks = _hf_fp8_blocks(cfg.get("quantization_config"))
+        # a block-wise FP8 checkpoint is dequantized as it loads: the model runs in 16 bits unless asked otherwise
+        quantization = ("int4" if int4 is not None else None if fp8_blocks is not None
+                        else _hf_quantization(cfg.get("quantization_config")))
         experts = _hf_experts(cfg, model_type)
         if experts and quantization == "fp8-dynamic":
             quantization = "fp8"  # no W8A8 experts: an FP8 mixture of experts runs weight-only (its weights as stored)
@@ -271,7 +274,7 @@ class ModelConfig:
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
             quantization=quantization,
             int4=int4,
-            fp8_blocks=_hf_fp8_blocks(cfg.get("quantization_config")),
+            fp8_blocks=fp8_blocks,
             **experts,
         )
 
@@ -458,8 +461,8 @@ def _hf_quantization(q) -> str | None:
     FP8 too (compressed-tensors ``input_activations`` of 8-bit floats, dynamic or static: tritium quantizes
     them per token as it runs; ``fbgemm_fp8``, whose activations are quantized per row; AutoFP8's and vLLM's
     ``quant_method: "fp8"`` without ``weight_block_size``: per-tensor weight scales, activations static or
-    dynamic). Block-wise FP8 configs give None (:func:`_hf_fp8_blocks`). Anything else raises
-    UnsupportedModelError naming it."""
+    dynamic). Not for block-wise FP8 configs (:func:`_hf_fp8_blocks`: the caller asks that first). Anything else
+    raises UnsupportedModelError naming it."""
     if not q:
         return None
     supported = ("tritium reads FP8 checkpoints with per-tensor or per-channel weight scales (compressed-tensors "
@@ -468,8 +471,6 @@ def _hf_quantization(q) -> str | None:
                  "(quant_method 'fp8' with weight_block_size; compressed-tensors 'block'), or quantizes a 16-bit "
                  "checkpoint as it loads (quantization='fp8' or 'fp8-dynamic')")
     method = q.get("quant_method") if isinstance(q, dict) else None
-    if _hf_fp8_blocks(q) is not None:
-        return None  # dequantized as it loads: the model runs in 16 bits unless quantization is asked for
     if method == "fbgemm_fp8":
         return "fp8-dynamic"
     if method == "fp8":  # AutoFP8 / vLLM's per-tensor FP8 (no weight_block_size): weight_scale per tensor

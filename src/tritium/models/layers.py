@@ -171,6 +171,20 @@ def int4_group_size(owner: str, full_k: int, local_k: int, group_size: int | Non
     return group_size
 
 
+def checkpoint_scale(owner: str, label: str, t, rows: int) -> torch.Tensor:
+    """An FP8 checkpoint's weight scale ``t`` (one value, or one per row of the full weight) as fp32 ``[rows]``;
+    TypeError / ValueError naming ``owner: label`` for anything else, or for values not finite and positive."""
+    if not isinstance(t, (torch.Tensor, LazyTensor)):
+        raise TypeError(f"{owner}: {label} must be a torch.Tensor or LazyTensor, got {type(t).__name__}")
+    try:
+        scale = expand_scale(materialize(t), rows)
+    except ValueError as e:
+        raise ValueError(f"{owner}: {label}: {e}") from None
+    if not torch.isfinite(scale).all() or not (scale > 0).all():
+        raise ValueError(f"{owner}: {label} must hold finite positive values")
+    return scale
+
+
 def _scale_label(label: str) -> str:
     """The scale part of a weight part: "weight" -> "weight_scale", "weight[q]" -> "weight_scale[q]"."""
     return label.replace("weight", "weight_scale", 1)
@@ -321,15 +335,7 @@ class _ShardedLayer:
         if self.quant is None or self.quant == "int4":
             raise ValueError(f"{self.name}: got a weight scale ({_scale_label(part)}) but the layer is not "
                              f"quantized to fp8: build the model with quantization='fp8'")
-        if not isinstance(t, (torch.Tensor, LazyTensor)):
-            raise TypeError(f"{self.name}: {_scale_label(part)} must be a torch.Tensor or LazyTensor, got "
-                            f"{type(t).__name__}")
-        try:
-            scale = expand_scale(materialize(t), full_rows)
-        except ValueError as e:
-            raise ValueError(f"{self.name}: {_scale_label(part)}: {e}") from None
-        if not torch.isfinite(scale).all() or not (scale > 0).all():
-            raise ValueError(f"{self.name}: {_scale_label(part)} must hold finite positive values")
+        scale = checkpoint_scale(self.name, _scale_label(part), t, full_rows)
         n = rows.stop - rows.start
         self.weight_scale[row0: row0 + n].copy_(scale[rows])
         self._loaded.add(_scale_label(part))

@@ -17,10 +17,10 @@ import re
 
 import torch
 
-from tritium.models.layers import SINGLE, ParallelGroup, shard_range
+from tritium.models.layers import SINGLE, ParallelGroup, checkpoint_scale, shard_range
 from tritium.models.weights import LazyTensor, materialize
 from tritium.ops.moe import NORM_ROUTE_MAX_HIDDEN, norm_route_counters
-from tritium.ops.quant import FP8_DTYPE, expand_scale, quantize_rows
+from tritium.ops.quant import FP8_DTYPE, quantize_rows
 
 # checkpoint names of one expert's projections inside a layer -> (the stacked weight, its part)
 # Mixtral: block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down); Qwen3-MoE: mlp.experts.{e}.*_proj
@@ -123,19 +123,22 @@ class SparseMoeBlock:
         i = b - a
         if kind == "input_scale":  # an FP8 checkpoint's static activation scale: the activations stay unquantized
             return True
-        if kind == "weight_scale":
-            self._load_scale(f"experts.{e}.{part}", tensor, H if part == "down" else I,
-                             self._scale_slot("down_scale", e) if part == "down" else
-                             self._scale_slot("gate_up_scale", e, slice(0, i) if part == "gate" else slice(i, 2 * i)),
-                             slice(None) if part == "down" else slice(a, b))
-            return True
+        label = f"experts.{e}.{part}"
         if part == "down":
-            self._copy(f"experts.{e}.down", self.w_down[e], tensor, (H, I), lambda t: t[:, a:b],
-                       scale=self._scale_slot("down_scale", e), whole_rows=False)
+            scale = self._scale_slot("down_scale", e)
+            if kind == "weight_scale":
+                self._load_scale(label, tensor, H, scale, slice(None))
+            else:
+                self._copy(label, self.w_down[e], tensor, (H, I), lambda t: t[:, a:b], scale=scale,
+                           whole_rows=False, as_stored=True)
         else:
             rows = slice(0, i) if part == "gate" else slice(i, 2 * i)
-            self._copy(f"experts.{e}.{part}", self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b],
-                       scale=self._scale_slot("gate_up_scale", e, rows))
+            scale = self._scale_slot("gate_up_scale", e, rows)
+            if kind == "weight_scale":
+                self._load_scale(label, tensor, I, scale, slice(a, b))
+            else:
+                self._copy(label, self.w_gate_up[e, rows], tensor, (I, H), lambda t: t[a:b], scale=scale,
+                           as_stored=True)
         return True
 
     def _load_scale(self, part: str, t, rows: int, dst: torch.Tensor | None, shard: slice) -> None:
@@ -144,12 +147,7 @@ class SparseMoeBlock:
         if dst is None:
             raise ValueError(f"{self.name}: got a weight scale for {part}, but the experts are not fp8: build the "
                              f"model with quantization='fp8'")
-        try:
-            scale = expand_scale(materialize(t), rows)
-        except ValueError as e:
-            raise ValueError(f"{self.name}: {part}.weight_scale: {e}") from None
-        if not torch.isfinite(scale).all() or not (scale > 0).all():
-            raise ValueError(f"{self.name}: {part}.weight_scale must hold finite positive values")
+        scale = checkpoint_scale(self.name, f"{part}.weight_scale", t, rows)
         with torch.no_grad():
             dst.copy_(scale[shard])
         self._loaded.add(f"{part}.scale")
@@ -192,15 +190,15 @@ class SparseMoeBlock:
             self._copy(f"shared.{part}", self.shared["gate_up"][rows], t, (S, H), lambda t: t[a:b])
 
     def _copy(self, part: str, dst: torch.Tensor, full, expected: tuple[int, ...], shard,
-              scale: torch.Tensor | None = None, whole_rows: bool = True) -> None:
+              scale: torch.Tensor | None = None, whole_rows: bool = True, as_stored: bool = False) -> None:
         """Check ``full`` (the checkpoint tensor of shape ``expected``) and copy this rank's ``shard(full)`` into
         ``dst``. ``scale`` (fp8 experts): where the rows' scales go; the rows are quantized as they load, from the
         shard where it keeps whole rows (``whole_rows``: gate and up, sharded by rows), else from the whole rows
-        of ``full`` (down, sharded by columns) and then sharded."""
+        of ``full`` (down, sharded by columns) and then sharded. ``as_stored``: a float8 ``full`` is copied as it
+        is, its scale to come as a tensor of its own (expert-by-expert names)."""
         if not isinstance(full, (torch.Tensor, LazyTensor)):
             raise TypeError(f"{self.name}: {part} must be a torch.Tensor or LazyTensor, got {type(full).__name__}")
-        stored_fp8 = full.dtype == FP8_DTYPE and scale is not None and part.startswith("experts.") and \
-            part.count(".") == 2  # expert by expert: the scales come as their own tensors
+        stored_fp8 = as_stored and scale is not None and full.dtype == FP8_DTYPE
         if not stored_fp8 and (not full.dtype.is_floating_point or full.dtype.itemsize == 1):
             raise TypeError(f"{self.name}: {part} must be a 16- or 32-bit floating-point tensor, got {full.dtype} "
                             f"(float8 only for the experts' weights stored expert by expert, with quantization='fp8'; "
@@ -211,8 +209,6 @@ class SparseMoeBlock:
         with torch.no_grad():
             if scale is None or stored_fp8:
                 dst.copy_(shard(full))
-                if stored_fp8:
-                    self._stored_fp8.add(part)
             elif whole_rows:
                 w8, s = _quantize_last(shard(full).to(dst.device))
                 dst.copy_(w8)
@@ -221,8 +217,7 @@ class SparseMoeBlock:
                 w8, s = _quantize_last(materialize(full).to(dst.device))
                 dst.copy_(shard(w8))
                 scale.copy_(s)
-            if not stored_fp8:
-                self._stored_fp8.discard(part)
+        (self._stored_fp8.add if stored_fp8 else self._stored_fp8.discard)(part)
         self._loaded.add(part)
 
     def missing(self) -> list[str]:
