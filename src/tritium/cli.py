@@ -74,6 +74,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
                         help="auto: the KV cache in the model's dtype; fp8: keys and values in FP8 (e4m3, saturated, "
                              "scale 1): twice the tokens in the same memory, half the KV read of decode")
+    parser.add_argument("--num-speculative-tokens", type=int, default=0, metavar="K",
+                        help="speculative decoding by prompt lookup: greedy requests whose last tokens occurred "
+                             "earlier get up to K draft tokens, verified in one step (default 0: off)")
+    parser.add_argument("--prompt-lookup-max", type=int, default=4, metavar="N",
+                        help="longest suffix looked up for a draft (default 4)")
+    parser.add_argument("--prompt-lookup-min", type=int, default=2, metavar="N",
+                        help="shortest suffix looked up for a draft (default 2)")
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                         help="GPUs to shard the model over (default 1); on one host the engine starts the other "
                              "ranks itself, under torchrun it must equal the job's world size")
@@ -181,7 +188,9 @@ def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
                   linear_cache=args.linear_cache, batch_invariant=args.batch_invariant,
                   max_model_len=args.max_model_len, quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
-                  tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype])
+                  tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],
+                  num_speculative_tokens=args.num_speculative_tokens, prompt_lookup_max=args.prompt_lookup_max,
+                  prompt_lookup_min=args.prompt_lookup_min)
     if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs

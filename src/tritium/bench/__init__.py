@@ -17,4 +17,5 @@ SUITES = {
     "fused": "tritium.bench.fused",
     "distributed_decode": "tritium.bench.distributed_decode",
     "moe": "tritium.bench.moe",
+    "speculative": "tritium.bench.speculative",
 }

@@ -124,6 +124,14 @@ class EngineConfig:
       reads their tokens; the next window is queued from the device's state before that read, so the
       host's per-step work overlaps the GPU. A sequence that stops on EOS or a stop string wastes the
       rest of its window and of the one queued after it. 1 syncs every step.
+    - ``num_speculative_tokens``: speculative decoding by prompt lookup (:mod:`tritium.engine.speculative`):
+      a greedy sequence whose last ``prompt_lookup_max`` down to ``prompt_lookup_min`` tokens occurred earlier
+      in its prompt or output gets up to this many draft tokens (those that followed there), computed with its
+      last token in one step; the model's argmax accepts the draft's tokens while they match and adds its own
+      at the first difference, so a step yields 1 to ``1 + num_speculative_tokens`` tokens, each the one plain
+      greedy decoding picks. 0 (default): off. Sequences without a draft run as before (greedy windows
+      included); sampled requests and those with logprobs, penalties, a bias or a response format never get
+      one. Not with context parallelism.
     """
 
     block_size: int = 16
@@ -145,6 +153,9 @@ class EngineConfig:
     cuda_graphs: bool = True
     warmup_attention: bool = True
     decode_steps: int = 8
+    num_speculative_tokens: int = 0
+    prompt_lookup_max: int = 4
+    prompt_lookup_min: int = 2
     pdl: bool = True
     attention_pdl: bool = True
     attention_num_splits: int | None = None
@@ -171,7 +182,8 @@ class EngineConfig:
 
     def validate(self) -> None:
         """Raise TypeError/ValueError naming the bad field, what it must be and the value given."""
-        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "decode_steps"):
+        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "decode_steps", "num_speculative_tokens",
+                     "prompt_lookup_max", "prompt_lookup_min"):
             _check_int(name, getattr(self, name))
         for name in ("num_blocks", "num_window_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits",
                      "torch_all_reduce_from"):
@@ -237,6 +249,15 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if not 1 <= self.decode_steps <= 64:
             raise ValueError(f"decode_steps must be in [1, 64], got {self.decode_steps}")
+        if not 0 <= self.num_speculative_tokens <= 16:
+            raise ValueError(f"num_speculative_tokens must be in [0, 16] (0: no speculative decoding), "
+                             f"got {self.num_speculative_tokens}")
+        if not 1 <= self.prompt_lookup_min <= self.prompt_lookup_max <= 16:
+            raise ValueError(f"prompt_lookup_min and prompt_lookup_max must satisfy 1 <= min <= max <= 16, got "
+                             f"{self.prompt_lookup_min} and {self.prompt_lookup_max}")
+        if self.num_speculative_tokens and self.context_parallel_size > 1:
+            raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens} is not supported with context "
+                             f"parallelism (context_parallel_size={self.context_parallel_size})")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         for name in ("num_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits"):

@@ -36,6 +36,7 @@ from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_by
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
+from tritium.engine.speculative import NgramIndex
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
 from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
@@ -393,7 +394,11 @@ class LLMEngine:
         # the device as if one rank held the whole sequence): every step is planned on the host
         self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
                                    max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
-                                   max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps)
+                                   max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps,
+                                   num_speculative_tokens=cfg.num_speculative_tokens)
+        # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)
+        self.num_draft_tokens = self.num_accepted_tokens = self.num_drafts = 0
+        self.num_steps = 0  # model steps run (a greedy window's count), for benchmarks
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else model_config.eos_token_ids)
         # queue the next greedy window before reading the one in flight (off only to measure what it buys)
@@ -523,6 +528,8 @@ class LLMEngine:
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
+        if self.config.num_speculative_tokens and params.device_greedy:
+            seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max)
         if params.logprobs is not None:
             seq.logprobs = []
         if params.prompt_logprobs is not None:
@@ -628,10 +635,13 @@ class LLMEngine:
 
     def _single_step(self, batch: ScheduledBatch) -> None:
         logits, scores = self.runner.run(batch)
+        self.num_steps += 1
         if self.parallel is not None:
             self.parallel.settle()  # bounded wait for the step (the other ranks' collectives in it)
         if scores is not None:
             self._record_prompt_scores(batch, scores)
+        if any(seq.draft for seq in batch.seqs):
+            logits, batch = self._verify(batch, logits)
         done = self.scheduler.update(batch)
         if done:
             params = [s.params for s in done]
@@ -648,6 +658,46 @@ class LLMEngine:
                     seq.logprobs.append(lp)
                 self._accept(seq, token)
                 self._report(seq, [token], None if lp is None else [lp])
+
+    def _verify(self, batch: ScheduledBatch, logits: torch.Tensor) -> tuple[torch.Tensor, ScheduledBatch]:
+        """Speculative decoding: accept each draft's tokens while they equal the model's argmax at the position
+        before them, then the argmax at the first difference (or after the whole draft), stopping early where
+        the sequence ends; advance the sequence by the tokens whose K/V is now right. Returns the batch of the
+        other sequences and the logits of those of them that sample (what :meth:`Scheduler.update` and
+        sampling expect)."""
+        spans, plain, row = [], [], 0
+        rest = ScheduledBatch([], [])
+        for seq, n in zip(batch.seqs, batch.num_new):
+            if seq.draft:
+                spans.append((seq, row))
+                row += n
+                continue
+            rest.seqs.append(seq)
+            rest.num_new.append(n)
+            if seq.num_computed + n == seq.num_tokens:
+                plain.append(row)
+                row += 1
+        rows = torch.tensor([r + j for seq, r in spans for j in range(len(seq.draft) + 1)], device=logits.device)
+        best = logits[rows].argmax(dim=-1).tolist()
+        i = 0
+        for seq, _ in spans:
+            draft, seq.draft = seq.draft, []
+            choice = best[i:i + len(draft) + 1]
+            i += len(draft) + 1
+            agree = 0
+            while agree < len(draft) and choice[agree] == draft[agree]:
+                agree += 1
+            self.num_drafts += 1
+            self.num_draft_tokens += len(draft)
+            self.num_accepted_tokens += agree
+            accepted = []
+            for token in choice[:agree + 1]:
+                self.scheduler.advance(seq, 1)  # the token before it has its K/V in the cache
+                accepted.append(token)
+                if self._accept(seq, token):
+                    break
+            self._report(seq, accepted)
+        return logits[torch.tensor(plain, dtype=torch.int64, device=logits.device)], rest
 
     @staticmethod
     def _record_prompt_scores(batch: ScheduledBatch, scores: PromptScores) -> None:
@@ -689,6 +739,7 @@ class LLMEngine:
 
     def _play_back(self, batch: ScheduledBatch, window: Window) -> bool:
         """Accept a window's tokens; True if any sequence of the batch has ended by now."""
+        self.num_steps += window.k
         for seq, toks in zip(batch.seqs, window.tokens()):  # waits for this window only
             if seq.status is not Status.RUNNING:
                 continue

@@ -107,7 +107,7 @@ class StepPlan:
     slots: np.ndarray        # [T] int64 cache slots
     q_lens: list[int]        # [S] new tokens of each sequence
     seq_lens: list[int]      # [S] tokens of each sequence after the step
-    logit_rows: list[int]    # rows of the sequences that finish their tokens (they sample)
+    logit_rows: list[int]    # rows of the sequences that finish their tokens (they sample); every row of a draft
     table: np.ndarray        # [S, width] int32 pages of each sequence (the scratch page past its own)
     decode: bool             # every sequence computes exactly its last token
     # the window pool's (``ModelRunner.num_window_blocks``): slots [T] and pages [S, width] (its scratch page
@@ -226,6 +226,7 @@ class ModelRunner:
                     prompt_spans.append((i, first, end - first))
                     prompt_top = max(prompt_top, seq.params.prompt_logprobs)
             ids += seq.token_ids[start:start + n]
+            ids += seq.draft  # speculative: the draft after the last token, all of whose rows get logits
             positions = range(start, start + n)
             pos += positions
             slots += [seq.block_table[p // bs] * bs + p % bs for p in positions]
@@ -233,14 +234,31 @@ class ModelRunner:
                 wslots += [seq.window_table[p // bs] * bs + p % bs for p in positions]
             q_lens.append(n)
             seq_lens.append(start + n)
-            if start + n == seq.num_tokens:
+            if seq.draft:
+                logit_rows += range(len(ids) - n, len(ids))
+            elif start + n == seq.num_tokens:
                 logit_rows.append(len(ids) - 1)
-        return StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
+        plan = StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
                         np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),
                         batch.is_decode, window_slots=np.array(wslots, dtype=np.int64) if windowed else None,
                         window_table=self._table(batch, window=True) if windowed else None,
                         prompt_rows=prompt_rows, prompt_targets=prompt_targets,
                         prompt_top=prompt_top, prompt_spans=prompt_spans)
+        if any(seq.draft for seq in batch.seqs) and self.cp_world == 1 and \
+                all(seq.num_computed + 1 == seq.num_tokens for seq in batch.seqs):
+            return self._rows_per_token(plan)
+        return plan
+
+    @staticmethod
+    def _rows_per_token(plan: StepPlan) -> StepPlan:
+        """A step of decodes and drafts as a decode step of a row per token (its CUDA graph): the row of a
+        token at position p reads its sequence's pages up to p, the K/V of the draft tokens before it written
+        by the same step (every layer writes its rows' K/V before it attends); every row gets logits."""
+        seq_of = np.repeat(np.arange(len(plan.q_lens)), plan.q_lens)
+        rows = len(plan.ids)
+        return dataclasses.replace(plan, q_lens=[1] * rows, seq_lens=(plan.pos + 1).tolist(), table=plan.table[seq_of],
+                                   window_table=None if plan.window_table is None else plan.window_table[seq_of],
+                                   decode=True, logit_rows=list(range(rows)))
 
     def _table(self, batch: ScheduledBatch, window: bool = False) -> np.ndarray:
         """[S, longest table] int32 page ids of the batch; the scratch page past each sequence's own: a
@@ -314,8 +332,9 @@ class ModelRunner:
 
     # -- execution -----------------------------------------------------------------------------------------
     def run(self, batch: ScheduledBatch) -> tuple[torch.Tensor, PromptScores | None]:
-        """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order, and
-        the log-probabilities of the prompt tokens this step scores (None: none)."""
+        """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order (a
+        sequence with a draft: one row per token it computed), and the log-probabilities of the prompt tokens
+        this step scores (None: none)."""
         return self._share(self.plan_step(batch), self._step)
 
     def _step(self, plan: StepPlan) -> tuple[torch.Tensor, PromptScores | None]:

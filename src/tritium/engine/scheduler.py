@@ -12,6 +12,12 @@ runs up to ``decode_steps`` steps back to back on the device; the scheduler rese
 write (and, to let the runner queue the next window before the host has read this one, the page of the
 position after it). It is the only caller of the block manager: every page a sequence holds was handed
 out here and is freed here (finish, abort, preemption).
+
+With speculative decoding (``num_speculative_tokens`` > 0), a running greedy sequence at its last token whose
+suffix occurred before gets a draft (``seq.draft``, :mod:`tritium.engine.speculative`) and computes ``1 +
+len(draft)`` tokens in the step, when budget and pages allow and the step's tokens stay within ``max_num_seqs``
+(else it decodes one token as usual: a draft never preempts anyone). The engine verifies the draft and advances
+the sequence by what it accepted.
 """
 
 from __future__ import annotations
@@ -49,13 +55,15 @@ class Scheduler:
     """
 
     def __init__(self, block_manager: BlockManager, *, max_num_batched_tokens: int, max_num_seqs: int,
-                 enable_chunked_prefill: bool = True, max_model_len: int | None = None, decode_steps: int = 1):
+                 enable_chunked_prefill: bool = True, max_model_len: int | None = None, decode_steps: int = 1,
+                 num_speculative_tokens: int = 0):
         self.blocks = block_manager
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
         self.enable_chunked_prefill = enable_chunked_prefill
         self.max_model_len = max_model_len
         self.decode_steps = decode_steps
+        self.num_speculative_tokens = num_speculative_tokens
         self.waiting: collections.deque[Sequence] = collections.deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
@@ -70,10 +78,22 @@ class Scheduler:
         budget = self.max_num_batched_tokens
         seqs, num_new = [], []
         # 1. running sequences, oldest first; preempt from the newest end when pages run out.
-        i = 0
+        i = drafted = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             n = min(seq.num_tokens - seq.num_computed, budget)
+            # a draft's tokens run as decode rows of their own: the step's rows stay within max_num_seqs (the
+            # largest decode graph)
+            room = min(budget - n, self.max_num_seqs - len(self.running) - drafted)
+            seq.draft = self._draft(seq, room) if n == 1 and seq.num_computed + 1 == seq.num_tokens else []
+            if seq.draft and self.blocks.grow(seq, seq.num_computed + 1 + len(seq.draft)):
+                seqs.append(seq)
+                num_new.append(1 + len(seq.draft))
+                budget -= 1 + len(seq.draft)
+                drafted += len(seq.draft)
+                i += 1
+                continue
+            seq.draft = []
             while not self.blocks.grow(seq, seq.num_computed + n):
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -111,6 +131,14 @@ class Scheduler:
         self._plan_window(batch)
         return batch
 
+    def _draft(self, seq: Sequence, room: int) -> list[int]:
+        """A draft for ``seq`` (running, at its last token) of at most ``room`` tokens, none past what it may
+        still sample (the step's own token counts as one); [] when it gets none."""
+        if seq.lookup is None or not self.num_speculative_tokens:
+            return []
+        k = min(self.num_speculative_tokens, room, self.to_sample(seq) - 1)
+        return seq.lookup.propose(seq.token_ids, k) if k > 0 else []
+
     # -- greedy decode windows -----------------------------------------------------------------------------
     def to_sample(self, seq: Sequence, ahead: int = 0) -> int:
         """Tokens ``seq`` may still sample, ``ahead`` steps past the host's state (max_tokens, context)."""
@@ -126,9 +154,11 @@ class Scheduler:
     def window_len(self, batch: ScheduledBatch, ahead: int = 0) -> int:
         """Steps a greedy window of ``batch`` runs, ``ahead`` steps past the host's state: > 1 only for a
         greedy decode batch of running sequences with nobody waiting; up to ``decode_steps`` and the
-        longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one)."""
+        longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one).
+        With speculative decoding, 1 where a sequence may get drafts: each step looks for them."""
         if self.decode_steps <= 1 or self.waiting or not batch.is_decode \
-                or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs):
+                or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs) \
+                or (self.num_speculative_tokens and any(s.lookup is not None for s in batch.seqs)):
             return 1
         return min(self.decode_steps, max(self.to_sample(seq, ahead) for seq in batch.seqs))
 
@@ -182,6 +212,7 @@ class Scheduler:
     def _release(self, seq: Sequence) -> None:
         self.blocks.free_seq(seq)
         seq.num_computed = 0
+        seq.draft = []
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
@@ -193,7 +224,8 @@ class Scheduler:
 
     def update(self, batch: ScheduledBatch) -> list[Sequence]:
         """After the model ran ``batch``: advance progress and publish filled pages. Returns the
-        sequences whose every token is now computed (they get a sampled token)."""
+        sequences whose every token is now computed (they get a sampled token). (Sequences with a draft are
+        advanced by the engine, token by token as it accepts them: :meth:`advance`.)"""
         done = []
         for seq, n in zip(batch.seqs, batch.num_new):
             self.advance(seq, n)

@@ -1,0 +1,157 @@
+"""Speculative decoding by prompt lookup: what a verification step costs and what it buys.
+
+    python -m tritium.bench speculative [--shape llama3-8b|... | --model PATH] [--drafts 1,2,3,4,5,7]
+                                        [--batches 1,8] [--new-tokens N] [--out FILE]
+
+One engine (``num_speculative_tokens`` = the largest draft; random bf16 weights of ``--shape`` unless
+``--model``), greedy requests of ``--prompt-len`` random tokens generating ``--new-tokens`` each, at each batch
+size of ``--batches``. Each case times a generation of N tokens and one of 1 token on other prompts of the same
+length: per decode step ``(t(N) - t(1)) / steps`` and per output token ``(t(N) - t(1)) / (B (N - 1))``.
+The drafts are chosen here, to separate the cost of verifying from how often a text repeats itself:
+
+- ``plain``: speculation off (greedy decode windows of ``decode_steps`` CUDA-graph steps: the anchor);
+- ``no-draft``: speculation on, no draft found (every step plans on the host, one graph step each: what
+  looking costs where the text never repeats);
+- ``reject-d``: a draft of d tokens every step, all wrong (one token a step: the cost of a step of ``1 + d``
+  query tokens, eager);
+- ``accept-d``: a draft of d tokens every step, the model's own continuation (taken from the ``plain`` run:
+  ``1 + d`` tokens a step while the verification's argmax agrees with the plain step's; a bf16 near-tie can
+  differ and end the drafts of that sequence);
+- ``lookup``: the prompt-lookup drafts themselves (what the random model's text gives; ``--model`` for a real
+  one).
+
+Speed-up at an acceptance rate: a step of ``1 + d`` tokens yielding ``1 + a`` of them costs ``reject-d``'s
+step; plain decoding costs ``plain``'s per token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import time
+
+import torch
+
+from tritium.bench.common import header, print_table
+from tritium.bench.engine_common import Bench, add_model_arguments
+from tritium.engine import SamplingParams
+from tritium.engine.speculative import NgramIndex
+
+
+def add_arguments(parser) -> None:
+    add_model_arguments(parser)
+    parser.set_defaults(new_tokens=128)
+    parser.add_argument("--drafts", default="1,2,3,4,5,7", help="draft lengths d (default 1,2,3,4,5,7)")
+    parser.add_argument("--batches", default="1,8", help="batch sizes (default 1,8)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs a case (median)")
+
+
+@contextlib.contextmanager
+def drafts(propose):
+    """Every sequence's drafts from ``propose(tokens, k)`` instead of the prompt lookup."""
+    original = NgramIndex.propose
+    NgramIndex.propose = lambda self, tokens, k: propose(tokens, k)
+    try:
+        yield
+    finally:
+        NgramIndex.propose = original
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _generate(llm, prompts, n):
+    _sync(llm.engine.device)
+    t0 = time.perf_counter()
+    outs = llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True))
+    _sync(llm.engine.device)
+    return time.perf_counter() - t0, outs
+
+
+def _case(bench, llm, batch: int, k: int, repeats: int) -> dict:
+    """Time ``repeats`` generations at ``batch`` with the scheduler's draft bound ``k`` (0: speculation off)."""
+    engine, n = llm.engine, bench.args.new_tokens
+    engine.scheduler.num_speculative_tokens = k
+    _generate(llm, bench.prompts(batch, 1000 + batch), 6)  # compiles what this case's shapes need, untimed
+    per_step, per_token, steps_all, drafted, accepted = [], [], [], 0, 0
+    for r in range(repeats):
+        d0, a0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, _steps(engine)
+        t_full, _ = _generate(llm, bench.prompts(batch, 10 * r + batch), n)
+        steps = _steps(engine) - s0
+        drafted += engine.num_draft_tokens - d0
+        accepted += engine.num_accepted_tokens - a0
+        s1 = _steps(engine)
+        t_one, _ = _generate(llm, bench.prompts(batch, 10 * r + batch + 5), 1)
+        # decode steps of the full run: its steps less the prefill's (those of the one-token run)
+        decode_steps = max(1, steps - (_steps(engine) - s1))
+        per_step.append((t_full - t_one) / decode_steps * 1e3)
+        per_token.append((t_full - t_one) / (batch * (n - 1)) * 1e3)
+        steps_all.append(decode_steps)
+    mid = repeats // 2
+    return {"ms_per_step": sorted(per_step)[mid], "ms_per_token": sorted(per_token)[mid],
+            "ms_per_token_all": sorted(per_token), "decode_steps": sorted(steps_all)[mid],
+            "tokens_per_step": batch * (n - 1) / sorted(steps_all)[mid], "draft_tokens": drafted,
+            "accepted_tokens": accepted, "acceptance": accepted / drafted if drafted else None}
+
+
+def _steps(engine) -> int:
+    """Model steps run so far (a greedy window counts its steps)."""
+    return engine.num_steps
+
+
+def run(args) -> dict:
+    bench = Bench(args)
+    draft_lens = [int(d) for d in args.drafts.split(",") if d.strip()]
+    batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    if not draft_lens or min(draft_lens) < 1 or max(draft_lens) > 16:
+        raise SystemExit(f"--drafts: lengths in [1, 16], got {args.drafts!r}")
+    if not batches or min(batches) < 1:
+        raise SystemExit(f"--batches: sizes >= 1, got {args.batches!r}")
+    kmax = max(draft_lens)
+    result = {"header": header(bench.device if bench.device.type == "cuda" else None), "suite": "speculative",
+              "shape": bench.label, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
+              "dtype": str(bench.dtype).removeprefix("torch."), "cases": {}}
+    llm = bench.llm("triton", max(batches), num_speculative_tokens=kmax, prompt_lookup_min=2, prompt_lookup_max=4)
+    engine = llm.engine
+    vocab = bench.config.vocab_size
+    _generate(llm, bench.prompts(max(batches), 7), 8)  # warm: the first steps compile what warm-up did not
+    rows = []
+    for batch in batches:
+        cases = result["cases"][f"b{batch}"] = {}
+        # the anchor, and the continuations the accepting drafts are taken from
+        cases["plain"] = _case(bench, llm, batch, 0, args.repeats)
+        reference = {}
+        for r in range(args.repeats):
+            for seed in (10 * r + batch, 10 * r + batch + 5):
+                _, outs = _generate(llm, bench.prompts(batch, seed), args.new_tokens)
+                for o in outs:
+                    reference[tuple(o.prompt_token_ids)] = o.prompt_token_ids + o.token_ids
+
+        def own(tokens, k, reference=reference):
+            full = reference.get(tuple(tokens[:args.prompt_len]))
+            if full is None or full[:len(tokens)] != tokens:
+                return []  # diverged from the plain run (a bf16 near-tie): no more drafts
+            return full[len(tokens):len(tokens) + k]
+
+        with drafts(lambda tokens, k: []):
+            cases["no-draft"] = _case(bench, llm, batch, kmax, args.repeats)
+        for d in draft_lens:
+            with drafts(lambda tokens, k, d=d: [(tokens[-1] + 1 + i) % vocab for i in range(min(k, d))]):
+                cases[f"reject-{d}"] = _case(bench, llm, batch, d, args.repeats)
+            with drafts(lambda tokens, k, d=d: own(tokens, min(k, d))):
+                cases[f"accept-{d}"] = _case(bench, llm, batch, d, args.repeats)
+        cases["lookup"] = _case(bench, llm, batch, kmax, args.repeats)
+        base = cases["plain"]["ms_per_token"]
+        for name, c in cases.items():
+            c["speedup_per_token"] = base / c["ms_per_token"]
+            rows.append({"batch": batch, "case": name, "ms/step": c["ms_per_step"], "ms/token": c["ms_per_token"],
+                         "tokens/step": c["tokens_per_step"], "accepted": c["acceptance"],
+                         "vs plain": c["speedup_per_token"]})
+            print(f"  b{batch} {name}: {c['ms_per_token']:.3f} ms/token, {c['tokens_per_step']:.2f} tokens/step",
+                  flush=True)
+    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "accepted", "vs plain"])
+    del llm, engine
+    gc.collect()
+    return result

@@ -1,0 +1,55 @@
+"""Speculative decoding by prompt lookup (n-gram drafts), verified by the model in one step.
+
+A greedy sequence often repeats what it has already seen: code being edited, a document being summarised
+or quoted, a JSON answer echoing its input. :class:`NgramIndex` finds the most recent earlier occurrence
+of the sequence's last ``n`` tokens (``n`` from ``prompt_lookup_max`` down to ``prompt_lookup_min``) in its
+prompt and output, and proposes the tokens that followed it as a *draft*. The engine then computes the
+last token and the draft in one step (a query of ``1 + len(draft)`` tokens over the paged cache, as a
+chunk of a prompt) and takes the model's argmax at each of those positions: the draft's tokens are
+accepted while they equal the model's own choice, and the choice at the first difference (or after the
+whole draft) is accepted too. So a step yields 1 to ``1 + len(draft)`` tokens, every one the token plain
+greedy decoding picks there; the K/V of rejected draft tokens is written past the sequence's computed
+length and overwritten later.
+
+The index is built incrementally (each token is hashed once per n-gram size, when it first lies before
+the suffix looked up); a hash collision can only propose a wrong draft, which verification rejects.
+"""
+
+from __future__ import annotations
+
+
+class NgramIndex:
+    """For one sequence: the latest end of each n-gram (``n_min <= n <= n_max``) among its tokens, indexed
+    up to (not including) the n-gram that ends at its last token."""
+
+    __slots__ = ("n_min", "n_max", "ends", "indexed")
+
+    def __init__(self, n_min: int, n_max: int):
+        self.n_min, self.n_max = n_min, n_max
+        self.ends: list[dict[int, int]] = [{} for _ in range(n_max - n_min + 1)]
+        self.indexed = 0  # n-grams ending before this position are in ``ends``
+
+    def _index(self, tokens: list[int], upto: int) -> None:
+        """Record the n-grams that end at positions ``indexed .. upto - 1`` (exclusive ends ``<= upto``)."""
+        for end in range(self.indexed + 1, upto + 1):  # tokens[end - n:end]
+            for i, table in enumerate(self.ends):
+                n = self.n_min + i
+                if end >= n:
+                    table[hash(tuple(tokens[end - n:end]))] = end
+        self.indexed = max(self.indexed, upto)
+
+    def propose(self, tokens: list[int], k: int) -> list[int]:
+        """Up to ``k`` tokens that followed the latest earlier occurrence of the longest suffix of ``tokens``
+        (``n_max`` down to ``n_min`` tokens) that occurred before; [] when none did."""
+        length = len(tokens)
+        if k < 1 or length <= self.n_min:
+            return []
+        self._index(tokens, length - 1)  # every n-gram but those ending at the last token
+        for i in range(len(self.ends) - 1, -1, -1):
+            n = self.n_min + i
+            if n >= length:
+                continue
+            end = self.ends[i].get(hash(tuple(tokens[length - n:])))
+            if end is not None and tokens[end - n:end] == tokens[length - n:]:
+                return tokens[end:end + k]
+        return []

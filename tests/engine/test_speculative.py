@@ -1,0 +1,235 @@
+"""Speculative decoding by prompt lookup: the drafts (against a brute-force search), and the engine's tokens with
+it on equal to plain greedy decoding's, across stops, the context limit, sampled neighbours, prefix caching,
+preemption and a sliding window; the drafts are really taken and accepted."""
+
+import random
+
+import pytest
+import torch
+
+from tritium import LLM, LLMEngine, SamplingParams
+from tritium.engine.block_manager import BlockManager
+from tritium.engine.config import EngineConfig
+from tritium.engine.scheduler import Scheduler
+from tritium.engine.sequence import Sequence, Status
+from tritium.engine.speculative import NgramIndex
+
+from .conftest import PROMPTS, WORDS, hf_greedy, make_tiny_model
+
+
+def _brute(tokens, k, n_min, n_max):
+    for n in range(n_max, n_min - 1, -1):
+        if n >= len(tokens):
+            continue
+        suffix = tokens[-n:]
+        for end in range(len(tokens) - 1, n - 1, -1):  # latest earlier occurrence first
+            if tokens[end - n:end] == suffix:
+                return tokens[end:end + k]
+    return []
+
+
+@pytest.mark.parametrize("n_min,n_max", [(1, 1), (2, 4), (1, 3), (3, 3)])
+def test_proposals_match_brute_force(n_min, n_max):
+    rng = random.Random(n_min * 10 + n_max)
+    for trial in range(20):
+        vocab = rng.choice([2, 3, 5, 20])
+        tokens, index = [], NgramIndex(n_min, n_max)
+        for _ in range(rng.randint(1, 80)):
+            tokens.append(rng.randrange(vocab))
+            k = rng.randint(0, 6)
+            assert index.propose(tokens, k) == (_brute(tokens, k, n_min, n_max) if k else []), (tokens, k)
+
+
+def test_proposal_grows_with_the_sequence():
+    index = NgramIndex(2, 3)
+    tokens = [9, 1, 2, 3, 4, 5, 1, 2]
+    assert index.propose(tokens, 3) == [3, 4, 5]
+    tokens += [3, 4]
+    assert index.propose(tokens, 8) == [5, 1, 2, 3, 4]  # runs into the suffix itself
+    assert index.propose([7], 3) == [] and NgramIndex(2, 2).propose([1, 2, 3], 2) == []
+
+
+def _seq(tokens, computed, max_tokens=16):
+    seq = Sequence(0, list(tokens), SamplingParams(max_tokens=max_tokens), prompt_len=len(tokens))
+    seq.num_computed, seq.status = computed, Status.RUNNING
+    seq.lookup = NgramIndex(1, 3)
+    return seq
+
+
+def test_scheduler_bounds_drafts():
+    """A draft fits the token budget and what the sequence may still sample, and never preempts: with no page
+    for it the sequence decodes one token."""
+    tokens = [1, 2, 3, 4, 5, 6, 7, 1, 2, 3]  # the suffix 1 2 3 proposes 4 5 6 7 ...
+    sched = Scheduler(BlockManager(64, 16), max_num_batched_tokens=64, max_num_seqs=16, num_speculative_tokens=5)
+    seq = _seq(tokens, len(tokens) - 1)
+    sched.blocks.grow(seq, len(tokens))
+    sched.running.append(seq)
+    batch = sched.schedule()
+    assert seq.draft == [4, 5, 6, 7, 1] and batch.num_new == [6] and not batch.is_decode
+    sched.max_num_batched_tokens = 3
+    assert sched.schedule().num_new == [3] and seq.draft == [4, 5]
+    sched.max_num_batched_tokens = 64
+    sched.max_num_seqs = 4  # a step's tokens, drafts included, are rows of a decode graph of at most 4
+    assert sched.schedule().num_new == [4] and seq.draft == [4, 5, 6]
+    sched.max_num_seqs = 16
+    seq.prompt_len = 2  # 8 tokens generated; 3 to go: the step's own + a draft of 2
+    seq.params = SamplingParams(max_tokens=len(seq.output_ids) + 3)
+    assert sched.schedule().num_new == [3] and seq.draft == [4, 5]
+    # one page (16 slots) holds the sequence's 10 tokens; a draft past slot 16 needs a second page there is none of
+    tight = Scheduler(BlockManager(1, 16), max_num_batched_tokens=64, max_num_seqs=4, num_speculative_tokens=8)
+    long = _seq(tokens + [4, 5, 6, 7], 13)
+    tight.blocks.grow(long, 14)
+    tight.running.append(long)
+    batch = tight.schedule()
+    assert batch.num_new == [1] and long.draft == [] and tight.num_preemptions == 0
+
+
+def test_config_errors():
+    for kw, text in [(dict(num_speculative_tokens=-1), "num_speculative_tokens"),
+                     (dict(num_speculative_tokens=17), "num_speculative_tokens"),
+                     (dict(prompt_lookup_min=3, prompt_lookup_max=2), "prompt_lookup_min"),
+                     (dict(prompt_lookup_min=0), "prompt_lookup_min"),
+                     (dict(num_speculative_tokens=2, context_parallel_size=2), "context parallel")]:
+        with pytest.raises(ValueError, match=text):
+            EngineConfig(**kw).validate()
+    with pytest.raises(TypeError, match="num_speculative_tokens"):
+        EngineConfig(num_speculative_tokens=1.5).validate()
+
+
+# prompts whose continuations the tiny random models repeat (a short random model falls into loops soon), and
+# some with repeats in the prompt itself
+LOOPY = PROMPTS + [" ".join(f"w{i % 7}" for i in range(30)), "w3 w4 w5 w3 w4 w5 w3 w4", "w90 w91 w90 w91 w90"]
+PARAMS = [SamplingParams(max_tokens=m) for m in (40, 12, 33, 1, 25, 2, 30)]
+
+
+def _llm(path, **kw):
+    kw.setdefault("max_num_seqs", 16)
+    kw.setdefault("max_model_len", 96)
+    return LLM(path, dtype=torch.float32, **kw)
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_models):
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, decode_steps=1)
+    out = {"batch": llm.generate(LOOPY, PARAMS)}
+    stop_word = out["batch"][0].text.split()[6]
+    out["stop_params"] = [SamplingParams(max_tokens=40, stop=[stop_word])] + PARAMS[1:]
+    out["stop"] = llm.generate(LOOPY, out["stop_params"])
+    assert out["stop"][0].finish_reason == "stop"
+    out["sampled"] = SamplingParams(max_tokens=20, temperature=0.9, seed=5)
+    out["mixed"] = llm.generate(LOOPY[:3], [PARAMS[0], out["sampled"], PARAMS[2]])
+    out["long"] = llm.generate([LOOPY[4]], SamplingParams(max_tokens=200, ignore_eos=True))[0]  # runs into the context limit
+    return out
+
+
+@pytest.fixture
+def oracle(monkeypatch, plain):
+    """Drafts from plain greedy decoding's own continuation, every third position (of the sequence) wrong:
+    drafts accepted whole, in part and not at all."""
+    full = [o.prompt_token_ids + o.token_ids for o in plain["batch"] + plain["stop"] + plain["mixed"]]
+    full.append(plain["long"].prompt_token_ids + plain["long"].token_ids)
+
+    def propose(self, tokens, k):
+        for ref in full:
+            if ref[:len(tokens)] == tokens and len(ref) > len(tokens):
+                draft = ref[len(tokens):len(tokens) + k]
+                return [t if (len(tokens) + i) % 3 else (t + 1) % 250 for i, t in enumerate(draft)]
+        return []
+
+    monkeypatch.setattr(NgramIndex, "propose", propose)
+
+
+@pytest.mark.parametrize("k,steps,drafts", [(1, 1, "lookup"), (4, 8, "lookup"), (7, 1, "lookup"),
+                                            (3, 8, "oracle"), (6, 1, "oracle")])
+def test_speculative_tokens_equal_greedy(tiny_models, plain, request, k, steps, drafts):
+    if drafts == "oracle":
+        request.getfixturevalue("oracle")
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, decode_steps=steps, num_speculative_tokens=k, prompt_lookup_min=1, prompt_lookup_max=3)
+    engine = llm.engine
+    for key, prompts, params in [("batch", LOOPY, PARAMS), ("stop", LOOPY, plain["stop_params"])]:
+        outs = llm.generate(prompts, params)
+        assert [o.token_ids for o in outs] == [o.token_ids for o in plain[key]]
+        assert [o.text for o in outs] == [o.text for o in plain[key]]
+        assert [o.finish_reason for o in outs] == [o.finish_reason for o in plain[key]]
+    assert engine.num_drafts > 0 and engine.num_accepted_tokens <= engine.num_draft_tokens <= k * engine.num_drafts
+    if drafts == "oracle":  # some whole, some cut short
+        assert 0 < engine.num_accepted_tokens < engine.num_draft_tokens
+    mixed = llm.generate(LOOPY[:3], [PARAMS[0], plain["sampled"], PARAMS[2]])
+    assert [o.token_ids for o in mixed] == [o.token_ids for o in plain["mixed"]]
+    long = llm.generate([LOOPY[4]], SamplingParams(max_tokens=200, ignore_eos=True))[0]
+    assert long.token_ids == plain["long"].token_ids and long.finish_reason == "length"
+    assert engine.block_manager.num_free_blocks == engine.block_manager.num_blocks
+
+
+def test_speculative_under_preemption_and_prefix_cache(tiny_models, plain, oracle):
+    """A cache of few pages (preemption by recompute, drafts dropped where no page is left) and the prefix
+    cache's pages (registered only for accepted tokens) give the same tokens."""
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, num_speculative_tokens=4, prompt_lookup_min=1, num_blocks=6)
+    outs = llm.generate(LOOPY, PARAMS)
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain["batch"]]
+    assert llm.engine.scheduler.num_preemptions > 0 and llm.engine.num_accepted_tokens > 0
+    again = llm.generate(LOOPY, PARAMS)  # prefixes from the cache, pages published by speculative steps
+    assert [o.token_ids for o in again] == [o.token_ids for o in plain["batch"]]
+    assert llm.engine.block_manager.hits > 0
+
+
+@pytest.mark.parametrize("model_type", ["gemma3_text", "mistral"])
+def test_speculative_sliding_window_matches_transformers(tmp_path, model_type):
+    """Windowed layers in a pool of their own, pages released behind the window as speculative steps advance
+    sequences by several tokens: greedy tokens as transformers', every page back at the end."""
+    hf = make_tiny_model(str(tmp_path), model_type, **(dict(sliding_window=6) if model_type == "mistral" else {}))
+    engine = LLMEngine(str(tmp_path), dtype=torch.float32, num_blocks=64, num_window_blocks=14,
+                       max_num_batched_tokens=24, num_speculative_tokens=4, prompt_lookup_min=1)
+    prompts = [" ".join(f"w{i % 5}" for i in range(30)), " ".join(WORDS[60:91])]
+    for i, prompt in enumerate(prompts):
+        engine.add_request(str(i), prompt, SamplingParams(max_tokens=24))
+    out = {}
+    while engine.has_unfinished():
+        out.update({o.request_id: o.token_ids for o in engine.step() if o.finished})
+    assert engine.num_drafts > 0
+    for i, prompt in enumerate(prompts):
+        assert out[str(i)] == hf_greedy(hf, engine.tokenizer.encode(prompt), 24), f"{model_type} prompt {i}"
+    pool = engine.block_manager.window_pool
+    assert pool.num_free_blocks == pool.num_blocks
+
+
+def test_speculative_streams(tiny_models, plain):
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, num_speculative_tokens=5, prompt_lookup_min=1)
+    engine = llm.engine
+    engine.add_request("a", LOOPY[4], PARAMS[0])
+    deltas, tokens = [], []
+    while engine.has_unfinished():
+        for out in engine.step():
+            deltas.append(out.text_delta)
+            tokens += out.new_token_ids
+    assert tokens == plain["batch"][4].token_ids and "".join(deltas) == plain["batch"][4].text
+
+
+def test_speculative_triton_kernels(tiny_models, monkeypatch):
+    """With tritium's kernels (the interpreter on the CPU): a step of decodes and drafts runs as decode rows of
+    a token each, the K/V of a draft's earlier tokens written by the same step before its later rows attend
+    (graph replays on a GPU); the tokens equal the same engine's without speculation."""
+    path, _ = tiny_models["llama"]
+    kw = dict(attention_backend="triton", op_backend="triton", max_num_seqs=8, max_model_len=64)
+    prompts, params = LOOPY[4:7], [SamplingParams(max_tokens=m) for m in (10, 7, 9)]
+    want = LLM(path, dtype=torch.float32, **kw).generate(prompts, params)
+    full = [o.prompt_token_ids + o.token_ids for o in want]
+    rows = []
+
+    def propose(self, tokens, k):
+        ref = next(r for r in full if r[:len(tokens)] == tokens)
+        return [t if i != 2 else t + 1 for i, t in enumerate(ref[len(tokens):len(tokens) + k])]
+
+    monkeypatch.setattr(NgramIndex, "propose", propose)
+    llm = LLM(path, dtype=torch.float32, num_speculative_tokens=3, **kw)
+    run = llm.engine.runner._step
+    monkeypatch.setattr(llm.engine.runner, "_step", lambda plan: rows.append(plan) or run(plan))
+    outs = llm.generate(prompts, params)
+    assert [o.token_ids for o in outs] == [o.token_ids for o in want]
+    drafted = [p for p in rows if p.decode and len(p.ids) > 3]
+    assert drafted and all(p.q_lens == [1] * len(p.ids) for p in drafted)
+    assert 0 < llm.engine.num_accepted_tokens < llm.engine.num_draft_tokens
