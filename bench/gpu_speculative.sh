@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PARTS=${PARTS:-tests,bench}
 source bench/gpu_one.sh
 part tests && { timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider $workers \
-  tests/engine/test_speculative.py tests/engine/test_decode_windows.py > "$OUT/speculative-tests-$GPU.log" 2>&1
+  tests/engine/test_speculative.py ${SPEC_TESTS:-tests/engine/test_decode_windows.py} > "$OUT/speculative-tests-$GPU.log" 2>&1
 echo "speculative tests rc=$? ($(tail -1 "$OUT/speculative-tests-$GPU.log"))"; }
 part bench && { timeout ${BENCH_TIMEOUT:-420} python3 -m tritium.bench speculative ${SPEC_ARGS:-} \
   --out "$OUT/speculative-$GPU.json" > "$OUT/speculative-$GPU.log" 2>&1

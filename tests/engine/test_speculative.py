@@ -69,9 +69,9 @@ def test_scheduler_bounds_drafts():
     sched.max_num_batched_tokens = 3
     assert sched.schedule().num_new == [3] and seq.draft == [4, 5]
     sched.max_num_batched_tokens = 64
-    sched.max_num_seqs = 4  # a step's tokens, drafts included, are rows of a decode graph of at most 4
+    sched.max_decode_rows = 4  # a step's tokens, drafts included, are rows of a decode graph of at most 4
     assert sched.schedule().num_new == [4] and seq.draft == [4, 5, 6]
-    sched.max_num_seqs = 16
+    sched.max_decode_rows = 16
     seq.prompt_len = 2  # 8 tokens generated; 3 to go: the step's own + a draft of 2
     seq.params = SamplingParams(max_tokens=len(seq.output_ids) + 3)
     assert sched.schedule().num_new == [3] and seq.draft == [4, 5]

@@ -12,16 +12,16 @@ The drafts are chosen here, to separate the cost of verifying from how often a t
 - ``plain``: speculation off (greedy decode windows of ``decode_steps`` CUDA-graph steps: the anchor);
 - ``no-draft``: speculation on, no draft found (every step plans on the host, one graph step each: what
   looking costs where the text never repeats);
-- ``reject-d``: a draft of d tokens every step, all wrong (one token a step: the cost of a step of ``1 + d``
-  query tokens, eager);
-- ``accept-d``: a draft of d tokens every step, the model's own continuation (taken from the ``plain`` run:
-  ``1 + d`` tokens a step while the verification's argmax agrees with the plain step's; a bf16 near-tie can
-  differ and end the drafts of that sequence);
+- ``draft-d``: a draft of d tokens every step, all wrong (one token a step): the cost of a step of ``1 + d``
+  tokens a sequence, which does not depend on how many are accepted;
 - ``lookup``: the prompt-lookup drafts themselves (what the random model's text gives; ``--model`` for a real
   one).
 
-Speed-up at an acceptance rate: a step of ``1 + d`` tokens yielding ``1 + a`` of them costs ``reject-d``'s
-step; plain decoding costs ``plain``'s per token.
+A step of ``draft-d`` whose sequences accept ``a`` draft tokens on average yields ``1 + a`` tokens a sequence:
+``speedup(d, a) = (1 + a) * plain step / draft-d step``. Each case reports ``speedup_all_accepted`` (a = d) and
+``break_even_accepted``, the ``a`` at which it pays (a random-weight model's logits are nearly flat: a draft of
+its own greedy continuation stops agreeing at the first bf16 near-tie between a step of one row and one of
+several, so acceptance is not measured on it; the CPU measures it on a real model, bench/NOTES.md).
 """
 
 from __future__ import annotations
@@ -120,38 +120,26 @@ def run(args) -> dict:
     rows = []
     for batch in batches:
         cases = result["cases"][f"b{batch}"] = {}
-        # the anchor, and the continuations the accepting drafts are taken from
-        cases["plain"] = _case(bench, llm, batch, 0, args.repeats)
-        reference = {}
-        for r in range(args.repeats):
-            for seed in (10 * r + batch, 10 * r + batch + 5):
-                _, outs = _generate(llm, bench.prompts(batch, seed), args.new_tokens)
-                for o in outs:
-                    reference[tuple(o.prompt_token_ids)] = o.prompt_token_ids + o.token_ids
-
-        def own(tokens, k, reference=reference):
-            full = reference.get(tuple(tokens[:args.prompt_len]))
-            if full is None or full[:len(tokens)] != tokens:
-                return []  # diverged from the plain run (a bf16 near-tie): no more drafts
-            return full[len(tokens):len(tokens) + k]
-
+        cases["plain"] = _case(bench, llm, batch, 0, args.repeats)  # the anchor
         with drafts(lambda tokens, k: []):
             cases["no-draft"] = _case(bench, llm, batch, kmax, args.repeats)
         for d in draft_lens:
             with drafts(lambda tokens, k, d=d: [(tokens[-1] + 1 + i) % vocab for i in range(min(k, d))]):
-                cases[f"reject-{d}"] = _case(bench, llm, batch, d, args.repeats)
-            with drafts(lambda tokens, k, d=d: own(tokens, min(k, d))):
-                cases[f"accept-{d}"] = _case(bench, llm, batch, d, args.repeats)
+                cases[f"draft-{d}"] = c = _case(bench, llm, batch, d, args.repeats)
+            c["speedup_all_accepted"] = (1 + d) * cases["plain"]["ms_per_step"] / c["ms_per_step"]
+            c["break_even_accepted"] = c["ms_per_step"] / cases["plain"]["ms_per_step"] - 1
         cases["lookup"] = _case(bench, llm, batch, kmax, args.repeats)
         base = cases["plain"]["ms_per_token"]
         for name, c in cases.items():
             c["speedup_per_token"] = base / c["ms_per_token"]
             rows.append({"batch": batch, "case": name, "ms/step": c["ms_per_step"], "ms/token": c["ms_per_token"],
                          "tokens/step": c["tokens_per_step"], "accepted": c["acceptance"],
-                         "vs plain": c["speedup_per_token"]})
+                         "vs plain": c["speedup_per_token"], "all accepted": c.get("speedup_all_accepted"),
+                         "break-even": c.get("break_even_accepted")})
             print(f"  b{batch} {name}: {c['ms_per_token']:.3f} ms/token, {c['tokens_per_step']:.2f} tokens/step",
                   flush=True)
-    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "accepted", "vs plain"])
+    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "accepted", "vs plain", "all accepted",
+                       "break-even"])
     del llm, engine
     gc.collect()
     return result

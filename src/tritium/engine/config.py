@@ -176,6 +176,13 @@ class EngineConfig:
     dtype: torch.dtype | None = None
     device: torch.device | None = None
 
+    @property
+    def max_decode_rows(self) -> int:
+        """Rows of the largest decode step (its CUDA graph, the attention workspace): ``max_num_seqs``, or a
+        sequence's token and a whole draft where that is more (speculative decoding runs a draft's tokens as
+        decode rows of their own)."""
+        return max(self.max_num_seqs, 1 + self.num_speculative_tokens)
+
     def kv_dtype(self, model_dtype: torch.dtype) -> torch.dtype:
         """The KV cache's torch dtype for a model of ``model_dtype``."""
         return torch.float8_e4m3fn if self.kv_cache_dtype == "fp8" else model_dtype

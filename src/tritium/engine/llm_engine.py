@@ -146,7 +146,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            linear_backend=cfg.linear_backend, pdl=cfg.pdl, attention_pdl=cfg.attention_pdl,
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
-                           fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_num_seqs,
+                           fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
                            quantization=cfg.quantization, context_parallel=context_parallel))
     model.load_weights(weights)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
@@ -185,7 +185,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks, num_window_blocks=num_window_blocks,
                               max_model_len=min(cfg.max_model_len, capacity))
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
-                         max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and on_gpu,
+                         max_num_seqs=cfg.max_decode_rows, cuda_graphs=cfg.cuda_graphs and on_gpu,
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks,
                          kv_cache_dtype=cfg.kv_dtype(model.dtype))
     if cfg.linear_backend == "auto" and runner.graphs and tp is None and not restored:
@@ -200,7 +200,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
         t0 = time.perf_counter()
         k_cache, v_cache = runner.kv_caches[0]
-        batches = warmup_batches(cfg.max_num_seqs, cfg.max_model_len, cfg.max_num_batched_tokens)
+        batches = warmup_batches(cfg.max_decode_rows, cfg.max_model_len, cfg.max_num_batched_tokens)
         count = sum(attention.warmup(k_cache, v_cache, batches, block_table_width=runner.max_blocks_per_seq,
                                      dtype=model.dtype) for attention in model.attention_variants)  # each window's
         torch.cuda.synchronize(device)
@@ -301,12 +301,12 @@ def _budget(model: LlamaModel, cfg: EngineConfig, device: torch.device, per_bloc
     elif device.type == "cuda":
         mc = model.config
         free, total = torch.cuda.mem_get_info(device)
-        tokens = max(cfg.max_num_batched_tokens, cfg.max_num_seqs)
+        tokens = max(cfg.max_num_batched_tokens, cfg.max_decode_rows)
         width = mc.q_size + 2 * mc.kv_size + 4 * mc.hidden_size + 3 * mc.intermediate_size
         # activations of the largest step (x2 for the allocator), logits and sampling of every sequence,
         # the split-KV workspace, and room for CUDA graphs.
-        reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_num_seqs * mc.vocab_size * 4
-                   + 64 * cfg.max_num_seqs * mc.q_size * 4 + (512 << 20))
+        reserve = (2 * tokens * width * model.dtype.itemsize + 4 * cfg.max_decode_rows * mc.vocab_size * 4
+                   + 64 * cfg.max_decode_rows * mc.q_size * 4 + (512 << 20))
         if mc.num_experts:  # the experts' workspaces: a row of act and an fp32 output row per slot (ops.moe)
             reserve += 2 * tokens * mc.num_experts_per_tok * (mc.moe_intermediate_size * model.dtype.itemsize
                                                              + 4 * mc.hidden_size)
@@ -395,7 +395,8 @@ class LLMEngine:
         self.scheduler = Scheduler(self.block_manager, max_num_batched_tokens=cfg.max_num_batched_tokens,
                                    max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
                                    max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps,
-                                   num_speculative_tokens=cfg.num_speculative_tokens)
+                                   num_speculative_tokens=cfg.num_speculative_tokens,
+                                   max_decode_rows=cfg.max_decode_rows)
         # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)
         self.num_draft_tokens = self.num_accepted_tokens = self.num_drafts = 0
         self.num_steps = 0  # model steps run (a greedy window's count), for benchmarks

@@ -713,7 +713,7 @@ def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) ->
             rows, model_config.num_attention_heads, model_config.head_dim, cfg.context_parallel_size)
         return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max(4 * rows, 1 << 16),
                               timeout=cfg.parallel_timeout, pool=pool, context_parallel=True, decode_heap_bytes=heap)
-    max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.dtype,
+    max_bytes = comm_max_bytes(model_config, cfg.max_num_batched_tokens, cfg.max_decode_rows, cfg.dtype,
                                cfg.tensor_parallel_size)
     return TensorParallel(comm=cfg.comm, device=cfg.device, max_bytes=max_bytes, timeout=cfg.parallel_timeout,
                           pool=pool, fuse_row_parallel=cfg.fuse_row_parallel,

@@ -15,8 +15,9 @@ out here and is freed here (finish, abort, preemption).
 
 With speculative decoding (``num_speculative_tokens`` > 0), a running greedy sequence at its last token whose
 suffix occurred before gets a draft (``seq.draft``, :mod:`tritium.engine.speculative`) and computes ``1 +
-len(draft)`` tokens in the step, when budget and pages allow and the step's tokens stay within ``max_num_seqs``
-(else it decodes one token as usual: a draft never preempts anyone). The engine verifies the draft and advances
+len(draft)`` tokens in the step, when budget and pages allow and the step's tokens stay within
+``max_decode_rows`` (``EngineConfig.max_decode_rows``: the largest decode graph's rows; else it decodes one token
+as usual: a draft never preempts anyone). The engine verifies the draft and advances
 the sequence by what it accepted.
 """
 
@@ -56,7 +57,7 @@ class Scheduler:
 
     def __init__(self, block_manager: BlockManager, *, max_num_batched_tokens: int, max_num_seqs: int,
                  enable_chunked_prefill: bool = True, max_model_len: int | None = None, decode_steps: int = 1,
-                 num_speculative_tokens: int = 0):
+                 num_speculative_tokens: int = 0, max_decode_rows: int | None = None):
         self.blocks = block_manager
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
@@ -64,6 +65,8 @@ class Scheduler:
         self.max_model_len = max_model_len
         self.decode_steps = decode_steps
         self.num_speculative_tokens = num_speculative_tokens
+        self.max_decode_rows = max(max_num_seqs, 1 + num_speculative_tokens) if max_decode_rows is None \
+            else max_decode_rows
         self.waiting: collections.deque[Sequence] = collections.deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
@@ -82,9 +85,9 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             n = min(seq.num_tokens - seq.num_computed, budget)
-            # a draft's tokens run as decode rows of their own: the step's rows stay within max_num_seqs (the
+            # a draft's tokens run as decode rows of their own: the step's rows stay within max_decode_rows (the
             # largest decode graph)
-            room = min(budget - n, self.max_num_seqs - len(self.running) - drafted)
+            room = min(budget - n, self.max_decode_rows - len(self.running) - drafted)
             seq.draft = self._draft(seq, room) if n == 1 and seq.num_computed + 1 == seq.num_tokens else []
             if seq.draft and self.blocks.grow(seq, seq.num_computed + 1 + len(seq.draft)):
                 seqs.append(seq)
