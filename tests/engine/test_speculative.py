@@ -10,6 +10,7 @@ import torch
 from tritium import LLM, LLMEngine, SamplingParams
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
+from tritium.engine.runner import ModelRunner
 from tritium.engine.scheduler import Scheduler
 from tritium.engine.sequence import Sequence, Status
 from tritium.engine.speculative import NgramIndex
@@ -182,7 +183,7 @@ def test_speculative_sliding_window_matches_transformers(tmp_path, model_type):
     sequences by several tokens: greedy tokens as transformers', every page back at the end."""
     hf = make_tiny_model(str(tmp_path), model_type, **(dict(sliding_window=6) if model_type == "mistral" else {}))
     engine = LLMEngine(str(tmp_path), dtype=torch.float32, num_blocks=64, num_window_blocks=14,
-                       max_num_batched_tokens=24, num_speculative_tokens=4, prompt_lookup_min=1)
+                       max_num_batched_tokens=24, num_speculative_tokens=4, prompt_lookup_min=1, decode_steps=1)
     prompts = [" ".join(f"w{i % 5}" for i in range(30)), " ".join(WORDS[60:91])]
     for i, prompt in enumerate(prompts):
         engine.add_request(str(i), prompt, SamplingParams(max_tokens=24))
@@ -233,3 +234,38 @@ def test_speculative_triton_kernels(tiny_models, monkeypatch):
     drafted = [p for p in rows if p.decode and len(p.ids) > 3]
     assert drafted and all(p.q_lens == [1] * len(p.ids) for p in drafted)
     assert 0 < llm.engine.num_accepted_tokens < llm.engine.num_draft_tokens
+
+
+def test_windows_run_until_a_draft_is_found(tiny_models, plain, monkeypatch):
+    """Speculation on, text that never repeats: greedy windows (and their continuations) as without it; once a
+    sequence finds a draft, the window in flight is not continued and the next steps verify drafts."""
+    path, _ = tiny_models["llama"]
+    counts = {"continue": 0}
+    cont = ModelRunner.continue_window
+
+    def counted(self, *a, **kw):
+        counts["continue"] += 1
+        return cont(self, *a, **kw)
+
+    monkeypatch.setattr(ModelRunner, "continue_window", counted)
+    found = {"at": None}
+    monkeypatch.setattr(NgramIndex, "propose", lambda self, tokens, k: [])
+    llm = _llm(path, decode_steps=4, num_speculative_tokens=3)
+    outs = llm.generate(LOOPY[:1], PARAMS[:1])
+    assert outs[0].token_ids == plain["batch"][0].token_ids
+    assert counts["continue"] > 0 and llm.engine.num_drafts == 0
+    # drafts from the 20th token on: windows stop being continued there, drafts verified after
+    first = len(plain["batch"][0].prompt_token_ids) + 20
+    ref = plain["batch"][0].prompt_token_ids + plain["batch"][0].token_ids
+
+    def late(self, tokens, k):
+        if len(tokens) < first:
+            return []
+        found["at"] = found["at"] or len(tokens)
+        return ref[len(tokens):len(tokens) + k]
+
+    monkeypatch.setattr(NgramIndex, "propose", late)
+    counts["continue"] = 0
+    outs = llm.generate(LOOPY[:1], PARAMS[:1])
+    assert outs[0].token_ids == plain["batch"][0].token_ids and llm.engine.num_accepted_tokens > 0
+    assert counts["continue"] > 0 and found["at"] is not None

@@ -10,8 +10,8 @@ length: per decode step ``(t(N) - t(1)) / steps`` and per output token ``(t(N) -
 The drafts are chosen here, to separate the cost of verifying from how often a text repeats itself:
 
 - ``plain``: speculation off (greedy decode windows of ``decode_steps`` CUDA-graph steps: the anchor);
-- ``no-draft``: speculation on, no draft found (every step plans on the host, one graph step each: what
-  looking costs where the text never repeats);
+- ``no-draft``: speculation on, no draft found (greedy windows, each planned from the host's state after the
+  last: what looking costs where the text never repeats);
 - ``draft-d``: a draft of d tokens every step, all wrong (one token a step): the cost of a step of ``1 + d``
   tokens a sequence, which does not depend on how many are accepted;
 - ``lookup``: the prompt-lookup drafts themselves (what the random model's text gives; ``--model`` for a real
@@ -113,7 +113,9 @@ def run(args) -> dict:
     result = {"header": header(bench.device if bench.device.type == "cuda" else None), "suite": "speculative",
               "shape": bench.label, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
               "dtype": str(bench.dtype).removeprefix("torch."), "cases": {}}
-    llm = bench.llm("triton", max(batches), num_speculative_tokens=kmax, prompt_lookup_min=2, prompt_lookup_max=4)
+    # room for every sequence's whole draft in one decode graph
+    llm = bench.llm("triton", max(batches) * (1 + kmax), num_speculative_tokens=kmax, prompt_lookup_min=2,
+                    prompt_lookup_max=4)
     engine = llm.engine
     vocab = bench.config.vocab_size
     _generate(llm, bench.prompts(max(batches), 7), 8)  # warm: the first steps compile what warm-up did not
@@ -126,19 +128,22 @@ def run(args) -> dict:
         for d in draft_lens:
             with drafts(lambda tokens, k, d=d: [(tokens[-1] + 1 + i) % vocab for i in range(min(k, d))]):
                 cases[f"draft-{d}"] = c = _case(bench, llm, batch, d, args.repeats)
-            c["speedup_all_accepted"] = (1 + d) * cases["plain"]["ms_per_step"] / c["ms_per_step"]
+            # a step's draft tokens a sequence, as run (the largest decode graph may hold less than every draft)
+            c["draft_per_seq"] = c["draft_tokens"] / (c["decode_steps"] * args.repeats * batch)
+            c["speedup_all_accepted"] = (1 + c["draft_per_seq"]) * cases["plain"]["ms_per_step"] / c["ms_per_step"]
             c["break_even_accepted"] = c["ms_per_step"] / cases["plain"]["ms_per_step"] - 1
         cases["lookup"] = _case(bench, llm, batch, kmax, args.repeats)
         base = cases["plain"]["ms_per_token"]
         for name, c in cases.items():
             c["speedup_per_token"] = base / c["ms_per_token"]
             rows.append({"batch": batch, "case": name, "ms/step": c["ms_per_step"], "ms/token": c["ms_per_token"],
-                         "tokens/step": c["tokens_per_step"], "accepted": c["acceptance"],
+                         "tokens/step": c["tokens_per_step"], "draft": c.get("draft_per_seq"),
+                         "accepted": c["acceptance"],
                          "vs plain": c["speedup_per_token"], "all accepted": c.get("speedup_all_accepted"),
                          "break-even": c.get("break_even_accepted")})
             print(f"  b{batch} {name}: {c['ms_per_token']:.3f} ms/token, {c['tokens_per_step']:.2f} tokens/step",
                   flush=True)
-    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "accepted", "vs plain", "all accepted",
+    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "draft", "accepted", "vs plain", "all accepted",
                        "break-even"])
     del llm, engine
     gc.collect()

@@ -129,8 +129,9 @@ class EngineConfig:
       in its prompt or output gets up to this many draft tokens (those that followed there), computed with its
       last token in one step; the model's argmax accepts the draft's tokens while they match and adds its own
       at the first difference, so a step yields 1 to ``1 + num_speculative_tokens`` tokens, each the one plain
-      greedy decoding picks. 0 (default): off. Sequences without a draft run as before (greedy windows
-      included); sampled requests and those with logprobs, penalties, a bias or a response format never get
+      greedy decoding picks. 0 (default): off. Batches without a draft run greedy windows as before; drafts are
+      looked for at each step that the host plans, and a window in flight is not continued once a sequence
+      finds one. Sampled requests and those with logprobs, penalties, a bias or a response format never get
       one. Not with context parallelism.
     """
 
