@@ -4,7 +4,8 @@
 # cuBLAS batched products, transformers' loop and the copy / matmul ceilings; moe-<gpu>.json) and the engine bench
 # on the Qwen3-30B-A3B shape with random bf16 weights (batch-1 step against its weight read; engine-moe-<gpu>.json).
 #   OUT=/some/dir bash bench/gpu_moe.sh          (PARTS=tests,bench,engine: any of them, in that order)
-# SYSTEMS=tritium,tritium-fp8 adds the fp8 experts to the engine part (not run yet: stop 71's device time ran out).
+# SYSTEMS=tritium,tritium-fp8 adds the fp8 experts to the engine part (stop 72 ran tritium-fp8 alone, 171 s on a
+# warm H200: engine-moe-fp8-<gpu>.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PARTS=${PARTS:-tests,bench,engine}

@@ -254,3 +254,24 @@ def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_mod
     assert got["mean_nll"] == pytest.approx(total / count, rel=1e-4)
     code, _, err = run(capsys, monkeypatch, "perplexity", str(file), "--model", path, "--context", "9999")
     assert code == 2 and "--context 9999 leaves no room" in err
+
+
+def test_speculative_flags(capsys, monkeypatch, tiny_models):
+    """--num-speculative-tokens and the lookup bounds reach the engine from every command (off by default); a bad
+    value is one line naming the field (status 2); generate with drafts prints plain greedy decoding's answer."""
+    path, _ = tiny_models["llama"]
+    for command in (["generate", "x"], ["chat"], ["serve"]):
+        kw = _engine_kwargs(_parser().parse_args([command[0], "--num-speculative-tokens", "3", "--prompt-lookup-max",
+                                                  "5", "--prompt-lookup-min", "1", *command[1:]]))
+        assert (kw["num_speculative_tokens"], kw["prompt_lookup_max"], kw["prompt_lookup_min"]) == (3, 5, 1)
+        assert _engine_kwargs(_parser().parse_args(command))["num_speculative_tokens"] == 0
+    code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--num-speculative-tokens", "-1", "x")
+    assert code == 2 and out == "" and "num_speculative_tokens" in err and err.count("\n") == 1, err
+    prompt = "w1 w2 w3 w1 w2 w3 w1 w2"
+    answers = []
+    for extra in ([], ["--num-speculative-tokens", "4", "--prompt-lookup-min", "1"]):
+        code, out, _ = run(capsys, monkeypatch, "generate", "--model", path, "--max-tokens", "24", "--raw",
+                           "--dtype", "float32", "--no-stream", *extra, prompt)
+        assert code == 0
+        answers.append(out)
+    assert answers[0] == answers[1] and answers[0].strip()

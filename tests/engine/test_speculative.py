@@ -120,7 +120,8 @@ def plain(tiny_models):
     assert out["stop"][0].finish_reason == "stop"
     out["sampled"] = SamplingParams(max_tokens=20, temperature=0.9, seed=5)
     out["mixed"] = llm.generate(LOOPY[:3], [PARAMS[0], out["sampled"], PARAMS[2]])
-    out["long"] = llm.generate([LOOPY[4]], SamplingParams(max_tokens=200, ignore_eos=True))[0]  # runs into the context limit
+    # runs into the context limit
+    out["long"] = llm.generate([LOOPY[4]], SamplingParams(max_tokens=200, ignore_eos=True))[0]
     return out
 
 

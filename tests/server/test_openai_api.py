@@ -66,6 +66,7 @@ def test_models_health_and_metrics(server, client):
     assert client.models.retrieve("tiny").id == "tiny"
     assert server.request("GET", "/health")[0] == 200  # no key needed outside /v1
     assert "tritium:kv_cache_usage_perc" in server.metrics()
+    assert "tritium:spec_decode_num_accepted_tokens_total" in server.metrics()
 
 
 def test_completions_equal_offline(client, llm):
@@ -554,3 +555,21 @@ def test_sigterm_ends_in_flight_requests_and_exits_cleanly(server):
     # uvicorn re-raises the signal once it has shut down: the process ends by SIGTERM, as a signalled one does
     assert server.stop(timeout=20) in (0, -signal.SIGTERM), server.output()
     assert "Traceback" not in server.output()
+
+
+def test_speculative_server_equals_offline(start_server, model_dir, llm):
+    """A server with speculative decoding (--num-speculative-tokens) answers as plain greedy decoding does,
+    streamed or not, and counts its drafts in /metrics."""
+    server = start_server("--model", model_dir, "--max-model-len", str(MAX_LEN), "--served-model-name", "tiny",
+                          "--dtype", "float32", "--num-speculative-tokens", "4", "--prompt-lookup-min", "1")
+    client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=60)
+    prompts = ["w1 w2 w3 w1 w2 w3 w1 w2", " ".join(f"w{i % 6}" for i in range(24)), PROMPTS[1]]
+    want = llm.generate(prompts, greedy(40))
+    for prompt, w in zip(prompts, want):
+        r = client.completions.create(model="tiny", prompt=prompt, max_tokens=40, temperature=0)
+        assert r.choices[0].text == w.text
+        chunks = client.completions.create(model="tiny", prompt=prompt, max_tokens=40, temperature=0, stream=True)
+        assert "".join(c.choices[0].text for c in chunks if c.choices) == w.text
+    m = _wait_for(server, lambda m: m["tritium:num_requests_running"] == 0)
+    assert m["tritium:spec_decode_num_draft_tokens_total"] > 0
+    assert 0 <= m["tritium:spec_decode_num_accepted_tokens_total"] <= m["tritium:spec_decode_num_draft_tokens_total"]

@@ -143,7 +143,8 @@ def run(args) -> dict:
                          "break-even": c.get("break_even_accepted")})
             print(f"  b{batch} {name}: {c['ms_per_token']:.3f} ms/token, {c['tokens_per_step']:.2f} tokens/step",
                   flush=True)
-    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "draft", "accepted", "vs plain", "all accepted",
+    print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "draft", "accepted", "vs plain",
+                       "all accepted",
                        "break-even"])
     del llm, engine
     gc.collect()

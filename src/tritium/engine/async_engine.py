@@ -49,6 +49,8 @@ class EngineStats:
     num_running: int = 0
     num_waiting: int = 0
     kv_cache_usage: float = 0.0
+    num_draft_tokens: int = 0      # speculative decoding: draft tokens proposed and accepted so far
+    num_accepted_tokens: int = 0
 
 
 _ABORTED = object()  # ends a stream's iteration after abort()
@@ -237,7 +239,8 @@ class AsyncLLMEngine:
     def _snapshot(self) -> None:
         engine = self.engine
         self.stats = EngineStats(num_running=engine.num_running, num_waiting=engine.num_waiting,
-                                 kv_cache_usage=engine.kv_cache_usage)
+                                 kv_cache_usage=engine.kv_cache_usage, num_draft_tokens=engine.num_draft_tokens,
+                                 num_accepted_tokens=engine.num_accepted_tokens)
 
     def _fail_all(self, error: BaseException, adds) -> None:
         streams = {id(s): s for s in self._streams.values()}

@@ -35,8 +35,8 @@ FORMAT = 1
 # schedule requests or bound waits)
 _IRRELEVANT = ("num_blocks", "num_window_blocks", "kv_cache_dtype", "kv_cache_memory", "gpu_memory_utilization",
                "max_num_batched_tokens", "enable_prefix_caching", "enable_chunked_prefill", "warmup_attention",
-               "decode_steps", "pipeline_windows", "parallel_timeout", "linear_cache", "device", "num_speculative_tokens",
-               "prompt_lookup_max", "prompt_lookup_min")
+               "decode_steps", "pipeline_windows", "parallel_timeout", "linear_cache", "device",
+               "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min")
 
 
 def cache_dir() -> pathlib.Path:

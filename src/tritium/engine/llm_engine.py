@@ -399,7 +399,7 @@ class LLMEngine:
                                    max_decode_rows=cfg.max_decode_rows)
         # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)
         self.num_draft_tokens = self.num_accepted_tokens = self.num_drafts = 0
-        self.num_steps = 0  # model steps run (a greedy window's count), for benchmarks
+        self.num_steps = self.num_window_steps = 0  # model steps run (a greedy window's count; and in windows)
         self.eos_token_ids = set(tokenizer.eos_token_ids if tokenizer is not None and tokenizer.eos_token_ids
                                  else model_config.eos_token_ids)
         # queue the next greedy window before reading the one in flight (off only to measure what it buys)
@@ -741,6 +741,7 @@ class LLMEngine:
     def _play_back(self, batch: ScheduledBatch, window: Window) -> bool:
         """Accept a window's tokens; True if any sequence of the batch has ended by now."""
         self.num_steps += window.k
+        self.num_window_steps += window.k
         for seq, toks in zip(batch.seqs, window.tokens()):  # waits for this window only
             if seq.status is not Status.RUNNING:
                 continue

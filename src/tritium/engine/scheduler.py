@@ -134,6 +134,12 @@ class Scheduler:
         self._plan_window(batch)
         return batch
 
+    def _repeating(self, batch: ScheduledBatch) -> bool:
+        """Speculative decoding: whether a sequence of ``batch`` finds a draft now or repeated a
+        ``prompt_lookup_max``-gram within its last ``decode_steps`` tokens."""
+        return bool(self.num_speculative_tokens) and any(
+            s.lookup is not None and s.lookup.repeating(s.token_ids, self.decode_steps) for s in batch.seqs)
+
     def _draft(self, seq: Sequence, room: int) -> list[int]:
         """A draft for ``seq`` (running, at its last token) of at most ``room`` tokens, none past what it may
         still sample (the step's own token counts as one); [] when it gets none."""
@@ -157,9 +163,12 @@ class Scheduler:
     def window_len(self, batch: ScheduledBatch, ahead: int = 0) -> int:
         """Steps a greedy window of ``batch`` runs, ``ahead`` steps past the host's state: > 1 only for a
         greedy decode batch of running sequences with nobody waiting; up to ``decode_steps`` and the
-        longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one)."""
+        longest-running sequence (a sequence with fewer tokens to go stops on the device at its last one).
+        With speculative decoding, 1 while a sequence's text repeats itself (:meth:`_repeating`): drafts are
+        looked for every step then."""
         if self.decode_steps <= 1 or self.waiting or not batch.is_decode \
-                or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs):
+                or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs) \
+                or (ahead == 0 and self._repeating(batch)):
             return 1
         return min(self.decode_steps, max(self.to_sample(seq, ahead) for seq in batch.seqs))
 
@@ -188,11 +197,10 @@ class Scheduler:
     def continue_window(self, batch: ScheduledBatch, ahead: int) -> int:
         """Steps of a window that continues ``batch``'s window in flight, ``ahead`` steps past the host's
         state, with its pages reserved; 0 when there is none (a sequence finished or was aborted, someone
-        is waiting, nothing is left to sample, or pages ran out), or when a sequence finds a draft at the host's
-        state (speculative decoding: its text repeats; the batch is scheduled again once the window in flight
-        is played back, and drafts are looked for there)."""
-        if self.num_speculative_tokens and any(s.lookup is not None and s.lookup.propose(s.token_ids, 1)
-                                               for s in batch.seqs):
+        is waiting, nothing is left to sample, or pages ran out), or when a sequence's text repeats itself at
+        the host's state (speculative decoding: the batch is scheduled again once the window in flight is played
+        back, and drafts are looked for there)."""
+        if self._repeating(batch):
             return 0
         k = self.window_len(batch, ahead)
         if k > 1 and self._reserve(batch, k, ahead, ahead_page=True):

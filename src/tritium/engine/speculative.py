@@ -22,12 +22,13 @@ class NgramIndex:
     """For one sequence: the latest end of each n-gram (``n_min <= n <= n_max``) among its tokens, indexed
     up to (not including) the n-gram that ends at its last token."""
 
-    __slots__ = ("n_min", "n_max", "ends", "indexed")
+    __slots__ = ("n_min", "n_max", "ends", "indexed", "last_repeat")
 
     def __init__(self, n_min: int, n_max: int):
         self.n_min, self.n_max = n_min, n_max
         self.ends: list[dict[int, int]] = [{} for _ in range(n_max - n_min + 1)]
         self.indexed = 0  # n-grams ending before this position are in ``ends``
+        self.last_repeat = -1  # end of the latest ``n_max``-gram indexed that had occurred before it
 
     def _index(self, tokens: list[int], upto: int) -> None:
         """Record the n-grams that end at positions ``indexed .. upto - 1`` (exclusive ends ``<= upto``)."""
@@ -35,8 +36,19 @@ class NgramIndex:
             for i, table in enumerate(self.ends):
                 n = self.n_min + i
                 if end >= n:
-                    table[hash(tuple(tokens[end - n:end]))] = end
+                    key = hash(tuple(tokens[end - n:end]))
+                    if n == self.n_max and key in table:
+                        self.last_repeat = end
+                    table[key] = end
         self.indexed = max(self.indexed, upto)
+
+    def repeating(self, tokens: list[int], span: int) -> bool:
+        """Whether the text repeats itself lately: a draft now, or an ``n_max``-gram among those that end in the
+        last ``span`` tokens occurred before (the engine then looks for drafts every step instead of running
+        greedy windows between looks)."""
+        if self.propose(tokens, 1):  # (indexes up to the last token)
+            return True
+        return self.last_repeat > len(tokens) - 1 - span
 
     def propose(self, tokens: list[int], k: int) -> list[int]:
         """Up to ``k`` tokens that followed the latest earlier occurrence of the longest suffix of ``tokens``

@@ -3,7 +3,9 @@
 Gauges read the engine thread's latest snapshot when scraped: ``tritium:num_requests_running``,
 ``tritium:num_requests_waiting``, ``tritium:kv_cache_usage_perc`` (0..1). Counters: ``prompt_tokens_total``,
 ``generation_tokens_total``, ``request_success_total{finished_reason}``, ``request_rejected_total{reason}``,
-``request_aborted_total`` (clients that disconnected).
+``request_aborted_total`` (clients that disconnected), ``spec_decode_num_draft_tokens_total`` and
+``spec_decode_num_accepted_tokens_total`` (speculative decoding: draft tokens proposed and accepted, from the
+engine's snapshot).
 Histograms: ``time_to_first_token_seconds`` (request received to its first token out of the engine),
 ``inter_token_latency_seconds`` (between a request's tokens; a step that brings k tokens counts k gaps of
 1/k of its wait) and ``e2e_request_latency_seconds``.
@@ -17,6 +19,24 @@ from tritium.engine import AsyncLLMEngine, RequestOutput
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3,
                     0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0)
+
+
+class _SpecDecodeCollector:
+    """The engine's speculative-decoding totals as counters, read from its latest snapshot when scraped."""
+
+    def __init__(self, engine: AsyncLLMEngine, labels: dict, family):
+        self.engine, self.labels, self.family = engine, labels, family  # family: CounterMetricFamily
+
+    def collect(self):
+        stats = self.engine.stats
+        for name, doc, value in (
+                ("spec_decode_num_draft_tokens", "Draft tokens proposed (speculative decoding).",
+                 stats.num_draft_tokens),
+                ("spec_decode_num_accepted_tokens", "Draft tokens accepted (speculative decoding).",
+                 stats.num_accepted_tokens)):
+            family = self.family(f"tritium:{name}", doc, labels=list(self.labels))
+            family.add_metric(list(self.labels.values()), value)
+            yield family
 
 
 class Metrics:
@@ -37,6 +57,7 @@ class Metrics:
         gauge("num_requests_waiting", "Requests waiting to be scheduled.", lambda: engine.stats.num_waiting)
         gauge("kv_cache_usage_perc", "Fraction of KV-cache pages in use (0..1; with a window pool, the fuller pool's).",
               lambda: engine.stats.kv_cache_usage)
+        registry.register(_SpecDecodeCollector(engine, labels, prom.metrics_core.CounterMetricFamily))
         self.prompt_tokens = prom.Counter("tritium:prompt_tokens", "Prompt tokens of admitted requests.",
                                           labelnames=list(labels), registry=registry).labels(**labels)
         self.generation_tokens = prom.Counter("tritium:generation_tokens", "Generated tokens.",

@@ -1,0 +1,112 @@
+"""How often prompt-lookup drafts are accepted on real text: a real chat model (default: SmolLM2-135M-Instruct, the
+package's default model; ``--model`` for another) answering prompts of four kinds, greedy, with speculative
+decoding on; per kind the drafts, the draft tokens accepted, and the tokens a step of its sequence yields. Runs on
+the CPU (acceptance does not depend on the device; the GPU's cost of a step by draft length is the ``speculative``
+bench suite's).
+
+    PYTHONPATH=src python bench/probe_spec_acceptance.py [--model PATH] [--k 4] [--decode-steps 8]
+        [--max-tokens 256] [--costs bench/results/speculative-NVIDIA-H200.json] [--out FILE]
+
+``predicted_speedup``: the batch-1 time of the same tokens on the GPU of ``--costs`` (a Llama-3-8B shape), plain
+decoding against this run's steps: each step that verified a draft at that suite's cost of a draft of ``--k``
+tokens, every other token at its plain step.
+"""
+
+import argparse
+import json
+import time
+
+import torch
+
+from tritium import LLM, SamplingParams
+
+CODE = '''def merge_intervals(intervals):
+    intervals = sorted(intervals, key=lambda x: x[0])
+    merged = []
+    for start, end in intervals:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def total_length(intervals):
+    return sum(end - start for start, end in merge_intervals(intervals))
+'''
+
+DOC = ("The Rhine is a river that begins in the Swiss canton of Graubunden in the southeastern Swiss Alps. It forms "
+       "part of the Swiss-Liechtenstein, Swiss-Austrian and Swiss-German borders, then flows through the Rhineland "
+       "and eventually empties into the North Sea in the Netherlands. It is the second-longest river in Central and "
+       "Western Europe, after the Danube, at about 1,230 km, with an average discharge of about 2,900 cubic metres "
+       "per second. The Rhine and the Danube formed much of the northern inland frontier of the Roman Empire.")
+
+PROMPTS = {
+    "code edit": [f"Add type hints and a docstring to every function below. Return the whole code.\n\n{CODE}",
+                  f"Rename the function merge_intervals to merge in the code below and return the whole code.\n\n{CODE}"],
+    "quote / extract": [f"Copy the sentence of this text that gives the river's length, word for word.\n\n{DOC}",
+                        f"List every country named in this text, then repeat the text.\n\n{DOC}"],
+    "summarise": [f"Summarise this text in three sentences.\n\n{DOC}"],
+    "open chat": ["Write a short story about a lighthouse keeper who finds a message in a bottle.",
+                  "What are the pros and cons of electric cars?"],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--decode-steps", type=int, default=8)
+    ap.add_argument("--costs", default="bench/results/speculative-NVIDIA-H200.json")
+    ap.add_argument("--single-ms", type=float, default=4.26,
+                    help="a batch-1 step planned by the host without a draft (one graph replay and a sync; H200, "
+                         "Llama-3-8B shape, measured in stop 72 when speculation planned every step)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    llm = LLM(args.model, dtype=torch.float32, num_speculative_tokens=args.k, max_model_len=2048,
+              decode_steps=args.decode_steps)
+    with open(args.costs) as f:
+        cases = json.load(f)["cases"]["b1"]
+    plain_ms, draft_ms = cases["plain"]["ms_per_step"], cases[f"draft-{args.k}"]["ms_per_step"]
+    plain = LLM(args.model, dtype=torch.float32, max_model_len=2048)
+    engine = llm.engine
+    params = SamplingParams(max_tokens=args.max_tokens)
+    result = {"model": args.model or "SmolLM2-135M-Instruct (default)", "k": args.k, "decode_steps": args.decode_steps,
+              "costs": {"file": args.costs, "plain_ms": plain_ms, "draft_ms": draft_ms}, "kinds": {}}
+    for kind, prompts in PROMPTS.items():
+        d0, a0, n0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, engine.num_drafts, engine.num_steps
+        w0 = engine.num_window_steps
+        t0 = time.perf_counter()
+        outs = llm.chat([[{"role": "user", "content": p}] for p in prompts], params)
+        seconds = time.perf_counter() - t0
+        want = plain.chat([[{"role": "user", "content": p}] for p in prompts], params)
+        tokens = sum(len(o.token_ids) for o in outs)
+        drafted, accepted = engine.num_draft_tokens - d0, engine.num_accepted_tokens - a0
+        row = {"prompts": len(prompts), "tokens": tokens, "drafts": engine.num_drafts - n0, "draft_tokens": drafted,
+               "accepted_tokens": accepted, "acceptance": accepted / drafted if drafted else None,
+               "accepted_per_draft": accepted / (engine.num_drafts - n0) if engine.num_drafts > n0 else None,
+               "steps": engine.num_steps - s0, "cpu_seconds": seconds,
+               "same_as_plain": [o.token_ids == w.token_ids for o, w in zip(outs, want)]}
+        # tokens a sequence gets from a step that verifies a draft (1 + accepted), and the share of its tokens
+        # that came from drafts
+        row["draft_share_of_tokens"] = accepted / tokens if tokens else None
+        drafts, windowed = row["drafts"], engine.num_window_steps - w0
+        row["window_steps"] = windowed
+        # the rest: steps planned by the host without a draft (prefill's first tokens among them)
+        single = max(0, tokens - drafts - accepted - windowed)
+        row["predicted_speedup"] = tokens * plain_ms / (drafts * draft_ms + single * args.single_ms
+                                                        + windowed * plain_ms)
+        result["kinds"][kind] = row
+        print(f"{kind:16s} tokens {tokens:4d}  drafts {row['drafts']:4d}  accepted {accepted:4d} of {drafted:4d} "
+              f"({(row['acceptance'] or 0):.2f})  {accepted / max(1, row['drafts']):.2f} a draft, "
+              f"{row['draft_share_of_tokens']:.2f} of tokens from drafts, predicted {row['predicted_speedup']:.2f}x, "
+              f"same as plain {row['same_as_plain']}",
+              flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
