@@ -43,7 +43,8 @@ DOC = ("The Rhine is a river that begins in the Swiss canton of Graubunden in th
 
 PROMPTS = {
     "code edit": [f"Add type hints and a docstring to every function below. Return the whole code.\n\n{CODE}",
-                  f"Rename the function merge_intervals to merge in the code below and return the whole code.\n\n{CODE}"],
+                  "Rename the function merge_intervals to merge in the code below and return the whole code.\n\n"
+                  + CODE],
     "quote / extract": [f"Copy the sentence of this text that gives the river's length, word for word.\n\n{DOC}",
                         f"List every country named in this text, then repeat the text.\n\n{DOC}"],
     "summarise": [f"Summarise this text in three sentences.\n\n{DOC}"],
@@ -58,6 +59,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--decode-steps", type=int, default=8)
+    ap.add_argument("--temperature", type=float, default=0.0,
+                    help="> 0: sampled answers (drafts verified by rejection sampling; not compared with plain ones)")
     ap.add_argument("--costs", default="bench/results/speculative-NVIDIA-H200.json")
     ap.add_argument("--single-ms", type=float, default=4.26,
                     help="a batch-1 step planned by the host without a draft (one graph replay and a sync; H200, "
@@ -71,8 +74,10 @@ def main() -> None:
     plain_ms, draft_ms = cases["plain"]["ms_per_step"], cases[f"draft-{args.k}"]["ms_per_step"]
     plain = LLM(args.model, dtype=torch.float32, max_model_len=2048)
     engine = llm.engine
-    params = SamplingParams(max_tokens=args.max_tokens)
+    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature,
+                            seed=1 if args.temperature else None)
     result = {"model": args.model or "SmolLM2-135M-Instruct (default)", "k": args.k, "decode_steps": args.decode_steps,
+              "temperature": args.temperature,
               "costs": {"file": args.costs, "plain_ms": plain_ms, "draft_ms": draft_ms}, "kinds": {}}
     for kind, prompts in PROMPTS.items():
         d0, a0, n0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, engine.num_drafts, engine.num_steps
@@ -80,7 +85,7 @@ def main() -> None:
         t0 = time.perf_counter()
         outs = llm.chat([[{"role": "user", "content": p}] for p in prompts], params)
         seconds = time.perf_counter() - t0
-        want = plain.chat([[{"role": "user", "content": p}] for p in prompts], params)
+        want = outs if args.temperature else plain.chat([[{"role": "user", "content": p}] for p in prompts], params)
         tokens = sum(len(o.token_ids) for o in outs)
         drafted, accepted = engine.num_draft_tokens - d0, engine.num_accepted_tokens - a0
         row = {"prompts": len(prompts), "tokens": tokens, "drafts": engine.num_drafts - n0, "draft_tokens": drafted,

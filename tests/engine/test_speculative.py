@@ -13,7 +13,7 @@ from tritium.engine.config import EngineConfig
 from tritium.engine.runner import ModelRunner
 from tritium.engine.scheduler import Scheduler
 from tritium.engine.sequence import Sequence, Status
-from tritium.engine.speculative import NgramIndex
+from tritium.engine.speculative import NgramIndex, accept_sampled
 
 from .conftest import PROMPTS, WORDS, hf_greedy, make_tiny_model
 
@@ -158,8 +158,10 @@ def test_speculative_tokens_equal_greedy(tiny_models, plain, request, k, steps, 
     assert engine.num_drafts > 0 and engine.num_accepted_tokens <= engine.num_draft_tokens <= k * engine.num_drafts
     if drafts == "oracle":  # some whole, some cut short
         assert 0 < engine.num_accepted_tokens < engine.num_draft_tokens
+    # a sampled neighbour (drafts verified by rejection sampling: its own draws) leaves the greedy ones alone
     mixed = llm.generate(LOOPY[:3], [PARAMS[0], plain["sampled"], PARAMS[2]])
-    assert [o.token_ids for o in mixed] == [o.token_ids for o in plain["mixed"]]
+    assert [mixed[i].token_ids for i in (0, 2)] == [plain["mixed"][i].token_ids for i in (0, 2)]
+    assert len(mixed[1].token_ids) == plain["sampled"].max_tokens or mixed[1].finish_reason == "stop"
     long = llm.generate([LOOPY[4]], SamplingParams(max_tokens=200, ignore_eos=True))[0]
     assert long.token_ids == plain["long"].token_ids and long.finish_reason == "length"
     assert engine.block_manager.num_free_blocks == engine.block_manager.num_blocks
@@ -270,3 +272,42 @@ def test_windows_run_until_a_draft_is_found(tiny_models, plain, monkeypatch):
     outs = llm.generate(LOOPY[:1], PARAMS[:1])
     assert outs[0].token_ids == plain["batch"][0].token_ids and llm.engine.num_accepted_tokens > 0
     assert counts["continue"] > 0 and found["at"] is not None
+
+
+def test_rejection_sampling_keeps_the_distribution():
+    """accept_sampled on fixed distributions over 5 tokens: the first token out is distributed as p0 and the
+    second, given the first, as the next row (after an accepted draft token) or as p0 again (the first draw
+    replaced it); drafts of a likely, an unlikely and an impossible token; 20,000 draws a case."""
+    g = torch.Generator().manual_seed(0)
+    p = torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05], [0.1, 0.1, 0.1, 0.6, 0.1], [0.0, 0.3, 0.3, 0.2, 0.2]])
+    n = 20000
+    for draft in ([0, 3], [4, 1], [0, 0]):  # likely then likely; unlikely then unlikely; likely then unlikely
+        probs = p.repeat(n, 1)
+        out = accept_sampled(probs, [(3 * i, draft) for i in range(n)], [g] * n)
+        first = torch.tensor([draft[0] if j > 0 else t for j, t in out])
+        freq = torch.bincount(first, minlength=5).float() / n
+        assert torch.allclose(freq, p[0], atol=4 * (0.25 / n) ** 0.5), (draft, freq)  # 4 standard deviations
+        # the second token where the first was the draft's: row 1's distribution (accepted or redrawn)
+        second = torch.tensor([draft[1] if j > 1 else t for j, t in out if j >= 1])
+        freq2 = torch.bincount(second, minlength=5).float() / len(second)
+        assert torch.allclose(freq2, p[1], atol=4 * (0.25 / len(second)) ** 0.5), (draft, freq2)
+        assert all(0 <= j <= 2 for j, _ in out)
+    # a draft token with all the mass is always accepted
+    out = accept_sampled(torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), [(0, [1])], [g])
+    assert out == [(1, 2)]
+
+
+def test_sampled_requests_take_drafts(tiny_models, monkeypatch):
+    """Sampled requests get drafts and verify them by rejection sampling: tokens of the right count, a seeded
+    request draws the same tokens twice with the same engine, and its text is what its tokens decode to."""
+    path, _ = tiny_models["llama"]
+    monkeypatch.setattr(NgramIndex, "propose", lambda self, tokens, k: tokens[-k:])
+    llm = _llm(path, num_speculative_tokens=3)
+    params = [SamplingParams(max_tokens=20, temperature=0.8, top_p=0.9, seed=11, ignore_eos=True),
+              SamplingParams(max_tokens=15, temperature=1.2, top_k=20, ignore_eos=True)]
+    a = llm.generate(LOOPY[:2], params)
+    assert llm.engine.num_drafts > 0 and [len(o.token_ids) for o in a] == [20, 15]
+    b = llm.generate(LOOPY[:2], params)
+    assert a[0].token_ids == b[0].token_ids
+    assert a[0].text == llm.engine.tokenizer.decode(a[0].token_ids)
+    assert llm.engine.block_manager.num_free_blocks == llm.engine.block_manager.num_blocks

@@ -131,8 +131,9 @@ class EngineConfig:
       at the first difference, so a step yields 1 to ``1 + num_speculative_tokens`` tokens, each the one plain
       greedy decoding picks. 0 (default): off. Batches without a draft run greedy windows as before; drafts are
       looked for at each step that the host plans, and a window in flight is not continued once a sequence
-      finds one. Sampled requests and those with logprobs, penalties, a bias or a response format never get
-      one. Not with context parallelism.
+      finds one. Sampled requests (temperature, top-k, top-p, min-p) verify drafts by rejection sampling: their
+      tokens keep plain sampling's distribution (not its draws). Requests with logprobs, penalties, a bias,
+      ``min_tokens`` or a response format never get drafts. Not with context parallelism.
     """
 
     block_size: int = 16

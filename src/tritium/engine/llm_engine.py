@@ -33,10 +33,10 @@ from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block, window_layers
-from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, token_logprobs
+from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampling_probs, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
-from tritium.engine.speculative import NgramIndex
+from tritium.engine.speculative import NgramIndex, accept_sampled
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
 from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
@@ -529,7 +529,7 @@ class LLMEngine:
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
-        if self.config.num_speculative_tokens and params.device_greedy:
+        if self.config.num_speculative_tokens and params.draftable:
             seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max)
         if params.logprobs is not None:
             seq.logprobs = []
@@ -663,7 +663,8 @@ class LLMEngine:
     def _verify(self, batch: ScheduledBatch, logits: torch.Tensor) -> tuple[torch.Tensor, ScheduledBatch]:
         """Speculative decoding: accept each draft's tokens while they equal the model's argmax at the position
         before them, then the argmax at the first difference (or after the whole draft), stopping early where
-        the sequence ends; advance the sequence by the tokens whose K/V is now right. Returns the batch of the
+        the sequence ends (sampled requests: by rejection sampling, :func:`~tritium.engine.speculative.
+        accept_sampled`); advance the sequence by the tokens whose K/V is now right. Returns the batch of the
         other sequences and the logits of those of them that sample (what :meth:`Scheduler.update` and
         sampling expect)."""
         spans, plain, row = [], [], 0
@@ -678,21 +679,38 @@ class LLMEngine:
             if seq.num_computed + n == seq.num_tokens:
                 plain.append(row)
                 row += 1
-        rows = torch.tensor([r + j for seq, r in spans for j in range(len(seq.draft) + 1)], device=logits.device)
-        best = logits[rows].argmax(dim=-1).tolist()
-        i = 0
+        outcome = {}  # seq -> (draft tokens accepted, the tokens it gets)
+        greedy = [(seq, r) for seq, r in spans if seq.params.greedy]
+        sampled = [(seq, r) for seq, r in spans if not seq.params.greedy]
+        if greedy:
+            rows = [r + j for seq, r in greedy for j in range(len(seq.draft) + 1)]
+            best = logits[torch.tensor(rows, dtype=torch.int64, device=logits.device)].argmax(dim=-1).tolist()
+            i = 0
+            for seq, _ in greedy:
+                draft = seq.draft
+                choice = best[i:i + len(draft) + 1]
+                i += len(draft) + 1
+                agree = 0
+                while agree < len(draft) and choice[agree] == draft[agree]:
+                    agree += 1
+                outcome[seq] = (agree, choice[:agree + 1])
+        if sampled:  # rejection sampling: the tokens keep plain sampling's distribution
+            rows = [r + j for seq, r in sampled for j in range(len(seq.draft) + 1)]
+            probs = sampling_probs(logits[torch.tensor(rows, dtype=torch.int64, device=logits.device)],
+                                   [seq.params for seq, _ in sampled for _ in range(len(seq.draft) + 1)])
+            local = list(itertools.accumulate((len(seq.draft) + 1 for seq, _ in sampled), initial=0))
+            results = accept_sampled(probs, [(local[k], seq.draft) for k, (seq, _) in enumerate(sampled)],
+                                     [seq.generator for seq, _ in sampled])
+            for (seq, _), (agree, token) in zip(sampled, results):
+                outcome[seq] = (agree, seq.draft[:agree] + [token])
         for seq, _ in spans:
             draft, seq.draft = seq.draft, []
-            choice = best[i:i + len(draft) + 1]
-            i += len(draft) + 1
-            agree = 0
-            while agree < len(draft) and choice[agree] == draft[agree]:
-                agree += 1
+            agree, choice = outcome[seq]
             self.num_drafts += 1
             self.num_draft_tokens += len(draft)
             self.num_accepted_tokens += agree
             accepted = []
-            for token in choice[:agree + 1]:
+            for token in choice:
                 self.scheduler.advance(seq, 1)  # the token before it has its K/V in the cache
                 accepted.append(token)
                 if self._accept(seq, token):

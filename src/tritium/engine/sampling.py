@@ -162,8 +162,15 @@ class SamplingParams:
     @property
     def device_greedy(self) -> bool:
         """Whether the argmax of the raw logits is all the request needs (decode windows on the device)."""
-        return (self.greedy and not self.penalized and self.logprobs is None and not self.min_tokens
-                and not self.logit_bias and self.response_format is None)
+        return self.greedy and self.draftable
+
+    @property
+    def draftable(self) -> bool:
+        """Whether speculative decoding may give the request drafts: its next token depends on the logits of
+        its position alone (temperature, top-k, top-p and min-p; no penalties, bias, min_tokens, logprobs or
+        response format)."""
+        return (not self.penalized and self.logprobs is None and not self.min_tokens and not self.logit_bias
+                and self.response_format is None)
 
 
 @dataclasses.dataclass
@@ -243,6 +250,32 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
     return torch.empty_like(logits).scatter_(-1, order, sorted_logits)
 
 
+def sampling_probs(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    """[S, V] fp32: each row's distribution after temperature, top-k, top-p and min-p (a greedy row's at
+    temperature 1)."""
+    # NOTE: per-row parameters are built on the host and copied without blocking; torch.tensor(...,
+    # device=cuda) would sync with the device for each of them.
+    dev = logits.device
+    temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params]).to(dev, non_blocking=True)
+    top_k = torch.tensor([p.top_k for p in params]).to(dev, non_blocking=True)
+    top_p = torch.tensor([float(p.top_p) for p in params]).to(dev, non_blocking=True)
+    min_p = torch.tensor([float(p.min_p) for p in params]).to(dev, non_blocking=True) \
+        if any(p.min_p for p in params) else None
+    return filter_logits(logits / temp[:, None], top_k, top_p, min_p).softmax(-1)
+
+
+def draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
+    """One token per row of ``probs`` [S, V] (argmax of p / E, E ~ Exp(1): a draw from p); a row with a
+    generator draws its own noise."""
+    dev = probs.device
+    noise = torch.empty_like(probs).exponential_()
+    for i, g in enumerate(generators):
+        if g is not None:
+            row = torch.empty(probs.shape[-1], device=g.device).exponential_(generator=g)
+            noise[i] = row.to(dev, non_blocking=True)
+    return (probs / noise).argmax(-1)
+
+
 def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None],
            histories: list[list[int]] | None = None, prompts: list[list[int]] | None = None,
            banned: list[list[int] | None] | None = None, allowed: list[torch.Tensor | None] | None = None
@@ -273,23 +306,8 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], generators: list[
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
     dev = logits.device
-    # NOTE: per-row parameters and seeded noise are built on the host and copied without blocking;
-    # torch.tensor(..., device=cuda) would sync with the device for each of them. The one sync of the
-    # step is the final .tolist().
-    temp = torch.tensor([p.temperature if not p.greedy else 1.0 for p in params]).to(dev, non_blocking=True)
-    top_k = torch.tensor([p.top_k for p in params]).to(dev, non_blocking=True)
-    top_p = torch.tensor([float(p.top_p) for p in params]).to(dev, non_blocking=True)
-    min_p = None
-    if any(p.min_p for p in params):
-        min_p = torch.tensor([float(p.min_p) for p in params]).to(dev, non_blocking=True)
-    probs = filter_logits(logits / temp[:, None], top_k, top_p, min_p).softmax(-1)
-    # Gumbel-style race: argmax(p / E) with E ~ Exp(1) samples from p; a seeded row draws its own noise.
-    noise = torch.empty_like(probs).exponential_()
-    for i, g in enumerate(generators):
-        if g is not None:
-            row = torch.empty(probs.shape[-1], device=g.device).exponential_(generator=g)
-            noise[i] = row.to(dev, non_blocking=True)
-    sampled = (probs / noise).argmax(-1)
+    # the one sync of the step is the final .tolist()
+    sampled = draw(sampling_probs(logits, params), generators)
     greedy = torch.tensor([p.greedy for p in params]).to(dev, non_blocking=True)
     return torch.where(greedy, logits.argmax(-1), sampled).tolist()
 

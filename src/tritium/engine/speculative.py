@@ -11,11 +11,19 @@ whole draft) is accepted too. So a step yields 1 to ``1 + len(draft)`` tokens, e
 greedy decoding picks there; the K/V of rejected draft tokens is written past the sequence's computed
 length and overwritten later.
 
+Sampled requests (temperature, top-k, top-p, min-p) verify by rejection sampling (:func:`accept_sampled`): the
+tokens keep the distribution plain sampling gives them, though not the same draws (a seeded request is
+reproducible with the same engine settings, not across them).
+
 The index is built incrementally (each token is hashed once per n-gram size, when it first lies before
 the suffix looked up); a hash collision can only propose a wrong draft, which verification rejects.
 """
 
 from __future__ import annotations
+
+import torch
+
+from tritium.engine.sampling import draw
 
 
 class NgramIndex:
@@ -65,3 +73,38 @@ class NgramIndex:
             if end is not None and tokens[end - n:end] == tokens[length - n:]:
                 return tokens[end:end + k]
         return []
+
+
+def accept_sampled(probs: torch.Tensor, spans: list[tuple[int, list[int]]],
+                   generators: list[torch.Generator | None]) -> list[tuple[int, int]]:
+    """Rejection sampling of drafts for sampled requests, exact for any draft: a draft token is a point mass,
+    so token j of a draft is accepted with probability ``p_j(draft[j])`` (``p_j``: the request's distribution at
+    that position, ``probs`` row), and at the first rejection the token is drawn from ``p_j`` without the draft
+    token (the residual ``max(0, p - q)`` renormalised); after a whole draft, from the next row. Each token out
+    so has the distribution plain sampling gives it.
+
+    ``probs`` [R, V]: for each span, ``1 + len(draft)`` rows from ``first``; ``generators``: each span's
+    (None: the global generators). Returns each span's (draft tokens accepted, the token after them)."""
+    rows = [first + j for first, draft in spans for j in range(len(draft))]
+    tokens = [t for _, draft in spans for t in draft]
+    dev = probs.device
+    p = probs[torch.tensor(rows, dtype=torch.int64).to(dev, non_blocking=True),
+              torch.tensor(tokens, dtype=torch.int64).to(dev, non_blocking=True)].tolist()
+    accepted, final, rejected, i = [], [], [], 0
+    for (first, draft), g in zip(spans, generators):
+        u = torch.rand(len(draft), generator=g).tolist()
+        j = 0
+        while j < len(draft) and u[j] < p[i + j]:
+            j += 1
+        i += len(draft)
+        accepted.append(j)
+        final.append(first + j)
+        rejected.append(draft[j] if j < len(draft) else -1)
+    dist = probs[torch.tensor(final, dtype=torch.int64).to(dev, non_blocking=True)].clone()
+    for k, token in enumerate(rejected):
+        if token >= 0:
+            dist[k, token] = 0.0
+    out = draw(dist, generators).tolist()
+    # a rejection where the draft token held all the mass (rounding: u < 1 <= p cannot fail otherwise) keeps it
+    empty = (dist.sum(-1) <= 0).tolist()
+    return [(j, rejected[k] if empty[k] else out[k]) for k, j in enumerate(accepted)]
