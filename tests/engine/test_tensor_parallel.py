@@ -587,3 +587,16 @@ def test_fp8_kv_cache_and_window_pool_under_tp(tmp_path, no_leaks, two_ranks):
     for g, w in zip(got, want):
         assert g.token_ids == w.token_ids
         assert [lp.logprob for lp in g.logprobs] == pytest.approx([lp.logprob for lp in w.logprobs], abs=0.02)
+
+
+def test_speculative_decoding_under_tp(tiny_models, no_leaks, two_ranks):
+    """Drafts (prompt lookup) verified as decode rows of a token each on both ranks give TP=1's plain tokens."""
+    path, _ = tiny_models["llama"]
+    prompts = ["w1 w2 w3 w1 w2 w3 w1 w2", " ".join(f"w{i % 5}" for i in range(20))] + PROMPTS[:2]
+    params = SamplingParams(max_tokens=24, ignore_eos=True)
+    with LLM(path, **_kw()) as llm:
+        expected = _tokens(llm, prompts, params)
+    with LLM(path, tensor_parallel_size=2, comm="torch", num_speculative_tokens=4, prompt_lookup_min=1,
+             **_kw(max_num_seqs=8)) as llm:
+        assert _tokens(llm, prompts, params) == expected
+        assert llm.engine.num_drafts > 0
