@@ -156,6 +156,7 @@ def test_speculative_tokens_equal_greedy(tiny_models, plain, request, k, steps, 
         assert [o.text for o in outs] == [o.text for o in plain[key]]
         assert [o.finish_reason for o in outs] == [o.finish_reason for o in plain[key]]
     assert engine.num_drafts > 0 and engine.num_accepted_tokens <= engine.num_draft_tokens <= k * engine.num_drafts
+    assert 0 <= llm.stats["accepted_draft_tokens"] <= llm.stats["draft_tokens"] <= engine.num_draft_tokens
     if drafts == "oracle":  # some whole, some cut short
         assert 0 < engine.num_accepted_tokens < engine.num_draft_tokens
     # a sampled neighbour (drafts verified by rejection sampling: its own draws) leaves the greedy ones alone

@@ -194,6 +194,7 @@ class LLM:
         texts = {rid: prompt if isinstance(prompt, str) else None for rid, prompt in zip(ids, prompts)}
         start, hits0 = time.perf_counter(), engine.block_manager.hits
         preemptions0 = engine.scheduler.num_preemptions
+        drafted0, accepted0 = engine.num_draft_tokens, engine.num_accepted_tokens
         final: dict[str, RequestOutput] = {}
         try:
             while engine.has_unfinished():
@@ -214,5 +215,8 @@ class LLM:
         self.stats = {"seconds": seconds, "prompt_tokens": sum(len(o.prompt_token_ids) for o in outs),
                       "generated_tokens": generated, "tokens_per_s": generated / max(seconds, 1e-9),
                       "prefix_cache_hit_tokens": engine.block_manager.hits - hits0,
-                      "preemptions": engine.scheduler.num_preemptions - preemptions0}
+                      "preemptions": engine.scheduler.num_preemptions - preemptions0,
+                      # speculative decoding (num_speculative_tokens): draft tokens proposed and accepted
+                      "draft_tokens": engine.num_draft_tokens - drafted0,
+                      "accepted_draft_tokens": engine.num_accepted_tokens - accepted0}
         return outs
