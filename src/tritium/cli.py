@@ -75,8 +75,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="auto: the KV cache in the model's dtype; fp8: keys and values in FP8 (e4m3, saturated, "
                              "scale 1): twice the tokens in the same memory, half the KV read of decode")
     parser.add_argument("--num-speculative-tokens", type=int, default=0, metavar="K",
-                        help="speculative decoding by prompt lookup: greedy requests whose last tokens occurred "
-                             "earlier get up to K draft tokens, verified in one step (default 0: off)")
+                        help="speculative decoding by prompt lookup: requests whose last tokens occurred earlier "
+                             "get up to K draft tokens, verified in one step (default 0: off)")
     parser.add_argument("--prompt-lookup-max", type=int, default=4, metavar="N",
                         help="longest suffix looked up for a draft (default 4)")
     parser.add_argument("--prompt-lookup-min", type=int, default=2, metavar="N",

@@ -28,13 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import time
-
-import torch
 
 from tritium.bench.common import header, print_table
-from tritium.bench.engine_common import Bench, add_model_arguments
-from tritium.engine import SamplingParams
+from tritium.bench.engine_common import Bench, add_model_arguments, engine_generate, timed
 from tritium.engine.speculative import NgramIndex
 
 
@@ -57,35 +53,22 @@ def drafts(propose):
         NgramIndex.propose = original
 
 
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _generate(llm, prompts, n):
-    _sync(llm.engine.device)
-    t0 = time.perf_counter()
-    outs = llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True))
-    _sync(llm.engine.device)
-    return time.perf_counter() - t0, outs
-
-
 def _case(bench, llm, batch: int, k: int, repeats: int) -> dict:
     """Time ``repeats`` generations at ``batch`` with the scheduler's draft bound ``k`` (0: speculation off)."""
-    engine, n = llm.engine, bench.args.new_tokens
+    engine, n, generate = llm.engine, bench.args.new_tokens, engine_generate(llm)
     engine.scheduler.num_speculative_tokens = k
-    _generate(llm, bench.prompts(batch, 1000 + batch), 6)  # compiles what this case's shapes need, untimed
+    generate(bench.prompts(batch, 1000 + batch), 6)  # compiles what this case's shapes need, untimed
     per_step, per_token, steps_all, drafted, accepted = [], [], [], 0, 0
     for r in range(repeats):
-        d0, a0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, _steps(engine)
-        t_full, _ = _generate(llm, bench.prompts(batch, 10 * r + batch), n)
-        steps = _steps(engine) - s0
+        d0, a0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, engine.num_steps
+        t_full = timed(lambda: generate(bench.prompts(batch, 10 * r + batch), n), bench.device)
+        steps = engine.num_steps - s0
         drafted += engine.num_draft_tokens - d0
         accepted += engine.num_accepted_tokens - a0
-        s1 = _steps(engine)
-        t_one, _ = _generate(llm, bench.prompts(batch, 10 * r + batch + 5), 1)
+        s1 = engine.num_steps
+        t_one = timed(lambda: generate(bench.prompts(batch, 10 * r + batch + 5), 1), bench.device)
         # decode steps of the full run: its steps less the prefill's (those of the one-token run)
-        decode_steps = max(1, steps - (_steps(engine) - s1))
+        decode_steps = max(1, steps - (engine.num_steps - s1))
         per_step.append((t_full - t_one) / decode_steps * 1e3)
         per_token.append((t_full - t_one) / (batch * (n - 1)) * 1e3)
         steps_all.append(decode_steps)
@@ -94,11 +77,6 @@ def _case(bench, llm, batch: int, k: int, repeats: int) -> dict:
             "ms_per_token_all": sorted(per_token), "decode_steps": sorted(steps_all)[mid],
             "tokens_per_step": batch * (n - 1) / sorted(steps_all)[mid], "draft_tokens": drafted,
             "accepted_tokens": accepted, "acceptance": accepted / drafted if drafted else None}
-
-
-def _steps(engine) -> int:
-    """Model steps run so far (a greedy window counts its steps)."""
-    return engine.num_steps
 
 
 def run(args) -> dict:
@@ -118,7 +96,7 @@ def run(args) -> dict:
                     prompt_lookup_max=4)
     engine = llm.engine
     vocab = bench.config.vocab_size
-    _generate(llm, bench.prompts(max(batches), 7), 8)  # warm: the first steps compile what warm-up did not
+    engine_generate(llm)(bench.prompts(max(batches), 7), 8)  # warm: the first steps compile what warm-up did not
     rows = []
     for batch in batches:
         cases = result["cases"][f"b{batch}"] = {}
@@ -144,8 +122,7 @@ def run(args) -> dict:
             print(f"  b{batch} {name}: {c['ms_per_token']:.3f} ms/token, {c['tokens_per_step']:.2f} tokens/step",
                   flush=True)
     print_table(rows, ["batch", "case", "ms/step", "ms/token", "tokens/step", "draft", "accepted", "vs plain",
-                       "all accepted",
-                       "break-even"])
+                       "all accepted", "break-even"])
     del llm, engine
     gc.collect()
     return result

@@ -125,15 +125,16 @@ class EngineConfig:
       host's per-step work overlaps the GPU. A sequence that stops on EOS or a stop string wastes the
       rest of its window and of the one queued after it. 1 syncs every step.
     - ``num_speculative_tokens``: speculative decoding by prompt lookup (:mod:`tritium.engine.speculative`):
-      a greedy sequence whose last ``prompt_lookup_max`` down to ``prompt_lookup_min`` tokens occurred earlier
-      in its prompt or output gets up to this many draft tokens (those that followed there), computed with its
-      last token in one step; the model's argmax accepts the draft's tokens while they match and adds its own
-      at the first difference, so a step yields 1 to ``1 + num_speculative_tokens`` tokens, each the one plain
-      greedy decoding picks. 0 (default): off. Batches without a draft run greedy windows as before; drafts are
-      looked for at each step that the host plans, and a window in flight is not continued once a sequence
-      finds one. Sampled requests (temperature, top-k, top-p, min-p) verify drafts by rejection sampling: their
-      tokens keep plain sampling's distribution (not its draws). Requests with logprobs, penalties, a bias,
-      ``min_tokens`` or a response format never get drafts. Not with context parallelism.
+      a sequence whose last ``prompt_lookup_max`` down to ``prompt_lookup_min`` tokens occurred earlier in its
+      prompt or output gets up to this many draft tokens (those that followed there), computed with its last
+      token in one step; for a greedy request the model's argmax accepts the draft's tokens while they match
+      and adds its own at the first difference, so a step yields 1 to ``1 + num_speculative_tokens`` tokens,
+      each the one plain greedy decoding picks. 0 (default): off. Batches without a draft run greedy windows as
+      before; drafts are looked for at each step that the host plans, and a window in flight is not continued
+      once a sequence's text repeats itself. Sampled requests (temperature, top-k, top-p, min-p) verify drafts
+      by rejection sampling: their tokens keep plain sampling's distribution (not its draws). Requests with
+      logprobs, penalties, a bias, ``min_tokens`` or a response format never get drafts. Not with context
+      parallelism.
     """
 
     block_size: int = 16

@@ -168,7 +168,7 @@ class Scheduler:
         looked for every step then."""
         if self.decode_steps <= 1 or self.waiting or not batch.is_decode \
                 or not all(s.params.device_greedy and s.status is Status.RUNNING for s in batch.seqs) \
-                or (ahead == 0 and self._repeating(batch)):
+                or self._repeating(batch):
             return 1
         return min(self.decode_steps, max(self.to_sample(seq, ahead) for seq in batch.seqs))
 
@@ -200,8 +200,6 @@ class Scheduler:
         is waiting, nothing is left to sample, or pages ran out), or when a sequence's text repeats itself at
         the host's state (speculative decoding: the batch is scheduled again once the window in flight is played
         back, and drafts are looked for there)."""
-        if self._repeating(batch):
-            return 0
         k = self.window_len(batch, ahead)
         if k > 1 and self._reserve(batch, k, ahead, ahead_page=True):
             return k

@@ -1,11 +1,11 @@
 """Speculative decoding by prompt lookup (n-gram drafts), verified by the model in one step.
 
-A greedy sequence often repeats what it has already seen: code being edited, a document being summarised
-or quoted, a JSON answer echoing its input. :class:`NgramIndex` finds the most recent earlier occurrence
-of the sequence's last ``n`` tokens (``n`` from ``prompt_lookup_max`` down to ``prompt_lookup_min``) in its
-prompt and output, and proposes the tokens that followed it as a *draft*. The engine then computes the
-last token and the draft in one step (a query of ``1 + len(draft)`` tokens over the paged cache, as a
-chunk of a prompt) and takes the model's argmax at each of those positions: the draft's tokens are
+A sequence often repeats what it has already seen: code being edited, a document being summarised or
+quoted, a JSON answer echoing its input. :class:`NgramIndex` finds the most recent earlier occurrence of the
+sequence's last ``n`` tokens (``n`` from ``prompt_lookup_max`` down to ``prompt_lookup_min``) in its prompt
+and output, and proposes the tokens that followed it as a *draft*. The engine then computes the last token
+and the draft in one step (a decode row per token: ``ModelRunner.plan_step``) and, for a greedy request,
+takes the model's argmax at each of those positions: the draft's tokens are
 accepted while they equal the model's own choice, and the choice at the first difference (or after the
 whole draft) is accepted too. So a step yields 1 to ``1 + len(draft)`` tokens, every one the token plain
 greedy decoding picks there; the K/V of rejected draft tokens is written past the sequence's computed
@@ -100,11 +100,11 @@ def accept_sampled(probs: torch.Tensor, spans: list[tuple[int, list[int]]],
         accepted.append(j)
         final.append(first + j)
         rejected.append(draft[j] if j < len(draft) else -1)
-    dist = probs[torch.tensor(final, dtype=torch.int64).to(dev, non_blocking=True)].clone()
-    for k, token in enumerate(rejected):
-        if token >= 0:
-            dist[k, token] = 0.0
-    out = draw(dist, generators).tolist()
+    dist = probs[torch.tensor(final, dtype=torch.int64).to(dev, non_blocking=True)]  # (a copy)
+    hit = [k for k, token in enumerate(rejected) if token >= 0]
+    if hit:
+        dist[torch.tensor(hit).to(dev, non_blocking=True),
+             torch.tensor([rejected[k] for k in hit]).to(dev, non_blocking=True)] = 0.0
     # a rejection where the draft token held all the mass (rounding: u < 1 <= p cannot fail otherwise) keeps it
-    empty = (dist.sum(-1) <= 0).tolist()
+    out, empty = torch.stack((draw(dist, generators), (dist.sum(-1) <= 0).long())).tolist()
     return [(j, rejected[k] if empty[k] else out[k]) for k, j in enumerate(accepted)]
