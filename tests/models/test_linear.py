@@ -14,6 +14,8 @@ from tritium.ops.gemv import CONFIGS, MAX_M, GemvConfig, gemv
 from tritium.ops.int4 import Int4Weight, linear_int4_reference, pack_int4, quantize_int4
 from tritium.ops.int4_linear import GEMV_CONFIGS, WORD_GEMV_CONFIGS, Int4GemvConfig, int4_linear
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
+from tritium.ops.skinny import CONFIGS as SKINNY_CONFIGS
+from tritium.ops.skinny import SkinnyConfig, skinny
 from tritium.runtime import default_device, interpreting
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -117,6 +119,13 @@ def test_linear_tune_picks_and_reports():
     assert [(r["weight"], r["m"]) for r in report] == [("proj", 1), ("proj", 2)]
     assert set(lin.choices) == set(lin.best_gemv) == {(1, 1024, 2048), (2, 1024, 2048)}
     assert lin.rejected == []  # every candidate agreed with cuBLAS
+    # past the GEMV's rows only cuBLAS and the skinny GEMM are timed
+    report = lin.tune({"proj": group}, (8, 32))
+    assert [r["m"] for r in report[-2:]] == [8, 32] and lin.rejected == []
+    assert all(isinstance(lin.choices[(m, 1024, 2048)], (SkinnyConfig, type(None))) for m in (8, 32))
+    for m in (8, 32):
+        x = torch.randn(m, 2048, dtype=torch.bfloat16, device=dev)
+        assert rel_err(lin(x, group[0]), reference.linear(x, group[0])) < TOL[torch.bfloat16]
     for r in report:
         assert r["best_tbs"] >= r["cublas_tbs"] > 0
     x = torch.randn(1, 2048, dtype=torch.bfloat16, device=dev)
@@ -133,7 +142,10 @@ def test_linear_tune_picks_and_reports():
     assert [r["variant"] for r in report[-2:]] == ["rope", "rope"] and lin.rejected == []
     assert any(c.flat for c in CONFIGS if qkv_rope_supports(c, 128))
     for m in (1, 2):
-        assert qkv_rope_supports(lin.best_gemv[(m, 1024, 2048)], 128)
+        best = lin.best_gemv[(m, 1024, 2048)]  # the skinny GEMM runs before the rope kernel, as cuBLAS does
+        assert isinstance(best, SkinnyConfig) or qkv_rope_supports(best, 128)
+        if not lin.gemv_runs(m, group[0]):
+            continue
         x = torch.randn(m, 2048, dtype=torch.bfloat16, device=dev)
         kc = torch.zeros(2, 4, 2, 128, dtype=torch.bfloat16, device=dev)
         vc = torch.zeros_like(kc)
@@ -212,14 +224,47 @@ def test_linear_dispatch_norm_and_residual():
     assert LinearDispatch("triton").gemv_runs(4, w) and not LinearDispatch("torch").gemv_runs(1, w)
 
 
+def test_linear_dispatch_skinny():
+    """A skinny choice runs the skinny GEMM in cuBLAS's place at any row count up to its MAX_M: plain with a bias,
+    swiglu (the SiLU-and-mul in its epilogue) and gated (the SiLU-and-mul kernel first); it is no GEMV for the
+    fusions (gemv_runs False, normed refuses) but counts as a product with the SiLU-and-mul inside
+    (gemv_chosen). The torch and triton modes never run it."""
+    dev = default_device()
+    cfg = SkinnyConfig(16, 64, 4, 2)
+    w = torch.randn(48, 96, device=dev) / 10
+    b = torch.randn(48, device=dev)
+    lin = LinearDispatch("auto", ops.silu_and_mul)
+    for m in (2, 9, 32):
+        x = torch.randn(m, 96, device=dev)
+        lin.choices[(m, 48, 96)] = cfg
+        out = lin(x, w, b)
+        assert torch.equal(out, skinny(x, w, b, config=cfg))
+        assert rel_err(out, reference.linear(x, w, b)) < TOL[torch.float32]
+        want = reference.silu_and_mul(reference.linear(x, w, b))
+        assert rel_err(lin.swiglu(x, w, b), want) < 2 * TOL[torch.float32]
+        assert lin.gemv_chosen(m, w) and not lin.gemv_runs(m, w)
+        with pytest.raises(ValueError, match="no GEMV runs"):
+            lin.normed(x, None, 1e-5, w)
+    x = torch.randn(5, 2 * 96, device=dev)
+    lin.choices[(5, 48, 96)] = cfg
+    assert rel_err(lin.gated(x, w), reference.linear(reference.silu_and_mul(x), w)) < TOL[torch.float32]
+    lin.choices[(33, 48, 96)] = cfg  # past the skinny GEMM's rows: cuBLAS
+    x = torch.randn(33, 96, device=dev)
+    assert torch.equal(lin(x, w, b), F.linear(x, w, b))
+    for mode in ("triton", "torch"):
+        assert LinearDispatch(mode)._choice(8, w) is None
+
+
 def test_state_round_trip():
     """state() -> JSON -> load_state() gives back every choice (cuBLAS's None included) and report; a state
     naming a configuration this version lacks, or malformed, is refused and changes nothing."""
     import json
 
     lin = LinearDispatch("auto")
-    lin.choices = {(1, 384, 128): CONFIGS[0], (2, 384, 128): None, (4, 96, 192): CONFIGS[-1]}
-    lin.best_gemv = {(1, 384, 128): CONFIGS[0], (2, 384, 128): CONFIGS[3], (4, 96, 192): CONFIGS[-1]}
+    lin.choices = {(1, 384, 128): CONFIGS[0], (2, 384, 128): None, (4, 96, 192): CONFIGS[-1],
+                   (16, 384, 128): SKINNY_CONFIGS[1]}
+    lin.best_gemv = {(1, 384, 128): CONFIGS[0], (2, 384, 128): CONFIGS[3], (4, 96, 192): CONFIGS[-1],
+                     (16, 384, 128): SKINNY_CONFIGS[1]}
     lin.report, lin.chain_report = [{"weight": "qkv_proj", "m": 1}], [{"m": 2, "kept": "as tuned"}]
     state = json.loads(json.dumps(lin.state()))
     other = LinearDispatch("auto")
@@ -231,6 +276,7 @@ def test_state_round_trip():
     assert other._config(x, w) == CONFIGS[0]
     bad = [dict(state, choices=[[1, 384, 128, {"block_n": 3, "block_k": 7, "num_warps": 4, "num_stages": 1,
                                                "flat": False}]]),
+           dict(state, choices=[[8, 384, 128, {"block_n": 3, "block_k": 7, "num_warps": 4, "num_stages": 1}]]),
            dict(state, choices=[[0, 384, 128, None]]), dict(state, choices=[[1, 384, None]]),
            dict(state, best_gemv=[[1, 384, 128, None]]), {k: v for k, v in state.items() if k != "report"},
            dict(state, choices=7), dict(state, int4_choices=[[1, 384, 128, None]]),

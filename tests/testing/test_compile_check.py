@@ -69,6 +69,12 @@ def test_variants_follow_the_launchers_on_each_backend():
     # a launch recorded on the NVIDIA path is compiled on AMD's
     (amd,) = compile_check.variants(_switched(use_pdl=True, use_tma=True, launch_pdl=True), "hip:gfx942")
     assert (amd["constexprs"]["USE_PDL"], amd["constexprs"]["USE_TMA"], amd["options"]) == (False, False, {})
+    # the skinny GEMM's bulk L2 prefetch: on sm_90+ only, sized by its pipeline
+    skinny = dict(recorded, constexprs={"USE_PDL": False, "PREFETCH_BYTES": 0, "BLOCK_K": 128},
+                  options={"num_warps": 4, "num_stages": 4})
+    assert [v["constexprs"]["PREFETCH_BYTES"] for v in compile_check.variants(skinny, "cuda:90")] == [1024, 1024]
+    assert [v["constexprs"]["PREFETCH_BYTES"] for v in compile_check.variants(skinny, "cuda:80")] == [0]
+    assert compile_check.variants(skinny, "hip:gfx942")[0]["constexprs"]["PREFETCH_BYTES"] == 0
     fused = dict(recorded, constexprs={"USE_TMA": True, "B_KMAJOR": True, "FENCE": False})
     assert compile_check.variants(fused, "cuda:90")[0]["constexprs"]["FENCE"] is True
     assert compile_check.variants(fused, "hip:gfx950")[0]["constexprs"] == dict.fromkeys(fused["constexprs"], False)

@@ -96,10 +96,10 @@ def ablate_windows(llm: LLM, bench: Bench, rounds: int) -> dict:
     return res
 
 
-def trace_step(engine: LLMEngine, replays: int = 3) -> dict:
-    """Kernel timeline of the batch-1 graph (CUPTI through torch.profiler), middle replay of ``replays``:
-    :func:`tritium.bench.engine_common.summarize_step` of its kernels."""
-    entry = engine.runner.graphs[1]
+def trace_step(engine: LLMEngine, replays: int = 3, rows: int = 1) -> dict:
+    """Kernel timeline of the decode graph of ``rows`` rows (CUPTI through torch.profiler), middle replay of
+    ``replays``: :func:`tritium.bench.engine_common.summarize_step` of its kernels."""
+    entry = engine.runner.graphs[rows]
     graph = entry.graph
     out_seq_len = int(entry.bufs.seq_lens[0])
     graph.replay()

@@ -32,7 +32,8 @@ from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
-from tritium.engine.runner import ModelRunner, PromptScores, Window, kv_cache_bytes_per_block, window_layers
+from tritium.engine.runner import (GRAPH_BUCKETS, ModelRunner, PromptScores, Window, kv_cache_bytes_per_block,
+                                   window_layers)
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampling_probs, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
@@ -44,6 +45,7 @@ from tritium.models.attention import (DistributedDecodeAttention, TorchContextPa
 from tritium.models.config import ModelConfig
 from tritium.models.hub import resolve_model
 from tritium.models.layers import SINGLE
+from tritium.models.linear import SKINNY_MAX_M
 from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.runtime import interpreting
 
@@ -152,7 +154,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:
         log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")
-    ms = tuple(m for m in (1, 2, 4) if m <= cfg.max_num_seqs)
+    # the decode graphs' row counts the projections are timed at (the GEMV: 1-4 rows; the skinny GEMM: up to 32)
+    ms = tuple(m for m in GRAPH_BUCKETS if m <= min(SKINNY_MAX_M, cfg.max_decode_rows))
     key, restored = None, False
     # tensor parallel: rank 0 times (or restores) the projection kernels and every rank runs its choices.
     # Ranks that chose for themselves could disagree where two kernels are within noise, and a choice

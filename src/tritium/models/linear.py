@@ -1,8 +1,10 @@
-"""How the model multiplies by a weight: cuBLAS (``F.linear``) or tritium's Triton GEMV, chosen per shape.
+"""How the model multiplies by a weight: cuBLAS (``F.linear``), tritium's Triton GEMV or its skinny tensor-core
+GEMM, chosen per shape.
 
-At decode batch sizes (1-4 rows) a projection is a weight stream; whether the GEMV or cuBLAS streams it
-faster depends on the GPU and the shape, so :class:`LinearDispatch` times both on the loaded weights at
-engine start (inside CUDA graphs, as decode runs) and keeps the faster per (M, N, K).
+At decode batch sizes (1-32 rows) a projection is a weight stream; whether the GEMV (1-4 rows), the skinny GEMM
+(1-32 rows: :mod:`tritium.ops.skinny`) or cuBLAS streams it faster depends on the GPU and the shape, so
+:class:`LinearDispatch` times them on the loaded weights at engine start (inside CUDA graphs, as decode runs)
+and keeps the fastest per (M, N, K).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from tritium.ops.int4_linear import WORD_GEMV_CONFIGS as INT4_WORD_CONFIGS
 from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, gemv_candidates, int4_gemv, int4_linear
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
+from tritium.ops.skinny import CONFIGS as SKINNY_CONFIGS
+from tritium.ops.skinny import MAX_M as SKINNY_MAX_M
+from tritium.ops.skinny import SkinnyConfig, skinny
 from tritium.runtime import interpreting
 
 log = logging.getLogger(__name__)
@@ -40,7 +45,12 @@ class LinearDispatch:
 
     mode ``"torch"``: always ``F.linear``. ``"triton"``: the GEMV (default config) whenever M <= MAX_M.
     ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
-    ``F.linear``; untuned shapes use ``F.linear``. ``"invariant"``: every product through
+    ``F.linear``; untuned shapes use ``F.linear``. Where cuBLAS could run (a product with nothing fused before it:
+    plain, gated after the SiLU-and-mul kernel, rope after the product, swiglu), ``"auto"`` also times the
+    skinny tensor-core GEMM (:func:`tritium.ops.skinny.skinny`, 1-32 rows, 16-bit weights) and a
+    :class:`~tritium.ops.skinny.SkinnyConfig` choice runs it in cuBLAS's place (with the SiLU-and-mul in its
+    epilogue for swiglu); :meth:`gemv_runs` is False for it (the norm, residual add and rope fusions are the
+    GEMV's). ``"invariant"``: every product through
     :func:`tritium.fused.matmul` under its ``invariant_config`` (never split-K), so a row's result does not
     depend on the other rows (batch invariance); no GEMV, so nothing fuses into one.
 
@@ -71,12 +81,13 @@ class LinearDispatch:
         self.mode = mode
         self.silu_and_mul = silu_and_mul
         self.pdl = pdl  # False: GEMVs launch without programmatic dependent launch
-        self.choices: dict[tuple[int, int, int], GemvConfig | None] = {}
+        # (M, N, K) -> the GEMV's config, the skinny GEMM's (in cuBLAS's place) or None (cuBLAS)
+        self.choices: dict[tuple[int, int, int], GemvConfig | SkinnyConfig | None] = {}
         # int4 weights: the fastest int4 GEMV config timed for each (M, N, K) (tune; the kernel's default where
         # none is)
         self.int4_choices: dict[tuple[int, int, int], Int4GemvConfig] = {}
         # the fastest GEMV timed for each (M, N, K), cuBLAS's choice or not (what a whole-step check tries)
-        self.best_gemv: dict[tuple[int, int, int], GemvConfig] = {}
+        self.best_gemv: dict[tuple[int, int, int], GemvConfig | SkinnyConfig] = {}
         self.report: list[dict] = []
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
@@ -109,19 +120,22 @@ class LinearDispatch:
         :class:`~tritium.ops.quant.Fp8Rows` too, quantized by the kernel that wrote it."""
         return self._dynamic(weight)
 
-    def _choice(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
-        """The GEMV config the mode and the tuning give ``m`` rows times ``weight^T``, or None for cuBLAS (the
-        dense path)."""
-        if self.mode in ("torch", "invariant") or not 1 <= m <= MAX_M or isinstance(weight, Int4Weight):
+    def _choice(self, m: int, weight: torch.Tensor) -> GemvConfig | SkinnyConfig | None:
+        """The GEMV or skinny GEMM config the mode and the tuning give ``m`` rows times ``weight^T``, or None for
+        cuBLAS (the dense path)."""
+        if self.mode in ("torch", "invariant") or isinstance(weight, Int4Weight):
             return None
-        return DEFAULT_CONFIG if self.mode == "triton" else self.choices.get((m, *weight.shape))
+        if self.mode == "triton":
+            return DEFAULT_CONFIG if 1 <= m <= MAX_M else None
+        return self.choices.get((m, *weight.shape)) if 1 <= m <= SKINNY_MAX_M else None
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
         """The GEMV config for ``m`` rows times ``weight^T`` where a GEMV may take fusions in (a norm, a
-        residual add, rope): :meth:`_choice`, None for a W8A8 weight."""
-        return None if self._dynamic(weight) else self._choice(m, weight)
+        residual add, rope): :meth:`_choice`, None for a W8A8 weight or where the skinny GEMM runs."""
+        cfg = None if self._dynamic(weight) else self._choice(m, weight)
+        return cfg if isinstance(cfg, GemvConfig) else None
 
-    def _config(self, x: torch.Tensor | Fp8Rows, weight: torch.Tensor) -> GemvConfig | None:
+    def _config(self, x: torch.Tensor | Fp8Rows, weight: torch.Tensor) -> GemvConfig | SkinnyConfig | None:
         """The GEMV config for ``x @ weight^T`` (W8A8 included), or None for cuBLAS. Fp8Rows only with a W8A8
         weight (TypeError otherwise: nothing else multiplies them)."""
         if isinstance(x, Fp8Rows):
@@ -174,6 +188,8 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return self._dense(x, weight, bias, scale)
+        if isinstance(cfg, SkinnyConfig):
+            return skinny(x, weight, bias, config=cfg, pdl=self._pdl)
         if self._dynamic(weight):
             return self._dynamic_gemv(x, weight, bias, config=cfg, scale=scale)
         return gemv(x, weight, bias, config=cfg, pdl=self._pdl, scale=scale)
@@ -190,6 +206,8 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None:
             return self._dense(self.silu_and_mul(x), weight, None, scale)
+        if isinstance(cfg, SkinnyConfig):
+            return skinny(self.silu_and_mul(x), weight, config=cfg, pdl=self._pdl)
         return gemv(x, weight, config=cfg, gated=True, pdl=self._pdl, scale=scale)
 
     def _activation_fp8(self, x: torch.Tensor) -> Fp8Rows | torch.Tensor:
@@ -205,13 +223,15 @@ class LinearDispatch:
         cfg = self._config(x, weight)
         if cfg is None or cfg.block_n % 2:
             return self.silu_and_mul(self._dense(x, weight, bias, scale))
+        if isinstance(cfg, SkinnyConfig):
+            return skinny(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl)
         if self._dynamic(weight):
             return self._dynamic_gemv(x, weight, bias, config=cfg, scale=scale, swiglu=True)
         return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale)
 
     def gemv_chosen(self, m: int, *weights: torch.Tensor) -> bool:
-        """Whether each of ``weights`` runs a GEMV for ``m`` rows, W8A8 ones included (:meth:`swiglu` puts the
-        SiLU-and-mul in the epilogue of those too: it acts on the product, not on x)."""
+        """Whether each of ``weights`` runs a GEMV or the skinny GEMM for ``m`` rows, W8A8 ones included
+        (:meth:`swiglu` puts the SiLU-and-mul in the epilogue of those too: it acts on the product, not on x)."""
         return all(self._choice(m, w) is not None for w in weights)
 
     def gemv_runs(self, m: int, *weights: torch.Tensor) -> bool:
@@ -221,7 +241,7 @@ class LinearDispatch:
 
     def _gemv_config(self, x: torch.Tensor, weight: torch.Tensor) -> GemvConfig:
         cfg = self._config(x, weight)
-        if cfg is None:
+        if not isinstance(cfg, GemvConfig):
             raise ValueError(f"no GEMV runs x {tuple(x.shape)} @ weight {tuple(weight.shape)}^T here (mode "
                              f"{self.mode!r}): check gemv_runs() before asking for a fused norm or residual add")
         return cfg
@@ -333,8 +353,12 @@ class LinearDispatch:
             if variant == "rope":
                 rope = _RopeBench(rope_heads, N, dtype, dev)
             run = self._dynamic_gemv if dynamic else gemv if rope is None else rope.gemv
+            # the skinny GEMM in cuBLAS's place: 16-bit weights, nothing fused before the product
+            skinny_variant = (not quantized and variant in ("plain", "gated", "rope", "swiglu")
+                              and dtype in (torch.float16, torch.bfloat16))
             for m in ms:
-                if not 1 <= m <= MAX_M:
+                gemv_m, skinny_m = 1 <= m <= MAX_M, skinny_variant and 1 <= m <= SKINNY_MAX_M
+                if not (gemv_m or skinny_m):
                     continue
                 gated = variant.startswith("gated")
                 swiglu = variant == "swiglu"
@@ -361,7 +385,23 @@ class LinearDispatch:
                 else:
                     first = group[0][0] if not quantized else dequantize(*group[0], dtype)
                     expected = post(_expected(x, first, act, kw))
-                for cfg in CONFIGS:
+                for cfg in (SKINNY_CONFIGS if skinny_m else ()):
+                    def product(w, c=cfg):  # as the model runs it (rope and the KV write after it, like cuBLAS)
+                        if swiglu:
+                            return skinny(x, w, config=c, swiglu=True)
+                        return post(skinny(x if act is None else act(x), w, config=c))
+                    try:
+                        error = _disagreement(product(group[0][0]), expected)
+                        if error is not None:
+                            self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
+                                                  "error": error})
+                            log.warning("skinny %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
+                                        variant, error)
+                            continue
+                        times[cfg] = _time_group(lambda p, f=product: f(p[0]), group, repeats)
+                    except Exception as e:  # a candidate that does not compile here (e.g. too much shared memory)
+                        log.debug("skinny %s on %s: %s", cfg, (m, N, K), e)
+                for cfg in (CONFIGS if gemv_m else ()):
                     if (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
                             or (rope is not None and not qkv_rope_supports(cfg, rope.head_dim))):
                         continue
@@ -544,13 +584,14 @@ def quantized_linear(x: torch.Tensor | Fp8Rows, weight: torch.Tensor, scale: tor
     return _matmul_linear(x, weight, bias, scale, invariant=False)
 
 
-def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | None]) -> list[list]:
+def encode_choices(choices: dict[tuple[int, int, int], GemvConfig | SkinnyConfig | None]) -> list[list]:
     """``{(M, N, K): config or None (cuBLAS)}`` as JSON-able rows ``[M, N, K, config's fields or None]``, sorted;
     :func:`decode_choices` reads them back."""
     return [[*key, None if cfg is None else dataclasses.asdict(cfg)] for key, cfg in sorted(choices.items())]
 
 
-def decode_choices(rows, candidates: tuple = CONFIGS) -> dict[tuple[int, int, int], GemvConfig | None]:
+def decode_choices(rows, candidates: tuple = CONFIGS + SKINNY_CONFIGS) \
+        -> dict[tuple[int, int, int], GemvConfig | SkinnyConfig | None]:
     """The choices :func:`encode_choices` wrote. Raises ValueError for a malformed row or a configuration that
     is not one of ``candidates`` (this version's GEMV configs; TypeError where ``rows`` is not a list of
     rows)."""
@@ -564,7 +605,7 @@ def _key(row) -> tuple[int, int, int]:
     return key
 
 
-def _config_from(data: dict | None, candidates: tuple) -> GemvConfig | None:
+def _config_from(data: dict | None, candidates: tuple) -> GemvConfig | SkinnyConfig | None:
     """The one of ``candidates`` that ``data`` describes (None: cuBLAS)."""
     if data is None:
         return None
@@ -588,10 +629,11 @@ class _RopeBench:
         self.hq, self.hkv = heads
         self.head_dim = d = n // (self.hq + 2 * self.hkv)
         self.cos_sin = torch.cat([torch.ones(1, d // 2), torch.zeros(1, d - d // 2)], dim=1).to(device)
-        self.k_cache = torch.zeros(1, MAX_M, self.hkv, d, dtype=dtype, device=device)
+        rows = max(MAX_M, SKINNY_MAX_M)
+        self.k_cache = torch.zeros(1, rows, self.hkv, d, dtype=dtype, device=device)
         self.v_cache = torch.zeros_like(self.k_cache)
-        self.positions = torch.zeros(MAX_M, dtype=torch.int64, device=device)
-        self.slots = torch.arange(MAX_M, device=device)
+        self.positions = torch.zeros(rows, dtype=torch.int64, device=device)
+        self.slots = torch.arange(rows, device=device)
 
     def gemv(self, x: torch.Tensor, weight: torch.Tensor, *, config: GemvConfig,
              scale: torch.Tensor | None = None) -> torch.Tensor:

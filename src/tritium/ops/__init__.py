@@ -8,7 +8,8 @@
 - ``token_logprobs``: given tokens' log-probabilities and each row's most likely one in one pass over the
   logits (prompt scoring).
 - ``gemv``: skinny GEMM for decode projections (1-4 rows); ``qkv_rope_write_kv``: the QKV one with rope
-  and the KV-cache write in its epilogue.
+  and the KV-cache write in its epilogue; ``skinny``: the same on tensor cores for 1-32 rows (plain, with
+  a bias, a residual add or the SiLU-and-mul), where cuBLAS would run.
 - ``prefetch_l2`` / ``WeightPrefetcher``: Hopper bulk L2 prefetch of weights.
 - ``dequantize_fp8``: an fp8 weight times its row scales in one pass (weight-only FP8's prefill path;
   :mod:`tritium.ops.quant` holds the quantization and its reference).
@@ -38,9 +39,10 @@ from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.rms_norm import rms_norm
 from tritium.ops.rope import rope, rope_write_kv
 from tritium.ops.sampling import greedy_advance, greedy_scratch
+from tritium.ops.skinny import skinny
 
 __all__ = ["rms_norm", "rope", "rope_write_kv", "silu_and_mul", "gelu_tanh_and_mul", "greedy_advance", "greedy_scratch",
-           "gemv", "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
+           "gemv", "skinny", "qkv_rope_write_kv", "token_logprobs", "dequantize_fp8", "moe_route", "fused_moe",
            "fused_moe_add_norm", "moe_norm_route", "prefetch_l2", "WeightPrefetcher", "reference", "OpSet", "op_set",
            "OP_BACKENDS"]
 

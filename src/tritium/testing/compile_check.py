@@ -25,7 +25,9 @@ neither GPU does. :data:`ON_GPU` lists them per backend, each with the probe tha
   launch) are compiled with ``USE_PDL=True`` plus ``launch_pdl``, the variant Hopper runs where a
   launcher may use PDL, and as recorded (without PDL: the same code less the PDL wait and trigger) as a
   :func:`cover` of those, all of them with ``--all-launches``; ``FENCE`` (the async-proxy fence before
-  TMA loads) follows ``USE_TMA``.
+  TMA loads) follows ``USE_TMA``; on sm_90+ a ``PREFETCH_BYTES`` recorded as 0 (ops.skinny: the bulk L2
+  prefetch, ``bulk_prefetch_supported()`` False under the interpreter) is compiled as a bf16 weight's
+  ``num_stages * BLOCK_K`` columns.
 - AMD: every NVIDIA-only feature is off, as the launchers choose it on ROCm (``torch.version.hip``):
   ``USE_PDL``, ``USE_TMA``, ``B_KMAJOR`` and ``FENCE`` are False and ``launch_pdl`` is dropped; ``num_stages``
   is at most 2 (``runtime.pipeline_stages``). A
@@ -187,8 +189,11 @@ def variants(entry: dict, target: str) -> list[dict]:
                   for k, v in entry["constexprs"].items()}
     options = {k: min(v, CAPPED_OPTIONS[backend][k]) if k in CAPPED_OPTIONS[backend] else v
                for k, v in entry["options"].items() if k not in DROPPED_OPTIONS[backend]}
+    hopper = backend == "cuda" and int(target.partition(":")[2]) >= 90
+    if hopper and constexprs.get("PREFETCH_BYTES") == 0:  # ops.skinny: bulk_prefetch_supported() on sm_90+
+        constexprs["PREFETCH_BYTES"] = 2 * options.get("num_stages", 3) * constexprs["BLOCK_K"]
     out = [dict(entry, constexprs=constexprs, options=options)]
-    if backend == "cuda" and constexprs.get("USE_PDL") is False and int(target.partition(":")[2]) >= 90:
+    if hopper and constexprs.get("USE_PDL") is False:
         out.append(dict(entry, constexprs=dict(constexprs, USE_PDL=True), options=dict(options, launch_pdl=True)))
     return out
 
