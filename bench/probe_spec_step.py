@@ -33,6 +33,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--trace", default="", help="row counts whose decode graph is traced by kernel (e.g. 1,2,4)")
     ap.add_argument("--no-steps", action="store_true", help="only the graphs (and traces)")
+    ap.add_argument("--ab-skinny", action="store_true",
+                    help="time the graphs again with the skinny GEMM's picks on cuBLAS (4 interleaved rounds)")
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     draft_lens = [int(d) for d in args.drafts.split(",")]
@@ -42,13 +44,35 @@ def main() -> None:
     engine = llm.engine
     vocab = bench.config.vocab_size
     engine_generate(llm)(bench.prompts(max(batches), 7), 8)
-    result = {"header": header(bench.device if bench.device.type == "cuda" else None), "graph_ms": {}, "steps": {}, "host_profile": {}}
+    result = {"header": header(bench.device if bench.device.type == "cuda" else None), "graph_ms": {}, "steps": {},
+              "host_profile": {}}
     # 1. the device's cost by row count: each captured decode graph replayed alone (20 back to back, 5 rounds)
     runner = engine.runner
     for b in sorted(runner.graphs):
         ts = sorted(_replay_ms(runner.graphs[b].graph, 20) for _ in range(5))
         result["graph_ms"][b] = ts[2]
         print(f"graph {b:4d} rows: {ts[2]:.3f} ms", flush=True)
+    if args.ab_skinny and runner.graphs:  # the graphs with every skinny pick put back on cuBLAS, interleaved
+        from tritium.ops.skinny import SkinnyConfig
+        linear = engine.model.linear
+        tuned = dict(linear.choices)
+        plain = {k: (None if isinstance(v, SkinnyConfig) else v) for k, v in tuned.items()}
+        ab = result["skinny_ab"] = {"skinny": {}, "cublas": {}}
+        for r in range(4):
+            for label, choices in (("skinny", tuned), ("cublas", plain)) if r % 2 == 0 else \
+                    (("cublas", plain), ("skinny", tuned)):
+                linear.choices = dict(choices)
+                runner.capture()
+                for b in sorted(runner.graphs):
+                    ab[label].setdefault(b, []).append(_replay_ms(runner.graphs[b].graph, 20))
+        linear.choices = tuned
+        runner.capture()
+        for b in sorted(runner.graphs):
+            s_, c_ = (sorted(ab[k][b])[len(ab[k][b]) // 2] for k in ("skinny", "cublas"))
+            print(f"ab {b:4d} rows: skinny picks {s_:.3f} ms, on cuBLAS {c_:.3f} ms ({s_ / c_:.3f}x)", flush=True)
+        picks = sorted((k, str(v)) for k, v in tuned.items() if isinstance(v, SkinnyConfig))
+        result["skinny_picks"] = picks
+        print("skinny picks:", picks, flush=True)
     for b in [int(r) for r in args.trace.split(",") if r.strip()]:
         print(f"-- decode graph of {b} rows", flush=True)
         result.setdefault("traces", {})[b] = trace_step(engine, 3, b)

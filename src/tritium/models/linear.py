@@ -2,7 +2,7 @@
 GEMM, chosen per shape.
 
 At decode batch sizes (1-32 rows) a projection is a weight stream; whether the GEMV (1-4 rows), the skinny GEMM
-(1-32 rows: :mod:`tritium.ops.skinny`) or cuBLAS streams it faster depends on the GPU and the shape, so
+(2-32 rows: :mod:`tritium.ops.skinny`) or cuBLAS streams it faster depends on the GPU and the shape, so
 :class:`LinearDispatch` times them on the loaded weights at engine start (inside CUDA graphs, as decode runs)
 and keeps the fastest per (M, N, K).
 """
@@ -36,6 +36,9 @@ from tritium.ops.skinny import SkinnyConfig, skinny
 from tritium.runtime import interpreting
 
 log = logging.getLogger(__name__)
+# The skinny GEMM is timed from 2 rows: at 1 it ties the GEMV alone and lost 5% of a Llama-3-8B decode step in the
+# chain (no load before the PDL wait then; bench/NOTES.md, "Decode steps of 2-32 rows")
+SKINNY_MIN_M = 2
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
 VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual", "rope", "swiglu")
 
@@ -47,7 +50,7 @@ class LinearDispatch:
     ``"auto"``: the GEMV with the config :meth:`tune` found faster than cuBLAS for that (M, N, K), else
     ``F.linear``; untuned shapes use ``F.linear``. Where cuBLAS could run (a product with nothing fused before it:
     plain, gated after the SiLU-and-mul kernel, rope after the product, swiglu), ``"auto"`` also times the
-    skinny tensor-core GEMM (:func:`tritium.ops.skinny.skinny`, 1-32 rows, 16-bit weights) and a
+    skinny tensor-core GEMM (:func:`tritium.ops.skinny.skinny`, 2-32 rows, 16-bit weights) and a
     :class:`~tritium.ops.skinny.SkinnyConfig` choice runs it in cuBLAS's place (with the SiLU-and-mul in its
     epilogue for swiglu); :meth:`gemv_runs` is False for it (the norm, residual add and rope fusions are the
     GEMV's). ``"invariant"``: every product through
@@ -357,7 +360,7 @@ class LinearDispatch:
             skinny_variant = (not quantized and variant in ("plain", "gated", "rope", "swiglu")
                               and dtype in (torch.float16, torch.bfloat16))
             for m in ms:
-                gemv_m, skinny_m = 1 <= m <= MAX_M, skinny_variant and 1 <= m <= SKINNY_MAX_M
+                gemv_m, skinny_m = 1 <= m <= MAX_M, skinny_variant and SKINNY_MIN_M <= m <= SKINNY_MAX_M
                 if not (gemv_m or skinny_m):
                     continue
                 gated = variant.startswith("gated")

@@ -1,16 +1,20 @@
-"""Skinny GEMM on tensor cores for decode steps of a few rows: ``y = x @ W^T`` with 2 <= M <= ``MAX_M`` rows in
+"""Skinny GEMM on tensor cores for decode steps of a few rows: ``y = x @ W^T`` with 1 <= M <= ``MAX_M`` rows in
 x, the product computed transposed (``W x^T``: the weight's rows fill the tensor core's tall side, x's few rows
-its narrow one, padded to ``block_m``), so each program streams ``block_n`` weight rows through shared memory in
-a software pipeline of ``num_stages`` chunks of ``block_k`` columns.
+its narrow one, padded to 16 or 32), so each program streams ``block_n`` weight rows through shared memory in a
+software pipeline ``num_stages`` chunks of ``block_k`` columns deep.
 
-    y = skinny(x, weight)                               # x [M, K] @ weight [N, K]^T -> [M, N], x's dtype
+    y = skinny(x, weight, bias)                         # x [M, K] @ weight [N, K]^T (+ bias) -> [M, N], x's dtype
     y = skinny(x, w_gate_up, swiglu=True)               # silu(x @ gate^T) * (x @ up^T) -> [M, N / 2]
     skinny(x, weight, residual=r)                       # r += x @ weight^T (in place), returned
 
-Where it stands among the decode projections: the GEMV (:mod:`tritium.ops.gemv`) keeps one accumulator per
-row of x in registers, so its bytes in flight fall as M grows (at M = 2 its best reads at 0.89x of M = 1's);
-cuBLAS takes over at 4 rows. Here the accumulator is ``[block_n, block_m]`` whatever M, and the pipeline's
-depth sets the bytes in flight (bench/NOTES.md, "Engine decode chain: steps of 2-32 rows").
+Where it stands among the decode projections: the GEMV (:mod:`tritium.ops.gemv`, 1-4 rows) keeps one
+accumulator per row of x in registers, so its bytes in flight fall as M grows (Llama-3-8B's gate/up at 2 rows:
+3.80 TB/s against 4.24 at one, H200); cuBLAS runs 4 rows and more at 3.2-4.1 TB/s. Here the accumulator is
+``[block_n, 16]`` whatever M and the pipeline's depth sets the bytes in flight: 4.0-4.2 TB/s on gate/up and the
+LM head at 2-32 rows. On NVIDIA sm_90 each program first asks L2 for its rows' first ``num_stages`` chunks
+(Hopper's bulk prefetch), before the programmatic-dependent-launch wait: the weights depend on no earlier
+kernel. :class:`~tritium.models.linear.LinearDispatch` times it against cuBLAS where cuBLAS could run
+(bench/NOTES.md, "Decode steps of 2-32 rows: the skinny GEMM").
 
 fp32 accumulation; the same result as ``F.linear`` up to summation order. Reference:
 :func:`tritium.ops.reference.linear` (and ``silu_and_mul`` / ``linear_residual`` for the epilogues).
