@@ -5,11 +5,12 @@ the CPU (acceptance does not depend on the device; the GPU's cost of a step by d
 bench suite's).
 
     PYTHONPATH=src python bench/probe_spec_acceptance.py [--model PATH] [--k 4] [--decode-steps 8]
-        [--max-tokens 256] [--costs bench/results/speculative-NVIDIA-H200.json] [--out FILE]
+        [--max-tokens 256] [--costs bench/results/speculative-NVIDIA-H200.json] [--fixed-drafts] [--out FILE]
 
 ``predicted_speedup``: the batch-1 time of the same tokens on the GPU of ``--costs`` (a Llama-3-8B shape), plain
-decoding against this run's steps: each step that verified a draft at that suite's cost of a draft of ``--k``
-tokens, every other token at its plain step.
+decoding against this run's steps: each step that verified a draft at that suite's cost of a draft of the
+measured length nearest above the kind's mean draft, every other token at its plain step (in a window) or at
+``--single-ms`` (planned alone).
 """
 
 import argparse
@@ -65,27 +66,31 @@ def main() -> None:
     ap.add_argument("--single-ms", type=float, default=4.26,
                     help="a batch-1 step planned by the host without a draft (one graph replay and a sync; H200, "
                          "Llama-3-8B shape, measured in stop 72 when speculation planned every step)")
+    ap.add_argument("--fixed-drafts", action="store_true",
+                    help="every draft found verified whole (Scheduler.adaptive_drafts False: no back-off)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     llm = LLM(args.model, dtype=torch.float32, num_speculative_tokens=args.k, max_model_len=2048,
               decode_steps=args.decode_steps)
     with open(args.costs) as f:
         cases = json.load(f)["cases"]["b1"]
-    plain_ms, draft_ms = cases["plain"]["ms_per_step"], cases[f"draft-{args.k}"]["ms_per_step"]
+    plain_ms = cases["plain"]["ms_per_step"]
     plain = LLM(args.model, dtype=torch.float32, max_model_len=2048)
     engine = llm.engine
+    engine.scheduler.adaptive_drafts = not args.fixed_drafts
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature,
                             seed=1 if args.temperature else None)
     result = {"model": args.model or "SmolLM2-135M-Instruct (default)", "k": args.k, "decode_steps": args.decode_steps,
-              "temperature": args.temperature,
-              "costs": {"file": args.costs, "plain_ms": plain_ms, "draft_ms": draft_ms}, "kinds": {}}
+              "temperature": args.temperature, "adaptive_drafts": not args.fixed_drafts,
+              "costs": {"file": args.costs, "plain_ms": plain_ms}, "kinds": {}}
     for kind, prompts in PROMPTS.items():
         d0, a0, n0, s0 = engine.num_draft_tokens, engine.num_accepted_tokens, engine.num_drafts, engine.num_steps
         w0 = engine.num_window_steps
         t0 = time.perf_counter()
-        outs = llm.chat([[{"role": "user", "content": p}] for p in prompts], params)
+        # one at a time: the costs are batch 1's, and a window step then yields one token
+        outs = [llm.chat([{"role": "user", "content": p}], params)[0] for p in prompts]
         seconds = time.perf_counter() - t0
-        want = outs if args.temperature else plain.chat([[{"role": "user", "content": p}] for p in prompts], params)
+        want = outs if args.temperature else [plain.chat([{"role": "user", "content": p}], params)[0] for p in prompts]
         tokens = sum(len(o.token_ids) for o in outs)
         drafted, accepted = engine.num_draft_tokens - d0, engine.num_accepted_tokens - a0
         row = {"prompts": len(prompts), "tokens": tokens, "drafts": engine.num_drafts - n0, "draft_tokens": drafted,
@@ -100,7 +105,12 @@ def main() -> None:
         row["window_steps"] = windowed
         # the rest: steps planned by the host without a draft (prefill's first tokens among them)
         single = max(0, tokens - drafts - accepted - windowed)
-        row["predicted_speedup"] = tokens * plain_ms / (drafts * draft_ms + single * args.single_ms
+        # a verification step at the cost of the measured draft length nearest above this kind's mean one
+        mean = drafted / drafts if drafts else 0
+        lengths = sorted(int(c[6:]) for c in cases if c.startswith("draft-"))
+        step_ms = cases[f"draft-{next((d for d in lengths if d >= mean), lengths[-1])}"]["ms_per_step"]
+        row["mean_draft"] = mean
+        row["predicted_speedup"] = tokens * plain_ms / (drafts * step_ms + single * args.single_ms
                                                         + windowed * plain_ms)
         result["kinds"][kind] = row
         print(f"{kind:16s} tokens {tokens:4d}  drafts {row['drafts']:4d}  accepted {accepted:4d} of {drafted:4d} "

@@ -13,7 +13,8 @@ from tritium.engine.config import EngineConfig
 from tritium.engine.runner import ModelRunner
 from tritium.engine.scheduler import Scheduler
 from tritium.engine.sequence import Sequence, Status
-from tritium.engine.speculative import NgramIndex, accept_sampled
+from tritium.engine import speculative
+from tritium.engine.speculative import Acceptance, NgramIndex, accept_sampled
 
 from .conftest import PROMPTS, WORDS, hf_greedy, make_tiny_model
 
@@ -83,6 +84,30 @@ def test_scheduler_bounds_drafts():
     tight.running.append(long)
     batch = tight.schedule()
     assert batch.num_new == [1] and long.draft == [] and tight.num_preemptions == 0
+
+
+def test_acceptance_backs_off_probes_and_comes_back():
+    """A sequence whose drafts are rejected stops drafting within a few drafts and tries again every
+    PROBE_AFTER tokens; one whose drafts are accepted keeps whole ones; a draft ends where its tokens' chance
+    falls below TAIL; a larger batch asks more of a draft."""
+    acc = Acceptance(100)
+    assert acc.rate == speculative.PRIOR_RATE and acc.length(0, 1, 100) == 0
+    assert acc.length(8, 1, 100) == 3  # chances 0.5, 0.25, 0.125, then 0.0625 < TAIL
+    pos, drafts = 100, 0
+    while acc.length(4, 1, pos):
+        acc.record(min(4, acc.length(4, 1, pos)), 0, pos)
+        pos, drafts = pos + 1, drafts + 1
+        assert drafts < 8
+    assert 2 <= drafts and not acc.pays(1, 4)
+    assert acc.length(4, 1, pos + speculative.PROBE_AFTER - 2) == 0
+    assert acc.length(4, 1, pos - 1 + speculative.PROBE_AFTER) == 1  # a probe: what is still likely enough
+    for _ in range(6):  # the text turns repetitive: drafts accepted whole
+        acc.record(4, 4, pos)
+    assert acc.rate > 0.85 and acc.length(4, 1, pos) == 4 and acc.pays(256, 4)
+    mid = Acceptance(0)
+    mid.hits, mid.trials = 1.0, 4.0  # rate 2 / 6
+    assert mid.pays(1, 4) and not mid.pays(64, 4)
+    assert [speculative.break_even(n) for n in (1, 4, 5, 16, 17, 256)] == [0.25, 0.25, 0.45, 0.45, 0.7, 0.7]
 
 
 def test_config_errors():
@@ -240,24 +265,29 @@ def test_speculative_triton_kernels(tiny_models, monkeypatch):
     assert 0 < llm.engine.num_accepted_tokens < llm.engine.num_draft_tokens
 
 
+def _count_calls(monkeypatch, cls, name) -> dict:
+    """Counts calls of ``cls.name`` in ``["calls"]`` (the method still runs)."""
+    counts, method = {"calls": 0}, getattr(cls, name)
+
+    def counted(self, *a, **kw):
+        counts["calls"] += 1
+        return method(self, *a, **kw)
+
+    monkeypatch.setattr(cls, name, counted)
+    return counts
+
+
 def test_windows_run_until_a_draft_is_found(tiny_models, plain, monkeypatch):
     """Speculation on, text that never repeats: greedy windows (and their continuations) as without it; once a
     sequence finds a draft, the window in flight is not continued and the next steps verify drafts."""
     path, _ = tiny_models["llama"]
-    counts = {"continue": 0}
-    cont = ModelRunner.continue_window
-
-    def counted(self, *a, **kw):
-        counts["continue"] += 1
-        return cont(self, *a, **kw)
-
-    monkeypatch.setattr(ModelRunner, "continue_window", counted)
+    counts = _count_calls(monkeypatch, ModelRunner, "continue_window")
     found = {"at": None}
     monkeypatch.setattr(NgramIndex, "propose", lambda self, tokens, k: [])
     llm = _llm(path, decode_steps=4, num_speculative_tokens=3)
     outs = llm.generate(LOOPY[:1], PARAMS[:1])
     assert outs[0].token_ids == plain["batch"][0].token_ids
-    assert counts["continue"] > 0 and llm.engine.num_drafts == 0
+    assert counts["calls"] > 0 and llm.engine.num_drafts == 0
     # drafts from the 20th token on: windows stop being continued there, drafts verified after
     first = len(plain["batch"][0].prompt_token_ids) + 20
     ref = plain["batch"][0].prompt_token_ids + plain["batch"][0].token_ids
@@ -269,10 +299,45 @@ def test_windows_run_until_a_draft_is_found(tiny_models, plain, monkeypatch):
         return ref[len(tokens):len(tokens) + k]
 
     monkeypatch.setattr(NgramIndex, "propose", late)
-    counts["continue"] = 0
+    counts["calls"] = 0
     outs = llm.generate(LOOPY[:1], PARAMS[:1])
     assert outs[0].token_ids == plain["batch"][0].token_ids and llm.engine.num_accepted_tokens > 0
-    assert counts["continue"] > 0 and found["at"] is not None
+    assert counts["calls"] > 0 and found["at"] is not None
+
+
+def test_drafts_back_off_where_they_are_rejected(tiny_models, monkeypatch):
+    """Drafts that are always wrong: the same tokens as plain decoding, a few drafts then one every PROBE_AFTER
+    tokens (with greedy windows between), where drafts that do not back off are verified every step; drafts
+    that are always right keep coming whole."""
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=160, ignore_eos=True)
+    prompt = LOOPY[4]
+    plain = _llm(path, decode_steps=1, max_model_len=256)
+    want = plain.generate([prompt], params)[0].token_ids
+    ref = plain.engine.encode(prompt, "prompt") + want
+    wrong = {"on": True}
+
+    def propose(self, tokens, k):
+        right = ref[len(tokens):len(tokens) + k]
+        return [(t + 1) % 250 for t in right] if wrong["on"] else right
+
+    monkeypatch.setattr(NgramIndex, "propose", propose)
+    counts = _count_calls(monkeypatch, ModelRunner, "start_window")
+    llm = _llm(path, decode_steps=4, num_speculative_tokens=4, max_model_len=256)
+    engine = llm.engine
+    assert llm.generate([prompt], params)[0].token_ids == want
+    assert 2 <= engine.num_drafts <= 8 + len(want) // speculative.PROBE_AFTER
+    assert engine.num_accepted_tokens == 0 and counts["calls"] > 0
+    engine.scheduler.adaptive_drafts = False  # every draft verified whole, every step
+    n0 = engine.num_drafts
+    assert llm.generate([prompt], params)[0].token_ids == want
+    assert engine.num_drafts - n0 >= len(want) - 2
+    engine.scheduler.adaptive_drafts, wrong["on"] = True, False
+    n0, d0, a0 = engine.num_drafts, engine.num_draft_tokens, engine.num_accepted_tokens
+    assert llm.generate([prompt], params)[0].token_ids == want
+    drafts, drafted = engine.num_drafts - n0, engine.num_draft_tokens - d0
+    assert engine.num_accepted_tokens - a0 == drafted and drafts <= len(want) // 4 + 2
+    assert drafted >= 3.5 * (drafts - 2)  # whole drafts of 4 (some cut by what is left to sample)
 
 
 def test_rejection_sampling_keeps_the_distribution():

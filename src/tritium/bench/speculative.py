@@ -12,8 +12,9 @@ The drafts are chosen here, to separate the cost of verifying from how often a t
 - ``plain``: speculation off (greedy decode windows of ``decode_steps`` CUDA-graph steps: the anchor);
 - ``no-draft``: speculation on, no draft found (greedy windows, each planned from the host's state after the
   last: what looking costs where the text never repeats);
-- ``draft-d``: a draft of d tokens every step, all wrong (one token a step): the cost of a step of ``1 + d``
-  tokens a sequence, which does not depend on how many are accepted;
+- ``draft-d``: a draft of d tokens every step, all wrong (one token a step; drafts that do not back off,
+  ``Scheduler.adaptive_drafts`` False): the cost of a step of ``1 + d`` tokens a sequence, which does not
+  depend on how many are accepted;
 - ``lookup``: the prompt-lookup drafts themselves (what the random model's text gives; ``--model`` for a real
   one).
 
@@ -103,6 +104,7 @@ def run(args) -> dict:
         cases["plain"] = _case(bench, llm, batch, 0, args.repeats)  # the anchor
         with drafts(lambda tokens, k: []):
             cases["no-draft"] = _case(bench, llm, batch, kmax, args.repeats)
+        engine.scheduler.adaptive_drafts = False  # every draft verified whole, however often it is rejected
         for d in draft_lens:
             with drafts(lambda tokens, k, d=d: [(tokens[-1] + 1 + i) % vocab for i in range(min(k, d))]):
                 cases[f"draft-{d}"] = c = _case(bench, llm, batch, d, args.repeats)
@@ -110,6 +112,7 @@ def run(args) -> dict:
             c["draft_per_seq"] = c["draft_tokens"] / (c["decode_steps"] * args.repeats * batch)
             c["speedup_all_accepted"] = (1 + c["draft_per_seq"]) * cases["plain"]["ms_per_step"] / c["ms_per_step"]
             c["break_even_accepted"] = c["ms_per_step"] / cases["plain"]["ms_per_step"] - 1
+        engine.scheduler.adaptive_drafts = True
         cases["lookup"] = _case(bench, llm, batch, kmax, args.repeats)
         base = cases["plain"]["ms_per_token"]
         for name, c in cases.items():

@@ -37,7 +37,7 @@ from tritium.engine.runner import (GRAPH_BUCKETS, ModelRunner, PromptScores, Win
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampling_probs, token_logprobs
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
-from tritium.engine.speculative import NgramIndex, accept_sampled
+from tritium.engine.speculative import Acceptance, NgramIndex, accept_sampled
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
 from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
@@ -534,6 +534,7 @@ class LLMEngine:
             seq.generator = torch.Generator().manual_seed(params.seed)
         if self.config.num_speculative_tokens and params.draftable:
             seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max)
+            seq.acceptance = Acceptance(len(ids))
         if params.logprobs is not None:
             seq.logprobs = []
         if params.prompt_logprobs is not None:
@@ -712,6 +713,8 @@ class LLMEngine:
             self.num_drafts += 1
             self.num_draft_tokens += len(draft)
             self.num_accepted_tokens += agree
+            if seq.acceptance is not None:
+                seq.acceptance.record(len(draft), agree, seq.num_tokens)
             accepted = []
             for token in choice:
                 self.scheduler.advance(seq, 1)  # the token before it has its K/V in the cache

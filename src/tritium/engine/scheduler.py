@@ -18,7 +18,9 @@ suffix occurred before gets a draft (``seq.draft``, :mod:`tritium.engine.specula
 len(draft)`` tokens in the step, when budget and pages allow and the step's tokens stay within
 ``max_decode_rows`` (``EngineConfig.max_decode_rows``: the largest decode graph's rows; else it decodes one token
 as usual: a draft never preempts anyone). The engine verifies the draft and advances
-the sequence by what it accepted.
+the sequence by what it accepted. A draft is cut to the tokens likely enough to be accepted, or left out, by the
+sequence's recent acceptance (``seq.acceptance``, :class:`~tritium.engine.speculative.Acceptance`;
+``adaptive_drafts`` False: every draft found is verified whole).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class Scheduler:
         self.max_model_len = max_model_len
         self.decode_steps = decode_steps
         self.num_speculative_tokens = num_speculative_tokens
+        self.adaptive_drafts = True  # drafts cut or left out by each sequence's acceptance (False: the bench's)
         self.max_decode_rows = max(max_num_seqs, 1 + num_speculative_tokens) if max_decode_rows is None \
             else max_decode_rows
         self.waiting: collections.deque[Sequence] = collections.deque()
@@ -135,10 +138,16 @@ class Scheduler:
         return batch
 
     def _repeating(self, batch: ScheduledBatch) -> bool:
-        """Speculative decoding: whether a sequence of ``batch`` finds a draft now or repeated a
-        ``prompt_lookup_max``-gram within its last ``decode_steps`` tokens."""
+        """Speculative decoding: whether a sequence of ``batch`` whose acceptance lets it draft (:meth:`_may_draft`)
+        finds a draft now or repeated a ``prompt_lookup_max``-gram within its last ``decode_steps`` tokens."""
         return bool(self.num_speculative_tokens) and any(
-            s.lookup is not None and s.lookup.repeating(s.token_ids, self.decode_steps) for s in batch.seqs)
+            s.lookup is not None and self._may_draft(s) and s.lookup.repeating(s.token_ids, self.decode_steps)
+            for s in batch.seqs)
+
+    def _may_draft(self, seq: Sequence) -> bool:
+        """Whether ``seq``'s acceptance lets it verify a draft now (a full one, in a batch of the running)."""
+        return (not self.adaptive_drafts or seq.acceptance is None
+                or seq.acceptance.length(self.num_speculative_tokens, len(self.running), seq.num_tokens) > 0)
 
     def _draft(self, seq: Sequence, room: int) -> list[int]:
         """A draft for ``seq`` (running, at its last token) of at most ``room`` tokens, none past what it may
@@ -146,7 +155,10 @@ class Scheduler:
         if seq.lookup is None or not self.num_speculative_tokens:
             return []
         k = min(self.num_speculative_tokens, room, self.to_sample(seq) - 1)
-        return seq.lookup.propose(seq.token_ids, k) if k > 0 else []
+        draft = seq.lookup.propose(seq.token_ids, k) if k > 0 else []
+        if draft and self.adaptive_drafts and seq.acceptance is not None:
+            draft = draft[:seq.acceptance.length(len(draft), len(self.running), seq.num_tokens)]
+        return draft
 
     # -- greedy decode windows -----------------------------------------------------------------------------
     def to_sample(self, seq: Sequence, ahead: int = 0) -> int:

@@ -11,7 +11,7 @@ import torch
 from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.json_mode import JsonConstraint, ReasoningThenJson
 from tritium.engine.sampling import SamplingParams, TokenLogprobs
-from tritium.engine.speculative import NgramIndex
+from tritium.engine.speculative import Acceptance, NgramIndex
 
 
 class Status(enum.Enum):
@@ -56,9 +56,11 @@ class Sequence:
     # with params.response_format: the answer's JSON (or schema) state (after its reasoning: reasoning_after)
     json: JsonConstraint | ReasoningThenJson | None = None
     # speculative decoding: the draft this step computes after the last token (set by the scheduler, cleared
-    # once verified), and the index its drafts come from (None: the sequence gets none)
+    # once verified), the index its drafts come from (None: the sequence gets none) and its drafts' recent
+    # acceptance (how long the next one is, or whether there is one)
     draft: list[int] = dataclasses.field(default_factory=list)
     lookup: NgramIndex | None = None
+    acceptance: Acceptance | None = None
 
     @property
     def scores_prompt(self) -> bool:

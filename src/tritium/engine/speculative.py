@@ -15,6 +15,10 @@ Sampled requests (temperature, top-k, top-p, min-p) verify by rejection sampling
 tokens keep the distribution plain sampling gives them, though not the same draws (a seeded request is
 reproducible with the same engine settings, not across them).
 
+Drafts back off where they do not pay (:class:`Acceptance`): a verification step costs more than a plain one
+(a step of 1 + d rows, and no greedy decode window around it), so a sequence drafts only while its recent drafts
+were accepted often enough to repay that, and otherwise tries a draft again every ``PROBE_AFTER`` tokens.
+
 The index is built incrementally (each token is hashed once per n-gram size, when it first lies before
 the suffix looked up); a hash collision can only propose a wrong draft, which verification rejects.
 """
@@ -73,6 +77,71 @@ class NgramIndex:
             if end is not None and tokens[end - n:end] == tokens[length - n:]:
                 return tokens[end:end + k]
         return []
+
+
+# What a draft must be expected to gain, in accepted tokens, for its step to pay: a verification step's extra
+# cost over a plain decode step, as a fraction of one, by the decode batch's size (running sequences). Measured on
+# an H200 (Llama-3-8B shape, `python -m tritium.bench speculative`, bench/NOTES.md "Speculative decoding"):
+# 0.23-0.36 at batch 1, 0.14-0.29 at 4, 0.30-0.61 at 16 (draft lengths 1-7); beyond 16, more.
+BREAK_EVEN = ((4, 0.25), (16, 0.45), (None, 0.7))
+PRIOR_RATE, PRIOR_WEIGHT = 0.5, 2.0  # a sequence's acceptance before any draft: 0.5, worth two draft tokens
+DECAY = 0.75  # each verified draft weighs the ones before it by this (recent text decides)
+TAIL = 0.1  # a draft ends where the chance that its next token is accepted falls below this
+PROBE_AFTER = 32  # tokens since the last verified draft after which a sequence that backed off drafts again
+
+
+def break_even(running: int) -> float:
+    """Accepted draft tokens a sequence's draft must be expected to yield in a decode batch of ``running``."""
+    return next(cost for size, cost in BREAK_EVEN if size is None or running <= size)
+
+
+class Acceptance:
+    """One sequence's recent draft acceptance and what it makes of the next draft (:meth:`length`).
+
+    The model: each draft token is accepted with probability ``rate`` given that the ones before it were
+    (a draft stops at its first rejection), estimated from the verified drafts with the older ones weighed
+    down by ``DECAY`` each and a prior of ``PRIOR_RATE``. A draft of ``d`` tokens is then expected to gain
+    ``rate + rate^2 + ... + rate^d`` tokens."""
+
+    __slots__ = ("hits", "trials", "last")
+
+    def __init__(self, position: int = 0):
+        self.hits = self.trials = 0.0
+        self.last = position  # the sequence's length at its last verified draft (or at its start)
+
+    @property
+    def rate(self) -> float:
+        return (self.hits + PRIOR_RATE * PRIOR_WEIGHT) / (self.trials + PRIOR_WEIGHT)
+
+    def length(self, proposed: int, running: int, position: int) -> int:
+        """How many of ``proposed`` draft tokens to verify for a sequence ``position`` tokens long in a decode
+        batch of ``running``: those whose chance of acceptance is at least ``TAIL`` (at least one), where their
+        expected gain reaches :func:`break_even`, or ``PROBE_AFTER`` tokens after the last verified draft; else
+        0 (no draft this step)."""
+        if proposed < 1:
+            return 0
+        p = self.rate
+        keep, chance, gain = 0, 1.0, 0.0
+        while keep < proposed:
+            chance *= p
+            if keep and chance < TAIL:
+                break
+            keep += 1
+            gain += chance
+        if gain >= break_even(running) or position - self.last >= PROBE_AFTER:
+            return keep
+        return 0
+
+    def pays(self, running: int, k: int) -> bool:
+        """Whether a draft of ``k`` tokens would be verified now (without a probe)."""
+        return self.length(k, running, self.last) > 0
+
+    def record(self, drafted: int, accepted: int, position: int) -> None:
+        """A verified draft of ``drafted`` tokens of which the first ``accepted`` were, the sequence then
+        ``position`` tokens long."""
+        self.hits = self.hits * DECAY + accepted
+        self.trials = self.trials * DECAY + accepted + (accepted < drafted)
+        self.last = position
 
 
 def accept_sampled(probs: torch.Tensor, spans: list[tuple[int, list[int]]],
