@@ -66,6 +66,7 @@ def main() -> None:
     ap.add_argument("--single-ms", type=float, default=4.26,
                     help="a batch-1 step planned by the host without a draft (one graph replay and a sync; H200, "
                          "Llama-3-8B shape, measured in stop 72 when speculation planned every step)")
+    ap.add_argument("--seed", type=int, default=1, help="the sampled requests' seed (with --temperature)")
     ap.add_argument("--fixed-drafts", action="store_true",
                     help="every draft found verified whole (Scheduler.adaptive_drafts False: no back-off)")
     ap.add_argument("--out", default=None)
@@ -79,7 +80,7 @@ def main() -> None:
     engine = llm.engine
     engine.scheduler.adaptive_drafts = not args.fixed_drafts
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature,
-                            seed=1 if args.temperature else None)
+                            seed=args.seed if args.temperature else None)
     result = {"model": args.model or "SmolLM2-135M-Instruct (default)", "k": args.k, "decode_steps": args.decode_steps,
               "temperature": args.temperature, "adaptive_drafts": not args.fixed_drafts,
               "costs": {"file": args.costs, "plain_ms": plain_ms}, "kinds": {}}
