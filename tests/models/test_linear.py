@@ -255,6 +255,37 @@ def test_linear_dispatch_skinny():
         assert LinearDispatch(mode)._choice(8, w) is None
 
 
+def test_tune_checks_each_kind_of_candidate(monkeypatch):
+    """tune() on the CPU (the interpreter's kernels, a stand-in timer): every candidate it times agrees with the
+    dense product; the GEMV from 1 to MAX_M rows, the skinny GEMM from 2 rows where cuBLAS could run (not where
+    a residual add is fused in), cuBLAS always timed."""
+    from tritium.models import linear as linear_mod
+    from tritium.ops.skinny import CONFIGS as SKINNY
+
+    def timed(fn, group, repeats):
+        for p in group:
+            fn(p)
+        return 1.0
+
+    monkeypatch.setattr(linear_mod, "_time_group", timed)
+    dev = default_device()
+    group = [torch.randn(128, 128, dtype=torch.float16, device=dev) / 10 for _ in range(2)]
+    lin = LinearDispatch("auto", ops.silu_and_mul)
+    for variant in ("plain", "swiglu", "gated", "residual", "rope"):
+        lin.tune({variant: group}, (1, 2, 8), variants={variant: variant},
+                 rope_heads=(2, 1) if variant == "rope" else None)
+    assert lin.rejected == []
+    timed_at = {(r["variant"], r["m"]): set(r["us_per_call"]) for r in lin.report}
+    gemvs = {str(c) for c in CONFIGS if c.block_k <= 256}
+    for variant in ("plain", "swiglu", "gated", "rope"):
+        kinds = [{"cublas" if k == "cublas" else "skinny" if k.startswith("skinny") else "gemv"
+                  for k in timed_at[(variant, m)]} for m in (1, 2, 8)]
+        assert kinds == [{"cublas", "gemv"}, {"cublas", "gemv", "skinny"}, {"cublas", "skinny"}], variant
+        assert {str(c) for c in SKINNY} <= timed_at[(variant, 8)]
+    assert gemvs <= timed_at[("plain", 1)] and ("residual", 8) not in timed_at
+    assert not any(k.startswith("skinny") for k in timed_at[("residual", 2)])
+
+
 def test_state_round_trip():
     """state() -> JSON -> load_state() gives back every choice (cuBLAS's None included) and report; a state
     naming a configuration this version lacks, or malformed, is refused and changes nothing."""

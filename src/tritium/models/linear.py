@@ -388,41 +388,31 @@ class LinearDispatch:
                 else:
                     first = group[0][0] if not quantized else dequantize(*group[0], dtype)
                     expected = post(_expected(x, first, act, kw))
-                for cfg in (SKINNY_CONFIGS if skinny_m else ()):
-                    def product(w, c=cfg):  # as the model runs it (rope and the KV write after it, like cuBLAS)
-                        if swiglu:
-                            return skinny(x, w, config=c, swiglu=True)
-                        return post(skinny(x if act is None else act(x), w, config=c))
-                    try:
-                        error = _disagreement(product(group[0][0]), expected)
-                        if error is not None:
-                            self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
-                                                  "error": error})
-                            log.warning("skinny %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
-                                        variant, error)
-                            continue
-                        times[cfg] = _time_group(lambda p, f=product: f(p[0]), group, repeats)
-                    except Exception as e:  # a candidate that does not compile here (e.g. too much shared memory)
-                        log.debug("skinny %s on %s: %s", cfg, (m, N, K), e)
+                # each candidate: (config, its product of (weight, scale) as the model runs it, its keywords)
+                candidates = []
+                for cfg in (SKINNY_CONFIGS if skinny_m else ()):  # in cuBLAS's place: rope, the KV write after it
+                    candidates.append((cfg, (lambda p, c, **_: skinny(x, p[0], config=c, swiglu=True)) if swiglu
+                                       else (lambda p, c, **_: post(skinny(x if act is None else act(x), p[0],
+                                                                           config=c))), {}))
                 for cfg in (CONFIGS if gemv_m else ()):
-                    if (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
+                    if not (cfg.block_k > 2 * triton.next_power_of_2(K) or (swiglu and cfg.block_n % 2)
                             or (rope is not None and not qkv_rope_supports(cfg, rope.head_dim))):
-                        continue
+                        candidates.append((cfg, lambda p, c, **k: run(pre(x), p[0], config=c, scale=p[1], **k), kw))
+                for cfg, product, args in candidates:
+                    kind = "skinny" if isinstance(cfg, SkinnyConfig) else "gemv"
                     try:
                         # checked against cuBLAS on this GPU before it is timed (a fresh residual: timing adds)
-                        once = dict(kw, residual=torch.zeros_like(kw["residual"])) if "residual" in kw else kw
-                        error = _disagreement(run(pre(x), group[0][0], config=cfg, scale=group[0][1], **once),
-                                              expected)
+                        once = dict(args, residual=torch.zeros_like(args["residual"])) if "residual" in args else args
+                        error = _disagreement(product(group[0], cfg, **once), expected)
                         if error is not None:
                             self.rejected.append({"config": str(cfg), "m": m, "n": N, "k": K, "variant": variant,
                                                   "error": error})
-                            log.warning("gemv %s on %s (%s) disagrees with cuBLAS: %s; not used", cfg, (m, N, K),
+                            log.warning("%s %s on %s (%s) disagrees with cuBLAS: %s; not used", kind, cfg, (m, N, K),
                                         variant, error)
                             continue
-                        times[cfg] = _time_group(lambda p, c=cfg: run(pre(x), p[0], config=c, scale=p[1], **kw),
-                                                 group, repeats)
-                    except Exception as e:  # a candidate that does not compile here (e.g. too many registers)
-                        log.debug("gemv %s on %s: %s", cfg, (m, N, K), e)
+                        times[cfg] = _time_group(lambda p, c=cfg, f=product, a=args: f(p, c, **a), group, repeats)
+                    except Exception as e:  # a candidate that does not compile here (registers, shared memory)
+                        log.debug("%s %s on %s: %s", kind, cfg, (m, N, K), e)
                 # a norm or a residual add inside: cuBLAS cannot run it, and choosing it would turn the fused
                 # chain off for every projection; what the chain buys is measured as a whole (engine-ablate)
                 fused = variant not in ("plain", "gated", "rope", "swiglu")

@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tritium.ops.gemv import _rows, _silu_mul
 from tritium.ops.prefetch import bulk_prefetch_supported
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
@@ -63,14 +64,6 @@ def block_m(M: int) -> int:
 
 
 @triton.jit
-def _silu_mul(gate, up):
-    """``silu(gate) * up`` in up's dtype, rounded where :func:`tritium.ops.reference.silu_and_mul` rounds."""
-    g = gate.to(tl.float32)
-    act = (g / (1.0 + tl.exp(-g))).to(up.dtype).to(tl.float32)
-    return (act * up.to(tl.float32)).to(up.dtype)
-
-
-@triton.jit
 def _skinny_kernel(
     x_ptr, w_ptr, bias_ptr, out_ptr,
     stride_x_m, stride_w_n, stride_out_m,
@@ -82,11 +75,7 @@ def _skinny_kernel(
     """Program p: output columns of weight rows ``[p * BLOCK_N, (p + 1) * BLOCK_N)`` (SWIGLU: BLOCK_N / 2 gate rows
     and their up rows, side by side in pairs) for every row of x, ``acc [BLOCK_N, BLOCK_M] = W_rows @ x^T``."""
     pid = tl.program_id(0)
-    i = tl.arange(0, BLOCK_N)
-    if SWIGLU:  # pairs (gate row j, up row N/2 + j) side by side: the epilogue splits them after a reshape
-        rows = pid * (BLOCK_N // 2) + i // 2 + (i % 2) * (N // 2)
-    else:
-        rows = pid * BLOCK_N + i
+    rows = _rows(N, BLOCK_N, SWIGLU)  # SWIGLU: (gate row j, up row N/2 + j) side by side, split after a reshape
     ks = tl.arange(0, BLOCK_K)
     ms = tl.arange(0, BLOCK_M)
     w_ptrs = w_ptr + rows.to(tl.int64)[:, None] * stride_w_n + ks[None, :]           # [BLOCK_N, BLOCK_K]
