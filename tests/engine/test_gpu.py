@@ -68,12 +68,41 @@ def test_settle_linears_keeps_the_faster_step(tiny_models):
     shape = model.projection_shapes()[3]  # down_proj: its cuBLAS path runs SiLU-and-mul apart
     linear.choices[(1, *shape)] = None
     rows = runner.settle_linears((1, 8), rounds=3, replays=3)  # 8: no such tuned M, nothing to try
-    assert [r["m"] for r in rows] == [1] and rows[0]["switched"] == [list(shape)]
+    assert [r["m"] for r in rows] == [1]
+    assert rows[0]["switched"]["gemv"] == [list(shape)] and "no skinny" not in rows[0]["switched"]  # fp32
     assert rows[0]["kept"] in ("as tuned", "gemv") and set(rows[0]["graph_ms"]) == {"as tuned", "gemv"}
     want = None if rows[0]["kept"] == "as tuned" else linear.best_gemv[(1, *shape)]
     assert linear.choices[(1, *shape)] == want
     assert sorted(runner.graphs) == [1, 2, 4, 8] and linear.chain_report[-1] is rows[0]
     assert [o.token_ids for o in llm.generate(PROMPTS, params)] == ref
+
+
+def test_settle_linears_tries_the_skinny_picks_runner_up(tiny_models):
+    """bf16 (where the skinny GEMM runs): a projection on the skinny GEMM is tried on its runner-up in a whole decode
+    graph (a GEMV at 2 rows, cuBLAS at 8), beside the cuBLAS projections on their GEMV; the fastest graph's choices
+    stay, every graph is captured again and decode runs."""
+    from tritium.ops.gemv import DEFAULT_CONFIG
+    from tritium.ops.skinny import CONFIGS as SKINNY
+
+    path, _ = tiny_models["llama"]
+    params = SamplingParams(max_tokens=12)
+    llm = LLM(path, dtype=torch.bfloat16, linear_backend="auto", max_num_seqs=8)
+    model, runner, linear = llm.engine.model, llm.engine.runner, llm.engine.model.linear
+    assert {r["m"] for r in linear.report} >= {1, 2, 4, 8}  # the skinny GEMM is timed up to the graphs' 8 rows
+    shape = model.projection_shapes()[1]  # o_proj: plain
+    runner_up = {2: DEFAULT_CONFIG, 8: None}
+    for m, other in runner_up.items():
+        linear.choices[(m, *shape)], linear.not_skinny[(m, *shape)] = SKINNY[0], other
+    rows = runner.settle_linears((2, 8), rounds=3, replays=3)
+    assert [r["m"] for r in rows] == [2, 8]
+    for row in rows:
+        m = row["m"]
+        assert list(shape) in row["switched"]["no skinny"] and set(row["graph_ms"]) == {"as tuned", *row["switched"]}
+        assert row["kept"] in row["graph_ms"]
+        assert linear.choices[(m, *shape)] == (runner_up[m] if row["kept"] == "no skinny" else SKINNY[0])
+    assert sorted(runner.graphs) == [1, 2, 4, 8]
+    outs = llm.generate(MANY, params)
+    assert all(len(o.token_ids) == 12 for o in outs)
 
 
 def test_linear_choices_recorded_for_the_next_start(tiny_models, tmp_path, monkeypatch):

@@ -86,6 +86,54 @@ def test_cublas_alternatives():
     assert lin.cublas_alternatives(1, shapes) == {}
 
 
+def test_skinny_alternatives():
+    """Only shapes tuned onto the skinny GEMM that have a runner-up recorded are offered to the whole-step check:
+    a GEMV's config or None (cuBLAS)."""
+    lin = LinearDispatch("auto")
+    gemv_cfg, sk = GemvConfig(8, 128, 4), SKINNY_CONFIGS[0]
+    lin.choices.update({(2, 24, 128): sk, (2, 48, 128): gemv_cfg, (8, 24, 128): sk, (8, 48, 128): None,
+                        (8, 96, 64): sk})
+    lin.not_skinny.update({(2, 24, 128): gemv_cfg, (8, 24, 128): None})
+    shapes = [(24, 128), (48, 128), (96, 64)]
+    assert lin.skinny_alternatives(2, shapes) == {(2, 24, 128): gemv_cfg}
+    assert lin.skinny_alternatives(8, shapes) == {(8, 24, 128): None}  # (96, 64): no runner-up recorded
+    assert lin.skinny_alternatives(4, shapes) == {}
+    lin.mode = "triton"
+    assert lin.skinny_alternatives(2, shapes) == {}
+
+
+def test_tune_records_what_a_skinny_pick_displaced(monkeypatch):
+    """tune() on the CPU with a stand-in timer that ranks skinny < GEMV < cuBLAS: the skinny GEMM is picked and the
+    fastest GEMV recorded as its runner-up at 2 rows, cuBLAS at 8 (no GEMV runs 8 rows); tuned again with cuBLAS
+    fastest, the runner-up record goes."""
+    from tritium.models import linear as linear_mod
+
+    ran: list[str] = []
+    for name in ("skinny", "gemv"):
+        real = getattr(linear_mod, name)
+        monkeypatch.setattr(linear_mod, name, lambda *a, _f=real, _n=name, **k: (ran.append(_n), _f(*a, **k))[1])
+    cost = {"skinny": 1.0, "gemv": 2.0, "cublas": 3.0}
+
+    def timed(fn, group, repeats):
+        ran.clear()
+        fn(group[0])
+        return cost[ran[0] if ran else "cublas"]
+
+    monkeypatch.setattr(linear_mod, "_time_group", timed)
+    dev = default_device()
+    group = [torch.randn(64, 128, dtype=torch.float16, device=dev) / 10]
+    lin = LinearDispatch("auto")
+    lin.tune({"plain": group}, (2, 8))
+    assert lin.rejected == []
+    assert isinstance(lin.choices[(2, 64, 128)], SkinnyConfig) and isinstance(lin.choices[(8, 64, 128)], SkinnyConfig)
+    assert isinstance(lin.not_skinny[(2, 64, 128)], GemvConfig) and lin.not_skinny[(8, 64, 128)] is None
+    assert lin.skinny_alternatives(2, [(64, 128)]) == {(2, 64, 128): lin.not_skinny[(2, 64, 128)]}
+    cost.update(cublas=0.5)
+    lin.tune({"plain": group}, (2,))
+    assert lin.choices[(2, 64, 128)] is None and (2, 64, 128) not in lin.not_skinny
+    assert (8, 64, 128) in lin.not_skinny
+
+
 def test_rope_bench_is_the_plain_product_and_writes_the_cache():
     """What tune() times a "rope" projection with: every row at position 0 (the identity rotation), so the
     QKV GEMV with rope inside and cuBLAS + the rope kernel both give the plain product, k and v written to

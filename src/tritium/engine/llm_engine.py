@@ -192,10 +192,12 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks,
                          kv_cache_dtype=cfg.kv_dtype(model.dtype))
     if cfg.linear_backend == "auto" and runner.graphs and tp is None and not restored:
-        # one rank: where a projection went to cuBLAS, the whole decode step decides (see settle_linears)
+        # one rank: where a projection went to cuBLAS or the skinny GEMM, the whole decode step decides (see
+        # settle_linears)
         t0 = time.perf_counter()
         if runner.settle_linears(ms):
-            log.info("timed decode steps with cuBLAS and the GEMV in %.1f s", time.perf_counter() - t0)
+            log.info("timed whole decode steps with the projections' other kernels in %.1f s",
+                     time.perf_counter() - t0)
     if key is not None and not restored:
         path = linear_cache.save(key, model.linear_state())
         if path is not None:

@@ -477,19 +477,25 @@ class ModelRunner:
         log.info("captured decode CUDA graphs for batch sizes %s", sorted(self.graphs))
 
     def settle_linears(self, ms: tuple[int, ...], rounds: int = 5, replays: int = 20) -> list[dict]:
-        """Where ``LinearDispatch.tune`` put a layer projection on cuBLAS at M rows (M in ``ms``, each with
-        a graph of its own), time the decode graph of M rows as tuned and with every such projection on its
-        fastest GEMV, in ``rounds`` interleaved rounds of ``replays`` replays; keep the faster (medians).
-        Timed one at a time, cuBLAS can win a shape by a percent that the chain of PDL launches around a GEMV
-        gives back (bench/NOTES.md, engine decode chain). One rank only: ranks deciding apart would capture
-        different graphs. Returns the rows it adds to ``model.linear.chain_report``."""
+        """Where ``LinearDispatch.tune`` put a layer projection on cuBLAS or on the skinny GEMM at M rows (M in
+        ``ms``, each with a graph of its own), time the decode graph of M rows as tuned and with the other kind
+        in their place, in ``rounds`` interleaved rounds of ``replays`` replays; keep the fastest (medians).
+        Variants: "gemv", every cuBLAS projection on its fastest GEMV or skinny GEMM; "no skinny", every skinny
+        projection on the fastest other kind timed (a GEMV, whose fusions then come back, or cuBLAS). Timed one
+        at a time, a kernel can win a shape by a percent that the chain of PDL launches around a GEMV gives back
+        (bench/NOTES.md, engine decode chain). One rank only: ranks deciding apart would capture different
+        graphs. Returns the rows it adds to ``model.linear.chain_report``."""
         linear = self.model.linear
+        shapes = self.model.projection_shapes()
         rows = []
         for m in ms:
-            switch = linear.cublas_alternatives(m, self.model.projection_shapes())
-            if m not in self.graphs or not switch:
+            switches = {"gemv": linear.cublas_alternatives(m, shapes),
+                        "no skinny": linear.skinny_alternatives(m, shapes)}
+            switches = {label: switch for label, switch in switches.items() if switch}
+            if m not in self.graphs or not switches:
                 continue
-            variants = {"as tuned": {k: None for k in switch}, "gemv": switch}
+            tuned = {k: linear.choices.get(k) for switch in switches.values() for k in switch}
+            variants = {"as tuned": tuned, **{label: {**tuned, **switch} for label, switch in switches.items()}}
             graphs = {}
             for label, choice in variants.items():
                 linear.choices.update(choice)
@@ -501,11 +507,12 @@ class ModelRunner:
             med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
             keep = min(med, key=med.get)
             linear.choices.update(variants[keep])
-            row = {"m": m, "switched": [list(k[1:]) for k in switch], "kept": keep,
-                   "graph_ms": {label: round(v, 4) for label, v in med.items()}}
+            row = {"m": m, "switched": {label: [list(k[1:]) for k in switch] for label, switch in switches.items()},
+                   "kept": keep, "graph_ms": {label: round(v, 4) for label, v in med.items()}}
             rows.append(row)
-            log.info("decode step of %d rows: %.3f ms as tuned, %.3f ms with the GEMV on %d cuBLAS projections: "
-                     "kept %s", m, med["as tuned"], med["gemv"], len(switch), keep)
+            log.info("decode step of %d rows: %s; kept %s", m,
+                     ", ".join(f"{label} {v:.3f} ms" + (f" ({len(switches[label])} switched)" if label in switches
+                                                         else "") for label, v in med.items()), keep)
             del graphs
         if rows:
             self.capture()

@@ -91,6 +91,9 @@ class LinearDispatch:
         self.int4_choices: dict[tuple[int, int, int], Int4GemvConfig] = {}
         # the fastest GEMV timed for each (M, N, K), cuBLAS's choice or not (what a whole-step check tries)
         self.best_gemv: dict[tuple[int, int, int], GemvConfig | SkinnyConfig] = {}
+        # where tune() picked the skinny GEMM: the fastest other kind timed there (a GEMV's config, None for
+        # cuBLAS), what a whole-step check tries in its place; not part of state() (a restored start runs no check)
+        self.not_skinny: dict[tuple[int, int, int], GemvConfig | None] = {}
         self.report: list[dict] = []
         self.chain_report: list[dict] = []  # the whole-step checks (ModelRunner.settle_linears)
         self.rejected: list[dict] = []  # GEMV candidates whose output disagreed with cuBLAS's in tune()
@@ -107,6 +110,16 @@ class LinearDispatch:
         keys = [(m, *shape) for shape in shapes]
         return {k: self.best_gemv[k] for k in keys if k in self.choices and self.choices[k] is None
                 and k in self.best_gemv}
+
+    def skinny_alternatives(self, m: int, shapes) -> dict[tuple[int, int, int], GemvConfig | None]:
+        """For each (N, K) of ``shapes`` where :meth:`tune` picked the skinny GEMM at ``m`` rows, the fastest other
+        kind it timed there (a GEMV, which brings the chain's fusions back, or None: cuBLAS): the alternative a
+        whole decode step is timed with (``ModelRunner.settle_linears``)."""
+        if self.mode != "auto":
+            return {}
+        keys = [(m, *shape) for shape in shapes]
+        return {k: self.not_skinny[k] for k in keys if isinstance(self.choices.get(k), SkinnyConfig)
+                and k in self.not_skinny}
 
     def _dynamic(self, weight: torch.Tensor) -> bool:
         """Whether ``weight``'s products are W8A8 (``dynamic_fp8`` and a quantized weight)."""
@@ -299,7 +312,7 @@ class LinearDispatch:
             raise ValueError(f"linear state: malformed ({type(e).__name__}: {e})") from None
         if any(cfg is None for cfg in [*best.values(), *int4.values()]):
             raise ValueError("linear state: best_gemv or int4_choices names no GEMV configuration for some shape")
-        self.choices, self.best_gemv, self.int4_choices = choices, best, int4
+        self.choices, self.best_gemv, self.int4_choices, self.not_skinny = choices, best, int4, {}
         self.report, self.chain_report, self.rejected = reports
         self.restored = True
 
@@ -421,6 +434,11 @@ class LinearDispatch:
                 self.choices[(m, N, K)] = None if best == "cublas" else best
                 if gemvs:
                     self.best_gemv[(m, N, K)] = min(gemvs, key=times.get)
+                self.not_skinny.pop((m, N, K), None)
+                if isinstance(best, SkinnyConfig):  # the runner-up of another kind (cuBLAS always timed)
+                    others = [k for k in times if not isinstance(k, SkinnyConfig)]
+                    runner_up = min(others, key=times.get)
+                    self.not_skinny[(m, N, K)] = None if runner_up == "cublas" else runner_up
                 per_call = {str(k): round(v / len(group) * 1e3, 2) for k, v in times.items()}
                 self.report.append({
                     "weight": name, "variant": variant, "m": m, "n": N, "k": K, "layers": len(group),
