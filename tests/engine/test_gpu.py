@@ -80,12 +80,11 @@ def test_settle_linears_keeps_the_faster_step(tiny_models):
 def test_settle_linears_tries_the_skinny_picks_runner_up(tiny_models):
     """bf16 (where the skinny GEMM runs): a projection on the skinny GEMM is tried on its runner-up in a whole decode
     graph (a GEMV at 2 rows, cuBLAS at 8), beside the cuBLAS projections on their GEMV; the fastest graph's choices
-    stay, every graph is captured again and decode runs."""
+    stay, every graph is captured again and graph decode gives eager decode's tokens."""
     from tritium.ops.gemv import DEFAULT_CONFIG
     from tritium.ops.skinny import CONFIGS as SKINNY
 
     path, _ = tiny_models["llama"]
-    params = SamplingParams(max_tokens=12)
     llm = LLM(path, dtype=torch.bfloat16, linear_backend="auto", max_num_seqs=8)
     model, runner, linear = llm.engine.model, llm.engine.runner, llm.engine.model.linear
     assert {r["m"] for r in linear.report} >= {1, 2, 4, 8}  # the skinny GEMM is timed up to the graphs' 8 rows
@@ -101,8 +100,12 @@ def test_settle_linears_tries_the_skinny_picks_runner_up(tiny_models):
         assert row["kept"] in row["graph_ms"]
         assert linear.choices[(m, *shape)] == (runner_up[m] if row["kept"] == "no skinny" else SKINNY[0])
     assert sorted(runner.graphs) == [1, 2, 4, 8]
-    outs = llm.generate(MANY, params)
-    assert all(len(o.token_ids) == 12 for o in outs)
+    # batches of 2 and 8 that stay whole (no EOS): each decode step runs the settled choices of its row count,
+    # in a graph and then eagerly
+    params = SamplingParams(max_tokens=12, ignore_eos=True)
+    graphed = [[o.token_ids for o in llm.generate(MANY[:n], params)] for n in (2, 8)]
+    runner.release_graphs()
+    assert graphed == [[o.token_ids for o in llm.generate(MANY[:n], params)] for n in (2, 8)]
 
 
 def test_linear_choices_recorded_for_the_next_start(tiny_models, tmp_path, monkeypatch):
