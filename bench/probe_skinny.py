@@ -2,7 +2,7 @@
 at 1-32 rows: each candidate timed over enough copies of the weight that none is read from L2, in a CUDA graph
 (``tritium.models.linear._time_group``), after a check against the fp32 product.
 
-    PYTHONPATH=src python bench/probe_skinny.py [--ms 1,2,4,8,16,32] [--out FILE]
+    PYTHONPATH=src python bench/probe_skinny.py [--ms 1,2,4,8,16,32] [--shapes o_proj,down] [--split] [--out FILE]
 """
 
 import argparse
@@ -34,16 +34,30 @@ def grid():
     return out
 
 
+def split_grid():
+    """Split-K candidates (for the projections with few row blocks: o_proj, down, qkv), CONFIGS among them."""
+    from tritium.ops.skinny import CONFIGS
+    out = list(CONFIGS)
+    for n in (32, 64, 128):
+        for k in (128, 256):
+            for s in (3, 4, 6):
+                for split in (2, 4, 8):
+                    if (n + 32) * k * 2 * s <= 200 * 1024:
+                        out.append(SkinnyConfig(n, k, 4, s, split))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--ms", default="1,2,4,8,16,32")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--split", action="store_true", help="the split-K grid (and CONFIGS) instead of the unsplit one")
     args = ap.parse_args()
     dev = torch.device("cuda")
     dtype = torch.bfloat16
     ms = [int(m) for m in args.ms.split(",")]
-    configs = grid()
+    configs = split_grid() if args.split else grid()
     result = {"header": header(dev), "configs": [str(c) for c in configs], "cases": []}
     for name in args.shapes.split(","):
         N, K = SHAPES[name]

@@ -23,6 +23,17 @@ from tritium.bench.engine_common import Bench, add_model_arguments, engine_gener
 from tritium.engine.runner import _replay_ms
 
 
+def _best_unsplit(linear, key, pick):
+    """The fastest candidate that is not split-K in the tuning report's row for ``key`` = (M, N, K), the one whose
+    choice was ``pick``: its config (None: cuBLAS)."""
+    from tritium.ops.gemv import CONFIGS
+    from tritium.ops.skinny import CONFIGS as SKINNY
+    by_name = {str(c): c for c in CONFIGS + SKINNY}
+    row = [r for r in linear.report if (r["m"], r["n"], r["k"]) == key and r["choice"] == str(pick)][-1]
+    name = min((k for k in row["us_per_call"] if "-sk" not in k), key=row["us_per_call"].get)
+    return None if name == "cublas" else by_name[name]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     add_model_arguments(ap)
@@ -35,6 +46,8 @@ def main() -> None:
     ap.add_argument("--no-steps", action="store_true", help="only the graphs (and traces)")
     ap.add_argument("--ab-skinny", action="store_true",
                     help="time the graphs again with the skinny GEMM's picks on cuBLAS (4 interleaved rounds)")
+    ap.add_argument("--ab-split", action="store_true",
+                    help="time the graphs again with the split-K picks on the fastest unsplit candidate timed")
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     draft_lens = [int(d) for d in args.drafts.split(",")]
@@ -52,27 +65,33 @@ def main() -> None:
         ts = sorted(_replay_ms(runner.graphs[b].graph, 20) for _ in range(5))
         result["graph_ms"][b] = ts[2]
         print(f"graph {b:4d} rows: {ts[2]:.3f} ms", flush=True)
-    if args.ab_skinny and runner.graphs:  # the graphs with every skinny pick put back on cuBLAS, interleaved
+    if (args.ab_skinny or args.ab_split) and runner.graphs:
         from tritium.ops.skinny import SkinnyConfig
         linear = engine.model.linear
         tuned = dict(linear.choices)
-        plain = {k: (None if isinstance(v, SkinnyConfig) else v) for k, v in tuned.items()}
-        ab = result["skinny_ab"] = {"skinny": {}, "cublas": {}}
+        if args.ab_skinny:  # the graphs with every skinny pick put back on cuBLAS, interleaved
+            label = "cublas"
+            other = {k: (None if isinstance(v, SkinnyConfig) else v) for k, v in tuned.items()}
+        else:  # every split-K pick on the fastest unsplit candidate its tuning timed (what it ran before split-K)
+            label = "unsplit"
+            other = {k: (_best_unsplit(linear, k, v) if isinstance(v, SkinnyConfig) and v.split_k > 1 else v)
+                     for k, v in tuned.items()}
+        ab = result[f"{label}_ab"] = {"as tuned": {}, label: {}}
         for r in range(4):
-            for label, choices in (("skinny", tuned), ("cublas", plain)) if r % 2 == 0 else \
-                    (("cublas", plain), ("skinny", tuned)):
+            for name, choices in (("as tuned", tuned), (label, other)) if r % 2 == 0 else \
+                    ((label, other), ("as tuned", tuned)):
                 linear.choices = dict(choices)
                 runner.capture()
                 for b in sorted(runner.graphs):
-                    ab[label].setdefault(b, []).append(_replay_ms(runner.graphs[b].graph, 20))
+                    ab[name].setdefault(b, []).append(_replay_ms(runner.graphs[b].graph, 20))
         linear.choices = tuned
         runner.capture()
         for b in sorted(runner.graphs):
-            s_, c_ = (sorted(ab[k][b])[len(ab[k][b]) // 2] for k in ("skinny", "cublas"))
-            print(f"ab {b:4d} rows: skinny picks {s_:.3f} ms, on cuBLAS {c_:.3f} ms ({s_ / c_:.3f}x)", flush=True)
-        picks = sorted((k, str(v)) for k, v in tuned.items() if isinstance(v, SkinnyConfig))
-        result["skinny_picks"] = picks
-        print("skinny picks:", picks, flush=True)
+            t_, o_ = (sorted(ab[k][b])[len(ab[k][b]) // 2] for k in ("as tuned", label))
+            print(f"ab {b:4d} rows: as tuned {t_:.3f} ms, {label} {o_:.3f} ms ({t_ / o_:.3f}x)", flush=True)
+        picks = sorted((k, str(v), str(other[k])) for k, v in tuned.items() if other[k] != v)
+        result[f"{label}_picks"] = picks
+        print(f"picks changed for {label}:", picks, flush=True)
     for b in [int(r) for r in args.trace.split(",") if r.strip()]:
         print(f"-- decode graph of {b} rows", flush=True)
         result.setdefault("traces", {})[b] = trace_step(engine, 3, b)

@@ -306,7 +306,7 @@ def test_linear_dispatch_skinny():
 def test_tune_checks_each_kind_of_candidate(monkeypatch):
     """tune() on the CPU (the interpreter's kernels, a stand-in timer): every candidate it times agrees with the
     dense product; the GEMV from 1 to MAX_M rows, the skinny GEMM from 2 rows where cuBLAS could run (not where
-    a residual add is fused in), cuBLAS always timed."""
+    a residual add is fused in; split-K from 16 rows), cuBLAS always timed."""
     from tritium.models import linear as linear_mod
     from tritium.ops.skinny import CONFIGS as SKINNY
 
@@ -329,7 +329,10 @@ def test_tune_checks_each_kind_of_candidate(monkeypatch):
         kinds = [{"cublas" if k == "cublas" else "skinny" if k.startswith("skinny") else "gemv"
                   for k in timed_at[(variant, m)]} for m in (1, 2, 8)]
         assert kinds == [{"cublas", "gemv"}, {"cublas", "gemv", "skinny"}, {"cublas", "skinny"}], variant
-        assert {str(c) for c in SKINNY} <= timed_at[(variant, 8)]
+        assert {str(c) for c in SKINNY if c.split_k == 1} == {k for k in timed_at[(variant, 8)] if k != "cublas"}
+    lin.tune({"plain": group}, (16,))  # split-K candidates from SKINNY_SPLIT_MIN_M rows
+    assert {str(c) for c in SKINNY} | {"cublas"} == set(lin.report[-1]["us_per_call"])
+    assert linear_mod.SKINNY_SPLIT_MIN_M == 16
     assert gemvs <= timed_at[("plain", 1)] and ("residual", 8) not in timed_at
     assert not any(k.startswith("skinny") for k in timed_at[("residual", 2)])
 

@@ -1,5 +1,7 @@
 """The skinny tensor-core GEMM (decode projections of 1-32 rows) against the fp64 reference."""
 
+import importlib
+
 import pytest
 import torch
 
@@ -90,6 +92,80 @@ def test_skinny_writes_only_its_rows():
     assert torch.isnan(buf[5:]).all() and torch.isnan(buf[:, 40:]).all()
 
 
+def _counts_zero(dev) -> bool:
+    """Whether split-K's arrival counts on ``dev`` exist and are all zero."""
+    module = importlib.import_module("tritium.ops.skinny")  # (tritium.ops.skinny is also the function's name)
+    parts_counts = module._WORKSPACES.get(dev)
+    return parts_counts is not None and not parts_counts[1].any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [1, 3, 17])
+@pytest.mark.parametrize("split", [2, 3, 8])
+@pytest.mark.parametrize("epilogue", ["bias", "residual", "swiglu"])
+def test_skinny_split_k(m, split, epilogue, dtype):
+    """Split-K: a row block's columns over ``split`` programs (8 asks for more splits than the 4 chunks of K = 200:
+    4 run), their sums added in split order by the last to arrive, then the epilogue; two calls give the same
+    bits, and the arrival counts are back at zero after each."""
+    dev = default_device()
+    n, k = 96, 200
+    cfg = SkinnyConfig(16, 64, 4, 2, split_k=split)
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev)
+    if epilogue == "bias":
+        out, want = skinny(x, w, b, config=cfg), reference.linear(x, w, b)
+        assert torch.equal(out, skinny(x, w, b, config=cfg))
+    elif epilogue == "residual":
+        residual = torch.randn(m, n, dtype=dtype, device=dev)
+        before = residual.clone()
+        out, want = skinny(x, w, config=cfg, residual=residual), reference.linear_residual(x, w, before)
+        assert torch.equal(skinny(x, w, config=cfg, residual=before.clone()), out)
+    else:
+        out = skinny(x, w, b, config=cfg, swiglu=True)
+        want = reference.silu_and_mul(reference.linear(x, w, b).to(dtype))
+        assert torch.equal(out, skinny(x, w, b, config=cfg, swiglu=True))
+    assert rel_err(out, want) < 2 * TOL[dtype]
+    assert _counts_zero(x.device)
+
+
+def test_skinny_split_k_writes_only_its_rows():
+    """Split-K's last program writes the row block; rows past M and columns past N stay poisoned."""
+    dev = default_device()
+    x = torch.randn(5, 300, dtype=torch.float16, device=dev)
+    w = torch.randn(40, 300, dtype=torch.float16, device=dev) / 17
+    buf = torch.full((8, 64), float("nan"), dtype=torch.float16, device=dev)
+    out = buf[:5, :40]
+    out.zero_()
+    skinny(x, w, config=SkinnyConfig(16, 64, 4, 2, split_k=3), residual=out)
+    assert rel_err(out, reference.linear(x, w)) < TOL[torch.float16]
+    assert torch.isnan(buf[5:]).all() and torch.isnan(buf[:, 40:]).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or interpreting(), reason="needs a GPU (CUDA graphs)")
+def test_skinny_split_k_in_a_cuda_graph():
+    """Captured after one eager call (the workspace in place), replays give the eager bits each time (the counts
+    reset themselves); a product whose workspace would have to grow inside a capture is refused by name."""
+    dev = torch.device("cuda")
+    cfg = SkinnyConfig(64, 128, 4, 4, split_k=4)
+    x = torch.randn(4, 4096, dtype=torch.bfloat16, device=dev)
+    w = torch.randn(1024, 4096, dtype=torch.bfloat16, device=dev) / 64
+    want = skinny(x, w, config=cfg)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = skinny(x, w, config=cfg)
+    for _ in range(3):
+        out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+    big = torch.randn(1 << 16, 4096, dtype=torch.bfloat16, device=dev)
+    with pytest.raises(RuntimeError, match="inside a CUDA graph capture"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            skinny(x, big, config=cfg)
+
+
 def test_block_m():
     assert [block_m(m) for m in (1, 2, 16, 17, 32)] == [16, 16, 16, 32, 32]
     assert DEFAULT_CONFIG in CONFIGS and MAX_M == 32
@@ -112,6 +188,7 @@ def test_skinny_bad_input():
         ((x, w), {"swiglu": True, "residual": torch.zeros(2, 16, device=dev)}, "swiglu"),
         ((x, w), {"residual": torch.zeros(2, 15, device=dev)}, "residual"),
         ((x, w), {"residual": x[:, :16]}, "share memory"),
+        ((x, w), {"config": SkinnyConfig(16, 64, split_k=0)}, "split_k"),
     ]
     for args, kw, match in cases:
         with pytest.raises(ValueError, match=match):

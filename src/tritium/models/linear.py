@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 # The skinny GEMM is timed from 2 rows: at 1 it ties the GEMV alone and lost 5% of a Llama-3-8B decode step in the
 # chain (no load before the PDL wait then; bench/NOTES.md, "Decode steps of 2-32 rows")
 SKINNY_MIN_M = 2
+# Split-K skinny candidates are timed from 16 rows: in whole Llama-3-8B decode graphs on an H200 they made 16-32 row
+# steps 0.6-3.1% faster and 2-8 row steps 0.2-0.4% slower than the unsplit picks, though they won alone there too
+# (bench/NOTES.md, "Split-K")
+SKINNY_SPLIT_MIN_M = 16
 # the GEMV kinds LinearDispatch.tune times (what a projection runs in the model)
 VARIANTS = ("plain", "norm", "norm_folded", "residual", "gated", "gated_residual", "rope", "swiglu")
 
@@ -404,6 +408,8 @@ class LinearDispatch:
                 # each candidate: (config, its product of (weight, scale) as the model runs it, its keywords)
                 candidates = []
                 for cfg in (SKINNY_CONFIGS if skinny_m else ()):  # in cuBLAS's place: rope, the KV write after it
+                    if cfg.split_k > 1 and m < SKINNY_SPLIT_MIN_M:
+                        continue
                     candidates.append((cfg, (lambda p, c, **_: skinny(x, p[0], config=c, swiglu=True)) if swiglu
                                        else (lambda p, c, **_: post(skinny(x if act is None else act(x), p[0],
                                                                            config=c))), {}))
