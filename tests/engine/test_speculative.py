@@ -107,7 +107,7 @@ def test_acceptance_backs_off_probes_and_comes_back():
     mid = Acceptance(0)
     mid.hits, mid.trials = 1.0, 4.0  # rate 2 / 6
     assert mid.pays(1, 4) and not mid.pays(64, 4)
-    assert [speculative.break_even(n) for n in (1, 4, 5, 16, 17, 256)] == [0.25, 0.25, 0.45, 0.45, 0.7, 0.7]
+    assert [speculative.break_even(n) for n in (1, 4, 5, 16, 17, 256)] == [0.2, 0.2, 0.45, 0.45, 0.7, 0.7]
 
 
 def test_config_errors():

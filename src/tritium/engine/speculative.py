@@ -81,9 +81,10 @@ class NgramIndex:
 
 # What a draft must be expected to gain, in accepted tokens, for its step to pay: a verification step's extra
 # cost over a plain decode step, as a fraction of one, by the decode batch's size (running sequences). Measured on
-# an H200 (Llama-3-8B shape, `python -m tritium.bench speculative`, bench/NOTES.md "Speculative decoding"):
-# 0.23-0.36 at batch 1, 0.14-0.29 at 4, 0.30-0.61 at 16 (draft lengths 1-7); beyond 16, more.
-BREAK_EVEN = ((4, 0.25), (16, 0.45), (None, 0.7))
+# an H200 (Llama-3-8B shape, `python -m tritium.bench speculative`, bench/NOTES.md "Speculative decoding"; stop 74,
+# with the skinny GEMM for 2-32 rows): 0.15-0.21 at batch 1, 0.08-0.23 at 4, 0.22-0.64 at 16 (draft lengths 1-7);
+# beyond 16, more.
+BREAK_EVEN = ((4, 0.2), (16, 0.45), (None, 0.7))
 PRIOR_RATE, PRIOR_WEIGHT = 0.5, 2.0  # a sequence's acceptance before any draft: 0.5, worth two draft tokens
 DECAY = 0.75  # each verified draft weighs the ones before it by this (recent text decides)
 TAIL = 0.1  # a draft ends where the chance that its next token is accepted falls below this
