@@ -72,8 +72,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "int4: 4-bit weights in groups (a GPTQ, AWQ or compressed-tensors W4A16 checkpoint "
                              "runs so by itself; a 16-bit one is quantized as it loads)")
     parser.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
-                        help="auto: the KV cache in the model's dtype; fp8: keys and values in FP8 (e4m3, saturated, "
-                             "scale 1): twice the tokens in the same memory, half the KV read of decode")
+                        help="auto: the KV cache in the model's dtype; fp8: keys and values in FP8 (e4m3, scaled per "
+                             "layer, saturated): twice the tokens in the same memory, half the KV read of decode")
+    parser.add_argument("--kv-cache-scales", choices=["auto", "checkpoint"], default="auto",
+                        help="fp8 KV cache: auto: the checkpoint's scales, else measured at start-up on one prefill "
+                             "(above 1 only for layers whose keys or values come near FP8's 448); checkpoint: the "
+                             "checkpoint's or 1")
     parser.add_argument("--num-speculative-tokens", type=int, default=0, metavar="K",
                         help="speculative decoding by prompt lookup: requests whose last tokens occurred earlier "
                              "get up to K draft tokens, verified in one step (default 0: off)")
@@ -188,6 +192,7 @@ def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
                   linear_cache=args.linear_cache, batch_invariant=args.batch_invariant,
                   max_model_len=args.max_model_len, quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
+                  kv_cache_scales=args.kv_cache_scales,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],
                   num_speculative_tokens=args.num_speculative_tokens, prompt_lookup_max=args.prompt_lookup_max,
                   prompt_lookup_min=args.prompt_lookup_min)

@@ -62,6 +62,8 @@ def test_fp8_kv_cache_triton_equals_torch(tmp_path, model_type):
 def test_fp8_kv_cache_config_errors():
     with pytest.raises(ValueError, match="kv_cache_dtype must be one of 'auto', 'fp8', got 'fp16'"):
         EngineConfig(kv_cache_dtype="fp16").validate()
+    with pytest.raises(ValueError, match="kv_cache_scales must be one of 'auto', 'checkpoint', got 'max'"):
+        EngineConfig(kv_cache_dtype="fp8", kv_cache_scales="max").validate()
     with pytest.raises(ValueError, match="kv_cache_dtype='fp8' is not supported with context parallelism"):
         EngineConfig(kv_cache_dtype="fp8", context_parallel_size=2).validate()
     assert EngineConfig(kv_cache_dtype="fp8").kv_dtype(torch.bfloat16) == torch.float8_e4m3fn
@@ -103,3 +105,57 @@ def test_fp8_kv_checkpoint_scales(tmp_path):
     _add_tensors(path, {"model.layers.1.self_attn.v_scale": torch.tensor(-1.0)})
     with pytest.raises(ValueError, match=r"model.layers.1.self_attn.v_scale|self_attn.v_scale: a KV-cache scale"):
         LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20)
+
+
+def _lp_diff(a, b) -> float:
+    """Mean absolute difference of two runs' log-probabilities."""
+    diffs = [abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b)]
+    return sum(diffs) / len(diffs)
+
+
+def test_fp8_kv_scales_calibrated(tmp_path):
+    """Without checkpoint scales, kv_cache_scales="auto" measures each layer's keys and values on one fixed prefill
+    at start-up. The tiny model's stay far below 448: scale 1, the same answer as "checkpoint". The same model
+    reparametrized so that its keys and values reach ~7,000 (k and v projections x1000, q and o / 1000: the same
+    function in exact arithmetic): scale 1 saturates them (log-probabilities off by > 1 nat on average), the
+    calibrated scales (~60) keep the fp8 cache as close to the 32-bit one as the original model's; every start
+    measures the same scales; checkpoint scales are kept."""
+    from safetensors.torch import load_file, save_file
+
+    path = str(tmp_path)
+    make_tiny_model(path, "llama")
+    _, _, lp32 = _run(path, "torch")
+    small, tok_auto, lp_auto = _run(path, "torch", kv_cache_dtype="fp8")
+    rows = small.engine.model.kv_scale_report
+    assert len(rows) == len(small.engine.model.layers) == 2
+    assert all(r["k_from"] == r["v_from"] == "calibrated" and r["k_scale"] == r["v_scale"] == 1.0
+               and 1 < r["k_max"] < 112 and 1 < r["v_max"] < 112 for r in rows)
+    _, tok_one, lp_one = _run(path, "torch", kv_cache_dtype="fp8", kv_cache_scales="checkpoint")
+    assert (tok_one, lp_one) == (tok_auto, lp_auto)
+    base = _lp_diff(lp_auto, lp32)
+    file = os.path.join(path, "model.safetensors")
+    tensors = load_file(file)
+    for name in list(tensors):
+        if name.endswith(("k_proj.weight", "v_proj.weight")):
+            tensors[name] = tensors[name] * 1000
+        elif name.endswith(("q_proj.weight", "o_proj.weight")):
+            tensors[name] = tensors[name] / 1000
+    save_file(tensors, file, metadata={"format": "pt"})
+    _, _, lp32_big = _run(path, "torch")
+    assert _lp_diff(lp32_big, lp32) < 1e-3  # the same function
+    _, _, lp_sat = _run(path, "torch", kv_cache_dtype="fp8", kv_cache_scales="checkpoint")
+    big, _, lp_cal = _run(path, "torch", kv_cache_dtype="fp8")
+    rows = big.engine.model.kv_scale_report
+    assert all(3000 < r["k_max"] < 20000 and r["k_scale"] == pytest.approx(4 * r["k_max"] / 448) for r in rows)
+    assert all(r["v_scale"] == pytest.approx(4 * r["v_max"] / 448) for r in rows)
+    assert [s for layer in big.engine.model.layers for s in layer.kv_scale.tolist()] == pytest.approx(
+        [s for r in rows for s in (r["k_scale"], r["v_scale"])])
+    assert _lp_diff(lp_sat, lp32_big) > 0.8 and _lp_diff(lp_cal, lp32_big) < base + 0.05
+    again = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20, kv_cache_dtype="fp8")
+    assert again.engine.model.kv_scale_report == rows
+    # a checkpoint scale for layer 0's keys: kept; the rest measured
+    _add_tensors(path, {"model.layers.0.self_attn.k_scale": torch.tensor(50.0)})
+    mixed = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20, kv_cache_dtype="fp8").engine.model
+    first = mixed.kv_scale_report[0]
+    assert (first["k_from"], first["k_scale"], first["v_from"]) == ("checkpoint", 50.0, "calibrated")
+    assert mixed.layers[0].kv_scale.tolist() == pytest.approx([50.0, rows[0]["v_scale"]])

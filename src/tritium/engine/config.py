@@ -11,6 +11,7 @@ from tritium.ops.quant import QUANTIZATIONS
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # KV-cache dtypes: the model's, or float8_e4m3fn
 KV_CACHE_DTYPES = ("auto", "fp8")
+KV_CACHE_SCALES = ("auto", "checkpoint")
 
 
 @dataclasses.dataclass
@@ -29,9 +30,13 @@ class EngineConfig:
       of the KV-cache budget, the rest holds the other layers' pages. 0: no pool, every layer keeps every
       page. Not with context parallelism.
     - ``kv_cache_dtype``: ``"auto"`` (default: the model's dtype) or ``"fp8"``: keys and values stored as
-      float8_e4m3fn, saturated to +-448 with a scale of 1 (as vLLM's ``kv_cache_dtype="fp8"`` without
-      calibrated scales): half the bytes a token, so twice the tokens in one budget and half the KV read of
-      decode; attention dequantizes as it loads. Not with context parallelism.
+      float8_e4m3fn divided by their layer's scale, saturated to +-448: half the bytes a token, so twice the
+      tokens in one budget and half the KV read of decode; attention dequantizes as it loads. Not with context
+      parallelism.
+    - ``kv_cache_scales`` (fp8 cache): ``"auto"`` (default): the checkpoint's scales where it has them, else
+      measured at start-up (``LlamaModel.calibrate_kv_scales``: one prefill of fixed tokens; a layer's scale
+      rises above 1 only where its keys or values came within 4x of 448); ``"checkpoint"``: the checkpoint's
+      or 1 (vLLM's ``kv_cache_dtype="fp8"`` without ``calculate_kv_scales``).
     - ``max_num_batched_tokens``: token budget of one step (chunked prefill splits longer prompts).
     - ``max_num_seqs``: sequences running at once; also the largest CUDA-graph batch.
     - ``attention_backend``: ``"triton"`` (tritium's paged attention) or ``"torch"`` (PyTorch SDPA over
@@ -141,6 +146,7 @@ class EngineConfig:
     num_blocks: int | None = None
     num_window_blocks: int | None = None
     kv_cache_dtype: str = "auto"
+    kv_cache_scales: str = "auto"
     kv_cache_memory: int | None = None
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
@@ -202,6 +208,9 @@ class EngineConfig:
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {', '.join(map(repr, KV_CACHE_DTYPES))}, "
                              f"got {self.kv_cache_dtype!r}")
+        if self.kv_cache_scales not in KV_CACHE_SCALES:
+            raise ValueError(f"kv_cache_scales must be one of {', '.join(map(repr, KV_CACHE_SCALES))}, "
+                             f"got {self.kv_cache_scales!r}")
         if self.kv_cache_dtype == "fp8" and self.context_parallel_size > 1:
             raise ValueError("kv_cache_dtype='fp8' is not supported with context parallelism "
                              f"(context_parallel_size={self.context_parallel_size})")

@@ -46,7 +46,7 @@ from tritium.models.config import ModelConfig
 from tritium.models.hub import resolve_model
 from tritium.models.layers import SINGLE
 from tritium.models.linear import SKINNY_MAX_M
-from tritium.models.llama import LlamaModel, ModelOptions
+from tritium.models.llama import CALIBRATION_TOKENS, LlamaModel, ModelOptions
 from tritium.runtime import interpreting
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,20 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
     return cfg
 
 
+def _calibrate_kv_scales(model: LlamaModel) -> None:
+    """An fp8 KV cache's scales where the checkpoint has none: measured on one prefill (every rank together)."""
+    if all(all(layer.kv_scale_loaded) for layer in model.layers):
+        return
+    t0 = time.perf_counter()
+    rows = model.calibrate_kv_scales()
+    raised = [r for r in rows if max(r["k_scale"], r["v_scale"]) > 1.0 and "calibrated" in (r.get("k_from"),
+                                                                                            r.get("v_from"))]
+    peak = max(rows, key=lambda r: max(r["k_max"], r["v_max"]))
+    log.info("fp8 KV cache: scales calibrated on %d tokens in %.1f s; largest |K| / |V| %.3g / %.3g (layer %d); "
+             "%d of %d layers scaled above 1", CALIBRATION_TOKENS, time.perf_counter() - t0, peak["k_max"],
+             peak["v_max"], peak["layer"], len(raised), len(rows))
+
+
 def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "parallel.TensorParallel | None"
                ) -> tuple[LlamaModel, ModelRunner, EngineConfig]:
     """This rank's model (its shard of ``weights`` over ``tp``'s group), tuned projections, KV-cache size
@@ -151,6 +165,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
                            quantization=cfg.quantization, context_parallel=context_parallel))
     model.load_weights(weights)
+    if cfg.kv_cache_dtype == "fp8" and cfg.kv_cache_scales == "auto":
+        _calibrate_kv_scales(model)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
     if cfg.weight_prefetch and not prefetch:
         log.warning("weight_prefetch=True: this device has no bulk L2 prefetch (NVIDIA sm_90+); running without")

@@ -152,6 +152,7 @@ class LlamaDecoderLayer:
         self.k_norm = torch.empty(cfg.head_dim, dtype=dtype, device=device) if cfg.qk_norm else None
         # a float8 KV cache's scales (k's, v's: stored x / scale): 1, or a checkpoint's (_KV_SCALE_NAMES)
         self.kv_scale = torch.ones(2, dtype=torch.float32, device=device)
+        self.kv_scale_loaded = [False, False]  # (k, v): set by the checkpoint (else calibrate_kv_scales may set it)
         self.qkv_proj = QKVParallelLinear(cfg.hidden_size, cfg.head_dim, cfg.num_attention_heads,
                                           cfg.num_key_value_heads, bias=cfg.attention_bias, **kw)
         self.o_proj = RowParallelLinear(cfg.q_size, cfg.hidden_size, **kw)
@@ -182,6 +183,7 @@ class LlamaDecoderLayer:
                                  f"{value.numel()} values {value[:4].tolist()}")
             for i in _KV_SCALE_NAMES[name]:
                 self.kv_scale[i] = value.item()
+                self.kv_scale_loaded[i] = True
         elif name in _QK_NORM_NAMES and self.q_norm is not None:
             norm = self.q_norm if name == "self_attn.q_norm.weight" else self.k_norm
             self._load_norm(name, norm, tensor, "head_dim")
@@ -274,6 +276,10 @@ _PROJECTIONS = {"self_attn.q_proj": ("qkv_proj", "q"), "self_attn.k_proj": ("qkv
                 "mlp.gate_proj": ("gate_up_proj", 0), "mlp.up_proj": ("gate_up_proj", 1),
                 "mlp.down_proj": ("down_proj", None)}
 _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
+# calibrate_kv_scales: the tokens of its prefill, and the headroom it keeps below float8 e4m3's largest value (448)
+CALIBRATION_TOKENS = 256
+CALIBRATION_MARGIN = 4.0
+FP8_E4M3_MAX = 448.0
 # an FP8 checkpoint's KV-cache scales (llm-compressor / vLLM: k_scale and v_scale; older: one kv_scale; AutoFP8:
 # the k and v projections' output scales) -> which of (k, v) each sets
 _KV_SCALE_NAMES = {"self_attn.k_scale": (0,), "self_attn.v_scale": (1,), "self_attn.kv_scale": (0, 1),
@@ -339,6 +345,7 @@ class LlamaModel:
         self.config = config
         self.dtype = dtype
         self.device = device
+        self.kv_scale_report: list[dict] = []  # calibrate_kv_scales' rows (an fp8 KV cache's scales measured)
         self.group = group
         kw = dict(group=group, dtype=dtype, device=device)
         self.embed = VocabParallelEmbedding(config.vocab_size, config.hidden_size, **kw)
@@ -691,6 +698,51 @@ class LlamaModel:
                 by_way[applied][key] = self.linear.choices.get(key)
             self.linear.choices.update(by_way[want])
             self._ways_applied[name] = want
+
+    @torch.inference_mode()
+    def calibrate_kv_scales(self, num_tokens: int = CALIBRATION_TOKENS,
+                            margin: float = CALIBRATION_MARGIN) -> list[dict]:
+        """Scales for a float8 KV cache where the checkpoint has none: one prefill of ``num_tokens`` fixed tokens
+        (the BOS token, then ids drawn with seed 0: the same on every start and every rank) into a cache of its own
+        in the model's dtype, and each layer's largest |K| and |V| on it. A layer's scale becomes ``margin * max /
+        448`` where that exceeds 1 (its values would otherwise come within ``margin`` of float8's saturation at
+        448), else stays 1, so a model whose keys and values are small stores them exactly as with scale 1.
+        Checkpoint scales are kept. With tensor parallelism every rank runs it together (collectives inside) and
+        scales its own heads. Returns one row per layer: the maxima, the scales and where they came from."""
+        cfg, dev = self.config, self.device
+        T = max(1, min(num_tokens, cfg.max_position_embeddings))
+        ids = torch.randint(0, cfg.vocab_size, (T,), generator=torch.Generator().manual_seed(0))
+        if cfg.bos_token_id is not None and 0 <= cfg.bos_token_id < cfg.vocab_size:
+            ids[0] = cfg.bos_token_id
+        block = 16
+        pages = -(-T // block)
+        page = (pages, block, self.num_kv_heads, cfg.head_dim)
+        caches = [(torch.zeros(page, dtype=self.dtype, device=dev), torch.zeros(page, dtype=self.dtype, device=dev))
+                  for _ in self.layers]
+        meta = AttentionMetadata(
+            slot_mapping=torch.arange(T, device=dev),
+            block_table=torch.arange(pages, dtype=torch.int32, device=dev)[None],
+            seq_lens=torch.tensor([T], dtype=torch.int32, device=dev),
+            cu_seqlens_q=torch.tensor([0, T], dtype=torch.int32, device=dev), max_seqlen_q=T, max_seqlen_k=T,
+            q_lens_host=[T], seq_lens_host=[T])
+        self.forward(ids.to(dev), torch.arange(T, device=dev), meta, caches)
+        rows = []
+        for layer, (k, v) in zip(self.layers, caches):
+            peaks = [float(c.view(-1, cfg.head_dim)[:T * self.num_kv_heads].abs().amax()) for c in (k, v)]
+            row = {"layer": layer.index, "k_max": peaks[0], "v_max": peaks[1], "k_scale": None, "v_scale": None}
+            for i, (name, peak) in enumerate(zip(("k", "v"), peaks)):
+                if layer.kv_scale_loaded[i]:
+                    row[f"{name}_scale"], row[f"{name}_from"] = float(layer.kv_scale[i]), "checkpoint"
+                    continue
+                if not peak == peak or peak == float("inf"):  # NaN or inf: nothing to scale by
+                    raise ValueError(f"calibrating the fp8 KV cache: layer {layer.index}'s {name} values are not "
+                                     f"finite ({peak}) on the calibration tokens")
+                scale = max(1.0, margin * peak / FP8_E4M3_MAX)
+                layer.kv_scale[i] = scale
+                row[f"{name}_scale"], row[f"{name}_from"] = scale, "calibrated"
+            rows.append(row)
+        self.kv_scale_report = rows
+        return rows
 
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
