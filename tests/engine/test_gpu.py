@@ -229,6 +229,9 @@ def test_fp8_kv_cache_graph_decode_equals_eager(tiny_models, dtype):
                   kv_cache_dtype="fp8", linear_backend="triton" if backend == "triton" else "torch", max_num_seqs=8)
         assert llm.engine.runner.kv_cache.dtype == torch.float8_e4m3fn
         outs[(backend, graphs)] = [o.token_ids for o in llm.generate(PROMPTS[:3], params)]
+        # the scales measured at start-up on the GPU's kernels: the tiny model's values stay small (scale 1)
+        report = llm.engine.model.kv_scale_report
+        assert report and all(r["k_scale"] == r["v_scale"] == 1.0 and 0 < r["k_max"] < 112 for r in report)
     assert outs[("triton", True)] == outs[("triton", False)]
     if dtype == torch.float32:  # (bf16: the two backends' sums may round a near-tie apart)
         assert outs[("triton", False)] == outs[("torch", False)]
