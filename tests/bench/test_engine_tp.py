@@ -141,3 +141,18 @@ def test_trace_labels_with_qkv_rope():
     assert {k: v["count"] for k, v in by.items()} == {
         "_rms_norm_kernel": 4, "qkv (+ rope, KV write)": 2, "_paged_attention_kernel": 2, "_merge_splits_kernel": 2,
         "o_proj": 2, "gate_up": 2, "down": 2, "lm_head": 1}
+
+
+def test_trace_labels_with_skinny_projections():
+    """Steps of 2-32 rows run some projections on the skinny GEMM (beside cuBLAS and its split-K reduction): they
+    keep their place in the layer's order, so every projection keeps its label."""
+    from tritium.bench.engine_common import summarize_step
+
+    names = ["_rms_norm_kernel", "_qkv_rope_kernel", "_paged_attention_kernel", "_skinny_kernel",
+             "_rms_norm_kernel", "_skinny_kernel", "nvjet_tst_64x8_64x16_4x1_v_bz_splitK_TNT",
+             "void cublasLt::splitKreduce_kernel<32, 16, int, float>"] * 2 + ["_skinny_kernel"]
+    step = [{"name": n, "ts": 10 * i, "dur": 1 + i} for i, n in enumerate(names)]
+    by = summarize_step(step)["by_kernel"]
+    assert {k: v["count"] for k, v in by.items()} == {
+        "_rms_norm_kernel": 4, "qkv (+ rope, KV write)": 2, "_paged_attention_kernel": 2, "o_proj": 2,
+        "gate_up": 2, "down": 2, "void cublasLt::splitKreduce_kernel<32, 16, int, ": 2, "lm_head": 1}

@@ -279,6 +279,6 @@ def summarize_step(step: list[dict], what: str = "", *, by_order: bool = True) -
 def _is_projection(name: str) -> bool:
     """A kernel of a projection (Triton GEMV or GEMM, cuBLAS); ``matmul_all_reduce`` is the one-launch
     row-parallel layer (``fuse_row_parallel``: o_proj / down with their all-reduce, residual add and
-    RMSNorm) and ``qkv_rope`` the QKV GEMV with rope inside (``fuse_qkv_rope``), so the labels by order in
-    the layer stay right with them."""
-    return any(k in name for k in ("gemv", "gemm", "nvjet", "cutlass", "matmul_all_reduce", "qkv_rope"))
+    RMSNorm), ``qkv_rope`` the QKV GEMV with rope inside (``fuse_qkv_rope``) and ``skinny`` the skinny GEMM
+    of 2-32 rows, so the labels by order in the layer stay right with them."""
+    return any(k in name for k in ("gemv", "gemm", "nvjet", "cutlass", "matmul_all_reduce", "qkv_rope", "skinny"))
