@@ -275,3 +275,16 @@ def test_speculative_flags(capsys, monkeypatch, tiny_models):
         assert code == 0
         answers.append(out)
     assert answers[0] == answers[1] and answers[0].strip()
+
+
+def test_kv_cache_flags_reach_the_engine(capsys):
+    """--kv-cache-dtype and --kv-cache-scales on every command: auto by default; anything else is a usage error."""
+    for command in (["generate", "x"], ["chat"], ["serve"]):
+        default = _engine_kwargs(_parser().parse_args(command))
+        assert (default["kv_cache_dtype"], default["kv_cache_scales"]) == ("auto", "auto")
+        kwargs = _engine_kwargs(_parser().parse_args([command[0], "--kv-cache-dtype", "fp8", "--kv-cache-scales",
+                                                      "checkpoint", *command[1:]]))
+        assert (kwargs["kv_cache_dtype"], kwargs["kv_cache_scales"]) == ("fp8", "checkpoint")
+    with pytest.raises(SystemExit) as e:
+        _parser().parse_args(["serve", "--kv-cache-scales", "max"])
+    assert e.value.code == 2 and "invalid choice: 'max'" in capsys.readouterr().err
