@@ -13,8 +13,11 @@ accumulator per row of x in registers, so its bytes in flight fall as M grows (L
 ``[block_n, 16]`` whatever M and the pipeline's depth sets the bytes in flight: 4.0-4.2 TB/s on gate/up and the
 LM head at 2-32 rows. On NVIDIA sm_90 each program first asks L2 for its rows' first ``num_stages`` chunks
 (Hopper's bulk prefetch), before the programmatic-dependent-launch wait: the weights depend on no earlier
-kernel. :class:`~tritium.models.linear.LinearDispatch` times it against cuBLAS where cuBLAS could run
-(bench/NOTES.md, "Decode steps of 2-32 rows: the skinny GEMM").
+kernel. ``SkinnyConfig.split_k`` > 1 splits each block of weight rows' columns over that many programs, for
+projections with fewer row blocks than SMs: each stores its fp32 sums, and the last of a block to finish adds them
+in split order (the same bits whichever finishes last) and runs the epilogue. :class:`~tritium.models.linear.
+LinearDispatch` times it against cuBLAS where cuBLAS could run (bench/NOTES.md, "Decode steps of 2-32 rows: the
+skinny GEMM", "Split-K").
 
 fp32 accumulation; the same result as ``F.linear`` up to summation order. Reference:
 :func:`tritium.ops.reference.linear` (and ``silu_and_mul`` / ``linear_residual`` for the epilogues).
@@ -51,9 +54,9 @@ class SkinnyConfig:
 
 # Candidates LinearDispatch.tune times at 1..MAX_M rows: the best of a grid of 39 (block_n 16-128, block_k 64-512,
 # 3-6 stages, 4-8 warps) on Llama-3-8B's projections at 1-32 rows on an H200 (bench/probe_skinny.py); n64-k128
-# with 4 stages wins most shapes, 6 stages the 4096-row ones, 64-column chunks gate/up with the SiLU-and-mul
-# with the row blocks' columns split over two programs for the 4096-row projections (o, down: 64 row blocks of 64
-# for 132 SMs), the best of a split-K grid (2-8 splits; `probe_skinny.py --split`)
+# with 4 stages wins most shapes, 6 stages the 4096-row ones, 64-column chunks gate/up with the SiLU-and-mul; and two
+# split-K ones (a row block's columns over two programs), the best of a grid of 2-8 splits on the 4096-row projections
+# (o, down: 64 row blocks of 64 for 132 SMs; `probe_skinny.py --split`), timed from 16 rows (LinearDispatch)
 CONFIGS = (
     SkinnyConfig(64, 128, 4, 4), SkinnyConfig(64, 128, 4, 6), SkinnyConfig(64, 128, 4, 3), SkinnyConfig(64, 256, 4, 4),
     SkinnyConfig(64, 256, 4, 3), SkinnyConfig(32, 256, 4, 6), SkinnyConfig(64, 64, 4, 3), SkinnyConfig(128, 128, 8, 4),
