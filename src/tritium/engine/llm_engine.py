@@ -132,12 +132,11 @@ def _calibrate_kv_scales(model: LlamaModel) -> None:
         return
     t0 = time.perf_counter()
     rows = model.calibrate_kv_scales()
-    raised = [r for r in rows if max(r["k_scale"], r["v_scale"]) > 1.0 and "calibrated" in (r.get("k_from"),
-                                                                                            r.get("v_from"))]
+    raised = sum(any(r[f"{n}_from"] == "calibrated" and r[f"{n}_scale"] > 1.0 for n in "kv") for r in rows)
     peak = max(rows, key=lambda r: max(r["k_max"], r["v_max"]))
     log.info("fp8 KV cache: scales calibrated on %d tokens in %.1f s; largest |K| / |V| %.3g / %.3g (layer %d); "
              "%d of %d layers scaled above 1", CALIBRATION_TOKENS, time.perf_counter() - t0, peak["k_max"],
-             peak["v_max"], peak["layer"], len(raised), len(rows))
+             peak["v_max"], peak["layer"], raised, len(rows))
 
 
 def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "parallel.TensorParallel | None"

@@ -29,7 +29,7 @@ from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_fr
 from tritium.ops import OP_BACKENDS, WeightPrefetcher, op_set
 from tritium.ops.int4 import Int4Weight
 from tritium.ops.int4_linear import int4_warm_rows
-from tritium.ops.quant import QUANTIZATIONS, dequantize, quantize_rows
+from tritium.ops.quant import FP8_MAX, QUANTIZATIONS, dequantize, quantize_rows
 
 # A decoder layer's projections, in the order a step runs them.
 LAYER_PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
@@ -279,7 +279,6 @@ _QK_NORM_NAMES = ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
 # calibrate_kv_scales: the tokens of its prefill, and the headroom it keeps below float8 e4m3's largest value (448)
 CALIBRATION_TOKENS = 256
 CALIBRATION_MARGIN = 4.0
-FP8_E4M3_MAX = 448.0
 # an FP8 checkpoint's KV-cache scales (llm-compressor / vLLM: k_scale and v_scale; older: one kv_scale; AutoFP8:
 # the k and v projections' output scales) -> which of (k, v) each sets
 _KV_SCALE_NAMES = {"self_attn.k_scale": (0,), "self_attn.v_scale": (1,), "self_attn.kv_scale": (0, 1),
@@ -737,7 +736,7 @@ class LlamaModel:
                 if not peak == peak or peak == float("inf"):  # NaN or inf: nothing to scale by
                     raise ValueError(f"calibrating the fp8 KV cache: layer {layer.index}'s {name} values are not "
                                      f"finite ({peak}) on the calibration tokens")
-                scale = max(1.0, margin * peak / FP8_E4M3_MAX)
+                scale = max(1.0, margin * peak / FP8_MAX)
                 layer.kv_scale[i] = scale
                 row[f"{name}_scale"], row[f"{name}_from"] = scale, "calibrated"
             rows.append(row)
