@@ -3,6 +3,7 @@
 aborts that free pages, the bounded queue, shutdown)."""
 
 import asyncio
+import functools
 
 import pytest
 import torch
@@ -38,6 +39,33 @@ def test_chat_one_conversation_or_many(llm):
     assert [o.text for o in llm.chat([a, b], params)] == [o.text for o in want]
     assert normalize_messages(b) == [{"role": "user", "content": "w4 w5"}]
     assert normalize_messages([{"role": "developer", "content": "x"}])[0]["role"] == "system"
+
+
+def test_chat_continues_the_final_message(llm, monkeypatch):
+    """continue_final_message: the prompt is the conversation cut right after the last (assistant) message's
+    text, so the answer continues it; add_generation_prompt=False leaves out the generation prompt."""
+    # w1 / w2 open a user / assistant turn, w9 closes a turn
+    monkeypatch.setattr(llm.tokenizer, "chat_template", "{% for m in messages %}{{ m['role'] == 'user' and 'w1' or "
+                        "'w2' }} {{ m['content'] | trim }} w9 {% endfor %}{% if add_generation_prompt %}w2 {% endif %}")
+    conv = [{"role": "user", "content": "w3"}, {"role": "assistant", "content": "w4 w5 "}]
+    enc = functools.partial(llm.tokenizer.encode, add_special_tokens=False)
+    assert encode_chat(llm.tokenizer, conv, add_generation_prompt=False, continue_final_message=True) == enc(
+        "w1 w3 w9 w2 w4 w5")
+    assert encode_chat(llm.tokenizer, conv, add_generation_prompt=False) == enc("w1 w3 w9 w2 w4 w5 w9")
+    assert encode_chat(llm.tokenizer, conv) == enc("w1 w3 w9 w2 w4 w5 w9 w2")
+    params = SamplingParams(max_tokens=5)
+    out = llm.chat(conv, params, continue_final_message=True)[0]  # add_generation_prompt defaults to False then
+    assert out.prompt_token_ids == enc("w1 w3 w9 w2 w4 w5")
+    assert out.text == llm.generate([enc("w1 w3 w9 w2 w4 w5")], params)[0].text
+    with pytest.raises(ValueError, match="cannot both be true"):
+        llm.chat(conv, params, continue_final_message=True, add_generation_prompt=True)
+    with pytest.raises(ValueError, match=r"messages\[0\].role must be 'assistant' to be continued"):
+        llm.chat(conv[:1], params, continue_final_message=True)
+    with pytest.raises(ValueError, match="continue_final_message must be true or false"):
+        encode_chat(llm.tokenizer, conv, continue_final_message="yes")
+    monkeypatch.setattr(llm.tokenizer, "chat_template", "{% for m in messages %}{{ m['role'] }} {% endfor %}")
+    with pytest.raises(ValueError, match="does not write the last assistant message's text"):
+        llm.chat(conv, params, continue_final_message=True)
 
 
 @pytest.mark.parametrize("messages, message", [

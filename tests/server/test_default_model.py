@@ -86,3 +86,23 @@ def test_multibyte_characters_stream_whole(setup, prompt):
     # only the last delta may hold an incomplete character: the one max_tokens cut (decode gives U+FFFD)
     assert all("\ufffd" not in d for d in deltas[:-1]), deltas
     assert sum(1 for d in deltas if d) > 1  # streamed piece by piece, not in one go
+
+
+def test_an_assistant_message_is_continued(setup):
+    """vLLM's continue_final_message on SmolLM2's template: the prompt is the conversation up to the end of the
+    assistant message's text (a prefix of the rendering that closes it), the answer its offline continuation."""
+    server, client, llm = setup
+    conv = [{"role": "user", "content": "List three fruits."}, {"role": "assistant", "content": "Sure! 1. Apple 2."}]
+    _, cont = server.request("POST", "/tokenize", {"messages": conv, "continue_final_message": True})
+    _, closed = server.request("POST", "/tokenize", {"messages": conv, "add_generation_prompt": False})
+    assert cont["count"] < closed["count"] and closed["tokens"][:cont["count"]] == cont["tokens"]
+    assert llm.tokenizer.decode(cont["tokens"]).endswith("Sure! 1. Apple 2.")
+    want = llm.chat(conv, SamplingParams(max_tokens=8), continue_final_message=True)[0]
+    assert want.prompt_token_ids == cont["tokens"]
+    r = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=conv, max_tokens=8,
+                                       temperature=0, extra_body={"continue_final_message": True})
+    assert r.choices[0].message.content == want.text and r.usage.prompt_tokens == cont["count"]
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=conv[:1],
+                                       extra_body={"continue_final_message": True})
+    assert e.value.body["param"] == "messages"

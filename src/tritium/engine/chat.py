@@ -5,7 +5,8 @@ A conversation is a list of ``{"role": "system" | "user" | "assistant" | "tool",
 ``[{"type": "text", "text": ...}]``, joined. An assistant turn may carry the ``tool_calls`` it made (its
 content then may be null), a ``tool`` turn answers one by ``tool_call_id``; calls reach the template as
 transformers gives them (``function.arguments`` an object where its JSON text is one). The model's chat
-template renders it, the generation prompt (the assistant's turn) appended.
+template renders it, the generation prompt (the assistant's turn) appended, or, with
+``continue_final_message``, the last (assistant) message left open for the answer to continue.
 """
 
 from __future__ import annotations
@@ -92,14 +93,30 @@ def _content(content, where: str) -> str:
 
 
 def encode_chat(tokenizer: Tokenizer | None, messages, what: str = "messages",
-                template_kwargs: dict | None = None) -> list[int]:
-    """Token ids of a conversation rendered by the model's chat template, generation prompt appended;
-    ``template_kwargs``: more template variables (``Tokenizer.apply_chat_template``; ``tools`` among them:
-    :mod:`tritium.engine.tools`)."""
+                template_kwargs: dict | None = None, add_generation_prompt: bool = True,
+                continue_final_message: bool = False) -> list[int]:
+    """Token ids of a conversation rendered by the model's chat template, generation prompt appended (unless
+    ``add_generation_prompt`` is False); ``template_kwargs``: more template variables
+    (``Tokenizer.apply_chat_template``; ``tools`` among them: :mod:`tritium.engine.tools`).
+    ``continue_final_message``: the last message, the assistant's, is continued (a prefilled answer); it goes
+    with ``add_generation_prompt=False``."""
     if tokenizer is None:
         raise ValueError("this engine has no tokenizer, so no chat template; pass prompts as token-id lists")
-    return tokenizer.apply_chat_template(normalize_messages(messages, what), add_generation_prompt=True,
-                                         template_kwargs=template_kwargs)
+    if not isinstance(add_generation_prompt, bool):
+        raise ValueError(f"add_generation_prompt must be true or false, got {_show(add_generation_prompt)}")
+    if not isinstance(continue_final_message, bool):
+        raise ValueError(f"continue_final_message must be true or false, got {_show(continue_final_message)}")
+    normalized = normalize_messages(messages, what)
+    if continue_final_message:
+        if add_generation_prompt:
+            raise ValueError("continue_final_message and add_generation_prompt cannot both be true: pass "
+                             "add_generation_prompt=False to continue the last message")
+        if normalized[-1]["role"] != "assistant":
+            raise ValueError(f"{what}[{len(normalized) - 1}].role must be 'assistant' to be continued "
+                             f"(continue_final_message), got {normalized[-1]['role']!r}")
+    return tokenizer.apply_chat_template(normalized, add_generation_prompt=add_generation_prompt,
+                                         template_kwargs=template_kwargs,
+                                         continue_final_message=continue_final_message)
 
 
 def is_conversation(messages) -> bool:

@@ -88,19 +88,26 @@ class LLM:
 
     def chat(self, messages: list[dict] | Seq[list[dict]],
              sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
-             chat_template_kwargs: dict | None = None, tools: list[dict] | None = None) -> list[RequestOutput]:
+             chat_template_kwargs: dict | None = None, tools: list[dict] | None = None,
+             add_generation_prompt: bool | None = None, continue_final_message: bool = False) -> list[RequestOutput]:
         """Answer one conversation (``[{"role": "system" | "user" | "assistant" | "tool", "content": str},
         ...]``) or a list of them, through the model's chat template; one finished :class:`RequestOutput` per
         conversation, like :meth:`generate`. ``chat_template_kwargs``: more template variables, e.g.
         ``{"enable_thinking": False}`` for Qwen3's template. ``tools``: OpenAI function tools for the template;
-        the calls in an answer: ``tritium.engine.tools.parse_tool_calls(out.text, parser)``."""
+        the calls in an answer: ``tritium.engine.tools.parse_tool_calls(out.text, parser)``.
+        ``continue_final_message=True``: each conversation ends with an assistant message whose text the answer
+        continues (a prefilled answer; the output holds the continuation); ``add_generation_prompt`` (default:
+        not ``continue_final_message``): the template's generation prompt after the messages."""
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
         if tools is not None:
             chat_template_kwargs = {**check_template_kwargs(chat_template_kwargs), "tools": check_tools(tools)}
+        if add_generation_prompt is None:
+            add_generation_prompt = not continue_final_message
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
-                               else f"messages[{i}]", chat_template_kwargs) for i, c in enumerate(conversations)]
+                               else f"messages[{i}]", chat_template_kwargs, add_generation_prompt,
+                               continue_final_message) for i, c in enumerate(conversations)]
         return self.generate(prompts, sampling_params)
 
     def generate_stream(self, prompt: str | list[int], sampling_params: SamplingParams | None = None, *,

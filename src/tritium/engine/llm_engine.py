@@ -557,11 +557,10 @@ class LLMEngine:
         if params.prompt_logprobs is not None:
             seq.prompt_logprobs = [None] * len(ids)
         if params.response_format is not None:
+            refused = self.json_mode_error()
+            if refused is not None:
+                raise ValueError(f"response_format {params.response_format!r} of request {request_id!r}: {refused}")
             index = self._json_index()
-            if index.missing:
-                raise ValueError(f"response_format {params.response_format!r} of request {request_id!r}: this model's "
-                                 f"tokenizer lacks one-byte tokens for {len(index.missing)} JSON characters (e.g. "
-                                 f"{index.missing[0].decode()!r}), which JSON mode needs")
             grammar = JSON_OBJECT if params.json_schema is None else compile_schema(params.json_schema)
             seq.json = JsonConstraint(index, grammar)
             if params.reasoning_after:
@@ -810,6 +809,17 @@ class LLMEngine:
         if len(seq.output_ids) >= p.min_tokens:
             return None
         return sorted((set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ()))
+
+    def json_mode_error(self) -> str | None:
+        """Why this engine cannot run JSON mode (``response_format``, forced tool calls), or None where it can.
+        Builds the tokenizer's JSON index on first use (a walk over the vocabulary), then answers at once."""
+        if self.tokenizer is None:
+            return "JSON mode needs the model's tokenizer (this engine has none)"
+        missing = self._json_index().missing
+        if missing:
+            return (f"this model's tokenizer lacks one-byte tokens for {len(missing)} JSON characters (e.g. "
+                    f"{missing[0].decode()!r}), which JSON mode needs")
+        return None
 
     def _json_index(self) -> TokenIndex:
         """The tokenizer's vocabulary as JSON mode walks it (built at the first JSON request, then shared)."""

@@ -169,14 +169,25 @@ class Tokenizer:
         return self.decode([token_id], skip_special_tokens=False).encode("utf-8")
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
-                            template_kwargs: dict | None = None) -> list[int]:
+                            template_kwargs: dict | None = None, continue_final_message: bool = False) -> list[int]:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's Jinja chat template and
         encode the result; ValueError if the model has no template. ``template_kwargs``: more variables for
         the template (Qwen3's ``enable_thinking``, ...); the ones the template is always given (``messages``,
-        ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``raise_exception``) cannot be set."""
+        ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``raise_exception``) cannot be set.
+        ``continue_final_message``: the last message (the assistant's) is left open, the prompt cut right after
+        its text, so that the answer continues it (no generation prompt then)."""
         if not self.chat_template:
             raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
         template_kwargs = check_template_kwargs(template_kwargs)
+        if continue_final_message:
+            if add_generation_prompt:
+                raise ValueError("continue_final_message and add_generation_prompt cannot both be true: a continued "
+                                 "message gets no generation prompt after it")
+            if not messages or messages[-1].get("role") != "assistant":
+                raise ValueError("continue_final_message needs the last message to be the assistant's")
+            # the template renders the final text with a marker after it; the prompt ends where the marker begins
+            last = dict(messages[-1], content=(messages[-1].get("content") or "") + _CONTINUE_MARK)
+            messages = [*messages[:-1], last]
         import jinja2
         import jinja2.sandbox
 
@@ -201,7 +212,18 @@ class Tokenizer:
                 bos_token=self.bos_token or "", eos_token=self.eos_token or "")
         except jinja2.TemplateError as e:  # a template that fails on this conversation or these variables
             raise ValueError(f"chat template: {type(e).__name__}: {e}") from None
+        if continue_final_message:
+            cut = text.rfind(_CONTINUE_MARK)
+            if cut < 0:
+                raise ValueError("continue_final_message: this model's chat template does not write the last "
+                                 "assistant message's text, so there is nothing to continue")
+            text = text[:cut]
         return self.encode(text, add_special_tokens=False)
+
+
+# put after the final message's text by apply_chat_template(continue_final_message=True), then cut: no template
+# changes it (not whitespace, no markup), and no conversation is expected to hold it
+_CONTINUE_MARK = "\u2063tritium-continue\u2063"
 
 
 # variables every chat template is given: not settable through template_kwargs

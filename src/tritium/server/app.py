@@ -159,13 +159,15 @@ class OpenAIServer:
                 raise invalid("add_special_tokens must be true or false", "add_special_tokens")
             ids = self.tokenizer.encode(body["prompt"], add_special_tokens=special)
         else:
-            extra = sorted(set(body) - {"model", "messages", "chat_template_kwargs", "tools"})
+            extra = sorted(set(body) - {"model", "messages", "chat_template_kwargs", "tools", "add_generation_prompt",
+                                        "continue_final_message"})
             if extra:
                 raise invalid(f"Unrecognized request argument supplied to /tokenize: {extra[0]}", extra[0],
                               "unknown_parameter")
             req = parse_chat({k: v for k, v in body.items() if k != "model"})
             try:
-                ids = encode_chat(self.tokenizer, body["messages"], "messages", self._template_kwargs(req))
+                ids = encode_chat(self.tokenizer, body["messages"], "messages", self._template_kwargs(req),
+                                  req.add_generation_prompt, req.continue_final_message)
             except ValueError as e:
                 raise invalid(str(e), "messages") from None
         return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
@@ -216,7 +218,16 @@ class OpenAIServer:
                 raise invalid("tools need a tool-call format this server parses, and this model's chat template "
                               "shows none it recognises; start the server with --tool-call-parser "
                               f"({', '.join(PARSERS)})", "tools", "unsupported_parameter")
-        prompts = [self._encode(p, kind, i, len(req.prompts), template_kwargs) for i, p in enumerate(req.prompts)]
+        bias = req.params[0].logit_bias or {}
+        bad = next((t for t in bias if t >= self.vocab_size), None)
+        if bad is not None:
+            raise invalid(f"logit_bias has token id {bad} outside the vocabulary [0, {self.vocab_size})", "logit_bias")
+        if req.params[0].response_format is not None:  # refused here, not after a stream's 200 has gone out
+            refused = await asyncio.to_thread(self.engine.engine.json_mode_error)
+            if refused is not None:  # asked for, or a forced tool call's arguments
+                param = "response_format" if body.get("response_format") is not None else "tool_choice"
+                raise invalid(f"{param}: {refused}", param)
+        prompts = [self._encode(p, kind, i, len(req.prompts), req, template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
         subs = []
@@ -513,12 +524,14 @@ class OpenAIServer:
             raise APIError(404, f"The model '{model}' does not exist; this server serves '{self.model_name}'",
                            param="model", code="model_not_found")
 
-    def _encode(self, prompt, kind: str, i: int, count: int, template_kwargs: dict | None = None) -> list[int]:
+    def _encode(self, prompt, kind: str, i: int, count: int, req: GenerationRequest,
+                template_kwargs: dict | None = None) -> list[int]:
         param = "messages" if kind == "chat" else "prompt"
         where = param if count == 1 else f"{param}[{i}]"
         try:
             if kind == "chat":
-                ids = encode_chat(self.tokenizer, prompt, "messages", template_kwargs)
+                ids = encode_chat(self.tokenizer, prompt, "messages", template_kwargs, req.add_generation_prompt,
+                                  req.continue_final_message)
             elif isinstance(prompt, str):
                 if self.tokenizer is None:
                     raise ValueError(f"{where} is text but this model has no tokenizer; send token ids")

@@ -38,7 +38,7 @@ _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
                    "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
-                   "chat_template_kwargs"}
+                   "chat_template_kwargs", "add_generation_prompt", "continue_final_message"}
 # accepted when absent, null or this value; refused by name otherwise
 _NEUTRAL = {"suffix": None, "best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
@@ -67,6 +67,8 @@ class GenerationRequest:
     parallel_tool_calls: bool = True  # False: the first call only
     echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
     prompt_logprobs: int | None = None  # vLLM's: each prompt token's logprob, rank and this many alternatives
+    add_generation_prompt: bool = True  # chat (vLLM's): the template's generation prompt after the messages
+    continue_final_message: bool = False  # chat (vLLM's): the last (assistant) message is continued
 
     @property
     def n(self) -> int:
@@ -296,9 +298,23 @@ def parse_chat(body: dict) -> GenerationRequest:
     # the conversation's prompt_logprobs are reported once: the first choice scores the prompt, the others may
     # take its KV pages from the prefix cache
     params = _first_scores(params)
+    generation_prompt, continued = chat_prompt_options(body)
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
-                             prompt_logprobs=prompt_k)
+                             prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
+                             continue_final_message=continued)
+
+
+def chat_prompt_options(body: dict) -> tuple[bool, bool]:
+    """(add_generation_prompt, continue_final_message) of a chat or /tokenize body, vLLM's extensions: the
+    defaults (True, False) answer after the conversation; (False, True) continues its last, assistant, message."""
+    continued = _bool(body, "continue_final_message")
+    generation_prompt = not continued if body.get("add_generation_prompt") is None else _bool(
+        body, "add_generation_prompt")
+    if continued and generation_prompt:
+        raise invalid("continue_final_message and add_generation_prompt cannot both be true: a continued message "
+                      "gets no generation prompt after it", "continue_final_message")
+    return generation_prompt, continued
 
 
 def _first_scores(params: list[SamplingParams]) -> list[SamplingParams]:
