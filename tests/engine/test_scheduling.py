@@ -31,11 +31,12 @@ def test_prefix_caching(tiny_models, baseline, backend):
     path, _ = tiny_models["llama"]
     llm = LLM(path, dtype=torch.float32, attention_backend=backend)
     long_prompt = PROMPTS[1]  # 19 tokens: one full page of 16 is shareable
-    first = llm.generate([long_prompt], PARAMS)[0].token_ids
-    assert llm.stats["prefix_cache_hit_tokens"] == 0
+    first = llm.generate([long_prompt], PARAMS)[0]
+    assert llm.stats["prefix_cache_hit_tokens"] == 0 and first.num_cached_tokens == 0
     again = llm.generate([long_prompt, long_prompt], PARAMS)
     assert llm.stats["prefix_cache_hit_tokens"] == 32
-    assert first == baseline[1]
+    assert [o.num_cached_tokens for o in again] == [16, 16]  # each request's own share of the hits
+    assert first.token_ids == baseline[1]
     assert [o.token_ids for o in again] == [baseline[1]] * 2
     # a later batch mixing cached and uncached prompts
     assert [o.token_ids for o in llm.generate(PROMPTS, PARAMS)] == baseline
@@ -49,4 +50,6 @@ def test_preemption_under_tiny_kv_budget(tiny_models, baseline, backend):
     outs = llm.generate(PROMPTS, PARAMS)
     assert llm.stats["preemptions"] > 0
     assert [o.token_ids for o in outs] == baseline
+    # a preempted request's own pages found again on its return are no cached prompt tokens
+    assert all(o.num_cached_tokens == 0 for o in outs)
     assert all(o.finish_reason == "length" for o in outs)

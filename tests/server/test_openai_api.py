@@ -69,6 +69,21 @@ def test_models_health_and_metrics(server, client):
     assert "tritium:spec_decode_num_accepted_tokens_total" in server.metrics()
 
 
+def test_usage_counts_cached_prompt_tokens(client, llm):
+    """usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache served (whole pages of
+    16 here, the last prompt token always computed); once per prompt whatever n, in streamed usage too."""
+    prompt = " ".join(f"w{(7 * i) % 10}" for i in range(40))  # a prompt no other test sends
+    n_ids = len(llm.tokenizer.encode(prompt))
+    first = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0)
+    assert first.usage.prompt_tokens == n_ids and first.usage.prompt_tokens_details.cached_tokens == 0
+    full = (n_ids - 1) // 16 * 16
+    again = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0, n=2)
+    assert again.usage.prompt_tokens == n_ids and again.usage.prompt_tokens_details.cached_tokens == full
+    chunks = list(client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}))
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == full
+
+
 def test_completions_equal_offline(client, llm):
     want = llm.generate(PROMPTS, greedy(12))
     for prompt, w in zip(PROMPTS, want):

@@ -856,6 +856,7 @@ class LLMEngine:
         out.text = seq.detokenizer.text
         out.finished = finished
         out.finish_reason = seq.finish_reason
+        out.num_cached_tokens = seq.num_cached_tokens or 0
         if seq.logprobs is not None:
             out.logprobs = list(seq.logprobs)
             out.new_logprobs = (out.new_logprobs or []) + (new_logprobs or [])

@@ -128,6 +128,8 @@ class Scheduler:
                 self._release(seq)
                 break
             self.waiting.popleft()
+            if seq.num_cached_tokens is None:  # its first admission: what the prefix cache spared its prompt
+                seq.num_cached_tokens = min(seq.num_computed, seq.prompt_len)
             seq.status = Status.RUNNING
             self.running.append(seq)
             seqs.append(seq)

@@ -45,6 +45,8 @@ class Sequence:
     finish_reason: str | None = None
     new_logprobs: list[TokenLogprobs] | None = None
     num_preemptions: int = 0
+    # prompt tokens whose K/V came from the prefix cache when the sequence was first scheduled (None before)
+    num_cached_tokens: int | None = None
     generator: torch.Generator | None = None  # of a seeded request
     prompt_text: str | None = None
     detokenizer: IncrementalDetokenizer | None = None
@@ -92,7 +94,8 @@ class RequestOutput:
     With ``SamplingParams.logprobs`` set, ``logprobs`` has one :class:`TokenLogprobs` per generated token
     so far and ``new_logprobs`` this step's (else both are None). With ``SamplingParams.prompt_logprobs``
     set, ``prompt_logprobs`` has one per prompt token (None for the first), in every output once the prompt
-    is computed.
+    is computed. ``num_cached_tokens``: the prompt tokens whose K/V the prefix cache held when the request was
+    first scheduled (not computed again).
     """
 
     request_id: str
@@ -107,3 +110,4 @@ class RequestOutput:
     logprobs: list[TokenLogprobs] | None = None
     new_logprobs: list[TokenLogprobs] | None = None
     prompt_logprobs: list[TokenLogprobs | None] | None = None
+    num_cached_tokens: int = 0  # prompt tokens taken from the prefix cache, not computed (OpenAI's cached_tokens)

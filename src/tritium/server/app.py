@@ -84,6 +84,7 @@ class _Choice:
     prompt_logprobs: list | None = None
     echo_sent: bool = False
     score_only: bool = False
+    cached_tokens: int = 0  # of its prompt, served from the prefix cache
 
 
 class OpenAIServer:
@@ -272,6 +273,7 @@ class OpenAIServer:
 
     def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
         choice = choices[out.request_id]
+        choice.cached_tokens = out.num_cached_tokens
         if out.prompt_logprobs is not None:
             choice.prompt_logprobs = out.prompt_logprobs
         if choice.score_only:  # nothing generated is reported; the prompt was asked for
@@ -327,7 +329,7 @@ class OpenAIServer:
             if c.index % req.n and c.prompt_logprobs is None:
                 c.prompt_logprobs = ordered[c.index - c.index % req.n].prompt_logprobs
         body["choices"] = [self._final_choice(kind, c, req) for c in ordered]
-        body["usage"] = usage(prompt_tokens, sum(c.tokens for c in choices.values()))
+        body["usage"] = self._usage_now(req, choices, prompt_tokens)
         if kind == "chat" and req.prompt_logprobs is not None:  # vLLM's: the conversation's, once
             body["prompt_logprobs"] = self.logprobs.prompt(ordered[0].prompt_logprobs or [], req.prompt_logprobs)
         return JSONResponse(body)
@@ -425,7 +427,7 @@ class OpenAIServer:
             if stream.finished and all(c.finish_reason is not None for c in choices.values()):
                 if req.include_usage:
                     final = self._header(prefix, kind, chunk=True)
-                    final.update(choices=[], usage=usage(prompt_tokens, sum(c.tokens for c in choices.values())))
+                    final.update(choices=[], usage=self._usage_now(req, choices, prompt_tokens))
                     yield _sse(final)
                 yield "data: [DONE]\n\n"
         except EngineStoppedError as e:
@@ -490,7 +492,14 @@ class OpenAIServer:
 
     def _usage(self, req, choices, prompt_tokens) -> dict | None:
         """A chunk's ``usage``: so far with continuous_usage_stats, else null."""
-        return usage(prompt_tokens, sum(c.tokens for c in choices.values())) if req.continuous_usage else None
+        return self._usage_now(req, choices, prompt_tokens) if req.continuous_usage else None
+
+    @staticmethod
+    def _usage_now(req, choices, prompt_tokens) -> dict:
+        """The response's usage so far; a prompt's cached tokens are its first choice's (the prompt counts once
+        for its ``n`` choices, as in ``prompt_tokens``)."""
+        cached = sum(c.cached_tokens for c in choices.values() if c.index % req.n == 0)
+        return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached)
 
     def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False) -> str:
         """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null."""
