@@ -8,7 +8,8 @@
                      the model's perplexity on a text, over windows of N tokens S apart
 
 Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat
-template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request) and
+template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request),
+``--chat-template FILE|TEXT`` (a template in place of the model's) and
 ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's
 chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on
 stderr (not with ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
@@ -30,7 +31,7 @@ import torch
 from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
 from tritium.engine import parallel
 from tritium.engine.chat import encode_chat
-from tritium.engine.tokenizer import check_template_kwargs
+from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
 from tritium.server import serve
@@ -98,12 +99,35 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="more variables for the model's chat template, as a JSON object, e.g. "
                              "'{\"enable_thinking\": false}' (Qwen3); serve: the default of every chat request, "
                              "whose own chat_template_kwargs override it name by name")
+    parser.add_argument("--chat-template", type=_chat_template, default=None, metavar="FILE|TEXT",
+                        help="a chat template (a Jinja file, or its text) in place of the model's: for a model "
+                             "without one, or to change it")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="store_const", dest="log_level", const="info", default="warning",
                        help="log what the engine does (--log-level info)")
     group.add_argument("-q", "--quiet", action="store_const", dest="log_level", const="error", default="warning",
                        help="errors only (--log-level error)")
     group.add_argument("--log-level", choices=LOG_LEVELS, default="warning")
+
+
+def _chat_template(value: str) -> str:
+    """--chat-template: the text of a Jinja file, or the value itself where it is Jinja text (a usage error
+    otherwise, or where it does not parse)."""
+    if os.path.isfile(value):
+        try:
+            with open(value, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise argparse.ArgumentTypeError(f"cannot read {value}: {e}") from None
+    elif "{{" in value or "{%" in value:
+        text = value
+    else:
+        raise argparse.ArgumentTypeError(f"no file {value!r}, and not the Jinja text of a template either")
+    try:
+        compile_chat_template(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value if text is not value else 'the text given'}: {e}") from None
+    return text
 
 
 def _template_kwargs(text: str) -> dict:
@@ -195,7 +219,7 @@ def _engine_kwargs(args) -> dict:
                   kv_cache_scales=args.kv_cache_scales,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],
                   num_speculative_tokens=args.num_speculative_tokens, prompt_lookup_max=args.prompt_lookup_max,
-                  prompt_lookup_min=args.prompt_lookup_min)
+                  prompt_lookup_min=args.prompt_lookup_min, chat_template=args.chat_template)
     if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs

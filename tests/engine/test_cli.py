@@ -288,3 +288,34 @@ def test_kv_cache_flags_reach_the_engine(capsys):
     with pytest.raises(SystemExit) as e:
         _parser().parse_args(["serve", "--kv-cache-scales", "max"])
     assert e.value.code == 2 and "invalid choice: 'max'" in capsys.readouterr().err
+
+
+def test_chat_template_flag(capsys, monkeypatch, tmp_path, tiny_models):
+    """--chat-template (a Jinja file or its text, every command) replaces the model's template in the engine:
+    generate's prompt is the new template's rendering; a file that is neither, or a template that does not parse,
+    is a usage error naming the flag; LLM(chat_template=...) does the same offline, checked before loading."""
+    path, _ = tiny_models["llama"]
+    text = "{% for m in messages %}w7 {{ m['content'] }} {% endfor %}{% if add_generation_prompt %}w8{% endif %}"
+    template = tmp_path / "template.jinja"
+    template.write_text(text)
+    for value in (str(template), text):
+        for command in (["generate", "x"], ["chat"], ["serve"]):
+            assert _engine_kwargs(_parser().parse_args([command[0], "--chat-template", value, *command[1:]]))[
+                "chat_template"] == text
+    assert _engine_kwargs(_parser().parse_args(["serve"]))["chat_template"] is None
+    llm = LLM(path, chat_template=text)
+    want = llm.chat([{"role": "user", "content": "w1 w2"}], SamplingParams(max_tokens=6))[0]
+    assert want.prompt_token_ids == llm.tokenizer.encode("w7 w1 w2 w8", add_special_tokens=False)
+    code, out, _ = run(capsys, monkeypatch, "generate", "--model", path, "--max-tokens", "6", "--no-stream", "--quiet",
+                       "--chat-template", str(template), "w1 w2")
+    assert code == 0 and out == want.text.strip() + "\n"
+    for bad, message in ((str(tmp_path / "missing.jinja"), "no file"),
+                         ("{% for m in messages %}", "TemplateSyntaxError: Unexpected end of template")):
+        with pytest.raises(SystemExit) as e:
+            _parser().parse_args(["generate", "--chat-template", bad, "x"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "--chat-template" in err and message in err, err
+    with pytest.raises(ValueError, match="chat template: TemplateSyntaxError"):
+        LLM(path, chat_template="{% if %}")
+    with pytest.raises(ValueError, match="chat_template must be None or the Jinja text"):
+        LLM(path, chat_template=" ")

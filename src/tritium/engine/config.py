@@ -140,6 +140,8 @@ class EngineConfig:
       by rejection sampling: their tokens keep plain sampling's distribution (not its draws). Requests with
       logprobs, penalties, a bias, ``min_tokens`` or a response format never get drafts. Not with context
       parallelism.
+    - ``chat_template``: Jinja text replacing the model's chat template (for a model without one, or to change
+      it); checked (compiled) at start-up. None keeps the checkpoint's.
     """
 
     block_size: int = 16
@@ -184,6 +186,7 @@ class EngineConfig:
     torch_all_reduce_from: int | None = None
     dtype: torch.dtype | None = None
     device: torch.device | None = None
+    chat_template: str | None = None
 
     @property
     def max_decode_rows(self) -> int:
@@ -232,6 +235,10 @@ class EngineConfig:
             raise ValueError(f"context_parallel_size {self.context_parallel_size} with tensor_parallel_size "
                              f"{self.tensor_parallel_size} is not supported: context parallelism runs the whole "
                              f"model on every rank (tensor_parallel_size=1)")
+        template = self.chat_template
+        if template is not None and (not isinstance(template, str) or not template.strip()):
+            raise ValueError(f"chat_template must be None or the Jinja text of a chat template, got "
+                             f"{self.chat_template!r:.60}")
         if self.comm not in ("auto", "tritium", "torch"):
             raise ValueError(f"comm must be 'auto', 'tritium' or 'torch', got {self.comm!r}")
         if not isinstance(self.parallel_timeout, (int, float)) or isinstance(self.parallel_timeout, bool) \

@@ -38,7 +38,7 @@ from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampl
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.speculative import Acceptance, NgramIndex, accept_sampled
-from tritium.engine.tokenizer import Tokenizer
+from tritium.engine.tokenizer import Tokenizer, compile_chat_template
 from tritium.models import weights as weights_io
 from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
                                      warmup_batches)
@@ -384,6 +384,11 @@ class LLMEngine:
         """Settle the configuration (``given``, validated, is not modified), load the model, size the KV cache.
         ``source``: where the other tensor-parallel ranks load the model from (the checkpoint path, or the
         weights themselves)."""
+        if given.chat_template is not None:  # before the weights load: a template that does not parse fails fast
+            if tokenizer is None:
+                raise ValueError("chat_template needs the model's tokenizer, and this checkpoint has none")
+            compile_chat_template(given.chat_template)
+            tokenizer.chat_template = given.chat_template
         cfg = resolve_config(given, model_config)
         self.parallel: parallel.TensorParallel | None = None
         if cfg.tensor_parallel_size * cfg.context_parallel_size > 1:

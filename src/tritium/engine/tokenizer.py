@@ -67,6 +67,7 @@ class Tokenizer:
         self.add_bos = add_bos
         self.add_eos = add_eos
         self._byte_level: bool | None = None  # the decoder is byte-level (settled at the first token_bytes)
+        self._compiled = None  # (template text, its compiled Jinja template): compiled once, not per request
 
     # -- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -168,6 +169,16 @@ class Tokenizer:
                 return bytes(inverse[c] for c in piece)
         return self.decode([token_id], skip_special_tokens=False).encode("utf-8")
 
+    def compiled_chat_template(self):
+        """The chat template compiled (:func:`compile_chat_template`), once per template text: compiling is
+        most of a render's cost (2.6 of 3.0 ms for SmolLM2's 368 characters, more for larger templates)."""
+        if not self.chat_template:
+            raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
+        compiled = self._compiled
+        if compiled is None or compiled[0] != self.chat_template:  # a template replaced since is compiled anew
+            compiled = self._compiled = (self.chat_template, compile_chat_template(self.chat_template))
+        return compiled[1]
+
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
                             template_kwargs: dict | None = None, continue_final_message: bool = False) -> list[int]:
         """Render ``messages`` ([{"role": ..., "content": ...}]) with the model's Jinja chat template and
@@ -176,9 +187,8 @@ class Tokenizer:
         ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``raise_exception``) cannot be set.
         ``continue_final_message``: the last message (the assistant's) is left open, the prompt cut right after
         its text, so that the answer continues it (no generation prompt then)."""
-        if not self.chat_template:
-            raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
         template_kwargs = check_template_kwargs(template_kwargs)
+        template = self.compiled_chat_template()
         if continue_final_message:
             if add_generation_prompt:
                 raise ValueError("continue_final_message and add_generation_prompt cannot both be true: a continued "
@@ -189,27 +199,10 @@ class Tokenizer:
             last = dict(messages[-1], content=(messages[-1].get("content") or "") + _CONTINUE_MARK)
             messages = [*messages[:-1], last]
         import jinja2
-        import jinja2.sandbox
 
-        # as transformers renders templates: loop controls, tojson without HTML escaping or sorted keys (tool
-        # schemas reach the model as written), strftime_now (Llama 3's date line)
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                                           extensions=["jinja2.ext.loopcontrols"])
-
-        def raise_exception(message):
-            raise ValueError(f"chat template: {message}")
-
-        def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-            return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                              sort_keys=sort_keys)
-
-        env.filters["tojson"] = tojson
-        env.globals["raise_exception"] = raise_exception
-        env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
         try:
-            text = env.from_string(self.chat_template).render(
-                **template_kwargs, messages=messages, add_generation_prompt=add_generation_prompt,
-                bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+            text = template.render(**template_kwargs, messages=messages, add_generation_prompt=add_generation_prompt,
+                                   bos_token=self.bos_token or "", eos_token=self.eos_token or "")
         except jinja2.TemplateError as e:  # a template that fails on this conversation or these variables
             raise ValueError(f"chat template: {type(e).__name__}: {e}") from None
         if continue_final_message:
@@ -224,6 +217,33 @@ class Tokenizer:
 # put after the final message's text by apply_chat_template(continue_final_message=True), then cut: no template
 # changes it (not whitespace, no markup), and no conversation is expected to hold it
 _CONTINUE_MARK = "\u2063tritium-continue\u2063"
+
+
+def compile_chat_template(text: str):
+    """A chat template's Jinja text compiled as transformers renders templates (sandboxed; loop controls;
+    ``tojson`` without HTML escaping or sorted keys, so that tool schemas reach the model as written;
+    ``raise_exception``; ``strftime_now`` for Llama 3's date line); ValueError for a template that does not
+    parse."""
+    import jinja2
+    import jinja2.sandbox
+
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                       extensions=["jinja2.ext.loopcontrols"])
+
+    def raise_exception(message):
+        raise ValueError(f"chat template: {message}")
+
+    def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                          sort_keys=sort_keys)
+
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
+    try:
+        return env.from_string(text)
+    except jinja2.TemplateSyntaxError as e:
+        raise ValueError(f"chat template: TemplateSyntaxError: {e} (line {e.lineno})") from None
 
 
 # variables every chat template is given: not settable through template_kwargs
