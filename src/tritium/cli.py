@@ -160,6 +160,10 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
                              "(response_format json_object)")
     parser.add_argument("--json-schema", default=None, metavar="FILE",
                         help="the answer is one JSON object that this JSON Schema file accepts (structured outputs)")
+    parser.add_argument("--choice", action="append", default=None, metavar="TEXT",
+                        help="the answer is one of these strings (repeatable; guided choice)")
+    parser.add_argument("--regex", default=None, metavar="PATTERN",
+                        help="the answer matches this regular expression in full (guided regex)")
     parser.add_argument("--system", default=None, help="system message for the chat template")
 
 
@@ -235,13 +239,16 @@ def _params(args) -> SamplingParams:
             raise ValueError(f"--json-schema: cannot read {args.json_schema}: {e.strerror}") from None
         except ValueError as e:
             raise ValueError(f"--json-schema: {args.json_schema} is not JSON ({e})") from None
-    if schema is not None and args.json_mode:
-        raise ValueError("--json and --json-schema exclude each other (a schema's answer is JSON already)")
+    formats = [(flag, fmt) for flag, fmt, given in (("--json", "json_object", args.json_mode),
+                                                     ("--json-schema", "json_schema", schema is not None),
+                                                     ("--choice", "choice", args.choice is not None),
+                                                     ("--regex", "regex", args.regex is not None)) if given]
+    if len(formats) > 1:
+        raise ValueError(f"{formats[0][0]} and {formats[1][0]} exclude each other (one constraint on an answer)")
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                           top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
-                          repetition_penalty=args.repetition_penalty, json_schema=schema,
-                          response_format="json_schema" if schema is not None else "json_object" if args.json_mode
-                          else None)
+                          repetition_penalty=args.repetition_penalty, json_schema=schema, choices=args.choice,
+                          regex=args.regex, response_format=formats[0][1] if formats else None)
 
 
 class _Prefill:

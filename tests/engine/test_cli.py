@@ -111,9 +111,15 @@ def test_json_schema_flag(tmp_path):
     for args, message in ((["--json-schema", str(tmp_path / "missing.json")], "cannot read"),
                           (["--json-schema", str(tmp_path / "bad.json")], "is not JSON"),
                           (["--json-schema", str(tmp_path / "loose.json")], "format is not supported"),
-                          (["--json", "--json-schema", str(tmp_path / "s.json")], "exclude each other")):
+                          (["--json", "--json-schema", str(tmp_path / "s.json")], "exclude each other"),
+                          (["--choice", "a", "--regex", "b"], "--choice and --regex exclude each other"),
+                          (["--regex", "(a"], "an unclosed group")):
         with pytest.raises(ValueError, match=message):
             _params(_parser().parse_args(["generate", *args, "x"]))
+    params = _params(_parser().parse_args(["generate", "--choice", "yes", "--choice", "no", "x"]))
+    assert (params.response_format, params.choices) == ("choice", ["yes", "no"])
+    params = _params(_parser().parse_args(["chat", "--regex", r"\d+"]))
+    assert (params.response_format, params.regex) == ("regex", r"\d+")
 
 
 class _Exited(Exception):

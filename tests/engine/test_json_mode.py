@@ -120,7 +120,7 @@ def test_engine_answers_json(json_model):
     closers = {i: 6.0 for i in range(tok.vocab_size) if tok.token_bytes(i) in (b'"', b"}", b'"}', b"]")}
     assert closers
     with LLM(json_model, max_model_len=256, kv_cache_memory=16 << 20, max_num_seqs=4) as llm:
-        assert llm.engine.json_mode_error() is None
+        assert llm.engine.constraint_error(SamplingParams(response_format="json_object")) is None
         sampled = llm.generate(["w1", "w2 w3", "w4"], [
             SamplingParams(max_tokens=120, temperature=1.0, seed=s, response_format="json_object", logit_bias=closers)
             for s in range(3)])

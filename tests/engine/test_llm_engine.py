@@ -139,8 +139,9 @@ def test_add_request_errors(tiny_models):
         engine.add_request("y", PROMPTS[1], {"max_tokens": 3})
     with pytest.raises(ValueError, match=r"logit_bias of request 'y' has token id 9999 outside the vocabulary"):
         engine.add_request("y", PROMPTS[1], SamplingParams(logit_bias={9999: 1.0}))
-    # the word-level tokenizer has no '{' token: JSON mode is refused, and json_mode_error says why beforehand
-    assert "lacks one-byte tokens" in engine.json_mode_error()
+    # the word-level tokenizer has no '{' token: JSON mode is refused, and constraint_error says why beforehand
+    assert "lacks one-byte tokens" in engine.constraint_error(SamplingParams(response_format="json_object"))
+    assert engine.constraint_error(SamplingParams()) is None
     with pytest.raises(ValueError, match="response_format 'json_object' of request 'y': this model's tokenizer lacks"):
         engine.add_request("y", PROMPTS[1], SamplingParams(response_format="json_object"))
     assert engine.num_unfinished == 1

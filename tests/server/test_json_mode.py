@@ -237,3 +237,32 @@ def test_json_after_the_reasoning(thinking, prompt, stream):
     free = thinking.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a <think>"}],
                                             temperature=0, max_tokens=8)
     assert free.choices[0].message.content is None  # the prompt does open a block: no JSON asked, all reasoning
+
+
+def test_guided_choice_and_regex(client):
+    """vLLM's guided_choice / guided_regex and structured_outputs, on chat and completions, streamed or not:
+    each answer is one of the choices or a full match; what cannot be honoured is a 400 naming the field."""
+    import re
+    choices = ["red", "green", "blue", "light blue"]
+    r = ask(client, temperature=1.0, seed=5, n=4, max_tokens=20, extra_body={"guided_choice": choices})
+    assert all(c.message.content in choices and c.finish_reason == "stop" for c in r.choices), r.choices
+    pattern = r"[0-9]{2}:[0-9]{2}( (am|pm))?"
+    r = client.completions.create(model="tiny", prompt="a b", temperature=1.0, seed=2, n=3, max_tokens=20,
+                                  extra_body={"structured_outputs": {"regex": pattern}})
+    assert all(re.fullmatch(pattern, c.text) for c in r.choices), [c.text for c in r.choices]
+    chunks = ask(client, temperature=0, max_tokens=20, stream=True, extra_body={"guided_regex": pattern})
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert re.fullmatch(pattern, streamed) and streamed == ask(
+        client, temperature=0, max_tokens=20, extra_body={"guided_regex": pattern}).choices[0].message.content
+    for body, param in (({"guided_choice": []}, "guided_choice"), ({"guided_regex": "(a"}, "guided_regex"),
+                        ({"guided_choice": ["a"], "guided_regex": "a"}, "guided_regex"),
+                        ({"structured_outputs": {"json": {}}}, "structured_outputs"),
+                        ({"structured_outputs": {"choice": "a"}}, "structured_outputs"),
+                        ({"guided_choice": ["a"], "response_format": JSON}, "guided_choice"),
+                        ({"guided_choice": ["a"], "tools": [WEATHER]}, "guided_choice")):
+        extra = {k: v for k, v in body.items() if k not in ("response_format", "tools")}
+        kw = {k: v for k, v in body.items() if k in ("response_format", "tools")}
+        with pytest.raises(openai.BadRequestError) as e:
+            ask(client, max_tokens=5, extra_body=extra, **kw)
+        assert e.value.body["param"] == param, (body, e.value.body)
+    assert ask(client, max_tokens=3).choices[0].finish_reason == "length"  # still serving

@@ -472,6 +472,8 @@ BAD = [
     ("response_format-vocabulary-stream", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                                    "response_format": {"type": "json_object"},
                                                                    "stream": True}, 400, None, "response_format"),
+    ("guided_choice-vocabulary", "/v1/completions", {"prompt": "w1", "guided_choice": ["w1", "w2"], "stream": True},
+     400, None, "guided_choice"),
     ("tool_choice-vocabulary", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
                                                         "tools": [{"type": "function", "function": {"name": "f"}}],
                                                         "tool_choice": {"type": "function", "function": {"name": "f"}}},

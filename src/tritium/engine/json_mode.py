@@ -217,6 +217,7 @@ class TokenIndex:
         self.string_special = [(i, data) for i, data in enumerate(self.bytes)
                                if data is not None and not plain[i]]
         singles = {data for data in self.bytes if data is not None and len(data) == 1}
+        self.single_bytes = frozenset(data[0] for data in singles)  # the bytes with a token of their own
         # the one-byte tokens JSON mode needs (None: all there)
         needed = [bytes([b]) for b in [*range(0x20, 0x7F), *b"\t\n\r"] if bytes([b]) not in singles]
         self.missing = needed or None

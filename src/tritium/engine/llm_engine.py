@@ -30,6 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.guided import GUIDED_FORMATS, GuidedConstraint, compile_guided, missing_bytes
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.runner import (GRAPH_BUCKETS, ModelRunner, PromptScores, Window, kv_cache_bytes_per_block,
@@ -562,12 +563,16 @@ class LLMEngine:
         if params.prompt_logprobs is not None:
             seq.prompt_logprobs = [None] * len(ids)
         if params.response_format is not None:
-            refused = self.json_mode_error()
+            refused = self.constraint_error(params)
             if refused is not None:
                 raise ValueError(f"response_format {params.response_format!r} of request {request_id!r}: {refused}")
             index = self._json_index()
-            grammar = JSON_OBJECT if params.json_schema is None else compile_schema(params.json_schema)
-            seq.json = JsonConstraint(index, grammar)
+            if params.response_format in GUIDED_FORMATS:  # EOS ends an answer that could go on
+                seq.json = GuidedConstraint(index, self._guided_grammar(params),
+                                            () if params.ignore_eos else self.eos_token_ids)
+            else:
+                grammar = JSON_OBJECT if params.json_schema is None else compile_schema(params.json_schema)
+                seq.json = JsonConstraint(index, grammar)
             if params.reasoning_after:
                 seq.json = ReasoningThenJson(seq.json, self.tokenizer, params.reasoning_open)
         self._requests[request_id] = seq
@@ -815,16 +820,30 @@ class LLMEngine:
             return None
         return sorted((set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ()))
 
-    def json_mode_error(self) -> str | None:
-        """Why this engine cannot run JSON mode (``response_format``, forced tool calls), or None where it can.
-        Builds the tokenizer's JSON index on first use (a walk over the vocabulary), then answers at once."""
+    def constraint_error(self, params: SamplingParams) -> str | None:
+        """Why this engine cannot hold an answer to ``params.response_format`` (JSON mode, a schema or a forced
+        tool call's; a guided choice or regex), or None where it can. Builds the tokenizer's index on first use
+        (a walk over the vocabulary), then answers at once."""
+        if params.response_format is None:
+            return None
         if self.tokenizer is None:
-            return "JSON mode needs the model's tokenizer (this engine has none)"
-        missing = self._json_index().missing
-        if missing:
-            return (f"this model's tokenizer lacks one-byte tokens for {len(missing)} JSON characters (e.g. "
-                    f"{missing[0].decode()!r}), which JSON mode needs")
+            return "a constrained answer needs the model's tokenizer (this engine has none)"
+        index = self._json_index()
+        if params.response_format in GUIDED_FORMATS:
+            missing = missing_bytes(self._guided_grammar(params), index)
+            if missing:
+                return (f"this model's tokenizer lacks one-byte tokens for {len(missing)} bytes the answer may need "
+                        f"(e.g. {bytes(missing[:1])!r})")
+            return None
+        if index.missing:
+            return (f"this model's tokenizer lacks one-byte tokens for {len(index.missing)} JSON characters (e.g. "
+                    f"{index.missing[0].decode()!r}), which JSON mode needs")
         return None
+
+    @staticmethod
+    def _guided_grammar(params: SamplingParams):
+        return compile_guided(params.response_format, params.choices if params.response_format == "choice"
+                              else params.regex)
 
     def _json_index(self) -> TokenIndex:
         """The tokenizer's vocabulary as JSON mode walks it (built at the first JSON request, then shared)."""

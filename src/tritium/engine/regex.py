@@ -1,10 +1,13 @@
-"""Regular expressions compiled to DFAs over the characters a JSON string can hold unescaped: what a schema's
-``pattern`` (and the string ``format`` s expressed as patterns) constrains in JSON mode.
+"""Regular expressions compiled to DFAs over bytes: what a schema's ``pattern`` (and the string ``format`` s
+expressed as patterns) constrains in JSON mode, and what a regex-guided answer (``text=True``:
+:mod:`tritium.engine.guided`) must match in full.
 
 The alphabet is printable ASCII without the quote and the backslash (``ALPHABET``): a string matched this way
 is written byte for byte, with no escape, so the grammar steps the DFA on the JSON text itself. Characters
 outside it (non-ASCII, control characters, ``"`` and ``\\``) are never generated; a pattern that needs one to
-match anything is refused.
+match anything is refused. With ``text=True`` the alphabet is ``TEXT`` (printable ASCII, tab, newline and
+carriage return; ``.`` all of it but the newline, as in Python), escapes ``\\t \\n \\r`` stand for those bytes,
+and a non-ASCII character written in the pattern matches its UTF-8 bytes (not inside a class).
 
 Syntax (ECMAScript's, which JSON Schema uses, in part): literals, ``.``, classes ``[a-z0-9_]`` / ``[^...]``,
 ``\\d \\D \\w \\W \\s \\S`` and escaped punctuation, groups ``(...)`` / ``(?:...)``, alternation ``|``,
@@ -23,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 
 ALPHABET = frozenset(b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C))
+TEXT = frozenset([*range(0x20, 0x7F), *b"\t\n\r"])  # what a regex-guided answer is written in
+_TEXT_ESCAPES = {"t": 0x09, "n": 0x0A, "r": 0x0D}
 _DIGITS = frozenset(b"0123456789")
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _SPACE = frozenset(b" ")  # of \s's characters, the only one written unescaped
@@ -48,11 +53,14 @@ class Dfa:
 
 
 class _Parser:
-    """Pattern text -> a tree: ("chars", set) | ("cat", [..]) | ("alt", [..]) | ("rep", node, lo, hi|None)."""
+    """Pattern text -> a tree: ("chars", set) | ("cat", [..]) | ("alt", [..]) | ("rep", node, lo, hi|None);
+    ``text``: over ``TEXT`` (else ``ALPHABET``)."""
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, text: bool = False):
         self.p = pattern
         self.i = 0
+        self.text = text
+        self.alphabet = TEXT if text else ALPHABET
 
     def error(self, what: str) -> ValueError:
         return ValueError(f"pattern {self.p!r}: {what} (at {self.i})")
@@ -130,7 +138,7 @@ class _Parser:
         if c == "[":
             return ("chars", self.char_class())
         if c == ".":
-            return ("chars", ALPHABET)
+            return ("chars", self.alphabet - {0x0A})
         if c == "\\":
             return ("chars", self.escape())
         if c in "*+?" or (c == "{" and self._counted_at(self.i - 1)):
@@ -139,7 +147,9 @@ class _Parser:
             raise self.error(f"{c!r} only at the start / end of the pattern")
         if c == ")":
             raise self.error("an unopened group")
-        return ("chars", frozenset((ord(c),)) & ALPHABET)
+        if self.text and ord(c) > 0x7F:  # its UTF-8 bytes, one after the other
+            return ("cat", [("chars", frozenset((b,))) for b in c.encode()])
+        return ("chars", frozenset((ord(c),)) & self.alphabet)
 
     def _counted_at(self, i: int) -> bool:
         save, self.i = self.i, i
@@ -154,14 +164,20 @@ class _Parser:
             raise self.error("a pattern ends in a backslash")
         self.i += 1
         if c in _CLASSES:
-            return _CLASSES[c]
+            return self._class(c)
         if c.lower() in _CLASSES:
-            return ALPHABET - _CLASSES[c.lower()]
+            return self.alphabet - self._class(c.lower())
+        if self.text and c in _TEXT_ESCAPES:
+            return frozenset((_TEXT_ESCAPES[c],))
         if c in "tnrfv0":
             return frozenset()  # control characters: never written unescaped
         if c.isalnum():
             raise self.error(f"the escape \\{c} is not supported")
-        return frozenset((ord(c),)) & ALPHABET
+        return frozenset((ord(c),)) & self.alphabet
+
+    def _class(self, c: str) -> frozenset:
+        """\\d, \\w or \\s in this alphabet (\\s: with TEXT, tab, newline and carriage return too)."""
+        return _CLASSES[c] | (frozenset(b"\t\n\r") & self.alphabet if c == "s" else frozenset())
 
     def char_class(self) -> frozenset:
         negate = self.peek() == "^"
@@ -186,7 +202,9 @@ class _Parser:
                 chars.update(range(lo, hi + 1))
             else:
                 chars.update((lo,) if isinstance(lo, int) else lo)
-        return (ALPHABET - chars) if negate else (frozenset(chars) & ALPHABET)
+        if self.text and any(ch > 0x7F for ch in chars):
+            raise self.error("a non-ASCII character in a character class is not supported")
+        return (self.alphabet - chars) if negate else (frozenset(chars) & self.alphabet)
 
     def _class_atom(self):
         c = self.peek()
@@ -256,18 +274,19 @@ def _nfa(tree) -> tuple[list, int, int]:
     return edges, start, end
 
 
-def compile_pattern(pattern: str) -> Dfa:
-    """``pattern`` (see the module docstring) -> its DFA over ``ALPHABET``, anchored as JSON Schema reads it."""
+def compile_pattern(pattern: str, text: bool = False) -> Dfa:
+    """``pattern`` (see the module docstring) -> its DFA over ``ALPHABET``, anchored as JSON Schema reads it;
+    ``text``: over ``TEXT``, matched in full (``^`` and ``$`` change nothing then)."""
     if not isinstance(pattern, str):
         raise ValueError(f"pattern must be a string, got {pattern!r}")
     body = pattern
-    anchored_start = body.startswith("^")
-    if anchored_start:
+    anchored_start = body.startswith("^") or text
+    if body.startswith("^"):
         body = body[1:]
-    anchored_end = body.endswith("$") and not body.endswith("\\$")
-    if anchored_end:
+    anchored_end = (body.endswith("$") and not body.endswith("\\$")) or text
+    if body.endswith("$") and not body.endswith("\\$"):
         body = body[:-1]
-    tree = _Parser(body).parse()
+    tree = _Parser(body, text).parse()
     anything = ("rep", ("chars", ALPHABET), 0, None)
     tree = ("cat", ([] if anchored_start else [anything]) + [tree] + ([] if anchored_end else [anything]))
     edges, start, end = _nfa(tree)
@@ -311,8 +330,9 @@ def compile_pattern(pattern: str) -> Dfa:
                 live.add(i)
                 changed = True
     if 0 not in live:
-        raise ValueError(f"pattern {pattern!r} matches no string of printable ASCII characters other than the quote "
-                         f"and the backslash (what JSON mode writes unescaped)")
+        raise ValueError(f"pattern {pattern!r} matches no string of printable ASCII characters" + (
+            ", tabs and line breaks" if text else " other than the quote and the backslash (what JSON mode writes "
+            "unescaped)"))
     return Dfa(tuple({b: t for b, t in row.items() if t in live} for row in table), frozenset(accept))
 
 

@@ -7,11 +7,12 @@ import dataclasses
 
 import torch
 
+from tritium.engine.guided import compile_choice, compile_regex
 from tritium.engine.json_schema import compile_schema
 
 MAX_LOGPROBS = 20
 MAX_REPETITION_PENALTY = 10.0
-RESPONSE_FORMATS = (None, "json_object", "json_schema")
+RESPONSE_FORMATS = (None, "json_object", "json_schema", "choice", "regex")
 
 
 @dataclasses.dataclass
@@ -49,8 +50,9 @@ class SamplingParams:
       those that keep the answer a prefix of one JSON object, and the answer ends when that object closes
       (finish reason "stop"; :mod:`tritium.engine.json_mode`). "json_schema": one JSON object that
       ``json_schema`` (a JSON Schema, decoded) accepts, its properties in the schema's order
-      (:mod:`tritium.engine.json_schema` says which keywords are enforced; others are refused). Needs the
-      model's tokenizer.
+      (:mod:`tritium.engine.json_schema` says which keywords are enforced; others are refused). "choice": the
+      answer is one of ``choices`` (strings); "regex": it matches ``regex`` in full (vLLM's guided choice and
+      regex; :mod:`tritium.engine.guided`). Needs the model's tokenizer.
     - ``reasoning_after``: with a ``response_format``, let a reasoning block come first and hold only what
       follows it to the JSON: the answer may begin with the ``<think>`` token (or the prompt opened the block:
       ``reasoning_open``), is free until ``</think>``, then JSON mode applies (a reasoning parser's models:
@@ -79,6 +81,8 @@ class SamplingParams:
     skip_special_tokens: bool = True
     response_format: str | None = None
     json_schema: dict | bool | None = None
+    choices: list[str] | None = None
+    regex: str | None = None
     reasoning_after: bool = False
     reasoning_open: bool = False
 
@@ -127,6 +131,12 @@ class SamplingParams:
                              f"response_format {self.response_format!r} and json_schema {self.json_schema!r}")
         if self.json_schema is not None:
             compile_schema(self.json_schema)  # ValueError naming what JSON mode cannot enforce
+        for name, fmt, check in (("choices", "choice", compile_choice), ("regex", "regex", compile_regex)):
+            if (getattr(self, name) is not None) != (self.response_format == fmt):
+                raise ValueError(f"{name} goes with response_format {fmt!r} (and that needs it), got response_format "
+                                 f"{self.response_format!r} and {name} {getattr(self, name)!r:.80}")
+            if getattr(self, name) is not None:
+                check(getattr(self, name))  # ValueError naming what is wrong
         for name in ("reasoning_after", "reasoning_open"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -224,9 +224,10 @@ class OpenAIServer:
         if bad is not None:
             raise invalid(f"logit_bias has token id {bad} outside the vocabulary [0, {self.vocab_size})", "logit_bias")
         if req.params[0].response_format is not None:  # refused here, not after a stream's 200 has gone out
-            refused = await asyncio.to_thread(self.engine.engine.json_mode_error)
-            if refused is not None:  # asked for, or a forced tool call's arguments
-                param = "response_format" if body.get("response_format") is not None else "tool_choice"
+            refused = await asyncio.to_thread(self.engine.engine.constraint_error, req.params[0])
+            if refused is not None:  # a guided answer, JSON asked for, or a forced tool call's arguments
+                param = req.guided_field or (
+                    "response_format" if body.get("response_format") is not None else "tool_choice")
                 raise invalid(f"{param}: {refused}", param)
         prompts = [self._encode(p, kind, i, len(req.prompts), req, template_kwargs) for i, p in enumerate(req.prompts)]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex

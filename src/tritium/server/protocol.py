@@ -22,6 +22,7 @@ import dataclasses
 import math
 
 from tritium.engine import SamplingParams
+from tritium.engine.guided import compile_guided
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.sampling import MAX_LOGPROBS, MAX_REPETITION_PENALTY
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
@@ -33,7 +34,8 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
-           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs", "skip_special_tokens"}
+           "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs", "skip_special_tokens",
+           "guided_choice", "guided_regex", "structured_outputs"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -68,6 +70,7 @@ class GenerationRequest:
     echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
     prompt_logprobs: int | None = None  # vLLM's: each prompt token's logprob, rank and this many alternatives
     add_generation_prompt: bool = True  # chat (vLLM's): the template's generation prompt after the messages
+    guided_field: str | None = None  # where a guided choice or regex was asked for (the 400s name it)
     continue_final_message: bool = False  # chat (vLLM's): the last (assistant) message is continued
 
     @property
@@ -247,12 +250,43 @@ def parse_completion(body: dict) -> GenerationRequest:
     echo = _bool(body, "echo")
     max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT, echo)
     # echo with logprobs: the prompt's tokens with as many alternatives as the answer's
-    prompt_k, params = _prompt_logprobs(body, stream, _sampling(body, max_tokens, logprobs),
-                                        logprobs if echo else None)
+    params, guided_field = _guided(body, _sampling(body, max_tokens, logprobs))
+    prompt_k, params = _prompt_logprobs(body, stream, params, logprobs if echo else None)
     if not stream:  # each prompt is scored by its first choice, the others given its scores (OpenAIServer)
         params = _first_scores(params)
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
-                             echo=echo, prompt_logprobs=prompt_k)
+                             echo=echo, prompt_logprobs=prompt_k, guided_field=guided_field)
+
+
+def _guided(body: dict, params: list[SamplingParams]) -> tuple[list[SamplingParams], str | None]:
+    """vLLM's guided answers: ``guided_choice`` (a list of strings), ``guided_regex`` (a pattern, matched in
+    full), or the same as ``structured_outputs`` ``{"choice": [...]}`` / ``{"regex": "..."}``; the parameters
+    holding the one asked for (:mod:`tritium.engine.guided`), and the field it came from."""
+    asked = [(name, body[name]) for name in ("guided_choice", "guided_regex") if body.get(name) is not None]
+    outputs = body.get("structured_outputs")
+    if outputs is not None:
+        if not isinstance(outputs, dict):
+            raise invalid(f"structured_outputs must be an object, got {_show(outputs)}", "structured_outputs")
+        for key, value in outputs.items():
+            if key not in ("choice", "regex"):
+                hint = " (JSON: response_format json_schema)" if key in ("json", "json_object") else ""
+                raise invalid(f"structured_outputs.{key} is not supported (choice and regex are){hint}",
+                              "structured_outputs", "unsupported_parameter")
+            if value is not None:
+                asked.append((f"structured_outputs.{key}", value))
+    if not asked:
+        return params, None
+    if len(asked) > 1:
+        raise invalid(f"{asked[0][0]} and {asked[1][0]} exclude each other: one guided answer a request",
+                      asked[1][0].partition(".")[0])
+    field, spec = asked[0]
+    kind = "choice" if field.endswith("choice") else "regex"
+    try:
+        compile_guided(kind, spec)
+    except ValueError as e:
+        raise invalid(f"{field}: {e}", field.partition(".")[0]) from None
+    spec_field = {"choices": spec} if kind == "choice" else {"regex": spec}
+    return [dataclasses.replace(p, response_format=kind, **spec_field) for p in params], field.partition(".")[0]
 
 
 def parse_chat(body: dict) -> GenerationRequest:
@@ -276,8 +310,11 @@ def parse_chat(body: dict) -> GenerationRequest:
     parallel = body.get("parallel_tool_calls")
     if parallel is not None and not isinstance(parallel, bool):
         raise invalid(f"parallel_tool_calls must be a boolean, got {_show(parallel)}", "parallel_tool_calls")
-    params = _sampling(body, max_tokens, logprobs)
+    params, guided_field = _guided(body, _sampling(body, max_tokens, logprobs))
     response_format = _response_format(body)
+    if guided_field is not None and (response_format is not None or tool_choice != "none"):
+        other = "response_format" if response_format is not None else f"tool_choice {tool_choice!r}"
+        raise invalid(f"{guided_field} cannot be combined with {other}: one constraint on an answer", guided_field)
     if response_format is not None:
         if tool_choice != "none":
             raise invalid(f"response_format {response_format[0]} cannot be combined with tools (tool_choice "
@@ -302,7 +339,7 @@ def parse_chat(body: dict) -> GenerationRequest:
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
                              prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
-                             continue_final_message=continued)
+                             continue_final_message=continued, guided_field=guided_field)
 
 
 def chat_prompt_options(body: dict) -> tuple[bool, bool]:

@@ -1,0 +1,149 @@
+"""Guided answers (vLLM's ``guided_choice`` / ``guided_regex``, its ``structured_outputs`` ``choice`` and
+``regex``): the answer is one of a list of strings, or a full match of a regular expression, held token by token
+with JSON mode's machinery (:class:`~tritium.engine.json_mode.TokenIndex` masks, cached per state) over a DFA of
+the answer's bytes.
+
+A state that ends an answer and has nothing after it ends the request at once (finish reason "stop"). A state
+that ends one but may go on (the choice "1" beside "10", the regex ``\\d+``) also allows the model's EOS tokens:
+drawn, the answer ends there, as an EOS ends free text (not with ``ignore_eos``, which leaves them out: such an
+answer then runs on to a state with nothing after it, or to ``max_tokens``). Special tokens are never part of an
+answer. A grammar is refused where the vocabulary lacks a one-byte token for a byte it may need
+(:func:`missing_bytes`): then every state keeps a token that can follow it.
+
+Regular expressions are :mod:`tritium.engine.regex`'s with ``text=True``: over printable ASCII, tab, newline and
+carriage return, plus non-ASCII characters written out in the pattern; matched in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+from tritium.engine.json_mode import JsonConstraint, TokenIndex
+from tritium.engine.regex import Dfa, compile_pattern
+
+GUIDED_FORMATS = ("choice", "regex")
+MAX_CHOICES = 1024
+MAX_CHOICE_BYTES = 65536  # all choices together, in UTF-8
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DfaGrammar:
+    """A :class:`~tritium.engine.json_mode.Grammar` over a DFA whose states all still reach an end (``key`` names
+    it in the mask cache). Whitespace is content throughout (no whitespace cap, as in a JSON string)."""
+
+    key: str
+    dfa: Dfa
+    start: int = 0
+
+    def advance(self, state: int, b: int) -> int | None:
+        return self.dfa.step(state, b)
+
+    def accepting(self, state: int) -> bool:
+        """An answer may end here."""
+        return self.dfa.accepting(state)
+
+    def complete(self, state: int) -> bool:
+        """The answer has ended: it may end here and nothing can follow."""
+        return self.dfa.accepting(state) and not self.dfa.table[state]
+
+    @staticmethod
+    def in_string(state) -> bool:
+        return True
+
+    @staticmethod
+    def plain_string(state) -> bool:
+        return False
+
+    @functools.cached_property
+    def bytes_used(self) -> frozenset:
+        """Every byte some state may write."""
+        return frozenset(b for row in self.dfa.table for b in row)
+
+
+@functools.lru_cache(maxsize=64)
+def _choice_grammar(choices: tuple[str, ...]) -> DfaGrammar:
+    table: list[dict] = [{}]
+    accept = set()
+    for text in choices:
+        state = 0
+        for b in text.encode():
+            nxt = table[state].get(b)
+            if nxt is None:
+                nxt = table[state][b] = len(table)
+                table.append({})
+            state = nxt
+        accept.add(state)
+    return DfaGrammar(f"choice:{choices!r}", Dfa(tuple(table), frozenset(accept)))
+
+
+def compile_choice(choices) -> DfaGrammar:
+    """The grammar of an answer that is one of ``choices`` (non-empty strings; cached, the 64 most recent);
+    ValueError naming what is wrong."""
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise ValueError(f"choices must be a non-empty list of strings, got {_show(choices)}")
+    if len(choices) > MAX_CHOICES:
+        raise ValueError(f"choices: at most {MAX_CHOICES} strings, got {len(choices)}")
+    for i, text in enumerate(choices):
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"choices[{i}] must be a non-empty string, got {_show(text)}")
+    if sum(len(text.encode()) for text in choices) > MAX_CHOICE_BYTES:
+        raise ValueError(f"choices: more than {MAX_CHOICE_BYTES} bytes of text together")
+    return _choice_grammar(tuple(choices))
+
+
+@functools.lru_cache(maxsize=64)
+def _regex_grammar(pattern: str) -> DfaGrammar:
+    return DfaGrammar(f"regex:{pattern}", compile_pattern(pattern, text=True))
+
+
+def compile_regex(pattern) -> DfaGrammar:
+    """The grammar of an answer that matches ``pattern`` in full (cached, the 64 most recent); ValueError
+    naming what is not supported."""
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(f"regex must be a non-empty string, got {_show(pattern)}")
+    return _regex_grammar(pattern)
+
+
+def compile_guided(kind: str, spec) -> DfaGrammar:
+    """``kind`` "choice" (``spec``: the strings) or "regex" (``spec``: the pattern)."""
+    if kind == "choice":
+        return compile_choice(spec)
+    if kind == "regex":
+        return compile_regex(spec)
+    raise ValueError(f"a guided answer is one of {', '.join(map(repr, GUIDED_FORMATS))}, got {kind!r}")
+
+
+def missing_bytes(grammar: DfaGrammar, index: TokenIndex) -> list[int]:
+    """The bytes ``grammar`` may write that no one-byte token of ``index`` holds (empty: it can be followed)."""
+    return sorted(grammar.bytes_used - index.single_bytes)
+
+
+class GuidedConstraint(JsonConstraint):
+    """One request's guided answer: :meth:`mask` before a token, :meth:`accept` after it, as
+    :class:`~tritium.engine.json_mode.JsonConstraint`; ``stop_ids`` (the model's EOS tokens, or none) are
+    allowed where the answer may end but could go on, and :meth:`accept` of one returns False (not the
+    answer's: the request stops on it as on any EOS)."""
+
+    def __init__(self, index: TokenIndex, grammar: DfaGrammar, stop_ids=()):
+        super().__init__(index, grammar)
+        self.stop_ids = sorted(set(stop_ids))
+
+    def mask(self, device: torch.device) -> torch.Tensor:
+        mask = self.index.mask(self.state, device, self.grammar)
+        if self.stop_ids and self.grammar.accepting(self.state):
+            mask = mask.clone()
+            mask[self.stop_ids] = True
+        return mask
+
+    def accept(self, token_id: int) -> bool:
+        if token_id in self.stop_ids and self.grammar.accepting(self.state):
+            return False
+        return super().accept(token_id)
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
