@@ -44,11 +44,15 @@ def test_fp8_kv_cache_triton_equals_torch(tmp_path, model_type):
         assert runner.window_cache is not None and runner.window_cache.dtype == torch.float8_e4m3fn
     _, tok_t, lp_t = _run(str(tmp_path), "torch", kv_cache_dtype="fp8")
     assert tok8 == tok_t
-    # on a GPU the two paths' fp32 keys may differ by an ulp (FMA contraction), which the rounding to fp8 can
-    # turn into one fp8 step of a value (seen: 6.4e-4 nats on the H200); under the interpreter they agree
-    tol = 2e-4 if interpreting() else 5e-3
+    # the two paths' fp32 keys may differ by an ulp (a GPU's FMA contraction; under the interpreter, numpy's sums
+    # against torch's, which depend on the CPU's vector width), which the rounding to fp8 can turn into one fp8
+    # step of a value (seen: 6.4e-4 nats on the H200, 3.5e-4 in 2 of 47 on a CPU); so all agree within 5e-3,
+    # and under the interpreter nearly all within float sums' reach
     for a, b in zip(lp8, lp_t):
-        assert a == pytest.approx(b, abs=tol)
+        assert a == pytest.approx(b, abs=5e-3)
+    diffs = [abs(a - b) for x, y in zip(lp8, lp_t) for a, b in zip(x, y)]
+    if interpreting():
+        assert sum(d > 2e-4 for d in diffs) <= len(diffs) // 10, diffs
     full, tok32, lp32 = _run(str(tmp_path), "torch")
     assert full.engine.runner.kv_cache.dtype == torch.float32
     diffs = [abs(a - b) for x, y in zip(lp8, lp32) for a, b in zip(x, y)]

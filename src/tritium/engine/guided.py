@@ -62,6 +62,32 @@ class DfaGrammar:
         """Every byte some state may write."""
         return frozenset(b for row in self.dfa.table for b in row)
 
+    @functools.cached_property
+    def dense(self) -> torch.Tensor:
+        """``[states + 1, 256]`` int64: the next state of each (state, byte), or the last row (a dead state)."""
+        dead = len(self.dfa.table)
+        table = torch.full((dead + 1, 256), dead, dtype=torch.int64)
+        for state, row in enumerate(self.dfa.table):
+            if row:
+                table[state, list(row)] = torch.tensor(list(row.values()), dtype=torch.int64)
+        return table
+
+    def token_mask(self, index: TokenIndex, state: int) -> torch.Tensor:
+        """Bool ``[vocab_size]``: the tokens whose bytes ``state`` can follow, every token stepped through the
+        DFA at once, a byte position at a time (a few torch operations a position, instead of a walk of the
+        vocabulary's trie, which a wide class such as ``[A-Za-z ]{1,200}`` makes visit most of it)."""
+        ids, columns = index.bytes_by_length()
+        dense, dead = self.dense, len(self.dfa.table)
+        current = torch.full((len(ids),), state, dtype=torch.int64)
+        for column in columns:
+            n = len(column)
+            current[:n] = dense[current[:n], column]
+            if bool((current[:n] == dead).all()):  # every longer token is out already
+                break
+        mask = torch.zeros(index.vocab_size, dtype=torch.bool)
+        mask[ids[current != dead]] = True
+        return mask
+
 
 @functools.lru_cache(maxsize=64)
 def _choice_grammar(choices: tuple[str, ...]) -> DfaGrammar:

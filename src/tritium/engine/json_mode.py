@@ -226,6 +226,22 @@ class TokenIndex:
         self._masks: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._by_length = None
+
+    def bytes_by_length(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(ids, columns) of the tokens with bytes, longest first: ``columns[j]`` holds byte j of each token
+        longer than j bytes (the first ``len(columns[j])`` of ``ids``): what a grammar over a DFA steps every
+        token through at once, a byte position at a time (built on first use)."""
+        if self._by_length is None:
+            tokens = sorted(((data, i) for i, data in enumerate(self.bytes) if data is not None),
+                            key=lambda pair: -len(pair[0]))
+            columns, n = [], len(tokens)
+            for j in range(len(tokens[0][0]) if tokens else 0):
+                while len(tokens[n - 1][0]) <= j:  # the longer tokens are a prefix of the list
+                    n -= 1
+                columns.append(torch.tensor([data[j] for data, _ in tokens[:n]], dtype=torch.int64))
+            self._by_length = (torch.tensor([i for _, i in tokens], dtype=torch.int64), columns)
+        return self._by_length
 
     def allowed_ids(self, state, grammar: Grammar = JSON_OBJECT) -> list[int]:
         """The token ids that can follow ``state`` of ``grammar`` (string states: without the plain string
@@ -266,11 +282,15 @@ class TokenIndex:
             if cached is not None:
                 self._masks.move_to_end(key)
                 return cached
-        string = grammar.plain_string(state)
-        mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
-        ids = self.allowed_ids(state, grammar)
-        if ids:
-            mask[ids] = True
+        token_mask = getattr(grammar, "token_mask", None)
+        if token_mask is not None:  # the grammar steps every token at once (a DFA's: tritium.engine.guided)
+            mask = token_mask(self, state)
+        else:
+            string = grammar.plain_string(state)
+            mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
+            ids = self.allowed_ids(state, grammar)
+            if ids:
+                mask[ids] = True
         mask = mask.to(device)
         with self._lock:
             self._masks[key] = mask
