@@ -89,6 +89,10 @@ def test_masks_equal_a_check_of_every_token(json_model):
     assert_masks_exact(index, choice, ["apple", "apricot", "banana split", "日本"])
     regex = compile_regex(r"\d{1,3}(\.\d+)?( [a-z]+)?")
     assert_masks_exact(index, regex, ["12.5 abc", "7", "999 x"])
+    # states with more than 16 next bytes step every token at once (DfaGrammar.token_mask), the others walk the trie
+    wide = compile_regex(r"[A-Za-z ,.]{1,12}\n(.|\n)*")
+    assert len(wide.dfa.table[wide.start]) > 16
+    assert_masks_exact(index, wide, ["Hello there.\nanything\n at all", "a\n"])
 
 
 def test_guided_constraint_allows_eos_only_where_an_answer_may_end(json_model):

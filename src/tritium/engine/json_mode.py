@@ -283,9 +283,8 @@ class TokenIndex:
                 self._masks.move_to_end(key)
                 return cached
         token_mask = getattr(grammar, "token_mask", None)
-        if token_mask is not None:  # the grammar steps every token at once (a DFA's: tritium.engine.guided)
-            mask = token_mask(self, state)
-        else:
+        mask = None if token_mask is None else token_mask(self, state)  # every token at once (a DFA's), or None
+        if mask is None:
             string = grammar.plain_string(state)
             mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
             ids = self.allowed_ids(state, grammar)
