@@ -33,10 +33,13 @@ TRIE_MAX_BYTES = 16  # DfaGrammar.token_mask: a state with more next bytes steps
 @dataclasses.dataclass(frozen=True, eq=False)
 class DfaGrammar:
     """A :class:`~tritium.engine.json_mode.Grammar` over a DFA whose states all still reach an end (``key`` names
-    it in the mask cache). Whitespace is content throughout (no whitespace cap, as in a JSON string)."""
+    it in the mask cache). Whitespace is content throughout (no whitespace cap, as in a JSON string).
+    ``stepped``: wide states' masks step every token at once (:meth:`token_mask`; a regex's DFA, at most
+    ``regex.MAX_STATES`` states); a choice's trie is walked, which its own few branches keep short."""
 
     key: str
     dfa: Dfa
+    stepped: bool = False
     start: int = 0
 
     def advance(self, state: int, b: int) -> int | None:
@@ -65,12 +68,13 @@ class DfaGrammar:
 
     @functools.cached_property
     def dense(self) -> torch.Tensor:
-        """``[states + 1, 256]`` int64: the next state of each (state, byte), or the last row (a dead state)."""
+        """``[states + 1, 256]`` int16: the next state of each (state, byte), or the last row (a dead state);
+        at most 1 MiB (``regex.MAX_STATES``)."""
         dead = len(self.dfa.table)
-        table = torch.full((dead + 1, 256), dead, dtype=torch.int64)
+        table = torch.full((dead + 1, 256), dead, dtype=torch.int16)
         for state, row in enumerate(self.dfa.table):
             if row:
-                table[state, list(row)] = torch.tensor(list(row.values()), dtype=torch.int64)
+                table[state, list(row)] = torch.tensor(list(row.values()), dtype=torch.int16)
         return table
 
     def token_mask(self, index: TokenIndex, state: int) -> torch.Tensor | None:
@@ -79,7 +83,7 @@ class DfaGrammar:
         (walk the vocabulary's trie) where fewer may. SmolLM2's 49k tokens, ms a state: a choice's 1-3 bytes
         0.3 by the trie, 1.1-1.6 stepped; ``[A-Za-z ,.]{1,200}`` 91 by the trie (most of the vocabulary is
         visited), 3.3-3.7 stepped; ``(.|\\n)*`` 11 and 0.44."""
-        if len(self.dfa.table[state]) <= TRIE_MAX_BYTES:
+        if not self.stepped or len(self.dfa.table[state]) <= TRIE_MAX_BYTES:
             return None
         ids, columns = index.bytes_by_length()
         dense, dead = self.dense, len(self.dfa.table)
@@ -127,7 +131,7 @@ def compile_choice(choices) -> DfaGrammar:
 
 @functools.lru_cache(maxsize=64)
 def _regex_grammar(pattern: str) -> DfaGrammar:
-    return DfaGrammar(f"regex:{pattern}", compile_pattern(pattern, text=True))
+    return DfaGrammar(f"regex:{pattern}", compile_pattern(pattern, text=True), stepped=True)
 
 
 def compile_regex(pattern) -> DfaGrammar:
