@@ -286,6 +286,34 @@ def test_stop_strings_against_reference(tok, seed):
             check_stream(tok, ids, stop=stops)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_stop_string_included(tok, seed):
+    """include_stop (vLLM's include_stop_str_in_output): the same stopping token, the text running on to the end
+    of the stop string that occurred (``stop_string``: one that starts at the reference's cut), streamed as
+    final text."""
+    rng = random.Random(seed)
+    for text in TEXTS + ["the quick brown fox jumps over the lazy dog, the end"]:
+        ids = tok.encode(text, add_special_tokens=False)
+        full = tok.decode(ids)
+        for _ in range(12):
+            starts = [rng.randrange(len(full)) for _ in range(rng.randint(1, 3))]
+            stops = [full[a:a + rng.randint(1, 6)] for a in starts]
+            d = IncrementalDetokenizer(tok, stops, include_stop=True)
+            deltas, at = [], None
+            for i, t in enumerate(ids):
+                if d.add(t):
+                    at = i
+                    break
+                deltas.append(d.delta())
+            deltas.append(d.delta(finished=True))
+            ref_at, ref_text = reference_stop(tok, ids, stops)
+            assert at == ref_at and at is not None
+            assert d.stop_string in stops and tok.decode(ids[:at + 1]).find(d.stop_string) == len(ref_text)
+            assert "".join(deltas) == ref_text + d.stop_string == d.output_text
+    plain = IncrementalDetokenizer(tok, ["the"])
+    assert not plain.add(tok.encode("a", add_special_tokens=False)[0]) and plain.stop_string is None
+
+
 def test_stop_held_back_text(smol):
     """With stop strings the last len(longest)-1 characters wait; finishing returns them."""
     ids = smol.encode("abcdefgh", add_special_tokens=False)

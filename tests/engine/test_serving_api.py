@@ -184,6 +184,22 @@ def test_stop_token_ids_and_min_tokens(llm):
     assert stop not in late.token_ids[:cut + 2] and len(late.token_ids) >= cut + 2
     assert late.finish_reason == "length" or late.token_ids[-1] == stop
     assert late.token_ids.count(stop) <= 1
+    assert got.stop_reason == stop  # vLLM's: the stop token that ended it
+    assert llm.generate([prompt], SamplingParams(max_tokens=12))[0].stop_reason is None
+
+
+def test_stop_reason_and_included_stop_strings(llm):
+    """stop_reason names the stop string that ended an answer; include_stop_str_in_output keeps it in the text."""
+    prompt = PROMPTS[3]
+    full = llm.generate([prompt], SamplingParams(max_tokens=16))[0].text
+    word = full.split()[3]
+    cut = llm.generate([prompt], SamplingParams(max_tokens=16, stop=["never", word]))[0]
+    assert cut.finish_reason == "stop" and cut.stop_reason == word and word not in cut.text
+    kept = llm.generate([prompt], SamplingParams(max_tokens=16, stop=["never", word],
+                                                 include_stop_str_in_output=True))[0]
+    assert kept.text == cut.text + word and kept.stop_reason == word and kept.token_ids == cut.token_ids
+    with pytest.raises(ValueError, match="include_stop_str_in_output must be True or False"):
+        SamplingParams(include_stop_str_in_output=1)
 
 
 def test_engine_repetition_penalty_matches_transformers(llm, tiny_models):

@@ -213,6 +213,16 @@ def test_stop_strings(client, llm):
                                                  max_tokens=16, temperature=0, stop=word, stream=True))
     assert chunks[-1].choices[0].finish_reason in ("stop", "length")
     assert word not in "".join(c.choices[0].delta.content or "" for c in chunks)
+    # vLLM's stop_reason (the stop string) and include_stop_str_in_output, whole and streamed
+    r = client.completions.create(model="tiny", prompt=PROMPTS[3], max_tokens=16, temperature=0, stop=[word, "never"],
+                                  extra_body={"include_stop_str_in_output": True})
+    assert r.choices[0].text == want.text + word and r.choices[0].model_extra["stop_reason"] == word
+    chunks = list(client.completions.create(model="tiny", prompt=PROMPTS[3], max_tokens=16, temperature=0, stop=word,
+                                            stream=True, extra_body={"include_stop_str_in_output": True}))
+    assert "".join(c.choices[0].text for c in chunks) == want.text + word
+    assert chunks[-1].choices[0].model_extra["stop_reason"] == word
+    plain = client.completions.create(model="tiny", prompt=PROMPTS[3], max_tokens=4, temperature=0)
+    assert plain.choices[0].finish_reason == "length" and plain.choices[0].model_extra["stop_reason"] is None
 
 
 def test_logprobs(client, llm):

@@ -95,14 +95,19 @@ class IncrementalDetokenizer:
     before a stop string), and every delta's text is final: what was returned is never taken back.
     With no tokenizer the text is always "" (stop strings are not looked for). ``skip_special_tokens=False``:
     the text is ``decode(output_ids, skip_special_tokens=False)`` instead (special tokens written out).
+    ``include_stop``: the text ends with the stop string that occurred instead of before it (vLLM's
+    ``include_stop_str_in_output``); ``stop_string`` names it.
     """
 
-    def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None, skip_special_tokens: bool = True):
+    def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None, skip_special_tokens: bool = True,
+                 include_stop: bool = False):
         self.tokenizer = tokenizer
         self.stop = [s for s in (stop or ()) if s] if tokenizer is not None else []
         self._hold = max(map(len, self.stop), default=1) - 1  # characters kept back for stop strings
+        self.include_stop = include_stop
         self.token_ids: list[int] = []  # every id added
         self.stopped = False  # a stop string occurred
+        self.stop_string: str | None = None  # which one
         self._finished = False  # stopped, or delta(finished=True) was called
         self._text = ""  # returned by delta()
         if tokenizer is None:
@@ -141,15 +146,16 @@ class IncrementalDetokenizer:
         start = max(len(self._unreturned) - self._hold, 0)  # an earlier start was searched before
         self._update()
         tail = self._unreturned + self._pending
-        cut = -1
+        cut, matched = -1, None
         for s in self.stop:
             i = tail.find(s, start, cut + len(s) - 1 if cut >= 0 else len(tail))
             if i >= 0:
-                cut = i
+                cut, matched = i, s
         if cut < 0:
             return False
-        self._unreturned, self._pending = tail[:cut], ""
+        self._unreturned, self._pending = tail[:cut + len(matched) if self.include_stop else cut], ""
         self.stopped = self._finished = True
+        self.stop_string = matched
         return True
 
     def add_many(self, token_ids: list[int]) -> int:

@@ -552,7 +552,8 @@ class LLMEngine:
         ids = self.encode(prompt, f"prompt of request {request_id!r}")
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
-                       detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens))
+                       detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
+                                                          params.include_stop_str_in_output))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
         if self.config.num_speculative_tokens and params.draftable:
@@ -860,6 +861,10 @@ class LLMEngine:
             # the EOS that ends an answer is no part of its text, special tokens written out or not
             stop_string = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
             stopped = eos or stop_string
+        if seq.detokenizer.stop_string is not None:
+            seq.stop_reason = seq.detokenizer.stop_string
+        elif p.stop_token_ids and token in p.stop_token_ids and not (stopped and token in self.eos_token_ids):
+            seq.stop_reason = token
         if stopped or (p.stop_token_ids and token in p.stop_token_ids):
             return "stop"
         if len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.max_model_len:
@@ -880,6 +885,7 @@ class LLMEngine:
         out.text = seq.detokenizer.text
         out.finished = finished
         out.finish_reason = seq.finish_reason
+        out.stop_reason = seq.stop_reason
         out.num_cached_tokens = seq.num_cached_tokens or 0
         if seq.logprobs is not None:
             out.logprobs = list(seq.logprobs)

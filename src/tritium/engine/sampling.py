@@ -42,6 +42,8 @@ class SamplingParams:
       (log-softmax of the logits, before penalties, temperature and filtering); at most 20.
     - ``skip_special_tokens`` (vLLM's): False writes special tokens out in the text (the EOS that ends the
       answer excepted); True (default) leaves them out.
+    - ``include_stop_str_in_output`` (vLLM's): the text ends with the stop string that ended it (default: cut
+      before it). ``RequestOutput.stop_reason`` names that string, or the ``stop_token_ids`` token.
     - ``prompt_logprobs``: the same for every prompt token (0: its own log-probability; k: and the k most
       likely tokens at its position; None: none), given the tokens before it; the first prompt token has
       none. The prompt is then computed in full (no prefix-cache hit), and the LM head runs over every
@@ -79,6 +81,7 @@ class SamplingParams:
     logit_bias: dict[int, float] | None = None
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
     response_format: str | None = None
     json_schema: dict | bool | None = None
     choices: list[str] | None = None
@@ -147,6 +150,9 @@ class SamplingParams:
             raise ValueError("reasoning_open (the prompt opened a reasoning block) needs reasoning_after")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
+        if not isinstance(self.include_stop_str_in_output, bool):
+            raise ValueError(f"include_stop_str_in_output must be True or False, got "
+                             f"{self.include_stop_str_in_output!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ValueError(f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
         if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:

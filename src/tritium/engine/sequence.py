@@ -43,6 +43,7 @@ class Sequence:
     window_lo: int = 0
     status: Status = Status.WAITING
     finish_reason: str | None = None
+    stop_reason: str | int | None = None  # the stop string, or the stop_token_ids token, that ended it
     new_logprobs: list[TokenLogprobs] | None = None
     num_preemptions: int = 0
     # prompt tokens whose K/V came from the prefix cache when the sequence was first scheduled (None before)
@@ -107,6 +108,7 @@ class RequestOutput:
     text_delta: str = ""
     finished: bool = False
     finish_reason: str | None = None
+    stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it (None: EOS...)
     logprobs: list[TokenLogprobs] | None = None
     new_logprobs: list[TokenLogprobs] | None = None
     prompt_logprobs: list[TokenLogprobs | None] | None = None

@@ -85,6 +85,7 @@ class _Choice:
     echo_sent: bool = False
     score_only: bool = False
     cached_tokens: int = 0  # of its prompt, served from the prefix cache
+    stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it
 
 
 class OpenAIServer:
@@ -286,7 +287,7 @@ class OpenAIServer:
         if out.new_logprobs:
             choice.logprobs += out.new_logprobs
         if out.finished:
-            choice.finish_reason = out.finish_reason
+            choice.finish_reason, choice.stop_reason = out.finish_reason, out.stop_reason
         return choice
 
     def _echo_logprobs(self, c: _Choice, logprobs: list, offset: int = 0) -> dict:
@@ -379,8 +380,10 @@ class OpenAIServer:
                     calls = calls if req.parallel_tool_calls else calls[:1]
                     message.update(content=content, tool_calls=[t.to_openai() for t in calls])
                     finish = reason if finish == "stop" else finish
-            return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish}
-        choice = {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+            return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish,
+                    "stop_reason": c.stop_reason}
+        choice = {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs,
+                  "finish_reason": c.finish_reason, "stop_reason": c.stop_reason}
         if req.prompt_logprobs is not None:
             choice["prompt_logprobs"] = self.logprobs.prompt(c.prompt_logprobs or [], req.prompt_logprobs)
         return choice
@@ -415,7 +418,7 @@ class OpenAIServer:
                     text = "" if c.score_only else out.text_delta
                     delta = {"content": text} if kind == "chat" else text
                     yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
-                                      usage_field and self._usage(req, choices, prompt_tokens))
+                                      usage_field and self._usage(req, choices, prompt_tokens), c.stop_reason)
                     continue
                 deltas = self._parsed_deltas(c, req, out)
                 for k, delta in enumerate(deltas):
@@ -424,7 +427,8 @@ class OpenAIServer:
                     if last and finish == "stop" and c.tools is not None and c.tools.calls:
                         finish = c.tools.finish_reason
                     yield self._chunk(prefix, kind, c.index, delta, logprobs if k == 0 else None, finish,
-                                      usage_field and self._usage(req, choices, prompt_tokens))
+                                      usage_field and self._usage(req, choices, prompt_tokens),
+                                      c.stop_reason if last else None)
             if stream.finished and all(c.finish_reason is not None for c in choices.values()):
                 if req.include_usage:
                     final = self._header(prefix, kind, chunk=True)
@@ -502,14 +506,17 @@ class OpenAIServer:
         cached = sum(c.cached_tokens for c in choices.values() if c.index % req.n == 0)
         return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached)
 
-    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False) -> str:
-        """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null."""
+    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> str:
+        """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null;
+        the last chunk of a choice (its finish_reason) also has vLLM's ``stop_reason``."""
         chunk = self._header(prefix, kind, chunk=True)
         if kind == "chat":
             choice = {"index": index, "delta": delta if finish_reason is None or any(delta.values()) else {},
                       "logprobs": logprobs, "finish_reason": finish_reason}
         else:
             choice = {"index": index, "text": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        if finish_reason is not None:
+            choice["stop_reason"] = stop_reason
         chunk["choices"] = [choice]
         if usage_value is not False:
             chunk["usage"] = usage_value

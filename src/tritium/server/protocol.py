@@ -35,7 +35,7 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
            "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs", "skip_special_tokens",
-           "guided_choice", "guided_regex", "structured_outputs"}
+           "guided_choice", "guided_regex", "structured_outputs", "include_stop_str_in_output"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
@@ -185,7 +185,8 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True),
         # min_tokens is bounded by the max_tokens given (none: the context bounds both)
         stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0),
-        logit_bias=_logit_bias(body), skip_special_tokens=_bool(body, "skip_special_tokens", default=True))
+        logit_bias=_logit_bias(body), skip_special_tokens=_bool(body, "skip_special_tokens", default=True),
+        include_stop_str_in_output=_bool(body, "include_stop_str_in_output"))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
