@@ -34,7 +34,7 @@ from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
-from tritium.server import serve
+from tritium.server import check_tls, serve
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -184,6 +184,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     srv.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
+    srv.add_argument("--allowed-origins", action="append", default=None, metavar="ORIGIN",
+                     help="a web origin whose browser pages may call the server (CORS; repeatable; '*' for any)")
+    srv.add_argument("--ssl-keyfile", default=None, metavar="PEM", help="serve HTTPS with this private key")
+    srv.add_argument("--ssl-certfile", default=None, metavar="PEM", help="... and this certificate")
     srv.add_argument("--served-model-name", default=None, help="the model's name in the API (default: its file name)")
     srv.add_argument("--max-num-seqs", type=int, default=64, help="requests running at once (default 64)")
     srv.add_argument("--max-queue", type=int, default=None,
@@ -369,6 +373,7 @@ def _serve_engine_kwargs(args) -> dict:
 
 
 def serve_command(args) -> int:
+    check_tls(args.ssl_keyfile, args.ssl_certfile, ("--ssl-keyfile", "--ssl-certfile"))  # before the model loads
     engine = LLMEngine(args.model, progress=sys.stderr.isatty(), **_serve_engine_kwargs(args))
     with engine:
         if engine.is_follower:  # torchrun rank > 0: rank 0 serves; this rank runs its shard of every step
@@ -379,7 +384,8 @@ def serve_command(args) -> int:
               model_name=args.served_model_name, log_level=args.log_level,
               chat_template_kwargs=args.chat_template_kwargs,
               tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
-              reasoning_parser=args.reasoning_parser)
+              reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
+              ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile)
     return 0
 
 

@@ -159,6 +159,16 @@ def test_run_leaves_by_os_exit_after_a_stuck_teardown(monkeypatch, capsys):
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"))
     assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1
+    # TLS files are checked before the model loads
+    (tmp_path / "key.pem").write_text("x")
+    for args, message in ((["--ssl-keyfile", str(tmp_path / "key.pem")], "--ssl-keyfile and --ssl-certfile go"),
+                          (["--ssl-keyfile", str(tmp_path / "key.pem"), "--ssl-certfile", str(tmp_path / "c.pem")],
+                           "--ssl-certfile: no file")):
+        code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), *args)
+        assert code == 2 and message in err and err.count("\n") == 1, err
+    args = _parser().parse_args(["serve", "--allowed-origins", "https://a.example", "--allowed-origins", "*"])
+    assert args.allowed_origins == ["https://a.example", "*"]
+    assert _parser().parse_args(["serve"]).allowed_origins is None
 
 
 def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):

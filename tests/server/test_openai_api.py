@@ -10,8 +10,13 @@ SIGTERM ends an in-flight stream with an error event and the process exits witho
 import asyncio
 import json
 import signal
+import shutil
 import socket
+import ssl
+import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 import torch
@@ -20,6 +25,8 @@ from engine.conftest import PROMPTS, make_tiny_model
 from tritium import LLM, SamplingParams
 from tritium.engine import AsyncLLMEngine, LLMEngine
 from tritium.server import build_app
+
+from .conftest import Server
 
 pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
 TestClient = pytest.importorskip("fastapi.testclient").TestClient
@@ -163,6 +170,65 @@ def test_default_chat_template_kwargs(model_dir, llm):
         assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(llm.tokenizer.encode("w1 w2"))
     with pytest.raises(ValueError, match="chat_template_kwargs: 'messages' is set by the server"):
         build_app(engine, model_name="tiny", chat_template_kwargs={"messages": []})
+
+
+def test_cors(model_dir):
+    """--allowed-origins: a listed origin's preflight is answered without the API key, its requests (and their
+    errors) carry the CORS headers; another origin's preflight is refused; with none listed, no CORS headers."""
+    origin = "http://ui.example"
+    engine = AsyncLLMEngine(LLMEngine(model_dir, dtype=torch.float32, max_model_len=MAX_LEN))
+    preflight = {"Origin": origin, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}
+    with TestClient(build_app(engine, model_name="tiny", api_key=KEY, allowed_origins=[origin])) as http:
+        r = http.options("/v1/chat/completions", headers=preflight)
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin
+        assert "POST" in r.headers["access-control-allow-methods"]
+        r = http.post("/v1/completions", json={"prompt": "w1", "max_tokens": 2},
+                      headers={"Origin": origin, "Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin
+        r = http.post("/v1/completions", json={"prompt": "w1", "max_tokens": 2}, headers={"Origin": origin})
+        assert r.status_code == 401 and r.headers["access-control-allow-origin"] == origin
+        r = http.options("/v1/chat/completions", headers={**preflight, "Origin": "http://elsewhere.example"})
+        assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+    engine = AsyncLLMEngine(LLMEngine(model_dir, dtype=torch.float32, max_model_len=MAX_LEN))
+    with TestClient(build_app(engine, model_name="tiny", api_key=KEY)) as http:
+        r = http.options("/v1/chat/completions", headers=preflight)
+        assert r.status_code == 401 and "access-control-allow-origin" not in r.headers
+    with pytest.raises(ValueError, match="allowed_origins must be a list of origins"):
+        build_app(engine, model_name="tiny", allowed_origins="*")
+
+
+def test_https(tmp_path, model_dir):
+    """--ssl-keyfile / --ssl-certfile: the server answers HTTPS (a self-signed certificate made here)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
+                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    server = Server(["--model", model_dir, "--max-model-len", str(MAX_LEN), "--dtype", "float32", "--ssl-keyfile", key,
+                     "--ssl-certfile", cert])
+    context = ssl.create_default_context(cafile=cert)
+    context.check_hostname = False  # the certificate names localhost, the request 127.0.0.1
+    url = f"https://127.0.0.1:{server.port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.proc.poll() is None, server.output()
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2, context=context) as r:
+                    assert r.status == 200
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                assert time.monotonic() < deadline, server.output()
+                time.sleep(0.2)
+        body = json.dumps({"prompt": "w1", "max_tokens": 2}).encode()
+        req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60, context=context) as r:
+            assert r.status == 200 and json.loads(r.read())["usage"]["completion_tokens"] == 2
+        with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP is not spoken
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health", timeout=5)
+    finally:
+        server.close()
 
 
 def test_logit_bias(client, llm):

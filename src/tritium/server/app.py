@@ -39,6 +39,7 @@ from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_c
 
 try:  # the optional extra tritium[serve]
     import fastapi
+    from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import JSONResponse, Response, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as e:  # pragma: no cover - exercised only without the extra
@@ -607,14 +608,20 @@ class _Guard:
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
-              reasoning_parser: str | None = None) -> "fastapi.FastAPI":
+              reasoning_parser: str | None = None, allowed_origins: list[str] | None = None) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
     ``tool_parser``: the format of the model's tool calls (``tritium.engine.tools.PARSERS``; None: recognised
     from its chat template); ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``
-    (:mod:`tritium.engine.reasoning`), None leaves them in the content."""
+    (:mod:`tritium.engine.reasoning`), None leaves them in the content. ``allowed_origins``: the web origins
+    whose browser pages may call the server (CORS; ``["*"]``: any); None: no CORS headers (browsers then
+    refuse other origins' pages). Preflight requests are answered before the API key is asked for."""
     _require_extra()
+    if allowed_origins is not None and (not isinstance(allowed_origins, (list, tuple)) or not all(
+            isinstance(o, str) and o for o in allowed_origins)):
+        raise ValueError(f"allowed_origins must be a list of origins (e.g. ['https://app.example.com'] or ['*']), "
+                         f"got {allowed_origins!r}")
     server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser,
                           reasoning_parser)
 
@@ -657,4 +664,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
                             status_code=500)
 
     app.add_middleware(_Guard, api_key=api_key, max_request_bytes=max_request_bytes)
+    if allowed_origins:  # added last: the outermost, so that a preflight needs no key and errors carry the headers
+        app.add_middleware(CORSMiddleware, allow_origins=list(allowed_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["*"], allow_credentials=False)
     return app

@@ -29,15 +29,28 @@ def default_model_name(engine: LLMEngine) -> str:
     return name[:-5] if name.endswith(".gguf") else name
 
 
+def check_tls(keyfile: str | None, certfile: str | None, names=("ssl_keyfile", "ssl_certfile")) -> None:
+    """ValueError unless both PEM files are given and exist, or neither (``names``: how the caller calls them)."""
+    if (keyfile is None) != (certfile is None):
+        raise ValueError(f"{names[0]} and {names[1]} go together (HTTPS needs the key and its certificate)")
+    for name, path in zip(names, (keyfile, certfile)):
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"{name}: no file {path!r}")
+
+
 def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           max_queue: int | None = None, model_name: str | None = None, log_level: str = "info",
           max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, ready=None,
           chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
-          reasoning_parser: str | None = None) -> None:
+          reasoning_parser: str | None = None, allowed_origins: list[str] | None = None,
+          ssl_keyfile: str | None = None, ssl_certfile: str | None = None) -> None:
     """Serve ``engine`` over HTTP until interrupted. ``ready()`` (optional) is called once the socket listens;
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
     ``tool_parser``: the model's tool-call format (None: recognised from its chat template);
-    ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``."""
+    ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``; ``allowed_origins``:
+    CORS (:func:`~tritium.server.build_app`); ``ssl_keyfile`` and ``ssl_certfile`` (PEM files, both or
+    neither): HTTPS instead of HTTP."""
+    check_tls(ssl_keyfile, ssl_certfile)
     import uvicorn
 
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
@@ -46,14 +59,15 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     name = model_name or default_model_name(engine)
     app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes,
                     chat_template_kwargs=chat_template_kwargs, tool_parser=tool_parser,
-                    reasoning_parser=reasoning_parser)
+                    reasoning_parser=reasoning_parser, allowed_origins=allowed_origins)
     # the engine and the app live as long as the process: keep what they hold out of the cyclic collector's
     # full passes, which otherwise walk all of it while requests allocate (a prompt scored for
     # log-probabilities makes objects per token)
     gc.collect()
     gc.freeze()
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
-                            timeout_graceful_shutdown=10, lifespan="on")
+                            timeout_graceful_shutdown=10, lifespan="on", ssl_keyfile=ssl_keyfile,
+                            ssl_certfile=ssl_certfile)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame):
@@ -63,9 +77,9 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
         async def startup(self, sockets=None):
             await super().startup(sockets)
             if self.started:
-                log.warning("serving %s on http://%s:%d/v1 (context %d tokens, %d sequences at once%s)", name, host,
-                            port, engine.max_model_len, engine.config.max_num_seqs,
-                            ", API key required" if api_key else "")
+                log.warning("serving %s on %s://%s:%d/v1 (context %d tokens, %d sequences at once%s)",
+                            name, "https" if ssl_certfile else "http", host, port, engine.max_model_len,
+                            engine.config.max_num_seqs, ", API key required" if api_key else "")
                 if ready is not None:
                     ready()
 
