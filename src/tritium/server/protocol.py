@@ -70,8 +70,8 @@ class GenerationRequest:
     echo: bool = False  # completions: the prompt (and its logprobs) before the answer; max_tokens 0: only it
     prompt_logprobs: int | None = None  # vLLM's: each prompt token's logprob, rank and this many alternatives
     add_generation_prompt: bool = True  # chat (vLLM's): the template's generation prompt after the messages
-    guided_field: str | None = None  # where a guided choice or regex was asked for (the 400s name it)
     continue_final_message: bool = False  # chat (vLLM's): the last (assistant) message is continued
+    guided_field: str | None = None  # where a guided choice or regex was asked for (the 400s name it)
 
     @property
     def n(self) -> int:
@@ -336,14 +336,14 @@ def parse_chat(body: dict) -> GenerationRequest:
     # the conversation's prompt_logprobs are reported once: the first choice scores the prompt, the others may
     # take its KV pages from the prefix cache
     params = _first_scores(params)
-    generation_prompt, continued = chat_prompt_options(body)
+    generation_prompt, continued = _chat_prompt_options(body)
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
                              prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
                              continue_final_message=continued, guided_field=guided_field)
 
 
-def chat_prompt_options(body: dict) -> tuple[bool, bool]:
+def _chat_prompt_options(body: dict) -> tuple[bool, bool]:
     """(add_generation_prompt, continue_final_message) of a chat or /tokenize body, vLLM's extensions: the
     defaults (True, False) answer after the conversation; (False, True) continues its last, assistant, message."""
     continued = _bool(body, "continue_final_message")
