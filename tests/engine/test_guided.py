@@ -60,6 +60,9 @@ def test_regex_text_alphabet_and_errors():
                              ("\x00", "matches no string")):
         with pytest.raises(ValueError, match=message):
             compile_regex(pattern)
+    for _ in range(2):  # a refusal is cached like a grammar, and raised again
+        with pytest.raises(ValueError, match="more than 2048 DFA states"):
+            compile_regex("(a|b)*a(a|b){10}")
 
 
 def test_choice_grammar():

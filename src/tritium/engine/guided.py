@@ -130,16 +130,22 @@ def compile_choice(choices) -> DfaGrammar:
 
 
 @functools.lru_cache(maxsize=64)
-def _regex_grammar(pattern: str) -> DfaGrammar:
-    return DfaGrammar(f"regex:{pattern}", compile_pattern(pattern, text=True), stepped=True)
+def _regex_grammar(pattern: str) -> DfaGrammar | str:
+    try:
+        return DfaGrammar(f"regex:{pattern}", compile_pattern(pattern, text=True), stepped=True)
+    except ValueError as e:  # refusals are cached too: one past MAX_STATES took 0.6 s to find out
+        return str(e)
 
 
 def compile_regex(pattern) -> DfaGrammar:
-    """The grammar of an answer that matches ``pattern`` in full (cached, the 64 most recent); ValueError
-    naming what is not supported."""
+    """The grammar of an answer that matches ``pattern`` in full (cached, the 64 most recent, refusals
+    included); ValueError naming what is not supported."""
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f"regex must be a non-empty string, got {_show(pattern)}")
-    return _regex_grammar(pattern)
+    grammar = _regex_grammar(pattern)
+    if isinstance(grammar, str):
+        raise ValueError(grammar)
+    return grammar
 
 
 def compile_guided(kind: str, spec) -> DfaGrammar:
