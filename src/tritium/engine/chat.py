@@ -93,24 +93,22 @@ def _content(content, where: str) -> str:
 
 
 def encode_chat(tokenizer: Tokenizer | None, messages, what: str = "messages",
-                template_kwargs: dict | None = None, add_generation_prompt: bool = True,
+                template_kwargs: dict | None = None, add_generation_prompt: bool | None = None,
                 continue_final_message: bool = False) -> list[int]:
     """Token ids of a conversation rendered by the model's chat template, generation prompt appended (unless
-    ``add_generation_prompt`` is False); ``template_kwargs``: more template variables
-    (``Tokenizer.apply_chat_template``; ``tools`` among them: :mod:`tritium.engine.tools`).
-    ``continue_final_message``: the last message, the assistant's, is continued (a prefilled answer); it goes
-    with ``add_generation_prompt=False``."""
+    ``add_generation_prompt`` is False; None: unless ``continue_final_message``); ``template_kwargs``: more
+    template variables (``Tokenizer.apply_chat_template``; ``tools`` among them: :mod:`tritium.engine.tools`).
+    ``continue_final_message``: the last message, the assistant's, is continued (a prefilled answer)."""
     if tokenizer is None:
         raise ValueError("this engine has no tokenizer, so no chat template; pass prompts as token-id lists")
-    if not isinstance(add_generation_prompt, bool):
-        raise ValueError(f"add_generation_prompt must be true or false, got {_show(add_generation_prompt)}")
     if not isinstance(continue_final_message, bool):
         raise ValueError(f"continue_final_message must be true or false, got {_show(continue_final_message)}")
+    if add_generation_prompt is None:
+        add_generation_prompt = not continue_final_message
+    elif not isinstance(add_generation_prompt, bool):
+        raise ValueError(f"add_generation_prompt must be true or false, got {_show(add_generation_prompt)}")
     normalized = normalize_messages(messages, what)
-    if continue_final_message:
-        if add_generation_prompt:
-            raise ValueError("continue_final_message and add_generation_prompt cannot both be true: pass "
-                             "add_generation_prompt=False to continue the last message")
+    if continue_final_message:  # (with a generation prompt too: apply_chat_template refuses it)
         if normalized[-1]["role"] != "assistant":
             raise ValueError(f"{what}[{len(normalized) - 1}].role must be 'assistant' to be continued "
                              f"(continue_final_message), got {normalized[-1]['role']!r}")

@@ -103,8 +103,6 @@ class LLM:
             raise ValueError("messages is empty: give one conversation or a list of them")
         if tools is not None:
             chat_template_kwargs = {**check_template_kwargs(chat_template_kwargs), "tools": check_tools(tools)}
-        if add_generation_prompt is None:
-            add_generation_prompt = not continue_final_message
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
                                else f"messages[{i}]", chat_template_kwargs, add_generation_prompt,
                                continue_final_message) for i, c in enumerate(conversations)]

@@ -861,11 +861,12 @@ class LLMEngine:
             # the EOS that ends an answer is no part of its text, special tokens written out or not
             stop_string = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
             stopped = eos or stop_string
+        stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
         if seq.detokenizer.stop_string is not None:
             seq.stop_reason = seq.detokenizer.stop_string
-        elif p.stop_token_ids and token in p.stop_token_ids and not (stopped and token in self.eos_token_ids):
+        elif stop_token and not stopped:  # (an EOS in stop_token_ids is still an EOS: no stop reason)
             seq.stop_reason = token
-        if stopped or (p.stop_token_ids and token in p.stop_token_ids):
+        if stopped or stop_token:
             return "stop"
         if len(seq.output_ids) >= p.max_tokens or seq.num_tokens >= self.max_model_len:
             return "length"

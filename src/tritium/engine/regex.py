@@ -279,13 +279,11 @@ def compile_pattern(pattern: str, text: bool = False) -> Dfa:
     ``text``: over ``TEXT``, matched in full (``^`` and ``$`` change nothing then)."""
     if not isinstance(pattern, str):
         raise ValueError(f"pattern must be a string, got {pattern!r}")
-    body = pattern
-    anchored_start = body.startswith("^") or text
-    if body.startswith("^"):
-        body = body[1:]
-    anchored_end = (body.endswith("$") and not body.endswith("\\$")) or text
-    if body.endswith("$") and not body.endswith("\\$"):
-        body = body[:-1]
+    starts = pattern.startswith("^")
+    body = pattern[starts:]
+    ends = body.endswith("$") and not body.endswith("\\$")
+    body = body[:len(body) - ends]
+    anchored_start, anchored_end = starts or text, ends or text
     tree = _Parser(body, text).parse()
     anything = ("rep", ("chars", ALPHABET), 0, None)
     tree = ("cat", ([] if anchored_start else [anything]) + [tree] + ([] if anchored_end else [anything]))
