@@ -5,7 +5,11 @@ the CPU (acceptance does not depend on the device; the GPU's cost of a step by d
 bench suite's).
 
     PYTHONPATH=src python bench/probe_spec_acceptance.py [--model PATH] [--k 4] [--decode-steps 8]
-        [--max-tokens 256] [--costs bench/results/speculative-NVIDIA-H200.json] [--fixed-drafts] [--out FILE]
+        [--max-tokens 256] [--costs bench/results/speculative-NVIDIA-H200.json] [--fixed-drafts] [--predict]
+        [--out FILE]
+
+``--predict``: the prompts that rewrite a given text (the code edits, the extract that repeats the document) pass
+that text as their predicted output (``SamplingParams.prediction``, OpenAI's ``prediction``).
 
 ``predicted_speedup``: the batch-1 time of the same tokens on the GPU of ``--costs`` (a Llama-3-8B shape), plain
 decoding against this run's steps: each step that verified a draft at that suite's cost of a draft of the
@@ -14,6 +18,7 @@ measured length nearest above the kind's mean draft, every other token at its pl
 """
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -54,6 +59,10 @@ PROMPTS = {
 }
 
 
+# --predict: each prompt's predicted output (None: none), the text it rewrites
+PREDICTIONS = {"code edit": [CODE, CODE], "quote / extract": [None, DOC]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default=None)
@@ -69,6 +78,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="the sampled requests' seed (with --temperature)")
     ap.add_argument("--fixed-drafts", action="store_true",
                     help="every draft found verified whole (Scheduler.adaptive_drafts False: no back-off)")
+    ap.add_argument("--predict", action="store_true",
+                    help="pass the text a prompt rewrites as its predicted output (SamplingParams.prediction)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     llm = LLM(args.model, dtype=torch.float32, num_speculative_tokens=args.k, max_model_len=2048,
@@ -82,6 +93,7 @@ def main() -> None:
     params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature,
                             seed=args.seed if args.temperature else None)
     result = {"model": args.model or "SmolLM2-135M-Instruct (default)", "k": args.k, "decode_steps": args.decode_steps,
+              "predict": args.predict,
               "temperature": args.temperature, "adaptive_drafts": not args.fixed_drafts,
               "costs": {"file": args.costs, "plain_ms": plain_ms}, "kinds": {}}
     for kind, prompts in PROMPTS.items():
@@ -89,7 +101,9 @@ def main() -> None:
         w0 = engine.num_window_steps
         t0 = time.perf_counter()
         # one at a time: the costs are batch 1's, and a window step then yields one token
-        outs = [llm.chat([{"role": "user", "content": p}], params)[0] for p in prompts]
+        predicted = PREDICTIONS.get(kind, [None] * len(prompts)) if args.predict else [None] * len(prompts)
+        outs = [llm.chat([{"role": "user", "content": p}], dataclasses.replace(params, prediction=pred))[0]
+                for p, pred in zip(prompts, predicted)]
         seconds = time.perf_counter() - t0
         want = outs if args.temperature else [plain.chat([{"role": "user", "content": p}], params)[0] for p in prompts]
         tokens = sum(len(o.token_ids) for o in outs)
@@ -98,7 +112,9 @@ def main() -> None:
                "accepted_tokens": accepted, "acceptance": accepted / drafted if drafted else None,
                "accepted_per_draft": accepted / (engine.num_drafts - n0) if engine.num_drafts > n0 else None,
                "steps": engine.num_steps - s0, "cpu_seconds": seconds,
-               "same_as_plain": [o.token_ids == w.token_ids for o, w in zip(outs, want)]}
+               "same_as_plain": [o.token_ids == w.token_ids for o, w in zip(outs, want)],
+               "accepted_prediction_tokens": sum(o.accepted_prediction_tokens for o in outs),
+               "rejected_prediction_tokens": sum(o.rejected_prediction_tokens for o in outs)}
         # tokens a sequence gets from a step that verifies a draft (1 + accepted), and the share of its tokens
         # that came from drafts
         row["draft_share_of_tokens"] = accepted / tokens if tokens else None
@@ -117,6 +133,7 @@ def main() -> None:
         print(f"{kind:16s} tokens {tokens:4d}  drafts {row['drafts']:4d}  accepted {accepted:4d} of {drafted:4d} "
               f"({(row['acceptance'] or 0):.2f})  {accepted / max(1, row['drafts']):.2f} a draft, "
               f"{row['draft_share_of_tokens']:.2f} of tokens from drafts, predicted {row['predicted_speedup']:.2f}x, "
+              f"prediction {row['accepted_prediction_tokens']} / {row['rejected_prediction_tokens']}, "
               f"same as plain {row['same_as_plain']}",
               flush=True)
     if args.out:

@@ -164,6 +164,9 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
                         help="the answer is one of these strings (repeatable; guided choice)")
     parser.add_argument("--regex", default=None, metavar="PATTERN",
                         help="the answer matches this regular expression in full (guided regex)")
+    parser.add_argument("--prediction", default=None, metavar="FILE",
+                        help="text the answer is expected to largely repeat (a file being edited): with "
+                             "--num-speculative-tokens, drafts come from it first; the answer is unchanged")
     parser.add_argument("--system", default=None, help="system message for the chat template")
 
 
@@ -243,6 +246,14 @@ def _params(args) -> SamplingParams:
             raise ValueError(f"--json-schema: cannot read {args.json_schema}: {e.strerror}") from None
         except ValueError as e:
             raise ValueError(f"--json-schema: {args.json_schema} is not JSON ({e})") from None
+    prediction = None
+    if args.prediction is not None:
+        try:
+            with open(args.prediction, encoding="utf-8") as f:
+                prediction = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"--prediction: cannot read {args.prediction} as text: {getattr(e, 'strerror', e)}") \
+                from None
     formats = [(flag, fmt) for flag, fmt, given in (("--json", "json_object", args.json_mode),
                                                      ("--json-schema", "json_schema", schema is not None),
                                                      ("--choice", "choice", args.choice is not None),
@@ -252,7 +263,8 @@ def _params(args) -> SamplingParams:
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                           top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
                           repetition_penalty=args.repetition_penalty, json_schema=schema, choices=args.choice,
-                          regex=args.regex, response_format=formats[0][1] if formats else None)
+                          regex=args.regex, response_format=formats[0][1] if formats else None,
+                          prediction=prediction)
 
 
 class _Prefill:

@@ -120,6 +120,11 @@ def test_json_schema_flag(tmp_path):
     assert (params.response_format, params.choices) == ("choice", ["yes", "no"])
     params = _params(_parser().parse_args(["chat", "--regex", r"\d+"]))
     assert (params.response_format, params.regex) == ("regex", r"\d+")
+    (tmp_path / "old.py").write_text("def f():\n    return 1\n")
+    params = _params(_parser().parse_args(["generate", "--prediction", str(tmp_path / "old.py"), "x"]))
+    assert params.prediction == "def f():\n    return 1\n"
+    with pytest.raises(ValueError, match="--prediction: cannot read"):
+        _params(_parser().parse_args(["chat", "--prediction", str(tmp_path / "missing.py")]))
 
 
 class _Exited(Exception):

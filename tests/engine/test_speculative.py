@@ -377,3 +377,90 @@ def test_sampled_requests_take_drafts(tiny_models, monkeypatch):
     assert a[0].token_ids == b[0].token_ids
     assert a[0].text == llm.engine.tokenizer.decode(a[0].token_ids)
     assert llm.engine.block_manager.num_free_blocks == llm.engine.block_manager.num_blocks
+
+
+# -- predicted outputs (SamplingParams.prediction) ---------------------------------------------------------------
+def test_prediction_drafts_walk_the_prediction():
+    """While the answer equals the prediction's start, the prediction's next tokens; after a difference, what
+    follows the answer's last n tokens in the prediction at the first place at or after the last draft's (a
+    repeated n-gram resumes at its next copy), else the nearest before it; the sequence's own text otherwise."""
+    pred = [10, 11, 12, 13, 20, 21, 12, 13, 30, 31]
+    tokens = [1, 2, 3]  # the prompt
+    index = NgramIndex(2, 3, pred, start=len(tokens))
+    assert index.propose(tokens, 4) == [10, 11, 12, 13] and index.from_prediction and index.cursor == 0
+    tokens += [10, 11]
+    assert index.propose(tokens, 3) == [12, 13, 20] and index.cursor == 2
+    tokens += [12, 13, 99, 20, 21]  # a difference at 99: "20 21" ends at 6
+    assert index.propose(tokens, 2) == [12, 13] and index.cursor == 6
+    tokens += [77, 12, 13]  # "12 13" ends at 4 and at 8: the copy after the cursor
+    assert index.propose(tokens, 5) == [30, 31] and index.cursor == 8
+    tokens += [30, 31]  # the prediction is used up: nothing follows its last n-gram
+    assert index.propose(tokens, 2) == [] and not index.from_prediction
+    tokens += [5, 6, 5]  # the sequence's own text: "6 5" has no match, "5" is too short; "5 6" then does
+    tokens += [6]
+    assert index.propose(tokens, 2) == [5, 6] and not index.from_prediction
+    fresh = NgramIndex(2, 3, pred, start=3)
+    assert fresh.propose([1, 2, 3, 5, 12, 13], 2) == [20, 21] and fresh.cursor == 4  # nearest after 0
+    fresh.cursor = 9  # none after: the nearest before
+    assert fresh.propose([1, 2, 3, 5, 12, 13], 2) == [30, 31] and fresh.cursor == 8
+    assert NgramIndex(2, 3, [], start=3).propose([1, 2, 3], 2) == []
+
+
+def test_prediction_drafts_are_what_follows_a_match():
+    """Random sequences and predictions: a draft from the prediction follows an occurrence there of the
+    sequence's last n tokens (or the answer so far is the prediction's start); one from the sequence's own
+    text is the brute-force search's."""
+    rng = random.Random(7)
+    for trial in range(60):
+        vocab = rng.choice([3, 5, 20])
+        pred = [rng.randrange(vocab) for _ in range(rng.randint(1, 40))]
+        tokens = [rng.randrange(vocab) for _ in range(rng.randint(1, 6))]
+        start = len(tokens)
+        index = NgramIndex(2, 4, pred, start)
+        for _ in range(rng.randint(1, 50)):
+            tokens.append(pred[len(tokens) - start] if rng.random() < 0.6 and len(tokens) - start < len(pred)
+                          else rng.randrange(vocab))
+            k = rng.randint(1, 5)
+            draft = index.propose(tokens, k)
+            if not index.from_prediction:
+                assert draft == _brute(tokens, k, 2, 4), (trial, tokens, pred)
+                continue
+            c = index.cursor
+            assert draft == pred[c:c + k] and draft
+            answer = tokens[start:]
+            assert answer == pred[:len(answer)] and c == len(answer) or any(
+                c >= n and pred[c - n:c] == tokens[-n:] for n in (2, 3, 4)), (trial, tokens, pred, c)
+
+
+def test_prediction_speeds_up_without_changing_the_answer(tiny_models, plain):
+    """A request with a prediction answers as plain greedy decoding, whether the prediction is right, wrong in
+    places, text or ids; a right one is taken in drafts (fewer steps), a wrong one's tokens are counted as
+    rejected; without speculative decoding a prediction changes nothing; a bad one is refused by name."""
+    path, _ = tiny_models["llama"]
+    want = plain["batch"][:3]
+    llm = _llm(path, num_speculative_tokens=4)
+    engine = llm.engine
+    right = [SamplingParams(max_tokens=p.max_tokens, prediction=list(w.token_ids)) for p, w in zip(PARAMS, want)]
+    n0 = engine.num_drafts
+    outs = llm.generate(LOOPY[:3], right)
+    assert [o.token_ids for o in outs] == [w.token_ids for w in want]
+    assert [o.text for o in outs] == [w.text for w in want]
+    accepted = [o.accepted_prediction_tokens for o in outs]
+    assert accepted[0] >= len(want[0].token_ids) // 2 and all(o.rejected_prediction_tokens <= 1 for o in outs)
+    assert sum(accepted) <= engine.num_accepted_tokens and engine.num_drafts - n0 < len(want[0].token_ids) // 2
+    wrong = [list(w.token_ids) for w in want]
+    for ids in wrong:
+        ids[len(ids) // 2::3] = [(t + 1) % 250 for t in ids[len(ids) // 2::3]]
+    outs = llm.generate(LOOPY[:3], [SamplingParams(max_tokens=p.max_tokens, prediction=ids)
+                                    for p, ids in zip(PARAMS, wrong)])
+    assert [o.token_ids for o in outs] == [w.token_ids for w in want]
+    assert outs[0].rejected_prediction_tokens > 0 and outs[0].accepted_prediction_tokens > 0
+    text = llm.generate(LOOPY[:1], SamplingParams(max_tokens=PARAMS[0].max_tokens, prediction=want[0].text))[0]
+    assert text.token_ids == want[0].token_ids and text.accepted_prediction_tokens > 0
+    off = _llm(path).generate(LOOPY[:1], right[:1])[0]
+    assert off.token_ids == want[0].token_ids and off.accepted_prediction_tokens == 0
+    with pytest.raises(ValueError, match="prediction of request .* token id 99999 outside the vocabulary"):
+        engine.add_request("bad", "w1", SamplingParams(prediction=[1, 99999]))
+    with pytest.raises(ValueError, match="prediction must be a string or a list of token ids"):
+        SamplingParams(prediction=[1, -2])
+    assert engine.block_manager.num_free_blocks == engine.block_manager.num_blocks

@@ -492,6 +492,11 @@ def test_disconnect_aborts_and_frees_blocks(server, stream):
 
 
 BAD = [
+    ("prediction-type", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}],
+                                                 "prediction": {"type": "text", "content": "w1"}}, 400, None,
+     "prediction"),
+    ("prediction-content", "/v1/completions", {"prompt": "w1", "prediction": {"type": "content", "content": 5}},
+     400, None, "prediction"),
     # (id, path, body or raw bytes, status, code, param)
     ("malformed-json", "/v1/completions", b'{"prompt": "w1",', 400, "invalid_json", None),
     ("not-an-object", "/v1/completions", [1, 2], 400, "invalid_json", None),
@@ -680,6 +685,24 @@ def test_speculative_server_equals_offline(start_server, model_dir, llm):
         assert r.choices[0].text == w.text
         chunks = client.completions.create(model="tiny", prompt=prompt, max_tokens=40, temperature=0, stream=True)
         assert "".join(c.choices[0].text for c in chunks if c.choices) == w.text
+    # OpenAI's predicted outputs: the answer unchanged, the prediction's draft tokens in usage
+    messages = [{"role": "user", "content": PROMPTS[2]}]
+    answer = llm.chat(messages, greedy(40))[0]
+    parts = [{"type": "text", "text": answer.text[:9]}, {"type": "text", "text": answer.text[9:]}]
+    for prediction in (answer.text, parts):
+        r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=40, temperature=0,
+                                           prediction={"type": "content", "content": prediction})
+        assert r.choices[0].message.content == answer.text
+        details = r.usage.completion_tokens_details
+        assert details.accepted_prediction_tokens >= 10 and details.rejected_prediction_tokens >= 0
+    wrong = client.completions.create(model="tiny", prompt=prompts[2], max_tokens=40, temperature=0, stream=True,
+                                      stream_options={"include_usage": True},
+                                      extra_body={"prediction": {"type": "content", "content": "w7 w8 w9 w7 w8"}})
+    chunks = list(wrong)
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == want[2].text
+    assert chunks[-1].usage.completion_tokens_details.accepted_prediction_tokens <= 5
+    plain = client.chat.completions.create(model="tiny", messages=messages, max_tokens=4, temperature=0)
+    assert plain.usage.completion_tokens_details is None  # no prediction: no such details
     m = _wait_for(server, lambda m: m["tritium:num_requests_running"] == 0)
     assert m["tritium:spec_decode_num_draft_tokens_total"] > 0
     assert 0 <= m["tritium:spec_decode_num_accepted_tokens_total"] <= m["tritium:spec_decode_num_draft_tokens_total"]

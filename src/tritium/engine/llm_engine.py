@@ -531,6 +531,23 @@ class LLMEngine:
                              f"(max_model_len), leaving no room to generate")
         return ids
 
+    def _prediction(self, prediction: str | list[int] | None, request_id: str) -> list[int] | None:
+        """A request's predicted output as token ids (text without special tokens), at most the context long;
+        ValueError for a string without a tokenizer or an id outside the vocabulary."""
+        if prediction is None:
+            return None
+        if isinstance(prediction, str):
+            if self.tokenizer is None:
+                raise ValueError(f"prediction of request {request_id!r} is a string but this engine has no "
+                                 "tokenizer; pass token ids")
+            prediction = self.tokenizer.encode(prediction, add_special_tokens=False)
+        vocab = self.model_config.vocab_size
+        bad = [t for t in prediction if t >= vocab]
+        if bad:
+            raise ValueError(f"prediction of request {request_id!r} has token id {bad[0]} outside the vocabulary "
+                             f"[0, {vocab})")
+        return prediction[:self.max_model_len]
+
     def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None) -> None:
         """Queue a request; it joins the running batch at the next step. ``prompt``: text (tokenized with the
         model's tokenizer, no chat template) or token ids. ValueError for a duplicate id or bad input."""
@@ -556,8 +573,9 @@ class LLMEngine:
                                                           params.include_stop_str_in_output))
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
+        prediction = self._prediction(params.prediction, request_id)
         if self.config.num_speculative_tokens and params.draftable:
-            seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max)
+            seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max, prediction, len(ids))
             seq.acceptance = Acceptance(len(ids))
         if params.logprobs is not None:
             seq.logprobs = []
@@ -742,6 +760,9 @@ class LLMEngine:
             self.num_accepted_tokens += agree
             if seq.acceptance is not None:
                 seq.acceptance.record(len(draft), agree, seq.num_tokens)
+            if seq.draft_predicted:
+                seq.prediction_accepted += agree
+                seq.prediction_rejected += len(draft) - agree
             accepted = []
             for token in choice:
                 self.scheduler.advance(seq, 1)  # the token before it has its K/V in the cache
@@ -888,6 +909,8 @@ class LLMEngine:
         out.finish_reason = seq.finish_reason
         out.stop_reason = seq.stop_reason
         out.num_cached_tokens = seq.num_cached_tokens or 0
+        out.accepted_prediction_tokens = seq.prediction_accepted
+        out.rejected_prediction_tokens = seq.prediction_rejected
         if seq.logprobs is not None:
             out.logprobs = list(seq.logprobs)
             out.new_logprobs = (out.new_logprobs or []) + (new_logprobs or [])

@@ -59,6 +59,11 @@ class SamplingParams:
       follows it to the JSON: the answer may begin with the ``<think>`` token (or the prompt opened the block:
       ``reasoning_open``), is free until ``</think>``, then JSON mode applies (a reasoning parser's models:
       Qwen3, DeepSeek-R1). False: JSON from the first token, a reasoning block never written.
+    - ``prediction`` (OpenAI's predicted outputs): text (tokenized without special tokens) or token ids that the
+      answer is expected to largely repeat, such as the file an edit rewrites. With speculative decoding on
+      (``num_speculative_tokens``), a request that may get drafts (:attr:`draftable`) takes them from it first
+      (:class:`~tritium.engine.speculative.NgramIndex`); it never changes the answer, only how many tokens a
+      step yields. Otherwise it is ignored.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -88,6 +93,7 @@ class SamplingParams:
     regex: str | None = None
     reasoning_after: bool = False
     reasoning_open: bool = False
+    prediction: str | list[int] | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -148,6 +154,11 @@ class SamplingParams:
                              "reasoning)")
         if self.reasoning_open and not self.reasoning_after:
             raise ValueError("reasoning_open (the prompt opened a reasoning block) needs reasoning_after")
+        if self.prediction is not None and not isinstance(self.prediction, str) and (
+                not isinstance(self.prediction, list)
+                or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
+            raise ValueError(f"prediction must be a string or a list of token ids (ints >= 0), got "
+                             f"{self.prediction!r:.80}")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.include_stop_str_in_output, bool):

@@ -158,6 +158,7 @@ class Scheduler:
             return []
         k = min(self.num_speculative_tokens, room, self.to_sample(seq) - 1)
         draft = seq.lookup.propose(seq.token_ids, k) if k > 0 else []
+        seq.draft_predicted = bool(draft) and seq.lookup.from_prediction
         if draft and self.adaptive_drafts and seq.acceptance is not None:
             draft = draft[:seq.acceptance.length(len(draft), len(self.running), seq.num_tokens)]
         return draft

@@ -64,6 +64,11 @@ class Sequence:
     draft: list[int] = dataclasses.field(default_factory=list)
     lookup: NgramIndex | None = None
     acceptance: Acceptance | None = None
+    # with a prediction (SamplingParams.prediction): whether this step's draft came from it, and the draft tokens
+    # from it verified so far, accepted and not
+    draft_predicted: bool = False
+    prediction_accepted: int = 0
+    prediction_rejected: int = 0
 
     @property
     def scores_prompt(self) -> bool:
@@ -96,7 +101,8 @@ class RequestOutput:
     so far and ``new_logprobs`` this step's (else both are None). With ``SamplingParams.prompt_logprobs``
     set, ``prompt_logprobs`` has one per prompt token (None for the first), in every output once the prompt
     is computed. ``num_cached_tokens``: the prompt tokens whose K/V the prefix cache held when the request was
-    first scheduled (not computed again).
+    first scheduled (not computed again). ``accepted_prediction_tokens`` / ``rejected_prediction_tokens``: the
+    draft tokens taken from ``SamplingParams.prediction`` that verification accepted / rejected so far.
     """
 
     request_id: str
@@ -113,3 +119,7 @@ class RequestOutput:
     new_logprobs: list[TokenLogprobs] | None = None
     prompt_logprobs: list[TokenLogprobs | None] | None = None
     num_cached_tokens: int = 0  # prompt tokens taken from the prefix cache, not computed (OpenAI's cached_tokens)
+    # draft tokens taken from SamplingParams.prediction that verification accepted / rejected (OpenAI's
+    # completion_tokens_details)
+    accepted_prediction_tokens: int = 0
+    rejected_prediction_tokens: int = 0

@@ -25,6 +25,9 @@ the suffix looked up); a hash collision can only propose a wrong draft, which ve
 
 from __future__ import annotations
 
+import bisect
+import itertools
+
 import torch
 
 from tritium.engine.sampling import draw
@@ -32,15 +35,41 @@ from tritium.engine.sampling import draw
 
 class NgramIndex:
     """For one sequence: the latest end of each n-gram (``n_min <= n <= n_max``) among its tokens, indexed
-    up to (not including) the n-gram that ends at its last token."""
+    up to (not including) the n-gram that ends at its last token.
 
-    __slots__ = ("n_min", "n_max", "ends", "indexed", "last_repeat")
+    With a ``prediction`` (OpenAI's predicted outputs: token ids the answer is expected to repeat, such as the
+    file an edit rewrites), drafts come first from it: while the answer so far equals the prediction's start,
+    the prediction's next tokens; after a difference, those that follow the answer's last ``n`` tokens in the
+    prediction, at the first such place at or after where the last such draft was found (``cursor``: an
+    answer walks through its prediction in order, so a repeated line of code resumes at its next copy), else
+    at the nearest before it; the sequence's own text is looked up only when the prediction has no match of
+    that length. Until the prediction is used up, an answer that found a draft in it within the last
+    ``PROBE_AFTER`` tokens counts as repeating (:meth:`repeating`: drafts looked for every step), as it may come
+    back to the prediction at any token. ``start``: where the answer begins among the sequence's tokens (the
+    prompt's length).
+    ``from_prediction``: whether the last draft proposed came from the prediction."""
 
-    def __init__(self, n_min: int, n_max: int):
+    __slots__ = ("n_min", "n_max", "ends", "indexed", "last_repeat", "prediction", "start", "pred_ends", "cursor",
+                 "aligned", "from_prediction", "hit")
+
+    def __init__(self, n_min: int, n_max: int, prediction: list[int] | None = None, start: int = 0):
         self.n_min, self.n_max = n_min, n_max
         self.ends: list[dict[int, int]] = [{} for _ in range(n_max - n_min + 1)]
         self.indexed = 0  # n-grams ending before this position are in ``ends``
         self.last_repeat = -1  # end of the latest ``n_max``-gram indexed that had occurred before it
+        self.prediction = list(prediction or ())
+        self.start = start
+        # per n: each n-gram of the prediction -> the ends of its occurrences, ascending
+        self.pred_ends: list[dict[int, list[int]]] = [{} for _ in range(n_max - n_min + 1)]
+        for end in range(n_min, len(self.prediction) + 1):
+            for i, table in enumerate(self.pred_ends):
+                n = n_min + i
+                if end >= n:
+                    table.setdefault(hash(tuple(self.prediction[end - n:end])), []).append(end)
+        self.cursor = 0  # the prediction's position where its last draft began
+        self.hit = start  # the sequence's length when it last found a draft in the prediction
+        self.aligned = 0  # the answer's first ``aligned`` tokens equal the prediction's (-1: they differ)
+        self.from_prediction = False
 
     def _index(self, tokens: list[int], upto: int) -> None:
         """Record the n-grams that end at positions ``indexed .. upto - 1`` (exclusive ends ``<= upto``)."""
@@ -60,21 +89,65 @@ class NgramIndex:
         greedy windows between looks)."""
         if self.propose(tokens, 1):  # (indexes up to the last token)
             return True
+        if self.prediction and self.cursor < len(self.prediction) and len(tokens) - self.hit <= PROBE_AFTER:
+            return True  # an answer that left its prediction lately may come back to it at any token
         return self.last_repeat > len(tokens) - 1 - span
+
+    def _aligned(self, tokens: list[int]) -> int:
+        """The answer's length if it so far equals the prediction's start, else -1 (checked once a token)."""
+        answer = len(tokens) - self.start
+        if self.aligned < 0 or answer < 0:
+            return -1
+        pred = self.prediction
+        while self.aligned < answer:
+            i = self.aligned
+            if i >= len(pred) or tokens[self.start + i] != pred[i]:
+                self.aligned = -1
+                return -1
+            self.aligned += 1
+        return answer
+
+    def _predicted(self, suffix: list[int], i: int) -> int | None:
+        """The end of the prediction's occurrence of ``suffix`` (an n-gram of table ``i``) nearest at or after
+        the cursor, else nearest before it; None without one."""
+        ends = self.pred_ends[i].get(hash(tuple(suffix)))
+        if not ends:
+            return None
+        j = bisect.bisect_left(ends, self.cursor)
+        n = len(suffix)
+        for end in itertools.chain(ends[j:], reversed(ends[:j])):
+            if end < len(self.prediction) and self.prediction[end - n:end] == suffix:
+                return end
+        return None
 
     def propose(self, tokens: list[int], k: int) -> list[int]:
         """Up to ``k`` tokens that followed the latest earlier occurrence of the longest suffix of ``tokens``
-        (``n_max`` down to ``n_min`` tokens) that occurred before; [] when none did."""
+        (``n_max`` down to ``n_min`` tokens) that occurred before (with a prediction: see the class); [] when
+        none did."""
+        self.from_prediction = False
         length = len(tokens)
-        if k < 1 or length <= self.n_min:
+        if k < 1:
+            return []
+        if self.prediction:
+            answer = self._aligned(tokens)
+            if 0 <= answer < len(self.prediction):
+                self.cursor, self.from_prediction, self.hit = answer, True, length
+                return self.prediction[answer:answer + k]
+        if length <= self.n_min:
             return []
         self._index(tokens, length - 1)  # every n-gram but those ending at the last token
         for i in range(len(self.ends) - 1, -1, -1):
             n = self.n_min + i
             if n >= length:
                 continue
-            end = self.ends[i].get(hash(tuple(tokens[length - n:])))
-            if end is not None and tokens[end - n:end] == tokens[length - n:]:
+            suffix = tokens[length - n:]
+            if self.prediction:
+                end = self._predicted(suffix, i)
+                if end is not None:
+                    self.cursor, self.from_prediction, self.hit = end, True, length
+                    return self.prediction[end:end + k]
+            end = self.ends[i].get(hash(tuple(suffix)))
+            if end is not None and tokens[end - n:end] == suffix:
                 return tokens[end:end + k]
         return []
 

@@ -86,6 +86,7 @@ class _Choice:
     echo_sent: bool = False
     score_only: bool = False
     cached_tokens: int = 0  # of its prompt, served from the prefix cache
+    prediction: tuple[int, int] = (0, 0)  # draft tokens from the request's prediction: accepted, rejected
     stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it
 
 
@@ -232,6 +233,9 @@ class OpenAIServer:
                     "response_format" if body.get("response_format") is not None else "tool_choice")
                 raise invalid(f"{param}: {refused}", param)
         prompts = [self._encode(p, kind, i, len(req.prompts), req, template_kwargs) for i, p in enumerate(req.prompts)]
+        if isinstance(req.params[0].prediction, str) and self.tokenizer is not None:  # tokenized once, not per choice
+            predicted = self.tokenizer.encode(req.params[0].prediction, add_special_tokens=False)
+            req.params = [dataclasses.replace(p, prediction=predicted) for p in req.params]
         prefix = ("cmpl-" if kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         choices: dict[str, _Choice] = {}
         subs = []
@@ -277,6 +281,7 @@ class OpenAIServer:
     def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
         choice = choices[out.request_id]
         choice.cached_tokens = out.num_cached_tokens
+        choice.prediction = (out.accepted_prediction_tokens, out.rejected_prediction_tokens)
         if out.prompt_logprobs is not None:
             choice.prompt_logprobs = out.prompt_logprobs
         if choice.score_only:  # nothing generated is reported; the prompt was asked for
@@ -505,7 +510,10 @@ class OpenAIServer:
         """The response's usage so far; a prompt's cached tokens are its first choice's (the prompt counts once
         for its ``n`` choices, as in ``prompt_tokens``)."""
         cached = sum(c.cached_tokens for c in choices.values() if c.index % req.n == 0)
-        return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached)
+        prediction = None
+        if req.params[0].prediction is not None:
+            prediction = tuple(sum(c.prediction[i] for c in choices.values()) for i in range(2))
+        return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached, prediction)
 
     def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> str:
         """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null;

@@ -35,16 +35,16 @@ COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
            "presence_penalty", "frequency_penalty", "logprobs", "user", "ignore_eos", "best_of", "logit_bias",
            "min_p", "repetition_penalty", "stop_token_ids", "min_tokens", "prompt_logprobs", "skip_special_tokens",
-           "guided_choice", "guided_regex", "structured_outputs", "include_stop_str_in_output"}
+           "guided_choice", "guided_regex", "structured_outputs", "include_stop_str_in_output", "prediction"}
 _COMPLETION = _COMMON | {"prompt", "echo", "suffix"}
 _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
                    "functions", "function_call", "parallel_tool_calls", "store", "metadata", "service_tier",
-                   "reasoning_effort", "modalities", "audio", "prediction", "web_search_options",
+                   "reasoning_effort", "modalities", "audio", "web_search_options",
                    "chat_template_kwargs", "add_generation_prompt", "continue_final_message"}
 # accepted when absent, null or this value; refused by name otherwise
 _NEUTRAL = {"suffix": None, "best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
-            "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None, "prediction": None,
+            "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None,
             "web_search_options": None}
 
 
@@ -159,6 +159,26 @@ def _token_ids(body: dict, name: str) -> list[int] | None:
     return value or None
 
 
+def _prediction(body: dict) -> str | None:
+    """OpenAI's predicted outputs: ``{"type": "content", "content": text or [{"type": "text", "text": ...}]}``,
+    the text the answer is expected to largely repeat (None for an empty one)."""
+    value = body.get("prediction")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") != "content" or set(value) - {"type", "content"}:
+        raise invalid(f"prediction must be an object {{\"type\": \"content\", \"content\": ...}}, got {_show(value)}",
+                      "prediction")
+    content = value.get("content")
+    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
+                                         and isinstance(part.get("text"), str) and set(part) == {"type", "text"}
+                                         for part in content):
+        content = "".join(part["text"] for part in content)
+    if not isinstance(content, str):
+        raise invalid(f"prediction.content must be a string or a list of text parts ({{\"type\": \"text\", "
+                      f"\"text\": ...}}), got {_show(content)}", "prediction")
+    return content or None
+
+
 def _stop(body: dict) -> list[str] | None:
     stop = body.get("stop")
     if stop is None:
@@ -186,7 +206,7 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[
         # min_tokens is bounded by the max_tokens given (none: the context bounds both)
         stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0),
         logit_bias=_logit_bias(body), skip_special_tokens=_bool(body, "skip_special_tokens", default=True),
-        include_stop_str_in_output=_bool(body, "include_stop_str_in_output"))
+        include_stop_str_in_output=_bool(body, "include_stop_str_in_output"), prediction=_prediction(body))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
     return [SamplingParams(**base, seed=None if seed is None else seed + i) for i in range(n)]
 
@@ -441,11 +461,17 @@ def _is_ids(value: list) -> bool:
 
 
 # -- responses -----------------------------------------------------------------------------------------------
-def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> dict:
-    """OpenAI's usage object; ``prompt_tokens_details.cached_tokens``: prompt tokens the prefix cache served."""
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
+          prediction: tuple[int, int] | None = None) -> dict:
+    """OpenAI's usage object; ``prompt_tokens_details.cached_tokens``: prompt tokens the prefix cache served;
+    ``prediction``: a predicted output's draft tokens (accepted, rejected), as ``completion_tokens_details``."""
+    out = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+           "total_tokens": prompt_tokens + completion_tokens,
+           "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+    if prediction is not None:
+        out["completion_tokens_details"] = {"accepted_prediction_tokens": prediction[0],
+                                            "rejected_prediction_tokens": prediction[1]}
+    return out
 
 
 class LogprobFormatter:
