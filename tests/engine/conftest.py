@@ -86,6 +86,22 @@ def _save_tokenizer(path):
     return len(vocab)
 
 
+def add_fim_tokens(path: str, fmt, bos_template: bool = False) -> list[str]:
+    """Add ``fmt``'s markers and its first two stops as special tokens to ``path``'s tokenizer (ids from 253); with
+    ``bos_template`` a post-processor that puts BOS before every text."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import processors
+
+    file = os.path.join(path, "tokenizer.json")
+    tok = HFTokenizer.from_file(file)
+    added = [fmt.prefix, fmt.suffix, fmt.middle, *fmt.stops[:2]]
+    tok.add_special_tokens(added)
+    if bos_template:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tok.save(file)
+    return added
+
+
 def save_byte_bpe_tokenizer(path, vocab_size: int = 420, added: tuple[str, ...] = ()) -> str:
     """Write a byte-level BPE tokenizer over ``path``'s (tokenizer.json + tokenizer_config.json): the 256 byte
     symbols, ``<unk>``, ``<s>``, ``</s>`` (EOS) and merges learned from JSON text, ``vocab_size`` tokens in all,

@@ -21,9 +21,10 @@ import urllib.request
 import pytest
 import torch
 
-from engine.conftest import PROMPTS, make_tiny_model
+from engine.conftest import PROMPTS, add_fim_tokens, make_tiny_model
 from tritium import LLM, SamplingParams
 from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.engine.fim import FORMATS
 from tritium.server import build_app
 
 from .conftest import Server
@@ -144,6 +145,33 @@ def test_chat_template_kwargs(client, llm):
                                        extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     assert r.choices[0].message.content == off.text
     assert r.usage.prompt_tokens == len(off.prompt_token_ids)
+
+
+def test_completions_fill_in_the_middle(tmp_path):
+    """OpenAI's suffix on a model with fill-in-the-middle tokens: the answer is what LLM.generate(..., suffix=...)
+    gives (the format's prompt, its end tokens as stops), streamed or not, for every prompt of a list; an empty
+    suffix is none."""
+    path = str(tmp_path)
+    make_tiny_model(path, "llama", vocab_size=261)
+    add_fim_tokens(path, FORMATS[0])
+    llm = LLM(path, dtype=torch.float32, max_model_len=MAX_LEN)
+    want = llm.generate(["w1 w2 w3", "w4"], greedy(8), suffix="w9 w10")
+    plain = llm.generate("w1 w2 w3", greedy(8))[0]
+    engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=MAX_LEN))
+    with TestClient(build_app(engine, model_name="tiny")) as http:
+        r = http.post("/v1/completions", json={"prompt": ["w1 w2 w3", "w4"], "suffix": "w9 w10", "max_tokens": 8,
+                                               "temperature": 0})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert [c["text"] for c in body["choices"]] == [w.text for w in want]
+        assert body["usage"]["prompt_tokens"] == sum(len(w.prompt_token_ids) for w in want)
+        r = http.post("/v1/completions", json={"prompt": "w1 w2 w3", "suffix": "w9 w10", "max_tokens": 8,
+                                               "temperature": 0, "stream": True})
+        text = "".join(json.loads(line[6:])["choices"][0]["text"] for line in r.text.splitlines()
+                       if line.startswith("data: {"))
+        assert text == want[0].text
+        r = http.post("/v1/completions", json={"prompt": "w1 w2 w3", "suffix": "", "max_tokens": 8, "temperature": 0})
+        assert r.json()["choices"][0]["text"] == plain.text
 
 
 def test_default_chat_template_kwargs(model_dir, llm):
@@ -595,6 +623,10 @@ BAD = [
     ("tokenize-field", "/tokenize", {"prompt": "w1", "temperature": 1}, 400, "unknown_parameter", "temperature"),
     ("tokenize-messages", "/tokenize", {"messages": [{"role": "robot", "content": "w1"}]}, 400, None, "messages"),
     ("detokenize", "/detokenize", {"tokens": [1, 99999]}, 400, None, "tokens"),
+    ("suffix-type", "/v1/completions", {"prompt": "w1", "suffix": 5}, 400, None, "suffix"),
+    ("suffix-echo", "/v1/completions", {"prompt": "w1", "suffix": "w2", "echo": True}, 400, None, "suffix"),
+    ("suffix-ids", "/v1/completions", {"prompt": [4, 5], "suffix": "w2"}, 400, None, "suffix"),
+    ("suffix-no-fim", "/v1/completions", {"prompt": "w1", "suffix": "w2"}, 400, "unsupported_parameter", "suffix"),
 ]
 
 

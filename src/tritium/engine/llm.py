@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from typing import Iterable, Iterator, Sequence as Seq
@@ -16,6 +17,7 @@ from typing import Iterable, Iterator, Sequence as Seq
 import torch
 
 from tritium.engine.chat import encode_chat, is_conversation
+from tritium.engine.fim import encode_fim
 from tritium.engine.llm_engine import LLMEngine
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
@@ -159,24 +161,28 @@ class LLM:
                       "tokens_per_s": len(final.token_ids) / max(seconds, 1e-9), "finish_reason": final.finish_reason}
 
     def generate(self, prompts: str | list[int] | Seq[str | list[int]],
-                 sampling_params: SamplingParams | Seq[SamplingParams] | None = None) -> list[RequestOutput]:
+                 sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
+                 suffix: str | Seq[str] | None = None) -> list[RequestOutput]:
         """Generate a continuation of every prompt (strings, or token-id lists) with continuous batching.
 
         ``sampling_params``: one for all prompts or one per prompt (default: greedy, 64 tokens).
+        ``suffix`` (one for all prompts or one per prompt): fill in the middle, for code models trained for it
+        (:mod:`tritium.engine.fim`): each text prompt is the text before a gap, the suffix the text after it, and
+        the answer what goes between (ending at EOS or the format's end tokens, added to ``stop_token_ids``).
         Returns one finished :class:`RequestOutput` per prompt, in order. Every prompt is checked before
         any is queued, so a bad one leaves the engine as it was.
         """
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
         try:
-            outs = self._generate(prompts, sampling_params)
+            outs = self._generate(prompts, sampling_params, suffix)
         except BaseException as e:
             self.engine.end_call(error=e)
             raise
         self.engine.end_call(outs)
         return outs
 
-    def _generate(self, prompts, sampling_params) -> list[RequestOutput]:
+    def _generate(self, prompts, sampling_params, suffix=None) -> list[RequestOutput]:
         if isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
         prompts = list(prompts)
@@ -189,7 +195,20 @@ class LLM:
             if not isinstance(p, SamplingParams):
                 raise ValueError(f"sampling_params must be SamplingParams, got {type(p).__name__}")
             p.validate()
-        encoded = [self.engine.encode(p, f"prompts[{i}]") for i, p in enumerate(prompts)]
+        if suffix is None:
+            encoded = [self.engine.encode(p, f"prompts[{i}]") for i, p in enumerate(prompts)]
+        else:
+            suffixes = [suffix] * len(prompts) if isinstance(suffix, str) else list(suffix)
+            if len(suffixes) != len(prompts):
+                raise ValueError(f"suffix has {len(suffixes)} entries, prompts has {len(prompts)}")
+            encoded, params = [], list(params)
+            for i, (prompt, text) in enumerate(zip(prompts, suffixes)):
+                try:
+                    ids, stops = encode_fim(self.tokenizer, prompt, text)
+                except ValueError as e:
+                    raise ValueError(f"prompts[{i}] with a suffix: {e}") from None
+                encoded.append(self.engine.encode(ids, f"prompts[{i}] with its suffix"))
+                params[i] = dataclasses.replace(params[i], stop_token_ids=(params[i].stop_token_ids or []) + stops)
 
         engine = self.engine
         ids = [f"generate-{next(self._ids)}" for _ in prompts]

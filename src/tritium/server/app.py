@@ -29,6 +29,7 @@ import uuid
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
+from tritium.engine.fim import encode_fim
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
 from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, detect_parser,
@@ -558,6 +559,13 @@ class OpenAIServer:
             if kind == "chat":
                 ids = encode_chat(self.tokenizer, prompt, "messages", template_kwargs, req.add_generation_prompt,
                                   req.continue_final_message)
+            elif req.suffix is not None:  # fill in the middle: the prompt is the text before the gap
+                try:
+                    ids, stops = encode_fim(self.tokenizer, prompt, req.suffix)
+                except ValueError as e:
+                    raise invalid(f"suffix: {e}", "suffix", "unsupported_parameter") from None
+                req.params = [dataclasses.replace(p, stop_token_ids=sorted(set(p.stop_token_ids or []) | set(stops)))
+                              for p in req.params]
             elif isinstance(prompt, str):
                 if self.tokenizer is None:
                     raise ValueError(f"{where} is text but this model has no tokenizer; send token ids")

@@ -3,9 +3,10 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (suffix, audio, ...) are refused by name instead of being ignored; unknown fields are
-refused too. Chat takes function ``tools`` (``tool_choice`` "auto", "none", "required" or a named function,
-the last two forced through JSON mode: :mod:`tritium.engine.tools`) and ``response_format`` ``json_object``
+does not implement (audio, best_of > n, ...) are refused by name instead of being ignored; unknown fields are
+refused too. Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`), both endpoints
+``prediction`` (predicted outputs: drafts for speculative decoding). Chat takes function ``tools``
+(``tool_choice`` "auto", "none", "required" or a named function, the last two forced through JSON mode: :mod:`tritium.engine.tools`) and ``response_format`` ``json_object``
 (JSON mode: :mod:`tritium.engine.json_mode`) or ``json_schema`` (structured outputs:
 :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
 ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
@@ -42,7 +43,7 @@ _CHAT = _COMMON | {"messages", "max_completion_tokens", "top_logprobs", "respons
                    "reasoning_effort", "modalities", "audio", "web_search_options",
                    "chat_template_kwargs", "add_generation_prompt", "continue_final_message"}
 # accepted when absent, null or this value; refused by name otherwise
-_NEUTRAL = {"suffix": None, "best_of": 1,
+_NEUTRAL = {"best_of": 1,
             "functions": [], "function_call": "none", "store": False, "metadata": {},
             "service_tier": "auto", "reasoning_effort": None, "modalities": ["text"], "audio": None,
             "web_search_options": None}
@@ -72,6 +73,7 @@ class GenerationRequest:
     add_generation_prompt: bool = True  # chat (vLLM's): the template's generation prompt after the messages
     continue_final_message: bool = False  # chat (vLLM's): the last (assistant) message is continued
     guided_field: str | None = None  # where a guided choice or regex was asked for (the 400s name it)
+    suffix: str | None = None  # completions: fill in the middle (the text after the gap; tritium.engine.fim)
 
     @property
     def n(self) -> int:
@@ -275,8 +277,17 @@ def parse_completion(body: dict) -> GenerationRequest:
     prompt_k, params = _prompt_logprobs(body, stream, params, logprobs if echo else None)
     if not stream:  # each prompt is scored by its first choice, the others given its scores (OpenAIServer)
         params = _first_scores(params)
+    suffix = body.get("suffix")
+    if suffix is not None:
+        if not isinstance(suffix, str):
+            raise invalid(f"suffix must be a string, got {_show(suffix)}", "suffix")
+        if suffix and echo:
+            raise invalid("suffix cannot be combined with echo (the prompt of a fill-in-the-middle request is not "
+                          "the text before the answer alone)", "suffix")
+        if suffix and not all(isinstance(p, str) for p in prompts):
+            raise invalid("suffix needs text prompts (the text before the gap), got token ids", "suffix")
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
-                             echo=echo, prompt_logprobs=prompt_k, guided_field=guided_field)
+                             echo=echo, prompt_logprobs=prompt_k, guided_field=guided_field, suffix=suffix or None)
 
 
 def _guided(body: dict, params: list[SamplingParams]) -> tuple[list[SamplingParams], str | None]:
