@@ -7,8 +7,8 @@ does not implement (audio, best_of > n, ...) are refused by name instead of bein
 refused too. Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`), both endpoints
 ``prediction`` (predicted outputs: drafts for speculative decoding). Chat takes function ``tools``
 (``tool_choice`` "auto", "none", "required" or a named function, the last two forced through JSON mode:
-:mod:`tritium.engine.tools`) and ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`) or ``json_schema`` (structured outputs:
-:mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
+:mod:`tritium.engine.tools`) and ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`)
+or ``json_schema`` (structured outputs: :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
 ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
 ``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
