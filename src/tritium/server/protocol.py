@@ -2,13 +2,13 @@
 
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
-:class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server
-does not implement (audio, best_of > n, ...) are refused by name instead of being ignored; unknown fields are
-refused too. Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`), both endpoints
-``prediction`` (predicted outputs: drafts for speculative decoding). Chat takes function ``tools``
-(``tool_choice`` "auto", "none", "required" or a named function, the last two forced through JSON mode:
-:mod:`tritium.engine.tools`) and ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`)
-or ``json_schema`` (structured outputs: :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
+:class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server does not
+implement (audio, best_of > n, ...) are refused by name instead of being ignored; unknown fields are refused too.
+Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`), both endpoints ``prediction``
+(predicted outputs: drafts for speculative decoding). Chat takes function ``tools`` (``tool_choice`` "auto", "none",
+"required" or a named function, the last two forced through JSON mode: :mod:`tritium.engine.tools`) and
+``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`) or ``json_schema`` (structured
+outputs: :mod:`tritium.engine.json_schema`). Extensions in the style of vLLM: ``top_k``, ``min_p``,
 ``repetition_penalty``, ``stop_token_ids``, ``min_tokens``, ``ignore_eos``, ``skip_special_tokens``, and
 ``stream_options.continuous_usage_stats`` (usage in every chunk).
 Completions take ``echo`` (the prompt before the answer; with ``logprobs``, the prompt tokens' log-probabilities
