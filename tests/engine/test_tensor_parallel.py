@@ -182,9 +182,11 @@ def test_scheduling_features_under_tp(tiny_models, no_leaks, two_ranks):
         expected = _tokens(llm, prompts, params)
         assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
         want = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
+        embedded = llm.embed(prompts[:3], pooling="mean")  # rank 0's hidden states, pooled over chunks
     with LLM(path, tensor_parallel_size=2, comm="torch", **kw) as llm:
         assert _tokens(llm, prompts, params) == expected
         assert llm.stats["preemptions"] > 0 and llm.stats["prefix_cache_hit_tokens"] > 0
+        torch.testing.assert_close(llm.embed(prompts[:3], pooling="mean"), embedded, rtol=1e-4, atol=1e-4)
         got = [o.prompt_logprobs for o in llm.generate(prompts[:1] + PROMPTS[1:2], scored)]
         for g, w in zip(got, want):
             assert g[0] is None and len(g) == len(w)

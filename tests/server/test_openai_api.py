@@ -147,6 +147,27 @@ def test_chat_template_kwargs(client, llm):
     assert r.usage.prompt_tokens == len(off.prompt_token_ids)
 
 
+def test_embeddings_equal_offline(server, client, llm):
+    """POST /v1/embeddings through the openai client (which asks for base64) and as plain JSON floats: the
+    offline LLM.embed vectors (the last token's final hidden state, normalized), dimensions cut before
+    normalizing, token-id inputs, usage; an input may fill the whole context."""
+    inputs = PROMPTS[:3]
+    want = llm.embed(inputs)
+    r = client.embeddings.create(model="tiny", input=inputs)
+    got = torch.tensor([d.embedding for d in r.data])
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert [d.index for d in r.data] == [0, 1, 2] and r.model == "tiny"
+    assert r.usage.prompt_tokens == r.usage.total_tokens == sum(len(llm.tokenizer.encode(p)) for p in inputs)
+    status, body = server.request("POST", "/v1/embeddings", {"input": [llm.tokenizer.encode(inputs[0])],
+                                                            "encoding_format": "float", "dimensions": 8},
+                                  headers={"Authorization": f"Bearer {KEY}"})
+    assert status == 200 and body["object"] == "list" and body["data"][0]["object"] == "embedding"
+    torch.testing.assert_close(torch.tensor(body["data"][0]["embedding"]), llm.embed(inputs[0], dimensions=8)[0],
+                               rtol=1e-5, atol=1e-5)
+    full = client.embeddings.create(model="tiny", input=[[5] * MAX_LEN])
+    assert len(full.data[0].embedding) == llm.engine.model_config.hidden_size
+
+
 def test_completions_fill_in_the_middle(tmp_path):
     """OpenAI's suffix on a model with fill-in-the-middle tokens: the answer is what LLM.generate(..., suffix=...)
     gives (the format's prompt, its end tokens as stops), streamed or not, for every prompt of a list; an empty
@@ -607,7 +628,7 @@ BAD = [
     ("too-long-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w3 " * MAX_LEN}]}, 400,
      "context_length_exceeded", "messages"),
     ("unknown-model", "/v1/completions", {"model": "gpt-4", "prompt": "w1"}, 404, "model_not_found", "model"),
-    ("unknown-path", "/v1/embeddings", {"input": "w1"}, 404, "not_found", None),
+    ("unknown-path", "/v1/audio/speech", {"input": "w1"}, 404, "not_found", None),
     ("queue-full", "/v1/completions", {"prompt": "w1", "n": 64}, 503, "server_overloaded", None),
     ("continue-and-generation-prompt", "/v1/chat/completions", {
         "messages": [{"role": "user", "content": "w1"}, {"role": "assistant", "content": "w2"}],
@@ -623,6 +644,15 @@ BAD = [
     ("tokenize-field", "/tokenize", {"prompt": "w1", "temperature": 1}, 400, "unknown_parameter", "temperature"),
     ("tokenize-messages", "/tokenize", {"messages": [{"role": "robot", "content": "w1"}]}, 400, None, "messages"),
     ("detokenize", "/detokenize", {"tokens": [1, 99999]}, 400, None, "tokens"),
+    ("embeddings-input", "/v1/embeddings", {"input": []}, 400, None, "input"),
+    ("embeddings-input-empty", "/v1/embeddings", {"input": ["w1", ""]}, 400, None, "input"),
+    ("embeddings-format", "/v1/embeddings", {"input": "w1", "encoding_format": "int8"}, 400, None, "encoding_format"),
+    ("embeddings-dimensions", "/v1/embeddings", {"input": "w1", "dimensions": 0}, 400, None, "dimensions"),
+    ("embeddings-dimensions-large", "/v1/embeddings", {"input": "w1", "dimensions": 4096}, 400, None, "dimensions"),
+    ("embeddings-field", "/v1/embeddings", {"input": "w1", "temperature": 0}, 400, "unknown_parameter",
+     "temperature"),
+    ("embeddings-long", "/v1/embeddings", {"input": [[5] * (MAX_LEN + 1)]}, 400, "context_length_exceeded", "input"),
+    ("embeddings-vocab", "/v1/embeddings", {"input": [[5, 99999]]}, 400, None, "input"),
     ("suffix-type", "/v1/completions", {"prompt": "w1", "suffix": 5}, 400, None, "suffix"),
     ("suffix-echo", "/v1/completions", {"prompt": "w1", "suffix": "w2", "echo": True}, 400, None, "suffix"),
     ("suffix-ids", "/v1/completions", {"prompt": [4, 5], "suffix": "w2"}, 400, None, "suffix"),

@@ -168,8 +168,9 @@ class BlockManager:
 
     def prefix(self, seq) -> tuple[list[int], list[int]]:
         """``allocate_prefix`` for ``seq`` (a cached page counts only on the rank the page belongs on); none
-        while ``seq`` still needs its prompt's log-probabilities (its cached tokens would skip the LM head)."""
-        if seq.scores_prompt:
+        while ``seq`` still needs its prompt's log-probabilities (its cached tokens would skip the LM head), or
+        for an embedding request that averages over its prompt (``pooling`` "mean")."""
+        if seq.scores_prompt or seq.params.pooling == "mean":
             return [], []
         return self.allocate_prefix(seq.token_ids, self.share(seq))
 

@@ -19,6 +19,7 @@ import torch
 from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.fim import encode_fim
 from tritium.engine.llm_engine import LLMEngine
+from tritium.engine.pooling import finish, model_pooling
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
@@ -110,6 +111,23 @@ class LLM:
                                continue_final_message) for i, c in enumerate(conversations)]
         return self.generate(prompts, sampling_params)
 
+    def embed(self, prompts: str | list[int] | Seq[str | list[int]], *, pooling: str | None = None,
+              normalize: bool | None = None, dimensions: int | None = None) -> torch.Tensor:
+        """Embeddings [N, hidden (or ``dimensions``)] fp32 on the CPU of ``prompts`` (strings or token ids; one or
+        a list), batched with whatever else the engine runs: each prompt's final-normed hidden states pooled
+        (:mod:`tritium.engine.pooling`). ``pooling`` ("last" | "mean") and ``normalize`` default to what the model's
+        sentence-transformers files say (none: the last token, normalized); ``dimensions`` keeps the first
+        components (Matryoshka models), before normalizing. A prompt may fill the whole context."""
+        if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
+            return self.engine.follow()
+        mode, norm = model_pooling(self.engine.model_path)
+        params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
+        one = isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int))
+        outs = self.generate([prompts] if one else list(prompts), params)
+        if not outs:
+            raise ValueError("prompts is empty: give one prompt or a list of them")
+        return finish(torch.stack([o.embedding for o in outs]), norm if normalize is None else normalize, dimensions)
+
     def generate_stream(self, prompt: str | list[int], sampling_params: SamplingParams | None = None, *,
                         on_prefill=None) -> Iterator[str]:
         """Generate a continuation of one prompt, yielding text deltas as the engine produces them (they
@@ -195,8 +213,9 @@ class LLM:
             if not isinstance(p, SamplingParams):
                 raise ValueError(f"sampling_params must be SamplingParams, got {type(p).__name__}")
             p.validate()
-        if suffix is None:
-            encoded = [self.engine.encode(p, f"prompts[{i}]") for i, p in enumerate(prompts)]
+        if suffix is None:  # an embedding's prompt may fill the context
+            encoded = [self.engine.encode(p, f"prompts[{i}]", q.pooling is None)
+                       for i, (p, q) in enumerate(zip(prompts, params))]
         else:
             suffixes = [suffix] * len(prompts) if isinstance(suffix, str) else list(suffix)
             if len(suffixes) != len(prompts):

@@ -509,9 +509,10 @@ class LLMEngine:
     def max_model_len(self) -> int:
         return self.config.max_model_len
 
-    def encode(self, prompt: str | list[int], what: str = "prompt") -> list[int]:
-        """Token ids of ``prompt`` (a string, or token ids checked against the vocabulary and the context);
-        ValueError naming ``what`` otherwise."""
+    def encode(self, prompt: str | list[int], what: str = "prompt", generates: bool = True) -> list[int]:
+        """Token ids of ``prompt`` (a string, or token ids checked against the vocabulary and the context, which
+        must leave room for a token unless ``generates`` is False: an embedding's); ValueError naming ``what``
+        otherwise."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise ValueError(f"{what} is a string but this engine has no tokenizer; pass token ids")
@@ -526,9 +527,9 @@ class LLMEngine:
         bad = [t for t in ids if not 0 <= t < vocab]
         if bad:
             raise ValueError(f"{what} has token id {bad[0]} outside the vocabulary [0, {vocab})")
-        if len(ids) >= self.max_model_len:
+        if len(ids) > self.max_model_len - generates:
             raise ValueError(f"{what} has {len(ids)} tokens; the context holds {self.max_model_len} "
-                             f"(max_model_len), leaving no room to generate")
+                             f"(max_model_len)" + (", leaving no room to generate" if generates else ""))
         return ids
 
     def _prediction(self, prediction: str | list[int] | None, request_id: str) -> list[int] | None:
@@ -566,7 +567,7 @@ class LLMEngine:
         if params.response_format is not None and self.tokenizer is None:
             raise ValueError(f"response_format {params.response_format!r} of request {request_id!r} needs the "
                              "model's tokenizer (this engine has none)")
-        ids = self.encode(prompt, f"prompt of request {request_id!r}")
+        ids = self.encode(prompt, f"prompt of request {request_id!r}", params.pooling is None)
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
@@ -684,7 +685,7 @@ class LLMEngine:
         return list(self._outputs.values())
 
     def _single_step(self, batch: ScheduledBatch) -> None:
-        logits, scores = self.runner.run(batch)
+        logits, scores, pooled = self.runner.run(batch)
         self.num_steps += 1
         if self.parallel is not None:
             self.parallel.settle()  # bounded wait for the step (the other ranks' collectives in it)
@@ -693,6 +694,9 @@ class LLMEngine:
         if any(seq.draft for seq in batch.seqs):
             logits, batch = self._verify(batch, logits)
         done = self.scheduler.update(batch)
+        if pooled is not None:
+            self._pool(batch, pooled)
+            done = [seq for seq in done if seq.params.pooling is None]
         if done:
             params = [s.params for s in done]
             histories = [s.output_ids for s in done] if any(p.penalized for p in params) else None
@@ -708,6 +712,24 @@ class LLMEngine:
                     seq.logprobs.append(lp)
                 self._accept(seq, token)
                 self._report(seq, [token], None if lp is None else [lp])
+
+    def _pool(self, batch: ScheduledBatch, pooled: torch.Tensor) -> None:
+        """Embedding requests: add this step's pooled rows (the runner's, one per such sequence in batch order)
+        to each, and end those whose prompt is now computed with their embedding (the mean: the sum over the
+        prompt's tokens divided by their count)."""
+        i = 0
+        for seq in batch.seqs:
+            if seq.params.pooling is None:
+                continue
+            seq.pool_sum = pooled[i] if seq.pool_sum is None else seq.pool_sum + pooled[i]
+            i += 1
+            if seq.num_computed == seq.num_tokens:
+                vector = seq.pool_sum / seq.prompt_len if seq.params.pooling == "mean" else seq.pool_sum
+                seq.pool_sum = None
+                self.scheduler.finish(seq, "stop")
+                del self._requests[seq.request_id]
+                self._report(seq, [])
+                self._outputs[seq.request_id].embedding = vector.cpu()
 
     def _verify(self, batch: ScheduledBatch, logits: torch.Tensor) -> tuple[torch.Tensor, ScheduledBatch]:
         """Speculative decoding: accept each draft's tokens while they equal the model's argmax at the position

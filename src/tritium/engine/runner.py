@@ -122,6 +122,12 @@ class StepPlan:
     prompt_targets: list[int] = dataclasses.field(default_factory=list)
     prompt_top: int = 0
     prompt_spans: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
+    # embedding requests (SamplingParams.pooling): the rows each pools ("last": its last prompt token's at the
+    # step that computes it; "mean": every row of its chunk), the index among this step's pooling sequences
+    # of each row's, and how many pool
+    pool_rows: list[int] = dataclasses.field(default_factory=list)
+    pool_index: list[int] = dataclasses.field(default_factory=list)
+    pool_count: int = 0
 
 
 @dataclasses.dataclass(eq=False)
@@ -216,6 +222,7 @@ class ModelRunner:
         ids, pos, slots, q_lens, seq_lens, logit_rows, wslots = [], [], [], [], [], [], []
         windowed = self.num_window_blocks > 0
         prompt_rows, prompt_targets, prompt_spans, prompt_top = [], [], [], 0
+        pool_rows, pool_index, pool_count = [], [], 0
         for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_new)):
             start = seq.num_computed
             if seq.scores_prompt:  # token t's log-probability is at position t - 1's row
@@ -234,17 +241,25 @@ class ModelRunner:
                 wslots += [seq.window_table[p // bs] * bs + p % bs for p in positions]
             q_lens.append(n)
             seq_lens.append(start + n)
-            if seq.draft:
+            if seq.params.pooling is not None:  # an embedding: pooled rows, no logits
+                rows = range(len(ids) - n, len(ids)) if seq.params.pooling == "mean" else (
+                    [len(ids) - 1] if start + n == seq.num_tokens else [])
+                pool_rows += rows
+                pool_index += [pool_count] * len(rows)
+                pool_count += 1
+            elif seq.draft:
                 logit_rows += range(len(ids) - n, len(ids))
             elif start + n == seq.num_tokens:
                 logit_rows.append(len(ids) - 1)
         plan = StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
                         np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),
-                        batch.is_decode, window_slots=np.array(wslots, dtype=np.int64) if windowed else None,
+                        batch.is_decode and not pool_count,
+                        window_slots=np.array(wslots, dtype=np.int64) if windowed else None,
                         window_table=self._table(batch, window=True) if windowed else None,
                         prompt_rows=prompt_rows, prompt_targets=prompt_targets,
-                        prompt_top=prompt_top, prompt_spans=prompt_spans)
-        if any(seq.draft for seq in batch.seqs) and self.cp_world == 1 and \
+                        prompt_top=prompt_top, prompt_spans=prompt_spans, pool_rows=pool_rows, pool_index=pool_index,
+                        pool_count=pool_count)
+        if any(seq.draft for seq in batch.seqs) and self.cp_world == 1 and not pool_count and \
                 all(seq.num_computed + 1 == seq.num_tokens for seq in batch.seqs):
             return self._rows_per_token(plan)
         return plan
@@ -331,13 +346,15 @@ class ModelRunner:
         return out
 
     # -- execution -----------------------------------------------------------------------------------------
-    def run(self, batch: ScheduledBatch) -> tuple[torch.Tensor, PromptScores | None]:
+    def run(self, batch: ScheduledBatch) -> tuple[torch.Tensor, PromptScores | None, torch.Tensor | None]:
         """Logits [S', vocab] fp32 of the sequences of ``batch`` that finished their tokens, in order (a
-        sequence with a draft: one row per token it computed), and the log-probabilities of the prompt tokens
-        this step scores (None: none)."""
+        sequence with a draft: one row per token it computed; embedding requests have none), the
+        log-probabilities of the prompt tokens this step scores (None: none), and the embedding requests' pooled
+        rows [P, hidden] fp32, one per such sequence in order ("last": its last prompt token's row where this step
+        computes it, else zeros; "mean": the sum of its rows here), None without any."""
         return self._share(self.plan_step(batch), self._step)
 
-    def _step(self, plan: StepPlan) -> tuple[torch.Tensor, PromptScores | None]:
+    def _step(self, plan: StepPlan) -> tuple[torch.Tensor, PromptScores | None, torch.Tensor | None]:
         if self.cp_world > 1:
             plan = self.localize(plan)
         S = len(plan.q_lens)
@@ -346,7 +363,7 @@ class ModelRunner:
             entry = self.graphs[bucket]
             self._stage(entry.bufs, plan.table, plan, window_table=plan.window_table)
             entry.graph.replay()
-            return entry.bufs.logits[:S], None
+            return entry.bufs.logits[:S], None, None
         dev = self.device
         cu = np.zeros(S + 1, dtype=np.int32)
         np.cumsum(plan.q_lens, out=cu[1:])
@@ -368,11 +385,17 @@ class ModelRunner:
             meta.window = dataclasses.replace(meta, slot_mapping=up(plan.window_slots), block_table=up(wtable))
         hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
         scores = self._score_prompt(hidden, plan, up) if plan.prompt_rows else None
+        pooled = None
+        if plan.pool_count:
+            pooled = hidden.new_zeros(plan.pool_count, hidden.shape[-1], dtype=torch.float32)
+            if plan.pool_rows:
+                pooled.index_add_(0, up(np.array(plan.pool_index, dtype=np.int64)),
+                                  hidden[up(np.array(plan.pool_rows, dtype=np.int64))].float())
         if not plan.logit_rows:
-            return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32), scores
+            return hidden.new_empty(0, self.model.config.vocab_size, dtype=torch.float32), scores, pooled
         # NOTE: built on the host and copied without blocking: torch.tensor(..., device=cuda) would wait
         # for the whole forward pass before the LM head could even be queued.
-        return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))]), scores
+        return self.model.compute_logits(hidden[up(np.array(plan.logit_rows, dtype=np.int64))]), scores, pooled
 
     def _score_prompt(self, hidden: torch.Tensor, plan: StepPlan, up) -> PromptScores:
         """The LM head over ``plan.prompt_rows`` in chunks of :data:`PROMPT_LOGITS_CHUNK` rows (the full

@@ -13,6 +13,7 @@ from tritium.engine.json_schema import compile_schema
 MAX_LOGPROBS = 20
 MAX_REPETITION_PENALTY = 10.0
 RESPONSE_FORMATS = (None, "json_object", "json_schema", "choice", "regex")
+POOLINGS = (None, "last", "mean")
 
 
 @dataclasses.dataclass
@@ -64,6 +65,10 @@ class SamplingParams:
       (``num_speculative_tokens``), a request that may get drafts (:attr:`draftable`) takes them from it first
       (:class:`~tritium.engine.speculative.NgramIndex`); it never changes the answer, only how many tokens a
       step yields. Otherwise it is ignored.
+    - ``pooling`` (an embedding request): "last" or "mean"; no token is generated, and the request ends once its
+      prompt is computed with ``RequestOutput.embedding``, the final-normed hidden state of its last prompt token
+      ("last": decoder embedding models such as Qwen3-Embedding) or the mean over its prompt tokens ("mean": the
+      prompt is then computed in full, no prefix-cache hit). The other fields do not apply.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -94,6 +99,7 @@ class SamplingParams:
     reasoning_after: bool = False
     reasoning_open: bool = False
     prediction: str | list[int] | None = None
+    pooling: str | None = None
 
     def __post_init__(self):
         if isinstance(self.stop, str):
@@ -159,6 +165,11 @@ class SamplingParams:
                 or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
             raise ValueError(f"prediction must be a string or a list of token ids (ints >= 0), got "
                              f"{self.prediction!r:.80}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLINGS))}, got {self.pooling!r}")
+        if self.pooling is not None and (self.response_format is not None or self.logprobs is not None
+                                         or self.prompt_logprobs is not None):
+            raise ValueError("pooling (an embedding request) takes no response_format, logprobs or prompt_logprobs")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.include_stop_str_in_output, bool):
@@ -197,7 +208,7 @@ class SamplingParams:
         its position alone (temperature, top-k, top-p and min-p; no penalties, bias, min_tokens, logprobs or
         response format)."""
         return (not self.penalized and self.logprobs is None and not self.min_tokens and not self.logit_bias
-                and self.response_format is None)
+                and self.response_format is None and self.pooling is None)
 
 
 @dataclasses.dataclass

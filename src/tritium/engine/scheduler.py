@@ -244,6 +244,7 @@ class Scheduler:
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
         self._release(seq)
+        seq.pool_sum = None  # an embedding request computes its prompt again, and pools it again
         seq.status = Status.WAITING
         seq.num_preemptions += 1
         self.num_preemptions += 1

@@ -69,6 +69,8 @@ class Sequence:
     draft_predicted: bool = False
     prediction_accepted: int = 0
     prediction_rejected: int = 0
+    # an embedding request (params.pooling): the pooled hidden state so far ("mean": the sum of its rows), fp32
+    pool_sum: torch.Tensor | None = None
 
     @property
     def scores_prompt(self) -> bool:
@@ -103,6 +105,7 @@ class RequestOutput:
     is computed. ``num_cached_tokens``: the prompt tokens whose K/V the prefix cache held when the request was
     first scheduled (not computed again). ``accepted_prediction_tokens`` / ``rejected_prediction_tokens``: the
     draft tokens taken from ``SamplingParams.prediction`` that verification accepted / rejected so far.
+    ``embedding``: an embedding request's pooled hidden state (``SamplingParams.pooling``; no tokens).
     """
 
     request_id: str
@@ -123,3 +126,4 @@ class RequestOutput:
     # completion_tokens_details)
     accepted_prediction_tokens: int = 0
     rejected_prediction_tokens: int = 0
+    embedding: torch.Tensor | None = None  # an embedding request's (SamplingParams.pooling): [hidden] fp32, on the CPU

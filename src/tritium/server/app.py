@@ -3,7 +3,8 @@
     app = build_app(AsyncLLMEngine(LLMEngine(path)), model_name="my-model", api_key=None)
 
 Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
-(JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``GET /health`` (200 while
+(JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``POST /v1/embeddings`` (the
+inputs' pooled hidden states: :mod:`tritium.engine.pooling`), ``GET /health`` (200 while
 the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
 or messages as a chat request renders them), ``POST /detokenize`` and ``GET /tokenizer_info``. With an API
 key, ``/v1/*``, ``/tokenize``, ``/detokenize`` and ``/tokenizer_info`` need ``Authorization: Bearer <key>``.
@@ -18,6 +19,7 @@ disconnects has its requests aborted (their KV pages are freed before the engine
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import hmac
@@ -26,17 +28,21 @@ import logging
 import time
 import uuid
 
-from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput
+import torch
+
+from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput, SamplingParams
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.fim import encode_fim
+from tritium.engine.pooling import finish, model_pooling
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
 from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, detect_parser,
                                   parse_tool_calls)
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
-from tritium.server.protocol import GenerationRequest, LogprobFormatter, parse_chat, parse_completion, usage
+from tritium.server.protocol import (GenerationRequest, LogprobFormatter, parse_chat, parse_completion, parse_embedding,
+                                     usage)
 
 try:  # the optional extra tritium[serve]
     import fastapi
@@ -119,6 +125,10 @@ class OpenAIServer:
         self.metrics = Metrics(engine, model_name)
         self.logprobs = LogprobFormatter(self.tokenizer)
         self.created = int(time.time())
+        try:  # /v1/embeddings: how the model pools (its sentence-transformers files; none: the last token)
+            self.pooling, self.pooling_error = model_pooling(engine.engine.model_path), None
+        except (ValueError, OSError) as e:
+            self.pooling, self.pooling_error = None, str(e)
 
     # -- routes --------------------------------------------------------------------------------------------
     def model_card(self) -> dict:
@@ -204,6 +214,43 @@ class OpenAIServer:
             raise invalid(f"tokens must be a list of token ids in [0, {self.vocab_size})", "tokens")
         return JSONResponse({"prompt": self.tokenizer.decode(tokens)})
 
+    async def embeddings(self, request: "fastapi.Request"):
+        """``POST /v1/embeddings``: each input's final hidden states pooled as the model says
+        (:mod:`tritium.engine.pooling`), batched with the generation requests running."""
+        arrival = time.perf_counter()
+        body = await self._json(request)
+        req = parse_embedding(body)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        if self.pooling_error is not None:
+            raise invalid(self.pooling_error, None, "unsupported_parameter")
+        mode, normalize = self.pooling
+        hidden = self.engine.engine.model_config.hidden_size
+        if req.dimensions is not None and req.dimensions > hidden:
+            raise invalid(f"dimensions must be <= {hidden} (this model's embedding size), got {req.dimensions}",
+                          "dimensions")
+        prompts = [self._encode(x, "embedding", i, len(req.inputs), None) for i, x in enumerate(req.inputs)]
+        prefix = "embd-" + uuid.uuid4().hex
+        params = SamplingParams(max_tokens=1, pooling=mode)
+        stream = self._submit([(f"{prefix}-{i}", ids, params) for i, ids in enumerate(prompts)])
+        prompt_tokens = sum(map(len, prompts))
+        tracker = self.metrics.tracker(prompt_tokens, arrival)
+        vectors: dict[str, torch.Tensor] = {}
+
+        def take(out: RequestOutput) -> None:
+            if out.embedding is not None:
+                vectors[out.request_id] = out.embedding
+
+        if not await self._gather(request, stream, tracker, take):
+            return Response(status_code=499)  # nobody reads it
+        out = finish(torch.stack([vectors[f"{prefix}-{i}"] for i in range(len(prompts))]), normalize, req.dimensions)
+        data = []
+        for i, v in enumerate(out):
+            value = base64.b64encode(v.numpy().astype("<f4").tobytes()).decode() if req.base64 else v.tolist()
+            data.append({"object": "embedding", "index": i, "embedding": value})
+        return JSONResponse({"object": "list", "data": data, "model": self.model_name,
+                             "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}})
+
     async def completions(self, request: "fastapi.Request"):
         return await self._generate(request, "completion")
 
@@ -264,14 +311,7 @@ class OpenAIServer:
                     if params.response_format is not None:  # JSON mode (or a forced call) after the reasoning
                         params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
                 subs.append((rid, ids, params))
-        try:
-            stream = self.engine.submit(subs)
-        except QueueFullError as e:
-            self.metrics.reject("queue_full")
-            raise APIError(503, str(e), type="server_error", code="server_overloaded") from None
-        except EngineStoppedError as e:
-            self.metrics.reject("engine_stopped")
-            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        stream = self._submit(subs)
         tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
         prompt_tokens = sum(map(len, prompts))
         if req.stream:
@@ -309,29 +349,8 @@ class OpenAIServer:
 
     async def _respond(self, request, req, kind, prefix, stream: RequestStream, choices, tracker: RequestTracker,
                        prompt_tokens: int):
-        async def collect():
-            async for out in stream:
-                tracker.observe(out)
-                self._advance(req, choices, out)
-
-        task = asyncio.ensure_future(collect())
-        gone = asyncio.ensure_future(_disconnected(request))
-        try:
-            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            left = not task.done()
-            if left:  # the client left (or we are cancelled): abort, free the pages
-                task.cancel()
-                self._client_left(stream)
-        if left:
+        if not await self._gather(request, stream, tracker, lambda out: self._advance(req, choices, out)):
             return Response(status_code=499)  # nobody reads it
-        try:
-            task.result()
-        except EngineStoppedError as e:
-            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
-        except ValueError as e:  # refused by the engine itself
-            raise invalid(str(e), None) from None
         body = self._header(prefix, kind, chunk=False)
         ordered = sorted(choices.values(), key=lambda c: c.index)
         for c in ordered:  # the first choice of each prompt scored it (parse_completion): the others share that
@@ -496,6 +515,46 @@ class OpenAIServer:
             index += 1
         return deltas
 
+    def _submit(self, subs: list) -> RequestStream:
+        """Queue ``(request id, prompt ids, params)`` requests together; 503 when the queue is full or the engine
+        stopped."""
+        try:
+            return self.engine.submit(subs)
+        except QueueFullError as e:
+            self.metrics.reject("queue_full")
+            raise APIError(503, str(e), type="server_error", code="server_overloaded") from None
+        except EngineStoppedError as e:
+            self.metrics.reject("engine_stopped")
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+
+    async def _gather(self, request, stream: RequestStream, tracker: RequestTracker, take) -> bool:
+        """Pass every output of ``stream`` to ``take`` until its requests end; False if the client left first
+        (they are aborted, their pages freed). 503 if the engine stopped, 400 for what the engine refused."""
+        async def collect():
+            async for out in stream:
+                tracker.observe(out)
+                take(out)
+
+        task = asyncio.ensure_future(collect())
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            left = not task.done()
+            if left:  # the client left (or we are cancelled): abort, free the pages
+                task.cancel()
+                self._client_left(stream)
+        if left:
+            return False
+        try:
+            task.result()
+        except EngineStoppedError as e:
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        except ValueError as e:  # refused by the engine itself
+            raise invalid(str(e), None) from None
+        return True
+
     def _client_left(self, stream: RequestStream) -> None:
         """Once per response that ends: abort what is unfinished; count it if the client had left early."""
         stream.abort()
@@ -553,13 +612,13 @@ class OpenAIServer:
 
     def _encode(self, prompt, kind: str, i: int, count: int, req: GenerationRequest,
                 template_kwargs: dict | None = None) -> list[int]:
-        param = "messages" if kind == "chat" else "prompt"
+        param = {"chat": "messages", "embedding": "input"}.get(kind, "prompt")
         where = param if count == 1 else f"{param}[{i}]"
         try:
             if kind == "chat":
                 ids = encode_chat(self.tokenizer, prompt, "messages", template_kwargs, req.add_generation_prompt,
                                   req.continue_final_message)
-            elif req.suffix is not None:  # fill in the middle: the prompt is the text before the gap
+            elif req is not None and req.suffix is not None:  # fill in the middle: the text before the gap
                 try:
                     ids, stops = encode_fim(self.tokenizer, prompt, req.suffix)
                 except ValueError as e:
@@ -579,10 +638,10 @@ class OpenAIServer:
         bad = next((t for t in ids if not 0 <= t < self.vocab_size), None)
         if bad is not None:
             raise invalid(f"{where} has token id {bad} outside the vocabulary [0, {self.vocab_size})", param)
-        if len(ids) >= self.max_model_len:
+        if len(ids) > self.max_model_len - (kind != "embedding"):  # an embedding's input may fill the context
             raise invalid(f"This model's maximum context length is {self.max_model_len} tokens. However, your "
-                          f"{where} has {len(ids)} tokens, leaving no room to generate.", param,
-                          "context_length_exceeded")
+                          f"{where} has {len(ids)} tokens" + (", leaving no room to generate." if kind != "embedding"
+                                                              else "."), param, "context_length_exceeded")
         return ids
 
 
@@ -658,6 +717,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/v1/models", server.models, methods=["GET"])
     app.add_api_route("/v1/models/{model:path}", server.model, methods=["GET"])
     app.add_api_route("/v1/completions", server.completions, methods=["POST"])
+    app.add_api_route("/v1/embeddings", server.embeddings, methods=["POST"])
     app.add_api_route("/tokenize", server.tokenize, methods=["POST"])
     app.add_api_route("/detokenize", server.detokenize, methods=["POST"])
     app.add_api_route("/tokenizer_info", server.tokenizer_info, methods=["GET"])

@@ -252,21 +252,27 @@ def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: b
 
 
 # -- requests ------------------------------------------------------------------------------------------------
+def _texts_or_ids(body: dict, name: str) -> list:
+    """Field ``name`` as a list of prompts: a string, token ids, or a non-empty list of either, none empty."""
+    value = body.get(name)
+    if isinstance(value, str) or (isinstance(value, list) and value and _is_ids(value)):
+        items = [value]
+    elif isinstance(value, list) and value and all(isinstance(x, str) or (isinstance(x, list) and _is_ids(x))
+                                                  for x in value):
+        items = list(value)
+    else:
+        raise invalid(f"{name} must be a string, a list of token ids, or a non-empty list of either, got "
+                      f"{_show(value)}", name)
+    for i, x in enumerate(items):
+        if not x:
+            raise invalid(f"{name} is empty" if len(items) == 1 else f"{name}[{i}] is empty", name)
+    return items
+
+
 def parse_completion(body: dict) -> GenerationRequest:
     """``POST /v1/completions``: ``prompt`` is a string, a list of strings, token ids or a list of those."""
     _check_fields(body, _COMPLETION, "/v1/completions")
-    prompt = body.get("prompt")
-    if isinstance(prompt, str) or (isinstance(prompt, list) and prompt and _is_ids(prompt)):
-        prompts = [prompt]
-    elif isinstance(prompt, list) and prompt and all(isinstance(p, str) or (isinstance(p, list) and _is_ids(p))
-                                                     for p in prompt):
-        prompts = list(prompt)
-    else:
-        raise invalid(f"prompt must be a string, a list of token ids, or a non-empty list of either, got "
-                      f"{_show(prompt)}", "prompt")
-    for i, p in enumerate(prompts):
-        if not p:
-            raise invalid("prompt is empty" if len(prompts) == 1 else f"prompt[{i}] is empty", "prompt")
+    prompts = _texts_or_ids(body, "prompt")
     logprobs = _int(body, "logprobs", 0, MAX_LOGPROBS, default=None)
     stream = _bool(body, "stream")
     include, continuous = _stream_options(body, stream)
@@ -469,6 +475,31 @@ def _tools(body: dict) -> tuple[list[dict] | None, str, str | None]:
 
 def _is_ids(value: list) -> bool:
     return all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+
+
+MAX_EMBEDDING_INPUTS = 2048  # OpenAI's bound on one request's inputs
+
+
+@dataclasses.dataclass
+class EmbeddingRequest:
+    """A checked ``POST /v1/embeddings``: the inputs (text or token ids), ``base64`` (float32 little-endian bytes,
+    base64-encoded, instead of lists of floats) and ``dimensions`` (the first components; None: all)."""
+
+    inputs: list  # str | list[int]
+    base64: bool = False
+    dimensions: int | None = None
+
+
+def parse_embedding(body: dict) -> EmbeddingRequest:
+    """``POST /v1/embeddings``: ``input`` is a string, a list of strings, token ids or a list of those."""
+    _check_fields(body, {"model", "input", "encoding_format", "dimensions", "user"}, "/v1/embeddings")
+    inputs = _texts_or_ids(body, "input")
+    if len(inputs) > MAX_EMBEDDING_INPUTS:
+        raise invalid(f"input holds {len(inputs)} items; a request takes at most {MAX_EMBEDDING_INPUTS}", "input")
+    fmt = body.get("encoding_format")
+    if fmt not in (None, "float", "base64"):
+        raise invalid(f"encoding_format must be 'float' or 'base64', got {_show(fmt)}", "encoding_format")
+    return EmbeddingRequest(inputs, fmt == "base64", _int(body, "dimensions", 1, 2**31 - 1, default=None))
 
 
 # -- responses -----------------------------------------------------------------------------------------------

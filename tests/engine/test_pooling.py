@@ -1,0 +1,157 @@
+"""Embeddings (SamplingParams.pooling, LLM.embed): the last token's and the mean final hidden state against
+transformers', through chunked prefill, preemption, the prefix cache and a batch shared with generation; how a model
+says it pools (sentence-transformers files); normalizing, dimensions and errors."""
+
+import json
+
+import pytest
+import torch
+
+from tritium import LLM, LLMEngine, SamplingParams
+from tritium.engine.pooling import DEFAULT, finish, model_pooling
+from tritium.engine.scheduler import Scheduler
+
+from .conftest import PROMPTS
+
+
+def _hidden(hf, ids: list[int]) -> torch.Tensor:
+    with torch.no_grad():
+        return hf.model(torch.tensor([ids])).last_hidden_state[0].float()
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_models):
+    return tiny_models["llama"]
+
+
+@pytest.mark.parametrize("chunk", [64, 5])
+def test_embeddings_equal_transformers(llama, chunk):
+    """Last-token and mean pooling equal transformers' final hidden states (prompts of 1 to 19 tokens, prefilled
+    whole or in chunks of 5); normalized by default, ``dimensions`` cut before normalizing."""
+    path, hf = llama
+    llm = LLM(path, dtype=torch.float32, max_model_len=64, max_num_batched_tokens=chunk)
+    prompts = PROMPTS[:3] + ["w5"]
+    last = llm.embed(prompts, normalize=False)
+    mean = llm.embed(prompts, pooling="mean", normalize=False)
+    assert last.shape == (4, hf.config.hidden_size) and last.dtype == torch.float32
+    for i, prompt in enumerate(prompts):
+        h = _hidden(hf, llm.tokenizer.encode(prompt))
+        torch.testing.assert_close(last[i], h[-1], rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(mean[i], h.mean(0), rtol=1e-4, atol=1e-4)
+    unit = llm.embed(prompts)
+    torch.testing.assert_close(unit, torch.nn.functional.normalize(last, dim=-1))
+    cut = llm.embed(prompts[0], dimensions=8)
+    torch.testing.assert_close(cut[0], torch.nn.functional.normalize(last[0, :8], dim=0))
+    assert llm.engine.block_manager.num_free_blocks == llm.engine.block_manager.num_blocks
+
+
+def test_embeddings_share_steps_with_generation(llama):
+    """Embedding requests queued with generating ones: the answers equal a run without them, every embedding is
+    transformers'; a prompt that fills the whole context is embedded (none is left to generate)."""
+    path, hf = llama
+    engine = LLMEngine(path, dtype=torch.float32, max_model_len=48, max_num_batched_tokens=16)
+    want = {}
+    for i, p in enumerate(PROMPTS[:3]):
+        engine.add_request(f"g{i}", p, SamplingParams(max_tokens=10))
+    while engine.has_unfinished():
+        want.update({o.request_id: o.token_ids for o in engine.step() if o.finished})
+    full = " ".join(f"w{i}" for i in range(48))
+    for i, p in enumerate(PROMPTS[:3]):
+        engine.add_request(f"g{i}", p, SamplingParams(max_tokens=10))
+        engine.add_request(f"e{i}", PROMPTS[3 - i], SamplingParams(pooling="mean" if i % 2 else "last"))
+    engine.add_request("full", full, SamplingParams(pooling="last"))
+    got = {}
+    while engine.has_unfinished():
+        got.update({o.request_id: o for o in engine.step() if o.finished})
+    assert {k: got[k].token_ids for k in want} == want
+    for i in range(3):
+        out = got[f"e{i}"]
+        h = _hidden(hf, engine.tokenizer.encode(PROMPTS[3 - i]))
+        assert out.token_ids == [] and out.finish_reason == "stop"
+        torch.testing.assert_close(out.embedding, h.mean(0) if i % 2 else h[-1], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got["full"].embedding, _hidden(hf, engine.tokenizer.encode(full))[-1],
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="leaving no room to generate"):
+        engine.add_request("too-long", full, SamplingParams(max_tokens=2))
+
+
+def test_embeddings_under_preemption_and_prefix_cache(llama, monkeypatch):
+    """A cache of few pages shared with generating requests (embedding requests preempted mid-prompt and computed
+    again: a mean is not counted twice) and the prefix cache (a last-token embedding of a prompt seen before
+    starts from its pages; a mean computes it all)."""
+    path, hf = llama
+    prompts = [" ".join(f"w{(7 * i + j) % 250}" for j in range(56)) for i in range(4)]
+    preempted = []
+    original = Scheduler._preempt
+    monkeypatch.setattr(Scheduler, "_preempt", lambda self, seq: preempted.append(seq.params.pooling)
+                        or original(self, seq))
+    tight = LLMEngine(path, dtype=torch.float32, max_model_len=64, num_blocks=8, max_num_batched_tokens=8)
+    for i, p in enumerate(PROMPTS[:3]):
+        tight.add_request(f"g{i}", p, SamplingParams(max_tokens=40, ignore_eos=True))
+    for i, p in enumerate(prompts):
+        tight.add_request(f"e{i}", p, SamplingParams(pooling="last" if i % 2 else "mean"))
+    got = {}
+    while tight.has_unfinished():
+        got.update({o.request_id: o for o in tight.step() if o.finished})
+    for i, p in enumerate(prompts):
+        h = _hidden(hf, tight.tokenizer.encode(p))
+        torch.testing.assert_close(got[f"e{i}"].embedding, h[-1] if i % 2 else h.mean(0), rtol=1e-4, atol=1e-4)
+    assert "mean" in preempted, preempted
+    llm = LLM(path, dtype=torch.float32, max_model_len=64)
+    first = llm.embed(prompts[0], normalize=False)
+    hits = llm.engine.block_manager.hits
+    again = llm.embed(prompts[0], normalize=False)
+    assert llm.engine.block_manager.hits > hits
+    torch.testing.assert_close(again, first, rtol=1e-4, atol=1e-4)
+    hits = llm.engine.block_manager.hits
+    llm.embed(prompts[0], pooling="mean")
+    assert llm.engine.block_manager.hits == hits  # a mean needs every row: no cached page
+
+
+def test_embeddings_with_triton_kernels(llama):
+    """tritium's kernels (the interpreter on the CPU): a one-token prompt (a step that looks like decode) and a
+    longer one, as the torch path gives."""
+    path, _ = llama
+    kw = dict(dtype=torch.float32, max_model_len=32, max_num_seqs=4)
+    want = LLM(path, **kw).embed(["w5", PROMPTS[0]], normalize=False)
+    got = LLM(path, attention_backend="triton", op_backend="triton", **kw).embed(["w5", PROMPTS[0]], normalize=False)
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_model_pooling_from_sentence_transformers_files(tmp_path):
+    assert model_pooling(str(tmp_path)) == DEFAULT == ("last", True) and model_pooling(None) == DEFAULT
+
+    def save(modes: dict, normalize: bool):
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        if normalize:
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                            "type": "sentence_transformers.models.Normalize"})
+        (tmp_path / "modules.json").write_text(json.dumps(modules))
+        (tmp_path / "1_Pooling").mkdir(exist_ok=True)
+        config = {"word_embedding_dimension": 1024, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+                  "pooling_mode_max_tokens": False, "pooling_mode_lasttoken": False, **modes}
+        (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(config))
+
+    save({"pooling_mode_lasttoken": True}, True)
+    assert model_pooling(str(tmp_path)) == ("last", True)
+    save({"pooling_mode_mean_tokens": True}, False)
+    assert model_pooling(str(tmp_path)) == ("mean", False)
+    save({"pooling_mode_cls_token": True}, True)
+    with pytest.raises(ValueError, match="pools its hidden states by cls_token"):
+        model_pooling(str(tmp_path))
+
+
+def test_errors_name_the_argument(llama):
+    path, _ = llama
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        SamplingParams(pooling="cls")
+    with pytest.raises(ValueError, match="pooling .* takes no response_format, logprobs or prompt_logprobs"):
+        SamplingParams(pooling="last", logprobs=1)
+    with pytest.raises(ValueError, match="dimensions must be an int in \\[1, 4\\]"):
+        finish(torch.ones(2, 4), True, 5)
+    llm = LLM(path, dtype=torch.float32, max_model_len=32)
+    with pytest.raises(ValueError, match="prompts is empty"):
+        llm.embed([])
+    with pytest.raises(ValueError, match="prompts\\[0\\] has 40 tokens; the context holds 32 \\(max_model_len\\)$"):
+        llm.embed([" ".join(["w1"] * 40)])
