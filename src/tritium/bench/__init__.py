@@ -18,4 +18,5 @@ SUITES = {
     "distributed_decode": "tritium.bench.distributed_decode",
     "moe": "tritium.bench.moe",
     "speculative": "tritium.bench.speculative",
+    "embed": "tritium.bench.embed",
 }

@@ -39,6 +39,10 @@ SHAPES = {
     "qwen3-8b": dict(model_type="qwen3", qk_norm=True, vocab_size=151936, hidden_size=4096, intermediate_size=12288,
                      num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                      max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6),
+    # Qwen3-Embedding-0.6B (the `embed` suite's default): a 28-layer Qwen3 of hidden size 1024
+    "qwen3-0.6b": dict(model_type="qwen3", qk_norm=True, vocab_size=151669, hidden_size=1024, intermediate_size=3072,
+                       num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                       max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6),
     # mixtures of experts: Qwen3-30B-A3B (128 experts of 768, 8 a token; 61 GB of bf16 weights, 6.7 GB read a
     # batch-1 step) and Mixtral-8x7B (8 experts of 14336, 2 a token; 93 GB, 28 GB a step)
     "qwen3-30b-a3b": dict(model_type="qwen3_moe", qk_norm=True, vocab_size=151936, hidden_size=2048,
