@@ -46,6 +46,19 @@ def reference(tiny_models):
         return _tokens(llm, CP_PROMPTS, GREEDY)
 
 
+def test_embeddings_equal_one_rank(tiny_models, no_leaks):
+    """Embedding requests (last-token and mean pooling) whose pages spread over 2 ranks: rank 0's hidden
+    states, pooled, as one rank's."""
+    _need_gpus(2)
+    path, _ = tiny_models["llama"]
+    prompts = PROMPTS[:2] + [LONG]
+    with LLM(path, **_kw()) as llm:
+        want = {mode: llm.embed(prompts, pooling=mode) for mode in ("last", "mean")}
+    with LLM(path, context_parallel_size=2, **_kw()) as llm:
+        for mode in ("last", "mean"):
+            torch.testing.assert_close(llm.embed(prompts, pooling=mode), want[mode], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("cp", [2, 3])
 def test_greedy_equals_one_rank(tiny_models, reference, no_leaks, cp):
     """The PyTorch path on the CPU (the Triton kernels on GPUs); every rank holds pages of the long prompt
