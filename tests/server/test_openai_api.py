@@ -147,6 +147,28 @@ def test_chat_template_kwargs(client, llm):
     assert r.usage.prompt_tokens == len(off.prompt_token_ids)
 
 
+def test_completions_best_of(client, llm):
+    """best_of > n: that many seeded candidates a prompt (seed + i, as n choices are), the n with the highest mean
+    token log-probability returned in index order, every candidate's tokens in usage; logprobs only if asked."""
+    prompts = PROMPTS[:2]
+    cands = [SamplingParams(max_tokens=6, temperature=1.0, seed=11 + i, logprobs=0) for i in range(4)]
+    want = []
+    for prompt in prompts:
+        outs = llm.generate([prompt] * 4, cands)
+        mean = [sum(lp.logprob for lp in o.logprobs) / len(o.logprobs) for o in outs]
+        best = sorted(range(4), key=lambda k: -mean[k])[:2]
+        want.append(([outs[k].text for k in best], sum(len(o.token_ids) for o in outs)))
+    r = client.completions.create(model="tiny", prompt=prompts, max_tokens=6, temperature=1.0, seed=11, n=2, best_of=4)
+    assert [c.index for c in r.choices] == [0, 1, 2, 3]
+    assert [c.text for c in r.choices] == want[0][0] + want[1][0]
+    assert all(c.logprobs is None for c in r.choices)
+    assert r.usage.completion_tokens == want[0][1] + want[1][1]
+    one = client.completions.create(model="tiny", prompt=prompts[0], max_tokens=6, temperature=1.0, seed=11,
+                                    best_of=4, logprobs=2)
+    assert [c.text for c in one.choices] == want[0][0][:1] and len(one.choices[0].logprobs.tokens) == 6
+    assert all(len(top) == 2 for top in one.choices[0].logprobs.top_logprobs)
+
+
 def test_embeddings_equal_offline(server, client, llm):
     """POST /v1/embeddings through the openai client (which asks for base64) and as plain JSON floats: the
     offline LLM.embed vectors (the last token's final hidden state, normalized), dimensions cut before
@@ -653,6 +675,11 @@ BAD = [
      "temperature"),
     ("embeddings-long", "/v1/embeddings", {"input": [[5] * (MAX_LEN + 1)]}, 400, "context_length_exceeded", "input"),
     ("embeddings-vocab", "/v1/embeddings", {"input": [[5, 99999]]}, 400, None, "input"),
+    ("best_of-below-n", "/v1/completions", {"prompt": "w1", "n": 3, "best_of": 2}, 400, None, "best_of"),
+    ("best_of-stream", "/v1/completions", {"prompt": "w1", "best_of": 2, "stream": True}, 400, None, "best_of"),
+    ("best_of-echo", "/v1/completions", {"prompt": "w1", "best_of": 2, "echo": True}, 400, None, "best_of"),
+    ("best_of-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "best_of": 2}, 400,
+     "unsupported_parameter", "best_of"),
     ("suffix-type", "/v1/completions", {"prompt": "w1", "suffix": 5}, 400, None, "suffix"),
     ("suffix-echo", "/v1/completions", {"prompt": "w1", "suffix": "w2", "echo": True}, 400, None, "suffix"),
     ("suffix-ids", "/v1/completions", {"prompt": [4, 5], "suffix": "w2"}, 400, None, "suffix"),

@@ -356,11 +356,29 @@ class OpenAIServer:
         for c in ordered:  # the first choice of each prompt scored it (parse_completion): the others share that
             if c.index % req.n and c.prompt_logprobs is None:
                 c.prompt_logprobs = ordered[c.index - c.index % req.n].prompt_logprobs
+        usage_now = self._usage_now(req, choices, prompt_tokens)  # best_of: every candidate's tokens count
+        if req.best_of_n is not None:
+            ordered = self._best_of(ordered, req.n, req.best_of_n)
         body["choices"] = [self._final_choice(kind, c, req) for c in ordered]
-        body["usage"] = self._usage_now(req, choices, prompt_tokens)
+        body["usage"] = usage_now
         if kind == "chat" and req.prompt_logprobs is not None:  # vLLM's: the conversation's, once
             body["prompt_logprobs"] = self.logprobs.prompt(ordered[0].prompt_logprobs or [], req.prompt_logprobs)
         return JSONResponse(body)
+
+    @staticmethod
+    def _best_of(ordered: list[_Choice], candidates: int, n: int) -> list[_Choice]:
+        """Completions' best_of: of each prompt's ``candidates`` choices (in index order), the ``n`` with the highest
+        mean log-probability of their tokens (the first among equals; none generated: last), renumbered."""
+        out = []
+        for first in range(0, len(ordered), candidates):
+            group = ordered[first:first + candidates]
+            mean = [sum(lp.logprob for lp in c.logprobs) / len(c.logprobs) if c.logprobs else float("-inf")
+                    for c in group]
+            best = sorted(range(len(group)), key=lambda k: -mean[k])[:n]
+            for rank, k in enumerate(best):
+                group[k].index = first // candidates * n + rank
+                out.append(group[k])
+        return out
 
     def _template_kwargs(self, req: GenerationRequest) -> dict:
         """A chat request's template variables: the server's, its own over them, its tools."""

@@ -3,8 +3,9 @@
 ``parse_completion(body)`` / ``parse_chat(body)`` turn a decoded JSON body into a :class:`GenerationRequest`
 (prompts, one :class:`~tritium.engine.SamplingParams` per choice, streaming options) or raise
 :class:`~tritium.server.errors.APIError` (400) naming the field. Fields OpenAI defines that this server does not
-implement (audio, best_of > n, ...) are refused by name instead of being ignored; unknown fields are refused too.
-Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`), both endpoints ``prediction``
+implement (audio, best_of > n on chat, ...) are refused by name instead of being ignored; unknown fields are
+refused too. Completions take ``suffix`` (fill in the middle: :mod:`tritium.engine.fim`) and ``best_of`` (the n
+of that many candidates with the highest mean token log-probability, not streamed), both endpoints ``prediction``
 (predicted outputs: drafts for speculative decoding). Chat takes function ``tools`` (``tool_choice`` "auto", "none",
 "required" or a named function, the last two forced through JSON mode: :mod:`tritium.engine.tools`) and
 ``response_format`` ``json_object`` (JSON mode: :mod:`tritium.engine.json_mode`) or ``json_schema`` (structured
@@ -74,6 +75,9 @@ class GenerationRequest:
     continue_final_message: bool = False  # chat (vLLM's): the last (assistant) message is continued
     guided_field: str | None = None  # where a guided choice or regex was asked for (the 400s name it)
     suffix: str | None = None  # completions: fill in the middle (the text after the gap; tritium.engine.fim)
+    # completions' best_of > n: ``params`` holds best_of candidates a prompt, of which the n with the highest
+    # mean token log-probability are returned (None: every choice is returned)
+    best_of_n: int | None = None
 
     @property
     def n(self) -> int:
@@ -123,13 +127,14 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_fields(body: dict, allowed: set[str], where: str) -> None:
+def _check_fields(body: dict, allowed: set[str], where: str, neutral_fields: dict | None = None) -> None:
+    neutral_fields = _NEUTRAL if neutral_fields is None else neutral_fields
     for name in body:
         if name not in allowed:
             raise invalid(f"Unrecognized request argument supplied to {where}: {name}", name, "unknown_parameter")
-        if name in _NEUTRAL:
+        if name in neutral_fields:
             value = body[name]
-            neutral = _NEUTRAL[name]
+            neutral = neutral_fields[name]
             if value is not None and value != neutral and not (name == "best_of" and value == body.get("n")):
                 raise invalid(f"{name} is not supported by this server (got {_show(value)})", name,
                               "unsupported_parameter")
@@ -193,8 +198,10 @@ def _stop(body: dict) -> list[str] | None:
     return stop or None
 
 
-def _sampling(body: dict, max_tokens: int | None, logprobs: int | None) -> list[SamplingParams]:
-    n = _int(body, "n", 1, MAX_N, default=1)
+def _sampling(body: dict, max_tokens: int | None, logprobs: int | None, count: int | None = None
+              ) -> list[SamplingParams]:
+    """One SamplingParams per choice (``count`` of them: default ``n``), choice i seeded with ``seed + i``."""
+    n = _int(body, "n", 1, MAX_N, default=1) if count is None else count
     temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
     top_k = _int(body, "top_k", -1, 2**31 - 1, default=0)
     seed = _int(body, "seed", -2**63, 2**64 - 1 - n, default=None)  # choice i draws with seed + i
@@ -271,15 +278,26 @@ def _texts_or_ids(body: dict, name: str) -> list:
 
 def parse_completion(body: dict) -> GenerationRequest:
     """``POST /v1/completions``: ``prompt`` is a string, a list of strings, token ids or a list of those."""
-    _check_fields(body, _COMPLETION, "/v1/completions")
+    _check_fields(body, _COMPLETION, "/v1/completions", {k: v for k, v in _NEUTRAL.items() if k != "best_of"})
     prompts = _texts_or_ids(body, "prompt")
     logprobs = _int(body, "logprobs", 0, MAX_LOGPROBS, default=None)
     stream = _bool(body, "stream")
     include, continuous = _stream_options(body, stream)
     echo = _bool(body, "echo")
     max_tokens = _max_tokens(body, ("max_tokens",), COMPLETION_MAX_TOKENS_DEFAULT, echo)
+    n = _int(body, "n", 1, MAX_N, default=1)
+    best_of = _int(body, "best_of", 1, MAX_N, default=n)
+    if best_of < n:
+        raise invalid(f"best_of must be >= n ({n}), got {best_of}", "best_of")
+    if best_of > n:
+        for name, given in (("stream", stream), ("echo", echo), ("prompt_logprobs", body.get("prompt_logprobs"))):
+            if given:
+                raise invalid(f"best_of > n cannot be combined with {name} (the best candidates are known only at "
+                              "the end)", "best_of")
+    # best_of candidates score their tokens (logprobs 0: the sampled token's), reported only if asked for;
     # echo with logprobs: the prompt's tokens with as many alternatives as the answer's
-    params, guided_field = _guided(body, _sampling(body, max_tokens, logprobs))
+    scored = logprobs if best_of == n or logprobs is not None else 0
+    params, guided_field = _guided(body, _sampling(body, max_tokens, scored, best_of))
     prompt_k, params = _prompt_logprobs(body, stream, params, logprobs if echo else None)
     if not stream:  # each prompt is scored by its first choice, the others given its scores (OpenAIServer)
         params = _first_scores(params)
@@ -293,7 +311,8 @@ def parse_completion(body: dict) -> GenerationRequest:
         if suffix and not all(isinstance(p, str) for p in prompts):
             raise invalid("suffix needs text prompts (the text before the gap), got token ids", "suffix")
     return GenerationRequest("completion", prompts, params, max_tokens, stream, include, continuous, logprobs,
-                             echo=echo, prompt_logprobs=prompt_k, guided_field=guided_field, suffix=suffix or None)
+                             echo=echo, prompt_logprobs=prompt_k, guided_field=guided_field, suffix=suffix or None,
+                             best_of_n=n if best_of > n else None)
 
 
 def _guided(body: dict, params: list[SamplingParams]) -> tuple[list[SamplingParams], str | None]:
