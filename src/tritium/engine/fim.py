@@ -67,5 +67,14 @@ def encode_fim(tokenizer: Tokenizer | None, prefix: str, suffix: str) -> tuple[l
     ids = tokenizer.backend.token_to_id
     prompt = (_lead(tokenizer) + [ids(fmt.prefix)] + tokenizer.encode(prefix, add_special_tokens=False)
               + [ids(fmt.suffix)] + tokenizer.encode(suffix, add_special_tokens=False) + [ids(fmt.middle)])
-    stops = [ids(t) for t in (fmt.prefix, fmt.suffix, fmt.middle, *fmt.stops) if ids(t) is not None]
-    return prompt, stops
+    return prompt, fim_stop_ids(tokenizer)
+
+
+def fim_stop_ids(tokenizer: Tokenizer) -> list[int]:
+    """The token ids that end a middle (the format's markers and end tokens the vocabulary has); [] without a
+    format."""
+    fmt = fim_format(tokenizer)
+    if fmt is None:
+        return []
+    ids = tokenizer.backend.token_to_id
+    return [ids(t) for t in (fmt.prefix, fmt.suffix, fmt.middle, *fmt.stops) if ids(t) is not None]

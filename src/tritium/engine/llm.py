@@ -122,8 +122,7 @@ class LLM:
             return self.engine.follow()
         mode, norm = model_pooling(self.engine.model_path)
         params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
-        one = isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int))
-        outs = self.generate([prompts] if one else list(prompts), params)
+        outs = self.generate(prompts, params)  # (one prompt or a list, as generate takes them)
         if not outs:
             raise ValueError("prompts is empty: give one prompt or a list of them")
         return finish(torch.stack([o.embedding for o in outs]), norm if normalize is None else normalize, dimensions)

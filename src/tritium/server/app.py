@@ -33,7 +33,7 @@ import torch
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput, SamplingParams
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
-from tritium.engine.fim import encode_fim
+from tritium.engine.fim import encode_fim, fim_stop_ids
 from tritium.engine.pooling import finish, model_pooling
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tokenizer import check_template_kwargs
@@ -281,6 +281,10 @@ class OpenAIServer:
                     "response_format" if body.get("response_format") is not None else "tool_choice")
                 raise invalid(f"{param}: {refused}", param)
         prompts = [self._encode(p, kind, i, len(req.prompts), req, template_kwargs) for i, p in enumerate(req.prompts)]
+        if req.suffix is not None:  # fill in the middle: the format's end tokens end the answer
+            stops = set(fim_stop_ids(self.tokenizer))
+            req.params = [dataclasses.replace(p, stop_token_ids=sorted(set(p.stop_token_ids or []) | stops))
+                          for p in req.params]
         if isinstance(req.params[0].prediction, str) and self.tokenizer is not None:  # tokenized once, not per choice
             predicted = self.tokenizer.encode(req.params[0].prediction, add_special_tokens=False)
             req.params = [dataclasses.replace(p, prediction=predicted) for p in req.params]
@@ -638,11 +642,9 @@ class OpenAIServer:
                                   req.continue_final_message)
             elif req is not None and req.suffix is not None:  # fill in the middle: the text before the gap
                 try:
-                    ids, stops = encode_fim(self.tokenizer, prompt, req.suffix)
+                    ids, _ = encode_fim(self.tokenizer, prompt, req.suffix)
                 except ValueError as e:
                     raise invalid(f"suffix: {e}", "suffix", "unsupported_parameter") from None
-                req.params = [dataclasses.replace(p, stop_token_ids=sorted(set(p.stop_token_ids or []) | set(stops)))
-                              for p in req.params]
             elif isinstance(prompt, str):
                 if self.tokenizer is None:
                     raise ValueError(f"{where} is text but this model has no tokenizer; send token ids")
