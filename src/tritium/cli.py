@@ -35,6 +35,7 @@ from tritium.engine.tokenizer import check_template_kwargs, compile_chat_templat
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
 from tritium.server import check_tls, serve
+from tritium.server.responses import DEFAULT_MAX_STORED
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -195,6 +196,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--max-num-seqs", type=int, default=64, help="requests running at once (default 64)")
     srv.add_argument("--max-queue", type=int, default=None,
                      help="requests that may wait; past it the server answers 503 (default: unbounded)")
+    srv.add_argument("--max-stored-responses", type=int, default=DEFAULT_MAX_STORED,
+                     help=f"/v1/responses kept in memory for retrieval and previous_response_id, the least recently "
+                          f"used dropped first (default {DEFAULT_MAX_STORED})")
     srv.add_argument("--decode-steps", type=int, default=None,
                      help="greedy decode steps per host sync (default 8; 1 streams every token as it is made)")
     srv.add_argument("--kv-cache-memory", type=int, default=None, help="KV-cache bytes (default: from free memory)")
@@ -397,7 +401,8 @@ def serve_command(args) -> int:
               chat_template_kwargs=args.chat_template_kwargs,
               tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
               reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
-              ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile)
+              ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
+              max_stored_responses=args.max_stored_responses)
     return 0
 
 

@@ -3,7 +3,10 @@
     app = build_app(AsyncLLMEngine(LLMEngine(path)), model_name="my-model", api_key=None)
 
 Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
-(JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``POST /v1/embeddings`` (the
+(JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``POST /v1/responses`` (OpenAI's
+Responses API over the chat machinery, streamed as its typed events; ``GET`` and ``DELETE /v1/responses/{id}``
+and ``GET /v1/responses/{id}/input_items`` for the responses kept: :mod:`tritium.server.responses`),
+``POST /v1/embeddings`` (the
 inputs' pooled hidden states: :mod:`tritium.engine.pooling`), ``GET /health`` (200 while
 the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
 or messages as a chat request renders them), ``POST /detokenize`` and ``GET /tokenizer_info``. With an API
@@ -43,6 +46,9 @@ from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import (GenerationRequest, LogprobFormatter, parse_chat, parse_completion, parse_embedding,
                                      usage)
+from tritium.server.responses import (DEFAULT_MAX_STORED, ResponsesRequest, ResponseStore, ResponseWriter, Stored,
+                                      conversation, input_item_page, parse_responses, rename_error)
+from tritium.server.responses import sse as response_sse
 
 try:  # the optional extra tritium[serve]
     import fastapi
@@ -73,6 +79,9 @@ def _sse(obj) -> str:
     return f"data: {_dumps(obj)}\n\n"
 
 
+_DONE = object()  # the end of a stream whose every choice finished
+
+
 @dataclasses.dataclass
 class _Choice:
     """Progress of one choice (one engine request) of a response."""
@@ -97,17 +106,36 @@ class _Choice:
     stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it
 
 
+@dataclasses.dataclass
+class _Run:
+    """A completions or chat request submitted to the engine: what its answer is built from."""
+
+    req: GenerationRequest
+    kind: str
+    prefix: str
+    stream: RequestStream
+    choices: dict[str, _Choice]
+    tracker: RequestTracker
+    prompt_tokens: int
+
+    def fields(self) -> tuple:
+        """The fields in order, not copied (``dataclasses.astuple`` copies them)."""
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+
 class OpenAIServer:
     """The handlers, with the engine, model name, key and metrics they share (see the module docstring)."""
 
     def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None,
-                 tool_parser: str | None = None, reasoning_parser: str | None = None):
+                 tool_parser: str | None = None, reasoning_parser: str | None = None,
+                 max_stored_responses: int = DEFAULT_MAX_STORED):
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
         if reasoning_parser not in (None, "think"):
             raise ValueError(f"reasoning_parser must be 'think' or None, got {reasoning_parser!r}")
         self.reasoning_parser = reasoning_parser
+        self.stored = ResponseStore(max_stored_responses)  # /v1/responses kept for retrieval and chaining
         if tool_parser is not None and tool_parser not in PARSERS:
             raise ValueError(f"tool_parser must be one of {', '.join(PARSERS)} or None (from the chat template), got "
                              f"{tool_parser!r}")
@@ -257,10 +285,92 @@ class OpenAIServer:
     async def chat_completions(self, request: "fastapi.Request"):
         return await self._generate(request, "chat")
 
+    async def create_response(self, request: "fastapi.Request"):
+        """``POST /v1/responses``: run as a chat request, its answer written as output items
+        (:mod:`tritium.server.responses`); kept (``store``) once it ends."""
+        arrival = time.perf_counter()
+        body = await self._json(request)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        try:
+            parsed = parse_responses(body, self.stored, self.model_name)
+            run = await self._start(parsed.chat, "chat", arrival)
+        except APIError as e:
+            raise rename_error(e) from None
+        writer = ResponseWriter(parsed.response, self._count_tokens, parsed.logprobs)
+        events = self._response_events(request, parsed, run, writer)
+        if parsed.stream:
+            async def stream():
+                async with contextlib.aclosing(events) as each:
+                    async for event in each:
+                        yield response_sse(event)
+            return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        async with contextlib.aclosing(events) as each:
+            async for _ in each:
+                pass
+        if writer.error is not None:
+            raise rename_error(writer.error)
+        if not writer.done:
+            return Response(status_code=499)  # nobody reads it
+        return JSONResponse(writer.response)
+
+    async def _response_events(self, request, parsed: ResponsesRequest, run: _Run, writer: ResponseWriter):
+        """The Responses stream events of ``run``'s chat chunks; the response is kept once it ends (not failed)."""
+        for event in writer.start():
+            yield event
+        async with contextlib.aclosing(self._chunks(request, run)) as chunks:
+            async for chunk in chunks:
+                if chunk is _DONE:
+                    events = writer.finish()
+                elif isinstance(chunk, APIError):
+                    events = writer.fail(rename_error(chunk))
+                else:
+                    events = writer.feed(chunk)
+                if writer.done and writer.error is None and parsed.store:  # before its last event goes out
+                    self.stored.put(Stored(writer.response, parsed.items,
+                                           parsed.messages + conversation(writer.response["output"])))
+                for event in events:
+                    yield event
+
+    def _count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False)) if self.tokenizer is not None else 0
+
+    def _stored_response(self, response_id: str) -> Stored:
+        stored = self.stored.get(response_id)
+        if stored is None:
+            raise APIError(404, f"No response with id '{response_id}' found (responses are kept in this server's "
+                           f"memory, the {self.stored.max_responses} most recently used, and only with store: true)",
+                           param="response_id", code="not_found")
+        return stored
+
+    async def get_response(self, response_id: str, request: "fastapi.Request"):
+        """``GET /v1/responses/{id}``: a kept response."""
+        if request.query_params.get("stream") not in (None, "false"):
+            raise invalid("stream is for background responses, which this server does not run", "stream",
+                          "unsupported_parameter")
+        return JSONResponse(self._stored_response(response_id).response)
+
+    async def delete_response(self, response_id: str):
+        """``DELETE /v1/responses/{id}``: forget a kept response."""
+        self._stored_response(response_id)
+        self.stored.delete(response_id)
+        return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def response_input_items(self, response_id: str, request: "fastapi.Request"):
+        """``GET /v1/responses/{id}/input_items``: a page of a kept response's input items."""
+        return JSONResponse(input_item_page(self._stored_response(response_id), request.query_params))
+
     # -- generation ----------------------------------------------------------------------------------------
     async def _generate(self, request, kind: str):
         arrival = time.perf_counter()
-        body = await self._json(request)
+        run = await self._start(await self._json(request), kind, arrival)
+        if run.req.stream:
+            return StreamingResponse(self._stream(request, run), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return await self._respond(request, run)
+
+    async def _start(self, body: dict, kind: str, arrival: float) -> _Run:
+        """Check a completions or chat ``body`` and submit its requests to the engine."""
         req = parse_completion(body) if kind == "completion" else parse_chat(body)
         if body.get("model") is not None:
             self._check_model(body["model"])
@@ -317,11 +427,7 @@ class OpenAIServer:
                 subs.append((rid, ids, params))
         stream = self._submit(subs)
         tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
-        prompt_tokens = sum(map(len, prompts))
-        if req.stream:
-            return StreamingResponse(self._stream(request, req, kind, prefix, stream, choices, tracker, prompt_tokens),
-                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        return await self._respond(request, req, kind, prefix, stream, choices, tracker, prompt_tokens)
+        return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)))
 
     def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
         choice = choices[out.request_id]
@@ -351,8 +457,8 @@ class OpenAIServer:
         obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[kind]
         return {"id": prefix, "object": obj, "created": int(time.time()), "model": self.model_name}
 
-    async def _respond(self, request, req, kind, prefix, stream: RequestStream, choices, tracker: RequestTracker,
-                       prompt_tokens: int):
+    async def _respond(self, request, run: _Run):
+        req, kind, prefix, stream, choices, tracker, prompt_tokens = run.fields()
         if not await self._gather(request, stream, tracker, lambda out: self._advance(req, choices, out)):
             return Response(status_code=499)  # nobody reads it
         body = self._header(prefix, kind, chunk=False)
@@ -436,8 +542,21 @@ class OpenAIServer:
             choice["prompt_logprobs"] = self.logprobs.prompt(c.prompt_logprobs or [], req.prompt_logprobs)
         return choice
 
-    async def _stream(self, request, req: GenerationRequest, kind: str, prefix: str, stream: RequestStream, choices,
-                      tracker: RequestTracker, prompt_tokens: int):
+    async def _stream(self, request, run: _Run):
+        """The SSE of a completions or chat stream, ending in ``data: [DONE]`` (after an error too)."""
+        async with contextlib.aclosing(self._chunks(request, run)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, APIError):
+                    yield _sse(chunk.body())
+                if chunk is _DONE or isinstance(chunk, APIError):
+                    yield "data: [DONE]\n\n"
+                else:
+                    yield _sse(chunk)
+
+    async def _chunks(self, request, run: _Run):
+        """The chunks (dicts) of a stream, then ``_DONE`` once every choice finished, or an :class:`APIError`
+        that ended it; nothing more if the client left (its requests are aborted)."""
+        req, kind, prefix, stream, choices, tracker, prompt_tokens = run.fields()
         gone = asyncio.ensure_future(_disconnected(request))
         gone.add_done_callback(lambda t: None if t.cancelled() else stream.abort())
         # per chunk: the usage so far (continuous_usage_stats), null (include_usage: usage in a last chunk), absent
@@ -481,14 +600,12 @@ class OpenAIServer:
                 if req.include_usage:
                     final = self._header(prefix, kind, chunk=True)
                     final.update(choices=[], usage=self._usage_now(req, choices, prompt_tokens))
-                    yield _sse(final)
-                yield "data: [DONE]\n\n"
+                    yield final
+                yield _DONE
         except EngineStoppedError as e:
-            yield _sse(error_body(str(e), "server_error", None, "engine_stopped"))
-            yield "data: [DONE]\n\n"
+            yield APIError(503, str(e), type="server_error", code="engine_stopped")
         except ValueError as e:  # refused by the engine itself
-            yield _sse(error_body(str(e), "invalid_request_error", None, None))
-            yield "data: [DONE]\n\n"
+            yield invalid(str(e), None)
         finally:
             gone.cancel()
             self._client_left(stream)
@@ -597,8 +714,8 @@ class OpenAIServer:
             prediction = tuple(sum(c.prediction[i] for c in choices.values()) for i in range(2))
         return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached, prediction)
 
-    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> str:
-        """One SSE chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null;
+    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> dict:
+        """One stream chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null;
         the last chunk of a choice (its finish_reason) also has vLLM's ``stop_reason``."""
         chunk = self._header(prefix, kind, chunk=True)
         if kind == "chat":
@@ -611,7 +728,7 @@ class OpenAIServer:
         chunk["choices"] = [choice]
         if usage_value is not False:
             chunk["usage"] = usage_value
-        return _sse(chunk)
+        return chunk
 
     # -- checks --------------------------------------------------------------------------------------------
     async def _json(self, request) -> dict:
@@ -703,7 +820,8 @@ class _Guard:
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
-              reasoning_parser: str | None = None, allowed_origins: list[str] | None = None) -> "fastapi.FastAPI":
+              reasoning_parser: str | None = None, allowed_origins: list[str] | None = None,
+              max_stored_responses: int = DEFAULT_MAX_STORED) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
@@ -711,14 +829,16 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     from its chat template); ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``
     (:mod:`tritium.engine.reasoning`), None leaves them in the content. ``allowed_origins``: the web origins
     whose browser pages may call the server (CORS; ``["*"]``: any); None: no CORS headers (browsers then
-    refuse other origins' pages). Preflight requests are answered before the API key is asked for."""
+    refuse other origins' pages). Preflight requests are answered before the API key is asked for.
+    ``max_stored_responses``: how many ``/v1/responses`` are kept for retrieval and ``previous_response_id``
+    (the least recently used are dropped first)."""
     _require_extra()
     if allowed_origins is not None and (not isinstance(allowed_origins, (list, tuple)) or not all(
             isinstance(o, str) and o for o in allowed_origins)):
         raise ValueError(f"allowed_origins must be a list of origins (e.g. ['https://app.example.com'] or ['*']), "
                          f"got {allowed_origins!r}")
     server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser,
-                          reasoning_parser)
+                          reasoning_parser, max_stored_responses)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -742,6 +862,10 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/detokenize", server.detokenize, methods=["POST"])
     app.add_api_route("/tokenizer_info", server.tokenizer_info, methods=["GET"])
     app.add_api_route("/v1/chat/completions", server.chat_completions, methods=["POST"])
+    app.add_api_route("/v1/responses", server.create_response, methods=["POST"])
+    app.add_api_route("/v1/responses/{response_id}", server.get_response, methods=["GET"])
+    app.add_api_route("/v1/responses/{response_id}", server.delete_response, methods=["DELETE"])
+    app.add_api_route("/v1/responses/{response_id}/input_items", server.response_input_items, methods=["GET"])
 
     @app.exception_handler(APIError)
     async def api_error(request, exc: APIError):
@@ -761,6 +885,6 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
 
     app.add_middleware(_Guard, api_key=api_key, max_request_bytes=max_request_bytes)
     if allowed_origins:  # added last: the outermost, so that a preflight needs no key and errors carry the headers
-        app.add_middleware(CORSMiddleware, allow_origins=list(allowed_origins), allow_methods=["GET", "POST"],
+        app.add_middleware(CORSMiddleware, allow_origins=list(allowed_origins), allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["*"], allow_credentials=False)
     return app

@@ -1,0 +1,248 @@
+"""The Responses API (``/v1/responses``) with the official ``openai`` client over the app in-process.
+
+The model is test_tools' chain model: its greedy answer is a fixed chain of words, a ``<tool_call>`` block
+where tools are given, a ``<think>`` block first with ``thinking``. Checked: the output items (text, calls in
+the order written, reasoning), streamed events (strictly ordered, accumulated by the client's own stream
+helper to the same items as the non-streamed response), usage against the chat endpoint's and ``/tokenize``
+(so ``instructions`` and ``previous_response_id`` reach the prompt as they should), the store (get, input items,
+delete, ``store: false``, its bound), cut-off answers, logprobs, and a 400 naming the Responses field for what
+cannot be honoured.
+"""
+
+import json
+
+import pytest
+import torch
+
+from server.test_tools import ANSWER, make_chain_model
+from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.server import build_app
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+openai = pytest.importorskip("openai")
+TestClient = pytest.importorskip("fastapi.testclient").TestClient
+pytestmark = pytest.mark.timeout(180)
+
+WEATHER = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+TIME = {"type": "function", "name": "get_time"}
+BOTH = [("get_weather", {"city": "Paris"}), ("get_time", {})]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("chain-model"))
+    make_chain_model(path)
+    engine = AsyncLLMEngine(LLMEngine(path, dtype=torch.float32, max_model_len=128))
+    with TestClient(build_app(engine, model_name="chain", reasoning_parser="think", max_stored_responses=4)) as http:
+        yield http
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    return openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=app, max_retries=0)
+
+
+def create(client, **kw):
+    kw.setdefault("temperature", 0)
+    return client.responses.create(model="chain", input=kw.pop("input", "w2"), **kw)
+
+
+def _items(response) -> list:
+    """(type, what) of each output item: a message's text, a call's name and arguments, the reasoning."""
+    out = []
+    for item in response.output:
+        if item.type == "message":
+            assert [p.type for p in item.content] == ["output_text"]
+            out.append(("message", item.content[0].text.strip()))
+        elif item.type == "function_call":
+            assert item.call_id.startswith("call_") and item.id.startswith("fc_")
+            out.append(("function_call", (item.name, json.loads(item.arguments))))
+        else:
+            out.append((item.type, " ".join(c.text for c in item.content).strip()))
+    return out
+
+
+def _tokens(app, messages, **kw) -> int:
+    r = app.post("/tokenize", json={"model": "chain", "messages": messages, **kw})
+    assert r.status_code == 200, r.text
+    return r.json()["count"]
+
+
+def test_text_streamed_and_not(app, client):
+    """A plain answer: one message; the stream's events are numbered 0.. in order, their deltas make the text,
+    the client's accumulating helper agrees, and the response is kept as returned."""
+    r = create(client)
+    assert r.status == "completed" and r.output_text == "w2 w3" and _items(r) == [("message", "w2 w3")]
+    assert r.output[0].status == "completed" and r.output[0].role == "assistant" and r.id.startswith("resp_")
+    chat = client.chat.completions.create(model="chain", messages=[{"role": "user", "content": "w2"}], temperature=0)
+    assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens) == (
+        chat.usage.prompt_tokens, chat.usage.completion_tokens, chat.usage.total_tokens)
+    assert r.usage.output_tokens_details.reasoning_tokens == 0
+    events = list(create(client, stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert [e.type for e in events] == ["response.created", "response.in_progress", "response.output_item.added",
+                                        "response.content_part.added", *["response.output_text.delta"] * (
+                                            len(events) - 8), "response.output_text.done",
+                                        "response.content_part.done", "response.output_item.done",
+                                        "response.completed"]
+    assert events[0].response.status == "in_progress" and events[0].response.output == []
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    final = events[-1].response
+    assert text == "w2 w3" == final.output_text and events[-4].text == text and final.usage == r.usage
+    with client.responses.stream(model="chain", input="w2", temperature=0) as stream:
+        accumulated = stream.get_final_response()
+    assert _items(accumulated) == _items(r)
+    assert client.responses.retrieve(final.id).model_dump() == final.model_dump()
+
+
+def test_calls_in_the_order_written(client):
+    """With tools the answer is text, a call, text, a call: four items in that order, streamed the same;
+    parallel_tool_calls false keeps the first call."""
+    want = [("message", "Sure."), ("function_call", BOTH[0]), ("message", "again"), ("function_call", BOTH[1])]
+    r = create(client, tools=[WEATHER, TIME])
+    assert _items(r) == want and r.status == "completed" and [t.name for t in r.tools] == ["get_weather", "get_time"]
+    with client.responses.stream(model="chain", input="w2", temperature=0, tools=[WEATHER, TIME]) as stream:
+        events = list(stream)
+        streamed = stream.get_final_response()
+    assert _items(streamed) == want
+    args = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert [(e.name, json.loads(e.arguments)) for e in args] == BOTH
+    assert _items(create(client, tools=[WEATHER, TIME], parallel_tool_calls=False)) == [
+        ("message", "Sure."), ("function_call", BOTH[0]), ("message", "again")]
+    assert _items(create(client, tools=[WEATHER], tool_choice="none")) == [("message", " ".join(ANSWER))]
+
+
+def test_previous_response_and_instructions_reach_the_prompt(app, client):
+    """A tool loop: the calls' outputs sent with previous_response_id continue the conversation, which the
+    prompt holds whole (its token count is /tokenize's of the same chat conversation); the first response's
+    instructions are not carried over, the new ones are."""
+    first = create(client, tools=[WEATHER, TIME], instructions="w1")
+    calls = [item for item in first.output if item.type == "function_call"]
+    outputs = [{"type": "function_call_output", "call_id": c.call_id, "output": "w3"} for c in calls]
+    second = create(client, previous_response_id=first.id, input=outputs, instructions="w3")
+    history = [{"role": "user", "content": "w2"},
+               {"role": "assistant", "content": first.output[0].content[0].text + first.output[2].content[0].text,
+                "tool_calls": [{"id": c.call_id, "type": "function",
+                                "function": {"name": c.name, "arguments": c.arguments}} for c in calls]},
+               *[{"role": "tool", "tool_call_id": c.call_id, "content": "w3"} for c in calls]]
+    assert first.usage.input_tokens == _tokens(app, [{"role": "system", "content": "w1"}, history[0]],
+                                               tools=[{"type": "function", "function": {"name": t["name"]}}
+                                                      for t in (WEATHER, TIME)])
+    assert second.usage.input_tokens == _tokens(app, [{"role": "system", "content": "w3"}, *history])
+    assert second.previous_response_id == first.id and second.output_text == "w2 w3"
+    items = client.responses.input_items.list(second.id, order="asc")
+    assert [(i.type, i.call_id, i.output) for i in items.data] == [("function_call_output", c.call_id, "w3")
+                                                                   for c in calls]
+    # the items sent back by hand give the same prompt as previous_response_id
+    by_hand = create(client, instructions="w3", input=[{"role": "user", "content": "w2"},
+                                                       *[i.model_dump() for i in first.output], *outputs])
+    assert by_hand.usage.input_tokens == second.usage.input_tokens
+
+
+def test_reasoning_item_and_cut_off(client):
+    """With the reasoning parser the <think> block is a reasoning item before the message and the calls, its
+    tokens counted; cut off by max_output_tokens the response is incomplete, its open item too."""
+    kw = dict(tools=[WEATHER, TIME], extra_body={"chat_template_kwargs": {"thinking": True}})
+    r = create(client, **kw)
+    assert [t for t, _ in _items(r)] == ["reasoning", "message", "function_call", "message", "function_call"]
+    assert _items(r)[0] == ("reasoning", "hmm") and r.usage.output_tokens_details.reasoning_tokens == 1
+    with client.responses.stream(model="chain", input="w2", temperature=0, **kw) as stream:
+        kinds = [e.type for e in stream]
+        assert _items(stream.get_final_response()) == _items(r)
+    assert "response.reasoning_text.delta" in kinds and "response.reasoning_text.done" in kinds
+    cut = create(client, max_output_tokens=2, **kw)
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
+    assert _items(cut) == [("reasoning", "hmm")] and cut.output[0].status == "incomplete"
+    events = list(create(client, max_output_tokens=2, stream=True, **kw))
+    assert events[-1].type == "response.incomplete" and _items(events[-1].response) == _items(cut)
+
+
+def test_logprobs(client):
+    r = create(client, include=["message.output_text.logprobs"], top_logprobs=2)
+    logprobs = r.output[0].content[0].logprobs
+    assert [lp.token for lp in logprobs[:2]] == ["w2", "w3"] and all(len(lp.top_logprobs) == 2 for lp in logprobs)
+    assert all(lp.logprob <= 0 for lp in logprobs) and logprobs[0].top_logprobs[0].token == "w2"
+    assert create(client).output[0].content[0].logprobs == []
+
+
+def test_the_store(app, client):
+    """Kept responses are retrieved, listed and deleted; store false keeps nothing; the store keeps the most
+    recently used (4 here)."""
+    items = [{"role": "user", "content": "w2"}, {"type": "message", "role": "developer",
+                                                 "content": [{"type": "input_text", "text": "w3"}]}]
+    r = create(client, input=items, metadata={"k": "v"})
+    assert r.metadata == {"k": "v"}
+    page = client.responses.input_items.list(r.id)
+    assert [i.role for i in page.data] == ["developer", "user"] and not page.has_more
+    page = client.responses.input_items.list(r.id, order="asc", limit=1)
+    assert [i.role for i in page.data] == ["user"] and page.has_more
+    after = client.responses.input_items.list(r.id, order="asc", after=page.data[0].id)
+    assert [i.role for i in after.data] == ["developer"] and not after.has_more
+    client.responses.delete(r.id)
+    for call in (lambda: client.responses.retrieve(r.id), lambda: client.responses.input_items.list(r.id)):
+        with pytest.raises(openai.NotFoundError):
+            call()
+    unkept = create(client, store=False)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(unkept.id)
+    with pytest.raises(openai.BadRequestError) as e:
+        create(client, previous_response_id=unkept.id, input="w2")
+    assert e.value.body["param"] == "previous_response_id"
+    kept = [create(client).id for _ in range(5)]
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(kept[0])
+    assert [client.responses.retrieve(k).id for k in kept[1:]] == kept[1:]
+    assert app.get("/v1/responses/nope?stream=true").status_code == 400
+
+
+@pytest.mark.parametrize("kw,param", [
+    (dict(tools=[{"type": "web_search"}]), "tools"),
+    (dict(tools=[{"type": "function", "name": "a b"}]), "tools"),
+    (dict(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "http://x"}]}]), "input"),
+    (dict(input=[{"type": "item_reference", "id": "msg_1"}]), "input"),
+    (dict(input=[{"role": "tool", "content": "x"}]), "input"),
+    (dict(input=[]), "input"),
+    (dict(max_output_tokens=0), "max_output_tokens"),
+    (dict(text={"format": {"type": "xml"}}), "text.format"),
+    (dict(text={"format": {"type": "json_object"}}), "text.format"),  # this tokenizer cannot write JSON
+    (dict(tool_choice={"type": "function", "name": "get_time"}, tools=[WEATHER]), "tool_choice"),
+    (dict(input="w2 " * 200), "input"),
+    (dict(temperature=-1), "temperature"),
+    (dict(extra_body={"background": True}), "background"),
+    (dict(extra_body={"truncation": "auto"}), "truncation"),
+    (dict(extra_body={"reasoning": {"effort": "high"}}), "reasoning"),
+    (dict(extra_body={"include": ["nope"]}), "include"),
+    (dict(extra_body={"n": 2}), "n"),
+])
+def test_what_cannot_be_honoured_is_a_400(client, kw, param):
+    with pytest.raises(openai.BadRequestError) as e:
+        create(client, **kw)
+    assert e.value.body["param"] == param, e.value.body
+    if param == "max_output_tokens" or param == "input" and "w2 w2" in str(kw):
+        assert "max_output_tokens" in e.value.message or "input" in e.value.message
+    assert create(client).output_text == "w2 w3"  # still serving
+
+
+def test_items_as_a_chat_conversation():
+    """What the prompt is rendered from: the assistant's text and calls in a row are one turn, as chat returns
+    an answer; outputs are tool messages; reasoning is left out; a developer message is a system one."""
+    from tritium.server.responses import conversation, input_items
+
+    items = input_items([{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"},
+                         {"type": "reasoning", "summary": []},
+                         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+                         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                         {"role": "assistant", "content": [{"type": "refusal", "refusal": "b"}]},
+                         {"type": "function_call", "call_id": "c2", "name": "g", "arguments": '{"x":1}'},
+                         {"type": "function_call_output", "call_id": "c1", "output": "one"},
+                         {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text",
+                                                                                      "text": "two"}]},
+                         {"type": "function_call", "call_id": "c3", "name": "f", "arguments": "{}"}])
+    assert len({i["id"] for i in items}) == len(items)
+    calls = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}}
+             for c, n, a in (("c1", "f", "{}"), ("c2", "g", '{"x":1}'), ("c3", "f", "{}"))]
+    assert conversation(items) == [
+        {"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ab", "tool_calls": calls[:2]},
+        {"role": "tool", "tool_call_id": "c1", "content": "one"}, {"role": "tool", "tool_call_id": "c2", "content": "two"},
+        {"role": "assistant", "content": None, "tool_calls": calls[2:]}]
