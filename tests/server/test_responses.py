@@ -246,3 +246,22 @@ def test_items_as_a_chat_conversation():
         {"role": "assistant", "content": "ab", "tool_calls": calls[:2]},
         {"role": "tool", "tool_call_id": "c1", "content": "one"}, {"role": "tool", "tool_call_id": "c2", "content": "two"},
         {"role": "assistant", "content": None, "tool_calls": calls[2:]}]
+
+
+def test_a_failed_stream_ends_in_response_failed():
+    """An error after the answer began (the engine stopped): the open item ends incomplete, the response
+    failed with the error's code and message, the events still numbered in order."""
+    from tritium.server.errors import APIError
+    from tritium.server.responses import ResponseWriter
+
+    writer = ResponseWriter({"id": "resp_1", "status": "in_progress", "output": []}, lambda text: 0)
+    events = writer.start() + writer.feed({"choices": [{"index": 0, "delta": {"content": "half"}}]})
+    events += writer.fail(APIError(503, "the engine stopped", type="server_error", code="engine_stopped"))
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [e["type"] for e in events[-3:]] == ["response.content_part.done", "response.output_item.done",
+                                                "response.failed"]
+    response = events[-1]["response"]
+    assert response["status"] == "failed" and response["error"] == {"code": "engine_stopped",
+                                                                    "message": "the engine stopped"}
+    assert response["output"][0]["status"] == "incomplete" and response["output"][0]["content"][0]["text"] == "half"
+    assert events[2]["item"]["content"] == [] and writer.done and writer.error.status == 503
