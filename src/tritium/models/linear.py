@@ -18,7 +18,7 @@ import triton
 
 from tritium.fused.matmul import invariant_config, matmul, select_config
 from tritium.ops import reference
-from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, MAX_M, GemvConfig, gemv
+from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, INTERPRETER_CONFIG, MAX_M, GemvConfig, gemv
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
@@ -27,7 +27,8 @@ from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
 from tritium.ops.int4_linear import GEMV_CONFIGS as INT4_GEMV_CONFIGS
 from tritium.ops.int4_linear import MAX_M as INT4_MAX_M
 from tritium.ops.int4_linear import WORD_GEMV_CONFIGS as INT4_WORD_CONFIGS
-from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, gemv_candidates, int4_gemv, int4_linear
+from tritium.ops.int4_linear import (Int4GemvConfig, default_gemv_config, dequantize_int4, gemv_candidates, int4_gemv,
+                                     int4_linear)
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.ops.skinny import CONFIGS as SKINNY_CONFIGS
@@ -146,7 +147,7 @@ class LinearDispatch:
         if self.mode in ("torch", "invariant") or isinstance(weight, Int4Weight):
             return None
         if self.mode == "triton":
-            return DEFAULT_CONFIG if 1 <= m <= MAX_M else None
+            return (INTERPRETER_CONFIG if interpreting() else DEFAULT_CONFIG) if 1 <= m <= MAX_M else None
         return self.choices.get((m, *weight.shape)) if 1 <= m <= SKINNY_MAX_M else None
 
     def _config_for(self, m: int, weight: torch.Tensor) -> GemvConfig | None:
@@ -201,7 +202,10 @@ class LinearDispatch:
         if self.mode == "torch":
             return F.linear(x, dequantize_int4_reference(weight, x.dtype), bias)
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-        return int4_linear(x, weight, bias, gemv_config=self.int4_choices.get((rows, *weight.shape)))
+        cfg = self.int4_choices.get((rows, *weight.shape))
+        if cfg is None and interpreting() and 1 <= rows <= INT4_MAX_M:  # fewer, wider programs (as the GEMV's)
+            cfg = default_gemv_config(rows, weight, widest=True)
+        return int4_linear(x, weight, bias, gemv_config=cfg)
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                  scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -291,6 +295,11 @@ class LinearDispatch:
         only where :meth:`gemv_runs`."""
         cfg = self._gemv_config(x, weight)
         head_dim = weight.shape[0] // (num_q_heads + 2 * num_kv_heads)
+        if cfg == INTERPRETER_CONFIG and not qkv_rope_supports(cfg, head_dim):  # as wide as its rope pairs allow
+            pairs = cfg.block_n // 2
+            while (head_dim // 2) % pairs:
+                pairs //= 2
+            cfg = dataclasses.replace(cfg, block_n=2 * pairs)
         return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,

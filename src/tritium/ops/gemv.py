@@ -79,6 +79,10 @@ CONFIGS = (
     GemvConfig(1, 4096, 4, flat=True), GemvConfig(2, 4096, 4, flat=True),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
+# under the Triton interpreter a program costs its operations' Python overhead, whatever its width: the
+# candidate with the most rows a program (32) makes a small model's projections 4x fewer programs; one that a
+# GPU may run too, so that the launches the tests record compile as they would there
+INTERPRETER_CONFIG = GemvConfig(32, 256, 8)
 
 
 @triton.jit
