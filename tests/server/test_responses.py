@@ -157,6 +157,33 @@ def test_reasoning_item_and_cut_off(client):
     assert events[-1].type == "response.incomplete" and _items(events[-1].response) == _items(cut)
 
 
+def test_truncation_auto_and_counting_input_tokens(app, client):
+    """A chained conversation past the context is a 400 (truncation disabled, the default) or, with truncation
+    auto, answered from its last turns (the oldest dropped); input_tokens counts a request's prompt as a
+    response's usage does, past the context too."""
+    long = "w2 " * 50  # 50 tokens: two turns fit the 128-token context, three do not
+    first = create(client, input=long)
+    second = create(client, previous_response_id=first.id, input=long)
+    with pytest.raises(openai.BadRequestError) as e:
+        create(client, previous_response_id=second.id, input=long)
+    assert (e.value.body["param"], e.value.body["code"]) == ("input", "context_length_exceeded")
+    third = create(client, previous_response_id=second.id, input=long, truncation="auto")
+    last_two = [{"role": "user", "content": long}, {"role": "assistant", "content": second.output_text},
+                {"role": "user", "content": long}]
+    assert third.truncation == "auto" and third.output_text == "w2 w3"
+    assert third.usage.input_tokens == _tokens(app, last_two) == second.usage.input_tokens
+    whole = [{"role": "user", "content": long}, {"role": "assistant", "content": first.output_text}, *last_two]
+    counted = client.responses.input_tokens.count(model="chain", previous_response_id=second.id, input=long)
+    assert counted.object == "response.input_tokens" and counted.input_tokens == _tokens(app, whole) > 128
+    counted = client.responses.input_tokens.count(model="chain", input="w2", instructions="w1", tools=[WEATHER])
+    asked = [{"role": "system", "content": "w1"}, {"role": "user", "content": "w2"}]
+    tools = [{"type": "function", "function": {"name": "get_weather"}}]
+    assert counted.input_tokens == _tokens(app, asked, tools=tools)
+    with pytest.raises(openai.BadRequestError) as e:  # one turn longer than the context: nothing to drop
+        create(client, input="w2 " * 200, truncation="auto")
+    assert e.value.body["code"] == "context_length_exceeded"
+
+
 def test_logprobs(client):
     r = create(client, include=["message.output_text.logprobs"], top_logprobs=2)
     logprobs = r.output[0].content[0].logprobs
@@ -209,7 +236,7 @@ def test_the_store(app, client):
     (dict(input="w2 " * 200), "input"),
     (dict(temperature=-1), "temperature"),
     (dict(extra_body={"background": True}), "background"),
-    (dict(extra_body={"truncation": "auto"}), "truncation"),
+    (dict(extra_body={"truncation": "middle"}), "truncation"),
     (dict(extra_body={"reasoning": {"effort": "high"}}), "reasoning"),
     (dict(extra_body={"include": ["nope"]}), "include"),
     (dict(extra_body={"n": 2}), "n"),
@@ -244,7 +271,8 @@ def test_items_as_a_chat_conversation():
     assert conversation(items) == [
         {"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "ab", "tool_calls": calls[:2]},
-        {"role": "tool", "tool_call_id": "c1", "content": "one"}, {"role": "tool", "tool_call_id": "c2", "content": "two"},
+        {"role": "tool", "tool_call_id": "c1", "content": "one"},
+        {"role": "tool", "tool_call_id": "c2", "content": "two"},
         {"role": "assistant", "content": None, "tool_calls": calls[2:]}]
 
 
@@ -265,3 +293,19 @@ def test_a_failed_stream_ends_in_response_failed():
                                                                     "message": "the engine stopped"}
     assert response["output"][0]["status"] == "incomplete" and response["output"][0]["content"][0]["text"] == "half"
     assert events[2]["item"]["content"] == [] and writer.done and writer.error.status == 503
+
+
+def test_truncation_drops_whole_oldest_turns():
+    """Each drop takes the oldest turn (up to the second user message), keeping the instructions and the
+    leading developer messages, in the prompt and in what is kept alike; the last user turn is never dropped."""
+    from tritium.server.responses import ResponseStore, drop_oldest_turn, parse_responses
+
+    items = [{"role": "developer", "content": "d"}, {"role": "user", "content": "u1"},
+             {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"},
+             {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c", "output": "o"}, {"role": "user", "content": "u3"}]
+    parsed = parse_responses({"input": items, "instructions": "i", "truncation": "auto"}, ResponseStore(), "m")
+    assert parsed.truncate and drop_oldest_turn(parsed)
+    assert [m["content"] for m in parsed.chat["messages"]] == ["i", "d", "u2", None, "o", "u3"]
+    assert drop_oldest_turn(parsed) and [m["content"] for m in parsed.messages] == ["d", "u3"]
+    assert not drop_oldest_turn(parsed) and [m["content"] for m in parsed.chat["messages"]] == ["i", "d", "u3"]

@@ -5,7 +5,8 @@
 Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/completions``, ``POST /v1/chat/completions``
 (JSON, or server-sent events with ``stream: true``, ending in ``data: [DONE]``), ``POST /v1/responses`` (OpenAI's
 Responses API over the chat machinery, streamed as its typed events; ``GET`` and ``DELETE /v1/responses/{id}``
-and ``GET /v1/responses/{id}/input_items`` for the responses kept: :mod:`tritium.server.responses`),
+and ``GET /v1/responses/{id}/input_items`` for the responses kept, ``POST /v1/responses/input_tokens`` to count a
+prompt: :mod:`tritium.server.responses`),
 ``POST /v1/embeddings`` (the
 inputs' pooled hidden states: :mod:`tritium.engine.pooling`), ``GET /health`` (200 while
 the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
@@ -47,7 +48,7 @@ from tritium.server.metrics import Metrics, RequestTracker
 from tritium.server.protocol import (GenerationRequest, LogprobFormatter, parse_chat, parse_completion, parse_embedding,
                                      usage)
 from tritium.server.responses import (DEFAULT_MAX_STORED, ResponsesRequest, ResponseStore, ResponseWriter, Stored,
-                                      conversation, input_item_page, parse_responses, rename_error)
+                                      conversation, drop_oldest_turn, input_item_page, parse_responses, rename_error)
 from tritium.server.responses import sse as response_sse
 
 try:  # the optional extra tritium[serve]
@@ -294,7 +295,13 @@ class OpenAIServer:
             self._check_model(body["model"])
         try:
             parsed = parse_responses(body, self.stored, self.model_name)
-            run = await self._start(parsed.chat, "chat", arrival)
+            while True:
+                try:
+                    run = await self._start(parsed.chat, "chat", arrival)
+                    break
+                except APIError as e:  # truncation "auto": the oldest turn out, while one is left to drop
+                    if e.code != "context_length_exceeded" or not parsed.truncate or not drop_oldest_turn(parsed):
+                        raise
         except APIError as e:
             raise rename_error(e) from None
         writer = ResponseWriter(parsed.response, self._count_tokens, parsed.logprobs)
@@ -331,6 +338,23 @@ class OpenAIServer:
                                            parsed.messages + conversation(writer.response["output"])))
                 for event in events:
                     yield event
+
+    async def count_input_tokens(self, request: "fastapi.Request"):
+        """``POST /v1/responses/input_tokens``: the prompt tokens a Responses request would have (its template,
+        tools, instructions and previous response included), counted even past the context."""
+        body = await self._json(request)
+        if body.get("model") is not None:
+            self._check_model(body["model"])
+        try:
+            parsed = parse_responses(body, self.stored, self.model_name)
+            req = parse_chat(parsed.chat)
+            ids = encode_chat(self.tokenizer, req.prompts[0], "messages", self._template_kwargs(req),
+                              req.add_generation_prompt, req.continue_final_message)
+        except ValueError as e:
+            raise invalid(f"input: {e}", "input") from None
+        except APIError as e:
+            raise rename_error(e) from None
+        return JSONResponse({"object": "response.input_tokens", "input_tokens": len(ids)})
 
     def _count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False)) if self.tokenizer is not None else 0
@@ -863,6 +887,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/tokenizer_info", server.tokenizer_info, methods=["GET"])
     app.add_api_route("/v1/chat/completions", server.chat_completions, methods=["POST"])
     app.add_api_route("/v1/responses", server.create_response, methods=["POST"])
+    app.add_api_route("/v1/responses/input_tokens", server.count_input_tokens, methods=["POST"])
     app.add_api_route("/v1/responses/{response_id}", server.get_response, methods=["GET"])
     app.add_api_route("/v1/responses/{response_id}", server.delete_response, methods=["DELETE"])
     app.add_api_route("/v1/responses/{response_id}/input_items", server.response_input_items, methods=["GET"])

@@ -16,8 +16,10 @@ nested ones and ``tool_choice {"type": "function", "name"}`` a named function; `
 log-probabilities. ``previous_response_id`` continues a stored response: its conversation, input and output
 (not its instructions, as OpenAI does), comes before this input. vLLM's sampling extensions (``top_k``,
 ``min_p``, ``repetition_penalty``, ``seed``, ``stop``, ``chat_template_kwargs``, ...) pass through. What this
-server cannot do (built-in tools, images and files, background mode, ``truncation: "auto"``, a reasoning effort)
-is refused by name; errors name the Responses field, not the chat one.
+server cannot do (built-in tools, images and files, background mode, a reasoning effort) is refused by name;
+errors name the Responses field, not the chat one. ``truncation: "auto"`` drops the conversation's oldest turns
+(up to its last user message) until the prompt fits the context; ``POST /v1/responses/input_tokens`` counts a
+request's prompt tokens (:meth:`~tritium.server.app.OpenAIServer.count_input_tokens`), whatever the context.
 
 Responses with ``store`` (the default) are kept in memory by a :class:`ResponseStore` bounded in count and in
 bytes (the least recently used go first) for ``GET /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``,
@@ -53,8 +55,6 @@ _EXTENSIONS = {"top_k", "min_p", "repetition_penalty", "seed", "stop", "stop_tok
                "presence_penalty", "frequency_penalty", "logit_bias", "skip_special_tokens", "chat_template_kwargs"}
 # accepted when absent, null or one of these; refused by name otherwise (with why)
 _NEUTRAL = {"background": ((False,), "background mode is not supported: responses run while the request is open"),
-            "truncation": (("disabled",), "only 'disabled' is supported: a conversation longer than the context is "
-                                          "refused, not cut"),
             "max_tool_calls": ((), "it limits built-in tool calls, which this server does not run"),
             "conversation": ((), "conversations are not supported; chain responses with previous_response_id"),
             "prompt": ((), "stored prompt templates are not supported"),
@@ -132,6 +132,22 @@ class ResponsesRequest:
     stream: bool
     store: bool
     logprobs: bool
+    truncate: bool = False  # truncation "auto": the oldest turns are dropped where the prompt is too long
+
+
+def drop_oldest_turn(parsed: ResponsesRequest) -> bool:
+    """``truncation: "auto"``: drop the conversation's oldest turn (what comes before its second user message,
+    leading system and developer messages kept) from the prompt and from what is kept; False where one user
+    turn or none is left."""
+    instructions = len(parsed.chat["messages"]) - len(parsed.messages)
+    messages = parsed.messages
+    lead = next((i for i, m in enumerate(messages) if m["role"] not in ("system", "developer")), len(messages))
+    users = [i for i in range(lead, len(messages)) if messages[i]["role"] == "user"]
+    if len(users) < 2:
+        return False
+    parsed.messages = messages[:lead] + messages[users[1]:]
+    parsed.chat["messages"] = parsed.chat["messages"][:instructions] + parsed.messages
+    return True
 
 
 def rename_error(e: APIError) -> APIError:
@@ -158,6 +174,9 @@ def parse_responses(body: dict, store: ResponseStore, model_name: str) -> Respon
         if body.get(name) is not None and not isinstance(body[name], bool):
             raise invalid(f"{name} must be true or false, got {_show(body[name])}", name)
     _check_reasoning(body.get("reasoning"))
+    truncation = body.get("truncation") or "disabled"
+    if truncation not in ("disabled", "auto"):
+        raise invalid(f"truncation must be 'disabled' or 'auto', got {_show(truncation)}", "truncation")
     options = body.get("stream_options")
     if options is not None and (not isinstance(options, dict) or set(options) - {"include_obfuscation"}):
         raise invalid(f"stream_options takes include_obfuscation only, got {_show(options)}", "stream_options")
@@ -202,10 +221,11 @@ def parse_responses(body: dict, store: ResponseStore, model_name: str) -> Respon
                 "store": body.get("store") is not False, "temperature": _given(body, "temperature", 1.0),
                 "text": text, "tool_choice": body.get("tool_choice") or ("auto" if tools else "none"),
                 "tools": body.get("tools") or [], "top_logprobs": body.get("top_logprobs") or 0,
-                "top_p": _given(body, "top_p", 1.0), "truncation": "disabled", "usage": None, "user": body.get("user"),
+                "top_p": _given(body, "top_p", 1.0), "truncation": truncation, "usage": None,
+                "user": body.get("user"),
                 "metadata": metadata}
     return ResponsesRequest(chat, items, messages, response, body.get("stream") is True,
-                            body.get("store") is not False, logprobs)
+                            body.get("store") is not False, logprobs, truncation == "auto")
 
 
 def _given(body: dict, name: str, default):
