@@ -10,9 +10,9 @@ from tritium import ops
 from tritium.models.linear import LinearDispatch
 from tritium.models.rope import rope_cos_sin, rope_inv_freq
 from tritium.ops import reference
-from tritium.ops.gemv import CONFIGS, INTERPRETER_CONFIG, MAX_M, GemvConfig, gemv
+from tritium.ops.gemv import CONFIGS, INTERPRETER_CONFIG, MAX_M, GemvConfig, gemv, widest
 from tritium.ops.int4 import Int4Weight, linear_int4_reference, pack_int4, quantize_int4
-from tritium.ops.int4_linear import GEMV_CONFIGS, WORD_GEMV_CONFIGS, Int4GemvConfig, default_gemv_config, int4_linear
+from tritium.ops.int4_linear import GEMV_CONFIGS, WORD_GEMV_CONFIGS, Int4GemvConfig, gemv_candidates, int4_linear
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.skinny import CONFIGS as SKINNY_CONFIGS
 from tritium.ops.skinny import SkinnyConfig, skinny
@@ -400,7 +400,7 @@ def test_int4_dispatch_takes_the_tuned_gemv(monkeypatch):
         for m in (1, 2, 3):
             x = torch.randn(m, 256, device=dev)
             assert rel_err(lin(x, w), linear_int4_reference(x, w)) < 1e-5
-    default = [default_gemv_config(m, w, widest=True) if interpreting() else None for m in (1, 2, 3)]
+    default = [widest(gemv_candidates(w)) if interpreting() else None for m in (1, 2, 3)]
     assert seen == [default[0], cfg, default[2], *default]
     if interpreting():  # the word kernel's candidate with the most rows (K 256: one chunk of 512 columns)
         assert default[1] == Int4GemvConfig(32, 512, 4, words=True) and default[1] in WORD_GEMV_CONFIGS

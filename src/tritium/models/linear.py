@@ -18,7 +18,7 @@ import triton
 
 from tritium.fused.matmul import invariant_config, matmul, select_config
 from tritium.ops import reference
-from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, INTERPRETER_CONFIG, MAX_M, GemvConfig, gemv
+from tritium.ops.gemv import CONFIGS, DEFAULT_CONFIG, INTERPRETER_CONFIG, MAX_M, GemvConfig, gemv, widest
 from tritium.ops.qkv_rope import qkv_rope_write_kv
 from tritium.ops.qkv_rope import supports as qkv_rope_supports
 from tritium.ops.act_quant import quantize_activations_fp8
@@ -27,8 +27,7 @@ from tritium.ops.int4 import Int4Weight, dequantize_int4_reference
 from tritium.ops.int4_linear import GEMV_CONFIGS as INT4_GEMV_CONFIGS
 from tritium.ops.int4_linear import MAX_M as INT4_MAX_M
 from tritium.ops.int4_linear import WORD_GEMV_CONFIGS as INT4_WORD_CONFIGS
-from tritium.ops.int4_linear import (Int4GemvConfig, default_gemv_config, dequantize_int4, gemv_candidates, int4_gemv,
-                                     int4_linear)
+from tritium.ops.int4_linear import Int4GemvConfig, dequantize_int4, gemv_candidates, int4_gemv, int4_linear
 from tritium.ops.quant import FP8_DTYPE, QUANTIZED_DTYPES, Fp8Rows, dequantize, dynamic_linear
 from tritium.ops.rope import rope_write_kv
 from tritium.ops.skinny import CONFIGS as SKINNY_CONFIGS
@@ -204,7 +203,7 @@ class LinearDispatch:
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
         cfg = self.int4_choices.get((rows, *weight.shape))
         if cfg is None and interpreting() and 1 <= rows <= INT4_MAX_M:  # fewer, wider programs (as the GEMV's)
-            cfg = default_gemv_config(rows, weight, widest=True)
+            cfg = widest(gemv_candidates(weight))
         return int4_linear(x, weight, bias, gemv_config=cfg)
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,

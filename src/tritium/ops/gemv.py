@@ -79,10 +79,17 @@ CONFIGS = (
     GemvConfig(1, 4096, 4, flat=True), GemvConfig(2, 4096, 4, flat=True),
 )
 DEFAULT_CONFIG = GemvConfig(8, 512, 4)
-# under the Triton interpreter a program costs its operations' Python overhead, whatever its width: the
-# candidate with the most rows a program (32) makes a small model's projections 4x fewer programs; one that a
-# GPU may run too, so that the launches the tests record compile as they would there
-INTERPRETER_CONFIG = GemvConfig(32, 256, 8)
+
+
+def widest(configs):
+    """Of GEMV configs (this module's or int4's), the one with the most weight rows a program, then the shortest
+    chunk. Under the Triton interpreter a program costs its operations' Python overhead, whatever its width:
+    the widest candidate makes a small model's projections 4x fewer programs, and a GPU may run it too, so the
+    launches the tests record compile as they would there."""
+    return min(configs, key=lambda c: (-c.block_n, c.block_k))
+
+
+INTERPRETER_CONFIG = widest(CONFIGS)  # 32 x 256, 8 warps
 
 
 @triton.jit

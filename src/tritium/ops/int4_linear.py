@@ -699,19 +699,6 @@ def gemv_candidates(w: Int4Weight) -> tuple[Int4GemvConfig, ...]:
     return GEMV_CONFIGS
 
 
-def default_gemv_config(m: int, w: Int4Weight, widest: bool = False) -> Int4GemvConfig:
-    """The GEMV config :func:`int4_linear` takes by default for ``m`` (1 to ``MAX_M``) rows times ``w``: the word
-    kernel's where it runs, else the byte kernel's. ``widest``: instead, of that kernel's tuning candidates the
-    one with the most weight rows a program (then the shortest chunk): the interpreter's, fewer programs."""
-    word = WORD_GEMV_DEFAULTS[triton.next_power_of_2(m)]
-    K, G = w.shape[1], w.group_size
-    words = _words(w) is not None and _word_piece(K, G, word.block_k // 8) is not None
-    if not widest:
-        return word if words else DEFAULT_GEMV_CONFIG
-    candidates = [c for c in WORD_GEMV_CONFIGS if _word_piece(K, G, c.block_k // 8) is not None] if words else []
-    return min(candidates or GEMV_CONFIGS, key=lambda c: (-c.block_n, c.block_k))
-
-
 def _gemv(x: torch.Tensor, w: Int4Weight, bias: torch.Tensor | None, cfg: Int4GemvConfig | None) -> torch.Tensor:
     """The word GEMV where the weight allows it (:func:`_word_piece`, :func:`_words`), else the byte GEMV;
     ``cfg`` None: the default of the kernel that runs."""

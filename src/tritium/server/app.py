@@ -315,8 +315,8 @@ class OpenAIServer:
         async with contextlib.aclosing(events) as each:
             async for _ in each:
                 pass
-        if writer.error is not None:
-            raise rename_error(writer.error)
+        if writer.error is not None:  # renamed when the writer took it
+            raise writer.error
         if not writer.done:
             return Response(status_code=499)  # nobody reads it
         return JSONResponse(writer.response)
@@ -570,12 +570,10 @@ class OpenAIServer:
         """The SSE of a completions or chat stream, ending in ``data: [DONE]`` (after an error too)."""
         async with contextlib.aclosing(self._chunks(request, run)) as chunks:
             async for chunk in chunks:
-                if isinstance(chunk, APIError):
+                if isinstance(chunk, APIError):  # the error, then the end
                     yield _sse(chunk.body())
-                if chunk is _DONE or isinstance(chunk, APIError):
-                    yield "data: [DONE]\n\n"
-                else:
-                    yield _sse(chunk)
+                    chunk = _DONE
+                yield "data: [DONE]\n\n" if chunk is _DONE else _sse(chunk)
 
     async def _chunks(self, request, run: _Run):
         """The chunks (dicts) of a stream, then ``_DONE`` once every choice finished, or an :class:`APIError`

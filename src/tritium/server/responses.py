@@ -91,9 +91,6 @@ class ResponseStore:
         self.entries: collections.OrderedDict[str, Stored] = collections.OrderedDict()
         self.bytes = 0
 
-    def __len__(self) -> int:
-        return len(self.entries)
-
     def put(self, stored: Stored) -> bool:
         """Keep ``stored`` (dropping the least recently used beyond the bounds); False if it alone is too large."""
         stored.size = len(json.dumps(stored.response)) + len(json.dumps(stored.items))
