@@ -15,7 +15,7 @@ from tritium import runtime
 
 runtime.select_backend()
 
-from tritium.engine import LLM, LLMEngine, RequestOutput, SamplingParams  # noqa: E402
+from tritium.engine import LLM, LLMEngine, LoRARequest, RequestOutput, SamplingParams  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["LLM", "LLMEngine", "RequestOutput", "SamplingParams", "runtime"]
+__all__ = ["LLM", "LLMEngine", "LoRARequest", "RequestOutput", "SamplingParams", "runtime"]

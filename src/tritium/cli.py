@@ -210,6 +210,14 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--reasoning-parser", choices=["think"], default=None,
                      help="return chat answers' <think> ... </think> part (Qwen3, QwQ, DeepSeek-R1) as "
                           "message.reasoning_content instead of in the content (default: left in the content)")
+    srv.add_argument("--lora-modules", nargs="+", default=None, metavar="NAME=PATH",
+                     help="LoRA adapters to serve (PEFT directories), each under its NAME: a request whose model is "
+                          "NAME runs that adapter; requests of different adapters and of the base model batch "
+                          "together (implies --enable-lora)")
+    srv.add_argument("--enable-lora", action="store_true",
+                     help="serve LoRA adapters (--lora-modules; the projections then run unfused: slower steps)")
+    srv.add_argument("--max-loras", type=int, default=4, help="LoRA adapters one step may mix (default 4)")
+    srv.add_argument("--max-lora-rank", type=int, default=16, help="the largest adapter rank served (default 16)")
     srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
                      help="compute every prompt whole, never from KV pages cached by earlier requests (slower for "
                           "repeated prefixes; a repeated greedy request then rounds as it did the first time)")
@@ -385,13 +393,31 @@ def _serve_engine_kwargs(args) -> dict:
         kwargs["decode_steps"] = args.decode_steps
     if args.kv_cache_memory is not None:
         kwargs["kv_cache_memory"] = args.kv_cache_memory
+    if args.enable_lora or args.lora_modules:
+        kwargs.update(enable_lora=True, max_loras=args.max_loras, max_lora_rank=args.max_lora_rank)
     return kwargs
+
+
+def lora_modules(specs: list[str] | None) -> dict[str, str]:
+    """``--lora-modules NAME=PATH ...`` as {name: path}; ValueError naming a malformed one."""
+    out = {}
+    for spec in specs or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--lora-modules takes NAME=PATH (a PEFT adapter directory), got {spec!r}")
+        if name in out:
+            raise ValueError(f"--lora-modules: the name {name!r} is given twice")
+        out[name] = path
+    return out
 
 
 def serve_command(args) -> int:
     check_tls(args.ssl_keyfile, args.ssl_certfile, ("--ssl-keyfile", "--ssl-certfile"))  # before the model loads
+    adapters = lora_modules(args.lora_modules)
     engine = LLMEngine(args.model, progress=sys.stderr.isatty(), **_serve_engine_kwargs(args))
     with engine:
+        for name, path in adapters.items():  # read and checked before the server listens
+            engine.load_lora(name, path)
         if engine.is_follower:  # torchrun rank > 0: rank 0 serves; this rank runs its shard of every step
             while not engine.closed:
                 engine.follow()

@@ -19,4 +19,5 @@ SUITES = {
     "moe": "tritium.bench.moe",
     "speculative": "tritium.bench.speculative",
     "embed": "tritium.bench.embed",
+    "lora": "tritium.bench.lora",
 }

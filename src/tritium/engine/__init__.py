@@ -18,9 +18,11 @@ from tritium.engine.async_engine import AsyncLLMEngine, EngineStoppedError, Queu
 from tritium.engine.config import EngineConfig
 from tritium.engine.llm import LLM
 from tritium.engine.llm_engine import LLMEngine, default_model_path
+from tritium.engine.lora import LoRARequest
 from tritium.engine.sampling import SamplingParams, TokenLogprobs
 from tritium.engine.sequence import RequestOutput
 from tritium.models.config import ModelConfig, UnsupportedModelError
 
 __all__ = ["LLM", "LLMEngine", "AsyncLLMEngine", "SamplingParams", "TokenLogprobs", "RequestOutput", "EngineConfig",
-           "ModelConfig", "UnsupportedModelError", "QueueFullError", "EngineStoppedError", "default_model_path"]
+           "LoRARequest", "ModelConfig", "UnsupportedModelError", "QueueFullError", "EngineStoppedError",
+           "default_model_path"]

@@ -122,7 +122,8 @@ class AsyncLLMEngine:
         self.stats = EngineStats()
         self.error: BaseException | None = None
         self._cond = threading.Condition()
-        self._adds: list[tuple[str, list[int], SamplingParams, RequestStream]] = []  # guarded by _cond
+        # (id, prompt ids, params, LoRA adapter or None, stream), guarded by _cond
+        self._adds: list[tuple] = []
         self._aborts: list[str] = []  # guarded by _cond
         self._stopping = False
         self._streams: dict[str, RequestStream] = {}  # engine thread only
@@ -153,9 +154,9 @@ class AsyncLLMEngine:
             self._thread.join(timeout)
 
     # -- requests (any thread; submit from a running event loop) ------------------------------------------
-    def submit(self, requests: Iterable[tuple[str, list[int], SamplingParams]]) -> RequestStream:
-        """Queue requests ``(request_id, prompt token ids, params)`` together; they join the running batch at
-        the next step. Raises :class:`QueueFullError` if they would take the waiting requests past
+    def submit(self, requests: Iterable[tuple]) -> RequestStream:
+        """Queue requests ``(request_id, prompt token ids, params[, lora_request])`` together; they join the
+        running batch at the next step. Raises :class:`QueueFullError` if they would take the waiting requests past
         ``max_queue`` (none is queued then), :class:`EngineStoppedError` if the loop is not running."""
         requests = list(requests)
         loop = asyncio.get_running_loop()
@@ -167,8 +168,8 @@ class AsyncLLMEngine:
             if self.max_queue is not None and waiting + len(requests) > self.max_queue:
                 raise QueueFullError(f"{waiting} requests are waiting and the queue holds {self.max_queue} "
                                      f"(--max-queue); try again later")
-            for rid, ids, params in requests:
-                self._adds.append((rid, ids, params, stream))
+            for rid, ids, params, *lora in requests:
+                self._adds.append((rid, ids, params, lora[0] if lora else None, stream))
             self._cond.notify()
         return stream
 
@@ -209,11 +210,11 @@ class AsyncLLMEngine:
         for rid in aborts:
             self._streams.pop(rid, None)
             engine.abort(rid)
-        for rid, ids, params, stream in adds:
+        for rid, ids, params, lora, stream in adds:
             if rid in aborted:
                 continue
             try:
-                engine.add_request(rid, ids, params)
+                engine.add_request(rid, ids, params, lora_request=lora)
             except Exception as e:  # a request the caller did not check (a duplicate id, say): it alone fails
                 stream.loop.call_soon_threadsafe(stream._put, e)
                 continue
@@ -244,7 +245,7 @@ class AsyncLLMEngine:
 
     def _fail_all(self, error: BaseException, adds) -> None:
         streams = {id(s): s for s in self._streams.values()}
-        streams.update({id(a[3]): a[3] for a in adds})
+        streams.update({id(a[-1]): a[-1] for a in adds})
         try:
             for rid in list(self._streams):
                 self.engine.abort(rid)

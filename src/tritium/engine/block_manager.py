@@ -146,7 +146,7 @@ class BlockManager:
         """``seq``'s first ``num_computed`` tokens have their K/V in the cache: publish its filled pages
         (both tables) and release the window pages behind its window."""
         published = len(seq.block_keys)
-        self.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed)
+        self.register(seq.block_table, seq.block_keys, seq.token_ids, seq.num_computed, seq.cache_salt)
         wp = self.window_pool
         if wp is None:
             return
@@ -172,19 +172,21 @@ class BlockManager:
         for an embedding request that averages over its prompt (``pooling`` "mean")."""
         if seq.scores_prompt or seq.params.pooling == "mean":
             return [], []
-        return self.allocate_prefix(seq.token_ids, self.share(seq))
+        return self.allocate_prefix(seq.token_ids, self.share(seq), seq.cache_salt)
 
     def blocks_needed(self, block_table: list[int], num_tokens: int) -> int:
         """Pages to add so that a table holds ``num_tokens`` tokens."""
         return max(0, -(-num_tokens // self.block_size) - len(block_table))
 
-    def allocate_prefix(self, token_ids: list[int], share: int | None = None) -> tuple[list[int], list[int]]:
+    def allocate_prefix(self, token_ids: list[int], share: int | None = None, salt: int | None = None
+                        ) -> tuple[list[int], list[int]]:
         """Block table and page keys of the longest cached prefix of ``token_ids``, leaving at least one
-        token to compute (its logits are needed). Returns ([], []) without prefix caching."""
+        token to compute (its logits are needed). Returns ([], []) without prefix caching. ``salt``: what
+        else the pages' K/V depend on (a LoRA adapter's): pages match only under the same salt."""
         if not self.enable_prefix_caching:
             return [], []
         table, keys = [], []
-        for key in prefix_keys(token_ids, self.block_size, (len(token_ids) - 1) // self.block_size):
+        for key in prefix_keys(token_ids, self.block_size, (len(token_ids) - 1) // self.block_size, salt):
             block_id = self.cached.get(key)
             if block_id is None or block_id // self.rank_blocks != self.rank_of(len(table), share):
                 break
@@ -212,14 +214,16 @@ class BlockManager:
             block_table.append(block_id)
         return True
 
-    def register(self, block_table: list[int], keys: list[int], token_ids: list[int], num_computed: int) -> None:
-        """Publish the pages of a sequence filled up to ``num_computed`` tokens; extends ``keys``."""
+    def register(self, block_table: list[int], keys: list[int], token_ids: list[int], num_computed: int,
+                 salt: int | None = None) -> None:
+        """Publish the pages of a sequence filled up to ``num_computed`` tokens; extends ``keys`` (the first
+        chained from ``salt``, as ``allocate_prefix`` looks them up)."""
         if not self.enable_prefix_caching:
             return
         full = num_computed // self.block_size
         if full <= len(keys):
             return
-        parent = keys[-1] if keys else None
+        parent = keys[-1] if keys else salt
         new = prefix_keys(token_ids[len(keys) * self.block_size:], self.block_size, full - len(keys), parent)
         self._publish(block_table, new, len(keys))
         keys.extend(new)

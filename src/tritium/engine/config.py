@@ -105,6 +105,10 @@ class EngineConfig:
       tail. Attention runs through :func:`tritium.fused.distributed_paged_decode` for every token (decode
       and prefill alike), in its mode ``"torch"`` when ``comm="torch"``, else ``"fused"``. Greedy decode
       windows are off (each step is planned on the host); the context holds ``N`` times a rank's pages.
+    - ``enable_lora``: serve LoRA adapters (PEFT directories; ``LLM.generate(..., lora_request=...)``, the
+      server's ``--lora-modules``), ``max_loras`` of them in one step, each of rank <= ``max_lora_rank``
+      (:mod:`tritium.engine.lora`). Every step then runs the layers' projections unfused (no norm, rope or
+      SiLU-and-mul in their epilogues) with each token's adapter update after them; one rank, 16-bit weights.
     - ``batch_invariant``: a request's tokens and log-probabilities come out with the same bits whatever else
       runs beside it: other requests in its batch, how its prompt is chunked, a prefix-cache hit, a
       preemption and recompute (on one GPU, or the CPU under the Triton interpreter; the same engine build
@@ -178,6 +182,9 @@ class EngineConfig:
     fuse_row_parallel: bool = False
     pipeline_windows: bool = True
     batch_invariant: bool = False
+    enable_lora: bool = False
+    max_loras: int = 4
+    max_lora_rank: int = 16
     quantization: str | None = None
     tensor_parallel_size: int = 1
     context_parallel_size: int = 1
@@ -286,6 +293,23 @@ class EngineConfig:
                              f"parallelism (context_parallel_size={self.context_parallel_size})")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
+        if not isinstance(self.enable_lora, bool):
+            raise TypeError(f"enable_lora must be True or False, got {self.enable_lora!r}")
+        for name in ("max_loras", "max_lora_rank"):
+            _check_int(name, getattr(self, name))
+        if not 1 <= self.max_loras <= 64:
+            raise ValueError(f"max_loras must be in [1, 64], got {self.max_loras}")
+        if not 1 <= self.max_lora_rank <= 256:
+            raise ValueError(f"max_lora_rank must be in [1, 256], got {self.max_lora_rank}")
+        if self.enable_lora:
+            clash = [f"{name}={value!r}" for name, value in (
+                ("tensor_parallel_size", self.tensor_parallel_size),
+                ("context_parallel_size", self.context_parallel_size),
+                ("quantization", self.quantization), ("batch_invariant", self.batch_invariant),
+                ("fuse_norms", self.fuse_norms)) if value not in (1, None, False)]
+            if clash:
+                raise ValueError(f"enable_lora=True runs one rank with 16-bit weights: it cannot be combined with "
+                                 f"{', '.join(clash)}")
         for name in ("num_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -19,6 +19,7 @@ import torch
 from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.fim import encode_fim
 from tritium.engine.llm_engine import LLMEngine
+from tritium.engine.lora import LoRARequest
 from tritium.engine.pooling import finish, model_pooling
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
@@ -92,7 +93,8 @@ class LLM:
     def chat(self, messages: list[dict] | Seq[list[dict]],
              sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
              chat_template_kwargs: dict | None = None, tools: list[dict] | None = None,
-             add_generation_prompt: bool | None = None, continue_final_message: bool = False) -> list[RequestOutput]:
+             add_generation_prompt: bool | None = None, continue_final_message: bool = False,
+             lora_request: LoRARequest | Seq[LoRARequest | None] | None = None) -> list[RequestOutput]:
         """Answer one conversation (``[{"role": "system" | "user" | "assistant" | "tool", "content": str},
         ...]``) or a list of them, through the model's chat template; one finished :class:`RequestOutput` per
         conversation, like :meth:`generate`. ``chat_template_kwargs``: more template variables, e.g.
@@ -100,7 +102,8 @@ class LLM:
         the calls in an answer: ``tritium.engine.tools.parse_tool_calls(out.text, parser)``.
         ``continue_final_message=True``: each conversation ends with an assistant message whose text the answer
         continues (a prefilled answer; the output holds the continuation); ``add_generation_prompt`` (default:
-        not ``continue_final_message``): the template's generation prompt after the messages."""
+        not ``continue_final_message``): the template's generation prompt after the messages. ``lora_request``:
+        as :meth:`generate`'s."""
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
@@ -109,7 +112,7 @@ class LLM:
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
                                else f"messages[{i}]", chat_template_kwargs, add_generation_prompt,
                                continue_final_message) for i, c in enumerate(conversations)]
-        return self.generate(prompts, sampling_params)
+        return self.generate(prompts, sampling_params, lora_request=lora_request)
 
     def embed(self, prompts: str | list[int] | Seq[str | list[int]], *, pooling: str | None = None,
               normalize: bool | None = None, dimensions: int | None = None) -> torch.Tensor:
@@ -128,17 +131,18 @@ class LLM:
         return finish(torch.stack([o.embedding for o in outs]), norm if normalize is None else normalize, dimensions)
 
     def generate_stream(self, prompt: str | list[int], sampling_params: SamplingParams | None = None, *,
-                        on_prefill=None) -> Iterator[str]:
+                        on_prefill=None, lora_request: LoRARequest | None = None) -> Iterator[str]:
         """Generate a continuation of one prompt, yielding text deltas as the engine produces them (they
         concatenate to the final text; characters split across tokens come out whole). Leaving the loop
         early aborts the request. ``self.stats`` and ``self.last_output`` (the finished RequestOutput) are
         set at the end. ``on_prefill(computed, prompt_len)`` (optional) is called after each step until the
-        prompt is computed (a long prompt is prefilled in chunks: progress bars)."""
+        prompt is computed (a long prompt is prefilled in chunks: progress bars). ``lora_request``: the LoRA
+        adapter it runs with (as :meth:`generate`'s)."""
         if self.engine.is_follower:  # torchrun: rank 0 streams, this rank runs its shard of every step
             self.engine.follow()
             return
         try:
-            yield from self._stream(prompt, sampling_params, on_prefill)
+            yield from self._stream(prompt, sampling_params, on_prefill, lora_request)
         except GeneratorExit:  # the caller left the loop early: a normal end for the followers
             self.engine.end_call(None)
             raise
@@ -147,13 +151,13 @@ class LLM:
             raise
         self.engine.end_call(self.last_output)
 
-    def _stream(self, prompt, sampling_params, on_prefill) -> Iterator[str]:
+    def _stream(self, prompt, sampling_params, on_prefill, lora_request=None) -> Iterator[str]:
         params = SamplingParams() if sampling_params is None else sampling_params
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling_params must be SamplingParams, got {type(params).__name__}")
         engine = self.engine
         rid = f"stream-{next(self._ids)}"
-        engine.add_request(rid, engine.encode(prompt, "prompt"), params)
+        engine.add_request(rid, engine.encode(prompt, "prompt"), params, lora_request=lora_request)
         start, final, prefilling = time.perf_counter(), None, on_prefill is not None
         try:
             while final is None:
@@ -179,27 +183,31 @@ class LLM:
 
     def generate(self, prompts: str | list[int] | Seq[str | list[int]],
                  sampling_params: SamplingParams | Seq[SamplingParams] | None = None, *,
-                 suffix: str | Seq[str] | None = None) -> list[RequestOutput]:
+                 suffix: str | Seq[str] | None = None,
+                 lora_request: LoRARequest | Seq[LoRARequest | None] | None = None) -> list[RequestOutput]:
         """Generate a continuation of every prompt (strings, or token-id lists) with continuous batching.
 
         ``sampling_params``: one for all prompts or one per prompt (default: greedy, 64 tokens).
         ``suffix`` (one for all prompts or one per prompt): fill in the middle, for code models trained for it
         (:mod:`tritium.engine.fim`): each text prompt is the text before a gap, the suffix the text after it, and
         the answer what goes between (ending at EOS or the format's end tokens, added to ``stop_token_ids``).
+        ``lora_request`` (one for all prompts or one per prompt, None: the base model): the LoRA adapter each
+        prompt runs with (``enable_lora=True``; ``LoRARequest(name, path)`` reads a PEFT directory the first
+        time, ``LoRARequest(name)`` names one read before); prompts of different adapters batch together.
         Returns one finished :class:`RequestOutput` per prompt, in order. Every prompt is checked before
         any is queued, so a bad one leaves the engine as it was.
         """
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
         try:
-            outs = self._generate(prompts, sampling_params, suffix)
+            outs = self._generate(prompts, sampling_params, suffix, lora_request)
         except BaseException as e:
             self.engine.end_call(error=e)
             raise
         self.engine.end_call(outs)
         return outs
 
-    def _generate(self, prompts, sampling_params, suffix=None) -> list[RequestOutput]:
+    def _generate(self, prompts, sampling_params, suffix=None, lora_request=None) -> list[RequestOutput]:
         if isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
         prompts = list(prompts)
@@ -229,9 +237,13 @@ class LLM:
                 params[i] = dataclasses.replace(params[i], stop_token_ids=(params[i].stop_token_ids or []) + stops)
 
         engine = self.engine
+        loras = list(lora_request) if isinstance(lora_request, (list, tuple)) else [lora_request] * len(prompts)
+        if len(loras) != len(prompts):
+            raise ValueError(f"lora_request has {len(loras)} entries, prompts has {len(prompts)}")
+        loras = [None if r is None else engine.resolve_lora(r) for r in loras]
         ids = [f"generate-{next(self._ids)}" for _ in prompts]
-        for rid, prompt, p in zip(ids, encoded, params):
-            engine.add_request(rid, prompt, p)
+        for rid, prompt, p, lora in zip(ids, encoded, params, loras):
+            engine.add_request(rid, prompt, p, lora_request=lora)
         # the texts given, as the outputs' prompts (the engine saw token ids)
         texts = {rid: prompt if isinstance(prompt, str) else None for rid, prompt in zip(ids, prompts)}
         start, hits0 = time.perf_counter(), engine.block_manager.hits

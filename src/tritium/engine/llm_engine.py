@@ -33,6 +33,7 @@ from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.guided import GUIDED_FORMATS, GuidedConstraint, compile_guided, missing_bytes
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
+from tritium.engine.lora import LoRARequest, LoRASlots
 from tritium.engine.runner import (GRAPH_BUCKETS, ModelRunner, PromptScores, Window, kv_cache_bytes_per_block,
                                    window_layers)
 from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampling_probs, token_logprobs
@@ -165,6 +166,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
                            quantization=cfg.quantization, context_parallel=context_parallel))
     model.load_weights(weights)
+    if cfg.enable_lora:  # its slots before the KV cache is sized from what memory is left
+        model.enable_lora(cfg.max_loras, cfg.max_lora_rank)
     if cfg.kv_cache_dtype == "fp8" and cfg.kv_cache_scales == "auto":
         _calibrate_kv_scales(model)
     prefetch = on_gpu and cfg.weight_prefetch is not False and model.enable_prefetch()
@@ -423,6 +426,8 @@ class LLMEngine:
                                    max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps,
                                    num_speculative_tokens=cfg.num_speculative_tokens,
                                    max_decode_rows=cfg.max_decode_rows)
+        self.loras = None if model.lora is None else LoRASlots(model.lora, model_config)
+        self.scheduler.loras = self.loras
         # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)
         self.num_draft_tokens = self.num_accepted_tokens = self.num_drafts = 0
         self.num_steps = self.num_window_steps = 0  # model steps run (a greedy window's count; and in windows)
@@ -549,9 +554,12 @@ class LLMEngine:
                              f"[0, {vocab})")
         return prediction[:self.max_model_len]
 
-    def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None) -> None:
+    def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None, *,
+                    lora_request: LoRARequest | None = None) -> None:
         """Queue a request; it joins the running batch at the next step. ``prompt``: text (tokenized with the
-        model's tokenizer, no chat template) or token ids. ValueError for a duplicate id or bad input."""
+        model's tokenizer, no chat template) or token ids; ``lora_request``: the LoRA adapter it runs with
+        (``enable_lora``; read from its directory the first time its name comes). ValueError for a duplicate id
+        or bad input."""
         if not isinstance(request_id, str) or not request_id:
             raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
         if request_id in self._requests:
@@ -567,11 +575,15 @@ class LLMEngine:
         if params.response_format is not None and self.tokenizer is None:
             raise ValueError(f"response_format {params.response_format!r} of request {request_id!r} needs the "
                              "model's tokenizer (this engine has none)")
+        if lora_request is not None:
+            lora_request = self.resolve_lora(lora_request)
         ids = self.encode(prompt, f"prompt of request {request_id!r}", params.pooling is None)
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
                                                           params.include_stop_str_in_output))
+        if lora_request is not None:
+            seq.lora, seq.cache_salt = lora_request, self.loras.salt(lora_request.name)
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
         prediction = self._prediction(params.prediction, request_id)
@@ -597,6 +609,32 @@ class LLMEngine:
                 seq.json = ReasoningThenJson(seq.json, self.tokenizer, params.reasoning_open)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
+
+    def resolve_lora(self, request: LoRARequest) -> LoRARequest:
+        """Check a request's adapter (reading it on first use); ValueError naming what is wrong."""
+        if not isinstance(request, LoRARequest):
+            raise ValueError(f"lora_request must be a LoRARequest, got {type(request).__name__}")
+        if self.loras is None:
+            raise ValueError(f"LoRA adapter {request.name!r}: this engine serves no adapters (start it with "
+                             f"enable_lora=True)")
+        return self.loras.resolve(request)
+
+    def load_lora(self, name: str, path: str) -> None:
+        """Register the PEFT adapter in ``path`` under ``name`` (read now; requests may then name it alone)."""
+        self.resolve_lora(LoRARequest(name, path))
+
+    def remove_lora(self, name: str) -> None:
+        """Forget adapter ``name``; ValueError while an unfinished request uses it."""
+        if self.loras is None:
+            raise ValueError("this engine serves no LoRA adapters (enable_lora=False)")
+        users = [rid for rid, seq in self._requests.items() if seq.lora is not None and seq.lora.name == name]
+        if users:
+            raise ValueError(f"LoRA adapter {name!r} is in use by {len(users)} unfinished request(s)")
+        self.loras.remove(name)
+
+    def lora_names(self) -> list[str]:
+        """The adapters registered, in the order they were."""
+        return [] if self.loras is None else list(self.loras.adapters)
 
     def abort(self, request_id: str) -> bool:
         """Stop a request now and free its KV pages; the next ``step()`` reports it finished with reason

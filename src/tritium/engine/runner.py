@@ -51,7 +51,7 @@ def window_layers(model: LlamaModel) -> list[int]:
 class HostStaging:
     """Pinned host buffers a decode step's inputs go up from, and the window tokens come down to."""
 
-    i64: torch.Tensor            # [5, rows] int64: ids, positions, slots, stops, window slots
+    i64: torch.Tensor            # [6, rows] int64: ids, positions, slots, stops, window slots, LoRA slots
     seq_lens: torch.Tensor       # [rows] int32
     block_table: torch.Tensor    # [rows, max_blocks] int32
     tokens: tuple[torch.Tensor, torch.Tensor]  # [MAX_DECODE_STEPS, rows] int64 each: one per window in flight
@@ -83,6 +83,7 @@ class DecodeBuffers:
     staged: torch.cuda.Event | None  # the last host-to-device copies out of ``host``
     window_slots: torch.Tensor | None   # [rows] int64, the window pool's slots (None: no window pool)
     window_table: torch.Tensor | None   # [rows, max_blocks] int32
+    lora: torch.Tensor | None    # [rows] int64 LoRA adapter slots, -1: none (None: the model serves no adapters)
     done: tuple[torch.cuda.Event | None, torch.cuda.Event | None]  # with host.tokens[0] / [1]
     flip: int = 0                # which token buffer the next window uses
     logits: torch.Tensor | None = None  # a graph's output
@@ -128,6 +129,7 @@ class StepPlan:
     pool_rows: list[int] = dataclasses.field(default_factory=list)
     pool_index: list[int] = dataclasses.field(default_factory=list)
     pool_count: int = 0
+    lora: np.ndarray | None = None  # [T] int64 each token's LoRA adapter slot (-1: none); None: no adapters
 
 
 @dataclasses.dataclass(eq=False)
@@ -223,6 +225,7 @@ class ModelRunner:
         windowed = self.num_window_blocks > 0
         prompt_rows, prompt_targets, prompt_spans, prompt_top = [], [], [], 0
         pool_rows, pool_index, pool_count = [], [], 0
+        lora = [] if self.model.lora is not None else None
         for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_new)):
             start = seq.num_computed
             if seq.scores_prompt:  # token t's log-probability is at position t - 1's row
@@ -241,6 +244,8 @@ class ModelRunner:
                 wslots += [seq.window_table[p // bs] * bs + p % bs for p in positions]
             q_lens.append(n)
             seq_lens.append(start + n)
+            if lora is not None:  # the draft's tokens too
+                lora += [-1 if seq.lora_slot is None else seq.lora_slot] * (n + len(seq.draft))
             if seq.params.pooling is not None:  # an embedding: pooled rows, no logits
                 rows = range(len(ids) - n, len(ids)) if seq.params.pooling == "mean" else (
                     [len(ids) - 1] if start + n == seq.num_tokens else [])
@@ -258,7 +263,7 @@ class ModelRunner:
                         window_table=self._table(batch, window=True) if windowed else None,
                         prompt_rows=prompt_rows, prompt_targets=prompt_targets,
                         prompt_top=prompt_top, prompt_spans=prompt_spans, pool_rows=pool_rows, pool_index=pool_index,
-                        pool_count=pool_count)
+                        pool_count=pool_count, lora=None if lora is None else np.array(lora, dtype=np.int64))
         if any(seq.draft for seq in batch.seqs) and self.cp_world == 1 and not pool_count and \
                 all(seq.num_computed + 1 == seq.num_tokens for seq in batch.seqs):
             return self._rows_per_token(plan)
@@ -383,7 +388,8 @@ class ModelRunner:
             wtable = self._fill_block_table(plan.window_table, np.empty((S, width), dtype=np.int32),
                                             self.num_window_blocks)
             meta.window = dataclasses.replace(meta, slot_mapping=up(plan.window_slots), block_table=up(wtable))
-        hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches)
+        hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches,
+                                    lora_slots=None if plan.lora is None else up(plan.lora))
         scores = self._score_prompt(hidden, plan, up) if plan.prompt_rows else None
         pooled = None
         if plan.pool_count:
@@ -438,7 +444,7 @@ class ModelRunner:
 
         windowed = self.num_window_blocks > 0
         host = HostStaging(
-            i64=pinned(torch.empty(5, rows, dtype=torch.int64)),
+            i64=pinned(torch.empty(6, rows, dtype=torch.int64)),
             seq_lens=pinned(torch.empty(rows, dtype=torch.int32)),
             block_table=pinned(torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32)),
             tokens=tuple(pinned(torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)) for _ in range(2)),
@@ -459,6 +465,7 @@ class ModelRunner:
             window_slots=torch.full((rows,), -1, dtype=torch.int64, device=dev) if windowed else None,
             window_table=torch.full((rows, self.max_blocks_per_seq), self.num_window_blocks, dtype=torch.int32,
                                     device=dev) if windowed else None,
+            lora=torch.full((rows,), -1, dtype=torch.int64, device=dev) if self.model.lora is not None else None,
             done=(torch.cuda.Event(), torch.cuda.Event()) if cuda else (None, None))
 
     def _meta(self, bufs: DecodeBuffers, max_seqlen_k: int) -> AttentionMetadata:
@@ -470,7 +477,7 @@ class ModelRunner:
 
     def _greedy_step(self, bufs: DecodeBuffers, meta: AttentionMetadata) -> torch.Tensor:
         """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
-        hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches)
+        hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches, lora_slots=bufs.lora)
         logits = self.model.compute_logits(hidden)
         self.greedy_advance(logits, bufs.hist, bufs.ids, bufs.pos, bufs.seq_lens, bufs.slots, bufs.stop,
                             bufs.block_table, self.block_size, bufs.scratch, bufs.window_slots, bufs.window_table)
@@ -588,10 +595,12 @@ class ModelRunner:
             i64[0, :n], i64[1, :n], i64[2, :n] = inputs.ids, inputs.pos, inputs.slots
             i64[3, :n] = 0 if stops is None else stops
             i64[4, :n] = inputs.window_slots if windowed else -1
+            i64[5, :n] = -1 if inputs.lora is None else inputs.lora
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
             i64[3, n:] = 0
             i64[4, n:] = -1
+            i64[5, n:] = -1
             host.seq_lens_np[:n] = inputs.seq_lens
             host.seq_lens_np[n:] = 1
             bufs.ids.copy_(host.i64[0], non_blocking=True)
@@ -601,6 +610,8 @@ class ModelRunner:
             bufs.seq_lens.copy_(host.seq_lens, non_blocking=True)
             if windowed:
                 bufs.window_slots.copy_(host.i64[4], non_blocking=True)
+            if bufs.lora is not None:
+                bufs.lora.copy_(host.i64[5], non_blocking=True)
         bufs.block_table.copy_(host.block_table, non_blocking=True)
         if windowed:
             bufs.window_table.copy_(host.window_table, non_blocking=True)

@@ -29,6 +29,7 @@ import collections
 import dataclasses
 
 from tritium.engine.block_manager import BlockManager
+from tritium.engine.lora import LoRASlots
 from tritium.engine.sequence import Sequence, Status
 
 
@@ -73,6 +74,7 @@ class Scheduler:
         self.waiting: collections.deque[Sequence] = collections.deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
+        self.loras: LoRASlots | None = None  # the engine's LoRA adapter slots (enable_lora)
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
@@ -116,6 +118,10 @@ class Scheduler:
         # 2. waiting sequences in arrival order.
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
+            if seq.lora is not None and seq.lora_slot is None:  # its adapter in a slot, or it waits for one
+                seq.lora_slot = self.loras.acquire(seq.lora.name)
+                if seq.lora_slot is None:
+                    break
             if not seq.block_table:
                 self.blocks.take_prefix(seq)
                 seq.num_computed = len(seq.block_table) * self.blocks.block_size
@@ -238,8 +244,14 @@ class Scheduler:
 
     def _release(self, seq: Sequence) -> None:
         self.blocks.free_seq(seq)
+        self._release_lora(seq)
         seq.num_computed = 0
         seq.draft = []
+
+    def _release_lora(self, seq: Sequence) -> None:
+        if seq.lora_slot is not None:
+            self.loras.release(seq.lora_slot)
+            seq.lora_slot = None
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
@@ -276,3 +288,4 @@ class Scheduler:
         seq.status = Status.FINISHED
         seq.finish_reason = reason
         self.blocks.free_seq(seq)
+        self._release_lora(seq)

@@ -10,6 +10,7 @@ import torch
 
 from tritium.engine.detokenizer import IncrementalDetokenizer
 from tritium.engine.json_mode import JsonConstraint, ReasoningThenJson
+from tritium.engine.lora import LoRARequest
 from tritium.engine.sampling import SamplingParams, TokenLogprobs
 from tritium.engine.speculative import Acceptance, NgramIndex
 
@@ -71,6 +72,11 @@ class Sequence:
     prediction_rejected: int = 0
     # an embedding request (params.pooling): the pooled hidden state so far ("mean": the sum of its rows), fp32
     pool_sum: torch.Tensor | None = None
+    # a LoRA adapter's request: the adapter (engine.lora.LoRARequest), the slot it runs from while running (None:
+    # not placed), and the prefix cache's salt (its pages' K/V are the adapter's)
+    lora: LoRARequest | None = None
+    lora_slot: int | None = None
+    cache_salt: int | None = None
 
     @property
     def scores_prompt(self) -> bool:

@@ -23,6 +23,7 @@ from tritium.models.int4_formats import Int4Scheme, from_awq, from_compressed, f
 from tritium.models.layers import (SINGLE, MergedColumnParallelLinear, ParallelGroup, ParallelLMHead,
                                    QKVParallelLinear, RowParallelLinear, VocabParallelEmbedding)
 from tritium.models.linear import LinearDispatch, decode_choices, encode_choices, warm_dense_paths
+from tritium.models.lora import LoRAStack
 from tritium.models.moe import SparseMoeBlock
 from tritium.models.weights import LazyTensor, materialize
 from tritium.models.rope import rope_attention_factor, rope_cos_sin, rope_inv_freq
@@ -391,6 +392,7 @@ class LlamaModel:
         self._ways: dict[str, dict[str, dict]] = {}
         self._ways_applied: dict[str, str] = {}
         self.unit_norm = torch.ones(config.hidden_size, dtype=dtype, device=device)
+        self.lora: LoRAStack | None = None  # enable_lora
         self.set_options(options)
 
     def set_options(self, options: ModelOptions) -> None:
@@ -746,13 +748,18 @@ class LlamaModel:
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
-                kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]."""
+                kv_caches: list[tuple[torch.Tensor, torch.Tensor]], lora_slots: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]. ``lora_slots`` [T] (with
+        :meth:`enable_lora`): each token's adapter slot, -1 none."""
         cfg, ops, linear = self.config, self.ops, self.linear
         T = input_ids.shape[0]
         h = self.embed.forward(input_ids)                                             # [T, hidden]
         if self.embedding_multiplier is not None:
             h.mul_(self.embedding_multiplier)
+        if self.lora is not None:
+            slots = lora_slots if lora_slots is not None else torch.full_like(input_ids, -1)
+            return self._forward_lora(h, positions, meta, kv_caches, slots)
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
@@ -843,6 +850,41 @@ class LlamaModel:
             return normed
         kw = self._join_prefetches(plan)
         out, _ = add_norm(h, self.norm, residual, **kw)
+        return out
+
+    def enable_lora(self, max_loras: int, max_rank: int) -> LoRAStack:
+        """Serve LoRA adapters from ``max_loras`` slots of rank <= ``max_rank`` (:class:`LoRAStack`, returned:
+        the engine loads adapters into it). Every step then runs the layers' plain path with each projection's
+        update after it (:meth:`_forward_lora`): no projection fused with a norm, rope or the SiLU-and-mul."""
+        if self.config.sandwich_norms:
+            raise ValueError(f"LoRA adapters are not supported for {self.config.model_type} (Gemma's layers)")
+        if self.quantization is not None:
+            raise ValueError(f"LoRA adapters are not supported with quantization={self.quantization!r}")
+        if self.fold_norms:  # an adapter's A must see the normed rows times the norm's weight
+            raise ValueError("LoRA adapters need fuse_norms off (the norm weights are folded into the projections)")
+        self.lora = LoRAStack(self, max_loras, max_rank, backend=self.options.op_backend)
+        return self.lora
+
+    def _forward_lora(self, h, positions, meta, kv_caches, slots: torch.Tensor) -> torch.Tensor:
+        """The layers with each token's adapter update added after each projection (``self.lora``)."""
+        ops, linear, eps, lora = self.ops, self.linear, self.config.rms_norm_eps, self.lora
+        residual = None
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            if residual is None:
+                residual = h
+                x, _ = ops.rms_norm(h, layer.input_norm, eps)
+            else:
+                x, residual = ops.rms_norm(h, layer.input_norm, eps, residual)
+            qkv = lora.apply(i, "qkv_proj", x, layer.qkv_proj.forward(x, linear), slots)
+            attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer)
+            h = lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear), slots)
+            x, residual = ops.rms_norm(h, layer.post_norm, eps, residual)
+            if layer.moe is not None:
+                h = layer.moe.forward(x, linear, ops)
+                continue
+            act = ops.silu_and_mul(lora.apply(i, "gate_up_proj", x, layer.gate_up_proj.forward(x, linear), slots))
+            h = lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear), slots)
+        out, _ = ops.rms_norm(h, self.norm, eps, residual)
         return out
 
     @property

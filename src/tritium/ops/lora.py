@@ -53,7 +53,7 @@ def _slot_range(slot_ptr, rows, rmask):
 @triton.jit
 def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as, stride_ar, stride_hs, stride_hm,
                    K_SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                   UPCAST: tl.constexpr):
+                   UPCAST: tl.constexpr, PRECISION: tl.constexpr):
     pid_m, pid_r, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
@@ -72,7 +72,7 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as
                         mask=kmask[None, :], other=0.0)
             if UPCAST:  # the interpreter's 16-bit dots are wrong (../shared/ENVIRONMENT.md)
                 x, a = x.to(tl.float32), a.to(tl.float32)
-            acc += tl.dot(x, tl.trans(a))
+            acc += tl.dot(x, tl.trans(a), input_precision=PRECISION)
     tl.store(h_ptr + pid_k * stride_hs + rows[:, None].to(tl.int64) * stride_hm + r[None, :], acc,
              mask=rmask[:, None] & (r[None, :] < PR))
 
@@ -80,7 +80,7 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as
 @triton.jit
 def _expand_kernel(h_ptr, b_ptr, slot_ptr, y_ptr, T, N, bound1, bound2, stride_hs, stride_hm, stride_bs, stride_bn,
                    stride_ym, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   UPCAST: tl.constexpr):
+                   UPCAST: tl.constexpr, PRECISION: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
@@ -101,9 +101,9 @@ def _expand_kernel(h_ptr, b_ptr, slot_ptr, y_ptr, T, N, bound1, bound2, stride_h
             b = tl.load(b_ptr + s * stride_bs + n[:, None].to(tl.int64) * stride_bn + r[None, :],
                         mask=nmask[:, None], other=0.0)
             if UPCAST:
-                acc += tl.dot(hs, tl.trans(b.to(tl.float32)))
+                acc += tl.dot(hs, tl.trans(b.to(tl.float32)), input_precision=PRECISION)
             else:
-                acc += tl.dot(hs.to(b.dtype), tl.trans(b))
+                acc += tl.dot(hs.to(b.dtype), tl.trans(b), input_precision=PRECISION)
         ptrs = y_ptr + rows[:, None].to(tl.int64) * stride_ym + n[None, :]
         mask = (rmask & (slot >= 0))[:, None] & nmask[None, :]
         y = tl.load(ptrs, mask=mask, other=0.0)
@@ -168,13 +168,15 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     splits = triton.cdiv(K, k_split)
     h = torch.empty(splits, T, PR, dtype=torch.float32, device=x.device)
     upcast = interpreting()
+    precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 models get fp32 products (no TF32)
     _shrink_kernel[(triton.cdiv(T, block_m), PR // R, splits)](
         x, a, slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0), h.stride(1),
-        K_SPLIT=k_split, BLOCK_M=block_m, BLOCK_R=R, BLOCK_K=min(64, k_split), UPCAST=upcast, num_warps=4)
+        K_SPLIT=k_split, BLOCK_M=block_m, BLOCK_R=R, BLOCK_K=min(64, k_split), UPCAST=upcast, PRECISION=precision,
+        num_warps=4)
     block_n = _block_n(N, bounds)
     _expand_kernel[(triton.cdiv(T, block_m), triton.cdiv(N, block_n))](
         h, b, slots, y, T, N, bounds[0], bounds[1], h.stride(0), h.stride(1), b.stride(0), b.stride(1), y.stride(0),
-        SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, UPCAST=upcast, num_warps=4)
+        SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, UPCAST=upcast, PRECISION=precision, num_warps=4)
     return y
 
 

@@ -34,7 +34,8 @@ import uuid
 
 import torch
 
-from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestOutput, SamplingParams
+from tritium.engine import (AsyncLLMEngine, EngineStoppedError, LoRARequest, QueueFullError, RequestOutput,
+                            SamplingParams)
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.fim import encode_fim, fim_stop_ids
@@ -118,10 +119,11 @@ class _Run:
     choices: dict[str, _Choice]
     tracker: RequestTracker
     prompt_tokens: int
+    model: str  # the name the request asked for: the served model's or a LoRA adapter's
 
     def fields(self) -> tuple:
-        """The fields in order, not copied (``dataclasses.astuple`` copies them)."""
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+        """The fields in order up to ``prompt_tokens``, not copied (``dataclasses.astuple`` copies them)."""
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))[:7]
 
 
 class OpenAIServer:
@@ -164,12 +166,17 @@ class OpenAIServer:
         return {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "tritium",
                 "max_model_len": self.max_model_len}
 
+    def adapter_card(self, name: str) -> dict:
+        return {"id": name, "object": "model", "created": self.created, "owned_by": "tritium",
+                "max_model_len": self.max_model_len, "parent": self.model_name, "root": name}
+
     async def models(self):
-        return JSONResponse({"object": "list", "data": [self.model_card()]})
+        return JSONResponse({"object": "list", "data": [self.model_card()] + [
+            self.adapter_card(name) for name in self.engine.engine.lora_names()]})
 
     async def model(self, model: str):
-        self._check_model(model)
-        return JSONResponse(self.model_card())
+        lora = self._check_model(model)
+        return JSONResponse(self.model_card() if lora is None else self.adapter_card(lora.name))
 
     async def health(self):
         if self.engine.running:
@@ -249,8 +256,7 @@ class OpenAIServer:
         arrival = time.perf_counter()
         body = await self._json(request)
         req = parse_embedding(body)
-        if body.get("model") is not None:
-            self._check_model(body["model"])
+        lora = self._check_model(body["model"]) if body.get("model") is not None else None
         if self.pooling_error is not None:
             raise invalid(self.pooling_error, None, "unsupported_parameter")
         mode, normalize = self.pooling
@@ -261,7 +267,7 @@ class OpenAIServer:
         prompts = [self._encode(x, "embedding", i, len(req.inputs), None) for i, x in enumerate(req.inputs)]
         prefix = "embd-" + uuid.uuid4().hex
         params = SamplingParams(max_tokens=1, pooling=mode)
-        stream = self._submit([(f"{prefix}-{i}", ids, params) for i, ids in enumerate(prompts)])
+        stream = self._submit([(f"{prefix}-{i}", ids, params, lora) for i, ids in enumerate(prompts)])
         prompt_tokens = sum(map(len, prompts))
         tracker = self.metrics.tracker(prompt_tokens, arrival)
         vectors: dict[str, torch.Tensor] = {}
@@ -277,7 +283,7 @@ class OpenAIServer:
         for i, v in enumerate(out):
             value = base64.b64encode(v.numpy().astype("<f4").tobytes()).decode() if req.base64 else v.tolist()
             data.append({"object": "embedding", "index": i, "embedding": value})
-        return JSONResponse({"object": "list", "data": data, "model": self.model_name,
+        return JSONResponse({"object": "list", "data": data, "model": self.model_name if lora is None else lora.name,
                              "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}})
 
     async def completions(self, request: "fastapi.Request"):
@@ -291,10 +297,12 @@ class OpenAIServer:
         (:mod:`tritium.server.responses`); kept (``store``) once it ends."""
         arrival = time.perf_counter()
         body = await self._json(request)
+        model = self.model_name
         if body.get("model") is not None:
             self._check_model(body["model"])
+            model = body["model"]  # a LoRA adapter's name runs that adapter
         try:
-            parsed = parse_responses(body, self.stored, self.model_name)
+            parsed = parse_responses(body, self.stored, model)
             while True:
                 try:
                     run = await self._start(parsed.chat, "chat", arrival)
@@ -396,8 +404,7 @@ class OpenAIServer:
     async def _start(self, body: dict, kind: str, arrival: float) -> _Run:
         """Check a completions or chat ``body`` and submit its requests to the engine."""
         req = parse_completion(body) if kind == "completion" else parse_chat(body)
-        if body.get("model") is not None:
-            self._check_model(body["model"])
+        lora = self._check_model(body["model"]) if body.get("model") is not None else None
         template_kwargs = self._template_kwargs(req)
         if req.tools is not None:
             if req.tool_choice == "auto" and self.tool_parser is None:
@@ -448,10 +455,11 @@ class OpenAIServer:
                     choices[rid].reasoning = ReasoningStream(opened[i])
                     if params.response_format is not None:  # JSON mode (or a forced call) after the reasoning
                         params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
-                subs.append((rid, ids, params))
+                subs.append((rid, ids, params, lora))
         stream = self._submit(subs)
         tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
-        return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)))
+        return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)),
+                    self.model_name if lora is None else lora.name)
 
     def _advance(self, req: GenerationRequest, choices: dict[str, _Choice], out: RequestOutput) -> _Choice:
         choice = choices[out.request_id]
@@ -485,7 +493,7 @@ class OpenAIServer:
         req, kind, prefix, stream, choices, tracker, prompt_tokens = run.fields()
         if not await self._gather(request, stream, tracker, lambda out: self._advance(req, choices, out)):
             return Response(status_code=499)  # nobody reads it
-        body = self._header(prefix, kind, chunk=False)
+        body = self._header(prefix, kind, chunk=False) | {"model": run.model}
         ordered = sorted(choices.values(), key=lambda c: c.index)
         for c in ordered:  # the first choice of each prompt scored it (parse_completion): the others share that
             if c.index % req.n and c.prompt_logprobs is None:
@@ -577,7 +585,15 @@ class OpenAIServer:
 
     async def _chunks(self, request, run: _Run):
         """The chunks (dicts) of a stream, then ``_DONE`` once every choice finished, or an :class:`APIError`
-        that ended it; nothing more if the client left (its requests are aborted)."""
+        that ended it; nothing more if the client left (its requests are aborted). Each names the model the
+        request asked for (a LoRA adapter's name where it named one)."""
+        async with contextlib.aclosing(self._run_chunks(request, run)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, dict):
+                    chunk["model"] = run.model
+                yield chunk
+
+    async def _run_chunks(self, request, run: _Run):
         req, kind, prefix, stream, choices, tracker, prompt_tokens = run.fields()
         gone = asyncio.ensure_future(_disconnected(request))
         gone.add_done_callback(lambda t: None if t.cancelled() else stream.abort())
@@ -766,10 +782,16 @@ class OpenAIServer:
             raise invalid(f"the request body must be a JSON object, got {type(body).__name__}", None, "invalid_json")
         return body
 
-    def _check_model(self, model) -> None:
-        if model != self.model_name:
-            raise APIError(404, f"The model '{model}' does not exist; this server serves '{self.model_name}'",
-                           param="model", code="model_not_found")
+    def _check_model(self, model) -> LoRARequest | None:
+        """The LoRA adapter a request's ``model`` names (None: the served model itself); 404 for another name."""
+        if model == self.model_name:
+            return None
+        if isinstance(model, str) and model in self.engine.engine.lora_names():
+            return LoRARequest(model)
+        adapters = self.engine.engine.lora_names()
+        also = f" and the LoRA adapters {', '.join(map(repr, adapters))}" if adapters else ""
+        raise APIError(404, f"The model '{model}' does not exist; this server serves '{self.model_name}'{also}",
+                       param="model", code="model_not_found")
 
     def _encode(self, prompt, kind: str, i: int, count: int, req: GenerationRequest,
                 template_kwargs: dict | None = None) -> list[int]:

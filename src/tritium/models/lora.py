@@ -1,0 +1,208 @@
+"""LoRA adapters: PEFT checkpoints read and checked against the model, and the slots the engine serves them from.
+
+A PEFT adapter directory holds ``adapter_config.json`` (``r``, ``lora_alpha``, ``target_modules``, ...) and
+``adapter_model.safetensors`` with ``...layers.{i}.self_attn.q_proj.lora_A.weight`` ``[r, in]`` and ``lora_B``
+``[out, r]`` per adapted projection; the adapted projection computes ``W x + scaling B A x``, ``scaling =
+lora_alpha / r`` (``lora_alpha / sqrt(r)`` with ``use_rslora``). What this model's decoder projections can take is
+read (q, k, v, o, gate, up, down of every layer; not a mixture of experts' experts); anything else (embeddings, the
+LM head, ``modules_to_save``, biases, DoRA, per-module ranks) is refused by name.
+
+:class:`LoRAStack` holds ``max_loras`` slots per projection on the device, each adapter's ranks padded to one
+power of two (:func:`tritium.ops.lora.padded_rank`), its scaling folded into B; the model adds each token's slot's
+update after each projection (:func:`tritium.ops.lora.lora_apply`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import re
+
+import torch
+
+from tritium.models.config import ModelConfig
+from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank
+
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+# PEFT module name -> (the model's projection, its part)
+MODULES = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1), "v_proj": ("qkv_proj", 2), "o_proj": ("o_proj", 0),
+           "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", 1), "down_proj": ("down_proj", 0)}
+PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+_KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_([AB])(?:\.default)?\.weight$")
+
+
+def module_shapes(cfg: ModelConfig) -> dict[str, tuple[int, int]]:
+    """(out, in) of each PEFT module of this model's layers."""
+    return {"q_proj": (cfg.q_size, cfg.hidden_size), "k_proj": (cfg.kv_size, cfg.hidden_size),
+            "v_proj": (cfg.kv_size, cfg.hidden_size), "o_proj": (cfg.hidden_size, cfg.q_size),
+            "gate_proj": (cfg.intermediate_size, cfg.hidden_size), "up_proj": (cfg.intermediate_size, cfg.hidden_size),
+            "down_proj": (cfg.hidden_size, cfg.intermediate_size)}
+
+
+@dataclasses.dataclass(eq=False)
+class LoRAAdapter:
+    """One adapter's weights on the host: ``weights[(layer, module)] = (A [r, in], B [out, r])`` as stored."""
+
+    name: str
+    path: str
+    rank: int
+    scaling: float
+    weights: dict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.numel() * a.element_size() + b.numel() * b.element_size() for a, b in self.weights.values())
+
+    @classmethod
+    def load(cls, path: str, config: ModelConfig, *, name: str | None = None, max_rank: int | None = None
+             ) -> "LoRAAdapter":
+        """Read and check the PEFT adapter in directory ``path`` for a model of ``config``. ValueError (or
+        FileNotFoundError) naming what is wrong."""
+        from safetensors import safe_open
+
+        name = name or os.path.basename(os.path.normpath(path))
+        where = f"LoRA adapter {name!r} ({path})"
+        cfg_path, w_path = os.path.join(path, ADAPTER_CONFIG), os.path.join(path, ADAPTER_WEIGHTS)
+        for p in (cfg_path, w_path):
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"{where}: no {os.path.basename(p)} (a PEFT adapter directory holds "
+                                        f"{ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
+        try:
+            with open(cfg_path) as f:
+                acfg = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{where}: {ADAPTER_CONFIG} is not JSON ({e})") from None
+        if not isinstance(acfg, dict):
+            raise ValueError(f"{where}: {ADAPTER_CONFIG} must hold an object")
+        peft_type = acfg.get("peft_type", "LORA")
+        if str(peft_type).upper() != "LORA":
+            raise ValueError(f"{where}: peft_type must be LORA, got {peft_type!r}")
+        rank, alpha = acfg.get("r"), acfg.get("lora_alpha", acfg.get("r"))
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+            raise ValueError(f"{where}: r must be a positive integer, got {rank!r}")
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+            raise ValueError(f"{where}: lora_alpha must be a number, got {alpha!r}")
+        if max_rank is not None and rank > max_rank:
+            raise ValueError(f"{where}: rank {rank} is above max_lora_rank={max_rank}")
+        refused = {"use_dora": acfg.get("use_dora"), "modules_to_save": acfg.get("modules_to_save"),
+                   "rank_pattern": acfg.get("rank_pattern"), "alpha_pattern": acfg.get("alpha_pattern"),
+                   "fan_in_fan_out": acfg.get("fan_in_fan_out")}
+        for key, value in refused.items():
+            if value:
+                raise ValueError(f"{where}: {key}={value!r} is not supported (plain LoRA on the decoder's "
+                                 f"projections only)")
+        if acfg.get("bias", "none") != "none":
+            raise ValueError(f"{where}: bias={acfg['bias']!r} is not supported (trained biases); expected 'none'")
+        scaling = alpha / math.sqrt(rank) if acfg.get("use_rslora") else alpha / rank
+        shapes = module_shapes(config)
+        moe = bool(config.num_experts)
+        pending: dict[tuple[int, str], dict[str, torch.Tensor]] = {}
+        with safe_open(w_path, framework="pt") as f:
+            for key in f.keys():
+                m = _KEY.search(key)
+                if m is None:
+                    raise ValueError(f"{where}: tensor {key!r} is not a LoRA A/B weight of a decoder projection "
+                                     f"(q/k/v/o/gate/up/down_proj); embeddings, the LM head and trained biases are "
+                                     f"not supported")
+                layer, module, ab = int(m.group(1)), m.group(2), m.group(3)
+                if module not in MODULES or (moe and MODULES[module][0] in ("gate_up_proj", "down_proj")):
+                    what = "a mixture of experts' MLP" if moe and module in MODULES else f"module {module!r}"
+                    allowed = [m_ for m_ in MODULES if not moe or MODULES[m_][0] in ("qkv_proj", "o_proj")]
+                    raise ValueError(f"{where}: tensor {key!r}: {what} cannot take a LoRA adapter here; expected "
+                                     f"{', '.join(allowed)}")
+                if not 0 <= layer < config.num_hidden_layers:
+                    raise ValueError(f"{where}: tensor {key!r}: layer {layer} is outside the model's "
+                                     f"{config.num_hidden_layers}")
+                t = f.get_tensor(key)
+                out, inp = shapes[module]
+                expected = (rank, inp) if ab == "A" else (out, rank)
+                if tuple(t.shape) != expected:
+                    raise ValueError(f"{where}: tensor {key!r} has shape {tuple(t.shape)}, expected {expected} "
+                                     f"(rank {rank}, this model's {module} is [{out}, {inp}])")
+                if not t.is_floating_point() or not torch.isfinite(t).all():
+                    raise ValueError(f"{where}: tensor {key!r} must hold finite floating-point values")
+                pending.setdefault((layer, module), {})[ab] = t
+        weights = {}
+        for (layer, module), ab in sorted(pending.items()):
+            if set(ab) != {"A", "B"}:
+                missing = "lora_B" if "A" in ab else "lora_A"
+                raise ValueError(f"{where}: layer {layer} {module} has no {missing} weight")
+            weights[(layer, module)] = (ab["A"], ab["B"])
+        if not weights:
+            raise ValueError(f"{where}: {ADAPTER_WEIGHTS} holds no LoRA weights")
+        return cls(name, path, rank, float(scaling), weights)
+
+
+class LoRAStack:
+    """``max_loras`` adapter slots of every layer's projections on the device: per (layer, projection) A
+    ``[S, P * R, K]`` and B ``[S, N, R]`` (zeros where a slot's adapter leaves a projection or part alone).
+    ``apply(layer, projection, x, y, slots)`` adds each token's slot's update to the projection's output
+    ``y`` in place (slots -1: none). Tensor parallelism is not supported (one rank holds whole projections)."""
+
+    def __init__(self, model, max_loras: int, max_rank: int, *, backend: str = "triton"):
+        cfg = model.config
+        if model.group.world_size != 1:
+            raise ValueError(f"LoRA adapters need one tensor-parallel rank, got world size {model.group.world_size}")
+        self.max_loras, self.max_rank, self.rank = max_loras, max_rank, padded_rank(max_rank)
+        # (the stacks' shapes are right by construction: no per-call checks on the step's path)
+        self.apply_fn = functools.partial(lora_apply, validate=False) if backend == "triton" else lora_apply_reference
+        self.config = cfg
+        R, dev, dtype = self.rank, model.device, model.dtype
+        parts = {"qkv_proj": ((cfg.q_size, cfg.kv_size, cfg.kv_size), cfg.hidden_size),
+                 "o_proj": ((cfg.hidden_size,), cfg.q_size),
+                 "gate_up_proj": ((cfg.intermediate_size,) * 2, cfg.hidden_size),
+                 "down_proj": ((cfg.hidden_size,), cfg.intermediate_size)}
+        self.stacks: list[dict[str, tuple[torch.Tensor, torch.Tensor, tuple[int, int]]]] = []
+        for layer in model.layers:
+            stacks = {}
+            for proj, (outs, k) in parts.items():
+                if getattr(layer, proj) is None:  # a mixture of experts' MLP
+                    continue
+                n = sum(outs)
+                if any(o % 16 for o in outs):
+                    raise ValueError(f"LoRA adapters need projection parts of multiples of 16 rows; {proj} has "
+                                     f"{outs}")
+                bounds = (outs[0], outs[0] + outs[1]) if len(outs) == 3 else (outs[0], n)
+                stacks[proj] = (torch.zeros(max_loras, len(outs) * R, k, dtype=dtype, device=dev),
+                                torch.zeros(max_loras, n, R, dtype=dtype, device=dev), bounds)
+            self.stacks.append(stacks)
+        self._offsets = {proj: [0] + [sum(outs[:i + 1]) for i in range(len(outs))] for proj, (outs, _) in parts.items()}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.numel() * a.element_size() + b.numel() * b.element_size()
+                   for stacks in self.stacks for a, b, _ in stacks.values())
+
+    def load(self, slot: int, adapter: LoRAAdapter) -> None:
+        """Copy ``adapter`` into ``slot`` (whatever it held before is cleared)."""
+        if not 0 <= slot < self.max_loras:
+            raise ValueError(f"slot must be in [0, {self.max_loras}), got {slot}")
+        if adapter.rank > self.max_rank:
+            raise ValueError(f"LoRA adapter {adapter.name!r}: rank {adapter.rank} is above max_lora_rank="
+                             f"{self.max_rank}")
+        self.clear(slot)
+        R, r = self.rank, adapter.rank
+        for (layer, module), (a, b) in adapter.weights.items():
+            proj, part = MODULES[module]
+            A, B, _ = self.stacks[layer][proj]
+            lo, hi = self._offsets[proj][part], self._offsets[proj][part + 1]
+            A[slot, part * R:part * R + r].copy_(a)
+            B[slot, lo:hi, :r].copy_(b.float() * adapter.scaling)
+
+    def clear(self, slot: int) -> None:
+        for stacks in self.stacks:
+            for A, B, _ in stacks.values():
+                A[slot].zero_()
+                B[slot].zero_()
+
+    def apply(self, layer: int, proj: str, x: torch.Tensor, y: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """``y += scaling B A x`` per token, each with its slot's adapter (in place; returns y)."""
+        entry = self.stacks[layer].get(proj)
+        if entry is None:
+            return y
+        A, B, bounds = entry
+        return self.apply_fn(x, y, A, B, slots, bounds)

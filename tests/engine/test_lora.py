@@ -1,0 +1,161 @@
+"""LoRA adapters in the engine: each request's tokens equal the base model's with that adapter merged into its
+weights (``W + scaling B A``, run by transformers), whatever the batch mixes; adapters wait for slots; the prefix
+cache keeps each adapter's pages apart; bad adapters and requests get errors naming what is wrong."""
+
+import json
+import os
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from tritium import LLM, LoRARequest, SamplingParams
+from tritium.models.lora import LoRAAdapter
+
+from .conftest import PROMPTS, hf_greedy
+
+PEFT_PREFIX = "base_model.model.model.layers"
+
+
+def write_adapter(path, model, rank=8, alpha=16, modules=("q_proj", "v_proj", "o_proj", "gate_proj", "down_proj"),
+                  seed=0, rslora=False, extra_config=None, extra_tensors=None):
+    """A PEFT adapter directory for transformers ``model`` (random A and B, B non-zero so that it matters);
+    returns {(layer, module): (A, B)}."""
+    os.makedirs(path, exist_ok=True)
+    g = torch.Generator().manual_seed(seed)
+    tensors, weights = {}, {}
+    for i, layer in enumerate(model.model.layers):
+        for module in modules:
+            block = layer.self_attn if module in ("q_proj", "k_proj", "v_proj", "o_proj") else layer.mlp
+            lin = getattr(block, module)
+            a = torch.randn(rank, lin.in_features, generator=g) / lin.in_features ** 0.5
+            b = torch.randn(lin.out_features, rank, generator=g) * 0.5
+            kind = "self_attn" if block is layer.self_attn else "mlp"
+            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_A.weight"] = a
+            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_B.weight"] = b
+            weights[(i, kind, module)] = (a, b)
+    tensors.update(extra_tensors or {})
+    save_file(tensors, os.path.join(path, "adapter_model.safetensors"))
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "target_modules": list(modules), "bias": "none",
+              "use_rslora": rslora, "task_type": "CAUSAL_LM", **(extra_config or {})}
+    with open(os.path.join(path, "adapter_config.json"), "w") as f:
+        json.dump(config, f)
+    return weights
+
+
+def merged(model, weights, scaling):
+    """A copy of transformers ``model`` with the adapter merged into its projections."""
+    import copy
+
+    out = copy.deepcopy(model)
+    with torch.no_grad():
+        for (i, kind, module), (a, b) in weights.items():
+            block = getattr(out.model.layers[i], kind)
+            getattr(block, module).weight += scaling * (b @ a)
+    return out
+
+
+@pytest.fixture(scope="module")
+def adapters(tiny_models, tmp_path_factory):
+    path, model = tiny_models["llama"]
+    root = tmp_path_factory.mktemp("loras")
+    one = write_adapter(str(root / "one"), model, seed=1)
+    two = write_adapter(str(root / "two"), model, rank=4, alpha=4, modules=("k_proj", "up_proj", "down_proj"),
+                        seed=2, rslora=True)
+    return {"one": (str(root / "one"), merged(model, one, 16 / 8)),
+            "two": (str(root / "two"), merged(model, two, 4 / 4 ** 0.5))}
+
+
+@pytest.mark.parametrize("decode_steps,max_loras,backend", [(8, 2, "triton"), (1, 1, "torch")],
+                         ids=["triton-windows-2-slots", "torch-steps-1-slot"])
+def test_mixed_batch_equals_merged_models(tiny_models, adapters, decode_steps, max_loras, backend):
+    """Prompts of the base model and of two adapters (ranks 8 and 4, rsLoRA, different modules) in one call,
+    through the Triton kernels (tritium.ops.lora) and the torch reference; with one slot the second adapter's
+    requests wait for the first's to finish."""
+    path, base = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_loras=max_loras, max_lora_rank=8,
+              decode_steps=decode_steps, max_model_len=64, op_backend=backend, attention_backend=backend)
+    tok = llm.tokenizer
+    names = [None, "one", "two", "one", None, "two", "one", "two"]
+    prompts = (PROMPTS * 2)[:len(names)]
+    requests = [None if n is None else LoRARequest(n, adapters[n][0]) for n in names]
+    outs = llm.generate(prompts, SamplingParams(max_tokens=10), lora_request=requests)
+    differ = 0
+    for name, prompt, out in zip(names, prompts, outs):
+        reference = base if name is None else adapters[name][1]
+        assert out.token_ids == hf_greedy(reference, tok.encode(prompt), 10), (name, prompt)
+        differ += name is not None and out.token_ids != hf_greedy(base, tok.encode(prompt), 10)
+    assert llm.engine.lora_names() == ["one", "two"]
+    assert differ >= 4  # the adapters change the answers: the comparison above could not pass by accident
+
+
+def test_prefix_cache_keeps_adapters_apart(tiny_models, adapters):
+    """The same prompt under the base model, then an adapter, then the base again: no page crosses over."""
+    path, base = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_loras=2, max_lora_rank=8, max_model_len=64,
+              block_size=16)
+    prompt = " ".join(f"w{i}" for i in range(100, 140))  # two full pages to share
+    ids = llm.tokenizer.encode(prompt)
+    params = SamplingParams(max_tokens=6)
+    base_out = llm.generate(prompt, params)[0]
+    lora_out = llm.generate(prompt, params, lora_request=LoRARequest("one", adapters["one"][0]))[0]
+    assert lora_out.token_ids == hf_greedy(adapters["one"][1], ids, 6)
+    again = llm.generate(prompt, params, lora_request=LoRARequest("one"))[0]  # by name; its own pages reused
+    assert again.token_ids == lora_out.token_ids and llm.stats["prefix_cache_hit_tokens"] > 0
+    assert llm.generate(prompt, params)[0].token_ids == base_out.token_ids == hf_greedy(base, ids, 6)
+
+
+def test_stream_and_engine_requests(tiny_models, adapters):
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_model_len=64)
+    request = LoRARequest("one", adapters["one"][0])
+    text = "".join(llm.generate_stream(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=request))
+    assert text == llm.generate(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=request)[0].text
+    engine = llm.engine
+    engine.add_request("a", PROMPTS[0], SamplingParams(max_tokens=4), lora_request=LoRARequest("one"))
+    with pytest.raises(ValueError, match="in use"):
+        engine.remove_lora("one")
+    while engine.has_unfinished():
+        engine.step()
+    engine.remove_lora("one")
+    with pytest.raises(ValueError, match="not loaded"):
+        engine.add_request("b", PROMPTS[0], lora_request=LoRARequest("one"))
+
+
+def test_bad_requests_and_adapters(tiny_models, adapters, tmp_path):
+    path, model = tiny_models["llama"]
+    plain = LLM(path, dtype=torch.float32, max_model_len=64)
+    with pytest.raises(ValueError, match="enable_lora=True"):
+        plain.generate(PROMPTS[0], lora_request=LoRARequest("one", adapters["one"][0]))
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_lora_rank=4, max_model_len=64)
+    with pytest.raises(ValueError, match="above max_lora_rank=4"):
+        llm.generate(PROMPTS[0], lora_request=LoRARequest("one", adapters["one"][0]))
+    with pytest.raises(FileNotFoundError, match="adapter_config.json"):
+        llm.generate(PROMPTS[0], lora_request=LoRARequest("x", str(tmp_path)))
+    with pytest.raises(ValueError, match="lora_request has 2 entries"):
+        llm.generate(PROMPTS[0], lora_request=[None, None])
+    with pytest.raises(ValueError, match="non-empty string"):
+        LoRARequest("")
+    cfg = llm.engine.model_config
+    cases = {
+        "embed": dict(extra_tensors={"base_model.model.model.embed_tokens.lora_embedding_A": torch.zeros(4, 8)},
+                      match="not a LoRA A/B weight"),
+        "dora": dict(extra_config={"use_dora": True}, match="use_dora"),
+        "bias": dict(extra_config={"bias": "all"}, match="bias='all'"),
+        "shape": dict(extra_tensors={f"{PEFT_PREFIX}.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, 100)},
+                      match="has shape"),
+    }
+    for label, case in cases.items():
+        d = str(tmp_path / label)
+        write_adapter(d, model, rank=4, modules=("q_proj",), extra_config=case.get("extra_config"),
+                      extra_tensors=case.get("extra_tensors"))
+        with pytest.raises(ValueError, match=case["match"]):
+            LoRAAdapter.load(d, cfg)
+
+
+def test_refused_combinations(tiny_models):
+    path, _ = tiny_models["llama"]
+    with pytest.raises(ValueError, match="enable_lora=True runs one rank"):
+        LLM(path, enable_lora=True, quantization="fp8")
+    with pytest.raises(ValueError, match="max_loras"):
+        LLM(path, enable_lora=True, max_loras=0)

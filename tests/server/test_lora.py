@@ -1,0 +1,66 @@
+"""LoRA adapters over HTTP: a request whose ``model`` is an adapter's name runs that adapter (its text equals the
+merged model's greedy answer), the base model's name runs none, both batch together; ``/v1/models`` lists the
+adapters with their parent; an unknown name is a 404 naming what is served; ``--lora-modules`` is parsed with
+errors naming the bad entry."""
+
+import pytest
+import torch
+
+from engine.conftest import PROMPTS, hf_greedy, make_tiny_model
+from engine.test_lora import merged, write_adapter
+from tritium.cli import lora_modules
+from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.server import build_app
+
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install 'tritium[serve]'")
+openai = pytest.importorskip("openai")
+TestClient = pytest.importorskip("fastapi.testclient").TestClient
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("llama"))
+    base = make_tiny_model(path, "llama")
+    adapter = str(tmp_path_factory.mktemp("sql"))
+    reference = merged(base, write_adapter(adapter, base, seed=3), 16 / 8)
+    engine = LLMEngine(path, dtype=torch.float32, max_model_len=64, enable_lora=True, max_loras=2, max_lora_rank=8)
+    engine.load_lora("sql", adapter)
+    with TestClient(build_app(AsyncLLMEngine(engine), model_name="base")) as http:
+        yield http, engine.tokenizer, base, reference
+
+
+def test_adapter_by_model_name(setup):
+    http, tok, base, reference = setup
+    client = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+    for model, ref in (("sql", reference), ("base", base)):
+        out = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=8, temperature=0)
+        assert out.model == model
+        assert tok.encode(out.choices[0].text, add_special_tokens=False) == hf_greedy(ref, tok.encode(PROMPTS[1]), 8)
+    want = hf_greedy(reference, tok.encode(PROMPTS[3]), 6)
+    assert want != hf_greedy(base, tok.encode(PROMPTS[3]), 6)  # the adapter changes this answer
+    chunks = list(client.completions.create(model="sql", prompt=PROMPTS[3], max_tokens=6, temperature=0, stream=True))
+    assert {c.model for c in chunks} == {"sql"}
+    assert tok.encode("".join(c.choices[0].text for c in chunks if c.choices), add_special_tokens=False) == want
+
+
+def test_models_list_and_unknown_name(setup):
+    http = setup[0]
+    models = http.get("/v1/models").json()["data"]
+    assert [(m["id"], m.get("parent")) for m in models] == [("base", None), ("sql", "base")]
+    assert http.get("/v1/models/sql").json()["parent"] == "base"
+    r = http.post("/v1/completions", json={"model": "nope", "prompt": "w1", "max_tokens": 2})
+    assert r.status_code == 404
+    error = r.json()["error"]
+    assert error["param"] == "model" and "'sql'" in error["message"]
+    assert http.post("/v1/completions", json={"model": "sql", "prompt": "w1", "max_tokens": 2}).status_code == 200
+
+
+def test_lora_modules_flag():
+    assert lora_modules(["a=/x", "b=/y/z"]) == {"a": "/x", "b": "/y/z"}
+    assert lora_modules(None) == {}
+    for bad, match in (("a", "NAME=PATH"), ("=/x", "NAME=PATH"), ("a=", "NAME=PATH")):
+        with pytest.raises(ValueError, match=match):
+            lora_modules([bad])
+    with pytest.raises(ValueError, match="given twice"):
+        lora_modules(["a=/x", "a=/y"])
