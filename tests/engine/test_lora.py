@@ -159,3 +159,26 @@ def test_refused_combinations(tiny_models):
         LLM(path, enable_lora=True, quantization="fp8")
     with pytest.raises(ValueError, match="max_loras"):
         LLM(path, enable_lora=True, max_loras=0)
+
+
+def test_peft_saved_adapter_equals_peft_model(tiny_models, tmp_path):
+    """An adapter trained-shaped and saved by PEFT itself (its file names and keys), answered as PEFT's model
+    answers (where peft is installed: the GPU image has it, CI does not)."""
+    peft = pytest.importorskip("peft")
+    import copy
+
+    path, base = tiny_models["llama"]
+    model = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(
+        r=8, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"],
+        lora_dropout=0.0, bias="none"))
+    torch.manual_seed(5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:  # PEFT starts B at zero: the update would be nothing
+                p.normal_(0, 0.5)
+    model.save_pretrained(str(tmp_path / "peft"))
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_lora_rank=8, max_model_len=64)
+    ids = llm.tokenizer.encode(PROMPTS[1])
+    out = llm.generate(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=LoRARequest("p", str(tmp_path / "peft")))
+    want = hf_greedy(model.eval(), ids, 8)
+    assert out[0].token_ids == want and want != hf_greedy(base, ids, 8)
