@@ -59,6 +59,9 @@ def test_lora_matches_brute_force(case, dtype):
     out = y.clone()
     assert lora_apply(x, out, a, b, slots, bounds) is out
     assert err(out, ref) < TOL[dtype]
+    as_they_come = y.clone()  # the other visiting order: sorted where lora_apply would not sort, and back
+    lora_apply(x, as_they_come, a, b, slots, bounds, order=None if T > 16 else torch.argsort(slots, stable=True))
+    assert err(as_they_come, ref) < TOL[dtype]
     untouched = slots.cpu() < 0  # rows without an adapter keep their bits
     assert torch.equal(out[untouched.to(dev)], y[untouched.to(dev)])
     out_ref = lora_apply_reference(x, y.clone(), a, b, slots, bounds)

@@ -131,6 +131,8 @@ def _engine_case(bench, llm, batch: int, loras, repeats: int) -> dict:
         steps.append((t_full - t_one) / (n - 1) * 1e3)
         prefills.append(t_one)
     mid = repeats // 2
+    print(f"  b{batch} {sorted(set(r.name if r else 'base' for r in loras))}: {sorted(steps)[mid]:.3f} ms/step, "
+          f"prefill {sorted(prefills)[mid]:.3f} s", flush=True)
     return {"decode_step_ms": sorted(steps)[mid], "decode_step_ms_all": sorted(steps),
             "prefill_s": sorted(prefills)[mid]}
 

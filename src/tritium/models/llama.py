@@ -868,6 +868,7 @@ class LlamaModel:
     def _forward_lora(self, h, positions, meta, kv_caches, slots: torch.Tensor) -> torch.Tensor:
         """The layers with each token's adapter update added after each projection (``self.lora``)."""
         ops, linear, eps, lora = self.ops, self.linear, self.config.rms_norm_eps, self.lora
+        slots = lora.step_rows(slots)
         residual = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:

@@ -15,7 +15,6 @@ update after each projection (:func:`tritium.ops.lora.lora_apply`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
@@ -24,7 +23,7 @@ import re
 import torch
 
 from tritium.models.config import ModelConfig
-from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank
+from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank, sort_order
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -148,8 +147,7 @@ class LoRAStack:
         if model.group.world_size != 1:
             raise ValueError(f"LoRA adapters need one tensor-parallel rank, got world size {model.group.world_size}")
         self.max_loras, self.max_rank, self.rank = max_loras, max_rank, padded_rank(max_rank)
-        # (the stacks' shapes are right by construction: no per-call checks on the step's path)
-        self.apply_fn = functools.partial(lora_apply, validate=False) if backend == "triton" else lora_apply_reference
+        self.triton = backend == "triton"
         self.config = cfg
         R, dev, dtype = self.rank, model.device, model.dtype
         parts = {"qkv_proj": ((cfg.q_size, cfg.kv_size, cfg.kv_size), cfg.hidden_size),
@@ -199,10 +197,21 @@ class LoRAStack:
                 A[slot].zero_()
                 B[slot].zero_()
 
-    def apply(self, layer: int, proj: str, x: torch.Tensor, y: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """``y += scaling B A x`` per token, each with its slot's adapter (in place; returns y)."""
+    def step_rows(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A step's tokens' slots and the order the kernels visit them in (:func:`tritium.ops.lora.sort_order`,
+        computed once for every projection of the step)."""
+        return slots, sort_order(slots) if self.triton else None
+
+    def apply(self, layer: int, proj: str, x: torch.Tensor, y: torch.Tensor,
+              rows: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
+        """``y += scaling B A x`` per token, each with its slot's adapter (in place; returns y); ``rows``:
+        :meth:`step_rows`'."""
         entry = self.stacks[layer].get(proj)
         if entry is None:
             return y
         A, B, bounds = entry
-        return self.apply_fn(x, y, A, B, slots, bounds)
+        slots, order = rows
+        if not self.triton:
+            return lora_apply_reference(x, y, A, B, slots, bounds)
+        # (the stacks' shapes are right by construction: no per-call checks on the step's path)
+        return lora_apply(x, y, A, B, slots, bounds, order=order, validate=False)

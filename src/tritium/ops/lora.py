@@ -15,9 +15,10 @@ Two launches. *Shrink*: ``h = x @ A[s]^T`` in fp32, each program a block of toke
 (split-K: a decode step's few rows still spread over the SMs); the chunks' partial sums are stored apart, never
 added with atomics. *Expand*: ``y += h @ B[s]^T`` (the chunks summed in a fixed order first), each program a block
 of tokens and of output rows, inside one part. A block of tokens whose rows hold several adapters loops over the
-slots from its lowest to its highest, each row masked to its own: a prefill chunk's block is one sequence's (one
-slot, one pass), a decode step's rows may be all different. The grids depend only on the shapes, so a decode step
-with its slots in a static buffer replays as a CUDA graph.
+slots from its lowest to its highest, each row masked to its own. Above 16 tokens the blocks take the tokens
+sorted by slot (:func:`sort_order`, once a step), so that a block holds one adapter or two however the batch mixes
+them (measured: 256 tokens over four adapters interleaved, bench/NOTES.md "LoRA adapters"). The grids depend only on
+the shapes, so a decode step with its slots in a static buffer replays as a CUDA graph.
 
 Reference: :func:`lora_apply_reference` (fp32, a loop over tokens).
 """
@@ -34,6 +35,8 @@ from tritium.runtime import interpreting
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MIN_RANK = 16  # tl.dot's smallest side: ranks are padded to a power of two >= 16
+SORT_FROM = 16  # tokens above which lora_apply visits them sorted by slot (one block of 16 holds any mix)
+TARGET_PROGRAMS = 128  # shrink programs to aim for (split-K): about one per SM of an H100 / H200
 
 
 def padded_rank(rank: int) -> int:
@@ -42,22 +45,27 @@ def padded_rank(rank: int) -> int:
 
 
 @triton.jit
-def _slot_range(slot_ptr, rows, rmask):
-    """Lowest and highest adapter slot among a block's rows (hi < lo: none has one)."""
-    slot = tl.load(slot_ptr + rows, mask=rmask, other=-1).to(tl.int32)
+def _block_rows(slot_ptr, order_ptr, rows, rmask, SORTED: tl.constexpr):
+    """A block's rows of x and y (``order``'s where the tokens are sorted by slot), their slots, and the lowest and
+    highest slot among them (hi < lo: none has one)."""
+    if SORTED:
+        phys = tl.load(order_ptr + rows, mask=rmask, other=0)
+    else:
+        phys = rows
+    slot = tl.load(slot_ptr + phys, mask=rmask, other=-1).to(tl.int32)
     lo = tl.min(tl.where(slot >= 0, slot, 2147483647), axis=0)
     hi = tl.max(slot, axis=0)
-    return slot, lo, hi
+    return phys.to(tl.int64), slot, lo, hi
 
 
 @triton.jit
-def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as, stride_ar, stride_hs, stride_hm,
-                   K_SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                   UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+def _shrink_kernel(x_ptr, a_ptr, slot_ptr, order_ptr, h_ptr, T, K, PR, stride_xm, stride_as, stride_ar, stride_hs,
+                   stride_hm, K_SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr,
+                   BLOCK_K: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
     pid_m, pid_r, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
-    slot, lo, hi = _slot_range(slot_ptr, rows, rmask)
+    phys, slot, lo, hi = _block_rows(slot_ptr, order_ptr, rows, rmask, SORTED)
     r = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     acc = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
     k0 = pid_k * K_SPLIT
@@ -66,8 +74,7 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as
         for kk in range(0, K_SPLIT, BLOCK_K):
             k = k0 + kk + tl.arange(0, BLOCK_K)
             kmask = k < K
-            x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + k[None, :], mask=mine[:, None] & kmask[None, :],
-                        other=0.0)
+            x = tl.load(x_ptr + phys[:, None] * stride_xm + k[None, :], mask=mine[:, None] & kmask[None, :], other=0.0)
             a = tl.load(a_ptr + s * stride_as + r[:, None] * stride_ar + k[None, :],
                         mask=kmask[None, :], other=0.0)
             if UPCAST:  # the interpreter's 16-bit dots are wrong (../shared/ENVIRONMENT.md)
@@ -78,13 +85,13 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, h_ptr, T, K, PR, stride_xm, stride_as
 
 
 @triton.jit
-def _expand_kernel(h_ptr, b_ptr, slot_ptr, y_ptr, T, N, bound1, bound2, stride_hs, stride_hm, stride_bs, stride_bn,
-                   stride_ym, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+def _expand_kernel(h_ptr, b_ptr, slot_ptr, order_ptr, y_ptr, T, N, bound1, bound2, stride_hs, stride_hm, stride_bs,
+                   stride_bn, stride_ym, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
-    slot, lo, hi = _slot_range(slot_ptr, rows, rmask)
+    phys, slot, lo, hi = _block_rows(slot_ptr, order_ptr, rows, rmask, SORTED)
     if hi >= 0:
         n0 = pid_n * BLOCK_N
         part = (n0 >= bound1).to(tl.int32) + (n0 >= bound2).to(tl.int32)  # BLOCK_N divides both bounds
@@ -104,7 +111,7 @@ def _expand_kernel(h_ptr, b_ptr, slot_ptr, y_ptr, T, N, bound1, bound2, stride_h
                 acc += tl.dot(hs, tl.trans(b.to(tl.float32)), input_precision=PRECISION)
             else:
                 acc += tl.dot(hs.to(b.dtype), tl.trans(b), input_precision=PRECISION)
-        ptrs = y_ptr + rows[:, None].to(tl.int64) * stride_ym + n[None, :]
+        ptrs = y_ptr + phys[:, None] * stride_ym + n[None, :]
         mask = (rmask & (slot >= 0))[:, None] & nmask[None, :]
         y = tl.load(ptrs, mask=mask, other=0.0)
         tl.store(ptrs, (y.to(tl.float32) + acc).to(y_ptr.dtype.element_ty), mask=mask)
@@ -151,9 +158,18 @@ def check_lora(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     return R
 
 
+def sort_order(slots: torch.Tensor) -> torch.Tensor | None:
+    """The order :func:`lora_apply` visits ``slots``' tokens in: sorted by slot (a block of tokens then holds one or
+    two adapters, however a batch mixes them) above ``SORT_FROM`` tokens; None (as they come) below. One call
+    serves every projection of a step."""
+    return torch.argsort(slots, stable=True) if slots.shape[0] > SORT_FROM else None
+
+
 def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
-               bounds: tuple[int, int] | None = None, *, validate: bool = True) -> torch.Tensor:
-    """``y[t] += B[slots[t]] @ (A[slots[t]] @ x[t])`` in place for every token with a slot; returns y."""
+               bounds: tuple[int, int] | None = None, *, order: torch.Tensor | bool | None = True,
+               validate: bool = True) -> torch.Tensor:
+    """``y[t] += B[slots[t]] @ (A[slots[t]] @ x[t])`` in place for every token with a slot; returns y. ``order``:
+    :func:`sort_order`'s (True: computed here; None: tokens as they come)."""
     N = y.shape[1]
     bounds = (N, N) if bounds is None else bounds
     R = check_lora(x, y, a, b, slots, bounds) if validate else b.shape[2]
@@ -161,22 +177,28 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     if T == 0:
         return y
     PR = a.shape[1]
-    # decode sizes: K in chunks of 256 over more programs; prefill sizes: one chunk, blocks of 64 tokens
+    if order is True:
+        order = sort_order(slots)
     block_m = 16 if T <= 16 else 64
-    k_split = 256 if T <= 64 else triton.next_power_of_2(K)
-    k_split = min(k_split, triton.next_power_of_2(K))
+    # K in chunks over more programs where the blocks of tokens are too few to fill the GPU (decode sizes): about
+    # TARGET_PROGRAMS shrink programs, chunks of 256 columns or more (their partial sums stored apart)
+    programs = triton.cdiv(T, block_m) * (PR // R)
+    splits = max(1, min(triton.cdiv(K, 256), triton.cdiv(TARGET_PROGRAMS, programs)))
+    k_split = triton.cdiv(triton.cdiv(K, splits), 64) * 64
     splits = triton.cdiv(K, k_split)
     h = torch.empty(splits, T, PR, dtype=torch.float32, device=x.device)
     upcast = interpreting()
     precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 models get fp32 products (no TF32)
+    sort = order is not None
     _shrink_kernel[(triton.cdiv(T, block_m), PR // R, splits)](
-        x, a, slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0), h.stride(1),
-        K_SPLIT=k_split, BLOCK_M=block_m, BLOCK_R=R, BLOCK_K=min(64, k_split), UPCAST=upcast, PRECISION=precision,
-        num_warps=4)
+        x, a, slots, order if sort else slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0),
+        h.stride(1), K_SPLIT=k_split, BLOCK_M=block_m, BLOCK_R=R, BLOCK_K=64, SORTED=sort, UPCAST=upcast,
+        PRECISION=precision, num_warps=4)
     block_n = _block_n(N, bounds)
     _expand_kernel[(triton.cdiv(T, block_m), triton.cdiv(N, block_n))](
-        h, b, slots, y, T, N, bounds[0], bounds[1], h.stride(0), h.stride(1), b.stride(0), b.stride(1), y.stride(0),
-        SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, UPCAST=upcast, PRECISION=precision, num_warps=4)
+        h, b, slots, order if sort else slots, y, T, N, bounds[0], bounds[1], h.stride(0), h.stride(1), b.stride(0),
+        b.stride(1), y.stride(0), SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, SORTED=sort, UPCAST=upcast,
+        PRECISION=precision, num_warps=4)
     return y
 
 
