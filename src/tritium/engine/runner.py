@@ -20,6 +20,7 @@ from tritium.engine.scheduler import ScheduledBatch
 from tritium.models.attention import AttentionMetadata
 from tritium.models.llama import LlamaModel
 from tritium.ops import greedy_advance, greedy_scratch, reference, token_logprobs
+from tritium.ops.lora import SORT_FROM
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def window_layers(model: LlamaModel) -> list[int]:
 class HostStaging:
     """Pinned host buffers a decode step's inputs go up from, and the window tokens come down to."""
 
-    i64: torch.Tensor            # [6, rows] int64: ids, positions, slots, stops, window slots, LoRA slots
+    i64: torch.Tensor            # [7, rows] int64: ids, positions, slots, stops, window slots, LoRA slots and order
     seq_lens: torch.Tensor       # [rows] int32
     block_table: torch.Tensor    # [rows, max_blocks] int32
     tokens: tuple[torch.Tensor, torch.Tensor]  # [MAX_DECODE_STEPS, rows] int64 each: one per window in flight
@@ -84,8 +85,10 @@ class DecodeBuffers:
     window_slots: torch.Tensor | None   # [rows] int64, the window pool's slots (None: no window pool)
     window_table: torch.Tensor | None   # [rows, max_blocks] int32
     lora: torch.Tensor | None    # [rows] int64 LoRA adapter slots, -1: none (None: the model serves no adapters)
+    lora_order: torch.Tensor | None  # [rows] int64 the rows sorted by LoRA slot (None: rows <= SORT_FROM)
     done: tuple[torch.cuda.Event | None, torch.cuda.Event | None]  # with host.tokens[0] / [1]
     flip: int = 0                # which token buffer the next window uses
+    plain: bool = True           # no row has a LoRA adapter: the graph without adapters replays
     logits: torch.Tensor | None = None  # a graph's output
 
 
@@ -95,6 +98,15 @@ class DecodeGraph:
 
     graph: torch.cuda.CUDAGraph
     bufs: DecodeBuffers
+    # a model serving LoRA adapters: ``graph`` runs the rows' adapters, ``plain`` the step of no adapter (its logits)
+    plain: torch.cuda.CUDAGraph | None = None
+    plain_logits: torch.Tensor | None = None
+
+    def pick(self) -> tuple[torch.CUDAGraph, torch.Tensor]:
+        """The graph the staged rows run (and its logits)."""
+        if self.plain is not None and self.bufs.plain:
+            return self.plain, self.plain_logits
+        return self.graph, self.bufs.logits
 
 
 @dataclasses.dataclass(eq=False)
@@ -129,7 +141,8 @@ class StepPlan:
     pool_rows: list[int] = dataclasses.field(default_factory=list)
     pool_index: list[int] = dataclasses.field(default_factory=list)
     pool_count: int = 0
-    lora: np.ndarray | None = None  # [T] int64 each token's LoRA adapter slot (-1: none); None: no adapters
+    lora: np.ndarray | None = None  # [T] int64 each token's LoRA adapter slot (-1: none); None: no token has one
+    lora_order: np.ndarray | None = None  # [T] int64 the tokens sorted by slot, above SORT_FROM tokens
 
 
 @dataclasses.dataclass(eq=False)
@@ -263,7 +276,11 @@ class ModelRunner:
                         window_table=self._table(batch, window=True) if windowed else None,
                         prompt_rows=prompt_rows, prompt_targets=prompt_targets,
                         prompt_top=prompt_top, prompt_spans=prompt_spans, pool_rows=pool_rows, pool_index=pool_index,
-                        pool_count=pool_count, lora=None if lora is None else np.array(lora, dtype=np.int64))
+                        pool_count=pool_count)
+        if lora is not None and max(lora, default=-1) >= 0:
+            plan.lora = np.array(lora, dtype=np.int64)
+            if len(lora) > SORT_FROM:
+                plan.lora_order = np.argsort(plan.lora, kind="stable")
         if any(seq.draft for seq in batch.seqs) and self.cp_world == 1 and not pool_count and \
                 all(seq.num_computed + 1 == seq.num_tokens for seq in batch.seqs):
             return self._rows_per_token(plan)
@@ -367,8 +384,9 @@ class ModelRunner:
         if bucket is not None and plan.decode:  # a decode step scores no prompt token
             entry = self.graphs[bucket]
             self._stage(entry.bufs, plan.table, plan, window_table=plan.window_table)
-            entry.graph.replay()
-            return entry.bufs.logits[:S], None, None
+            graph, logits = entry.pick()
+            graph.replay()
+            return logits[:S], None, None
         dev = self.device
         cu = np.zeros(S + 1, dtype=np.int32)
         np.cumsum(plan.q_lens, out=cu[1:])
@@ -389,7 +407,8 @@ class ModelRunner:
                                             self.num_window_blocks)
             meta.window = dataclasses.replace(meta, slot_mapping=up(plan.window_slots), block_table=up(wtable))
         hidden = self.model.forward(up(plan.ids), up(plan.pos), meta, self.kv_caches,
-                                    lora_slots=None if plan.lora is None else up(plan.lora))
+                                    lora_slots=None if plan.lora is None else up(plan.lora),
+                                    lora_order=None if plan.lora_order is None else up(plan.lora_order))
         scores = self._score_prompt(hidden, plan, up) if plan.prompt_rows else None
         pooled = None
         if plan.pool_count:
@@ -444,7 +463,7 @@ class ModelRunner:
 
         windowed = self.num_window_blocks > 0
         host = HostStaging(
-            i64=pinned(torch.empty(6, rows, dtype=torch.int64)),
+            i64=pinned(torch.empty(7, rows, dtype=torch.int64)),
             seq_lens=pinned(torch.empty(rows, dtype=torch.int32)),
             block_table=pinned(torch.zeros(rows, self.max_blocks_per_seq, dtype=torch.int32)),
             tokens=tuple(pinned(torch.empty(MAX_DECODE_STEPS, rows, dtype=torch.int64)) for _ in range(2)),
@@ -466,6 +485,7 @@ class ModelRunner:
             window_table=torch.full((rows, self.max_blocks_per_seq), self.num_window_blocks, dtype=torch.int32,
                                     device=dev) if windowed else None,
             lora=torch.full((rows,), -1, dtype=torch.int64, device=dev) if self.model.lora is not None else None,
+            lora_order=torch.arange(rows, device=dev) if self.model.lora is not None and rows > SORT_FROM else None,
             done=(torch.cuda.Event(), torch.cuda.Event()) if cuda else (None, None))
 
     def _meta(self, bufs: DecodeBuffers, max_seqlen_k: int) -> AttentionMetadata:
@@ -475,9 +495,12 @@ class ModelRunner:
             meta.window = dataclasses.replace(meta, slot_mapping=bufs.window_slots, block_table=bufs.window_table)
         return meta
 
-    def _greedy_step(self, bufs: DecodeBuffers, meta: AttentionMetadata) -> torch.Tensor:
-        """One decode step on ``bufs`` ending in greedy_advance; returns the logits."""
-        hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches, lora_slots=bufs.lora)
+    def _greedy_step(self, bufs: DecodeBuffers, meta: AttentionMetadata, plain: bool = False) -> torch.Tensor:
+        """One decode step on ``bufs`` ending in greedy_advance; returns the logits. ``plain``: without the rows'
+        LoRA adapters (none has one)."""
+        lora = bufs.lora is not None and not plain
+        hidden = self.model.forward(bufs.ids, bufs.pos, meta, self.kv_caches, lora_slots=bufs.lora if lora else None,
+                                    lora_order=bufs.lora_order if lora else None)
         logits = self.model.compute_logits(hidden)
         self.greedy_advance(logits, bufs.hist, bufs.ids, bufs.pos, bufs.seq_lens, bufs.slots, bufs.stop,
                             bufs.block_table, self.block_size, bufs.scratch, bufs.window_slots, bufs.window_table)
@@ -533,7 +556,7 @@ class ModelRunner:
             times: dict[str, list[float]] = {label: [] for label in variants}
             for r in range(rounds):
                 for label in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
-                    times[label].append(_replay_ms(graphs[label].graph, replays))
+                    times[label].append(_replay_ms(graphs[label].pick()[0], replays))
             med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
             keep = min(med, key=med.get)
             linear.choices.update(variants[keep])
@@ -564,7 +587,15 @@ class ModelRunner:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=pool):
             bufs.logits = self._greedy_step(bufs, meta)
-        return DecodeGraph(graph, bufs)
+        entry = DecodeGraph(graph, bufs)
+        if bufs.lora is not None:  # serving LoRA adapters: the step of no adapter too, in the same memory pool
+            with torch.cuda.stream(stream):
+                self._greedy_step(bufs, meta, plain=True)  # compiles the fused kernels the adapters' path skips
+            torch.cuda.current_stream().wait_stream(stream)
+            entry.plain = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(entry.plain, pool=graph.pool()):
+                entry.plain_logits = self._greedy_step(bufs, meta, plain=True)
+        return entry
 
     def release_graphs(self) -> None:
         """Drop the captured decode graphs (their memory pool goes with them) after the device finished
@@ -596,6 +627,7 @@ class ModelRunner:
             i64[3, :n] = 0 if stops is None else stops
             i64[4, :n] = inputs.window_slots if windowed else -1
             i64[5, :n] = -1 if inputs.lora is None else inputs.lora
+            bufs.plain = inputs.lora is None
             i64[0:2, n:] = 0
             i64[2, n:] = -1                      # padded slots write nowhere
             i64[3, n:] = 0
@@ -610,8 +642,11 @@ class ModelRunner:
             bufs.seq_lens.copy_(host.seq_lens, non_blocking=True)
             if windowed:
                 bufs.window_slots.copy_(host.i64[4], non_blocking=True)
-            if bufs.lora is not None:
+            if bufs.lora is not None and not bufs.plain:
                 bufs.lora.copy_(host.i64[5], non_blocking=True)
+                if bufs.lora_order is not None:  # every row, padded ones (slot -1) first
+                    i64[6] = np.argsort(i64[5], kind="stable")
+                    bufs.lora_order.copy_(host.i64[6], non_blocking=True)
         bufs.block_table.copy_(host.block_table, non_blocking=True)
         if windowed:
             bufs.window_table.copy_(host.window_table, non_blocking=True)
@@ -659,10 +694,10 @@ class ModelRunner:
         bufs = self.window_buffers(n)
         self._stage(bufs, plan.table, plan.inputs, plan.stops, plan.window_table)
         entry = self.graphs.get(bufs.rows)
-        graph = entry.graph if entry is not None and entry.bufs is bufs else None
+        graph = entry.pick()[0] if entry is not None and entry.bufs is bufs else None
         if graph is None:
             for j in range(k):  # step j's longest sequence holds max(first) + j + 1 tokens
-                self._greedy_step(bufs, self._meta(bufs, max(plan.first) + j + 1))
+                self._greedy_step(bufs, self._meta(bufs, max(plan.first) + j + 1), plain=bufs.plain)
         else:
             for _ in range(k):
                 graph.replay()

@@ -748,18 +748,18 @@ class LlamaModel:
     # -- forward -------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
-                kv_caches: list[tuple[torch.Tensor, torch.Tensor]], lora_slots: torch.Tensor | None = None
-                ) -> torch.Tensor:
+                kv_caches: list[tuple[torch.Tensor, torch.Tensor]], lora_slots: torch.Tensor | None = None,
+                lora_order: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids, positions: [T] int64 -> final-normed hidden states [T, hidden]. ``lora_slots`` [T] (with
-        :meth:`enable_lora`): each token's adapter slot, -1 none."""
+        :meth:`enable_lora`): each token's adapter slot, -1 none (None: no token has one; the layers run as
+        without adapters); ``lora_order``: the tokens sorted by slot (None: sorted here where it pays)."""
         cfg, ops, linear = self.config, self.ops, self.linear
         T = input_ids.shape[0]
         h = self.embed.forward(input_ids)                                             # [T, hidden]
         if self.embedding_multiplier is not None:
             h.mul_(self.embedding_multiplier)
-        if self.lora is not None:
-            slots = lora_slots if lora_slots is not None else torch.full_like(input_ids, -1)
-            return self._forward_lora(h, positions, meta, kv_caches, slots)
+        if self.lora is not None and lora_slots is not None:
+            return self._forward_lora(h, positions, meta, kv_caches, self.lora.step_rows(lora_slots, lora_order))
         residual = None
         # decode steps: ask L2 for each projection's weight as soon as the one before it is done
         plan = self.prefetch_plan if T <= 4 and self.prefetcher is not None else {}
@@ -854,8 +854,9 @@ class LlamaModel:
 
     def enable_lora(self, max_loras: int, max_rank: int) -> LoRAStack:
         """Serve LoRA adapters from ``max_loras`` slots of rank <= ``max_rank`` (:class:`LoRAStack`, returned:
-        the engine loads adapters into it). Every step then runs the layers' plain path with each projection's
-        update after it (:meth:`_forward_lora`): no projection fused with a norm, rope or the SiLU-and-mul."""
+        the engine loads adapters into it). A step with adapters (``forward``'s ``lora_slots``) then runs the layers'
+        plain path with each projection's update after it (:meth:`_forward_lora`): no projection fused with a norm,
+        rope or the SiLU-and-mul; a step without runs as before."""
         if self.config.sandwich_norms:
             raise ValueError(f"LoRA adapters are not supported for {self.config.model_type} (Gemma's layers)")
         if self.quantization is not None:
@@ -865,10 +866,10 @@ class LlamaModel:
         self.lora = LoRAStack(self, max_loras, max_rank, backend=self.options.op_backend)
         return self.lora
 
-    def _forward_lora(self, h, positions, meta, kv_caches, slots: torch.Tensor) -> torch.Tensor:
-        """The layers with each token's adapter update added after each projection (``self.lora``)."""
+    def _forward_lora(self, h, positions, meta, kv_caches, slots: tuple) -> torch.Tensor:
+        """The layers with each token's adapter update added after each projection (``self.lora``; ``slots``:
+        :meth:`LoRAStack.step_rows`')."""
         ops, linear, eps, lora = self.ops, self.linear, self.config.rms_norm_eps, self.lora
-        slots = lora.step_rows(slots)
         residual = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:

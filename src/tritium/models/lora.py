@@ -197,10 +197,13 @@ class LoRAStack:
                 A[slot].zero_()
                 B[slot].zero_()
 
-    def step_rows(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """A step's tokens' slots and the order the kernels visit them in (:func:`tritium.ops.lora.sort_order`,
-        computed once for every projection of the step)."""
-        return slots, sort_order(slots) if self.triton else None
+    def step_rows(self, slots: torch.Tensor, order: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A step's tokens' slots and the order the kernels visit them in: ``order`` (the engine's, sorted on the
+        host), else :func:`tritium.ops.lora.sort_order`'s, computed once for every projection of the step."""
+        if not self.triton:
+            return slots, None
+        return slots, order if order is not None else sort_order(slots)
 
     def apply(self, layer: int, proj: str, x: torch.Tensor, y: torch.Tensor,
               rows: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:

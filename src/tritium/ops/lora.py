@@ -15,9 +15,9 @@ Two launches. *Shrink*: ``h = x @ A[s]^T`` in fp32, each program a block of toke
 (split-K: a decode step's few rows still spread over the SMs); the chunks' partial sums are stored apart, never
 added with atomics. *Expand*: ``y += h @ B[s]^T`` (the chunks summed in a fixed order first), each program a block
 of tokens and of output rows, inside one part. A block of tokens whose rows hold several adapters loops over the
-slots from its lowest to its highest, each row masked to its own. Above 16 tokens the blocks take the tokens
-sorted by slot (:func:`sort_order`, once a step), so that a block holds one adapter or two however the batch mixes
-them (measured: 256 tokens over four adapters interleaved, bench/NOTES.md "LoRA adapters"). The grids depend only on
+slots from its lowest to its highest, each row masked to its own. Above 64 tokens the blocks take the tokens
+sorted by slot (:func:`sort_order`, once a step; the engine sorts them on the host), so that a block of 64 holds
+one adapter or two however the batch mixes them (measured: 256 tokens over four adapters interleaved, bench/NOTES.md "LoRA adapters"). The grids depend only on
 the shapes, so a decode step with its slots in a static buffer replays as a CUDA graph.
 
 Reference: :func:`lora_apply_reference` (fp32, a loop over tokens).
@@ -31,11 +31,11 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.runtime import interpreting
+from tritium.runtime import interpreting, pdl_launch
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MIN_RANK = 16  # tl.dot's smallest side: ranks are padded to a power of two >= 16
-SORT_FROM = 16  # tokens above which lora_apply visits them sorted by slot (one block of 16 holds any mix)
+SORT_FROM = 64  # tokens above which lora_apply visits them sorted by slot (blocks of 16 below, of any mix)
 TARGET_PROGRAMS = 128  # shrink programs to aim for (split-K): about one per SM of an H100 / H200
 
 
@@ -61,7 +61,11 @@ def _block_rows(slot_ptr, order_ptr, rows, rmask, SORTED: tl.constexpr):
 @triton.jit
 def _shrink_kernel(x_ptr, a_ptr, slot_ptr, order_ptr, h_ptr, T, K, PR, stride_xm, stride_as, stride_ar, stride_hs,
                    stride_hm, K_SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr,
-                   BLOCK_K: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+                   BLOCK_K: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+                   USE_PDL: tl.constexpr):
+    if USE_PDL:  # the expand may launch now and wait for this; x comes from the kernel before
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     pid_m, pid_r, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
@@ -87,7 +91,11 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, order_ptr, h_ptr, T, K, PR, stride_xm
 @triton.jit
 def _expand_kernel(h_ptr, b_ptr, slot_ptr, order_ptr, y_ptr, T, N, bound1, bound2, stride_hs, stride_hm, stride_bs,
                    stride_bn, stride_ym, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr,
-                   BLOCK_N: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+                   BLOCK_N: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+                   USE_PDL: tl.constexpr):
+    if USE_PDL:  # h comes from the shrink, y from the projection before it
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
@@ -167,9 +175,11 @@ def sort_order(slots: torch.Tensor) -> torch.Tensor | None:
 
 def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
                bounds: tuple[int, int] | None = None, *, order: torch.Tensor | bool | None = True,
-               validate: bool = True) -> torch.Tensor:
+               validate: bool = True, pdl: bool = True) -> torch.Tensor:
     """``y[t] += B[slots[t]] @ (A[slots[t]] @ x[t])`` in place for every token with a slot; returns y. ``order``:
-    :func:`sort_order`'s (True: computed here; None: tokens as they come)."""
+    :func:`sort_order`'s, or any permutation of the tokens (True: computed here; None: tokens as they come).
+    ``pdl``: both launches by programmatic dependent launch where supported (Hopper), each waiting for the kernel
+    before it to finish before reading anything."""
     N = y.shape[1]
     bounds = (N, N) if bounds is None else bounds
     R = check_lora(x, y, a, b, slots, bounds) if validate else b.shape[2]
@@ -179,7 +189,7 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     PR = a.shape[1]
     if order is True:
         order = sort_order(slots)
-    block_m = 16 if T <= 16 else 64
+    block_m = 16 if T <= SORT_FROM else 64
     # K in chunks over more programs where the blocks of tokens are too few to fill the GPU (decode sizes): about
     # TARGET_PROGRAMS shrink programs, chunks of 256 columns or more (their partial sums stored apart)
     programs = triton.cdiv(T, block_m) * (PR // R)
@@ -193,12 +203,12 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     _shrink_kernel[(triton.cdiv(T, block_m), PR // R, splits)](
         x, a, slots, order if sort else slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0),
         h.stride(1), K_SPLIT=k_split, BLOCK_M=block_m, BLOCK_R=R, BLOCK_K=64, SORTED=sort, UPCAST=upcast,
-        PRECISION=precision, num_warps=4)
+        PRECISION=precision, num_warps=4, **pdl_launch(x.device, pdl))
     block_n = _block_n(N, bounds)
     _expand_kernel[(triton.cdiv(T, block_m), triton.cdiv(N, block_n))](
         h, b, slots, order if sort else slots, y, T, N, bounds[0], bounds[1], h.stride(0), h.stride(1), b.stride(0),
         b.stride(1), y.stride(0), SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, SORTED=sort, UPCAST=upcast,
-        PRECISION=precision, num_warps=4)
+        PRECISION=precision, num_warps=4, **pdl_launch(x.device, pdl))
     return y
 
 
