@@ -182,3 +182,33 @@ def test_peft_saved_adapter_equals_peft_model(tiny_models, tmp_path):
     out = llm.generate(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=LoRARequest("p", str(tmp_path / "peft")))
     want = hf_greedy(model.eval(), ids, 8)
     assert out[0].token_ids == want and want != hf_greedy(base, ids, 8)
+
+
+def test_preemption_abort_and_drafts_keep_slots_right(tiny_models, adapters):
+    """Preempted requests give their slot back and take one again (a KV cache of 4 pages); an abort releases
+    its slot; speculative drafts run under their sequence's adapter. Tokens as the merged models give them."""
+    path, base = tiny_models["llama"]
+    names = ["one", "two", None, "one"]
+    requests = [None if n is None else LoRARequest(n, adapters[n][0]) for n in names]
+    for kw in (dict(num_blocks=4, max_num_batched_tokens=64), dict(num_speculative_tokens=3)):
+        llm = LLM(path, dtype=torch.float32, enable_lora=True, max_loras=2, max_lora_rank=8, max_model_len=64, **kw)
+        n = 30 if "num_blocks" in kw else 12  # long enough answers that growing sequences evict others
+        want = [hf_greedy(base if name is None else adapters[name][1], llm.tokenizer.encode(prompt), n)
+                for name, prompt in zip(names, PROMPTS)]
+        # drafts (speculative case) from a prediction, each answer's own: draft rows in the steps, under each adapter
+        params = [SamplingParams(max_tokens=n, prediction=None if "num_blocks" in kw else w) for w in want]
+        outs = llm.generate(PROMPTS, params, lora_request=requests)
+        assert [o.token_ids for o in outs] == want, kw
+        if "num_blocks" in kw:
+            assert llm.stats["preemptions"] > 0
+        else:
+            assert llm.stats["draft_tokens"] > 0
+        loras = llm.engine.loras
+        assert loras.refs == [0, 0] and sorted(n for n in loras.holder if n) == ["one", "two"]
+    engine = llm.engine
+    engine.add_request("x", PROMPTS[1], SamplingParams(max_tokens=30), lora_request=LoRARequest("two"))
+    engine.step()
+    assert sum(engine.loras.refs) == 1
+    engine.abort("x")
+    engine.step()
+    assert engine.loras.refs == [0, 0]

@@ -257,8 +257,8 @@ class ModelRunner:
                 wslots += [seq.window_table[p // bs] * bs + p % bs for p in positions]
             q_lens.append(n)
             seq_lens.append(start + n)
-            if lora is not None:  # the draft's tokens too
-                lora += [-1 if seq.lora_slot is None else seq.lora_slot] * (n + len(seq.draft))
+            if lora is not None:  # (n counts a draft's tokens)
+                lora += [-1 if seq.lora_slot is None else seq.lora_slot] * n
             if seq.params.pooling is not None:  # an embedding: pooled rows, no logits
                 rows = range(len(ids) - n, len(ids)) if seq.params.pooling == "mean" else (
                     [len(ids) - 1] if start + n == seq.num_tokens else [])
