@@ -216,6 +216,9 @@ def _parser() -> argparse.ArgumentParser:
                           "together (implies --enable-lora)")
     srv.add_argument("--enable-lora", action="store_true",
                      help="serve LoRA adapters (--lora-modules; the projections then run unfused: slower steps)")
+    srv.add_argument("--allow-runtime-lora", action="store_true",
+                     help="serve POST /v1/load_lora_adapter {lora_name, lora_path} and /v1/unload_lora_adapter "
+                          "{lora_name} (adapters read from paths on this machine; implies --enable-lora)")
     srv.add_argument("--max-loras", type=int, default=4, help="LoRA adapters one step may mix (default 4)")
     srv.add_argument("--max-lora-rank", type=int, default=16, help="the largest adapter rank served (default 16)")
     srv.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false",
@@ -393,7 +396,7 @@ def _serve_engine_kwargs(args) -> dict:
         kwargs["decode_steps"] = args.decode_steps
     if args.kv_cache_memory is not None:
         kwargs["kv_cache_memory"] = args.kv_cache_memory
-    if args.enable_lora or args.lora_modules:
+    if args.enable_lora or args.lora_modules or args.allow_runtime_lora:
         kwargs.update(enable_lora=True, max_loras=args.max_loras, max_lora_rank=args.max_lora_rank)
     return kwargs
 
@@ -428,7 +431,7 @@ def serve_command(args) -> int:
               tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
               reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
               ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
-              max_stored_responses=args.max_stored_responses)
+              max_stored_responses=args.max_stored_responses, runtime_lora=args.allow_runtime_lora)
     return 0
 
 

@@ -103,6 +103,10 @@ def test_prefix_cache_keeps_adapters_apart(tiny_models, adapters):
     again = llm.generate(prompt, params, lora_request=LoRARequest("one"))[0]  # by name; its own pages reused
     assert again.token_ids == lora_out.token_ids and llm.stats["prefix_cache_hit_tokens"] > 0
     assert llm.generate(prompt, params)[0].token_ids == base_out.token_ids == hf_greedy(base, ids, 6)
+    # the name read again from another adapter's directory: none of the old adapter's pages is matched
+    llm.engine.remove_lora("one")
+    other = llm.generate(prompt, params, lora_request=LoRARequest("one", adapters["two"][0]))[0]
+    assert other.token_ids == hf_greedy(adapters["two"][1], ids, 6) != lora_out.token_ids
 
 
 def test_stream_and_engine_requests(tiny_models, adapters):

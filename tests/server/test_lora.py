@@ -19,11 +19,17 @@ pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def model(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("llama"))
     base = make_tiny_model(path, "llama")
     adapter = str(tmp_path_factory.mktemp("sql"))
     reference = merged(base, write_adapter(adapter, base, seed=3), 16 / 8)
+    return path, adapter, base, reference
+
+
+@pytest.fixture(scope="module")
+def setup(model):
+    path, adapter, base, reference = model
     engine = LLMEngine(path, dtype=torch.float32, max_model_len=64, enable_lora=True, max_loras=2, max_lora_rank=8)
     engine.load_lora("sql", adapter)
     with TestClient(build_app(AsyncLLMEngine(engine), model_name="base")) as http:
@@ -64,3 +70,29 @@ def test_lora_modules_flag():
             lora_modules([bad])
     with pytest.raises(ValueError, match="given twice"):
         lora_modules(["a=/x", "a=/y"])
+
+
+def test_runtime_load_and_unload(model, setup):
+    """``runtime_lora``: adapters loaded and unloaded over HTTP (on the engine thread); without it the routes are
+    not there."""
+    path, adapter, _, reference = model
+    assert setup[0].post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": adapter}).status_code == 404
+    engine = LLMEngine(path, dtype=torch.float32, max_model_len=64, enable_lora=True, max_lora_rank=8)
+    with TestClient(build_app(AsyncLLMEngine(engine), model_name="base", runtime_lora=True)) as http:
+        assert http.post("/v1/completions", json={"model": "sql", "prompt": "w1", "max_tokens": 2}).status_code == 404
+        r = http.post("/v1/load_lora_adapter", json={"lora_name": "sql", "lora_path": adapter})
+        assert r.status_code == 200 and r.json()["parent"] == "base"
+        out = http.post("/v1/completions", json={"model": "sql", "prompt": PROMPTS[1], "max_tokens": 8,
+                                                  "temperature": 0}).json()
+        tok = engine.tokenizer
+        assert tok.encode(out["choices"][0]["text"], add_special_tokens=False) == \
+            hf_greedy(reference, tok.encode(PROMPTS[1]), 8)
+        for body, param in (({"lora_name": "y", "lora_path": "/nonexistent"}, "lora_path"),
+                            ({"lora_name": "base", "lora_path": adapter}, "lora_name"),
+                            ({"lora_name": "y"}, "lora_path"), ({"lora_name": "y", "lora_path": adapter, "x": 1}, "x")):
+            r = http.post("/v1/load_lora_adapter", json=body)
+            assert r.status_code == 400 and r.json()["error"]["param"] == param, body
+        assert http.post("/v1/unload_lora_adapter", json={"lora_name": "sql"}).json()["deleted"] is True
+        assert http.post("/v1/unload_lora_adapter", json={"lora_name": "sql"}).status_code == 404
+        assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["base"]
+        assert http.post("/v1/completions", json={"model": "sql", "prompt": "w1", "max_tokens": 2}).status_code == 404

@@ -125,6 +125,7 @@ class AsyncLLMEngine:
         # (id, prompt ids, params, LoRA adapter or None, stream), guarded by _cond
         self._adds: list[tuple] = []
         self._aborts: list[str] = []  # guarded by _cond
+        self._calls: list[tuple] = []  # (fn, loop, future): run on the engine thread between steps; guarded by _cond
         self._stopping = False
         self._streams: dict[str, RequestStream] = {}  # engine thread only
         self._thread: threading.Thread | None = None
@@ -173,6 +174,19 @@ class AsyncLLMEngine:
             self._cond.notify()
         return stream
 
+    async def call(self, fn):
+        """``fn(engine)`` run on the engine thread between two steps (what must not race with a step: loading a
+        LoRA adapter, say); its result, or the exception it raised. :class:`EngineStoppedError` if the loop is
+        not running."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._cond:
+            if self.error is not None or self._stopping or self._thread is None:
+                raise EngineStoppedError("the engine is not running" + (f": {self.error}" if self.error else ""))
+            self._calls.append((fn, loop, future))
+            self._cond.notify()
+        return await future
+
     def abort(self, request_ids: list[str]) -> None:
         """Abort requests (unknown or finished ids are ignored); their pages are freed before the next step."""
         with self._cond:
@@ -185,14 +199,20 @@ class AsyncLLMEngine:
         try:
             while True:
                 with self._cond:
-                    while not (self._adds or self._aborts or self._stopping or engine.has_unfinished()):
+                    while not (self._adds or self._aborts or self._calls or self._stopping or engine.has_unfinished()):
                         self._cond.wait()
                     adds, self._adds = self._adds, []
                     aborts, self._aborts = self._aborts, []
+                    calls, self._calls = self._calls, []
                     stopping = self._stopping
                 if stopping:
-                    self._fail_all(EngineStoppedError("the server is shutting down"), adds)
+                    self._fail_all(EngineStoppedError("the server is shutting down"), adds, calls)
                     return
+                for fn, loop, future in calls:
+                    try:
+                        _settle(loop, future, fn(engine), None)
+                    except Exception as e:  # the caller's to report
+                        _settle(loop, future, None, e)
                 self._apply(adds, aborts)
                 if engine.has_unfinished():
                     self._dispatch(engine.step())
@@ -202,7 +222,8 @@ class AsyncLLMEngine:
             with self._cond:
                 self.error = e
                 adds, self._adds = self._adds, []
-            self._fail_all(EngineStoppedError(f"the engine failed: {type(e).__name__}: {e}"), adds)
+                calls, self._calls = self._calls, []
+            self._fail_all(EngineStoppedError(f"the engine failed: {type(e).__name__}: {e}"), adds, calls)
 
     def _apply(self, adds, aborts) -> None:
         engine = self.engine
@@ -243,7 +264,9 @@ class AsyncLLMEngine:
                                  kv_cache_usage=engine.kv_cache_usage, num_draft_tokens=engine.num_draft_tokens,
                                  num_accepted_tokens=engine.num_accepted_tokens)
 
-    def _fail_all(self, error: BaseException, adds) -> None:
+    def _fail_all(self, error: BaseException, adds, calls=()) -> None:
+        for _, loop, future in calls:
+            _settle(loop, future, None, error)
         streams = {id(s): s for s in self._streams.values()}
         streams.update({id(a[-1]): a[-1] for a in adds})
         try:
@@ -263,3 +286,15 @@ class AsyncLLMEngine:
 def _deliver(items) -> None:
     for stream, out in items:
         stream._put(out)
+
+
+def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future, result, error: BaseException | None) -> None:
+    """Give ``future`` (of ``loop``) its result or exception from another thread (nothing if it was cancelled or
+    its loop closed)."""
+    def settle():
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:
+        pass

@@ -617,7 +617,15 @@ class LLMEngine:
         if self.loras is None:
             raise ValueError(f"LoRA adapter {request.name!r}: this engine serves no adapters (start it with "
                              f"enable_lora=True)")
+        known = self.loras.adapters.get(request.name)
+        if known is not None and request.path is not None and \
+                os.path.realpath(known.path) != os.path.realpath(request.path) and self._lora_users(request.name):
+            raise ValueError(f"LoRA adapter {request.name!r} is in use by unfinished requests; it cannot be read "
+                             f"again from {request.path!r} now")
         return self.loras.resolve(request)
+
+    def _lora_users(self, name: str) -> list[str]:
+        return [rid for rid, seq in self._requests.items() if seq.lora is not None and seq.lora.name == name]
 
     def load_lora(self, name: str, path: str) -> None:
         """Register the PEFT adapter in ``path`` under ``name`` (read now; requests may then name it alone)."""
@@ -627,7 +635,7 @@ class LLMEngine:
         """Forget adapter ``name``; ValueError while an unfinished request uses it."""
         if self.loras is None:
             raise ValueError("this engine serves no LoRA adapters (enable_lora=False)")
-        users = [rid for rid, seq in self._requests.items() if seq.lora is not None and seq.lora.name == name]
+        users = self._lora_users(name)
         if users:
             raise ValueError(f"LoRA adapter {name!r} is in use by {len(users)} unfinished request(s)")
         self.loras.remove(name)

@@ -39,7 +39,8 @@ class LoRASlots:
     def __init__(self, stack: LoRAStack, config: ModelConfig):
         self.stack, self.config = stack, config
         self.adapters: dict[str, LoRAAdapter] = {}
-        self.ids: dict[str, int] = {}  # a stable number per name (the prefix cache's salt)
+        self.ids: dict[str, int] = {}  # a number per adapter as read (the prefix cache's salt): a name read again
+        self._next_id = 1  # from another path gets a new one, so that no page of the old adapter is matched
         self.slot_of: dict[str, int] = {}
         self.holder: list[str | None] = [None] * stack.max_loras  # the adapter in each slot
         self.refs = [0] * stack.max_loras
@@ -59,7 +60,7 @@ class LoRASlots:
                                  f"by {path!r} now")
             self._evict(name)
         self.adapters[name] = adapter
-        self.ids.setdefault(name, len(self.ids) + 1)
+        self.ids[name], self._next_id = self._next_id, self._next_id + 1
         return adapter
 
     def resolve(self, request: LoRARequest) -> LoRARequest:
@@ -115,4 +116,4 @@ class LoRASlots:
         if slot is not None and self.refs[slot]:
             raise ValueError(f"LoRA adapter {name!r} is in use by running requests")
         self._evict(name)
-        del self.adapters[name]
+        del self.adapters[name], self.ids[name]

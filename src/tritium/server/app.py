@@ -178,6 +178,48 @@ class OpenAIServer:
         lora = self._check_model(model)
         return JSONResponse(self.model_card() if lora is None else self.adapter_card(lora.name))
 
+    async def load_lora_adapter(self, request: "fastapi.Request"):
+        """``POST /v1/load_lora_adapter`` (vLLM's; with ``runtime_lora``): ``{"lora_name", "lora_path"}`` reads the
+        PEFT adapter at ``lora_path`` (a path on the server) on the engine thread between two steps and serves it
+        as ``lora_name`` (again from the new path if the name was read before and no request runs it)."""
+        body = await self._json(request)
+        extra = sorted(set(body) - {"lora_name", "lora_path"})
+        if extra:
+            raise invalid(f"Unrecognized request argument supplied: {extra[0]}", extra[0], "unknown_parameter")
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not isinstance(name, str) or not name:
+            raise invalid(f"lora_name must be a non-empty string, got {name!r}", "lora_name")
+        if name == self.model_name:
+            raise invalid(f"lora_name {name!r} is the served model's own name", "lora_name")
+        if not isinstance(path, str) or not path:
+            raise invalid(f"lora_path must be a non-empty string (a PEFT adapter directory), got {path!r}",
+                          "lora_path")
+        try:
+            await self.engine.call(lambda engine: engine.load_lora(name, path))
+        except (ValueError, OSError) as e:
+            raise invalid(str(e), "lora_path") from None
+        except EngineStoppedError as e:
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        return JSONResponse(self.adapter_card(name))
+
+    async def unload_lora_adapter(self, request: "fastapi.Request"):
+        """``POST /v1/unload_lora_adapter`` (with ``runtime_lora``): ``{"lora_name"}`` stops serving an adapter (a
+        400 while requests run it)."""
+        body = await self._json(request)
+        extra = sorted(set(body) - {"lora_name", "lora_int_id"})
+        if extra:
+            raise invalid(f"Unrecognized request argument supplied: {extra[0]}", extra[0], "unknown_parameter")
+        name = body.get("lora_name")
+        if not isinstance(name, str) or name not in self.engine.engine.lora_names():
+            raise APIError(404, f"No LoRA adapter named {name!r} is served", param="lora_name", code="not_found")
+        try:
+            await self.engine.call(lambda engine: engine.remove_lora(name))
+        except ValueError as e:
+            raise invalid(str(e), "lora_name") from None
+        except EngineStoppedError as e:
+            raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        return JSONResponse({"id": name, "object": "model", "deleted": True})
+
     async def health(self):
         if self.engine.running:
             return JSONResponse({"status": "ok"})
@@ -865,7 +907,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
               reasoning_parser: str | None = None, allowed_origins: list[str] | None = None,
-              max_stored_responses: int = DEFAULT_MAX_STORED) -> "fastapi.FastAPI":
+              max_stored_responses: int = DEFAULT_MAX_STORED, runtime_lora: bool = False) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
@@ -875,7 +917,8 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     whose browser pages may call the server (CORS; ``["*"]``: any); None: no CORS headers (browsers then
     refuse other origins' pages). Preflight requests are answered before the API key is asked for.
     ``max_stored_responses``: how many ``/v1/responses`` are kept for retrieval and ``previous_response_id``
-    (the least recently used are dropped first)."""
+    (the least recently used are dropped first). ``runtime_lora``: the routes that load and unload LoRA adapters
+    from paths on the server (``/v1/load_lora_adapter``, ``/v1/unload_lora_adapter``; off: 404)."""
     _require_extra()
     if allowed_origins is not None and (not isinstance(allowed_origins, (list, tuple)) or not all(
             isinstance(o, str) and o for o in allowed_origins)):
@@ -899,6 +942,9 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app.add_api_route("/health", server.health, methods=["GET"])
     app.add_api_route("/metrics", server.render_metrics, methods=["GET"])
     app.add_api_route("/v1/models", server.models, methods=["GET"])
+    if runtime_lora:
+        app.add_api_route("/v1/load_lora_adapter", server.load_lora_adapter, methods=["POST"])
+        app.add_api_route("/v1/unload_lora_adapter", server.unload_lora_adapter, methods=["POST"])
     app.add_api_route("/v1/models/{model:path}", server.model, methods=["GET"])
     app.add_api_route("/v1/completions", server.completions, methods=["POST"])
     app.add_api_route("/v1/embeddings", server.embeddings, methods=["POST"])
