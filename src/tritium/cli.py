@@ -28,7 +28,7 @@ import traceback
 
 import torch
 
-from tritium.engine import LLM, LLMEngine, SamplingParams, UnsupportedModelError
+from tritium.engine import LLM, LLMEngine, LoRARequest, SamplingParams, UnsupportedModelError
 from tritium.engine import parallel
 from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
@@ -169,6 +169,9 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
                         help="text the answer is expected to largely repeat (a file being edited): with "
                              "--num-speculative-tokens, drafts come from it first; the answer is unchanged")
     parser.add_argument("--system", default=None, help="system message for the chat template")
+    parser.add_argument("--lora", default=None, metavar="DIR",
+                        help="answer with this LoRA adapter (a PEFT directory: adapter_config.json and "
+                             "adapter_model.safetensors) on the model")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -246,6 +249,8 @@ def _engine_kwargs(args) -> dict:
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],
                   num_speculative_tokens=args.num_speculative_tokens, prompt_lookup_max=args.prompt_lookup_max,
                   prompt_lookup_min=args.prompt_lookup_min, chat_template=args.chat_template)
+    if getattr(args, "lora", None) is not None:  # generate / chat --lora: slots for its rank
+        kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=_adapter_rank(args.lora))
     if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:
         kwargs["op_backend"] = "torch"  # the interpreter is slow enough with attention alone
     return kwargs
@@ -300,10 +305,10 @@ class _Prefill:
             self.bar.close()
 
 
-def _stream(llm: LLM, prompt, params: SamplingParams, strip: bool) -> str:
+def _stream(llm: LLM, prompt, params: SamplingParams, strip: bool, lora: LoRARequest | None = None) -> str:
     """Print the answer as it comes; returns it."""
     text = ""
-    for delta in llm.generate_stream(prompt, params, on_prefill=_Prefill()):
+    for delta in llm.generate_stream(prompt, params, on_prefill=_Prefill(), lora_request=lora):
         if strip and not text:
             delta = delta.lstrip()
         text += delta
@@ -331,13 +336,14 @@ def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
         raise ValueError("--chat-template-kwargs has no chat template to reach with --raw")
     prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system,
                                                                   chat_template_kwargs=args.chat_template_kwargs)
+    lora = _lora_request(args)
     if llm.engine.is_follower:  # torchrun rank > 0: runs its shard of rank 0's steps; rank 0 prints
         llm.generate([prompt], params)
         return 0
     if args.stream:
-        _stream(llm, prompt, params, strip=not args.raw)
+        _stream(llm, prompt, params, strip=not args.raw, lora=lora)
     else:
-        out = llm.generate([prompt], params)[0]
+        out = llm.generate([prompt], params, lora_request=lora)[0]
         print(out.text.strip() if not args.raw else out.text)
     if args.log_level != "error":  # --quiet: the answer only
         _report(llm)
@@ -375,7 +381,7 @@ def _chat(args, llm: LLM, params: SamplingParams) -> int:
         history.append({"role": "user", "content": line})
         try:
             prompt = encode_chat(llm.tokenizer, history, template_kwargs=args.chat_template_kwargs)
-            answer = _stream(llm, prompt, params, strip=True)
+            answer = _stream(llm, prompt, params, strip=True, lora=_lora_request(args))
         except KeyboardInterrupt:  # stops this answer, not the session
             print("\n[interrupted]", file=sys.stderr)
             history.pop()
@@ -399,6 +405,24 @@ def _serve_engine_kwargs(args) -> dict:
     if args.enable_lora or args.lora_modules or args.allow_runtime_lora:
         kwargs.update(enable_lora=True, max_loras=args.max_loras, max_lora_rank=args.max_lora_rank)
     return kwargs
+
+
+def _adapter_rank(path: str) -> int:
+    """The rank (``r``) in a PEFT adapter's config, which ``--lora`` sizes its slot for (the adapter itself is read
+    and checked when the first request runs it)."""
+    config = os.path.join(path, "adapter_config.json")
+    try:
+        with open(config) as f:
+            rank = json.load(f).get("r")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ValueError(f"--lora {path!r}: cannot read {config} ({type(e).__name__}: {e})") from None
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 1 <= rank <= 256:
+        raise ValueError(f"--lora {path!r}: adapter_config.json's r must be an integer in [1, 256], got {rank!r}")
+    return rank
+
+
+def _lora_request(args) -> LoRARequest | None:
+    return None if args.lora is None else LoRARequest(os.path.basename(os.path.normpath(args.lora)), args.lora)
 
 
 def lora_modules(specs: list[str] | None) -> dict[str, str]:

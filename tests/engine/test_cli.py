@@ -10,13 +10,14 @@ import threading
 import pytest
 import torch
 
-from tritium import LLM, SamplingParams
+from tritium import LLM, LoRARequest, SamplingParams
 from tritium import cli
 from tritium.cli import _engine_kwargs, _params, _parser, _serve_engine_kwargs, main
 from tritium.engine import LLMEngine
 from tritium.engine.tokenizer import Tokenizer
 
 from .conftest import HANG_BOUND_S
+from .test_lora import write_adapter
 
 pytestmark = pytest.mark.timeout(HANG_BOUND_S)
 
@@ -340,3 +341,24 @@ def test_chat_template_flag(capsys, monkeypatch, tmp_path, tiny_models):
         LLM(path, chat_template="{% if %}")
     with pytest.raises(ValueError, match="chat_template must be None or the Jinja text"):
         LLM(path, chat_template=" ")
+
+
+def test_lora_flags(capsys, monkeypatch, tiny_models, tmp_path):
+    """generate --lora DIR answers with the adapter (its rank sizes the slot); serve's --lora-modules and
+    --allow-runtime-lora turn LoRA on with --max-loras / --max-lora-rank; a bad --lora is one line."""
+    path, model = tiny_models["llama"]
+    adapter = str(tmp_path / "ad")
+    write_adapter(adapter, model, rank=32, alpha=64, seed=4)
+    code, out, _ = run(capsys, monkeypatch, "generate", "--model", path, "--max-tokens", "6", "--raw", "--quiet",
+                       "--dtype", "float32", "--lora", adapter, "w7 w8 w9")
+    assert code == 0
+    with LLM(path, dtype=torch.float32, enable_lora=True, max_lora_rank=32) as llm:
+        want = llm.generate("w7 w8 w9", SamplingParams(max_tokens=6), lora_request=LoRARequest("ad", adapter))
+        assert out.strip() == want[0].text.strip() != llm.generate("w7 w8 w9", SamplingParams(max_tokens=6))[0].text
+    code, _, err = run(capsys, monkeypatch, "generate", "--model", path, "--lora", str(tmp_path), "x")
+    assert code == 2 and "adapter_config.json" in err and len(err.strip().splitlines()) == 1
+    kwargs = _serve_engine_kwargs(_parser().parse_args(["serve", "--lora-modules", f"a={adapter}", "--max-loras", "2",
+                                                        "--max-lora-rank", "32"]))
+    assert (kwargs["enable_lora"], kwargs["max_loras"], kwargs["max_lora_rank"]) == (True, 2, 32)
+    assert _serve_engine_kwargs(_parser().parse_args(["serve", "--allow-runtime-lora"]))["enable_lora"] is True
+    assert "enable_lora" not in _serve_engine_kwargs(_parser().parse_args(["serve"]))

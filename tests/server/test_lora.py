@@ -50,6 +50,19 @@ def test_adapter_by_model_name(setup):
     assert tok.encode("".join(c.choices[0].text for c in chunks if c.choices), add_special_tokens=False) == want
 
 
+def test_embeddings_and_chat_name_the_adapter(setup):
+    http = setup[0]
+    vectors = {}
+    for model in ("base", "sql"):
+        r = http.post("/v1/embeddings", json={"model": model, "input": PROMPTS[1]}).json()
+        assert r["model"] == model
+        vectors[model] = torch.tensor(r["data"][0]["embedding"])
+    assert not torch.allclose(vectors["base"], vectors["sql"])  # the adapter's hidden states
+    chat = http.post("/v1/chat/completions", json={"model": "sql", "max_tokens": 3,
+                                                   "messages": [{"role": "user", "content": "w1"}]})
+    assert chat.status_code == 200 and chat.json()["model"] == "sql"
+
+
 def test_models_list_and_unknown_name(setup):
     http = setup[0]
     models = http.get("/v1/models").json()["data"]

@@ -115,17 +115,19 @@ class LLM:
         return self.generate(prompts, sampling_params, lora_request=lora_request)
 
     def embed(self, prompts: str | list[int] | Seq[str | list[int]], *, pooling: str | None = None,
-              normalize: bool | None = None, dimensions: int | None = None) -> torch.Tensor:
+              normalize: bool | None = None, dimensions: int | None = None,
+              lora_request: LoRARequest | Seq[LoRARequest | None] | None = None) -> torch.Tensor:
         """Embeddings [N, hidden (or ``dimensions``)] fp32 on the CPU of ``prompts`` (strings or token ids; one or
         a list), batched with whatever else the engine runs: each prompt's final-normed hidden states pooled
         (:mod:`tritium.engine.pooling`). ``pooling`` ("last" | "mean") and ``normalize`` default to what the model's
         sentence-transformers files say (none: the last token, normalized); ``dimensions`` keeps the first
-        components (Matryoshka models), before normalizing. A prompt may fill the whole context."""
+        components (Matryoshka models), before normalizing. A prompt may fill the whole context. ``lora_request``:
+        as :meth:`generate`'s."""
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
         mode, norm = model_pooling(self.engine.model_path)
         params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
-        outs = self.generate(prompts, params)  # (one prompt or a list, as generate takes them)
+        outs = self.generate(prompts, params, lora_request=lora_request)  # (one prompt or a list, as generate takes)
         if not outs:
             raise ValueError("prompts is empty: give one prompt or a list of them")
         return finish(torch.stack([o.embedding for o in outs]), norm if normalize is None else normalize, dimensions)

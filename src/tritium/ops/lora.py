@@ -17,10 +17,11 @@ added with atomics. *Expand*: ``y += h @ B[s]^T`` (the chunks summed in a fixed 
 of tokens and of output rows, inside one part. A block of tokens whose rows hold several adapters loops over the
 slots from its lowest to its highest, each row masked to its own. Above 64 tokens the blocks take the tokens
 sorted by slot (:func:`sort_order`, once a step; the engine sorts them on the host), so that a block of 64 holds
-one adapter or two however the batch mixes them (measured: 256 tokens over four adapters interleaved, bench/NOTES.md "LoRA adapters"). The grids depend only on
-the shapes, so a decode step with its slots in a static buffer replays as a CUDA graph.
+one adapter or two however the batch mixes them (256 tokens over four adapters, interleaved: bench/NOTES.md "LoRA
+adapters"). The grids depend only on the shapes, so a decode step with its slots in a static buffer replays as a
+CUDA graph.
 
-Reference: :func:`lora_apply_reference` (fp32, a loop over tokens).
+Reference: :func:`lora_apply_reference` (fp32, a full product per slot, each row keeping its own slot's).
 """
 
 from __future__ import annotations
