@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from tritium import LLM, LoRARequest, SamplingParams
 from tritium.models.lora import LoRAAdapter
 
-from .conftest import PROMPTS, hf_greedy
+from .conftest import PROMPTS, hf_greedy, make_tiny_model
 
 PEFT_PREFIX = "base_model.model.model.layers"
 
@@ -26,7 +26,7 @@ def write_adapter(path, model, rank=8, alpha=16, modules=("q_proj", "v_proj", "o
     tensors, weights = {}, {}
     for i, layer in enumerate(model.model.layers):
         for module in modules:
-            block = layer.self_attn if module in ("q_proj", "k_proj", "v_proj", "o_proj") else layer.mlp
+            block = layer.self_attn if module in ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj") else layer.mlp
             lin = getattr(block, module)
             a = torch.randn(rank, lin.in_features, generator=g) / lin.in_features ** 0.5
             b = torch.randn(lin.out_features, rank, generator=g) * 0.5
@@ -107,6 +107,20 @@ def test_prefix_cache_keeps_adapters_apart(tiny_models, adapters):
     llm.engine.remove_lora("one")
     other = llm.generate(prompt, params, lora_request=LoRARequest("one", adapters["two"][0]))[0]
     assert other.token_ids == hf_greedy(adapters["two"][1], ids, 6) != lora_out.token_ids
+
+
+def test_phi3_fused_modules(tmp_path):
+    """Phi-3's adapters name its fused qkv_proj and gate_up_proj: one A, B's rows split into the parts."""
+    path = str(tmp_path / "phi3")
+    os.makedirs(path)
+    model = make_tiny_model(path, "phi3")
+    weights = write_adapter(str(tmp_path / "ad"), model, modules=("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
+                            seed=6)
+    reference = merged(model, weights, 16 / 8)
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_lora_rank=8, max_model_len=64)
+    ids = llm.tokenizer.encode(PROMPTS[1])
+    out = llm.generate(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=LoRARequest("a", str(tmp_path / "ad")))
+    assert out[0].token_ids == hf_greedy(reference, ids, 8) != hf_greedy(model, ids, 8)
 
 
 def test_stream_and_engine_requests(tiny_models, adapters):

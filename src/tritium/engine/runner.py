@@ -102,7 +102,7 @@ class DecodeGraph:
     plain: torch.cuda.CUDAGraph | None = None
     plain_logits: torch.Tensor | None = None
 
-    def pick(self) -> tuple[torch.CUDAGraph, torch.Tensor]:
+    def pick(self) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
         """The graph the staged rows run (and its logits)."""
         if self.plain is not None and self.bufs.plain:
             return self.plain, self.plain_logits

@@ -4,8 +4,9 @@ A PEFT adapter directory holds ``adapter_config.json`` (``r``, ``lora_alpha``, `
 ``adapter_model.safetensors`` with ``...layers.{i}.self_attn.q_proj.lora_A.weight`` ``[r, in]`` and ``lora_B``
 ``[out, r]`` per adapted projection; the adapted projection computes ``W x + scaling B A x``, ``scaling =
 lora_alpha / r`` (``lora_alpha / sqrt(r)`` with ``use_rslora``). What this model's decoder projections can take is
-read (q, k, v, o, gate, up, down of every layer; not a mixture of experts' experts); anything else (embeddings, the
-LM head, ``modules_to_save``, biases, DoRA, per-module ranks) is refused by name.
+read (q, k, v, o, gate, up, down of every layer, or Phi-3's fused qkv and gate_up; not a mixture of experts'
+experts); anything else (embeddings, the LM head, ``modules_to_save``, biases, DoRA, per-module ranks) is refused
+by name.
 
 :class:`LoRAStack` holds ``max_loras`` slots per projection on the device, each adapter's ranks padded to one
 power of two (:func:`tritium.ops.lora.padded_rank`), its scaling folded into B; the model adds each token's slot's
@@ -31,15 +32,20 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 MODULES = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1), "v_proj": ("qkv_proj", 2), "o_proj": ("o_proj", 0),
            "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", 1), "down_proj": ("down_proj", 0)}
 PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+# Phi-3's fused modules: one A for all parts, B's rows split into the parts' modules
+FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 _KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_([AB])(?:\.default)?\.weight$")
 
 
 def module_shapes(cfg: ModelConfig) -> dict[str, tuple[int, int]]:
     """(out, in) of each PEFT module of this model's layers."""
-    return {"q_proj": (cfg.q_size, cfg.hidden_size), "k_proj": (cfg.kv_size, cfg.hidden_size),
-            "v_proj": (cfg.kv_size, cfg.hidden_size), "o_proj": (cfg.hidden_size, cfg.q_size),
-            "gate_proj": (cfg.intermediate_size, cfg.hidden_size), "up_proj": (cfg.intermediate_size, cfg.hidden_size),
-            "down_proj": (cfg.hidden_size, cfg.intermediate_size)}
+    shapes = {"q_proj": (cfg.q_size, cfg.hidden_size), "k_proj": (cfg.kv_size, cfg.hidden_size),
+              "v_proj": (cfg.kv_size, cfg.hidden_size), "o_proj": (cfg.hidden_size, cfg.q_size),
+              "gate_proj": (cfg.intermediate_size, cfg.hidden_size),
+              "up_proj": (cfg.intermediate_size, cfg.hidden_size), "down_proj": (cfg.hidden_size, cfg.intermediate_size)}
+    for fused, parts in FUSED.items():
+        shapes[fused] = (sum(shapes[p][0] for p in parts), shapes[parts[0]][1])
+    return shapes
 
 
 @dataclasses.dataclass(eq=False)
@@ -108,8 +114,9 @@ class LoRAAdapter:
                                      f"(q/k/v/o/gate/up/down_proj); embeddings, the LM head and trained biases are "
                                      f"not supported")
                 layer, module, ab = int(m.group(1)), m.group(2), m.group(3)
-                if module not in MODULES or (moe and MODULES[module][0] in ("gate_up_proj", "down_proj")):
-                    what = "a mixture of experts' MLP" if moe and module in MODULES else f"module {module!r}"
+                known = module in MODULES or module in FUSED
+                if not known or (moe and module in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")):
+                    what = "a mixture of experts' MLP" if moe and known else f"module {module!r}"
                     allowed = [m_ for m_ in MODULES if not moe or MODULES[m_][0] in ("qkv_proj", "o_proj")]
                     raise ValueError(f"{where}: tensor {key!r}: {what} cannot take a LoRA adapter here; expected "
                                      f"{', '.join(allowed)}")
@@ -130,7 +137,14 @@ class LoRAAdapter:
             if set(ab) != {"A", "B"}:
                 missing = "lora_B" if "A" in ab else "lora_A"
                 raise ValueError(f"{where}: layer {layer} {module} has no {missing} weight")
-            weights[(layer, module)] = (ab["A"], ab["B"])
+            parts = FUSED.get(module, (module,))
+            rows = 0
+            for part in parts:  # a fused module: its A for each part, B's rows of each
+                if (layer, part) in weights:
+                    raise ValueError(f"{where}: layer {layer} has both {module} and {part} weights")
+                n = shapes[part][0]
+                weights[(layer, part)] = (ab["A"], ab["B"][rows:rows + n])
+                rows += n
         if not weights:
             raise ValueError(f"{where}: {ADAPTER_WEIGHTS} holds no LoRA weights")
         return cls(name, path, rank, float(scaling), weights)
