@@ -128,7 +128,8 @@ def test_scheduling_features_under_cp(tiny_models, no_leaks):
 
 def _seq(prompt_len: int, max_tokens: int):
     return types.SimpleNamespace(prompt_len=prompt_len, token_ids=list(range(prompt_len)), block_table=[],
-                                 params=types.SimpleNamespace(max_tokens=max_tokens, pooling=None), scores_prompt=False)
+                                 params=types.SimpleNamespace(max_tokens=max_tokens, pooling=None), scores_prompt=False,
+                                 cache_salt=None, lora=None, lora_slot=None)
 
 
 def test_cli_generate_cp(tiny_models, reference, no_leaks):

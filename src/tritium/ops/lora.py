@@ -199,7 +199,8 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     splits = triton.cdiv(K, k_split)
     h = torch.empty(splits, T, PR, dtype=torch.float32, device=x.device)
     upcast = interpreting()
-    precision = "ieee" if x.dtype == torch.float32 else "tf32"  # fp32 models get fp32 products (no TF32)
+    # fp32 models get fp32 products (no TF32); 16-bit ones the default (gfx950 knows no "tf32" to name)
+    precision = "ieee" if x.dtype == torch.float32 else None
     sort = order is not None
     _shrink_kernel[(triton.cdiv(T, block_m), PR // R, splits)](
         x, a, slots, order if sort else slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0),
