@@ -131,6 +131,9 @@ def test_stream_and_engine_requests(tiny_models, adapters):
     assert text == llm.generate(PROMPTS[1], SamplingParams(max_tokens=8), lora_request=request)[0].text
     engine = llm.engine
     engine.add_request("a", PROMPTS[0], SamplingParams(max_tokens=4), lora_request=LoRARequest("one"))
+    assert engine.lora_requests() == ((), ("one",))  # waiting, then running (the metric's labels)
+    engine.step()
+    assert engine.lora_requests() == (("one",), ())
     with pytest.raises(ValueError, match="in use"):
         engine.remove_lora("one")
     while engine.has_unfinished():

@@ -109,3 +109,11 @@ def test_runtime_load_and_unload(model, setup):
         assert http.post("/v1/unload_lora_adapter", json={"lora_name": "sql"}).status_code == 404
         assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["base"]
         assert http.post("/v1/completions", json={"model": "sql", "prompt": "w1", "max_tokens": 2}).status_code == 404
+
+
+def test_lora_metric(setup):
+    """``tritium:lora_requests_info``: the adapters of running and waiting requests as labels, and max_lora."""
+    http = setup[0]
+    text = http.get("/metrics").text
+    line = next(x for x in text.splitlines() if x.startswith("tritium:lora_requests_info{"))
+    assert 'max_lora="2"' in line and 'running_lora_adapters=""' in line and line.endswith(" 1.0")

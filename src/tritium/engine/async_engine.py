@@ -51,6 +51,8 @@ class EngineStats:
     kv_cache_usage: float = 0.0
     num_draft_tokens: int = 0      # speculative decoding: draft tokens proposed and accepted so far
     num_accepted_tokens: int = 0
+    lora_running: tuple[str, ...] = ()  # the LoRA adapters of running and of waiting requests (sorted names)
+    lora_waiting: tuple[str, ...] = ()
 
 
 _ABORTED = object()  # ends a stream's iteration after abort()
@@ -262,7 +264,8 @@ class AsyncLLMEngine:
         engine = self.engine
         self.stats = EngineStats(num_running=engine.num_running, num_waiting=engine.num_waiting,
                                  kv_cache_usage=engine.kv_cache_usage, num_draft_tokens=engine.num_draft_tokens,
-                                 num_accepted_tokens=engine.num_accepted_tokens)
+                                 num_accepted_tokens=engine.num_accepted_tokens,
+                                 **dict(zip(("lora_running", "lora_waiting"), engine.lora_requests())))
 
     def _fail_all(self, error: BaseException, adds, calls=()) -> None:
         for _, loop, future in calls:

@@ -640,6 +640,12 @@ class LLMEngine:
             raise ValueError(f"LoRA adapter {name!r} is in use by {len(users)} unfinished request(s)")
         self.loras.remove(name)
 
+    def lora_requests(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The adapters (sorted names) of the running requests and of the waiting ones."""
+        sched = self.scheduler
+        return tuple(tuple(sorted({seq.lora.name for seq in seqs if seq.lora is not None}))
+                     for seqs in (sched.running, sched.waiting))
+
     def lora_names(self) -> list[str]:
         """The adapters registered, in the order they were."""
         return [] if self.loras is None else list(self.loras.adapters)

@@ -5,7 +5,8 @@ Gauges read the engine thread's latest snapshot when scraped: ``tritium:num_requ
 ``generation_tokens_total``, ``request_success_total{finished_reason}``, ``request_rejected_total{reason}``,
 ``request_aborted_total`` (clients that disconnected), ``spec_decode_num_draft_tokens_total`` and
 ``spec_decode_num_accepted_tokens_total`` (speculative decoding: draft tokens proposed and accepted, from the
-engine's snapshot).
+engine's snapshot). With LoRA adapters, ``lora_requests_info`` (vLLM's): value 1, labels
+``running_lora_adapters`` and ``waiting_lora_adapters`` (comma-separated names) and ``max_lora``.
 Histograms: ``time_to_first_token_seconds`` (request received to its first token out of the engine),
 ``inter_token_latency_seconds`` (between a request's tokens; a step that brings k tokens counts k gaps of
 1/k of its wait) and ``e2e_request_latency_seconds``.
@@ -39,6 +40,22 @@ class _SpecDecodeCollector:
             yield family
 
 
+class _LoRACollector:
+    """Which LoRA adapters running and waiting requests use, as labels of a gauge (vLLM's ``lora_requests_info``)."""
+
+    def __init__(self, engine: AsyncLLMEngine, labels: dict, family, max_loras: int):
+        self.engine, self.labels, self.family, self.max_loras = engine, labels, family, max_loras
+
+    def collect(self):
+        stats = self.engine.stats
+        names = [*self.labels, "running_lora_adapters", "waiting_lora_adapters", "max_lora"]
+        family = self.family("tritium:lora_requests_info", "LoRA adapters of the running and waiting requests.",
+                             labels=names)
+        family.add_metric([*self.labels.values(), ",".join(stats.lora_running), ",".join(stats.lora_waiting),
+                           str(self.max_loras)], 1.0)
+        yield family
+
+
 class Metrics:
     """The server's metrics; ``render()`` gives the Prometheus text format."""
 
@@ -58,6 +75,9 @@ class Metrics:
         gauge("kv_cache_usage_perc", "Fraction of KV-cache pages in use (0..1; with a window pool, the fuller pool's).",
               lambda: engine.stats.kv_cache_usage)
         registry.register(_SpecDecodeCollector(engine, labels, prom.metrics_core.CounterMetricFamily))
+        if engine.engine.loras is not None:
+            registry.register(_LoRACollector(engine, labels, prom.metrics_core.GaugeMetricFamily,
+                                             engine.engine.config.max_loras))
         self.prompt_tokens = prom.Counter("tritium:prompt_tokens", "Prompt tokens of admitted requests.",
                                           labelnames=list(labels), registry=registry).labels(**labels)
         self.generation_tokens = prom.Counter("tritium:generation_tokens", "Generated tokens.",
