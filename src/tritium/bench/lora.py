@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from tritium.bench.common import header, interleaved_ms, print_table
 from tritium.bench.engine_common import Bench, add_model_arguments, timed
 from tritium.engine import LoRARequest, SamplingParams
+from tritium.models.lora import MODULES, module_shapes
 from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank, sort_order
 
 
@@ -98,22 +99,20 @@ def write_adapter(path: str, cfg, rank: int, seed: int) -> None:
     from safetensors.torch import save_file
 
     g = torch.Generator().manual_seed(seed)
-    shapes = {"self_attn.q_proj": (cfg.q_size, cfg.hidden_size), "self_attn.k_proj": (cfg.kv_size, cfg.hidden_size),
-              "self_attn.v_proj": (cfg.kv_size, cfg.hidden_size), "self_attn.o_proj": (cfg.hidden_size, cfg.q_size),
-              "mlp.gate_proj": (cfg.intermediate_size, cfg.hidden_size),
-              "mlp.up_proj": (cfg.intermediate_size, cfg.hidden_size),
-              "mlp.down_proj": (cfg.hidden_size, cfg.intermediate_size)}
+    shapes = module_shapes(cfg)
     tensors = {}
     for i in range(cfg.num_hidden_layers):
-        for module, (out, inp) in shapes.items():
-            key = f"base_model.model.model.layers.{i}.{module}"
+        for module, (proj, _) in MODULES.items():
+            out, inp = shapes[module]
+            block = "self_attn" if proj in ("qkv_proj", "o_proj") else "mlp"
+            key = f"base_model.model.model.layers.{i}.{block}.{module}"
             tensors[f"{key}.lora_A.weight"] = (torch.randn(rank, inp, generator=g) / inp ** 0.5).bfloat16()
             tensors[f"{key}.lora_B.weight"] = (torch.randn(out, rank, generator=g) * 0.02).bfloat16()
     os.makedirs(path, exist_ok=True)
     save_file(tensors, os.path.join(path, "adapter_model.safetensors"))
     with open(os.path.join(path, "adapter_config.json"), "w") as f:
         json.dump({"peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank, "bias": "none",
-                   "target_modules": [m.split(".")[1] for m in shapes]}, f)
+                   "target_modules": list(MODULES)}, f)
 
 
 def _engine_case(bench, llm, batch: int, loras, repeats: int) -> dict:

@@ -262,10 +262,11 @@ class AsyncLLMEngine:
 
     def _snapshot(self) -> None:
         engine = self.engine
+        lora_running, lora_waiting = engine.lora_requests()
         self.stats = EngineStats(num_running=engine.num_running, num_waiting=engine.num_waiting,
                                  kv_cache_usage=engine.kv_cache_usage, num_draft_tokens=engine.num_draft_tokens,
-                                 num_accepted_tokens=engine.num_accepted_tokens,
-                                 **dict(zip(("lora_running", "lora_waiting"), engine.lora_requests())))
+                                 num_accepted_tokens=engine.num_accepted_tokens, lora_running=lora_running,
+                                 lora_waiting=lora_waiting)
 
     def _fail_all(self, error: BaseException, adds, calls=()) -> None:
         for _, loop, future in calls:

@@ -642,6 +642,8 @@ class LLMEngine:
 
     def lora_requests(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The adapters (sorted names) of the running requests and of the waiting ones."""
+        if self.loras is None:  # (read after every step: nothing to look at without adapters)
+            return (), ()
         sched = self.scheduler
         return tuple(tuple(sorted({seq.lora.name for seq in seqs if seq.lora is not None}))
                      for seqs in (sched.running, sched.waiting))

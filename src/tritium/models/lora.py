@@ -58,10 +58,6 @@ class LoRAAdapter:
     scaling: float
     weights: dict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]]
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.numel() * a.element_size() + b.numel() * b.element_size() for a, b in self.weights.values())
-
     @classmethod
     def load(cls, path: str, config: ModelConfig, *, name: str | None = None, max_rank: int | None = None
              ) -> "LoRAAdapter":
@@ -183,11 +179,6 @@ class LoRAStack:
                                 torch.zeros(max_loras, n, R, dtype=dtype, device=dev), bounds)
             self.stacks.append(stacks)
         self._offsets = {proj: [0] + [sum(outs[:i + 1]) for i in range(len(outs))] for proj, (outs, _) in parts.items()}
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.numel() * a.element_size() + b.numel() * b.element_size()
-                   for stacks in self.stacks for a, b, _ in stacks.values())
 
     def load(self, slot: int, adapter: LoRAAdapter) -> None:
         """Copy ``adapter`` into ``slot`` (whatever it held before is cleared)."""
