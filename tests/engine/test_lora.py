@@ -89,6 +89,29 @@ def test_mixed_batch_equals_merged_models(tiny_models, adapters, decode_steps, m
     assert differ >= 4  # the adapters change the answers: the comparison above could not pass by accident
 
 
+def test_fused_decode_gemvs_take_the_updates(tiny_models, adapters, monkeypatch):
+    """Decode steps of <= 4 rows on the Triton GEMVs: the QKV projection with rope and the KV write in its epilogue
+    and gate/up with the SiLU-and-mul in its own take each row's update as an addend there (``LoRAStack.delta``,
+    counted); the tokens still equal the merged models'."""
+    from tritium.models.lora import LoRAStack
+
+    calls = []
+    delta = LoRAStack.delta
+    monkeypatch.setattr(LoRAStack, "delta", lambda self, layer, proj, *a: calls.append(proj) or delta(
+        self, layer, proj, *a))
+    path, base = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_loras=2, max_lora_rank=8, max_model_len=64,
+              op_backend="triton", attention_backend="triton", linear_backend="triton")
+    tok = llm.tokenizer
+    names = [None, "one", "two"]
+    requests = [None if n is None else LoRARequest(n, adapters[n][0]) for n in names]
+    outs = llm.generate(PROMPTS[:3], SamplingParams(max_tokens=6), lora_request=requests)
+    for name, prompt, out in zip(names, PROMPTS, outs):
+        reference = base if name is None else adapters[name][1]
+        assert out.token_ids == hf_greedy(reference, tok.encode(prompt), 6), (name, prompt)
+    assert {"qkv_proj", "gate_up_proj"} <= set(calls)
+
+
 def test_prefix_cache_keeps_adapters_apart(tiny_models, adapters):
     """The same prompt under the base model, then an adapter, then the base again: no page crosses over."""
     path, base = tiny_models["llama"]

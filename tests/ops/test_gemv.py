@@ -122,6 +122,39 @@ def test_swiglu_gemv_fuses_silu_and_mul(m, i, k, dtype, config, with_bias):
     assert rel_err(fused, reference.silu_and_mul(reference.linear(x, w, b))) < 2 * TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [1, 3, 4])
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, FLAT], ids=str)
+@pytest.mark.parametrize("epilogue", ["plain", "swiglu", "residual"])
+def test_gemv_addend(m, dtype, config, epilogue):
+    """A per-row addend (fp32, a row-strided view) joins the product with the bias, before the rounding and the
+    epilogue: the fp64 reference within tolerance; at one row, in x's dtype, the same bits as a bias of that row."""
+    dev = default_device()
+    n, k = 72, 300
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev)
+    add = torch.randn(m, n + 8, device=dev)[:, 8:]
+    want = reference.linear(x, w, b, addend=add)
+    if epilogue == "swiglu":
+        out = gemv(x, w, b, config=config, swiglu=True, addend=add)
+        want = reference.silu_and_mul(want)
+    elif epilogue == "residual":
+        residual = torch.randn(m, n, dtype=dtype, device=dev)
+        want = (want.double() + residual.double()).to(dtype)
+        out = gemv(x, w, b, config=config, residual=residual, addend=add)
+    else:
+        out = gemv(x, w, b, config=config, addend=add)
+    assert rel_err(out, want) < 2 * TOL[dtype]
+    if m == 1:
+        one = add.to(dtype)
+        assert torch.equal(gemv(x, w, config=config, addend=one), gemv(x, w, one[0].contiguous(), config=config))
+    with pytest.raises(ValueError, match=f"addend must be a \\[{m}, {n}\\]"):
+        gemv(x, w, config=config, addend=add.T)
+    with pytest.raises(ValueError, match="addend must be"):
+        gemv(x, w, config=config, addend=add.long())
+
+
 def test_swiglu_gemv_bad_input():
     dev = default_device()
     x = torch.randn(2, 64, device=dev)

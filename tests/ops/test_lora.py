@@ -4,7 +4,8 @@ fp64 computation, on fresh random adapters, slots mixed in every way a step mixe
 import pytest
 import torch
 
-from tritium.ops.lora import check_lora, lora_apply, lora_apply_reference, padded_rank
+from tritium.ops.lora import (check_lora, lora_apply, lora_apply_reference, lora_delta, lora_delta_reference,
+                              padded_rank)
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
@@ -66,6 +67,36 @@ def test_lora_matches_brute_force(case, dtype):
     assert torch.equal(out[untouched.to(dev)], y[untouched.to(dev)])
     out_ref = lora_apply_reference(x, y.clone(), a, b, slots, bounds)
     assert err(out_ref, ref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).replace("torch.", ""))
+@pytest.mark.parametrize("case", [
+    (1, 200, 64, 1, None, [1]),
+    (3, 256, 96, 3, (32, 64), [0, -1, 2]),
+    (20, 130, 128, 2, (64, 128), [3] * 9 + [-1] * 6 + [0] * 5),
+    (70, 96, 48, 3, (16, 32), [(i // 9) % 5 - 1 for i in range(70)]),
+], ids=["decode-1", "mixed-qkv", "blocks-gate-up", "sorted"])
+def test_lora_delta_is_the_update_alone(case, dtype):
+    """lora_delta: [T, N] fp32 updates (every row written: zeros where a token has no adapter, its buffer
+    poisoned first), the brute force's minus y; the reference the same."""
+    T, K, N, parts, bounds, slot_list = case
+    dev = default_device()
+    bounds_ = (N, N) if bounds is None else bounds
+    x, y, a, b, slots = make(T, K, N, parts, 4, 8, dtype, bounds_, slot_list, dev)
+    zeros = torch.zeros(T, N, dtype=torch.float64, device=dev)
+    ref = brute(x, zeros, a, b, slots, bounds_)
+    poisoned = torch.full((T, N + 8), float("nan"), device=dev)[:, 8:]  # rows of a wider buffer
+    out = lora_delta(x, a, b, slots, bounds, out=poisoned)
+    assert out is poisoned
+    assert torch.equal(lora_delta(x, a, b, slots, bounds), out)
+    assert err(out, ref) < TOL[dtype]
+    none = (slots < 0).to(dev)
+    assert torch.equal(out[none], torch.zeros_like(out[none]))
+    assert err(lora_delta_reference(x, a, b, slots, bounds), ref) < TOL[dtype]
+    with pytest.raises(ValueError, match="slots must be"):
+        lora_delta(x, a, b, slots[:-1] if T > 1 else slots.repeat(2), bounds)
+    with pytest.raises(ValueError, match="out must be"):
+        lora_delta(x, a, b, slots, bounds, out=torch.zeros(T, N, dtype=torch.float16, device=dev))
 
 
 def test_lora_rank_padding_and_no_slots():

@@ -81,6 +81,42 @@ def test_qkv_rope_matches_gemv_then_rope_write_kv(m, hq, hkv, d, k, dtype, bias)
         assert torch.equal(kc.view(-1, hkv, d)[slots[0]], out[0, hq * d:(hq + hkv) * d].view(hkv, d))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", [GemvConfig(8, 128, 4), GemvConfig(16, 128, 4, flat=True)], ids=str)
+@pytest.mark.parametrize("m", [1, 3])
+def test_qkv_rope_addend(m, config, dtype):
+    """A per-row addend (a LoRA update) joins the product before rope and the cache write: the same bits as the
+    GEMV with it then rope_write_kv, and the fp64 reference within tolerance."""
+    gen = torch.Generator().manual_seed(m + 31)
+    hq, hkv, d, k = 2, 1, 64, 192
+    x, w, b, pos, cos_sin, kc, vc, slots = _case(m, hq, hkv, d, k, dtype, True, gen)
+    n = w.shape[0]
+    add = (torch.randn(m, n + 4, generator=gen) * 0.5).to(x.device)[:, 4:]
+    kc_u, vc_u, kc_ref, vc_ref = kc.clone(), vc.clone(), kc.clone(), vc.clone()
+    out = qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv, config=config,
+                            addend=add)
+    unf = gemv(x, w, b, config=config, addend=add)
+    ref = reference.linear(x, w, b, addend=add)
+    for qkv, kcache, vcache, rope in ((unf, kc_u, vc_u, ops.rope_write_kv), (ref, kc_ref, vc_ref,
+                                                                            reference.rope_write_kv)):
+        rope(qkv[:, :hq * d].view(m, hq, d), qkv[:, hq * d:(hq + hkv) * d].view(m, hkv, d),
+             qkv[:, (hq + hkv) * d:].view(m, hkv, d), pos, cos_sin, kcache, vcache, slots)
+    if dtype == torch.float32 and not interpreting():  # FMA contraction may differ by an ulp (see above)
+        for a, e in ((out, unf), (kc, kc_u), (vc, vc_u)):
+            torch.testing.assert_close(a, e, rtol=2 ** -21, atol=2 ** -21)
+    elif dtype == torch.bfloat16 and interpreting():
+        for a, e in ((out, unf), (kc, kc_u), (vc, vc_u)):
+            torch.testing.assert_close(a, e, rtol=2 ** -6, atol=2 ** -6)
+    else:
+        assert torch.equal(out, unf) and torch.equal(kc, kc_u) and torch.equal(vc, vc_u)
+    for a, e in ((out, ref), (kc, kc_ref), (vc, vc_ref)):
+        assert not a.isnan().any()
+        assert ((a.double() - e.double()).norm() / e.double().norm()).item() < TOL[dtype]
+    with pytest.raises(ValueError, match="addend must be"):
+        qkv_rope_write_kv(x, w, b, pos, cos_sin, kc, vc, slots, num_q_heads=hq, num_kv_heads=hkv, config=config,
+                          addend=add[:, :-1])
+
+
 @pytest.mark.parametrize("scaled", [False, True], ids=["scale1", "scaled"])
 @pytest.mark.parametrize("config", [GemvConfig(8, 128, 4), GemvConfig(16, 128, 4, flat=True)], ids=str)
 def test_qkv_rope_fp8_cache(config, scaled):

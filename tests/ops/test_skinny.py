@@ -131,6 +131,30 @@ def test_skinny_split_k(m, split, epilogue, dtype):
     assert _counts_zero(x.device)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,split", [(1, 1), (5, 3), (17, 1)], ids=str)
+@pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
+def test_skinny_addend(m, split, swiglu, dtype):
+    """A per-row addend (fp32, rows of a wider buffer) added with the bias before the rounding, the SiLU-and-mul
+    after it: the fp64 reference within tolerance; with a split K too."""
+    dev = default_device()
+    n, k = 96, 200
+    cfg = SkinnyConfig(16, 64, 4, 2, split_k=split)
+    x = torch.randn(m, k, dtype=dtype, device=dev)
+    w = torch.randn(n, k, dtype=dtype, device=dev) / k ** 0.5
+    b = torch.randn(n, dtype=dtype, device=dev)
+    add = torch.randn(m, 2 * n, device=dev)[:, 16:16 + n]
+    want = reference.linear(x, w, b, addend=add)
+    if swiglu:
+        want = reference.silu_and_mul(want)
+    out = torch.full((m, n // 2 if swiglu else n), float("nan"), dtype=dtype, device=dev)
+    out.copy_(skinny(x, w, b, config=cfg, swiglu=swiglu, addend=add))
+    assert rel_err(out, want) < 2 * TOL[dtype]
+    assert _counts_zero(x.device) or split == 1
+    with pytest.raises(ValueError, match=f"addend must be a \\[{m}, {n}\\]"):
+        skinny(x, w, config=cfg, addend=add[:, :n - 1])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available() or interpreting(), reason="needs a GPU (CUDA graphs)")
 def test_skinny_split_k_in_a_cuda_graph():

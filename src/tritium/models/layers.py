@@ -481,14 +481,15 @@ class MergedColumnParallelLinear(ColumnParallelLinear):
         """t: part ``part``'s full weight from an int4 checkpoint, converted."""
         self._load_part("int4", t, self._part(part), f"weight[{part}]")
 
-    def forward_swiglu(self, x: torch.Tensor, linear) -> torch.Tensor:
+    def forward_swiglu(self, x: torch.Tensor, linear, *, addend: torch.Tensor | None = None) -> torch.Tensor:
         """gate/up: x ``[T, input_size]`` -> ``silu(gate) * up`` of this rank's shard ``[T, I / world_size]``
         (``linear.swiglu``: one GEMV with the SiLU-and-mul in its epilogue where the GEMV runs, else the
-        product then SiLU-and-mul), what :meth:`RowParallelLinear.forward` takes without ``gated``."""
+        product then SiLU-and-mul), what :meth:`RowParallelLinear.forward` takes without ``gated``. ``addend``
+        ``[T, 2I]``: added to the product before the SiLU-and-mul (a LoRA update)."""
         if len(self.local_sizes) != 2 or self.local_sizes[0] != self.local_sizes[1]:
             raise ValueError(f"{self.name}: forward_swiglu needs two equal parts (gate, up), got output_sizes "
                              f"{self.output_sizes}")
-        return linear.swiglu(x, self.weight, self.bias, **self._scale_kw)
+        return linear.swiglu(x, self.weight, self.bias, addend=addend, **self._scale_kw)
 
 
 class QKVParallelLinear(ColumnParallelLinear):
@@ -548,12 +549,13 @@ class QKVParallelLinear(ColumnParallelLinear):
 
     def forward_rope_kv(self, x: torch.Tensor, linear, positions: torch.Tensor, cos_sin: torch.Tensor,
                         k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor,
-                        kv_scale: torch.Tensor | None = None) -> torch.Tensor:
+                        kv_scale: torch.Tensor | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
         """``forward(x)`` with rope applied to its q and k heads and k, v written into the cache slots (one
-        GEMV, ``linear.qkv_rope``; ``kv_scale``: a float8 cache's scales); only where ``linear.gemv_runs``."""
+        GEMV, ``linear.qkv_rope``; ``kv_scale``: a float8 cache's scales; ``addend`` ``[T, q_size + 2 kv_size]``:
+        added to the product before rope, a LoRA update); only where ``linear.gemv_runs``."""
         return linear.qkv_rope(x, self.weight, self.bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                num_q_heads=self.num_heads, num_kv_heads=self.num_kv_heads, kv_scale=kv_scale,
-                               **self._scale_kw)
+                               addend=addend, **self._scale_kw)
 
     def load_weight(self, t: torch.Tensor | LazyTensor, part: str) -> None:
         """t: the full ``q_proj`` ``[num_heads * head_dim, hidden]`` (part "q") or ``k_proj``/``v_proj``

@@ -239,18 +239,27 @@ class LinearDispatch:
         return self.silu_and_mul(x, quantize=True) if self.fuse_quant else self.silu_and_mul(x)
 
     def swiglu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
-               scale: torch.Tensor | None = None) -> torch.Tensor:
+               scale: torch.Tensor | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
         """``silu_and_mul(x @ weight^T + bias)`` for weight = [gate; up] ``[2I, K]`` -> ``[M, I]``: one GEMV with
         the SiLU-and-mul in its epilogue where the GEMV is the choice for (M, 2I, K), else ``F.linear`` then
-        ``silu_and_mul`` (the one given at construction)."""
+        ``silu_and_mul`` (the one given at construction). ``addend`` ``[M, 2I]``: a per-row term added to the
+        product before the SiLU-and-mul (a LoRA update: :func:`tritium.ops.lora.lora_delta`); 16-bit weights only
+        (not quantized ones)."""
         cfg = self._config(x, weight)
+        if addend is not None and (scale is not None or self._dynamic(weight) or isinstance(weight, Int4Weight)):
+            raise ValueError("swiglu: addend is for 16-bit weights, not quantized ones")
         if cfg is None or cfg.block_n % 2:
-            return self.silu_and_mul(self._dense(x, weight, bias, scale))
+            return self.silu_and_mul(self._dense_addend(x, weight, bias, scale, addend))
         if isinstance(cfg, SkinnyConfig):
-            return skinny(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl)
+            return skinny(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, addend=addend)
         if self._dynamic(weight):
             return self._dynamic_gemv(x, weight, bias, config=cfg, scale=scale, swiglu=True)
-        return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale)
+        return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale, addend=addend)
+
+    def _dense_addend(self, x, weight, bias, scale, addend: torch.Tensor | None) -> torch.Tensor:
+        """:meth:`_dense`, then ``addend`` added (rounded twice: the unfused path's order)."""
+        y = self._dense(x, weight, bias, scale)
+        return y if addend is None else y.add_(addend.to(y.dtype))
 
     def gemv_chosen(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs a GEMV or the skinny GEMM for ``m`` rows, W8A8 ones included
@@ -288,10 +297,10 @@ class LinearDispatch:
     def qkv_rope(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, positions: torch.Tensor,
                  cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_mapping: torch.Tensor, *,
                  num_q_heads: int, num_kv_heads: int, scale: torch.Tensor | None = None,
-                 kv_scale: torch.Tensor | None = None) -> torch.Tensor:
+                 kv_scale: torch.Tensor | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
         """The QKV GEMV with rope and the KV-cache write in its epilogue (:func:`tritium.ops.qkv_rope_write_kv`),
         with this shape's tuned config where its rows split into rope pairs, else that kernel's default;
-        only where :meth:`gemv_runs`."""
+        only where :meth:`gemv_runs`. ``addend``: a per-row term added before rope (a LoRA update)."""
         cfg = self._gemv_config(x, weight)
         head_dim = weight.shape[0] // (num_q_heads + 2 * num_kv_heads)
         if cfg == INTERPRETER_CONFIG and not qkv_rope_supports(cfg, head_dim):  # as wide as its rope pairs allow
@@ -302,7 +311,7 @@ class LinearDispatch:
         return qkv_rope_write_kv(x, weight, bias, positions, cos_sin, k_cache, v_cache, slot_mapping,
                                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                                  config=cfg if qkv_rope_supports(cfg, head_dim) else None,
-                                 pdl=self._pdl, scale=scale, kv_scale=kv_scale)
+                                 pdl=self._pdl, scale=scale, kv_scale=kv_scale, addend=addend)
 
     def state(self) -> dict:
         """What :meth:`tune` (and a whole-step check) settled, as JSON-able data: the choice and the fastest

@@ -854,9 +854,9 @@ class LlamaModel:
 
     def enable_lora(self, max_loras: int, max_rank: int) -> LoRAStack:
         """Serve LoRA adapters from ``max_loras`` slots of rank <= ``max_rank`` (:class:`LoRAStack`, returned:
-        the engine loads adapters into it). A step with adapters (``forward``'s ``lora_slots``) then runs the layers'
-        plain path with each projection's update after it (:meth:`_forward_lora`): no projection fused with a norm,
-        rope or the SiLU-and-mul; a step without runs as before."""
+        the engine loads adapters into it). A step with adapters (``forward``'s ``lora_slots``) then runs
+        :meth:`_forward_lora`: each projection's update added to its output, or (QKV with rope, gate/up with the
+        SiLU-and-mul, where their GEMVs run) inside its epilogue; a step without runs as before."""
         if self.config.sandwich_norms:
             raise ValueError(f"LoRA adapters are not supported for {self.config.model_type} (Gemma's layers)")
         if self.quantization is not None:
@@ -867,8 +867,10 @@ class LlamaModel:
         return self.lora
 
     def _forward_lora(self, h, positions, meta, kv_caches, slots: tuple) -> torch.Tensor:
-        """The layers with each token's adapter update added after each projection (``self.lora``; ``slots``:
-        :meth:`LoRAStack.step_rows`')."""
+        """The layers with each token's adapter update (``self.lora``; ``slots``: :meth:`LoRAStack.step_rows`').
+        Where the QKV GEMV with rope and the KV write runs (decode sizes, ``fuse_qkv_rope``), and the gate/up GEMV
+        with the SiLU-and-mul (``fuse_swiglu``), the update is computed first (``LoRAStack.delta``) and added in
+        their epilogues; elsewhere it is added to the projection's output after it (``LoRAStack.apply``)."""
         ops, linear, eps, lora = self.ops, self.linear, self.config.rms_norm_eps, self.lora
         residual = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
@@ -877,14 +879,25 @@ class LlamaModel:
                 x, _ = ops.rms_norm(h, layer.input_norm, eps)
             else:
                 x, residual = ops.rms_norm(h, layer.input_norm, eps, residual)
-            qkv = lora.apply(i, "qkv_proj", x, layer.qkv_proj.forward(x, linear), slots)
-            attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer)
+            roped = self._qkv_rope(x, layer)
+            if roped:
+                qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.layer_cos_sin[i], k_cache, v_cache,
+                                                     self._layer_meta(meta, i).slot_mapping,
+                                                     addend=lora.delta(i, "qkv_proj", x, slots),
+                                                     **_kv_scale(layer, k_cache))
+            else:
+                qkv = lora.apply(i, "qkv_proj", x, layer.qkv_proj.forward(x, linear), slots)
+            attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer, roped=roped)
             h = lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear), slots)
             x, residual = ops.rms_norm(h, layer.post_norm, eps, residual)
             if layer.moe is not None:
                 h = layer.moe.forward(x, linear, ops)
                 continue
-            act = ops.silu_and_mul(lora.apply(i, "gate_up_proj", x, layer.gate_up_proj.forward(x, linear), slots))
+            if self._swiglu(x, layer):
+                act = layer.gate_up_proj.forward_swiglu(x, linear, addend=lora.delta(i, "gate_up_proj", x, slots))
+            else:
+                act = ops.silu_and_mul(lora.apply(i, "gate_up_proj", x, layer.gate_up_proj.forward(x, linear),
+                                                  slots))
             h = lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear), slots)
         out, _ = ops.rms_norm(h, self.norm, eps, residual)
         return out

@@ -24,7 +24,8 @@ import re
 import torch
 
 from tritium.models.config import ModelConfig
-from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank, sort_order
+from tritium.ops.lora import (lora_apply, lora_apply_reference, lora_delta, lora_delta_reference, padded_rank,
+                              sort_order)
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -214,12 +215,27 @@ class LoRAStack:
               rows: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
         """``y += scaling B A x`` per token, each with its slot's adapter (in place; returns y); ``rows``:
         :meth:`step_rows`'."""
+        return self._run(layer, proj, x, rows, y)
+
+    def delta(self, layer: int, proj: str, x: torch.Tensor, rows: tuple[torch.Tensor, torch.Tensor | None]
+              ) -> torch.Tensor | None:
+        """Each token's update of the projection alone, ``[T, N]`` fp32 (zeros for tokens without an adapter), for
+        a projection that adds it in its epilogue (before rope or the SiLU-and-mul there); None where no slot
+        adapts ``proj`` (a mixture of experts' MLP)."""
+        return self._run(layer, proj, x, rows, None)
+
+    def _run(self, layer: int, proj: str, x: torch.Tensor, rows: tuple, y: torch.Tensor | None
+             ) -> torch.Tensor | None:
+        """``apply`` into ``y``, or ``delta`` (y None); y (or None) where no slot adapts ``proj``."""
         entry = self.stacks[layer].get(proj)
         if entry is None:
             return y
         A, B, bounds = entry
         slots, order = rows
         if not self.triton:
-            return lora_apply_reference(x, y, A, B, slots, bounds)
+            return (lora_delta_reference(x, A, B, slots, bounds) if y is None
+                    else lora_apply_reference(x, y, A, B, slots, bounds))
         # (the stacks' shapes are right by construction: no per-call checks on the step's path)
+        if y is None:
+            return lora_delta(x, A, B, slots, bounds, order=order, validate=False)
         return lora_apply(x, y, A, B, slots, bounds, order=order, validate=False)

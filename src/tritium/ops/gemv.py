@@ -135,11 +135,19 @@ def _w_chunk(w_ptrs, rows, ks, k0, N, K, EVEN: tl.constexpr, FIRST: tl.constexpr
 
 
 @triton.jit
+def _addend(add_ptr, stride_add_m, ms, rows, M, N):
+    """``[BLOCK_M, BLOCK_N]`` of a per-row addend (rows ``ms`` of x, output columns ``rows``) in fp32, 0 outside
+    ``[M, N]``."""
+    return tl.load(add_ptr + ms.to(tl.int64)[:, None] * stride_add_m + rows[None, :],
+                   mask=(ms[:, None] < M) & (rows[None, :] < N), other=0.0).to(tl.float32)
+
+
+@triton.jit
 def _gemv_kernel(
     # pointers
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr, add_ptr,
     # strides
-    stride_x_m, stride_w_n, stride_out_m,
+    stride_x_m, stride_w_n, stride_out_m, stride_add_m,
     # sizes
     M, N, K, eps,
     # meta-parameters
@@ -147,7 +155,7 @@ def _gemv_kernel(
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
     NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
-    X_SCALED: tl.constexpr = False,
+    X_SCALED: tl.constexpr = False, ADDEND: tl.constexpr = False,
 ):
     """out = x @ W^T (+ bias). SCALED: W is stored quantized (fp8) with one fp32 scale per row, applied to
     the row's dot product (W = scale[:, None] * stored). X_SCALED: x is quantized too (fp8, one fp32 scale
@@ -156,7 +164,8 @@ def _gemv_kernel(
     program). NORM: x is normalised on
     the fly (RMSNorm over the K columns; its weight norm_w with NORM_WEIGHT, else folded into W). RESIDUAL:
     out += the product (out holds the residual on entry; each program reads and writes only its own
-    columns)."""
+    columns). ADDEND: a per-row term ``[M, N]`` (written by an earlier kernel: a LoRA update) added to the
+    product with the bias, before the rounding and the epilogue."""
     rows = _rows(N, BLOCK_N, SWIGLU)                                               # [BLOCK_N]
     ms = tl.arange(0, BLOCK_M)                                                     # [BLOCK_M]
     ks = tl.arange(0, BLOCK_K)                                                     # [BLOCK_K]
@@ -209,6 +218,8 @@ def _gemv_kernel(
         y = y * rstd[:, None]
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[None, :]
+    if ADDEND:
+        y += _addend(add_ptr, stride_add_m, ms, rows, M, N)
     y = y.to(out_ptr.dtype.element_ty)
     if RESIDUAL:  # rounded product + residual, rounded: what a separate add of the two tensors gives
         y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
@@ -235,8 +246,9 @@ def _x_row(x_row_ptr, ks, kmask, K, GATED: tl.constexpr):
 
 @triton.jit
 def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m,
+             add_ptr, stride_add_m,
              NORM: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, SWIGLU: tl.constexpr,
-             SCALED: tl.constexpr, X_SCALED: tl.constexpr):
+             SCALED: tl.constexpr, X_SCALED: tl.constexpr, ADDEND: tl.constexpr):
     """Row m of the output: the accumulator summed over K, scaled (a quantized weight's row scales; x's row
     scale where x is quantized too), normed, biased, rounded, added to the residual (SWIGLU: SiLU-and-mul of
     its (gate, up) pairs instead)."""
@@ -249,6 +261,8 @@ def _row_out(acc, sumsq, res, m, M, rows, N, K, eps, bias, w_scale, x_scale_ptr,
         y = y * (1.0 / tl.sqrt(tl.sum(sumsq, axis=1) / K + eps))  # the same for every row of the program
     if HAS_BIAS:
         y += bias
+    if ADDEND:
+        y += tl.load(add_ptr + m * stride_add_m + rows, mask=(rows < N) & (m < M), other=0.0).to(tl.float32)
     y = y.to(out_ptr.dtype.element_ty)
     if RESIDUAL:
         y = (y.to(tl.float32) + res.to(tl.float32)).to(out_ptr.dtype.element_ty)
@@ -316,14 +330,14 @@ def _flat_products(x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K,
 
 @triton.jit
 def _gemv_flat_kernel(
-    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr,
-    stride_x_m, stride_w_n, stride_out_m,
+    x_ptr, w_ptr, bias_ptr, out_ptr, norm_w_ptr, scale_ptr, x_scale_ptr, add_ptr,
+    stride_x_m, stride_w_n, stride_out_m, stride_add_m,
     M, N, K, eps,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr,
     GATED: tl.constexpr = False, NORM: tl.constexpr = False, RESIDUAL: tl.constexpr = False,
     NORM_WEIGHT: tl.constexpr = False, SWIGLU: tl.constexpr = False, SCALED: tl.constexpr = False,
-    X_SCALED: tl.constexpr = False,
+    X_SCALED: tl.constexpr = False, ADDEND: tl.constexpr = False,
 ):
     """What :func:`_gemv_kernel` computes, with one ``[BLOCK_N, BLOCK_K]`` accumulator per row of x (up to
     4) in the layout the weight chunk is loaded in. The 3-D accumulator of that kernel needs the chunk in
@@ -359,16 +373,16 @@ def _gemv_flat_kernel(
     acc0, acc1, acc2, acc3, sq0, sq1, sq2, sq3 = _flat_products(
         x_ptr, w_ptrs, w, rows, ks, norm_w_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_N and EVEN_K,
         GATED, NORM, NORM_WEIGHT)
-    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
-                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
+    _row_out(acc0, sq0, res0, 0, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, add_ptr,
+                 stride_add_m, NORM, HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED, ADDEND)
     if BLOCK_M > 1:
-        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
-                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
+        _row_out(acc1, sq1, res1, 1, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, add_ptr,
+                 stride_add_m, NORM, HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED, ADDEND)
     if BLOCK_M > 2:
-        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
-                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
-        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, NORM,
-                 HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED)
+        _row_out(acc2, sq2, res2, 2, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, add_ptr,
+                 stride_add_m, NORM, HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED, ADDEND)
+        _row_out(acc3, sq3, res3, 3, M, rows, N, K, eps, bias, w_scale, x_scale_ptr, out_ptr, stride_out_m, add_ptr,
+                 stride_add_m, NORM, HAS_BIAS, RESIDUAL, SWIGLU, SCALED, X_SCALED, ADDEND)
 
 
 def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device) -> None:
@@ -380,6 +394,18 @@ def check_scale(weight: torch.Tensor, scale: torch.Tensor, device: torch.device)
     if weight.device != device:
         raise ValueError(f"weight and scale must be on {device}, got the weight on {weight.device}")
     check_row_scales("scale", scale, weight.shape[0], device, "one per weight row")
+
+
+def check_addend(addend: torch.Tensor | None, M: int, N: int, device: torch.device) -> None:
+    """A per-row addend of an ``[M, N]`` product (before its epilogue): None, or ``[M, N]`` fp16/bf16/fp32 with a
+    contiguous last dimension on ``device``; ValueError naming what does not fit."""
+    if addend is None:
+        return
+    if addend.shape != (M, N) or addend.dtype not in (torch.float16, torch.bfloat16, torch.float32) \
+            or addend.stride(-1) != 1 or addend.device != device:
+        raise ValueError(f"addend must be a [{M}, {N}] float16/bfloat16/float32 tensor with a contiguous last "
+                         f"dimension on {device}, got {tuple(addend.shape)} {addend.dtype} strides {addend.stride()} "
+                         f"on {addend.device}")
 
 
 def check_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
@@ -422,7 +448,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
          norm_weight: torch.Tensor | None = None, eps: float | None = None,
          residual: torch.Tensor | None = None, swiglu: bool = False,
          scale: torch.Tensor | None = None, x_scale: torch.Tensor | None = None,
-         out_dtype: torch.dtype | None = None) -> torch.Tensor:
+         out_dtype: torch.dtype | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
     """``x [M, K] @ weight[N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype, for 1 <= M <= ``MAX_M``.
 
     ``scale``: weight is stored quantized (float8_e4m3fn) and ``scale`` ``[N]`` (fp32) holds its row scales,
@@ -447,6 +473,9 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     SiLU-and-mul in the epilogue: the MLP's activation without a kernel of its own or a gated down
     projection; the config's ``block_n`` must be even (each program pairs ``block_n / 2`` gate rows with
     their up rows). Not with ``gated`` or ``residual``.
+    ``addend`` ``[M, N]`` (fp16, bf16 or fp32, contiguous last dimension): a term of each row added to the
+    product in fp32 with the bias, before the rounding, the SiLU-and-mul or the residual add (a LoRA update
+    written by the kernel before: :func:`tritium.ops.lora.lora_delta`).
     """
     if x_scale is not None:
         if x.dtype not in QUANTIZED_DTYPES or scale is None:
@@ -491,6 +520,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     if residual is not None and residual.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
         raise ValueError("residual must not share memory with x (every program reads all of x while others "
                          "write their columns of residual)")
+    check_addend(addend, M, N, x.device)
     out = residual if residual is not None else torch.empty((M, N // 2 if swiglu else N), dtype=dtype,
                                                              device=x.device)
     if pdl and not pdl_supported(x.device):
@@ -499,12 +529,14 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     kernel[(triton.cdiv(N, cfg.block_n),)](
         x, weight, bias if bias is not None else weight, out, norm_weight if norm_weight is not None else weight,
         scale if scale is not None else weight, x_scale if x_scale is not None else weight,
-        x.stride(0), weight.stride(0), out.stride(0),
+        addend if addend is not None else weight,
+        x.stride(0), weight.stride(0), out.stride(0), addend.stride(0) if addend is not None else 0,
         M, N, K, float(eps) if eps is not None else 0.0,
         BLOCK_M=triton.next_power_of_2(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, GATED=gated,
         NORM=eps is not None, NORM_WEIGHT=norm_weight is not None, RESIDUAL=residual is not None,
-        SWIGLU=swiglu, SCALED=scale is not None, X_SCALED=x_scale is not None, num_warps=cfg.num_warps,
+        SWIGLU=swiglu, SCALED=scale is not None, X_SCALED=x_scale is not None, ADDEND=addend is not None,
+        num_warps=cfg.num_warps,
         num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )

@@ -21,7 +21,12 @@ one adapter or two however the batch mixes them (256 tokens over four adapters, 
 adapters"). The grids depend only on the shapes, so a decode step with its slots in a static buffer replays as a
 CUDA graph.
 
-Reference: :func:`lora_apply_reference` (fp32, a full product per slot, each row keeping its own slot's).
+``lora_delta`` returns the updates alone (``[T, N]`` fp32, zeros for tokens without an adapter) for a projection
+that adds them in its own epilogue, before rope or the SiLU-and-mul there (:func:`tritium.ops.gemv.gemv`'s
+``addend``): a decode step with adapters keeps the fused QKV + rope and gate/up + SiLU-and-mul GEMVs.
+
+Reference: :func:`lora_apply_reference` (fp32, a full product per slot, each row keeping its own slot's),
+:func:`lora_delta_reference`.
 """
 
 from __future__ import annotations
@@ -90,10 +95,38 @@ def _shrink_kernel(x_ptr, a_ptr, slot_ptr, order_ptr, h_ptr, T, K, PR, stride_xm
 
 
 @triton.jit
+def _expand_sum(h_ptr, b_ptr, rows, rmask, slot, lo, hi, pid_n, N, bound1, bound2, stride_hs, stride_hm, stride_bs,
+                stride_bn, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+    """``[BLOCK_M, BLOCK_N]`` fp32: each row's update at output rows ``n`` (zeros for rows without a slot), and n."""
+    n0 = pid_n * BLOCK_N
+    part = (n0 >= bound1).to(tl.int32) + (n0 >= bound2).to(tl.int32)  # BLOCK_N divides both bounds
+    n = n0 + tl.arange(0, BLOCK_N)
+    nmask = n < N
+    r = tl.arange(0, R)
+    h = tl.zeros((BLOCK_M, R), dtype=tl.float32)
+    for sp in range(SPLITS):  # the K chunks' partial sums, in order
+        h += tl.load(h_ptr + sp * stride_hs + rows[:, None].to(tl.int64) * stride_hm + part * R + r[None, :],
+                     mask=rmask[:, None], other=0.0)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in range(lo, hi + 1):
+        hs = tl.where((slot == s)[:, None], h, 0.0)
+        b = tl.load(b_ptr + s * stride_bs + n[:, None].to(tl.int64) * stride_bn + r[None, :],
+                    mask=nmask[:, None], other=0.0)
+        if UPCAST:
+            acc += tl.dot(hs, tl.trans(b.to(tl.float32)), input_precision=PRECISION)
+        else:
+            acc += tl.dot(hs.to(b.dtype), tl.trans(b), input_precision=PRECISION)
+    return acc, n, nmask
+
+
+@triton.jit
 def _expand_kernel(h_ptr, b_ptr, slot_ptr, order_ptr, y_ptr, T, N, bound1, bound2, stride_hs, stride_hm, stride_bs,
                    stride_bn, stride_ym, SPLITS: tl.constexpr, R: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, SORTED: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-                   USE_PDL: tl.constexpr):
+                   USE_PDL: tl.constexpr, STORE: tl.constexpr = False):
+    """``y += update`` on the rows with a slot (blocks without one return at once); STORE: ``y = update`` on every
+    row (zeros where a row has no slot: the per-row addend of :func:`lora_delta`)."""
     if USE_PDL:  # h comes from the shrink, y from the projection before it
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()
@@ -101,25 +134,14 @@ def _expand_kernel(h_ptr, b_ptr, slot_ptr, order_ptr, y_ptr, T, N, bound1, bound
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < T
     phys, slot, lo, hi = _block_rows(slot_ptr, order_ptr, rows, rmask, SORTED)
-    if hi >= 0:
-        n0 = pid_n * BLOCK_N
-        part = (n0 >= bound1).to(tl.int32) + (n0 >= bound2).to(tl.int32)  # BLOCK_N divides both bounds
-        n = n0 + tl.arange(0, BLOCK_N)
-        nmask = n < N
-        r = tl.arange(0, R)
-        h = tl.zeros((BLOCK_M, R), dtype=tl.float32)
-        for sp in range(SPLITS):  # the K chunks' partial sums, in order
-            h += tl.load(h_ptr + sp * stride_hs + rows[:, None].to(tl.int64) * stride_hm + part * R + r[None, :],
-                         mask=rmask[:, None], other=0.0)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for s in range(lo, hi + 1):
-            hs = tl.where((slot == s)[:, None], h, 0.0)
-            b = tl.load(b_ptr + s * stride_bs + n[:, None].to(tl.int64) * stride_bn + r[None, :],
-                        mask=nmask[:, None], other=0.0)
-            if UPCAST:
-                acc += tl.dot(hs, tl.trans(b.to(tl.float32)), input_precision=PRECISION)
-            else:
-                acc += tl.dot(hs.to(b.dtype), tl.trans(b), input_precision=PRECISION)
+    if STORE:
+        acc, n, nmask = _expand_sum(h_ptr, b_ptr, rows, rmask, slot, lo, hi, pid_n, N, bound1, bound2, stride_hs,
+                                    stride_hm, stride_bs, stride_bn, SPLITS, R, BLOCK_M, BLOCK_N, UPCAST, PRECISION)
+        tl.store(y_ptr + phys[:, None] * stride_ym + n[None, :], acc.to(y_ptr.dtype.element_ty),
+                 mask=rmask[:, None] & nmask[None, :])
+    elif hi >= 0:
+        acc, n, nmask = _expand_sum(h_ptr, b_ptr, rows, rmask, slot, lo, hi, pid_n, N, bound1, bound2, stride_hs,
+                                    stride_hm, stride_bs, stride_bn, SPLITS, R, BLOCK_M, BLOCK_N, UPCAST, PRECISION)
         ptrs = y_ptr + phys[:, None] * stride_ym + n[None, :]
         mask = (rmask & (slot >= 0))[:, None] & nmask[None, :]
         y = tl.load(ptrs, mask=mask, other=0.0)
@@ -181,6 +203,26 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     :func:`sort_order`'s, or any permutation of the tokens (True: computed here; None: tokens as they come).
     ``pdl``: both launches by programmatic dependent launch where supported (Hopper), each waiting for the kernel
     before it to finish before reading anything."""
+    return _launch(x, y, a, b, slots, bounds, order, validate, pdl, store=False)
+
+
+def lora_delta(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
+               bounds: tuple[int, int] | None = None, *, order: torch.Tensor | bool | None = True,
+               validate: bool = True, pdl: bool = True, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Each token's update alone: ``[T, N]`` fp32, row t = ``B[slots[t]] @ (A[slots[t]] @ x[t])``, zeros where
+    ``slots[t] < 0`` (the arguments as :func:`lora_apply`'s; ``out``: where to write it, every row overwritten).
+    The projection then takes it as a per-row addend in its epilogue (:func:`tritium.ops.gemv.gemv`'s
+    ``addend``), before rope or the SiLU-and-mul there."""
+    T, N = x.shape[0], b.shape[1] if b.dim() == 3 else -1
+    if out is None:
+        out = torch.empty(T, N, dtype=torch.float32, device=x.device)
+    elif out.shape != (T, N) or out.dtype != torch.float32 or out.stride(-1) != 1 or out.device != x.device:
+        raise ValueError(f"lora: out must be a [{T}, {N}] float32 tensor with a contiguous last dimension on "
+                         f"{x.device}, got {tuple(out.shape)} {out.dtype} on {out.device}")
+    return _launch(x, out, a, b, slots, bounds, order, validate, pdl, store=True)
+
+
+def _launch(x, y, a, b, slots, bounds, order, validate: bool, pdl: bool, *, store: bool) -> torch.Tensor:
     N = y.shape[1]
     bounds = (N, N) if bounds is None else bounds
     R = check_lora(x, y, a, b, slots, bounds) if validate else b.shape[2]
@@ -210,7 +252,7 @@ def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tenso
     _expand_kernel[(triton.cdiv(T, block_m), triton.cdiv(N, block_n))](
         h, b, slots, order if sort else slots, y, T, N, bounds[0], bounds[1], h.stride(0), h.stride(1), b.stride(0),
         b.stride(1), y.stride(0), SPLITS=splits, R=R, BLOCK_M=block_m, BLOCK_N=block_n, SORTED=sort, UPCAST=upcast,
-        PRECISION=precision, num_warps=4, **pdl_launch(x.device, pdl))
+        PRECISION=precision, STORE=store, num_warps=4, **pdl_launch(x.device, pdl))
     return y
 
 
@@ -230,3 +272,10 @@ def lora_apply_reference(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: t
         total += torch.where((slots == s)[:, None], delta, 0.0)
     y.copy_(torch.where((slots >= 0)[:, None], (y.float() + total).to(y.dtype), y))
     return y
+
+
+def lora_delta_reference(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
+                         bounds: tuple[int, int] | None = None) -> torch.Tensor:
+    """:func:`lora_delta` in fp32 (:func:`lora_apply_reference` on zeros)."""
+    out = torch.zeros(x.shape[0], b.shape[1], dtype=torch.float32, device=x.device)
+    return lora_apply_reference(x, out, a, b, slots, bounds)

@@ -19,7 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.gemv import GemvConfig, _flat_products, _pairs_side_by_side, _w_chunk, check_operands
+from tritium.ops.gemv import (GemvConfig, _addend, _flat_products, _pairs_side_by_side, _w_chunk, check_addend,
+                              check_operands)
 from tritium.ops.rope import check_kv_scale
 from tritium.runtime import interpreting, pdl_launch, pdl_supported, pipeline_stages
 from tritium.runtime.fp8 import e4m3_exact
@@ -31,9 +32,9 @@ DEFAULT_CONFIG = GemvConfig(8, 512, 4)
 def _qkv_rope_kernel(
     # pointers
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
-    scale_ptr, kv_scale_ptr,
+    scale_ptr, kv_scale_ptr, add_ptr,
     # strides
-    stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
+    stride_x_m, stride_w_n, stride_out_m, stride_cs_p, stride_add_m,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     # sizes
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
@@ -41,6 +42,7 @@ def _qkv_rope_kernel(
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
     FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False, KV_SCALED: tl.constexpr = False,
+    ADDEND: tl.constexpr = False,
 ):
     """Grid: (N / 2 / PAIRS,), N = (num_q_heads + 2 num_kv_heads) HEAD_DIM. Program p: head h = p // (HEAD_DIM / 2
     / PAIRS), rows h HEAD_DIM + j and h HEAD_DIM + j + HEAD_DIM / 2 for its PAIRS values of j."""
@@ -95,6 +97,10 @@ def _qkv_rope_kernel(
     if HAS_BIAS:
         y1 += tl.load(bias_ptr + rows1).to(tl.float32)[None, :]
         y2 += tl.load(bias_ptr + rows2).to(tl.float32)[None, :]
+    if ADDEND:  # a per-row term (a LoRA update) before the rounding and rope
+        N = (num_q_heads + 2 * num_kv_heads) * HEAD_DIM
+        y1 += _addend(add_ptr, stride_add_m, ms, rows1, M, N)
+        y2 += _addend(add_ptr, stride_add_m, ms, rows2, M, N)
     _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k_cache_ptr, v_cache_ptr,
                 stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
                 num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
@@ -168,15 +174,25 @@ def _rope_store(y1, y2, c, s, ms, mmask, slot, head, j, out_ptr, stride_out_m, k
 
 
 @triton.jit
+def _row_addend(add_ptr, stride_add_m, m, M, rows, ADDEND: tl.constexpr):
+    """Row m's per-row addend at weight rows ``rows`` in fp32 (zeros without ADDEND or past M)."""
+    add = rows.to(tl.float32) * 0.0
+    if ADDEND:
+        add = tl.load(add_ptr + m * stride_add_m + rows, mask=(rows * 0 + m) < M, other=0.0).to(tl.float32)
+    return add
+
+
+@triton.jit
 def _qkv_rope_flat_kernel(
     x_ptr, w_ptr, bias_ptr, out_ptr, positions_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
-    scale_ptr, kv_scale_ptr,
-    stride_x_m, stride_w_n, stride_out_m, stride_cs_p,
+    scale_ptr, kv_scale_ptr, add_ptr,
+    stride_x_m, stride_w_n, stride_out_m, stride_cs_p, stride_add_m,
     stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok, stride_vc_head,
     M, K, num_q_heads, num_kv_heads, block_size, num_slots,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, USE_PDL: tl.constexpr, SCALED: tl.constexpr = False,
     FP8_MAX: tl.constexpr = 0.0, EXACT_FP8: tl.constexpr = False, KV_SCALED: tl.constexpr = False,
+    ADDEND: tl.constexpr = False,
 ):
     """What :func:`_qkv_rope_kernel` computes, with the flat GEMV's loop (:func:`tritium.ops.gemv._flat_products`:
     one ``[2 PAIRS, BLOCK_K]`` accumulator per row of x in the weight chunk's layout, no layout conversion in
@@ -220,24 +236,28 @@ def _qkv_rope_flat_kernel(
     acc0, acc1, acc2, acc3, _, _, _, _ = _flat_products(
         x_ptr, w_ptrs, w, rows, ks, x_ptr, stride_x_m, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, False,
         False)
-    y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) * w_scale + bias, (PAIRS, 2)))
+    y1, y2 = tl.split(tl.reshape(tl.sum(acc0, axis=1) * w_scale + bias
+                                     + _row_addend(add_ptr, stride_add_m, 0, M, rows, ADDEND), (PAIRS, 2)))
     _rope_store(y1[None, :], y2[None, :], c0, s0, m0, m0 < M, slot0, head, j, out_ptr, stride_out_m, k_cache_ptr,
                 v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk, stride_vc_tok,
                 stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
                 EXACT_FP8, kv_scale_ptr, KV_SCALED)
     if BLOCK_M > 1:
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) * w_scale + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc1, axis=1) * w_scale + bias
+                                     + _row_addend(add_ptr, stride_add_m, 1, M, rows, ADDEND), (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c1, s1, m0 + 1, m0 + 1 < M, slot1, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
                 EXACT_FP8, kv_scale_ptr, KV_SCALED)
     if BLOCK_M > 2:
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) * w_scale + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc2, axis=1) * w_scale + bias
+                                     + _row_addend(add_ptr, stride_add_m, 2, M, rows, ADDEND), (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c2, s2, m0 + 2, m0 + 2 < M, slot2, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
                 EXACT_FP8, kv_scale_ptr, KV_SCALED)
-        y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) * w_scale + bias, (PAIRS, 2)))
+        y1, y2 = tl.split(tl.reshape(tl.sum(acc3, axis=1) * w_scale + bias
+                                     + _row_addend(add_ptr, stride_add_m, 3, M, rows, ADDEND), (PAIRS, 2)))
         _rope_store(y1[None, :], y2[None, :], c3, s3, m0 + 3, m0 + 3 < M, slot3, head, j, out_ptr, stride_out_m,
                     k_cache_ptr, v_cache_ptr, stride_kc_blk, stride_kc_tok, stride_kc_head, stride_vc_blk,
                     stride_vc_tok, stride_vc_head, num_q_heads, num_kv_heads, block_size, num_slots, HEAD_DIM, FP8_MAX,
@@ -253,7 +273,8 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
                       cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                       slot_mapping: torch.Tensor, *, num_q_heads: int, num_kv_heads: int,
                       config: GemvConfig | None = None, pdl: bool | None = None,
-                      scale: torch.Tensor | None = None, kv_scale: torch.Tensor | None = None) -> torch.Tensor:
+                      scale: torch.Tensor | None = None, kv_scale: torch.Tensor | None = None,
+                      addend: torch.Tensor | None = None) -> torch.Tensor:
     """``qkv = x @ weight^T (+ bias)`` for ``x [M, K]`` (1 <= M <= ``MAX_M``), with rope applied to its q and
     k heads and k, v written into cache slot ``slot_mapping[t]`` of row t: returns ``qkv [M, N]``, N =
     (num_q_heads + 2 num_kv_heads) * head_dim, as ``gemv`` then ``rope_write_kv`` leave it.
@@ -265,8 +286,11 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     ``config``: a GEMV config whose ``block_n / 2`` divides ``head_dim / 2`` (:func:`supports`). ``scale``:
     weight is stored quantized with these fp32 row scales ``[N]`` (as :func:`tritium.ops.gemv.gemv` takes them).
     ``kv_scale``: float8 caches' [2] fp32 scales (k's, v's) on the device, as ``rope_write_kv`` takes them.
+    ``addend`` ``[M, N]``: a per-row term added with the bias, before rope and the cache write (a LoRA update:
+    :func:`tritium.ops.gemv.gemv`'s).
     """
     M, N, K = check_operands(x, weight, bias, scale=scale)
+    check_addend(addend, M, N, x.device)
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads < 1 or num_kv_heads < 1 or N % heads:
         raise ValueError(f"weight has {N} rows: not (num_q_heads {num_q_heads} + 2 num_kv_heads {num_kv_heads}) "
@@ -300,13 +324,15 @@ def qkv_rope_write_kv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor 
     kernel[(N // 2 // pairs,)](
         x, weight, bias if bias is not None else weight, out, positions, cos_sin, k_cache, v_cache, slot_mapping,
         scale if scale is not None else weight, kv_scale if kv_scale is not None else cos_sin,
-        x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0),
+        addend if addend is not None else weight,
+        x.stride(0), weight.stride(0), out.stride(0), cos_sin.stride(0), addend.stride(0) if addend is not None else 0,
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         M, K, num_q_heads, num_kv_heads, k_cache.shape[1], k_cache.shape[0] * k_cache.shape[1],
         HEAD_DIM=head_dim, BLOCK_M=triton.next_power_of_2(M), PAIRS=pairs, BLOCK_K=cfg.block_k,
         HAS_BIAS=bias is not None, EVEN_K=K % cfg.block_k == 0, SCALED=scale is not None,
         FP8_MAX=torch.finfo(k_cache.dtype).max if fp8 else 0.0, EXACT_FP8=fp8 and interpreting(),
-        KV_SCALED=kv_scale is not None, num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages),
+        KV_SCALED=kv_scale is not None, ADDEND=addend is not None, num_warps=cfg.num_warps,
+        num_stages=pipeline_stages(cfg.num_stages),
         **pdl_launch(x.device, pdl is not False),
     )
     return out

@@ -94,13 +94,16 @@ def gelu_tanh_and_mul(x: torch.Tensor, *, quantize: bool = False) -> torch.Tenso
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-           scale: torch.Tensor | None = None) -> torch.Tensor:
+           scale: torch.Tensor | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight^T + bias`` in fp64, rounded to x's dtype: the reference of :func:`tritium.ops.gemv.gemv`.
-    ``scale``: weight is stored quantized (fp8) with these row scales ``[N]`` (weight = scale[:, None] * w)."""
+    ``scale``: weight is stored quantized (fp8) with these row scales ``[N]`` (weight = scale[:, None] * w).
+    ``addend`` ``[M, N]``: a per-row term added before the rounding (a LoRA update)."""
     w = weight.double() if scale is None else weight.double() * scale.double()[:, None]
     y = x.double() @ w.T
     if bias is not None:
         y = y + bias.double()
+    if addend is not None:
+        y = y + addend.double()
     return y.to(x.dtype)
 
 

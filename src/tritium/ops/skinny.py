@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritium.ops.gemv import _rows, _silu_mul
+from tritium.ops.gemv import _rows, _silu_mul, check_addend
 from tritium.ops.prefetch import bulk_prefetch_supported
 from tritium.runtime import pdl_launch, pdl_supported, pipeline_stages
 
@@ -97,12 +97,12 @@ def block_m(M: int) -> int:
 
 @triton.jit
 def _skinny_kernel(
-    x_ptr, w_ptr, bias_ptr, out_ptr, part_ptr, count_ptr,
-    stride_x_m, stride_w_n, stride_out_m,
+    x_ptr, w_ptr, bias_ptr, out_ptr, part_ptr, count_ptr, add_ptr,
+    stride_x_m, stride_w_n, stride_out_m, stride_add_m,
     M, N, K, k_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, SWIGLU: tl.constexpr, RESIDUAL: tl.constexpr,
-    SPLIT: tl.constexpr, PREFETCH_BYTES: tl.constexpr, USE_PDL: tl.constexpr,
+    SPLIT: tl.constexpr, PREFETCH_BYTES: tl.constexpr, USE_PDL: tl.constexpr, ADDEND: tl.constexpr = False,
 ):
     """Program (p, s): output columns of weight rows ``[p * BLOCK_N, (p + 1) * BLOCK_N)`` (SWIGLU: BLOCK_N / 2 gate
     rows and their up rows, side by side in pairs) for every row of x, ``acc [BLOCK_N, BLOCK_M] = W_rows @ x^T``
@@ -158,20 +158,25 @@ def _skinny_kernel(
                 part = tl.load(block + s * (BLOCK_N * BLOCK_M) + tile, mask=s != here, other=0.0)
                 total += tl.where(s == here, acc, part)
             tl.store(count_ptr + pid, 0)  # ready for the next launch
-            _epilogue(total, bias_ptr, out_ptr, stride_out_m, rows, ms, m_ok, pid, M, N, BLOCK_M, BLOCK_N,
-                      HAS_BIAS, SWIGLU, RESIDUAL)
+            _epilogue(total, bias_ptr, out_ptr, stride_out_m, add_ptr, stride_add_m, rows, ms, m_ok, pid, M, N,
+                      BLOCK_M, BLOCK_N, HAS_BIAS, SWIGLU, RESIDUAL, ADDEND)
     else:
-        _epilogue(acc, bias_ptr, out_ptr, stride_out_m, rows, ms, m_ok, pid, M, N, BLOCK_M, BLOCK_N, HAS_BIAS,
-                  SWIGLU, RESIDUAL)
+        _epilogue(acc, bias_ptr, out_ptr, stride_out_m, add_ptr, stride_add_m, rows, ms, m_ok, pid, M, N, BLOCK_M,
+                  BLOCK_N, HAS_BIAS, SWIGLU, RESIDUAL, ADDEND)
 
 
 @triton.jit
-def _epilogue(acc, bias_ptr, out_ptr, stride_out_m, rows, ms, m_ok, pid, M, N, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, SWIGLU: tl.constexpr, RESIDUAL: tl.constexpr):
-    """The product's sums ``acc [BLOCK_N, BLOCK_M]`` of program ``pid``'s weight rows: the bias added, rounded to
-    the output's dtype, then stored (SWIGLU: silu(gate) * up; RESIDUAL: added to the output in place)."""
+def _epilogue(acc, bias_ptr, out_ptr, stride_out_m, add_ptr, stride_add_m, rows, ms, m_ok, pid, M, N,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, SWIGLU: tl.constexpr,
+              RESIDUAL: tl.constexpr, ADDEND: tl.constexpr):
+    """The product's sums ``acc [BLOCK_N, BLOCK_M]`` of program ``pid``'s weight rows: the bias and the per-row
+    addend added, rounded to the output's dtype, then stored (SWIGLU: silu(gate) * up; RESIDUAL: added to the
+    output in place)."""
     if HAS_BIAS:
         acc += tl.load(bias_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)[:, None]
+    if ADDEND:
+        acc += tl.load(add_ptr + ms.to(tl.int64)[None, :] * stride_add_m + rows[:, None],
+                       mask=(rows[:, None] < N) & (ms[None, :] < M), other=0.0).to(tl.float32)
     y = tl.trans(acc).to(out_ptr.dtype.element_ty)                                  # [BLOCK_M, BLOCK_N]
     if SWIGLU:
         gate, up = tl.split(tl.reshape(y, (BLOCK_M, BLOCK_N // 2, 2)))
@@ -189,13 +194,14 @@ def _epilogue(acc, bias_ptr, out_ptr, stride_out_m, rows, ms, m_ok, pid, M, N, B
 
 def skinny(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *,
            config: SkinnyConfig | None = None, swiglu: bool = False, residual: torch.Tensor | None = None,
-           pdl: bool | None = None) -> torch.Tensor:
+           pdl: bool | None = None, addend: torch.Tensor | None = None) -> torch.Tensor:
     """``x [M, K] @ weight [N, K]^T (+ bias [N])`` -> ``[M, N]`` in x's dtype (1 <= M <= ``MAX_M``; fp16, bf16
     or fp32).
 
     ``bias``: added to the product (fp32) before it is rounded. ``swiglu``: weight is ``[gate; up]``
     (``[2I, K]``), the result ``[M, I]`` = ``silu_and_mul`` of the rounded product (the config's ``block_n``
-    even). ``residual`` ``[M, N]``: the product is added to it in place and it is returned. ``pdl``: a
+    even). ``residual`` ``[M, N]``: the product is added to it in place and it is returned. ``addend`` ``[M, N]``:
+    a per-row term added with the bias (:func:`tritium.ops.gemv.gemv`'s). ``pdl``: a
     programmatic dependent launch (default: where supported). ValueError naming the operand that does not
     fit."""
     cfg = config or DEFAULT_CONFIG
@@ -220,6 +226,7 @@ def skinny(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
                              or bias.device != x.device):
         raise ValueError(f"bias must be a contiguous [{N}] {x.dtype} tensor on {x.device}, got {tuple(bias.shape)} "
                          f"{bias.dtype} on {bias.device}")
+    check_addend(addend, M, N, x.device)
     if swiglu:
         if residual is not None:
             raise ValueError("swiglu=True does not combine with residual (its output is [M, N/2])")
@@ -253,11 +260,12 @@ def skinny(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if splits > 1:
         parts, counts = _workspace(x.device, programs * splits * cfg.block_n * block_m(M), programs)
     _skinny_kernel[(programs, splits)](
-        x, weight, bias if bias is not None else weight, out, parts, counts, x.stride(0), weight.stride(0),
-        out.stride(0), M, N, K, k_per_split,
+        x, weight, bias if bias is not None else weight, out, parts, counts,
+        addend if addend is not None else weight, x.stride(0), weight.stride(0), out.stride(0),
+        addend.stride(0) if addend is not None else 0, M, N, K, k_per_split,
         BLOCK_M=block_m(M), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
         EVEN_N=N % cfg.block_n == 0, EVEN_K=K % cfg.block_k == 0, HAS_BIAS=bias is not None, SWIGLU=swiglu,
-        RESIDUAL=residual is not None, SPLIT=splits > 1, PREFETCH_BYTES=prefetch,
+        RESIDUAL=residual is not None, SPLIT=splits > 1, PREFETCH_BYTES=prefetch, ADDEND=addend is not None,
         num_warps=cfg.num_warps, num_stages=pipeline_stages(cfg.num_stages), **pdl_launch(x.device, pdl is not False),
     )
     return out
