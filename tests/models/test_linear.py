@@ -247,6 +247,13 @@ def test_linear_dispatch_swiglu(mode):
         assert torch.equal(lin.swiglu(x, w, b), ops.silu_and_mul(F.linear(x, w, b)))
         lin.choices[(3, 74, 100)] = GemvConfig(2, 128, 4, flat=True)
         assert torch.equal(lin.swiglu(x, w, b), gemv(x, w, b, config=GemvConfig(2, 128, 4, flat=True), swiglu=True))
+        lin.choices[(3, 74, 100)] = SkinnyConfig(16, 64, 4, 2)
+    # a per-row addend (a LoRA update) before the SiLU-and-mul, on each path; refused with a quantized weight
+    add = torch.randn(3, 2 * 37, device=dev)
+    want = reference.silu_and_mul(reference.linear(x, w, b, addend=add))
+    assert rel_err(lin.swiglu(x, w, b, addend=add), want) < 2 * TOL[torch.float32]
+    with pytest.raises(ValueError, match="addend is for 16-bit weights"):
+        lin.swiglu(x, w, b, scale=torch.ones(2 * 37, device=dev), addend=add)
 
 
 def test_linear_dispatch_norm_and_residual():

@@ -257,9 +257,9 @@ class LinearDispatch:
         return gemv(x, weight, bias, config=cfg, swiglu=True, pdl=self._pdl, scale=scale, addend=addend)
 
     def _dense_addend(self, x, weight, bias, scale, addend: torch.Tensor | None) -> torch.Tensor:
-        """:meth:`_dense`, then ``addend`` added (rounded twice: the unfused path's order)."""
+        """:meth:`_dense`, then ``addend`` added (the product rounded first: the unfused path's order)."""
         y = self._dense(x, weight, bias, scale)
-        return y if addend is None else y.add_(addend.to(y.dtype))
+        return y if addend is None else y.add_(addend)
 
     def gemv_chosen(self, m: int, *weights: torch.Tensor) -> bool:
         """Whether each of ``weights`` runs a GEMV or the skinny GEMM for ``m`` rows, W8A8 ones included
