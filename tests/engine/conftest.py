@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from tritium.bench.engine import hf_rope_kwargs
 from tritium.runtime import interpreting
@@ -228,3 +229,44 @@ def hf_greedy(model, prompt_ids, max_new_tokens):
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                              do_sample=False, pad_token_id=0)
     return out[0, len(prompt_ids):].tolist()
+
+
+PEFT_PREFIX = "base_model.model.model.layers"
+
+
+def write_adapter(path, model, rank=8, alpha=16, modules=("q_proj", "v_proj", "o_proj", "gate_proj", "down_proj"),
+                  seed=0, rslora=False, extra_config=None, extra_tensors=None):
+    """A PEFT adapter directory for transformers ``model`` (random A and B, B non-zero so that it matters);
+    returns {(layer, module): (A, B)}."""
+    os.makedirs(path, exist_ok=True)
+    g = torch.Generator().manual_seed(seed)
+    tensors, weights = {}, {}
+    for i, layer in enumerate(model.model.layers):
+        for module in modules:
+            block = layer.self_attn if module in ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj") else layer.mlp
+            lin = getattr(block, module)
+            a = torch.randn(rank, lin.in_features, generator=g) / lin.in_features ** 0.5
+            b = torch.randn(lin.out_features, rank, generator=g) * 0.5
+            kind = "self_attn" if block is layer.self_attn else "mlp"
+            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_A.weight"] = a
+            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_B.weight"] = b
+            weights[(i, kind, module)] = (a, b)
+    tensors.update(extra_tensors or {})
+    save_file(tensors, os.path.join(path, "adapter_model.safetensors"))
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "target_modules": list(modules), "bias": "none",
+              "use_rslora": rslora, "task_type": "CAUSAL_LM", **(extra_config or {})}
+    with open(os.path.join(path, "adapter_config.json"), "w") as f:
+        json.dump(config, f)
+    return weights
+
+
+def merged(model, weights, scaling):
+    """A copy of transformers ``model`` with the adapter merged into its projections."""
+    import copy
+
+    out = copy.deepcopy(model)
+    with torch.no_grad():
+        for (i, kind, module), (a, b) in weights.items():
+            block = getattr(out.model.layers[i], kind)
+            getattr(block, module).weight += scaling * (b @ a)
+    return out

@@ -2,57 +2,15 @@
 weights (``W + scaling B A``, run by transformers), whatever the batch mixes; adapters wait for slots; the prefix
 cache keeps each adapter's pages apart; bad adapters and requests get errors naming what is wrong."""
 
-import json
 import os
 
 import pytest
 import torch
-from safetensors.torch import save_file
 
 from tritium import LLM, LoRARequest, SamplingParams
 from tritium.models.lora import LoRAAdapter
 
-from .conftest import PROMPTS, hf_greedy, make_tiny_model
-
-PEFT_PREFIX = "base_model.model.model.layers"
-
-
-def write_adapter(path, model, rank=8, alpha=16, modules=("q_proj", "v_proj", "o_proj", "gate_proj", "down_proj"),
-                  seed=0, rslora=False, extra_config=None, extra_tensors=None):
-    """A PEFT adapter directory for transformers ``model`` (random A and B, B non-zero so that it matters);
-    returns {(layer, module): (A, B)}."""
-    os.makedirs(path, exist_ok=True)
-    g = torch.Generator().manual_seed(seed)
-    tensors, weights = {}, {}
-    for i, layer in enumerate(model.model.layers):
-        for module in modules:
-            block = layer.self_attn if module in ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj") else layer.mlp
-            lin = getattr(block, module)
-            a = torch.randn(rank, lin.in_features, generator=g) / lin.in_features ** 0.5
-            b = torch.randn(lin.out_features, rank, generator=g) * 0.5
-            kind = "self_attn" if block is layer.self_attn else "mlp"
-            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_A.weight"] = a
-            tensors[f"{PEFT_PREFIX}.{i}.{kind}.{module}.lora_B.weight"] = b
-            weights[(i, kind, module)] = (a, b)
-    tensors.update(extra_tensors or {})
-    save_file(tensors, os.path.join(path, "adapter_model.safetensors"))
-    config = {"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "target_modules": list(modules), "bias": "none",
-              "use_rslora": rslora, "task_type": "CAUSAL_LM", **(extra_config or {})}
-    with open(os.path.join(path, "adapter_config.json"), "w") as f:
-        json.dump(config, f)
-    return weights
-
-
-def merged(model, weights, scaling):
-    """A copy of transformers ``model`` with the adapter merged into its projections."""
-    import copy
-
-    out = copy.deepcopy(model)
-    with torch.no_grad():
-        for (i, kind, module), (a, b) in weights.items():
-            block = getattr(out.model.layers[i], kind)
-            getattr(block, module).weight += scaling * (b @ a)
-    return out
+from .conftest import PEFT_PREFIX, PROMPTS, hf_greedy, make_tiny_model, merged, write_adapter
 
 
 @pytest.fixture(scope="module")
@@ -199,8 +157,10 @@ def test_bad_requests_and_adapters(tiny_models, adapters, tmp_path):
 
 def test_refused_combinations(tiny_models):
     path, _ = tiny_models["llama"]
-    with pytest.raises(ValueError, match="enable_lora=True runs one rank"):
+    with pytest.raises(ValueError, match="enable_lora=True runs 16-bit weights without context parallelism"):
         LLM(path, enable_lora=True, quantization="fp8")
+    with pytest.raises(ValueError, match="context_parallel_size=2"):
+        LLM(path, enable_lora=True, context_parallel_size=2)
     with pytest.raises(ValueError, match="max_loras"):
         LLM(path, enable_lora=True, max_loras=0)
 

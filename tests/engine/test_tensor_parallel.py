@@ -22,7 +22,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tritium import LLM, SamplingParams
+from tritium import LLM, LoRARequest, SamplingParams
 from tritium.engine.config import EngineConfig
 from tritium.engine.parallel import (READY_KEY, TORCH_ALL_REDUCE_BYTES, ParallelError, WorkerPool,
                                      _nccl_errors_keep_the_process, check_parallel, TensorParallel,
@@ -30,7 +30,7 @@ from tritium.engine.parallel import (READY_KEY, TORCH_ALL_REDUCE_BYTES, Parallel
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
 
-from .conftest import PROMPTS, hf_greedy, make_tiny_model
+from .conftest import PROMPTS, hf_greedy, make_tiny_model, merged, write_adapter
 
 pytestmark = pytest.mark.timeout(300)  # a hang fails the test, not CI
 
@@ -166,6 +166,31 @@ def test_torch_all_reduce_rule():
         EngineConfig(torch_all_reduce_from=-1).validate()
     with pytest.raises(TypeError, match="torch_all_reduce_from must be an int, got 1.5"):
         EngineConfig(torch_all_reduce_from=1.5).validate()
+
+
+@pytest.mark.parametrize("tp,comm", [(2, "torch"), (4, "tritium")])
+def test_lora_adapters_under_tp(tiny_models, tmp_path, no_leaks, tp, comm):
+    """LoRA adapters sharded as their projections are (B's rows of a column-parallel output shard, A's columns of
+    a row-parallel input shard, whose update joins the partial sum before its all-reduce): each request's tokens
+    equal transformers' with its adapter merged. One slot for two adapters: the second waits, then rank 0 loads it
+    into the slot the first held and the other ranks follow (read from the same directory)."""
+    if ON_GPU and torch.cuda.device_count() < tp:
+        pytest.skip(f"needs {tp} GPUs")
+    path, base = tiny_models["llama"]
+    one = merged(base, write_adapter(str(tmp_path / "one"), base, seed=1), 16 / 8)
+    two = merged(base, write_adapter(str(tmp_path / "two"), base, rank=4, alpha=4, seed=2,
+                                     modules=("k_proj", "up_proj", "down_proj", "o_proj")), 1.0)
+    models = {None: base, "one": one, "two": two}
+    names = [None, "one", "two", "one"]
+    requests = [None if n is None else LoRARequest(n, str(tmp_path / n)) for n in names]
+    with LLM(path, tensor_parallel_size=tp, comm=comm, enable_lora=True, max_loras=1, max_lora_rank=8,
+             **_kw()) as llm:
+        outs = llm.generate(PROMPTS[:4], GREEDY, lora_request=requests)
+        for name, prompt, out in zip(names, PROMPTS, outs):
+            assert out.token_ids == hf_greedy(models[name], llm.tokenizer.encode(prompt), GREEDY.max_tokens), name
+        # the slot changes hands again in a later call
+        again = llm.generate(PROMPTS[3:4], GREEDY, lora_request=[LoRARequest("two")])[0].token_ids
+        assert again == hf_greedy(two, llm.tokenizer.encode(PROMPTS[3]), GREEDY.max_tokens)
 
 
 def test_scheduling_features_under_tp(tiny_models, no_leaks, two_ranks):
@@ -453,7 +478,7 @@ def test_comm_selection():
 TORCHRUN_SCRIPT = textwrap.dedent("""
     import json, os, sys
     import torch
-    from tritium import LLM, SamplingParams
+    from tritium import LLM, LoRARequest, SamplingParams
     path, prompts = sys.argv[1], json.loads(sys.argv[2])
     kw = dict(dtype=torch.float32, kv_cache_memory=64 << 20)
     # every rank runs the same script; ranks > 0 follow rank 0 inside generate and get its outputs

@@ -107,8 +107,9 @@ class EngineConfig:
       windows are off (each step is planned on the host); the context holds ``N`` times a rank's pages.
     - ``enable_lora``: serve LoRA adapters (PEFT directories; ``LLM.generate(..., lora_request=...)``, the
       server's ``--lora-modules``), ``max_loras`` of them in one step, each of rank <= ``max_lora_rank``
-      (:mod:`tritium.engine.lora`). Every step then runs the layers' projections unfused (no norm, rope or
-      SiLU-and-mul in their epilogues) with each token's adapter update after them; one rank, 16-bit weights.
+      (:mod:`tritium.engine.lora`). A step with adapters adds each token's update to every projection (in the
+      epilogue of the QKV + rope and gate/up + SiLU-and-mul GEMVs at decode sizes, else after the projection);
+      16-bit weights; with ``tensor_parallel_size`` each rank holds its shard of every adapter.
     - ``batch_invariant``: a request's tokens and log-probabilities come out with the same bits whatever else
       runs beside it: other requests in its batch, how its prompt is chunked, a prefix-cache hit, a
       preemption and recompute (on one GPU, or the CPU under the Triton interpreter; the same engine build
@@ -303,12 +304,12 @@ class EngineConfig:
             raise ValueError(f"max_lora_rank must be in [1, 256], got {self.max_lora_rank}")
         if self.enable_lora:
             clash = [f"{name}={value!r}" for name, value in (
-                ("tensor_parallel_size", self.tensor_parallel_size),
                 ("context_parallel_size", self.context_parallel_size),
                 ("quantization", self.quantization), ("batch_invariant", self.batch_invariant),
                 ("fuse_norms", self.fuse_norms)) if value not in (1, None, False)]
             if clash:
-                raise ValueError(f"enable_lora=True runs one rank with 16-bit weights: it cannot be combined with "
+                raise ValueError(f"enable_lora=True runs 16-bit weights without context parallelism: it cannot be "
+                                 f"combined with "
                                  f"{', '.join(clash)}")
         for name in ("num_blocks", "kv_cache_memory", "max_model_len", "attention_num_splits"):
             value = getattr(self, name)

@@ -173,6 +173,14 @@ class WindowPlan:
     window_table: np.ndarray | None = None  # the window pool's
 
 
+@dataclasses.dataclass(eq=False)
+class LoRAOps:
+    """The LoRA slots' loads and clears rank 0 made since its last plan (``LoRAStack.take_ops``), sent to the other
+    ranks ahead of the plan that first reads them."""
+
+    ops: list[tuple]
+
+
 class ModelRunner:
     """Runs ``model`` over scheduled batches.
 
@@ -352,8 +360,11 @@ class ModelRunner:
         return dataclasses.replace(plan, slots=slots, q_lens=[1] * len(plan.ids), seq_lens=lens.tolist(),
                                    table=local[seq_of])
 
-    def execute(self, plan: StepPlan | WindowPlan):
-        """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window."""
+    def execute(self, plan: StepPlan | WindowPlan | LoRAOps):
+        """Run a plan made here or by the rank that schedules: a step (-> its logits) or a window; or copy rank 0's
+        LoRA slot changes into this rank's slots (-> None)."""
+        if isinstance(plan, LoRAOps):
+            return self.model.lora.replay(plan.ops)
         return self._window(plan) if isinstance(plan, WindowPlan) else self._step(plan)
 
     def _share(self, plan, run):
@@ -362,6 +373,9 @@ class ModelRunner:
         if self.publish is None:
             return run(plan)
         self.torn = True  # before: an interrupt inside publish may land after a worker has the plan
+        lora_ops = self.model.lora.take_ops() if self.model.lora is not None else None
+        if lora_ops:  # the adapters rank 0 put in its slots since the last plan: into the other ranks' first
+            self.publish(LoRAOps(lora_ops))
         self.publish(plan)
         out = run(plan)
         self.torn = False

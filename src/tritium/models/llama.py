@@ -888,7 +888,8 @@ class LlamaModel:
             else:
                 qkv = lora.apply(i, "qkv_proj", x, layer.qkv_proj.forward(x, linear), slots)
             attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer, roped=roped)
-            h = lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear), slots)
+            # row-parallel: the update of this rank's partial sum joins it before the all-reduce
+            h = self._reduce(lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear, reduce=False), slots))
             x, residual = ops.rms_norm(h, layer.post_norm, eps, residual)
             if layer.moe is not None:
                 h = layer.moe.forward(x, linear, ops)
@@ -898,9 +899,14 @@ class LlamaModel:
             else:
                 act = ops.silu_and_mul(lora.apply(i, "gate_up_proj", x, layer.gate_up_proj.forward(x, linear),
                                                   slots))
-            h = lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear), slots)
+            h = self._reduce(lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear, reduce=False),
+                                        slots))
         out, _ = ops.rms_norm(h, self.norm, eps, residual)
         return out
+
+    def _reduce(self, partial: torch.Tensor) -> torch.Tensor:
+        """A row-parallel projection's partial sums all-reduced over the group (as it is at world size 1)."""
+        return self.group.all_reduce(partial) if self.group.world_size > 1 else partial
 
     @property
     def _norms_chain(self) -> bool:

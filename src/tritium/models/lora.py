@@ -16,6 +16,7 @@ update after each projection (:func:`tritium.ops.lora.lora_apply`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -35,6 +36,7 @@ MODULES = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1), "v_proj": ("qkv
 PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 # Phi-3's fused modules: one A for all parts, B's rows split into the parts' modules
 FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+_READS = itertools.count()
 _KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_([AB])(?:\.default)?\.weight$")
 
 
@@ -58,6 +60,9 @@ class LoRAAdapter:
     rank: int
     scaling: float
     weights: dict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]]
+    # which read of its directory this is, in this process: a rank that follows another reads it again where it
+    # changes (the adapter registered anew from the same directory)
+    serial: int = dataclasses.field(default_factory=lambda: next(_READS))
 
     @classmethod
     def load(cls, path: str, config: ModelConfig, *, name: str | None = None, max_rank: int | None = None
@@ -151,20 +156,23 @@ class LoRAStack:
     """``max_loras`` adapter slots of every layer's projections on the device: per (layer, projection) A
     ``[S, P * R, K]`` and B ``[S, N, R]`` (zeros where a slot's adapter leaves a projection or part alone).
     ``apply(layer, projection, x, y, slots)`` adds each token's slot's update to the projection's output
-    ``y`` in place (slots -1: none). Tensor parallelism is not supported (one rank holds whole projections)."""
+    ``y`` in place (slots -1: none).
+
+    Under tensor parallelism each rank holds its shard, cut as its projection's weight is: a column-parallel
+    projection (QKV by heads, gate/up by the intermediate rows) keeps B's rows of its output shard and all of A;
+    a row-parallel one (o, down) keeps A's columns of its input shard and all of B, so that its update of the
+    rank's partial output is a partial sum too, added up by the projection's all-reduce (``B (sum_r A_r x_r)``:
+    no communication of its own). Rank 0 decides what each slot holds (:class:`tritium.engine.lora.LoRASlots`):
+    its loads and clears are logged (:meth:`take_ops`) and replayed by the other ranks (:meth:`replay`), which
+    read the adapter from the same directory."""
 
     def __init__(self, model, max_loras: int, max_rank: int, *, backend: str = "triton"):
-        cfg = model.config
-        if model.group.world_size != 1:
-            raise ValueError(f"LoRA adapters need one tensor-parallel rank, got world size {model.group.world_size}")
+        cfg, group = model.config, model.group
         self.max_loras, self.max_rank, self.rank = max_loras, max_rank, padded_rank(max_rank)
         self.triton = backend == "triton"
         self.config = cfg
         R, dev, dtype = self.rank, model.device, model.dtype
-        parts = {"qkv_proj": ((cfg.q_size, cfg.kv_size, cfg.kv_size), cfg.hidden_size),
-                 "o_proj": ((cfg.hidden_size,), cfg.q_size),
-                 "gate_up_proj": ((cfg.intermediate_size,) * 2, cfg.hidden_size),
-                 "down_proj": ((cfg.hidden_size,), cfg.intermediate_size)}
+        parts, self._cut = self._shards(model)
         self.stacks: list[dict[str, tuple[torch.Tensor, torch.Tensor, tuple[int, int]]]] = []
         for layer in model.layers:
             stacks = {}
@@ -174,34 +182,91 @@ class LoRAStack:
                 n = sum(outs)
                 if any(o % 16 for o in outs):
                     raise ValueError(f"LoRA adapters need projection parts of multiples of 16 rows; {proj} has "
-                                     f"{outs}")
+                                     f"{outs}" + (f" on each of {group.world_size} ranks" if group.world_size > 1
+                                                  else ""))
                 bounds = (outs[0], outs[0] + outs[1]) if len(outs) == 3 else (outs[0], n)
                 stacks[proj] = (torch.zeros(max_loras, len(outs) * R, k, dtype=dtype, device=dev),
                                 torch.zeros(max_loras, n, R, dtype=dtype, device=dev), bounds)
             self.stacks.append(stacks)
         self._offsets = {proj: [0] + [sum(outs[:i + 1]) for i in range(len(outs))] for proj, (outs, _) in parts.items()}
+        # rank 0 of several: the slots' loads and clears, for the other ranks (None: nobody follows this stack)
+        self._ops: list[tuple] | None = [] if group.world_size > 1 and group.rank == 0 else None
+        self._read: dict[str, tuple[tuple, LoRAAdapter]] = {}  # another rank's reads: name -> ((path, serial), it)
+
+    @staticmethod
+    def _shards(model) -> tuple[dict, dict]:
+        """Each projection's (local part sizes, local input size) and each PEFT module's (B's rows, A's columns)
+        this rank holds, from the model's first layer that has the projection."""
+        cfg = model.config
+        first = {proj: next((getattr(layer, proj) for layer in model.layers if getattr(layer, proj) is not None), None)
+                 for proj in PROJECTIONS}
+        qkv, o, gate_up, down = (first[p] for p in PROJECTIONS)
+        everything = slice(None)
+        q0, kv0 = model.group.rank * qkv.q_size, qkv.kv_head_start * qkv.head_dim
+        parts = {"qkv_proj": ((qkv.q_size, qkv.kv_size, qkv.kv_size), cfg.hidden_size),
+                 "o_proj": ((cfg.hidden_size,), o._cols[1] - o._cols[0])}
+        cut = {"q_proj": (slice(q0, q0 + qkv.q_size), everything),
+               "k_proj": (slice(kv0, kv0 + qkv.kv_size), everything),
+               "v_proj": (slice(kv0, kv0 + qkv.kv_size), everything), "o_proj": (everything, slice(*o._cols))}
+        if gate_up is not None:
+            inter = gate_up.local_sizes[0]
+            g0 = model.group.rank * inter
+            parts["gate_up_proj"] = ((inter, inter), cfg.hidden_size)
+            parts["down_proj"] = ((cfg.hidden_size,), down._cols[1] - down._cols[0])
+            cut.update(gate_proj=(slice(g0, g0 + inter), everything), up_proj=(slice(g0, g0 + inter), everything),
+                       down_proj=(everything, slice(*down._cols)))
+        return parts, cut
 
     def load(self, slot: int, adapter: LoRAAdapter) -> None:
-        """Copy ``adapter`` into ``slot`` (whatever it held before is cleared)."""
+        """Copy ``adapter`` (this rank's shard of it) into ``slot`` (whatever it held before is cleared)."""
         if not 0 <= slot < self.max_loras:
             raise ValueError(f"slot must be in [0, {self.max_loras}), got {slot}")
         if adapter.rank > self.max_rank:
             raise ValueError(f"LoRA adapter {adapter.name!r}: rank {adapter.rank} is above max_lora_rank="
                              f"{self.max_rank}")
-        self.clear(slot)
+        self._clear(slot)
         R, r = self.rank, adapter.rank
         for (layer, module), (a, b) in adapter.weights.items():
             proj, part = MODULES[module]
+            rows, cols = self._cut[module]
             A, B, _ = self.stacks[layer][proj]
             lo, hi = self._offsets[proj][part], self._offsets[proj][part + 1]
-            A[slot, part * R:part * R + r].copy_(a)
-            B[slot, lo:hi, :r].copy_(b.float() * adapter.scaling)
+            A[slot, part * R:part * R + r].copy_(a[:, cols])
+            B[slot, lo:hi, :r].copy_(b[rows].float() * adapter.scaling)
+        if self._ops is not None:
+            self._ops.append((slot, adapter.name, adapter.path, adapter.serial))
 
     def clear(self, slot: int) -> None:
+        self._clear(slot)
+        if self._ops is not None:
+            self._ops.append((slot, None, None, None))
+
+    def _clear(self, slot: int) -> None:
         for stacks in self.stacks:
             for A, B, _ in stacks.values():
                 A[slot].zero_()
                 B[slot].zero_()
+
+    def take_ops(self) -> list[tuple]:
+        """Rank 0: the loads ``(slot, name, path, serial)`` and clears ``(slot, None, None, None)`` since the last
+        call, in order, for the other ranks' :meth:`replay` (sent ahead of the step that reads them)."""
+        if not self._ops:
+            return []
+        ops, self._ops = self._ops, []
+        return ops
+
+    def replay(self, ops: list[tuple]) -> None:
+        """Another rank: rank 0's loads and clears (:meth:`take_ops`); an adapter is read from its directory once
+        per read of rank 0's (``serial``)."""
+        for slot, name, path, serial in ops:
+            if name is None:
+                self._clear(slot)
+                continue
+            adapter = self._read.get(name)
+            if adapter is None or adapter[0] != (path, serial):
+                self._read[name] = ((path, serial), LoRAAdapter.load(path, self.config, name=name,
+                                                                     max_rank=self.max_rank))
+            self.load(slot, self._read[name][1])
 
     def step_rows(self, slots: torch.Tensor, order: torch.Tensor | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
