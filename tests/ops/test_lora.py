@@ -4,8 +4,8 @@ fp64 computation, on fresh random adapters, slots mixed in every way a step mixe
 import pytest
 import torch
 
-from tritium.ops.lora import (ONE_LAUNCH_MAX_T, check_lora, lora_apply, lora_apply_reference, lora_delta,
-                              lora_delta_reference, padded_rank)
+from tritium.ops.lora import (check_lora, lora_apply, lora_apply_reference, lora_delta, lora_delta_reference,
+                              padded_rank)
 from tritium.runtime import default_device
 
 TOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
@@ -67,13 +67,6 @@ def test_lora_matches_brute_force(case, dtype):
     assert torch.equal(out[untouched.to(dev)], y[untouched.to(dev)])
     out_ref = lora_apply_reference(x, y.clone(), a, b, slots, bounds)
     assert err(out_ref, ref) < TOL[dtype]
-    if T <= ONE_LAUNCH_MAX_T:  # the other kernel at decode sizes: two launches where one runs by default
-        two = lora_apply(x, y.clone(), a, b, slots, bounds, one_launch=False)
-        assert err(two, ref) < TOL[dtype]
-        assert torch.equal(two[untouched.to(dev)], y[untouched.to(dev)])
-    else:
-        with pytest.raises(ValueError, match="one_launch=True takes at most"):
-            lora_apply(x, y.clone(), a, b, slots, bounds, one_launch=True)
 
 
 @pytest.mark.parametrize("dtype", list(TOL), ids=lambda d: str(d).replace("torch.", ""))
@@ -96,11 +89,8 @@ def test_lora_delta_is_the_update_alone(case, dtype):
     out = lora_delta(x, a, b, slots, bounds, out=poisoned)
     assert out is poisoned
     assert torch.equal(lora_delta(x, a, b, slots, bounds), out)
-    none = (slots < 0).to(dev)
-    if T <= ONE_LAUNCH_MAX_T:  # the two launches too, also into a poisoned buffer
-        two = lora_delta(x, a, b, slots, bounds, out=torch.full_like(out, float("nan")), one_launch=False)
-        assert err(two, ref) < TOL[dtype] and torch.equal(two[none], torch.zeros_like(two[none]))
     assert err(out, ref) < TOL[dtype]
+    none = (slots < 0).to(dev)
     assert torch.equal(out[none], torch.zeros_like(out[none]))
     assert err(lora_delta_reference(x, a, b, slots, bounds), ref) < TOL[dtype]
     with pytest.raises(ValueError, match="slots must be"):

@@ -19,9 +19,7 @@ slots from its lowest to its highest, each row masked to its own. Above 64 token
 sorted by slot (:func:`sort_order`, once a step; the engine sorts them on the host), so that a block of 64 holds
 one adapter or two however the batch mixes them (256 tokens over four adapters, interleaved: bench/NOTES.md "LoRA
 adapters"). The grids depend only on the shapes, so a decode step with its slots in a static buffer replays as a
-CUDA graph. Up to ``ONE_LAUNCH_MAX_T`` tokens (decode steps) shrink and expand run as *one launch*: each program
-takes a tile of output rows and computes its part's shrink over all of K itself (A's few rows are read from L2
-after the first program), which halves the launches a projection adds to a step whose kernels are all short.
+CUDA graph.
 
 ``lora_delta`` returns the updates alone (``[T, N]`` fp32, zeros for tokens without an adapter) for a projection
 that adds them in its own epilogue, before rope or the SiLU-and-mul there (:func:`tritium.ops.gemv.gemv`'s
@@ -45,8 +43,6 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MIN_RANK = 16  # tl.dot's smallest side: ranks are padded to a power of two >= 16
 SORT_FROM = 64  # tokens above which lora_apply visits them sorted by slot (blocks of 16 below, of any mix)
 TARGET_PROGRAMS = 128  # shrink programs to aim for (split-K): about one per SM of an H100 / H200
-ONE_LAUNCH_MAX_T = 16  # tokens up to which shrink and expand run as one launch (each program its own shrink)
-ONE_LAUNCH_PROGRAMS = 64  # programs the one-launch kernel aims for: each reads its part's A (L2 after the first)
 
 
 def padded_rank(rank: int) -> int:
@@ -152,64 +148,6 @@ def _expand_kernel(h_ptr, b_ptr, slot_ptr, order_ptr, y_ptr, T, N, bound1, bound
         tl.store(ptrs, (y.to(tl.float32) + acc).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _one_launch_kernel(x_ptr, a_ptr, b_ptr, slot_ptr, y_ptr, T, K, N, bound1, bound2, stride_xm, stride_as,
-                       stride_ar, stride_bs, stride_bn, stride_ym, R: tl.constexpr, BLOCK_M: tl.constexpr,
-                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PRECISION: tl.constexpr,
-                       USE_PDL: tl.constexpr, STORE: tl.constexpr = False):
-    """All T <= BLOCK_M tokens, shrink and expand in one launch: program p takes output rows ``[p BLOCK_N, (p + 1)
-    BLOCK_N)`` (inside one part) and recomputes its part's shrink ``h = x A_s^T`` over all of K itself (A's R rows
-    of the part, L2 hits after the first program to read them), then ``h B_s^T`` for its rows; y as
-    :func:`_expand_kernel` writes it (STORE: every row, zeros without a slot)."""
-    if USE_PDL:  # x (and y) come from the kernels before
-        tl.extra.cuda.gdc_launch_dependents()
-        tl.extra.cuda.gdc_wait()
-    rows = tl.arange(0, BLOCK_M)
-    rmask = rows < T
-    phys, slot, lo, hi = _block_rows(slot_ptr, slot_ptr, rows, rmask, False)
-    n0 = tl.program_id(0) * BLOCK_N
-    part = (n0 >= bound1).to(tl.int32) + (n0 >= bound2).to(tl.int32)  # BLOCK_N divides both bounds
-    n = n0 + tl.arange(0, BLOCK_N)
-    nmask = n < N
-    r = tl.arange(0, R)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for s in range(lo, hi + 1):
-        mine = rmask & (slot == s)
-        h = tl.zeros((BLOCK_M, R), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            kmask = k < K
-            x = tl.load(x_ptr + phys[:, None] * stride_xm + k[None, :], mask=mine[:, None] & kmask[None, :], other=0.0)
-            a = tl.load(a_ptr + s * stride_as + (part * R + r)[:, None] * stride_ar + k[None, :], mask=kmask[None, :],
-                        other=0.0)
-            if UPCAST:  # the interpreter's 16-bit dots are wrong (../shared/ENVIRONMENT.md)
-                x, a = x.to(tl.float32), a.to(tl.float32)
-            h += tl.dot(x, tl.trans(a), input_precision=PRECISION)
-        b = tl.load(b_ptr + s * stride_bs + n[:, None].to(tl.int64) * stride_bn + r[None, :], mask=nmask[:, None],
-                    other=0.0)
-        if UPCAST:
-            acc += tl.dot(h, tl.trans(b.to(tl.float32)), input_precision=PRECISION)
-        else:
-            acc += tl.dot(h.to(b.dtype), tl.trans(b), input_precision=PRECISION)
-    ptrs = y_ptr + phys[:, None] * stride_ym + n[None, :]
-    if STORE:
-        tl.store(ptrs, acc.to(y_ptr.dtype.element_ty), mask=rmask[:, None] & nmask[None, :])
-    else:
-        mask = (rmask & (slot >= 0))[:, None] & nmask[None, :]
-        y = tl.load(ptrs, mask=mask, other=0.0)
-        tl.store(ptrs, (y.to(tl.float32) + acc).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _one_launch_block_n(n: int, bounds: tuple[int, int]) -> int:
-    """Output rows a program of the one-launch kernel: about ONE_LAUNCH_PROGRAMS programs (each reads its part's A
-    whole), 16-256 rows, no part boundary cut."""
-    g = math.gcd(n, *bounds)
-    block = min(256, max(16, triton.next_power_of_2(max(1, n // ONE_LAUNCH_PROGRAMS))))
-    while block > 16 and g % block:
-        block //= 2
-    return block
-
-
 def _block_n(n: int, bounds: tuple[int, int]) -> int:
     """The widest tile of output rows (16-64) that no part boundary cuts."""
     g = math.gcd(n, *bounds)
@@ -260,20 +198,17 @@ def sort_order(slots: torch.Tensor) -> torch.Tensor | None:
 
 def lora_apply(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
                bounds: tuple[int, int] | None = None, *, order: torch.Tensor | bool | None = True,
-               validate: bool = True, pdl: bool = True, one_launch: bool | None = None) -> torch.Tensor:
+               validate: bool = True, pdl: bool = True) -> torch.Tensor:
     """``y[t] += B[slots[t]] @ (A[slots[t]] @ x[t])`` in place for every token with a slot; returns y. ``order``:
     :func:`sort_order`'s, or any permutation of the tokens (True: computed here; None: tokens as they come).
-    ``pdl``: the launches by programmatic dependent launch where supported (Hopper), each waiting for the kernel
-    before it to finish before reading anything. ``one_launch``: shrink and expand in one kernel (each program
-    recomputing its part's shrink; up to ``ONE_LAUNCH_MAX_T`` tokens), or the two launches; None: one launch up
-    to ``ONE_LAUNCH_MAX_T`` tokens (decode steps)."""
-    return _launch(x, y, a, b, slots, bounds, order, validate, pdl, store=False, one_launch=one_launch)
+    ``pdl``: both launches by programmatic dependent launch where supported (Hopper), each waiting for the kernel
+    before it to finish before reading anything."""
+    return _launch(x, y, a, b, slots, bounds, order, validate, pdl, store=False)
 
 
 def lora_delta(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.Tensor,
                bounds: tuple[int, int] | None = None, *, order: torch.Tensor | bool | None = True,
-               validate: bool = True, pdl: bool = True, out: torch.Tensor | None = None,
-               one_launch: bool | None = None) -> torch.Tensor:
+               validate: bool = True, pdl: bool = True, out: torch.Tensor | None = None) -> torch.Tensor:
     """Each token's update alone: ``[T, N]`` fp32, row t = ``B[slots[t]] @ (A[slots[t]] @ x[t])``, zeros where
     ``slots[t] < 0`` (the arguments as :func:`lora_apply`'s; ``out``: where to write it, every row overwritten).
     The projection then takes it as a per-row addend in its epilogue (:func:`tritium.ops.gemv.gemv`'s
@@ -284,11 +219,10 @@ def lora_delta(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, slots: torch.T
     elif out.shape != (T, N) or out.dtype != torch.float32 or out.stride(-1) != 1 or out.device != x.device:
         raise ValueError(f"lora: out must be a [{T}, {N}] float32 tensor with a contiguous last dimension on "
                          f"{x.device}, got {tuple(out.shape)} {out.dtype} on {out.device}")
-    return _launch(x, out, a, b, slots, bounds, order, validate, pdl, store=True, one_launch=one_launch)
+    return _launch(x, out, a, b, slots, bounds, order, validate, pdl, store=True)
 
 
-def _launch(x, y, a, b, slots, bounds, order, validate: bool, pdl: bool, *, store: bool,
-            one_launch: bool | None = None) -> torch.Tensor:
+def _launch(x, y, a, b, slots, bounds, order, validate: bool, pdl: bool, *, store: bool) -> torch.Tensor:
     N = y.shape[1]
     bounds = (N, N) if bounds is None else bounds
     R = check_lora(x, y, a, b, slots, bounds) if validate else b.shape[2]
@@ -296,18 +230,6 @@ def _launch(x, y, a, b, slots, bounds, order, validate: bool, pdl: bool, *, stor
     if T == 0:
         return y
     PR = a.shape[1]
-    upcast = interpreting()
-    # fp32 models get fp32 products (no TF32); 16-bit ones the default (gfx950 knows no "tf32" to name)
-    precision = "ieee" if x.dtype == torch.float32 else None
-    if one_launch if one_launch is not None else T <= ONE_LAUNCH_MAX_T:
-        if T > ONE_LAUNCH_MAX_T:
-            raise ValueError(f"lora: one_launch=True takes at most {ONE_LAUNCH_MAX_T} tokens, got {T}")
-        block_n = _one_launch_block_n(N, bounds)
-        _one_launch_kernel[(triton.cdiv(N, block_n),)](
-            x, a, b, slots, y, T, K, N, bounds[0], bounds[1], x.stride(0), a.stride(0), a.stride(1), b.stride(0),
-            b.stride(1), y.stride(0), R=R, BLOCK_M=ONE_LAUNCH_MAX_T, BLOCK_N=block_n, BLOCK_K=128, UPCAST=upcast,
-            PRECISION=precision, STORE=store, num_warps=4, **pdl_launch(x.device, pdl))
-        return y
     if order is True:
         order = sort_order(slots)
     block_m = 16 if T <= SORT_FROM else 64
@@ -318,6 +240,9 @@ def _launch(x, y, a, b, slots, bounds, order, validate: bool, pdl: bool, *, stor
     k_split = triton.cdiv(triton.cdiv(K, splits), 64) * 64
     splits = triton.cdiv(K, k_split)
     h = torch.empty(splits, T, PR, dtype=torch.float32, device=x.device)
+    upcast = interpreting()
+    # fp32 models get fp32 products (no TF32); 16-bit ones the default (gfx950 knows no "tf32" to name)
+    precision = "ieee" if x.dtype == torch.float32 else None
     sort = order is not None
     _shrink_kernel[(triton.cdiv(T, block_m), PR // R, splits)](
         x, a, slots, order if sort else slots, h, T, K, PR, x.stride(0), a.stride(0), a.stride(1), h.stride(0),
