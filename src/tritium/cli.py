@@ -218,7 +218,8 @@ def _parser() -> argparse.ArgumentParser:
                           "NAME runs that adapter; requests of different adapters and of the base model batch "
                           "together (implies --enable-lora)")
     srv.add_argument("--enable-lora", action="store_true",
-                     help="serve LoRA adapters (--lora-modules; the projections then run unfused: slower steps)")
+                     help="serve LoRA adapters (--lora-modules; a step with adapters adds each one's update to the "
+                          "projections: ~1.2x a decode step's time)")
     srv.add_argument("--allow-runtime-lora", action="store_true",
                      help="serve POST /v1/load_lora_adapter {lora_name, lora_path} and /v1/unload_lora_adapter "
                           "{lora_name} (adapters read from paths on this machine; implies --enable-lora)")

@@ -773,17 +773,9 @@ class LlamaModel:
         if self._norms_in_gemvs(T):
             return self._forward_norms_in_gemvs(h, positions, meta, kv_caches, plan, prefetch)
         # tensor parallel with a fused collective: each row-parallel output stays this rank's partial sum
-        # and its all-reduce runs in one kernel with the residual add and RMSNorm that follow it
-        fused_norm = self.group.all_reduce_rms_norm if self.group.world_size > 1 else None
-        reduce = fused_norm is None
-
-        def add_norm(h: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor, **kw):
-            if fused_norm is not None:
-                normed = fused_norm(h, residual, weight, cfg.rms_norm_eps)
-                if normed is not None:
-                    return normed, residual  # 16-bit rows: a W8A8 projection quantizes them itself
-                h = self.group.all_reduce(h)  # a message the group leaves to its plain all-reduce
-            return ops.rms_norm(h, weight, cfg.rms_norm_eps, residual, **kw)
+        # and its all-reduce runs in one kernel with the residual add and RMSNorm that follow it (add_norm)
+        reduce = self._reduces_apart
+        add_norm = self._add_norm
 
         # ... and at decode sizes the row-parallel projection itself joins that launch (normed = its output)
         normed = None
@@ -872,13 +864,16 @@ class LlamaModel:
         with the SiLU-and-mul (``fuse_swiglu``), the update is computed first (``LoRAStack.delta``) and added in
         their epilogues; elsewhere it is added to the projection's output after it (``LoRAStack.apply``)."""
         ops, linear, eps, lora = self.ops, self.linear, self.config.rms_norm_eps, self.lora
+        # a row-parallel projection's update joins this rank's partial sum, before the all-reduce (in the projection,
+        # or in the residual add + RMSNorm after it: _add_norm)
+        reduce = self._reduces_apart
         residual = None
         for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
             if residual is None:
                 residual = h
                 x, _ = ops.rms_norm(h, layer.input_norm, eps)
             else:
-                x, residual = ops.rms_norm(h, layer.input_norm, eps, residual)
+                x, residual = self._add_norm(h, layer.input_norm, residual)
             roped = self._qkv_rope(x, layer)
             if roped:
                 qkv = layer.qkv_proj.forward_rope_kv(x, linear, positions, self.layer_cos_sin[i], k_cache, v_cache,
@@ -888,25 +883,40 @@ class LlamaModel:
             else:
                 qkv = lora.apply(i, "qkv_proj", x, layer.qkv_proj.forward(x, linear), slots)
             attn = self._attend(qkv, positions, meta, k_cache, v_cache, layer, roped=roped)
-            # row-parallel: the update of this rank's partial sum joins it before the all-reduce
-            h = self._reduce(lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear, reduce=False), slots))
-            x, residual = ops.rms_norm(h, layer.post_norm, eps, residual)
+            h = self._reduced(lora.apply(i, "o_proj", attn, layer.o_proj.forward(attn, linear, reduce=False), slots))
+            x, residual = self._add_norm(h, layer.post_norm, residual)
             if layer.moe is not None:
-                h = layer.moe.forward(x, linear, ops)
+                h = layer.moe.forward(x, linear, ops, reduce=reduce)
                 continue
             if self._swiglu(x, layer):
                 act = layer.gate_up_proj.forward_swiglu(x, linear, addend=lora.delta(i, "gate_up_proj", x, slots))
             else:
                 act = ops.silu_and_mul(lora.apply(i, "gate_up_proj", x, layer.gate_up_proj.forward(x, linear),
                                                   slots))
-            h = self._reduce(lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear, reduce=False),
-                                        slots))
-        out, _ = ops.rms_norm(h, self.norm, eps, residual)
+            h = self._reduced(lora.apply(i, "down_proj", act, layer.down_proj.forward(act, linear, reduce=False),
+                                         slots))
+        out, _ = self._add_norm(h, self.norm, residual)
         return out
 
-    def _reduce(self, partial: torch.Tensor) -> torch.Tensor:
-        """A row-parallel projection's partial sums all-reduced over the group (as it is at world size 1)."""
-        return self.group.all_reduce(partial) if self.group.world_size > 1 else partial
+    def _reduced(self, partial: torch.Tensor) -> torch.Tensor:
+        """A row-parallel projection's partial sums, all-reduced here where :meth:`_add_norm` does not."""
+        return self.group.all_reduce(partial) if self._reduces_apart and self.group.world_size > 1 else partial
+
+    @property
+    def _reduces_apart(self) -> bool:
+        """Whether a row-parallel projection all-reduces its output itself: False where the group fuses that
+        all-reduce with the residual add and RMSNorm after it (:meth:`_add_norm` then takes the partial sums)."""
+        return self.group.world_size == 1 or self.group.all_reduce_rms_norm is None
+
+    def _add_norm(self, h: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor, **kw):
+        """``residual += h``, then the RMSNorm of it: (normed rows, residual). Where the group fuses it (see
+        :attr:`_reduces_apart`) h is this rank's partial sum and its all-reduce runs in the same kernel."""
+        if not self._reduces_apart:
+            normed = self.group.all_reduce_rms_norm(h, residual, weight, self.config.rms_norm_eps)
+            if normed is not None:
+                return normed, residual  # 16-bit rows: a W8A8 projection quantizes them itself
+            h = self.group.all_reduce(h)  # a message the group leaves to its plain all-reduce
+        return self.ops.rms_norm(h, weight, self.config.rms_norm_eps, residual, **kw)
 
     @property
     def _norms_chain(self) -> bool:
