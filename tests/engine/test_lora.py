@@ -104,6 +104,38 @@ def test_phi3_fused_modules(tmp_path):
     assert out[0].token_ids == hf_greedy(reference, ids, 8) != hf_greedy(model, ids, 8)
 
 
+def test_following_rank_replays_slot_changes(tiny_models, adapters, tmp_path):
+    """What a rank > 0 does with rank 0's slot changes (``LoRAStack.take_ops`` / ``replay``, here on one rank): the
+    slots end up holding what a direct load gives, bit for bit; host copies are kept only for adapters in a slot;
+    an adapter registered anew (a new read on rank 0) is read again."""
+    from tritium.models.lora import LoRAStack
+
+    path, _ = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, enable_lora=True, max_loras=2, max_lora_rank=8, max_model_len=64)
+    model = llm.engine.model
+    stack = model.lora
+    follower = LoRAStack(model, 2, 8, backend="torch")
+    one = LoRAAdapter.load(adapters["one"][0], model.config, name="one")
+    two = LoRAAdapter.load(adapters["two"][0], model.config, name="two")
+    ops = [(0, "one", one.path, one.serial), (1, "two", two.path, two.serial)]
+    follower.replay(ops)
+    stack.load(0, one)
+    stack.load(1, two)
+    for mine, theirs in zip(stack.stacks, follower.stacks):
+        for proj in mine:
+            assert all(torch.equal(m, t) for m, t in zip(mine[proj][:2], theirs[proj][:2]))
+    assert sorted(follower._read) == ["one", "two"]
+    follower.replay([(1, None, None, None), (0, "two", two.path, two.serial)])  # "one" left its slot: dropped
+    assert sorted(follower._read) == ["two"] and follower._holder == ["two", None]
+    held = follower._read["two"][1]
+    follower.replay([(1, "two", two.path, two.serial)])
+    assert follower._read["two"][1] is held  # the same read: not read again
+    again = LoRAAdapter.load(adapters["two"][0], model.config, name="two")
+    follower.replay([(1, "two", again.path, again.serial)])
+    assert follower._read["two"][1] is not held
+    assert stack.take_ops() == []  # one rank: nobody follows it, nothing is logged
+
+
 def test_stream_and_engine_requests(tiny_models, adapters):
     path, _ = tiny_models["llama"]
     llm = LLM(path, dtype=torch.float32, enable_lora=True, max_model_len=64)

@@ -192,6 +192,7 @@ class LoRAStack:
         # rank 0 of several: the slots' loads and clears, for the other ranks (None: nobody follows this stack)
         self._ops: list[tuple] | None = [] if group.world_size > 1 and group.rank == 0 else None
         self._read: dict[str, tuple[tuple, LoRAAdapter]] = {}  # another rank's reads: name -> ((path, serial), it)
+        self._holder: list[str | None] = [None] * max_loras  # another rank's: the adapter in each slot
 
     @staticmethod
     def _shards(model) -> tuple[dict, dict]:
@@ -257,8 +258,10 @@ class LoRAStack:
 
     def replay(self, ops: list[tuple]) -> None:
         """Another rank: rank 0's loads and clears (:meth:`take_ops`); an adapter is read from its directory once
-        per read of rank 0's (``serial``)."""
+        per read of rank 0's (``serial``) while it stays in a slot: the host copies kept here are only those of the
+        adapters in the slots (at most ``max_loras``), the others read again when they come back."""
         for slot, name, path, serial in ops:
+            self._holder[slot] = name
             if name is None:
                 self._clear(slot)
                 continue
@@ -267,6 +270,8 @@ class LoRAStack:
                 self._read[name] = ((path, serial), LoRAAdapter.load(path, self.config, name=name,
                                                                      max_rank=self.max_rank))
             self.load(slot, self._read[name][1])
+        for name in set(self._read) - set(self._holder):
+            del self._read[name]
 
     def step_rows(self, slots: torch.Tensor, order: torch.Tensor | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
