@@ -13,29 +13,20 @@ import os
 import tempfile
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import tritium.models.lora as model_lora
 from tritium.bench import lora as bench_lora
 from tritium.bench.common import header, time_ms
-from tritium.bench.engine_common import Bench, add_model_arguments, chrome_events, summarize_step
+from tritium.bench.engine_ablate import trace_graph
+from tritium.bench.engine_common import Bench, add_model_arguments, summarize_step
 from tritium.engine import LoRARequest, SamplingParams
 
 
 def trace(graph, replays: int = 3) -> dict:
-    graph.replay()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(replays):
-            graph.replay()
-        torch.cuda.synchronize()
-    kernels = sorted((e for e in chrome_events(prof) if e.get("cat") == "kernel"), key=lambda e: e["ts"])
-    if not kernels or len(kernels) % replays:
-        return {"error": f"{len(kernels)} kernels traced for {replays} replays"}
-    n = len(kernels) // replays
-    out = summarize_step(kernels[n: 2 * n])
-    out["replay_ms"] = time_ms(graph.replay)
-    return out
+    step = trace_graph(graph, replays)
+    if isinstance(step, str):
+        return {"error": step}
+    return {**summarize_step(step), "replay_ms": time_ms(graph.replay)}
 
 
 def main() -> None:

@@ -96,12 +96,9 @@ def ablate_windows(llm: LLM, bench: Bench, rounds: int) -> dict:
     return res
 
 
-def trace_step(engine: LLMEngine, replays: int = 3, rows: int = 1) -> dict:
-    """Kernel timeline of the decode graph of ``rows`` rows (CUPTI through torch.profiler), middle replay of
-    ``replays``: :func:`tritium.bench.engine_common.summarize_step` of its kernels."""
-    entry = engine.runner.graphs[rows]
-    graph = entry.graph
-    out_seq_len = int(entry.bufs.seq_lens[0])
+def trace_graph(graph: torch.cuda.CUDAGraph, replays: int = 3) -> list[dict] | str:
+    """The kernels (Chrome-trace events, by start) of one replay of ``graph``, the middle one of ``replays`` traced
+    (CUPTI through torch.profiler); a message where the kernels traced do not split into the replays."""
     graph.replay()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -110,9 +107,19 @@ def trace_step(engine: LLMEngine, replays: int = 3, rows: int = 1) -> dict:
         torch.cuda.synchronize()
     kernels = sorted((e for e in chrome_events(prof) if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     if not kernels or len(kernels) % replays:
-        return {"error": f"{len(kernels)} kernels traced for {replays} replays"}
+        return f"{len(kernels)} kernels traced for {replays} replays"
     n = len(kernels) // replays
-    step = kernels[n: 2 * n] if replays > 2 else kernels[:n]
+    return kernels[n: 2 * n] if replays > 2 else kernels[:n]
+
+
+def trace_step(engine: LLMEngine, replays: int = 3, rows: int = 1) -> dict:
+    """Kernel timeline of the decode graph of ``rows`` rows (:func:`trace_graph`):
+    :func:`tritium.bench.engine_common.summarize_step` of its kernels."""
+    entry = engine.runner.graphs[rows]
+    out_seq_len = int(entry.bufs.seq_lens[0])
+    step = trace_graph(entry.graph, replays)
+    if isinstance(step, str):
+        return {"error": step}
     return {**summarize_step(step, f"context {out_seq_len}", by_order=not engine.model.config.num_experts),
             "seq_len": out_seq_len}
 
