@@ -18,6 +18,7 @@ SUITES = {
     "distributed_decode": "tritium.bench.distributed_decode",
     "moe": "tritium.bench.moe",
     "speculative": "tritium.bench.speculative",
+    "draft": "tritium.bench.draft",
     "embed": "tritium.bench.embed",
     "lora": "tritium.bench.lora",
 }

@@ -32,6 +32,9 @@ _LLAMA3_ROPE = dict(max_position_embeddings=8192, rope_theta=500000.0, rms_norm_
 SHAPES = {
     "llama3-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                       num_attention_heads=32, num_key_value_heads=8, head_dim=128, **_LLAMA3_ROPE),
+    # Llama-3.2-1B (the `draft` suite's draft model; untied here: a step reads the same bytes)
+    "llama3.2-1b": dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                        num_attention_heads=32, num_key_value_heads=8, head_dim=64, **_LLAMA3_ROPE),
     # tensor-parallel runs (--tp): 141 GB of bf16 weights, half on each of 2 GPUs
     "llama3-70b": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
                        num_attention_heads=64, num_key_value_heads=8, head_dim=128, **_LLAMA3_ROPE),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import torch
 
@@ -145,6 +146,13 @@ class EngineConfig:
       by rejection sampling: their tokens keep plain sampling's distribution (not its draws). Requests with
       logprobs, penalties, a bias, ``min_tokens`` or a response format never get drafts. Not with context
       parallelism.
+    - ``speculative_model``: a smaller model of the same vocabulary (a checkpoint path or Hub name, as the
+      engine's own model) proposes the drafts instead of prompt lookup (:mod:`tritium.engine.draft`): each
+      step, the sequences that draft run up to ``num_speculative_tokens`` + 1 greedy steps of it (a CUDA-graph
+      window), which the model then verifies as above, so the tokens are the ones the model alone gives. Its
+      KV cache takes the same pages as the model's (counted in the cache's size); a request's
+      ``prediction`` still drafts first. Needs ``num_speculative_tokens`` >= 1, one tensor-parallel rank and a
+      model without sliding-window layers; the draft model runs 16-bit, its own checkpoint's quantization.
     - ``chat_template``: Jinja text replacing the model's chat template (for a model without one, or to change
       it); checked (compiled) at start-up. None keeps the checkpoint's.
     """
@@ -195,6 +203,7 @@ class EngineConfig:
     dtype: torch.dtype | None = None
     device: torch.device | None = None
     chat_template: str | None = None
+    speculative_model: str | None = None
 
     @property
     def max_decode_rows(self) -> int:
@@ -292,6 +301,16 @@ class EngineConfig:
         if self.num_speculative_tokens and self.context_parallel_size > 1:
             raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens} is not supported with context "
                              f"parallelism (context_parallel_size={self.context_parallel_size})")
+        if self.speculative_model is not None:
+            if not isinstance(self.speculative_model, (str, os.PathLike)) or not os.fspath(self.speculative_model):
+                raise TypeError(f"speculative_model must be None or a checkpoint path or Hub name, "
+                                f"got {self.speculative_model!r}")
+            if not self.num_speculative_tokens:
+                raise ValueError(f"speculative_model={self.speculative_model!r} drafts num_speculative_tokens "
+                                 "tokens a step: set num_speculative_tokens >= 1")
+            if self.tensor_parallel_size > 1:
+                raise ValueError(f"speculative_model is not supported with tensor parallelism "
+                                 f"(tensor_parallel_size={self.tensor_parallel_size})")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if not isinstance(self.enable_lora, bool):

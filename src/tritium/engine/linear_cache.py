@@ -36,7 +36,7 @@ FORMAT = 1
 _IRRELEVANT = ("num_blocks", "num_window_blocks", "kv_cache_dtype", "kv_cache_memory", "gpu_memory_utilization",
                "max_num_batched_tokens", "enable_prefix_caching", "enable_chunked_prefill", "warmup_attention",
                "decode_steps", "pipeline_windows", "parallel_timeout", "linear_cache", "device",
-               "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min")
+               "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "speculative_model")
 
 
 def cache_dir() -> pathlib.Path:

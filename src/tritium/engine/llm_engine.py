@@ -30,6 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
+from tritium.engine.draft import Drafter
 from tritium.engine.guided import GUIDED_FORMATS, GuidedConstraint, compile_guided, missing_bytes
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
@@ -141,11 +142,12 @@ def _calibrate_kv_scales(model: LlamaModel) -> None:
              peak["v_max"], peak["layer"], raised, len(rows))
 
 
-def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "parallel.TensorParallel | None"
-               ) -> tuple[LlamaModel, ModelRunner, EngineConfig]:
+def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "parallel.TensorParallel | None",
+               draft_per_block: int = 0) -> tuple[LlamaModel, ModelRunner, EngineConfig]:
     """This rank's model (its shard of ``weights`` over ``tp``'s group), tuned projections, KV-cache size
     (the minimum over ranks) and runner (CUDA graphs captured: every rank together, collectives inside).
-    Returns the config with the settled page count, context length and prefetch."""
+    Returns the config with the settled page count, context length and prefetch. ``draft_per_block``: bytes a
+    page of a draft model's cache takes beside this model's (:func:`build_draft`; the pages are shared)."""
     device = cfg.device
     on_gpu = device.type == "cuda"
     cp = cfg.context_parallel_size
@@ -193,7 +195,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
             tp.share(model.linear_state())
     elif cfg.linear_backend == "auto":
         model.restore_linears(tp.share())  # the same model and config: rank 0's choices fit this shard
-    num_blocks, num_window_blocks = _num_blocks(model, cfg, device)
+    num_blocks, num_window_blocks = _num_blocks(model, cfg, device, draft_per_block)
     if tp is not None:
         num_blocks, num_window_blocks = tp.agree_min(num_blocks), tp.agree_min(num_window_blocks)
     capacity = num_blocks * cfg.block_size * cp  # context parallel: every rank holds a part of a sequence
@@ -221,15 +223,7 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         path = linear_cache.save(key, model.linear_state())
         if path is not None:
             log.info("recorded the projection kernels in %s (later starts run the same ones)", path)
-    if cfg.warmup_attention and on_gpu and isinstance(model.attention, TritonAttention):
-        t0 = time.perf_counter()
-        k_cache, v_cache = runner.kv_caches[0]
-        batches = warmup_batches(cfg.max_decode_rows, cfg.max_model_len, cfg.max_num_batched_tokens)
-        count = sum(attention.warmup(k_cache, v_cache, batches, block_table_width=runner.max_blocks_per_seq,
-                                     dtype=model.dtype) for attention in model.attention_variants)  # each window's
-        torch.cuda.synchronize(device)
-        log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
-                 time.perf_counter() - t0)
+    _warm_attention(model, runner, cfg)
     if cfg.warmup_attention and on_gpu and model.quantization:
         # fp8 and int4 projections run tritium's kernels where 16-bit ones run cuBLAS: their configurations too
         t0 = time.perf_counter()
@@ -238,6 +232,56 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         log.info("ran the %s projections' kernels in %d configurations in %.1f s", model.quantization, count,
                  time.perf_counter() - t0)
     return model, runner, cfg
+
+
+def _warm_attention(model: LlamaModel, runner: ModelRunner, cfg: EngineConfig) -> None:
+    """Run the paged attention of ``model`` in every configuration the engine's steps can pick (compiled or
+    loaded now, not inside a request), where ``warmup_attention`` asks for it on a GPU."""
+    if not (cfg.warmup_attention and cfg.device.type == "cuda" and isinstance(model.attention, TritonAttention)):
+        return
+    t0 = time.perf_counter()
+    k_cache, v_cache = runner.kv_caches[0]
+    batches = warmup_batches(cfg.max_decode_rows, cfg.max_model_len, cfg.max_num_batched_tokens)
+    count = sum(attention.warmup(k_cache, v_cache, batches, block_table_width=runner.max_blocks_per_seq,
+                                 dtype=model.dtype) for attention in model.attention_variants)  # each window's
+    torch.cuda.synchronize(cfg.device)
+    log.info("ran paged attention in %d kernel configurations (compiled or loaded) in %.1f s", count,
+             time.perf_counter() - t0)
+
+
+def build_draft(draft_config: ModelConfig, weights, cfg: EngineConfig, model_config: ModelConfig) -> LlamaModel:
+    """The draft model of ``cfg.speculative_model`` (:mod:`tritium.engine.draft`) for a model of
+    ``model_config``, loaded on ``cfg.device`` (resolved) in 16-bit (or its checkpoint's quantization), before
+    the model's KV cache is sized; ValueError where the pair cannot draft."""
+    name = cfg.speculative_model
+    if draft_config.vocab_size > model_config.vocab_size:
+        raise ValueError(f"speculative_model {name!r} has a vocabulary of {draft_config.vocab_size} tokens, more "
+                         f"than the model's {model_config.vocab_size}: a draft model must share the model's tokenizer")
+    for config, what in ((model_config, "the model"), (draft_config, f"speculative_model {name!r}")):
+        if any(config.layer_window(i) is not None for i in range(config.num_hidden_layers)):
+            raise ValueError(f"{what} has layers with a sliding window, which a draft model's shared pages do not "
+                             f"support yet: use a model and a draft model without one")
+    if draft_config.num_experts:
+        raise ValueError(f"speculative_model {name!r} is a mixture of experts: a draft model must be dense")
+    model = LlamaModel(draft_config, dtype=cfg.dtype, device=cfg.device, group=SINGLE, options=ModelOptions(
+        attention_backend=cfg.attention_backend, op_backend=cfg.op_backend, linear_backend=cfg.linear_backend,
+        pdl=cfg.pdl, attention_pdl=cfg.attention_pdl, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
+        fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
+        fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
+        quantization=draft_config.quantization))
+    model.load_weights(weights)
+    if cfg.linear_backend == "auto":  # its decode windows' projections timed as the model's are
+        model.tune_linears(tuple(m for m in GRAPH_BUCKETS if m <= min(SKINNY_MAX_M, cfg.max_num_seqs)))
+    return model
+
+
+def draft_runner(draft: LlamaModel, cfg: EngineConfig) -> ModelRunner:
+    """The runner of ``draft`` over the engine's pages (``cfg`` as :func:`build_rank` settled it): its cache, its
+    decode graphs (a row a sequence: up to ``max_num_seqs``), its attention warmed up."""
+    runner = ModelRunner(draft, num_blocks=cfg.num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
+                         max_num_seqs=cfg.max_num_seqs, cuda_graphs=cfg.cuda_graphs and cfg.device.type == "cuda")
+    _warm_attention(draft, runner, cfg)
+    return runner
 
 
 def _restore_linears(model: LlamaModel, key: dict) -> bool:
@@ -270,19 +314,20 @@ def window_pages_needed(cfg: EngineConfig, window: int) -> int:
     return cfg.max_num_seqs * per_seq + -(-cfg.max_num_batched_tokens // bs)
 
 
-def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device) -> tuple[int, int]:
+def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device, extra: int = 0) -> tuple[int, int]:
     """(pages of the KV cache, pages of the window pool: 0 for none). Layers with a sliding window get a
     pool of their own where it takes less memory than their share of the main one would and the context is
     longer than the window (``num_window_blocks`` None), or as ``num_window_blocks`` says (0: none); never
-    with context parallelism."""
+    with context parallelism. ``extra``: bytes a page of the main pool takes besides (a draft model's)."""
     windowed = window_layers(model) if cfg.context_parallel_size == 1 and cfg.num_window_blocks != 0 else []
     kv_dtype = cfg.kv_dtype(model.dtype)
     window = model_window(model) if windowed else None
     if not windowed or (not cfg.num_window_blocks and cfg.max_model_len is not None and cfg.max_model_len <= window):
         # (a context no longer than the window never releases a page: a pool of its own would buy nothing)
-        return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size, dtype=kv_dtype)), 0
+        return _pages(model, cfg, device, kv_cache_bytes_per_block(model, cfg.block_size, dtype=kv_dtype) + extra), 0
     wanted = cfg.num_window_blocks or window_pages_needed(cfg, window)
-    per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed), kv_dtype)
+    per_full = kv_cache_bytes_per_block(model, cfg.block_size, model.config.num_hidden_layers - len(windowed),
+                                        kv_dtype) + extra
     per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed), kv_dtype)
     if per_full == 0:  # every layer windowed: the main pool is bookkeeping only (no layer stores pages there)
         full = cfg.num_blocks or min(cfg.max_num_seqs * -(-cfg.max_model_len // cfg.block_size), _MAX_BLOCKS)
@@ -361,15 +406,29 @@ class LLMEngine:
         path, model_config, weights, tokenizer = load_checkpoint(model, progress=progress)
         self.model_path: str | None = path
         self.hub_name: str | None = hub_name  # the Hub repository the model came from (org/name...)
-        self._build(model_config, weights, tokenizer, config, source=path)
+        draft = None
+        if config.speculative_model is not None:
+            _, draft_config, draft_weights, _ = load_checkpoint(os.fspath(config.speculative_model), progress=progress)
+            draft = (draft_config, draft_weights)
+        self._build(model_config, weights, tokenizer, config, source=path, draft=draft)
 
     @classmethod
     def from_weights(cls, config: ModelConfig, weights: Iterable[tuple[str, torch.Tensor]],
-                     tokenizer: Tokenizer | None = None, **engine_kwargs) -> "LLMEngine":
+                     tokenizer: Tokenizer | None = None, *,
+                     draft: tuple[ModelConfig, Iterable[tuple[str, torch.Tensor]]] | None = None,
+                     **engine_kwargs) -> "LLMEngine":
         """An engine over in-memory weights (Hugging Face names); prompts are then token-id lists unless a
-        tokenizer is given."""
+        tokenizer is given. ``draft``: a draft model's (config, weights) for speculative decoding, in place of
+        ``speculative_model`` (``num_speculative_tokens`` >= 1)."""
+        if draft is not None:
+            if engine_kwargs.get("speculative_model") is not None:
+                raise ValueError("give a draft model as speculative_model or as draft, not both")
+            engine_kwargs["speculative_model"] = "<in-memory weights>"
         engine_config = EngineConfig(**engine_kwargs)
         engine_config.validate()
+        if engine_config.speculative_model is not None and draft is None:
+            _, draft_config, draft_weights, _ = load_checkpoint(os.fspath(engine_config.speculative_model))
+            draft = (draft_config, draft_weights)
         engine = cls.__new__(cls)
         engine.model_path = engine.hub_name = None
         source = None
@@ -379,15 +438,15 @@ class LLMEngine:
                 source, weights = weights, None
             else:
                 weights = source = list(weights)
-        engine._build(config, weights, tokenizer, engine_config, source=source)
+        engine._build(config, weights, tokenizer, engine_config, source=source, draft=draft)
         return engine
 
     # -- construction --------------------------------------------------------------------------------------
     def _build(self, model_config: ModelConfig, weights, tokenizer: Tokenizer | None, given: EngineConfig,
-               source=None) -> None:
+               source=None, draft: tuple[ModelConfig, Iterable] | None = None) -> None:
         """Settle the configuration (``given``, validated, is not modified), load the model, size the KV cache.
         ``source``: where the other tensor-parallel ranks load the model from (the checkpoint path, or the
-        weights themselves)."""
+        weights themselves). ``draft``: the draft model's (config, weights) with ``speculative_model``."""
         if given.chat_template is not None:  # before the weights load: a template that does not parse fails fast
             if tokenizer is None:
                 raise ValueError("chat_template needs the model's tokenizer, and this checkpoint has none")
@@ -399,8 +458,12 @@ class LLMEngine:
             self.parallel = parallel.start(cfg, model_config, source)
         if weights is None:  # a source of its own (random weights for a benchmark)
             weights = source.iter(cfg.device)
+        draft_model = None
+        if draft is not None:  # loaded first: the model's KV cache is sized from what memory is left
+            draft_model = build_draft(draft[0], draft[1], cfg, model_config)
         try:
-            model, runner, cfg = build_rank(model_config, weights, cfg, self.parallel)
+            model, runner, cfg = build_rank(model_config, weights, cfg, self.parallel, 0 if draft_model is None else
+                                            kv_cache_bytes_per_block(draft_model, cfg.block_size))
         except BaseException as e:
             if self.parallel is None:
                 raise
@@ -412,6 +475,8 @@ class LLMEngine:
         self.config, self.model_config, self.tokenizer, self.model, self.device = \
             cfg, model_config, tokenizer, model, cfg.device
         self.runner = runner
+        self.drafter = None if draft_model is None else Drafter(draft_runner(draft_model, cfg),
+                                                                 cfg.max_num_batched_tokens)
         tp = self.parallel
         if tp is not None and tp.rank == 0:
             runner.publish, runner.wait, runner.window_end = tp.send, tp.wait, tp.window_end
@@ -425,7 +490,7 @@ class LLMEngine:
                                    max_num_seqs=cfg.max_num_seqs, enable_chunked_prefill=cfg.enable_chunked_prefill,
                                    max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps,
                                    num_speculative_tokens=cfg.num_speculative_tokens,
-                                   max_decode_rows=cfg.max_decode_rows)
+                                   max_decode_rows=cfg.max_decode_rows, model_drafts=self.drafter is not None)
         self.loras = None if model.lora is None else LoRASlots(model.lora, model_config)
         self.scheduler.loras = self.loras
         # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)
@@ -588,7 +653,9 @@ class LLMEngine:
             seq.generator = torch.Generator().manual_seed(params.seed)
         prediction = self._prediction(params.prediction, request_id)
         if self.config.num_speculative_tokens and params.draftable:
-            seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max, prediction, len(ids))
+            if self.drafter is None or prediction:  # with a draft model, lookups only in a prediction first
+                seq.lookup = NgramIndex(self.config.prompt_lookup_min, self.config.prompt_lookup_max, prediction,
+                                        len(ids))
             seq.acceptance = Acceptance(len(ids))
         if params.logprobs is not None:
             seq.logprobs = []
@@ -739,6 +806,12 @@ class LLMEngine:
         return list(self._outputs.values())
 
     def _single_step(self, batch: ScheduledBatch) -> None:
+        if self.drafter is not None:
+            drafting = [seq for seq in batch.seqs if seq.draft_from_model]
+            if drafting:
+                drafts = self.drafter.propose(drafting, [len(seq.draft) for seq in drafting])
+                for seq, draft in zip(drafting, drafts):
+                    seq.draft = draft
         logits, scores, pooled = self.runner.run(batch)
         self.num_steps += 1
         if self.parallel is not None:
@@ -830,6 +903,7 @@ class LLMEngine:
                 outcome[seq] = (agree, seq.draft[:agree] + [token])
         for seq, _ in spans:
             draft, seq.draft = seq.draft, []
+            from_model, seq.draft_from_model, base = seq.draft_from_model, False, seq.num_tokens
             agree, choice = outcome[seq]
             self.num_drafts += 1
             self.num_draft_tokens += len(draft)
@@ -845,6 +919,8 @@ class LLMEngine:
                 accepted.append(token)
                 if self._accept(seq, token):
                     break
+            if from_model:
+                self.drafter.verified(seq, draft, base)
             self._report(seq, accepted)
         return logits[torch.tensor(plain, dtype=torch.int64, device=logits.device)], rest
 

@@ -56,11 +56,12 @@ class Scheduler:
     """Continuous batching over one :class:`BlockManager`.
 
     ``max_model_len`` (None: unbounded) and ``decode_steps`` (1: no windows) plan greedy decode windows.
+    ``model_drafts``: speculative decoding's drafts come from a draft model (or a request's prediction).
     """
 
     def __init__(self, block_manager: BlockManager, *, max_num_batched_tokens: int, max_num_seqs: int,
                  enable_chunked_prefill: bool = True, max_model_len: int | None = None, decode_steps: int = 1,
-                 num_speculative_tokens: int = 0, max_decode_rows: int | None = None):
+                 num_speculative_tokens: int = 0, max_decode_rows: int | None = None, model_drafts: bool = False):
         self.blocks = block_manager
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
@@ -68,6 +69,9 @@ class Scheduler:
         self.max_model_len = max_model_len
         self.decode_steps = decode_steps
         self.num_speculative_tokens = num_speculative_tokens
+        # drafts from a draft model (EngineConfig.speculative_model): a sequence that drafts gets a placeholder of
+        # the draft's length, which the engine fills before the step runs
+        self.model_drafts = model_drafts
         self.adaptive_drafts = True  # drafts cut or left out by each sequence's acceptance (False: the bench's)
         self.max_decode_rows = max(max_num_seqs, 1 + num_speculative_tokens) if max_decode_rows is None \
             else max_decode_rows
@@ -93,6 +97,7 @@ class Scheduler:
             # a draft's tokens run as decode rows of their own: the step's rows stay within max_decode_rows (the
             # largest decode graph)
             room = min(budget - n, self.max_decode_rows - len(self.running) - drafted)
+            seq.draft_from_model = False
             seq.draft = self._draft(seq, room) if n == 1 and seq.num_computed + 1 == seq.num_tokens else []
             if seq.draft and self.blocks.grow(seq, seq.num_computed + 1 + len(seq.draft)):
                 seqs.append(seq)
@@ -101,7 +106,7 @@ class Scheduler:
                 drafted += len(seq.draft)
                 i += 1
                 continue
-            seq.draft = []
+            seq.draft, seq.draft_from_model = [], False
             while not self.blocks.grow(seq, seq.num_computed + n):
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -149,7 +154,8 @@ class Scheduler:
         """Speculative decoding: whether a sequence of ``batch`` whose acceptance lets it draft (:meth:`_may_draft`)
         finds a draft now or repeated a ``prompt_lookup_max``-gram within its last ``decode_steps`` tokens."""
         return bool(self.num_speculative_tokens) and any(
-            s.lookup is not None and self._may_draft(s) and s.lookup.repeating(s.token_ids, self.decode_steps)
+            (s.lookup is not None or self.model_drafts and s.acceptance is not None) and self._may_draft(s)
+            and (self.model_drafts or s.lookup.repeating(s.token_ids, self.decode_steps))
             for s in batch.seqs)
 
     def _may_draft(self, seq: Sequence) -> bool:
@@ -160,13 +166,18 @@ class Scheduler:
     def _draft(self, seq: Sequence, room: int) -> list[int]:
         """A draft for ``seq`` (running, at its last token) of at most ``room`` tokens, none past what it may
         still sample (the step's own token counts as one); [] when it gets none."""
-        if seq.lookup is None or not self.num_speculative_tokens:
+        drafter = self.model_drafts and seq.acceptance is not None  # (the engine gives a drafting sequence one)
+        if not self.num_speculative_tokens or (seq.lookup is None and not drafter):
             return []
         k = min(self.num_speculative_tokens, room, self.to_sample(seq) - 1)
-        draft = seq.lookup.propose(seq.token_ids, k) if k > 0 else []
+        draft = seq.lookup.propose(seq.token_ids, k) if k > 0 and seq.lookup is not None else []
         seq.draft_predicted = bool(draft) and seq.lookup.from_prediction
+        if drafter and not seq.draft_predicted and k > 0:
+            draft = [0] * k  # the draft model's, proposed once the step is scheduled (LLMEngine)
+            seq.draft_from_model = True
         if draft and self.adaptive_drafts and seq.acceptance is not None:
             draft = draft[:seq.acceptance.length(len(draft), len(self.running), seq.num_tokens)]
+        seq.draft_from_model = seq.draft_from_model and bool(draft)
         return draft
 
     # -- greedy decode windows -----------------------------------------------------------------------------
@@ -257,6 +268,7 @@ class Scheduler:
         self.running.remove(seq)
         self._release(seq)
         seq.pool_sum = None  # an embedding request computes its prompt again, and pools it again
+        seq.draft_computed = 0  # and the draft model's cache of it (its pages are gone)
         seq.status = Status.WAITING
         seq.num_preemptions += 1
         self.num_preemptions += 1

@@ -60,11 +60,15 @@ class Sequence:
     # with params.response_format: the answer's JSON (or schema) state (after its reasoning: reasoning_after)
     json: JsonConstraint | ReasoningThenJson | None = None
     # speculative decoding: the draft this step computes after the last token (set by the scheduler, cleared
-    # once verified), the index its drafts come from (None: the sequence gets none) and its drafts' recent
-    # acceptance (how long the next one is, or whether there is one)
+    # once verified), the index its drafts come from (None: none, or only the draft model's), and its drafts'
+    # recent acceptance (how long the next one is, or whether there is one; None: the sequence gets no drafts)
     draft: list[int] = dataclasses.field(default_factory=list)
     lookup: NgramIndex | None = None
     acceptance: Acceptance | None = None
+    # with a draft model (EngineConfig.speculative_model): whether this step's draft is the draft model's to fill
+    # (the scheduler sets its length), and the positions whose K/V the draft model's cache holds right: < this
+    draft_from_model: bool = False
+    draft_computed: int = 0
     # with a prediction (SamplingParams.prediction): whether this step's draft came from it, and the draft tokens
     # from it verified so far, accepted and not
     draft_predicted: bool = False

@@ -1,0 +1,111 @@
+"""Speculative decoding with a draft model: a smaller model of the same vocabulary proposes each step's drafts,
+which the engine's model verifies as it does prompt lookup's (:mod:`tritium.engine.speculative`), so the tokens
+are the ones the engine's model alone gives.
+
+The draft model keeps a KV cache of its own over the engine's pages: the sequences' block tables index it too,
+so it needs no pages or bookkeeping of its own (the cache's size counts both models' bytes a page). A sequence's
+``draft_computed`` counts the positions whose K/V the draft model holds for the sequence's tokens. A draft of
+``k`` tokens for a sequence of ``N`` tokens is then:
+
+1. catching up: the positions from ``draft_computed`` to ``N - 2`` (a prompt, or tokens of steps that drafted
+   nothing) computed as prefill rows, no logits, in chunks of ``max_num_batched_tokens``;
+2. a greedy window of the draft model from the last token (:meth:`ModelRunner.start_window`: CUDA-graph replays,
+   the next input fed on the device): ``k + 1`` steps, whose first ``k`` tokens are the draft. The last step
+   only writes the K/V of the draft's last token, so that after verification the draft model's cache holds every
+   position but the sequence's new last token (:meth:`Drafter.verified`) and the next draft needs no step 1.
+
+Draft K/V is written only to positions the sequence's pages were reserved for (the scheduler grows them for the
+draft's verification); a rejected token's K/V lies past ``draft_computed`` and is overwritten later, as the
+engine's own.
+"""
+
+from __future__ import annotations
+
+import types
+
+from tritium.engine.runner import ModelRunner
+from tritium.engine.scheduler import ScheduledBatch
+from tritium.engine.sequence import Sequence
+
+_NO_POOLING = types.SimpleNamespace(pooling=None)
+
+
+class _View:
+    """A sequence as the draft model's runner plans it (:meth:`ModelRunner.plan_step`): its tokens and pages and
+    the positions the draft model computed; no draft, adapter, prompt scores or pooling of its own."""
+
+    __slots__ = ("token_ids", "num_computed", "block_table")
+    draft = ()
+    lora_slot = None
+    scores_prompt = False
+    params = _NO_POOLING
+
+    def __init__(self, seq: Sequence, num_computed: int):
+        self.token_ids, self.num_computed, self.block_table = seq.token_ids, num_computed, seq.block_table
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+class Drafter:
+    """Drafts from the model ``runner`` runs (its cache over the engine's pages). ``max_tokens``: the most
+    tokens one catching-up step computes. Counts: ``num_windows`` draft windows run, ``num_steps`` their steps,
+    ``num_catch_up_tokens`` positions computed to catch up."""
+
+    def __init__(self, runner: ModelRunner, max_tokens: int):
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.runner = runner
+        self.max_tokens = max_tokens
+        self.num_windows = self.num_steps = self.num_catch_up_tokens = 0
+
+    def propose(self, seqs: list[Sequence], lengths: list[int]) -> list[list[int]]:
+        """Draft ``lengths[i]`` (>= 1) tokens after the last token of each of ``seqs`` (running sequences whose
+        pages cover their positions up to ``num_tokens - 1 + lengths[i]``)."""
+        if len(seqs) != len(lengths) or not seqs:
+            raise ValueError(f"propose() takes one length per sequence, got {len(seqs)} sequences and "
+                             f"{len(lengths)} lengths")
+        if min(lengths) < 1:
+            raise ValueError(f"draft lengths must be >= 1, got {lengths}")
+        self._catch_up(seqs)
+        views = [_View(seq, seq.num_tokens - 1) for seq in seqs]
+        steps = max(lengths) + 1
+        # row i's last sample is at position N - 1 + k + 1: its step before that wrote the K/V of the draft's last
+        stops = [seq.num_tokens + k for seq, k in zip(seqs, lengths)]
+        window = self.runner.start_window(ScheduledBatch(views, [1] * len(views)), steps, stops)
+        tokens = window.tokens()
+        self.num_windows += 1
+        self.num_steps += steps
+        for seq in seqs:
+            seq.draft_computed = seq.num_tokens - 1  # and the draft's positions, once verified
+        return [row[:k] for row, k in zip(tokens, lengths)]
+
+    def _catch_up(self, seqs: list[Sequence]) -> None:
+        behind = [seq for seq in seqs if seq.draft_computed < seq.num_tokens - 1]
+        while behind:
+            views, counts, rest, budget = [], [], [], self.max_tokens
+            for seq in behind:
+                n = min(seq.num_tokens - 1 - seq.draft_computed, budget)
+                if n <= 0:
+                    rest.append(seq)
+                    continue
+                views.append(_View(seq, seq.draft_computed))
+                counts.append(n)
+                budget -= n
+                seq.draft_computed += n
+                self.num_catch_up_tokens += n
+                if seq.draft_computed < seq.num_tokens - 1:
+                    rest.append(seq)
+            self.runner.run(ScheduledBatch(views, counts))  # no row reaches its sequence's end: no logits
+            behind = rest
+
+    @staticmethod
+    def verified(seq: Sequence, draft: list[int], base: int) -> None:
+        """After ``seq``'s ``draft``, proposed when it held ``base`` tokens, was verified: the draft model's cache
+        holds the positions whose token is now the draft's (the draft's K/V at position ``base + j`` is of
+        ``draft[j]``), never the sequence's last."""
+        ok = 0
+        while ok < len(draft) and base + ok < seq.num_tokens and seq.token_ids[base + ok] == draft[ok]:
+            ok += 1
+        seq.draft_computed = min(base + ok, seq.num_tokens - 1)
