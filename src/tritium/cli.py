@@ -82,7 +82,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "checkpoint's or 1")
     parser.add_argument("--num-speculative-tokens", type=int, default=0, metavar="K",
                         help="speculative decoding by prompt lookup: requests whose last tokens occurred earlier "
-                             "get up to K draft tokens, verified in one step (default 0: off)")
+                             "get up to K draft tokens, verified in one step (default 0: off); with "
+                             "--speculative-model, that model drafts K tokens")
+    parser.add_argument("--speculative-model", default=None, metavar="MODEL",
+                        help="a smaller model of the same tokenizer (path or Hub name) that drafts the "
+                             "--num-speculative-tokens tokens each step; the answers are unchanged")
     parser.add_argument("--prompt-lookup-max", type=int, default=4, metavar="N",
                         help="longest suffix looked up for a draft (default 4)")
     parser.add_argument("--prompt-lookup-min", type=int, default=2, metavar="N",
@@ -249,7 +253,8 @@ def _engine_kwargs(args) -> dict:
                   kv_cache_scales=args.kv_cache_scales,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],
                   num_speculative_tokens=args.num_speculative_tokens, prompt_lookup_max=args.prompt_lookup_max,
-                  prompt_lookup_min=args.prompt_lookup_min, chat_template=args.chat_template)
+                  prompt_lookup_min=args.prompt_lookup_min, speculative_model=args.speculative_model,
+                  chat_template=args.chat_template)
     if getattr(args, "lora", None) is not None:  # generate / chat --lora: slots for its rank
         kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=_adapter_rank(args.lora))
     if args.attention_backend == "triton" and interpreting() and not args.batch_invariant:

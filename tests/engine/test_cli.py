@@ -286,7 +286,8 @@ def test_speculative_flags(capsys, monkeypatch, tiny_models):
         kw = _engine_kwargs(_parser().parse_args([command[0], "--num-speculative-tokens", "3", "--prompt-lookup-max",
                                                   "5", "--prompt-lookup-min", "1", *command[1:]]))
         assert (kw["num_speculative_tokens"], kw["prompt_lookup_max"], kw["prompt_lookup_min"]) == (3, 5, 1)
-        assert _engine_kwargs(_parser().parse_args(command))["num_speculative_tokens"] == 0
+        default = _engine_kwargs(_parser().parse_args(command))
+        assert default["num_speculative_tokens"] == 0 and default["speculative_model"] is None
     code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--num-speculative-tokens", "-1", "x")
     assert code == 2 and out == "" and "num_speculative_tokens" in err and err.count("\n") == 1, err
     prompt = "w1 w2 w3 w1 w2 w3 w1 w2"
@@ -297,6 +298,12 @@ def test_speculative_flags(capsys, monkeypatch, tiny_models):
         assert code == 0
         answers.append(out)
     assert answers[0] == answers[1] and answers[0].strip()
+    # a draft model (the model itself): the same answer; without a draft length, one line naming both
+    code, out, _ = run(capsys, monkeypatch, "generate", "--model", path, "--max-tokens", "24", "--raw", "--dtype",
+                       "float32", "--no-stream", "--num-speculative-tokens", "3", "--speculative-model", path, prompt)
+    assert code == 0 and out == answers[0]
+    code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--speculative-model", path, "x")
+    assert code == 2 and out == "" and "num_speculative_tokens" in err and err.count("\n") == 1, err
 
 
 def test_kv_cache_flags_reach_the_engine(capsys):

@@ -83,32 +83,39 @@ def test_draft_model_tokens_equal_greedy(tiny_models, drafts, plain, draft, k, s
     assert engine.block_manager.num_free_blocks == engine.block_manager.num_blocks
 
 
-def test_draft_cache_catches_up_only_after_undrafted_steps(tiny_models, drafts):
+def test_draft_cache_catches_up_only_after_whole_drafts(tiny_models, drafts):
     """Every decode step drafting (no back-off): the draft model computes each prompt once, when its sequence first
-    drafts, and never catches up again (a draft's extra step writes its last token's K/V); each sequence's
-    ``draft_computed`` stays one behind its tokens."""
+    drafts; later it is one position behind the sequence, or two after a whole draft was accepted (the draft's last
+    token), caught up by one decode step."""
     path, _ = tiny_models["llama"]
-    llm = _llm(path, decode_steps=1, num_speculative_tokens=3, speculative_model=drafts["one_layer"],
+    llm = _llm(path, decode_steps=1, num_speculative_tokens=3, speculative_model=drafts["noisy"],
                enable_prefix_caching=False)
     engine = llm.engine
     engine.scheduler.adaptive_drafts = False
     prompts, params = LOOPY[:4], [SamplingParams(max_tokens=m, ignore_eos=True) for m in (30, 17, 9, 24)]
-    seen = []
-    propose = engine.drafter.propose
+    seen, whole = [], []
+    propose, verified = engine.drafter.propose, engine.drafter.verified
 
     def spy(seqs, lengths):
-        seen.extend((seq, seq.draft_computed, seq.num_tokens) for seq in seqs)
+        seen.extend((seq.seq_id, seq.draft_computed, seq.num_tokens) for seq in seqs)
         return propose(seqs, lengths)
 
-    engine.drafter.propose = spy
+    def spy_verified(seq, draft, base):
+        whole.append(seq.token_ids[base:base + len(draft)] == draft)
+        verified(seq, draft, base)
+
+    engine.drafter.propose, engine.drafter.verified = spy, spy_verified
     outs = llm.generate(prompts, params)
     first = {}
-    for seq, computed, n in seen:
-        first.setdefault(seq.seq_id, (computed, n))
-        if first[seq.seq_id] != (computed, n):  # every later draft: the cache one behind already
-            assert computed == n - 1
-    assert all(computed == 0 for computed, _ in first.values())
-    assert engine.drafter.num_catch_up_tokens == sum(len(o.prompt_token_ids) for o in outs)
+    for seq_id, computed, n in seen:
+        if seq_id not in first:
+            first[seq_id] = (computed, n)
+            assert computed == 0
+        else:
+            assert computed in (n - 1, n - 2)
+    prompt_tokens = sum(len(o.prompt_token_ids) for o in outs)
+    assert 0 < sum(whole) < len(whole)  # whole drafts and cut ones
+    assert prompt_tokens + 1 <= engine.drafter.num_catch_up_tokens <= prompt_tokens + sum(whole)
     assert engine.num_drafts >= sum(p.max_tokens for p in params) // 4
 
 
@@ -149,15 +156,19 @@ def test_drafts_are_the_draft_models_greedy_tokens(tiny_models, drafts):
 
 
 def test_verified_keeps_the_accepted_drafts_positions():
+    """The window wrote the K/V of a draft's tokens but its last: those accepted are kept."""
     seq = Sequence(0, [5, 6, 7], SamplingParams(), prompt_len=2)
     Drafter.verified(seq, [8, 9, 10], base=3)  # nothing accepted yet: the cache one behind
     assert seq.draft_computed == 2
     seq.token_ids += [8, 9, 4]  # two accepted, the third replaced
     Drafter.verified(seq, [8, 9, 10], base=3)
     assert seq.draft_computed == 5
-    seq.token_ids += [1]
-    Drafter.verified(seq, [4, 1], base=5)  # all accepted: at most the last token's position
-    assert seq.draft_computed == 6
+    seq.token_ids += [1, 2]
+    Drafter.verified(seq, [4, 1], base=5)  # all accepted: the draft's last token not written, two behind
+    assert seq.draft_computed == 6 == seq.num_tokens - 2
+    seq.token_ids += [3]
+    Drafter.verified(seq, [2], base=7)  # a draft of one token writes nothing past the sequence's last
+    assert seq.draft_computed == 7
 
 
 def test_draft_model_triton_kernels(tiny_models, drafts):

@@ -11,7 +11,7 @@ suite does (per decode step and per output token, the prefill's share taken out)
 - ``verify-d``: a draft of d tokens every step chosen on the host, all wrong, the draft model idle: what a
   verification step of ``1 + d`` rows a sequence costs;
 - ``model-d``: the draft model's drafts of d tokens every step (``Scheduler.adaptive_drafts`` False): its greedy
-  window of ``d + 1`` CUDA-graph steps, then the verification. ``draft_ms`` = model-d's step less verify-d's: the
+  window of ``d`` CUDA-graph steps, then the verification. ``draft_ms`` = model-d's step less verify-d's: the
   draft model's share.
 
 Random weights draft nothing the model accepts (their logits are nearly flat), so acceptance is not measured
@@ -100,10 +100,12 @@ def run(args) -> dict:
             with host_drafts(engine), drafts(lambda tokens, k, d=d: [(tokens[-1] + 1 + i) % vocab
                                                                      for i in range(min(k, d))]):
                 cases[f"verify-{d}"] = v = _case(bench, llm, batch, d, args.repeats)
-            w0, s0 = engine.drafter.num_windows, engine.drafter.num_steps
+            drafter = engine.drafter
+            w0, s0, u0 = drafter.num_windows, drafter.num_steps, drafter.num_catch_up_tokens
             cases[f"model-{d}"] = c = _case(bench, llm, batch, d, args.repeats)
-            c["draft_windows"] = engine.drafter.num_windows - w0
-            c["draft_steps"] = engine.drafter.num_steps - s0
+            c["draft_windows"] = drafter.num_windows - w0
+            c["draft_steps"] = drafter.num_steps - s0
+            c["draft_catch_up_tokens"] = drafter.num_catch_up_tokens - u0  # the prompts, and after whole drafts
             c["draft_per_seq"] = c["draft_tokens"] / (c["decode_steps"] * args.repeats * batch)
             c["draft_ms"] = c["ms_per_step"] - v["ms_per_step"]
             c["speedup_all_accepted"] = (1 + c["draft_per_seq"]) * plain_step / c["ms_per_step"]

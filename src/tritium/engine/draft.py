@@ -7,12 +7,16 @@ so it needs no pages or bookkeeping of its own (the cache's size counts both mod
 ``draft_computed`` counts the positions whose K/V the draft model holds for the sequence's tokens. A draft of
 ``k`` tokens for a sequence of ``N`` tokens is then:
 
-1. catching up: the positions from ``draft_computed`` to ``N - 2`` (a prompt, or tokens of steps that drafted
-   nothing) computed as prefill rows, no logits, in chunks of ``max_num_batched_tokens``;
+1. catching up: the positions from ``draft_computed`` to ``N - 2``. After a draft verified in part this is
+   nothing: the window below wrote the K/V of the draft's tokens, and those accepted are the sequence's
+   (:meth:`Drafter.verified`). After a whole draft accepted it is one position (the draft's last token, whose K/V
+   no step wrote): a decode step of the draft model (its CUDA graph). Else (a prompt, tokens of steps that drafted
+   nothing) prefill rows, no logits, in chunks of ``max_num_batched_tokens``;
 2. a greedy window of the draft model from the last token (:meth:`ModelRunner.start_window`: CUDA-graph replays,
-   the next input fed on the device): ``k + 1`` steps, whose first ``k`` tokens are the draft. The last step
-   only writes the K/V of the draft's last token, so that after verification the draft model's cache holds every
-   position but the sequence's new last token (:meth:`Drafter.verified`) and the next draft needs no step 1.
+   the next input fed on the device): ``k`` steps, whose tokens are the draft.
+
+(Step 1's decode step after a whole draft accepted costs what a ``k + 1``-th window step writing the draft's last
+K/V would, but only as often as whole drafts are accepted.)
 
 Draft K/V is written only to positions the sequence's pages were reserved for (the scheduler grows them for the
 draft's verification); a rejected token's K/V lies past ``draft_computed`` and is overwritten later, as the
@@ -31,21 +35,19 @@ _NO_POOLING = types.SimpleNamespace(pooling=None)
 
 
 class _View:
-    """A sequence as the draft model's runner plans it (:meth:`ModelRunner.plan_step`): its tokens and pages and
-    the positions the draft model computed; no draft, adapter, prompt scores or pooling of its own."""
+    """A sequence as the draft model's runner plans it (:meth:`ModelRunner.plan_step`): its first ``num_tokens``
+    tokens, its pages and the positions the draft model computed; no draft, adapter, prompt scores or pooling of
+    its own."""
 
-    __slots__ = ("token_ids", "num_computed", "block_table")
+    __slots__ = ("token_ids", "num_computed", "block_table", "num_tokens")
     draft = ()
     lora_slot = None
     scores_prompt = False
     params = _NO_POOLING
 
-    def __init__(self, seq: Sequence, num_computed: int):
-        self.token_ids, self.num_computed, self.block_table = seq.token_ids, num_computed, seq.block_table
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.token_ids)
+    def __init__(self, seq: Sequence, num_computed: int, num_tokens: int):
+        self.token_ids, self.block_table = seq.token_ids, seq.block_table
+        self.num_computed, self.num_tokens = num_computed, num_tokens
 
 
 class Drafter:
@@ -69,10 +71,9 @@ class Drafter:
         if min(lengths) < 1:
             raise ValueError(f"draft lengths must be >= 1, got {lengths}")
         self._catch_up(seqs)
-        views = [_View(seq, seq.num_tokens - 1) for seq in seqs]
-        steps = max(lengths) + 1
-        # row i's last sample is at position N - 1 + k + 1: its step before that wrote the K/V of the draft's last
-        stops = [seq.num_tokens + k for seq, k in zip(seqs, lengths)]
+        views = [_View(seq, seq.num_tokens - 1, seq.num_tokens) for seq in seqs]
+        steps = max(lengths)
+        stops = [seq.num_tokens - 1 + k for seq, k in zip(seqs, lengths)]  # position of each row's last token
         window = self.runner.start_window(ScheduledBatch(views, [1] * len(views)), steps, stops)
         tokens = window.tokens()
         self.num_windows += 1
@@ -83,6 +84,14 @@ class Drafter:
 
     def _catch_up(self, seqs: list[Sequence]) -> None:
         behind = [seq for seq in seqs if seq.draft_computed < seq.num_tokens - 1]
+        if behind and all(seq.draft_computed == seq.num_tokens - 2 for seq in behind):
+            # one position each (whole drafts accepted): a decode step, its graph (its logits unused)
+            views = [_View(seq, seq.num_tokens - 2, seq.num_tokens - 1) for seq in behind]
+            self.runner.run(ScheduledBatch(views, [1] * len(views)))
+            for seq in behind:
+                seq.draft_computed += 1
+            self.num_catch_up_tokens += len(behind)
+            return
         while behind:
             views, counts, rest, budget = [], [], [], self.max_tokens
             for seq in behind:
@@ -90,22 +99,22 @@ class Drafter:
                 if n <= 0:
                     rest.append(seq)
                     continue
-                views.append(_View(seq, seq.draft_computed))
+                views.append(_View(seq, seq.draft_computed, seq.num_tokens))
                 counts.append(n)
                 budget -= n
                 seq.draft_computed += n
                 self.num_catch_up_tokens += n
                 if seq.draft_computed < seq.num_tokens - 1:
                     rest.append(seq)
-            self.runner.run(ScheduledBatch(views, counts))  # no row reaches its sequence's end: no logits
+            self.runner.run(ScheduledBatch(views, counts))  # no row reaches its view's end: no logits
             behind = rest
 
     @staticmethod
     def verified(seq: Sequence, draft: list[int], base: int) -> None:
         """After ``seq``'s ``draft``, proposed when it held ``base`` tokens, was verified: the draft model's cache
-        holds the positions whose token is now the draft's (the draft's K/V at position ``base + j`` is of
-        ``draft[j]``), never the sequence's last."""
+        holds the positions whose token is now the draft's and whose K/V the window wrote (position ``base + j``
+        holds ``draft[j]``'s for ``j < len(draft) - 1``), never the sequence's last."""
         ok = 0
-        while ok < len(draft) and base + ok < seq.num_tokens and seq.token_ids[base + ok] == draft[ok]:
+        while ok < len(draft) - 1 and base + ok < seq.num_tokens and seq.token_ids[base + ok] == draft[ok]:
             ok += 1
         seq.draft_computed = min(base + ok, seq.num_tokens - 1)
