@@ -12,17 +12,24 @@ import torch
 
 from tritium import LLM, LLMEngine, SamplingParams
 from tritium.engine.config import EngineConfig
+from tritium.engine import draft, speculative
 from tritium.engine.draft import Drafter
 from tritium.engine.sequence import Sequence
+from tritium.engine.speculative import Acceptance
 
 from .conftest import make_tiny_model
 from .test_speculative import LOOPY, PARAMS
 
 
-def _llm(path, **kw):
+def _llm(path, free_drafts=True, **kw):
+    """The engine; ``free_drafts``: with a draft model, its tokens priced at nothing (the tiny draft models are
+    as large as the model, whose drafts the engine would otherwise leave out: tested below)."""
     kw.setdefault("max_num_seqs", 16)
     kw.setdefault("max_model_len", 96)
-    return LLM(path, dtype=torch.float32, **kw)
+    llm = LLM(path, dtype=torch.float32, **kw)
+    if free_drafts:
+        llm.engine.scheduler.draft_token_cost = 0.0
+    return llm
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +178,21 @@ def test_verified_keeps_the_accepted_drafts_positions():
     assert seq.draft_computed == 7
 
 
+def test_drafts_priced_at_the_draft_models_steps(tiny_models, drafts):
+    """A draft token from a draft model costs its step: drafts are cut where a token's chance falls below that
+    cost, and left out where what they gain less what they cost does not reach the break-even; the engine prices
+    a token at ``STEP_OVERHEAD`` times the models' weight bytes (the model itself: 1.4 steps, so no drafts)."""
+    acc = Acceptance()  # the prior: each token accepted at 0.5
+    assert acc.length(4, 1, 0) == 3 and acc.length(4, 1, 0, token_cost=0.3) == 1
+    assert acc.length(4, 1, 0, token_cost=0.45) == 0 and acc.length(4, 1, speculative.PROBE_AFTER, 0.45) == 1
+    path, _ = tiny_models["llama"]
+    llm = _llm(path, free_drafts=False, num_speculative_tokens=3, speculative_model=drafts["self"])
+    assert llm.engine.scheduler.draft_token_cost == pytest.approx(draft.STEP_OVERHEAD)
+    out = llm.generate(LOOPY[:2], SamplingParams(max_tokens=20, ignore_eos=True))
+    assert all(len(o.token_ids) == 20 for o in out)
+    assert llm.engine.num_drafts <= 2 * (1 + 20 // speculative.PROBE_AFTER)  # probes only
+
+
 def test_draft_model_triton_kernels(tiny_models, drafts):
     """tritium's kernels (the interpreter on the CPU) in both models: a draft window of greedy steps and the
     verification rows give the same tokens as the engine without speculation."""
@@ -179,6 +201,7 @@ def test_draft_model_triton_kernels(tiny_models, drafts):
     prompts, params = LOOPY[4:6], [SamplingParams(max_tokens=m, ignore_eos=True) for m in (8, 6)]
     want = LLM(path, dtype=torch.float32, decode_steps=1, **kw).generate(prompts, params)
     llm = LLM(path, dtype=torch.float32, num_speculative_tokens=3, speculative_model=drafts["noisy"], **kw)
+    llm.engine.scheduler.draft_token_cost = 0.0
     outs = llm.generate(prompts, params)
     assert [o.token_ids for o in outs] == [o.token_ids for o in want]
     assert llm.engine.drafter.num_windows > 0 and llm.engine.num_draft_tokens > 0
@@ -188,8 +211,6 @@ def test_config_errors(tiny_models, tmp_path):
     path, _ = tiny_models["llama"]
     with pytest.raises(ValueError, match="num_speculative_tokens >= 1"):
         EngineConfig(speculative_model=path).validate()
-    with pytest.raises(ValueError, match="tensor parallelism"):
-        EngineConfig(speculative_model=path, num_speculative_tokens=2, tensor_parallel_size=2).validate()
     with pytest.raises(TypeError, match="speculative_model"):
         EngineConfig(speculative_model=3, num_speculative_tokens=2).validate()
     big = str(tmp_path / "big_vocab")

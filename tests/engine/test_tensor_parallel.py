@@ -627,3 +627,21 @@ def test_speculative_decoding_under_tp(tiny_models, no_leaks, two_ranks):
              **_kw(max_num_seqs=8)) as llm:
         assert _tokens(llm, prompts, params) == expected
         assert llm.engine.num_drafts > 0
+
+
+def test_draft_model_under_tp(tiny_models, no_leaks, two_ranks):
+    """A draft model (another architecture, the same vocabulary) on rank 0 only; both ranks verify its drafts:
+    TP=1's plain tokens, drafts really taken and accepted at times (the model drafting for itself)."""
+    path, _ = tiny_models["llama"]
+    prompts = PROMPTS[:3]
+    params = SamplingParams(max_tokens=16, ignore_eos=True)
+    with LLM(path, **_kw()) as llm:
+        expected = _tokens(llm, prompts, params)
+    for draft in (tiny_models["qwen2"][0], path):
+        with LLM(path, tensor_parallel_size=2, comm="torch", num_speculative_tokens=3, speculative_model=draft,
+                 **_kw(max_num_seqs=8)) as llm:
+            llm.engine.scheduler.draft_token_cost = 0.0  # (the tiny drafts are as large as the model: priced free)
+            assert _tokens(llm, prompts, params) == expected
+            assert llm.engine.drafter.num_windows > 0 and llm.engine.num_draft_tokens > 0
+            if draft == path:
+                assert llm.engine.num_accepted_tokens > 0

@@ -151,8 +151,9 @@ class EngineConfig:
       step, the sequences that draft run up to ``num_speculative_tokens`` + 1 greedy steps of it (a CUDA-graph
       window), which the model then verifies as above, so the tokens are the ones the model alone gives. Its
       KV cache takes the same pages as the model's (counted in the cache's size); a request's
-      ``prediction`` still drafts first. Needs ``num_speculative_tokens`` >= 1, one tensor-parallel rank and a
-      model without sliding-window layers; the draft model runs 16-bit, its own checkpoint's quantization.
+      ``prediction`` still drafts first. Under tensor parallelism the draft model runs whole on rank 0's GPU (the
+      other ranks wait for the verification step). Needs ``num_speculative_tokens`` >= 1 and a model without
+      sliding-window layers; the draft model runs in the engine's dtype, or its checkpoint's quantization.
     - ``chat_template``: Jinja text replacing the model's chat template (for a model without one, or to change
       it); checked (compiled) at start-up. None keeps the checkpoint's.
     """
@@ -308,9 +309,6 @@ class EngineConfig:
             if not self.num_speculative_tokens:
                 raise ValueError(f"speculative_model={self.speculative_model!r} drafts num_speculative_tokens "
                                  "tokens a step: set num_speculative_tokens >= 1")
-            if self.tensor_parallel_size > 1:
-                raise ValueError(f"speculative_model is not supported with tensor parallelism "
-                                 f"(tensor_parallel_size={self.tensor_parallel_size})")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if not isinstance(self.enable_lora, bool):

@@ -30,7 +30,7 @@ from tritium.engine import linear_cache, parallel
 from tritium.engine.block_manager import BlockManager
 from tritium.engine.config import EngineConfig
 from tritium.engine.detokenizer import IncrementalDetokenizer
-from tritium.engine.draft import Drafter
+from tritium.engine.draft import Drafter, token_cost
 from tritium.engine.guided import GUIDED_FORMATS, GuidedConstraint, compile_guided, missing_bytes
 from tritium.engine.json_mode import JSON_OBJECT, JsonConstraint, ReasoningThenJson, TokenIndex
 from tritium.engine.json_schema import compile_schema
@@ -459,7 +459,9 @@ class LLMEngine:
         if weights is None:  # a source of its own (random weights for a benchmark)
             weights = source.iter(cfg.device)
         draft_model = None
-        if draft is not None:  # loaded first: the model's KV cache is sized from what memory is left
+        # loaded first, on the rank that schedules: the model's KV cache is sized from what memory is left there
+        # (the ranks agree on the least), and the other ranks only verify
+        if draft is not None and (self.parallel is None or self.parallel.rank == 0):
             draft_model = build_draft(draft[0], draft[1], cfg, model_config)
         try:
             model, runner, cfg = build_rank(model_config, weights, cfg, self.parallel, 0 if draft_model is None else
@@ -491,6 +493,8 @@ class LLMEngine:
                                    max_model_len=cfg.max_model_len, decode_steps=1 if cp > 1 else cfg.decode_steps,
                                    num_speculative_tokens=cfg.num_speculative_tokens,
                                    max_decode_rows=cfg.max_decode_rows, model_drafts=self.drafter is not None)
+        if draft_model is not None:
+            self.scheduler.draft_token_cost = token_cost(draft_model, model)
         self.loras = None if model.lora is None else LoRASlots(model.lora, model_config)
         self.scheduler.loras = self.loras
         # speculative decoding: draft tokens proposed and accepted so far (verified steps: their sequences)

@@ -72,6 +72,7 @@ class Scheduler:
         # drafts from a draft model (EngineConfig.speculative_model): a sequence that drafts gets a placeholder of
         # the draft's length, which the engine fills before the step runs
         self.model_drafts = model_drafts
+        self.draft_token_cost = 0.0  # a draft token's cost in plain decode steps (Acceptance.length); 0: lookup's
         self.adaptive_drafts = True  # drafts cut or left out by each sequence's acceptance (False: the bench's)
         self.max_decode_rows = max(max_num_seqs, 1 + num_speculative_tokens) if max_decode_rows is None \
             else max_decode_rows
@@ -161,7 +162,11 @@ class Scheduler:
     def _may_draft(self, seq: Sequence) -> bool:
         """Whether ``seq``'s acceptance lets it verify a draft now (a full one, in a batch of the running)."""
         return (not self.adaptive_drafts or seq.acceptance is None
-                or seq.acceptance.length(self.num_speculative_tokens, len(self.running), seq.num_tokens) > 0)
+                or seq.acceptance.length(self.num_speculative_tokens, len(self.running), seq.num_tokens,
+                                         self._token_cost(seq)) > 0)
+
+    def _token_cost(self, seq: Sequence) -> float:
+        return self.draft_token_cost if self.model_drafts and seq.lookup is None else 0.0
 
     def _draft(self, seq: Sequence, room: int) -> list[int]:
         """A draft for ``seq`` (running, at its last token) of at most ``room`` tokens, none past what it may
@@ -176,7 +181,8 @@ class Scheduler:
             draft = [0] * k  # the draft model's, proposed once the step is scheduled (LLMEngine)
             seq.draft_from_model = True
         if draft and self.adaptive_drafts and seq.acceptance is not None:
-            draft = draft[:seq.acceptance.length(len(draft), len(self.running), seq.num_tokens)]
+            cost = self.draft_token_cost if seq.draft_from_model else 0.0
+            draft = draft[:seq.acceptance.length(len(draft), len(self.running), seq.num_tokens, cost)]
         seq.draft_from_model = seq.draft_from_model and bool(draft)
         return draft
 

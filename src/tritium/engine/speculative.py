@@ -187,28 +187,29 @@ class Acceptance:
     def rate(self) -> float:
         return (self.hits + PRIOR_RATE * PRIOR_WEIGHT) / (self.trials + PRIOR_WEIGHT)
 
-    def length(self, proposed: int, running: int, position: int) -> int:
+    def length(self, proposed: int, running: int, position: int, token_cost: float = 0.0) -> int:
         """How many of ``proposed`` draft tokens to verify for a sequence ``position`` tokens long in a decode
-        batch of ``running``: those whose chance of acceptance is at least ``TAIL`` (at least one), where their
-        expected gain reaches :func:`break_even`, or ``PROBE_AFTER`` tokens after the last verified draft; else
-        0 (no draft this step)."""
+        batch of ``running``: those whose chance of acceptance is at least ``TAIL`` and ``token_cost`` (at least
+        one), where their expected gain less their cost reaches :func:`break_even`, or ``PROBE_AFTER`` tokens after
+        the last verified draft; else 0 (no draft this step). ``token_cost``: what proposing a draft token costs,
+        in plain decode steps (a draft model's step: :func:`tritium.engine.draft.token_cost`; prompt lookup's: 0)."""
         if proposed < 1:
             return 0
         p = self.rate
         keep, chance, gain = 0, 1.0, 0.0
         while keep < proposed:
             chance *= p
-            if keep and chance < TAIL:
+            if keep and (chance < TAIL or chance < token_cost):
                 break
             keep += 1
             gain += chance
-        if gain >= break_even(running) or position - self.last >= PROBE_AFTER:
+        if gain - token_cost * keep >= break_even(running) or position - self.last >= PROBE_AFTER:
             return keep
         return 0
 
-    def pays(self, running: int, k: int) -> bool:
+    def pays(self, running: int, k: int, token_cost: float = 0.0) -> bool:
         """Whether a draft of ``k`` tokens would be verified now (without a probe)."""
-        return self.length(k, running, self.last) > 0
+        return self.length(k, running, self.last, token_cost) > 0
 
     def record(self, drafted: int, accepted: int, position: int) -> None:
         """A verified draft of ``drafted`` tokens of which the first ``accepted`` were, the sequence then
