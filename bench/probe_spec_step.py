@@ -20,7 +20,7 @@ from tritium.bench import speculative as spec
 from tritium.bench.common import header
 from tritium.bench.engine_ablate import trace_step
 from tritium.bench.engine_common import Bench, add_model_arguments, engine_generate
-from tritium.engine.runner import _replay_ms
+from tritium.engine.runner import replay_ms
 
 
 def _best_unsplit(linear, key, pick):
@@ -62,7 +62,7 @@ def main() -> None:
     # 1. the device's cost by row count: each captured decode graph replayed alone (20 back to back, 5 rounds)
     runner = engine.runner
     for b in sorted(runner.graphs):
-        ts = sorted(_replay_ms(runner.graphs[b].graph, 20) for _ in range(5))
+        ts = sorted(replay_ms(runner.graphs[b].graph, 20) for _ in range(5))
         result["graph_ms"][b] = ts[2]
         print(f"graph {b:4d} rows: {ts[2]:.3f} ms", flush=True)
     if (args.ab_skinny or args.ab_split) and runner.graphs:
@@ -83,7 +83,7 @@ def main() -> None:
                 linear.choices = dict(choices)
                 runner.capture()
                 for b in sorted(runner.graphs):
-                    ab[name].setdefault(b, []).append(_replay_ms(runner.graphs[b].graph, 20))
+                    ab[name].setdefault(b, []).append(replay_ms(runner.graphs[b].graph, 20))
         linear.choices = tuned
         runner.capture()
         for b in sorted(runner.graphs):

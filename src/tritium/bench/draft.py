@@ -29,6 +29,7 @@ import gc
 from tritium.bench.common import header, print_table
 from tritium.bench.engine_common import SHAPES, Bench, add_model_arguments, engine_generate
 from tritium.bench.speculative import _case, drafts
+from tritium.engine.runner import replay_ms
 from tritium.models.config import ModelConfig
 
 RATES = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -121,6 +122,15 @@ def run(args) -> dict:
             print(f"  b{batch} {name}: {c['ms_per_step']:.3f} ms/step", flush=True)
     print_table(rows, ["batch", "case", "ms/step", "ms/token", "draft ms", "all accepted", "p=0.6", "p=0.8",
                        "break-even"])
+    # a decode step's graph replayed alone (device time), the model's and the draft model's: what the engine's
+    # steps add on the host
+    result["graph_ms"] = {}
+    for name, runner in (("model", engine.runner), ("draft", engine.drafter.runner)):
+        for b in batches:
+            bucket = runner.graph_bucket(b) if runner.graphs else None
+            if bucket is not None:
+                result["graph_ms"][f"{name}-b{b}"] = ms = replay_ms(runner.graphs[bucket].graph, 50)
+                print(f"  {name} graph b{b} (bucket {bucket}): {ms:.3f} ms a replay", flush=True)
     del llm, engine
     gc.collect()
     return result

@@ -570,7 +570,7 @@ class ModelRunner:
             times: dict[str, list[float]] = {label: [] for label in variants}
             for r in range(rounds):
                 for label in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
-                    times[label].append(_replay_ms(graphs[label].pick()[0], replays))
+                    times[label].append(replay_ms(graphs[label].pick()[0], replays))
             med = {label: sorted(t)[len(t) // 2] for label, t in times.items()}
             keep = min(med, key=med.get)
             linear.choices.update(variants[keep])
@@ -745,7 +745,7 @@ class Window:
         return [[int(ring[(p + 1 + j) % h, i]) for j in range(self.k)] for i, p in enumerate(self.first)]
 
 
-def _replay_ms(graph: torch.cuda.CUDAGraph, replays: int) -> float:
+def replay_ms(graph: torch.cuda.CUDAGraph, replays: int) -> float:
     """Milliseconds a replay of ``graph``: ``replays`` back to back after one, between two events."""
     graph.replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
