@@ -181,7 +181,7 @@ def test_verified_keeps_the_accepted_drafts_positions():
 def test_drafts_priced_at_the_draft_models_steps(tiny_models, drafts):
     """A draft token from a draft model costs its step: drafts are cut where a token's chance falls below that
     cost, and left out where what they gain less what they cost does not reach the break-even; the engine prices
-    a token at ``STEP_OVERHEAD`` times the models' weight bytes (the model itself: 1.4 steps, so no drafts)."""
+    a token at ``STEP_OVERHEAD`` times the models' weight bytes (the model itself: 1.3 steps, so no drafts)."""
     acc = Acceptance()  # the prior: each token accepted at 0.5
     assert acc.length(4, 1, 0) == 3 and acc.length(4, 1, 0, token_cost=0.3) == 1
     assert acc.length(4, 1, 0, token_cost=0.45) == 0 and acc.length(4, 1, speculative.PROBE_AFTER, 0.45) == 1

@@ -34,8 +34,9 @@ from tritium.models.llama import LlamaModel
 
 _NO_POOLING = types.SimpleNamespace(pooling=None)
 # a draft model's decode step against its weights' share of the model's: a small model's step is further from its
-# weight-read time (one H200: Llama-3.2-1B's shape 0.88 ms, 2.47 GB; Llama-3-8B's 4.19 ms, 16.1 GB; 0.21 vs 0.153)
-STEP_OVERHEAD = 1.4
+# weight-read time (one H200, decode graphs replayed alone: Llama-3.2-1B's shape 0.85 ms for 2.47 GB, Llama-3-8B's
+# 4.08 ms for 15.0 GB; 0.208 against 0.165)
+STEP_OVERHEAD = 1.3
 
 
 def token_cost(draft: LlamaModel, model: LlamaModel) -> float:
