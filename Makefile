@@ -29,12 +29,14 @@ serve: $(STAMP)
 # is then compiled for NVIDIA Hopper (sm_90) and AMD MI300X / MI350X (gfx942, gfx950), as each launcher
 # makes it on that GPU, which catches what only the compiler rejects.
 # The tests that start processes of their own (marked `serial` in tests/conftest.py) run alone, after the
-# others have run in TEST_WORKERS processes (pytest-xdist).
+# others have run in TEST_WORKERS processes (pytest-xdist), one CPU thread each (torch's and BLAS's: a thread a
+# worker per core, none spinning beside another worker's).
 LAUNCHES := $(CURDIR)/.launches.jsonl
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	rm -f $(LAUNCHES)
-	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q -n $(TEST_WORKERS) \
+		--dist loadfile -m "not serial" tests
 	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q -m serial tests
 	test ! -s $(LAUNCHES) || TRITON_INTERPRET=0 $(PY) -m tritium.testing.compile_check $(LAUNCHES) \
 		--target cuda:90,hip:gfx942,hip:gfx950

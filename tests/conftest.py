@@ -5,12 +5,13 @@ import pytest
 
 from tritium.runtime import interpreting
 from tritium.shmem.launch import RANK_INIT_ENV
-from tritium.testing.compile_check import record_from_env
+from tritium.testing.interpreter import install_test_hooks
 
 # `import tritium` (above) chose the backend: the GPU if there is one, else the Triton interpreter.
-# With TRITIUM_RECORD_LAUNCHES set, record every distinct kernel launch, here and in rank processes.
-record_from_env()
-os.environ.setdefault(RANK_INIT_ENV, "tritium.testing.compile_check:record_from_env")
+# With TRITIUM_RECORD_LAUNCHES set, record every distinct kernel launch; under the interpreter, skip its
+# re-patching of the language at every nested jit call; both here and in rank processes.
+install_test_hooks()
+os.environ.setdefault(RANK_INIT_ENV, "tritium.testing.interpreter:install_test_hooks")
 
 
 # Tests that start processes sharing this machine's /dev/shm, ports or rank timeouts (multi-rank launches,
