@@ -14,12 +14,12 @@ the kernel imported only ``tl``); a jit function called outside any launch alway
 from __future__ import annotations
 
 import inspect
-import os
 import threading
 
 import triton.language as tl
 from triton.runtime import interpreter
 
+from tritium.runtime import interpreting
 from tritium.testing.compile_check import record_from_env
 
 _installed = False
@@ -29,10 +29,10 @@ def skip_nested_patching() -> None:
     """Patch the interpreter (once a process) so that nested jit calls inside a launch skip re-patching the
     language the launch already patched. A no-op unless the interpreter is what runs kernels."""
     global _installed
-    if _installed or os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    if _installed or not interpreting():
         return
     original_patch, original_launch = interpreter._patch_lang, interpreter.GridExecutor.__call__
-    state = threading.local()          # .launch: [the language modules the running launch patched, or None]
+    state = threading.local()          # .launch: [the language modules patched so far in the running launch]
     langs_of: dict[object, frozenset[int]] = {}
 
     def langs(fn) -> frozenset[int]:
@@ -48,20 +48,16 @@ def skip_nested_patching() -> None:
         launch = getattr(state, "launch", None)
         if launch is None:
             return original_patch(fn)           # a jit function called outside any launch: as before
-        if launch[0] is None:                   # the launch's own patching (GridExecutor restores it)
-            scope = original_patch(fn)
-            launch[0] = langs(fn)
-            return scope
-        mine = langs(fn)
+        mine = langs(fn)                        # never empty (upstream asserts it): a launch's first call patches
         if mine <= launch[0]:
             return None                         # a nested call: what its code reaches is patched already
-        scope = original_patch(fn)              # as before: its patches outlive the call, as upstream's do
-        launch[0] = launch[0] | mine            # (``tl.core`` for triton.language.standard's tl.sum, tl.zeros...)
+        scope = original_patch(fn)              # the launch's own (GridExecutor restores it), or a nested call
+        launch[0] = launch[0] | mine            # reaching more (``tl.core`` for tl.sum, tl.zeros...): as upstream
         return scope
 
     def launch(self, *args, **kwargs):
         outer = getattr(state, "launch", None)
-        state.launch = [None]
+        state.launch = [frozenset()]
         try:
             return original_launch(self, *args, **kwargs)
         finally:
