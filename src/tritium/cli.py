@@ -35,7 +35,7 @@ from tritium.engine.tokenizer import check_template_kwargs, compile_chat_templat
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
 from tritium.server import check_tls, serve
-from tritium.server.responses import DEFAULT_MAX_STORED
+from tritium.server.responses import DEFAULT_MAX_STORED, check_responses_dir
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -206,6 +206,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--max-stored-responses", type=int, default=DEFAULT_MAX_STORED,
                      help=f"/v1/responses kept in memory for retrieval and previous_response_id, the least recently "
                           f"used dropped first (default {DEFAULT_MAX_STORED})")
+    srv.add_argument("--responses-dir", default=None, metavar="DIR",
+                     help="also keep /v1/responses on disk in DIR (one JSON file each, this user only), so that they "
+                          "outlive the server: the next server on DIR reads them back (default: memory only)")
     srv.add_argument("--decode-steps", type=int, default=None,
                      help="greedy decode steps per host sync (default 8; 1 streams every token as it is made)")
     srv.add_argument("--kv-cache-memory", type=int, default=None, help="KV-cache bytes (default: from free memory)")
@@ -446,6 +449,8 @@ def lora_modules(specs: list[str] | None) -> dict[str, str]:
 
 def serve_command(args) -> int:
     check_tls(args.ssl_keyfile, args.ssl_certfile, ("--ssl-keyfile", "--ssl-certfile"))  # before the model loads
+    if args.responses_dir is not None:
+        check_responses_dir(args.responses_dir, "--responses-dir")
     adapters = lora_modules(args.lora_modules)
     engine = LLMEngine(args.model, progress=sys.stderr.isatty(), **_serve_engine_kwargs(args))
     with engine:
@@ -461,7 +466,8 @@ def serve_command(args) -> int:
               tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
               reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
               ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
-              max_stored_responses=args.max_stored_responses, runtime_lora=args.allow_runtime_lora)
+              max_stored_responses=args.max_stored_responses, runtime_lora=args.allow_runtime_lora,
+              responses_dir=args.responses_dir)
     return 0
 
 

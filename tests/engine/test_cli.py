@@ -172,6 +172,10 @@ def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
                            "--ssl-certfile: no file")):
         code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
+    # so is the directory of stored responses
+    code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), "--responses-dir",
+                         str(tmp_path / "key.pem"))
+    assert code == 2 and "--responses-dir: " in err and "cannot hold the stored responses" in err, err
     args = _parser().parse_args(["serve", "--allowed-origins", "https://a.example", "--allowed-origins", "*"])
     assert args.allowed_origins == ["https://a.example", "*"]
     assert _parser().parse_args(["serve"]).allowed_origins is None

@@ -5,11 +5,13 @@ where tools are given, a ``<think>`` block first with ``thinking``. Checked: the
 the order written, reasoning), streamed events (strictly ordered, accumulated by the client's own stream
 helper to the same items as the non-streamed response), usage against the chat endpoint's and ``/tokenize``
 (so ``instructions`` and ``previous_response_id`` reach the prompt as they should), the store (get, input items,
-delete, ``store: false``, its bound), cut-off answers, logprobs, and a 400 naming the Responses field for what
+delete, ``store: false``, its bound; on disk: read back by a restarted server, locked, damaged files and
+failed writes), cut-off answers, logprobs, and a 400 naming the Responses field for what
 cannot be honoured.
 """
 
 import json
+import os
 
 import pytest
 import torch
@@ -309,3 +311,131 @@ def test_truncation_drops_whole_oldest_turns():
     assert [m["content"] for m in parsed.chat["messages"]] == ["i", "d", "u2", None, "o", "u3"]
     assert drop_oldest_turn(parsed) and [m["content"] for m in parsed.messages] == ["d", "u3"]
     assert not drop_oldest_turn(parsed) and [m["content"] for m in parsed.chat["messages"]] == ["i", "d", "u3"]
+
+
+def _stored(text: str, pad: int = 0):
+    from tritium.server.responses import Stored, _id
+
+    return Stored({"id": _id("resp"), "object": "response", "output": [{"text": text + "x" * pad}]},
+                  [{"type": "message", "role": "user", "content": text}], [{"role": "user", "content": text}])
+
+
+def _files(path) -> list[str]:
+    return sorted(p.name for p in path.iterdir() if p.name.endswith(".json"))
+
+
+def test_a_store_on_disk_outlives_its_process(tmp_path):
+    """With a directory: each kept response is a file of this user only, read back by the next store in the order
+    of last use (a get counts), within the new store's bounds (the least recently used beyond them are
+    deleted, file and all); deleted and evicted responses leave no file."""
+    from tritium.server.responses import ResponseStore
+
+    path = tmp_path / "kept"
+    store = ResponseStore(4, directory=path)
+    assert store.directory == str(path) and (path.stat().st_mode & 0o777) == 0o700
+    kept = [_stored(f"r{i}") for i in range(5)]
+    for s in kept:
+        assert store.put(s)
+    assert _files(path) == sorted(f"{s.response['id']}.json" for s in kept[1:])  # r0 evicted
+    assert all((path / f).stat().st_mode & 0o777 == 0o600 for f in _files(path))
+    assert store.get(kept[1].response["id"]) is kept[1]  # r1 now the most recently used
+    assert store.delete(kept[2].response["id"]) and not (path / f"{kept[2].response['id']}.json").exists()
+    store.close()
+
+    again = ResponseStore(2, directory=path)  # r3 was used least recently of r1, r3, r4
+    assert list(again.entries) == [kept[4].response["id"], kept[1].response["id"]]
+    assert _files(path) == sorted(f"{s.response['id']}.json" for s in (kept[1], kept[4]))
+    back = again.get(kept[1].response["id"])
+    assert (back.response, back.items, back.messages) == (kept[1].response, kept[1].items, kept[1].messages)
+    assert again.bytes == sum(s.size for s in again.entries.values()) and not again.unreadable
+    again.close()
+
+
+def test_one_store_a_directory_and_clear_errors(tmp_path):
+    """A second store on a directory in use is refused by name (so is a path that cannot be a directory); a
+    closed store releases it, and the CLI's check says the same before a model loads."""
+    from tritium.server.responses import ResponseStore, check_responses_dir
+
+    store = ResponseStore(directory=tmp_path / "d")
+    for opening in (lambda: ResponseStore(directory=tmp_path / "d", name="responses_dir"),
+                    lambda: check_responses_dir(tmp_path / "d", "--responses-dir")):
+        with pytest.raises(ValueError, match=r"(responses_dir|--responses-dir): .* is in use by another server"):
+            opening()
+    store.close()
+    check_responses_dir(tmp_path / "d", "--responses-dir")
+    ResponseStore(directory=tmp_path / "d").close()
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(ValueError, match="--responses-dir: .*cannot hold the stored responses"):
+        check_responses_dir(tmp_path / "f", "--responses-dir")
+    with pytest.raises(ValueError, match="directory must be a path"):
+        ResponseStore(directory="")
+
+
+def test_unreadable_files_and_failed_writes_lose_nothing_else(tmp_path, monkeypatch, caplog):
+    """A damaged or foreign file is left where it is and named in a warning, the others read back; a write cut
+    short leaves no partial file (a leftover one is removed at opening); a write that fails (disk full) keeps the
+    response in memory and the request goes on."""
+    import errno
+
+    from tritium.server import responses
+
+    store = responses.ResponseStore(directory=tmp_path)
+    good = _stored("good")
+    store.put(good)
+    store.close()
+    damaged = tmp_path / ("resp_" + "a" * 32 + ".json")
+    damaged.write_text('{"response": {"id": "resp_')
+    misnamed = tmp_path / ("resp_" + "b" * 32 + ".json")
+    misnamed.write_text(json.dumps({"response": {"id": "resp_other"}, "items": [], "messages": []}))
+    (tmp_path / "notes.txt").write_text("not ours")
+    (tmp_path / (good.response["id"] + ".json.123.tmp")).write_text("{")
+    with caplog.at_level("WARNING", logger="tritium.server.responses"):
+        store = responses.ResponseStore(directory=tmp_path)
+    assert list(store.entries) == [good.response["id"]]
+    assert sorted(store.unreadable) == sorted([str(damaged), str(misnamed)])
+    assert str(damaged) in caplog.text and str(misnamed) in caplog.text
+    assert damaged.exists() and (tmp_path / "notes.txt").exists() and not list(tmp_path.glob("*.tmp"))
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(responses.os, "replace", full)
+    late = _stored("late")
+    with caplog.at_level("WARNING", logger="tritium.server.responses"):
+        assert store.put(late)
+    assert store.get(late.response["id"]) is late and "kept in memory only" in caplog.text
+    assert not (tmp_path / f"{late.response['id']}.json").exists() and not list(tmp_path.glob("*.tmp"))
+    store.close()
+
+
+def test_a_restarted_server_continues_a_stored_response(tmp_path):
+    """``responses_dir``: a response kept by one server is retrieved, listed and continued with
+    ``previous_response_id`` by the next server on the directory, and its prompt is the same as on the first."""
+    model = str(tmp_path / "model")
+    os.makedirs(model)
+    make_chain_model(model)
+    kept = str(tmp_path / "responses")
+
+    def serve():
+        engine = AsyncLLMEngine(LLMEngine(model, dtype=torch.float32, max_model_len=128))
+        return TestClient(build_app(engine, model_name="chain", responses_dir=kept))
+
+    with serve() as first:
+        client = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=first, max_retries=0)
+        r = create(client, input="w2")
+        follow = create(client, input="w3", previous_response_id=r.id)
+        with pytest.raises(ValueError, match="responses_dir: .* is in use"):
+            build_app(AsyncLLMEngine(LLMEngine(model, dtype=torch.float32, max_model_len=128)), model_name="chain",
+                      responses_dir=kept)
+        first.app.state.server.stored.close()
+    with serve() as second:
+        client = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=second, max_retries=0)
+        back = client.responses.retrieve(r.id)
+        assert back.model_dump() == r.model_dump()
+        assert [i.role for i in client.responses.input_items.list(r.id).data] == ["user"]
+        again = create(client, input="w3", previous_response_id=r.id)
+        assert again.usage.input_tokens == follow.usage.input_tokens
+        assert _items(again) == _items(follow)
+        missing = second.get("/v1/responses/resp_" + "0" * 32)
+        assert missing.status_code == 404 and kept in missing.json()["error"]["message"]
+        second.app.state.server.stored.close()

@@ -132,13 +132,14 @@ class OpenAIServer:
     def __init__(self, engine: AsyncLLMEngine, model_name: str, api_key: str | None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, chat_template_kwargs: dict | None = None,
                  tool_parser: str | None = None, reasoning_parser: str | None = None,
-                 max_stored_responses: int = DEFAULT_MAX_STORED):
+                 max_stored_responses: int = DEFAULT_MAX_STORED, responses_dir: str | None = None):
         if not isinstance(model_name, str) or not model_name:
             raise ValueError(f"model_name must be a non-empty string, got {model_name!r}")
         if reasoning_parser not in (None, "think"):
             raise ValueError(f"reasoning_parser must be 'think' or None, got {reasoning_parser!r}")
         self.reasoning_parser = reasoning_parser
-        self.stored = ResponseStore(max_stored_responses)  # /v1/responses kept for retrieval and chaining
+        # /v1/responses kept for retrieval and chaining (on disk too with a directory)
+        self.stored = ResponseStore(max_stored_responses, directory=responses_dir, name="responses_dir")
         if tool_parser is not None and tool_parser not in PARSERS:
             raise ValueError(f"tool_parser must be one of {', '.join(PARSERS)} or None (from the chat template), got "
                              f"{tool_parser!r}")
@@ -412,8 +413,8 @@ class OpenAIServer:
     def _stored_response(self, response_id: str) -> Stored:
         stored = self.stored.get(response_id)
         if stored is None:
-            raise APIError(404, f"No response with id '{response_id}' found (responses are kept in this server's "
-                           f"memory, the {self.stored.max_responses} most recently used, and only with store: true)",
+            raise APIError(404, f"No response with id '{response_id}' found (responses are kept {self.stored.where}, "
+                           f"the {self.stored.max_responses} most recently used, and only with store: true)",
                            param="response_id", code="not_found")
         return stored
 
@@ -907,7 +908,8 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
               reasoning_parser: str | None = None, allowed_origins: list[str] | None = None,
-              max_stored_responses: int = DEFAULT_MAX_STORED, runtime_lora: bool = False) -> "fastapi.FastAPI":
+              max_stored_responses: int = DEFAULT_MAX_STORED, runtime_lora: bool = False,
+              responses_dir: str | None = None) -> "fastapi.FastAPI":
     """The FastAPI app serving ``engine`` as ``model_name``. The app starts the engine loop when it starts
     (if not running yet) and stops it when it shuts down (requests in flight end with an error).
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
@@ -917,7 +919,8 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     whose browser pages may call the server (CORS; ``["*"]``: any); None: no CORS headers (browsers then
     refuse other origins' pages). Preflight requests are answered before the API key is asked for.
     ``max_stored_responses``: how many ``/v1/responses`` are kept for retrieval and ``previous_response_id``
-    (the least recently used are dropped first). ``runtime_lora``: the routes that load and unload LoRA adapters
+    (the least recently used are dropped first); ``responses_dir``: a directory where they are also written, so that
+    they outlive the process (read back by the next server on it; one server a directory). ``runtime_lora``: the routes that load and unload LoRA adapters
     from paths on the server (``/v1/load_lora_adapter``, ``/v1/unload_lora_adapter``; off: 404)."""
     _require_extra()
     if allowed_origins is not None and (not isinstance(allowed_origins, (list, tuple)) or not all(
@@ -925,7 +928,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
         raise ValueError(f"allowed_origins must be a list of origins (e.g. ['https://app.example.com'] or ['*']), "
                          f"got {allowed_origins!r}")
     server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser,
-                          reasoning_parser, max_stored_responses)
+                          reasoning_parser, max_stored_responses, responses_dir)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

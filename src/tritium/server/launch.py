@@ -45,13 +45,15 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
           chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
           reasoning_parser: str | None = None, allowed_origins: list[str] | None = None,
           ssl_keyfile: str | None = None, ssl_certfile: str | None = None,
-          max_stored_responses: int = DEFAULT_MAX_STORED, runtime_lora: bool = False) -> None:
+          max_stored_responses: int = DEFAULT_MAX_STORED, runtime_lora: bool = False,
+          responses_dir: str | None = None) -> None:
     """Serve ``engine`` over HTTP until interrupted. ``ready()`` (optional) is called once the socket listens;
     ``chat_template_kwargs``: chat-template variables of every chat request, which its own override;
     ``tool_parser``: the model's tool-call format (None: recognised from its chat template);
     ``reasoning_parser``: "think" returns ``<think>`` blocks as ``reasoning_content``; ``allowed_origins``:
     CORS (:func:`~tritium.server.build_app`); ``ssl_keyfile`` and ``ssl_certfile`` (PEM files, both or
-    neither): HTTPS instead of HTTP; ``max_stored_responses``: ``/v1/responses`` kept in memory; ``runtime_lora``:
+    neither): HTTPS instead of HTTP; ``max_stored_responses``: ``/v1/responses`` kept in memory; ``responses_dir``:
+    where they are also kept on disk, to outlive the process (None: memory only); ``runtime_lora``:
     the routes that load and unload LoRA adapters while serving."""
     check_tls(ssl_keyfile, ssl_certfile)
     import uvicorn
@@ -63,7 +65,8 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes,
                     chat_template_kwargs=chat_template_kwargs, tool_parser=tool_parser,
                     reasoning_parser=reasoning_parser, allowed_origins=allowed_origins,
-                    max_stored_responses=max_stored_responses, runtime_lora=runtime_lora)
+                    max_stored_responses=max_stored_responses, runtime_lora=runtime_lora,
+                    responses_dir=responses_dir)
     # the engine and the app live as long as the process: keep what they hold out of the cyclic collector's
     # full passes, which otherwise walk all of it while requests allocate (a prompt scored for
     # log-probabilities makes objects per token)

@@ -21,9 +21,10 @@ errors name the Responses field, not the chat one. ``truncation: "auto"`` drops 
 (up to its last user message) until the prompt fits the context; ``POST /v1/responses/input_tokens`` counts a
 request's prompt tokens (:meth:`~tritium.server.app.OpenAIServer.count_input_tokens`), whatever the context.
 
-Responses with ``store`` (the default) are kept in memory by a :class:`ResponseStore` bounded in count and in
-bytes (the least recently used go first) for ``GET /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``,
-``DELETE /v1/responses/{id}`` and ``previous_response_id``; they do not outlive the process.
+Responses with ``store`` (the default) are kept by a :class:`ResponseStore` bounded in count and in bytes (the
+least recently used go first) for ``GET /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``,
+``DELETE /v1/responses/{id}`` and ``previous_response_id``: in memory, and with a directory (``--responses-dir``)
+also on disk, one JSON file a response, read back when a server starts on that directory.
 """
 
 from __future__ import annotations
@@ -31,13 +32,19 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import fcntl
 import json
+import logging
+import os
+import re
 import time
 import uuid
 
 from tritium.engine.tools import check_tools
 from tritium.server.errors import APIError, invalid
 from tritium.server.protocol import _show
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_STORED = 1024  # responses kept for retrieval and previous_response_id
 DEFAULT_MAX_STORED_BYTES = 256 << 20  # and at most this much of their JSON
@@ -79,42 +86,180 @@ class Stored:
     size: int = 0
 
 
+_STORED_ID = re.compile(r"resp_[0-9a-f]{32}")  # the ids this server gives (_id): the names of the stored files
+
+
 class ResponseStore:
     """Responses by id, at most ``max_responses`` of them and ``max_bytes`` of their JSON; the least recently
-    used are dropped first (a response larger than ``max_bytes`` alone is not kept)."""
+    used are dropped first (a response larger than ``max_bytes`` alone is not kept).
 
-    def __init__(self, max_responses: int = DEFAULT_MAX_STORED, max_bytes: int = DEFAULT_MAX_STORED_BYTES):
-        for name, value in (("max_responses", max_responses), ("max_bytes", max_bytes)):
+    ``directory``: also keep each response on disk, as ``<id>.json`` there (readable by this user only, written
+    whole then renamed into place), so that responses outlive the process: a store opened on the directory
+    reads them back, in the order they were last used (the files' modification times), within its own bounds
+    (the oldest beyond them are deleted). A file that cannot be read is left where it is and named in a
+    warning. One server a directory: it is locked (``.lock``) while the store is open, and a second store on
+    it is a ``ValueError`` (``name``: what the caller calls the directory, in errors). A response that cannot be written (disk full) is kept in memory only, with a
+    warning; the request does not fail."""
+
+    def __init__(self, max_responses: int = DEFAULT_MAX_STORED, max_bytes: int = DEFAULT_MAX_STORED_BYTES,
+                 directory: str | os.PathLike | None = None, *, name: str = "directory"):
+        for arg, value in (("max_responses", max_responses), ("max_bytes", max_bytes)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise ValueError(f"{arg} must be an int >= 1, got {value!r}")
         self.max_responses, self.max_bytes = max_responses, max_bytes
         self.entries: collections.OrderedDict[str, Stored] = collections.OrderedDict()
         self.bytes = 0
+        self.directory: str | None = None
+        self.unreadable: list[str] = []  # files found at opening that could not be read back
+        self._lock = None
+        self._stamp = 0  # the last modification time given to a file (ns): a strict order of use on disk
+        if directory is not None:
+            self._open(directory, name)
 
-    def put(self, stored: Stored) -> bool:
-        """Keep ``stored`` (dropping the least recently used beyond the bounds); False if it alone is too large."""
+    def _open(self, directory, name: str) -> None:
+        path, lock = _lock_directory(directory, name)
+        self.directory, self._lock = path, lock
+        found = []
+        for name in os.listdir(path):
+            file = os.path.join(path, name)
+            if name.endswith(".tmp"):  # a write cut short: the response it held was never kept
+                _remove(file)
+            elif name.endswith(".json") and _STORED_ID.fullmatch(name[:-5]):
+                try:
+                    found.append((os.stat(file).st_mtime_ns, name))
+                except OSError:
+                    pass
+        self._stamp = max((t for t, _ in found), default=0)
+        for _, name in sorted(found):
+            file = os.path.join(path, name)
+            try:
+                with open(file, encoding="utf-8") as f:
+                    data = json.load(f)
+                stored = Stored(data["response"], data["items"], data["messages"])
+                if not isinstance(stored.response, dict) or stored.response.get("id") != name[:-5] or not (
+                        isinstance(stored.items, list) and isinstance(stored.messages, list)):
+                    raise ValueError("not a stored response of this name")
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                self.unreadable.append(file)
+                log.warning("stored response %s cannot be read (%s); left out", file, e)
+                continue
+            self._keep(stored)
+        if self.unreadable:
+            log.warning("%d stored response file(s) in %s could not be read back", len(self.unreadable), path)
+
+    def close(self) -> None:
+        """Release the directory (its files stay); the store keeps working in memory."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock, self.directory = None, None
+
+    def _file(self, response_id: str) -> str | None:
+        if self.directory is None or not _STORED_ID.fullmatch(response_id):
+            return None
+        return os.path.join(self.directory, response_id + ".json")
+
+    def _keep(self, stored: Stored) -> bool:
         stored.size = len(json.dumps(stored.response)) + len(json.dumps(stored.items))
-        self.delete(stored.response["id"])
+        self._drop(stored.response["id"], unlink=False)
         if stored.size > self.max_bytes:
+            _remove(self._file(stored.response["id"]))
             return False
         self.entries[stored.response["id"]] = stored
         self.bytes += stored.size
         while len(self.entries) > self.max_responses or self.bytes > self.max_bytes:
-            _, old = self.entries.popitem(last=False)
+            old_id, old = self.entries.popitem(last=False)
             self.bytes -= old.size
+            _remove(self._file(old_id))
+        return True
+
+    def put(self, stored: Stored) -> bool:
+        """Keep ``stored`` (dropping the least recently used beyond the bounds); False if it alone is too large."""
+        if not self._keep(stored):
+            return False
+        file = self._file(stored.response["id"])
+        if file is not None:
+            data = dict(response=stored.response, items=stored.items, messages=stored.messages)
+            tmp = f"{file}.{os.getpid()}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with open(fd, "w", encoding="utf-8") as f:
+                    json.dump(data, f)
+                os.replace(tmp, file)
+                self._touch(file)
+            except (OSError, TypeError, ValueError) as e:
+                _remove(tmp)
+                log.warning("response %s kept in memory only: writing %s failed (%s)", stored.response["id"], file, e)
         return True
 
     def get(self, response_id: str) -> Stored | None:
         stored = self.entries.get(response_id)
         if stored is not None:
             self.entries.move_to_end(response_id)
+            file = self._file(response_id)
+            if file is not None:
+                try:
+                    self._touch(file)
+                except OSError:
+                    pass
         return stored
 
+    def _touch(self, file: str) -> None:
+        """Stamp ``file`` as used now, after every other file of this store (the order a store opened on the
+        directory reads them back in; the file system's clock can give two writes the same time)."""
+        self._stamp = max(time.time_ns(), self._stamp + 1)
+        os.utime(file, ns=(self._stamp, self._stamp))
+
     def delete(self, response_id: str) -> bool:
+        return self._drop(response_id, unlink=True)
+
+    def _drop(self, response_id: str, unlink: bool) -> bool:
         stored = self.entries.pop(response_id, None)
         if stored is not None:
             self.bytes -= stored.size
+            if unlink:
+                _remove(self._file(response_id))
         return stored is not None
+
+    @property
+    def where(self) -> str:
+        """Where responses are kept, for messages."""
+        return f"in {self.directory}" if self.directory is not None else "in this server's memory"
+
+
+def _lock_directory(directory, name: str):
+    """(absolute path, the open lock file holding ``.lock``) of a store's directory, made if missing;
+    ``ValueError`` naming ``name`` where it cannot be made or another store holds it."""
+    if not isinstance(directory, (str, os.PathLike)) or not os.fspath(directory):
+        raise ValueError(f"{name} must be a path (str or os.PathLike), got {directory!r}")
+    path = os.path.abspath(os.fspath(directory))
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        lock = open(os.path.join(path, ".lock"), "a")
+    except OSError as e:
+        raise ValueError(f"{name}: {path!r} cannot hold the stored responses: {e.strerror or e}") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise ValueError(f"{name}: {path!r} is in use by another server's response store (its .lock is held); "
+                         f"give each server a directory of its own") from None
+    return path, lock
+
+
+def check_responses_dir(directory, name: str = "responses_dir") -> None:
+    """``ValueError`` naming ``name`` unless a response store could open ``directory`` now (checked before a
+    model loads; the directory is made if missing, then released)."""
+    _lock_directory(directory, name)[1].close()
+
+
+def _remove(path: str | None) -> None:
+    if path is not None:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            log.warning("could not remove %s: %s", path, e)
 
 
 @dataclasses.dataclass
