@@ -919,9 +919,10 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     whose browser pages may call the server (CORS; ``["*"]``: any); None: no CORS headers (browsers then
     refuse other origins' pages). Preflight requests are answered before the API key is asked for.
     ``max_stored_responses``: how many ``/v1/responses`` are kept for retrieval and ``previous_response_id``
-    (the least recently used are dropped first); ``responses_dir``: a directory where they are also written, so that
-    they outlive the process (read back by the next server on it; one server a directory). ``runtime_lora``: the routes that load and unload LoRA adapters
-    from paths on the server (``/v1/load_lora_adapter``, ``/v1/unload_lora_adapter``; off: 404)."""
+    (the least recently used are dropped first); ``responses_dir``: a directory where they are also written, so
+    that they outlive the process (read back by the next server on it; one server a directory). ``runtime_lora``:
+    the routes that load and unload LoRA adapters from paths on the server (``/v1/load_lora_adapter``,
+    ``/v1/unload_lora_adapter``; off: 404)."""
     _require_extra()
     if allowed_origins is not None and (not isinstance(allowed_origins, (list, tuple)) or not all(
             isinstance(o, str) and o for o in allowed_origins)):

@@ -98,8 +98,8 @@ class ResponseStore:
     reads them back, in the order they were last used (the files' modification times), within its own bounds
     (the oldest beyond them are deleted). A file that cannot be read is left where it is and named in a
     warning. One server a directory: it is locked (``.lock``) while the store is open, and a second store on
-    it is a ``ValueError`` (``name``: what the caller calls the directory, in errors). A response that cannot be written (disk full) is kept in memory only, with a
-    warning; the request does not fail."""
+    it is a ``ValueError`` (``name``: what the caller calls the directory, in errors). A response that cannot be
+    written (disk full) is kept in memory only, with a warning; the request does not fail."""
 
     def __init__(self, max_responses: int = DEFAULT_MAX_STORED, max_bytes: int = DEFAULT_MAX_STORED_BYTES,
                  directory: str | os.PathLike | None = None, *, name: str = "directory"):
