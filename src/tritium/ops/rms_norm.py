@@ -30,20 +30,31 @@ def _rms_normed(xf, w, hidden, eps, dtype: tl.constexpr):
 
 
 @triton.jit
+def _rounded(v, zero):
+    """fp32 ``v`` as it is, through an integer xor with ``zero`` (a run-time 0 the compiler cannot see through).
+    NOTE: with fp fusion on (Triton's default), LLVM narrows ``round(a * w) + r`` to 16-bit arithmetic and then
+    contracts the product into the add: one ``fma.rn.f16`` (``fma.rn.f32`` in fp32) that skips the product's
+    rounding, so the pre-norm's rows differed by an ulp from a launch of their own (sm_90 PTX; found by the GPU
+    run of tests/ops/test_ops.py, stop 83). Past the xor the product cannot be fused with the add."""
+    return (v.to(tl.int32, bitcast=True) ^ zero).to(tl.float32, bitcast=True)
+
+
+@triton.jit(do_not_specialize=["zero"])
 def _rms_norm_kernel(
     # pointers
     x_ptr, residual_ptr, weight_ptr, out_ptr, scale_ptr, pre_weight_ptr,
     # strides
     stride_x_t, stride_residual_t, stride_out_t,
     # sizes
-    hidden, eps,
+    hidden, eps, zero,
     # meta-parameters
     HAS_RESIDUAL: tl.constexpr, QUANT: tl.constexpr, FP8_MAX: tl.constexpr, BLOCK: tl.constexpr,
     USE_PDL: tl.constexpr, SUM_ROWS: tl.constexpr = 0, PRE_NORM: tl.constexpr = False,
 ):
     """Grid (T,): row t normed. SUM_ROWS > 0: x is fp32 ``[T * SUM_ROWS, H]`` and row t's x is the sum of its rows
     ``t * SUM_ROWS + j`` in order of j, rounded to the residual's dtype (a mixture of experts' slots). PRE_NORM:
-    x is RMS-normed with ``pre_weight`` first and rounded to its dtype, as a launch of its own would store it."""
+    x is RMS-normed with ``pre_weight`` first and rounded to its dtype, as a launch of its own would store it
+    (``zero``: 0, see ``_rounded``)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < hidden
@@ -69,7 +80,7 @@ def _rms_norm_kernel(
     dtype = x.dtype
     xf = x.to(tl.float32)
     if PRE_NORM:
-        xf = _rms_normed(xf, w_pre, hidden, eps, dtype).to(dtype).to(tl.float32)
+        xf = _rounded(_rms_normed(xf, w_pre, hidden, eps, dtype).to(dtype).to(tl.float32), zero)
     if HAS_RESIDUAL:
         r = tl.load(residual_ptr + row * stride_residual_t + cols, mask=mask, other=0.0)
         x = (xf + r.to(tl.float32)).to(dtype)
@@ -103,7 +114,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
             x, residual if residual is not None else x, weight, out, scale,
             pre_weight if pre_weight is not None else weight,
             x.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
-            H, eps,
+            H, eps, 0,
             HAS_RESIDUAL=residual is not None, QUANT=quantize, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
             num_warps=4 if H <= 4096 else 8, PRE_NORM=pre_weight is not None, **pdl_launch(x.device, pdl),
         )
@@ -122,7 +133,7 @@ def sum_rms_norm(parts: torch.Tensor, k: int, weight: torch.Tensor, eps: float, 
     out = torch.empty_like(residual)
     if T:
         _rms_norm_kernel[(T,)](
-            parts, residual, weight, out, out, weight, parts.stride(0), residual.stride(0), out.stride(0), H, eps,
+            parts, residual, weight, out, out, weight, parts.stride(0), residual.stride(0), out.stride(0), H, eps, 0,
             HAS_RESIDUAL=True, QUANT=False, FP8_MAX=FP8_MAX, BLOCK=triton.next_power_of_2(H),
             num_warps=4 if H <= 4096 else 8, SUM_ROWS=k, **pdl_launch(residual.device, pdl))
     return out, residual
