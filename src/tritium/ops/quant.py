@@ -50,7 +50,9 @@ def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if not torch.isfinite(wf).all():
         raise ValueError("quantize_rows: the weight holds non-finite values")
     amax = wf.abs().amax(dim=1)
-    scale = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
+    # the quotient in fp64, then rounded: fp32's correctly rounded quotient on every device (see
+    # quantize_activations); a checkpoint quantized on the CPU then holds what quantizing at load on a GPU gives
+    scale = torch.where(amax > 0, (amax.double() / FP8_MAX).float(), torch.ones_like(amax))
     w8 = (wf / scale[:, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
     return w8, scale.contiguous()
 
