@@ -120,23 +120,23 @@ class ResponseStore:
         path, lock = _lock_directory(directory, name)
         self.directory, self._lock = path, lock
         found = []
-        for name in os.listdir(path):
-            file = os.path.join(path, name)
-            if name.endswith(".tmp"):  # a write cut short: the response it held was never kept
+        for entry in os.listdir(path):
+            file = os.path.join(path, entry)
+            if entry.endswith(".tmp"):  # a write cut short: the response it held was never kept
                 _remove(file)
-            elif name.endswith(".json") and _STORED_ID.fullmatch(name[:-5]):
+            elif entry.endswith(".json") and _STORED_ID.fullmatch(entry[:-5]):
                 try:
-                    found.append((os.stat(file).st_mtime_ns, name))
+                    found.append((os.stat(file).st_mtime_ns, entry))
                 except OSError:
                     pass
         self._stamp = max((t for t, _ in found), default=0)
-        for _, name in sorted(found):
-            file = os.path.join(path, name)
+        for _, entry in sorted(found):
+            file = os.path.join(path, entry)
             try:
                 with open(file, encoding="utf-8") as f:
                     data = json.load(f)
                 stored = Stored(data["response"], data["items"], data["messages"])
-                if not isinstance(stored.response, dict) or stored.response.get("id") != name[:-5] or not (
+                if not isinstance(stored.response, dict) or stored.response.get("id") != entry[:-5] or not (
                         isinstance(stored.items, list) and isinstance(stored.messages, list)):
                     raise ValueError("not a stored response of this name")
             except (OSError, ValueError, KeyError, TypeError) as e:
@@ -144,8 +144,6 @@ class ResponseStore:
                 log.warning("stored response %s cannot be read (%s); left out", file, e)
                 continue
             self._keep(stored)
-        if self.unreadable:
-            log.warning("%d stored response file(s) in %s could not be read back", len(self.unreadable), path)
 
     def close(self) -> None:
         """Release the directory (its files stay); the store keeps working in memory."""
@@ -185,10 +183,11 @@ class ResponseStore:
                 with open(fd, "w", encoding="utf-8") as f:
                     json.dump(data, f)
                 os.replace(tmp, file)
-                self._touch(file)
             except (OSError, TypeError, ValueError) as e:
                 _remove(tmp)
                 log.warning("response %s kept in memory only: writing %s failed (%s)", stored.response["id"], file, e)
+            else:
+                self._touch(file)
         return True
 
     def get(self, response_id: str) -> Stored | None:
@@ -197,17 +196,17 @@ class ResponseStore:
             self.entries.move_to_end(response_id)
             file = self._file(response_id)
             if file is not None:
-                try:
-                    self._touch(file)
-                except OSError:
-                    pass
+                self._touch(file)
         return stored
 
     def _touch(self, file: str) -> None:
         """Stamp ``file`` as used now, after every other file of this store (the order a store opened on the
         directory reads them back in; the file system's clock can give two writes the same time)."""
         self._stamp = max(time.time_ns(), self._stamp + 1)
-        os.utime(file, ns=(self._stamp, self._stamp))
+        try:
+            os.utime(file, ns=(self._stamp, self._stamp))
+        except OSError:  # gone or not ours to stamp: it reads back in an older place, nothing is lost
+            pass
 
     def delete(self, response_id: str) -> bool:
         return self._drop(response_id, unlink=True)
