@@ -262,7 +262,8 @@ def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_mod
     text = " ".join(f"w{i}" for i in range(1, 60))
     file = tmp_path / "text.txt"
     file.write_text(text)
-    args = ["perplexity", str(file), "--model", path, "--json"]
+    # float32 as the reference (auto is bfloat16 on a GPU for this float32 checkpoint)
+    args = ["perplexity", str(file), "--model", path, "--json", "--dtype", "float32"]
     args += [] if context is None else ["--context", str(context)]
     args += [] if stride is None else ["--stride", str(stride)]
     code, out, err = run(capsys, monkeypatch, *args)

@@ -155,8 +155,16 @@ def test_fp8_kv_scales_calibrated(tmp_path):
     assert [s for layer in big.engine.model.layers for s in layer.kv_scale.tolist()] == pytest.approx(
         [s for r in rows for s in (r["k_scale"], r["v_scale"])])
     assert _lp_diff(lp_sat, lp32_big) > 0.8 and _lp_diff(lp_cal, lp32_big) < base + 0.05
-    again = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20, kv_cache_dtype="fp8")
+    # another start with the same kernels measures the same bits; with the Triton kernels (a GPU's default), the
+    # same scales up to float sums' order
+    again = LLM(path, dtype=torch.float32, attention_backend="torch", op_backend="torch", linear_backend="torch",
+                kv_cache_memory=8 << 20, kv_cache_dtype="fp8")
     assert again.engine.model.kv_scale_report == rows
+    kernels = LLM(path, dtype=torch.float32, attention_backend="triton", op_backend="triton",
+                  kv_cache_memory=8 << 20, kv_cache_dtype="fp8").engine.model.kv_scale_report
+    assert [(r["k_from"], r["v_from"]) for r in kernels] == [("calibrated", "calibrated")] * len(rows)
+    fields = ("k_max", "v_max", "k_scale", "v_scale")
+    assert [r[f] for r in kernels for f in fields] == pytest.approx([r[f] for r in rows for f in fields], rel=1e-5)
     # a checkpoint scale for layer 0's keys: kept; the rest measured
     _add_tensors(path, {"model.layers.0.self_attn.k_scale": torch.tensor(50.0)})
     mixed = LLM(path, dtype=torch.float32, kv_cache_memory=8 << 20, kv_cache_dtype="fp8").engine.model
