@@ -202,7 +202,8 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--served-model-name", default=None, help="the model's name in the API (default: its file name)")
     srv.add_argument("--max-num-seqs", type=int, default=64, help="requests running at once (default 64)")
     srv.add_argument("--max-queue", type=int, default=None,
-                     help="requests that may wait; past it the server answers 503 (default: unbounded)")
+                     help="requests that may wait beyond the running batch's free slots; past it the server "
+                          "answers 503 (default: unbounded)")
     srv.add_argument("--max-stored-responses", type=int, default=DEFAULT_MAX_STORED,
                      help=f"/v1/responses kept in memory for retrieval and previous_response_id, the least recently "
                           f"used dropped first (default {DEFAULT_MAX_STORED})")

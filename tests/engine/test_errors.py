@@ -64,6 +64,9 @@ def test_bad_prompts(small_llm):
         small_llm.generate([[1, 9999]])
     with pytest.raises(ValueError, match="sampling_params has 2 entries, prompts has 1"):
         small_llm.generate(["w1"], [SamplingParams(), SamplingParams()])
+    # JSON's lone surrogate escapes make such strings; the Rust tokenizer took them with a bare TypeError
+    with pytest.raises(ValueError, match=r"lone UTF-16 surrogate \(U\+D800\) at character 3"):
+        small_llm.generate(["w1 \ud800"])
 
 
 def test_generation_stops_at_the_context_length(small_llm):

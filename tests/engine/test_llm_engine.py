@@ -139,6 +139,9 @@ def test_add_request_errors(tiny_models):
         engine.add_request("y", PROMPTS[1], {"max_tokens": 3})
     with pytest.raises(ValueError, match=r"logit_bias of request 'y' has token id 9999 outside the vocabulary"):
         engine.add_request("y", PROMPTS[1], SamplingParams(logit_bias={9999: 1.0}))
+    # min_tokens bans the stop ids at first: one past the logits had killed the engine's step (an IndexError)
+    with pytest.raises(ValueError, match=r"stop_token_ids of request 'y' has token id 9999 outside the vocabulary"):
+        engine.add_request("y", PROMPTS[1], SamplingParams(stop_token_ids=[9999], min_tokens=2, max_tokens=4))
     # the word-level tokenizer has no '{' token: JSON mode is refused, and constraint_error says why beforehand
     assert "lacks one-byte tokens" in engine.constraint_error(SamplingParams(response_format="json_object"))
     assert engine.constraint_error(SamplingParams()) is None

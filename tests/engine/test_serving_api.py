@@ -4,12 +4,13 @@ aborts that free pages, the bounded queue, shutdown)."""
 
 import asyncio
 import functools
+import time
 
 import pytest
 import torch
 
 from tritium import LLM, SamplingParams
-from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError
+from tritium.engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestTooLargeError
 from tritium.engine.chat import encode_chat, normalize_messages
 from tritium.engine.sampling import apply_penalties, sample, token_logprobs
 
@@ -75,9 +76,11 @@ def test_chat_continues_the_final_message(llm, monkeypatch):
      r"messages\[1\].content must be a string or a list of text parts, got 5"),
     ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
      r"messages\[0\].content\[0\] must be a text part .* got type 'image_url'"),
+    ([{"role": "user", "content": [{"type": "text"}]}],
+     r"messages\[0\].content\[0\] is a text part whose 'text' must be a string, got None"),
     ([{"role": "user", "content": "a", "tool_calls": []}], r"messages\[0\].tool_calls is not supported on a user message"),
     (["hello"], r"messages\[0\] must be a non-empty list of messages, got 'hello'"),
-], ids=["empty", "role", "content-type", "image", "tool_calls", "string"])
+], ids=["empty", "role", "content-type", "image", "text-missing", "tool_calls", "string"])
 def test_chat_errors_name_the_field(llm, messages, message):
     with pytest.raises(ValueError, match=message):
         llm.chat(messages, SamplingParams(max_tokens=2)) if messages else normalize_messages(messages)
@@ -282,6 +285,69 @@ def test_async_engine_streams_equal_generate(llm):
     assert _all_pages_free(llm)
 
 
+def test_async_engine_stop_ends_streams_during_a_long_step(llm):
+    """stop() (a server's SIGTERM) ends every open stream at once, while the engine thread is still busy (here a
+    3 s call; a long prefill chunk on a CPU), not once that step is over: uvicorn's grace period is 10 s."""
+    engine = AsyncLLMEngine(llm.engine)
+
+    async def run():
+        engine.start()
+        stream = engine.submit([("s", _ids(llm, "w1"), SamplingParams(max_tokens=100, ignore_eos=True))])
+        it = stream.__aiter__()
+        await it.__anext__()
+        busy = asyncio.ensure_future(engine.call(lambda _: time.sleep(3) or "slept"))
+        await asyncio.sleep(0.3)  # the engine thread is inside the call
+        start = time.monotonic()
+        engine.stop()
+        with pytest.raises(EngineStoppedError, match="shutting down"):
+            while True:
+                await it.__anext__()
+        assert time.monotonic() - start < 1.5
+        assert await busy == "slept"
+
+    try:
+        asyncio.run(run())
+    finally:
+        engine.shutdown()
+    assert not engine.running
+    while llm.engine.has_unfinished():  # the aborts of a stopped loop take effect at the engine's next step
+        llm.engine.step()
+    assert _all_pages_free(llm)
+
+
+def test_async_engine_queue_counts_requests_beyond_free_slots(tiny_models):
+    """max_queue bounds the requests that wait beyond the running batch's free slots: on an idle engine of 2 slots
+    and a queue of 2, 4 requests are taken at once (2 start, 2 wait), a fifth is refused until some end, and a
+    request of more sequences than slots + queue is refused as too large, never as "try again"."""
+    path, _ = tiny_models["llama"]
+    small = LLM(path, dtype=torch.float32, max_model_len=64, max_num_seqs=2)
+    engine = AsyncLLMEngine(small.engine, max_queue=2)
+    long = SamplingParams(max_tokens=50, ignore_eos=True)
+
+    async def run():
+        engine.start()
+        with pytest.raises(RequestTooLargeError, match=r"5 sequences .* 2 running \(--max-num-seqs\) \+ 2 waiting"):
+            engine.submit([(f"big{i}", _ids(small, "w1"), long) for i in range(5)])
+        first = engine.submit([(f"a{i}", _ids(small, "w1"), long) for i in range(4)])
+        with pytest.raises(QueueFullError, match="waiting for .* free slots .* the queue holds 2 more"):
+            engine.submit([("b", _ids(small, "w1"), long)])
+        async for _ in first:  # the engine has taken them: its stats count them
+            break
+        first.abort()
+        for _ in range(500):  # the engine thread applies the aborts before its next step
+            if engine.stats.num_running == engine.stats.num_waiting == 0:
+                break
+            await asyncio.sleep(0.01)
+        outs = [out async for out in engine.submit([("c", _ids(small, "w1"), SamplingParams(max_tokens=3))])]
+        assert outs[-1].finished and len(outs[-1].token_ids) == 3
+
+    try:
+        asyncio.run(run())
+    finally:
+        engine.shutdown()
+    assert _all_pages_free(small)
+
+
 def test_async_engine_abort_queue_and_shutdown(llm):
     engine = AsyncLLMEngine(llm.engine, max_queue=2)
     with pytest.raises(ValueError, match="max_queue must be an int >= 1 or None, got 0"):
@@ -292,8 +358,6 @@ def test_async_engine_abort_queue_and_shutdown(llm):
             engine.submit([("x", _ids(llm, "w1"), SamplingParams())])
         engine.start()
         long = SamplingParams(max_tokens=100, ignore_eos=True)
-        with pytest.raises(QueueFullError, match="queue holds 2"):
-            engine.submit([(f"q{i}", _ids(llm, "w1"), long) for i in range(3)])
         stream = engine.submit([("a", _ids(llm, PROMPTS[1]), long)])
         async for out in stream:
             if out.new_token_ids:

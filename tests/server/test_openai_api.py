@@ -8,7 +8,9 @@ SIGTERM ends an in-flight stream with an error event and the process exits witho
 """
 
 import asyncio
+import contextlib
 import json
+import re
 import signal
 import shutil
 import socket
@@ -570,6 +572,12 @@ BAD = [
      400, None, "prediction"),
     # (id, path, body or raw bytes, status, code, param)
     ("malformed-json", "/v1/completions", b'{"prompt": "w1",', 400, "invalid_json", None),
+    ("deep-json", "/v1/completions", b'{"prompt": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "invalid_json", None),
+    ("lone-surrogate", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "w1 \\ud800"}]}', 400,
+     "invalid_json", "messages"),
+    ("lone-surrogate-prompt", "/v1/completions", b'{"prompt": ["w1", "\\udfff w2"]}', 400, "invalid_json", "prompt"),
+    ("stop_token_ids-vocab", "/v1/completions", {"prompt": "w1", "stop_token_ids": [99999], "min_tokens": 1}, 400, None,
+     "stop_token_ids"),
     ("not-an-object", "/v1/completions", [1, 2], 400, "invalid_json", None),
     ("unknown-field", "/v1/completions", {"prompt": "w1", "bogus": 1}, 400, "unknown_parameter", "bogus"),
     ("temperature", "/v1/completions", {"prompt": "w1", "temperature": -1}, 400, None, "temperature"),
@@ -651,7 +659,9 @@ BAD = [
      "context_length_exceeded", "messages"),
     ("unknown-model", "/v1/completions", {"model": "gpt-4", "prompt": "w1"}, 404, "model_not_found", "model"),
     ("unknown-path", "/v1/audio/speech", {"input": "w1"}, 404, "not_found", None),
-    ("queue-full", "/v1/completions", {"prompt": "w1", "n": 64}, 503, "server_overloaded", None),
+    # more sequences than 64 running + 48 waiting: refused as too large (a full queue is tests/engine/test_serving_api)
+    ("too-many-sequences", "/v1/completions", {"prompt": "w1", "n": 113}, 400, None, "n"),
+    ("too-many-prompts", "/v1/completions", {"prompt": ["w1"] * 113}, 400, None, "prompt"),
     ("continue-and-generation-prompt", "/v1/chat/completions", {
         "messages": [{"role": "user", "content": "w1"}, {"role": "assistant", "content": "w2"}],
         "continue_final_message": True, "add_generation_prompt": True}, 400, None, "continue_final_message"),
@@ -738,6 +748,19 @@ def test_method_size_and_key_errors(server):
                      f"Content-Length: {1 << 30}\r\n\r\n".encode())
         reply = _read_until(sock, b"request_too_large").decode()
     assert reply.startswith("HTTP/1.1 413") and '"code":"request_too_large"' in reply
+    # chunked (no Content-Length to refuse up front): refused once 16 MiB have come, not after the whole body
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                     f"Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, socket.timeout):
+            for _ in range(64):  # 64 MiB, never finished: only a refusal mid-body answers
+                sock.sendall(chunk)
+        reply = _read_until(sock, b"request_too_large").decode()
+    read = int(re.search(r"request body of more than (\d+) bytes is over the limit of 16777216", reply)[1])
+    assert reply.startswith("HTTP/1.1 413") and 15 << 20 < read <= 16 << 20, reply
+    status, _ = server.request("HEAD", "/health")
+    assert status == 200
 
 
 def test_openai_client_sees_errors(client):

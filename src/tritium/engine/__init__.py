@@ -14,7 +14,7 @@ stepped by a background thread, a stream per request, for servers) and ``llm`` (
 generation, chat and streaming over the engine).
 """
 
-from tritium.engine.async_engine import AsyncLLMEngine, EngineStoppedError, QueueFullError
+from tritium.engine.async_engine import AsyncLLMEngine, EngineStoppedError, QueueFullError, RequestTooLargeError
 from tritium.engine.config import EngineConfig
 from tritium.engine.llm import LLM
 from tritium.engine.llm_engine import LLMEngine, default_model_path
@@ -24,5 +24,5 @@ from tritium.engine.sequence import RequestOutput
 from tritium.models.config import ModelConfig, UnsupportedModelError
 
 __all__ = ["LLM", "LLMEngine", "AsyncLLMEngine", "SamplingParams", "TokenLogprobs", "RequestOutput", "EngineConfig",
-           "LoRARequest", "ModelConfig", "UnsupportedModelError", "QueueFullError", "EngineStoppedError",
-           "default_model_path"]
+           "LoRARequest", "ModelConfig", "UnsupportedModelError", "QueueFullError", "RequestTooLargeError",
+           "EngineStoppedError", "default_model_path"]

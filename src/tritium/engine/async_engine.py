@@ -15,8 +15,11 @@ loop (one ``call_soon_threadsafe`` per loop and step). When nothing is left to d
 comes. An abort takes effect at the next step boundary: the request's KV pages are freed then, before the
 next step runs. The model's work runs in that thread; the event loop only moves outputs and bytes.
 
-``max_queue`` bounds the requests that wait (queued for the engine thread or waiting in the scheduler):
-:meth:`AsyncLLMEngine.submit` raises :class:`QueueFullError` past it instead of letting the queue grow.
+``max_queue`` bounds the requests that wait (queued for the engine thread or waiting in the scheduler) beyond
+the running batch's free slots (``max_num_seqs`` less the running requests, as of the last step): requests that
+will start at the next step do not count. :meth:`AsyncLLMEngine.submit` raises :class:`QueueFullError` past it
+instead of letting the queue grow, and :class:`RequestTooLargeError` for a request of more sequences than
+``max_num_seqs + max_queue``, which no wait would admit.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ log = logging.getLogger(__name__)
 
 class QueueFullError(RuntimeError):
     """More requests wait than ``max_queue`` allows."""
+
+
+class RequestTooLargeError(ValueError):
+    """A request of more sequences than the engine runs and queues at once: never admitted, however long it waits."""
 
 
 class EngineStoppedError(RuntimeError):
@@ -107,13 +114,14 @@ class RequestStream:
                 yield item
         finally:
             self.abort()
+            self._engine._forget(self)
 
 
 class AsyncLLMEngine:
     """An :class:`LLMEngine` stepped by one background thread; see the module docstring.
 
     ``engine``: the engine (used only by that thread once :meth:`start` is called). ``max_queue``: most
-    requests that may wait (None: unbounded).
+    requests that may wait beyond the running batch's free slots (None: unbounded).
     """
 
     def __init__(self, engine: LLMEngine, *, max_queue: int | None = None):
@@ -126,6 +134,8 @@ class AsyncLLMEngine:
         self._cond = threading.Condition()
         # (id, prompt ids, params, LoRA adapter or None, stream), guarded by _cond
         self._adds: list[tuple] = []
+        self._applying = 0  # adds the engine thread has taken and not yet counted in self.stats
+        self._live: dict[int, RequestStream] = {}  # streams submitted and not yet ended, for stop(); guarded by _cond
         self._aborts: list[str] = []  # guarded by _cond
         self._calls: list[tuple] = []  # (fn, loop, future): run on the engine thread between steps; guarded by _cond
         self._stopping = False
@@ -145,10 +155,23 @@ class AsyncLLMEngine:
 
     def stop(self) -> None:
         """Ask the loop to stop after the step in flight (returns at once; safe in a signal handler's thread):
-        unfinished requests end with :class:`EngineStoppedError`, new ones are refused."""
+        unfinished requests end with :class:`EngineStoppedError` at once, not after that step (which can take
+        seconds: a long prefill chunk on a CPU), new ones are refused."""
         with self._cond:
             self._stopping = True
+            live, self._live = list(self._live.values()), {}
             self._cond.notify()
+        error = EngineStoppedError("the server is shutting down")
+        for stream in live:  # the engine thread aborts their requests when the step in flight ends
+            try:
+                stream.loop.call_soon_threadsafe(stream._put, error)
+            except RuntimeError:  # the loop closed: nobody listens
+                pass
+
+    def _forget(self, stream: RequestStream) -> None:
+        """A stream whose iteration ended (finished, aborted or failed): stop() has nothing to tell it."""
+        with self._cond:
+            self._live.pop(id(stream), None)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """:meth:`stop`, then wait for the engine thread to end."""
@@ -159,20 +182,31 @@ class AsyncLLMEngine:
     # -- requests (any thread; submit from a running event loop) ------------------------------------------
     def submit(self, requests: Iterable[tuple]) -> RequestStream:
         """Queue requests ``(request_id, prompt token ids, params[, lora_request])`` together; they join the
-        running batch at the next step. Raises :class:`QueueFullError` if they would take the waiting requests past
-        ``max_queue`` (none is queued then), :class:`EngineStoppedError` if the loop is not running."""
+        running batch at the next step. Raises :class:`QueueFullError` if they would take the requests waiting
+        beyond the batch's free slots past ``max_queue`` (none is queued then), :class:`RequestTooLargeError` if
+        they are more than ``max_num_seqs + max_queue`` (none could be), :class:`EngineStoppedError` if the loop is
+        not running."""
         requests = list(requests)
         loop = asyncio.get_running_loop()
         stream = RequestStream(self, [r[0] for r in requests], loop)
         with self._cond:
             if self.error is not None or self._stopping or self._thread is None:
                 raise EngineStoppedError("the engine is not running" + (f": {self.error}" if self.error else ""))
-            waiting = len(self._adds) + self.stats.num_waiting
-            if self.max_queue is not None and waiting + len(requests) > self.max_queue:
-                raise QueueFullError(f"{waiting} requests are waiting and the queue holds {self.max_queue} "
-                                     f"(--max-queue); try again later")
+            if self.max_queue is not None:
+                slots = self.engine.config.max_num_seqs
+                if len(requests) > slots + self.max_queue:
+                    raise RequestTooLargeError(
+                        f"this request's {len(requests)} sequences (prompts x n) are more than the server runs and "
+                        f"queues at once: {slots} running (--max-num-seqs) + {self.max_queue} waiting (--max-queue)")
+                stats = self.stats
+                waiting = len(self._adds) + self._applying + stats.num_waiting
+                free = max(0, slots - stats.num_running)
+                if waiting + len(requests) - free > self.max_queue:
+                    raise QueueFullError(f"{waiting} requests are waiting for {free} free slots of the running batch "
+                                         f"and the queue holds {self.max_queue} more (--max-queue); try again later")
             for rid, ids, params, *lora in requests:
                 self._adds.append((rid, ids, params, lora[0] if lora else None, stream))
+            self._live[id(stream)] = stream
             self._cond.notify()
         return stream
 
@@ -204,6 +238,7 @@ class AsyncLLMEngine:
                     while not (self._adds or self._aborts or self._calls or self._stopping or engine.has_unfinished()):
                         self._cond.wait()
                     adds, self._adds = self._adds, []
+                    self._applying = len(adds)  # counted as waiting by submit until the snapshot has them
                     aborts, self._aborts = self._aborts, []
                     calls, self._calls = self._calls, []
                     stopping = self._stopping
@@ -216,6 +251,7 @@ class AsyncLLMEngine:
                     except Exception as e:  # the caller's to report
                         _settle(loop, future, None, e)
                 self._apply(adds, aborts)
+                self._applying = 0
                 if engine.has_unfinished():
                     self._dispatch(engine.step())
                 self._snapshot()

@@ -83,7 +83,10 @@ def _content(content, where: str) -> str:
     if isinstance(content, list):
         parts = []
         for j, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            if isinstance(part, dict) and part.get("type") == "text" and not isinstance(part.get("text"), str):
+                raise ValueError(f"{where}[{j}] is a text part whose 'text' must be a string, got "
+                                 f"{_show(part.get('text'))}")
+            if not isinstance(part, dict) or part.get("type") != "text":
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
                 raise ValueError(f"{where}[{j}] must be a text part {{'type': 'text', 'text': ...}}, got type "
                                  f"{kind!r} (only text is supported)")

@@ -641,6 +641,10 @@ class LLMEngine:
         if params.logit_bias and not all(t < vocab for t in params.logit_bias):
             raise ValueError(f"logit_bias of request {request_id!r} has token id "
                              f"{next(t for t in params.logit_bias if t >= vocab)} outside the vocabulary [0, {vocab})")
+        if params.stop_token_ids and not all(t < vocab for t in params.stop_token_ids):
+            raise ValueError(f"stop_token_ids of request {request_id!r} has token id "
+                             f"{next(t for t in params.stop_token_ids if t >= vocab)} outside the vocabulary "
+                             f"[0, {vocab})")
         if params.response_format is not None and self.tokenizer is None:
             raise ValueError(f"response_format {params.response_format!r} of request {request_id!r} needs the "
                              "model's tokenizer (this engine has none)")
@@ -996,7 +1000,10 @@ class LLMEngine:
         p = seq.params
         if len(seq.output_ids) >= p.min_tokens:
             return None
-        return sorted((set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ()))
+        # ids past the logits (an EOS id a config names beyond the model's vocabulary) cannot be drawn anyway
+        vocab = self.model_config.vocab_size
+        return sorted(t for t in (set() if p.ignore_eos else set(self.eos_token_ids)) | set(p.stop_token_ids or ())
+                      if t < vocab)
 
     def constraint_error(self, params: SamplingParams) -> str | None:
         """Why this engine cannot hold an answer to ``params.response_format`` (JSON mode, a schema or a forced

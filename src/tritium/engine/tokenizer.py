@@ -139,7 +139,17 @@ class Tokenizer:
         return self.backend.get_vocab_size(with_added_tokens=True)
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        ids = self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+        try:
+            ids = self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+        except TypeError:
+            if not isinstance(text, str):
+                raise TypeError(f"text must be a str, got {type(text).__name__}") from None
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:  # the Rust tokenizer takes valid Unicode only
+                raise ValueError(f"text holds a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}) at character "
+                                 f"{e.start}: not valid Unicode") from None
+            raise
         if add_special_tokens and self.add_bos and self.bos_token is not None:
             bos = self.backend.token_to_id(self.bos_token)
             if bos is not None and (not ids or ids[0] != bos):

@@ -8,7 +8,7 @@ Responses API over the chat machinery, streamed as its typed events; ``GET`` and
 and ``GET /v1/responses/{id}/input_items`` for the responses kept, ``POST /v1/responses/input_tokens`` to count a
 prompt: :mod:`tritium.server.responses`),
 ``POST /v1/embeddings`` (the
-inputs' pooled hidden states: :mod:`tritium.engine.pooling`), ``GET /health`` (200 while
+inputs' pooled hidden states: :mod:`tritium.engine.pooling`), ``GET /health`` (and ``HEAD``: 200 while
 the engine loop runs, 503 otherwise), ``GET /metrics`` (Prometheus), and vLLM's ``POST /tokenize`` (a prompt,
 or messages as a chat request renders them), ``POST /detokenize`` and ``GET /tokenizer_info``. With an API
 key, ``/v1/*``, ``/tokenize``, ``/detokenize`` and ``/tokenizer_info`` need ``Authorization: Bearer <key>``.
@@ -29,13 +29,14 @@ import dataclasses
 import hmac
 import json
 import logging
+import re
 import time
 import uuid
 
 import torch
 
 from tritium.engine import (AsyncLLMEngine, EngineStoppedError, LoRARequest, QueueFullError, RequestOutput,
-                            SamplingParams)
+                            RequestTooLargeError, SamplingParams)
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.fim import encode_fim, fim_stop_ids
@@ -310,7 +311,7 @@ class OpenAIServer:
         prompts = [self._encode(x, "embedding", i, len(req.inputs), None) for i, x in enumerate(req.inputs)]
         prefix = "embd-" + uuid.uuid4().hex
         params = SamplingParams(max_tokens=1, pooling=mode)
-        stream = self._submit([(f"{prefix}-{i}", ids, params, lora) for i, ids in enumerate(prompts)])
+        stream = self._submit([(f"{prefix}-{i}", ids, params, lora) for i, ids in enumerate(prompts)], "input")
         prompt_tokens = sum(map(len, prompts))
         tracker = self.metrics.tracker(prompt_tokens, arrival)
         vectors: dict[str, torch.Tensor] = {}
@@ -458,6 +459,10 @@ class OpenAIServer:
         bad = next((t for t in bias if t >= self.vocab_size), None)
         if bad is not None:
             raise invalid(f"logit_bias has token id {bad} outside the vocabulary [0, {self.vocab_size})", "logit_bias")
+        bad = next((t for t in req.params[0].stop_token_ids or () if t >= self.vocab_size), None)
+        if bad is not None:
+            raise invalid(f"stop_token_ids has token id {bad} outside the vocabulary [0, {self.vocab_size})",
+                          "stop_token_ids")
         if req.params[0].response_format is not None:  # refused here, not after a stream's 200 has gone out
             refused = await asyncio.to_thread(self.engine.engine.constraint_error, req.params[0])
             if refused is not None:  # a guided answer, JSON asked for, or a forced tool call's arguments
@@ -499,7 +504,7 @@ class OpenAIServer:
                     if params.response_format is not None:  # JSON mode (or a forced call) after the reasoning
                         params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
                 subs.append((rid, ids, params, lora))
-        stream = self._submit(subs)
+        stream = self._submit(subs, "n" if req.n > 1 else "prompt")
         tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
         return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)),
                     self.model_name if lora is None else lora.name)
@@ -735,14 +740,18 @@ class OpenAIServer:
             index += 1
         return deltas
 
-    def _submit(self, subs: list) -> RequestStream:
+    def _submit(self, subs: list, param: str) -> RequestStream:
         """Queue ``(request id, prompt ids, params)`` requests together; 503 when the queue is full or the engine
-        stopped."""
+        stopped, 400 (naming ``param``) for more than the engine runs and queues at once."""
         try:
             return self.engine.submit(subs)
         except QueueFullError as e:
             self.metrics.reject("queue_full")
-            raise APIError(503, str(e), type="server_error", code="server_overloaded") from None
+            raise APIError(503, str(e), type="server_error", code="server_overloaded",
+                           headers={"Retry-After": "1"}) from None
+        except RequestTooLargeError as e:
+            self.metrics.reject("too_large")
+            raise invalid(str(e), param) from None
         except EngineStoppedError as e:
             self.metrics.reject("engine_stopped")
             raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
@@ -813,16 +822,30 @@ class OpenAIServer:
 
     # -- checks --------------------------------------------------------------------------------------------
     async def _json(self, request) -> dict:
-        raw = await request.body()
-        if len(raw) > self.max_request_bytes:
-            raise APIError(413, f"request body of {len(raw)} bytes is over the limit of {self.max_request_bytes}",
-                           code="request_too_large")
+        # read as it arrives: a chunked body (no Content-Length for the middleware to refuse) is refused as soon
+        # as it passes the limit, not once it has all been held in memory
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_request_bytes:
+                raise APIError(413, f"request body of more than {size - len(chunk)} bytes is over the limit of "
+                               f"{self.max_request_bytes}", code="request_too_large")
+            chunks.append(chunk)
         try:
+            raw = b"".join(chunks)
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise invalid(f"We could not parse the JSON body of your request: {e}", None, "invalid_json") from None
+        except RecursionError:
+            raise invalid("We could not parse the JSON body of your request: it nests arrays or objects too deeply",
+                          None, "invalid_json") from None
         if not isinstance(body, dict):
             raise invalid(f"the request body must be a JSON object, got {type(body).__name__}", None, "invalid_json")
+        where = _lone_surrogate(body) if _SURROGATE_ESCAPE.search(raw) else None
+        if where is not None:  # JSON's \ud800-\udfff escapes outside a pair: text no tokenizer or client can take
+            field = where[0].split(".")[0].split("[")[0]
+            raise invalid(f"{where[0]} holds a lone UTF-16 surrogate (U+{where[1]:04X}): not valid Unicode text",
+                          None if field in ("<key>", "the body") else field, "invalid_json")
         return body
 
     def _check_model(self, model) -> LoRARequest | None:
@@ -904,6 +927,27 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value, path: str = "") -> tuple[str, int] | None:
+    """(where, code point) of the first string in a parsed JSON body that holds a lone surrogate, else None.
+    Iterative: a body nested as deeply as json.loads accepts does not reach Python's recursion limit here."""
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")  # json.loads joins the escapes of a pair; a lone one cannot be encoded
+            except UnicodeEncodeError as e:
+                return where or "the body", ord(item[e.start])
+        elif isinstance(item, dict):
+            stack.extend((f"{where}.{key}" if where else str(key), v) for key, v in reversed(item.items()))
+            stack.extend((f"{where}.<key>" if where else "<key>", key) for key in item)
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
@@ -943,7 +987,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     app = fastapi.FastAPI(title="tritium", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                           openapi_url=None)
     app.state.server = server
-    app.add_api_route("/health", server.health, methods=["GET"])
+    app.add_api_route("/health", server.health, methods=["GET", "HEAD"])  # HEAD: load balancers' probes
     app.add_api_route("/metrics", server.render_metrics, methods=["GET"])
     app.add_api_route("/v1/models", server.models, methods=["GET"])
     if runtime_lora:
@@ -964,7 +1008,7 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
 
     @app.exception_handler(APIError)
     async def api_error(request, exc: APIError):
-        return JSONResponse(exc.body(), status_code=exc.status)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, exc):
