@@ -28,7 +28,7 @@ import traceback
 
 import torch
 
-from tritium.engine import LLM, LLMEngine, LoRARequest, SamplingParams, UnsupportedModelError
+from tritium.engine import EngineStoppedError, LLM, LLMEngine, LoRARequest, SamplingParams, UnsupportedModelError
 from tritium.engine import parallel
 from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
@@ -461,14 +461,18 @@ def serve_command(args) -> int:
             while not engine.closed:
                 engine.follow()
             return 0
-        serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-              model_name=args.served_model_name, log_level=args.log_level,
-              chat_template_kwargs=args.chat_template_kwargs,
-              tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
-              reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
-              ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
-              max_stored_responses=args.max_stored_responses, runtime_lora=args.allow_runtime_lora,
-              responses_dir=args.responses_dir)
+        try:
+            serve(engine, host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+                  model_name=args.served_model_name, log_level=args.log_level,
+                  chat_template_kwargs=args.chat_template_kwargs,
+                  tool_parser=None if args.tool_call_parser == "auto" else args.tool_call_parser,
+                  reasoning_parser=args.reasoning_parser, allowed_origins=args.allowed_origins,
+                  ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
+                  max_stored_responses=args.max_stored_responses, runtime_lora=args.allow_runtime_lora,
+                  responses_dir=args.responses_dir)
+        except EngineStoppedError as e:  # the engine loop failed: the server shut down (a supervisor restarts it)
+            print(f"tritium: error: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -3,6 +3,11 @@
 On a signal the engine loop stops first (requests in flight end with an error: 503 JSON, or an error event
 then ``data: [DONE]`` on a stream), so open connections close at once; then uvicorn stops accepting,
 closes the connections and runs the app's shutdown (the engine thread is joined).
+
+If the engine loop fails (an exception in a step: a GPU fault, say; its requests end with 503 ``engine_stopped``),
+the server shuts down the same way within a second and :func:`serve` raises :class:`EngineStoppedError`
+(``tritium serve`` exits with status 1), so that a supervisor restarts it: a process that keeps answering 503 to
+every request would look alive to all but its ``/health``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import gc
 import logging
 import os
 
-from tritium.engine import AsyncLLMEngine, LLMEngine
+from tritium.engine import AsyncLLMEngine, EngineStoppedError, LLMEngine
 from tritium.server.app import DEFAULT_MAX_REQUEST_BYTES, build_app
 from tritium.server.responses import DEFAULT_MAX_STORED
 
@@ -54,7 +59,8 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     CORS (:func:`~tritium.server.build_app`); ``ssl_keyfile`` and ``ssl_certfile`` (PEM files, both or
     neither): HTTPS instead of HTTP; ``max_stored_responses``: ``/v1/responses`` kept in memory; ``responses_dir``:
     where they are also kept on disk, to outlive the process (None: memory only); ``runtime_lora``:
-    the routes that load and unload LoRA adapters while serving."""
+    the routes that load and unload LoRA adapters while serving. Raises :class:`EngineStoppedError` once the server
+    has shut down because the engine loop failed."""
     check_tls(ssl_keyfile, ssl_certfile)
     import uvicorn
 
@@ -81,6 +87,13 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
             async_engine.stop()  # in-flight requests end now, so their connections close
             super().handle_exit(sig, frame)
 
+        async def on_tick(self, counter: int) -> bool:  # every 0.1 s in uvicorn's main loop
+            if async_engine.error is not None and not self.should_exit:
+                log.error("the engine failed (%s: %s): shutting down", type(async_engine.error).__name__,
+                          async_engine.error)
+                self.should_exit = True
+            return await super().on_tick(counter)
+
         async def startup(self, sockets=None):
             await super().startup(sockets)
             if self.started:
@@ -91,3 +104,6 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
                     ready()
 
     Server(config).run()
+    if async_engine.error is not None:
+        error = async_engine.error
+        raise EngineStoppedError(f"the engine failed: {type(error).__name__}: {error}") from error
