@@ -4,7 +4,8 @@ carry."""
 import pytest
 
 from tritium.server.errors import APIError
-from tritium.server.protocol import parse_chat, parse_completion
+from tritium.engine.sampling import TokenLogprobs
+from tritium.server.protocol import LogprobFormatter, TextOffsets, parse_chat, parse_completion
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -64,3 +65,35 @@ def test_forced_tool_choice():
     assert "maxItems" not in parse_chat({"messages": MESSAGES, "tools": [f], "tool_choice": "required"}
                                         ).params[0].json_schema
     assert parse_chat({"messages": MESSAGES, "tools": [f], "tool_choice": "auto"}).params[0].response_format is None
+
+
+class _ByteTokens:
+    """A byte-level vocabulary's token_bytes: 'Café 🎉 is' in tokens that split both non-ASCII characters."""
+
+    PIECES = [b"Caf", b"\xc3", b"\xa9", b" \xf0\x9f", b"\x8e\x89", b" is"]
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.PIECES[token_id]
+
+
+def test_legacy_logprobs_name_partial_characters_and_count_offsets_in_characters():
+    """Completions' legacy logprobs: a token holding part of a character is named ``bytes:\\xNN`` (distinct
+    ``top_logprobs`` keys, not one '\\ufffd' each), and ``text_offset`` counts characters of the text, a token
+    that starts inside a character at that character; a stream's chunks give the same offsets as one answer."""
+    text = "Café 🎉 is"
+    assert b"".join(_ByteTokens.PIECES).decode() == text
+    lps = [TokenLogprobs(t, -0.5, [(t, -0.5), ((t + 1) % 6, -1.5), ((t + 2) % 6, -2.5)]) for t in range(6)]
+    fmt = LogprobFormatter(_ByteTokens())
+    whole = fmt.completion(lps)
+    assert whole["tokens"] == ["Caf", "bytes:\\xc3", "bytes:\\xa9", "bytes:\\x20\\xf0\\x9f", "bytes:\\x8e\\x89", " is"]
+    assert whole["text_offset"] == [0, 3, 3, 4, 5, 6]
+    assert all(text[o:].startswith(t) for o, t in zip(whole["text_offset"], whole["tokens"]) if "bytes:" not in t)
+    assert text[3] == "é" and text[5] == "🎉"
+    assert all(len(top) == 3 for top in whole["top_logprobs"])  # three distinct keys everywhere
+    assert whole["top_logprobs"][1] == {"bytes:\\xc3": -0.5, "bytes:\\xa9": -1.5, "bytes:\\x20\\xf0\\x9f": -2.5}
+    offsets = TextOffsets()
+    chunks = [fmt.completion(lps[i:i + 2], offsets) for i in range(0, 6, 2)]
+    assert [o for c in chunks for o in c["text_offset"]] == whole["text_offset"]
+    # echo: the prompt's tokens first (the first without logprobs), then the answer's, offsets running on
+    echoed = fmt.completion(lps[3:], prompt=([0, 1, 2], [None, lps[1], lps[2]]))
+    assert echoed["text_offset"] == whole["text_offset"] and echoed["token_logprobs"][0] is None

@@ -47,8 +47,8 @@ from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, Too
                                   parse_tool_calls)
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
-from tritium.server.protocol import (GenerationRequest, LogprobFormatter, parse_chat, parse_completion, parse_embedding,
-                                     usage)
+from tritium.server.protocol import (GenerationRequest, LogprobFormatter, TextOffsets, parse_chat, parse_completion,
+                                     parse_embedding, usage)
 from tritium.server.responses import (DEFAULT_MAX_STORED, ResponsesRequest, ResponseStore, ResponseWriter, Stored,
                                       conversation, drop_oldest_turn, input_item_page, parse_responses, rename_error)
 from tritium.server.responses import sse as response_sse
@@ -107,6 +107,7 @@ class _Choice:
     cached_tokens: int = 0  # of its prompt, served from the prefix cache
     prediction: tuple[int, int] = (0, 0)  # draft tokens from the request's prediction: accepted, rejected
     stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it
+    offsets: TextOffsets | None = None  # completions' logprobs: the text offsets reached (a stream's chunks go on)
 
 
 @dataclasses.dataclass
@@ -527,11 +528,14 @@ class OpenAIServer:
             choice.finish_reason, choice.stop_reason = out.finish_reason, out.stop_reason
         return choice
 
-    def _echo_logprobs(self, c: _Choice, logprobs: list, offset: int = 0) -> dict:
-        """A completion choice's logprobs object: with echo, its prompt's first (once, as text offsets go)."""
+    def _echo_logprobs(self, c: _Choice, logprobs: list) -> dict:
+        """A completion choice's logprobs object: with echo, its prompt's first (once); text offsets go on from
+        the choice's last (a stream's chunks)."""
+        if c.offsets is None:
+            c.offsets = TextOffsets()
         if c.echo is None or c.echo_sent:
-            return self.logprobs.completion(logprobs, offset)
-        return self.logprobs.completion(logprobs, 0, prompt=(c.prompt_ids, c.prompt_logprobs))
+            return self.logprobs.completion(logprobs, c.offsets)
+        return self.logprobs.completion(logprobs, c.offsets, prompt=(c.prompt_ids, c.prompt_logprobs))
 
     def _header(self, prefix: str, kind: str, chunk: bool) -> dict:
         obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[kind]
@@ -655,7 +659,6 @@ class OpenAIServer:
             async for out in stream:
                 tracker.observe(out)
                 c = choices[out.request_id]
-                offset = len(c.echo or "") + len(c.text)
                 c = self._advance(req, choices, out)
                 if c.echo is not None and not c.echo_sent:  # the prompt first, in a chunk of its own
                     yield self._chunk(prefix, kind, c.index, c.echo,
@@ -666,7 +669,7 @@ class OpenAIServer:
                 logprobs = None
                 if req.logprobs is not None and new_logprobs:
                     logprobs = (self.logprobs.chat(new_logprobs) if kind == "chat"
-                                else self.logprobs.completion(new_logprobs, offset))
+                                else self._echo_logprobs(c, new_logprobs))
                 if c.tools is None and c.reasoning is None:
                     text = "" if c.score_only else out.text_delta
                     delta = {"content": text} if kind == "chat" else text

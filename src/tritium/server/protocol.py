@@ -20,6 +20,7 @@ each prompt token's log-probability, rank and top k (completions: per choice; ch
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import math
 
@@ -576,25 +577,50 @@ class LogprobFormatter:
             out.append(entry)
         return out
 
-    def completion(self, logprobs, text_offset: int = 0, prompt: tuple[list[int], list | None] | None = None) -> dict:
+    def legacy_token(self, token_id: int) -> str:
+        """A token as the legacy completions form names it: its text, or, where its bytes are not whole UTF-8
+        characters (a part of an emoji, say), OpenAI's ``bytes:\\xNN...``: then such tokens stay apart as
+        ``top_logprobs`` keys instead of all becoming one "\ufffd"."""
+        text, raw = self.token(token_id)
+        if raw and "\ufffd" in text:
+            try:
+                bytes(raw).decode("utf-8")
+            except UnicodeDecodeError:
+                return "bytes:" + "".join(f"\\x{b:02x}" for b in raw)
+        return text
+
+    def completion(self, logprobs, offsets: TextOffsets | None = None,
+                   prompt: tuple[list[int], list | None] | None = None) -> dict:
         """The legacy completions form: ``tokens``, ``token_logprobs``, ``top_logprobs`` (dicts), ``text_offset``.
         ``prompt`` (echo): (prompt token ids, their :class:`TokenLogprobs` or None each) first; a token
-        without one (the first) has null ``token_logprobs`` and ``top_logprobs``."""
-        tokens, values, tops, offsets = [], [], [], []
+        without one (the first) has null ``token_logprobs`` and ``top_logprobs``. ``offsets``: the choice's
+        :class:`TextOffsets` so far (a stream's chunks share one; None: a new one from 0)."""
+        offsets = TextOffsets() if offsets is None else offsets
+        tokens, values, tops, at = [], [], [], []
         ids, scored = prompt if prompt is not None else ([], None)
         for i, token_id in enumerate(ids):
             lp = None if scored is None else scored[i]
-            text, _ = self.token(token_id)
-            tokens.append(text)
+            tokens.append(self.legacy_token(token_id))
             values.append(None if lp is None else lp.logprob)
-            tops.append(None if lp is None else {self.token(tid)[0]: value for tid, value in lp.top})
-            offsets.append(text_offset)
-            text_offset += len(text)
+            tops.append(None if lp is None else {self.legacy_token(tid): value for tid, value in lp.top})
+            at.append(offsets.advance(bytes(self.token(token_id)[1])))
         for lp in logprobs:
-            text, _ = self.token(lp.token_id)
-            tokens.append(text)
+            tokens.append(self.legacy_token(lp.token_id))
             values.append(lp.logprob)
-            tops.append({self.token(tid)[0]: value for tid, value in lp.top})
-            offsets.append(text_offset)
-            text_offset += len(text)
-        return {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets}
+            tops.append({self.legacy_token(tid): value for tid, value in lp.top})
+            at.append(offsets.advance(bytes(self.token(lp.token_id)[1])))
+        return {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": at}
+
+
+class TextOffsets:
+    """The legacy form's ``text_offset``: where each token starts, in characters, in the text its choice's tokens'
+    bytes make; a token that begins inside a character (the second byte of an emoji) gets that character's."""
+
+    def __init__(self):
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.chars = 0  # characters whole so far (a character still missing bytes is not counted yet)
+
+    def advance(self, raw: bytes) -> int:
+        start = self.chars
+        self.chars += len(self._decoder.decode(raw))
+        return start
