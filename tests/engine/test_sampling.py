@@ -24,6 +24,7 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
     (dict(stop_token_ids=[1, -2]), r"stop_token_ids must be a list of token ids \(ints >= 0\), got \[1, -2\]"),
     (dict(stop_token_ids=5), r"stop_token_ids must be a list of token ids"),
     (dict(min_tokens=-1), "min_tokens must be an int >= 0, got -1"),
+    (dict(min_tokens=100, max_tokens=3), r"min_tokens must be <= max_tokens \(3\), got 100"),
     (dict(logit_bias=[1]), r"logit_bias must be a dict \{token id: bias\}, got \[1\]"),
     (dict(logit_bias={"5": 1.0}), "logit_bias: '5' is not a token id"),
     (dict(logit_bias={5: 150}), r"logit_bias\[5\] must be a number in \[-100, 100\], got 150"),

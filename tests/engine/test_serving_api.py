@@ -181,6 +181,11 @@ def test_stop_token_ids_and_min_tokens(llm):
     got = llm.generate([prompt], SamplingParams(max_tokens=12, stop_token_ids=[stop]))[0]
     cut = plain.index(stop) + 1
     assert got.token_ids == plain[:cut] and got.finish_reason == "stop"
+    # the stop token's text is left out of the answer unless include_stop_str_in_output (vLLM's rule)
+    tok = llm.tokenizer
+    assert got.text == tok.decode(plain[:cut - 1]) and got.text != tok.decode(plain[:cut])
+    kept = llm.generate([prompt], SamplingParams(max_tokens=12, stop_token_ids=[stop], include_stop_str_in_output=True))
+    assert kept[0].token_ids == got.token_ids and kept[0].text == tok.decode(plain[:cut])
     params = SamplingParams(max_tokens=12, stop_token_ids=[stop], min_tokens=cut + 2)
     assert not params.device_greedy  # sampled on the host, where the ban is applied
     late = llm.generate([prompt], params)[0]

@@ -1042,8 +1042,13 @@ class LLMEngine:
             stopped = seq.detokenizer.add(token) or seq.json.complete  # a stop string, or the object closed
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids
-            # the EOS that ends an answer is no part of its text, special tokens written out or not
-            stop_string = False if eos and not p.skip_special_tokens else seq.detokenizer.add(token)
+            stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
+            # the EOS that ends an answer is no part of its text, special tokens written out or not; nor, as in
+            # vLLM, a stop token's text unless include_stop_str_in_output (the id stays in token_ids)
+            if (eos and not p.skip_special_tokens) or (stop_token and not eos and not p.include_stop_str_in_output):
+                stop_string = False
+            else:
+                stop_string = seq.detokenizer.add(token)
             stopped = eos or stop_string
         stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
         if seq.detokenizer.stop_string is not None:

@@ -28,11 +28,12 @@ class SamplingParams:
     - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
-    - ``stop_token_ids``: tokens that end the generation besides EOS (kept in the answer as EOS is).
+    - ``stop_token_ids``: tokens that end the generation besides EOS: the id ends ``token_ids`` as EOS does, its
+      text is left out of the answer unless ``include_stop_str_in_output`` (as vLLM).
     - ``logit_bias`` (OpenAI's): {token id: bias in [-100, 100]} added to those tokens' logits before
       sampling (greedy too); -100 in effect bans a token, 100 forces it.
     - ``min_tokens``: EOS and ``stop_token_ids`` cannot be sampled before this many tokens (stop strings
-      still end the answer; ``max_tokens`` still does).
+      still end the answer; at most ``max_tokens``).
     - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
       every token generated ``c`` times so far is lowered by ``frequency_penalty * c + presence_penalty *
       (c > 0)``; the prompt does not count.
@@ -177,6 +178,8 @@ class SamplingParams:
                              f"{self.include_stop_str_in_output!r}")
         if not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ValueError(f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
+        if self.min_tokens > self.max_tokens:  # as vLLM: no answer could honour both
+            raise ValueError(f"min_tokens must be <= max_tokens ({self.max_tokens}), got {self.min_tokens}")
         if not isinstance(self.min_p, (int, float)) or isinstance(self.min_p, bool) or not 0.0 <= self.min_p <= 1.0:
             raise ValueError(f"min_p must be a number in [0, 1], got {self.min_p!r}")
         rp = self.repetition_penalty

@@ -491,7 +491,8 @@ class OpenAIServer:
                 limit = self.max_model_len - len(ids)
                 # max_tokens 0 (echo): the engine computes the prompt and the first token, which is dropped
                 wanted = 1 if req.max_tokens == 0 else req.max_tokens or limit
-                params = dataclasses.replace(params, max_tokens=min(wanted, limit))
+                params = dataclasses.replace(params, max_tokens=min(wanted, limit),
+                                             min_tokens=min(params.min_tokens, wanted, limit))
                 if req.tool_choice == "auto" and self._parses(req) and self.tool_parser == "mistral":
                     # its calls' markers ([TOOL_CALLS], [ARGS], [CALL_ID]) are control tokens: kept in the text
                     params = dataclasses.replace(params, skip_special_tokens=False)

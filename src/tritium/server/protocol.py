@@ -206,15 +206,16 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None, count: i
     temperature = _number(body, "temperature", 0.0, 2.0, 1.0)
     top_k = _int(body, "top_k", -1, 2**31 - 1, default=0)
     seed = _int(body, "seed", -2**63, 2**64 - 1 - n, default=None)  # choice i draws with seed + i
+    # min_tokens is bounded by the max_tokens given (none: the context bounds both)
+    min_tokens = _int(body, "min_tokens", 0, max_tokens, default=0)
     base = dict(  # max_tokens None (chat default: up to the context) is settled per prompt by the app
-        max_tokens=max_tokens or 1, temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
+        max_tokens=max_tokens or max(min_tokens, 1), temperature=temperature, top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
         top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
         frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0, 0.0), logprobs=logprobs,
         min_p=_number(body, "min_p", 0.0, 1.0, 0.0),
         repetition_penalty=_number(body, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0, lo_open=True),
-        # min_tokens is bounded by the max_tokens given (none: the context bounds both)
-        stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=_int(body, "min_tokens", 0, max_tokens, default=0),
+        stop_token_ids=_token_ids(body, "stop_token_ids"), min_tokens=min_tokens,
         logit_bias=_logit_bias(body), skip_special_tokens=_bool(body, "skip_special_tokens", default=True),
         include_stop_str_in_output=_bool(body, "include_stop_str_in_output"), prediction=_prediction(body))
     # choices of one prompt differ: seed i of a seeded request goes to choice i
