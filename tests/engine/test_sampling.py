@@ -34,6 +34,13 @@ def test_invalid_params(kwargs, message):
         SamplingParams(**kwargs)
 
 
+def test_stop_set_after_construction_is_a_list_when_checked():
+    params = SamplingParams(stop="x")
+    params.stop = "abc"  # validate() (the engine calls it for every request) takes it as at construction
+    params.validate()
+    assert params.stop == ["abc"]
+
+
 def test_filter_top_k_and_top_p():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]] * 3))
     out = filter_logits(logits, torch.tensor([2, 0, 0]), torch.tensor([1.0, 0.7, 0.81]))

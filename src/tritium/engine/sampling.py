@@ -103,12 +103,13 @@ class SamplingParams:
     pooling: str | None = None
 
     def __post_init__(self):
-        if isinstance(self.stop, str):
-            self.stop = [self.stop]
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the bad field, the expected range and the value given."""
+        """Raise ValueError naming the bad field, the expected range and the value given (a ``stop`` string set
+        after construction is made a list here too)."""
+        if isinstance(self.stop, str) and self.stop:
+            self.stop = [self.stop]
         if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or self.max_tokens < 1:
             raise ValueError(f"max_tokens must be an int >= 1, got {self.max_tokens!r}")
         if not isinstance(self.temperature, (int, float)) or not self.temperature >= 0:
