@@ -124,6 +124,19 @@ def check_stream(tokenizer, ids, stop=None):
     return deltas, stopped_at
 
 
+def _stream_until_stop(d: IncrementalDetokenizer, ids: list[int]) -> tuple[int | None, list[str]]:
+    """Add ``ids`` one at a time, a delta after each, until a stop string occurs: (its token's index or None, the
+    deltas, the finishing one last)."""
+    deltas, at = [], None
+    for i, t in enumerate(ids):
+        if d.add(t):
+            at = i
+            break
+        deltas.append(d.delta())
+    deltas.append(d.delta(finished=True))
+    return at, deltas
+
+
 def reference_stop(tokenizer, ids, stop):
     """What the engine did before: decode the whole output after each token, cut before the earliest stop."""
     for n in range(1, len(ids) + 1):
@@ -299,19 +312,48 @@ def test_stop_string_included(tok, seed):
             starts = [rng.randrange(len(full)) for _ in range(rng.randint(1, 3))]
             stops = [full[a:a + rng.randint(1, 6)] for a in starts]
             d = IncrementalDetokenizer(tok, stops, include_stop=True)
-            deltas, at = [], None
-            for i, t in enumerate(ids):
-                if d.add(t):
-                    at = i
-                    break
-                deltas.append(d.delta())
-            deltas.append(d.delta(finished=True))
+            at, deltas = _stream_until_stop(d, ids)
             ref_at, ref_text = reference_stop(tok, ids, stops)
             assert at == ref_at and at is not None
             assert d.stop_string in stops and tok.decode(ids[:at + 1]).find(d.stop_string) == len(ref_text)
             assert "".join(deltas) == ref_text + d.stop_string == d.output_text
     plain = IncrementalDetokenizer(tok, ["the"])
     assert not plain.add(tok.encode("a", add_special_tokens=False)[0]) and plain.stop_string is None
+
+
+def reference_stop_min(tokenizer, ids, stop, min_tokens):
+    """vLLM's rule with min_tokens: stop strings are looked for once more than min_tokens tokens are out, each in
+    the text the newest token ends (a match must end past the text before it)."""
+    before = ""
+    for n in range(1, len(ids) + 1):
+        text = tokenizer.decode(ids[:n])
+        if n > min_tokens:
+            cuts = [i for s in stop for i in [text.find(s, max(len(before) - len(s) + 1, 0))] if i >= 0]
+            if cuts:
+                return n - 1, text[:min(cuts)]
+        before = text
+    return None, tokenizer.decode(ids)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stop_strings_wait_for_min_tokens(tok, seed):
+    """min_tokens: no stop string ends the answer within its first min_tokens tokens, and one made whole there is
+    not found later; the first that a later token completes does (the same token and text as vLLM's rule)."""
+    rng = random.Random(seed)
+    text = "the quick brown fox jumps over the lazy dog, the end of the story is the best part"
+    ids = tok.encode(text, add_special_tokens=False)
+    full = tok.decode(ids)
+    stopped_late = 0
+    for _ in range(40):
+        stops = [full[a:a + rng.randint(1, 5)] for a in (rng.randrange(len(full)) for _ in range(rng.randint(1, 3)))]
+        min_tokens = rng.randint(1, len(ids))
+        at, deltas = _stream_until_stop(IncrementalDetokenizer(tok, stops, min_tokens=min_tokens), ids)
+        ref_at, ref_text = reference_stop_min(tok, ids, stops, min_tokens)
+        assert (at, "".join(deltas)) == (ref_at, ref_text), (stops, min_tokens)
+        assert at is None or at >= min_tokens
+        plain_at, _ = reference_stop(tok, ids, stops)
+        stopped_late += plain_at is not None and plain_at < min_tokens and at is not None
+    assert stopped_late >= 3  # the rule changed where the answer ends, not only whether
 
 
 def test_stop_held_back_text(smol):

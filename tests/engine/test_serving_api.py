@@ -206,6 +206,10 @@ def test_stop_reason_and_included_stop_strings(llm):
     kept = llm.generate([prompt], SamplingParams(max_tokens=16, stop=["never", word],
                                                  include_stop_str_in_output=True))[0]
     assert kept.text == cut.text + word and kept.stop_reason == word and kept.token_ids == cut.token_ids
+    # min_tokens (vLLM's rule): the stop string made whole by the 4th token no longer ends the answer before 5
+    late = llm.generate([prompt], SamplingParams(max_tokens=16, stop=["never", word],
+                                                 min_tokens=len(cut.token_ids) + 1))[0]
+    assert len(late.token_ids) > len(cut.token_ids) + 1 and late.text.startswith(cut.text + word)
     with pytest.raises(ValueError, match="include_stop_str_in_output must be True or False"):
         SamplingParams(include_stop_str_in_output=1)
 

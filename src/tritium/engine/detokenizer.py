@@ -96,11 +96,14 @@ class IncrementalDetokenizer:
     With no tokenizer the text is always "" (stop strings are not looked for). ``skip_special_tokens=False``:
     the text is ``decode(output_ids, skip_special_tokens=False)`` instead (special tokens written out).
     ``include_stop``: the text ends with the stop string that occurred instead of before it (vLLM's
-    ``include_stop_str_in_output``); ``stop_string`` names it.
+    ``include_stop_str_in_output``); ``stop_string`` names it. ``min_tokens``: as vLLM, a stop string counts only
+    once more than this many tokens are out, and only if it ends in the text the token that completes it adds
+    (one the first ``min_tokens`` made whole is not looked for later).
     """
 
     def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None, skip_special_tokens: bool = True,
-                 include_stop: bool = False):
+                 include_stop: bool = False, min_tokens: int = 0):
+        self.min_tokens = min_tokens
         self.tokenizer = tokenizer
         self.stop = [s for s in (stop or ()) if s] if tokenizer is not None else []
         self._hold = max(map(len, self.stop), default=1) - 1  # characters kept back for stop strings
@@ -144,11 +147,17 @@ class IncrementalDetokenizer:
         if not self.stop:
             return False  # decoded at the next delta(), with any other new tokens
         start = max(len(self._unreturned) - self._hold, 0)  # an earlier start was searched before
+        committed = len(self._unreturned)  # text that no later token changes
         self._update()
+        if len(self.token_ids) <= self.min_tokens:
+            return False
         tail = self._unreturned + self._pending
         cut, matched = -1, None
         for s in self.stop:
-            i = tail.find(s, start, cut + len(s) - 1 if cut >= 0 else len(tail))
+            # with min_tokens, a stop string must end past the text committed before this token (else it was
+            # whole while stop strings did not count yet)
+            lo = max(start, committed - len(s) + 1) if self.min_tokens else start
+            i = tail.find(s, lo, cut + len(s) - 1 if cut >= 0 else len(tail))
             if i >= 0:
                 cut, matched = i, s
         if cut < 0:

@@ -654,7 +654,7 @@ class LLMEngine:
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
-                                                          params.include_stop_str_in_output))
+                                                          params.include_stop_str_in_output, params.min_tokens))
         if lora_request is not None:
             seq.lora, seq.cache_salt = lora_request, self.loras.salt(lora_request.name)
         if params.seed is not None:

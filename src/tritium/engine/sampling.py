@@ -32,8 +32,9 @@ class SamplingParams:
       text is left out of the answer unless ``include_stop_str_in_output`` (as vLLM).
     - ``logit_bias`` (OpenAI's): {token id: bias in [-100, 100]} added to those tokens' logits before
       sampling (greedy too); -100 in effect bans a token, 100 forces it.
-    - ``min_tokens``: EOS and ``stop_token_ids`` cannot be sampled before this many tokens (stop strings
-      still end the answer; at most ``max_tokens``).
+    - ``min_tokens``: EOS and ``stop_token_ids`` cannot be sampled before this many tokens, nor do stop strings
+      end the answer before then (as vLLM: one that ends in the text of a later token does); at most
+      ``max_tokens``.
     - ``presence_penalty`` / ``frequency_penalty`` (OpenAI's, in [-2, 2]): before sampling, the logit of
       every token generated ``c`` times so far is lowered by ``frequency_penalty * c + presence_penalty *
       (c > 0)``; the prompt does not count.
