@@ -409,9 +409,11 @@ def test_echo_and_prompt_logprobs(server, client, llm):
         assert lp.text_offset[0] == 0 and lp.text_offset == sorted(lp.text_offset)
     assert r.usage.completion_tokens == len(prompts)
     # max_tokens 0: the prompt, scored; nothing generated
+    generated = server.metrics()["tritium:generation_tokens_total"]
     r = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=0, logprobs=2, echo=True)
     c = r.choices[0]
     assert c.text == PROMPTS[1] and c.finish_reason == "length" and r.usage.completion_tokens == 0
+    assert server.metrics()["tritium:generation_tokens_total"] == generated  # as usage: the dropped token uncounted
     assert c.logprobs.token_logprobs[1:] == pytest.approx([x.logprob for x in want[0].prompt_logprobs[1:]], abs=1e-5)
     assert all(len(t) == 2 for t in c.logprobs.top_logprobs[1:])
     # echo without logprobs: the prompt text only; streamed: the prompt first

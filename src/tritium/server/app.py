@@ -507,7 +507,8 @@ class OpenAIServer:
                         params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
                 subs.append((rid, ids, params, lora))
         stream = self._submit(subs, "n" if req.n > 1 else "prompt")
-        tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
+        tracker = self.metrics.tracker(sum(map(len, prompts)), arrival,
+                                       frozenset(rid for rid, c in choices.items() if c.score_only))
         return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)),
                     self.model_name if lora is None else lora.name)
 
