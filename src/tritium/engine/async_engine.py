@@ -135,7 +135,7 @@ class AsyncLLMEngine:
         # (id, prompt ids, params, LoRA adapter or None, stream), guarded by _cond
         self._adds: list[tuple] = []
         self._applying = 0  # adds the engine thread has taken and not yet counted in self.stats
-        self._live: dict[int, RequestStream] = {}  # streams submitted and not yet ended, for stop(); guarded by _cond
+        self._live: set[RequestStream] = set()  # streams submitted and not yet ended, for stop(); guarded by _cond
         self._aborts: list[str] = []  # guarded by _cond
         self._calls: list[tuple] = []  # (fn, loop, future): run on the engine thread between steps; guarded by _cond
         self._stopping = False
@@ -159,7 +159,7 @@ class AsyncLLMEngine:
         seconds: a long prefill chunk on a CPU), new ones are refused."""
         with self._cond:
             self._stopping = True
-            live, self._live = list(self._live.values()), {}
+            live, self._live = self._live, set()
             self._cond.notify()
         error = EngineStoppedError("the server is shutting down")
         for stream in live:  # the engine thread aborts their requests when the step in flight ends
@@ -171,7 +171,7 @@ class AsyncLLMEngine:
     def _forget(self, stream: RequestStream) -> None:
         """A stream whose iteration ended (finished, aborted or failed): stop() has nothing to tell it."""
         with self._cond:
-            self._live.pop(id(stream), None)
+            self._live.discard(stream)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """:meth:`stop`, then wait for the engine thread to end."""
@@ -206,7 +206,7 @@ class AsyncLLMEngine:
                                          f"and the queue holds {self.max_queue} more (--max-queue); try again later")
             for rid, ids, params, *lora in requests:
                 self._adds.append((rid, ids, params, lora[0] if lora else None, stream))
-            self._live[id(stream)] = stream
+            self._live.add(stream)
             self._cond.notify()
         return stream
 

@@ -1038,11 +1038,11 @@ class LLMEngine:
 
     def _finish_reason(self, seq: Sequence, token: int) -> str | None:
         p = seq.params
+        stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
         if seq.json is not None and seq.json.accept(token):  # JSON mode: drawn among the JSON's (never EOS)
             stopped = seq.detokenizer.add(token) or seq.json.complete  # a stop string, or the object closed
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids
-            stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
             # the EOS that ends an answer is no part of its text, special tokens written out or not; nor, as in
             # vLLM, a stop token's text unless include_stop_str_in_output (the id stays in token_ids)
             if (eos and not p.skip_special_tokens) or (stop_token and not eos and not p.include_stop_str_in_output):
@@ -1050,7 +1050,6 @@ class LLMEngine:
             else:
                 stop_string = seq.detokenizer.add(token)
             stopped = eos or stop_string
-        stop_token = bool(p.stop_token_ids) and token in p.stop_token_ids
         if seq.detokenizer.stop_string is not None:
             seq.stop_reason = seq.detokenizer.stop_string
         elif stop_token and not stopped:  # (an EOS in stop_token_ids is still an EOS: no stop reason)

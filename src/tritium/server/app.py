@@ -953,6 +953,7 @@ def _lone_surrogate(value, path: str = "") -> tuple[str, int] | None:
             stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
     return None
 
+
 def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
               chat_template_kwargs: dict | None = None, tool_parser: str | None = None,
