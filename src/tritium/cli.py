@@ -241,7 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     ppl.add_argument("file", help="the text (UTF-8); - reads it from stdin")
     _common(ppl)
     ppl.add_argument("--context", type=int, default=None,
-                     help="tokens a window (default: 2048, or the context less one if shorter)")
+                     help="tokens a window (default: 2048, or the model's context if shorter)")
     ppl.add_argument("--stride", type=int, default=None,
                      help="tokens between window starts, below --context (default --context - 1: windows share one "
                           "token); each token is scored once, in the first window that holds it with context "
@@ -290,6 +290,8 @@ def _params(args) -> SamplingParams:
                                                      ("--regex", "regex", args.regex is not None)) if given]
     if len(formats) > 1:
         raise ValueError(f"{formats[0][0]} and {formats[1][0]} exclude each other (one constraint on an answer)")
+    if args.max_tokens < 1:  # (SamplingParams takes 0, a prompt scored alone: nothing to print here)
+        raise ValueError(f"--max-tokens must be >= 1, got {args.max_tokens}")
     return SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
                           top_k=args.top_k, seed=args.seed, stop=args.stop, min_p=args.min_p,
                           repetition_penalty=args.repetition_penalty, json_schema=schema, choices=args.choice,
@@ -511,13 +513,13 @@ def _perplexity(args, llm: LLM, text: str) -> int:
     ids = llm.tokenizer.encode(text)
     if len(ids) < 2:
         raise ValueError(f"{args.file}: {len(ids)} token(s); perplexity needs at least 2")
-    context = args.context or min(2048, llm.engine.max_model_len - 1)
-    if context >= llm.engine.max_model_len:
-        raise ValueError(f"--context {context} leaves no room in the model's context of {llm.engine.max_model_len} "
-                         f"tokens (at most {llm.engine.max_model_len - 1})")
+    context = args.context or min(2048, llm.engine.max_model_len)
+    if context > llm.engine.max_model_len:
+        raise ValueError(f"--context {context} is longer than the model's context of {llm.engine.max_model_len} "
+                         f"tokens (--max-model-len)")
     stride = args.stride or context - 1
     spans = windows(len(ids), context, stride)
-    params = SamplingParams(max_tokens=1, prompt_logprobs=0)
+    params = SamplingParams(max_tokens=0, prompt_logprobs=0)  # the windows scored, nothing generated
     outs = llm.generate([ids[b:e] for b, e, _ in spans], params)
     if llm.engine.is_follower:  # torchrun rank > 0: ran its shard of rank 0's steps; rank 0 prints
         return 0

@@ -255,9 +255,10 @@ def test_perplexity_windows():
         cli.windows(10, 1, 1)
 
 
-@pytest.mark.parametrize("context,stride", [(16, None), (16, 5), (None, None)])
-def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_models, context, stride):
-    """``tritium perplexity``: the strided windows' negative log-likelihood as transformers' logits give it."""
+@pytest.mark.parametrize("context,stride,max_len", [(16, None, 16), (16, 5, None), (None, None, None)])
+def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_models, context, stride, max_len):
+    """``tritium perplexity``: the strided windows' negative log-likelihood as transformers' logits give it; a
+    window may fill the context."""
     path, hf = tiny_models["llama"]
     text = " ".join(f"w{i}" for i in range(1, 60))
     file = tmp_path / "text.txt"
@@ -266,6 +267,7 @@ def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_mod
     args = ["perplexity", str(file), "--model", path, "--json", "--dtype", "float32"]
     args += [] if context is None else ["--context", str(context)]
     args += [] if stride is None else ["--stride", str(stride)]
+    args += [] if max_len is None else ["--max-model-len", str(max_len)]
     code, out, err = run(capsys, monkeypatch, *args)
     assert code == 0, err
     got = json.loads(out)
@@ -280,7 +282,7 @@ def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_mod
     assert got["tokens"] == count == len(ids) - 1
     assert got["mean_nll"] == pytest.approx(total / count, rel=1e-4)
     code, _, err = run(capsys, monkeypatch, "perplexity", str(file), "--model", path, "--context", "9999")
-    assert code == 2 and "--context 9999 leaves no room" in err
+    assert code == 2 and "--context 9999 is longer than the model's context of" in err
 
 
 def test_speculative_flags(capsys, monkeypatch, tiny_models):

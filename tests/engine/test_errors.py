@@ -90,7 +90,7 @@ def test_cli_errors_are_one_line(capsys, tiny_models, tmp_path):
     cases = [
         (["--model", str(tmp_path / "missing"), "hi"], "does not exist"),
         (["--model", path, "--temperature", "-1", "hi"], "temperature must be a number >= 0, got -1.0"),
-        (["--model", path, "--max-tokens", "0", "hi"], "max_tokens must be an int >= 1, got 0"),
+        (["--model", path, "--max-tokens", "0", "hi"], "--max-tokens must be >= 1, got 0"),
         (["--model", path, "--max-model-len", "8", "--raw", " ".join(["w3"] * 9)],
          r"prompt has 9 tokens; the context holds 8"),
     ]

@@ -98,3 +98,24 @@ def test_prompt_logprobs_validated():
         SamplingParams(prompt_logprobs=21)
     with pytest.raises(ValueError, match=r"prompt_logprobs must be None or an int in \[0, 20\], got True"):
         SamplingParams(prompt_logprobs=True)
+
+
+def test_prompt_alone_fills_the_context(tiny_models):
+    """max_tokens 0: the prompt is scored and nothing generated, so it may fill the context (41 tokens of a
+    41-token context, over three steps), beside a request that generates; a longer one, or one that would
+    generate at that length, is refused naming the context."""
+    path, hf = tiny_models["llama"]
+    llm = LLM(path, dtype=torch.float32, block_size=16, max_model_len=41, max_num_batched_tokens=16)
+    scored, other = llm.generate([LONG, PROMPTS[1]], [SamplingParams(max_tokens=0, prompt_logprobs=1),
+                                                      SamplingParams(max_tokens=3, ignore_eos=True)])
+    assert len(scored.prompt_token_ids) == 41
+    _check(scored, hf, 1)
+    assert scored.token_ids == [] and scored.text == "" and scored.finish_reason == "length"
+    assert len(other.token_ids) == 3
+    assert other.token_ids == llm.generate([PROMPTS[1]], SamplingParams(max_tokens=3, ignore_eos=True))[0].token_ids
+    with pytest.raises(ValueError, match=r"has 41 tokens; the context holds 41 \(max_model_len\), leaving no room"):
+        llm.generate([LONG], SamplingParams(max_tokens=1))
+    with pytest.raises(ValueError, match=r"has 42 tokens; the context holds 41"):
+        llm.generate([LONG + " w1"], SamplingParams(max_tokens=0))
+    with pytest.raises(ValueError, match=r"max_tokens must be an int >= 0, got -1"):
+        SamplingParams(max_tokens=-1)

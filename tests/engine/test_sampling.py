@@ -7,8 +7,8 @@ from tritium.engine.sampling import SamplingParams, filter_logits, sample
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(max_tokens=0), "max_tokens must be an int >= 1, got 0"),
-    (dict(max_tokens=2.5), "max_tokens must be an int >= 1, got 2.5"),
+    (dict(max_tokens=-1), "max_tokens must be an int >= 0, got -1"),
+    (dict(max_tokens=2.5), "max_tokens must be an int >= 0, got 2.5"),
     (dict(temperature=-1.0), "temperature must be a number >= 0, got -1.0"),
     (dict(temperature=float("nan")), "temperature must be a number >= 0, got nan"),
     (dict(top_p=0.0), r"top_p must be in \(0, 1\], got 0.0"),

@@ -469,3 +469,45 @@ def test_prediction_speeds_up_without_changing_the_answer(tiny_models, plain):
     with pytest.raises(ValueError, match="prediction must be a string or a list of token ids"):
         SamplingParams(prediction=[1, -2])
     assert engine.block_manager.num_free_blocks == engine.block_manager.num_blocks
+
+
+def test_drafts_beside_prompts_without_logits(tiny_models, plain, monkeypatch):
+    """Sequences verifying drafts in the steps that end embeddings' prompts and prompts scored alone (max_tokens
+    0), one of each queued every step: neither has a logits row, and the drafts' rows stay theirs: the tokens
+    equal plain greedy decoding's, the embeddings and the prompts' log-probabilities those computed alone."""
+    path, _ = tiny_models["llama"]
+    kw = dict(decode_steps=1, max_num_batched_tokens=24)
+    llm = _llm(path, num_speculative_tokens=4, prompt_lookup_min=1, prompt_lookup_max=3, **kw)
+    alone = _llm(path, **kw)
+    short = [PROMPTS[0], PROMPTS[2], PROMPTS[3]]
+    scored_params = SamplingParams(max_tokens=0, prompt_logprobs=1)
+    want_embedding = alone.embed(short, normalize=False)
+    want_scores = [o.prompt_logprobs for o in alone.generate(short, scored_params)]
+    engine = llm.engine
+    shared = []  # steps that verified drafts and ended a prompt without a logits row
+    verify = LLMEngine._verify
+
+    def spy(self, batch, logits):
+        if any(seq.num_computed + n == seq.num_tokens and not seq.params.generates
+               for seq, n in zip(batch.seqs, batch.num_new)):
+            shared.append(self.num_steps)
+        return verify(self, batch, logits)
+
+    monkeypatch.setattr(LLMEngine, "_verify", spy)
+    for i, (prompt, params) in enumerate(zip(LOOPY, PARAMS)):
+        engine.add_request(f"g{i}", prompt, params)
+    got, step = {}, 0
+    while engine.has_unfinished():
+        step += 1
+        if step < 30:
+            engine.add_request(f"e{step}", short[step % 3], SamplingParams(pooling="last"))
+            engine.add_request(f"s{step}", short[step % 3], scored_params)
+        got.update({o.request_id: o for o in engine.step() if o.finished})
+    assert shared and engine.num_drafts > 0
+    assert [got[f"g{i}"].token_ids for i in range(len(LOOPY))] == [o.token_ids for o in plain["batch"]]
+    for step in range(1, 30):
+        torch.testing.assert_close(got[f"e{step}"].embedding, want_embedding[step % 3], rtol=1e-5, atol=1e-5)
+        scored = got[f"s{step}"]
+        assert scored.token_ids == [] and scored.finish_reason == "length"
+        assert [lp.logprob for lp in scored.prompt_logprobs[1:]] == pytest.approx(
+            [lp.logprob for lp in want_scores[step % 3][1:]], abs=1e-5)

@@ -413,9 +413,20 @@ def test_echo_and_prompt_logprobs(server, client, llm):
     r = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=0, logprobs=2, echo=True)
     c = r.choices[0]
     assert c.text == PROMPTS[1] and c.finish_reason == "length" and r.usage.completion_tokens == 0
-    assert server.metrics()["tritium:generation_tokens_total"] == generated  # as usage: the dropped token uncounted
+    assert server.metrics()["tritium:generation_tokens_total"] == generated  # as usage
     assert c.logprobs.token_logprobs[1:] == pytest.approx([x.logprob for x in want[0].prompt_logprobs[1:]], abs=1e-5)
     assert all(len(t) == 2 for t in c.logprobs.top_logprobs[1:])
+    # a prompt alone may fill the context (lm-eval's rolling windows); one token more, or one to generate, may not
+    full = [5 + t % 50 for t in range(MAX_LEN)]
+    r = client.completions.create(model="tiny", prompt=full, max_tokens=0, logprobs=1, echo=True)
+    want_full = llm.generate([full], greedy(0, prompt_logprobs=1))[0]
+    assert r.choices[0].logprobs.token_logprobs[1:] == pytest.approx(
+        [x.logprob for x in want_full.prompt_logprobs[1:]], abs=1e-5)
+    assert len(r.choices[0].logprobs.tokens) == MAX_LEN and r.usage.prompt_tokens == MAX_LEN
+    for prompt, max_tokens in ((full + [5], 0), (full, 1)):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model="tiny", prompt=prompt, max_tokens=max_tokens, echo=True)
+        assert e.value.body["code"] == "context_length_exceeded"
     # echo without logprobs: the prompt text only; streamed: the prompt first
     plain = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=3, temperature=0, echo=True)
     assert plain.choices[0].text == PROMPTS[1] + llm.generate([PROMPTS[1]], greedy(3))[0].text

@@ -159,7 +159,7 @@ class LLM:
             raise ValueError(f"sampling_params must be SamplingParams, got {type(params).__name__}")
         engine = self.engine
         rid = f"stream-{next(self._ids)}"
-        engine.add_request(rid, engine.encode(prompt, "prompt"), params, lora_request=lora_request)
+        engine.add_request(rid, engine.encode(prompt, "prompt", params.generates), params, lora_request=lora_request)
         start, final, prefilling = time.perf_counter(), None, on_prefill is not None
         try:
             while final is None:
@@ -222,8 +222,8 @@ class LLM:
             if not isinstance(p, SamplingParams):
                 raise ValueError(f"sampling_params must be SamplingParams, got {type(p).__name__}")
             p.validate()
-        if suffix is None:  # an embedding's prompt may fill the context
-            encoded = [self.engine.encode(p, f"prompts[{i}]", q.pooling is None)
+        if suffix is None:  # an embedding's prompt may fill the context, as may a prompt alone (max_tokens 0)
+            encoded = [self.engine.encode(p, f"prompts[{i}]", q.generates)
                        for i, (p, q) in enumerate(zip(prompts, params))]
         else:
             suffixes = [suffix] * len(prompts) if isinstance(suffix, str) else list(suffix)

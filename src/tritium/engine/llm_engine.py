@@ -650,7 +650,7 @@ class LLMEngine:
                              "model's tokenizer (this engine has none)")
         if lora_request is not None:
             lora_request = self.resolve_lora(lora_request)
-        ids = self.encode(prompt, f"prompt of request {request_id!r}", params.pooling is None)
+        ids = self.encode(prompt, f"prompt of request {request_id!r}", params.generates)
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
@@ -832,6 +832,13 @@ class LLMEngine:
         if pooled is not None:
             self._pool(batch, pooled)
             done = [seq for seq in done if seq.params.pooling is None]
+        if any(not seq.params.max_tokens for seq in done):  # prompts alone (no logits row): they end here
+            for seq in done:
+                if not seq.params.max_tokens:
+                    self.scheduler.finish(seq, "length")
+                    del self._requests[seq.request_id]
+                    self._report(seq, [])
+            done = [seq for seq in done if seq.params.max_tokens]
         if done:
             params = [s.params for s in done]
             histories = [s.output_ids for s in done] if any(p.penalized for p in params) else None
@@ -882,7 +889,8 @@ class LLMEngine:
                 continue
             rest.seqs.append(seq)
             rest.num_new.append(n)
-            if seq.num_computed + n == seq.num_tokens:
+            # a logits row where the runner made one: not for an embedding's or a prompt alone's (max_tokens 0)
+            if seq.num_computed + n == seq.num_tokens and seq.params.pooling is None and seq.params.max_tokens:
                 plain.append(row)
                 row += 1
         outcome = {}  # seq -> (draft tokens accepted, the tokens it gets)

@@ -275,7 +275,7 @@ class ModelRunner:
                 pool_count += 1
             elif seq.draft:
                 logit_rows += range(len(ids) - n, len(ids))
-            elif start + n == seq.num_tokens:
+            elif start + n == seq.num_tokens and seq.params.max_tokens:  # (max_tokens 0: the prompt alone)
                 logit_rows.append(len(ids) - 1)
         plan = StepPlan(np.array(ids, dtype=np.int64), np.array(pos, dtype=np.int64),
                         np.array(slots, dtype=np.int64), q_lens, seq_lens, logit_rows, self._table(batch),

@@ -20,7 +20,9 @@ POOLINGS = (None, "last", "mean")
 class SamplingParams:
     """How to pick tokens for one request.
 
-    - ``max_tokens``: tokens to generate at most (>= 1).
+    - ``max_tokens``: tokens to generate at most (>= 0). 0 runs the prompt alone (its ``prompt_logprobs``, its
+      pages for the prefix cache) and generates nothing: a prompt may then fill the whole context (scoring,
+      perplexity windows); finish reason "length".
     - ``temperature``: 0 is greedy (argmax); > 0 samples from softmax(logits / temperature).
     - ``top_k``: keep the k most likely tokens (0: all). ``top_p``: keep the smallest set whose
       probability reaches p (1.0: all). ``min_p``: keep the tokens at least ``min_p`` times as likely as the
@@ -111,8 +113,8 @@ class SamplingParams:
         after construction is made a list here too)."""
         if isinstance(self.stop, str) and self.stop:
             self.stop = [self.stop]
-        if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be an int >= 1, got {self.max_tokens!r}")
+        if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or self.max_tokens < 0:
+            raise ValueError(f"max_tokens must be an int >= 0, got {self.max_tokens!r}")
         if not isinstance(self.temperature, (int, float)) or not self.temperature >= 0:
             raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
         if not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
@@ -208,12 +210,18 @@ class SamplingParams:
         return self.greedy and self.draftable
 
     @property
+    def generates(self) -> bool:
+        """Whether the request generates tokens (else its prompt may fill the context: an embedding's, or a
+        prompt alone with ``max_tokens`` 0)."""
+        return self.pooling is None and self.max_tokens > 0
+
+    @property
     def draftable(self) -> bool:
         """Whether speculative decoding may give the request drafts: its next token depends on the logits of
         its position alone (temperature, top-k, top-p and min-p; no penalties, bias, min_tokens, logprobs or
         response format)."""
         return (not self.penalized and self.logprobs is None and not self.min_tokens and not self.logit_bias
-                and self.response_format is None and self.pooling is None)
+                and self.response_format is None and self.generates)
 
 
 @dataclasses.dataclass

@@ -98,7 +98,7 @@ class _Choice:
     tools: ToolCallStream | ForcedCallStream | None = None  # with tools: the answer's calls read as it streams
     reasoning: ReasoningStream | None = None  # with the reasoning parser: <think> ... </think> as it streams
     # completions with echo: the prompt's text and ids (and their logprobs once computed), not yet streamed;
-    # score_only (max_tokens 0): the one token the engine generates is dropped
+    # score_only (max_tokens 0): the engine scores the prompt and generates nothing
     echo: str | None = None
     prompt_ids: list[int] | None = None
     prompt_logprobs: list | None = None
@@ -488,9 +488,8 @@ class OpenAIServer:
                 echo = req.prompts[i] if isinstance(req.prompts[i], str) else (
                     self.tokenizer.decode(ids, skip_special_tokens=False) if self.tokenizer is not None else "")
             for j, params in enumerate(req.params):
-                limit = self.max_model_len - len(ids)
-                # max_tokens 0 (echo): the engine computes the prompt and the first token, which is dropped
-                wanted = 1 if req.max_tokens == 0 else req.max_tokens or limit
+                limit = self.max_model_len - len(ids)  # (0 for a prompt alone that fills the context)
+                wanted = limit if req.max_tokens is None else req.max_tokens  # 0 (echo): the prompt alone
                 params = dataclasses.replace(params, max_tokens=min(wanted, limit),
                                              min_tokens=min(params.min_tokens, wanted, limit))
                 if req.tool_choice == "auto" and self._parses(req) and self.tool_parser == "mistral":
@@ -507,8 +506,7 @@ class OpenAIServer:
                         params = dataclasses.replace(params, reasoning_after=True, reasoning_open=opened[i])
                 subs.append((rid, ids, params, lora))
         stream = self._submit(subs, "n" if req.n > 1 else "prompt")
-        tracker = self.metrics.tracker(sum(map(len, prompts)), arrival,
-                                       frozenset(rid for rid, c in choices.items() if c.score_only))
+        tracker = self.metrics.tracker(sum(map(len, prompts)), arrival)
         return _Run(req, kind, prefix, stream, choices, tracker, sum(map(len, prompts)),
                     self.model_name if lora is None else lora.name)
 
@@ -890,9 +888,11 @@ class OpenAIServer:
         bad = next((t for t in ids if not 0 <= t < self.vocab_size), None)
         if bad is not None:
             raise invalid(f"{where} has token id {bad} outside the vocabulary [0, {self.vocab_size})", param)
-        if len(ids) > self.max_model_len - (kind != "embedding"):  # an embedding's input may fill the context
+        # an embedding's input may fill the context, as may a prompt scored alone (echo, max_tokens 0)
+        generates = kind != "embedding" and not (req is not None and req.max_tokens == 0)
+        if len(ids) > self.max_model_len - generates:
             raise invalid(f"This model's maximum context length is {self.max_model_len} tokens. However, your "
-                          f"{where} has {len(ids)} tokens" + (", leaving no room to generate." if kind != "embedding"
+                          f"{where} has {len(ids)} tokens" + (", leaving no room to generate." if generates
                                                               else "."), param, "context_length_exceeded")
         return ids
 

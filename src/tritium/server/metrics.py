@@ -102,26 +102,23 @@ class Metrics:
     def reject(self, reason: str) -> None:
         self.rejected.labels(**self.labels, reason=reason).inc()
 
-    def tracker(self, prompt_tokens: int, arrival: float, dropped: frozenset[str] = frozenset()) -> "RequestTracker":
-        """``dropped``: request ids whose generated token is not part of the answer (a prompt only scored)."""
+    def tracker(self, prompt_tokens: int, arrival: float) -> "RequestTracker":
         self.prompt_tokens.inc(prompt_tokens)
-        return RequestTracker(self, arrival, dropped)
+        return RequestTracker(self, arrival)
 
 
 class RequestTracker:
     """Per-request timing: call ``observe(out)`` for each engine output of one request group."""
 
-    def __init__(self, metrics: Metrics, arrival: float, dropped: frozenset[str] = frozenset()):
+    def __init__(self, metrics: Metrics, arrival: float):
         self.metrics = metrics
         self.arrival = arrival
-        self.dropped = dropped  # their tokens are not counted as generated (usage reports none either)
         self.last: dict[str, float] = {}  # request id -> time of its last token
 
     def observe(self, out: RequestOutput) -> None:
         m, now, k = self.metrics, time.perf_counter(), len(out.new_token_ids)
         if k:
-            if out.request_id not in self.dropped:
-                m.generation_tokens.inc(k)
+            m.generation_tokens.inc(k)
             last = self.last.get(out.request_id)
             if last is None:
                 m.ttft.observe(now - self.arrival)

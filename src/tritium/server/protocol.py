@@ -209,7 +209,7 @@ def _sampling(body: dict, max_tokens: int | None, logprobs: int | None, count: i
     # min_tokens is bounded by the max_tokens given (none: the context bounds both)
     min_tokens = _int(body, "min_tokens", 0, max_tokens, default=0)
     base = dict(  # max_tokens None (chat default: up to the context) is settled per prompt by the app
-        max_tokens=max_tokens or max(min_tokens, 1), temperature=temperature,
+        max_tokens=max(min_tokens, 1) if max_tokens is None else max_tokens, temperature=temperature,
         top_p=_number(body, "top_p", 0.0, 1.0, 1.0, lo_open=True),
         top_k=max(top_k, 0), stop=_stop(body), ignore_eos=_bool(body, "ignore_eos"),
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0, 0.0),
