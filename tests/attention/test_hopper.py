@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from tritium.attention import AttentionConfig, paged_attention
+from tritium.attention import AttentionConfig, hopper, paged_attention
 
 from .utils import TOL, Shape, assert_rel_close, dtype_param, poisoned_like, run_in_child
 
@@ -107,6 +107,21 @@ def test_refused_without_hopper_gpu():
         pytest.skip("a Hopper GPU serves it")
     with pytest.raises(ValueError, match="needs an NVIDIA Hopper"):
         paged_attention(*batch.args, config=GLUON)
+
+
+def test_v_cache_laid_out_otherwise_is_refused():
+    """A v_cache that is a strided view, or not 16-byte aligned, is not the kernel's (checked before the GPU):
+    it says so, and without a config paged_attention runs the Triton kernel instead (on a GPU:
+    check_auto_selection)."""
+    batch = Shape(q_lens=(5,), seq_lens=(20,), head_dim=128).batch(torch.float16)
+    wide = torch.zeros(*batch.v_cache.shape[:2], 2 * batch.v_cache.shape[2], 128, dtype=torch.float16,
+                       device=batch.v_cache.device)
+    wide[:, :, ::2] = batch.v_cache
+    flat = torch.zeros(batch.v_cache.numel() + 1, dtype=torch.float16, device=batch.v_cache.device)
+    flat[1:] = batch.v_cache.flatten()
+    for v in (wide[:, :, ::2], flat[1:].view(batch.v_cache.shape)):
+        why = hopper.supported(batch.q, batch.k_cache, v_cache=v)
+        assert why is not None and "v_cache laid out like k_cache" in why
 
 
 # GPU: batches of prefill, chunked prefill and decode rows, partial last pages, GQA 1/4/8. Each check runs in
@@ -238,6 +253,15 @@ def check_auto_selection() -> None:
     assert not hopper.auto_selects(decode.q, decode.k_cache, num_seqs=8, max_seqlen_q=1)
     out = poisoned_like(prefill.q)
     paged_attention(*prefill.args, out=out)  # no config: the Gluon kernel, by itself
+    torch.cuda.synchronize()
+    assert_rel_close(out, prefill.ref(), TOL[torch.bfloat16])
+    # a v_cache the Gluon kernel cannot read (a strided view): the Triton kernel serves it
+    v = prefill.v_cache
+    wide = torch.zeros(*v.shape[:2], 2 * v.shape[2], v.shape[3], dtype=v.dtype, device=v.device)
+    wide[:, :, ::2] = v
+    q, k, _, table, lens, cu = prefill.args
+    out = poisoned_like(prefill.q)
+    paged_attention(q, k, wide[:, :, ::2], table, lens, cu, out=out)
     torch.cuda.synchronize()
     assert_rel_close(out, prefill.ref(), TOL[torch.bfloat16])
 

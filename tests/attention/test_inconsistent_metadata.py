@@ -40,9 +40,9 @@ PATHS = {
 CASES = {
     # A sequence longer than its block-table row: 65 tokens made the kernel read the next row's first
     # page id, 100000 read past the block table (a segfault before the checks).
-    "seq_len-past-row": ("seq_lens", 1, lambda n, nb, cu: 65, [1], r"sequence 1 needs 5 pages"),
-    "seq_len-far-past-row": ("seq_lens", 0, lambda n, nb, cu: 100_000, [0], r"sequence 0 needs 6250 pages"),
-    "seq_len-int32-max": ("seq_lens", 3, lambda n, nb, cu: INT32_MAX, [3], r"sequence 3 needs"),
+    "seq_len-past-row": ("seq_lens", 1, lambda n, nb, cu: 65, [1], r"seq_lens\[1\] = 65 needs 5 pages"),
+    "seq_len-far-past-row": ("seq_lens", 0, lambda n, nb, cu: 100_000, [0], r"seq_lens\[0\] = 100000 needs 6250 pages"),
+    "seq_len-int32-max": ("seq_lens", 3, lambda n, nb, cu: INT32_MAX, [3], r"seq_lens\[3\] = 2147483647 needs"),
     "seq_len-shorter-than-query": ("seq_lens", 2, lambda n, nb, cu: 2, [2],
                                    r"seq_lens\[2\] = 2 is shorter than its query length"),
     # Page ids outside the cache among the pages a sequence uses.

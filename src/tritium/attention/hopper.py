@@ -694,8 +694,9 @@ def _capability(index):
 
 
 def supported(q, k_cache, *, causal=True, sliding_window=None, softcap=None, alibi_slopes=None, sinks=None,
-              k_scale=None, v_scale=None, q_start_pos=None, lse=None) -> str | None:
-    """None when this kernel can serve the call, else why not (one phrase)."""
+              k_scale=None, v_scale=None, q_start_pos=None, lse=None, v_cache=None) -> str | None:
+    """None when this kernel can serve the call, else why not (one phrase). ``v_cache`` (when given) must be
+    laid out as ``k_cache`` (its shape and dtype are the caller's to check)."""
     if q.dtype not in _GL_DTYPES or k_cache.dtype != q.dtype:
         return "needs fp16/bf16 q with a cache of the same dtype"
     if q.shape[-1] != HEAD_DIM:
@@ -706,6 +707,8 @@ def supported(q, k_cache, *, causal=True, sliding_window=None, softcap=None, ali
     num_blocks, page, kv_heads, dim = k_cache.shape
     if k_cache.stride() != (page * kv_heads * dim, kv_heads * dim, dim, 1) or k_cache.data_ptr() % 16:
         return "needs a contiguous, 16-byte aligned cache"
+    if v_cache is not None and (v_cache.stride() != k_cache.stride() or v_cache.data_ptr() % 16):
+        return "needs v_cache laid out like k_cache (contiguous, 16-byte aligned)"
     if num_blocks == 0:
         return "needs a cache with pages"
     if TILE_N % page and page % TILE_N:  # a key tile is whole pages, or a page whole key tiles

@@ -182,7 +182,7 @@ def _attend_tiles(
     tile_lo, tile_hi,
     k_head_ptr, v_head_ptr, block_table_row_ptr,
     stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
-    seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+    seq_len, q_pos, alibi_log2, qk_scale, softcap, window, key_lo,
     offs_d, d_mask,
     PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
@@ -195,7 +195,9 @@ def _attend_tiles(
     of FOLD tiles (counted from tile 0) the group's state is folded into (o_run, w_run, m_run) by
     ``_fold_group`` and starts afresh, inside this one pipelined loop. FOLD = 0: those pass through.
 
-    MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks).
+    MASKED=False is for tiles every row sees entirely (no bounds, causal or window checks). With a window,
+    a masked tile neither loads the page ids nor the K/V of keys before ``key_lo`` (the first key any row of
+    the Q block sees): a caller may leave pages wholly behind the window out of its block table.
     acc [BLOCK_M, HEAD_DIM_PAD] fp32, l_i / m_i [BLOCK_M] fp32 (m in log2 units). The caller has checked
     every page id these tiles read (_pages_out_of_range). qk_scale > 0 (the launcher checks it).
 
@@ -208,16 +210,24 @@ def _attend_tiles(
     taken over the raw scores and scaled once.
     """
     offs_next = tile_lo * TILE_N + tl.arange(0, TILE_N)
-    pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE,
-                         mask=(offs_next < seq_len) & (tile_lo < tile_hi), other=0)
+    page_mask = (offs_next < seq_len) & (tile_lo < tile_hi)
+    if MASKED and HAS_WINDOW:
+        page_mask = page_mask & (offs_next >= key_lo)
+    pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE, mask=page_mask, other=0)
+    if MASKED and HAS_WINDOW:  # each row's first visible key, max(q_pos - window + 1, 0) without overflow
+        row_lo = q_pos - tl.minimum(q_pos, window - 1)
     for tile in range(tile_lo, tile_hi):
         offs_n = tile * TILE_N + tl.arange(0, TILE_N)  # [TILE_N] key positions
         if MASKED:
             kv_mask = offs_n < seq_len
+            if HAS_WINDOW:
+                kv_mask = kv_mask & (offs_n >= key_lo)
         slots = pages_next.to(tl.int64)
         offs_next = offs_n + TILE_N
-        pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE,
-                             mask=(offs_next < seq_len) & (tile + 1 < tile_hi), other=0)
+        page_mask = (offs_next < seq_len) & (tile + 1 < tile_hi)
+        if MASKED and HAS_WINDOW:
+            page_mask = page_mask & (offs_next >= key_lo)
+        pages_next = tl.load(block_table_row_ptr + offs_next // PAGE_SIZE, mask=page_mask, other=0)
         k_offs = slots * stride_k_blk + (offs_n % PAGE_SIZE) * stride_k_tok  # [TILE_N]
         v_offs = slots * stride_v_blk + (offs_n % PAGE_SIZE) * stride_v_tok
         if MASKED:
@@ -234,7 +244,7 @@ def _attend_tiles(
             if IS_CAUSAL:
                 visible = visible & (offs_n[None, :] <= q_pos[:, None])
             if HAS_WINDOW:
-                visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
+                visible = visible & (offs_n[None, :] >= row_lo[:, None])
             s = tl.where(visible, s, float("-inf"))
         p, alpha, l_i, m_new = _online_softmax(s, m_i, l_i, qk_scale, MASKED, HAS_SOFTCAP or HAS_ALIBI)
         if MASKED:
@@ -283,7 +293,7 @@ def _attend_key_range(
     lo, hi, full_lo, full_hi,
     k_head_ptr, v_head_ptr, block_table_row_ptr,
     stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok,
-    seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+    seq_len, q_pos, alibi_log2, qk_scale, softcap, window, key_lo,
     offs_d, d_mask,
     PAGE_SIZE: tl.constexpr, TILE_N: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     IS_CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_ALIBI: tl.constexpr,
@@ -296,17 +306,17 @@ def _attend_key_range(
     acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, lo, tl.minimum(hi, full_lo), k_head_ptr, v_head_ptr, block_table_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        softcap, window, key_lo, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
     acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, tl.maximum(lo, full_lo), tl.minimum(hi, full_hi), k_head_ptr, v_head_ptr,
         block_table_row_ptr, stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2,
-        qk_scale, softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
+        qk_scale, softcap, window, key_lo, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
         IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
     acc, l_i, m_i, o_run, w_run, m_run = _attend_tiles(
         acc, l_i, m_i, q, tl.maximum(lo, full_hi), hi, k_head_ptr, v_head_ptr, block_table_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
+        softcap, window, key_lo, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, True, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, FOLD)
     return acc, l_i, m_i, o_run, w_run, m_run
 
@@ -429,7 +439,8 @@ def _paged_attention_kernel(
 
     # Key range of this Q block and the part of it that needs no mask.
     first_pos = context_len + (block_row - q_start)
-    last_pos = tl.minimum(first_pos + BLOCK_Q - 1, seq_len - 1)
+    # min(first_pos + BLOCK_Q - 1, seq_len - 1), not overflowing int32 for queries near its end (q_start_pos)
+    last_pos = tl.minimum(first_pos, seq_len - BLOCK_Q) + (BLOCK_Q - 1)
     if IS_CAUSAL:
         kv_end = last_pos + 1
         full_end = first_pos + 1
@@ -441,9 +452,11 @@ def _paged_attention_kernel(
         full_end = seq_len
     tile_lo = 0
     full_lo = 0
-    if HAS_WINDOW:
-        tile_lo = tl.maximum(first_pos - window + 1, 0) // TILE_N
-        full_lo = tl.cdiv(tl.maximum(last_pos - window + 1, 0), TILE_N)
+    key_lo = 0  # the first key a row of this Q block sees
+    if HAS_WINDOW:  # max(pos - window + 1, 0), not overflowing int32 for positions near its start
+        key_lo = first_pos - tl.minimum(first_pos, window - 1)
+        tile_lo = key_lo // TILE_N
+        full_lo = tl.cdiv(last_pos - tl.minimum(last_pos, window - 1), TILE_N)
     tile_hi = tl.cdiv(kv_end, TILE_N)
     tile_hi = tl.where(bad, tile_lo, tile_hi)  # an impossible sequence reads no key: its rows become NaN
     full_lo = tl.minimum(tl.maximum(full_lo, tile_lo), tile_hi)
@@ -454,6 +467,8 @@ def _paged_attention_kernel(
         if GROUP_TILES > 0:  # split s is key group s, counted from tile 0 whatever the Q block
             lo = tl.maximum(tile_lo, split * GROUP_TILES)
             hi = tl.minimum(tile_hi, (split + 1) * GROUP_TILES)
+            # keys past the last split's group (a max_seqlen_k hint below a sequence's length): NaN rows
+            bad = bad | (tile_hi > tl.num_programs(2) * GROUP_TILES)
         else:
             per_split = tl.cdiv(tile_hi - tile_lo, tl.num_programs(2))
             lo = tile_lo + split * per_split
@@ -465,8 +480,8 @@ def _paged_attention_kernel(
     # Page ids this program reads, checked once: an out-of-range one makes its rows NaN (read nothing).
     bt_row_ptr = block_table_ptr + seq.to(tl.int64) * stride_bt_seq
     if lo < hi:
-        bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, tl.minimum(hi * TILE_N, seq_len), num_blocks,
-                                        PAGE_SIZE)
+        bad = bad | _pages_out_of_range(bt_row_ptr, tl.maximum(lo * TILE_N, key_lo), tl.minimum(hi * TILE_N, seq_len),
+                                        num_blocks, PAGE_SIZE)
     hi = tl.where(bad, lo, hi)
 
     if IS_SPLIT:
@@ -533,7 +548,7 @@ def _paged_attention_kernel(
             m_i = tl.where(alone, float("-inf"), m_i)
         acc, l_i, m_i, o_run, w_run, m_run = _attend_key_range(
             acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr, stride_k_blk,
-            stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale, softcap, window,
+            stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale, softcap, window, key_lo,
             offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL, HAS_WINDOW, HAS_SOFTCAP,
             HAS_ALIBI, DOT_PRECISION, o_run, w_run, m_run, v_scale, GROUP_TILES)
         # the last group, unless it ended on a group boundary (then its state is empty: a no-op fold)
@@ -549,7 +564,7 @@ def _paged_attention_kernel(
     acc, l_i, m_i, _, _, _ = _attend_key_range(
         acc, l_i, m_i, q, loop_lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_blk, stride_k_tok, stride_v_blk, stride_v_tok, seq_len, q_pos, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL,
+        softcap, window, key_lo, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, IS_CAUSAL,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, 0.0, 0.0, 0.0, v_scale, 0)
 
     # NaN rows for an impossible sequence or a page id out of range. NaN counts as mass, so it reaches

@@ -1,6 +1,7 @@
 """Public launcher of paged attention: validation, configuration, workspace, launch."""
 
 import math
+import numbers
 
 import torch
 from triton.runtime.errors import OutOfResources
@@ -110,8 +111,8 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alib
         raise ValueError(f"block_table has {block_table.shape[0]} rows, seq_lens has {num_seqs} sequences")
     if cu_seqlens_q.shape[0] != num_seqs + 1:
         raise ValueError(f"cu_seqlens_q must have num_seqs + 1 = {num_seqs + 1} entries, got {cu_seqlens_q.shape[0]}")
-    if num_seqs == 0:
-        raise ValueError("seq_lens is empty: a batch needs at least one sequence")
+    if num_seqs == 0 and num_tokens:
+        raise ValueError(f"seq_lens is empty, q has {num_tokens} tokens: a token needs a sequence")
     if alibi_slopes is not None:
         _check_tensor("alibi_slopes", alibi_slopes, 1, (torch.float32,))
         if alibi_slopes.shape[0] != num_q_heads:
@@ -137,9 +138,10 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, alib
         raise ValueError("seq_lens and cu_seqlens_q must be contiguous")
 
 
-def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, queries_in_keys=True):
-    """validate=True: checks that read tensor values (syncs with the device). ``queries_in_keys``: the
-    new tokens are the last keys (no ``q_start_pos``), so no sequence is shorter than its query."""
+def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, q_start_pos=None, window=None):
+    """validate=True: checks that read tensor values (syncs with the device). Without ``q_start_pos`` the
+    new tokens are the last keys, so no sequence is shorter than its query. With a ``window``, the page ids
+    wholly before a sequence's first query's window are not read, so not checked."""
     num_blocks, block_size = k_cache.shape[:2]
     cu = cu_seqlens_q.cpu()
     lens = seq_lens.cpu().long()
@@ -149,20 +151,45 @@ def _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, quer
                          f"got {int(cu[0])} .. {int(cu[-1])}")
     if bool((q_lens < 0).any()):
         raise ValueError("cu_seqlens_q must be non-decreasing")
-    short = (lens < (q_lens if queries_in_keys else 0)).nonzero()
+    if bool((lens < 0).any()):
+        s = int((lens < 0).nonzero()[0])
+        raise ValueError(f"seq_lens[{s}] = {int(lens[s])} is negative")
+    short = (lens < (q_lens if q_start_pos is None else 0)).nonzero()
     if short.numel():
         s = int(short[0])
         raise ValueError(f"seq_lens[{s}] = {int(lens[s])} is shorter than its query length {int(q_lens[s])}")
+    first = lens - q_lens if q_start_pos is None else q_start_pos.cpu().long()
+    if q_start_pos is not None and bool((first + q_lens > 2**31 - 1).any()):
+        s = int((first + q_lens > 2**31 - 1).nonzero()[0])
+        raise ValueError(f"q_start_pos[{s}] = {int(first[s])} puts its last query ({int(q_lens[s])} of them) past "
+                         f"the int32 positions")
     pages = (lens + block_size - 1) // block_size
     if bool((pages > block_table.shape[1]).any()):
         s = int((pages > block_table.shape[1]).nonzero()[0])
-        raise ValueError(f"sequence {s} needs {int(pages[s])} pages, block_table has {block_table.shape[1]} columns")
+        raise ValueError(f"seq_lens[{s}] = {int(lens[s])} needs {int(pages[s])} pages of {block_size}, block_table "
+                         f"has {block_table.shape[1]} columns")
     bt = block_table.cpu()
-    used = torch.arange(bt.shape[1])[None, :] < pages[:, None]
+    cols = torch.arange(bt.shape[1])[None, :]
+    used = cols < pages[:, None]
+    if window is not None:  # the first key any query of the sequence sees
+        used &= cols >= ((first - window + 1).clamp(min=0) // block_size)[:, None]
     bad = used & ((bt < 0) | (bt >= num_blocks))
     if bool(bad.any()):
         s, j = (int(i) for i in bad.nonzero()[0])
         raise ValueError(f"block_table[{s}, {j}] = {int(bt[s, j])} is out of range [0, {num_blocks})")
+
+
+def _positive(name: str, value, integer: bool = False, zero: bool = False):
+    """``value`` as a Python float (int with ``integer``), checked: a Python or NumPy number (not a bool, not a
+    tensor: reading one would sync with the device), finite, > 0 (>= 0 with ``zero``); ValueError naming
+    ``name`` otherwise."""
+    kind = numbers.Integral if integer else numbers.Real
+    what = f"{'a non-negative' if zero else 'a positive'} {'int' if integer else 'finite number'}"
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{name} must be {what} (a Python or NumPy scalar), got {type(value).__name__} {value!r}")
+    if not (value >= 0 if zero else value > 0) or not math.isfinite(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value) if integer else float(value)
 
 
 def _softmax_scale_arg(softmax_scale, head_dim: int) -> float:
@@ -170,9 +197,7 @@ def _softmax_scale_arg(softmax_scale, head_dim: int) -> float:
     kernels fold it into the exponent after taking the row max over raw scores."""
     if softmax_scale is None:
         return 1.0 / math.sqrt(head_dim)
-    if not (isinstance(softmax_scale, (int, float)) and 0 < softmax_scale < math.inf):
-        raise ValueError(f"softmax_scale must be a positive finite float or None, got {softmax_scale!r}")
-    return float(softmax_scale)
+    return _positive("softmax_scale", softmax_scale)
 
 
 def _scale_arg(name, scale, device):
@@ -187,8 +212,8 @@ def _scale_arg(name, scale, device):
         if scale.device != device:
             raise ValueError(f"{name} is on {scale.device}, the caches are on {device}")
         return scale, 1.0
-    if not isinstance(scale, (int, float)) or not scale > 0:
-        raise ValueError(f"{name} must be a positive float or a 1-element tensor, got {scale!r}")
+    if not isinstance(scale, numbers.Real) or isinstance(scale, bool) or not 0 < scale < math.inf:
+        raise ValueError(f"{name} must be a positive finite float or a 1-element tensor, got {scale!r}")
     return None, float(scale)
 
 
@@ -284,7 +309,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         validate: also check block ids and lengths (reads them, so it syncs) and raise ValueError
             naming the first inconsistency.
         q_start_pos: [num_seqs] int32, the position of each sequence's first query in the coordinates
-            of its keys (default seq_len - q_len: the new tokens are the last keys). Any value: with a
+            of its keys (default seq_len - q_len: the new tokens are the last keys). Any value whose last
+            query position (q_start_pos + q_len - 1) is below 2**31 - 1: with a
             sequence's keys split into parts held apart (context parallelism), the part that starts at
             global position o gets P - o for queries starting at global position P; its queries may lie
             before, inside or after its keys. seq_lens may then be shorter than the query length.
@@ -303,8 +329,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
       q_start_pos, or longer than a block-table row holds: block_table.shape[1] * block_size) gets NaN
       in all its rows;
     - a page id outside [0, num_blocks) read from block_table reads a page of the cache instead and
-      makes NaN of the rows whose Q block read it (a decode step's whole sequence; pages outside a
-      sliding window are not read, so not checked);
+      makes NaN of the rows whose Q block read it (a decode step's whole sequence); with a sliding
+      window, the pages wholly before the first key a Q block's rows see are not read, so not checked
+      (a caller may free them and leave any id there);
     - cu_seqlens_q: sequence s gets NaN rows unless 0 <= cu[s-1] <= cu[s] <= cu[s+1] <= cu[s+2] <=
       num_tokens (entries that exist), cu[0] == 0 for the first sequence and cu[num_seqs] == num_tokens
       for the last. Its rows are cu[s]..cu[s+1] clamped to [0, num_tokens), from row 0 for the first
@@ -337,13 +364,18 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         if not interpreting():
             raise ValueError("q is on the CPU: CPU tensors need the Triton interpreter "
                              "(TRITON_INTERPRET=1 when tritium is first imported)")
-    if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
-        raise ValueError(f"sliding_window must be a positive int or None, got {sliding_window!r}")
+    if sliding_window is not None:
+        sliding_window = _positive("sliding_window", sliding_window, integer=True)
     scale = _softmax_scale_arg(softmax_scale, head_dim)
-    if softcap is not None and not softcap > 0:
-        raise ValueError(f"softcap must be a positive float or None, got {softcap!r}")
-    if not isinstance(pdl, bool):
-        raise ValueError(f"pdl must be a bool, got {pdl!r}")
+    if softcap is not None:
+        softcap = _positive("softcap", softcap)
+    for name, value in (("causal", causal), ("pdl", pdl), ("validate", validate)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be a bool, got {value!r}")
+    if max_seqlen_q is not None:
+        max_seqlen_q = _positive("max_seqlen_q", max_seqlen_q, integer=True, zero=True)
+    if max_seqlen_k is not None:
+        max_seqlen_k = _positive("max_seqlen_k", max_seqlen_k, integer=True, zero=True)
     if num_splits is not None and not (isinstance(num_splits, int) and 1 <= num_splits <= MAX_SPLITS):
         raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}], got {num_splits!r}")
     is_fp8 = k_cache.dtype in FP8_DTYPES
@@ -356,8 +388,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
                          f"{str(k_cache.dtype).replace('torch.', '')}")
     scales_from_ptr = k_scale_t is not None
     if validate:
-        _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens,
-                      queries_in_keys=q_start_pos is None)
+        _check_values(k_cache, block_table, seq_lens, cu_seqlens_q, num_tokens, q_start_pos, sliding_window)
 
     if out is None:
         out = torch.empty_like(q)
@@ -369,7 +400,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, cu_seqlens_q, *,
         max_seqlen_k = int(seq_lens.max())
 
     gluon_features = dict(causal=causal, sliding_window=sliding_window, softcap=softcap, alibi_slopes=alibi_slopes,
-                          sinks=sinks, k_scale=k_scale, v_scale=v_scale, q_start_pos=q_start_pos, lse=lse)
+                          sinks=sinks, k_scale=k_scale, v_scale=v_scale, q_start_pos=q_start_pos, lse=lse,
+                          v_cache=v_cache)
     selected = config is None
     if selected:  # the Gluon kernel where it serves the call, else the tree's or the hand rules' choice
         config, _ = planned_launch(q, k_cache, num_seqs=num_seqs, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,

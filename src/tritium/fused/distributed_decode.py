@@ -117,10 +117,11 @@ def _partial_decode_kernel(
     # tiles with keys inside the window, [tile_lo, tile_hi); [full_lo, full_hi) need no mask
     tile_lo = 0
     full_lo = 0
+    key_lo = 0  # the first key the query sees (masked tiles read no page id before it)
     if HAS_WINDOW:  # keys j > q_pos - window
-        first = tl.maximum(q_pos - window + 1, 0)
-        tile_lo = tl.minimum(first // TILE_N, tl.cdiv(n_local, TILE_N))
-        full_lo = tl.cdiv(first, TILE_N)
+        key_lo = tl.maximum(q_pos - window + 1, 0)
+        tile_lo = tl.minimum(key_lo // TILE_N, tl.cdiv(n_local, TILE_N))
+        full_lo = tl.cdiv(key_lo, TILE_N)
     tile_hi = tl.cdiv(n_local, TILE_N)
     # this split's run of tiles
     per_split = tl.cdiv(tile_hi - tile_lo, num_splits)
@@ -130,8 +131,8 @@ def _partial_decode_kernel(
     full_hi = tl.minimum(tl.maximum(n_local // TILE_N, full_lo), hi)
     bt_row_ptr = block_table_ptr + s.to(tl.int64) * stride_bt_s
     if lo < hi:  # page ids checked once, before the key loop
-        bad = bad | _pages_out_of_range(bt_row_ptr, lo * TILE_N, tl.minimum(hi * TILE_N, n_local), num_blocks,
-                                        PAGE_SIZE)
+        bad = bad | _pages_out_of_range(bt_row_ptr, tl.maximum(lo * TILE_N, key_lo), tl.minimum(hi * TILE_N, n_local),
+                                        num_blocks, PAGE_SIZE)
     hi = tl.where(bad, lo, hi)
 
     offs_m = tl.arange(0, BLOCK_M)
@@ -160,7 +161,7 @@ def _partial_decode_kernel(
     acc, l_i, m_i, _, _, _ = _attend_key_range(
         acc, l_i, m_i, q, lo, hi, full_lo, full_hi, k_head_ptr, v_head_ptr, bt_row_ptr,
         stride_k_b, stride_k_t, stride_v_b, stride_v_t, n_local, q_pos_rows, alibi_log2, qk_scale,
-        softcap, window, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
+        softcap, window, key_lo, offs_d, d_mask, PAGE_SIZE, TILE_N, HEAD_DIM, HEAD_DIM_PAD, False,
         HAS_WINDOW, HAS_SOFTCAP, HAS_ALIBI, DOT_PRECISION, 0.0, 0.0, 0.0, v_scale_val, 0)  # no key groups
 
     l_i = tl.where(bad, float("nan"), l_i)  # NaN counts as mass: it reaches lse, and the merge's output
