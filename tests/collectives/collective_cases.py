@@ -305,8 +305,8 @@ def bad_input_worker(rank: int, world_size: int) -> None:
 
 
 def mismatch_worker(rank: int, world_size: int) -> None:
-    """Ranks passing different sizes: every rank's check raises, nothing is written, and the communicator
-    works again afterwards."""
+    """Ranks passing different sizes, or the same size to another dtype, op, collective, source or trailing
+    shape: every rank's check raises, nothing is written, and the communicator works again afterwards."""
     heap, comm = _comm()
     dev = heap.device
     try:
@@ -318,6 +318,20 @@ def mismatch_worker(rank: int, world_size: int) -> None:
         assert torch.all(out == -5.0)
         xs = inputs(world_size, (33,), torch.float32, 3, dev, True)
         assert_equal_or_close(comm.all_reduce(xs[rank]), ref.all_reduce_ref(xs), "after a mismatch")
+        comm.check()
+        # the same element count, called otherwise: another dtype, op, collective, source or trailing shape
+        y = torch.arange(24, device=dev, dtype=torch.float32) + rank
+        odd = rank == world_size - 1
+        calls = [lambda: comm.all_reduce(y.int() if odd else y, algorithm="one_shot"),
+                 lambda: comm.all_reduce(y, op="max" if odd else "sum", algorithm="one_shot"),
+                 lambda: comm.all_gather(y) if odd else comm.all_reduce(y, algorithm="one_shot"),
+                 lambda: comm.broadcast(y.clone(), src=1 if odd else 0),
+                 lambda: comm.all_gather(y.view(6, 4) if odd else y.view(4, 6))]
+        for i, call in enumerate(calls):
+            call()
+            with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+                comm.check()
+        assert_equal_or_close(comm.all_reduce(xs[rank]), ref.all_reduce_ref(xs), "after the mismatches")
         comm.check()
     finally:
         heap.close()

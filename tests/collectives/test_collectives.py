@@ -54,8 +54,9 @@ def test_bad_input_names_the_argument():
     run_world(bad_input_worker, 2)
 
 
-def test_ranks_with_different_sizes_raise_on_every_rank():
-    run_world(mismatch_worker, 2)
+@pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
+def test_ranks_calling_differently_raise_on_every_rank(world_size):
+    run_world(mismatch_worker, world_size)
 
 
 def test_a_rank_that_never_calls_times_out_the_others():

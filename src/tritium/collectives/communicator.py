@@ -12,6 +12,9 @@ and replayed; see :mod:`tritium.collectives.kernels` for the protocol.
 
 from __future__ import annotations
 
+import functools
+import zlib
+
 import torch
 import torch.distributed as dist
 import triton
@@ -145,7 +148,8 @@ class Communicator:
                                 f"{self.heap.max_spins} polls (a peer did not call, or called another collective)")
         if mismatches:
             raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
-                                     f"elements (or another layout tag), or zero-copy heap inputs at different "
+                                     f"elements (or another collective, op, dtype, source rank, trailing shape or "
+                                     f"layout tag), or zero-copy heap inputs at different "
                                      f"offsets or on some ranks only ({mismatches} time(s)); every rank must pass "
                                      f"the same sizes, and heap tensors allocated in the same order on every rank "
                                      f"or none")
@@ -203,15 +207,26 @@ class Communicator:
     def _grid(self, work: int, block: int) -> tuple[int]:
         return (max(1, min(self.max_programs, triton.cdiv(work, block))),)
 
+    @staticmethod
+    @functools.lru_cache(maxsize=1024)
+    def _agreement(kind: int, op: int, avg: bool, dtype: torch.dtype, src: int, rows: tuple, tag: int) -> int:
+        """The layout word peers compare with the element count: a 23-bit digest of what every rank must call
+        alike (the collective, its op, dtype, source rank and the shape past the first dimension) and the
+        caller's ``tag``. Ranks that differ in any get :class:`CollectiveMismatch` (but for a digest collision,
+        one in 2**23), not each other's bytes read as theirs."""
+        return zlib.crc32(repr((kind, op, avg, str(dtype), src, rows, tag)).encode()) & ((1 << K.TAG_BITS) - 1)
+
     def _launch(self, kind: int, x: torch.Tensor, out: torch.Tensor, n_out: int, *, op: int = K.OP_SUM,
                 avg: bool = False, src: int = 0, tag: int = 0) -> torch.Tensor:
         """One launch of the one-round collective ``kind``. ``tag``: an int in ``[0, 2**TAG_BITS)`` every rank
         must pass equal (a caller's layout, e.g. the rows of each rank's message), checked on the device with
-        the element count: peers that disagree get :class:`CollectiveMismatch` from :meth:`check`."""
+        the element count, the collective, its op, dtype, source and trailing shape (``_agreement``): peers that
+        disagree get :class:`CollectiveMismatch` from :meth:`check`."""
         if x.numel() == 0:
             return out
         if not 0 <= tag < 1 << K.TAG_BITS:
             raise ValueError(f"tag must be in [0, 2**{K.TAG_BITS}), got {tag}")
+        tag = self._agreement(kind, op, avg, x.dtype, src, tuple(x.shape[1:]), tag)
         half = self.max_bytes // x.element_size()
         block, warps = self.tile(x.numel() * x.element_size())
         x_off = self._zero_copy_offset(x, out, out_may_be_x=kind == K.BROADCAST)

@@ -574,7 +574,8 @@ class LLMEngine:
 
     def _check_open(self) -> None:
         if self._failure is not None:
-            raise RuntimeError(f"the engine stopped after a tensor-parallel failure: {self._failure}")
+            failure = str(self._failure) or repr(self._failure)  # (a KeyboardInterrupt has no text)
+            raise RuntimeError(f"the engine stopped after a tensor-parallel failure: {failure}")
         if self.closed:
             raise RuntimeError("the engine is closed")
 
