@@ -1,8 +1,12 @@
 """launch: a failing rank's exception surfaces with its rank; a hung rank hits the timeout; cleanup."""
 
+import contextlib
 import glob
 import importlib
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -95,3 +99,50 @@ def test_a_rank_that_reports_as_it_exits_is_not_taken_for_dead(monkeypatch):
     rank = _ReportsAsItExits()
     monkeypatch.setattr(launch_module.mpc, "wait", lambda objects, timeout: objects)
     launch_module._supervise([rank], [rank], timeout=5.0)  # returns: its report is read, not "died"
+
+
+def _sleep_forever(rank, world_size, directory):
+    with open(os.path.join(directory, f"rank{rank}"), "w") as f:
+        f.write(str(os.getpid()))
+    while True:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_ranks_exit_when_the_launching_process_is_gone(tmp_path, sig):
+    """The launching process ended by a signal it does not catch (no finally runs): its ranks, children of
+    the forkserver, see their lifeline close and exit within seconds; nothing of the launch keeps running."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(here, "..", "..", "src"), here])}
+    code = (f"import test_shmem_launch as t, tritium.shmem as s; "
+            f"s.launch(t._sleep_forever, 2, {str(tmp_path)!r}, timeout=300)")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    pids = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob("rank*"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.2)
+        time.sleep(0.2)  # the pid files written in full
+        pids = [int(p.read_text()) for p in tmp_path.glob("rank*")]
+        children = [int(c) for c in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
+        proc.send_signal(sig)
+        proc.wait(30)
+        deadline = time.monotonic() + 20
+        while any(map(_alive, pids + children)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(map(_alive, pids)), "ranks kept running after the launching process was gone"
+        assert not any(map(_alive, children)), "the launch's helper processes kept running"
+    finally:
+        proc.kill()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

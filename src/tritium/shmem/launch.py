@@ -9,7 +9,10 @@ Ranks rendezvous through a TCPStore that the launching process hosts on a port t
 rank reports success or its exception over a pipe; the first failure (an exception, or a process
 that dies without reporting) stops all ranks and is raised as :class:`RankFailed` naming the rank;
 ranks still running at ``timeout`` are stopped and :class:`LaunchTimeout` names them. Shared-memory
-segments of the launch (``cpu-shm`` heaps) are removed afterwards whatever happened.
+segments of the launch (``cpu-shm`` heaps) are removed afterwards whatever happened. A rank whose
+launching process is gone (killed, or ended by a signal it does not catch: SIGTERM) exits at once: it
+watches a pipe only the launching process writes to (ranks come from the forkserver, so their parent
+process is not the launching one).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import multiprocessing.connection as mpc
 import os
 import pickle
 import secrets
+import threading
 import time
 import traceback
 from typing import Callable
@@ -96,18 +100,23 @@ def launch(worker: Callable, world_size: int, *args, backend: str | None = None,
                           timeout=datetime.timedelta(seconds=timeout))
     prefix = f"tritium-{os.getpid()}-{secrets.token_hex(4)}"
     procs, conns = [], []
+    lifeline, held = ctx.Pipe(duplex=False)  # nothing is sent: a rank's read ends when this process is gone
     try:
         for rank in range(world_size):
             ours, theirs = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_rank_main, name=f"tritium-rank{rank}", daemon=True,
-                               args=(worker, rank, world_size, args, backend, store.port, prefix, timeout, theirs))
+                               args=(worker, rank, world_size, args, backend, store.port, prefix, timeout, theirs,
+                                     lifeline))
             proc.start()
             theirs.close()
             procs.append(proc)
             conns.append(ours)
+        lifeline.close()
         _supervise(procs, conns, timeout)
     finally:
         _stop(procs)
+        lifeline.close()
+        held.close()
         for path in glob.glob(os.path.join(SHM_DIR, f"{prefix}-*")):
             try:
                 os.unlink(path)
@@ -178,7 +187,20 @@ def _run_rank_init() -> None:
         getattr(importlib.import_module(module), name)()
 
 
-def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, conn) -> None:
+def _watch_launcher(lifeline) -> None:
+    """Exit when the launching process is gone: ``lifeline``'s other end, which only it holds, closed."""
+    def run():
+        try:
+            lifeline.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=run, name="tritium-launcher-watch", daemon=True).start()
+
+
+def _rank_main(worker, rank, world_size, args, backend, port, prefix, timeout, conn, lifeline) -> None:
+    _watch_launcher(lifeline)
     for key, value in ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
     os.environ.update({PREFIX_ENV: prefix, "RANK": str(rank), "LOCAL_RANK": str(rank),
