@@ -331,6 +331,10 @@ def mismatch_worker(rank: int, world_size: int) -> None:
             call()
             with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
                 comm.check()
+        # an empty x on one rank only (it launches too): every rank's check raises, and the next calls are right
+        comm.all_reduce(y[:0] if odd else y, algorithm="one_shot")
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+            comm.check()
         assert_equal_or_close(comm.all_reduce(xs[rank]), ref.all_reduce_ref(xs), "after the mismatches")
         comm.check()
     finally:

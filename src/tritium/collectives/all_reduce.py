@@ -47,10 +47,8 @@ def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None 
     nbytes = x.numel() * x.element_size()
     if algorithm == "auto":
         algorithm = select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes)
-    if algorithm == "one_shot" or comm.world_size == 1:
+    if algorithm == "one_shot" or comm.world_size == 1 or x.numel() == 0:  # (an empty x: see Communicator._launch)
         return comm._launch(ALL_REDUCE, x, out, x.numel(), op=code, avg=avg)
-    if x.numel() == 0:
-        return out
     if algorithm == "lamport":
         if x.dtype not in LAMPORT_DTYPES or nbytes > comm.lamport_bytes:
             raise ValueError(f"algorithm 'lamport' takes float16/bfloat16 messages of up to {comm.lamport_bytes} "

@@ -221,9 +221,8 @@ class Communicator:
         """One launch of the one-round collective ``kind``. ``tag``: an int in ``[0, 2**TAG_BITS)`` every rank
         must pass equal (a caller's layout, e.g. the rows of each rank's message), checked on the device with
         the element count, the collective, its op, dtype, source and trailing shape (``_agreement``): peers that
-        disagree get :class:`CollectiveMismatch` from :meth:`check`."""
-        if x.numel() == 0:
-            return out
+        disagree get :class:`CollectiveMismatch` from :meth:`check`. An empty ``x`` launches too: a rank that
+        passes one where its peers do not takes part in the check, instead of leaving them waiting."""
         if not 0 <= tag < 1 << K.TAG_BITS:
             raise ValueError(f"tag must be in [0, 2**{K.TAG_BITS}), got {tag}")
         tag = self._agreement(kind, op, avg, x.dtype, src, tuple(x.shape[1:]), tag)
