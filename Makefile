@@ -36,8 +36,8 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	rm -f $(LAUNCHES)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q -n $(TEST_WORKERS) \
-		--dist loadfile -m "not serial" tests
-	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q -m serial tests
+		--durations=15 --dist loadfile -m "not serial" tests
+	TRITIUM_RECORD_LAUNCHES=$(LAUNCHES) $(PY) -m pytest -q --durations=15 -m serial tests
 	test ! -s $(LAUNCHES) || TRITON_INTERPRET=0 $(PY) -m tritium.testing.compile_check $(LAUNCHES) \
 		--target cuda:90,hip:gfx942,hip:gfx950
 
