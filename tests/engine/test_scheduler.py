@@ -45,10 +45,8 @@ def test_without_chunking_a_prompt_waits_for_a_whole_budget():
     s.add(a), s.add(b)
     batch = s.schedule()
     assert batch.seqs == [a]
-    with pytest.raises(RuntimeError, match="exceeds max_num_batched_tokens 32"):
-        s2 = make(budget=32, chunked=False)
-        s2.add(seq(3, 40))
-        s2.schedule()
+    with pytest.raises(ValueError, match="exceeds max_num_batched_tokens 32"):  # refused as it comes
+        make(budget=32, chunked=False).add(seq(3, 40))
 
 
 def test_max_num_seqs():
@@ -77,8 +75,21 @@ def test_preempts_newest_and_recomputes():
 
 
 def test_sequence_larger_than_cache_fails_clearly():
+    """A prompt that could never be computed is refused as it comes (nothing queued, the others run on); one
+    that outgrows the cache while generating fails at scheduling."""
     s = make(num_blocks=2, budget=32)
-    s.add(seq(1, 40))
-    advance(s, s.schedule())  # a first chunk of 32 tokens fits
+    with pytest.raises(ValueError, match="the prompt of 40 tokens needs 3 KV-cache pages, the cache has 2"):
+        s.add(seq(1, 40))
+    assert not s.has_work()
+    s.add(seq(2, 32))
+    advance(s, s.schedule())  # its 32 tokens fit; with the token it sampled it needs a third page
     with pytest.raises(RuntimeError, match="needs 3 KV-cache pages, the cache has 2"):
         s.schedule()
+
+
+def test_prompt_past_the_step_budget_without_chunked_prefill_is_refused():
+    s = make(budget=8, chunked=False)
+    with pytest.raises(ValueError, match="prompt of 9 tokens exceeds max_num_batched_tokens 8 and chunked prefill"):
+        s.add(seq(1, 9))
+    s.add(seq(2, 8))
+    assert s.schedule().num_new == [8]

@@ -683,8 +683,11 @@ class LLMEngine:
                 seq.json = JsonConstraint(index, grammar)
             if params.reasoning_after:
                 seq.json = ReasoningThenJson(seq.json, self.tokenizer, params.reasoning_open)
+        try:
+            self.scheduler.add(seq)  # ValueError for a prompt that could never run: nothing is queued
+        except ValueError as e:
+            raise ValueError(f"request {request_id!r}: {e}") from None
         self._requests[request_id] = seq
-        self.scheduler.add(seq)
 
     def resolve_lora(self, request: LoRARequest) -> LoRARequest:
         """Check a request's adapter (reading it on first use); ValueError naming what is wrong."""

@@ -82,6 +82,14 @@ class Scheduler:
         self.loras: LoRASlots | None = None  # the engine's LoRA adapter slots (enable_lora)
 
     def add(self, seq: Sequence) -> None:
+        """Queue ``seq``; ValueError (nothing queued) for a prompt this engine could never compute: more pages
+        than the KV cache (or the windowed layers' pool) holds, or more tokens than a step takes with chunked
+        prefill off. (Checked again at scheduling, as a RuntimeError, where a sequence outgrows the cache.)"""
+        try:
+            self._fail_if_never_fits(seq)
+        except RuntimeError as e:
+            raise ValueError(str(e).replace(f"sequence {seq.seq_id}", f"the prompt of {seq.num_tokens} tokens")) \
+                from None
         self.waiting.append(seq)
 
     def has_work(self) -> bool:
