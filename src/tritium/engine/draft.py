@@ -32,7 +32,7 @@ from tritium.engine.scheduler import ScheduledBatch
 from tritium.engine.sequence import Sequence
 from tritium.models.llama import LlamaModel
 
-_NO_POOLING = types.SimpleNamespace(pooling=None)
+_VIEW_PARAMS = types.SimpleNamespace(pooling=None, max_tokens=1)  # what ModelRunner reads of a view's params
 # a draft model's decode step against its weights' share of the model's: a small model's step is further from its
 # weight-read time (one H200, decode graphs replayed alone: Llama-3.2-1B's shape 0.85 ms for 2.47 GB, Llama-3-8B's
 # 4.08 ms for 15.0 GB; 0.208 against 0.165)
@@ -55,7 +55,7 @@ class _View:
     draft = ()
     lora_slot = None
     scores_prompt = False
-    params = _NO_POOLING
+    params = _VIEW_PARAMS
 
     def __init__(self, seq: Sequence, num_computed: int, num_tokens: int):
         self.token_ids, self.block_table = seq.token_ids, seq.block_table
