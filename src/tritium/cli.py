@@ -513,11 +513,11 @@ def _perplexity(args, llm: LLM, text: str) -> int:
     ids = llm.tokenizer.encode(text)
     if len(ids) < 2:
         raise ValueError(f"{args.file}: {len(ids)} token(s); perplexity needs at least 2")
-    context = args.context or min(2048, llm.engine.max_model_len)
+    context = min(2048, llm.engine.max_model_len) if args.context is None else args.context
     if context > llm.engine.max_model_len:
         raise ValueError(f"--context {context} is longer than the model's context of {llm.engine.max_model_len} "
                          f"tokens (--max-model-len)")
-    stride = args.stride or context - 1
+    stride = context - 1 if args.stride is None else args.stride
     spans = windows(len(ids), context, stride)
     params = SamplingParams(max_tokens=0, prompt_logprobs=0)  # the windows scored, nothing generated
     outs = llm.generate([ids[b:e] for b, e, _ in spans], params)

@@ -283,6 +283,11 @@ def test_perplexity_matches_transformers(capsys, monkeypatch, tmp_path, tiny_mod
     assert got["mean_nll"] == pytest.approx(total / count, rel=1e-4)
     code, _, err = run(capsys, monkeypatch, "perplexity", str(file), "--model", path, "--context", "9999")
     assert code == 2 and "--context 9999 is longer than the model's context of" in err
+    for flag, message in (("--stride", "--stride must be in [1, --context - 1 = 15]"),
+                          ("--context", "--context must be >= 2")):  # 0 is not "unset"
+        code, _, err = run(capsys, monkeypatch, "perplexity", str(file), "--model", path, "--context", "16", flag,
+                           "0")
+        assert code == 2 and message in err, err
 
 
 def test_speculative_flags(capsys, monkeypatch, tiny_models):

@@ -67,6 +67,17 @@ def test_bad_prompts(small_llm):
     # JSON's lone surrogate escapes make such strings; the Rust tokenizer took them with a bare TypeError
     with pytest.raises(ValueError, match=r"lone UTF-16 surrogate \(U\+D800\) at character 3"):
         small_llm.generate(["w1 \ud800"])
+    with pytest.raises(ValueError, match=r"prompts\[0\] must be a string or a list of token ids, got list holding "
+                                         r"float 1.5"):
+        small_llm.generate([[1.5, 2]])
+    # params that fail the engine's checks at prompt 1: named by its index, and prompt 0 is not left queued
+    with pytest.raises(ValueError, match=r"stop_token_ids of prompts\[1\] has token id 1000000 outside"):
+        small_llm.generate(["w1", "w2"], [SamplingParams(max_tokens=20, ignore_eos=True),
+                                          SamplingParams(stop_token_ids=[10**6])])
+    assert small_llm.engine.num_unfinished == 0
+    for messages in ("w1 w2", {"role": "user", "content": "w1"}):
+        with pytest.raises(ValueError, match=r"messages must be a list of message dicts, or a list of such lists"):
+            small_llm.chat(messages)
 
 
 def test_generation_stops_at_the_context_length(small_llm):
@@ -144,3 +155,12 @@ def test_model_prefetch_plan_is_checked(tiny_models):
         model.enable_prefetch({"q_proj": None})
     with pytest.raises(ValueError, match=r"prefetch plan\['o_proj'\] must be a byte count >= 0 or None"):
         model.enable_prefetch({"o_proj": -5})
+
+
+def test_max_model_len_past_the_models_context_is_lowered_with_a_warning(tiny_models, caplog):
+    path, _ = tiny_models["llama"]
+    with caplog.at_level("WARNING", logger="tritium.engine.llm_engine"):
+        llm = LLM(path, dtype=torch.float32, max_model_len=10**7)
+    context = llm.engine.model_config.max_position_embeddings
+    assert llm.engine.max_model_len == context
+    assert f"max_model_len 10000000 is past the model's context of {context} tokens" in caplog.text

@@ -104,6 +104,9 @@ class LLM:
         continues (a prefilled answer; the output holds the continuation); ``add_generation_prompt`` (default:
         not ``continue_final_message``): the template's generation prompt after the messages. ``lora_request``:
         as :meth:`generate`'s."""
+        if not isinstance(messages, (list, tuple)):  # (a string or a dict would be walked as if a list)
+            raise ValueError(f"messages must be a list of message dicts, or a list of such lists, got "
+                             f"{type(messages).__name__}")
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
@@ -244,8 +247,13 @@ class LLM:
             raise ValueError(f"lora_request has {len(loras)} entries, prompts has {len(prompts)}")
         loras = [None if r is None else engine.resolve_lora(r) for r in loras]
         ids = [f"generate-{next(self._ids)}" for _ in prompts]
-        for rid, prompt, p, lora in zip(ids, encoded, params, loras):
-            engine.add_request(rid, prompt, p, lora_request=lora)
+        for i, (rid, prompt, p, lora) in enumerate(zip(ids, encoded, params, loras)):
+            try:
+                engine.add_request(rid, prompt, p, lora_request=lora)
+            except ValueError as e:  # nothing of this call stays queued; the error names the prompt's index
+                for queued in ids[:i]:
+                    engine.abort(queued)
+                raise ValueError(str(e).replace(f"request {rid!r}", f"prompts[{i}]")) from None
         # the texts given, as the outputs' prompts (the engine saw token ids)
         texts = {rid: prompt if isinstance(prompt, str) else None for rid, prompt in zip(ids, prompts)}
         start, hits0 = time.perf_counter(), engine.block_manager.hits

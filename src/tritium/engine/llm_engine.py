@@ -115,6 +115,9 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
         max_model_len=min(given.max_model_len or model_config.max_position_embeddings,
                           model_config.max_position_embeddings),
         quantization=given.quantization or model_config.quantization)
+    if given.max_model_len and given.max_model_len > model_config.max_position_embeddings:
+        log.warning("max_model_len %d is past the model's context of %d tokens (max_position_embeddings): %d it is",
+                    given.max_model_len, model_config.max_position_embeddings, cfg.max_model_len)
     if not on_gpu and cfg.batch_invariant and not interpreting():
         raise ValueError("batch_invariant=True on the CPU runs tritium's Triton kernels, which need the Triton "
                          "interpreter: set TRITON_INTERPRET=1 before importing tritium")
@@ -595,7 +598,10 @@ class LLMEngine:
         elif isinstance(prompt, (list, tuple)) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
             ids = list(prompt)
         else:
-            raise ValueError(f"{what} must be a string or a list of token ids, got {type(prompt).__name__}")
+            bad = next((t for t in prompt if not isinstance(t, int) or isinstance(t, bool)), None) \
+                if isinstance(prompt, (list, tuple)) else None
+            raise ValueError(f"{what} must be a string or a list of token ids, got {type(prompt).__name__}"
+                             + ("" if bad is None else f" holding {type(bad).__name__} {bad!r}"))
         if not ids:
             raise ValueError(f"{what} is empty")
         vocab = self.model_config.vocab_size
