@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import pytest
 import torch
@@ -10,6 +11,8 @@ from tritium import LLM, SamplingParams
 from tritium.cli import main
 from tritium.ops.prefetch import bulk_prefetch_supported
 from tritium.engine import UnsupportedModelError
+
+from .test_gguf_loading import write_gguf
 
 
 def cli(capsys, *args):
@@ -164,3 +167,42 @@ def test_max_model_len_past_the_models_context_is_lowered_with_a_warning(tiny_mo
     context = llm.engine.model_config.max_position_embeddings
     assert llm.engine.max_model_len == context
     assert f"max_model_len 10000000 is past the model's context of {context} tokens" in caplog.text
+
+
+def test_corrupt_files_are_named(tiny_models, tmp_path):
+    """A checkpoint's files truncated or corrupt: one ValueError naming the file, not a library's internals."""
+    path, hf = tiny_models["llama"]
+
+    def copy(name: str, content=None, cut: int | None = None) -> str:
+        d = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(path, d)
+        if content is not None:
+            (d / name).write_text(content)
+        if cut is not None:
+            data = (d / name).read_bytes()
+            (d / name).write_bytes(data[:cut if cut >= 0 else len(data) + cut])
+        return str(d)
+
+    config = json.loads(open(os.path.join(path, "config.json")).read())
+    cases = [
+        (copy("model.safetensors", cut=100), r"model.safetensors' is not a readable safetensors file"),
+        (copy("config.json", "{"), r"config.json' is not valid JSON"),
+        (copy("config.json", "[]"), r"config.json' must hold a JSON object, got list"),
+        (copy("config.json", json.dumps({k: v for k, v in config.items() if k != "hidden_size"})),
+         r"config.json' has no 'hidden_size'"),
+        (copy("config.json", json.dumps({**config, "num_attention_heads": "4"})),
+         r"config.json' has a field of an unexpected type"),
+        (copy("tokenizer.json", "{1: 2}"), r"tokenizer.json' is not a readable tokenizer"),
+        (copy("tokenizer_config.json", "{"), r"tokenizer_config.json' is not valid JSON"),
+        (copy("generation_config.json", "{"), r"generation_config.json' is not valid JSON"),
+    ]
+    gguf_path = str(tmp_path / "model.gguf")
+    write_gguf(path, hf, gguf_path)
+    data = open(gguf_path, "rb").read()
+    for cut in (len(data) // 2, len(data) - 1):
+        short = str(tmp_path / f"short{cut}.gguf")
+        open(short, "wb").write(data[:cut])
+        cases.append((short, r"is truncated or not a valid GGUF file"))
+    for source, message in cases:
+        with pytest.raises(ValueError, match=message):
+            LLM(source, dtype=torch.float32)

@@ -17,6 +17,8 @@ import json
 import os
 import re
 
+from tritium.models.weights import read_json
+
 # Pre-tokenizer splits by GGUF `tokenizer.ggml.pre` (the regexes of the corresponding HF tokenizers).
 _LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -78,12 +80,16 @@ class Tokenizer:
         tok_path = os.path.join(path, "tokenizer.json")
         if not os.path.isfile(tok_path):
             return None
-        backend = HFTokenizer.from_file(tok_path)
+        try:
+            backend = HFTokenizer.from_file(tok_path)
+        except Exception as e:  # the tokenizers library's plain Exception for a corrupt file
+            raise ValueError(f"{tok_path!r} is not a readable tokenizer ({e})") from None
         cfg = {}
         cfg_path = os.path.join(path, "tokenizer_config.json")
         if os.path.isfile(cfg_path):
-            with open(cfg_path) as f:
-                cfg = json.load(f)
+            cfg = read_json(cfg_path)
+            if not isinstance(cfg, dict):
+                raise ValueError(f"{cfg_path!r} must hold a JSON object, got {type(cfg).__name__}")
         template = cfg.get("chat_template")
         jinja_path = os.path.join(path, "chat_template.jinja")
         if template is None and os.path.isfile(jinja_path):

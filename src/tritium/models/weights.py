@@ -198,9 +198,20 @@ def index_files(index: str) -> list[str]:
 _QUANT_FILES = (("quantize_config.json", "gptq"), ("quant_config.json", "awq"))
 
 
+def read_json(path: str):
+    """The JSON value in the file at ``path``; ValueError naming the file where it is not JSON (or not UTF-8)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path!r} is not valid JSON ({e})") from None
+
+
 def load_hf_config(path: str) -> ModelConfig:
-    with open(os.path.join(path, "config.json")) as f:
-        raw = json.load(f)
+    config_path = os.path.join(path, "config.json")
+    raw = read_json(config_path)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{config_path!r} must hold a JSON object, got {type(raw).__name__}")
     for name, method in _QUANT_FILES:
         if raw.get("quantization_config") or not os.path.isfile(os.path.join(path, name)):
             continue
@@ -209,11 +220,16 @@ def load_hf_config(path: str) -> ModelConfig:
                 raw["quantization_config"] = {"quant_method": method, **json.load(f)}
         except (OSError, ValueError) as e:
             raise ValueError(f"{os.path.join(path, name)!r} is not a JSON quantization config ({e})") from None
-    cfg = ModelConfig.from_hf_dict(raw)
+    try:
+        cfg = ModelConfig.from_hf_dict(raw)
+    except KeyError as e:
+        raise ValueError(f"{config_path!r} has no {e.args[0]!r}, which this model type needs") from None
+    except (TypeError, AttributeError) as e:  # a field of the wrong JSON type
+        raise ValueError(f"{config_path!r} has a field of an unexpected type ({e})") from None
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.isfile(gen_path):
-        with open(gen_path) as f:
-            eos = json.load(f).get("eos_token_id")
+        gen = read_json(gen_path)
+        eos = gen.get("eos_token_id") if isinstance(gen, dict) else None
         if eos is not None:
             cfg.eos_token_ids = tuple(eos) if isinstance(eos, list) else (eos,)
     return cfg
@@ -276,7 +292,12 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
     from safetensors import safe_open
 
     files = weight_files(path)
-    handles = [safe_open(f, framework="pt") for f in files]
+    handles = []
+    for f in files:
+        try:
+            handles.append(safe_open(f, framework="pt"))
+        except Exception as e:  # safetensors' SafetensorError: a truncated or corrupt header
+            raise ValueError(f"{f!r} is not a readable safetensors file ({e})") from None
     names = [(h, n) for h in handles for n in h.keys()]
     scales = {}
     if fp8_blocks is not None:
@@ -312,7 +333,10 @@ def _import_gguf():
 def read_gguf(path: str):
     """(reader, metadata dict) of a GGUF file; arrays of strings/ints come back as Python lists."""
     gguf = _import_gguf()
-    reader = gguf.GGUFReader(path)
+    try:
+        reader = gguf.GGUFReader(path)
+    except (ValueError, OSError, IndexError, KeyError) as e:  # numpy's errors on a short or corrupt file
+        raise ValueError(f"{path!r} is truncated or not a valid GGUF file ({e})") from None
     meta = {}
     for key, field in reader.fields.items():
         if key.startswith("GGUF."):
