@@ -213,5 +213,8 @@ def bad_input_worker(rank: int, world_size: int) -> None:
             with pytest.raises(error, match=message):
                 fn()
         comm.check()
+        if world_size > 1:  # ranks whose first call asks for workspaces of different sizes: named as such
+            with pytest.raises(RuntimeError, match="the ranks disagree on the workspace"):
+                fused.all_gather_matmul(torch.ones(2 + rank, 16, device=dev), b, comm, overlap="fused")
     finally:
         heap.close()

@@ -28,6 +28,7 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.collectives.kernels import count_mismatch, count_timeout
 from tritium.shmem.device import translate
+from tritium.shmem.heap import AllocationMismatch, HeapExhausted, PeerTimeout
 
 STATE_WORDS = 2  # calls, ticket
 
@@ -45,9 +46,12 @@ def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fil
         nbytes = numel * torch.tensor([], dtype=dtype).element_size()
         try:
             held = heap.empty((max(numel, 1),), dtype)
-        except Exception as e:
+        except HeapExhausted as e:
             raise ValueError(f"fused ops: the communicator's heap has no room for {nbytes} more bytes ({name}); "
                              f"make the SymmetricHeap larger (see tritium.fused.heap_bytes)") from e
+        except (AllocationMismatch, PeerTimeout) as e:  # (heap allocation is collective)
+            raise RuntimeError(f"fused ops: the ranks disagree on the workspace {name!r}: every rank must call the "
+                               f"op with the same shapes and dtype, or none ({e})") from e
         if fill is not None:
             held.fill_(fill)
         cache[name] = held
