@@ -12,8 +12,6 @@ from tritium.cli import main
 from tritium.ops.prefetch import bulk_prefetch_supported
 from tritium.engine import UnsupportedModelError
 
-from .test_gguf_loading import write_gguf
-
 
 def cli(capsys, *args):
     code = main(["generate", *args])
@@ -196,13 +194,16 @@ def test_corrupt_files_are_named(tiny_models, tmp_path):
         (copy("tokenizer_config.json", "{"), r"tokenizer_config.json' is not valid JSON"),
         (copy("generation_config.json", "{"), r"generation_config.json' is not valid JSON"),
     ]
+    for source, message in cases:
+        with pytest.raises(ValueError, match=message):
+            LLM(source, dtype=torch.float32)
+    from .test_gguf_loading import write_gguf  # (here, after the rest: where gguf is missing, this part skips)
+
     gguf_path = str(tmp_path / "model.gguf")
     write_gguf(path, hf, gguf_path)
     data = open(gguf_path, "rb").read()
     for cut in (len(data) // 2, len(data) - 1):
         short = str(tmp_path / f"short{cut}.gguf")
         open(short, "wb").write(data[:cut])
-        cases.append((short, r"is truncated or not a valid GGUF file"))
-    for source, message in cases:
-        with pytest.raises(ValueError, match=message):
-            LLM(source, dtype=torch.float32)
+        with pytest.raises(ValueError, match=r"is truncated or not a valid GGUF file"):
+            LLM(short, dtype=torch.float32)
