@@ -144,5 +144,5 @@ def test_a_word_level_vocabulary_is_refused(tiny_models):
     with LLM(path, dtype=torch.float32, max_model_len=64) as llm:
         params = SamplingParams(response_format="choice", choices=["w1", "w2"])
         assert "lacks one-byte tokens" in llm.engine.constraint_error(params)
-        with pytest.raises(ValueError, match="response_format 'choice' of request .*lacks one-byte tokens"):
+        with pytest.raises(ValueError, match=r"response_format 'choice' of prompts\[0\]: .*lacks one-byte tokens"):
             llm.generate(["w1"], params)
