@@ -842,12 +842,12 @@ class LLMEngine:
         if pooled is not None:
             self._pool(batch, pooled)
             done = [seq for seq in done if seq.params.pooling is None]
-        if any(not seq.params.max_tokens for seq in done):  # prompts alone (no logits row): they end here
-            for seq in done:
-                if not seq.params.max_tokens:
-                    self.scheduler.finish(seq, "length")
-                    del self._requests[seq.request_id]
-                    self._report(seq, [])
+        alone = [seq for seq in done if not seq.params.max_tokens]  # prompts alone (no logits row): they end here
+        for seq in alone:
+            self.scheduler.finish(seq, "length")
+            del self._requests[seq.request_id]
+            self._report(seq, [])
+        if alone:
             done = [seq for seq in done if seq.params.max_tokens]
         if done:
             params = [s.params for s in done]
@@ -900,7 +900,7 @@ class LLMEngine:
             rest.seqs.append(seq)
             rest.num_new.append(n)
             # a logits row where the runner made one: not for an embedding's or a prompt alone's (max_tokens 0)
-            if seq.num_computed + n == seq.num_tokens and seq.params.pooling is None and seq.params.max_tokens:
+            if seq.num_computed + n == seq.num_tokens and seq.params.generates:
                 plain.append(row)
                 row += 1
         outcome = {}  # seq -> (draft tokens accepted, the tokens it gets)

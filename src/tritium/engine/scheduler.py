@@ -85,11 +85,9 @@ class Scheduler:
         """Queue ``seq``; ValueError (nothing queued) for a prompt this engine could never compute: more pages
         than the KV cache (or the windowed layers' pool) holds, or more tokens than a step takes with chunked
         prefill off. (Checked again at scheduling, as a RuntimeError, where a sequence outgrows the cache.)"""
-        try:
-            self._fail_if_never_fits(seq)
-        except RuntimeError as e:
-            raise ValueError(str(e).replace(f"sequence {seq.seq_id}", f"the prompt of {seq.num_tokens} tokens")) \
-                from None
+        why = self._never_fits(seq, f"the prompt of {seq.num_tokens} tokens")
+        if why is not None:
+            raise ValueError(why)
         self.waiting.append(seq)
 
     def has_work(self) -> bool:
@@ -252,20 +250,27 @@ class Scheduler:
         return 0
 
     def _fail_if_never_fits(self, seq: Sequence) -> None:
+        why = self._never_fits(seq, f"sequence {seq.seq_id}")
+        if why is not None:
+            raise RuntimeError(why)
+
+    def _never_fits(self, seq: Sequence, who: str) -> str | None:
+        """Why ``seq`` (``who`` in the message) could never be computed as it stands, or None."""
         need = -(-seq.num_tokens // self.blocks.block_size)
         if need > self.blocks.num_blocks:
-            raise RuntimeError(f"sequence {seq.seq_id} needs {need} KV-cache pages, the cache has "
-                               f"{self.blocks.num_blocks}; give a larger KV-cache budget")
+            return (f"{who} needs {need} KV-cache pages, the cache has {self.blocks.num_blocks}; give a larger "
+                    f"KV-cache budget")
         wp = self.blocks.window_pool
         if wp is not None:  # its window and the chunk after it
             window_need = min(need, -(-(self.blocks.window + self.max_num_batched_tokens) // self.blocks.block_size)
                               + 1)
             if window_need > wp.num_blocks:
-                raise RuntimeError(f"sequence {seq.seq_id} needs {window_need} pages of the windowed layers' "
-                                   f"KV cache, it has {wp.num_blocks}; give more num_window_blocks")
+                return (f"{who} needs {window_need} pages of the windowed layers' KV cache, it has {wp.num_blocks}; "
+                        f"give more num_window_blocks")
         if not self.enable_chunked_prefill and seq.num_tokens - seq.num_computed > self.max_num_batched_tokens:
-            raise RuntimeError(f"prompt of {seq.num_tokens} tokens exceeds max_num_batched_tokens "
-                               f"{self.max_num_batched_tokens} and chunked prefill is off")
+            return (f"prompt of {seq.num_tokens} tokens exceeds max_num_batched_tokens {self.max_num_batched_tokens} "
+                    f"and chunked prefill is off")
+        return None
 
     def _release(self, seq: Sequence) -> None:
         self.blocks.free_seq(seq)
