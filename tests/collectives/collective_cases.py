@@ -341,6 +341,25 @@ def mismatch_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def algorithm_mismatch_worker(rank: int, world_size: int, picks: tuple[str, ...]) -> None:
+    """Ranks that pick different all-reduce algorithms for one call (rank r takes ``picks[r % len(picks)]``):
+    every rank's check raises (a mismatch or a timeout: the protocols never meet), and no rank writes out,
+    the Lamport kernel included. A fresh communicator per pattern (a timeout leaves the counters out of step)."""
+    heap = shmem.SymmetricHeap(2 * coll.Communicator.heap_bytes(MAX_BYTES, world_size) + (1 << 20))
+    heap.max_spins = 4096  # give up sooner than the default (a test of the error, not of patience)
+    try:
+        for shift in range(2):  # each algorithm on rank 0 once
+            comm = coll.Communicator(heap, max_bytes=MAX_BYTES)
+            x = torch.full((96,), float(rank + 1), device=heap.device, dtype=torch.bfloat16)
+            out = torch.full_like(x, -5.0)
+            comm.all_reduce(x, out=out, algorithm=picks[(rank + shift) % len(picks)])
+            with pytest.raises((coll.CollectiveMismatch, shmem.DeviceTimeout)):
+                comm.check()
+            assert torch.all(out == -5.0), f"rank {rank} wrote out: {out.tolist()}"
+    finally:
+        heap.close()
+
+
 def missing_rank_worker(rank: int, world_size: int) -> None:
     """The last rank never calls: the others' waits give up and their check raises DeviceTimeout."""
     heap, comm = _comm()

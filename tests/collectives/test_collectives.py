@@ -4,9 +4,9 @@ processes under the Triton interpreter in CI, GPUs over NCCL where there are eno
 import pytest
 import torch
 
-from collective_cases import (FLOATS, INTS, back_to_back_worker, bad_input_worker, collectives_worker, graph_worker,
-                              group_worker,
-                              missing_rank_worker, mismatch_worker, rms_norm_worker, zero_copy_worker, run_world)
+from collective_cases import (FLOATS, INTS, algorithm_mismatch_worker, back_to_back_worker, bad_input_worker,
+                              collectives_worker, graph_worker, group_worker, missing_rank_worker, mismatch_worker,
+                              rms_norm_worker, zero_copy_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
 
@@ -57,6 +57,13 @@ def test_bad_input_names_the_argument():
 @pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
 def test_ranks_calling_differently_raise_on_every_rank(world_size):
     run_world(mismatch_worker, world_size)
+
+
+@pytest.mark.parametrize("world_size,picks", [(2, ("one_shot", "two_shot")), (2, ("lamport", "one_shot")),
+                                               (3, ("lamport", "one_shot", "two_shot"))],
+                         ids=["ws2-one-two", "ws2-lamport-one", "ws3-all"])
+def test_ranks_picking_different_algorithms_raise_on_every_rank(world_size, picks):
+    run_world(algorithm_mismatch_worker, world_size, picks)
 
 
 def test_a_rank_that_never_calls_times_out_the_others():

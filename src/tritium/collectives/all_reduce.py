@@ -172,7 +172,9 @@ def _lamport_all_reduce_kernel(
             timeouts += timed_out
             if AVG:
                 acc = acc / world_size
-            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
+            # a tile is written only while every poll of this program arrived (a peer's call that differs, or
+            # none: the host's check() raises, and out is left as it was where the values were not all there)
+            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0))
     if timeouts > 0:
         count_timeout(state_ptr)
     lamport_finish(lstate_ptr, phase, n, pid, num_programs)

@@ -190,7 +190,8 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
     of ``num_programs`` taking chunks ``pid, pid + num_programs, ...``: it reduces each, updates the
     residual and shares the chunk's sum of squares; then, for each, it sums its row's shares and writes
     the chunk of ``out``. No program waits on another before it has shared all of its own, so the programs
-    need only be resident beside each other, or done. Returns the number of polls that gave up."""
+    need only be resident beside each other, or done. A program writes nothing (residual or out) once one of
+    its polls gave up. Returns the number of polls that gave up."""
     chunks = tl.cdiv(hidden, BLOCK)
     num_tiles = rows * chunks
     timeouts = tl.zeros([], tl.int32)
@@ -202,7 +203,7 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
                                         out_ptr.dtype.element_ty, 0, GROUP)
         timeouts += timed_out
         h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-        tl.store(residual_ptr + idx, h, mask=mask)
+        tl.store(residual_ptr + idx, h, mask=mask & (timeouts == 0))  # nothing written once a poll gave up
         hf = h.to(tl.float32)
         lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
     tl.debug_barrier()
@@ -214,7 +215,7 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
         h = tl.load(residual_ptr + row * hidden + cols, mask=mask, other=0.0)
         rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
         y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
-        tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0))
     return timeouts
 
 
