@@ -481,8 +481,9 @@ def test_vllm_prompt_logprobs(server, llm):
     messages = [{"role": "user", "content": PROMPTS[3]}]
     chat_ids = llm.chat(messages, greedy(1))[0].prompt_token_ids
     status, r = server.request("POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 2,
+                                                                "max_completion_tokens": 2,  # equal: taken
                                                                 "prompt_logprobs": 0}, headers=headers)
-    assert status == 200, r
+    assert status == 200 and r["usage"]["completion_tokens"] <= 2, r
     got = r["prompt_logprobs"]
     assert len(got) == len(chat_ids) and got[0] is None and all(len(e) == 1 for e in got[1:])
     assert [int(next(iter(e))) for e in got[1:]] == chat_ids[1:]
@@ -597,6 +598,8 @@ BAD = [
     ("top_p", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "top_p": 0}, 400, None, "top_p"),
     ("max_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 0}, 400, None, "max_tokens"),
     ("max_tokens-type", "/v1/completions", {"prompt": "w1", "max_tokens": "ten"}, 400, None, "max_tokens"),
+    ("max_tokens-both", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "max_tokens": 4,
+                                                 "max_completion_tokens": 5}, 400, None, "max_tokens"),
     ("n", "/v1/completions", {"prompt": "w1", "n": 0}, 400, None, "n"),
     ("seed", "/v1/completions", {"prompt": "w1", "seed": 2**64}, 400, None, "seed"),
     ("top_k", "/v1/completions", {"prompt": "w1", "top_k": 10**20}, 400, None, "top_k"),

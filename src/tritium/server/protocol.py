@@ -253,7 +253,11 @@ def _prompt_logprobs(body: dict, stream: bool, params: list[SamplingParams], ech
 
 
 def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: bool = False) -> int | None:
-    for name in names:  # the first given wins (max_completion_tokens over the deprecated max_tokens)
+    given = [name for name in names if body.get(name) is not None]
+    if len(given) > 1 and len({repr(body[name]) for name in given}) > 1:
+        raise invalid(f"{' and '.join(given)} disagree ({', '.join(f'{n}={_show(body[n])}' for n in given)}): give "
+                      f"one of them ({given[-1]} is deprecated), or the same value", given[-1])
+    for name in names:  # max_completion_tokens or the deprecated max_tokens (equal if both are given)
         if body.get(name) == 0 and not isinstance(body[name], bool) and not echo:
             raise invalid(f"{name} must be >= 1 (0 only with echo: true, to score the prompt), got 0", name)
         if body.get(name) is not None:
