@@ -5,6 +5,7 @@ against the PyTorch reference over all inputs, and, for the dtypes gloo reduces,
 ``torch.distributed`` on the same input as well.
 """
 
+import os
 import time
 
 import pytest
@@ -25,9 +26,13 @@ TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}  # as t
 def run_world(worker, world_size: int, *args, timeout: float = 300.0) -> None:
     """``worker`` on ``world_size`` ranks: GPUs over NCCL when there are enough, else CPU processes under
     the interpreter (gloo, cpu-shm)."""
+    backend = None
     if not runtime.interpreting() and torch.cuda.device_count() < world_size:
-        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
-    shmem.launch(worker, world_size, *args, timeout=timeout)
+        # TRITIUM_SHARE_GPUS=1: a correctness run on fewer GPUs, ranks sharing them (gloo; slow waits)
+        if not (os.environ.get("TRITIUM_SHARE_GPUS") == "1" and torch.cuda.device_count() > 0):
+            pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+        backend = "gloo"
+    shmem.launch(worker, world_size, *args, backend=backend, timeout=timeout)
 
 
 def inputs(world_size: int, shape, dtype, seed: int, device, integers: bool) -> list[torch.Tensor]:

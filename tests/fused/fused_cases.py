@@ -2,6 +2,8 @@
 rank). Every rank can build every rank's operands (functions of the rank and a seed), so each check
 compares against the fp32 reference over all ranks' operands."""
 
+import os
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -17,9 +19,13 @@ TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 
 
 def run_world(worker, world_size: int, *args, timeout: float = 300.0) -> None:
+    backend = None
     if not runtime.interpreting() and torch.cuda.device_count() < world_size:
-        pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
-    shmem.launch(worker, world_size, *args, timeout=timeout)
+        # TRITIUM_SHARE_GPUS=1: a correctness run on fewer GPUs, ranks sharing them (gloo; slow waits)
+        if not (os.environ.get("TRITIUM_SHARE_GPUS") == "1" and torch.cuda.device_count() > 0):
+            pytest.skip(f"needs {world_size} GPUs, {torch.cuda.device_count()} visible")
+        backend = "gloo"
+    shmem.launch(worker, world_size, *args, backend=backend, timeout=timeout)
 
 
 def _setup(world_size: int, M: int, N: int, K: int, dtype):
@@ -202,6 +208,28 @@ def bad_input_worker(rank: int, world_size: int) -> None:
         (lambda: fused.all_gather_matmul(a.long(), b.long(), comm), TypeError, "a has dtype torch.int64"),
         (lambda: fused.all_gather_matmul(a, b, comm, out=torch.empty(3, 32, device=dev)), ValueError, "out must be"),
         (lambda: fused.matmul_all_reduce(a, b, comm, out=torch.empty(4, 31, device=dev)), ValueError, "out must be"),
+        # out rows that overlap (a broadcast row, a row stride under the width): refused in every op and mode
+        (lambda: fused.all_gather_matmul(a, b, comm, out=torch.empty(1, 32, device=dev).expand(2 * 4, 32)),
+         ValueError, r"out's rows overlap: row stride 0 < width 32"),
+        (lambda: fused.all_gather_matmul(a, b, comm, overlap="fused", out=torch.empty(64, device=dev).as_strided(
+            (8, 32), (4, 1))), ValueError, r"out's rows overlap: row stride 4 < width 32"),
+        (lambda: fused.matmul_all_reduce(a, b, comm, overlap="producer_consumer", out=torch.empty(
+            64, device=dev).as_strided((4, 32), (8, 1))), ValueError, r"out's rows overlap.*row stride of at least 32"),
+        (lambda: fused.matmul_reduce_scatter(a, b, comm, out=torch.empty(64, device=dev).as_strided((2, 32), (16, 1))),
+         ValueError, r"out's rows overlap: row stride 16 < width 32"),
+        (lambda: fused.matmul_all_reduce_rms_norm(a.half(), b.half(), comm, torch.zeros(4, 32, device=dev).half(),
+                                                  torch.ones(32, device=dev).half(), 1e-5,
+                                                  out=torch.empty(1, 32, device=dev).half().expand(4, 32)),
+         ValueError, r"out's rows overlap"),
+        # gated: the error shows a as the caller passed it ([gate | up]), not its half
+        (lambda: fused.matmul_all_reduce_rms_norm(torch.ones(4, 32, device=dev).half(), torch.ones(8, 32, device=dev)
+                                                  .half(), comm, torch.zeros(4, 32, device=dev).half(),
+                                                  torch.ones(32, device=dev).half(), 1e-5, gated=True),
+         ValueError, r"a is \[4, 32\] \(gated: \[gate \| up\], k = 16\), b is \[8, 32\] \(b must be \[16, N\]\)"),
+        (lambda: fused.matmul_all_reduce_rms_norm(torch.ones(4, 33, device=dev).half(), b.half(), comm,
+                                                  torch.zeros(4, 32, device=dev).half(), torch.ones(32, device=dev)
+                                                  .half(), 1e-5, gated=True),
+         ValueError, r"gated: a must be \[M, 2k\] \(gate then up\), got \[4, 33\]"),
     ]
     if world_size > 1:
         cases.append((lambda: fused.matmul_reduce_scatter(torch.ones(world_size * 2 + 1, 16, device=dev), b, comm),
@@ -216,5 +244,125 @@ def bad_input_worker(rank: int, world_size: int) -> None:
         if world_size > 1:  # ranks whose first call asks for workspaces of different sizes: named as such
             with pytest.raises(RuntimeError, match="the ranks disagree on the workspace"):
                 fused.all_gather_matmul(torch.ones(2 + rank, 16, device=dev), b, comm, overlap="fused")
+    finally:
+        heap.close()
+
+
+def _padded(rows: int, cols: int, dtype, dev):
+    """(wide, out): out ``[rows, cols]`` is a column slice of ``wide`` (row stride cols + 3), all 7.0."""
+    wide = torch.full((rows, cols + 3), 7.0, dtype=dtype, device=dev)
+    return wide, wide[:, :cols]
+
+
+def out_layout_worker(rank: int, world_size: int) -> None:
+    """Every op in every mode: an out with padded rows (a column slice of a wider tensor) is written right and
+    its padding left alone; b with no columns (n = 0) still gathers, return_gathered gives the rows, and a
+    rank with n = 0 among ranks with columns takes part in the gather."""
+    m, K, N = 5, 32, 24
+    dtype = torch.float32
+    heap, comm = _setup(world_size, world_size * m, N, K, dtype)
+    dev = heap.device
+    try:
+        ops = _operands(world_size, m, K, N, dtype, 41, dev)
+        a, b = ops[rank]
+        rp = _operands(world_size, world_size * m, K, N, dtype, 42, dev)
+        a2, b2 = rp[rank]
+        rows_all = torch.cat([o[0] for o in ops])
+        for mode in MODES:
+            wide, out = _padded(world_size * m, N, dtype, dev)
+            assert fused.all_gather_matmul(a, b, comm, overlap=mode, out=out) is out
+            _close(out, ref.all_gather_matmul([o[0] for o in ops], b), f"all_gather_matmul {mode}: padded out")
+            assert torch.all(wide[:, N:] == 7.0), f"all_gather_matmul {mode}: the padding was written"
+            wide, out = _padded(m, N, dtype, dev)
+            assert fused.matmul_reduce_scatter(a2, b2, comm, overlap=mode, out=out) is out
+            _close(out, ref.matmul_reduce_scatter([o[0] for o in rp], [o[1] for o in rp], rank, dtype),
+                   f"matmul_reduce_scatter {mode}: padded out")
+            assert torch.all(wide[:, N:] == 7.0), f"matmul_reduce_scatter {mode}: the padding was written"
+            wide, out = _padded(world_size * m, N, dtype, dev)
+            assert fused.matmul_all_reduce(a2, b2, comm, overlap=mode, out=out) is out
+            _close(out, ref.matmul_all_reduce([o[0] for o in rp], [o[1] for o in rp], dtype),
+                   f"matmul_all_reduce {mode}: padded out")
+            assert torch.all(wide[:, N:] == 7.0), f"matmul_all_reduce {mode}: the padding was written"
+            # b with no columns: nothing to compute, the rows are still gathered (and returned)
+            none = b[:, :0]
+            y, gathered = fused.all_gather_matmul(a, none, comm, overlap=mode, return_gathered=True)
+            assert y.shape == (world_size * m, 0)
+            assert torch.equal(gathered, rows_all), f"all_gather_matmul {mode}, n = 0: gathered rows"
+            # n = 0 on rank 0 only (each rank multiplies by its own columns): every rank right, none waits
+            mine = none if rank == 0 else b
+            y, gathered = fused.all_gather_matmul(a, mine, comm, overlap=mode, return_gathered=True)
+            _close(y, ref.all_gather_matmul([o[0] for o in ops], mine), f"all_gather_matmul {mode}, n = 0 on rank 0")
+            assert torch.equal(gathered, rows_all), f"all_gather_matmul {mode}, n = 0 on rank 0: gathered rows"
+        # the residual + RMSNorm epilogue: the one-launch decode kernel and the GEMM + collective path
+        for rows, gated in ((2, False), (8, True)):
+            xs = [(torch.randn(rows, 2 * K if gated else K, generator=torch.Generator().manual_seed(60 + r)) / 4)
+                  .half().to(dev) for r in range(world_size)]
+            bs = [o[1].half() for o in _operands(world_size, 1, K, N, torch.float16, 61, dev)]
+            residual = (torch.randn(rows, N, generator=torch.Generator().manual_seed(62)) / 2).half().to(dev)
+            norm = (1 + torch.randn(N, generator=torch.Generator().manual_seed(63)) / 4).half().to(dev)
+            want_out, want_h = ref.matmul_all_reduce_rms_norm(xs, bs, residual, norm, 1e-5, gated)
+            wide, out = _padded(rows, N, torch.float16, dev)
+            got = fused.matmul_all_reduce_rms_norm(xs[rank], bs[rank], comm, residual, norm, 1e-5, out, gated=gated)
+            assert got is out
+            _close(residual, want_h, f"rms_norm epilogue, {rows} rows: residual")
+            _close(out, want_out, f"rms_norm epilogue, {rows} rows: padded out")
+            assert torch.all(wide[:, N:] == 7.0), f"rms_norm epilogue, {rows} rows: the padding was written"
+        comm.check()
+    finally:
+        heap.close()
+
+
+def mismatch_worker(rank: int, world_size: int) -> None:
+    """Ranks that call the fused and producer_consumer modes with different shapes or dtypes: every rank's
+    check raises CollectiveMismatch (no timeout, no hang), and the next agreeing call is right."""
+    m, K, N = 6, 32, 40
+    dtype = torch.float32
+    big_m, big_n = m + world_size, N + world_size
+    heap, comm = _setup(world_size, world_size * big_m, big_n, K, dtype)
+    dev = heap.device
+    modes = ("fused", "producer_consumer")
+    try:
+        # every workspace at its largest first: growing one is collective (a rank alone gets a RuntimeError)
+        for mode in modes:
+            a, b = _operands(world_size, big_m, K, big_n, dtype, 1, dev)[rank]
+            fused.all_gather_matmul(a, b, comm, overlap=mode)
+            a, b = _operands(world_size, world_size * big_m, K, big_n, dtype, 2, dev)[rank]
+            fused.matmul_reduce_scatter(a, b, comm, overlap=mode)
+            fused.matmul_all_reduce(a, b, comm, overlap=mode)
+        comm.check()
+        last = rank == world_size - 1
+        seed = 10
+        for mode in modes:
+            cases = {  # (the disagreeing call, the agreeing call after it: (result, reference))
+                "all_gather_matmul, m": lambda ops: fused.all_gather_matmul(ops[rank][0][: m - rank % 2], ops[rank][1],
+                                                                            comm, overlap=mode),
+                "all_gather_matmul, dtype": lambda ops: fused.all_gather_matmul(
+                    ops[rank][0].half() if last else ops[rank][0], ops[rank][1].half() if last else ops[rank][1],
+                    comm, overlap=mode),
+                "matmul_reduce_scatter, M": lambda ops: fused.matmul_reduce_scatter(
+                    ops[rank][0][: world_size * (m - rank % 2)], ops[rank][1], comm, overlap=mode),
+                "matmul_all_reduce, N": lambda ops: fused.matmul_all_reduce(
+                    ops[rank][0], ops[rank][1][:, : N - rank % 2], comm, overlap=mode),
+            }
+            for what, call in cases.items():
+                seed += 1
+                rows = m if what.startswith("all_gather") else world_size * m
+                ops = _operands(world_size, rows, K, N, dtype, seed, dev)
+                call(ops)
+                if world_size > 1:
+                    with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+                        comm.check()
+                a, b = ops[rank]
+                if what.startswith("all_gather"):
+                    got, want = (fused.all_gather_matmul(a, b, comm, overlap=mode),
+                                 ref.all_gather_matmul([o[0] for o in ops], b))
+                elif what.startswith("matmul_reduce_scatter"):
+                    got, want = (fused.matmul_reduce_scatter(a, b, comm, overlap=mode),
+                                 ref.matmul_reduce_scatter([o[0] for o in ops], [o[1] for o in ops], rank))
+                else:
+                    got, want = (fused.matmul_all_reduce(a, b, comm, overlap=mode),
+                                 ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops]))
+                _close(got, want, f"{mode}: the call after a mismatch ({what})")
+                comm.check()
     finally:
         heap.close()

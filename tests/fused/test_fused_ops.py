@@ -4,7 +4,8 @@ under the Triton interpreter in CI, GPUs over NCCL where there are enough)."""
 import pytest
 import torch
 
-from .fused_cases import bad_input_worker, decode_worker, ops_worker, repeat_worker, run_world
+from .fused_cases import (bad_input_worker, decode_worker, mismatch_worker, ops_worker, out_layout_worker,
+                          repeat_worker, run_world)
 from tritium import runtime
 
 CPU = runtime.interpreting()
@@ -36,3 +37,13 @@ def test_matmul_all_reduce_decode_kernel(world_size):
 
 def test_bad_input_names_the_argument():
     run_world(bad_input_worker, 2)
+
+
+@pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
+def test_padded_out_and_no_columns(world_size):
+    run_world(out_layout_worker, world_size)
+
+
+@pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
+def test_ranks_that_disagree_get_a_mismatch(world_size):
+    run_world(mismatch_worker, world_size)

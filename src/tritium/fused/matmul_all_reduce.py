@@ -38,8 +38,9 @@ from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS,
                                          lamport_push, lamport_reduce, lamport_reduce_rms_norm, lamport_reset,
                                          poll_group)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
-from tritium.fused.matmul_reduce_scatter import launch_matmul_reduce
+from tritium.fused.matmul_reduce_scatter import BULK, launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
+from tritium.fused.workspace import workspace
 from tritium.runtime import interpreting, num_sms, pdl_launch
 
 GEMV_MAX_M = 4     # rows a gated product takes (computed on CUDA cores, SiLU-and-mul on the fly)
@@ -242,7 +243,8 @@ def _matmul_all_reduce_lamport_kernel(
                                                 out_ptr.dtype.element_ty, 0, GROUP)
                 timeouts += timed_out
                 row = idx // N
-                tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty), mask=mask)
+                tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty),
+                         mask=mask & (timeouts == 0))  # nothing written once a poll gave up
         if timeouts > 0:
             count_timeout(state_ptr)
     lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs)
@@ -323,10 +325,7 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
     name = "matmul_all_reduce_rms_norm"
     if not isinstance(a, torch.Tensor) or a.dim() != 2:
         raise ValueError(f"{name}: a must be a 2-D tensor, got {getattr(a, 'shape', type(a).__name__)}")
-    if gated and a.shape[1] % 2:
-        raise ValueError(f"{name}: gated: a must be [M, 2k] (gate then up), got an odd width {a.shape[1]}")
-    x = a[:, : a.shape[1] // 2] if gated else a
-    check_operands(name, x, b, comm)
+    check_operands(name, a, b, comm, gated=gated)  # (the shapes the caller passed, in any error)
     M, N = a.shape[0], b.shape[1]
     if a.dtype not in LAMPORT_DTYPES:
         raise TypeError(f"{name}: a has dtype {a.dtype}; expected float16 or bfloat16")
@@ -344,17 +343,22 @@ def matmul_all_reduce_rms_norm(a: torch.Tensor, b: torch.Tensor, comm: Communica
             and _epilogue_fits(M, N)):
         launch_decode(a, b, out, comm, gated=gated, residual=residual, norm=weight, eps=eps)
         return out
+    x = a
     if gated:
         g, up = a.float().chunk(2, dim=1)
         x = (torch.nn.functional.silu(g).to(a.dtype).float() * up).to(a.dtype)
     h = matmul(x, b)
-    return comm.all_reduce_rms_norm(h, residual, weight, eps, out=out)
+    if out.is_contiguous():
+        return comm.all_reduce_rms_norm(h, residual, weight, eps, out=out)
+    return out.copy_(comm.all_reduce_rms_norm(h, residual, weight, eps, out=h))  # (padded rows: in place, copied)
 
 
 def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, overlap: str = "auto",
                       out: torch.Tensor | None = None) -> torch.Tensor:
     """``sum over ranks of a @ b``: ``a [M, k]``, ``b [k, N]`` -> ``[M, N]`` in a's dtype on every rank.
-    ``out``: written in place (contiguous rows). b may be the transpose of a row-major ``[N, k]`` weight."""
+    ``out``: written in place (rows that do not overlap; a row stride past the width is taken in every mode).
+    b may be the transpose of a row-major ``[N, k]`` weight. Ranks that disagree on M, N or the dtype get
+    ``CollectiveMismatch`` from ``Communicator.check`` and an unspecified result."""
     check_operands("matmul_all_reduce", a, b, comm)
     M, K = a.shape
     N = b.shape[1]
@@ -364,9 +368,13 @@ def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     if M == 0 or N == 0:
         return out
     if mode == "bulk" or W == 1:
-        matmul(a, b, out=out)
+        # the collective takes contiguous tensors: a padded out gets the product's sum in a heap buffer first
+        h = out if W == 1 or out.is_contiguous() else workspace(comm, BULK, M * N, a.dtype).view(M, N)
+        matmul(a, b, out=h)
         if W > 1:
-            comm.all_reduce(out, out=out)
+            comm.all_reduce(h, out=h)
+        if h is not out:
+            out.copy_(h)
         return out
     if mode == "fused" and K > 0 and decode_eligible(a, N, comm):
         launch_decode(a, b, out, comm)

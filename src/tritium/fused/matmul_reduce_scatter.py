@@ -29,8 +29,12 @@ import triton.language as tl
 from tritium.collectives import Communicator
 from tritium.fused.matmul import launch_options, matmul, matmul_operands, matmul_tile, select_config, tile_coords
 from tritium.fused.overlap import check_operands, output, select_overlap, split_programs
-from tritium.fused.workspace import end_call, epoch_of, forked, raise_flag, wait_flag, workspace
+from tritium.fused.workspace import (announce, end_call, epoch_of, forked, halves, layout_tag, raise_flag,
+                                     source_agrees, wait_flag, workspace)
 from tritium.shmem.device import translate
+
+
+BULK = "bulk.product"  # the bulk modes' heap buffer for the product (both reductions)
 
 
 @triton.jit
@@ -85,12 +89,13 @@ def _push_tiles(a, b, r_ptr, flags_ptr, epoch, M, N, K, rank, world_size, bases,
 
 
 @triton.jit
-def _reduce_tiles(r_ptr, y_ptr, flags_ptr, comm_state_ptr, epoch, M, N, rank, world_size, rows_per_dest,
-                  max_spins, stride_ym, rid, num_reduce,
+def _reduce_tiles(r_ptr, y_ptr, flags_ptr, hello_ptr, comm_state_ptr, epoch, parity, tag, M, N, rank, world_size,
+                  rows_per_dest, max_spins, stride_ym, rid, num_reduce,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SCATTER: tl.constexpr):
     """Reduce programs: for each tile of the GEMM's grid that holds rows of this rank's output (SCATTER:
     rows ``[rank * rows_per_dest, +rows_per_dest)``; else all), wait for every rank's copy, then sum the
-    copies in fp32 in rank order and store the rows."""
+    copies in fp32 in rank order and store the rows. A rank that calls with another layout (its hello
+    flag, :func:`source_agrees`) is not waited for, and the tiles are not stored."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     first_row = 0
@@ -99,6 +104,8 @@ def _reduce_tiles(r_ptr, y_ptr, flags_ptr, comm_state_ptr, epoch, M, N, rank, wo
     first_m = first_row // BLOCK_M
     last_m = (first_row + rows_per_dest - 1) // BLOCK_M
     units = (last_m - first_m + 1) * num_pid_n
+    checked = tl.zeros([], tl.int64)
+    agreed = tl.zeros([], tl.int64)
     for unit in range(rid, units, num_reduce):
         pid_m = first_m + unit // num_pid_n
         pid_n = unit % num_pid_n
@@ -108,8 +115,12 @@ def _reduce_tiles(r_ptr, y_ptr, flags_ptr, comm_state_ptr, epoch, M, N, rank, wo
         mask = (local[:, None] >= 0) & (local[:, None] < rows_per_dest) & (cols[None, :] < N)
         ok = tl.full([], 1, tl.int32)
         for src in range(0, world_size):
-            ok = ok & wait_flag(flags_ptr + (src * num_pid_m + pid_m) * num_pid_n + pid_n, epoch, max_spins,
-                                comm_state_ptr)
+            good, checked, agreed = source_agrees(hello_ptr, src, epoch, parity, tag, world_size, checked, agreed,
+                                                  max_spins, comm_state_ptr)
+            ok = ok & good
+            if good != 0:
+                ok = ok & wait_flag(flags_ptr + (src * num_pid_m + pid_m) * num_pid_n + pid_n, epoch, max_spins,
+                                    comm_state_ptr)
         if ok != 0:
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for src in range(0, world_size):
@@ -119,15 +130,15 @@ def _reduce_tiles(r_ptr, y_ptr, flags_ptr, comm_state_ptr, epoch, M, N, rank, wo
                      acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["tag"])
 def _matmul_reduce_kernel(
-    # pointers: a, b, the output (this rank's rows, or all), the heap's receive buffer (both halves), flags
-    # and op state, the communicator's state (timeouts), the heap bases
-    a_ptr, b_ptr, y_ptr, r_ptr, flags_ptr, state_ptr, comm_state_ptr, bases,
+    # pointers: a, b, the output (this rank's rows, or all), the heap's receive buffer (both halves), flags,
+    # hello flags and op state, the communicator's state (timeouts, mismatches), the heap bases
+    a_ptr, b_ptr, y_ptr, r_ptr, flags_ptr, hello_ptr, state_ptr, comm_state_ptr, bases,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_ym,
-    # sizes
-    M, N, K, rank, world_size, rows_per_dest, max_spins, num_compute, num_reduce,
+    # sizes (half: the receive buffer's second half, in elements; tag: this call's layout_tag)
+    M, N, K, rank, world_size, rows_per_dest, max_spins, num_compute, num_reduce, half, tag,
     # meta-parameters
     ROLE: tl.constexpr,  # 0: fused (compute programs first, then reduce), 1: compute only, 2: reduce only
     SCATTER: tl.constexpr, ROTATE: tl.constexpr,
@@ -137,13 +148,15 @@ def _matmul_reduce_kernel(
 ):
     pid = tl.program_id(0)
     epoch, parity = epoch_of(state_ptr)
-    r = r_ptr + parity * world_size * rows_per_dest * N
+    r = r_ptr + parity * half
     compute = pid < num_compute
     if ROLE == 1:
         compute = pid >= 0
     elif ROLE == 2:
         compute = pid < 0
     if compute:
+        if pid == 0:  # before any tile: peers learn this call's layout as early as possible
+            announce(hello_ptr, epoch, parity, tag, rank, world_size, bases)
         a, b, c = matmul_operands(a_ptr, b_ptr, r, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, N, 1,
                                   BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE_SPLIT, USE_TMA, B_KMAJOR)
         _push_tiles(a, b, r, flags_ptr, epoch, M, N, K, rank, world_size, bases, stride_am, stride_ak, stride_bk,
@@ -153,8 +166,8 @@ def _matmul_reduce_kernel(
         rid = pid
         if ROLE == 0:
             rid = pid - num_compute
-        _reduce_tiles(r, y_ptr, flags_ptr, comm_state_ptr, epoch, M, N, rank, world_size, rows_per_dest,
-                      max_spins, stride_ym, rid, num_reduce, BLOCK_M, BLOCK_N, SCATTER)
+        _reduce_tiles(r, y_ptr, flags_ptr, hello_ptr, comm_state_ptr, epoch, parity, tag, M, N, rank, world_size,
+                      rows_per_dest, max_spins, stride_ym, rid, num_reduce, BLOCK_M, BLOCK_N, SCATTER)
     end_call(state_ptr, num_compute + num_reduce)
 
 
@@ -170,15 +183,18 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
     if cfg.split_k > 1:  # the fused kernels compute whole tiles
         cfg = dataclasses.replace(cfg, split_k=1)
     num_pid_m, num_pid_n = triton.cdiv(M, cfg.block_m), triton.cdiv(N, cfg.block_n)
-    recv = workspace(comm, f"{name}.recv", 2 * W * rows_per_dest * N, a.dtype)
+    recv, half = halves(comm, f"{name}.recv", W * rows_per_dest * N, a.dtype)
     flags = workspace(comm, f"{name}.flags", W * num_pid_m * num_pid_n, torch.int64, fill=0)
+    hello = workspace(comm, f"{name}.hello", 2 * W, torch.int64, fill=0)
     state = workspace(comm, f"{name}.state", 2, torch.int64, fill=0)
+    # what every rank's tiles and flags are laid out by (not K: each rank's slice of it is its own)
+    tag = layout_tag(name, M, N, str(a.dtype), cfg.block_m, cfg.block_n, scatter)
     opts = launch_options(a, b, recv[: M * N].view(M, N), cfg)  # (the C descriptor is never stored through)
     num_reduce, num_compute = split_programs(comm, (rows_per_dest // cfg.block_m + 2) * num_pid_n,
                                              num_pid_m * num_pid_n)
-    args = (a, b, y, recv, flags, state, comm._state, comm.heap.bases,
+    args = (a, b, y, recv, flags, hello, state, comm._state, comm.heap.bases,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), y.stride(0),
-            M, N, K, comm.rank, W, rows_per_dest, comm.heap.max_spins, num_compute, num_reduce)
+            M, N, K, comm.rank, W, rows_per_dest, comm.heap.max_spins, num_compute, num_reduce, half, tag)
     meta = dict(SCATTER=scatter, ROTATE=scatter and rows_per_dest % cfg.block_m == 0, **opts)
     if mode == "producer_consumer":
         with forked(comm, a.device) as side:
@@ -193,7 +209,9 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, comm: Communicator, 
                           out: torch.Tensor | None = None) -> torch.Tensor:
     """This rank's rows of ``sum over ranks of a @ b``: ``a [M, k]`` (k: this rank's slice of K), ``b [k,
     N]`` -> ``[M / world_size, N]`` (rank r gets rows ``r * M / W`` on) in a's dtype; each rank's product is
-    rounded to that dtype before the fp32 sum, as the bulk path does. ``out``: written in place."""
+    rounded to that dtype before the fp32 sum, as the bulk path does. ``out``: written in place (rows that do
+    not overlap; a row stride past the width is taken in every mode). Ranks that disagree on M, N or the
+    dtype get ``CollectiveMismatch`` from ``Communicator.check`` and an unspecified result."""
     check_operands("matmul_reduce_scatter", a, b, comm)
     M, K = a.shape
     N = b.shape[1]
@@ -205,10 +223,13 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, comm: Communicator, 
     if M == 0 or N == 0:
         return out
     if mode == "bulk" or W == 1:
-        full = workspace(comm, "rs.bulk", M * N, a.dtype).view(M, N) if W > 1 else out
+        full = workspace(comm, BULK, M * N, a.dtype).view(M, N) if W > 1 else out
         matmul(a, b, out=full)
-        if W > 1:
+        if W > 1 and out.is_contiguous():
             comm.reduce_scatter(full, out=out)
+        elif W > 1:  # padded rows (the collective writes contiguous ones): in place over the product's first rows
+            # (an out that overlaps x makes the collective stage x before anything is written), then copied
+            out.copy_(comm.reduce_scatter(full, out=full[: M // W]))
         return out
     launch_matmul_reduce("rs", a, b, out, comm, mode, scatter=True)
     return out

@@ -13,8 +13,9 @@ OVERLAPS = ("auto", "bulk", "producer_consumer", "fused")
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def check_operands(op: str, a, b, comm) -> None:
-    """ValueError/TypeError naming the argument unless ``a [M, k] @ b [k, N]`` chains on ``comm``'s device."""
+def check_operands(op: str, a, b, comm, gated: bool = False) -> None:
+    """ValueError/TypeError naming the argument unless ``a [M, k] @ b [k, N]`` chains on ``comm``'s device
+    (``gated``: a is ``[M, 2k]`` = [gate | up], of an even width)."""
     if not isinstance(comm, Communicator):
         raise TypeError(f"{op}: comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
     for name, t in (("a", a), ("b", b)):
@@ -28,19 +29,29 @@ def check_operands(op: str, a, b, comm) -> None:
         raise TypeError(f"{op}: a has dtype {a.dtype}; expected one of float16, bfloat16, float32")
     if b.dtype != a.dtype:
         raise TypeError(f"{op}: b has dtype {b.dtype}, a has {a.dtype}: they must match")
-    if b.shape[0] != a.shape[1]:
-        raise ValueError(f"{op}: shapes do not chain: a is {list(a.shape)}, b is {list(b.shape)} "
-                         f"(b must be [{a.shape[1]}, N])")
+    if gated and a.shape[1] % 2:
+        raise ValueError(f"{op}: gated: a must be [M, 2k] (gate then up), got {list(a.shape)} (an odd width)")
+    k = a.shape[1] // 2 if gated else a.shape[1]
+    if b.shape[0] != k:
+        what = f" (gated: [gate | up], k = {k})" if gated else ""
+        raise ValueError(f"{op}: shapes do not chain: a is {list(a.shape)}{what}, b is {list(b.shape)} "
+                         f"(b must be [{k}, N])")
 
 
 def output(out, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
-    """``out`` checked (``shape``, like's dtype and device, contiguous rows), or a new tensor if None."""
+    """``out`` checked (``shape``, like's dtype and device, contiguous rows that do not overlap: a row stride
+    of at least the width, e.g. a column slice of a wider tensor), or a new tensor if None."""
     if out is None:
         return torch.empty(shape, dtype=like.dtype, device=like.device)
     if (not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(shape) or out.dtype != like.dtype
             or out.device != like.device or out.stride(1) != 1):
-        got = f"{list(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
+        got = (f"{list(out.shape)} {out.dtype} on {out.device} strides {out.stride()}"
+               if isinstance(out, torch.Tensor) else type(out).__name__)
         raise ValueError(f"out must be {list(shape)} {like.dtype} on {like.device} with contiguous rows, got {got}")
+    rows, width = shape
+    if rows > 1 and width > 0 and out.stride(0) < width:  # (torch strides are never negative)
+        raise ValueError(f"out's rows overlap: row stride {out.stride(0)} < width {width} (strides {out.stride()}); "
+                         f"out must be {list(shape)} with a row stride of at least {width}")
     return out
 
 

@@ -15,11 +15,22 @@ communicator's state and raised by ``Communicator.check``). Nothing is reset bet
 sequence of calls replays from a CUDA graph. Why a rank can reuse a buffer two calls later: a rank
 finishes call c only after every peer has sent it call c's data, which each peer does after its own
 call c - 1 ended; so no peer is still reading a buffer of parity c + 1 when this rank writes it.
+
+**Agreement**: ranks that call an op with different shapes or dtypes would read each other's rows at the
+wrong places, or wait for flags that never come. Each rank announces its call's layout (a digest,
+:func:`layout_tag`) in a "hello" flag per peer (:func:`announce`, with the epoch, flags of each parity
+apart); a consumer checks a source's hello once a program (:func:`source_agrees`) before it waits for that
+source's data flags, and skips what a disagreeing source would have sent: every rank's
+``Communicator.check`` then raises ``CollectiveMismatch`` (the call's output is unspecified), with no host
+sync or extra launch on the hot path. The double-buffered halves sit at offsets fixed by the buffer's size
+(:func:`halves`), so a disagreeing call's writes stay in its own parity's half.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import zlib
 
 import torch
 import triton
@@ -33,19 +44,23 @@ from tritium.shmem.heap import AllocationMismatch, HeapExhausted, PeerTimeout
 STATE_WORDS = 2  # calls, ticket
 
 
-def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fill: int | None = None) -> torch.Tensor:
+def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fill: int | None = None,
+              whole: bool = False) -> torch.Tensor:
     """The heap buffer ``name`` of ``comm`` with at least ``numel`` elements of ``dtype`` (a view of its
-    first ``numel``), allocated (filled with ``fill``, if given) on first use and grown when needed."""
+    first ``numel``; ``whole``: all of it, the same size on every rank), allocated (filled with ``fill``, if
+    given) on first use and grown when needed. Kept as bytes: calls in another dtype view the same buffer
+    (a heap allocation is never freed, so a new one per dtype switch would use the heap up)."""
     cache = comm.__dict__.setdefault("_fused_workspaces", {})
     held = cache.get(name)
-    if held is None or held.numel() < numel or held.dtype != dtype:
+    size = torch.tensor([], dtype=dtype).element_size()
+    nbytes = -(-max(numel, 1) * size // 8) * 8  # (a whole number of elements of every dtype)
+    if held is None or held.numel() < nbytes:
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
             raise RuntimeError(f"fused ops: the workspace {name!r} must grow to {numel} {dtype} elements, which "
                                f"cannot happen during CUDA graph capture; call the op once with this shape first")
         heap = comm.heap
-        nbytes = numel * torch.tensor([], dtype=dtype).element_size()
         try:
-            held = heap.empty((max(numel, 1),), dtype)
+            held = heap.empty((nbytes,), torch.uint8)
         except HeapExhausted as e:
             raise ValueError(f"fused ops: the communicator's heap has no room for {nbytes} more bytes ({name}); "
                              f"make the SymmetricHeap larger (see tritium.fused.heap_bytes)") from e
@@ -53,10 +68,30 @@ def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fil
             raise RuntimeError(f"fused ops: the ranks disagree on the workspace {name!r}: every rank must call the "
                                f"op with the same shapes and dtype, or none ({e})") from e
         if fill is not None:
-            held.fill_(fill)
+            held.view(dtype).fill_(fill)
         cache[name] = held
         heap.barrier()  # every rank's buffer exists (and is filled) before any peer writes into it
-    return held[:numel]
+    view = held.view(dtype)
+    return view if whole else view[:numel]
+
+
+def halves(comm: Communicator, name: str, numel: int, dtype: torch.dtype) -> tuple[torch.Tensor, int]:
+    """(the whole double-buffered heap buffer ``name``, the offset of its second half in elements): two
+    halves of at least ``numel`` elements each, the second starting on a 16-byte boundary (TMA). The
+    offset depends on the buffer's size only, which is the same on every rank, not on this call's shape:
+    ranks that call with different shapes (a mismatch, raised by ``Communicator.check``) still write only
+    into the half of the call's parity, so the next calls' data is never overwritten by a late write."""
+    align = max(1, 16 // torch.tensor([], dtype=dtype).element_size())
+    buf = workspace(comm, name, 2 * (numel + align), dtype, whole=True)
+    return buf, buf.numel() // 2 // align * align
+
+
+@functools.lru_cache(maxsize=1024)
+def layout_tag(*fields) -> int:
+    """A digest, in ``[0, 2**FLAG_TAG_BITS)``, of what every rank must call a fused op with alike (the op,
+    the shapes that fix its data and flag layout, the dtype): raised with the call's epoch in the op's
+    "hello" flags (:func:`announce`) and compared by every peer (:func:`source_agrees`)."""
+    return zlib.crc32(repr(fields).encode()) & ((1 << FLAG_TAG_BITS) - 1)
 
 
 @contextlib.contextmanager
@@ -167,6 +202,45 @@ def wait_flags_tagged(flag_ptrs, mask, epoch, tag, max_spins, comm_state_ptr):
 
 
 @triton.jit
+def announce(hello_ptr, epoch, parity, tag, rank, world_size, bases):
+    """Raise this rank's "hello" flag of this call on every rank: ``hello[parity, rank] = tagged(epoch,
+    tag)`` (``hello_ptr``: the op's int64 ``[2, world_size]`` heap flags, zeros at first), ``tag`` this
+    call's :func:`layout_tag`. Flags of each parity apart: a peer can be one call ahead, never two."""
+    for dst in range(0, world_size):
+        raise_flag(hello_ptr + parity * world_size + rank, tagged(epoch, tag), rank, dst, bases)
+
+
+@triton.jit
+def source_agrees(hello_ptr, src, epoch, parity, tag, world_size, checked, agreed, max_spins, comm_state_ptr):
+    """Whether rank ``src`` makes this call with this rank's layout ``tag``: waits (bounded) for its hello
+    flag of this call (:func:`announce`) and compares its tag; a different one is counted as a mismatch
+    (``Communicator.check`` raises ``CollectiveMismatch``), a flag that never comes as a timeout. The
+    verdicts are kept in the bit masks ``checked`` and ``agreed`` (int64, zeros at the start of a program;
+    ranks from 62 on are checked every time), so a program polls each source's flag once a call. Returns
+    (1 if it agrees else 0, checked, agreed): the caller then waits for the source's data flags only if
+    it agrees (a source with another layout may never raise them)."""
+    bit = tl.where(src < 62, tl.full([], 1, tl.int64) << tl.minimum(src, 61).to(tl.int64), 0)
+    if (checked & bit) != 0:
+        ok = ((agreed & bit) != 0).to(tl.int32)
+    else:
+        lo = tagged(epoch, 0)
+        flag = hello_ptr + parity * world_size + src
+        seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
+        spins = 0
+        while (seen < lo) & (spins < max_spins):
+            seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
+            spins += 1
+        ok = (seen == lo + tag).to(tl.int32)
+        if seen < lo:
+            count_timeout(comm_state_ptr)
+        elif ok == 0:
+            count_mismatch(comm_state_ptr)
+        checked = checked | bit
+        agreed = agreed | tl.where(ok != 0, bit, 0)
+    return ok, checked, agreed
+
+
+@triton.jit
 def proxy_fence(ENABLED: tl.constexpr):
     """Order this thread's earlier generic-proxy accesses (the flag it acquired) before its later TMA
     (async-proxy) loads of the data the flag guards: ``fence.proxy.async.global`` (NVIDIA, compiled)."""
@@ -189,7 +263,7 @@ def heap_bytes(M: int, N: int, K: int, world_size: int, dtype: torch.dtype = tor
     """Heap bytes the fused ops' workspaces take for global shapes up to ``[M, K] @ [K, N]`` (all three
     ops, every mode; add the communicator's ``Communicator.heap_bytes``)."""
     size = torch.tensor([], dtype=dtype).element_size()
-    gather = 3 * M * K * size                      # double-buffered gather + the bulk path's buffer
+    gather = 4 * M * K * size  # double-buffered gather (fused), producer_consumer's, the bulk path's buffer
     receive = 2 * M * N * size + 2 * world_size * M * N * size + M * N * size  # reduce-scatter, all-reduce, bulk
-    flags = 3 * world_size * (M // 16 + 2) * (N // 16 + 2) * 8 + 4096
-    return gather + receive + flags + 16 * 256
+    flags = 3 * world_size * (M // 16 + 2) * (N // 16 + 2) * 8 + 4 * 2 * world_size * 8 + 4096  # + hello flags
+    return gather + receive + flags + 32 * 256 + 8 * 32  # heap alignment; halves' 16-byte alignment
