@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -207,3 +208,132 @@ def test_corrupt_files_are_named(tiny_models, tmp_path):
         open(short, "wb").write(data[:cut])
         with pytest.raises(ValueError, match=r"is truncated or not a valid GGUF file"):
             LLM(short, dtype=torch.float32)
+
+
+def _copy_model(src: str, dst, **replace: str) -> str:
+    """A copy of model directory ``src`` in ``dst`` (symlinks), with files ``replace`` says written anew."""
+    os.makedirs(dst, exist_ok=True)
+    for name in os.listdir(src):
+        if name not in replace:
+            os.symlink(os.path.join(src, name), os.path.join(dst, name))
+    for name, text in replace.items():
+        (dst / name).write_text(text)
+    return str(dst)
+
+
+def test_eos_named_only_in_tokenizer_config_stops_and_stays_out_of_text(small_llm, tiny_models, tmp_path):
+    """The tiny models name EOS ("</s>", a plain word of tokenizer.json) only in tokenizer_config.json: generation
+    stops there and its text is no part of the answer, as for an EOS that config.json names."""
+    engine = small_llm.engine
+    assert engine.model_config.eos_token_ids == () and engine.eos_token_ids == {2}
+    out = small_llm.generate(["w1 w2"], SamplingParams(max_tokens=5, logit_bias={2: 100.0}))[0]
+    assert (out.token_ids, out.text, out.finish_reason) == ([2], "", "stop")
+    # ignore_eos: EOS tokens go on, and stay out of the text (a special token, as transformers loads it)
+    out = small_llm.generate(["w1 w2"], SamplingParams(max_tokens=3, ignore_eos=True, logit_bias={2: 100.0}))[0]
+    assert (out.token_ids, out.text) == ([2, 2, 2], "")
+    assert small_llm.tokenizer.decode([5, 2, 6]) == "w2 w3"
+    # generation_config.json names another: generation stops at either
+    path = _copy_model(tiny_models["llama"][0], tmp_path / "both",
+                       **{"generation_config.json": json.dumps({"eos_token_id": 7})})
+    llm = LLM(path, dtype=torch.float32, max_model_len=32)
+    assert llm.engine.eos_token_ids == {7, 2}
+    for eos in (2, 7):
+        out = llm.generate(["w1"], SamplingParams(max_tokens=5, logit_bias={eos: 100.0}))[0]
+        assert (out.token_ids, out.text, out.finish_reason) == ([eos], "", "stop")
+
+
+def test_kv_cache_larger_than_memory_is_refused(tiny_models, monkeypatch):
+    """num_blocks or kv_cache_memory past the memory there is: a ValueError naming it, the bytes and what is
+    available, before the cache is allocated (not torch's allocation error, nor a cache of 2^17 pages)."""
+    path, _ = tiny_models["llama"]
+    per_page = 2 * 2 * 16 * 2 * 64 * 4  # K and V, 2 layers, 16 tokens, 2 KV heads of 64, fp32
+    with pytest.raises(ValueError, match=rf"num_blocks=1000000000 needs {(10**9 + 1) * per_page} bytes .* of KV "
+                                         rf"cache \({per_page} bytes a page of 16 tokens\), more than the \d+ bytes "
+                                         r".* of (available system memory|free memory of cuda:\d+)"):
+        LLM(path, dtype=torch.float32, num_blocks=10**9)
+    with pytest.raises(ValueError, match=r"kv_cache_memory=1125899906842624 is more than the \d+ bytes .* of "
+                                         r"(available system memory|free memory of cuda:\d+)"):
+        LLM(path, dtype=torch.float32, kv_cache_memory=1 << 50)
+    from tritium.engine import llm_engine
+
+    # with 1 MiB available: 31 pages (and the scratch page) fit, 32 do not
+    monkeypatch.setattr(llm_engine, "available_memory", lambda device: (1 << 20, "available system memory"))
+    assert LLM(path, dtype=torch.float32, num_blocks=31, max_model_len=32).engine.config.num_blocks == 31
+    with pytest.raises(ValueError, match=rf"num_blocks=32 needs {33 * per_page} bytes \(0.00 GiB\) of KV cache .*"
+                                         r"more than the 1048576 bytes \(0.00 GiB\) of available system memory"):
+        LLM(path, dtype=torch.float32, num_blocks=32, max_model_len=32)
+    with pytest.raises(ValueError, match=r"kv_cache_memory=1048577 is more than the 1048576 bytes"):
+        LLM(path, dtype=torch.float32, kv_cache_memory=(1 << 20) + 1)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"kv_cache_memory": 0}, ValueError, "kv_cache_memory must be >= 1 or None, got 0"),
+    ({"kv_cache_memory": "1GB"}, TypeError, "kv_cache_memory must be an int, got '1GB'"),
+    ({"num_blocks": 0}, ValueError, "num_blocks must be >= 1 or None, got 0"),
+], ids=["kv_cache_memory-0", "kv_cache_memory-str", "num_blocks-0"])
+def test_kv_cache_settings_name_the_argument(tiny_models, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        LLM(tiny_models["llama"][0], **kwargs)
+
+
+def test_window_pool_too_small_is_refused_at_construction(tmp_path):
+    """A window pool that a sequence could outgrow (its window and one step's chunk) fails at construction,
+    naming num_window_blocks and the minimum, not at the first step; the minimum runs long requests."""
+    from .conftest import WORDS, make_tiny_model
+
+    make_tiny_model(str(tmp_path), "gemma3_text")  # a window of 6 tokens on 3 of 4 layers
+    kw = dict(dtype=torch.float32, num_blocks=64)
+    # ceil((6 + 24) / 16) + 1 pages: the window and a chunk of 24 tokens after it
+    with pytest.raises(ValueError, match=r"num_window_blocks=2 is too small for this model: a sequence holds up to 3 "
+                                         r"pages of 16 tokens there: its sliding window of 6 tokens and one step's "
+                                         r"max_num_batched_tokens=24 tokens.*give num_window_blocks >= 3 \(or 0"):
+        LLM(str(tmp_path), num_window_blocks=2, max_num_batched_tokens=24, **kw)
+    # the default step of 2048 tokens: the whole context of 256 tokens
+    with pytest.raises(ValueError, match=r"num_window_blocks=15 is too small.*max_model_len=256 tokens where that "
+                                         r"is less; give num_window_blocks >= 16"):
+        LLM(str(tmp_path), num_window_blocks=15, **kw)
+    llm = LLM(str(tmp_path), num_window_blocks=3, max_num_batched_tokens=24, **kw)
+    out = llm.generate([" ".join(WORDS[3:50])], SamplingParams(max_tokens=30, ignore_eos=True))[0]
+    assert len(out.token_ids) == 30
+
+
+def test_gguf_extension_in_capitals(tiny_models, tmp_path):
+    from .test_gguf_loading import write_gguf  # (where gguf is missing, this test skips)
+
+    path, hf = tiny_models["llama"]
+    write_gguf(path, hf, str(tmp_path / "MODEL.GGUF"))
+    params = SamplingParams(max_tokens=3, ignore_eos=True)
+    want = LLM(path, dtype=torch.float32, max_model_len=32).generate([[1, 4, 5]], params)[0].token_ids
+    llm = LLM(str(tmp_path / "MODEL.GGUF"), dtype=torch.float32, max_model_len=32)
+    assert llm.generate([[1, 4, 5]], params)[0].token_ids == want
+
+
+def test_broken_chat_template_is_named_at_load(tiny_models, tmp_path, caplog):
+    """A chat template that does not parse: a warning naming its file at load (the model still completes
+    plain prompts), and chat requests fail with a ValueError naming the file; chat_template= replaces it."""
+    path, _ = tiny_models["llama"]
+    config = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{% for m in messages %}{{ m['content'] }"}
+    broken = _copy_model(path, tmp_path / "broken", **{"tokenizer_config.json": json.dumps(config)})
+    file = os.path.join(broken, "tokenizer_config.json")
+    with caplog.at_level("WARNING", logger="tritium.engine.llm_engine"):
+        llm = LLM(broken, dtype=torch.float32, max_model_len=32)
+    assert f"{file!r}: chat template: TemplateSyntaxError" in caplog.text and "chat requests will fail" in caplog.text
+    assert len(llm.generate(["w1 w2"], SamplingParams(max_tokens=3, ignore_eos=True))[0].token_ids) == 3
+    with pytest.raises(ValueError, match=rf"{re.escape(repr(file))}: chat template: TemplateSyntaxError"):
+        llm.chat([{"role": "user", "content": "w1"}])
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tritium.engine.llm_engine"):
+        llm = LLM(broken, dtype=torch.float32, max_model_len=32, chat_template="{{ messages[0]['content'] }}")
+    assert "chat template" not in caplog.text
+    assert llm.chat([{"role": "user", "content": "w1"}], SamplingParams(max_tokens=2, ignore_eos=True))[0].finished
+    # transformers' named templates: the "default" one; anything else names the file
+    from tritium.engine.tokenizer import Tokenizer
+
+    named = [{"name": "tool_use", "template": "{% bad"}, {"name": "default", "template": "{{ bos_token }}"}]
+    listed = _copy_model(path, tmp_path / "listed", **{"tokenizer_config.json": json.dumps({**config,
+                                                                                            "chat_template": named})})
+    assert Tokenizer.from_hf_dir(listed).chat_template == "{{ bos_token }}"
+    bad = _copy_model(path, tmp_path / "bad", **{"tokenizer_config.json": json.dumps({**config, "chat_template": 3})})
+    with pytest.raises(ValueError, match=r"tokenizer_config.json': chat_template must be the Jinja text of a "
+                                         r"template or a list of .* got int"):
+        LLM(bad, dtype=torch.float32)

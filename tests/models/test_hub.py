@@ -16,7 +16,7 @@ from engine.conftest import make_tiny_model
 from tritium import LLM, SamplingParams
 from tritium.models import hub
 from tritium.models.hub import RepoRef, parse_repo_ref, resolve_model
-from tritium.models.weights import check_model_path, iter_hf_weights, weight_files
+from tritium.models.weights import check_model_path, is_gguf, iter_hf_weights, weight_files
 from tritium.server.launch import default_model_name
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -62,6 +62,7 @@ def copy_model(src, dst):
     ("org/repo.v2@" + COMMIT, RepoRef("org/repo.v2", None, COMMIT)),
     ("bartowski/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf", RepoRef("bartowski/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf")),
     ("org/repo/sub/m.gguf@v1.0", RepoRef("org/repo", "sub/m.gguf", "v1.0")),
+    ("org/repo/M-Q4_0.GGUF", RepoRef("org/repo", "M-Q4_0.GGUF")),
     ("model", None), ("./org/name", None), ("/abs/org/name", None), ("org/name/config.json", None),
     ("org/../name", None), ("org//name", None), ("org/name/", None), ("~/org/name", None),
 ])
@@ -109,6 +110,57 @@ def test_gguf_repositories(cache):
                                                 r"org/many-GGUF/FILE\.gguf"):
         resolve_model("org/many-GGUF")
     assert resolve_model("org/many-GGUF/m-Q8_0.gguf") == (str(snap / "m-Q8_0.gguf"), "org/many-GGUF/m-Q8_0.gguf")
+
+
+def test_gguf_extension_in_any_case(cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    snap = snapshot(cache, "org/caps-GGUF")
+    (snap / "M-Q4_0.GGUF").write_bytes(b"GGUF")
+    assert resolve_model("org/caps-GGUF") == (str(snap / "M-Q4_0.GGUF"), "org/caps-GGUF")
+    check_model_path(str(snap / "M-Q4_0.GGUF"))
+    assert is_gguf(str(snap / "M-Q4_0.GGUF"))
+    (tmp_path / "m.ggufx").write_bytes(b"GGUF")
+    with pytest.raises(FileNotFoundError, match="is not a .gguf file"):
+        check_model_path(str(tmp_path / "m.ggufx"))
+
+
+def test_pytorch_bin_checkpoints_are_named(tmp_path, tiny_dir):
+    """A directory of pytorch_model*.bin shards only: an error naming them as unsupported and what is needed."""
+    (tmp_path / "config.json").write_bytes((tiny_dir / "config.json").read_bytes())
+    for name in ("pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"has no \*.safetensors weights, only PyTorch pickle checkpoints "
+                                                r"\(pytorch_model-00001-of-00002.bin, "
+                                                r"pytorch_model-00002-of-00002.bin\), which are not supported: "
+                                                r"tritium needs safetensors weights or a GGUF file"):
+        LLM(str(tmp_path))
+
+
+def test_gguf_beside_safetensors_is_named(tmp_path, tiny_dir, caplog):
+    """A directory with both: its safetensors weights load, and a warning names the GGUF file left aside; a
+    directory with a GGUF file and no config.json points at that file."""
+    copy_model(tiny_dir, tmp_path)
+    (tmp_path / "model-Q8_0.gguf").write_bytes(b"GGUF")
+    with caplog.at_level("WARNING", logger="tritium.models.weights"):
+        check_model_path(str(tmp_path))
+    assert f"model directory {str(tmp_path)!r} holds safetensors weights and model-Q8_0.gguf: loading the " \
+           f"safetensors weights" in caplog.text
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"has no config.json; to run its GGUF file give that file's path: "
+                                                r".*model-Q8_0.gguf'"):
+        check_model_path(str(tmp_path))
+
+
+def test_tensor_in_two_unindexed_shards_is_named(tmp_path, tiny_dir):
+    copy_model(tiny_dir, tmp_path)
+    (tmp_path / "model.safetensors").rename(tmp_path / "model-00001-of-00001.safetensors")
+    save_file({"model.norm.weight": torch.ones(128)}, str(tmp_path / "extra.safetensors"))
+    first, second = (str(tmp_path / f) for f in ("extra.safetensors", "model-00001-of-00001.safetensors"))
+    with pytest.raises(ValueError, match=rf"tensor 'model.norm.weight' is in both '{first}' and '{second}', and no "
+                                         rf"model.safetensors.index.json says which to load"):
+        list(iter_hf_weights(str(tmp_path)))
+    with pytest.raises(ValueError, match="tensor 'model.norm.weight' is in both"):
+        LLM(str(tmp_path), dtype=torch.float32, max_model_len=32)
 
 
 def test_not_cached_offline_or_without_huggingface_hub(cache, tiny_dir, monkeypatch):

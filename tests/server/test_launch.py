@@ -1,13 +1,14 @@
 """``tritium.server.launch.serve``: a server whose engine loop fails shuts down and says so."""
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from engine.conftest import make_tiny_model
 from tritium.engine import EngineStoppedError, LLMEngine
-from tritium.server.launch import serve
+from tritium.server.launch import default_model_name, serve
 
 pytest.importorskip("uvicorn")
 
@@ -29,3 +30,8 @@ def test_serve_shuts_down_when_the_engine_fails(tmp_path, monkeypatch):
     assert listening.is_set()
     monkeypatch.undo()
     engine.close()
+
+
+def test_default_model_name_drops_the_gguf_extension_in_any_case():
+    for path, name in (("/m/Tiny.Q4_1.gguf", "Tiny.Q4_1"), ("/m/Tiny.GGUF", "Tiny"), ("/m/tiny-dir/", "tiny-dir")):
+        assert default_model_name(SimpleNamespace(hub_name=None, model_path=path)) == name

@@ -22,14 +22,16 @@ class EngineConfig:
     - ``block_size``: tokens per KV-cache page (a multiple of 16).
     - ``num_blocks`` / ``kv_cache_memory``: KV-cache size as a page count or a byte budget; when neither is
       given it is sized from free GPU memory (``gpu_memory_utilization``) or, on the CPU, from
-      ``max_num_seqs * max_model_len`` tokens.
+      ``max_num_seqs * max_model_len`` tokens. Either is refused (ValueError) before the cache is allocated
+      where it needs more than the device has: a GPU's free memory, on the CPU the system's available memory.
     - ``num_window_blocks``: pages of the pool that layers with a sliding window keep their K/V in (Gemma 2
       and 3, Mistral, Phi-3...): a sequence releases its pages there once they fall behind its window, so
       those layers hold about ``window`` tokens a sequence however long it grows. None (default): such a pool
       where it takes less memory than those layers' share of one cache, sized so that it never runs out
       first (``max_num_seqs`` windows, their greedy windows ahead, one step's chunks); its memory comes out
       of the KV-cache budget, the rest holds the other layers' pages. 0: no pool, every layer keeps every
-      page. Not with context parallelism.
+      page. Not with context parallelism. A pool smaller than one sequence may need there (its window and one
+      step's ``max_num_batched_tokens`` after it, or its whole context where that is less) is refused at start-up.
     - ``kv_cache_dtype``: ``"auto"`` (default: the model's dtype) or ``"fp8"``: keys and values stored as
       float8_e4m3fn divided by their layer's scale, saturated to +-448: half the bytes a token, so twice the
       tokens in one budget and half the KV read of decode; attention dequantizes as it loads. Not with context

@@ -85,7 +85,7 @@ def load_checkpoint(model: str | None, *, progress: bool = False
         reader, meta = weights_io.read_gguf(path)
         config = weights_io.load_gguf_config(reader, meta)
         return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress, lazy=True), \
-            Tokenizer.from_gguf_metadata(meta)
+            Tokenizer.from_gguf_metadata(meta, source=path)
     config = weights_io.load_hf_config(path)
     weights = weights_io.iter_hf_weights(path, progress=progress, lazy=True, fp8_blocks=config.fp8_blocks)
     return path, config, weights, Tokenizer.from_hf_dir(path, config.eos_token_ids)
@@ -170,6 +170,9 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
                            fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
                            quantization=cfg.quantization, context_parallel=context_parallel))
+    # pages asked for that no memory could hold fail now, not after the weights load (checked again after)
+    check_kv_cache_fits(model, cfg, cfg.num_blocks, cfg.num_window_blocks if window_layers(model) else 0,
+                        draft_per_block)
     model.load_weights(weights)
     if cfg.enable_lora:  # its slots before the KV cache is sized from what memory is left
         model.enable_lora(cfg.max_loras, cfg.max_lora_rank)
@@ -209,8 +212,12 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
         log.info("KV cache: %d pages of %d tokens for %d layers, %d pages for the %d layers with a sliding window "
                  "(pages behind the window released)", num_blocks, cfg.block_size,
                  model.config.num_hidden_layers - len(windowed), num_window_blocks, len(windowed))
+    check_kv_cache_fits(model, cfg, num_blocks, num_window_blocks, draft_per_block)
+    given_window_blocks = cfg.num_window_blocks
     cfg = dataclasses.replace(cfg, weight_prefetch=prefetch, num_blocks=num_blocks, num_window_blocks=num_window_blocks,
                               max_model_len=min(cfg.max_model_len, capacity))
+    if num_window_blocks:
+        _check_window_pool(model, cfg, given_window_blocks)
     runner = ModelRunner(model, num_blocks=num_blocks, block_size=cfg.block_size, max_model_len=cfg.max_model_len,
                          max_num_seqs=cfg.max_decode_rows, cuda_graphs=cfg.cuda_graphs and on_gpu,
                          cp_rank=tp.rank if cp > 1 else 0, cp_world=cp, num_window_blocks=num_window_blocks,
@@ -315,6 +322,102 @@ def window_pages_needed(cfg: EngineConfig, window: int) -> int:
     bs = cfg.block_size
     per_seq = -(-window // bs) + 2 + -(-(2 * cfg.decode_steps + 1) // bs)
     return cfg.max_num_seqs * per_seq + -(-cfg.max_num_batched_tokens // bs)
+
+
+def window_pages_minimum(cfg: EngineConfig, window: int) -> int:
+    """The fewest pages a window pool may have: what one sequence can hold there at once, the pages of its
+    window and of one step's chunk after it (+ 1 for page alignment), or of its whole context where that is
+    less (the scheduler refuses a sequence that needs more: :meth:`~tritium.engine.scheduler.Scheduler.add`)."""
+    bs = cfg.block_size
+    return min(-(-cfg.max_model_len // bs), -(-(window + cfg.max_num_batched_tokens) // bs) + 1)
+
+
+def _check_window_pool(model: LlamaModel, cfg: EngineConfig, given: int | None) -> None:
+    """ValueError where the window pool (``cfg.num_window_blocks``, settled) is smaller than
+    :func:`window_pages_minimum`: naming ``num_window_blocks`` where it was ``given``, else the budget."""
+    window = model_window(model)
+    minimum = window_pages_minimum(cfg, window)
+    if cfg.num_window_blocks >= minimum:
+        return
+    why = (f"a sequence holds up to {minimum} pages of {cfg.block_size} tokens there: its sliding window of {window} "
+           f"tokens and one step's max_num_batched_tokens={cfg.max_num_batched_tokens} tokens, or its whole context "
+           f"of max_model_len={cfg.max_model_len} tokens where that is less")
+    if given:
+        raise ValueError(f"num_window_blocks={given} is too small for this model: {why}; give num_window_blocks >= "
+                         f"{minimum} (or 0: no window pool)")
+    raise ValueError(f"the KV-cache budget holds {cfg.num_window_blocks} pages for the layers with a sliding window, "
+                     f"too few: {why}; give a larger kv_cache_memory, or num_window_blocks >= {minimum}")
+
+
+def available_memory(device: torch.device) -> tuple[int, str] | None:
+    """(bytes, what they are) that a new allocation on ``device`` can take: a GPU's free memory
+    (``torch.cuda.mem_get_info``); on the CPU the system's available memory (``MemAvailable`` of /proc/meminfo,
+    less where a cgroup's ``memory.max`` leaves less); None where it cannot be told."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0]), f"free memory of {device}"
+    if device.type != "cpu":
+        return None
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit != "max":
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available, "available system memory"
+
+
+def _bytes(n: int) -> str:
+    return f"{n} bytes ({n / 2**30:.2f} GiB)"
+
+
+def check_kv_cache_fits(model: LlamaModel, cfg: EngineConfig, num_blocks: int | None, num_window_blocks: int | None,
+                        extra: int = 0) -> None:
+    """ValueError, before the KV cache is allocated on ``cfg.device``, where it cannot be: ``kv_cache_memory``
+    past the memory available there (:func:`available_memory`), or ``num_blocks`` pages (+ ``num_window_blocks``
+    of the window pool; None: not known yet) needing more than that. ``extra``: bytes a page of the main pool
+    takes besides (a draft model's)."""
+    found = available_memory(cfg.device)
+    if found is None:
+        return
+    available, what = found
+    if cfg.kv_cache_memory is not None and cfg.kv_cache_memory > available:
+        raise ValueError(f"kv_cache_memory={cfg.kv_cache_memory} is more than the {_bytes(available)} of {what}; "
+                         f"give at most that, or None to size the KV cache from the memory left after the weights")
+    windowed = window_layers(model) if num_window_blocks and cfg.context_parallel_size == 1 else []
+    if num_blocks is None and not windowed:
+        return
+    kv_dtype = cfg.kv_dtype(model.dtype)
+    layers = model.config.num_hidden_layers
+    per_full = kv_cache_bytes_per_block(model, cfg.block_size, layers - len(windowed), kv_dtype) + extra
+    per_window = kv_cache_bytes_per_block(model, cfg.block_size, len(windowed), kv_dtype)
+    # (each pool has a scratch page besides)
+    needed = (0 if num_blocks is None else (num_blocks + 1) * per_full) + \
+        ((num_window_blocks + 1) * per_window if windowed else 0)
+    if needed <= available:
+        return
+    given = [f"{name}={getattr(cfg, name)}" for name in ("num_blocks", "num_window_blocks") if getattr(cfg, name)]
+    asked = " with ".join(given) if given else f"a KV cache of {num_blocks} pages (sized by default)"
+    pages = f"{per_full} bytes a page of {cfg.block_size} tokens" + (
+        f", {per_window} a page of the window pool" if windowed else "")
+    raise ValueError(f"{asked} needs {_bytes(needed)} of KV cache ({pages}), more than the {_bytes(available)} of "
+                     f"{what}; give fewer pages, or leave num_blocks None to size the cache from free memory")
 
 
 def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device, extra: int = 0) -> tuple[int, int]:
@@ -455,6 +558,13 @@ class LLMEngine:
                 raise ValueError("chat_template needs the model's tokenizer, and this checkpoint has none")
             compile_chat_template(given.chat_template)
             tokenizer.chat_template = given.chat_template
+        elif tokenizer is not None and tokenizer.chat_template:
+            # the checkpoint's template compiled now (not at the first chat request); one that does not parse
+            # fails chat requests only: the model still serves plain completions
+            try:
+                tokenizer.compiled_chat_template()
+            except ValueError as e:
+                log.warning("%s; chat requests will fail (plain completions work; chat_template= replaces it)", e)
         cfg = resolve_config(given, model_config)
         self.parallel: parallel.TensorParallel | None = None
         if cfg.tensor_parallel_size * cfg.context_parallel_size > 1:
@@ -1061,9 +1171,10 @@ class LLMEngine:
             stopped = seq.detokenizer.add(token) or seq.json.complete  # a stop string, or the object closed
         else:
             eos = not p.ignore_eos and token in self.eos_token_ids
-            # the EOS that ends an answer is no part of its text, special tokens written out or not; nor, as in
-            # vLLM, a stop token's text unless include_stop_str_in_output (the id stays in token_ids)
-            if (eos and not p.skip_special_tokens) or (stop_token and not eos and not p.include_stop_str_in_output):
+            # the EOS that ends an answer is no part of its text, special tokens written out or not (nor where
+            # the tokenizer does not count it special); nor, as in vLLM, a stop token's text unless
+            # include_stop_str_in_output (the id stays in token_ids)
+            if eos or (stop_token and not p.include_stop_str_in_output):
                 stop_string = False
             else:
                 stop_string = seq.detokenizer.add(token)

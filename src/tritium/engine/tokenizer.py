@@ -60,9 +60,12 @@ class Tokenizer:
 
     def __init__(self, backend, *, chat_template: str | None = None, bos_token: str | None = None,
                  eos_token: str | None = None, eos_token_ids: tuple[int, ...] = (), add_bos: bool = False,
-                 add_eos: bool = False):
+                 add_eos: bool = False, chat_template_source: str | None = None):
         self.backend = backend
         self.chat_template = chat_template
+        # where chat_template was read (a file; named in its errors while the template is that one)
+        self.chat_template_source = chat_template_source if chat_template is not None else None
+        self._source_template = chat_template
         self.bos_token = bos_token
         self.eos_token = eos_token
         self.eos_token_ids = tuple(eos_token_ids)
@@ -90,26 +93,32 @@ class Tokenizer:
             cfg = read_json(cfg_path)
             if not isinstance(cfg, dict):
                 raise ValueError(f"{cfg_path!r} must hold a JSON object, got {type(cfg).__name__}")
-        template = cfg.get("chat_template")
+        template, template_file = _config_chat_template(cfg.get("chat_template"), cfg_path), cfg_path
         jinja_path = os.path.join(path, "chat_template.jinja")
         if template is None and os.path.isfile(jinja_path):
             with open(jinja_path) as f:
-                template = f.read()
+                template, template_file = f.read(), jinja_path
 
         def token_str(value):
             return value.get("content") if isinstance(value, dict) else value
 
-        eos_token = token_str(cfg.get("eos_token"))
-        if not eos_token_ids and eos_token is not None and backend.token_to_id(eos_token) is not None:
-            eos_token_ids = (backend.token_to_id(eos_token),)
-        return cls(backend, chat_template=template, bos_token=token_str(cfg.get("bos_token")),
-                   eos_token=eos_token, eos_token_ids=eos_token_ids,
+        bos_token, eos_token = token_str(cfg.get("bos_token")), token_str(cfg.get("eos_token"))
+        # BOS and EOS as transformers loads them: special tokens (decode with skip_special_tokens drops them)
+        # even where tokenizer.json has them as plain vocabulary entries and only tokenizer_config.json names them
+        _mark_special(backend, [t for t in (bos_token, eos_token) if isinstance(t, str)])
+        eos_id = backend.token_to_id(eos_token) if isinstance(eos_token, str) else None
+        if eos_id is not None and eos_id not in eos_token_ids:
+            # generation ends at the tokenizer's EOS as well as at config.json's / generation_config.json's (vLLM)
+            eos_token_ids = (*eos_token_ids, eos_id)
+        return cls(backend, chat_template=template, bos_token=bos_token, eos_token=eos_token,
+                   eos_token_ids=eos_token_ids, chat_template_source=template_file,
                    add_bos=bool(cfg.get("add_bos_token", False)) and _post_processor_adds_nothing(backend))
 
     @classmethod
-    def from_gguf_metadata(cls, meta: dict) -> "Tokenizer":
+    def from_gguf_metadata(cls, meta: dict, source: str | None = None) -> "Tokenizer":
         """From GGUF tokenizer metadata: byte-level BPE (``tokenizer.ggml.model == "gpt2"``: Llama 3, Qwen2,
-        SmolLM2) or SentencePiece BPE (``"llama"``: Llama 2, Mistral)."""
+        SmolLM2) or SentencePiece BPE (``"llama"``: Llama 2, Mistral). ``source``: the file (named in errors of
+        its chat template)."""
         from tokenizers import AddedToken
 
         kind = meta.get("tokenizer.ggml.model")
@@ -137,7 +146,8 @@ class Tokenizer:
         add_bos = meta.get("tokenizer.ggml.add_bos_token", kind == "llama")
         return cls(backend, chat_template=meta.get("tokenizer.chat_template"), bos_token=token("bos_token_id"),
                    eos_token=token("eos_token_id"), eos_token_ids=() if eos is None else (int(eos),),
-                   add_bos=bool(add_bos), add_eos=bool(meta.get("tokenizer.ggml.add_eos_token", False)))
+                   add_bos=bool(add_bos), add_eos=bool(meta.get("tokenizer.ggml.add_eos_token", False)),
+                   chat_template_source=source)
 
     # -- use -----------------------------------------------------------------------------------------------
     @property
@@ -192,7 +202,13 @@ class Tokenizer:
             raise ValueError("this model has no chat template; pass raw=True (CLI: --raw) to send the prompt as is")
         compiled = self._compiled
         if compiled is None or compiled[0] != self.chat_template:  # a template replaced since is compiled anew
-            compiled = self._compiled = (self.chat_template, compile_chat_template(self.chat_template))
+            try:
+                compiled = (self.chat_template, compile_chat_template(self.chat_template))
+            except ValueError as e:
+                if self.chat_template_source is None or self.chat_template != self._source_template:
+                    raise
+                raise ValueError(f"{self.chat_template_source!r}: {e}") from None
+            self._compiled = compiled
         return compiled[1]
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
@@ -346,6 +362,32 @@ def _gguf_sentencepiece_bpe(meta: dict, tokens: list[str], types: list[int]):
     steps = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
     backend.decoder = decoders.Sequence(steps + ([decoders.Strip(content=" ", left=1, right=0)] if prefix else []))
     return backend, lambda tok: True
+
+
+def _config_chat_template(value, cfg_path: str) -> str | None:
+    """The chat template of a ``tokenizer_config.json``: its text, or of a list of named templates (transformers'
+    ``[{"name": ..., "template": ...}]``) the one named "default" (None without one); ValueError naming the file
+    for anything else."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(t, dict) and isinstance(t.get("template"), str) for t in value):
+        return next((t["template"] for t in value if t.get("name") == "default"), None)
+    raise ValueError(f"{cfg_path!r}: chat_template must be the Jinja text of a template or a list of "
+                     f"{{'name': ..., 'template': ...}} objects, got {type(value).__name__}")
+
+
+def _mark_special(backend, tokens: list[str]) -> None:
+    """Make ``tokens`` special tokens of ``backend`` where they are in its vocabulary (same ids) but not special."""
+    from tokenizers import AddedToken
+
+    added = backend.get_added_tokens_decoder()
+    todo = []
+    for token in tokens:
+        tid = backend.token_to_id(token)
+        if tid is not None and not (tid in added and added[tid].special and added[tid].content == token):
+            todo.append(AddedToken(token, normalized=False, special=True))
+    if todo:
+        backend.add_special_tokens(todo)
 
 
 def _post_processor_adds_nothing(backend) -> bool:

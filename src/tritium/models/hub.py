@@ -22,7 +22,9 @@ import re
 from tritium.models.weights import SAFETENSORS_INDEX, index_files, weight_files
 
 # org/name[/FILE.gguf][@revision]; names as the Hub allows them (letters, digits, '-', '_', '.')
-_REPO_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]*[\w])(?P<file>/[\w./-]+\.gguf)?(?:@(?P<revision>[\w./-]+))?")
+# (the extension in any case: FILE.GGUF too)
+_REPO_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]*[\w])(?P<file>/[\w./-]+\.(?i:gguf))?"
+                      r"(?:@(?P<revision>[\w./-]+))?")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # what a model directory needs besides its weights (tokenizer_config.json holds the chat template)
 _DIR_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -91,7 +93,7 @@ def _pick(ref: RepoRef, files: list[str]) -> str | None:
         return ref.filename
     if "config.json" in files and any(f.endswith(".safetensors") for f in files):
         return ""
-    ggufs = sorted(f for f in files if f.endswith(".gguf"))
+    ggufs = sorted(f for f in files if f.lower().endswith(".gguf"))
     if len(ggufs) == 1:
         return ggufs[0]
     if ggufs:

@@ -17,6 +17,7 @@ import dataclasses
 import glob
 import hashlib
 import json
+import logging
 import os
 import re
 from typing import Iterator
@@ -25,6 +26,8 @@ import numpy as np
 import torch
 
 from tritium.models.config import Fp8Blocks, ModelConfig
+
+log = logging.getLogger(__name__)
 
 _GGUF_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -78,22 +81,43 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
 
 
 def is_gguf(path: str) -> bool:
-    return os.path.isfile(path) and path.endswith(".gguf")
+    """``path`` is a file named ``*.gguf`` (any case: ``.GGUF`` too)."""
+    return os.path.isfile(path) and path.lower().endswith(".gguf")
+
+
+# PyTorch pickle checkpoints (transformers' pytorch_model*.bin, Meta's consolidated.*.pth): not loaded (a pickle
+# can run code as it loads), named when a directory has no other weights (not training_args.bin and the like)
+_PICKLE_WEIGHTS = ("pytorch_model*.bin", "model*.bin", "consolidated*.pth", "consolidated*.pt")
 
 
 def check_model_path(path: str) -> None:
     """Raise FileNotFoundError (one line) unless ``path`` is a GGUF file or a directory with config.json
-    and safetensors weights."""
+    and safetensors weights. A directory that also holds ``.gguf`` files loads its safetensors weights, with a
+    warning naming the GGUF files (a GGUF file runs when its own path is given)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"model path {path!r} does not exist (expected a model directory or a .gguf file)")
     if os.path.isfile(path):
-        if not path.endswith(".gguf"):
+        if not is_gguf(path):
             raise FileNotFoundError(f"model file {path!r} is not a .gguf file")
         return
+    ggufs = sorted(f for f in os.listdir(path) if f.lower().endswith(".gguf")
+                   and os.path.isfile(os.path.join(path, f)))
     if not os.path.isfile(os.path.join(path, "config.json")):
-        raise FileNotFoundError(f"model directory {path!r} has no config.json")
+        hint = f"; to run its GGUF file give that file's path: {os.path.join(path, ggufs[0])!r}" if ggufs else ""
+        raise FileNotFoundError(f"model directory {path!r} has no config.json{hint}")
     if not weight_files(path):
+        pickles = sorted({os.path.basename(f) for pattern in _PICKLE_WEIGHTS
+                          for f in glob.glob(os.path.join(path, pattern))})
+        if pickles:
+            shown = ", ".join(pickles[:4]) + (f" and {len(pickles) - 4} more" if len(pickles) > 4 else "")
+            raise FileNotFoundError(f"model directory {path!r} has no *.safetensors weights, only PyTorch pickle "
+                                    f"checkpoints ({shown}), which are not supported: tritium needs safetensors "
+                                    f"weights or a GGUF file (convert them, e.g. with transformers' "
+                                    f"save_pretrained(..., safe_serialization=True))")
         raise FileNotFoundError(f"model directory {path!r} has no *.safetensors weights")
+    if ggufs:
+        log.warning("model directory %r holds safetensors weights and %s: loading the safetensors weights (give a "
+                    ".gguf file's path to run it instead)", path, ", ".join(ggufs))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -299,6 +323,8 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
         except Exception as e:  # safetensors' SafetensorError: a truncated or corrupt header
             raise ValueError(f"{f!r} is not a readable safetensors file ({e})") from None
     names = [(h, n) for h in handles for n in h.keys()]
+    if len(files) > 1 and not os.path.isfile(os.path.join(path, SAFETENSORS_INDEX)):
+        _check_unique_names(files, handles)
     scales = {}
     if fp8_blocks is not None:
         suffix = ".weight" + fp8_blocks.scale_suffix
@@ -316,6 +342,19 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
             raise ValueError(f"{name}: a float8 tensor without {name + fp8_blocks.scale_suffix} in a block-wise FP8 "
                              f"checkpoint")
         yield name, t if lazy else t.materialize()
+
+
+def _check_unique_names(files: list[str], handles) -> None:
+    """ValueError naming both files where two safetensors files of a directory without an index hold a tensor
+    of the same name (which one the model is meant to have cannot be told: two exports side by side?)."""
+    owner: dict[str, str] = {}
+    for f, h in zip(files, handles):
+        for name in h.keys():
+            if name in owner:
+                raise ValueError(f"tensor {name!r} is in both {owner[name]!r} and {f!r}, and no {SAFETENSORS_INDEX} "
+                                 f"says which to load: remove the file that does not belong to the model, or add "
+                                 f"an index")
+            owner[name] = f
 
 
 # ---------------------------------------------------------------------------------------------------------

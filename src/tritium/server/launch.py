@@ -32,7 +32,7 @@ def default_model_name(engine: LLMEngine) -> str:
     if path is None:
         return "tritium-model"
     name = os.path.basename(os.path.normpath(path))
-    return name[:-5] if name.endswith(".gguf") else name
+    return name[:-5] if name.lower().endswith(".gguf") else name
 
 
 def check_tls(keyfile: str | None, certfile: str | None, names=("ssl_keyfile", "ssl_certfile")) -> None:
