@@ -19,10 +19,12 @@ parameters, a missing extra) are printed as one line and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
 import os
+import re
 import sys
 import traceback
 
@@ -348,6 +350,7 @@ def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
         raise ValueError("--chat-template-kwargs has no chat template to reach with --raw")
     prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system,
                                                                   chat_template_kwargs=args.chat_template_kwargs)
+    params = dataclasses.replace(params, continuation=args.raw)  # a chat answer's text stands alone
     lora = _lora_request(args)
     if llm.engine.is_follower:  # torchrun rank > 0: runs its shard of rank 0's steps; rank 0 prints
         llm.generate([prompt], params)
@@ -366,7 +369,7 @@ def chat(args) -> int:
     if max(args.tp, args.cp) > 1 and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise ValueError("chat reads the terminal on one process: run it with --tp or --cp without torchrun (the "
                          "engine starts its ranks itself)")
-    params = _params(args)
+    params = dataclasses.replace(_params(args), continuation=False)  # an answer's text stands alone
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
         return _chat(args, llm, params)
 
@@ -503,8 +506,12 @@ def perplexity(args) -> int:
     if args.file == "-":
         text = sys.stdin.read()
     else:
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:  # a directory, no permission, not UTF-8 text
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ValueError(f"file: cannot read {args.file} as UTF-8 text: {why}") from None
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
         return _perplexity(args, llm, text)
 
@@ -538,13 +545,31 @@ def _perplexity(args, llm: LLM, text: str) -> int:
 COMMANDS = {"generate": generate, "chat": chat, "serve": serve_command, "perplexity": perplexity}
 
 
+# keyword arguments of the library that a command's flag feeds under another name
+_ALIASES = {"max_responses": "max_stored_responses"}
+
+
+def _flags_named(message: str, parser: argparse.ArgumentParser, command: str) -> str:
+    """``message`` (a library error) with the keyword arguments it names written as the command's flags that set
+    them ("max_num_seqs must be >= 1" -> "--max-num-seqs must be >= 1"), where one is followed by " must" or "="
+    (a name in running text stays)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings and a.dest != "help"}
+    for alias, dest in _ALIASES.items():
+        if dest in flags:
+            flags[alias] = flags[dest]
+    pattern = r"(?<![\w.-])(" + "|".join(map(re.escape, sorted(flags, key=len, reverse=True))) + r")(?= must|=)"
+    return re.sub(pattern, lambda m: flags[m.group(1)], message)
+
+
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
         return COMMANDS[args.command](args)
     except (FileNotFoundError, UnsupportedModelError, ValueError, ImportError) as e:
-        print(f"tritium: error: {e}", file=sys.stderr)
+        print(f"tritium: error: {_flags_named(str(e), parser, args.command)}", file=sys.stderr)
         return 2
 
 

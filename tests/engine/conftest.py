@@ -231,6 +231,15 @@ def hf_greedy(model, prompt_ids, max_new_tokens):
     return out[0, len(prompt_ids):].tolist()
 
 
+def continued_text(tokenizer, prompt_ids, ids) -> str:
+    """What ``ids`` add to the text after the prompt's last token (a completion's text: SamplingParams.continuation),
+    e.g. " b" after "a" with a WordPiece decoder that joins tokens with spaces."""
+    head = tokenizer.decode(prompt_ids[-1:])
+    whole = tokenizer.decode(prompt_ids[-1:] + list(ids))
+    assert whole.startswith(head), (head, whole)
+    return whole[len(head):]
+
+
 PEFT_PREFIX = "base_model.model.model.layers"
 
 

@@ -181,6 +181,21 @@ def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     assert _parser().parse_args(["serve"]).allowed_origins is None
 
 
+def test_errors_name_the_flags_and_files(capsys, monkeypatch, tmp_path, tiny_models):
+    """A library error naming a keyword argument is printed with the flag that sets it; perplexity's file that
+    cannot be read as text (a directory, not UTF-8) is one line naming it, not a traceback."""
+    path, _ = tiny_models["llama"]
+    for args, message in ((["serve", "--model", path, "--max-num-seqs", "0"], "--max-num-seqs must be"),
+                          (["serve", "--model", path, "--max-stored-responses", "0"], "--max-stored-responses must"),
+                          (["generate", "--model", path, "--temperature", "-1", "w1"], "--temperature must be")):
+        code, out, err = run(capsys, monkeypatch, *args)
+        assert code == 2 and message in err and err.count("\n") == 1, err
+    (tmp_path / "bytes.txt").write_bytes(b"\xff\xfe not text")
+    for name in (str(tmp_path), str(tmp_path / "bytes.txt")):
+        code, out, err = run(capsys, monkeypatch, "perplexity", name, "--model", path)
+        assert code == 2 and f"cannot read {name} as UTF-8 text" in err and err.count("\n") == 1, err
+
+
 def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):
     """--dtype on every command: auto leaves the engine's choice (None), the others name the torch dtype, which
     the tokens/s line reports; any other value is a usage error (status 2) listing the choices."""
@@ -301,7 +316,7 @@ def test_speculative_flags(capsys, monkeypatch, tiny_models):
         default = _engine_kwargs(_parser().parse_args(command))
         assert default["num_speculative_tokens"] == 0 and default["speculative_model"] is None
     code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--num-speculative-tokens", "-1", "x")
-    assert code == 2 and out == "" and "num_speculative_tokens" in err and err.count("\n") == 1, err
+    assert code == 2 and out == "" and "--num-speculative-tokens must be" in err and err.count("\n") == 1, err
     prompt = "w1 w2 w3 w1 w2 w3 w1 w2"
     answers = []
     for extra in ([], ["--num-speculative-tokens", "4", "--prompt-lookup-min", "1"]):

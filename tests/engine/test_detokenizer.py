@@ -198,6 +198,46 @@ def test_metaspace_leading_space(spm):
         check_stream(spm, ids)
 
 
+def test_output_continues_the_prompt(tok):
+    """Given the prompt as context, the text is what decoding prompt + output adds to the prompt's decoding (the
+    prompt's last token decoded before the output): SentencePiece's first "▁" is a space there, as in vLLM, so a
+    completion appended to its prompt reads as the two decoded together. A prompt ending in a special token or in
+    a byte of a split character starts the text afresh."""
+    specials = [i for i, t in tok.backend.get_added_tokens_decoder().items() if t.special]
+    for text in TEXTS:
+        ids = tok.encode(text, add_special_tokens=False)
+        for cut in range(1, len(ids)):
+            prompt, out = ids[:cut], ids[cut:]
+            d = IncrementalDetokenizer(tok, context=prompt)
+            deltas = []
+            for t in out:
+                d.add(t)
+                deltas.append(d.delta())
+            deltas.append(d.delta(finished=True))
+            last = tok.decode(prompt[-1:])
+            if "\ufffd" in last or last == "":
+                assert "".join(deltas) == tok.decode(out), (text, cut)
+            else:
+                whole = tok.decode(prompt[-1:] + out)
+                assert "".join(deltas) == whole[len(last):] and whole.startswith(last), (text, cut)
+        d = IncrementalDetokenizer(tok, context=ids + specials[:1])  # after a special token: afresh
+        d.add_many(ids)
+        assert d.delta(finished=True) == tok.decode(ids)
+
+
+def test_sentencepiece_answer_keeps_its_space(spm):
+    """"▁the" after a prompt's word is " the" (SentencePiece strips only a text's first space), with stop strings
+    too (a stop string that starts with the space can match at once)."""
+    vocab = spm.backend.get_vocab()
+    the, word = vocab["▁the"], spm.encode("fox", add_special_tokens=False)[-1]
+    d = IncrementalDetokenizer(spm, context=[1, word])
+    d.add(the)
+    assert d.delta(finished=True) == " the"
+    d = IncrementalDetokenizer(spm, stop=[" the"], context=[word])
+    assert d.add(the) and d.delta(finished=True) == ""
+    assert IncrementalDetokenizer(spm, context=[1]).add_many([the]) == 1  # after BOS: "the", as decode([the])
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_random_tokens(tok, seed):
     """Random ids from the whole vocabulary (special and byte tokens included: invalid UTF-8 galore) and ids

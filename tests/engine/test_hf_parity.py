@@ -7,7 +7,7 @@ import torch
 
 from tritium import LLM, SamplingParams
 
-from .conftest import PROMPTS, hf_greedy, make_tiny_model
+from .conftest import PROMPTS, continued_text, hf_greedy, make_tiny_model
 
 MAX_TOKENS = 8
 
@@ -22,7 +22,7 @@ def test_greedy_matches_transformers(tiny_models, model_type, backend):
         expected = hf_greedy(hf, out.prompt_token_ids, MAX_TOKENS)
         assert out.token_ids == expected, f"{model_type}/{backend} prompt {prompt!r}"
         assert out.finish_reason == "length"
-        assert out.text == llm.tokenizer.decode(expected)
+        assert out.text == continued_text(llm.tokenizer, out.prompt_token_ids, expected)
 
 
 @pytest.mark.parametrize("model_type,window", [

@@ -35,8 +35,12 @@ def test_chat_one_conversation_or_many(llm):
     a = [{"role": "system", "content": "w1"}, {"role": "user", "content": "w2 w3"}]
     b = [{"role": "user", "content": [{"type": "text", "text": "w4 "}, {"type": "text", "text": "w5"}]}]
     params = SamplingParams(max_tokens=6)
-    want = llm.generate([encode_chat(llm.tokenizer, a), encode_chat(llm.tokenizer, b)], params)
+    # a chat answer's text stands alone (continuation=False); generate() continues the prompt's text
+    alone = SamplingParams(max_tokens=6, continuation=False)
+    want = llm.generate([encode_chat(llm.tokenizer, a), encode_chat(llm.tokenizer, b)], alone)
     assert [o.text for o in llm.chat(a, params)] == [want[0].text]
+    continued = llm.generate([encode_chat(llm.tokenizer, a)], params)[0]
+    assert continued.token_ids == want[0].token_ids and continued.text.lstrip(" ") == want[0].text
     assert [o.text for o in llm.chat([a, b], params)] == [o.text for o in want]
     assert normalize_messages(b) == [{"role": "user", "content": "w4 w5"}]
     assert normalize_messages([{"role": "developer", "content": "x"}])[0]["role"] == "system"
@@ -181,11 +185,16 @@ def test_stop_token_ids_and_min_tokens(llm):
     got = llm.generate([prompt], SamplingParams(max_tokens=12, stop_token_ids=[stop]))[0]
     cut = plain.index(stop) + 1
     assert got.token_ids == plain[:cut] and got.finish_reason == "stop"
-    # the stop token's text is left out of the answer unless include_stop_str_in_output (vLLM's rule)
+    # the stop token's text is left out of the answer unless include_stop_str_in_output (vLLM's rule); the text
+    # continues the prompt's (its last token decoded first)
     tok = llm.tokenizer
-    assert got.text == tok.decode(plain[:cut - 1]) and got.text != tok.decode(plain[:cut])
+    last = tok.encode(prompt, add_special_tokens=False)[-1:]
+
+    def text(ids):
+        return tok.decode(last + ids)[len(tok.decode(last)):]
+    assert got.text == text(plain[:cut - 1]) and got.text != text(plain[:cut])
     kept = llm.generate([prompt], SamplingParams(max_tokens=12, stop_token_ids=[stop], include_stop_str_in_output=True))
-    assert kept[0].token_ids == got.token_ids and kept[0].text == tok.decode(plain[:cut])
+    assert kept[0].token_ids == got.token_ids and kept[0].text == text(plain[:cut])
     params = SamplingParams(max_tokens=12, stop_token_ids=[stop], min_tokens=cut + 2)
     assert not params.device_greedy  # sampled on the host, where the ban is applied
     late = llm.generate([prompt], params)[0]

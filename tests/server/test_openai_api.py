@@ -598,6 +598,10 @@ BAD = [
     ("top_p", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "top_p": 0}, 400, None, "top_p"),
     ("max_tokens", "/v1/completions", {"prompt": "w1", "max_tokens": 0}, 400, None, "max_tokens"),
     ("max_tokens-type", "/v1/completions", {"prompt": "w1", "max_tokens": "ten"}, 400, None, "max_tokens"),
+    ("model-type", "/v1/completions", {"prompt": "w1", "model": 5}, 400, None, "model"),
+    ("tool-parameters-type", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "tools": [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}], "tool_choice": "required"},
+     400, None, "tools"),
     ("max_tokens-both", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w1"}], "max_tokens": 4,
                                                  "max_completion_tokens": 5}, 400, None, "max_tokens"),
     ("n", "/v1/completions", {"prompt": "w1", "n": 0}, 400, None, "n"),
@@ -754,7 +758,7 @@ def test_tokenize_and_detokenize(server, llm):
 def test_method_size_and_key_errors(server):
     status, reply = server.request("GET", "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
     assert status == 405 and reply["error"]["code"] == "method_not_allowed"
-    for headers in ({}, {"Authorization": "Bearer wrong"}):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {KEY}"}):
         status, reply = server.request("POST", "/v1/completions", {"prompt": "w1"}, headers=headers)
         assert status == 401 and reply["error"]["code"] == "invalid_api_key"
     with pytest.raises(openai.AuthenticationError):
@@ -773,10 +777,14 @@ def test_method_size_and_key_errors(server):
             for _ in range(64):  # 64 MiB, never finished: only a refusal mid-body answers
                 sock.sendall(chunk)
         reply = _read_until(sock, b"request_too_large").decode()
-    read = int(re.search(r"request body of more than (\d+) bytes is over the limit of 16777216", reply)[1])
-    assert reply.startswith("HTTP/1.1 413") and 15 << 20 < read <= 16 << 20, reply
+    read = int(re.search(r"request body of more than 16777216 bytes \(at least (\d+) sent\) is over the limit of "
+                         r"16777216", reply)[1])
+    assert reply.startswith("HTTP/1.1 413") and 16 << 20 < read <= 17 << 20, reply
     status, _ = server.request("HEAD", "/health")
     assert status == 200
+    for scheme in ("bearer", "BEARER"):  # the scheme is case-insensitive, the key is not
+        assert server.request("GET", "/v1/models", headers={"Authorization": f"{scheme} {KEY}"})[0] == 200
+    assert server.request("GET", "/v1/models", headers={"Authorization": f"bearer {KEY.upper()}x"})[0] == 401
 
 
 def test_openai_client_sees_errors(client):

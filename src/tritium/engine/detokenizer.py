@@ -1,7 +1,8 @@
 """Incremental detokenisation of one request's generated tokens, for streaming (``text_delta``) and stop strings.
 
-The text is always ``tokenizer.decode(output_ids)`` (the generated ids only, special tokens skipped), built
-up piece by piece: each step decodes a short window of the latest tokens, vLLM-style. ``prefix`` is the
+The text is always ``tokenizer.decode(output_ids)`` (the generated ids only, special tokens skipped), or, given
+the prompt's last token as ``context`` (where decode() keeps it), what decoding it with the output adds to it;
+built up piece by piece: each step decodes a short window of the latest tokens, vLLM-style. ``prefix`` is the
 window's first tokens, already turned into text; the window's decoded text minus the prefix's decoded text
 is the text of the newer tokens. Decoding both with the same first token keeps a decoder that treats the
 first token differently (SentencePiece's Metaspace / ``Strip`` drops its leading space) exact.
@@ -95,6 +96,8 @@ class IncrementalDetokenizer:
     before a stop string), and every delta's text is final: what was returned is never taken back.
     With no tokenizer the text is always "" (stop strings are not looked for). ``skip_special_tokens=False``:
     the text is ``decode(output_ids, skip_special_tokens=False)`` instead (special tokens written out).
+    ``context``: the prompt's ids; its last token, where it is whole text, is decoded before the output (the text
+    is then what it adds: SentencePiece's first "▁" is a space, as in vLLM), else the text starts afresh.
     ``include_stop``: the text ends with the stop string that occurred instead of before it (vLLM's
     ``include_stop_str_in_output``); ``stop_string`` names it. ``min_tokens``: as vLLM, a stop string counts only
     once more than this many tokens are out, and only if it ends in the text the token that completes it adds
@@ -102,7 +105,7 @@ class IncrementalDetokenizer:
     """
 
     def __init__(self, tokenizer: Tokenizer | None, stop: list[str] | None = None, skip_special_tokens: bool = True,
-                 include_stop: bool = False, min_tokens: int = 0):
+                 include_stop: bool = False, min_tokens: int = 0, context: list[int] | None = None):
         self.min_tokens = min_tokens
         self.tokenizer = tokenizer
         self.stop = [s for s in (stop or ()) if s] if tokenizer is not None else []
@@ -130,6 +133,25 @@ class IncrementalDetokenizer:
         self._decoded = 0  # len(_ids) when _pending was computed
         self._unreturned = ""  # committed text not returned by delta() yet
         self._pending = ""  # text of _ids[_read:], tentative (may still change)
+        if context:
+            self._continue(context[-1])
+
+    def _continue(self, last: int) -> None:
+        """Decode the generated tokens after the prompt's ``last`` token, when decode() keeps it as whole text:
+        the window starts with it, as a prefix that is never returned, so a decoder that treats the first token
+        differently (SentencePiece's Metaspace drops its "▁") sees the first generated token as a continuation
+        (" Paris" after "The capital of France is", as decoding the prompt and the answer together gives)."""
+        keep = self._keep
+        if keep is not None and not (0 <= last < len(keep) and keep[last]):
+            return  # a special token (a chat template's end, say): the answer starts afresh
+        text = self._decode([last])
+        if not text or _REPLACEMENT in text:
+            return  # a byte of a split character (or nothing): afresh too
+        # (a whole byte piece, "<0x3A>" for ":", may fuse into U+FFFD with the answer's open byte run: such text
+        # stays pending until the run ends, when the prefix decodes as itself again)
+        self._ids = [last]
+        self._read = self._decoded = 1
+        self._prefix_len = len(text)
 
     # -- adding tokens -------------------------------------------------------------------------------------
     def add(self, token_id: int) -> bool:

@@ -115,6 +115,16 @@ class LLM:
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages
                                else f"messages[{i}]", chat_template_kwargs, add_generation_prompt,
                                continue_final_message) for i, c in enumerate(conversations)]
+        # an answer's text stands alone (decode(output_ids)), unless it continues the final message
+        def alone(p):
+            p = SamplingParams() if p is None else p
+            if not isinstance(p, SamplingParams):
+                return p  # generate() names what is wrong with it
+            return dataclasses.replace(p, continuation=bool(continue_final_message))
+        if isinstance(sampling_params, (list, tuple)):
+            sampling_params = [alone(p) for p in sampling_params]
+        else:
+            sampling_params = alone(sampling_params)
         return self.generate(prompts, sampling_params, lora_request=lora_request)
 
     def embed(self, prompts: str | list[int] | Seq[str | list[int]], *, pooling: str | None = None,

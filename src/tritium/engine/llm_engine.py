@@ -771,7 +771,8 @@ class LLMEngine:
         seq = Sequence(next(self._seq_ids), ids, params, request_id=request_id,
                        prompt_text=prompt if isinstance(prompt, str) else None,
                        detokenizer=IncrementalDetokenizer(self.tokenizer, params.stop, params.skip_special_tokens,
-                                                          params.include_stop_str_in_output, params.min_tokens))
+                                                          params.include_stop_str_in_output, params.min_tokens,
+                                                          context=ids if params.continuation else None))
         if lora_request is not None:
             seq.lora, seq.cache_salt = lora_request, self.loras.salt(lora_request.name)
         if params.seed is not None:

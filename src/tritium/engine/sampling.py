@@ -60,6 +60,10 @@ class SamplingParams:
       (:mod:`tritium.engine.json_schema` says which keywords are enforced; others are refused). "choice": the
       answer is one of ``choices`` (strings); "regex": it matches ``regex`` in full (vLLM's guided choice and
       regex; :mod:`tritium.engine.guided`). Needs the model's tokenizer.
+    - ``continuation``: the answer's text continues the prompt's (completions): decoded after the prompt's last
+      token where that is text, so SentencePiece's leading "▁" is a space (" Paris" after "The capital of France
+      is"), as decoding prompt and answer together gives (and vLLM). False (``LLM.chat`` and chat requests,
+      unless they continue the final message): the answer's text stands alone, ``decode(output_ids)``.
     - ``reasoning_after``: with a ``response_format``, let a reasoning block come first and hold only what
       follows it to the JSON: the answer may begin with the ``<think>`` token (or the prompt opened the block:
       ``reasoning_open``), is free until ``</think>``, then JSON mode applies (a reasoning parser's models:
@@ -104,6 +108,7 @@ class SamplingParams:
     reasoning_open: bool = False
     prediction: str | list[int] | None = None
     pooling: str | None = None
+    continuation: bool = True
 
     def __post_init__(self):
         self.validate()
@@ -157,7 +162,7 @@ class SamplingParams:
                                  f"{self.response_format!r} and {name} {getattr(self, name)!r:.80}")
             if getattr(self, name) is not None:
                 check(getattr(self, name))  # ValueError naming what is wrong
-        for name in ("reasoning_after", "reasoning_open"):
+        for name in ("reasoning_after", "reasoning_open", "continuation"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if (self.reasoning_after or self.reasoning_open) and self.response_format is None:

@@ -102,6 +102,11 @@ def check_tools(tools, what: str = "tools") -> list[dict]:
             raise ValueError(f"{where}.function.description must be a string, got {_kind(fn['description'])}")
         if "parameters" in fn and not isinstance(fn["parameters"], dict):
             raise ValueError(f"{where}.function.parameters must be a JSON schema object, got {_kind(fn['parameters'])}")
+        kind = fn.get("parameters", {}).get("type", "object")
+        if kind != "object" and not (isinstance(kind, list) and kind == ["object"]):
+            # a call's arguments are a JSON object (clients unpack them as keyword arguments), as OpenAI requires
+            raise ValueError(f"{where}.function.parameters must describe an object (type 'object'), got type "
+                             f"{kind!r}")
         extra = sorted(set(fn) - {"name", "description", "parameters", "strict"})
         if extra:
             raise ValueError(f"{where}.function.{extra[0]} is not a function field")

@@ -58,6 +58,7 @@ try:  # the optional extra tritium[serve]
     from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import JSONResponse, Response, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
+    from starlette.requests import ClientDisconnect
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     fastapi = None
     _IMPORT_ERROR = e
@@ -828,11 +829,19 @@ class OpenAIServer:
         # read as it arrives: a chunked body (no Content-Length for the middleware to refuse) is refused as soon
         # as it passes the limit, not once it has all been held in memory
         chunks, size = [], 0
-        async for chunk in request.stream():
+        stream = request.stream()
+        while True:
+            try:
+                chunk = await stream.__anext__()
+            except StopAsyncIteration:
+                break
+            except ClientDisconnect:  # the client left before its body was all here: nothing to answer, no error
+                raise APIError(400, "the client disconnected before the request body was complete",
+                               code="client_disconnected") from None
             size += len(chunk)
             if size > self.max_request_bytes:
-                raise APIError(413, f"request body of more than {size - len(chunk)} bytes is over the limit of "
-                               f"{self.max_request_bytes}", code="request_too_large")
+                raise APIError(413, f"request body of more than {self.max_request_bytes} bytes (at least {size} "
+                               f"sent) is over the limit of {self.max_request_bytes}", code="request_too_large")
             chunks.append(chunk)
         try:
             raw = b"".join(chunks)
@@ -855,7 +864,10 @@ class OpenAIServer:
         """The LoRA adapter a request's ``model`` names (None: the served model itself); 404 for another name."""
         if model == self.model_name:
             return None
-        if isinstance(model, str) and model in self.engine.engine.lora_names():
+        if not isinstance(model, str):
+            raise invalid(f"model must be a string (this server serves '{self.model_name}'), got "
+                          f"{type(model).__name__} {json.dumps(model)[:80]}", "model")
+        if model in self.engine.engine.lora_names():
             return LoRARequest(model)
         adapters = self.engine.engine.lora_names()
         also = f" and the LoRA adapters {', '.join(map(repr, adapters))}" if adapters else ""
@@ -919,6 +931,9 @@ class _Guard:
             error = None
             if self.key is not None and scope["path"].startswith(PROTECTED):
                 given = headers.get(b"authorization", b"")
+                scheme, _, credentials = given.partition(b" ")
+                if scheme.lower() == b"bearer":  # the scheme is case-insensitive (RFC 9110), the key is not
+                    given = b"Bearer " + credentials.lstrip(b" ")
                 if not hmac.compare_digest(given, self.key):
                     error = APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
                                      code="invalid_api_key")

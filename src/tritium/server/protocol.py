@@ -259,7 +259,8 @@ def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: b
                       f"one of them ({given[-1]} is deprecated), or the same value", given[-1])
     for name in names:  # max_completion_tokens or the deprecated max_tokens (equal if both are given)
         if body.get(name) == 0 and not isinstance(body[name], bool) and not echo:
-            raise invalid(f"{name} must be >= 1 (0 only with echo: true, to score the prompt), got 0", name)
+            why = " (0 only with echo: true, to score the prompt)" if "max_completion_tokens" not in names else ""
+            raise invalid(f"{name} must be >= 1{why}, got 0", name)  # (chat has no echo)
         if body.get(name) is not None:
             return _int(body, name, 0 if echo else 1)
     return default
@@ -400,6 +401,8 @@ def parse_chat(body: dict) -> GenerationRequest:
     # take its KV pages from the prefix cache
     params = _first_scores(params)
     generation_prompt, continued = _chat_prompt_options(body)
+    # an answer's text stands alone, unless it continues the final (assistant) message
+    params = [dataclasses.replace(p, continuation=continued) for p in params]
     return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
                              prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
