@@ -36,7 +36,7 @@ from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
-from tritium.server import check_tls, serve
+from tritium.server import check_listen, check_tls, serve
 from tritium.server.responses import DEFAULT_MAX_STORED, check_responses_dir
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -455,6 +455,8 @@ def lora_modules(specs: list[str] | None) -> dict[str, str]:
 
 def serve_command(args) -> int:
     check_tls(args.ssl_keyfile, args.ssl_certfile, ("--ssl-keyfile", "--ssl-certfile"))  # before the model loads
+    if os.environ.get("RANK", "0") == "0":  # the rank that listens (torchrun's other ranks may be on other hosts)
+        check_listen(args.host, args.port, ("--host", "--port"))
     if args.responses_dir is not None:
         check_responses_dir(args.responses_dir, "--responses-dir")
     adapters = lora_modules(args.lora_modules)

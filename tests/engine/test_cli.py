@@ -5,6 +5,7 @@ transformers."""
 import io
 import json
 import re
+import socket
 import threading
 
 import pytest
@@ -163,7 +164,7 @@ def test_run_leaves_by_os_exit_after_a_stuck_teardown(monkeypatch, capsys):
 
 
 def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
-    code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"))
+    code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), "--port", "0")
     assert code == 2 and out == "" and err.startswith("tritium: error: ") and err.count("\n") == 1
     # TLS files are checked before the model loads
     (tmp_path / "key.pem").write_text("x")
@@ -176,6 +177,15 @@ def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
     code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), "--responses-dir",
                          str(tmp_path / "key.pem"))
     assert code == 2 and "--responses-dir: " in err and "cannot hold the stored responses" in err, err
+    # and where to listen: a port in use, out of range, a host that does not resolve
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        for args, message in ((["--port", str(busy.getsockname()[1])], "cannot listen on 127.0.0.1:"),
+                              (["--port", "70000"], "--port must be an int in [0, 65535]"),
+                              (["--host", "no.such.host.invalid"], "--host 'no.such.host.invalid' does not resolve")):
+            code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), *args)
+            assert code == 2 and message in err and err.count("\n") == 1, err
     args = _parser().parse_args(["serve", "--allowed-origins", "https://a.example", "--allowed-origins", "*"])
     assert args.allowed_origins == ["https://a.example", "*"]
     assert _parser().parse_args(["serve"]).allowed_origins is None

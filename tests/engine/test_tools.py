@@ -118,18 +118,27 @@ def test_streamed_answers_parse_the_same(parser, text, content, calls):
         text_out = "".join(e for e in events if isinstance(e, str))
         assert calls_of(got) == calls and count == len(calls), cuts
         assert (text_out.strip() or None if calls else text_out) == content, cuts
+        if not (content or "")[:1].isspace():  # streamed as the whole answer's content (not stripped after)
+            assert (text_out or None if calls else text_out) == content, cuts
 
 
 def test_hermes_streams_content_as_soon_as_it_cannot_be_a_call():
     stream = ToolCallStream("hermes")
     assert stream.feed("Hello") == ["Hello"]
     assert stream.feed(" wor") == [" wor"]
-    assert stream.feed("ld <to") == ["ld "]  # "<to" may open a call: held
-    assert stream.feed("p") == ["<top"]
-    assert stream.feed(" <tool_call>{\"name\": ") == [" "]
+    assert stream.feed("ld <to") == ["ld"]  # "<to" may open a call, the space may end the content: held
+    assert stream.feed("p") == [" <top"]
+    assert stream.feed(" <tool_call>{\"name\": ") == []  # the space before a call: held (dropped if nothing follows)
     assert stream.feed('"f", "arguments": {}}</tool_') == []
     out = stream.feed("call> done")
-    assert calls_of([out[0]]) == [call("f")] and out[1:] == [" done"] and stream.finish() == []
+    assert calls_of([out[0]]) == [call("f")] and out[1:] == ["  done"] and stream.finish() == []  # both spaces
+    stream = ToolCallStream("hermes")  # content, then a call, then only whitespace: as the whole answer's content
+    events = stream.feed("Sure. \n<tool_call>") + stream.feed('{"name": "f", "arguments": {}}</tool_call>\n\n')
+    assert events[0] == "Sure." and calls_of(events[1:]) == [call("f")] and stream.finish() == []
+    assert parse_tool_calls("Sure. \n<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n\n",
+                            "hermes")[0] == "Sure."
+    stream = ToolCallStream("hermes")  # no call: the text as written, trailing whitespace at the end
+    assert stream.feed("a \n") == ["a"] and stream.finish() == [" \n"]
 
 
 def _forced(stream: ForcedCallStream, text: str, pieces: int) -> list:

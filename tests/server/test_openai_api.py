@@ -842,3 +842,30 @@ def test_speculative_server_equals_offline(start_server, model_dir, llm):
     m = _wait_for(server, lambda m: m["tritium:num_requests_running"] == 0)
     assert m["tritium:spec_decode_num_draft_tokens_total"] > 0
     assert 0 <= m["tritium:spec_decode_num_accepted_tokens_total"] <= m["tritium:spec_decode_num_draft_tokens_total"]
+
+
+
+def test_wrong_method_trailing_slash_and_compressed_body(model_dir):
+    """A 405 carries Allow with every method of the path (two routes for /v1/responses/{id}); "/v1/responses/" is
+    a 404 naming the path without the slash, not a 307 that a client's POST does not follow; a gzip body is a
+    415 naming the encoding, not a "malformed JSON" 400."""
+    import gzip
+
+    engine = AsyncLLMEngine(LLMEngine(model_dir, dtype=torch.float32, max_model_len=MAX_LEN))
+    with TestClient(build_app(engine, model_name="tiny")) as app:
+        reply = app.put("/v1/responses/resp_1")
+        assert reply.status_code == 405 and reply.headers["allow"] == "DELETE, GET"
+        error = reply.json()["error"]
+        assert error["code"] == "method_not_allowed" and "DELETE, GET" in error["message"]
+        reply = app.get("/v1/chat/completions")
+        assert reply.status_code == 405 and reply.headers["allow"] == "POST"
+        reply = app.post("/v1/completions/", json={"model": "tiny", "prompt": "w1"}, follow_redirects=False)
+        assert reply.status_code == 404 and "without the trailing slash" in reply.json()["error"]["message"]
+        assert "trailing" not in app.get("/nope").json()["error"]["message"]
+        body = json.dumps({"model": "tiny", "prompt": "w1", "max_tokens": 2}).encode()
+        reply = app.post("/v1/completions", content=gzip.compress(body),
+                         headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+        assert reply.status_code == 415 and "'gzip' is not supported" in reply.json()["error"]["message"]
+        reply = app.post("/v1/completions", content=body,
+                         headers={"Content-Encoding": "identity", "Content-Type": "application/json"})
+        assert reply.status_code == 200, reply.text

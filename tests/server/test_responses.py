@@ -234,6 +234,11 @@ def test_the_store(app, client):
     (dict(max_output_tokens=0), "max_output_tokens"),
     (dict(text={"format": {"type": "xml"}}), "text.format"),
     (dict(text={"format": {"type": "json_object"}}), "text.format"),  # this tokenizer cannot write JSON
+    (dict(text={"format": {"type": "json_schema", "name": "x"}}), "text.format.schema"),
+    (dict(text={"format": {"type": "json_schema", "schema": {"type": "object"}}}), "text.format.name"),
+    (dict(input=[{"type": "function_call_output", "call_id": "nope", "output": "x"}]), "input"),
+    (dict(input=[{"type": "function_call_output", "call_id": "c", "output": "x"},
+                 {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]), "input"),
     (dict(tool_choice={"type": "function", "name": "get_time"}, tools=[WEATHER]), "tool_choice"),
     (dict(input="w2 " * 200), "input"),
     (dict(temperature=-1), "temperature"),
@@ -439,3 +444,4 @@ def test_a_restarted_server_continues_a_stored_response(tmp_path):
         missing = second.get("/v1/responses/resp_" + "0" * 32)
         assert missing.status_code == 404 and kept in missing.json()["error"]["message"]
         second.app.state.server.stored.close()
+

@@ -268,13 +268,43 @@ class ToolCallStream:
         self.in_call = False  # hermes: inside <tool_call> ... (buffer holds the block's text)
         self.decided = False  # llama3_json, mistral: whether the answer is known to be content
         self.calls = 0
+        self._ws = ""  # whitespace at the end of the content so far, held back
+        self._said = False  # whether any content went out
 
     def feed(self, delta: str) -> list:
         self.buffer += delta
-        return self._parse(final=False)
+        return self._trim(self._parse(final=False), final=False)
 
     def finish(self) -> list:
-        return self._parse(final=True)
+        return self._trim(self._parse(final=True), final=True)
+
+    def _trim(self, events: list, final: bool) -> list:
+        """Content as the whole answer's (:func:`parse_tool_calls`: stripped where there are calls): whitespace
+        at the end of the content so far is held until more content follows it; at the end it goes out only if
+        no call was made. Content that starts after a call does so without leading whitespace. (Not matched:
+        whitespace that begins content written before the first call.)"""
+        out = []
+        calls = self.calls - sum(isinstance(e, ToolCall) for e in events)  # made before this batch's first event
+        for event in events:
+            if not isinstance(event, str):
+                calls += isinstance(event, ToolCall)
+                out.append(event)
+                continue
+            text = self._ws + event
+            body = text.rstrip()
+            if not body:
+                self._ws = text
+                continue
+            self._ws = text[len(body):]
+            if not self._said and calls:
+                body = body.lstrip()
+            self._said = True
+            out.append(body)
+        if final and self._ws and not self.calls:
+            out.append(self._ws)
+        if final:
+            self._ws = ""
+        return out
 
     def _parse(self, final: bool) -> list:
         if self.parser == "hermes":

@@ -15,7 +15,7 @@ key, ``/v1/*``, ``/tokenize``, ``/detokenize`` and ``/tokenizer_info`` need ``Au
 
 Every error is OpenAI's JSON ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad parameter,
 malformed JSON or a prompt longer than the context (code ``context_length_exceeded``), 401 for a missing
-or wrong key, 404 for an unknown model or path, 405 for a wrong method, 413 for a body over
+or wrong key, 404 for an unknown model or path, 405 for a wrong method (with ``Allow``), 413 for a body over
 ``max_request_bytes``, 503 when the queue is full (``--max-queue``) or the engine stopped. A client that
 disconnects has its requests aborted (their KV pages are freed before the engine's next step).
 """
@@ -917,8 +917,19 @@ async def _disconnected(request) -> None:
             return
 
 
+def _methods(app, path: str) -> list[str]:
+    """The HTTP methods the app's routes take at ``path`` (none: no route has it)."""
+    methods = set()
+    for route in app.router.routes:
+        match = getattr(route, "path_regex", None)
+        if match is not None and match.fullmatch(path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 class _Guard:
-    """ASGI middleware: the API key on ``/v1/*`` and the request-size limit, answered before any route runs."""
+    """ASGI middleware: the API key on ``/v1/*``, the request-size limit and an uncompressed body (415 for a
+    ``Content-Encoding``), answered before any route runs."""
 
     def __init__(self, app, api_key: str | None, max_request_bytes: int):
         self.app = app
@@ -941,6 +952,10 @@ class _Guard:
             if error is None and length is not None and length.isdigit() and int(length) > self.max_request_bytes:
                 error = APIError(413, f"request body of {int(length)} bytes is over the limit of "
                                  f"{self.max_request_bytes}", code="request_too_large")
+            coding = headers.get(b"content-encoding", b"identity").strip().lower()
+            if error is None and coding not in (b"identity", b""):  # else the compressed bytes read as malformed JSON
+                error = APIError(415, f"Content-Encoding {coding.decode('latin-1')!r} is not supported: send the "
+                                 "body uncompressed", code="unsupported_content_encoding")
             if error is not None:
                 await JSONResponse(error.body(), status_code=error.status)(scope, receive, send)
                 return
@@ -1005,8 +1020,9 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
         finally:
             await asyncio.get_running_loop().run_in_executor(None, engine.shutdown)
 
+    # no redirect of "/v1/completions/" (a 307 that clients do not follow with their POST): a 404 naming the path
     app = fastapi.FastAPI(title="tritium", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
-                          openapi_url=None)
+                          openapi_url=None, redirect_slashes=False)
     app.state.server = server
     app.add_api_route("/health", server.health, methods=["GET", "HEAD"])  # HEAD: load balancers' probes
     app.add_api_route("/metrics", server.render_metrics, methods=["GET"])
@@ -1034,8 +1050,16 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, exc):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
-        message = f"{request.method} {request.url.path}: {exc.detail}"
-        return JSONResponse(error_body(message, "invalid_request_error", None, code), status_code=exc.status_code)
+        path, headers = request.url.path, dict(exc.headers or {})
+        methods = _methods(app, path)
+        message = f"{request.method} {path}: {exc.detail}"
+        if exc.status_code == 405 and methods:  # every method of the path (its routes may be several)
+            headers["Allow"] = ", ".join(methods)
+            message += f" (allowed: {headers['Allow']})"
+        elif exc.status_code == 404 and path.endswith("/") and _methods(app, path.rstrip("/")):
+            message += f" (the path is {path.rstrip('/')}, without the trailing slash)"
+        return JSONResponse(error_body(message, "invalid_request_error", None, code), status_code=exc.status_code,
+                            headers=headers or None)
 
     @app.exception_handler(Exception)
     async def internal_error(request, exc):

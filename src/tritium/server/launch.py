@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import socket
 
 from tritium.engine import AsyncLLMEngine, EngineStoppedError, LLMEngine
 from tritium.server.app import DEFAULT_MAX_REQUEST_BYTES, build_app
@@ -44,6 +45,27 @@ def check_tls(keyfile: str | None, certfile: str | None, names=("ssl_keyfile", "
             raise ValueError(f"{name}: no file {path!r}")
 
 
+def check_listen(host: str, port: int, names=("host", "port")) -> None:
+    """ValueError unless ``port`` is in [0, 65535] and ``host:port`` can be bound now (checked before a model loads
+    for minutes only to fail there: a port in use, one below 1024 without the right, an address not this
+    machine's). The socket is closed again; uvicorn binds it for real (``SO_REUSEADDR`` both times)."""
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ValueError(f"{names[1]} must be an int in [0, 65535], got {port!r}")
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"{names[0]} must be an address or a host name, got {host!r}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise ValueError(f"{names[0]} {host!r} does not resolve to an address: {e}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as e:
+            raise ValueError(f"cannot listen on {host}:{port} ({names[0]}, {names[1]}): {e.strerror or e}") from None
+
+
 def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           max_queue: int | None = None, model_name: str | None = None, log_level: str = "info",
           max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, ready=None,
@@ -64,8 +86,7 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     check_tls(ssl_keyfile, ssl_certfile)
     import uvicorn
 
-    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be an int in [0, 65535], got {port!r}")
+    check_listen(host, port)
     async_engine = AsyncLLMEngine(engine, max_queue=max_queue)
     name = model_name or default_model_name(engine)
     app = build_app(async_engine, model_name=name, api_key=api_key, max_request_bytes=max_request_bytes,

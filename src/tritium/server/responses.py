@@ -332,6 +332,7 @@ def parse_responses(body: dict, store: ResponseStore, model_name: str) -> Respon
     items = input_items(body.get("input"), required=previous is None)
     history = previous.messages if previous is not None else []
     messages = history + conversation(items)
+    _check_outputs_answer_calls(messages)
     instructions = body.get("instructions")
     chat = {"messages": ([{"role": "system", "content": instructions}] if instructions else []) + messages,
             "stream": True, "stream_options": {"include_usage": True}}
@@ -505,6 +506,18 @@ def conversation(items: list[dict]) -> list[dict]:
     return messages
 
 
+def _check_outputs_answer_calls(messages: list[dict]) -> None:
+    """400 for a function call output whose call_id no earlier function call (of the input, or of the previous
+    responses) carries, as OpenAI's: the model would read an answer to a call it never made."""
+    calls = set()
+    for m in messages:
+        calls.update(c["id"] for c in m.get("tool_calls") or ())
+        if m["role"] == "tool" and m["tool_call_id"] not in calls:
+            raise invalid(f"No tool call found for function call output with call_id {m['tool_call_id']!r} (an "
+                          "output follows the function_call item of the same call_id, in input or in the previous "
+                          "response)", "input")
+
+
 def _tools(value) -> list[dict] | None:
     """Flat Responses function tools as chat's nested ones."""
     if value is None or value == []:
@@ -562,6 +575,11 @@ def _response_format(fmt: dict) -> dict:
     if extra:
         raise invalid(f"text.format of type json_schema takes name, schema, description and strict, got {extra[0]}",
                       "text.format")
+    for key, kind in (("name", str), ("schema", dict)):  # both required here (chat's schema may be left out)
+        if not isinstance(fmt.get(key), kind) or not fmt[key]:
+            what = "a non-empty string" if kind is str else "a JSON Schema object"
+            raise invalid(f"text.format.{key} is required with type json_schema: {what}, got {_show(fmt.get(key))}",
+                          f"text.format.{key}")
     return {"type": "json_schema", "json_schema": {k: v for k, v in fmt.items() if k != "type"}}
 
 
