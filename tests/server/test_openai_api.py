@@ -9,6 +9,7 @@ SIGTERM ends an in-flight stream with an error event and the process exits witho
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 import signal
@@ -17,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import time
+import types
 import urllib.error
 import urllib.request
 
@@ -243,6 +245,24 @@ def test_default_chat_template_kwargs(model_dir, llm):
         assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(llm.tokenizer.encode("w1 w2"))
     with pytest.raises(ValueError, match="chat_template_kwargs: 'messages' is set by the server"):
         build_app(engine, model_name="tiny", chat_template_kwargs={"messages": []})
+
+
+def test_chunks_of_a_stream_share_one_created(model_dir, monkeypatch):
+    """Every chunk of a stream (role, text, finish, usage) carries the same ``created``, as OpenAI's do, however
+    many seconds pass between them (here the app's clock moves on a second at each reading)."""
+    from tritium.server import app as app_module
+
+    seconds = itertools.count(1_700_000_000)
+    monkeypatch.setattr(app_module, "time", types.SimpleNamespace(time=lambda: next(seconds),
+                                                                  perf_counter=time.perf_counter))
+    engine = AsyncLLMEngine(LLMEngine(model_dir, dtype=torch.float32, max_model_len=MAX_LEN))
+    with TestClient(build_app(engine, model_name="tiny")) as http:
+        for path, body in (("/v1/completions", {"prompt": "w1 w2", "n": 2}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user", "content": "w1 w2"}]})):
+            r = http.post(path, json={**body, "max_tokens": 6, "temperature": 0, "stream": True,
+                                      "stream_options": {"include_usage": True}})
+            chunks = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
+            assert len(chunks) >= 3 and len({c["created"] for c in chunks}) == 1, (path, chunks)
 
 
 def test_cors(model_dir):

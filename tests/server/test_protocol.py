@@ -28,6 +28,29 @@ def test_completion_choices_score_each_prompt_once():
     assert [p.prompt_logprobs for p in req.params] == [2, 2]
 
 
+def test_user_is_a_string():
+    """OpenAI's user (an end-user id) is a string, as /v1/responses checks it: anything else is a 400 naming it."""
+    for parse, body in ((parse_completion, {"prompt": "a"}), (parse_chat, {"messages": MESSAGES})):
+        assert parse({**body, "user": "u-1"}).n == 1 and parse({**body, "user": None}).n == 1
+        for bad in (3, ["x"], {"id": "u"}):
+            with pytest.raises(APIError) as e:
+                parse({**body, "user": bad})
+            assert (e.value.status, e.value.param) == (400, "user") and "user must be a string" in e.value.message
+
+
+def test_stream_options_name_their_field_in_full():
+    """A stream option that is not a boolean is a 400 naming ``stream_options.<key>``, as an unknown one is (its
+    bare key is no field of the body)."""
+    for parse, body in ((parse_completion, {"prompt": "a"}), (parse_chat, {"messages": MESSAGES})):
+        req = parse({**body, "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": None}})
+        assert (req.include_usage, req.continuous_usage) == (True, False)
+        for key in ("include_usage", "continuous_usage_stats"):
+            with pytest.raises(APIError) as e:
+                parse({**body, "stream": True, "stream_options": {key: 1}})
+            assert e.value.param == f"stream_options.{key}" and f"stream_options.{key} must be true or false" in (
+                e.value.message)
+
+
 def test_chat_response_format():
     """json_object and json_schema reach every choice; text is no constraint; what cannot be enforced is a 400
     naming response_format."""

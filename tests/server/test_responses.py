@@ -16,7 +16,7 @@ import os
 import pytest
 import torch
 
-from server.test_tools import ANSWER, make_chain_model
+from server.test_tools import ANSWER, WORDS, make_chain_model
 from tritium.engine import AsyncLLMEngine, LLMEngine
 from tritium.server import build_app
 
@@ -194,6 +194,43 @@ def test_logprobs(client):
     assert create(client).output[0].content[0].logprobs == []
 
 
+def test_logprobs_of_text_held_back(tmp_path):
+    """A token whose text the chat stream holds back (here "<": it may open a <think> block, or a call) has its
+    log-probability in the text's, streamed or not, with the reasoning parser and the tool-call parser."""
+    make_chain_model(str(tmp_path), words=[*WORDS, "<"], successors={"w1": "<", "go": "<", "<": "w2", "w2": "</s>"})
+    engine = AsyncLLMEngine(LLMEngine(str(tmp_path), dtype=torch.float32, max_model_len=128))
+    with TestClient(build_app(engine, model_name="chain", reasoning_parser="think")) as http:
+        client = openai.OpenAI(base_url="http://testserver/v1", api_key="none", http_client=http, max_retries=0)
+        for tools in ([], [TIME]):
+            for stream in (False, True):
+                r = create(client, include=["message.output_text.logprobs"], tools=tools, stream=stream)
+                r = list(r)[-1].response if stream else r
+                assert r.output_text == "< w2"
+                assert [lp.token for lp in r.output[0].content[0].logprobs] == ["<", "w2"], (tools, stream)
+
+
+def test_held_logprobs_go_with_what_the_tokens_became():
+    """Log-probabilities held back with their text go to the next output text, not where the tokens became a
+    call, or ended a reasoning block (its end and the blank space after it are not in the text)."""
+    from tritium.server.responses import ResponseWriter
+
+    def chunk(delta, *tokens):
+        return {"choices": [{"index": 0, "delta": delta, "logprobs": {"content": [{"token": t} for t in tokens]}}]}
+
+    writer = ResponseWriter({"id": "resp_1", "status": "in_progress", "output": []}, lambda text: 0, logprobs=True)
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    for c in [chunk({"content": ""}, "<think>"), chunk({"reasoning_content": "hmm"}, "hmm"),
+              chunk({"content": ""}, "</think>"), chunk({"content": ""}, "\n"), chunk({"content": "Sure."}, "Sure."),
+              chunk({"content": ""}, "<tool_call>"), chunk({"tool_calls": [call]}, "</tool_call>"),
+              chunk({"content": ""}, " <"), chunk({"content": " <b"}, "b")]:
+        writer.feed(c)
+    writer.finish()
+    output = writer.response["output"]
+    assert [item["type"] for item in output] == ["reasoning", "message", "function_call", "message"]
+    assert [[lp["token"] for lp in item["content"][0]["logprobs"]] for item in (output[1], output[3])] == [
+        ["Sure."], [" <", "b"]]
+
+
 def test_the_store(app, client):
     """Kept responses are retrieved, listed and deleted; store false keeps nothing; the store keeps the most
     recently used (4 here)."""
@@ -255,6 +292,27 @@ def test_what_cannot_be_honoured_is_a_400(client, kw, param):
     if param == "max_output_tokens" or param == "input" and "w2 w2" in str(kw):
         assert "max_output_tokens" in e.value.message or "input" in e.value.message
     assert create(client).output_text == "w2 w3"  # still serving
+
+
+def test_reasoning_items_sent_back():
+    """Reasoning items sent back are kept (so checked: their summary and content are lists of text parts) but not
+    rendered: with nothing else (no message, instructions or previous response) the 400 says so, instead of
+    chat's renamed "input must be a non-empty list of input"."""
+    from tritium.server.errors import APIError
+    from tritium.server.responses import ResponseStore, parse_responses
+
+    reasoning = {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "hmm"}]}
+    with pytest.raises(APIError) as e:
+        parse_responses({"input": [reasoning]}, ResponseStore(), "chain")
+    assert e.value.param == "input" and "reasoning items only" in e.value.message
+    parsed = parse_responses({"input": [reasoning], "instructions": "w1"}, ResponseStore(), "chain")
+    assert parsed.chat["messages"] == [{"role": "system", "content": "w1"}] and parsed.items[0]["type"] == "reasoning"
+    for bad in ({"summary": 5}, {"summary": [{"type": "summary_text"}]}, {"content": [{"type": "output_text",
+                                                                                      "text": "x"}]}):
+        with pytest.raises(APIError) as e:
+            parse_responses({"input": [{**reasoning, **bad}, {"role": "user", "content": "w2"}]}, ResponseStore(),
+                            "chain")
+        assert e.value.param == "input" and e.value.message.startswith(f"input[0].{next(iter(bad))} must be a list")
 
 
 def test_items_as_a_chat_conversation():

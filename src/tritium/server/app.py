@@ -123,6 +123,8 @@ class _Run:
     tracker: RequestTracker
     prompt_tokens: int
     model: str  # the name the request asked for: the served model's or a LoRA adapter's
+    # when it was made (s): every chunk of a stream carries it, as OpenAI's do, however long the stream runs
+    created: int = dataclasses.field(default_factory=lambda: int(time.time()))
 
     def fields(self) -> tuple:
         """The fields in order up to ``prompt_tokens``, not copied (``dataclasses.astuple`` copies them)."""
@@ -538,15 +540,16 @@ class OpenAIServer:
             return self.logprobs.completion(logprobs, c.offsets)
         return self.logprobs.completion(logprobs, c.offsets, prompt=(c.prompt_ids, c.prompt_logprobs))
 
-    def _header(self, prefix: str, kind: str, chunk: bool) -> dict:
-        obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[kind]
-        return {"id": prefix, "object": obj, "created": int(time.time()), "model": self.model_name}
+    def _header(self, run: _Run, chunk: bool) -> dict:
+        obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[
+            run.kind]
+        return {"id": run.prefix, "object": obj, "created": run.created, "model": self.model_name}
 
     async def _respond(self, request, run: _Run):
         req, kind, prefix, stream, choices, tracker, prompt_tokens = run.fields()
         if not await self._gather(request, stream, tracker, lambda out: self._advance(req, choices, out)):
             return Response(status_code=499)  # nobody reads it
-        body = self._header(prefix, kind, chunk=False) | {"model": run.model}
+        body = self._header(run, chunk=False) | {"model": run.model}
         ordered = sorted(choices.values(), key=lambda c: c.index)
         for c in ordered:  # the first choice of each prompt scored it (parse_completion): the others share that
             if c.index % req.n and c.prompt_logprobs is None:
@@ -655,14 +658,14 @@ class OpenAIServer:
         try:
             if kind == "chat":  # the role first, as OpenAI does
                 for c in sorted(choices.values(), key=lambda c: c.index):
-                    yield self._chunk(prefix, kind, c.index, {"role": "assistant", "content": ""}, None, None,
+                    yield self._chunk(run, c.index, {"role": "assistant", "content": ""}, None, None,
                                       usage_field and self._usage(req, choices, prompt_tokens))
             async for out in stream:
                 tracker.observe(out)
                 c = choices[out.request_id]
                 c = self._advance(req, choices, out)
                 if c.echo is not None and not c.echo_sent:  # the prompt first, in a chunk of its own
-                    yield self._chunk(prefix, kind, c.index, c.echo,
+                    yield self._chunk(run, c.index, c.echo,
                                       None if req.logprobs is None else self._echo_logprobs(c, []), None,
                                       usage_field and self._usage(req, choices, prompt_tokens))
                     c.echo_sent = True
@@ -674,7 +677,7 @@ class OpenAIServer:
                 if c.tools is None and c.reasoning is None:
                     text = "" if c.score_only else out.text_delta
                     delta = {"content": text} if kind == "chat" else text
-                    yield self._chunk(prefix, kind, c.index, delta, logprobs, c.finish_reason,
+                    yield self._chunk(run, c.index, delta, logprobs, c.finish_reason,
                                       usage_field and self._usage(req, choices, prompt_tokens), c.stop_reason)
                     continue
                 deltas = self._parsed_deltas(c, req, out)
@@ -683,12 +686,12 @@ class OpenAIServer:
                     finish = c.finish_reason if last else None
                     if last and finish == "stop" and c.tools is not None and c.tools.calls:
                         finish = c.tools.finish_reason
-                    yield self._chunk(prefix, kind, c.index, delta, logprobs if k == 0 else None, finish,
+                    yield self._chunk(run, c.index, delta, logprobs if k == 0 else None, finish,
                                       usage_field and self._usage(req, choices, prompt_tokens),
                                       c.stop_reason if last else None)
             if stream.finished and all(c.finish_reason is not None for c in choices.values()):
                 if req.include_usage:
-                    final = self._header(prefix, kind, chunk=True)
+                    final = self._header(run, chunk=True)
                     final.update(choices=[], usage=self._usage_now(req, choices, prompt_tokens))
                     yield final
                 yield _DONE
@@ -808,11 +811,11 @@ class OpenAIServer:
             prediction = tuple(sum(c.prediction[i] for c in choices.values()) for i in range(2))
         return usage(prompt_tokens, sum(c.tokens for c in choices.values()), cached, prediction)
 
-    def _chunk(self, prefix, kind, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> dict:
+    def _chunk(self, run: _Run, index, delta, logprobs, finish_reason, usage_value=False, stop_reason=None) -> dict:
         """One stream chunk; ``usage_value`` False leaves the field out (no stream_options), None sends null;
         the last chunk of a choice (its finish_reason) also has vLLM's ``stop_reason``."""
-        chunk = self._header(prefix, kind, chunk=True)
-        if kind == "chat":
+        chunk = self._header(run, chunk=True)
+        if run.kind == "chat":
             choice = {"index": index, "delta": delta if finish_reason is None or any(delta.values()) else {},
                       "logprobs": logprobs, "finish_reason": finish_reason}
         else:

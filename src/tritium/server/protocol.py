@@ -141,6 +141,12 @@ def _check_fields(body: dict, allowed: set[str], where: str, neutral_fields: dic
                               "unsupported_parameter")
 
 
+def _user(body: dict) -> None:
+    """OpenAI's ``user``, an id of the end user (not read here): a string where given."""
+    if body.get("user") is not None and not isinstance(body["user"], str):
+        raise invalid(f"user must be a string (an id of the end user), got {_show(body['user'])}", "user")
+
+
 def _logit_bias(body: dict) -> dict[int, float] | None:
     """OpenAI's logit_bias: {"token id": bias in [-100, 100]} (ids as JSON object keys, so strings)."""
     value = body.get("logit_bias")
@@ -235,8 +241,10 @@ def _stream_options(body: dict, stream: bool) -> tuple[bool, bool]:
         if key not in ("include_usage", "continuous_usage_stats"):
             raise invalid(f"stream_options.{key} is not supported (include_usage, continuous_usage_stats are)",
                           f"stream_options.{key}")
-    return (_bool(options, "include_usage") if "include_usage" in options else False,
-            _bool(options, "continuous_usage_stats") if "continuous_usage_stats" in options else False)
+    for key, value in options.items():
+        if value is not None and not isinstance(value, bool):
+            raise invalid(f"stream_options.{key} must be true or false, got {_show(value)}", f"stream_options.{key}")
+    return options.get("include_usage") is True, options.get("continuous_usage_stats") is True
 
 
 def _prompt_logprobs(body: dict, stream: bool, params: list[SamplingParams], echo_k: int | None = None
@@ -287,6 +295,7 @@ def _texts_or_ids(body: dict, name: str) -> list:
 def parse_completion(body: dict) -> GenerationRequest:
     """``POST /v1/completions``: ``prompt`` is a string, a list of strings, token ids or a list of those."""
     _check_fields(body, _COMPLETION, "/v1/completions", {k: v for k, v in _NEUTRAL.items() if k != "best_of"})
+    _user(body)
     prompts = _texts_or_ids(body, "prompt")
     logprobs = _int(body, "logprobs", 0, MAX_LOGPROBS, default=None)
     stream = _bool(body, "stream")
@@ -357,6 +366,7 @@ def _guided(body: dict, params: list[SamplingParams]) -> tuple[list[SamplingPara
 def parse_chat(body: dict) -> GenerationRequest:
     """``POST /v1/chat/completions``: ``messages`` of one conversation (checked when it is encoded)."""
     _check_fields(body, _CHAT, "/v1/chat/completions")
+    _user(body)
     if "messages" not in body:
         raise invalid("messages is required", "messages")
     logprobs = None

@@ -334,6 +334,9 @@ def parse_responses(body: dict, store: ResponseStore, model_name: str) -> Respon
     messages = history + conversation(items)
     _check_outputs_answer_calls(messages)
     instructions = body.get("instructions")
+    if not messages and not instructions:  # (else chat's error, renamed, reads "a non-empty list of input")
+        raise invalid("input holds reasoning items only, which are kept but not part of the prompt: give a message "
+                      "too (or instructions, or previous_response_id)", "input")
     chat = {"messages": ([{"role": "system", "content": instructions}] if instructions else []) + messages,
             "stream": True, "stream_options": {"include_usage": True}}
     for name in ("temperature", "top_p", "parallel_tool_calls", "user", *_EXTENSIONS):
@@ -461,6 +464,12 @@ def _item(item, where: str) -> dict:
                 "output": output, "status": "completed"}
     if kind == "reasoning":  # a past answer's reasoning, sent back: kept with the input, not in the prompt
         fields({"summary", "content", "encrypted_content"})
+        for name, part in (("summary", "summary_text"), ("content", "reasoning_text")):  # kept, so returned
+            parts = item.get(name)
+            if parts is not None and not (isinstance(parts, list) and all(
+                    isinstance(p, dict) and p.get("type") == part and isinstance(p.get("text"), str) for p in parts)):
+                raise invalid(f"{where}.{name} must be a list of {{'type': '{part}', 'text': ...}} parts, got "
+                              f"{_show(parts)}", "input")
         return {"type": "reasoning", "id": item.get("id") or _id("rs"), "summary": item.get("summary") or [],
                 **({"content": item["content"]} if item.get("content") is not None else {})}
     if kind == "item_reference":
@@ -616,6 +625,9 @@ class ResponseWriter:
         self.sequence = 0
         self.open: dict | None = None  # the output item being written
         self.calls: dict[int, dict] = {}  # chat's tool-call index -> its function_call item
+        # log-probabilities of tokens whose text was held back (a possible stop string, <think> or call start):
+        # the next output text's, unless reasoning or a call comes first (then the tokens were those)
+        self.held: list = []
         self.finish_reason: str | None = None
         self.chat_usage: dict | None = None
         self.error: APIError | None = None
@@ -637,11 +649,17 @@ class ResponseWriter:
             self.chat_usage = chunk["usage"]
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
+            logprobs = ((choice.get("logprobs") or {}).get("content") or []) if self.logprobs else []
+            not_text = delta.get("reasoning_content") or delta.get("tool_calls")
+            if not_text:  # what was held became reasoning or a call
+                self.held = []
             if delta.get("reasoning_content"):
                 events += self._text("reasoning", delta["reasoning_content"])
             if delta.get("content"):
-                logprobs = (choice.get("logprobs") or {}).get("content") if self.logprobs else None
-                events += self._text("message", delta["content"], logprobs or [])
+                events += self._text("message", delta["content"], self.held + logprobs)
+                self.held = []
+            elif not not_text and (self.open is None or self.open["type"] != "reasoning"):
+                self.held += logprobs  # (after a reasoning block: its end and the blank space the text leaves out)
             for call in delta.get("tool_calls") or ():
                 events += self._call(call)
             if choice.get("finish_reason") is not None:
