@@ -12,8 +12,8 @@ template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the defau
 ``--chat-template FILE|TEXT`` (a template in place of the model's) and
 ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's
 chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on
-stderr (not with ``--quiet``). Errors a user can fix (missing files, unsupported models, prompts too long, bad sampling
-parameters, a missing extra) are printed as one line and exit with status 2.
+stderr (not with ``--quiet``). Errors a user can fix (bad flags, missing files, unsupported models, prompts too long,
+bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -180,8 +180,16 @@ def _sampling(parser: argparse.ArgumentParser, max_tokens: int) -> None:
                              "adapter_model.safetensors) on the model")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with a usage error printed as every other error is: one ``tritium: error: ...`` line
+    (status 2), pointing to the command's --help, not the usage block above argparse's own line."""
+
+    def error(self, message: str):
+        self.exit(2, f"tritium: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tritium", description="LLM inference in Python and Triton")
+    parser = _Parser(prog="tritium", description="LLM inference in Python and Triton")
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="generate text from a prompt (streamed)")
     gen.add_argument("prompt", help="the prompt (a chat message unless --raw); - reads it from stdin")
@@ -320,11 +328,14 @@ class _Prefill:
 
 
 def _stream(llm: LLM, prompt, params: SamplingParams, strip: bool, lora: LoRARequest | None = None) -> str:
-    """Print the answer as it comes; returns it."""
-    text = ""
+    """Print the answer as it comes; returns it. ``strip``: without the whitespace around it, as ``--no-stream``
+    prints it (whitespace is held until text follows it)."""
+    text, held = "", ""
     for delta in llm.generate_stream(prompt, params, on_prefill=_Prefill(), lora_request=lora):
-        if strip and not text:
-            delta = delta.lstrip()
+        if strip:
+            delta = held + (delta.lstrip() if not text else delta)
+            body = delta.rstrip()
+            delta, held = body, delta[len(body):]
         text += delta
         print(delta, end="", flush=True)
     print()
@@ -340,14 +351,34 @@ def _report(llm: LLM) -> None:
 
 def generate(args) -> int:
     params = _params(args)
-    text = sys.stdin.read() if args.prompt == "-" else args.prompt
+    text = _prompt_text(args)
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        _check_tokenizer(args, llm)
         return _generate(args, llm, text, params)
 
 
+def _check_tokenizer(args, llm: LLM) -> None:
+    """The commands read and write text: a model without a tokenizer is a usage error (status 2), not a
+    traceback."""
+    if llm.tokenizer is None:
+        raise ValueError(f"model {args.model or 'default'!r} has no tokenizer (tokenizer.json beside its weights), "
+                         f"which {args.command} needs to turn text into tokens and back")
+
+
+def _prompt_text(args) -> str:
+    """generate's prompt: the argument, or for ``-`` stdin's text, where a chat message (not ``--raw``) drops the
+    line ends that ``echo`` and editors put after it, as ``$(cat)`` does: ``echo Hi | tritium generate -`` asks
+    what ``tritium generate Hi`` does."""
+    if args.prompt != "-":
+        return args.prompt
+    text = sys.stdin.read()
+    return text if args.raw else text.rstrip("\r\n")
+
+
 def _generate(args, llm: LLM, text: str, params: SamplingParams) -> int:
-    if args.raw and args.chat_template_kwargs:
-        raise ValueError("--chat-template-kwargs has no chat template to reach with --raw")
+    for flag, given in (("--chat-template-kwargs", args.chat_template_kwargs), ("--system", args.system)):
+        if args.raw and given:  # (else silently dropped)
+            raise ValueError(f"{flag} has no chat template to reach with --raw")
     prompt = llm.tokenizer.encode(text) if args.raw else llm.encode_chat(text, system=args.system,
                                                                   chat_template_kwargs=args.chat_template_kwargs)
     params = dataclasses.replace(params, continuation=args.raw)  # a chat answer's text stands alone
@@ -371,6 +402,7 @@ def chat(args) -> int:
                          "engine starts its ranks itself)")
     params = dataclasses.replace(_params(args), continuation=False)  # an answer's text stands alone
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        _check_tokenizer(args, llm)
         return _chat(args, llm, params)
 
 
@@ -515,13 +547,15 @@ def perplexity(args) -> int:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise ValueError(f"file: cannot read {args.file} as UTF-8 text: {why}") from None
     with LLM(args.model, progress=sys.stderr.isatty(), **_engine_kwargs(args)) as llm:
+        _check_tokenizer(args, llm)
         return _perplexity(args, llm, text)
 
 
 def _perplexity(args, llm: LLM, text: str) -> int:
     ids = llm.tokenizer.encode(text)
     if len(ids) < 2:
-        raise ValueError(f"{args.file}: {len(ids)} token(s); perplexity needs at least 2")
+        raise ValueError(f"{'stdin' if args.file == '-' else args.file}: {len(ids)} token(s); perplexity needs at "
+                         f"least 2")
     context = min(2048, llm.engine.max_model_len) if args.context is None else args.context
     if context > llm.engine.max_model_len:
         raise ValueError(f"--context {context} is longer than the model's context of {llm.engine.max_model_len} "
@@ -548,19 +582,19 @@ COMMANDS = {"generate": generate, "chat": chat, "serve": serve_command, "perplex
 
 
 # keyword arguments of the library that a command's flag feeds under another name
-_ALIASES = {"max_responses": "max_stored_responses"}
+_ALIASES = {"max_responses": "max_stored_responses", "tensor_parallel_size": "tp", "context_parallel_size": "cp"}
 
 
 def _flags_named(message: str, parser: argparse.ArgumentParser, command: str) -> str:
     """``message`` (a library error) with the keyword arguments it names written as the command's flags that set
-    them ("max_num_seqs must be >= 1" -> "--max-num-seqs must be >= 1"), where one is followed by " must" or "="
-    (a name in running text stays)."""
+    them ("max_num_seqs must be >= 1" -> "--max-num-seqs must be >= 1"), where one is followed by " must", "=" or
+    ": " ("regex: pattern '(': ..."; a name in running text stays)."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
     flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings and a.dest != "help"}
     for alias, dest in _ALIASES.items():
         if dest in flags:
             flags[alias] = flags[dest]
-    pattern = r"(?<![\w.-])(" + "|".join(map(re.escape, sorted(flags, key=len, reverse=True))) + r")(?= must|=)"
+    pattern = r"(?<![\w.-])(" + "|".join(map(re.escape, sorted(flags, key=len, reverse=True))) + r")(?= must|=|: )"
     return re.sub(pattern, lambda m: flags[m.group(1)], message)
 
 

@@ -42,6 +42,28 @@ def test_generate_streams_the_same_text(capsys, monkeypatch, tiny_models):
     assert code == 0 and from_stdin == streamed
 
 
+def test_streamed_chat_answer_is_stripped_as_when_waited_for(capsys):
+    """A chat answer streamed prints what --no-stream prints (its text stripped) and gives the chat history the same:
+    whitespace inside comes out once text follows it, at the ends never (a trailing "\\n\\n" was printed)."""
+    class Streams:
+        def generate_stream(self, prompt, params, on_prefill=None, lora_request=None):
+            yield from ("  ", "\n Hi", " ", "", "\n", "there", " \n\n", "")
+
+    assert cli._stream(Streams(), [1], SamplingParams(), strip=True) == "Hi \nthere"
+    assert capsys.readouterr().out == "Hi \nthere\n"
+    assert cli._stream(Streams(), [1], SamplingParams(), strip=False) == "  \n Hi \nthere \n\n"
+
+
+def test_prompt_from_stdin_drops_its_line_end(monkeypatch):
+    """`echo Hi | tritium generate -` sends the chat message "Hi", as `tritium generate Hi` does (the model answered
+    the message with its newline differently); --raw sends stdin as it is, a completion's text."""
+    for flags, text, want in (([], "What is 2+2?\n", "What is 2+2?"), ([], "a\n\nb\r\n\n", "a\n\nb"),
+                              (["--raw"], "def f():\n", "def f():\n"), ([], "  x  ", "  x  ")):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        assert cli._prompt_text(_parser().parse_args(["generate", *flags, "-"])) == want
+    assert cli._prompt_text(_parser().parse_args(["generate", "Hi\n"])) == "Hi\n"  # an argument stays as given
+
+
 def _answers(out: str) -> list[str]:
     """The answers printed by a chat session (each line starts with the input prompt "> ")."""
     lines = (re.sub(r"^(> )+", "", line) for line in out.split("\n"))
@@ -91,6 +113,8 @@ def test_chat_template_kwargs_flag(capsys, monkeypatch, tiny_models):
         assert "--chat-template-kwargs" in err and message in err, err
     code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--raw", *flag, "w1")
     assert code == 2 and out == "" and "--chat-template-kwargs" in err and err.count("\n") == 1
+    code, out, err = run(capsys, monkeypatch, "generate", "--model", path, "--raw", "--system", "w2", "w1")
+    assert code == 2 and out == "" and err == "tritium: error: --system has no chat template to reach with --raw\n"
 
 
 def test_sampling_flags():
@@ -197,13 +221,47 @@ def test_errors_name_the_flags_and_files(capsys, monkeypatch, tmp_path, tiny_mod
     path, _ = tiny_models["llama"]
     for args, message in ((["serve", "--model", path, "--max-num-seqs", "0"], "--max-num-seqs must be"),
                           (["serve", "--model", path, "--max-stored-responses", "0"], "--max-stored-responses must"),
-                          (["generate", "--model", path, "--temperature", "-1", "w1"], "--temperature must be")):
+                          (["generate", "--model", path, "--temperature", "-1", "w1"], "--temperature must be"),
+                          (["generate", "--model", path, "--tp", "0", "w1"], "--tensor-parallel-size must be >= 1"),
+                          (["chat", "--model", path, "--cp", "0"], "--context-parallel-size must be >= 1"),
+                          (["generate", "--model", path, "--regex", "(", "w1"], "error: --regex: pattern '(': an")):
         code, out, err = run(capsys, monkeypatch, *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
     (tmp_path / "bytes.txt").write_bytes(b"\xff\xfe not text")
     for name in (str(tmp_path), str(tmp_path / "bytes.txt")):
         code, out, err = run(capsys, monkeypatch, "perplexity", name, "--model", path)
         assert code == 2 and f"cannot read {name} as UTF-8 text" in err and err.count("\n") == 1, err
+    code, out, err = run(capsys, monkeypatch, "perplexity", "-", "--model", path, stdin="w1")
+    assert code == 2 and "error: stdin: 1 token(s); perplexity needs at least 2\n" in err and err.count("\n") == 1, err
+
+
+def test_usage_errors_are_one_line(capsys, monkeypatch):
+    """A flag argparse refuses (a bad value, an unknown flag or command, a missing prompt) is one line as the library's
+    errors are, pointing to --help, not the usage block."""
+    for args, message in ((["generate", "--max-tokens", "abc", "x"], "argument --max-tokens: invalid int value: 'abc'"),
+                          (["generate"], "the following arguments are required: prompt (see tritium generate --help)"),
+                          (["bogus"], "argument command: invalid choice: 'bogus'"),
+                          (["chat", "--seed", "1.5"], "argument --seed: invalid int value: '1.5'"),
+                          (["generate", "x", "--no-such-flag"], "unrecognized arguments: --no-such-flag")):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        out, err = capsys.readouterr()
+        assert e.value.code == 2 and out == "" and err.startswith("tritium: error: ") and message in err, err
+        assert err.count("\n") == 1, err
+
+
+def test_model_without_a_tokenizer_is_one_line(capsys, monkeypatch, tiny_models, tmp_path):
+    """A model directory without tokenizer files loads (LLM takes token ids), but every command reads or writes text:
+    one line naming what is missing (generate --raw and perplexity raised AttributeError)."""
+    path, _ = tiny_models["llama"]
+    for name in ("config.json", "model.safetensors"):
+        (tmp_path / name).symlink_to(f"{path}/{name}")
+    for args, stdin in ((["generate", "--raw", "--max-tokens", "2", "w1"], None), (["generate", "w1"], None),
+                        (["chat"], "w1\n"), (["perplexity", "-"], "w1 w2 w3")):
+        code, out, err = run(capsys, monkeypatch, *args, "--model", str(tmp_path), "--quiet", stdin=stdin)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert err == f"tritium: error: model {str(tmp_path)!r} has no tokenizer (tokenizer.json beside its " \
+                      f"weights), which {args[0]} needs to turn text into tokens and back\n", err
 
 
 def test_dtype_reaches_the_engine(capsys, monkeypatch, tiny_models):

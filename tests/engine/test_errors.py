@@ -80,6 +80,20 @@ def test_bad_prompts(small_llm):
     for messages in ("w1 w2", {"role": "user", "content": "w1"}):
         with pytest.raises(ValueError, match=r"messages must be a list of message dicts, or a list of such lists"):
             small_llm.chat(messages)
+    with pytest.raises(ValueError, match=r"^prompt must be a string \(the user's message\), got list$"):
+        small_llm.encode_chat([{"role": "user", "content": "w1"}])
+    with pytest.raises(ValueError, match=r"^system must be a string or None, got int$"):
+        small_llm.encode_chat("w1", system=3)
+    # not a prompt nor a list of them: named, not a TypeError, nor a dict's keys or a set's order taken as prompts
+    for prompts, name in ((None, "NoneType"), (5, "int"), ({"w1": 1}, "dict"), ({"w1", "w2"}, "set"),
+                          (torch.tensor([3, 4]), "Tensor")):
+        with pytest.raises(ValueError, match=rf"prompts must be a string, a list of token ids, or a list of them, "
+                                             rf"got {name}$"):
+            small_llm.generate(prompts)
+        with pytest.raises(ValueError, match=rf"prompts must be .* got {name}$"):
+            small_llm.embed(prompts)
+    assert [o.text for o in small_llm.generate(p for p in ("w1", "w2"))] == \
+        [o.text for o in small_llm.generate(["w1", "w2"])]  # any other iterable of prompts is taken in order
 
 
 def test_generation_stops_at_the_context_length(small_llm):
@@ -102,7 +116,7 @@ def test_cli_errors_are_one_line(capsys, tiny_models, tmp_path):
     path, _ = tiny_models["llama"]
     cases = [
         (["--model", str(tmp_path / "missing"), "hi"], "does not exist"),
-        (["--model", path, "--temperature", "-1", "hi"], "temperature must be a number >= 0, got -1.0"),
+        (["--model", path, "--temperature", "-1", "hi"], "temperature must be a finite number >= 0, got -1.0"),
         (["--model", path, "--max-tokens", "0", "hi"], "--max-tokens must be >= 1, got 0"),
         (["--model", path, "--max-model-len", "8", "--raw", " ".join(["w3"] * 9)],
          r"prompt has 9 tokens; the context holds 8"),
@@ -136,9 +150,15 @@ def test_cli_generates(capsys, tiny_models):
     ({"warmup_attention": "no"}, TypeError, "warmup_attention must be True or False, got 'no'"),
     ({"decode_steps": 0}, ValueError, r"decode_steps must be in \[1, 64\], got 0"),
     ({"decode_steps": 2.0}, TypeError, "decode_steps must be an int, got 2.0"),
+    # (a GPU missing here was torch's AssertionError "Torch not compiled with CUDA enabled" at the first tensor)
+    ({"device": "cuda:999"}, ValueError, r"^device 'cuda:999': (no CUDA GPU is available here|this machine has \d+)"),
+    ({"device": "tpu"}, ValueError, r"^device must be 'cpu', 'cuda' or 'cuda:N' \(or a torch.device of them\), got "
+                                    r"'tpu'$"),
+    ({"device": "meta"}, ValueError, r"^device must be 'cpu', 'cuda' or 'cuda:N'"),
 ], ids=["block_size-str", "max_num_seqs-float", "max_model_len-0", "max_model_len-neg", "kv_cache_memory-float",
         "kv_cache_memory-neg", "dtype-str", "dtype-int8", "gpu_memory_utilization-str", "weight_prefetch-str",
-        "cuda_graphs-int", "warmup_attention-str", "decode_steps-0", "decode_steps-float"])
+        "cuda_graphs-int", "warmup_attention-str", "decode_steps-0", "decode_steps-float", "device-missing-gpu",
+        "device-str", "device-meta"])
 def test_engine_settings_name_the_argument(tiny_models, kwargs, error, message):
     """Checked before any weight is loaded, not as a traceback from deep inside the model."""
     with pytest.raises(error, match=message):

@@ -81,8 +81,10 @@ def test_choice_grammar():
         SamplingParams(choices=["a"])
     with pytest.raises(ValueError, match="regex goes with response_format 'regex'"):
         SamplingParams(response_format="regex")
-    with pytest.raises(ValueError, match="an unclosed group"):
+    with pytest.raises(ValueError, match=r"^regex: pattern '\(a': an unclosed group"):  # the field named
         SamplingParams(response_format="regex", regex="(a")
+    with pytest.raises(ValueError, match=r"^choices\[1\] must be a non-empty string"):  # named already: as it was
+        SamplingParams(response_format="choice", choices=["a", 3])
 
 
 def test_masks_equal_a_check_of_every_token(json_model):

@@ -155,3 +155,7 @@ def test_errors_name_the_argument(llama):
         llm.embed([])
     with pytest.raises(ValueError, match="prompts\\[0\\] has 40 tokens; the context holds 32 \\(max_model_len\\)$"):
         llm.embed([" ".join(["w1"] * 40)])
+    for normalize in ("yes", 1, 0.0):  # (a truthy string normalized, 0.0 did not, and neither was an error)
+        with pytest.raises(ValueError, match=rf"normalize must be True, False or None \(the model's choice\), got "
+                                             rf"{normalize!r}$"):
+            llm.embed("w1", normalize=normalize)

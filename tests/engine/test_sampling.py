@@ -3,14 +3,17 @@
 import pytest
 import torch
 
-from tritium.engine.sampling import SamplingParams, filter_logits, sample
+from tritium.engine.sampling import MIN_TEMPERATURE, SamplingParams, filter_logits, sample, seeded_generator
 
 
 @pytest.mark.parametrize("kwargs,message", [
     (dict(max_tokens=-1), "max_tokens must be an int >= 0, got -1"),
     (dict(max_tokens=2.5), "max_tokens must be an int >= 0, got 2.5"),
-    (dict(temperature=-1.0), "temperature must be a number >= 0, got -1.0"),
-    (dict(temperature=float("nan")), "temperature must be a number >= 0, got nan"),
+    (dict(temperature=-1.0), "temperature must be a finite number >= 0, got -1.0"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0, got nan"),
+    (dict(temperature=float("inf")), "temperature must be a finite number >= 0, got inf"),
+    (dict(temperature=True), "temperature must be a finite number >= 0, got True"),
+    (dict(top_p=True), r"top_p must be in \(0, 1\], got True"),
     (dict(top_p=0.0), r"top_p must be in \(0, 1\], got 0.0"),
     (dict(top_p=1.5), r"top_p must be in \(0, 1\], got 1.5"),
     (dict(top_k=-2), "top_k must be an int >= 0"),
@@ -95,6 +98,32 @@ def test_seeded_sampling_is_reproducible_and_batch_independent():
     assert mixed[2] == int(logits[2].argmax())  # greedy row stays greedy
 
 
+def test_every_bit_of_a_seed_counts():
+    """Seeds that differ only above bit 32 (torch's CPU generator keeps 32) draw differently; a seed in [0, 2**32)
+    draws as torch.Generator().manual_seed(seed) does, and -1 is not 0."""
+    def noise(seed):
+        return torch.empty(8).exponential_(generator=seeded_generator(seed)).tolist()
+
+    seeds = [1, 2**32 + 1, 2**40 + 1, 2**63 + 1, -2, 0, -1, 2**64 - 1, 2**32, 2**33]
+    draws = [noise(s) for s in seeds]
+    assert len({tuple(d) for d in draws}) == len(seeds) - 1 and draws[6] == draws[7]  # -1 is 2**64 - 1 (mod 2**64)
+    for seed in (0, 7, 2**32 - 1):
+        assert noise(seed) == torch.empty(8).exponential_(generator=torch.Generator().manual_seed(seed)).tolist()
+    assert noise(2**40 + 1) == noise(2**40 + 1)
+
+
+def test_temperatures_near_zero_are_greedy():
+    """A temperature too small for fp32 (logits / 1e-38 overflow to +-inf, a NaN softmax) takes the argmax, as 0
+    does, not token 0; one above MIN_TEMPERATURE still samples."""
+    torch.manual_seed(2)
+    logits = torch.randn(4, 50)
+    for temperature in (1e-6, 1e-30, 1e-38, 1e-300, 5e-324):
+        params = [SamplingParams(temperature=temperature, seed=0), SamplingParams(temperature=1.0)] * 2
+        tokens = sample(logits, params, [torch.Generator().manual_seed(0), None] * 2)
+        assert params[0].greedy and tokens[0::2] == logits[0::2].argmax(-1).tolist(), temperature
+    assert not SamplingParams(temperature=MIN_TEMPERATURE).greedy
+
+
 def test_temperature_sampling_follows_distribution():
     logits = torch.log(torch.tensor([[0.7, 0.2, 0.1]])).repeat(4000, 1)
     tokens = torch.tensor(sample(logits, [SamplingParams(temperature=1.0)] * 4000, [None] * 4000))
@@ -102,3 +131,13 @@ def test_temperature_sampling_follows_distribution():
     assert torch.allclose(freq, torch.tensor([0.7, 0.2, 0.1]), atol=0.04)
     topk1 = sample(logits[:5], [SamplingParams(temperature=2.0, top_k=1)] * 5, [None] * 5)
     assert topk1 == [0] * 5
+
+
+def test_seeds_apart_above_bit_32_answer_apart(tiny_models):
+    """Requests seeded 5 and 2**32 + 5 answered alike (torch's CPU generator kept 32 bits); 5 twice still does."""
+    from tritium import LLM
+
+    llm = LLM(tiny_models["llama"][0], dtype=torch.float32, max_model_len=64)
+    params = [SamplingParams(max_tokens=12, temperature=1.0, seed=s, ignore_eos=True) for s in (5, 2**32 + 5, 5)]
+    a, b, c = llm.generate(["w1 w2"] * 3, params)
+    assert a.token_ids == c.token_ids != b.token_ids

@@ -87,6 +87,10 @@ class LLM:
         ``chat_template_kwargs``: more template variables, as :meth:`chat`'s."""
         if self.tokenizer is None:
             raise ValueError("this engine has no tokenizer; pass prompts as token-id lists")
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt must be a string (the user's message), got {type(prompt).__name__}")
+        if system is not None and not isinstance(system, str):
+            raise ValueError(f"system must be a string or None, got {type(system).__name__}")
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         return encode_chat(self.tokenizer, messages, template_kwargs=chat_template_kwargs)
 
@@ -138,6 +142,8 @@ class LLM:
         as :meth:`generate`'s."""
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
+        if normalize is not None and not isinstance(normalize, bool):
+            raise ValueError(f"normalize must be True, False or None (the model's choice), got {normalize!r}")
         mode, norm = model_pooling(self.engine.model_path)
         params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
         outs = self.generate(prompts, params, lora_request=lora_request)  # (one prompt or a list, as generate takes)
@@ -225,6 +231,10 @@ class LLM:
     def _generate(self, prompts, sampling_params, suffix=None, lora_request=None) -> list[RequestOutput]:
         if isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
+        if not isinstance(prompts, Iterable) or isinstance(prompts, (dict, set, frozenset, bytes, torch.Tensor)):
+            # (a dict or set would be walked in an order of its own, a tensor as 0-d tensors)
+            raise ValueError(f"prompts must be a string, a list of token ids, or a list of them, got "
+                             f"{type(prompts).__name__}")
         prompts = list(prompts)
         if sampling_params is None:
             sampling_params = SamplingParams()

@@ -37,7 +37,8 @@ from tritium.engine.json_schema import compile_schema
 from tritium.engine.lora import LoRARequest, LoRASlots
 from tritium.engine.runner import (GRAPH_BUCKETS, ModelRunner, PromptScores, Window, kv_cache_bytes_per_block,
                                    window_layers)
-from tritium.engine.sampling import SamplingParams, TokenLogprobs, sample, sampling_probs, token_logprobs
+from tritium.engine.sampling import (SamplingParams, TokenLogprobs, sample, sampling_probs, seeded_generator,
+                                     token_logprobs)
 from tritium.engine.scheduler import ScheduledBatch, Scheduler
 from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.speculative import Acceptance, NgramIndex, accept_sampled
@@ -91,11 +92,30 @@ def load_checkpoint(model: str | None, *, progress: bool = False
     return path, config, weights, Tokenizer.from_hf_dir(path, config.eos_token_ids)
 
 
+def _check_device(value) -> torch.device:
+    """``device`` as a torch.device this machine has: "cpu", or "cuda" / "cuda:N" with that GPU present; ValueError
+    otherwise (torch's AssertionError "Torch not compiled with CUDA enabled" came at the first tensor)."""
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N' (or a torch.device of them), got {value!r}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not count:
+            raise ValueError(f"device {value!r}: no CUDA GPU is available here (torch {torch.__version__}); use "
+                             f"device='cpu'")
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"device {value!r}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
+    return device
+
+
 def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConfig:
     """``given`` (validated) with what it left open settled for this machine and model: device, backends,
     dtype, context length."""
     if given.device is not None:
-        device = torch.device(given.device)
+        device = _check_device(given.device)
     elif torch.cuda.is_available():
         # a torchrun rank takes its local GPU
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", torch.cuda.current_device())))
@@ -776,7 +796,7 @@ class LLMEngine:
         if lora_request is not None:
             seq.lora, seq.cache_salt = lora_request, self.loras.salt(lora_request.name)
         if params.seed is not None:
-            seq.generator = torch.Generator().manual_seed(params.seed)
+            seq.generator = seeded_generator(params.seed)
         prediction = self._prediction(params.prediction, request_id)
         if self.config.num_speculative_tokens and params.draftable:
             if self.drafter is None or prediction:  # with a draft model, lookups only in a prediction first

@@ -12,6 +12,9 @@ from tritium.engine.json_schema import compile_schema
 
 MAX_LOGPROBS = 20
 MAX_REPETITION_PENALTY = 10.0
+# NOTE: temperatures below this are greedy (vLLM's _SAMPLING_EPS): logits / 1e-38 overflow fp32 to +-inf, whose
+# softmax is NaN everywhere, and the draw then took token 0 every step.
+MIN_TEMPERATURE = 1e-5
 RESPONSE_FORMATS = (None, "json_object", "json_schema", "choice", "regex")
 POOLINGS = (None, "last", "mean")
 
@@ -23,11 +26,13 @@ class SamplingParams:
     - ``max_tokens``: tokens to generate at most (>= 0). 0 runs the prompt alone (its ``prompt_logprobs``, its
       pages for the prefix cache) and generates nothing: a prompt may then fill the whole context (scoring,
       perplexity windows); finish reason "length".
-    - ``temperature``: 0 is greedy (argmax); > 0 samples from softmax(logits / temperature).
+    - ``temperature``: 0 is greedy (argmax), as is any below 1e-5 (``MIN_TEMPERATURE``); above, samples from
+      softmax(logits / temperature). Finite.
     - ``top_k``: keep the k most likely tokens (0: all). ``top_p``: keep the smallest set whose
       probability reaches p (1.0: all). ``min_p``: keep the tokens at least ``min_p`` times as likely as the
       most likely one (0: all); all three on the distribution after temperature.
-    - ``seed``: makes the request's samples reproducible (independent of the rest of the batch).
+    - ``seed``: makes the request's samples reproducible (independent of the rest of the batch); all 64 bits
+      count (:func:`seeded_generator`).
     - ``stop``: strings that end the generation; the text is cut before the first one.
     - ``ignore_eos``: keep generating past EOS (benchmarks).
     - ``stop_token_ids``: tokens that end the generation besides EOS: the id ends ``token_ids`` as EOS does, its
@@ -120,9 +125,10 @@ class SamplingParams:
             self.stop = [self.stop]
         if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or self.max_tokens < 0:
             raise ValueError(f"max_tokens must be an int >= 0, got {self.max_tokens!r}")
-        if not isinstance(self.temperature, (int, float)) or not self.temperature >= 0:
-            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
-        if not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
+        if not isinstance(self.temperature, (int, float)) or isinstance(self.temperature, bool) \
+                or not 0 <= self.temperature < float("inf"):
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+        if not isinstance(self.top_p, (int, float)) or isinstance(self.top_p, bool) or not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or not 0 <= self.top_k < 2**63:
             raise ValueError(f"top_k must be an int >= 0 (0 disables it), got {self.top_k!r}")
@@ -161,7 +167,10 @@ class SamplingParams:
                 raise ValueError(f"{name} goes with response_format {fmt!r} (and that needs it), got response_format "
                                  f"{self.response_format!r} and {name} {getattr(self, name)!r:.80}")
             if getattr(self, name) is not None:
-                check(getattr(self, name))  # ValueError naming what is wrong
+                try:
+                    check(getattr(self, name))  # ValueError naming what is wrong (a pattern's error: not the field)
+                except ValueError as e:
+                    raise ValueError(str(e) if str(e).startswith(name) else f"{name}: {e}") from None
         for name in ("reasoning_after", "reasoning_open", "continuation"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -203,7 +212,7 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0 or self.top_k == 1
+        return self.temperature < MIN_TEMPERATURE or self.top_k == 1
 
     @property
     def penalized(self) -> bool:
@@ -318,6 +327,21 @@ def sampling_probs(logits: torch.Tensor, params: list[SamplingParams]) -> torch.
     min_p = torch.tensor([float(p.min_p) for p in params]).to(dev, non_blocking=True) \
         if any(p.min_p for p in params) else None
     return filter_logits(logits / temp[:, None], top_k, top_p, min_p).softmax(-1)
+
+
+def seeded_generator(seed: int) -> torch.Generator:
+    """The CPU generator a request with ``seed`` (in [-2**63, 2**64)) draws from.
+
+    NOTE: torch's CPU generator (mt19937) keeps only the low 32 bits of its seed, so seeds 1, 2**32 + 1 and
+    2**40 + 1 drew the same samples; a seed outside [0, 2**32) is first mixed down to 32 bits by splitmix64's
+    finalizer (seeds in that range are taken as they are: their samples did not change)."""
+    if not 0 <= seed < 2**32:
+        mask = 2**64 - 1
+        z = (seed + 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        seed = (z ^ (z >> 31)) >> 32
+    return torch.Generator().manual_seed(seed)
 
 
 def draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
