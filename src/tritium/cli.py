@@ -36,7 +36,7 @@ from tritium.engine.chat import encode_chat
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
-from tritium.server import check_listen, check_tls, serve
+from tritium.server import check_extra, check_listen, check_tls, serve
 from tritium.server.responses import DEFAULT_MAX_STORED, check_responses_dir
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -492,6 +492,7 @@ def serve_command(args) -> int:
     if args.responses_dir is not None:
         check_responses_dir(args.responses_dir, "--responses-dir")
     adapters = lora_modules(args.lora_modules)
+    check_extra()
     engine = LLMEngine(args.model, progress=sys.stderr.isatty(), **_serve_engine_kwargs(args))
     with engine:
         for name, path in adapters.items():  # read and checked before the server listens
@@ -537,6 +538,11 @@ def windows(num_tokens: int, context: int, stride: int) -> list[tuple[int, int, 
 
 
 def perplexity(args) -> int:
+    # what needs no model, checked before it loads (the default --context is the model's)
+    if args.context is not None:
+        windows(2, args.context, min(args.context - 1, 1) if args.stride is None else args.stride)
+    elif args.stride is not None and args.stride < 1:
+        raise ValueError(f"--stride must be >= 1, got {args.stride}")
     if args.file == "-":
         text = sys.stdin.read()
     else:

@@ -2,10 +2,12 @@
 (history kept, /reset, Ctrl-D), log options on every command, one-line errors for serve, perplexity against
 transformers."""
 
+import importlib.util
 import io
 import json
 import re
 import socket
+import sys
 import threading
 
 import pytest
@@ -165,7 +167,7 @@ def test_run_leaves_by_os_exit_after_a_stuck_teardown(monkeypatch, capsys):
         raise _Exited(code)
 
     monkeypatch.setattr(cli.os, "_exit", fake_exit)
-    monkeypatch.setattr("sys.argv", ["tritium", "serve", "--model", "/no/such/model"])
+    monkeypatch.setattr("sys.argv", ["tritium", "generate", "--model", "/no/such/model", "w1"])
     with pytest.raises(SystemExit) as e:
         cli.run()
     assert e.value.code == 2
@@ -181,7 +183,7 @@ def test_run_leaves_by_os_exit_after_a_stuck_teardown(monkeypatch, capsys):
     def broken(args):
         raise RuntimeError("boom")
 
-    monkeypatch.setitem(cli.COMMANDS, "serve", broken)
+    monkeypatch.setitem(cli.COMMANDS, "generate", broken)
     with pytest.raises(_Exited) as e:
         cli.run()
     assert e.value.args == (1,) and "RuntimeError: boom" in capsys.readouterr().err
@@ -197,6 +199,10 @@ def test_serve_errors_are_one_line(capsys, monkeypatch, tmp_path):
                            "--ssl-certfile: no file")):
         code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
+    # so is the serve extra (a machine without uvicorn: the error names the extra to install)
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), "--port", "0")
+    assert code == 2 and "serving needs the 'serve' extra: pip install 'tritium[serve]'" in err, err
     # so is the directory of stored responses
     code, out, err = run(capsys, monkeypatch, "serve", "--model", str(tmp_path / "missing"), "--responses-dir",
                          str(tmp_path / "key.pem"))
@@ -225,6 +231,8 @@ def test_errors_name_the_flags_and_files(capsys, monkeypatch, tmp_path, tiny_mod
                           (["generate", "--model", path, "--tp", "0", "w1"], "--tensor-parallel-size must be >= 1"),
                           (["chat", "--model", path, "--cp", "0"], "--context-parallel-size must be >= 1"),
                           (["generate", "--model", path, "--regex", "(", "w1"], "error: --regex: pattern '(': an")):
+        if args[0] == "serve" and importlib.util.find_spec("uvicorn") is None:
+            continue  # (a machine without the serve extra: that error comes first, test_serve_errors_are_one_line)
         code, out, err = run(capsys, monkeypatch, *args)
         assert code == 2 and message in err and err.count("\n") == 1, err
     (tmp_path / "bytes.txt").write_bytes(b"\xff\xfe not text")
@@ -233,6 +241,12 @@ def test_errors_name_the_flags_and_files(capsys, monkeypatch, tmp_path, tiny_mod
         assert code == 2 and f"cannot read {name} as UTF-8 text" in err and err.count("\n") == 1, err
     code, out, err = run(capsys, monkeypatch, "perplexity", "-", "--model", path, stdin="w1")
     assert code == 2 and "error: stdin: 1 token(s); perplexity needs at least 2\n" in err and err.count("\n") == 1, err
+    for args, message in ((["--context", "1"], "--context must be >= 2"), (["--stride", "0"], "--stride must be >= 1"),
+                          (["--context", "8", "--stride", "8"], "--stride must be in [1, --context - 1 = 7]")):
+        # checked before the model loads (there is none to load here)
+        code, out, err = run(capsys, monkeypatch, "perplexity", "-", "--model", str(tmp_path / "missing"), *args,
+                             stdin="w1 w2 w3")
+        assert code == 2 and message in err and err.count("\n") == 1, err
 
 
 def test_usage_errors_are_one_line(capsys, monkeypatch):

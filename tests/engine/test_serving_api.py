@@ -84,7 +84,8 @@ def test_chat_continues_the_final_message(llm, monkeypatch):
      r"messages\[0\].content\[0\] is a text part whose 'text' must be a string, got None"),
     ([{"role": "user", "content": "a", "tool_calls": []}], r"messages\[0\].tool_calls is not supported on a user message"),
     (["hello"], r"messages\[0\] must be a non-empty list of messages, got 'hello'"),
-], ids=["empty", "role", "content-type", "image", "text-missing", "tool_calls", "string"])
+    ([{"role": "user", "content": "a", "name": {"a": 1}}], r"messages\[0\].name must be a string, got"),
+], ids=["empty", "role", "content-type", "image", "text-missing", "tool_calls", "string", "name"])
 def test_chat_errors_name_the_field(llm, messages, message):
     with pytest.raises(ValueError, match=message):
         llm.chat(messages, SamplingParams(max_tokens=2)) if messages else normalize_messages(messages)

@@ -249,6 +249,12 @@ def test_detect_parser():
     ([{"type": "function", "function": {"name": "f", "parameters": "{}"}}], r"tools\[0\].function.parameters must be"),
     ([{"type": "function", "function": {"name": "f", "description": 3}}], r"tools\[0\].function.description must"),
     ([{"type": "function", "function": {"name": "f", "args": {}}}], r"tools\[0\].function.args is not a function field"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": 5}}}],
+     r"tools\[0\].function.parameters.properties must be an object of JSON schemas, got int"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": "string"}}}}],
+     r"parameters.properties must be an object of JSON schemas, got an entry that is not an object"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"properties": {}, "required": "a"}}}],
+     r"tools\[0\].function.parameters.required must be a list of property names, got 'a'"),
 ])
 def test_bad_tools_are_named(tools, message):
     with pytest.raises(ValueError, match=message):

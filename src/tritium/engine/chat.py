@@ -37,6 +37,8 @@ def normalize_messages(messages, what: str = "messages") -> list[dict]:
         extra = sorted(set(m) - {"role", "content"} - _FIELDS[role])
         if extra:
             raise ValueError(f"{where}.{extra[0]} is not supported on a {role} message")
+        if m.get("name") is not None and not isinstance(m["name"], str):  # (read by a tool turn's template)
+            raise ValueError(f"{where}.name must be a string, got {_show(m['name'])}")
         msg = {"role": role}
         if role == "assistant" and m.get("tool_calls"):
             msg["tool_calls"] = _tool_calls(m["tool_calls"], f"{where}.tool_calls")

@@ -106,7 +106,9 @@ def _check_device(value) -> torch.device:
         if not count:
             raise ValueError(f"device {value!r}: no CUDA GPU is available here (torch {torch.__version__}); use "
                              f"device='cpu'")
-        if device.index is not None and device.index >= count:
+        # the index as written: torch keeps it in 8 bits ("cuda:999" is index -25)
+        index = int(value.rpartition(":")[2]) if isinstance(value, str) and ":" in value else device.index
+        if index is not None and not 0 <= index < count:
             raise ValueError(f"device {value!r}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
     return device
 

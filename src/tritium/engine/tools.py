@@ -107,6 +107,16 @@ def check_tools(tools, what: str = "tools") -> list[dict]:
             # a call's arguments are a JSON object (clients unpack them as keyword arguments), as OpenAI requires
             raise ValueError(f"{where}.function.parameters must describe an object (type 'object'), got type "
                              f"{kind!r}")
+        params = fn.get("parameters", {})
+        props = params.get("properties", {})
+        # (chat templates walk these: a wrong type would fail inside the template, or render nonsense)
+        if not isinstance(props, dict) or not all(isinstance(v, dict) for v in props.values()):
+            raise ValueError(f"{where}.function.parameters.properties must be an object of JSON schemas, got "
+                             f"{_kind(props) if not isinstance(props, dict) else 'an entry that is not an object'}")
+        required = params.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise ValueError(f"{where}.function.parameters.required must be a list of property names, got "
+                             f"{required!r:.80}")
         extra = sorted(set(fn) - {"name", "description", "parameters", "strict"})
         if extra:
             raise ValueError(f"{where}.function.{extra[0]} is not a function field")

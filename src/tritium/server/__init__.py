@@ -10,6 +10,6 @@ works without the extra.
 
 from tritium.server.app import build_app
 from tritium.server.errors import APIError
-from tritium.server.launch import check_listen, check_tls, default_model_name, serve
+from tritium.server.launch import check_extra, check_listen, check_tls, default_model_name, serve
 
-__all__ = ["build_app", "serve", "default_model_name", "check_tls", "check_listen", "APIError"]
+__all__ = ["build_app", "serve", "default_model_name", "check_tls", "check_listen", "check_extra", "APIError"]

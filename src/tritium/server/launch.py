@@ -45,6 +45,16 @@ def check_tls(keyfile: str | None, certfile: str | None, names=("ssl_keyfile", "
             raise ValueError(f"{name}: no file {path!r}")
 
 
+def check_extra() -> None:
+    """ImportError naming the extra to install unless FastAPI and uvicorn are importable (checked before a model
+    loads for minutes only to fail at the first import)."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"serving needs the 'serve' extra: pip install 'tritium[serve]' ({e})") from None
+
+
 def check_listen(host: str, port: int, names=("host", "port")) -> None:
     """ValueError unless ``port`` is in [0, 65535] and ``host:port`` can be bound now (checked before a model loads
     for minutes only to fail there: a port in use, one below 1024 without the right, an address not this
@@ -84,6 +94,7 @@ def serve(engine: LLMEngine, *, host: str = "127.0.0.1", port: int = 8000, api_k
     the routes that load and unload LoRA adapters while serving. Raises :class:`EngineStoppedError` once the server
     has shut down because the engine loop failed."""
     check_tls(ssl_keyfile, ssl_certfile)
+    check_extra()
     import uvicorn
 
     check_listen(host, port)
