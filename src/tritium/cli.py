@@ -540,7 +540,7 @@ def windows(num_tokens: int, context: int, stride: int) -> list[tuple[int, int, 
 def perplexity(args) -> int:
     # what needs no model, checked before it loads (the default --context is the model's)
     if args.context is not None:
-        windows(2, args.context, min(args.context - 1, 1) if args.stride is None else args.stride)
+        windows(2, args.context, 1 if args.stride is None else args.stride)  # (--context < 2 is named first)
     elif args.stride is not None and args.stride < 1:
         raise ValueError(f"--stride must be >= 1, got {args.stride}")
     if args.file == "-":

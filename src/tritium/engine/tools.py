@@ -102,12 +102,12 @@ def check_tools(tools, what: str = "tools") -> list[dict]:
             raise ValueError(f"{where}.function.description must be a string, got {_kind(fn['description'])}")
         if "parameters" in fn and not isinstance(fn["parameters"], dict):
             raise ValueError(f"{where}.function.parameters must be a JSON schema object, got {_kind(fn['parameters'])}")
-        kind = fn.get("parameters", {}).get("type", "object")
-        if kind != "object" and not (isinstance(kind, list) and kind == ["object"]):
+        params = fn.get("parameters", {})
+        kind = params.get("type", "object")
+        if kind not in ("object", ["object"]):
             # a call's arguments are a JSON object (clients unpack them as keyword arguments), as OpenAI requires
             raise ValueError(f"{where}.function.parameters must describe an object (type 'object'), got type "
                              f"{kind!r}")
-        params = fn.get("parameters", {})
         props = params.get("properties", {})
         # (chat templates walk these: a wrong type would fail inside the template, or render nonsense)
         if not isinstance(props, dict) or not all(isinstance(v, dict) for v in props.values()):
@@ -310,9 +310,9 @@ class ToolCallStream:
                 body = body.lstrip()
             self._said = True
             out.append(body)
-        if final and self._ws and not self.calls:
-            out.append(self._ws)
         if final:
+            if self._ws and not self.calls:
+                out.append(self._ws)
             self._ws = ""
         return out
 

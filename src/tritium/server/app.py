@@ -541,8 +541,8 @@ class OpenAIServer:
         return self.logprobs.completion(logprobs, c.offsets, prompt=(c.prompt_ids, c.prompt_logprobs))
 
     def _header(self, run: _Run, chunk: bool) -> dict:
-        obj = {"completion": "text_completion", "chat": "chat.completion.chunk" if chunk else "chat.completion"}[
-            run.kind]
+        chat = "chat.completion.chunk" if chunk else "chat.completion"
+        obj = {"completion": "text_completion", "chat": chat}[run.kind]
         return {"id": run.prefix, "object": obj, "created": run.created, "model": self.model_name}
 
     async def _respond(self, request, run: _Run):
@@ -1054,9 +1054,8 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
     async def http_error(request, exc):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         path, headers = request.url.path, dict(exc.headers or {})
-        methods = _methods(app, path)
         message = f"{request.method} {path}: {exc.detail}"
-        if exc.status_code == 405 and methods:  # every method of the path (its routes may be several)
+        if exc.status_code == 405 and (methods := _methods(app, path)):  # every method of the path (its routes may be several)
             headers["Allow"] = ", ".join(methods)
             message += f" (allowed: {headers['Allow']})"
         elif exc.status_code == 404 and path.endswith("/") and _methods(app, path.rstrip("/")):
