@@ -33,6 +33,7 @@ import torch
 from tritium.engine import EngineStoppedError, LLM, LLMEngine, LoRARequest, SamplingParams, UnsupportedModelError
 from tritium.engine import parallel
 from tritium.engine.chat import encode_chat
+from tritium.engine.config import DTYPE_NAMES
 from tritium.engine.tokenizer import check_template_kwargs, compile_chat_template
 from tritium.engine.tools import PARSERS as TOOL_PARSERS
 from tritium.runtime import interpreting
@@ -40,7 +41,7 @@ from tritium.server import check_extra, check_listen, check_tls, serve
 from tritium.server.responses import DEFAULT_MAX_STORED, check_responses_dir
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = DTYPE_NAMES  # (auto, float32 / float / fp32, float16 / half / fp16, bfloat16 / bf16)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="weights and activations: auto (default) is the checkpoint's float16 or bfloat16 on "
                              "a GPU (bfloat16 for a float32 checkpoint), float32 on the CPU")
     parser.add_argument("--attention-backend", choices=["triton", "torch"], default=None,
-                        help="default: triton on a GPU, torch on the CPU")
+                        help="default: triton on a GPU (torch for a head_dim the kernels do not take), torch on the "
+                             "CPU")
     parser.add_argument("--linear-backend", choices=["auto", "triton", "torch"], default=None,
                         help="projections of decode batches of 1-4 rows: auto (the default on a GPU) times cuBLAS "
                              "against tritium's GEMV at start-up and keeps the faster (recorded: later starts of the "

@@ -279,3 +279,19 @@ def merged(model, weights, scaling):
             block = getattr(out.model.layers[i], kind)
             getattr(block, module).weight += scaling * (b @ a)
     return out
+
+
+def random_byte_strings(seed: int, alphabet: list[int], count: int):
+    """``count`` random byte strings of 1-5 bytes of ``alphabet``, each with whether it is well-formed UTF-8 (as
+    Python's strict decoder reads it)."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(count):
+        content = bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 6)))
+        try:
+            content.decode()
+        except UnicodeDecodeError:
+            yield content, False
+        else:
+            yield content, True

@@ -142,7 +142,8 @@ def test_cli_generates(capsys, tiny_models):
     ({"max_model_len": -8}, ValueError, "max_model_len must be >= 1 or None, got -8"),
     ({"kv_cache_memory": 1.5e9}, TypeError, "kv_cache_memory must be an int"),
     ({"kv_cache_memory": -1}, ValueError, "kv_cache_memory must be >= 1 or None, got -1"),
-    ({"dtype": "float16"}, TypeError, "dtype must be None or one of torch.float32, torch.float16, torch.bfloat16"),
+    ({"dtype": "float64"}, ValueError,
+     "dtype must be None or one of torch.float32, torch.float16, torch.bfloat16 or their names"),
     ({"dtype": torch.int8}, TypeError, "dtype must be None or one of"),
     ({"gpu_memory_utilization": "0.5"}, TypeError, "gpu_memory_utilization must be a float"),
     ({"weight_prefetch": "yes"}, TypeError, "weight_prefetch must be True or False or None, got 'yes'"),
@@ -357,3 +358,21 @@ def test_broken_chat_template_is_named_at_load(tiny_models, tmp_path, caplog):
     with pytest.raises(ValueError, match=r"tokenizer_config.json': chat_template must be the Jinja text of a "
                                          r"template or a list of .* got int"):
         LLM(bad, dtype=torch.float32)
+
+
+def test_head_dim_the_attention_kernels_do_not_take(tmp_path):
+    """A model whose head_dim tritium's paged attention does not take (16): attention_backend 'triton' or
+    batch_invariant=True are refused at load, naming the head_dim; left to the engine, attention runs in SDPA
+    (on a GPU too, with a warning) and the model generates."""
+    from .conftest import make_tiny_model
+
+    make_tiny_model(str(tmp_path), "llama", head_dim=16, num_hidden_layers=1)
+    with pytest.raises(ValueError, match=r"attention_backend 'triton' \(tritium's paged attention\) takes head_dim "
+                                         r"64, 80, .*; this model's head_dim is 16: use attention_backend='torch'"):
+        LLM(str(tmp_path), dtype=torch.float32, attention_backend="triton")
+    with pytest.raises(ValueError, match="batch_invariant=True runs tritium's paged attention, which takes head_dim "
+                                         "64, 80, .*; this model's head_dim is 16"):
+        LLM(str(tmp_path), dtype=torch.float32, batch_invariant=True)
+    llm = LLM(str(tmp_path), dtype=torch.float32, max_model_len=32)
+    assert llm.engine.config.attention_backend == "torch"
+    assert len(llm.generate(["w1 w2"], SamplingParams(max_tokens=3, ignore_eos=True))[0].token_ids) == 3

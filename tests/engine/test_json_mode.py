@@ -3,6 +3,7 @@ masks against a token-by-token check of the whole vocabulary (a byte-level BPE t
 SmolLM2's where installed), and the engine: every answer is one JSON object, or a prefix of one cut at
 max_tokens."""
 
+import codecs
 import json
 import random
 
@@ -14,7 +15,7 @@ from tritium.engine.json_mode import (JSON_OBJECT, START, JsonConstraint, Reason
                                       is_complete)
 from tritium.engine.tokenizer import Tokenizer
 
-from .conftest import assert_masks_exact, default_model_or_skip, save_byte_bpe_tokenizer
+from .conftest import assert_masks_exact, default_model_or_skip, random_byte_strings, save_byte_bpe_tokenizer
 
 VALID = ['{}', '{"a":1}', ' {"a": [1, -2.5e+3, 0, 0.1, true, false, null, {"b": "x\\n\\u00e9"}], "c": {}}',
          '{"k":[]}', '{"k":[[],[{}]]}', '{"\\"":"\\\\"}', '{\n  "x": -0.0E-7\n}', '{"é": "日本"}']
@@ -97,12 +98,13 @@ def test_masks_equal_a_check_of_every_token(json_model):
 
 
 def test_masks_on_a_real_vocabulary():
-    """SmolLM2's 49,152 byte-level BPE tokens (the default model's tokenizer, where installed)."""
+    """SmolLM2's 49,152 byte-level BPE tokens (the default model's tokenizer, where installed), multi-byte
+    characters too (its tokens may end inside one)."""
     from tritium.engine.llm_engine import load_checkpoint
     tok = load_checkpoint(default_model_or_skip())[3]
     assert_masks_exact(TokenIndex(tok, tok.vocab_size), JSON_OBJECT,
                        ['{"name": "Ada", "born": 1815, "tags": ["math", null, true, -1.5e3], "x": {}}',
-                        '{"\\u00e9\\n": [[]]}'])
+                        '{"\\u00e9\\n": [[]]}', '{"café": "日本語 — 😀 ½"}'])
 
 
 def _valid_answer(out) -> bool:
@@ -237,3 +239,92 @@ def test_reasoning_then_json(tmp_path):
         SamplingParams(reasoning_after=True)
     with pytest.raises(ValueError, match="reasoning_open .* needs reasoning_after"):
         SamplingParams(response_format="json_object", reasoning_open=True)
+
+
+def _in_string(content: bytes) -> bytes:
+    return b'{"k": "' + content + b'", "' + content + b'": 1}'
+
+
+def test_strings_are_well_formed_utf8():
+    """A string (value or key) takes exactly the bytes Python's strict UTF-8 decoder reads: a lead byte and
+    its continuation bytes, no overlong form, no surrogate, nothing past U+10FFFF; every prefix of a valid
+    string can go on."""
+    for text in ["é", "日本", "€", "😀", "\u07ff\u0800\uffff\U00010000\U0010ffff", "a\u00a0b"]:
+        data = _in_string(text.encode())
+        assert is_complete(advance_bytes(START, data)), text
+        assert all(advance_bytes(START, data[:k]) is not None for k in range(len(data))), text
+    for bad in [b"\xe2x", b"\xe2\x82", b"\x80", b"\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xed\xa0\x80",
+                b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xc3\xa9\xa9", b"\xe2\x82\""]:
+        assert advance_bytes(START, b'{"k": "' + bad) is None or not is_complete(advance_bytes(START, _in_string(bad)))
+        assert advance_bytes(START, b'{"k": "' + bad + b'"}') is None, bad
+    for content, valid in random_byte_strings(1, [0x61, 0x20, *range(0x80, 0x100)], 5000):
+        assert is_complete(advance_bytes(START, _in_string(content))) == valid, content
+
+
+class _ByteFallbackTokenizer:
+    """A SentencePiece-like vocabulary: <unk>, <s>, </s>, the 256 byte-fallback pieces <0x00>..<0xFF>, then
+    ``pieces`` (bytes: whole characters, or part of one as a byte-level BPE may hold)."""
+
+    class backend:  # no added tokens: the first three are dropped as a byte-less <unk> would be
+        pass
+
+    def __init__(self, pieces=(), bytes_=range(256)):
+        self.table = [b"", b"", b""] + [bytes([b]) for b in bytes_] + list(pieces)
+        self.vocab_size = len(self.table)
+
+    def token_bytes(self, i: int) -> bytes:
+        return self.table[i]
+
+
+PIECES = ["é".encode(), "日本".encode(), "€".encode()[:2], "€".encode()[2:] + b"x", b'"\xe6', b"\xa5\"",
+          b" \xf0\x9f", "😀".encode()[2:], b"ab", b'": "', b'\\n\xc3', b"\xa9\xc3"]
+
+
+def test_masks_with_byte_fallback_tokens():
+    """Byte-fallback tokens (<0xE2> ...) and tokens that end or begin inside a character: the masks of every
+    state along texts with multi-byte characters equal a check of each token, so a lead byte is only followed
+    by its continuation bytes."""
+    index = TokenIndex(_ByteFallbackTokenizer(PIECES), 300)
+    assert index.missing is None and len(index.live_open) == 8
+    assert_masks_exact(index, JSON_OBJECT, ['{"é": "日本 €😀", "b": "\\né\\u00e9"}', '{"€x": ["日", "a"]}'])
+    cpu = torch.device("cpu")
+    continuations = {bytes([b]) for b in range(0x80, 0xC0)}
+    for text, want in ((b'{"k": "\xe2', continuations | {"😀".encode()[2:]}),
+                       (b'{"k": "\xe2\x82', continuations | {"€".encode()[2:] + b"x", b"\xa5\"", b"\xa9\xc3"})):
+        mask = index.mask(advance_bytes(START, text), cpu)
+        assert {index.bytes[i] for i in mask.nonzero().flatten().tolist()} == want, text
+
+
+def test_a_character_no_token_finishes_is_never_begun():
+    """A vocabulary without the continuation bytes as tokens of their own: a token that ends inside a
+    character which no token can finish is masked in strings (the sampler would face an empty mask next);
+    whole characters go through."""
+    pieces = ["€".encode()[:2], "€".encode(), "é".encode(), "é".encode()[:1], b'"\xc3']
+    index = TokenIndex(_ByteFallbackTokenizer(pieces, bytes_=range(0x80)), 300)
+    ids = {data: i for i, data in enumerate(index.bytes) if data is not None}
+    cpu = torch.device("cpu")
+    string, value = advance_bytes(START, b'{"k": "'), advance_bytes(START, b'{"k": ')
+    mask = index.mask(string, cpu)
+    assert mask[ids["€".encode()]] and mask[ids["é".encode()]]
+    assert not mask[ids[b"\xe2\x82"]] and not mask[ids[b"\xc3"]] and not index.mask(value, cpu)[ids[b'"\xc3']]
+    assert index.live_open == frozenset([()])
+
+
+def test_engine_writes_whole_characters(json_model):
+    """The byte token 0xE2 pushed up by 100 and the quote by 50 (greedy): a string opens, 0xE2 is drawn in it,
+    then only continuation bytes may follow, so the text holds three-byte characters and no replacement
+    character (U+FFFD), in JSON mode and in a schema's string."""
+    tok = Tokenizer.from_hf_dir(json_model)
+    ids = {tok.token_bytes(i): i for i in range(tok.vocab_size)}
+    bias = {ids[b"\xe2"]: 100.0, ids[b'"']: 50.0}
+    schema = {"type": "object", "properties": {"s": {"type": "string"}}}
+    with LLM(json_model, max_model_len=256, kv_cache_memory=16 << 20) as llm:
+        outs = llm.generate(["w1", "w2"], [
+            SamplingParams(max_tokens=40, response_format="json_object", logit_bias=bias),
+            SamplingParams(max_tokens=40, response_format="json_schema", json_schema=schema, logit_bias=bias)])
+    for out in outs:
+        data = b"".join(tok.token_bytes(t) for t in out.token_ids)
+        whole = codecs.getincrementaldecoder("utf-8")().decode(data)  # raises on bytes that break UTF-8
+        assert data.count(b"\xe2") >= 3 and out.finish_reason == "length", data
+        # cut by max_tokens, a character may be left open: only there a replacement character
+        assert out.text == whole + ("\ufffd" if len(whole.encode()) < len(data) else ""), (out.text, data)

@@ -13,7 +13,7 @@ from tritium.engine.json_mode import TokenIndex, advance_bytes
 from tritium.engine.json_schema import compile_schema
 from tritium.engine.tokenizer import Tokenizer
 
-from .conftest import assert_masks_exact, default_model_or_skip
+from .conftest import assert_masks_exact, default_model_or_skip, random_byte_strings
 
 SCHEMA = {
     "type": "object",
@@ -484,3 +484,18 @@ def test_the_default_model_fills_a_schema():
     assert out.finish_reason == "stop", out.text
     value = json.loads(out.text)
     assert list(value) == ["name", "age"] and isinstance(value["name"], str) and type(value["age"]) is int, value
+
+
+def test_free_strings_write_valid_utf8(json_model):
+    """A string without bounds, and a string inside a value of any type (``{}``), take exactly the bytes Python's
+    strict UTF-8 decoder reads (no lead byte without its continuation bytes, no overlong form, no surrogate);
+    the masks along texts with multi-byte characters equal a check of each token."""
+    schema = {"type": "object", "properties": {"s": {"type": "string"}, "any": {}}}
+    grammar = compile_schema(schema)
+    for content, valid in random_byte_strings(2, [0x61, *range(0x80, 0x100)], 3000):
+        for text in (b'{"s":"' + content + b'","any":1}', b'{"s":"","any":["' + content + b'"]}'):
+            state = advance_bytes(grammar.start, text, grammar.advance)
+            assert (state is not None and grammar.complete(state)) == valid, text
+    good = ['{"s": "日本 é😀", "any": {"€": "½"}}', '{"s": "\\u00e9", "any": "日"}']
+    assert all(_accepts(grammar, text) for text in good)
+    assert_masks_exact(TokenIndex(Tokenizer.from_hf_dir(json_model), 448), grammar, good)

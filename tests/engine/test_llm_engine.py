@@ -147,6 +147,10 @@ def test_add_request_errors(tiny_models):
     assert engine.constraint_error(SamplingParams()) is None
     with pytest.raises(ValueError, match="response_format 'json_object' of request 'y': this model's tokenizer lacks"):
         engine.add_request("y", PROMPTS[1], SamplingParams(response_format="json_object"))
+    # n samples are n requests (LLM.generate and the server expand them): one request runs one
+    with pytest.raises(ValueError, match=r"n of request 'y' must be 1 here \(one sample a request\), got 3: add n "
+                                         r"requests, seeds seed \+ i, or use LLM.generate / LLM.chat"):
+        engine.add_request("y", PROMPTS[1], SamplingParams(n=3))
     assert engine.num_unfinished == 1
 
 

@@ -149,6 +149,13 @@ def test_chat_template_kwargs(client, llm):
                                        extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     assert r.choices[0].message.content == off.text
     assert r.usage.prompt_tokens == len(off.prompt_token_ids)
+    # variables the server sets itself (tools from the checked tools field, the engine's) are refused by name
+    for key, value in (("tools", 5), ("tools", [{"type": "function"}]), ("messages", []),
+                       ("add_generation_prompt", False), ("strftime_now", "x")):
+        with pytest.raises(openai.BadRequestError, match=f"chat_template_kwargs: '{key}' is set by the server") as e:
+            client.chat.completions.create(model="tiny", messages=messages, max_tokens=2,
+                                           extra_body={"chat_template_kwargs": {key: value}})
+        assert e.value.body["param"] == "chat_template_kwargs"
 
 
 def test_completions_best_of(client, llm):
@@ -243,8 +250,9 @@ def test_default_chat_template_kwargs(model_dir, llm):
         assert r["choices"][0]["message"]["content"] == plain.text
         r = http.post("/v1/completions", json={"prompt": "w1 w2", "max_tokens": 2})
         assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(llm.tokenizer.encode("w1 w2"))
-    with pytest.raises(ValueError, match="chat_template_kwargs: 'messages' is set by the server"):
-        build_app(engine, model_name="tiny", chat_template_kwargs={"messages": []})
+    for key in ("messages", "tools"):
+        with pytest.raises(ValueError, match=f"chat_template_kwargs: '{key}' is set by the server"):
+            build_app(engine, model_name="tiny", chat_template_kwargs={key: []})
 
 
 def test_chunks_of_a_stream_share_one_created(model_dir, monkeypatch):
@@ -607,6 +615,9 @@ BAD = [
     # (id, path, body or raw bytes, status, code, param)
     ("malformed-json", "/v1/completions", b'{"prompt": "w1",', 400, "invalid_json", None),
     ("deep-json", "/v1/completions", b'{"prompt": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "invalid_json", None),
+    # over the server's bound of 256 (which no Python's parser refuses), and under it: a prompt of the wrong shape
+    ("nested-257", "/v1/completions", b'{"prompt": ' + b"[" * 256 + b"]" * 256 + b"}", 400, "invalid_json", None),
+    ("nested-255", "/v1/completions", b'{"prompt": ' + b"[" * 254 + b"]" * 254 + b"}", 400, None, "prompt"),
     ("lone-surrogate", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "w1 \\ud800"}]}', 400,
      "invalid_json", "messages"),
     ("lone-surrogate-prompt", "/v1/completions", b'{"prompt": ["w1", "\\udfff w2"]}', 400, "invalid_json", "prompt"),

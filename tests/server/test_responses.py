@@ -80,6 +80,10 @@ def test_text_streamed_and_not(app, client):
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens) == (
         chat.usage.prompt_tokens, chat.usage.completion_tokens, chat.usage.total_tokens)
     assert r.usage.output_tokens_details.reasoning_tokens == 0
+    # every field openai-python's ResponseUsage requires (the client builds its objects without checking)
+    from openai.types.responses import ResponseUsage
+    usage = ResponseUsage.model_validate(r.usage.model_dump(exclude_unset=True))
+    assert usage.input_tokens_details.cache_write_tokens == 0
     events = list(create(client, stream=True))
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [e.type for e in events] == ["response.created", "response.in_progress", "response.output_item.added",
@@ -91,6 +95,7 @@ def test_text_streamed_and_not(app, client):
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     final = events[-1].response
     assert text == "w2 w3" == final.output_text and events[-4].text == text and final.usage == r.usage
+    ResponseUsage.model_validate(final.usage.model_dump(exclude_unset=True))
     with client.responses.stream(model="chain", input="w2", temperature=0) as stream:
         accumulated = stream.get_final_response()
     assert _items(accumulated) == _items(r)

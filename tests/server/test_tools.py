@@ -216,8 +216,10 @@ def test_reasoning_cut_off_and_absent(thinking_client):
     choice = ask(thinking_client, max_tokens=2, **kw).choices[0]
     assert choice.finish_reason == "length" and choice.message.reasoning_content.split() == ["hmm"]
     assert choice.message.content is None and choice.message.tool_calls is None
-    reasoning, content, calls = _streamed(list(ask(thinking_client, max_tokens=2, stream=True, **kw)))
+    chunks = list(ask(thinking_client, max_tokens=2, stream=True, **kw))
+    reasoning, content, calls = _streamed(chunks)
     assert reasoning.split() == ["hmm"] and content == "" and calls == []
+    assert all(c.choices[0].delta.content is None for c in chunks)  # null, as not streamed: never ""
     message = ask(thinking_client).choices[0].message
     assert message.content == "w2 w3" and message.reasoning_content is None
     reasoning, content, _ = _streamed(list(ask(thinking_client, stream=True)))
@@ -279,3 +281,25 @@ def test_mistral_v11_calls_in_control_tokens(tmp_path):
         # tool_choice none: not parsed, the control tokens left out of the text as with any request
         plain = ask(client, tools=[WEATHER], tool_choice="none").choices[0].message.content
         assert plain.split() == ["Sure.", "get_weather", '{"city":', '"Paris"}'], plain
+
+
+def test_a_call_only_answer_has_null_content(tmp_path):
+    """An answer that is one call and nothing else: content null, streamed too (every delta's content null, as
+    OpenAI streams calls: a client that joins the deltas ends with null, not ""); an empty answer (cut by a
+    stop string at once) is "" both ways."""
+    chain = ["go", *CALL, "</s>"]
+    make_chain_model(str(tmp_path), successors={**dict(zip(chain, chain[1:])), "w1": "w2", "w2": "w3", "w3": "</s>"})
+    for client in _client(str(tmp_path)):
+        choice = ask(client, tools=[WEATHER]).choices[0]
+        assert choice.message.content is None and choice.finish_reason == "tool_calls"
+        assert _calls(choice.message.tool_calls) == BOTH[:1]
+        chunks = list(ask(client, tools=[WEATHER], stream=True))
+        assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "tool_calls"
+        assert all(c.choices[0].delta.content is None for c in chunks), [c.choices[0].delta for c in chunks]
+        assert _calls(_streamed(chunks)[2]) == BOTH[:1]
+        empty = ask(client, tools=[WEATHER], stop=["<tool_call>"]).choices[0]
+        assert empty.message.content == "" and empty.message.tool_calls is None
+        contents = [c.choices[0].delta.content for c in ask(client, tools=[WEATHER], stop=["<tool_call>"], stream=True)]
+        assert "" in contents and not any(contents), contents
+        plain = list(ask(client, stream=True))  # no tools: the role chunk's content "", as OpenAI's
+        assert plain[0].choices[0].delta.content == "" and _streamed(plain)[1] == "w2 w3"

@@ -10,6 +10,10 @@ import torch
 from tritium.ops.quant import QUANTIZATIONS
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# dtype's names, torch's and vLLM's ("auto": None, the engine's choice)
+DTYPE_NAMES = {"auto": None, "float32": torch.float32, "float": torch.float32, "fp32": torch.float32,
+               "float16": torch.float16, "half": torch.float16, "fp16": torch.float16,
+               "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 # KV-cache dtypes: the model's, or float8_e4m3fn
 KV_CACHE_DTYPES = ("auto", "fp8")
 KV_CACHE_SCALES = ("auto", "checkpoint")
@@ -44,7 +48,8 @@ class EngineConfig:
     - ``max_num_seqs``: sequences running at once; also the largest CUDA-graph batch.
     - ``attention_backend``: ``"triton"`` (tritium's paged attention) or ``"torch"`` (PyTorch SDPA over
       gathered pages). ``op_backend``: ``"triton"`` (fused RMSNorm, RoPE, SiLU-and-mul) or ``"torch"``.
-      ``None`` picks triton on a GPU and torch on the CPU.
+      ``None`` picks triton on a GPU and torch on the CPU (torch for attention too where the model's head_dim is
+      not one the paged-attention kernels take: 64, 80, 96, 128, 192, 256).
     - ``linear_backend``: projections of decode batches of 1-4 rows: ``"auto"`` (time cuBLAS and tritium's
       Triton GEMV on the loaded weights at start-up, keep the faster per shape), ``"triton"`` (always the
       GEMV) or ``"torch"`` (always ``F.linear``). ``None`` picks auto on a GPU and torch on the CPU.
@@ -156,6 +161,10 @@ class EngineConfig:
       ``prediction`` still drafts first. Under tensor parallelism the draft model runs whole on rank 0's GPU (the
       other ranks wait for the verification step). Needs ``num_speculative_tokens`` >= 1 and a model without
       sliding-window layers; the draft model runs in the engine's dtype, or its checkpoint's quantization.
+    - ``dtype``: the weights' and activations' dtype: torch.float32, torch.float16 or torch.bfloat16, or a name of
+      one as torch and vLLM write it (``"float32"``/``"float"``/``"fp32"``, ``"float16"``/``"half"``/``"fp16"``,
+      ``"bfloat16"``/``"bf16"``; ``validate`` makes it the torch dtype). None or ``"auto"``: the checkpoint's
+      float16 or bfloat16 on a GPU (bfloat16 for a float32 checkpoint), float32 on the CPU.
     - ``chat_template``: Jinja text replacing the model's chat template (for a model without one, or to change
       it); checked (compiled) at start-up. None keeps the checkpoint's.
     """
@@ -270,9 +279,15 @@ class EngineConfig:
         if self.quantization == "int4" and self.batch_invariant:
             raise ValueError("quantization='int4' has no batch-invariant product: batch_invariant=True needs 16-bit "
                              "or fp8 weights")
+        if isinstance(self.dtype, str):
+            name = self.dtype.strip().lower().removeprefix("torch.")
+            if name not in DTYPE_NAMES:
+                raise ValueError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16 or their "
+                                 f"names ({', '.join(map(repr, DTYPE_NAMES))}), got {self.dtype!r}")
+            self.dtype = DTYPE_NAMES[name]
         if self.dtype is not None and self.dtype not in _DTYPES:
-            raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16, "
-                            f"got {self.dtype!r}")
+            raise TypeError(f"dtype must be None or one of torch.float32, torch.float16, torch.bfloat16 or their "
+                            f"names ({', '.join(map(repr, DTYPE_NAMES))}), got {self.dtype!r}")
         if not isinstance(self.gpu_memory_utilization, (int, float)) or isinstance(self.gpu_memory_utilization, bool):
             raise TypeError(f"gpu_memory_utilization must be a float, got {self.gpu_memory_utilization!r}")
         if self.block_size <= 0 or self.block_size % 16:

@@ -58,8 +58,10 @@ class DfaGrammar:
         return True
 
     @staticmethod
-    def plain_string(state) -> bool:
-        return False
+    def plain_string(state) -> None:
+        """Never a free string (every byte steps the DFA); the DFA writes only the UTF-8 of the choices and of
+        the pattern's characters, so its answers are well-formed UTF-8 already."""
+        return None
 
     @functools.cached_property
     def bytes_used(self) -> frozenset:

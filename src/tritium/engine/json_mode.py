@@ -7,9 +7,10 @@ token's bytes (:meth:`JsonConstraint.accept`). The check is a byte-level recogni
 a small tuple (mode, the stack of open containers, the mode's detail), so that the allowed tokens of a state
 can be cached and shared between requests:
 
-- in a string, every token of plain string bytes (no quote, no backslash, no control character) keeps the
-  state as it is: those are one precomputed mask, and only the tokens holding a quote, a backslash or a
-  control character are checked one by one (a few thousand of a 128k vocabulary);
+- in a string, a token of plain string bytes (no quote, no backslash, no control character) changes at most
+  the UTF-8 character left open: those are one precomputed mask per open character, and only the tokens
+  holding a quote, a backslash or a control character are checked one by one (a few thousand of a 128k
+  vocabulary);
 - elsewhere, the vocabulary sorted by bytes is walked as a trie, each prefix's bytes fed to the recognizer
   once, a subtree dropped at its first byte that cannot follow.
 
@@ -21,8 +22,13 @@ are never allowed: the answer ends
 when the object closes (finish reason "stop"), or at ``max_tokens`` (finish reason "length", the JSON cut
 short, as OpenAI's). Outside strings at most 8 whitespace-only tokens may follow each other
 (:class:`JsonConstraint`), so that a model cannot pad with whitespace until ``max_tokens``, the failure
-OpenAI warns of for its JSON mode. Bytes of 0x80 and above are taken as they come inside
-strings (a token may hold part of a UTF-8 character).
+OpenAI warns of for its JSON mode.
+
+Strings are well-formed UTF-8 (what Python's strict decoder takes: no overlong forms, no surrogates, nothing
+past U+10FFFF): a lead byte is followed by exactly its continuation bytes, and a token may end inside a
+character (a byte-fallback ``<0xE2>``, a byte-level BPE piece of a character) only where some token can
+finish it. A character left open is part of the string's state (mode ``UTF8``: the bytes it still needs).
+Escapes ``\\uXXXX`` are taken as written (Python's json reads a lone surrogate too).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import threading
 import torch
 
 # modes of the recognizer (a state is (mode, stack, aux); stack: a str of "o" (object) and "a" (array))
-TOP, OBJ_FIRST, OBJ_KEY, COLON, VALUE, ARR_FIRST, AFTER, STR, ESC, UHEX, NUM, LIT, DONE = range(13)
+# (UTF8: inside a string, within a multi-byte character; aux (is_key, the character's open bytes: UTF8_LEADS))
+TOP, OBJ_FIRST, OBJ_KEY, COLON, VALUE, ARR_FIRST, AFTER, STR, ESC, UHEX, NUM, LIT, DONE, UTF8 = range(14)
 _WS = frozenset(b" \t\n\r")
 _DIGITS = frozenset(b"0123456789")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -47,6 +54,38 @@ _NUMBER_ENDS = frozenset((N_ZERO, N_INT, N_FRAC, N_EXP))
 MAX_DEPTH = 64  # open containers at most
 START = (TOP, "", None)
 _PLAIN_STRING_DROP = bytes([*range(0x20), ord('"'), ord("\\")])
+# a UTF-8 lead byte: (continuation bytes after it, range of the first of them); the others are 0x80-0xBF. No
+# overlong forms (C0, C1, E0 80-9F, F0 80-8F), no surrogates (ED A0-BF), nothing past U+10FFFF (F4 90-, F5-FF)
+UTF8_LEADS = {**{b: (1, 0x80, 0xBF) for b in range(0xC2, 0xE0)}, 0xE0: (2, 0xA0, 0xBF),
+              **{b: (2, 0x80, 0xBF) for b in range(0xE1, 0xF0) if b != 0xED}, 0xED: (2, 0x80, 0x9F),
+              0xF0: (3, 0x90, 0xBF), 0xF1: (3, 0x80, 0xBF), 0xF2: (3, 0x80, 0xBF), 0xF3: (3, 0x80, 0xBF),
+              0xF4: (3, 0x80, 0x8F)}
+# every open character: () none, else what UTF8_LEADS gives and what follows its first continuation byte
+UTF8_OPEN = ((), *sorted(set(UTF8_LEADS.values()) | {(1, 0x80, 0xBF), (2, 0x80, 0xBF)}))
+
+
+def utf8_step(open_: tuple, b: int):
+    """The open character after string byte ``b`` (() when none is left open), or None where ``b`` breaks
+    UTF-8: a continuation byte out of its range or where none is due, a lead byte where one is due, or a
+    byte that is no lead (0x80-0xC1, 0xF5-0xFF)."""
+    if open_:
+        left, first, last = open_
+        if not first <= b <= last:
+            return None
+        return (left - 1, 0x80, 0xBF) if left > 1 else ()
+    return () if b < 0x80 else UTF8_LEADS.get(b)
+
+
+def utf8_end(data: bytes, open_: tuple = ()):
+    """The open character after string bytes ``data`` (no quote, backslash or control byte) from ``open_``, or
+    None where they break UTF-8."""
+    if not open_ and data.isascii():
+        return ()
+    for b in data:
+        open_ = utf8_step(open_, b)
+        if open_ is None:
+            return None
+    return open_
 
 
 def _value_done(stack: str):
@@ -86,7 +125,16 @@ def advance(state, b: int):
             return (COLON, stack, None) if aux else _value_done(stack)
         if b == 0x5C:
             return (ESC, stack, aux)
-        return None if b < 0x20 else state
+        if b < 0x80:
+            return None if b < 0x20 else state
+        lead = UTF8_LEADS.get(b)
+        return None if lead is None else (UTF8, stack, (aux, lead))
+    if mode == UTF8:
+        is_key, open_ = aux
+        open_ = utf8_step(open_, b)
+        if open_ is None:
+            return None
+        return (UTF8, stack, (is_key, open_)) if open_ else (STR, stack, is_key)
     if mode == NUM:
         if b in _DIGITS:
             if aux in (N_MINUS, N_INT):
@@ -158,8 +206,8 @@ def is_complete(state) -> bool:
 class Grammar:
     """What the mask machinery needs of a grammar over bytes: ``start``, ``advance(state, byte)`` (None where
     the byte cannot follow), ``complete(state)``, ``in_string(state)`` (inside a string's content: whitespace
-    there is content), ``plain_string(state)`` (a free string, where every plain string byte keeps the state
-    as it is) and ``key`` (names the grammar in the mask cache). This
+    there is content), ``plain_string(state)`` (in a free string: the character left open, one of
+    ``UTF8_OPEN``; None elsewhere) and ``key`` (names the grammar in the mask cache). This
     one: any JSON object (``response_format`` json_object); :mod:`tritium.engine.json_schema` compiles
     schemas into others."""
 
@@ -176,12 +224,15 @@ class Grammar:
 
     @staticmethod
     def in_string(state) -> bool:
-        return state[0] == STR
+        return state[0] in (STR, UTF8)
 
-    def plain_string(self, state) -> bool:
-        """Whether every plain string byte keeps ``state`` as it is (the plain string tokens then go as one
-        precomputed mask); a string that counts its characters is in a string but not plain."""
-        return self.in_string(state)
+    @staticmethod
+    def plain_string(state) -> tuple | None:
+        """In a free string, where plain string bytes change nothing but the open character (their tokens
+        then go as one precomputed mask): that character (() none), one of ``UTF8_OPEN``; else None (a
+        string that counts its characters is in a string but not plain)."""
+        mode = state[0]
+        return () if mode == STR else state[2][1] if mode == UTF8 else None
 
 
 JSON_OBJECT = Grammar()
@@ -189,8 +240,9 @@ JSON_OBJECT = Grammar()
 
 class TokenIndex:
     """A tokenizer's vocabulary as JSON mode needs it: each token's bytes (special and unknown tokens
-    excluded), the tokens sorted by bytes (the trie walked outside strings), the mask of plain string tokens
-    and the tokens holding a quote, a backslash or a control character; and a cache of allowed-token masks
+    excluded), the tokens sorted by bytes (the trie walked outside strings), the masks of plain string tokens
+    (one per open UTF-8 character: :meth:`_plain_string_masks`) and the tokens holding a quote, a backslash
+    or a control character; and a cache of allowed-token masks
     per (state, device), shared by every request of the tokenizer (least recently used dropped past
     ``cache_size``)."""
 
@@ -209,13 +261,12 @@ class TokenIndex:
         pairs = sorted((data, i) for i, data in enumerate(self.bytes) if data is not None)
         self.sorted_bytes = [data for data, _ in pairs]
         self.sorted_ids = [i for _, i in pairs]
-        plain = torch.zeros(vocab_size, dtype=torch.bool)
         plain_ids = [i for i, data in enumerate(self.bytes)
                      if data is not None and len(data.translate(None, _PLAIN_STRING_DROP)) == len(data)]
-        plain[plain_ids] = True
-        self.plain_string = plain
+        self.live_open, self.plain_string = self._plain_string_masks(plain_ids)
+        plain = set(plain_ids)
         self.string_special = [(i, data) for i, data in enumerate(self.bytes)
-                               if data is not None and not plain[i]]
+                               if data is not None and i not in plain]
         singles = {data for data in self.bytes if data is not None and len(data) == 1}
         self.single_bytes = frozenset(data[0] for data in singles)  # the bytes with a token of their own
         # the one-byte tokens JSON mode needs (None: all there)
@@ -227,6 +278,36 @@ class TokenIndex:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._by_length = None
+
+    def _plain_string_masks(self, plain_ids: list[int]) -> tuple[frozenset, dict]:
+        """(the open characters some plain string token can go on from, to the end of a character at last;
+        {open character: bool ``[vocab_size]``, the plain string tokens that can follow it and end where a
+        character is whole or can still be finished}) for ``UTF8_OPEN``. A token that breaks UTF-8, or ends
+        in a character no token finishes (a vocabulary without some continuation byte of its own), is in no
+        mask: the sampler never faces an empty mask in a string."""
+        ends: dict[tuple, list] = {open_: [] for open_ in UTF8_OPEN}  # open character -> [(token, open after)]
+        for i in plain_ids:
+            data = self.bytes[i]
+            if data.isascii():
+                ends[()].append((i, ()))
+                continue
+            # only a continuation byte goes on an open character, and it never begins one
+            for open_ in (UTF8_OPEN[1:] if 0x80 <= data[0] <= 0xBF else ((),)):
+                end = utf8_end(data, open_)
+                if end is not None:
+                    ends[open_].append((i, end))
+        live = {()}
+        while True:
+            grown = {open_ for open_, pairs in ends.items() if any(end in live for _, end in pairs)} | live
+            if grown == live:
+                break
+            live = grown
+        masks = {}
+        for open_, pairs in ends.items():
+            mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+            mask[[i for i, end in pairs if end in live]] = True
+            masks[open_] = mask
+        return frozenset(live), masks
 
     def bytes_by_length(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """(ids, columns) of the tokens with bytes, longest first: ``columns[j]`` holds byte j of each token
@@ -247,16 +328,19 @@ class TokenIndex:
         """The token ids that can follow ``state`` of ``grammar`` (string states: without the plain string
         tokens, which :meth:`mask` adds as one mask)."""
         step = grammar.advance
-        if grammar.plain_string(state):
-            return [i for i, data in self.string_special if advance_bytes(state, data, step) is not None]
+        if grammar.plain_string(state) is not None:
+            return [i for i, data in self.string_special if self._can_end(advance_bytes(state, data, step), grammar)]
         out: list[int] = []
         toks, ids = self.sorted_bytes, self.sorted_ids
         work = [(0, len(toks), 0, state)]
         while work:
             lo, hi, depth, st = work.pop()
-            while lo < hi and len(toks[lo]) == depth:  # tokens that end here: their bytes all followed
-                out.append(ids[lo])
-                lo += 1
+            if lo < hi and len(toks[lo]) == depth:  # tokens that end here: their bytes all followed
+                ending = self._can_end(st, grammar)
+                while lo < hi and len(toks[lo]) == depth:
+                    if ending:
+                        out.append(ids[lo])
+                    lo += 1
             while lo < hi:
                 b = toks[lo][depth]
                 end = hi if b == 255 else bisect.bisect_left(toks, toks[lo][:depth] + bytes([b + 1]), lo, hi)
@@ -265,6 +349,14 @@ class TokenIndex:
                     work.append((lo, end, depth + 1, nxt))
                 lo = end
         return out
+
+    def _can_end(self, state, grammar: Grammar) -> bool:
+        """Whether a token may leave ``grammar`` in ``state``: some state (not None), and not inside a character
+        of a free string that no token can finish."""
+        if state is None:
+            return False
+        open_ = grammar.plain_string(state)
+        return open_ is None or open_ in self.live_open
 
     def whitespace_mask(self, device: torch.device) -> torch.Tensor:
         """Bool ``[vocab_size]`` on ``device``: the tokens of whitespace alone."""
@@ -285,8 +377,9 @@ class TokenIndex:
         token_mask = getattr(grammar, "token_mask", None)
         mask = None if token_mask is None else token_mask(self, state)  # every token at once (a DFA's), or None
         if mask is None:
-            string = grammar.plain_string(state)
-            mask = self.plain_string.clone() if string else torch.zeros(self.vocab_size, dtype=torch.bool)
+            open_ = grammar.plain_string(state)
+            mask = (self.plain_string[open_].clone() if open_ is not None
+                    else torch.zeros(self.vocab_size, dtype=torch.bool))
             ids = self.allowed_ids(state, grammar)
             if ids:
                 mask[ids] = True

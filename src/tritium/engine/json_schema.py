@@ -20,7 +20,8 @@ value); an object without ``properties`` is any JSON object. The root is an obje
 Annotations (``title``, ``description``, ``default``, ...) are ignored (OpenAPI's ``discriminator`` too).
 What is not (other formats, a pattern together with a format, ``multipleOf``, ``allOf`` of several
 schemas, ``not``, recursive references, ...) is refused by name with ValueError, so that no answer silently
-breaks its schema.
+breaks its schema. Every string is well-formed UTF-8, as in JSON mode (a free string's frame carries the
+character left open, :data:`tritium.engine.json_mode.UTF8_OPEN`).
 
 A state is a tuple of frames (the innermost last), each a tuple naming its node and its progress; the empty
 tuple is the finished answer. Grammars are cached by the schema's canonical JSON, so requests with the same
@@ -305,7 +306,7 @@ class SchemaGrammar(jm.Grammar):
         if kind == "array":
             return ("a", nid, 0, 0)
         if kind == "string":
-            return ("s", nid, 0)
+            return ("s", nid, 0, ())
         if kind == "lstring":
             return ("S", nid, 0, 0, ())
         if kind == "pattern":
@@ -333,12 +334,18 @@ class SchemaGrammar(jm.Grammar):
             return False
         top = state[-1]
         return ((top[0] in "sS" and top[2] == 1) or (top[0] == "p" and top[2] >= 0)
-                or (top[0] == "g" and top[2][0] == jm.STR))
+                or (top[0] == "g" and jm.JSON_OBJECT.in_string(top[2])))
 
-    def plain_string(self, state) -> bool:
-        # a string with length bounds counts its characters, a pattern's steps its automaton: plain bytes
-        # change their state
-        return bool(state) and state[-1][0] not in "Sp" and self.in_string(state)
+    def plain_string(self, state) -> tuple | None:
+        # the character left open in a free string (a value's, or one inside an "any" value); a string with
+        # length bounds counts its characters, a pattern's steps its automaton: plain bytes change more than
+        # the open character there (not plain)
+        if not state:
+            return None
+        top = state[-1]
+        if top[0] == "s":
+            return top[3] if top[2] == 1 else None
+        return jm.JSON_OBJECT.plain_string(top[2]) if top[0] == "g" else None
 
     def advance(self, state, b: int):
         while state:
@@ -373,22 +380,25 @@ class SchemaGrammar(jm.Grammar):
 
     def _step(self, frame: tuple, b: int):
         kind = frame[0]
-        if kind == "s":
-            sub = frame[2]
+        if kind == "s":  # ("s", node, sub, the UTF-8 character left open: jm.UTF8_OPEN)
+            _, nid, sub, open_ = frame
             if sub == 1:
+                if open_ or b >= 0x80:
+                    open_ = jm.utf8_step(open_, b)
+                    return None if open_ is None else ("set", ("s", nid, 1, open_))
                 if b == 0x22:
                     return ("done",)
                 if b == 0x5C:
-                    return ("set", ("s", frame[1], 2))
+                    return ("set", ("s", nid, 2, ()))
                 return None if b < 0x20 else ("set", frame)
             if sub == 0:
-                return ("set", frame) if b in jm._WS else ("set", ("s", frame[1], 1)) if b == 0x22 else None
+                return ("set", frame) if b in jm._WS else ("set", ("s", nid, 1, ())) if b == 0x22 else None
             if sub == 2:
-                return ("set", ("s", frame[1], 14)) if b == 0x75 else (
-                    ("set", ("s", frame[1], 1)) if b in jm._ESCAPES else None)
+                return ("set", ("s", nid, 14, ())) if b == 0x75 else (
+                    ("set", ("s", nid, 1, ())) if b in jm._ESCAPES else None)
             if b not in jm._HEX:  # sub 14..11: hex digits of a \\u escape left
                 return None
-            return ("set", ("s", frame[1], 1 if sub == 11 else sub - 1))
+            return ("set", ("s", nid, 1 if sub == 11 else sub - 1, ()))
         if kind == "S":
             return self._bounded_string(frame, b)
         if kind == "p":  # a string of a pattern: its automaton on the bytes (written unescaped)
@@ -486,10 +496,8 @@ class SchemaGrammar(jm.Grammar):
         _, nid, sub, count, cont = frame
         _, lo, hi = self.nodes[nid]
         if cont:  # inside a UTF-8 character: (bytes left, range of the next byte)
-            left, first, last = cont
-            if not first <= b <= last:
-                return None
-            return ("set", ("S", nid, 1, count, (left - 1, 0x80, 0xBF) if left > 1 else ()))
+            cont = jm.utf8_step(cont, b)
+            return None if cont is None else ("set", ("S", nid, 1, count, cont))
         if sub == 0:
             return ("set", frame) if b in jm._WS else ("set", ("S", nid, 1, 0, ())) if b == 0x22 else None
         if sub == 1:
@@ -501,7 +509,7 @@ class SchemaGrammar(jm.Grammar):
                 return ("set", ("S", nid, 2, count, ()))
             if b < 0x80:
                 return ("set", ("S", nid, 1, count + 1, ()))
-            lead = _UTF8_LEADS.get(b)
+            lead = jm.UTF8_LEADS.get(b)
             return None if lead is None else ("set", ("S", nid, 1, count + 1, lead))
         if sub == 2:
             return ("set", ("S", nid, 14, count, ())) if b == 0x75 else (
@@ -573,12 +581,6 @@ class SchemaGrammar(jm.Grammar):
 
 
 _RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-# a UTF-8 lead byte: (continuation bytes after it, range of the first of them): no overlong forms, no
-# surrogates, nothing past U+10FFFF (what Python's strict decoder takes)
-_UTF8_LEADS = {**{b: (1, 0x80, 0xBF) for b in range(0xC2, 0xE0)}, 0xE0: (2, 0xA0, 0xBF),
-               **{b: (2, 0x80, 0xBF) for b in range(0xE1, 0xF0) if b != 0xED}, 0xED: (2, 0x80, 0x9F),
-               0xF0: (3, 0x90, 0xBF), 0xF1: (3, 0x80, 0xBF), 0xF2: (3, 0x80, 0xBF), 0xF3: (3, 0x80, 0xBF),
-               0xF4: (3, 0x80, 0x8F)}
 
 
 class _LengthWindow:

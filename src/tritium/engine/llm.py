@@ -2,6 +2,7 @@
 
     llm = LLM(model)
     llm.generate(prompts, SamplingParams(...))            # finished RequestOutputs, one per prompt
+    llm.generate(prompts, SamplingParams(n=4))[0].outputs  # a prompt's 4 samples (seeded seed + i)
     llm.chat(messages, SamplingParams(...))               # one conversation or a list of them
     for delta in llm.generate_stream(prompt, params):     # text as it is produced
         print(delta, end="", flush=True)
@@ -26,6 +27,13 @@ from tritium.engine.sequence import RequestOutput
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
 from tritium.engine.tools import check_tools
 from tritium.models.config import ModelConfig
+
+
+def _sample(params: SamplingParams, j: int) -> SamplingParams:
+    """Sample ``j`` of a request of ``params.n`` samples: one sample, seeded ``seed + j`` (the server's choices'
+    seeds), the prompt scored by sample 0 alone."""
+    seed = None if params.seed is None else params.seed + j
+    return dataclasses.replace(params, n=1, seed=seed, prompt_logprobs=params.prompt_logprobs if j == 0 else None)
 
 
 class LLM:
@@ -107,7 +115,8 @@ class LLM:
         ``continue_final_message=True``: each conversation ends with an assistant message whose text the answer
         continues (a prefilled answer; the output holds the continuation); ``add_generation_prompt`` (default:
         not ``continue_final_message``): the template's generation prompt after the messages. ``lora_request``:
-        as :meth:`generate`'s."""
+        as :meth:`generate`'s; ``SamplingParams.n`` > 1: n answers of each conversation (``out.outputs``), as
+        :meth:`generate` gives them."""
         if not isinstance(messages, (list, tuple)):  # (a string or a dict would be walked as if a list)
             raise ValueError(f"messages must be a list of message dicts, or a list of such lists, got "
                              f"{type(messages).__name__}")
@@ -176,6 +185,9 @@ class LLM:
         params = SamplingParams() if sampling_params is None else sampling_params
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling_params must be SamplingParams, got {type(params).__name__}")
+        if params.n != 1:
+            raise ValueError(f"generate_stream streams one sample: sampling_params.n must be 1, got {params.n} "
+                             "(generate and chat run n samples)")
         engine = self.engine
         rid = f"stream-{next(self._ids)}"
         engine.add_request(rid, engine.encode(prompt, "prompt", params.generates), params, lora_request=lora_request)
@@ -215,8 +227,12 @@ class LLM:
         ``lora_request`` (one for all prompts or one per prompt, None: the base model): the LoRA adapter each
         prompt runs with (``enable_lora=True``; ``LoRARequest(name, path)`` reads a PEFT directory the first
         time, ``LoRARequest(name)`` names one read before); prompts of different adapters batch together.
-        Returns one finished :class:`RequestOutput` per prompt, in order. Every prompt is checked before
-        any is queued, so a bad one leaves the engine as it was.
+        Returns one finished :class:`RequestOutput` per prompt, in order, whatever ``SamplingParams.n``: with n > 1
+        its fields are sample 0's and ``out.outputs`` holds the n samples (``[out]`` for one). A prompt's samples
+        after the first are queued once the first has computed the prompt's full pages, which they then take from
+        the prefix cache. Every prompt is checked before any is queued, so a bad one leaves the engine as it was;
+        an error or interrupt while running aborts every request of the call. ``self.stats``: ``prompt_tokens``
+        counts each prompt once, ``generated_tokens`` every sample's tokens.
         """
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
@@ -267,35 +283,71 @@ class LLM:
             raise ValueError(f"lora_request has {len(loras)} entries, prompts has {len(prompts)}")
         loras = [None if r is None else engine.resolve_lora(r) for r in loras]
         ids = [f"generate-{next(self._ids)}" for _ in prompts]
-        for i, (rid, prompt, p, lora) in enumerate(zip(ids, encoded, params, loras)):
+        # n > 1: the samples after a prompt's first (sample j seeded seed + j, as the server's choices; the first's
+        # prompt log-probabilities are theirs), queued once the first's prompt pages are in the prefix cache
+        later = {rid: [(f"generate-{next(self._ids)}", _sample(p, j)) for j in range(1, p.n)]
+                 for rid, p in zip(ids, params) if p.n > 1}
+        groups = {rid: [rid] + [sid for sid, _ in samples] for rid, samples in later.items()}
+        index = {rid: i for i, rid in enumerate(ids)}
+        index |= {sid: index[rid] for rid, group in groups.items() for sid in group}
+
+        def add(rid, p):
+            i = index[rid]
             try:
-                engine.add_request(rid, prompt, p, lora_request=lora)
-            except ValueError as e:  # nothing of this call stays queued; the error names the prompt's index
+                engine.add_request(rid, encoded[i], p, lora_request=loras[i])
+            except ValueError as e:  # the error names the prompt's index
+                raise ValueError(str(e).replace(f"request {rid!r}", f"prompts[{i}]")) from None
+
+        for i, (rid, p) in enumerate(zip(ids, params)):
+            try:
+                add(rid, p if p.n == 1 else _sample(p, 0))
+            except ValueError:  # nothing of this call stays queued
                 for queued in ids[:i]:
                     engine.abort(queued)
-                raise ValueError(str(e).replace(f"request {rid!r}", f"prompts[{i}]")) from None
+                raise
+        # a later sample takes the pages its first sample computed from the prefix cache (those of the prompt's
+        # full pages but its last token); without any to share they go at once
+        cached = engine.block_manager.block_size if engine.block_manager.enable_prefix_caching else 0
+        shared = {rid: (len(encoded[index[rid]]) - 1) // cached * cached if cached else 0 for rid in later}
+
+        def release():
+            for rid in list(later):
+                progress = engine.prompt_progress(rid)  # (None: finished already)
+                if progress is None or progress[0] >= shared[rid]:
+                    for sid, p in later.pop(rid):
+                        add(sid, p)
+
         # the texts given, as the outputs' prompts (the engine saw token ids)
-        texts = {rid: prompt if isinstance(prompt, str) else None for rid, prompt in zip(ids, prompts)}
+        texts = {rid: prompts[i] if isinstance(prompts[i], str) else None for rid, i in index.items()}
         start, hits0 = time.perf_counter(), engine.block_manager.hits
         preemptions0 = engine.scheduler.num_preemptions
         drafted0, accepted0 = engine.num_draft_tokens, engine.num_accepted_tokens
         final: dict[str, RequestOutput] = {}
         try:
+            release()
             while engine.has_unfinished():
                 for out in engine.step():
                     if out.finished and out.request_id in texts:
                         final[out.request_id] = out
+                release()
         except BaseException:
-            for rid in ids:  # nothing of this call stays queued
+            for rid in texts:  # nothing of this call stays queued
                 engine.abort(rid)
             raise
         if engine.device.type == "cuda":
             torch.cuda.synchronize(engine.device)
         seconds = time.perf_counter() - start
+        for rid, out in final.items():
+            out.prompt = texts[rid]
         outs = [final[rid] for rid in ids]
-        for out in outs:
-            out.prompt = texts[out.request_id]
-        generated = sum(len(o.token_ids) for o in outs)
+        for rid, group in groups.items():
+            samples = [final[sid] for sid in group]
+            for j, sample in enumerate(samples):
+                sample.index = j
+                if params[index[rid]].prompt_logprobs is not None:
+                    sample.prompt_logprobs = samples[0].prompt_logprobs
+            samples[0].outputs = samples
+        generated = sum(len(o.token_ids) for o in final.values())
         self.stats = {"seconds": seconds, "prompt_tokens": sum(len(o.prompt_token_ids) for o in outs),
                       "generated_tokens": generated, "tokens_per_s": generated / max(seconds, 1e-9),
                       "prefix_cache_hit_tokens": engine.block_manager.hits - hits0,

@@ -44,8 +44,8 @@ from tritium.engine.sequence import RequestOutput, Sequence, Status
 from tritium.engine.speculative import Acceptance, NgramIndex, accept_sampled
 from tritium.engine.tokenizer import Tokenizer, compile_chat_template
 from tritium.models import weights as weights_io
-from tritium.models.attention import (DistributedDecodeAttention, TorchContextParallelAttention, TritonAttention,
-                                     warmup_batches)
+from tritium.models.attention import (SUPPORTED_HEAD_DIMS, DistributedDecodeAttention, TorchContextParallelAttention,
+                                     TritonAttention, warmup_batches)
 from tritium.models.config import ModelConfig
 from tritium.models.hub import resolve_model
 from tritium.models.layers import SINGLE
@@ -125,9 +125,25 @@ def resolve_config(given: EngineConfig, model_config: ModelConfig) -> EngineConf
         device = torch.device("cpu")
     on_gpu = device.type == "cuda"
     triton_default = on_gpu or given.batch_invariant
+    head_dim = model_config.head_dim
+    if head_dim not in SUPPORTED_HEAD_DIMS:  # tritium's paged attention takes these head sizes; SDPA any
+        dims = ", ".join(map(str, SUPPORTED_HEAD_DIMS))
+        if given.batch_invariant:
+            raise ValueError(f"batch_invariant=True runs tritium's paged attention, which takes head_dim {dims}; this "
+                             f"model's head_dim is {head_dim}")
+        if given.attention_backend == "triton":
+            raise ValueError(f"attention_backend 'triton' (tritium's paged attention) takes head_dim {dims}; this "
+                             f"model's head_dim is {head_dim}: use attention_backend='torch' (PyTorch SDPA over "
+                             f"gathered pages)")
+        if on_gpu and given.attention_backend is None:
+            log.warning("the model's head_dim %d is not one tritium's paged attention takes (%s): attention runs "
+                        "in PyTorch SDPA over gathered pages (attention_backend='torch')", head_dim, dims)
+        triton_attention = False
+    else:
+        triton_attention = triton_default
     cfg = dataclasses.replace(
         given, device=device,
-        attention_backend=given.attention_backend or ("triton" if triton_default else "torch"),
+        attention_backend=given.attention_backend or ("triton" if triton_attention else "torch"),
         op_backend=given.op_backend or ("triton" if triton_default else "torch"),
         linear_backend="invariant" if given.batch_invariant else
         given.linear_backend if given.linear_backend not in (None, "auto") else
@@ -295,8 +311,17 @@ def build_draft(draft_config: ModelConfig, weights, cfg: EngineConfig, model_con
                              f"support yet: use a model and a draft model without one")
     if draft_config.num_experts:
         raise ValueError(f"speculative_model {name!r} is a mixture of experts: a draft model must be dense")
+    attention = cfg.attention_backend
+    if attention == "triton" and draft_config.head_dim not in SUPPORTED_HEAD_DIMS:
+        if cfg.batch_invariant:
+            raise ValueError(f"batch_invariant=True runs tritium's paged attention, which takes head_dim "
+                             f"{', '.join(map(str, SUPPORTED_HEAD_DIMS))}; speculative_model {name!r} has head_dim "
+                             f"{draft_config.head_dim}")
+        log.warning("speculative_model %r has head_dim %d, which tritium's paged attention does not take: its "
+                    "attention runs in PyTorch SDPA", name, draft_config.head_dim)
+        attention = "torch"
     model = LlamaModel(draft_config, dtype=cfg.dtype, device=cfg.device, group=SINGLE, options=ModelOptions(
-        attention_backend=cfg.attention_backend, op_backend=cfg.op_backend, linear_backend=cfg.linear_backend,
+        attention_backend=attention, op_backend=cfg.op_backend, linear_backend=cfg.linear_backend,
         pdl=cfg.pdl, attention_pdl=cfg.attention_pdl, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
         fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
         fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
@@ -776,6 +801,9 @@ class LLMEngine:
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
         params.validate()
+        if params.n != 1:  # (a request is one sequence: n samples are n requests)
+            raise ValueError(f"n of request {request_id!r} must be 1 here (one sample a request), got {params.n}: "
+                             "add n requests, seeds seed + i, or use LLM.generate / LLM.chat, which do")
         vocab = self.model_config.vocab_size
         if params.logit_bias and not all(t < vocab for t in params.logit_bias):
             raise ValueError(f"logit_bias of request {request_id!r} has token id "

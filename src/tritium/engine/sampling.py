@@ -82,6 +82,11 @@ class SamplingParams:
       prompt is computed with ``RequestOutput.embedding``, the final-normed hidden state of its last prompt token
       ("last": decoder embedding models such as Qwen3-Embedding) or the mean over its prompt tokens ("mean": the
       prompt is then computed in full, no prefix-cache hit). The other fields do not apply.
+    - ``n`` (vLLM's and OpenAI's): independent samples of the prompt, an int >= 1 (default 1). ``LLM.generate`` and
+      ``LLM.chat`` run them (:class:`~tritium.engine.sequence.RequestOutput`'s ``outputs``), sample i with ``seed +
+      i`` where a ``seed`` is set (as the server's choices): they differ, and the same call gives the same samples
+      (sample 0 is what ``n=1`` gives); greedy samples are alike. ``LLMEngine.add_request`` and ``generate_stream``
+      run one sample and refuse n > 1; an embedding request (``pooling``) takes none.
 
     Greedy requests without penalties or logprobs run in decode windows on the device
     (:attr:`device_greedy`); the others are sampled on the host every step.
@@ -114,6 +119,7 @@ class SamplingParams:
     prediction: str | list[int] | None = None
     pooling: str | None = None
     continuation: bool = True
+    n: int = 1
 
     def __post_init__(self):
         self.validate()
@@ -132,9 +138,14 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or not 0 <= self.top_k < 2**63:
             raise ValueError(f"top_k must be an int >= 0 (0 disables it), got {self.top_k!r}")
+        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
+            raise ValueError(f"n must be an int >= 1 (samples of the prompt), got {self.n!r}")
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)
                                       or not -2**63 <= self.seed < 2**64):
             raise ValueError(f"seed must be an int in [-2**63, 2**64) or None, got {self.seed!r}")
+        if self.seed is not None and self.seed + self.n > 2**64:  # sample i draws with seed + i
+            raise ValueError(f"seed must be < 2**64 - {self.n - 1} with n={self.n} (sample i draws with seed + i), "
+                             f"got {self.seed}")
         if self.stop is not None and (not isinstance(self.stop, list)
                                       or not all(isinstance(s, str) and s for s in self.stop)):
             raise ValueError(f"stop must be a non-empty string or a list of them, got {self.stop!r}")
@@ -189,6 +200,9 @@ class SamplingParams:
         if self.pooling is not None and (self.response_format is not None or self.logprobs is not None
                                          or self.prompt_logprobs is not None):
             raise ValueError("pooling (an embedding request) takes no response_format, logprobs or prompt_logprobs")
+        if self.pooling is not None and self.n != 1:
+            raise ValueError(f"pooling (an embedding request) takes no n > 1 (its prompt has one embedding), got "
+                             f"n={self.n}")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"skip_special_tokens must be True or False, got {self.skip_special_tokens!r}")
         if not isinstance(self.include_stop_str_in_output, bool):

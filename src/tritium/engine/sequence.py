@@ -116,6 +116,12 @@ class RequestOutput:
     first scheduled (not computed again). ``accepted_prediction_tokens`` / ``rejected_prediction_tokens``: the
     draft tokens taken from ``SamplingParams.prediction`` that verification accepted / rejected so far.
     ``embedding``: an embedding request's pooled hidden state (``SamplingParams.pooling``; no tokens).
+
+    Samples (``SamplingParams.n``): ``LLM.generate`` and ``LLM.chat`` return one output per prompt whatever ``n``;
+    its own fields are sample 0's, and ``outputs`` lists the prompt's ``n`` samples in order (each a RequestOutput
+    of its own request, ``outputs[j].index == j``, ``outputs[0]`` the output itself): ``out.outputs[j].text``.
+    With one sample (``n`` 1, and every output of ``LLMEngine.step``) ``outputs`` is ``[self]``, so code written for
+    ``n`` reads the same either way.
     """
 
     request_id: str
@@ -137,3 +143,16 @@ class RequestOutput:
     accepted_prediction_tokens: int = 0
     rejected_prediction_tokens: int = 0
     embedding: torch.Tensor | None = None  # an embedding request's (SamplingParams.pooling): [hidden] fp32, on the CPU
+    index: int = 0  # which of its prompt's samples this is (SamplingParams.n)
+
+    # (not a field: the list holds the output itself, which equality, repr and asdict would walk without end)
+    _samples = None
+
+    @property
+    def outputs(self) -> list[RequestOutput]:
+        """The prompt's samples in order (``SamplingParams.n`` of them; ``[self]`` for one)."""
+        return [self] if self._samples is None else list(self._samples)
+
+    @outputs.setter
+    def outputs(self, samples: list[RequestOutput]) -> None:
+        self._samples = list(samples)

@@ -156,10 +156,8 @@ def parse_tool_calls(text: str, parser: str) -> tuple[str | None, list[ToolCall]
         raise ValueError(f"tool-call parser must be one of {', '.join(PARSERS)}, got {parser!r}")
     stream = ToolCallStream(parser)
     events = stream.feed(text) + stream.finish()
-    content = "".join(e for e in events if isinstance(e, str))
+    content = "".join(e for e in events if isinstance(e, str))  # as a stream of it gives it, piece by piece
     calls = [e for e in events if isinstance(e, ToolCall)]
-    if calls:
-        content = content.strip()
     return (content or None) if calls else content, calls
 
 
@@ -289,10 +287,11 @@ class ToolCallStream:
         return self._trim(self._parse(final=True), final=True)
 
     def _trim(self, events: list, final: bool) -> list:
-        """Content as the whole answer's (:func:`parse_tool_calls`: stripped where there are calls): whitespace
-        at the end of the content so far is held until more content follows it; at the end it goes out only if
-        no call was made. Content that starts after a call does so without leading whitespace. (Not matched:
-        whitespace that begins content written before the first call.)"""
+        """Content without the whitespace around calls: whitespace at the end of the content so far is held
+        until more content follows it; at the end it goes out only if no call was made. Content that starts
+        after a call does so without leading whitespace. Content before the first call keeps the whitespace it
+        begins with: it went out before any call was known (whitespace alone before a call is held, and
+        dropped)."""
         out = []
         calls = self.calls - sum(isinstance(e, ToolCall) for e in events)  # made before this batch's first event
         for event in events:
@@ -418,6 +417,18 @@ def forced_call_schema(tools: list[dict], name: str | None = None, parallel: boo
 _PARTIAL_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*(.*)', re.DOTALL)
 
 
+def _as_written(text: str) -> ToolCall | None:
+    """The call of a whole call object of a forced answer (``{"name": ..., "arguments": {...}}``, as
+    :func:`forced_call_schema` writes it), its arguments as written; None if it is not one."""
+    call = _call(_decode(text), "arguments")
+    m = _PARTIAL_CALL.match(text)
+    if call is not None and m is not None:
+        args = m.group(2)[:-1].strip()  # the arguments, then the call's closing brace
+        if isinstance(_decode(args), dict):
+            call.arguments = args
+    return call
+
+
 @dataclasses.dataclass
 class ArgumentsDelta:
     """More of the arguments of the call at ``index`` of a streamed answer (OpenAI's tool-call delta)."""
@@ -433,9 +444,10 @@ class ForcedCallStream:
     (cut before its first name) is content.
 
     ``incremental`` (streamed): a call as soon as its arguments begin, then each piece of them as an
-    :class:`ArgumentsDelta` (with the call's index among the answer's calls), as written (a whole call's
-    arguments are rewritten compactly); "required": each call's name as soon as it is written in full (the
-    schema writes a call's ``name`` before its ``arguments``)."""
+    :class:`ArgumentsDelta` (with the call's index among the answer's calls); "required": each call's name as
+    soon as it is written in full (the schema writes a call's ``name`` before its ``arguments``). Streamed or
+    not, the arguments are the model's text as written (JSON mode held it to valid JSON), from their opening
+    brace on."""
 
     def __init__(self, name: str | None = None, incremental: bool = False):
         self.name = name
@@ -464,7 +476,7 @@ class ForcedCallStream:
             if ch == "{" and self._depth == 2:
                 self._start = i
             elif ch == "}" and self._depth == 1 and self._start >= 0:
-                call = _call(_decode(self.text[self._start:i + 1]), "arguments")
+                call = _as_written(self.text[self._start:i + 1])
                 if call is not None:
                     events.append(call)
                 self._start = -1
@@ -539,9 +551,8 @@ class ForcedCallStream:
         if self.name is not None:
             if not self.text.strip():
                 return []
-            self.calls += 1
-            args = _decode(self.text)  # whole: written as the other calls are; cut short: as far as it got
-            return [ToolCall(self.name, self.text.strip() if args is None else json.dumps(args, ensure_ascii=False))]
+            self.calls += 1  # whole or cut short (as far as it got): as written, as a stream sends it
+            return [ToolCall(self.name, self.text.lstrip())]
         if self._start >= 0:  # cut short inside a call
             m = _PARTIAL_CALL.match(self.text[self._start:])
             self._start = -1

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from tritium.attention import AttentionWorkspace, hopper, paged_attention, write_kv_cache
 from tritium.attention.config import AttentionConfig, key_groups, next_pow2
-from tritium.attention.launcher import planned_launch
+from tritium.attention.launcher import SUPPORTED_HEAD_DIMS, planned_launch  # (SUPPORTED_HEAD_DIMS: the engine's)
 from tritium.fused import DistributedDecodeWorkspace, distributed_paged_decode
 from tritium.ops import reference
 from tritium.runtime import num_sms

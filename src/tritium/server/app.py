@@ -42,13 +42,12 @@ from tritium.engine.chat import encode_chat
 from tritium.engine.fim import encode_fim, fim_stop_ids
 from tritium.engine.pooling import finish, model_pooling
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
-from tritium.engine.tokenizer import check_template_kwargs
 from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, detect_parser,
                                   parse_tool_calls)
 from tritium.server.errors import APIError, error_body, invalid
 from tritium.server.metrics import Metrics, RequestTracker
-from tritium.server.protocol import (GenerationRequest, LogprobFormatter, TextOffsets, parse_chat, parse_completion,
-                                     parse_embedding, usage)
+from tritium.server.protocol import (GenerationRequest, LogprobFormatter, TextOffsets, check_chat_template_kwargs,
+                                     parse_chat, parse_completion, parse_embedding, usage)
 from tritium.server.responses import (DEFAULT_MAX_STORED, ResponsesRequest, ResponseStore, ResponseWriter, Stored,
                                       conversation, drop_oldest_turn, input_item_page, parse_responses, rename_error)
 from tritium.server.responses import sse as response_sse
@@ -109,6 +108,12 @@ class _Choice:
     prediction: tuple[int, int] = (0, 0)  # draft tokens from the request's prediction: accepted, rejected
     stop_reason: str | int | None = None  # vLLM's: the stop string or stop token id that ended it
     offsets: TextOffsets | None = None  # completions' logprobs: the text offsets reached (a stream's chunks go on)
+    content_sent: bool = False  # a parsed chat stream (tools, reasoning): whether some content text went out
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the answer is read for tool calls or reasoning (its content may then be null)."""
+        return self.tools is not None or self.reasoning is not None
 
 
 @dataclasses.dataclass
@@ -149,7 +154,7 @@ class OpenAIServer:
             raise ValueError(f"tool_parser must be one of {', '.join(PARSERS)} or None (from the chat template), got "
                              f"{tool_parser!r}")
         # every chat request's template variables, under its own chat_template_kwargs
-        self.template_kwargs = check_template_kwargs(chat_template_kwargs)
+        self.template_kwargs = check_chat_template_kwargs(chat_template_kwargs)
         self.engine = engine
         self.model_name = model_name
         self.api_key = api_key
@@ -597,31 +602,37 @@ class OpenAIServer:
             return ToolCallStream(self.tool_parser)
         return ForcedCallStream(req.tool_name, incremental=req.stream)
 
+    def _final_message(self, c: _Choice, req: GenerationRequest) -> tuple[dict, str | None]:
+        """(message, finish reason) of a whole chat answer: reasoning, content (null where the answer is
+        reasoning or calls only) and calls, as a stream of it sends them."""
+        message = {"role": "assistant", "content": c.text}
+        finish = c.finish_reason
+        if c.reasoning is not None:
+            reasoning, message["content"] = split_reasoning(c.text, c.reasoning.open_at_start)
+            message["reasoning_content"] = reasoning
+            if reasoning is not None and not message["content"]:
+                message["content"] = None
+        if self._parses(req) and message["content"]:
+            if req.tool_choice == "auto":
+                content, calls = parse_tool_calls(message["content"], self.tool_parser)
+                reason = "tool_calls"
+            else:  # forced: the answer is the call(s), held to them by JSON mode
+                forced = ForcedCallStream(req.tool_name)
+                events = forced.feed(message["content"]) + forced.finish()
+                calls = [e for e in events if isinstance(e, ToolCall)]
+                content, reason = None if calls else message["content"], forced.finish_reason
+            if calls:
+                calls = calls if req.parallel_tool_calls else calls[:1]
+                message.update(content=content, tool_calls=[t.to_openai() for t in calls])
+                finish = reason if finish == "stop" else finish
+        return message, finish
+
     def _final_choice(self, kind: str, c: _Choice, req: GenerationRequest) -> dict:
         logprobs = None
         if req.logprobs is not None:
             logprobs = self.logprobs.chat(c.logprobs) if kind == "chat" else self._echo_logprobs(c, c.logprobs)
         if kind == "chat":
-            message = {"role": "assistant", "content": c.text}
-            finish = c.finish_reason
-            if c.reasoning is not None:
-                reasoning, message["content"] = split_reasoning(c.text, c.reasoning.open_at_start)
-                message["reasoning_content"] = reasoning
-                if reasoning is not None and not message["content"]:
-                    message["content"] = None
-            if self._parses(req) and message["content"]:
-                if req.tool_choice == "auto":
-                    content, calls = parse_tool_calls(message["content"], self.tool_parser)
-                    reason = "tool_calls"
-                else:  # forced: the answer is the call(s), held to them by JSON mode
-                    forced = ForcedCallStream(req.tool_name)
-                    events = forced.feed(message["content"]) + forced.finish()
-                    calls = [e for e in events if isinstance(e, ToolCall)]
-                    content, reason = None if calls else message["content"], forced.finish_reason
-                if calls:
-                    calls = calls if req.parallel_tool_calls else calls[:1]
-                    message.update(content=content, tool_calls=[t.to_openai() for t in calls])
-                    finish = reason if finish == "stop" else finish
+            message, finish = self._final_message(c, req)
             return {"index": c.index, "message": message, "logprobs": logprobs, "finish_reason": finish,
                     "stop_reason": c.stop_reason}
         choice = {"index": c.index, "text": (c.echo or "") + c.text, "logprobs": logprobs,
@@ -658,8 +669,10 @@ class OpenAIServer:
         try:
             if kind == "chat":  # the role first, as OpenAI does
                 for c in sorted(choices.values(), key=lambda c: c.index):
-                    yield self._chunk(run, c.index, {"role": "assistant", "content": ""}, None, None,
-                                      usage_field and self._usage(req, choices, prompt_tokens))
+                    # an answer that may turn out calls or reasoning only has null content (as OpenAI streams
+                    # calls), which an empty string would replace in a client that joins the deltas
+                    yield self._chunk(run, c.index, {"role": "assistant", "content": None if c.parsed else ""},
+                                      None, None, usage_field and self._usage(req, choices, prompt_tokens))
             async for out in stream:
                 tracker.observe(out)
                 c = choices[out.request_id]
@@ -681,6 +694,9 @@ class OpenAIServer:
                                       usage_field and self._usage(req, choices, prompt_tokens), c.stop_reason)
                     continue
                 deltas = self._parsed_deltas(c, req, out)
+                c.content_sent = c.content_sent or any(d.get("content") for d in deltas)
+                if out.finished and not c.content_sent and self._final_message(c, req)[0]["content"] == "":
+                    deltas.insert(len(deltas) - 1, {"content": ""})  # an empty answer's content: "", not null
                 for k, delta in enumerate(deltas):
                     last = k == len(deltas) - 1
                     finish = c.finish_reason if last else None
@@ -711,7 +727,8 @@ class OpenAIServer:
     def _parsed_deltas(cls, c: _Choice, req: GenerationRequest, out: RequestOutput) -> list[dict]:
         """The chat deltas of one engine output of a choice parsed for reasoning or tool calls (at least one):
         reasoning as ``reasoning_content``, content as it is known not to be a call, a ``tool_calls`` delta
-        per call as it completes."""
+        per call as it completes; never an empty content string (``{"content": null}`` where there is nothing
+        to send), so that the content of an answer of calls or reasoning only stays null."""
         if c.reasoning is not None:
             pieces = c.reasoning.feed(out.text_delta) + (c.reasoning.finish() if out.finished else [])
         else:
@@ -721,12 +738,13 @@ class OpenAIServer:
             if kind == "reasoning":
                 deltas.append({"reasoning_content": text})
             elif c.tools is None:
-                deltas.append({"content": text})
+                if text:
+                    deltas.append({"content": text})
             else:
                 deltas += cls._tool_deltas(c, req, c.tools.feed(text))
         if out.finished and c.tools is not None:
             deltas += cls._tool_deltas(c, req, c.tools.finish())
-        return deltas or [{"content": ""}]
+        return deltas or [{"content": None}]
 
     @staticmethod
     def _tool_deltas(c: _Choice, req: GenerationRequest, events: list) -> list[dict]:
@@ -851,9 +869,13 @@ class OpenAIServer:
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise invalid(f"We could not parse the JSON body of your request: {e}", None, "invalid_json") from None
-        except RecursionError:
-            raise invalid("We could not parse the JSON body of your request: it nests arrays or objects too deeply",
-                          None, "invalid_json") from None
+        except RecursionError:  # (deeper than the interpreter's json parser goes: ~1,000 levels on CPython 3.11)
+            too_deep = True
+        else:  # bounded here, the same on every Python (3.12's parser takes 5,000 levels): no handler recurses
+            too_deep = _nesting_over(body, raw, MAX_JSON_NESTING)
+        if too_deep:
+            raise invalid(f"We could not parse the JSON body of your request: it nests arrays or objects more than "
+                          f"{MAX_JSON_NESTING} deep", None, "invalid_json")
         if not isinstance(body, dict):
             raise invalid(f"the request body must be a JSON object, got {type(body).__name__}", None, "invalid_json")
         where = _lone_surrogate(body) if _SURROGATE_ESCAPE.search(raw) else None
@@ -966,6 +988,24 @@ class _Guard:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+MAX_JSON_NESTING = 256  # arrays and objects in a request body (a tool's JSON schema may nest ~20 deep)
+
+
+def _nesting_over(value, raw: bytes, limit: int) -> bool:
+    """Whether ``value`` (``raw`` parsed) nests arrays and objects more than ``limit`` deep; walked only where
+    ``raw`` holds more than ``limit`` brackets (C-speed counts), iteratively."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _lone_surrogate(value, path: str = "") -> tuple[str, int] | None:

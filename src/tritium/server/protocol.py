@@ -33,6 +33,10 @@ from tritium.engine.tools import check_tools, forced_call_schema
 from tritium.server.errors import invalid
 
 MAX_N = 128
+# chat-template variables the server sets itself, beside the engine's (tokenizer.RESERVED_TEMPLATE_VARIABLES):
+# tools (the request's checked tools field), strftime_now (the date function of Llama 3's templates)
+SERVER_TEMPLATE_VARIABLES = {"tools": "the request's tools field (checked there); pass the tools as tools",
+                             "strftime_now": "the date function chat templates call"}
 COMPLETION_MAX_TOKENS_DEFAULT = 16  # OpenAI's legacy completions default
 
 _COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
@@ -378,7 +382,7 @@ def parse_chat(body: dict) -> GenerationRequest:
     include, continuous = _stream_options(body, stream)
     max_tokens = _max_tokens(body, ("max_completion_tokens", "max_tokens"), None)
     try:
-        template_kwargs = check_template_kwargs(body.get("chat_template_kwargs"))
+        template_kwargs = check_chat_template_kwargs(body.get("chat_template_kwargs"))
     except ValueError as e:
         raise invalid(str(e), "chat_template_kwargs") from None
     tools, tool_choice, tool_name = _tools(body)
@@ -417,6 +421,17 @@ def parse_chat(body: dict) -> GenerationRequest:
                              template_kwargs, tools, tool_choice, tool_name, parallel is not False,
                              prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
                              continue_final_message=continued, guided_field=guided_field)
+
+
+def check_chat_template_kwargs(template_kwargs, what: str = "chat_template_kwargs") -> dict:
+    """``template_kwargs`` as a dict of extra chat-template variables ({} for None); ValueError naming ``what``
+    and the key for one the server or the engine sets itself (``messages``, ``tools``, ...), which would
+    otherwise reach the template unchecked or be overridden silently."""
+    kwargs = check_template_kwargs(template_kwargs, what)
+    for key, why in SERVER_TEMPLATE_VARIABLES.items():
+        if key in kwargs:
+            raise ValueError(f"{what}: {key!r} is set by the server ({why}) and cannot be given")
+    return kwargs
 
 
 def _chat_prompt_options(body: dict) -> tuple[bool, bool]:

@@ -603,11 +603,15 @@ def _metadata(value) -> dict:
 
 
 def usage(chat_usage: dict | None, reasoning_tokens: int) -> dict | None:
-    """A response's usage from the chat answer's."""
+    """A response's usage from the chat answer's: every field openai-python's ``ResponseUsage`` requires.
+    ``cache_write_tokens`` is 0: the prefix cache keeps a prompt's pages as a side effect of computing them,
+    with no write of its own to count (OpenAI's counts writes of prompts kept on purpose, with a retention
+    time)."""
     if chat_usage is None:
         return None
     return {"input_tokens": chat_usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": chat_usage["prompt_tokens_details"]["cached_tokens"]},
+            "input_tokens_details": {"cached_tokens": chat_usage["prompt_tokens_details"]["cached_tokens"],
+                                     "cache_write_tokens": 0},
             "output_tokens": chat_usage["completion_tokens"],
             "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
             "total_tokens": chat_usage["total_tokens"]}
