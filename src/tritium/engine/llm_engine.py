@@ -494,8 +494,21 @@ def _num_blocks(model: LlamaModel, cfg: EngineConfig, device: torch.device, extr
     full = min(int((budget - (wanted + 1) * per_window) // per_full), _MAX_BLOCKS) - 1
     if full < 1:
         raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page beside {wanted} window pages; "
-                         f"a page of {cfg.block_size} tokens needs {per_full} + {per_window} bytes")
+                         f"a page of {cfg.block_size} tokens needs {per_full} + {per_window} bytes"
+                         f"{_budget_source(cfg, device)}")
     return full, wanted
+
+
+def _budget_source(cfg: EngineConfig, device: torch.device) -> str:
+    """Where a GPU's KV-cache budget came from and what to change, for an error that it holds no page."""
+    if cfg.kv_cache_memory is not None or device.type != "cuda":
+        return ""
+    free, total = torch.cuda.mem_get_info(device)
+    gib = 1 << 30
+    return (f" (after the weights, {device} has {free / gib:.2f} of its {total / gib:.2f} GiB free, less the "
+            f"{1 - cfg.gpu_memory_utilization:.0%} that gpu_memory_utilization={cfg.gpu_memory_utilization} leaves "
+            f"unused and a step's activations: free memory other processes hold, raise gpu_memory_utilization, or "
+            f"give kv_cache_memory or num_blocks)")
 
 
 def _pages(model: LlamaModel, cfg: EngineConfig, device: torch.device, per_block: int,
@@ -510,7 +523,7 @@ def _pages(model: LlamaModel, cfg: EngineConfig, device: torch.device, per_block
     num_blocks = min(int(budget // per_block), _MAX_BLOCKS) - 1  # one scratch page
     if num_blocks < 1:
         raise ValueError(f"KV-cache budget of {int(budget)} bytes holds no page; one page of "
-                         f"{cfg.block_size} tokens needs {per_block} bytes")
+                         f"{cfg.block_size} tokens needs {per_block} bytes{_budget_source(cfg, device)}")
     return num_blocks
 
 
