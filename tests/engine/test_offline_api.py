@@ -154,11 +154,14 @@ def test_dtype_names(name, dtype):
     assert cfg.dtype == dtype
 
 
-@pytest.mark.parametrize("name, dtype", [("bf16", torch.bfloat16), ("half", torch.float16), ("auto", torch.float32)])
+@pytest.mark.parametrize("name, dtype", [("bf16", torch.bfloat16), ("half", torch.float16), ("auto", None)])
 def test_llm_takes_a_dtype_name(tiny_models, name, dtype):
-    """vLLM's LLM(model, dtype="half"); "auto" on the CPU is float32."""
+    """vLLM's LLM(model, dtype="half"); "auto" is float32 on the CPU, bfloat16 on a GPU for this float32
+    checkpoint."""
     path, _ = tiny_models["llama"]
     llm = LLM(path, dtype=name, max_model_len=32)
+    if dtype is None:
+        dtype = torch.bfloat16 if llm.engine.device.type == "cuda" else torch.float32
     assert llm.engine.config.dtype == dtype
     assert llm.engine.model.dtype == dtype and llm.engine.model.embed.weight.dtype == dtype
     out = llm.generate("w1 w2 w3", SamplingParams(max_tokens=4, ignore_eos=True))[0]
