@@ -94,8 +94,10 @@ def test_chat_errors_name_the_field(llm, messages, message):
 @pytest.mark.parametrize("kwargs, message", [
     ([("enable_thinking", False)], "chat_template_kwargs must be an object of template variables, got list"),
     ({"bos_token": "x"}, "chat_template_kwargs: 'bos_token' is set by the server"),
+    ({"strftime_now": "x"}, "chat_template_kwargs: 'strftime_now' is set by the server"),  # (the date function)
+    ({"tools": 5}, "chat_template_kwargs: 'tools' is chat's tools argument .*: pass the tools as tools"),
     ({"not a name": 1}, "chat_template_kwargs: 'not a name' is not a template variable name"),
-], ids=["list", "reserved", "name"])
+], ids=["list", "reserved", "date-function", "tools", "name"])
 def test_chat_template_kwargs_are_checked(llm, kwargs, message):
     with pytest.raises(ValueError, match=message):
         llm.chat([{"role": "user", "content": "w1"}], SamplingParams(max_tokens=2), chat_template_kwargs=kwargs)

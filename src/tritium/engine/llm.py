@@ -123,6 +123,9 @@ class LLM:
         conversations = [messages] if is_conversation(messages) else list(messages)
         if not conversations:
             raise ValueError("messages is empty: give one conversation or a list of them")
+        if isinstance(chat_template_kwargs, dict) and "tools" in chat_template_kwargs:
+            raise ValueError("chat_template_kwargs: 'tools' is chat's tools argument (checked as OpenAI function "
+                             "tools): pass the tools as tools")
         if tools is not None:
             chat_template_kwargs = {**check_template_kwargs(chat_template_kwargs), "tools": check_tools(tools)}
         prompts = [encode_chat(self.tokenizer, c, "messages" if len(conversations) == 1 and c is messages

@@ -279,7 +279,8 @@ def compile_chat_template(text: str):
 
 
 # variables every chat template is given: not settable through template_kwargs
-RESERVED_TEMPLATE_VARIABLES = ("messages", "add_generation_prompt", "bos_token", "eos_token", "raise_exception")
+RESERVED_TEMPLATE_VARIABLES = ("messages", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
+                               "strftime_now")
 
 
 def check_template_kwargs(template_kwargs, what: str = "chat_template_kwargs") -> dict:
