@@ -545,8 +545,12 @@ def perplexity(args) -> int:
         windows(2, args.context, 1 if args.stride is None else args.stride)  # (--context < 2 is named first)
     elif args.stride is not None and args.stride < 1:
         raise ValueError(f"--stride must be >= 1, got {args.stride}")
-    if args.file == "-":
-        text = sys.stdin.read()
+    if args.file == "-":  # its bytes decoded here: the console's decoder may keep bad bytes as surrogates
+        raw = getattr(sys.stdin, "buffer", None)
+        try:
+            text = sys.stdin.read() if raw is None else raw.read().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"file: cannot read stdin as UTF-8 text: {e}") from None
     else:
         try:
             with open(args.file, encoding="utf-8") as f:

@@ -478,3 +478,18 @@ def test_lora_flags(capsys, monkeypatch, tiny_models, tmp_path):
     assert (kwargs["enable_lora"], kwargs["max_loras"], kwargs["max_lora_rank"]) == (True, 2, 32)
     assert _serve_engine_kwargs(_parser().parse_args(["serve", "--allow-runtime-lora"]))["enable_lora"] is True
     assert "enable_lora" not in _serve_engine_kwargs(_parser().parse_args(["serve"]))
+
+
+def test_perplexity_stdin_not_utf8_is_named(capsys, monkeypatch, tiny_models):
+    """Bytes on stdin that are not UTF-8 are one line naming stdin, as a file's are (the console decoder kept them
+    as surrogates, which the tokenizer then refused as "a lone UTF-16 surrogate")."""
+    path, _ = tiny_models["llama"]
+    for errors in ("surrogateescape", "strict"):  # (a C locale's stdin; a UTF-8 one's)
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"w1 \xff w2 w3"), "utf-8", errors))
+        code = main(["perplexity", "-", "--model", path])
+        out, err = capsys.readouterr()
+        assert code == 2 and "error: file: cannot read stdin as UTF-8 text: 'utf-8' codec can't decode byte 0xff" \
+            in err and err.count("\n") == 1, err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("w1 w2 w3".encode()), "utf-8"))
+    assert main(["perplexity", "-", "--model", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr()[0])["tokens"] == 2

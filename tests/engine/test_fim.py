@@ -76,3 +76,25 @@ def test_generate_with_a_suffix(fim_model, tiny_models):
     plain = LLM(tiny_models["llama"][0], dtype=torch.float32, max_model_len=64)
     with pytest.raises(ValueError, match="prompts\\[0\\] with a suffix: this model's vocabulary has no fill-in"):
         plain.generate("w1", params, suffix="w2")
+
+
+def test_empty_suffix_is_none_and_bad_suffixes_are_named(fim_model, tiny_models):
+    """An empty suffix is a plain completion, as the server's (it was a fill-in-the-middle prompt around nothing,
+    and an error on a model without the tokens); a suffix that is not text, or a list holding one that is not, is
+    refused naming ``suffix`` (an int was a TypeError, bytes were taken as a list of ints)."""
+    params = SamplingParams(max_tokens=4)
+    for path in (fim_model, tiny_models["llama"][0]):
+        llm = LLM(path, dtype=torch.float32, max_model_len=64)
+        plain = llm.generate(["w1 w2", "w3"], params)
+        got = llm.generate(["w1 w2", "w3"], params, suffix="")
+        assert [o.prompt_token_ids for o in got] == [o.prompt_token_ids for o in plain]
+        assert [o.token_ids for o in got] == [o.token_ids for o in plain]
+        assert llm.generate([[4, 5]], params, suffix="")[0].token_ids == llm.generate([[4, 5]], params)[0].token_ids
+    llm = LLM(fim_model, dtype=torch.float32, max_model_len=64)
+    mixed = llm.generate(["w1 w2", "w3"], params, suffix=["w9", ""])
+    assert mixed[0].prompt_token_ids == encode_fim(llm.tokenizer, "w1 w2", "w9")[0]
+    assert mixed[1].prompt_token_ids == llm.tokenizer.encode("w3")
+    for bad in (5, b"w9", ["w9", 3], {"w9"}):
+        with pytest.raises(ValueError, match="^suffix must be a string or a list of strings \\(one per prompt\\), "
+                                             f"got {type(bad).__name__} "):
+            llm.generate(["w1", "w2"], params, suffix=bad)

@@ -2,6 +2,7 @@
 weights (``W + scaling B A``, run by transformers), whatever the batch mixes; adapters wait for slots; the prefix
 cache keeps each adapter's pages apart; bad adapters and requests get errors naming what is wrong."""
 
+import json
 import os
 
 import pytest
@@ -248,3 +249,35 @@ def test_preemption_abort_and_drafts_keep_slots_right(tiny_models, adapters):
     engine.abort("x")
     engine.step()
     assert engine.loras.refs == [0, 0]
+
+
+def test_adapter_configs_and_files_of_nonsense(tiny_models, tmp_path):
+    """A lora_alpha that is not finite (NaN, infinity: every token was 0), a use_rslora that is not a boolean
+    ("yes" was taken as true) and a damaged weights file (safetensors' own error escaped, a 500 over HTTP) are
+    ValueErrors naming what is wrong; an empty path is refused (it read the current directory). A config without
+    lora_alpha scales by PEFT's default alpha, 8 (it took alpha = r)."""
+    path, model = tiny_models["llama"]
+    cfg = LLM(path, dtype=torch.float32, max_model_len=64).engine.model_config
+    for label, extra, match in (("nan", {"lora_alpha": float("nan")}, "lora_alpha must be a finite number, got nan"),
+                                ("inf", {"lora_alpha": float("inf")}, "lora_alpha must be a finite number, got inf"),
+                                ("rslora", {"use_rslora": "yes"}, "use_rslora must be true or false, got 'yes'")):
+        d = str(tmp_path / label)
+        write_adapter(d, model, rank=4, modules=("q_proj",), extra_config=extra)
+        with pytest.raises(ValueError, match=match):
+            LoRAAdapter.load(d, cfg)
+    d = tmp_path / "damaged"
+    write_adapter(str(d), model, rank=4, modules=("q_proj",))
+    weights = d / "adapter_model.safetensors"
+    for data in (b"", weights.read_bytes()[:-7], b"not safetensors at all"):
+        weights.write_bytes(data)
+        with pytest.raises(ValueError, match="adapter_model.safetensors is not a readable safetensors file"):
+            LoRAAdapter.load(str(d), cfg)
+    d = str(tmp_path / "no-alpha")
+    write_adapter(d, model, rank=4, modules=("q_proj",), extra_config={"lora_alpha": None})
+    with open(os.path.join(d, "adapter_config.json")) as f:
+        config = {k: v for k, v in json.load(f).items() if k != "lora_alpha"}
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(config, f)
+    assert LoRAAdapter.load(d, cfg).scaling == 8 / 4
+    with pytest.raises(ValueError, match="LoRARequest path must be a non-empty string"):
+        LoRARequest("x", "")

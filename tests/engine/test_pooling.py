@@ -159,3 +159,16 @@ def test_errors_name_the_argument(llama):
         with pytest.raises(ValueError, match=rf"normalize must be True, False or None \(the model's choice\), got "
                                              rf"{normalize!r}$"):
             llm.embed("w1", normalize=normalize)
+
+
+def test_bad_dimensions_refused_before_any_prompt_runs(llama, monkeypatch):
+    """``dimensions`` is checked against the hidden size before the prompts are queued (it was checked after every
+    prompt had been embedded: a long batch ran in full to end in the error)."""
+    path, hf = llama
+    hidden = hf.config.hidden_size
+    llm = LLM(path, dtype=torch.float32, max_model_len=32)
+    monkeypatch.setattr(llm, "generate", lambda *a, **k: pytest.fail("the prompts ran before dimensions was checked"))
+    for dimensions in (0, hidden + 1, "8", 8.0, True):
+        with pytest.raises(ValueError, match=rf"dimensions must be an int in \[1, {hidden}\] \(the model's hidden "
+                                             rf"size\), got {dimensions!r}$"):
+            llm.embed(["w1", "w2 w3"], dimensions=dimensions)

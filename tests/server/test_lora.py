@@ -3,6 +3,9 @@ merged model's greedy answer), the base model's name runs none, both batch toget
 adapters with their parent; an unknown name is a 404 naming what is served; ``--lora-modules`` is parsed with
 errors naming the bad entry."""
 
+import os
+import shutil
+
 import pytest
 import torch
 
@@ -117,3 +120,23 @@ def test_lora_metric(setup):
     text = http.get("/metrics").text
     line = next(x for x in text.splitlines() if x.startswith("tritium:lora_requests_info{"))
     assert 'max_lora="2"' in line and 'running_lora_adapters=""' in line and line.endswith(" 1.0")
+
+
+def test_damaged_adapter_and_the_served_models_name(model, tmp_path):
+    """``/v1/load_lora_adapter`` of a directory whose weights file is damaged is a 400 naming lora_path (safetensors'
+    own error was a 500); an adapter read before the server is built under the served model's name is refused at
+    start-up (requests naming it ran the base model, and /v1/models listed the name twice)."""
+    path, adapter, _, _ = model
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    shutil.copy(os.path.join(adapter, "adapter_config.json"), damaged)
+    (damaged / "adapter_model.safetensors").write_bytes(b"garbage")
+    engine = LLMEngine(path, dtype=torch.float32, max_model_len=64, enable_lora=True, max_lora_rank=8)
+    with TestClient(build_app(AsyncLLMEngine(engine), model_name="base", runtime_lora=True)) as http:
+        r = http.post("/v1/load_lora_adapter", json={"lora_name": "d", "lora_path": str(damaged)})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "lora_path", r.text
+        assert "not a readable safetensors file" in r.json()["error"]["message"]
+        assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["base"]
+    engine.load_lora("base", adapter)
+    with pytest.raises(ValueError, match="the LoRA adapter 'base' has the served model's name"):
+        build_app(AsyncLLMEngine(engine), model_name="base")

@@ -736,6 +736,7 @@ BAD = [
      "temperature"),
     ("embeddings-long", "/v1/embeddings", {"input": [[5] * (MAX_LEN + 1)]}, 400, "context_length_exceeded", "input"),
     ("embeddings-vocab", "/v1/embeddings", {"input": [[5, 99999]]}, 400, None, "input"),
+    ("embeddings-user", "/v1/embeddings", {"input": "w1", "user": 5}, 400, None, "user"),
     ("best_of-below-n", "/v1/completions", {"prompt": "w1", "n": 3, "best_of": 2}, 400, None, "best_of"),
     ("best_of-stream", "/v1/completions", {"prompt": "w1", "best_of": 2, "stream": True}, 400, None, "best_of"),
     ("best_of-echo", "/v1/completions", {"prompt": "w1", "best_of": 2, "echo": True}, 400, None, "best_of"),

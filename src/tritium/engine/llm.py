@@ -21,7 +21,7 @@ from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.fim import encode_fim
 from tritium.engine.llm_engine import LLMEngine
 from tritium.engine.lora import LoRARequest
-from tritium.engine.pooling import finish, model_pooling
+from tritium.engine.pooling import check_dimensions, finish, model_pooling
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
@@ -156,6 +156,7 @@ class LLM:
             return self.engine.follow()
         if normalize is not None and not isinstance(normalize, bool):
             raise ValueError(f"normalize must be True, False or None (the model's choice), got {normalize!r}")
+        check_dimensions(dimensions, self.engine.model_config.hidden_size)  # before any prompt runs
         mode, norm = model_pooling(self.engine.model_path)
         params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
         outs = self.generate(prompts, params, lora_request=lora_request)  # (one prompt or a list, as generate takes)
@@ -226,10 +227,11 @@ class LLM:
         ``sampling_params``: one for all prompts or one per prompt (default: greedy, 64 tokens).
         ``suffix`` (one for all prompts or one per prompt): fill in the middle, for code models trained for it
         (:mod:`tritium.engine.fim`): each text prompt is the text before a gap, the suffix the text after it, and
-        the answer what goes between (ending at EOS or the format's end tokens, added to ``stop_token_ids``).
-        ``lora_request`` (one for all prompts or one per prompt, None: the base model): the LoRA adapter each
-        prompt runs with (``enable_lora=True``; ``LoRARequest(name, path)`` reads a PEFT directory the first
-        time, ``LoRARequest(name)`` names one read before); prompts of different adapters batch together.
+        the answer what goes between (ending at EOS or the format's end tokens, added to ``stop_token_ids``); an
+        empty suffix is none. ``lora_request`` (one for all prompts or one per prompt, None: the base model): the
+        LoRA adapter each prompt runs with (``enable_lora=True``; ``LoRARequest(name, path)`` reads a PEFT
+        directory the first time, ``LoRARequest(name)`` names one read before); prompts of different adapters batch
+        together.
         Returns one finished :class:`RequestOutput` per prompt, in order, whatever ``SamplingParams.n``: with n > 1
         its fields are sample 0's and ``out.outputs`` holds the n samples (``[out]`` for one). A prompt's samples
         after the first are queued once the first has computed the prompt's full pages, which they then take from
@@ -268,11 +270,20 @@ class LLM:
             encoded = [self.engine.encode(p, f"prompts[{i}]", q.generates)
                        for i, (p, q) in enumerate(zip(prompts, params))]
         else:
-            suffixes = [suffix] * len(prompts) if isinstance(suffix, str) else list(suffix)
+            if isinstance(suffix, str):
+                suffixes = [suffix] * len(prompts)
+            elif isinstance(suffix, (list, tuple)) and all(isinstance(t, str) for t in suffix):
+                suffixes = list(suffix)
+            else:
+                raise ValueError(f"suffix must be a string or a list of strings (one per prompt), got "
+                                 f"{type(suffix).__name__} {suffix!r:.80}")
             if len(suffixes) != len(prompts):
                 raise ValueError(f"suffix has {len(suffixes)} entries, prompts has {len(prompts)}")
             encoded, params = [], list(params)
             for i, (prompt, text) in enumerate(zip(prompts, suffixes)):
+                if not text:  # an empty suffix is none (a plain completion), as the server's
+                    encoded.append(self.engine.encode(prompt, f"prompts[{i}]", params[i].generates))
+                    continue
                 try:
                     ids, stops = encode_fim(self.tokenizer, prompt, text)
                 except ValueError as e:

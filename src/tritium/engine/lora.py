@@ -29,8 +29,9 @@ class LoRARequest:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"LoRARequest name must be a non-empty string, got {self.name!r}")
-        if self.path is not None and not isinstance(self.path, str):
-            raise ValueError(f"LoRARequest path must be a string (a PEFT adapter directory), got {self.path!r}")
+        if self.path is not None and (not isinstance(self.path, str) or not self.path):  # ("": the current directory)
+            raise ValueError(f"LoRARequest path must be a non-empty string (a PEFT adapter directory), got "
+                             f"{self.path!r}")
 
 
 class LoRASlots:

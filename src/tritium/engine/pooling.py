@@ -41,13 +41,18 @@ def model_pooling(path: str | None) -> tuple[str, bool]:
                      f"({os.path.join(kinds['Pooling'], 'config.json')}); tritium pools by the last token or the mean")
 
 
+def check_dimensions(dimensions, hidden: int) -> None:
+    """ValueError unless ``dimensions`` is None or an int in [1, ``hidden``]."""
+    if dimensions is not None and (not isinstance(dimensions, int) or isinstance(dimensions, bool)
+                                   or not 1 <= dimensions <= hidden):
+        raise ValueError(f"dimensions must be an int in [1, {hidden}] (the model's hidden size), got {dimensions!r}")
+
+
 def finish(vectors: torch.Tensor, normalize: bool, dimensions: int | None = None) -> torch.Tensor:
     """[N, hidden] pooled vectors as a caller gets them: the first ``dimensions`` components (Matryoshka models;
     None: all), then scaled to unit length if ``normalize``."""
     if dimensions is not None:
-        if not isinstance(dimensions, int) or isinstance(dimensions, bool) or not 1 <= dimensions <= vectors.shape[-1]:
-            raise ValueError(f"dimensions must be an int in [1, {vectors.shape[-1]}] (the model's hidden size), "
-                             f"got {dimensions!r}")
+        check_dimensions(dimensions, vectors.shape[-1])
         vectors = vectors[..., :dimensions]
     if normalize:
         vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)

@@ -37,6 +37,7 @@ PROJECTIONS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 # Phi-3's fused modules: one A for all parts, B's rows split into the parts' modules
 FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 _READS = itertools.count()
+PEFT_ALPHA = 8  # PEFT's LoraConfig.lora_alpha default: an adapter_config.json without lora_alpha is read with it
 _KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_([AB])(?:\.default)?\.weight$")
 
 
@@ -69,7 +70,7 @@ class LoRAAdapter:
              ) -> "LoRAAdapter":
         """Read and check the PEFT adapter in directory ``path`` for a model of ``config``. ValueError (or
         FileNotFoundError) naming what is wrong."""
-        from safetensors import safe_open
+        from safetensors import SafetensorError, safe_open
 
         name = name or os.path.basename(os.path.normpath(path))
         where = f"LoRA adapter {name!r} ({path})"
@@ -88,11 +89,14 @@ class LoRAAdapter:
         peft_type = acfg.get("peft_type", "LORA")
         if str(peft_type).upper() != "LORA":
             raise ValueError(f"{where}: peft_type must be LORA, got {peft_type!r}")
-        rank, alpha = acfg.get("r"), acfg.get("lora_alpha", acfg.get("r"))
+        rank, alpha = acfg.get("r"), acfg.get("lora_alpha", PEFT_ALPHA)
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
             raise ValueError(f"{where}: r must be a positive integer, got {rank!r}")
-        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
-            raise ValueError(f"{where}: lora_alpha must be a number, got {alpha!r}")
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not math.isfinite(alpha):
+            raise ValueError(f"{where}: lora_alpha must be a finite number, got {alpha!r}")
+        rslora = acfg.get("use_rslora")
+        if rslora is not None and not isinstance(rslora, bool):
+            raise ValueError(f"{where}: use_rslora must be true or false, got {rslora!r}")
         if max_rank is not None and rank > max_rank:
             raise ValueError(f"{where}: rank {rank} is above max_lora_rank={max_rank}")
         refused = {"use_dora": acfg.get("use_dora"), "modules_to_save": acfg.get("modules_to_save"),
@@ -104,11 +108,15 @@ class LoRAAdapter:
                                  f"projections only)")
         if acfg.get("bias", "none") != "none":
             raise ValueError(f"{where}: bias={acfg['bias']!r} is not supported (trained biases); expected 'none'")
-        scaling = alpha / math.sqrt(rank) if acfg.get("use_rslora") else alpha / rank
+        scaling = alpha / math.sqrt(rank) if rslora else alpha / rank
         shapes = module_shapes(config)
         moe = bool(config.num_experts)
         pending: dict[tuple[int, str], dict[str, torch.Tensor]] = {}
-        with safe_open(w_path, framework="pt") as f:
+        try:
+            weights_file = safe_open(w_path, framework="pt")
+        except SafetensorError as e:  # a truncated or damaged file
+            raise ValueError(f"{where}: {ADAPTER_WEIGHTS} is not a readable safetensors file ({e})") from None
+        with weights_file as f:
             for key in f.keys():
                 m = _KEY.search(key)
                 if m is None:

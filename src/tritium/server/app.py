@@ -1051,6 +1051,9 @@ def build_app(engine: AsyncLLMEngine, *, model_name: str, api_key: str | None = 
             isinstance(o, str) and o for o in allowed_origins)):
         raise ValueError(f"allowed_origins must be a list of origins (e.g. ['https://app.example.com'] or ['*']), "
                          f"got {allowed_origins!r}")
+    if model_name in engine.engine.lora_names():  # (requests naming it would run the base model)
+        raise ValueError(f"the LoRA adapter {model_name!r} has the served model's name (--served-model-name): "
+                         f"give one of them another name")
     server = OpenAIServer(engine, model_name, api_key, max_request_bytes, chat_template_kwargs, tool_parser,
                           reasoning_parser, max_stored_responses, responses_dir)
 

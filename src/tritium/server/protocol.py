@@ -547,6 +547,7 @@ class EmbeddingRequest:
 def parse_embedding(body: dict) -> EmbeddingRequest:
     """``POST /v1/embeddings``: ``input`` is a string, a list of strings, token ids or a list of those."""
     _check_fields(body, {"model", "input", "encoding_format", "dimensions", "user"}, "/v1/embeddings")
+    _user(body)
     inputs = _texts_or_ids(body, "input")
     if len(inputs) > MAX_EMBEDDING_INPUTS:
         raise invalid(f"input holds {len(inputs)} items; a request takes at most {MAX_EMBEDDING_INPUTS}", "input")
