@@ -548,12 +548,12 @@ def perplexity(args) -> int:
     if args.file == "-":  # its bytes decoded here: the console's decoder may keep bad bytes as surrogates
         raw = getattr(sys.stdin, "buffer", None)
         try:
-            text = sys.stdin.read() if raw is None else raw.read().decode("utf-8")
+            text = sys.stdin.read() if raw is None else raw.read().decode("utf-8-sig")  # (a byte-order mark: no text)
         except UnicodeDecodeError as e:
             raise ValueError(f"file: cannot read stdin as UTF-8 text: {e}") from None
     else:
         try:
-            with open(args.file, encoding="utf-8") as f:
+            with open(args.file, encoding="utf-8-sig") as f:  # (a byte-order mark is not scored)
                 text = f.read()
         except (OSError, UnicodeDecodeError) as e:  # a directory, no permission, not UTF-8 text
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)

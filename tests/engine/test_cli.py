@@ -480,7 +480,7 @@ def test_lora_flags(capsys, monkeypatch, tiny_models, tmp_path):
     assert "enable_lora" not in _serve_engine_kwargs(_parser().parse_args(["serve"]))
 
 
-def test_perplexity_stdin_not_utf8_is_named(capsys, monkeypatch, tiny_models):
+def test_perplexity_stdin_not_utf8_is_named(capsys, monkeypatch, tmp_path, tiny_models):
     """Bytes on stdin that are not UTF-8 are one line naming stdin, as a file's are (the console decoder kept them
     as surrogates, which the tokenizer then refused as "a lone UTF-16 surrogate")."""
     path, _ = tiny_models["llama"]
@@ -492,4 +492,13 @@ def test_perplexity_stdin_not_utf8_is_named(capsys, monkeypatch, tiny_models):
             in err and err.count("\n") == 1, err
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("w1 w2 w3".encode()), "utf-8"))
     assert main(["perplexity", "-", "--model", path, "--json"]) == 0
-    assert json.loads(capsys.readouterr()[0])["tokens"] == 2
+    plain = json.loads(capsys.readouterr()[0])
+    assert plain["tokens"] == 2
+    # a UTF-8 byte-order mark (Windows editors write one) is not text: not scored, on stdin or in a file
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfw1 w2 w3"), "utf-8"))
+    assert main(["perplexity", "-", "--model", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr()[0]) == plain
+    file = tmp_path / "bom.txt"
+    file.write_bytes(b"\xef\xbb\xbfw1 w2 w3")
+    assert main(["perplexity", str(file), "--model", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr()[0]) == plain

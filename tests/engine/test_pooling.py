@@ -140,6 +140,8 @@ def test_model_pooling_from_sentence_transformers_files(tmp_path):
     save({"pooling_mode_cls_token": True}, True)
     with pytest.raises(ValueError, match="pools its hidden states by cls_token"):
         model_pooling(str(tmp_path))
+    # the caller's pooling in its place: the files' Normalize still counts
+    assert model_pooling(str(tmp_path), "mean") == ("mean", True)
 
 
 def test_errors_name_the_argument(llama):

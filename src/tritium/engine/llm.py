@@ -157,8 +157,8 @@ class LLM:
         if normalize is not None and not isinstance(normalize, bool):
             raise ValueError(f"normalize must be True, False or None (the model's choice), got {normalize!r}")
         check_dimensions(dimensions, self.engine.model_config.hidden_size)  # before any prompt runs
-        mode, norm = model_pooling(self.engine.model_path)
-        params = SamplingParams(max_tokens=1, pooling=mode if pooling is None else pooling)
+        mode, norm = model_pooling(self.engine.model_path, pooling)  # (pooling given: the files' mode not needed)
+        params = SamplingParams(max_tokens=1, pooling=mode)
         outs = self.generate(prompts, params, lora_request=lora_request)  # (one prompt or a list, as generate takes)
         if not outs:
             raise ValueError("prompts is empty: give one prompt or a list of them")

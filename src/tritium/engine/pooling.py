@@ -18,9 +18,15 @@ import torch
 DEFAULT = ("last", True)  # (pooling, normalize) of a model that does not say
 
 
-def model_pooling(path: str | None) -> tuple[str, bool]:
+def model_pooling(path: str | None, pooling: str | None = None) -> tuple[str, bool]:
     """(pooling, normalize) from the sentence-transformers files in model directory ``path``; :data:`DEFAULT`
-    where it has none. ValueError for a pooling mode tritium does not implement (CLS, max, weighted mean)."""
+    where it has none. ValueError for a pooling mode tritium does not implement (CLS, max, weighted mean), unless
+    the caller chose ``pooling``, returned in the files' mode's place."""
+    mode, normalize = _files_pooling(path, pooling is not None)
+    return mode if pooling is None else pooling, normalize
+
+
+def _files_pooling(path: str | None, chosen: bool) -> tuple[str, bool]:
     modules_file = None if path is None else os.path.join(path, "modules.json")
     if modules_file is None or not os.path.isfile(modules_file):
         return DEFAULT
@@ -33,6 +39,8 @@ def model_pooling(path: str | None) -> tuple[str, bool]:
     with open(os.path.join(path, kinds["Pooling"], "config.json")) as f:
         config = json.load(f)
     modes = [k.removeprefix("pooling_mode_") for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+    if chosen:
+        return DEFAULT[0], normalize
     if modes == ["lasttoken"]:
         return "last", normalize
     if modes == ["mean_tokens"]:
