@@ -346,19 +346,69 @@ def mismatch_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def lamport_mismatch_worker(rank: int, world_size: int) -> None:
+    """Lamport calls that differ on the last rank (fewer or more elements, fp16 against bf16 of one size,
+    another op, the fused RMSNorm with another row width): every rank's check raises CollectiveMismatch (its
+    header, not a timeout), nothing is written, and agreeing calls afterwards are right in each of the three
+    buffers, over the elements a larger peer pushed into them too."""
+    heap, comm = _comm()
+    if runtime.interpreting():  # a mismatch must not wait this long on any rank (GPUs shared by ranks take turns)
+        heap.max_spins = 1 << 14
+    dev = heap.device
+    odd = rank == world_size - 1
+
+    def lamport(x, **kw):
+        out = torch.full_like(x, -5.0)
+        comm.all_reduce(x, out=out, algorithm="lamport", **kw)
+        return out
+
+    try:
+        y = torch.arange(300, device=dev, dtype=torch.float32) % 7 + rank
+        cases = {"fewer elements": lambda: lamport(y[:100 if odd else 300].bfloat16()),
+                 "more elements": lambda: lamport(y[:300 if odd else 100].bfloat16()),
+                 "fp16 against bf16": lambda: lamport(y.half() if odd else y.bfloat16()),
+                 "max against sum": lambda: lamport(y.bfloat16(), op="max" if odd else "sum")}
+        for what, call in cases.items():
+            out = call()
+            with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+                comm.check()
+            assert "out of step" not in str(raised.value), f"{what}: a wait gave up ({raised.value})"
+            assert torch.all(out == -5.0), f"{what}: rank {rank} wrote out"
+            for call_after in range(3):  # every buffer, each with stale elements from the larger peer reset
+                xs = inputs(world_size, (300,), torch.bfloat16, 40 + call_after, dev, True)
+                assert_equal_or_close(lamport(xs[rank]), ref.all_reduce_ref(xs), f"{what}: call {call_after} after")
+            comm.check()
+        # the fused RMSNorm: 4 x 12 against 6 x 8 (the same element count, rows of another width)
+        rows, hidden = (6, 8) if odd else (4, 12)
+        x = torch.ones(rows, hidden, device=dev, dtype=torch.bfloat16)
+        residual = torch.zeros_like(x)
+        out = torch.full_like(x, -5.0)
+        comm.all_reduce_rms_norm(x, residual, torch.ones(hidden, device=dev, dtype=torch.bfloat16), 1e-5, out=out)
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
+            comm.check()
+        assert torch.all(out == -5.0) and torch.all(residual == 0), f"rank {rank}: the RMSNorm wrote"
+        xs = inputs(world_size, (300,), torch.bfloat16, 50, dev, True)
+        assert_equal_or_close(lamport(xs[rank]), ref.all_reduce_ref(xs), "after the RMSNorm mismatch")
+        comm.check()
+    finally:
+        heap.close()
+
+
 def algorithm_mismatch_worker(rank: int, world_size: int, picks: tuple[str, ...]) -> None:
     """Ranks that pick different all-reduce algorithms for one call (rank r takes ``picks[r % len(picks)]``):
-    every rank's check raises (a mismatch or a timeout: the protocols never meet), and no rank writes out,
-    the Lamport kernel included. A fresh communicator per pattern (a timeout leaves the counters out of step)."""
+    every rank's check raises CollectiveMismatch (the protocols never meet, but a wait that gives up finds the
+    peer in the other protocol's call), and no rank writes out, the Lamport kernel included. A fresh communicator
+    per pattern (the counters are left out of step: its later checks keep raising)."""
     heap = shmem.SymmetricHeap(2 * coll.Communicator.heap_bytes(MAX_BYTES, world_size) + (1 << 20))
-    heap.max_spins = 4096  # give up sooner than the default (a test of the error, not of patience)
+    # give up sooner than the default (a test of the error, not of patience; ranks that share a GPU take turns)
+    heap.max_spins = 4096 if runtime.interpreting() else 1 << 20
     try:
         for shift in range(2):  # each algorithm on rank 0 once
             comm = coll.Communicator(heap, max_bytes=MAX_BYTES)
             x = torch.full((96,), float(rank + 1), device=heap.device, dtype=torch.bfloat16)
             out = torch.full_like(x, -5.0)
             comm.all_reduce(x, out=out, algorithm=picks[(rank + shift) % len(picks)])
-            with pytest.raises((coll.CollectiveMismatch, shmem.DeviceTimeout)):
+            with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
                 comm.check()
             assert torch.all(out == -5.0), f"rank {rank} wrote out: {out.tolist()}"
     finally:
@@ -366,7 +416,8 @@ def algorithm_mismatch_worker(rank: int, world_size: int, picks: tuple[str, ...]
 
 
 def missing_rank_worker(rank: int, world_size: int) -> None:
-    """The last rank never calls: the others' waits give up and their check raises DeviceTimeout."""
+    """The last rank never calls: the others' waits give up and their check raises DeviceTimeout; so does the
+    last rank's (the peers told it they gave up on it), and every later check (the counters are out of step)."""
     heap, comm = _comm()
     heap.max_spins = 4096  # give up sooner than the default (a test of the error, not of patience)
     dev = heap.device
@@ -386,6 +437,12 @@ def missing_rank_worker(rank: int, world_size: int) -> None:
             assert time.perf_counter() - start < first, "calls after a timeout waited again"
             with pytest.raises(shmem.DeviceTimeout, match="gave up"):
                 comm.check()
+        heap.barrier()  # (after the peers' checks: their give-ups have been posted)
+        for _ in range(2):
+            with pytest.raises(shmem.DeviceTimeout, match="out of step") as raised:
+                comm.check()
+            if rank == world_size - 1:
+                assert "gave up waiting for this rank" in str(raised.value), str(raised.value)
     finally:
         heap.close()
 

@@ -15,6 +15,9 @@ from tritium import runtime
 from tritium.fused import reference as ref
 
 MODES = ("bulk", "producer_consumer", "fused", "auto")
+# polls before a wait gives up in the tests of calls that differ on another protocol (on GPUs the waits must
+# outlast a peer's compilation of a new variant, and a turn where ranks share a GPU: 2**20 polls did not)
+GIVE_UP_SPINS = 2048 if runtime.interpreting() else 1 << 23
 TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 
 
@@ -364,5 +367,119 @@ def mismatch_worker(rank: int, world_size: int) -> None:
                                  ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops]))
                 _close(got, want, f"{mode}: the call after a mismatch ({what})")
                 comm.check()
+    finally:
+        heap.close()
+
+
+def _call(op: str, mode: str, a, b, comm):
+    return getattr(fused, op)(a, b, comm, overlap=mode)
+
+
+def _reference(op: str, ops, rank: int, dtype):
+    if op == "all_gather_matmul":
+        return ref.all_gather_matmul([o[0] for o in ops], ops[rank][1])
+    if op == "matmul_reduce_scatter":
+        return ref.matmul_reduce_scatter([o[0] for o in ops], [o[1] for o in ops], rank, dtype)
+    return ref.matmul_all_reduce([o[0] for o in ops], [o[1] for o in ops], dtype)
+
+
+def zero_rows_worker(rank: int, world_size: int, dtype) -> None:
+    """The last rank calls each op with no rows (M = 0) in one overlap mode, the others with rows: every rank's
+    check raises CollectiveMismatch (the rank without rows takes part instead of returning), and the next
+    agreeing call is right; in fp16, matmul_all_reduce's bulk and fused modes meet the peers' Lamport calls on
+    another protocol (the counters are then out of step: a new communicator)."""
+    m, K, N = 4, 32, 24
+    last = rank == world_size - 1
+    for op in ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce"):
+        heap, comm = _setup(world_size, world_size * m, N, K, dtype)
+        heap.max_spins = GIVE_UP_SPINS  # (a cross-protocol mismatch is found by a wait that gives up)
+        try:
+            rows = m if op == "all_gather_matmul" else world_size * m
+            for i, mode in enumerate(("bulk", "producer_consumer", "fused")):
+                ops = _operands(world_size, rows, K, N, dtype, 90 + i, dev := heap.device)
+                a, b = ops[rank]
+                _call(op, mode, a, b, comm)  # (every workspace at its size first)
+                _close(_call(op, mode, a, b, comm), _reference(op, ops, rank, dtype), f"{op} {mode}")
+                comm.check()
+                _call(op, mode, a[:0] if last else a, b, comm)
+                # fp16 matmul_all_reduce: the peers' Lamport calls (bulk: the all-reduce; fused: the decode kernel)
+                # meet a rank without rows on another protocol (an empty all-reduce, the reduce-scatter kernels)
+                cross = dtype == torch.float16 and op == "matmul_all_reduce" and mode != "producer_consumer"
+                with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+                    comm.check()
+                assert ("out of step" in str(raised.value)) == cross, f"{op} {mode}: {raised.value}"
+                if cross:  # (the counters are out of step: a new communicator)
+                    heap.close()
+                    heap, comm = _setup(world_size, world_size * m, N, K, dtype)
+                    heap.max_spins = GIVE_UP_SPINS
+                    continue
+                _close(_call(op, mode, a, b, comm), _reference(op, ops, rank, dtype), f"{op} {mode}: the call after")
+                comm.check()
+        finally:
+            heap.close()
+
+
+def mode_mismatch_worker(rank: int, world_size: int, op: str, modes: tuple, dtype, m: int) -> None:
+    """Rank r calls ``op`` in overlap mode ``modes[r % len(modes)]``: every rank's check raises
+    CollectiveMismatch, and keeps raising when the modes' protocols differ (bounded: a wait that gives up
+    finds the peer in the other mode's call; the counters are out of step: make a new communicator); where
+    both are Lamport calls (their headers differ), the next agreeing call is right."""
+    K, N = 32, 24
+    heap, comm = _setup(world_size, world_size * m, N, K, dtype)
+    heap.max_spins = GIVE_UP_SPINS
+    try:
+        rows = m if op == "all_gather_matmul" else world_size * m
+        a, b = _operands(world_size, rows, K, N, dtype, 7, heap.device)[rank]
+        mine = modes[rank % len(modes)]
+        for mode in sorted(set(modes)):  # every workspace made (collective) before the calls that differ
+            _call(op, mode, a, b, comm)
+        comm.check()
+        _call(op, mine, a, b, comm)
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+            comm.check()
+        if "out of step" in str(raised.value):  # modes of different protocols: every later check raises too
+            with pytest.raises(coll.CollectiveMismatch, match="out of step"):
+                comm.check()
+        else:  # one protocol (the decode kernel and the Lamport all-reduce): the next agreeing call is right
+            ops = _operands(world_size, rows, K, N, dtype, 8, heap.device)
+            _close(_call(op, modes[0], *ops[rank], comm), _reference(op, ops, rank, dtype), "the call after")
+            comm.check()
+    finally:
+        heap.close()
+
+
+def decode_size_mismatch_worker(rank: int, world_size: int) -> None:
+    """matmul_all_reduce's decode kernel (one Lamport launch) called with other sizes on the last rank (N,
+    M, K pieces): every rank's check raises CollectiveMismatch from the Lamport headers (no timeout), nothing
+    is written, and the next agreeing calls are right in each of the three Lamport buffers."""
+    from tritium.fused.matmul_all_reduce import DecodeMatmulConfig, launch_decode
+
+    dtype, M, K, N = torch.float16, 3, 48, 40
+    heap, comm = _setup(world_size, 64, 96, 1024, dtype)
+    if runtime.interpreting():  # a mismatch must not wait this long on any rank (GPUs shared by ranks take turns)
+        heap.max_spins = 1 << 14
+    dev = heap.device
+    last = rank == world_size - 1
+    try:
+        ops = _operands(world_size, M, K, N, dtype, 5, dev)
+        a, b = ops[rank]
+        cases = {"N": lambda out: fused.matmul_all_reduce(a, b[:, : N - 8] if last else b, comm, overlap="fused",
+                                                          out=out[:, : N - 8] if last else out),
+                 "M": lambda out: fused.matmul_all_reduce(a[:1] if last else a, b, comm, overlap="fused",
+                                                          out=out[:1] if last else out),
+                 "K pieces": lambda out: launch_decode(a, b, out, comm, DecodeMatmulConfig(16, 16, 4, 2,
+                                                                                           split=3 if last else 1))}
+        for what, call in cases.items():
+            out = torch.full((M, N), 7.0, dtype=dtype, device=dev)
+            call(out)
+            with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+                comm.check()
+            assert "out of step" not in str(raised.value), f"{what}: a wait gave up ({raised.value})"
+            assert torch.all(out == 7.0), f"{what}: rank {rank} wrote out"
+            for i in range(3):
+                agree = _operands(world_size, M, K, N, dtype, 20 + i, dev)
+                got = fused.matmul_all_reduce(agree[rank][0], agree[rank][1], comm, overlap="fused")
+                _close(got, _reference("matmul_all_reduce", agree, rank, dtype), f"{what}: call {i} after")
+            comm.check()
     finally:
         heap.close()

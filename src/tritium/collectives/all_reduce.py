@@ -8,9 +8,10 @@ import triton.language as tl
 
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX_BYTES, op_code
 from tritium.collectives.kernels import ALL_REDUCE
-from tritium.collectives.kernels import (begin, call_parity, count_timeout, fail_fast, finish, pdl_prologue, reduce_tile,
-                                         second_round)
-from tritium.collectives.lamport import (lamport_begin, lamport_finish, lamport_push, lamport_reduce,
+from tritium.collectives.kernels import (begin, call_parity, count_mismatch, count_timeout, fail_fast, finish,
+                                         pdl_prologue, reduce_tile, second_round)
+from tritium.collectives.lamport import (lamport_absent, lamport_announce, lamport_begin, lamport_extent,
+                                         lamport_finish, lamport_header, lamport_key, lamport_push, lamport_reduce,
                                          lamport_reduce_rms_norm, lamport_reset, poll_group, row_chunk)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
@@ -55,9 +56,12 @@ def all_reduce(comm, x: torch.Tensor, op: str = "sum", out: torch.Tensor | None 
                              f"bytes, got {nbytes} bytes of {x.dtype}")
         block, warps = comm.lamport_tile(nbytes)
         _lamport_all_reduce_kernel[comm._lamport_grid(x.numel(), block)](
-            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases, out, out,
+            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._lhdr, comm._state,
+            comm.heap.bases, out, out,
             x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins, 1, 0.0,
-            OP=code, AVG=avg, BLOCK=block, GROUP=poll_group(comm.world_size, block), num_warps=warps,
+            lamport_key(x.numel(), "all_reduce", code, avg, str(x.dtype)),
+            OP=code, AVG=avg, BLOCK=block, GROUP=poll_group(comm.world_size, block), WORLD_POW2=comm._world_pow2,
+            num_warps=warps,
             **pdl_launch(comm.device, comm.pdl))
         return out
     half = comm.max_bytes // x.element_size()
@@ -121,21 +125,24 @@ def _two_shot_all_reduce_kernel(
 
 
 # -- Lamport one-shot all-reduce (16-bit floats, small messages; the protocol: tritium.collectives.lamport) --
-@triton.jit
+@triton.jit(do_not_specialize=["key"])
 def _lamport_all_reduce_kernel(
     # pointers: the caller's input (an int16 view) and output, the heap's Lamport buffers (int16 view of
-    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused), their shared values and state
-    # row, the communicator's state (timeouts), the heap bases, residual and weight (FUSE_RMS)
-    x_bits_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, state_ptr, bases, residual_ptr, weight_ptr,
-    # sizes
-    n, rank, world_size, capacity, max_spins, hidden, eps,
+    # [3, world_size, capacity] 16-bit slots, every slot -0.0 when unused), their shared values, state row
+    # and headers, the communicator's state (timeouts, mismatches), the heap bases, residual and weight
+    # (FUSE_RMS)
+    x_bits_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, hdr_ptr, state_ptr, bases, residual_ptr, weight_ptr,
+    # sizes (key: the call's header key, lamport_key)
+    n, rank, world_size, capacity, max_spins, hidden, eps, key,
     # meta-parameters
-    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, FUSE_RMS: tl.constexpr = False,
-    CHUNKS: tl.constexpr = 1, USE_PDL: tl.constexpr = False,
+    OP: tl.constexpr, AVG: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, WORLD_POW2: tl.constexpr,
+    FUSE_RMS: tl.constexpr = False, CHUNKS: tl.constexpr = 1, USE_PDL: tl.constexpr = False,
 ):
     """One-shot all-reduce without a flag round (:mod:`tritium.collectives.lamport`): this rank's tiles
     go straight into slot ``rank`` of this call's buffer on every rank, the old buffer is reset while they
     travel, then the own buffer is polled (``GROUP`` slots at once) until every slot has arrived and reduced.
+    Program 0 posts the call's header (``key``); each program's first poll checks the peers' (a peer whose
+    call differs: a mismatch, nothing written).
 
     ``FUSE_RMS`` (all_reduce_rms_norm; x, residual, out ``[n / hidden, hidden]``): the tiles are chunks of
     rows (``BLOCK`` columns; a row has ``cdiv(hidden, BLOCK) <= CHUNKS``), pushed as above and reduced by
@@ -144,9 +151,15 @@ def _lamport_all_reduce_kernel(
     num_programs = tl.num_programs(0)
     pdl_prologue(USE_PDL)
     max_spins = fail_fast(state_ptr, max_spins)
-    phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
+    phase, buf, old_buf, old_n, call = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
+    if pid == 0:
+        lamport_announce(hdr_ptr, phase, call, key, rank, world_size, bases)
+    expect = lamport_header(call, key)
+    hdr_row = hdr_ptr + phase * world_size
+    old_n = lamport_extent(hdr_ptr, phase, call, old_n, world_size, capacity, WORLD_POW2)
     offs = tl.arange(0, BLOCK)
     timeouts = tl.zeros([], tl.int32)
+    wrong = tl.zeros([], tl.int32)
     if FUSE_RMS:
         chunks = tl.cdiv(hidden, BLOCK)
         num_tiles = (n // hidden) * chunks
@@ -155,9 +168,11 @@ def _lamport_all_reduce_kernel(
             idx = row * hidden + cols
             lamport_push(buf, idx, tl.load(x_bits_ptr + idx, mask=mask), mask, rank, world_size, capacity, bases)
         lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, pid, num_programs, BLOCK)
-        timeouts += lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, n // hidden,
-                                            hidden, hidden, eps, world_size, capacity, 1, 0, max_spins, pid,
-                                            num_programs, BLOCK, GROUP, CHUNKS)
+        timed_out, wrong = lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase,
+                                                   n // hidden, hidden, hidden, eps, world_size, capacity, 1, 0,
+                                                   max_spins, pid, num_programs, BLOCK, GROUP, CHUNKS, hdr_row,
+                                                   expect)
+        timeouts += timed_out
     else:
         for start in range(pid * BLOCK, n, num_programs * BLOCK):
             idx = start + offs
@@ -167,14 +182,18 @@ def _lamport_all_reduce_kernel(
         for start in range(pid * BLOCK, n, num_programs * BLOCK):
             idx = start + offs
             mask = idx < n
-            acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, 1, 0, max_spins,
-                                            out_ptr.dtype.element_ty, OP, GROUP)
+            acc, timed_out, differs = lamport_reduce(buf, idx, mask, world_size, capacity, 1, 0,
+                                                     tl.where(wrong > 0, 0, max_spins), out_ptr.dtype.element_ty,
+                                                     OP, GROUP, hdr_row, expect, (start == pid * BLOCK).to(tl.int32))
             timeouts += timed_out
+            wrong += differs
             if AVG:
                 acc = acc / world_size
-            # a tile is written only while every poll of this program arrived (a peer's call that differs, or
-            # none: the host's check() raises, and out is left as it was where the values were not all there)
-            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0))
-    if timeouts > 0:
-        count_timeout(state_ptr)
-    lamport_finish(lstate_ptr, phase, n, pid, num_programs)
+            # a tile is written only while every poll of this program arrived and every peer's header agreed (a
+            # peer's call that differs, or none: the host's check() raises, and out is left as it was)
+            tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0) & (wrong == 0))
+    if wrong > 0:  # (polls cut short by the mismatch are not counted as timeouts)
+        count_mismatch(state_ptr)
+    elif timeouts > 0:
+        count_timeout(state_ptr, 2, 0, lamport_absent(hdr_row, call, world_size, WORLD_POW2))
+    lamport_finish(lstate_ptr, phase, n, pid, num_programs, call)

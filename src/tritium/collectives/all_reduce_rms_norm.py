@@ -11,7 +11,7 @@ import triton.language as tl
 from tritium.collectives.all_reduce import _lamport_all_reduce_kernel, select_all_reduce
 from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_PROGRAMS_PER_SM
 from tritium.collectives.kernels import OP_SUM, begin, finish, pdl_prologue, reduce_tile
-from tritium.collectives.lamport import LAMPORT_PARTIALS, poll_group
+from tritium.collectives.lamport import LAMPORT_PARTIALS, lamport_key, poll_group
 from tritium.runtime import pdl_launch
 
 
@@ -43,10 +43,12 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
         # the Lamport all-reduce over row chunks; the chunks of a row share their sums of squares
         grid = min(rows * chunks, comm.lamport_programs, comm.max_programs * LAMPORT_PROGRAMS_PER_SM)
         _lamport_all_reduce_kernel[(grid,)](
-            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases,
-            residual, weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2, comm.heap.max_spins,
-            hidden, float(eps), OP=OP_SUM, AVG=False, BLOCK=block, FUSE_RMS=True,
-            GROUP=poll_group(comm.world_size, block), CHUNKS=triton.next_power_of_2(chunks), num_warps=warps,
+            x.view(torch.int16), out, comm._lamport, comm._lparts, comm._lstate, comm._lhdr, comm._state,
+            comm.heap.bases, residual, weight, x.numel(), comm.rank, comm.world_size, comm.lamport_bytes // 2,
+            comm.heap.max_spins, hidden, float(eps),
+            lamport_key(x.numel(), "all_reduce_rms_norm", hidden, str(x.dtype)), OP=OP_SUM, AVG=False, BLOCK=block,
+            FUSE_RMS=True, GROUP=poll_group(comm.world_size, block), WORLD_POW2=comm._world_pow2,
+            CHUNKS=triton.next_power_of_2(chunks), num_warps=warps,
             **pdl_launch(comm.device, comm.pdl))
         return out
     half = comm.max_bytes // x.element_size()

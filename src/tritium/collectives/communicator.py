@@ -27,7 +27,7 @@ from tritium.collectives.all_to_all import all_to_all
 from tritium.collectives.broadcast import broadcast
 from tritium.collectives.common import (ALIGN, DTYPES, FLOAT_DTYPES, LAMPORT_MAX_BYTES, LAMPORT_PROGRAMS_PER_SM,
                                         ZERO_COPY_BYTES, CollectiveMismatch)
-from tritium.collectives.lamport import LAMPORT_PARTIALS, LAMPORT_STATE_WORDS, SENTINEL16, SENTINEL32
+from tritium.collectives.lamport import HEADER_UNSET, LAMPORT_PARTIALS, LAMPORT_STATE_WORDS, SENTINEL16, SENTINEL32
 from tritium.collectives.reduce_scatter import reduce_scatter
 from tritium.runtime import interpreting, num_sms, pdl_launch
 from tritium.shmem.heap import DeviceTimeout, SymmetricHeap
@@ -79,10 +79,16 @@ class Communicator:
         self.lamport_bytes = min(self.max_bytes, LAMPORT_MAX_BYTES)
         self._lamport = heap.full((3 * self.world_size * self.lamport_bytes // 2,), SENTINEL16, torch.int16)
         self._lparts = heap.full((3 * LAMPORT_PARTIALS,), SENTINEL32, torch.int32)
+        self._lhdr = heap.full((3 * self.world_size,), HEADER_UNSET, torch.int64)  # the Lamport calls' headers
         self._lstate = heap.zeros((LAMPORT_STATE_WORDS,), torch.int64)
         # the communicator's own heap bytes (no zero-copy input may overlap them)
         self._own = (heap.offset(self._buf), heap.offset(self._lstate) + self._lstate.numel() * 8)
+        # what a wait that gives up reads to tell why (kernels.count_timeout): once, never per call
+        self._state[K.S_RANK:K.S_LHDR + 1] = torch.tensor(
+            [self.rank, self.world_size, heap.bases.data_ptr(), self._flags.data_ptr(), self._lstate.data_ptr(),
+             self._lhdr.data_ptr()], dtype=torch.int64)
         heap.barrier()
+        self._gave_up, self._out_of_step = False, ""  # a wait of this rank gave up; why check() raises for good
         default = 1 if interpreting() else num_sms(self.device)
         self.max_programs = default if max_programs is None else int(max_programs)
         if self.max_programs < 1 or (interpreting() and self.max_programs != 1):
@@ -98,7 +104,8 @@ class Communicator:
     def heap_bytes(max_bytes: int, world_size: int) -> int:
         """Heap bytes a communicator of ``max_bytes`` takes (allocate the heap at least this large)."""
         aligned = -(-max_bytes // ALIGN) * ALIGN
-        lstate = -(-LAMPORT_STATE_WORDS * 8 // ALIGN) * ALIGN + -(-3 * LAMPORT_PARTIALS * 4 // ALIGN) * ALIGN
+        lstate = (-(-LAMPORT_STATE_WORDS * 8 // ALIGN) * ALIGN + -(-3 * LAMPORT_PARTIALS * 4 // ALIGN) * ALIGN
+                  + -(-3 * world_size * 8 // ALIGN) * ALIGN)
         return 4 * aligned + 3 * world_size * min(aligned, LAMPORT_MAX_BYTES) + lstate + ALIGN * (4 + world_size)
 
     # -- checks --------------------------------------------------------------------------------------------
@@ -136,23 +143,44 @@ class Communicator:
         return x.shape[0] // self.world_size
 
     def check(self) -> None:
-        """Host check (syncs): raise :class:`DeviceTimeout` if a wait of this rank gave up, or
-        :class:`CollectiveMismatch` if peers staged different sizes, since the last check."""
+        """Host check (syncs): raise :class:`CollectiveMismatch` if peers made a call that differs from this
+        rank's (sizes, dtype, layout, kind; a fused op's overlap mode), or :class:`DeviceTimeout` if a wait of
+        this rank gave up, since the last check (a mismatch first: waits cut short by one are not timeouts,
+        and a peer in another call can leave this rank waiting too). Once ranks were found in calls of different
+        protocols, or a peer gave up waiting for this rank (it skipped a call, or made another), the ranks'
+        call counters are out of step for good: every later check raises (make a new communicator)."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        timeouts, mismatches = (int(v) for v in self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1].tolist())
+        words = [int(v) for v in self._state[K.S_TIMEOUTS:K.S_GAVE_UP_ON + 1].tolist()]
+        timeouts, mismatches, cross, gave_up_on = words
         if timeouts or mismatches:
             self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1] = 0
+        self._gave_up = self._gave_up or timeouts > 0
+        if self._gave_up or cross or gave_up_on:
+            why = ["this rank gave up waiting"] if self._gave_up else []
+            if cross:
+                why.append(f"{cross} wait(s) met a peer in a call of another protocol")
+            if gave_up_on:
+                why.append(f"peers gave up waiting for this rank {gave_up_on} time(s) (it skipped a call they "
+                           f"made, or made it late)")
+            self._out_of_step = (f"the ranks' call counters are out of step ({'; '.join(why)}): make a new "
+                                 f"Communicator (and fused-op workspaces) on every rank")
+        step = f"; {self._out_of_step}" if self._out_of_step else ""
+        if mismatches:
+            also = f"; {timeouts} wait(s) gave up as well" if timeouts else ""
+            raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
+                                     f"elements (or another collective, op, dtype, source rank, trailing shape, "
+                                     f"layout tag or overlap mode), or zero-copy heap inputs at different "
+                                     f"offsets or on some ranks only ({mismatches} time(s){also}); every rank must "
+                                     f"pass the same sizes, and heap tensors allocated in the same order on every "
+                                     f"rank or none{step}")
         if timeouts:
             raise DeviceTimeout(f"rank {self.rank}: {timeouts} collective wait(s) gave up after "
-                                f"{self.heap.max_spins} polls (a peer did not call, or called another collective)")
-        if mismatches:
-            raise CollectiveMismatch(f"rank {self.rank}: peers called a collective with a different number of "
-                                     f"elements (or another collective, op, dtype, source rank, trailing shape or "
-                                     f"layout tag), or zero-copy heap inputs at different "
-                                     f"offsets or on some ranks only ({mismatches} time(s)); every rank must pass "
-                                     f"the same sizes, and heap tensors allocated in the same order on every rank "
-                                     f"or none")
+                                f"{self.heap.max_spins} polls (a peer did not call, or called another collective)"
+                                f"{step}")
+        if self._out_of_step:
+            error = CollectiveMismatch if cross else DeviceTimeout
+            raise error(f"rank {self.rank}: {self._out_of_step}")
 
     @property
     def error_counts(self) -> torch.Tensor:

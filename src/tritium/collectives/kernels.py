@@ -19,7 +19,8 @@ buffers and sizes are double-buffered by the call counter's parity: a rank can b
 of a peer (its next arrival needs the peer's), so a buffer is never rewritten while a peer reads it.
 A wait that gives up counts a timeout, a peer that staged a different element count counts a size
 mismatch (both in this rank's ``state``); the call then writes no output, and the host's
-``Communicator.check()`` raises.
+``Communicator.check()`` raises. The first wait that gives up also tells why (:func:`count_timeout`, slow
+path only): a peer found in a call of another protocol (Lamport, a fused op's) is a mismatch on both ranks.
 
 ``state`` words (int64): see the ``_S_*`` constants. ``flags``: int64 ``[2 rounds, world_size]`` arrival
 counters (round 0 for staging, round 1 for the two-shot result push).
@@ -31,8 +32,16 @@ import triton.language as tl
 from tritium.shmem.device import remote, translate
 
 # state words (host copies; kernels read the constexpr twins); the sizes rows take 4 * world_size words
-# (2 rounds x 2 parities), the zero-copy offsets rows 2 * world_size after them
-S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH, S_SIZES = 0, 1, 2, 3, 4, 5, 6
+# (2 rounds x 2 parities), the zero-copy offsets rows 2 * world_size after them.
+# S_CROSS, S_GAVE_UP_ON: persistent (check() never resets them): waits that gave up because a peer was in a
+# call of another protocol, and peers' waits that gave up (this rank's counters are out of step with theirs).
+# S_RANK .. S_FUSED: what a wait that gives up reads to tell why (count_timeout): this rank, the world size,
+# the heap bases, the flags, Lamport state and headers (as addresses), then FUSED_SLOTS (hello, op state)
+# address pairs of the fused ops' protocols (written by the host when a fused op first makes them).
+S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH = 0, 1, 2, 3, 4, 5
+S_CROSS, S_GAVE_UP_ON, S_RANK, S_WORLD, S_BASES, S_FLAGS, S_LSTATE, S_LHDR, S_FUSED = 6, 7, 8, 9, 10, 11, 12, 13, 14
+FUSED_SLOTS = 4
+S_SIZES = S_FUSED + 2 * FUSED_SLOTS
 TAG_SHIFT, TAG_BITS = 40, 23  # a caller's layout tag rides above the element count (< 2**40) in the size word
 STATE_ROWS = 6  # rows of world_size words after S_SIZES
 _S_CALLS = tl.constexpr(S_CALLS)
@@ -41,6 +50,18 @@ _S_BASE0 = tl.constexpr(S_BASE0)
 _S_TIMEOUTS = tl.constexpr(S_TIMEOUTS)
 _S_MISMATCH = tl.constexpr(S_MISMATCH)
 _S_SIZES = tl.constexpr(S_SIZES)
+_S_CROSS = tl.constexpr(S_CROSS)
+_S_GAVE_UP_ON = tl.constexpr(S_GAVE_UP_ON)
+_S_RANK = tl.constexpr(S_RANK)
+_S_WORLD = tl.constexpr(S_WORLD)
+_S_BASES = tl.constexpr(S_BASES)
+_S_FLAGS = tl.constexpr(S_FLAGS)
+_S_LSTATE = tl.constexpr(S_LSTATE)
+_S_LHDR = tl.constexpr(S_LHDR)
+_S_FUSED = tl.constexpr(S_FUSED)
+_FUSED_SLOTS = tl.constexpr(FUSED_SLOTS)
+# the protocol a wait belongs to (count_timeout's WHERE): the flag protocol here, Lamport, a fused op's
+IN_COMM, IN_LAMPORT, IN_FUSED = 1, 2, 3
 
 # reduction ops (constexpr codes)
 OP_SUM, OP_MAX, OP_MIN = 0, 1, 2
@@ -88,6 +109,17 @@ def wait_all(flags_ptr, target, world_size, max_spins, WORLD_POW2: tl.constexpr)
         spins += 1
     tl.debug_barrier()
     return (seen >= target).to(tl.int32)
+
+
+@triton.jit
+def short_of(flags_ptr, target, world_size, WORLD_POW2: tl.constexpr):
+    """A bit mask of the ranks whose arrival counter ``flags_ptr[r]`` is still under ``target`` (from rank 62
+    on: bit 63, every one of them)."""
+    peers = tl.arange(0, WORLD_POW2)
+    live = peers < world_size
+    seen = tl.atomic_add(flags_ptr + peers, 0, mask=live, sem="acquire", scope="sys")
+    bits = tl.full([WORLD_POW2], 1, tl.int64) << tl.minimum(peers, 63).to(tl.int64)
+    return tl.sum(tl.where(live & (seen < target), bits, 0), axis=0)
 
 
 @triton.jit
@@ -183,7 +215,7 @@ def begin(x_ptr, buf_ptr, flags_ptr, state_ptr, n_in, x_off, rank, world_size, b
     arrive(flags_ptr, sizes, key, rank, world_size, bases, WORLD_POW2)
     ok = wait_all(flags_ptr, base + num_programs, world_size, max_spins, WORLD_POW2)
     if ok == 0:
-        count_timeout(state_ptr)
+        count_timeout(state_ptr, 1, 0, short_of(flags_ptr, base + num_programs, world_size, WORLD_POW2))
     else:
         ok = sizes_agree(sizes, key, world_size, WORLD_POW2)
         if not STAGED:
@@ -224,9 +256,69 @@ def fail_fast(state_ptr, max_spins):
 
 
 @triton.jit
-def count_timeout(state_ptr):
-    """Record on the device that a wait of this rank gave up (``Communicator.check`` raises)."""
-    tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+def count_timeout(state_ptr, WHERE: tl.constexpr = 0, own=0, waiting=-1):
+    """Record on the device that a wait of this rank gave up (``Communicator.check`` raises). ``WHERE``
+    (``IN_COMM``, ``IN_LAMPORT``, ``IN_FUSED``; 0: none) tells why, on this slow path only and for the first
+    give-up since the last check (:func:`_why_gave_up`; later waits do not wait: ``fail_fast``); ``own``:
+    the address of the fused op's hello flags (``IN_FUSED``), else 0; ``waiting``: a bit mask of the ranks
+    that had not come to this call (-1: any)."""
+    before = tl.atomic_add(state_ptr + _S_TIMEOUTS, 1, sem="relaxed", scope="gpu")
+    if WHERE != 0:
+        if before == 0:
+            _why_gave_up(state_ptr, WHERE, own, waiting)
+
+
+@triton.jit
+def _address(state_ptr, i):
+    """The int64 pointer kept as an integer in state word ``i``."""
+    return tl.load(state_ptr + i).to(tl.pointer_type(tl.int64))
+
+
+@triton.jit
+def _why_gave_up(state_ptr, WHERE: tl.constexpr, own, waiting):
+    """A wait of protocol ``WHERE`` gave up: for each peer it waited for (``waiting``: a bit mask; from rank
+    63 on, every one) whether it is in a call of another protocol that
+    this rank has not made (it arrived beyond this rank's count in the flag protocol; it posted a Lamport header
+    for this rank's next Lamport call; it raised a fused op's hello flag past this rank's calls of that op,
+    ``own`` excepted). Ranks in different calls (another collective, algorithm or overlap mode, a rank with
+    no rows that took another path) then get ``CollectiveMismatch`` on both sides (this rank counts it, and
+    tells the peer), not only timeouts; peers in no other call are told that this rank gave up on them
+    (a rank that skipped a call learns it on its next check). Either way the ranks' call counters are now
+    out of step (``S_CROSS``, ``S_GAVE_UP_ON``: check() raises until the communicator is rebuilt). Reads a
+    few words per peer, on this path only."""
+    rank = tl.load(state_ptr + _S_RANK)
+    world_size = tl.load(state_ptr + _S_WORLD)
+    bases = _address(state_ptr, _S_BASES)
+    flags = _address(state_ptr, _S_FLAGS)
+    base0 = tl.load(state_ptr + _S_BASE0, volatile=True)
+    after = tl.load(_address(state_ptr, _S_LSTATE), volatile=True) >> 23  # this rank's next Lamport call
+    headers = _address(state_ptr, _S_LHDR) + (after % 3) * world_size
+    found = tl.zeros([], tl.int32)
+    for s in range(0, world_size):
+        elsewhere = tl.zeros([], tl.int32)
+        if WHERE != 1:
+            elsewhere += (tl.atomic_add(flags + s, 0, sem="acquire", scope="sys") > base0).to(tl.int32)
+        if WHERE != 2:
+            h = tl.load(headers + s, volatile=True)
+            elsewhere += ((h >> 40) == (after & ((1 << 23) - 1))).to(tl.int32)
+        for j in range(0, _FUSED_SLOTS):
+            hello_at = tl.load(state_ptr + _S_FUSED + 2 * j)
+            if (hello_at != 0) & (hello_at != own):
+                hello = hello_at.to(tl.pointer_type(tl.int64))
+                calls = tl.load(_address(state_ptr, _S_FUSED + 2 * j + 1), volatile=True)
+                seen = tl.maximum(tl.atomic_add(hello + s, 0, sem="acquire", scope="sys"),
+                                  tl.atomic_add(hello + world_size + s, 0, sem="acquire", scope="sys"))
+                elsewhere += ((seen >> 24) > calls).to(tl.int32)
+        if (s != rank) & (((waiting >> tl.minimum(s, 63).to(tl.int64)) & 1) != 0):
+            if elsewhere > 0:
+                tl.atomic_add(translate(state_ptr + _S_MISMATCH, rank, s, bases), 1, sem="relaxed", scope="sys")
+                tl.atomic_add(translate(state_ptr + _S_CROSS, rank, s, bases), 1, sem="relaxed", scope="sys")
+                found += 1
+            else:
+                tl.atomic_add(translate(state_ptr + _S_GAVE_UP_ON, rank, s, bases), 1, sem="relaxed", scope="sys")
+    if found > 0:
+        count_mismatch(state_ptr)
+        tl.atomic_add(state_ptr + _S_CROSS, 1, sem="relaxed", scope="gpu")
 
 
 @triton.jit

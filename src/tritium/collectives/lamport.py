@@ -6,15 +6,24 @@ share (``Communicator._lparts``) and a state row (``Communicator._lstate``, int6
 index, ``LAMPORT_MAX_PROGRAMS`` of them). Call ``c`` of any kernel that follows the protocol, in program
 ``p`` of a launch of ``P``:
 
-1. :func:`lamport_begin`: reads word ``p``, which holds ``c % 3`` (this call's buffer) and the element count
-   call ``c - 1`` used per slot. One load, no atomics: every program of a launch reads its own word.
+1. :func:`lamport_begin`: reads word ``p``, which holds ``c % 3`` (this call's buffer), the element count
+   call ``c - 1`` used per slot and ``c`` itself. One load, no atomics: every program of a launch reads its
+   own word.
 2. :func:`lamport_push`: pushes this rank's values into slot ``rank`` of that buffer on every rank, a -0.0
-   sent as +0.0 (the data is its own flag: -0.0 means "not arrived").
+   sent as +0.0 (the data is its own flag: -0.0 means "not arrived"). Program 0 also posts the call's
+   *header* (:func:`lamport_announce`): one int64 per rank and buffer (``Communicator._lhdr``, ``[3,
+   world_size]``), ``c`` and a key (the elements pushed per slot and a digest of the call's kind, op, dtype
+   and layout: :func:`lamport_key`) in slot ``rank`` of row ``c % 3`` on every rank.
 3. :func:`lamport_reset`: each program resets its share of buffer ``(c + 2) % 3`` (call c - 1's data, and
-   the values its programs shared), while the pushes are on their way. No peer writes that buffer before
-   call c + 2, which needs this rank's pushes of call c + 1, so it is always clean when it is written next.
+   the values its programs shared), while the pushes are on their way: the elements call c - 1 used per
+   slot on this rank, or more where a peer's header of call c - 1 says it pushed more
+   (:func:`lamport_extent`: a peer whose call differed). No peer writes that buffer before call c + 2,
+   which needs this rank's pushes of call c + 1, so it is always clean when it is written next.
 4. :func:`lamport_reduce`: polls this rank's copy of every slot at once until no element is -0.0 (bounded),
-   and reduces across the slots.
+   and reduces across the slots. A program's first tile also polls the peers' headers of the call, in the
+   same loads' round trip (no extra latency), and stops as soon as one of call c carries another key: a
+   peer that pushes fewer elements, another dtype or layout is a mismatch (``Communicator.check`` raises
+   ``CollectiveMismatch``), not a wait that gives up or a wrong sum.
    Programs of one launch on one rank can share fp32 values through the buffer's ``LAMPORT_PARTIALS``
    (:func:`lamport_share`, :func:`lamport_gather`; :func:`lamport_reduce_rms_norm`, the epilogue of the
    fused RMSNorm, shares the sums of squares of a row's chunks).
@@ -34,6 +43,9 @@ launch's last program advanced behind an acq_rel ticket (five atomics in the tai
 dependent second load at its start); polls waited on one slot after another, a memory round trip each.
 """
 
+import functools
+import zlib
+
 import triton
 import triton.language as tl
 
@@ -46,22 +58,78 @@ LAMPORT_MAX_PROGRAMS = 4096  # programs a launch of a Lamport kernel may have (o
 _MAX_PROGRAMS = tl.constexpr(LAMPORT_MAX_PROGRAMS)
 LAMPORT_STATE_WORDS = LAMPORT_MAX_PROGRAMS  # a word per program index
 LAMPORT_PARTIALS = 1024  # fp32 values a launch's programs can share per buffer (lamport_share / lamport_gather)
+# a state word: phase (2 bits), elements of the call before (bits 2-22), call number (from bit 23)
+_CALL_SHIFT = tl.constexpr(23)
+_N_MASK = tl.constexpr((1 << 21) - 1)
+# a header (Communicator._lhdr, int64, -1 when never written): call number mod 2**23 (from bit 40), then the
+# key (lamport_key: a 20-bit digest from bit 20, the elements per slot in the low 20 bits)
+HEADER_UNSET = -1
+KEY_BITS, _KEY_BITS = 40, tl.constexpr(40)
+_CALL_MASK = tl.constexpr((1 << 23) - 1)
+_ELEMENTS_MASK = tl.constexpr((1 << 20) - 1)
 _PARTIALS = tl.constexpr(LAMPORT_PARTIALS)
 SENTINEL32 = -(1 << 31)  # 0x80000000: -0.0 in fp32, a shared value not yet written
 _SENTINEL32 = tl.constexpr(SENTINEL32)
 _FINISH_BLOCK = tl.constexpr(256)
 
 
+@functools.lru_cache(maxsize=1024)
+def lamport_key(n: int, *fields) -> int:
+    """The header key of a call that pushes ``n`` elements per slot (``n < 2**20``), ``fields`` what else
+    every rank must call alike (kind, op, dtype, layout): ranks whose keys differ get ``CollectiveMismatch``
+    (but for a digest collision, one in 2**20)."""
+    return ((zlib.crc32(repr(fields).encode()) & ((1 << 20) - 1)) << 20) | n
+
+
 @triton.jit
 def lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity):
     """Program ``pid``'s view of this call: (its buffer index ``c % 3``, the buffer, the buffer to reset,
-    the element count per slot to reset there)."""
+    the element count per slot to reset there, the call number ``c``)."""
     word = tl.load(lstate_ptr + pid)
     phase = (word & 3).to(tl.int32)
-    old_n = (word >> 2).to(tl.int32)
+    old_n = ((word >> 2) & _N_MASK).to(tl.int32)
+    call = word >> _CALL_SHIFT
     buf = lam_ptr + phase * world_size * capacity
     old_buf = lam_ptr + ((phase + 2) % 3) * world_size * capacity
-    return phase, buf, old_buf, old_n
+    return phase, buf, old_buf, old_n, call
+
+
+@triton.jit
+def lamport_header(call, key):
+    """The header value of call number ``call`` with ``key`` (:func:`lamport_key`)."""
+    return ((call & _CALL_MASK) << _KEY_BITS) | key
+
+
+@triton.jit
+def lamport_announce(hdr_ptr, phase, call, key, rank, world_size, bases):
+    """Post this call's header (:func:`lamport_header`) in slot ``rank`` of row ``phase`` of every rank's
+    headers (``hdr_ptr``: int64 ``[3, world_size]`` heap words). One program of the launch calls it."""
+    value = lamport_header(call, key + tl.zeros([], tl.int64))
+    for dst in range(0, world_size):
+        tl.store(translate(hdr_ptr + phase * world_size + rank, rank, dst, bases), value)
+
+
+@triton.jit
+def lamport_absent(hdr_row, call, world_size, WORLD_POW2: tl.constexpr):
+    """A bit mask of the ranks whose header of call ``call`` is not in ``hdr_row`` (this call's row of the
+    headers) yet: those a wait that gave up waited for (``count_timeout``; from rank 63 on, bit 63)."""
+    ranks = tl.arange(0, WORLD_POW2)
+    live = ranks < world_size
+    h = tl.load(hdr_row + ranks, mask=live, other=0, volatile=True)
+    bits = tl.full([WORLD_POW2], 1, tl.int64) << tl.minimum(ranks, 63).to(tl.int64)
+    return tl.sum(tl.where(live & ((h >> _KEY_BITS) != (call & _CALL_MASK)), bits, 0), axis=0)
+
+
+@triton.jit
+def lamport_extent(hdr_ptr, phase, call, old_n, world_size, capacity, WORLD_POW2: tl.constexpr):
+    """Elements per slot to reset in buffer ``(phase + 2) % 3`` (call ``call - 1``'s): ``old_n``, this
+    rank's own count, or more where a peer's header of that call says it pushed more (a call that differed
+    between ranks: a mismatch), at most ``capacity``. One load of the row (no peer writes it during this call:
+    its next header there is of call ``call + 2``)."""
+    ranks = tl.arange(0, WORLD_POW2)
+    h = tl.load(hdr_ptr + ((phase + 2) % 3) * world_size + ranks, mask=ranks < world_size, other=-1)
+    pushed = tl.where((h >> _KEY_BITS) == ((call - 1) & _CALL_MASK), (h & _ELEMENTS_MASK).to(tl.int32), 0)
+    return tl.minimum(tl.maximum(old_n, tl.max(pushed, axis=0)), capacity)
 
 
 @triton.jit
@@ -122,31 +190,55 @@ def _spin(ptrs, mask, max_spins, SENTINEL: tl.constexpr):
 
 
 @triton.jit
-def lamport_poll(ptrs, mask, max_spins, DTYPE: tl.constexpr):
-    """The values at ``ptrs`` (this rank's buffer; any block shape) once none is -0.0 any more, as fp32,
-    and 1 if the wait gave up after ``max_spins`` polls (else 0). Masked elements read as +0.0."""
-    bits, timed_out = _spin(ptrs, mask, max_spins, _SENTINEL16)
-    return bits.to(DTYPE, bitcast=True).to(tl.float32), timed_out
+def _poll_checked(ptrs, mask, hdr_ptrs, hdr_mask, expect, max_spins, DTYPE: tl.constexpr):
+    """The values at ``ptrs`` (this rank's buffer; any block shape; masked ones read as +0.0) once none is
+    -0.0 any more, as fp32, with the headers at ``hdr_ptrs`` (where ``hdr_mask``; masked ones are not loaded
+    and count as agreeing) polled in the same loads' round trip: until every header of this call
+    (``expect``'s call number) has come and every element is there, or a header of this call differs from
+    ``expect`` (at most ``max_spins`` polls). Returns (the values, 1 if it gave up waiting, 1 if a header
+    differed)."""
+    expect = expect + tl.zeros([], tl.int64)
+    this_call = expect >> _KEY_BITS
+    bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+    hdr = tl.load(hdr_ptrs, mask=hdr_mask, other=expect, volatile=True)
+    pending = (tl.max((bits == _SENTINEL16).to(tl.int32)) + tl.max(((hdr >> _KEY_BITS) != this_call).to(tl.int32)))
+    wrong = tl.max((((hdr >> _KEY_BITS) == this_call) & (hdr != expect)).to(tl.int32))
+    spins = 0
+    while (pending > 0) & (wrong == 0) & (spins < max_spins):
+        bits = tl.load(ptrs, mask=mask, other=0, volatile=True)
+        hdr = tl.load(hdr_ptrs, mask=hdr_mask, other=expect, volatile=True)
+        pending = (tl.max((bits == _SENTINEL16).to(tl.int32))
+                   + tl.max(((hdr >> _KEY_BITS) != this_call).to(tl.int32)))
+        wrong = tl.max((((hdr >> _KEY_BITS) == this_call) & (hdr != expect)).to(tl.int32))
+        spins += 1
+    timed_out = ((pending > 0) & (wrong == 0)).to(tl.int32)
+    return bits.to(DTYPE, bitcast=True).to(tl.float32), timed_out, wrong
 
 
 @triton.jit
 def lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, max_spins, DTYPE: tl.constexpr,
-                   OP: tl.constexpr, GROUP: tl.constexpr):
+                   OP: tl.constexpr, GROUP: tl.constexpr, hdr_row, expect, check):
     """``OP`` (0 sum, 1 max, 2 min) over every rank's slot of ``buf`` and, within a slot, over ``pieces``
     parts ``piece_stride`` elements apart (the decode kernel's K pieces; 1 and 0 elsewhere), at elements
-    ``idx`` (a 1-D block), as fp32; and how many polls gave up. ``GROUP`` (a power of two) of the
-    ``world_size * pieces`` parts are polled at once: one memory round trip for all of them, not one each.
-    Every rank sums in the same order (groups in turn, a fixed tree inside one), so every rank gets the
-    same bits."""
+    ``idx`` (a 1-D block), as fp32; how many polls gave up; and 1 if a peer's header differed from
+    ``expect`` (:func:`lamport_header` of this call; polled with the data where ``check`` is not 0, e.g.
+    a program's first tile, else not loaded at all; ``hdr_row``: this call's row of the headers, int64).
+    ``GROUP`` (a power of two) of the ``world_size * pieces`` parts are polled at once: one memory round trip
+    for all of them, not one each. Every rank sums in the same order (groups in turn, a fixed tree inside
+    one), so every rank gets the same bits."""
     acc = tl.zeros(idx.shape, tl.float32)
     timeouts = tl.zeros([], tl.int32)
+    wrong = tl.zeros([], tl.int32)
     num_parts = world_size * pieces
     for first in range(0, num_parts, GROUP):
         parts = first + tl.arange(0, GROUP)
         live = parts < num_parts
         offsets = (parts // pieces) * capacity + (parts % pieces) * piece_stride
         m = live[:, None] & mask[None, :]
-        values, timed_out = lamport_poll(buf + offsets[:, None] + idx[None, :], m, max_spins, DTYPE)
+        values, timed_out, differs = _poll_checked(buf + offsets[:, None] + idx[None, :], m, hdr_row + parts // pieces,
+                                                   live & (check != 0), expect, tl.where(wrong > 0, 0, max_spins),
+                                                   DTYPE)
+        wrong += differs
         timeouts += timed_out
         if OP == 0:
             part = tl.sum(values, axis=0)
@@ -158,7 +250,7 @@ def lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, m
             acc = part
         else:
             acc = combine(acc, part, OP)
-    return acc, timeouts
+    return acc, timeouts, wrong
 
 
 def poll_group(parts: int, block: int, max_elements: int = 8192) -> int:
@@ -181,7 +273,7 @@ def row_chunk(t, chunks, hidden, BLOCK: tl.constexpr):
 @triton.jit
 def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, phase, rows, hidden, stride_out, eps,
                             world_size, capacity, pieces, piece_stride, max_spins, pid, num_programs,
-                            BLOCK: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr):
+                            BLOCK: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr, hdr_row, expect):
     """The all-reduce + residual + RMSNorm epilogue over this call's buffer (elements ``row * hidden + col``,
     reduced as :func:`lamport_reduce` does): ``h = round(sum) + residual; residual <- h; out = rms_norm(h) *
     weight`` for ``residual [rows, hidden]`` (contiguous) and ``out`` (rows ``stride_out`` apart), rounded
@@ -191,19 +283,25 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
     residual and shares the chunk's sum of squares; then, for each, it sums its row's shares and writes
     the chunk of ``out``. No program waits on another before it has shared all of its own, so the programs
     need only be resident beside each other, or done. A program writes nothing (residual or out) once one of
-    its polls gave up. Returns the number of polls that gave up."""
+    its polls gave up, or a peer's header (``hdr_row``, polled with the first chunk) differed from ``expect``
+    (:func:`lamport_reduce`). Returns (the number of polls that gave up, the number of headers that
+    differed)."""
     chunks = tl.cdiv(hidden, BLOCK)
     num_tiles = rows * chunks
     timeouts = tl.zeros([], tl.int32)
+    wrong = tl.zeros([], tl.int32)
     for t in range(pid, num_tiles, num_programs):
         row, cols, mask = row_chunk(t, chunks, hidden, BLOCK)
         idx = row * hidden + cols
         r = tl.load(residual_ptr + idx, mask=mask, other=0.0)
-        acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride, max_spins,
-                                        out_ptr.dtype.element_ty, 0, GROUP)
+        acc, timed_out, differs = lamport_reduce(buf, idx, mask, world_size, capacity, pieces, piece_stride,
+                                                 tl.where(wrong > 0, 0, max_spins), out_ptr.dtype.element_ty, 0,
+                                                 GROUP, hdr_row, expect, (t == pid).to(tl.int32))
         timeouts += timed_out
+        wrong += differs
+        timeouts = tl.where(wrong > 0, 0, timeouts)  # (polls cut short by a mismatch: not timeouts)
         h = (acc.to(r.dtype).to(tl.float32) + r.to(tl.float32)).to(r.dtype)
-        tl.store(residual_ptr + idx, h, mask=mask & (timeouts == 0))  # nothing written once a poll gave up
+        tl.store(residual_ptr + idx, h, mask=mask & (timeouts == 0) & (wrong == 0))  # nothing once a poll failed
         hf = h.to(tl.float32)
         lamport_share(parts_ptr, phase, t, tl.sum(hf * hf, axis=0))
     tl.debug_barrier()
@@ -215,15 +313,17 @@ def lamport_reduce_rms_norm(buf, residual_ptr, weight_ptr, out_ptr, parts_ptr, p
         h = tl.load(residual_ptr + row * hidden + cols, mask=mask, other=0.0)
         rstd = 1.0 / tl.sqrt(sumsq / hidden + eps)
         y = (h.to(tl.float32) * rstd).to(h.dtype).to(tl.float32) * w
-        tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0))
-    return timeouts
+        tl.store(out_ptr + row * stride_out + cols, y.to(out_ptr.dtype.element_ty),
+                 mask=mask & (timeouts == 0) & (wrong == 0))
+    return timeouts, wrong
 
 
 @triton.jit
-def lamport_finish(lstate_ptr, phase, n, pid, num_programs):
+def lamport_finish(lstate_ptr, phase, n, pid, num_programs, call):
     """Program ``pid`` hands the next call its word (buffer ``(phase + 1) % 3``, ``n`` elements used per slot
-    this call) in words ``pid, pid + num_programs, ...`` (module docstring, step 5)."""
-    word = ((n + tl.zeros([], tl.int64)) << 2) | ((phase + 1) % 3).to(tl.int64)
+    this call, call number ``call + 1``) in words ``pid, pid + num_programs, ...`` (module docstring, step 5)."""
+    word = (((call + 1) << _CALL_SHIFT) | ((n + tl.zeros([], tl.int64)) << 2)
+            | ((phase + 1) % 3).to(tl.int64))
     ks = tl.arange(0, _FINISH_BLOCK)
     for first in range(pid, _MAX_PROGRAMS, num_programs * _FINISH_BLOCK):
         w = first + ks * num_programs

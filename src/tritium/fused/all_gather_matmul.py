@@ -218,6 +218,11 @@ def _compute_tiles(g, b_ptr, c_ptr, flags_ptr, hello_ptr, comm_state_ptr, target
         shift = rank * (m // BLOCK_M)
     checked = tl.zeros([], tl.int64)
     agreed = tl.zeros([], tl.int64)
+    if num_pid_m == 0:  # no rows (m = 0): no tile checks a source, so the first program checks them all
+        if cid == 0:
+            for s in range(0, world_size):
+                _agrees, checked, agreed = source_agrees(hello_ptr, s, target, parity, tag, world_size, checked,
+                                                         agreed, max_spins, comm_state_ptr)
     if num_pid_n == 0:
         for pid_m in range(cid, num_pid_m, num_compute):
             _ready, checked, agreed = _wait_rows(flags_ptr, hello_ptr, target, parity, tag, checked, agreed,
@@ -256,13 +261,15 @@ def _copy_engine_producer(a, b, out, g, comm: Communicator, meta: dict, m: int, 
         with side:
             # this rank's own rows first, flagged at once: the GEMM's first tiles need nothing else (the
             # previous call's GEMM, which read this buffer, is before the fork in stream order)
-            heap.put(a.reshape(-1), mine, rank)
+            if mine.numel():  # (no rows: nothing to copy, the flags still go)
+                heap.put(a.reshape(-1), mine, rank)
             _ce_flags_kernel[(1,)](flags, hello, state, rank, rank, heap.bases, rb_max, rb_max, W, tag, SNAPSHOT=True)
             if W > 1:
                 _ce_wait_kernel[(1,)](done, state, comm._state, W, heap.max_spins)
             for i in range(1, W):
                 dst = (rank + i) % W
-                heap.put(a.reshape(-1), mine, dst)
+                if mine.numel():
+                    heap.put(a.reshape(-1), mine, dst)
                 _ce_flags_kernel[(1,)](flags, hello, state, rank, dst, heap.bases, rb_max, rb_max, W, tag,
                                        SNAPSHOT=False)
         _all_gather_matmul_kernel[(num_compute,)](
@@ -284,7 +291,9 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     -> ``[world_size * m, n]`` in a's dtype, rows in rank order; with ``return_gathered`` also the gathered
     ``[world_size * m, K]`` (a new tensor). ``out``: the result, written in place (rows that do not overlap).
     Ranks that disagree on m, K or the dtype get ``CollectiveMismatch`` from ``Communicator.check`` (bulk:
-    the all-gather's check; fused, producer_consumer: the layout tags) and an unspecified result."""
+    the all-gather's check; fused, producer_consumer: the layout tags) and an unspecified result; so do ranks
+    without rows (m = 0) among ranks with some, and ranks in different overlap modes (a wait that gives up
+    finds the peer in the other mode's call; the communicator is then to be rebuilt: see ``check``)."""
     check_operands("all_gather_matmul", a, b, comm)
     a = a.contiguous()  # the copy moves flat runs of rows
     m, K = a.shape
@@ -293,7 +302,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     M = W * m
     out = output(out, (M, n), a)
     mode = select_overlap("all_gather_matmul", M, n, K, W, overlap)
-    if M == 0:
+    if M == 0 and W == 1:  # (with peers, a rank without rows still takes part: theirs may have some)
         return (out, torch.empty((M, K), dtype=a.dtype, device=a.device)) if return_gathered else out
     if mode == "bulk" or W == 1 or K == 0:
         gathered = workspace(comm, "ag.bulk", M * K, a.dtype).view(M, K) if W > 1 else a
@@ -301,7 +310,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
             comm.all_gather(a, out=gathered)
         matmul(gathered, b, out=out)
         return (out, gathered.clone()) if return_gathered else out
-    cfg = select_config(M, n, K, a.dtype, a.device)
+    cfg = select_config(max(M, 1), max(n, 1), K, a.dtype, a.device)  # (the tile of an empty product: any)
     if cfg.split_k > 1:  # the fused kernels compute whole tiles
         cfg = dataclasses.replace(cfg, split_k=1)
     rb_max = triton.cdiv(m, cfg.block_m)
@@ -313,7 +322,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     else:
         g, half = halves(comm, "ag.gather", M * K, a.dtype)
     opts = launch_options(g[: M * K].view(M, K), b, out, cfg)
-    if n == 0:  # no tiles: nothing to describe (a TMA descriptor of zero columns)
+    if n == 0 or M == 0:  # no tiles: nothing to describe (a TMA descriptor of zero columns or rows)
         opts.update(USE_TMA=False, B_KMAJOR=False)
     meta = dict(COPY=COPY, HINT=COPY if (K * a.element_size()) % 16 == 0 else None,
                 FENCE=opts["USE_TMA"] and not interpreting(), ROTATE=m % cfg.block_m == 0, **opts)
@@ -326,7 +335,7 @@ def all_gather_matmul(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
     hello = workspace(comm, "ag.hello", 2 * W, torch.int64, fill=0)
     state = workspace(comm, "ag.state", 2, torch.int64, fill=0)
     num_copy, num_compute = split_programs(comm, None, tiles)
-    slices = max(1, -(-num_copy // rb_max))  # enough copy units for every copy program
+    slices = max(1, -(-num_copy // max(rb_max, 1)))  # enough copy units for every copy program
     _all_gather_matmul_kernel[(num_copy + num_compute,)](
         a, b, out, g, flags, counts, hello, state, comm._state, comm.heap.bases,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),

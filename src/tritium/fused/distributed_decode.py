@@ -37,7 +37,11 @@ Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call c
 host sync. The device tells when the partials' size or layout differs (``num_seqs``, ``num_q_heads``,
 splits: a layout tag rides with the all-gathers' sizes and the fused flags; see
 :func:`distributed_paged_decode`, and ``comm.check()``), not when only ``num_kv_heads`` does (a
-workspace is made collectively for one ``num_q_heads`` and ``head_dim``).
+workspace is made collectively for one ``num_q_heads`` and ``head_dim``). Not told apart from a missing
+rank either: ranks in different modes (fused against bulk: the merge's flag waits give up, ``DeviceTimeout``;
+telling why, as :func:`tritium.collectives.kernels.count_timeout` does for the other fused ops, needs the
+ranks each missing row belongs to, which the merge does not keep), and a rank without sequences (a
+``ValueError`` there before any launch; its peers time out, and its next ``check`` says they gave up on it).
 Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 

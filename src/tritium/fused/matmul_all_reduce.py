@@ -33,8 +33,9 @@ import triton.language as tl
 
 from tritium.collectives import Communicator
 from tritium.collectives.common import LAMPORT_DTYPES
-from tritium.collectives.kernels import count_timeout, fail_fast, pdl_prologue
-from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS, lamport_begin, lamport_finish,
+from tritium.collectives.kernels import count_mismatch, count_timeout, fail_fast, pdl_prologue
+from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS, lamport_absent, lamport_announce,
+                                         lamport_begin, lamport_extent, lamport_finish, lamport_header, lamport_key,
                                          lamport_push, lamport_reduce, lamport_reduce_rms_norm, lamport_reset,
                                          poll_group)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
@@ -168,21 +169,22 @@ def gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, s
     return tl.sum(acc, axis=2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["key"])
 def _matmul_all_reduce_lamport_kernel(
-    # pointers: a, b, the output, the communicator's Lamport buffers (int16), shared values and state, its
-    # state (timeouts), the heap bases
-    a_ptr, b_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, state_ptr, bases, residual_ptr, norm_ptr,
+    # pointers: a, b, the output, the communicator's Lamport buffers (int16), shared values, state and
+    # headers, its state (timeouts, mismatches), the heap bases
+    a_ptr, b_ptr, out_ptr, lam_ptr, parts_ptr, lstate_ptr, hdr_ptr, state_ptr, bases, residual_ptr, norm_ptr,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_om,
-    # sizes
-    M, N, K, k_split, num_tiles, rank, world_size, capacity, max_spins, eps,
+    # sizes (key: the call's Lamport header key, lamport_key)
+    M, N, K, k_split, num_tiles, rank, world_size, capacity, max_spins, eps, key,
     # meta-parameters
     SPLIT: tl.constexpr, USE_DOT: tl.constexpr, EVEN: tl.constexpr, GATED: tl.constexpr, FUSE_RMS: tl.constexpr,
     CHUNKS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, USE_TMA: tl.constexpr, B_KMAJOR: tl.constexpr, EVEN_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, GROUP: tl.constexpr, USE_PDL: tl.constexpr = False,
+    DOT_PRECISION: tl.constexpr, REDUCE: tl.constexpr, GROUP: tl.constexpr, WORLD_POW2: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
     """``out = sum_r a_r @ b_r`` in one launch (module docstring, "fused") of ``num_tiles`` compute programs
     and then reduce programs. Compute program t takes columns ``(t % tiles_n) * BLOCK_N`` over K piece
@@ -197,7 +199,12 @@ def _matmul_all_reduce_lamport_kernel(
     ``GATED``: a is [gate | up] (:func:`gemv_tile`; GEMV rows only). ``FUSE_RMS`` (residual ``[M, N]``
     contiguous, norm ``[N]``): the reduce programs take rows in ``REDUCE``-column chunks
     (:func:`lamport_reduce_rms_norm`: residual updated in place, ``out = rms_norm(residual) * norm``; a row
-    has ``cdiv(N, REDUCE) <= CHUNKS`` chunks)."""
+    has ``cdiv(N, REDUCE) <= CHUNKS`` chunks).
+
+    The first reduce program posts the call's Lamport header (``key``: the elements per slot, M, N, the
+    pieces, dtype and epilogue); each reduce program's first poll checks the peers' with the data, so ranks
+    whose calls differ (sizes, a peer in the Lamport all-reduce of another overlap mode) count a mismatch and
+    write nothing, rather than wait or sum each other's bits."""
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     mn = M * N
@@ -216,7 +223,7 @@ def _matmul_all_reduce_lamport_kernel(
         else:
             acc = gemv_tile(a_ptr, b_ptr, off_n, k_start, k_end, M, N, stride_am, stride_ak, stride_bk, stride_bn,
                             BLOCK_M, BLOCK_N, BLOCK_K, EVEN, USE_PDL, GATED, K)
-        phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
+        phase, buf, old_buf, old_n, call = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
         ms = tl.arange(0, BLOCK_M)
         cols = off_n + tl.arange(0, BLOCK_N)
         bits = acc.to(out_ptr.dtype.element_ty).to(tl.int16, bitcast=True)
@@ -225,29 +232,41 @@ def _matmul_all_reduce_lamport_kernel(
     else:
         pdl_prologue(USE_PDL)
         max_spins = fail_fast(state_ptr, max_spins)
-        phase, buf, old_buf, old_n = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
+        phase, buf, old_buf, old_n, call = lamport_begin(lam_ptr, lstate_ptr, pid, world_size, capacity)
         rid = pid - num_tiles
         num_reduce = num_programs - num_tiles
+        if rid == 0:  # (a reduce program starts at once; compute program 0 only after its tile)
+            lamport_announce(hdr_ptr, phase, call, key, rank, world_size, bases)
+        expect = lamport_header(call, key)
+        hdr_row = hdr_ptr + phase * world_size
+        old_n = lamport_extent(hdr_ptr, phase, call, old_n, world_size, capacity, WORLD_POW2)
         lamport_reset(old_buf, old_n, world_size, capacity, parts_ptr, phase, rid, num_reduce, REDUCE)
         timeouts = tl.zeros([], tl.int32)
+        wrong = tl.zeros([], tl.int32)
         if FUSE_RMS:
-            timeouts += lamport_reduce_rms_norm(buf, residual_ptr, norm_ptr, out_ptr, parts_ptr, phase, M, N,
-                                                stride_om, eps, world_size, capacity, SPLIT, mn, max_spins, rid,
-                                                num_reduce, REDUCE, GROUP, CHUNKS)
+            timed_out, wrong = lamport_reduce_rms_norm(buf, residual_ptr, norm_ptr, out_ptr, parts_ptr, phase, M, N,
+                                                       stride_om, eps, world_size, capacity, SPLIT, mn, max_spins,
+                                                       rid, num_reduce, REDUCE, GROUP, CHUNKS, hdr_row, expect)
+            timeouts += timed_out
         else:
             offs = tl.arange(0, REDUCE)
             for start in range(rid * REDUCE, mn, num_reduce * REDUCE):
                 idx = start + offs
                 mask = idx < mn
-                acc, timed_out = lamport_reduce(buf, idx, mask, world_size, capacity, SPLIT, mn, max_spins,
-                                                out_ptr.dtype.element_ty, 0, GROUP)
+                acc, timed_out, differs = lamport_reduce(buf, idx, mask, world_size, capacity, SPLIT, mn,
+                                                         tl.where(wrong > 0, 0, max_spins), out_ptr.dtype.element_ty,
+                                                         0, GROUP, hdr_row, expect,
+                                                         (start == rid * REDUCE).to(tl.int32))
                 timeouts += timed_out
+                wrong += differs
                 row = idx // N
                 tl.store(out_ptr + row * stride_om + (idx - row * N), acc.to(out_ptr.dtype.element_ty),
-                         mask=mask & (timeouts == 0))  # nothing written once a poll gave up
-        if timeouts > 0:
-            count_timeout(state_ptr)
-    lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs)
+                         mask=mask & (timeouts == 0) & (wrong == 0))  # nothing written once a poll failed
+        if wrong > 0:  # (polls cut short by the mismatch are not counted as timeouts)
+            count_mismatch(state_ptr)
+        elif timeouts > 0:
+            count_timeout(state_ptr, 2, 0, lamport_absent(hdr_row, call, world_size, WORLD_POW2))
+    lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs, call)
 
 
 def decode_eligible(a: torch.Tensor, N: int, comm: Communicator) -> bool:
@@ -301,13 +320,14 @@ def launch_decode(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, comm: Com
                          f"the Lamport protocol's {LAMPORT_MAX_PROGRAMS}: pass a config with a larger block_n "
                          f"or a smaller split")
     _matmul_all_reduce_lamport_kernel[(tiles + reducers,)](
-        a, b, out, comm._lamport, comm._lparts, comm._lstate, comm._state, comm.heap.bases,
+        a, b, out, comm._lamport, comm._lparts, comm._lstate, comm._lhdr, comm._state, comm.heap.bases,
         residual if fuse_rms else out, norm if fuse_rms else out,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
         M, N, K, k_split, tiles, comm.rank, comm.world_size, capacity, comm.heap.max_spins, float(eps),
+        lamport_key(split * M * N, "matmul_all_reduce", M, N, split, str(a.dtype), fuse_rms),
         SPLIT=split, USE_DOT=use_dot, EVEN=N % cfg.block_n == 0 and K % cfg.block_k == 0, GATED=gated,
         FUSE_RMS=fuse_rms, CHUNKS=triton.next_power_of_2(chunks) if fuse_rms else 1, REDUCE=reduce_block,
-        GROUP=poll_group(comm.world_size * split, reduce_block),
+        GROUP=poll_group(comm.world_size * split, reduce_block), WORLD_POW2=comm._world_pow2,
         **opts, **pdl_launch(comm.device, comm.pdl))
 
 
@@ -357,15 +377,17 @@ def matmul_all_reduce(a: torch.Tensor, b: torch.Tensor, comm: Communicator, over
                       out: torch.Tensor | None = None) -> torch.Tensor:
     """``sum over ranks of a @ b``: ``a [M, k]``, ``b [k, N]`` -> ``[M, N]`` in a's dtype on every rank.
     ``out``: written in place (rows that do not overlap; a row stride past the width is taken in every mode).
-    b may be the transpose of a row-major ``[N, k]`` weight. Ranks that disagree on M, N or the dtype get
-    ``CollectiveMismatch`` from ``Communicator.check`` and an unspecified result."""
+    b may be the transpose of a row-major ``[N, k]`` weight. Ranks that disagree on M, N or the dtype (M = 0
+    on some ranks included; the decode kernel's calls too: their Lamport headers) or on the overlap mode get
+    ``CollectiveMismatch`` from ``Communicator.check`` and an unspecified result (modes: see
+    :func:`tritium.fused.all_gather_matmul`)."""
     check_operands("matmul_all_reduce", a, b, comm)
     M, K = a.shape
     N = b.shape[1]
     W = comm.world_size
     out = output(out, (M, N), a)
     mode = select_overlap("matmul_all_reduce", M, N, K, W, overlap, decode=decode_eligible(a, N, comm))
-    if M == 0 or N == 0:
+    if (M == 0 or N == 0) and W == 1:  # (with peers, a rank without rows still takes part: theirs may have some)
         return out
     if mode == "bulk" or W == 1:
         # the collective takes contiguous tensors: a padded out gets the product's sum in a heap buffer first

@@ -103,9 +103,14 @@ def _reduce_tiles(r_ptr, y_ptr, flags_ptr, hello_ptr, comm_state_ptr, epoch, par
         first_row = rank * rows_per_dest
     first_m = first_row // BLOCK_M
     last_m = (first_row + rows_per_dest - 1) // BLOCK_M
-    units = (last_m - first_m + 1) * num_pid_n
+    units = tl.where(rows_per_dest > 0, (last_m - first_m + 1) * num_pid_n, 0)
     checked = tl.zeros([], tl.int64)
     agreed = tl.zeros([], tl.int64)
+    if units <= 0:  # nothing to reduce here (no rows or columns): the first program checks every source
+        if rid == 0:
+            for src in range(0, world_size):
+                _agrees, checked, agreed = source_agrees(hello_ptr, src, epoch, parity, tag, world_size, checked,
+                                                         agreed, max_spins, comm_state_ptr)
     for unit in range(rid, units, num_reduce):
         pid_m = first_m + unit // num_pid_n
         pid_n = unit % num_pid_n
@@ -179,7 +184,7 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
     N = b.shape[1]
     W = comm.world_size
     rows_per_dest = M // W if scatter else M
-    cfg = select_config(M, N, K, a.dtype, a.device)
+    cfg = select_config(max(M, 1), max(N, 1), K, a.dtype, a.device)  # (the tile of an empty product: any)
     if cfg.split_k > 1:  # the fused kernels compute whole tiles
         cfg = dataclasses.replace(cfg, split_k=1)
     num_pid_m, num_pid_n = triton.cdiv(M, cfg.block_m), triton.cdiv(N, cfg.block_n)
@@ -190,6 +195,8 @@ def launch_matmul_reduce(name: str, a: torch.Tensor, b: torch.Tensor, y: torch.T
     # what every rank's tiles and flags are laid out by (not K: each rank's slice of it is its own)
     tag = layout_tag(name, M, N, str(a.dtype), cfg.block_m, cfg.block_n, scatter)
     opts = launch_options(a, b, recv[: M * N].view(M, N), cfg)  # (the C descriptor is never stored through)
+    if M == 0 or N == 0:  # no tiles: nothing to describe
+        opts.update(USE_TMA=False, B_KMAJOR=False)
     num_reduce, num_compute = split_programs(comm, (rows_per_dest // cfg.block_m + 2) * num_pid_n,
                                              num_pid_m * num_pid_n)
     args = (a, b, y, recv, flags, hello, state, comm._state, comm.heap.bases,
@@ -211,7 +218,8 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, comm: Communicator, 
     N]`` -> ``[M / world_size, N]`` (rank r gets rows ``r * M / W`` on) in a's dtype; each rank's product is
     rounded to that dtype before the fp32 sum, as the bulk path does. ``out``: written in place (rows that do
     not overlap; a row stride past the width is taken in every mode). Ranks that disagree on M, N or the
-    dtype get ``CollectiveMismatch`` from ``Communicator.check`` and an unspecified result."""
+    dtype (M = 0 on some ranks included) or on the overlap mode get ``CollectiveMismatch`` from
+    ``Communicator.check`` and an unspecified result (modes: see :func:`tritium.fused.all_gather_matmul`)."""
     check_operands("matmul_reduce_scatter", a, b, comm)
     M, K = a.shape
     N = b.shape[1]
@@ -220,7 +228,7 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, comm: Communicator, 
         raise ValueError(f"matmul_reduce_scatter: a's rows M = {M} must divide by world_size {W}")
     out = output(out, (M // W, N), a)
     mode = select_overlap("matmul_reduce_scatter", M, N, K, W, overlap)
-    if M == 0 or N == 0:
+    if (M == 0 or N == 0) and W == 1:  # (with peers, a rank without rows still takes part: theirs may have some)
         return out
     if mode == "bulk" or W == 1:
         full = workspace(comm, BULK, M * N, a.dtype).view(M, N) if W > 1 else out

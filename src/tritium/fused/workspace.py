@@ -23,7 +23,13 @@ apart); a consumer checks a source's hello once a program (:func:`source_agrees`
 source's data flags, and skips what a disagreeing source would have sent: every rank's
 ``Communicator.check`` then raises ``CollectiveMismatch`` (the call's output is unspecified), with no host
 sync or extra launch on the hot path. The double-buffered halves sit at offsets fixed by the buffer's size
-(:func:`halves`), so a disagreeing call's writes stay in its own parity's half.
+(:func:`halves`), so a disagreeing call's writes stay in its own parity's half. A rank without rows still
+takes part (its first program checks every source). Ranks in different overlap modes use different flags
+(bulk: the collective's; producer_consumer and fused of all_gather_matmul: hello flags of their own; the
+reduce-scatter kernels serve both modes of the other two ops alike): their waits never meet, so there is no
+cheap way to compare them on the hot path; instead the first wait that gives up looks for the peer in a call
+of another protocol (``count_timeout``; the communicator's state keeps the addresses of each op's hello flags
+and counter, :data:`_PROTOCOL_WORDS`) and counts ``CollectiveMismatch`` on both ranks, after ``max_spins``.
 """
 
 from __future__ import annotations
@@ -37,11 +43,17 @@ import triton
 import triton.language as tl
 
 from tritium.collectives import Communicator
-from tritium.collectives.kernels import count_mismatch, count_timeout
+from tritium.collectives.kernels import FUSED_SLOTS, S_FUSED, count_mismatch, count_timeout
 from tritium.shmem.device import translate
 from tritium.shmem.heap import AllocationMismatch, HeapExhausted, PeerTimeout
 
 STATE_WORDS = 2  # calls, ticket
+# each fused protocol's hello flags and op state (all_gather_matmul fused, producer_consumer; the reduce-scatter
+# kernels of matmul_reduce_scatter and matmul_all_reduce), whose addresses the communicator's state keeps: a wait
+# of another protocol that gives up finds there a peer in one of these ops' calls (a mismatch, not a timeout)
+_PROTOCOL_WORDS = {f"{op}.{what}": S_FUSED + 2 * slot + i for slot, op in enumerate(("ag", "agce", "rs", "ar"))
+                   for i, what in enumerate(("hello", "state"))}
+assert len(_PROTOCOL_WORDS) == 2 * FUSED_SLOTS
 
 
 def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fill: int | None = None,
@@ -70,6 +82,8 @@ def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fil
         if fill is not None:
             held.view(dtype).fill_(fill)
         cache[name] = held
+        if name in _PROTOCOL_WORDS:  # where a wait that gives up looks for peers in this op's calls
+            comm._state[_PROTOCOL_WORDS[name]] = held.data_ptr()
         heap.barrier()  # every rank's buffer exists (and is filled) before any peer writes into it
     view = held.view(dtype)
     return view if whole else view[:numel]
@@ -231,8 +245,8 @@ def source_agrees(hello_ptr, src, epoch, parity, tag, world_size, checked, agree
             seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
             spins += 1
         ok = (seen == lo + tag).to(tl.int32)
-        if seen < lo:
-            count_timeout(comm_state_ptr)
+        if seen < lo:  # (and why: a peer in another call, e.g. another overlap mode, is a mismatch)
+            count_timeout(comm_state_ptr, 3, hello_ptr.to(tl.int64), tl.where(src < 62, bit, -1))
         elif ok == 0:
             count_mismatch(comm_state_ptr)
         checked = checked | bit
