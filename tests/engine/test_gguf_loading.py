@@ -240,3 +240,24 @@ def test_gguf_moe_equals_safetensors(tmp_path, model_type):
     assert cfg.shared_expert_intermediate_size == getattr(hf.config, "shared_expert_intermediate_size", 0)
     from_gguf = llm.generate([o.prompt_token_ids for o in from_dir], params)
     assert [o.token_ids for o in from_gguf] == [o.token_ids for o in from_dir]
+
+
+@pytest.mark.parametrize("kind", ["F64", "I32"])
+def test_gguf_tensor_type_not_dequantizable_is_named(tiny_models, tmp_path, monkeypatch, kind):
+    """A tensor stored as F64 or an integer type (the gguf package dequantizes neither; Q8_1 and Q8_K neither):
+    ValueError naming the tensor and its type before any weight loads (was: gguf's NotImplementedError from
+    inside the package, naming no tensor)."""
+    path, hf = tiny_models["llama"]
+    add_tensor = gguf.GGUFWriter.add_tensor
+
+    def widened(self, name, tensor, *args, **kwargs):
+        if name.endswith("ffn_down.weight"):
+            tensor = tensor.astype(np.float64 if kind == "F64" else np.int32)
+        return add_tensor(self, name, tensor, *args, **kwargs)
+
+    monkeypatch.setattr(gguf.GGUFWriter, "add_tensor", widened)
+    write_gguf(path, hf, str(tmp_path / "m.gguf"))
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=rf"GGUF tensor 'blk.0.ffn_down.weight' \(and 1 more tensors\) is stored as "
+                                         rf"{kind}, which tritium cannot dequantize"):
+        LLM(str(tmp_path / "m.gguf"), dtype=torch.float32)

@@ -230,3 +230,82 @@ def test_phi3_fields_and_refusals():
     with pytest.raises(UnsupportedModelError, match="rope scaling 'longrope' is not supported"):
         ModelConfig.from_hf_dict(dict(phi4, rope_scaling={"type": "longrope", "short_factor": [1.0] * 16,
                                                           "long_factor": [2.0] * 16}))
+
+
+@pytest.mark.parametrize("fields,error,match", [
+    (dict(num_key_value_heads=0), ValueError, "num_key_value_heads must be a positive integer, got 0"),  # was: 4
+    (dict(num_attention_heads=3), ValueError,
+     r"hidden_size \(128\) is not divisible by num_attention_heads \(3\), and no head_dim is given"),
+    (dict(num_attention_heads=0), ValueError, "num_attention_heads must be a positive integer, got 0"),
+    (dict(hidden_size=-128), ValueError, "hidden_size must be a positive integer, got -128"),
+    (dict(hidden_size=128.0), TypeError, "hidden_size must be a positive integer, got 128.0"),
+    (dict(vocab_size="64"), TypeError, "vocab_size must be a positive integer, got '64'"),
+    (dict(num_hidden_layers=True), TypeError, "num_hidden_layers must be a positive integer, got True"),
+    (dict(head_dim=0), ValueError, "head_dim must be a positive integer, got 0"),  # was: taken as hidden / heads
+    (dict(head_dim=34), None, None),
+    (dict(head_dim=33), ValueError, "head_dim must be even"),
+    (dict(max_position_embeddings=0), ValueError, "max_position_embeddings must be a positive integer, got 0"),
+    (dict(rope_theta=0), ValueError, "rope_theta must be a positive finite number, got 0.0"),
+    (dict(rope_theta=-10000.0), ValueError, "rope_theta must be a positive finite number, got -10000.0"),
+    (dict(rope_theta="1e6"), TypeError, "rope_theta must be a positive finite number, got '1e6'"),
+    (dict(rope_parameters={"rope_type": "default", "rope_theta": float("inf")}), ValueError,
+     "rope_theta .* got inf"),
+    (dict(rms_norm_eps=0), ValueError, "rms_norm_eps must be a positive finite number, got 0"),
+    (dict(rms_norm_eps=float("nan")), ValueError, "rms_norm_eps must be a positive finite number, got nan"),
+    (dict(rms_norm_eps="1e-6"), TypeError, "rms_norm_eps must be a positive finite number, got '1e-6'"),
+    (dict(torch_dtype="float13"), ValueError, "torch_dtype 'float13' is not a floating-point torch dtype"),
+    (dict(dtype="int8"), ValueError, "torch_dtype 'int8' is not a floating-point torch dtype"),
+    (dict(torch_dtype=16), TypeError, "torch_dtype 16 is not"),
+    (dict(torch_dtype="float64"), None, None),
+    (dict(tie_word_embeddings="false"), TypeError, "tie_word_embeddings must be true or false, got 'false'"),
+    (dict(attention_bias=1), TypeError, "attention_bias must be true or false, got 1"),
+    (dict(eos_token_id="2"), TypeError, "eos_token_id must be token ids .* got '2'"),
+    (dict(eos_token_id=[2, -1]), ValueError, "eos_token_id must be token ids .* got -1"),
+    (dict(bos_token_id=1.0), TypeError, "bos_token_id must be token ids .* got 1.0"),
+    (dict(sliding_window=0), ValueError, "sliding_window must be a positive integer or null, got 0"),
+], ids=lambda v: "-".join(f"{k}={v[k]!r}" for k in v) if isinstance(v, dict) else None)
+def test_nonsense_values_are_named(fields, error, match):
+    """A size that is not a positive integer, an epsilon or rope base that is not a positive finite number, a flag
+    that is not a bool, an unknown dtype: TypeError (a value of the wrong JSON type) or ValueError naming the field
+    (they failed later, far from the config, or ran: rope_theta 0 gave NaN logits, tie_word_embeddings "false" tied
+    the head, an unknown dtype was bf16)."""
+    if error is None:
+        _config("mistral", **fields)
+        return
+    with pytest.raises(error, match=match):
+        _config("mistral", **fields)
+
+
+@pytest.mark.parametrize("quantization_config,match", [
+    ("gptq", "quantization_config must be a JSON object naming its quant_method, got 'gptq'"),
+    (["gptq"], r"quantization_config must be a JSON object naming its quant_method, got \['gptq'\]"),
+    ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "^quantization_config: GPTQ with bits=3 is not"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method 'bitsandbytes' is not supported"),
+], ids=["string", "list", "gptq-3-bits", "bitsandbytes"])
+def test_bad_quantization_configs_are_named(quantization_config, match):
+    """A string or list (was: "quant_method None"), an int4 refusal said once (was: "quantization_config:
+    quantization_config: ...")."""
+    with pytest.raises(UnsupportedModelError, match=match):
+        _config("qwen2", quantization_config=quantization_config)
+
+
+def test_gguf_metadata_missing_or_zero_is_named():
+    """A missing size key was int(None)'s TypeError; a head count of 0 a ZeroDivisionError; a context of 0 ran."""
+    meta = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
+            "llama.feed_forward_length": 128, "llama.attention.head_count": 4, "llama.vocab_size": 32}
+
+    def config(**kv):
+        return ModelConfig.from_gguf_metadata({**meta, **kv}, has_output_weight=True, has_qkv_bias=False)
+
+    assert config().head_dim == 16
+    for key in ("llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
+                "llama.attention.head_count"):
+        with pytest.raises(ValueError, match=f"GGUF metadata has no {key}, which a llama model needs"):
+            ModelConfig.from_gguf_metadata({k: v for k, v in meta.items() if k != key}, has_output_weight=True,
+                                           has_qkv_bias=False)
+    with pytest.raises(ValueError, match="num_attention_heads must be a positive integer, got 0"):
+        config(**{"llama.attention.head_count": 0})
+    with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer, got 0"):
+        config(**{"llama.context_length": 0})
+    with pytest.raises(ValueError, match="rms_norm_eps must be a positive finite number, got 0.0"):
+        config(**{"llama.attention.layer_norm_rms_epsilon": 0.0})

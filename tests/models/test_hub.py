@@ -299,3 +299,45 @@ def test_engine_from_a_cached_repository(cache, tiny_dir):
     with LLM(str(tiny_dir), dtype=torch.float32, max_model_len=64) as llm:
         assert llm.generate(["w1 w2"], params)[0].text == got
         assert llm.engine.hub_name is None and default_model_name(llm.engine) == tiny_dir.name
+
+
+@pytest.mark.parametrize("name", [
+    "org/", "org/-name", "org/.name", "org/name-", "org/name--x", "a--b/c", "org/name.git", "o" * 97 + "/n",
+    "org/café", "a/b/c", "org/name@", "@main", "org/name@main@v2", "org/name@/etc/passwd", "org/name@main/",
+    "org/name@a//b",
+])
+def test_malformed_hub_names_are_named(cache, monkeypatch, name):
+    """Names huggingface_hub's validate_repo_id refuses (a name beginning or ending with '-' or '.', '--', '.git',
+    over 96 characters, not ASCII) and revisions with an empty part (a leading slash read a file outside the cache as
+    a ref): not taken as a Hub name, and not reported as a missing path either. Before, 'org/-name' was looked up
+    (and 'a--b/c' and 'a/b--c' share one cache directory, so one could load the other), and '@/etc/passwd' opened
+    /etc/passwd as the ref."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert parse_repo_ref(name) is None
+    with pytest.raises(FileNotFoundError, match=r"is not a path, nor a Hugging Face Hub name \(org/name or "):
+        resolve_model(name)
+
+
+@pytest.mark.parametrize("name, want", [
+    ("org/name@refs/pr/1", RepoRef("org/name", None, "refs/pr/1")),
+    ("org/name@feature/x-1.2", RepoRef("org/name", None, "feature/x-1.2")),
+    ("_org/Name_1", RepoRef("_org/Name_1")),
+    ("o" * 96 + "/" + "n" * 96, RepoRef("o" * 96 + "/" + "n" * 96)),
+])
+def test_hub_names_at_the_limits_parse(name, want):
+    assert parse_repo_ref(name) == want
+
+
+def test_a_ref_that_is_not_a_commit_is_no_snapshot(cache, tiny_dir, monkeypatch):
+    """A ref file holds a commit hash (huggingface_hub writes one); anything else (a path) was joined to
+    snapshots/ and could name a directory outside the cache."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    outside = cache.parent / "outside"
+    outside.mkdir()
+    copy_model(tiny_dir, outside)
+    root = cache / "models--org--tiny"
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "main").write_text(str(outside))
+    (root / "snapshots").mkdir()
+    with pytest.raises(FileNotFoundError, match="does not hold 'org/tiny'"):
+        resolve_model("org/tiny")

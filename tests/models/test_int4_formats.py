@@ -356,6 +356,10 @@ def test_int4_scheme(config, scheme):
     assert int4_scheme(config) == scheme
 
 
+def test_int4_scheme_null_flags_take_their_defaults():
+    assert int4_scheme({**GPTQ, "sym": None, "desc_act": None}) == int4_scheme(GPTQ)
+
+
 def test_int4_scheme_format_inside_the_group():
     config = _compressed(format=None)
     config["config_groups"]["group_0"]["format"] = "pack-quantized"
@@ -376,8 +380,12 @@ def test_int4_scheme_format_inside_the_group():
     (_compressed({"num_bits": 8}), "8-bit integer weights"),
     (_compressed(format="marlin-24"), "format 'marlin-24'"),
     (_compressed({"strategy": "tensor"}), "strategy 'tensor'"),
+    # strings where flags belong: "false" was read as true
+    ({**GPTQ, "sym": "false"}, "GPTQ sym must be true or false, got 'false'"),
+    ({**GPTQ, "desc_act": "no"}, "GPTQ desc_act must be true or false, got 'no'"),
 ], ids=["gptq-8bit", "gptq-marlin", "gptq-G0", "gptq-G33", "awq-gemv", "awq-no-zero-point", "awq-3bit",
-        "compressed-asym", "compressed-W4A8", "compressed-W8A16", "compressed-marlin-24", "compressed-tensor"])
+        "compressed-asym", "compressed-W4A8", "compressed-W8A16", "compressed-marlin-24", "compressed-tensor",
+        "gptq-sym-string", "gptq-desc-act-string"])
 def test_int4_scheme_refuses(config, match):
     with pytest.raises(ValueError, match=match):
         int4_scheme(config)

@@ -5,6 +5,8 @@ Qwen3-MoE) and is built from a Hugging Face ``config.json`` or from GGUF metadat
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 
 import torch
 
@@ -53,6 +55,28 @@ _GEMMA_DEFAULTS = {
                         rope_local_base_freq=10000.0),
 }
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# ModelConfig's fields that must be positive integers, and those that count something (0 allowed)
+_POSITIVE_INTS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                  "num_key_value_heads", "head_dim", "max_position_embeddings")
+_COUNTS = ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size")
+
+
+def _real(value):
+    """A JSON number as a float (ModelConfig names any other value)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else value
+
+
+def _check(name: str, value, right_type: bool, right_value: bool, wanted: str) -> None:
+    """TypeError where ``value`` is not of the type ``name`` needs, ValueError where it is but is out of range."""
+    if not right_type:
+        raise TypeError(f"{name} must be {wanted}, got {value!r}")
+    if not right_value:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+
+
+def _is_int(value) -> bool:
+    """An integer (Python's or numpy's), not a bool and not a float of integral value (JSON's 128.0)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +152,7 @@ class ModelConfig:
         if self.model_type not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedModelError(
                 f"model_type {self.model_type!r} is not supported; expected one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+        self._check_values()
         if self.num_attention_heads % self.num_key_value_heads:
             raise UnsupportedModelError(
                 f"num_attention_heads ({self.num_attention_heads}) is not a multiple of "
@@ -156,6 +181,37 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise UnsupportedModelError(f"{name} must be positive or None, got {value!r}")
+
+    def _check_values(self) -> None:
+        """TypeError naming the first field of the wrong type (a float, a string or a bool where an integer belongs,
+        a string where a number or a flag does), ValueError the first of a nonsense value (a size that is not
+        positive, an odd head_dim, an epsilon or rope base that is not a positive finite number, a negative token
+        id): such values passed the loader and failed later as tracebacks far from the config, or ran (a rope base
+        of 0 gives NaN logits; ``"false"`` as ``tie_word_embeddings`` is true)."""
+        for name in _POSITIVE_INTS:
+            value = getattr(self, name)
+            _check(name, value, _is_int(value), _is_int(value) and value > 0, "a positive integer")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even (rope turns pairs of dimensions), got {self.head_dim}")
+        for name in _COUNTS:  # their ranges are checked below, where they are used
+            value = getattr(self, name)
+            _check(name, value, _is_int(value), _is_int(value) and (name != "num_experts" or value >= 0),
+                   "an integer >= 0")
+        for name in ("rms_norm_eps", "rope_theta", "rope_local_theta"):
+            value = getattr(self, name)
+            if name != "rope_local_theta" or value is not None:
+                real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+                _check(name, value, real, real and 0 < value < math.inf, "a positive finite number")
+        for name in ("attention_bias", "qk_norm", "tie_word_embeddings", "norm_topk_prob", "sandwich_norms"):
+            _check(name, getattr(self, name), isinstance(getattr(self, name), bool), True, "true or false")
+        if self.sliding_window is not None:
+            _check("sliding_window", self.sliding_window, _is_int(self.sliding_window),
+                   _is_int(self.sliding_window) and self.sliding_window > 0, "a positive integer or null")
+        self.eos_token_ids = tuple(self.eos_token_ids)
+        for name, ids in (("bos_token_id", () if self.bos_token_id is None else (self.bos_token_id,)),
+                          ("eos_token_id", self.eos_token_ids)):
+            for t in ids:
+                _check(name, t, _is_int(t), _is_int(t) and t >= 0, "token ids (integers >= 0)")
 
     def layer_window(self, i: int) -> int | None:
         """Layer i's sliding window (None: it attends to the whole context)."""
@@ -229,14 +285,27 @@ class ModelConfig:
             rope_scaling = dict(rope_scaling, original_max_position_embeddings=cfg["original_max_position_embeddings"])
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
-        heads = cfg["num_attention_heads"]
+        heads, hidden, head_dim = cfg["num_attention_heads"], cfg["hidden_size"], cfg.get("head_dim")
+        if head_dim is None and _is_int(hidden) and _is_int(heads) and heads > 0:  # else the field is named below
+            if hidden % heads:
+                raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads}), and no "
+                                 f"head_dim is given")
+            head_dim = hidden // heads
         use_sliding = cfg.get("use_sliding_window", model_type in ("mistral", "mixtral", "phi3") or gemma)
         window, layer_types = _hf_sliding_window(cfg, model_type) if use_sliding else (None, None)
         dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+        if dtype is not None and not (isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype)
+                                      and getattr(torch, dtype).is_floating_point):
+            raise (ValueError if isinstance(dtype, str) else TypeError)(
+                f"torch_dtype {dtype!r} is not a floating-point torch dtype (float32, float16, bfloat16)")
+        quant = cfg.get("quantization_config")
+        if quant and not isinstance(quant, dict):
+            raise UnsupportedModelError(f"quantization_config must be a JSON object naming its quant_method, got "
+                                        f"{quant!r}")
         try:
-            int4 = int4_scheme(cfg.get("quantization_config"))
-        except ValueError as e:
-            raise UnsupportedModelError(f"quantization_config: {e}") from None
+            int4 = int4_scheme(quant)
+        except ValueError as e:  # its message names quantization_config already
+            raise UnsupportedModelError(str(e)) from None
         fp8_blocks = _hf_fp8_blocks(cfg.get("quantization_config"))
         # a block-wise FP8 checkpoint is dequantized as it loads: the model runs in 16 bits unless asked otherwise
         quantization = ("int4" if int4 is not None else None if fp8_blocks is not None
@@ -251,11 +320,11 @@ class ModelConfig:
             intermediate_size=cfg["intermediate_size"],
             num_hidden_layers=cfg["num_hidden_layers"],
             num_attention_heads=heads,
-            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
-            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+            num_key_value_heads=heads if cfg.get("num_key_value_heads") is None else cfg["num_key_value_heads"],
+            head_dim=head_dim,
             max_position_embeddings=cfg.get("max_position_embeddings", 4096),
             rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
-            rope_theta=float(rope_theta),
+            rope_theta=_real(rope_theta),
             rope_scaling=rope_scaling,
             # Qwen2-MoE: qkv_bias (transformers 5; True when absent, as in the released checkpoints)
             attention_bias=cfg.get("qkv_bias", cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
@@ -263,7 +332,7 @@ class ModelConfig:
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             sliding_window=window,
             layer_types=layer_types,
-            rope_local_theta=None if local_theta is None else float(local_theta),
+            rope_local_theta=None if local_theta is None else _real(local_theta),
             hidden_act=_hf_hidden_act(cfg, model_type),
             **(dict(norm_weight_offset=1.0, sandwich_norms=True, embedding_multiplier=cfg["hidden_size"] ** 0.5,
                     query_pre_attn_scalar=cfg.get("query_pre_attn_scalar"),
@@ -291,15 +360,21 @@ class ModelConfig:
         def get(key, default=None):
             return meta.get(f"{arch}.{key}", default)
 
+        def need(key):  # int(None) was a TypeError naming no key
+            if get(key) is None:
+                raise ValueError(f"GGUF metadata has no {arch}.{key}, which a {arch} model needs")
+            return int(get(key))
+
         experts = _gguf_experts(arch, get)
-        heads = int(get("attention.head_count"))
-        hidden = int(get("embedding_length"))
+        heads = need("attention.head_count")
+        hidden, layers = need("embedding_length"), need("block_count")
         scaling = _gguf_rope_scaling(get)
         # generation ends at the end-of-text token and at an end-of-turn / end-of-message one where the file
         # names it (llama.cpp's end-of-generation set: Gemma's <end_of_turn>, Llama 3's <|eot_id|>)
         stop = [meta.get(f"tokenizer.ggml.{k}_token_id") for k in ("eos", "eot", "eom")]
         vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
-        head_dim = int(get("attention.key_length", hidden // heads))
+        # (a head count of 0 is named by ModelConfig's checks, not a ZeroDivisionError here)
+        head_dim = int(get("attention.key_length", hidden // heads if heads > 0 else 0))
         gemma = _gguf_gemma(arch, get, hidden, heads, head_dim) if arch in ("gemma2", "gemma3") else {}
         if arch == "phi3" and get("rope.dimension_count") not in (None, head_dim):  # Phi-4-mini: part of each head
             raise UnsupportedModelError(f"GGUF {arch}: rope over {get('rope.dimension_count')} of each head's "
@@ -308,8 +383,8 @@ class ModelConfig:
             model_type=experts.pop("model_type", gemma.pop("model_type", arch)),
             vocab_size=int(vocab),
             hidden_size=hidden,
-            intermediate_size=int(get("feed_forward_length")),
-            num_hidden_layers=int(get("block_count")),
+            intermediate_size=need("feed_forward_length"),
+            num_hidden_layers=layers,
             num_attention_heads=heads,
             num_key_value_heads=int(get("attention.head_count_kv", heads)),
             head_dim=head_dim,

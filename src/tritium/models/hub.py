@@ -21,11 +21,16 @@ import re
 
 from tritium.models.weights import SAFETENSORS_INDEX, index_files, weight_files
 
-# org/name[/FILE.gguf][@revision]; names as the Hub allows them (letters, digits, '-', '_', '.')
-# (the extension in any case: FILE.GGUF too)
-_REPO_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]*[\w])(?P<file>/[\w./-]+\.(?i:gguf))?"
-                      r"(?:@(?P<revision>[\w./-]+))?")
+# org/name[/FILE.gguf][@revision]; names as huggingface_hub's validate_repo_id allows them (ASCII letters, digits,
+# '-', '_', '.'; at most 96, neither first nor last '-' or '.'; no '--' or '..', not ending '.git': checked
+# apart); the extension in any case (FILE.GGUF too); a revision of slash-separated parts (a branch "feature/x",
+# "refs/pr/1"), none empty
+_NAME = r"[A-Za-z0-9_](?:[\w.-]{0,94}[A-Za-z0-9_])?"
+_REPO_ID = re.compile(rf"(?P<repo>{_NAME}/{_NAME})(?P<file>/[\w./-]+\.(?i:gguf))?"
+                      r"(?:@(?P<revision>[\w.-]+(?:/[\w.-]+)*))?", re.ASCII)
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+_FORM = ("org/name or org/name/FILE.gguf, either with @revision; org and name of ASCII letters, digits, '-', '_' "
+         "and '.', at most 96 each, not beginning or ending with '-' or '.', without '--' or '..'")
 # what a model directory needs besides its weights (tokenizer_config.json holds the chat template)
 _DIR_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
               "chat_template.jinja", "model.safetensors.index.json", "quantize_config.json", "quant_config.json")
@@ -50,7 +55,7 @@ def parse_repo_ref(model: str) -> RepoRef | None:
     if model.startswith((".", "/", "~")) or "\\" in model or "//" in model:
         return None
     m = _REPO_ID.fullmatch(model)
-    if m is None or ".." in model:
+    if m is None or ".." in model or "--" in m["repo"] or m["repo"].endswith(".git"):
         return None
     return RepoRef(m["repo"], m["file"][1:] if m["file"] else None, m["revision"])
 
@@ -79,6 +84,8 @@ def cached_snapshot(ref: RepoRef, cache: str | None = None) -> str | None:
             with open(os.path.join(root, "refs", revision)) as f:
                 commit = f.read().strip()
         except OSError:
+            return None
+        if not _COMMIT.fullmatch(commit):  # huggingface_hub writes a commit hash: anything else is no snapshot
             return None
     snapshot = os.path.join(root, "snapshots", commit)
     return snapshot if os.path.isdir(snapshot) else None
@@ -127,6 +134,8 @@ def resolve_model(model: str) -> tuple[str, str | None]:
     if os.path.exists(model):
         return model, None
     ref = parse_repo_ref(model)
+    if ref is None and ("/" in model or "@" in model) and not model.startswith((".", "/", "~")):
+        raise FileNotFoundError(f"model {model!r} is not a path, nor a Hugging Face Hub name ({_FORM})")
     if ref is None:
         return model, None  # check_model_path names it
     snapshot = cached_snapshot(ref)

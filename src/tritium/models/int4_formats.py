@@ -113,7 +113,8 @@ def _gptq_scheme(q: dict) -> Int4Scheme:
         raise ValueError(f"quantization_config: GPTQ 'dynamic' per-module overrides {q['dynamic']!r} are not "
                          f"supported; {_SUPPORTED}")
     return Int4Scheme("gptq", _config_group_size(q.get("group_size"), "GPTQ group_size"),
-                      GPTQ_ZERO_OFFSETS[str(fmt).lower()], bool(q.get("desc_act", False)), bool(q.get("sym", True)))
+                      GPTQ_ZERO_OFFSETS[str(fmt).lower()], _config_flag(q, "desc_act", False, "GPTQ"),
+                      _config_flag(q, "sym", True, "GPTQ"))
 
 
 def _awq_scheme(q: dict) -> Int4Scheme:
@@ -182,6 +183,17 @@ def _compressed_scheme(q: dict) -> Int4Scheme | None:
                          f"actorder by group): {sorted(schemes)}; tritium reads one int4 scheme per model")
     group_size, desc_act = schemes.pop()
     return Int4Scheme("compressed", group_size, 0, desc_act, True, tuple(q.get("ignore") or ()))
+
+
+def _config_flag(q: dict, key: str, default: bool, method: str) -> bool:
+    """``q[key]`` as a bool (``default`` where absent or null); ValueError for any other value (the string
+    "false" was taken as true)."""
+    value = q.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"quantization_config: {method} {key} must be true or false, got {value!r}")
+    return value
 
 
 def _config_group_size(value, field: str) -> int:

@@ -222,8 +222,7 @@ class LlamaDecoderLayer:
         """A norm's weight as the kernels apply it: plus ``norm_weight_offset`` (Gemma's ``1 + w``, in fp32,
         rounded once)."""
         value = materialize(tensor)
-        if tuple(value.shape) != tuple(norm.shape):
-            raise ValueError(f"{name}: expected shape {tuple(norm.shape)} ({size}), got {tuple(value.shape)}")
+        _check_norm(name, value, tuple(norm.shape), size)
         norm.copy_(value.float() + self.norm_offset if self.norm_offset else value)
         self._norms_loaded.add(name)
 
@@ -300,6 +299,15 @@ _INT4_EXTRA = {"gptq": (), "awq": (), "compressed": ("weight_zero_point",)}
 _TEXT_PREFIXES = {"language_model.model.": "model.", "language_model.lm_head.": "lm_head.",
                   "model.language_model.": "model."}
 _VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
+
+
+def _check_norm(name: str, value: torch.Tensor, shape: tuple[int, ...], size: str) -> None:
+    """ValueError / TypeError naming a norm weight of the wrong shape or of a non-float dtype (an int8 norm
+    loaded silently, rounded)."""
+    if tuple(value.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape} ({size}), got {tuple(value.shape)}")
+    if not value.dtype.is_floating_point:
+        raise TypeError(f"{name}: must be a floating-point tensor, got {value.dtype}")
 
 
 def _text_model_name(name: str) -> str | None:
@@ -473,28 +481,35 @@ class LlamaModel:
             name = _text_model_name(name)
             if name is None:
                 continue  # a vision tower's
-            if name == "rope_freqs":
-                self._rope_freqs = materialize(tensor).float()
-            elif name == "model.embed_tokens.weight":
-                self.embed.load_weight(tensor)
-            elif name == "model.norm.weight":
-                value = materialize(tensor)
-                self.norm.copy_(value.float() + cfg.norm_weight_offset if cfg.norm_weight_offset else value)
-            elif name == "lm_head.weight":
-                if not cfg.tie_word_embeddings:
-                    self.lm_head.load_weight(tensor)
-            elif name.startswith("model.layers."):
-                idx, key = name[len("model.layers."):].split(".", 1)
-                if not idx.isdigit() or int(idx) >= cfg.num_hidden_layers:
-                    raise ValueError(f"weight {name!r}: layer {idx} is out of range (model has "
-                                     f"{cfg.num_hidden_layers} layers)")
-                if not self.layers[int(idx)].load(key, tensor):
+            try:
+                if name == "rope_freqs":
+                    self._rope_freqs = materialize(tensor).float()
+                elif name == "model.embed_tokens.weight":
+                    self.embed.load_weight(tensor)
+                elif name == "model.norm.weight":
+                    value = materialize(tensor)
+                    _check_norm(name, value, tuple(self.norm.shape), "hidden_size")
+                    self.norm.copy_(value.float() + cfg.norm_weight_offset if cfg.norm_weight_offset else value)
+                elif name == "lm_head.weight":
+                    if not cfg.tie_word_embeddings:
+                        self.lm_head.load_weight(tensor)
+                elif name.startswith("model.layers."):
+                    idx, key = name[len("model.layers."):].split(".", 1)
+                    if not idx.isdigit() or int(idx) >= cfg.num_hidden_layers:
+                        raise ValueError(f"weight {name!r}: layer {idx} is out of range (model has "
+                                         f"{cfg.num_hidden_layers} layers)")
+                    if not self.layers[int(idx)].load(key, tensor):
+                        raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
+                elif name.endswith("rotary_emb.inv_freq"):
+                    continue
+                else:
                     raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
-            elif name.endswith("rotary_emb.inv_freq"):
-                continue
-            else:
-                raise ValueError(f"unexpected weight {name!r} for a {cfg.model_type} model")
-            self._loaded.add(name)
+                self._loaded.add(name)
+            except (ValueError, TypeError) as e:  # a layer's message, named by its checkpoint tensor
+                if type(e) not in (ValueError, TypeError) or name in str(e):
+                    raise
+                head, _, rest = str(e).partition(": ")  # a norm's message names it by its layer's key
+                raise type(e)(f"{name}: {rest if name.endswith('.' + head) else e}") from None
         if self.quantization == "int4":
             for i, layer in enumerate(self.layers):
                 try:
@@ -502,7 +517,9 @@ class LlamaModel:
                 except ValueError as e:
                     raise ValueError(f"model.layers.{i}.{e}") from None
         if not cfg.tie_word_embeddings and "lm_head.weight" not in self._loaded:
-            self.lm_head.tie(self.embed)  # a checkpoint without an LM head ties it, as transformers does
+            # refused as vLLM does (transformers runs a randomly initialized head, with a warning)
+            raise ValueError("checkpoint has no 'lm_head.weight', and the config's tie_word_embeddings is false "
+                             "(a partial download, or a config that should say tie_word_embeddings: true?)")
         self._check_complete()
         if self.fold_norms:
             self._fold_norm_weights()

@@ -25,7 +25,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from tritium.models.config import Fp8Blocks, ModelConfig
+from tritium.models.config import Fp8Blocks, ModelConfig, UnsupportedModelError
 
 log = logging.getLogger(__name__)
 
@@ -205,13 +205,19 @@ def weight_files(path: str) -> list[str]:
     return sorted(glob.glob(os.path.join(path, "*.safetensors")))
 
 
-def index_files(index: str) -> list[str]:
+def index_weight_map(index: str) -> dict:
+    """The ``weight_map`` (tensor name -> file) of a safetensors index; FileNotFoundError where it has none."""
     try:
         with open(index) as f:
             weight_map = json.load(f)["weight_map"]
-        names = sorted(set(weight_map.values()))
+        sorted(set(weight_map.values()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise FileNotFoundError(f"{index!r} is not a safetensors index ({type(e).__name__}: {e})") from None
+    return weight_map
+
+
+def index_files(index: str) -> list[str]:
+    names = sorted(set(index_weight_map(index).values()))
     if not names or not all(isinstance(n, str) and n.endswith(".safetensors") and "/" not in n for n in names):
         raise FileNotFoundError(f"{index!r} names no safetensors files of its directory")
     return names
@@ -250,6 +256,10 @@ def load_hf_config(path: str) -> ModelConfig:
         raise ValueError(f"{config_path!r} has no {e.args[0]!r}, which this model type needs") from None
     except (TypeError, AttributeError) as e:  # a field of the wrong JSON type
         raise ValueError(f"{config_path!r} has a field of an unexpected type ({e})") from None
+    except UnsupportedModelError:
+        raise
+    except ValueError as e:  # a nonsense value, named by the config's checks
+        raise ValueError(f"{config_path!r}: {e}") from None
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.isfile(gen_path):
         gen = read_json(gen_path)
@@ -323,7 +333,9 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
         except Exception as e:  # safetensors' SafetensorError: a truncated or corrupt header
             raise ValueError(f"{f!r} is not a readable safetensors file ({e})") from None
     names = [(h, n) for h in handles for n in h.keys()]
-    if len(files) > 1 and not os.path.isfile(os.path.join(path, SAFETENSORS_INDEX)):
+    if os.path.isfile(os.path.join(path, SAFETENSORS_INDEX)):
+        _check_index(os.path.join(path, SAFETENSORS_INDEX), files, handles)
+    elif len(files) > 1:
         _check_unique_names(files, handles)
     scales = {}
     if fp8_blocks is not None:
@@ -342,6 +354,17 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
             raise ValueError(f"{name}: a float8 tensor without {name + fp8_blocks.scale_suffix} in a block-wise FP8 "
                              f"checkpoint")
         yield name, t if lazy else t.materialize()
+
+
+def _check_index(index: str, files: list[str], handles) -> None:
+    """ValueError naming a tensor the index places in a file that does not hold it (shards of another revision
+    beside the index, or a damaged one): before, such a tensor was reported missing from its layer, without a
+    file, or, where another shard had a tensor of that name, that one loaded."""
+    held = {os.path.basename(f): set(h.keys()) for f, h in zip(files, handles)}
+    for name, file in index_weight_map(index).items():
+        if name not in held[file]:
+            raise ValueError(f"tensor {name!r} is not in {os.path.join(os.path.dirname(index), file)!r}, where "
+                             f"{SAFETENSORS_INDEX} places it (shards and index of different downloads?)")
 
 
 def _check_unique_names(files: list[str], handles) -> None:
@@ -469,6 +492,7 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
     ``rope_freqs.weight`` (Llama 3.1+ files: llama3 rope scaling as per-frequency factors) comes out as
     ``rope_freqs``; the model divides its rope inverse frequencies by it, as llama.cpp does.
     """
+    _check_gguf_types(reader)
     permuted = config.model_type in ("llama", "mistral", "mixtral")  # llama.cpp's llama architecture
     layer = re.compile(r"blk\.(\d+)\.(.+)")
     names = dict(_GGUF_LAYER_NAMES, **(_GGUF_SANDWICH_NAMES if config.sandwich_norms else {}),
@@ -495,6 +519,25 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
             raise ValueError(f"GGUF tensor {t.name!r} is not part of a supported Llama-family model")
         tensor = GGUFTensor(t, rope_heads)
         yield name, tensor if lazy else tensor.materialize()
+
+
+def _check_gguf_types(reader) -> None:
+    """ValueError naming a tensor (and how many share its type) stored in a type the ``gguf`` package cannot
+    dequantize (F64, integer tensors, Q8_1, Q8_K ...), before any weight is read: its NotImplementedError came
+    from inside the package, naming neither the tensor nor the file, after the tensors before it had loaded."""
+    gguf = _import_gguf()
+    by_type: dict = {}
+    for t in reader.tensors:
+        by_type.setdefault(t.tensor_type, []).append(t.name)
+    for kind, names in by_type.items():
+        block, nbytes = gguf.GGML_QUANT_SIZES.get(kind, (1, 1))
+        try:
+            gguf.quants.dequantize(np.zeros((1, nbytes), np.uint8), kind)  # one block of zeros
+        except NotImplementedError:
+            more = f" (and {len(names) - 1} more tensors)" if len(names) > 1 else ""
+            raise ValueError(f"GGUF tensor {names[0]!r}{more} is stored as {kind.name}, which tritium cannot "
+                             f"dequantize (float F32, F16, BF16 and llama.cpp's quantized types Q4_0 ... Q8_0, "
+                             f"K-quants, IQ-quants are read)") from None
 
 
 def _to_torch(arr: np.ndarray) -> torch.Tensor:
