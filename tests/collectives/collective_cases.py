@@ -272,6 +272,42 @@ def rms_norm_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def rms_norm_zero_rows_worker(rank: int, world_size: int, dtype) -> None:
+    """The last rank calls all_reduce_rms_norm without rows (M = 0), the others with rows: every rank's check
+    raises CollectiveMismatch (the rank without rows takes part instead of returning), nothing is written, and
+    the next agreeing call is right. In 16-bit dtypes the peers' small message takes the Lamport kernel and
+    meets the rank without rows on the flag protocol (found after a wait gives up: the counters are then out
+    of step, every later check raises)."""
+    heap, comm = _comm()
+    heap.max_spins = 2048 if runtime.interpreting() else 1 << 23  # (a cross-protocol mismatch: a wait gives up)
+    dev = heap.device
+    rows, hidden = 3, 96
+    last = rank == world_size - 1
+    try:
+        g = torch.Generator().manual_seed(11)
+        weight = (1 + 0.1 * torch.randn(hidden, generator=g)).to(dtype).to(dev)
+        xs = inputs(world_size, (rows, hidden), dtype, 12, dev, False)
+        residual = torch.randn(rows, hidden, generator=g).to(dtype).to(dev)
+        x, res = (xs[rank][:0], residual[:0].clone()) if last else (xs[rank], residual.clone())
+        out = torch.full_like(x, -5.0)
+        comm.all_reduce_rms_norm(x, res, weight, 1e-5, out=out)
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+            comm.check()
+        cross = dtype != torch.float32
+        assert ("out of step" in str(raised.value)) == cross, f"rank {rank}: {raised.value}"
+        assert torch.all(out == -5.0) and torch.equal(res, residual[:res.shape[0]]), f"rank {rank} wrote"
+        if cross:
+            return
+        xs = inputs(world_size, (rows, hidden), dtype, 13, dev, False)
+        want_out, want_h = ref.all_reduce_rms_norm_ref(xs, residual, weight, 1e-5)
+        res = residual.clone()
+        assert_equal_or_close(comm.all_reduce_rms_norm(xs[rank], res, weight, 1e-5), want_out, "the call after")
+        assert_equal_or_close(res, want_h, "the call after: residual")
+        comm.check()
+    finally:
+        heap.close()
+
+
 def bad_input_worker(rank: int, world_size: int) -> None:
     """Argument errors name the argument and raise before anything is launched (every rank alike)."""
     heap, comm = _comm()

@@ -6,7 +6,8 @@ import torch
 
 from collective_cases import (FLOATS, INTS, algorithm_mismatch_worker, back_to_back_worker, bad_input_worker,
                               collectives_worker, graph_worker, group_worker, lamport_mismatch_worker,
-                              missing_rank_worker, mismatch_worker, rms_norm_worker, zero_copy_worker, run_world)
+                              missing_rank_worker, mismatch_worker, rms_norm_worker, rms_norm_zero_rows_worker,
+                              zero_copy_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
 
@@ -48,6 +49,12 @@ def test_zero_copy_heap_inputs(world_size):
 @pytest.mark.parametrize("world_size", [1, 2, 3], ids=lambda w: f"ws{w}")
 def test_all_reduce_rms_norm(world_size):
     run_world(rms_norm_worker, world_size)
+
+
+@pytest.mark.parametrize("world_size,dtype", [(2, torch.float32), (3, torch.float32), (2, torch.bfloat16)],
+                         ids=["ws2-fp32", "ws3-fp32", "ws2-bf16"])
+def test_all_reduce_rms_norm_without_rows_on_one_rank_gets_a_mismatch(world_size, dtype):
+    run_world(rms_norm_zero_rows_worker, world_size, dtype)
 
 
 def test_bad_input_names_the_argument():

@@ -29,6 +29,7 @@ from tritium.engine.parallel import (READY_KEY, TORCH_ALL_REDUCE_BYTES, Parallel
                                      release_default_group, select_comm, torch_all_reduce_from)
 from tritium.models.config import ModelConfig
 from tritium.shmem.cpu_shm import SHM_DIR
+from tritium.shmem.launch import launch
 
 from .conftest import PROMPTS, hf_greedy, make_tiny_model, merged, write_adapter
 
@@ -428,6 +429,50 @@ def test_a_lost_peer_is_named_when_its_exit_comes_after_the_reset():
     assert 1 < time.monotonic() - start < 10 and len(polls) > 5
     other = ValueError("not a collective")  # any other error: as it is, at once
     assert TensorParallel.diagnose(rank0, other) is other
+
+
+def _skipped_rank_worker(rank: int, world_size: int, skipped: int) -> None:
+    """Both ranks of a tensor-parallel pair over tritium's collectives (rank 1 following rank 0's plans); in the
+    step of plan "step" rank ``skipped`` does not make the all-reduce the other makes, whose wait gives up and
+    tells it. Each rank raises ParallelError naming itself and what happened: rank 0 when it settles the step,
+    rank 1 at its next plan (a pipelined window goes out before the one before is checked)."""
+    device = torch.device("cuda", torch.cuda.current_device()) if ON_GPU else torch.device("cpu")
+    tp = TensorParallel(comm="tritium", device=device, max_bytes=1 << 12, timeout=60)
+    tp.comm.heap.max_spins = 256 if not ON_GPU else 1 << 20  # (a test of the error, not of patience)
+
+    def execute(plan):
+        if plan == "step" and rank != skipped:
+            tp.comm.all_reduce(torch.ones(8, device=device))
+        if plan == "step":
+            if ON_GPU:
+                torch.cuda.synchronize(device)
+            tp.agree_min(0)  # (the give-up has been posted to the skipped rank)
+
+    skipped_msg = rf"{tp.role} rank {rank}: the other ranks' collectives gave up waiting for this rank"
+    gave_up_msg = rf"{tp.role} collectives on rank {rank} failed: rank {rank}: 1 collective wait\(s\) gave up"
+    try:
+        if rank == 0:
+            tp.send("step")
+            execute("step")
+            with pytest.raises(ParallelError, match=skipped_msg if skipped == 0 else gave_up_msg):
+                tp.settle()
+            tp.send("next")
+        else:
+            with pytest.raises(ParallelError, match=skipped_msg if skipped == 1 else gave_up_msg):
+                tp.follow(types.SimpleNamespace(execute=execute))
+    finally:
+        tp.close()
+
+
+@pytest.mark.parametrize("skipped", [0, 1], ids=["rank0-skipped", "rank1-skipped"])
+def test_a_rank_whose_peers_gave_up_on_it_raises(two_ranks, skipped):
+    """A rank that skipped a collective its peer made (the peer's wait gave up on it, and told it) raises a
+    ParallelError saying so, not a later hang or timeout; so does the peer whose wait gave up."""
+    segments, pids = _segments(), frozenset(p.pid for p in _children())
+    launch(_skipped_rank_worker, 2, skipped, timeout=120)
+    # (the launch's forkserver, a child of this process, stays for the session: its rank processes must not)
+    assert not [p for p in _children(pids) if p.ppid() != os.getpid()], "rank processes left behind"
+    assert _segments() <= segments, f"shared memory left behind: {_segments() - segments}"
 
 
 def test_start_waits_for_the_workers_boundedly():

@@ -231,6 +231,32 @@ def missing_rank_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def mode_mismatch_worker(rank: int, world_size: int, feats: tuple) -> None:
+    """Rank r calls in mode "fused" if r is even, else "bulk" (``feats``: see _check_call): every rank's check
+    raises CollectiveMismatch, not a timeout (the merge's waits and the bulk all-gather's give up and find the
+    peer in the other mode's call), and keeps raising (the counters are out of step: a new communicator)."""
+    heap, comm = _setup(world_size)
+    heap.max_spins = 2048 if runtime.interpreting() else 1 << 23  # (a cross-protocol mismatch: a wait gives up)
+    ws = fused.DistributedDecodeWorkspace(comm, 2, HQ, D)
+    try:
+        lens = split_lengths(world_size, [30, 9], 5)
+        for mode in ("fused", "bulk"):  # agreeing calls first (kernels compiled, the workspace used in each mode)
+            _check_call(rank, comm, lens, torch.float32, torch.float32, 6, set(feats), mode, workspace=ws)
+        comm.check()
+        k, v, bt, n = make_parts(lens, torch.float32, 7, comm.device)[rank]
+        q = torch.randn(2, HQ, D, device=comm.device)
+        kw = {"sliding_window": 23} if "window" in feats else {}
+        fused.distributed_paged_decode(q, k, v, bt, n, comm, workspace=ws, mode=("fused", "bulk")[rank % 2],
+                                       num_splits=1, **kw)
+        with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+            comm.check()
+        assert "out of step" in str(raised.value), f"rank {rank}: {raised.value}"
+        with pytest.raises(coll.CollectiveMismatch, match="out of step"):
+            comm.check()
+    finally:
+        heap.close()
+
+
 def bad_input_worker(rank: int, world_size: int) -> None:
     heap, comm = _setup(world_size)
     dev = comm.device

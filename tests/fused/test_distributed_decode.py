@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from .distributed_decode_cases import (bad_input_worker, features_worker, mismatch_worker, missing_rank_worker,
-                                      repeat_worker, run_world)
+                                      mode_mismatch_worker, repeat_worker, run_world)
 
 F16, F32, BF16, FP8 = torch.float16, torch.float32, torch.bfloat16, torch.float8_e4m3fn
 # (q dtype, kv dtype, features (see _check_call), total length of each sequence)
@@ -52,3 +52,8 @@ def test_ranks_disagreeing_and_inconsistent_metadata():
 
 def test_fused_waits_give_up_when_a_rank_does_not_call():
     run_world(missing_rank_worker, 2)
+
+
+@pytest.mark.parametrize("world_size,feats", [(2, ()), (3, ("window",))], ids=["ws2", "ws3-window"])
+def test_ranks_in_different_modes_get_a_mismatch(world_size, feats):
+    run_world(mode_mismatch_worker, world_size, feats)

@@ -19,7 +19,9 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
                         out: torch.Tensor | None = None) -> torch.Tensor:
     """``h = all_reduce(x) + residual; residual <- h; out = rms_norm(h) * weight`` in one kernel
     (the row-parallel layer's all-reduce fused with the next residual add and RMSNorm). x, residual:
-    ``[tokens, hidden]`` floats of one dtype; weight ``[hidden]``."""
+    ``[tokens, hidden]`` floats of one dtype; weight ``[hidden]``. Ranks that disagree on the shape or dtype
+    (no rows on some ranks included: such a rank takes part) get ``CollectiveMismatch`` from
+    ``Communicator.check``, and nothing is written."""
     comm._check_tensor("x", x)
     if x.dtype not in FLOAT_DTYPES or x.dim() != 2:
         raise ValueError(f"x must be a [tokens, hidden] float tensor, got {tuple(x.shape)} {x.dtype}")
@@ -32,13 +34,16 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
         raise ValueError(f"eps must be a positive number, got {eps!r}")
     out = comm._out(out, tuple(x.shape), x)
-    if x.numel() == 0:
+    if x.numel() == 0 and comm.world_size == 1:  # (with peers, a rank without rows still takes part: see below)
         return out
     rows, hidden = x.shape
     nbytes = x.numel() * x.element_size()
     block, warps = comm.lamport_tile(nbytes)
     chunks = triton.cdiv(hidden, block)
-    if (select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes) == "lamport"
+    # an empty x takes the flag-protocol kernel, as the plain all-reduce's does (Communicator._launch): its
+    # element count meets the peers' there (CollectiveMismatch at once); peers in the Lamport kernel are found
+    # by the first wait that gives up (count_timeout), a CollectiveMismatch on every rank too
+    if (x.numel() > 0 and select_all_reduce(nbytes, comm.world_size, x.dtype, comm.lamport_bytes) == "lamport"
             and rows * chunks <= LAMPORT_PARTIALS):
         # the Lamport all-reduce over row chunks; the chunks of a row share their sums of squares
         grid = min(rows * chunks, comm.lamport_programs, comm.max_programs * LAMPORT_PROGRAMS_PER_SM)
@@ -55,8 +60,8 @@ def all_reduce_rms_norm(comm, x: torch.Tensor, residual: torch.Tensor, weight: t
     _all_reduce_rms_norm_kernel[(max(1, min(comm.max_programs, rows)),)](
         x, residual, weight, out, comm._buf.view(x.dtype), comm._flags, comm._state, comm.heap.bases,
         rows, hidden, float(eps), comm.rank, comm.world_size, half, comm.heap.max_spins,
-        BLOCK=triton.next_power_of_2(hidden), WORLD_POW2=comm._world_pow2,
-        HINT=hidden if hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
+        BLOCK=triton.next_power_of_2(max(hidden, 1)), WORLD_POW2=comm._world_pow2,
+        HINT=hidden if 0 < hidden == triton.next_power_of_2(hidden) and hidden * x.element_size() % 16 == 0 else None,
         num_warps=8 if hidden > 4096 else 4, **pdl_launch(comm.device, comm.pdl))
     return out
 

@@ -182,12 +182,17 @@ class Communicator:
             error = CollectiveMismatch if cross else DeviceTimeout
             raise error(f"rank {self.rank}: {self._out_of_step}")
 
+    # what error_counts holds, in order
+    ERROR_COUNTS = ("timeouts", "mismatches", "cross_protocol", "gave_up_on")
+
     @property
     def error_counts(self) -> torch.Tensor:
-        """The device counters :meth:`check` reads, ``[timeouts, mismatches]`` int64 (a view): copy them
-        to pinned host memory behind a step to learn, without a sync, whether its collectives went wrong
-        (then call :meth:`check` for the error)."""
-        return self._state[K.S_TIMEOUTS:K.S_MISMATCH + 1]
+        """The device counters :meth:`check` reads, ``[timeouts, mismatches, cross_protocol, gave_up_on]``
+        int64 (a view; :data:`ERROR_COUNTS`): copy them to pinned host memory behind a step to learn, without
+        a sync, whether its collectives went wrong (then call :meth:`check` for the error). The last two never
+        go back to 0: waits that met a peer in a call of another protocol, and peers' waits that gave up on
+        this rank (it skipped a call they made, or came late)."""
+        return self._state[K.S_TIMEOUTS:K.S_GAVE_UP_ON + 1]
 
     # -- launches ------------------------------------------------------------------------------------------
     @staticmethod

@@ -37,10 +37,11 @@ from tritium.shmem.device import remote, translate
 # call of another protocol, and peers' waits that gave up (this rank's counters are out of step with theirs).
 # S_RANK .. S_FUSED: what a wait that gives up reads to tell why (count_timeout): this rank, the world size,
 # the heap bases, the flags, Lamport state and headers (as addresses), then FUSED_SLOTS (hello, op state)
-# address pairs of the fused ops' protocols (written by the host when a fused op first makes them).
+# address pairs of the fused ops' protocols (written by the host when a fused op first makes them; the
+# slots: tritium.fused.workspace._PROTOCOLS).
 S_CALLS, S_TICKET, S_BASE0, S_BASE1, S_TIMEOUTS, S_MISMATCH = 0, 1, 2, 3, 4, 5
 S_CROSS, S_GAVE_UP_ON, S_RANK, S_WORLD, S_BASES, S_FLAGS, S_LSTATE, S_LHDR, S_FUSED = 6, 7, 8, 9, 10, 11, 12, 13, 14
-FUSED_SLOTS = 4
+FUSED_SLOTS = 5
 S_SIZES = S_FUSED + 2 * FUSED_SLOTS
 TAG_SHIFT, TAG_BITS = 40, 23  # a caller's layout tag rides above the element count (< 2**40) in the size word
 STATE_ROWS = 6  # rows of world_size words after S_SIZES

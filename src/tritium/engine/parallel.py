@@ -15,7 +15,11 @@ or torch.distributed's (NCCL; gloo on the CPU): ``comm``, see :func:`select_comm
 
 Failures are bounded: a worker that exits is seen at the next step or while rank 0 waits for the device
 (its exit code and its error); a step that does not finish within ``parallel_timeout`` seconds, or
-collectives that gave up waiting for a peer, raise :class:`ParallelError` on rank 0. Closing stops the
+collectives that gave up waiting for a peer, raise :class:`ParallelError` on rank 0. Every rank reads its
+collectives' error counters (tritium's: ``Communicator.error_counts``), rank 0 after each step, the others
+before each plan they run: a rank whose own waits gave up or met another call, or whose peers' waits gave up
+on it (it skipped a collective they made, or came too late), raises :class:`ParallelError` naming itself and
+what happened (a worker then exits with it, and rank 0 names the worker and its error). Closing stops the
 workers (a plan to exit, then signals) and removes their shared memory.
 """
 
@@ -64,6 +68,7 @@ _EXIT_GRACE_S = 2.0           # after a collective failed, how long a worker tha
 _IDLE = datetime.timedelta(days=3650)  # workers wait for the next plan as long as rank 0 lives
 _SPIN_S = 0.05                # rank 0 polls the device without sleeping this long, then sleeps between polls
 _GRACE_S = 10.0               # how long a worker gets to exit after the plan to exit
+_GAVE_UP_ON = Communicator.ERROR_COUNTS.index("gave_up_on")  # in Communicator.error_counts
 
 
 class ParallelError(RuntimeError):
@@ -288,11 +293,13 @@ class TensorParallel:
         self._buf = torch.zeros(_CHUNK, dtype=torch.uint8)
         self._buf_np = self._buf.numpy()
         cuda = device.type == "cuda"
-        # collective error counters copied behind each window (by flip) and each single step (row 2)
-        self._status = torch.zeros(3, 2, dtype=torch.int64)
+        # collective error counters copied behind each window (by flip) and each single step (row 2; a
+        # follower's: behind the last plan it ran, not yet read while _pending)
+        self._status = torch.zeros(3, len(Communicator.ERROR_COUNTS), dtype=torch.int64)
         if cuda:
             self._status = self._status.pin_memory()
         self._event = torch.cuda.Event() if cuda else None
+        self._pending = False
         self.closed = False
         self.shut_down = False   # a follower has received Shutdown
         # the default group was made by this engine (rank 0 with its workers), not by torchrun's script
@@ -355,13 +362,37 @@ class TensorParallel:
         return pickle.loads(data)
 
     def follow(self, runner):
-        """Ranks > 0: run rank 0's plans until a :class:`Result` (returned) or :class:`Shutdown`."""
+        """Ranks > 0: run rank 0's plans until a :class:`Result` (returned) or :class:`Shutdown`. Before
+        each plan, what this rank's collectives reported since the last check (:meth:`_follower_check`)."""
         while True:
             plan = self.recv()
             if isinstance(plan, (Result, Shutdown)):
                 self.shut_down = isinstance(plan, Shutdown)
                 return plan
+            self._follower_check()
             runner.execute(plan)
+            self._follower_queue()
+
+    def _follower_check(self) -> None:
+        """A rank > 0: raise :class:`ParallelError` if its collectives went wrong in the plans it ran (its waits
+        gave up, met a call that differs, or its peers gave up waiting for it), instead of running more plans
+        out of step with the other ranks (its error then reaches rank 0: the worker exits with it). CPU: every
+        op has run; GPU: the counters copied behind an earlier plan, once that copy has landed (no sync)."""
+        if self.comm is None:
+            return
+        if self._event is None:
+            self._check_status(self.comm.error_counts)
+        elif self._pending and self._event.query():
+            self._pending = False
+            self._check_status(self._status[2])
+
+    def _follower_queue(self) -> None:
+        """A rank > 0 on a GPU: copy the collectives' error counters behind the plan it just queued (when the
+        last copy has been read), for :meth:`_follower_check`."""
+        if self.comm is not None and self._event is not None and not self._pending:
+            self._status[2].copy_(self.comm.error_counts, non_blocking=True)
+            self._event.record()
+            self._pending = True
 
     # -- failure checks (rank 0) ---------------------------------------------------------------------------
     def watch(self) -> None:
@@ -404,11 +435,19 @@ class TensorParallel:
         self.wait(self._event, 2 if self.comm is not None else None)
 
     def _check_status(self, counts: torch.Tensor) -> None:
+        """Raise :class:`ParallelError` if ``counts`` (a copy of ``comm.error_counts``) tell of a failure: a
+        worker that exited first (the cause), else what ``comm.check()`` says, naming this rank; first, when
+        the peers' waits gave up on this rank (it skipped a collective they made, or came too late), that."""
         if bool(counts.any()):
             self.watch()
+            gave_up_on = int(counts[_GAVE_UP_ON])
             try:
                 self.comm.check()
             except RuntimeError as e:
+                if gave_up_on:
+                    raise ParallelError(f"{self.role} rank {self.rank}: the other ranks' collectives gave up waiting "
+                                        f"for this rank ({gave_up_on} time(s)): it skipped a collective they made, "
+                                        f"or came to it too late, and the ranks are out of step ({e})") from e
                 raise ParallelError(f"{self.role} collectives on rank {self.rank} failed: {e}") from e
 
     def diagnose(self, error: BaseException) -> BaseException:

@@ -37,11 +37,17 @@ Ranks must agree on ``num_seqs``, the head counts and ``num_splits``; the call c
 host sync. The device tells when the partials' size or layout differs (``num_seqs``, ``num_q_heads``,
 splits: a layout tag rides with the all-gathers' sizes and the fused flags; see
 :func:`distributed_paged_decode`, and ``comm.check()``), not when only ``num_kv_heads`` does (a
-workspace is made collectively for one ``num_q_heads`` and ``head_dim``). Not told apart from a missing
-rank either: ranks in different modes (fused against bulk: the merge's flag waits give up, ``DeviceTimeout``;
-telling why, as :func:`tritium.collectives.kernels.count_timeout` does for the other fused ops, needs the
-ranks each missing row belongs to, which the merge does not keep), and a rank without sequences (a
-``ValueError`` there before any launch; its peers time out, and its next ``check`` says they gave up on it).
+workspace is made collectively for one ``num_q_heads`` and ``head_dim``). Ranks in different modes (fused
+against bulk) get ``CollectiveMismatch`` on every rank, after a wait gives up (slow path only): a fused call
+raises the workspace's "hello" flags (:func:`tritium.fused.workspace.announce`, one program, once a call;
+their addresses are in the communicator's state, :func:`tritium.fused.workspace.register_protocol`), so a
+bulk rank's all-gather that gives up finds the peer in a fused call, and the merge's waits that give up
+look for the ranks their missing rows belong to (row ``r`` is rank ``r // splits``'s) in the bulk mode's
+all-gather (:func:`tritium.collectives.kernels.count_timeout`); the call counters are then out of step
+(make a new communicator and workspace). Not told apart from a missing rank: a rank without sequences (a
+``ValueError`` there before any launch; its peers time out, and its next ``check`` says they gave up on it),
+and the "torch" mode against the others (its all-gather is torch.distributed's, bounded by its group's
+timeout).
 Reference: :func:`tritium.fused.reference.distributed_paged_decode`.
 """
 
@@ -59,9 +65,9 @@ from tritium.attention.kernels import _attend_key_range, _dot_q, _pages_out_of_r
 from tritium.attention.launcher import FP8_DTYPES, Q_DTYPES, _scale_arg, _softmax_scale_arg, check_kv_cache
 from tritium.collectives import Communicator
 from tritium.collectives.all_gather import all_gather
-from tritium.collectives.kernels import TAG_BITS
-from tritium.fused.workspace import (FLAG_TAG_BITS, STATE_WORDS, end_call, epoch_of, raise_flag, tagged,
-                                     wait_flags_tagged)
+from tritium.collectives.kernels import TAG_BITS, fail_fast
+from tritium.fused.workspace import (FLAG_TAG_BITS, STATE_WORDS, announce, end_call, epoch_of, raise_flag,
+                                     register_protocol, tagged, wait_flags_tagged)
 from tritium.runtime import interpreting, num_sms, pipeline_stages
 from tritium.shmem.device import translate
 
@@ -77,8 +83,8 @@ LOG2E = 1.4426950408889634
 def _partial_decode_kernel(
     # pointers
     q_ptr, k_ptr, v_ptr, block_table_ptr, seq_lens_ptr, lens_all_ptr, alibi_ptr, k_scale_ptr, v_scale_ptr, part_ptr,
-    # fused mode: flags and op state in the heap, the heap bases
-    flags_ptr, state_ptr, bases,
+    # fused mode: flags, hello flags and op state in the heap, the heap bases
+    flags_ptr, hello_ptr, state_ptr, bases,
     # strides (the head_dim stride of every tensor is 1)
     stride_q_s, stride_q_h,
     stride_k_b, stride_k_t, stride_k_h,
@@ -99,7 +105,9 @@ def _partial_decode_kernel(
     part has inside the window. Writes ``[o (HEAD_DIM), lse]`` of each head to row split of
     ``part[row, s, h]`` (bulk), or (PUSH) to row rank * num_splits + split of this call's half
     (``parity * parity_offset``) of every rank's heap buffer, then raises the flag
-    ``[parity, row, s, kv_head]`` there to the call's epoch.
+    ``[parity, row, s, kv_head]`` there to the call's epoch; program (0, 0, 0) then raises this rank's hello
+    flag of the call on every rank (:func:`tritium.fused.workspace.announce`: how a peer in the bulk mode whose
+    wait gives up tells that this rank is in a fused call).
 
     ``lens_all`` [world_size, num_seqs] (gathered seq_lens) is read only with a window or ALiBi.
     ``max_kv_len``: tokens a block-table row holds. A length outside [0, max_kv_len] or a page id
@@ -186,6 +194,10 @@ def _partial_decode_kernel(
             tl.store(remote[:, None] + offs_d[None, :], o, mask=store_mask)
             tl.store(remote + HEAD_DIM, lse, mask=row_valid)
             raise_flag(flag, tagged(epoch, layout_tag), rank, dst, bases)
+        # (after this program's rows: W more flag stores in one program of the launch, off the merge's path;
+        # not timed: no two GPUs lent since)
+        if (s == 0) & (kv_head == 0) & (split == 0):
+            announce(hello_ptr, epoch, parity, layout_tag, rank, world_size, bases)
     else:
         rows = part_ptr + split.to(tl.int64) * stride_part_r + row_offs
         tl.store(rows[:, None] + offs_d[None, :], o, mask=store_mask)
@@ -196,14 +208,14 @@ def _partial_decode_kernel(
 def _merge_partials_kernel(
     # pointers
     out_ptr, rows_ptr, sinks_ptr,
-    # fused mode: flags, op state, the communicator's state (timeouts)
-    flags_ptr, state_ptr, comm_state_ptr,
+    # fused mode: flags, hello flags, op state, the communicator's state (timeouts, mismatches)
+    flags_ptr, hello_ptr, state_ptr, comm_state_ptr,
     # strides
     stride_out_s, stride_out_h,
     stride_part_r, stride_part_s, stride_part_h,
     stride_flag_p, stride_flag_r, stride_flag_s,
     # sizes
-    num_rows, parity_offset, qpkv, max_spins, layout_tag,
+    num_rows, world_size, parity_offset, qpkv, max_spins, layout_tag,
     # meta-parameters
     ROWS_PAD: tl.constexpr, CHUNK: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
     HAS_SINKS: tl.constexpr, WAIT: tl.constexpr,
@@ -212,7 +224,9 @@ def _merge_partials_kernel(
     (rank * splits + split) -> ``out[s, h] = sum_r w_r o_r / (sum_r w_r + exp2(sink - m))``, the rows'
     outputs read CHUNK at a time. WAIT: ``rows`` is this call's half of the heap buffer (from
     ``parity * parity_offset``), read once the flags ``[parity, r, s, h // qpkv]`` of all rows hold the call's
-    epoch (bounded waits); the last program advances the call counter."""
+    epoch (bounded waits: none once a wait of this rank gave up since the last check, ``fail_fast``; one that
+    gives up looks for the ranks of the missing rows, ``rank = r // (num_rows / world_size)``, in a call of
+    another protocol); the last program advances the call counter."""
     s = tl.program_id(0)
     h = tl.program_id(1)
     offs_r = tl.arange(0, ROWS_PAD)
@@ -223,8 +237,10 @@ def _merge_partials_kernel(
         epoch, parity = epoch_of(state_ptr)
         rows_ptr += parity * parity_offset
         flags_ptr += parity * stride_flag_p + s * stride_flag_s + h // qpkv
-        ok = wait_flags_tagged(flags_ptr + offs_r * stride_flag_r, r_mask, epoch, layout_tag, max_spins,
-                               comm_state_ptr)
+        sender = offs_r // (num_rows // world_size)  # [ROWS_PAD] the rank that pushes each row
+        senders = tl.full([ROWS_PAD], 1, tl.int64) << tl.minimum(sender, 63).to(tl.int64)
+        ok = wait_flags_tagged(flags_ptr + offs_r * stride_flag_r, r_mask, epoch, layout_tag,
+                               fail_fast(comm_state_ptr, max_spins), comm_state_ptr, senders, hello_ptr.to(tl.int64))
     base = rows_ptr + s.to(tl.int64) * stride_part_s + h * stride_part_h
     lse = tl.load(base + offs_r.to(tl.int64) * stride_part_r + HEAD_DIM, mask=r_mask,
                   other=float("-inf"))  # [ROWS_PAD]
@@ -303,7 +319,8 @@ class DistributedDecodeWorkspace:
     int32, this rank's partials ``[R, num_q_heads, head_dim + 1]`` fp32 (o, then lse) and the gathered
     partials (``world_size`` times as many); in the communicator's heap (fused mode) the double-buffered
     receive slots ``[2, world_size * R, num_q_heads, head_dim + 1]`` fp32, as many flags (one per
-    parity, row, sequence and KV head used) and a call counter: :meth:`heap_bytes`.
+    parity, row, sequence and KV head used), hello flags ``[2, world_size]`` and a call counter:
+    :meth:`heap_bytes`.
     ``max_splits=select_num_splits(1, num_kv_heads, device)`` makes room for the default split count of
     every batch size up to ``max_num_seqs``.
 
@@ -327,14 +344,16 @@ class DistributedDecodeWorkspace:
         heap = comm.heap
         self.slots = heap.empty((2, world * self.max_rows * row), torch.float32)
         self.flags = heap.zeros((2, world * self.max_rows * num_q_heads), torch.int64)
+        self.hello = heap.zeros((2, world), torch.int64)
         self.state = heap.zeros((STATE_WORDS,), torch.int64)
+        _register(comm, self)
         heap.barrier()  # every rank's flags are zero before any peer raises one
 
     @staticmethod
     def heap_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, world_size: int, max_splits: int = 1) -> int:
         """Heap bytes one workspace takes (add them to the communicator's ``Communicator.heap_bytes``)."""
         rows = world_size * max_splits * max_num_seqs * num_q_heads
-        return 2 * rows * (head_dim + 1) * 4 + 2 * rows * 8 + 3 * 256
+        return 2 * rows * (head_dim + 1) * 4 + 2 * rows * 8 + 2 * world_size * 8 + 4 * 256
 
     @staticmethod
     def message_bytes(max_num_seqs: int, num_q_heads: int, head_dim: int, max_splits: int = 1) -> int:
@@ -354,6 +373,15 @@ class DistributedDecodeWorkspace:
         world = self.world_size
         return (self.lens_all[:world * num_seqs], self.part[:n].view(shape), self.gathered[:world * n].view(shape),
                 self.slots, self.flags[:, :world * rows * self.num_q_heads].view(2, world * splits, num_seqs, -1))
+
+
+def _register(comm, workspace: DistributedDecodeWorkspace) -> None:
+    """Make ``workspace``'s hello flags and call counter the ones a wait of another protocol that gives up
+    reads (``register_protocol``): at its construction, and again when a call uses another workspace than
+    the last one registered (a host write, not on the path of a call with the same workspace)."""
+    if comm.__dict__.get("_decode_registered") is not workspace:
+        register_protocol(comm, "dd", workspace.hello, workspace.state)
+        comm.__dict__["_decode_registered"] = workspace
 
 
 def _default_workspace(comm, num_seqs: int, num_q_heads: int, head_dim: int,
@@ -420,8 +448,10 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     disagreeing on ``num_seqs`` or the head counts: bulk mode's all-gathers then write nothing and
     ``comm.check()`` raises :class:`~tritium.collectives.CollectiveMismatch`; in fused mode the merge sees
     flags of another layout (``CollectiveMismatch``, NaN rows) or its waits give up
-    (:class:`~tritium.shmem.DeviceTimeout`, as when a peer does not call). After a timeout in fused mode
-    the workspace's call counter is out of step with the peers': make a new workspace on every rank.
+    (:class:`~tritium.shmem.DeviceTimeout`, as when a peer does not call). Ranks calling in different modes
+    (fused against bulk) get ``CollectiveMismatch`` on every rank once a wait gives up (module docstring).
+    After a timeout or a mode mismatch in fused mode the workspace's call counter is out of step with the
+    peers': make a new communicator and workspace on every rank.
     """
     if not isinstance(comm, Communicator):
         raise TypeError(f"comm must be a tritium.collectives.Communicator, got {type(comm).__name__}")
@@ -498,6 +528,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
                          f"head_dim {workspace.head_dim}, {workspace.max_rows} (sequence, split) rows, world "
                          f"{workspace.world_size} on {workspace.device}; the call has {num_seqs} x {num_q_heads} x "
                          f"{head_dim}, {num_splits} split(s), world {comm.world_size} on {dev}")
+    _register(comm, workspace)
     if mode == "torch" and not dist.is_initialized():
         raise ValueError("mode='torch' needs torch.distributed initialised (the communicator's process group)")
     lens_all, part, gathered, slots, flags = workspace.views(num_seqs, num_splits)
@@ -527,7 +558,7 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
         q, k_cache, v_cache, block_table, seq_lens, lens_all,
         dummy if alibi_slopes is None else alibi_slopes,
         dummy if k_scale_t is None else k_scale_t, dummy if v_scale_t is None else v_scale_t, rows_in,
-        flags, state, comm.heap.bases,
+        flags, workspace.hello, state, comm.heap.bases,
         q.stride(0), q.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
@@ -549,10 +580,10 @@ def distributed_paged_decode(q, k_cache, v_cache, block_table, seq_lens, comm, *
     num_rows = comm.world_size * num_splits
     _merge_partials_kernel[(num_seqs, num_q_heads)](
         out, slots if fused_mode else gathered, dummy if sinks is None else sinks,
-        flags, state, comm._state,
+        flags, workspace.hello, state, comm._state,
         out.stride(0), out.stride(1),
         *part_strides, *flag_strides,
-        num_rows, parity_offset, qpkv, comm.heap.max_spins, layout_tag,
+        num_rows, comm.world_size, parity_offset, qpkv, comm.heap.max_spins, layout_tag,
         ROWS_PAD=triton.next_power_of_2(num_rows), CHUNK=min(16, triton.next_power_of_2(num_rows)),
         HEAD_DIM=head_dim, HEAD_DIM_PAD=head_pad, HAS_SINKS=sinks is not None, WAIT=fused_mode,
     )

@@ -49,11 +49,21 @@ from tritium.shmem.heap import AllocationMismatch, HeapExhausted, PeerTimeout
 
 STATE_WORDS = 2  # calls, ticket
 # each fused protocol's hello flags and op state (all_gather_matmul fused, producer_consumer; the reduce-scatter
-# kernels of matmul_reduce_scatter and matmul_all_reduce), whose addresses the communicator's state keeps: a wait
-# of another protocol that gives up finds there a peer in one of these ops' calls (a mismatch, not a timeout)
-_PROTOCOL_WORDS = {f"{op}.{what}": S_FUSED + 2 * slot + i for slot, op in enumerate(("ag", "agce", "rs", "ar"))
+# kernels of matmul_reduce_scatter and matmul_all_reduce; distributed_paged_decode's fused mode, whose workspace
+# holds its own: register_protocol), whose addresses the communicator's state keeps: a wait of another protocol
+# that gives up finds there a peer in one of these ops' calls (a mismatch, not a timeout)
+_PROTOCOLS = ("ag", "agce", "rs", "ar", "dd")
+_PROTOCOL_WORDS = {f"{op}.{what}": S_FUSED + 2 * slot + i for slot, op in enumerate(_PROTOCOLS)
                    for i, what in enumerate(("hello", "state"))}
 assert len(_PROTOCOL_WORDS) == 2 * FUSED_SLOTS
+
+
+def register_protocol(comm: Communicator, op: str, hello: torch.Tensor, state: torch.Tensor) -> None:
+    """Keep in ``comm``'s state where the op ``op`` (one of ``_PROTOCOLS``) has its hello flags (int64 ``[2,
+    world_size]`` heap flags raised by :func:`announce`) and its call counter (``state[0]``), for waits of
+    other protocols that give up (``count_timeout``). Host writes of two words: once per buffer, not per call."""
+    at = _PROTOCOL_WORDS[f"{op}.hello"]
+    comm._state[at:at + 2] = torch.tensor([hello.data_ptr(), state.data_ptr()], dtype=torch.int64)
 
 
 def workspace(comm: Communicator, name: str, numel: int, dtype: torch.dtype, fill: int | None = None,
@@ -199,16 +209,24 @@ def tagged(epoch, tag):
 
 
 @triton.jit
-def wait_flags_tagged(flag_ptrs, mask, epoch, tag, max_spins, comm_state_ptr):
+def _bit_or(a, b):
+    return a | b
+
+
+@triton.jit
+def wait_flags_tagged(flag_ptrs, mask, epoch, tag, max_spins, comm_state_ptr, senders, own):
     """:func:`wait_flags` for flags raised to ``tagged(epoch, producer's tag)``: waits until each is
     ``>= tagged(epoch, 0)``, then counts a flag of this epoch with another tag (a producer whose layout
     differs from this rank's: rows would land elsewhere) as a mismatch in the communicator's state
-    (``Communicator.check`` raises ``CollectiveMismatch``). Returns 1 if all were seen with ``tag``."""
+    (``Communicator.check`` raises ``CollectiveMismatch``). Returns 1 if all were seen with ``tag``.
+    ``senders``: per flag, the bit of the rank that raises it (int64 ``1 << rank``; bit 63 for every rank
+    from 63 on); ``own``: the address of the op's hello flags. A give-up looks for the ranks whose flags are
+    still short in a call of another protocol (``count_timeout``: a mismatch on both ranks, slow path only)."""
     lo = tagged(epoch, 0)
     seen, missing = _poll_flags(flag_ptrs, mask, lo, max_spins)
     wrong = tl.sum(tl.where(mask & (seen != lo + tag), 1, 0), axis=0)
     if missing > 0:
-        count_timeout(comm_state_ptr)
+        count_timeout(comm_state_ptr, 3, own, tl.reduce(tl.where(mask & (seen < lo), senders, 0), 0, _bit_or))
     elif wrong > 0:
         count_mismatch(comm_state_ptr)
     tl.debug_barrier()
