@@ -1,6 +1,8 @@
 """ModelConfig from Hugging Face config dicts: which sliding window the engine runs (Qwen2/Qwen3 windows follow
 ``layer_types`` or ``max_window_layers``, as transformers builds them; Mistral's covers every layer)."""
 
+import re
+
 import pytest
 import torch
 
@@ -303,9 +305,119 @@ def test_gguf_metadata_missing_or_zero_is_named():
         with pytest.raises(ValueError, match=f"GGUF metadata has no {key}, which a llama model needs"):
             ModelConfig.from_gguf_metadata({k: v for k, v in meta.items() if k != key}, has_output_weight=True,
                                            has_qkv_bias=False)
-    with pytest.raises(ValueError, match="num_attention_heads must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="GGUF metadata llama.attention.head_count must be a positive integer, got 0"):
         config(**{"llama.attention.head_count": 0})
-    with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="GGUF metadata llama.context_length must be a positive integer, got 0"):
         config(**{"llama.context_length": 0})
-    with pytest.raises(ValueError, match="rms_norm_eps must be a positive finite number, got 0.0"):
+    with pytest.raises(ValueError, match="GGUF metadata llama.attention.layer_norm_rms_epsilon must be a positive "
+                                         "finite number, got 0.0"):
         config(**{"llama.attention.layer_norm_rms_epsilon": 0.0})
+
+
+GGUF_META = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
+             "llama.feed_forward_length": 128, "llama.attention.head_count": 4, "llama.vocab_size": 32,
+             "tokenizer.ggml.eos_token_id": 2}
+
+
+@pytest.mark.parametrize("kv,error,match", [
+    ({"general.architecture": None}, UnsupportedModelError, r"GGUF metadata has no general\.architecture"),
+    ({"general.architecture": "gpt2"}, UnsupportedModelError,
+     r"GGUF metadata general\.architecture: architecture 'gpt2' is not supported"),
+    ({"llama.embedding_length": 64.0}, ValueError,
+     r"GGUF metadata llama\.embedding_length must be a positive integer, got 64\.0"),
+    ({"llama.block_count": "2"}, ValueError, r"GGUF metadata llama\.block_count must be a positive integer, got '2'"),
+    ({"llama.attention.head_count_kv": [2, 2]}, ValueError,
+     r"GGUF metadata llama\.attention\.head_count_kv must be a positive integer, got \[2, 2\]"),
+    ({"llama.attention.head_count_kv": 3}, UnsupportedModelError,
+     r"GGUF metadata llama\.attention\.head_count, llama\.attention\.head_count_kv: num_attention_heads \(4\) is "
+     r"not a multiple of num_key_value_heads \(3\)"),
+    ({"llama.attention.key_length": 15}, ValueError,
+     r"GGUF metadata llama\.attention\.key_length: head_dim must be even"),
+    ({"llama.embedding_length": 66}, ValueError,
+     r"GGUF metadata llama\.embedding_length \(66\) is not divisible by llama\.attention\.head_count \(4\), and no "
+     r"llama\.attention\.key_length is given"),
+    ({"llama.rope.freq_base": -1.0}, ValueError,
+     r"GGUF metadata llama\.rope\.freq_base must be a positive finite number, got -1\.0"),
+    ({"llama.rope.freq_base": float("nan")}, ValueError,
+     r"GGUF metadata llama\.rope\.freq_base must be a positive finite number, got nan"),
+    ({"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 0.0}, ValueError,
+     r"GGUF metadata llama\.rope\.scaling\.factor must be a positive finite number, got 0\.0"),
+    ({"llama.rope.scaling.type": "linear"}, UnsupportedModelError,
+     r"GGUF metadata llama\.rope\.scaling\.factor: rope scaling 'linear' needs a positive 'factor', got None"),
+    ({"llama.attention.sliding_window": -4}, ValueError,
+     r"GGUF metadata llama\.attention\.sliding_window must be an integer >= 0, got -4"),
+    ({"llama.vocab_size": None}, ValueError,
+     r"GGUF metadata has neither llama\.vocab_size nor a tokenizer\.ggml\.tokens list"),
+    ({"tokenizer.ggml.eos_token_id": 32}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.eos_token_id must be a token id \(an integer in \[0, 32\), the vocabulary's "
+     r"size\), got 32"),
+    ({"tokenizer.ggml.eot_token_id": -1}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.eot_token_id must be a token id"),
+    ({"tokenizer.ggml.bos_token_id": True}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.bos_token_id must be a token id .* got True"),
+    ({"llama.expert_count": 4, "llama.expert_used_count": 2.0}, ValueError,
+     r"GGUF metadata llama\.expert_used_count must be a positive integer, got 2\.0"),
+], ids=["no-arch", "gpt2", "float-size", "string-size", "per-layer-kv-heads", "kv-heads-not-dividing", "odd-key-length",
+        "hidden-not-divisible", "negative-rope-base", "nan-rope-base", "zero-rope-factor", "no-rope-factor",
+        "negative-window", "no-vocab", "eos-past-vocab", "negative-eot", "bool-bos", "float-experts-used"])
+def test_gguf_metadata_values_are_named_by_key(kv, error, match):
+    """Every GGUF key read is checked as it is read and named: a float, string or per-layer array where an integer
+    belongs (int() took some, a list became the config's), a token id outside the vocabulary, a rope base that is
+    not a positive finite number; ModelConfig's own checks name the keys its fields came from."""
+    meta = {k: v for k, v in {**GGUF_META, **kv}.items() if v is not None}
+    with pytest.raises(error, match=match):
+        ModelConfig.from_gguf_metadata(meta, has_output_weight=True, has_qkv_bias=False)
+
+
+def _write_gguf(path, kv: dict) -> str:
+    """A GGUF file of metadata only (no tensors): ``GGUF_META`` updated with ``kv`` (None: left out), ints written
+    as uint32, floats as float32, strings as strings, lists as uint32 arrays."""
+    gguf = pytest.importorskip("gguf")
+    meta = {k: v for k, v in {**GGUF_META, **kv}.items() if v is not None}
+    w = gguf.GGUFWriter(str(path), meta.pop("general.architecture"))
+    for key, value in meta.items():
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, int):
+            w.add_uint32(key, value)
+        elif isinstance(value, float):
+            w.add_float32(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        else:
+            w.add_array(key, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("kv,error,match", [
+    ({"llama.block_count": None}, ValueError, "GGUF metadata has no llama.block_count, which a llama model needs"),
+    ({"llama.attention.head_count": 0}, ValueError,
+     r"GGUF metadata llama\.attention\.head_count must be a positive integer, got 0"),
+    ({"llama.attention.head_count_kv": [2, 2]}, ValueError,
+     r"GGUF metadata llama\.attention\.head_count_kv must be a positive integer, got \[2, 2\]"),
+    ({"llama.rope.freq_base": 0.0}, ValueError, r"GGUF metadata llama\.rope\.freq_base must be a positive finite"),
+    ({"tokenizer.ggml.eos_token_id": 40}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.eos_token_id must be a token id"),
+    ({"llama.attention.head_count_kv": 3}, UnsupportedModelError,
+     r"GGUF metadata llama\.attention\.head_count, llama\.attention\.head_count_kv: num_attention_heads"),
+    # a message kept as it was (from_gguf_metadata's callers compare it whole): the file's names the key
+    ({"llama.rope.scaling.type": "longrope", "llama.rope.scaling.factor": 2.0}, UnsupportedModelError,
+     r"GGUF metadata llama\.rope\.scaling\.type: GGUF rope scaling 'longrope' is not supported"),
+    ({"general.architecture": "gpt2"}, UnsupportedModelError, r"GGUF metadata general\.architecture: architecture"),
+], ids=["missing", "zero-heads", "array", "zero-rope-base", "eos-past-vocab", "kv-heads", "longrope", "gpt2"])
+def test_gguf_file_metadata_errors_name_the_file_and_key(tmp_path, kv, error, match):
+    """load_gguf_config's errors name the GGUF file as well as the key (was: the key alone, or neither: int(None)'s
+    TypeError, a ZeroDivisionError, a list of head counts taken as the count)."""
+    from tritium.models.weights import load_gguf_config, read_gguf
+
+    path = _write_gguf(tmp_path / "bad.gguf", kv)
+    reader, meta = read_gguf(path)
+    with pytest.raises(error, match=rf"^'{re.escape(path)}': {match}") as e:
+        load_gguf_config(reader, meta)
+    assert type(e.value) is error
+    good = load_gguf_config(*read_gguf(_write_gguf(tmp_path / "good.gguf", {})))
+    assert (good.num_attention_heads, good.head_dim, good.eos_token_ids) == (4, 16, (2,))

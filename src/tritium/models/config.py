@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import re
 
 import torch
 
@@ -351,85 +352,189 @@ class ModelConfig:
     def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool,
                            has_qk_norm: bool = False) -> "ModelConfig":
         """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied, whether the QKV
-        projections have biases and whether queries and keys are normed are told by which tensors the file holds."""
+        projections have biases and whether queries and keys are normed are told by which tensors the file holds.
+        A key missing, of the wrong type or out of range raises ValueError (UnsupportedModelError for what is
+        not supported) naming the key; :func:`tritium.models.weights.load_gguf_config` adds the file."""
         arch = meta.get("general.architecture")
+        if arch is None:
+            raise UnsupportedModelError("GGUF metadata has no general.architecture (the model's architecture)")
         if arch not in _GGUF_TYPES:
-            raise UnsupportedModelError(
-                f"GGUF architecture {arch!r} is not supported; expected one of {', '.join(_GGUF_TYPES)}")
-
-        def get(key, default=None):
-            return meta.get(f"{arch}.{key}", default)
-
-        def need(key):  # int(None) was a TypeError naming no key
-            if get(key) is None:
-                raise ValueError(f"GGUF metadata has no {arch}.{key}, which a {arch} model needs")
-            return int(get(key))
-
-        experts = _gguf_experts(arch, get)
-        heads = need("attention.head_count")
-        hidden, layers = need("embedding_length"), need("block_count")
-        scaling = _gguf_rope_scaling(get)
+            raise UnsupportedModelError(f"GGUF metadata general.architecture: architecture {_brief(arch)} is not "
+                                        f"supported; expected one of {', '.join(_GGUF_TYPES)}")
+        keys = _GGUFKeys(meta, arch)
+        experts = _gguf_experts(arch, keys)
+        heads = keys.int("attention.head_count", field="num_attention_heads")
+        hidden = keys.int("embedding_length", field="hidden_size")
+        layers = keys.int("block_count", field="num_hidden_layers")
+        scaling = _gguf_rope_scaling(keys)
+        vocab = keys.int("vocab_size", None, field="vocab_size")
+        if vocab is None:  # llama.cpp's converters write the vocabulary's size as its token list
+            tokens = meta.get("tokenizer.ggml.tokens")
+            if not isinstance(tokens, (list, tuple)) or not tokens:
+                raise ValueError(f"GGUF metadata has neither {arch}.vocab_size nor a tokenizer.ggml.tokens list "
+                                 f"(the vocabulary's size), got {_brief(tokens)}")
+            vocab = len(tokens)
+            keys.fields["vocab_size"] = "tokenizer.ggml.tokens"
+        head_dim = keys.int("attention.key_length", None, field="head_dim")
+        if head_dim is None:
+            if hidden % heads:
+                raise ValueError(f"GGUF metadata {arch}.embedding_length ({hidden}) is not divisible by "
+                                 f"{arch}.attention.head_count ({heads}), and no {arch}.attention.key_length is given")
+            head_dim = hidden // heads
+            keys.fields["head_dim"] = f"{arch}.embedding_length / {arch}.attention.head_count"
+        gemma = _gguf_gemma(arch, keys, hidden, heads, head_dim) if arch in ("gemma2", "gemma3") else {}
+        rope_dims = keys.int("rope.dimension_count", None) if arch == "phi3" else None
+        if rope_dims not in (None, head_dim):  # Phi-4-mini: part of each head
+            raise UnsupportedModelError(f"GGUF metadata phi3.rope.dimension_count: rope over {rope_dims} of each "
+                                        f"head's {head_dim} dimensions is not supported; only rope over the whole "
+                                        f"head")
         # generation ends at the end-of-text token and at an end-of-turn / end-of-message one where the file
         # names it (llama.cpp's end-of-generation set: Gemma's <end_of_turn>, Llama 3's <|eot_id|>)
-        stop = [meta.get(f"tokenizer.ggml.{k}_token_id") for k in ("eos", "eot", "eom")]
-        vocab = get("vocab_size") or len(meta.get("tokenizer.ggml.tokens", ()))
-        # (a head count of 0 is named by ModelConfig's checks, not a ZeroDivisionError here)
-        head_dim = int(get("attention.key_length", hidden // heads if heads > 0 else 0))
-        gemma = _gguf_gemma(arch, get, hidden, heads, head_dim) if arch in ("gemma2", "gemma3") else {}
-        if arch == "phi3" and get("rope.dimension_count") not in (None, head_dim):  # Phi-4-mini: part of each head
-            raise UnsupportedModelError(f"GGUF {arch}: rope over {get('rope.dimension_count')} of each head's "
-                                        f"{head_dim} dimensions is not supported; only rope over the whole head")
-        return cls(
+        stop = [keys.token_id(f"tokenizer.ggml.{k}_token_id", vocab) for k in ("eos", "eot", "eom")]
+        window = keys.int("attention.sliding_window", None, minimum=0, field="sliding_window")
+        fields = dict(
             model_type=experts.pop("model_type", gemma.pop("model_type", arch)),
-            vocab_size=int(vocab),
+            vocab_size=vocab,
             hidden_size=hidden,
-            intermediate_size=need("feed_forward_length"),
+            intermediate_size=keys.int("feed_forward_length", field="intermediate_size"),
             num_hidden_layers=layers,
             num_attention_heads=heads,
-            num_key_value_heads=int(get("attention.head_count_kv", heads)),
+            num_key_value_heads=keys.int("attention.head_count_kv", heads, field="num_key_value_heads"),
             head_dim=head_dim,
-            max_position_embeddings=int(get("context_length", 4096)),
-            rms_norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
-            rope_theta=float(get("rope.freq_base", 10000.0)),
+            max_position_embeddings=keys.int("context_length", 4096, field="max_position_embeddings"),
+            rms_norm_eps=keys.real("attention.layer_norm_rms_epsilon", 1e-6, field="rms_norm_eps"),
+            rope_theta=keys.real("rope.freq_base", 10000.0, field="rope_theta"),
             rope_scaling=scaling,
             attention_bias=has_qkv_bias,
             qk_norm=has_qk_norm,
             tie_word_embeddings=not has_output_weight,
-            sliding_window=get("attention.sliding_window") or None,
-            bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
-            eos_token_ids=tuple(dict.fromkeys(int(t) for t in stop if t is not None)),
+            sliding_window=window or None,
+            bos_token_id=keys.token_id("tokenizer.ggml.bos_token_id", vocab),
+            eos_token_ids=tuple(dict.fromkeys(t for t in stop if t is not None)),
             **experts,
             **gemma,
         )
+        try:
+            return cls(**fields)
+        except (ValueError, TypeError) as e:  # ModelConfig's checks name its fields: named here by their keys
+            named = [key for field, key in keys.fields.items() if re.search(rf"\b{field}\b", str(e))]
+            if not named:
+                raise
+            raise (type(e) if isinstance(e, UnsupportedModelError) else ValueError)(
+                f"GGUF metadata {', '.join(dict.fromkeys(named))}: {e}") from None
 
 
-def _gguf_gemma(arch: str, get, hidden: int, heads: int, head_dim: int) -> dict:
+_REQUIRED = object()
+
+
+def _keyed(error: Exception, key: str) -> Exception:
+    """``error`` marked with the GGUF key it is about (``gguf_key``), where its message does not name the key
+    (messages kept as they were): :func:`tritium.models.weights.load_gguf_config` names it with the file."""
+    error.gguf_key = key
+    return error
+
+
+def _brief(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a GGUF array can hold thousands of values)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _GGUFKeys:
+    """Typed reads of GGUF metadata: ``{arch}.<key>`` (``general.*`` and ``tokenizer.*`` keys as they are), each
+    value checked as it is read, a missing or malformed one named by its key (``int(None)`` was a TypeError naming
+    no key, a float or a per-layer array where an integer belongs went into the config as it was). ``fields``
+    records which key each ModelConfig field came from, for ModelConfig's own checks."""
+
+    def __init__(self, meta: dict, arch: str):
+        self.meta, self.arch = meta, arch
+        self.fields: dict[str, str] = {}
+
+    def key(self, key: str) -> str:
+        return key if key.startswith(("general.", "tokenizer.")) else f"{self.arch}.{key}"
+
+    def get(self, key: str, default=None):
+        """The raw value of ``key`` (``default`` where it is absent)."""
+        value = self.meta.get(self.key(key))
+        return default if value is None else value
+
+    def _value(self, key: str, default, field: str | None):
+        full = self.key(key)
+        if field is not None:
+            self.fields[field] = full
+        value = self.meta.get(full)
+        if value is None and default is _REQUIRED:
+            raise ValueError(f"GGUF metadata has no {full}, which a {self.arch} model needs")
+        return full, value
+
+    def int(self, key: str, default=_REQUIRED, *, minimum: int = 1, field: str | None = None):
+        """An integer >= ``minimum`` (not a bool, not a float of integral value, not an array)."""
+        full, value = self._value(key, default, field)
+        if value is None:
+            return default
+        if not _is_int(value) or value < minimum:
+            wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise ValueError(f"GGUF metadata {full} must be {wanted}, got {_brief(value)}")
+        return int(value)
+
+    def real(self, key: str, default=_REQUIRED, *, field: str | None = None):
+        """A positive finite number."""
+        full, value = self._value(key, default, field)
+        if value is None:
+            return default
+        if not (isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < math.inf):
+            raise ValueError(f"GGUF metadata {full} must be a positive finite number, got {_brief(value)}")
+        return float(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        full, value = self._value(key, default, None)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ValueError(f"GGUF metadata {full} must be true or false, got {_brief(value)}")
+        return value
+
+    def token_id(self, key: str, vocab: int) -> int | None:
+        """A token id in [0, vocab) or None where the key is absent."""
+        full, value = self._value(key, None, None)
+        if value is not None and not (_is_int(value) and 0 <= value < vocab):
+            raise ValueError(f"GGUF metadata {full} must be a token id (an integer in [0, {vocab}), the "
+                             f"vocabulary's size), got {_brief(value)}")
+        return None if value is None else int(value)
+
+
+def _gguf_gemma(arch: str, keys: _GGUFKeys, hidden: int, heads: int, head_dim: int) -> dict:
     """ModelConfig's Gemma fields from GGUF metadata, as llama.cpp runs the file: its norm weights hold ``1 + w``
     already (the converter adds the 1), windows on every other layer (Gemma 2) or five of six (Gemma 3, whose
     sliding layers have a rope base of 10000), scores scaled by 1/sqrt(head_dim) except on the 27B models
     (46 layers of Gemma 2, 62 of Gemma 3: 1/sqrt(hidden / heads), their ``query_pre_attn_scalar``), the
     softcaps the file names."""
-    layers = int(get("block_count"))
+    layers = keys.int("block_count")
     pattern, big = (2, 46) if arch == "gemma2" else (6, 62)
-    window = get("attention.sliding_window") or None
+    window = keys.int("attention.sliding_window", None, minimum=0) or None
     return dict(
         model_type="gemma2" if arch == "gemma2" else "gemma3_text", hidden_act="gelu_tanh", sandwich_norms=True,
         embedding_multiplier=hidden ** 0.5, query_pre_attn_scalar=hidden // heads if layers == big else head_dim,
         layer_types=None if window is None else tuple(
             "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)),
         rope_local_theta=10000.0 if arch == "gemma3" and window is not None else None,
-        attn_logit_softcapping=get("attn_logit_softcapping") or None,
-        final_logit_softcapping=get("final_logit_softcapping") or None)
+        attn_logit_softcapping=_softcap(keys, "attn_logit_softcapping"),
+        final_logit_softcapping=_softcap(keys, "final_logit_softcapping"))
 
 
-def _gguf_experts(arch: str, get) -> dict:
+def _softcap(keys: _GGUFKeys, key: str) -> float | None:
+    """A softcap (0 or absent: none)."""
+    return None if keys.get(key) in (None, 0) else keys.real(key, field=key)
+
+
+def _gguf_experts(arch: str, keys: _GGUFKeys) -> dict:
     """ModelConfig's expert fields (and model type) from GGUF metadata: Mixtral (``llama`` with
     ``expert_count``; experts of ``feed_forward_length``, weights renormalized), Qwen3-MoE (``qwen3moe``;
     ``expert_feed_forward_length``, weights renormalized unless ``expert_weights_norm`` says not, as llama.cpp
     runs it) and Qwen2-MoE (``qwen2moe``: the same, weights as they come unless ``expert_weights_norm``, and a
     shared expert of ``expert_shared_feed_forward_length``). Shared experts elsewhere, gating other than softmax
     and experts in other architectures are refused."""
-    count = int(get("expert_count") or 0)
+    count = keys.int("expert_count", 0, minimum=0, field="num_experts")
     if arch in ("qwen2moe", "qwen3moe") and not count:
         raise UnsupportedModelError(f"GGUF {arch} file without {arch}.expert_count")
     if not count:
@@ -437,30 +542,31 @@ def _gguf_experts(arch: str, get) -> dict:
     if arch not in ("llama", "qwen2moe", "qwen3moe"):
         raise UnsupportedModelError(f"GGUF {arch} files with experts ({arch}.expert_count = {count}) are not "
                                     f"supported; mixtures of experts: llama (Mixtral), qwen2moe and qwen3moe")
-    shared = get("expert_shared_feed_forward_length")
-    if arch != "qwen2moe" and (get("expert_shared_count") or shared):
+    shared = keys.int("expert_shared_feed_forward_length", None, field="shared_expert_intermediate_size")
+    if arch != "qwen2moe" and (keys.get("expert_shared_count") or shared):
         raise UnsupportedModelError(f"GGUF {arch}: shared experts ({arch}.expert_shared_count = "
-                                    f"{get('expert_shared_count')}) are not supported (qwen2moe's are)")
-    gating = get("expert_gating_func")
+                                    f"{keys.get('expert_shared_count')}) are not supported (qwen2moe's are)")
+    gating = keys.get("expert_gating_func")
     if gating not in (None, 1):  # llama.cpp: 1 softmax, 2 sigmoid, 3 softmax of the top k
-        raise UnsupportedModelError(f"GGUF {arch}: expert gating function {gating} is not supported (softmax, 1)")
-    used = get("expert_used_count")
-    if used is None:
+        raise UnsupportedModelError(f"GGUF {arch}: expert gating function {_brief(gating)} is not supported "
+                                    f"(softmax, 1)")
+    if keys.get("expert_used_count") is None:
         raise UnsupportedModelError(f"GGUF {arch}: {arch}.expert_used_count (experts a token) is missing")
+    used = keys.int("expert_used_count", field="num_experts_per_tok")
     if arch == "llama":
-        return dict(model_type="mixtral", num_experts=count, num_experts_per_tok=int(used),
-                    moe_intermediate_size=int(get("feed_forward_length")), norm_topk_prob=True)
-    inter = get("expert_feed_forward_length")
-    if inter is None:
+        return dict(model_type="mixtral", num_experts=count, num_experts_per_tok=used,
+                    moe_intermediate_size=keys.int("feed_forward_length"), norm_topk_prob=True)
+    if keys.get("expert_feed_forward_length") is None:
         raise UnsupportedModelError(f"GGUF {arch}: {arch}.expert_feed_forward_length is missing")
+    inter = keys.int("expert_feed_forward_length", field="moe_intermediate_size")
     if arch == "qwen2moe":
         if shared is None:
             raise UnsupportedModelError("GGUF qwen2moe: qwen2moe.expert_shared_feed_forward_length is missing")
-        return dict(model_type="qwen2_moe", num_experts=count, num_experts_per_tok=int(used),
-                    moe_intermediate_size=int(inter), norm_topk_prob=bool(get("expert_weights_norm", False)),
-                    shared_expert_intermediate_size=int(shared))
-    return dict(model_type="qwen3_moe", num_experts=count, num_experts_per_tok=int(used),
-                moe_intermediate_size=int(inter), norm_topk_prob=bool(get("expert_weights_norm", True)))
+        return dict(model_type="qwen2_moe", num_experts=count, num_experts_per_tok=used,
+                    moe_intermediate_size=inter, norm_topk_prob=keys.flag("expert_weights_norm", False),
+                    shared_expert_intermediate_size=shared)
+    return dict(model_type="qwen3_moe", num_experts=count, num_experts_per_tok=used,
+                moe_intermediate_size=inter, norm_topk_prob=keys.flag("expert_weights_norm", True))
 
 
 def _hf_experts(cfg: dict, model_type: str) -> dict:
@@ -656,27 +762,33 @@ _GGUF_YARN_KEYS = {"original_context_length": "original_max_position_embeddings"
                    "yarn_beta_fast": "beta_fast", "yarn_beta_slow": "beta_slow"}
 
 
-def _gguf_rope_scaling(get) -> dict | None:
-    """``rope_scaling`` from GGUF ``{arch}.rope.scaling.*`` (``get(key)`` reads ``{arch}.key``).
+def _gguf_rope_scaling(keys: _GGUFKeys) -> dict | None:
+    """``rope_scaling`` from GGUF ``{arch}.rope.scaling.*``.
 
     llama.cpp's yarn scales cos/sin by ``attn_factor * (1 + 0.1 ln(factor))`` (``rope_yarn`` in ggml): a file
     that sets ``yarn_attn_factor`` (or the older ``attn_factor``) gets that product as ``attention_factor``.
     Llama 3.1+ files carry their llama3 scaling as the ``rope_freqs`` tensor, not here.
     """
-    kind = get("rope.scaling.type")
+    kind = keys.get("rope.scaling.type")
     if kind in (None, "none"):
         return None
     if kind not in ("linear", "yarn"):
-        raise UnsupportedModelError(f"GGUF rope scaling {kind!r} is not supported; expected none, linear or yarn")
-    scaling = {"rope_type": kind, "factor": get("rope.scaling.factor")}
+        raise _keyed(UnsupportedModelError(f"GGUF rope scaling {kind!r} is not supported; expected none, linear "
+                                           f"or yarn"), keys.key("rope.scaling.type"))
+    scaling = {"rope_type": kind, "factor": keys.real("rope.scaling.factor", None, field="factor")}
     if kind == "yarn":
         for key, name in _GGUF_YARN_KEYS.items():
-            if get(f"rope.scaling.{key}") is not None:
-                scaling[name] = get(f"rope.scaling.{key}")
-        ext = get("rope.scaling.yarn_ext_factor")
+            value = keys.int(f"rope.scaling.{key}", None, field=name) if name.startswith("original") else \
+                keys.real(f"rope.scaling.{key}", None, field=name)
+            if value is not None:
+                scaling[name] = value
+        ext = keys.get("rope.scaling.yarn_ext_factor")
         if ext is not None and ext != 1.0:
-            raise UnsupportedModelError(f"GGUF yarn_ext_factor {ext} is not supported; expected 1.0")
-        attn = get("rope.scaling.yarn_attn_factor", get("rope.scaling.attn_factor"))
+            raise _keyed(UnsupportedModelError(f"GGUF yarn_ext_factor {ext} is not supported; expected 1.0"),
+                         keys.key("rope.scaling.yarn_ext_factor"))
+        attn_key = "rope.scaling.yarn_attn_factor" if keys.get("rope.scaling.yarn_attn_factor") is not None else \
+            "rope.scaling.attn_factor"
+        attn = keys.real(attn_key, None)
         if attn is not None and scaling["factor"] is not None:
-            scaling["attention_factor"] = float(attn) * yarn_mscale(scaling["factor"])
+            scaling["attention_factor"] = attn * yarn_mscale(scaling["factor"])
     return scaling

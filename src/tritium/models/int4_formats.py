@@ -56,6 +56,7 @@ class Int4Scheme:
 
     - ``format``: "gptq", "awq" or "compressed" (compressed-tensors pack-quantized).
     - ``group_size``: input features per scale; -1: one group for all of K (compressed "channel" strategy).
+      None: a GPTQ config that states none (:func:`gptq_group_size` reads it from the tensors' shapes).
     - ``zero_offset``: what a GPTQ stored zero is short of (1 for checkpoint_format "gptq", 0 for "gptq_v2");
       0 for the other formats.
     - ``desc_act``: quantized in activation order (GPTQ ``desc_act``, compressed ``actorder`` "group"): the
@@ -66,7 +67,7 @@ class Int4Scheme:
     """
 
     format: str
-    group_size: int
+    group_size: int | None
     zero_offset: int
     desc_act: bool
     sym: bool
@@ -112,7 +113,10 @@ def _gptq_scheme(q: dict) -> Int4Scheme:
     if q.get("dynamic"):
         raise ValueError(f"quantization_config: GPTQ 'dynamic' per-module overrides {q['dynamic']!r} are not "
                          f"supported; {_SUPPORTED}")
-    return Int4Scheme("gptq", _config_group_size(q.get("group_size"), "GPTQ group_size"),
+    # no group_size: HF's GPTQConfig and AutoGPTQ default it to 128, but the tensors say what it is: None here,
+    # and tritium.models.weights.load_hf_config sets it from their shapes (gptq_group_size)
+    group_size = q.get("group_size")
+    return Int4Scheme("gptq", None if group_size is None else _config_group_size(group_size, "GPTQ group_size"),
                       GPTQ_ZERO_OFFSETS[str(fmt).lower()], _config_flag(q, "desc_act", False, "GPTQ"),
                       _config_flag(q, "sym", True, "GPTQ"))
 
@@ -201,6 +205,70 @@ def _config_group_size(value, field: str) -> int:
         raise ValueError(f"quantization_config: {field} must be -1 (one group per row) or a positive even "
                          f"integer, got {value!r}")
     return value
+
+
+def gptq_group_size(shapes: dict[str, tuple[int, ...]], stated: int | None,
+                    g_idx_groups: dict[str, int] | None = None) -> int:
+    """The group size G of a GPTQ checkpoint from its tensors' shapes (``shapes``: checkpoint name -> shape of
+    every ``*.qweight``, ``*.qzeros``, ``*.scales``, ``*.g_idx``): each Linear's ``qweight [K/8, N]`` gives its
+    K input features, its ``scales [K/G, N]`` and ``qzeros [K/G, N/8]`` the number of groups, which must agree
+    and divide K; its ``g_idx [K]``, where present, must have K entries and (``g_idx_groups``: name -> largest
+    value + 1) as many groups. Every Linear must give the same G (a Linear of one group is G = K, which is also
+    -1: one group a row). Returns ``stated`` (the config's ``group_size``) where it fits every Linear, else the
+    G the shapes give (-1 where every Linear has one group). ValueError naming the tensor and its shapes where
+    ``stated`` disagrees with them, the shapes of a Linear disagree with each other, two Linears give different
+    group sizes, or there is nothing to infer a missing group size from."""
+    g_idx_groups = g_idx_groups or {}
+    where = "quantization_config's group_size"
+    answer, first = None, None  # the group sizes every Linear so far fits; the first Linear's evidence
+    for name in sorted(n for n in shapes if n.endswith(".qweight")):
+        prefix = name[: -len("qweight")]
+        qweight = shapes[name]
+        if len(qweight) != 2:
+            raise ValueError(f"GPTQ tensor {name!r} has shape {list(qweight)}, expected [K/8, N] (2-D)")
+        k = 8 * qweight[0]
+        groups = {t: shapes[prefix + t] for t in ("scales", "qzeros") if prefix + t in shapes}
+        for t, shape in groups.items():
+            if len(shape) != 2 or not shape[0]:
+                raise ValueError(f"GPTQ tensor {prefix + t!r} has shape {list(shape)}, expected [K/G, ...] (2-D, "
+                                 f"at least one group)")
+        if len({shape[0] for shape in groups.values()}) > 1:
+            raise ValueError(f"GPTQ tensors {prefix + 'scales'!r} {list(groups['scales'])} and "
+                             f"{prefix + 'qzeros'!r} {list(groups['qzeros'])} disagree on the number of groups "
+                             f"(their first dimension, K/G)")
+        g_idx = shapes.get(prefix + "g_idx")
+        if g_idx is not None and tuple(g_idx) != (k,):
+            raise ValueError(f"GPTQ tensor {prefix + 'g_idx'!r} has shape {list(g_idx)}, expected [{k}]: one group "
+                             f"index for each of the K = {k} input features of {name!r} {list(qweight)}")
+        if not groups:
+            continue  # the load names the missing tensors
+        label, shape = next(iter(groups.items()))
+        count = shape[0]
+        if prefix + "g_idx" in g_idx_groups and g_idx_groups[prefix + "g_idx"] != count:
+            raise ValueError(f"GPTQ tensor {prefix + 'g_idx'!r} indexes {g_idx_groups[prefix + 'g_idx']} groups, "
+                             f"{prefix + label!r} {list(shape)} holds {count}")
+        if k % count:
+            raise ValueError(f"GPTQ tensor {prefix + label!r} has shape {list(shape)}: {count} groups do not divide "
+                             f"the K = {k} input features of {name!r} {list(qweight)} evenly")
+        g = k // count
+        fits = {g, -1} if count == 1 else {g}
+        evidence = (f"{prefix + label!r} has shape {list(shape)}: {count} group{'s' * (count > 1)} of {g} of the "
+                    f"K = {k} input features of {name!r} {list(qweight)}")
+        if stated is not None and stated not in fits:
+            raise ValueError(f"{where} is {stated}, but GPTQ tensor {evidence}")
+        if answer is not None and not answer & fits:
+            raise ValueError(f"GPTQ tensors give different group sizes: {first}, while {evidence}")
+        answer, first = fits if answer is None else answer & fits, first or evidence
+    if stated is not None:
+        return stated
+    if answer is None:
+        raise ValueError(f"{where} is not stated, and there are no GPTQ tensors (*.qweight with *.scales) to "
+                         f"read it from")
+    g = -1 if -1 in answer else answer.pop()
+    if g != -1 and (g < 2 or g % 2):
+        raise ValueError(f"GPTQ tensors give groups of {g} input features ({first}); tritium reads even group "
+                         f"sizes only")
+    return g
 
 
 def from_gptq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor, g_idx: torch.Tensor | None = None,

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from tritium.models.config import Fp8Blocks, ModelConfig, UnsupportedModelError
+from tritium.models.int4_formats import gptq_group_size
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,10 @@ class LazyTensor:
     (rows), ``t[:, c:d]`` (columns) or ``t[a:b, c:d]``: slices with step 1, one per leading dimension at
     most; the result is a new CPU or device tensor holding only that block. ``materialize()`` reads all of
     it. Subclasses implement ``_read(bounds)``: bounds is one ``(start, stop)`` per dimension, non-empty.
+    ``origin``: (its name in the checkpoint, the file holding it) where the reader knows them, for messages.
     """
+
+    origin: tuple[str, str] | None = None
 
     def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
         self.shape = tuple(int(s) for s in shape)
@@ -262,11 +266,58 @@ def load_hf_config(path: str) -> ModelConfig:
         raise ValueError(f"{config_path!r}: {e}") from None
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.isfile(gen_path):
-        gen = read_json(gen_path)
-        eos = gen.get("eos_token_id") if isinstance(gen, dict) else None
+        eos = generation_eos_token_ids(gen_path, cfg.vocab_size)
         if eos is not None:
-            cfg.eos_token_ids = tuple(eos) if isinstance(eos, list) else (eos,)
+            cfg.eos_token_ids = eos
+    if cfg.int4 is not None and cfg.int4.format == "gptq":
+        cfg.int4 = dataclasses.replace(cfg.int4, group_size=_gptq_group_size(path, cfg.int4.group_size))
     return cfg
+
+
+def generation_eos_token_ids(gen_path: str, vocab_size: int) -> tuple[int, ...] | None:
+    """The ``eos_token_id`` of a ``generation_config.json`` (an id or a list of ids; None where absent or null),
+    the one field of it tritium reads. ValueError naming the file and the field for a file that is not a JSON
+    object, or an id that is not an integer in [0, vocab_size): a string, a bool (JSON's true is not 1), a float
+    or a negative id went into the stop set as it was (a stop id never sampled, or a TypeError far from the
+    file); an id past the vocabulary is one the model cannot produce."""
+    gen = read_json(gen_path)
+    if not isinstance(gen, dict):
+        raise ValueError(f"{gen_path!r} must hold a JSON object, got {type(gen).__name__}")
+    eos = gen.get("eos_token_id")
+    if eos is None:
+        return None
+    ids = eos if isinstance(eos, list) else [eos]
+    for i, t in enumerate(ids):
+        if not (isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size):
+            where = f"eos_token_id[{i}]" if isinstance(eos, list) else "eos_token_id"
+            raise ValueError(f"{gen_path!r}: {where} must be a token id (an integer in [0, vocab_size = "
+                             f"{vocab_size})), or eos_token_id a list of them; got {t!r}")
+    return tuple(ids)
+
+
+def _gptq_group_size(path: str, stated: int | None) -> int:
+    """A GPTQ checkpoint's group size as its tensors' shapes give it (:func:`gptq_group_size`), read from the
+    safetensors headers (and each ``g_idx``'s largest value: K int32s a projection), checked against the
+    ``group_size`` its quantization config states (None: not stated, as HF's GPTQConfig and AutoGPTQ allow)."""
+    from safetensors import safe_open
+
+    shapes, g_idx_groups = {}, {}
+    for f in weight_files(path):
+        try:
+            handle = safe_open(f, framework="pt")
+        except Exception as e:  # safetensors' SafetensorError: a truncated or corrupt header
+            raise ValueError(f"{f!r} is not a readable safetensors file ({e})") from None
+        for name in handle.keys():
+            if name.endswith((".qweight", ".qzeros", ".scales", ".g_idx")):
+                shapes[name] = tuple(handle.get_slice(name).get_shape())
+            if name.endswith(".g_idx") and len(shapes[name]) == 1 and shapes[name][0]:
+                g_idx = handle.get_tensor(name)
+                if not g_idx.dtype.is_floating_point:
+                    g_idx_groups[name] = int(g_idx.max()) + 1
+    try:
+        return gptq_group_size(shapes, stated, g_idx_groups)
+    except ValueError as e:
+        raise ValueError(f"{path!r}: {e}") from None
 
 
 class SafetensorsTensor(LazyTensor):
@@ -333,6 +384,7 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
         except Exception as e:  # safetensors' SafetensorError: a truncated or corrupt header
             raise ValueError(f"{f!r} is not a readable safetensors file ({e})") from None
     names = [(h, n) for h in handles for n in h.keys()]
+    file_of = {id(h): f for f, h in zip(files, handles)}
     if os.path.isfile(os.path.join(path, SAFETENSORS_INDEX)):
         _check_index(os.path.join(path, SAFETENSORS_INDEX), files, handles)
     elif len(files) > 1:
@@ -353,6 +405,7 @@ def iter_hf_weights(path: str, *, progress: bool = False, lazy: bool = False, fp
         elif fp8_blocks is not None and t.dtype.itemsize == 1 and t.dtype.is_floating_point:
             raise ValueError(f"{name}: a float8 tensor without {name + fp8_blocks.scale_suffix} in a block-wise FP8 "
                              f"checkpoint")
+        t.origin = (name, file_of[id(handle)])
         yield name, t if lazy else t.materialize()
 
 
@@ -407,11 +460,24 @@ def read_gguf(path: str):
     return reader, meta
 
 
+def gguf_path(reader) -> str:
+    """The path of the file a ``gguf.GGUFReader`` reads (its memory map's), for messages."""
+    return str(getattr(getattr(reader, "data", None), "filename", None) or "<GGUF file>")
+
+
 def load_gguf_config(reader, meta: dict) -> ModelConfig:
+    """The ModelConfig of a GGUF file. A metadata key missing or malformed raises ValueError (UnsupportedModelError
+    for what is not supported) naming the file and the key."""
     names = {t.name for t in reader.tensors}
-    return ModelConfig.from_gguf_metadata(
-        meta, has_output_weight="output.weight" in names, has_qkv_bias="blk.0.attn_q.bias" in names,
-        has_qk_norm="blk.0.attn_q_norm.weight" in names)
+    try:
+        return ModelConfig.from_gguf_metadata(
+            meta, has_output_weight="output.weight" in names, has_qkv_bias="blk.0.attn_q.bias" in names,
+            has_qk_norm="blk.0.attn_q_norm.weight" in names)
+    except (ValueError, TypeError) as e:
+        key = getattr(e, "gguf_key", None)
+        message = f"GGUF metadata {key}: {e}" if key is not None and key not in str(e) else str(e)
+        raise (UnsupportedModelError if isinstance(e, UnsupportedModelError) else ValueError)(
+            f"{gguf_path(reader)!r}: {message}") from None
 
 
 def unpermute_rope(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -493,6 +559,7 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
     ``rope_freqs``; the model divides its rope inverse frequencies by it, as llama.cpp does.
     """
     _check_gguf_types(reader)
+    path = gguf_path(reader)
     permuted = config.model_type in ("llama", "mistral", "mixtral")  # llama.cpp's llama architecture
     layer = re.compile(r"blk\.(\d+)\.(.+)")
     names = dict(_GGUF_LAYER_NAMES, **(_GGUF_SANDWICH_NAMES if config.sandwich_norms else {}),
@@ -518,6 +585,7 @@ def iter_gguf_weights(reader, config: ModelConfig, *, progress: bool = False, la
         else:
             raise ValueError(f"GGUF tensor {t.name!r} is not part of a supported Llama-family model")
         tensor = GGUFTensor(t, rope_heads)
+        tensor.origin = (t.name, path)
         yield name, tensor if lazy else tensor.materialize()
 
 
