@@ -103,9 +103,18 @@ def test_runtime_load_and_unload(model, setup):
         tok = engine.tokenizer
         assert tok.encode(out["choices"][0]["text"], add_special_tokens=False) == \
             hf_greedy(reference, tok.encode(PROMPTS[1]), 8)
+        # a name already served is a 400, as vLLM's, unless vLLM's load_inplace asks to read it again
+        r = http.post("/v1/load_lora_adapter", json={"lora_name": "sql", "lora_path": adapter})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "lora_name", r.text
+        assert "'sql' has already been loaded" in r.json()["error"]["message"]
+        r = http.post("/v1/load_lora_adapter", json={"lora_name": "sql", "lora_path": adapter, "load_inplace": True})
+        assert r.status_code == 200 and r.json()["id"] == "sql"
+        assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["base", "sql"]
         for body, param in (({"lora_name": "y", "lora_path": "/nonexistent"}, "lora_path"),
                             ({"lora_name": "base", "lora_path": adapter}, "lora_name"),
-                            ({"lora_name": "y"}, "lora_path"), ({"lora_name": "y", "lora_path": adapter, "x": 1}, "x")):
+                            ({"lora_name": "y"}, "lora_path"),
+                            ({"lora_name": "y", "lora_path": adapter, "x": 1}, "x"),
+                            ({"lora_name": "y", "lora_path": adapter, "load_inplace": "yes"}, "load_inplace")):
             r = http.post("/v1/load_lora_adapter", json=body)
             assert r.status_code == 400 and r.json()["error"]["param"] == param, body
         assert http.post("/v1/unload_lora_adapter", json={"lora_name": "sql"}).json()["deleted"] is True

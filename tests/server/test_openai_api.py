@@ -30,6 +30,7 @@ from tritium import LLM, SamplingParams
 from tritium.engine import AsyncLLMEngine, LLMEngine
 from tritium.engine.fim import FORMATS
 from tritium.server import build_app
+from tritium.server.app import model_matryoshka
 
 from .conftest import Server
 
@@ -96,6 +97,26 @@ def test_usage_counts_cached_prompt_tokens(client, llm):
     assert chunks[-1].usage.prompt_tokens_details.cached_tokens == full
 
 
+def test_streamed_chat_usage_counts_cached_prompt_tokens(client):
+    """A streamed chat answer's usage has the cached tokens its non-streamed twin has, in the final usage chunk
+    and in every chunk with continuous_usage_stats, the first (the role's, sent with the first token as vLLM's,
+    once the prefix cache has been looked up) included."""
+    messages = [{"role": "user", "content": " ".join(f"w{(3 * i) % 11}" for i in range(40))}]  # no other test's
+    first = client.chat.completions.create(model="tiny", messages=messages, max_tokens=2, temperature=0)
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    full = (first.usage.prompt_tokens - 1) // 16 * 16
+    again = client.chat.completions.create(model="tiny", messages=messages, max_tokens=2, temperature=0)
+    assert again.usage.prompt_tokens_details.cached_tokens == full > 0
+    for options in ({"include_usage": True}, {"include_usage": True, "continuous_usage_stats": True}):
+        chunks = list(client.chat.completions.create(model="tiny", messages=messages, max_tokens=2, temperature=0,
+                                                     n=2, stream=True, stream_options=options))
+        assert [c.choices[0].delta.role for c in chunks[:2]] == ["assistant"] * 2
+        assert chunks[-1].choices == [] and chunks[-1].usage.prompt_tokens_details.cached_tokens == full
+        if options.get("continuous_usage_stats"):
+            assert {c.usage.prompt_tokens_details.cached_tokens for c in chunks} == {full}
+            assert chunks[0].usage.completion_tokens == 0
+
+
 def test_completions_equal_offline(client, llm):
     want = llm.generate(PROMPTS, greedy(12))
     for prompt, w in zip(PROMPTS, want):
@@ -104,12 +125,12 @@ def test_completions_equal_offline(client, llm):
         assert r.choices[0].finish_reason == "length"
         assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (len(w.prompt_token_ids), 12)
         assert r.usage.total_tokens == r.usage.prompt_tokens + 12
-    # several prompts in one request (one as token ids): choices in prompt order
-    prompts = [PROMPTS[0], llm.tokenizer.encode(PROMPTS[1]), PROMPTS[2]]
-    r = client.completions.create(model="tiny", prompt=prompts, max_tokens=12, temperature=0)
-    assert [c.index for c in r.choices] == [0, 1, 2]
-    assert [c.text for c in r.choices] == [w.text for w in want[:3]]
-    assert r.usage.prompt_tokens == sum(len(w.prompt_token_ids) for w in want[:3])
+    # several prompts in one request (as text, as token ids): choices in prompt order
+    for prompts in (PROMPTS[:3], [llm.tokenizer.encode(p) for p in PROMPTS[:3]]):
+        r = client.completions.create(model="tiny", prompt=prompts, max_tokens=12, temperature=0)
+        assert [c.index for c in r.choices] == [0, 1, 2]
+        assert [c.text for c in r.choices] == [w.text for w in want[:3]]
+        assert r.usage.prompt_tokens == sum(len(w.prompt_token_ids) for w in want[:3])
 
 
 def test_streamed_completion_equals_offline(client, llm):
@@ -182,8 +203,8 @@ def test_completions_best_of(client, llm):
 
 def test_embeddings_equal_offline(server, client, llm):
     """POST /v1/embeddings through the openai client (which asks for base64) and as plain JSON floats: the
-    offline LLM.embed vectors (the last token's final hidden state, normalized), dimensions cut before
-    normalizing, token-id inputs, usage; an input may fill the whole context."""
+    offline LLM.embed vectors (the last token's final hidden state, normalized), token-id inputs, usage; an input
+    may fill the whole context."""
     inputs = PROMPTS[:3]
     want = llm.embed(inputs)
     r = client.embeddings.create(model="tiny", input=inputs)
@@ -192,13 +213,37 @@ def test_embeddings_equal_offline(server, client, llm):
     assert [d.index for d in r.data] == [0, 1, 2] and r.model == "tiny"
     assert r.usage.prompt_tokens == r.usage.total_tokens == sum(len(llm.tokenizer.encode(p)) for p in inputs)
     status, body = server.request("POST", "/v1/embeddings", {"input": [llm.tokenizer.encode(inputs[0])],
-                                                            "encoding_format": "float", "dimensions": 8},
+                                                            "encoding_format": "float"},
                                   headers={"Authorization": f"Bearer {KEY}"})
     assert status == 200 and body["object"] == "list" and body["data"][0]["object"] == "embedding"
-    torch.testing.assert_close(torch.tensor(body["data"][0]["embedding"]), llm.embed(inputs[0], dimensions=8)[0],
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(body["data"][0]["embedding"]), want[0], rtol=1e-5, atol=1e-5)
     full = client.embeddings.create(model="tiny", input=[[5] * MAX_LEN])
     assert len(full.data[0].embedding) == llm.engine.model_config.hidden_size
+
+
+def test_embedding_dimensions_need_a_matryoshka_model(tmp_path):
+    """dimensions, as vLLM takes it: only for a model whose config.json says it was trained for Matryoshka
+    embeddings, one of its matryoshka_dimensions where it lists them (any size up to the hidden size with
+    is_matryoshka); the vector's first components, then normalized. Another model's is a 400 naming dimensions
+    (the module's server: BAD)."""
+    path = tmp_path / "mrl"
+    path.mkdir()
+    make_tiny_model(str(path), "llama", matryoshka_dimensions=[16, 8])
+    engine = AsyncLLMEngine(LLMEngine(str(path), dtype=torch.float32, max_model_len=MAX_LEN))
+    with TestClient(build_app(engine, model_name="mrl")) as http:
+        full = torch.tensor(http.post("/v1/embeddings", json={"input": "w1 w2"}).json()["data"][0]["embedding"])
+        r = http.post("/v1/embeddings", json={"input": "w1 w2", "dimensions": 8})
+        assert r.status_code == 200, r.text
+        torch.testing.assert_close(torch.tensor(r.json()["data"][0]["embedding"]),
+                                   torch.nn.functional.normalize(full[:8], dim=0), rtol=1e-5, atol=1e-5)
+        r = http.post("/v1/embeddings", json={"input": "w1 w2", "dimensions": 12})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "dimensions"
+        assert "only supports [8, 16] matryoshka dimensions" in r.json()["error"]["message"]
+    for config, sizes in (({"is_matryoshka": True}, True), ({"matryoshka_dimensions": [64]}, [64]),
+                          ({"is_matryoshka": False}, False), ({"matryoshka_dimensions": []}, False), ({}, False)):
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **config}))
+        assert model_matryoshka(str(tmp_path)) == sizes, config
+    assert model_matryoshka(str(tmp_path / "model.gguf")) is False and model_matryoshka(None) is False
 
 
 def test_completions_fill_in_the_middle(tmp_path):
@@ -704,6 +749,9 @@ BAD = [
      "messages"),
     ("empty-prompt", "/v1/completions", {"prompt": ""}, 400, None, "prompt"),
     ("token-id", "/v1/completions", {"prompt": [1, 99999]}, 400, None, "prompt"),
+    # OpenAI's four forms (a string, strings, token ids, token-id lists), not strings and token-id lists mixed
+    ("prompt-mixed", "/v1/completions", {"prompt": ["w1", [5, 6]]}, 400, None, "prompt"),
+    ("prompt-mixed-ids-first", "/v1/completions", {"prompt": [[5, 6], "w1"]}, 400, None, "prompt"),
     ("too-long", "/v1/completions", {"prompt": " ".join(["w3"] * (MAX_LEN + 10))}, 400, "context_length_exceeded",
      "prompt"),
     ("too-long-chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w3 " * MAX_LEN}]}, 400,
@@ -729,9 +777,13 @@ BAD = [
     ("detokenize", "/detokenize", {"tokens": [1, 99999]}, 400, None, "tokens"),
     ("embeddings-input", "/v1/embeddings", {"input": []}, 400, None, "input"),
     ("embeddings-input-empty", "/v1/embeddings", {"input": ["w1", ""]}, 400, None, "input"),
+    ("embeddings-input-mixed", "/v1/embeddings", {"input": ["w1", [5, 6]]}, 400, None, "input"),
     ("embeddings-format", "/v1/embeddings", {"input": "w1", "encoding_format": "int8"}, 400, None, "encoding_format"),
     ("embeddings-dimensions", "/v1/embeddings", {"input": "w1", "dimensions": 0}, 400, None, "dimensions"),
     ("embeddings-dimensions-large", "/v1/embeddings", {"input": "w1", "dimensions": 4096}, 400, None, "dimensions"),
+    # as vLLM: only a model trained for Matryoshka embeddings (its config.json says so) cuts them
+    ("embeddings-dimensions-not-matryoshka", "/v1/embeddings", {"input": "w1", "dimensions": 8}, 400,
+     "unsupported_parameter", "dimensions"),
     ("embeddings-field", "/v1/embeddings", {"input": "w1", "temperature": 0}, 400, "unknown_parameter",
      "temperature"),
     ("embeddings-long", "/v1/embeddings", {"input": [[5] * (MAX_LEN + 1)]}, 400, "context_length_exceeded", "input"),
@@ -785,6 +837,23 @@ def test_tokenize_and_detokenize(server, llm):
     assert status == 200 and reply == {"prompt": "w1 w2"}
     for path in ("/tokenize", "/detokenize"):
         assert server.request("POST", path, {"prompt": "w1", "tokens": [1]})[0] == 401
+
+
+def test_chat_text_parts_join_with_newlines(server, client):
+    """A message whose content is a list of text parts is read as one text, its parts joined by newlines, as vLLM
+    flattens them for a chat template that takes text: the prompt of ["w1 w2", "w3"] is that of "w1 w2\nw3"
+    (chat completions and /tokenize alike), not of "w1 w2w3"."""
+    headers = {"Authorization": f"Bearer {KEY}"}
+    parts = [{"type": "text", "text": "w1 w2"}, {"type": "text", "text": "w3"}]
+    prompts = {}
+    for name, content in (("parts", parts), ("newline", "w1 w2\nw3"), ("glued", "w1 w2w3")):
+        messages = [{"role": "user", "content": content}]
+        status, reply = server.request("POST", "/tokenize", {"messages": messages}, headers=headers)
+        r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=1,
+                                           extra_body={"prompt_logprobs": 0})
+        assert status == 200 and [int(next(iter(p))) for p in r.prompt_logprobs[1:]] == reply["tokens"][1:]
+        prompts[name] = reply["tokens"]
+    assert prompts["parts"] == prompts["newline"] != prompts["glued"]
 
 
 def test_method_size_and_key_errors(server):

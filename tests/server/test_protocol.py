@@ -28,6 +28,19 @@ def test_completion_choices_score_each_prompt_once():
     assert [p.prompt_logprobs for p in req.params] == [2, 2]
 
 
+def test_prompt_forms_are_not_mixed():
+    """A prompt is one of OpenAI's four forms (a string, a list of strings, token ids, a list of token-id lists), as
+    vLLM types it: strings and token-id lists mixed in one list are a 400 naming prompt that says so."""
+    assert parse_completion({"prompt": ["a", "b"]}).prompts == ["a", "b"]
+    assert parse_completion({"prompt": [[1, 2], [3]]}).prompts == [[1, 2], [3]]
+    assert parse_completion({"prompt": [1, 2]}).prompts == [[1, 2]]
+    for bad in (["a", [1, 2]], [[1, 2], "a"], ["a", 1]):
+        with pytest.raises(APIError) as e:
+            parse_completion({"prompt": bad})
+        assert (e.value.status, e.value.param) == (400, "prompt")
+        assert ("not strings and token-id lists mixed" in e.value.message) == (bad != ["a", 1]), e.value.message
+
+
 def test_user_is_a_string():
     """OpenAI's user (an end-user id) is a string, as /v1/responses checks it: anything else is a 400 naming it."""
     for parse, body in ((parse_completion, {"prompt": "a"}), (parse_chat, {"messages": MESSAGES})):

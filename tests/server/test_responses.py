@@ -344,6 +344,9 @@ def test_items_as_a_chat_conversation():
         {"role": "tool", "tool_call_id": "c1", "content": "one"},
         {"role": "tool", "tool_call_id": "c2", "content": "two"},
         {"role": "assistant", "content": None, "tool_calls": calls[2:]}]
+    # one message's text parts joined by newlines, as a chat message's (and vLLM's)
+    parts = [{"type": "input_text", "text": "x"}, {"type": "input_text", "text": "y"}]
+    assert conversation(input_items([{"role": "user", "content": parts}])) == [{"role": "user", "content": "x\ny"}]
 
 
 def test_a_failed_stream_ends_in_response_failed():

@@ -2,11 +2,11 @@
 
 A conversation is a list of ``{"role": "system" | "user" | "assistant" | "tool", "content": ...}`` messages
 (``"developer"`` is taken as ``"system"``, as OpenAI does); ``content`` is a string or a list of text parts
-``[{"type": "text", "text": ...}]``, joined. An assistant turn may carry the ``tool_calls`` it made (its
-content then may be null), a ``tool`` turn answers one by ``tool_call_id``; calls reach the template as
-transformers gives them (``function.arguments`` an object where its JSON text is one). The model's chat
-template renders it, the generation prompt (the assistant's turn) appended, or, with
-``continue_final_message``, the last (assistant) message left open for the answer to continue.
+``[{"type": "text", "text": ...}]``, joined by newlines (:func:`join_text_parts`, as vLLM flattens them). An
+assistant turn may carry the ``tool_calls`` it made (its content then may be null), a ``tool`` turn answers one by
+``tool_call_id``; calls reach the template as transformers gives them (``function.arguments`` an object where its
+JSON text is one). The model's chat template renders it, the generation prompt (the assistant's turn) appended, or,
+with ``continue_final_message``, the last (assistant) message left open for the answer to continue.
 """
 
 from __future__ import annotations
@@ -79,6 +79,12 @@ def _tool_calls(calls, where: str) -> list[dict]:
     return out
 
 
+def join_text_parts(texts) -> str:
+    """One message's text parts as the chat template reads them: joined by newlines, as vLLM flattens a content
+    list for a template that takes text (``["a", "b"]`` -> ``"a\\nb"``)."""
+    return "\n".join(texts)
+
+
 def _content(content, where: str) -> str:
     if isinstance(content, str):
         return content
@@ -93,7 +99,7 @@ def _content(content, where: str) -> str:
                 raise ValueError(f"{where}[{j}] must be a text part {{'type': 'text', 'text': ...}}, got type "
                                  f"{kind!r} (only text is supported)")
             parts.append(part["text"])
-        return "".join(parts)
+        return join_text_parts(parts)
     raise ValueError(f"{where} must be a string or a list of text parts, got {_show(content)}")
 
 

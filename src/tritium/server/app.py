@@ -29,6 +29,7 @@ import dataclasses
 import hmac
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -171,6 +172,7 @@ class OpenAIServer:
             self.pooling, self.pooling_error = model_pooling(engine.engine.model_path), None
         except (ValueError, OSError) as e:
             self.pooling, self.pooling_error = None, str(e)
+        self.matryoshka = model_matryoshka(engine.engine.model_path)  # the embedding sizes it may be cut to
 
     # -- routes --------------------------------------------------------------------------------------------
     def model_card(self) -> dict:
@@ -192,12 +194,13 @@ class OpenAIServer:
     async def load_lora_adapter(self, request: "fastapi.Request"):
         """``POST /v1/load_lora_adapter`` (vLLM's; with ``runtime_lora``): ``{"lora_name", "lora_path"}`` reads the
         PEFT adapter at ``lora_path`` (a path on the server) on the engine thread between two steps and serves it
-        as ``lora_name`` (again from the new path if the name was read before and no request runs it)."""
+        as ``lora_name``. A name already served is a 400, as vLLM's, unless ``load_inplace: true`` (vLLM's too)
+        asks to read it again (from the new path; while no request runs it)."""
         body = await self._json(request)
-        extra = sorted(set(body) - {"lora_name", "lora_path"})
+        extra = sorted(set(body) - {"lora_name", "lora_path", "load_inplace"})
         if extra:
             raise invalid(f"Unrecognized request argument supplied: {extra[0]}", extra[0], "unknown_parameter")
-        name, path = body.get("lora_name"), body.get("lora_path")
+        name, path, inplace = body.get("lora_name"), body.get("lora_path"), body.get("load_inplace", False)
         if not isinstance(name, str) or not name:
             raise invalid(f"lora_name must be a non-empty string, got {name!r}", "lora_name")
         if name == self.model_name:
@@ -205,12 +208,24 @@ class OpenAIServer:
         if not isinstance(path, str) or not path:
             raise invalid(f"lora_path must be a non-empty string (a PEFT adapter directory), got {path!r}",
                           "lora_path")
+        if not isinstance(inplace, bool):
+            raise invalid(f"load_inplace must be true or false, got {inplace!r}", "load_inplace")
+
+        def load(engine) -> bool:  # on the engine thread: two loads of one name do not both find it free
+            if name in engine.lora_names() and not inplace:
+                return False
+            engine.load_lora(name, path)
+            return True
+
         try:
-            await self.engine.call(lambda engine: engine.load_lora(name, path))
+            loaded = await self.engine.call(load)
         except (ValueError, OSError) as e:
             raise invalid(str(e), "lora_path") from None
         except EngineStoppedError as e:
             raise APIError(503, str(e), type="server_error", code="engine_stopped") from None
+        if not loaded:
+            raise invalid(f"The lora adapter '{name}' has already been loaded (pass load_inplace: true to read it "
+                          "again)", "lora_name")
         return JSONResponse(self.adapter_card(name))
 
     async def unload_lora_adapter(self, request: "fastapi.Request"):
@@ -270,8 +285,7 @@ class OpenAIServer:
                               "unknown_parameter")
             req = parse_chat({k: v for k, v in body.items() if k != "model"})
             try:
-                ids = encode_chat(self.tokenizer, body["messages"], "messages", self._template_kwargs(req),
-                                  req.add_generation_prompt, req.continue_final_message)
+                ids = self._chat_ids(req)
             except ValueError as e:
                 raise invalid(str(e), "messages") from None
         return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
@@ -313,10 +327,8 @@ class OpenAIServer:
         if self.pooling_error is not None:
             raise invalid(self.pooling_error, None, "unsupported_parameter")
         mode, normalize = self.pooling
-        hidden = self.engine.engine.model_config.hidden_size
-        if req.dimensions is not None and req.dimensions > hidden:
-            raise invalid(f"dimensions must be <= {hidden} (this model's embedding size), got {req.dimensions}",
-                          "dimensions")
+        if req.dimensions is not None:
+            self._check_dimensions(req.dimensions)
         prompts = [self._encode(x, "embedding", i, len(req.inputs), None) for i, x in enumerate(req.inputs)]
         prefix = "embd-" + uuid.uuid4().hex
         params = SamplingParams(max_tokens=1, pooling=mode)
@@ -338,6 +350,21 @@ class OpenAIServer:
             data.append({"object": "embedding", "index": i, "embedding": value})
         return JSONResponse({"object": "list", "data": data, "model": self.model_name if lora is None else lora.name,
                              "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}})
+
+    def _check_dimensions(self, dimensions: int) -> None:
+        """400 naming ``dimensions`` unless the model was trained for Matryoshka embeddings of that size, as vLLM
+        (a vector cut from any other model's loses what its last components held)."""
+        hidden = self.engine.engine.model_config.hidden_size
+        if not self.matryoshka:
+            raise invalid(f'Model "{self.model_name}" does not support matryoshka representation, changing output '
+                          "dimensions will lead to poor results (its config.json has neither is_matryoshka nor "
+                          "matryoshka_dimensions)", "dimensions", "unsupported_parameter")
+        if self.matryoshka is not True and dimensions not in self.matryoshka:
+            raise invalid(f'Model "{self.model_name}" only supports {self.matryoshka} matryoshka dimensions, got '
+                          f"{dimensions}", "dimensions")
+        if dimensions > hidden:
+            raise invalid(f"dimensions must be <= {hidden} (this model's embedding size), got {dimensions}",
+                          "dimensions")
 
     async def completions(self, request: "fastapi.Request"):
         return await self._generate(request, "completion")
@@ -408,9 +435,7 @@ class OpenAIServer:
             self._check_model(body["model"])
         try:
             parsed = parse_responses(body, self.stored, self.model_name)
-            req = parse_chat(parsed.chat)
-            ids = encode_chat(self.tokenizer, req.prompts[0], "messages", self._template_kwargs(req),
-                              req.add_generation_prompt, req.continue_final_message)
+            ids = self._chat_ids(parse_chat(parsed.chat))
         except ValueError as e:
             raise invalid(f"input: {e}", "input") from None
         except APIError as e:
@@ -583,6 +608,11 @@ class OpenAIServer:
                 out.append(group[k])
         return out
 
+    def _chat_ids(self, req: GenerationRequest) -> list[int]:
+        """The prompt token ids of a checked chat request's conversation (ValueError naming what is wrong in it)."""
+        return encode_chat(self.tokenizer, req.prompts[0], "messages", self._template_kwargs(req),
+                           req.add_generation_prompt, req.continue_final_message)
+
     def _template_kwargs(self, req: GenerationRequest) -> dict:
         """A chat request's template variables: the server's, its own over them, its tools."""
         kwargs = {**self.template_kwargs, **(req.template_kwargs or {})}
@@ -666,16 +696,19 @@ class OpenAIServer:
         gone.add_done_callback(lambda t: None if t.cancelled() else stream.abort())
         # per chunk: the usage so far (continuous_usage_stats), null (include_usage: usage in a last chunk), absent
         usage_field = req.include_usage or req.continuous_usage
+        roles_sent = kind != "chat"
         try:
-            if kind == "chat":  # the role first, as OpenAI does
-                for c in sorted(choices.values(), key=lambda c: c.index):
-                    # an answer that may turn out calls or reasoning only has null content (as OpenAI streams
-                    # calls), which an empty string would replace in a client that joins the deltas
-                    yield self._chunk(run, c.index, {"role": "assistant", "content": None if c.parsed else ""},
-                                      None, None, usage_field and self._usage(req, choices, prompt_tokens))
             async for out in stream:
                 tracker.observe(out)
-                c = choices[out.request_id]
+                if not roles_sent:  # the role first, as OpenAI does; sent once the first output is here, as vLLM's,
+                    # so that its usage (continuous_usage_stats) has the prompt's cached tokens (and no answer yet)
+                    roles_sent = True
+                    choices[out.request_id].cached_tokens = out.num_cached_tokens
+                    for c in sorted(choices.values(), key=lambda c: c.index):
+                        # an answer that may turn out calls or reasoning only has null content (as OpenAI streams
+                        # calls), which an empty string would replace in a client that joins the deltas
+                        yield self._chunk(run, c.index, {"role": "assistant", "content": None if c.parsed else ""},
+                                          None, None, usage_field and self._usage(req, choices, prompt_tokens))
                 c = self._advance(req, choices, out)
                 if c.echo is not None and not c.echo_sent:  # the prompt first, in a chunk of its own
                     yield self._chunk(run, c.index, c.echo,
@@ -932,6 +965,23 @@ class OpenAIServer:
                           f"{where} has {len(ids)} tokens" + (", leaving no room to generate." if generates
                                                               else "."), param, "context_length_exceeded")
         return ids
+
+
+def model_matryoshka(path: str | None) -> list[int] | bool:
+    """The embedding sizes the model in directory ``path`` may be cut to, from its ``config.json`` as vLLM reads
+    it: ``matryoshka_dimensions`` (a list of sizes: those), else ``is_matryoshka: true`` (True: any size); False
+    for a model trained for neither (or with no such file: a GGUF checkpoint)."""
+    try:
+        with open(os.path.join(path, "config.json")) as f:
+            config = json.load(f)
+    except (TypeError, OSError, ValueError):
+        return False
+    if not isinstance(config, dict):
+        return False
+    sizes = config.get("matryoshka_dimensions")
+    if isinstance(sizes, list) and sizes and all(isinstance(d, int) and not isinstance(d, bool) for d in sizes):
+        return sorted(sizes)
+    return config.get("is_matryoshka") is True
 
 
 async def _disconnected(request) -> None:

@@ -280,16 +280,18 @@ def _max_tokens(body: dict, names: tuple[str, ...], default: int | None, echo: b
 
 # -- requests ------------------------------------------------------------------------------------------------
 def _texts_or_ids(body: dict, name: str) -> list:
-    """Field ``name`` as a list of prompts: a string, token ids, or a non-empty list of either, none empty."""
+    """Field ``name`` as a list of prompts, in one of OpenAI's four forms: a string, a list of strings, token ids,
+    or a list of token-id lists (not strings and token-id lists mixed, which OpenAI and vLLM refuse); none empty."""
     value = body.get(name)
     if isinstance(value, str) or (isinstance(value, list) and value and _is_ids(value)):
         items = [value]
-    elif isinstance(value, list) and value and all(isinstance(x, str) or (isinstance(x, list) and _is_ids(x))
-                                                  for x in value):
+    elif isinstance(value, list) and value and (all(isinstance(x, str) for x in value) or all(
+            isinstance(x, list) and _is_ids(x) for x in value)):
         items = list(value)
     else:
-        raise invalid(f"{name} must be a string, a list of token ids, or a non-empty list of either, got "
-                      f"{_show(value)}", name)
+        mixed = isinstance(value, list) and {str, list} <= {type(x) for x in value}
+        raise invalid(f"{name} must be a string, a list of strings, a list of token ids, or a list of token-id "
+                      f"lists{' (not strings and token-id lists mixed)' if mixed else ''}, got {_show(value)}", name)
     for i, x in enumerate(items):
         if not x:
             raise invalid(f"{name} is empty" if len(items) == 1 else f"{name}[{i}] is empty", name)
@@ -417,9 +419,9 @@ def parse_chat(body: dict) -> GenerationRequest:
     generation_prompt, continued = _chat_prompt_options(body)
     # an answer's text stands alone, unless it continues the final (assistant) message
     params = [dataclasses.replace(p, continuation=continued) for p in params]
-    return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include, continuous, logprobs,
-                             template_kwargs, tools, tool_choice, tool_name, parallel is not False,
-                             prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
+    return GenerationRequest("chat", [body["messages"]], params, max_tokens, stream, include,
+                             continuous, logprobs, template_kwargs, tools, tool_choice, tool_name,
+                             parallel is not False, prompt_logprobs=prompt_k, add_generation_prompt=generation_prompt,
                              continue_final_message=continued, guided_field=guided_field)
 
 

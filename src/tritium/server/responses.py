@@ -40,6 +40,7 @@ import re
 import time
 import uuid
 
+from tritium.engine.chat import join_text_parts
 from tritium.engine.tools import check_tools
 from tritium.server.errors import APIError, invalid
 from tritium.server.protocol import _show
@@ -491,14 +492,14 @@ def _part(part, where: str) -> dict:
 
 
 def conversation(items: list[dict]) -> list[dict]:
-    """Chat messages of input or output items: a message's text parts joined; the assistant's messages and
-    function calls in a row one assistant turn (its text joined, the calls its ``tool_calls``), as chat returns
-    an answer; the calls' outputs tool messages; reasoning left out."""
+    """Chat messages of input or output items: a message's text parts joined by newlines (as chat's content
+    lists); the assistant's messages and function calls in a row one assistant turn (its text joined, the calls
+    its ``tool_calls``), as chat returns an answer; the calls' outputs tool messages; reasoning left out."""
     messages = []
     for item in items:
         last = messages[-1] if messages and messages[-1]["role"] == "assistant" else None
         if item["type"] == "message":
-            text = "".join(p.get("text", p.get("refusal", "")) for p in item["content"])
+            text = join_text_parts(p.get("text", p.get("refusal", "")) for p in item["content"])
             if item["role"] == "assistant" and last is not None:  # one assistant turn, as chat returns it
                 messages[-1] = {**last, "content": (last["content"] or "") + text}
             else:
