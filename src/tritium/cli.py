@@ -7,13 +7,13 @@
     tritium perplexity [--model PATH] [--context N] [--stride S] [--json] FILE | -
                      the model's perplexity on a text, over windows of N tokens S apart
 
-Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat
-template variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request),
-``--chat-template FILE|TEXT`` (a template in place of the model's) and
-``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it is produced (the model's
-chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends with a line of tokens/s on
-stderr (not with ``--quiet``). Errors a user can fix (bad flags, missing files, unsupported models, prompts too long,
-bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
+Every command takes ``--dtype auto|float32|float16|bfloat16``, ``--chat-template-kwargs JSON`` (more chat template
+variables, e.g. ``'{"enable_thinking": false}'``; serve's are the default of each chat request), ``--chat-template
+FILE|TEXT`` (a template in place of the model's), ``--no-check-finite`` (load weights holding NaN or infinite
+values, refused by default) and ``-v`` / ``--quiet`` / ``--log-level LEVEL``. ``generate`` streams the answer as it
+is produced (the model's chat template applied unless ``--raw``; ``-`` reads the prompt from stdin) and ends with a
+line of tokens/s on stderr (not with ``--quiet``). Errors a user can fix (bad flags, missing files, unsupported
+models, prompts too long, bad sampling parameters, a missing extra) are printed as one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="with --linear-backend auto, time the projections at every start instead of running "
                              "those an earlier start of this model on this kind of GPU recorded (in "
                              "$TRITIUM_CACHE_DIR/linear, default ~/.cache/tritium/linear)")
+    parser.add_argument("--no-check-finite", dest="check_finite", action="store_false",
+                        help="load weights holding NaN or infinite values (by default each weight is scanned at load "
+                             "and such a checkpoint is refused, naming the first such tensor and its file)")
     parser.add_argument("--batch-invariant", action="store_true",
                         help="a request's answer (tokens and log-probabilities) has the same bits whatever runs "
                              "beside it, however its prompt is chunked or cached (one GPU; slower: tritium's own "
@@ -264,7 +267,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _engine_kwargs(args) -> dict:
     kwargs = dict(attention_backend=args.attention_backend, linear_backend=args.linear_backend,
-                  linear_cache=args.linear_cache, batch_invariant=args.batch_invariant,
+                  linear_cache=args.linear_cache, check_finite=args.check_finite, batch_invariant=args.batch_invariant,
                   max_model_len=args.max_model_len, quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
                   kv_cache_scales=args.kv_cache_scales,
                   tensor_parallel_size=args.tp, context_parallel_size=args.cp, comm=args.comm, dtype=DTYPES[args.dtype],

@@ -335,6 +335,16 @@ def test_serve_flags_reach_the_engine(tiny_models):
         assert "op_backend" not in kwargs  # the interpreter's torch-ops shortcut would contradict it
 
 
+@pytest.mark.parametrize("command", [["generate", "x"], ["chat"], ["serve"], ["perplexity", "-"]],
+                         ids=lambda c: c[0])
+def test_no_check_finite_flag(command):
+    """Every command takes --no-check-finite (EngineConfig.check_finite=False; a flag that turns a default off, as
+    --no-linear-cache); without it the engine scans the weights for NaN and infinities."""
+    assert _engine_kwargs(_parser().parse_args(command))["check_finite"] is True
+    args = _parser().parse_args([command[0], "--no-check-finite", *command[1:]])
+    assert _engine_kwargs(args)["check_finite"] is False
+
+
 def test_perplexity_windows():
     """Every token but the first is scored exactly once, after at least one token of its window."""
     for n in (2, 3, 17, 60):

@@ -45,15 +45,15 @@ def llama_cpp_permute(w: np.ndarray, n_heads: int) -> np.ndarray:
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_word_tokenizer(w, vocab_size: int) -> None:
+def write_word_tokenizer(w, vocab_size: int, bos: int = 1, eos: int = 2) -> None:
     """The conftest word vocabulary as a ``gpt2`` GGUF tokenizer (no merges: every word is a token)."""
     vocab = ["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)]
     w.add_tokenizer_model("gpt2")
     w.add_token_list(vocab)
     w.add_token_types([3, 3, 3] + [1] * (len(vocab) - 3))
     w.add_token_merges([])
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
 
 
 def write_gguf(hf_dir: str, hf_model, out: str, write_metadata=None, q8_0=()) -> None:
@@ -261,3 +261,41 @@ def test_gguf_tensor_type_not_dequantizable_is_named(tiny_models, tmp_path, monk
     with pytest.raises(ValueError, match=rf"GGUF tensor 'blk.0.ffn_down.weight' \(and 1 more tensors\) is stored as "
                                          rf"{kind}, which tritium cannot dequantize"):
         LLM(str(tmp_path / "m.gguf"), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("past", ["bos-eot", "every-stop-id"])
+def test_gguf_special_token_ids_outside_the_vocabulary_load(tiny_models, tmp_path, caplog, past):
+    """A file whose special token ids lie past its vocabulary, which llama.cpp loads with a warning ("bad special
+    token") and ignores them: loads with a warning naming the file, the key, the id and the vocabulary's size (was:
+    refused; before that, the GGUF tokenizer's BOS lookup raised an IndexError). The ids kept, end of turn and end
+    of message included, are the engine's stop set, as llama.cpp's end-of-generation set (was: the tokenizer's EOS
+    alone, though the model config held the end-of-turn id); with none kept a warning says so."""
+    path, hf = tiny_models["llama"]
+    n = hf.config.vocab_size
+    ids = {"bos-eot": dict(bos=n + 3, eos=2, eot=n, eom=7), "every-stop-id": dict(bos=1, eos=n + 1, eot=n, eom=-1)}
+    ids = ids[past]
+
+    def metadata(w, vocab_size):
+        write_word_tokenizer(w, vocab_size, bos=ids["bos"], eos=ids["eos"])
+        w.add_add_bos_token(True)
+        w.add_uint32("tokenizer.ggml.eot_token_id", ids["eot"])
+        w.add_int32("tokenizer.ggml.eom_token_id", ids["eom"])
+
+    file = str(tmp_path / "m.gguf")
+    write_gguf(path, hf, file, metadata)
+    with caplog.at_level("WARNING", logger="tritium.models.config"):
+        llm = LLM(file, dtype=torch.float32)
+    warned = [r.getMessage() for r in caplog.records if r.name == "tritium.models.config"]
+    ignored = [k for k in ("eos", "eot", "eom", "bos") if not 0 <= ids[k] < n]
+    assert warned[:len(ignored)] == [f"{file!r}: GGUF metadata tokenizer.ggml.{k}_token_id = {ids[k]} is not a token "
+                                     f"id of the vocabulary ({n} tokens): ignored, as llama.cpp ignores it"
+                                     for k in ignored]
+    stop = {ids[k] for k in ("eos", "eot", "eom") if 0 <= ids[k] < n}
+    assert llm.engine.eos_token_ids == stop and set(llm.engine.model_config.eos_token_ids) == stop
+    assert len(warned) == len(ignored) + (not stop)
+    if not stop:
+        assert "names no end-of-generation token within the vocabulary" in warned[-1]
+    assert llm.engine.model_config.bos_token_id == (None if past == "bos-eot" else 1)
+    assert llm.tokenizer.bos_token == (None if past == "bos-eot" else "<s>")
+    assert llm.tokenizer.encode("") == ([] if past == "bos-eot" else [1])  # add_bos_token: a BOS the file names
+    assert len(llm.generate([[5, 6, 7]], SamplingParams(max_tokens=3, ignore_eos=True))[0].token_ids) == 3

@@ -4,12 +4,15 @@ thing edited each time."""
 
 import json
 import os
+import re
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from tritium import LLM
+from tritium import LLM, SamplingParams
+from tritium.cli import main
+from tritium.engine.config import EngineConfig
 
 from .conftest import make_tiny_model
 
@@ -132,3 +135,47 @@ def test_sharded_checkpoint_with_its_index_loads(tiny, tmp_path):
     path = edited(tiny, tmp_path, shards={"a.safetensors": names[:7], "b.safetensors": names[7:]})
     one = load(str(tiny)).generate([[1, 5, 6, 7]])[0].outputs[0].token_ids
     assert load(path).generate([[1, 5, 6, 7]])[0].outputs[0].token_ids == one
+
+
+DOWN = "model.layers.1.mlp.down_proj.weight"
+
+
+def _nan_in_down(t):
+    t[DOWN][3, 200] = float("nan")  # column 200 of 256: the second half, a tensor-parallel rank 1's shard
+    return t
+
+
+def test_non_finite_weights_refused_by_default_and_loaded_with_check_finite_false(tiny, tmp_path):
+    """EngineConfig.check_finite (was: only ModelOptions had it, out of reach of LLM and the CLI): by default a
+    NaN weight is refused, naming the tensor, its file and the opt-out; LLM(..., check_finite=False) loads it."""
+    path = edited(tiny, tmp_path, tensors=_nan_in_down)
+    file = os.path.join(path, "model.safetensors")
+    with pytest.raises(ValueError, match=rf"^checkpoint tensor '{DOWN}' in '{re.escape(file)}' holds 1 NaN and 0 "
+                                         rf"infinite values, the first at \[3, 200\].* check_finite=False loads it "
+                                         rf"anyway: LLM\(\.\.\., check_finite=False\), EngineConfig, ModelOptions, "
+                                         rf"or the command's --no-check-finite\)$"):
+        load(path)
+    llm = LLM(path, dtype=torch.float32, max_model_len=32, check_finite=False)
+    assert llm.engine.config.check_finite is False
+    assert torch.isnan(llm.engine.model.layers[1].down_proj.weight).sum() == 1
+    assert len(llm.generate([[1, 5, 6]], SamplingParams(max_tokens=2, ignore_eos=True))[0].token_ids) == 2
+
+
+@pytest.mark.parametrize("value", ["no", 0, None], ids=["string", "int", "none"])
+def test_check_finite_must_be_a_bool(tiny, value):
+    """Refused naming the field before any weight is read (0 and "no" were not False)."""
+    with pytest.raises(TypeError, match=f"^check_finite must be True or False, got {re.escape(repr(value))}$"):
+        EngineConfig(check_finite=value).validate()
+    with pytest.raises(TypeError, match="^check_finite must be True or False"):
+        LLM(str(tiny), check_finite=value)
+
+
+def test_cli_refuses_non_finite_weights_unless_told(tiny, tmp_path, capsys):
+    """The command's one-line error names the tensor, its file and --no-check-finite, which loads it."""
+    path = edited(tiny, tmp_path, tensors=_nan_in_down)
+    common = ["generate", "--model", path, "--dtype", "float32", "--max-tokens", "2", "--raw", "--no-stream"]
+    assert main([*common, "w1 w2"]) == 2
+    err = capsys.readouterr().err
+    assert f"checkpoint tensor '{DOWN}' in '{os.path.join(path, 'model.safetensors')}' holds 1 NaN" in err
+    assert "--no-check-finite" in err and len(err.strip().splitlines()) == 1
+    assert main([*common, "--no-check-finite", "w1 w2"]) == 0

@@ -8,6 +8,7 @@ the same at TP=2 with the Triton kernels, CUDA graphs and both comms.
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +22,7 @@ import psutil
 import pytest
 import torch
 import torch.distributed as dist
+from safetensors.torch import load_file, save_file
 
 from tritium import LLM, LoRARequest, SamplingParams
 from tritium.engine.config import EngineConfig
@@ -303,6 +305,25 @@ def test_hung_worker_raises_within_the_timeout(tiny_models, no_leaks, two_ranks)
         if worker.poll() is None:
             os.kill(worker.pid, signal.SIGCONT)
         llm.close()
+
+
+def test_check_finite_reaches_every_rank(tiny_models, tmp_path, no_leaks, two_ranks):
+    """EngineConfig.check_finite travels to the workers with the rest of the engine's config: a NaN in the part of
+    a weight only rank 1 loads (down_proj's columns 128-255 of 256) is refused by rank 1, named with its file, and
+    the checkpoint loads on every rank with check_finite=False."""
+    path, _ = tiny_models["llama"]
+    for name in os.listdir(path):
+        if name != "model.safetensors":
+            os.symlink(os.path.join(path, name), tmp_path / name)
+    tensors = load_file(os.path.join(path, "model.safetensors"))
+    down = "model.layers.1.mlp.down_proj.weight"
+    tensors[down][3, 200] = float("nan")
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    file = re.escape(str(tmp_path / "model.safetensors"))
+    with pytest.raises(ParallelError, match=rf"rank 1 .*checkpoint tensor '{down}' in '{file}' holds 1 NaN"):
+        LLM(str(tmp_path), tensor_parallel_size=2, comm="torch", **_kw())
+    with LLM(str(tmp_path), tensor_parallel_size=2, comm="torch", check_finite=False, **_kw()) as llm:
+        assert len(_tokens(llm, PROMPTS[:1], SamplingParams(max_tokens=2, ignore_eos=True))[0]) == 2
 
 
 def test_bad_input(tiny_models, no_leaks):

@@ -348,25 +348,52 @@ GGUF_META = {"general.architecture": "llama", "llama.block_count": 2, "llama.emb
      r"GGUF metadata llama\.attention\.sliding_window must be an integer >= 0, got -4"),
     ({"llama.vocab_size": None}, ValueError,
      r"GGUF metadata has neither llama\.vocab_size nor a tokenizer\.ggml\.tokens list"),
-    ({"tokenizer.ggml.eos_token_id": 32}, ValueError,
+    ({"tokenizer.ggml.eos_token_id": "2"}, ValueError,
      r"GGUF metadata tokenizer\.ggml\.eos_token_id must be a token id \(an integer in \[0, 32\), the vocabulary's "
-     r"size\), got 32"),
-    ({"tokenizer.ggml.eot_token_id": -1}, ValueError,
-     r"GGUF metadata tokenizer\.ggml\.eot_token_id must be a token id"),
+     r"size\), got '2'"),
+    ({"tokenizer.ggml.eot_token_id": 7.0}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.eot_token_id must be a token id .* got 7\.0"),
+    ({"tokenizer.ggml.eom_token_id": [3, 4]}, ValueError,
+     r"GGUF metadata tokenizer\.ggml\.eom_token_id must be a token id .* got \[3, 4\]"),
     ({"tokenizer.ggml.bos_token_id": True}, ValueError,
      r"GGUF metadata tokenizer\.ggml\.bos_token_id must be a token id .* got True"),
     ({"llama.expert_count": 4, "llama.expert_used_count": 2.0}, ValueError,
      r"GGUF metadata llama\.expert_used_count must be a positive integer, got 2\.0"),
 ], ids=["no-arch", "gpt2", "float-size", "string-size", "per-layer-kv-heads", "kv-heads-not-dividing", "odd-key-length",
         "hidden-not-divisible", "negative-rope-base", "nan-rope-base", "zero-rope-factor", "no-rope-factor",
-        "negative-window", "no-vocab", "eos-past-vocab", "negative-eot", "bool-bos", "float-experts-used"])
+        "negative-window", "no-vocab", "string-eos", "float-eot", "array-eom", "bool-bos", "float-experts-used"])
 def test_gguf_metadata_values_are_named_by_key(kv, error, match):
     """Every GGUF key read is checked as it is read and named: a float, string or per-layer array where an integer
-    belongs (int() took some, a list became the config's), a token id outside the vocabulary, a rope base that is
+    belongs (int() took some, a list became the config's), a token id that is not an integer, a rope base that is
     not a positive finite number; ModelConfig's own checks name the keys its fields came from."""
     meta = {k: v for k, v in {**GGUF_META, **kv}.items() if v is not None}
     with pytest.raises(error, match=match):
         ModelConfig.from_gguf_metadata(meta, has_output_weight=True, has_qkv_bias=False)
+
+
+@pytest.mark.parametrize("kv,bos,eos,ignored", [
+    ({"tokenizer.ggml.eos_token_id": 32}, None, (), {"eos": 32}),
+    ({"tokenizer.ggml.eot_token_id": 1000}, None, (2,), {"eot": 1000}),
+    ({"tokenizer.ggml.eot_token_id": -1, "tokenizer.ggml.eom_token_id": 5}, None, (2, 5), {"eot": -1}),
+    ({"tokenizer.ggml.bos_token_id": 40, "tokenizer.ggml.eot_token_id": 33}, None, (2,), {"eot": 33, "bos": 40}),
+    ({"tokenizer.ggml.bos_token_id": 31, "tokenizer.ggml.eos_token_id": 0}, 31, (0,), {}),
+], ids=["eos-at-vocab", "eot-past-vocab", "negative-eot", "bos-and-eot-past-vocab", "bounds"])
+def test_gguf_special_token_ids_outside_the_vocabulary_are_ignored(caplog, kv, bos, eos, ignored):
+    """An integer special token id outside [0, vocab) (was: refused) is what llama.cpp loads with a warning ("bad
+    special token") and ignores: a warning naming the key, the value and the vocabulary's size, and the id left
+    out (no BOS; not in the stop set). With no end-of-generation id left, a warning says so."""
+    with caplog.at_level("WARNING", logger="tritium.models.config"):
+        cfg = ModelConfig.from_gguf_metadata({**GGUF_META, **kv}, has_output_weight=True, has_qkv_bias=False,
+                                             source="m.gguf")
+    assert (cfg.bos_token_id, cfg.eos_token_ids) == (bos, eos)
+    messages = [r.getMessage() for r in caplog.records]
+    for key, value in ignored.items():
+        assert any(m.startswith(f"'m.gguf': GGUF metadata tokenizer.ggml.{key}_token_id = {value} is not a token "
+                                f"id of the vocabulary (32 tokens): ignored") for m in messages), messages
+    none_left = [m for m in messages if "names no end-of-generation token" in m]
+    assert len(none_left) == (not eos) and len(messages) == len(ignored) + (not eos)
+    if not eos:
+        assert "(tokenizer.ggml.eos_token_id ignored): generation stops only at max_tokens" in none_left[0]
 
 
 def _write_gguf(path, kv: dict) -> str:
@@ -400,7 +427,7 @@ def _write_gguf(path, kv: dict) -> str:
     ({"llama.attention.head_count_kv": [2, 2]}, ValueError,
      r"GGUF metadata llama\.attention\.head_count_kv must be a positive integer, got \[2, 2\]"),
     ({"llama.rope.freq_base": 0.0}, ValueError, r"GGUF metadata llama\.rope\.freq_base must be a positive finite"),
-    ({"tokenizer.ggml.eos_token_id": 40}, ValueError,
+    ({"tokenizer.ggml.eos_token_id": "2"}, ValueError,
      r"GGUF metadata tokenizer\.ggml\.eos_token_id must be a token id"),
     ({"llama.attention.head_count_kv": 3}, UnsupportedModelError,
      r"GGUF metadata llama\.attention\.head_count, llama\.attention\.head_count_kv: num_attention_heads"),
@@ -408,7 +435,7 @@ def _write_gguf(path, kv: dict) -> str:
     ({"llama.rope.scaling.type": "longrope", "llama.rope.scaling.factor": 2.0}, UnsupportedModelError,
      r"GGUF metadata llama\.rope\.scaling\.type: GGUF rope scaling 'longrope' is not supported"),
     ({"general.architecture": "gpt2"}, UnsupportedModelError, r"GGUF metadata general\.architecture: architecture"),
-], ids=["missing", "zero-heads", "array", "zero-rope-base", "eos-past-vocab", "kv-heads", "longrope", "gpt2"])
+], ids=["missing", "zero-heads", "array", "zero-rope-base", "string-eos", "kv-heads", "longrope", "gpt2"])
 def test_gguf_file_metadata_errors_name_the_file_and_key(tmp_path, kv, error, match):
     """load_gguf_config's errors name the GGUF file as well as the key (was: the key alone, or neither: int(None)'s
     TypeError, a ZeroDivisionError, a list of head counts taken as the count)."""
@@ -421,3 +448,16 @@ def test_gguf_file_metadata_errors_name_the_file_and_key(tmp_path, kv, error, ma
     assert type(e.value) is error
     good = load_gguf_config(*read_gguf(_write_gguf(tmp_path / "good.gguf", {})))
     assert (good.num_attention_heads, good.head_dim, good.eos_token_ids) == (4, 16, (2,))
+
+
+def test_gguf_file_special_token_past_the_vocabulary_warns_naming_the_file(tmp_path, caplog):
+    """The warning for an id outside the vocabulary names the file, as the errors do; the file loads."""
+    from tritium.models.weights import load_gguf_config, read_gguf
+
+    path = _write_gguf(tmp_path / "m.gguf", {"tokenizer.ggml.eos_token_id": 40, "tokenizer.ggml.eot_token_id": 3})
+    with caplog.at_level("WARNING", logger="tritium.models.config"):
+        cfg = load_gguf_config(*read_gguf(path))
+    assert cfg.eos_token_ids == (3,)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path!r}: GGUF metadata tokenizer.ggml.eos_token_id = 40 is not a token id of the vocabulary (32 tokens): "
+        f"ignored, as llama.cpp ignores it"]

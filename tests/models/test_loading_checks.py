@@ -1,7 +1,8 @@
 """Checks at load time on small synthetic checkpoints written to tmp_path, each error naming the file and the field
-or tensor: ``generation_config.json``'s ``eos_token_id``; a GPTQ checkpoint's group size read from its tensors'
-shapes (a missing ``group_size`` inferred, a stated one that the shapes contradict refused); NaN and infinite
-weights (safetensors, GGUF, fp8 and int4 loads; full tensors and lazy ones; the opt-out)."""
+or tensor: ``generation_config.json``'s ``eos_token_id`` (ids outside the vocabulary dropped with a warning); a GPTQ
+or AWQ checkpoint's group size read from its tensors' shapes (a missing ``group_size`` inferred, a stated one that
+the shapes contradict refused); NaN and infinite weights (safetensors, GGUF, fp8 and int4 loads; full tensors and
+lazy ones; the opt-out)."""
 
 import json
 import os
@@ -17,7 +18,7 @@ from tritium.models.config import ModelConfig
 from tritium.models.llama import LlamaModel, ModelOptions
 from tritium.models.weights import RandomWeights, iter_gguf_weights, iter_hf_weights, load_hf_config
 from tritium.ops.int4 import quantize_int4, unpack_int4
-from tritium.testing.int4_checkpoints import to_gptq
+from tritium.testing.int4_checkpoints import to_awq, to_gptq
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 64,
           "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -72,22 +73,46 @@ def _load(path, dtype=torch.float32, lazy=True, **options) -> LlamaModel:
 @pytest.mark.parametrize("eos,match", [
     ("2", r"eos_token_id must be a token id .* got '2'"),
     (True, r"eos_token_id must be a token id .* got True"),
-    (2.0, r"eos_token_id must be a token id .* got 2\.0"),
-    (-1, r"eos_token_id must be a token id .* got -1"),
-    (64, r"eos_token_id must be a token id \(an integer in \[0, vocab_size = 64\)\), .* got 64"),
+    (2.0, r"eos_token_id must be a token id \(an integer\), or eos_token_id a list of them; got 2\.0"),
     ([2, "3"], r"eos_token_id\[1\] must be a token id .* got '3'"),
     ([2, False], r"eos_token_id\[1\] must be a token id .* got False"),
-    ([5, 1000], r"eos_token_id\[1\] must be a token id .* got 1000"),
+    ([1000, 2.5], r"eos_token_id\[1\] must be a token id .* got 2\.5"),
     ({"id": 2}, r"eos_token_id must be a token id .* got \{'id': 2\}"),
-], ids=["string", "bool", "float", "negative", "vocab-size", "list-string", "list-bool", "list-past-vocab", "object"])
+], ids=["string", "bool", "float", "list-string", "list-bool", "list-past-vocab-and-float", "object"])
 def test_generation_config_eos_token_id_is_checked(tmp_path, eos, match):
-    """generation_config.json's eos_token_id (an id or a list of ids, the one field of it read) must hold integers
-    in [0, vocab_size): a string or a float went into the stop set as it was (never matched a sampled id), true
-    was token 1, a dict raised a TypeError from tuple(); the error names the file and the field."""
+    """generation_config.json's eos_token_id (an id or a list of ids, the one field of it read) must hold integers:
+    a string or a float went into the stop set as it was (never matched a sampled id), true was token 1, a dict
+    raised a TypeError from tuple(); the error names the file and the field."""
     path = _write(tmp_path / "m", {}, **{"generation_config.json": {"bos_token_id": 1, "eos_token_id": eos}})
     gen = os.path.join(path, "generation_config.json")
     with pytest.raises(ValueError, match=rf"^'{re.escape(gen)}': {match}"):
         load_hf_config(path)
+
+
+@pytest.mark.parametrize("eos,config_eos,ids,ignored", [
+    (64, None, (), ["eos_token_id = 64"]),
+    (-1, 2, (2,), ["eos_token_id = -1"]),
+    ([5, 1000], None, (5,), ["eos_token_id[1] = 1000"]),
+    ([-3, 7, 64, 63], None, (7, 63), ["eos_token_id[0] = -3", "eos_token_id[2] = 64"]),
+    ([64, 99], 3, (3,), ["eos_token_id[0] = 64", "eos_token_id[1] = 99"]),
+], ids=["vocab-size", "negative-config-eos", "list-past-vocab", "list-both-sides", "list-all-past"])
+def test_generation_config_eos_token_ids_outside_the_vocabulary_are_dropped(tmp_path, caplog, eos, config_eos, ids,
+                                                                            ignored):
+    """An integer outside [0, vocab_size) (was: refused; transformers keeps it, an id never sampled) loads with a
+    warning naming the file, the field, the id and vocab_size, and is left out of the stop set. Where none is left,
+    a warning says so and config.json's eos_token_id (and the tokenizer's EOS) stays the stop set."""
+    config = None if config_eos is None else {"eos_token_id": config_eos}
+    path = _write(tmp_path / "m", {}, config, **{"generation_config.json": {"eos_token_id": eos}})
+    gen = os.path.join(path, "generation_config.json")
+    with caplog.at_level("WARNING", logger="tritium.models.weights"):
+        assert load_hf_config(path).eos_token_ids == ids
+    warned = [f"{gen!r}: {field} is not a token id of the model (vocab_size = 64): ignored (the model cannot "
+              f"produce it)" for field in ignored]
+    if len(ignored) == len(eos if isinstance(eos, list) else [eos]):  # none left
+        warned.append(f"{gen!r}: none of eos_token_id {eos!r} is a token id of the model (vocab_size = 64): "
+                      f"generation stops only at config.json's eos_token_id ({config_eos or 'none'}) and the "
+                      f"tokenizer's EOS token, where they have one")
+    assert [r.getMessage() for r in caplog.records] == warned
 
 
 def test_generation_config_eos_token_ids_that_are_right_load(tmp_path):
@@ -99,12 +124,18 @@ def test_generation_config_eos_token_ids_that_are_right_load(tmp_path):
         load_hf_config(path)
 
 
-# ---------------------------------------------------------------------------------------- GPTQ group size
+# ---------------------------------------------------------------------------------------- GPTQ and AWQ group size
 
-def _gptq(path, group: int | dict, quant: dict | None = None, edit=None) -> str:
-    """A GPTQ checkpoint of CONFIG's model, its projections quantized in groups of ``group`` (or {projection:
-    group}); ``quant``: the quantization_config (default: no group_size); ``edit(tensors)``: changed before
-    writing."""
+# per format: its writer, and its quantization_config without group_size
+INT4_FORMATS = {"gptq": (to_gptq, {"quant_method": "gptq", "bits": 4, "desc_act": False, "sym": False}),
+                "awq": (to_awq, {"quant_method": "awq", "bits": 4, "version": "gemm", "zero_point": True})}
+
+
+def _int4(path, fmt: str, group: int | dict, quant: dict | None = None, edit=None) -> str:
+    """A GPTQ or AWQ (``fmt``) checkpoint of CONFIG's model, its projections quantized in groups of ``group`` (or
+    {projection: group}); ``quant``: more quantization_config (default: no group_size); ``edit(tensors)``:
+    changed before writing."""
+    writer, config = INT4_FORMATS[fmt]
     tensors = {}
     for name, w in _weights().items():
         proj = name[: -len(".weight")]
@@ -113,22 +144,22 @@ def _gptq(path, group: int | dict, quant: dict | None = None, edit=None) -> str:
             continue
         g = group.get(proj, 32) if isinstance(group, dict) else group
         q = quantize_int4(w, w.shape[1] if g == -1 else g, symmetric=False, scale_dtype=torch.float16)
-        tensors.update({f"{proj}.{k}": v for k, v in to_gptq(unpack_int4(q.packed), q.scales, q.zeros,
-                                                             group_size=g).items()})
+        tensors.update({f"{proj}.{k}": v for k, v in writer(unpack_int4(q.packed), q.scales, q.zeros,
+                                                            group_size=g).items()})
     if edit is not None:
         edit(tensors)
-    quant = {"quant_method": "gptq", "bits": 4, "desc_act": False, "sym": False, **(quant or {})}
-    return _write(path, tensors, {"quantization_config": quant})
+    return _write(path, tensors, {"quantization_config": {**config, **(quant or {})}})
 
 
+@pytest.mark.parametrize("fmt", ["gptq", "awq"])
 @pytest.mark.parametrize("group", [32, 64, -1], ids=lambda g: f"G{g}")
-def test_gptq_without_group_size_takes_the_tensors(tmp_path, group):
-    """A quantization_config without group_size (HF's GPTQConfig and AutoGPTQ default it to 128; the tensors
-    hold the truth) loads with the group size the scales' shapes give: the same model as the config stating it
-    (was: refused, "group_size must be -1 ... got None")."""
-    inferred = _gptq(tmp_path / "inferred", group)
+def test_int4_without_group_size_takes_the_tensors(tmp_path, group, fmt):
+    """A quantization_config without group_size (HF's GPTQConfig, AutoGPTQ and AutoAWQ default it to 128; the
+    tensors hold the truth) loads with the group size the scales' shapes give: the same model as the config
+    stating it (was: refused, "group_size must be -1 ... got None"; GPTQ's inferred before AWQ's)."""
+    inferred = _int4(tmp_path / "inferred", fmt, group)
     assert load_hf_config(inferred).int4.group_size == group
-    stated = _gptq(tmp_path / "stated", group, {"group_size": group})
+    stated = _int4(tmp_path / "stated", fmt, group, {"group_size": group})
     a, b = _load(inferred), _load(stated)
     for la, lb in zip(a.layers, b.layers):
         for pa, pb in zip(la.projections(), lb.projections()):
@@ -137,10 +168,21 @@ def test_gptq_without_group_size_takes_the_tensors(tmp_path, group):
                 assert torch.equal(ta, tb)
 
 
-def test_gptq_group_size_a_linear_of_one_group_fits_both(tmp_path):
+@pytest.mark.parametrize("fmt", ["gptq", "awq"])
+def test_int4_group_size_a_linear_of_one_group_fits_both(tmp_path, fmt):
     """Groups of 64: the 64-feature projections hold one group (G = K, also -1), down_proj two: 64."""
-    assert load_hf_config(_gptq(tmp_path / "m", 64)).int4.group_size == 64
-    assert load_hf_config(_gptq(tmp_path / "s", 64, {"group_size": 64})).int4.group_size == 64
+    assert load_hf_config(_int4(tmp_path / "m", fmt, 64)).int4.group_size == 64
+    assert load_hf_config(_int4(tmp_path / "s", fmt, 64, {"group_size": 64})).int4.group_size == 64
+
+
+def test_awq_without_group_size_in_quant_config_json(tmp_path):
+    """AutoAWQ's quant_config.json (read where config.json has no quantization_config) without q_group_size."""
+    path = _int4(tmp_path / "m", "awq", 32)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(CONFIG, f)
+    with open(os.path.join(path, "quant_config.json"), "w") as f:
+        json.dump({"w_bit": 4, "version": "GEMM", "zero_point": True}, f)
+    assert load_hf_config(path).int4 == load_hf_config(_int4(tmp_path / "s", "awq", 32, {"group_size": 32})).int4
 
 
 def _shrink_qzeros(tensors):
@@ -155,45 +197,72 @@ def _g_idx_of_one_group(tensors):
     tensors[Q + ".g_idx"] = torch.zeros_like(tensors[Q + ".g_idx"])
 
 
-def _three_groups(tensors):  # 3 groups cannot split 128 input features evenly (g_idx, which says 4, left out)
-    del tensors[DOWN + ".g_idx"]
+def _three_groups(tensors):  # 3 groups cannot split 128 input features evenly (GPTQ's g_idx, which says 4, left out)
+    tensors.pop(DOWN + ".g_idx", None)
     tensors[DOWN + ".scales"] = tensors[DOWN + ".scales"][:3].contiguous()
     tensors[DOWN + ".qzeros"] = tensors[DOWN + ".qzeros"][:3].contiguous()
 
 
-@pytest.mark.parametrize("group,quant,edit,match", [
-    (32, {"group_size": 64}, None,
-     rf"quantization_config's group_size is 64, but GPTQ tensor '{DOWN}.scales' has shape \[4, 64\]: 4 groups of 32 "
-     rf"of the K = 128 input features of '{DOWN}.qweight' \[16, 64\]"),
-    (32, {"group_size": -1}, None,
-     rf"quantization_config's group_size is -1, but GPTQ tensor '{DOWN}.scales' has shape \[4, 64\]"),
-    ({DOWN: 64}, None, None,
-     rf"GPTQ tensors give different group sizes: '{DOWN}.scales' has shape \[2, 64\]: 2 groups of 64 .*, while "
-     rf"'model.layers.0.mlp.gate_proj.scales' has shape \[2, 128\]: 2 groups of 32"),
-    ({DOWN: 64}, {"group_size": 32}, None,
-     rf"quantization_config's group_size is 32, but GPTQ tensor '{DOWN}.scales' has shape \[2, 64\]"),
-    (32, None, _shrink_qzeros,
-     rf"GPTQ tensors '{Q}.scales' \[2, 64\] and '{Q}.qzeros' \[1, 8\] disagree on the number of groups"),
-    (32, {"group_size": 32}, _short_g_idx, rf"GPTQ tensor '{Q}.g_idx' has shape \[32\], expected \[64\]"),
-    (32, None, _g_idx_of_one_group, rf"GPTQ tensor '{Q}.g_idx' indexes 1 groups, '{Q}.scales' \[2, 64\] holds 2"),
-    (32, None, _three_groups,
-     rf"GPTQ tensor '{DOWN}.scales' has shape \[3, 64\]: 3 groups do not divide the K = 128 input features"),
-], ids=["stated-64-tensors-32", "stated-per-row-tensors-32", "linears-disagree", "stated-32-down-64",
-        "qzeros-vs-scales", "g_idx-length", "g_idx-groups", "uneven-groups"])
-def test_gptq_group_size_contradicted_by_the_tensors_is_refused(tmp_path, group, quant, edit, match):
+def _flat_qweight(tensors):
+    tensors[Q + ".qweight"] = tensors[Q + ".qweight"].reshape(-1).contiguous()
+
+
+def _contradictions():
+    """(fmt, group, quant, edit, match) of test_int4_group_size_contradicted_by_the_tensors_is_refused: the cases
+    of both formats (their down_proj qweight: GPTQ's [K/8, N] = [16, 64], AWQ's [K, N/8] = [128, 8]), then each
+    format's own (GPTQ's g_idx, AWQ's qweight)."""
+    for fmt, qweight in (("gptq", r"\[16, 64\]"), ("awq", r"\[128, 8\]")):
+        kind = fmt.upper()
+        cases = {
+            "stated-64-tensors-32": (32, {"group_size": 64}, None,
+                                     rf"quantization_config's group_size is 64, but {kind} tensor '{DOWN}.scales' has "
+                                     rf"shape \[4, 64\]: 4 groups of 32 of the K = 128 input features of "
+                                     rf"'{DOWN}.qweight' {qweight}"),
+            "stated-per-row-tensors-32": (32, {"group_size": -1}, None,
+                                          rf"quantization_config's group_size is -1, but {kind} tensor "
+                                          rf"'{DOWN}.scales' has shape \[4, 64\]"),
+            "linears-disagree": ({DOWN: 64}, None, None,
+                                 rf"{kind} tensors give different group sizes: '{DOWN}.scales' has shape \[2, 64\]: 2 "
+                                 rf"groups of 64 of the K = 128 input features of '{DOWN}.qweight' {qweight}, while "
+                                 rf"'model.layers.0.mlp.gate_proj.scales' has shape \[2, 128\]: 2 groups of 32"),
+            "stated-32-down-64": ({DOWN: 64}, {"group_size": 32}, None,
+                                  rf"quantization_config's group_size is 32, but {kind} tensor '{DOWN}.scales' has "
+                                  rf"shape \[2, 64\]"),
+            "qzeros-vs-scales": (32, None, _shrink_qzeros,
+                                 rf"{kind} tensors '{Q}.scales' \[2, 64\] and '{Q}.qzeros' \[1, 8\] disagree on the "
+                                 rf"number of groups"),
+            "uneven-groups": (32, None, _three_groups,
+                              rf"{kind} tensor '{DOWN}.scales' has shape \[3, 64\]: 3 groups do not divide the "
+                              rf"K = 128 input features of '{DOWN}.qweight' {qweight} evenly"),
+        }
+        yield from (pytest.param(fmt, *case, id=f"{fmt}-{name}") for name, case in cases.items())
+    yield pytest.param("gptq", 32, {"group_size": 32}, _short_g_idx,
+                       rf"GPTQ tensor '{Q}.g_idx' has shape \[32\], expected \[64\]", id="gptq-g_idx-length")
+    yield pytest.param("gptq", 32, None, _g_idx_of_one_group,
+                       rf"GPTQ tensor '{Q}.g_idx' indexes 1 groups, '{Q}.scales' \[2, 64\] holds 2",
+                       id="gptq-g_idx-groups")
+    yield pytest.param("awq", 32, {"group_size": 32}, _flat_qweight,
+                       rf"AWQ tensor '{Q}.qweight' has shape \[512\], expected \[K, N/8\] \(2-D\)",
+                       id="awq-1d-qweight")
+
+
+@pytest.mark.parametrize("fmt,group,quant,edit,match", list(_contradictions()))
+def test_int4_group_size_contradicted_by_the_tensors_is_refused(tmp_path, fmt, group, quant, edit, match):
     """A stated group_size the scales' shapes contradict (was: loaded, then "scales must be a [2, 64] ... tensor"
-    at the end of the load, naming no group size), or shapes that give no single group size: refused by
-    load_hf_config, naming the directory, the tensors and their shapes."""
-    path = _gptq(tmp_path / "m", group, quant, edit)
+    at the end of the load, naming no group size; AWQ's not checked before the load), or shapes that give no
+    single group size: refused by load_hf_config, naming the directory, the tensors and their shapes."""
+    path = _int4(tmp_path / "m", fmt, group, quant, edit)
     with pytest.raises(ValueError, match=rf"^'{re.escape(path)}': {match}"):
         load_hf_config(path)
 
 
-def test_gptq_config_without_group_size_is_not_built_unread():
+@pytest.mark.parametrize("fmt", ["gptq", "awq"])
+def test_int4_config_without_group_size_is_not_built_unread(fmt):
     """A ModelConfig from the config dict alone (no tensors read) does not build a model with a guessed group."""
-    cfg = ModelConfig.from_hf_dict({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 4}})
+    cfg = ModelConfig.from_hf_dict({**CONFIG, "quantization_config": {"quant_method": fmt, "bits": 4}})
     assert cfg.int4.group_size is None
-    with pytest.raises(ValueError, match="states no group_size: build its config with .*load_hf_config"):
+    with pytest.raises(ValueError, match=f"this {fmt} checkpoint's quantization_config states no group_size: build "
+                                         f"its config with .*load_hf_config"):
         LlamaModel(cfg, dtype=torch.float32, device=torch.device("cpu"), options=ModelOptions(quantization="int4"))
 
 
@@ -261,7 +330,7 @@ def test_non_finite_int4_scales_are_named(tmp_path):
 
     with pytest.raises(ValueError, match=rf"^checkpoint tensor '{Q}.scales' in .* holds 0 NaN and 1 infinite values, "
                                          rf"the first at \[1, 3\]"):
-        _load(_gptq(tmp_path / "gptq", 32, {"group_size": 32}, poison))
+        _load(_int4(tmp_path / "gptq", "gptq", 32, {"group_size": 32}, poison))
 
 
 def test_non_finite_gguf_weight_names_the_gguf_tensor_and_file(tmp_path):

@@ -167,6 +167,9 @@ class EngineConfig:
       float16 or bfloat16 on a GPU (bfloat16 for a float32 checkpoint), float32 on the CPU.
     - ``chat_template``: Jinja text replacing the model's chat template (for a model without one, or to change
       it); checked (compiled) at start-up. None keeps the checkpoint's.
+    - ``check_finite``: at load, every weight is scanned for NaN and infinite values, and a checkpoint holding
+      one is refused (ValueError naming the first such tensor and its file); False skips the scan
+      (``ModelOptions.check_finite``: the model's, a draft model's and every tensor-parallel rank's).
     """
 
     block_size: int = 16
@@ -216,6 +219,7 @@ class EngineConfig:
     device: torch.device | None = None
     chat_template: str | None = None
     speculative_model: str | None = None
+    check_finite: bool = True
 
     @property
     def max_decode_rows(self) -> int:
@@ -301,7 +305,8 @@ class EngineConfig:
             raise ValueError(f"linear_backend must be 'auto', 'triton', 'torch' or None, got {self.linear_backend!r}")
         for name in ("linear_cache", "weight_prefetch", "cuda_graphs", "warmup_attention", "enable_prefix_caching",
                      "enable_chunked_prefill", "pdl", "attention_pdl", "fuse_rope_kv_write", "fuse_norms",
-                     "fuse_qkv_rope", "fuse_swiglu", "fuse_act_quant", "fuse_row_parallel", "pipeline_windows", "batch_invariant"):
+                     "fuse_qkv_rope", "fuse_swiglu", "fuse_act_quant", "fuse_row_parallel", "pipeline_windows",
+                     "batch_invariant", "check_finite"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "weight_prefetch" and value is None):
                 raise TypeError(f"{name} must be True or False{' or None' if name == 'weight_prefetch' else ''}, "

@@ -86,7 +86,7 @@ def load_checkpoint(model: str | None, *, progress: bool = False
         reader, meta = weights_io.read_gguf(path)
         config = weights_io.load_gguf_config(reader, meta)
         return path, config, weights_io.iter_gguf_weights(reader, config, progress=progress, lazy=True), \
-            Tokenizer.from_gguf_metadata(meta, source=path)
+            Tokenizer.from_gguf_metadata(meta, source=path, eos_token_ids=config.eos_token_ids)
     config = weights_io.load_hf_config(path)
     weights = weights_io.iter_hf_weights(path, progress=progress, lazy=True, fp8_blocks=config.fp8_blocks)
     return path, config, weights, Tokenizer.from_hf_dir(path, config.eos_token_ids)
@@ -207,7 +207,8 @@ def build_rank(model_config: ModelConfig, weights, cfg: EngineConfig, tp: "paral
                            attention_num_splits=cfg.attention_num_splits, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
                            fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
                            fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
-                           quantization=cfg.quantization, context_parallel=context_parallel))
+                           quantization=cfg.quantization, context_parallel=context_parallel,
+                           check_finite=cfg.check_finite))
     # pages asked for that no memory could hold fail now, not after the weights load (checked again after)
     check_kv_cache_fits(model, cfg, cfg.num_blocks, cfg.num_window_blocks if window_layers(model) else 0,
                         draft_per_block)
@@ -325,7 +326,7 @@ def build_draft(draft_config: ModelConfig, weights, cfg: EngineConfig, model_con
         pdl=cfg.pdl, attention_pdl=cfg.attention_pdl, fuse_rope_kv_write=cfg.fuse_rope_kv_write,
         fuse_norms=cfg.fuse_norms, fuse_qkv_rope=cfg.fuse_qkv_rope, fuse_swiglu=cfg.fuse_swiglu,
         fuse_act_quant=cfg.fuse_act_quant, batch_invariant=cfg.batch_invariant, max_decode_tokens=cfg.max_decode_rows,
-        quantization=draft_config.quantization))
+        quantization=draft_config.quantization, check_finite=cfg.check_finite))
     model.load_weights(weights)
     if cfg.linear_backend == "auto":  # its decode windows' projections timed as the model's are
         model.tune_linears(tuple(m for m in GRAPH_BUCKETS if m <= min(SKINNY_MAX_M, cfg.max_num_seqs)))

@@ -115,10 +115,13 @@ class Tokenizer:
                    add_bos=bool(cfg.get("add_bos_token", False)) and _post_processor_adds_nothing(backend))
 
     @classmethod
-    def from_gguf_metadata(cls, meta: dict, source: str | None = None) -> "Tokenizer":
+    def from_gguf_metadata(cls, meta: dict, source: str | None = None,
+                           eos_token_ids: tuple[int, ...] | None = None) -> "Tokenizer":
         """From GGUF tokenizer metadata: byte-level BPE (``tokenizer.ggml.model == "gpt2"``: Llama 3, Qwen2,
         SmolLM2) or SentencePiece BPE (``"llama"``: Llama 2, Mistral). ``source``: the file (named in errors of
-        its chat template)."""
+        its chat template). ``eos_token_ids``: the ids generation stops at (the model config's: EOS, end of turn,
+        end of message, checked against the vocabulary); None: ``tokenizer.ggml.eos_token_id``. A BOS or EOS id
+        that names no token of the list (ModelConfig.from_gguf_metadata warns of it) is no token here."""
         from tokenizers import AddedToken
 
         kind = meta.get("tokenizer.ggml.model")
@@ -137,15 +140,21 @@ class Tokenizer:
         backend.add_tokens([AddedToken(t, normalized=False, special=False)
                             for t, ty in zip(tokens, types) if ty == _USER_DEFINED and t in vocab])
 
-        def token(key):
+        def token_id(key):  # the id where it names a token of the list (llama.cpp ignores one past it)
             tid = meta.get(f"tokenizer.ggml.{key}")
+            return tid if isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens) else None
+
+        def token(key):
+            tid = token_id(key)
             return tokens[tid] if tid is not None else None
 
-        eos = meta.get("tokenizer.ggml.eos_token_id")
+        if eos_token_ids is None:
+            eos = token_id("eos_token_id")
+            eos_token_ids = () if eos is None else (eos,)
         # llama.cpp adds BOS to a SentencePiece vocabulary whose file does not say otherwise.
         add_bos = meta.get("tokenizer.ggml.add_bos_token", kind == "llama")
         return cls(backend, chat_template=meta.get("tokenizer.chat_template"), bos_token=token("bos_token_id"),
-                   eos_token=token("eos_token_id"), eos_token_ids=() if eos is None else (int(eos),),
+                   eos_token=token("eos_token_id"), eos_token_ids=eos_token_ids,
                    add_bos=bool(add_bos), add_eos=bool(meta.get("tokenizer.ggml.add_eos_token", False)),
                    chat_template_source=source)
 

@@ -5,6 +5,7 @@ Qwen3-MoE) and is built from a Hugging Face ``config.json`` or from GGUF metadat
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import numbers
 import re
@@ -13,6 +14,8 @@ import torch
 
 from tritium.models.int4_formats import Int4Scheme, int4_scheme
 from tritium.models.rope import yarn_mscale
+
+log = logging.getLogger(__name__)
 
 
 class UnsupportedModelError(ValueError):
@@ -350,18 +353,20 @@ class ModelConfig:
 
     @classmethod
     def from_gguf_metadata(cls, meta: dict, *, has_output_weight: bool, has_qkv_bias: bool,
-                           has_qk_norm: bool = False) -> "ModelConfig":
+                           has_qk_norm: bool = False, source: str | None = None) -> "ModelConfig":
         """From GGUF key/values (``{arch}.block_count`` ...). Whether embeddings are tied, whether the QKV
         projections have biases and whether queries and keys are normed are told by which tensors the file holds.
         A key missing, of the wrong type or out of range raises ValueError (UnsupportedModelError for what is
-        not supported) naming the key; :func:`tritium.models.weights.load_gguf_config` adds the file."""
+        not supported) naming the key; :func:`tritium.models.weights.load_gguf_config` adds the file. A special
+        token id (``tokenizer.ggml.{bos,eos,eot,eom}_token_id``) outside the vocabulary is logged as a warning
+        naming ``source`` (the file) and ignored, as llama.cpp's loader ignores it."""
         arch = meta.get("general.architecture")
         if arch is None:
             raise UnsupportedModelError("GGUF metadata has no general.architecture (the model's architecture)")
         if arch not in _GGUF_TYPES:
             raise UnsupportedModelError(f"GGUF metadata general.architecture: architecture {_brief(arch)} is not "
                                         f"supported; expected one of {', '.join(_GGUF_TYPES)}")
-        keys = _GGUFKeys(meta, arch)
+        keys = _GGUFKeys(meta, arch, source)
         experts = _gguf_experts(arch, keys)
         heads = keys.int("attention.head_count", field="num_attention_heads")
         hidden = keys.int("embedding_length", field="hidden_size")
@@ -391,6 +396,10 @@ class ModelConfig:
         # generation ends at the end-of-text token and at an end-of-turn / end-of-message one where the file
         # names it (llama.cpp's end-of-generation set: Gemma's <end_of_turn>, Llama 3's <|eot_id|>)
         stop = [keys.token_id(f"tokenizer.ggml.{k}_token_id", vocab) for k in ("eos", "eot", "eom")]
+        if keys.ignored and all(t is None for t in stop):  # (the only token ids read so far)
+            log.warning("%sGGUF metadata names no end-of-generation token within the vocabulary (%s ignored): "
+                        "generation stops only at max_tokens, stop strings and stop_token_ids", keys.where,
+                        ", ".join(keys.ignored))
         window = keys.int("attention.sliding_window", None, minimum=0, field="sliding_window")
         fields = dict(
             model_type=experts.pop("model_type", gemma.pop("model_type", arch)),
@@ -446,9 +455,11 @@ class _GGUFKeys:
     no key, a float or a per-layer array where an integer belongs went into the config as it was). ``fields``
     records which key each ModelConfig field came from, for ModelConfig's own checks."""
 
-    def __init__(self, meta: dict, arch: str):
+    def __init__(self, meta: dict, arch: str, source: str | None = None):
         self.meta, self.arch = meta, arch
         self.fields: dict[str, str] = {}
+        self.where = "" if source is None else f"{source!r}: "  # warnings' prefix: the file
+        self.ignored: list[str] = []  # special token keys ignored (ids outside the vocabulary)
 
     def key(self, key: str) -> str:
         return key if key.startswith(("general.", "tokenizer.")) else f"{self.arch}.{key}"
@@ -495,12 +506,21 @@ class _GGUFKeys:
         return value
 
     def token_id(self, key: str, vocab: int) -> int | None:
-        """A token id in [0, vocab) or None where the key is absent."""
+        """A token id in [0, vocab), or None where the key is absent. A value that is not an integer raises
+        ValueError naming the key; an integer outside [0, vocab) is logged as a warning and gives None, as
+        llama.cpp's loader warns "bad special token" and keeps its default (tritium has none: no such token)."""
         full, value = self._value(key, None, None)
-        if value is not None and not (_is_int(value) and 0 <= value < vocab):
+        if value is None:
+            return None
+        if not _is_int(value):
             raise ValueError(f"GGUF metadata {full} must be a token id (an integer in [0, {vocab}), the "
                              f"vocabulary's size), got {_brief(value)}")
-        return None if value is None else int(value)
+        if not 0 <= value < vocab:
+            log.warning("%sGGUF metadata %s = %d is not a token id of the vocabulary (%d tokens): ignored, as "
+                        "llama.cpp ignores it", self.where, full, value, vocab)
+            self.ignored.append(full)
+            return None
+        return int(value)
 
 
 def _gguf_gemma(arch: str, keys: _GGUFKeys, hidden: int, heads: int, head_dim: int) -> dict:

@@ -56,7 +56,8 @@ class Int4Scheme:
 
     - ``format``: "gptq", "awq" or "compressed" (compressed-tensors pack-quantized).
     - ``group_size``: input features per scale; -1: one group for all of K (compressed "channel" strategy).
-      None: a GPTQ config that states none (:func:`gptq_group_size` reads it from the tensors' shapes).
+      None: a GPTQ or AWQ config that states none (:func:`group_size_from_shapes` reads it from the tensors'
+      shapes).
     - ``zero_offset``: what a GPTQ stored zero is short of (1 for checkpoint_format "gptq", 0 for "gptq_v2");
       0 for the other formats.
     - ``desc_act``: quantized in activation order (GPTQ ``desc_act``, compressed ``actorder`` "group"): the
@@ -113,10 +114,7 @@ def _gptq_scheme(q: dict) -> Int4Scheme:
     if q.get("dynamic"):
         raise ValueError(f"quantization_config: GPTQ 'dynamic' per-module overrides {q['dynamic']!r} are not "
                          f"supported; {_SUPPORTED}")
-    # no group_size: HF's GPTQConfig and AutoGPTQ default it to 128, but the tensors say what it is: None here,
-    # and tritium.models.weights.load_hf_config sets it from their shapes (gptq_group_size)
-    group_size = q.get("group_size")
-    return Int4Scheme("gptq", None if group_size is None else _config_group_size(group_size, "GPTQ group_size"),
+    return Int4Scheme("gptq", _stated_group_size(q.get("group_size"), "GPTQ"),
                       GPTQ_ZERO_OFFSETS[str(fmt).lower()], _config_flag(q, "desc_act", False, "GPTQ"),
                       _config_flag(q, "sym", True, "GPTQ"))
 
@@ -132,8 +130,7 @@ def _awq_scheme(q: dict) -> Int4Scheme:
     if q.get("zero_point", True) is not True:
         raise ValueError(f"quantization_config: AWQ with zero_point={q.get('zero_point')!r} is not supported; "
                          f"{_SUPPORTED}")
-    group_size = q.get("group_size", q.get("q_group_size"))
-    return Int4Scheme("awq", _config_group_size(group_size, "AWQ group_size"), 0, False, False,
+    return Int4Scheme("awq", _stated_group_size(q.get("group_size", q.get("q_group_size")), "AWQ"), 0, False, False,
                       tuple(q.get("modules_to_not_convert") or ()))
 
 
@@ -200,6 +197,13 @@ def _config_flag(q: dict, key: str, default: bool, method: str) -> bool:
     return value
 
 
+def _stated_group_size(value, method: str) -> int | None:
+    """A GPTQ or AWQ config's group size, or None where it states none: HF's GPTQConfig, AutoGPTQ and AutoAWQ
+    default it to 128, but the tensors say what it is (tritium.models.weights.load_hf_config sets it from their
+    shapes: :func:`group_size_from_shapes`)."""
+    return None if value is None else _config_group_size(value, f"{method} group_size")
+
+
 def _config_group_size(value, field: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not (value == -1 or (value >= 2 and value % 2 == 0)):
         raise ValueError(f"quantization_config: {field} must be -1 (one group per row) or a positive even "
@@ -207,17 +211,25 @@ def _config_group_size(value, field: str) -> int:
     return value
 
 
-def gptq_group_size(shapes: dict[str, tuple[int, ...]], stated: int | None,
-                    g_idx_groups: dict[str, int] | None = None) -> int:
-    """The group size G of a GPTQ checkpoint from its tensors' shapes (``shapes``: checkpoint name -> shape of
-    every ``*.qweight``, ``*.qzeros``, ``*.scales``, ``*.g_idx``): each Linear's ``qweight [K/8, N]`` gives its
-    K input features, its ``scales [K/G, N]`` and ``qzeros [K/G, N/8]`` the number of groups, which must agree
-    and divide K; its ``g_idx [K]``, where present, must have K entries and (``g_idx_groups``: name -> largest
-    value + 1) as many groups. Every Linear must give the same G (a Linear of one group is G = K, which is also
-    -1: one group a row). Returns ``stated`` (the config's ``group_size``) where it fits every Linear, else the
-    G the shapes give (-1 where every Linear has one group). ValueError naming the tensor and its shapes where
-    ``stated`` disagrees with them, the shapes of a Linear disagree with each other, two Linears give different
-    group sizes, or there is nothing to infer a missing group size from."""
+# per format that group_size_from_shapes reads: the input features a row of a Linear's qweight covers (K = its
+# rows times that), and the qweight's layout (for messages), as from_gptq and from_awq read them
+_QWEIGHT_LAYOUTS = {"gptq": (8, "[K/8, N]"), "awq": (1, "[K, N/8]")}
+
+
+def group_size_from_shapes(fmt: str, shapes: dict[str, tuple[int, ...]], stated: int | None,
+                           g_idx_groups: dict[str, int] | None = None) -> int:
+    """The group size G of a GPTQ or AWQ checkpoint (``fmt`` "gptq" or "awq") from its tensors' shapes
+    (``shapes``: checkpoint name -> shape of every ``*.qweight``, ``*.qzeros``, ``*.scales``, ``*.g_idx``): each
+    Linear's qweight gives its K input features (GPTQ ``[K/8, N]``, AWQ ``[K, N/8]``), its ``scales [K/G, N]`` and
+    ``qzeros [K/G, N/8]`` (both formats) the number of groups, which must agree and divide K; a GPTQ ``g_idx
+    [K]``, where present, must have K entries and (``g_idx_groups``: name -> largest value + 1) as many groups.
+    Every Linear must give the same G (a Linear of one group is G = K, which is also -1: one group a row).
+    Returns ``stated`` (the config's ``group_size``) where it fits every Linear, else the G the shapes give (-1
+    where every Linear has one group). ValueError naming the tensor and its shapes where ``stated`` disagrees
+    with them, the shapes of a Linear disagree with each other, two Linears give different group sizes, or
+    there is nothing to infer a missing group size from."""
+    per_row, layout = _QWEIGHT_LAYOUTS[fmt]
+    kind = fmt.upper()
     g_idx_groups = g_idx_groups or {}
     where = "quantization_config's group_size"
     answer, first = None, None  # the group sizes every Linear so far fits; the first Linear's evidence
@@ -225,48 +237,48 @@ def gptq_group_size(shapes: dict[str, tuple[int, ...]], stated: int | None,
         prefix = name[: -len("qweight")]
         qweight = shapes[name]
         if len(qweight) != 2:
-            raise ValueError(f"GPTQ tensor {name!r} has shape {list(qweight)}, expected [K/8, N] (2-D)")
-        k = 8 * qweight[0]
+            raise ValueError(f"{kind} tensor {name!r} has shape {list(qweight)}, expected {layout} (2-D)")
+        k = per_row * qweight[0]
         groups = {t: shapes[prefix + t] for t in ("scales", "qzeros") if prefix + t in shapes}
         for t, shape in groups.items():
             if len(shape) != 2 or not shape[0]:
-                raise ValueError(f"GPTQ tensor {prefix + t!r} has shape {list(shape)}, expected [K/G, ...] (2-D, "
+                raise ValueError(f"{kind} tensor {prefix + t!r} has shape {list(shape)}, expected [K/G, ...] (2-D, "
                                  f"at least one group)")
         if len({shape[0] for shape in groups.values()}) > 1:
-            raise ValueError(f"GPTQ tensors {prefix + 'scales'!r} {list(groups['scales'])} and "
+            raise ValueError(f"{kind} tensors {prefix + 'scales'!r} {list(groups['scales'])} and "
                              f"{prefix + 'qzeros'!r} {list(groups['qzeros'])} disagree on the number of groups "
                              f"(their first dimension, K/G)")
         g_idx = shapes.get(prefix + "g_idx")
         if g_idx is not None and tuple(g_idx) != (k,):
-            raise ValueError(f"GPTQ tensor {prefix + 'g_idx'!r} has shape {list(g_idx)}, expected [{k}]: one group "
-                             f"index for each of the K = {k} input features of {name!r} {list(qweight)}")
+            raise ValueError(f"{kind} tensor {prefix + 'g_idx'!r} has shape {list(g_idx)}, expected [{k}]: one "
+                             f"group index for each of the K = {k} input features of {name!r} {list(qweight)}")
         if not groups:
             continue  # the load names the missing tensors
         label, shape = next(iter(groups.items()))
         count = shape[0]
         if prefix + "g_idx" in g_idx_groups and g_idx_groups[prefix + "g_idx"] != count:
-            raise ValueError(f"GPTQ tensor {prefix + 'g_idx'!r} indexes {g_idx_groups[prefix + 'g_idx']} groups, "
+            raise ValueError(f"{kind} tensor {prefix + 'g_idx'!r} indexes {g_idx_groups[prefix + 'g_idx']} groups, "
                              f"{prefix + label!r} {list(shape)} holds {count}")
         if k % count:
-            raise ValueError(f"GPTQ tensor {prefix + label!r} has shape {list(shape)}: {count} groups do not divide "
+            raise ValueError(f"{kind} tensor {prefix + label!r} has shape {list(shape)}: {count} groups do not divide "
                              f"the K = {k} input features of {name!r} {list(qweight)} evenly")
         g = k // count
         fits = {g, -1} if count == 1 else {g}
         evidence = (f"{prefix + label!r} has shape {list(shape)}: {count} group{'s' * (count > 1)} of {g} of the "
                     f"K = {k} input features of {name!r} {list(qweight)}")
         if stated is not None and stated not in fits:
-            raise ValueError(f"{where} is {stated}, but GPTQ tensor {evidence}")
+            raise ValueError(f"{where} is {stated}, but {kind} tensor {evidence}")
         if answer is not None and not answer & fits:
-            raise ValueError(f"GPTQ tensors give different group sizes: {first}, while {evidence}")
+            raise ValueError(f"{kind} tensors give different group sizes: {first}, while {evidence}")
         answer, first = fits if answer is None else answer & fits, first or evidence
     if stated is not None:
         return stated
     if answer is None:
-        raise ValueError(f"{where} is not stated, and there are no GPTQ tensors (*.qweight with *.scales) to "
+        raise ValueError(f"{where} is not stated, and there are no {kind} tensors (*.qweight with *.scales) to "
                          f"read it from")
     g = -1 if -1 in answer else answer.pop()
     if g != -1 and (g < 2 or g % 2):
-        raise ValueError(f"GPTQ tensors give groups of {g} input features ({first}); tritium reads even group "
+        raise ValueError(f"{kind} tensors give groups of {g} input features ({first}); tritium reads even group "
                          f"sizes only")
     return g
 

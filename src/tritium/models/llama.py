@@ -657,7 +657,8 @@ class LlamaModel:
                 where = f"checkpoint tensor {name!r}" if origin is None else (
                     f"checkpoint tensor {origin[0]!r}{'' if origin[0] == name else f' ({name})'} in {origin[1]!r}")
                 raise ValueError(f"{where} holds {found}: a model with it computes NaN logits (weights must be "
-                                 f"finite; ModelOptions(check_finite=False) loads it anyway)")
+                                 f"finite; check_finite=False loads it anyway: LLM(..., check_finite=False), "
+                                 f"EngineConfig, ModelOptions, or the command's --no-check-finite)")
         # no checkpoint tensor holds one (the failed part came from the model's tensors): a conversion made it
         label, t = next((label, t) for (label, t), (_, e) in zip(held, extremes) if not bool(torch.isfinite(e).all()))
         raise ValueError(f"{label} holds NaN or infinite values after loading, though no checkpoint tensor does: a "

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from tritium.models.config import Fp8Blocks, ModelConfig, UnsupportedModelError
-from tritium.models.int4_formats import gptq_group_size
+from tritium.models.int4_formats import group_size_from_shapes
 
 log = logging.getLogger(__name__)
 
@@ -266,39 +266,54 @@ def load_hf_config(path: str) -> ModelConfig:
         raise ValueError(f"{config_path!r}: {e}") from None
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.isfile(gen_path):
-        eos = generation_eos_token_ids(gen_path, cfg.vocab_size)
+        eos = generation_eos_token_ids(gen_path, cfg.vocab_size, cfg.eos_token_ids)
         if eos is not None:
             cfg.eos_token_ids = eos
-    if cfg.int4 is not None and cfg.int4.format == "gptq":
-        cfg.int4 = dataclasses.replace(cfg.int4, group_size=_gptq_group_size(path, cfg.int4.group_size))
+    if cfg.int4 is not None and cfg.int4.format in ("gptq", "awq"):
+        cfg.int4 = dataclasses.replace(cfg.int4, group_size=_int4_group_size(path, cfg.int4.format,
+                                                                             cfg.int4.group_size))
     return cfg
 
 
-def generation_eos_token_ids(gen_path: str, vocab_size: int) -> tuple[int, ...] | None:
+def generation_eos_token_ids(gen_path: str, vocab_size: int, config_ids: tuple[int, ...] = ()
+                             ) -> tuple[int, ...] | None:
     """The ``eos_token_id`` of a ``generation_config.json`` (an id or a list of ids; None where absent or null),
     the one field of it tritium reads. ValueError naming the file and the field for a file that is not a JSON
-    object, or an id that is not an integer in [0, vocab_size): a string, a bool (JSON's true is not 1), a float
-    or a negative id went into the stop set as it was (a stop id never sampled, or a TypeError far from the
-    file); an id past the vocabulary is one the model cannot produce."""
+    object, or an id that is not an integer: a string, a bool (JSON's true is not 1), a float or an object went
+    into the stop set as it was (a stop id never sampled, or a TypeError far from the file). An integer outside
+    [0, vocab_size) (an id the model cannot produce; transformers keeps it and never stops at it) is logged as a
+    warning and left out; where that leaves none of the ids, the warning says so and None is returned: the model
+    stops at ``config_ids`` (config.json's ``eos_token_id``) and the tokenizer's EOS token."""
     gen = read_json(gen_path)
     if not isinstance(gen, dict):
         raise ValueError(f"{gen_path!r} must hold a JSON object, got {type(gen).__name__}")
     eos = gen.get("eos_token_id")
     if eos is None:
         return None
-    ids = eos if isinstance(eos, list) else [eos]
-    for i, t in enumerate(ids):
-        if not (isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size):
-            where = f"eos_token_id[{i}]" if isinstance(eos, list) else "eos_token_id"
-            raise ValueError(f"{gen_path!r}: {where} must be a token id (an integer in [0, vocab_size = "
-                             f"{vocab_size})), or eos_token_id a list of them; got {t!r}")
-    return tuple(ids)
+    named = [(f"eos_token_id[{i}]", t) for i, t in enumerate(eos)] if isinstance(eos, list) else \
+        [("eos_token_id", eos)]
+    for where, t in named:
+        if not (isinstance(t, int) and not isinstance(t, bool)):
+            raise ValueError(f"{gen_path!r}: {where} must be a token id (an integer), or eos_token_id a list of "
+                             f"them; got {t!r}")
+    for where, t in named:
+        if not 0 <= t < vocab_size:
+            log.warning("%r: %s = %d is not a token id of the model (vocab_size = %d): ignored (the model cannot "
+                        "produce it)", gen_path, where, t, vocab_size)
+    kept = tuple(t for _, t in named if 0 <= t < vocab_size)
+    if named and not kept:
+        log.warning("%r: none of eos_token_id %r is a token id of the model (vocab_size = %d): generation stops "
+                    "only at config.json's eos_token_id (%s) and the tokenizer's EOS token, where they have one",
+                    gen_path, eos, vocab_size, ", ".join(map(str, config_ids)) or "none")
+        return None
+    return kept
 
 
-def _gptq_group_size(path: str, stated: int | None) -> int:
-    """A GPTQ checkpoint's group size as its tensors' shapes give it (:func:`gptq_group_size`), read from the
-    safetensors headers (and each ``g_idx``'s largest value: K int32s a projection), checked against the
-    ``group_size`` its quantization config states (None: not stated, as HF's GPTQConfig and AutoGPTQ allow)."""
+def _int4_group_size(path: str, fmt: str, stated: int | None) -> int:
+    """A GPTQ or AWQ checkpoint's group size as its tensors' shapes give it (:func:`group_size_from_shapes`),
+    read from the safetensors headers (and each GPTQ ``g_idx``'s largest value: K int32s a projection), checked
+    against the ``group_size`` its quantization config states (None: not stated, as HF's GPTQConfig, AutoGPTQ
+    and AutoAWQ allow)."""
     from safetensors import safe_open
 
     shapes, g_idx_groups = {}, {}
@@ -315,7 +330,7 @@ def _gptq_group_size(path: str, stated: int | None) -> int:
                 if not g_idx.dtype.is_floating_point:
                     g_idx_groups[name] = int(g_idx.max()) + 1
     try:
-        return gptq_group_size(shapes, stated, g_idx_groups)
+        return group_size_from_shapes(fmt, shapes, stated, g_idx_groups)
     except ValueError as e:
         raise ValueError(f"{path!r}: {e}") from None
 
@@ -467,12 +482,13 @@ def gguf_path(reader) -> str:
 
 def load_gguf_config(reader, meta: dict) -> ModelConfig:
     """The ModelConfig of a GGUF file. A metadata key missing or malformed raises ValueError (UnsupportedModelError
-    for what is not supported) naming the file and the key."""
+    for what is not supported) naming the file and the key; a special token id outside the vocabulary is logged
+    as a warning naming them and ignored (as llama.cpp does)."""
     names = {t.name for t in reader.tensors}
     try:
         return ModelConfig.from_gguf_metadata(
             meta, has_output_weight="output.weight" in names, has_qkv_bias="blk.0.attn_q.bias" in names,
-            has_qk_norm="blk.0.attn_q_norm.weight" in names)
+            has_qk_norm="blk.0.attn_q_norm.weight" in names, source=gguf_path(reader))
     except (ValueError, TypeError) as e:
         key = getattr(e, "gguf_key", None)
         message = f"GGUF metadata {key}: {e}" if key is not None and key not in str(e) else str(e)
