@@ -1,6 +1,6 @@
 """An all-gather written with ``put``: every rank writes its chunk into slot ``rank`` of every rank's
 output (its own included), then a device barrier makes all chunks visible everywhere. The result is
-compared with torch.distributed.all_gather_into_tensor.
+compared with torch.distributed.all_gather.
 
     python examples/shmem/all_gather.py [world_size]          # CPU: interpreter, default 2 ranks
 """
@@ -41,7 +41,7 @@ def worker(rank, world_size):
         heap.barrier()
         all_gather(heap, chunk, out)
         reference = torch.empty_like(out)
-        dist.all_gather_into_tensor(reference, chunk.clone())
+        dist.all_gather(list(reference.chunk(world_size)), chunk.clone())  # (all_gather_into_tensor: deprecated)
         right = bool(torch.equal(out, reference))
         heap.barrier()
     report("all_gather", rank, world_size, right)

@@ -13,13 +13,14 @@ import ctypes
 import datetime
 import hashlib
 import math
+import numbers
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from tritium import runtime
-from tritium.shmem import sync
+from tritium.shmem import checks, sync
 from tritium.shmem.allocator import Allocator
 from tritium.shmem.cpu_shm import CpuShmAllocator
 from tritium.shmem.cuda_ipc import CudaIpcAllocator
@@ -67,19 +68,25 @@ class DeviceTimeout(RuntimeError):
 
 
 def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, int):
+    if isinstance(shape, numbers.Integral):
         shape = (shape,)
-    if not isinstance(shape, (tuple, list, torch.Size)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not isinstance(shape, (tuple, list, torch.Size)) or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise ValueError(f"shape must be an int or a tuple of non-negative ints, got {shape!r}")
-    return tuple(shape)
+    return tuple(int(d) for d in shape)
+
+
+def _address(tensor: torch.Tensor) -> int:
+    """Address of ``tensor``'s first element. NOTE: not ``data_ptr()``, which is 0 for a tensor of no elements."""
+    return tensor.untyped_storage().data_ptr() + tensor.storage_offset() * tensor.element_size()
 
 
 class SymmetricHeap:
     """A symmetric heap of ``size`` bytes on every rank of ``group`` (a ``torch.distributed`` process
     group; default: the whole world), e.g. the ranks of one tensor-parallel group.
 
-    Collective over ``group``: every rank of it constructs it (after ``torch.distributed.init_process_group``), allocates
-    the same tensors in the same order, and closes it.
+    Collective over ``group``: every rank of it constructs it (after ``torch.distributed.init_process_group``),
+    allocates the same tensors in the same order, and closes it.
 
     - ``rank``, ``world_size``: this rank's index in ``group`` and the group's size (ranks of the heap
       are group ranks); ``group``: the group given (None: the world), ``global_ranks``: its members.
@@ -96,13 +103,11 @@ class SymmetricHeap:
 
     def __init__(self, size: int, *, backend: str | None = None, device: torch.device | str | None = None,
                  timeout: float = 300.0, check: bool = True, group: "dist.ProcessGroup | None" = None):
-        if not isinstance(size, int) or size <= 0:
-            raise ValueError(f"size must be a positive int (bytes), got {size!r}")
+        size = checks.integer("size (bytes)", size, minimum=1)
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("SymmetricHeap needs torch.distributed initialised: call "
                                "init_process_group first, or run under tritium.shmem.launch")
-        if not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        timeout = checks.seconds("timeout", timeout)
         self.device = self._pick_device(device)
         if group is None:
             self.global_ranks = list(range(dist.get_world_size()))
@@ -132,11 +137,7 @@ class SymmetricHeap:
         self.backend = backend
         self._group = None
         try:
-            if group is None:
-                self._group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
-            else:  # only the members make it (other ranks need not take part)
-                self._group = dist.new_group(self.global_ranks, backend="gloo", use_local_synchronization=True,
-                                             timeout=datetime.timedelta(seconds=timeout))
+            self._group = self._new_group()
             self._allocator = allocator_class(self.size, self.rank, self.world_size, self.device,
                                               lambda obj: self._exchange("rendezvous", obj))
             self.bases = torch.tensor(self._allocator.addresses, dtype=torch.int64, device=self.device)
@@ -152,10 +153,28 @@ class SymmetricHeap:
             if runtime.default_device().type == "cuda":
                 return torch.device("cuda", torch.cuda.current_device())
             return torch.device("cpu")
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"device must be a torch.device or a device string, got {device!r}") from e
+        if device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ValueError(f"device is {device}, but no CUDA device is available")
+            if device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
         return device
+
+    def _new_group(self) -> "dist.ProcessGroup":
+        """The heap's own gloo group (collective over its members): its waits end after ``timeout``."""
+        span = datetime.timedelta(seconds=self.timeout)
+        try:
+            if self.group is None:
+                return dist.new_group(backend="gloo", timeout=span)
+            # only the members make it (other ranks need not take part)
+            return dist.new_group(self.global_ranks, backend="gloo", use_local_synchronization=True, timeout=span)
+        except RuntimeError as e:
+            raise PeerTimeout(f"rank {self.rank}: creating the SymmetricHeap failed: a peer did not create it within "
+                              f"timeout={self.timeout} s or is gone ({str(e).splitlines()[0]})") from e
 
     # ---- host-side collectives over the heap's group -------------------------------------------------
 
@@ -200,11 +219,13 @@ class SymmetricHeap:
 
     def zeros(self, shape, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Zero-filled heap tensor. Like every fill, call ``barrier()`` before peers access it."""
-        return self.empty(shape, dtype).zero_()
+        tensor = self.empty(shape, dtype)
+        # NOTE: torch has no fill for empty tensors of the bit-packed dtypes (bits8, uint1..7, float4_e2m1fn_x2)
+        return tensor.zero_() if tensor.numel() else tensor
 
     def full(self, shape, value, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Heap tensor filled with ``value``. Call ``barrier()`` before peers access it."""
-        if not isinstance(value, (int, float, bool)) and not (isinstance(value, torch.Tensor) and value.numel() == 1):
+        if not isinstance(value, numbers.Number) and not (isinstance(value, torch.Tensor) and value.numel() == 1):
             raise TypeError(f"value must be a number (or a one-element tensor), got {type(value).__name__}")
         return self.empty(shape, dtype).fill_(value)
 
@@ -216,7 +237,7 @@ class SymmetricHeap:
         self._check_open()
         if tensor.device != self.device:
             return None
-        offset = tensor.data_ptr() - self._allocator.addresses[self.rank]
+        offset = _address(tensor) - self._allocator.addresses[self.rank]
         span = 0  # bytes from the first element to the end of the last
         if tensor.numel():
             span = (1 + sum((n - 1) * abs(s) for n, s in zip(tensor.shape, tensor.stride()))) * tensor.element_size()
@@ -227,6 +248,9 @@ class SymmetricHeap:
         tensor ``dst`` (contiguous, same number of bytes) with the copy engine, on the current stream: no
         SM does the copy, nothing waits for it on the host (``cudaMemcpyAsync`` over the peer mapping; on
         the CPU heap a plain memory copy into the peer's mapping, done at once)."""
+        for name, tensor in (("src", src), ("dst", dst)):
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"put: {name} must be a torch.Tensor, got {type(tensor).__name__}")
         if not src.is_contiguous() or not dst.is_contiguous():
             raise ValueError("put: src and dst must be contiguous")
         nbytes = src.numel() * src.element_size()
@@ -250,15 +274,16 @@ class SymmetricHeap:
     def remote_address(self, tensor: torch.Tensor, rank: int) -> int:
         """Address of ``tensor``'s first element in ``rank``'s heap as mapped in this process (for copy
         engines: ``cudaMemcpyAsync``); ``tensor`` must be a tensor of this heap."""
-        if not 0 <= rank < self.world_size:
-            raise ValueError(f"rank must be in [0, {self.world_size}), got {rank}")
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or not 0 <= rank < self.world_size:
+            raise ValueError(f"rank must be an int in [0, {self.world_size}), got {rank!r}")
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor must be a torch.Tensor of this heap, got {type(tensor).__name__}")
-        self._check_open()
-        offset = tensor.data_ptr() - self._allocator.addresses[self.rank]
-        if not 0 <= offset < self.size:
-            raise ValueError(f"tensor must live in this heap; its address is {offset} bytes from the heap start")
-        return self._allocator.addresses[rank] + offset
+        offset = self.offset(tensor)
+        if offset is None:
+            raise ValueError(f"tensor must live in this heap (on {self.device}); it starts "
+                             f"{_address(tensor) - self._allocator.addresses[self.rank]} bytes from the heap start "
+                             f"and is on {tensor.device}")
+        return self._allocator.addresses[int(rank)] + offset
 
     # ---- synchronisation -----------------------------------------------------------------------------
 
@@ -289,7 +314,9 @@ class SymmetricHeap:
     # ---- teardown ------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Collective: wait for all ranks, then unmap the peers and free this rank's heap. Idempotent."""
+        """Collective: wait for all ranks, then unmap the peers and free this rank's heap. Idempotent.
+        Heap tensors kept past it stay usable (the CPU heap's mapping and the CUDA heap's memory go with the
+        last of them); kernels must not reach peers through ``bases`` any more."""
         if self._allocator is None:
             return
         try:

@@ -30,7 +30,8 @@ _ARRIVALS = tl.constexpr(ARRIVALS)
 
 @triton.jit
 def signal(flag_ptr, value, rank, remote_rank, bases,
-           sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), op: tl.constexpr = tl.constexpr("set")):
+           sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"),
+           op: tl.constexpr = tl.constexpr("set")):
     """Publish ``value`` to the flag at ``flag_ptr``'s offset on ``remote_rank``: ``op="set"`` stores it
     (atomic exchange), ``op="add"`` adds it. Returns the old flag value.
 
@@ -61,7 +62,8 @@ def _reached(seen, value, cmp: tl.constexpr):
 
 @triton.jit
 def wait(flag_ptr, value, rank, remote_rank, bases, max_spins,
-         cmp: tl.constexpr = tl.constexpr("ge"), sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys")):
+         cmp: tl.constexpr = tl.constexpr("ge"), sem: tl.constexpr = tl.constexpr("acquire"),
+         scope: tl.constexpr = tl.constexpr("sys")):
     """Poll the flag at ``flag_ptr``'s offset on ``remote_rank`` (usually ``rank`` itself) until it is
     ``>= value`` (``cmp="ge"``) or ``== value`` (``cmp="eq"``), at most ``max_spins`` polls.
 
