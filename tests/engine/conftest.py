@@ -6,6 +6,7 @@ locally with ``tokenizers``; nothing is downloaded.
 
 import json
 import os
+import shutil
 
 import pytest
 import torch
@@ -199,6 +200,17 @@ def make_tiny_model(path, model_type, rope=None, **overrides):
                 model.get_input_embeddings().weight.mul_(config.hidden_size ** -0.5)
     model.save_pretrained(path, safe_serialization=True)
     return model
+
+
+def with_config(src: str, dst, **fields) -> str:
+    """A copy of model directory ``src`` at ``dst`` whose config.json has ``fields`` added (the same weights)."""
+    shutil.copytree(src, dst)
+    config_file = os.path.join(dst, "config.json")
+    with open(config_file) as f:
+        config = json.load(f)
+    with open(config_file, "w") as f:
+        json.dump({**config, **fields}, f)
+    return str(dst)
 
 
 @pytest.fixture(scope="session")

@@ -3,15 +3,16 @@ transformers', through chunked prefill, preemption, the prefix cache and a batch
 says it pools (sentence-transformers files); normalizing, dimensions and errors."""
 
 import json
+import re
 
 import pytest
 import torch
 
 from tritium import LLM, LLMEngine, SamplingParams
-from tritium.engine.pooling import DEFAULT, finish, model_pooling
+from tritium.engine.pooling import DEFAULT, UnsupportedDimensions, finish, model_matryoshka, model_pooling
 from tritium.engine.scheduler import Scheduler
 
-from .conftest import PROMPTS
+from .conftest import PROMPTS, with_config
 
 
 def _hidden(hf, ids: list[int]) -> torch.Tensor:
@@ -27,7 +28,7 @@ def llama(tiny_models):
 @pytest.mark.parametrize("chunk", [64, 5])
 def test_embeddings_equal_transformers(llama, chunk):
     """Last-token and mean pooling equal transformers' final hidden states (prompts of 1 to 19 tokens, prefilled
-    whole or in chunks of 5); normalized by default, ``dimensions`` cut before normalizing."""
+    whole or in chunks of 5); normalized by default."""
     path, hf = llama
     llm = LLM(path, dtype=torch.float32, max_model_len=64, max_num_batched_tokens=chunk)
     prompts = PROMPTS[:3] + ["w5"]
@@ -40,8 +41,6 @@ def test_embeddings_equal_transformers(llama, chunk):
         torch.testing.assert_close(mean[i], h.mean(0), rtol=1e-4, atol=1e-4)
     unit = llm.embed(prompts)
     torch.testing.assert_close(unit, torch.nn.functional.normalize(last, dim=-1))
-    cut = llm.embed(prompts[0], dimensions=8)
-    torch.testing.assert_close(cut[0], torch.nn.functional.normalize(last[0, :8], dim=0))
     assert llm.engine.block_manager.num_free_blocks == llm.engine.block_manager.num_blocks
 
 
@@ -116,6 +115,46 @@ def test_embeddings_with_triton_kernels(llama):
     want = LLM(path, **kw).embed(["w5", PROMPTS[0]], normalize=False)
     got = LLM(path, attention_backend="triton", op_backend="triton", **kw).embed(["w5", PROMPTS[0]], normalize=False)
     torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_dimensions_need_a_matryoshka_model(llama, tmp_path, monkeypatch):
+    """``dimensions`` as the server takes it (vLLM's rule): only for a model whose config.json says it was trained
+    for Matryoshka embeddings, one of its matryoshka_dimensions where it lists them (any size up to the hidden size
+    with is_matryoshka): the first components of transformers' vector, then normalized. Another model's is a
+    ValueError naming dimensions, before any prompt runs (LLM.embed cut any model's vectors, the server refused)."""
+    path, hf = llama
+    kw = dict(dtype=torch.float32, max_model_len=32)
+    listed = with_config(path, tmp_path / "listed", matryoshka_dimensions=[16, 8])
+    llm = LLM(listed, **kw)
+    last = _hidden(hf, llm.tokenizer.encode("w1 w2"))[-1]
+    torch.testing.assert_close(llm.embed("w1 w2", dimensions=8)[0], torch.nn.functional.normalize(last[:8], dim=0),
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=rf'^Model "{re.escape(listed)}" only supports \[8, 16\] matryoshka '
+                                         r"dimensions, got 12$"):
+        llm.embed("w1 w2", dimensions=12)
+    anysize = LLM(with_config(path, tmp_path / "any", is_matryoshka=True), **kw)
+    torch.testing.assert_close(anysize.embed("w1 w2", dimensions=12)[0],
+                               torch.nn.functional.normalize(last[:12], dim=0), rtol=1e-4, atol=1e-4)
+    plain = LLM(path, **kw)
+    monkeypatch.setattr(plain, "generate", lambda *a, **k: pytest.fail("the prompts ran before dimensions was checked"))
+    with pytest.raises(UnsupportedDimensions, match=rf'^Model "{re.escape(path)}" does not support matryoshka '
+                                                    r"representation, changing output dimensions will lead to poor "
+                                                    r"results \(its config.json has neither is_matryoshka nor "
+                                                    r"matryoshka_dimensions\)$"):
+        plain.embed(["w1", "w2 w3"], dimensions=8)
+
+
+def test_model_matryoshka_from_config(tmp_path):
+    """The sizes a model may be cut to, as vLLM reads its config.json: matryoshka_dimensions (sorted), else
+    is_matryoshka: true (any); nothing for a GGUF file, in-memory weights or a config without them."""
+    for config, sizes in (({"is_matryoshka": True}, True), ({"matryoshka_dimensions": [64, 32]}, [32, 64]),
+                          ({"is_matryoshka": False}, False), ({"matryoshka_dimensions": []}, False),
+                          ({"matryoshka_dimensions": [True]}, False), ({"is_matryoshka": "yes"}, False), ({}, False)):
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **config}))
+        assert model_matryoshka(str(tmp_path)) == sizes, config
+    (tmp_path / "config.json").write_text("[1, 2]")
+    assert model_matryoshka(str(tmp_path)) is False
+    assert model_matryoshka(str(tmp_path / "model.gguf")) is False and model_matryoshka(None) is False
 
 
 def test_model_pooling_from_sentence_transformers_files(tmp_path):

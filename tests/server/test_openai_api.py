@@ -25,12 +25,11 @@ import urllib.request
 import pytest
 import torch
 
-from engine.conftest import PROMPTS, add_fim_tokens, make_tiny_model
+from engine.conftest import PROMPTS, add_fim_tokens, make_tiny_model, with_config
 from tritium import LLM, SamplingParams
 from tritium.engine import AsyncLLMEngine, LLMEngine
 from tritium.engine.fim import FORMATS
 from tritium.server import build_app
-from tritium.server.app import model_matryoshka
 
 from .conftest import Server
 
@@ -239,11 +238,24 @@ def test_embedding_dimensions_need_a_matryoshka_model(tmp_path):
         r = http.post("/v1/embeddings", json={"input": "w1 w2", "dimensions": 12})
         assert r.status_code == 400 and r.json()["error"]["param"] == "dimensions"
         assert "only supports [8, 16] matryoshka dimensions" in r.json()["error"]["message"]
-    for config, sizes in (({"is_matryoshka": True}, True), ({"matryoshka_dimensions": [64]}, [64]),
-                          ({"is_matryoshka": False}, False), ({"matryoshka_dimensions": []}, False), ({}, False)):
-        (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **config}))
-        assert model_matryoshka(str(tmp_path)) == sizes, config
-    assert model_matryoshka(str(tmp_path / "model.gguf")) is False and model_matryoshka(None) is False
+
+
+def test_embedding_dimensions_refused_as_offline(model_dir, tmp_path):
+    """The server's 400 for dimensions carries LLM.embed's ValueError word for word, offline and served one rule
+    (tritium.engine.pooling.check_dimensions): a model not trained for Matryoshka embeddings (unsupported_parameter),
+    a size its matryoshka_dimensions do not list, one past the hidden size (LLM.embed cut any model's vectors)."""
+    cases = [(model_dir, 8, "unsupported_parameter"),
+             (with_config(model_dir, tmp_path / "listed", matryoshka_dimensions=[16, 8]), 12, None),
+             (with_config(model_dir, tmp_path / "any", is_matryoshka=True), 4096, None)]
+    for path, dimensions, code in cases:
+        llm = LLM(path, dtype=torch.float32, max_model_len=MAX_LEN)
+        with pytest.raises(ValueError) as offline:
+            llm.embed("w1", dimensions=dimensions)
+        with TestClient(build_app(AsyncLLMEngine(llm.engine), model_name=path)) as http:
+            r = http.post("/v1/embeddings", json={"input": "w1", "dimensions": dimensions})
+        assert r.status_code == 400, r.text
+        assert r.json()["error"] == {"message": str(offline.value), "type": "invalid_request_error",
+                                     "param": "dimensions", "code": code}
 
 
 def test_completions_fill_in_the_middle(tmp_path):

@@ -473,7 +473,7 @@ def test_interleave_families():
         assert abs(sum(w.family() == PREFILL for w in order[:n]) - share * n) <= 1
 
 
-@pytest.mark.parametrize("argv,message", [(["--repeats", "0"], "--repeats must be >= 1"),
+@pytest.mark.parametrize("argv,message", [(["--repeats", "0"], "argument --repeats: expected an int >= 1, got '0'"),
                                           (["--grid", "120"], "--grid must be two positive counts"),
                                           (["--grid", "a,b"], "--grid must be two positive counts"),
                                           (["--grid", "120,0"], "--grid must be two positive counts"),

@@ -100,12 +100,17 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--confirm", "missing.json"], "does not exist"),
-    (["--confirm", "x.json", "--repeats", "1"], "repeats must be >= 2"),
+    (["--confirm", "missing.json"], "argument --confirm: missing.json does not exist"),
+    (["--confirm", "SWEEP", "--repeats", "1"], "repeats must be >= 2"),
+    # (it was a FileNotFoundError from hashing the validation JSON)
+    (["--confirm", "SWEEP"], "--confirm: SWEEP_DIR/sweep.validation.json does not exist (--fit SWEEP writes it)"),
     (["--confirm-merge", "only.json"], "at least one shard"),
     (["--confirm-summary", "missing.json"], "does not exist"),
 ])
-def test_confirm_arguments_refused(argv, message, capsys):
-    with pytest.raises(SystemExit):
-        tune.main(argv)
-    assert message in capsys.readouterr().err
+def test_confirm_arguments_refused(argv, message, tmp_path, capsys):
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"gpu": "cpu", "knobs": KNOBS, "records": []}))
+    with pytest.raises(SystemExit) as exc:
+        tune.main([str(sweep) if a == "SWEEP" else a for a in argv])
+    assert exc.value.code == 2
+    assert message.replace("SWEEP_DIR", str(tmp_path)).replace("SWEEP", str(sweep)) in capsys.readouterr().err

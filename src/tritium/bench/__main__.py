@@ -7,30 +7,26 @@ import json
 import sys
 
 from tritium.bench import SUITES
+from tritium.bench.args import Parser, UsageError, gpu_visible, no_gpu_reason, output_file, split_suite
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    top = argparse.ArgumentParser(prog="python -m tritium.bench", description=__doc__,
-                                  epilog="suites: " + ", ".join(SUITES))
-    top.add_argument("suite", nargs="?", help=f"one of: {', '.join(SUITES)}")
-    top.add_argument("--list", action="store_true", help="list the suites and exit")
-    if not argv or argv[0].startswith("-"):  # no suite: the top level's own options (--list, --help)
-        top.parse_args(argv)
-        for name, module in SUITES.items():
-            print(f"{name:14s} {module}")
-        return 0
-    suite, rest = argv[0], argv[1:]
-    if suite not in SUITES:
-        top.error(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
+    suite, rest = split_suite("python -m tritium.bench", SUITES, argv, __doc__)
     module = importlib.import_module(SUITES[suite])
-    sub = argparse.ArgumentParser(prog=f"python -m tritium.bench {suite}", description=module.__doc__,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub.add_argument("--out", help="write the results as JSON to this file")
+    sub = Parser(prog=f"python -m tritium.bench {suite}", description=module.__doc__,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub.add_argument("--out", type=output_file, help="write the results as JSON to this file")
     if hasattr(module, "add_arguments"):
         module.add_arguments(sub)
     args = sub.parse_args(rest)
-    result = module.run(args)
+    needs_gpu = getattr(module, "NEEDS_GPU", None)  # what the suite measures there
+    if needs_gpu and not gpu_visible():
+        sub.error(f"this suite needs a GPU ({needs_gpu}); {no_gpu_reason()}")
+    try:
+        result = module.run(args)
+    except UsageError as e:  # raised before the suite does any work
+        sub.error(str(e))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

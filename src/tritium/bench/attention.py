@@ -25,6 +25,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tritium.attention import AttentionConfig, AttentionWorkspace, hopper, paged_attention, select_attention_config
+from tritium.bench.args import int_list, name_list, output_file
 from tritium.bench.common import (copy_bandwidth_tbs, graph_kernel_us, header, interleaved_ms, matmul_tflops,
                                   print_table, time_ms)
 
@@ -35,16 +36,20 @@ DECODE_CASES = [(1, 8192), (1, 32768), (16, 4096), (64, 2048), (128, 8192), (256
 # Targets of issue 17 (H100, cold decode): TB/s; B=16 L=4096 and B=64 L=2048 must match cuDNN dense in the
 # same run (vs_sdpa_cudnn >= 1); prefill >= 0.9x cuDNN on every case.
 DECODE_TARGETS = {(1, 8192): 2.3, (1, 32768): 2.75}
+NEEDS_GPU = "it times CUDA graphs of paged attention against cuDNN and flash SDPA"
+CASES = [f"prefill:{b}x{s}" for b, s in PREFILL_CASES] + [f"decode:{b}x{s}" for b, s in DECODE_CASES]
 
 
 def add_arguments(parser):
-    parser.add_argument("--block-sizes", default="16,64", help="KV page sizes to run (comma-separated)")
+    parser.add_argument("--block-sizes", type=int_list(1), default="16,64",
+                        help="KV page sizes to run (comma-separated)")
     parser.add_argument("--only", choices=["prefill", "decode"], help="run one half")
     parser.add_argument("--sweep", action="store_true", help="also time alternative kernel configurations")
-    parser.add_argument("--cases", help="subset, e.g. 'decode:1x8192,prefill:1x4096'")
+    parser.add_argument("--cases", type=name_list(CASES), help=f"subset of {','.join(CASES)}")
     parser.add_argument("--profile", action="store_true",
                         help="decode rows: per-kernel microseconds of the cold graph (torch.profiler)")
-    parser.add_argument("--partial", help="rewrite this JSON file after every case (survives a timeout)")
+    parser.add_argument("--partial", type=output_file,
+                        help="rewrite this JSON file after every case (survives a timeout)")
 
 
 def _paged_batch(batch: int, seq_len: int, q_len: int, block_size: int, dtype=torch.bfloat16):
@@ -256,7 +261,7 @@ def bench_decode(batch, seq_len, block_size, sweep, profile=False):
 def _selected(args, kind, batch, seq_len):
     if not args.cases:
         return args.only in (None, kind)
-    return f"{kind}:{batch}x{seq_len}" in args.cases.split(",")
+    return f"{kind}:{batch}x{seq_len}" in args.cases
 
 
 def _save(result, path):
@@ -266,14 +271,12 @@ def _save(result, path):
 
 
 def run(args) -> dict:
-    if not torch.cuda.is_available():
-        raise SystemExit("the attention benchmark needs a GPU")
     torch.manual_seed(0)
     result = dict(header=header(), ceilings=dict(copy_tbs=copy_bandwidth_tbs(), matmul_tflops=matmul_tflops()))
     print(result["header"])
     print("ceilings:", {k: round(v, 3) for k, v in result["ceilings"].items()})
     rows = result["rows"] = []
-    block_sizes = [int(b) for b in args.block_sizes.split(",")]
+    block_sizes = args.block_sizes
     for block_size in block_sizes:
         for batch, seq_len in PREFILL_CASES:
             if _selected(args, "prefill", batch, seq_len):

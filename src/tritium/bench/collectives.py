@@ -15,6 +15,7 @@ under the interpreter (gloo), as a smoke test.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import tempfile
@@ -24,6 +25,7 @@ import torch.distributed as dist
 
 import tritium.collectives as coll
 import tritium.shmem as shmem
+from tritium.bench.args import integer, positive, ranks
 from tritium.bench.common import header, print_table, ranked_graph_us, ranked_us
 from tritium.runtime import interpreting
 
@@ -32,14 +34,16 @@ _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--world-size", type=int, default=None, help="ranks (default: every visible GPU)")
-    parser.add_argument("--sizes", default=None, help=f"message sizes per rank (default {DEFAULT_SIZES}; 1K,4K on CPU)")
-    parser.add_argument("--iters", type=int, default=20, help="calls per timing")
-    parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
-    parser.add_argument("--timeout", type=float, default=500.0, help="seconds before the ranks are stopped")
-    parser.add_argument("--tiles", default="", help="extra (elements per tile)x(warps)[x(Lamport programs)] of the one-shot "
-                        "and Lamport kernels to time from 256K, e.g. 4096x8,1024x4x528 (rows 'tritium lamport "
-                        "t4096w8', 'tritium lamport t1024w4p528', ...)")
+    parser.add_argument("--world-size", type=integer(1), default=None, help="ranks (default: every visible GPU)")
+    parser.add_argument("--sizes", type=size_list, default=None,
+                        help=f"message sizes per rank (default {DEFAULT_SIZES}; 1K,4K on CPU)")
+    parser.add_argument("--iters", type=integer(1), default=20, help="calls per timing")
+    parser.add_argument("--reps", type=integer(1), default=5, help="timings per case (median)")
+    parser.add_argument("--timeout", type=positive, default=500.0, help="seconds before the ranks are stopped")
+    parser.add_argument("--tiles", type=_tiles, default="",
+                        help="extra (elements per tile)x(warps)[x(Lamport programs)] of the one-shot and Lamport "
+                             "kernels to time from 256K, e.g. 4096x8,1024x4x528 (rows 'tritium lamport t4096w8', "
+                             "'tritium lamport t1024w4p528', ...)")
 
 
 def parse_size(text: str) -> int:
@@ -47,6 +51,29 @@ def parse_size(text: str) -> int:
     if text and text[-1] in _UNITS:
         return int(float(text[:-1]) * _UNITS[text[-1]])
     return int(text)
+
+
+def size_list(text: str) -> list[int]:
+    """Option type: comma-separated sizes >= 1 with K, M or G for 2^10, 2^20, 2^30 ("8K,1M" -> [8192, 1048576])."""
+    try:
+        sizes = [parse_size(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated sizes >= 1 such as 8K,1M, got {text!r}")
+    return sizes
+
+
+def _tiles(text: str) -> tuple[tuple[int, ...], ...]:
+    """Option type of --tiles: "4096x8,1024x4x528" -> ((4096, 8), (1024, 4, 528)); "" -> ()."""
+    try:
+        tiles = tuple(tuple(int(v) for v in t.lower().split("x")) for t in text.split(",") if t.strip())
+    except ValueError:
+        tiles = ((),)
+    if any(len(t) not in (2, 3) or min(t) < 1 for t in tiles):
+        raise argparse.ArgumentTypeError(f"expected (elements per tile)x(warps)[x(Lamport programs)], comma-separated, "
+                                         f"such as 4096x8,1024x4x528, got {text!r}")
+    return tiles
 
 
 def _label(nbytes: int) -> str:
@@ -225,16 +252,12 @@ def _worker(rank: int, world_size: int, sizes: list[int], iters: int, reps: int,
 
 
 def run(args) -> dict:
-    gpus = 0 if interpreting() else torch.cuda.device_count()
-    world_size = args.world_size or max(gpus, 2)
-    if gpus and world_size > gpus:
-        raise SystemExit(f"--world-size {world_size}: only {gpus} GPUs visible")
-    sizes = [parse_size(s) for s in (args.sizes or (DEFAULT_SIZES if gpus else "1K,4K")).split(",")]
+    gpus, world_size = ranks(args.world_size)
+    sizes = args.sizes or size_list(DEFAULT_SIZES if gpus else "1K,4K")
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        tiles = tuple(tuple(int(v) for v in t.lower().split("x")) for t in args.tiles.split(",") if t)
-        shmem.launch(_worker, world_size, sizes, args.iters, args.reps, path, tiles, timeout=args.timeout)
+        shmem.launch(_worker, world_size, sizes, args.iters, args.reps, path, args.tiles, timeout=args.timeout)
         import json
 
         with open(path) as f:

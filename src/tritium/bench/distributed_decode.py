@@ -42,7 +42,8 @@ import tritium.collectives as coll
 import tritium.fused as fused
 import tritium.shmem as shmem
 from tritium.attention import AttentionWorkspace, paged_attention
-from tritium.bench.collectives import parse_size
+from tritium.bench.args import UsageError, int_list, integer, positive, ranks
+from tritium.bench.collectives import size_list
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, ranked_graph_us, ranked_us
 from tritium.fused.distributed_decode import MAX_SPLITS, DecodeConfig, select_decode_config
 from tritium.runtime import interpreting, num_sms
@@ -59,16 +60,17 @@ TARGET_SPEEDUP_VS_SINGLE, TARGET_CEILING_FRACTION, TARGET_SPEEDUP_VS_NCCL = 1.8,
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--world-size", type=int, default=None, help="ranks (default: the visible GPUs, >= 2)")
-    parser.add_argument("--batches", default=None, help="sequences per batch (default 1,4,16; smoke: 1,2)")
-    parser.add_argument("--contexts", default=None, help="total tokens of each sequence, K = 1024 "
+    parser.add_argument("--world-size", type=integer(1), default=None, help="ranks (default: the visible GPUs, >= 2)")
+    parser.add_argument("--batches", type=int_list(1), default=None,
+                        help="sequences per batch (default 1,4,16; smoke: 1,2)")
+    parser.add_argument("--contexts", type=size_list, default=None, help="total tokens of each sequence, K = 1024 "
                         "(default 128K,512K,1M; smoke: 64 and 160 per rank)")
-    parser.add_argument("--iters", type=int, default=20, help="calls per CUDA graph")
-    parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
+    parser.add_argument("--iters", type=integer(1), default=20, help="calls per CUDA graph")
+    parser.add_argument("--reps", type=integer(1), default=5, help="timings per case (median)")
     parser.add_argument("--no-check", action="store_true", help="skip the correctness pass before timing")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny shapes, fp16 (what runs without GPUs, under the Triton interpreter)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a lost rank is an error")
+    parser.add_argument("--timeout", type=positive, default=600.0, help="seconds before a lost rank is an error")
     parser.add_argument("--sweep", action="store_true",
                         help="also time fused and bulk over partial-kernel configs (tile x stages x splits per SM) "
                              "in every case: rows' 'sweep' lists (tuning select_decode_config)")
@@ -371,18 +373,15 @@ def _derive(result: dict) -> None:
 
 
 def run(args) -> dict:
-    gpus = 0 if interpreting() else torch.cuda.device_count()
-    world = args.world_size or max(gpus, 2)
-    if gpus and world > gpus:
-        raise SystemExit(f"--world-size {world}: only {gpus} GPUs visible")
+    gpus, world = ranks(args.world_size)
     smoke = args.smoke or not gpus
     if smoke and gpus == 0 and not interpreting():
-        raise SystemExit("no GPU: run with TRITON_INTERPRET=1 (CPU ranks under the Triton interpreter)")
+        raise UsageError("no GPU: run with TRITON_INTERPRET=1 (CPU ranks under the Triton interpreter)")
     shape = SMOKE_SHAPE if smoke else GPU_SHAPE
     step = shape["block"] * world  # every rank's part a whole number of pages
-    contexts = args.contexts or (f"{64 * world},{160 * world}" if smoke else "128K,512K,1M")
-    contexts = [-(-parse_size(c) // step) * step for c in contexts.split(",")]  # rounded up
-    batches = [int(b) for b in (args.batches or ("1,2" if smoke else "1,4,16")).split(",")]
+    contexts = args.contexts or ([64 * world, 160 * world] if smoke else size_list("128K,512K,1M"))
+    contexts = [-(-c // step) * step for c in contexts]  # rounded up
+    batches = args.batches or ([1, 2] if smoke else [1, 4, 16])
     cfg = {"smoke": smoke, "check": not args.no_check, "batches": batches, "contexts": contexts,
            "check_totals": [70, 33, 5] if smoke else [20011, 4099, 333],
            "iters": 1 if smoke else args.iters, "reps": 1 if smoke else args.reps, "sweep": args.sweep}

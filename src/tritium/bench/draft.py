@@ -26,8 +26,9 @@ from __future__ import annotations
 import contextlib
 import gc
 
+from tritium.bench.args import UsageError, int_list, integer
 from tritium.bench.common import header, print_table
-from tritium.bench.engine_common import SHAPES, Bench, add_model_arguments, engine_generate
+from tritium.bench.engine_common import SHAPES, Bench, add_model_arguments, check_shape, engine_generate
 from tritium.bench.speculative import _case, drafts
 from tritium.engine.runner import replay_ms
 from tritium.models.config import ModelConfig
@@ -42,9 +43,9 @@ def add_arguments(parser) -> None:
                         help="the draft model's random-weight shape (default llama3.2-1b)")
     parser.add_argument("--draft-model", default=None,
                         help="a draft checkpoint instead (Hugging Face directory or .gguf file; needed with --model)")
-    parser.add_argument("--drafts", default="2,4,6", help="draft lengths d (default 2,4,6)")
-    parser.add_argument("--batches", default="1,8", help="batch sizes (default 1,8)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs a case (median)")
+    parser.add_argument("--drafts", type=int_list(1, 16), default="2,4,6", help="draft lengths d (default 2,4,6)")
+    parser.add_argument("--batches", type=int_list(1), default="1,8", help="batch sizes (default 1,8)")
+    parser.add_argument("--repeats", type=integer(1), default=3, help="timed runs a case (median)")
 
 
 @contextlib.contextmanager
@@ -65,23 +66,21 @@ def expected_accepted(rate: float, d: int) -> float:
 
 
 def run(args) -> dict:
-    bench = Bench(args)
-    draft_lens = [int(d) for d in args.drafts.split(",") if d.strip()]
-    batches = [int(b) for b in args.batches.split(",") if b.strip()]
-    if not draft_lens or min(draft_lens) < 1 or max(draft_lens) > 16:
-        raise SystemExit(f"--drafts: lengths in [1, 16], got {args.drafts!r}")
-    if not batches or min(batches) < 1:
-        raise SystemExit(f"--batches: sizes >= 1, got {args.batches!r}")
+    draft_lens, batches = args.drafts, args.batches
     kmax = max(draft_lens)
+    if args.draft_model is None:  # the draft's options checked before any weight is drawn
+        if args.model is not None:
+            raise UsageError("--model: give its draft model as --draft-model")
+        check_shape(args.draft_shape, "--draft-shape", "--draft-model PATH")
+        draft_config = ModelConfig(**{"model_type": "llama", **SHAPES[args.draft_shape]})
+        vocab = SHAPES[args.shape]["vocab_size"]
+        if draft_config.vocab_size > vocab:
+            raise UsageError(f"--draft-shape {args.draft_shape}: a vocabulary of {draft_config.vocab_size} tokens, "
+                             f"more than --shape's {vocab}")
+    bench = Bench(args)
     if args.draft_model is not None:
         draft = dict(speculative_model=args.draft_model)
-    elif args.model is not None:
-        raise SystemExit("--model: give its draft model as --draft-model")
     else:
-        draft_config = ModelConfig(**{"model_type": "llama", **SHAPES[args.draft_shape]})
-        if draft_config.vocab_size > bench.config.vocab_size:
-            raise SystemExit(f"--draft-shape {args.draft_shape}: a vocabulary of {draft_config.vocab_size} tokens, "
-                             f"more than --shape's {bench.config.vocab_size}")
         draft = dict(draft=(draft_config, Bench(args, shape=args.draft_shape).weights.items()))
     result = {"header": header(bench.device if bench.device.type == "cuda" else None), "suite": "draft",
               "shape": bench.label, "draft": args.draft_model or args.draft_shape, "prompt_len": args.prompt_len,

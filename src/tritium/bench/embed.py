@@ -14,11 +14,13 @@ ceiling a prefill-bound workload can reach).
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 
 import torch
 
+from tritium.bench.args import integer
 from tritium.bench.common import header, print_table
 from tritium.bench.engine import transformers_model
 from tritium.bench.engine_common import Bench, add_model_arguments, timed
@@ -26,20 +28,22 @@ from tritium.bench.engine_common import Bench, add_model_arguments, timed
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser, default_shape="qwen3-0.6b")
-    parser.add_argument("--cases", default="1x512,64x512,256x128,16x2048",
+    parser.add_argument("--cases", type=_cases, default="1x512,64x512,256x128,16x2048",
                         help="N prompts x L tokens each (default 1x512,64x512,256x128,16x2048)")
-    parser.add_argument("--chunk", type=int, default=8192, help="the engine's max_num_batched_tokens (default 8192)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs a case (median)")
+    parser.add_argument("--chunk", type=integer(1), default=8192,
+                        help="the engine's max_num_batched_tokens (default 8192)")
+    parser.add_argument("--repeats", type=integer(1), default=3, help="timed runs a case (median)")
     parser.add_argument("--skip-transformers", action="store_true", help="no transformers anchor")
 
 
 def _cases(text: str) -> list[tuple[int, int]]:
+    """Option type of --cases: "64x512,1x24" -> [(64, 512), (1, 24)]."""
     try:
         cases = [tuple(int(v) for v in c.split("x")) for c in text.split(",") if c.strip()]
     except ValueError:
         cases = []
     if not cases or any(len(c) != 2 or min(c) < 1 for c in cases):
-        raise SystemExit(f"--cases: N x L pairs such as 64x512, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected N x L pairs >= 1 such as 64x512, got {text!r}")
     return cases
 
 
@@ -64,7 +68,7 @@ def _ceiling_tflops(device) -> float:
 
 def run(args) -> dict:
     bench = Bench(args)
-    cases = _cases(args.cases)
+    cases = args.cases
     cfg, device = bench.config, bench.device
     longest = max(length for _, length in cases)
     result = {"header": header(device if device.type == "cuda" else None), "suite": "embed", "shape": bench.label,

@@ -44,6 +44,7 @@ import os
 import torch
 
 from tritium.bench import engine_tp
+from tritium.bench.args import UsageError, integer, name_list
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table, time_ms
 from tritium.bench.engine_common import (SHAPES, Bench, add_model_arguments, batch1_step_ms, batch_throughput,
                                          engine_generate)
@@ -57,10 +58,10 @@ DEFAULT_SYSTEMS = SYSTEMS[:3]
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser, default_shape=None)
-    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
+    parser.add_argument("--systems", type=name_list(SYSTEMS), default=",".join(DEFAULT_SYSTEMS),
                         help="comma-separated subset of " + ",".join(SYSTEMS) + " (default: the first three)")
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3, help="batch-1 runs (median)")
+    parser.add_argument("--batch", type=integer(1), default=64)
+    parser.add_argument("--repeats", type=integer(1), default=3, help="batch-1 runs (median)")
     parser.add_argument("--profile-host", action="store_true",
                         help="tritium: print a cProfile of one batch-1 generation (where the host time goes)")
     engine_tp.add_arguments(parser)
@@ -249,16 +250,11 @@ def bench_transformers(bench: Bench) -> dict:
 def run(args) -> dict:
     if args.tp > 1:
         return engine_tp.run(args)
-    if args.tp != 1:
-        raise SystemExit(f"--tp must be >= 1, got {args.tp}")
     args.shape = args.shape or "llama3-8b"
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = set(systems) - set(SYSTEMS)
-    if unknown:
-        raise SystemExit(f"--systems: unknown {sorted(unknown)}; expected some of {', '.join(SYSTEMS)}")
+    systems = args.systems
     experts = args.model is None and SHAPES[args.shape].get("num_experts", 0) > 0
     if experts and "transformers" in systems:
-        raise SystemExit(f"--systems: transformers is not run on the random mixture-of-experts shape {args.shape!r} "
+        raise UsageError(f"--systems: transformers is not run on the random mixture-of-experts shape {args.shape!r} "
                          f"(its experts are stacked differently); leave it out or pass --model")
     # a mixture of experts' random weights (61-93 GB) drawn as each engine loads them, not held twice
     bench = Bench(args, lazy=experts)

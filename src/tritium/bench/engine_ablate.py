@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
+from tritium.bench.args import integer
 from tritium.bench.common import cold_us, header, time_ms
 from tritium.bench.engine import graph_inputs, set_graph_inputs
 from tritium.bench.engine_common import (Bench, add_model_arguments, batch1_step_ms, chrome_events, engine_generate,
@@ -43,11 +44,12 @@ ABLATIONS = (
     ("attention 6 splits (2 tiles each)", {"attention_num_splits": 6}),
     ("attention 3 splits", {"attention_num_splits": 3}),
 )
+NEEDS_GPU = "CUDA graphs, PDL and CUPTI"
 
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every variant (median)")
+    parser.add_argument("--rounds", type=integer(1), default=3, help="interleaved rounds of every variant (median)")
     parser.add_argument("--trace", action="store_true",
                         help="per-kernel time on the critical path of one batch-1 graph replay (CUPTI)")
     parser.add_argument("--prefetch-sweep", action="store_true",
@@ -180,8 +182,6 @@ def prefetch_sweep(engine: LLMEngine) -> dict:
 
 def run(args) -> dict:
     bench = Bench(args)
-    if bench.device.type != "cuda":
-        raise SystemExit("engine-ablate needs a GPU (CUDA graphs, PDL and CUPTI)")
     llm = bench.llm("triton", 1)
     engine = llm.engine
     step_ms = batch1_step_ms(bench, engine_generate(llm), 1)

@@ -19,6 +19,7 @@ import time
 
 import torch
 
+from tritium.bench.args import UsageError, integer, no_gpu_reason, positive
 from tritium.engine import LLM, SamplingParams
 from tritium.engine.llm_engine import load_checkpoint
 from tritium.models.config import ModelConfig
@@ -85,12 +86,22 @@ def add_model_arguments(parser, default_shape: str | None = "llama3-8b") -> None
     parser.add_argument("--shape", choices=sorted(SHAPES), default=default_shape,
                         help=f"random-weight model shape (default {default})")
     parser.add_argument("--model", default=None, help="a checkpoint instead: Hugging Face directory or .gguf file")
-    parser.add_argument("--prompt-len", type=int, default=512)
-    parser.add_argument("--new-tokens", type=int, default=256)
-    parser.add_argument("--kv-cache-gib", type=float, default=10.0)
-    parser.add_argument("--max-model-len", type=int, default=None,
+    parser.add_argument("--prompt-len", type=integer(1), default=512)
+    # (a decode step is timed as (N new tokens - 1) / (N - 1))
+    parser.add_argument("--new-tokens", type=integer(2), default=256)
+    parser.add_argument("--kv-cache-gib", type=positive, default=10.0)
+    parser.add_argument("--max-model-len", type=integer(1), default=None,
                         help="engine context (default: prompt + new tokens, rounded up to a page); decode graphs "
                              "are captured for it")
+
+
+def check_shape(shape: str, option: str = "--shape", instead: str = "--model PATH") -> None:
+    """UsageError for random weights of ``shape`` (given as ``option``) on the CPU (no GPU, or TRITON_INTERPRET=1),
+    unless it is the tiny one: the other shapes are GPU-sized (a Llama-3-8B: 32 GB of fp32 weights), and every
+    kernel would run under the interpreter. Checked before any weight is drawn."""
+    if interpreting() and shape != "tiny":
+        raise UsageError(f"{option} {shape}: a GPU-sized model, and {no_gpu_reason()}; on the CPU use {option} tiny "
+                         f"or {instead}")
 
 
 class Bench:
@@ -104,13 +115,17 @@ class Bench:
         self.device = torch.device("cpu" if interpreting() else "cuda")
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         if args.model is not None:
-            path, hub_name = resolve_model(args.model)  # a Hub name: its local copy, for every engine below
-            _, self.config, _, _ = load_checkpoint(path)  # reads the config only; weights stay lazy
+            try:
+                path, hub_name = resolve_model(args.model)  # a Hub name: its local copy, for every engine below
+                _, self.config, _, _ = load_checkpoint(path)  # reads the config only; weights stay lazy
+            except (OSError, ValueError) as e:
+                raise UsageError(f"--model {args.model}: {e}") from None
             self.weights = None
             self.label = hub_name or os.path.basename(os.path.normpath(path))
             args.model = path
         else:
             shape = shape or args.shape
+            check_shape(shape)
             self.config = ModelConfig(**{"model_type": "llama", **SHAPES[shape]})
             if lazy:  # the same seed for every engine
                 self.weights = RandomWeights(self.config, str(self.dtype).removeprefix("torch."), seed=0)

@@ -43,9 +43,10 @@ import traceback
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from tritium.bench.args import UsageError, integer, name_list
 from tritium.bench.common import copy_bandwidth_tbs, header, matmul_tflops, print_table
-from tritium.bench.engine_common import (SHAPES, Bench, batch1_step_ms, batch_throughput, chrome_events, engine_generate,
-                                         graph_launch_kernels, summarize_step, timed)
+from tritium.bench.engine_common import (SHAPES, Bench, batch1_step_ms, batch_throughput, check_shape, chrome_events,
+                                         engine_generate, graph_launch_kernels, summarize_step, timed)
 from tritium.models.config import ModelConfig
 
 PARTS = ("decode", "prefill", "scaling")
@@ -63,28 +64,21 @@ TARGET_TP2_OVER_TP1 = 0.62
 def add_arguments(parser) -> None:
     """The ``engine`` suite's tensor-parallel options (read when ``--tp`` > 1)."""
     g = parser.add_argument_group("tensor parallel (--tp N > 1: tritium.bench.engine_tp)")
-    g.add_argument("--tp", type=int, default=1, help="tensor-parallel size: GPUs one model is sharded over "
-                                                     "(default 1: the single-GPU suite)")
-    g.add_argument("--comm", default="tritium,torch",
+    g.add_argument("--tp", type=integer(1), default=1,
+                   help="tensor-parallel size: GPUs one model is sharded over (default 1: the single-GPU suite)")
+    g.add_argument("--comm", type=name_list(COMMS), default="tritium,torch",
                    help="comma-separated collectives of the --shape engines, each one engine: " + ",".join(COMMS))
-    g.add_argument("--prefill-len", type=int, default=2048, help="prompt tokens of the prefill measurement")
+    g.add_argument("--prefill-len", type=integer(1), default=2048, help="prompt tokens of the prefill measurement")
     g.add_argument("--scaling-shape", choices=sorted(SHAPES) + ["none"], default=None,
                    help="model of the TP=1 vs TP=N comparison (default llama3-8b; tiny with --shape tiny)")
-    g.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of " + ",".join(PARTS))
+    g.add_argument("--parts", type=name_list(PARTS), default=",".join(PARTS),
+                   help="comma-separated subset of " + ",".join(PARTS))
     g.add_argument("--trace", action="store_true",
                    help="also trace one batch-1 decode step of each --shape engine on rank 0 (CUPTI): each "
                         "kernel's exposed time on the step's critical path")
     g.add_argument("--resume", action="store_true",
                    help="continue the run whose JSON is --out (cut short: \"complete\": false): keep the "
                         "engines it holds, measure only the others (same GPU and settings, else an error)")
-
-
-def _split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [v for v in items if v not in allowed]
-    if unknown:
-        raise SystemExit(f"{option}: unknown {unknown}; expected some of {', '.join(allowed)}")
-    return items
 
 
 class Clock:
@@ -196,20 +190,18 @@ def prefill_flops(cfg, tokens: int, tp: int) -> float:
 # -- the run ---------------------------------------------------------------------------------------------------
 
 def run(args) -> dict:
-    n = args.tp
-    parts = _split(args.parts, PARTS, "--parts")
-    comms = _split(args.comm, COMMS, "--comm")
+    n, parts, comms = args.tp, args.parts, args.comm
     shape = args.shape or "llama3-70b"
     scaling_shape = args.scaling_shape or ("tiny" if shape == "tiny" else "llama3-8b")
-    for name in ("prompt_len", "new_tokens", "batch", "repeats", "prefill_len"):
-        if getattr(args, name) < (2 if name == "new_tokens" else 1):
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= {2 if name == 'new_tokens' else 1}, "
-                             f"got {getattr(args, name)}")
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out: the JSON of the run to continue")
     clock = Clock()
     bench = Bench(args, shape=shape, lazy=True)
+    if "scaling" in parts and scaling_shape != "none" and args.model is None:
+        check_shape(scaling_shape, "--scaling-shape")
     device = bench.device
     if device.type == "cuda" and torch.cuda.device_count() < n:
-        raise SystemExit(f"--tp {n} needs {n} GPUs, {torch.cuda.device_count()} visible")
+        raise UsageError(f"--tp {n} needs {n} GPUs, {torch.cuda.device_count()} visible")
     decode_len = args.max_model_len or _pages(args.prompt_len + args.new_tokens)
     result = {"header": header(device if device.type == "cuda" else None), "suite": "engine",
               "mode": "tensor-parallel", "tp": n, "shape": bench.label, "model": args.model,
@@ -292,24 +284,22 @@ RESUME_KEYS = ("tp", "shape", "model", "scaling_shape", "prompt_len", "new_token
 def _resumed(fresh: dict, args, clock: Clock) -> dict:
     """The JSON at ``args.out`` (a run cut short) made the result of this run: its engines kept, its failed
     ones dropped (measured again), the parts and comms asked for now added, this call's date and ceilings
-    appended to ``resumed``. SystemExit where there is nothing to resume or the run was of other settings."""
-    if not args.out:
-        raise SystemExit("--resume needs --out: the JSON of the run to continue")
+    appended to ``resumed``. UsageError where there is nothing to resume or the run was of other settings."""
     try:
         with open(args.out) as f:
             old = json.load(f)
     except FileNotFoundError:
-        raise SystemExit(f"--resume: {args.out} does not exist; run without --resume to start") from None
+        raise UsageError(f"--resume: {args.out} does not exist; run without --resume to start") from None
     except json.JSONDecodeError as e:
-        raise SystemExit(f"--resume: {args.out} is not JSON ({e}); run without --resume to start over") from None
+        raise UsageError(f"--resume: {args.out} is not JSON ({e}); run without --resume to start over") from None
     if old.get("mode") != "tensor-parallel":
-        raise SystemExit(f"--resume: {args.out} is not a tensor-parallel engine run (mode {old.get('mode')!r})")
+        raise UsageError(f"--resume: {args.out} is not a tensor-parallel engine run (mode {old.get('mode')!r})")
     differ = [f"{k} {old.get(k)!r} there, {fresh[k]!r} now" for k in RESUME_KEYS if old.get(k) != fresh[k]]
     gpu, old_gpu = fresh["header"].get("gpu"), old.get("header", {}).get("gpu")
     if gpu != old_gpu:
         differ.append(f"gpu {old_gpu!r} there, {gpu!r} now")
     if differ:
-        raise SystemExit(f"--resume: {args.out} is a run of other settings ({'; '.join(differ)}); give the same "
+        raise UsageError(f"--resume: {args.out} is a run of other settings ({'; '.join(differ)}); give the same "
                          f"options, or run without --resume to start over")
     failed = {tuple(key.split("/", 1)) for key in old.get("errors", {})}
     result = dict(old, complete=False, errors={})

@@ -21,6 +21,7 @@ import gc
 
 import torch
 
+from tritium.bench.args import integer
 from tritium.bench.common import header, print_table
 from tritium.bench.engine_common import Bench, add_model_arguments, timed
 from tritium.engine import SamplingParams
@@ -32,8 +33,8 @@ SYSTEMS = {"every-page": dict(num_window_blocks=0), "window-pool": dict(num_wind
 def add_arguments(parser) -> None:
     add_model_arguments(parser, default_shape="gemma-3-12b")
     parser.set_defaults(prompt_len=8192, new_tokens=256, kv_cache_gib=16.0)
-    parser.add_argument("--batch", type=int, default=16, help="prompts in the long-context run (max_num_seqs)")
-    parser.add_argument("--b1-tokens", type=int, default=64, help="tokens of the batch-1 decode timing")
+    parser.add_argument("--batch", type=integer(1), default=16, help="prompts in the long-context run (max_num_seqs)")
+    parser.add_argument("--b1-tokens", type=integer(2), default=64, help="tokens of the batch-1 decode timing")
 
 
 def long_run(engine, prompts, new_tokens: int, tag: str = "long") -> dict:

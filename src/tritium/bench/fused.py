@@ -26,6 +26,7 @@ import torch.distributed as dist
 import tritium.collectives as coll
 import tritium.fused as fused
 import tritium.shmem as shmem
+from tritium.bench.args import int_list, integer, positive, ranks
 from tritium.bench.common import header, print_table, ranked_graph_us, ranked_us
 from tritium.runtime import interpreting
 
@@ -34,12 +35,13 @@ MODES = ("bulk", "producer_consumer", "fused")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--world-size", type=int, default=None, help="ranks (default: the visible GPUs, >= 2)")
-    parser.add_argument("--iters", type=int, default=10, help="calls per timing")
-    parser.add_argument("--reps", type=int, default=5, help="timings per case (median)")
-    parser.add_argument("--tokens", default="2048,16384", help="prefill token counts M")
-    parser.add_argument("--decode", default="1,8,64", help="decode token counts for matmul_all_reduce")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a lost rank is an error")
+    parser.add_argument("--world-size", type=integer(1), default=None, help="ranks (default: the visible GPUs, >= 2)")
+    parser.add_argument("--iters", type=integer(1), default=10, help="calls per timing")
+    parser.add_argument("--reps", type=integer(1), default=5, help="timings per case (median)")
+    parser.add_argument("--tokens", type=int_list(1), default="2048,16384", help="prefill token counts M")
+    parser.add_argument("--decode", type=int_list(1), default="1,8,64",
+                        help="decode token counts for matmul_all_reduce")
+    parser.add_argument("--timeout", type=positive, default=600.0, help="seconds before a lost rank is an error")
 
 
 def _rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -171,12 +173,9 @@ def _report(rank: int, row: dict) -> None:
 
 
 def run(args) -> dict:
-    gpus = 0 if interpreting() else torch.cuda.device_count()
-    world_size = args.world_size or max(gpus, 2)
-    if gpus and world_size > gpus:
-        raise SystemExit(f"--world-size {world_size}: only {gpus} GPUs visible")
-    tokens = [int(t) for t in args.tokens.split(",")] if gpus else [8 * world_size]
-    decode = [int(t) for t in args.decode.split(",")] if gpus else [1]
+    gpus, world_size = ranks(args.world_size)
+    tokens = args.tokens if gpus else [8 * world_size]
+    decode = args.decode if gpus else [1]
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:

@@ -21,10 +21,11 @@ import dataclasses
 
 import torch
 
+from tritium.bench.args import integer, name_list
 from tritium.bench.common import copy_bandwidth_tbs, header, print_table
 from tritium.fused import reference
 from tritium.fused.matmul import DECODE_CONFIGS, LARGE_CONFIGS, MatmulConfig, decode_split_k, matmul, select_config
-from tritium.runtime import interpreting, num_sms
+from tritium.runtime import num_sms
 
 HIDDEN, MLP = 8192, 28672
 
@@ -45,13 +46,15 @@ def _shapes() -> dict[str, tuple[int, int, int]]:
 
 
 SHAPES = _shapes()
+NEEDS_GPU = "it times tritium's GEMM against cuBLAS"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--shapes", default=None, help=f"comma-separated subset of: {','.join(SHAPES)}")
+    parser.add_argument("--shapes", type=name_list(SHAPES), default=",".join(SHAPES),
+                        help=f"comma-separated subset of: {','.join(SHAPES)}")
     parser.add_argument("--sweep", action="store_true", help="also time every candidate configuration")
-    parser.add_argument("--count", type=int, default=10, help="timed calls per round and case")
-    parser.add_argument("--rounds", type=int, default=6, help="rounds alternating tritium and cuBLAS")
+    parser.add_argument("--count", type=integer(1), default=10, help="timed calls per round and case")
+    parser.add_argument("--rounds", type=integer(1), default=6, help="rounds alternating tritium and cuBLAS")
 
 
 def _per_call_ms(fn, count: int) -> list[float]:
@@ -173,13 +176,8 @@ def _bench_shape(name: str, M: int, N: int, K: int, args) -> dict:
 
 
 def run(args) -> dict:
-    if interpreting():
-        raise SystemExit("the gemm suite needs a GPU")
     torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 reference stays fp32
-    names = [s.strip() for s in args.shapes.split(",")] if args.shapes else list(SHAPES)
-    unknown = [n for n in names if n not in SHAPES]
-    if unknown:
-        raise SystemExit(f"unknown shapes {unknown}; expected some of {', '.join(SHAPES)}")
+    names = args.shapes
     result = {"header": header(), "suite": "gemm", "copy_bandwidth_tbs": copy_bandwidth_tbs(), "shapes": []}
     for name in names:
         row = _bench_shape(name, *SHAPES[name], args)

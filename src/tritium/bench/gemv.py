@@ -17,11 +17,13 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from tritium.bench.args import integer, name_list
 from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, print_table
 from tritium.ops.gemv import CONFIGS, gemv
-from tritium.runtime import interpreting, pdl_supported
+from tritium.runtime import pdl_supported
 
 SHAPES = {"o": (4096, 4096), "qkv": (6144, 4096), "down": (4096, 14336), "gate_up": (28672, 4096)}
+NEEDS_GPU = "it times cold GEMVs against cuBLAS"
 LAYERS = 32
 
 
@@ -37,8 +39,9 @@ def _read_kernel(x_ptr, out_ptr, PER_PROG: tl.constexpr, BLOCK: tl.constexpr):
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated subset of {','.join(SHAPES)}")
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--shapes", type=name_list(SHAPES), default=",".join(SHAPES),
+                        help=f"comma-separated subset of {','.join(SHAPES)}")
+    parser.add_argument("--repeats", type=integer(1), default=15)
 
 
 def _stream_us(fn, repeats: int) -> float:
@@ -66,14 +69,12 @@ def _stream_us(fn, repeats: int) -> float:
 
 
 def run(args) -> dict:
-    if interpreting():
-        raise SystemExit("the gemv suite needs a GPU")
     dev = torch.device("cuda")
     result = {"header": header(dev), "suite": "gemv", "copy_bandwidth_tbs": copy_bandwidth_tbs(), "shapes": {}}
     flush = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
     pdl_modes = (False, True) if pdl_supported(dev) else (False,)
     rows = []
-    for name in [s.strip() for s in args.shapes.split(",") if s.strip()]:
+    for name in args.shapes:
         N, K = SHAPES[name]
         ws = [torch.randn(N, K, device=dev, dtype=torch.bfloat16) * 0.02 for _ in range(LAYERS)]
         flat = [w.view(-1) for w in ws]

@@ -22,6 +22,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+from tritium.bench.args import int_list, integer
 from tritium.bench.common import header, interleaved_ms, print_table
 from tritium.bench.engine_common import Bench, add_model_arguments, timed
 from tritium.engine import LoRARequest, SamplingParams
@@ -32,10 +33,11 @@ from tritium.ops.lora import lora_apply, lora_apply_reference, padded_rank, sort
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     parser.set_defaults(new_tokens=64)
-    parser.add_argument("--rank", type=int, default=16, help="the adapters' rank (default 16)")
-    parser.add_argument("--batches", default="1,16", help="decode batch sizes (default 1,16)")
-    parser.add_argument("--tokens", default="1,8,32,256,2048", help="kernel token counts (default 1,8,32,256,2048)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of an engine case (median)")
+    parser.add_argument("--rank", type=integer(1), default=16, help="the adapters' rank (default 16)")
+    parser.add_argument("--batches", type=int_list(1), default="1,16", help="decode batch sizes (default 1,16)")
+    parser.add_argument("--tokens", type=int_list(1), default="1,8,32,256,2048",
+                        help="kernel token counts (default 1,8,32,256,2048)")
+    parser.add_argument("--repeats", type=integer(1), default=3, help="timed runs of an engine case (median)")
     parser.add_argument("--skip-engine", action="store_true", help="kernels only")
 
 
@@ -170,8 +172,7 @@ def engine(bench: Bench, rank: int, batches: list[int], repeats: int) -> dict:
 
 def run(args) -> dict:
     bench = Bench(args)
-    tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
-    batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    tokens, batches = args.tokens, args.batches
     result = {"header": header(bench.device if bench.device.type == "cuda" else None), "suite": "lora",
               "shape": bench.label, "rank": args.rank, "dtype": str(bench.dtype).removeprefix("torch.")}
     rows, failures = kernels(bench, args.rank, tokens)

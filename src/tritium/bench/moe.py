@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tritium.bench.args import int_list, integer, name_list
 from tritium.bench.common import cold_us, copy_bandwidth_tbs, header, matmul_tflops, print_table
 from tritium.ops import reference
 from tritium.ops.moe import PER_SLOT_MAX_SLOTS_PER_EXPERT, fused_moe, moe_route
@@ -37,14 +38,16 @@ from tritium.ops.quant import quantize_rows
 # name -> (hidden H, expert intermediate I, experts E, experts a token k)
 SHAPES = {"qwen3-30b-a3b": (2048, 768, 128, 8), "mixtral-8x7b": (4096, 14336, 8, 2)}
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192)
+NEEDS_GPU = "it times cold expert layers against cuBLAS"
 SLOT_PATH_MAX = 512  # slots beyond which the per-slot path (CUDA-core FMAs) is not timed: minutes of GEMVs
 TOL_BF16 = 2e-2
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated subset of {','.join(SHAPES)}")
-    parser.add_argument("--tokens", default=",".join(map(str, TOKENS)), help="token counts T")
-    parser.add_argument("--repeats", type=int, default=15, help="cold calls a figure (median)")
+    parser.add_argument("--shapes", type=name_list(SHAPES), default=",".join(SHAPES),
+                        help=f"comma-separated subset of {','.join(SHAPES)}")
+    parser.add_argument("--tokens", type=int_list(1), default=",".join(map(str, TOKENS)), help="token counts T")
+    parser.add_argument("--repeats", type=integer(1), default=15, help="cold calls a figure (median)")
 
 
 def torch_loop(x, w_gate_up, w_down, weights, ids):
@@ -102,8 +105,6 @@ def _check(w_gate_up, w_down, router, k: int, dev, fp8: dict) -> dict:
 
 
 def run(args) -> dict:
-    if not torch.cuda.is_available():
-        raise SystemExit("bench moe needs a GPU")
     dev = torch.device("cuda")
     result = {"header": header(dev), "suite": "moe", "copy_bandwidth_tbs": copy_bandwidth_tbs(),
               "matmul_tflops": matmul_tflops(), "per_slot_max_slots_per_expert": PER_SLOT_MAX_SLOTS_PER_EXPERT,
@@ -111,10 +112,8 @@ def run(args) -> dict:
     copy_bw, mm = result["copy_bandwidth_tbs"], result["matmul_tflops"]
     print(f"copy {copy_bw:.2f} TB/s, bf16 matmul {mm:.0f} TFLOP/s", flush=True)
     flush = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
-    tokens = [int(t) for t in args.tokens.split(",") if t]
-    for name in [s for s in args.shapes.split(",") if s]:
-        if name not in SHAPES:
-            raise SystemExit(f"--shapes: unknown {name!r}; expected some of {', '.join(SHAPES)}")
+    tokens = args.tokens
+    for name in args.shapes:
         H, I, E, k = SHAPES[name]
         g = torch.Generator(device=dev).manual_seed(0)
         w_gate_up = (torch.randn(E, 2 * I, H, generator=g, device=dev) * 0.02).bfloat16()

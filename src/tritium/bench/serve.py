@@ -39,8 +39,9 @@ import time
 
 import torch
 
+from tritium.bench.args import UsageError, int_list, integer, output_file, positive
 from tritium.bench.common import header, print_table
-from tritium.bench.engine_common import SHAPES, Bench, batch1_step_ms, engine_generate, timed
+from tritium.bench.engine_common import SHAPES, Bench, batch1_step_ms, check_shape, engine_generate, timed
 from tritium.engine import LLM, default_model_path
 from tritium.engine.tokenizer import Tokenizer
 from tritium.models import weights as weights_io
@@ -56,29 +57,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tokenizer", default=None,
                         help="tokenizer for random weights: a directory with tokenizer.json or a .gguf file "
                              "(default: the default model's)")
-    parser.add_argument("--prompt-len", type=int, default=512)
-    parser.add_argument("--output-len", type=int, default=256)
-    parser.add_argument("--concurrency", default=",".join(map(str, LEVELS)), help="comma-separated levels")
-    parser.add_argument("--requests", type=int, default=None, help="requests per level (default max(2c, 8))")
-    parser.add_argument("--poisson", type=float, default=None, help="also a run with Poisson arrivals at RATE req/s")
-    parser.add_argument("--poisson-requests", type=int, default=64)
-    parser.add_argument("--kv-cache-gib", type=float, default=16.0)
-    parser.add_argument("--decode-steps", type=int, default=None, help="engine decode_steps (default: the engine's)")
-    parser.add_argument("--repeats", type=int, default=3, help="offline batch-1 and prefill runs (median)")
-    parser.add_argument("--plot", default=None, help="PNG of latency and throughput vs concurrency "
-                                                     "(default: --out with .png; needs matplotlib)")
-    parser.add_argument("--server-timeout", type=float, default=420.0,
+    parser.add_argument("--prompt-len", type=integer(1), default=512)
+    # (a decode step is timed as (N new tokens - 1) / (N - 1))
+    parser.add_argument("--output-len", type=integer(2), default=256)
+    parser.add_argument("--concurrency", type=int_list(1), default=",".join(map(str, LEVELS)),
+                        help="comma-separated levels")
+    parser.add_argument("--requests", type=integer(1), default=None, help="requests per level (default max(2c, 8))")
+    parser.add_argument("--poisson", type=positive, default=None, help="also a run with Poisson arrivals at RATE req/s")
+    parser.add_argument("--poisson-requests", type=integer(1), default=64)
+    parser.add_argument("--kv-cache-gib", type=positive, default=16.0)
+    parser.add_argument("--decode-steps", type=integer(1), default=None,
+                        help="engine decode_steps (default: the engine's)")
+    parser.add_argument("--repeats", type=integer(1), default=3, help="offline batch-1 and prefill runs (median)")
+    parser.add_argument("--plot", type=output_file, default=None,
+                        help="PNG of latency and throughput vs concurrency (default: --out with .png; needs "
+                             "matplotlib)")
+    parser.add_argument("--server-timeout", type=positive, default=420.0,
                         help="seconds to wait for the server process to build, measure and listen")
-
-
-def _levels(text: str) -> list[int]:
-    try:
-        levels = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(f"--concurrency: expected comma-separated integers, got {text!r}") from None
-    if not levels or min(levels) < 1:
-        raise SystemExit(f"--concurrency: levels must be >= 1, got {text!r}")
-    return levels
 
 
 # -- the server process --------------------------------------------------------------------------------------
@@ -281,10 +276,11 @@ def _free_port() -> int:
 
 
 def run(args) -> dict:
-    levels = _levels(args.concurrency)
-    for name in ("prompt_len", "output_len"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    levels = args.concurrency
+    if args.model is None:  # (the server process builds the model: refused here, before it starts)
+        check_shape(args.shape)
+    if args.tokenizer is not None and not os.path.exists(args.tokenizer):
+        raise UsageError(f"--tokenizer: {args.tokenizer} does not exist")
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         config = {"args": vars(args), "levels": levels, "port": port, "offline_out": os.path.join(tmp, "offline.json")}

@@ -33,6 +33,7 @@ import triton.language as tl
 
 import tritium.shmem as shmem
 from tritium import runtime
+from tritium.bench.args import UsageError, integer, positive
 from tritium.bench.common import header, print_table
 
 # (BLOCK elements of fp32, num_warps) tried for the remote load/store kernels; the best is reported.
@@ -42,10 +43,11 @@ TARGETS = {"remote load": ">= 340", "remote store": ">= 340", "all-gather (put)"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--world-size", type=int, default=None, help="ranks (default: all visible GPUs, 2 on CPU)")
-    parser.add_argument("--mib", type=int, default=256, help="buffer size in MiB for the bandwidth rows")
-    parser.add_argument("--iters", type=int, default=20, help="timed iterations per bandwidth measurement")
-    parser.add_argument("--timeout", type=float, default=480.0, help="seconds for the whole run")
+    parser.add_argument("--world-size", type=integer(1), default=None,
+                        help="ranks (default: all visible GPUs, 2 on CPU)")
+    parser.add_argument("--mib", type=integer(1), default=256, help="buffer size in MiB for the bandwidth rows")
+    parser.add_argument("--iters", type=integer(1), default=20, help="timed iterations per bandwidth measurement")
+    parser.add_argument("--timeout", type=positive, default=480.0, help="seconds for the whole run")
 
 
 # ---- kernels ---------------------------------------------------------------------------------------
@@ -278,7 +280,7 @@ def _worker(rank: int, world_size: int, cfg: dict) -> None:
 def run(args) -> dict:
     gpu = torch.cuda.is_available() and not runtime.interpreting()
     if not gpu and not runtime.interpreting():
-        raise RuntimeError("no GPU: run with TRITON_INTERPRET=1 for a smoke test under the Triton interpreter")
+        raise UsageError("no GPU: run with TRITON_INTERPRET=1 for a smoke test under the Triton interpreter")
     world_size = args.world_size or (torch.cuda.device_count() if gpu else 2)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dict(mib=args.mib, iters=args.iters if gpu else 2, out=os.path.join(tmp, "rows.json"))

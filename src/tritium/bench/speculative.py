@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import gc
 
+from tritium.bench.args import int_list, integer
 from tritium.bench.common import header, print_table
 from tritium.bench.engine_common import Bench, add_model_arguments, engine_generate, timed
 from tritium.engine.speculative import NgramIndex
@@ -38,9 +39,10 @@ from tritium.engine.speculative import NgramIndex
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     parser.set_defaults(new_tokens=128)
-    parser.add_argument("--drafts", default="1,2,3,4,5,7", help="draft lengths d (default 1,2,3,4,5,7)")
-    parser.add_argument("--batches", default="1,8", help="batch sizes (default 1,8)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs a case (median)")
+    parser.add_argument("--drafts", type=int_list(1, 16), default="1,2,3,4,5,7",
+                        help="draft lengths d (default 1,2,3,4,5,7)")
+    parser.add_argument("--batches", type=int_list(1), default="1,8", help="batch sizes (default 1,8)")
+    parser.add_argument("--repeats", type=integer(1), default=3, help="timed runs a case (median)")
 
 
 @contextlib.contextmanager
@@ -82,12 +84,7 @@ def _case(bench, llm, batch: int, k: int, repeats: int) -> dict:
 
 def run(args) -> dict:
     bench = Bench(args)
-    draft_lens = [int(d) for d in args.drafts.split(",") if d.strip()]
-    batches = [int(b) for b in args.batches.split(",") if b.strip()]
-    if not draft_lens or min(draft_lens) < 1 or max(draft_lens) > 16:
-        raise SystemExit(f"--drafts: lengths in [1, 16], got {args.drafts!r}")
-    if not batches or min(batches) < 1:
-        raise SystemExit(f"--batches: sizes >= 1, got {args.batches!r}")
+    draft_lens, batches = args.drafts, args.batches
     kmax = max(draft_lens)
     result = {"header": header(bench.device if bench.device.type == "cuda" else None), "suite": "speculative",
               "shape": bench.label, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,

@@ -21,7 +21,7 @@ from tritium.engine.chat import encode_chat, is_conversation
 from tritium.engine.fim import encode_fim
 from tritium.engine.llm_engine import LLMEngine
 from tritium.engine.lora import LoRARequest
-from tritium.engine.pooling import check_dimensions, finish, model_pooling
+from tritium.engine.pooling import check_dimensions, finish, model_matryoshka, model_pooling
 from tritium.engine.sampling import SamplingParams
 from tritium.engine.sequence import RequestOutput
 from tritium.engine.tokenizer import Tokenizer, check_template_kwargs
@@ -150,14 +150,19 @@ class LLM:
         a list), batched with whatever else the engine runs: each prompt's final-normed hidden states pooled
         (:mod:`tritium.engine.pooling`). ``pooling`` ("last" | "mean") and ``normalize`` default to what the model's
         sentence-transformers files say (none: the last token, normalized); ``dimensions`` keeps the first
-        components (Matryoshka models), before normalizing. A prompt may fill the whole context. ``lora_request``:
-        as :meth:`generate`'s."""
+        components, before normalizing, only for a model whose config.json says it was trained for Matryoshka
+        embeddings (ValueError otherwise, worded as the server's 400:
+        :func:`~tritium.engine.pooling.check_dimensions`). A prompt may fill the whole context. ``lora_request``: as
+        :meth:`generate`'s."""
         if self.engine.is_follower:  # torchrun: rank 0 runs the call, this rank its shard of every step
             return self.engine.follow()
         if normalize is not None and not isinstance(normalize, bool):
             raise ValueError(f"normalize must be True, False or None (the model's choice), got {normalize!r}")
-        check_dimensions(dimensions, self.engine.model_config.hidden_size)  # before any prompt runs
-        mode, norm = model_pooling(self.engine.model_path, pooling)  # (pooling given: the files' mode not needed)
+        engine = self.engine
+        # before any prompt runs; the model named as it was given (its Hub name or its path)
+        check_dimensions(dimensions, engine.model_config.hidden_size, model_matryoshka(engine.model_path),
+                         engine.hub_name or engine.model_path or "(in-memory weights)")
+        mode, norm = model_pooling(engine.model_path, pooling)  # (pooling given: the files' mode not needed)
         params = SamplingParams(max_tokens=1, pooling=mode)
         outs = self.generate(prompts, params, lora_request=lora_request)  # (one prompt or a list, as generate takes)
         if not outs:

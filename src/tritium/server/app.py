@@ -29,7 +29,6 @@ import dataclasses
 import hmac
 import json
 import logging
-import os
 import re
 import time
 import uuid
@@ -41,7 +40,7 @@ from tritium.engine import (AsyncLLMEngine, EngineStoppedError, LoRARequest, Que
 from tritium.engine.async_engine import RequestStream
 from tritium.engine.chat import encode_chat
 from tritium.engine.fim import encode_fim, fim_stop_ids
-from tritium.engine.pooling import finish, model_pooling
+from tritium.engine.pooling import UnsupportedDimensions, check_dimensions, finish, model_matryoshka, model_pooling
 from tritium.engine.reasoning import ReasoningStream, prompt_opens_reasoning, split_reasoning
 from tritium.engine.tools import (PARSERS, ArgumentsDelta, ForcedCallStream, ToolCall, ToolCallStream, detect_parser,
                                   parse_tool_calls)
@@ -353,18 +352,14 @@ class OpenAIServer:
 
     def _check_dimensions(self, dimensions: int) -> None:
         """400 naming ``dimensions`` unless the model was trained for Matryoshka embeddings of that size, as vLLM
-        (a vector cut from any other model's loses what its last components held)."""
-        hidden = self.engine.engine.model_config.hidden_size
-        if not self.matryoshka:
-            raise invalid(f'Model "{self.model_name}" does not support matryoshka representation, changing output '
-                          "dimensions will lead to poor results (its config.json has neither is_matryoshka nor "
-                          "matryoshka_dimensions)", "dimensions", "unsupported_parameter")
-        if self.matryoshka is not True and dimensions not in self.matryoshka:
-            raise invalid(f'Model "{self.model_name}" only supports {self.matryoshka} matryoshka dimensions, got '
-                          f"{dimensions}", "dimensions")
-        if dimensions > hidden:
-            raise invalid(f"dimensions must be <= {hidden} (this model's embedding size), got {dimensions}",
-                          "dimensions")
+        (a vector cut from any other model's loses what its last components held): the engine's rule, which
+        ``LLM.embed`` applies offline, and its words."""
+        try:
+            check_dimensions(dimensions, self.engine.engine.model_config.hidden_size, self.matryoshka, self.model_name)
+        except UnsupportedDimensions as e:
+            raise invalid(str(e), "dimensions", "unsupported_parameter") from None
+        except ValueError as e:
+            raise invalid(str(e), "dimensions") from None
 
     async def completions(self, request: "fastapi.Request"):
         return await self._generate(request, "completion")
@@ -965,23 +960,6 @@ class OpenAIServer:
                           f"{where} has {len(ids)} tokens" + (", leaving no room to generate." if generates
                                                               else "."), param, "context_length_exceeded")
         return ids
-
-
-def model_matryoshka(path: str | None) -> list[int] | bool:
-    """The embedding sizes the model in directory ``path`` may be cut to, from its ``config.json`` as vLLM reads
-    it: ``matryoshka_dimensions`` (a list of sizes: those), else ``is_matryoshka: true`` (True: any size); False
-    for a model trained for neither (or with no such file: a GGUF checkpoint)."""
-    try:
-        with open(os.path.join(path, "config.json")) as f:
-            config = json.load(f)
-    except (TypeError, OSError, ValueError):
-        return False
-    if not isinstance(config, dict):
-        return False
-    sizes = config.get("matryoshka_dimensions")
-    if isinstance(sizes, list) and sizes and all(isinstance(d, int) and not isinstance(d, bool) for d in sizes):
-        return sorted(sizes)
-    return config.get("is_matryoshka") is True
 
 
 async def _disconnected(request) -> None:

@@ -1,18 +1,18 @@
-"""``python -m tritium.tune attention [options]`` (``--help`` for a suite's options)."""
+"""``python -m tritium.tune <suite> [options]``; ``--list`` lists the suites and ``python -m tritium.tune <suite>
+--help`` shows a suite's options."""
 
+import importlib
 import sys
+
+from tritium.bench.args import split_suite
 
 SUITES = {"attention": "tritium.tune.attention"}
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in SUITES:
-        print(f"usage: python -m tritium.tune {{{','.join(SUITES)}}} [options]", file=sys.stderr)
-        return 2
-    import importlib
-
-    return importlib.import_module(SUITES[argv[0]]).main(argv[1:])
+    suite, rest = split_suite("python -m tritium.tune", SUITES, argv, __doc__)
+    return importlib.import_module(SUITES[suite]).main(rest)
 
 
 if __name__ == "__main__":

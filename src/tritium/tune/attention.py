@@ -23,6 +23,7 @@ tree per family on the rest, prints the held-out table and writes the tree modul
 ``src/tritium/attention/tuned/``.
 """
 
+import argparse
 import concurrent.futures
 import dataclasses
 import importlib.util
@@ -42,6 +43,7 @@ from tritium.attention import AttentionWorkspace, paged_attention
 from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_knobs, family, features,
                                       hand_rules)
 from tritium.attention.reference import paged_attention_ref
+from tritium.bench.args import Parser, integer, json_file, output_dir
 from tritium.bench.attention import DECODE_CASES, PREFILL_CASES
 from tritium.bench.common import header
 from tritium.ops.gemv import gemv
@@ -499,10 +501,13 @@ def merge_sweeps(into: str, paths) -> int:
 
 
 def load_json(path: str):
-    """The JSON at ``path``, or None where there is no file."""
+    """The JSON at ``path``, or None where there is no file; SystemExit naming a file that is not JSON."""
     if os.path.exists(path):
         with open(path) as f:
-            return json.load(f)
+            try:
+                return json.load(f)
+            except (UnicodeDecodeError, ValueError) as e:
+                raise SystemExit(f"{path} is not JSON ({e})") from None
     return None
 
 
@@ -602,18 +607,19 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     return path
 
 
-def main(argv) -> int:
-    import argparse
+SWEEP_FILE = json_file("gpu", "knobs", "records")  # option type: a sweep's JSON, as sweep() writes it
 
-    parser = argparse.ArgumentParser(prog="python -m tritium.tune attention", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="bench/results/tuning", help="directory of the sweep JSON")
+
+def main(argv) -> int:
+    parser = Parser(prog="python -m tritium.tune attention", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=output_dir, default="bench/results/tuning", help="directory of the sweep JSON")
     parser.add_argument("--part", choices=[DECODE, PREFILL], help="sweep one family only")
-    parser.add_argument("--limit", type=int, help="sweep at most this many new workloads")
-    parser.add_argument("--jobs", type=int, default=0, help="compile processes (default: CPUs, at most 16)")
+    parser.add_argument("--limit", type=integer(1), help="sweep at most this many new workloads")
+    parser.add_argument("--jobs", type=integer(0), default=0, help="compile processes (default 0: CPUs, at most 16)")
     parser.add_argument("--grid", default="120,54", metavar="DECODE,PREFILL",
                         help="decode- and prefill-family workloads to sample (the anchors always among them)")
-    parser.add_argument("--repeats", type=int, default=None,
+    parser.add_argument("--repeats", type=integer(1), default=None,
                         help="time each candidate this many times, in alternating order; the median is kept "
                              "(default: as the sweep being continued, 1 for a new one)")
     parser.add_argument("--order", choices=ORDERS, default=None,
@@ -626,32 +632,43 @@ def main(argv) -> int:
                              "and exit; the shards then sweep with --jobs 1")
     parser.add_argument("--merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the sweep JSON INTO (no GPU)")
-    parser.add_argument("--confirm", metavar="FILE",
+    parser.add_argument("--confirm", type=SWEEP_FILE, metavar="FILE",
                         help="re-time the held-out picks of the fit of this sweep JSON against the hand rules and "
                              "the sweep's best (--repeats rounds, default 6; tritium.tune.confirm)")
     parser.add_argument("--confirm-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' re-timings to the confirmation JSON INTO (no GPU)")
-    parser.add_argument("--confirm-summary", metavar="FILE", help="print a confirmation JSON's table (no GPU)")
-    parser.add_argument("--retime", metavar="FILE",
+    parser.add_argument("--confirm-summary", type=json_file("gpu", "records"), metavar="FILE",
+                        help="print a confirmation JSON's table (no GPU)")
+    parser.add_argument("--retime", type=SWEEP_FILE, metavar="FILE",
                         help="re-time the candidates of this sweep JSON that the first-tile preload changed, with "
                              "calibrators (--repeats rounds, default 2; tritium.tune.retime)")
     parser.add_argument("--retime-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the re-timing JSON INTO (no GPU)")
     parser.add_argument("--retime-apply", nargs="+", metavar="FILE",
                         help="SWEEP RETIME...: put the re-timings into the sweep JSON, calibrated (no GPU)")
-    parser.add_argument("--retime-min-context", type=int, default=0, metavar="N",
+    parser.add_argument("--retime-min-context", type=integer(0), default=0, metavar="N",
                         help="with --retime-apply: leave the timings of workloads of fewer than N cached tokens as "
                              "they were (tritium.tune.retime.apply)")
-    parser.add_argument("--fit", metavar="FILE", help="fit and export trees from this sweep JSON (no GPU)")
-    parser.add_argument("--tree-dir", default=None, help="where the tree module goes "
+    parser.add_argument("--fit", type=SWEEP_FILE, metavar="FILE",
+                        help="fit and export trees from this sweep JSON (no GPU)")
+    parser.add_argument("--tree-dir", type=output_dir, default=None, help="where the tree module goes "
                         "(default: src/tritium/attention/tuned of this package)")
     parser.add_argument("--no-fit", action="store_true", help="sweep only")
-    parser.add_argument("--with-sweep", action="append", default=[], metavar="FILE",
+    parser.add_argument("--with-sweep", type=SWEEP_FILE, action="append", default=[], metavar="FILE",
                         help="another GPU's sweep JSON whose timings the cost model also trains on (repeatable)")
     parser.add_argument("--hold-out-anchors", action="store_true",
                         help="let the held-out fifth take the benchmark's anchor shapes too (how trees were fitted "
                              "before stop 27; the H200 tree still is)")
     args = parser.parse_args(argv)
+    try:
+        return _main(parser, args)
+    except SystemExit as e:  # the sweeps' refusals of the files given (another GPU's, missing): argument errors
+        if isinstance(e.code, str):
+            parser.error(e.code)
+        raise
+
+
+def _main(parser, args) -> int:
     if args.merge:
         if len(args.merge) < 2:
             parser.error("--merge needs the sweep JSON to add to and at least one shard's JSON")
@@ -668,8 +685,6 @@ def main(argv) -> int:
             shard = parse_shard(args.shard)
         except ValueError as e:
             parser.error(f"--shard: {e}")
-        if args.repeats is not None and args.repeats < 1:
-            parser.error(f"--repeats must be >= 1, got {args.repeats}")
         try:
             grid = tuple(int(n) for n in args.grid.split(","))
         except ValueError:
@@ -683,6 +698,8 @@ def main(argv) -> int:
         if args.no_fit or args.compile_only:
             return 0
     if importlib.util.find_spec("sklearn") is None:
+        if args.fit:
+            parser.error("--fit needs scikit-learn: pip install 'tritium[tune]'")
         print(f"not fitting: scikit-learn is missing (pip install 'tritium[tune]'; then "
               f"python -m tritium.tune attention --fit {path})")
         return 0
@@ -692,7 +709,7 @@ def main(argv) -> int:
     return 0
 
 
-def _timing_job(parser, args, flag: str, path: str, *, default_repeats: int, min_repeats: int, why: str = ""):
+def _timing_job(parser, args, flag: str, *, default_repeats: int, min_repeats: int, why: str = ""):
     """(shard, repeats) of a GPU job re-timing a sweep's workloads (--confirm, --retime), or a parser error."""
     try:
         shard = parse_shard(args.shard)
@@ -701,8 +718,6 @@ def _timing_job(parser, args, flag: str, path: str, *, default_repeats: int, min
     repeats = default_repeats if args.repeats is None else args.repeats
     if repeats < min_repeats:
         parser.error(f"--repeats must be >= {min_repeats} with {flag}{why}, got {repeats}")
-    if not os.path.exists(path):
-        parser.error(f"{flag}: {path} does not exist")
     if not (torch.cuda.is_available() or interpreting()):
         parser.error(f"{flag} times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
     return shard, repeats
@@ -719,13 +734,13 @@ def _confirm_main(parser, args) -> int:
             confirm.print_summary(data)
         return 0
     if args.confirm_summary:
-        data = load_json(args.confirm_summary)
-        if data is None:
-            parser.error(f"--confirm-summary: {args.confirm_summary} does not exist")
-        confirm.print_summary(data)
+        confirm.print_summary(load_json(args.confirm_summary))
         return 0
-    shard, repeats = _timing_job(parser, args, "--confirm", args.confirm, default_repeats=6, min_repeats=2,
+    shard, repeats = _timing_job(parser, args, "--confirm", default_repeats=6, min_repeats=2,
                                  why=" (rounds compared one by one)")
+    if not os.path.exists(confirm.validation_path(args.confirm)):
+        parser.error(f"--confirm: {confirm.validation_path(args.confirm)} does not exist (--fit {args.confirm} "
+                     f"writes it)")
     path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, shard=shard, limit=args.limit,
                            jobs=args.jobs, compile_only=args.compile_only)
     if not args.compile_only and shard[1] == 1:
@@ -746,7 +761,7 @@ def _retime_main(parser, args) -> int:
         print(json.dumps(retime.apply(args.retime_apply[0], args.retime_apply[1:],
                                       min_context=args.retime_min_context)))
         return 0
-    shard, repeats = _timing_job(parser, args, "--retime", args.retime, default_repeats=2, min_repeats=1)
+    shard, repeats = _timing_job(parser, args, "--retime", default_repeats=2, min_repeats=1)
     retime.retime(args.retime, args.out, repeats=repeats, part=args.part or DECODE, shard=shard, limit=args.limit,
                   jobs=args.jobs, compile_only=args.compile_only)
     return 0
