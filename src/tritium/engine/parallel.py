@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import glob
 import logging
 import os
 import pickle
@@ -51,7 +50,7 @@ from tritium.models.config import ModelConfig
 from tritium.models.layers import SINGLE, ParallelGroup
 from tritium.runtime import interpreting
 from tritium.shmem import SymmetricHeap
-from tritium.shmem.cpu_shm import PREFIX_ENV, SHM_DIR
+from tritium.shmem.cpu_shm import PREFIX_ENV, remove_segments
 from tritium.shmem.launch import ENV_DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -735,11 +734,7 @@ class WorkerPool:
 
     def cleanup(self) -> None:
         """Remove shared-memory segments the workers left (a worker killed while mapping its heap)."""
-        for path in glob.glob(os.path.join(SHM_DIR, f"{self.prefix}-*")):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        remove_segments(self.prefix)
 
 
 def open_rank(cfg, model_config: ModelConfig, pool: WorkerPool | None = None) -> TensorParallel:

@@ -40,7 +40,7 @@ import time
 import torch
 
 from tritium.attention import AttentionWorkspace, paged_attention
-from tritium.attention.config import (DECODE, MAX_SPLITS, PREFILL, config_from_knobs, family, features,
+from tritium.attention.config import (DECODE, PREFILL, config_from_knobs, family, features,
                                       hand_rules)
 from tritium.attention.reference import paged_attention_ref
 from tritium.bench.args import Parser, integer, json_file, output_dir
