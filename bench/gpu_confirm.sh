@@ -2,6 +2,8 @@
 # Re-time workloads of the committed sweep on a GPU machine (torch + triton, no network), from the repo root:
 #   OUT=/some/dir bash bench/gpu_confirm.sh [seconds] [args...]              # the fit's held-out picks
 #   WHAT=retime OUT=/some/dir bash bench/gpu_confirm.sh [seconds] [args...]  # what a kernel change moved
+#   FRESH=1 OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8  # re-time one kind anew, then merge it
+#     into the committed file on the CPU: python -m tritium.tune attention --confirm-merge COMMITTED NEW --replace
 # Continues bench/results/tuning/attention-<gpu>.{confirm,retime}.json (copied to $OUT first) and stops
 # cleanly before [seconds] (default 540); copy the JSON from $OUT back to bench/results/tuning/ and run again
 # until nothing is left. On a machine of N GPUs: one compile pool, then N shards (one a GPU), merged at the
@@ -20,7 +22,7 @@ n=${TUNE_GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
 mkdir -p "$OUT"
 # Continue the committed file only where it is of this sweep (and, for a confirmation, of this fit: the
 # validation's sha256 too); one of another is left where it is and a new one starts.
-if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning ]]; then
+if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning && -z ${FRESH:-} ]]; then
   if python3 -c 'import json, sys; from tritium.tune.confirm import fit_source; from tritium.tune.retime import sweep_source
 want = (fit_source if sys.argv[3] == "confirm" else sweep_source)(sys.argv[1])
 sys.exit(json.load(open(sys.argv[2]))["source"] != want)' "$sweep" "bench/results/tuning/$name" "$WHAT"; then

@@ -35,6 +35,8 @@ def test_targets_time_pick_hand_and_best_once(tmp_path, monkeypatch):
     assert got == {WORKLOADS[0].name: ["16-1-2", "hand", "16-1-0"], WORKLOADS[1].name: ["hand"],
                    WORKLOADS[2].name: ["16-16-2-1", "hand"]}
     assert [w.name for w, _, _ in confirm.targets(str(sweep), PREFILL)] == [WORKLOADS[2].name]
+    assert len(confirm.targets(str(sweep), kv_dtype="fp16")) == 3 and confirm.targets(str(sweep), kv_dtype="fp8") == []
+    assert [w.name for w, _, _ in confirm.targets(str(sweep), DECODE, "fp16")] == [w.name for w in WORKLOADS[:2]]
     Path(confirm.validation_path(str(sweep))).unlink()
     with pytest.raises(SystemExit, match="validation.json does not exist"):
         confirm.targets(str(sweep))
@@ -91,6 +93,16 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
     assert tune.main(["--confirm-merge", str(merged), *map(str, shards)]) == 0
     assert len(json.loads(merged.read_text())["records"]) == 3
     assert confirm.merge(str(merged), [str(shards[0])]) == 0
+    # A re-timing of some workloads (--kv-dtype after an fp8 kernel change) replaces their records with --replace.
+    redo = json.loads(shards[0].read_text())
+    for r in redo["records"]:
+        r["vs_hand"] = 7.0
+    shards[0].write_text(json.dumps(redo))
+    assert confirm.merge(str(merged), [str(shards[0])]) == 0  # kept without --replace
+    assert tune.main(["--confirm-merge", str(merged), str(shards[0]), "--replace"]) == 0
+    got = {r["name"]: r["vs_hand"] for r in json.loads(merged.read_text())["records"]}
+    assert len(got) == 3 and {n for n, v in got.items() if v == 7.0} == names[0]
+    assert all(r["date"] for r in json.loads(merged.read_text())["records"])
 
     # A refit changes the validation JSON: its confirmation is another one.
     v = Path(confirm.validation_path(str(sweep)))
@@ -106,6 +118,9 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
     (["--confirm", "SWEEP"], "--confirm: SWEEP_DIR/sweep.validation.json does not exist (--fit SWEEP writes it)"),
     (["--confirm-merge", "only.json"], "at least one shard"),
     (["--confirm-summary", "missing.json"], "does not exist"),
+    (["--fit", "SWEEP", "--kv-dtype", "fp8"], "--kv-dtype goes with --confirm"),
+    (["--confirm", "SWEEP", "--kv-dtype", "int4"], "argument --kv-dtype: invalid choice"),
+    (["--confirm-summary", "SWEEP", "--replace"], "--replace goes with --confirm-merge"),
 ])
 def test_confirm_arguments_refused(argv, message, tmp_path, capsys):
     sweep = tmp_path / "sweep.json"

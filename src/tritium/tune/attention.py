@@ -637,6 +637,11 @@ def main(argv) -> int:
                              "the sweep's best (--repeats rounds, default 6; tritium.tune.confirm)")
     parser.add_argument("--confirm-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' re-timings to the confirmation JSON INTO (no GPU)")
+    parser.add_argument("--kv-dtype", choices=["bf16", "fp8"], default=None,
+                        help="with --confirm: re-time only the held-out workloads with KV caches of this dtype")
+    parser.add_argument("--replace", action="store_true",
+                        help="with --confirm-merge: a shard's record replaces INTO's of the same workload (a "
+                             "re-timing after a kernel change); without it INTO's is kept")
     parser.add_argument("--confirm-summary", type=json_file("gpu", "records"), metavar="FILE",
                         help="print a confirmation JSON's table (no GPU)")
     parser.add_argument("--retime", type=SWEEP_FILE, metavar="FILE",
@@ -669,6 +674,10 @@ def main(argv) -> int:
 
 
 def _main(parser, args) -> int:
+    if args.kv_dtype and not args.confirm:
+        parser.error("--kv-dtype goes with --confirm (the held-out workloads to re-time)")
+    if args.replace and not args.confirm_merge:
+        parser.error("--replace goes with --confirm-merge")
     if args.merge:
         if len(args.merge) < 2:
             parser.error("--merge needs the sweep JSON to add to and at least one shard's JSON")
@@ -727,8 +736,9 @@ def _confirm_main(parser, args) -> int:
     if args.confirm_merge:
         if len(args.confirm_merge) < 2:
             parser.error("--confirm-merge needs the confirmation JSON to add to and at least one shard's JSON")
-        added = confirm.merge(args.confirm_merge[0], args.confirm_merge[1:])
-        print(f"{args.confirm_merge[0]}: {added} workloads added from {len(args.confirm_merge) - 1} shard(s)")
+        added = confirm.merge(args.confirm_merge[0], args.confirm_merge[1:], replace=args.replace)
+        print(f"{args.confirm_merge[0]}: {added} workloads {'added or replaced' if args.replace else 'added'} "
+              f"from {len(args.confirm_merge) - 1} shard(s)")
         data = load_json(args.confirm_merge[0])
         if data is not None:
             confirm.print_summary(data)
@@ -741,7 +751,8 @@ def _confirm_main(parser, args) -> int:
     if not os.path.exists(confirm.validation_path(args.confirm)):
         parser.error(f"--confirm: {confirm.validation_path(args.confirm)} does not exist (--fit {args.confirm} "
                      f"writes it)")
-    path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, shard=shard, limit=args.limit,
+    path = confirm.confirm(args.confirm, args.out, repeats=repeats, part=args.part, kv_dtype=args.kv_dtype,
+                           shard=shard, limit=args.limit,
                            jobs=args.jobs, compile_only=args.compile_only)
     if not args.compile_only and shard[1] == 1:
         confirm.print_summary(load_json(path))

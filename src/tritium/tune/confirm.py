@@ -18,6 +18,7 @@ Records go to ``DIR/attention-<gpu>.confirm.json`` after every workload (a re-ru
 names the sweep and validation it re-times (their sha256), so a confirmation of another fit is refused.
 """
 
+import datetime
 import hashlib
 import json
 import math
@@ -54,9 +55,10 @@ def validation_path(sweep_path: str) -> str:
     return os.path.splitext(sweep_path)[0] + ".validation.json"
 
 
-def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
+def targets(sweep_path: str, part: str | None = None, kv_dtype: str | None = None) -> list[tuple]:
     """(workload, keys to time, the validation row) for each held-out workload of the fit of
-    ``sweep_path``: keys are the pick, the hand rules and the sweep's best, each once, in that order."""
+    ``sweep_path`` (of ``part``'s family and ``kv_dtype``'s caches where given): keys are the pick, the hand
+    rules and the sweep's best, each once, in that order."""
     with open(sweep_path) as f:
         records = {r["name"]: r for r in json.load(f)["records"]}
     vpath = validation_path(sweep_path)
@@ -71,6 +73,8 @@ def targets(sweep_path: str, part: str | None = None) -> list[tuple]:
         r = records.get(row["name"])
         if r is None:
             raise SystemExit(f"--confirm: held-out workload {row['name']} is not in {sweep_path}")
+        if kv_dtype and r["workload"]["kv_dtype"] != kv_dtype:
+            continue
         keys = list(dict.fromkeys([row["pick"], HAND, row["best"]]))
         out.append((sweep_mod.Workload(**r["workload"]), keys, row))
     by_name = {w.name: (w, keys, row) for w, keys, row in out}
@@ -122,18 +126,20 @@ def job_share(todo: list, knobs_of, *, name: str, noun: str, done: int, device, 
     return todo
 
 
-def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None = None,
+def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None = None, kv_dtype: str | None = None,
             shard: tuple[int, int] = (0, 1), limit: int | None = None, jobs: int = 0, compile_only: bool = False,
             device=None) -> str:
     """Re-time the held-out picks of the fit of ``sweep_path`` (see the module docstring); returns the
-    JSON path. ``shard`` (I, N): the I-th of every N workloads still to time (one process a GPU; merge
+    JSON path. ``part``, ``kv_dtype``: only the held-out workloads of that family, of caches of that dtype
+    (a kernel change that moved one kind only is re-timed alone, then merged with ``merge(replace=True)``).
+    ``shard`` (I, N): the I-th of every N workloads still to time (one process a GPU; merge
     with ``merge``). ``compile_only``: fill the Triton cache for what all N shards will time."""
     if repeats < 2:
         raise ValueError(f"repeats must be >= 2 (the pick and the hand rules are compared run by run), got {repeats}")
     device, name, sms, l2, sweep, path, data = open_job(
         sweep_path, out_dir, "confirm", repeats=repeats, source=fit_source(sweep_path), device=device)
     done = {r["name"] for r in data["records"]}
-    todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part)
+    todo = [(w, [key_knobs(k) for k in keys], row) for w, keys, row in targets(sweep_path, part, kv_dtype)
             if w.name not in done]
     todo = job_share(todo, lambda ws: {w.name: knobs for w, knobs, _ in ws}, name=name, noun="held-out workloads",
                      done=len(done), device=device, sms=sms, shard=shard, limit=limit, jobs=jobs,
@@ -146,7 +152,8 @@ def confirm(sweep_path: str, out_dir: str, *, repeats: int = 6, part: str | None
         t0 = time.perf_counter()
         rec = sweep_mod.sweep_workload(w, device, sms, l2, check=False, repeats=repeats, candidates=knobs,
                                        order=sweep.get("order", sweep_mod.BACK_TO_BACK))
-        record = dict(name=w.name, family=row["family"], pick=row["pick"], best=row["best"],
+        record = dict(name=w.name, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      family=row["family"], pick=row["pick"], best=row["best"],
                       sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"], copies=rec["copies"],
                       times_ms=rec["times_ms"], runs_ms=rec.get("runs_ms", {}), errors=rec.get("errors", {}))
         record.update(score(record))
@@ -174,11 +181,12 @@ def score(record: dict) -> dict:
     return dict(vs_hand=t / times[HAND], vs_best=t / min(times.values()), vs_hand_runs=pairs)
 
 
-def merge(into: str, paths, *, flag: str = "--confirm-merge") -> int:
+def merge(into: str, paths, *, flag: str = "--confirm-merge", replace: bool = False) -> int:
     """Add the records of the shards at ``paths`` to the confirmation ``into`` (created from the first shard
-    when missing); returns how many were added. Shards of another GPU, count or fit are refused. Also
-    joins the shards of a re-timing (``tritium.tune.retime``: the same keys; ``flag`` names the option in
-    errors)."""
+    when missing); returns how many were added or, with ``replace``, replaced: a shard's record then takes the
+    place of ``into``'s record of the same workload (a re-timing after a kernel change; without it ``into``'s
+    is kept). Shards of another GPU, count or fit are refused. Also joins the shards of a re-timing
+    (``tritium.tune.retime``: the same keys; ``flag`` names the option in errors)."""
     data = sweep_mod.load_json(into)
     added = 0
     for path in paths:
@@ -190,10 +198,14 @@ def merge(into: str, paths, *, flag: str = "--confirm-merge") -> int:
         for key in ("gpu", "repeats", "source"):
             if other[key] != data[key]:
                 raise SystemExit(f"{flag}: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
-        have = {r["name"] for r in data["records"]}
+        have = {r["name"]: i for i, r in enumerate(data["records"])}
         for r in other["records"]:
             if r["name"] not in have:
+                have[r["name"]] = len(data["records"])
                 data["records"].append(r)
+                added += 1
+            elif replace and data["records"][have[r["name"]]] is not r:
+                data["records"][have[r["name"]]] = r
                 added += 1
         if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
             data["header"] = other["header"]
