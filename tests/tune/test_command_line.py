@@ -99,7 +99,16 @@ def test_merges_refused_with_status_2(tmp_path, sweep, capsys):
     not_json = tmp_path / "shard.json"
     not_json.write_text("{")
     assert refused(main, ["attention", "--retime-merge", str(not_json), sweep], capsys).startswith(
-        f"{prog} {not_json} is not JSON (")
+        f"{prog} --retime-merge: {not_json} is not JSON (")
+    # JSON of something else (a list; an object without the keys) was a KeyError or a TypeError traceback.
+    other = tmp_path / "other.json"
+    for text, missing in (("[1, 2]", "gpu, knobs, records"), ('{"gpu": "cpu", "records": []}', "knobs")):
+        other.write_text(text)
+        assert refused(main, ["attention", "--merge", sweep, str(other)], capsys) == (
+            f"{prog} --merge: {other} is not a JSON object with gpu, knobs, records (no {missing})")
+    assert refused(main, ["attention", "--confirm-merge", str(tmp_path / "into.json"), sweep], capsys) == (
+        f"{prog} --confirm-merge: {sweep} is not a JSON object with gpu, repeats, source, records (no repeats, "
+        "source)")
 
 
 def test_sweep_needs_a_gpu_and_fit_scikit_learn(sweep, capsys, monkeypatch, cpu_only):

@@ -472,7 +472,7 @@ def merge_sweeps(into: str, paths) -> int:
     with the same candidate knobs and timings a candidate: anything else is refused, nothing written.
     From a sweep of the other timing order only prefill-family records are taken (the order changes how
     decode-family calls are timed, nothing else): a model-order decode re-sweep keeps the prefill sweep."""
-    data = load_json(into)
+    data = load_json(into, "gpu", "knobs", "records", flag="--merge")
     if data is None:
         raise SystemExit(f"--merge: {into} does not exist")
     data.setdefault("repeats", 1)
@@ -480,7 +480,7 @@ def merge_sweeps(into: str, paths) -> int:
     have = {r["name"] for r in data["records"]}
     added = 0
     for path in paths:
-        other = load_json(path)
+        other = load_json(path, "gpu", "knobs", "records", flag="--merge")
         if other is None:
             raise SystemExit(f"--merge: {path} does not exist")
         other.setdefault("repeats", 1)
@@ -500,15 +500,21 @@ def merge_sweeps(into: str, paths) -> int:
     return added
 
 
-def load_json(path: str):
-    """The JSON at ``path``, or None where there is no file; SystemExit naming a file that is not JSON."""
-    if os.path.exists(path):
-        with open(path) as f:
-            try:
-                return json.load(f)
-            except (UnicodeDecodeError, ValueError) as e:
-                raise SystemExit(f"{path} is not JSON ({e})") from None
-    return None
+def load_json(path: str, *keys: str, flag: str = ""):
+    """The JSON at ``path``, or None where there is no file; SystemExit naming a file that is not JSON or (with
+    ``keys``) not an object holding them (``flag``: the option that read it, for the message)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except (UnicodeDecodeError, ValueError) as e:
+            raise SystemExit(f"{flag + ': ' if flag else ''}{path} is not JSON ({e})") from None
+    missing = [k for k in keys if k not in data] if isinstance(data, dict) else list(keys)
+    if missing:
+        raise SystemExit(f"{flag + ': ' if flag else ''}{path} is not a JSON object with {', '.join(keys)} (no "
+                         f"{', '.join(missing)})")
+    return data
 
 
 def save_json(data: dict, path: str) -> None:

@@ -187,10 +187,11 @@ def merge(into: str, paths, *, flag: str = "--confirm-merge", replace: bool = Fa
     place of ``into``'s record of the same workload (a re-timing after a kernel change; without it ``into``'s
     is kept). Shards of another GPU, count or fit are refused. Also joins the shards of a re-timing
     (``tritium.tune.retime``: the same keys; ``flag`` names the option in errors)."""
-    data = sweep_mod.load_json(into)
+    need = ("gpu", "repeats", "source", "records")
+    data = sweep_mod.load_json(into, *need, flag=flag)
     added = 0
     for path in paths:
-        other = sweep_mod.load_json(path)
+        other = sweep_mod.load_json(path, *need, flag=flag)
         if other is None:
             raise SystemExit(f"{flag}: {path} does not exist")
         if data is None:

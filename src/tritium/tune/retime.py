@@ -128,7 +128,7 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context
     two orders agree on long calls and disagree on short ones (bench/NOTES.md, stop 43: at B=4 L=768,
     12 splits 4% faster back to back and 4% slower after a GEMV; the engine's batch-1 graph 0.8% slower
     with a tree refitted on every re-timing, its calls at L <= 1024 having moved to fewer splits)."""
-    sweep = sweep_mod.load_json(sweep_path)
+    sweep = sweep_mod.load_json(sweep_path, "gpu", "records", flag="--retime-apply")
     if sweep is None:
         raise SystemExit(f"--retime-apply: {sweep_path} does not exist")
     sha = confirm.sha256_short(sweep_path)
@@ -136,7 +136,7 @@ def apply(sweep_path: str, retime_paths, *, date: str | None = None, min_context
     date = date or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     applied, skipped, short, scales = 0, 0, 0, []
     for path in retime_paths:
-        data = sweep_mod.load_json(path)
+        data = sweep_mod.load_json(path, "gpu", "source", "records", flag="--retime-apply")
         if data is None:
             raise SystemExit(f"--retime-apply: {path} does not exist")
         if data["gpu"] != sweep["gpu"] or data["source"]["sweep_sha256"] != sha:
