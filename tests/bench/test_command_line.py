@@ -123,6 +123,20 @@ def test_options_that_do_not_go_together(argv, message, capsys, cpu_only):
     assert refused(main, argv, capsys).startswith(f"{PROG} {argv[0]}: error: {message}")
 
 
+@pytest.mark.parametrize("suite", ["shmem", "collectives", "fused", "distributed_decode"])
+def test_more_ranks_than_gpus(suite, capsys, monkeypatch):
+    """shmem's --world-size was not checked against the GPUs: ranks past them failed one by one in launch."""
+    import torch
+
+    from tritium import shmem
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(shmem, "launch", lambda *a, **k: pytest.fail("ranks were launched"))
+    assert refused(main, [suite, "--world-size", "3"], capsys) == (
+        f"{PROG} {suite}: error: --world-size 3: only 2 GPUs visible")
+
+
 def test_as_a_process():
     """The entry point itself: no arguments and a bad value, exit status 2 and one line, no traceback."""
     for argv in ([], ["shmem", "--iters", "0"]):

@@ -282,6 +282,8 @@ def run(args) -> dict:
     if not gpu and not runtime.interpreting():
         raise UsageError("no GPU: run with TRITON_INTERPRET=1 for a smoke test under the Triton interpreter")
     world_size = args.world_size or (torch.cuda.device_count() if gpu else 2)
+    if gpu and world_size > torch.cuda.device_count():  # ranks past the GPUs failed in launch, rank by rank
+        raise UsageError(f"--world-size {world_size}: only {torch.cuda.device_count()} GPUs visible")
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dict(mib=args.mib, iters=args.iters if gpu else 2, out=os.path.join(tmp, "rows.json"))
         shmem.launch(_worker, world_size, cfg, timeout=args.timeout)
