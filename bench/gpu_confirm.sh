@@ -4,6 +4,8 @@
 #   WHAT=retime OUT=/some/dir bash bench/gpu_confirm.sh [seconds] [args...]  # what a kernel change moved
 #   FRESH=1 OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8  # re-time one kind anew, then merge it
 #     into the committed file on the CPU: python -m tritium.tune attention --confirm-merge COMMITTED NEW --replace
+#   WHAT=resweep OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8  # sweep the sweep's fp8 workloads
+#     again, every candidate; when done: python -m tritium.tune attention --merge SWEEP RESWEEP --replace, then --fit
 # Continues bench/results/tuning/attention-<gpu>.{confirm,retime}.json (copied to $OUT first) and stops
 # cleanly before [seconds] (default 540); copy the JSON from $OUT back to bench/results/tuning/ and run again
 # until nothing is left. On a machine of N GPUs: one compile pool, then N shards (one a GPU), merged at the
@@ -13,7 +15,8 @@ set -uo pipefail
 limit=${1:-540}; shift || true
 OUT=${OUT:-bench/results/tuning}
 WHAT=${WHAT:-confirm}
-[[ $WHAT == confirm || $WHAT == retime ]] || { echo "WHAT must be confirm or retime, got $WHAT" >&2; exit 2; }
+[[ $WHAT == confirm || $WHAT == retime || $WHAT == resweep ]] || {
+  echo "WHAT must be confirm, retime or resweep, got $WHAT" >&2; exit 2; }
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print $1"-"$2}' | tr -cd 'A-Za-z0-9_-')
 sweep=bench/results/tuning/attention-$gpu.json

@@ -461,6 +461,46 @@ def test_sweep_shards_merge(tmp_path, monkeypatch):
         tune.merge_sweeps(str(path), [str(tmp_path / "missing.json")])
 
 
+@pytest.mark.skipif(not interpreting(), reason="a GPU re-sweep is run by bench/gpu_confirm.sh (WHAT=resweep)")
+def test_resweep_then_merge_replacing(tmp_path, monkeypatch):
+    """--resweep sweeps a sweep's workloads again (of one family or cache dtype where asked) into its own JSON,
+    which a re-run continues; shards join with --resweep-merge; --merge --replace puts its records in place of
+    the sweep's, without --replace nothing changes; a filter that leaves nothing, or a sweep of other knobs, is
+    refused."""
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0)], PREFILL: [(16, 16, 2, 1)]})
+    workloads = [tune.Workload(1, 0, 1, 17, 64, 2, 1, 16, "fp16", dtype="fp16"),
+                 tune.Workload(2, 0, 1, 40, 64, 2, 1, 16, "fp16", dtype="fp16"),
+                 tune.Workload(1, 1, 20, 33, 64, 4, 1, 16, "fp16", dtype="fp16")]
+    path = Path(tune.sweep(str(tmp_path / "base"), workloads=workloads))
+    out = tmp_path / "again"
+    again = Path(tune.resweep(str(path), str(out), part=DECODE))
+    assert again.name == path.name.replace(".json", ".resweep.json")
+    data = json.loads(again.read_text())
+    assert sorted(r["name"] for r in data["records"]) == sorted(w.name for w in workloads[:2])
+    assert data["source"]["sweep"] == path.name and data["knobs"] == json.loads(path.read_text())["knobs"]
+    assert tune.resweep(str(path), str(out), part=DECODE) == str(again)
+    assert json.loads(again.read_text()) == data  # continued: nothing swept twice
+    shards = [Path(tune.resweep(str(path), str(tmp_path / f"s{i}"), shard=(i, 2))) for i in range(2)]
+    joined = tmp_path / "joined.json"
+    assert tune.main(["--resweep-merge", str(joined), *map(str, shards)]) == 0
+    assert len(json.loads(joined.read_text())["records"]) == 3
+
+    for r in data["records"]:  # marks to find them by
+        r["times_ms"] = {k: 7.0 for k in r["times_ms"]}
+    again.write_text(json.dumps(data))
+    assert tune.merge_sweeps(str(path), [str(again)]) == 0
+    assert tune.main(["--merge", str(path), str(again), "--replace"]) == 0
+    merged = {r["name"]: r for r in json.loads(path.read_text())["records"]}
+    assert len(merged) == 3 and {n for n, r in merged.items() if set(r["times_ms"].values()) == {7.0}} == {
+        w.name for w in workloads[:2]}
+
+    with pytest.raises(SystemExit, match="has no workloads with fp8 caches"):
+        tune.resweep(str(path), str(out), kv_dtype="fp8")
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 2)], PREFILL: []})
+    with pytest.raises(SystemExit, match="other candidates"):
+        tune.resweep(str(path), str(out))
+
+
 def test_interleave_families():
     """Every prefix of the sweep order holds both families in the grid's proportion, each in its order."""
     ws = tune.workload_grid(0, 60, 20)
@@ -479,7 +519,10 @@ def test_interleave_families():
                                           (["--grid", "120,0"], "--grid must be two positive counts"),
                                           (["--shard", "2/2"], "--shard: shard I/N needs 0 <= I < N"),
                                           (["--shard", "x"], "--shard: shard must be I/N"),
-                                          (["--merge", "a.json"], "--merge needs the sweep JSON")])
+                                          (["--merge", "a.json"], "--merge needs the sweep JSON"),
+                                          (["--resweep-merge", "a.json"], "--resweep-merge needs the sweep JSON"),
+                                          (["--kv-dtype", "fp8"], "--kv-dtype goes with --confirm or --resweep"),
+                                          (["--replace"], "--replace goes with --merge or --confirm-merge")])
 def test_sweep_arguments_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         tune.main(argv)

@@ -118,9 +118,9 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
     (["--confirm", "SWEEP"], "--confirm: SWEEP_DIR/sweep.validation.json does not exist (--fit SWEEP writes it)"),
     (["--confirm-merge", "only.json"], "at least one shard"),
     (["--confirm-summary", "missing.json"], "does not exist"),
-    (["--fit", "SWEEP", "--kv-dtype", "fp8"], "--kv-dtype goes with --confirm"),
+    (["--fit", "SWEEP", "--kv-dtype", "fp8"], "--kv-dtype goes with --confirm or --resweep"),
     (["--confirm", "SWEEP", "--kv-dtype", "int4"], "argument --kv-dtype: invalid choice"),
-    (["--confirm-summary", "SWEEP", "--replace"], "--replace goes with --confirm-merge"),
+    (["--confirm-summary", "SWEEP", "--replace"], "--replace goes with --merge or --confirm-merge"),
 ])
 def test_confirm_arguments_refused(argv, message, tmp_path, capsys):
     sweep = tmp_path / "sweep.json"

@@ -7,6 +7,8 @@
     python -m tritium.tune attention --confirm FILE [--repeats R]     # re-time its held-out picks (GPU)
     python -m tritium.tune attention --retime FILE [--shard I/N]      # re-time what a kernel change moved (GPU)
     python -m tritium.tune attention --retime-apply FILE RETIME...    # put those timings into the sweep
+    python -m tritium.tune attention --resweep FILE [--kv-dtype fp8]  # sweep its workloads again (GPU)
+    python -m tritium.tune attention --merge FILE RESWEEP --replace   # put the re-sweep in place of the old
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
 head_dim 64/128/256, GQA 1/4/8, pages of 16/64, bf16 and fp8 KV) is timed with every candidate knob
@@ -466,33 +468,43 @@ def sweep_workload(w: Workload, device, sms: int, l2_bytes: int, check: bool = T
     return record
 
 
-def merge_sweeps(into: str, paths) -> int:
+def merge_sweeps(into: str, paths, *, replace: bool = False, create: bool = False, flag: str = "--merge") -> int:
     """Append to the sweep JSON ``into`` the records of the sweeps at ``paths`` (shards of one machine's
-    GPUs) that it does not hold yet; returns how many were added. The sweeps must be of one GPU model,
+    GPUs) that it does not hold yet; returns how many were added or, with ``replace``, replaced: a record of
+    ``paths`` then takes the place of ``into``'s of the same workload (a re-sweep, ``resweep``). ``create``:
+    ``into`` may be missing, and is made from the first of ``paths``. The sweeps must be of one GPU model,
     with the same candidate knobs and timings a candidate: anything else is refused, nothing written.
     From a sweep of the other timing order only prefill-family records are taken (the order changes how
     decode-family calls are timed, nothing else): a model-order decode re-sweep keeps the prefill sweep."""
-    data = load_json(into, "gpu", "knobs", "records", flag="--merge")
+    data = load_json(into, "gpu", "knobs", "records", flag=flag)
+    if data is None and create and paths:
+        data = load_json(paths[0], "gpu", "knobs", "records", flag=flag)
+        data = None if data is None else dict(data, records=[])
     if data is None:
-        raise SystemExit(f"--merge: {into} does not exist")
+        raise SystemExit(f"{flag}: {into if not create or not paths else paths[0]} does not exist")
     data.setdefault("repeats", 1)
     data.setdefault("order", BACK_TO_BACK)
-    have = {r["name"] for r in data["records"]}
+    have = {r["name"]: i for i, r in enumerate(data["records"])}
     added = 0
     for path in paths:
-        other = load_json(path, "gpu", "knobs", "records", flag="--merge")
+        other = load_json(path, "gpu", "knobs", "records", flag=flag)
         if other is None:
-            raise SystemExit(f"--merge: {path} does not exist")
+            raise SystemExit(f"{flag}: {path} does not exist")
         other.setdefault("repeats", 1)
         other.setdefault("order", BACK_TO_BACK)
         for key in ("gpu", "knobs", "repeats"):
             if other[key] != data[key]:  # both as read from JSON
-                raise SystemExit(f"--merge: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
+                raise SystemExit(f"{flag}: {path} has {key} {other[key]!r}, {into} has {data[key]!r}")
         same_order = other["order"] == data["order"]
         for r in other["records"]:
-            if r["name"] not in have and (same_order or r["family"] == PREFILL):
-                have.add(r["name"])
+            if not (same_order or r["family"] == PREFILL):
+                continue
+            if r["name"] not in have:
+                have[r["name"]] = len(data["records"])
                 data["records"].append(r)
+                added += 1
+            elif replace:
+                data["records"][have[r["name"]]] = r
                 added += 1
         if other.get("header", {}).get("date", "") > data.get("header", {}).get("date", ""):
             data["header"] = other["header"]
@@ -555,7 +567,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
           seed: int = 0, workloads=None, device=None, repeats: int | None = None,
           grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1), compile_only: bool = False,
-          order: str | None = None) -> str:
+          order: str | None = None, kind: str = "", source: dict | None = None) -> str:
     """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
     ``sweep_workload``); a sweep is continued only with the count it was started with (None: that count,
     1 for a new sweep). ``grid``: decode- and prefill-family workloads of ``workload_grid``, swept with
@@ -564,16 +576,20 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     ``compile_only``: fill the Triton cache for what all N shards will sweep (``limit`` each), time
     nothing; the shards then run with ``jobs=1`` instead of N pools compiling the same kernels.
     ``order``: how decode-family calls are timed (``ORDERS``, see ``sweep_workload``); a sweep is continued
-    only in its own order (None: that order, BACK_TO_BACK for a new sweep)."""
+    only in its own order (None: that order, BACK_TO_BACK for a new sweep). ``kind`` (e.g. "resweep"): the
+    JSON is ``attention-<gpu>.<kind>.json``; ``source``: what it is of (``resweep``), checked when continued."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{gpu_slug(name)}.json")
+    path = os.path.join(out_dir, f"attention-{gpu_slug(name)}{'.' + kind if kind else ''}.json")
     data = load_json(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs=dict(KNOBS),
-                                   repeats=repeats or 1, order=order or BACK_TO_BACK, records=[])
+                                   repeats=repeats or 1, order=order or BACK_TO_BACK, records=[],
+                                   **({} if source is None else dict(source=source)))
     if data["gpu"] != name:
         raise SystemExit(f"{path} holds a sweep of {data['gpu']}, this GPU is {name}")
+    if data.get("source") != source:
+        raise SystemExit(f"{path} holds a sweep of {data.get('source')}, asked for one of {source}")
     data.setdefault("repeats", 1)  # sweeps before the option timed once
     data.setdefault("order", BACK_TO_BACK)  # and back to back
     if order and data["order"] != order:
@@ -613,6 +629,32 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     return path
 
 
+def resweep(sweep_path: str, out_dir: str, *, kv_dtype: str | None = None, part: str | None = None,
+            limit: int | None = None, jobs: int = 0, shard: tuple[int, int] = (0, 1), compile_only: bool = False,
+            device=None) -> str:
+    """Sweep again, every candidate, the workloads of the sweep at ``sweep_path`` (those of ``kv_dtype``'s
+    caches and ``part``'s family where given), with its repeat count and timing order, into
+    ``DIR/attention-<gpu>.resweep.json``; returns that path. For a kernel change that moves most candidates of a
+    kind of workload, where re-timing a few (``tritium.tune.retime``) would not do: the fp8 caches' dots in fp16
+    (stop 70) after the H100's sweep. ``merge_sweeps(SWEEP, [RESWEEP], replace=True)`` (``--merge SWEEP RESWEEP
+    --replace``) then puts its records in place of the old ones, and the trees are refitted."""
+    src = load_json(sweep_path, "gpu", "knobs", "records", flag="--resweep")
+    if src["knobs"] != json.loads(json.dumps(dict(KNOBS))):
+        raise SystemExit(f"--resweep: {sweep_path} was swept over other candidates than this version's KNOBS; "
+                         "a re-sweep could not replace its records")
+    ws = [Workload(**r["workload"]) for r in src["records"]
+          if (kv_dtype is None or r["workload"]["kv_dtype"] == kv_dtype) and (part is None or r["family"] == part)]
+    if not ws:
+        raise SystemExit(f"--resweep: {sweep_path} has no workloads" + (f" with {kv_dtype} caches" if kv_dtype else "")
+                         + (f" of the {part} family" if part else ""))
+    device = torch.device(device or ("cpu" if interpreting() else "cuda"))
+    if src["gpu"] != device_name(device):
+        raise SystemExit(f"--resweep: {sweep_path} is a sweep of {src['gpu']}; this GPU is {device_name(device)}")
+    return sweep(out_dir, limit=limit, jobs=jobs, workloads=interleave_families(ws), device=device,
+                 repeats=src.get("repeats", 1), shard=shard, compile_only=compile_only,
+                 order=src.get("order", BACK_TO_BACK), kind="resweep", source=retime.sweep_source(sweep_path))
+
+
 SWEEP_FILE = json_file("gpu", "knobs", "records")  # option type: a sweep's JSON, as sweep() writes it
 
 
@@ -643,11 +685,16 @@ def main(argv) -> int:
                              "the sweep's best (--repeats rounds, default 6; tritium.tune.confirm)")
     parser.add_argument("--confirm-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' re-timings to the confirmation JSON INTO (no GPU)")
+    parser.add_argument("--resweep", type=SWEEP_FILE, metavar="FILE",
+                        help="sweep this sweep JSON's workloads again, every candidate (--kv-dtype, --part: only "
+                             "those), into --out's attention-<gpu>.resweep.json; then --merge FILE RESWEEP --replace")
+    parser.add_argument("--resweep-merge", nargs="+", metavar="FILE",
+                        help="INTO SHARD...: add the shards' records to the re-sweep JSON INTO (no GPU)")
     parser.add_argument("--kv-dtype", choices=["bf16", "fp8"], default=None,
-                        help="with --confirm: re-time only the held-out workloads with KV caches of this dtype")
+                        help="with --confirm or --resweep: only the workloads with KV caches of this dtype")
     parser.add_argument("--replace", action="store_true",
-                        help="with --confirm-merge: a shard's record replaces INTO's of the same workload (a "
-                             "re-timing after a kernel change); without it INTO's is kept")
+                        help="with --merge or --confirm-merge: a shard's record replaces INTO's of the same workload "
+                             "(after a kernel change); without it INTO's is kept")
     parser.add_argument("--confirm-summary", type=json_file("gpu", "records"), metavar="FILE",
                         help="print a confirmation JSON's table (no GPU)")
     parser.add_argument("--retime", type=SWEEP_FILE, metavar="FILE",
@@ -680,15 +727,28 @@ def main(argv) -> int:
 
 
 def _main(parser, args) -> int:
-    if args.kv_dtype and not args.confirm:
-        parser.error("--kv-dtype goes with --confirm (the held-out workloads to re-time)")
-    if args.replace and not args.confirm_merge:
-        parser.error("--replace goes with --confirm-merge")
-    if args.merge:
-        if len(args.merge) < 2:
-            parser.error("--merge needs the sweep JSON to add to and at least one shard's JSON")
-        added = merge_sweeps(args.merge[0], args.merge[1:])
-        print(f"{args.merge[0]}: {added} workloads added from {len(args.merge) - 1} shard(s)")
+    if args.kv_dtype and not (args.confirm or args.resweep):
+        parser.error("--kv-dtype goes with --confirm or --resweep (the workloads to time again)")
+    if args.replace and not (args.merge or args.confirm_merge):
+        parser.error("--replace goes with --merge or --confirm-merge")
+    if args.merge or args.resweep_merge:
+        files = args.merge or args.resweep_merge
+        flag = "--merge" if args.merge else "--resweep-merge"
+        if len(files) < 2:
+            parser.error(f"{flag} needs the sweep JSON to add to and at least one shard's JSON")
+        added = merge_sweeps(files[0], files[1:], replace=args.replace, create=bool(args.resweep_merge), flag=flag)
+        print(f"{files[0]}: {added} workloads {'added or replaced' if args.replace else 'added'} from "
+              f"{len(files) - 1} shard(s)")
+        return 0
+    if args.resweep:
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as e:
+            parser.error(f"--shard: {e}")
+        if not (torch.cuda.is_available() or interpreting()):
+            parser.error("--resweep times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
+        resweep(args.resweep, args.out, kv_dtype=args.kv_dtype, part=args.part, limit=args.limit, jobs=args.jobs,
+                shard=shard, compile_only=args.compile_only)
         return 0
     if args.confirm_merge or args.confirm_summary or args.confirm:
         return _confirm_main(parser, args)
