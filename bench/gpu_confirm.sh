@@ -4,8 +4,9 @@
 #   WHAT=retime OUT=/some/dir bash bench/gpu_confirm.sh [seconds] [args...]  # what a kernel change moved
 #   FRESH=1 OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8  # re-time one kind anew, then merge it
 #     into the committed file on the CPU: python -m tritium.tune attention --confirm-merge COMMITTED NEW --replace
-#   WHAT=resweep OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8  # sweep the sweep's fp8 workloads
-#     again, every candidate; when done: python -m tritium.tune attention --merge SWEEP RESWEEP --replace, then --fit
+#   WHAT=resweep OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8 [--within 1.1]  # sweep the sweep's
+#     fp8 workloads again, every candidate (or those near the old best, and the hand rules); when done:
+#     python -m tritium.tune attention --merge SWEEP RESWEEP --replace, then --fit
 # Continues bench/results/tuning/attention-<gpu>.{confirm,retime}.json (copied to $OUT first) and stops
 # cleanly before [seconds] (default 540); copy the JSON from $OUT back to bench/results/tuning/ and run again
 # until nothing is left. On a machine of N GPUs: one compile pool, then N shards (one a GPU), merged at the
@@ -28,7 +29,9 @@ mkdir -p "$OUT"
 if [[ -f bench/results/tuning/$name && $OUT != bench/results/tuning && -z ${FRESH:-} ]]; then
   if python3 -c 'import json, sys; from tritium.tune.confirm import fit_source; from tritium.tune.retime import sweep_source
 want = (fit_source if sys.argv[3] == "confirm" else sweep_source)(sys.argv[1])
-sys.exit(json.load(open(sys.argv[2]))["source"] != want)' "$sweep" "bench/results/tuning/$name" "$WHAT"; then
+have = json.load(open(sys.argv[2]))["source"]
+have.pop("within", None)  # a re-sweep of other candidates (--within) is refused by the tuner, naming both
+sys.exit(have != want)' "$sweep" "bench/results/tuning/$name" "$WHAT"; then
     cp "bench/results/tuning/$name" "$OUT/"
   else
     echo "bench/results/tuning/$name is of another sweep or fit: starting a new one"

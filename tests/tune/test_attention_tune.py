@@ -501,6 +501,38 @@ def test_resweep_then_merge_replacing(tmp_path, monkeypatch):
         tune.resweep(str(path), str(out))
 
 
+@pytest.mark.skipif(not interpreting(), reason="a GPU re-sweep is run by bench/gpu_confirm.sh (WHAT=resweep)")
+def test_resweep_within_times_only_the_near_best(tmp_path, monkeypatch, capsys):
+    """--resweep --within F times again only the candidates the old record timed within F of its best, and the
+    hand rules; each record names the ones left out; a re-sweep of another F is not continued; --within is
+    refused without --resweep or under 1."""
+    monkeypatch.setattr(tune, "KNOBS", {DECODE: [(16, 1, 0), (16, 1, 1), (16, 2, 0)], PREFILL: [(16, 16, 2, 1)]})
+    workloads = [tune.Workload(1, 0, 1, 17, 64, 2, 1, 16, "fp16", dtype="fp16"),
+                 tune.Workload(2, 0, 1, 40, 64, 2, 1, 16, "fp16", dtype="fp16")]
+    path = Path(tune.sweep(str(tmp_path / "base"), workloads=workloads))
+    data = json.loads(path.read_text())
+    old = [{"hand": 2.0, "16-1-0": 1.0, "16-1-1": 1.05, "16-2-0": 1.2},
+           {"hand": 1.0, "16-1-0": 3.0, "16-1-1": None, "16-2-0": 1.08}]
+    for r, times in zip(data["records"], old):
+        r["times_ms"] = times
+    path.write_text(json.dumps(data))
+    out = tmp_path / "again"
+    again = json.loads(Path(tune.resweep(str(path), str(out), within=1.1)).read_text())
+    assert again["source"]["within"] == 1.1
+    got = {r["name"]: (sorted(r["times_ms"]), r["left_out"]) for r in again["records"]}
+    assert got == {workloads[0].name: (["16-1-0", "16-1-1", "hand"], ["16-2-0"]),
+                   workloads[1].name: (["16-2-0", "hand"], ["16-1-0", "16-1-1"])}
+    for r in again["records"]:
+        assert all(v is not None and v > 0 for v in r["times_ms"].values()), r["times_ms"]
+    with pytest.raises(SystemExit, match="asked for one of"):
+        tune.resweep(str(path), str(out), within=1.2)
+    for argv, msg in ((["--within", "1.1"], "goes with --resweep"), (["--resweep", str(path), "--within", "0.9"],
+                                                                    "factor >= 1")):
+        with pytest.raises(SystemExit):
+            tune.main(argv)
+        assert msg in capsys.readouterr().err
+
+
 def test_interleave_families():
     """Every prefix of the sweep order holds both families in the grid's proportion, each in its order."""
     ws = tune.workload_grid(0, 60, 20)

@@ -7,7 +7,7 @@
     python -m tritium.tune attention --confirm FILE [--repeats R]     # re-time its held-out picks (GPU)
     python -m tritium.tune attention --retime FILE [--shard I/N]      # re-time what a kernel change moved (GPU)
     python -m tritium.tune attention --retime-apply FILE RETIME...    # put those timings into the sweep
-    python -m tritium.tune attention --resweep FILE [--kv-dtype fp8]  # sweep its workloads again (GPU)
+    python -m tritium.tune attention --resweep FILE [--kv-dtype fp8] [--within F]  # sweep again (GPU)
     python -m tritium.tune attention --merge FILE RESWEEP --replace   # put the re-sweep in place of the old
 
 On a GPU, every workload of the grid (decode, prefill and mixed batches; batch 1-256, context 128-128k,
@@ -567,7 +567,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jobs: int = 0,
           seed: int = 0, workloads=None, device=None, repeats: int | None = None,
           grid: tuple[int, int] = (120, 54), shard: tuple[int, int] = (0, 1), compile_only: bool = False,
-          order: str | None = None, kind: str = "", source: dict | None = None) -> str:
+          order: str | None = None, kind: str = "", source: dict | None = None,
+          candidates: dict | None = None) -> str:
     """Run (or continue) the sweep; returns the JSON path. ``repeats``: timings of each candidate (see
     ``sweep_workload``); a sweep is continued only with the count it was started with (None: that count,
     1 for a new sweep). ``grid``: decode- and prefill-family workloads of ``workload_grid``, swept with
@@ -577,7 +578,9 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     nothing; the shards then run with ``jobs=1`` instead of N pools compiling the same kernels.
     ``order``: how decode-family calls are timed (``ORDERS``, see ``sweep_workload``); a sweep is continued
     only in its own order (None: that order, BACK_TO_BACK for a new sweep). ``kind`` (e.g. "resweep"): the
-    JSON is ``attention-<gpu>.<kind>.json``; ``source``: what it is of (``resweep``), checked when continued."""
+    JSON is ``attention-<gpu>.<kind>.json``; ``source``: what it is of (``resweep``), checked when continued.
+    ``candidates``: workload name -> the knob sets to time (default: every candidate of its family); such a
+    record names the others (``left_out``)."""
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     name = device_name(device)
     sms = num_sms(device)
@@ -607,17 +610,20 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
         todo = todo[:limit * shard[1]] if limit else todo  # every shard's share
         print(f"{name}: compiling for {len(todo)} workloads ({shard[1]} shard(s))", flush=True)
         if todo and device.type == "cuda":
-            precompile(todo, sms, pool)
+            precompile(todo, sms, pool, candidates)
         return path
     todo = todo[shard[0]::shard[1]]
     todo = todo[:limit] if limit else todo
     print(f"{name}: {len(done)} workloads done, {len(todo)} to sweep"
           + (f" (shard {shard[0]} of {shard[1]})" if shard[1] > 1 else ""), flush=True)
     if todo and device.type == "cuda" and jobs != 1:
-        precompile(todo, sms, pool)
+        precompile(todo, sms, pool, candidates)
     for i, w in enumerate(todo):
         t0 = time.perf_counter()
-        record = sweep_workload(w, device, sms, l2, repeats=repeats, order=data["order"])
+        record = sweep_workload(w, device, sms, l2, repeats=repeats, order=data["order"],
+                                candidates=(candidates or {}).get(w.name))
+        if candidates and w.name in candidates:  # what this record did not time (the fit counts it as failed)
+            record["left_out"] = [k for k in map(trees.knob_key, _candidates(w)) if k not in record["times_ms"]]
         data["records"].append(record)
         times = {k: v for k, v in record["times_ms"].items() if v is not None}
         best = min(times, key=times.get)
@@ -631,28 +637,62 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
 
 def resweep(sweep_path: str, out_dir: str, *, kv_dtype: str | None = None, part: str | None = None,
             limit: int | None = None, jobs: int = 0, shard: tuple[int, int] = (0, 1), compile_only: bool = False,
-            device=None) -> str:
-    """Sweep again, every candidate, the workloads of the sweep at ``sweep_path`` (those of ``kv_dtype``'s
-    caches and ``part``'s family where given), with its repeat count and timing order, into
-    ``DIR/attention-<gpu>.resweep.json``; returns that path. For a kernel change that moves most candidates of a
-    kind of workload, where re-timing a few (``tritium.tune.retime``) would not do: the fp8 caches' dots in fp16
-    (stop 70) after the H100's sweep. ``merge_sweeps(SWEEP, [RESWEEP], replace=True)`` (``--merge SWEEP RESWEEP
-    --replace``) then puts its records in place of the old ones, and the trees are refitted."""
+            within: float | None = None, device=None) -> str:
+    """Sweep again the workloads of the sweep at ``sweep_path`` (those of ``kv_dtype``'s caches and ``part``'s
+    family where given), with its repeat count and timing order, into ``DIR/attention-<gpu>.resweep.json``;
+    returns that path. For a kernel change that moves most candidates of a kind of workload, where re-timing a
+    few (``tritium.tune.retime``) would not do: the fp8 caches' dots in fp16 (stop 70) after the H100's sweep.
+    ``merge_sweeps(SWEEP, [RESWEEP], replace=True)`` (``--merge SWEEP RESWEEP --replace``) then puts its records
+    in place of the old ones, and the trees are refitted.
+
+    Every candidate, or with ``within`` only those the old record timed within that factor of its best, and
+    the hand rules (a third of the timings at 1.1 on the H100's fp8 workloads). Each such record names what
+    it left out (``resweep``: within, the candidates not timed); the fit counts a candidate not timed as a
+    failed one, so the tree does not learn to pick it, and a held-out pick of one counts as a miss."""
     src = load_json(sweep_path, "gpu", "knobs", "records", flag="--resweep")
     if src["knobs"] != json.loads(json.dumps(dict(KNOBS))):
         raise SystemExit(f"--resweep: {sweep_path} was swept over other candidates than this version's KNOBS; "
                          "a re-sweep could not replace its records")
-    ws = [Workload(**r["workload"]) for r in src["records"]
-          if (kv_dtype is None or r["workload"]["kv_dtype"] == kv_dtype) and (part is None or r["family"] == part)]
-    if not ws:
+    if within is not None and not (math.isfinite(within) and within >= 1.0):
+        raise ValueError(f"within must be a finite factor >= 1.0, got {within!r}")
+    recs = [r for r in src["records"]
+            if (kv_dtype is None or r["workload"]["kv_dtype"] == kv_dtype) and (part is None or r["family"] == part)]
+    if not recs:
         raise SystemExit(f"--resweep: {sweep_path} has no workloads" + (f" with {kv_dtype} caches" if kv_dtype else "")
                          + (f" of the {part} family" if part else ""))
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     if src["gpu"] != device_name(device):
         raise SystemExit(f"--resweep: {sweep_path} is a sweep of {src['gpu']}; this GPU is {device_name(device)}")
-    return sweep(out_dir, limit=limit, jobs=jobs, workloads=interleave_families(ws), device=device,
-                 repeats=src.get("repeats", 1), shard=shard, compile_only=compile_only,
-                 order=src.get("order", BACK_TO_BACK), kind="resweep", source=retime.sweep_source(sweep_path))
+    source = retime.sweep_source(sweep_path)
+    candidates = None
+    if within is not None:
+        source["within"] = within
+        candidates = {r["name"]: near_best(r, within) for r in recs}
+    workloads = interleave_families([Workload(**r["workload"]) for r in recs])
+    return sweep(out_dir, limit=limit, jobs=jobs, workloads=workloads, device=device, repeats=src.get("repeats", 1),
+                 shard=shard, compile_only=compile_only, order=src.get("order", BACK_TO_BACK), kind="resweep", source=source, candidates=candidates)
+
+
+def near_best(record: dict, within: float) -> list:
+    """The knob sets of a sweep record's candidates timed within ``within`` of its best, and the hand rules, in
+    the family's candidate order."""
+    times = {k: v for k, v in record["times_ms"].items() if v is not None}
+    if not times:
+        return [HAND] + KNOBS[record["family"]]
+    best = min(times.values())
+    keep = {k for k, v in times.items() if v <= within * best} | {HAND}
+    return [knobs for knobs in [HAND] + KNOBS[record["family"]] if trees.knob_key(knobs) in keep]
+
+
+def factor(text: str) -> float:
+    """Option type: a finite factor >= 1 (1.1: within 10%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1.0):
+        raise argparse.ArgumentTypeError(f"expected a factor >= 1 (1.1: within 10%), got {text!r}")
+    return value
 
 
 SWEEP_FILE = json_file("gpu", "knobs", "records")  # option type: a sweep's JSON, as sweep() writes it
@@ -688,6 +728,9 @@ def main(argv) -> int:
     parser.add_argument("--resweep", type=SWEEP_FILE, metavar="FILE",
                         help="sweep this sweep JSON's workloads again, every candidate (--kv-dtype, --part: only "
                              "those), into --out's attention-<gpu>.resweep.json; then --merge FILE RESWEEP --replace")
+    parser.add_argument("--within", type=factor, metavar="F",
+                        help="with --resweep: time only the candidates the old record timed within F of its best "
+                             "(e.g. 1.1), and the hand rules")
     parser.add_argument("--resweep-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the re-sweep JSON INTO (no GPU)")
     parser.add_argument("--kv-dtype", choices=["bf16", "fp8"], default=None,
@@ -727,6 +770,8 @@ def main(argv) -> int:
 
 
 def _main(parser, args) -> int:
+    if args.within is not None and not args.resweep:
+        parser.error("--within goes with --resweep (which candidates to time again)")
     if args.kv_dtype and not (args.confirm or args.resweep):
         parser.error("--kv-dtype goes with --confirm or --resweep (the workloads to time again)")
     if args.replace and not (args.merge or args.confirm_merge):
@@ -748,7 +793,7 @@ def _main(parser, args) -> int:
         if not (torch.cuda.is_available() or interpreting()):
             parser.error("--resweep times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
         resweep(args.resweep, args.out, kv_dtype=args.kv_dtype, part=args.part, limit=args.limit, jobs=args.jobs,
-                shard=shard, compile_only=args.compile_only)
+                shard=shard, compile_only=args.compile_only, within=args.within)
         return 0
     if args.confirm_merge or args.confirm_summary or args.confirm:
         return _confirm_main(parser, args)
