@@ -526,8 +526,10 @@ def test_resweep_within_times_only_the_near_best(tmp_path, monkeypatch, capsys):
         assert all(v is not None and v > 0 for v in r["times_ms"].values()), r["times_ms"]
     with pytest.raises(SystemExit, match="asked for one of"):
         tune.resweep(str(path), str(out), within=1.2)
-    for argv, msg in ((["--within", "1.1"], "goes with --resweep"), (["--resweep", str(path), "--within", "0.9"],
-                                                                    "factor >= 1")):
+    with pytest.raises(SystemExit, match="no workloads of head_dim 128"):
+        tune.resweep(str(path), str(out), within=1.1, head_dim=128)
+    for argv, msg in ((["--within", "1.1"], "goes with --resweep"), (["--head-dim", "64"], "goes with --resweep"),
+                      (["--resweep", str(path), "--within", "0.9"], "factor >= 1")):
         with pytest.raises(SystemExit):
             tune.main(argv)
         assert msg in capsys.readouterr().err

@@ -637,9 +637,9 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
 
 def resweep(sweep_path: str, out_dir: str, *, kv_dtype: str | None = None, part: str | None = None,
             limit: int | None = None, jobs: int = 0, shard: tuple[int, int] = (0, 1), compile_only: bool = False,
-            within: float | None = None, device=None) -> str:
-    """Sweep again the workloads of the sweep at ``sweep_path`` (those of ``kv_dtype``'s caches and ``part``'s
-    family where given), with its repeat count and timing order, into ``DIR/attention-<gpu>.resweep.json``;
+            within: float | None = None, head_dim: int | None = None, device=None) -> str:
+    """Sweep again the workloads of the sweep at ``sweep_path`` (those of ``kv_dtype``'s caches, ``part``'s family
+    and ``head_dim`` where given), with its repeat count and timing order, into ``DIR/attention-<gpu>.resweep.json``;
     returns that path. For a kernel change that moves most candidates of a kind of workload, where re-timing a
     few (``tritium.tune.retime``) would not do: the fp8 caches' dots in fp16 (stop 70) after the H100's sweep.
     ``merge_sweeps(SWEEP, [RESWEEP], replace=True)`` (``--merge SWEEP RESWEEP --replace``) then puts its records
@@ -656,10 +656,12 @@ def resweep(sweep_path: str, out_dir: str, *, kv_dtype: str | None = None, part:
     if within is not None and not (math.isfinite(within) and within >= 1.0):
         raise ValueError(f"within must be a finite factor >= 1.0, got {within!r}")
     recs = [r for r in src["records"]
-            if (kv_dtype is None or r["workload"]["kv_dtype"] == kv_dtype) and (part is None or r["family"] == part)]
+            if (kv_dtype is None or r["workload"]["kv_dtype"] == kv_dtype) and (part is None or r["family"] == part)
+            and (head_dim is None or r["workload"]["head_dim"] == head_dim)]
     if not recs:
         raise SystemExit(f"--resweep: {sweep_path} has no workloads" + (f" with {kv_dtype} caches" if kv_dtype else "")
-                         + (f" of the {part} family" if part else ""))
+                         + (f" of the {part} family" if part else "")
+                         + (f" of head_dim {head_dim}" if head_dim else ""))
     device = torch.device(device or ("cpu" if interpreting() else "cuda"))
     if src["gpu"] != device_name(device):
         raise SystemExit(f"--resweep: {sweep_path} is a sweep of {src['gpu']}; this GPU is {device_name(device)}")
@@ -670,7 +672,8 @@ def resweep(sweep_path: str, out_dir: str, *, kv_dtype: str | None = None, part:
         candidates = {r["name"]: near_best(r, within) for r in recs}
     workloads = interleave_families([Workload(**r["workload"]) for r in recs])
     return sweep(out_dir, limit=limit, jobs=jobs, workloads=workloads, device=device, repeats=src.get("repeats", 1),
-                 shard=shard, compile_only=compile_only, order=src.get("order", BACK_TO_BACK), kind="resweep", source=source, candidates=candidates)
+                 shard=shard, compile_only=compile_only, order=src.get("order", BACK_TO_BACK), kind="resweep",
+                 source=source, candidates=candidates)
 
 
 def near_best(record: dict, within: float) -> list:
@@ -731,6 +734,8 @@ def main(argv) -> int:
     parser.add_argument("--within", type=factor, metavar="F",
                         help="with --resweep: time only the candidates the old record timed within F of its best "
                              "(e.g. 1.1), and the hand rules")
+    parser.add_argument("--head-dim", type=integer(1), metavar="D",
+                        help="with --resweep: only the workloads of this head_dim")
     parser.add_argument("--resweep-merge", nargs="+", metavar="FILE",
                         help="INTO SHARD...: add the shards' records to the re-sweep JSON INTO (no GPU)")
     parser.add_argument("--kv-dtype", choices=["bf16", "fp8"], default=None,
@@ -770,6 +775,8 @@ def main(argv) -> int:
 
 
 def _main(parser, args) -> int:
+    if args.head_dim is not None and not args.resweep:
+        parser.error("--head-dim goes with --resweep (the workloads to sweep again)")
     if args.within is not None and not args.resweep:
         parser.error("--within goes with --resweep (which candidates to time again)")
     if args.kv_dtype and not (args.confirm or args.resweep):
@@ -793,7 +800,7 @@ def _main(parser, args) -> int:
         if not (torch.cuda.is_available() or interpreting()):
             parser.error("--resweep times kernels: it needs a GPU (or TRITON_INTERPRET=1 for a dry run)")
         resweep(args.resweep, args.out, kv_dtype=args.kv_dtype, part=args.part, limit=args.limit, jobs=args.jobs,
-                shard=shard, compile_only=args.compile_only, within=args.within)
+                shard=shard, compile_only=args.compile_only, within=args.within, head_dim=args.head_dim)
         return 0
     if args.confirm_merge or args.confirm_summary or args.confirm:
         return _confirm_main(parser, args)
