@@ -388,22 +388,28 @@ def lamport_mismatch_worker(rank: int, world_size: int) -> None:
     header, not a timeout), nothing is written, and agreeing calls afterwards are right in each of the three
     buffers, over the elements a larger peer pushed into them too."""
     heap, comm = _comm()
-    if runtime.interpreting():  # a mismatch must not wait this long on any rank (GPUs shared by ranks take turns)
-        heap.max_spins = 1 << 14
+    # A mismatch must not wait this long on any rank (GPUs shared by ranks take turns); the agreeing calls after
+    # it keep the default bound: a rank starved of CPU under the interpreter can take more than 2^14 polls to arrive.
+    short = 1 << 14 if runtime.interpreting() else heap.max_spins
+    default = heap.max_spins
     dev = heap.device
     odd = rank == world_size - 1
 
-    def lamport(x, **kw):
+    def lamport(x, spins=default, **kw):
         out = torch.full_like(x, -5.0)
-        comm.all_reduce(x, out=out, algorithm="lamport", **kw)
+        heap.max_spins = spins
+        try:
+            comm.all_reduce(x, out=out, algorithm="lamport", **kw)
+        finally:
+            heap.max_spins = default
         return out
 
     try:
         y = torch.arange(300, device=dev, dtype=torch.float32) % 7 + rank
-        cases = {"fewer elements": lambda: lamport(y[:100 if odd else 300].bfloat16()),
-                 "more elements": lambda: lamport(y[:300 if odd else 100].bfloat16()),
-                 "fp16 against bf16": lambda: lamport(y.half() if odd else y.bfloat16()),
-                 "max against sum": lambda: lamport(y.bfloat16(), op="max" if odd else "sum")}
+        cases = {"fewer elements": lambda: lamport(y[:100 if odd else 300].bfloat16(), short),
+                 "more elements": lambda: lamport(y[:300 if odd else 100].bfloat16(), short),
+                 "fp16 against bf16": lambda: lamport(y.half() if odd else y.bfloat16(), short),
+                 "max against sum": lambda: lamport(y.bfloat16(), short, op="max" if odd else "sum")}
         for what, call in cases.items():
             out = call()
             with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
@@ -419,7 +425,11 @@ def lamport_mismatch_worker(rank: int, world_size: int) -> None:
         x = torch.ones(rows, hidden, device=dev, dtype=torch.bfloat16)
         residual = torch.zeros_like(x)
         out = torch.full_like(x, -5.0)
-        comm.all_reduce_rms_norm(x, residual, torch.ones(hidden, device=dev, dtype=torch.bfloat16), 1e-5, out=out)
+        heap.max_spins = short
+        try:
+            comm.all_reduce_rms_norm(x, residual, torch.ones(hidden, device=dev, dtype=torch.bfloat16), 1e-5, out=out)
+        finally:
+            heap.max_spins = default
         with pytest.raises(coll.CollectiveMismatch, match="different number of elements"):
             comm.check()
         assert torch.all(out == -5.0) and torch.all(residual == 0), f"rank {rank}: the RMSNorm wrote"
