@@ -233,6 +233,53 @@ def test_safe_picks_gate_on_the_trees_spread():
     assert trees._safe_picks(forest, x, None, None, [(0.9, 0.0)])[(0.9, 0.0)].tolist() == [1]
 
 
+def test_safe_picks_fall_back_to_the_rows_fallback():
+    """Where the gate does not take the pick, the row's fallback is answered; the gain is measured against the
+    fallback, and an unfit fallback gives way to the hand rules."""
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    # candidate 0 the hand rules; row 0: pick 1 gains 0.10 over the hand rules but only 0.005 over fallback 2
+    x = np.array([[[0.10], [0.00], [0.005]],
+                  [[0.10], [0.00], [0.005]],
+                  [[0.10], [0.095], [0.20]]])  # row 2: pick 1 gains 0.005 over the hand rules, 0.105 over 2
+    gate = (0.5, 0.01)
+    assert trees._safe_picks(_Forest([0.0]), x, None, 0, [gate])[gate].tolist() == [1, 1, 0]
+    assert trees._safe_picks(_Forest([0.0]), x, None, 0, [gate], [2, 0, 2])[gate].tolist() == [2, 1, 1]
+    unfit = np.array([[False, False, True], [False] * 3, [False] * 3])
+    assert trees._safe_picks(_Forest([0.0]), x, unfit, 0, [gate], [2, 0, 2])[gate].tolist() == [1, 1, 1]
+
+
+def test_fallbacks_never_slower_than_the_hand_rules():
+    """A group's fallback is the candidate most often within 5% of the best that never failed and never ran
+    more than 3% slower than the hand rules; a candidate not timed on a row counts neither way."""
+    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
+    from tritium.tune import trees
+
+    lg = math.log
+    # candidates: 0 hand, 1 safe and often best, 2 best more often but once 4% slower than the hand rules,
+    # 3 failed once, 4 never timed
+    y = np.array([[lg(1.2), 0.0, 0.0, 0.0, lg(4.0)],
+                  [lg(1.1), 0.0, 0.0, 0.0, lg(4.0)],
+                  [0.0, lg(1.02), lg(1.04), lg(4.0), lg(4.0)],
+                  [lg(1.3), lg(1.2), 0.0, 0.0, lg(4.0)]])
+    ran = np.array([[True, True, True, True, False]] * 4)
+    ok = ran & (y < lg(4.0))
+    groups = ["a"] * 4
+    assert trees._fallbacks(y, ran, ok, 0, groups) == {"a": 1}
+    ran[2, 1] = ok[2, 1] = False  # not re-timed on the row where it was 2% off: still the fallback
+    assert trees._fallbacks(y, ran, ok, 0, groups) == {"a": 1}
+    y[1, 1] = lg(1.3)  # now 1 is slower than the hand rules on row 1: none is safe and better
+    assert trees._fallbacks(y, ran, ok, 0, groups) == {"a": 0}
+    # two groups decide apart; without the hand rules there is no fallback
+    y2 = np.array([[lg(1.2), 0.0], [0.0, lg(1.1)]])
+    both = np.ones((2, 2), dtype=bool)
+    assert trees._fallbacks(y2, both, both, 0, ["a", "b"]) == {"a": 1, "b": 0}
+    assert trees._fallbacks(y2, both, both, None, ["a", "b"]) == {}
+    assert trees.fallback_group(dict(head_dim=64, kv_bits=8, max_seqlen_k=2048)) == "D64-KV8-short"
+    assert trees.fallback_group(dict(head_dim=128, kv_bits=16, max_seqlen_k=2049)) == "D128-KV16-long"
+
+
 def test_distilled_tree_answers_every_label(tmp_path, monkeypatch):
     """Grown to pure leaves, the exported tree answers each domain workload's label (the cost model's gated
     pick, stood in for here) and each training workload's measured best (the hand rules within 1% of it)."""
@@ -250,7 +297,8 @@ def test_distilled_tree_answers_every_label(tmp_path, monkeypatch):
 
     # any labelling the features determine (equal features, equal label), however irregular
     labels = np.array([hash(row(f)) % len(candidates) for f in domain])
-    monkeypatch.setattr(trees, "_safe_picks", lambda model, x, unfit, hand, gates: {g: labels for g in gates})
+    monkeypatch.setattr(trees, "_safe_picks",
+                        lambda model, x, unfit, hand, gates, fallback=None: {g: labels for g in gates})
     x, train_unfit = trees._pairs(DECODE, [r["features"] for r in train], candidates, 132)
     _, y = trees._matrix(train, candidates)
     hand = candidates.index(trees.HAND)
