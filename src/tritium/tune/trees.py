@@ -274,13 +274,14 @@ def _safe_picks(model, x: np.ndarray, unfit_mask, hand: int | None, gates, fallb
 
 # Fallbacks: where the gate does not take the cost model's pick, a candidate of the workload's group that the
 # training workloads show is as safe as the hand rules and more often near the best. NOTE (stop 91, H100 sweep
-# of 3,736 workloads, its fp8 prefill family re-swept only near the old best, the cost model's gated picks,
-# held-out seeds 0 / 1 / 2, % within 5% of the best and picks > 3% slower than the hand rules, decode then
-# prefill): the hand rules as fallback 89.6% / 3, 84.1% / 1; 91.2% / 4, 82.2% / 2; 90.8% / 4, 85.7% / 0; a
-# fallback by head_dim, KV bits and keys <= 2048 90.2% / 4, 90.3% / 0; 91.4% / 5, 89.5% / 4; 90.8% / 4,
-# 89.9% / 0 (penalised 5:1 for slow picks, not barred: SAFE_FALLBACK below bars them). The hand rules'
-# prefill tiles (128 x 32 at <= 2048 keys) are 1.1-2.3x the best on fp8 caches, where 64 x 128 tiles with 4
-# warps are within 5% of it on most workloads.
+# of 3,736 workloads, its fp8 workloads re-swept only near their old best; the cost model's gated picks on the
+# held-out workloads of seeds 0 / 1 / 2, % within 5% of the best and picks > 3% slower than the hand rules,
+# decode then prefill): the hand rules as fallback 89.6% / 3, 84.1% / 1; 91.2% / 4, 82.2% / 2; 90.8% / 4,
+# 85.7% / 0; these fallbacks 90.0% / 3, 90.7% / 1; 91.4% / 5, 89.1% / 2; 90.6% / 4, 89.9% / 0 (scored 5:1
+# against slow picks instead of barring them: 90.2% / 4, 90.3% / 0; 91.4% / 5, 89.5% / 4; 90.8% / 4, 89.9% /
+# 0; decode groups by the hand rules' three regimes of programs instead of keys: more slow picks, 4-8). The
+# hand rules' prefill tiles (128 x 32 at <= 2,048 keys) are 1.1-2.3x the best on fp8 caches, where 64 x 128
+# tiles with 4 warps are within 5% of it on most workloads.
 SHORT_KEYS = 2048
 
 
