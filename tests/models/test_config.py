@@ -396,6 +396,24 @@ def test_gguf_special_token_ids_outside_the_vocabulary_are_ignored(caplog, kv, b
         assert "(tokenizer.ggml.eos_token_id ignored): generation stops only at max_tokens" in none_left[0]
 
 
+@pytest.mark.parametrize("fields,bos,eos,ignored", [
+    (dict(bos_token_id=1, eos_token_id=[2, 64, 7]), 1, (2, 7), ["eos_token_id = 64"]),
+    (dict(bos_token_id=64, eos_token_id=100), None, (), ["bos_token_id = 64", "eos_token_id = 100"]),
+    (dict(bos_token_id=63, eos_token_id=0), 63, (0,), []),
+], ids=["eos-at-vocab", "both-past-vocab", "bounds"])
+def test_config_json_special_token_ids_past_the_vocabulary_are_ignored(caplog, fields, bos, eos, ignored):
+    """config.json's bos/eos ids at or past vocab_size (was: kept; a BOS there indexed past the embeddings, an EOS
+    there was a stop id never sampled) are left out with a warning naming the field, the id and vocab_size, as
+    generation_config.json's and GGUF's are; negative or non-integer ids stay errors (test above)."""
+    with caplog.at_level("WARNING", logger="tritium.models.config"):
+        cfg = _config("mistral", **fields)
+    assert (cfg.bos_token_id, cfg.eos_token_ids) == (bos, eos)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == len(ignored)
+    for what, m in zip(ignored, messages):
+        assert m.startswith(f"config.json {what} is not a token id of the model (vocab_size = 64): ignored"), m
+
+
 def _write_gguf(path, kv: dict) -> str:
     """A GGUF file of metadata only (no tensors): ``GGUF_META`` updated with ``kv`` (None: left out), ints written
     as uint32, floats as float32, strings as strings, lists as uint32 arrays."""

@@ -289,6 +289,19 @@ class ModelConfig:
             rope_scaling = dict(rope_scaling, original_max_position_embeddings=cfg["original_max_position_embeddings"])
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
+        bos = cfg.get("bos_token_id")
+        vocab = cfg.get("vocab_size")
+        if _is_int(vocab) and vocab > 0:
+            # An integer id at or past vocab_size is one the model cannot produce or embed: transformers keeps it
+            # and never stops at it (a BOS there would index past the embeddings). Left out with a warning, as
+            # generation_config.json's and GGUF's are; other bad values are named by __post_init__.
+            past = [("bos_token_id", bos)] if _is_int(bos) and bos >= vocab else []
+            past += [("eos_token_id", t) for t in eos_ids if _is_int(t) and t >= vocab]
+            for name, t in past:
+                log.warning("config.json %s = %d is not a token id of the model (vocab_size = %d): ignored (the "
+                            "model cannot produce it)", name, t, vocab)
+            bos = None if _is_int(bos) and bos >= vocab else bos
+            eos_ids = tuple(t for t in eos_ids if not (_is_int(t) and t >= vocab))
         heads, hidden, head_dim = cfg["num_attention_heads"], cfg["hidden_size"], cfg.get("head_dim")
         if head_dim is None and _is_int(hidden) and _is_int(heads) and heads > 0:  # else the field is named below
             if hidden % heads:
@@ -342,7 +355,7 @@ class ModelConfig:
                     query_pre_attn_scalar=cfg.get("query_pre_attn_scalar"),
                     attn_logit_softcapping=cfg.get("attn_logit_softcapping"),
                     final_logit_softcapping=cfg.get("final_logit_softcapping")) if gemma else {}),
-            bos_token_id=cfg.get("bos_token_id"),
+            bos_token_id=bos,
             eos_token_ids=eos_ids,
             torch_dtype=_DTYPES.get(dtype) if isinstance(dtype, str) else None,
             quantization=quantization,
