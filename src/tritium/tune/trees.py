@@ -293,10 +293,10 @@ def fallback_group(f: dict) -> str:
 
 def _fallbacks(y: np.ndarray, ran: np.ndarray, ok: np.ndarray, hand: int | None, groups) -> dict:
     """{fallback group: candidate index}: per group of the rows (``groups``, one a row: ``fallback_group``),
-    the candidate with most rows within 5% of the best among those that never failed (``ran`` and not
-    ``ok``) and were never more than 3% slower than the hand rules where timed (``ok``; a candidate a
-    re-sweep did not time on a row counts neither way), if it has more such rows than the hand rules;
-    else the hand rules. Empty without the hand rules among the candidates."""
+    the candidate with most rows within 5% of the best among those that never failed on a row of the group
+    (a failure: ``ran`` and not ``ok``) and were never more than 3% slower than the hand rules where timed
+    (``ok``; a candidate a re-sweep did not time on a row, not ``ran``, counts neither way), if it has more
+    such rows than the hand rules; else the hand rules. Empty without the hand rules among the candidates."""
     if hand is None:
         return {}
     groups = np.asarray(groups)
