@@ -236,7 +236,6 @@ def test_safe_picks_gate_on_the_trees_spread():
 def test_safe_picks_fall_back_to_the_rows_fallback():
     """Where the gate does not take the pick, the row's fallback is answered; the gain is measured against the
     fallback, and an unfit fallback gives way to the hand rules."""
-    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
     from tritium.tune import trees
 
     # candidate 0 the hand rules; row 0: pick 1 gains 0.10 over the hand rules but only 0.005 over fallback 2
@@ -253,7 +252,6 @@ def test_safe_picks_fall_back_to_the_rows_fallback():
 def test_fallbacks_never_slower_than_the_hand_rules():
     """A group's fallback is the candidate most often within 5% of the best that never failed and never ran
     more than 3% slower than the hand rules; a candidate not timed on a row counts neither way."""
-    pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
     from tritium.tune import trees
 
     lg = math.log

@@ -295,13 +295,15 @@ class ModelConfig:
             # An integer id at or past vocab_size is one the model cannot produce or embed: transformers keeps it
             # and never stops at it (a BOS there would index past the embeddings). Left out with a warning, as
             # generation_config.json's and GGUF's are; other bad values are named by __post_init__.
-            past = [("bos_token_id", bos)] if _is_int(bos) and bos >= vocab else []
-            past += [("eos_token_id", t) for t in eos_ids if _is_int(t) and t >= vocab]
-            for name, t in past:
-                log.warning("config.json %s = %d is not a token id of the model (vocab_size = %d): ignored (the "
-                            "model cannot produce it)", name, t, vocab)
-            bos = None if _is_int(bos) and bos >= vocab else bos
-            eos_ids = tuple(t for t in eos_ids if not (_is_int(t) and t >= vocab))
+            def past(t) -> bool:
+                return _is_int(t) and t >= vocab
+
+            for name, ids in (("bos_token_id", (bos,)), ("eos_token_id", eos_ids)):
+                for t in filter(past, ids):
+                    log.warning("config.json %s = %d is not a token id of the model (vocab_size = %d): ignored "
+                                "(the model cannot produce it)", name, t, vocab)
+            bos = None if past(bos) else bos
+            eos_ids = tuple(t for t in eos_ids if not past(t))
         heads, hidden, head_dim = cfg["num_attention_heads"], cfg["hidden_size"], cfg.get("head_dim")
         if head_dim is None and _is_int(hidden) and _is_int(heads) and heads > 0:  # else the field is named below
             if hidden % heads:
