@@ -278,6 +278,24 @@ def test_fallbacks_never_slower_than_the_hand_rules():
     assert trees.fallback_group(dict(head_dim=128, kv_bits=16, max_seqlen_k=2049)) == "D128-KV16-long"
 
 
+def test_matrix_tells_a_failure_from_a_candidate_left_out():
+    """A failed candidate (None) counts as the cap, one the record lacks (a re-sweep near the old best left it
+    out) as ``left_out``; timings are against the record's best and capped; decode records lacking candidates
+    train on LEFT_OUT, prefill ones on the cap."""
+    from tritium.tune import trees
+
+    feats = dict.fromkeys(trees.FEATURES, 1)
+    records = [dict(features=feats, times_ms={"hand": 2.0, "a": 1.0, "b": None}),
+               dict(features=feats, times_ms={"hand": 1.0, "a": 9.0, "b": 1.5, "c": 1.2})]
+    _, y = trees._matrix(records, ["a", "b", "c", "hand"], left_out=1.15)
+    expect = [[0.0, math.log(trees.CAP), math.log(1.15), math.log(2.0)],
+              [math.log(trees.CAP), math.log(1.5), math.log(1.2), 0.0]]
+    assert np.allclose(y, expect)
+    _, y = trees._matrix(records, ["a", "b", "c", "hand"])
+    assert y[0, 2] == pytest.approx(math.log(trees.CAP))
+    assert trees.LEFT_OUT.get(DECODE) == pytest.approx(1.15) and PREFILL not in trees.LEFT_OUT
+
+
 def test_distilled_tree_answers_every_label(tmp_path, monkeypatch):
     """Grown to pure leaves, the exported tree answers each domain workload's label (the cost model's gated
     pick, stood in for here) and each training workload's measured best (the hand rules within 1% of it)."""
@@ -713,7 +731,8 @@ def test_validation_counts_an_unfit_pick_as_the_hand_rules():
 
     record = dict(name="w", family=DECODE, features=dict(head_dim=256, kv_bits=16),
                   times_ms={"hand": 2.0, "128-3-1": None, "64-2-1": 1.0},
-                  configs={"hand": [16, 4, 32, 8, 4, 2], "128-3-1": [16, 4, 128, 8, 4, 3], "64-2-1": [16, 4, 64, 8, 4, 2]})
+                  configs={"hand": [16, 4, 32, 8, 4, 2], "128-3-1": [16, 4, 128, 8, 4, 3],
+                           "64-2-1": [16, 4, 64, 8, 4, 2]})
     (row,) = trees.validate([record], lambda fam, f: (128, 3, 1), frozenset({(16, 128, 4, 3, 256, 16)}))
     assert (row["pick"], row["vs_best"], row["vs_hand"]) == ("hand", 2.0, 1.0)
     (row,) = trees.validate([record], lambda fam, f: (128, 3, 1))

@@ -86,7 +86,9 @@ def split_holdout(records: list[dict], seed: int = 0, train_only=frozenset()) ->
     return train, held
 
 
-def _matrix(records: list[dict], candidates: list[str]):
+def _matrix(records: list[dict], candidates: list[str], left_out: float = CAP):
+    """(workload features [n, f], log slowdowns vs each record's best [n, k]): a failed candidate counts as
+    ``CAP``, one the record does not hold (a re-sweep near the old best left it out) as ``left_out``."""
     x = np.array([[r["features"][f] for f in FEATURES] for r in records], dtype=np.float64)
     y = np.empty((len(records), len(candidates)))
     for i, r in enumerate(records):
@@ -94,8 +96,22 @@ def _matrix(records: list[dict], candidates: list[str]):
         best = min(t for t in times.values() if t is not None)
         for j, c in enumerate(candidates):
             t = times.get(c)
-            y[i, j] = math.log(CAP) if t is None else math.log(min(CAP, t / best))
+            y[i, j] = (math.log(left_out) if c not in times else math.log(CAP) if t is None
+                       else math.log(min(CAP, t / best)))
     return x, y
+
+
+# What a decode-family candidate that a re-sweep left out (``--resweep --within 1.1``: more than 1.1x the old
+# best) counts as in training, instead of a failure (the cap). NOTE (stop 92; sweeps with the fp8 decode
+# workloads re-swept near their old best: the H100's 1,099 of 1,247, the H200's 314 of 314; the cost model's
+# gated picks on held-out draws, % within 5% of the best (a pick the record lacks counts as a miss) and how
+# many > 3% slower than the hand rules, counted as a failure -> as 1.15x): H200 decode seed 0 83.2% / 3 ->
+# 90.8% / 0, seed 1 79.0% / 4 -> 89.9% / 2, seed 2 81.5% / 4 -> 86.6% / 2; H100 decode seed 0 89.6% / 1 ->
+# 90.6% / 1, seed 1 92.0% / 5 -> 92.8% / 2. Prefill-family (H100: its 656 fp8 records lack candidates)
+# went 90.7 -> 91.5% and 89.1 -> 87.2%, picking more candidates its records lack (5 -> 8, 7 -> 12 of 258),
+# so prefill keeps the cap: its fp8 kernel moved to fp16 dots in stop 70, which reorders compute-bound tiles
+# more than the memory-bound decode ones.
+LEFT_OUT = {DECODE: 1.15}
 
 
 # NOTE: chosen on the committed H100 and H200 sweeps (2026-11-26 / 2026-11-24) by the mean over ten held-out
@@ -416,7 +432,7 @@ def fit_family(fam: str, records: list[dict], candidates: list[str], sms: int, d
     for one family's training records. None: the picks do not beat the hand rules by 1% (geometric mean) in
     cross-validation, and the family keeps them. ``others``: [(records, sms)] of other GPUs' sweeps for the
     cost model (see ``_other_pairs``; ``exclude``: names never trained on, this GPU's held-out workloads)."""
-    _, y = _matrix(records, candidates)
+    _, y = _matrix(records, candidates, LEFT_OUT.get(fam, CAP))
     hand_col = candidates.index(HAND) if HAND in candidates else None
     hand = float(y[:, hand_col].mean()) if hand_col is not None else math.inf
     if len(records) < 10:
