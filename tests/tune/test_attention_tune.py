@@ -356,7 +356,8 @@ def test_fit_with_other_gpu_sweep(tmp_path):
 
 def test_other_pairs_leave_out_held_out_and_untimed(tmp_path):
     """Another GPU's pairs: its records of this family only, none of the excluded (held-out) names, and no
-    pair for a candidate the record did not run (a failed one counts as the cap); the same-GPU feature 0."""
+    pair for a candidate the record did not run (a failed one counts as the cap); the same-GPU feature 0 for
+    decode, 1 (as this GPU's) for prefill."""
     pytest.importorskip("sklearn", reason="the tune extra: pip install 'tritium[tune]'")
     from tritium.tune import trees
 
@@ -372,6 +373,10 @@ def test_other_pairs_leave_out_held_out_and_untimed(tmp_path):
     own, _ = trees._pairs(DECODE, [records[0]["features"]], candidates, 132)
     assert np.array_equal(x[: len(candidates), :-1], own[0])
     assert trees._other_pairs(PREFILL, [(records, 132)], candidates) is None
+    pre = [r for r in json.loads(path.read_text())["records"] if r["family"] == PREFILL][:3]
+    pre_candidates = sorted(pre[0]["times_ms"])
+    x, y = trees._other_pairs(PREFILL, [(pre, 132)], pre_candidates)
+    assert len(y) == 3 * len(pre_candidates) and np.all(x[:, -1] == 1.0)
 
 
 @pytest.mark.parametrize("module", _committed())

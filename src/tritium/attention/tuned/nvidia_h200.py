@@ -2,16 +2,16 @@
 
 Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/attention-NVIDIA-H100.json --fit bench/results/tuning/attention-NVIDIA-H200.json``
 (sha256 341f5d2c170488e3; 597 decode-family and 401 prefill-family workloads,
-swept 2026-12-06T03:22:08+00:00; distilled trees {'decode': {'leaves': 3370, 'gates': {'D128-KV16': (0.7, 0.0), 'D128-KV8': (0.5, 0.02), 'D256-KV16': (0.6, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV8-short': '128-2-0', 'D256-KV8-long': '64-2-4', 'D64-KV8-long': '128-3-2'}}, 'prefill': {'leaves': 1081, 'gates': {'D128-KV16': (0.5, 0.0), 'D128-KV8': (0.5, 0.02), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '64-64-4-3', 'D256-KV8-short': '64-128-4-2', 'D64-KV16-long': '64-128-4-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '128-64-4-2'}}}
+swept 2026-12-06T03:22:08+00:00; distilled trees {'decode': {'leaves': 3370, 'gates': {'D128-KV16': (0.7, 0.0), 'D128-KV8': (0.5, 0.02), 'D256-KV16': (0.6, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV8-short': '128-2-0', 'D256-KV8-long': '64-2-4', 'D64-KV8-long': '128-3-2'}}, 'prefill': {'leaves': 1131, 'gates': {'D128-KV16': (0.5, 0.0), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.6, 0.01), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '64-64-4-3', 'D256-KV8-short': '64-128-4-2', 'D64-KV16-long': '64-128-4-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '128-64-4-2'}}}
 (leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
 predicted log gain over the fallback >= m; fallbacks where not the hand rules, by head_dim,
 KV bits and keys <= 2048); cross-validated geometric-mean
-slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0126, 'hand': 1.1582}, 'prefill': {'tree': 1.0137, 'hand': 1.4863}}).
+slowdown vs the best swept, the cost model's picks vs the hand rules: {'decode': {'tree': 1.0126, 'hand': 1.1582}, 'prefill': {'tree': 1.0135, 'hand': 1.4863}}).
 The benchmark's 22 anchor workloads are always in the training set.
 The cost model also trained on bench/results/tuning/attention-NVIDIA-H100.json (NVIDIA H100 80GB HBM3, 3736 workloads, sha256 47737904ca9ad86b).
 Held-out validation (workloads the fit never saw):
     decode: 119 held out, 91% within 5% of the best swept, worst infx the best and infx the hand rules
-    prefill: 80 held out, 85% within 5% of the best swept, worst 1.490x the best and 1.117x the hand rules
+    prefill: 80 held out, 86% within 5% of the best swept, worst 1.403x the best and 1.117x the hand rules
 """
 
 # Configurations that ran out of resources in the sweep and every one that needs at least as much
@@ -10058,316 +10058,307 @@ def prefill(f):
             if f['max_seqlen_k'] <= 768:
                 if f['head_dim'] <= 96:
                     if f['num_tokens'] <= 384:
-                        if f['num_kv_heads'] <= 1:
+                        if f['programs'] <= 384:
                             if f['kv_bits'] <= 12:
-                                if f['programs'] <= 48:
-                                    if f['num_tokens'] <= 147:
-                                        if f['programs'] <= 20:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
+                                if f['num_seqs'] <= 4:
+                                    if f['num_kv_heads'] <= 5:
                                         return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['block_size'] <= 40:
+                                    else:
+                                        if f['group'] <= 2:
                                             return (64, 128, 4, 2)
                                         else:
-                                            return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                            else:
-                                return (64, 64, 4, 2)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['kv_bits'] <= 12:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (64, 64, 4, 2)
-                            else:
-                                if f['num_tokens'] <= 255:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                    else:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 384:
-                                if f['programs'] <= 48:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_seqs'] <= 6:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 24:
-                                                return (64, 64, 4, 2)
-                                            else:
+                                            if f['group'] <= 6:
                                                 if f['block_size'] <= 40:
                                                     return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                            else:
+                                if f['num_kv_heads'] <= 5:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['num_tokens'] <= 207:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['group'] <= 2:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                if f['kv_bits'] <= 12:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                return (64, 64, 4, 2)
+                    else:
+                        if f['programs'] <= 192:
+                            if f['max_seqlen_q'] <= 384:
+                                if f['programs'] <= 48:
+                                    if f['kv_bits'] <= 12:
+                                        if f['num_tokens'] <= 768:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 6:
+                                                if f['group'] <= 2:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['num_seqs'] <= 6:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['programs'] <= 24:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
                                 else:
                                     if f['kv_bits'] <= 12:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
+                                        if f['group'] <= 6:
+                                            if f['num_tokens'] <= 1536:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 2)
                                         else:
-                                            return (64, 64, 4, 2)
+                                            if f['programs'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
                                     else:
                                         return (64, 128, 4, 2)
                             else:
                                 return (64, 128, 4, 2)
                         else:
                             if f['num_kv_heads'] <= 5:
-                                if f['programs'] <= 1536:
-                                    if f['num_tokens'] <= 591:
+                                if f['num_tokens'] <= 1343:
+                                    if f['programs'] <= 1536:
                                         if f['programs'] <= 768:
                                             return (64, 128, 4, 2)
                                         else:
                                             if f['kv_bits'] <= 12:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                return (64, 64, 4, 2)
+                                                if f['block_size'] <= 40:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                     else:
                                         if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['num_tokens'] <= 1343:
-                                                return (64, 64, 4, 2)
+                                            if f['group'] <= 6:
+                                                if f['programs'] <= 3072:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                             else:
-                                                return (128, 64, 4, 2)
+                                                return (64, 64, 4, 2)
                                 else:
                                     if f['kv_bits'] <= 12:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['group'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (128, 64, 8, 2)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                return (128, 64, 4, 2)
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['num_seqs'] <= 20:
+                                        if f['group'] <= 2:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 2560:
+                                            return (64, 128, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 20:
-                                    if f['kv_bits'] <= 12:
-                                        if f['programs'] <= 384:
-                                            if f['max_seqlen_k'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 6:
-                                                if f['num_tokens'] <= 1536:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        if f['group'] <= 6:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                    else:
-                                        if f['programs'] <= 768:
-                                            if f['group'] <= 2:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 384:
-                                                    if f['block_size'] <= 40:
-                                                        if f['max_seqlen_q'] <= 384:
+                                else:
+                                    if f['num_tokens'] <= 831:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 640:
+                                                if f['num_seqs'] <= 5:
+                                                    if f['max_seqlen_q'] <= 384:
+                                                        if f['block_size'] <= 40:
                                                             return (128, 64, 8, 2)
                                                         else:
                                                             return (128, 64, 4, 2)
                                                     else:
                                                         return (128, 64, 4, 2)
                                                 else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            if f['num_tokens'] <= 1283:
-                                                return (64, 64, 4, 2)
+                                                    return (64, 128, 4, 2)
                                             else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                else:
-                                    if f['num_tokens'] <= 591:
-                                        if f['programs'] <= 6144:
-                                            if f['kv_bits'] <= 12:
-                                                if f['programs'] <= 2560:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['programs'] <= 2560:
+                                                if f['group'] <= 2:
                                                     return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 64, 4, 2)
                                         else:
                                             return (64, 64, 4, 3)
                                     else:
-                                        return (64, 64, 4, 3)
+                                        if f['programs'] <= 384:
+                                            if f['max_seqlen_q'] <= 384:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
                 else:
-                    if f['programs'] <= 24576:
+                    if f['programs'] <= 12288:
                         if f['kv_bits'] <= 12:
-                            if f['num_kv_heads'] <= 1:
-                                if f['max_seqlen_k'] <= 384:
-                                    return (64, 64, 4, 2)
+                            if f['programs'] <= 1536:
+                                if f['programs'] <= 768:
+                                    if f['num_tokens'] <= 1536:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['num_seqs'] <= 6:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
                                 else:
-                                    if f['programs'] <= 768:
-                                        if f['num_tokens'] <= 1536:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 6:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 384:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 20:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 591:
                                                     return (64, 128, 4, 2)
                                                 else:
-                                                    if f['programs'] <= 160:
-                                                        return (64, 128, 4, 2)
+                                                    return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                            else:
+                                if f['num_tokens'] <= 531:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['programs'] <= 6144:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 591:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['programs'] <= 3072:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                        else:
+                            if f['num_tokens'] <= 831:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['group'] <= 2:
+                                        if f['num_tokens'] <= 515:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['num_tokens'] <= 531:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 384:
+                                                        if f['programs'] <= 192:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 2)
                                             else:
-                                                if f['programs'] <= 12:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 5:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 80:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['programs'] <= 192:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 2)
-                                        else:
-                                            if f['group'] <= 2:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 1:
+                                            if f['programs'] <= 48:
+                                                return (64, 64, 4, 2)
+                                            else:
                                                 if f['block_size'] <= 40:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['num_tokens'] <= 591:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
                                         else:
                                             return (64, 64, 4, 2)
-                            else:
-                                if f['programs'] <= 12:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
-                                else:
-                                    if f['num_tokens'] <= 591:
-                                        return (64, 64, 4, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['block_size'] <= 40:
-                                                if f['programs'] <= 48:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 2560:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
-                        else:
-                            if f['num_tokens'] <= 831:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['num_seqs'] <= 20:
-                                        if f['max_seqlen_q'] <= 384:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 48:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 192:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
                                 else:
                                     if f['num_seqs'] <= 5:
                                         if f['programs'] <= 96:
                                             if f['block_size'] <= 40:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
+                                                if f['programs'] <= 24:
+                                                    return (64, 64, 4, 2)
                                                 else:
-                                                    return (64, 128, 4, 2)
+                                                    if f['num_seqs'] <= 1:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 2)
                                         else:
                                             if f['programs'] <= 192:
                                                 return (128, 64, 8, 2)
                                             else:
-                                                if f['num_seqs'] <= 1:
-                                                    return (128, 64, 8, 2)
-                                                else:
+                                                if f['max_seqlen_k'] <= 384:
                                                     return 'hand'
-                                    else:
-                                        if f['num_tokens'] <= 531:
-                                            if f['num_tokens'] <= 147:
-                                                if f['programs'] <= 384:
-                                                    return (64, 64, 4, 2)
                                                 else:
                                                     return (128, 64, 8, 2)
+                                    else:
+                                        if f['num_tokens'] <= 147:
+                                            if f['programs'] <= 384:
+                                                return (64, 64, 4, 2)
                                             else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 531:
                                                 if f['programs'] <= 640:
-                                                    if f['num_seqs'] <= 20:
-                                                        if f['block_size'] <= 40:
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_seqs'] <= 20:
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 2)
@@ -10375,77 +10366,53 @@ def prefill(f):
                                                         return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 2560:
-                                                if f['block_size'] <= 40:
+                                            else:
+                                                if f['group'] <= 2:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
+                                                    if f['group'] <= 6:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
                             else:
                                 if f['programs'] <= 192:
                                     if f['programs'] <= 96:
                                         if f['block_size'] <= 40:
                                             if f['max_seqlen_q'] <= 384:
                                                 if f['num_kv_heads'] <= 5:
-                                                    if f['programs'] <= 48:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 6:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
+                                                    return (64, 64, 4, 2)
                                                 else:
                                                     return (64, 128, 4, 2)
                                             else:
-                                                if f['group'] <= 2:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['programs'] <= 48:
+                                                if f['programs'] <= 48:
+                                                    if f['num_seqs'] <= 3:
                                                         return (64, 64, 4, 2)
                                                     else:
                                                         return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
                                         else:
-                                            if f['num_kv_heads'] <= 5:
+                                            if f['num_tokens'] <= 1536:
+                                                return (64, 64, 4, 2)
+                                            else:
                                                 if f['programs'] <= 48:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 1536:
-                                                        return (64, 64, 4, 2)
+                                                    if f['num_seqs'] <= 6:
+                                                        return (64, 128, 4, 2)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 384:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 384:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                                                        return (64, 64, 4, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 384:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (128, 64, 8, 2)
-                                        else:
-                                            return (128, 64, 8, 2)
+                                        return (128, 64, 8, 2)
                                 else:
                                     if f['num_seqs'] <= 6:
                                         if f['programs'] <= 384:
-                                            if f['max_seqlen_k'] <= 384:
+                                            if f['max_seqlen_q'] <= 384:
                                                 return 'hand'
                                             else:
                                                 return (128, 64, 8, 2)
                                         else:
-                                            if f['num_seqs'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    return 'hand'
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                return 'hand'
+                                            return 'hand'
                                     else:
                                         if f['programs'] <= 768:
                                             return 'hand'
@@ -10457,7 +10424,10 @@ def prefill(f):
                     else:
                         if f['block_size'] <= 40:
                             if f['kv_bits'] <= 12:
-                                return (64, 128, 4, 2)
+                                if f['group'] <= 6:
+                                    return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 3)
                             else:
                                 return (64, 64, 4, 3)
                         else:
@@ -10465,43 +10435,67 @@ def prefill(f):
             else:
                 if f['programs'] <= 3072:
                     if f['head_dim'] <= 96:
-                        if f['programs'] <= 192:
-                            if f['max_seqlen_k'] <= 81920:
-                                if f['num_tokens'] <= 255:
+                        if f['max_seqlen_k'] <= 81920:
+                            if f['programs'] <= 192:
+                                if f['max_seqlen_q'] <= 192:
                                     if f['kv_bits'] <= 12:
                                         return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['num_tokens'] <= 147:
-                                                    if f['programs'] <= 96:
+                                        if f['num_seqs'] <= 20:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['group'] <= 2:
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
                                                         return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['group'] <= 2:
+                                                        if f['block_size'] <= 40:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 96:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 80:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 3)
                                                     else:
                                                         if f['block_size'] <= 40:
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 3)
                                                 else:
-                                                    if f['block_size'] <= 40:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['programs'] <= 20:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
                                                     return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                if f['block_size'] <= 40:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
                                 else:
                                     if f['num_seqs'] <= 20:
                                         if f['num_kv_heads'] <= 5:
@@ -10517,33 +10511,51 @@ def prefill(f):
                                                         if f['max_seqlen_k'] <= 5120:
                                                             return (64, 128, 4, 2)
                                                         else:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return (64, 64, 4, 3)
                                         else:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    if f['programs'] <= 24:
-                                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
                                                             return (64, 128, 4, 2)
                                                         else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
+                                                            if f['kv_bits'] <= 12:
+                                                                if f['max_seqlen_q'] <= 384:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    if f['max_seqlen_k'] <= 5120:
+                                                                        return (128, 128, 8, 3)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 128, 4, 2)
                                                 else:
                                                     if f['programs'] <= 96:
                                                         return (64, 128, 4, 2)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 384:
-                                                            if f['block_size'] <= 40:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 128, 8, 3)
+                                            else:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            if f['max_seqlen_k'] <= 5120:
                                                                 return (128, 128, 8, 3)
                                                             else:
                                                                 return (64, 128, 4, 2)
                                                         else:
-                                                            return (128, 128, 8, 3)
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
                                     else:
                                         if f['kv_bits'] <= 12:
                                             return (64, 128, 4, 2)
@@ -10556,233 +10568,141 @@ def prefill(f):
                                             else:
                                                 return (64, 64, 4, 3)
                             else:
-                                if f['programs'] <= 48:
+                                if f['num_seqs'] <= 5:
                                     if f['kv_bits'] <= 12:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 128, 4, 2)
+                                        if f['max_seqlen_k'] <= 1536:
+                                            return (64, 64, 4, 2)
                                         else:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 12:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['programs'] <= 96:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                        else:
-                                            if f['programs'] <= 96:
-                                                if f['num_tokens'] <= 384:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     if f['block_size'] <= 40:
                                                         return (128, 128, 8, 3)
                                                     else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                            else:
-                                                return (128, 128, 8, 3)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['num_seqs'] <= 5:
-                                    if f['max_seqlen_k'] <= 20480:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 768:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (128, 64, 4, 2)
-                                        else:
-                                            if f['num_kv_heads'] <= 5:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1536:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (128, 64, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 1280:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (128, 64, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['group'] <= 2:
-                                                if f['programs'] <= 768:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 1359:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['programs'] <= 640:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 80:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 591:
-                                            if f['num_seqs'] <= 80:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['num_seqs'] <= 80:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                            else:
-                                if f['num_seqs'] <= 5:
-                                    if f['programs'] <= 768:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 128, 4, 2)
-                                                    else:
                                                         return (64, 64, 4, 2)
                                                 else:
-                                                    return (64, 64, 4, 2)
+                                                    return (64, 128, 4, 2)
                                             else:
-                                                if f['group'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['programs'] <= 384:
+                                                        return (128, 64, 4, 2)
                                                     else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (128, 64, 4, 2)
+                                                        if f['group'] <= 6:
+                                                            return (64, 64, 4, 2)
                                                         else:
-                                                            return (128, 64, 8, 3)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1280:
                                                             if f['block_size'] <= 40:
+                                                                return (128, 64, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 384:
+                                            if f['group'] <= 6:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 1536:
+                                                if f['programs'] <= 768:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['group'] <= 6:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['programs'] <= 1536:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 399:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['programs'] <= 1536:
+                                                    if f['group'] <= 6:
+                                                        if f['num_seqs'] <= 20:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['programs'] <= 640:
                                                                 return (64, 128, 4, 2)
                                                             else:
-                                                                return (128, 128, 8, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                return (128, 64, 8, 3)
-                                    else:
-                                        return (128, 64, 8, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            if f['block_size'] <= 40:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['num_seqs'] <= 80:
-                                                        return (64, 128, 4, 2)
+                                                                if f['num_tokens'] <= 399:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
                                                     else:
-                                                        if f['num_tokens'] <= 447:
-                                                            if f['group'] <= 6:
+                                                        return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['max_seqlen_q'] <= 1280:
+                                                if f['block_size'] <= 40:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_q'] <= 320:
                                                                 return (64, 64, 4, 3)
                                                             else:
                                                                 return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 20:
-                                                        if f['programs'] <= 1536:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 320:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                if f['programs'] <= 640:
+                                                        if f['num_seqs'] <= 20:
+                                                            if f['group'] <= 6:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['num_kv_heads'] <= 5:
                                                                     return (64, 128, 4, 2)
                                                                 else:
                                                                     return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 20:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 1536:
-                                                        if f['num_tokens'] <= 207:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
                                                         else:
+                                                            if f['max_seqlen_q'] <= 320:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                if f['group'] <= 2:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 20:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['programs'] <= 1536:
                                                             if f['num_kv_heads'] <= 1:
                                                                 if f['group'] <= 6:
                                                                     if f['num_seqs'] <= 80:
@@ -10793,15 +10713,55 @@ def prefill(f):
                                                                     return (64, 64, 4, 3)
                                                             else:
                                                                 return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 399:
-                                                            return (64, 64, 4, 3)
                                                         else:
+                                                            if f['max_seqlen_q'] <= 320:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_seqs'] <= 20:
                                                             return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
                                         else:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
+                                            if f['group'] <= 2:
+                                                if f['num_tokens'] <= 2127:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                            else:
+                                                if f['num_tokens'] <= 591:
+                                                    if f['group'] <= 6:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_seqs'] <= 20:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                if f['programs'] <= 384:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
                                                 else:
                                                     if f['num_seqs'] <= 20:
                                                         return (64, 128, 4, 2)
@@ -10810,1095 +10770,967 @@ def prefill(f):
                                                             return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 3)
+                        else:
+                            if f['programs'] <= 48:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                                else:
+                                    if f['group'] <= 2:
+                                        if f['programs'] <= 12:
+                                            if f['num_tokens'] <= 384:
+                                                return (64, 64, 4, 3)
                                             else:
-                                                if f['block_size'] <= 40:
+                                                if f['kv_bits'] <= 12:
                                                     return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
                                     else:
-                                        if f['programs'] <= 1536:
-                                            if f['group'] <= 6:
-                                                if f['group'] <= 2:
-                                                    return (64, 64, 4, 3)
+                                        if f['kv_bits'] <= 12:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                            else:
+                                if f['programs'] <= 192:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['kv_bits'] <= 12:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 96:
+                                                    return (64, 128, 4, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 1299:
-                                                        return (64, 64, 4, 3)
+                                                    if f['group'] <= 6:
+                                                        return (128, 128, 8, 3)
                                                     else:
                                                         return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 128, 4, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 1280:
-                                                    if f['programs'] <= 384:
-                                                        if f['num_seqs'] <= 20:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 128, 8, 3)
                                                 else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            if f['num_tokens'] <= 591:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 20:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 128, 8, 3)
+                                                    else:
                                                         return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['kv_bits'] <= 12:
+                                                if f['programs'] <= 96:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 96:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                        else:
+                                            if f['programs'] <= 96:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 3)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return (128, 64, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 5:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
                     else:
-                        if f['programs'] <= 12:
+                        if f['programs'] <= 48:
                             if f['max_seqlen_k'] <= 81920:
                                 if f['kv_bits'] <= 12:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 768:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 20480:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['group'] <= 6:
+                                                if f['num_tokens'] <= 515:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        if f['programs'] <= 24:
+                                                            if f['programs'] <= 3:
                                                                 return (64, 128, 4, 2)
                                                             else:
-                                                                return (64, 64, 4, 3)
+                                                                if f['block_size'] <= 40:
+                                                                    if f['programs'] <= 12:
+                                                                        return (64, 128, 4, 2)
+                                                                    else:
+                                                                        if f['max_seqlen_k'] <= 5120:
+                                                                            return (64, 64, 4, 3)
+                                                                        else:
+                                                                            return (64, 128, 4, 2)
+                                                                else:
+                                                                    if f['group'] <= 2:
+                                                                        if f['max_seqlen_q'] <= 320:
+                                                                            if f['max_seqlen_k'] <= 5120:
+                                                                                return (64, 64, 4, 3)
+                                                                            else:
+                                                                                return (64, 128, 4, 2)
+                                                                        else:
+                                                                            if f['max_seqlen_k'] <= 5120:
+                                                                                return (64, 128, 4, 2)
+                                                                            else:
+                                                                                return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
                                                 else:
-                                                    return (64, 64, 4, 3)
+                                                    if f['max_seqlen_q'] <= 768:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
                                         else:
-                                            return (64, 128, 4, 2)
+                                            if f['max_seqlen_q'] <= 192:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
                                     else:
-                                        return (64, 128, 4, 2)
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
                                 else:
                                     if f['block_size'] <= 40:
-                                        if f['num_tokens'] <= 195:
+                                        if f['num_tokens'] <= 147:
                                             if f['max_seqlen_k'] <= 5120:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                if f['group'] <= 2:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
                                         else:
                                             return (64, 128, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 20480:
-                                            if f['num_tokens'] <= 195:
-                                                return (64, 64, 4, 3)
+                                        if f['num_kv_heads'] <= 5:
+                                            if f['num_seqs'] <= 5:
+                                                if f['programs'] <= 12:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['num_tokens'] <= 384:
+                                                                if f['programs'] <= 6:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 64, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1536:
+                                                        if f['programs'] <= 24:
+                                                            if f['max_seqlen_k'] <= 20480:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (64, 64, 4, 2)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_tokens'] <= 384:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
                                             else:
                                                 if f['max_seqlen_k'] <= 5120:
                                                     return (64, 64, 4, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        if f['group'] <= 2:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
+                                                    return (64, 128, 4, 2)
                             else:
-                                return (64, 64, 4, 3)
-                        else:
-                            if f['num_tokens'] <= 1536:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 24:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['kv_bits'] <= 12:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['group'] <= 2:
-                                                        if f['max_seqlen_q'] <= 192:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        if f['num_seqs'] <= 4:
-                                                            if f['max_seqlen_k'] <= 20480:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 4:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                if f['kv_bits'] <= 12:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            if f['num_tokens'] <= 591:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 80:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 20:
-                                                                if f['max_seqlen_k'] <= 5120:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['num_tokens'] <= 323:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        if f['programs'] <= 144:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            return 'hand'
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['programs'] <= 192:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['programs'] <= 96:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 128, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['group'] <= 6:
-                                                                if f['programs'] <= 96:
-                                                                    if f['num_kv_heads'] <= 5:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 384:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['programs'] <= 48:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['max_seqlen_k'] <= 81920:
-                                                                        if f['num_kv_heads'] <= 5:
-                                                                            return (64, 128, 4, 2)
-                                                                        else:
-                                                                            if f['max_seqlen_k'] <= 20480:
-                                                                                return 'hand'
-                                                                            else:
-                                                                                return (64, 128, 4, 2)
-                                                                    else:
-                                                                        if f['num_kv_heads'] <= 5:
-                                                                            return 'hand'
-                                                                        else:
-                                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 591:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['max_seqlen_q'] <= 768:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 384:
-                                                    if f['programs'] <= 96:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['max_seqlen_k'] <= 81920:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 4:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    return (128, 64, 8, 2)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['num_seqs'] <= 20:
-                                                                    if f['num_kv_heads'] <= 5:
-                                                                        return (64, 128, 4, 2)
-                                                                    else:
-                                                                        return 'hand'
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_seqs'] <= 20:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['group'] <= 6:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 320:
-                                                            if f['group'] <= 6:
-                                                                if f['num_seqs'] <= 80:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    if f['max_seqlen_k'] <= 5120:
-                                                                        if f['programs'] <= 768:
-                                                                            return (128, 64, 8, 3)
-                                                                        else:
-                                                                            return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return 'hand'
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['programs'] <= 1536:
-                                                                if f['max_seqlen_k'] <= 5120:
-                                                                    if f['programs'] <= 768:
-                                                                        return (64, 128, 4, 2)
-                                                                    else:
-                                                                        return (64, 64, 4, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['max_seqlen_k'] <= 5120:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['num_seqs'] <= 4:
-                                                if f['programs'] <= 48:
-                                                    if f['kv_bits'] <= 12:
-                                                        if f['num_tokens'] <= 768:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 591:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 768:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                if f['num_tokens'] <= 531:
-                                                    if f['num_seqs'] <= 4:
-                                                        if f['max_seqlen_q'] <= 384:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 48:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['programs'] <= 640:
-                                                                    if f['num_tokens'] <= 387:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        if f['programs'] <= 160:
-                                                                            return (64, 64, 4, 3)
-                                                                        else:
-                                                                            return 'hand'
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_tokens'] <= 384:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
+                                if f['programs'] <= 24:
+                                    if f['num_tokens'] <= 1280:
+                                        return (64, 64, 4, 3)
                                     else:
                                         if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_k'] <= 81920:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['programs'] <= 1536:
-                                                        if f['num_tokens'] <= 147:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                if f['programs'] <= 48:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['max_seqlen_q'] <= 768:
-                                                            if f['num_tokens'] <= 207:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    if f['num_tokens'] <= 531:
-                                                                        if f['programs'] <= 48:
-                                                                            if f['group'] <= 6:
-                                                                                return (64, 64, 4, 3)
-                                                                            else:
-                                                                                return (64, 64, 4, 2)
-                                                                        else:
-                                                                            if f['programs'] <= 1536:
-                                                                                if f['num_tokens'] <= 515:
-                                                                                    return (64, 128, 4, 2)
-                                                                                else:
-                                                                                    if f['group'] <= 6:
-                                                                                        return (64, 64, 4, 3)
-                                                                                    else:
-                                                                                        return (64, 128, 4, 2)
-                                                                            else:
-                                                                                return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return (64, 64, 4, 3)
-                                                                else:
-                                                                    return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 4:
-                                                                if f['programs'] <= 96:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['programs'] <= 192:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        if f['max_seqlen_k'] <= 20480:
-                                                                            return 'hand'
-                                                                        else:
-                                                                            return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['programs'] <= 48:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['programs'] <= 24:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        if f['group'] <= 6:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                                    else:
-                                                        return 'hand'
+                                            return (64, 64, 4, 3)
                                         else:
-                                            if f['programs'] <= 96:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['max_seqlen_k'] <= 81920:
-                                                        if f['programs'] <= 24:
-                                                            if f['max_seqlen_q'] <= 384:
-                                                                if f['max_seqlen_k'] <= 20480:
-                                                                    return (64, 64, 4, 2)
-                                                                else:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        return (64, 64, 4, 2)
-                                                                    else:
-                                                                        return (64, 64, 4, 3)
-                                                            else:
-                                                                if f['max_seqlen_k'] <= 20480:
-                                                                    return (64, 64, 4, 2)
-                                                                else:
-                                                                    return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                if f['max_seqlen_k'] <= 1536:
-                                                                    if f['programs'] <= 48:
-                                                                        return (64, 64, 4, 2)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['programs'] <= 48:
-                                                                        return (64, 64, 4, 2)
-                                                                    else:
-                                                                        if f['num_kv_heads'] <= 1:
-                                                                            return (64, 64, 4, 2)
-                                                                        else:
-                                                                            if f['max_seqlen_q'] <= 320:
-                                                                                return (64, 64, 4, 3)
-                                                                            else:
-                                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['num_seqs'] <= 4:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    if f['group'] <= 6:
-                                                                        return (64, 64, 4, 3)
-                                                                    else:
-                                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['programs'] <= 48:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    if f['num_seqs'] <= 20:
-                                                        if f['num_seqs'] <= 4:
-                                                            if f['programs'] <= 384:
-                                                                return (128, 64, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    return (64, 64, 4, 2)
-                                                                else:
-                                                                    if f['group'] <= 6:
-                                                                        if f['num_tokens'] <= 327:
-                                                                            return (128, 64, 8, 3)
-                                                                        else:
-                                                                            return (64, 64, 4, 3)
-                                                                    else:
-                                                                        if f['programs'] <= 1280:
-                                                                            return (64, 64, 4, 2)
-                                                                        else:
-                                                                            return (128, 64, 8, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['num_seqs'] <= 20:
-                                                            if f['programs'] <= 192:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 591:
-                                                                if f['num_seqs'] <= 80:
-                                                                    if f['programs'] <= 192:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        if f['programs'] <= 768:
-                                                                            return (64, 64, 4, 3)
-                                                                        else:
-                                                                            return 'hand'
-                                                                else:
-                                                                    return 'hand'
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['num_tokens'] <= 255:
-                                                            if f['programs'] <= 1536:
-                                                                if f['programs'] <= 192:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    if f['programs'] <= 768:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        if f['num_kv_heads'] <= 5:
-                                                                            return 'hand'
-                                                                        else:
-                                                                            return (64, 64, 4, 3)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                if f['programs'] <= 384:
-                                                                    return (64, 64, 4, 3)
-                                                                else:
-                                                                    return 'hand'
-                                                            else:
-                                                                return 'hand'
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 81920:
-                                            if f['num_seqs'] <= 80:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['num_seqs'] <= 1:
-                                                            if f['block_size'] <= 40:
-                                                                if f['programs'] <= 96:
-                                                                    return (64, 128, 4, 2)
-                                                                else:
-                                                                    return (128, 128, 8, 2)
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 2051:
-                                                                return 'hand'
-                                                            else:
-                                                                return (64, 128, 4, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return 'hand'
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                        else:
-                                            if f['group'] <= 2:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        if f['programs'] <= 96:
                                             if f['block_size'] <= 40:
                                                 return (64, 128, 4, 2)
                                             else:
-                                                if f['programs'] <= 40:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_q'] <= 384:
+                                        if f['block_size'] <= 40:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
                                         else:
-                                            if f['group'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    if f['programs'] <= 1280:
-                                                        if f['group'] <= 2:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                    else:
-                                                        return (64, 64, 4, 3)
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['kv_bits'] <= 12:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 3)
                                                 else:
                                                     if f['group'] <= 2:
-                                                        if f['num_tokens'] <= 2067:
-                                                            if f['max_seqlen_k'] <= 5120:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 20:
-                                                                return (64, 64, 4, 3)
-                                                            else:
-                                                                return 'hand'
-                                            else:
-                                                if f['num_seqs'] <= 5:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['max_seqlen_k'] <= 1536:
-                                                            return (128, 64, 8, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 20480:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            return 'hand'
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (128, 128, 8, 2)
-                                                        else:
-                                                            return (64, 64, 4, 3)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['kv_bits'] <= 12:
-                                            if f['programs'] <= 384:
-                                                if f['programs'] <= 80:
-                                                    if f['max_seqlen_q'] <= 1536:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 3)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_seqs'] <= 5:
-                                                        return (128, 128, 8, 2)
+                                                        return (64, 128, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
                                             else:
-                                                if f['num_seqs'] <= 1:
+                                                return (64, 64, 4, 3)
+                        else:
+                            if f['num_seqs'] <= 5:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['kv_bits'] <= 12:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['max_seqlen_k'] <= 1536:
                                                     return (128, 128, 8, 2)
                                                 else:
                                                     if f['block_size'] <= 40:
-                                                        return (64, 128, 4, 2)
+                                                        return (128, 128, 8, 2)
                                                     else:
-                                                        if f['num_seqs'] <= 5:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 20:
-                                                                return (64, 128, 4, 2)
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    if f['num_tokens'] <= 1536:
+                                                        if f['num_tokens'] <= 768:
+                                                            if f['max_seqlen_q'] <= 384:
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 3)
                                                             else:
-                                                                return (64, 64, 4, 3)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                if f['block_size'] <= 40:
-                                                    if f['programs'] <= 80:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 5:
-                                                            if f['group'] <= 6:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 192:
                                                                 return (128, 128, 8, 2)
                                                             else:
-                                                                if f['max_seqlen_k'] <= 1536:
-                                                                    return (128, 64, 8, 2)
+                                                                if f['block_size'] <= 40:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1536:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 128, 8, 2)
+                                                                    else:
+                                                                        return (128, 128, 8, 3)
                                                                 else:
                                                                     return (128, 128, 8, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
                                                 else:
-                                                    if f['group'] <= 2:
-                                                        if f['max_seqlen_k'] <= 1536:
-                                                            if f['programs'] <= 80:
-                                                                return (64, 64, 4, 2)
-                                                            else:
-                                                                return (128, 64, 8, 2)
-                                                        else:
+                                                    if f['max_seqlen_k'] <= 1536:
+                                                        if f['programs'] <= 768:
                                                             return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                                            else:
-                                                if f['num_seqs'] <= 5:
-                                                    if f['group'] <= 6:
-                                                        if f['max_seqlen_q'] <= 1536:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 1536:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 128, 8, 2)
-                                                            else:
-                                                                return (128, 64, 8, 3)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        if f['num_seqs'] <= 20:
-                                                            return (64, 64, 4, 3)
                                                         else:
                                                             if f['block_size'] <= 40:
                                                                 return (64, 128, 4, 2)
                                                             else:
-                                                                return (64, 64, 4, 3)
+                                                                return (64, 64, 4, 2)
                                                     else:
                                                         if f['block_size'] <= 40:
                                                             return (128, 128, 8, 2)
                                                         else:
                                                             if f['group'] <= 6:
-                                                                return (128, 64, 8, 3)
-                                                            else:
-                                                                return (64, 64, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['kv_bits'] <= 12:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_k'] <= 81920:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    if f['programs'] <= 640:
-                                                        return 'hand'
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 20480:
-                                                    if f['num_tokens'] <= 2051:
-                                                        if f['block_size'] <= 40:
-                                                            if f['programs'] <= 80:
-                                                                return (64, 128, 4, 2)
+                                                                return (128, 128, 8, 3)
                                                             else:
                                                                 return (128, 128, 8, 2)
+                                        else:
+                                            if f['programs'] <= 384:
+                                                if f['block_size'] <= 40:
+                                                    if f['group'] <= 6:
+                                                        if f['programs'] <= 192:
+                                                            return (128, 128, 8, 2)
                                                         else:
-                                                            if f['programs'] <= 80:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return 'hand'
+                                                            return (128, 64, 8, 3)
                                                     else:
-                                                        if f['group'] <= 2:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 128, 4, 2)
+                                                        if f['max_seqlen_k'] <= 1536:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 384:
+                                                                return (128, 64, 8, 2)
                                                             else:
-                                                                if f['num_seqs'] <= 20:
-                                                                    return (64, 64, 4, 3)
+                                                                return (128, 128, 8, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 1536:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 64, 8, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['block_size'] <= 40:
+                                                        if f['max_seqlen_q'] <= 1536:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1536:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                else:
+                                    if f['programs'] <= 96:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_k'] <= 81920:
+                                                if f['num_tokens'] <= 384:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return 'hand'
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_k'] <= 20480:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 81920:
+                                                                    return (128, 128, 8, 2)
                                                                 else:
                                                                     return 'hand'
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 20480:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            if f['programs'] <= 192:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            return 'hand'
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_k'] <= 20480:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['programs'] <= 192:
+                                                            if f['num_tokens'] <= 1280:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 81920:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                        else:
+                                                            if f['programs'] <= 384:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['programs'] <= 768:
+                                                                    if f['max_seqlen_k'] <= 81920:
+                                                                        return (64, 128, 4, 2)
+                                                                    else:
+                                                                        return (128, 64, 4, 2)
+                                                                else:
+                                                                    if f['max_seqlen_k'] <= 81920:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 768:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return 'hand'
+                                        else:
+                                            if f['programs'] <= 192:
+                                                return 'hand'
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        if f['max_seqlen_k'] <= 20480:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return (128, 64, 4, 2)
+                                                            else:
+                                                                return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_k'] <= 81920:
+                                                                return 'hand'
+                                                            else:
+                                                                return (128, 64, 4, 2)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    return 'hand'
+                            else:
+                                if f['kv_bits'] <= 12:
+                                    if f['programs'] <= 96:
+                                        if f['max_seqlen_q'] <= 320:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 128, 4, 2)
                                                         else:
                                                             return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (64, 64, 4, 3)
                                                 else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 5120:
                                                     if f['block_size'] <= 40:
-                                                        if f['max_seqlen_k'] <= 81920:
-                                                            if f['group'] <= 2:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                if f['programs'] <= 192:
-                                                                    return (128, 64, 8, 3)
-                                                                else:
-                                                                    return 'hand'
-                                                        else:
-                                                            if f['group'] <= 2:
-                                                                return (64, 128, 4, 2)
-                                                            else:
-                                                                return 'hand'
+                                                        return (64, 128, 4, 2)
                                                     else:
-                                                        if f['group'] <= 2:
-                                                            if f['max_seqlen_k'] <= 81920:
+                                                        if f['programs'] <= 1536:
+                                                            if f['programs'] <= 768:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                else:
+                                    if f['num_seqs'] <= 20:
+                                        if f['group'] <= 2:
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 640:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            if f['programs'] <= 192:
                                                                 return (64, 128, 4, 2)
                                                             else:
                                                                 return (64, 64, 4, 3)
                                                         else:
-                                                            return 'hand'
-                                        else:
-                                            if f['num_seqs'] <= 4:
-                                                if f['group'] <= 6:
-                                                    return 'hand'
+                                                            if f['num_tokens'] <= 327:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return 'hand'
                                                 else:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        if f['block_size'] <= 40:
-                                                            if f['kv_bits'] <= 12:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1280:
+                                                    if f['programs'] <= 160:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 5120:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 384:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['group'] <= 6:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 64, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_q'] <= 1280:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 96:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                if f['programs'] <= 384:
+                                                                    return (64, 64, 4, 2)
+                                                                else:
+                                                                    if f['programs'] <= 1536:
+                                                                        return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return (64, 64, 4, 2)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 320:
+                                                                    return (128, 64, 8, 3)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (128, 64, 8, 3)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['group'] <= 6:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['programs'] <= 192:
+                                                            if f['block_size'] <= 40:
+                                                                if f['group'] <= 6:
+                                                                    return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['block_size'] <= 40:
+                                                                if f['max_seqlen_q'] <= 320:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                            else:
+                                                                return 'hand'
+                                                else:
+                                                    if f['num_tokens'] <= 1287:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['block_size'] <= 40:
+                                                                if f['group'] <= 6:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['programs'] <= 384:
+                                                if f['num_seqs'] <= 80:
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 768:
+                                                        if f['max_seqlen_q'] <= 320:
+                                                            if f['num_tokens'] <= 207:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            if f['num_seqs'] <= 80:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 1359:
+                                                            if f['num_seqs'] <= 80:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                if f['group'] <= 2:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    if f['programs'] <= 1536:
+                                                                        if f['group'] <= 6:
+                                                                            return (128, 64, 8, 3)
+                                                                        else:
+                                                                            return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['num_tokens'] <= 1359:
+                                                                if f['num_tokens'] <= 399:
+                                                                    if f['num_kv_heads'] <= 5:
+                                                                        return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return (64, 64, 4, 3)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['num_kv_heads'] <= 5:
+                                                    if f['programs'] <= 1536:
+                                                        if f['num_seqs'] <= 80:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['programs'] <= 192:
+                                                                    if f['num_tokens'] <= 351:
+                                                                        return (64, 64, 4, 3)
+                                                                    else:
+                                                                        return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 128, 4, 2)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    if f['programs'] <= 160:
+                                                                        return (64, 128, 4, 2)
+                                                                    else:
+                                                                        if f['group'] <= 2:
+                                                                            return 'hand'
+                                                                        else:
+                                                                            if f['max_seqlen_q'] <= 320:
+                                                                                return 'hand'
+                                                                            else:
+                                                                                return (64, 128, 4, 2)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['num_tokens'] <= 447:
                                                                 return 'hand'
                                                             else:
-                                                                return (128, 128, 8, 2)
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return 'hand'
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['num_tokens'] <= 399:
+                                                                return (64, 64, 4, 3)
+                                                            else:
+                                                                return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['num_seqs'] <= 80:
+                                                            if f['programs'] <= 192:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['programs'] <= 768:
+                                                                    return (64, 64, 4, 3)
+                                                                else:
+                                                                    return 'hand'
                                                         else:
                                                             return 'hand'
                                                     else:
-                                                        return 'hand'
-                                            else:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 128, 4, 2)
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['num_tokens'] <= 399:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 64, 4, 3)
                                                 else:
-                                                    return (64, 64, 4, 3)
-                else:
-                    if f['head_dim'] <= 96:
-                        if f['num_kv_heads'] <= 1:
-                            if f['programs'] <= 6144:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 1280:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['kv_bits'] <= 12:
-                                            if f['num_tokens'] <= 1359:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                            else:
-                                if f['group'] <= 6:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    if f['kv_bits'] <= 12:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                        else:
-                            if f['num_seqs'] <= 80:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['kv_bits'] <= 12:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    if f['num_seqs'] <= 20:
-                                        if f['group'] <= 6:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['kv_bits'] <= 12:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 8, 3)
+                                                    if f['num_seqs'] <= 80:
+                                                        if f['num_tokens'] <= 351:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return 'hand'
                                                     else:
                                                         return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
+                else:
+                    if f['kv_bits'] <= 12:
+                        if f['head_dim'] <= 96:
+                            if f['max_seqlen_k'] <= 5120:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['group'] <= 6:
                                         return (64, 64, 4, 3)
-                            else:
-                                if f['max_seqlen_q'] <= 320:
-                                    if f['kv_bits'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                if f['max_seqlen_k'] <= 5120:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 3)
-                                else:
-                                    return (64, 64, 4, 3)
-                    else:
-                        if f['kv_bits'] <= 12:
-                            if f['programs'] <= 6144:
-                                if f['max_seqlen_k'] <= 5120:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['group'] <= 6:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                if f['num_tokens'] <= 399:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                else:
-                                    return (64, 128, 4, 2)
-                            else:
-                                if f['programs'] <= 12288:
-                                    if f['num_kv_heads'] <= 5:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
                                     else:
                                         return (64, 128, 4, 2)
                                 else:
-                                    return (64, 128, 4, 2)
-                        else:
-                            if f['group'] <= 6:
-                                if f['num_seqs'] <= 20:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        return (128, 64, 8, 3)
+                                    if f['programs'] <= 6144:
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['num_seqs'] <= 80:
+                                                if f['num_seqs'] <= 20:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
+                            else:
+                                if f['programs'] <= 24576:
+                                    if f['num_seqs'] <= 20:
+                                        if f['group'] <= 6:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 80:
+                                            if f['programs'] <= 6144:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['block_size'] <= 40:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
                                 else:
-                                    if f['num_seqs'] <= 80:
-                                        if f['num_kv_heads'] <= 5:
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['group'] <= 6:
                                             if f['block_size'] <= 40:
                                                 return (64, 64, 4, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 5120:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                        else:
+                            return (64, 128, 4, 2)
+                    else:
+                        if f['num_seqs'] <= 80:
+                            if f['group'] <= 6:
+                                if f['num_seqs'] <= 20:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['head_dim'] <= 96:
+                                            if f['block_size'] <= 40:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['max_seqlen_k'] <= 5120:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
                                                     return (64, 64, 4, 3)
                                                 else:
-                                                    return 'hand'
+                                                    return (128, 64, 8, 3)
                                         else:
                                             return (64, 64, 4, 3)
                                     else:
                                         return (64, 64, 4, 3)
                             else:
-                                if f['num_seqs'] <= 80:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                if f['programs'] <= 6144:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 128, 4, 2)
                                         else:
-                                            if f['num_seqs'] <= 20:
-                                                return (128, 64, 8, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
+                                            return (128, 64, 8, 3)
                                     else:
                                         if f['num_seqs'] <= 20:
+                                            if f['block_size'] <= 40:
+                                                if f['head_dim'] <= 96:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['num_seqs'] <= 20:
+                                        if f['head_dim'] <= 96:
+                                            return (64, 64, 4, 3)
+                                        else:
                                             if f['block_size'] <= 40:
                                                 return (128, 128, 8, 2)
                                             else:
                                                 return 'hand'
-                                        else:
-                                            if f['max_seqlen_q'] <= 1280:
-                                                return (64, 64, 4, 3)
-                                            else:
+                                    else:
+                                        if f['programs'] <= 6144:
+                                            if f['head_dim'] <= 96:
                                                 if f['block_size'] <= 40:
-                                                    if f['programs'] <= 6144:
-                                                        return (64, 64, 4, 3)
-                                                    else:
-                                                        return 'hand'
+                                                    return (64, 128, 4, 2)
                                                 else:
-                                                    return 'hand'
-                                else:
-                                    if f['num_kv_heads'] <= 1:
-                                        if f['programs'] <= 10240:
-                                            return (64, 64, 4, 3)
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['head_dim'] <= 96:
                                                 return (64, 64, 4, 3)
                                             else:
-                                                if f['max_seqlen_k'] <= 5120:
+                                                if f['max_seqlen_q'] <= 1280:
                                                     return (64, 64, 4, 3)
                                                 else:
-                                                    return 'hand'
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                                    else:
+                                                        return 'hand'
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['head_dim'] <= 96:
+                                        return (64, 128, 4, 2)
                                     else:
                                         return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 12288:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['head_dim'] <= 96:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return 'hand'
+                            else:
+                                return (64, 64, 4, 3)
         else:
             if f['programs'] <= 768:
                 if f['head_dim'] <= 96:
                     if f['group'] <= 2:
                         if f['max_seqlen_q'] <= 384:
-                            if f['num_kv_heads'] <= 1:
+                            if f['programs'] <= 48:
                                 if f['kv_bits'] <= 12:
                                     return (64, 64, 4, 3)
                                 else:
-                                    return (64, 128, 4, 2)
+                                    if f['block_size'] <= 40:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
                             else:
                                 if f['kv_bits'] <= 12:
                                     return (64, 64, 4, 2)
@@ -11908,271 +11740,399 @@ def prefill(f):
                                     else:
                                         return (128, 64, 4, 2)
                         else:
-                            if f['num_kv_heads'] <= 5:
-                                if f['num_seqs'] <= 12:
-                                    return (64, 128, 4, 2)
-                                else:
+                            if f['programs'] <= 192:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 1536:
                                     if f['kv_bits'] <= 12:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 768:
-                                                return (64, 128, 4, 2)
+                                        if f['max_seqlen_k'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 2)
                                             else:
-                                                if f['programs'] <= 384:
-                                                    return (64, 64, 4, 2)
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['num_tokens'] <= 12288:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 3)
                                                 else:
                                                     return (64, 128, 4, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 1536:
+                                    else:
                                         if f['max_seqlen_k'] <= 768:
                                             return (128, 64, 4, 2)
                                         else:
                                             return (64, 64, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 6144:
-                                            return (64, 128, 4, 2)
-                                        else:
+                                else:
+                                    if f['max_seqlen_k'] <= 3072:
+                                        if f['kv_bits'] <= 12:
                                             if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 3072:
+                                                if f['programs'] <= 384:
+                                                    return (64, 64, 4, 2)
+                                                else:
                                                     return (64, 64, 4, 3)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 10:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                        else:
+                                            if f['programs'] <= 384:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_tokens'] <= 20480:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 12288:
+                                            if f['kv_bits'] <= 12:
+                                                if f['programs'] <= 384:
+                                                    if f['max_seqlen_q'] <= 6144:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_seqs'] <= 3:
+                                                            if f['block_size'] <= 40:
+                                                                return (64, 128, 4, 2)
+                                                            else:
+                                                                return (128, 128, 8, 3)
+                                                        else:
+                                                            return (64, 128, 4, 2)
                                                 else:
                                                     return (64, 128, 4, 2)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 6144:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['kv_bits'] <= 12:
+                                                return (128, 128, 8, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
                     else:
-                        if f['num_kv_heads'] <= 1:
-                            if f['max_seqlen_q'] <= 768:
-                                if f['kv_bits'] <= 12:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (64, 64, 4, 2)
+                        if f['kv_bits'] <= 12:
+                            if f['max_seqlen_q'] <= 3072:
+                                if f['programs'] <= 192:
+                                    if f['num_seqs'] <= 12:
+                                        return (64, 128, 4, 2)
                                     else:
-                                        if f['programs'] <= 384:
-                                            return (64, 128, 4, 2)
+                                        return (64, 64, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['num_seqs'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 128, 8, 3)
                                         else:
                                             return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 6144:
+                                    if f['group'] <= 6:
+                                        if f['programs'] <= 192:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            return (128, 128, 8, 3)
+                                    else:
+                                        if f['num_seqs'] <= 1:
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                        else:
+                                            return (128, 64, 4, 2)
                                 else:
+                                    if f['programs'] <= 384:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
+                        else:
+                            if f['num_seqs'] <= 6:
+                                if f['programs'] <= 384:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        if f['num_kv_heads'] <= 1:
+                                            if f['group'] <= 6:
+                                                return (64, 128, 4, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 3072:
+                                        if f['max_seqlen_q'] <= 1536:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (64, 128, 4, 2)
+                                            else:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 12288:
+                                                if f['num_kv_heads'] <= 1:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['num_seqs'] <= 1:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (64, 128, 4, 2)
+                                            else:
+                                                return (64, 128, 4, 2)
+                                        else:
+                                            if f['max_seqlen_k'] <= 6144:
+                                                if f['num_seqs'] <= 1:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                            else:
+                                if f['max_seqlen_q'] <= 768:
                                     if f['programs'] <= 192:
                                         return (64, 128, 4, 2)
                                     else:
                                         return (128, 64, 4, 2)
-                            else:
-                                if f['programs'] <= 384:
-                                    if f['num_seqs'] <= 3:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 6144:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['max_seqlen_q'] <= 1536:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                            else:
-                                                if f['max_seqlen_q'] <= 1536:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    if f['kv_bits'] <= 12:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 3072:
-                                        if f['kv_bits'] <= 12:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                    else:
-                                        if f['num_tokens'] <= 12288:
-                                            if f['kv_bits'] <= 12:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                if f['max_seqlen_k'] <= 6144:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (128, 64, 4, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['num_seqs'] <= 1:
-                                                    if f['block_size'] <= 40:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_seqs'] <= 1:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6144:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 64, 8, 3)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 6144:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                        else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['group'] <= 6:
-                                        if f['num_seqs'] <= 3:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['num_seqs'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1536:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    if f['max_seqlen_q'] <= 768:
-                                                        if f['block_size'] <= 40:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    if f['programs'] <= 384:
-                                        if f['block_size'] <= 40:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                    else:
-                                        if f['num_seqs'] <= 1:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (128, 64, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                            else:
-                                if f['max_seqlen_k'] <= 768:
-                                    return (128, 64, 4, 2)
                                 else:
                                     if f['max_seqlen_k'] <= 1536:
                                         return (64, 64, 4, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 6144:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 6144:
-                                                    if f['group'] <= 6:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 3072:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 64, 4, 2)
-                                        else:
-                                            return (128, 64, 8, 3)
+                                        return (128, 64, 4, 2)
                 else:
-                    if f['max_seqlen_q'] <= 3072:
-                        if f['max_seqlen_k'] <= 768:
-                            if f['kv_bits'] <= 12:
-                                if f['programs'] <= 96:
-                                    if f['num_seqs'] <= 12:
-                                        if f['block_size'] <= 40:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                        else:
+                    if f['block_size'] <= 40:
+                        if f['max_seqlen_q'] <= 768:
+                            if f['programs'] <= 96:
+                                if f['num_seqs'] <= 12:
+                                    if f['kv_bits'] <= 12:
+                                        if f['programs'] <= 48:
                                             return (64, 64, 4, 2)
+                                        else:
+                                            return (128, 128, 8, 2)
                                     else:
-                                        return (64, 64, 4, 2)
+                                        return (64, 128, 4, 2)
                                 else:
-                                    return (64, 64, 4, 2)
+                                    if f['kv_bits'] <= 12:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 48:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
                             else:
-                                if f['programs'] <= 384:
-                                    if f['group'] <= 2:
-                                        if f['block_size'] <= 40:
-                                            if f['programs'] <= 96:
-                                                if f['max_seqlen_q'] <= 384:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 128, 4, 2)
+                                if f['kv_bits'] <= 12:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 384:
+                                        if f['max_seqlen_q'] <= 384:
+                                            if f['programs'] <= 192:
+                                                return (128, 64, 8, 2)
                                             else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (64, 64, 4, 2)
+                                                return 'hand'
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        return 'hand'
+                        else:
+                            if f['programs'] <= 96:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 12288:
+                                    if f['max_seqlen_k'] <= 1536:
+                                        if f['programs'] <= 192:
+                                            if f['group'] <= 2:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return 'hand'
+                                                    return (128, 128, 8, 2)
+                                            else:
+                                                if f['kv_bits'] <= 12:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                        else:
+                                            if f['programs'] <= 384:
+                                                if f['group'] <= 2:
+                                                    if f['num_seqs'] <= 10:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (128, 128, 8, 2)
                                                     else:
                                                         return (128, 64, 8, 2)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                else:
+                                                    if f['kv_bits'] <= 12:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['max_seqlen_q'] <= 6144:
+                                            if f['num_tokens'] <= 24576:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['max_seqlen_k'] <= 3072:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return (128, 128, 8, 2)
                                         else:
-                                            if f['programs'] <= 96:
+                                            if f['kv_bits'] <= 12:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['group'] <= 2:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['num_tokens'] <= 24576:
+                                                            return (64, 128, 4, 2)
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        if f['programs'] <= 192:
+                                            return (64, 128, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return 'hand'
+                                            else:
+                                                return (128, 128, 8, 2)
+                    else:
+                        if f['max_seqlen_k'] <= 3072:
+                            if f['kv_bits'] <= 12:
+                                if f['max_seqlen_k'] <= 768:
+                                    return (64, 64, 4, 2)
+                                else:
+                                    if f['programs'] <= 96:
+                                        return (64, 128, 4, 2)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['num_seqs'] <= 12:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                if f['programs'] <= 192:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 6:
+                                                        if f['programs'] <= 384:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                return (64, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['num_kv_heads'] <= 5:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 3)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 128, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 384:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 3)
+                            else:
+                                if f['group'] <= 2:
+                                    if f['programs'] <= 96:
+                                        if f['programs'] <= 48:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['max_seqlen_q'] <= 384:
                                                 return (64, 64, 4, 2)
                                             else:
+                                                return (64, 128, 4, 2)
+                                    else:
+                                        if f['num_tokens'] <= 24576:
+                                            if f['max_seqlen_k'] <= 768:
                                                 if f['programs'] <= 192:
                                                     return (128, 64, 8, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 384:
-                                                        return 'hand'
-                                                    else:
+                                                    if f['num_seqs'] <= 12:
                                                         return (64, 64, 4, 2)
-                                    else:
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                if f['max_seqlen_q'] <= 1536:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 192:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 6144:
+                                                            return (64, 64, 4, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                else:
+                                    if f['programs'] <= 384:
                                         if f['programs'] <= 192:
                                             return (128, 64, 8, 2)
                                         else:
@@ -12180,178 +12140,20 @@ def prefill(f):
                                                 return 'hand'
                                             else:
                                                 return (128, 64, 8, 2)
-                                else:
-                                    return 'hand'
-                        else:
-                            if f['programs'] <= 96:
-                                if f['max_seqlen_q'] <= 1536:
-                                    if f['kv_bits'] <= 12:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['num_seqs'] <= 6:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 2)
                                     else:
-                                        if f['programs'] <= 48:
-                                            if f['block_size'] <= 40:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                                else:
-                                    if f['programs'] <= 48:
-                                        if f['block_size'] <= 40:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 384:
-                                        if f['num_kv_heads'] <= 5:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1536:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (128, 128, 8, 3)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                if f['num_kv_heads'] <= 5:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 2)
+                                        if f['max_seqlen_q'] <= 768:
+                                            return 'hand'
                                         else:
                                             if f['num_seqs'] <= 12:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['block_size'] <= 40:
-                                        if f['group'] <= 2:
-                                            if f['programs'] <= 192:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 24576:
+                                                if f['max_seqlen_k'] <= 1536:
+                                                    if f['group'] <= 6:
                                                         return (64, 64, 4, 2)
                                                     else:
-                                                        return (128, 128, 8, 2)
-                                        else:
-                                            if f['max_seqlen_k'] <= 1536:
-                                                if f['programs'] <= 384:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 12288:
                                                         return (128, 64, 8, 3)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['num_seqs'] <= 6:
-                                                if f['programs'] <= 192:
-                                                    return (128, 64, 8, 2)
                                                 else:
-                                                    return (64, 64, 4, 2)
+                                                    return (128, 64, 8, 3)
                                             else:
                                                 return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 384:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                if f['num_seqs'] <= 6:
-                                                    return (128, 64, 8, 3)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 1536:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                    else:
-                        if f['block_size'] <= 40:
-                            if f['programs'] <= 192:
-                                if f['kv_bits'] <= 12:
-                                    if f['programs'] <= 96:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_q'] <= 6144:
-                                        if f['programs'] <= 96:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        return (64, 128, 4, 2)
-                            else:
-                                if f['num_tokens'] <= 12288:
-                                    if f['kv_bits'] <= 12:
-                                        return 'hand'
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['max_seqlen_q'] <= 6144:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return (128, 128, 8, 2)
-                                else:
-                                    if f['num_tokens'] <= 24576:
-                                        if f['num_seqs'] <= 3:
-                                            if f['kv_bits'] <= 12:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                            else:
-                                                if f['programs'] <= 384:
-                                                    return 'hand'
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['programs'] <= 384:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return (128, 128, 8, 2)
-                                    else:
-                                        if f['max_seqlen_q'] <= 6144:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['kv_bits'] <= 12:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['num_seqs'] <= 3:
-                                                        return (128, 128, 8, 2)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    return 'hand'
-                                            else:
-                                                return 'hand'
                         else:
                             if f['programs'] <= 96:
                                 if f['programs'] <= 48:
@@ -12367,7 +12169,7 @@ def prefill(f):
                                 else:
                                     if f['group'] <= 2:
                                         if f['programs'] <= 192:
-                                            if f['max_seqlen_q'] <= 6144:
+                                            if f['max_seqlen_k'] <= 6144:
                                                 return 'hand'
                                             else:
                                                 return (64, 128, 4, 2)
@@ -12378,216 +12180,264 @@ def prefill(f):
                                             if f['programs'] <= 192:
                                                 return 'hand'
                                             else:
-                                                if f['num_seqs'] <= 1:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return 'hand'
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                                else:
-                                                    return (128, 64, 8, 3)
+                                                return (128, 64, 8, 3)
                                         else:
                                             return 'hand'
             else:
                 if f['kv_bits'] <= 12:
                     if f['head_dim'] <= 96:
-                        if f['group'] <= 2:
-                            if f['programs'] <= 1536:
-                                return (64, 128, 4, 2)
+                        if f['num_kv_heads'] <= 5:
+                            if f['num_seqs'] <= 3:
+                                return (128, 64, 4, 2)
                             else:
-                                if f['max_seqlen_q'] <= 6144:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    return (64, 128, 4, 2)
-                        else:
-                            if f['programs'] <= 12288:
-                                if f['group'] <= 6:
-                                    if f['num_seqs'] <= 1:
-                                        if f['programs'] <= 3072:
+                                if f['programs'] <= 1536:
+                                    if f['max_seqlen_q'] <= 3072:
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['num_tokens'] <= 12288:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['num_kv_heads'] <= 1:
+                                                        if f['num_seqs'] <= 12:
+                                                            return (128, 64, 4, 2)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1536:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_kv_heads'] <= 1:
                                             return (128, 64, 4, 2)
                                         else:
                                             if f['block_size'] <= 40:
                                                 return (128, 64, 4, 2)
                                             else:
+                                                return (64, 128, 4, 2)
+                                else:
+                                    if f['group'] <= 6:
+                                        if f['num_seqs'] <= 12:
+                                            return (128, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
                                                 return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_tokens'] <= 24576:
-                                            if f['num_kv_heads'] <= 5:
-                                                if f['block_size'] <= 40:
-                                                    return (128, 64, 4, 2)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 3072:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 6144:
-                                                            return (64, 128, 4, 2)
-                                                        else:
-                                                            return (128, 64, 4, 2)
                                             else:
-                                                if f['max_seqlen_k'] <= 768:
-                                                    if f['num_tokens'] <= 6144:
+                                                return (128, 64, 4, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 12288:
+                                if f['programs'] <= 3072:
+                                    if f['num_tokens'] <= 12288:
+                                        if f['max_seqlen_q'] <= 1536:
+                                            if f['num_seqs'] <= 6:
+                                                if f['block_size'] <= 40:
+                                                    if f['programs'] <= 1536:
                                                         return (64, 64, 4, 2)
                                                     else:
                                                         return (128, 64, 4, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3072:
-                                                        return (128, 64, 4, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 3:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_seqs'] <= 1:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                if f['programs'] <= 1536:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_tokens'] <= 6144:
                                                             return (128, 64, 4, 2)
                                                         else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 64, 4, 2)
-                                                            else:
-                                                                return (64, 64, 4, 3)
+                                                            return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            if f['block_size'] <= 40:
+                                                if f['num_seqs'] <= 3:
+                                                    return (64, 128, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 128, 4, 2)
                                         else:
-                                            return (128, 64, 4, 2)
+                                            return (64, 64, 4, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 384:
-                                        return (64, 64, 4, 2)
+                                    if f['block_size'] <= 40:
+                                        if f['group'] <= 6:
+                                            if f['max_seqlen_k'] <= 3072:
+                                                if f['max_seqlen_k'] <= 1536:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 6144:
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                if f['programs'] <= 12288:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 64, 4, 2)
                                     else:
                                         return (128, 64, 4, 2)
                             else:
-                                if f['max_seqlen_k'] <= 12288:
-                                    return (128, 64, 4, 2)
+                                if f['programs'] <= 1536:
+                                    return (128, 128, 8, 3)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 64, 4, 3)
+                                    if f['programs'] <= 3072:
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 128, 4, 2)
                                     else:
-                                        return (128, 64, 4, 2)
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 64, 4, 2)
                     else:
                         if f['block_size'] <= 40:
                             if f['programs'] <= 6144:
-                                if f['max_seqlen_k'] <= 1536:
+                                if f['max_seqlen_q'] <= 1536:
                                     if f['programs'] <= 3072:
                                         if f['group'] <= 2:
                                             return (64, 128, 4, 2)
                                         else:
-                                            if f['num_seqs'] <= 6:
-                                                if f['group'] <= 6:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 2)
-                                            else:
-                                                if f['num_tokens'] <= 6144:
-                                                    if f['group'] <= 6:
-                                                        return (64, 64, 4, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 384:
-                                                            return (64, 64, 4, 2)
-                                                        else:
-                                                            return 'hand'
-                                                else:
-                                                    return (64, 64, 4, 2)
+                                            return (64, 64, 4, 2)
                                     else:
-                                        return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 3072:
-                                        if f['group'] <= 2:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        if f['group'] <= 2:
-                                            if f['num_seqs'] <= 1:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                return 'hand'
+                                        if f['max_seqlen_k'] <= 768:
+                                            return 'hand'
                                         else:
                                             if f['num_tokens'] <= 12288:
-                                                if f['num_kv_heads'] <= 5:
-                                                    if f['num_seqs'] <= 1:
-                                                        return 'hand'
+                                                return (128, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                else:
+                                    if f['programs'] <= 3072:
+                                        if f['num_seqs'] <= 12:
+                                            if f['programs'] <= 1536:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['num_seqs'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        return (128, 64, 4, 2)
                                                     else:
                                                         return (128, 128, 8, 2)
                                                 else:
-                                                    return 'hand'
+                                                    if f['max_seqlen_q'] <= 12288:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (64, 128, 4, 2)
                                             else:
-                                                return 'hand'
-                            else:
-                                if f['group'] <= 6:
-                                    if f['num_seqs'] <= 6:
-                                        return (128, 64, 4, 2)
+                                                return (128, 128, 8, 2)
                                     else:
-                                        if f['max_seqlen_k'] <= 3072:
-                                            return (128, 64, 4, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['max_seqlen_k'] <= 3072:
-                                        if f['max_seqlen_k'] <= 1536:
-                                            return 'hand'
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 12288:
-                                            return 'hand'
-                                        else:
-                                            if f['programs'] <= 12288:
-                                                return 'hand'
-                                            else:
+                                        if f['num_seqs'] <= 3:
+                                            if f['max_seqlen_q'] <= 12288:
                                                 return (128, 64, 4, 2)
-                        else:
-                            if f['max_seqlen_q'] <= 3072:
-                                if f['programs'] <= 3072:
-                                    if f['max_seqlen_k'] <= 1536:
-                                        if f['max_seqlen_q'] <= 768:
-                                            if f['programs'] <= 1536:
-                                                return (64, 64, 4, 2)
                                             else:
-                                                return 'hand'
+                                                return (128, 128, 8, 2)
                                         else:
-                                            return (64, 64, 4, 2)
-                                    else:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['programs'] <= 1536:
+                                            if f['max_seqlen_k'] <= 3072:
                                                 return (128, 128, 8, 2)
                                             else:
-                                                if f['num_seqs'] <= 12:
-                                                    return (128, 128, 8, 3)
+                                                if f['max_seqlen_k'] <= 6144:
+                                                    return 'hand'
                                                 else:
                                                     return (128, 128, 8, 2)
+                            else:
+                                if f['max_seqlen_q'] <= 1536:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    if f['num_seqs'] <= 1:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return (128, 64, 4, 2)
+                        else:
+                            if f['max_seqlen_k'] <= 3072:
+                                if f['programs'] <= 3072:
+                                    if f['max_seqlen_q'] <= 1536:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        if f['num_seqs'] <= 12:
+                                            return (128, 128, 8, 3)
                                         else:
-                                            if f['num_seqs'] <= 12:
-                                                return (128, 128, 8, 3)
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 128, 8, 2)
                                             else:
                                                 return (64, 128, 4, 2)
                                 else:
                                     if f['max_seqlen_q'] <= 1536:
                                         return 'hand'
                                     else:
-                                        if f['num_seqs'] <= 12:
+                                        if f['num_tokens'] <= 24576:
                                             return (128, 128, 8, 3)
                                         else:
-                                            if f['programs'] <= 12288:
-                                                return 'hand'
+                                            if f['num_kv_heads'] <= 5:
+                                                return (128, 128, 8, 2)
                                             else:
-                                                return (128, 128, 8, 3)
+                                                if f['programs'] <= 12288:
+                                                    return (128, 64, 4, 2)
+                                                else:
+                                                    return 'hand'
                             else:
-                                return 'hand'
+                                if f['programs'] <= 6144:
+                                    return 'hand'
+                                else:
+                                    if f['programs'] <= 12288:
+                                        if f['num_seqs'] <= 1:
+                                            return 'hand'
+                                        else:
+                                            if f['max_seqlen_q'] <= 12288:
+                                                if f['group'] <= 6:
+                                                    return 'hand'
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6144:
+                                                        return (128, 64, 4, 2)
+                                                    else:
+                                                        return 'hand'
+                                            else:
+                                                return (128, 64, 4, 2)
+                                    else:
+                                        return 'hand'
                 else:
-                    if f['max_seqlen_q'] <= 12288:
-                        if f['max_seqlen_q'] <= 1536:
+                    if f['max_seqlen_k'] <= 12288:
+                        if f['max_seqlen_k'] <= 1536:
                             if f['head_dim'] <= 96:
                                 if f['block_size'] <= 40:
-                                    if f['max_seqlen_q'] <= 384:
-                                        if f['programs'] <= 1536:
+                                    if f['max_seqlen_q'] <= 768:
+                                        if f['num_tokens'] <= 6144:
                                             return (128, 64, 4, 2)
                                         else:
-                                            return (128, 64, 8, 2)
-                                    else:
-                                        if f['programs'] <= 6144:
                                             if f['num_kv_heads'] <= 5:
-                                                if f['num_seqs'] <= 12:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
+                                                return (128, 64, 4, 2)
                                             else:
                                                 return (128, 64, 8, 3)
-                                        else:
-                                            return (128, 64, 8, 2)
+                                    else:
+                                        return (128, 64, 8, 3)
                                 else:
                                     if f['group'] <= 6:
-                                        if f['max_seqlen_k'] <= 768:
+                                        if f['max_seqlen_q'] <= 768:
                                             return (128, 64, 4, 2)
                                         else:
                                             return (128, 64, 8, 3)
@@ -12620,10 +12470,7 @@ def prefill(f):
                                         return (128, 64, 8, 3)
                                     else:
                                         if f['block_size'] <= 40:
-                                            if f['num_seqs'] <= 3:
-                                                return 'hand'
-                                            else:
-                                                return (128, 128, 8, 2)
+                                            return (128, 128, 8, 2)
                                         else:
                                             if f['max_seqlen_q'] <= 3072:
                                                 return (128, 64, 8, 3)
@@ -12641,31 +12488,28 @@ def prefill(f):
                                                     else:
                                                         return (128, 128, 8, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 3072:
+                                                if f['max_seqlen_k'] <= 3072:
                                                     return (128, 64, 8, 3)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['head_dim'] <= 96:
-                                                            return (128, 64, 8, 3)
-                                                        else:
-                                                            return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 3)
-                                        else:
-                                            if f['num_seqs'] <= 3:
-                                                if f['max_seqlen_q'] <= 3072:
                                                     if f['head_dim'] <= 96:
                                                         return (128, 64, 8, 3)
                                                     else:
                                                         return (128, 128, 8, 2)
-                                                else:
-                                                    if f['programs'] <= 1536:
+                                        else:
+                                            if f['programs'] <= 3072:
+                                                if f['programs'] <= 1536:
+                                                    if f['num_seqs'] <= 1:
                                                         return (128, 64, 8, 3)
                                                     else:
                                                         if f['head_dim'] <= 96:
                                                             return (128, 64, 8, 3)
                                                         else:
                                                             return (128, 128, 8, 2)
+                                                else:
+                                                    if f['head_dim'] <= 96:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 3072:
                                                     return (128, 64, 8, 3)
@@ -12676,9 +12520,15 @@ def prefill(f):
                                                         else:
                                                             return (128, 128, 8, 2)
                                                     else:
-                                                        return (128, 64, 8, 3)
+                                                        if f['num_tokens'] <= 24576:
+                                                            if f['head_dim'] <= 96:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 3)
                                     else:
-                                        if f['max_seqlen_q'] <= 6144:
+                                        if f['max_seqlen_k'] <= 6144:
                                             return (128, 64, 8, 3)
                                         else:
                                             if f['head_dim'] <= 96:
@@ -12687,19 +12537,28 @@ def prefill(f):
                                                 return 'hand'
                             else:
                                 if f['head_dim'] <= 96:
-                                    if f['programs'] <= 1536:
-                                        if f['max_seqlen_q'] <= 3072:
+                                    if f['num_kv_heads'] <= 1:
+                                        if f['num_seqs'] <= 3:
                                             if f['block_size'] <= 40:
-                                                return (128, 64, 8, 3)
+                                                return (128, 64, 8, 2)
                                             else:
-                                                return (128, 64, 4, 2)
+                                                return (128, 64, 8, 3)
                                         else:
-                                            return (128, 64, 8, 3)
+                                            if f['num_tokens'] <= 24576:
+                                                if f['num_seqs'] <= 6:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
                                     else:
-                                        if f['programs'] <= 12288:
+                                        if f['num_seqs'] <= 12:
                                             return (128, 64, 8, 3)
                                         else:
-                                            if f['num_seqs'] <= 12:
+                                            if f['num_kv_heads'] <= 5:
                                                 return (128, 64, 8, 3)
                                             else:
                                                 if f['block_size'] <= 40:
@@ -12708,25 +12567,16 @@ def prefill(f):
                                                     return (128, 64, 8, 3)
                                 else:
                                     if f['block_size'] <= 40:
-                                        if f['max_seqlen_q'] <= 3072:
-                                            if f['programs'] <= 1536:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['num_seqs'] <= 3:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    return (128, 64, 8, 3)
+                                        if f['num_seqs'] <= 6:
+                                            return (128, 128, 8, 2)
                                         else:
-                                            if f['num_seqs'] <= 6:
+                                            if f['programs'] <= 3072:
                                                 return (128, 128, 8, 2)
                                             else:
-                                                if f['programs'] <= 3072:
-                                                    return (128, 128, 8, 2)
+                                                if f['programs'] <= 12288:
+                                                    return (128, 64, 8, 3)
                                                 else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (128, 64, 8, 3)
-                                                    else:
-                                                        return (128, 128, 8, 2)
+                                                    return (128, 128, 8, 2)
                                     else:
                                         if f['max_seqlen_k'] <= 6144:
                                             return (128, 64, 8, 3)
@@ -12735,22 +12585,27 @@ def prefill(f):
                     else:
                         if f['head_dim'] <= 96:
                             if f['programs'] <= 1536:
-                                if f['num_kv_heads'] <= 1:
+                                if f['block_size'] <= 40:
                                     return (128, 64, 8, 3)
                                 else:
-                                    if f['group'] <= 2:
-                                        return (128, 64, 8, 3)
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (128, 64, 8, 3)
-                                        else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['group'] <= 6:
                                             return (128, 64, 8, 2)
+                                        else:
+                                            return (128, 64, 8, 3)
+                                    else:
+                                        return (128, 64, 8, 3)
                             else:
                                 return (128, 64, 8, 3)
                         else:
                             if f['programs'] <= 3072:
-                                if f['group'] <= 6:
-                                    if f['programs'] <= 1536:
+                                if f['num_kv_heads'] <= 1:
+                                    if f['block_size'] <= 40:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return 'hand'
+                                else:
+                                    if f['num_tokens'] <= 24576:
                                         if f['block_size'] <= 40:
                                             if f['num_kv_heads'] <= 5:
                                                 return (128, 128, 8, 2)
@@ -12758,11 +12613,6 @@ def prefill(f):
                                                 return 'hand'
                                         else:
                                             return 'hand'
-                                    else:
-                                        return 'hand'
-                                else:
-                                    if f['block_size'] <= 40:
-                                        return (128, 128, 8, 2)
                                     else:
                                         return 'hand'
                             else:
@@ -12775,473 +12625,773 @@ def prefill(f):
             if f['programs'] <= 96:
                 if f['group'] <= 6:
                     if f['max_seqlen_k'] <= 192:
-                        if f['programs'] <= 24:
+                        if f['num_seqs'] <= 20:
                             return 'hand'
                         else:
-                            if f['programs'] <= 48:
-                                return (64, 64, 4, 3)
+                            if f['num_kv_heads'] <= 1:
+                                return 'hand'
                             else:
-                                if f['group'] <= 2:
-                                    if f['num_seqs'] <= 20:
-                                        return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            return 'hand'
+                                if f['block_size'] <= 40:
+                                    return (64, 64, 4, 2)
                                 else:
-                                    if f['block_size'] <= 40:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 128, 4, 2)
+                                    return 'hand'
                     else:
                         if f['programs'] <= 6:
                             if f['block_size'] <= 40:
                                 if f['max_seqlen_k'] <= 20480:
-                                    if f['programs'] <= 3:
+                                    if f['max_seqlen_k'] <= 1280:
                                         return (64, 64, 4, 3)
                                     else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (64, 64, 4, 2)
+                                        if f['programs'] <= 3:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                                         else:
                                             if f['max_seqlen_k'] <= 5120:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
+                                                return (64, 64, 4, 2)
                                             else:
-                                                if f['max_seqlen_q'] <= 384:
-                                                    return (64, 64, 4, 2)
-                                                else:
+                                                if f['num_kv_heads'] <= 1:
                                                     return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
                                 else:
                                     return (64, 64, 4, 3)
                             else:
                                 return (64, 64, 4, 3)
-                        else:
-                            if f['programs'] <= 48:
-                                if f['group'] <= 2:
-                                    return (64, 64, 4, 3)
-                                else:
-                                    if f['max_seqlen_k'] <= 768:
-                                        if f['programs'] <= 24:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['num_seqs'] <= 3:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                                    else:
-                                        if f['num_tokens'] <= 384:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 64, 4, 3)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 20480:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 3)
-                            else:
-                                if f['max_seqlen_k'] <= 3072:
-                                    if f['num_tokens'] <= 771:
-                                        if f['num_seqs'] <= 4:
-                                            if f['max_seqlen_k'] <= 1152:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                        else:
-                                            if f['num_seqs'] <= 20:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    return (64, 64, 4, 2)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 128, 4, 2)
-                                else:
-                                    if f['max_seqlen_k'] <= 81920:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['max_seqlen_q'] <= 1152:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            if f['block_size'] <= 40:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
-                else:
-                    if f['max_seqlen_k'] <= 20480:
-                        if f['programs'] <= 24:
-                            if f['max_seqlen_k'] <= 1152:
-                                if f['block_size'] <= 40:
-                                    return (64, 128, 4, 2)
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 3)
-                        else:
-                            if f['max_seqlen_q'] <= 192:
-                                if f['max_seqlen_k'] <= 1088:
-                                    if f['block_size'] <= 40:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return 'hand'
-                                else:
-                                    return (64, 64, 4, 3)
-                            else:
-                                if f['programs'] <= 48:
-                                    if f['block_size'] <= 40:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 1280:
-                                            return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                else:
-                                    return (64, 128, 4, 2)
-                    else:
-                        if f['programs'] <= 48:
-                            return (64, 64, 4, 3)
                         else:
                             if f['block_size'] <= 40:
-                                if f['max_seqlen_k'] <= 81920:
-                                    return (64, 64, 4, 3)
+                                if f['programs'] <= 12:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['max_seqlen_k'] <= 1536:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 192:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
                                 else:
-                                    return (128, 128, 8, 2)
+                                    if f['num_kv_heads'] <= 5:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            if f['programs'] <= 24:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    if f['max_seqlen_k'] <= 1152:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                             else:
-                                return (128, 128, 8, 2)
+                                return (64, 64, 4, 3)
+                else:
+                    if f['max_seqlen_k'] <= 20480:
+                        if f['max_seqlen_q'] <= 192:
+                            if f['max_seqlen_k'] <= 5120:
+                                return (64, 128, 4, 2)
+                            else:
+                                return (64, 64, 4, 3)
+                        else:
+                            if f['max_seqlen_k'] <= 5120:
+                                return (64, 128, 4, 2)
+                            else:
+                                if f['programs'] <= 48:
+                                    if f['programs'] <= 24:
+                                        if f['block_size'] <= 40:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 128, 4, 2)
+                                    else:
+                                        return (64, 128, 4, 2)
+                                else:
+                                    return (64, 64, 4, 3)
+                    else:
+                        if f['max_seqlen_q'] <= 384:
+                            if f['num_kv_heads'] <= 1:
+                                return (64, 64, 4, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 81920:
+                                    if f['block_size'] <= 40:
+                                        return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                                else:
+                                    return (64, 64, 4, 3)
+                        else:
+                            return (64, 64, 4, 3)
             else:
                 if f['num_seqs'] <= 24:
                     if f['max_seqlen_k'] <= 1536:
-                        if f['block_size'] <= 40:
-                            if f['group'] <= 6:
-                                if f['max_seqlen_q'] <= 384:
-                                    if f['num_tokens'] <= 768:
-                                        if f['max_seqlen_q'] <= 192:
-                                            return 'hand'
-                                        else:
-                                            return (128, 128, 8, 2)
+                        if f['programs'] <= 192:
+                            if f['max_seqlen_q'] <= 768:
+                                if f['num_tokens'] <= 771:
+                                    if f['num_seqs'] <= 5:
+                                        return (128, 128, 8, 2)
                                     else:
-                                        if f['group'] <= 2:
-                                            if f['num_tokens'] <= 3072:
+                                        if f['num_kv_heads'] <= 1:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                return 'hand'
+                                            else:
+                                                return (64, 128, 4, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 1:
+                                        return (128, 64, 8, 2)
+                                    else:
+                                        if f['num_seqs'] <= 6:
+                                            if f['group'] <= 6:
                                                 return (128, 128, 8, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['num_seqs'] <= 3:
+                                                        return (64, 128, 4, 2)
+                                                    else:
+                                                        return (128, 64, 8, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 64, 8, 2)
+                                            else:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                            else:
+                                if f['group'] <= 6:
+                                    return (128, 128, 8, 2)
+                                else:
+                                    if f['num_tokens'] <= 1536:
+                                        return (128, 128, 8, 2)
+                                    else:
+                                        return (128, 64, 8, 2)
+                        else:
+                            if f['group'] <= 6:
+                                if f['num_tokens'] <= 771:
+                                    if f['programs'] <= 640:
+                                        return (64, 64, 4, 3)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 768:
+                                        if f['num_seqs'] <= 3:
+                                            if f['block_size'] <= 40:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['num_seqs'] <= 6:
+                                                if f['num_tokens'] <= 1536:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                    else:
+                                        if f['block_size'] <= 40:
+                                            if f['group'] <= 2:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['num_tokens'] <= 1536:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 384:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 192:
+                                    return 'hand'
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['num_tokens'] <= 771:
+                                            if f['num_kv_heads'] <= 1:
+                                                return (64, 64, 4, 3)
                                             else:
                                                 return (128, 64, 8, 2)
                                         else:
                                             return (128, 64, 8, 2)
-                                else:
-                                    if f['num_tokens'] <= 771:
-                                        if f['num_seqs'] <= 4:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
                                     else:
-                                        if f['num_kv_heads'] <= 5:
-                                            if f['programs'] <= 192:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    return (128, 128, 8, 2)
+                                        if f['max_seqlen_q'] <= 768:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['num_tokens'] <= 2307:
+                                                    return (64, 128, 4, 2)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        if f['max_seqlen_q'] <= 768:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 1536:
+                                                return (128, 64, 8, 3)
+                                            else:
+                                                if f['num_tokens'] <= 6144:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    if f['programs'] <= 768:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            if f['programs'] <= 3072:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                if f['programs'] <= 6144:
+                                                                    return (128, 64, 8, 3)
+                                                                else:
+                                                                    return (128, 64, 8, 2)
+                    else:
+                        if f['num_tokens'] <= 195:
+                            return (64, 64, 4, 3)
+                        else:
+                            if f['block_size'] <= 40:
+                                if f['programs'] <= 192:
+                                    if f['num_seqs'] <= 6:
+                                        if f['max_seqlen_k'] <= 3072:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['num_tokens'] <= 3072:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            return (128, 128, 8, 2)
+                                    else:
+                                        if f['num_tokens'] <= 9219:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            return (128, 128, 8, 2)
+                                else:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['group'] <= 2:
+                                            if f['num_tokens'] <= 9219:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 128, 8, 2)
+                                        else:
+                                            if f['num_tokens'] <= 3075:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    if f['num_tokens'] <= 1283:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            if f['programs'] <= 640:
+                                                                if f['max_seqlen_k'] <= 5120:
+                                                                    return (128, 64, 8, 2)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                            else:
+                                                                return (128, 64, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    if f['max_seqlen_q'] <= 3072:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 2)
+                                                else:
+                                                    if f['programs'] <= 3072:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 6144:
                                                             return (128, 64, 8, 2)
                                                         else:
                                                             return (128, 128, 8, 2)
-                                                    else:
-                                                        return (128, 64, 8, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                            else:
-                                if f['num_tokens'] <= 771:
-                                    if f['num_seqs'] <= 5:
-                                        if f['num_tokens'] <= 384:
-                                            return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 64, 8, 2)
                                     else:
-                                        if f['programs'] <= 192:
-                                            return 'hand'
-                                        else:
-                                            if f['programs'] <= 1280:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (64, 128, 4, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 327:
-                                                        return (64, 128, 4, 2)
-                                                    else:
-                                                        return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                else:
-                                    if f['programs'] <= 3072:
-                                        if f['num_seqs'] <= 3:
-                                            if f['num_tokens'] <= 1536:
-                                                return (128, 64, 8, 2)
-                                            else:
-                                                if f['num_kv_heads'] <= 1:
-                                                    return (128, 128, 8, 2)
-                                                else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (128, 64, 8, 2)
-                                                    else:
-                                                        return (128, 128, 8, 2)
-                                        else:
+                                        if f['max_seqlen_q'] <= 3072:
                                             if f['programs'] <= 1536:
-                                                return (128, 64, 8, 2)
+                                                if f['group'] <= 2:
+                                                    if f['num_tokens'] <= 3075:
+                                                        if f['num_tokens'] <= 1287:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (64, 64, 4, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 3072:
+                                                        if f['num_tokens'] <= 1283:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                if f['programs'] <= 640:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return (128, 64, 8, 2)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 5120:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 2)
                                             else:
-                                                if f['num_seqs'] <= 6:
+                                                if f['group'] <= 2:
                                                     return (128, 128, 8, 2)
                                                 else:
-                                                    return (128, 64, 8, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 768:
-                                            return (128, 64, 8, 2)
+                                                    if f['max_seqlen_k'] <= 5120:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 64, 8, 2)
                                         else:
-                                            return (128, 128, 8, 2)
-                        else:
-                            if f['num_tokens'] <= 771:
-                                if f['num_seqs'] <= 5:
-                                    return (128, 128, 8, 2)
-                                else:
-                                    if f['max_seqlen_q'] <= 320:
-                                        return 'hand'
-                                    else:
-                                        if f['num_kv_heads'] <= 1:
-                                            if f['group'] <= 6:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                            else:
-                                if f['group'] <= 6:
-                                    return (128, 128, 8, 2)
-                                else:
-                                    if f['num_tokens'] <= 3072:
-                                        return (128, 128, 8, 2)
-                                    else:
-                                        if f['max_seqlen_k'] <= 768:
-                                            if f['num_kv_heads'] <= 1:
-                                                return (128, 128, 8, 2)
-                                            else:
-                                                if f['programs'] <= 1536:
-                                                    return (128, 64, 8, 2)
-                                                else:
-                                                    return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                    else:
-                        if f['num_tokens'] <= 195:
-                            if f['programs'] <= 384:
-                                return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    return (64, 64, 4, 3)
-                        else:
-                            if f['num_tokens'] <= 3075:
-                                if f['num_kv_heads'] <= 5:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        if f['programs'] <= 768:
-                                            if f['group'] <= 6:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_seqs'] <= 4:
+                                            if f['num_seqs'] <= 6:
+                                                if f['max_seqlen_k'] <= 6144:
+                                                    if f['programs'] <= 1536:
                                                         return (128, 128, 8, 2)
                                                     else:
-                                                        return (64, 64, 4, 3)
-                                                else:
-                                                    return (64, 64, 4, 3)
-                                            else:
-                                                if f['num_tokens'] <= 1283:
-                                                    return (64, 64, 4, 3)
+                                                        if f['group'] <= 6:
+                                                            if f['num_seqs'] <= 3:
+                                                                return (128, 64, 8, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 128, 8, 2)
                                                 else:
                                                     return (128, 128, 8, 2)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        if f['num_seqs'] <= 4:
-                                            return (128, 128, 8, 2)
-                                        else:
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 3072:
+                                    if f['num_tokens'] <= 3075:
+                                        if f['num_kv_heads'] <= 5:
                                             if f['programs'] <= 768:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (128, 128, 8, 2)
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['max_seqlen_q'] <= 1280:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            return (128, 128, 8, 2)
-                                    else:
-                                        return (128, 128, 8, 2)
-                            else:
-                                return (128, 128, 8, 2)
-                else:
-                    if f['programs'] <= 3072:
-                        if f['num_tokens'] <= 399:
-                            if f['max_seqlen_k'] <= 1088:
-                                if f['num_tokens'] <= 207:
-                                    if f['programs'] <= 384:
-                                        if f['group'] <= 2:
-                                            if f['block_size'] <= 40:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return 'hand'
-                                        else:
-                                            return 'hand'
-                                    else:
-                                        if f['block_size'] <= 40:
-                                            if f['group'] <= 6:
-                                                return 'hand'
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        if f['block_size'] <= 40:
-                                            return (64, 64, 4, 2)
-                                        else:
-                                            if f['programs'] <= 192:
-                                                return (64, 128, 4, 2)
-                                            else:
-                                                return 'hand'
-                                    else:
-                                        if f['programs'] <= 768:
-                                            if f['block_size'] <= 40:
-                                                return (64, 64, 4, 2)
-                                            else:
-                                                return (64, 128, 4, 2)
-                                        else:
-                                            return (64, 128, 4, 2)
-                            else:
-                                if f['block_size'] <= 40:
-                                    if f['programs'] <= 192:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            if f['num_tokens'] <= 207:
-                                                return (64, 64, 4, 3)
-                                            else:
-                                                return (64, 64, 4, 2)
-                                        else:
-                                            return (64, 64, 4, 3)
-                                    else:
-                                        return (64, 64, 4, 2)
-                                else:
-                                    if f['programs'] <= 1536:
-                                        if f['programs'] <= 768:
-                                            return (64, 64, 4, 3)
-                                        else:
-                                            if f['max_seqlen_k'] <= 5120:
-                                                if f['group'] <= 2:
-                                                    return (64, 64, 4, 2)
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
                                                 else:
                                                     if f['num_kv_heads'] <= 1:
-                                                        return (64, 128, 4, 2)
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        if f['num_tokens'] <= 1283:
+                                                            return (64, 64, 4, 3)
+                                                        else:
+                                                            return (128, 64, 8, 3)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                        else:
+                                            if f['group'] <= 2:
+                                                if f['programs'] <= 192:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1280:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                            else:
+                                                if f['num_seqs'] <= 4:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    if f['programs'] <= 3072:
+                                                        return (128, 64, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['programs'] <= 768:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['num_seqs'] <= 12:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (128, 128, 8, 2)
+                                        else:
+                                            if f['programs'] <= 192:
+                                                return (128, 128, 8, 2)
+                                            else:
+                                                if f['num_seqs'] <= 3:
+                                                    if f['programs'] <= 1536:
+                                                        return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                else:
+                                    if f['num_seqs'] <= 6:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            if f['num_tokens'] <= 384:
+                                                if f['max_seqlen_k'] <= 20480:
+                                                    return (128, 128, 8, 2)
+                                                else:
+                                                    return (128, 64, 8, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['num_kv_heads'] <= 5:
+                                                if f['programs'] <= 384:
+                                                    if f['max_seqlen_k'] <= 6144:
+                                                        if f['group'] <= 6:
+                                                            if f['num_seqs'] <= 1:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                            else:
+                                                                if f['num_seqs'] <= 3:
+                                                                    return (128, 64, 8, 3)
+                                                                else:
+                                                                    if f['programs'] <= 192:
+                                                                        return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return (128, 128, 8, 2)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 192:
+                                                                return (128, 128, 8, 2)
+                                                            else:
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    if f['max_seqlen_k'] <= 81920:
+                                                                        return (128, 64, 8, 3)
+                                                                    else:
+                                                                        return (128, 128, 8, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 64, 8, 3)
+                                            else:
+                                                if f['programs'] <= 3072:
+                                                    if f['programs'] <= 192:
+                                                        if f['max_seqlen_k'] <= 81920:
+                                                            return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 1536:
+                                                                if f['max_seqlen_k'] <= 20480:
+                                                                    return (128, 64, 8, 3)
+                                                                else:
+                                                                    return (128, 128, 8, 2)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 24576:
+                                                        if f['max_seqlen_k'] <= 12288:
+                                                            if f['num_tokens'] <= 12288:
+                                                                if f['max_seqlen_q'] <= 6144:
+                                                                    return (128, 128, 8, 2)
+                                                                else:
+                                                                    return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                        else:
+                                                            return (128, 128, 8, 2)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                    else:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_q'] <= 3072:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['group'] <= 6:
+                                                if f['num_tokens'] <= 1287:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['programs'] <= 6144:
+                                                        if f['group'] <= 2:
+                                                            if f['max_seqlen_q'] <= 3072:
+                                                                return (128, 64, 8, 3)
+                                                            else:
+                                                                return (128, 128, 8, 2)
+                                                        else:
+                                                            if f['programs'] <= 1536:
+                                                                if f['max_seqlen_k'] <= 6144:
+                                                                    return (128, 64, 8, 3)
+                                                                else:
+                                                                    return (64, 64, 4, 3)
+                                                            else:
+                                                                return (128, 64, 8, 3)
+                                                    else:
+                                                        return (128, 128, 8, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                else:
+                    if f['programs'] <= 1536:
+                        if f['max_seqlen_q'] <= 320:
+                            if f['max_seqlen_k'] <= 1088:
+                                if f['num_seqs'] <= 80:
+                                    if f['num_kv_heads'] <= 1:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 768:
+                                            if f['block_size'] <= 40:
+                                                if f['programs'] <= 384:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return 'hand'
+                                            else:
+                                                if f['programs'] <= 384:
+                                                    return 'hand'
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            return 'hand'
+                                else:
+                                    return (64, 64, 4, 2)
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['num_kv_heads'] <= 5:
+                                        if f['programs'] <= 384:
+                                            if f['num_tokens'] <= 207:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 2)
                                                     else:
                                                         return (64, 64, 4, 3)
                                             else:
-                                                return (64, 64, 4, 3)
+                                                if f['num_kv_heads'] <= 1:
+                                                    if f['block_size'] <= 40:
+                                                        return (64, 64, 4, 2)
+                                                    else:
+                                                        return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                        else:
+                                            if f['num_kv_heads'] <= 1:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    if f['programs'] <= 768:
+                                                        return (64, 64, 4, 3)
+                                                    else:
+                                                        return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
                                     else:
                                         return (64, 64, 4, 2)
-                        else:
-                            if f['num_seqs'] <= 80:
-                                if f['group'] <= 6:
-                                    return (64, 64, 4, 3)
                                 else:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        return (64, 64, 4, 3)
-                                    else:
-                                        if f['programs'] <= 1536:
+                                    if f['programs'] <= 768:
+                                        if f['num_kv_heads'] <= 5:
                                             return (64, 64, 4, 3)
                                         else:
                                             if f['block_size'] <= 40:
                                                 return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
-                            else:
-                                if f['block_size'] <= 40:
-                                    return (64, 64, 4, 2)
-                                else:
-                                    if f['group'] <= 2:
+                                    else:
+                                        if f['group'] <= 6:
+                                            if f['group'] <= 2:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 3)
+                                        else:
+                                            return (64, 64, 4, 2)
+                        else:
+                            if f['num_seqs'] <= 80:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['group'] <= 6:
                                         return (64, 64, 4, 3)
                                     else:
                                         if f['max_seqlen_k'] <= 1280:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                else:
+                                    if f['block_size'] <= 40:
+                                        if f['max_seqlen_k'] <= 1280:
                                             return (64, 64, 4, 3)
                                         else:
-                                            return (64, 64, 4, 2)
-                    else:
-                        if f['num_seqs'] <= 80:
-                            if f['num_kv_heads'] <= 5:
-                                if f['programs'] <= 6144:
-                                    if f['max_seqlen_k'] <= 5120:
-                                        return (64, 64, 4, 3)
+                                            if f['max_seqlen_k'] <= 5120:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                                     else:
-                                        if f['group'] <= 6:
+                                        return (64, 64, 4, 3)
+                            else:
+                                if f['max_seqlen_k'] <= 5120:
+                                    if f['programs'] <= 768:
+                                        if f['block_size'] <= 40:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 3)
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
                                             if f['block_size'] <= 40:
                                                 return (64, 64, 4, 2)
                                             else:
                                                 return (64, 64, 4, 3)
                                         else:
-                                            return (64, 64, 4, 3)
+                                            return (64, 64, 4, 2)
                                 else:
+                                    return (64, 64, 4, 3)
+                    else:
+                        if f['num_kv_heads'] <= 1:
+                            if f['programs'] <= 3072:
+                                if f['num_seqs'] <= 80:
+                                    return (64, 64, 4, 3)
+                                else:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['block_size'] <= 40:
+                                                return (64, 64, 4, 3)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        return (64, 64, 4, 3)
+                            else:
+                                if f['num_seqs'] <= 80:
+                                    return (128, 64, 8, 3)
+                                else:
+                                    return (64, 64, 4, 2)
+                        else:
+                            if f['num_seqs'] <= 80:
+                                if f['num_kv_heads'] <= 5:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['max_seqlen_q'] <= 1280:
+                                            if f['max_seqlen_k'] <= 1280:
+                                                if f['block_size'] <= 40:
+                                                    return (128, 64, 8, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (128, 64, 8, 3)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['group'] <= 6:
+                                                    return (64, 64, 4, 2)
+                                                else:
+                                                    return (128, 64, 8, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                    else:
+                                        if f['group'] <= 6:
+                                            return (64, 64, 4, 3)
+                                        else:
+                                            if f['max_seqlen_q'] <= 1280:
+                                                if f['block_size'] <= 40:
+                                                    return (64, 64, 4, 3)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                                else:
+                                    if f['max_seqlen_k'] <= 320:
+                                        if f['block_size'] <= 40:
+                                            return 'hand'
+                                        else:
+                                            return (64, 64, 4, 2)
+                                    else:
+                                        if f['programs'] <= 24576:
+                                            return (64, 64, 4, 2)
+                                        else:
+                                            if f['block_size'] <= 40:
+                                                if f['max_seqlen_k'] <= 5120:
+                                                    return (128, 64, 8, 2)
+                                                else:
+                                                    return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 2)
+                            else:
+                                if f['programs'] <= 6144:
                                     if f['max_seqlen_k'] <= 5120:
                                         return (64, 64, 4, 2)
                                     else:
                                         if f['block_size'] <= 40:
                                             return (64, 64, 4, 2)
                                         else:
-                                            return (64, 64, 4, 3)
-                            else:
-                                return (64, 64, 4, 2)
-                        else:
-                            if f['max_seqlen_k'] <= 320:
-                                if f['block_size'] <= 40:
-                                    return (64, 64, 4, 2)
+                                            if f['num_tokens'] <= 447:
+                                                return (64, 64, 4, 2)
+                                            else:
+                                                return (64, 64, 4, 3)
                                 else:
-                                    if f['programs'] <= 6144:
-                                        return (64, 128, 4, 2)
-                                    else:
-                                        return (64, 64, 4, 2)
-                            else:
-                                return (64, 64, 4, 2)
+                                    return (64, 64, 4, 2)
         else:
             if f['max_seqlen_k'] <= 384:
-                if f['num_tokens'] <= 384:
-                    if f['num_tokens'] <= 207:
+                if f['group'] <= 2:
+                    if f['programs'] <= 48:
                         return 'hand'
                     else:
-                        if f['group'] <= 2:
-                            return 'hand'
-                        else:
-                            if f['programs'] <= 768:
-                                return (128, 64, 8, 2)
-                            else:
-                                if f['num_kv_heads'] <= 1:
-                                    return (128, 64, 8, 2)
-                                else:
-                                    return 'hand'
-                else:
-                    if f['programs'] <= 48:
-                        if f['group'] <= 2:
+                        if f['max_seqlen_k'] <= 192:
                             return 'hand'
                         else:
                             return (128, 64, 8, 2)
+                else:
+                    if f['num_tokens'] <= 255:
+                        if f['num_seqs'] <= 80:
+                            if f['group'] <= 6:
+                                return 'hand'
+                            else:
+                                if f['num_seqs'] <= 20:
+                                    return 'hand'
+                                else:
+                                    if f['programs'] <= 384:
+                                        return 'hand'
+                                    else:
+                                        if f['programs'] <= 1280:
+                                            return (128, 64, 8, 2)
+                                        else:
+                                            return 'hand'
+                        else:
+                            if f['num_kv_heads'] <= 1:
+                                return (128, 64, 8, 2)
+                            else:
+                                if f['programs'] <= 3072:
+                                    if f['block_size'] <= 40:
+                                        return 'hand'
+                                    else:
+                                        return (128, 64, 8, 2)
+                                else:
+                                    return 'hand'
                     else:
                         return (128, 64, 8, 2)
             else:
