@@ -7,9 +7,10 @@ Per kernel family, in three steps:
    key tile, split count, warps, stages, as ``config_from_knobs`` or the hand rules give it for that
    workload) plus what follows from both (programs and waves over the SMs, keys and KV bytes a program,
    key tiles a split, ...: ``pair_features``) to the candidate's log slowdown vs the workload's best,
-   capped at ``CLIP``. One model answers every candidate, so what one workload teaches about 64 splits of
-   32-key tiles carries over to another workload with as many programs, which a tree over workload
-   features alone (one leaf, one answer) cannot do.
+   capped at ``CLIP`` (a failed candidate at the cap, a decode candidate that a re-sweep near the old best
+   left out at ``LEFT_OUT``). One model answers every candidate, so what one workload teaches about 64
+   splits of 32-key tiles carries over to another workload with as many programs, which a tree over
+   workload features alone (one leaf, one answer) cannot do.
 2. The pick for a workload is the candidate with the smallest predicted slowdown where the cost model is
    sure enough that it beats the fallback: the ``q``-quantile, over the extra trees, of its predicted
    log gain over the fallback's configuration is at least ``m``; elsewhere the fallback. The fallback is
@@ -28,8 +29,8 @@ Per kernel family, in three steps:
    nested ``if``s, never the cost model.
 
 Other GPUs' sweeps (``others``) can join step 1's training: their (workload, candidate) pairs carry one
-more feature, 0 for another GPU's timing and 1 for this GPU's, and only the cost model sees them (steps 2
-and 3 use this GPU's measurements). A small sweep then borrows what a larger one teaches about the same
+more feature, 1 for this GPU's timing and for another GPU's ``OTHER_GPU`` (0 for decode; prefill's count as
+this GPU's), and only the cost model sees them (steps 2 and 3 use this GPU's measurements). A small sweep then borrows what a larger one teaches about the same
 kernel (measured: see the NOTE at ``_other_pairs``).
 
 A fifth of the workloads (drawn with a fixed seed, from all but the ones named as always trained on: the
