@@ -18,6 +18,12 @@ mkdir -p "$OUT"
 if [[ -f bench/results/tuning/attention-$gpu.json && $OUT != bench/results/tuning ]]; then
   cp bench/results/tuning/attention-$gpu.json "$OUT/"
 fi
+# Workloads swept but kept apart from the committed sweep (attention-<gpu>.<what>-extra.json, same settings) join
+# the continued one, so that they are not timed again; the trees are then refitted on the whole.
+for extra in bench/results/tuning/attention-"$gpu".*-extra.json; do
+  [[ -f $extra && -f $OUT/attention-$gpu.json ]] || continue
+  python3 -m tritium.tune attention --merge "$OUT/attention-$gpu.json" "$extra" || exit 1
+done
 if (( n <= 1 )); then
   # SIGINT at the limit: the sweep writes its JSON after every workload, so nothing finished is lost.
   timeout -s INT "$limit" python3 -m tritium.tune attention --out "$OUT" --no-fit "$@" 2>&1 | tee "$OUT/tune-$gpu.log"
