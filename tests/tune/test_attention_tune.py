@@ -742,3 +742,50 @@ def test_validation_counts_an_unfit_pick_as_the_hand_rules():
     assert (row["pick"], row["vs_best"], row["vs_hand"]) == ("hand", 2.0, 1.0)
     (row,) = trees.validate([record], lambda fam, f: (128, 3, 1))
     assert row["vs_best"] == math.inf
+
+
+def test_barred_underfilled_decode_without_split():
+    """A decode-family candidate without split is barred where the programs without split fill at most half
+    the SMs and the sequences hold at least UNDERFILLED_KEYS keys (the hand rules never are); barred pairs are
+    masked in the fit's pairs like unfit ones."""
+    from tritium.tune import trees
+
+    def f(num_seqs, q, k, group=8, kv_heads=8, head_dim=256):
+        return features(num_tokens=num_seqs * q, num_seqs=num_seqs, num_q_heads=group * kv_heads,
+                        num_kv_heads=kv_heads, head_dim=head_dim, block_size=16, max_seqlen_q=q, max_seqlen_k=k,
+                        kv_dtype=torch.bfloat16)
+
+    sms = 132
+    verify = f(8, 4, 2048)  # 8 sequences x 4 new tokens, 8 KV heads: 64 programs without split
+    assert verify["programs"] == 64
+    cases = [(verify, "64-3-0", True), (verify, "128-2-0", True), (verify, "64-2-1", False), (verify, "hand", False),
+             (f(8, 4, trees.UNDERFILLED_KEYS - 1), "64-3-0", False),  # short: the split's merge costs more
+             (f(8, 4, trees.UNDERFILLED_KEYS), "64-3-0", True),
+             (f(17, 4, 2048), "64-3-0", False),  # 136 programs: more than half the SMs
+             (f(33, 4, 2048, kv_heads=2), "32-2-0", True),  # 66 programs: half
+             (f(67, 4, 2048, kv_heads=1), "32-2-0", False)]  # 67
+    for feats, key, want in cases:
+        config = trees.candidate_config(DECODE, key, feats, sms)
+        assert trees.barred(DECODE, key, feats, config, sms) is want, (feats, key)
+    prefill = f(1, 4096, 4096, kv_heads=1)
+    assert not trees.barred(PREFILL, "128-64-8-3", prefill, trees.candidate_config(PREFILL, "128-64-8-3", prefill, sms),
+                            sms)
+    candidates = ["128-2-0", "64-2-1", "64-3-0", "hand"]
+    _, mask = trees._pairs(DECODE, [verify, f(17, 4, 2048)], candidates, sms)
+    assert mask.tolist() == [[True, False, True, False], [False, False, False, False]]
+
+
+@pytest.mark.parametrize("module", _committed())
+def test_committed_tree_never_answers_a_barred_candidate(module):
+    """Over the tuner's domain, a committed tree never answers a decode candidate that the fit bars."""
+    from tritium.tune import trees
+
+    tree = importlib.import_module(f"tritium.attention.tuned.{module}")
+    sms = 132  # the H100's and the H200's
+    for f in (w.features() for w in tune.workload_domain()):
+        if config_mod.family(max_seqlen_q=f["max_seqlen_q"], num_kv_heads=f["num_kv_heads"],
+                             num_q_heads=f["group"] * f["num_kv_heads"]) != DECODE:
+            continue
+        knobs = tree.decode(f)
+        key = trees.knob_key(knobs)
+        assert not trees.barred(DECODE, key, f, trees.candidate_config(DECODE, key, f, sms), sms), (f, key)

@@ -28,6 +28,9 @@ Per kernel family, in three steps:
    would. That tree is what is exported (sibling leaves with one answer merged): run time evaluates
    nested ``if``s, never the cost model.
 
+Steps 2 and 3 never pick or label a candidate that ran out of resources (``unfit_keys``) or that ``barred``
+rules out (a decode candidate without split where half the SMs would read a long cache).
+
 Other GPUs' sweeps (``others``) can join step 1's training: their (workload, candidate) pairs carry one
 more feature, 1 for this GPU's timing and for another GPU's ``OTHER_GPU`` (0 for decode; prefill's count as
 this GPU's), and only the cost model sees them (steps 2 and 3 use this GPU's measurements). A small sweep then borrows what a larger one teaches about the same
@@ -229,9 +232,30 @@ def _shape(config) -> tuple:
 _KV_DTYPES = {8: torch.float8_e4m3fn, 16: torch.bfloat16}  # the sweep's KV dtypes, by ``kv_bits``
 
 
+# A decode-family candidate without split is barred (never picked, never a training label) for a workload
+# whose programs without split fill at most half the SMs and whose sequences hold at least UNDERFILLED_KEYS
+# keys: half the GPU would read the cache. NOTE (stop 94): over the H100's sweep, 615 such decode-family
+# workloads, the best configuration without split is within 5% of the best on 6 and > 3% faster than every
+# split one (and the hand rules) on 1; the H200's 125, on none. The cost model still picked one on a held-out
+# verification batch (8 x 4 tokens over 2,048 keys, head_dim 256, 64 programs: 1.221x the hand rules on the
+# sweep, 1.246x re-timed). Barred, held-out decode picks within 5% of the best and > 3% slower than the hand
+# rules, seeds 0 / 1 / 2 (H100) and 0 (H200): 90.6% / 1 -> 90.8% / 0, 92.8% / 2 -> 92.8% / 2, 88.8% / 0 -> 88.8%
+# / 0; 90.8% / 0 -> 90.8% / 0.
+UNDERFILLED_KEYS = 1024
+
+
+def barred(fam: str, key: str, f: dict, config, sms: int) -> bool:
+    """Whether candidate ``key`` (its configuration ``config``) is barred for a workload of features ``f``
+    (see ``UNDERFILLED_KEYS``). The hand rules never are."""
+    if fam != DECODE or key == HAND or config.num_splits != 1 or f["max_seqlen_k"] < UNDERFILLED_KEYS:
+        return False
+    unsplit = f["num_seqs"] * max(1, -(-f["max_seqlen_q"] // config.block_q)) * f["num_kv_heads"]
+    return unsplit * 2 <= sms
+
+
 def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=frozenset()):
     """([workload, candidate, pair feature] for ``feats`` x ``candidates``, [workload, candidate]: whether the
-    candidate's configuration is in ``unfit`` for that workload)."""
+    candidate's configuration is in ``unfit`` for that workload or the candidate is ``barred`` there)."""
     x, out, made = [], [], {}
 
     def config_of(key, f):  # workloads that differ only in what configurations ignore share them (5-10x fewer)
@@ -245,7 +269,8 @@ def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=f
         configs = [config_of(c, f) for c in candidates]
         hand = config_of(HAND, f) if fam == DECODE else None
         x.append([pair_features(f, config, sms, hand) for config in configs])
-        out.append([resource_key(config, f["head_dim"], _KV_DTYPES[f["kv_bits"]]) in unfit for config in configs])
+        out.append([resource_key(config, f["head_dim"], _KV_DTYPES[f["kv_bits"]]) in unfit
+                    or barred(fam, c, f, config, sms) for c, config in zip(candidates, configs)])
     return np.array(x, dtype=np.float64), np.array(out, dtype=bool)
 
 

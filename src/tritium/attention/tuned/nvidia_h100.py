@@ -2,7 +2,7 @@
 
 Fitted by ``python -m tritium.tune attention --fit bench/results/tuning/attention-NVIDIA-H100.json``
 (sha256 47737904ca9ad86b; 2446 decode-family and 1290 prefill-family workloads,
-swept 2026-12-06T06:25:49+00:00; distilled trees {'decode': {'leaves': 4916, 'gates': {'D128-KV16': (0.6, 0.02), 'D128-KV8': (0.8, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.8, 0.02), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.7, 0.01)}, 'fallbacks': {}}, 'prefill': {'leaves': 1389, 'gates': {'D128-KV16': (0.8, 0.01), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.8, 0.01), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.5, 0.02)}, 'fallbacks': {'D128-KV8-short': '128-128-8-2', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '64-64-4-3', 'D256-KV8-short': '64-64-4-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '64-128-4-2'}}}
+swept 2026-12-06T06:25:49+00:00; distilled trees {'decode': {'leaves': 4914, 'gates': {'D128-KV16': (0.6, 0.02), 'D128-KV8': (0.8, 0.0), 'D256-KV16': (0.5, 0.0), 'D256-KV8': (0.8, 0.02), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.7, 0.01)}, 'fallbacks': {}}, 'prefill': {'leaves': 1389, 'gates': {'D128-KV16': (0.8, 0.01), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.8, 0.01), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.01), 'D64-KV8': (0.5, 0.02)}, 'fallbacks': {'D128-KV8-short': '128-128-8-2', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '64-64-4-3', 'D256-KV8-short': '64-64-4-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-long': '64-128-4-2', 'D64-KV8-short': '64-128-4-2'}}}
 (leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
 predicted log gain over the fallback >= m; fallbacks where not the hand rules, by head_dim,
 KV bits and keys <= 2048); cross-validated geometric-mean
@@ -7474,16 +7474,20 @@ def decode(f):
                                             else:
                                                 return (32, 2, 4)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
-                                            if f['max_seqlen_k'] <= 1280:
-                                                return (128, 3, 0)
-                                            else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            return (128, 3, 0)
+                                        else:
+                                            if f['max_seqlen_q'] <= 3:
                                                 if f['group'] <= 6:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return (64, 2, 2)
+                                                    if f['num_tokens'] <= 96:
+                                                        return (32, 2, 4)
                                                     else:
+                                                        if f['block_size'] <= 40:
+                                                            return (32, 2, 4)
+                                                        else:
+                                                            return (64, 2, 2)
+                                                else:
+                                                    if f['num_tokens'] <= 48:
                                                         if f['num_kv_heads'] <= 5:
                                                             if f['block_size'] <= 40:
                                                                 return (32, 2, 4)
@@ -7491,23 +7495,22 @@ def decode(f):
                                                                 return (64, 2, 2)
                                                         else:
                                                             return (32, 2, 4)
-                                        else:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['group'] <= 6:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        return (128, 3, 0)
                                                     else:
-                                                        if f['num_seqs'] <= 48:
-                                                            return (32, 2, 4)
+                                                        return (64, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 3, 1)
                                                         else:
                                                             if f['block_size'] <= 40:
-                                                                return (32, 2, 4)
+                                                                return (128, 2, 1)
                                                             else:
-                                                                return (64, 2, 2)
+                                                                return (64, 3, 1)
                                                 else:
-                                                    return (128, 3, 0)
-                                            else:
-                                                return (128, 3, 0)
+                                                    return (64, 3, 1)
                         else:
                             if f['max_seqlen_k'] <= 3072:
                                 if f['kv_bits'] <= 12:
@@ -7533,29 +7536,29 @@ def decode(f):
                                                             else:
                                                                 return (64, 2, 2)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 3:
+                                                        if f['num_tokens'] <= 48:
                                                             return (128, 2, 1)
                                                         else:
                                                             if f['group'] <= 2:
                                                                 return (128, 2, 1)
                                                             else:
-                                                                if f['num_tokens'] <= 96:
-                                                                    if f['block_size'] <= 40:
+                                                                if f['block_size'] <= 40:
+                                                                    if f['num_tokens'] <= 96:
                                                                         return (128, 2, 1)
                                                                     else:
                                                                         return (64, 2, 2)
                                                                 else:
-                                                                    if f['block_size'] <= 40:
+                                                                    if f['max_seqlen_q'] <= 6:
                                                                         return (64, 2, 2)
                                                                     else:
                                                                         return (128, 2, 1)
                                                 else:
                                                     if f['block_size'] <= 40:
                                                         if f['max_seqlen_q'] <= 1:
-                                                            if f['num_tokens'] <= 96:
-                                                                return (128, 2, 1)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 return (64, 2, 2)
+                                                            else:
+                                                                return (128, 2, 1)
                                                         else:
                                                             return (64, 2, 2)
                                                     else:
@@ -7568,17 +7571,15 @@ def decode(f):
                                                                 else:
                                                                     return (128, 2, 0)
                                                             else:
-                                                                if f['num_kv_heads'] <= 1:
-                                                                    return (64, 2, 2)
-                                                                else:
+                                                                if f['num_seqs'] <= 96:
                                                                     if f['num_tokens'] <= 384:
                                                                         return (64, 2, 2)
                                                                     else:
                                                                         return (128, 2, 0)
+                                                                else:
+                                                                    return (64, 2, 2)
                                             else:
-                                                if f['num_seqs'] <= 80:
-                                                    return 'hand'
-                                                else:
+                                                if f['num_kv_heads'] <= 5:
                                                     if f['max_seqlen_q'] <= 6:
                                                         if f['block_size'] <= 40:
                                                             if f['group'] <= 6:
@@ -7610,6 +7611,8 @@ def decode(f):
                                                                 return (128, 2, 0)
                                                         else:
                                                             return 'hand'
+                                                else:
+                                                    return 'hand'
                                         else:
                                             if f['programs'] <= 192:
                                                 if f['group'] <= 2:
@@ -7645,7 +7648,7 @@ def decode(f):
                                                             return 'hand'
                                             else:
                                                 if f['num_kv_heads'] <= 1:
-                                                    if f['num_tokens'] <= 384:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         if f['group'] <= 2:
                                                             if f['block_size'] <= 40:
                                                                 return (128, 2, 4)
@@ -7657,7 +7660,7 @@ def decode(f):
                                                         if f['group'] <= 2:
                                                             return (64, 3, 2)
                                                         else:
-                                                            if f['num_tokens'] <= 768:
+                                                            if f['max_seqlen_q'] <= 3:
                                                                 if f['group'] <= 6:
                                                                     return (64, 3, 2)
                                                                 else:
@@ -7671,8 +7674,8 @@ def decode(f):
                                                         if f['group'] <= 2:
                                                             return (64, 3, 2)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                if f['group'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 6:
                                                                     return (64, 3, 2)
                                                                 else:
                                                                     return 'hand'
@@ -7738,19 +7741,19 @@ def decode(f):
                                                         else:
                                                             if f['max_seqlen_q'] <= 1:
                                                                 if f['block_size'] <= 40:
-                                                                    if f['num_tokens'] <= 80:
+                                                                    if f['num_kv_heads'] <= 5:
+                                                                        return (128, 2, 0)
+                                                                    else:
                                                                         if f['max_seqlen_k'] <= 1280:
                                                                             return (128, 2, 1)
                                                                         else:
                                                                             return (128, 2, 0)
-                                                                    else:
-                                                                        return (128, 2, 0)
                                                                 else:
                                                                     if f['max_seqlen_k'] <= 1280:
-                                                                        if f['num_tokens'] <= 80:
-                                                                            return (128, 2, 0)
-                                                                        else:
+                                                                        if f['num_kv_heads'] <= 5:
                                                                             return (128, 2, 1)
+                                                                        else:
+                                                                            return (128, 2, 0)
                                                                     else:
                                                                         return (128, 2, 1)
                                                             else:
@@ -7765,26 +7768,26 @@ def decode(f):
                                                         if f['max_seqlen_k'] <= 1280:
                                                             return (128, 2, 0)
                                                         else:
-                                                            if f['block_size'] <= 40:
-                                                                return 'hand'
-                                                            else:
-                                                                if f['num_seqs'] <= 24:
-                                                                    return (128, 2, 1)
-                                                                else:
+                                                            if f['num_seqs'] <= 24:
+                                                                if f['block_size'] <= 40:
                                                                     return 'hand'
+                                                                else:
+                                                                    return (128, 2, 1)
+                                                            else:
+                                                                return 'hand'
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['max_seqlen_k'] <= 1280:
-                                                        if f['group'] <= 2:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_k'] <= 1280:
                                                             if f['block_size'] <= 40:
                                                                 return (128, 2, 1)
                                                             else:
                                                                 return (64, 2, 1)
                                                         else:
-                                                            return (128, 2, 0)
-                                                    else:
-                                                        if f['group'] <= 2:
                                                             return (64, 3, 1)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            return (128, 2, 0)
                                                         else:
                                                             if f['block_size'] <= 40:
                                                                 return 'hand'
@@ -7869,13 +7872,13 @@ def decode(f):
                                                                 else:
                                                                     return (64, 2, 1)
                                                             else:
-                                                                if f['num_kv_heads'] <= 5:
+                                                                if f['num_seqs'] <= 80:
+                                                                    return (128, 2, 0)
+                                                                else:
                                                                     if f['num_tokens'] <= 1536:
                                                                         return (64, 2, 0)
                                                                     else:
                                                                         return 'hand'
-                                                                else:
-                                                                    return (128, 2, 0)
                                                 else:
                                                     if f['max_seqlen_q'] <= 3:
                                                         if f['block_size'] <= 40:
@@ -12837,12 +12840,12 @@ def decode(f):
                                                                 return (64, 2, 1)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
+                                                            return (64, 2, 1)
+                                                        else:
                                                             if f['group'] <= 6:
                                                                 return (64, 2, 1)
                                                             else:
-                                                                return (64, 3, 0)
-                                                        else:
-                                                            return (64, 3, 0)
+                                                                return 'hand'
                                                 else:
                                                     return (64, 2, 1)
                                             else:
@@ -12855,46 +12858,37 @@ def decode(f):
                                                         else:
                                                             return (64, 2, 1)
                                                 else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        if f['group'] <= 6:
-                                                            if f['num_tokens'] <= 384:
-                                                                return (64, 2, 1)
-                                                            else:
-                                                                return (64, 3, 0)
-                                                        else:
-                                                            return (64, 3, 0)
-                                                    else:
-                                                        return (64, 2, 1)
+                                                    return (64, 2, 1)
                                     else:
                                         if f['max_seqlen_k'] <= 5120:
                                             if f['num_tokens'] <= 12:
                                                 if f['group'] <= 6:
-                                                    return (64, 3, 0)
+                                                    return 'hand'
                                                 else:
                                                     return (64, 2, 1)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            if f['group'] <= 6:
-                                                                return (32, 2, 2)
-                                                            else:
-                                                                return (64, 2, 1)
-                                                        else:
-                                                            return (64, 2, 1)
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        return (64, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        return (64, 2, 1)
                                                     else:
                                                         if f['group'] <= 6:
                                                             return (64, 2, 1)
                                                         else:
-                                                            return (64, 3, 0)
-                                                else:
-                                                    return (64, 3, 0)
+                                                            if f['num_tokens'] <= 384:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 2, 1)
                                         else:
                                             if f['group'] <= 6:
                                                 return (64, 2, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['num_seqs'] <= 20:
+                                                    if f['num_tokens'] <= 20:
                                                         return (64, 2, 1)
                                                     else:
                                                         return (32, 2, 2)
@@ -12906,13 +12900,13 @@ def decode(f):
                                 if f['max_seqlen_k'] <= 81920:
                                     if f['num_tokens'] <= 1:
                                         if f['group'] <= 2:
-                                            if f['block_size'] <= 40:
-                                                if f['kv_bits'] <= 12:
+                                            if f['kv_bits'] <= 12:
+                                                if f['block_size'] <= 40:
                                                     return 'hand'
                                                 else:
                                                     return (64, 2, 2)
                                             else:
-                                                if f['kv_bits'] <= 12:
+                                                if f['block_size'] <= 40:
                                                     return (64, 2, 2)
                                                 else:
                                                     return (32, 2, 2)
@@ -12922,7 +12916,7 @@ def decode(f):
                                         if f['max_seqlen_q'] <= 1:
                                             if f['num_kv_heads'] <= 1:
                                                 if f['block_size'] <= 40:
-                                                    if f['num_tokens'] <= 12:
+                                                    if f['programs'] <= 12:
                                                         if f['group'] <= 2:
                                                             if f['kv_bits'] <= 12:
                                                                 return (32, 2, 2)
@@ -12955,7 +12949,7 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 3:
                                                             return 'hand'
                                                         else:
-                                                            if f['num_tokens'] <= 24:
+                                                            if f['num_seqs'] <= 6:
                                                                 return (64, 2, 2)
                                                             else:
                                                                 if f['block_size'] <= 40:
@@ -12968,48 +12962,48 @@ def decode(f):
                                                     return (64, 2, 2)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['num_seqs'] <= 5:
+                                                    if f['num_tokens'] <= 12:
                                                         if f['kv_bits'] <= 12:
+                                                            if f['block_size'] <= 40:
+                                                                if f['max_seqlen_q'] <= 3:
+                                                                    return (64, 2, 2)
+                                                                else:
+                                                                    if f['group'] <= 2:
+                                                                        return (64, 2, 2)
+                                                                    else:
+                                                                        return (64, 2, 4)
+                                                            else:
+                                                                if f['group'] <= 2:
+                                                                    if f['max_seqlen_q'] <= 3:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (64, 2, 2)
+                                                                else:
+                                                                    return (64, 2, 2)
+                                                        else:
                                                             if f['num_tokens'] <= 6:
                                                                 if f['group'] <= 2:
                                                                     if f['block_size'] <= 40:
                                                                         return (64, 2, 2)
                                                                     else:
-                                                                        return 'hand'
-                                                                else:
-                                                                    return (64, 2, 2)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    if f['group'] <= 2:
-                                                                        return (64, 2, 2)
-                                                                    else:
                                                                         return (64, 2, 4)
                                                                 else:
                                                                     return (64, 2, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 6:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 2, 2)
-                                                                else:
-                                                                    if f['group'] <= 2:
-                                                                        return (64, 2, 4)
-                                                                    else:
-                                                                        return (64, 2, 2)
                                                             else:
                                                                 return (64, 2, 2)
                                                     else:
                                                         if f['group'] <= 2:
                                                             if f['kv_bits'] <= 12:
-                                                                if f['num_seqs'] <= 12:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (64, 2, 2)
-                                                                    else:
-                                                                        if f['max_seqlen_q'] <= 3:
-                                                                            return 'hand'
-                                                                        else:
-                                                                            return (64, 2, 2)
-                                                                else:
+                                                                if f['num_kv_heads'] <= 1:
                                                                     return 'hand'
+                                                                else:
+                                                                    if f['max_seqlen_q'] <= 3:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (64, 2, 2)
+                                                                        else:
+                                                                            return 'hand'
+                                                                    else:
+                                                                        return (64, 2, 2)
                                                             else:
                                                                 if f['block_size'] <= 40:
                                                                     if f['max_seqlen_q'] <= 3:
@@ -13022,7 +13016,7 @@ def decode(f):
                                                             if f['num_seqs'] <= 12:
                                                                 return (64, 2, 2)
                                                             else:
-                                                                if f['num_tokens'] <= 48:
+                                                                if f['max_seqlen_q'] <= 3:
                                                                     if f['block_size'] <= 40:
                                                                         return (64, 2, 2)
                                                                     else:
@@ -13033,14 +13027,14 @@ def decode(f):
                                                                 else:
                                                                     return (64, 2, 2)
                                                 else:
-                                                    if f['max_seqlen_q'] <= 3:
+                                                    if f['num_tokens'] <= 24:
                                                         return (64, 2, 2)
                                                     else:
                                                         if f['block_size'] <= 40:
                                                             return (64, 2, 2)
                                                         else:
                                                             if f['kv_bits'] <= 12:
-                                                                if f['num_tokens'] <= 20:
+                                                                if f['max_seqlen_q'] <= 3:
                                                                     return (64, 2, 2)
                                                                 else:
                                                                     return 'hand'
@@ -13052,17 +13046,14 @@ def decode(f):
                                             if f['num_seqs'] <= 6:
                                                 if f['block_size'] <= 40:
                                                     if f['max_seqlen_q'] <= 3:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            if f['num_tokens'] <= 2:
-                                                                return (64, 2, 2)
-                                                            else:
-                                                                if f['kv_bits'] <= 12:
-                                                                    return (64, 2, 2)
-                                                                else:
-                                                                    return (64, 2, 4)
+                                                        if f['num_tokens'] <= 1:
+                                                            return (64, 2, 2)
                                                         else:
                                                             if f['kv_bits'] <= 12:
-                                                                return 'hand'
+                                                                if f['max_seqlen_q'] <= 1:
+                                                                    return (64, 2, 2)
+                                                                else:
+                                                                    return 'hand'
                                                             else:
                                                                 if f['num_kv_heads'] <= 5:
                                                                     return (64, 2, 4)
@@ -13083,7 +13074,7 @@ def decode(f):
                                                         if f['kv_bits'] <= 12:
                                                             return (64, 2, 2)
                                                         else:
-                                                            if f['num_tokens'] <= 12:
+                                                            if f['max_seqlen_q'] <= 3:
                                                                 return (64, 2, 4)
                                                             else:
                                                                 return (64, 2, 2)
@@ -13124,7 +13115,9 @@ def decode(f):
                                                 if f['kv_bits'] <= 12:
                                                     return (64, 2, 4)
                                                 else:
-                                                    if f['num_kv_heads'] <= 1:
+                                                    if f['num_seqs'] <= 12:
+                                                        return (64, 2, 4)
+                                                    else:
                                                         if f['max_seqlen_q'] <= 1:
                                                             if f['group'] <= 2:
                                                                 return (64, 2, 8)
@@ -13132,8 +13125,6 @@ def decode(f):
                                                                 return (64, 2, 4)
                                                         else:
                                                             return (64, 2, 4)
-                                                    else:
-                                                        return (64, 2, 4)
                                             else:
                                                 if f['kv_bits'] <= 12:
                                                     if f['num_tokens'] <= 6:
@@ -13167,18 +13158,18 @@ def decode(f):
                                         else:
                                             if f['block_size'] <= 40:
                                                 if f['group'] <= 2:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return 'hand'
-                                                    else:
+                                                    if f['num_tokens'] <= 48:
                                                         return (64, 2, 2)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return (64, 3, 2)
                                             else:
                                                 if f['group'] <= 2:
-                                                    if f['num_kv_heads'] <= 1:
-                                                        return 'hand'
-                                                    else:
+                                                    if f['num_seqs'] <= 6:
                                                         return (64, 2, 2)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     return 'hand'
                                     else:
@@ -13187,10 +13178,10 @@ def decode(f):
                                                 if f['block_size'] <= 40:
                                                     return (64, 2, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 20:
+                                                    if f['num_kv_heads'] <= 1:
                                                         return (64, 2, 2)
                                                     else:
-                                                        if f['num_kv_heads'] <= 1:
+                                                        if f['num_seqs'] <= 2:
                                                             return (64, 2, 2)
                                                         else:
                                                             return (32, 2, 2)
@@ -13199,7 +13190,7 @@ def decode(f):
                                         else:
                                             if f['group'] <= 6:
                                                 if f['group'] <= 2:
-                                                    if f['num_seqs'] <= 2:
+                                                    if f['num_tokens'] <= 20:
                                                         return (64, 2, 2)
                                                     else:
                                                         if f['num_seqs'] <= 6:
@@ -13216,7 +13207,7 @@ def decode(f):
                                 else:
                                     if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 81920:
-                                            if f['num_seqs'] <= 5:
+                                            if f['num_tokens'] <= 40:
                                                 if f['kv_bits'] <= 12:
                                                     if f['group'] <= 2:
                                                         return 'hand'
@@ -13232,7 +13223,7 @@ def decode(f):
                                                     if f['kv_bits'] <= 12:
                                                         return 'hand'
                                                     else:
-                                                        if f['num_tokens'] <= 96:
+                                                        if f['num_seqs'] <= 12:
                                                             return (64, 2, 2)
                                                         else:
                                                             return (64, 2, 4)
@@ -13257,7 +13248,7 @@ def decode(f):
                                             if f['kv_bits'] <= 12:
                                                 return 'hand'
                                             else:
-                                                if f['num_tokens'] <= 40:
+                                                if f['num_seqs'] <= 5:
                                                     if f['max_seqlen_k'] <= 81920:
                                                         return (64, 2, 2)
                                                     else:
@@ -13271,10 +13262,10 @@ def decode(f):
                                 if f['programs'] <= 48:
                                     if f['kv_bits'] <= 12:
                                         if f['num_tokens'] <= 192:
-                                            if f['max_seqlen_q'] <= 6:
+                                            if f['num_tokens'] <= 96:
                                                 return (64, 2, 4)
                                             else:
-                                                if f['num_seqs'] <= 10:
+                                                if f['num_kv_heads'] <= 1:
                                                     return (64, 2, 4)
                                                 else:
                                                     if f['group'] <= 2:
@@ -13296,45 +13287,45 @@ def decode(f):
                                                         if f['num_tokens'] <= 6:
                                                             return (64, 2, 8)
                                                         else:
-                                                            if f['num_seqs'] <= 24:
-                                                                return (64, 2, 4)
-                                                            else:
-                                                                if f['max_seqlen_q'] <= 1:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['num_tokens'] <= 48:
                                                                     return (64, 2, 8)
                                                                 else:
                                                                     return (64, 2, 4)
+                                                            else:
+                                                                return (64, 2, 4)
                                                     else:
-                                                        if f['num_tokens'] <= 12:
+                                                        if f['num_seqs'] <= 10:
                                                             return (64, 2, 4)
                                                         else:
                                                             return (32, 2, 2)
                                                 else:
                                                     if f['group'] <= 6:
-                                                        if f['num_seqs'] <= 10:
-                                                            if f['max_seqlen_q'] <= 1:
+                                                        if f['num_kv_heads'] <= 5:
+                                                            return (64, 2, 8)
+                                                        else:
+                                                            if f['num_tokens'] <= 6:
                                                                 return (64, 2, 8)
                                                             else:
                                                                 return (64, 2, 4)
-                                                        else:
-                                                            return (64, 2, 8)
                                                     else:
-                                                        if f['num_seqs'] <= 10:
-                                                            return (64, 2, 4)
-                                                        else:
+                                                        if f['num_kv_heads'] <= 5:
                                                             return (32, 2, 2)
+                                                        else:
+                                                            return (64, 2, 4)
                                             else:
-                                                if f['num_tokens'] <= 96:
+                                                if f['max_seqlen_q'] <= 6:
                                                     if f['group'] <= 6:
-                                                        if f['num_seqs'] <= 10:
-                                                            if f['num_tokens'] <= 24:
+                                                        if f['num_tokens'] <= 96:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                return (32, 2, 2)
+                                                            else:
                                                                 if f['block_size'] <= 40:
                                                                     return (64, 2, 8)
                                                                 else:
                                                                     return (64, 2, 1)
-                                                            else:
-                                                                return (64, 2, 1)
                                                         else:
-                                                            return (32, 2, 2)
+                                                            return (64, 2, 1)
                                                     else:
                                                         return (64, 2, 1)
                                                 else:
@@ -13345,8 +13336,8 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_q'] <= 1:
                                                     if f['block_size'] <= 40:
-                                                        if f['kv_bits'] <= 12:
-                                                            if f['group'] <= 2:
+                                                        if f['group'] <= 2:
+                                                            if f['kv_bits'] <= 12:
                                                                 return 'hand'
                                                             else:
                                                                 return (64, 2, 8)
@@ -13355,33 +13346,33 @@ def decode(f):
                                                     else:
                                                         return (64, 2, 8)
                                                 else:
-                                                    if f['group'] <= 2:
-                                                        if f['kv_bits'] <= 12:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['group'] <= 2:
                                                             return 'hand'
                                                         else:
                                                             return (64, 2, 8)
                                                     else:
                                                         if f['num_tokens'] <= 96:
-                                                            if f['block_size'] <= 40:
+                                                            if f['group'] <= 2:
                                                                 return (64, 2, 8)
                                                             else:
-                                                                if f['kv_bits'] <= 12:
-                                                                    return (64, 2, 8)
-                                                                else:
-                                                                    if f['num_tokens'] <= 40:
+                                                                if f['num_kv_heads'] <= 5:
+                                                                    if f['block_size'] <= 40:
                                                                         return (64, 2, 8)
                                                                     else:
                                                                         return (32, 2, 8)
+                                                                else:
+                                                                    return (64, 2, 8)
                                                         else:
                                                             return (64, 2, 8)
                                             else:
-                                                if f['group'] <= 2:
-                                                    if f['kv_bits'] <= 12:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['group'] <= 2:
                                                         return 'hand'
                                                     else:
                                                         return (64, 2, 8)
                                                 else:
-                                                    if f['kv_bits'] <= 12:
+                                                    if f['group'] <= 2:
                                                         return (64, 2, 8)
                                                     else:
                                                         return (64, 2, 1)
@@ -13394,24 +13385,24 @@ def decode(f):
                                                         if f['num_tokens'] <= 20:
                                                             return (64, 2, 8)
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 2, 8)
-                                                            else:
+                                                            if f['num_seqs'] <= 48:
                                                                 return (32, 2, 8)
+                                                            else:
+                                                                return (64, 2, 8)
                                                     else:
                                                         if f['num_seqs'] <= 20:
                                                             return (32, 2, 8)
                                                         else:
-                                                            if f['num_tokens'] <= 48:
-                                                                return (32, 2, 2)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 return (32, 2, 8)
+                                                            else:
+                                                                return (32, 2, 2)
                                                 else:
                                                     return (64, 2, 1)
                                     else:
                                         if f['group'] <= 2:
                                             if f['block_size'] <= 40:
-                                                if f['num_tokens'] <= 384:
+                                                if f['num_seqs'] <= 48:
                                                     if f['kv_bits'] <= 12:
                                                         return 'hand'
                                                     else:
@@ -13436,8 +13427,8 @@ def decode(f):
                                                 return (64, 2, 8)
                                             else:
                                                 if f['block_size'] <= 40:
-                                                    if f['group'] <= 6:
-                                                        if f['kv_bits'] <= 12:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['group'] <= 6:
                                                             return (64, 3, 8)
                                                         else:
                                                             return (64, 2, 8)
@@ -13534,39 +13525,39 @@ def decode(f):
                                                             else:
                                                                 return (64, 3, 8)
                                                         else:
-                                                            if f['num_tokens'] <= 48:
-                                                                if f['num_kv_heads'] <= 5:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                if f['num_tokens'] <= 48:
                                                                     if f['block_size'] <= 40:
                                                                         return (64, 2, 8)
                                                                     else:
                                                                         return (64, 3, 8)
                                                                 else:
-                                                                    if f['block_size'] <= 40:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        return (64, 2, 8)
+                                                                    return (64, 2, 8)
                                                             else:
-                                                                return (64, 2, 8)
+                                                                if f['block_size'] <= 40:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (64, 2, 8)
                                                     else:
-                                                        if f['group'] <= 6:
-                                                            return (64, 2, 8)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (64, 3, 8)
-                                                            else:
+                                                        if f['block_size'] <= 40:
+                                                            if f['group'] <= 6:
                                                                 return (64, 2, 8)
+                                                            else:
+                                                                return (64, 3, 8)
+                                                        else:
+                                                            return (64, 2, 8)
                                                 else:
                                                     if f['block_size'] <= 40:
                                                         if f['max_seqlen_q'] <= 1:
                                                             return (64, 2, 8)
                                                         else:
-                                                            if f['max_seqlen_q'] <= 3:
-                                                                if f['group'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                if f['num_tokens'] <= 192:
                                                                     return (64, 3, 8)
                                                                 else:
                                                                     return (64, 2, 8)
                                                             else:
-                                                                if f['group'] <= 6:
+                                                                if f['max_seqlen_q'] <= 3:
                                                                     return (64, 2, 8)
                                                                 else:
                                                                     return (64, 3, 8)
@@ -13579,10 +13570,10 @@ def decode(f):
                                                     if f['group'] <= 6:
                                                         return (64, 3, 8)
                                                     else:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return 'hand'
-                                                        else:
+                                                        if f['num_seqs'] <= 48:
                                                             return (64, 2, 8)
+                                                        else:
+                                                            return 'hand'
             else:
                 if f['programs'] <= 192:
                     if f['kv_bits'] <= 12:
@@ -13606,9 +13597,9 @@ def decode(f):
                                         if f['max_seqlen_k'] <= 5120:
                                             return (64, 2, 1)
                                         else:
-                                            if f['block_size'] <= 40:
+                                            if f['group'] <= 6:
                                                 if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 6:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 3, 1)
                                                     else:
                                                         return (64, 2, 1)
@@ -13618,7 +13609,7 @@ def decode(f):
                                                 if f['num_tokens'] <= 384:
                                                     return (64, 2, 1)
                                                 else:
-                                                    if f['group'] <= 6:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 2, 1)
                                                     else:
                                                         return 'hand'
@@ -13652,22 +13643,25 @@ def decode(f):
                                     else:
                                         return (64, 3, 1)
                             else:
-                                if f['num_kv_heads'] <= 1:
-                                    return 'hand'
-                                else:
-                                    if f['group'] <= 2:
-                                        return 'hand'
-                                    else:
-                                        if f['max_seqlen_k'] <= 5120:
-                                            return (64, 2, 1)
+                                if f['num_seqs'] <= 96:
+                                    if f['max_seqlen_k'] <= 5120:
+                                        if f['group'] <= 2:
+                                            return 'hand'
                                         else:
-                                            if f['max_seqlen_k'] <= 20480:
+                                            return (64, 2, 1)
+                                    else:
+                                        if f['max_seqlen_k'] <= 20480:
+                                            return 'hand'
+                                        else:
+                                            if f['group'] <= 2:
                                                 return 'hand'
                                             else:
                                                 if f['group'] <= 6:
                                                     return (64, 2, 1)
                                                 else:
                                                     return 'hand'
+                                else:
+                                    return 'hand'
                     else:
                         if f['group'] <= 2:
                             if f['max_seqlen_k'] <= 5120:
@@ -13685,7 +13679,7 @@ def decode(f):
                                 if f['num_kv_heads'] <= 1:
                                     if f['block_size'] <= 40:
                                         if f['max_seqlen_k'] <= 20480:
-                                            if f['num_tokens'] <= 384:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (64, 2, 1)
                                             else:
                                                 return (128, 2, 0)
@@ -13702,7 +13696,7 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 3:
                                                     return (64, 2, 1)
                                                 else:
-                                                    if f['num_tokens'] <= 768:
+                                                    if f['max_seqlen_q'] <= 6:
                                                         return (128, 2, 0)
                                                     else:
                                                         return (64, 3, 0)
@@ -13713,13 +13707,13 @@ def decode(f):
                                         return (64, 2, 1)
                                     else:
                                         if f['max_seqlen_k'] <= 20480:
-                                            if f['num_tokens'] <= 192:
-                                                return (64, 3, 0)
-                                            else:
+                                            if f['num_kv_heads'] <= 5:
                                                 if f['num_tokens'] <= 384:
                                                     return (128, 2, 0)
                                                 else:
                                                     return (64, 3, 0)
+                                            else:
+                                                return (64, 3, 0)
                                         else:
                                             return (64, 2, 1)
                         else:
@@ -13728,13 +13722,13 @@ def decode(f):
                             else:
                                 if f['max_seqlen_q'] <= 1:
                                     if f['block_size'] <= 40:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_k'] <= 20480:
-                                                return (128, 2, 0)
-                                            else:
-                                                return (64, 2, 1)
-                                        else:
+                                        if f['max_seqlen_k'] <= 20480:
                                             return (128, 2, 0)
+                                        else:
+                                            if f['group'] <= 6:
+                                                return (64, 2, 1)
+                                            else:
+                                                return (128, 2, 0)
                                     else:
                                         if f['num_kv_heads'] <= 5:
                                             if f['num_kv_heads'] <= 1:
@@ -13754,10 +13748,10 @@ def decode(f):
                                                     else:
                                                         return (32, 2, 8)
                                         else:
-                                            if f['group'] <= 6:
+                                            if f['max_seqlen_k'] <= 20480:
                                                 return (64, 3, 0)
                                             else:
-                                                if f['max_seqlen_k'] <= 20480:
+                                                if f['group'] <= 6:
                                                     return (64, 3, 0)
                                                 else:
                                                     return (128, 2, 0)
@@ -13771,21 +13765,21 @@ def decode(f):
                                                     if f['block_size'] <= 40:
                                                         return (64, 2, 1)
                                                     else:
-                                                        if f['num_tokens'] <= 80:
-                                                            return (64, 3, 0)
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 3, 1)
                                                         else:
-                                                            if f['num_kv_heads'] <= 1:
-                                                                return (64, 3, 1)
+                                                            if f['num_seqs'] <= 40:
+                                                                return (64, 3, 0)
                                                             else:
                                                                 return (64, 2, 1)
                                                 else:
                                                     if f['block_size'] <= 40:
                                                         return (64, 3, 0)
                                                     else:
-                                                        if f['num_tokens'] <= 160:
-                                                            return (64, 3, 0)
-                                                        else:
+                                                        if f['num_kv_heads'] <= 5:
                                                             return (64, 3, 1)
+                                                        else:
+                                                            return (64, 3, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
                                                 if f['max_seqlen_k'] <= 20480:
@@ -13806,21 +13800,21 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 0)
                                                     else:
-                                                        if f['num_kv_heads'] <= 1:
+                                                        if f['num_tokens'] <= 384:
+                                                            return (128, 2, 0)
+                                                        else:
                                                             if f['max_seqlen_k'] <= 20480:
                                                                 return (64, 3, 0)
                                                             else:
                                                                 return (128, 2, 0)
-                                                        else:
-                                                            return (128, 2, 0)
                                                 else:
                                                     if f['max_seqlen_k'] <= 20480:
                                                         return (64, 3, 0)
                                                     else:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return (128, 2, 0)
-                                                        else:
+                                                        if f['num_tokens'] <= 160:
                                                             return (64, 3, 0)
+                                                        else:
+                                                            return (128, 2, 0)
                                     else:
                                         return (64, 3, 0)
                 else:
@@ -13862,24 +13856,27 @@ def decode(f):
                                                         return 'hand'
                                             else:
                                                 if f['max_seqlen_k'] <= 20480:
-                                                    if f['num_tokens'] <= 768:
-                                                        return (128, 2, 0)
-                                                    else:
-                                                        if f['num_tokens'] <= 1536:
-                                                            return (128, 2, 1)
-                                                        else:
+                                                    if f['programs'] <= 384:
+                                                        if f['num_seqs'] <= 80:
                                                             return (128, 2, 0)
+                                                        else:
+                                                            if f['num_seqs'] <= 192:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 2, 0)
+                                                    else:
+                                                        return (128, 2, 0)
                                                 else:
                                                     if f['num_seqs'] <= 80:
                                                         return 'hand'
                                                     else:
-                                                        if f['num_seqs'] <= 192:
+                                                        if f['num_tokens'] <= 1536:
                                                             return (128, 2, 0)
                                                         else:
                                                             return 'hand'
                                     else:
                                         if f['num_tokens'] <= 768:
-                                            if f['num_tokens'] <= 384:
+                                            if f['max_seqlen_q'] <= 3:
                                                 return (128, 2, 0)
                                             else:
                                                 return 'hand'
@@ -13910,22 +13907,22 @@ def decode(f):
                                                 return (64, 2, 0)
                                         else:
                                             if f['max_seqlen_q'] <= 1:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['group'] <= 6:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['num_seqs'] <= 192:
                                                         return (64, 2, 0)
                                                     else:
                                                         return (64, 2, 1)
-                                                else:
-                                                    return (64, 2, 0)
                                             else:
                                                 return (64, 2, 0)
                                     else:
-                                        if f['programs'] <= 384:
+                                        if f['num_seqs'] <= 48:
                                             if f['group'] <= 6:
                                                 return (64, 2, 0)
                                             else:
                                                 if f['max_seqlen_k'] <= 20480:
-                                                    if f['num_tokens'] <= 48:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         if f['max_seqlen_k'] <= 5120:
                                                             return (64, 2, 1)
                                                         else:
@@ -13938,31 +13935,31 @@ def decode(f):
                                             if f['max_seqlen_q'] <= 1:
                                                 if f['max_seqlen_k'] <= 5120:
                                                     if f['group'] <= 6:
-                                                        if f['num_tokens'] <= 96:
+                                                        if f['programs'] <= 768:
                                                             return (64, 2, 1)
                                                         else:
-                                                            if f['num_seqs'] <= 192:
+                                                            if f['num_tokens'] <= 192:
                                                                 return (64, 2, 2)
                                                             else:
                                                                 return (64, 2, 0)
                                                     else:
-                                                        if f['programs'] <= 768:
+                                                        if f['num_seqs'] <= 96:
                                                             return (64, 2, 2)
                                                         else:
-                                                            if f['num_tokens'] <= 192:
+                                                            if f['programs'] <= 1536:
                                                                 return (64, 2, 0)
                                                             else:
                                                                 return 'hand'
                                                 else:
-                                                    if f['programs'] <= 768:
-                                                        if f['group'] <= 6:
+                                                    if f['group'] <= 6:
+                                                        if f['num_tokens'] <= 96:
                                                             return (64, 2, 2)
                                                         else:
                                                             return (64, 2, 0)
                                                     else:
                                                         return (64, 2, 0)
                                             else:
-                                                if f['num_tokens'] <= 192:
+                                                if f['num_seqs'] <= 96:
                                                     if f['group'] <= 6:
                                                         return (64, 2, 0)
                                                     else:
@@ -13994,19 +13991,16 @@ def decode(f):
                                         if f['max_seqlen_k'] <= 20480:
                                             if f['num_seqs'] <= 96:
                                                 if f['group'] <= 6:
-                                                    if f['max_seqlen_q'] <= 6:
+                                                    if f['num_tokens'] <= 384:
                                                         if f['max_seqlen_k'] <= 5120:
                                                             return 'hand'
                                                         else:
-                                                            return (64, 2, 0)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 5120:
-                                                            if f['num_tokens'] <= 384:
-                                                                return 'hand'
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (64, 2, 0)
                                                             else:
                                                                 return (64, 3, 0)
-                                                        else:
-                                                            return (64, 3, 0)
+                                                    else:
+                                                        return (64, 3, 0)
                                                 else:
                                                     if f['programs'] <= 384:
                                                         if f['max_seqlen_k'] <= 5120:
@@ -14023,9 +14017,9 @@ def decode(f):
                                                         if f['num_kv_heads'] <= 1:
                                                             return 'hand'
                                                         else:
-                                                            if f['programs'] <= 1280:
-                                                                if f['group'] <= 6:
-                                                                    if f['max_seqlen_q'] <= 6:
+                                                            if f['num_kv_heads'] <= 5:
+                                                                if f['num_tokens'] <= 1536:
+                                                                    if f['group'] <= 6:
                                                                         return 'hand'
                                                                     else:
                                                                         return (64, 3, 0)
@@ -14043,7 +14037,7 @@ def decode(f):
                                                         else:
                                                             return (64, 3, 0)
                                                     else:
-                                                        if f['num_tokens'] <= 768:
+                                                        if f['max_seqlen_q'] <= 6:
                                                             if f['group'] <= 6:
                                                                 return (64, 2, 0)
                                                             else:
@@ -14055,10 +14049,10 @@ def decode(f):
                                                 if f['max_seqlen_q'] <= 6:
                                                     return 'hand'
                                                 else:
-                                                    if f['num_kv_heads'] <= 5:
-                                                        return (64, 3, 2)
-                                                    else:
+                                                    if f['num_seqs'] <= 80:
                                                         return (64, 3, 0)
+                                                    else:
+                                                        return (64, 3, 2)
                                             else:
                                                 return (64, 3, 0)
                         else:
@@ -14115,10 +14109,10 @@ def decode(f):
                                                 if f['group'] <= 6:
                                                     return 'hand'
                                                 else:
-                                                    if f['num_kv_heads'] <= 5:
+                                                    if f['programs'] <= 768:
                                                         return (64, 3, 2)
                                                     else:
-                                                        if f['num_tokens'] <= 384:
+                                                        if f['num_seqs'] <= 192:
                                                             return 'hand'
                                                         else:
                                                             return (64, 3, 0)
@@ -14153,15 +14147,15 @@ def decode(f):
                                         else:
                                             if f['max_seqlen_k'] <= 20480:
                                                 if f['group'] <= 6:
-                                                    if f['num_seqs'] <= 96:
+                                                    if f['num_kv_heads'] <= 5:
+                                                        return (64, 3, 0)
+                                                    else:
                                                         if f['group'] <= 2:
                                                             return (64, 3, 2)
                                                         else:
                                                             return (64, 3, 0)
-                                                    else:
-                                                        return (64, 3, 0)
                                                 else:
-                                                    if f['num_seqs'] <= 192:
+                                                    if f['num_tokens'] <= 192:
                                                         return (64, 3, 0)
                                                     else:
                                                         return (64, 3, 1)
@@ -14184,10 +14178,10 @@ def decode(f):
                                                             return (64, 3, 0)
                                                     else:
                                                         if f['group'] <= 2:
-                                                            if f['num_tokens'] <= 384:
-                                                                return (64, 3, 0)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 return 'hand'
+                                                            else:
+                                                                return (64, 3, 0)
                                                         else:
                                                             return (64, 3, 2)
                                                 else:
@@ -14201,10 +14195,10 @@ def decode(f):
                                                                 return 'hand'
                                                     else:
                                                         if f['group'] <= 2:
-                                                            if f['num_seqs'] <= 80:
-                                                                return (64, 3, 0)
-                                                            else:
+                                                            if f['num_kv_heads'] <= 5:
                                                                 return 'hand'
+                                                            else:
+                                                                return (64, 3, 0)
                                                         else:
                                                             return (64, 3, 2)
                                             else:
@@ -14224,24 +14218,24 @@ def decode(f):
                                         else:
                                             if f['programs'] <= 384:
                                                 if f['max_seqlen_k'] <= 20480:
-                                                    if f['group'] <= 6:
-                                                        return 'hand'
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
-                                                            return (64, 3, 0)
-                                                        else:
+                                                    if f['max_seqlen_q'] <= 6:
+                                                        if f['group'] <= 6:
                                                             return 'hand'
+                                                        else:
+                                                            return (64, 3, 0)
+                                                    else:
+                                                        return 'hand'
                                                 else:
                                                     if f['group'] <= 2:
                                                         return 'hand'
                                                     else:
-                                                        if f['num_seqs'] <= 192:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (64, 3, 2)
+                                                        else:
                                                             if f['group'] <= 6:
                                                                 return (64, 3, 2)
                                                             else:
                                                                 return (64, 3, 0)
-                                                        else:
-                                                            return (64, 3, 2)
                                             else:
                                                 if f['max_seqlen_q'] <= 6:
                                                     if f['group'] <= 2:
@@ -14257,10 +14251,10 @@ def decode(f):
                                                     else:
                                                         return (64, 3, 0)
                                 else:
-                                    if f['num_tokens'] <= 384:
+                                    if f['max_seqlen_q'] <= 3:
                                         return (64, 3, 0)
                                     else:
-                                        if f['num_tokens'] <= 768:
+                                        if f['max_seqlen_q'] <= 6:
                                             if f['group'] <= 2:
                                                 return (64, 3, 0)
                                             else:
@@ -14311,37 +14305,37 @@ def decode(f):
                                         else:
                                             return (64, 2, 4)
                                 else:
-                                    if f['num_seqs'] <= 48:
-                                        if f['num_tokens'] <= 48:
-                                            if f['group'] <= 6:
-                                                return (64, 2, 0)
-                                            else:
-                                                if f['max_seqlen_k'] <= 5120:
+                                    if f['max_seqlen_q'] <= 1:
+                                        if f['programs'] <= 768:
+                                            if f['max_seqlen_k'] <= 5120:
+                                                if f['programs'] <= 384:
                                                     return (64, 2, 0)
                                                 else:
-                                                    return (64, 2, 1)
+                                                    if f['group'] <= 6:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (64, 2, 0)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    return (64, 2, 0)
+                                                else:
+                                                    if f['programs'] <= 384:
+                                                        return (64, 2, 1)
+                                                    else:
+                                                        return (64, 2, 0)
                                         else:
                                             return (64, 2, 0)
                                     else:
-                                        if f['programs'] <= 768:
+                                        if f['num_seqs'] <= 48:
+                                            return (64, 2, 0)
+                                        else:
                                             if f['group'] <= 6:
                                                 if f['max_seqlen_k'] <= 5120:
-                                                    if f['programs'] <= 384:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (64, 2, 1)
+                                                    return (64, 2, 1)
                                                 else:
                                                     return (64, 2, 0)
                                             else:
-                                                if f['num_seqs'] <= 96:
-                                                    return (64, 2, 0)
-                                                else:
-                                                    if f['max_seqlen_k'] <= 5120:
-                                                        return (64, 2, 0)
-                                                    else:
-                                                        return (64, 2, 1)
-                                        else:
-                                            return (64, 2, 0)
+                                                return (64, 2, 0)
                         else:
                             if f['programs'] <= 1536:
                                 if f['programs'] <= 384:
@@ -14368,13 +14362,13 @@ def decode(f):
                                                 return (64, 2, 0)
                                             else:
                                                 if f['group'] <= 6:
-                                                    if f['num_kv_heads'] <= 1:
+                                                    if f['num_seqs'] <= 192:
+                                                        return (64, 2, 0)
+                                                    else:
                                                         if f['group'] <= 2:
                                                             return (64, 3, 0)
                                                         else:
                                                             return (64, 2, 0)
-                                                    else:
-                                                        return (64, 2, 0)
                                                 else:
                                                     return 'hand'
                                     else:
@@ -14412,10 +14406,10 @@ def decode(f):
                                                             return (64, 2, 0)
                                         else:
                                             if f['block_size'] <= 40:
-                                                if f['max_seqlen_k'] <= 5120:
+                                                if f['group'] <= 2:
                                                     return (64, 2, 0)
                                                 else:
-                                                    if f['group'] <= 2:
+                                                    if f['max_seqlen_k'] <= 5120:
                                                         return (64, 2, 0)
                                                     else:
                                                         return (64, 3, 0)
@@ -14444,13 +14438,13 @@ def decode(f):
                                                 return 'hand'
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_tokens'] <= 384:
+                                                if f['num_tokens'] <= 384:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 2, 0)
                                                     else:
                                                         return (64, 2, 2)
                                                 else:
-                                                    if f['num_tokens'] <= 384:
+                                                    if f['block_size'] <= 40:
                                                         return (64, 2, 2)
                                                     else:
                                                         return (64, 2, 0)
@@ -14476,7 +14470,7 @@ def decode(f):
                                     if f['group'] <= 6:
                                         return (64, 2, 0)
                                     else:
-                                        if f['max_seqlen_q'] <= 1:
+                                        if f['num_tokens'] <= 384:
                                             return (64, 2, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 6:
@@ -14490,22 +14484,22 @@ def decode(f):
                                         else:
                                             return (64, 2, 0)
                                     else:
-                                        if f['group'] <= 6:
-                                            if f['max_seqlen_q'] <= 3:
-                                                if f['group'] <= 2:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['group'] <= 2:
+                                                if f['max_seqlen_q'] <= 3:
                                                     return 'hand'
                                                 else:
                                                     return (64, 2, 0)
                                             else:
-                                                if f['max_seqlen_q'] <= 6:
+                                                if f['num_tokens'] <= 768:
                                                     return (64, 2, 0)
                                                 else:
-                                                    if f['group'] <= 2:
+                                                    if f['group'] <= 6:
                                                         return (64, 2, 0)
                                                     else:
                                                         return 'hand'
                                         else:
-                                            if f['max_seqlen_q'] <= 3:
+                                            if f['group'] <= 2:
                                                 return (64, 2, 0)
                                             else:
                                                 return 'hand'

@@ -2,7 +2,7 @@
 
 Fitted by ``python -m tritium.tune attention --with-sweep bench/results/tuning/attention-NVIDIA-H100.json --fit bench/results/tuning/attention-NVIDIA-H200.json``
 (sha256 9683a04f18f657a3; 597 decode-family and 1362 prefill-family workloads,
-swept 2026-12-06T22:09:15+00:00; distilled trees {'decode': {'leaves': 3370, 'gates': {'D128-KV16': (0.7, 0.0), 'D128-KV8': (0.5, 0.02), 'D256-KV16': (0.6, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV8-short': '128-2-0', 'D256-KV8-long': '64-2-4', 'D64-KV8-long': '128-3-2'}}, 'prefill': {'leaves': 1251, 'gates': {'D128-KV16': (0.8, 0.0), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.7, 0.0), 'D256-KV8': (0.5, 0.02), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV16-short': '128-32-4-3', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '128-128-8-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-short': '128-64-4-2'}}}
+swept 2026-12-06T22:09:15+00:00; distilled trees {'decode': {'leaves': 3378, 'gates': {'D128-KV16': (0.7, 0.0), 'D128-KV8': (0.5, 0.02), 'D256-KV16': (0.6, 0.0), 'D256-KV8': (0.5, 0.0), 'D64-KV16': (0.6, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV8-short': '128-2-0', 'D256-KV8-long': '64-2-4', 'D64-KV8-long': '128-3-2'}}, 'prefill': {'leaves': 1251, 'gates': {'D128-KV16': (0.8, 0.0), 'D128-KV8': (0.5, 0.0), 'D256-KV16': (0.7, 0.0), 'D256-KV8': (0.5, 0.02), 'D64-KV16': (0.5, 0.0), 'D64-KV8': (0.5, 0.0)}, 'fallbacks': {'D128-KV16-short': '128-32-4-3', 'D256-KV16-long': '128-64-8-2', 'D256-KV8-long': '128-128-8-2', 'D64-KV16-short': '128-64-4-2', 'D64-KV8-short': '128-64-4-2'}}}
 (leaves fitted; gates by head_dim and KV bits: (q, m), a pick needs the q-quantile of its
 predicted log gain over the fallback >= m; fallbacks where not the hand rules, by head_dim,
 KV bits and keys <= 2048); cross-validated geometric-mean
@@ -2365,80 +2365,65 @@ def decode(f):
                                                                 return (128, 2, 1)
                                         else:
                                             if f['max_seqlen_q'] <= 3:
-                                                if f['group'] <= 2:
-                                                    if f['num_seqs'] <= 6:
-                                                        if f['programs'] <= 6:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            if f['kv_bits'] <= 12:
+                                                if f['programs'] <= 6:
+                                                    if f['kv_bits'] <= 12:
+                                                        if f['group'] <= 6:
+                                                            if f['max_seqlen_q'] <= 1:
                                                                 return (32, 2, 2)
                                                             else:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    return (32, 2, 4)
+                                                                if f['group'] <= 2:
+                                                                    return (32, 2, 2)
+                                                                else:
+                                                                    if f['num_seqs'] <= 3:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (32, 2, 1)
+                                                                        else:
+                                                                            return 'hand'
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['block_size'] <= 40:
+                                                                    return (32, 2, 1)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        return (32, 2, 2)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['kv_bits'] <= 12:
+                                                            return (32, 2, 2)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                if f['num_tokens'] <= 12:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (32, 2, 8)
+                                                                    else:
+                                                                        return (32, 2, 4)
                                                                 else:
                                                                     if f['block_size'] <= 40:
                                                                         return (32, 2, 4)
                                                                     else:
                                                                         return (32, 2, 2)
-                                                    else:
-                                                        if f['kv_bits'] <= 12:
-                                                            return (32, 2, 2)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 1:
-                                                                if f['block_size'] <= 40:
-                                                                    return (32, 2, 8)
-                                                                else:
-                                                                    return (32, 2, 4)
                                                             else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (32, 2, 4)
-                                                                else:
-                                                                    return (32, 2, 2)
-                                                else:
-                                                    if f['programs'] <= 6:
-                                                        if f['kv_bits'] <= 12:
-                                                            if f['num_tokens'] <= 3:
-                                                                if f['group'] <= 6:
-                                                                    return (32, 2, 2)
-                                                                else:
+                                                                if f['num_seqs'] <= 2:
                                                                     if f['block_size'] <= 40:
-                                                                        return (32, 2, 1)
+                                                                        return (32, 2, 4)
                                                                     else:
-                                                                        return 'hand'
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    if f['max_seqlen_q'] <= 1:
-                                                                        if f['group'] <= 6:
-                                                                            return (32, 2, 2)
-                                                                        else:
-                                                                            return (32, 2, 1)
-                                                                    else:
-                                                                        return (32, 2, 1)
+                                                                        return (32, 2, 2)
                                                                 else:
-                                                                    if f['num_tokens'] <= 6:
-                                                                        if f['num_kv_heads'] <= 1:
-                                                                            if f['group'] <= 6:
-                                                                                return (32, 2, 2)
-                                                                            else:
-                                                                                return (64, 2, 1)
-                                                                        else:
-                                                                            return (64, 2, 1)
-                                                                    else:
-                                                                        if f['group'] <= 6:
-                                                                            return (64, 2, 1)
-                                                                        else:
-                                                                            return (32, 2, 1)
-                                                        else:
-                                                            return (32, 2, 2)
+                                                                    return (32, 2, 4)
                                                     else:
                                                         if f['num_kv_heads'] <= 5:
                                                             return (32, 2, 2)
                                                         else:
-                                                            if f['group'] <= 6:
+                                                            if f['block_size'] <= 40:
                                                                 return (32, 2, 2)
                                                             else:
                                                                 if f['kv_bits'] <= 12:
-                                                                    if f['block_size'] <= 40:
+                                                                    if f['group'] <= 6:
                                                                         return (32, 2, 2)
                                                                     else:
                                                                         return (64, 2, 1)
@@ -2446,55 +2431,70 @@ def decode(f):
                                                                     return (32, 2, 2)
                                             else:
                                                 if f['group'] <= 2:
-                                                    if f['programs'] <= 6:
+                                                    if f['kv_bits'] <= 12:
                                                         if f['max_seqlen_q'] <= 6:
                                                             return (32, 2, 2)
                                                         else:
-                                                            if f['kv_bits'] <= 12:
-                                                                return (32, 2, 1)
+                                                            if f['programs'] <= 6:
+                                                                if f['block_size'] <= 40:
+                                                                    return (32, 2, 1)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['num_seqs'] <= 2:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (32, 2, 2)
+                                                                    else:
+                                                                        return (64, 2, 1)
+                                                                else:
+                                                                    return (32, 2, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 6:
+                                                            if f['block_size'] <= 40:
+                                                                return (32, 2, 4)
                                                             else:
                                                                 return (32, 2, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 2:
-                                                            if f['block_size'] <= 40:
-                                                                if f['max_seqlen_q'] <= 6:
-                                                                    if f['kv_bits'] <= 12:
-                                                                        return (32, 2, 2)
-                                                                    else:
-                                                                        return (32, 2, 4)
-                                                                else:
-                                                                    return (32, 2, 2)
-                                                            else:
-                                                                if f['max_seqlen_q'] <= 6:
-                                                                    return (32, 2, 2)
-                                                                else:
-                                                                    if f['kv_bits'] <= 12:
-                                                                        return (64, 2, 1)
-                                                                    else:
-                                                                        return (32, 2, 2)
                                                         else:
                                                             return (32, 2, 2)
                                                 else:
                                                     if f['kv_bits'] <= 12:
                                                         if f['programs'] <= 6:
-                                                            return (32, 2, 1)
+                                                            if f['block_size'] <= 40:
+                                                                return (32, 2, 1)
+                                                            else:
+                                                                if f['num_tokens'] <= 12:
+                                                                    return 'hand'
+                                                                else:
+                                                                    if f['num_tokens'] <= 24:
+                                                                        if f['num_kv_heads'] <= 1:
+                                                                            if f['group'] <= 6:
+                                                                                return 'hand'
+                                                                            else:
+                                                                                return (32, 2, 1)
+                                                                        else:
+                                                                            if f['group'] <= 6:
+                                                                                return (32, 2, 1)
+                                                                            else:
+                                                                                return 'hand'
+                                                                    else:
+                                                                        return (32, 2, 1)
                                                         else:
                                                             if f['block_size'] <= 40:
-                                                                if f['num_tokens'] <= 12:
+                                                                if f['num_seqs'] <= 2:
                                                                     return (128, 2, 1)
                                                                 else:
                                                                     return (32, 2, 2)
                                                             else:
-                                                                if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
                                                                     return (64, 2, 1)
                                                                 else:
-                                                                    if f['group'] <= 6:
+                                                                    if f['max_seqlen_q'] <= 6:
                                                                         return (64, 2, 1)
                                                                     else:
-                                                                        if f['num_seqs'] <= 2:
-                                                                            return (128, 2, 1)
-                                                                        else:
+                                                                        if f['num_kv_heads'] <= 5:
                                                                             return (32, 2, 2)
+                                                                        else:
+                                                                            return (128, 2, 1)
                                                     else:
                                                         if f['max_seqlen_q'] <= 6:
                                                             if f['group'] <= 6:
@@ -2522,466 +2522,367 @@ def decode(f):
                                                         else:
                                                             return 'hand'
                         else:
-                            if f['kv_bits'] <= 12:
-                                if f['max_seqlen_k'] <= 1280:
-                                    if f['programs'] <= 48:
-                                        if f['head_dim'] <= 96:
-                                            if f['programs'] <= 24:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    if f['group'] <= 2:
-                                                        if f['num_tokens'] <= 24:
-                                                            if f['block_size'] <= 40:
-                                                                if f['num_tokens'] <= 12:
+                            if f['programs'] <= 96:
+                                if f['kv_bits'] <= 12:
+                                    if f['head_dim'] <= 96:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['programs'] <= 48:
+                                                if f['programs'] <= 24:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            if f['num_seqs'] <= 5:
+                                                                if f['max_seqlen_q'] <= 6:
                                                                     return (32, 2, 2)
                                                                 else:
-                                                                    return (128, 2, 1)
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 2, 1)
+                                                                    else:
+                                                                        return (32, 2, 2)
                                                             else:
                                                                 return (32, 2, 2)
                                                         else:
-                                                            return (32, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_q'] <= 6:
                                                             if f['group'] <= 6:
-                                                                if f['num_seqs'] <= 5:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    if f['num_kv_heads'] <= 5:
+                                                                        return (32, 2, 2)
+                                                                    else:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (128, 2, 1)
+                                                                        else:
+                                                                            return (32, 2, 2)
+                                                                else:
+                                                                    if f['num_kv_heads'] <= 1:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (128, 2, 1)
+                                                                        else:
+                                                                            return (32, 2, 2)
+                                                                    else:
+                                                                        return (128, 2, 1)
+                                                            else:
+                                                                if f['num_kv_heads'] <= 1:
                                                                     if f['block_size'] <= 40:
                                                                         return (128, 2, 1)
                                                                     else:
-                                                                        return (32, 2, 2)
+                                                                        if f['num_tokens'] <= 96:
+                                                                            return (32, 2, 2)
+                                                                        else:
+                                                                            return (128, 2, 1)
                                                                 else:
-                                                                    return (32, 2, 2)
-                                                            else:
-                                                                if f['num_tokens'] <= 48:
                                                                     return (128, 2, 1)
-                                                                else:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (128, 2, 1)
-                                                                    else:
-                                                                        return (32, 2, 2)
-                                                        else:
-                                                            if f['num_seqs'] <= 12:
-                                                                return (128, 2, 1)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 2, 1)
-                                                                else:
-                                                                    if f['group'] <= 6:
-                                                                        return (32, 2, 2)
-                                                                    else:
-                                                                        return (128, 2, 1)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['num_kv_heads'] <= 5:
-                                                            return 'hand'
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 1:
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 6:
+                                                            if f['num_kv_heads'] <= 5:
                                                                 return 'hand'
                                                             else:
-                                                                if f['max_seqlen_q'] <= 3:
+                                                                if f['num_tokens'] <= 6:
+                                                                    return 'hand'
+                                                                else:
+                                                                    if f['num_tokens'] <= 12:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (128, 2, 1)
+                                                                        else:
+                                                                            return 'hand'
+                                                                    else:
+                                                                        return (128, 2, 1)
+                                                        else:
+                                                            return (128, 2, 1)
+                                                    else:
+                                                        if f['num_tokens'] <= 48:
+                                                            if f['group'] <= 6:
+                                                                if f['num_kv_heads'] <= 5:
+                                                                    if f['max_seqlen_q'] <= 1:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (128, 2, 1)
+                                                                else:
+                                                                    return (128, 2, 1)
+                                                            else:
+                                                                return (128, 2, 1)
+                                                        else:
+                                                            if f['num_kv_heads'] <= 1:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 6:
                                                                     if f['block_size'] <= 40:
                                                                         return (128, 2, 1)
                                                                     else:
-                                                                        return 'hand'
+                                                                        if f['group'] <= 6:
+                                                                            return (128, 2, 1)
+                                                                        else:
+                                                                            return (128, 2, 8)
                                                                 else:
                                                                     return (128, 2, 1)
+                                            else:
+                                                return (128, 2, 2)
+                                        else:
+                                            if f['programs'] <= 48:
+                                                if f['programs'] <= 24:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        return (32, 2, 4)
                                                     else:
-                                                        return (128, 2, 1)
-                                                else:
-                                                    if f['num_tokens'] <= 48:
-                                                        if f['group'] <= 6:
-                                                            if f['num_seqs'] <= 10:
-                                                                return (128, 2, 1)
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            if f['group'] <= 2:
+                                                                return (32, 2, 4)
                                                             else:
-                                                                if f['max_seqlen_q'] <= 1:
-                                                                    return 'hand'
-                                                                else:
-                                                                    return (128, 2, 1)
-                                                        else:
-                                                            return (128, 2, 1)
-                                                    else:
-                                                        if f['num_seqs'] <= 24:
-                                                            if f['num_tokens'] <= 96:
                                                                 if f['block_size'] <= 40:
-                                                                    return (128, 2, 1)
+                                                                    return (128, 2, 2)
                                                                 else:
                                                                     if f['group'] <= 6:
-                                                                        return (128, 2, 1)
+                                                                        return (128, 2, 2)
                                                                     else:
-                                                                        return (128, 2, 8)
-                                                            else:
-                                                                return (128, 2, 1)
+                                                                        if f['num_tokens'] <= 10:
+                                                                            return (128, 2, 2)
+                                                                        else:
+                                                                            if f['num_tokens'] <= 24:
+                                                                                return (128, 2, 8)
+                                                                            else:
+                                                                                return (128, 2, 2)
                                                         else:
-                                                            return (128, 2, 1)
-                                        else:
-                                            if f['max_seqlen_q'] <= 6:
-                                                if f['group'] <= 2:
-                                                    return (32, 2, 2)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['programs'] <= 24:
-                                                            if f['group'] <= 6:
-                                                                if f['block_size'] <= 40:
-                                                                    return (32, 2, 2)
+                                                            if f['group'] <= 2:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (32, 2, 4)
                                                                 else:
-                                                                    if f['num_seqs'] <= 5:
-                                                                        return (32, 2, 2)
+                                                                    return (128, 2, 2)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 2, 2)
                                                                     else:
-                                                                        if f['num_kv_heads'] <= 1:
+                                                                        if f['group'] <= 6:
+                                                                            return (128, 2, 2)
+                                                                        else:
+                                                                            if f['num_seqs'] <= 5:
+                                                                                return (128, 2, 2)
+                                                                            else:
+                                                                                return (32, 2, 4)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                if f['num_seqs'] <= 24:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 2)
+                                                    else:
+                                                        if f['num_tokens'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 2)
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['group'] <= 6:
+                                                        if f['block_size'] <= 40:
+                                                            return 'hand'
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return 'hand'
+                                                    else:
+                                                        if f['num_seqs'] <= 48:
+                                                            if f['block_size'] <= 40:
+                                                                if f['num_tokens'] <= 20:
+                                                                    return (64, 2, 4)
+                                                                else:
+                                                                    return 'hand'
+                                                            else:
+                                                                if f['num_tokens'] <= 20:
+                                                                    return 'hand'
+                                                                else:
+                                                                    return (64, 2, 4)
+                                                        else:
+                                                            return 'hand'
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['group'] <= 2:
+                                                            if f['block_size'] <= 40:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['num_kv_heads'] <= 5:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                    else:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['programs'] <= 48:
+                                                if f['max_seqlen_q'] <= 6:
+                                                    if f['group'] <= 2:
+                                                        return (32, 2, 2)
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 1:
+                                                            if f['num_tokens'] <= 12:
+                                                                if f['num_seqs'] <= 6:
+                                                                    if f['num_seqs'] <= 3:
+                                                                        if f['group'] <= 6:
+                                                                            return (32, 2, 2)
+                                                                        else:
+                                                                            return (64, 2, 1)
+                                                                    else:
+                                                                        return (32, 2, 2)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        if f['block_size'] <= 40:
                                                                             return (32, 2, 2)
                                                                         else:
                                                                             return (64, 2, 2)
+                                                                    else:
+                                                                        return (64, 2, 1)
                                                             else:
-                                                                if f['num_tokens'] <= 12:
+                                                                return (32, 2, 2)
+                                                        else:
+                                                            if f['programs'] <= 24:
+                                                                if f['num_kv_heads'] <= 1:
+                                                                    if f['num_tokens'] <= 48:
+                                                                        if f['group'] <= 6:
+                                                                            return (32, 2, 2)
+                                                                        else:
+                                                                            if f['block_size'] <= 40:
+                                                                                return (32, 2, 1)
+                                                                            else:
+                                                                                return (64, 2, 1)
+                                                                    else:
+                                                                        if f['group'] <= 6:
+                                                                            if f['block_size'] <= 40:
+                                                                                return (32, 2, 1)
+                                                                            else:
+                                                                                return (64, 2, 1)
+                                                                        else:
+                                                                            return (64, 2, 1)
+                                                                else:
                                                                     return (64, 2, 1)
+                                                            else:
+                                                                if f['max_seqlen_q'] <= 3:
+                                                                    if f['group'] <= 6:
+                                                                        return (32, 2, 2)
+                                                                    else:
+                                                                        return (64, 2, 1)
+                                                                else:
+                                                                    if f['block_size'] <= 40:
+                                                                        if f['group'] <= 6:
+                                                                            return (128, 2, 1)
+                                                                        else:
+                                                                            if f['num_kv_heads'] <= 5:
+                                                                                return (64, 2, 2)
+                                                                            else:
+                                                                                return (128, 2, 1)
+                                                                    else:
+                                                                        if f['group'] <= 6:
+                                                                            return (64, 2, 1)
+                                                                        else:
+                                                                            return (128, 2, 1)
+                                                else:
+                                                    if f['group'] <= 2:
+                                                        if f['num_seqs'] <= 3:
+                                                            if f['block_size'] <= 40:
+                                                                return 'hand'
+                                                            else:
+                                                                return (64, 2, 1)
+                                                        else:
+                                                            if f['num_tokens'] <= 192:
+                                                                if f['num_seqs'] <= 12:
+                                                                    if f['programs'] <= 24:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (64, 2, 1)
+                                                                        else:
+                                                                            return (32, 2, 2)
+                                                                    else:
+                                                                        return (32, 2, 2)
                                                                 else:
                                                                     return (32, 2, 2)
-                                                        else:
-                                                            return (32, 2, 2)
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    return (32, 2, 2)
+                                                                else:
+                                                                    return 'hand'
                                                     else:
                                                         if f['programs'] <= 24:
                                                             if f['num_kv_heads'] <= 1:
-                                                                if f['num_tokens'] <= 48:
+                                                                if f['block_size'] <= 40:
                                                                     if f['group'] <= 6:
-                                                                        return (32, 2, 2)
-                                                                    else:
-                                                                        if f['block_size'] <= 40:
-                                                                            return (32, 2, 1)
-                                                                        else:
-                                                                            return (64, 2, 1)
-                                                                else:
-                                                                    if f['group'] <= 6:
-                                                                        if f['block_size'] <= 40:
-                                                                            return (32, 2, 1)
-                                                                        else:
-                                                                            return (64, 2, 1)
+                                                                        return (32, 2, 1)
                                                                     else:
                                                                         return (64, 2, 1)
-                                                            else:
-                                                                return (64, 2, 1)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 3:
-                                                                if f['group'] <= 6:
-                                                                    return (32, 2, 2)
-                                                                else:
-                                                                    return (64, 2, 1)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (128, 2, 1)
-                                                                    else:
-                                                                        return (64, 2, 1)
-                                                                else:
-                                                                    if f['block_size'] <= 40:
-                                                                        if f['num_kv_heads'] <= 5:
-                                                                            return (64, 2, 2)
-                                                                        else:
-                                                                            return (128, 2, 1)
-                                                                    else:
-                                                                        return (128, 2, 1)
-                                            else:
-                                                if f['group'] <= 2:
-                                                    if f['num_seqs'] <= 3:
-                                                        if f['block_size'] <= 40:
-                                                            return 'hand'
-                                                        else:
-                                                            return (64, 2, 1)
-                                                    else:
-                                                        if f['num_seqs'] <= 24:
-                                                            if f['num_seqs'] <= 12:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (64, 2, 1)
-                                                                    else:
-                                                                        return (32, 2, 2)
-                                                                else:
-                                                                    return (32, 2, 2)
-                                                            else:
-                                                                return (32, 2, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (32, 2, 2)
-                                                            else:
-                                                                return 'hand'
-                                                else:
-                                                    if f['programs'] <= 24:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['block_size'] <= 40:
-                                                                if f['group'] <= 6:
-                                                                    return (32, 2, 1)
                                                                 else:
                                                                     return (64, 2, 1)
                                                             else:
                                                                 return (64, 2, 1)
                                                         else:
-                                                            return (64, 2, 1)
-                                                    else:
-                                                        return (64, 2, 2)
-                                    else:
-                                        if f['programs'] <= 96:
-                                            if f['head_dim'] <= 96:
-                                                return (128, 2, 2)
+                                                            return (64, 2, 2)
                                             else:
                                                 return (64, 2, 2)
                                         else:
-                                            if f['head_dim'] <= 96:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['group'] <= 2:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        return (64, 2, 2)
-                                                else:
-                                                    return (64, 2, 2)
-                                            else:
-                                                if f['block_size'] <= 40:
-                                                    if f['num_tokens'] <= 768:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        if f['group'] <= 6:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            return (64, 2, 1)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            if f['num_tokens'] <= 192:
-                                                                if f['group'] <= 2:
-                                                                    return (64, 2, 1)
-                                                                else:
-                                                                    if f['group'] <= 6:
-                                                                        return (128, 2, 0)
-                                                                    else:
-                                                                        return (128, 2, 1)
-                                                            else:
-                                                                if f['group'] <= 2:
-                                                                    return (128, 2, 1)
-                                                                else:
-                                                                    if f['num_tokens'] <= 384:
-                                                                        if f['group'] <= 6:
-                                                                            return (64, 2, 1)
-                                                                        else:
-                                                                            return (128, 2, 1)
-                                                                    else:
-                                                                        if f['group'] <= 6:
-                                                                            return (128, 2, 1)
-                                                                        else:
-                                                                            return (64, 2, 1)
-                                                        else:
-                                                            if f['num_tokens'] <= 192:
-                                                                return (128, 2, 1)
-                                                            else:
-                                                                if f['group'] <= 6:
-                                                                    return (128, 2, 1)
-                                                                else:
-                                                                    return (64, 2, 1)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            return (64, 2, 1)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['programs'] <= 48:
-                                            if f['programs'] <= 24:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['group'] <= 2:
-                                                            return (32, 2, 4)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (128, 2, 2)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 2, 2)
-                                                                else:
-                                                                    if f['num_seqs'] <= 5:
-                                                                        return (128, 2, 2)
-                                                                    else:
-                                                                        if f['num_seqs'] <= 12:
-                                                                            return (128, 2, 8)
-                                                                        else:
-                                                                            return (128, 2, 2)
-                                                    else:
-                                                        if f['group'] <= 2:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                return (128, 2, 2)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                return (128, 2, 2)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (128, 2, 2)
-                                                                else:
-                                                                    if f['num_tokens'] <= 48:
-                                                                        return (128, 2, 2)
-                                                                    else:
-                                                                        if f['max_seqlen_q'] <= 6:
-                                                                            return (128, 2, 2)
-                                                                        else:
-                                                                            return (32, 2, 4)
-                                            else:
+                                            if f['programs'] <= 48:
                                                 if f['group'] <= 2:
                                                     if f['max_seqlen_q'] <= 1:
                                                         if f['block_size'] <= 40:
-                                                            return (128, 2, 2)
-                                                        else:
-                                                            if f['num_tokens'] <= 24:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 2)
-                                                else:
-                                                    if f['num_tokens'] <= 6:
-                                                        if f['group'] <= 6:
-                                                            return (128, 2, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 2, 2)
-                                                    else:
-                                                        return (128, 2, 2)
-                                        else:
-                                            if f['max_seqlen_q'] <= 1:
-                                                if f['group'] <= 6:
-                                                    if f['group'] <= 2:
-                                                        if f['programs'] <= 96:
-                                                            if f['block_size'] <= 40:
-                                                                return 'hand'
-                                                            else:
-                                                                return (128, 2, 2)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                return (128, 2, 2)
-                                                            else:
-                                                                if f['num_tokens'] <= 40:
-                                                                    return (128, 2, 2)
-                                                                else:
-                                                                    return (128, 3, 2)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    if f['programs'] <= 96:
-                                                        if f['num_kv_heads'] <= 1:
-                                                            return 'hand'
-                                                        else:
-                                                            if f['num_tokens'] <= 20:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 2, 4)
-                                                                else:
-                                                                    return 'hand'
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return 'hand'
-                                                                else:
-                                                                    return (64, 2, 4)
-                                                    else:
-                                                        return 'hand'
-                                            else:
-                                                if f['group'] <= 2:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['num_seqs'] <= 96:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                if f['block_size'] <= 40:
-                                                                    if f['programs'] <= 96:
-                                                                        return 'hand'
-                                                                    else:
-                                                                        return (128, 3, 2)
-                                                                else:
-                                                                    if f['programs'] <= 96:
-                                                                        return (128, 2, 2)
-                                                                    else:
-                                                                        return 'hand'
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            return (128, 3, 2)
-                                                    else:
-                                                        return 'hand'
-                                                else:
-                                                    return 'hand'
-                                    else:
-                                        if f['programs'] <= 48:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 1:
-                                                    if f['block_size'] <= 40:
-                                                        return (64, 2, 2)
-                                                    else:
-                                                        if f['num_tokens'] <= 3:
                                                             return (64, 2, 2)
                                                         else:
-                                                            return (128, 2, 2)
+                                                            if f['num_seqs'] <= 3:
+                                                                return (64, 2, 2)
+                                                            else:
+                                                                return (128, 2, 2)
+                                                    else:
+                                                        return (64, 2, 2)
                                                 else:
                                                     return (64, 2, 2)
                                             else:
-                                                return (64, 2, 2)
-                                        else:
-                                            if f['programs'] <= 96:
-                                                if f['num_tokens'] <= 384:
-                                                    if f['max_seqlen_q'] <= 6:
-                                                        return (128, 2, 2)
-                                                    else:
+                                                if f['max_seqlen_q'] <= 3:
+                                                    if f['num_tokens'] <= 48:
                                                         if f['group'] <= 6:
-                                                            return (128, 2, 2)
-                                                        else:
-                                                            if f['num_kv_heads'] <= 5:
-                                                                if f['block_size'] <= 40:
-                                                                    return 'hand'
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                if f['num_tokens'] <= 20:
+                                                                    if f['block_size'] <= 40:
+                                                                        if f['group'] <= 2:
+                                                                            return 'hand'
+                                                                        else:
+                                                                            return (128, 2, 2)
+                                                                    else:
+                                                                        return (128, 2, 2)
                                                                 else:
-                                                                    return (128, 2, 2)
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 2, 2)
+                                                                    else:
+                                                                        if f['group'] <= 2:
+                                                                            return (128, 2, 2)
+                                                                        else:
+                                                                            return 'hand'
                                                             else:
                                                                 return (128, 2, 2)
-                                                else:
-                                                    if f['group'] <= 6:
-                                                        return (128, 2, 2)
+                                                        else:
+                                                            return (128, 2, 2)
                                                     else:
-                                                        return 'hand'
-                                            else:
-                                                if f['max_seqlen_q'] <= 3:
-                                                    return (128, 2, 1)
+                                                        return (128, 2, 2)
                                                 else:
                                                     if f['group'] <= 2:
-                                                        return (128, 2, 1)
-                                                    else:
-                                                        if f['num_tokens'] <= 96:
-                                                            return (128, 2, 1)
-                                                        else:
-                                                            if f['block_size'] <= 40:
-                                                                if f['max_seqlen_q'] <= 6:
-                                                                    if f['group'] <= 6:
-                                                                        return (128, 2, 1)
-                                                                    else:
-                                                                        return (128, 3, 1)
-                                                                else:
-                                                                    return (128, 3, 1)
+                                                        if f['block_size'] <= 40:
+                                                            if f['num_tokens'] <= 192:
+                                                                return (128, 2, 2)
                                                             else:
-                                                                if f['num_seqs'] <= 40:
-                                                                    return (128, 2, 1)
-                                                                else:
-                                                                    if f['num_tokens'] <= 384:
-                                                                        if f['group'] <= 6:
-                                                                            return (128, 2, 1)
-                                                                        else:
-                                                                            return (128, 3, 1)
-                                                                    else:
-                                                                        if f['group'] <= 6:
-                                                                            if f['max_seqlen_q'] <= 6:
-                                                                                return (128, 2, 1)
-                                                                            else:
-                                                                                return (128, 3, 1)
-                                                                        else:
-                                                                            if f['max_seqlen_q'] <= 6:
-                                                                                return (128, 3, 1)
-                                                                            else:
-                                                                                return (128, 2, 1)
-                            else:
-                                if f['programs'] <= 96:
+                                                                return 'hand'
+                                                        else:
+                                                            return 'hand'
+                                                    else:
+                                                        return 'hand'
+                                else:
                                     if f['programs'] <= 48:
                                         if f['max_seqlen_k'] <= 1280:
                                             if f['head_dim'] <= 96:
@@ -2999,17 +2900,17 @@ def decode(f):
                                                             if f['max_seqlen_q'] <= 1:
                                                                 return (32, 2, 4)
                                                             else:
-                                                                if f['num_kv_heads'] <= 5:
-                                                                    return 'hand'
-                                                                else:
+                                                                if f['num_tokens'] <= 20:
                                                                     if f['block_size'] <= 40:
                                                                         return (32, 2, 4)
                                                                     else:
                                                                         return 'hand'
+                                                                else:
+                                                                    return 'hand'
                                                     else:
                                                         if f['programs'] <= 24:
-                                                            if f['block_size'] <= 40:
-                                                                if f['max_seqlen_q'] <= 6:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['block_size'] <= 40:
                                                                     if f['num_tokens'] <= 20:
                                                                         return 'hand'
                                                                     else:
@@ -3023,9 +2924,9 @@ def decode(f):
                                                 else:
                                                     if f['num_seqs'] <= 24:
                                                         if f['num_seqs'] <= 3:
-                                                            if f['max_seqlen_q'] <= 3:
-                                                                if f['group'] <= 6:
-                                                                    if f['num_tokens'] <= 3:
+                                                            if f['num_tokens'] <= 6:
+                                                                if f['max_seqlen_q'] <= 1:
+                                                                    if f['group'] <= 6:
                                                                         if f['block_size'] <= 40:
                                                                             return (128, 2, 1)
                                                                         else:
@@ -3033,7 +2934,7 @@ def decode(f):
                                                                     else:
                                                                         return (128, 2, 1)
                                                                 else:
-                                                                    if f['max_seqlen_q'] <= 1:
+                                                                    if f['group'] <= 6:
                                                                         return (128, 2, 1)
                                                                     else:
                                                                         if f['block_size'] <= 40:
@@ -3061,7 +2962,7 @@ def decode(f):
                                                                 if f['group'] <= 6:
                                                                     if f['max_seqlen_q'] <= 3:
                                                                         if f['max_seqlen_q'] <= 1:
-                                                                            if f['num_tokens'] <= 12:
+                                                                            if f['num_seqs'] <= 12:
                                                                                 if f['block_size'] <= 40:
                                                                                     return (32, 2, 2)
                                                                                 else:
@@ -3070,13 +2971,13 @@ def decode(f):
                                                                                 return (32, 2, 2)
                                                                         else:
                                                                             if f['programs'] <= 24:
-                                                                                if f['block_size'] <= 40:
+                                                                                if f['num_kv_heads'] <= 1:
                                                                                     return (128, 2, 1)
                                                                                 else:
-                                                                                    if f['num_seqs'] <= 12:
-                                                                                        return 'hand'
-                                                                                    else:
+                                                                                    if f['block_size'] <= 40:
                                                                                         return (128, 2, 1)
+                                                                                    else:
+                                                                                        return 'hand'
                                                                             else:
                                                                                 return 'hand'
                                                                     else:
@@ -3087,34 +2988,34 @@ def decode(f):
                                                                             return (128, 2, 1)
                                                                         else:
                                                                             if f['num_tokens'] <= 24:
-                                                                                if f['max_seqlen_q'] <= 3:
-                                                                                    if f['num_kv_heads'] <= 1:
-                                                                                        return (128, 2, 1)
-                                                                                    else:
+                                                                                if f['num_seqs'] <= 6:
+                                                                                    return (128, 2, 1)
+                                                                                else:
+                                                                                    if f['programs'] <= 24:
                                                                                         if f['max_seqlen_q'] <= 1:
-                                                                                            return 'hand'
+                                                                                            return (128, 2, 1)
                                                                                         else:
                                                                                             if f['block_size'] <= 40:
                                                                                                 return 'hand'
                                                                                             else:
                                                                                                 return (128, 2, 1)
-                                                                                else:
-                                                                                    return (128, 2, 1)
+                                                                                    else:
+                                                                                        return 'hand'
                                                                             else:
                                                                                 return (128, 2, 1)
                                                                     else:
                                                                         if f['programs'] <= 24:
                                                                             return 'hand'
                                                                         else:
-                                                                            if f['num_tokens'] <= 80:
-                                                                                return (128, 2, 1)
-                                                                            else:
-                                                                                if f['block_size'] <= 40:
+                                                                            if f['block_size'] <= 40:
+                                                                                if f['num_kv_heads'] <= 5:
                                                                                     return 'hand'
                                                                                 else:
                                                                                     return (128, 2, 1)
+                                                                            else:
+                                                                                return (128, 2, 1)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 1:
+                                                        if f['num_tokens'] <= 48:
                                                             if f['group'] <= 6:
                                                                 return (32, 2, 2)
                                                             else:
@@ -3123,7 +3024,7 @@ def decode(f):
                                                                 else:
                                                                     return 'hand'
                                                         else:
-                                                            if f['num_tokens'] <= 96:
+                                                            if f['max_seqlen_q'] <= 3:
                                                                 if f['group'] <= 6:
                                                                     return 'hand'
                                                                 else:
@@ -3141,10 +3042,21 @@ def decode(f):
                                                     if f['num_seqs'] <= 3:
                                                         return 'hand'
                                                     else:
-                                                        if f['num_kv_heads'] <= 5:
+                                                        if f['num_tokens'] <= 6:
+                                                            if f['group'] <= 6:
+                                                                if f['block_size'] <= 40:
+                                                                    return (32, 2, 4)
+                                                                else:
+                                                                    if f['group'] <= 2:
+                                                                        return 'hand'
+                                                                    else:
+                                                                        return (32, 2, 4)
+                                                            else:
+                                                                return 'hand'
+                                                        else:
                                                             if f['programs'] <= 24:
                                                                 if f['group'] <= 6:
-                                                                    if f['num_seqs'] <= 12:
+                                                                    if f['num_tokens'] <= 12:
                                                                         if f['block_size'] <= 40:
                                                                             return 'hand'
                                                                         else:
@@ -3162,17 +3074,6 @@ def decode(f):
                                                                             return (32, 2, 2)
                                                                 else:
                                                                     return 'hand'
-                                                            else:
-                                                                return 'hand'
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                if f['group'] <= 2:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (32, 2, 4)
-                                                                    else:
-                                                                        return 'hand'
-                                                                else:
-                                                                    return (32, 2, 4)
                                                             else:
                                                                 return 'hand'
                                                 else:
@@ -3208,7 +3109,7 @@ def decode(f):
                                                                     if f['max_seqlen_q'] <= 6:
                                                                         return (128, 2, 2)
                                                                     else:
-                                                                        if f['num_seqs'] <= 5:
+                                                                        if f['num_tokens'] <= 40:
                                                                             return (32, 2, 4)
                                                                         else:
                                                                             if f['num_tokens'] <= 96:
@@ -3219,13 +3120,13 @@ def decode(f):
                                                                 if f['num_tokens'] <= 48:
                                                                     return (32, 2, 4)
                                                                 else:
-                                                                    if f['num_seqs'] <= 12:
+                                                                    if f['num_kv_heads'] <= 1:
+                                                                        return (32, 2, 4)
+                                                                    else:
                                                                         if f['group'] <= 6:
                                                                             return (128, 2, 2)
                                                                         else:
                                                                             return (32, 2, 4)
-                                                                    else:
-                                                                        return (32, 2, 4)
                                                         else:
                                                             if f['group'] <= 6:
                                                                 if f['max_seqlen_q'] <= 6:
@@ -3244,19 +3145,19 @@ def decode(f):
                                                             if f['num_kv_heads'] <= 5:
                                                                 return 'hand'
                                                             else:
-                                                                if f['group'] <= 2:
-                                                                    return 'hand'
-                                                                else:
-                                                                    if f['block_size'] <= 40:
-                                                                        return (32, 2, 4)
-                                                                    else:
+                                                                if f['block_size'] <= 40:
+                                                                    if f['group'] <= 2:
                                                                         return 'hand'
+                                                                    else:
+                                                                        return (32, 2, 4)
+                                                                else:
+                                                                    return 'hand'
                                                         else:
                                                             if f['max_seqlen_q'] <= 3:
-                                                                if f['num_seqs'] <= 10:
-                                                                    return (32, 2, 4)
-                                                                else:
+                                                                if f['num_kv_heads'] <= 5:
                                                                     return 'hand'
+                                                                else:
+                                                                    return (32, 2, 4)
                                                             else:
                                                                 return (128, 2, 2)
                                                     else:
@@ -3285,18 +3186,18 @@ def decode(f):
                                                             else:
                                                                 return 'hand'
                                     else:
-                                        if f['head_dim'] <= 96:
-                                            if f['max_seqlen_k'] <= 1280:
+                                        if f['max_seqlen_k'] <= 1280:
+                                            if f['head_dim'] <= 96:
                                                 if f['group'] <= 6:
                                                     if f['max_seqlen_q'] <= 1:
                                                         if f['group'] <= 2:
                                                             if f['block_size'] <= 40:
                                                                 return (128, 3, 0)
                                                             else:
-                                                                if f['num_tokens'] <= 48:
-                                                                    return (32, 2, 4)
-                                                                else:
+                                                                if f['num_kv_heads'] <= 1:
                                                                     return (64, 2, 4)
+                                                                else:
+                                                                    return (32, 2, 4)
                                                         else:
                                                             if f['num_seqs'] <= 20:
                                                                 if f['block_size'] <= 40:
@@ -3304,13 +3205,13 @@ def decode(f):
                                                                 else:
                                                                     return (32, 2, 4)
                                                             else:
-                                                                if f['num_seqs'] <= 48:
-                                                                    return (32, 2, 4)
-                                                                else:
+                                                                if f['num_kv_heads'] <= 1:
                                                                     if f['block_size'] <= 40:
                                                                         return (128, 3, 0)
                                                                     else:
                                                                         return (32, 2, 4)
+                                                                else:
+                                                                    return (32, 2, 4)
                                                     else:
                                                         if f['group'] <= 2:
                                                             if f['max_seqlen_q'] <= 6:
@@ -3334,13 +3235,13 @@ def decode(f):
                                                                         return (128, 2, 0)
                                                             else:
                                                                 if f['block_size'] <= 40:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        if f['max_seqlen_q'] <= 3:
-                                                                            return (128, 2, 2)
-                                                                        else:
-                                                                            return (128, 2, 0)
-                                                                    else:
+                                                                    if f['num_tokens'] <= 192:
                                                                         return (128, 2, 2)
+                                                                    else:
+                                                                        if f['num_kv_heads'] <= 1:
+                                                                            return (128, 2, 0)
+                                                                        else:
+                                                                            return (128, 2, 2)
                                                                 else:
                                                                     return (128, 2, 0)
                                                 else:
@@ -3348,10 +3249,10 @@ def decode(f):
                                                         if f['max_seqlen_q'] <= 6:
                                                             if f['max_seqlen_q'] <= 1:
                                                                 if f['block_size'] <= 40:
-                                                                    if f['num_kv_heads'] <= 1:
-                                                                        return (128, 2, 2)
-                                                                    else:
+                                                                    if f['num_seqs'] <= 48:
                                                                         return (128, 3, 0)
+                                                                    else:
+                                                                        return (128, 2, 2)
                                                                 else:
                                                                     return (128, 2, 2)
                                                             else:
@@ -3367,6 +3268,15 @@ def decode(f):
                                                         else:
                                                             return (128, 2, 0)
                                             else:
+                                                if f['group'] <= 2:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (32, 2, 4)
+                                                    else:
+                                                        return (128, 3, 0)
+                                                else:
+                                                    return (128, 3, 0)
+                                        else:
+                                            if f['head_dim'] <= 96:
                                                 if f['max_seqlen_q'] <= 6:
                                                     if f['group'] <= 6:
                                                         return (64, 2, 4)
@@ -3378,102 +3288,117 @@ def decode(f):
                                                 else:
                                                     if f['group'] <= 2:
                                                         if f['block_size'] <= 40:
-                                                            if f['num_seqs'] <= 48:
-                                                                return 'hand'
-                                                            else:
+                                                            if f['num_kv_heads'] <= 1:
                                                                 return (64, 2, 4)
+                                                            else:
+                                                                return 'hand'
                                                         else:
                                                             return (64, 2, 4)
                                                     else:
                                                         return 'hand'
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['num_kv_heads'] <= 1:
-                                                    if f['num_tokens'] <= 96:
-                                                        if f['max_seqlen_k'] <= 1280:
+                                            else:
+                                                if f['num_seqs'] <= 48:
+                                                    if f['group'] <= 2:
+                                                        if f['max_seqlen_q'] <= 6:
                                                             return (32, 2, 4)
                                                         else:
-                                                            return (64, 2, 2)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            if f['num_tokens'] <= 192:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                return (128, 3, 0)
-                                                        else:
-                                                            if f['max_seqlen_q'] <= 6:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 2, 2)
-                                                                else:
-                                                                    return (32, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        return (32, 2, 4)
-                                                    else:
-                                                        if f['max_seqlen_k'] <= 1280:
-                                                            return (128, 3, 0)
-                                                        else:
                                                             if f['block_size'] <= 40:
-                                                                if f['max_seqlen_q'] <= 6:
-                                                                    return (32, 2, 4)
-                                                                else:
-                                                                    return (64, 2, 2)
+                                                                return (64, 2, 2)
                                                             else:
                                                                 return (32, 2, 4)
-                                            else:
-                                                if f['max_seqlen_k'] <= 1280:
-                                                    return (128, 3, 0)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 3:
-                                                        if f['max_seqlen_q'] <= 1:
-                                                            if f['group'] <= 6:
-                                                                return (32, 2, 4)
-                                                            else:
-                                                                if f['num_kv_heads'] <= 1:
-                                                                    return (64, 2, 2)
-                                                                else:
-                                                                    if f['block_size'] <= 40:
-                                                                        if f['num_seqs'] <= 20:
+                                                    else:
+                                                        if f['max_seqlen_q'] <= 3:
+                                                            if f['max_seqlen_q'] <= 1:
+                                                                if f['block_size'] <= 40:
+                                                                    if f['num_tokens'] <= 20:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        if f['group'] <= 6:
                                                                             return (32, 2, 4)
                                                                         else:
                                                                             return (64, 2, 2)
-                                                                    else:
-                                                                        return (32, 2, 4)
-                                                        else:
-                                                            if f['group'] <= 6:
-                                                                if f['block_size'] <= 40:
-                                                                    return (64, 2, 2)
                                                                 else:
                                                                     return (32, 2, 4)
                                                             else:
-                                                                if f['num_seqs'] <= 48:
-                                                                    return (128, 3, 0)
-                                                                else:
+                                                                if f['block_size'] <= 40:
                                                                     return (64, 2, 2)
-                                                    else:
-                                                        if f['num_seqs'] <= 48:
-                                                            return (128, 3, 0)
+                                                                else:
+                                                                    if f['group'] <= 6:
+                                                                        return (32, 2, 4)
+                                                                    else:
+                                                                        return (64, 2, 2)
                                                         else:
                                                             if f['max_seqlen_q'] <= 6:
                                                                 if f['group'] <= 6:
                                                                     return (64, 2, 2)
                                                                 else:
-                                                                    return (128, 3, 0)
+                                                                    return (128, 2, 1)
                                                             else:
-                                                                return (128, 3, 0)
-                                else:
-                                    if f['head_dim'] <= 96:
-                                        if f['max_seqlen_k'] <= 1280:
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 1)
+                                                                else:
+                                                                    return (64, 3, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['group'] <= 2:
+                                                            return (64, 2, 2)
+                                                        else:
+                                                            if f['group'] <= 6:
+                                                                return (32, 2, 4)
+                                                            else:
+                                                                return (64, 2, 2)
+                                                    else:
+                                                        if f['group'] <= 2:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                return (32, 2, 4)
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    return (64, 2, 2)
+                                                                else:
+                                                                    return (32, 2, 4)
+                                                        else:
+                                                            if f['max_seqlen_q'] <= 6:
+                                                                if f['group'] <= 6:
+                                                                    if f['max_seqlen_q'] <= 3:
+                                                                        if f['block_size'] <= 40:
+                                                                            return (64, 2, 2)
+                                                                        else:
+                                                                            return (32, 2, 4)
+                                                                    else:
+                                                                        return (64, 2, 2)
+                                                                else:
+                                                                    if f['num_tokens'] <= 192:
+                                                                        return (64, 2, 2)
+                                                                    else:
+                                                                        return (128, 2, 1)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    if f['block_size'] <= 40:
+                                                                        return (128, 2, 1)
+                                                                    else:
+                                                                        return (128, 2, 2)
+                                                                else:
+                                                                    return (64, 3, 1)
+                            else:
+                                if f['head_dim'] <= 96:
+                                    if f['max_seqlen_k'] <= 1280:
+                                        if f['kv_bits'] <= 12:
+                                            if f['max_seqlen_q'] <= 1:
+                                                if f['group'] <= 2:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    return (64, 2, 2)
+                                            else:
+                                                return (64, 2, 2)
+                                        else:
                                             if f['group'] <= 2:
                                                 return (128, 2, 1)
                                             else:
                                                 if f['max_seqlen_q'] <= 3:
-                                                    if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 1:
                                                         return (128, 2, 1)
                                                     else:
-                                                        if f['max_seqlen_q'] <= 1:
+                                                        if f['group'] <= 6:
                                                             return (128, 2, 1)
                                                         else:
                                                             if f['block_size'] <= 40:
@@ -3497,9 +3422,30 @@ def decode(f):
                                                             return (128, 3, 0)
                                                     else:
                                                         return (128, 2, 0)
-                                        else:
-                                            if f['group'] <= 2:
-                                                if f['max_seqlen_q'] <= 3:
+                                    else:
+                                        if f['group'] <= 2:
+                                            if f['max_seqlen_q'] <= 3:
+                                                if f['kv_bits'] <= 12:
+                                                    if f['max_seqlen_q'] <= 1:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 2)
+                                                        else:
+                                                            if f['num_tokens'] <= 40:
+                                                                return (128, 2, 2)
+                                                            else:
+                                                                return (128, 3, 2)
+                                                    else:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            return (128, 3, 2)
+                                                        else:
+                                                            if f['num_seqs'] <= 40:
+                                                                return 'hand'
+                                                            else:
+                                                                if f['block_size'] <= 40:
+                                                                    return (128, 3, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                else:
                                                     if f['max_seqlen_q'] <= 1:
                                                         return (64, 2, 4)
                                                     else:
@@ -3510,31 +3456,109 @@ def decode(f):
                                                                 return (64, 2, 4)
                                                         else:
                                                             return (128, 2, 2)
-                                                else:
-                                                    return 'hand'
                                             else:
-                                                if f['num_tokens'] <= 24:
-                                                    if f['block_size'] <= 40:
+                                                return 'hand'
+                                        else:
+                                            if f['num_tokens'] <= 24:
+                                                if f['kv_bits'] <= 12:
+                                                    return 'hand'
+                                                else:
+                                                    if f['group'] <= 6:
                                                         return 'hand'
                                                     else:
-                                                        if f['group'] <= 6:
+                                                        if f['block_size'] <= 40:
                                                             return 'hand'
                                                         else:
                                                             return (64, 2, 4)
-                                                else:
-                                                    if f['max_seqlen_q'] <= 1:
-                                                        if f['num_tokens'] <= 96:
+                                            else:
+                                                if f['max_seqlen_q'] <= 1:
+                                                    if f['block_size'] <= 40:
+                                                        return 'hand'
+                                                    else:
+                                                        if f['kv_bits'] <= 12:
                                                             return 'hand'
                                                         else:
-                                                            if f['group'] <= 6:
-                                                                if f['block_size'] <= 40:
-                                                                    return 'hand'
-                                                                else:
-                                                                    return (128, 2, 2)
-                                                            else:
+                                                            if f['num_seqs'] <= 96:
                                                                 return 'hand'
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 2)
+                                                                else:
+                                                                    return 'hand'
+                                                else:
+                                                    return 'hand'
+                                else:
+                                    if f['kv_bits'] <= 12:
+                                        if f['max_seqlen_q'] <= 6:
+                                            if f['num_tokens'] <= 192:
+                                                if f['num_seqs'] <= 96:
+                                                    return (128, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_k'] <= 1280:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            if f['group'] <= 2:
+                                                                return (64, 2, 1)
+                                                            else:
+                                                                if f['group'] <= 6:
+                                                                    return (128, 2, 0)
+                                                                else:
+                                                                    return (128, 2, 1)
                                                     else:
-                                                        return 'hand'
+                                                        return (128, 2, 1)
+                                            else:
+                                                if f['group'] <= 6:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        if f['block_size'] <= 40:
+                                                            return (128, 2, 1)
+                                                        else:
+                                                            if f['max_seqlen_k'] <= 1280:
+                                                                if f['group'] <= 2:
+                                                                    return (128, 2, 1)
+                                                                else:
+                                                                    return (64, 2, 1)
+                                                            else:
+                                                                return (128, 2, 1)
+                                                    else:
+                                                        return (128, 2, 1)
+                                                else:
+                                                    if f['max_seqlen_q'] <= 3:
+                                                        return (128, 2, 1)
+                                                    else:
+                                                        if f['max_seqlen_k'] <= 1280:
+                                                            if f['block_size'] <= 40:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (64, 2, 1)
+                                                        else:
+                                                            return (128, 3, 1)
+                                        else:
+                                            if f['group'] <= 2:
+                                                return (128, 2, 1)
+                                            else:
+                                                if f['max_seqlen_k'] <= 1280:
+                                                    if f['block_size'] <= 40:
+                                                        if f['num_kv_heads'] <= 1:
+                                                            if f['group'] <= 6:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (64, 2, 1)
+                                                        else:
+                                                            return (128, 2, 1)
+                                                    else:
+                                                        return (64, 2, 1)
+                                                else:
+                                                    if f['block_size'] <= 40:
+                                                        return (128, 3, 1)
+                                                    else:
+                                                        if f['group'] <= 6:
+                                                            if f['num_seqs'] <= 40:
+                                                                return (128, 2, 1)
+                                                            else:
+                                                                return (128, 3, 1)
+                                                        else:
+                                                            return (128, 2, 1)
                                     else:
                                         if f['block_size'] <= 40:
                                             if f['max_seqlen_k'] <= 3072:
@@ -3553,16 +3577,16 @@ def decode(f):
                                                             else:
                                                                 return (128, 2, 0)
                                                     else:
-                                                        if f['num_seqs'] <= 96:
-                                                            return (128, 3, 0)
-                                                        else:
+                                                        if f['num_kv_heads'] <= 1:
                                                             if f['group'] <= 2:
-                                                                if f['max_seqlen_q'] <= 6:
+                                                                if f['num_tokens'] <= 768:
                                                                     return (128, 2, 1)
                                                                 else:
                                                                     return (128, 3, 0)
                                                             else:
                                                                 return (128, 3, 0)
+                                                        else:
+                                                            return (128, 3, 0)
                                             else:
                                                 return (128, 2, 1)
                                         else:
@@ -3572,10 +3596,10 @@ def decode(f):
                                                         if f['group'] <= 6:
                                                             return (128, 3, 0)
                                                         else:
-                                                            if f['num_tokens'] <= 96:
+                                                            if f['max_seqlen_q'] <= 1:
                                                                 return (128, 3, 0)
                                                             else:
-                                                                if f['max_seqlen_q'] <= 1:
+                                                                if f['num_tokens'] <= 80:
                                                                     return (128, 3, 0)
                                                                 else:
                                                                     return (128, 2, 0)
@@ -3584,7 +3608,7 @@ def decode(f):
                                                             return (128, 3, 0)
                                                         else:
                                                             if f['group'] <= 6:
-                                                                if f['max_seqlen_q'] <= 6:
+                                                                if f['num_tokens'] <= 96:
                                                                     return (128, 3, 0)
                                                                 else:
                                                                     return (128, 2, 0)
