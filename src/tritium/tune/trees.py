@@ -200,7 +200,7 @@ def pair_features(f: dict, config, sms: int, hand=None) -> list[float]:
     1.28x (mean over draws). Distilled as shipped, seeds 0-4: decode 92.5 -> 93.3% within 5%, > 3% slower
     3.0 -> 2.8%; prefill 87.0 -> 86.4% and 4.5 -> 4.8%, so prefill pairs go without them."""
     keys_total, d, kv_heads = f["max_seqlen_k"], f["head_dim"], f["num_kv_heads"]
-    unsplit = f["num_seqs"] * max(1, -(-f["max_seqlen_q"] // config.block_q)) * kv_heads
+    unsplit = _unsplit_programs(f, config)
     programs = unsplit * config.num_splits
     keys = -(-keys_total // config.num_splits)
     q_heads = f["group"] * kv_heads
@@ -223,6 +223,11 @@ def pair_features(f: dict, config, sms: int, hand=None) -> list[float]:
                    math.log2(config.tile_n / hand.tile_n), math.log2(config.num_splits / hand.num_splits),
                    config.num_stages - hand.num_stages, math.log2(config.block_m / hand.block_m),
                    float(_shape(config) == _shape(hand))]
+
+
+def _unsplit_programs(f: dict, config) -> int:
+    """Programs of a workload of features ``f`` under ``config`` without split: Q blocks x KV heads."""
+    return f["num_seqs"] * max(1, -(-f["max_seqlen_q"] // config.block_q)) * f["num_kv_heads"]
 
 
 def _shape(config) -> tuple:
@@ -249,8 +254,7 @@ def barred(fam: str, key: str, f: dict, config, sms: int) -> bool:
     (see ``UNDERFILLED_KEYS``). The hand rules never are."""
     if fam != DECODE or key == HAND or config.num_splits != 1 or f["max_seqlen_k"] < UNDERFILLED_KEYS:
         return False
-    unsplit = f["num_seqs"] * max(1, -(-f["max_seqlen_q"] // config.block_q)) * f["num_kv_heads"]
-    return unsplit * 2 <= sms
+    return _unsplit_programs(f, config) * 2 <= sms
 
 
 def _pairs(fam: str, feats: list[dict], candidates: list[str], sms: int, unfit=frozenset()):
