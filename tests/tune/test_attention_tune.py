@@ -625,11 +625,27 @@ def test_interleave_families():
                                           (["--merge", "a.json"], "--merge needs the sweep JSON"),
                                           (["--resweep-merge", "a.json"], "--resweep-merge needs the sweep JSON"),
                                           (["--kv-dtype", "fp8"], "--kv-dtype goes with --confirm or --resweep"),
-                                          (["--replace"], "--replace goes with --merge or --confirm-merge")])
+                                          (["--replace"], "--replace goes with --merge or --confirm-merge"),
+                                          (["--match", "D64["], "argument --match: expected a regular expression"),
+                                          (["--match", "^mixed-B1-"], "--match: no workload of the domain matches"),
+                                          (["--match", "D64", "--merge", "a", "b"], "--match goes with a sweep")])
 def test_sweep_arguments_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         tune.main(argv)
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_sweep_match_takes_the_domain_workloads_named(monkeypatch):
+    """--match REGEX: the sweep gets exactly the domain's workloads whose names match, in the domain's order."""
+    seen = {}
+    monkeypatch.setattr(tune.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(tune, "sweep", lambda out, **kw: seen.update(kw) or "unused.json")
+    assert tune.main(["--match", r"^prefill-.*x16384-.*-D64-G1-K2-", "--no-fit"]) == 0
+    names = [w.name for w in seen["workloads"]]
+    expected = [w.name for w in tune.workload_domain() if w.name.startswith("prefill-")
+                and "x16384-" in w.name and "-D64-G1-K2-" in w.name]
+    assert names == expected and "prefill-B2-P2x16384-L16384-D64-G1-K2-bs16-bf16" in names
+    assert len(names) == 2 * 2 * 2  # B 1/2, pages of 16/64, bf16/fp8 KV
 
 
 def test_workload_grid_covers_the_domain():

@@ -1,7 +1,7 @@
 """Offline tuning of paged attention: sweep kernel knobs over a grid of workloads, fit decision trees.
 
     python -m tritium.tune attention [--out DIR] [--part decode|prefill] [--limit N] [--repeats R]
-                                     [--grid DECODE,PREFILL] [--shard I/N]
+                                     [--grid DECODE,PREFILL | --match REGEX] [--shard I/N]
     python -m tritium.tune attention --merge INTO SHARD [SHARD ...]     # join shards' sweeps
     python -m tritium.tune attention --fit FILE [--tree-dir DIR]      # refit from a sweep's JSON
     python -m tritium.tune attention --confirm FILE [--repeats R]     # re-time its held-out picks (GPU)
@@ -35,6 +35,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -687,6 +688,14 @@ def near_best(record: dict, within: float) -> list:
     return [knobs for knobs in [HAND] + KNOBS[record["family"]] if trees.knob_key(knobs) in keep]
 
 
+def name_pattern(text: str) -> re.Pattern:
+    """``--match``'s regular expression, compiled (argparse names the option on a bad one)."""
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"expected a regular expression, got {text!r} ({e})") from None
+
+
 def factor(text: str) -> float:
     """Option type: a finite factor >= 1 (1.1: within 10%)."""
     try:
@@ -710,6 +719,9 @@ def main(argv) -> int:
     parser.add_argument("--jobs", type=integer(0), default=0, help="compile processes (default 0: CPUs, at most 16)")
     parser.add_argument("--grid", default="120,54", metavar="DECODE,PREFILL",
                         help="decode- and prefill-family workloads to sample (the anchors always among them)")
+    parser.add_argument("--match", type=name_pattern, metavar="REGEX",
+                        help="sweep the workloads of the fit's domain whose names match REGEX (re.search; e.g. "
+                             "'^prefill-.*-D64-G1-') instead of the grid's: more data where a fit is unsure")
     parser.add_argument("--repeats", type=integer(1), default=None,
                         help="time each candidate this many times, in alternating order; the median is kept "
                              "(default: as the sweep being continued, 1 for a new one)")
@@ -781,6 +793,10 @@ def _main(parser, args) -> int:
         parser.error("--within goes with --resweep (which candidates to time again)")
     if args.kv_dtype and not (args.confirm or args.resweep):
         parser.error("--kv-dtype goes with --confirm or --resweep (the workloads to time again)")
+    other_jobs = (args.fit, args.merge, args.resweep, args.resweep_merge, args.confirm, args.confirm_merge,
+                  args.confirm_summary, args.retime, args.retime_merge, args.retime_apply)
+    if args.match is not None and any(other_jobs):
+        parser.error("--match goes with a sweep (which workloads of the domain to sweep)")
     if args.replace and not (args.merge or args.confirm_merge):
         parser.error("--replace goes with --merge or --confirm-merge")
     if args.merge or args.resweep_merge:
@@ -818,10 +834,16 @@ def _main(parser, args) -> int:
             grid = ()
         if len(grid) != 2 or min(grid) < 1:
             parser.error(f"--grid must be two positive counts DECODE,PREFILL, got {args.grid!r}")
+        workloads = None
+        if args.match is not None:
+            workloads = [w for w in workload_domain() if args.match.search(w.name)]
+            if not workloads:
+                parser.error(f"--match: no workload of the domain matches {args.match.pattern!r} (names look like "
+                             f"{workload_domain()[0].name!r})")
         if not torch.cuda.is_available():
             parser.error("sweeping needs a GPU; use --fit FILE to fit trees from a sweep's JSON")
         path = sweep(args.out, part=args.part, limit=args.limit, jobs=args.jobs, repeats=args.repeats, grid=grid,
-                     shard=shard, compile_only=args.compile_only, order=args.order)
+                     shard=shard, compile_only=args.compile_only, order=args.order, workloads=workloads)
         if args.no_fit or args.compile_only:
             return 0
     if importlib.util.find_spec("sklearn") is None:
