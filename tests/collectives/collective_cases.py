@@ -440,6 +440,50 @@ def lamport_mismatch_worker(rank: int, world_size: int) -> None:
         heap.close()
 
 
+def lamport_late_push_worker(rank: int, world_size: int) -> None:
+    """A Lamport call whose peer differs and pushes late (rank 1 plays it from the host: its header of the call
+    first, the elements it announced 1.5 s later): rank 0's call does not return before they came, so none can
+    land in the buffer after the next call's reset (and pass for data three calls later: stop 95's flaky wrong
+    sum after a mismatch). Then a peer that announces elements it never pushes: the wait gives up and check()
+    says so next to the mismatch."""
+    from tritium.collectives import lamport
+
+    heap, comm = _comm()
+    dev = heap.device
+    slots = comm._lamport.view(3, world_size, -1)
+    try:
+        for call, late_s in ((0, 1.5), (1, None)):
+            if call == 1:
+                heap.max_spins = 4096  # a test of the error, not of patience
+            heap.barrier()
+            if rank == 0:
+                x = torch.ones(300, device=dev, dtype=torch.bfloat16)
+                out = torch.full_like(x, -5.0)
+                start = time.monotonic()
+                comm.all_reduce(x, out=out, algorithm="lamport")
+                with pytest.raises(coll.CollectiveMismatch, match="different number of elements") as raised:
+                    comm.check()
+                took = time.monotonic() - start
+                assert torch.all(out == -5.0), "rank 0 wrote out"
+                if late_s is not None:
+                    assert took >= late_s - 0.2, f"the call returned {took:.2f} s in, before the peer's pushes"
+                    assert "gave up" not in str(raised.value), raised.value
+                else:
+                    assert "1 wait(s) gave up as well" in str(raised.value), raised.value
+            elif rank == 1:
+                pushed = 500
+                key = lamport.lamport_key(pushed, "another call")
+                header = torch.tensor([(call << lamport.KEY_BITS) | key], dtype=torch.int64, device=dev)
+                heap.put(header, comm._lhdr[call * world_size + 1:call * world_size + 2], 0)
+                if late_s is not None:
+                    time.sleep(late_s)
+                    heap.put(torch.ones(pushed, device=dev, dtype=torch.bfloat16).view(torch.int16),
+                             slots[call, 1, :pushed], 0)
+            heap.barrier()
+    finally:
+        heap.close()
+
+
 def algorithm_mismatch_worker(rank: int, world_size: int, picks: tuple[str, ...]) -> None:
     """Ranks that pick different all-reduce algorithms for one call (rank r takes ``picks[r % len(picks)]``):
     every rank's check raises CollectiveMismatch (the protocols never meet, but a wait that gives up finds the

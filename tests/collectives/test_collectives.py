@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from collective_cases import (FLOATS, INTS, algorithm_mismatch_worker, back_to_back_worker, bad_input_worker,
-                              collectives_worker, graph_worker, group_worker, lamport_mismatch_worker,
-                              missing_rank_worker, mismatch_worker, rms_norm_worker, rms_norm_zero_rows_worker,
-                              zero_copy_worker, run_world)
+                              collectives_worker, graph_worker, group_worker, lamport_late_push_worker,
+                              lamport_mismatch_worker, missing_rank_worker, mismatch_worker, rms_norm_worker,
+                              rms_norm_zero_rows_worker, zero_copy_worker, run_world)
 
 ALL_DTYPES = FLOATS + INTS
 
@@ -69,6 +69,10 @@ def test_ranks_calling_differently_raise_on_every_rank(world_size):
 @pytest.mark.parametrize("world_size", [2, 3], ids=lambda w: f"ws{w}")
 def test_lamport_calls_that_differ_raise_a_mismatch_on_every_rank(world_size):
     run_world(lamport_mismatch_worker, world_size)
+
+
+def test_lamport_mismatch_waits_for_a_late_peers_pushes():
+    run_world(lamport_late_push_worker, 2)
 
 
 @pytest.mark.parametrize("world_size,picks", [(2, ("one_shot", "two_shot")), (2, ("lamport", "one_shot")),

@@ -10,9 +10,10 @@ from tritium.collectives.common import FLOAT_DTYPES, LAMPORT_DTYPES, LAMPORT_MAX
 from tritium.collectives.kernels import ALL_REDUCE
 from tritium.collectives.kernels import (begin, call_parity, count_mismatch, count_timeout, fail_fast, finish,
                                          pdl_prologue, reduce_tile, second_round)
-from tritium.collectives.lamport import (lamport_absent, lamport_announce, lamport_begin, lamport_extent,
-                                         lamport_finish, lamport_header, lamport_key, lamport_push, lamport_reduce,
-                                         lamport_reduce_rms_norm, lamport_reset, poll_group, row_chunk)
+from tritium.collectives.lamport import (lamport_absent, lamport_announce, lamport_begin, lamport_drain,
+                                         lamport_extent, lamport_finish, lamport_header, lamport_key, lamport_push,
+                                         lamport_reduce, lamport_reduce_rms_norm, lamport_reset, poll_group,
+                                         row_chunk)
 from tritium.shmem.device import remote
 from tritium.runtime import pdl_launch
 
@@ -194,6 +195,9 @@ def _lamport_all_reduce_kernel(
             tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask & (timeouts == 0) & (wrong == 0))
     if wrong > 0:  # (polls cut short by the mismatch are not counted as timeouts)
         count_mismatch(state_ptr)
+        if pid == 0:  # the peers' pushes of this call, all in before the next call resets the buffer
+            if lamport_drain(buf, hdr_row, call, world_size, capacity, max_spins, BLOCK) > 0:
+                count_timeout(state_ptr)
     elif timeouts > 0:
         count_timeout(state_ptr, 2, 0, lamport_absent(hdr_row, call, world_size, WORLD_POW2))
     lamport_finish(lstate_ptr, phase, n, pid, num_programs, call)

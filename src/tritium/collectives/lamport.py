@@ -23,7 +23,9 @@ index, ``LAMPORT_MAX_PROGRAMS`` of them). Call ``c`` of any kernel that follows 
    and reduces across the slots. A program's first tile also polls the peers' headers of the call, in the
    same loads' round trip (no extra latency), and stops as soon as one of call c carries another key: a
    peer that pushes fewer elements, another dtype or layout is a mismatch (``Communicator.check`` raises
-   ``CollectiveMismatch``), not a wait that gives up or a wrong sum.
+   ``CollectiveMismatch``), not a wait that gives up or a wrong sum. A program that found one then waits
+   for the rest of every peer's pushes of the call (:func:`lamport_drain`), so that none lands in the buffer
+   after the next call reset it.
    Programs of one launch on one rank can share fp32 values through the buffer's ``LAMPORT_PARTIALS``
    (:func:`lamport_share`, :func:`lamport_gather`; :func:`lamport_reduce_rms_norm`, the epilogue of the
    fused RMSNorm, shares the sums of squares of a row's chunks).
@@ -213,6 +215,38 @@ def _poll_checked(ptrs, mask, hdr_ptrs, hdr_mask, expect, max_spins, DTYPE: tl.c
         spins += 1
     timed_out = ((pending > 0) & (wrong == 0)).to(tl.int32)
     return bits.to(DTYPE, bitcast=True).to(tl.float32), timed_out, wrong
+
+
+@triton.jit
+def lamport_drain(buf, hdr_row, call, world_size, capacity, max_spins, BLOCK: tl.constexpr):
+    """After a mismatch, in one program of the launch: wait until every peer's pushes of this call have come,
+    as many elements per slot as its header of the call says (at most ``max_spins`` polls a wait); returns
+    how many waits gave up. A rank that finds a mismatch stops polling at once, while a peer may still be
+    pushing (its header goes out before its data, and other programs push later): a push that landed after
+    the next call's reset of this buffer would pass for data three calls later (a wrong sum, not an error).
+    On the mismatch path only."""
+    offs = tl.arange(0, BLOCK)
+    this_call = call & _CALL_MASK
+    gave_up = tl.zeros([], tl.int32)
+    for src in range(0, world_size):
+        h = tl.load(hdr_row + src, volatile=True)
+        spins = 0
+        while ((h >> _KEY_BITS) != this_call) & (spins < max_spins):
+            h = tl.load(hdr_row + src, volatile=True)
+            spins += 1
+        came = (h >> _KEY_BITS) == this_call
+        gave_up += (~came).to(tl.int32)
+        pushed = tl.minimum(tl.where(came, (h & _ELEMENTS_MASK).to(tl.int32), 0), capacity)
+        for first in range(0, pushed, BLOCK):
+            ptrs = buf + src * capacity + first + offs
+            live = first + offs < pushed
+            left = tl.sum((tl.load(ptrs, mask=live, other=0, volatile=True) == _SENTINEL16).to(tl.int32), axis=0)
+            spins = 0
+            while (left > 0) & (spins < max_spins):
+                left = tl.sum((tl.load(ptrs, mask=live, other=0, volatile=True) == _SENTINEL16).to(tl.int32), axis=0)
+                spins += 1
+            gave_up += (left > 0).to(tl.int32)
+    return gave_up
 
 
 @triton.jit

@@ -35,9 +35,9 @@ from tritium.collectives import Communicator
 from tritium.collectives.common import LAMPORT_DTYPES
 from tritium.collectives.kernels import count_mismatch, count_timeout, fail_fast, pdl_prologue
 from tritium.collectives.lamport import (LAMPORT_MAX_PROGRAMS, LAMPORT_PARTIALS, lamport_absent, lamport_announce,
-                                         lamport_begin, lamport_extent, lamport_finish, lamport_header, lamport_key,
-                                         lamport_push, lamport_reduce, lamport_reduce_rms_norm, lamport_reset,
-                                         poll_group)
+                                         lamport_begin, lamport_drain, lamport_extent, lamport_finish, lamport_header,
+                                         lamport_key, lamport_push, lamport_reduce, lamport_reduce_rms_norm,
+                                         lamport_reset, poll_group)
 from tritium.fused.matmul import MatmulConfig, launch_options, matmul, matmul_operands, matmul_tile
 from tritium.fused.matmul_reduce_scatter import BULK, launch_matmul_reduce
 from tritium.fused.overlap import check_operands, output, select_overlap
@@ -264,6 +264,9 @@ def _matmul_all_reduce_lamport_kernel(
                          mask=mask & (timeouts == 0) & (wrong == 0))  # nothing written once a poll failed
         if wrong > 0:  # (polls cut short by the mismatch are not counted as timeouts)
             count_mismatch(state_ptr)
+            if rid == 0:  # the peers' pushes of this call, all in before the next call resets the buffer
+                if lamport_drain(buf, hdr_row, call, world_size, capacity, max_spins, REDUCE) > 0:
+                    count_timeout(state_ptr)
         elif timeouts > 0:
             count_timeout(state_ptr, 2, 0, lamport_absent(hdr_row, call, world_size, WORLD_POW2))
     lamport_finish(lstate_ptr, phase, SPLIT * mn, pid, num_programs, call)
