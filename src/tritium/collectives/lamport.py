@@ -224,7 +224,10 @@ def lamport_drain(buf, hdr_row, call, world_size, capacity, max_spins, BLOCK: tl
     how many waits gave up. A rank that finds a mismatch stops polling at once, while a peer may still be
     pushing (its header goes out before its data, and other programs push later): a push that landed after
     the next call's reset of this buffer would pass for data three calls later (a wrong sum, not an error).
-    On the mismatch path only."""
+    On the mismatch path only.
+
+    NOTE: the element wait is ``_spin`` without its bits: calling ``_spin`` here and dropping them crashed
+    Triton 3.6's TritonGPURemoveLayoutConversions for sm_90 (compile check, stop 95)."""
     offs = tl.arange(0, BLOCK)
     this_call = call & _CALL_MASK
     gave_up = tl.zeros([], tl.int32)
