@@ -7,6 +7,8 @@
 #   WHAT=resweep OUT=/some/dir bash bench/gpu_confirm.sh [seconds] --kv-dtype fp8 [--within 1.1]  # sweep the sweep's
 #     fp8 workloads again, every candidate (or those near the old best, and the hand rules); when done:
 #     python -m tritium.tune attention --merge SWEEP RESWEEP --replace, then --fit
+# After a refit (same kernels), first keep the re-timings of the picks it left as they were, on the CPU:
+#   python -m tritium.tune attention --confirm-carry SWEEP bench/results/tuning/attention-<gpu>.confirm.json
 # Continues bench/results/tuning/attention-<gpu>.{confirm,retime}.json (copied to $OUT first) and stops
 # cleanly before [seconds] (default 540); copy the JSON from $OUT back to bench/results/tuning/ and run again
 # until nothing is left. On a machine of N GPUs: one compile pool, then N shards (one a GPU), merged at the

@@ -110,6 +110,31 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="source"):
         confirm.confirm(str(sweep), str(out), repeats=2)
 
+    # ...which starts from the old one's records of the picks that did not change: WORKLOADS[0]'s pick moved.
+    old = json.loads(path.read_text())
+    assert tune.main(["--confirm-carry", str(sweep), str(path), "--out", str(out)]) == 0  # in place
+    carried = json.loads(path.read_text())
+    assert carried["source"] == confirm.fit_source(str(sweep)) and carried["repeats"] == 2
+    assert sorted(r["name"] for r in carried["records"]) == sorted(w.name for w in WORKLOADS[1:])
+    for r in carried["records"]:
+        was = next(o for o in old["records"] if o["name"] == r["name"])
+        assert r["runs_ms"] == was["runs_ms"] and r["vs_hand"] == was["vs_hand"]
+    prefill = next(r for r in carried["records"] if r["family"] == PREFILL)
+    assert prefill["sweep_vs_hand"] == 1.01  # the new validation's ratios
+    # Carrying again adds nothing; the new fit's confirmation then times only the moved pick.
+    assert confirm.carry(str(sweep), str(shards[0]), str(out))[1:] == (0, 1)
+    data = json.loads(Path(confirm.confirm(str(sweep), str(out), repeats=2)).read_text())
+    got = {r["name"]: r["pick"] for r in data["records"]}
+    assert len(data["records"]) == 3 and got[WORKLOADS[0].name] == "16-1-0"
+    # Another GPU's confirmation, or a destination of another fit, is refused.
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(dict(old, gpu="Some GPU")))
+    with pytest.raises(SystemExit, match="re-timed picks on Some GPU"):
+        confirm.carry(str(sweep), str(other), str(out))
+    v.write_text(v.read_text().replace("16-16-2-1", "hand"))
+    with pytest.raises(SystemExit, match="holds a confirmation with source"):
+        confirm.carry(str(sweep), str(shards[0]), str(out))
+
 
 @pytest.mark.parametrize("argv, message", [
     (["--confirm", "missing.json"], "argument --confirm: missing.json does not exist"),
@@ -118,6 +143,9 @@ def test_confirm_interpreter_resume_shards_merge(tmp_path, monkeypatch):
     (["--confirm", "SWEEP"], "--confirm: SWEEP_DIR/sweep.validation.json does not exist (--fit SWEEP writes it)"),
     (["--confirm-merge", "only.json"], "at least one shard"),
     (["--confirm-summary", "missing.json"], "does not exist"),
+    (["--confirm-carry", "SWEEP"], "--confirm-carry: expected 2 arguments"),
+    (["--confirm-carry", "SWEEP", "missing.json"], "argument --confirm-carry: missing.json does not exist"),
+    (["--confirm-carry", "SWEEP", "SWEEP"], "--confirm-carry: SWEEP_DIR/sweep.validation.json does not exist"),
     (["--fit", "SWEEP", "--kv-dtype", "fp8"], "--kv-dtype goes with --confirm or --resweep"),
     (["--confirm", "SWEEP", "--kv-dtype", "int4"], "argument --kv-dtype: invalid choice"),
     (["--confirm-summary", "SWEEP", "--replace"], "--replace goes with --merge or --confirm-merge"),

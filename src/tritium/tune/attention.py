@@ -755,6 +755,9 @@ def main(argv) -> int:
     parser.add_argument("--replace", action="store_true",
                         help="with --merge or --confirm-merge: a shard's record replaces INTO's of the same workload "
                              "(after a kernel change); without it INTO's is kept")
+    parser.add_argument("--confirm-carry", nargs=2, metavar=("SWEEP", "OLD"),
+                        help="start the confirmation of SWEEP's fit in --out from the records of OLD, a confirmation "
+                             "of another fit of this GPU, whose picks did not change (no GPU; same kernels only)")
     parser.add_argument("--confirm-summary", type=json_file("gpu", "records"), metavar="FILE",
                         help="print a confirmation JSON's table (no GPU)")
     parser.add_argument("--retime", type=SWEEP_FILE, metavar="FILE",
@@ -794,7 +797,7 @@ def _main(parser, args) -> int:
     if args.kv_dtype and not (args.confirm or args.resweep):
         parser.error("--kv-dtype goes with --confirm or --resweep (the workloads to time again)")
     other_jobs = (args.fit, args.merge, args.resweep, args.resweep_merge, args.confirm, args.confirm_merge,
-                  args.confirm_summary, args.retime, args.retime_merge, args.retime_apply)
+                  args.confirm_carry, args.confirm_summary, args.retime, args.retime_merge, args.retime_apply)
     if args.match is not None and any(other_jobs):
         parser.error("--match goes with a sweep (which workloads of the domain to sweep)")
     if args.replace and not (args.merge or args.confirm_merge):
@@ -818,7 +821,7 @@ def _main(parser, args) -> int:
         resweep(args.resweep, args.out, kv_dtype=args.kv_dtype, part=args.part, limit=args.limit, jobs=args.jobs,
                 shard=shard, compile_only=args.compile_only, within=args.within, head_dim=args.head_dim)
         return 0
-    if args.confirm_merge or args.confirm_summary or args.confirm:
+    if args.confirm_merge or args.confirm_carry or args.confirm_summary or args.confirm:
         return _confirm_main(parser, args)
     if args.retime or args.retime_merge or args.retime_apply:
         return _retime_main(parser, args)
@@ -881,6 +884,19 @@ def _confirm_main(parser, args) -> int:
               f"from {len(args.confirm_merge) - 1} shard(s)")
         data = load_json(args.confirm_merge[0])
         if data is not None:
+            confirm.print_summary(data)
+        return 0
+    if args.confirm_carry:
+        sweep, old = args.confirm_carry
+        for name in (sweep, old):
+            if not os.path.isfile(name):
+                parser.error(f"argument --confirm-carry: {name} does not exist")
+        if not os.path.exists(confirm.validation_path(sweep)):
+            parser.error(f"--confirm-carry: {confirm.validation_path(sweep)} does not exist (--fit {sweep} writes it)")
+        path, carried, left = confirm.carry(sweep, old, args.out)
+        print(f"{path}: {carried} re-timed picks carried from {old}, {left} held-out workloads left to time")
+        data = load_json(path)
+        if data["records"]:
             confirm.print_summary(data)
         return 0
     if args.confirm_summary:

@@ -2,6 +2,7 @@
 
     python -m tritium.tune attention --confirm SWEEP [--repeats R] [--part FAMILY] [--shard I/N] [--out DIR]
     python -m tritium.tune attention --confirm-merge INTO SHARD [SHARD ...]
+    python -m tritium.tune attention --confirm-carry SWEEP OLD [--out DIR]
     python -m tritium.tune attention --confirm-summary FILE
 
 The held-out table of the fit (``SWEEP``'s ``.validation.json``, written by ``--fit``) scores each pick
@@ -16,6 +17,8 @@ timings is more than 3% slower than the hand rules' timing next to it.
 
 Records go to ``DIR/attention-<gpu>.confirm.json`` after every workload (a re-run continues); the file
 names the sweep and validation it re-times (their sha256), so a confirmation of another fit is refused.
+After a refit, ``--confirm-carry`` starts the new fit's confirmation from the old one's records of picks that
+did not change (no GPU), and ``--confirm`` then times only the rest.
 """
 
 import datetime
@@ -213,6 +216,50 @@ def merge(into: str, paths, *, flag: str = "--confirm-merge", replace: bool = Fa
     if data is not None:
         sweep_mod.save_json(data, into)
     return added
+
+
+def carry(sweep_path: str, old_path: str, out_dir: str) -> tuple[str, int, int]:
+    """Start (or add to) the confirmation of the fit of ``sweep_path``, ``DIR/attention-<gpu>.confirm.json``,
+    with the records of ``old_path``, a confirmation of another fit of the same GPU, that re-time what this
+    one would: the same held-out workload with the same pick and the same best swept configuration, so the
+    same configurations are timed. A refit that changes one family's tree, or adds workloads, leaves most
+    held-out picks as they were; those need no device time again. The sweep's ratios come from this fit's
+    validation. Only for the same kernels: a kernel change is re-timed (``confirm`` with ``part`` /
+    ``kv_dtype``). ``old_path`` may be the destination itself (the committed confirmation of the fit before).
+    Returns (path, records carried, held-out workloads left to time)."""
+    old = sweep_mod.load_json(old_path, "gpu", "repeats", "source", "records", flag="--confirm-carry")
+    if old is None:
+        raise SystemExit(f"--confirm-carry: {old_path} does not exist")
+    gpu = sweep_mod.load_json(sweep_path, "gpu", "records", flag="--confirm-carry")["gpu"]
+    if old["gpu"] != gpu:
+        raise SystemExit(f"--confirm-carry: {old_path} re-timed picks on {old['gpu']}; {sweep_path} is a sweep "
+                         f"of {gpu}")
+    source = fit_source(sweep_path)
+    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(gpu)}.confirm.json")
+    same = os.path.exists(path) and os.path.samefile(path, old_path)
+    data = None if same else sweep_mod.load_json(path, "gpu", "repeats", "source", "records", flag="--confirm-carry")
+    if data is None:
+        data = dict(gpu=gpu, sms=old.get("sms"), repeats=old["repeats"], source=source, records=[])
+        if "header" in old:
+            data["header"] = old["header"]
+    for key, want in (("repeats", old["repeats"]), ("source", source)):
+        if data[key] != want:
+            raise SystemExit(f"--confirm-carry: {path} holds a confirmation with {key} {data[key]!r}, "
+                             f"this carry would need {want!r}")
+    have = {r["name"] for r in data["records"]}
+    rows = {row["name"]: row for _, _, row in targets(sweep_path)}
+    carried = 0
+    for r in old["records"]:
+        row = rows.get(r["name"])
+        if row is None or r["name"] in have or (r["family"], r["pick"], r["best"]) != (row["family"], row["pick"],
+                                                                                        row["best"]):
+            continue
+        data["records"].append(dict(r, sweep_vs_best=row["vs_best"], sweep_vs_hand=row["vs_hand"]))
+        have.add(r["name"])
+        carried += 1
+    os.makedirs(out_dir, exist_ok=True)
+    sweep_mod.save_json(data, path)
+    return path, carried, sum(name not in have for name in rows)
 
 
 def summary(data: dict) -> dict:
