@@ -543,6 +543,11 @@ def gpu_slug(name: str) -> str:
     return "-".join(name.split()[:2]) if name else "gpu"
 
 
+def job_path(out_dir: str, gpu: str, kind: str | None = None) -> str:
+    """Where a job's JSON for ``gpu`` goes: ``DIR/attention-<gpu slug>[.<kind>].json`` (a sweep, "confirm", ...)."""
+    return os.path.join(out_dir, f"attention-{gpu_slug(gpu)}{'.' + kind if kind else ''}.json")
+
+
 def interleave_families(workloads: list) -> list:
     """``workloads`` reordered so that every prefix holds the decode and prefill families in the proportion
     of the whole list (each family's own order kept): a sweep stopped at its time limit, or split into
@@ -586,7 +591,7 @@ def sweep(out_dir: str, *, part: str | None = None, limit: int | None = None, jo
     name = device_name(device)
     sms = num_sms(device)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{gpu_slug(name)}{'.' + kind if kind else ''}.json")
+    path = job_path(out_dir, name, kind)
     data = load_json(path) or dict(gpu=name, sms=sms, l2_bytes=l2, seed=seed, knobs=dict(KNOBS),
                                    repeats=repeats or 1, order=order or BACK_TO_BACK, records=[],
                                    **({} if source is None else dict(source=source)))

@@ -97,7 +97,7 @@ def open_job(sweep_path: str, out_dir: str, kind: str, *, repeats: int, source: 
         raise SystemExit(f"--{kind}: {sweep_path} is a sweep of {sweep['gpu']} ({sweep['sms']} SMs); this GPU is "
                          f"{name} ({sms} SMs)")
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 50 << 20
-    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(name)}.{kind}.json")
+    path = sweep_mod.job_path(out_dir, name, kind)
     data = sweep_mod.load_json(path) or dict(gpu=name, sms=sms, repeats=repeats, source=source, records=[])
     for key, want in (("gpu", name), ("repeats", repeats), ("source", source)):
         if data[key] != want:
@@ -235,7 +235,7 @@ def carry(sweep_path: str, old_path: str, out_dir: str) -> tuple[str, int, int]:
         raise SystemExit(f"--confirm-carry: {old_path} re-timed picks on {old['gpu']}; {sweep_path} is a sweep "
                          f"of {gpu}")
     source = fit_source(sweep_path)
-    path = os.path.join(out_dir, f"attention-{sweep_mod.gpu_slug(gpu)}.confirm.json")
+    path = sweep_mod.job_path(out_dir, gpu, "confirm")
     same = os.path.exists(path) and os.path.samefile(path, old_path)
     data = None if same else sweep_mod.load_json(path, "gpu", "repeats", "source", "records", flag="--confirm-carry")
     if data is None:
